@@ -145,3 +145,42 @@ def test_optimizer_step_between_backwards_names_as_strided():
     expected = run(torch)
     assert "which is output 0 of AsStrided" in expected
     assert run(tg) == expected
+
+
+class _SavedMM:
+    """A custom Function saving its (view) operand: the message names the operand's grad_fn now."""
+
+    @staticmethod
+    def make(lib):
+        class MyMM(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, wt):
+                ctx.save_for_backward(x, wt)
+                return x @ wt
+
+            @staticmethod
+            def backward(ctx, g):
+                x, wt = ctx.saved_tensors
+                return g @ wt.t(), x.t() @ g
+        return MyMM
+
+
+@pytest.mark.parametrize("case", ["function_t", "function_slice_t", "grad_live_slice"])
+def test_inplace_error_names_live_stale_views_as_torch(case):
+    def run(lib):
+        w = lib.ones(2, 3, requires_grad=True)
+        x = lib.ones(4, 3, requires_grad=True)
+        if case == "grad_live_slice":
+            v = w[0, 1:]
+            y = (v * v).sum()
+        else:
+            wt = w.t() if case == "function_t" else w[:, :].t()
+            y = _SavedMM.make(lib).apply(x, wt).sum()
+        with lib.no_grad():
+            w.mul_(2)
+        with pytest.raises(RuntimeError) as info:
+            lib.autograd.grad(y, w)
+        return str(info.value)
+    expected = run(torch)
+    assert "output 0 of AsStrided" in expected
+    assert run(tg) == expected
