@@ -144,6 +144,13 @@ def is_tensor(obj) -> bool:
     return sparse is not None and isinstance(obj, sparse.SparseTensor)
 
 
+def _assert(condition, message):
+    """Python's ``assert condition, message`` as a function: torchvision-style model and transform
+    code calls ``torch._assert`` (a name tracing keeps) for its shape and type checks.  A tensor
+    condition goes through ``bool()``, so a multi-element one raises as ``assert`` would."""
+    assert condition, message
+
+
 def is_floating_point(input) -> bool:
     """Whether ``input``'s dtype is a floating-point one (float16, float32, float64)."""
     _extra_ops._check_tensor(input, "is_floating_point")

@@ -725,7 +725,11 @@ def modified_in_place_error(arr, grad_fn_name, version, expected):
 
 
 def _grad_fn_name_of(TensorBase t):
-    """The name of t's grad_fn for messages (None for leaves)."""
+    """The name of t's grad_fn for messages (None for leaves).  A view whose base was written
+    since it was made reads as PyTorch's regenerated AsStridedBackward0, without regenerating it
+    here (reading t.grad_fn would append a record; messages only look)."""
+    if t._base is not None and not special_view(t) and _is_stale_view(t):
+        return "AsStridedBackward0"
     if t._node < 0 or TAPE.recs[t._node].op == OP_LEAF:
         return None
     return type(make_grad_fn(t._node)).__name__

@@ -64,6 +64,16 @@ cdef int check_saved_versions(Record* r) except -1:
     return 0
 
 
+cdef bint view_of_grad_tensor(object base) except -1:
+    """Whether `base` is the array of a live tensor on the tape that requires grad (the tensor
+    a saved numpy view was taken from).  Only on the error path: a walk over the tape."""
+    cdef Py_ssize_t i
+    for i in range(TAPE.n - 1, -1, -1):
+        if TAPE.recs[i].out != NULL and (<TensorBase>TAPE.recs[i].out)._array is base:
+            return (<TensorBase>TAPE.recs[i].out)._requires_grad
+    return False
+
+
 cdef object saved_value_node_name(Record* r, int j):
     """The node PyTorch's in-place error names for saved value j of record r (a copy of a tape
     record: the sweeps run on copies): "which is output 0 of Exp".  PyTorch keeps the node an
@@ -87,6 +97,12 @@ cdef object saved_value_node_name(Record* r, int j):
         # since (no record's output holds it): PyTorch names no node ("[torch.FloatTensor [3]] is
         # at version 1"); without this test it was named as r's own output
         return None
+    if t is None and saved is not None and isinstance(saved, np.ndarray) \
+            and saved.base is not None and view_of_grad_tensor(saved.base):
+        # a view of a tensor that requires grad, dead since (weight.t() inside F.linear, w[0]):
+        # PyTorch regenerates a view's grad_fn once its base is written in place, as
+        # AsStridedBackward0, and names that node
+        return "AsStridedBackward0"
     if t is None or me < 0:
         return OP_NAMES[r.op]
     k = t._node

@@ -14,6 +14,7 @@ from .. import _core
 from .._half_precision import narrow_half, widen_half
 from ._extra_activations import logsigmoid
 from ._legacy_reduction import mean_alias
+from . import _reduction as _legacy
 
 _KL_MEAN_WARNING = (
     "reduction: 'mean' divides the total loss by both the batch size and the support size."
@@ -25,11 +26,8 @@ def _reduction(size_average, reduce, reduction: str) -> str:
     # The legacy size_average / reduce flags override reduction, as in PyTorch.
     if size_average is None and reduce is None:
         return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    result = "none" if not reduce else ("mean" if size_average else "sum")
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  f"reduction='{result}' instead.", stacklevel=3)
+    result = _legacy.legacy_string(size_average, reduce)
+    warnings.warn(_legacy._FLAGS_WARNING.format(result), stacklevel=3)
     return result
 
 
