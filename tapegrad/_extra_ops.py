@@ -1755,15 +1755,21 @@ def _packed_sequence_method(name: str, param: str, fn):
     return method
 
 
+def register_return_types(return_types: dict) -> None:
+    """Add tapegrad.return_types.<name> (printed as torch.return_types.<name>) for each name ->
+    fields, once."""
+    for name, fields in return_types.items():
+        if not hasattr(_core.return_types, name):
+            _core._make_return_type(name, fields)
+
+
 def register_family(namespace: dict, tensor_cls, module_globals: dict, functions, methods,
                     return_types: dict, method_overrides: dict | None = None) -> None:
     """Register one module's ops: the named-tuple result types, `functions` into `namespace`
     (tapegrad's globals) and `methods` onto `tensor_cls`, taken from `module_globals`; a method
     in `method_overrides` uses that callable instead of wrapping the function.  Existing names
     win, so the compiled core's own versions are never replaced."""
-    for name, fields in return_types.items():
-        if not hasattr(_core.return_types, name):
-            _core._make_return_type(name, fields)     # adds tapegrad.return_types.<name>
+    register_return_types(return_types)
     for name in functions:
         namespace.setdefault(name, module_globals[name])
     overrides = method_overrides or {}

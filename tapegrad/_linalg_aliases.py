@@ -38,7 +38,7 @@ def det(input):
 def slogdet(input):
     """torch.slogdet: (sign, logabsdet) as torch.return_types.slogdet."""
     sign, logabsdet = _linalg().slogdet(input)
-    return _linalg()._return_type("slogdet", ("sign", "logabsdet"))((sign, logabsdet))
+    return _core.return_types.slogdet((sign, logabsdet))
 
 
 def logdet(input):
@@ -79,7 +79,7 @@ def svd(input, some=True, compute_uv=True):
     if input.ndim < 2:
         raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
                            f"{input.ndim} dimensions instead")
-    result_type = linalg._return_type("svd", ("U", "S", "V"))
+    result_type = _core.return_types.svd
     if not compute_uv:
         from . import zeros
         m, n = input.shape[-2], input.shape[-1]
@@ -95,9 +95,24 @@ FUNCTIONS = ("inverse", "det", "slogdet", "logdet", "cholesky", "pinverse", "mat
 METHODS = FUNCTIONS
 
 
+# The named tuples of tapegrad.linalg's results and of the aliases above, made at import (as
+# torch.return_types has them all, before any call): tapegrad.linalg is loaded on first use.
+RETURN_TYPES = {
+    "linalg_slogdet": ("sign", "logabsdet"), "slogdet": ("sign", "logabsdet"),
+    "linalg_eigh": ("eigenvalues", "eigenvectors"), "linalg_eig": ("eigenvalues", "eigenvectors"),
+    "linalg_svd": ("U", "S", "Vh"), "svd": ("U", "S", "V"), "linalg_qr": ("Q", "R"),
+    "linalg_lstsq": ("solution", "residuals", "rank", "singular_values"),
+    "linalg_lu_factor": ("LU", "pivots"), "linalg_lu_factor_ex": ("LU", "pivots", "info"),
+    "linalg_lu": ("P", "L", "U"), "linalg_inv_ex": ("inverse", "info"),
+    "linalg_solve_ex": ("result", "info"), "linalg_cholesky_ex": ("L", "info"),
+}
+
+
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to the tapegrad namespace and the methods to Tensor (existing names
-    win)."""
+    win), and the linalg result types to tapegrad.return_types."""
+    from ._extra_ops import register_return_types
+    register_return_types(RETURN_TYPES)
     g = globals()
     for name in FUNCTIONS:
         namespace.setdefault(name, g[name])

@@ -25,9 +25,8 @@ _FACTOR_HINT = ("If you still want to perform the factorization, consider callin
                 "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
-def _return(name, fields, values):
-    from .linalg import _return_type
-    return _return_type(name, fields)(values)
+def _return(name, values):
+    return getattr(_core.return_types, name)(values)
 
 
 def _check_lu_input(A, name: str, pivot: bool) -> None:
@@ -76,7 +75,7 @@ def lu_factor(A, *, pivot: bool = True):
     _core.check_bool("linalg_lu_factor", "pivot", pivot)
     LU, pivots, info = _factor(A, "torch.linalg.lu_factor", pivot)
     _raise_zero_pivot(info, "torch.linalg.lu_factor")
-    return _return("linalg_lu_factor", ("LU", "pivots"), (LU, pivots))
+    return _return("linalg_lu_factor", (LU, pivots))
 
 
 def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):
@@ -86,7 +85,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):
     LU, pivots, info = _factor(A, "torch.linalg.lu_factor_ex", pivot)
     if check_errors:
         _raise_zero_pivot(info, "torch.linalg.lu_factor_ex")
-    return _return("linalg_lu_factor_ex", ("LU", "pivots", "info"), (LU, pivots, _wrap(info)))
+    return _return("linalg_lu_factor_ex", (LU, pivots, _wrap(info)))
 
 
 def lu(A, *, pivot: bool = True):
@@ -95,7 +94,7 @@ def lu(A, *, pivot: bool = True):
     _core.check_bool("linalg_lu", "pivot", pivot)
     LU, pivots, _ = _factor(A, "torch.linalg.lu", pivot)
     P, L, U = lu_unpack(LU, pivots)
-    return _return("linalg_lu", ("P", "L", "U"), (P, L, U))
+    return _return("linalg_lu", (P, L, U))
 
 
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
@@ -168,12 +167,12 @@ def inv_ex(A, *, check_errors: bool = False):
     _check_float(A, "linalg.inv")
     info = _info_of_lu(A)
     if not info.any():
-        return _return("linalg_inv_ex", ("inverse", "info"), (linalg.inv(A), _wrap(info)))
+        return _return("linalg_inv_ex", (linalg.inv(A), _wrap(info)))
     if check_errors:
         linalg._raise_singular_inv(A._array, "linalg.inv_ex")
     identity = np.broadcast_to(np.eye(A.shape[-1], dtype=A._array.dtype), A.shape)
     inverse = _wrap(_singular_lu_solve(A._array, identity))
-    return _return("linalg_inv_ex", ("inverse", "info"), (inverse, _wrap(info)))
+    return _return("linalg_inv_ex", (inverse, _wrap(info)))
 
 
 def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
@@ -185,8 +184,7 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
     vector = linalg._check_solve_operands(A, B, left, "linalg_solve_ex")
     info = _info_of_lu(A)
     if not info.any():
-        return _return("linalg_solve_ex", ("result", "info"),
-                       (linalg.solve(A, B, left=left), _wrap(info)))
+        return _return("linalg_solve_ex", (linalg.solve(A, B, left=left), _wrap(info)))
     if check_errors:
         raise linalg.LinAlgError("torch.linalg.solve_ex: The solver failed because the input "
                                  "matrix is singular.")
@@ -199,7 +197,7 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
     if not left:
         X = np.swapaxes(X, -1, -2)
     X = _wrap(X[..., 0] if vector else X)
-    return _return("linalg_solve_ex", ("result", "info"), (X, _wrap(info)))
+    return _return("linalg_solve_ex", (X, _wrap(info)))
 
 
 def _failed_cholesky(matrix: np.ndarray):
@@ -240,7 +238,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
             infos[index] = _failed_cholesky(matrix)[1]
     info = infos.reshape(arr.shape[:-2])
     if not infos.any():
-        return _return("linalg_cholesky_ex", ("L", "info"),
+        return _return("linalg_cholesky_ex",
                        (linalg._cholesky(A, upper, "linalg.cholesky_ex"), _wrap(info)))
     if check_errors:
         linalg._cholesky(A, upper, "linalg.cholesky_ex")     # raises PyTorch's LinAlgError
@@ -249,7 +247,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
         factors[index] = (_failed_cholesky(matrix)[0] if infos[index]
                           else np.linalg.cholesky(matrix))
     L = _wrap(factors.reshape(arr.shape))
-    return _return("linalg_cholesky_ex", ("L", "info"), (L.mH if upper else L, _wrap(info)))
+    return _return("linalg_cholesky_ex", (L.mH if upper else L, _wrap(info)))
 
 
 # -- composites ----------------------------------------------------------------------------------

@@ -129,10 +129,10 @@ def _raise_singular_inv(arr, name):
     raise LinAlgError(f"{name}: The input matrix is singular.")
 
 
-def _return_type(name, fields):
-    """tapegrad.return_types.<name> (printed as torch.return_types.<name>), made once."""
-    existing = getattr(_core.return_types, name, None)
-    return existing if existing is not None else _core._make_return_type(name, fields)
+def _return_type(name):
+    """tapegrad.return_types.<name> (printed as torch.return_types.<name>): the linalg result
+    types are made at import (tapegrad/_linalg_aliases.py's RETURN_TYPES)."""
+    return getattr(_core.return_types, name)
 
 
 def _tensor(array, like, real=False):
@@ -249,7 +249,7 @@ def slogdet(A):
     A = _as_tensor(A, "linalg_slogdet")
     _check_square(A, "linalg.slogdet")
     _check_float(A, "linalg.slogdet")
-    return _return_type("linalg_slogdet", ("sign", "logabsdet"))(_LogAbsDet.apply(A))
+    return _return_type("linalg_slogdet")(_LogAbsDet.apply(A))
 
 
 
@@ -482,7 +482,7 @@ def eigh(A, UPLO="L"):
     uplo = _check_uplo(UPLO)
     _check_square(A, "linalg.eigh")
     _check_eigh_dtype(A)
-    return _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))(_Eigh.apply(A, uplo))
+    return _return_type("linalg_eigh")(_Eigh.apply(A, uplo))
 
 
 def eigvalsh(A, UPLO="L"):
@@ -552,7 +552,7 @@ def eig(A):
     A = _as_tensor(A, "linalg_eig", "input")
     _check_square(A, "linalg.eig")
     _check_float(A, "linalg.eig")
-    return _return_type("linalg_eig", ("eigenvalues", "eigenvectors"))(_Eig.apply(A))
+    return _return_type("linalg_eig")(_Eig.apply(A))
 
 
 def eigvals(A):
@@ -893,7 +893,7 @@ def svd(A, full_matrices=True, *, driver=None):
     _core.check_bool("linalg_svd", "full_matrices", full_matrices)
     _check_matrix(A, "linalg.svd")
     _check_float(A, "linalg.svd")
-    return _return_type("linalg_svd", ("U", "S", "Vh"))(_SVD.apply(A, bool(full_matrices)))
+    return _return_type("linalg_svd")(_SVD.apply(A, bool(full_matrices)))
 
 
 def svdvals(A, *, driver=None):
@@ -1264,7 +1264,7 @@ def qr(A, mode="reduced"):
     if mode == "r":
         from . import empty
         Q = empty(0, dtype=A.dtype)
-    return _return_type("linalg_qr", ("Q", "R"))((Q, R))
+    return _return_type("linalg_qr")((Q, R))
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
@@ -1290,7 +1290,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         solution = solution.squeeze(-1)
     from . import empty
     rank = matrix_rank(A, rtol=rtol)
-    result = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+    result = _return_type("linalg_lstsq")
     return result((solution, empty(0, dtype=A.dtype), rank, empty(0, dtype=A.dtype)))
 
 

@@ -216,3 +216,16 @@ def test_as_subclass_is_an_alias_in_the_graph_as_pytorch():
         return (type(y).__name__, y.grad_fn.name(), z.is_leaf, z.requires_grad, x.grad.tolist(),
                 plain.tolist(), outcome(lambda L: x.as_subclass(int), lib))
     assert run(tg) == run(torch)
+
+
+def test_linalg_result_types_exist_before_any_call():
+    # (torch.return_types has them all at import; tapegrad made each at its op's first call)
+    import subprocess
+    import sys
+    names = ("linalg_svd", "linalg_eigh", "linalg_qr", "linalg_lu_factor", "linalg_inv_ex",
+             "slogdet", "svd")
+    probe = ("import tapegrad as t; "
+             f"print([t.return_types.__dict__[n]._fields for n in {names!r}])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == str([tuple(getattr(torch.return_types, n).__match_args__) for n in names])
