@@ -312,11 +312,15 @@ def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
                                   lambda: _cumulative_extreme(name, input, dim, None, maximum))
     result_type = getattr(_core.return_types, name)
     if empty:
-        return result_type((input.clone(), _index_tensor(np.zeros(input.shape, np.int64))))
-    if input.ndim == 0:
-        return result_type((input.clone(), _index_tensor(0)))
-    positions = _index_tensor(_running_extreme_positions(input._array, d, maximum))
-    return result_type((input.gather(d, positions), positions))
+        result = result_type((input.clone(), _index_tensor(np.zeros(input.shape, np.int64))))
+    elif input.ndim == 0:
+        result = result_type((input.clone(), _index_tensor(0)))
+    else:
+        positions = _index_tensor(_running_extreme_positions(input._array, d, maximum))
+        return result_type((input.gather(d, positions), positions))
+    # PyTorch's CummaxBackward0 saves the input (gather's record keeps it; a clone does not)
+    _core._guard_saved_version(result, input)
+    return result
 
 
 @_numpy_dim_names

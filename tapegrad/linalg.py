@@ -669,6 +669,14 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
                     f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d}"
                     "because this dimension is empty and the operation does not have an "
                     "identity")
+    result = _vector_norm(x, ord, dims, keepdim)
+    # PyTorch's LinalgVectorNormBackward0 saves the input and the result whatever the ord (a
+    # later write into either refuses the backward); the forms below keep what each needs
+    _core._guard_saved_version(result, x, result)
+    return result
+
+
+def _vector_norm(x, ord, dims, keepdim):
     magnitude = x.abs()
     reduce = dict(dim=dims, keepdim=keepdim)
     if x.ndim == 0:
