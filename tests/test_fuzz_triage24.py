@@ -220,3 +220,23 @@ def test_write_after_forward_refuses_backward_as_torch(torch, shape, name, into)
     assert got[0] == expected[0]
     if expected[0] == "raises":
         assert got[1] is expected[1]
+
+
+# -- index_copy / index_add into slices without elements (60641014) --------------------------------
+# The slices the index names hold no elements (self (0, 3, 4) along -1): the key named no slice,
+# and the source's (0, 3, 2) did not fit it (index_copy: a shape-mismatch RuntimeError;
+# index_add: numpy's ValueError).  PyTorch writes nothing and gives source a gradient of its shape.
+
+@pytest.mark.parametrize("name", ["index_copy", "index_add"])
+@pytest.mark.parametrize("self_shape, source_shape, dim", [((0, 3, 4), (0, 3, 2), -1),
+                                                           ((3, 0), (2, 0), 0),
+                                                           ((2, 0, 3), (2, 0, 2), 2)])
+def test_index_write_into_empty_slices(torch, name, self_shape, source_shape, dim):
+    results = []
+    for L in (torch, tg):
+        x = L.zeros(self_shape, requires_grad=True)
+        s = L.ones(source_shape, requires_grad=True)
+        r = getattr(x * 1, name)(dim, L.tensor([0, 1][:source_shape[dim]]), s)
+        r.sum().backward()
+        results.append((tuple(r.shape), tuple(x.grad.shape), tuple(s.grad.shape)))
+    assert results[1] == results[0]
