@@ -49,6 +49,12 @@ def _erfinv_values(y: np.ndarray) -> np.ndarray:
     for _ in range(3):          # Newton on erf(x) - y: each step doubles the correct digits
         residual = np.asarray(_erf(x), dtype=np.float64) - safe
         x = x - residual / (np.exp(-x * x) / _SQRT_PI_OVER_2)
+    # Near +-1, erf is flat to an ulp: Newton on it stalls (erfinv(1 - 2^-53) gave 5.46 for
+    # 5.86).  There erfc(|x|) = 1 - |y|, exact for |y| >= 0.5, is solved instead.
+    x = np.array(x, dtype=np.float64)          # (a 0-d input's x is a numpy scalar)
+    tails = np.abs(safe) >= 0.5
+    if tails.any():
+        x[tails] = np.copysign(_erfcinv_tail(1.0 - np.abs(safe[tails])), safe[tails])
     out = np.where(inside, x, np.where(np.abs(y64) == 1, np.copysign(np.inf, y64), np.nan))
     return out.astype(y.dtype)
 
@@ -247,13 +253,12 @@ def _log_erfc(z: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ndtri_lower(q: np.ndarray) -> np.ndarray:
-    """ndtri(q) for q in (0, 0.25]: -sqrt(2) z with erfc(z) = 2q, solved for z by Newton steps on
-    log(erfc(z)) - log(2q) (log scale: q goes down to the subnormals).  First guess: Giles' for
-    erfinv(1 - 2q) near the middle (its w = -log(1 - y^2) is -log(2q (2 - 2q)), computed from q
-    without rounding y), the asymptote z^2 = L - log(sqrt(pi L)), L = -log(2q), in the tail,
-    where Giles' fit ends (three steps then reach the last digits)."""
-    t = 2.0 * q
+def _erfcinv_tail(t: np.ndarray) -> np.ndarray:
+    """z with erfc(z) = t, for t in (0, 0.5]: Newton steps on log(erfc(z)) - log(t) (log scale:
+    t goes down to the subnormals).  First guess: Giles' for erfinv(1 - t) near the middle (its
+    w = -log(1 - y^2) is -log(t (2 - t)), computed from t without rounding y = 1 - t), the
+    asymptote z^2 = L - log(sqrt(pi L)), L = -log(t), in the tail, where Giles' fit ends (three
+    steps then reach the last digits)."""
     w = -np.log(t * (2.0 - t))
     tail = -np.log(t)
     with np.errstate(invalid="ignore"):         # (each branch is NaN where the other is taken)
@@ -265,7 +270,7 @@ def _ndtri_lower(q: np.ndarray) -> np.ndarray:
         # d/dz log(erfc(z)) = -exp(-z^2 - log(erfc(z))) / (sqrt(pi) / 2)
         slope = -np.exp(-z * z - log_erfc) / _SQRT_PI_OVER_2
         z = z + (log_erfc + tail) / (-slope)
-    return -math.sqrt(2.0) * z
+    return z
 
 
 def _ndtri_values(p: np.ndarray) -> np.ndarray:
@@ -278,9 +283,9 @@ def _ndtri_values(p: np.ndarray) -> np.ndarray:
     middle = (p64 >= 0.25) & (p64 <= 0.75)
     out[middle] = math.sqrt(2.0) * _erfinv_values(2.0 * p64[middle] - 1.0)
     lower = (p64 > 0) & (p64 < 0.25)
-    out[lower] = _ndtri_lower(p64[lower])
+    out[lower] = -math.sqrt(2.0) * _erfcinv_tail(2.0 * p64[lower])
     upper = (p64 > 0.75) & (p64 < 1)
-    out[upper] = -_ndtri_lower(1.0 - p64[upper])
+    out[upper] = math.sqrt(2.0) * _erfcinv_tail(2.0 * (1.0 - p64[upper]))
     out[p64 == 0] = -np.inf
     out[p64 == 1] = np.inf
     return out.astype(p.dtype)
