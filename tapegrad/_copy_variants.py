@@ -18,7 +18,7 @@ def _slice(input, dim=0, start=None, end=None, step=1):
 
 # name -> the view it copies, as a function of (input, *args, **kwargs)
 _VIEWS = {
-    "view_copy": lambda input, *a, **k: input.view(*a, **k),
+    "view_copy": lambda input, *a, **k: _view_or_reshape(input, *a, **k),
     "permute_copy": lambda input, *a, **k: input.permute(*a, **k),
     "transpose_copy": lambda input, *a, **k: input.transpose(*a, **k),
     "t_copy": lambda input, *a, **k: input.t(*a, **k),
@@ -38,6 +38,24 @@ _VIEWS = {
     "view_as_real_copy": lambda input: _view_as("view_as_real", input),
     "view_as_complex_copy": lambda input: _view_as("view_as_complex", input),
 }
+
+
+_VIEW_COPY_SIGNATURES = ("\n * (Tensor input, torch.dtype dtype, *, Tensor out = None)"
+                         "\n * (Tensor input, tuple of ints size, *, Tensor out = None)\n")
+
+
+def _view_or_reshape(input, *args, **kwargs):
+    """view_copy's view: a dtype is reinterpreted as Tensor.view does, but a size is PyTorch's
+    reshape (its view_copy kernel falls back to reshape when the strides admit no view, so a
+    transposed input flattens where Tensor.view raises).  One argument, as PyTorch's two
+    overloads take."""
+    given = list(args) + list(kwargs.values())
+    if len(given) != 1 or not set(kwargs) <= {"size", "dtype"}:
+        from .tensor import invalid_arguments
+        raise invalid_arguments("view_copy", (input,) + args, kwargs, _VIEW_COPY_SIGNATURES)
+    if isinstance(given[0], _core.dtype):
+        return input.view(given[0])
+    return input.reshape(given[0])
 
 
 def _detached(input):

@@ -682,10 +682,12 @@ def cumprod(input, dim, *, dtype=None):
     if not _records(input):
         return _wrap(_cumulative_array(np.ndarray.cumprod, input._array, d, dtype))
     if input.ndim == 0 or input.shape[d] == 0:      # (numpy has no running product of a 0-d array)
-        return input.to(_core.np_dtype_to_dtype(out)) * 1
-    from ._extra_functions import Cumprod
-    result = Cumprod.apply(input.to(_core.np_dtype_to_dtype(out)), d)
-    # PyTorch's CumprodBackward saves self and the result: a write into either raises
+        result = input.to(_core.np_dtype_to_dtype(out)) * 1
+    else:
+        from ._extra_functions import Cumprod
+        result = Cumprod.apply(input.to(_core.np_dtype_to_dtype(out)), d)
+    # PyTorch's CumprodBackward saves self and the result: a write into either raises (a 0-d or
+    # empty one's too: fuzz surface 60729782)
     _core._guard_saved_version(result, input, result)
     return result
 

@@ -31,3 +31,10 @@ def narrow_half(result, was_half):
     if was_half and result.dtype == _core.float32:
         return result.to(_core.float16)
     return result
+
+
+def refuse_half(input, kernel: str) -> None:
+    """PyTorch's NotImplementedError for a CPU kernel without a float16 form (its dispatch
+    macro lists float and double only), raised where its kernel would start."""
+    if input.dtype == _core.float16:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Half'")

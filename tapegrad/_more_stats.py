@@ -304,15 +304,23 @@ def _running_extreme_positions(arr: np.ndarray, axis: int, maximum: bool) -> np.
 def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
     _check_tensor(input, name)
     refuse_if_complex(name, input)
-    d = _dim(dim, input.ndim)
+    # PyTorch's kernel returns for a tensor without elements before it wraps dim: any int goes
+    empty = input.numel() == 0 and isinstance(dim, int) and not isinstance(dim, bool)
+    d = None if empty else _dim(dim, input.ndim)
     if out is not None:
         return compute_then_write(name, tuple(out), (input,),
                                   lambda: _cumulative_extreme(name, input, dim, None, maximum))
     result_type = getattr(_core.return_types, name)
-    if input.ndim == 0:
-        return result_type((input.clone(), _index_tensor(0)))
-    positions = _index_tensor(_running_extreme_positions(input._array, d, maximum))
-    return result_type((input.gather(d, positions), positions))
+    if empty:
+        result = result_type((input.clone(), _index_tensor(np.zeros(input.shape, np.int64))))
+    elif input.ndim == 0:
+        result = result_type((input.clone(), _index_tensor(0)))
+    else:
+        positions = _index_tensor(_running_extreme_positions(input._array, d, maximum))
+        return result_type((input.gather(d, positions), positions))
+    # PyTorch's CummaxBackward0 saves the input (gather's record keeps it; a clone does not)
+    _core._guard_saved_version(result, input)
+    return result
 
 
 @_numpy_dim_names

@@ -455,6 +455,16 @@ def _check_index_func(self, dim, index, source, fname: str) -> int:
     return dim
 
 
+def _slices_written(key, source, dim):
+    """The part of source that key's slices receive: all of it, or none when the key names no
+    slice (_index_dim_key's key for slices without elements, whatever the index): source
+    narrowed to 0 along dim then, whose gradient is still source's shape (zeros)."""
+    if (key and isinstance(key[-1], np.ndarray) and key[-1].size == 0 and source._array.ndim
+            and source._array.shape[dim] != 0):
+        return source.narrow(dim, 0, 0)
+    return source
+
+
 @_numpy_dim_names
 def index_add(input, dim, index, source, *, alpha=1):
     """input plus alpha * source's slices added at index along dim (repeats accumulate)."""
@@ -466,6 +476,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     if key is None:
         return input.clone()
     from ._scatter_functions import accumulate
+    source = _slices_written(key, source, dim)
     values = source if alpha == 1 else source * alpha
     return accumulate(input, key, values, "IndexAddBackward0")
 
@@ -485,7 +496,7 @@ def index_copy(input, dim, index, source):
     _check_index_copy(input, dim, index, source)
     dim, key = _index_dim_key(input, dim, index, "index_copy", wrap=False, error=IndexError,
                               prefix="index_copy_(): ")
-    return _overwrite(input, key, source)
+    return _overwrite(input, key, _slices_written(key, source, dim) if key else source)
 
 
 def index_copy_(self, dim, index, source):

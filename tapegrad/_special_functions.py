@@ -49,6 +49,12 @@ def _erfinv_values(y: np.ndarray) -> np.ndarray:
     for _ in range(3):          # Newton on erf(x) - y: each step doubles the correct digits
         residual = np.asarray(_erf(x), dtype=np.float64) - safe
         x = x - residual / (np.exp(-x * x) / _SQRT_PI_OVER_2)
+    # Near +-1, erf is flat to an ulp: Newton on it stalls (erfinv(1 - 2^-53) gave 5.46 for
+    # 5.86).  There erfc(|x|) = 1 - |y|, exact for |y| >= 0.5, is solved instead.
+    x = np.array(x, dtype=np.float64)          # (a 0-d input's x is a numpy scalar)
+    tails = np.abs(safe) >= 0.5
+    if tails.any():
+        x[tails] = np.copysign(_erfcinv_tail(1.0 - np.abs(safe[tails])), safe[tails])
     out = np.where(inside, x, np.where(np.abs(y64) == 1, np.copysign(np.inf, y64), np.nan))
     return out.astype(y.dtype)
 
@@ -230,6 +236,89 @@ def exp2(input):
         return result
     result = _core.exp(_float_input(input, "exp2") * math.log(2.0))
     return result
+
+
+def _log_erfc(z: np.ndarray) -> np.ndarray:
+    """log(erfc(z)) for z >= 0.4, where erfc underflows too: math.erfc up to 26, then the
+    asymptotic series -z^2 - log(z sqrt(pi)) + log(1 - 1/(2z^2) + 3/(4z^4) - ...) (its first
+    omitted term is below 1e-13 there)."""
+    near = np.minimum(z, 26.0)
+    out = np.log(np.asarray(_erfc(near), dtype=np.float64))
+    far = z > 26.0
+    if far.any():
+        zf = z[far]
+        u = 1.0 / (2.0 * zf * zf)
+        series = 1.0 + u * (-1.0 + u * (3.0 + u * (-15.0 + u * (105.0 - u * 945.0))))
+        out[far] = -zf * zf - np.log(zf * math.sqrt(math.pi)) + np.log(series)
+    return out
+
+
+def _erfcinv_tail(t: np.ndarray) -> np.ndarray:
+    """z with erfc(z) = t, for t in (0, 0.5]: Newton steps on log(erfc(z)) - log(t) (log scale:
+    t goes down to the subnormals).  First guess: Giles' for erfinv(1 - t) near the middle (its
+    w = -log(1 - y^2) is -log(t (2 - t)), computed from t without rounding y = 1 - t), the
+    asymptote z^2 = L - log(sqrt(pi L)), L = -log(t), in the tail, where Giles' fit ends (three
+    steps then reach the last digits)."""
+    w = -np.log(t * (2.0 - t))
+    tail = -np.log(t)
+    with np.errstate(invalid="ignore"):         # (each branch is NaN where the other is taken)
+        z = np.where(w < 5.0, _horner(_CENTRAL, w - 2.5) * (1.0 - t),
+                     np.sqrt(tail - 0.5 * np.log(math.pi * tail)))
+    for _ in range(4):
+        z = np.maximum(z, 0.4)
+        log_erfc = _log_erfc(z)
+        # d/dz log(erfc(z)) = -exp(-z^2 - log(erfc(z))) / (sqrt(pi) / 2)
+        slope = -np.exp(-z * z - log_erfc) / _SQRT_PI_OVER_2
+        z = z + (log_erfc + tail) / (-slope)
+    return z
+
+
+def _ndtri_values(p: np.ndarray) -> np.ndarray:
+    """ndtri of p elementwise, in p's float dtype (computed in float64): -+inf at 0 and 1, nan
+    outside [0, 1].  sqrt(2) erfinv(2p - 1) only where 2p - 1 is exact (p in [0.25, 0.75]); in
+    the tails 2p - 1 rounds away the digits of p (p = 2.7e-16 gave -7.84 for -8.10), so each tail
+    is solved from its own probability: p, or 1 - p (exact for p >= 0.5), by symmetry."""
+    p64 = p.astype(np.float64)
+    out = np.full(p64.shape, np.nan)
+    middle = (p64 >= 0.25) & (p64 <= 0.75)
+    out[middle] = math.sqrt(2.0) * _erfinv_values(2.0 * p64[middle] - 1.0)
+    lower = (p64 > 0) & (p64 < 0.25)
+    out[lower] = -math.sqrt(2.0) * _erfcinv_tail(2.0 * p64[lower])
+    upper = (p64 > 0.75) & (p64 < 1)
+    out[upper] = math.sqrt(2.0) * _erfcinv_tail(2.0 * (1.0 - p64[upper]))
+    out[p64 == 0] = -np.inf
+    out[p64 == 1] = np.inf
+    return out.astype(p.dtype)
+
+
+class Ndtri(Function):
+    """The standard normal quantile; backward multiplies by sqrt(2 pi) exp(result^2 / 2), read
+    from the saved result as PyTorch's SpecialNdtriBackward0 (a later in-place write into the
+    result refuses the backward)."""
+
+    @staticmethod
+    def forward(ctx, p):
+        result = _wrap(_ndtri_values(p._array))
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        result, = ctx.saved_tensors
+        return grad * _core.exp(result * result * 0.5) * math.sqrt(2.0 * math.pi)
+
+
+_torch_grad_fn_name(Ndtri, "SpecialNdtriBackward0")
+
+
+def ndtri(input):
+    """The inverse of ndtr: the standard normal quantile of probability ``input`` (integers
+    give the default float dtype)."""
+    _check_tensor(input, "special_ndtri")
+    if input.dtype.is_complex or input._array.dtype == np.float16:
+        raise NotImplementedError(f"\"ndtri_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    return Ndtri.apply(_float_input(input, "ndtri_cpu", "special_ndtri"))
 
 
 def erfinv(input):

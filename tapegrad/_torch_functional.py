@@ -363,6 +363,9 @@ def pdist(input, p=2.0):
         raise RuntimeError("pdist only supports floating-point dtypes")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
+    if input.shape[0] > 1 and input.shape[1]:       # (its kernel runs only with distances)
+        from ._half_precision import refuse_half
+        refuse_half(input, "pdist")
     first, second = np.triu_indices(input.shape[0], 1)
     from .nn._extra_losses import row_distances
     return row_distances(input[_index_tensor(first)] - input[_index_tensor(second)], p)

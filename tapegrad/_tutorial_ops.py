@@ -17,7 +17,7 @@ from . import _core
 from ._class_members import has_member
 from .creation import has_numpy_strides
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim,
-                         _refuse_if_complex, _wrap, divide, register_family)
+                         _refuse_if_complex, _wrap, divide, register_family, values_at)
 
 _core_div = _core.div
 
@@ -105,8 +105,10 @@ def mode(input, dim=-1, keepdim=False):
     moved = np.moveaxis(input._array, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
-    index = _wrap(np.expand_dims(picked, axis))
-    values = input.gather(axis, index)
+    position = np.expand_dims(picked, axis)
+    index = _wrap(position)
+    # (PyTorch's ModeBackward0 saves only the indices: no gather, whose record guards input)
+    values = values_at(input, axis, position)
     if not keepdim:         # (in place: PyTorch's values are no view, as median's)
         values, index = values.squeeze_(axis), index.squeeze_(axis)
     return _core.return_types.mode((values, index))
@@ -156,7 +158,11 @@ def dist(input, other, p=2):
     _check_tensor(input, "dist")
     _check_tensor(other, "dist", "other", 2)
     from .linalg import vector_norm
-    return vector_norm(_core.sub(input, other), ord=p)
+    result = vector_norm(_core.sub(input, other), ord=p)
+    # PyTorch's DistBackward0 saves both operands and the result: a later write into one
+    # refuses the backward (the difference this norm saved is tapegrad's own)
+    _core._guard_saved_version(result, input, other, result)
+    return result
 
 
 # -- elementwise compositions -------------------------------------------------------------------

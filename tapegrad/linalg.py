@@ -693,6 +693,14 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
                     f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d}"
                     "because this dimension is empty and the operation does not have an "
                     "identity")
+    result = _vector_norm(x, ord, dims, keepdim)
+    # PyTorch's LinalgVectorNormBackward0 saves the input and the result whatever the ord (a
+    # later write into either refuses the backward); the forms below keep what each needs
+    _core._guard_saved_version(result, x, result)
+    return result
+
+
+def _vector_norm(x, ord, dims, keepdim):
     magnitude = x.abs()
     reduce = dict(dim=dims, keepdim=keepdim)
     if x.ndim == 0:
@@ -1155,14 +1163,52 @@ def multi_dot(tensors):
             raise RuntimeError(
                 f"multi_dot(): tensors {i} and {i + 1} with shapes {list(matrices[i].shape)} "
                 f"and {list(matrices[i + 1].shape)} cannot be multiplied")
-    result = matrices[0]
-    for matrix in matrices[1:]:
-        result = result @ matrix
-    if last.ndim == 1:
-        result = result.squeeze(-1)
-    if first.ndim == 1:
-        result = result.squeeze(0)
-    return result
+    out_shape = ([first.shape[0]] if first.ndim == 2 else []) + \
+        ([last.shape[1]] if last.ndim == 2 else [])
+    # (a view of the last product, as PyTorch's: the result is a view)
+    return _chain_product(matrices).view(out_shape)
+
+
+def _chain_product(matrices):
+    """The product of a chain of 2-D tensors in PyTorch's multi_dot order: the order matters
+    beyond rounding, since each product saves its operands for backward (a later in-place write
+    into a matrix refuses only the backward of a product that saved it)."""
+    n = len(matrices)
+    if n == 2:
+        return matrices[0].mm(matrices[1])
+    if n == 3:
+        # (a x b) (b x c) (c x d): (AB)C unless A(BC) costs strictly fewer multiplications
+        a, b = matrices[0].shape
+        c, d = matrices[2].shape
+        if a * c * (b + d) > b * d * (a + c):
+            return matrices[0].mm(matrices[1].mm(matrices[2]))
+        return matrices[0].mm(matrices[1]).mm(matrices[2])
+    split = _chain_order([m.shape[0] for m in matrices] + [matrices[-1].shape[1]])
+
+    def product(i, j):
+        if i == j:
+            return matrices[i]
+        k = split[i][j]
+        return product(i, k).mm(product(k + 1, j))
+    return product(0, n - 1)
+
+
+def _chain_order(p):
+    """split[i][j]: where the cheapest product of matrices i..j (matrix k is p[k] x p[k + 1])
+    splits, as PyTorch's matrix_chain_order (the classic dynamic programme; a tie keeps the
+    first split)."""
+    n = len(p) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
 
 
 def _same_scalar_type(input, other) -> None:

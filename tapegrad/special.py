@@ -14,6 +14,7 @@ from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lga
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
                xlogy)
 from ._more_math import zeta
+from ._special_functions import ndtri  # noqa: F401  (with erfinv, its first guess)
 from . import float16
 from . import _core
 from . import _special_bessel
@@ -72,17 +73,6 @@ def ndtr(input):
     """The standard normal cumulative distribution function."""
     _check_tensor(input, "special_ndtr")
     result = 0.5 * erfc(-input / math.sqrt(2.0))
-    return result
-
-
-def ndtri(input):
-    """The inverse of ndtr: the standard normal quantile of probability ``input``."""
-    _check_tensor(input, "special_ndtri")
-    if getattr(input, "dtype", None) is float16:
-        raise NotImplementedError("\"ndtri_cpu\" not implemented for 'Half'")
-    result = erfinv(2 * input - 1) * math.sqrt(2.0)
-    # PyTorch's NdtriBackward0 saves the result (its derivative is sqrt(2 pi) e^(result^2 / 2))
-    _core._guard_saved_version(result, result)
     return result
 
 

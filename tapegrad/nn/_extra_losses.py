@@ -11,7 +11,7 @@ import numpy as np
 import tapegrad as _tg
 
 from .. import _core
-from .._half_precision import narrow_half, widen_half
+from .._half_precision import narrow_half, refuse_half, widen_half
 from ._extra_activations import logsigmoid
 from ._legacy_reduction import mean_alias
 from . import _reduction as _legacy
@@ -132,7 +132,10 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
                            f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    return row_distances(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    if diff.numel():                                # (its kernel runs only with distances)
+        refuse_half(diff, "cdist")
+    return row_distances(diff, p)
 
 
 def row_distances(diff, p: float):
@@ -251,6 +254,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if weight is not None and weight.numel() != n_classes:
         raise RuntimeError(f"inconsistent weight size, expected {n_classes} but got "
                            f"{list(weight.shape)}")
+    refuse_half(x, "multi_margin_loss_cpu_kernel")     # (before the target's range)
     labels = y._array
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
         raise RuntimeError("target out of range")

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _core
+from .._half_precision import refuse_half
 from ..creation import rand
 from ._conv_ops import _check_tensor
 from ._extra_activations import _SELU_ALPHA, _SELU_SCALE, _finish
@@ -68,6 +69,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     before_end = np.cumprod(labels != -1, axis=1).astype(bool)
     if ((labels < -1) | (labels >= classes))[before_end].any():
         raise RuntimeError("argument #2 'target' is out of range")
+    refuse_half(x, "multilabel_margin_loss_forward_out_frame")  # (after the target's range)
     counts = np.zeros((n, classes))
     rows = np.broadcast_to(np.arange(n)[:, None], labels.shape)
     np.add.at(counts, (rows[before_end], labels[before_end]), 1.0)

@@ -66,6 +66,9 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
         raise RuntimeError(f"kernel size should be greater than zero, but got {window}")
     if input.numel() == 0:
         return input
+    if input.dim() > 3:                             # (avg_pool3d has no float16 kernel)
+        from .._half_precision import refuse_half
+        refuse_half(input, "avg_pool3d_out_frame")
     channels = input.shape[1]
     squares = input * input
     # Zero channels before and after, then a sum of `size` shifted channel slices: one
