@@ -762,7 +762,7 @@ cdef int attach_anomaly_trace(Py_ssize_t i, object trace) except -1:
 cdef str record_name(Record* r):
     if r.op == OP_FUNCTION and r.aux != NULL:
         return type(<object>r.aux).__name__
-    return OP_NAMES[r.op]
+    return grad_fn_name(r)
 
 
 cdef object PACKAGE_DIR = None
