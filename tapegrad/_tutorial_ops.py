@@ -98,7 +98,8 @@ def mode(input, dim=-1, keepdim=False):
     _core.check_bool("mode", "keepdim", keepdim)
     if input.ndim == 0:
         index = _wrap(np.zeros((), dtype=np.int64))
-        return _core.return_types.mode((input.clone(), index))
+        return _core.return_types.mode((_core._name_grad_fn(input.clone(), "ModeBackward0"),
+                                        index))
     axis = _dim(dim, input.ndim)
     if input.shape[axis] == 0:
         raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
@@ -109,7 +110,7 @@ def mode(input, dim=-1, keepdim=False):
     values = input.gather(axis, index)
     if not keepdim:         # (in place: PyTorch's values are no view, as median's)
         values, index = values.squeeze_(axis), index.squeeze_(axis)
-    return _core.return_types.mode((values, index))
+    return _core.return_types.mode((_core._name_grad_fn(values, "ModeBackward0"), index))
 
 
 # -- atleast_nd ----------------------------------------------------------------------------------
@@ -156,7 +157,7 @@ def dist(input, other, p=2):
     _check_tensor(input, "dist")
     _check_tensor(other, "dist", "other", 2)
     from .linalg import vector_norm
-    return vector_norm(_core.sub(input, other), ord=p)
+    return _core._name_grad_fn(vector_norm(_core.sub(input, other), ord=p), "DistBackward0")
 
 
 # -- elementwise compositions -------------------------------------------------------------------
@@ -371,9 +372,10 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
     from .contractions import _scaled_sum, _in_float32_if_half
-    return _in_float32_if_half(
+    return _core._name_grad_fn(_in_float32_if_half(
         lambda i, m, v: _scaled_sum(i, _core.matmul(m, v), beta, alpha, drop_zero_alpha=True,
-                                    empty_sum=mat.shape[1] == 0), input, mat, vec)
+                                    empty_sum=mat.shape[1] == 0), input, mat, vec),
+        "AddmvBackward0")
 
 
 def _check_addmv(input, mat, vec) -> None:
@@ -401,8 +403,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     kind = np.result_type(input._array.dtype, product._array.dtype).kind
     for name, value in (("beta", beta), ("alpha", alpha)):
         _check_factor(name, value, kind)
-    result = _scaled_sum(input, product, beta, alpha)
-    return result
+    return _core._name_grad_fn(_scaled_sum(input, product, beta, alpha), "AddrBackward0")
 
 
 def _check_factor(name: str, value, kind: str) -> None:

@@ -40,20 +40,22 @@ def _require_floating(input, kernel: str) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input)}'")
 
 
-def _finish(input, out, inplace: bool):
-    # In-place variants write the result back into the caller's tensor, as PyTorch's do.
+def _finish(input, out, inplace: bool, node: str = None):
+    """The activation's result.  In-place variants write it back into the caller's tensor, as
+    PyTorch's do; out of place, its grad_fn is named `node` when given: PyTorch's node for the
+    activation (HardtanhBackward0), not the last op it is composed of here."""
     if inplace:
         input.copy_(out)
         return input
-    return out
+    return out if node is None else _core._name_grad_fn(out, node)
 
 
-def _finish_saving_input(input, out, inplace: bool):
+def _finish_saving_input(input, out, inplace: bool, node: str):
     """_finish for the activations whose PyTorch node saves the input (hardtanh, relu6,
     hardsigmoid): out of place, a write into the input before backward raises as there."""
     if not inplace:
         _tg._core._guard_saved_version(out, input)
-    return _finish(input, out, inplace)
+    return _finish(input, out, inplace, node)
 
 
 def _piecewise(passes, input, other, backward: str):
@@ -94,7 +96,7 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
         clamped = _tg.clamp(input.detach(), min_val, max_val)
     x = _operand(input, inplace)
     out = _piecewise(~((input <= min_val) | (input >= max_val)), x, clamped, "hardtanh")
-    return _finish_saving_input(input, out, inplace)
+    return _finish_saving_input(input, out, inplace, "HardtanhBackward0")
 
 
 def relu6(input, inplace: bool = False):
@@ -107,7 +109,8 @@ def selu(input, inplace: bool = False):
     """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
     alpha = 1.6733 and scale = 1.0507.
     """
-    return _finish(input, _compiled("elu")(input, alpha=_SELU_ALPHA) * _SELU_SCALE, inplace)
+    return _finish(input, _compiled("elu")(input, alpha=_SELU_ALPHA) * _SELU_SCALE, inplace,
+                   "EluBackward0")
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
@@ -116,14 +119,16 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     _require_floating(input, "elu_cpu")
     x = _operand(input, inplace)
-    return _finish(input, _compiled("elu")(x / alpha, alpha=1.0) * alpha, inplace)
+    return _finish(input, _compiled("elu")(x / alpha, alpha=1.0) * alpha, inplace,
+                   "CeluBackward0")
 
 
 @recording_inplace
 def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
     _require_floating(input, "mish_cpu")
-    return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace)
+    return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace,
+                   "MishBackward0")
 
 
 @recording_inplace
@@ -138,7 +143,7 @@ def hardswish(input, inplace: bool = False):
     middle = _tg.clamp(input, -3.0, 3.0)
     out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, middle * (middle + 3.0) / 6.0,
                                                    input))
-    return _finish(input, out, inplace)
+    return _finish(input, out, inplace, "HardswishBackward0")
 
 
 def hardsigmoid(input, inplace: bool = False):
@@ -150,7 +155,7 @@ def hardsigmoid(input, inplace: bool = False):
     with _tg.no_grad():
         outside = _tg.clamp(linear.detach(), 0.0, 1.0)
     return _finish_saving_input(input, _piecewise(inside, linear, outside, "hardsigmoid"),
-                                inplace)
+                                inplace, "HardsigmoidBackward0")
 
 
 def logsigmoid(input):
@@ -164,8 +169,9 @@ def logsigmoid(input):
     x_pos = _tg.where(negative, zero, input)
     # (0 - log1p(...), not a negation: where exp(-x) underflows the result is +0, as PyTorch's
     # min(x, 0) - log1p(exp(-|x|)) gives, not -0, which prints as -0.)
-    return _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
-                     0.0 - _tg.log1p(_tg.exp(-x_pos)))
+    out = _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
+                    0.0 - _tg.log1p(_tg.exp(-x_pos)))
+    return _core._name_grad_fn(out, "LogSigmoidBackward0")
 
 
 def softsign(input):
@@ -185,7 +191,7 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient
     out = _piecewise(~(input <= threshold), _operand(input, inplace), _tg.full_like(input, value),
                      "threshold")
-    return _finish(input, out, inplace)
+    return _finish(input, out, inplace, "ThresholdBackward0")
 
 
 def _check_lambd(input, lambd: float) -> None:
@@ -202,7 +208,8 @@ def hardshrink(input, lambd: float = 0.5):
     # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
-    return _piecewise(~dead, input, _tg.zeros_like(input), "hardshrink")
+    return _core._name_grad_fn(_piecewise(~dead, input, _tg.zeros_like(input), "hardshrink"),
+                               "HardshrinkBackward0")
 
 
 def softshrink(input, lambd: float = 0.5):
@@ -214,7 +221,8 @@ def softshrink(input, lambd: float = 0.5):
     shifted = _tg.where(input > lambd, input - lambd, input + lambd)
     with _tg.no_grad():
         zero = input.detach() * 0.0     # (-0.0 below zero, as PyTorch's float32 kernel gives)
-    return _piecewise(~dead, shifted, zero, "softshrink")
+    return _core._name_grad_fn(_piecewise(~dead, shifted, zero, "softshrink"),
+                               "SoftshrinkBackward0")
 
 
 def prelu(input, weight):
@@ -257,7 +265,7 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     else:
         slope = _tg.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
         out = _tg.where(input > 0, input, input * slope)
-    return _finish(input, out, inplace)
+    return _finish(input, out, inplace, "RreluWithNoiseBackward0")
 
 
 def _legacy_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -292,7 +300,7 @@ def glu(input, dim: int = -1):
         raise RuntimeError(f"Halving dimension must be even, but dimension {wrapped} is size "
                            f"{size}")
     a, b = input.chunk(2, dim)
-    return a * _tg.sigmoid(b)
+    return _core._name_grad_fn(a * _tg.sigmoid(b), "GluBackward0")
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):

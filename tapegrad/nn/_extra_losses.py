@@ -134,7 +134,8 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
                            f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    return row_distances(x1.unsqueeze(-2) - x2.unsqueeze(-3), p)
+    return _core._name_grad_fn(row_distances(x1.unsqueeze(-2) - x2.unsqueeze(-3), p),
+                               "CdistBackward0")
 
 
 def row_distances(diff, p: float):

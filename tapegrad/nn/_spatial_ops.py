@@ -271,7 +271,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
             out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
-    return follow_channels_last(out, input)    # PyTorch's kernels keep a channels_last layout
+    out = follow_channels_last(out, input)     # PyTorch's kernels keep a channels_last layout
+    return _core._name_grad_fn(out, _upsample_node(mode, nd, antialias))
+
+
+def _upsample_node(mode: str, nd: int, antialias: bool) -> str:
+    """PyTorch's grad_fn name for interpolate's kernel: UpsampleNearest2DBackward0,
+    UpsampleNearestExact1DBackward0, UpsampleBicubic2DAaBackward0 ..."""
+    kernel = "NearestExact" if mode == "nearest-exact" else mode.capitalize()
+    return f"Upsample{kernel}{nd}D{'Aa' if antialias else ''}Backward0"
 
 
 # -- padding modes ---------------------------------------------------------------------------------
