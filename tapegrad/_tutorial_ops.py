@@ -343,13 +343,15 @@ def copysign(input, other):
         raise NotImplementedError(f"\"copysign_cpu\" not implemented for "
                                   f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     x = input.to(dtype)
+    node = "CopysignBackward0"          # (the Tensor overload's; a Number's is ...Backward1)
     if not isinstance(other, _core.TensorBase):
         other = _wrap(np.asarray(other, dtype=np.float64))
+        node = "CopysignBackward1"
     result = _Copysign.apply(x, other)
     # PyTorch's node saves the result (its formula reads it): a write into it makes backward
     # raise; the gradient here is computed without it
     _core._guard_saved_version(result, result)
-    return result
+    return _core._name_grad_fn(result, node)
 
 
 def sinc(input):
@@ -365,7 +367,7 @@ def sinc(input):
     # PyTorch's node saves the input: a write into it makes backward raise (the records here
     # hold copies: the where's operand and the product)
     _core._guard_saved_version(result, x)
-    return result
+    return _core._name_grad_fn(result, "SincBackward0")
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):

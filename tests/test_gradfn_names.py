@@ -110,6 +110,9 @@ CASES = {
     "vdot": lambda L, F, x, w, v, A: L.vdot(A[0], A[1]),
     "igamma": lambda L, F, x, w, v, A: L.igamma(x.abs() + 1, w),
     "igammac": lambda L, F, x, w, v, A: L.igammac(x.abs().detach() + 1, w),
+    "sinc": lambda L, F, x, w, v, A: L.sinc(x),
+    "copysign number": lambda L, F, x, w, v, A: L.copysign(x, -1.0),
+    "copysign tensor": lambda L, F, x, w, v, A: L.copysign(x, w),
     # resampling and pooling
     "interpolate nearest": lambda L, F, x, w, v, A: F.interpolate(x[None], scale_factor=2),
     "interpolate nearest 2-d": lambda L, F, x, w, v, A: F.interpolate(x[None, None], size=(3, 4)),
@@ -125,6 +128,10 @@ CASES = {
     "matrix_exp": lambda L, F, x, w, v, A: L.linalg.matrix_exp(A),
     "pinv": lambda L, F, x, w, v, A: L.linalg.pinv(A),
     "lstsq": lambda L, F, x, w, v, A: L.linalg.lstsq(A, x.T).solution,
+    "logdet": lambda L, F, x, w, v, A: L.logdet(A),
+    "torch.cholesky": lambda L, F, x, w, v, A: L.cholesky(A @ A.T + L.eye(3, dtype=L.float64)),
+    "torch.cholesky upper": lambda L, F, x, w, v, A: L.cholesky(A @ A.T + L.eye(3, dtype=L.float64),
+                                                                upper=True),
 }
 
 
@@ -135,6 +142,7 @@ def names(L, make):
     return y.grad_fn.name(), type(y.grad_fn).__name__
 
 
+@pytest.mark.filterwarnings("ignore:torch.cholesky is deprecated")
 @pytest.mark.parametrize("label", list(CASES))
 def test_grad_fn_name_is_pytorchs(label):
     torch = pytest.importorskip("torch")
