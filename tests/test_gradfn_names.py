@@ -149,6 +149,34 @@ def test_grad_fn_name_is_pytorchs(label):
     assert names(tg, CASES[label]) == names(torch, CASES[label])
 
 
+IN_PLACE = {
+    "hardtanh": lambda F, y: F.hardtanh(y, inplace=True),
+    "relu6": lambda F, y: F.relu6(y, inplace=True),
+    "selu": lambda F, y: F.selu(y, inplace=True),
+    "celu": lambda F, y: F.celu(y, inplace=True),
+    "mish": lambda F, y: F.mish(y, inplace=True),
+    "hardswish": lambda F, y: F.hardswish(y, inplace=True),
+    "hardsigmoid": lambda F, y: F.hardsigmoid(y, inplace=True),
+    "threshold": lambda F, y: F.threshold(y, 0.1, 2.0, inplace=True),
+    "rrelu": lambda F, y: F.rrelu(y, inplace=True),
+}
+
+
+@pytest.mark.parametrize("label", list(IN_PLACE))
+def test_in_place_activation_names_pytorchs_node(label):
+    torch = pytest.importorskip("torch")
+    import importlib
+    seen = []
+    for L in (tg, torch):
+        F = importlib.import_module(L.__name__ + ".nn.functional")
+        x, _, v, _ = inputs(L)
+        y = v * 1
+        z = IN_PLACE[label](F, y)
+        view = IN_PLACE[label](F, (x * 1)[0])       # a view's node is named after the view
+        seen.append((z is y, z.grad_fn.name(), type(view.grad_fn).__name__))
+    assert seen[0] == seen[1]
+
+
 # -- renaming changes only the name -----------------------------------------------------------------
 
 RENAMED = ["sort", "topk", "kthvalue", "hardtanh", "mish", "glu", "flip", "roll", "scatter",

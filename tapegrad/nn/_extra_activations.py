@@ -40,12 +40,16 @@ def _require_floating(input, kernel: str) -> None:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input)}'")
 
 
-def _finish(input, out, inplace: bool, node: str = None):
+def _finish(input, out, inplace: bool, node: str = None, inplace_node: str = None):
     """The activation's result.  In-place variants write it back into the caller's tensor, as
-    PyTorch's do; out of place, its grad_fn is named `node` when given: PyTorch's node for the
-    activation (HardtanhBackward0), not the last op it is composed of here."""
+    PyTorch's do.  Its grad_fn is named `node` when given: PyTorch's node for the activation
+    (HardtanhBackward0), not the last op it is composed of here; in place, `inplace_node` where
+    PyTorch's in-place form has another (threshold_'s ThresholdBackward1), and not for a view
+    (PyTorch names its node after the view)."""
     if inplace:
         input.copy_(out)
+        if node is not None and input._base is None:
+            _core._name_grad_fn(input, inplace_node or node)
         return input
     return out if node is None else _core._name_grad_fn(out, node)
 
@@ -104,7 +108,7 @@ def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-@recording_inplace
+@recording_inplace(node="EluBackward1")
 def selu(input, inplace: bool = False):
     """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
     alpha = 1.6733 and scale = 1.0507.
@@ -120,7 +124,7 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     _require_floating(input, "elu_cpu")
     x = _operand(input, inplace)
     return _finish(input, _compiled("elu")(x / alpha, alpha=1.0) * alpha, inplace,
-                   "CeluBackward0")
+                   "CeluBackward0", "CeluBackward1")
 
 
 @recording_inplace
@@ -191,7 +195,7 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient
     out = _piecewise(~(input <= threshold), _operand(input, inplace), _tg.full_like(input, value),
                      "threshold")
-    return _finish(input, out, inplace, "ThresholdBackward0")
+    return _finish(input, out, inplace, "ThresholdBackward0", "ThresholdBackward1")
 
 
 def _check_lambd(input, lambd: float) -> None:
@@ -251,7 +255,7 @@ def prelu(input, weight):
     return PreluKernel.apply(input, weight)
 
 
-@recording_inplace
+@recording_inplace(node="RreluWithNoiseBackward1")
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False):
     """Randomized leaky ReLU: in training each non-positive entry gets a slope drawn from
@@ -265,7 +269,7 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     else:
         slope = _tg.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
         out = _tg.where(input > 0, input, input * slope)
-    return _finish(input, out, inplace, "RreluWithNoiseBackward0")
+    return _finish(input, out, inplace, "RreluWithNoiseBackward0", "RreluWithNoiseBackward1")
 
 
 def _legacy_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:

@@ -32,9 +32,13 @@ def activation_in_graph(activation, input, args=(), kwargs=None):
     return _become_result(input, result)
 
 
-def recording_inplace(activation):
+def recording_inplace(activation=None, *, node: str = None):
     """Wrap a composed `activation(input, ..., inplace=...)` so inplace=True works on a graph
-    tensor."""
+    tensor.  `node`: PyTorch's grad_fn name for the in-place form where it differs from the
+    out-of-place one (selu_'s EluBackward1); given to the input when it adopted the result's
+    record (not to a view, whose node PyTorch names after the view)."""
+    if activation is None:
+        return functools.partial(recording_inplace, node=node)
     position = list(inspect.signature(activation).parameters).index("inplace")
 
     @functools.wraps(activation)
@@ -49,6 +53,9 @@ def recording_inplace(activation):
             kwargs["inplace"] = False
         else:
             args = args[:position - 1] + (False,) + args[position:]
-        return activation_in_graph(activation, input, args, kwargs)
+        result = activation_in_graph(activation, input, args, kwargs)
+        if node is not None and result._base is None:
+            _core._name_grad_fn(result, node)
+        return result
 
     return wrapper
