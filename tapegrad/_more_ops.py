@@ -435,7 +435,9 @@ def kron(input, other, *, out=None):
     spread_a = input.reshape(tuple(itertools.chain.from_iterable((n, 1) for n in sa)))
     spread_b = other.reshape(tuple(itertools.chain.from_iterable((1, n) for n in sb)))
     product = spread_a * spread_b
-    return product.reshape(tuple(x * y for x, y in zip(sa, sb)))
+    # (PyTorch's reshape of its own temporary: an _unsafe_view)
+    return _core._name_grad_fn(product.reshape(tuple(x * y for x, y in zip(sa, sb))),
+                               "UnsafeViewBackward0")
 
 
 def inner(input, other, *, out=None):

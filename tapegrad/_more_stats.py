@@ -222,8 +222,10 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
         result = result.reshape(result.shape[0], *kept_shape)
     result = result[0] if qs.ndim == 0 else result
     # PyTorch's result is no view (it squeezes in place): an in-place write into a quantile
-    # taken under no_grad is allowed there (fuzz 63009249), refused into a view here
-    return result.clone() if result._base is not None else result
+    # taken under no_grad is allowed there (fuzz 63009249), refused into a view here; its node
+    # is that in-place squeeze's, whatever the arguments
+    result = result.clone() if result._base is not None else result
+    return _core._name_grad_fn(result, "SqueezeBackward4")
 
 
 @_numpy_dim_names

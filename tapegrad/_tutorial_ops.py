@@ -131,7 +131,12 @@ def _atleast(ndim: int, tensors):
     for t in tensors:
         _check_tensor(t, f"atleast_{ndim}d")
         grow = _ATLEAST_SHAPES[ndim].get(t.ndim)
-        results.append(t.reshape(grow(tuple(t.shape))) if grow else t)
+        if grow is None:
+            results.append(t)
+            continue
+        grown = t.reshape(grow(tuple(t.shape)))
+        # (PyTorch views a 0-d tensor with reshape, a 1-d or 2-d one with unsqueeze)
+        results.append(_core._name_grad_fn(grown, "UnsqueezeBackward0") if t.ndim else grown)
     return results[0] if len(results) == 1 and not as_sequence else tuple(results)
 
 

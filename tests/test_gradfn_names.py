@@ -37,6 +37,9 @@ CASES = {
     "cummin": lambda L, F, x, w, v, A: x.cummin(1)[0],
     "median dim": lambda L, F, x, w, v, A: x.median(1)[0],
     "nanmedian dim": lambda L, F, x, w, v, A: x.nanmedian(0, keepdim=True)[0],
+    "quantile": lambda L, F, x, w, v, A: x.quantile(0.5),
+    "quantile dim keepdim": lambda L, F, x, w, v, A: x.quantile(0.5, dim=1, keepdim=True),
+    "nanquantile lower": lambda L, F, x, w, v, A: x.nanquantile(0.5, 0, interpolation="lower"),
     # activations
     "hardtanh": lambda L, F, x, w, v, A: F.hardtanh(v),
     "relu6": lambda L, F, x, w, v, A: F.relu6(v),
@@ -60,6 +63,10 @@ CASES = {
     "rot90 twice": lambda L, F, x, w, v, A: A.rot90(2),
     "fliplr": lambda L, F, x, w, v, A: A.fliplr(),
     "flipud": lambda L, F, x, w, v, A: A.flipud(),
+    "atleast_2d of 0-d": lambda L, F, x, w, v, A: L.atleast_2d(v[0]),
+    "atleast_2d": lambda L, F, x, w, v, A: L.atleast_2d(v),
+    "atleast_3d": lambda L, F, x, w, v, A: L.atleast_3d(x),
+    "kron": lambda L, F, x, w, v, A: L.kron(x, A),
     # diagonals
     "diag of a matrix": lambda L, F, x, w, v, A: x[:, :2].diag(),
     "diag of a vector": lambda L, F, x, w, v, A: v.diag(1),
