@@ -227,6 +227,11 @@ cdef str NON_LEAF_GRAD_WARNING = (
     "github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
+# PyTorch's hand-written C++ nodes (not generated from its derivatives table) give their
+# namespace in name(), as AccumulateGrad does: "torch::autograd::CopySlices".
+cdef frozenset NAMESPACED_NODES = frozenset(("CopySlices", "CopyBackwards"))
+
+
 cdef class GradFn:
     """The grad_fn of a non-leaf tensor: names its backward op and keeps its record alive."""
 
@@ -243,7 +248,8 @@ cdef class GradFn:
     def name(self):
         if TAPE.recs[self._node].op == OP_LEAF:
             return "torch::autograd::AccumulateGrad"
-        return type(self).__name__
+        name = type(self).__name__
+        return "torch::autograd::" + name if name in NAMESPACED_NODES else name
 
     def register_hook(self, fn):
         """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after this node computed
