@@ -587,10 +587,11 @@ def sort(input, dim=-1, descending=False, *, stable=False):
         back = inverse(layout)
         values, indices = sort(input.permute(*layout), dim=layout.index(d),
                                descending=descending, stable=stable)
-        return _core.return_types.sort((values.permute(*back), indices.permute(*back)))
+        return _core.return_types.sort((_core._name_grad_fn(values.permute(*back), "SortBackward0"),
+                                        indices.permute(*back)))
     order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
     order = order.reshape(input._array.shape)
-    values = _core._present_node_as(values_at(input, d, order), "SortBackward0")
+    values = _core._name_grad_fn(values_at(input, d, order), "SortBackward0")
     return _core.return_types.sort((values, _index_tensor(order)))
 
 
@@ -620,7 +621,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     order = _sort_order(arr, d, bool(largest))[(slice(None),) * d + (slice(0, k),)]
     if input.ndim == 0:         # PyTorch returns the element and index 0 for k = 0 and 1 alike
         order = np.zeros((), dtype=np.int64)
-    values = _core._present_node_as(values_at(input, d, order), "TopkBackward0")
+    values = _core._name_grad_fn(values_at(input, d, order), "TopkBackward0")
     return _core.return_types.topk((values, _index_tensor(order)))
 
 
@@ -1040,12 +1041,12 @@ def lerp(input, end, weight):
     diff = end - input
     if not isinstance(weight, TensorBase):
         out = input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
-        return _core._present_node_as(out, "LerpBackward0")     # (PyTorch's scalar-weight node)
+        return _core._name_grad_fn(out, "LerpBackward0")
     from . import where
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
         weight = weight.to(input.dtype)
     out = where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-    return _core._present_node_as(out, "LerpBackward1")
+    return _core._name_grad_fn(out, "LerpBackward1")
 
 
 def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
@@ -1058,8 +1059,8 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
     product = tensor1 * tensor2
-    return _core._present_node_as(input + _result_scalar(value, input, product) * product,
-                                  "AddcmulBackward0")
+    return _core._name_grad_fn(input + _result_scalar(value, input, product) * product,
+                               "AddcmulBackward0")
 
 
 def _result_scalar(value, input, product):
@@ -1093,8 +1094,8 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
     quotient = tensor1 / tensor2
-    return _core._present_node_as(input + _result_scalar(value, input, quotient) * quotient,
-                                  "AddcdivBackward0")
+    return _core._name_grad_fn(input + _result_scalar(value, input, quotient) * quotient,
+                               "AddcdivBackward0")
 
 
 def logaddexp(input, other):
@@ -1110,7 +1111,8 @@ def logaddexp(input, other):
         raise NotImplementedError(f'"logaddexp_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     if dtype == float16:
-        return logaddexp(input.to(float32), other.to(float32)).to(float16)
+        return _core._name_grad_fn(logaddexp(input.to(float32), other.to(float32)).to(float16),
+                                   "LogaddexpBackward0")
     input, other = input.to(dtype), other.to(dtype)
     if input.is_complex():
         # log(exp(a) + exp(b)) as the logsumexp of the pair (shifted by the larger real part)
@@ -1120,7 +1122,9 @@ def logaddexp(input, other):
     from . import maximum, where
     same_inf = (input == other) & input.isinf()
     gap = where(same_inf, 0.0, input - other)
-    return where(same_inf, input, maximum(input, other) + (-gap.abs()).exp().log1p())
+    return _core._name_grad_fn(
+        where(same_inf, input, maximum(input, other) + (-gap.abs()).exp().log1p()),
+        "LogaddexpBackward0")
 
 
 def _xlogy_values(x: np.ndarray, y: np.ndarray, log=np.log) -> np.ndarray:
@@ -1212,7 +1216,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     # PyTorch's node saves the input (its gradient masks the non-finite positions): a write
     # into it makes backward raise; the wheres here keep only their masks
     _core._guard_saved_version(result, input)
-    return _core._present_node_as(result, "NanToNumBackward0")
+    return _core._name_grad_fn(result, "NanToNumBackward0")
 
 
 @_numpy_dim_names
@@ -1236,7 +1240,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     # PyTorch's node saves the input (its gradient masks the NaN positions): a write into it
     # makes backward raise; the gradient here flows through the where instead (63015532)
     _core._guard_saved_version(result, input)
-    return result
+    return _core._name_grad_fn(result, "NansumBackward0")
 
 
 @_numpy_dim_names
@@ -1314,12 +1318,14 @@ def rot90(input, k=1, dims=(0, 1)):
                            f"and dim1 = {dims[1]}")
     turns = k % 4
     if turns == 1:
-        return flip(input, (d1,)).transpose(d0, d1)
-    if turns == 2:
-        return flip(input, (d0, d1))
-    if turns == 3:
-        return flip(input, (d0,)).transpose(d0, d1)
-    return input.clone()
+        out = flip(input, (d1,)).transpose(d0, d1)
+    elif turns == 2:
+        out = flip(input, (d0, d1))
+    elif turns == 3:
+        out = flip(input, (d0,)).transpose(d0, d1)
+    else:
+        out = input.clone()
+    return _core._name_grad_fn(out, "Rot90Backward0")
 
 
 @_numpy_dim_names
@@ -1369,8 +1375,11 @@ def aminmax(input, *, dim=None, keepdim=False):
         low, high = input.amin(), input.amax()
         if keepdim:
             low, high = low.reshape([1] * input.ndim), high.reshape([1] * input.ndim)
-        return result_type((low, high))
-    return result_type((input.amin(dim, keepdim), input.amax(dim, keepdim)))
+    else:
+        low, high = input.amin(dim, keepdim), input.amax(dim, keepdim)
+    # (one node in PyTorch, with two outputs; two records here, each given its name)
+    return result_type((_core._name_grad_fn(low, "AminmaxBackward0"),
+                        _core._name_grad_fn(high, "AminmaxBackward0")))
 
 
 def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=False,
@@ -1568,14 +1577,14 @@ def flip(input, dims):
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         seen.add(d)
     if input.ndim == 0 or not seen:
-        return input.clone()
-    order = preserved_order(input)
-    if order is not None:           # PyTorch's result keeps the input's layout
-        return flip(input.permute(*order), [order.index(d) for d in seen]).permute(*inverse(order))
-    for d in sorted(seen):
-        n = input._array.shape[d]
-        out = out.index_select(d, _index_tensor(np.arange(n - 1, -1, -1)))
-    return _core._present_node_as(out, "FlipBackward0")
+        out = input.clone()
+    elif (order := preserved_order(input)) is not None:     # PyTorch's result keeps the layout
+        out = flip(input.permute(*order), [order.index(d) for d in seen]).permute(*inverse(order))
+    else:
+        for d in sorted(seen):
+            n = input._array.shape[d]
+            out = out.index_select(d, _index_tensor(np.arange(n - 1, -1, -1)))
+    return _core._name_grad_fn(out, "FlipBackward0")
 
 
 def roll(input, shifts, dims=None):
@@ -1593,10 +1602,10 @@ def roll(input, shifts, dims=None):
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
         if input.ndim == 0:
-            return input.clone()
+            return _core._name_grad_fn(input.clone(), "RollBackward0")
         # (a copy, not a view of the flat roll: PyTorch's result is no view)
-        flat = roll(input.flatten(), shifts, 0).reshape(input.shape).clone()
-        return _core._present_node_as(flat, "RollBackward0")
+        return _core._name_grad_fn(roll(input.flatten(), shifts, 0).reshape(input.shape).clone(),
+                                   "RollBackward0")
     dims = [dims] if isinstance(dims, (int, np.integer)) or _one_int_tensor(dims) else list(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
@@ -1604,8 +1613,8 @@ def roll(input, shifts, dims=None):
     out = input
     if input.ndim == 0:
         _no_dims(dims[0])
-    if input._array.size == 0:
-        return input.clone()        # PyTorch returns an empty input before checking the dims
+    if input._array.size == 0:       # PyTorch returns an empty input before checking the dims
+        return _core._name_grad_fn(input.clone(), "RollBackward0")
 
     for shift, dim in zip(shifts, dims):
         d = _dim(dim, input.ndim)
@@ -1613,7 +1622,7 @@ def roll(input, shifts, dims=None):
         if n == 0:
             continue
         out = out.index_select(d, _index_tensor((np.arange(n) - int(shift)) % n))
-    return _core._present_node_as(out if out is not input else input.clone(), "RollBackward0")
+    return _core._name_grad_fn(out if out is not input else input.clone(), "RollBackward0")
 
 
 def diag(input, diagonal=0):
@@ -1621,9 +1630,9 @@ def diag(input, diagonal=0):
     `diagonal`-th diagonal as a 1-d tensor."""
     _check_tensor(input, "diag")
     if input.ndim == 1:
-        return _diag_embed(input, int(diagonal))
+        return _core._name_grad_fn(_diag_embed(input, int(diagonal)), "DiagEmbedBackward0")
     if input.ndim == 2:
-        return _diagonal(input, int(diagonal))
+        return _core._name_grad_fn(_diagonal(input, int(diagonal)), "DiagonalBackward0_copy")
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 
@@ -1656,7 +1665,7 @@ def trace(input):
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
-    return _core._present_node_as(_diagonal(input, 0).sum(), "TraceBackward0")
+    return _core._name_grad_fn(_diagonal(input, 0).sum(), "TraceBackward0")
 
 
 def meshgrid(*tensors, indexing=None):

@@ -50,14 +50,15 @@ def logdet(input):
     sign, logabsdet = linalg.slogdet(input)
     # log(sign) is 0, -inf or nan: adding it gives PyTorch's results, and the sign carries no
     # gradient.
-    return logabsdet + sign.log()
+    # (PyTorch's logdet is itself composed: its result's node is a where's)
+    return _core._name_grad_fn(logabsdet + sign.log(), "WhereBackward0")
 
 
 def cholesky(input, upper=False):
     """The deprecated torch.cholesky (upper as a positional flag)."""
     _core.check_bool("cholesky", "upper", upper)
     warnings.warn(_CHOLESKY_DEPRECATED, UserWarning, stacklevel=2)
-    return _linalg()._cholesky(input, upper, "cholesky")
+    return _core._name_grad_fn(_linalg()._cholesky(input, upper, "cholesky"), "CholeskyBackward0")
 
 
 def pinverse(input, rcond=1e-15):

@@ -169,7 +169,8 @@ def vdot(input, other):
     """The dot product of two 1-D tensors, the first conjugated (for real tensors, dot)."""
     _require_tensor_pair("vdot", input, other)
     from . import dot
-    return dot(conj(input) if _is_complex(input) else input, other)
+    return _core._name_grad_fn(dot(conj(input) if _is_complex(input) else input, other),
+                               "VdotBackward0")
 
 
 def rsub(input, other, *, alpha=1):
@@ -328,18 +329,20 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-def _no_derivative_in_first(function, first, second, message: str, *extra):
+def _no_derivative_in_first(function, first, second, message: str, *extra, node: str = None):
     """``function.apply(first, second, *extra)`` for an op PyTorch differentiates in its second
     argument only: ``first`` enters the Function detached and, when it requires grad, through a
     separate zero term whose backward raises ``message``.  So autograd.grad with respect to
     ``second`` alone works while ``first`` requires grad (the sweep runs only the records that
     lead to the requested inputs, as PyTorch's engine does), and a backward reaching ``first``
-    raises PyTorch's error."""
+    raises PyTorch's error.  The result's grad_fn is named `node` (default: the Function's),
+    PyTorch's single node for the op, either way."""
     result = function.apply(first.detach(), second, *extra)
-    if not (first.requires_grad and _core.is_grad_enabled()):
-        return result
-    zeros = np.zeros(result.shape, dtype=result._array.dtype)
-    return result + without_derivative((first,), zeros, message)
+    node = node or function._backward_cls.__name__
+    if first.requires_grad and _core.is_grad_enabled():
+        zeros = np.zeros(result.shape, dtype=result._array.dtype)
+        result = result + without_derivative((first,), zeros, message)
+    return _core._name_grad_fn(result, node)
 
 
 class _Zeta(Function):
@@ -459,7 +462,8 @@ def _incomplete_gamma(fn: str, input, other, upper: bool):
                                   f"'{_dtype_name(np.empty(0, dtype=np.result_type(input._array, other._array)))}'")
     return _no_derivative_in_first(
         _IncompleteGamma, input.to(dtype), other.to(dtype),
-        f"the derivative for '{fn}: input' is not implemented.", upper)
+        f"the derivative for '{fn}: input' is not implemented.", upper,
+        node="IgammacBackward0" if upper else "IgammaBackward0")
 
 
 def igamma(input, other):
@@ -611,7 +615,7 @@ def renorm(input, p, dim, maxnorm):
     others = tuple(i for i in range(input.dim()) if i != d)
     norm = vector_norm(input, p, others, keepdim=True)
     factor = _core.where(_core.gt(norm, maxnorm), maxnorm / (norm + 1e-7), _ones_like(norm))
-    return input * factor
+    return _core._name_grad_fn(input * factor, "RenormBackward0")
 
 
 def _ones_like(t):
@@ -633,7 +637,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     from .contractions import _scaled_sum
     product = _core.bmm(batch1, batch2).sum(0)
     empty = batch1.shape[0] == 0 or batch1.shape[2] == 0
-    return _scaled_sum(input, product, beta, alpha, drop_zero_alpha=True, empty_sum=empty)
+    return _core._name_grad_fn(
+        _scaled_sum(input, product, beta, alpha, drop_zero_alpha=True, empty_sum=empty),
+        "AddbmmBackward0")
 
 
 def chain_matmul(*matrices):
@@ -683,7 +689,7 @@ def matrix_exp(input):
         _check_float("linalg.matrix_exp", input)
     n = input.shape[-1]
     if n == 0 or input.numel() == 0:
-        return input.clone()
+        return _core._name_grad_fn(input.clone(), "LinalgMatrixExpBackward0")
     # scale so the largest 1-norm is below 1/2: the Taylor tail is then below 1e-22
     norm = float(np.abs(input._array).sum(-2).max()) if input.numel() else 0.0
     squarings = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0.5 else 0
@@ -697,7 +703,7 @@ def matrix_exp(input):
         result = identity + _core.matmul(scaled, result) / k
     for _ in range(squarings):
         result = _core.matmul(result, result)
-    return result
+    return _core._name_grad_fn(result, "LinalgMatrixExpBackward0")
 
 
 def _cholesky_factor(L, upper: bool):

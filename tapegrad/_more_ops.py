@@ -259,7 +259,8 @@ def take(input, index):
         raise IndexError(f"out of range: tried to access index {int(bad.reshape(-1)[0])} on a "
                          f"tensor of {n} elements.")
     flat = _index_tensor(positions.reshape(-1) % max(n, 1))
-    return input.reshape(-1).index_select(0, flat).reshape(tuple(positions.shape))
+    return _core._name_grad_fn(
+        input.reshape(-1).index_select(0, flat).reshape(tuple(positions.shape)), "TakeBackward0")
 
 
 # -- diagonals ---------------------------------------------------------------------------------
@@ -320,10 +321,12 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         diag = np.arange(n, dtype=np.int64).reshape(lead + (n,))
         key[d1] = np.broadcast_to(diag + first_row, size)
         key[d2] = np.broadcast_to(diag + first_col, size)
-        return strided_view(input, out, tuple(key))
-    moved = movedim(input, (d1, d2), (-2, -1))
-    return moved.reshape(*moved.shape[:-2], rows * cols).index_select(
-        -1, _index_tensor(positions))
+        view = strided_view(input, out, tuple(key))
+    else:
+        moved = movedim(input, (d1, d2), (-2, -1))
+        view = moved.reshape(*moved.shape[:-2], rows * cols).index_select(
+            -1, _index_tensor(positions))
+    return _core._name_grad_fn(view, "DiagonalBackward0")
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -341,7 +344,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     source = np.full(size * size, n, dtype=np.int64)
     source[_diagonal_positions(size, size, offset)] = np.arange(n)
     square = with_zero.index_select(-1, _index_tensor(source)).reshape(*batch, size, size)
-    return movedim(square, (-2, -1), (d1, d2))
+    return _core._name_grad_fn(movedim(square, (-2, -1), (d1, d2)), "DiagEmbedBackward0")
 
 
 def fill_diagonal_(self, fill_value, wrap=False):
@@ -432,7 +435,9 @@ def kron(input, other, *, out=None):
     spread_a = input.reshape(tuple(itertools.chain.from_iterable((n, 1) for n in sa)))
     spread_b = other.reshape(tuple(itertools.chain.from_iterable((1, n) for n in sb)))
     product = spread_a * spread_b
-    return product.reshape(tuple(x * y for x, y in zip(sa, sb)))
+    # (PyTorch's reshape of its own temporary: an _unsafe_view)
+    return _core._name_grad_fn(product.reshape(tuple(x * y for x, y in zip(sa, sb))),
+                               "UnsafeViewBackward0")
 
 
 def inner(input, other, *, out=None):
@@ -481,7 +486,7 @@ def block_diag(*tensors):
                  zeros(rows, width - left - cols, dtype=dtype)]
         bands.append(cat(parts, 1))
         left += cols
-    return cat(bands, 0)
+    return _core._name_grad_fn(cat(bands, 0), "BlockDiagBackward0")
 
 
 def _check_vector(t, fn: str) -> None:

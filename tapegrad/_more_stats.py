@@ -80,8 +80,9 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
         return compute_then_write(name, tuple(out), (input,),
                                   lambda: _median(name, input, dim, keepdim, None, ignore_nan))
     d = _dim(dim, input.ndim)
+    node = "NanmedianBackward1" if ignore_nan else "MedianBackward1"    # (the dim overload's)
     if input.ndim == 0:
-        return result_type((input.clone(), _index_tensor(0)))
+        return result_type((_core._name_grad_fn(input.clone(), node), _index_tensor(0)))
     if arr.shape[d] == 0:
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     rows = np.moveaxis(arr, d, -1)
@@ -92,7 +93,7 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
         # (in place, as PyTorch: its values are no view, so an in-place write into the result
         # of a no_grad call is allowed; fuzz 63009249's siblings)
         values, indices = values.squeeze_(d), indices.squeeze_(d)
-    return result_type((values, indices))
+    return result_type((_core._name_grad_fn(values, node), indices))
 
 
 @_numpy_dim_names
@@ -128,7 +129,8 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
                                   lambda: kthvalue(input, k, dim, keepdim))
     result_type = _core.return_types.kthvalue
     if input.ndim == 0:
-        return result_type((input.clone(), _index_tensor(0)))
+        return result_type((_core._name_grad_fn(input.clone(), "KthvalueBackward0"),
+                            _index_tensor(0)))
     order = np.argsort(arr, axis=d, kind="stable")
     position = np.take(order, [k - 1], axis=d)
     values, indices = values_at(input, d, position), _index_tensor(position)
@@ -136,7 +138,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         # (in place, as PyTorch: its values are no view, so an in-place write into the result
         # of a no_grad call is allowed; fuzz 63009249's siblings)
         values, indices = values.squeeze_(d), indices.squeeze_(d)
-    return result_type((values, indices))
+    return result_type((_core._name_grad_fn(values, "KthvalueBackward0"), indices))
 
 
 def msort(input):
@@ -220,8 +222,10 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
         result = result.reshape(result.shape[0], *kept_shape)
     result = result[0] if qs.ndim == 0 else result
     # PyTorch's result is no view (it squeezes in place): an in-place write into a quantile
-    # taken under no_grad is allowed there (fuzz 63009249), refused into a view here
-    return result.clone() if result._base is not None else result
+    # taken under no_grad is allowed there (fuzz 63009249), refused into a view here; its node
+    # is that in-place squeeze's, whatever the arguments
+    result = result.clone() if result._base is not None else result
+    return _core._name_grad_fn(result, "SqueezeBackward4")
 
 
 @_numpy_dim_names
@@ -261,7 +265,9 @@ def _moment_mean(name: str, reducer: str, input, dim, unbiased, keepdim, correct
     centre = input.mean(dim, keepdim) if dim is not None else input.mean()
     if dim is None and keepdim:
         centre = centre.reshape([1] * input.ndim)
-    return spread, centre
+    # (one node in PyTorch with two outputs, VarMeanBackward0; two records here, both so named)
+    node = "VarMeanBackward0" if reducer == "var" else "StdMeanBackward0"
+    return _core._name_grad_fn(spread, node), _core._name_grad_fn(centre, node)
 
 
 @_numpy_dim_names
@@ -311,13 +317,14 @@ def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
         return compute_then_write(name, tuple(out), (input,),
                                   lambda: _cumulative_extreme(name, input, dim, None, maximum))
     result_type = getattr(_core.return_types, name)
+    node = "CummaxBackward0" if maximum else "CumminBackward0"
     if empty:
         result = result_type((input.clone(), _index_tensor(np.zeros(input.shape, np.int64))))
     elif input.ndim == 0:
-        result = result_type((input.clone(), _index_tensor(0)))
+        result = result_type((_core._name_grad_fn(input.clone(), node), _index_tensor(0)))
     else:
         positions = _index_tensor(_running_extreme_positions(input._array, d, maximum))
-        return result_type((input.gather(d, positions), positions))
+        return result_type((_core._name_grad_fn(input.gather(d, positions), node), positions))
     # PyTorch's CummaxBackward0 saves the input (gather's record keeps it; a clone does not)
     _core._guard_saved_version(result, input)
     return result

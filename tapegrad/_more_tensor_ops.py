@@ -99,7 +99,8 @@ def masked_scatter(input, mask, source):
     chosen = _positions(target)[np.broadcast_to(mask._array, shape)]
     if chosen.size > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    return _write_region(target, chosen, source.reshape(-1)[:chosen.size])
+    return _core._name_grad_fn(_write_region(target, chosen, source.reshape(-1)[:chosen.size]),
+                               "MaskedScatterBackward0")
 
 
 def _masked_scatter_(self, mask, source):
@@ -141,7 +142,7 @@ def put(input, index, source, accumulate=False):
     values = source.reshape(-1)
     written = flat.index_add(0, positions, values) if accumulate else \
         flat.index_copy(0, positions, values)
-    return written.reshape(tuple(input.shape))
+    return _core._name_grad_fn(written.reshape(tuple(input.shape)), "PutBackward0")
 
 
 _INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")

@@ -118,12 +118,13 @@ def _check_same_dtype(self, src) -> None:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
 
 
-def _overwrite(self, key, value):
-    """A copy of self with self[key] = value (recorded as the core's CopySlices)."""
+def _overwrite(self, key, value, node: str):
+    """A copy of self with self[key] = value (recorded as a clone and the core's index write),
+    its grad_fn named `node`: PyTorch's node for the op (ScatterBackward0, IndexCopyBackward0)."""
     out = self.clone()
     if key is not None:
         out[key] = value
-    return out
+    return _core._name_grad_fn(out, node)
 
 
 _warned_reduce_with_tensor_src = False
@@ -168,12 +169,12 @@ def scatter(input, dim, index, src=None, reduce=None, *, value=None):
     if isinstance(src, TensorBase):
         _check_same_dtype(input, src)
         _, key, part = _scatter_key(input, dim, index, src, "scatter")
-        return _overwrite(input, key, part)
+        return _overwrite(input, key, part, "ScatterBackward0")
     if not isinstance(src, numbers.Number):
         raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not "
                         f"{_core.type_name(src)}")
     _, key, _ = _scatter_key(input, dim, index, None, "scatter")
-    return _overwrite(input, key, src)
+    return _overwrite(input, key, src, "ScatterBackward1")
 
 
 def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
@@ -324,7 +325,7 @@ def index_put(input, indices, values, accumulate=False):
     _check_values(input, values, "index_put")
     key = _check_index_put(input, _index_put_key(input, indices), values)
     if not accumulate:
-        return _overwrite(input, key, values)
+        return _overwrite(input, key, values, "IndexPutBackward0")
     from ._scatter_functions import accumulate as accumulate_at
     return accumulate_at(input, key, values, "IndexPutBackward0")
 
@@ -496,7 +497,8 @@ def index_copy(input, dim, index, source):
     _check_index_copy(input, dim, index, source)
     dim, key = _index_dim_key(input, dim, index, "index_copy", wrap=False, error=IndexError,
                               prefix="index_copy_(): ")
-    return _overwrite(input, key, _slices_written(key, source, dim) if key else source)
+    return _overwrite(input, key, _slices_written(key, source, dim) if key else source,
+                      "IndexCopyBackward0")
 
 
 def index_copy_(self, dim, index, source):
@@ -557,7 +559,8 @@ def index_fill(input, dim, index, value):
         # Each slice is filled once however often index names it: a tensor value's gradient
         # sums each filled position once.
         key = key[:-1] + (np.unique(key[-1]),)
-    return _overwrite(input, key, value)
+    return _overwrite(input, key, value, "IndexFillBackward1" if isinstance(value, TensorBase)
+                      else "IndexFillBackward0")
 
 
 def index_fill_(self, dim, index, value):

@@ -235,7 +235,7 @@ def exp2(input):
         result = dispatch("exp2", input)
         return result
     result = _core.exp(_float_input(input, "exp2") * math.log(2.0))
-    return result
+    return _core._name_grad_fn(result, "Exp2Backward0")
 
 
 def _log_erfc(z: np.ndarray) -> np.ndarray:

@@ -98,7 +98,8 @@ def mode(input, dim=-1, keepdim=False):
     _core.check_bool("mode", "keepdim", keepdim)
     if input.ndim == 0:
         index = _wrap(np.zeros((), dtype=np.int64))
-        return _core.return_types.mode((input.clone(), index))
+        return _core.return_types.mode((_core._name_grad_fn(input.clone(), "ModeBackward0"),
+                                        index))
     axis = _dim(dim, input.ndim)
     if input.shape[axis] == 0:
         raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
@@ -111,7 +112,7 @@ def mode(input, dim=-1, keepdim=False):
     values = values_at(input, axis, position)
     if not keepdim:         # (in place: PyTorch's values are no view, as median's)
         values, index = values.squeeze_(axis), index.squeeze_(axis)
-    return _core.return_types.mode((values, index))
+    return _core.return_types.mode((_core._name_grad_fn(values, "ModeBackward0"), index))
 
 
 # -- atleast_nd ----------------------------------------------------------------------------------
@@ -132,7 +133,12 @@ def _atleast(ndim: int, tensors):
     for t in tensors:
         _check_tensor(t, f"atleast_{ndim}d")
         grow = _ATLEAST_SHAPES[ndim].get(t.ndim)
-        results.append(t.reshape(grow(tuple(t.shape))) if grow else t)
+        if grow is None:
+            results.append(t)
+            continue
+        grown = t.reshape(grow(tuple(t.shape)))
+        # (PyTorch views a 0-d tensor with reshape, a 1-d or 2-d one with unsqueeze)
+        results.append(_core._name_grad_fn(grown, "UnsqueezeBackward0") if t.ndim else grown)
     return results[0] if len(results) == 1 and not as_sequence else tuple(results)
 
 
@@ -158,7 +164,7 @@ def dist(input, other, p=2):
     _check_tensor(input, "dist")
     _check_tensor(other, "dist", "other", 2)
     from .linalg import vector_norm
-    result = vector_norm(_core.sub(input, other), ord=p)
+    result = _core._name_grad_fn(vector_norm(_core.sub(input, other), ord=p), "DistBackward0")
     # PyTorch's DistBackward0 saves both operands and the result: a later write into one
     # refuses the backward (the difference this norm saved is tapegrad's own)
     _core._guard_saved_version(result, input, other, result)
@@ -311,13 +317,13 @@ _name_hypot_backward()
 def rad2deg(input):
     """Radians to degrees (integers give the default float dtype)."""
     result = _floating(input, "rad2deg") * (180.0 / np.pi)
-    return _core._present_node_as(result, "Rad2DegBackward0")
+    return _core._name_grad_fn(result, "Rad2DegBackward0")
 
 
 def deg2rad(input):
     """Degrees to radians (integers give the default float dtype)."""
     result = _floating(input, "deg2rad") * (np.pi / 180.0)
-    return _core._present_node_as(result, "Deg2RadBackward0")
+    return _core._name_grad_fn(result, "Deg2RadBackward0")
 
 
 def float_power(input, exponent):
@@ -348,13 +354,15 @@ def copysign(input, other):
         raise NotImplementedError(f"\"copysign_cpu\" not implemented for "
                                   f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     x = input.to(dtype)
+    node = "CopysignBackward0"          # (the Tensor overload's; a Number's is ...Backward1)
     if not isinstance(other, _core.TensorBase):
         other = _wrap(np.asarray(other, dtype=np.float64))
+        node = "CopysignBackward1"
     result = _Copysign.apply(x, other)
     # PyTorch's node saves the result (its formula reads it): a write into it makes backward
     # raise; the gradient here is computed without it
     _core._guard_saved_version(result, result)
-    return result
+    return _core._name_grad_fn(result, node)
 
 
 def sinc(input):
@@ -370,14 +378,14 @@ def sinc(input):
     # PyTorch's node saves the input: a write into it makes backward raise (the records here
     # hold copies: the where's operand and the product)
     _core._guard_saved_version(result, x)
-    return _core._present_node_as(result, "SincBackward0")
+    return _core._name_grad_fn(result, "SincBackward0")
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
     from .contractions import _scaled_sum, _in_float32_if_half
-    return _core._present_node_as(_in_float32_if_half(
+    return _core._name_grad_fn(_in_float32_if_half(
         lambda i, m, v: _scaled_sum(i, _core.matmul(m, v), beta, alpha, drop_zero_alpha=True,
                                     empty_sum=mat.shape[1] == 0), input, mat, vec),
         "AddmvBackward0")
@@ -408,8 +416,7 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     kind = np.result_type(input._array.dtype, product._array.dtype).kind
     for name, value in (("beta", beta), ("alpha", alpha)):
         _check_factor(name, value, kind)
-    result = _scaled_sum(input, product, beta, alpha)
-    return result
+    return _core._name_grad_fn(_scaled_sum(input, product, beta, alpha), "AddrBackward0")
 
 
 def _check_factor(name: str, value, kind: str) -> None:

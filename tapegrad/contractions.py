@@ -132,7 +132,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
-    return _core._present_node_as(_in_float32_if_half(
+    return _core._name_grad_fn(_in_float32_if_half(
         lambda i, a, b: _scaled_sum(i, _mm(a, b), beta, alpha, drop_zero_alpha=True,
                                     empty_sum=mat1.shape[1] == 0), input, mat1, mat2),
         "AddmmBackward0")
@@ -162,7 +162,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     if batch1.dtype != batch2.dtype:
         raise RuntimeError(f"expected scalar type {_type_name(batch1)} but found "
                            f"{_type_name(batch2)}")
-    return _core._present_node_as(_in_float32_if_half(
+    return _core._name_grad_fn(_in_float32_if_half(
         lambda i, a, b: _scaled_sum(i, _bmm(a, b), beta, alpha, empty_sum=m == 0),
         input, batch1, batch2), "BaddbmmBackward0")
 

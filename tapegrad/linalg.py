@@ -693,14 +693,16 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
                     f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d}"
                     "because this dimension is empty and the operation does not have an "
                     "identity")
-    result = _vector_norm(x, ord, dims, keepdim)
+    result = _core._name_grad_fn(_vector_norm_of(x, ord, dims, keepdim),
+                                 "LinalgVectorNormBackward0")
     # PyTorch's LinalgVectorNormBackward0 saves the input and the result whatever the ord (a
     # later write into either refuses the backward); the forms below keep what each needs
+    # (the Functions' nodes have PyTorch's name; the composed norms are given it)
     _core._guard_saved_version(result, x, result)
     return result
 
 
-def _vector_norm(x, ord, dims, keepdim):
+def _vector_norm_of(x, ord: float, dims, keepdim: bool):
     magnitude = x.abs()
     reduce = dict(dim=dims, keepdim=keepdim)
     if x.ndim == 0:
@@ -1096,13 +1098,15 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
         keep = magnitude > _count_tolerance(magnitude, atol, rtol, A.shape)
         safe = where(keep, values, 1 + zeros_like(values))
         inverse = where(keep, 1 / safe, zeros_like(values))
-        return (vectors * inverse.unsqueeze(-2)) @ _adjoint(vectors)
-    U, S, Vh = svd(A, full_matrices=False)
-    keep = S > _count_tolerance(S, atol, rtol, A.shape)
-    # The division runs on safe values so a dropped zero gives no inf (nor a nan gradient).
-    safe = where(keep, S, 1 + zeros_like(S))
-    inverse = where(keep, 1 / safe, zeros_like(S))
-    return (_adjoint(Vh) * inverse.unsqueeze(-2)) @ _adjoint(U)
+        pseudo_inverse = (vectors * inverse.unsqueeze(-2)) @ _adjoint(vectors)
+    else:
+        U, S, Vh = svd(A, full_matrices=False)
+        keep = S > _count_tolerance(S, atol, rtol, A.shape)
+        # The division runs on safe values so a dropped zero gives no inf (nor a nan gradient).
+        safe = where(keep, S, 1 + zeros_like(S))
+        inverse = where(keep, 1 / safe, zeros_like(S))
+        pseudo_inverse = (_adjoint(Vh) * inverse.unsqueeze(-2)) @ _adjoint(U)
+    return _core._name_grad_fn(pseudo_inverse, "LinalgPinvBackward0")
 
 
 def matrix_power(A, n):
@@ -1239,8 +1243,9 @@ def cross(input, other, *, dim=-1):
 
     a = [part(input, i) for i in range(3)]
     b = [part(other, i) for i in range(3)]
-    return stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                  a[0] * b[1] - a[1] * b[0]], dim=axis)
+    product = stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]], dim=axis)
+    return _core._name_grad_fn(product, "LinalgCrossBackward0")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1334,6 +1339,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     solution = pinv(A, rtol=rtol) @ (B.unsqueeze(-1) if vector else B)
     if vector:
         solution = solution.squeeze(-1)
+    _core._name_grad_fn(solution, "LinalgLstsqBackward0")
     from . import empty
     rank = matrix_rank(A, rtol=rtol)
     result = _return_type("linalg_lstsq")

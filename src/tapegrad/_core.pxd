@@ -30,6 +30,8 @@ cdef struct Record:
     int n_in                        # number of inputs in `inp`
     Py_ssize_t refcnt               # 1 while the output tensor lives + 1 per live later record using it
     int flags                       # RF_* bits
+    int name                        # 0: the grad_fn is named OP_NAMES[op]; k > 0: GRAD_FN_NAMES[k],
+                                    # a composite's PyTorch name (tensor_base.pxi, _name_grad_fn)
     Py_ssize_t inp[MAX_IN]          # record index of each input, or -1 when no gradient flows to it
     Py_ssize_t* more                # owned: all n_in inputs when n_in > MAX_IN (cat, stack), else NULL
     PyObject* saved[MAX_SAVED]      # owned: arrays (or scalars) the VJP needs, NULL when unused

@@ -52,8 +52,6 @@ cdef class RecordExtra:
     cdef public object trace            # anomaly mode: [(code, line), ...], innermost first
     cdef public object written_view     # weakref to the view an in-place op wrote this record's
                                         # output into (_note_written_view), or None
-    cdef public object display_name     # the grad_fn name PyTorch gives the op a composite
-                                        # ended in this record (_present_node_as), or None
 
     def __cinit__(self):
         self.hooks = {}
@@ -62,7 +60,6 @@ cdef class RecordExtra:
         self.metadata = None
         self.trace = None
         self.written_view = None
-        self.display_name = None
 
 
 def _note_written_view(TensorBase view, TensorBase result):
@@ -94,23 +91,6 @@ def _note_written_view(TensorBase view, TensorBase result):
             moved = True
     if moved:
         extra_of(i).written_view = weakref.ref(view)
-
-
-def _present_node_as(TensorBase result, str name):
-    """Name result's grad_fn `name` (PyTorch's node for the whole op) where a composite op
-    (relu6 built from where, flip from index_select, ...) ended in a record of another op, so
-    printed tensors, grad_fn.name() and in-place error messages say what PyTorch's say.  Only
-    the name changes: the record, its VJP and its next_functions stay the last op's.  A leaf,
-    a custom Function's output or a record whose grad_fn was already read keeps its name.
-    Returns result."""
-    cdef Py_ssize_t i = result._node
-    if i < 0 or result._base is not None:
-        return result
-    cdef int op = TAPE.recs[i].op
-    if op == OP_LEAF or op == OP_FN_OUTPUT or op == OP_FUNCTION or TAPE.recs[i].fn != NULL:
-        return result
-    extra_of(i).display_name = name
-    return result
 
 
 cdef RecordExtra extra_of(Py_ssize_t i):
@@ -786,7 +766,7 @@ cdef int attach_anomaly_trace(Py_ssize_t i, object trace) except -1:
 cdef str record_name(Record* r):
     if r.op == OP_FUNCTION and r.aux != NULL:
         return type(<object>r.aux).__name__
-    return OP_NAMES[r.op]
+    return grad_fn_name(r)
 
 
 cdef object PACKAGE_DIR = None

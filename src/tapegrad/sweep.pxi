@@ -104,11 +104,11 @@ cdef object saved_value_node_name(Record* r, int j):
         # AsStridedBackward0, and names that node
         return "AsStridedBackward0"
     if t is None or me < 0:
-        return OP_NAMES[r.op]
+        return grad_fn_name(r)
     k = t._node
     while k > me:
         k = rec_inputs(&TAPE.recs[k])[0] if TAPE.recs[k].n_in > 0 else -1
-    return OP_NAMES[r.op] if k == me else _grad_fn_name_of(t)
+    return grad_fn_name(r) if k == me else _grad_fn_name_of(t)
 
 
 cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:

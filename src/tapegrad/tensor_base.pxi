@@ -227,6 +227,11 @@ cdef str NON_LEAF_GRAD_WARNING = (
     "github.com/pytorch/pytorch/pull/30531 for more information.")
 
 
+# PyTorch's hand-written C++ nodes (not generated from its derivatives table) give their
+# namespace in name(), as AccumulateGrad does: "torch::autograd::CopySlices".
+cdef frozenset NAMESPACED_NODES = frozenset(("CopySlices", "CopyBackwards"))
+
+
 cdef class GradFn:
     """The grad_fn of a non-leaf tensor: names its backward op and keeps its record alive."""
 
@@ -243,7 +248,8 @@ cdef class GradFn:
     def name(self):
         if TAPE.recs[self._node].op == OP_LEAF:
             return "torch::autograd::AccumulateGrad"
-        return type(self).__name__
+        name = type(self).__name__
+        return "torch::autograd::" + name if name in NAMESPACED_NODES else name
 
     def register_hook(self, fn):
         """fn(grad_inputs, grad_outputs) -> None or new grad_inputs, after this node computed
@@ -449,7 +455,72 @@ def _set_saved_attribute_reader(reader):
     SAVED_ATTRIBUTES = reader
 
 
-cdef dict GRAD_FN_CLASSES = {}
+# -- the name of a record's node -----------------------------------------------------------------
+# A composite (an op tapegrad builds from several recorded ops: sort from an index, hardtanh from
+# a where) leaves its result on the record of its last internal op, while PyTorch names that node
+# after the composite (SortBackward0, HardtanhBackward0).  _name_grad_fn gives the record that
+# name: Record.name indexes GRAD_FN_NAMES (0: the op's own name, OP_NAMES[op]).  Kept in the
+# record, the name moves with it when the tape compacts, is copied with it into the sweeps, and
+# costs no allocation; every reader of a node's name (grad_fn, the anomaly, profiler and in-place
+# error messages) reads it through grad_fn_name.
+cdef list GRAD_FN_NAMES = [None]
+cdef dict GRAD_FN_NAME_CODES = {}       # name -> its index in GRAD_FN_NAMES
+
+
+cdef str grad_fn_name(Record* r):
+    """The PyTorch name of record r's node: the composite's that made its output, else its op's."""
+    return OP_NAMES[r.op] if r.name == 0 else <str>GRAD_FN_NAMES[r.name]
+
+
+def _name_grad_fn(result, str name):
+    """Name the grad_fn of `result` (the output of a composite's last internal op) `name`, the
+    node PyTorch records for the composite; returns result.  Gradients are untouched: only the
+    name changes.  Nothing happens for a tensor without history (no cost without grad), a leaf,
+    or a record whose grad_fn object was already handed out (its class is fixed, and
+    `y.grad_fn is y.grad_fn` must hold).  The output of an autograd Function (whose grad_fn is
+    its ctx, shared by its outputs) gets a ctx of a subclass so named.  The caller must pass a
+    tensor its composite recorded, never one of its inputs returned as it is."""
+    if not isinstance(result, TensorBase):
+        return result
+    cdef Py_ssize_t i = (<TensorBase>result)._node
+    if i < 0 or TAPE is None or i >= TAPE.n:
+        return result
+    cdef Record* r = &TAPE.recs[i]
+    if r.op == OP_FUNCTION or r.op == OP_FN_OUTPUT:
+        rename_function_node(function_ctx_of(i), name)
+        return result
+    if r.op == OP_LEAF or r.fn != NULL or r.out != <PyObject*>result:
+        return result
+    code = GRAD_FN_NAME_CODES.get(name)
+    if code is None:
+        code = len(GRAD_FN_NAMES)
+        GRAD_FN_NAMES.append(name)
+        GRAD_FN_NAME_CODES[name] = code
+    r.name = <int>code
+    return result
+
+
+cdef dict RENAMED_FUNCTION_NODES = {}   # (ctx class, name) -> its subclass of that name
+
+
+cdef int rename_function_node(object ctx, str name) except -1:
+    """A Function's ctx becomes an instance of a subclass of its class named `name` (made once
+    per class and name): the same object, so hooks and `grad_fn is grad_fn` are kept."""
+    if ctx is None or type(ctx).__name__ == name:
+        return 0
+    cls = type(ctx)
+    renamed = RENAMED_FUNCTION_NODES.get((cls, name))
+    if renamed is None:
+        try:
+            renamed = type(name, (cls,), {"__module__": cls.__module__, "__qualname__": name})
+        except TypeError:               # a ctx of a final (compiled) type keeps its name
+            return 0
+        RENAMED_FUNCTION_NODES[(cls, name)] = renamed
+    ctx.__class__ = renamed
+    return 0
+
+
+cdef dict GRAD_FN_CLASSES = {}          # name -> its GradFn subclass (one class per name)
 
 
 cdef object make_grad_fn(Py_ssize_t node):
@@ -459,15 +530,13 @@ cdef object make_grad_fn(Py_ssize_t node):
     cdef int op = TAPE.recs[node].op
     if op == OP_FN_OUTPUT or op == OP_FUNCTION:
         return function_ctx_of(node)    # a custom Function's grad_fn is its ctx (ops_function)
-    # a composite op's own name for its last record (ops_function.pxi's _present_node_as)
-    name = (<object>TAPE.recs[node].extra).display_name if TAPE.recs[node].extra != NULL else None
-    key = op if name is None else name
-    cls = GRAD_FN_CLASSES.get(key)
+    name = grad_fn_name(&TAPE.recs[node])
+    cls = GRAD_FN_CLASSES.get(name)
     if cls is None:
         # Module "builtins", as PyTorch's C++ node classes: type(y.grad_fn) prints
         # <class 'SumBackward0'>.  Nothing pickles or imports these classes by module.
-        cls = type(OP_NAMES[op] if name is None else name, (GradFn,), {"__module__": "builtins"})
-        GRAD_FN_CLASSES[key] = cls
+        cls = type(name, (GradFn,), {"__module__": "builtins"})
+        GRAD_FN_CLASSES[name] = cls
     cdef GradFn fn = <GradFn>cls.__new__(cls)
     fn._node = node
     TAPE.recs[node].refcnt += 1

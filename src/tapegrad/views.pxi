@@ -79,7 +79,7 @@ cdef str view_refusal(TensorBase t, bint indirect):
     cdef bint multi = t._view_kind == VIEW_MULTI_OUTPUT and not (t._gen & 1)
     cdef bint has_fn = not is_leaf_c(t)
     if has_fn:
-        name = OP_NAMES[TAPE.recs[t._node].op]
+        name = grad_fn_name(&TAPE.recs[t._node])
         cut = name.rfind("Backward")
         head = f"Output {t._view_output if multi else 0} of {name[:cut] if cut > 0 else name}"
     if multi and has_fn:

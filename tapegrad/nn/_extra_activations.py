@@ -41,21 +41,25 @@ def _require_floating(input, kernel: str) -> None:
 
 
 def _finish(input, out, inplace: bool, node: str = None, inplace_node: str = None):
-    # In-place variants write the result back into the caller's tensor, as PyTorch's do.  The
-    # result's grad_fn has PyTorch's name for the whole op: `node` out of place, `inplace_node`
-    # in place (PyTorch's in-place nodes are often the ...Backward1 twins).
+    """The activation's result.  In-place variants write it back into the caller's tensor, as
+    PyTorch's do.  Its grad_fn is named `node` when given: PyTorch's node for the activation
+    (HardtanhBackward0), not the last op it is composed of here; in place, `inplace_node` where
+    PyTorch's in-place form has another (threshold_'s ThresholdBackward1), and not for a view
+    (PyTorch names its node after the view)."""
     if inplace:
         input.copy_(out)
-        return input if inplace_node is None else _core._present_node_as(input, inplace_node)
-    return out if node is None else _core._present_node_as(out, node)
+        if node is not None and input._base is None:
+            _core._name_grad_fn(input, inplace_node or node)
+        return input
+    return out if node is None else _core._name_grad_fn(out, node)
 
 
-def _finish_saving_input(input, out, inplace: bool, node: str = None):
+def _finish_saving_input(input, out, inplace: bool, node: str):
     """_finish for the activations whose PyTorch node saves the input (hardtanh, relu6,
     hardsigmoid): out of place, a write into the input before backward raises as there."""
     if not inplace:
         _tg._core._guard_saved_version(out, input)
-    return _finish(input, out, inplace, node, node)
+    return _finish(input, out, inplace, node)
 
 
 def _piecewise(passes, input, other, backward: str):
@@ -104,13 +108,13 @@ def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-@recording_inplace
+@recording_inplace(node="EluBackward1")
 def selu(input, inplace: bool = False):
     """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
     alpha = 1.6733 and scale = 1.0507.
     """
     return _finish(input, _compiled("elu")(input, alpha=_SELU_ALPHA) * _SELU_SCALE, inplace,
-                   "EluBackward0", "EluBackward1")
+                   "EluBackward0")
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
@@ -169,9 +173,9 @@ def logsigmoid(input):
     x_pos = _tg.where(negative, zero, input)
     # (0 - log1p(...), not a negation: where exp(-x) underflows the result is +0, as PyTorch's
     # min(x, 0) - log1p(exp(-|x|)) gives, not -0, which prints as -0.)
-    return _core._present_node_as(_tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
-                                            0.0 - _tg.log1p(_tg.exp(-x_pos))),
-                                  "LogSigmoidBackward0")
+    out = _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
+                    0.0 - _tg.log1p(_tg.exp(-x_pos)))
+    return _core._name_grad_fn(out, "LogSigmoidBackward0")
 
 
 def softsign(input):
@@ -208,8 +212,8 @@ def hardshrink(input, lambd: float = 0.5):
     # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
-    return _core._present_node_as(_piecewise(~dead, input, _tg.zeros_like(input), "hardshrink"),
-                                  "HardshrinkBackward0")
+    return _core._name_grad_fn(_piecewise(~dead, input, _tg.zeros_like(input), "hardshrink"),
+                               "HardshrinkBackward0")
 
 
 def softshrink(input, lambd: float = 0.5):
@@ -221,8 +225,8 @@ def softshrink(input, lambd: float = 0.5):
     shifted = _tg.where(input > lambd, input - lambd, input + lambd)
     with _tg.no_grad():
         zero = input.detach() * 0.0     # (-0.0 below zero, as PyTorch's float32 kernel gives)
-    return _core._present_node_as(_piecewise(~dead, shifted, zero, "softshrink"),
-                                  "SoftshrinkBackward0")
+    return _core._name_grad_fn(_piecewise(~dead, shifted, zero, "softshrink"),
+                               "SoftshrinkBackward0")
 
 
 def prelu(input, weight):
@@ -251,7 +255,7 @@ def prelu(input, weight):
     return PreluKernel.apply(input, weight)
 
 
-@recording_inplace
+@recording_inplace(node="RreluWithNoiseBackward1")
 def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False):
     """Randomized leaky ReLU: in training each non-positive entry gets a slope drawn from
@@ -265,7 +269,7 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     else:
         slope = _tg.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
         out = _tg.where(input > 0, input, input * slope)
-    return _finish(input, out, inplace)
+    return _finish(input, out, inplace, "RreluWithNoiseBackward0", "RreluWithNoiseBackward1")
 
 
 def _legacy_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -300,7 +304,7 @@ def glu(input, dim: int = -1):
         raise RuntimeError(f"Halving dimension must be even, but dimension {wrapped} is size "
                            f"{size}")
     a, b = input.chunk(2, dim)
-    return _core._present_node_as(a * _tg.sigmoid(b), "GluBackward0")
+    return _core._name_grad_fn(a * _tg.sigmoid(b), "GluBackward0")
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):

@@ -135,7 +135,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if diff.numel():                                # (its kernel runs only with distances)
         refuse_half(diff, "cdist")
-    return row_distances(diff, p)
+    return _core._name_grad_fn(row_distances(diff, p), "CdistBackward0")
 
 
 def row_distances(diff, p: float):

@@ -19,9 +19,10 @@ from .._shift_ops import _become_result
 from ..grad_mode import is_grad_enabled
 
 
-# PyTorch's node of an activation run in place on a graph tensor, where it is not the
+# PyTorch's node of a compiled activation run in place on a graph tensor, where it is not the
 # out-of-place one (which the adopted record already shows): keyed by the activation's __name__
-_INPLACE_NODES = {"selu": "EluBackward1", "elu": "EluBackward1", "leaky_relu": "LeakyReluBackward1"}
+# (the composed ones name theirs through recording_inplace's `node`)
+_INPLACE_NODES = {"elu": "EluBackward1", "leaky_relu": "LeakyReluBackward1"}
 
 
 def activation_in_graph(activation, input, args=(), kwargs=None):
@@ -36,12 +37,16 @@ def activation_in_graph(activation, input, args=(), kwargs=None):
     # output would bypass input, and input's retained .grad would miss it
     result = _become_result(input, result)
     inplace_node = _INPLACE_NODES.get(getattr(activation, "__name__", None))
-    return result if inplace_node is None else _core._present_node_as(result, inplace_node)
+    return result if inplace_node is None else _core._name_grad_fn(result, inplace_node)
 
 
-def recording_inplace(activation):
+def recording_inplace(activation=None, *, node: str = None):
     """Wrap a composed `activation(input, ..., inplace=...)` so inplace=True works on a graph
-    tensor."""
+    tensor.  `node`: PyTorch's grad_fn name for the in-place form where it differs from the
+    out-of-place one (selu_'s EluBackward1); given to the input when it adopted the result's
+    record (not to a view, whose node PyTorch names after the view)."""
+    if activation is None:
+        return functools.partial(recording_inplace, node=node)
     position = list(inspect.signature(activation).parameters).index("inplace")
 
     @functools.wraps(activation)
@@ -56,6 +61,9 @@ def recording_inplace(activation):
             kwargs["inplace"] = False
         else:
             args = args[:position - 1] + (False,) + args[position:]
-        return activation_in_graph(activation, input, args, kwargs)
+        result = activation_in_graph(activation, input, args, kwargs)
+        if node is not None and result._base is None:
+            _core._name_grad_fn(result, node)
+        return result
 
     return wrapper

@@ -517,7 +517,9 @@ def adaptive_avg_pool1d(input, output_size):
     """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
     (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
     _floating_kernel(input, "adaptive_avg_pool2d")      # (PyTorch runs it as the 2-d one)
-    return refuse_empty_backward(input, _window_average(input, -1, Lo), "avg", 1)
+    # (PyTorch's result is the squeeze of its 2-d pooling's)
+    return _core._name_grad_fn(
+        refuse_empty_backward(input, _window_average(input, -1, Lo), "avg", 1), "SqueezeBackward1")
 
 
 def adaptive_avg_pool2d(input, output_size):

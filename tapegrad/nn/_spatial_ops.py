@@ -271,23 +271,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
             out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
-    node = _upsample_node(mode, nd, antialias)
-    if node is not None and out is not input:
-        out = _core._present_node_as(out, node)
-    return follow_channels_last(out, input)    # PyTorch's kernels keep a channels_last layout
+    out = follow_channels_last(out, input)     # PyTorch's kernels keep a channels_last layout
+    return _core._name_grad_fn(out, _upsample_node(mode, nd, antialias))
 
 
-def _upsample_node(mode, nd, antialias):
-    """PyTorch's grad_fn name for interpolate's kernel (the taps here are index_select / sums)."""
-    if antialias:
-        return f"_Upsample{'Bilinear' if mode == 'bilinear' else 'Bicubic'}2DAaBackward0"
-    if mode == "nearest":
-        return f"UpsampleNearest{nd}DBackward0"
-    if mode == "nearest-exact":
-        return f"UpsampleNearestExact{nd}DBackward0"
-    return {"linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
-            "bicubic": "UpsampleBicubic2DBackward0",
-            "trilinear": "UpsampleTrilinear3DBackward0"}.get(mode)
+def _upsample_node(mode: str, nd: int, antialias: bool) -> str:
+    """PyTorch's grad_fn name for interpolate's kernel: UpsampleNearest2DBackward0,
+    UpsampleNearestExact1DBackward0, UpsampleBicubic2DAaBackward0 ..."""
+    kernel = "NearestExact" if mode == "nearest-exact" else mode.capitalize()
+    return f"Upsample{kernel}{nd}D{'Aa' if antialias else ''}Backward0"
 
 
 # -- padding modes ---------------------------------------------------------------------------------
@@ -407,7 +399,7 @@ def pad(input, pad, mode="constant", value=None):
     if mode in ("reflect", "replicate") and out is not input:
         # PyTorch's node for the whole pad (here index selections along each padded dim)
         kind = "Reflection" if mode == "reflect" else "Replication"
-        out = _core._present_node_as(out, f"{kind}Pad{len(pad) // 2}DBackward0")
+        out = _core._name_grad_fn(out, f"{kind}Pad{len(pad) // 2}DBackward0")
     return follow_channels_last(out, input)
 
 
