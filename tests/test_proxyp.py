@@ -29,13 +29,17 @@ SCRIPT = textwrap.dedent("""\
         return x.T
     for _ in range(2):
         f()
+    m = torch.tensor([1, 0], dtype=torch.uint8)
+    y = torch.ones(2)[m]
+    y = torch.ones(2)[m]
     """)
 
 # (line, message start): T, 0-D T, uint8 where and the complex cast once each; index_put_ on an
-# expanded tensor at every call.
+# expanded tensor and uint8 indexing at every call.
 EXPECTED = [(3, "The use of `x.T`"), (5, "Tensor.T is deprecated on 0-D"),
             (8, "where received a uint8"), (12, "Use of index_put_ on expanded"),
-            (13, "Use of index_put_ on expanded"), (14, "Casting complex values to real")]
+            (13, "Use of index_put_ on expanded"), (14, "Casting complex values to real"),
+            (21, "indexing with dtype torch.uint8"), (22, "indexing with dtype torch.uint8")]
 
 
 def warning_lines(tmp_path, under_tapegrad):
