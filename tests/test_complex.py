@@ -232,14 +232,14 @@ def test_creation_item_tolist_numpy():
     assert abs(float(r.real.std()) - 0.5 ** 0.5) < 0.02
 
 
-def test_cast_to_real_warns_and_keeps_real_part(torch):
+def test_cast_to_real_keeps_real_part(torch):
+    # The warning is once per process in both libraries (TORCH_WARN_ONCE), so an earlier test may
+    # have used it up: test_proxyp.py checks it in a fresh process.
     for T in (tg, torch):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             x = T.tensor([1 + 2j, -3j]).float()
         assert x.tolist() == [1.0, 0.0]
-        # (PyTorch warns once per process, TORCH_WARN_ONCE: an earlier test may have used it up)
-        assert T is torch or any("discards the imaginary part" in str(w.message) for w in caught)
 
 
 # -- views -----------------------------------------------------------------------------------------

@@ -353,6 +353,7 @@ cdef object to_np_dtype(object d, str fn=*)
 cpdef str type_name(object x)
 
 cpdef int user_stacklevel() except -1
+cpdef object warn_once(str message)
 
 cdef int np_category(int type_num) noexcept
 

@@ -147,6 +147,19 @@ cpdef int user_stacklevel() except -1:
     return level
 
 
+# The messages warn_once has shown: PyTorch's TORCH_WARN_ONCE warnings appear once per process,
+# whatever line triggers them again (Python's default filter would repeat them per line).  A module
+# attribute, so a test can clear it and see the warning again.
+WARNED_ONCE = set()
+
+
+cpdef object warn_once(str message):
+    """A UserWarning naming the user's line, shown the first time only (TORCH_WARN_ONCE)."""
+    if message not in WARNED_ONCE:
+        WARNED_ONCE.add(message)
+        warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
+
+
 def set_default_dtype(d):
     """Set the default floating point dtype (float32 at start; float64 or float16 allowed)."""
     global DEFAULT_FLOAT

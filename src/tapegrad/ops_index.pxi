@@ -47,7 +47,7 @@ cdef object classify_array(object arr, list kinds):
     """An index array (from a tensor or ndarray): append its kind, return its numpy form."""
     k = arr.dtype.kind
     if arr.dtype == np.uint8:
-        arr = byte_mask_as_bool(arr, 3)
+        arr = byte_mask_as_bool(arr, user_stacklevel())
         k = "b"
     if k == "b":
         if arr.ndim == 0:

@@ -785,7 +785,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
                           "the tensor before performing this operation. This also applies to "
                           "advanced indexing e.g. tensor[indices] = tensor", UserWarning,
-                          stacklevel=2)
+                          stacklevel=user_stacklevel())
     elif isinstance(T, np.ndarray) and overlaps_itself(T):
         raise RuntimeError(OVERLAPPING_WRITE)
     if recording and writes_through_view(self):
@@ -1252,8 +1252,7 @@ def copy_(TensorBase self, src, non_blocking=False):
                                f"shape {list(out_shape)}")
     elif isinstance(src, (bool, int, float, complex, np.bool_, np.number)):
         if isinstance(src, (complex, np.complexfloating)) and self._array.dtype.kind != "c":
-            warnings.warn("Casting complex values to real discards the imaginary part",
-                          UserWarning, stacklevel=2)
+            warn_once("Casting complex values to real discards the imaginary part")
             src = src.real
     else:
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "

@@ -440,14 +440,14 @@ def _T(TensorBase input):
     """All dims reversed (PyTorch deprecates it for tensors that are not 2-D)."""
     cdef Py_ssize_t ndim = input._array.ndim
     if ndim == 0:
-        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
-                      "these cases.", UserWarning, stacklevel=2)
+        warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                  "these cases.")
     elif ndim != 2:
-        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
-                      "shape is deprecated and it will throw an error in a future release. "
-                      "Consider `x.mT` to transpose batches of matrices or "
-                      "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions "
-                      "of a tensor.", UserWarning, stacklevel=2)
+        warn_once("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                  "shape is deprecated and it will throw an error in a future release. "
+                  "Consider `x.mT` to transpose batches of matrices or "
+                  "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions "
+                  "of a tensor.")
     return permuted(OP_PERMUTE, input, list(range(ndim - 1, -1, -1)))
 
 

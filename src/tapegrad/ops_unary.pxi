@@ -929,9 +929,9 @@ cdef object where_record(object condition, object input, object other, object ba
                                                                        else C))
     if C.dtype.kind != "b":
         if C.dtype.num == cnp.NPY_UINT8:
-            warnings.warn("where received a uint8 condition tensor. This behavior is deprecated "
-                          "and will be removed in a future version of PyTorch. Use a boolean "
-                          "condition instead.", UserWarning, stacklevel=2)
+            warn_once("where received a uint8 condition tensor. This behavior is deprecated "
+                      "and will be removed in a future version of PyTorch. Use a boolean "
+                      "condition instead.")
             C = C.astype(NP_BOOL)
         else:
             raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
@@ -1232,8 +1232,7 @@ cdef object convert(TensorBase x, object np_dt, bint copy):
     if A.dtype == np_dt and not copy:
         return x
     if dtype_kind(<cnp.ndarray>A) == c'c' and np_dt.kind != "c":
-        warnings.warn("Casting complex values to real discards the imaginary part",
-                      UserWarning, stacklevel=2)
+        warn_once("Casting complex values to real discards the imaginary part")
         A = A.real
     with IeeeResults():                                 # overflow to inf, NaN to int: as PyTorch
         out = torch_copy_source(A).astype(np_dt)      # (PyTorch's layout: see torch_copy_source)
