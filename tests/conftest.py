@@ -30,6 +30,13 @@ def check_grads(fn, *arrays, atol=1e-6, rtol=1e-5):
         np.testing.assert_allclose(t.grad.numpy(), e, atol=atol, rtol=rtol)
 
 
+@pytest.fixture(autouse=True)
+def fresh_once_warnings():
+    """Each test sees PyTorch's once-per-process warnings (x.T of a 3-d tensor, complex cast to
+    real) as a fresh process would: the core's record of those already shown is cleared."""
+    tg._core.WARNED_ONCE.clear()
+
+
 @pytest.fixture
 def gradcheck():
     return check_grads

@@ -417,7 +417,6 @@ def test_failing_op_records_nothing():
 
 
 def test_T_warns_on_non_2d():
-    tg._core.WARNED_ONCE.clear()  # once per process, as PyTorch's: an earlier test may have used it
     with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
         assert tg.zeros(2, 3, 4).T.shape == (4, 3, 2)
     with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
