@@ -379,15 +379,20 @@ def _index_dim_key(self, dim, index, fname: str, wrap: bool, error=RuntimeError,
     return dim, (slice(None),) * dim + (flat,)
 
 
+def _index_arguments(self, dim, index, source, fname: str):
+    """The index_* functions' first checks, PyTorch's parser's: index and source are tensors;
+    then dim wrapped to self's rank.  Returns (dim, index array, self's shape, source's)."""
+    for name, position, arg in (("index", 2, index), ("source", 3, source)):
+        if not isinstance(arg, TensorBase):
+            raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {_core.type_name(arg)}")
+    return _norm_dim(dim, self.ndim), index._array, self._array.shape, source._array.shape
+
+
 def _check_index_copy(self, dim, index, source):
     """PyTorch's index_copy checks of the index, and of source against self and the index
     count, in its order and words (a 0-d source or self stands for one slice)."""
-    for name, position, arg in (("index", 2, index), ("source", 3, source)):
-        if not isinstance(arg, TensorBase):
-            raise TypeError(f"index_copy(): argument '{name}' (position {position}) must be "
-                            f"Tensor, not {_core.type_name(arg)}")
-    dim = _norm_dim(dim, self.ndim)
-    idx, shape, sshape = index._array, self._array.shape, source._array.shape
+    dim, idx, shape, sshape = _index_arguments(self, dim, index, source, "index_copy")
     if idx.ndim > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {idx.ndim})")
     n_index = idx.size
@@ -424,12 +429,7 @@ def _index_out_of_range_in_self(_message):
 def _check_index_func(self, dim, index, source, fname: str) -> int:
     """PyTorch's checks shared by index_add and index_reduce (its index_func_meta_impl), in its
     order and words; returns dim wrapped to self's rank."""
-    for name, position, arg in (("index", 2, index), ("source", 3, source)):
-        if not isinstance(arg, TensorBase):
-            raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be "
-                            f"Tensor, not {_core.type_name(arg)}")
-    dim = _norm_dim(dim, self.ndim)
-    idx, shape, sshape = index._array, self._array.shape, source._array.shape
+    dim, idx, shape, sshape = _index_arguments(self, dim, index, source, fname)
     if idx.ndim > 1:
         raise IndexError(f"{fname}_(): Index is supposed to be a vector, but got dim: "
                          f"{idx.ndim} with type: {_type_name(idx)} and size: {list(idx.shape)}")
