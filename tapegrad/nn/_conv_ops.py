@@ -465,10 +465,15 @@ class _Fold(Function):
 
 # -- gather / scatter-add along the flattened trailing dims: each the other's adjoint --------------
 
+def _as_rows(a, B):
+    """`a` viewed as B rows; spelled out because reshape(B, -1) is ambiguous for an empty batch."""
+    return a.reshape(B, a.size // B if B else 0)
+
+
 def _scatter_add_np(g, idx, plane):
     """out[b, idx[b, k]] += g[b, k] over (B, plane) planes, by one bincount."""
     B = idx.shape[0]
-    flat = (idx.reshape(B, -1) + (np.arange(B, dtype=np.int64) * plane)[:, None]).ravel()
+    flat = (_as_rows(idx, B) + (np.arange(B, dtype=np.int64) * plane)[:, None]).ravel()
     out = np.bincount(flat, weights=g.reshape(-1), minlength=B * plane)
     return out.astype(g.dtype, copy=False)
 
@@ -482,8 +487,8 @@ class _Gather(Function):
         ctx.idx, ctx.in_shape = idx, tuple(x.shape)
         if values is not None:          # the caller already has x at idx (max-pool's maxima)
             return _wrap(values.reshape(out_shape))
-        xa = x._array.reshape(B, -1)
-        return _wrap(np.take_along_axis(xa, idx.reshape(B, -1), 1).reshape(out_shape))
+        xa = _as_rows(x._array, B)
+        return _wrap(np.take_along_axis(xa, _as_rows(idx, B), 1).reshape(out_shape))
 
     @staticmethod
     def backward(ctx, g):

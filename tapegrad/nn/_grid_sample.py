@@ -127,7 +127,8 @@ def _source_coordinates(grid, spatial, padding_mode, align_corners):
     point after the padding mode's fold."""
     n = grid.shape[0]
     nd = len(spatial)
-    flat = grid.reshape(n, -1, nd)
+    points = int(np.prod(grid.shape[1:-1]))
+    flat = grid.reshape(n, points, nd)           # explicit count: -1 is ambiguous when n == 0
     coords = []
     for axis, size in enumerate(spatial):
         c = _unnormalise(flat.select(2, nd - 1 - axis), size, align_corners)
@@ -274,7 +275,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     plane = int(np.prod(spatial))
     index = np.where(inside, index, 0)                         # masked taps read a valid 0th
     rows = np.broadcast_to(index.reshape(n, 1, taps * points),
-                           (n, channels, taps * points)).reshape(n * channels, -1)
+                           (n, channels, taps * points)).reshape(n * channels, taps * points)
     values = _Gather.apply(input.reshape(n * channels, plane), rows,
                            (n, channels, taps, points))
     mask = _wrap(inside.astype(dtype).reshape(n, 1, taps, points))
