@@ -28,3 +28,35 @@ def test_grid_sample_empty_batch_or_channels(mode, x_shape, grid_shape):
         return tuple(y.shape), tuple(x.grad.shape)
     a, b = _both(run)
     assert a == b
+
+
+def _error(make, lib):
+    try:
+        make(lib)
+    except Exception as e:              # noqa: BLE001 - the type is what is compared
+        return type(e), str(e)
+    return None
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2, stride=0), dict(kernel_size=2, padding=-1),
+                                dict(kernel_size=2, dilation=0, stride=0, padding=-1),
+                                dict(kernel_size=2, stride=0, padding=-1),
+                                dict(kernel_size=(2, 0))])
+@pytest.mark.parametrize("op", ["unfold", "fold"])
+def test_fold_unfold_bad_geometry_messages(op, kw):
+    def run(lib):
+        if op == "unfold":
+            return lib.nn.functional.unfold(lib.zeros(2, 3, 7, 8), **kw)
+        return lib.nn.functional.fold(lib.zeros(2, 12, 9), (4, 4), **kw)
+    assert _error(run, torch) == _error(run, tg)
+
+
+@pytest.mark.parametrize("size", [(2.0, 3), (("b", 2), ("c", 3)), 6])
+def test_unflatten_rejects_non_int_sizes(size):
+    assert _error(lambda lib: lib.nn.Unflatten(1, size), torch) == \
+        _error(lambda lib: lib.nn.Unflatten(1, size), tg)
+
+
+def test_unflatten_keeps_sizes_as_given():
+    assert repr(tg.nn.Unflatten(1, [2, 3])) == repr(torch.nn.Unflatten(1, [2, 3]))
+    assert tuple(tg.nn.Unflatten(1, [2, -1])(tg.zeros(2, 6)).shape) == (2, 2, 3)

@@ -846,6 +846,20 @@ def _fold_args(kernel_size, dilation, padding, stride):
             _tuple(padding, 2, "padding", "fold"), _tuple(stride, 2, "stride", "fold"))
 
 
+def _check_block_geometry(kernel, dilation, padding, stride, order) -> None:
+    """PyTorch's im2col/col2im shape checks, one per argument, in `order` (the two kernels check
+    in different orders, and the first failing argument names the error)."""
+    rules = {"kernel": (kernel, "kernel size should be greater than zero", "kernel", 1),
+             "dilation": (dilation, "dilation should be greater than zero", "dilation", 1),
+             "padding": (padding, "padding should be non-negative", "pad", 0),
+             "stride": (stride, "stride should be greater than zero", "stride", 1)}
+    for name in order:
+        value, message, field, least = rules[name]
+        if value[0] < least or value[1] < least:
+            raise RuntimeError(f"{message}, but got {field}_height: {value[0]} "
+                               f"{field}_width: {value[1]}")
+
+
 def _require_floating_blocks(input, kernel: str) -> None:
     # PyTorch's im2col/col2im kernels exist for floating, complex and bool types only
     if not (input.is_floating_point() or input.is_complex() or input.dtype == _core.bool_):
@@ -864,6 +878,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
                            f"and other non-zero dimensions for input, but got: "
                            f"{list(input.shape)}")
+    _check_block_geometry(kernel, dilation, padding, stride,
+                          ("kernel", "dilation", "padding", "stride"))
     _require_floating_blocks(input, "im2col_out_cpu")
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
@@ -893,6 +909,8 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
                            f"batch size and non-zero dimensions for input, but got: "
                            f"{list(input.shape)}")
+    _check_block_geometry(kernel, dilation, padding, stride,
+                          ("kernel", "stride", "dilation", "padding"))
     _require_floating_blocks(input, "col2im_out_cpu")
     unbatched = input.dim() == 2
     cols = input.unsqueeze(0) if unbatched else input

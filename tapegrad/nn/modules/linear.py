@@ -77,13 +77,21 @@ class Unflatten(Module):
     """
     def __init__(self, dim: int, unflattened_size) -> None:
         super().__init__()
+        if not isinstance(unflattened_size, (list, tuple)):
+            raise TypeError(f"unflattened_size must be a tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for pos, size in enumerate(unflattened_size):
+            if not isinstance(size, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element of "
+                                f"type {type(size).__name__} at pos {pos}")
         self.dim = dim
-        self.unflattened_size = tuple(unflattened_size)
+        self.unflattened_size = unflattened_size       # kept as given: the repr shows it so
 
     def forward(self, input):
         shape = list(input.shape)
         dim = self.dim if self.dim >= 0 else self.dim + len(shape)
-        return input.reshape(tuple(shape[:dim]) + self.unflattened_size + tuple(shape[dim + 1:]))
+        return input.reshape(tuple(shape[:dim]) + tuple(self.unflattened_size)
+                             + tuple(shape[dim + 1:]))
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
