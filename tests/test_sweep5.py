@@ -60,3 +60,21 @@ def test_unflatten_rejects_non_int_sizes(size):
 def test_unflatten_keeps_sizes_as_given():
     assert repr(tg.nn.Unflatten(1, [2, 3])) == repr(torch.nn.Unflatten(1, [2, 3]))
     assert tuple(tg.nn.Unflatten(1, [2, -1])(tg.zeros(2, 6)).shape) == (2, 2, 3)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_interpolate_uint8_weighted_modes(mode, antialias, align_corners):
+    # Was silently all zeros: the fractional weights were cast to uint8.  PyTorch's uint8 kernels
+    # work in fixed point, so a pixel may differ by a unit or two; the dtype and the picture agree.
+    image = np.random.default_rng(0).integers(0, 256, (2, 3, 9, 7))
+
+    def run(lib):
+        return lib.nn.functional.interpolate(lib.tensor(image, dtype=lib.uint8), size=(5, 11),
+                                             mode=mode, antialias=antialias,
+                                             align_corners=align_corners)
+    a, b = _both(run)
+    assert b.dtype == tg.uint8
+    diff = np.abs(a.numpy().astype(int) - b.numpy().astype(int))
+    assert diff.max() <= 2 and diff.mean() < 0.2

@@ -258,7 +258,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     _interp_kernel_checks(input, mode, out_sp)
     spatial = tuple(input.shape[2:])
     out = input
-    for axis, (s, n, f) in enumerate(zip(spatial, out_sp, scales)):
+    axes = range(nd)
+    # uint8 images cannot carry fractional weights: PyTorch's uint8 kernels resample one axis at a
+    # time, width first, rounding back to 0..255 after each pass (in fixed point, so a pixel may
+    # still differ from PyTorch's by one unit)
+    weighted_uint8 = input._array.dtype == np.uint8 and mode not in ("nearest", "nearest-exact")
+    if weighted_uint8:
+        out, axes = input.to(_core.float32), reversed(range(nd))
+    for axis in axes:
+        s, n, f = spatial[axis], out_sp[axis], scales[axis]
         dim = 2 + axis
         if antialias:
             out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
@@ -271,6 +279,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
             out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
+        if weighted_uint8:
+            out = out.round().clamp(0, 255)
+    if weighted_uint8:
+        out = out.to(_core.uint8)
     out = follow_channels_last(out, input)     # PyTorch's kernels keep a channels_last layout
     return _core._name_grad_fn(out, _upsample_node(mode, nd, antialias))
 
