@@ -78,3 +78,42 @@ def test_interpolate_uint8_weighted_modes(mode, antialias, align_corners):
     assert b.dtype == tg.uint8
     diff = np.abs(a.numpy().astype(int) - b.numpy().astype(int))
     assert diff.max() <= 2 and diff.mean() < 0.2
+
+
+@pytest.mark.parametrize("shape, pad, mode, value", [
+    ((2, 3, 4, 5), (1,) * 10, "reflect", None),          # longer than twice the rank
+    ((5,), (1, -1, -2, 1), "circular", None),
+    ((2, 3, 4, 5), (1, 2), "replicate", 3.0),            # value refused before the rank check
+    ((2, 3, 4, 5), (1, 1), "reflect", 0.0),
+])
+def test_pad_non_constant_check_order(shape, pad, mode, value):
+    def run(lib):
+        return lib.nn.functional.pad(lib.zeros(shape), pad, mode, value)
+    assert _error(run, torch) == _error(run, tg)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_bool_input(mode):
+    def run(lib):
+        return lib.nn.functional.pad(lib.zeros((2, 3, 4, 5), dtype=lib.bool), (1, 1, 1, 1), mode)
+    a, b = _error(run, torch), _error(run, tg)
+    assert (a and a[0]) == (b and b[0])
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+def test_pad_channels_last_layout(mode):
+    def run(lib):
+        x = lib.arange(120.).reshape(2, 3, 4, 5).contiguous(memory_format=lib.channels_last)
+        y = lib.nn.functional.pad(x, (1, 2, 0, 1), mode)
+        return y.is_contiguous(), y.is_contiguous(memory_format=lib.channels_last), y.numpy()
+    a, b = _both(run)
+    assert a[:2] == b[:2]
+    np.testing.assert_array_equal(a[2], b[2])
+
+
+@pytest.mark.parametrize("cls, rank", [("CircularPad1d", 4), ("CircularPad2d", 5),
+                                       ("CircularPad3d", 6)])
+def test_circular_pad_module_rank_error(cls, rank):
+    def run(lib):
+        return getattr(lib.nn, cls)(1)(lib.zeros((4,) * rank))
+    assert _error(run, torch) == _error(run, tg)

@@ -406,12 +406,15 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 def pad(input, pad, mode="constant", value=None):
     """torch.nn.functional.pad: 'constant' (the core op), and 'reflect', 'replicate', 'circular'
     as index selections along each padded dim (differentiable, gradients add up at the
-    repeated positions); a channels_last input gives a channels_last result, as PyTorch's."""
+    repeated positions); a channels_last input gives a channels_last result, as PyTorch's
+    (except for 'circular', whose result PyTorch makes contiguous)."""
     out = _padded(input, pad, mode, value)
     if mode in ("reflect", "replicate") and out is not input:
         # PyTorch's node for the whole pad (here index selections along each padded dim)
         kind = "Reflection" if mode == "reflect" else "Replication"
         out = _core._name_grad_fn(out, f"{kind}Pad{len(pad) // 2}DBackward0")
+    if mode == "circular":      # PyTorch builds circular padding from contiguous slices
+        return out
     return follow_channels_last(out, input)
 
 
@@ -426,8 +429,15 @@ def _padded(input, pad, mode, value):
             raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, but "
                             f"found element of type {_type_name(p)} at pos {i}")
     pad = tuple(int(p) for p in pad)
+    # PyTorch's order: the pad's length, then the value, then the supported ranks
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) > 2 * input.dim():
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pad)} and input of dimension "
+                           f"{input.dim()}")
+    if value is not None and value != 0:
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     n_dims = len(pad) // 2
     if input.dim() not in (n_dims + 1, n_dims + 2) or n_dims > 3:
         raise NotImplementedError(
@@ -436,8 +446,6 @@ def _padded(input, pad, mode, value):
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
-    if value is not None and value != 0:
-        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if mode == "circular":
         out_shape = _circular_checks(tuple(input.shape), pad, n_dims)
         if 0 in out_shape:
@@ -449,6 +457,9 @@ def _padded(input, pad, mode, value):
             return out
     else:
         _edge_pad_checks(tuple(input.shape), pad, n_dims, mode)
+        if input.dtype == _core.bool_:       # (circular copies slices: any dtype)
+            kernel = "reflection" if mode == "reflect" else "replication"
+            raise NotImplementedError(f"\"{kernel}_pad{n_dims}d\" not implemented for 'Bool'")
     out = input
     for i in range(n_dims):
         dim = input.dim() - 1 - i

@@ -56,6 +56,14 @@ class _ReplicationPadNd(_PadNd):
 class _CircularPadNd(_PadNd):
     _mode = "circular"
 
+    def forward(self, input):
+        # PyTorch's circular modules check the rank themselves (F.pad's message would differ)
+        dims = self._sides // 2
+        if input.dim() not in (dims + 1, dims + 2):
+            raise ValueError(f"expected {dims + 1}D or {dims + 2}D input "
+                             f"(got {input.dim()}D input)")
+        return super().forward(input)
+
 
 class ConstantPad1d(_ConstantPadNd):
     """Pad the last dim with ``value`` (``F.pad``); ``padding`` is an int or (left, right)."""
