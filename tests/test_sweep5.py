@@ -117,3 +117,36 @@ def test_circular_pad_module_rank_error(cls, rank):
     def run(lib):
         return getattr(lib.nn, cls)(1)(lib.zeros((4,) * rank))
     assert _error(run, torch) == _error(run, tg)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2, output_size=3),
+                                dict(kernel_size=(2, 3, 1), output_size=(5, 4, 8)),
+                                dict(kernel_size=(1, 2, 3), output_ratio=(0.3, 0.6, 0.5))])
+def test_fractional_max_pool3d_matches_torch(kw):
+    data = np.random.default_rng(3).standard_normal((2, 3, 7, 8, 9))
+    samples = np.random.default_rng(4).uniform(0, 1, (2, 3, 3))
+
+    def run(lib):
+        x = lib.tensor(data, requires_grad=True)
+        pool = lib.nn.FractionalMaxPool3d(return_indices=True,
+                                          _random_samples=lib.tensor(samples), **kw)
+        y, index = pool(x)
+        weights = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+        (grad,) = lib.autograd.grad((y * weights).sum(), [x])
+        return y.detach().numpy(), index.numpy(), grad.numpy()
+    for a, b in zip(*_both(run)):
+        np.testing.assert_allclose(a, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.nn.functional.fractional_max_pool3d(lib.zeros(2, 3, 7, 8, 9), 2, output_size=(6, 3, 3)),
+    lambda lib: lib.nn.functional.fractional_max_pool3d(lib.zeros(2, 3, 7, 8, 9), 2, output_size=3,
+                                                        _random_samples=lib.rand(1, 3, 3)),
+    lambda lib: lib.nn.functional.fractional_max_pool3d(lib.zeros(2, 3, 7, 8, 9, dtype=lib.int64), 2,
+                                                        output_size=3, _random_samples=lib.rand(2, 3, 3)),
+    lambda lib: lib.nn.functional.fractional_max_pool3d(lib.zeros(1, 1, 2, 3, 7, 8), 2, output_size=2),
+    lambda lib: lib.nn.functional.fractional_max_pool3d(lib.zeros(2, 7, 8), 2, output_size=2),
+])
+def test_fractional_max_pool3d_errors(make):
+    a, b = _error(make, torch), _error(make, tg)
+    assert a == b

@@ -33,7 +33,8 @@ from ._ctc_loss import ctc_loss  # noqa: E402
 from ._more_losses import (feature_alpha_dropout, multilabel_margin_loss,  # noqa: E402
                            triplet_margin_with_distance_loss)
 from ._fractional_pool import (fractional_max_pool2d,  # noqa: E402
-                               fractional_max_pool2d_with_indices)
+                               fractional_max_pool2d_with_indices, fractional_max_pool3d,
+                               fractional_max_pool3d_with_indices)
 from ._volumetric import (adaptive_avg_pool3d, adaptive_max_pool3d,  # noqa: E402
                           adaptive_max_pool3d_with_indices, avg_pool3d, conv3d, conv_transpose3d,
                           dropout3d, max_pool3d, max_pool3d_with_indices)

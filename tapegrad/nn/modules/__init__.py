@@ -82,8 +82,9 @@ from .dropout import Dropout3d  # noqa: E402
 from .padding_shuffle import (CircularPad3d, ConstantPad3d, ReflectionPad3d,  # noqa: E402
                               ReplicationPad3d, ZeroPad3d)
 from .lazy import LazyBatchNorm3d, LazyConv3d  # noqa: E402
-from .pooling import FractionalMaxPool2d, LPPool3d  # noqa: E402
-__all__ += ["LazyBatchNorm3d", "LazyConv3d", "LPPool3d", "FractionalMaxPool2d"]
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d, LPPool3d  # noqa: E402
+__all__ += ["LazyBatchNorm3d", "LazyConv3d", "LPPool3d", "FractionalMaxPool2d",
+            "FractionalMaxPool3d"]
 __all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d",
             "MaxPool3d", "MaxUnpool3d", "Dropout3d", "CircularPad3d", "ConstantPad3d",
             "ReflectionPad3d", "ReplicationPad3d", "ZeroPad3d"]

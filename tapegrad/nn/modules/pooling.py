@@ -316,5 +316,35 @@ class FractionalMaxPool2d(Module):
                                        _random_samples=self._random_samples)
 
 
+class FractionalMaxPool3d(Module):
+    """Max pooling over ``kernel_size`` 3-d windows at pseudo-random increasing offsets to
+    ``output_size`` or ``output_ratio`` of the input (``F.fractional_max_pool3d``)."""
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        self.kernel_size = _triple(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _triple(output_size) if output_size is not None else None
+        self.output_ratio = _triple(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError("FractionalMaxPool3d requires specifying either an output size, "
+                             "or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size,
+                                       self.output_ratio, self.return_indices,
+                                       _random_samples=self._random_samples)
+
+
 def _pair(value):
     return tuple(value) if isinstance(value, (list, tuple)) else (value, value)
+
+
+def _triple(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * 3
