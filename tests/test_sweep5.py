@@ -150,3 +150,40 @@ def test_fractional_max_pool3d_matches_torch(kw):
 def test_fractional_max_pool3d_errors(make):
     a, b = _error(make, torch), _error(make, tg)
     assert a == b
+
+
+@pytest.mark.parametrize("norm_type", [float("inf"), 1.0, 3.0, 0.5])
+def test_embedding_max_norm_any_norm_type(norm_type):
+    # Was silently wrong for inf: the power-sum formula gives a norm of 1 for every row.
+    table = np.random.default_rng(6).standard_normal((10, 4)) * 2
+
+    def run(lib):
+        weight = lib.tensor(table)
+        out = lib.nn.functional.embedding(lib.tensor([[1, 2, 4], [4, 9, 0]]), weight,
+                                          max_norm=1.5, norm_type=norm_type)
+        return out.numpy(), weight.numpy()
+    for a, b in zip(*_both(run)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_max_norm_renorms_padding_row_too(mode):
+    # Was silently different: PyTorch renorms every row the input names, padding_idx's included.
+    table = np.random.default_rng(6).standard_normal((10, 4)) * 2
+
+    def run(lib):
+        weight = lib.tensor(table)
+        out = lib.nn.functional.embedding_bag(lib.tensor([1, 2, 4, 5, 4, 3, 2, 9]), weight,
+                                              lib.tensor([0, 3, 3, 6]), max_norm=1.0,
+                                              mode=mode, padding_idx=2)
+        return out.numpy(), weight.numpy()
+    for a, b in zip(*_both(run)):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(scale_grad_by_freq=True), dict(sparse=True)])
+def test_embedding_bag_max_mode_refusals(kw):
+    def run(lib):
+        return lib.nn.functional.embedding_bag(lib.tensor([1, 2]), lib.zeros(5, 3),
+                                               lib.tensor([0]), mode="max", **kw)
+    assert _error(run, torch) == _error(run, tg)

@@ -1507,7 +1507,9 @@ cdef int nn_embedding_renorm(TensorBase weight, object idx, double max_norm,
         if norm_type == 2.0:
             norms = np.sqrt(np.add.reduce(sub * sub, axis=1))
         else:
-            norms = np.add.reduce(np.abs(sub) ** norm_type, axis=1) ** (1.0 / norm_type)
+            # the vector norm of any order, inf (largest |w|) and 0 (count of non-zeros)
+            # included: the power-sum formula gives 1 for inf and inf for 0
+            norms = np.linalg.norm(sub, ord=norm_type, axis=1)
         scale = np.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
     new_rows = (sub * scale.reshape(-1, 1)).astype(W.dtype)
     if not W.flags.writeable:

@@ -1,7 +1,7 @@
 """torch.nn.functional.embedding_bag, used by nn.EmbeddingBag.
 
-A bag's rows are looked up with F.embedding (its gradient accumulates repeated indices, its
-max_norm renorms the rows it reads) and reduced per bag with index_add (sum, mean) or
+A bag's rows are looked up with F.embedding (its gradient accumulates repeated indices; max_norm
+first renorms every row the input names, as PyTorch) and reduced per bag with index_add (sum, mean) or
 scatter_reduce's amax (max), all recorded, so gradients and weights follow PyTorch's.  Entries
 equal to padding_idx are left out of their bag (a mean divides by the rest); an empty bag is
 zeros.
@@ -88,6 +88,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                          f"({input.shape})")
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
                                   f"per_sample_weights is only supported for mode='sum' (got "
@@ -99,6 +103,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         _core.check_bool("embedding_bag", name, flag, position)
     _check_weight_dtypes(weight, per_sample_weights)
     if scale_grad_by_freq:
+        # PyTorch's CPU gradient here does not divide each row by its own count (for input
+        # [4, 5, 4, 3] row 5 gets 1/2, row 4 gets 1/2 per entry): no rule to follow, so refuse
         raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by "
                                   "tapegrad")
     flat, bag_of, n_bags = _bags(input, offsets, include_last_offset)
@@ -113,8 +119,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     if padding_idx is not None:
         keep = values != (padding_idx % num_rows)
     kept = np.nonzero(keep)[0]
-    rows = embedding(flat[_core.wrap_array(kept, False)] if not keep.all() else flat, weight,
-                     None, max_norm, norm_type)
+    if max_norm is not None:
+        # PyTorch renorms every row the input names, padding_idx's too, before it gathers
+        from .._torch_functional import embedding_renorm_
+        embedding_renorm_(weight, flat, max_norm, norm_type)
+    rows = embedding(flat[_core.wrap_array(kept, False)] if not keep.all() else flat, weight)
     bag_index = _core.wrap_array(np.ascontiguousarray(bag_of[kept]), False)
     zeros = creation.zeros(n_bags, weight.shape[1], dtype=weight.dtype)
     if mode == "max":
