@@ -187,3 +187,36 @@ def test_embedding_bag_max_mode_refusals(kw):
         return lib.nn.functional.embedding_bag(lib.tensor([1, 2]), lib.zeros(5, 3),
                                                lib.tensor([0]), mode="max", **kw)
     assert _error(run, torch) == _error(run, tg)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "int16"])
+def test_max_pool3d_integer_input_with_padding(dtype):
+    data = np.random.default_rng(8).integers(0, 100, (1, 2, 3, 7, 8))
+
+    def run(lib):
+        x = lib.tensor(data, dtype=getattr(lib, dtype))
+        out, index = lib.nn.functional.max_pool3d(x, 3, 2, 1, return_indices=True)
+        return out.numpy(), index.numpy()
+    for a, b in zip(*_both(run)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.nn.functional.max_pool1d(lib.arange(66).reshape(2, 3, 11), 3),
+    lambda lib: lib.nn.functional.max_pool1d(lib.arange(66, dtype=lib.uint8).reshape(2, 3, 11), 3, padding=1),
+    lambda lib: lib.nn.functional.max_unpool1d(lib.ones(1, 2, 2, dtype=lib.int64), lib.zeros(1, 2, 2, dtype=lib.int64), 2),
+    lambda lib: lib.nn.functional.max_unpool2d(lib.ones(1, 2, 2, 2, dtype=lib.uint8), lib.zeros(1, 2, 2, 2, dtype=lib.int64), 2),
+    lambda lib: lib.nn.functional.max_unpool3d(lib.ones(1, 2, 2, 2, 2, dtype=lib.int32), lib.zeros(1, 2, 2, 2, 2, dtype=lib.int64), 2),
+    lambda lib: lib.nn.functional.max_unpool2d(lib.ones(1, 1, 2, 2, dtype=lib.complex64), lib.zeros(1, 1, 2, 2, dtype=lib.int64), 2),
+])
+def test_integer_max_pool1d_and_unpool_refused(make):
+    assert _error(make, torch) == _error(make, tg)
+
+
+def test_max_pool1d_integer_with_indices_still_works():
+    def run(lib):
+        out, index = lib.nn.functional.max_pool1d(lib.arange(66).reshape(2, 3, 11) % 7, 3,
+                                                  return_indices=True)
+        return out.numpy(), index.numpy()
+    for a, b in zip(*_both(run)):
+        np.testing.assert_array_equal(a, b)

@@ -166,6 +166,11 @@ def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_m
     if x._array.dtype == np.bool_:
         raise NotImplementedError(f'"{name}{"_impl" if nd == 1 else ""}" not implemented for '
                                   f"'Bool'")
+    if nd == 1 and not return_indices and x._array.dtype.kind in "iu":
+        # PyTorch's 1-d kernel without indices (used when nothing needs a gradient) is compiled
+        # for floating types only; the indexed one goes through max_pool2d, which takes integers
+        raise NotImplementedError(f'"max_pool1d_impl" not implemented for '
+                                  f"'{_core.scalar_type_name_of(x._array.dtype)}'")
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
     if direct:
         N, C = (1, x.shape[0]) if unbatched else x.shape[:2]
@@ -625,6 +630,10 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(input.shape)}) but got indices tensor with shape: "
                            f"{list(indices.shape)}")
+    if not input.is_floating_point():
+        # (PyTorch runs 1-d unpooling through its 2-d kernel)
+        raise NotImplementedError(f'"max_unpool{3 if nd == 3 else 2}d" not implemented for '
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     spatial = tuple(input.shape[-nd:])
     default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
     if output_size is None:

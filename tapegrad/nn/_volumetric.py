@@ -229,7 +229,10 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return
     planes = planes.reshape(N, C, D, Ho, Wo)
     k, s, p, d = kernel[0], stride[0], padding[0], dilation[0]
     Do, after, starts = _depth_window_geometry(D, k, s, p, d, ceil_mode)
-    padded = _pad_depth(planes, p, after, float("-inf"))
+    # padding planes never win: -inf, or the integer type's least value (no integer -inf)
+    dtype = planes._array.dtype
+    lowest = float("-inf") if dtype.kind in "fc" else int(np.iinfo(dtype).min)
+    padded = _pad_depth(planes, p, after, lowest)
     values, tap = _depth_taps(padded, k, starts, s, Do).max(2)
     out = values.squeeze(0) if unbatched else follow_channels_last(values, input)
     if not return_indices:
