@@ -220,3 +220,33 @@ def test_max_pool1d_integer_with_indices_still_works():
         return out.numpy(), index.numpy()
     for a, b in zip(*_both(run)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("mask_shape", [(6,), ()])
+def test_sdpa_mask_of_fewer_than_two_dims(mask_shape):
+    def run(lib):
+        return lib.nn.functional.scaled_dot_product_attention(
+            lib.zeros(2, 3, 4, 5), lib.zeros(2, 3, 6, 5), lib.zeros(2, 3, 6, 2),
+            attn_mask=lib.zeros(mask_shape))
+    assert _error(run, torch) == _error(run, tg)
+
+
+@pytest.mark.parametrize("kpm_shape", [(2, 4), (3, 4), (5, 2)])
+def test_mha_key_padding_mask_shape_message(kpm_shape):
+    def run(lib):
+        attention = lib.nn.MultiheadAttention(8, 2)
+        x = lib.zeros(5, 2, 8)
+        return attention(x, x, x, key_padding_mask=lib.zeros(kpm_shape, dtype=lib.bool))
+    assert _error(run, torch) == _error(run, tg)
+
+
+@pytest.mark.parametrize("shapes", [((2, 1, 1), (2, 2, 1), (2, 2, 2)), ((2, 4, 5), (2, 6, 5), (2, 6, 2)),
+                                    ((1, 2, 3, 4, 5), (1, 2, 3, 6, 5), (1, 2, 3, 6, 2))])
+@pytest.mark.parametrize("mask_shape", [(), (6,), (2,), (1,)])
+def test_sdpa_low_rank_mask_other_query_ranks(shapes, mask_shape):
+    def run(lib):
+        q, k, v = (lib.ones(s) for s in shapes)
+        return lib.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                              attn_mask=lib.zeros(mask_shape))
+    a, b = _error(run, torch), _error(run, tg)
+    assert (a and a[0]) == (b and b[0])

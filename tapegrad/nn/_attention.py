@@ -108,7 +108,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 def _check_mask_fits_scores(attn_mask, query, key):
     """PyTorch adds the mask into the scores (..., L, S) in place: a mask that broadcasts them to
-    a bigger shape (a length-1 query with a mask of L > 1) raises its in-place add's error."""
+    a bigger shape (a length-1 query with a mask of L > 1) raises its in-place add's error.
+    With a 4-D query PyTorch's kernel choice first reads the mask's size(-2), so there a mask of
+    fewer than 2 dims is an IndexError (other ranks broadcast it)."""
+    if query.dim() == 4 and attn_mask.dim() == 0:
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions")
+    if query.dim() == 4 and attn_mask.dim() == 1:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
     try:
         scores = np.broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2])) + (
             query.shape[-2], key.shape[-2])
@@ -524,9 +530,10 @@ def _merge_key_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len):
     as (bsz*heads, 1, S)."""
     if key_padding_mask is None:
         return attn_mask
-    if tuple(key_padding_mask.shape) != (bsz, src_len):
-        raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                             f"{tuple(key_padding_mask.shape)}")
+    for axis, want in enumerate((bsz, src_len)):     # PyTorch's messages, one dim at a time
+        if key_padding_mask.shape[axis] != want:
+            raise AssertionError(f"Expected key_padded_mask.shape[{axis}] to be {want}, but got "
+                                 f"{key_padding_mask.shape[axis]}")
     kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
     kpm = kpm.reshape(bsz * num_heads, 1, src_len)
     return kpm if attn_mask is None else attn_mask + kpm
