@@ -15,7 +15,6 @@ import math
 import numpy as np
 
 from .. import _core
-from .. import cat as _cat
 from .. import where as _where
 from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
@@ -473,16 +472,19 @@ def _window_average(x, dim, n):
         shape = tuple(x.shape[:dim]) + (n, size // n) + tuple(x.shape[dim + 1:])
         return x.reshape(shape).mean(dim + 1)
     start, end = _adaptive_bounds(size, n)
-    # Windows are shorter than the longest one: their missing taps read an appended zero.
-    pad_shape = list(x.shape)
-    pad_shape[dim] = 1
-    padded = _cat([x, _wrap(np.zeros(pad_shape, dtype=x._array.dtype))], dim)
+    # Windows are shorter than the longest one: their missing taps read element 0 and are
+    # filled with zeros (a fill, not a product: a NaN there must not leak into the window).
+    # Each tap is an index_select of x itself, so x's gradient is one fresh contiguous
+    # accumulation, as PyTorch's (a concatenated zero would leave it a strided slice).
+    along = _shape_along(x.dim(), dim, n)
     total = None
     for k in range(int((end - start).max())):
-        idx = np.where(start + k < end, start + k, size)
-        tap = padded.index_select(dim, _wrap(idx))
+        inside = start + k < end
+        tap = x.index_select(dim, _wrap(np.where(inside, start + k, 0)))
+        if not inside.all():
+            tap = tap.masked_fill(_wrap(~inside.reshape(along)), 0)
         total = tap if total is None else total + tap
-    counts = (end - start).astype(x._array.dtype).reshape(_shape_along(x.dim(), dim, n))
+    counts = (end - start).astype(x._array.dtype).reshape(along)
     return total / _wrap(counts)
 
 
