@@ -43,3 +43,28 @@ def test_affine_grid_rounds_as_pytorch_so_identity_warp_gradient_matches(align_c
     grid_g, grad_g = _identity_warp_theta_grad(tapegrad, align_corners)
     np.testing.assert_array_equal(grid_g, grid_t)
     np.testing.assert_allclose(grad_g, grad_t, rtol=1e-5, atol=1e-4)
+
+
+def _affine_grid_reused(lib):
+    theta = lib.tensor([[[0.9, -0.3, 0.2], [0.4, 0.8, -0.1]]], dtype=lib.float64, requires_grad=True)
+    image = lib.arange(20.0, dtype=lib.float64).view(1, 1, 4, 5)
+    grid = lib.nn.functional.affine_grid(theta, (1, 1, 4, 5), align_corners=False)
+    grads = []
+    for padding in ("zeros", "border"):   # one grid, two backward passes, no retain_graph
+        out = lib.nn.functional.grid_sample(image, grid, padding_mode=padding, align_corners=False)
+        grads.append(lib.autograd.grad(out.pow(2).sum(), theta)[0].numpy())
+    # create_graph through affine_grid: the theta gradient of a function of the grid alone
+    g, = lib.autograd.grad(grid.pow(3).sum(), theta, create_graph=True)
+    grads.append(lib.autograd.grad(g.sum(), theta)[0].numpy())
+    return grads
+
+
+def test_affine_grid_backpropagates_twice_without_retain_graph():
+    # PyTorch's affine_grid saves no tensor, so a grid sampled several ways can be
+    # backpropagated through once per sample; tapegrad raised "backward through the graph a
+    # second time".
+    import numpy as np
+    import tapegrad
+    torch = pytest.importorskip("torch")
+    for got, want in zip(_affine_grid_reused(tapegrad), _affine_grid_reused(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)

@@ -85,8 +85,24 @@ def affine_grid(theta, size, align_corners=None):
     axes = [_base_coordinates(n, align_corners, theta.dtype) for n in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")                 # one array per spatial dim
     base = np.stack(list(mesh[::-1]) + [np.ones(spatial, dtype=dtype)], axis=-1).reshape(-1, nd + 1)
-    grid = _wrap(base) @ theta.transpose(1, 2)               # (N, points, nd)
+    grid = _AffineGrid.apply(theta, base)                    # (N, points, nd)
     return grid.reshape((size[0],) + spatial + (nd,))
+
+
+class _AffineGrid(Function):
+    """grid = base @ theta^T, keeping only the constant base: like PyTorch's
+    affine_grid_generator it holds no tensor of the graph, so the grid can be backpropagated
+    through repeatedly (one grid sampled in several ways) without retain_graph."""
+
+    @staticmethod
+    def forward(ctx, theta, base):
+        ctx.base = base
+        return _wrap(np.matmul(base, np.swapaxes(theta._array, 1, 2)))
+
+    @staticmethod
+    def backward(ctx, g):
+        # differentiable in g, so create_graph reaches theta's gradient through it
+        return g.transpose(1, 2) @ _wrap(ctx.base), None
 
 
 # -- grid_sample ------------------------------------------------------------------------------------
