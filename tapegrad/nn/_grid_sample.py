@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from .. import _core
-from .. import stack as _stack
+from .. import linspace as _linspace, stack as _stack, zeros as _zeros
 from ..autograd.function import Function
 from ._conv_ops import _check_tensor, _Gather
 
@@ -37,13 +37,17 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
 
 def _base_coordinates(n: int, align_corners: bool, dtype) -> np.ndarray:
     """n evenly spaced normalised coordinates in [-1, 1] (pixel centres when not align_corners);
-    a single step sits at 0."""
+    a single step sits at 0.  Computed as PyTorch does, in theta's dtype: its linspace, then
+    `* (n - 1)` and `/ n` rounded one after the other.  Exact values (-0.25 where PyTorch has
+    -0.24999999) would put a sample a rounding error to the other side of a pixel centre, where
+    bilinear interpolation's gradient with respect to the grid jumps to the other neighbour
+    (an identity-initialised spatial transformer samples exactly at the centres)."""
     if n <= 1:
-        return np.zeros(max(n, 0), dtype=dtype)
-    steps = np.linspace(-1.0, 1.0, n)
+        return _zeros(max(n, 0), dtype=dtype)._array
+    steps = _linspace(-1.0, 1.0, n, dtype=dtype)
     if not align_corners:
         steps = steps * (n - 1) / n
-    return steps.astype(dtype)
+    return steps._array
 
 
 def affine_grid(theta, size, align_corners=None):
@@ -78,11 +82,27 @@ def affine_grid(theta, size, align_corners=None):
                            f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}].")
     dtype = theta._array.dtype
     # Homogeneous base coordinates (x, y[, z], 1) of every output point, x along the last dim.
-    axes = [_base_coordinates(n, align_corners, dtype) for n in spatial]
+    axes = [_base_coordinates(n, align_corners, theta.dtype) for n in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")                 # one array per spatial dim
     base = np.stack(list(mesh[::-1]) + [np.ones(spatial, dtype=dtype)], axis=-1).reshape(-1, nd + 1)
-    grid = _wrap(base) @ theta.transpose(1, 2)               # (N, points, nd)
+    grid = _AffineGrid.apply(theta, base)                    # (N, points, nd)
     return grid.reshape((size[0],) + spatial + (nd,))
+
+
+class _AffineGrid(Function):
+    """grid = base @ theta^T, keeping only the constant base: like PyTorch's
+    affine_grid_generator it holds no tensor of the graph, so the grid can be backpropagated
+    through repeatedly (one grid sampled in several ways) without retain_graph."""
+
+    @staticmethod
+    def forward(ctx, theta, base):
+        ctx.base = base
+        return _wrap(np.matmul(base, np.swapaxes(theta._array, 1, 2)))
+
+    @staticmethod
+    def backward(ctx, g):
+        # differentiable in g, so create_graph reaches theta's gradient through it
+        return g.transpose(1, 2) @ _wrap(ctx.base), None
 
 
 # -- grid_sample ------------------------------------------------------------------------------------
