@@ -5,12 +5,6 @@ order); backward() is one compiled reverse sweep over it.  `import tapegrad as t
 PyTorch autograd scripts unchanged.
 """
 import sys as _sys
-# PyTorch's import loads these standard-library submodules (torch.hub imports urllib.request,
-# torch's package checks importlib.metadata), so after `import torch` a script reaches them as
-# attributes of a bare `import urllib` / `import importlib`: PyTorch's own spatial-transformer
-# tutorial calls `urllib.request.build_opener()` that way.  Loaded here for the same reason.
-import importlib.metadata as _importlib_metadata  # noqa: F401
-import urllib.request as _urllib_request  # noqa: F401
 
 from . import _core, _lazy
 from . import _modules  # noqa: F401  (the op families' extension modules, before any use of _core)
