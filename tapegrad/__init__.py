@@ -294,6 +294,9 @@ _repoint(globals(), __name__)  # tapegrad.abs & co. pickle by name
 from . import _meta as _meta  # noqa: E402
 _meta.install_factories()  # device='meta' on the creation functions
 
+from . import _stdlib_attributes  # noqa: E402
+_stdlib_attributes.install()  # urllib.request & co., which PyTorch's import loads, on first read
+
 # every public function behind the compiled entry where the meta device dispatches, with out=
 # on those that take it in PyTorch: after the meta factories (which wrap the creation functions
 # wherever the layers look them up); then the out= entries pickle by name as the others
