@@ -775,9 +775,10 @@ cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
     cdef tuple aux = <tuple>r.aux
     cdef double dof = r.scalar
     if r.op == OP_VAR and dof == 0 and len(aux) > 3 and aux[3]:
-        # PyTorch: var() over all elements without degrees of freedom has a gradient without a
-        # graph (its values, NaN / inf, are the compiled VJP's)
-        return wrap(OP_VJP[r.op](r, (<TensorBase>G)._array))
+        # PyTorch: var() over all elements without degrees of freedom has the gradient
+        # grad * where(x == mean, NaN, inf): the adjoint's graph times a constant (none of x's)
+        inf_or_nan = np.where(np.equal(centered, 0), np.nan, np.inf).astype(centered.dtype)
+        return g_mul(t_unreduce(G, aux), wrap(nd(inf_or_nan)))
     two_over = 2.0 / dof if dof != 0 else math.inf
     cdef list phantoms = []
     try:
