@@ -62,3 +62,33 @@ def test_zero_d_var_with_dim_backward_matches_torch(torch, dtype):
             x.var(0, correction=2).backward()
         return x.grad.numpy()
     np.testing.assert_array_equal(grad(tg), grad(torch))
+
+
+# -- a no_grad view of a tensor that requires grad, in a create_graph backward (60645360) -------
+# The view gets no gradient edge but requires grad; PyTorch's saved variable of it requires grad,
+# so the gradient of its partner computed from it does too.  tapegrad read it as a constant.
+
+_PARTNERS = {
+    "matmul_folded": lambda a, b: a @ b,
+    "mul": lambda a, b: a * b.sum(),
+    "dot": lambda a, b: a.dot(b[0, :, 0]),
+    "matmul_2d": lambda a, b: a.reshape(2, 2) @ b[0, :2],
+}
+
+
+@pytest.mark.parametrize("partner", sorted(_PARTNERS))
+def test_no_grad_view_operand_gradient_requires_grad_as_torch(torch, partner):
+    def run(lib):
+        base = lib.ones(2, 2, requires_grad=True)
+        with lib.no_grad():
+            view = base.reshape(-1)
+        other = lib.ones(1, 4, 2, requires_grad=True)
+        g, = lib.autograd.grad(_PARTNERS[partner](view, other).sum(), [other], create_graph=True)
+        second = lib.autograd.grad(g.sum(), [base, other], allow_unused=True) \
+            if g.requires_grad else "no graph"
+        return g.requires_grad, g.detach().numpy(), second, base.grad
+    got, expected = run(tg), run(torch)
+    assert got[0] == expected[0]
+    np.testing.assert_array_equal(got[1], expected[1])
+    assert got[2] == expected[2] == (None, None)
+    assert got[3] is None and expected[3] is None

@@ -78,10 +78,18 @@ cdef inline object saved_value(Record* r, int j):
 
 cdef object in_value(Record* r, int j, object value):
     """Input j of record r as a graph operand: its record's output tensor, or a constant (a
-    Python scalar stays one) when no gradient flows to it."""
+    Python scalar stays one) when no gradient flows to it.  A no_grad view of a tensor that
+    requires grad gets no gradient but still requires grad (PyTorch's saved variable does), so
+    the gradient computed from it does too: a stand-in leaf with its value (fuzz 60645360)."""
     cdef Py_ssize_t k = rec_inputs(r)[j]
+    cdef TensorBase stand_in
     if k >= 0:
         return node_tensor(k, value)
+    if j < MAX_IN and r.flags & (RF_NO_GRAD_VIEW_INPUT << j) and value is not None \
+            and not isinstance(value, TensorBase):
+        stand_in = wrap(nd(value))
+        stand_in._requires_grad = True
+        return stand_in
     if value is None or isinstance(value, (int, float, complex, TensorBase)):
         return value
     return wrap(nd(value))
