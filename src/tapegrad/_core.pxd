@@ -24,6 +24,9 @@ cdef enum:
     RF_PACKED = 32          # some saved[j] is a PackedSaved: the sweep unpacks it first
     RF_SAVED_NO_HISTORY = 64    # << j: saved[j] is an input that had no history (no grad) when
                                 # saved (bits 64 .. 64 << (MAX_SAVED - 1))
+    RF_NO_GRAD_VIEW_INPUT = 512 # << j: input j (j < MAX_IN) is a view taken under no_grad of a
+                                # tensor requiring grad: no edge, but it requires grad, so a
+                                # create_graph gradient computed from it does too (as PyTorch's)
 
 cdef struct Record:
     int op                          # opcode: index into the op table (OPS)

@@ -78,10 +78,18 @@ cdef inline object saved_value(Record* r, int j):
 
 cdef object in_value(Record* r, int j, object value):
     """Input j of record r as a graph operand: its record's output tensor, or a constant (a
-    Python scalar stays one) when no gradient flows to it."""
+    Python scalar stays one) when no gradient flows to it.  A no_grad view of a tensor that
+    requires grad gets no gradient but still requires grad (PyTorch's saved variable does), so
+    the gradient computed from it does too: a stand-in leaf with its value (fuzz 60645360)."""
     cdef Py_ssize_t k = rec_inputs(r)[j]
+    cdef TensorBase stand_in
     if k >= 0:
         return node_tensor(k, value)
+    if j < MAX_IN and r.flags & (RF_NO_GRAD_VIEW_INPUT << j) and value is not None \
+            and not isinstance(value, TensorBase):
+        stand_in = wrap(nd(value))
+        stand_in._requires_grad = True
+        return stand_in
     if value is None or isinstance(value, (int, float, complex, TensorBase)):
         return value
     return wrap(nd(value))
@@ -775,9 +783,10 @@ cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
     cdef tuple aux = <tuple>r.aux
     cdef double dof = r.scalar
     if r.op == OP_VAR and dof == 0 and len(aux) > 3 and aux[3]:
-        # PyTorch: var() over all elements without degrees of freedom has a gradient without a
-        # graph (its values, NaN / inf, are the compiled VJP's)
-        return wrap(OP_VJP[r.op](r, (<TensorBase>G)._array))
+        # PyTorch: var() over all elements without degrees of freedom has the gradient
+        # grad * where(x == mean, NaN, inf): the adjoint's graph times a constant (none of x's)
+        inf_or_nan = np.where(np.equal(centered, 0), np.nan, np.inf).astype(centered.dtype)
+        return g_mul(t_unreduce(G, aux), wrap(nd(inf_or_nan)))
     two_over = 2.0 / dof if dof != 0 else math.inf
     cdef list phantoms = []
     try:

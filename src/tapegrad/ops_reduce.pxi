@@ -689,7 +689,8 @@ count_nonzero_method.__name__ = count_nonzero_method.__qualname__ = "count_nonze
 
 
 # -- var / std ------------------------------------------------------------------------------------
-# saved = (input - mean under the input's version, the result (std only)); aux = (shape, axes, keepdim, dim was None);
+# saved = (input - mean under the input's version, the result (std only)); aux = (shape, axes, keepdim,
+# the all-elements backward: dim was None or the input is 0-d);
 # scalar = dof
 
 cdef object vjp_var(Record* r, object g):
@@ -753,8 +754,10 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     cdef double n = reduced_count(A.shape, axes)
     cdef double dof = n - c
     # PyTorch's backward divides by the unclamped n - c when dims are given (a finite gradient
-    # for a negative one) and by the clamped 0 over all elements (see vjp_var)
-    cdef double backward_dof = dof if dim is not None else max(dof, 0.0)
+    # for a negative one) and by the clamped 0 over all elements (see vjp_var); a 0-d input
+    # takes the all-elements formula whatever its dim (var_backward tests self.dim() == 0)
+    cdef bint over_all = dim is None or ndim == 0
+    cdef double backward_dof = max(dof, 0.0) if over_all else dof
     if dof <= 0:
         dof = 0
         _warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
@@ -785,7 +788,7 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         keep_saved(r, 0, centered, input)
         if is_std:
             keep_saved(r, 1, outk, res)
-        keep(&r.aux, (A.shape, axes, kd, dim is None))
+        keep(&r.aux, (A.shape, axes, kd, over_all))
         r.scalar = backward_dof
     return res
 

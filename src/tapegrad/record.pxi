@@ -17,13 +17,14 @@ cdef inline bint wants_record(Py_ssize_t* inp, int n_in) noexcept:
     return False
 
 
-cdef inline void drop_no_grad_view_edges(int n_in, Py_ssize_t* inp) noexcept:
+cdef inline int drop_no_grad_view_edges(int n_in, Py_ssize_t* inp) noexcept:
     """An input that is a view taken under no_grad of a tensor requiring grad has no gradient
     edge in PyTorch (no accumulator; next_functions shows None): the record gets none either, so
     its VJP neither computes that gradient nor saves the other operands it would need for it
     (fuzz seed 51019236: F.linear(no_grad_view, W, b) saved W, and W.add_() then made backward
-    raise where PyTorch runs)."""
-    cdef int j
+    raise where PyTorch runs).  Returns the RF_NO_GRAD_VIEW_INPUT bits of the dropped inputs:
+    the input still requires grad, so a create_graph gradient computed from it must too."""
+    cdef int j, dropped = 0
     cdef Py_ssize_t k
     cdef PyObject* out
     for j in range(n_in):
@@ -32,6 +33,9 @@ cdef inline void drop_no_grad_view_edges(int n_in, Py_ssize_t* inp) noexcept:
             out = TAPE.recs[k].out
             if out != NULL and no_grad_view_drops_grad(<TensorBase>out):
                 inp[j] = -1
+                if j < MAX_IN:
+                    dropped |= RF_NO_GRAD_VIEW_INPUT << j
+    return dropped
 
 
 cdef int check_complex_record(int op, TensorBase result, int n_in, Py_ssize_t* inp) except -1:
@@ -58,11 +62,12 @@ cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) exc
     """Append the record of `result` (which then requires grad and is no longer a leaf)."""
     if COMPLEX_IN_USE:
         check_complex_record(op, result, n_in, inp)
-    drop_no_grad_view_edges(n_in, inp)
+    cdef int dropped = drop_no_grad_view_edges(n_in, inp)
     cdef Py_ssize_t i = TAPE.append(op, n_in, inp)
     if ANOMALY_MODE:                    # anomaly mode: remember where the forward ran (taken in C)
         attach_anomaly_trace(i, anomaly_trace())
     cdef Record* r = &TAPE.recs[i]
+    r.flags |= dropped
     r.out = <PyObject*>result
     result._node = i
     result._requires_grad = True
