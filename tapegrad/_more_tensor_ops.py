@@ -142,7 +142,9 @@ def put(input, index, source, accumulate=False):
     values = source.reshape(-1)
     written = flat.index_add(0, positions, values) if accumulate else \
         flat.index_copy(0, positions, values)
-    return _core._name_grad_fn(written.reshape(tuple(input.shape)), "PutBackward0")
+    # (a tensor of its own, not a view of the flat copy: PyTorch's put has no _base, and
+    # put_ makes self the op's output only from a result that is not a view)
+    return _core._name_grad_fn(written.reshape(tuple(input.shape)).clone(), "PutBackward0")
 
 
 _INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")

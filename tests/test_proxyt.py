@@ -1,0 +1,63 @@
+"""In-place index and scatter ops make self the op's output, as PyTorch's do: its grad_fn is the
+op's node (IndexCopyBackward0, ScatterAddBackward0, PutBackward0...), not CopyBackwards, also
+for a self without history (Transformer-XL's adaptive softmax prints `out.index_copy_(0, i, -lp)`
+on a zeros_like tensor). Values and gradients replayed in PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _ops(lib):
+    i = lib.tensor([0, 2, 4])
+    idx = lib.tensor([[0, 1, 2, 3], [1, 2, 3, 4], [0, 0, 0, 0]])
+    return {
+        "index_copy_": lambda o, w: o.index_copy_(0, i, w),
+        "index_add_": lambda o, w: o.index_add_(0, i, w, alpha=2),
+        "index_fill_": lambda o, w: o.index_fill_(0, i, w.sum()),
+        "scatter_": lambda o, w: o.scatter_(0, idx, w),
+        "scatter_add_": lambda o, w: o.scatter_add_(0, idx, w),
+        "scatter_reduce_prod": lambda o, w: o.scatter_reduce_(0, idx, w, "prod"),
+        "scatter_reduce_amax": lambda o, w: o.scatter_reduce_(0, idx, w, "amax",
+                                                              include_self=False),
+        "put_": lambda o, w: o.put_(lib.tensor([0, 5, 7]), w[0, :3]),
+        "masked_fill_": lambda o, w: o.masked_fill_(o > 0.5, w.sum()),
+        "chained": lambda o, w: o.index_add_(0, i, w).scatter_add_(0, idx, w * w),
+    }
+
+
+def _run(lib, name, with_history):
+    w = lib.tensor(np.arange(12.).reshape(3, 4) / 7 + 0.5, dtype=lib.float32, requires_grad=True)
+    out = lib.ones(5, 4) * w[0, 0] if with_history else lib.ones(5, 4)
+    r = _ops(lib)[name](out, w)
+    (r * lib.arange(20.).reshape(5, 4)).sum().backward()
+    return (type(r.grad_fn).__name__, r is out, r.is_leaf, r._version,
+            r.detach().numpy().copy(), w.grad.numpy().copy())
+
+
+@pytest.mark.parametrize("with_history", [False, True])
+@pytest.mark.parametrize("name", [
+    "index_copy_", "index_add_", "index_fill_", "scatter_", "scatter_add_",
+    "scatter_reduce_prod", "scatter_reduce_amax", "put_", "masked_fill_", "chained"])
+def test_in_place_index_ops_are_the_ops_output(name, with_history):
+    got = _run(tapegrad, name, with_history)
+    want = _run(torch, name, with_history)
+    assert got[:4] == want[:4]
+    np.testing.assert_allclose(got[4], want[4], rtol=1e-6)
+    np.testing.assert_allclose(got[5], want[5], rtol=1e-6)
+
+
+def test_put_result_is_not_a_view():
+    w = tapegrad.ones(3, requires_grad=True)
+    r = tapegrad.ones(5, 4).put(tapegrad.tensor([0, 5, 7]), w)
+    assert r._base is None
+    assert type(r.grad_fn).__name__ == "PutBackward0"
+
+
+def test_in_place_index_op_without_grad_stays_plain():
+    # nothing requires grad: the write is a plain one, no history appears
+    out = tapegrad.zeros(5, 4)
+    r = out.index_copy_(0, tapegrad.tensor([0, 2]), tapegrad.ones(2, 4))
+    assert r is out and r.grad_fn is None and not r.requires_grad and r._version == 1
