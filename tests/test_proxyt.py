@@ -61,3 +61,16 @@ def test_in_place_index_op_without_grad_stays_plain():
     out = tapegrad.zeros(5, 4)
     r = out.index_copy_(0, tapegrad.tensor([0, 2]), tapegrad.ones(2, 4))
     assert r is out and r.grad_fn is None and not r.requires_grad and r._version == 1
+
+
+@pytest.mark.parametrize("p", [0.5, 1.0])
+@pytest.mark.parametrize("fn", ["alpha_dropout", "feature_alpha_dropout"])
+def test_in_place_alpha_dropout_node_is_its_last_op(fn, p):
+    # PyTorch's in-place alpha dropout ends in add_ (mul_ when p == 1): AddBackward0 /
+    # MulBackward0, not CopyBackwards
+    names = []
+    for lib in (tapegrad, torch):
+        w = lib.ones(2, 3, requires_grad=True)
+        r = getattr(lib.nn.functional, fn)(w * 1, p, True, inplace=True)
+        names.append(type(r.grad_fn).__name__)
+    assert names[0] == names[1]
