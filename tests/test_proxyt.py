@@ -74,3 +74,23 @@ def test_in_place_alpha_dropout_node_is_its_last_op(fn, p):
         r = getattr(lib.nn.functional, fn)(w * 1, p, True, inplace=True)
         names.append(type(r.grad_fn).__name__)
     assert names[0] == names[1]
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("p", [0.0, 1.0])
+@pytest.mark.parametrize("fn, shape", [("dropout1d", (2, 3)), ("dropout1d", (2, 3, 4)),
+                                       ("dropout3d", (2, 2, 2, 2)), ("dropout3d", (1, 2, 2, 2, 2))])
+def test_unbatched_channel_dropout_is_a_squeeze(fn, shape, p, training, inplace):
+    # PyTorch's dropout1d/3d add a batch dim to unbatched input and take it away again: the
+    # result is a squeeze (SqueezeBackward1 / SqueezeBackward4 in place) and, at p == 0 or in
+    # eval mode, a view of the input rather than the input itself
+    seen = []
+    for lib in (tapegrad, torch):
+        w = lib.ones(*shape, requires_grad=True)
+        x = w * 2
+        r = getattr(lib.nn.functional, fn)(x, p, training, inplace)
+        r.sum().backward()
+        seen.append((type(r.grad_fn).__name__, r is x, r._base is x, tuple(r.shape),
+                     tuple(x.shape), r.sum().item(), w.grad.sum().item()))
+    assert seen[0] == seen[1]
