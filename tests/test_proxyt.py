@@ -94,3 +94,14 @@ def test_unbatched_channel_dropout_is_a_squeeze(fn, shape, p, training, inplace)
         seen.append((type(r.grad_fn).__name__, r is x, r._base is x, tuple(r.shape),
                      tuple(x.shape), r.sum().item(), w.grad.sum().item()))
     assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("p", [0.5, 1.0])
+@pytest.mark.parametrize("name", ["alpha_dropout_", "feature_alpha_dropout_", "feature_dropout_"])
+def test_torch_in_place_dropouts_node_is_their_last_op(name, p):
+    seen = []
+    for lib in (tapegrad, torch):
+        x = lib.ones(2, 3, requires_grad=True) * 2
+        r = getattr(lib, name)(x, p, True)
+        seen.append((type(r.grad_fn).__name__, r is x))
+    assert seen[0] == seen[1]
