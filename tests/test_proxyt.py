@@ -105,3 +105,21 @@ def test_torch_in_place_dropouts_node_is_their_last_op(name, p):
         r = getattr(lib, name)(x, p, True)
         seen.append((type(r.grad_fn).__name__, r is x))
     assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("with_history", [False, True])
+def test_scatter_family_results_are_their_own_tensors(with_history):
+    # masked_scatter/slice_scatter/diagonal_scatter/select_scatter: no _base and the op's own
+    # node (was a view of a flat temporary, ViewBackward0); masked_scatter_ then becomes
+    # MaskedScatterBackward0 in place (was CopyBackwards)
+    seen = []
+    for lib in (tapegrad, torch):
+        w = lib.full((3, 3), 0.5, requires_grad=True)
+        o = lib.ones(3, 3) * (w[0, 0] if with_history else 1)
+        rs = [o.masked_scatter(o > 0, w), o.slice_scatter(w[:1], 0, 0, 1),
+              o.diagonal_scatter(w[0]), o.select_scatter(w[0], 0, 1),
+              o.clone().masked_scatter_(o > 0, w * 2)]
+        sum(r.sum() for r in rs).backward()
+        seen.append([(type(r.grad_fn).__name__, r._base is None, r.sum().item()) for r in rs]
+                    + [w.grad.numpy().tolist()])
+    assert seen[0] == seen[1]
