@@ -30,12 +30,14 @@ def _positions(input) -> np.ndarray:
     return np.arange(input.numel(), dtype=np.int64).reshape(tuple(input.shape))
 
 
-def _write_region(input, positions: np.ndarray, src):
-    """A copy of input whose elements at flat `positions` (shaped like src) hold src."""
+def _write_region(input, positions: np.ndarray, src, node: str):
+    """A copy of input whose elements at flat `positions` (shaped like src) hold src: a tensor
+    of its own, not a view of the flat copy (PyTorch's scatter ops have no _base), its grad_fn
+    named `node` (SliceScatterBackward0, not ViewBackward0)."""
     flat = input.reshape(-1)
     written = flat.index_copy(0, _index_tensor(positions.reshape(-1)),
                               src.reshape(-1).to(input.dtype))
-    return written.reshape(tuple(input.shape))
+    return _core._name_grad_fn(written.reshape(tuple(input.shape)).clone(), node)
 
 
 def _check_region(src, region: np.ndarray) -> None:
@@ -56,7 +58,7 @@ def select_scatter(input, src, dim, index):
                          f"{list(input.shape)} at dimension {d}")
     region = np.take(_positions(input), index % size, axis=d)
     _check_region(src, region)
-    return _write_region(input, region, src)
+    return _write_region(input, region, src, "SelectScatterBackward0")
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
@@ -67,7 +69,7 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     key = (slice(None),) * d + (slice(start, end, step),)
     region = _positions(input)[key]
     _check_region(src, region)
-    return _write_region(input, region, src)
+    return _write_region(input, region, src, "SliceScatterBackward0")
 
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
@@ -78,7 +80,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     a, b = _dim(dim1, input.dim()), _dim(dim2, input.dim())
     region = np.diagonal(_positions(input), offset, a, b)
     _check_region(src, region)
-    return _write_region(input, region, src)
+    return _write_region(input, region, src, "DiagonalScatterBackward0")
 
 
 def masked_scatter(input, mask, source):
@@ -99,8 +101,8 @@ def masked_scatter(input, mask, source):
     chosen = _positions(target)[np.broadcast_to(mask._array, shape)]
     if chosen.size > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    return _core._name_grad_fn(_write_region(target, chosen, source.reshape(-1)[:chosen.size]),
-                               "MaskedScatterBackward0")
+    return _write_region(target, chosen, source.reshape(-1)[:chosen.size],
+                         "MaskedScatterBackward0")
 
 
 def _masked_scatter_(self, mask, source):
@@ -142,7 +144,9 @@ def put(input, index, source, accumulate=False):
     values = source.reshape(-1)
     written = flat.index_add(0, positions, values) if accumulate else \
         flat.index_copy(0, positions, values)
-    return _core._name_grad_fn(written.reshape(tuple(input.shape)), "PutBackward0")
+    # (a tensor of its own, not a view of the flat copy: PyTorch's put has no _base, and
+    # put_ makes self the op's output only from a result that is not a view)
+    return _core._name_grad_fn(written.reshape(tuple(input.shape)).clone(), "PutBackward0")
 
 
 _INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")

@@ -37,6 +37,26 @@ def _records(*tensors) -> bool:
                                      for t in tensors)
 
 
+def _in_place_source(self, *operands):
+    """What an in-place op computed here from its out-of-place form reads: a copy of self when
+    the op records (it may save its input, which the write into self then overwrites), else
+    self (or, for a view overlapping itself, overlap_operand's copy)."""
+    if _records(self, *operands):
+        return _core._in_place_operand(self)
+    return _core._overlap_operand(self)
+
+
+def _write_in_place(self, source, result):
+    """Finish the in-place op whose out-of-place result was computed from `source`: a recorded
+    self becomes the op's output, its grad_fn the op's node (PyTorch's IndexCopyBackward0 or
+    ScatterBackward0, not the CopyBackwards a copy_ would show); otherwise result's values are
+    written back into self."""
+    if source is not self and result.grad_fn is not None:
+        from ._shift_ops import _become_result
+        return _become_result(self, result)
+    return self.copy_(result)
+
+
 def _norm_dim(dim: int, ndim: int) -> int:
     rank = max(ndim, 1)
     if not -rank <= dim < rank:
@@ -183,8 +203,9 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     Returns self.
     """
     with _leaf_error_first(self):
-        result = scatter(_core._overlap_operand(self), dim, index, src, reduce, value=value)
-    return self.copy_(result)
+        source = _in_place_source(self, src, value)
+        result = scatter(source, dim, index, src, reduce, value=value)
+    return _write_in_place(self, source, result)
 
 
 @_numpy_dim_names
@@ -204,8 +225,9 @@ def scatter_add_(self, dim, index, src):
     accumulate), as ``tapegrad.scatter_add``. Returns self.
     """
     with _leaf_error_first(self):
-        result = scatter_add(_core._overlap_operand(self), dim, index, src)
-    return self.copy_(result)
+        source = _in_place_source(self, src)
+        result = scatter_add(source, dim, index, src)
+    return _write_in_place(self, source, result)
 
 
 _SCATTER_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -240,11 +262,10 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     """In place: reduce ``src``'s values into self at ``index`` along ``dim`` with ``reduce`` ('sum',
     'prod', 'mean', 'amax', 'amin'), as ``tapegrad.scatter_reduce``. Returns self.
     """
-    # (reduced from a copy: the reduction saves its input, which the copy_ then overwrites)
     with _leaf_error_first(self):
-        result = scatter_reduce(_core._in_place_operand(self), dim, index, src, reduce,
-                                include_self=include_self)
-    return self.copy_(result)
+        source = _in_place_source(self, src)
+        result = scatter_reduce(source, dim, index, src, reduce, include_self=include_self)
+    return _write_in_place(self, source, result)
 
 
 # -- index_put ------------------------------------------------------------------------------------
@@ -487,8 +508,9 @@ def index_add_(self, dim, index, source, *, alpha=1):
     ``tapegrad.index_add``. Returns self.
     """
     with _leaf_error_first(self):
-        result = index_add(_core._overlap_operand(self), dim, index, source, alpha=alpha)
-    return self.copy_(result)
+        read = _in_place_source(self, source)
+        result = index_add(read, dim, index, source, alpha=alpha)
+    return _write_in_place(self, read, result)
 
 
 @_numpy_dim_names
@@ -506,8 +528,9 @@ def index_copy_(self, dim, index, source):
     ``tapegrad.index_copy``. Returns self.
     """
     with _leaf_error_first(self):
-        result = index_copy(_core._overlap_operand(self), dim, index, source)
-    return self.copy_(result)
+        read = _in_place_source(self, source)
+        result = index_copy(read, dim, index, source)
+    return _write_in_place(self, read, result)
 
 
 def _fill_number(input, value):
@@ -569,12 +592,13 @@ def index_fill_(self, dim, index, value):
     """
     _check_fill_value("index_fill_", self, dim, index, value)
     with _leaf_error_first(self):
-        result = index_fill(_core._overlap_operand(self), dim, index, value)
+        read = _in_place_source(self, value)
+        result = index_fill(read, dim, index, value)
     if _stretched(self) and not _records(self, value):
         d = dim % self.ndim
         return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,
                                "index_fill_")
-    return self.copy_(result)
+    return _write_in_place(self, read, result)
 
 
 FUNCTIONS = ("scatter", "scatter_add", "scatter_reduce", "index_put", "index_put_", "index_add",

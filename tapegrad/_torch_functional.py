@@ -203,7 +203,11 @@ def _feature_keep(input, p):
 
 
 def _finish(input, result, inplace):
-    return input.copy_(result) if inplace else result
+    """The dropout's result, or in place written into input, whose node keeps the name of the
+    result's last op (MulBackward0, AddBackward0) as PyTorch's in-place kernels: the
+    activations' write-back, shared."""
+    from .nn._extra_activations import _finish as write_back_activation
+    return write_back_activation(input, result, inplace)
 
 
 def _feature_dropout(input, p, train, inplace):

@@ -1271,9 +1271,12 @@ def _adopt_in_place_result(TensorBase self, TensorBase result):
     Through a copy_ record instead, a second derivative reaches the op's saved output by a
     tensor that is not self, so self's retained .grad misses it, and a later write into self
     would go unnoticed by the graph VJP, which reads the live self.  Returns False (nothing
-    done) where that does not apply: self a view or without history, or result not a fresh
-    recorded tensor of self's dtype and shape; the caller then writes with copy_."""
-    if (self._base is not None or self._node < 0 or result._base is not None
+    done) where that does not apply: self a view, or a tensor requiring grad without a record,
+    or result not a fresh recorded tensor of self's dtype and shape; the caller then writes
+    with copy_.  A self that does not require grad adopts the record too: PyTorch's
+    `zeros(n).index_copy_(0, i, w)` is the op's output (IndexCopyBackward0), not a copy_."""
+    if (self._base is not None or (self._node < 0 and self._requires_grad)
+            or result._base is not None
             or result._node < 0 or result is self or not grad_enabled()
             or result._array.dtype != self._array.dtype
             or result._array.shape != self._array.shape):

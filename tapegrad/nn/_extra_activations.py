@@ -45,8 +45,12 @@ def _finish(input, out, inplace: bool, node: str = None, inplace_node: str = Non
     PyTorch's do.  Its grad_fn is named `node` when given: PyTorch's node for the activation
     (HardtanhBackward0), not the last op it is composed of here; in place, `inplace_node` where
     PyTorch's in-place form has another (threshold_'s ThresholdBackward1), and not for a view
-    (PyTorch names its node after the view)."""
+    (PyTorch names its node after the view).  Without `node`, in place too the node keeps the
+    name of out's own last op: PyTorch's in-place alpha_dropout ends in add_ (AddBackward0),
+    not in a copy_ (CopyBackwards)."""
     if inplace:
+        if node is None and out.grad_fn is not None:
+            node = type(out.grad_fn).__name__
         input.copy_(out)
         if node is not None and input._base is None:
             _core._name_grad_fn(input, inplace_node or node)

@@ -499,6 +499,18 @@ def _channel_dropout(input, p, training, inplace, batched_dim):
     return input * _wrap(mask)
 
 
+def _unbatched_channel_dropout(input, p, training, inplace):
+    """Channel dropout of input without its batch dim, the way PyTorch's dropout1d/3d run it:
+    a batch dim of 1 added (unsqueeze_ in place), the batched dropout, the dim taken away again.
+    So the result's grad_fn is a squeeze (SqueezeBackward1, in place SqueezeBackward4) and with
+    p == 0 the result is a view of input, not input itself; one draw per channel either way."""
+    if inplace:
+        input.unsqueeze_(0)
+        return _channel_dropout(input, p, training, True, input.dim()).squeeze_(0)
+    batched = input.unsqueeze(0)
+    return _channel_dropout(batched, p, training, False, batched.dim()).squeeze(0)
+
+
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) (or (C, L)) input with probability p, scale by 1/(1-p)."""
     if input.dim() not in (2, 3):
@@ -506,6 +518,11 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
                            f"input. Note that dropout1d exists to provide channel-wise dropout "
                            f"on inputs with 1 spatial dimension, a channel dimension, and an "
                            f"optional batch dimension (i.e. 2D or 3D inputs).")
+    if input.dim() == 2:
+        _check_tensor(input)
+        if p < 0.0 or p > 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return _unbatched_channel_dropout(input, p, training, inplace)
     return _channel_dropout(input, p, training, inplace, 3)
 
 

@@ -32,7 +32,7 @@ from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import check_avg_pool_flags, check_max_pool_flags
 from ._pool_ops import (_adaptive_bounds, _floating_kernel, _window_average, adaptive_max_pool2d,
                         avg_pool2d, integer_avg_pool, max_pool2d)
-from ._spatial_ops import _channel_dropout
+from ._spatial_ops import _channel_dropout, _unbatched_channel_dropout
 
 _wrap = _core.wrap_array
 _pad = _core.NN_FUNCTIONS["pad"]
@@ -383,4 +383,9 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
                       f"(i.e. 4D or 5D inputs).", UserWarning, stacklevel=2)
     # Unbatched (C, D, H, W) input - and any other rank, as PyTorch treats it as one sample -
     # draws one mask value per entry of its first dim.
+    if input.dim() != 5:
+        _check_tensor(input)
+        if p < 0.0 or p > 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        return _unbatched_channel_dropout(input, p, training, inplace)
     return _channel_dropout(input, p, training, inplace, 5)
