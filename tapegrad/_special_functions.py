@@ -330,18 +330,19 @@ def exp2(input):
 
 class Exp2(Function):
     """2 ** x by numpy's exp2, not exp(x * ln 2): rounding x * ln 2 costs |x| ulps (exp2(26)
-    came out 67108863.99999992 for 2^26, exp2(1000) 617 ulps off); backward grad * ln 2 * 2^x."""
+    came out 67108863.99999992 for 2^26, exp2(1000) 617 ulps off); backward grad * 2^x * ln 2."""
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)
         with np.errstate(over="ignore"):        # (overflow to inf is the answer, as in PyTorch)
-            return _wrap(np.exp2(x._array))
+            result = _wrap(np.exp2(x._array))
+        ctx.save_for_backward(result)           # (PyTorch's node saves the result alone)
+        return result
 
     @staticmethod
     def backward(ctx, grad):
-        x, = ctx.saved_tensors
-        return grad * Exp2.apply(x) * math.log(2.0)
+        result, = ctx.saved_tensors
+        return grad * result * math.log(2.0)
 
 
 _torch_grad_fn_name(Exp2, "Exp2Backward0")
