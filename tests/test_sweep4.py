@@ -71,3 +71,14 @@ def test_trigamma_to_full_precision():
     xs = tg.tensor(x, dtype=tg.float64, requires_grad=True)
     grad, = tg.autograd.grad(tg.digamma(xs).sum(), xs)
     assert np.all(np.abs(grad.numpy() / reference - 1) < 1e-15)
+
+
+@pytest.mark.parametrize("name", ["i1", "i1e"])
+def test_i1_gradients_at_subnormal_inputs(name):
+    # I1'(0) = i1e'(0) = 1/2; the formulas' I1(x)/x and 1/x broke down at 5e-324 (1, nan)
+    x = [5e-324, -5e-324, 1e-310, 1e-300, 1e-9, 0.5]
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    expected, = torch.autograd.grad(getattr(torch.special, name)(xt).sum(), xt)
+    xg = tg.tensor(x, dtype=tg.float64, requires_grad=True)
+    got, = tg.autograd.grad(getattr(tg.special, name)(xg).sum(), xg)
+    assert np.allclose(got.numpy(), expected.numpy(), rtol=1e-15, atol=0)
