@@ -603,11 +603,13 @@ def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
     return op
 
 
-def _half_at_zero(x, derivative):
-    """derivative(x) where x != 0 and 1/2 at 0 (the limit there of I1' and i1e', whose
-    formulas divide by x); x enters `derivative` as 1 at 0, so no 0/0 reaches the graph."""
+def _half_at_zero(x, derivative, below=0.0):
+    """derivative(x) where |x| > below and 1/2 at and next to 0 (the limit there of I1' and
+    i1e', whose formulas divide by x); x enters `derivative` as 1 there, so no 0/0 reaches the
+    graph.  (At |x| = 5e-324, I1(x) underflows to 0 and 1/x overflows: the formulas gave I1'
+    = 1 and i1e' = nan there.)"""
     from . import where
-    zero = x == 0
+    zero = x.abs() <= below
     safe = where(zero, x.detach() * 0 + 1, x)
     return where(zero, x * 0 + 0.5, derivative(safe))
 
@@ -623,14 +625,33 @@ I0e = _differentiable(
     "e^-|x| I0(x); derivative i1e(x) - sgn(x) i0e(x).")
 I1 = _differentiable(
     "I1", lambda a: _modified_i_values(a, 1, False, np.nan),
-    lambda x: _half_at_zero(x, lambda t: _i0(t) - I1.apply(t) / t), "SpecialI1Backward0",
+    # (I0 - I1/x = 1/2 + 3 x^2 / 16 + ...: 1/2 to the last bit below 1e-8)
+    lambda x: _half_at_zero(x, lambda t: _i0(t) - I1.apply(t) / t, 1e-8), "SpecialI1Backward0",
     "I1(x); derivative I0(x) - I1(x) / x (1/2 at 0).")
 I1e = _differentiable(
     "I1e", lambda a: _modified_i_values(a, 1, True),
-    lambda x: _half_at_zero(x, lambda t: I0e.apply(t) - I1e.apply(t) * (t.sign() + 1 / t)),
+    # (i1e' = 1/2 - 3|x|/2 + ...: 1/2 to the last bit below 1e-300, where 1/x is finite)
+    lambda x: _half_at_zero(x, lambda t: I0e.apply(t) - I1e.apply(t) * (t.sign() + 1 / t),
+                            1e-300),
     "SpecialI1EBackward0", "e^-|x| I1(x); derivative i0e(x) - i1e(x) (sgn(x) + 1/x) (1/2 at 0).")
+def _erfcx_derivative(x):
+    """2 x erfcx(x) - 2 / sqrt(pi); above x = 8 the two terms cancel to ~ -1 / (sqrt(pi) x^2)
+    (erfcx'(1000) in float32 was 27% off), so there its asymptotic series
+    2 / sqrt(pi) sum_{n>=1} (-1)^n (2n - 1)!! / (2 x^2)^n, whose 20th term is below 3e-19."""
+    from . import where
+    far = x > 8
+    safe = where(far, x, x.detach() * 0 + 8)       # (no huge terms where the series is unused)
+    u = 1 / (2 * safe * safe)
+    term = u * 0 + 1
+    series = u * 0
+    for n in range(1, 21):
+        term = term * -(2 * n - 1) * u
+        series = series + term
+    return where(far, series * (2 / _SQRT_PI), 2 * x * Erfcx.apply(x) - 2 / _SQRT_PI)
+
+
 Erfcx = _differentiable(
-    "Erfcx", _erfcx_values, lambda x: 2 * x * Erfcx.apply(x) - 2 / _SQRT_PI,
+    "Erfcx", _erfcx_values, _erfcx_derivative,
     "SpecialErfcxBackward0", "e^(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi).")
 
 @_quiet
