@@ -156,6 +156,7 @@ from tapegrad.nn.modules.pooling import AvgPool1d as AvgPool1d
 from tapegrad.nn.modules.pooling import AvgPool2d as AvgPool2d
 from tapegrad.nn.modules.pooling import AvgPool3d as AvgPool3d
 from tapegrad.nn.modules.pooling import FractionalMaxPool2d as FractionalMaxPool2d
+from tapegrad.nn.modules.pooling import FractionalMaxPool3d as FractionalMaxPool3d
 from tapegrad.nn.modules.pooling import LPPool1d as LPPool1d
 from tapegrad.nn.modules.pooling import LPPool2d as LPPool2d
 from tapegrad.nn.modules.pooling import LPPool3d as LPPool3d
@@ -241,6 +242,7 @@ __all__ = [
     'Flatten',
     'Fold',
     'FractionalMaxPool2d',
+    'FractionalMaxPool3d',
     'GELU',
     'GLU',
     'GRU',

@@ -65,6 +65,8 @@ __all__ = [
     'fold',
     'fractional_max_pool2d',
     'fractional_max_pool2d_with_indices',
+    'fractional_max_pool3d',
+    'fractional_max_pool3d_with_indices',
     'gaussian_nll_loss',
     'gelu',
     'glu',
@@ -233,6 +235,10 @@ def fold(input: Any, output_size: Any, kernel_size: Any, dilation: Any = ..., pa
 def fractional_max_pool2d(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
 
 def fractional_max_pool2d_with_indices(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
+
+def fractional_max_pool3d(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
+
+def fractional_max_pool3d_with_indices(input: Any, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: Any = ..., _random_samples: Any = ...) -> Any: ...
 
 def gaussian_nll_loss(input: Any, target: Any, var: Any, full: _bool = ..., eps: _float = ..., reduction: _str = ...) -> _Tensor: ...
 

@@ -31,6 +31,7 @@ __all__ = [
     'AvgPool2d',
     'AvgPool3d',
     'FractionalMaxPool2d',
+    'FractionalMaxPool3d',
     'LPPool1d',
     'LPPool2d',
     'LPPool3d',
@@ -118,6 +119,14 @@ class AvgPool3d(_Module):
     divisor_override: Any
 
 class FractionalMaxPool2d(_Module):
+    def __init__(self, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: _bool = ..., _random_samples: Any = ...) -> None: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    kernel_size: Any
+    return_indices: Any
+    output_size: Any
+    output_ratio: Any
+
+class FractionalMaxPool3d(_Module):
     def __init__(self, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: _bool = ..., _random_samples: Any = ...) -> None: ...
     def forward(self, input: Any) -> Any: ...  # type: ignore[override]
     kernel_size: Any
