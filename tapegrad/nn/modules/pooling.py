@@ -290,56 +290,47 @@ class LPPool3d(_LPPoolNd):
     _fn = staticmethod(F.lp_pool3d)
 
 
-class FractionalMaxPool2d(Module):
+class _FractionalMaxPoolNd(Module):
+    """Max pooling over ``kernel_size`` windows at pseudo-random increasing offsets to
+    ``output_size`` or ``output_ratio`` of the input; the 2-d and 3-d layers differ in their
+    rank (`_expand`, `_pair` or `_triple`) and functional (`_fn`)."""
+    _fn = None
+    _expand = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        expand = type(self)._expand
+        self.kernel_size = expand(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = expand(output_size) if output_size is not None else None
+        self.output_ratio = expand(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{type(self).__name__} requires specifying either an output size, "
+                             "or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                              self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
     """Max pooling over ``kernel_size`` windows at pseudo-random increasing offsets to
     ``output_size`` or ``output_ratio`` of the input (``F.fractional_max_pool2d``)."""
-
-    def __init__(self, kernel_size, output_size=None, output_ratio=None,
-                 return_indices: bool = False, _random_samples=None) -> None:
-        super().__init__()
-        self.kernel_size = _pair(kernel_size)
-        self.return_indices = return_indices
-        self.register_buffer("_random_samples", _random_samples)
-        self.output_size = _pair(output_size) if output_size is not None else None
-        self.output_ratio = _pair(output_ratio) if output_ratio is not None else None
-        if output_size is None and output_ratio is None:
-            raise ValueError("FractionalMaxPool2d requires specifying either an output size, "
-                             "or a pooling ratio")
-        if output_size is not None and output_ratio is not None:
-            raise ValueError("only one of output_size and output_ratio may be specified")
-        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
-            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
-
-    def forward(self, input):
-        return F.fractional_max_pool2d(input, self.kernel_size, self.output_size,
-                                       self.output_ratio, self.return_indices,
-                                       _random_samples=self._random_samples)
+    _fn = staticmethod(F.fractional_max_pool2d)
+    _expand = staticmethod(lambda value: _pair(value))
 
 
-class FractionalMaxPool3d(Module):
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
     """Max pooling over ``kernel_size`` 3-d windows at pseudo-random increasing offsets to
     ``output_size`` or ``output_ratio`` of the input (``F.fractional_max_pool3d``)."""
-
-    def __init__(self, kernel_size, output_size=None, output_ratio=None,
-                 return_indices: bool = False, _random_samples=None) -> None:
-        super().__init__()
-        self.kernel_size = _triple(kernel_size)
-        self.return_indices = return_indices
-        self.register_buffer("_random_samples", _random_samples)
-        self.output_size = _triple(output_size) if output_size is not None else None
-        self.output_ratio = _triple(output_ratio) if output_ratio is not None else None
-        if output_size is None and output_ratio is None:
-            raise ValueError("FractionalMaxPool3d requires specifying either an output size, "
-                             "or a pooling ratio")
-        if output_size is not None and output_ratio is not None:
-            raise ValueError("only one of output_size and output_ratio may be specified")
-        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
-            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
-
-    def forward(self, input):
-        return F.fractional_max_pool3d(input, self.kernel_size, self.output_size,
-                                       self.output_ratio, self.return_indices,
-                                       _random_samples=self._random_samples)
+    _fn = staticmethod(F.fractional_max_pool3d)
+    _expand = staticmethod(lambda value: _triple(value))
 
 
 def _pair(value):

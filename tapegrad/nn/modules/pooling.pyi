@@ -120,7 +120,7 @@ class AvgPool3d(_Module):
 
 class FractionalMaxPool2d(_Module):
     def __init__(self, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: _bool = ..., _random_samples: Any = ...) -> None: ...
-    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    def forward(self, input: Any) -> Any: ...
     kernel_size: Any
     return_indices: Any
     output_size: Any
@@ -128,7 +128,7 @@ class FractionalMaxPool2d(_Module):
 
 class FractionalMaxPool3d(_Module):
     def __init__(self, kernel_size: Any, output_size: Any = ..., output_ratio: Any = ..., return_indices: _bool = ..., _random_samples: Any = ...) -> None: ...
-    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    def forward(self, input: Any) -> Any: ...
     kernel_size: Any
     return_indices: Any
     output_size: Any
