@@ -1182,7 +1182,7 @@ def sgn(input):
     # PyTorch's SgnBackward0 saves the input and the result: a write into either makes
     # backward raise
     _core._guard_saved_version(result, result, input)
-    return result
+    return _core._name_grad_fn(result, "SgnBackward0")
 
 
 def signbit(input):

@@ -407,7 +407,7 @@ def mvlgamma(input, p):
     total = lgamma(x)
     for j in range(1, p):
         total = total + lgamma(x - j / 2)
-    return total + p * (p - 1) / 4 * math.log(math.pi)
+    return _core._name_grad_fn(total + p * (p - 1) / 4 * math.log(math.pi), "MvlgammaBackward0")
 
 
 def _regularized_gamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:

@@ -88,20 +88,20 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     _check_tensor(input, "repeat_interleave")
     if repeats is None:       # torch.repeat_interleave(counts)
         counts = _repeat_counts(input, None)
-        return _index_tensor(_checked_output(np.repeat(np.arange(counts.size), counts),
-                                             output_size, counts_given=True))
+        positions = np.repeat(np.arange(counts.size), counts)
+        _check_output_size(positions.size, output_size, counts_given=True)
+        return _index_tensor(positions)
     if dim is not None and input.ndim == 0:
         # (PyTorch's two overloads fail differently on a 0-d input with a dim)
         if isinstance(repeats, TensorBase):
             from ._extra_ops import _no_dims
             _no_dims(dim)
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
-    source = input.reshape(-1) if dim is None else input
+    source = input.flatten() if dim is None else input
     d = 0 if dim is None else _dim(dim, input.ndim)
     length = source._array.shape[d]
     if isinstance(repeats, TensorBase):
         counts = _repeat_counts(repeats, length)
-        counts_given = True
     else:
         if isinstance(repeats, np.ndarray) and repeats.ndim == 0 and repeats.dtype.kind in "iu":
             repeats = int(repeats)      # PyTorch's SymInt takes it through __index__
@@ -110,9 +110,15 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                             f"Tensor, not {_type_name(repeats)}")
         if repeats < 0:
             raise RuntimeError("Repeats must be non-negative")
-        counts = np.full(length, int(repeats), dtype=np.int64)
-        counts_given = False
-    positions = _checked_output(np.repeat(np.arange(length), counts), output_size, counts_given)
+        _check_output_size(length * int(repeats), output_size, counts_given=False)
+        # PyTorch repeats by a count as a copy of an expanded view, not by an index: that graph
+        # (ViewBackward0 <- CloneBackward0 <- ExpandBackward0) is what reprs print, and the
+        # gradient sums each element's copies as expand's backward does.
+        shape = list(source.shape)
+        shape.insert(d + 1, int(repeats))
+        return source.unsqueeze(d + 1).expand(shape).clone().flatten(d, d + 1)
+    positions = np.repeat(np.arange(length), counts)
+    _check_output_size(positions.size, output_size, counts_given=True)
     return source.index_select(d, _index_tensor(positions))
 
 
@@ -136,13 +142,13 @@ def _repeat_counts(repeats, length):
     return arr.astype(np.int64)
 
 
-def _checked_output(positions, output_size, counts_given: bool):
-    if output_size is not None and output_size != positions.size:
+def _check_output_size(length: int, output_size, counts_given: bool):
+    """The caller's `output_size` (a hint PyTorch checks) against the result's length."""
+    if output_size is not None and output_size != length:
         if counts_given:
             raise RuntimeError("allocated size does not match required size")
         raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
-                           f"{positions.size} but got {output_size}")
-    return positions
+                           f"{length} but got {output_size}")
 
 
 @_numpy_dim_names
