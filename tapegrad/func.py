@@ -31,6 +31,7 @@ from .autograd import grad as _plain_grad
 from .autograd.forward_ad import tangent_pairing
 from .grad_mode import enable_grad
 from .random import default_generator
+from .utils import _pytree
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
            "functional_call", "stack_module_state", "vmap"]
@@ -66,28 +67,13 @@ def _is_tensor(x) -> bool:
     return isinstance(x, (_core.TensorBase, _vmap.BatchedTensor))
 
 
-# -- pytrees: tuples, lists and dicts of tensors ----------------------------------------------------
+# -- pytrees: the nests of containers torch.utils._pytree defines ---------------------------------
 
 def _flatten(tree):
-    """(leaves, rebuild) of a nest of tuples, lists and dicts; anything else is a leaf."""
-    if isinstance(tree, (tuple, list)):
-        parts = [_flatten(item) for item in tree]
-        counts = [len(p[0]) for p in parts]
-
-        def rebuild(leaves):
-            out, at = [], 0
-            for (_, sub), n in zip(parts, counts):
-                out.append(sub(leaves[at:at + n]))
-                at += n
-            if hasattr(type(tree), "_make"):           # a namedtuple
-                return type(tree)._make(out)
-            return type(tree)(out)                     # tuple, list, a return_types tuple
-        return [leaf for p in parts for leaf in p[0]], rebuild
-    if isinstance(tree, dict):
-        keys = list(tree)
-        leaves, rebuild_values = _flatten([tree[k] for k in keys])
-        return leaves, lambda new: dict(zip(keys, rebuild_values(new)))
-    return [tree], lambda leaves: leaves[0]
+    """(leaves, rebuild) of a pytree (tapegrad.utils._pytree: tuples, lists, dicts, named
+    tuples ...; anything else is a leaf)."""
+    leaves, spec = _pytree.tree_flatten(tree)
+    return leaves, spec.unflatten
 
 
 def _tracked(x):
