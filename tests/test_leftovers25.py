@@ -71,3 +71,63 @@ def test_grad_fn_names_of_composites(call):
             return _node(x.mvlgamma(2))
         return _node(lib.special.multigammaln(x, 3))
     assert node(tg) == node(torch)
+
+
+# -- embedding_bag(scale_grad_by_freq=True) ---------------------------------------------------------
+
+BAG_CASES = [
+    ([4, 5, 4, 3], [0, 2], {}), ([1, 1, 1, 2], [0], {"mode": "sum"}),
+    ([6, 2, 2, 0, 0, 0], [0, 3], {"mode": "sum"}),
+    ([4, 5, 4, 3], [0], {"mode": "mean"}), ([2, 2, 7, 1, 2], [0, 1, 4], {"mode": "mean"}),
+    ([3, 1, 3, 3, 0], [0, 2], {"padding_idx": 3}),
+    ([4, 5, 4, 3], [0, 2], {"mode": "sum", "per_sample_weights": [0.5, -1.0, 2.0, 3.0]}),
+    ([4, 5, 4, 3, 5], [0, 2, 5], {"include_last_offset": True}),
+    ([0, 2, 5], [0, 1], {}), ([1, 1, 3, 3], [0, 2], {"mode": "sum"}),
+]
+
+
+def _bag_gradient(lib, indices, offsets, options, by_embedding):
+    weight = lib.tensor(np.linspace(-1.0, 1.0, 8 * 3).reshape(8, 3), requires_grad=True)
+    F = lib.nn.functional
+    options = dict(options)
+    if "per_sample_weights" in options:
+        options["per_sample_weights"] = lib.tensor(options["per_sample_weights"],
+                                                   dtype=lib.float64)
+    if not by_embedding:
+        out = F.embedding_bag(lib.tensor(indices), weight, lib.tensor(offsets),
+                              scale_grad_by_freq=True, **options)
+    else:
+        # the documented rule, composed from embedding (whose CPU kernel divides each row by
+        # its own count): rows gathered with scale_grad_by_freq, summed or averaged per bag
+        rows = F.embedding(lib.tensor(indices), weight, scale_grad_by_freq=True,
+                           padding_idx=options.get("padding_idx"))
+        if "per_sample_weights" in options:
+            rows = rows * options["per_sample_weights"][:, None]
+        ends = offsets[1:] + [len(indices)] if not options.get("include_last_offset") \
+            else offsets[1:]
+        starts = offsets if not options.get("include_last_offset") else offsets[:-1]
+        bags = []
+        for start, end in zip(starts, ends):
+            used = [i for i in range(start, end) if indices[i] != options.get("padding_idx")]
+            part = rows[start:end][[i - start for i in used]]
+            total = part.sum(0)
+            bags.append(total / max(len(used), 1) if options.get("mode", "mean") == "mean" else total)
+        out = lib.stack(bags)
+    (out * lib.tensor(np.linspace(0.5, 2.0, out.numel()).reshape(tuple(out.shape)))).sum().backward()
+    return out.detach().numpy(), weight.grad.numpy()
+
+
+@pytest.mark.parametrize("indices, offsets, options", BAG_CASES)
+def test_embedding_bag_scales_each_row_by_its_own_count(indices, offsets, options):
+    # PyTorch 2.13's CPU kernel divides some rows by another index's count
+    # (pytorch/pytorch#190063, fixed after 2.13; CUDA, MPS and embedding divide by the row's
+    # own): the oracle is torch's embedding composed into bags, and torch's embedding_bag
+    # itself where its kernel is right (every index's count equal)
+    mine = _bag_gradient(tg, indices, offsets, options, by_embedding=False)
+    oracle = _bag_gradient(torch, indices, offsets, options, by_embedding=True)
+    np.testing.assert_allclose(mine[0], oracle[0], rtol=1e-14)
+    np.testing.assert_allclose(mine[1], oracle[1], rtol=1e-14, atol=1e-15)
+    counts = np.bincount(indices)
+    if len(set(counts[counts > 0])) == 1:
+        theirs = _bag_gradient(torch, indices, offsets, options, by_embedding=False)
+        np.testing.assert_allclose(mine[1], theirs[1], rtol=1e-14, atol=1e-15)

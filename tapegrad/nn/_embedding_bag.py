@@ -102,11 +102,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                                  (8, "include_last_offset", include_last_offset)):
         _core.check_bool("embedding_bag", name, flag, position)
     _check_weight_dtypes(weight, per_sample_weights)
-    if scale_grad_by_freq:
-        # PyTorch's CPU gradient here does not divide each row by its own count (for input
-        # [4, 5, 4, 3] row 5 gets 1/2, row 4 gets 1/2 per entry): no rule to follow, so refuse
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq=True is not supported by "
-                                  "tapegrad")
     flat, bag_of, n_bags = _bags(input, offsets, include_last_offset)
     num_rows = weight.shape[0]
     values = flat._array.astype(np.int64)
@@ -123,7 +118,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         # PyTorch renorms every row the input names, padding_idx's too, before it gathers
         from .._torch_functional import embedding_renorm_
         embedding_renorm_(weight, flat, max_norm, norm_type)
-    rows = embedding(flat[_core.wrap_array(kept, False)] if not keep.all() else flat, weight)
+    # scale_grad_by_freq divides each row's gradient by how often the input names it, as
+    # embedding does (and PyTorch's documentation, CUDA and MPS; its CPU kernel in 2.13
+    # divides by another index's count, pytorch/pytorch#190063, fixed after 2.13)
+    rows = embedding(flat[_core.wrap_array(kept, False)] if not keep.all() else flat, weight,
+                     scale_grad_by_freq=scale_grad_by_freq)
     bag_index = _core.wrap_array(np.ascontiguousarray(bag_of[kept]), False)
     zeros = creation.zeros(n_bags, weight.shape[1], dtype=weight.dtype)
     if mode == "max":
