@@ -1,8 +1,8 @@
 """Higher-level functional autograd, as torch.autograd.functional: vjp, jacobian (reverse mode:
 repeated reverse sweeps over one recorded forward, with retain_graph), and, built on
-create_graph=True, hessian, vhp, hvp and jvp (jvp and hvp with PyTorch's double-backward trick:
-tapegrad has no forward mode).  Every differentiable op supports create_graph (see
-tapegrad._core._graph_vjp_ops()).
+create_graph=True, hessian, vhp, hvp and jvp (jvp and hvp with PyTorch's double-backward
+trick); jacobian(strategy="forward-mode") through torch.func.jacfwd.  Every differentiable op
+supports create_graph (see tapegrad._core._graph_vjp_ops()).
 
 The helpers and error messages follow PyTorch's module, so results and failures match.
 """
@@ -17,7 +17,10 @@ __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
 
 
 def _is_tensor(x) -> bool:
-    return isinstance(x, _core.TensorBase)
+    # (a vmap's batched tensor counts: jacobian(strategy="forward-mode") and hessian's
+    # forward-over-reverse call these functions under torch.func.jacfwd)
+    from .._vmap import BatchedTensor
+    return isinstance(x, (_core.TensorBase, BatchedTensor))
 
 
 def _as_tuple(inp, arg_name, fn_name):
@@ -217,9 +220,12 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                              '"forward-mode" tends to be more performant. Otherwise, prefer to '
                              'use "reverse-mode".')
     if strategy == "forward-mode":
-        raise NotImplementedError("tapegrad.autograd.functional.jacobian: "
-                                  'strategy="forward-mode" is not supported (tapegrad has no '
-                                  "forward-mode AD); use the default reverse-mode")
+        if create_graph:
+            raise NotImplementedError("torch.autograd.functional.jacobian: `create_graph=True` "
+                                      'and `strategy="forward-mode"` are not supported together '
+                                      "(yet). Please either set `create_graph=False` or "
+                                      '`strategy="reverse-mode"`.')
+        return _forward_mode_jacobian(func, inputs, strict, vectorize)
     if vectorize and strict:
         raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
                            "`vectorized=True` are not supported together. Please either set "
@@ -259,6 +265,34 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                           for rows, inp in zip(per_input, inputs)),)
         jac = _grad_postprocess(jac, create_graph)
         return _tuple_postprocess(jac, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _forward_mode_jacobian(func, inputs, strict, vectorize):
+    """jacobian(strategy="forward-mode"): every column at once, as torch.func.jacfwd computes
+    it (a vmap of Jacobian-vector products over the inputs' basis), laid out as the
+    reverse-mode result (output i, input j: output_i.shape + input_j.shape)."""
+    if strict:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                           '`strategy="forward-mode"` are not supported together (yet). Please '
+                           'either set `strict=False` or `strategy="reverse-mode"`.')
+    if not vectorize:
+        # (PyTorch's words, its missing space included)
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
+                                  "Hessian isonly implemented for `vectorize=True`.")
+    from ..func import jacfwd
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    outputs_are_tuple = []
+
+    def over_all_inputs(*args):
+        out = func(*args)
+        # (PyTorch's forward-mode check names no function: "given to None")
+        is_tuple, out = _as_tuple(out, "outputs", None)
+        outputs_are_tuple.append(is_tuple)
+        return out
+
+    per_output = jacfwd(over_all_inputs, argnums=tuple(range(len(inputs))))(*inputs)
+    jac = tuple(tuple(j.detach() for j in per_input) for per_input in per_output)
+    return _tuple_postprocess(jac, (outputs_are_tuple[0], is_inputs_tuple))
 
 
 def _stack_rows(rows, shape, like):
@@ -303,7 +337,13 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         return out.squeeze()
 
     def jac_func(*inp):
-        jac = jacobian(ensure_single_output_function, inp, create_graph=True)
+        if outer_jacobian_strategy == "forward-mode":
+            # forward over reverse, as torch.func.hessian: the inner gradient by jacrev, which
+            # the outer jacfwd's batched inputs pass through
+            from ..func import jacrev
+            jac = jacrev(ensure_single_output_function, argnums=tuple(range(len(inp))))(*inp)
+        else:
+            jac = jacobian(ensure_single_output_function, inp, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict=strict)
         return jac
 
