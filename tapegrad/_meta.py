@@ -698,15 +698,20 @@ def factory(fn, name: str, kind: str):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        if takes_requires_grad and kwargs and "requires_grad" in kwargs:
+        # (this runs at every factory call: plain loops and type tests, no generators)
+        if kwargs and takes_requires_grad and "requires_grad" in kwargs \
+                and type(kwargs["requires_grad"]) is not bool:
             check_requires_grad_argument(fn, name, args, kwargs)
-        if reads_tensors and any(isinstance(a, np.ndarray) for a in args):
-            # PyTorch's parser refuses an ndarray for the input or a Number: the public
-            # functions' one verdict (their entry's, _public_calls.argument_error)
-            from ._public_calls import argument_error
-            refused = argument_error(fn, name, None, args, kwargs)
-            if refused is not None:
-                raise refused
+        if reads_tensors:
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    # PyTorch's parser refuses an ndarray for the input or a Number: the
+                    # public functions' one verdict (their entry's, argument_error)
+                    from ._public_calls import argument_error
+                    refused = argument_error(fn, name, None, args, kwargs)
+                    if refused is not None:
+                        raise refused
+                    break
         dev = kwargs.get("device")
         if dev is None:
             if kind == "like" and args and isinstance(args[0], MetaTensor):

@@ -344,6 +344,11 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     sparse_factory_layout(layout, "rand", "uniform_")
     shape = _shape_of(size, kwargs.pop("size", None), "rand")
     _no_extra(kwargs, "rand")
+    return _rand(shape, generator, out, dtype, device, requires_grad)
+
+
+def _rand(shape, generator, out, dtype, device, requires_grad):
+    """rand() of a parsed shape (rand_like's draw too, without the public entry's checks)."""
     requested = _np_dtype(_out_dtype(out, dtype, "rand"))
     if requested is not None and requested.kind == "c":
         # PyTorch's complex uniform: real and imaginary parts independent, each in [0, 1)
@@ -363,6 +368,11 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     sparse_factory_layout(layout, "randn", "normal_")
     shape = _shape_of(size, kwargs.pop("size", None), "randn")
     _no_extra(kwargs, "randn")
+    return _randn(shape, generator, out, dtype, device, requires_grad)
+
+
+def _randn(shape, generator, out, dtype, device, requires_grad):
+    """randn() of a parsed shape (randn_like's draw too, without the public entry's checks)."""
     requested = _np_dtype(_out_dtype(out, dtype, "randn"))
     if requested is not None and requested.kind == "c":
         # PyTorch's complex normal: real and imaginary parts independent, each of variance 1/2
@@ -553,9 +563,8 @@ def rand_like(input, *, dtype=None, layout=None, device=None,
     _check_tensor(input, "rand_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "rand_like", "empty_strided")
-    return _in_layout_of(rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
-                          requires_grad=requires_grad, generator=generator), input,
-                         memory_format)
+    return _in_layout_of(_rand(input._array.shape, generator, None, dtype or input.dtype,
+                               device, requires_grad), input, memory_format)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None,
@@ -565,9 +574,8 @@ def randn_like(input, *, dtype=None, layout=None, device=None,
     _check_tensor(input, "randn_like")
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randn_like", "empty_strided")
-    return _in_layout_of(randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
-                           requires_grad=requires_grad, generator=generator), input,
-                         memory_format)
+    return _in_layout_of(_randn(input._array.shape, generator, None, dtype or input.dtype,
+                                device, requires_grad), input, memory_format)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,

@@ -190,3 +190,26 @@ def test_forward_mode_jacobian_of_several_inputs_matches_reverse_mode():
     reverse = tg.autograd.functional.jacobian(f, (x, y))
     for a, b in zip(forward, reverse):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-15)
+
+
+# -- the *_like factories' plain-call path ------------------------------------------------------------
+
+@pytest.mark.parametrize("factory", ["zeros_like", "ones_like", "rand_like", "randn_like"])
+@pytest.mark.parametrize("make", ["parameter", "int", "0-d", "empty", "transposed", "bool"])
+def test_like_factories_plain_calls(factory, make):
+    # (a call without options takes a short path: the same result as the general one)
+    def run(lib):
+        source = {"parameter": lambda: lib.nn.Parameter(lib.ones(2, 3)),
+                  "int": lambda: lib.arange(6).reshape(2, 3),
+                  "0-d": lambda: lib.tensor(2.5, dtype=lib.float64),
+                  "empty": lambda: lib.zeros(0, 4),
+                  "transposed": lambda: lib.ones(3, 4).t(),
+                  "bool": lambda: lib.ones(2, dtype=lib.bool)}[make]()
+        try:
+            out = getattr(lib, factory)(source)
+        except Exception as error:
+            return type(error).__name__, str(error)
+        values = out.numpy() if factory in ("zeros_like", "ones_like") else None
+        return (str(out.dtype), tuple(out.shape), out.stride(), out.requires_grad,
+                out.grad_fn is None, out.is_leaf, values.tolist() if values is not None else None)
+    assert run(tg) == run(torch)
