@@ -1,5 +1,6 @@
 """Interleaved ratios for the layer workloads of issue 17: a LeNet-5 step, a 2-layer LSTM step and
-a 2-layer transformer-encoder step, tapegrad against PyTorch eager (one thread each).
+a 2-layer transformer-encoder step, and a small CNN with batch normalisation, tapegrad against
+PyTorch eager (one thread each).
 
 Each step is written as a PyTorch user writes it (an nn.Module, a loss, backward, an optimizer
 step), once, and run by both libraries from the same initial weights and data.  Contenders run
@@ -30,6 +31,20 @@ def lenet(lib):
         nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
         nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+
+
+def bn_cnn(lib):
+    """The small CNN of many tutorials: conv, batch norm, ReLU, pooling, twice, then a head."""
+    nn = lib.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
+
+
+def bn_cnn_data(rng):
+    return (rng.standard_normal((32, 1, 28, 28)).astype(np.float32),
+            rng.integers(0, 10, 32))
 
 
 def lenet_data(rng):
@@ -79,6 +94,7 @@ WORKLOADS = {
     "lstm": ("2-layer LSTM step, hidden 128, seq 35, batch 20, SGD", _LSTMModel.build, lstm_data),
     "encoder": ("2-layer transformer encoder step, d 64, 4 heads, seq 32, batch 16, SGD",
                 encoder, encoder_data),
+    "bn_cnn": ("CNN with BatchNorm2d step, 32x1x28x28, SGD", bn_cnn, bn_cnn_data),
 }
 
 

@@ -213,3 +213,41 @@ def test_like_factories_plain_calls(factory, make):
         return (str(out.dtype), tuple(out.shape), out.stride(), out.requires_grad,
                 out.grad_fn is None, out.is_leaf, values.tolist() if values is not None else None)
     assert run(tg) == run(torch)
+
+
+# -- batch_norm's compiled statistics ------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(8, 16), (5, 4, 7), (3, 2, 4, 5), (33, 3), (2, 5, 1, 9)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_statistics_against_torch(shape, dtype):
+    # (the per-channel mean and variance are accumulated in double in one compiled loop, in
+    # the order PyTorch's CPU kernel sums; float64 results were hundreds of ulps from
+    # PyTorch's with numpy's pairwise sums)
+    data = np.random.default_rng(len(shape) * 7 + shape[0]).standard_normal(shape) * 3 + 1.5
+    channels = shape[1]
+
+    def run(lib, training):
+        x = lib.tensor(data.astype(dtype), requires_grad=True)
+        w = lib.tensor(np.linspace(-1, 2, channels).astype(dtype), requires_grad=True)
+        b = lib.tensor(np.linspace(0.5, -0.5, channels).astype(dtype), requires_grad=True)
+        mean = lib.tensor(np.linspace(0, 1, channels).astype(dtype))
+        var = lib.tensor(np.linspace(1, 2, channels).astype(dtype))
+        y = lib.nn.functional.batch_norm(x, mean, var, w, b, training, 0.3, 1e-5)
+        weights = lib.tensor(np.cos(np.arange(y.numel())).reshape(shape).astype(dtype))
+        grads = lib.autograd.grad((y * weights).sum(), [x, w, b])
+        return [t.detach().numpy() for t in (y, mean, var, *grads)]
+    for training in (True, False):
+        mine, theirs = run(tg, training), run(torch, training)
+        tight = 1e-13 if dtype == "float64" else 2e-6
+        for a, b in zip(mine, theirs):
+            # (atol: a sum that cancels to about 0 keeps only rounding noise)
+            np.testing.assert_allclose(a, b, rtol=tight, atol=tight * 10 * np.abs(b).max())
+
+
+def test_batch_norm_without_grad_equals_with_grad():
+    x = tg.randn(6, 4, 5, dtype=tg.float64)
+    bn = tg.nn.BatchNorm1d(4).double()
+    with tg.no_grad():
+        plain = bn(x)
+    recorded = bn(x.requires_grad_())
+    np.testing.assert_array_equal(plain.numpy(), recorded.detach().numpy())

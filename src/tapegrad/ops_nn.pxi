@@ -1727,58 +1727,86 @@ cdef object vjp_batch_norm(Record* r, object g):
 OP_BATCH_NORM = register_op("NativeBatchNormBackward0", vjp_batch_norm)
 
 
-from libc.math cimport fma, fmaf
+from libc.math cimport fma, fmaf, sqrt, sqrtf
+
+ctypedef fused bn_real:
+    float
+    double
 
 
-cdef object per_channel_affine(object X, object mean, object rstd, object w, object b):
-    """batch_norm's output as PyTorch's CPU kernel forms it: per channel alpha = rstd * w and
-    beta = b - mean * alpha, then X * alpha + beta, the last two each one fused multiply-add (the
-    rounding its compiled loops give, bit for bit in float64).  Not (X - mean) * rstd * w + b:
-    an infinite weight there gives +-inf where PyTorch's inf - inf gives NaN (fuzz 60712509,
-    60720749).  X: (N, C, S) C-contiguous float32/float64; mean, rstd, w, b: (C,) of its dtype,
-    w and b may be None."""
-    cdef Py_ssize_t N = X.shape[0], C = X.shape[1], S = X.shape[2], n, c, k
-    alpha = rstd * w if w is not None else rstd.copy()
-    beta = np.empty(C, dtype=X.dtype)
-    Y = np.empty((N, C, S), dtype=X.dtype)
-    cdef float* xf
-    cdef float* yf
-    cdef float* af
-    cdef float* bf
-    cdef float* mf
-    cdef double* xd
-    cdef double* yd
-    cdef double* ad
-    cdef double* bd
-    cdef double* md
-    if X.dtype == NP_FLOAT32:
-        xf, yf = <float*>nk_ptr(X), <float*>nk_ptr(Y)
-        af, bf, mf = <float*>nk_ptr(alpha), <float*>nk_ptr(beta), <float*>nk_ptr(mean)
-        for c in range(C):
-            bf[c] = fmaf(-mf[c], af[c], <float>b[c] if b is not None else 0.0)
-        with nogil:
+cdef void batch_norm_kernel(const bn_real* x, bn_real* y, Py_ssize_t N, Py_ssize_t C,
+                            Py_ssize_t S, bn_real* mean, bn_real* var, bn_real* rstd,
+                            const bn_real* w, const bn_real* b, bint training,
+                            double eps) noexcept nogil:
+    """batch_norm over X (N, C, S), C-contiguous, channel by channel, in one compiled pass per
+    statistic (the numpy version made ~15 array passes and as many calls).
+
+    Training: the channel's mean and biased variance accumulated in double (PyTorch's CPU
+    accumulation type; two passes, the variance around the mean) and rounded once into mean and
+    var; rstd = 1 / sqrt(var + eps) in double, rounded.  Evaluation: mean and var are the running
+    statistics (read), rstd = 1 / sqrt(var + eps) in the data's precision.  Then y as PyTorch's
+    CPU kernel forms it: alpha = rstd * w, beta = b - mean * alpha, y = x * alpha + beta, each a
+    fused multiply-add (not (x - mean) * rstd * w + b: an infinite weight there gives +-inf where
+    PyTorch's inf - inf gives NaN, fuzz 60712509, 60720749).  w and b may be NULL."""
+    cdef Py_ssize_t n, c, k, at
+    cdef Py_ssize_t count = N * S
+    cdef double total, m, d
+    cdef bn_real mc, rc, alpha, beta
+    for c in range(C):
+        if training:
+            total = 0.0
             for n in range(N):
-                for c in range(C):
-                    for k in range(S):
-                        yf[(n * C + c) * S + k] = fmaf(xf[(n * C + c) * S + k], af[c], bf[c])
-    else:
-        xd, yd = <double*>nk_ptr(X), <double*>nk_ptr(Y)
-        ad, bd, md = <double*>nk_ptr(alpha), <double*>nk_ptr(beta), <double*>nk_ptr(mean)
-        for c in range(C):
-            bd[c] = fma(-md[c], ad[c], <double>b[c] if b is not None else 0.0)
-        with nogil:
+                at = (n * C + c) * S
+                for k in range(S):
+                    total += <double>x[at + k]
+            m = total / <double>count
+            total = 0.0
             for n in range(N):
-                for c in range(C):
-                    for k in range(S):
-                        yd[(n * C + c) * S + k] = fma(xd[(n * C + c) * S + k], ad[c], bd[c])
-    return Y
+                at = (n * C + c) * S
+                for k in range(S):
+                    d = <double>x[at + k] - m
+                    total += d * d
+            mean[c] = <bn_real>m
+            var[c] = <bn_real>(total / <double>count)
+            rstd[c] = <bn_real>(1.0 / sqrt(total / <double>count + eps))
+        elif bn_real is float:
+            rstd[c] = <float>1.0 / sqrtf(var[c] + <float>eps)
+        else:
+            rstd[c] = 1.0 / sqrt(var[c] + eps)
+        mc = mean[c]
+        rc = rstd[c]
+        alpha = rc * w[c] if w != NULL else rc
+        if bn_real is float:
+            beta = fmaf(-mc, alpha, b[c] if b != NULL else <float>0.0)
+        else:
+            beta = fma(-mc, alpha, b[c] if b != NULL else 0.0)
+        for n in range(N):
+            at = (n * C + c) * S
+            for k in range(S):
+                if bn_real is float:
+                    y[at + k] = fmaf(x[at + k], alpha, beta)
+                else:
+                    y[at + k] = fma(x[at + k], alpha, beta)
+
+
+cdef void batch_norm_normalised(const bn_real* x, bn_real* xhat, Py_ssize_t N, Py_ssize_t C,
+                                Py_ssize_t S, const bn_real* mean,
+                                const bn_real* rstd) noexcept nogil:
+    """xhat = (x - mean) * rstd per channel, the normalised input batch_norm's backward reads."""
+    cdef Py_ssize_t n, c, k, at
+    for n in range(N):
+        for c in range(C):
+            at = (n * C + c) * S
+            for k in range(S):
+                xhat[at + k] = (x[at + k] - mean[c]) * rstd[c]
 
 
 def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var, bint training,
                        double eps):
     """The normalisation of F.batch_norm as one record (the front end, nn/_batch_norm.py, checks
     the arguments and updates the running statistics): returns (output, batch mean, biased batch
-    variance) in training, (output, None, None) otherwise; the statistics as (C,) ndarrays."""
+    variance) in training, (output, None, None) otherwise; the statistics as (C,) ndarrays of the
+    computation dtype."""
     A = input._array
     if A.dtype.kind != "f":
         raise NotImplementedError(f'"batch_norm" not implemented for \'{nn_scalar_name(A.dtype)}\'')
@@ -1786,49 +1814,92 @@ def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var
     for i in range(2, A.ndim):
         S *= A.shape[i]
     cdt = NP_FLOAT32 if A.dtype.itemsize < 4 else A.dtype       # half: computed in float
-    X = A.reshape(N, C, S).astype(cdt, copy=False)
+    X = np.ascontiguousarray(A.reshape(N, C, S), dtype=cdt)
     wc = bc = None
     if weight is not None:
-        wc = (<TensorBase>weight)._array.reshape(C).astype(cdt, copy=False)
+        wc = np.ascontiguousarray((<TensorBase>weight)._array.reshape(C), dtype=cdt)
     if bias is not None:
-        bc = (<TensorBase>bias)._array.reshape(C).astype(cdt, copy=False)
-    mean = var = None
-    with IeeeResults():
-        if training:
-            # (float32 statistics accumulated in double, PyTorch's CPU accumulation type, and
-            # rounded once: its output bit for bit with per_channel_affine, where float32 sums
-            # were off in the last bits)
-            count = N * S
-            Xs = X.astype(np.float64) if cdt == NP_FLOAT32 else X
-            mean = np.true_divide(np.add.reduce(Xs, axis=(0, 2), keepdims=True), count)
-            xc = Xs - mean
-            var = np.true_divide(np.add.reduce(xc * xc, axis=(0, 2), keepdims=True), count)
-            rstd = (1 / np.sqrt(var + eps)).astype(cdt, copy=False)
-            mean, var = mean.astype(cdt, copy=False), var.astype(cdt, copy=False)
-            xc = X - mean
+        bc = np.ascontiguousarray((<TensorBase>bias)._array.reshape(C), dtype=cdt)
+    if training:
+        mean = np.empty(C, dtype=cdt)
+        var = np.empty(C, dtype=cdt)
+    else:       # (read only: these may be the running buffers themselves)
+        mean = np.ascontiguousarray((<TensorBase>running_mean)._array.reshape(C), dtype=cdt)
+        var = np.ascontiguousarray((<TensorBase>running_var)._array.reshape(C), dtype=cdt)
+    rstd = np.empty(C, dtype=cdt)
+    y = np.empty((N, C, S), dtype=cdt)
+    cdef void* px = nk_ptr(X)
+    cdef void* py = nk_ptr(y)
+    cdef void* pmean = nk_ptr(mean)
+    cdef void* pvar = nk_ptr(var)
+    cdef void* prstd = nk_ptr(rstd)
+    cdef void* pw = nk_ptr(wc) if wc is not None else NULL
+    cdef void* pb = nk_ptr(bc) if bc is not None else NULL
+    cdef void* pxhat
+    cdef bint in_float = cdt == NP_FLOAT32
+    with nogil:
+        if in_float:
+            batch_norm_kernel(<float*>px, <float*>py, N, C, S, <float*>pmean, <float*>pvar,
+                              <float*>prstd, <float*>pw, <float*>pb, training, eps)
         else:
-            mean = (<TensorBase>running_mean)._array.reshape(1, C, 1).astype(cdt, copy=False)
-            var = (<TensorBase>running_var)._array.reshape(1, C, 1).astype(cdt, copy=False)
-            xc = X - mean
-            rstd = 1 / np.sqrt(var + cdt.type(eps))
-        xhat = xc * rstd            # (saved for the gradients)
-        y = per_channel_affine(np.ascontiguousarray(X), np.ascontiguousarray(mean.reshape(C)),
-                               np.ascontiguousarray(rstd.reshape(C)), wc, bc)
-    out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
+            batch_norm_kernel(<double*>px, <double*>py, N, C, S, <double*>pmean,
+                              <double*>pvar, <double*>prstd, <double*>pw, <double*>pb,
+                              training, eps)
+    out = nd(y.reshape(A.shape) if y.dtype == A.dtype else y.astype(A.dtype).reshape(A.shape))
     cdef TensorBase res = wrap(out)
     inputs = (input,) if weight is None and bias is None else (
         (input, weight) if bias is None else (input, weight, bias))
     cdef Record* r = record_from(OP_BATCH_NORM, res, inputs)
     if r != NULL:
+        # (the normalised input, for backward: made only when the op records)
+        xhat = np.empty((N, C, S), dtype=cdt)
+        pxhat = nk_ptr(xhat)
+        with nogil:
+            if in_float:
+                batch_norm_normalised(<float*>px, <float*>pxhat, N, C, S, <float*>pmean,
+                                      <float*>prstd)
+            else:
+                batch_norm_normalised(<double*>px, <double*>pxhat, N, C, S, <double*>pmean,
+                                      <double*>prstd)
         keep_saved(r, 0, xhat, input)       # (under the input's version: see layer_norm)
-        keep(&r.saved[1], rstd)
+        keep(&r.saved[1], rstd.reshape(1, C, 1))
         if wc is not None:
             save_value(r, 2, wc, weight)
         wdt = (<TensorBase>weight)._array.dtype if weight is not None else A.dtype
         keep(&r.aux, (A.shape, A.dtype, wdt, float(eps), bool(training)))
     if training:
-        return res, mean.reshape(C), var.reshape(C)
+        return res, mean, var
     return res, None, None
+
+
+cdef void blend_kernel(bn_real* buf, const bn_real* stat, Py_ssize_t n, bn_real keep,
+                       bn_real take) noexcept nogil:
+    cdef Py_ssize_t c
+    for c in range(n):
+        buf[c] = buf[c] * keep + stat[c] * take
+
+
+def _blend_running_statistic(buf, stat, double momentum):
+    """buf = buf * (1 - momentum) + stat * momentum in place, batch_norm's running-statistics
+    update, for a C-contiguous float32 or float64 buffer: each product and the sum rounded in
+    the buffer's dtype, as numpy's `buf * (1 - momentum) + stat * momentum` rounds them (the
+    factors rounded to that dtype first).  Returns False, leaving buf alone, for another dtype
+    or layout (float16 buffers blend in float32: the caller's numpy path)."""
+    if not (buf.flags.c_contiguous and buf.flags.writeable) or buf.dtype.kind != "f" \
+            or buf.dtype.itemsize < 4:
+        return False
+    values = np.ascontiguousarray(stat, dtype=buf.dtype)
+    cdef void* pbuf = nk_ptr(buf)
+    cdef void* pstat = nk_ptr(values)
+    cdef Py_ssize_t n = buf.size
+    cdef double keep = 1.0 - momentum
+    if buf.dtype == NP_FLOAT32:
+        with nogil:
+            blend_kernel(<float*>pbuf, <float*>pstat, n, <float>keep, <float>momentum)
+    else:
+        with nogil:
+            blend_kernel(<double*>pbuf, <double*>pstat, n, keep, momentum)
+    return True
 
 
 # -- one_hot ------------------------------------------------------------------------------------

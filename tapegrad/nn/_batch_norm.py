@@ -56,9 +56,11 @@ def _update_running(running_mean, running_var, mean, var, count, momentum):
     unbiased = var * (count / (count - 1))
     # The blend runs in the statistics' (wider) dtype and is rounded once into the buffer, as
     # PyTorch's: a float16 buffer takes momentum * 1e5 without overflowing (to inf, silently).
+    # float32 and float64 buffers blend in one compiled loop, the same roundings.
     with _core.IeeeResults():
         for running, stat in ((running_mean, batch_mean), (running_var, unbiased)):
-            if running is not None:
+            if running is not None and not _core._blend_running_statistic(
+                    running._array, stat, float(momentum)):
                 buf = running._array
                 wide = np.float32 if buf.dtype == np.float16 else buf.dtype
                 blend = buf.astype(wide) * (1 - momentum)       # (a new array: buf is read)
