@@ -91,3 +91,13 @@ def test_dotted_layer_name_fails_at_add_module():
     with pytest.raises(KeyError, match=r"module name can.+t contain.+got: initial\.100-512\.convt"):
         main.add_module("initial.{0}-{1}.convt".format(100, 512), tg.nn.ConvTranspose2d(100, 512, 4))
     assert len(main) == 0
+
+
+def test_optimizer_given_a_tensor_names_its_torch_type(torch):
+    """`optim.SGD(model.weight, lr=...)` (a tensor where an iterable of them is expected): the
+    message names the tensor's legacy type as PyTorch does (torch.typename), not the class."""
+    for make in (lambda lib: lib.ones(2), lambda lib: lib.ones(2, dtype=lib.float64),
+                 lambda lib: lib.nn.Parameter(lib.ones(2))):
+        expected = _outcome(lambda: torch.optim.SGD(make(torch), lr=0.1))
+        assert expected[0] == "TypeError"
+        assert _outcome(lambda: tg.optim.SGD(make(tg), lr=0.1)) == expected
