@@ -101,3 +101,25 @@ def test_optimizer_given_a_tensor_names_its_torch_type(torch):
         expected = _outcome(lambda: torch.optim.SGD(make(torch), lr=0.1))
         assert expected[0] == "TypeError"
         assert _outcome(lambda: tg.optim.SGD(make(tg), lr=0.1)) == expected
+
+
+def test_iterable_dataset_without_iter_cannot_be_instantiated(torch):
+    """IterableDataset's __iter__ is abstract in PyTorch: a subclass that forgets it (defining
+    __getitem__ instead) fails at construction with TypeError, not later in the DataLoader."""
+    def bad_subclass(lib):
+        class Rows(lib.utils.data.IterableDataset):
+            def __getitem__(self, i):
+                return i
+        return Rows
+
+    for make in (lambda lib: lib.utils.data.IterableDataset(), lambda lib: bad_subclass(lib)()):
+        expected = _outcome(lambda: make(torch))
+        got = _outcome(lambda: make(tg))
+        assert expected[0] == got[0] == "TypeError"
+        assert "abstract method __iter__" in got[1]
+
+    class Count(tg.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+
+    assert [b.tolist() for b in tg.utils.data.DataLoader(Count(), batch_size=2)] == [[0, 1], [2]]
