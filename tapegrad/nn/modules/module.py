@@ -235,11 +235,11 @@ class Module:
             return
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
-            if name not in params and hasattr(type(self), name):
-                # A method or property of that name (a parametrized tensor's property): PyTorch
-                # refuses rather than register a parameter the attribute would hide.
-                raise KeyError(f"attribute '{name}' already exists")
+            # As in PyTorch, assignment goes through register_parameter's checks once the name is
+            # cleared elsewhere: what still holds it is a method or property (a parametrized
+            # tensor's), which the parameter would hide, and a dotted name is refused.
             _discard(self, name, keep=params)
+            _check_registration_name(self, "parameter", name, "_parameters")
             params[name] = value
         elif isinstance(value, Module):
             _discard(self, name, keep=modules)
@@ -299,6 +299,7 @@ class Module:
         >>> [name for name, _ in m.named_parameters()]
         ['scale']
         """
+        _check_registration_name(self, "parameter", name, "_parameters")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
@@ -327,8 +328,7 @@ class Module:
         >>> list(m.state_dict())
         ['count']
         """
-        if "." in name or name == "":
-            raise KeyError(f'buffer name can\'t contain "." or be empty (got "{name}")')
+        _check_registration_name(self, "buffer", name, "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
@@ -345,6 +345,7 @@ class Module:
         """
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        _check_registration_name(self, "module", name, "_modules")
         _discard(self, name, keep=self._modules)
         self._modules[name] = module
 
@@ -1011,6 +1012,33 @@ def _hook_table(module, name: str) -> OrderedDict:
     if name not in module.__dict__:
         object.__setattr__(module, name, OrderedDict())
     return module.__dict__[name]
+
+
+def _check_registration_name(module, kind: str, name, store: str) -> None:
+    """PyTorch's checks on the name given to register_parameter, register_buffer and add_module.
+
+    A dotted name would be split as a path by named_parameters()/state_dict() keys and
+    get_submodule(), an empty one makes a key equal to its parent's prefix, and a name another
+    attribute already holds would be shadowed by (or shadow) it: PyTorch refuses all three, so a
+    script that builds names by formatting (`"conv.{0}".format(i)`) fails where it would there.
+    `store` is the registry the name goes into; replacing an entry of the same kind is allowed.
+    (Attribute assignment, `m.x = Parameter(...)`, is not checked: it replaces what was there.)
+    """
+    if store not in module.__dict__:
+        raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {_type_name(name)}")
+    # add_module checks for a taken name before the name's form; the other two after.
+    taken = hasattr(module, name) and name not in module.__dict__[store]
+    if kind == "module" and taken:
+        raise KeyError(f"attribute '{name}' already exists")
+    if "." in name:
+        got = f", got: {name}" if kind == "module" else ""
+        raise KeyError(f'{kind} name can\'t contain "."{got}')
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+    if taken:
+        raise KeyError(f"attribute '{name}' already exists")
 
 
 def _discard(module, name: str, keep: dict | None = None) -> None:

@@ -31,10 +31,10 @@ class Dataset(Generic[_T_co]):
 
 
 class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
-    """An iterable-style dataset: subclasses implement `__iter__`."""
+    """An iterable-style dataset: subclasses implement `__iter__`.
 
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+    `__iter__` is left abstract (from `Iterable`), as in PyTorch: a subclass that forgets it
+    fails when it is instantiated (TypeError), not later inside the DataLoader."""
 
     def __add__(self, other: "Dataset") -> "ChainDataset":
         return ChainDataset([self, other])
