@@ -231,6 +231,10 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         if dim is None:
             return Size(self._array.shape)
+        if type(dim) is int:        # (the common call, x.size(0), without the general checks)
+            shape = self._array.shape
+            if -len(shape) <= dim < len(shape):
+                return shape[dim]
         if self._array.ndim == 0:
             from ._extra_ops import _no_dims_of_scalar
             _no_dims_of_scalar(dim, "size")
