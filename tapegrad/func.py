@@ -23,6 +23,7 @@ the samples (each call draws as PyTorch's semantics say).
 """
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import functools
 
@@ -492,14 +493,23 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     (``strict=True`` requires exactly the module's names)."""
     if isinstance(parameter_and_buffer_dicts, dict):
         replacements = dict(parameter_and_buffer_dicts)
-    else:
+    elif isinstance(parameter_and_buffer_dicts, collections.abc.Sequence):
+        if not all(isinstance(d, dict) for d in parameter_and_buffer_dicts):
+            raise ValueError("Expected all elements of parameter_and_buffer_dicts to be "
+                             "dictionaries")
         replacements = {}
+        repeated = []
         for d in parameter_and_buffer_dicts:
-            overlap = set(replacements) & set(d)
-            if overlap:
-                raise ValueError(f"{sorted(overlap)[0]} appeared in multiple dictionaries; "
-                                 f"behavior of functional call is ambiguous")
+            repeated += [k for k in d if k in replacements and k not in repeated]
             replacements.update(d)
+        if repeated:
+            raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of "
+                             f"functional call is ambiguous")
+    else:
+        raise ValueError("Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of "
+                         f"dicts, but got {type(parameter_and_buffer_dicts)}")
+    if tie_weights:
+        replacements = _untie(module, replacements)
     if strict:
         expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
             {n for n, _ in module.named_buffers(remove_duplicate=False)}
@@ -542,6 +552,27 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 
 
 _MISSING = object()
+
+
+def _untie(module, replacements: dict) -> dict:
+    """replacements extended to every other name of a tensor the module holds under several names
+    (tied weights: a value given for one name replaces them all, as PyTorch's tie_weights=True).
+    Two different values for names of one tensor are ambiguous, and refused."""
+    names_of = {}
+    named = list(module.named_parameters(remove_duplicate=False)) + \
+        list(module.named_buffers(remove_duplicate=False))
+    for name, tensor in named:
+        names_of.setdefault(id(tensor), set()).add(name)
+    tied = {name: names for names in names_of.values() if len(names) > 1 for name in names}
+    untied = dict(replacements)
+    for given in [n for n in replacements if n in tied]:
+        group = tied[given]
+        if len({id(replacements[n]) for n in group if n in replacements}) > 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(group)}, "
+                             "which are tied. Consider using tie_weights=False")
+        for name in group:
+            untied[name] = replacements[given]
+    return untied
 
 
 def stack_module_state(models):
