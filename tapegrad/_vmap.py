@@ -211,10 +211,34 @@ def _pad_batched(v, rank):
     return v
 
 
+def unbatched_write_error(name="inplace arithmetic"):
+    """PyTorch's refusal of an in-place write into a tensor that is not mapped over (at the
+    innermost level) of values that are: one tensor cannot hold every sample's result, and
+    writing each sample in turn would leave only the last one."""
+    return RuntimeError(
+        f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` "
+        f"in extra_args that has more elements than `self`. This happened due to `other` being "
+        f"vmapped over but `self` not being vmapped over in a vmap. Please try to use "
+        f"out-of-place operators instead of {name}.")
+
+
+def _writes_unbatched(name, args, kwargs, level) -> bool:
+    """Whether op ``name`` writes into a tensor not batched at ``level`` (its self, in place,
+    or its out=)."""
+    def unbatched(x):
+        if isinstance(x, (tuple, list)):
+            return any(unbatched(y) for y in x)
+        return x is not None and not (type(x) is BatchedTensor and x.level == level)
+    inplace = name.endswith("_") and not name.endswith("__") and args
+    return bool((inplace and unbatched(args[0])) or unbatched(kwargs.get("out")))
+
+
 def _loop(fn, name, args, kwargs):
     """Run ``fn`` once per sample of the innermost batched level among args, stack results."""
     level = _top_level(_leaves(args, kwargs))
     size = _batch_size(level)
+    if _writes_unbatched(name, args, kwargs, level):
+        raise unbatched_write_error()
 
     def slice_at(x, i):
         if type(x) is BatchedTensor and x.level == level:
@@ -299,8 +323,7 @@ def _binary(name, reflected=False):
         level, va, vb = _align(a, b)
         if name.endswith("_") and not name.startswith("__"):
             if not (_is_batched(a) and a.level == level):
-                return _loop(lambda x, *r, **k: getattr(x, name)(*r, **k), name,
-                             (a, b) + args, kwargs)
+                raise unbatched_write_error()
             getattr(va, name)(vb, *args, **kwargs)
             return a
         if reflected:
@@ -800,8 +823,11 @@ def _dispatching(name, original):
 
     @functools.wraps(original)
     def dispatch(*args, **kwargs):
-        if _top_level(_leaves(args, kwargs)) is None:
+        level = _top_level(_leaves(args, kwargs))
+        if level is None:
             return original(*args, **kwargs)
+        if _writes_unbatched(name, args, kwargs, level):
+            raise unbatched_write_error()
         if rule is not None:
             # (the rule calls ``dispatch`` on the values: under nested vmaps they are batched
             # at the outer levels)
@@ -877,7 +903,10 @@ def _unpatch():
 
 
 def redirect(fn):
-    """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn."""
+    """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn.  Every
+    transform calls its function through this: a public function handed over as an object
+    (``jacfwd(tapegrad.sin)``) was taken before the namespaces were patched, and would meet
+    BatchedTensors unwrapped."""
     wrapper = _by_original.get(id(fn))
     if wrapper is None:
         name = getattr(fn, "__name__", None)

@@ -172,7 +172,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 leaves = [_tracked(leaf) for leaf in leaves]
                 flat[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)
-            result = func(*args, **kwargs)
+            result = _vmap.redirect(func)(*args, **kwargs)
             if has_aux:
                 if not (isinstance(result, tuple) and len(result) == 2):
                     raise RuntimeError("grad_and_value(f)(*args): output of function f should be "
@@ -233,7 +233,7 @@ def vjp(func, *primals, has_aux=False):
     with _transform_level():
         leaves, rebuild = _flatten(list(primals))
         leaves = [_tracked(x) for x in leaves]
-        result = func(*rebuild(leaves))
+        result = _vmap.redirect(func)(*rebuild(leaves))
     if has_aux:
         if not (isinstance(result, tuple) and len(result) == 2):
             raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "
@@ -316,7 +316,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"{tuple(t.shape)}.")
     with _transform_level():
         leaves = [_tracked(x) for x in leaves]
-        result = func(*rebuild(leaves))
+        result = _vmap.redirect(func)(*rebuild(leaves))
         if has_aux:
             result, aux = result
         out_leaves, out_rebuild = _flatten(result)
@@ -380,7 +380,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                     count = len(per_arg[a][0])
                     call[a] = per_arg[a][1](new_inputs[at:at + count])
                     at += count
-                result = func(*call)
+                result = _vmap.redirect(func)(*call)
                 return result if has_aux else (result, None)
 
             # One evaluation: the outputs (and aux).  jacrev: vmap over the outputs' basis of
@@ -792,6 +792,10 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
     state = default_generator.get_state()
     probe = _has_none(out_dims) and not any(leaf.requires_grad for leaf, d in pairs
                                             if d is not None)
+    # func runs once per sample here, where PyTorch runs it once: a write into an input that is
+    # not mapped over would happen once per sample (the last sample's values would win).
+    shared = [leaf for leaf, d in pairs if d is None and _is_tensor(leaf)]
+    versions = [leaf._version for leaf in shared]
     per_index = []
     for i in range(size):
         if randomness == "same":
@@ -799,7 +803,9 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
         leaves = [leaf if d is None else
                   leaf.select(d, i).detach().requires_grad_() if probe else
                   leaf.select(d, i) for leaf, d in pairs]
-        per_index.append(func(*_rebuild_args(rebuilders, leaves), **kwargs))
+        per_index.append(_vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs))
+        if size > 1 and [leaf._version for leaf in shared] != versions:
+            raise _vmap.unbatched_write_error()
     return _stack_outputs(name, per_index, out_dims, probe)
 
 

@@ -1,5 +1,7 @@
 """Regressions found by the seventh argument-form sweep (hooks, autograd.Function, nn.utils,
 torch.func) against PyTorch."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -72,3 +74,55 @@ def test_functional_call_repeated_keys_message():
         lib.func.functional_call(lib.nn.Linear(3, 2), ({"weight": lib.ones(2, 3)},
                                                        {"weight": lib.ones(2, 3)}), lib.ones(3))
     assert _error(run, torch) == _error(run, tg)
+
+
+@pytest.mark.parametrize("transform", ["jacfwd", "jacrev", "hessian", "vmap_jacrev",
+                                       "vmap_grad"])
+def test_transforms_of_a_public_function_passed_as_an_object(transform):
+    # jacfwd(torch.sin) raised TypeError: the function object met BatchedTensors unwrapped.
+    def run(lib):
+        f = lib.func
+        x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=lib.float64)
+        make = {"jacfwd": lambda: f.jacfwd(lib.sin)(x[0]),
+                "jacrev": lambda: f.jacrev(lib.sin)(x[0]),
+                "hessian": lambda: f.hessian(lib.sum)(x[0]),
+                "vmap_jacrev": lambda: f.vmap(f.jacrev(lib.sin))(x),
+                "vmap_grad": lambda: f.vmap(f.grad(lib.sum))(x)}[transform]
+        return make().numpy()
+    with warnings.catch_warnings():     # (PyTorch's forward AD warns about its own jit use)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        a = run(torch)
+    b = run(tg)
+    np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-15)
+
+
+def _inplace_into_unmapped(lib, how):
+    x = lib.tensor([0.5, -1.0, 2.0])
+    m = lib.tensor([[1.0, 2.0, 0.5], [-1.0, 0.3, 2.0]])
+    body = {"add_": lambda a, b: a.add_(b),
+            "mul_": lambda a, b: a.mul_(b),
+            "copy_": lambda a, b: a.copy_(b),
+            "index_add_": lambda a, b: a.index_add_(0, lib.tensor([0]), b[:1]),
+            "masked_fill_": lambda a, b: a.masked_fill_(b > 0, 0.0),
+            "setitem": lambda a, b: a.__setitem__(0, b[0]),
+            "out=": lambda a, b: lib.add(b, 1, out=a),
+            "different": lambda a, b: a.add_(b + 0 * lib.rand(3))}[how]
+    kwargs = {"randomness": "different"} if how == "different" else {}
+    lib.func.vmap(body, in_dims=(None, 0), **kwargs)(x, m)
+
+
+@pytest.mark.parametrize("how", ["add_", "mul_", "copy_", "index_add_", "masked_fill_",
+                                 "setitem", "out=", "different"])
+def test_vmap_refuses_writing_mapped_values_into_an_unmapped_tensor(how):
+    # Each sample wrote in turn into the one unmapped tensor: the last sample's values won,
+    # silently (PyTorch refuses).
+    assert _error(lambda lib: _inplace_into_unmapped(lib, how), torch)[0] == "RuntimeError"
+    err = _error(lambda lib: _inplace_into_unmapped(lib, how), tg)
+    assert err is not None and err[0] == "RuntimeError" and err[1].startswith("vmap: ")
+
+
+def test_vmap_nested_inplace_into_outer_sample_refused():
+    def run(lib):
+        return lib.func.vmap(lambda a, b: lib.func.vmap(lambda c: a.add_(c))(b))(
+            lib.ones(2, 3), lib.ones(2, 2, 3))
+    assert _error(run, torch)[0] == _error(run, tg)[0] == "RuntimeError"
