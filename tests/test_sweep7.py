@@ -126,3 +126,12 @@ def test_vmap_nested_inplace_into_outer_sample_refused():
         return lib.func.vmap(lambda a, b: lib.func.vmap(lambda c: a.add_(c))(b))(
             lib.ones(2, 3), lib.ones(2, 2, 3))
     assert _error(run, torch)[0] == _error(run, tg)[0] == "RuntimeError"
+
+
+def test_post_accumulate_grad_hook_must_return_none():
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        x.register_post_accumulate_grad_hook(lambda p: p.grad.mul_(10))
+        x.sum().backward()
+    a, b = _error(run, torch), _error(run, tg)
+    assert a is not None and a == b

@@ -316,7 +316,9 @@ cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1:
         return 0
     t = <object>out
     for fn in list(ex.post_hooks.values()):
-        fn(t)
+        # PyTorch refuses a result: such a hook acts on .grad in place, it cannot replace it.
+        if fn(t) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
     return 0
 
 
