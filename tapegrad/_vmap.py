@@ -1038,19 +1038,23 @@ def grad(grad_fn, outputs, inputs, grad_outputs, **kwargs):
     return out
 
 
+def _out_dim_error(out_dim, n):
+    """PyTorch's error for an out_dim outside the n dims of an output with its batch dim."""
+    return IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                      f"but got {out_dim})")
+
+
 def unbatch(x, level, size, out_dim):
     """A function's output leaf at the end of the vmap ``level``: its batch dim moved to
     ``out_dim``; an output that does not vary over the batch is expanded there."""
     if _is_batched(x) and x.level == level:
         n = x.value.dim()
         if not -n <= out_dim < n:
-            raise ValueError(f"vmap: out_dim={out_dim} is out of range for an output of "
-                             f"dimensionality {n - 1}")
+            raise _out_dim_error(out_dim, n)
         return x.value.movedim(0, out_dim % n) if out_dim % n else x.value
     n = x.dim() + 1
     if not -n <= out_dim < n:
-        raise ValueError(f"vmap: out_dim={out_dim} is out of range for an output of "
-                         f"dimensionality {n - 1}")
+        raise _out_dim_error(out_dim, n)
     d = out_dim % n
     shape = tuple(x.shape)
     return x.unsqueeze(d).expand(shape[:d] + (size,) + shape[d:])

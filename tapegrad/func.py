@@ -33,8 +33,8 @@ from .autograd.forward_ad import tangent_pairing
 from .grad_mode import enable_grad
 from .random import default_generator
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
-           "functional_call", "stack_module_state", "vmap"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "functional_call", "stack_module_state", "vmap", "functionalize"]
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0
@@ -89,6 +89,17 @@ def _flatten(tree):
         leaves, rebuild_values = _flatten([tree[k] for k in keys])
         return leaves, lambda new: dict(zip(keys, rebuild_values(new)))
     return [tree], lambda leaves: leaves[0]
+
+
+def _structure(tree):
+    """The shape of a nest as _flatten reads it, leaves as None: vjp's cotangents must have the
+    outputs' (a list is not a tuple, as in PyTorch's pytrees)."""
+    if isinstance(tree, (tuple, list)):
+        return (list if isinstance(tree, list) else tuple,
+                tuple(_structure(item) for item in tree))
+    if isinstance(tree, dict):
+        return (dict, tuple((k, _structure(v)) for k, v in tree.items()))
+    return None
 
 
 def _tracked(x):
@@ -148,7 +159,10 @@ def _argnums_tuple(argnums, n_args, name):
             raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(a)}")
         if not -n_args <= a < n_args:
             raise RuntimeError(f"Got argnum={a}, but only {n_args} positional inputs")
-    return tuple(a % n_args for a in nums)
+    nums = tuple(a % n_args for a in nums)
+    if len(set(nums)) != len(nums):     # (one argument's gradient would be returned twice)
+        raise RuntimeError(f"argnums elements must be unique, got {nums}")
+    return nums
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
@@ -242,12 +256,12 @@ def vjp(func, *primals, has_aux=False):
     out_leaves, out_rebuild = _flatten(result)
     for o in out_leaves:
         if not _is_tensor(o):
-            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has "
-                               f"non-empty output, got {type(o)}")
+            raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only "
+                               f"tensors, got unsupported type {type(o)}")
 
     def vjp_fn(cotangents):
         cot_leaves, _ = _flatten(cotangents)
-        if len(cot_leaves) != len(out_leaves):
+        if len(cot_leaves) != len(out_leaves) or _structure(cotangents) != _structure(result):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as "
                                "pytree structure of outputs to the function")
         for c, o in zip(cot_leaves, out_leaves):
@@ -311,9 +325,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                            "the same python structure.")
     for p, t in zip(leaves, tangent_leaves):
         if tuple(p.shape) != tuple(t.shape):
-            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to "
-                               f"have the same shape, got {tuple(p.shape)} and "
-                               f"{tuple(t.shape)}.")
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size "
+                               f"than that of the original Tensor, this is not supported. Tensor "
+                               f"is of size {list(p.shape)} while the given forward gradient is "
+                               f"of size {list(t.shape)}.")
     with _transform_level():
         leaves = [_tracked(x) for x in leaves]
         result = _vmap.redirect(func)(*rebuild(leaves))
@@ -327,6 +342,49 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if has_aux:
         return output, tangent_out, aux
     return output, tangent_out
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is ``J v`` at ``primals`` for tangents
+    shaped as the primals.  (PyTorch traces func once and replays the trace; here each call is a
+    ``jvp``, the same values for a function without side effects.)"""
+    output = _vmap.redirect(func)(*primals)
+    primal_leaves, _ = _flatten(primals)
+
+    def jvp_fn(*tangents):
+        if _structure(tangents) != _structure(primals):
+            raise RuntimeError("Expected the tangents to have the same argspec as the primals")
+        for i, (p, t) in enumerate(zip(primal_leaves, _flatten(tangents)[0])):
+            if not _is_tensor(t):
+                raise RuntimeError(f"tangent:{i} is not a Tensor, but the corresponding primal "
+                                   f"is")
+            if t.shape != p.shape:
+                raise RuntimeError(f"tangent:{i} with shape {t.shape} in flattened pytree doesn't "
+                                   f"match the shape {p.shape} of the corresponding primal.")
+            if t.dtype != p.dtype:
+                raise RuntimeError(f"tangent:{i} with dtype {t.dtype} in flattened pytree doesn't "
+                                   f"match the dtype {p.dtype} of the corresponding primal.")
+        return jvp(func, primals, tangents)[1]
+    return output, jvp_fn
+
+
+def functionalize(func, *, remove="mutations"):
+    """``func`` itself: PyTorch's functionalize rewrites mutations (and, with
+    ``remove='mutations_and_views'``, views) into out-of-place ops for its graph capture, and
+    copies the final values back into mutated inputs, so in eager mode the results and the
+    inputs' final values are func's own."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(
+            f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}."
+            " Valid options are:\n     remove='mutations': all inplace and out= operators will be "
+            "removed from the program, and replaced with their out-of-place equivalents.\n     "
+            "remove='mutations_and_views': In addition to the above, all aliasing operators "
+            "{view} will be replaced with their non-aliasing counterparts, {view}_copy.\n")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
 
 
 # -- Jacobians -------------------------------------------------------------------------------------

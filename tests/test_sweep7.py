@@ -135,3 +135,61 @@ def test_post_accumulate_grad_hook_must_return_none():
         x.sum().backward()
     a, b = _error(run, torch), _error(run, tg)
     assert a is not None and a == b
+
+
+def test_linearize_matches_jvp_values_and_checks_tangents():
+    def run(lib):
+        x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64)
+        y = lib.tensor([1.5, 0.25, -0.75], dtype=lib.float64)
+        out, jvp_fn = lib.func.linearize(lambda a, b: (a.sin() * b, a + b.exp()), x, y)
+        t1 = jvp_fn(lib.ones(3, dtype=lib.float64), lib.zeros(3, dtype=lib.float64))
+        t2 = jvp_fn(lib.zeros(3, dtype=lib.float64), lib.full((3,), 2.0, dtype=lib.float64))
+        return [v.detach().numpy() for v in (*out, *t1, *t2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # (PyTorch warns about its own tracing)
+        a = run(torch)
+    for u, v in zip(a, run(tg)):
+        np.testing.assert_allclose(v, u, rtol=1e-12)
+
+    def bad(lib, tangent):
+        lib.func.linearize(lib.sin, lib.ones(3))[1](tangent(lib))
+    for tangent in (lambda lib: lib.ones(2), lambda lib: lib.ones(3, dtype=lib.float64)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # (PyTorch warns about its own tracing)
+            a = _error(lambda lib: bad(lib, tangent), torch)
+        assert a is not None and a == _error(lambda lib: bad(lib, tangent), tg)
+
+
+def test_functionalize_keeps_eager_results_and_input_mutations():
+    def run(lib):
+        a = lib.ones(2)
+
+        def f(t):
+            t.add_(1)
+            return t * 2
+        first = lib.func.functionalize(f)(a).tolist()
+        second = lib.func.functionalize(f, remove="mutations_and_views")(a).tolist()
+        return first, second, a.tolist()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = run(torch)
+    assert a == run(tg)
+    assert _error(lambda lib: lib.func.functionalize(lib.sin, remove="x"), torch)[0] == \
+        _error(lambda lib: lib.func.functionalize(lib.sin, remove="x"), tg)[0] == "RuntimeError"
+
+
+@pytest.mark.parametrize("case", ["argnums_dup", "cotangent_list_for_tuple", "out_dims"])
+def test_func_argument_errors(case):
+    def run(lib):
+        f = lib.func
+        x = lib.ones(3)
+        if case == "argnums_dup":      # the same argument's gradient twice, before
+            f.grad(lambda a, b: (a * b).sum(), argnums=(1, -1))(x, x)
+        elif case == "cotangent_list_for_tuple":   # was accepted
+            f.vjp(lambda a: (a, a * 2), x)[1]([lib.ones(3), lib.ones(3)])
+        else:
+            f.vmap(lambda r: r, out_dims=2)(lib.ones(2, 3))
+    a, b = _error(run, torch), _error(run, tg)
+    assert a is not None and b is not None and a[0] == b[0]
+    if case == "argnums_dup":
+        assert a == b
