@@ -193,3 +193,32 @@ def test_func_argument_errors(case):
     assert a is not None and b is not None and a[0] == b[0]
     if case == "argnums_dup":
         assert a == b
+
+
+def test_global_module_hooks_run_before_each_modules_own():
+    def run(lib):
+        mm = lib.nn.modules.module
+        log = []
+        x = lib.tensor([0.5, 1.0], requires_grad=True)
+        handles = [
+            mm.register_module_forward_pre_hook(lambda m, a: log.append(("pre", type(m).__name__))),
+            mm.register_module_forward_hook(lambda m, a, o: o * 2 if isinstance(m, lib.nn.Tanh)
+                                            else None),
+            mm.register_module_full_backward_pre_hook(lambda m, go: log.append(("bpre",
+                                                                                type(m).__name__))),
+            mm.register_module_full_backward_hook(lambda m, gi, go: (gi[0] * 10,)),
+        ]
+        tanh = lib.nn.Tanh()
+        tanh.register_forward_hook(lambda m, a, o: o + 1)     # sees the global hook's output
+        try:
+            out = lib.nn.Sequential(tanh, lib.nn.Sigmoid())(x)
+            out.sum().backward()
+        finally:
+            for h in handles:
+                h.remove()
+        after = lib.nn.Tanh()(x.detach())
+        return log, out.tolist(), x.grad.tolist(), after.tolist()
+    a, b = _both(run)
+    assert a[0] == b[0]
+    for u, v in zip(a[1:], b[1:]):
+        np.testing.assert_allclose(v, u, rtol=1e-6)

@@ -41,7 +41,7 @@ class _HookCall:
         self.grad_output = None
 
     def run_pre_hooks(self, grad_output: tuple) -> tuple:
-        for hook in list(self.module.__dict__.get("_backward_pre_hooks", {}).values()):
+        for hook in self.module._get_backward_pre_hooks():
             result = hook(self.module, grad_output)
             if result is None:
                 continue
@@ -54,7 +54,7 @@ class _HookCall:
         return grad_output
 
     def run_hooks(self, grad_input: tuple, replaceable: bool) -> tuple:
-        for hook in list(self.module.__dict__.get("_backward_hooks", {}).values()):
+        for hook in self.module._get_backward_hooks()[0]:
             result = hook(self.module, grad_input, self.grad_output)
             if result is None:
                 continue
@@ -138,7 +138,7 @@ def wrap_outputs(call, output):
         grad_output = call.run_pre_hooks(tuple(grad_output))
         call.grad_output = grad_output
         if call.grad_positions is None:     # no input identity will run: the hooks run here
-            if call.module.__dict__.get("_backward_hooks"):
+            if call.module._get_backward_hooks()[0]:
                 warnings.warn(_OUTPUT_SIDE_WARNING, UserWarning, stacklevel=2)
             call.run_hooks((None,) * call.n_args, replaceable=False)
         return tuple(grad_output[i] for i in positions)
