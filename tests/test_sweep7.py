@@ -222,3 +222,30 @@ def test_global_module_hooks_run_before_each_modules_own():
     assert a[0] == b[0]
     for u, v in zip(a[1:], b[1:]):
         np.testing.assert_allclose(v, u, rtol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["norm_except_dim", "weight_norm", "parametrizations"])
+def test_weight_norm_of_a_vector_is_per_entry(form):
+    # norm_except_dim of a 1-d tensor took the norm of the whole vector (an empty dim tuple
+    # reduces everything): weight_norm(name="bias") got one g instead of one per entry.
+    def run(lib):
+        if form == "norm_except_dim":
+            v = lib.tensor([0.3, -0.4, 0.1], dtype=lib.float64, requires_grad=True)
+            out = lib.norm_except_dim(v, 2, 0)
+            out.sum().backward()
+            return out.detach().numpy(), v.grad.numpy()
+        m = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            m.bias.copy_(lib.tensor([0.1, -0.2]))
+        if form == "weight_norm":
+            lib.nn.utils.weight_norm(m, name="bias")
+            g = m.bias_g
+        else:
+            lib.nn.utils.parametrizations.weight_norm(m, name="bias")
+            g = m.parametrizations.bias.original0
+        m(lib.ones(1, 3)).sum().backward()
+        return g.detach().numpy(), g.grad.numpy()
+    a, b = _both(run)
+    for u, v in zip(a, b):
+        assert u.shape == v.shape
+        np.testing.assert_allclose(v, u, rtol=1e-6, atol=1e-7)
