@@ -251,3 +251,26 @@ def test_weight_norm_of_a_vector_is_per_entry(form):
     for u, v in zip(a, b):
         assert u.shape == v.shape
         np.testing.assert_allclose(v, u, rtol=1e-6, atol=1e-7)
+
+
+def test_function_mark_dirty_counts_one_more_version():
+    def run(lib):
+        class AddOne(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                x.add_(1)
+                ctx.mark_dirty(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        x = a * 1
+        v0 = x._version
+        AddOne.apply(x)
+        plain = lib.tensor([1.0, 2.0])
+        AddOne.apply(plain)
+        return x._version - v0, plain._version
+    a, b = _both(run)
+    assert a == b

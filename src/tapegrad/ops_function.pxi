@@ -609,6 +609,7 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
             if recording and (<TensorBase>o)._requires_grad and is_leaf_c(<TensorBase>o):
                 raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                    "in-place operation.")
+            bump_version(<TensorBase>o)    # PyTorch counts a marked write as one more version
             continue
         if (any(o is a for a in args) or (<TensorBase>o)._node >= 0
                 or (<TensorBase>o)._requires_grad):
