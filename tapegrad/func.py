@@ -670,6 +670,26 @@ def _func_name(func) -> str:
     return getattr(func, "__name__", repr(func))
 
 
+def _dims_per_leaf(dims, tree):
+    """One dim per leaf of ``tree``: ``dims`` is an int or None for a whole subtree, or a nest
+    of the tree's own kinds (tuples, lists, dicts of the same lengths and keys) down to there,
+    as PyTorch's pytree prefixes; None when it does not fit the tree."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * len(_flatten(tree)[0])
+    if isinstance(dims, (tuple, list)):
+        if not (isinstance(tree, (tuple, list)) and isinstance(dims, list) ==
+                isinstance(tree, list) and len(dims) == len(tree)):
+            return None
+        parts = [_dims_per_leaf(d, t) for d, t in zip(dims, tree)]
+    elif isinstance(dims, dict):
+        if not (isinstance(tree, dict) and set(dims) == set(tree)):
+            return None
+        parts = [_dims_per_leaf(dims[k], tree[k]) for k in tree]
+    else:
+        return None
+    return None if any(p is None for p in parts) else [d for p in parts for d in p]
+
+
 def _check_in_dims(func, in_dims, args):
     name = _func_name(func)
     if in_dims is None:
@@ -678,7 +698,11 @@ def _check_in_dims(func, in_dims, args):
                          f"inputs, got: {type(in_dims)}.")
     if isinstance(in_dims, int):
         return [in_dims] * len(args)
-    if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
+    if not isinstance(in_dims, tuple):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to "
+                         f"be int or a (potentially nested) tuple matching the structure of "
+                         f"inputs, got: {type(in_dims)}.")
+    if len(in_dims) != len(args):
         raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
                          f"compatible with the structure of `inputs`. in_dims has structure "
                          f"{in_dims} but inputs has {len(args)} leaves.")
@@ -691,13 +715,10 @@ def _mapped_leaves(func, in_dims, args):
     pairs, rebuilders = [], []
     for arg, dim in zip(args, _check_in_dims(func, in_dims, args)):
         leaves, rebuild = _flatten(arg)
-        if isinstance(dim, (tuple, list, dict)):
-            dims, _ = _flatten(dim)
-            if len(dims) != len(leaves):
-                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is "
-                                 f"not compatible with the structure of `inputs`.")
-        else:
-            dims = [dim] * len(leaves)
+        dims = _dims_per_leaf(dim, arg)
+        if dims is None:
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is "
+                             f"not compatible with the structure of `inputs`.")
         for leaf, d in zip(leaves, dims):
             if d is None:
                 pairs.append((leaf, None))
@@ -789,12 +810,19 @@ def _rebuild_args(rebuilders, leaves):
     return call_args
 
 
-def _out_dims_per_leaf(name, out_dims, n):
-    dims = [out_dims] * n if not isinstance(out_dims, (tuple, list)) else \
-        _flatten(list(out_dims))[0]
-    if len(dims) != n:
-        raise ValueError(f"vmap({name}, ...): `{name}` must have one leaf per out_dim, got "
-                         f"{n} outputs and out_dims={out_dims}")
+def _out_dims_per_leaf(name, out_dims, result):
+    """One out_dim per leaf of the mapped function's result (a 1-tuple of out_dims also fits a
+    single tensor, as in PyTorch)."""
+    if not (out_dims is None or isinstance(out_dims, (int, tuple, list, dict))):
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, "
+                         f"None or a python collection of ints representing where in the "
+                         f"outputs the vmapped dimension should appear.")
+    if _is_tensor(result) and isinstance(out_dims, tuple) and len(out_dims) == 1:
+        out_dims = out_dims[0]
+    dims = _dims_per_leaf(out_dims, result)
+    if dims is None:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         f"compatible with the structure of `outputs`.")
     return dims
 
 
@@ -808,7 +836,7 @@ def _non_tensor_output(name, value, dim):
 
 def _unbatch_outputs(name, result, out_dims, level, size):
     leaves, rebuild = _flatten(result)
-    dims = _out_dims_per_leaf(name, out_dims, len(leaves))
+    dims = _out_dims_per_leaf(name, out_dims, result)
     out = []
     for leaf, dim in zip(leaves, dims):
         if not _is_tensor(leaf):
@@ -834,9 +862,10 @@ def _vmap_in_chunks(func, name, pairs, rebuilders, size, in_dims, out_dims, rand
             default_generator.set_state(state)
         n = min(chunk_size, size - start)
         leaves = [leaf if d is None else leaf.narrow(d, start, n) for leaf, d in pairs]
-        per_chunk.append(_flatten(whole(*_rebuild_args(rebuilders, leaves), **kwargs)))
+        per_chunk.append(whole(*_rebuild_args(rebuilders, leaves), **kwargs))
+    dims = _out_dims_per_leaf(name, out_dims, per_chunk[0])
+    per_chunk = [_flatten(chunk) for chunk in per_chunk]
     leaves0, rebuild = per_chunk[0]
-    dims = _out_dims_per_leaf(name, out_dims, len(leaves0))
     cat = _vmap.function("cat")
     out = [leaves0[k] if dim is None else
            cat([chunk[0][k] for chunk in per_chunk], dim % (leaves0[k].dim()))
@@ -879,7 +908,7 @@ def _same_state(a, b) -> bool:
 def _stack_outputs(name, per_index, out_dims, probed):
     flat = [_flatten(r) for r in per_index]
     leaves0, rebuild = flat[0]
-    dims = _out_dims_per_leaf(name, out_dims, len(leaves0))
+    dims = _out_dims_per_leaf(name, out_dims, per_index[0])
     stacked = []
     for k, dim in enumerate(dims):
         column = [f[0][k] for f in flat]

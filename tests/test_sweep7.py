@@ -274,3 +274,22 @@ def test_function_mark_dirty_counts_one_more_version():
         return x._version - v0, plain._version
     a, b = _both(run)
     assert a == b
+
+
+@pytest.mark.parametrize("in_dims, out_dims", [
+    (0, {"a": 1, "b": 0}),                  # out_dims as a dict, like the output (TypeError)
+    ([0], 0),                               # in_dims must be a tuple (was read as one)
+    (0, [1, 0]),                            # a list of out_dims for a dict output
+    (0, 1.5),
+    (({"a": 0},), 0),                       # a dict of in_dims for a tensor input
+])
+def test_vmap_in_dims_and_out_dims_structures(in_dims, out_dims):
+    def run(lib):
+        out = lib.func.vmap(lambda r: {"a": r * 2, "b": r.sum()}, in_dims=in_dims,
+                            out_dims=out_dims)(lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, 0.0]]))
+        return {k: v.tolist() for k, v in out.items()}
+    a, b = _error(run, torch), _error(run, tg)
+    if a is None:
+        assert _both(run)[0] == _both(run)[1]
+    else:
+        assert b is not None and a[0] == b[0]
