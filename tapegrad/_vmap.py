@@ -341,8 +341,8 @@ _KEEPS_SHAPE = {"softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "
                 "cummin"}
 # Whole-sample reductions done over a tuple of dims (as PyTorch's batching rules do); the
 # others flatten the sample first.
-_TUPLE_DIMS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "nansum",
-               "nanmean"}
+_TUPLE_DIMS = {"sum", "mean", "amax", "amin", "std", "var", "logsumexp", "nansum",
+               "nanmean"}       # (prod takes one dim only: it flattens)
 _WHOLE = {"max": "amax", "min": "amin"}
 
 

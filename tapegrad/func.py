@@ -784,21 +784,18 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 if "BatchedTensor" not in str(exc):
                     raise
                 # A function the namespaces' wrappers do not reach (bound to another name
-                # before vmap) met a BatchedTensor: run func once per sample instead.
+                # before vmap, a plain tensor's method) met a BatchedTensor: run func once per
+                # sample instead, outside this level (its samples are plain tensors).
                 default_generator.set_state(state)
-                fallback = True
             else:
-                fallback = False
-            if fallback:
-                return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims,
-                                     "error", kwargs)
-            if not _same_state(state, default_generator.get_state()):
-                default_generator.set_state(state)
-                raise RuntimeError("vmap: called random operation while in randomness error "
-                                   "mode. Please either use the 'same' or 'different' "
-                                   "randomness flags on vmap or perform the randomness "
-                                   "operation out of vmap")
-            return _unbatch_outputs(name, result, out_dims, level, sizes[0])
+                if not _same_state(state, default_generator.get_state()):
+                    default_generator.set_state(state)
+                    raise RuntimeError("vmap: called random operation while in randomness error "
+                                       "mode. Please either use the 'same' or 'different' "
+                                       "randomness flags on vmap or perform the randomness "
+                                       "operation out of vmap")
+                return _unbatch_outputs(name, result, out_dims, level, sizes[0])
+        return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, "error", kwargs)
     return wrapper
 
 

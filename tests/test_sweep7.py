@@ -293,3 +293,26 @@ def test_vmap_in_dims_and_out_dims_structures(in_dims, out_dims):
         assert _both(run)[0] == _both(run)[1]
     else:
         assert b is not None and a[0] == b[0]
+
+
+@pytest.mark.parametrize("body", ["prod", "grad_prod", "hessian_sigmoid_prod", "plain_method",
+                                  "grad_plain_method"])
+def test_vmap_prod_and_plain_tensor_methods_of_mapped_values(body):
+    # vmap(torch.prod) raised TypeError (prod was batched with a tuple of dims); a plain
+    # tensor's method given a mapped value (M.mul(a)) fell back to a per-sample loop that still
+    # ran inside the level, and raised again under grad.
+    def run(lib):
+        f = lib.func
+        m = lib.tensor([[1.0, 2.0, 0.5], [-1.0, 0.3, 2.0]], dtype=lib.float64)
+        a = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=lib.float64)
+        make = {"prod": lambda: f.vmap(lib.prod)(a),
+                "grad_prod": lambda: f.vmap(f.grad(lambda r: r.prod()))(a),
+                "hessian_sigmoid_prod": lambda: f.hessian(lambda r: r.sigmoid().prod())(a[0]),
+                "plain_method": lambda: f.vmap(lambda r: m.mul(r).amax(0))(a),
+                "grad_plain_method": lambda: f.vmap(f.grad(lambda r: m.mul(r).min(1).values
+                                                            .sum()))(a)}[body]
+        return make().numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        a = run(torch)
+    np.testing.assert_allclose(run(tg), a, rtol=1e-12, atol=1e-15)
