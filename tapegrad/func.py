@@ -51,6 +51,13 @@ def _transform_level():
         _depth -= 1
 
 
+def transforming() -> bool:
+    """Whether a transform (grad, vjp, jacrev...) is running.  PyTorch's transforms always
+    differentiate with grad mode on, so a backward formula that PyTorch picks by grad mode
+    (linalg.det's at a singular matrix) takes its graph-mode branch inside one."""
+    return _depth > 0
+
+
 # Functions that take BatchedTensors as well as tensors (the originals when nothing is batched).
 _zeros_like = _vmap.function("zeros_like")
 _stack = _vmap.function("stack")

@@ -316,3 +316,26 @@ def test_vmap_prod_and_plain_tensor_methods_of_mapped_values(body):
         warnings.simplefilter("ignore", DeprecationWarning)
         a = run(torch)
     np.testing.assert_allclose(run(tg), a, rtol=1e-12, atol=1e-15)
+
+
+_SINGULAR = [[[0.5, -1.0], [-1.0, 2.0]], [[2.0, 1.0], [0.5, 3.0]]]   # one singular, one not
+
+
+@pytest.mark.parametrize("how", ["backward", "create_graph", "second", "func_grad"])
+def test_det_gradient_at_a_singular_matrix(how):
+    # The backward inverted A: LinAlgError at a singular matrix, where PyTorch returns zeros
+    # first-order and the adjugate under create_graph (and inside torch.func transforms).
+    def run(lib):
+        a = lib.tensor(_SINGULAR, dtype=lib.float64, requires_grad=True)
+        if how == "backward":
+            lib.linalg.det(a).sum().backward()
+            return a.grad.numpy()
+        if how == "func_grad":
+            return lib.func.grad(lambda m: lib.linalg.det(m).sum())(a.detach()).numpy()
+        g, = lib.autograd.grad(lib.linalg.det(a).sum(), a, create_graph=True)
+        if how == "create_graph":
+            return g.detach().numpy()
+        h, = lib.autograd.grad((g * g).sum(), a)
+        return h.numpy()
+    a, b = _both(run)
+    np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
