@@ -1,5 +1,6 @@
 """Regressions found by the seventh argument-form sweep (hooks, autograd.Function, nn.utils,
 torch.func) against PyTorch."""
+import copy
 import warnings
 
 import numpy as np
@@ -339,3 +340,30 @@ def test_det_gradient_at_a_singular_matrix(how):
         return h.numpy()
     a, b = _both(run)
     np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("layer", ["BatchNorm1d", "BatchNorm1d_eval", "GroupNorm",
+                                   "InstanceNorm1d"])
+def test_vmap_over_stacked_normalization_layers(layer):
+    # The layers called their functions by a private name that vmap's batching never saw: the
+    # stacked (2, C) parameters reached the kernel whole (RuntimeError).
+    def run(lib):
+        make = {"BatchNorm1d": lambda: lib.nn.BatchNorm1d(3),
+                "BatchNorm1d_eval": lambda: lib.nn.BatchNorm1d(3).eval(),
+                "GroupNorm": lambda: lib.nn.GroupNorm(1, 3),
+                "InstanceNorm1d": lambda: lib.nn.InstanceNorm1d(3, affine=True)}[layer]
+        models = [make(), make()]
+        with lib.no_grad():
+            for k, m in enumerate(models):
+                for p in m.parameters():
+                    p.copy_(lib.linspace(0.5, 1.5, p.numel()) * (k + 1))
+        params, buffers = lib.func.stack_module_state(models)
+        base = copy.deepcopy(models[0]).to("meta")
+        x = lib.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+        if layer == "InstanceNorm1d":
+            x = x.unsqueeze(-1).expand(2, 3, 4) * lib.linspace(0.5, 2.0, 4)
+        out = lib.func.vmap(lambda p, b: lib.func.functional_call(base, (p, b), (x,)))(params,
+                                                                                     buffers)
+        return out.detach().numpy()
+    a, b = _both(run)
+    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
