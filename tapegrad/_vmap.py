@@ -655,6 +655,8 @@ BatchedTensor.matmul = BatchedTensor.__matmul__ = _matmul
 BatchedTensor.__rmatmul__ = _rmatmul
 BatchedTensor.dot = _matmul
 BatchedTensor.__hash__ = object.__hash__
+# `t += batched` on a plain tensor t: the core asks this instead of rebinding t to t + batched
+BatchedTensor._inplace_into_plain_error = staticmethod(unbatched_write_error)
 
 
 # -- module-level functions -----------------------------------------------------------------------

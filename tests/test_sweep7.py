@@ -97,6 +97,11 @@ def test_transforms_of_a_public_function_passed_as_an_object(transform):
     np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-15)
 
 
+def _augmented_add(a, b):
+    a += b
+    return a
+
+
 def _inplace_into_unmapped(lib, how):
     x = lib.tensor([0.5, -1.0, 2.0])
     m = lib.tensor([[1.0, 2.0, 0.5], [-1.0, 0.3, 2.0]])
@@ -106,6 +111,7 @@ def _inplace_into_unmapped(lib, how):
             "index_add_": lambda a, b: a.index_add_(0, lib.tensor([0]), b[:1]),
             "masked_fill_": lambda a, b: a.masked_fill_(b > 0, 0.0),
             "setitem": lambda a, b: a.__setitem__(0, b[0]),
+            "iadd": _augmented_add,     # (`a += b` was rebound to a + b, a left unchanged)
             "out=": lambda a, b: lib.add(b, 1, out=a),
             "different": lambda a, b: a.add_(b + 0 * lib.rand(3))}[how]
     kwargs = {"randomness": "different"} if how == "different" else {}
@@ -113,7 +119,7 @@ def _inplace_into_unmapped(lib, how):
 
 
 @pytest.mark.parametrize("how", ["add_", "mul_", "copy_", "index_add_", "masked_fill_",
-                                 "setitem", "out=", "different"])
+                                 "setitem", "iadd", "out=", "different"])
 def test_vmap_refuses_writing_mapped_values_into_an_unmapped_tensor(how):
     # Each sample wrote in turn into the one unmapped tensor: the last sample's values won,
     # silently (PyTorch refuses).
