@@ -373,3 +373,34 @@ def test_vmap_over_stacked_normalization_layers(layer):
         return out.detach().numpy()
     a, b = _both(run)
     np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["dict_output", "returns_tensor", "pre_returns_tensor",
+                                  "removed_before_backward"])
+def test_full_backward_hooks_as_pytorch_runs_them(case):
+    def run(lib):
+        log = []
+
+        class DictOut(lib.nn.Module):
+            def forward(self, a):
+                return {"x": a * 2}
+        m = DictOut() if case == "dict_output" else lib.nn.Tanh()
+        hook = {"returns_tensor": lambda mod, gi, go: gi[0] * 2,    # a tensor: read as rows
+                "pre_returns_tensor": None}.get(case, lambda mod, gi, go: log.append(len(gi)))
+        if hook is not None:
+            handle = m.register_full_backward_hook(hook)
+        else:
+            handle = m.register_full_backward_pre_hook(lambda mod, go: go[0] * 2)
+        a = lib.tensor([0.5, 1.0], requires_grad=True)
+        out = m(a)
+        if case == "removed_before_backward":   # registered at the call: it still runs
+            handle.remove()
+        (out["x"] if case == "dict_output" else out).sum().backward()
+        return log, a.grad.tolist()
+    a, b = _error(run, torch), _error(run, tg)
+    if a is not None:
+        assert b is not None and a[0] == b[0] and a[1].split(",")[0] == b[1].split(",")[0]
+        return
+    (la, ga), (lb, gb) = _both(run)
+    assert la == lb
+    np.testing.assert_allclose(gb, ga, rtol=1e-6)
