@@ -392,7 +392,10 @@ def test_full_backward_hooks_as_pytorch_runs_them(case):
         else:
             handle = m.register_full_backward_pre_hook(lambda mod, go: go[0] * 2)
         a = lib.tensor([0.5, 1.0], requires_grad=True)
-        out = m(a)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = m(a)
+        log += [str(w.message)[:40] for w in caught]
         if case == "removed_before_backward":   # registered at the call: it still runs
             handle.remove()
         (out["x"] if case == "dict_output" else out).sum().backward()

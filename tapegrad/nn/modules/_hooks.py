@@ -126,6 +126,12 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
             if result is not None:
                 output = result
         if backward_hooked:
+            from ...tensor import Tensor
+            if not isinstance(output, (Tensor, tuple)):
+                import warnings
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              f"Tensor or a tuple of Tensors but received {type(output)}",
+                              UserWarning, stacklevel=3)
             output = wrap_outputs(backward_call, output)
         if legacy:
             hook_last_node(module, args, output)
