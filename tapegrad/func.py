@@ -188,8 +188,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 leaves, rebuild = _flatten(args[a])
                 for leaf in leaves:
                     if not _is_tensor(leaf):
-                        raise RuntimeError(f"Expected tensors, got unsupported type "
-                                           f"{type(leaf)}")
+                        raise ValueError(f"Thing passed to transform API must be Tensor, got "
+                                         f"{type(leaf)}")
                 leaves = [_tracked(leaf) for leaf in leaves]
                 flat[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)
@@ -331,6 +331,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
                            "the same python structure.")
     for p, t in zip(leaves, tangent_leaves):
+        for what, v in (("primal", p), ("tangent", t)):
+            if not (v.dtype.is_floating_point or v.dtype.is_complex):
+                raise ValueError(f"Expected {what} to be floating point or complex, but got: "
+                                 f"{v.dtype}")
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError(f"Trying to set a forward gradient that has a different size "
                                f"than that of the original Tensor, this is not supported. Tensor "
@@ -432,8 +436,14 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
         with _transform_level():
             args = list(args)
             per_arg = {}
+            at = 0
             for a in nums:
                 leaves, rebuild = _flatten(args[a])
+                for i, x in enumerate(leaves, at):
+                    if _is_tensor(x) and x.is_complex():   # (a Jacobian of real inputs only)
+                        raise RuntimeError(f"{name}: Expected all inputs to be real but received "
+                                           f"complex tensor at flattened input idx: {i}")
+                at += len(leaves)
                 leaves = [_tracked(x) for x in leaves]
                 per_arg[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)

@@ -407,3 +407,22 @@ def test_full_backward_hooks_as_pytorch_runs_them(case):
     (la, ga), (lb, gb) = _both(run)
     assert la == lb
     np.testing.assert_allclose(gb, ga, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["grad_none_argument", "jacrev_complex", "jacfwd_complex",
+                                  "jvp_int_primal", "jvp_int_tangent"])
+def test_func_input_refusals(case):
+    # jacrev of a complex input returned a value PyTorch refuses; the others raised another type.
+    def run(lib):
+        f = lib.func
+        x = lib.ones(3)
+        {"grad_none_argument": lambda: f.grad(lambda a, b: a.sum(), argnums=1)(x, None),
+         "jacrev_complex": lambda: f.jacrev(lambda a: a * 2)(x.to(lib.complex64)),
+         "jacfwd_complex": lambda: f.jacfwd(lambda a: a * 2)(x.to(lib.complex64)),
+         "jvp_int_primal": lambda: f.jvp(lambda a: a, (lib.tensor([1, 2]),),
+                                         (lib.tensor([1, 1]),)),
+         "jvp_int_tangent": lambda: f.jvp(lambda a: a, (x,), (lib.tensor([1, 1, 1]),))}[case]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = _error(run, torch)
+    assert a is not None and a == _error(run, tg)
