@@ -1221,7 +1221,10 @@ def norm_except_dim(v, pow=2, dim=0):
     if dim == -1:
         return vector_norm(v, pow)
     d = _core.normalize_dim(dim, v.dim())
-    return vector_norm(v, pow, tuple(i for i in range(v.dim()) if i != d), keepdim=True)
+    others = tuple(i for i in range(v.dim()) if i != d)
+    if not others:      # (an empty dim tuple would reduce everything: each entry is its own norm)
+        return vector_norm(v.unsqueeze(-1), pow, -1)
+    return vector_norm(v, pow, others, keepdim=True)
 
 
 def _ger_method(self, vec2):

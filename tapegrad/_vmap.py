@@ -211,10 +211,34 @@ def _pad_batched(v, rank):
     return v
 
 
+def unbatched_write_error(name="inplace arithmetic"):
+    """PyTorch's refusal of an in-place write into a tensor that is not mapped over (at the
+    innermost level) of values that are: one tensor cannot hold every sample's result, and
+    writing each sample in turn would leave only the last one."""
+    return RuntimeError(
+        f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` "
+        f"in extra_args that has more elements than `self`. This happened due to `other` being "
+        f"vmapped over but `self` not being vmapped over in a vmap. Please try to use "
+        f"out-of-place operators instead of {name}.")
+
+
+def _writes_unbatched(name, args, kwargs, level) -> bool:
+    """Whether op ``name`` writes into a tensor not batched at ``level`` (its self, in place,
+    or its out=)."""
+    def unbatched(x):
+        if isinstance(x, (tuple, list)):
+            return any(unbatched(y) for y in x)
+        return x is not None and not (type(x) is BatchedTensor and x.level == level)
+    inplace = name.endswith("_") and not name.endswith("__") and args
+    return bool((inplace and unbatched(args[0])) or unbatched(kwargs.get("out")))
+
+
 def _loop(fn, name, args, kwargs):
     """Run ``fn`` once per sample of the innermost batched level among args, stack results."""
     level = _top_level(_leaves(args, kwargs))
     size = _batch_size(level)
+    if _writes_unbatched(name, args, kwargs, level):
+        raise unbatched_write_error()
 
     def slice_at(x, i):
         if type(x) is BatchedTensor and x.level == level:
@@ -299,8 +323,7 @@ def _binary(name, reflected=False):
         level, va, vb = _align(a, b)
         if name.endswith("_") and not name.startswith("__"):
             if not (_is_batched(a) and a.level == level):
-                return _loop(lambda x, *r, **k: getattr(x, name)(*r, **k), name,
-                             (a, b) + args, kwargs)
+                raise unbatched_write_error()
             getattr(va, name)(vb, *args, **kwargs)
             return a
         if reflected:
@@ -318,8 +341,8 @@ _KEEPS_SHAPE = {"softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "
                 "cummin"}
 # Whole-sample reductions done over a tuple of dims (as PyTorch's batching rules do); the
 # others flatten the sample first.
-_TUPLE_DIMS = {"sum", "mean", "prod", "amax", "amin", "std", "var", "logsumexp", "nansum",
-               "nanmean"}
+_TUPLE_DIMS = {"sum", "mean", "amax", "amin", "std", "var", "logsumexp", "nansum",
+               "nanmean"}       # (prod takes one dim only: it flattens)
 _WHOLE = {"max": "amax", "min": "amin"}
 
 
@@ -632,6 +655,8 @@ BatchedTensor.matmul = BatchedTensor.__matmul__ = _matmul
 BatchedTensor.__rmatmul__ = _rmatmul
 BatchedTensor.dot = _matmul
 BatchedTensor.__hash__ = object.__hash__
+# `t += batched` on a plain tensor t: the core asks this instead of rebinding t to t + batched
+BatchedTensor._inplace_into_plain_error = staticmethod(unbatched_write_error)
 
 
 # -- module-level functions -----------------------------------------------------------------------
@@ -800,8 +825,11 @@ def _dispatching(name, original):
 
     @functools.wraps(original)
     def dispatch(*args, **kwargs):
-        if _top_level(_leaves(args, kwargs)) is None:
+        level = _top_level(_leaves(args, kwargs))
+        if level is None:
             return original(*args, **kwargs)
+        if _writes_unbatched(name, args, kwargs, level):
+            raise unbatched_write_error()
         if rule is not None:
             # (the rule calls ``dispatch`` on the values: under nested vmaps they are batched
             # at the outer levels)
@@ -877,7 +905,10 @@ def _unpatch():
 
 
 def redirect(fn):
-    """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn."""
+    """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn.  Every
+    transform calls its function through this: a public function handed over as an object
+    (``jacfwd(tapegrad.sin)``) was taken before the namespaces were patched, and would meet
+    BatchedTensors unwrapped."""
     wrapper = _by_original.get(id(fn))
     if wrapper is None:
         name = getattr(fn, "__name__", None)
@@ -1009,19 +1040,23 @@ def grad(grad_fn, outputs, inputs, grad_outputs, **kwargs):
     return out
 
 
+def _out_dim_error(out_dim, n):
+    """PyTorch's error for an out_dim outside the n dims of an output with its batch dim."""
+    return IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                      f"but got {out_dim})")
+
+
 def unbatch(x, level, size, out_dim):
     """A function's output leaf at the end of the vmap ``level``: its batch dim moved to
     ``out_dim``; an output that does not vary over the batch is expanded there."""
     if _is_batched(x) and x.level == level:
         n = x.value.dim()
         if not -n <= out_dim < n:
-            raise ValueError(f"vmap: out_dim={out_dim} is out of range for an output of "
-                             f"dimensionality {n - 1}")
+            raise _out_dim_error(out_dim, n)
         return x.value.movedim(0, out_dim % n) if out_dim % n else x.value
     n = x.dim() + 1
     if not -n <= out_dim < n:
-        raise ValueError(f"vmap: out_dim={out_dim} is out of range for an output of "
-                         f"dimensionality {n - 1}")
+        raise _out_dim_error(out_dim, n)
     d = out_dim % n
     shape = tuple(x.shape)
     return x.unsqueeze(d).expand(shape[:d] + (size,) + shape[d:])

@@ -23,6 +23,7 @@ the samples (each call draws as PyTorch's semantics say).
 """
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import functools
 
@@ -33,8 +34,8 @@ from .grad_mode import enable_grad
 from .random import default_generator
 from .utils import _pytree
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
-           "functional_call", "stack_module_state", "vmap"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
+           "functional_call", "stack_module_state", "vmap", "functionalize"]
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0
@@ -49,6 +50,13 @@ def _transform_level():
             yield
     finally:
         _depth -= 1
+
+
+def transforming() -> bool:
+    """Whether a transform (grad, vjp, jacrev...) is running.  PyTorch's transforms always
+    differentiate with grad mode on, so a backward formula that PyTorch picks by grad mode
+    (linalg.det's at a singular matrix) takes its graph-mode branch inside one."""
+    return _depth > 0
 
 
 # Functions that take BatchedTensors as well as tensors (the originals when nothing is batched).
@@ -74,6 +82,17 @@ def _flatten(tree):
     tuples ...; anything else is a leaf)."""
     leaves, spec = _pytree.tree_flatten(tree)
     return leaves, spec.unflatten
+
+
+def _structure(tree):
+    """The shape of a nest as _flatten reads it, leaves as None: vjp's cotangents must have the
+    outputs' (a list is not a tuple, as in PyTorch's pytrees)."""
+    if isinstance(tree, (tuple, list)):
+        return (list if isinstance(tree, list) else tuple,
+                tuple(_structure(item) for item in tree))
+    if isinstance(tree, dict):
+        return (dict, tuple((k, _structure(v)) for k, v in tree.items()))
+    return None
 
 
 def _tracked(x):
@@ -133,7 +152,10 @@ def _argnums_tuple(argnums, n_args, name):
             raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(a)}")
         if not -n_args <= a < n_args:
             raise RuntimeError(f"Got argnum={a}, but only {n_args} positional inputs")
-    return tuple(a % n_args for a in nums)
+    nums = tuple(a % n_args for a in nums)
+    if len(set(nums)) != len(nums):     # (one argument's gradient would be returned twice)
+        raise RuntimeError(f"argnums elements must be unique, got {nums}")
+    return nums
 
 
 def grad_and_value(func, argnums=0, has_aux=False):
@@ -152,12 +174,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 leaves, rebuild = _flatten(args[a])
                 for leaf in leaves:
                     if not _is_tensor(leaf):
-                        raise RuntimeError(f"Expected tensors, got unsupported type "
-                                           f"{type(leaf)}")
+                        raise ValueError(f"Thing passed to transform API must be Tensor, got "
+                                         f"{type(leaf)}")
                 leaves = [_tracked(leaf) for leaf in leaves]
                 flat[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)
-            result = func(*args, **kwargs)
+            result = _vmap.redirect(func)(*args, **kwargs)
             if has_aux:
                 if not (isinstance(result, tuple) and len(result) == 2):
                     raise RuntimeError("grad_and_value(f)(*args): output of function f should be "
@@ -218,7 +240,7 @@ def vjp(func, *primals, has_aux=False):
     with _transform_level():
         leaves, rebuild = _flatten(list(primals))
         leaves = [_tracked(x) for x in leaves]
-        result = func(*rebuild(leaves))
+        result = _vmap.redirect(func)(*rebuild(leaves))
     if has_aux:
         if not (isinstance(result, tuple) and len(result) == 2):
             raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "
@@ -227,12 +249,12 @@ def vjp(func, *primals, has_aux=False):
     out_leaves, out_rebuild = _flatten(result)
     for o in out_leaves:
         if not _is_tensor(o):
-            raise RuntimeError(f"vjp(f, *primals): Expected f to be a function that has "
-                               f"non-empty output, got {type(o)}")
+            raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only "
+                               f"tensors, got unsupported type {type(o)}")
 
     def vjp_fn(cotangents):
         cot_leaves, _ = _flatten(cotangents)
-        if len(cot_leaves) != len(out_leaves):
+        if len(cot_leaves) != len(out_leaves) or _structure(cotangents) != _structure(result):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as "
                                "pytree structure of outputs to the function")
         for c, o in zip(cot_leaves, out_leaves):
@@ -295,13 +317,18 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
                            "the same python structure.")
     for p, t in zip(leaves, tangent_leaves):
+        for what, v in (("primal", p), ("tangent", t)):
+            if not (v.dtype.is_floating_point or v.dtype.is_complex):
+                raise ValueError(f"Expected {what} to be floating point or complex, but got: "
+                                 f"{v.dtype}")
         if tuple(p.shape) != tuple(t.shape):
-            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals and tangents to "
-                               f"have the same shape, got {tuple(p.shape)} and "
-                               f"{tuple(t.shape)}.")
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size "
+                               f"than that of the original Tensor, this is not supported. Tensor "
+                               f"is of size {list(p.shape)} while the given forward gradient is "
+                               f"of size {list(t.shape)}.")
     with _transform_level():
         leaves = [_tracked(x) for x in leaves]
-        result = func(*rebuild(leaves))
+        result = _vmap.redirect(func)(*rebuild(leaves))
         if has_aux:
             result, aux = result
         out_leaves, out_rebuild = _flatten(result)
@@ -312,6 +339,49 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if has_aux:
         return output, tangent_out, aux
     return output, tangent_out
+
+
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)``: ``jvp_fn(*tangents)`` is ``J v`` at ``primals`` for tangents
+    shaped as the primals.  (PyTorch traces func once and replays the trace; here each call is a
+    ``jvp``, the same values for a function without side effects.)"""
+    output = _vmap.redirect(func)(*primals)
+    primal_leaves, _ = _flatten(primals)
+
+    def jvp_fn(*tangents):
+        if _structure(tangents) != _structure(primals):
+            raise RuntimeError("Expected the tangents to have the same argspec as the primals")
+        for i, (p, t) in enumerate(zip(primal_leaves, _flatten(tangents)[0])):
+            if not _is_tensor(t):
+                raise RuntimeError(f"tangent:{i} is not a Tensor, but the corresponding primal "
+                                   f"is")
+            if t.shape != p.shape:
+                raise RuntimeError(f"tangent:{i} with shape {t.shape} in flattened pytree doesn't "
+                                   f"match the shape {p.shape} of the corresponding primal.")
+            if t.dtype != p.dtype:
+                raise RuntimeError(f"tangent:{i} with dtype {t.dtype} in flattened pytree doesn't "
+                                   f"match the dtype {p.dtype} of the corresponding primal.")
+        return jvp(func, primals, tangents)[1]
+    return output, jvp_fn
+
+
+def functionalize(func, *, remove="mutations"):
+    """``func`` itself: PyTorch's functionalize rewrites mutations (and, with
+    ``remove='mutations_and_views'``, views) into out-of-place ops for its graph capture, and
+    copies the final values back into mutated inputs, so in eager mode the results and the
+    inputs' final values are func's own."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(
+            f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}."
+            " Valid options are:\n     remove='mutations': all inplace and out= operators will be "
+            "removed from the program, and replaced with their out-of-place equivalents.\n     "
+            "remove='mutations_and_views': In addition to the above, all aliasing operators "
+            "{view} will be replaced with their non-aliasing counterparts, {view}_copy.\n")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
 
 
 # -- Jacobians -------------------------------------------------------------------------------------
@@ -352,8 +422,14 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
         with _transform_level():
             args = list(args)
             per_arg = {}
+            at = 0
             for a in nums:
                 leaves, rebuild = _flatten(args[a])
+                for i, x in enumerate(leaves, at):
+                    if _is_tensor(x) and x.is_complex():   # (a Jacobian of real inputs only)
+                        raise RuntimeError(f"{name}: Expected all inputs to be real but received "
+                                           f"complex tensor at flattened input idx: {i}")
+                at += len(leaves)
                 leaves = [_tracked(x) for x in leaves]
                 per_arg[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)
@@ -365,7 +441,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                     count = len(per_arg[a][0])
                     call[a] = per_arg[a][1](new_inputs[at:at + count])
                     at += count
-                result = func(*call)
+                result = _vmap.redirect(func)(*call)
                 return result if has_aux else (result, None)
 
             # One evaluation: the outputs (and aux).  jacrev: vmap over the outputs' basis of
@@ -478,14 +554,23 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     (``strict=True`` requires exactly the module's names)."""
     if isinstance(parameter_and_buffer_dicts, dict):
         replacements = dict(parameter_and_buffer_dicts)
-    else:
+    elif isinstance(parameter_and_buffer_dicts, collections.abc.Sequence):
+        if not all(isinstance(d, dict) for d in parameter_and_buffer_dicts):
+            raise ValueError("Expected all elements of parameter_and_buffer_dicts to be "
+                             "dictionaries")
         replacements = {}
+        repeated = []
         for d in parameter_and_buffer_dicts:
-            overlap = set(replacements) & set(d)
-            if overlap:
-                raise ValueError(f"{sorted(overlap)[0]} appeared in multiple dictionaries; "
-                                 f"behavior of functional call is ambiguous")
+            repeated += [k for k in d if k in replacements and k not in repeated]
             replacements.update(d)
+        if repeated:
+            raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of "
+                             f"functional call is ambiguous")
+    else:
+        raise ValueError("Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of "
+                         f"dicts, but got {type(parameter_and_buffer_dicts)}")
+    if tie_weights:
+        replacements = _untie(module, replacements)
     if strict:
         expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
             {n for n, _ in module.named_buffers(remove_duplicate=False)}
@@ -530,6 +615,27 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
 _MISSING = object()
 
 
+def _untie(module, replacements: dict) -> dict:
+    """replacements extended to every other name of a tensor the module holds under several names
+    (tied weights: a value given for one name replaces them all, as PyTorch's tie_weights=True).
+    Two different values for names of one tensor are ambiguous, and refused."""
+    names_of = {}
+    named = list(module.named_parameters(remove_duplicate=False)) + \
+        list(module.named_buffers(remove_duplicate=False))
+    for name, tensor in named:
+        names_of.setdefault(id(tensor), set()).add(name)
+    tied = {name: names for names in names_of.values() if len(names) > 1 for name in names}
+    untied = dict(replacements)
+    for given in [n for n in replacements if n in tied]:
+        group = tied[given]
+        if len({id(replacements[n]) for n in group if n in replacements}) > 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(group)}, "
+                             "which are tied. Consider using tie_weights=False")
+        for name in group:
+            untied[name] = replacements[given]
+    return untied
+
+
 def stack_module_state(models):
     """Stack the parameters and buffers of ``models`` (same class, same train/eval mode) into two
     dicts of dotted names, each tensor with a new leading dimension of ``len(models)``: the input
@@ -567,6 +673,26 @@ def _func_name(func) -> str:
     return getattr(func, "__name__", repr(func))
 
 
+def _dims_per_leaf(dims, tree):
+    """One dim per leaf of ``tree``: ``dims`` is an int or None for a whole subtree, or a nest
+    of the tree's own kinds (tuples, lists, dicts of the same lengths and keys) down to there,
+    as PyTorch's pytree prefixes; None when it does not fit the tree."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * len(_flatten(tree)[0])
+    if isinstance(dims, (tuple, list)):
+        if not (isinstance(tree, (tuple, list)) and isinstance(dims, list) ==
+                isinstance(tree, list) and len(dims) == len(tree)):
+            return None
+        parts = [_dims_per_leaf(d, t) for d, t in zip(dims, tree)]
+    elif isinstance(dims, dict):
+        if not (isinstance(tree, dict) and set(dims) == set(tree)):
+            return None
+        parts = [_dims_per_leaf(dims[k], tree[k]) for k in tree]
+    else:
+        return None
+    return None if any(p is None for p in parts) else [d for p in parts for d in p]
+
+
 def _check_in_dims(func, in_dims, args):
     name = _func_name(func)
     if in_dims is None:
@@ -575,7 +701,11 @@ def _check_in_dims(func, in_dims, args):
                          f"inputs, got: {type(in_dims)}.")
     if isinstance(in_dims, int):
         return [in_dims] * len(args)
-    if not isinstance(in_dims, (tuple, list)) or len(in_dims) != len(args):
+    if not isinstance(in_dims, tuple):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to "
+                         f"be int or a (potentially nested) tuple matching the structure of "
+                         f"inputs, got: {type(in_dims)}.")
+    if len(in_dims) != len(args):
         raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not "
                          f"compatible with the structure of `inputs`. in_dims has structure "
                          f"{in_dims} but inputs has {len(args)} leaves.")
@@ -588,13 +718,10 @@ def _mapped_leaves(func, in_dims, args):
     pairs, rebuilders = [], []
     for arg, dim in zip(args, _check_in_dims(func, in_dims, args)):
         leaves, rebuild = _flatten(arg)
-        if isinstance(dim, (tuple, list, dict)):
-            dims, _ = _flatten(dim)
-            if len(dims) != len(leaves):
-                raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is "
-                                 f"not compatible with the structure of `inputs`.")
-        else:
-            dims = [dim] * len(leaves)
+        dims = _dims_per_leaf(dim, arg)
+        if dims is None:
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is "
+                             f"not compatible with the structure of `inputs`.")
         for leaf, d in zip(leaves, dims):
             if d is None:
                 pairs.append((leaf, None))
@@ -660,21 +787,18 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 if "BatchedTensor" not in str(exc):
                     raise
                 # A function the namespaces' wrappers do not reach (bound to another name
-                # before vmap) met a BatchedTensor: run func once per sample instead.
+                # before vmap, a plain tensor's method) met a BatchedTensor: run func once per
+                # sample instead, outside this level (its samples are plain tensors).
                 default_generator.set_state(state)
-                fallback = True
             else:
-                fallback = False
-            if fallback:
-                return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims,
-                                     "error", kwargs)
-            if not _same_state(state, default_generator.get_state()):
-                default_generator.set_state(state)
-                raise RuntimeError("vmap: called random operation while in randomness error "
-                                   "mode. Please either use the 'same' or 'different' "
-                                   "randomness flags on vmap or perform the randomness "
-                                   "operation out of vmap")
-            return _unbatch_outputs(name, result, out_dims, level, sizes[0])
+                if not _same_state(state, default_generator.get_state()):
+                    default_generator.set_state(state)
+                    raise RuntimeError("vmap: called random operation while in randomness error "
+                                       "mode. Please either use the 'same' or 'different' "
+                                       "randomness flags on vmap or perform the randomness "
+                                       "operation out of vmap")
+                return _unbatch_outputs(name, result, out_dims, level, sizes[0])
+        return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, "error", kwargs)
     return wrapper
 
 
@@ -686,12 +810,19 @@ def _rebuild_args(rebuilders, leaves):
     return call_args
 
 
-def _out_dims_per_leaf(name, out_dims, n):
-    dims = [out_dims] * n if not isinstance(out_dims, (tuple, list)) else \
-        _flatten(list(out_dims))[0]
-    if len(dims) != n:
-        raise ValueError(f"vmap({name}, ...): `{name}` must have one leaf per out_dim, got "
-                         f"{n} outputs and out_dims={out_dims}")
+def _out_dims_per_leaf(name, out_dims, result):
+    """One out_dim per leaf of the mapped function's result (a 1-tuple of out_dims also fits a
+    single tensor, as in PyTorch)."""
+    if not (out_dims is None or isinstance(out_dims, (int, tuple, list, dict))):
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims}): `out_dims` must be an int, "
+                         f"None or a python collection of ints representing where in the "
+                         f"outputs the vmapped dimension should appear.")
+    if _is_tensor(result) and isinstance(out_dims, tuple) and len(out_dims) == 1:
+        out_dims = out_dims[0]
+    dims = _dims_per_leaf(out_dims, result)
+    if dims is None:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+                         f"compatible with the structure of `outputs`.")
     return dims
 
 
@@ -705,7 +836,7 @@ def _non_tensor_output(name, value, dim):
 
 def _unbatch_outputs(name, result, out_dims, level, size):
     leaves, rebuild = _flatten(result)
-    dims = _out_dims_per_leaf(name, out_dims, len(leaves))
+    dims = _out_dims_per_leaf(name, out_dims, result)
     out = []
     for leaf, dim in zip(leaves, dims):
         if not _is_tensor(leaf):
@@ -731,9 +862,10 @@ def _vmap_in_chunks(func, name, pairs, rebuilders, size, in_dims, out_dims, rand
             default_generator.set_state(state)
         n = min(chunk_size, size - start)
         leaves = [leaf if d is None else leaf.narrow(d, start, n) for leaf, d in pairs]
-        per_chunk.append(_flatten(whole(*_rebuild_args(rebuilders, leaves), **kwargs)))
+        per_chunk.append(whole(*_rebuild_args(rebuilders, leaves), **kwargs))
+    dims = _out_dims_per_leaf(name, out_dims, per_chunk[0])
+    per_chunk = [_flatten(chunk) for chunk in per_chunk]
     leaves0, rebuild = per_chunk[0]
-    dims = _out_dims_per_leaf(name, out_dims, len(leaves0))
     cat = _vmap.function("cat")
     out = [leaves0[k] if dim is None else
            cat([chunk[0][k] for chunk in per_chunk], dim % (leaves0[k].dim()))
@@ -747,6 +879,10 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
     state = default_generator.get_state()
     probe = _has_none(out_dims) and not any(leaf.requires_grad for leaf, d in pairs
                                             if d is not None)
+    # func runs once per sample here, where PyTorch runs it once: a write into an input that is
+    # not mapped over would happen once per sample (the last sample's values would win).
+    shared = [leaf for leaf, d in pairs if d is None and _is_tensor(leaf)]
+    versions = [leaf._version for leaf in shared]
     per_index = []
     for i in range(size):
         if randomness == "same":
@@ -754,7 +890,9 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
         leaves = [leaf if d is None else
                   leaf.select(d, i).detach().requires_grad_() if probe else
                   leaf.select(d, i) for leaf, d in pairs]
-        per_index.append(func(*_rebuild_args(rebuilders, leaves), **kwargs))
+        per_index.append(_vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs))
+        if size > 1 and [leaf._version for leaf in shared] != versions:
+            raise _vmap.unbatched_write_error()
     return _stack_outputs(name, per_index, out_dims, probe)
 
 
@@ -770,7 +908,7 @@ def _same_state(a, b) -> bool:
 def _stack_outputs(name, per_index, out_dims, probed):
     flat = [_flatten(r) for r in per_index]
     leaves0, rebuild = flat[0]
-    dims = _out_dims_per_leaf(name, out_dims, len(leaves0))
+    dims = _out_dims_per_leaf(name, out_dims, per_index[0])
     stacked = []
     for k, dim in enumerate(dims):
         column = [f[0][k] for f in flat]

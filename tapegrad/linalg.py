@@ -201,9 +201,32 @@ class _Determinant(Function):
     def backward(ctx, grad):
         # d det(A) = det(A) tr(A^-1 dA): the adjoint is G conj(det(A)) A^-H.  Through inv and
         # det themselves, so create_graph gives the second derivative.
-        A, _ = ctx.saved_tensors
+        A, d = ctx.saved_tensors
+        singular = (d == 0).detach()
+        if bool(singular.any()):
+            return _singular_det_backward(A, grad, singular)
         scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
         return scale * _adjoint(inv(A))
+
+
+def _singular_det_backward(A, grad, singular):
+    """det's gradient when some matrices of A are singular (no inverse), as PyTorch computes it.
+    A first-order backward solves against G conj(det(A)) = 0 there, with the LU's zero pivots
+    nudged: zeros.  Under create_graph PyTorch takes the formula valid for every matrix, the
+    adjugate through the SVD A = U S V^H: U diag(G conj(det U det V^H) prod_{j != i} S_j) V^H."""
+    from . import eye, where, zeros_like
+    from .func import transforming
+    n = A.shape[-1]
+    if not (is_grad_enabled() or transforming()):
+        mask = singular.unsqueeze(-1).unsqueeze(-1)
+        safe = where(mask, eye(n, dtype=A.dtype), A)
+        scale = (grad * _conj(det(safe))).unsqueeze(-1).unsqueeze(-1)
+        return where(mask, zeros_like(A), scale * _adjoint(inv(safe)))
+    U, S, Vh = svd(A)
+    alpha = _conj(det(U) * det(Vh))
+    others = where(eye(n, dtype=bool), 1.0, S.unsqueeze(-2).expand(S.shape + (n,)))
+    D = (grad * alpha).unsqueeze(-1) * others.prod(-1).to(alpha.dtype)
+    return (U * D.unsqueeze(-2)) @ Vh
 
 
 _torch_grad_fn_name(_Determinant, "LinalgDetBackward0")

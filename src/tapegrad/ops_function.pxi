@@ -316,7 +316,9 @@ cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1:
         return 0
     t = <object>out
     for fn in list(ex.post_hooks.values()):
-        fn(t)
+        # PyTorch refuses a result: such a hook acts on .grad in place, it cannot replace it.
+        if fn(t) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
     return 0
 
 
@@ -607,6 +609,7 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
             if recording and (<TensorBase>o)._requires_grad and is_leaf_c(<TensorBase>o):
                 raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                    "in-place operation.")
+            bump_version(<TensorBase>o)    # PyTorch counts a marked write as one more version
             continue
         if (any(o is a for a in args) or (<TensorBase>o)._node >= 0
                 or (<TensorBase>o)._requires_grad):

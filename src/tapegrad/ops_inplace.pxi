@@ -338,6 +338,11 @@ cdef object inplace_binary(int op, TensorBase self, object other):
         # An operand the op does not take (an ndarray: as_operand) is refused before the leaf
         # and view checks, as by PyTorch's argument parser: `t += array` then rebinds t to
         # t + array (numpy's result), the named forms raise TypeError.
+        # An operand type may refuse that rebinding instead (vmap's BatchedTensor: one tensor
+        # cannot hold every sample's result, and PyTorch raises).
+        refusal = getattr(type(other), "_inplace_into_plain_error", None)
+        if refusal is not None:
+            raise refusal()
         return NotImplemented
     fresh_operands(self, other)
     cdef bint recording = records(self, other)

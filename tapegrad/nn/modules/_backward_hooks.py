@@ -39,26 +39,29 @@ class _HookCall:
         self.n_args = n_args
         self.grad_positions = None      # which positional args went through the input identity
         self.grad_output = None
+        # The hooks registered when the module was called run, as PyTorch's (one removed
+        # before backward still runs for this call).
+        self.hooks = module._get_backward_hooks()[0]
+        self.pre_hooks = module._get_backward_pre_hooks()
 
     def run_pre_hooks(self, grad_output: tuple) -> tuple:
-        for hook in list(self.module.__dict__.get("_backward_pre_hooks", {}).values()):
+        for hook in self.pre_hooks:
             result = hook(self.module, grad_output)
             if result is None:
                 continue
-            result = result if isinstance(result, tuple) else (result,)
+            # (a sequence, as PyTorch reads it: a tensor counts its rows)
             if len(result) != len(grad_output):
                 raise RuntimeError(f"Backward pre hook returned an invalid number of "
                                    f"grad_output, got {len(result)}, but expected "
                                    f"{len(grad_output)}")
-            grad_output = result
+            grad_output = tuple(result)
         return grad_output
 
     def run_hooks(self, grad_input: tuple, replaceable: bool) -> tuple:
-        for hook in list(self.module.__dict__.get("_backward_hooks", {}).values()):
+        for hook in self.hooks:
             result = hook(self.module, grad_input, self.grad_output)
             if result is None:
                 continue
-            result = result if isinstance(result, tuple) else (result,)
             if not replaceable:
                 if any(r is not None for r in result):
                     raise RuntimeError("Backward hook for Modules where no input requires "
@@ -68,7 +71,7 @@ class _HookCall:
             if len(result) != len(grad_input):
                 raise RuntimeError(f"Backward hook returned an invalid number of grad_input, "
                                    f"got {len(result)}, but expected {len(grad_input)}")
-            grad_input = result
+            grad_input = tuple(result)
         return grad_input
 
 
@@ -105,6 +108,10 @@ def wrap_inputs(module, args: tuple):
     call.grad_positions = positions
 
     def on_grads(grads):
+        if call.grad_output is None:
+            # The gradient reached the inputs without passing the outputs' identity (an output
+            # in a dict, a double backward): PyTorch runs no hook then.
+            return grads
         grad_input = [None] * call.n_args
         for i, g in zip(positions, grads):
             grad_input[i] = g
@@ -138,7 +145,7 @@ def wrap_outputs(call, output):
         grad_output = call.run_pre_hooks(tuple(grad_output))
         call.grad_output = grad_output
         if call.grad_positions is None:     # no input identity will run: the hooks run here
-            if call.module.__dict__.get("_backward_hooks"):
+            if call.hooks:
                 warnings.warn(_OUTPUT_SIDE_WARNING, UserWarning, stacklevel=2)
             call.run_hooks((None,) * call.n_args, replaceable=False)
         return tuple(grad_output[i] for i in positions)

@@ -10,6 +10,64 @@ from ...utils.hooks import RemovableHandle
 RemovableHandle.__module__ = "tapegrad.utils.hooks"
 
 
+# -- hooks of every module (torch.nn.modules.module.register_module_*_hook) -----------------------
+# PyTorch's tables, under its names: they run before each module's own hooks of the same kind.
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()
+_global_forward_hooks_always_called: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+# Whether _global_backward_hooks are full ones (True), deprecated ones (False) or none yet.
+_backward_kind = {"full": None}
+
+
+def any_global_hook() -> bool:
+    return bool(_global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks)
+
+
+def global_backward_hooks(full: bool) -> list:
+    """The global backward hooks of the kind asked for (full or deprecated)."""
+    return list(_global_backward_hooks.values()) if _backward_kind["full"] is full else []
+
+
+def register_module_forward_pre_hook(hook) -> RemovableHandle:
+    """hook(module, args) before every module's forward (and its own pre-hooks)."""
+    return add_hook(_global_forward_pre_hooks, hook, False, [])
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """hook(module, args, output) after every module's forward (before its own hooks)."""
+    return add_hook(_global_forward_hooks, hook, False,
+                    [(_global_forward_hooks_with_kwargs, with_kwargs),
+                     (_global_forward_hooks_always_called, always_call)])
+
+
+def _register_global_backward(hook, full: bool) -> RemovableHandle:
+    if _backward_kind["full"] is (not full):
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a "
+                           "global Module hook. Please use only one of them.")
+    _backward_kind["full"] = full
+    return add_hook(_global_backward_hooks, hook, False, [])
+
+
+def register_module_full_backward_hook(hook) -> RemovableHandle:
+    """hook(module, grad_input, grad_output) for every module, as register_full_backward_hook."""
+    return _register_global_backward(hook, True)
+
+
+def register_module_backward_hook(hook) -> RemovableHandle:
+    """The deprecated form of register_module_full_backward_hook."""
+    return _register_global_backward(hook, False)
+
+
+def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
+    """hook(module, grad_output) for every module, as register_full_backward_pre_hook."""
+    return add_hook(_global_backward_pre_hooks, hook, False, [])
+
+
 def add_hook(hooks: OrderedDict, hook, prepend: bool, flags: list) -> RemovableHandle:
     """Store hook under a fresh handle id; flags pairs a side table with whether this hook is
     in it (with_kwargs, always_call)."""
@@ -23,21 +81,27 @@ def add_hook(hooks: OrderedDict, hook, prepend: bool, flags: list) -> RemovableH
     return handle
 
 
+def _either(own: dict, global_table: dict):
+    return own if not global_table else {**own, **global_table}
+
+
 def call_with_hooks(module, args: tuple, kwargs: dict):
     """Module.__call__ when hooks are registered: pre-hooks may replace the inputs, forward
     hooks may replace the output, always_call hooks run even when forward raises; backward
     hooks see the gradients through identities around the inputs and the output
     (_backward_hooks.py)."""
     d = module.__dict__
-    pre, pre_kw = d["_forward_pre_hooks"], d["_forward_pre_hooks_with_kwargs"]
-    post, post_kw = d["_forward_hooks"], d["_forward_hooks_with_kwargs"]
-    always = d["_forward_hooks_always_called"]
-    legacy = bool(d.get("_backward_hooks")) and d.get("_is_full_backward_hook") is False
-    backward_hooked = bool((d.get("_backward_hooks") and not legacy)
-                           or d.get("_backward_pre_hooks"))
+    pre_kw = d["_forward_pre_hooks_with_kwargs"]
+    pre = [*_global_forward_pre_hooks.items(), *d["_forward_pre_hooks"].items()]
+    post = [*_global_forward_hooks.items(), *d["_forward_hooks"].items()]
+    post_kw = _either(d["_forward_hooks_with_kwargs"], _global_forward_hooks_with_kwargs)
+    always = _either(d["_forward_hooks_always_called"], _global_forward_hooks_always_called)
+    full, legacy_hooks = module._get_backward_hooks()
+    legacy = bool(legacy_hooks)
+    backward_hooked = bool(full or module._get_backward_pre_hooks())
     called = set()
     try:
-        for hid, hook in list(pre.items()):
+        for hid, hook in pre:
             if hid in pre_kw:
                 result = hook(module, args, kwargs)
                 if result is not None:
@@ -53,7 +117,7 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
             from ._backward_hooks import wrap_inputs, wrap_outputs
             args, backward_call = wrap_inputs(module, args)
         output = module.forward(*args, **kwargs)
-        for hid, hook in list(post.items()):
+        for hid, hook in post:
             called.add(hid)
             if hid in post_kw:
                 result = hook(module, args, kwargs, output)
@@ -62,13 +126,19 @@ def call_with_hooks(module, args: tuple, kwargs: dict):
             if result is not None:
                 output = result
         if backward_hooked:
+            from ...tensor import Tensor
+            if not isinstance(output, (Tensor, tuple)):
+                import warnings
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              f"Tensor or a tuple of Tensors but received {type(output)}",
+                              UserWarning, stacklevel=3)
             output = wrap_outputs(backward_call, output)
         if legacy:
             hook_last_node(module, args, output)
         return output
     except Exception:
         # PyTorch runs the always_call hooks it has not run yet and re-raises forward's error.
-        for hid, hook in list(post.items()):
+        for hid, hook in post:
             if hid in always and hid not in called:
                 try:
                     if hid in post_kw:
@@ -94,7 +164,7 @@ def hook_last_node(module, args: tuple, output) -> None:
     grad_fn = var.grad_fn
     if grad_fn is None:
         return
-    for hook in list(module.__dict__["_backward_hooks"].values()):
+    for hook in module._get_backward_hooks()[1]:
         grad_fn.register_hook(_bound_to(module, hook))
     warn_non_full_backward_hook(args, output, grad_fn)
 

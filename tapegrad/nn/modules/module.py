@@ -15,7 +15,13 @@ from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
 from ...tensor import Tensor, as_dtype, parse_to
 from ..parameter import Buffer, Parameter
-from ._hooks import RemovableHandle, add_hook, call_with_hooks
+from . import _hooks
+from ._hooks import (RemovableHandle, add_hook, call_with_hooks,  # noqa: F401 (PyTorch's names)
+                     _global_backward_hooks, _global_backward_pre_hooks, _global_forward_hooks,
+                     _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs,
+                     _global_forward_pre_hooks, register_module_backward_hook,
+                     register_module_forward_hook, register_module_forward_pre_hook,
+                     register_module_full_backward_hook, register_module_full_backward_pre_hook)
 
 # The type a self-returning method (train, to, apply, ...) hands back: the caller's own subclass.
 # PyTorch's module defines it too, and editors' auto-imports bring it into scripts.
@@ -121,7 +127,7 @@ class Module:
         """A call of the module as it would run uncompiled: its hooks around ``forward``."""
         d = self.__dict__
         if (d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks")
-                or d.get("_backward_pre_hooks")):
+                or d.get("_backward_pre_hooks") or _hooks.any_global_hook()):
             return call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
 
@@ -180,13 +186,15 @@ class Module:
         """(full backward hooks, non-full ones): this module's _backward_hooks, as the kind
         registered decides."""
         hooks = list(self.__dict__.get("_backward_hooks", {}).values())
+        full, legacy = _hooks.global_backward_hooks(True), _hooks.global_backward_hooks(False)
         if self.__dict__.get("_is_full_backward_hook") is False:
-            return [], hooks
-        return hooks, []
+            return full, legacy + hooks
+        return full + hooks, legacy
 
     def _get_backward_pre_hooks(self):
-        """The full backward pre-hooks of this module, in call order."""
-        return list(self.__dict__.get("_backward_pre_hooks", {}).values())
+        """The full backward pre-hooks of this module (the global ones first), in call order."""
+        return list(_hooks._global_backward_pre_hooks.values()) + \
+            list(self.__dict__.get("_backward_pre_hooks", {}).values())
 
     def _maybe_warn_non_full_backward_hook(self, inputs, result, grad_fn) -> None:
         """PyTorch's FutureWarning when a deprecated backward hook cannot see the module's

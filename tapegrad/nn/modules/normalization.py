@@ -8,8 +8,6 @@ from ..._device import check_device
 from ...grad_mode import no_grad
 from .. import functional as F
 from .. import init
-from .._batch_norm import batch_norm
-from .._group_norm import group_norm, instance_norm
 from ..parameter import Parameter
 from .module import Module
 
@@ -141,9 +139,10 @@ class _BatchNorm(_NormBase):
         use_batch_stats = self.training or (self.running_mean is None
                                             and self.running_var is None)
         keep_running = not self.training or self.track_running_stats
-        return batch_norm(input, self.running_mean if keep_running else None,
-                          self.running_var if keep_running else None, self.weight, self.bias,
-                          use_batch_stats, factor, self.eps)
+        # (through F, the namespace: a vmap over the module reaches F's batching)
+        return F.batch_norm(input, self.running_mean if keep_running else None,
+                            self.running_var if keep_running else None, self.weight, self.bias,
+                            use_batch_stats, factor, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
@@ -241,7 +240,7 @@ class GroupNorm(Module):
             _reset_affine(self)
 
     def forward(self, input):
-        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
@@ -293,9 +292,9 @@ class _InstanceNorm(_NormBase):
                           "not used because affine=False", UserWarning, stacklevel=2)
         unbatched = input.dim() == self._rank - 1
         x = input.unsqueeze(0) if unbatched else input
-        out = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                            self.training or not self.track_running_stats, self.momentum,
-                            self.eps)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats, self.momentum,
+                              self.eps)
         return out.squeeze(0) if unbatched else out
 
     def extra_repr(self) -> str:

@@ -5,7 +5,6 @@ from ... import creation
 from .. import functional as F
 from .. import init
 from ...grad_mode import no_grad
-from .._embedding_bag import embedding_bag
 from ..parameter import Parameter
 from .module import Module
 
@@ -136,9 +135,9 @@ class EmbeddingBag(_LookupTable):
         return bag
 
     def forward(self, input, offsets=None, per_sample_weights=None):
-        return embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
-                             self.scale_grad_by_freq, self.mode, self.sparse,
-                             per_sample_weights, self.include_last_offset, self.padding_idx)
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}" + _norm_options_repr(self)

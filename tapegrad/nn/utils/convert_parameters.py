@@ -7,8 +7,10 @@ from ...tensor import Tensor
 
 
 def parameters_to_vector(parameters) -> Tensor:
-    """The parameters, each flattened, concatenated in iteration order (differentiable)."""
-    return _tg.cat([p.reshape(-1) for p in parameters])
+    """The parameters, each flattened, concatenated in iteration order (differentiable).  A
+    parameter whose storage is not one dense run refuses, as PyTorch's (its flattening is a
+    view)."""
+    return _tg.cat([p.view(-1) for p in parameters])
 
 
 def vector_to_parameters(vec, parameters) -> None:
