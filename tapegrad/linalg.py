@@ -915,16 +915,30 @@ def svdvals(A, *, driver=None):
 
 
 def _count_tolerance(S, atol, rtol, shape):
-    """PyTorch's cut-off for matrix_rank and pinv: max(atol, rtol * largest singular value),
-    with rtol defaulting to eps * max(m, n) when neither is given."""
+    """PyTorch's cut-off for matrix_rank and pinv: max(atol, rtol * largest singular value).
+    rtol defaults to eps * max(m, n) unless a positive atol is given; either may be a tensor
+    that broadcasts against the batch shape (one tolerance per matrix)."""
+    from . import where
     eps = np.finfo(S._array.dtype).eps
-    if atol is None and rtol is None:
-        rtol = eps * max(shape[-2], shape[-1])
-    atol = 0.0 if atol is None else float(atol)
-    rtol = 0.0 if rtol is None else float(rtol)
+    default_rtol = eps * max(shape[-2], shape[-1])
+
+    def per_matrix(tol):
+        # A tensor tolerance is one value per batch element: it meets S's last dim as a 1.
+        return tol.to(S.dtype).unsqueeze(-1) if isinstance(tol, _core.TensorBase) else float(tol)
+
+    atol = 0.0 if atol is None else per_matrix(atol)
+    if rtol is None:
+        rtol = (where(atol > 0, 0.0, default_rtol) if isinstance(atol, _core.TensorBase)
+                else (0.0 if atol > 0 else default_rtol))
+    else:
+        rtol = per_matrix(rtol)
     # amax refuses an empty dim; an empty matrix has no singular value to compare anyway.
     largest = S.amax(dim=-1, keepdim=True) if S.shape[-1] else S.sum(dim=-1, keepdim=True)
-    return (largest * rtol).clamp(min=atol)
+    from . import maximum
+    cut = largest * rtol
+    if isinstance(atol, _core.TensorBase):
+        return maximum(cut, atol)
+    return cut.clamp(min=atol)
 
 
 def cond(A, p=None):
@@ -1057,9 +1071,12 @@ def vecdot(x, y, *, dim=-1):
     return result
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
-    """The number of singular values above the tolerance, per matrix (int64)."""
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+    """The number of singular values above the tolerance, per matrix (int64).  ``tol`` is
+    PyTorch's older spelling of an absolute tolerance (atol=tol, rtol=0)."""
     A = _as_tensor(A, "linalg_matrix_rank")
+    atol, rtol = _legacy_tolerance("linalg_matrix_rank", "tol", tol, atol, rtol,
+                                   _MATRIX_RANK_SIGNATURES, absolute=True)
     _core.check_bool("linalg_matrix_rank", "hermitian", hermitian, 0, _MATRIX_RANK_SIGNATURES)
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
@@ -1081,10 +1098,27 @@ _MATRIX_RANK_SIGNATURES = _PINV_SIGNATURES.replace("Tensor rcond", "Tensor tol")
     "float rcond", "float tol")
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False):
+def _legacy_tolerance(fn, name, value, atol, rtol, signatures, absolute):
+    """(atol, rtol) from the older positional tolerance (matrix_rank's ``tol``, absolute;
+    pinv's ``rcond``, relative), which PyTorch's overloads do not let mix with atol/rtol."""
+    if value is None:
+        return atol, rtol
+    if atol is not None or rtol is not None:
+        given = ", ".join(f"{k}={type(v).__name__ if not isinstance(v, _core.TensorBase) else 'Tensor'}"
+                          for k, v in (("atol", atol), ("rtol", rtol)) if v is not None)
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (Tensor, "
+                        f"{'Tensor' if isinstance(value, _core.TensorBase) else type(value).__name__}, "
+                        f"{given}), but expected one of:\n{signatures}")
+    return (value, 0.0) if absolute else (0.0, value)
+
+
+def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
-    or below the tolerance count as zero."""
+    or below the tolerance count as zero.  ``rcond`` is PyTorch's older spelling of a relative
+    tolerance (rtol=rcond, atol=0)."""
     A = _as_tensor(A, "linalg_pinv")
+    atol, rtol = _legacy_tolerance("linalg_pinv", "rcond", rcond, atol, rtol, _PINV_SIGNATURES,
+                                   absolute=False)
     _core.check_bool("linalg_pinv", "hermitian", hermitian, 0, _PINV_SIGNATURES)
     if A.ndim < 2 or A._array.dtype.kind not in "fc" or A._array.dtype == np.float16:
         raise RuntimeError(
@@ -1318,12 +1352,24 @@ def qr(A, mode="reduced"):
     return _return_type("linalg_qr")((Q, R))
 
 
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
 def lstsq(A, B, rcond=None, *, driver=None):
-    """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'):
-    the solution through the pseudo-inverse, the numerical rank; residuals and singular values
-    are empty as with that driver.  B is a batch of vectors when it has one dimension fewer."""
+    """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'),
+    through the pseudo-inverse.  The other fields follow the driver as PyTorch's do: ``rank``
+    for every driver but 'gels' (which refuses a rank-deficient A instead); ``residuals``, the
+    squared residual of each column, when m > n, every matrix has full rank and the driver is
+    not 'gelsy'; ``singular_values`` for 'gelsd' and 'gelss'.  Fields a driver does not
+    compute are empty; residuals and singular values are real.  B is a batch of vectors when it
+    has one dimension fewer."""
     A = _as_tensor(A, "linalg_lstsq", "input")
     _check_float(A, "torch.linalg.lstsq")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
+                           "(gels, gelsy, gelsd, gelss)")
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     if not (A.ndim >= B.ndim and A.ndim - B.ndim <= 1):
@@ -1334,16 +1380,50 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-1)")
     if not vector and B.shape[-2] != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    m, n = A.shape[-2], A.shape[-1]
     eps = np.finfo(A._array.dtype).eps
-    rtol = eps * max(A.shape[-2], A.shape[-1]) if rcond is None else rcond
-    solution = pinv(A, rtol=rtol) @ (B.unsqueeze(-1) if vector else B)
+    rtol = eps * max(m, n) if rcond is None else rcond
+    from . import empty
+    real = A.real.dtype if A.is_complex() else A.dtype
+    with no_grad():
+        rank = matrix_rank(A, rtol=rtol)
+    if driver == "gels":
+        _refuse_rank_deficient_gels(A, rank)
+    B_matrix = B.unsqueeze(-1) if vector else B
+    solution = pinv(A, rtol=rtol) @ B_matrix
+    full_rank = bool((rank == min(m, n)).all()) if rank.numel() else True
+    if m > n and full_rank and driver != "gelsy":
+        residuals = (A @ solution - B_matrix).abs().pow(2).sum(dim=-2)
+        _core._name_grad_fn(residuals, "LinalgLstsqBackward0")
+    else:
+        residuals = empty(0, dtype=real)
     if vector:
         solution = solution.squeeze(-1)
     _core._name_grad_fn(solution, "LinalgLstsqBackward0")
-    from . import empty
-    rank = matrix_rank(A, rtol=rtol)
+    if driver in ("gelsd", "gelss"):
+        with no_grad():
+            singular_values = svdvals(A)
+    else:
+        singular_values = empty(0, dtype=real)
+    if driver == "gels":
+        rank = empty(0, dtype=rank.dtype)
     result = _return_type("linalg_lstsq")
-    return result((solution, empty(0, dtype=A.dtype), rank, empty(0, dtype=A.dtype)))
+    return result((solution, residuals, rank, singular_values))
+
+
+def _refuse_rank_deficient_gels(A, rank):
+    """'gels' solves through a QR (m >= n) or LQ (m < n) factorization with no rank revealing
+    and fails on a zero diagonal entry of its triangular factor, which PyTorch reports as a
+    LinAlgError naming that entry (the numerical rank + 1 here).  An all-zero matrix is LAPACK's
+    quick return (a zero solution), not an error."""
+    m, n = A.shape[-2], A.shape[-1]
+    flat_rank = rank.reshape(-1)._array
+    nonzero = np.abs(A._array.reshape((-1, m * n))).max(axis=-1, initial=0) > 0
+    for matrix_rank_, has_values in zip(flat_rank, nonzero):
+        if has_values and matrix_rank_ < min(m, n):
+            raise LinAlgError(
+                "torch.linalg.lstsq: The least squares solution could not be computed because "
+                f"the input matrix does not have full rank (error code: {matrix_rank_ + 1}).")
 
 
 def householder_product(A, tau):

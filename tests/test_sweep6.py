@@ -1,0 +1,116 @@
+"""Regressions found by the sixth argument-form sweep (linalg, fft and their neighbours)
+against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _both(make):
+    """Run `make(lib)` with PyTorch and with tapegrad; return the two results."""
+    return make(torch), make(tg)
+
+
+def _np(t):
+    return t.detach().numpy() if hasattr(t, "numpy") else np.asarray(t)
+
+
+def _error_type(make, lib):
+    try:
+        make(lib)
+    except Exception as e:              # noqa: BLE001 - the type is what is compared
+        return RuntimeError if isinstance(e, RuntimeError) else type(e)
+    return None
+
+
+def _data(*shape, seed=0):
+    return np.random.RandomState(seed).randn(*shape)
+
+
+# --- linalg.lstsq: the fields each driver fills -------------------------------------------
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (2, 5, 3)])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_lstsq_fields_follow_the_driver(driver, shape, dtype):
+    a = _data(*shape)
+    b = _data(*shape[:-1], 2, seed=1)
+    if dtype == "complex128":
+        a = a + 1j * _data(*shape, seed=2)
+
+    def run(lib):
+        return lib.linalg.lstsq(lib.tensor(a), lib.tensor(b, dtype=getattr(lib, dtype)),
+                                driver=driver)
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        assert str(g.dtype) == str(e.dtype)
+        assert tuple(g.shape) == tuple(e.shape)
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-9)
+
+
+def test_lstsq_residuals_are_differentiable():
+    a, b = _data(5, 3), _data(5, 2, seed=1)
+
+    def run(lib):
+        A = lib.tensor(a, requires_grad=True)
+        B = lib.tensor(b, requires_grad=True)
+        r = lib.linalg.lstsq(A, B, driver="gelsd").residuals
+        return lib.autograd.grad((r * lib.tensor([1.0, 2.0], dtype=lib.float64)).sum(), (A, B))
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-10)
+
+
+def test_lstsq_refuses_bad_driver_and_rank_deficient_gels():
+    def bad_driver(lib):
+        lib.linalg.lstsq(lib.ones(3, 2), lib.ones(3, 1), driver="foo")
+
+    def rank_deficient(lib):
+        lib.linalg.lstsq(lib.tensor([[1., 2], [2, 4], [3, 6]]), lib.ones(3, 1), driver="gels")
+
+    def zero_matrix(lib):       # LAPACK's quick return: a zero solution, no error
+        return lib.linalg.lstsq(lib.zeros(3, 3), lib.ones(3, 1), driver="gels").solution
+
+    assert _error_type(bad_driver, tg) is _error_type(bad_driver, torch) is RuntimeError
+    with pytest.raises(tg.linalg.LinAlgError, match="does not have full rank"):
+        rank_deficient(tg)
+    assert _error_type(rank_deficient, torch) is RuntimeError
+    expected, got = _both(zero_matrix)
+    np.testing.assert_array_equal(_np(got), _np(expected))
+
+
+# --- pinv / matrix_rank tolerances ---------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [
+    {"atol": "tensor"}, {"rtol": "tensor"}, {"rcond": 0.3}, {"tol": 1.0}, {"atol": 0.0},
+    {"atol": "zero_tensor"}, {"positional": 0.3}])
+@pytest.mark.parametrize("fn", ["pinv", "matrix_rank"])
+def test_pinv_matrix_rank_tolerance_forms(kwargs, fn):
+    a = _data(2, 4, 3)
+    a[1, :, 2] = a[1, :, 0] * 1e-9 + a[1, :, 1]     # nearly rank 2
+
+    def run(lib):
+        kw = dict(kwargs)
+        if fn == "pinv" and "tol" in kw:
+            kw = {"rcond": kw["tol"] / 10}
+        if fn == "matrix_rank" and "rcond" in kw:
+            kw = {"tol": kw["rcond"]}
+        for key, value in list(kw.items()):
+            if value == "tensor":
+                kw[key] = lib.tensor([0.5, 1e-3], dtype=lib.float64)
+            elif value == "zero_tensor":
+                kw[key] = lib.tensor([0.0, 0.0], dtype=lib.float64)
+        args = (kw.pop("positional"),) if "positional" in kw else ()
+        return getattr(lib.linalg, fn)(lib.tensor(a), *args, **kw)
+    expected, got = _both(run)
+    assert str(got.dtype) == str(expected.dtype)
+    np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-7, atol=1e-9)
+
+
+def test_pinv_rcond_with_atol_is_a_type_error():
+    with pytest.raises(TypeError, match="invalid combination of arguments"):
+        tg.linalg.pinv(tg.ones(3, 3), 0.5, atol=1.0)
+    with pytest.raises(TypeError):
+        torch.linalg.pinv(torch.ones(3, 3), 0.5, atol=1.0)
