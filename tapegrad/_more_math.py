@@ -971,7 +971,9 @@ def _batches(arr: np.ndarray, core: int) -> np.ndarray:
 def _lu_factor_values(a: np.ndarray):
     """LAPACK getrf by partial pivoting on a copy of a (..., m, n): the packed LU (L below the
     diagonal, unit diagonal implied, U on and above) and the 1-based int32 pivots (row k was
-    swapped with row pivots[k] - 1; the first largest |value| wins, as LAPACK's idamax)."""
+    swapped with row pivots[k] - 1; the first largest magnitude wins, measured as LAPACK's
+    i?amax measures it: |x| for real values, |re x| + |im x| for complex ones, so a complex
+    matrix is pivoted, and its factors come out, as PyTorch's)."""
     lu = np.array(a, dtype=a.dtype, copy=True)
     m, n = lu.shape[-2:]
     k_count = min(m, n)
@@ -980,7 +982,10 @@ def _lu_factor_values(a: np.ndarray):
     pivots = np.zeros((lu.shape[0], k_count), dtype=np.int32)
     rows = np.arange(lu.shape[0])
     for k in range(k_count):
-        p = k + np.argmax(np.abs(lu[:, k:, k]), axis=1)
+        column = lu[:, k:, k]
+        magnitude = (np.abs(column.real) + np.abs(column.imag) if lu.dtype.kind == "c"
+                     else np.abs(column))
+        p = k + np.argmax(magnitude, axis=1)
         pivots[:, k] = p + 1
         top = lu[rows, k].copy()
         lu[rows, k] = lu[rows, p]
@@ -1007,15 +1012,18 @@ def _permutation(pivots: np.ndarray, m: int) -> np.ndarray:
 
 
 class _LUFactor(Function):
-    """The packed LU of a square matrix; backward from the factors' gradients (tril(-1) of the
-    packed gradient for L, triu for U): P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T."""
+    """The packed LU of an (m, n) matrix, A = P L U with L (m, k) unit lower and U (k, n) upper,
+    k = min(m, n).  Backward from the factors' gradients (tril(-1) of the packed gradient for L,
+    triu for U), with L = [L1; L2] and U = [U1 | U2] split at k (L2 exists when m > n, U2 when
+    m < n) and ^H the conjugate transpose:
+        phi = tril(L1^H gL1 - gU2 U2^H, -1) + triu(gU1 U1^H - L2^H gL2)
+        P^T gA = [L1^-H phi U1^-H | L1^-H gU2]   (m < n)
+               = [L1^-H phi U1^-H ; gL2 U1^-H]   (m >= n)."""
 
     @staticmethod
     def forward(ctx, a, lu_values, pivots):
         lu = _wrap(lu_values)
         ctx.save_for_backward(lu)
-        # (an empty matrix is differentiable whatever its shape: its gradient has no entry)
-        ctx.square = a.shape[-1] == a.shape[-2] or a._array.size == 0
         ctx.perm = _permutation(pivots, a.shape[-2])
         return lu
 
@@ -1023,17 +1031,32 @@ class _LUFactor(Function):
     def backward(ctx, grad):
         if grad._array.size == 0:
             return grad.clone(), None, None
-        if not ctx.square:
-            raise NotImplementedError("tapegrad differentiates torch.lu of square matrices "
-                                      "only")
         lu, = ctx.saved_tensors
         from .linalg import solve_triangular
-        grad_lower, upper = grad.tril(-1), lu.triu()
-        # L = tril(LU, -1) + I, so L^T gL = tril(LU, -1)^T gL + gL
-        phi = (_core.matmul(lu.tril(-1).mT, grad_lower) + grad_lower).tril(-1) + \
-            _core.matmul(grad.triu(), upper.mT).triu()
-        x = solve_triangular(lu.mT, phi, upper=True, unitriangular=True)
-        x = solve_triangular(lu.mT, x, upper=False, left=False)
+        m, n = lu.shape[-2], lu.shape[-1]
+        k = min(m, n)
+        grad_L, grad_U = grad[..., :, :k].tril(-1), grad[..., :k, :].triu()
+        lower, upper = lu[..., :, :k].tril(-1), lu[..., :k, :].triu()
+        # L1^H gL1 with L1 = tril(lu1, -1) + I
+        lower_term = _core.matmul(lower[..., :k, :].mH, grad_L[..., :k, :]) + grad_L[..., :k, :]
+        upper_term = _core.matmul(grad_U[..., :, :k], upper[..., :, :k].mH)
+        if n > m:
+            lower_term = lower_term - _core.matmul(grad_U[..., :, k:], upper[..., :, k:].mH)
+        if m > n:
+            upper_term = upper_term - _core.matmul(lower[..., k:, :].mH, grad_L[..., k:, :])
+        phi = lower_term.tril(-1) + upper_term.triu()
+        # lu1^H is upper with L1^H's unit diagonal above and U1^H's below: one packed operand.
+        lu1_h = lu[..., :k, :k].mH
+        x = solve_triangular(lu1_h, phi, upper=True, unitriangular=True)
+        x = solve_triangular(lu1_h, x, upper=False, left=False)
+        if n > m:
+            from . import cat
+            rest = solve_triangular(lu1_h, grad_U[..., :, k:], upper=True, unitriangular=True)
+            x = cat([x, rest], dim=-1)
+        elif m > n:
+            from . import cat
+            rest = solve_triangular(lu1_h, grad_L[..., k:, :], upper=False, left=False)
+            x = cat([x, rest], dim=-2)
         return _unpermute_rows(x, ctx.perm), None, None
 
 

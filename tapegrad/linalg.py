@@ -101,19 +101,9 @@ def _batch_prefix(batch_index, batched):
 def _lu_first_zero_pivot(matrix):
     """The 1-based index of the first exactly-zero pivot of the partially pivoted LU (what
     LAPACK's getrf reports and PyTorch's message names), or 0 when there is none."""
-    a = np.array(matrix, dtype=np.float64)
-    n = a.shape[0]
-    first = 0
-    for k in range(n):
-        pivot_row = k + int(np.argmax(np.abs(a[k:, k])))
-        if a[pivot_row, k] == 0:
-            if first == 0:
-                first = k + 1
-            continue
-        a[[k, pivot_row]] = a[[pivot_row, k]]
-        a[k + 1:, k] /= a[k, k]
-        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
-    return first
+    from ._more_math import _lu_factor_values
+    from ._linalg_factor import _zero_pivot_info
+    return int(_zero_pivot_info(_lu_factor_values(np.asarray(matrix))[0]))
 
 
 def _raise_singular_inv(arr, name):

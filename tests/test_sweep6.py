@@ -114,3 +114,57 @@ def test_pinv_rcond_with_atol_is_a_type_error():
         tg.linalg.pinv(tg.ones(3, 3), 0.5, atol=1.0)
     with pytest.raises(TypeError):
         torch.linalg.pinv(torch.ones(3, 3), 0.5, atol=1.0)
+
+
+# --- LU of complex matrices pivots as LAPACK's izamax (|re| + |im|) ------------------------
+
+def _complex_data(*shape, seed=0):
+    return _data(*shape, seed=seed) + 1j * _data(*shape, seed=seed + 100)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 4), (4, 2), (2, 5, 5)])
+def test_complex_lu_factors_match_torch(shape):
+    a = _complex_data(*shape, seed=3)
+    expected, got = _both(lambda lib: lib.linalg.lu(lib.tensor(a)))
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-8, atol=1e-10)
+    expected, got = _both(lambda lib: lib.linalg.lu_factor(lib.tensor(a)))
+    np.testing.assert_array_equal(_np(got.pivots), _np(expected.pivots))
+
+
+def test_complex_lu_factor_gradient_matches_torch():
+    # A column where |re| + |im| and |z| pick different pivot rows.
+    a = np.array([[0.1 + 1.0j, 2.0, 0.5], [0.9 + 0.9j, 1.0, -1.0], [0.2, 0.3j, 1.0]])
+
+    def run(lib):
+        A = lib.tensor(a, requires_grad=True)
+        (g,) = lib.autograd.grad(lib.linalg.lu_factor(A).LU.abs().sum(), A)
+        return g
+    expected, got = _both(run)
+    np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (3, 5), (5, 3), (2, 4, 3), (2, 3, 4)])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_lu_gradients_of_square_wide_and_tall_matrices(shape, dtype):
+    # complex gradients were conjugated (transpose for conjugate transpose) and non-square
+    # matrices were refused
+    a = _complex_data(*shape, seed=4) if dtype == "complex128" else _data(*shape, seed=4)
+    w = _data(*shape, seed=5)
+
+    def run(lib):
+        A = lib.tensor(a, requires_grad=True)
+        P, L, U = lib.linalg.lu(A)
+        wl = lib.tensor(w[..., :L.shape[-1]])
+        wu = lib.tensor(w[..., :U.shape[-2], :])
+        loss = (L.abs() * wl).sum() + (U.abs() * wu).sum() + lib.linalg.lu_factor(A).LU.real.sum()
+        (g,) = lib.autograd.grad(loss, A)
+        return g
+    expected, got = _both(run)
+    np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3)])
+def test_lu_gradient_of_non_square_matrix_matches_finite_differences(shape):
+    a = tg.tensor(_data(*shape, seed=6), requires_grad=True)
+    assert tg.autograd.gradcheck(lambda x: tg.linalg.lu(x)[1:], (a,))
