@@ -680,7 +680,7 @@ def _check_square(fn: str, A, what: str = "A") -> None:
 
 
 def _check_float(fn: str, A) -> None:
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype_name(A._array).capitalize()}")
 
@@ -716,14 +716,15 @@ def matrix_exp(input):
 
 
 def _cholesky_factor(L, upper: bool):
-    """The triangle of L that cholesky_solve reads, as the lower factor (numpy)."""
+    """The triangle of L that cholesky_solve reads, as the lower factor (numpy): U^H for an
+    upper factor (A = U^H U)."""
     arr = L._array
-    return np.swapaxes(np.triu(arr), -1, -2) if upper else np.tril(arr)
+    return np.conj(np.swapaxes(np.triu(arr), -1, -2)) if upper else np.tril(arr)
 
 
 class _CholeskySolve(Function):
-    """X with (L L^T) X = B (or U^T U X = B); the gradient in the factor is PyTorch's
-    full-matrix one: -(G X^T + X G^T) L (or U (...)) with G the solve of the gradient."""
+    """X with (L L^H) X = B (or U^H U X = B); the gradient in the factor is PyTorch's
+    full-matrix one: -(G X^H + X G^H) L (or U (...)) with G the solve of the gradient."""
 
     @staticmethod
     def forward(ctx, b, factor, upper):
@@ -733,9 +734,9 @@ class _CholeskySolve(Function):
         lower = np.broadcast_to(lower, shape + lower.shape[-2:])
         B = np.broadcast_to(b._array, shape + b._array.shape[-2:])
         # two triangular solves, L Y = B then L^T X = Y, as PyTorch's potrs: solving with the
-        # product L L^T squared the factor's condition number (fuzz 60624567's sibling)
+        # product L L^H squared the factor's condition number (fuzz 60624567's sibling)
         Y = _substitute(lower, B, upper=False)
-        X = _substitute(np.swapaxes(lower, -1, -2), Y, upper=True)
+        X = _substitute(np.conj(np.swapaxes(lower, -1, -2)), Y, upper=True)
         result = _wrap(X.astype(np.result_type(b._array, factor._array)))
         ctx.save_for_backward(factor, result)
         ctx.upper = upper
@@ -747,8 +748,8 @@ class _CholeskySolve(Function):
     def backward(ctx, grad):
         factor, result = ctx.saved_tensors
         grad_b = _CholeskySolve.apply(grad, factor, ctx.upper)
-        common = _core.matmul(grad_b, result.mT)
-        common = common + common.mT
+        common = _core.matmul(grad_b, result.mH)
+        common = common + common.mH
         grad_factor = -(_core.matmul(factor, common) if ctx.upper
                         else _core.matmul(common, factor))
         return (_sum_to_shape(grad_b, ctx.b_shape), _sum_to_shape(grad_factor, ctx.factor_shape),
@@ -768,8 +769,8 @@ _torch_grad_fn_name(_CholeskySolve, "CholeskySolveBackward0")
 
 
 def cholesky_solve(input, input2, upper=False):
-    """The solution X of A X = input where A = L L^T for the lower-triangular Cholesky factor
-    input2 (A = U^T U with upper=True); batches broadcast."""
+    """The solution X of A X = input where A = L L^H for the lower-triangular Cholesky factor
+    input2 (A = U^H U with upper=True); batches broadcast."""
     _require_tensor_pair("cholesky_solve", input, input2, "input2")
     _core.check_bool("cholesky_solve", "upper", upper)
     if input.dim() < 2 or input2.dim() < 2:
@@ -793,7 +794,7 @@ def cholesky_solve(input, input2, upper=False):
 
 
 def cholesky_inverse(input, upper=False):
-    """The inverse of A = L L^T (or U^T U with upper=True) from its Cholesky factor."""
+    """The inverse of A = L L^H (or U^H U with upper=True) from its Cholesky factor."""
     _check_tensor(input, "cholesky_inverse")
     _core.check_bool("cholesky_inverse", "upper", upper)
     _check_square("cholesky_inverse", input)

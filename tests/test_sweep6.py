@@ -168,3 +168,54 @@ def test_lu_gradients_of_square_wide_and_tall_matrices(shape, dtype):
 def test_lu_gradient_of_non_square_matrix_matches_finite_differences(shape):
     a = tg.tensor(_data(*shape, seed=6), requires_grad=True)
     assert tg.autograd.gradcheck(lambda x: tg.linalg.lu(x)[1:], (a,))
+
+
+# --- complex siblings of the transpose-for-conjugate-transpose mistake ---------------------
+
+def _hermitian_factor(lib, upper):
+    a = _complex_data(3, 3, seed=7)
+    A = lib.tensor(a)
+    S = A @ A.mH + 3 * lib.eye(3, dtype=lib.complex128)
+    return lib.linalg.cholesky(S, upper=upper)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_complex_cholesky_solve_and_inverse_match_torch(upper):
+    b = _complex_data(3, 2, seed=8)
+
+    def run(lib):
+        factor = _hermitian_factor(lib, upper).requires_grad_(True)
+        B = lib.tensor(b, requires_grad=True)
+        X = lib.cholesky_solve(B, factor, upper=upper)
+        inverse = lib.cholesky_inverse(factor, upper=upper)
+        grads = lib.autograd.grad(X.abs().sum() + inverse.real.sum(), (B, factor))
+        return (X, inverse) + grads
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-9)
+
+
+def test_legacy_svd_v_of_a_complex_matrix_is_the_conjugate_transpose_of_vh():
+    a = _complex_data(4, 3, seed=9)
+
+    def run(lib):
+        A = lib.tensor(a, requires_grad=True)
+        U, S, V = lib.svd(A)
+        rebuilt = U @ lib.diag(S).to(U.dtype) @ V.mH
+        (g,) = lib.autograd.grad(rebuilt.abs().sum(), A)
+        return rebuilt, g
+    expected, got = _both(run)
+    np.testing.assert_allclose(_np(got[0]), a, rtol=1e-9, atol=1e-12)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-9)
+
+
+def test_complex_geqrf_and_householder_product_match_torch():
+    a = _complex_data(4, 3, seed=10)
+
+    def run(lib):
+        h, tau = lib.geqrf(lib.tensor(a))
+        return h, tau, lib.linalg.householder_product(h, tau)
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-9)
