@@ -193,7 +193,14 @@ class _Determinant(Function):
         # det themselves, so create_graph gives the second derivative.
         A, _ = ctx.saved_tensors
         scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
-        return scale * _adjoint(inv(A))
+        inverse, info = inv_ex(A)
+        singular = info > 0
+        if bool(singular.any()):
+            # PyTorch's gradient at an exactly singular matrix keeps the factor conj(det(A)) = 0
+            # (a zero gradient, not a LinAlgError from the inverse).
+            from . import where
+            inverse = where(singular.unsqueeze(-1).unsqueeze(-1), 0.0, inverse)
+        return scale * _adjoint(inverse)
 
 
 _torch_grad_fn_name(_Determinant, "LinalgDetBackward0")
@@ -228,7 +235,8 @@ class _LogAbsDet(Function):
         h = grad_logabsdet
         if sign and grad_sign is not None:
             h = h + 1j * (grad_sign * sign[0].conj()).imag
-        return h.unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
+        # inv_ex: a singular A gives PyTorch's inf/nan gradient, not a LinAlgError
+        return h.unsqueeze(-1).unsqueeze(-1) * _adjoint(inv_ex(A)[0])
 
 
 _torch_grad_fn_name(_LogAbsDet, "LinalgSlogdetBackward0")
@@ -672,7 +680,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         (wide,), half = widen_half(x)
         return narrow_half(vector_norm(wide, ord, dim, keepdim), half)
     dims = _normalize_dims(dim, x.ndim)
-    if math.isinf(ord) and x.numel() == 0:
+    # The max/min norms and the negative orders (a min in disguise) have no identity to
+    # give an empty reduction.
+    if (math.isinf(ord) or ord < 0) and x.numel() == 0:
         if dim is None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty "
                                "tensor because the operation does not have an identity")
@@ -933,8 +943,9 @@ def _count_tolerance(S, atol, rtol, shape):
 
 def cond(A, p=None):
     """The condition number of A (batched) in the matrix norm ``p``: for ``None``/2 the ratio
-    of the largest to the smallest singular value (-2 the inverse), otherwise
-    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (square A only)."""
+    of the largest to the smallest singular value (-2 the inverse), for 'nuc' the sum of the
+    singular values times that of their reciprocals, otherwise
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)``, inf where A is singular (square A only)."""
     A = _as_tensor(A, "linalg_cond", "input")
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
@@ -951,10 +962,23 @@ def cond(A, p=None):
         S = svdvals(A)
         largest, smallest = S[..., 0], S[..., -1]
         result = smallest / largest if p == -2 else largest / smallest
+    elif p == "nuc":
+        # PyTorch's route for this one: the singular values of A and their reciprocals (those
+        # of A's inverse), so a singular matrix gives inf or a huge number, never an error.
+        S = svdvals(A)
+        result = S.sum(-1) * S.reciprocal().sum(-1)
     else:
         if not isinstance(p, str):      # (PyTorch names the order as an integer: ord=inf, ord=-1)
             _check_square(A, f"linalg.cond(ord={p if abs(p) == math.inf else int(p)})")
-        result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
+        # As PyTorch: a matrix whose LU meets a zero pivot has condition number inf (not a
+        # LinAlgError), in a batch alongside the finite ones.
+        inverse, info = inv_ex(A)
+        from . import where
+        singular = info > 0
+        result = matrix_norm(A, ord=p) * matrix_norm(
+            where(singular.unsqueeze(-1).unsqueeze(-1), math.inf, inverse), ord=p)
+        if bool(singular.any()):
+            result = where(singular, math.inf, result)
     return result
 
 
@@ -1057,6 +1081,9 @@ def vecdot(x, y, *, dim=-1):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
                            f"have the same number of elements, but got {n} and {m} elements "
                            "respectively")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError("linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {_core.scalar_type_name_of(x._array.dtype)}")
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result
 

@@ -219,3 +219,49 @@ def test_complex_geqrf_and_householder_product_match_torch():
     expected, got = _both(run)
     for e, g in zip(expected, got):
         np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-9)
+
+
+# --- singular matrices: cond is inf, det/slogdet gradients are PyTorch's, no LinAlgError ----
+
+_SINGULAR = [[1., 2.], [2., 4.]]
+
+
+@pytest.mark.parametrize("p", ["fro", "nuc", 1, -1, float("inf"), float("-inf"), 2, -2, None])
+def test_cond_of_singular_and_batched_matrices(p):
+    def run(lib):
+        batch = lib.stack([lib.tensor(_SINGULAR, dtype=lib.float64),
+                           lib.tensor([[2., 1.], [0., 3.]], dtype=lib.float64)])
+        return lib.linalg.cond(batch, p), lib.linalg.cond(lib.zeros(2, 2), p)
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-6)
+
+
+def test_det_and_slogdet_gradients_at_a_singular_matrix():
+    def run(lib):
+        A = lib.tensor(_SINGULAR, dtype=lib.float64, requires_grad=True)
+        out = []
+        for f in (lambda x: lib.linalg.det(x).pow(2), lambda x: lib.linalg.slogdet(x)[1],
+                  lambda x: lib.logdet(x),
+                  lambda x: lib.linalg.det(lib.stack([x, x + lib.eye(2)])).sum()):
+            out.append(lib.autograd.grad(f(A), A)[0])
+        return out
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        np.testing.assert_array_equal(_np(g), _np(e))
+
+
+@pytest.mark.parametrize("ord", [-1, -2, -0.5, float("inf")])
+@pytest.mark.parametrize("shape, dim", [((0,), None), ((2, 0), 1), ((2, 0), 0)])
+def test_vector_norm_of_empty_input_with_an_order_without_identity(ord, shape, dim):
+    def run(lib):
+        return lib.linalg.vector_norm(lib.zeros(shape), ord=ord, dim=dim)
+    assert _error_type(run, tg) is _error_type(run, torch)
+    if _error_type(run, torch) is None:
+        assert tuple(run(tg).shape) == tuple(run(torch).shape)
+
+
+def test_vecdot_refuses_integer_tensors():
+    def run(lib):
+        return lib.linalg.vecdot(lib.arange(3), lib.arange(3))
+    assert _error_type(run, tg) is _error_type(run, torch) is RuntimeError
