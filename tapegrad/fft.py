@@ -252,6 +252,8 @@ _torch_grad_fn_name(_TransformConj, "ConjBackward0")
 
 def _check_input(fn: str, input):
     _check_tensor(input, "fft_" + fn)
+    if input._array.dtype == np.float16:       # PyTorch's CPU transforms have no half kernels
+        raise RuntimeError("Unsupported dtype Half")
 
 
 _ONE_DIM_TRANSFORMS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
@@ -317,8 +319,13 @@ def _real_input(fn: str, input):
     """The real operand of an r2c transform (integers: the default float dtype)."""
     a = input._array
     if a.dtype.kind == "c":
-        raise RuntimeError(f"{fn} expects a real input tensor, but got "
-                           f"{_core.scalar_type_name_of(a.dtype)}")
+        # (PyTorch's words differ between the 1-D, the rfft2/rfftn and the ihfft2/ihfftn paths)
+        dtype = _core.scalar_type_name_of(a.dtype)
+        if fn in ("ihfft2", "ihfftn"):
+            raise RuntimeError(f"Only supports floating-point dtypes, but found: {dtype}")
+        if fn in ("rfft2", "rfftn"):
+            raise RuntimeError(f"rfftn expects a real-valued input tensor, but got {dtype}")
+        raise RuntimeError(f"{fn} expects a real input tensor, but got {dtype}")
     if a.dtype.kind != "f":
         return input.to(_core.get_default_dtype())
     return input
@@ -339,7 +346,7 @@ def _complex_input(input):
 def _c2c_call(fn, input, s, dim, norm, forward, default_dims):
     _check_input(fn, input)
     dims, sizes = _plan(fn, input, s, dim, default_dims)
-    sizes = [input.shape[d] if n is None else n for d, n in zip(dims, sizes)]
+    sizes = _check_points([input.shape[d] if n is None else n for d, n in zip(dims, sizes)])
     _scale(norm, forward, 1)
     x, out_dt = _complex_input(input)
     cls = _Transform if input._array.dtype.kind == "c" else _TransformR2C
@@ -352,7 +359,7 @@ def _r2c_call(fn, input, s, dim, norm, forward, default_dims):
     x = _real_input(fn, input)
     dims, sizes = _plan(fn, x, s, dim, default_dims)
     _check_some_axis(fn, dims)
-    sizes = [x.shape[d] if n is None else n for d, n in zip(dims, sizes)]
+    sizes = _check_points([x.shape[d] if n is None else n for d, n in zip(dims, sizes)])
     _scale(norm, forward, 1)
     _core._complex_in_use()
     # PyTorch's ihfft is the conjugate of an rfft: its node is ConjBackward0 for one dim
@@ -366,8 +373,7 @@ def _c2r_call(fn, input, s, dim, norm, forward, default_dims):
     _check_some_axis(fn, dims)
     sizes = [input.shape[d] if n is None else n for d, n in zip(dims, sizes[:-1])] + \
         [2 * (input.shape[dims[-1]] - 1) if sizes[-1] is None else sizes[-1]]
-    if sizes[-1] < 1:
-        raise RuntimeError(f"Invalid number of data points ({sizes[-1]}) specified")
+    _check_points(sizes)
     _scale(norm, forward, 1)
     x, cdt = _complex_input(input)
     _core._complex_in_use()
@@ -375,7 +381,20 @@ def _c2r_call(fn, input, s, dim, norm, forward, default_dims):
                                np.float64 if cdt == np.complex128 else np.float32)
 
 
+def _check_points(sizes):
+    """The signal sizes a transform runs on, once the defaults (the input's sizes) are filled
+    in: an empty dim transforms as an invalid size, as PyTorch's."""
+    for n in sizes:
+        if n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified")
+    return sizes
+
+
 def _one(n):
+    """The 1-D transforms' n as a one-entry s (where -1 is not "the input's size", as it is in
+    s: PyTorch refuses it)."""
+    if n is not None and not isinstance(n, bool) and isinstance(n, (int, np.integer)) and n < 1:
+        raise RuntimeError(f"Invalid number of data points ({n}) specified")
     return None if n is None else (n,)
 
 

@@ -265,3 +265,32 @@ def test_vecdot_refuses_integer_tensors():
     def run(lib):
         return lib.linalg.vecdot(lib.arange(3), lib.arange(3))
     assert _error_type(run, tg) is _error_type(run, torch) is RuntimeError
+
+
+# --- fft: invalid sizes and dtypes are refused as PyTorch refuses them ----------------------
+
+@pytest.mark.parametrize("fn", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"])
+@pytest.mark.parametrize("case", ["n=-1", "n=0", "empty", "half"])
+def test_one_dim_fft_refuses_invalid_sizes_and_half(fn, case):
+    def run(lib):
+        x = lib.arange(6.0)
+        if fn in ("irfft", "hfft", "ifft", "fft") and case != "half":
+            x = x.to(lib.complex64)
+        if case == "n=-1":
+            return getattr(lib.fft, fn)(x, n=-1)
+        if case == "n=0":
+            return getattr(lib.fft, fn)(x, n=0)
+        if case == "empty":
+            return getattr(lib.fft, fn)(x[:0])
+        return getattr(lib.fft, fn)(x.half())
+    assert _error_type(run, torch) is RuntimeError
+    assert _error_type(run, tg) is RuntimeError
+
+
+@pytest.mark.parametrize("fn", ["fftn", "rfftn", "irfftn", "fft2"])
+def test_n_dim_fft_of_an_empty_dim_is_refused_and_s_minus_one_kept(fn):
+    def empty(lib):
+        return getattr(lib.fft, fn)(lib.zeros(0, 3))
+    assert _error_type(empty, tg) is _error_type(empty, torch) is RuntimeError
+    expected, got = _both(lambda lib: getattr(lib.fft, fn)(lib.ones(2, 3), s=(-1, 3)))
+    np.testing.assert_allclose(_np(got), _np(expected))
