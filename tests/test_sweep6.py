@@ -294,3 +294,20 @@ def test_n_dim_fft_of_an_empty_dim_is_refused_and_s_minus_one_kept(fn):
     assert _error_type(empty, tg) is _error_type(empty, torch) is RuntimeError
     expected, got = _both(lambda lib: getattr(lib.fft, fn)(lib.ones(2, 3), s=(-1, 3)))
     np.testing.assert_allclose(_np(got), _np(expected))
+
+
+# --- trapezoid / diff argument checks ----------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.trapezoid(lib.tensor([True, False, True])),
+    lambda lib: lib.trapz(lib.tensor([True, False])),
+    lambda lib: lib.cumulative_trapezoid(lib.tensor([True, False])),
+    lambda lib: lib.trapezoid(lib.tensor([1., 2.]), lib.tensor([True, False])),
+    lambda lib: lib.diff(lib.arange(3), prepend=lib.tensor(0)),
+    lambda lib: lib.diff(lib.arange(12.).reshape(3, 4), dim=0, append=lib.zeros(4)),
+])
+def test_trapezoid_refuses_bool_and_diff_refuses_mismatched_rank(call):
+    assert _error_type(call, torch) is RuntimeError
+    assert _error_type(call, tg) is RuntimeError
+    message = str(pytest.raises(RuntimeError, call, tg).value)
+    assert message == str(pytest.raises(RuntimeError, call, torch).value)
