@@ -861,6 +861,47 @@ def geqrf(input):
     return _core.return_types.geqrf((a, t))
 
 
+def orgqr(input, input2):
+    """The Q of geqrf's Householder representation (input, input2 = tau): PyTorch's older name
+    of linalg.householder_product."""
+    from .linalg import householder_product
+    return householder_product(input, input2)
+
+
+def ormqr(input, input2, input3, left=True, transpose=False):
+    """op(Q) @ input3 (``left``) or input3 @ op(Q), Q the full product of the Householder
+    reflectors geqrf stores in (input, input2 = tau), op the conjugate transpose when
+    ``transpose``; differentiable in all three."""
+    from .linalg import _apply_reflectors
+    name = "torch.ormqr"
+    _check_tensor(input, "ormqr")
+    _check_tensor(input2, "ormqr", "input2", 2)
+    _check_tensor(input3, "ormqr", "input3", 3)
+    _core.check_bool("ormqr", "left", left)
+    _core.check_bool("ormqr", "transpose", transpose)
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if input3.dim() < 2:
+        raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if input3.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
+    if input2.shape[-1] > input3.shape[side]:
+        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
+                           f"other.shape[{side}]")
+    if input2.shape[-1] > input.shape[-1]:
+        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
+                           "input.shape[-1]")
+    for label, t in (("tau", input2), ("other", input3)):
+        if t.dtype != input.dtype:
+            raise RuntimeError(f"{name}: Expected input and {label} to have the same dtype, "
+                               f"but input has dtype {_dtype_name(input._array).capitalize()} "
+                               f"and {label} has dtype {_dtype_name(t._array).capitalize()}")
+    _check_float("ormqr", input)
+    result = _apply_reflectors(input, input2, input3, left=bool(left), adjoint=bool(transpose))
+    return _core._name_grad_fn(result, "OrmqrBackward0")
+
+
 # -- numerical gradient --------------------------------------------------------------------------
 
 def _along(t, d: int, start, stop):
@@ -1260,15 +1301,15 @@ FUNCTIONS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "v
              "i0", "polygamma", "mvlgamma", "igamma", "igammac", "real", "imag", "angle", "conj",
              "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "is_conj",
              "is_neg", "isreal", "renorm", "addbmm", "chain_matmul", "matrix_exp",
-             "cholesky_solve", "cholesky_inverse", "triangular_solve", "qr", "geqrf", "solve",
-             "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve", "matrix_rank",
+             "cholesky_solve", "cholesky_inverse", "triangular_solve", "qr", "geqrf", "orgqr",
+             "ormqr", "solve", "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve", "matrix_rank",
              "frobenius_norm", "nuclear_norm", "norm_except_dim", "gradient")
 METHODS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "vdot", "i0",
            "polygamma", "mvlgamma", "igamma", "igammac", "angle", "conj", "conj_physical",
            "conj_physical_", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "isreal",
            "renorm", "addbmm", "matrix_exp", "cholesky_solve", "cholesky_inverse",
-           "triangular_solve", "qr", "geqrf", "solve", "lstsq", "symeig", "eig", "lu",
-           "lu_solve")
+           "triangular_solve", "qr", "geqrf", "orgqr", "ormqr", "solve", "lstsq", "symeig",
+           "eig", "lu", "lu_solve")
 RETURN_TYPES = {"triangular_solve": ("solution", "cloned_coefficient"), "qr": ("Q", "R"),
                 "geqrf": ("a", "tau"), "lu_unpack": ("P", "L", "U"),
                 "_lu_with_info": ("LU", "pivots", "info")}

@@ -1479,13 +1479,28 @@ def householder_product(A, tau):
                            f"not match input dtype {names.get(str(A.dtype)[6:], A.dtype)}")
     _refuse_half(A, name)
     from . import eye
-    reflectors = A.tril(-1) + eye(m, n, dtype=A.dtype)        # unit leading entries
-    Q = eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
-    # The reflectors from the last to the first: Q <- H_i Q.
-    for i in reversed(range(tau.shape[-1])):
+    return _apply_reflectors(A, tau, eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n),
+                             left=True, adjoint=False)
+
+
+def _apply_reflectors(A, tau, C, *, left, adjoint):
+    """op(Q) C (``left``) or C op(Q) for Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i
+    below the diagonal of column i of ``A`` and a unit leading entry, op the conjugate
+    transpose when ``adjoint`` (LAPACK's ormqr).  One rank-one update per reflector, from
+    recorded ops, so differentiable in A, tau and C."""
+    from . import eye
+    m, k = A.shape[-2], tau.shape[-1]
+    reflectors = A[..., :, :k].tril(-1) + eye(m, k, dtype=A.dtype)     # unit leading entries
+    # Q C applies H_k first; Q^H C = H_k^H ... H_1^H C applies H_1^H first; on the right the
+    # other way round.
+    order = range(k) if left == adjoint else reversed(range(k))
+    for i in order:
         v = reflectors[..., :, i:i + 1]
-        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mH @ Q))
-    return Q
+        scale = tau[..., i:i + 1].unsqueeze(-1)
+        if adjoint:
+            scale = scale.conj()
+        C = C - scale * (v @ (v.mH @ C)) if left else C - scale * ((C @ v) @ v.mH)
+    return C
 
 
 # The LU family, the _ex variants and the small composites (their own module).

@@ -311,3 +311,42 @@ def test_trapezoid_refuses_bool_and_diff_refuses_mismatched_rank(call):
     assert _error_type(call, tg) is RuntimeError
     message = str(pytest.raises(RuntimeError, call, tg).value)
     assert message == str(pytest.raises(RuntimeError, call, torch).value)
+
+
+# --- orgqr / ormqr (new public names) ------------------------------------------------------
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 4, 2)])
+def test_ormqr_matches_torch_with_gradients(left, transpose, dtype, shape):
+    make = _complex_data if dtype == "complex128" else _data
+    a = make(*shape, seed=11)
+    m = shape[-2]
+    c = make(*shape[:-2], *((m, 2) if left else (2, m)), seed=12)
+
+    def run(lib):
+        h, tau = lib.geqrf(lib.tensor(a))
+        h = h.detach().requires_grad_(True)
+        tau = tau.detach().requires_grad_(True)
+        C = lib.tensor(c, requires_grad=True)
+        out = lib.ormqr(h, tau, C, left=left, transpose=transpose)
+        grads = lib.autograd.grad(out.abs().sum(), (h, tau, C))
+        return (out, lib.orgqr(h, tau)) + grads
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-9)
+
+
+def test_ormqr_refuses_mismatched_shapes():
+    def left(lib):
+        h, tau = lib.geqrf(lib.ones(4, 3, dtype=lib.float64))
+        return lib.ormqr(h, tau, lib.ones(3, 2, dtype=lib.float64))
+
+    def right(lib):
+        h, tau = lib.geqrf(lib.ones(4, 3, dtype=lib.float64))
+        return h.ormqr(tau, lib.ones(2, 3, dtype=lib.float64), left=False)
+    for call in (left, right):
+        assert _error_type(call, torch) is _error_type(call, tg) is RuntimeError
+        assert str(pytest.raises(RuntimeError, call, tg).value) == \
+            str(pytest.raises(RuntimeError, call, torch).value)
