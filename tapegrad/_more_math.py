@@ -616,7 +616,7 @@ def renorm(input, p, dim, maxnorm):
     if input.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
                            f"dimensions")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {_dtype_name(input._array).capitalize()}")
     from .linalg import vector_norm

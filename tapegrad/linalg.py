@@ -487,7 +487,7 @@ def eigvalsh(A, UPLO="L"):
     """The ascending eigenvalues of each symmetric matrix of A (torch.linalg.eigvalsh)."""
     A = _as_tensor(A, "linalg_eigvalsh", "input")
     uplo = _check_uplo(UPLO)
-    _check_square(A, "linalg.eigvalsh")
+    _check_square(A, "linalg.eigh")        # (PyTorch's eigvalsh reports as eigh)
     _check_eigh_dtype(A)
     return _Eigh.apply(A, uplo)[0]
 
@@ -968,6 +968,8 @@ def cond(A, p=None):
         S = svdvals(A)
         result = S.sum(-1) * S.reciprocal().sum(-1)
     else:
+        if p not in ("fro", 1, -1, math.inf, -math.inf):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p if isinstance(p, str) else f'{p:g}'}")
         if not isinstance(p, str):      # (PyTorch names the order as an integer: ord=inf, ord=-1)
             _check_square(A, f"linalg.cond(ord={p if abs(p) == math.inf else int(p)})")
         # As PyTorch: a matrix whose LU meets a zero pivot has condition number inf (not a
@@ -1164,6 +1166,9 @@ def matrix_power(A, n):
     """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
     identity), as torch.linalg.matrix_power."""
     A = _as_tensor(A, "linalg_matrix_power", "input")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError("linalg_matrix_power(): argument 'n' (position 2) must be int, not "
+                        f"{_type_name(n)}")
     _check_square(A, "linalg.matrix_power")
     if n == 0:
         # As PyTorch: the identity copied into a tensor that stays in A's graph (zero

@@ -350,3 +350,40 @@ def test_ormqr_refuses_mismatched_shapes():
         assert _error_type(call, torch) is _error_type(call, tg) is RuntimeError
         assert str(pytest.raises(RuntimeError, call, tg).value) == \
             str(pytest.raises(RuntimeError, call, torch).value)
+
+
+# --- complex inputs to the norm family -----------------------------------------------------
+
+def test_torch_norm_nuc_of_a_complex_matrix_sums_its_singular_values():
+    z = _complex_data(2, 3, 3, seed=13)
+
+    def run(lib):
+        Z = lib.tensor(z, requires_grad=True)
+        value = lib.norm(Z, p="nuc", dim=(1, 2))
+        (g,) = lib.autograd.grad(value.sum(), Z)
+        return value, lib.norm(Z[0].detach(), p="nuc"), g
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3.5, float("inf")])
+def test_renorm_of_a_complex_tensor(p):
+    z = _complex_data(2, 3, 3, seed=14)
+    expected, got = _both(lambda lib: lib.renorm(lib.tensor(z), p=p, dim=0, maxnorm=1.0))
+    np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-6)
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
+def test_clip_grad_norm_of_complex_gradients_is_real_and_counts_imaginary_parts(norm_type):
+    z, w = _complex_data(3, 3, seed=15), _complex_data(3, 3, seed=16)
+
+    def run(lib):
+        p = lib.nn.Parameter(lib.tensor(z))
+        p.grad = lib.tensor(w)
+        total = lib.nn.utils.clip_grad_norm_([p], 1.0, norm_type=norm_type)
+        return total, p.grad
+    expected, got = _both(run)
+    assert str(got[0].dtype) == str(expected[0].dtype) == "torch.float64"
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-6)
