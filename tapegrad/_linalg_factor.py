@@ -258,6 +258,9 @@ def vander(x, *, N=None):
     from . import cat
     from .linalg import _as_tensor
     _as_tensor(x, "linalg_vander", "x")
+    if x._array.dtype == np.bool_:
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
+                           "but got Bool")
     n = x.shape[-1] if x.dim() else 1
     N = n if N is None else N
     if N <= 1:

@@ -733,6 +733,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
                            "dimensions.")
     _check_float(A, "linalg.matrix_norm")
     if dtype is not None:
+        _core._norm_dtype(A._array.dtype, dtype, "linalg.matrix_norm")   # (PyTorch's checks)
         A = A.to(dtype)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if len(dims) != 2:
@@ -1213,6 +1214,12 @@ def multi_dot(tensors):
     for i, t in enumerate(tensors[1:-1], start=1):
         if t.ndim != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for i, t in enumerate(tensors[1:], start=1):
+        if t.dtype != first.dtype:
+            raise RuntimeError(
+                "multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                f"{_core.c_type_name_of(first._array.dtype)} and tensor {i} "
+                f"{_core.c_type_name_of(t._array.dtype)}")
     matrices = list(tensors)
     if first.ndim == 1:
         matrices[0] = first.unsqueeze(0)

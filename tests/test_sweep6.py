@@ -387,3 +387,35 @@ def test_clip_grad_norm_of_complex_gradients_is_real_and_counts_imaginary_parts(
     assert str(got[0].dtype) == str(expected[0].dtype) == "torch.float64"
     for e, g in zip(expected, got):
         np.testing.assert_allclose(_np(g), _np(e), rtol=1e-6)
+
+
+# --- norms' dtype= argument ----------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", ["linalg.vector_norm", "linalg.matrix_norm", "linalg.norm", "norm"])
+@pytest.mark.parametrize("source", ["float64", "float32", "complex128"])
+@pytest.mark.parametrize("target", ["float32", "float64", "complex64", "complex128", "int64"])
+def test_norm_dtype_argument_follows_torch(fn, source, target):
+    a = _data(3, 3, seed=17)
+
+    def run(lib):
+        f = lib
+        for part in fn.split("."):
+            f = getattr(f, part)
+        return f(lib.tensor(a).to(getattr(lib, source)), dtype=getattr(lib, target))
+    expected_error = _error_type(run, torch)
+    assert _error_type(run, tg) is expected_error
+    if expected_error is None:
+        expected, got = _both(run)
+        assert str(got.dtype) == str(expected.dtype)
+        np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-5)
+
+
+def test_multi_dot_and_vander_refusals():
+    def mixed(lib):
+        return lib.linalg.multi_dot([lib.ones(2, 2, dtype=lib.float64), lib.ones(2, 2)])
+
+    def boolean(lib):
+        return lib.linalg.vander(lib.tensor([True, False]))
+    for call in (mixed, boolean):
+        assert str(pytest.raises(RuntimeError, call, tg).value) == \
+            str(pytest.raises(RuntimeError, call, torch).value)
