@@ -196,7 +196,7 @@ class _Transform(Function):
     @staticmethod
     def forward(ctx, x, kind, dims, sizes, forward, norm, out_dtype):
         ctx.kind, ctx.dims, ctx.sizes, ctx.forward, ctx.norm = kind, dims, sizes, forward, norm
-        ctx.in_shape, ctx.in_dtype = x._array.shape, x._array.dtype
+        ctx.in_shape, ctx.in_dtype, ctx.out_dtype = x._array.shape, x._array.dtype, out_dtype
         transform = {"c2c": _c2c, "r2c": _r2c, "c2r": _c2r}[kind]
         out = transform(x._array, dims, sizes, forward, norm)
         # (asarray with order "C": ascontiguousarray would make a 0-d result 1-d)
@@ -205,31 +205,57 @@ class _Transform(Function):
     @staticmethod
     def backward(ctx, g):
         if _core.is_grad_enabled():
-            # create_graph=True: this VJP runs on arrays, so its result would carry no graph and
-            # a gradient penalty through it would silently lose its terms
-            raise NotImplementedError("tapegrad: backward with create_graph=True through "
-                                      f"torch.fft ({type(ctx).__name__}) is not implemented")
-        g = g._array
-        dims, sizes, back = ctx.dims, ctx.sizes, not ctx.forward
-        if ctx.kind == "c2r":
-            n = int(np.prod(sizes))
-            grad = _scale(ctx.norm, ctx.forward, n) * _unscaled(g.astype(
-                _complex_dtype(g.dtype)), dims, back)
-            last = dims[-1]
-            grad = _doubled(grad[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)],
-                            last, sizes[-1])
-            resized = [ctx.in_shape[d] for d in dims]
-        else:
-            if ctx.kind == "r2c":                       # zero-fill the dropped half
-                g = _resize(g, dims[-1:], sizes[-1:])
-            n = int(np.prod(sizes))
-            grad = _scale(ctx.norm, ctx.forward, n) * _unscaled(g, dims, back)
-            resized = [ctx.in_shape[d] for d in dims]
-        grad = _resize(grad, dims, resized)
-        if ctx.in_dtype.kind != "c":
-            grad = grad.real
-        return (_core.wrap_array(np.asarray(grad, dtype=ctx.in_dtype, order="C")),
-                None, None, None, None, None, None)
+            # create_graph=True: the VJP as a node of its own, whose VJP is this transform again
+            return (_TransformAdjoint.apply(g, _transform_plan(ctx)),
+                    None, None, None, None, None, None)
+        return (_adjoint_of(g, _transform_plan(ctx)), None, None, None, None, None, None)
+
+
+def _transform_plan(ctx):
+    """What a transform's VJP needs to know of its forward (its ctx's fields)."""
+    return (ctx.kind, ctx.dims, ctx.sizes, ctx.forward, ctx.norm, ctx.in_shape, ctx.in_dtype,
+            ctx.out_dtype)
+
+
+def _adjoint_of(g, plan):
+    """The VJP of the transform `plan` describes at the output gradient g: its adjoint (the
+    transpose of the real-linear map, which is PyTorch's complex convention), on arrays."""
+    kind, dims, sizes, forward, norm, in_shape, in_dtype, _ = plan
+    g = g._array
+    back = not forward
+    if kind == "c2r":
+        n = int(np.prod(sizes))
+        grad = _scale(norm, forward, n) * _unscaled(g.astype(_complex_dtype(g.dtype)), dims,
+                                                   back)
+        last = dims[-1]
+        grad = _doubled(grad[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)],
+                        last, sizes[-1])
+    else:
+        if kind == "r2c":                               # zero-fill the dropped half
+            g = _resize(g, dims[-1:], sizes[-1:])
+        n = int(np.prod(sizes))
+        grad = _scale(norm, forward, n) * _unscaled(g, dims, back)
+    grad = _resize(grad, dims, [in_shape[d] for d in dims])
+    if in_dtype.kind != "c":
+        grad = grad.real
+    return _core.wrap_array(np.asarray(grad, dtype=in_dtype, order="C"))
+
+
+class _TransformAdjoint(Function):
+    """A transform's VJP recorded as a node (backward with create_graph=True).  The VJP is
+    linear in the gradient and is the transform's transpose, so its own VJP is the transform:
+    higher derivatives chain through these two nodes."""
+
+    @staticmethod
+    def forward(ctx, g, plan):
+        ctx.plan = plan
+        return _adjoint_of(g, plan)
+
+    @staticmethod
+    def backward(ctx, h):
+        kind, dims, sizes, forward, norm, _, _, out_dtype = ctx.plan
+        # (the subclasses differ only in the name their node shows)
+        return _Transform.apply(h, kind, dims, sizes, forward, norm, out_dtype), None
 
 
 class _TransformR2C(_Transform):
