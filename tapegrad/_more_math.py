@@ -681,6 +681,8 @@ def _check_square(fn: str, A, what: str = "A") -> None:
 
 def _check_float(fn: str, A) -> None:
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        from .linalg import _refuse_integer_by_kernel
+        _refuse_integer_by_kernel(A, fn)
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype_name(A._array).capitalize()}")
 

@@ -43,9 +43,22 @@ def _as_tensor(x, name, arg="A", position=1):
 
 def _check_float(A, name, what="input"):
     if A._array.dtype.kind not in "fc":
+        _refuse_integer_by_kernel(A, name)
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {what}. Got "
                            f"{_core.scalar_type_name_of(A._array.dtype)}")
     _refuse_half(A, name)
+
+
+# The functions whose integer and bool inputs reach PyTorch's CPU kernel unchecked, which then
+# refuses them by its name (NotImplementedError); the others check first (RuntimeError).
+_INTEGER_REFUSED_BY_KERNEL = ("cholesky", "cholesky_solve", "cholesky_inverse", "geqrf",
+                              "torch.linalg.householder_product")
+
+
+def _refuse_integer_by_kernel(A, name):
+    if name in _INTEGER_REFUSED_BY_KERNEL:
+        raise NotImplementedError(f'"{_HALF_REFUSED_BY_KERNEL[name]}" not implemented for '
+                                  f"'{_core.scalar_type_name_of(A._array.dtype)}'")
 
 
 # PyTorch's CPU linear algebra has no float16 kernels, and each function refuses float16 in its
@@ -1489,7 +1502,7 @@ def householder_product(A, tau):
         names = {"float32": "Float", "float64": "Double", "float16": "Half"}
         raise RuntimeError(f"{name}: tau dtype {names.get(str(tau.dtype)[6:], tau.dtype)} does "
                            f"not match input dtype {names.get(str(A.dtype)[6:], A.dtype)}")
-    _refuse_half(A, name)
+    _check_float(A, name)
     from . import eye
     return _apply_reflectors(A, tau, eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n),
                              left=True, adjoint=False)

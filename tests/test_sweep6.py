@@ -458,3 +458,32 @@ def test_fft_double_backward_matches_torch(fn, norm, leaf):
 def test_fft_second_derivative_matches_finite_differences():
     x = tg.tensor(_data(8, seed=20), requires_grad=True)
     assert tg.autograd.gradgradcheck(lambda t: tg.fft.rfft(t).abs().pow(2).sum(), (x,))
+
+
+# --- integer and bool inputs ---------------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:torch.cholesky is deprecated")
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.linalg.householder_product(x, x[0]),
+    lambda lib, x: lib.cholesky(x),
+    lambda lib, x: lib.cholesky_solve(x, x),
+    lambda lib, x: lib.cholesky_inverse(x),
+    lambda lib, x: lib.geqrf(x),
+    lambda lib, x: lib.cov(x),
+])
+def test_integer_and_bool_inputs_are_refused_as_torch_refuses_them(dtype, call):
+    # householder_product of an int64 matrix returned an int64 "product"
+    def run(lib):
+        return call(lib, (lib.eye(3) + 1).to(getattr(lib, dtype)))
+    if dtype == "int64" and _error_type(run, torch) is None:      # cov of integers runs
+        expected, got = _both(run)
+        np.testing.assert_allclose(_np(got), _np(expected))
+        return
+    expected = _error_type(run, torch)
+    assert expected is not None and _error_type(run, tg) is expected
+    with pytest.raises(expected) as got_error:
+        run(tg)
+    with pytest.raises(expected) as expected_error:
+        run(torch)
+    assert str(got_error.value) == str(expected_error.value)
