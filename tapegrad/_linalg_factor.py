@@ -258,9 +258,9 @@ def vander(x, *, N=None):
     from . import cat
     from .linalg import _as_tensor
     _as_tensor(x, "linalg_vander", "x")
-    if x._array.dtype == np.bool_:
+    if x._array.dtype in (np.bool_, np.float16):
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
-                           "but got Bool")
+                           f"but got {_core.scalar_type_name_of(x._array.dtype)}")
     n = x.shape[-1] if x.dim() else 1
     N = n if N is None else N
     if N <= 1:
