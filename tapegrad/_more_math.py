@@ -809,8 +809,8 @@ def cholesky_inverse(input, upper=False):
     return cholesky_solve(identity, input, upper)
 
 
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
-    """The solution X of op(A) X = b for triangular A (op transposes when asked), and a copy of
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
+    """The solution X of op(A) X = input for triangular A (op transposes when asked), and a copy of
     A: the named tuple (solution, cloned_coefficient).  Deprecated by PyTorch (which warns) in
     favour of linalg.solve_triangular."""
     for name, flag in (("upper", upper), ("transpose", transpose),
@@ -822,10 +822,10 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
                   "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
                   "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).",
                   UserWarning, stacklevel=2)
-    _require_tensor_pair("triangular_solve", b, A, "A")
+    _require_tensor_pair("triangular_solve", input, A, "A")
     from .linalg import solve_triangular
     coefficient = A.mT if transpose else A
-    solution = solve_triangular(coefficient, b, upper=bool(upper) != bool(transpose),
+    solution = solve_triangular(coefficient, input, upper=bool(upper) != bool(transpose),
                                 unitriangular=unitriangular)
     return _core.return_types.triangular_solve((solution, A.clone()))
 

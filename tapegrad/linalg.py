@@ -383,10 +383,11 @@ class _Cholesky(Function):
 _torch_grad_fn_name(_Cholesky, "LinalgCholeskyExBackward0")
 
 
-def cholesky(A, *, upper=False):
-    """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
+def cholesky(input, *, upper=False):
+    """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of
+    ``input`` (PyTorch's keyword name: its documentation's A)."""
     _core.check_bool("linalg_cholesky", "upper", upper)
-    return _cholesky(A, upper, "linalg.cholesky")
+    return _cholesky(input, upper, "linalg.cholesky")
 
 
 def _cholesky(A, upper, name):
@@ -486,19 +487,19 @@ def _check_eigh_dtype(A):
 
 
 
-def eigh(A, UPLO="L"):
+def eigh(input, UPLO="L"):
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix of A,
     reading only the UPLO triangle (torch.linalg.eigh)."""
-    A = _as_tensor(A, "linalg_eigh", "input")
+    A = _as_tensor(input, "linalg_eigh", "input")
     uplo = _check_uplo(UPLO)
     _check_square(A, "linalg.eigh")
     _check_eigh_dtype(A)
     return _return_type("linalg_eigh")(_Eigh.apply(A, uplo))
 
 
-def eigvalsh(A, UPLO="L"):
+def eigvalsh(input, UPLO="L"):
     """The ascending eigenvalues of each symmetric matrix of A (torch.linalg.eigvalsh)."""
-    A = _as_tensor(A, "linalg_eigvalsh", "input")
+    A = _as_tensor(input, "linalg_eigvalsh", "input")
     uplo = _check_uplo(UPLO)
     _check_square(A, "linalg.eigh")        # (PyTorch's eigvalsh reports as eigh)
     _check_eigh_dtype(A)
@@ -551,24 +552,24 @@ class _Eig(Function):
 _torch_grad_fn_name(_Eig, "LinalgEigBackward0")
 
 
-def matrix_exp(A):
-    """The matrix exponential of each square matrix of A (torch.linalg.matrix_exp)."""
+def matrix_exp(input):
+    """The matrix exponential of each square matrix of ``input`` (torch.linalg.matrix_exp)."""
     from ._more_math import matrix_exp as _matrix_exp
-    return _matrix_exp(A)
+    return _matrix_exp(input)
 
 
-def eig(A):
+def eig(input):
     """Eigenvalues and eigenvectors (complex, unit norm) of each square matrix of A
     (torch.linalg.eig)."""
-    A = _as_tensor(A, "linalg_eig", "input")
+    A = _as_tensor(input, "linalg_eig", "input")
     _check_square(A, "linalg.eig")
     _check_float(A, "linalg.eig")
     return _return_type("linalg_eig")(_Eig.apply(A))
 
 
-def eigvals(A):
+def eigvals(input):
     """The (complex) eigenvalues of each square matrix of A (torch.linalg.eigvals)."""
-    A = _as_tensor(A, "linalg_eigvals", "input")
+    A = _as_tensor(input, "linalg_eigvals", "input")
     _check_square(A, "linalg.eigvals")
     _check_float(A, "linalg.eigvals")
     return _Eig.apply(A)[0]
@@ -736,10 +737,10 @@ def _vector_norm_of(x, ord: float, dims, keepdim: bool):
     return _PNorm.apply(x, ord, dims, keepdim)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
     inf, -inf, 1, -1."""
-    A = _as_tensor(A, "linalg_matrix_norm", "input")
+    A = _as_tensor(input, "linalg_matrix_norm", "input")
     _core.check_bool("linalg_matrix_norm", "keepdim", keepdim)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
@@ -789,10 +790,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return picked if keepdim else picked.squeeze(max(rows, cols)).squeeze(min(rows, cols))
 
 
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
     nor dim is given), a matrix norm over two."""
-    A = _as_tensor(A, "linalg_norm", "input")
+    A = _as_tensor(input, "linalg_norm", "input")
     _core.check_bool("linalg_norm", "keepdim", keepdim)
     if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
@@ -955,12 +956,12 @@ def _count_tolerance(S, atol, rtol, shape):
     return cut.clamp(min=atol)
 
 
-def cond(A, p=None):
+def cond(input, p=None):
     """The condition number of A (batched) in the matrix norm ``p``: for ``None``/2 the ratio
     of the largest to the smallest singular value (-2 the inverse), for 'nuc' the sum of the
     singular values times that of their reciprocals, otherwise
     ``matrix_norm(A, p) * matrix_norm(inv(A), p)``, inf where A is singular (square A only)."""
-    A = _as_tensor(A, "linalg_cond", "input")
+    A = _as_tensor(input, "linalg_cond", "input")
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
         raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
@@ -998,11 +999,11 @@ def cond(A, p=None):
     return result
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+def solve_triangular(input, B, *, upper, left=True, unitriangular=False):
     """X with ``A @ X = B`` (or ``X @ A = B`` when ``left=False``) for triangular A: only the
     triangle named by ``upper`` is read (its diagonal taken as ones with ``unitriangular``), so
     A's gradient lands in that triangle alone."""
-    A = _as_tensor(A, "linalg_solve_triangular", "input")
+    A = _as_tensor(input, "linalg_solve_triangular", "input")
     _as_tensor(B, "linalg_solve_triangular", "B", 2)
     for name, flag in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
         _core.check_bool("linalg_solve_triangular", name, flag)
@@ -1104,10 +1105,10 @@ def vecdot(x, y, *, dim=-1):
     return result
 
 
-def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None):
+def matrix_rank(input, tol=None, hermitian=False, *, atol=None, rtol=None):
     """The number of singular values above the tolerance, per matrix (int64).  ``tol`` is
     PyTorch's older spelling of an absolute tolerance (atol=tol, rtol=0)."""
-    A = _as_tensor(A, "linalg_matrix_rank")
+    A = _as_tensor(input, "linalg_matrix_rank")
     atol, rtol = _legacy_tolerance("linalg_matrix_rank", "tol", tol, atol, rtol,
                                    _MATRIX_RANK_SIGNATURES, absolute=True)
     _core.check_bool("linalg_matrix_rank", "hermitian", hermitian, 0, _MATRIX_RANK_SIGNATURES)
@@ -1145,11 +1146,11 @@ def _legacy_tolerance(fn, name, value, atol, rtol, signatures, absolute):
     return (value, 0.0) if absolute else (0.0, value)
 
 
-def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
+def pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None):
     """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
     or below the tolerance count as zero.  ``rcond`` is PyTorch's older spelling of a relative
     tolerance (rtol=rcond, atol=0)."""
-    A = _as_tensor(A, "linalg_pinv")
+    A = _as_tensor(input, "linalg_pinv")
     atol, rtol = _legacy_tolerance("linalg_pinv", "rcond", rcond, atol, rtol, _PINV_SIGNATURES,
                                    absolute=False)
     _core.check_bool("linalg_pinv", "hermitian", hermitian, 0, _PINV_SIGNATURES)
@@ -1176,10 +1177,10 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     return _core._name_grad_fn(pseudo_inverse, "LinalgPinvBackward0")
 
 
-def matrix_power(A, n):
+def matrix_power(input, n):
     """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
     identity), as torch.linalg.matrix_power."""
-    A = _as_tensor(A, "linalg_matrix_power", "input")
+    A = _as_tensor(input, "linalg_matrix_power", "input")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError("linalg_matrix_power(): argument 'n' (position 2) must be int, not "
                         f"{_type_name(n)}")
@@ -1397,7 +1398,7 @@ def qr(A, mode="reduced"):
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
-def lstsq(A, B, rcond=None, *, driver=None):
+def lstsq(input, b, rcond=None, *, driver=None):
     """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'),
     through the pseudo-inverse.  The other fields follow the driver as PyTorch's do: ``rank``
     for every driver but 'gels' (which refuses a rank-deficient A instead); ``residuals``, the
@@ -1405,7 +1406,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     not 'gelsy'; ``singular_values`` for 'gelsd' and 'gelss'.  Fields a driver does not
     compute are empty; residuals and singular values are real.  B is a batch of vectors when it
     has one dimension fewer."""
-    A = _as_tensor(A, "linalg_lstsq", "input")
+    A = _as_tensor(input, "linalg_lstsq", "input")
+    B = _as_tensor(b, "linalg_lstsq", "b", 2)
     _check_float(A, "torch.linalg.lstsq")
     if driver is None:
         driver = "gelsy"
@@ -1468,7 +1470,7 @@ def _refuse_rank_deficient_gels(A, rank):
                 f"the input matrix does not have full rank (error code: {matrix_rank_ + 1}).")
 
 
-def householder_product(A, tau):
+def householder_product(input, tau):
     """The first n columns of the product H_1 ... H_k of Householder reflectors
     H_i = I - tau_i v_i v_i^H, v_i stored below the diagonal of column i of ``A`` (m, n) with an
     implicit unit leading entry (LAPACK's orgqr; ``geqrf``'s output gives the Q of the QR
@@ -1484,7 +1486,7 @@ def householder_product(A, tau):
     True
     """
     name = "torch.linalg.householder_product"
-    A = _as_tensor(A, "linalg_householder_product", "input")
+    A = _as_tensor(input, "linalg_householder_product", "input")
     tau = _as_tensor(tau, "linalg_householder_product", "tau", 2)
     if A.ndim < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")

@@ -487,3 +487,37 @@ def test_integer_and_bool_inputs_are_refused_as_torch_refuses_them(dtype, call):
     with pytest.raises(expected) as expected_error:
         run(torch)
     assert str(got_error.value) == str(expected_error.value)
+
+
+# --- PyTorch's keyword names for the linalg functions ---------------------------------------
+
+@pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
+@pytest.mark.parametrize("call", [
+    lambda lib, A, S, B: lib.linalg.cholesky(input=S),
+    lambda lib, A, S, B: lib.linalg.cholesky_ex(input=S).L,
+    lambda lib, A, S, B: lib.linalg.eigvalsh(input=S),
+    lambda lib, A, S, B: lib.linalg.eigh(input=S).eigenvalues,
+    lambda lib, A, S, B: lib.linalg.eigvals(input=S).real,
+    lambda lib, A, S, B: lib.linalg.eig(input=S).eigenvalues.real,
+    lambda lib, A, S, B: lib.linalg.norm(input=A),
+    lambda lib, A, S, B: lib.linalg.matrix_norm(input=A),
+    lambda lib, A, S, B: lib.linalg.pinv(input=A),
+    lambda lib, A, S, B: lib.linalg.matrix_power(input=A, n=2),
+    lambda lib, A, S, B: lib.linalg.matrix_exp(input=A),
+    lambda lib, A, S, B: lib.linalg.cond(input=A),
+    lambda lib, A, S, B: lib.linalg.matrix_rank(input=A),
+    lambda lib, A, S, B: lib.linalg.lstsq(input=A, b=B).solution,
+    lambda lib, A, S, B: lib.linalg.solve_triangular(input=S, B=B, upper=True),
+    lambda lib, A, S, B: lib.linalg.householder_product(input=A, tau=A[0, :2]),
+    lambda lib, A, S, B: lib.linalg.tensorinv(input=A.reshape(3, 3), ind=1),
+    lambda lib, A, S, B: lib.linalg.tensorsolve(input=S, other=B[:, 0]),
+    lambda lib, A, S, B: lib.triangular_solve(input=B, A=S).solution,
+])
+def test_linalg_functions_take_pytorchs_keyword_names(call):
+    a, b = _data(3, 3, seed=21), _data(3, 2, seed=22)
+
+    def run(lib):
+        A = lib.tensor(a)
+        return call(lib, A, A @ A.mT + 3 * lib.eye(3, dtype=lib.float64), lib.tensor(b))
+    expected, got = _both(run)
+    np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-7, atol=1e-9)
