@@ -44,9 +44,26 @@ def _as_tensor(x, name, arg="A", position=1):
 def _check_float(A, name, what="input"):
     if A._array.dtype.kind not in "fc":
         _refuse_integer_by_kernel(A, name)
+        dtype = _core.scalar_type_name_of(A._array.dtype)
+        if name in _INTEGER_REFUSED_IN_OTHER_WORDS:
+            raise RuntimeError(_INTEGER_REFUSED_IN_OTHER_WORDS[name].format(dtype))
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {what}. Got "
-                           f"{_core.scalar_type_name_of(A._array.dtype)}")
+                           f"{dtype}")
     _refuse_half(A, name)
+
+
+# Functions whose integer and bool inputs PyTorch refuses in the words of the function they
+# go through (checked against torch 2.13), keyed by the name the function's checks use.
+_INTEGER_REFUSED_IN_OTHER_WORDS = {
+    "linalg.svdvals": "linalg.svd: Expected a floating point or complex tensor as input. Got {}",
+    "linalg.cond": "linalg.svd: Expected a floating point or complex tensor as input. Got {}",
+    "linalg.cholesky_ex": "linalg.cholesky: Expected a floating point or complex tensor as "
+                          "input. Got {}",
+    "torch.linalg.matrix_rank": "This function doesn't handle types other than float and double",
+    "torch.linalg.lstsq": "This function doesn't handle types other than float and double",
+    "linalg.eig": "Unknown Complex ScalarType for {}",
+    "linalg.eigvals": "Unknown Complex ScalarType for {}",
+}
 
 
 # The functions whose integer and bool inputs reach PyTorch's CPU kernel unchecked, which then
@@ -749,7 +766,14 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if dtype is not None:
         _core._norm_dtype(A._array.dtype, dtype, "linalg.matrix_norm")   # (PyTorch's checks)
         A = A.to(dtype)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, int) and not isinstance(dim, bool):     # (PyTorch's parser: a 2-tuple)
+        raise TypeError("linalg_matrix_norm() received an invalid combination of arguments - "
+                        "got (Tensor, dim=int), but expected one of:\n"
+                        " * (Tensor input, Number ord, tuple of ints dim = {-2,-1}, "
+                        "bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)\n"
+                        " * (Tensor input, str ord = \"fro\", tuple of ints dim = {-2,-1}, "
+                        "bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)\n")
+    dims = tuple(dim)
     if len(dims) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
                            f"{', '.join(map(str, dims))}")
@@ -1307,6 +1331,8 @@ def cross(input, other, *, dim=-1):
     _check_tensor(input, "linalg_cross")
     _check_tensor(other, "linalg_cross", "other", 2)
     _same_scalar_type(input, other)
+    if input._array.dtype == np.bool_:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
     if input.shape[dim] != 3 or other.shape[dim] != 3:

@@ -521,3 +521,27 @@ def test_linalg_functions_take_pytorchs_keyword_names(call):
         return call(lib, A, A @ A.mT + 3 * lib.eye(3, dtype=lib.float64), lib.tensor(b))
     expected, got = _both(run)
     np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore:Using torch.cross without specifying the dim")
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.linalg.svdvals(lib.eye(3, dtype=lib.int64)),
+    lambda lib: lib.linalg.cond(lib.eye(3, dtype=lib.int64)),
+    lambda lib: lib.linalg.cholesky_ex(lib.eye(3, dtype=lib.int64)),
+    lambda lib: lib.linalg.matrix_rank(lib.eye(3, dtype=lib.int64)),
+    lambda lib: lib.linalg.lstsq(lib.eye(3, dtype=lib.int64), lib.eye(3, dtype=lib.int64)),
+    lambda lib: lib.linalg.eigvals(lib.eye(3, dtype=lib.bool)),
+    lambda lib: lib.linalg.cross(lib.ones(3, dtype=lib.bool), lib.ones(3, dtype=lib.bool)),
+    lambda lib: lib.cross(lib.ones(3, 3, dtype=lib.bool), lib.ones(3, 3, dtype=lib.bool)),
+    lambda lib: lib.cdist(lib.ones(2, 2), lib.ones(2, 2, dtype=lib.int64)),
+    lambda lib: lib.linalg.matrix_norm(lib.ones(3, 3), dim=1),
+])
+def test_linalg_refusals_in_pytorchs_words(call):
+    expected = _error_type(call, torch)
+    assert expected is not None and _error_type(call, tg) is expected
+    with pytest.raises(Exception) as got_error:
+        call(tg)
+    with pytest.raises(Exception) as expected_error:
+        call(torch)
+    assert type(got_error.value).__name__ == type(expected_error.value).__name__
+    assert str(got_error.value) == str(expected_error.value)
