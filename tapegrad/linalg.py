@@ -30,6 +30,11 @@ class LinAlgError(RuntimeError):
     input), as torch.linalg.LinAlgError."""
 
 
+# PyTorch's class is torch._C._LinAlgError: a traceback, and type(error).__name__, name it so.
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
+_LinAlgError = LinAlgError      # (where pickle looks the class up by that name)
+
+
 # ---------------------------------------------------------------------------------------------
 # argument checks (PyTorch's wording)
 

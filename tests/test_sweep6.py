@@ -545,3 +545,17 @@ def test_linalg_refusals_in_pytorchs_words(call):
         call(torch)
     assert type(got_error.value).__name__ == type(expected_error.value).__name__
     assert str(got_error.value) == str(expected_error.value)
+
+
+def test_linalg_error_is_named_as_pytorchs_and_pickles():
+    import pickle
+
+    def singular(lib):
+        return lib.linalg.inv(lib.zeros(2, 2))
+    with pytest.raises(tg.linalg.LinAlgError) as got:
+        singular(tg)
+    with pytest.raises(torch.linalg.LinAlgError) as expected:
+        singular(torch)
+    assert type(got.value).__name__ == type(expected.value).__name__ == "_LinAlgError"
+    again = pickle.loads(pickle.dumps(got.value))
+    assert isinstance(again, tg.linalg.LinAlgError) and str(again) == str(got.value)
