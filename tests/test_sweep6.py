@@ -559,3 +559,13 @@ def test_linalg_error_is_named_as_pytorchs_and_pickles():
     assert type(got.value).__name__ == type(expected.value).__name__ == "_LinAlgError"
     again = pickle.loads(pickle.dumps(got.value))
     assert isinstance(again, tg.linalg.LinAlgError) and str(again) == str(got.value)
+
+
+@pytest.mark.parametrize("sublist", [[-1, 0], [52, 0], [1.5, 0]])
+def test_einsum_sublist_subscript_out_of_range(sublist):
+    def run(lib):
+        return lib.einsum(lib.ones(2, 2), sublist, [0])
+    expected = _error_type(run, torch)
+    assert expected is not None and _error_type(run, tg) is expected
+    assert str(pytest.raises(expected, run, tg).value) == \
+        str(pytest.raises(expected, run, torch).value)
