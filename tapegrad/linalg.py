@@ -1462,13 +1462,20 @@ def lstsq(input, b, rcond=None, *, driver=None):
     real = A.real.dtype if A.is_complex() else A.dtype
     with no_grad():
         rank = matrix_rank(A, rtol=rtol)
+    quick = None
     if driver == "gels":
-        _refuse_rank_deficient_gels(A, rank)
+        quick = _gels_quick_returns(A)
+        _refuse_rank_deficient_gels(rank, quick, min(m, n))
     B_matrix = B.unsqueeze(-1) if vector else B
     solution = pinv(A, rtol=rtol) @ B_matrix
-    full_rank = bool((rank == min(m, n)).all()) if rank.numel() else True
+    # (gels refused the rank-deficient matrices it did not return quickly on)
+    full_rank = driver == "gels" or not rank.numel() or bool((rank == min(m, n)).all())
     if m > n and full_rank and driver != "gelsy":
         residuals = (A @ solution - B_matrix).abs().pow(2).sum(dim=-2)
+        if quick is not None and quick.any():
+            # LAPACK's quick return zeroes B, whose rows below n are what it reports
+            from . import where
+            residuals = where(_wrap_mask(quick, A.shape[:-2]).unsqueeze(-1), 0.0, residuals)
         _core._name_grad_fn(residuals, "LinalgLstsqBackward0")
     else:
         residuals = empty(0, dtype=real)
@@ -1486,16 +1493,27 @@ def lstsq(input, b, rcond=None, *, driver=None):
     return result((solution, residuals, rank, singular_values))
 
 
-def _refuse_rank_deficient_gels(A, rank):
+def _gels_quick_returns(A):
+    """Per matrix of A (flattened batch), whether LAPACK's gels returns at once without
+    factoring: an empty or all-zero matrix (its solution zero, its B zeroed)."""
+    m, n = A.shape[-2], A.shape[-1]
+    count = int(np.prod(A.shape[:-2], dtype=np.int64))
+    flat = A._array.reshape((count, m * n))
+    return ~(np.abs(flat).max(axis=-1, initial=0) > 0)
+
+
+def _wrap_mask(mask, batch_shape):
+    from . import tensor
+    return tensor(mask.reshape(tuple(batch_shape)))
+
+
+def _refuse_rank_deficient_gels(rank, quick, full):
     """'gels' solves through a QR (m >= n) or LQ (m < n) factorization with no rank revealing
     and fails on a zero diagonal entry of its triangular factor, which PyTorch reports as a
-    LinAlgError naming that entry (the numerical rank + 1 here).  An all-zero matrix is LAPACK's
-    quick return (a zero solution), not an error."""
-    m, n = A.shape[-2], A.shape[-1]
-    flat_rank = rank.reshape(-1)._array
-    nonzero = np.abs(A._array.reshape((-1, m * n))).max(axis=-1, initial=0) > 0
-    for matrix_rank_, has_values in zip(flat_rank, nonzero):
-        if has_values and matrix_rank_ < min(m, n):
+    LinAlgError naming that entry (the numerical rank + 1 here), except where it returned at
+    once (`quick`)."""
+    for matrix_rank_, returned in zip(rank.reshape(-1)._array, quick):
+        if not returned and matrix_rank_ < full:
             raise LinAlgError(
                 "torch.linalg.lstsq: The least squares solution could not be computed because "
                 f"the input matrix does not have full rank (error code: {matrix_rank_ + 1}).")

@@ -569,3 +569,21 @@ def test_einsum_sublist_subscript_out_of_range(sublist):
     assert expected is not None and _error_type(run, tg) is expected
     assert str(pytest.raises(expected, run, tg).value) == \
         str(pytest.raises(expected, run, torch).value)
+
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsd"])
+@pytest.mark.parametrize("a_shape, b_shape, zero_second", [
+    ((0, 3), (0, 2), False), ((5, 0), (5, 2), False), ((2, 5, 3), (2, 5, 2), True),
+    ((0, 5, 3), (0, 5, 2), False), ((2, 5, 3), (1, 5, 2), False)])
+def test_lstsq_quick_returns_and_rank_deficient_batches(driver, a_shape, b_shape, zero_second):
+    # gels failed on empty inputs and dropped the residuals of a batch with a zero matrix
+    a, b = _data(*a_shape, seed=23), _data(*b_shape, seed=24)
+    if zero_second:
+        a[1] = 0
+
+    def run(lib):
+        return lib.linalg.lstsq(lib.tensor(a), lib.tensor(b), driver=driver)
+    expected, got = _both(run)
+    for e, g in zip(expected, got):
+        assert tuple(g.shape) == tuple(e.shape)
+        np.testing.assert_allclose(_np(g), _np(e), rtol=1e-7, atol=1e-9)
