@@ -847,7 +847,12 @@ def _var_std(is_std, z, dim, correction, keepdim):
 
 
 def _norm(z, p, dim, keepdim):
-    """The vector norm of a complex tensor: the norm of its moduli."""
+    """torch.norm of a complex tensor: a vector norm (or 'fro') is the norm of the moduli;
+    the nuclear norm is not (it sums singular values), so it goes to matrix_norm."""
+    if isinstance(p, str) and p == "nuc":
+        from .linalg import matrix_norm
+        dims = tuple(range(z.ndim)) if dim is None else dim
+        return matrix_norm(z, "nuc", dims, keepdim)
     return _core.norm(z.abs(), p, dim, keepdim)
 
 

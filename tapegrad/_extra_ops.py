@@ -1341,6 +1341,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         return input.clone()
     from . import cat
     d = _dim(dim, input.ndim)
+    for extra in (prepend, append):
+        if isinstance(extra, TensorBase) and extra.ndim != input.ndim:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):

@@ -89,7 +89,7 @@ def svd(input, some=True, compute_uv=True):
         V = zeros(*batch, n, n, dtype=input.dtype)
         return result_type((U, linalg.svdvals(input), V))
     U, S, Vh = linalg.svd(input, full_matrices=not some)
-    return result_type((U, S, Vh.mT))
+    return result_type((U, S, Vh.mH))     # V = Vh^H (for complex A not Vh^T)
 
 
 FUNCTIONS = ("inverse", "det", "slogdet", "logdet", "cholesky", "pinverse", "matrix_power", "svd")

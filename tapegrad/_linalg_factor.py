@@ -216,14 +216,14 @@ def _failed_cholesky(matrix: np.ndarray):
     return a, 0
 
 
-def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):
+def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
     """(L, info): linalg.cholesky that reports a matrix that is not positive-definite in `info`
     (the order of its first such leading minor) instead of raising, unless `check_errors`."""
     _core.check_bool("linalg_cholesky_ex", "upper", upper)
     _core.check_bool("linalg_cholesky_ex", "check_errors", check_errors)
     from . import linalg
     from .linalg import _as_tensor, _check_float, _check_square
-    _as_tensor(A, "linalg_cholesky_ex", "input")
+    A = _as_tensor(input, "linalg_cholesky_ex", "input")
     _check_square(A, "linalg.cholesky_ex")
     _check_float(A, "linalg.cholesky_ex")
     arr = A._array
@@ -258,6 +258,9 @@ def vander(x, *, N=None):
     from . import cat
     from .linalg import _as_tensor
     _as_tensor(x, "linalg_vander", "x")
+    if x._array.dtype in (np.bool_, np.float16):
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
+                           f"but got {_core.scalar_type_name_of(x._array.dtype)}")
     n = x.shape[-1] if x.dim() else 1
     N = n if N is None else N
     if N <= 1:
@@ -267,11 +270,11 @@ def vander(x, *, N=None):
     return cat([x.new_ones(x.shape), powers], -1)
 
 
-def tensorinv(A, ind: int = 2):
+def tensorinv(input, ind: int = 2):
     """The inverse of A seen as a linear map from its first `ind` dims to the rest: the result
     has shape A.shape[ind:] + A.shape[:ind]."""
     from . import linalg
-    linalg._as_tensor(A, "linalg_tensorinv", "input")
+    A = linalg._as_tensor(input, "linalg_tensorinv", "input")
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
@@ -281,11 +284,11 @@ def tensorinv(A, ind: int = 2):
     return linalg.inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
 
 
-def tensorsolve(A, B, dims=None):
+def tensorsolve(input, other, dims=None):
     """The X with tensordot(A, X, X.ndim) = B; `dims` first moves those dims of A to the end."""
     from . import linalg
-    linalg._as_tensor(A, "linalg_tensorsolve", "input")
-    linalg._as_tensor(B, "linalg_tensorsolve", "other", 2)
+    A = linalg._as_tensor(input, "linalg_tensorsolve", "input")
+    B = linalg._as_tensor(other, "linalg_tensorsolve", "other", 2)
     if dims is not None:
         dims = [d % A.dim() for d in dims]
         order = [d for d in range(A.dim()) if d not in dims] + list(dims)

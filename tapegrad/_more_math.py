@@ -616,7 +616,7 @@ def renorm(input, p, dim, maxnorm):
     if input.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
                            f"dimensions")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
                            f"as input. Got {_dtype_name(input._array).capitalize()}")
     from .linalg import vector_norm
@@ -680,7 +680,9 @@ def _check_square(fn: str, A, what: str = "A") -> None:
 
 
 def _check_float(fn: str, A) -> None:
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        from .linalg import _refuse_integer_by_kernel
+        _refuse_integer_by_kernel(A, fn)
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype_name(A._array).capitalize()}")
 
@@ -716,14 +718,15 @@ def matrix_exp(input):
 
 
 def _cholesky_factor(L, upper: bool):
-    """The triangle of L that cholesky_solve reads, as the lower factor (numpy)."""
+    """The triangle of L that cholesky_solve reads, as the lower factor (numpy): U^H for an
+    upper factor (A = U^H U)."""
     arr = L._array
-    return np.swapaxes(np.triu(arr), -1, -2) if upper else np.tril(arr)
+    return np.conj(np.swapaxes(np.triu(arr), -1, -2)) if upper else np.tril(arr)
 
 
 class _CholeskySolve(Function):
-    """X with (L L^T) X = B (or U^T U X = B); the gradient in the factor is PyTorch's
-    full-matrix one: -(G X^T + X G^T) L (or U (...)) with G the solve of the gradient."""
+    """X with (L L^H) X = B (or U^H U X = B); the gradient in the factor is PyTorch's
+    full-matrix one: -(G X^H + X G^H) L (or U (...)) with G the solve of the gradient."""
 
     @staticmethod
     def forward(ctx, b, factor, upper):
@@ -733,9 +736,9 @@ class _CholeskySolve(Function):
         lower = np.broadcast_to(lower, shape + lower.shape[-2:])
         B = np.broadcast_to(b._array, shape + b._array.shape[-2:])
         # two triangular solves, L Y = B then L^T X = Y, as PyTorch's potrs: solving with the
-        # product L L^T squared the factor's condition number (fuzz 60624567's sibling)
+        # product L L^H squared the factor's condition number (fuzz 60624567's sibling)
         Y = _substitute(lower, B, upper=False)
-        X = _substitute(np.swapaxes(lower, -1, -2), Y, upper=True)
+        X = _substitute(np.conj(np.swapaxes(lower, -1, -2)), Y, upper=True)
         result = _wrap(X.astype(np.result_type(b._array, factor._array)))
         ctx.save_for_backward(factor, result)
         ctx.upper = upper
@@ -747,8 +750,8 @@ class _CholeskySolve(Function):
     def backward(ctx, grad):
         factor, result = ctx.saved_tensors
         grad_b = _CholeskySolve.apply(grad, factor, ctx.upper)
-        common = _core.matmul(grad_b, result.mT)
-        common = common + common.mT
+        common = _core.matmul(grad_b, result.mH)
+        common = common + common.mH
         grad_factor = -(_core.matmul(factor, common) if ctx.upper
                         else _core.matmul(common, factor))
         return (_sum_to_shape(grad_b, ctx.b_shape), _sum_to_shape(grad_factor, ctx.factor_shape),
@@ -768,8 +771,8 @@ _torch_grad_fn_name(_CholeskySolve, "CholeskySolveBackward0")
 
 
 def cholesky_solve(input, input2, upper=False):
-    """The solution X of A X = input where A = L L^T for the lower-triangular Cholesky factor
-    input2 (A = U^T U with upper=True); batches broadcast."""
+    """The solution X of A X = input where A = L L^H for the lower-triangular Cholesky factor
+    input2 (A = U^H U with upper=True); batches broadcast."""
     _require_tensor_pair("cholesky_solve", input, input2, "input2")
     _core.check_bool("cholesky_solve", "upper", upper)
     if input.dim() < 2 or input2.dim() < 2:
@@ -793,7 +796,7 @@ def cholesky_solve(input, input2, upper=False):
 
 
 def cholesky_inverse(input, upper=False):
-    """The inverse of A = L L^T (or U^T U with upper=True) from its Cholesky factor."""
+    """The inverse of A = L L^H (or U^H U with upper=True) from its Cholesky factor."""
     _check_tensor(input, "cholesky_inverse")
     _core.check_bool("cholesky_inverse", "upper", upper)
     _check_square("cholesky_inverse", input)
@@ -806,8 +809,8 @@ def cholesky_inverse(input, upper=False):
     return cholesky_solve(identity, input, upper)
 
 
-def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
-    """The solution X of op(A) X = b for triangular A (op transposes when asked), and a copy of
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
+    """The solution X of op(A) X = input for triangular A (op transposes when asked), and a copy of
     A: the named tuple (solution, cloned_coefficient).  Deprecated by PyTorch (which warns) in
     favour of linalg.solve_triangular."""
     for name, flag in (("upper", upper), ("transpose", transpose),
@@ -819,10 +822,10 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
                   "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
                   "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).",
                   UserWarning, stacklevel=2)
-    _require_tensor_pair("triangular_solve", b, A, "A")
+    _require_tensor_pair("triangular_solve", input, A, "A")
     from .linalg import solve_triangular
     coefficient = A.mT if transpose else A
-    solution = solve_triangular(coefficient, b, upper=bool(upper) != bool(transpose),
+    solution = solve_triangular(coefficient, input, upper=bool(upper) != bool(transpose),
                                 unitriangular=unitriangular)
     return _core.return_types.triangular_solve((solution, A.clone()))
 
@@ -858,6 +861,47 @@ def geqrf(input):
     a = without_derivative((input,), a_values, message)
     t = without_derivative((input,), tau_values, message)
     return _core.return_types.geqrf((a, t))
+
+
+def orgqr(input, input2):
+    """The Q of geqrf's Householder representation (input, input2 = tau): PyTorch's older name
+    of linalg.householder_product."""
+    from .linalg import householder_product
+    return householder_product(input, input2)
+
+
+def ormqr(input, input2, input3, left=True, transpose=False):
+    """op(Q) @ input3 (``left``) or input3 @ op(Q), Q the full product of the Householder
+    reflectors geqrf stores in (input, input2 = tau), op the conjugate transpose when
+    ``transpose``; differentiable in all three."""
+    from .linalg import _apply_reflectors
+    name = "torch.ormqr"
+    _check_tensor(input, "ormqr")
+    _check_tensor(input2, "ormqr", "input2", 2)
+    _check_tensor(input3, "ormqr", "input3", 3)
+    _core.check_bool("ormqr", "left", left)
+    _core.check_bool("ormqr", "transpose", transpose)
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if input3.dim() < 2:
+        raise RuntimeError(f"{name}: other must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if input3.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
+    if input2.shape[-1] > input3.shape[side]:
+        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
+                           f"other.shape[{side}]")
+    if input2.shape[-1] > input.shape[-1]:
+        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
+                           "input.shape[-1]")
+    for label, t in (("tau", input2), ("other", input3)):
+        if t.dtype != input.dtype:
+            raise RuntimeError(f"{name}: Expected input and {label} to have the same dtype, "
+                               f"but input has dtype {_dtype_name(input._array).capitalize()} "
+                               f"and {label} has dtype {_dtype_name(t._array).capitalize()}")
+    _check_float("ormqr", input)
+    result = _apply_reflectors(input, input2, input3, left=bool(left), adjoint=bool(transpose))
+    return _core._name_grad_fn(result, "OrmqrBackward0")
 
 
 # -- numerical gradient --------------------------------------------------------------------------
@@ -971,7 +1015,9 @@ def _batches(arr: np.ndarray, core: int) -> np.ndarray:
 def _lu_factor_values(a: np.ndarray):
     """LAPACK getrf by partial pivoting on a copy of a (..., m, n): the packed LU (L below the
     diagonal, unit diagonal implied, U on and above) and the 1-based int32 pivots (row k was
-    swapped with row pivots[k] - 1; the first largest |value| wins, as LAPACK's idamax)."""
+    swapped with row pivots[k] - 1; the first largest magnitude wins, measured as LAPACK's
+    i?amax measures it: |x| for real values, |re x| + |im x| for complex ones, so a complex
+    matrix is pivoted, and its factors come out, as PyTorch's)."""
     lu = np.array(a, dtype=a.dtype, copy=True)
     m, n = lu.shape[-2:]
     k_count = min(m, n)
@@ -980,7 +1026,10 @@ def _lu_factor_values(a: np.ndarray):
     pivots = np.zeros((lu.shape[0], k_count), dtype=np.int32)
     rows = np.arange(lu.shape[0])
     for k in range(k_count):
-        p = k + np.argmax(np.abs(lu[:, k:, k]), axis=1)
+        column = lu[:, k:, k]
+        magnitude = (np.abs(column.real) + np.abs(column.imag) if lu.dtype.kind == "c"
+                     else np.abs(column))
+        p = k + np.argmax(magnitude, axis=1)
         pivots[:, k] = p + 1
         top = lu[rows, k].copy()
         lu[rows, k] = lu[rows, p]
@@ -1007,15 +1056,18 @@ def _permutation(pivots: np.ndarray, m: int) -> np.ndarray:
 
 
 class _LUFactor(Function):
-    """The packed LU of a square matrix; backward from the factors' gradients (tril(-1) of the
-    packed gradient for L, triu for U): P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T."""
+    """The packed LU of an (m, n) matrix, A = P L U with L (m, k) unit lower and U (k, n) upper,
+    k = min(m, n).  Backward from the factors' gradients (tril(-1) of the packed gradient for L,
+    triu for U), with L = [L1; L2] and U = [U1 | U2] split at k (L2 exists when m > n, U2 when
+    m < n) and ^H the conjugate transpose:
+        phi = tril(L1^H gL1 - gU2 U2^H, -1) + triu(gU1 U1^H - L2^H gL2)
+        P^T gA = [L1^-H phi U1^-H | L1^-H gU2]   (m < n)
+               = [L1^-H phi U1^-H ; gL2 U1^-H]   (m >= n)."""
 
     @staticmethod
     def forward(ctx, a, lu_values, pivots):
         lu = _wrap(lu_values)
         ctx.save_for_backward(lu)
-        # (an empty matrix is differentiable whatever its shape: its gradient has no entry)
-        ctx.square = a.shape[-1] == a.shape[-2] or a._array.size == 0
         ctx.perm = _permutation(pivots, a.shape[-2])
         return lu
 
@@ -1023,17 +1075,32 @@ class _LUFactor(Function):
     def backward(ctx, grad):
         if grad._array.size == 0:
             return grad.clone(), None, None
-        if not ctx.square:
-            raise NotImplementedError("tapegrad differentiates torch.lu of square matrices "
-                                      "only")
         lu, = ctx.saved_tensors
         from .linalg import solve_triangular
-        grad_lower, upper = grad.tril(-1), lu.triu()
-        # L = tril(LU, -1) + I, so L^T gL = tril(LU, -1)^T gL + gL
-        phi = (_core.matmul(lu.tril(-1).mT, grad_lower) + grad_lower).tril(-1) + \
-            _core.matmul(grad.triu(), upper.mT).triu()
-        x = solve_triangular(lu.mT, phi, upper=True, unitriangular=True)
-        x = solve_triangular(lu.mT, x, upper=False, left=False)
+        m, n = lu.shape[-2], lu.shape[-1]
+        k = min(m, n)
+        grad_L, grad_U = grad[..., :, :k].tril(-1), grad[..., :k, :].triu()
+        lower, upper = lu[..., :, :k].tril(-1), lu[..., :k, :].triu()
+        # L1^H gL1 with L1 = tril(lu1, -1) + I
+        lower_term = _core.matmul(lower[..., :k, :].mH, grad_L[..., :k, :]) + grad_L[..., :k, :]
+        upper_term = _core.matmul(grad_U[..., :, :k], upper[..., :, :k].mH)
+        if n > m:
+            lower_term = lower_term - _core.matmul(grad_U[..., :, k:], upper[..., :, k:].mH)
+        if m > n:
+            upper_term = upper_term - _core.matmul(lower[..., k:, :].mH, grad_L[..., k:, :])
+        phi = lower_term.tril(-1) + upper_term.triu()
+        # lu1^H is upper with L1^H's unit diagonal above and U1^H's below: one packed operand.
+        lu1_h = lu[..., :k, :k].mH
+        x = solve_triangular(lu1_h, phi, upper=True, unitriangular=True)
+        x = solve_triangular(lu1_h, x, upper=False, left=False)
+        if n > m:
+            from . import cat
+            rest = solve_triangular(lu1_h, grad_U[..., :, k:], upper=True, unitriangular=True)
+            x = cat([x, rest], dim=-1)
+        elif m > n:
+            from . import cat
+            rest = solve_triangular(lu1_h, grad_L[..., k:, :], upper=False, left=False)
+            x = cat([x, rest], dim=-2)
         return _unpermute_rows(x, ctx.perm), None, None
 
 
@@ -1239,15 +1306,15 @@ FUNCTIONS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "v
              "i0", "polygamma", "mvlgamma", "igamma", "igammac", "real", "imag", "angle", "conj",
              "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "is_conj",
              "is_neg", "isreal", "renorm", "addbmm", "chain_matmul", "matrix_exp",
-             "cholesky_solve", "cholesky_inverse", "triangular_solve", "qr", "geqrf", "solve",
-             "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve", "matrix_rank",
+             "cholesky_solve", "cholesky_inverse", "triangular_solve", "qr", "geqrf", "orgqr",
+             "ormqr", "solve", "lstsq", "symeig", "eig", "lu", "lu_unpack", "lu_solve", "matrix_rank",
              "frobenius_norm", "nuclear_norm", "norm_except_dim", "gradient")
 METHODS = ("fmax", "fmin", "heaviside", "logaddexp2", "ldexp", "nextafter", "vdot", "i0",
            "polygamma", "mvlgamma", "igamma", "igammac", "angle", "conj", "conj_physical",
            "conj_physical_", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "isreal",
            "renorm", "addbmm", "matrix_exp", "cholesky_solve", "cholesky_inverse",
-           "triangular_solve", "qr", "geqrf", "solve", "lstsq", "symeig", "eig", "lu",
-           "lu_solve")
+           "triangular_solve", "qr", "geqrf", "orgqr", "ormqr", "solve", "lstsq", "symeig",
+           "eig", "lu", "lu_solve")
 RETURN_TYPES = {"triangular_solve": ("solution", "cloned_coefficient"), "qr": ("Q", "R"),
                 "geqrf": ("a", "tau"), "lu_unpack": ("P", "L", "U"),
                 "_lu_with_info": ("LU", "pivots", "info")}

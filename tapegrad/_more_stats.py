@@ -378,10 +378,17 @@ def _integration_spacing(name: str, y, x, dx, d: int):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"(Tensor, Tensor, dx={_type_name(dx)}), but expected one of: "
                         f"(Tensor y, Tensor x, *, int dim), (Tensor y, *, Number dx, int dim)")
+    reported = "trapezoid" if name == "trapz" else name
     if x is None:
+        if y._array.dtype == np.bool_:
+            raise RuntimeError(f"{reported}: received a bool input for `y`, but bool is not "
+                               "supported")
         return 1 if dx is None else dx
     if isinstance(x, TensorBase):
         _check_tensor(x, name, "x", 2)
+        if y._array.dtype == np.bool_ or x._array.dtype == np.bool_:
+            raise RuntimeError(f"{reported}: received a bool input for `x` or `y`, but bool is "
+                               "not supported")
     else:
         raise TypeError(f"{name}(): argument 'x' (position 2) must be Tensor, not "
                         f"{_type_name(x)}")

@@ -123,6 +123,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
 
     if not (signal.is_floating_point() or signal.is_complex()):
         raise refuse("expected a tensor of floating point or complex values")
+    if signal.dtype == _core.float16:          # (its FFT's refusal, before the shape checks)
+        raise RuntimeError("MKL FFT doesn't support tensors of type: Half")
     if signal.dim() not in (1, 2):
         raise refuse("expected a 1D or 2D tensor")
     length = signal.shape[-1]

@@ -465,6 +465,9 @@ def lcm(input, other):
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables in the rows of ``input`` (observations in columns;
     a 1-D input is one variable), divided by ``N - correction``."""
+    _check_tensor(input, "cov")
+    if input._array.dtype == np.bool_:         # (PyTorch's corrcoef too, through cov)
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = _floating(input, "cov")
     if x.ndim > 2:
         raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input "

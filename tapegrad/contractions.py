@@ -296,9 +296,11 @@ def _from_sublists(args):
     def letter(v):
         if v is Ellipsis:
             return "..."
-        if not isinstance(v, int) or not 0 <= v < 52:
-            raise ValueError(f"einsum(): expected subscript to be within the range [0, 52), "
-                             f"but got {v}")
+        if not isinstance(v, int):
+            raise TypeError(f"'{type(v).__name__}' object cannot be interpreted as an integer")
+        if not 0 <= v < 52:
+            raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                             "range [0, 52)")
         return chr(ord("A") + v) if v < 26 else chr(ord("a") + v - 26)
     operands = list(args[0::2][: len(args) // 2])
     sublists = list(args[1::2][: len(args) // 2])

@@ -196,7 +196,7 @@ class _Transform(Function):
     @staticmethod
     def forward(ctx, x, kind, dims, sizes, forward, norm, out_dtype):
         ctx.kind, ctx.dims, ctx.sizes, ctx.forward, ctx.norm = kind, dims, sizes, forward, norm
-        ctx.in_shape, ctx.in_dtype = x._array.shape, x._array.dtype
+        ctx.in_shape, ctx.in_dtype, ctx.out_dtype = x._array.shape, x._array.dtype, out_dtype
         transform = {"c2c": _c2c, "r2c": _r2c, "c2r": _c2r}[kind]
         out = transform(x._array, dims, sizes, forward, norm)
         # (asarray with order "C": ascontiguousarray would make a 0-d result 1-d)
@@ -205,31 +205,57 @@ class _Transform(Function):
     @staticmethod
     def backward(ctx, g):
         if _core.is_grad_enabled():
-            # create_graph=True: this VJP runs on arrays, so its result would carry no graph and
-            # a gradient penalty through it would silently lose its terms
-            raise NotImplementedError("tapegrad: backward with create_graph=True through "
-                                      f"torch.fft ({type(ctx).__name__}) is not implemented")
-        g = g._array
-        dims, sizes, back = ctx.dims, ctx.sizes, not ctx.forward
-        if ctx.kind == "c2r":
-            n = int(np.prod(sizes))
-            grad = _scale(ctx.norm, ctx.forward, n) * _unscaled(g.astype(
-                _complex_dtype(g.dtype)), dims, back)
-            last = dims[-1]
-            grad = _doubled(grad[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)],
-                            last, sizes[-1])
-            resized = [ctx.in_shape[d] for d in dims]
-        else:
-            if ctx.kind == "r2c":                       # zero-fill the dropped half
-                g = _resize(g, dims[-1:], sizes[-1:])
-            n = int(np.prod(sizes))
-            grad = _scale(ctx.norm, ctx.forward, n) * _unscaled(g, dims, back)
-            resized = [ctx.in_shape[d] for d in dims]
-        grad = _resize(grad, dims, resized)
-        if ctx.in_dtype.kind != "c":
-            grad = grad.real
-        return (_core.wrap_array(np.asarray(grad, dtype=ctx.in_dtype, order="C")),
-                None, None, None, None, None, None)
+            # create_graph=True: the VJP as a node of its own, whose VJP is this transform again
+            return (_TransformAdjoint.apply(g, _transform_plan(ctx)),
+                    None, None, None, None, None, None)
+        return (_adjoint_of(g, _transform_plan(ctx)), None, None, None, None, None, None)
+
+
+def _transform_plan(ctx):
+    """What a transform's VJP needs to know of its forward (its ctx's fields)."""
+    return (ctx.kind, ctx.dims, ctx.sizes, ctx.forward, ctx.norm, ctx.in_shape, ctx.in_dtype,
+            ctx.out_dtype)
+
+
+def _adjoint_of(g, plan):
+    """The VJP of the transform `plan` describes at the output gradient g: its adjoint (the
+    transpose of the real-linear map, which is PyTorch's complex convention), on arrays."""
+    kind, dims, sizes, forward, norm, in_shape, in_dtype, _ = plan
+    g = g._array
+    back = not forward
+    if kind == "c2r":
+        n = int(np.prod(sizes))
+        grad = _scale(norm, forward, n) * _unscaled(g.astype(_complex_dtype(g.dtype)), dims,
+                                                   back)
+        last = dims[-1]
+        grad = _doubled(grad[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)],
+                        last, sizes[-1])
+    else:
+        if kind == "r2c":                               # zero-fill the dropped half
+            g = _resize(g, dims[-1:], sizes[-1:])
+        n = int(np.prod(sizes))
+        grad = _scale(norm, forward, n) * _unscaled(g, dims, back)
+    grad = _resize(grad, dims, [in_shape[d] for d in dims])
+    if in_dtype.kind != "c":
+        grad = grad.real
+    return _core.wrap_array(np.asarray(grad, dtype=in_dtype, order="C"))
+
+
+class _TransformAdjoint(Function):
+    """A transform's VJP recorded as a node (backward with create_graph=True).  The VJP is
+    linear in the gradient and is the transform's transpose, so its own VJP is the transform:
+    higher derivatives chain through these two nodes."""
+
+    @staticmethod
+    def forward(ctx, g, plan):
+        ctx.plan = plan
+        return _adjoint_of(g, plan)
+
+    @staticmethod
+    def backward(ctx, h):
+        kind, dims, sizes, forward, norm, _, _, out_dtype = ctx.plan
+        # (the subclasses differ only in the name their node shows)
+        return _Transform.apply(h, kind, dims, sizes, forward, norm, out_dtype), None
 
 
 class _TransformR2C(_Transform):
@@ -252,6 +278,8 @@ _torch_grad_fn_name(_TransformConj, "ConjBackward0")
 
 def _check_input(fn: str, input):
     _check_tensor(input, "fft_" + fn)
+    if input._array.dtype == np.float16:       # PyTorch's CPU transforms have no half kernels
+        raise RuntimeError("Unsupported dtype Half")
 
 
 _ONE_DIM_TRANSFORMS = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
@@ -317,8 +345,13 @@ def _real_input(fn: str, input):
     """The real operand of an r2c transform (integers: the default float dtype)."""
     a = input._array
     if a.dtype.kind == "c":
-        raise RuntimeError(f"{fn} expects a real input tensor, but got "
-                           f"{_core.scalar_type_name_of(a.dtype)}")
+        # (PyTorch's words differ between the 1-D, the rfft2/rfftn and the ihfft2/ihfftn paths)
+        dtype = _core.scalar_type_name_of(a.dtype)
+        if fn in ("ihfft2", "ihfftn"):
+            raise RuntimeError(f"Only supports floating-point dtypes, but found: {dtype}")
+        if fn in ("rfft2", "rfftn"):
+            raise RuntimeError(f"rfftn expects a real-valued input tensor, but got {dtype}")
+        raise RuntimeError(f"{fn} expects a real input tensor, but got {dtype}")
     if a.dtype.kind != "f":
         return input.to(_core.get_default_dtype())
     return input
@@ -339,7 +372,7 @@ def _complex_input(input):
 def _c2c_call(fn, input, s, dim, norm, forward, default_dims):
     _check_input(fn, input)
     dims, sizes = _plan(fn, input, s, dim, default_dims)
-    sizes = [input.shape[d] if n is None else n for d, n in zip(dims, sizes)]
+    sizes = _check_points([input.shape[d] if n is None else n for d, n in zip(dims, sizes)])
     _scale(norm, forward, 1)
     x, out_dt = _complex_input(input)
     cls = _Transform if input._array.dtype.kind == "c" else _TransformR2C
@@ -352,7 +385,7 @@ def _r2c_call(fn, input, s, dim, norm, forward, default_dims):
     x = _real_input(fn, input)
     dims, sizes = _plan(fn, x, s, dim, default_dims)
     _check_some_axis(fn, dims)
-    sizes = [x.shape[d] if n is None else n for d, n in zip(dims, sizes)]
+    sizes = _check_points([x.shape[d] if n is None else n for d, n in zip(dims, sizes)])
     _scale(norm, forward, 1)
     _core._complex_in_use()
     # PyTorch's ihfft is the conjugate of an rfft: its node is ConjBackward0 for one dim
@@ -366,8 +399,7 @@ def _c2r_call(fn, input, s, dim, norm, forward, default_dims):
     _check_some_axis(fn, dims)
     sizes = [input.shape[d] if n is None else n for d, n in zip(dims, sizes[:-1])] + \
         [2 * (input.shape[dims[-1]] - 1) if sizes[-1] is None else sizes[-1]]
-    if sizes[-1] < 1:
-        raise RuntimeError(f"Invalid number of data points ({sizes[-1]}) specified")
+    _check_points(sizes)
     _scale(norm, forward, 1)
     x, cdt = _complex_input(input)
     _core._complex_in_use()
@@ -375,7 +407,20 @@ def _c2r_call(fn, input, s, dim, norm, forward, default_dims):
                                np.float64 if cdt == np.complex128 else np.float32)
 
 
+def _check_points(sizes):
+    """The signal sizes a transform runs on, once the defaults (the input's sizes) are filled
+    in: an empty dim transforms as an invalid size, as PyTorch's."""
+    for n in sizes:
+        if n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified")
+    return sizes
+
+
 def _one(n):
+    """The 1-D transforms' n as a one-entry s (where -1 is not "the input's size", as it is in
+    s: PyTorch refuses it)."""
+    if n is not None and not isinstance(n, bool) and isinstance(n, (int, np.integer)) and n < 1:
+        raise RuntimeError(f"Invalid number of data points ({n}) specified")
     return None if n is None else (n,)
 
 

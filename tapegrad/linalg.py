@@ -30,6 +30,11 @@ class LinAlgError(RuntimeError):
     input), as torch.linalg.LinAlgError."""
 
 
+# PyTorch's class is torch._C._LinAlgError: a traceback, and type(error).__name__, name it so.
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
+_LinAlgError = LinAlgError      # (where pickle looks the class up by that name)
+
+
 # ---------------------------------------------------------------------------------------------
 # argument checks (PyTorch's wording)
 
@@ -43,9 +48,39 @@ def _as_tensor(x, name, arg="A", position=1):
 
 def _check_float(A, name, what="input"):
     if A._array.dtype.kind not in "fc":
+        _refuse_integer_by_kernel(A, name)
+        dtype = _core.scalar_type_name_of(A._array.dtype)
+        if name in _INTEGER_REFUSED_IN_OTHER_WORDS:
+            raise RuntimeError(_INTEGER_REFUSED_IN_OTHER_WORDS[name].format(dtype))
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {what}. Got "
-                           f"{_core.scalar_type_name_of(A._array.dtype)}")
+                           f"{dtype}")
     _refuse_half(A, name)
+
+
+# Functions whose integer and bool inputs PyTorch refuses in the words of the function they
+# go through (checked against torch 2.13), keyed by the name the function's checks use.
+_INTEGER_REFUSED_IN_OTHER_WORDS = {
+    "linalg.svdvals": "linalg.svd: Expected a floating point or complex tensor as input. Got {}",
+    "linalg.cond": "linalg.svd: Expected a floating point or complex tensor as input. Got {}",
+    "linalg.cholesky_ex": "linalg.cholesky: Expected a floating point or complex tensor as "
+                          "input. Got {}",
+    "torch.linalg.matrix_rank": "This function doesn't handle types other than float and double",
+    "torch.linalg.lstsq": "This function doesn't handle types other than float and double",
+    "linalg.eig": "Unknown Complex ScalarType for {}",
+    "linalg.eigvals": "Unknown Complex ScalarType for {}",
+}
+
+
+# The functions whose integer and bool inputs reach PyTorch's CPU kernel unchecked, which then
+# refuses them by its name (NotImplementedError); the others check first (RuntimeError).
+_INTEGER_REFUSED_BY_KERNEL = ("cholesky", "cholesky_solve", "cholesky_inverse", "geqrf",
+                              "torch.linalg.householder_product")
+
+
+def _refuse_integer_by_kernel(A, name):
+    if name in _INTEGER_REFUSED_BY_KERNEL:
+        raise NotImplementedError(f'"{_HALF_REFUSED_BY_KERNEL[name]}" not implemented for '
+                                  f"'{_core.scalar_type_name_of(A._array.dtype)}'")
 
 
 # PyTorch's CPU linear algebra has no float16 kernels, and each function refuses float16 in its
@@ -101,19 +136,9 @@ def _batch_prefix(batch_index, batched):
 def _lu_first_zero_pivot(matrix):
     """The 1-based index of the first exactly-zero pivot of the partially pivoted LU (what
     LAPACK's getrf reports and PyTorch's message names), or 0 when there is none."""
-    a = np.array(matrix, dtype=np.float64)
-    n = a.shape[0]
-    first = 0
-    for k in range(n):
-        pivot_row = k + int(np.argmax(np.abs(a[k:, k])))
-        if a[pivot_row, k] == 0:
-            if first == 0:
-                first = k + 1
-            continue
-        a[[k, pivot_row]] = a[[pivot_row, k]]
-        a[k + 1:, k] /= a[k, k]
-        a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
-    return first
+    from ._more_math import _lu_factor_values
+    from ._linalg_factor import _zero_pivot_info
+    return int(_zero_pivot_info(_lu_factor_values(np.asarray(matrix))[0]))
 
 
 def _raise_singular_inv(arr, name):
@@ -206,7 +231,14 @@ class _Determinant(Function):
         if bool(singular.any()):
             return _singular_det_backward(A, grad, singular)
         scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
-        return scale * _adjoint(inv(A))
+        inverse, info = inv_ex(A)
+        singular = info > 0
+        if bool(singular.any()):
+            # PyTorch's gradient at an exactly singular matrix keeps the factor conj(det(A)) = 0
+            # (a zero gradient, not a LinAlgError from the inverse).
+            from . import where
+            inverse = where(singular.unsqueeze(-1).unsqueeze(-1), 0.0, inverse)
+        return scale * _adjoint(inverse)
 
 
 def _singular_det_backward(A, grad, singular):
@@ -261,7 +293,8 @@ class _LogAbsDet(Function):
         h = grad_logabsdet
         if sign and grad_sign is not None:
             h = h + 1j * (grad_sign * sign[0].conj()).imag
-        return h.unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
+        # inv_ex: a singular A gives PyTorch's inf/nan gradient, not a LinAlgError
+        return h.unsqueeze(-1).unsqueeze(-1) * _adjoint(inv_ex(A)[0])
 
 
 _torch_grad_fn_name(_LogAbsDet, "LinalgSlogdetBackward0")
@@ -395,10 +428,11 @@ class _Cholesky(Function):
 _torch_grad_fn_name(_Cholesky, "LinalgCholeskyExBackward0")
 
 
-def cholesky(A, *, upper=False):
-    """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of A."""
+def cholesky(input, *, upper=False):
+    """The lower (or upper) Cholesky factor of each symmetric positive-definite matrix of
+    ``input`` (PyTorch's keyword name: its documentation's A)."""
     _core.check_bool("linalg_cholesky", "upper", upper)
-    return _cholesky(A, upper, "linalg.cholesky")
+    return _cholesky(input, upper, "linalg.cholesky")
 
 
 def _cholesky(A, upper, name):
@@ -498,21 +532,21 @@ def _check_eigh_dtype(A):
 
 
 
-def eigh(A, UPLO="L"):
+def eigh(input, UPLO="L"):
     """Eigenvalues (ascending) and orthonormal eigenvectors of each symmetric matrix of A,
     reading only the UPLO triangle (torch.linalg.eigh)."""
-    A = _as_tensor(A, "linalg_eigh", "input")
+    A = _as_tensor(input, "linalg_eigh", "input")
     uplo = _check_uplo(UPLO)
     _check_square(A, "linalg.eigh")
     _check_eigh_dtype(A)
     return _return_type("linalg_eigh")(_Eigh.apply(A, uplo))
 
 
-def eigvalsh(A, UPLO="L"):
+def eigvalsh(input, UPLO="L"):
     """The ascending eigenvalues of each symmetric matrix of A (torch.linalg.eigvalsh)."""
-    A = _as_tensor(A, "linalg_eigvalsh", "input")
+    A = _as_tensor(input, "linalg_eigvalsh", "input")
     uplo = _check_uplo(UPLO)
-    _check_square(A, "linalg.eigvalsh")
+    _check_square(A, "linalg.eigh")        # (PyTorch's eigvalsh reports as eigh)
     _check_eigh_dtype(A)
     return _Eigh.apply(A, uplo)[0]
 
@@ -563,24 +597,24 @@ class _Eig(Function):
 _torch_grad_fn_name(_Eig, "LinalgEigBackward0")
 
 
-def matrix_exp(A):
-    """The matrix exponential of each square matrix of A (torch.linalg.matrix_exp)."""
+def matrix_exp(input):
+    """The matrix exponential of each square matrix of ``input`` (torch.linalg.matrix_exp)."""
     from ._more_math import matrix_exp as _matrix_exp
-    return _matrix_exp(A)
+    return _matrix_exp(input)
 
 
-def eig(A):
+def eig(input):
     """Eigenvalues and eigenvectors (complex, unit norm) of each square matrix of A
     (torch.linalg.eig)."""
-    A = _as_tensor(A, "linalg_eig", "input")
+    A = _as_tensor(input, "linalg_eig", "input")
     _check_square(A, "linalg.eig")
     _check_float(A, "linalg.eig")
     return _return_type("linalg_eig")(_Eig.apply(A))
 
 
-def eigvals(A):
+def eigvals(input):
     """The (complex) eigenvalues of each square matrix of A (torch.linalg.eigvals)."""
-    A = _as_tensor(A, "linalg_eigvals", "input")
+    A = _as_tensor(input, "linalg_eigvals", "input")
     _check_square(A, "linalg.eigvals")
     _check_float(A, "linalg.eigvals")
     return _Eig.apply(A)[0]
@@ -705,7 +739,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         (wide,), half = widen_half(x)
         return narrow_half(vector_norm(wide, ord, dim, keepdim), half)
     dims = _normalize_dims(dim, x.ndim)
-    if math.isinf(ord) and x.numel() == 0:
+    # The max/min norms and the negative orders (a min in disguise) have no identity to
+    # give an empty reduction.
+    if (math.isinf(ord) or ord < 0) and x.numel() == 0:
         if dim is None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty "
                                "tensor because the operation does not have an identity")
@@ -746,18 +782,26 @@ def _vector_norm_of(x, ord: float, dims, keepdim: bool):
     return _PNorm.apply(x, ord, dims, keepdim)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """The ord-norm of the matrices of A over the two dims (torch.linalg.matrix_norm): 'fro',
     inf, -inf, 1, -1."""
-    A = _as_tensor(A, "linalg_matrix_norm", "input")
+    A = _as_tensor(input, "linalg_matrix_norm", "input")
     _core.check_bool("linalg_matrix_norm", "keepdim", keepdim)
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
     _check_float(A, "linalg.matrix_norm")
     if dtype is not None:
+        _core._norm_dtype(A._array.dtype, dtype, "linalg.matrix_norm")   # (PyTorch's checks)
         A = A.to(dtype)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if isinstance(dim, int) and not isinstance(dim, bool):     # (PyTorch's parser: a 2-tuple)
+        raise TypeError("linalg_matrix_norm() received an invalid combination of arguments - "
+                        "got (Tensor, dim=int), but expected one of:\n"
+                        " * (Tensor input, Number ord, tuple of ints dim = {-2,-1}, "
+                        "bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)\n"
+                        " * (Tensor input, str ord = \"fro\", tuple of ints dim = {-2,-1}, "
+                        "bool keepdim = False, *, torch.dtype dtype = None, Tensor out = None)\n")
+    dims = tuple(dim)
     if len(dims) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
                            f"{', '.join(map(str, dims))}")
@@ -798,10 +842,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return picked if keepdim else picked.squeeze(max(rows, cols)).squeeze(min(rows, cols))
 
 
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.norm: a vector norm over one dim (or the flattened input when neither ord
     nor dim is given), a matrix norm over two."""
-    A = _as_tensor(A, "linalg_norm", "input")
+    A = _as_tensor(input, "linalg_norm", "input")
     _core.check_bool("linalg_norm", "keepdim", keepdim)
     if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
@@ -938,23 +982,38 @@ def svdvals(A, *, driver=None):
 
 
 def _count_tolerance(S, atol, rtol, shape):
-    """PyTorch's cut-off for matrix_rank and pinv: max(atol, rtol * largest singular value),
-    with rtol defaulting to eps * max(m, n) when neither is given."""
+    """PyTorch's cut-off for matrix_rank and pinv: max(atol, rtol * largest singular value).
+    rtol defaults to eps * max(m, n) unless a positive atol is given; either may be a tensor
+    that broadcasts against the batch shape (one tolerance per matrix)."""
+    from . import where
     eps = np.finfo(S._array.dtype).eps
-    if atol is None and rtol is None:
-        rtol = eps * max(shape[-2], shape[-1])
-    atol = 0.0 if atol is None else float(atol)
-    rtol = 0.0 if rtol is None else float(rtol)
+    default_rtol = eps * max(shape[-2], shape[-1])
+
+    def per_matrix(tol):
+        # A tensor tolerance is one value per batch element: it meets S's last dim as a 1.
+        return tol.to(S.dtype).unsqueeze(-1) if isinstance(tol, _core.TensorBase) else float(tol)
+
+    atol = 0.0 if atol is None else per_matrix(atol)
+    if rtol is None:
+        rtol = (where(atol > 0, 0.0, default_rtol) if isinstance(atol, _core.TensorBase)
+                else (0.0 if atol > 0 else default_rtol))
+    else:
+        rtol = per_matrix(rtol)
     # amax refuses an empty dim; an empty matrix has no singular value to compare anyway.
     largest = S.amax(dim=-1, keepdim=True) if S.shape[-1] else S.sum(dim=-1, keepdim=True)
-    return (largest * rtol).clamp(min=atol)
+    from . import maximum
+    cut = largest * rtol
+    if isinstance(atol, _core.TensorBase):
+        return maximum(cut, atol)
+    return cut.clamp(min=atol)
 
 
-def cond(A, p=None):
+def cond(input, p=None):
     """The condition number of A (batched) in the matrix norm ``p``: for ``None``/2 the ratio
-    of the largest to the smallest singular value (-2 the inverse), otherwise
-    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (square A only)."""
-    A = _as_tensor(A, "linalg_cond", "input")
+    of the largest to the smallest singular value (-2 the inverse), for 'nuc' the sum of the
+    singular values times that of their reciprocals, otherwise
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)``, inf where A is singular (square A only)."""
+    A = _as_tensor(input, "linalg_cond", "input")
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
         raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
@@ -970,18 +1029,33 @@ def cond(A, p=None):
         S = svdvals(A)
         largest, smallest = S[..., 0], S[..., -1]
         result = smallest / largest if p == -2 else largest / smallest
+    elif p == "nuc":
+        # PyTorch's route for this one: the singular values of A and their reciprocals (those
+        # of A's inverse), so a singular matrix gives inf or a huge number, never an error.
+        S = svdvals(A)
+        result = S.sum(-1) * S.reciprocal().sum(-1)
     else:
+        if p not in ("fro", 1, -1, math.inf, -math.inf):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p if isinstance(p, str) else f'{p:g}'}")
         if not isinstance(p, str):      # (PyTorch names the order as an integer: ord=inf, ord=-1)
             _check_square(A, f"linalg.cond(ord={p if abs(p) == math.inf else int(p)})")
-        result = matrix_norm(A, ord=p) * matrix_norm(inv(A), ord=p)
+        # As PyTorch: a matrix whose LU meets a zero pivot has condition number inf (not a
+        # LinAlgError), in a batch alongside the finite ones.
+        inverse, info = inv_ex(A)
+        from . import where
+        singular = info > 0
+        result = matrix_norm(A, ord=p) * matrix_norm(
+            where(singular.unsqueeze(-1).unsqueeze(-1), math.inf, inverse), ord=p)
+        if bool(singular.any()):
+            result = where(singular, math.inf, result)
     return result
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+def solve_triangular(input, B, *, upper, left=True, unitriangular=False):
     """X with ``A @ X = B`` (or ``X @ A = B`` when ``left=False``) for triangular A: only the
     triangle named by ``upper`` is read (its diagonal taken as ones with ``unitriangular``), so
     A's gradient lands in that triangle alone."""
-    A = _as_tensor(A, "linalg_solve_triangular", "input")
+    A = _as_tensor(input, "linalg_solve_triangular", "input")
     _as_tensor(B, "linalg_solve_triangular", "B", 2)
     for name, flag in (("upper", upper), ("left", left), ("unitriangular", unitriangular)):
         _core.check_bool("linalg_solve_triangular", name, flag)
@@ -1076,13 +1150,19 @@ def vecdot(x, y, *, dim=-1):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
                            f"have the same number of elements, but got {n} and {m} elements "
                            "respectively")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError("linalg.vecdot: Expected a floating point or complex tensor as input. "
+                           f"Got {_core.scalar_type_name_of(x._array.dtype)}")
     result = ((x.conj() if x.is_complex() else x) * y).sum(dim)
     return result
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
-    """The number of singular values above the tolerance, per matrix (int64)."""
-    A = _as_tensor(A, "linalg_matrix_rank")
+def matrix_rank(input, tol=None, hermitian=False, *, atol=None, rtol=None):
+    """The number of singular values above the tolerance, per matrix (int64).  ``tol`` is
+    PyTorch's older spelling of an absolute tolerance (atol=tol, rtol=0)."""
+    A = _as_tensor(input, "linalg_matrix_rank")
+    atol, rtol = _legacy_tolerance("linalg_matrix_rank", "tol", tol, atol, rtol,
+                                   _MATRIX_RANK_SIGNATURES, absolute=True)
     _core.check_bool("linalg_matrix_rank", "hermitian", hermitian, 0, _MATRIX_RANK_SIGNATURES)
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
@@ -1104,10 +1184,27 @@ _MATRIX_RANK_SIGNATURES = _PINV_SIGNATURES.replace("Tensor rcond", "Tensor tol")
     "float rcond", "float tol")
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False):
+def _legacy_tolerance(fn, name, value, atol, rtol, signatures, absolute):
+    """(atol, rtol) from the older positional tolerance (matrix_rank's ``tol``, absolute;
+    pinv's ``rcond``, relative), which PyTorch's overloads do not let mix with atol/rtol."""
+    if value is None:
+        return atol, rtol
+    if atol is not None or rtol is not None:
+        given = ", ".join(f"{k}={type(v).__name__ if not isinstance(v, _core.TensorBase) else 'Tensor'}"
+                          for k, v in (("atol", atol), ("rtol", rtol)) if v is not None)
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got (Tensor, "
+                        f"{'Tensor' if isinstance(value, _core.TensorBase) else type(value).__name__}, "
+                        f"{given}), but expected one of:\n{signatures}")
+    return (value, 0.0) if absolute else (0.0, value)
+
+
+def pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None):
     """The Moore-Penrose pseudo-inverse through the SVD (torch.linalg.pinv); singular values at
-    or below the tolerance count as zero."""
-    A = _as_tensor(A, "linalg_pinv")
+    or below the tolerance count as zero.  ``rcond`` is PyTorch's older spelling of a relative
+    tolerance (rtol=rcond, atol=0)."""
+    A = _as_tensor(input, "linalg_pinv")
+    atol, rtol = _legacy_tolerance("linalg_pinv", "rcond", rcond, atol, rtol, _PINV_SIGNATURES,
+                                   absolute=False)
     _core.check_bool("linalg_pinv", "hermitian", hermitian, 0, _PINV_SIGNATURES)
     if A.ndim < 2 or A._array.dtype.kind not in "fc" or A._array.dtype == np.float16:
         raise RuntimeError(
@@ -1132,10 +1229,13 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     return _core._name_grad_fn(pseudo_inverse, "LinalgPinvBackward0")
 
 
-def matrix_power(A, n):
+def matrix_power(input, n):
     """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
     identity), as torch.linalg.matrix_power."""
-    A = _as_tensor(A, "linalg_matrix_power", "input")
+    A = _as_tensor(input, "linalg_matrix_power", "input")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError("linalg_matrix_power(): argument 'n' (position 2) must be int, not "
+                        f"{_type_name(n)}")
     _check_square(A, "linalg.matrix_power")
     if n == 0:
         # As PyTorch: the identity copied into a tensor that stays in A's graph (zero
@@ -1180,6 +1280,12 @@ def multi_dot(tensors):
     for i, t in enumerate(tensors[1:-1], start=1):
         if t.ndim != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for i, t in enumerate(tensors[1:], start=1):
+        if t.dtype != first.dtype:
+            raise RuntimeError(
+                "multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                f"{_core.c_type_name_of(first._array.dtype)} and tensor {i} "
+                f"{_core.c_type_name_of(t._array.dtype)}")
     matrices = list(tensors)
     if first.ndim == 1:
         matrices[0] = first.unsqueeze(0)
@@ -1253,6 +1359,8 @@ def cross(input, other, *, dim=-1):
     _check_tensor(input, "linalg_cross")
     _check_tensor(other, "linalg_cross", "other", 2)
     _same_scalar_type(input, other)
+    if input._array.dtype == np.bool_:
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
     if input.shape[dim] != 3 or other.shape[dim] != 3:
@@ -1341,12 +1449,25 @@ def qr(A, mode="reduced"):
     return _return_type("linalg_qr")((Q, R))
 
 
-def lstsq(A, B, rcond=None, *, driver=None):
-    """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'):
-    the solution through the pseudo-inverse, the numerical rank; residuals and singular values
-    are empty as with that driver.  B is a batch of vectors when it has one dimension fewer."""
-    A = _as_tensor(A, "linalg_lstsq", "input")
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(input, b, rcond=None, *, driver=None):
+    """The least-squares solution of A X = B (torch.linalg.lstsq, CPU default driver 'gelsy'),
+    through the pseudo-inverse.  The other fields follow the driver as PyTorch's do: ``rank``
+    for every driver but 'gels' (which refuses a rank-deficient A instead); ``residuals``, the
+    squared residual of each column, when m > n, every matrix has full rank and the driver is
+    not 'gelsy'; ``singular_values`` for 'gelsd' and 'gelss'.  Fields a driver does not
+    compute are empty; residuals and singular values are real.  B is a batch of vectors when it
+    has one dimension fewer."""
+    A = _as_tensor(input, "linalg_lstsq", "input")
+    B = _as_tensor(b, "linalg_lstsq", "b", 2)
     _check_float(A, "torch.linalg.lstsq")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
+                           "(gels, gelsy, gelsd, gelss)")
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     if not (A.ndim >= B.ndim and A.ndim - B.ndim <= 1):
@@ -1357,19 +1478,71 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-1)")
     if not vector and B.shape[-2] != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    m, n = A.shape[-2], A.shape[-1]
     eps = np.finfo(A._array.dtype).eps
-    rtol = eps * max(A.shape[-2], A.shape[-1]) if rcond is None else rcond
-    solution = pinv(A, rtol=rtol) @ (B.unsqueeze(-1) if vector else B)
+    rtol = eps * max(m, n) if rcond is None else rcond
+    from . import empty
+    real = A.real.dtype if A.is_complex() else A.dtype
+    with no_grad():
+        rank = matrix_rank(A, rtol=rtol)
+    quick = None
+    if driver == "gels":
+        quick = _gels_quick_returns(A)
+        _refuse_rank_deficient_gels(rank, quick, min(m, n))
+    B_matrix = B.unsqueeze(-1) if vector else B
+    solution = pinv(A, rtol=rtol) @ B_matrix
+    # (gels refused the rank-deficient matrices it did not return quickly on)
+    full_rank = driver == "gels" or not rank.numel() or bool((rank == min(m, n)).all())
+    if m > n and full_rank and driver != "gelsy":
+        residuals = (A @ solution - B_matrix).abs().pow(2).sum(dim=-2)
+        if quick is not None and quick.any():
+            # LAPACK's quick return zeroes B, whose rows below n are what it reports
+            from . import where
+            residuals = where(_wrap_mask(quick, A.shape[:-2]).unsqueeze(-1), 0.0, residuals)
+        _core._name_grad_fn(residuals, "LinalgLstsqBackward0")
+    else:
+        residuals = empty(0, dtype=real)
     if vector:
         solution = solution.squeeze(-1)
     _core._name_grad_fn(solution, "LinalgLstsqBackward0")
-    from . import empty
-    rank = matrix_rank(A, rtol=rtol)
+    if driver in ("gelsd", "gelss"):
+        with no_grad():
+            singular_values = svdvals(A)
+    else:
+        singular_values = empty(0, dtype=real)
+    if driver == "gels":
+        rank = empty(0, dtype=rank.dtype)
     result = _return_type("linalg_lstsq")
-    return result((solution, empty(0, dtype=A.dtype), rank, empty(0, dtype=A.dtype)))
+    return result((solution, residuals, rank, singular_values))
 
 
-def householder_product(A, tau):
+def _gels_quick_returns(A):
+    """Per matrix of A (flattened batch), whether LAPACK's gels returns at once without
+    factoring: an empty or all-zero matrix (its solution zero, its B zeroed)."""
+    m, n = A.shape[-2], A.shape[-1]
+    count = int(np.prod(A.shape[:-2], dtype=np.int64))
+    flat = A._array.reshape((count, m * n))
+    return ~(np.abs(flat).max(axis=-1, initial=0) > 0)
+
+
+def _wrap_mask(mask, batch_shape):
+    from . import tensor
+    return tensor(mask.reshape(tuple(batch_shape)))
+
+
+def _refuse_rank_deficient_gels(rank, quick, full):
+    """'gels' solves through a QR (m >= n) or LQ (m < n) factorization with no rank revealing
+    and fails on a zero diagonal entry of its triangular factor, which PyTorch reports as a
+    LinAlgError naming that entry (the numerical rank + 1 here), except where it returned at
+    once (`quick`)."""
+    for matrix_rank_, returned in zip(rank.reshape(-1)._array, quick):
+        if not returned and matrix_rank_ < full:
+            raise LinAlgError(
+                "torch.linalg.lstsq: The least squares solution could not be computed because "
+                f"the input matrix does not have full rank (error code: {matrix_rank_ + 1}).")
+
+
+def householder_product(input, tau):
     """The first n columns of the product H_1 ... H_k of Householder reflectors
     H_i = I - tau_i v_i v_i^H, v_i stored below the diagonal of column i of ``A`` (m, n) with an
     implicit unit leading entry (LAPACK's orgqr; ``geqrf``'s output gives the Q of the QR
@@ -1385,7 +1558,7 @@ def householder_product(A, tau):
     True
     """
     name = "torch.linalg.householder_product"
-    A = _as_tensor(A, "linalg_householder_product", "input")
+    A = _as_tensor(input, "linalg_householder_product", "input")
     tau = _as_tensor(tau, "linalg_householder_product", "tau", 2)
     if A.ndim < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
@@ -1403,15 +1576,30 @@ def householder_product(A, tau):
         names = {"float32": "Float", "float64": "Double", "float16": "Half"}
         raise RuntimeError(f"{name}: tau dtype {names.get(str(tau.dtype)[6:], tau.dtype)} does "
                            f"not match input dtype {names.get(str(A.dtype)[6:], A.dtype)}")
-    _refuse_half(A, name)
+    _check_float(A, name)
     from . import eye
-    reflectors = A.tril(-1) + eye(m, n, dtype=A.dtype)        # unit leading entries
-    Q = eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
-    # The reflectors from the last to the first: Q <- H_i Q.
-    for i in reversed(range(tau.shape[-1])):
+    return _apply_reflectors(A, tau, eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n),
+                             left=True, adjoint=False)
+
+
+def _apply_reflectors(A, tau, C, *, left, adjoint):
+    """op(Q) C (``left``) or C op(Q) for Q = H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i
+    below the diagonal of column i of ``A`` and a unit leading entry, op the conjugate
+    transpose when ``adjoint`` (LAPACK's ormqr).  One rank-one update per reflector, from
+    recorded ops, so differentiable in A, tau and C."""
+    from . import eye
+    m, k = A.shape[-2], tau.shape[-1]
+    reflectors = A[..., :, :k].tril(-1) + eye(m, k, dtype=A.dtype)     # unit leading entries
+    # Q C applies H_k first; Q^H C = H_k^H ... H_1^H C applies H_1^H first; on the right the
+    # other way round.
+    order = range(k) if left == adjoint else reversed(range(k))
+    for i in order:
         v = reflectors[..., :, i:i + 1]
-        Q = Q - tau[..., i:i + 1].unsqueeze(-1) * (v @ (v.mH @ Q))
-    return Q
+        scale = tau[..., i:i + 1].unsqueeze(-1)
+        if adjoint:
+            scale = scale.conj()
+        C = C - scale * (v @ (v.mH @ C)) if left else C - scale * ((C @ v) @ v.mH)
+    return C
 
 
 # The LU family, the _ex variants and the small composites (their own module).

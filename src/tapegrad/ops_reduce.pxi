@@ -895,17 +895,25 @@ cdef object vjp_norm(Record* r, object g):
 OP_NORM = register_op("LinalgVectorNormBackward0", vjp_norm)
 
 
-def _norm_dtype(object input_dtype, object dtype):
-    """The numpy dtype a vector norm of an input of numpy dtype `input_dtype` computes in for
-    its `dtype=` argument, by PyTorch's checks (torch.norm's and linalg.vector_norm's): a float or
-    complex dtype the input's converts to without narrowing."""
+def _norm_dtype(object input_dtype, object dtype, str fn="linalg.vector_norm"):
+    """The numpy dtype a norm of an input of numpy dtype `input_dtype` computes in for its
+    `dtype=` argument, by PyTorch's checks (torch.norm's, linalg.vector_norm's and, with `fn`,
+    linalg.matrix_norm's): a float or complex dtype, complex exactly for a complex input, that
+    the input's converts to without narrowing.  The norm itself has the real counterpart."""
     wanted = to_np_dtype(dtype, "norm")
+    input_dtype = np.dtype(input_dtype)
     if wanted.kind not in "fc":
-        raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, "
+        raise RuntimeError(f"{fn}: dtype should be floating point or complex, "
                            f"but got {scalar_type_name(wanted)}")
+    if input_dtype.kind == "c" and wanted.kind != "c":
+        raise RuntimeError(f"{fn}: dtype should be complex for complex inputs, but got "
+                           f"{scalar_type_name(wanted)}")
+    if input_dtype.kind != "c" and wanted.kind == "c":
+        raise RuntimeError(f"{fn}: dtype should be real for real inputs, but got "
+                           f"{scalar_type_name(wanted)}")
     if np.promote_types(input_dtype, wanted) != wanted:
         raise RuntimeError(
-            f"linalg.vector_norm: the dtype of the input ({scalar_type_name(input_dtype)}) should "
+            f"{fn}: the dtype of the input ({scalar_type_name(input_dtype)}) should "
             f"be convertible without narrowing to the specified dtype "
             f"({scalar_type_name(wanted)})")
     return wanted
@@ -918,7 +926,10 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     cdef double pv
     check_bool("linalg_vector_norm", "keepdim", keepdim)    # PyTorch's norm parses as vector_norm
     A = input._array
-    if A.dtype.kind == "c" and dtype is None:           # the norm of the moduli
+    if A.dtype.kind == "c":                             # the norm of the moduli
+        if dtype is not None:
+            _norm_dtype(A.dtype, dtype)
+            input = input.to(dtype)
         return complex_call("norm", (input, p, dim, keepdim))
     if A.dtype.kind != "f":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "

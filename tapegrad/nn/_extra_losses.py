@@ -122,7 +122,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
         raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.dim() < 2 else 2}"
                            f" got: {min(x1.dim(), x2.dim())}D")
     for name, x in (("X1", x1), ("X2", x2)):
-        if x.is_complex():
+        if not x.is_floating_point():           # (integers, bools and complex alike)
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
                                f"{_tg._core.scalar_type_name_of(x._array.dtype)}")
     from ..linalg import _same_scalar_type

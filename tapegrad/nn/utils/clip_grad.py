@@ -28,7 +28,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = float(norm_type)
     if not grads:
         return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
-    dtype = grads[0]._array.dtype
+    # the norms are real: a complex gradient's norm has its real dtype, as PyTorch's
+    dtype = np.empty(0, grads[0]._array.dtype).real.dtype
     if norm_type == math.inf:
         # np.max propagates NaN (Python's max() would drop it depending on the order)
         norms = [np.abs(g._array).max() if g._array.size else 0.0 for g in grads]
@@ -36,8 +37,10 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     else:
         # PyTorch accumulates float16 norms in float32 and rounds each norm to float16
         acc = np.float32 if dtype.itemsize < 4 else dtype
-        per = np.asarray([np.linalg.norm(g._array.ravel().astype(acc, copy=False), norm_type)
-                          for g in grads], dtype=dtype)
+        # (promoted, not cast: a complex gradient keeps its imaginary part)
+        per = np.asarray([np.linalg.norm(g._array.ravel().astype(
+            np.promote_types(g._array.dtype, acc), copy=False), norm_type) for g in grads],
+            dtype=dtype)
         total = np.asarray(np.linalg.norm(per.astype(acc), norm_type), dtype=dtype)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
