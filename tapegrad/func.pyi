@@ -24,12 +24,14 @@ __all__ = [
     'grad_and_value',
     'vjp',
     'jvp',
+    'linearize',
     'jacrev',
     'jacfwd',
     'hessian',
     'functional_call',
     'stack_module_state',
     'vmap',
+    'functionalize',
 ]
 
 def grad(func: Any, argnums: Any = ..., has_aux: Any = ...) -> Any: ...
@@ -39,6 +41,8 @@ def grad_and_value(func: Any, argnums: Any = ..., has_aux: Any = ...) -> Any: ..
 def vjp(func: Any, *primals: Any, has_aux: Any = ...) -> Any: ...
 
 def jvp(func: Any, primals: Any, tangents: Any, *, strict: Any = ..., has_aux: Any = ...) -> Any: ...
+
+def linearize(func: Any, *primals: Any) -> Any: ...
 
 def jacrev(func: Any, argnums: Any = ..., *, has_aux: Any = ..., chunk_size: Any = ..., _preallocate_and_copy: Any = ...) -> Any: ...
 
@@ -51,3 +55,5 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = ..
 def stack_module_state(models: Any) -> Any: ...
 
 def vmap(func: Any, in_dims: Any = ..., out_dims: Any = ..., randomness: Any = ..., *, chunk_size: Any = ...) -> Any: ...
+
+def functionalize(func: Any, *, remove: Any = ...) -> Any: ...

@@ -52,7 +52,6 @@ class Dataset:
 
 class IterableDataset(Dataset):
     def __add__(self, other: Any) -> Any: ...  # type: ignore[override]
-    def __iter__(self) -> Any: ...
 
 class StackDataset(Dataset):
     def __getitem__(self, index: Any) -> Any: ...
