@@ -84,17 +84,6 @@ def _flatten(tree):
     return leaves, spec.unflatten
 
 
-def _structure(tree):
-    """The shape of a nest as _flatten reads it, leaves as None: vjp's cotangents must have the
-    outputs' (a list is not a tuple, as in PyTorch's pytrees)."""
-    if isinstance(tree, (tuple, list)):
-        return (list if isinstance(tree, list) else tuple,
-                tuple(_structure(item) for item in tree))
-    if isinstance(tree, dict):
-        return (dict, tuple((k, _structure(v)) for k, v in tree.items()))
-    return None
-
-
 def _tracked(x):
     """x as a tensor this transform can differentiate with respect to: connected to x (so an
     outer transform still reaches it) when x is already in a graph, else a fresh leaf.  Inside
@@ -254,7 +243,8 @@ def vjp(func, *primals, has_aux=False):
 
     def vjp_fn(cotangents):
         cot_leaves, _ = _flatten(cotangents)
-        if len(cot_leaves) != len(out_leaves) or _structure(cotangents) != _structure(result):
+        if len(cot_leaves) != len(out_leaves) or \
+                _pytree.tree_structure(cotangents) != _pytree.tree_structure(result):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as "
                                "pytree structure of outputs to the function")
         for c, o in zip(cot_leaves, out_leaves):
@@ -349,7 +339,7 @@ def linearize(func, *primals):
     primal_leaves, _ = _flatten(primals)
 
     def jvp_fn(*tangents):
-        if _structure(tangents) != _structure(primals):
+        if _pytree.tree_structure(tangents) != _pytree.tree_structure(primals):
             raise RuntimeError("Expected the tangents to have the same argspec as the primals")
         for i, (p, t) in enumerate(zip(primal_leaves, _flatten(tangents)[0])):
             if not _is_tensor(t):

@@ -153,3 +153,26 @@ def test_func_transforms_take_the_same_nests():
         per_sample = lib.func.vmap(lambda row: (row * params["w"]).sum())(batch.x)
         return type(grads).__name__, {k: v.tolist() for k, v in grads.items()}, per_sample.tolist()
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("case", ["dict order", "list for tuple", "named tuple for tuple",
+                                  "dict for OrderedDict", "same"])
+def test_vjp_cotangents_must_have_the_outputs_pytree_structure(case):
+    # (one structure test, TreeSpec equality, as torch.func: key order and container kinds count)
+    def run(lib):
+        x = lib.ones(2)
+        f, cot = {
+            "dict order": (lambda x: {"a": x * 2, "b": x * 3},
+                           {"b": lib.ones(2), "a": lib.ones(2)}),
+            "list for tuple": (lambda x: (x * 2, x * 3), [lib.ones(2), lib.ones(2)]),
+            "named tuple for tuple": (lambda x: Pair(x, x * 2), (lib.ones(2), lib.ones(2))),
+            "dict for OrderedDict": (lambda x: collections.OrderedDict(a=x * 2),
+                                     {"a": lib.ones(2)}),
+            "same": (lambda x: {"a": x * 2}, {"a": lib.ones(2)}),
+        }[case]
+        try:
+            _, pullback = lib.func.vjp(f, x)
+            return [t.tolist() for t in pullback(cot)]
+        except RuntimeError as error:
+            return str(error)
+    assert run(tg) == run(torch)
