@@ -241,12 +241,15 @@ def vjp(func, *primals, has_aux=False):
             raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only "
                                f"tensors, got unsupported type {type(o)}")
 
+    output_spec = _pytree.tree_structure(result)
+
     def vjp_fn(cotangents):
-        cot_leaves, _ = _flatten(cotangents)
-        if len(cot_leaves) != len(out_leaves) or \
-                _pytree.tree_structure(cotangents) != _pytree.tree_structure(result):
-            raise RuntimeError("Expected pytree structure of cotangents to be the same as "
-                               "pytree structure of outputs to the function")
+        cot_leaves, cotangent_spec = _pytree.tree_flatten(cotangents)
+        if cotangent_spec != output_spec:
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as "
+                               f"pytree structure of outputs to the function. cotangents: "
+                               f"{_pytree.treespec_pprint(cotangent_spec)}, primal output: "
+                               f"{_pytree.treespec_pprint(output_spec)}")
         for c, o in zip(cot_leaves, out_leaves):
             if tuple(c.shape) != tuple(o.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of "
