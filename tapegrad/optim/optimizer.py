@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _core
 from .._profiling import label, recording_profiler
+from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' for a tensor
 from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 
@@ -156,13 +157,6 @@ def _is_sparse_tensor(x) -> bool:
     return type(x).__name__ == "SparseTensor" and getattr(x, "is_sparse", False)
 
 
-def _typename(x) -> str:
-    if _is_tensor(x):
-        return f"{type(x).__module__}.{type(x).__name__}"
-    t = type(x)
-    return t.__name__ if t.__module__ in ("builtins", None) else f"{t.__module__}.{t.__name__}"
-
-
 def _to_scalar(x):
     """A hyperparameter as a Python number (a one-element tensor gives its value)."""
     if _is_tensor(x):
@@ -208,7 +202,7 @@ class Optimizer:
         self.defaults = defaults
         if _is_tensor(params):
             raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got " + _typename(params))
+                            "Tensors or dicts, but got " + typename(params))
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         for table in _HOOK_TABLES:
@@ -288,7 +282,7 @@ class Optimizer:
         for param in param_group["params"]:
             if not (_is_tensor(param) or _is_sparse_tensor(param)):
                 raise TypeError("optimizer can only optimize Tensors, but one of the params is "
-                                + _typename(param))
+                                + typename(param))
             if not self.defaults.get("differentiable", None) and not (
                     param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
