@@ -51,3 +51,38 @@ def test_integer_parameter_without_grad_is_allowed(torch):
     p, q = tg.nn.Parameter(tg.tensor([1]), requires_grad=False), \
         torch.nn.Parameter(torch.tensor([1]), requires_grad=False)
     assert (p.requires_grad, str(p.dtype)) == (q.requires_grad, str(q.dtype))
+
+
+_ODD_DATA = {
+    "None": None, "object": object(), "dict": {"a": 1}, "list_with_None": [None, 1.0],
+    "nested_None": [[1, 2], [None, 3]], "number_then_string": [1, "a"], "Decimal": "Decimal",
+    "Decimal_list": "Decimal_list", "Fraction": "Fraction", "ragged_with_None": [[1, 2], [None]],
+    "string": "abc",
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64", "int64", "bool"])
+@pytest.mark.parametrize("case", list(_ODD_DATA))
+def test_tensor_with_dtype_reads_items_by_that_dtype(torch, case, dtype):
+    # torch.tensor(data, dtype=...) converts each item as Python converts it to the dtype: a
+    # float dtype takes Decimal/Fraction; None or an object raises TypeError (the inference
+    # RuntimeError is only for data without a dtype).  A CSV column with a gap hits this.
+    import decimal
+    import fractions
+
+    def data():
+        v = _ODD_DATA[case]
+        return {"Decimal": decimal.Decimal("1.5"), "Decimal_list": [decimal.Decimal("1.5"), 2],
+                "Fraction": fractions.Fraction(1, 2)}.get(v, v) if isinstance(v, str) \
+            and case != "string" else v
+
+    def run(lib):
+        try:
+            t = lib.tensor(data(), dtype=getattr(lib, dtype))
+        except Exception as e:
+            return type(e).__name__, str(e)
+        return str(t.dtype), t.tolist()
+    assert run(tg) == run(torch)
+    # (without a dtype the inference error stands)
+    if case in ("None", "list_with_None", "nested_None"):
+        assert _raised(lambda: tg.tensor(data()))[0] is RuntimeError
