@@ -264,6 +264,36 @@ def _storing_error(data, np_dt) -> Exception:
         return TypeError(f"'{_type_name(leaf)}' object cannot be interpreted as an integer")
     return TypeError(f"new(): invalid data type '{_type_name(data)}'")
 
+
+def _numbers_for_dtype(data, np_dt):
+    """Data given to torch.tensor with a dtype, its items read as PyTorch reads them: each by
+    Python's conversion to that dtype, so a float or complex dtype takes anything float() takes
+    (Decimal, Fraction: converted here), and any other item raises that conversion's TypeError
+    ("must be real number, not NoneType"), where without a dtype the inference error is raised."""
+    from ._legacy import _follows_sequence_protocol
+
+    def readable(v):        # items the array reading below takes as they are
+        return (isinstance(v, (bool, int, float, complex, np.ndarray, _core.TensorBase))
+                or (isinstance(v, np.generic) and v.dtype.kind in "biufc")
+                or (not isinstance(v, (str, bytes, np.generic)) and _follows_sequence_protocol(v)))
+
+    leaves = list(_python_leaves(data))
+    if all(readable(v) for v in leaves):
+        return data
+    if np.dtype(np_dt).kind in "fc" and all(
+            readable(v) or (not isinstance(v, (str, bytes, np.generic))
+                            and hasattr(type(v), "__float__")) for v in leaves):
+        return _with_leaves_mapped(data, lambda v: v if readable(v) else float(v))
+    raise _storing_error(data, np_dt)
+
+
+def _with_leaves_mapped(data, fn):
+    """Nested lists/tuples `data` with fn applied to every item that is not one."""
+    if isinstance(data, (list, tuple, range)):
+        return [_with_leaves_mapped(v, fn) for v in data]
+    return fn(data)
+
+
 _FOREIGN_BYTE_ORDER = ("given numpy array has byte order different from the native byte order. "
                        "Conversion between byte orders is currently not supported.")
 
@@ -317,9 +347,14 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
+        # With a dtype, items that are not numbers are read by that dtype's conversion (walked
+        # only when numpy's reading shows such items: objects, strings, or a failure)
+        with_dtype = dtype is not None and not isinstance(data, (str, bytes))
         if not isinstance(data, _PYTHON_SCALARS):
             from ._legacy import _follows_sequence_protocol
-            if not _follows_sequence_protocol(data):
+            if with_dtype and not _follows_sequence_protocol(data):
+                data = _numbers_for_dtype(data, _np_dtype(dtype, "tensor"))
+            elif not _follows_sequence_protocol(data):
                 # PyTorch reads numbers and sequences only: an object numpy would convert (by
                 # __array__) is refused as a set or None is
                 raise RuntimeError(f"Could not infer dtype of {_type_name(data)}")
@@ -327,11 +362,16 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
             data, arr = _nested_array(data)
         except (TypeError, ValueError):
             # PyTorch infers the dtype from every item before it stores any: None among the
-            # items is refused as such, not as a ragged nesting
-            error = _inference_error(data)
+            # items is refused as such, not as a ragged nesting.  With a dtype it measures the
+            # nesting first (the ragged error stands) and converts each item as it stores it.
+            error = None if with_dtype else _inference_error(data)
             if error is None:
                 raise
             raise error from None
+        if with_dtype and arr.dtype.kind in "OUS":
+            converted = _numbers_for_dtype(data, _np_dtype(dtype, "tensor"))
+            if converted is not data:
+                data, arr = _nested_array(converted)
         if arr.dtype.kind in "US" or (arr.dtype.kind == "O" and isinstance(_first_leaf(data), str)):
             raise _string_data_error(data)
         if arr.dtype in _WIDE_INT_RESULTS:

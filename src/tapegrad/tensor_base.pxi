@@ -569,10 +569,11 @@ cdef class TensorBase:
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
-        if flag and not (cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(self._array))
-                         or cnp.PyTypeNum_ISCOMPLEX(cnp.PyArray_TYPE(self._array))):
+        if flag and not self._can_require_grad():
+            # (the message of PyTorch's `.requires_grad = True`; requires_grad_() and Parameter
+            # check first and word it as PyTorch's do)
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
-                               f"gradients (got {self.dtype})")
+                               "gradients")
         if flag and self._inference and not inference_mode_on():
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
@@ -610,10 +611,19 @@ cdef class TensorBase:
             raise RuntimeError("requires_grad must be a bool")
         self._set_requires_grad(value)
 
+    def _can_require_grad(self):
+        """Whether the dtype can carry gradients (floating point or complex)."""
+        return (cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(self._array))
+                or cnp.PyTypeNum_ISCOMPLEX(cnp.PyArray_TYPE(self._array)))
+
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad in place (leaves only) and return self."""
         # (PyTorch's message names position 1, as nearly every call gives it)
-        self._set_requires_grad(check_bool("requires_grad_", "requires_grad", requires_grad, 1))
+        flag = check_bool("requires_grad_", "requires_grad", requires_grad, 1)
+        if flag and not self._can_require_grad():
+            # PyTorch words this refusal differently from the attribute setter's
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._set_requires_grad(flag)
         return self
 
     def is_inference(self):

@@ -27,7 +27,12 @@ class Parameter(Tensor):
         # require grad outside inference mode raises, as in PyTorch.
         p._set_inference(data.is_inference())
         # (PyTorch's parser names the call Parameter makes of it)
-        p.requires_grad = _core.check_bool("_make_subclass", "require_grad", requires_grad, 3)
+        flag = _core.check_bool("_make_subclass", "require_grad", requires_grad, 3)
+        if flag and not data._can_require_grad():
+            # (PyTorch's _make_subclass words it as its factory functions do)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        p.requires_grad = flag
         return p
 
     def __init__(self, data=None, requires_grad: bool = True):
