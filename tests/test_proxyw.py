@@ -62,3 +62,32 @@ def test_saving_a_non_tensor_raises_only_when_recorded(requires_grad, grad_enabl
     expected = run(torch)
     assert run(tg) == expected
     assert (expected[0] is TypeError) == (requires_grad and grad_enabled)
+
+
+# -- mark_dirty / mark_non_differentiable of a non-tensor: PyTorch refuses it always -----------
+
+def _marks(lib, method, arg):
+    class Marks(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            getattr(ctx, method)(arg)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+    return Marks
+
+
+@pytest.mark.parametrize("method, phrase", [
+    ("mark_dirty", "mark_dirty can only accept variables, but argument "),
+    ("mark_non_differentiable", "mark_non_differentiable only accepts variable arguments, but got ")])
+@pytest.mark.parametrize("arg", [3, None, "s"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_marking_a_non_tensor_raises_torchs_error(method, phrase, arg, requires_grad):
+    def run(lib):
+        return _outcome(lambda: _marks(lib, method, arg).apply(
+            lib.ones(2, requires_grad=requires_grad)))
+    expected, got = run(torch), run(tg)
+    assert expected[0] is RuntimeError and expected[1].startswith(phrase)
+    assert got[0] is RuntimeError and got[1].startswith(expected[1])

@@ -346,6 +346,7 @@ class Function(metaclass=FunctionMeta):
             cls.setup_context(ctx, args, result)
         dirty = tuple(getattr(ctx, "dirty_tensors", ()) or ())
         non_diff = tuple(getattr(ctx, "non_differentiable", ()) or ())
+        _refuse_non_tensor_marks(dirty, non_diff)
         outs = result if isinstance(result, tuple) else (result,)
         if any(not any(d is o for o in outs) for d in dirty):
             # (recorded anyway, the tensor written in place would keep a stale history)
@@ -362,6 +363,20 @@ class Function(metaclass=FunctionMeta):
         if forward_ad is not None and forward_ad._levels:
             forward_ad._function_jvp(cls, ctx, args, out)   # tangents eagerly, as PyTorch
         return out
+
+
+def _refuse_non_tensor_marks(dirty, non_diff) -> None:
+    """PyTorch's RuntimeError for mark_dirty / mark_non_differentiable given something other
+    than a tensor (None included), raised whether or not the call is recorded."""
+    from .. import is_tensor
+    for i, d in enumerate(dirty):
+        if not is_tensor(d):
+            raise RuntimeError("mark_dirty can only accept variables, but argument "
+                               f"{i} is of type {_type_name(d)}")
+    for n in non_diff:
+        if not is_tensor(n):
+            raise RuntimeError("mark_non_differentiable only accepts variable arguments, but got "
+                               f"{_type_name(n)}")
 
 
 def _refuse_saved_non_tensors(ctx) -> None:
