@@ -98,11 +98,8 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for backward; read them back with ctx.saved_tensors."""
-        from .. import is_tensor
-        for i, t in enumerate(tensors):
-            if t is not None and not is_tensor(t):      # dense or sparse
-                raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{i} is of type {type(t).__name__}")
+        # (checked by apply once forward returns, and only when the call is recorded: PyTorch
+        # lets a Function run on plain numbers, or without grad, whatever it saves)
         self.to_save = tensors
 
     def save_for_forward(self, *tensors):
@@ -349,18 +346,47 @@ class Function(metaclass=FunctionMeta):
             cls.setup_context(ctx, args, result)
         dirty = tuple(getattr(ctx, "dirty_tensors", ()) or ())
         non_diff = tuple(getattr(ctx, "non_differentiable", ()) or ())
+        _refuse_non_tensor_marks(dirty, non_diff)
         outs = result if isinstance(result, tuple) else (result,)
         if any(not any(d is o for o in outs) for d in dirty):
             # (recorded anyway, the tensor written in place would keep a stale history)
             raise RuntimeError("Some elements marked as dirty during the forward method were not "
                                "returned as output. The inputs that are modified inplace must all "
                                "be outputs of the Function.")
+        recorded = _core.is_grad_enabled() and any(
+            isinstance(a, Tensor) and a.requires_grad for a in args)
+        if recorded:
+            _refuse_saved_non_tensors(ctx)
         out = _core._function_record(ctx, args, result, dirty, non_diff)
         _finish_saved(ctx, result, out, args)
         forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
         if forward_ad is not None and forward_ad._levels:
             forward_ad._function_jvp(cls, ctx, args, out)   # tangents eagerly, as PyTorch
         return out
+
+
+def _refuse_non_tensor_marks(dirty, non_diff) -> None:
+    """PyTorch's RuntimeError for mark_dirty / mark_non_differentiable given something other
+    than a tensor (None included), raised whether or not the call is recorded."""
+    from .. import is_tensor
+    for i, d in enumerate(dirty):
+        if not is_tensor(d):
+            raise RuntimeError("mark_dirty can only accept variables, but argument "
+                               f"{i} is of type {_type_name(d)}")
+    for n in non_diff:
+        if not is_tensor(n):
+            raise RuntimeError("mark_non_differentiable only accepts variable arguments, but got "
+                               f"{_type_name(n)}")
+
+
+def _refuse_saved_non_tensors(ctx) -> None:
+    """PyTorch's TypeError for a recorded Function that gave save_for_backward something other
+    than a tensor or None."""
+    from .. import is_tensor
+    for i, t in enumerate(ctx.__dict__.get("to_save") or ()):
+        if t is not None and not is_tensor(t):      # dense or sparse
+            raise TypeError("save_for_backward can only save variables, but argument "
+                            f"{i} is of type {type(t).__name__}")
 
 
 def _finish_saved(ctx, result, out, args=()) -> None:
