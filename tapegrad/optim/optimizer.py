@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._more_creation import typename
-from .._profiling import label, recording_profiler
 from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' for a tensor
+from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 
