@@ -596,6 +596,11 @@ cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_not_implemented(Py_ssize_t i, Record* r, object G, char* want):
     raise RuntimeError(f"derivative for {<object>r.aux} is not implemented")
 
+cdef object gv_overlapping_slices(Py_ssize_t i, Record* r, object G, char* want):
+    if want[0]:                         # (PyTorch's overlap error, as the eager VJP raises it)
+        return OP_VJP[OP_OVERLAPPING_SLICES](r, (<TensorBase>G)._array)
+    return gv_setitem(i, r, G, want)
+
 cdef object gv_triangle(Py_ssize_t i, Record* r, object G, char* want):
     k = <Py_ssize_t>r.scalar
     return tril(<TensorBase>G, k) if r.op == OP_TRIL else triu(<TensorBase>G, k)
@@ -1616,6 +1621,7 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_MASKED_SELECT] = gv_masked_select
     for op in (OP_SETITEM, OP_COPY, OP_SETITEM_FILL, OP_INDEX_PUT):
         GRAPH_VJP[op] = gv_setitem
+    GRAPH_VJP[OP_OVERLAPPING_SLICES] = gv_overlapping_slices
     for op in NN_OVERWRITE_OPS.values():
         GRAPH_VJP[<int>op] = gv_overwrite
     GRAPH_VJP[OP_EMBEDDING] = gv_embedding

@@ -1,0 +1,98 @@
+"""Regressions of the session-25 fuzz run (programs 60650350-, 62625789-; surface 60741365-) and of
+the open seeds of session 24 it triaged.
+
+Each test compares with PyTorch (the `torch` fixture skips cleanly without it).
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+# -- one value written into an expand()ed view, in grad mode (60635163) ------------------------------
+# PyTorch writes fill_/zero_ with a number, masked_fill_, index_fill_ and index_put_ into a view two
+# of whose elements share memory; the base's CopySlices then raises the overlap error at backward
+# (it copies the gradient into that view).  tapegrad refused fill_/zero_/masked_fill_/index_fill_
+# at the write, and ran a backward through x[mask] = v that PyTorch refuses.
+
+WRITES = [
+    "v.fill_(2.0)", "v.zero_()", "v.masked_fill_(v > 0, 0.0)", "v.masked_fill_(v > 0, c)",
+    "v.index_fill_(1, lib.tensor([0]), 1.0)", "v[v > 0] = 0.0", "v[v > 0] = c",
+    "v.index_put_((lib.tensor([0]),), lib.tensor(4.0, dtype=lib.float64))",
+    "v[:, 0].fill_(2.0)", "v[0].fill_(2.0)", "v[0, v[0] > 0] = 0.0",
+    "v[...] = 1.0", "v.fill_(c)", "v.mul_(2)",
+]
+
+
+def _expanded_write(lib, code, base_requires_grad, grad_mode):
+    x = lib.tensor([[-2.0, 0.75, 0.0], [0.0, -0.68, -0.46]], dtype=lib.float64,
+                   requires_grad=base_requires_grad)
+    c = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+    base = x * 2.5 if base_requires_grad else x
+    v = base.expand(2, 2, 3)
+    with warnings.catch_warnings(), lib.set_grad_enabled(grad_mode):
+        warnings.simplefilter("ignore")         # (PyTorch's deprecation of such writes)
+        try:
+            exec(code, {"lib": lib, "v": v, "c": c})
+        except RuntimeError as e:
+            return ("write refused", str(e)[:60])
+    out = [base.tolist(), type(base.grad_fn).__name__ if base.grad_fn else None]
+    if not base.requires_grad:
+        return out
+    try:
+        (v * lib.arange(12.0, dtype=lib.float64).reshape(2, 2, 3)).sum().backward()
+    except RuntimeError as e:
+        return out + ["backward refused", str(e)[:60]]
+    grads = [t.grad.tolist() if t.is_leaf and t.grad is not None else None for t in (x, c)]
+    return out + grads
+
+
+@pytest.mark.parametrize("code", WRITES)
+@pytest.mark.parametrize("base_requires_grad", [True, False])
+@pytest.mark.parametrize("grad_mode", [True, False])
+def test_write_into_expanded_view_matches_torch(torch, code, base_requires_grad, grad_mode):
+    expected = _expanded_write(torch, code, base_requires_grad, grad_mode)
+    assert _expanded_write(tg, code, base_requires_grad, grad_mode) == expected
+
+
+def test_expanded_fill_raises_in_a_create_graph_backward_too(torch):
+    for lib in (torch, tg):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        v = (x * 1.0).expand(3, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v.masked_fill_(v > 1.5, 0.0)
+        with pytest.raises(RuntimeError, match="more than one element of the written-to"):
+            lib.autograd.grad((v * v).sum(), [x], create_graph=True)
+
+
+def test_backward_not_reaching_the_expanded_write_runs(torch):
+    # PyTorch raises only where the backward reaches the write
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        y = x * 3.0
+        before = y.exp().sum()          # (exp saves its result, not y)
+        y.expand(3, 2).fill_(1.0)
+        g, = lib.autograd.grad(before, [x])
+        results.append(g.tolist())
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_expanded_masked_fill_value_gradient_alone_runs(torch, create_graph):
+    # the write's CopySlices copies into the overlapping view only for the base's gradient
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        c = lib.tensor(3.0, dtype=lib.float64, requires_grad=True)
+        v = (x * 1.0).expand(3, 2)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v.masked_fill_(v > 1.5, c)
+        w = lib.arange(6.0, dtype=lib.float64).reshape(3, 2)
+        g, = lib.autograd.grad((v * w).sum(), [c], create_graph=create_graph)
+        results.append(g.item())
+    assert results[0] == results[1]
