@@ -200,13 +200,40 @@ class _Determinant(Function):
     @staticmethod
     def backward(ctx, grad):
         # d det(A) = det(A) tr(A^-1 dA): the adjoint is G conj(det(A)) A^-H.  Through inv and
-        # det themselves, so create_graph gives the second derivative.
-        A, _ = ctx.saved_tensors
-        scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
-        return scale * _adjoint(inv(A))
+        # det themselves, so create_graph gives the second derivative.  A singular matrix has
+        # no inverse (the adjoint is then G times its adjugate's conjugate transpose): PyTorch's
+        # first derivative there is zero, its create_graph one the SVD formula (_adjugate_h).
+        A, result = ctx.saved_tensors
+        g = grad.unsqueeze(-1).unsqueeze(-1)
+        if A.shape[-1] == 1:
+            # d det = dA: PyTorch's adjoint is G itself, without a graph to A (fuzz 60652007)
+            return g.expand(A.shape)
+        singular = (result == 0).unsqueeze(-1).unsqueeze(-1)
+        if not bool(singular.any()):
+            return g * _conj(det(A)).unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
+        from . import eye, where, zeros_like
+        invertible = where(singular, eye(A.shape[-1], dtype=A.dtype), A)
+        regular = (g * _conj(det(invertible)).unsqueeze(-1).unsqueeze(-1)
+                   * _adjoint(inv(invertible)))
+        at_singular = g * _adjugate_h(A) if is_grad_enabled() else zeros_like(regular)
+        return where(singular, at_singular, regular)
 
 
 _torch_grad_fn_name(_Determinant, "LinalgDetBackward0")
+
+
+def _adjugate_h(A):
+    """conj(det(A)) A^-H for every A, singular too, differentiably: with A = U diag(S) Vh it is
+    conj(det(U) det(Vh)) U diag(prod of the other S) Vh, the products of the others built from
+    prefix and suffix products (no division by a zero S)."""
+    from . import cat, ones_like
+    U, S, Vh = svd(A)
+    one = ones_like(S[..., :1])
+    before = cat([one, S[..., :-1].cumprod(-1)], -1)
+    after = cat([one, S.flip(-1)[..., :-1].cumprod(-1)], -1).flip(-1)
+    others = before * after
+    phase = _conj(det(U) * det(Vh)).unsqueeze(-1).unsqueeze(-1)
+    return phase * (U * others.unsqueeze(-2).to(U.dtype)) @ Vh
 
 
 def det(A):

@@ -96,3 +96,49 @@ def test_expanded_masked_fill_value_gradient_alone_runs(torch, create_graph):
         g, = lib.autograd.grad((v * w).sum(), [c], create_graph=create_graph)
         results.append(g.item())
     assert results[0] == results[1]
+
+
+# -- det's gradient at a singular matrix (60652007's sibling; 1x1: 60652007) --------------------------
+# tapegrad's det backward inverted A and so raised LinAlgError at every singular matrix; PyTorch's
+# first derivative there is zero (its LU solve of conj(det) = 0), its create_graph derivative the
+# SVD formula (the adjugate), and for 1x1 matrices the gradient itself, without a graph to A.
+
+SINGULAR = [
+    [[0.0, 1.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]], [[1e-200, 0.0], [0.0, 1e-200]],
+    [[[1.0, 2.0], [2.0, 4.0]], [[1.0, 2.0], [3.0, 4.0]]], [[0.0] * 3] * 3,
+    [[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]], [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]],
+    [[0.0]], [[[2.0]], [[0.0]]],
+]
+
+
+def _det_derivatives(lib, arr, create_graph, dtype):
+    A = lib.tensor(arr, dtype=getattr(lib, dtype), requires_grad=True)
+    d = lib.linalg.det(A)
+    w = lib.linspace(0.5, 1.5, d.numel(), dtype=lib.float64).reshape(d.shape).to(d.dtype)
+    G, = lib.autograd.grad((d * w).sum().real, [A], create_graph=create_graph)
+    out = [G.detach().numpy(), G.requires_grad]
+    if G.requires_grad:
+        W = lib.arange(float(G.numel()), dtype=lib.float64).reshape(G.shape)
+        H, = lib.autograd.grad((G * W).sum().real, [A])
+        out.append(H.numpy())
+    return out
+
+
+@pytest.mark.parametrize("arr", SINGULAR)
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_det_gradient_at_singular_matrices_matches_torch(torch, arr, create_graph, dtype):
+    expected = _det_derivatives(torch, arr, create_graph, dtype)
+    got = _det_derivatives(tg, arr, create_graph, dtype)
+    assert got[1] == expected[1]
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-12)
+    if len(expected) > 2:
+        np.testing.assert_allclose(got[2], expected[2], rtol=1e-9, atol=1e-9)
+
+
+def test_det_gradient_of_invertible_matrices_is_unchanged(torch):
+    from tapegrad.autograd import gradcheck, gradgradcheck
+    A = tg.tensor([[2.0, 1.0, 0.5], [0.3, 1.5, -1.0], [0.0, 0.7, 1.2]], dtype=tg.float64,
+                  requires_grad=True)
+    assert gradcheck(tg.linalg.det, (A,))
+    assert gradgradcheck(tg.linalg.det, (A,))
