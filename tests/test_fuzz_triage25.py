@@ -142,3 +142,36 @@ def test_det_gradient_of_invertible_matrices_is_unchanged(torch):
                   requires_grad=True)
     assert gradcheck(tg.linalg.det, (A,))
     assert gradgradcheck(tg.linalg.det, (A,))
+
+
+# -- mode of a row holding NaN (60652517: SILENT, 1 where PyTorch gives NaN; [nan, nan, 1] raised) --
+# PyTorch's kernel sorts by `<` (which does not order NaN) with libstdc++'s insertion sort for rows
+# of up to 16, then takes the first longest run.
+
+def test_mode_with_nan_matches_torch(torch):
+    nan = float("nan")
+    rows = [[nan, 1.0], [1.0, nan], [nan, nan, 1.0], [nan, 2.0, 1.0], [2.0, nan, 1.0, nan],
+            [1.0, nan, nan, 1.0], [nan, nan, 1.0, 1.0], [nan]]
+    rng = np.random.default_rng(25)
+    for n in range(2, 17):
+        for _ in range(20):
+            r = rng.integers(0, 4, n).astype(float)
+            r[rng.random(n) < 0.3] = nan
+            rows.append(list(r))
+    for row in rows:
+        for dtype in ("float32", "float64"):
+            expected = torch.mode(torch.tensor(row, dtype=getattr(torch, dtype)))
+            got = tg.mode(tg.tensor(row, dtype=getattr(tg, dtype)))
+            assert got.indices.item() == expected.indices.item(), row
+            np.testing.assert_array_equal(got.values.numpy(), expected.values.numpy())
+
+
+def test_mode_with_nan_along_each_dim_matches_torch(torch):
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 3, (3, 5, 4)).astype(float)
+    x[rng.random(x.shape) < 0.3] = np.nan
+    for dim in range(3):
+        expected = torch.mode(torch.tensor(x), dim)
+        got = tg.mode(tg.tensor(x), dim)
+        np.testing.assert_array_equal(got.indices.numpy(), expected.indices.numpy())
+        np.testing.assert_array_equal(got.values.numpy(), expected.values.numpy())

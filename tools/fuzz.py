@@ -1785,10 +1785,12 @@ def known_for(prog, cat, msg):
         # gives src gradient at positions the index does not reach (63014141: FD agrees with
         # tapegrad's zeros there)
         return True
-    if cat == "grad" and any(re.search(r"\b(hardtanh|relu6)_?\(", s.code) for s in prog.steps):
+    if cat == "grad" and any(re.search(r"\b(hardtanh|relu6|Hardtanh|ReLU6)_?\(", s.code)
+                             for s in prog.steps):
         # torch's bug: hardtanh's (and relu6's) backward at a NaN input gives 0 in its vectorized
         # loop and passes the gradient in its scalar tail (16 NaNs: all 0; 17: a 1 at the last;
-        # 6: all 1); tapegrad passes it everywhere, as the tail (60635483)
+        # 6: all 1); tapegrad passes it everywhere, as the tail (60635483; the nn modules too,
+        # as a parametrization: 60652289)
         return True
     if (cat == "missing-error" and msg.startswith("tail: torch")
             and re.search(r"'NoneType' object|operand type\(s\) for .*'NoneType'", msg)
