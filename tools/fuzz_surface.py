@@ -577,6 +577,10 @@ def g_pad(r):
             # torch's copies of its output onto itself overlap: uninitialised memory or an order-
             # dependent copy where it does not raise, and a wrong gradient (gradcheck fails)
             unspecified = "circular pad wider than what is kept (docs/differences.md)"
+        if mode == "reflect" and n + pads[2 * i] + pads[2 * i + 1] == 0:
+            # torch's reflection_pad backward of an output without elements leaves its gradient
+            # uninitialised (1e36, 4.6e-41 from one call to the next; tapegrad's is zero: 60742517)
+            unspecified = "reflect pad to an empty output: torch's gradient is uninitialised"
     return Case([x], lambda L, v: L.nn.functional.pad(v[0], pads, **kw), f"F.pad(x, {pads}, {kw})",
                 torch_unspecified=unspecified)
 
@@ -1392,6 +1396,12 @@ def known(prog, cat, msg):
     if any(c == cat and re.search(re.escape(m), msg) for c, m in KNOWN):
         return True
     if cat == "requires_grad" and prog.op in ("unique", "hist"):
+        return True
+    if (cat == "missing-error" and prog.op == "einsum"
+            and re.search(r"expected scalar type \w+ but found \w+", msg)):
+        # torch's quirk (docs/differences.md, session 24): einsum of mixed dtypes refuses them
+        # only on some paths (an operand without elements: 60734241, 60737255, 60742681);
+        # tapegrad promotes, as torch's other paths do
         return True
     if prog.case.torch_unspecified and cat not in ("process-crash", "fuzzer-error"):
         return True
