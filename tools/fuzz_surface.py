@@ -1422,7 +1422,11 @@ def known(prog, cat, msg):
     # a query row holding NaN an output row of zeros and gradients without NaN; the softmax of
     # a NaN score is NaN, which tapegrad propagates (session 23's "NaN rows", 60727913; session
     # 24: 60732951, 60735217, 60736789, 60738109, 60738124)
-    if cat in ("value", "grad") and prog.op == "mha" and any(
+    # sdpa too, for gradients: a row whose scores are all -inf has probabilities 0 in torch's
+    # kernel (output zeros, as tapegrad's), but its backward multiplies them by a dP holding the
+    # inf of v (0 * inf: NaN); tapegrad's gradient of that row is 0 (60739464)
+    if cat in ("value", "grad") and (prog.op == "mha" or (prog.op == "sdpa" and cat == "grad")) \
+            and any(
             leaf.array.dtype.kind == "f" and not np.isfinite(leaf.array).all()
             for leaf in prog.case.leaves):
         return True
