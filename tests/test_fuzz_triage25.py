@@ -175,3 +175,39 @@ def test_mode_with_nan_along_each_dim_matches_torch(torch):
         got = tg.mode(tg.tensor(x), dim)
         np.testing.assert_array_equal(got.indices.numpy(), expected.indices.numpy())
         np.testing.assert_array_equal(got.values.numpy(), expected.values.numpy())
+
+
+# -- a hook on the output of an op whose backward reads its result (60646768) -----------------------
+# PyTorch's double backward of relu (threshold_backward(grad, result, 0)), i0e, i1e, i1 and erfcx
+# goes through the result, so a hook on it sees the second pass's gradient; tapegrad's read the
+# input (second derivatives differed with a hook `g + 1`).
+
+HOOKED = ["x.relu()", "torch.special.i0e(x)", "torch.special.i1e(x)", "torch.special.i1(x)",
+          "torch.special.erfcx(x)", "x.exp()", "x.sigmoid()"]
+
+
+def _hooked_second_derivative(lib, code):
+    x = lib.tensor([0.3, -0.7, 1.2, 0.0], dtype=lib.float64, requires_grad=True)
+    y = eval(code, {"torch": lib, "x": x})
+    y.register_hook(lambda g: g + 1)
+    w = lib.linspace(0.5, 1.5, 4, dtype=lib.float64)
+    g, = lib.autograd.grad((y * w).sum(), [x], create_graph=True)
+    h, = lib.autograd.grad((g * lib.tensor([1.0, 2.0, 3.0, 4.0], dtype=lib.float64)).sum(), [x])
+    return g.detach().numpy(), h.numpy()
+
+
+@pytest.mark.parametrize("code", HOOKED)
+def test_hook_on_result_sees_the_second_pass_as_torch(torch, code):
+    expected = _hooked_second_derivative(torch, code)
+    got = _hooked_second_derivative(tg, code)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["i0e", "i1e", "i1", "erfcx"])
+def test_special_functions_reading_their_result_keep_second_derivatives(name):
+    from tapegrad.autograd import gradcheck, gradgradcheck
+    fn = getattr(tg.special, name)
+    x = tg.tensor([0.3, -0.7, 1.2, 2.5], dtype=tg.float64, requires_grad=True)
+    assert gradcheck(fn, (x,))
+    assert gradgradcheck(fn, (x,))

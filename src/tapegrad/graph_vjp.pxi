@@ -339,6 +339,19 @@ cdef object through_input(int op, object V, Record* r, int j):
     return res
 
 
+cdef object through_own_output(int op, object V, Py_ssize_t i):
+    """through_input's link to record i's own output instead of an input: PyTorch's relu
+    backward is threshold_backward(grad, result, 0), so the second pass goes through the result
+    and a hook on it sees that pass's (zero) gradient (fuzz seed 60646768's class)."""
+    cdef Py_ssize_t inp[2]
+    cdef TensorBase res = wrap((<TensorBase>V)._array)     # V is this graph VJP's own
+    begin_record(2)                     # (the sweep pins the tape: indices do not move)
+    inp[0] = node_for_input(<TensorBase>V)
+    inp[1] = i
+    record_op(op, res, 2, inp)
+    return res
+
+
 # -- elementwise ---------------------------------------------------------------------------------
 
 cdef object gv_add(Py_ssize_t i, Record* r, object G, char* want):
@@ -456,8 +469,8 @@ cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's
-    return through_input(OP_THRESHOLD_BACKWARD,
-                         g_where(np.logical_not(nd(<object>r.saved[0]) <= 0), G, 0), r, 0)
+    return through_own_output(OP_THRESHOLD_BACKWARD,
+                              g_where(np.logical_not(nd(<object>r.saved[0]) <= 0), G, 0), i)
 
 cdef object gv_sqrt(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, g_mul(own_output(i, r, 0), 2.0))
