@@ -211,3 +211,29 @@ def test_special_functions_reading_their_result_keep_second_derivatives(name):
     x = tg.tensor([0.3, -0.7, 1.2, 2.5], dtype=tg.float64, requires_grad=True)
     assert gradcheck(fn, (x,))
     assert gradgradcheck(fn, (x,))
+
+
+# -- the orthogonal polynomials in float16 (62627372) -----------------------------------------------
+# PyTorch's CPU kernels have no Half loop: NotImplementedError when the promoted dtype is float16.
+
+@pytest.mark.parametrize("name", [
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w"])
+@pytest.mark.parametrize("dtypes", [("float16", "float16"), ("float16", None), (None, "float16"),
+                                    ("float16", "float32"), ("int64", "float16")])
+def test_polynomials_in_float16_match_torch(torch, name, dtypes):
+    outcomes = []
+    for lib in (torch, tg):
+        args = [lib.tensor([0.5, 0.25] if d.startswith("float") else [1, 2],
+                           dtype=getattr(lib, d)) if d else 3 for d in dtypes]
+        try:
+            result = getattr(lib.special, name)(*args)
+            outcomes.append(("ran", str(result.dtype), result.float().tolist()))
+        except NotImplementedError as e:
+            outcomes.append(("NotImplementedError", str(e)))
+    assert outcomes[0][:2] == outcomes[1][:2]
+    if outcomes[0][0] == "ran":
+        np.testing.assert_allclose(outcomes[1][2], outcomes[0][2], rtol=1e-6)
