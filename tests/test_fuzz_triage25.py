@@ -237,3 +237,25 @@ def test_polynomials_in_float16_match_torch(torch, name, dtypes):
     assert outcomes[0][:2] == outcomes[1][:2]
     if outcomes[0][0] == "ran":
         np.testing.assert_allclose(outcomes[1][2], outcomes[0][2], rtol=1e-6)
+
+
+# -- x[...] = v with a 0-d v sharing x's memory (62627564) -------------------------------------------
+# PyTorch's setitem writes a 0-d value into a target of another shape with fill_, which reads the
+# value first: no overlap refusal (copy_ itself refuses).  tapegrad refused.
+
+@pytest.mark.parametrize("code", ["v[...] = s", "v[0] = s", "m[...] = m[0, 0]", "v.copy_(s)"])
+def test_zero_dim_value_sharing_memory_matches_torch(torch, code):
+    outcomes = []
+    for lib in (torch, tg):
+        x = lib.tensor(-0.5, dtype=lib.float64, requires_grad=True)
+        s = x * 2.0
+        v = s.flatten()
+        m = (lib.ones(2, 2, dtype=lib.float64) * x).clone()
+        try:
+            exec(code, {"v": v, "s": s, "m": m})
+        except RuntimeError as e:
+            outcomes.append(("refused", str(e)[:60]))
+            continue
+        g, = lib.autograd.grad((v * 3.0).sum() + (m * 5.0).sum(), [x])
+        outcomes.append(("ran", v.tolist(), m.tolist(), g.item()))
+    assert outcomes[0] == outcomes[1]

@@ -785,9 +785,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                                    "without overflow")
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
-    if check_overlap and not advanced and isinstance(T, np.ndarray):
+    if (check_overlap and not advanced and isinstance(T, np.ndarray)
+            and not (given.ndim == 0 and T.ndim != 0)):
         # (PyTorch copies a value of the target's shape as it is, any other without its
-        # leading size-1 dims, expanded)
+        # leading size-1 dims, expanded; a 0-d value into a target of other shape is its fill_,
+        # which reads the value first and checks no overlap: v.flatten()[...] = v of a 0-d v,
+        # fuzz seed 62627564)
         check_source_overlap(T, given if given.shape == T.shape
                              else expanded_like_torch(V, T.shape), False)
     if (isinstance(value, TensorBase) and V.dtype != A.dtype and not onto_base
