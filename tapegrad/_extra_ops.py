@@ -1429,7 +1429,8 @@ def _stretched(t) -> bool:
 def _fill_stretched(self, key, value, op: str):
     """self[key] = value into an expand()ed self, as PyTorch's masked_fill_ / index_fill_ write
     one: the selected elements only (memory they share gets the value), with its deprecation
-    warning.  (copy_ of the whole result would refuse the overlap.)"""
+    warning.  (copy_ of the whole result would refuse the overlap.)  Recorded, a backward that
+    reaches the write raises PyTorch's overlap error (the core's OP_OVERLAPPING_SLICES)."""
     warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor "
                   "before performing this operation. This also applies to advanced indexing "
                   "e.g. tensor[mask] = scalar", UserWarning, stacklevel=3)
@@ -1527,10 +1528,9 @@ def _in_place(name: str):
         if result._array.shape != self._array.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
-        if name == "masked_fill" and source is self and _stretched(self):
+        if name == "masked_fill" and _stretched(self):
             mask, value = _masked_fill_arguments(*args, **kwargs)
-            if not (isinstance(value, _core.TensorBase) and _records(value)):
-                return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
+            return _fill_stretched(self, mask.expand_as(self), value, "masked_fill_")
         if source is not self and name in _NO_IN_PLACE_DERIVATIVE:
             from ._more_math import without_derivative
             result = without_derivative(

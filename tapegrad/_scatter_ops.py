@@ -364,7 +364,7 @@ def index_put_(self, indices, values, accumulate=False):
         return _become_result(self, result) if source is not self else _write_back(self, result)
     _check_values(self, values, "index_put_")
     key = _check_index_put(self, _index_put_key(self, indices), values)
-    if _stretched(self) and not _records(self, values):
+    if _stretched(self):
         return _fill_stretched(self, tuple(indices), values, "index_put_")
     # (the write itself, as x[indices] = values: recorded as PyTorch's IndexPutBackward0 on
     # self's history, not as a copy of an out-of-place result)
@@ -594,7 +594,7 @@ def index_fill_(self, dim, index, value):
     with _leaf_error_first(self):
         read = _in_place_source(self, value)
         result = index_fill(read, dim, index, value)
-    if _stretched(self) and not _records(self, value):
+    if _stretched(self):
         d = dim % self.ndim
         return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,
                                "index_fill_")

@@ -582,18 +582,23 @@ def _polynomial_values(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 # -- autograd Functions (the differentiable ones) -------------------------------------------------
 
 def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
-                    saves_result=True):
+                    saves_result=True, takes_result=False):
     """The autograd Function of a differentiable unary special function: forward `values`
     (ndarray -> ndarray), backward grad * derivative(x), written with these Functions (so the
     derivatives are differentiable in turn, as PyTorch's).  `saves_result`: PyTorch's node saves
     the result too (its formula reads it), so a write into the result makes backward raise
-    the in-place error there (fuzz 60623752); the derivative here is computed from x alone."""
+    the in-place error there (fuzz 60623752).  `takes_result`: `derivative(x, result)` reads
+    the result as PyTorch's formula does, so under create_graph the second pass goes through
+    the result, and a hook on it sees that pass's gradient (60646768: i0e)."""
     def forward(ctx, x):
         result = _wrap(values(x._array))
         ctx.save_for_backward(x, result) if saves_result else ctx.save_for_backward(x)
         return result
 
     def backward(ctx, grad):
+        if saves_result and takes_result:
+            x, result = ctx.saved_tensors
+            return grad * derivative(x, result)
         x = ctx.saved_tensors[0]
         return grad * derivative(x)
     op = type(name, (Function,), {"forward": staticmethod(forward),
@@ -621,20 +626,21 @@ def _i0(x):
 
 I0e = _differentiable(
     "I0e", lambda a: _modified_i_values(a, 0, True),
-    lambda x: I1e.apply(x) - x.sign() * I0e.apply(x), "SpecialI0EBackward0",
-    "e^-|x| I0(x); derivative i1e(x) - sgn(x) i0e(x).")
+    lambda x, result: I1e.apply(x) - x.sign() * result, "SpecialI0EBackward0",
+    "e^-|x| I0(x); derivative i1e(x) - sgn(x) i0e(x).", takes_result=True)
 I1 = _differentiable(
     "I1", lambda a: _modified_i_values(a, 1, False, np.nan),
     # (I0 - I1/x = 1/2 + 3 x^2 / 16 + ...: 1/2 to the last bit below 1e-8)
-    lambda x: _half_at_zero(x, lambda t: _i0(t) - I1.apply(t) / t, 1e-8), "SpecialI1Backward0",
-    "I1(x); derivative I0(x) - I1(x) / x (1/2 at 0).")
+    lambda x, result: _half_at_zero(x, lambda t: _i0(t) - result / t, 1e-8), "SpecialI1Backward0",
+    "I1(x); derivative I0(x) - I1(x) / x (1/2 at 0).", takes_result=True)
 I1e = _differentiable(
     "I1e", lambda a: _modified_i_values(a, 1, True),
     # (i1e' = 1/2 - 3|x|/2 + ...: 1/2 to the last bit below 1e-300, where 1/x is finite)
-    lambda x: _half_at_zero(x, lambda t: I0e.apply(t) - I1e.apply(t) * (t.sign() + 1 / t),
-                            1e-300),
-    "SpecialI1EBackward0", "e^-|x| I1(x); derivative i0e(x) - i1e(x) (sgn(x) + 1/x) (1/2 at 0).")
-def _erfcx_derivative(x):
+    lambda x, result: _half_at_zero(
+        x, lambda t: I0e.apply(t) - result * (t.sign() + 1 / t), 1e-300),
+    "SpecialI1EBackward0", "e^-|x| I1(x); derivative i0e(x) - i1e(x) (sgn(x) + 1/x) (1/2 at 0).",
+    takes_result=True)
+def _erfcx_derivative(x, result):
     """2 x erfcx(x) - 2 / sqrt(pi); above x = 8 the two terms cancel to ~ -1 / (sqrt(pi) x^2)
     (erfcx'(1000) in float32 was 27% off), so there its asymptotic series
     2 / sqrt(pi) sum_{n>=1} (-1)^n (2n - 1)!! / (2 x^2)^n, whose 20th term is below 3e-19."""
@@ -647,12 +653,13 @@ def _erfcx_derivative(x):
     for n in range(1, 21):
         term = term * -(2 * n - 1) * u
         series = series + term
-    return where(far, series * (2 / _SQRT_PI), 2 * x * Erfcx.apply(x) - 2 / _SQRT_PI)
+    return where(far, series * (2 / _SQRT_PI), 2 * x * result - 2 / _SQRT_PI)
 
 
 Erfcx = _differentiable(
     "Erfcx", _erfcx_values, _erfcx_derivative,
-    "SpecialErfcxBackward0", "e^(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi).")
+    "SpecialErfcxBackward0", "e^(x^2) erfc(x); derivative 2 x erfcx(x) - 2 / sqrt(pi).",
+    takes_result=True)
 
 @_quiet
 def _normal_hazard_values(x: np.ndarray) -> np.ndarray:
@@ -753,6 +760,10 @@ def _polynomial_function(name: str, kind: str, doc: str):
         dtype = result_type(input, n)
         if not dtype.is_floating_point:
             dtype = get_default_dtype()
+        if dtype.itemsize == 2:
+            # PyTorch's CPU kernels have no float16 / bfloat16 loop (fuzz seed 62627372)
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                      f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
         x_arr = input._array if isinstance(input, TensorBase) else np.asarray(float(input))
         n_arr = n._array if isinstance(n, TensorBase) else np.asarray(n, dtype=np.float64)
         values = _polynomial_values(kind, x_arr, n_arr.astype(np.float64))

@@ -226,19 +226,14 @@ class _Determinant(Function):
     def backward(ctx, grad):
         # d det(A) = det(A) tr(A^-1 dA): the adjoint is G conj(det(A)) A^-H.  Through inv and
         # det themselves, so create_graph gives the second derivative.
-        A, d = ctx.saved_tensors
-        singular = (d == 0).detach()
+        A, result = ctx.saved_tensors
+        if A.shape[-1] == 1:
+            # d det = dA: PyTorch's adjoint is G itself, without a graph to A (fuzz 60652007)
+            return grad.unsqueeze(-1).unsqueeze(-1).expand(A.shape)
+        singular = (result == 0).detach()
         if bool(singular.any()):
             return _singular_det_backward(A, grad, singular)
-        scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
-        inverse, info = inv_ex(A)
-        singular = info > 0
-        if bool(singular.any()):
-            # PyTorch's gradient at an exactly singular matrix keeps the factor conj(det(A)) = 0
-            # (a zero gradient, not a LinAlgError from the inverse).
-            from . import where
-            inverse = where(singular.unsqueeze(-1).unsqueeze(-1), 0.0, inverse)
-        return scale * _adjoint(inverse)
+        return (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
 
 
 def _singular_det_backward(A, grad, singular):

@@ -13,8 +13,9 @@ cdef bint records(TensorBase t, object other) noexcept
 
 cdef object inplace_apply(TensorBase self, object fn, tuple args)
 
-cdef int OP_SETITEM, OP_COPY, OP_SETITEM_FILL, OP_INDEX_PUT
+cdef int OP_SETITEM, OP_COPY, OP_SETITEM_FILL, OP_INDEX_PUT, OP_OVERLAPPING_SLICES
 
-cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=*, bint is_copy=*)
+cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=*, bint is_copy=*,
+                       bint one_number=*)
 
 cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs)

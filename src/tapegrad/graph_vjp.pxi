@@ -339,6 +339,19 @@ cdef object through_input(int op, object V, Record* r, int j):
     return res
 
 
+cdef object through_own_output(int op, object V, Py_ssize_t i):
+    """through_input's link to record i's own output instead of an input: PyTorch's relu
+    backward is threshold_backward(grad, result, 0), so the second pass goes through the result
+    and a hook on it sees that pass's (zero) gradient (fuzz seed 60646768's class)."""
+    cdef Py_ssize_t inp[2]
+    cdef TensorBase res = wrap((<TensorBase>V)._array)     # V is this graph VJP's own
+    begin_record(2)                     # (the sweep pins the tape: indices do not move)
+    inp[0] = node_for_input(<TensorBase>V)
+    inp[1] = i
+    record_op(op, res, 2, inp)
+    return res
+
+
 # -- elementwise ---------------------------------------------------------------------------------
 
 cdef object gv_add(Py_ssize_t i, Record* r, object G, char* want):
@@ -456,8 +469,8 @@ cdef object gv_sigmoid(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_relu(Py_ssize_t i, Record* r, object G, char* want):
     # the eager kernel's y <= 0 ? 0 : g: a NaN output passes the gradient, as PyTorch's
-    return through_input(OP_THRESHOLD_BACKWARD,
-                         g_where(np.logical_not(nd(<object>r.saved[0]) <= 0), G, 0), r, 0)
+    return through_own_output(OP_THRESHOLD_BACKWARD,
+                              g_where(np.logical_not(nd(<object>r.saved[0]) <= 0), G, 0), i)
 
 cdef object gv_sqrt(Py_ssize_t i, Record* r, object G, char* want):
     return g_div(G, g_mul(own_output(i, r, 0), 2.0))
@@ -595,6 +608,11 @@ cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_not_implemented(Py_ssize_t i, Record* r, object G, char* want):
     raise RuntimeError(f"derivative for {<object>r.aux} is not implemented")
+
+cdef object gv_overlapping_slices(Py_ssize_t i, Record* r, object G, char* want):
+    if want[0]:                         # (PyTorch's overlap error, as the eager VJP raises it)
+        return OP_VJP[OP_OVERLAPPING_SLICES](r, (<TensorBase>G)._array)
+    return gv_setitem(i, r, G, want)
 
 cdef object gv_triangle(Py_ssize_t i, Record* r, object G, char* want):
     k = <Py_ssize_t>r.scalar
@@ -1616,6 +1634,7 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_MASKED_SELECT] = gv_masked_select
     for op in (OP_SETITEM, OP_COPY, OP_SETITEM_FILL, OP_INDEX_PUT):
         GRAPH_VJP[op] = gv_setitem
+    GRAPH_VJP[OP_OVERLAPPING_SLICES] = gv_overlapping_slices
     for op in NN_OVERWRITE_OPS.values():
         GRAPH_VJP[<int>op] = gv_overwrite
     GRAPH_VJP[OP_EMBEDDING] = gv_embedding

@@ -467,6 +467,20 @@ cdef object vjp_setitem(Record* r, object g):
 
 
 OP_SETITEM = register_op("CopySlices", vjp_setitem)
+
+
+cdef object vjp_overlapping_slices(Record* r, object g):
+    if needs_grad(r, 0):
+        raise RuntimeError(OVERLAPPING_WRITE)
+    return vjp_setitem(r, g)
+
+
+# A write PyTorch allows into a view two of whose elements share memory (an expand()): one value
+# filled (fill_ and zero_ with a number, masked_fill_, index_fill_, index_put_).  Its CopySlices
+# copies the base's gradient into that view at backward, which PyTorch refuses with the overlap
+# error: the forward writes, a backward that wants the base's gradient raises (fuzz seed
+# 60635163); the value's gradient alone is computed (its CopySlices skips that copy).
+OP_OVERLAPPING_SLICES = register_op("CopySlices", vjp_overlapping_slices)
 # A recorded write of all of self itself, not through a view: PyTorch's copy_ (CopyBackwards),
 # which x[key] = v also is for a key that takes no view, except that a 0-d value there is its
 # fill_ (FillBackward3).  The same write with the same VJP: only grad_fn's name differs.
@@ -685,10 +699,11 @@ cdef bint key_takes_view(TensorBase self, object key) except -1:
 
 
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False,
-                       bint is_copy=False):
+                       bint is_copy=False, bint one_number=False):
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
     checked as the user wrote it, going to the view's base under the base's index arrays.
-    `is_copy`: self.copy_(value) (key `...`)."""
+    `is_copy`: self.copy_(value) (key `...`).  `one_number`: fill_ or zero_ with a number,
+    which PyTorch writes even where elements share memory."""
     cdef list advanced = []
     check_setitem_value(self, value)
     if not onto_base and key_is_whole(self, key):
@@ -775,9 +790,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                                    "without overflow")
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
-    if check_overlap and not advanced and isinstance(T, np.ndarray):
+    if (check_overlap and not advanced and isinstance(T, np.ndarray)
+            and not (given.ndim == 0 and T.ndim != 0)):
         # (PyTorch copies a value of the target's shape as it is, any other without its
-        # leading size-1 dims, expanded)
+        # leading size-1 dims, expanded; a 0-d value into a target of other shape is its fill_,
+        # which reads the value first and checks no overlap: v.flatten()[...] = v of a 0-d v,
+        # fuzz seed 62627564)
         check_source_overlap(T, given if given.shape == T.shape
                              else expanded_like_torch(V, T.shape), False)
     if (isinstance(value, TensorBase) and V.dtype != A.dtype and not onto_base
@@ -791,8 +809,9 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                           "the tensor before performing this operation. This also applies to "
                           "advanced indexing e.g. tensor[indices] = tensor", UserWarning,
                           stacklevel=user_stacklevel())
-    elif isinstance(T, np.ndarray) and overlaps_itself(T):
+    elif isinstance(T, np.ndarray) and overlaps_itself(T) and not one_number:
         raise RuntimeError(OVERLAPPING_WRITE)
+    cdef Py_ssize_t base_node
     if recording and writes_through_view(self):
         # view[key] = value as base[the base positions of view[key]] = value (CopySlices)
         vkey = view_key(self)
@@ -801,7 +820,11 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
         if bkey is not None:
+            base_node = (<TensorBase>self._base)._node
             setitem_op(<TensorBase>self._base, bkey, value, True)
+            if ((<TensorBase>self._base)._node != base_node
+                    and overlaps_itself(written_view(A, nkey, bool(advanced)))):
+                TAPE.recs[(<TensorBase>self._base)._node].op = OP_OVERLAPPING_SLICES
         if had_history or key is Ellipsis:
             rebase_view(self, vkey)
         # else: as in PyTorch the view stays without a history of its own until it is read
@@ -838,6 +861,24 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     bump_version(self)
     adopt_record(self, result)
     return None
+
+
+cdef object written_view(object A, object nkey, bint advanced):
+    """The view of A that PyTorch's in-place op writes for A[nkey] = value: A[nkey] for a basic
+    key; for an advanced one the view its basic items take (index_put_ or masked_fill_ then
+    writes into all of it: an index array stands for its whole dim, a mask for its dims)."""
+    if not advanced:
+        return A[nkey]
+    items = []
+    for item in (nkey if type(nkey) is tuple else (nkey,)):
+        if isinstance(item, np.ndarray):
+            items.extend([slice(None)] * ((<cnp.ndarray>item).ndim
+                                          if item.dtype == np.bool_ else 1))
+        elif isinstance(item, bool):
+            items.append(None)          # (a Python bool adds a dim of size 1, as None)
+        else:
+            items.append(item)
+    return A[tuple(items)]
 
 
 cdef int assign_unrecorded(object A, object T, object nkey, object V, bint advanced) except -1:

@@ -2073,9 +2073,11 @@ def _overwrite_(TensorBase t, values, str name, value=None):
     cdef bint recording = grad_on and (t._requires_grad or value_grad)
     if recording and t._base is not None:
         # a recorded overwrite of a view goes to its base as view[...] = values does (CopySlices
-        # on the base, the view an AsStridedBackward0 of it), as PyTorch's
+        # on the base, the view an AsStridedBackward0 of it), as PyTorch's; one number is
+        # written into an expand()ed view too (its backward raises: OP_OVERLAPPING_SLICES)
         setitem_op(t, Ellipsis, value if isinstance(value, TensorBase) else
-                   (wrap(values) if isinstance(values, np.ndarray) else values))
+                   (wrap(values) if isinstance(values, np.ndarray) else values), False, False,
+                   not isinstance(values, np.ndarray))
         return t
     check_inplace(t, recording)
     if not A.flags.writeable:
