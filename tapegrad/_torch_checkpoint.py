@@ -3,7 +3,9 @@
 A PyTorch checkpoint is a zip archive `<root>/data.pkl` + `<root>/data/<key>` (each storage's raw
 little-endian bytes).  The pickle names a handful of PyTorch globals: `torch._utils.
 _rebuild_tensor_v2` / `_rebuild_parameter` to build tensors from storages, `torch.<Type>Storage`
-for each storage's element type, `torch.Size`, `collections.OrderedDict`.  These are mapped to
+for each storage's element type, `torch.Size`, `torch.device`, the dtypes (`torch.float64`),
+`collections.OrderedDict`.  Tensors of the dtypes without a legacy typed storage (uint16/32/64)
+come as `_rebuild_tensor_v3` over a `torch.storage.UntypedStorage` (bytes) with their dtype.  These are mapped to
 checked tapegrad equivalents; any other global is refused, exactly as a weights-only load of a
 tapegrad checkpoint refuses it, so a published .pth (a model's state dict) loads safely.
 """
@@ -22,14 +24,48 @@ _STORAGE_DTYPES = {
     "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16,
     "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
     "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128,
+    "BFloat16Storage": None,
 }
+
+
+class UnsupportedDtypeError(TypeError):
+    """A PyTorch checkpoint holds a tensor of a dtype tapegrad has no tensors of (bfloat16): the
+    TypeError tapegrad raises for making such a tensor, not a 'corrupt file' error."""
+
+
+UnsupportedDtypeError.__name__ = UnsupportedDtypeError.__qualname__ = "TypeError"
 
 
 class _StorageType:
     """What `torch.FloatStorage` & co. resolve to: only its dtype, read by persistent_load."""
 
     def __init__(self, dtype) -> None:
-        self.dtype = np.dtype(dtype)
+        self.dtype = None if dtype is None else np.dtype(dtype)     # None: bfloat16
+
+
+_UNTYPED = _StorageType(np.uint8)     # torch.storage.UntypedStorage: bytes
+
+
+class _UntypedStorage:
+    """An UntypedStorage's bytes, read as an array of each element type a tensor asks for, once
+    per type: tensors of one dtype over it share that array (storage offsets and in-place
+    writes as in PyTorch), and the array is its own storage, not a view of a byte array."""
+
+    def __init__(self, raw: bytes, map_storage) -> None:
+        self.raw = raw
+        self.map_storage = map_storage
+        self.typed: dict[np.dtype, np.ndarray] = {}
+
+    def as_type(self, np_dtype: np.dtype) -> np.ndarray:
+        arr = self.typed.get(np_dtype)
+        if arr is None:
+            if len(self.raw) % np_dtype.itemsize:
+                raise _ser.CheckpointError(f"storage of {len(self.raw)} bytes is not a whole "
+                                           f"number of {np_dtype} elements")
+            arr = np.frombuffer(bytearray(self.raw), dtype=np_dtype.newbyteorder("<"))
+            arr = self.map_storage(arr.astype(np_dtype, copy=False))
+            self.typed[np_dtype] = arr
+        return arr
 
 
 def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_hooks, metadata=None):
@@ -41,17 +77,43 @@ def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_ho
         tuple(int(s) * item for s in stride), bool(requires_grad), None)
 
 
+def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, backward_hooks, dtype,
+                       metadata=None):
+    """A tensor over an untyped (byte) storage, its element type given by `dtype`."""
+    from ._core import dtype as tensor_dtype
+    if not isinstance(dtype, tensor_dtype) or not isinstance(storage, _UntypedStorage):
+        raise _ser.CheckpointError("malformed tensor record")
+    return _rebuild_tensor_v2(storage.as_type(_numpy_twin(dtype)), offset, size, stride,
+                              requires_grad, backward_hooks, metadata)
+
+
+def _numpy_twin(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype.np_dtype)
+    except TypeError as e:                 # bfloat16: no numpy twin, the dtype says so
+        raise UnsupportedDtypeError(str(e)) from None
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
     from .nn.parameter import Parameter
     return Parameter(data, requires_grad=bool(requires_grad))
 
 
 def _torch_globals() -> dict:
+    import tapegrad
+    from ._core import dtype as tensor_dtype
+    from ._device import device
     from .tensor import Size
     names = {("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+             ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
              ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-             ("torch", "Size"): Size}
+             ("torch", "Size"): Size,
+             ("torch", "device"): device,
+             ("torch.storage", "UntypedStorage"): _UNTYPED}
     names.update({("torch", k): _StorageType(v) for k, v in _STORAGE_DTYPES.items()})
+    # a dtype pickles as the global torch.<its name> (float64, not its alias double)
+    names.update({("torch", d.name): d for d in vars(tapegrad).values()
+                  if isinstance(d, tensor_dtype)})
     return names
 
 
@@ -65,6 +127,8 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
                 and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
             raise _ser.CheckpointError(f"unknown persistent id {pid!r:.80}")
         dtype, key, numel = pid[1].dtype, pid[2], pid[4]
+        if dtype is None:
+            _numpy_twin(_bfloat16())
         arr = self.loaded.get(key)
         if arr is None:
             try:
@@ -74,10 +138,18 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
             if type(numel) is not int or len(raw) != numel * dtype.itemsize:
                 raise _ser.CheckpointError(f"storage {key!r} has {len(raw)} bytes, not {numel} "
                                            f"elements of {dtype}")
-            arr = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder("<")).astype(dtype)
-            arr = self.map_storage(arr)
+            if pid[1] is _UNTYPED:         # typed when a tensor says its dtype
+                arr = _UntypedStorage(raw, self.map_storage)
+            else:
+                arr = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder("<")).astype(dtype)
+                arr = self.map_storage(arr)
             self.loaded[key] = arr
         return arr
+
+
+def _bfloat16():
+    import tapegrad
+    return tapegrad.bfloat16
 
 
 def torch_archive_root(archive: zipfile.ZipFile) -> str | None:

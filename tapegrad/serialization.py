@@ -40,8 +40,8 @@ _FORMAT_ENTRY = _PREFIX + "format"
 _FORMAT_TAG = b"tapegrad-pickle 1"
 _PICKLE_ENTRY = _PREFIX + "data.pkl"
 _ARRAY_KINDS = "biufc"          # dtypes np.save stores as raw bytes (no pickling)
-_TENSOR_DTYPES = {"float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
-                  "bool"}
+_TENSOR_DTYPES = {"float16", "float32", "float64", "complex64", "complex128", "uint8", "uint16",
+                  "uint32", "uint64", "int8", "int16", "int32", "int64", "bool"}
 
 
 class WeightsOnlyLoadError(pickle.UnpicklingError, RuntimeError):
@@ -207,7 +207,7 @@ def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad,
             and len(shape) == len(strides) and all(type(v) is int for v in shape + strides))
     if not ints or type(requires_grad) is not bool or (state is not None and type(state) is not dict):
         raise CheckpointError("malformed tensor record")
-    if requires_grad and storage.dtype.kind != "f":
+    if requires_grad and storage.dtype.kind not in "fc":
         raise CheckpointError(f"a {storage.dtype} tensor cannot require grad")
     return _rebuild_tensor(cls.resolve(), storage, offset, shape, strides, requires_grad, state)
 
@@ -438,13 +438,14 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         archive = None
     if archive is not None and _FORMAT_ENTRY not in archive.namelist():
-        from ._torch_checkpoint import load_torch_archive, torch_archive_root
+        from ._torch_checkpoint import (UnsupportedDtypeError, load_torch_archive,
+                                        torch_archive_root)
         root = torch_archive_root(archive)
         if root is not None:               # written by PyTorch's torch.save: weights only
             with archive:
                 try:
                     return load_torch_archive(archive, root, name, map_storage)
-                except (WeightsOnlyLoadError, CheckpointError):
+                except (WeightsOnlyLoadError, CheckpointError, UnsupportedDtypeError):
                     raise
                 except Exception as e:
                     raise CheckpointError(f"tapegrad.load: {name} (a PyTorch checkpoint) is "
