@@ -83,6 +83,9 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
     with `tapegrad.load`; objects other than tensors and plain containers need
     `weights_only=False` there.
     """
+    if not (hasattr(f, "write") or isinstance(f, (str, os.PathLike))):
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a "
+                             "'write' attribute")
     protocol = pickle_protocol if pickle_protocol is not None else pickle.DEFAULT_PROTOCOL
     buf = io.BytesIO()
     pickler_cls = getattr(pickle_module, "Pickler", pickle.Pickler)
@@ -373,6 +376,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         weights_only = pickle_module is None
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    if not (hasattr(f, "read") or isinstance(f, (str, os.PathLike))):
+        raise AttributeError(f"'{_type_name(f)}' object has no attribute 'seek'. You can only "
+                             "torch.load from a file that is seekable. Please pre-load the data "
+                             "into a buffer like io.BytesIO and try to load from it instead.")
     name = _describe(f)
     if hasattr(f, "read"):
         map_storage = _storage_mapper(map_location)

@@ -1,6 +1,7 @@
 """Regressions found by the eighth argument-form sweep (serialization, state dicts, module
 utilities) against PyTorch."""
 import io
+import pickle
 
 import numpy as np
 import pytest
@@ -80,3 +81,31 @@ def test_pytorch_untyped_storage_views_keep_sharing(tmp_path):
     assert b.storage_offset() == 3
     a[4] = 100
     assert b.tolist() == [3, 100, 5]
+
+
+def _error_type(fn):
+    try:
+        fn()
+    except Exception as e:              # noqa: BLE001 - the type is what is compared
+        return type(e).__name__, isinstance(e, EOFError), isinstance(e, pickle.UnpicklingError)
+    return None
+
+
+@pytest.mark.parametrize("data", [b"", b"garbage data here"])
+def test_load_of_what_is_not_a_checkpoint_raises_pytorchs_types(data):
+    # tapegrad raised its CheckpointError (a RuntimeError) where PyTorch raises EOFError for an
+    # empty file and UnpicklingError for bytes that are no archive
+    for wo in (True, False):
+        got = _error_type(lambda: tg.load(io.BytesIO(data), weights_only=wo))
+        want = _error_type(lambda: torch.load(io.BytesIO(data), weights_only=wo))
+        assert got == want
+
+
+@pytest.mark.parametrize("f", [5, None])
+def test_save_and_load_of_a_non_file_raise_attribute_error(f):
+    for lib in (torch, tg):
+        with pytest.raises(AttributeError, match="expected 'f' to be string, path, or a file"):
+            lib.save(lib.ones(1), f)
+        if f is not None:
+            with pytest.raises(AttributeError, match="has no attribute 'seek'"):
+                lib.load(f)
