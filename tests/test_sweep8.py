@@ -109,3 +109,33 @@ def test_save_and_load_of_a_non_file_raise_attribute_error(f):
         if f is not None:
             with pytest.raises(AttributeError, match="has no attribute 'seek'"):
                 lib.load(f)
+
+
+def _backward_after_load(lib):
+    m = lib.nn.Linear(2, 2)
+    with lib.no_grad():
+        m.weight.copy_(lib.tensor([[1.0, -2.0], [0.5, 3.0]]))
+    y = (m.weight ** 2).sum()
+    m.load_state_dict({"weight": lib.zeros(2, 2), "bias": lib.zeros(2)})
+    y.backward()
+    return m.weight.grad
+
+
+def test_load_state_dict_bumps_the_version_of_what_it_writes():
+    # SILENT before: the copy bypassed the version counter, so a backward through a graph
+    # recorded before the load used the loaded values (a zero gradient here) where PyTorch refuses
+    for lib in (torch, tg):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            _backward_after_load(lib)
+
+
+def test_load_state_dict_casts_as_copy_does():
+    def load(lib):
+        m = lib.nn.Linear(2, 2)
+        m.register_buffer("count", lib.tensor(0))
+        m.load_state_dict({"weight": lib.tensor([[1, 2], [3, 4]]), "bias": lib.tensor([0.25, -1.5],
+                           dtype=lib.float64), "count": lib.tensor(2.7)})
+        return m.weight, m.bias, m.count
+    for got, want in zip(load(tg), load(torch)):
+        assert str(got.dtype) == str(want.dtype) and got.requires_grad == want.requires_grad
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())

@@ -946,9 +946,12 @@ class Module:
                                   f"the module instead of copying them in place?)",
                                   UserWarning, stacklevel=3)
             else:
+                # copy_ (as PyTorch's): casts as a copy does and bumps the version, so a graph
+                # that saved the old value refuses to backward through it
+                if not isinstance(src, _core.TensorBase):
+                    src = _core.wrap_array(np.asarray(src_arr))
                 with no_grad():
-                    target._array[...] = np.asarray(src_arr).astype(target._array.dtype,
-                                                                    copy=False)
+                    target.copy_(src)
         extra_key = prefix + _EXTRA_STATE_KEY
         if type(self).set_extra_state is not Module.set_extra_state:
             if extra_key in state_dict:
