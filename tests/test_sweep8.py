@@ -2,6 +2,7 @@
 utilities) against PyTorch."""
 import io
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -139,3 +140,47 @@ def test_load_state_dict_casts_as_copy_does():
     for got, want in zip(load(tg), load(torch)):
         assert str(got.dtype) == str(want.dtype) and got.requires_grad == want.requires_grad
         np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+def _module_to(lib, dtype_name):
+    m = lib.nn.Linear(2, 1)
+    m.register_buffer("c", lib.tensor([1 + 2j, -3j]))
+    m.register_buffer("i", lib.tensor([1, 2]))
+    with lib.no_grad():
+        m.weight.copy_(lib.tensor([[0.5, -1.5]]))
+        m.bias.fill_(0.25)
+    m(lib.ones(1, 2)).sum().backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m.to(getattr(lib, dtype_name))
+    return m
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float64", "float16"])
+def test_module_to_casts_floating_and_complex_tensors(dtype):
+    # to(complex) raised; to(float) left complex buffers complex (SILENT: PyTorch casts them)
+    got, want = _module_to(tg, dtype), _module_to(torch, dtype)
+    for name in ("weight", "bias", "c", "i"):
+        g, w = getattr(got, name), getattr(want, name)
+        assert str(g.dtype) == str(w.dtype), name
+        assert g.requires_grad == w.requires_grad
+        np.testing.assert_array_equal(g.detach().numpy(), w.detach().numpy())
+    assert str(got.weight.grad.dtype) == str(want.weight.grad.dtype)
+    assert isinstance(got.weight, tg.nn.Parameter)
+
+
+def test_module_to_complex_warns_as_pytorch():
+    for lib in (torch, tg):
+        with pytest.warns(UserWarning, match="Complex modules are a new feature"):
+            lib.nn.Linear(1, 1).to(lib.complex64)
+
+
+def test_a_module_does_not_replace_a_parameter():
+    # tapegrad registered the module over the parameter silently
+    for lib in (torch, tg):
+        m = lib.nn.Linear(1, 1)
+        with pytest.raises(TypeError, match="cannot assign '.*Linear' as parameter 'weight'"):
+            m.weight = lib.nn.Linear(1, 1)
+        with pytest.raises(TypeError, match=r"cannot assign 'torch\.FloatTensor' object to "
+                                            r"parameter 'p'"):
+            m.register_parameter("p", lib.ones(1))
