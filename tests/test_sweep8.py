@@ -184,3 +184,16 @@ def test_a_module_does_not_replace_a_parameter():
         with pytest.raises(TypeError, match=r"cannot assign 'torch\.FloatTensor' object to "
                                             r"parameter 'p'"):
             m.register_parameter("p", lib.ones(1))
+
+
+def test_load_state_dict_assign_collects_a_failed_assignment():
+    # the Parameter's refusal of an int64 tensor escaped as a bare RuntimeError
+    msgs = []
+    for lib in (torch, tg):
+        m = lib.nn.Linear(3, 2)
+        with pytest.raises(RuntimeError) as info:
+            m.load_state_dict({"weight": lib.ones(2, 3, dtype=lib.int64), "bias": lib.ones(2)},
+                              assign=True)
+        msgs.append(str(info.value).split(", an exception occurred")[0])
+        assert str(m.weight.dtype) == "torch.float32"
+    assert msgs[0] == msgs[1]

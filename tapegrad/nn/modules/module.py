@@ -942,7 +942,14 @@ class Module:
                                   f"in current model is torch.Size({list(target._array.shape)}).")
                 continue
             if assign:
-                _assign_loaded(self, name, target, src)
+                try:
+                    _assign_loaded(self, name, target, src)
+                except Exception as ex:     # collected with the others, as PyTorch's copy errors
+                    error_msgs.append(
+                        f'While copying the parameter named "{key}", whose dimensions in the '
+                        f"model are torch.Size({list(target._array.shape)}) and whose dimensions "
+                        f"in the checkpoint are torch.Size({list(src_arr.shape)}), an exception "
+                        f"occurred : {ex.args}.")
             elif target.is_meta:
                 if not getattr(src, "is_meta", False):
                     warnings.warn(f"for {name}: copying from a non-meta parameter in the "
