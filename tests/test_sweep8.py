@@ -197,3 +197,16 @@ def test_load_state_dict_assign_collects_a_failed_assignment():
         msgs.append(str(info.value).split(", an exception occurred")[0])
         assert str(m.weight.dtype) == "torch.float32"
     assert msgs[0] == msgs[1]
+
+
+def test_load_state_dict_collects_a_failed_copy():
+    # copying into inference tensors: the refusal goes into the collected message, as PyTorch's
+    msgs = []
+    for lib in (torch, tg):
+        src = lib.nn.Linear(1, 1).state_dict()
+        with lib.inference_mode():
+            m = lib.nn.Linear(1, 1)
+        with pytest.raises(RuntimeError) as info:
+            m.load_state_dict(src)
+        msgs.append(str(info.value)[:200])
+    assert msgs[0] == msgs[1]

@@ -941,16 +941,7 @@ class Module:
                                   f"torch.Size({list(src_arr.shape)}) from checkpoint, the shape "
                                   f"in current model is torch.Size({list(target._array.shape)}).")
                 continue
-            if assign:
-                try:
-                    _assign_loaded(self, name, target, src)
-                except Exception as ex:     # collected with the others, as PyTorch's copy errors
-                    error_msgs.append(
-                        f'While copying the parameter named "{key}", whose dimensions in the '
-                        f"model are torch.Size({list(target._array.shape)}) and whose dimensions "
-                        f"in the checkpoint are torch.Size({list(src_arr.shape)}), an exception "
-                        f"occurred : {ex.args}.")
-            elif target.is_meta:
+            if target.is_meta and not assign:
                 if not getattr(src, "is_meta", False):
                     warnings.warn(f"for {name}: copying from a non-meta parameter in the "
                                   f"checkpoint to a meta parameter in the current model, which "
@@ -958,13 +949,23 @@ class Module:
                                   f"items in the state dictionary to their corresponding key in "
                                   f"the module instead of copying them in place?)",
                                   UserWarning, stacklevel=3)
-            else:
-                # copy_ (as PyTorch's): casts as a copy does and bumps the version, so a graph
-                # that saved the old value refuses to backward through it
-                if not isinstance(src, _core.TensorBase):
-                    src = _core.wrap_array(np.asarray(src_arr))
-                with no_grad():
-                    target.copy_(src)
+                continue
+            try:
+                if assign:
+                    _assign_loaded(self, name, target, src)
+                else:
+                    # copy_ (as PyTorch's): casts as a copy does and bumps the version, so a
+                    # graph that saved the old value refuses to backward through it
+                    if not isinstance(src, _core.TensorBase):
+                        src = _core.wrap_array(np.asarray(src_arr))
+                    with no_grad():
+                        target.copy_(src)
+            except Exception as ex:     # collected with the other problems, as PyTorch's
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the model '
+                    f"are torch.Size({list(target._array.shape)}) and whose dimensions in the "
+                    f"checkpoint are torch.Size({list(src_arr.shape)}), an exception occurred "
+                    f": {ex.args}.")
         extra_key = prefix + _EXTRA_STATE_KEY
         if type(self).set_extra_state is not Module.set_extra_state:
             if extra_key in state_dict:
