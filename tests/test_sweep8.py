@@ -210,3 +210,33 @@ def test_load_state_dict_collects_a_failed_copy():
             m.load_state_dict(src)
         msgs.append(str(info.value)[:200])
     assert msgs[0] == msgs[1]
+
+
+def _swalr_resumed(lib):
+    def make(strategy):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=1.0)
+        return opt, lib.optim.swa_utils.SWALR(opt, swa_lr=0.1, anneal_epochs=4,
+                                              anneal_strategy=strategy)
+    opt, sched = make("linear")
+    opt.step()
+    sched.step()
+    buf = io.BytesIO()
+    lib.save(sched.state_dict(), buf)          # weights-only loadable: no function inside
+    buf.seek(0)
+    opt2, sched2 = make("cos")
+    opt2.load_state_dict(opt.state_dict())
+    sched2.load_state_dict(lib.load(buf))
+    lrs = []
+    for _ in range(3):
+        opt2.step()
+        sched2.step()
+        lrs.append(opt2.param_groups[0]["lr"])
+    return sorted(sched.state_dict()), lrs
+
+
+def test_swalr_state_dict_keeps_the_strategy_not_the_function():
+    # SILENT before: the state held the anneal function, not its name, so a weights-only load
+    # refused it, and loading into a SWALR made with another strategy kept that one's ramp
+    (got_keys, got), (want_keys, want) = _swalr_resumed(tg), _swalr_resumed(torch)
+    assert got_keys == want_keys
+    np.testing.assert_allclose(got, want, rtol=1e-12)
