@@ -23,6 +23,7 @@ import contextlib
 import io
 import os
 import pickle
+import warnings
 import zipfile
 from collections import Counter, OrderedDict
 
@@ -376,6 +377,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         weights_only = pickle_module is None
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    _check_unpickler_args(pickle_load_args, weights_only)
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     if not (hasattr(f, "read") or isinstance(f, (str, os.PathLike))):
         raise AttributeError(f"'{_type_name(f)}' object has no attribute 'seek'. You can only "
                              "torch.load from a file that is seekable. Please pre-load the data "
@@ -390,6 +394,22 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     with open(os.fspath(f), "rb") as fh:
         map_storage = _storage_mapper(map_location)
         return _load_from(fh, name, map_storage, weights_only, pickle_module)
+
+
+def _check_unpickler_args(pickle_load_args: dict, weights_only: bool) -> None:
+    """PyTorch hands these to its unpickler, which refuses what it does not take (the
+    weights-only one takes only `encoding`); none changes how a tapegrad archive reads."""
+    if weights_only:
+        if pickle_load_args:
+            warnings.warn("pickle_load_args only works if `weights_only=False`.", UserWarning,
+                          stacklevel=3)
+        for key in pickle_load_args:
+            if key != "encoding":
+                raise TypeError(f"Unpickler.__init__() got an unexpected keyword argument "
+                                f"'{key}'")
+    for key in pickle_load_args:
+        if key not in ("encoding", "errors", "fix_imports", "buffers"):
+            raise TypeError(f"'{key}' is an invalid keyword argument for Unpickler()")
 
 
 def _describe(f) -> str:
@@ -438,12 +458,45 @@ def _check_target(target) -> None:
     check_device(target)
 
 
+_END_OF_DIRECTORY = b"PK\x05\x06"     # a zip's end-of-central-directory record
+
+
+def _first_archive(fh, start: int):
+    """(ZipFile, its file) for the archive that begins at `start` when more follow it: cut at
+    the first end-of-directory record that closes a readable archive (a tensor's bytes can
+    spell the signature: those cuts fail to open).  The file is left just past that archive,
+    where the next one begins."""
+    fh.seek(start)
+    data = fh.read()
+    pos = data.find(_END_OF_DIRECTORY)
+    while pos >= 0 and pos + 22 <= len(data):
+        end = pos + 22 + int.from_bytes(data[pos + 20:pos + 22], "little")
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(data[:end]))
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+            pos = data.find(_END_OF_DIRECTORY, pos + 1)
+            continue
+        fh.seek(start + end)
+        return archive, archive.fp
+    return None, None
+
+
 def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
     start = fh.tell()
     try:
         archive = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         archive = None
+    if archive is not None and archive.infolist() and \
+            min(info.header_offset for info in archive.infolist()) != start:
+        # zipfile reads the directory at the end of the file: that of the last of several
+        # archives written one after another, not the one at the read position
+        archive.close()
+        archive, cut = _first_archive(fh, start)
+        if archive is None:
+            fh.seek(start)
+        else:
+            fh, start = cut, 0
     if archive is not None and _FORMAT_ENTRY not in archive.namelist():
         from ._torch_checkpoint import (UnsupportedDtypeError, load_torch_archive,
                                         torch_archive_root)

@@ -240,3 +240,39 @@ def test_swalr_state_dict_keeps_the_strategy_not_the_function():
     (got_keys, got), (want_keys, want) = _swalr_resumed(tg), _swalr_resumed(torch)
     assert got_keys == want_keys
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_the_first_of_two_checkpoints_in_one_file_loads():
+    # SILENT before: zipfile reads the directory at the end of the file, so loading from
+    # position 0 gave the second object (PyTorch reads the archive at the read position)
+    for lib in (torch, tg):
+        buf = io.BytesIO()
+        lib.save(lib.ones(1), buf)
+        lib.save({"w": lib.arange(3.0)}, buf)
+        buf.seek(0)
+        assert lib.load(buf).tolist() == [1.0]
+    assert tg.load(buf)["w"].tolist() == [0.0, 1.0, 2.0]    # tapegrad: the next one follows
+
+
+def test_a_checkpoint_after_other_bytes_still_loads():
+    buf = io.BytesIO()
+    buf.write(b"HEADER")
+    tg.save(tg.arange(3.0), buf)
+    buf.seek(6)
+    assert tg.load(buf).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_load_argument_errors():
+    for lib in (torch, tg):
+        buf = io.BytesIO()
+        lib.save(lib.ones(1), buf)
+        buf.seek(0)
+        with pytest.raises(ValueError, match="f must be a file path in order to use the mmap"):
+            lib.load(buf, mmap=True)
+        with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"), \
+                pytest.warns(UserWarning, match="pickle_load_args only works if"):
+            lib.load(buf, foo=1)
+        with pytest.raises(TypeError, match="'foo' is an invalid keyword argument"):
+            lib.load(buf, foo=1, weights_only=False)
+        buf.seek(0)
+        assert lib.load(buf, encoding="latin1", weights_only=False).tolist() == [1.0]
