@@ -71,10 +71,79 @@ class _UntypedStorage:
 def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_hooks, metadata=None):
     if type(offset) is not int or not isinstance(size, tuple) or not isinstance(stride, tuple):
         raise _ser.CheckpointError("malformed tensor record")
+    if metadata is not None and not (isinstance(metadata, dict)
+                                     and set(metadata) <= {"conj", "neg"}):
+        raise _ser.CheckpointError(f"unknown tensor metadata {metadata!r:.80}")
     item = storage.dtype.itemsize
-    return _ser._checked_rebuild_tensor(
+    t = _ser._checked_rebuild_tensor(
         _ser._TensorClass("Tensor"), storage, offset * item, tuple(size),
-        tuple(int(s) * item for s in stride), bool(requires_grad), None)
+        tuple(int(s) * item for s in stride), False, None)
+    if metadata:
+        t = _apply_view_bits(t, metadata)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _apply_view_bits(t, metadata: dict):
+    """PyTorch saves a conjugate or negative view as its storage's values plus the view's bit
+    ({"conj": True} / {"neg": True}): the tensor's values are the storage's conjugated /
+    negated.  A conj bit stays a conjugate view here; tapegrad has no negative views, so a
+    neg bit gives the negated values (a copy: it no longer shares the storage)."""
+    from .grad_mode import no_grad
+    with no_grad():
+        if metadata.get("neg"):
+            t = _core_wrap(np.negative(t._array))
+        if metadata.get("conj"):
+            t = t.conj()
+    return t
+
+
+def _core_wrap(arr):
+    from . import _core
+    return _core.wrap_array(arr)
+
+
+def _state_dict_of(state):
+    """A saved object's state: a dict of attributes, or PyTorch's (dict, slots) pair."""
+    if isinstance(state, tuple) and len(state) == 2:
+        merged = dict(state[0] or {})
+        merged.update(state[1] or {})
+        state = merged
+    if state is None:
+        return {}
+    if not isinstance(state, dict) or not all(type(k) is str for k in state):
+        raise _ser.CheckpointError("malformed tensor state")
+    return state
+
+
+def _set_attributes(t, state):
+    # plain Python attributes (t.__dict__), as a tapegrad checkpoint restores them: never the
+    # tensor's own slots (its array), whatever the names
+    t.__dict__.update(_state_dict_of(state))
+    return t
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """A tensor with Python attributes (t.tag = ...): built by func, then given them."""
+    if not (isinstance(new_type, _ser._TensorClass) and new_type.name == "Tensor"
+            and func in (_rebuild_tensor_v2, _rebuild_tensor_v3) and isinstance(args, tuple)):
+        raise _ser.WeightsOnlyLoadError(f"tensor of type {new_type!r:.60} is not allowed")
+    return _set_attributes(func(*args), state)
+
+
+def _get_layout(name):
+    """torch.serialization._get_layout("torch.strided"): a layout pickles as its name."""
+    import tapegrad
+    layout = getattr(tapegrad, name[len("torch."):], None) if isinstance(name, str) and \
+        name.startswith("torch.") else None
+    if type(layout) is not type(tapegrad.strided):
+        raise _ser.WeightsOnlyLoadError(f"unknown layout {name!r:.60}")
+    return layout
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    return _set_attributes(_rebuild_parameter(data, requires_grad, backward_hooks), state)
 
 
 def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, backward_hooks, dtype,
@@ -107,6 +176,10 @@ def _torch_globals() -> dict:
     names = {("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
              ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
              ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+             ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+             ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+             ("torch", "Tensor"): _ser._TensorClass("Tensor"),
+             ("torch.serialization", "_get_layout"): _get_layout,
              ("torch", "Size"): Size,
              ("torch", "device"): device,
              ("torch.storage", "UntypedStorage"): _UNTYPED}

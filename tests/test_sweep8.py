@@ -276,3 +276,30 @@ def test_load_argument_errors():
             lib.load(buf, foo=1, weights_only=False)
         buf.seek(0)
         assert lib.load(buf, encoding="latin1", weights_only=False).tolist() == [1.0]
+
+
+def test_pytorch_conjugate_and_negative_views_load_with_their_values(tmp_path):
+    # SILENT before: the view bits in the tensor's metadata were ignored, so a saved conj()
+    # loaded as the unconjugated values and a conj().imag with the wrong sign
+    z = torch.tensor([1 + 2j, -3 - 0.5j])
+    for key, value in {"conj": z.conj(), "neg": z.conj().imag}.items():
+        path = tmp_path / f"{key}.pt"
+        torch.save(value, path)
+        got = tg.load(path)
+        want = torch.load(path).resolve_conj().resolve_neg()
+        assert str(got.dtype) == str(want.dtype)
+        np.testing.assert_array_equal(got.resolve_conj().numpy(), want.numpy())
+
+
+def test_pytorch_tensors_with_attributes_and_layouts_load(tmp_path):
+    t = torch.ones(2)
+    t.tag = 3
+    p = torch.nn.Parameter(torch.zeros(1))
+    p.note = "x"
+    path = tmp_path / "attrs.pt"
+    torch.save({"t": t, "p": p, "layout": torch.strided}, path)
+    got = tg.load(path)
+    assert got["t"].tag == 3 and got["t"].tolist() == [1.0, 1.0]
+    assert isinstance(got["p"], tg.nn.Parameter) and got["p"].requires_grad
+    assert got["p"].note == "x"
+    assert got["layout"] is tg.strided
