@@ -419,6 +419,16 @@ def _describe(f) -> str:
     return repr(os.fspath(f))
 
 
+class _MapLocationFailed(Exception):
+    """Carries what the user's map_location callable raised (or the error for what it
+    returned) out of the unpickler, whose other failures mean a corrupt file: load re-raises
+    it as it was, as PyTorch does."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
+
+
 def _storage_mapper(map_location):
     """A function applied to each loaded array, after checking map_location names the CPU."""
     def keep(arr):
@@ -435,14 +445,18 @@ def _storage_mapper(map_location):
     if callable(map_location):
         def mapped(arr):
             from .tensor import Tensor
-            result = map_location(_core.wrap_array(arr), "cpu")
+            try:
+                result = map_location(_core.wrap_array(arr), "cpu")
+            except Exception as e:
+                raise _MapLocationFailed(e) from None
             if result is None:
                 return arr
             if isinstance(result, Tensor):
                 result = result._array
             if type(result) is not np.ndarray or result.shape != arr.shape:
-                raise TypeError("map_location callable must return the storage it was given "
-                                f"(or None), got {_type_name(result)}")
+                raise _MapLocationFailed(TypeError(
+                    "map_location callable must return the storage it was given (or None), "
+                    f"got {_type_name(result)}"))
             return result
         return mapped
     raise TypeError(f"map_location must be a str, a device, a dict or a callable, got "
@@ -505,6 +519,8 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
             with archive:
                 try:
                     return load_torch_archive(archive, root, name, map_storage)
+                except _MapLocationFailed as e:
+                    raise e.error from None
                 except (WeightsOnlyLoadError, CheckpointError, UnsupportedDtypeError):
                     raise
                 except Exception as e:
@@ -529,6 +545,8 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
             unpickler = cls(io.BytesIO(pickled)).setup(
                 archive, name, map_storage, _default_safe_globals() if weights_only else None)
             return unpickler.load()
+        except _MapLocationFailed as e:
+            raise e.error from None
         except WeightsOnlyLoadError:
             raise
         except CheckpointError as e:

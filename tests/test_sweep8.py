@@ -303,3 +303,20 @@ def test_pytorch_tensors_with_attributes_and_layouts_load(tmp_path):
     assert isinstance(got["p"], tg.nn.Parameter) and got["p"].requires_grad
     assert got["p"].note == "x"
     assert got["layout"] is tg.strided
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+@pytest.mark.parametrize("writer", [torch, tg])
+def test_map_location_callable_errors_pass_through(tmp_path, weights_only, writer):
+    # a weights-only load reported the callable's own error as a corrupt file
+    path = tmp_path / "m.pt"
+    writer.save({"a": writer.ones(2)}, path)
+
+    def refuse(storage, location):
+        raise ValueError("not here")
+    readers = (torch, tg) if writer is torch else (tg,)     # PyTorch cannot read tapegrad's
+    for lib in readers:
+        with pytest.raises(ValueError, match="not here"):
+            lib.load(path, map_location=refuse, weights_only=weights_only)
+        with pytest.raises(TypeError):
+            lib.load(path, map_location=lambda s, loc: 5, weights_only=weights_only)
