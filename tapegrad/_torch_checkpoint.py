@@ -5,7 +5,8 @@ little-endian bytes).  The pickle names a handful of PyTorch globals: `torch._ut
 _rebuild_tensor_v2` / `_rebuild_parameter` to build tensors from storages, `torch.<Type>Storage`
 for each storage's element type, `torch.Size`, `torch.device`, the dtypes (`torch.float64`),
 `collections.OrderedDict`.  Tensors of the dtypes without a legacy typed storage (uint16/32/64)
-come as `_rebuild_tensor_v3` over a `torch.storage.UntypedStorage` (bytes) with their dtype.  These are mapped to
+come as `_rebuild_tensor_v3` over a `torch.storage.UntypedStorage` (bytes) with their dtype; a
+tensor with Python attributes as `_rebuild_from_type_v2`.  These are mapped to
 checked tapegrad equivalents; any other global is refused, exactly as a weights-only load of a
 tapegrad checkpoint refuses it, so a published .pth (a model's state dict) loads safely.
 """
@@ -16,6 +17,7 @@ import zipfile
 
 import numpy as np
 
+from . import _core
 from . import serialization as _ser
 
 # torch.<Name>Storage -> the numpy dtype of its bytes
@@ -85,6 +87,23 @@ def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_ho
     return t
 
 
+def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, backward_hooks, dtype,
+                       metadata=None):
+    """A tensor over an untyped (byte) storage, its element type given by `dtype`."""
+    from ._core import dtype as tensor_dtype
+    if not isinstance(dtype, tensor_dtype) or not isinstance(storage, _UntypedStorage):
+        raise _ser.CheckpointError("malformed tensor record")
+    return _rebuild_tensor_v2(storage.as_type(_numpy_twin(dtype)), offset, size, stride,
+                              requires_grad, backward_hooks, metadata)
+
+
+def _numpy_twin(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype.np_dtype)
+    except TypeError as e:                 # bfloat16: no numpy twin, the dtype says so
+        raise UnsupportedDtypeError(str(e)) from None
+
+
 def _apply_view_bits(t, metadata: dict):
     """PyTorch saves a conjugate or negative view as its storage's values plus the view's bit
     ({"conj": True} / {"neg": True}): the tensor's values are the storage's conjugated /
@@ -93,15 +112,10 @@ def _apply_view_bits(t, metadata: dict):
     from .grad_mode import no_grad
     with no_grad():
         if metadata.get("neg"):
-            t = _core_wrap(np.negative(t._array))
+            t = _core.wrap_array(np.negative(t._array))
         if metadata.get("conj"):
             t = t.conj()
     return t
-
-
-def _core_wrap(arr):
-    from . import _core
-    return _core.wrap_array(arr)
 
 
 def _state_dict_of(state):
@@ -146,23 +160,6 @@ def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
     return _set_attributes(_rebuild_parameter(data, requires_grad, backward_hooks), state)
 
 
-def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, backward_hooks, dtype,
-                       metadata=None):
-    """A tensor over an untyped (byte) storage, its element type given by `dtype`."""
-    from ._core import dtype as tensor_dtype
-    if not isinstance(dtype, tensor_dtype) or not isinstance(storage, _UntypedStorage):
-        raise _ser.CheckpointError("malformed tensor record")
-    return _rebuild_tensor_v2(storage.as_type(_numpy_twin(dtype)), offset, size, stride,
-                              requires_grad, backward_hooks, metadata)
-
-
-def _numpy_twin(dtype) -> np.dtype:
-    try:
-        return np.dtype(dtype.np_dtype)
-    except TypeError as e:                 # bfloat16: no numpy twin, the dtype says so
-        raise UnsupportedDtypeError(str(e)) from None
-
-
 def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
     from .nn.parameter import Parameter
     return Parameter(data, requires_grad=bool(requires_grad))
@@ -200,8 +197,9 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
                 and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
             raise _ser.CheckpointError(f"unknown persistent id {pid!r:.80}")
         dtype, key, numel = pid[1].dtype, pid[2], pid[4]
-        if dtype is None:
-            _numpy_twin(_bfloat16())
+        if dtype is None:                  # BFloat16Storage
+            import tapegrad
+            _numpy_twin(tapegrad.bfloat16)
         arr = self.loaded.get(key)
         if arr is None:
             try:
@@ -218,11 +216,6 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
                 arr = self.map_storage(arr)
             self.loaded[key] = arr
         return arr
-
-
-def _bfloat16():
-    import tapegrad
-    return tapegrad.bfloat16
 
 
 def torch_archive_root(archive: zipfile.ZipFile) -> str | None:
