@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 import zipfile
 from collections import Counter, OrderedDict
 
@@ -152,6 +153,19 @@ class CheckpointError(RuntimeError):
     """A file tapegrad.load cannot read: corrupt, truncated, or not a tapegrad checkpoint."""
 
 
+class EmptyCheckpointError(CheckpointError, EOFError):
+    """An empty file: PyTorch's unpickler runs out of input there (EOFError)."""
+
+
+class NotACheckpointError(CheckpointError, pickle.UnpicklingError):
+    """Bytes that are no archive at all: PyTorch's unpickler fails on them (UnpicklingError)."""
+
+
+# Tracebacks and type(e).__name__ print the names PyTorch's errors have, which scripts compare.
+EmptyCheckpointError.__name__ = EmptyCheckpointError.__qualname__ = "EOFError"
+NotACheckpointError.__name__ = NotACheckpointError.__qualname__ = "UnpicklingError"
+
+
 class _Decoder:
     def __init__(self, npz, name: str) -> None:
         self.npz = npz
@@ -282,10 +296,10 @@ def load_npz(fh, name: str):
     head = fh.read(len(_ZIP_MAGIC))
     fh.seek(start)
     if len(head) == 0:
-        raise CheckpointError(f"tapegrad.load: {name} is empty (not a tapegrad checkpoint)")
+        raise EmptyCheckpointError(f"tapegrad.load: {name} is empty (not a tapegrad checkpoint)")
     if head != _ZIP_MAGIC:
-        raise CheckpointError(f"tapegrad.load: {name} is not a tapegrad checkpoint: not a zip "
-                              "archive (tapegrad.save writes a numpy .npz archive)")
+        raise NotACheckpointError(f"tapegrad.load: {name} is not a tapegrad checkpoint: not a zip "
+                                  "archive (tapegrad.save writes a zip archive)")
     try:
         npz = np.load(fh, allow_pickle=False)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as e:

@@ -3,7 +3,10 @@
 A PyTorch checkpoint is a zip archive `<root>/data.pkl` + `<root>/data/<key>` (each storage's raw
 little-endian bytes).  The pickle names a handful of PyTorch globals: `torch._utils.
 _rebuild_tensor_v2` / `_rebuild_parameter` to build tensors from storages, `torch.<Type>Storage`
-for each storage's element type, `torch.Size`, `collections.OrderedDict`.  These are mapped to
+for each storage's element type, `torch.Size`, `torch.device`, the dtypes (`torch.float64`),
+`collections.OrderedDict`.  Tensors of the dtypes without a legacy typed storage (uint16/32/64)
+come as `_rebuild_tensor_v3` over a `torch.storage.UntypedStorage` (bytes) with their dtype; a
+tensor with Python attributes as `_rebuild_from_type_v2`.  These are mapped to
 checked tapegrad equivalents; any other global is refused, exactly as a weights-only load of a
 tapegrad checkpoint refuses it, so a published .pth (a model's state dict) loads safely.
 """
@@ -14,6 +17,7 @@ import zipfile
 
 import numpy as np
 
+from . import _core
 from . import serialization as _ser
 
 # torch.<Name>Storage -> the numpy dtype of its bytes
@@ -22,23 +26,138 @@ _STORAGE_DTYPES = {
     "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16,
     "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
     "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128,
+    "BFloat16Storage": None,
 }
+
+
+class UnsupportedDtypeError(TypeError):
+    """A PyTorch checkpoint holds a tensor of a dtype tapegrad has no tensors of (bfloat16): the
+    TypeError tapegrad raises for making such a tensor, not a 'corrupt file' error."""
+
+
+UnsupportedDtypeError.__name__ = UnsupportedDtypeError.__qualname__ = "TypeError"
 
 
 class _StorageType:
     """What `torch.FloatStorage` & co. resolve to: only its dtype, read by persistent_load."""
 
     def __init__(self, dtype) -> None:
-        self.dtype = np.dtype(dtype)
+        self.dtype = None if dtype is None else np.dtype(dtype)     # None: bfloat16
+
+
+_UNTYPED = _StorageType(np.uint8)     # torch.storage.UntypedStorage: bytes
+
+
+class _UntypedStorage:
+    """An UntypedStorage's bytes, read as an array of each element type a tensor asks for, once
+    per type: tensors of one dtype over it share that array (storage offsets and in-place
+    writes as in PyTorch), and the array is its own storage, not a view of a byte array."""
+
+    def __init__(self, raw: bytes, map_storage) -> None:
+        self.raw = raw
+        self.map_storage = map_storage
+        self.typed: dict[np.dtype, np.ndarray] = {}
+
+    def as_type(self, np_dtype: np.dtype) -> np.ndarray:
+        arr = self.typed.get(np_dtype)
+        if arr is None:
+            if len(self.raw) % np_dtype.itemsize:
+                raise _ser.CheckpointError(f"storage of {len(self.raw)} bytes is not a whole "
+                                           f"number of {np_dtype} elements")
+            arr = np.frombuffer(bytearray(self.raw), dtype=np_dtype.newbyteorder("<"))
+            arr = self.map_storage(arr.astype(np_dtype, copy=False))
+            self.typed[np_dtype] = arr
+        return arr
 
 
 def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_hooks, metadata=None):
     if type(offset) is not int or not isinstance(size, tuple) or not isinstance(stride, tuple):
         raise _ser.CheckpointError("malformed tensor record")
+    if metadata is not None and not (isinstance(metadata, dict)
+                                     and set(metadata) <= {"conj", "neg"}):
+        raise _ser.CheckpointError(f"unknown tensor metadata {metadata!r:.80}")
     item = storage.dtype.itemsize
-    return _ser._checked_rebuild_tensor(
+    t = _ser._checked_rebuild_tensor(
         _ser._TensorClass("Tensor"), storage, offset * item, tuple(size),
-        tuple(int(s) * item for s in stride), bool(requires_grad), None)
+        tuple(int(s) * item for s in stride), False, None)
+    if metadata:
+        t = _apply_view_bits(t, metadata)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, backward_hooks, dtype,
+                       metadata=None):
+    """A tensor over an untyped (byte) storage, its element type given by `dtype`."""
+    from ._core import dtype as tensor_dtype
+    if not isinstance(dtype, tensor_dtype) or not isinstance(storage, _UntypedStorage):
+        raise _ser.CheckpointError("malformed tensor record")
+    return _rebuild_tensor_v2(storage.as_type(_numpy_twin(dtype)), offset, size, stride,
+                              requires_grad, backward_hooks, metadata)
+
+
+def _numpy_twin(dtype) -> np.dtype:
+    try:
+        return np.dtype(dtype.np_dtype)
+    except TypeError as e:                 # bfloat16: no numpy twin, the dtype says so
+        raise UnsupportedDtypeError(str(e)) from None
+
+
+def _apply_view_bits(t, metadata: dict):
+    """PyTorch saves a conjugate or negative view as its storage's values plus the view's bit
+    ({"conj": True} / {"neg": True}): the tensor's values are the storage's conjugated /
+    negated.  A conj bit stays a conjugate view here; tapegrad has no negative views, so a
+    neg bit gives the negated values (a copy: it no longer shares the storage)."""
+    from .grad_mode import no_grad
+    with no_grad():
+        if metadata.get("neg"):
+            t = _core.wrap_array(np.negative(t._array))
+        if metadata.get("conj"):
+            t = t.conj()
+    return t
+
+
+def _state_dict_of(state):
+    """A saved object's state: a dict of attributes, or PyTorch's (dict, slots) pair."""
+    if isinstance(state, tuple) and len(state) == 2:
+        merged = dict(state[0] or {})
+        merged.update(state[1] or {})
+        state = merged
+    if state is None:
+        return {}
+    if not isinstance(state, dict) or not all(type(k) is str for k in state):
+        raise _ser.CheckpointError("malformed tensor state")
+    return state
+
+
+def _set_attributes(t, state):
+    # plain Python attributes (t.__dict__), as a tapegrad checkpoint restores them: never the
+    # tensor's own slots (its array), whatever the names
+    t.__dict__.update(_state_dict_of(state))
+    return t
+
+
+def _rebuild_from_type_v2(func, new_type, args, state):
+    """A tensor with Python attributes (t.tag = ...): built by func, then given them."""
+    if not (isinstance(new_type, _ser._TensorClass) and new_type.name == "Tensor"
+            and func in (_rebuild_tensor_v2, _rebuild_tensor_v3) and isinstance(args, tuple)):
+        raise _ser.WeightsOnlyLoadError(f"tensor of type {new_type!r:.60} is not allowed")
+    return _set_attributes(func(*args), state)
+
+
+def _get_layout(name):
+    """torch.serialization._get_layout("torch.strided"): a layout pickles as its name."""
+    import tapegrad
+    layout = getattr(tapegrad, name[len("torch."):], None) if isinstance(name, str) and \
+        name.startswith("torch.") else None
+    if type(layout) is not type(tapegrad.strided):
+        raise _ser.WeightsOnlyLoadError(f"unknown layout {name!r:.60}")
+    return layout
+
+
+def _rebuild_parameter_with_state(data, requires_grad, backward_hooks, state):
+    return _set_attributes(_rebuild_parameter(data, requires_grad, backward_hooks), state)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
@@ -47,11 +166,24 @@ def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
 
 
 def _torch_globals() -> dict:
+    import tapegrad
+    from ._core import dtype as tensor_dtype
+    from ._device import device
     from .tensor import Size
     names = {("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+             ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
              ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-             ("torch", "Size"): Size}
+             ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+             ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+             ("torch", "Tensor"): _ser._TensorClass("Tensor"),
+             ("torch.serialization", "_get_layout"): _get_layout,
+             ("torch", "Size"): Size,
+             ("torch", "device"): device,
+             ("torch.storage", "UntypedStorage"): _UNTYPED}
     names.update({("torch", k): _StorageType(v) for k, v in _STORAGE_DTYPES.items()})
+    # a dtype pickles as the global torch.<its name> (float64, not its alias double)
+    names.update({("torch", d.name): d for d in vars(tapegrad).values()
+                  if isinstance(d, tensor_dtype)})
     return names
 
 
@@ -65,6 +197,9 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
                 and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
             raise _ser.CheckpointError(f"unknown persistent id {pid!r:.80}")
         dtype, key, numel = pid[1].dtype, pid[2], pid[4]
+        if dtype is None:                  # BFloat16Storage
+            import tapegrad
+            _numpy_twin(tapegrad.bfloat16)
         arr = self.loaded.get(key)
         if arr is None:
             try:
@@ -74,8 +209,11 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
             if type(numel) is not int or len(raw) != numel * dtype.itemsize:
                 raise _ser.CheckpointError(f"storage {key!r} has {len(raw)} bytes, not {numel} "
                                            f"elements of {dtype}")
-            arr = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder("<")).astype(dtype)
-            arr = self.map_storage(arr)
+            if pid[1] is _UNTYPED:         # typed when a tensor says its dtype
+                arr = _UntypedStorage(raw, self.map_storage)
+            else:
+                arr = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder("<")).astype(dtype)
+                arr = self.map_storage(arr)
             self.loaded[key] = arr
         return arr
 

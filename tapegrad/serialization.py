@@ -23,6 +23,7 @@ import contextlib
 import io
 import os
 import pickle
+import warnings
 import zipfile
 from collections import Counter, OrderedDict
 
@@ -40,8 +41,8 @@ _FORMAT_ENTRY = _PREFIX + "format"
 _FORMAT_TAG = b"tapegrad-pickle 1"
 _PICKLE_ENTRY = _PREFIX + "data.pkl"
 _ARRAY_KINDS = "biufc"          # dtypes np.save stores as raw bytes (no pickling)
-_TENSOR_DTYPES = {"float16", "float32", "float64", "uint8", "int8", "int16", "int32", "int64",
-                  "bool"}
+_TENSOR_DTYPES = {"float16", "float32", "float64", "complex64", "complex128", "uint8", "uint16",
+                  "uint32", "uint64", "int8", "int16", "int32", "int64", "bool"}
 
 
 class WeightsOnlyLoadError(pickle.UnpicklingError, RuntimeError):
@@ -83,6 +84,9 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
     with `tapegrad.load`; objects other than tensors and plain containers need
     `weights_only=False` there.
     """
+    if not (hasattr(f, "write") or isinstance(f, (str, os.PathLike))):
+        raise AttributeError("expected 'f' to be string, path, or a file-like object with a "
+                             "'write' attribute")
     protocol = pickle_protocol if pickle_protocol is not None else pickle.DEFAULT_PROTOCOL
     buf = io.BytesIO()
     pickler_cls = getattr(pickle_module, "Pickler", pickle.Pickler)
@@ -207,7 +211,7 @@ def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad,
             and len(shape) == len(strides) and all(type(v) is int for v in shape + strides))
     if not ints or type(requires_grad) is not bool or (state is not None and type(state) is not dict):
         raise CheckpointError("malformed tensor record")
-    if requires_grad and storage.dtype.kind != "f":
+    if requires_grad and storage.dtype.kind not in "fc":
         raise CheckpointError(f"a {storage.dtype} tensor cannot require grad")
     return _rebuild_tensor(cls.resolve(), storage, offset, shape, strides, requires_grad, state)
 
@@ -373,6 +377,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         weights_only = pickle_module is None
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    _check_unpickler_args(pickle_load_args, weights_only)
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    if not (hasattr(f, "read") or isinstance(f, (str, os.PathLike))):
+        raise AttributeError(f"'{_type_name(f)}' object has no attribute 'seek'. You can only "
+                             "torch.load from a file that is seekable. Please pre-load the data "
+                             "into a buffer like io.BytesIO and try to load from it instead.")
     name = _describe(f)
     if hasattr(f, "read"):
         map_storage = _storage_mapper(map_location)
@@ -385,11 +396,37 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         return _load_from(fh, name, map_storage, weights_only, pickle_module)
 
 
+def _check_unpickler_args(pickle_load_args: dict, weights_only: bool) -> None:
+    """PyTorch hands these to its unpickler, which refuses what it does not take (the
+    weights-only one takes only `encoding`); none changes how a tapegrad archive reads."""
+    if weights_only:
+        if pickle_load_args:
+            warnings.warn("pickle_load_args only works if `weights_only=False`.", UserWarning,
+                          stacklevel=3)
+        for key in pickle_load_args:
+            if key != "encoding":
+                raise TypeError(f"Unpickler.__init__() got an unexpected keyword argument "
+                                f"'{key}'")
+    for key in pickle_load_args:
+        if key not in ("encoding", "errors", "fix_imports", "buffers"):
+            raise TypeError(f"'{key}' is an invalid keyword argument for Unpickler()")
+
+
 def _describe(f) -> str:
     if hasattr(f, "read"):
         name = getattr(f, "name", None)
         return repr(name) if isinstance(name, str) else f"<{type(f).__name__} object>"
     return repr(os.fspath(f))
+
+
+class _MapLocationFailed(Exception):
+    """Carries what the user's map_location callable raised (or the error for what it
+    returned) out of the unpickler, whose other failures mean a corrupt file: load re-raises
+    it as it was, as PyTorch does."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 def _storage_mapper(map_location):
@@ -408,14 +445,18 @@ def _storage_mapper(map_location):
     if callable(map_location):
         def mapped(arr):
             from .tensor import Tensor
-            result = map_location(_core.wrap_array(arr), "cpu")
+            try:
+                result = map_location(_core.wrap_array(arr), "cpu")
+            except Exception as e:
+                raise _MapLocationFailed(e) from None
             if result is None:
                 return arr
             if isinstance(result, Tensor):
                 result = result._array
             if type(result) is not np.ndarray or result.shape != arr.shape:
-                raise TypeError("map_location callable must return the storage it was given "
-                                f"(or None), got {_type_name(result)}")
+                raise _MapLocationFailed(TypeError(
+                    "map_location callable must return the storage it was given (or None), "
+                    f"got {_type_name(result)}"))
             return result
         return mapped
     raise TypeError(f"map_location must be a str, a device, a dict or a callable, got "
@@ -431,20 +472,56 @@ def _check_target(target) -> None:
     check_device(target)
 
 
+_END_OF_DIRECTORY = b"PK\x05\x06"     # a zip's end-of-central-directory record
+
+
+def _first_archive(fh, start: int):
+    """(ZipFile, its file) for the archive that begins at `start` when more follow it: cut at
+    the first end-of-directory record that closes a readable archive (a tensor's bytes can
+    spell the signature: those cuts fail to open).  The file is left just past that archive,
+    where the next one begins."""
+    fh.seek(start)
+    data = fh.read()
+    pos = data.find(_END_OF_DIRECTORY)
+    while pos >= 0 and pos + 22 <= len(data):
+        end = pos + 22 + int.from_bytes(data[pos + 20:pos + 22], "little")
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(data[:end]))
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+            pos = data.find(_END_OF_DIRECTORY, pos + 1)
+            continue
+        fh.seek(start + end)
+        return archive, archive.fp
+    return None, None
+
+
 def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
     start = fh.tell()
     try:
         archive = zipfile.ZipFile(fh)
     except (zipfile.BadZipFile, ValueError, OSError, EOFError):
         archive = None
+    if archive is not None and archive.infolist() and \
+            min(info.header_offset for info in archive.infolist()) != start:
+        # zipfile reads the directory at the end of the file: that of the last of several
+        # archives written one after another, not the one at the read position
+        archive.close()
+        archive, cut = _first_archive(fh, start)
+        if archive is None:
+            fh.seek(start)
+        else:
+            fh, start = cut, 0
     if archive is not None and _FORMAT_ENTRY not in archive.namelist():
-        from ._torch_checkpoint import load_torch_archive, torch_archive_root
+        from ._torch_checkpoint import (UnsupportedDtypeError, load_torch_archive,
+                                        torch_archive_root)
         root = torch_archive_root(archive)
         if root is not None:               # written by PyTorch's torch.save: weights only
             with archive:
                 try:
                     return load_torch_archive(archive, root, name, map_storage)
-                except (WeightsOnlyLoadError, CheckpointError):
+                except _MapLocationFailed as e:
+                    raise e.error from None
+                except (WeightsOnlyLoadError, CheckpointError, UnsupportedDtypeError):
                     raise
                 except Exception as e:
                     raise CheckpointError(f"tapegrad.load: {name} (a PyTorch checkpoint) is "
@@ -468,6 +545,8 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
             unpickler = cls(io.BytesIO(pickled)).setup(
                 archive, name, map_storage, _default_safe_globals() if weights_only else None)
             return unpickler.load()
+        except _MapLocationFailed as e:
+            raise e.error from None
         except WeightsOnlyLoadError:
             raise
         except CheckpointError as e:

@@ -13,6 +13,7 @@ import numpy as np
 from ... import _core
 from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
+from ..._more_creation import typename
 from ...tensor import Tensor, as_dtype, parse_to
 from ..parameter import Buffer, Parameter
 from . import _hooks
@@ -257,17 +258,18 @@ class Module:
             _discard(self, name, keep=params)
             _check_registration_name(self, "parameter", name, "_parameters")
             params[name] = value
+        elif name in params:
+            # before the module case, as PyTorch: a module does not replace a parameter
+            if value is not None:
+                raise TypeError(f"cannot assign '{typename(value)}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            params[name] = None
         elif isinstance(value, Module):
             _discard(self, name, keep=modules)
             modules[name] = value
-        elif name in params:
-            if value is not None:
-                raise TypeError(f"cannot assign '{_type_name(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
-            params[name] = None
         elif name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{_type_name(value)}' as child module "
+                raise TypeError(f"cannot assign '{typename(value)}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
             modules[name] = None
         elif isinstance(value, Buffer):
@@ -275,7 +277,7 @@ class Module:
             self.register_buffer(name, value, value.persistent)
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_type_name(value)}' as buffer '{name}' "
+                raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
                                 "(torch.nn.Buffer, torch.Tensor or None expected)")
             buffers[name] = value
         else:
@@ -317,7 +319,7 @@ class Module:
         """
         _check_registration_name(self, "parameter", name, "_parameters")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_type_name(param)}' object to parameter "
+            raise TypeError(f"cannot assign '{typename(param)}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
         _discard(self, name, keep=self._parameters)
         self._parameters[name] = param
@@ -603,10 +605,14 @@ class Module:
         if dtype is None:
             return self
         dt = as_dtype(dtype)
-        if not dt.is_floating_point:
+        if not (dt.is_floating_point or dt.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dt}")
-        return _cast(self, dt.np_dtype)
+        if dt.is_complex:
+            warnings.warn(_COMPLEX_MODULE_WARNING, UserWarning, stacklevel=2)
+        # as PyTorch's: floating and complex tensors take the dtype (complex to real drops the
+        # imaginary part), integer and bool ones keep theirs
+        return _cast(self, dt.np_dtype, kinds="fc")
 
     def type(self: T, dst_type) -> T:
         """Convert every parameter and buffer (integer ones too) to dst_type: a dtype or a
@@ -615,7 +621,7 @@ class Module:
         if np_dt.kind != "f" and any(p.requires_grad for p in self.parameters()):
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
                                "point or complex dtype")
-        return _cast(self, np_dt, floating_only=False)
+        return _cast(self, np_dt, kinds=None)
 
     def float(self: T) -> T:
         """Cast every floating-point parameter and buffer to float32, in place; returns the module."""
@@ -943,9 +949,7 @@ class Module:
                                   f"torch.Size({list(src_arr.shape)}) from checkpoint, the shape "
                                   f"in current model is torch.Size({list(target._array.shape)}).")
                 continue
-            if assign:
-                _assign_loaded(self, name, target, src)
-            elif target.is_meta:
+            if target.is_meta and not assign:
                 if not getattr(src, "is_meta", False):
                     warnings.warn(f"for {name}: copying from a non-meta parameter in the "
                                   f"checkpoint to a meta parameter in the current model, which "
@@ -953,10 +957,23 @@ class Module:
                                   f"items in the state dictionary to their corresponding key in "
                                   f"the module instead of copying them in place?)",
                                   UserWarning, stacklevel=3)
-            else:
-                with no_grad():
-                    target._array[...] = np.asarray(src_arr).astype(target._array.dtype,
-                                                                    copy=False)
+                continue
+            try:
+                if assign:
+                    _assign_loaded(self, name, target, src)
+                else:
+                    # copy_ (as PyTorch's): casts as a copy does and bumps the version, so a
+                    # graph that saved the old value refuses to backward through it
+                    if not isinstance(src, _core.TensorBase):
+                        src = _core.wrap_array(np.asarray(src_arr))
+                    with no_grad():
+                        target.copy_(src)
+            except Exception as ex:     # collected with the other problems, as PyTorch's
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the model '
+                    f"are torch.Size({list(target._array.shape)}) and whose dimensions in the "
+                    f"checkpoint are torch.Size({list(src_arr.shape)}), an exception occurred "
+                    f": {ex.args}.")
         extra_key = prefix + _EXTRA_STATE_KEY
         if type(self).set_extra_state is not Module.set_extra_state:
             if extra_key in state_dict:
@@ -1086,16 +1103,28 @@ def _tensors(module):
                     yield t
 
 
-def _cast(module, np_dtype, floating_only: bool = True) -> "Module":
-    """Convert parameters and buffers (only the floating ones unless told) in place: each
-    keeps its identity (optimizers hold them), as PyTorch's conversions do; so do grads."""
+_COMPLEX_MODULE_WARNING = (
+    "Complex modules are a new feature under active development whose design may change, and "
+    "some modules might not work as expected when using complex tensors as parameters or "
+    "buffers. Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+    "bug-report.yml if a complex module does not work as expected.")
+
+
+def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
+    """Convert parameters and buffers whose numpy kind is in `kinds` (all when None) in place:
+    each keeps its identity (optimizers hold them), as PyTorch's conversions do; so do grads."""
     np_dtype = np.dtype(np_dtype)
     for t in _tensors(module):
-        if floating_only and t._array.dtype.kind != "f":
+        if kinds is not None and t._array.dtype.kind not in kinds:
             continue
+        if t._array.dtype.kind == "c" and np_dtype.kind != "c":
+            _core.warn_once("Casting complex values to real discards the imaginary part")
+            t._array = t._array.real
         t._array = t._array.astype(np_dtype, copy=False)
         if t.is_leaf and t.grad is not None:
-            t.grad = _core.wrap_array(t.grad._array.astype(np_dtype))
+            grad = t.grad._array
+            t.grad = _core.wrap_array((grad.real if np_dtype.kind != "c" else grad)
+                                      .astype(np_dtype))
     return module
 
 
