@@ -28,10 +28,16 @@ from ._hooks import (RemovableHandle, add_hook, call_with_hooks,  # noqa: F401 (
 T = TypeVar("T", bound="Module")
 
 
-_HOOK_TABLES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
-                "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_hooks",
-                "_backward_pre_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
-                "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+# In PyTorch's order of creation: a module's __dict__ lists them so, and scripts print
+# `vars(module)` / `module.__dict__`. The backward tables come first; the forward and state-dict
+# ones follow the `_is_full_backward_hook` flag (Module.__init__ places it between).
+_BACKWARD_HOOK_TABLES = ("_backward_pre_hooks", "_backward_hooks")
+_OTHER_HOOK_TABLES = ("_forward_hooks", "_forward_hooks_with_kwargs",
+                      "_forward_hooks_always_called", "_forward_pre_hooks",
+                      "_forward_pre_hooks_with_kwargs", "_state_dict_hooks",
+                      "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+                      "_load_state_dict_post_hooks")
+_HOOK_TABLES = _BACKWARD_HOOK_TABLES + _OTHER_HOOK_TABLES
 
 # The key suffix under which get_extra_state()'s value is saved (PyTorch's name).
 _EXTRA_STATE_KEY = "_extra_state"
@@ -98,12 +104,15 @@ class Module:
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers_set", set())
-        object.__setattr__(self, "_modules", {})
-        for table in _HOOK_TABLES:
+        for table in _BACKWARD_HOOK_TABLES:
             object.__setattr__(self, table, OrderedDict())
         # None until a backward hook is registered: True for full hooks, False for the
         # deprecated register_backward_hook (one kind per module, as PyTorch)
         object.__setattr__(self, "_is_full_backward_hook", None)
+        for table in _OTHER_HOOK_TABLES:
+            object.__setattr__(self, table, OrderedDict())
+        # Last, as PyTorch: a subclass's own attributes follow it in __dict__
+        object.__setattr__(self, "_modules", {})
 
     def forward(self, *args, **kwargs):
         """The computation of the layer: override it in every subclass.

@@ -1,0 +1,85 @@
+"""Faults found by running university homework scripts (proxy units) under tapegrad."""
+import pickle
+
+import numpy as np
+import pytest
+
+import tapegrad
+import tapegrad.nn as nn
+import tapegrad.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+def test_module_dict_lists_attributes_in_pytorchs_order():
+    # Homework code prints `agent.__dict__`; a subclass's own attributes follow `_modules`.
+    for make in (lambda m: m.Module(), lambda m: m.Linear(2, 3), lambda m: m.Dropout(),
+                 lambda m: m.BatchNorm1d(3), lambda m: m.Embedding(3, 2)):
+        assert list(make(nn).__dict__) == list(make(torch.nn).__dict__)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(kernel_size=(3, 5), padding="same", padding_mode="reflect"),
+    dict(kernel_size=(3, 4), padding="same", dilation=(2, 1)),
+    dict(kernel_size=3, padding="valid", padding_mode="circular"),
+    dict(kernel_size=3, padding=(1, 2), padding_mode="replicate"),
+    dict(kernel_size=3, padding=0),
+])
+def test_conv_reversed_padding_attribute(kwargs):
+    got = nn.Conv2d(2, 3, **kwargs)._reversed_padding_repeated_twice
+    want = torch.nn.Conv2d(2, 3, **kwargs)._reversed_padding_repeated_twice
+    assert got == want and type(got) is type(want)
+
+
+def test_conv1d_3d_transposed_carry_the_attribute():
+    for name, args in (("Conv1d", (1, 2, 3)), ("Conv3d", (1, 2, (1, 3, 5))),
+                       ("ConvTranspose2d", (1, 2, 3))):
+        got = getattr(nn, name)(*args, padding=1)._reversed_padding_repeated_twice
+        want = getattr(torch.nn, name)(*args, padding=1)._reversed_padding_repeated_twice
+        assert got == want
+
+
+def test_subclass_conv_forward_using_the_attribute_matches_torch():
+    # The idiom: a conv subclass pads itself with the stored amounts, then convolves unpadded.
+    rng = np.random.RandomState(0)
+    x = rng.standard_normal((2, 2, 6, 7))
+    w = rng.standard_normal((3, 2, 3, 5))
+
+    def run(lib):
+        class PadConv(lib.nn.Conv2d):
+            def forward(self, inp):
+                inp = lib.nn.functional.pad(inp, self._reversed_padding_repeated_twice,
+                                            mode="reflect")
+                return lib.nn.functional.conv2d(inp, self.weight, self.bias, self.stride, 0)
+        conv = PadConv(2, 3, (3, 5), padding="same", bias=False).double()
+        with lib.no_grad():
+            conv.weight.copy_(lib.tensor(w))
+        xt = lib.tensor(x, requires_grad=True)
+        out = conv(xt)
+        out.square().sum().backward()
+        return out.detach().numpy(), xt.grad.numpy()
+
+    for a, b in zip(run(tapegrad), run(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_padding_mode_conv_values_unchanged():
+    rng = np.random.RandomState(1)
+    x = rng.standard_normal((1, 2, 5, 6))
+    for kw in (dict(padding="same", padding_mode="reflect", kernel_size=(3, 4)),
+               dict(padding=(1, 2), padding_mode="circular", kernel_size=3)):
+        outs = []
+        for lib in (tapegrad, torch):
+            conv = lib.nn.Conv2d(2, 2, bias=False, **kw).double()
+            with lib.no_grad():
+                conv.weight.copy_(lib.tensor(np.linspace(-1, 1, conv.weight.numel()).reshape(conv.weight.shape)))
+            outs.append(conv(lib.tensor(x)).detach().numpy())
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-12, atol=1e-12)
+
+
+def test_conv_pickled_without_the_attribute_regains_it():
+    conv = nn.Conv2d(1, 1, 3, padding=(1, 2), padding_mode="reflect")
+    del conv.__dict__["_reversed_padding_repeated_twice"]
+    again = pickle.loads(pickle.dumps(conv))
+    assert again._reversed_padding_repeated_twice == (2, 2, 1, 1)
+    assert again(tapegrad.ones(1, 1, 4, 4)).shape == (1, 1, 4, 6)
