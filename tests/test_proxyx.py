@@ -83,3 +83,12 @@ def test_conv_pickled_without_the_attribute_regains_it():
     again = pickle.loads(pickle.dumps(conv))
     assert again._reversed_padding_repeated_twice == (2, 2, 1, 1)
     assert again(tapegrad.ones(1, 1, 4, 4)).shape == (1, 1, 4, 6)
+
+
+def test_optimizer_dict_lists_hook_tables_before_state():
+    def keys(lib, cls):
+        opt = getattr(lib.optim, cls)([lib.nn.Parameter(lib.zeros(2))], lr=0.1)
+        return [k for k in vars(opt) if k in ("defaults", "state", "param_groups")
+                or k.startswith("_optimizer_")]
+    for cls in ("SGD", "Adam", "AdamW", "RMSprop"):
+        assert keys(tapegrad, cls) == keys(torch, cls)
