@@ -92,3 +92,34 @@ def test_optimizer_dict_lists_hook_tables_before_state():
                 or k.startswith("_optimizer_")]
     for cls in ("SGD", "Adam", "AdamW", "RMSprop"):
         assert keys(tapegrad, cls) == keys(torch, cls)
+
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize("inp, tgt", [
+    ([0.5, 0.5], [0.0, 2.0]),          # target above 1: was a silent loss value
+    ([0.5, 0.5], [-0.5, 1.0]),
+    ([0.5, 0.5], [_NAN, 0.0]),
+    ([0.5, 0.5], [1.0000001, 0.0]),
+    ([1.5, 0.5], [0.0, 2.0]),          # first bad element has the bad input
+    ([0.5, 1.5], [2.0, 0.0]),          # first bad element has the bad target
+    ([0.5, 0.5], [-0.0, 1.0]),         # in range
+])
+def test_binary_cross_entropy_checks_target_range(inp, tgt):
+    def run(lib, functional):
+        try:
+            return functional.binary_cross_entropy(lib.tensor(inp), lib.tensor(tgt)).item()
+        except RuntimeError as e:
+            return str(e)
+    got, want = run(tapegrad, F), run(torch, torch.nn.functional)
+    if isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-6)
+    else:
+        assert got == want
+
+
+def test_bce_loss_module_with_weight_checks_target_range():
+    with pytest.raises(RuntimeError, match="all elements of target should be between 0 and 1"):
+        nn.BCELoss(weight=tapegrad.ones(2))(tapegrad.tensor([0.2, 0.3], requires_grad=True),
+                                            tapegrad.tensor([1.0, -1.0]))
