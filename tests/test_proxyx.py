@@ -123,3 +123,21 @@ def test_bce_loss_module_with_weight_checks_target_range():
     with pytest.raises(RuntimeError, match="all elements of target should be between 0 and 1"):
         nn.BCELoss(weight=tapegrad.ones(2))(tapegrad.tensor([0.2, 0.3], requires_grad=True),
                                             tapegrad.tensor([1.0, -1.0]))
+
+
+def test_distribution_mean_and_variance_refusals_are_bare_as_pytorchs():
+    # A tanh-squashed policy (CS285's SAC) has no closed-form mean: PyTorch raises a bare
+    # NotImplementedError for mean/variance, and names the class only for mode.
+    def refusals(lib):
+        d = lib.distributions
+        squashed = d.Independent(d.TransformedDistribution(d.Normal(lib.zeros(2), lib.ones(2)),
+                                                           [d.TanhTransform(cache_size=1)]), 1)
+        out = []
+        for attr in ("mean", "variance", "stddev", "mode"):
+            try:
+                getattr(squashed, attr)
+                out.append(None)
+            except NotImplementedError as e:
+                out.append(str(e).replace("torch.", "").replace("tapegrad.", ""))
+        return out
+    assert refusals(tapegrad) == refusals(torch)
