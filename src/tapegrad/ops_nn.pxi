@@ -1251,8 +1251,16 @@ def binary_cross_entropy(TensorBase input, target, weight=None, size_average=Non
                                   f"'{nn_scalar_name(A.dtype)}'")
     nn_no_weight_grad(weight, "binary_cross_entropy", "weight")
     with IeeeResults():
-        if not bool(np.logical_and.reduce((A >= 0) & (A <= 1), axis=None)):
-            raise RuntimeError("all elements of input should be between 0 and 1")
+        # PyTorch checks each element's input, then its target: the first element out of [0, 1]
+        # (or NaN) names which of the two the error is about
+        in_range = (A >= 0) & (A <= 1)
+        target_in_range = (T >= 0) & (T <= 1)
+        both = in_range & target_in_range
+        if not bool(np.logical_and.reduce(both, axis=None)):
+            first = int(np.argmin(both.reshape(-1)))
+            if not bool(in_range.reshape(-1)[first]):
+                raise RuntimeError("all elements of input should be between 0 and 1")
+            raise RuntimeError("all elements of target should be between 0 and 1")
         dt = A.dtype
         lo = dt.type(-100)
         L = np.negative(T * np.maximum(np.log(A), lo) + (1 - T) * np.maximum(np.log1p(np.negative(A)), lo))

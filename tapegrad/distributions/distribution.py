@@ -80,7 +80,7 @@ class Distribution:
     @property
     def mean(self):
         """The mean of each member of the batch, shape ``batch_shape + event_shape``."""
-        raise NotImplementedError(f"{type(self)} does not implement mean")
+        raise NotImplementedError     # bare, as PyTorch's (only mode names the class)
 
     @property
     def mode(self):
@@ -90,7 +90,7 @@ class Distribution:
     @property
     def variance(self):
         """The variance of each member of the batch, shape ``batch_shape + event_shape``."""
-        raise NotImplementedError(f"{type(self)} does not implement variance")
+        raise NotImplementedError     # bare, as PyTorch's (only mode names the class)
 
     @property
     def stddev(self):

@@ -200,13 +200,14 @@ class Optimizer:
 
     def __init__(self, params: ParamsT, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        # The hook tables before the state, in PyTorch's order: `vars(optimizer)` lists them so
+        for table in _HOOK_TABLES:
+            setattr(self, table, OrderedDict())
         if _is_tensor(params):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + typename(params))
         self.state: defaultdict = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
-        for table in _HOOK_TABLES:
-            setattr(self, table, OrderedDict())
 
         param_groups = list(params)
         if len(param_groups) == 0:

@@ -54,6 +54,9 @@ class _ConvNd(Module):
         self.output_padding = _ntuple(output_padding, nd)
         self.groups = groups
         self.padding_mode = padding_mode
+        # F.pad's argument for the non-'zeros' padding modes, last dimension first (PyTorch's
+        # attribute: scripts that subclass a conv and rewrite _conv_forward read it)
+        self._reversed_padding_repeated_twice = self._pad_amounts()
         if self._transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
@@ -73,18 +76,29 @@ class _ConvNd(Module):
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
 
+    def _pad_amounts(self):
+        """(left, right) padding per spatial dimension, last dimension first, as F.pad takes it:
+        a tuple for numeric padding, a list for the string forms (as PyTorch's); 'same' splits
+        the total as the functional form does (extra on the right)."""
+        if isinstance(self.padding, str):
+            amounts = [0, 0] * self._nd
+            if self.padding == "same":
+                for i, (k, d) in enumerate(zip(reversed(self.kernel_size),
+                                               reversed(self.dilation))):
+                    total = d * (k - 1)
+                    amounts[2 * i], amounts[2 * i + 1] = total // 2, total - total // 2
+            return amounts
+        return tuple(p for p in reversed(self.padding) for _ in range(2))
+
+    def __setstate__(self, state) -> None:
+        # A conv pickled before the attribute existed: derive it from its padding
+        super().__setstate__(state)
+        if "_reversed_padding_repeated_twice" not in self.__dict__:
+            self._reversed_padding_repeated_twice = self._pad_amounts()
+
     def _explicit_padding(self, input):
-        """Pad with padding_mode (non-'zeros') before a convolution with no padding of its own;
-        'same' splits the total as the functional form does (extra on the right)."""
-        if self.padding == "valid":
-            return input
-        if self.padding == "same":
-            pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
-                     for k, d in zip(self.kernel_size, self.dilation)]
-        else:
-            pairs = [(p, p) for p in self.padding]
-        flat = [a for pair in reversed(pairs) for a in pair]
-        return F.pad(input, flat, mode=self.padding_mode)
+        """Pad with padding_mode (non-'zeros') before a convolution with no padding of its own."""
+        return F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, " \
