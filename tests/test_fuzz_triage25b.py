@@ -84,3 +84,22 @@ def test_norm_first_derivative_unchanged_without_create_graph(torch):
             lib.linalg.vector_norm(x, p, dim=1).sum().backward()
             grads.append(x.grad.numpy())
         np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
+
+
+# -- i1 / i1e of NaN (62646809; SILENT: NaN gradient where PyTorch's is 1/2) ---------------------
+# PyTorch's i1_backward / i1e_backward take 1/2 where NOT |x| > eps, which a NaN x is not.
+
+@pytest.mark.parametrize("name", ["i1", "i1e"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_i1_gradient_of_nan_matches_torch(torch, name, dtype):
+    def grads(lib):
+        x = lib.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.5],
+                       dtype=getattr(lib, dtype), requires_grad=True)
+        y = getattr(lib.special, name)(x)
+        g, = lib.autograd.grad(y.sum(), [x], create_graph=True)
+        g2, = lib.autograd.grad(g.sum(), [x])
+        return g.detach().numpy(), g2.numpy()
+    got, expected = grads(tg), grads(torch)
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=rtol, equal_nan=True)
