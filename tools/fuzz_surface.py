@@ -1411,8 +1411,11 @@ def known(prog, cat, msg):
     # torch's CPU attention kernel (MultiheadAttention with need_weights=False takes it) gives
     # a query row holding NaN an output row of zeros and gradients without NaN; the softmax of
     # a NaN score is NaN, which tapegrad propagates (session 23's "NaN rows", 60727913; session
-    # 24: 60732951, 60735217, 60736789, 60738109, 60738124)
-    if cat in ("value", "grad") and prog.op == "mha" and any(
+    # 24: 60732951, 60735217, 60736789, 60738109, 60738124); F.scaled_dot_product_attention the
+    # same: its flash kernel (is_causal, no mask) never reads a key the mask hides, so a NaN there
+    # leaves the rows finite, where the math kernel's additive -inf (tapegrad's) keeps the NaN
+    # (session 25: 60758574; 60758836 with a float mask and non-finite keys and values)
+    if cat in ("value", "grad") and prog.op in ("mha", "sdpa") and any(
             leaf.array.dtype.kind == "f" and not np.isfinite(leaf.array).all()
             for leaf in prog.case.leaves):
         return True
