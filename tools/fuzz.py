@@ -1806,11 +1806,13 @@ def known_for(prog, cat, msg):
         # loop and passes the gradient in its scalar tail (16 NaNs: all 0; 17: a 1 at the last;
         # 6: all 1); tapegrad passes it everywhere, as the tail (60635483)
         return True
-    if cat == "signed-zero" and prog.cplx and re.match(r"step \d+ `v\d+ = (v\d+\.neg_?\(\)|-v\d+)`",
-                                                       msg):
+    if cat == "signed-zero" and prog.cplx and re.match(
+            r"step \d+ `v\d+ = (v\d+\.neg_?\(\)|-v\d+|v\d+ \*\* )", msg):
         # degenerate: PyTorch's complex negation is 0 - z in its vectorised body (-1+0j of 1+0j)
         # and -z in its scalar tail (-1-0j): an imaginary zero's sign depends on the element's
-        # position (62647329, 62647773); tapegrad's is -z everywhere
+        # position (62647329, 62647773); tapegrad's is -z everywhere.  A complex power's zero
+        # parts the same (std::pow's branches vs numpy's; 62645048: v ** 2.5 of a complex
+        # cast of real values)
         return True
     m = SATURATED_SIGMOID.match(msg)
     if cat == "value" and m:
