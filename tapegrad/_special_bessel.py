@@ -612,11 +612,12 @@ def _half_at_zero(x, derivative, below=0.0):
     """derivative(x) where |x| > below and 1/2 at and next to 0 (the limit there of I1' and
     i1e', whose formulas divide by x); x enters `derivative` as 1 there, so no 0/0 reaches the
     graph.  (At |x| = 5e-324, I1(x) underflows to 0 and 1/x overflows: the formulas gave I1'
-    = 1 and i1e' = nan there.)"""
+    = 1 and i1e' = nan there.)  A NaN x counts as near 0, as PyTorch's test |x| > eps leaves it
+    (its gradient is 1/2, not NaN; fuzz 62646809)"""
     from . import where
-    zero = x.abs() <= below
-    safe = where(zero, x.detach() * 0 + 1, x)
-    return where(zero, x * 0 + 0.5, derivative(safe))
+    zero = (x.abs() > below).logical_not()
+    safe = where(zero, 1.0, x)
+    return where(zero, 0.5, derivative(safe))
 
 
 def _i0(x):

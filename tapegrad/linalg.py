@@ -648,10 +648,18 @@ class _EuclideanNorm(Function):
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
         grad, out = _with_reduced_dims(ctx, grad, out)
-        from . import where, zeros_like
-        zero = out == 0
-        safe = where(zero, 1 + zeros_like(out), out)
-        return where(zero, zeros_like(x), x * (grad / safe)), None, None
+        # PyTorch's norm_backward: the quotient x / norm masked where the norm is 0, so that its
+        # derivative there (0 / 0) makes second derivatives NaN, as PyTorch's
+        return grad * _masked_zero(out == 0, x / out), None, None
+
+
+_torch_grad_fn_name(_EuclideanNorm, "LinalgVectorNormBackward0")
+
+
+def _masked_zero(mask, value):
+    """where(mask, 0, value): a subgradient 0 in place of a quotient computed anyway."""
+    from . import where, zeros_like
+    return where(mask, zeros_like(value), value)
 
 
 _torch_grad_fn_name(_EuclideanNorm, "LinalgVectorNormBackward0")
@@ -684,17 +692,17 @@ class _PNorm(Function):
     def backward(ctx, grad):
         x, out = ctx.saved_tensors
         grad, out = _with_reduced_dims(ctx, grad, out)
-        from . import where, zeros_like
         p = ctx.ord
-        x_zero = x == 0
-        magnitude = where(x_zero, 1 + zeros_like(x), x.abs())
-        scaled = where(x_zero, zeros_like(x), x.sgn() * magnitude.pow(p - 1))
+        # PyTorch's norm_backward term for term: the masks replace powers computed anyway, so
+        # their derivatives (0 * inf) make second derivatives NaN where PyTorch's are
         if p < 1:
+            scaled = x.sgn() * _masked_zero(x == 0, x.abs().pow(p - 1))
             return scaled * grad * out.pow(1 - p), None, None, None
-        norm_zero = out == 0
-        safe = where(norm_zero, 1 + zeros_like(out), out)
-        return where(norm_zero, zeros_like(x), scaled * (grad / safe.pow(p - 1))), None, None, \
-            None
+        if p < 2:
+            scaled = x.sgn() * x.abs().pow(p - 1)
+        else:
+            scaled = x * x.abs().pow(p - 2)
+        return scaled * _masked_zero(out == 0, grad / out.pow(p - 1)), None, None, None
 
 
 _torch_grad_fn_name(_PNorm, "LinalgVectorNormBackward0")

@@ -1421,12 +1421,14 @@ def known(prog, cat, msg):
     # torch's CPU attention kernel (MultiheadAttention with need_weights=False takes it) gives
     # a query row holding NaN an output row of zeros and gradients without NaN; the softmax of
     # a NaN score is NaN, which tapegrad propagates (session 23's "NaN rows", 60727913; session
-    # 24: 60732951, 60735217, 60736789, 60738109, 60738124)
-    # sdpa too, for gradients: a row whose scores are all -inf has probabilities 0 in torch's
-    # kernel (output zeros, as tapegrad's), but its backward multiplies them by a dP holding the
-    # inf of v (0 * inf: NaN); tapegrad's gradient of that row is 0 (60739464)
-    if cat in ("value", "grad") and (prog.op == "mha" or (prog.op == "sdpa" and cat == "grad")) \
-            and any(
+    # 24: 60732951, 60735217, 60736789, 60738109, 60738124); F.scaled_dot_product_attention the
+    # same: its flash kernel (is_causal, no mask) never reads a key the mask hides, so a NaN there
+    # leaves the rows finite, where the math kernel's additive -inf (tapegrad's) keeps the NaN
+    # (session 25: 60758574; 60758836 with a float mask and non-finite keys and values); and for
+    # gradients, a row whose scores are all -inf has probabilities 0 in torch's kernel (output
+    # zeros, as tapegrad's), but its backward multiplies them by a dP holding the inf of v
+    # (0 * inf: NaN), where tapegrad's gradient of that row is 0 (60739464)
+    if cat in ("value", "grad") and prog.op in ("mha", "sdpa") and any(
             leaf.array.dtype.kind == "f" and not np.isfinite(leaf.array).all()
             for leaf in prog.case.leaves):
         return True
@@ -1470,9 +1472,46 @@ def known(prog, cat, msg):
             for leaf in prog.case.leaves[3:]):
         return True
     # torch's input gradient under beta=0 is 0 * upstream (NaN where upstream is NaN); tapegrad's
-    # is an exact zero
-    if prog.op == "addmm" and cat in ("grad", "grad2") and "beta=0," in prog.case.desc:
+    # is an exact zero; under alpha=0 the same for the two factors' gradients (60762530)
+    if prog.op == "addmm" and cat in ("grad", "grad2") and (
+            "beta=0," in prog.case.desc or "alpha=0)" in prog.case.desc):
         return True
+    # torch's bug: a max_pool window lying wholly in the padding (dilation 2 over a length-1 row)
+    # gives -inf with an index past the row; torch's backward writes the gradient there, into the
+    # next channel's elements (and past the tensor for the last one); tapegrad gives none
+    # (surface 60756730: F.max_pool1d(x, 2, 3, 1, 2) of x (1, 3, 1): torch x.grad [0, 1, 1])
+    if prog.op == "pool" and cat in ("grad", "grad2") and _max_pool_window_in_padding(prog):
+        return True
+    # degenerate: an inf in interpolate's input meets a neighbour weight of 0 (inf * 0 = NaN) in
+    # some output elements and not others, and which ones depends on the kernel: PyTorch's own
+    # bilinear x3 of a one-row input gives output rows 0 and 1 (the same source row, the same
+    # weights) NaN and -inf (surface 60756539)
+    if prog.op == "interpolate" and cat in ("value", "grad", "grad2") and any(
+            leaf.array.dtype.kind == "f" and np.isinf(leaf.array).any()
+            for leaf in prog.case.leaves):
+        return True
+    return False
+
+
+def _max_pool_window_in_padding(prog):
+    """A max_pool program some of whose windows hold no element of the input (PyTorch's output
+    size rule, ceil_mode included)."""
+    import re
+    m = re.match(r"F\.max_pool(\d)d\(x, (\d+), (None|\d+), (\d+), (\d+), ceil_mode=(True|False)",
+                 prog.case.desc)
+    if not m:
+        return False
+    nd, k, s, pad, dil = int(m[1]), int(m[2]), m[3], int(m[4]), int(m[5])
+    s = k if s == "None" else int(s)
+    ceil = m[6] == "True"
+    for size in prog.case.leaves[0].shape[-nd:]:
+        span = size + 2 * pad - dil * (k - 1) - 1
+        out = (span + (s - 1 if ceil else 0)) // s + 1
+        if ceil and (out - 1) * s >= size + pad:
+            out -= 1
+        for o in range(out):
+            if all(not 0 <= o * s - pad + j * dil < size for j in range(k)):
+                return True
     return False
 
 

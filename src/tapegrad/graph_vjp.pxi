@@ -589,9 +589,10 @@ cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
         A = in_value(r, 0, saved_value(r, 0))
         B = in_value(r, 1, saved_value(r, 1))
         den = g_add(g_mul(A, A), g_mul(B, B))
-        # 0 where a^2 + b^2 is 0, as the compiled VJP (PyTorch's)
+        # 0 where a^2 + b^2 is 0, as the compiled VJP, taken from the reciprocal of den itself
+        # (PyTorch's): there the reciprocal's derivative, 0 * inf, makes second derivatives NaN
         zero = np.equal((<TensorBase>den)._array, 0)
-        recip = g_where(zero, 0, reciprocal(<TensorBase>g_where(zero, 1, den)))
+        recip = g_where(zero, 0, reciprocal(<TensorBase>den))
         if want[0]:
             ga = g_mul(g_mul(G, B), recip)
         if want[1]:
@@ -844,16 +845,22 @@ cdef object gv_norm(Py_ssize_t i, Record* r, object G, char* want):
         mask = np.equal(np.abs(A), outk)
         count = np.maximum(np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype), 1)
         return g_mul(g_mul(sign(<TensorBase>X), mask_like(mask, X)), g_div(Gk, wrap(nd(count))))
+    # PyTorch's norm_backward, term for term: its subgradient 0 at the zero vector (and, for
+    # p < 1, at zero elements) masks a quotient computed there, so the derivative of that
+    # quotient, 0 * inf, makes second derivatives NaN at those points (as PyTorch's)
     Y = own_output_kept(i, r, 1, aux)
-    nzo = np.not_equal(outk, 0)                         # 0 at the zero vector
-    Ys = g_where(nzo, Y, 1)
+    at_zero = np.equal(outk, 0)
     if p == 2:
-        return g_mul(X, g_where(nzo, g_div(Gk, Ys), 0))
-    scale = g_where(nzo, g_div(Gk, binary_op(OP_POW, Ys, p - 1)), 0)
-    nz = np.not_equal(A, 0)
-    scaled = g_where(nz, g_mul(wrap(nd(np.sign(A))),
-                               binary_op(OP_POW, abs_(g_where(nz, X, 1)), p - 1)), 0)
-    return g_mul(scaled, scale)
+        return g_mul(Gk, g_where(at_zero, 0, g_div(X, Y)))
+    if p < 1:
+        powered = g_where(np.equal(A, 0), 0, binary_op(OP_POW, abs_(<TensorBase>X), p - 1))
+        scaled = g_mul(sign(<TensorBase>X), powered)
+        return g_mul(g_mul(scaled, Gk), binary_op(OP_POW, Y, 1 - p))
+    if p < 2:
+        scaled = g_mul(sign(<TensorBase>X), binary_op(OP_POW, abs_(<TensorBase>X), p - 1))
+    else:
+        scaled = g_mul(X, binary_op(OP_POW, abs_(<TensorBase>X), p - 2))
+    return g_mul(scaled, g_where(at_zero, 0, g_div(Gk, binary_op(OP_POW, Y, p - 1))))
 
 cdef object gv_repeat(Py_ssize_t i, Record* r, object G, char* want):
     padded, reps, shape = <tuple>r.aux
