@@ -300,15 +300,16 @@ cdef object silu_grad_numpy(object g, object x):
 
 cdef object fast_param(int kop, object A, object B, double p0, double p1):
     """kop(A[, B]; p0, p1) in C (the tg_param ops), or None unless A (and B, for the gradient ops)
-    are contiguous float32/float64 arrays of one dtype and shape."""
+    are float32/float64 arrays of one dtype and shape, contiguous for the forward ops.  A
+    gradient op's strided operands are made contiguous (contiguous_gradient)."""
     cdef int t = -1, tb = -1
     if not kernel_array(A, &t):
-        return None
+        return contiguous_gradient(kop, A, B, p0, p1) if B is not None else None
     cdef cnp.ndarray a = <cnp.ndarray>A, b
     cdef const char* pb = NULL
     if B is not None:
         if not kernel_array(B, &tb) or tb != t or not same_shape(a, <cnp.ndarray>B):
-            return None
+            return contiguous_gradient(kop, A, B, p0, p1)
         b = <cnp.ndarray>B
         pb = <const char*>cnp.PyArray_DATA(b)
     cdef cnp.ndarray out
@@ -333,6 +334,21 @@ cdef object fast_param(int kop, object A, object B, double p0, double p1):
         else:
             tg_param_f32(kop, n, <const float*>pa, <const float*>pb, f0, f1, <float*>po)
     return out
+
+
+cdef object contiguous_gradient(int kop, object A, object B, double p0, double p1):
+    """fast_param of a gradient op on strided float32/float64 operands of one dtype and shape:
+    on contiguous copies, so that an eager VJP equals the replay's (which runs the same kernel
+    on its contiguous buffers) bit for bit; numpy's exp is not the kernel's (a permuted adjoint
+    gave softplus' gradient an ulp off under tapegrad.compile; fuzz 62647162).  None where the
+    kernel does not apply (other dtypes or shapes, float16)."""
+    if not (cnp.PyArray_Check(A) and cnp.PyArray_Check(B)):
+        return None
+    if A.dtype != B.dtype or A.shape != B.shape or A.dtype.kind != "f" or A.dtype.itemsize < 4:
+        return None
+    if A.flags.c_contiguous and B.flags.c_contiguous:
+        return None
+    return fast_param(kop, np.ascontiguousarray(A), np.ascontiguousarray(B), p0, p1)
 
 
 cdef inline bint half_and_number(object a, object b):

@@ -419,22 +419,9 @@ cdef object vjp_leaky_relu(Record* r, object g):
         np.positive(g, out=out, where=x > 0)
     return out
 
-cdef object param_grad_any_layout(int kop, object g, object x, double p0, double p1):
-    """fast_param's gradient kernel `kop` on g and x of any layout: strided float32 / float64
-    operands are made contiguous first, so that an eager VJP equals the replay's (which runs the
-    same kernel on its contiguous buffers) bit for bit; numpy's exp is not the kernel's (a
-    permuted adjoint gave softplus' gradient an ulp off under tapegrad.compile; fuzz 62647162).
-    None where the kernel does not apply (other dtypes, float16)."""
-    out = fast_param(kop, g, x, p0, p1)
-    if out is not None or not isinstance(g, np.ndarray) or not isinstance(x, np.ndarray):
-        return out
-    if g.dtype != x.dtype or g.shape != x.shape or g.dtype.kind != "f" or g.dtype.itemsize < 4:
-        return None
-    return fast_param(kop, np.ascontiguousarray(g), np.ascontiguousarray(x), p0, p1)
-
 cdef object vjp_elu(Record* r, object g):
     x = <object>r.saved[0]
-    out = param_grad_any_layout(TG_ELU_GRAD, g, x, r.scalar, 0)
+    out = fast_param(TG_ELU_GRAD, g, x, r.scalar, 0)
     if out is not None:
         return out
     # PyTorch: x > 0 ? grad : grad*alpha*e^x (its vectorized loop: NaN where x is NaN)
@@ -445,7 +432,7 @@ cdef object vjp_elu(Record* r, object g):
 cdef object vjp_softplus(Record* r, object g):
     x = <object>r.saved[0]
     beta, threshold = <tuple>r.aux
-    out = param_grad_any_layout(TG_SOFTPLUS_GRAD, g, x, beta, threshold)
+    out = fast_param(TG_SOFTPLUS_GRAD, g, x, beta, threshold)
     if out is not None:
         return out
     if is_half(x):                                      # in float32 (see softplus)
