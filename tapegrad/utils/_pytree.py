@@ -134,37 +134,46 @@ def register_dataclass(cls, *, field_names=None, drop_field_names=None, **_seria
     return cls
 
 
-def _register_builtin_nodes() -> None:
-    def sequence_keys(seq):
-        return [(SequenceKey(i), v) for i, v in enumerate(seq)]
+def _sequence_keys(seq):
+    return [(SequenceKey(i), v) for i, v in enumerate(seq)]
 
-    register_pytree_node(tuple, lambda t: (list(t), None), lambda c, _: tuple(c),
-                         flatten_with_keys_fn=lambda t: (sequence_keys(t), None))
-    register_pytree_node(list, lambda t: (list(t), None), lambda c, _: list(c),
-                         flatten_with_keys_fn=lambda t: (sequence_keys(t), None))
-    register_pytree_node(
-        dict, lambda d: (list(d.values()), list(d)), lambda c, keys: dict(zip(keys, c)),
-        flatten_with_keys_fn=lambda d: ([(MappingKey(k), v) for k, v in d.items()], list(d)))
+
+def _mapping_keys(mapping):
+    return [(MappingKey(k), v) for k, v in mapping.items()]
+
+
+def _register_sequence(cls, rebuild) -> None:
+    """A node whose children are its items, in order, rebuilt by rebuild(children)."""
+    register_pytree_node(cls, lambda s: (list(s), None), lambda c, _: rebuild(c),
+                         flatten_with_keys_fn=lambda s: (_sequence_keys(s), None))
+
+
+def _register_mapping(cls) -> None:
+    """A mapping node: its values the children, its keys (in order) the context."""
+    register_pytree_node(cls, lambda d: (list(d.values()), list(d)),
+                         lambda c, keys: cls(zip(keys, c)),
+                         flatten_with_keys_fn=lambda d: (_mapping_keys(d), list(d)))
+
+
+def _register_builtin_nodes() -> None:
+    _register_sequence(tuple, tuple)
+    _register_sequence(list, list)
+    # (PyTorch rebuilds a Size as a plain tuple: the leaves may be anything, not only ints)
+    _register_sequence(Size, tuple)
+    _register_mapping(dict)
+    _register_mapping(OrderedDict)
     # (a named tuple's node type is `namedtuple` itself, its class the context, as PyTorch's)
     register_pytree_node(
         namedtuple, lambda t: (list(t), type(t)), lambda c, cls: cls(*c),
         flatten_with_keys_fn=lambda t: ([(GetAttrKey(f), getattr(t, f)) for f in t._fields],
                                         type(t)))
     register_pytree_node(
-        OrderedDict, lambda d: (list(d.values()), list(d)),
-        lambda c, keys: OrderedDict(zip(keys, c)),
-        flatten_with_keys_fn=lambda d: ([(MappingKey(k), v) for k, v in d.items()], list(d)))
-    register_pytree_node(
         defaultdict, lambda d: (list(d.values()), [d.default_factory, list(d)]),
         lambda c, ctx: defaultdict(ctx[0], zip(ctx[1], c)),
-        flatten_with_keys_fn=lambda d: ([(MappingKey(k), v) for k, v in d.items()],
-                                        [d.default_factory, list(d)]))
+        flatten_with_keys_fn=lambda d: (_mapping_keys(d), [d.default_factory, list(d)]))
     register_pytree_node(deque, lambda d: (list(d), d.maxlen),
                          lambda c, maxlen: deque(c, maxlen=maxlen),
-                         flatten_with_keys_fn=lambda d: (sequence_keys(d), d.maxlen))
-    # (PyTorch rebuilds a Size as a plain tuple: the leaves may be anything, not only ints)
-    register_pytree_node(Size, lambda s: (list(s), None), lambda c, _: tuple(c),
-                         flatten_with_keys_fn=lambda s: (sequence_keys(s), None))
+                         flatten_with_keys_fn=lambda d: (_sequence_keys(d), d.maxlen))
 
 
 _register_builtin_nodes()
@@ -209,7 +218,7 @@ def is_structseq(obj) -> bool:
 
 def _structseq_node(cls) -> NodeDef:
     return NodeDef(cls, lambda t: (list(t), None), lambda c, _: cls(c),
-                   lambda t: ([(SequenceKey(i), v) for i, v in enumerate(t)], None))
+                   lambda t: (_sequence_keys(t), None))
 
 
 def _node_type(tree):
