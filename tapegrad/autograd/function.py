@@ -353,9 +353,7 @@ class Function(metaclass=FunctionMeta):
             raise RuntimeError("Some elements marked as dirty during the forward method were not "
                                "returned as output. The inputs that are modified inplace must all "
                                "be outputs of the Function.")
-        recorded = _core.is_grad_enabled() and any(
-            isinstance(a, Tensor) and a.requires_grad for a in args)
-        if recorded:
+        if _core.is_grad_enabled() and any(ctx.needs_input_grad):     # (the call records)
             _refuse_saved_non_tensors(ctx)
         out = _core._function_record(ctx, args, result, dirty, non_diff)
         _finish_saved(ctx, result, out, args)
