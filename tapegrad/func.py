@@ -667,23 +667,13 @@ def _func_name(func) -> str:
 
 
 def _dims_per_leaf(dims, tree):
-    """One dim per leaf of ``tree``: ``dims`` is an int or None for a whole subtree, or a nest
-    of the tree's own kinds (tuples, lists, dicts of the same lengths and keys) down to there,
-    as PyTorch's pytree prefixes; None when it does not fit the tree."""
-    if dims is None or isinstance(dims, int):
-        return [dims] * len(_flatten(tree)[0])
-    if isinstance(dims, (tuple, list)):
-        if not (isinstance(tree, (tuple, list)) and isinstance(dims, list) ==
-                isinstance(tree, list) and len(dims) == len(tree)):
-            return None
-        parts = [_dims_per_leaf(d, t) for d, t in zip(dims, tree)]
-    elif isinstance(dims, dict):
-        if not (isinstance(tree, dict) and set(dims) == set(tree)):
-            return None
-        parts = [_dims_per_leaf(dims[k], tree[k]) for k in tree]
-    else:
+    """One dim per leaf of ``tree``: ``dims`` a pytree prefix of it (an int or None standing for
+    a whole subtree), broadcast as PyTorch's vmap broadcasts in_dims and out_dims; None when it
+    does not fit the tree or holds something other than ints and None."""
+    per_leaf = _pytree._broadcast_to_and_flatten(dims, _pytree.tree_structure(tree))
+    if per_leaf is None or any(d is not None and not isinstance(d, int) for d in per_leaf):
         return None
-    return None if any(p is None for p in parts) else [d for p in parts for d in p]
+    return per_leaf
 
 
 def _check_in_dims(func, in_dims, args):

@@ -524,6 +524,23 @@ def tree_any_only(type_or_types, pred, tree, is_leaf=None) -> bool:
     return any(pred(x) for x in tree_iter(tree, is_leaf) if selects(x))
 
 
+def _broadcast_to_and_flatten(tree, treespec, is_leaf=None):
+    """tree, a prefix of treespec's structure, flattened with each of its leaves repeated once
+    per leaf of the subtree of treespec it stands for; None when tree is not such a prefix
+    (PyTorch's helper, which vmap reads its in_dims and out_dims with)."""
+    full = treespec.unflatten([0] * treespec.num_leaves)
+    result: list = []
+
+    def repeat(leaf, subtree):
+        result.extend([leaf] * tree_structure(subtree, is_leaf).num_leaves)
+
+    try:
+        tree_map_(repeat, tree, full, is_leaf=is_leaf)
+    except ValueError:
+        return None
+    return result
+
+
 # -- key paths -----------------------------------------------------------------------------------
 
 def tree_flatten_with_path(tree, is_leaf=None):
