@@ -39,8 +39,7 @@ ASAN = os.environ.get("TAPEGRAD_ASAN") == "1"
 
 # Optimisation levels.  The C kernels (kernels.c, small) are the only loops over array elements:
 # -O3.  The Cython modules are glue around CPython and numpy calls; compiling them is most of the
-# build.  The core holds the per-op hot path (recording, elementwise arithmetic, the sweep): -O2.
-# The op families get GLUE: -O1 (which still inlines Cython's `inline` helpers) plus -O2's code
+# build.  They get GLUE: -O1 (which still inlines Cython's `inline` helpers) plus -O2's code
 # layout (aligned branch targets, hot/cold block ordering), which is what made -O2 faster on this
 # code (measured per op: within noise of -O3; plain -O1 was ~6% slower) at -O1's compile time, a
 # third of -O3's.  GLUE also takes -O2's cross-jumping (tail merging): Cython ends every error
@@ -58,8 +57,12 @@ GLUE = ("-O1 -falign-functions -falign-jumps -falign-loops -falign-labels -fstri
 # 0.96-1.04; 403 -> 232 KB stripped, 154 -> 106 KB deflated) qualify.  In the other families -Os
 # cost 2-10% per op: shape, nn and unary had an op over 5% in two or three of the runs; inplace
 # and linalg cost 2-3% (add_/mul_/clamp_, mm/bmm at 8x8) and would save 23 and 32 KB of the
-# wheel; replay's compiled call cost 4-8%.  They stay at GLUE, and the core at -O2.  (-O2 instead
-# of GLUE is no help to the wheel: 2-10% less code that deflates 3-10% larger.)
+# wheel; replay's compiled call cost 4-8%.  They stay at GLUE.  (-O2 instead of GLUE is no help
+# to the wheel: 2-10% less code that deflates 3-10% larger.)  The core (recording, elementwise
+# arithmetic, the sweep) was at -O2: 42 of a clean build's 154 CPU-seconds.  At GLUE it compiles
+# in 21, deflates 790 -> 760 KB, and its per-op time moved within the A/A noise of
+# tools/compare_builds.py (families: medians 1.011 and 1.002 against A/A 1.006 and 0.980; the
+# small suite 1.022 against 1.030; session 26).
 COLD = "-Os"
 KERNELS_ARGS = ["-O3", "-g0"]
 link_args = []
@@ -110,7 +113,7 @@ def compile_args(opt):
 # The extension modules in layer order (src/tapegrad/_core.pyx describes the layering) and the
 # optimisation level of each.
 MODULES = [
-    ("_core", "-O2"),
+    ("_core", GLUE),
     ("_ops_unary", GLUE),
     ("_ops_reduce", COLD),
     ("_ops_shape", GLUE),
