@@ -1,0 +1,45 @@
+"""Faults found by running held-out PyTorch scripts (normalizing flows, VAEs, CapsNet, word2vec,
+DDPM, neural ODE, GNN from scratch) under tapegrad; each case replays the script's call in both
+libraries and compares the outcome with PyTorch's."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import tapegrad as tg
+
+
+def _outcome(fn, lib):
+    """('ok', repr) or ('err', exception type name, first line of the message)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            r = fn(lib)
+        except Exception as e:     # noqa: BLE001  (the exception is what is compared)
+            return ("err", type(e).__name__, str(e).split("\n")[0])
+    return ("ok", repr(r))
+
+
+# A GNN written for the GPU moves its helper tensors with `.to(adj.get_device())`; on a CPU
+# tensor get_device() is -1, and PyTorch refuses the negative index before asking for an
+# accelerator.
+NEGATIVE_DEVICE_CASES = {
+    "tensor_to_get_device": lambda T: T.eye(3).to(T.ones(2).get_device()),
+    "tensor_to_minus_one_dtype": lambda T: T.zeros(1).to(-1, T.float64),
+    "tensor_to_device_kw": lambda T: T.zeros(1).to(device=-1),
+    "device_minus_one": lambda T: T.device(-1),
+    "factory_device_minus_one": lambda T: T.zeros(1, device=-1),
+    "tensor_device_minus_one": lambda T: T.tensor([1.0], device=-1),
+    "new_zeros_device_minus_one": lambda T: T.zeros(1).new_zeros(2, device=-1),
+    "cuda_minus_one": lambda T: T.zeros(1).cuda(-1),
+    "device_type_index_minus_one": lambda T: T.device("cpu", -2),
+    "device_zero": lambda T: T.device(0),
+    "tensor_to_zero": lambda T: T.zeros(1).to(0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEGATIVE_DEVICE_CASES))
+def test_negative_device_index_refused_as_torch(torch, name):
+    fn = NEGATIVE_DEVICE_CASES[name]
+    assert _outcome(fn, tg) == _outcome(fn, torch)
