@@ -43,3 +43,29 @@ NEGATIVE_DEVICE_CASES = {
 def test_negative_device_index_refused_as_torch(torch, name):
     fn = NEGATIVE_DEVICE_CASES[name]
     assert _outcome(fn, tg) == _outcome(fn, torch)
+
+
+# A training script resumes with `torch.load(path, map_location=device)`; PyTorch resolves the
+# location per storage, so a checkpoint without tensors (a vocabulary, a config) loads whatever
+# map_location names, while one with tensors refuses CUDA on a CPU machine.
+MAP_LOCATIONS = {
+    "cuda": lambda T: "cuda",
+    "cuda_device": lambda T: T.device("cuda:0"),
+    "dict_to_cuda": lambda T: {"cpu": "cuda:0"},
+    "dict_from_cuda": lambda T: {"cuda:0": "cpu"},
+    "cpu": lambda T: "cpu",
+}
+
+
+@pytest.mark.parametrize("with_tensor", [True, False])
+@pytest.mark.parametrize("name", sorted(MAP_LOCATIONS))
+def test_load_map_location_checked_per_storage(torch, tmp_path, name, with_tensor):
+    def load(T):
+        path = tmp_path / f"{T.__name__}.pt"
+        obj = {"epoch": 3, "vocab": ["a", "b"]}
+        if with_tensor:
+            obj["w"] = T.ones(2)
+        T.save(obj, path)
+        out = T.load(path, map_location=MAP_LOCATIONS[name](T))
+        return sorted(out)
+    assert _outcome(load, tg) == _outcome(load, torch)
