@@ -69,3 +69,22 @@ def test_load_map_location_checked_per_storage(torch, tmp_path, name, with_tenso
         out = T.load(path, map_location=MAP_LOCATIONS[name](T))
         return sorted(out)
     assert _outcome(load, tg) == _outcome(load, torch)
+
+
+# A seq2seq script passes the LSTM's hidden tensor alone where the (h, c) pair belongs;
+# PyTorch indexes hx[0] and hx[1] and fails the way indexing the tensor does.
+LSTM_STATE_CASES = {
+    "tensor_for_pair": lambda T, z: T.nn.LSTM(3, 4)(z(5, 2, 3), z(1, 2, 4)),
+    "tensor_for_pair_unbatched": lambda T, z: T.nn.LSTM(3, 4)(z(5, 3), z(1, 4)),
+    "tensor_for_pair_two_layers": lambda T, z: T.nn.LSTM(3, 4, 2)(z(5, 2, 3), z(2, 2, 4)),
+    "one_tuple": lambda T, z: T.nn.LSTM(3, 4)(z(5, 2, 3), (z(1, 2, 4),)),
+    "three_tuple": lambda T, z: T.nn.LSTM(3, 4)(z(5, 2, 3), (z(1, 2, 4),) * 3),
+    "pair_as_list": lambda T, z: T.nn.LSTM(3, 4)(z(5, 2, 3), [z(1, 2, 4)] * 2)[0].shape,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LSTM_STATE_CASES))
+def test_lstm_state_given_wrongly_fails_as_torch(torch, name):
+    def call(T):
+        return LSTM_STATE_CASES[name](T, lambda *shape: T.zeros(*shape))
+    assert _outcome(call, tg) == _outcome(call, torch)

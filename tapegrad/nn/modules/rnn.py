@@ -529,7 +529,9 @@ class RNNBase(Module):
         shapes = self._state_shapes(batch)
         if hx is None:
             return [creation.zeros(*shape, dtype=data.dtype) for shape in shapes]
-        parts = list(hx) if is_lstm else [hx]
+        # PyTorch reads an LSTM's state as hx[0], hx[1]: a lone tensor given in place of the
+        # (h, c) pair fails on its first dimension, as indexing it does
+        parts = [hx[0], hx[1]] if is_lstm else [hx]
         want = 3 if batched else 2
         if packed:
             # PyTorch checks a packed batch's states by their sizes alone (an LSTM's not even
@@ -555,6 +557,8 @@ class RNNBase(Module):
                 label = f"hidden[{k}]" if is_lstm else "hidden"
                 raise RuntimeError(f"Expected {label} size {_shape_str(shape)}, got "
                                    f"{list(p.shape)}")
+        if is_lstm and len(hx) != 2:        # PyTorch's kernel, after the size checks
+            raise RuntimeError("lstm expects two hidden states")
         return parts
 
 
