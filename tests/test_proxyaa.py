@@ -88,3 +88,30 @@ def test_lstm_state_given_wrongly_fails_as_torch(torch, name):
     def call(T):
         return LSTM_STATE_CASES[name](T, lambda *shape: T.zeros(*shape))
     assert _outcome(call, tg) == _outcome(call, torch)
+
+
+# The cells: an LSTM cell's state is walked and indexed as PyTorch's Python layer does before
+# its kernel checks the pair; GRU and Elman cells read the hidden size from dim 1.
+CELL_STATE_CASES = {
+    "lstm_tensor_batched": lambda T, z: T.nn.LSTMCell(3, 4)(z(2, 3), z(2, 4)),
+    "lstm_tensor_unbatched": lambda T, z: T.nn.LSTMCell(3, 4)(z(3), z(2, 4))[0].shape,
+    "lstm_tensor_unbatched_one_row": lambda T, z: T.nn.LSTMCell(3, 4)(z(3), z(1, 4)),
+    "lstm_one_tuple": lambda T, z: T.nn.LSTMCell(3, 4)(z(2, 3), (z(2, 4),)),
+    "lstm_one_tuple_unbatched": lambda T, z: T.nn.LSTMCell(3, 4)(z(3), (z(4),)),
+    "lstm_three_tuple": lambda T, z: T.nn.LSTMCell(3, 4)(z(2, 3), (z(2, 4),) * 3),
+    "lstm_one_tuple_bad_input": lambda T, z: T.nn.LSTMCell(3, 4)(z(2, 5), (z(2, 4),)),
+    "lstm_3d_second_state": lambda T, z: T.nn.LSTMCell(3, 4)(z(2, 3), (z(2, 4), z(1, 2, 4))),
+    "lstm_1d_states_batched": lambda T, z: T.nn.LSTMCell(3, 4)(z(4, 3), (z(4), z(4))),
+    "lstm_2d_states_unbatched": lambda T, z: T.nn.LSTMCell(3, 4)(z(3), (z(4, 4), z(4, 4))),
+    "gru_1d_state_batched": lambda T, z: T.nn.GRUCell(3, 4)(z(4, 3), z(4)),
+    "gru_2d_state_unbatched": lambda T, z: T.nn.GRUCell(3, 4)(z(3), z(2, 4)),
+    "gru_2d_state_unbatched_hidden_rows": lambda T, z: T.nn.GRUCell(3, 4)(z(3), z(4, 4)),
+    "rnn_2d_state_unbatched_hidden_rows": lambda T, z: T.nn.RNNCell(3, 4)(z(3), z(4, 4)).shape,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CELL_STATE_CASES))
+def test_cell_state_given_wrongly_fails_as_torch(torch, name):
+    def call(T):
+        return CELL_STATE_CASES[name](T, lambda *shape: T.zeros(*shape))
+    assert _outcome(call, tg) == _outcome(call, torch)
