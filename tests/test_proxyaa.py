@@ -115,3 +115,56 @@ def test_cell_state_given_wrongly_fails_as_torch(torch, name):
     def call(T):
         return CELL_STATE_CASES[name](T, lambda *shape: T.zeros(*shape))
     assert _outcome(call, tg) == _outcome(call, torch)
+
+
+# autograd.grad(..., is_grads_batched=True): a batch of vector-Jacobian products (rows of a
+# Jacobian from torch.eye), as scripts computing Jacobians of a flow or an ODE field do.
+def _batched(T, kind):
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = T.tensor([1.0, 2.0], requires_grad=True)
+    if kind == "eye":
+        return T.autograd.grad(a * a.sin(), a, T.eye(3), is_grads_batched=True)
+    if kind == "two_outputs":
+        return T.autograd.grad([a * a, b * 3], [a, b], [T.ones(2, 3), T.ones(2, 2)],
+                               is_grads_batched=True)
+    if kind == "batch_sizes_differ":
+        return T.autograd.grad([a * a, b * 3], [a, b], [T.ones(2, 3), T.ones(3, 2)],
+                               is_grads_batched=True)
+    if kind == "unbatched_grad_output":
+        return T.autograd.grad(a * a, a, T.ones(3), is_grads_batched=True)
+    if kind == "unused_allowed":
+        return T.autograd.grad(a * a, [a, b], T.eye(3), is_grads_batched=True, allow_unused=True)
+    if kind == "unused_materialized":
+        return T.autograd.grad(a * a, [a, b], T.eye(3), is_grads_batched=True, allow_unused=True,
+                               materialize_grads=True)
+    if kind == "unused_refused":
+        return T.autograd.grad(a * a, [a, b], T.eye(3), is_grads_batched=True)
+    if kind == "create_graph":
+        g, = T.autograd.grad(a ** 3, a, T.eye(3), is_grads_batched=True, create_graph=True)
+        return g, T.autograd.grad(g.sum(), a)
+    if kind == "graph_freed":
+        out = a * a
+        T.autograd.grad(out, a, T.eye(3), is_grads_batched=True)
+        out.sum().backward()
+    if kind == "graph_retained":
+        out = a * a
+        T.autograd.grad(out, a, T.eye(3), is_grads_batched=True, retain_graph=True)
+        out.sum().backward()
+        return a.grad
+    raise AssertionError(kind)
+
+
+def _values(r):
+    if isinstance(r, (tuple, list)):
+        return [_values(x) for x in r]
+    return None if r is None else (tuple(r.shape), r.detach().numpy().round(5).tolist())
+
+
+@pytest.mark.parametrize("kind", ["eye", "two_outputs", "batch_sizes_differ",
+                                  "unbatched_grad_output", "unused_allowed",
+                                  "unused_materialized", "unused_refused", "create_graph",
+                                  "graph_freed", "graph_retained"])
+def test_grad_is_grads_batched_matches_torch(torch, kind):
+    def call(T):
+        return _values(_batched(T, kind))
+    assert _outcome(call, tg) == _outcome(call, torch)
