@@ -37,6 +37,10 @@ class device(metaclass=TorchNamedClass):
             object.__setattr__(self, "_index", type._index)
             return
         if isinstance(type, int) and not isinstance(type, bool):
+            # PyTorch checks the sign first: `x.to(x.get_device())` on a CPU tensor asks for
+            # device -1, which fails this way on every build.
+            if type < 0:
+                raise RuntimeError("Device index must not be negative")
             # device(0) means the current accelerator's device 0: there is none.
             raise RuntimeError("Cannot access accelerator device when none is available.")
         if not isinstance(type, str):
@@ -57,7 +61,7 @@ class device(metaclass=TorchNamedClass):
             if isinstance(index, bool) or not isinstance(index, int):
                 raise TypeError(f"device(): argument 'index' must be int, not {_type_name(index)}")
             if index < 0:
-                raise RuntimeError(f"Device index must not be negative")
+                raise RuntimeError("Device index must not be negative")
         object.__setattr__(self, "_type", kind)
         object.__setattr__(self, "_index", index)
 

@@ -430,18 +430,28 @@ class _MapLocationFailed(Exception):
 
 
 def _storage_mapper(map_location):
-    """A function applied to each loaded array, after checking map_location names the CPU."""
+    """A function applied to each loaded array.  A device (or dict of devices) in map_location
+    is checked when the first storage is mapped, not before: PyTorch resolves the location per
+    storage, so a checkpoint without tensors loads with map_location='cuda' on a CPU machine."""
     def keep(arr):
         return arr
     if map_location is None:
         return keep
-    if isinstance(map_location, (str, device)):
-        _check_target(map_location)
-        return keep
-    if isinstance(map_location, dict):
-        for target in map_location.values():
-            _check_target(target)
-        return keep
+    if isinstance(map_location, (str, device, dict)):
+        targets = (list(map_location.values()) if isinstance(map_location, dict)
+                   else [map_location])
+        unchecked = [True]
+
+        def checked(arr):
+            if unchecked[0]:
+                try:
+                    for target in targets:
+                        _check_target(target)
+                except Exception as e:
+                    raise _MapLocationFailed(e) from None
+                unchecked[0] = False
+            return arr
+        return checked
     if callable(map_location):
         def mapped(arr):
             from .tensor import Tensor

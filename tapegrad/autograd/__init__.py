@@ -49,16 +49,65 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     output: ones).  allow_unused: return None (zeros with materialize_grads) for inputs the
     outputs do not depend on instead of raising.  retain_graph defaults to create_graph.
     """
-    if is_grads_batched:
-        raise NotImplementedError("tapegrad.autograd.grad: is_grads_batched=True is not "
-                                  "supported (loop over the batch of grad_outputs instead)")
     if not only_inputs:
         import warnings
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     return _core._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                        materialize_grads)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """grad with is_grads_batched=True: the first dimension of every grad_output indexes a
+    batch of vector-Jacobian products.  PyTorch vmaps its engine over that dimension; here one
+    sweep per batch row, the graph kept until the last, and each input's rows stacked.  The
+    rows are the same products, so the values equal PyTorch's."""
+    from ..tensor import Tensor
+    from .. import stack
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    if grad_outputs is None or isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs] * len(outs) if grad_outputs is None else [grad_outputs]
+    grad_outputs = list(grad_outputs)
+    sizes = set()
+    for k, (out, go) in enumerate(zip(outs, grad_outputs)):
+        if go is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            continue
+        if tuple(go.shape[1:]) != tuple(out.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
+                "expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{k}] has a shape of torch.Size({list(go.shape[1:])}) "
+                f"and output[{k}] has a shape of torch.Size({list(out.shape)}). If you only want "
+                "some tensors in `grad_output` to be considered batched, consider using vmap.")
+        sizes.add(go.shape[0])
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sorted(sizes)} for the mapped dimension")
+    batch = sizes.pop() if sizes else 1
+    keep = create_graph if retain_graph is None else retain_graph
+    rows = []
+    for i in range(batch):
+        row_outputs = [None if go is None else go[i] for go in grad_outputs]
+        rows.append(_core._grad(outputs, inputs, row_outputs, True if i < batch - 1 else keep,
+                                create_graph, allow_unused, False))
+    inputs_seq = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    result = []
+    for j, inp in enumerate(inputs_seq):
+        column = [row[j] for row in rows]
+        if any(g is None for g in column):
+            # PyTorch's materialize_grads fills an unused input with unbatched zeros
+            result.append(inp.new_zeros(inp.shape) if materialize_grads else None)
+        else:
+            result.append(stack(column, 0))
+    return tuple(result)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,

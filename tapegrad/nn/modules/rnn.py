@@ -529,7 +529,9 @@ class RNNBase(Module):
         shapes = self._state_shapes(batch)
         if hx is None:
             return [creation.zeros(*shape, dtype=data.dtype) for shape in shapes]
-        parts = list(hx) if is_lstm else [hx]
+        # PyTorch reads an LSTM's state as hx[0], hx[1]: a lone tensor given in place of the
+        # (h, c) pair fails on its first dimension, as indexing it does
+        parts = [hx[0], hx[1]] if is_lstm else [hx]
         want = 3 if batched else 2
         if packed:
             # PyTorch checks a packed batch's states by their sizes alone (an LSTM's not even
@@ -555,6 +557,8 @@ class RNNBase(Module):
                 label = f"hidden[{k}]" if is_lstm else "hidden"
                 raise RuntimeError(f"Expected {label} size {_shape_str(shape)}, got "
                                    f"{list(p.shape)}")
+        if is_lstm and len(hx) != 2:        # PyTorch's kernel, after the size checks
+            raise RuntimeError("lstm expects two hidden states")
         return parts
 
 
@@ -656,15 +660,34 @@ class RNNCellBase(Module):
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
                              f"instead")
-        states = [] if hx is None else (list(hx) if n_states == 2 else [hx])
-        for s in states:
-            if s.dim() not in (1, 2):
-                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {s.dim()}D "
+        if hx is None:
+            states = []
+        elif n_states == 2:
+            # An LSTM cell walks its state as PyTorch's does (a lone tensor row by row), and
+            # then reads hx[0], hx[1]
+            for idx, value in enumerate(hx):
+                if value.dim() not in (1, 2):
+                    raise ValueError(f"{name}: Expected hx[{idx}] to be 1D or 2D, got "
+                                     f"{value.dim()}D instead")
+            states = hx
+        else:
+            if hx.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected hidden to be 1D or 2D, got {hx.dim()}D "
                                  f"instead")
+            states = [hx]
         batched = input.dim() == 2
         if not batched:
             input = input.unsqueeze(0)
-            states = [s.unsqueeze(0) for s in states]
+            states = [] if hx is None else [states[k].unsqueeze(0) for k in range(n_states)]
+        elif n_states == 2 and hx is not None:
+            # a batched state goes to PyTorch's lstm_cell kernel as given: only a pair of
+            # tensors passes its binding and its first check
+            if not isinstance(hx, (tuple, list)):
+                raise TypeError(f"lstm_cell(): argument 'hx' (position 2) must be tuple of "
+                                f"Tensors, not {_type_name(hx)}")
+            if len(hx) != 2:
+                raise RuntimeError("lstm_cell expects two hidden states")
+            states = list(hx)
         if input.shape[1] != self.input_size:
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]} "
                                f"expected {self.input_size}")
@@ -675,10 +698,21 @@ class RNNCellBase(Module):
             if s.shape[0] != input.shape[0]:
                 raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match "
                                    f"hidden{k} batch size {s.shape[0]}")
-            if s.dim() != 2 or s.shape[1] != self.hidden_size:
-                got = s.shape[1] if s.dim() == 2 else s.shape[0]
-                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {got}, "
+            # PyTorch's kernel reads the hidden size from dim 1 (an unbatched input's 2-D state
+            # has become 3-D by now)
+            if s.dim() < 2:
+                raise IndexError("Dimension out of range (expected to be in range of [-1, 0], "
+                                 "but got 1)")
+            if s.shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{k} has inconsistent hidden_size: got {s.shape[1]}, "
                                    f"expected {self.hidden_size}")
+            n_gates = self.weight_ih.shape[0] // self.hidden_size
+            if s.dim() != 2 and n_gates > 1:
+                # (an unbatched input with a 2-D state): PyTorch's GRU and LSTM cells fail
+                # adding the state's gates to the input's; the Elman cell broadcasts
+                raise RuntimeError(f"The size of tensor a ({n_gates * self.hidden_size}) must "
+                                   f"match the size of tensor b ({self.hidden_size}) at "
+                                   f"non-singleton dimension 2")
         return input, states, batched
 
     def _step(self, mode, input, states):
