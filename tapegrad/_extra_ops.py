@@ -1341,9 +1341,19 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         return input.clone()
     from . import cat
     d = _dim(dim, input.ndim)
-    for extra in (prepend, append):
-        if isinstance(extra, TensorBase) and extra.ndim != input.ndim:
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is None:
+            continue
+        if not isinstance(extra, TensorBase):
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {_type_name(extra)}")
+        if extra.ndim != input.ndim:
             raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        for i in range(input.ndim):     # (PyTorch checks before cat, with its own message)
+            if i != d and extra.shape[i] != input.shape[i]:
+                raise RuntimeError(
+                    "diff expects the shape of tensor to prepend or append to match that of "
+                    "input except along the differencing dimension; input.size(%d) = %d, but "
+                    "got tensor.size(%d) = %d" % (i, input.shape[i], i, extra.shape[i]))
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):

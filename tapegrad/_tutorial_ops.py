@@ -17,7 +17,7 @@ from . import _core
 from ._class_members import has_member
 from .creation import has_numpy_strides
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim,
-                         _refuse_if_complex, _wrap, divide, register_family, values_at)
+                         _no_dims, _refuse_if_complex, _wrap, divide, register_family, values_at)
 
 _core_div = _core.div
 
@@ -591,6 +591,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         values = flat[starts]
         inverse_shape = arr.shape
     else:
+        if arr.ndim == 0:
+            _no_dims(dim)
         axis = _dim(dim, arr.ndim)
         _check_unique_dim_of_empty(arr.shape, axis)
         moved = np.moveaxis(arr, axis, 0)
