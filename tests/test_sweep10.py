@@ -1,0 +1,151 @@
+"""Regressions found by the tenth argument-form sweep (sorting and sets, the random API, numpy
+interop and conversions) against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """fn(lib) for tapegrad and torch: (tapegrad's result, torch's result)."""
+    return fn(tg), fn(torch)
+
+
+def _raises_like(fn):
+    """fn(lib) raises the same exception type, with the same first line, in both libraries."""
+    with pytest.raises(Exception) as want:
+        fn(torch)
+    with pytest.raises(want.type) as got:
+        fn(tg)
+    assert str(got.value).splitlines()[0] == str(want.value).splitlines()[0]
+
+
+# -- tensor(): the dtype of nested data holding complex numbers ----------------------------------
+
+@pytest.mark.parametrize("data", [
+    lambda: [np.complex128(1j)],
+    lambda: [np.complex128(1j), np.complex128(2)],
+    lambda: [np.complex128(1j), 1.0],
+    lambda: [np.float64(1.0), 1j],
+    lambda: [np.complex64(1j), np.float64(2.0)],
+    lambda: [np.float32(1.0), 1j],
+    lambda: [np.float16(1.0), 1j],
+    lambda: [np.complex64(1j), 1.0],
+    lambda: [1j, 2],
+    lambda: [[1j], [2.0]],
+    lambda: [np.array([1j, 2])],
+    lambda: [np.array([1j], dtype=np.complex64), [2j]],
+], ids=range(12))
+def test_tensor_of_complex_data_keeps_the_widest_precision(data):
+    # a complex element made every result complex64: complex128 numpy values (and float64 ones
+    # beside a Python complex) were silently narrowed
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (the slow list-of-arrays warning)
+        got, want = _both(lambda lib: lib.tensor(data()))
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_tensor_of_complex128_tensors_stays_complex128():
+    got = tg.tensor([tg.tensor(1 + 2j, dtype=tg.complex128), 1])
+    want = torch.tensor([torch.tensor(1 + 2j, dtype=torch.complex128), 1])
+    assert str(got.dtype) == str(want.dtype) == "torch.complex128"
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_python_complex_under_float16_default_is_refused_not_complex64():
+    # PyTorch makes complex32 (chalf) here, which tapegrad cannot hold: a refusal, never a
+    # silent complex64
+    old = tg.get_default_dtype()
+    tg.set_default_dtype(tg.float16)
+    try:
+        for make in (lambda: tg.tensor([1j]), lambda: tg.tensor(1j),
+                     lambda: tg.full((1,), 1j)):
+            with pytest.raises(TypeError, match="complex32"):
+                make()
+        assert tg.tensor([1.5]).dtype == tg.float16
+    finally:
+        tg.set_default_dtype(old)
+
+
+# -- numpy() of a tensor with the conjugate bit ----------------------------------------------------
+
+def test_numpy_of_conj_view_is_refused_as_in_pytorch():
+    _raises_like(lambda lib: lib.tensor([1j, 2]).conj().numpy())
+    _raises_like(lambda lib: np.asarray(lib.tensor([1j, 2]).conj()))
+    got, want = _both(lambda lib: lib.tensor([1j, 2]).conj().numpy(force=True))
+    np.testing.assert_array_equal(got, want)
+    got, want = _both(lambda lib: lib.tensor([1j, 2]).conj().resolve_conj().numpy())
+    np.testing.assert_array_equal(got, want)
+    # a real tensor's conj() is the tensor itself, with no conjugate bit
+    got, want = _both(lambda lib: lib.tensor([1.0, 2.0]).conj().numpy())
+    np.testing.assert_array_equal(got, want)
+
+
+# -- finfo and dtype.to_complex / to_real --------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["complex32", "complex64", "complex128"])
+def test_finfo_of_complex_dtype_is_its_parts(name):
+    got, want = _both(lambda lib: lib.finfo(getattr(lib, name)))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(got, attr) == getattr(want, attr), attr
+    assert repr(got) == repr(want)
+
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", "bfloat16", "complex32",
+                                  "complex64", "complex128", "int64", "int8", "uint8", "bool"])
+def test_dtype_to_complex_and_to_real(name):
+    got, want = _both(lambda lib: getattr(lib, name).to_real())
+    assert str(got) == str(want)
+    if getattr(torch, name).is_floating_point or getattr(torch, name).is_complex:
+        got, want = _both(lambda lib: getattr(lib, name).to_complex())
+        assert str(got) == str(want)
+    else:
+        _raises_like(lambda lib: getattr(lib, name).to_complex())
+
+
+# -- argument checks -------------------------------------------------------------------------------
+
+def test_unique_consecutive_of_0d_with_dim_is_index_error():
+    _raises_like(lambda lib: lib.unique_consecutive(lib.tensor(3), dim=0))
+    _raises_like(lambda lib: lib.unique_consecutive(lib.tensor(3.0), return_counts=True, dim=-1))
+
+
+def test_diff_checks_prepend_and_append_like_pytorch():
+    _raises_like(lambda lib: lib.diff(lib.ones(2, 3), dim=0, prepend=lib.zeros(1, 2)))
+    _raises_like(lambda lib: lib.diff(lib.ones(2, 3), dim=1, append=lib.zeros(1, 2)))
+    _raises_like(lambda lib: lib.diff(lib.ones(2), prepend=1.0))
+    got, want = _both(lambda lib: lib.diff(lib.arange(6.0).reshape(2, 3) ** 2, dim=1,
+                                           prepend=lib.zeros(2, 1), append=lib.ones(2, 2)))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- asarray of a tensor: requires_grad given or not -------------------------------------------------
+
+@pytest.mark.parametrize("requires_grad", [None, False, True])
+@pytest.mark.parametrize("leaf", [True, False])
+@pytest.mark.parametrize("copy", [None, True])
+@pytest.mark.parametrize("dtype", [None, "float64"])
+def test_asarray_of_tensor_requires_grad_forms(requires_grad, leaf, copy, dtype):
+    # requires_grad=False on a tensor in a graph kept the graph (gradients flowed where
+    # PyTorch cuts them); an unspecified one on a grad leaf now warns as PyTorch's
+    import warnings
+
+    def run(lib):
+        base = lib.ones(2, requires_grad=True)
+        t = base if leaf else base * 2
+        kwargs = {} if requires_grad is None else {"requires_grad": requires_grad}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            u = lib.asarray(t, copy=copy, dtype=None if dtype is None else getattr(lib, dtype),
+                            **kwargs)
+        grad = None
+        if u.requires_grad:
+            (grad,) = lib.autograd.grad((u * lib.arange(1.0, 3.0)).sum(), base)
+        return (u.requires_grad, u is t, u.is_leaf, t.requires_grad, len(caught),
+                None if grad is None else grad.tolist())
+    got, want = _both(run)
+    assert got == want
