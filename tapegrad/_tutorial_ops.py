@@ -132,6 +132,7 @@ def mode(input, dim=-1, keepdim=False):
     axis = _dim(dim, input.ndim)
     if input.shape[axis] == 0:
         raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
+    _refuse_if_complex("mode", input)     # (a 0-d complex input is PyTorch's too, above)
     moved = np.moveaxis(input._array, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])

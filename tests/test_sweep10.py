@@ -149,3 +149,50 @@ def test_asarray_of_tensor_requires_grad_forms(requires_grad, leaf, copy, dtype)
                 None if grad is None else grad.tolist())
     got, want = _both(run)
     assert got == want
+
+
+# -- isin: both sides meet in PyTorch's result type ------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.isin(lib.tensor([0.1]), 0.1),
+    lambda lib: lib.isin(lib.tensor([0.1, 0.2]), 0.1, invert=True),
+    lambda lib: lib.isin(lib.tensor([0.1], dtype=lib.float16), 0.1),
+    lambda lib: lib.isin(0.1, lib.tensor([0.1, 0.3])),
+    lambda lib: lib.isin(lib.tensor([44], dtype=lib.int8), 300),
+    lambda lib: lib.isin(300, lib.tensor([44], dtype=lib.int8)),
+    lambda lib: lib.isin(lib.tensor([255], dtype=lib.uint8), -1),
+    lambda lib: lib.isin(lib.tensor([44], dtype=lib.int8), lib.tensor(300)),
+    lambda lib: lib.isin(lib.tensor([0.1]), lib.tensor(0.1, dtype=lib.float64)),
+    lambda lib: lib.isin(lib.tensor(0.1), lib.tensor([0.1], dtype=lib.float64)),
+    lambda lib: lib.isin(lib.tensor([44], dtype=lib.int8), lib.tensor([300])),
+    lambda lib: lib.isin(lib.tensor([16777216.0]), 16777217),
+    lambda lib: lib.isin(lib.tensor([1, 2]), 2.5),
+    lambda lib: lib.isin(lib.tensor([1, 2]), lib.tensor(2.0)),
+    lambda lib: lib.isin(lib.tensor([float("inf")]), 1e39),
+    lambda lib: lib.isin(lib.tensor([0.1]), np.float64(0.1)),
+], ids=range(16))
+def test_isin_converts_a_number_or_0d_tensor_to_the_result_type(call):
+    # a Python number was compared in numpy's promotion (0.1 as float64 against float32 0.1):
+    # silently False where PyTorch says True
+    got, want = _both(call)
+    assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.isin(lib.tensor([1j, 2]), lib.tensor([2.0])),
+    lambda lib: lib.isin(lib.tensor([1, 2]), 1 + 0j),
+    lambda lib: lib.isin(1j, lib.tensor([1])),
+    lambda lib: lib.isin(lib.tensor([1j]), lib.tensor([True])),
+    lambda lib: lib.isin(lib.tensor([True]), lib.tensor([1j])),
+    lambda lib: lib.mode(lib.tensor([1j, 2])),
+    lambda lib: lib.mode(lib.tensor([[1j, 2]]), 0),
+    lambda lib: lib.mode(lib.zeros(0, dtype=lib.complex64)),
+], ids=range(8))
+def test_isin_and_mode_refuse_complex_as_pytorch(call):
+    _raises_like(call)
+
+
+def test_mode_of_0d_complex_is_allowed_as_in_pytorch():
+    got, want = _both(lambda lib: lib.mode(lib.tensor(1 + 2j)))
+    assert got.values.item() == want.values.item() and got.indices.item() == want.indices.item()
