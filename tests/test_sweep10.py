@@ -196,3 +196,117 @@ def test_isin_and_mode_refuse_complex_as_pytorch(call):
 def test_mode_of_0d_complex_is_allowed_as_in_pytorch():
     got, want = _both(lambda lib: lib.mode(lib.tensor(1 + 2j)))
     assert got.values.item() == want.values.item() and got.indices.item() == want.indices.item()
+
+
+# -- searchsorted / bucketize: a number or 0-d tensor of values meets the boundaries' dtype --------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.searchsorted(lib.tensor([0.1, 0.2, 0.3]), 0.1, right=True),
+    lambda lib: lib.searchsorted(lib.tensor([0.1, 0.2, 0.3]), 0.1),
+    lambda lib: lib.bucketize(0.1, lib.tensor([0.1, 0.2, 0.3]), right=True),
+    lambda lib: lib.searchsorted(lib.tensor([0.1, 0.2, 0.3], dtype=lib.float16), 0.1),
+    lambda lib: lib.searchsorted(lib.tensor([0.1, 0.2, 0.3], dtype=lib.float16), lib.tensor(0.1)),
+    lambda lib: lib.bucketize(lib.tensor(0.1), lib.tensor([0.1, 0.2], dtype=lib.float16)),
+    lambda lib: lib.searchsorted(lib.tensor([0.1, 0.2]), lib.tensor(0.1, dtype=lib.float64),
+                                 right=True),
+    lambda lib: lib.searchsorted(lib.tensor([0.1, 0.2]), lib.tensor([0.1], dtype=lib.float64),
+                                 right=True),
+    lambda lib: lib.searchsorted(lib.tensor([1, 2, 44], dtype=lib.int8), 300),
+    lambda lib: lib.searchsorted(lib.tensor([1, 3, 5]), 2.5),
+    lambda lib: lib.searchsorted(lib.tensor([0.1, 0.2]), np.float64(0.1), right=True),
+], ids=range(11))
+def test_searchsorted_compares_in_the_result_type(call):
+    # numpy's promotion compared a Python 0.1 with float32 0.1 in float64: another index, silently
+    got, want = _both(call)
+    assert str(got.dtype) == str(want.dtype) and got.tolist() == want.tolist()
+
+
+# -- integer contractions keep their dtype -------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "int32", "float16"])
+def test_addbmm_and_bilinear_keep_an_integer_dtype(dtype):
+    # both summed their product with sum's integer rule (int64): an int8 addbmm or bilinear was
+    # silently int64, and did not wrap as PyTorch's
+    def run(lib):
+        dt = getattr(lib, dtype)
+        m = lib.ones(2, 2, dtype=dt)
+        b = lib.full((2, 2, 2), 3, dtype=dt)
+        return (lib.addbmm(m, b, b), lib.addbmm(m, b, b, beta=2, alpha=3), m.clone().addbmm_(b, b),
+                lib.nn.functional.bilinear(m, m, b), lib.nn.functional.bilinear(m * 9, m * 9, b))
+    for got, want in zip(*_both(run)):
+        assert str(got.dtype) == str(want.dtype)
+        assert got.tolist() == want.tolist()
+
+
+# -- add/sub alpha and the contractions' scalars are converted checked ----------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.add(lib.ones(2, dtype=lib.int8), lib.ones(2, dtype=lib.int8), alpha=300),
+    lambda lib: lib.sub(lib.ones(2, dtype=lib.int8), 1, alpha=300),
+    lambda lib: lib.ones(2, dtype=lib.int8).add_(lib.ones(2, dtype=lib.int8), alpha=-300),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.uint8), lib.ones(2, dtype=lib.uint8), alpha=-256),
+    lambda lib: lib.sub(lib.ones(2, dtype=lib.uint8), lib.ones(2, dtype=lib.uint8), alpha=256),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.int32), lib.ones(2, dtype=lib.int32), alpha=2**31),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.float16), lib.ones(2, dtype=lib.float16),
+                        alpha=70000),
+    lambda lib: lib.sub(lib.ones(2, dtype=lib.float16), lib.ones(2, dtype=lib.float16),
+                        alpha=1e5),
+    lambda lib: lib.add(lib.ones(2), lib.ones(2), alpha=1e39),
+    lambda lib: lib.addcmul(lib.ones(2, dtype=lib.int8), lib.ones(2, dtype=lib.int8),
+                            lib.ones(2, dtype=lib.int8), value=300),
+    lambda lib: lib.addmm(lib.ones(2, 2, dtype=lib.int8), lib.ones(2, 2, dtype=lib.int8),
+                          lib.ones(2, 2, dtype=lib.int8), beta=300),
+    lambda lib: lib.addbmm(lib.ones(2, 2, dtype=lib.int8), lib.ones(1, 2, 2, dtype=lib.int8),
+                           lib.ones(1, 2, 2, dtype=lib.int8), alpha=300),
+], ids=range(12))
+def test_out_of_range_scale_is_pytorch_overflow_error(call):
+    # int8's alpha=300 wrapped silently (and float16's 70000 made inf)
+    _raises_like(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.sub(lib.ones(2, dtype=lib.int32), lib.ones(2, dtype=lib.int32), alpha=2**31),
+    lambda lib: lib.rsub(lib.ones(2, dtype=lib.int32), lib.ones(2, dtype=lib.int32), alpha=2**31),
+    lambda lib: lib.sub(lib.ones(2, dtype=lib.uint8), lib.ones(2, dtype=lib.uint8), alpha=255),
+    lambda lib: lib.sub(lib.ones(2, dtype=lib.uint8), lib.ones(2, dtype=lib.uint8), alpha=-255),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.uint8), lib.ones(2, dtype=lib.uint8), alpha=-255),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.int8), lib.ones(2, dtype=lib.int8),
+                        alpha=np.int64(-128)),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.float16), lib.ones(2, dtype=lib.float16),
+                        alpha=float("inf")),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.float16), lib.ones(2, dtype=lib.float16), alpha=0.5),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.float16), 1e5),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.float64), lib.ones(2), alpha=1e300),
+], ids=range(10))
+def test_in_range_scale_computes_as_pytorch(call):
+    got, want = _both(call)
+    assert str(got.dtype) == str(want.dtype) and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.add(lib.ones(2, dtype=lib.int64), lib.full((2,), 3, dtype=lib.int8), alpha=100),
+    lambda lib: lib.sub(lib.zeros(1, dtype=lib.int32), lib.tensor([100], dtype=lib.uint8), alpha=3),
+    lambda lib: lib.ones(1, dtype=lib.int64).add_(lib.tensor([100], dtype=lib.int8), alpha=2),
+    lambda lib: lib.add(lib.ones(1, dtype=lib.float64), lib.tensor([0.1]), alpha=0.1),
+    lambda lib: lib.add(lib.ones(2, dtype=lib.float64), lib.ones(2), alpha=1e300),
+    lambda lib: lib.add(lib.tensor([1.0]), lib.tensor([True]), alpha=0.5),
+    lambda lib: lib.add(lib.tensor([1 + 1j]), lib.tensor([2.0]), alpha=1j),
+], ids=range(7))
+def test_alpha_scales_other_in_the_result_dtype(call):
+    # other * alpha was computed in other's own dtype: an int8 other wrapped (add(int64 1,
+    # int8 3, alpha=100) was 45, not 301) and a float32 one lost float64's precision
+    got, want = _both(call)
+    assert str(got.dtype) == str(want.dtype) and got.tolist() == want.tolist()
+
+
+def test_alpha_gradient_reaches_other_of_another_dtype():
+    def run(lib):
+        a = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        b = lib.tensor([0.1, 0.2], requires_grad=True)
+        out = lib.sub(a, b, alpha=0.3)
+        ga, gb = lib.autograd.grad((out * lib.tensor([1.0, 2.0], dtype=lib.float64)).sum(),
+                                   (a, b))
+        return out, ga, gb
+    for got, want in zip(*_both(run)):
+        assert str(got.dtype) == str(want.dtype)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
