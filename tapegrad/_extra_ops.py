@@ -1058,9 +1058,27 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
+    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
     product = tensor1 * tensor2
     return _core._name_grad_fn(input + _result_scalar(value, input, product) * product,
                                "AddcmulBackward0")
+
+
+def _in_common_dtype(input, tensor1, tensor2):
+    """tensor1 and tensor2 converted (recorded) to the common dtype of all three operands, as
+    PyTorch's addcmul/addcdiv kernel reads them: their own product or quotient first had wrapped
+    in int8 (addcmul(int64 1, int8 100, int8 3) was 45, not 301) or rounded in float32 before
+    meeting a float64 input.  Same-dtype operands (the optimizers' per-step calls) pass as
+    they are."""
+    dt = input._array.dtype
+    if tensor1._array.dtype == dt and tensor2._array.dtype == dt:
+        return tensor1, tensor2
+    # (the pair's type, standing in with its rank class for both, meets input's by PyTorch's
+    # dims-first promotion rule)
+    pair = _core.result_type(tensor1, tensor2)
+    stand_in = _wrap(np.empty((1,) if tensor1.ndim or tensor2.ndim else (), pair.np_dtype))
+    common = _core.result_type(input, stand_in)
+    return tuple(t if t.dtype == common else t.to(common) for t in (tensor1, tensor2))
 
 
 def _result_scalar(value, input, product):
@@ -1093,6 +1111,7 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
+    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
     quotient = tensor1 / tensor2
     return _core._name_grad_fn(input + _result_scalar(value, input, quotient) * quotient,
                                "AddcdivBackward0")

@@ -310,3 +310,45 @@ def test_alpha_gradient_reaches_other_of_another_dtype():
     for got, want in zip(*_both(run)):
         assert str(got.dtype) == str(want.dtype)
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.addcmul(lib.ones(1, dtype=lib.int64), lib.tensor([100], dtype=lib.int8),
+                            lib.tensor([3], dtype=lib.int8)),
+    lambda lib: lib.addcmul(lib.ones(1, dtype=lib.int64), lib.tensor([100], dtype=lib.int8),
+                            lib.tensor([3], dtype=lib.int8), value=2),
+    lambda lib: lib.ones(1, dtype=lib.int64).addcmul_(lib.tensor([100], dtype=lib.int8),
+                                                      lib.tensor([3], dtype=lib.int8)),
+    lambda lib: lib.addcmul(lib.ones(1, dtype=lib.float64), lib.tensor([0.1]), lib.tensor([0.1])),
+    lambda lib: lib.addcmul(lib.ones(1, dtype=lib.float64), lib.tensor([1e30]),
+                            lib.tensor([1e30])),
+    lambda lib: lib.addcdiv(lib.ones(1, dtype=lib.float64), lib.tensor([0.1]), lib.tensor([0.3]),
+                            value=0.5),
+    lambda lib: lib.addcdiv(lib.ones(1, dtype=lib.float64), lib.tensor([1], dtype=lib.int8),
+                            lib.tensor([3.0])),
+    lambda lib: lib.addcmul(lib.ones(1), lib.tensor([100], dtype=lib.int8),
+                            lib.tensor([3], dtype=lib.int8)),
+    lambda lib: lib.addcmul(lib.ones(2, dtype=lib.int8), lib.tensor(1.5, dtype=lib.float64),
+                            lib.tensor(3, dtype=lib.int8)),
+    lambda lib: lib.addcmul(lib.tensor(1, dtype=lib.int8), lib.tensor([100], dtype=lib.int8),
+                            lib.tensor([3], dtype=lib.int16)),
+    lambda lib: lib.ones(1, dtype=lib.int8).addcmul_(lib.tensor([100], dtype=lib.int64),
+                                                     lib.tensor([3], dtype=lib.int8)),
+], ids=range(11))
+def test_addcmul_addcdiv_compute_in_the_common_dtype_of_all_three(call):
+    # tensor1 * tensor2 was computed in their own pair's dtype before meeting input's
+    got, want = _both(call)
+    assert str(got.dtype) == str(want.dtype) and got.tolist() == want.tolist()
+
+
+def test_addcmul_gradient_through_the_conversion():
+    def run(lib):
+        x = lib.ones(2, dtype=lib.float64, requires_grad=True)
+        a = lib.tensor([0.1, 0.2], requires_grad=True)
+        b = lib.tensor([0.3, 0.4], dtype=lib.float64, requires_grad=True)
+        out = lib.addcmul(x, a, b, value=0.5)
+        return (out,) + lib.autograd.grad((out * lib.tensor([1.0, 2.0], dtype=lib.float64)).sum(),
+                                          (x, a, b))
+    for got, want in zip(*_both(run)):
+        assert str(got.dtype) == str(want.dtype)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
