@@ -1073,12 +1073,25 @@ def _in_common_dtype(input, tensor1, tensor2):
     dt = input._array.dtype
     if tensor1._array.dtype == dt and tensor2._array.dtype == dt:
         return tensor1, tensor2
-    # (the pair's type, standing in with its rank class for both, meets input's by PyTorch's
-    # dims-first promotion rule)
-    pair = _core.result_type(tensor1, tensor2)
-    stand_in = _wrap(np.empty((1,) if tensor1.ndim or tensor2.ndim else (), pair.np_dtype))
-    common = _core.result_type(input, stand_in)
+    common = _common_dtype((input, tensor1, tensor2))
     return tuple(t if t.dtype == common else t.to(common) for t in (tensor1, tensor2))
+
+
+def _common_dtype(tensors):
+    """PyTorch's result type of several tensors: the tensors with dimensions promoted together,
+    the 0-d ones together, and the two groups met by result_type's dims-first rule (a 0-d
+    tensor counts only with a higher category)."""
+    def promoted(group, shape):
+        dt = group[0]._array.dtype
+        for t in group[1:]:
+            dt = _core.result_type(_wrap(np.empty(shape, dt)),
+                                   _wrap(np.empty(shape, t._array.dtype))).np_dtype
+        return _wrap(np.empty(shape, dt))
+    with_dims = [t for t in tensors if t.ndim]
+    zero_dim = [t for t in tensors if not t.ndim]
+    if not with_dims or not zero_dim:
+        return promoted(with_dims or zero_dim, (1,) if with_dims else ()).dtype
+    return _core.result_type(promoted(with_dims, (1,)), promoted(zero_dim, ()))
 
 
 def _result_scalar(value, input, product):
