@@ -334,7 +334,13 @@ def test_alpha_gradient_reaches_other_of_another_dtype():
                             lib.tensor([3], dtype=lib.int16)),
     lambda lib: lib.ones(1, dtype=lib.int8).addcmul_(lib.tensor([100], dtype=lib.int64),
                                                      lib.tensor([3], dtype=lib.int8)),
-], ids=range(11))
+    lambda lib: lib.addcdiv(lib.tensor([1.0, 2.0]), lib.tensor([100, -3], dtype=lib.int8),
+                            lib.tensor(0.5, dtype=lib.float64)),
+    lambda lib: lib.addcmul(lib.tensor(1, dtype=lib.float64), lib.tensor(2.0),
+                            lib.tensor([3], dtype=lib.int16)),
+    lambda lib: lib.addcmul(lib.tensor(1, dtype=lib.uint8), lib.tensor(2, dtype=lib.int8),
+                            lib.tensor(3, dtype=lib.uint8)),
+], ids=range(14))
 def test_addcmul_addcdiv_compute_in_the_common_dtype_of_all_three(call):
     # tensor1 * tensor2 was computed in their own pair's dtype before meeting input's
     got, want = _both(call)
@@ -352,3 +358,49 @@ def test_addcmul_gradient_through_the_conversion():
     for got, want in zip(*_both(run)):
         assert str(got.dtype) == str(want.dtype)
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+
+
+# -- losses and cov with mixed dtypes --------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.functional.kl_div(lib.tensor([1, 2]), lib.tensor([0.5, 0.5]),
+                                         reduction="sum"),
+    lambda lib: lib.nn.functional.kl_div(lib.tensor([1.0, 2.0]), lib.tensor([1, 0]),
+                                         reduction="sum", log_target=True),
+    lambda lib: lib.nn.functional.soft_margin_loss(lib.tensor([1, 2], dtype=lib.int8),
+                                                   lib.tensor([1, -1])),
+    lambda lib: lib.nn.functional.soft_margin_loss(lib.tensor([1, 2], dtype=lib.int8),
+                                                   lib.tensor([1.0, -1.0])),
+    lambda lib: lib.cov(lib.ones(2, 2), aweights=lib.tensor([1, 2])),
+    lambda lib: lib.cov(lib.ones(2, 2), fweights=lib.tensor([1.0, 2.0])),
+    lambda lib: lib.cov(lib.ones(2, 2), fweights=lib.tensor([True, True])),
+    lambda lib: lib.cov(lib.ones(2, 2), aweights=lib.tensor([-1.0, 2.0])),
+    lambda lib: lib.cov(lib.ones(2, 2), fweights=lib.tensor([-1, 2])),
+    lambda lib: lib.cov(lib.ones(2, 2), fweights=lib.tensor([[1, 2]])),
+    lambda lib: lib.cov(lib.ones(2, 2), aweights=lib.tensor([1.0, 2.0, 3.0])),
+    lambda lib: lib.cov(lib.ones(2, 2), fweights=lib.tensor(2)),
+], ids=range(12))
+def test_loss_and_cov_argument_refusals(call):
+    # each was computed (kl_div of integers, cov with integer aweights, negative weights, ...)
+    _raises_like(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.functional.soft_margin_loss(lib.tensor([0.1, 0.7]),
+                                                   lib.tensor([1.0, -1.0], dtype=lib.float64)),
+    lambda lib: lib.nn.functional.soft_margin_loss(lib.tensor([0.1, 0.7], dtype=lib.float64),
+                                                   lib.tensor([1.0, -1.0]), reduction="none"),
+    lambda lib: lib.cov(lib.tensor([[0.1, 0.7], [0.2, 0.3]]),
+                        aweights=lib.tensor([1.0, 3.0], dtype=lib.float64)),
+    lambda lib: lib.cov(lib.tensor([[0.1, 0.7], [0.2, 0.3]]), correction=0,
+                        fweights=lib.tensor([1, 2]),
+                        aweights=lib.tensor([0.5, 2.0], dtype=lib.float64)),
+    lambda lib: lib.cov(lib.tensor([[1, 2], [3, 5]]), fweights=lib.tensor([1, 2])),
+    lambda lib: lib.cov(lib.tensor([1.0, 2.0, 4.0]), fweights=lib.tensor([1, 1, 2])),
+], ids=range(6))
+def test_loss_and_cov_result_dtype(call):
+    # soft_margin_loss took target's wider dtype (PyTorch's has input's); cov rounded float64
+    # aweights to a float32 input's dtype
+    got, want = _both(call)
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
