@@ -106,10 +106,13 @@ def _sequence_dtype(data, arr: np.ndarray):
     numbers give.  A complex element makes the result complex, as wide as the widest float or
     complex element (a Python complex as the default complex dtype)."""
     if not _items_of_numpy_or_tensor(data)[0]:
-        if arr.dtype in _PYTHON_RESULT_DTYPES:
-            return _infer_dtype(arr)
+        # Python numbers only: their kind decides, whatever width numpy read them in (an
+        # array.array('f') of floats is float32 to numpy and was walked as one int leaf:
+        # tensor(array.array('f', [1.5])) was silently int64 [1])
         if arr.dtype.kind == "c":
             return _default_complex()
+        if arr.dtype.kind in "fiub":
+            return _infer_dtype(arr)
     floats, complexes, others = [], [], []
     stack = [data]
     while stack:

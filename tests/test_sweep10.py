@@ -1,5 +1,7 @@
 """Regressions found by the tenth argument-form sweep (sorting and sets, the random API, numpy
 interop and conversions) against PyTorch."""
+import array
+
 import numpy as np
 import pytest
 
@@ -404,3 +406,19 @@ def test_loss_and_cov_result_dtype(call):
     got, want = _both(call)
     assert str(got.dtype) == str(want.dtype)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.tensor(array.array("f", [1.5, 2.25])),
+    lambda lib: lib.as_tensor(array.array("f", [1.5, 2.0])),
+    lambda lib: lib.tensor([array.array("f", [1.5]), array.array("f", [2.5])]),
+    lambda lib: lib.tensor([array.array("b", [1]), [2.5]]),
+    lambda lib: lib.tensor(array.array("B", [200])),
+    lambda lib: lib.tensor(array.array("i", [1, 2])),
+    lambda lib: lib.tensor(array.array("d", [0.1])),
+], ids=range(7))
+def test_tensor_of_array_array_reads_python_numbers(make):
+    # an array.array('f') was walked as one int leaf: tensor(array.array('f', [1.5])) was
+    # silently int64 [1]
+    got, want = _both(make)
+    assert str(got.dtype) == str(want.dtype) and got.tolist() == want.tolist()
