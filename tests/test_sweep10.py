@@ -125,7 +125,7 @@ def test_diff_checks_prepend_and_append_like_pytorch():
     np.testing.assert_array_equal(got.numpy(), want.numpy())
 
 
-# -- asarray of a tensor: requires_grad given or not -------------------------------------------------
+# -- asarray of a tensor: requires_grad given or not -----------------------------------------------
 
 @pytest.mark.parametrize("requires_grad", [None, False, True])
 @pytest.mark.parametrize("leaf", [True, False])
