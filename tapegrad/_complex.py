@@ -480,6 +480,8 @@ _REFUSED = {
     "kthvalue": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "kthvalue_cpu")),
     "cummax": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "cummax_cpu")),
     "cummin": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "cummin_cpu")),
+    "mode": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "mode_cpu")),
+    "isin": (RuntimeError, "Unsupported input type encountered for isin(): {t}"),
 }
 
 

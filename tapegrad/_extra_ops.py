@@ -1058,9 +1058,40 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
+    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
     product = tensor1 * tensor2
     return _core._name_grad_fn(input + _result_scalar(value, input, product) * product,
                                "AddcmulBackward0")
+
+
+def _in_common_dtype(input, tensor1, tensor2):
+    """tensor1 and tensor2 converted (recorded) to the common dtype of all three operands, as
+    PyTorch's addcmul/addcdiv kernel reads them: their own product or quotient first had wrapped
+    in int8 (addcmul(int64 1, int8 100, int8 3) was 45, not 301) or rounded in float32 before
+    meeting a float64 input.  Same-dtype operands (the optimizers' per-step calls) pass as
+    they are."""
+    dt = input._array.dtype
+    if tensor1._array.dtype == dt and tensor2._array.dtype == dt:
+        return tensor1, tensor2
+    common = _common_dtype((input, tensor1, tensor2))
+    return tuple(t if t.dtype == common else t.to(common) for t in (tensor1, tensor2))
+
+
+def _common_dtype(tensors):
+    """PyTorch's result type of several tensors: the tensors with dimensions promoted together,
+    the 0-d ones together, and the two groups met by result_type's dims-first rule (a 0-d
+    tensor counts only with a higher category)."""
+    def promoted(group, shape):
+        dt = group[0]._array.dtype
+        for t in group[1:]:
+            dt = _core.result_type(_wrap(np.empty(shape, dt)),
+                                   _wrap(np.empty(shape, t._array.dtype))).np_dtype
+        return _wrap(np.empty(shape, dt))
+    with_dims = [t for t in tensors if t.ndim]
+    zero_dim = [t for t in tensors if not t.ndim]
+    if not with_dims or not zero_dim:
+        return promoted(with_dims or zero_dim, (1,) if with_dims else ()).dtype
+    return _core.result_type(promoted(with_dims, (1,)), promoted(zero_dim, ()))
 
 
 def _result_scalar(value, input, product):
@@ -1093,6 +1124,7 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
+    tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
     quotient = tensor1 / tensor2
     return _core._name_grad_fn(input + _result_scalar(value, input, quotient) * quotient,
                                "AddcdivBackward0")
@@ -1341,9 +1373,19 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         return input.clone()
     from . import cat
     d = _dim(dim, input.ndim)
-    for extra in (prepend, append):
-        if isinstance(extra, TensorBase) and extra.ndim != input.ndim:
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is None:
+            continue
+        if not isinstance(extra, TensorBase):
+            raise TypeError(f"diff(): argument '{name}' must be Tensor, not {_type_name(extra)}")
+        if extra.ndim != input.ndim:
             raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        for i in range(input.ndim):     # (PyTorch checks before cat, with its own message)
+            if i != d and extra.shape[i] != input.shape[i]:
+                raise RuntimeError(
+                    "diff expects the shape of tensor to prepend or append to match that of "
+                    "input except along the differencing dimension; input.size(%d) = %d, but "
+                    "got tensor.size(%d) = %d" % (i, input.shape[i], i, extra.shape[i]))
     parts = [t for t in (prepend, input, append) if t is not None]
     x = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):

@@ -98,23 +98,17 @@ def _alias_error(source_dt, target_dt):
                       f" into dtype '{_dtype_name(np.empty(0, target_dt)).capitalize()}'.")
 
 
-def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     """obj as a tensor, sharing memory where it can: a tensor of the asked dtype is returned
     itself, a numpy array is viewed (from_numpy), a buffer (bytes, bytearray, array.array) is
     read as the default float dtype unless dtype says otherwise; sequences and scalars are
     converted (copied).  copy=True always copies; copy=False raises where sharing is
-    impossible."""
+    impossible.  requires_grad not given keeps a tensor's own (and its graph)."""
     _check_cpu(device)
     target = _np_dtype(dtype, "asarray")
     if isinstance(obj, TensorBase):
-        if target is None or obj._array.dtype == target:
-            result = obj.clone() if copy else obj
-        elif copy is False:
-            raise _alias_error(obj._array.dtype, target)
-        else:
-            result = obj.to(dtype)
-        return _finish(result, requires_grad) if requires_grad and not result.requires_grad \
-            else result
+        return _tensor_as_tensor(obj, dtype, target, copy, requires_grad)
+    requires_grad = bool(requires_grad)
     if isinstance(obj, np.ndarray):
         if target is not None and obj.dtype != target:
             if copy is False:
@@ -131,6 +125,32 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
         raise ValueError("can't alias arbitrary sequence into a tensor.")
     from .creation import tensor
     return tensor(obj, dtype=dtype, requires_grad=requires_grad)
+
+
+def _tensor_as_tensor(obj, dtype, target, copy, requires_grad):
+    """asarray of a tensor: itself, a clone or a conversion (recorded).  requires_grad=False
+    cuts the result from the graph as PyTorch does: a detached alias, or, when the result is
+    obj itself and a leaf, obj with requires_grad switched off."""
+    if target is None or obj._array.dtype == target:
+        result = obj.clone() if copy else obj
+    elif copy is False:
+        raise _alias_error(obj._array.dtype, target)
+    else:
+        result = obj.to(dtype)
+    if requires_grad is None:
+        if result is obj and obj.requires_grad and obj.is_leaf:
+            warnings.warn("torch.asarray: unspecified requires_grad now defaults to "
+                          "obj.requires_grad instead of False. Pass requires_grad=False "
+                          "explicitly to get the old behavior and silence this warning.",
+                          UserWarning, stacklevel=_core.user_stacklevel())
+        return result
+    if requires_grad:
+        return result if result.requires_grad else _finish(result, True)
+    if not result.requires_grad:
+        return result
+    if result is obj and obj.is_leaf:
+        return obj.requires_grad_(False)
+    return result.detach()
 
 
 def _is_buffer(obj) -> bool:

@@ -644,7 +644,9 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
     from .contractions import _scaled_sum
-    product = _core.bmm(batch1, batch2).sum(0)
+    # (summed in the product's dtype, as PyTorch accumulates: sum's int64 for integer tensors
+    # had made an int8 addbmm silently int64)
+    product = _core.bmm(batch1, batch2).sum(0, dtype=_core.result_type(batch1, batch2))
     empty = batch1.shape[0] == 0 or batch1.shape[2] == 0
     return _core._name_grad_fn(
         _scaled_sum(input, product, beta, alpha, drop_zero_alpha=True, empty_sum=empty),

@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from . import _core
-from ._extra_ops import (_check_tensor, _numpy_dim_names, _dim, _dtype_name, _index_tensor, _wrap,
-                         register_family)
+from ._extra_ops import (_check_tensor, _numpy_dim_names, _dim, _dtype_name, _index_tensor,
+                         _refuse_if_complex, _wrap, register_family)
 from ._out_arg import compute_then_write, require_dtype, write_into
 from .tensor import is_int
 
@@ -70,12 +70,18 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     _core.check_bool("isin", "invert", invert, 0, overloads)
     if not isinstance(elements, TensorBase) and not isinstance(test_elements, TensorBase):
         _check_tensor_or_number("isin", (elements, test_elements, None), signatures)
-    values = elements._array if isinstance(elements, TensorBase) else np.asarray(elements)
-    tests = (test_elements._array if isinstance(test_elements, TensorBase)
-             else np.asarray(test_elements))
-    for arr in (values, tests):
-        if arr.dtype == np.bool_:
+    operands = [x if isinstance(x, TensorBase) else _wrap(np.asarray(x))
+                for x in (elements, test_elements)]
+    for operand in operands:        # (a Python number as PyTorch wraps it: float64, int64, ...)
+        if operand._array.dtype == np.bool_:
             raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+        _refuse_if_complex("isin", operand)
+    # Both sides meet in PyTorch's result type, a Python number or 0-d tensor converted to the
+    # other side's dtype as it is: 0.1 matches float32 0.1, 300 matches int8 44 (it wraps).
+    # (numpy's own promotion had compared 0.1 in float64 with float32 0.1: silently False.)
+    common = _core.result_type(elements, test_elements).np_dtype
+    with _core.IeeeResults():
+        values, tests = (operand._array.astype(common, copy=False) for operand in operands)
     return _wrap(np.isin(values, tests, invert=bool(invert)))
 
 

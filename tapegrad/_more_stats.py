@@ -451,12 +451,16 @@ def _binary_search(name: str, boundaries, values, out_int32: bool, right: bool, 
     if b.ndim == 0:
         raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
                            "dimension, but got 0 dimension")
-    # PyTorch compares in the two dtypes' common type, with a kernel for real numbers only (its
-    # bucketize is its searchsorted, whose name the error carries)
-    common = np.result_type(b.dtype, v.dtype)
+    # PyTorch compares in the two sides' result type, with a kernel for real numbers only (its
+    # bucketize is its searchsorted, whose name the error carries).  A Python number or a 0-d
+    # tensor of values converts to the boundaries' dtype: 0.1 finds float32 0.1 (numpy's
+    # promotion had compared it in float64, a silently other index).
+    common = _core.result_type(boundaries, values).np_dtype
     if common == np.bool_ or common.kind == "c":
         raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for "
                                   f"'{_dtype_name(np.empty(0, common))}'")
+    with _core.IeeeResults():
+        b, v = b.astype(common, copy=False), v.astype(common, copy=False)
     if b.ndim > 1:
         if values_is_scalar:
             raise RuntimeError(f"torch.searchsorted(): input value can be a scalar only when "

@@ -17,7 +17,7 @@ from . import _core
 from ._class_members import has_member
 from .creation import has_numpy_strides
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim,
-                         _refuse_if_complex, _wrap, divide, register_family, values_at)
+                         _no_dims, _refuse_if_complex, _wrap, divide, register_family, values_at)
 
 _core_div = _core.div
 
@@ -132,6 +132,7 @@ def mode(input, dim=-1, keepdim=False):
     axis = _dim(dim, input.ndim)
     if input.shape[axis] == 0:
         raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
+    _refuse_if_complex("mode", input)     # (a 0-d complex input is PyTorch's too, above)
     moved = np.moveaxis(input._array, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
@@ -504,9 +505,18 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if x.ndim < 2:
         x = x.reshape(1, -1)
     weights = None
-    for w in (fweights, aweights):
-        if w is not None:
-            weights = w if weights is None else weights * w
+    for name, w, kinds, kind_name in (("fweights", fweights, "iu", "integral"),
+                                      ("aweights", aweights, "f", "floating point")):
+        if w is None:
+            continue
+        _check_cov_weights(name, w, kinds, kind_name, x.shape[1])
+        weights = w if weights is None else weights * w
+    if weights is not None:
+        # (a float64 aweights makes the result float64, as PyTorch's promotion does; casting
+        # the weights to a float32 input's dtype had silently rounded them)
+        common = _core.result_type(x, weights)
+        if common != x.dtype:
+            x = x.to(common)
     if weights is None:
         mean = x.mean(1, keepdim=True)
         centred = x - mean
@@ -522,6 +532,23 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = total - correction * (weights * aweights.to(x.dtype)).sum() / total
         result = _core.matmul(centred * weights, _adjoint(centred)) / norm
     return result.squeeze() if input.ndim < 2 or x.shape[0] == 1 else result
+
+
+def _check_cov_weights(name, w, kinds, kind_name, observations):
+    """PyTorch's checks of cov's fweights (integers) and aweights (floats): at most 1-d, one per
+    observation, none negative."""
+    _check_tensor(w, "cov")
+    if w.ndim > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                           f"{name} with {w.ndim} dimensions")
+    if w._array.dtype.kind not in kinds:
+        raise RuntimeError(f"cov(): expected {name} to have {kind_name} dtype but got {name} "
+                           f"with {_core.scalar_type_name_of(w._array.dtype)} dtype")
+    if w._array.size != observations:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                           f"observations in the input but got {w._array.size} != {observations}")
+    if observations and w._array.min() < 0:
+        raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
 def _adjoint(m):
@@ -591,6 +618,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         values = flat[starts]
         inverse_shape = arr.shape
     else:
+        if arr.ndim == 0:
+            _no_dims(dim)
         axis = _dim(dim, arr.ndim)
         _check_unique_dim_of_empty(arr.shape, axis)
         moved = np.moveaxis(arr, axis, 0)

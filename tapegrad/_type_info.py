@@ -28,7 +28,14 @@ class finfo(metaclass=TorchNamedClass):
         if type is _core.bfloat16:
             self._bfloat16()
             return
-        np_dtype = np.dtype(np.float32) if type is None else _check_dtype(type, "finfo")
+        if type is None:
+            np_dtype = np.dtype(np.float32)
+        elif type is _core.complex32:   # (a name only in tapegrad: its parts are float16)
+            np_dtype = np.dtype(np.float16)
+        else:
+            np_dtype = _check_dtype(type, "finfo")
+        if np_dtype.kind == "c":        # PyTorch's finfo of a complex dtype is its parts' dtype's
+            np_dtype = np.dtype(f"f{np_dtype.itemsize // 2}")
         if np_dtype.kind != "f":
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
                             "to handle 'torch.finfo'")

@@ -72,6 +72,7 @@ def kernel_scalar(value, dtype):
                                    == 2 else dtype)
         value = value.real
     if kind in "iu":
+        _core._scalar_to_dtype(value, dtype)   # (PyTorch's checked conversion: its overflow error)
         return int(value)
     if kind == "b":
         return bool(value)

@@ -103,10 +103,17 @@ def _sequence_dtype(data, arr: np.ndarray):
     - and floats win over ints (torch.promote_types, not numpy's float32 + int64 = float64).
     The elements are walked only when numpy values or tensors are in play (anywhere: a float64
     array after lists of Python floats makes float64) or numpy's dtype is not what Python
-    numbers give."""
-    if arr.dtype in _PYTHON_RESULT_DTYPES and not _items_of_numpy_or_tensor(data)[0]:
-        return _infer_dtype(arr)
-    floats, others = [], []
+    numbers give.  A complex element makes the result complex, as wide as the widest float or
+    complex element (a Python complex as the default complex dtype)."""
+    if not _items_of_numpy_or_tensor(data)[0]:
+        # Python numbers only: their kind decides, whatever width numpy read them in (an
+        # array.array('f') of floats is float32 to numpy and was walked as one int leaf:
+        # tensor(array.array('f', [1.5])) was silently int64 [1])
+        if arr.dtype.kind == "c":
+            return _default_complex()
+        if arr.dtype.kind in "fiub":
+            return _infer_dtype(arr)
+    floats, complexes, others = [], [], []
     stack = [data]
     while stack:
         item = stack.pop()
@@ -114,15 +121,22 @@ def _sequence_dtype(data, arr: np.ndarray):
             stack.extend(item)
         elif isinstance(item, (np.generic, np.ndarray, _core.TensorBase)):
             # numpy scalars, arrays and tensors (torch.tensor([t0, t1]) of 0-d tensors) count
-            # with their own dtype: a float tensor must never be read as an int.
+            # with their own dtype: a float tensor must never be read as an int, a complex128
+            # one never narrowed to complex64.
             dt = item._array.dtype if isinstance(item, _core.TensorBase) else item.dtype
-            (floats if dt.kind == "f" else others).append(dt)
+            (floats if dt.kind == "f" else complexes if dt.kind == "c" else others).append(dt)
         elif isinstance(item, float):
             floats.append(_default_float())
+        elif isinstance(item, complex):
+            complexes.append(_default_complex())
         else:
             others.append(np.dtype(np.bool_) if isinstance(item, bool) else np.dtype(np.int64))
     if any(d in _BAREBONES_UNSIGNED for d in others):
         return _promoted_in_order(data)
+    if complexes:
+        # (PyTorch promotes float64 with complex64 to complex128)
+        wide = any(d.itemsize >= 16 for d in complexes) or any(d.itemsize >= 8 for d in floats)
+        return np.dtype(np.complex128 if wide else np.complex64)
     if floats:
         return max(floats, key=lambda d: d.itemsize)
     return np.result_type(*others) if others else _infer_dtype(arr)
@@ -381,8 +395,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
             _check_complex_to_real(data, _np_dtype(dtype, "tensor"))
         if dtype is None:       # with an explicit dtype, convert once (no float32 rounding first)
             with _core.IeeeResults():       # (1e40 as float32 is inf, silently as in PyTorch)
-                arr = arr.astype(_sequence_dtype(data, arr) if arr.dtype.kind != "c"
-                                 else _default_complex(), copy=False)
+                arr = arr.astype(_sequence_dtype(data, arr), copy=False)
         if not arr.dtype.isnative:
             # a list of big-endian arrays: PyTorch converts their values element by element
             arr = arr.astype(arr.dtype.newbyteorder("="))
@@ -597,7 +610,10 @@ def _warn_if_read_only(array: np.ndarray) -> None:
 def _default_complex() -> np.dtype:
     """The complex dtype of Python complex numbers: complex64, complex128 when the default
     float dtype is float64 (PyTorch's default complex dtype follows it)."""
-    return np.dtype(np.complex128 if _default_float() == np.float64 else np.complex64)
+    default = _default_float()
+    if default == np.float16:
+        return _core.complex32.np_dtype     # (PyTorch's complex32, which tapegrad refuses)
+    return np.dtype(np.complex128 if default == np.float64 else np.complex64)
 
 
 def _number_argument(value, fn: str):

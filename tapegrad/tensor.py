@@ -23,6 +23,9 @@ from ._torch_names import TorchNamedClass as _TorchNamedClass
 
 _NUMPY_REQUIRES_GRAD = ("Can't call numpy() on Tensor that requires grad. "
                         "Use tensor.detach().numpy() instead.")
+# (tapegrad's conj() holds its values materialised, but PyTorch's numpy() refuses the lazy view)
+_NUMPY_CONJ_BIT = ("Can't call numpy() on Tensor that has conjugate bit set. "
+                   "Use tensor.resolve_conj().numpy() instead.")
 
 
 class Size(tuple, metaclass=_TorchNamedClass):
@@ -291,6 +294,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         also works on a tensor that requires grad (on a CPU-only build that needs no copy)."""
         if self.requires_grad and not force:
             raise RuntimeError(_NUMPY_REQUIRES_GRAD)
+        if getattr(self, "_conj_bit", False) and not force:
+            raise RuntimeError(_NUMPY_CONJ_BIT)
         _core._capture_read(self, "numpy", None)
         return self._array
 
@@ -299,6 +304,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         # fresh array (np.array), copy=False must share or raise.
         if self.requires_grad:
             raise RuntimeError(_NUMPY_REQUIRES_GRAD)
+        if getattr(self, "_conj_bit", False):
+            raise RuntimeError(_NUMPY_CONJ_BIT)
         _core._capture_read(self, "numpy", None)
         arr = self._array
         if dtype is not None and np.dtype(dtype) != arr.dtype:

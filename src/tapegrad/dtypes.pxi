@@ -57,6 +57,23 @@ cdef class dtype:
     def is_signed(self):
         return self.name != "bool" and not self.name.startswith("uint")
 
+    def to_complex(self):
+        """The complex dtype whose parts are this float dtype (a complex dtype itself);
+        PyTorch's RuntimeError for an integer or bool dtype."""
+        if self.category == CAT_COMPLEX:
+            return self
+        paired = COMPLEX_OF_FLOAT.get(self.name)
+        if paired is None:
+            raise RuntimeError("Unknown Complex ScalarType for "
+                               + SCALAR_TYPE_NAMES.get(self.name, self.name))
+        return DTYPE_OF_NAME[paired]
+
+    def to_real(self):
+        """The dtype of a complex dtype's parts; any other dtype itself."""
+        if self.category != CAT_COMPLEX:
+            return self
+        return DTYPE_OF_NAME[FLOAT_OF_COMPLEX[self.name]]
+
     def __repr__(self):
         return "torch." + self.name
 
@@ -109,6 +126,10 @@ cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in DTYPE_OF_NAME.values()}
 DTYPE_OF_NUM.setdefault(np.dtype(np.ulonglong).num, uint64)
 for _name_only in (bfloat16, complex32):
     DTYPE_OF_NAME[_name_only.name] = _name_only
+# dtype.to_complex / to_real (PyTorch pairs bfloat16 with complex64, having no complex bfloat16)
+FLOAT_OF_COMPLEX = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
+COMPLEX_OF_FLOAT = {"float16": "complex32", "float32": "complex64", "float64": "complex128",
+                    "bfloat16": "complex64"}
 NP_FLOAT32 = np.dtype(np.float32)
 NP_INT64 = np.dtype(np.int64)
 NP_BOOL = np.dtype(np.bool_)

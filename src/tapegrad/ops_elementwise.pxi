@@ -157,10 +157,19 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         if kind == "b":
             # a bool result: alpha * b is b where alpha is non-zero, else all False
             return b if alpha else (b * False if isinstance(b, TensorBase) else False)
-        if isinstance(b, TensorBase) and (<TensorBase>b)._array.dtype == NP_BOOL:
-            # bool * alpha would be int64 and widen the sum (int8 + 2 * bool is int8): scale
-            # in the result dtype (a bool tensor has no gradient to keep)
-            b = wrap((<TensorBase>b)._array.astype(R))
+        # PyTorch's kernel converts alpha to the result type, checked: int8's alpha=300 and
+        # float16's 70000 are its overflow error, not a silently wrapped factor or inf.  Its sub
+        # is add with -alpha, which is what must fit (int32's sub takes alpha=2**31).
+        value = alpha.item() if isinstance(alpha, np.generic) else alpha
+        scalar_to_dtype(-value if name.startswith("sub") else value, R)
+        if isinstance(b, TensorBase) and (<TensorBase>b)._array.dtype != R:
+            # PyTorch scales other in the result dtype, after converting it: int8's 3 * 100 in
+            # an int64 sum is 300, not int8's wrapped 44; float32's 1e300 in a float64 sum is
+            # no inf.  (A bool tensor has no gradient to keep: converted unrecorded.)
+            if (<TensorBase>b)._array.dtype == NP_BOOL:
+                b = wrap((<TensorBase>b)._array.astype(R))
+            else:
+                b = b.to(DTYPE_OF_NUM[R.num])
     if alpha == 1:
         return b
     return b * alpha

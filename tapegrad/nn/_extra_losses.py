@@ -69,6 +69,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction, ("batchmean",))
     _core.check_bool("kl_div", "log_target", log_target)
+    if any(t._array.dtype.kind in "biu" for t in (input, target)):
+        # (PyTorch refuses them; computed, they gave a number from integer log-probabilities)
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         pointwise = _tg.exp(target) * (target - input)
     else:
@@ -207,7 +210,18 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     """``log(1 + exp(-target * input))`` per element (target 1 or -1), reduced by ``reduction``."""
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
-    return _reduce(_tg.log1p(_tg.exp(-target * input)), reduction)
+    # PyTorch computes into a tensor of input's dtype (neg, then mul_ by target, exp_, log1p_):
+    # the loss has input's dtype whatever target's, and an integer input cannot hold exp's
+    margin = -input * target
+    if input._array.dtype.kind in "iu":
+        # (its mul_ by a floating target fails, or else its exp_)
+        result = margin.dtype if margin.is_floating_point() else _tg.get_default_dtype()
+        raise RuntimeError(f"result type {_core.scalar_type_name_of(result.np_dtype)} can't be "
+                           f"cast to the desired output type "
+                           f"{_core.scalar_type_name_of(input._array.dtype)}")
+    if margin.dtype != input.dtype:
+        margin = margin.to(input.dtype)
+    return _reduce(_tg.log1p(_tg.exp(margin)), reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,

@@ -83,7 +83,10 @@ def bilinear(input1, input2, weight, bias=None):
     # (B, i) @ (i, o*j) then contract j with x2: two matmuls instead of an einsum.
     o, i, j = weight.shape
     left = (x1 @ weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
-    out = (left * x2.unsqueeze(1)).sum(-1)
+    product = left * x2.unsqueeze(1)
+    # (summed in its own dtype, as PyTorch's contraction: sum's int64 for integer tensors had
+    # made an int8 bilinear silently int64)
+    out = product.sum(-1, dtype=product.dtype)
     if bias is not None:
         out = out + bias
     return out.reshape(*lead, o)
