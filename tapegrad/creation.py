@@ -358,6 +358,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if data.dtype.kind not in "biufc":
             raise TypeError(f"new(): invalid data type 'numpy.{type(data).__name__}'")
         arr = np.array(data, copy=True)
+        _core.check_numpy_convertible(arr)      # (PyTorch reads it as a 0-d array)
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:

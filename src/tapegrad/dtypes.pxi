@@ -124,6 +124,15 @@ DTYPE_OF_NAME["complex128"] = complex128
 cdef dict DTYPE_OF_NUM = {d.np_dtype.num: d for d in DTYPE_OF_NAME.values()}
 # (numpy makes Python ints above int64's range unsigned long long: the same 64 bits as uint64)
 DTYPE_OF_NUM.setdefault(np.dtype(np.ulonglong).num, uint64)
+# On LP64 platforms numpy has two 64-bit integer types: int64 is C long ('l'), and long long ('q',
+# from np.longlong, array.array('q'), ctypes) is a second type number for the same integers, which
+# PyTorch reads as int64.  wrap_array views such arrays as the canonical type, so the kernels'
+# type-number checks see one int64; the table entry covers arrays wrapped internally.
+DTYPE_OF_NUM.setdefault(np.dtype(np.longlong).num, int64)
+cdef int LONGLONG_NUM = (np.dtype(np.longlong).num if np.dtype(np.longlong).num != np.dtype(np.int64).num
+                         else -1)
+cdef int ULONGLONG_NUM = (np.dtype(np.ulonglong).num if np.dtype(np.ulonglong).num != np.dtype(np.uint64).num
+                          else -1)
 for _name_only in (bfloat16, complex32):
     DTYPE_OF_NAME[_name_only.name] = _name_only
 # dtype.to_complex / to_real (PyTorch pairs bfloat16 with complex64, having no complex bfloat16)

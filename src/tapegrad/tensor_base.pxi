@@ -53,6 +53,11 @@ cdef object as_ndarray(object x):
 def wrap_array(object arr, bint requires_grad=False):
     """Tensor creation for the facade: wrap ndarray `arr` (not copied) as a leaf tensor."""
     arr = nd(arr)
+    cdef int type_num = cnp.PyArray_TYPE(<cnp.ndarray>arr)
+    if type_num == LONGLONG_NUM:            # (dtypes.pxi: the same integers, one type number)
+        arr = arr.view(NP_INT64)
+    elif type_num == ULONGLONG_NUM:
+        arr = arr.view(np.uint64)
     cdef TensorBase t = wrap(arr)
     if not COMPLEX_IN_USE and dtype_kind(<cnp.ndarray>arr) == c'c':
         _complex_in_use()
@@ -95,8 +100,11 @@ def check_numpy_convertible(cnp.ndarray arr):
     if not dt.isnative:
         raise ValueError("given numpy array has byte order different from the native byte "
                          "order. Conversion between byte orders is currently not supported.")
+    # (numpy's unsigned long long, a second type number of uint64's bits, is refused by PyTorch;
+    # its signed twin long long is read as int64)
     if not ((dt.kind == "f" and item in (2, 4, 8)) or (dt.kind == "c" and item in (8, 16))
-            or (dt.kind in "iu" and item in (1, 2, 4, 8)) or dt.kind == "b"):
+            or (dt.kind in "iu" and item in (1, 2, 4, 8)) or dt.kind == "b") \
+            or cnp.PyArray_TYPE(arr) == ULONGLONG_NUM:
         raise TypeError(f"can't convert np.ndarray of type numpy.{dt.type.__name__}. The only "
                         f"supported types are: {NUMPY_TYPES_TAKEN}.")
 

@@ -1,0 +1,65 @@
+"""Session 26's own fixes, each checked against PyTorch where it is installed."""
+import array
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+# -- numpy's second 64-bit integer type --------------------------------------------------------
+# On LP64 platforms numpy's int64 is C long; long long (np.longlong, array.array('q')) is another
+# type number for the same integers.  PyTorch reads it as int64; tapegrad refused it.
+
+LONGLONG_SOURCES = {
+    "from_numpy": lambda lib: lib.from_numpy(np.array([3, -1], dtype=np.longlong)),
+    "tensor(array)": lambda lib: lib.tensor(np.array([3, -1], dtype=np.longlong)),
+    "tensor(scalar)": lambda lib: lib.tensor(np.longlong(3)),
+    "tensor([scalar])": lambda lib: lib.tensor([np.longlong(3), np.longlong(-1)]),
+    "tensor(array.array q)": lambda lib: lib.tensor(array.array("q", [3, -1])),
+    "as_tensor(array.array q)": lambda lib: lib.as_tensor(array.array("q", [3, -1])),
+    "as_tensor(array)": lambda lib: lib.as_tensor(np.array([3, -1], dtype=np.longlong)),
+}
+
+
+@pytest.mark.parametrize("source", sorted(LONGLONG_SOURCES))
+def test_long_long_arrays_are_int64(source):
+    t = LONGLONG_SOURCES[source](tg)
+    assert t.dtype == tg.int64
+    torch = pytest.importorskip("torch")
+    ref = LONGLONG_SOURCES[source](torch)
+    assert str(ref.dtype) == str(t.dtype)
+    assert t.tolist() == ref.tolist()
+
+
+def test_long_long_array_shares_memory_and_indexes():
+    a = np.array([1, 0], dtype=np.longlong)
+    t = tg.from_numpy(a)
+    a[0] = 0
+    assert t.tolist() == [0, 0]
+    x = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    idx = tg.from_numpy(np.array([1, 0], dtype=np.longlong))
+    loss = tg.nn.functional.cross_entropy(x, idx) + x[idx].sum() + x.gather(1, idx[:, None]).sum()
+    loss.backward()
+    ref = tg.tensor([1, 0])
+    x2 = tg.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    (tg.nn.functional.cross_entropy(x2, ref) + x2[ref].sum() + x2.gather(1, ref[:, None]).sum()).backward()
+    assert np.array_equal(x.grad.numpy(), x2.grad.numpy())
+
+
+ULONGLONG_SOURCES = {
+    "from_numpy": lambda lib: lib.from_numpy(np.array([3, 1], dtype=np.ulonglong)),
+    "tensor(array)": lambda lib: lib.tensor(np.array([3, 1], dtype=np.ulonglong)),
+    "as_tensor(array)": lambda lib: lib.as_tensor(np.array([3, 1], dtype=np.ulonglong)),
+    "tensor(scalar)": lambda lib: lib.tensor(np.ulonglong(3)),
+}
+
+
+@pytest.mark.parametrize("source", sorted(ULONGLONG_SOURCES))
+def test_unsigned_long_long_arrays_are_refused(source):
+    # PyTorch takes numpy's uint64 (C unsigned long) but refuses unsigned long long
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.ulonglong"):
+        ULONGLONG_SOURCES[source](tg)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.ulonglong"):
+        ULONGLONG_SOURCES[source](torch)
