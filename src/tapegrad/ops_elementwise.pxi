@@ -140,6 +140,9 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     x, y = complex_number_operand(a), complex_number_operand(b)
     if y is NotImplemented:
         raise bad_operand_error(name, a, b)
+    if name.startswith("sub"):
+        # before the scaling below turns a bool operand into the result dtype and hides it
+        check_no_bool_subtraction(a, b)
     if x is not NotImplemented:
         # PyTorch's alpha_check against the result dtype (an integer result never silently
         # becomes a float one because alpha is a float)
