@@ -480,6 +480,11 @@ _REFUSED = {
     "kthvalue": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "kthvalue_cpu")),
     "cummax": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "cummax_cpu")),
     "cummin": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "cummin_cpu")),
+    "deg2rad": (RuntimeError, "deg2rad is not supported for complex tensors."),
+    "rad2deg": (RuntimeError, "rad2deg is not supported for complex tensors."),
+    "i0": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "i0_vml_cpu")),
+    # |x| is real: written back into a complex x it would pass for a complex result
+    "abs_": (RuntimeError, "In-place abs is not supported for complex tensors."),
 }
 
 

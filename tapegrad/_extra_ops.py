@@ -1119,12 +1119,8 @@ def logaddexp(input, other):
         from . import broadcast_tensors, stack
         from ._complex import dispatch
         return dispatch("logsumexp", stack(broadcast_tensors(input, other)), (0,), False)
-    from . import maximum, where
-    same_inf = (input == other) & input.isinf()
-    gap = where(same_inf, 0.0, input - other)
-    return _core._name_grad_fn(
-        where(same_inf, input, maximum(input, other) + (-gap.abs()).exp().log1p()),
-        "LogaddexpBackward0")
+    from ._tutorial_ops import _LogAddExp
+    return _LogAddExp.apply(input, other)
 
 
 def _xlogy_values(x: np.ndarray, y: np.ndarray, log=np.log) -> np.ndarray:
@@ -1210,6 +1206,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     info = np.finfo(input._array.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
+    # PyTorch casts each replacement into the input's dtype (1e39 becomes inf in float32), where
+    # a Python float beyond the dtype's range would be refused
+    with np.errstate(over="ignore"):
+        nan, posinf, neginf = (float(info.dtype.type(v)) for v in (nan, posinf, neginf))
     out = where(input.isnan(), nan, input)
     out = where(input.isposinf(), posinf, out)
     result = where(input.isneginf(), neginf, out)
@@ -1505,6 +1505,8 @@ def _in_place(name: str):
     overlaps itself one whose gradient reaches each shared element once): it may save self for
     backward, and copy_ is about to overwrite self."""
     def apply(self, args, kwargs):
+        if name in ("abs", "absolute"):
+            _refuse_if_complex("abs_", self)
         _core._fresh_for_write(self)
         # (an operand that requires grad makes the op record too, and it may save self; under
         # no_grad, where optimizers make these calls, nothing records and nothing is scanned)

@@ -343,14 +343,64 @@ def _name_hypot_backward():
 _name_hypot_backward()
 
 
+class _LogAddExp(_Function):
+    """log(e^x + e^y) by numpy's logaddexp (no overflow; the same infinity twice gives itself).
+    PyTorch's gradients grad / (1 + e^(y - x)) for x and grad / (1 + e^(x - y)) for y, in
+    recorded ops: both NaN where x and y are the same infinity, as PyTorch's.  (A composite
+    max + log1p(exp(-|x - y|)) sent the whole gradient to x there: 1 and 0.)"""
+    values = staticmethod(np.logaddexp)
+
+    @staticmethod
+    def power(t):
+        return t.exp()
+
+    @classmethod
+    def forward(cls, ctx, x, y):
+        ctx.save_for_backward(x, y)
+        with np.errstate(all="ignore"):
+            return _wrap(cls.values(x._array, y._array))
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        from ._scatter_functions import _sum_to
+        x, y = ctx.saved_tensors
+        grad_x = _sum_to(grad / (1 + cls.power(y - x)), x.shape) if ctx.needs_input_grad[0] \
+            else None
+        grad_y = _sum_to(grad / (1 + cls.power(x - y)), y.shape) if ctx.needs_input_grad[1] \
+            else None
+        return grad_x, grad_y
+
+
+class _LogAddExp2(_LogAddExp):
+    """log2(2^x + 2^y): _LogAddExp in base 2 (gradients grad / (1 + 2^(y - x)) ...)."""
+    values = staticmethod(np.logaddexp2)
+
+    @staticmethod
+    def power(t):
+        return t.exp2()
+
+
+def _name_logaddexp_backward():
+    from ._extra_functions import _torch_grad_fn_name
+    _torch_grad_fn_name(_LogAddExp, "LogaddexpBackward0")
+    _torch_grad_fn_name(_LogAddExp2, "Logaddexp2Backward0")
+
+
+_name_logaddexp_backward()
+
+
 def rad2deg(input):
     """Radians to degrees (integers give the default float dtype)."""
+    _check_tensor(input, "rad2deg")
+    _refuse_if_complex("rad2deg", input)
     result = _floating(input, "rad2deg") * (180.0 / np.pi)
     return _core._name_grad_fn(result, "Rad2DegBackward0")
 
 
 def deg2rad(input):
     """Degrees to radians (integers give the default float dtype)."""
+    _check_tensor(input, "deg2rad")
+    _refuse_if_complex("deg2rad", input)
     result = _floating(input, "deg2rad") * (np.pi / 180.0)
     return _core._name_grad_fn(result, "Deg2RadBackward0")
 

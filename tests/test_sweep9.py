@@ -32,3 +32,82 @@ def test_sub_with_alpha_refuses_bool_operands(call):
     def run(L):
         return call(L, L.tensor([3, -7, 0]), L.tensor([True, False, True]))
     assert _outcome(lambda: run(tg)) == _outcome(lambda: run(torch)) == "RuntimeError"
+
+
+@pytest.mark.parametrize("decimals", [2, 3, -1])
+def test_round_decimals_of_float16_scales_in_float32(decimals):
+    # SILENT: 1234.5 * 10^3 overflowed float16 to inf, and round gave inf for a finite input
+    values = [1.2345, -2.5, 0.125, 1234.5678, 2.675, 60000.0]
+    got = tg.round(tg.tensor(values, dtype=tg.float16), decimals=decimals)
+    want = torch.round(torch.tensor(values, dtype=torch.float16), decimals=decimals)
+    assert got.dtype == tg.float16
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("decimals", [400, -400])
+def test_round_decimals_beyond_float64_gives_nan(decimals):
+    # 10.0 ** 400 raised OverflowError; PyTorch's power is inf and the result NaN
+    got = tg.tensor([1.25], dtype=tg.float64).round(decimals=decimals)
+    want = torch.tensor([1.25], dtype=torch.float64).round(decimals=decimals)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "complex64"])
+def test_nan_to_num_casts_out_of_range_replacements(dtype):
+    # a replacement beyond the dtype's range was refused; PyTorch casts it (1e39 -> inf)
+    inf, nan = float("inf"), float("nan")
+    kwargs = {"nan": 1e39, "posinf": 1e39, "neginf": -1e39}
+    got = tg.nan_to_num(tg.tensor([1.0, nan, inf, -inf], dtype=getattr(tg, dtype)), **kwargs)
+    want = torch.nan_to_num(torch.tensor([1.0, nan, inf, -inf], dtype=getattr(torch, dtype)),
+                            **kwargs)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    t = tg.tensor([nan, inf], dtype=getattr(tg, dtype))
+    t.nan_to_num_(posinf=1e39, nan=-1e39)
+    w = torch.tensor([nan, inf], dtype=getattr(torch, dtype))
+    w.nan_to_num_(posinf=1e39, nan=-1e39)
+    np.testing.assert_array_equal(t.numpy(), w.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.deg2rad(x), lambda L, x: L.rad2deg(x), lambda L, x: x.deg2rad_(),
+    lambda L, x: L.i0(x), lambda L, x: x.i0_(), lambda L, x: x.abs_(), lambda L, x: x.absolute_(),
+])
+def test_complex_refusals(call):
+    # each silently computed (abs_ wrote |x| into the complex tensor as a complex value)
+    def run(L):
+        return call(L, L.tensor([3 + 1j, -2.5 - 0.5j]))
+    assert _outcome(lambda: run(tg)) == _outcome(lambda: run(torch))
+    assert _outcome(lambda: run(tg)) in ("RuntimeError", "NotImplementedError")
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_gradients_follow_pytorch_formula(name):
+    # SILENT: at the same infinity twice the composite sent gradient 1 to input and 0 to other;
+    # PyTorch's grad / (1 + exp(other - input)) is NaN for both
+    inf = float("inf")
+    a = [-inf, inf, 1.0, -inf, 3.0, 0.5]
+    b = [-inf, inf, 2.0, 0.0, -inf, 0.5]
+    grads = []
+    for L in (tg, torch):
+        x = L.tensor(a, dtype=L.float64, requires_grad=True)
+        y = L.tensor([b], dtype=L.float64, requires_grad=True)      # broadcast against x
+        out = getattr(L, name)(x, y)
+        gx, gy = L.autograd.grad(out.sum(), (x, y))
+        grads.append((out.detach().numpy(), gx.numpy(), gy.numpy()))
+    for g, w in zip(*grads):
+        np.testing.assert_allclose(g, w, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_second_derivative_and_fd(name, gradcheck):
+    fn = getattr(tg, name)
+    gradcheck(fn, [[0.3, -1.2, 4.0]], [[1.0], [-2.0]])
+    x = tg.tensor([0.3, -1.2], dtype=tg.float64, requires_grad=True)
+    (g,) = tg.autograd.grad(fn(x, tg.tensor(0.5, dtype=tg.float64)).sum(), x, create_graph=True)
+    (gg,) = tg.autograd.grad(g.sum(), x)
+    xt = torch.tensor([0.3, -1.2], dtype=torch.float64, requires_grad=True)
+    (gt,) = torch.autograd.grad(getattr(torch, name)(xt, torch.tensor(0.5, dtype=torch.float64))
+                                .sum(), xt, create_graph=True)
+    (ggt,) = torch.autograd.grad(gt.sum(), xt)
+    np.testing.assert_allclose(gg.numpy(), ggt.numpy(), rtol=1e-10)
+    assert type(fn(x, x).grad_fn).__name__ == type(getattr(torch, name)(xt, xt).grad_fn).__name__
