@@ -1038,15 +1038,21 @@ def lerp(input, end, weight):
     weight = _kernel_scalar(weight, input._array.dtype)
     if not isinstance(weight, TensorBase):
         _core._scalar_to_dtype(weight, input._array.dtype)     # (PyTorch's overflow error)
-    diff = end - input
     if not isinstance(weight, TensorBase):
-        out = input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
-        return _core._name_grad_fn(out, "LerpBackward0")
+        def interpolate(input, end):
+            diff = end - input
+            return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+        return _core._name_grad_fn(_in_float32_if_all_half(interpolate, input, end),
+                                   "LerpBackward0")
     from . import where
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
         weight = weight.to(input.dtype)
-    out = where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-    return _core._name_grad_fn(out, "LerpBackward1")
+
+    def interpolate_by(input, end, weight):
+        diff = end - input
+        return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+    return _core._name_grad_fn(_in_float32_if_all_half(interpolate_by, input, end, weight),
+                               "LerpBackward1")
 
 
 def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
@@ -1058,9 +1064,23 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
-    product = tensor1 * tensor2
-    return _core._name_grad_fn(input + _result_scalar(value, input, product) * product,
+
+    def combine(input, tensor1, tensor2):
+        product = tensor1 * tensor2
+        return input + _result_scalar(value, input, product) * product
+    return _core._name_grad_fn(_in_float32_if_all_half(combine, input, tensor1, tensor2),
                                "AddcmulBackward0")
+
+
+def _in_float32_if_all_half(fn, *tensors):
+    """fn(*tensors), in float32 and rounded once to float16 when every tensor is float16, as
+    PyTorch's kernels of several steps compute (their opmath): addcmul's 300 * 300 overflowed
+    float16 before -250 was added.  The dtype test comes first, so the optimizers' per-step
+    addcmul_ / addcdiv_ / lerp_ in float32 pay no import."""
+    if all(t._array.dtype == np.float16 for t in tensors):
+        from .contractions import _in_float32_if_half
+        return _in_float32_if_half(fn, *tensors)
+    return fn(*tensors)
 
 
 def _result_scalar(value, input, product):
@@ -1093,8 +1113,11 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
-    quotient = tensor1 / tensor2
-    return _core._name_grad_fn(input + _result_scalar(value, input, quotient) * quotient,
+
+    def combine(input, tensor1, tensor2):
+        quotient = tensor1 / tensor2
+        return input + _result_scalar(value, input, quotient) * quotient
+    return _core._name_grad_fn(_in_float32_if_all_half(combine, input, tensor1, tensor2),
                                "AddcdivBackward0")
 
 

@@ -444,16 +444,22 @@ def copysign(input, other):
     return _core._name_grad_fn(result, node)
 
 
-def sinc(input):
-    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
-    x = _floating(input, "sinc")
+def _sinc_values(x):
     at_zero = _core.eq(x, 0)
     from .creation import ones_like
     one = ones_like(x)
     # The division runs on a copy with 1 at the zeros, so its gradient there is finite (where
     # would pass 0 * inf = nan back otherwise).
     scaled = _core.where(at_zero, one, x) * np.pi
-    result = _core.where(at_zero, one, scaled.sin() / scaled)
+    return _core.where(at_zero, one, scaled.sin() / scaled)
+
+
+def sinc(input):
+    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
+    x = _floating(input, "sinc")
+    from ._extra_ops import _in_float32_if_all_half
+    # (float16 in float32, as PyTorch: pi * x rounded to float16 lost sin's argument)
+    result = _in_float32_if_all_half(_sinc_values, x)
     # PyTorch's node saves the input: a write into it makes backward raise (the records here
     # hold copies: the where's operand and the product)
     _core._guard_saved_version(result, x)

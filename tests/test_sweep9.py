@@ -111,3 +111,43 @@ def test_logaddexp_second_derivative_and_fd(name, gradcheck):
     (ggt,) = torch.autograd.grad(gt.sum(), xt)
     np.testing.assert_allclose(gg.numpy(), ggt.numpy(), rtol=1e-10)
     assert type(fn(x, x).grad_fn).__name__ == type(getattr(torch, name)(xt, xt).grad_fn).__name__
+
+
+_HALF_CALLS = {
+    "addcmul": lambda L, a, b, w: L.addcmul(a, b, b, value=0.5),
+    "addcmul_value": lambda L, a, b, w: L.addcmul(a, a, b, value=1e-3),
+    "addcdiv": lambda L, a, b, w: L.addcdiv(a, a * 200, w, value=0.25),
+    "addcmul_": lambda L, a, b, w: a.clone().addcmul_(b, b, value=0.5),
+    "lerp": lambda L, a, b, w: L.lerp(a, b, 0.3),
+    "lerp_tensor": lambda L, a, b, w: L.lerp(a, b, w),
+    "lerp_": lambda L, a, b, w: a.clone().lerp_(b, 0.3),
+    "sinc": lambda L, a, b, w: L.sinc(a),
+    "sinc_small": lambda L, a, b, w: L.sinc(w),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HALF_CALLS))
+def test_float16_multi_step_ops_compute_in_float32(name):
+    # SILENT: computed step by step in float16, addcmul's 300 * 300 overflowed to inf before
+    # -250 was added, lerp and sinc rounded their intermediates (sinc(1) came out 3e-4, not 0)
+    def run(L):
+        a = L.tensor([300.0, -250.0, 60000.0, 1e-4, 2.0, -0.0], dtype=L.float16)
+        b = L.tensor([400.0, 300.0, 2.0, 1e-4, 3.0, 5.0], dtype=L.float16)
+        w = L.tensor([0.25, 0.5, 0.75, 1.0, 0.1, 0.9], dtype=L.float16)
+        return _HALF_CALLS[name](L, a, b, w)
+    got, want = run(tg), run(torch)
+    assert got.dtype == tg.float16
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_float16_addcmul_gradient_reaches_float16_inputs():
+    xs = [[1.5, -2.0], [3.0, 0.5], [2.0, 4.0]]
+    grads = []
+    for L in (tg, torch):
+        a, b, c = (L.tensor(x, dtype=L.float16, requires_grad=True) for x in xs)
+        out = L.addcmul(a, b, c, value=0.5)
+        grads.append([g.numpy() for g in L.autograd.grad(out.sum(), (a, b, c))])
+        assert out.grad_fn.name() == "AddcmulBackward0"
+    for g, w in zip(*grads):
+        assert g.dtype == np.float16
+        np.testing.assert_array_equal(g, w)
