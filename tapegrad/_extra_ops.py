@@ -796,16 +796,14 @@ def divide(input, other, *, rounding_mode=None):
             raise NotImplementedError(
                 f"\"div_{rounding_mode}_cpu\" not implemented for "
                 f"'{_core.scalar_type_name_of(promoted.np_dtype)}'")
-    if rounding_mode == "floor":
-        if _records(input, *([other] if isinstance(other, TensorBase) else [])):
-            # floor_divide records no derivative; PyTorch's floor mode has a zero gradient,
-            # which floor() of the quotient gives (values can differ from floor_divide only
-            # where the quotient rounds onto an integer, e.g. 1 / 0.1)
-            return input.div(other).floor()
-        return input.floor_divide(other)
-    if rounding_mode != "trunc":
+    if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                            f"found '{rounding_mode}'")
+    if _records(input, *([other] if isinstance(other, TensorBase) else [])):
+        from ._tutorial_ops import _RoundedDivision
+        return _RoundedDivision.apply(input, other, rounding_mode)
+    if rounding_mode == "floor":
+        return input.floor_divide(other)
     other_arr = other._array if isinstance(other, TensorBase) else other
     # PyTorch's promotion (a Python int keeps an integer tensor's dtype; a float makes it float)
     out_dtype = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))

@@ -389,6 +389,33 @@ def _name_logaddexp_backward():
 _name_logaddexp_backward()
 
 
+class _RoundedDivision(_Function):
+    """div(input, other, rounding_mode='floor' or 'trunc') of an operand that requires grad:
+    the values of the unrecorded kernel (floor mode is floor_divide's: 1 // 0.1 is 9, where
+    floor(1 / 0.1) is 10) and PyTorch's zero gradient for both operands.  (The composite
+    floor(input / other) gave 10 there, and sent 0 * inf = NaN back where other is 0.)"""
+
+    @staticmethod
+    def forward(ctx, input, other, rounding_mode):
+        from ._extra_ops import divide
+        ctx.geometry = [(t.shape, t.dtype) if isinstance(t, _core.TensorBase) else None
+                        for t in (input, other)]
+        return divide(input, other, rounding_mode=rounding_mode)    # (apply: not recorded)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .creation import zeros
+        return (*(None if g is None else zeros(g[0], dtype=g[1]) for g in ctx.geometry), None)
+
+
+def _name_rounded_division_backward():
+    from ._extra_functions import _torch_grad_fn_name
+    _torch_grad_fn_name(_RoundedDivision, "DivBackward2")
+
+
+_name_rounded_division_backward()
+
+
 def rad2deg(input):
     """Radians to degrees (integers give the default float dtype)."""
     _check_tensor(input, "rad2deg")

@@ -151,3 +151,29 @@ def test_float16_addcmul_gradient_reaches_float16_inputs():
     for g, w in zip(*grads):
         assert g.dtype == np.float16
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+@pytest.mark.parametrize("other_kind", ["tensor", "number", "in_place"])
+def test_rounded_division_of_recorded_operands(mode, other_kind):
+    # SILENT: with requires_grad, floor mode was floor(a / b) (1 / 0.1 floored to 10, where
+    # PyTorch's floor division gives 9), and both modes sent 0 * inf = NaN back where b is 0
+    a_values, b_values = [1.0, -0.5, 7.0, -3.0], [0.1, 2.0, 0.0, -0.0]
+    results = []
+    for L in (tg, torch):
+        a = L.tensor(a_values, dtype=L.float64, requires_grad=True)
+        b = L.tensor(b_values, dtype=L.float32, requires_grad=True)
+        if other_kind == "tensor":
+            out, inputs = L.div(a, b, rounding_mode=mode), (a, b)
+        elif other_kind == "number":
+            out, inputs = L.div(a, 0.1, rounding_mode=mode), (a,)
+        else:
+            out, inputs = (a * 1).div_(b, rounding_mode=mode), (a, b)
+        grads = L.autograd.grad(out.sum(), inputs)
+        results.append((out.grad_fn.name(), out.detach().numpy(), [g.numpy() for g in grads]))
+    (name, values, grads), (t_name, t_values, t_grads) = results
+    assert name == t_name
+    np.testing.assert_array_equal(values, t_values)
+    for g, w in zip(grads, t_grads):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
