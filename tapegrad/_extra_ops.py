@@ -1212,6 +1212,16 @@ def signbit(input):
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """nan, +inf and -inf replaced (infinities by the dtype's extremes unless given)."""
     _check_tensor(input, "nan_to_num")
+    nan = 0.0 if nan is None else nan
+    replacements = []
+    for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if isinstance(value, TensorBase) and value.ndim == 0:
+            value = value.item()                # (PyTorch reads a zero-dim tensor as its float)
+        if value is not None and not isinstance(value, (numbers.Real, np.floating, np.integer)):
+            raise TypeError(f"nan_to_num(): argument '{name}' must be float, not "
+                            f"{_type_name(value)}")
+        replacements.append(value)
+    nan, posinf, neginf = replacements
     if input._array.dtype.kind not in "fc":
         return input.clone()
     if input._array.dtype.kind == "c":

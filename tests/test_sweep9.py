@@ -177,3 +177,14 @@ def test_rounded_division_of_recorded_operands(mode, other_kind):
     for g, w in zip(grads, t_grads):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("kwargs", [{"nan": "x"}, {"posinf": 1j}, {"nan": None},
+                                    {"neginf": "zero-dim"}, {"neginf": "one-dim"}])
+def test_nan_to_num_replacement_arguments(kwargs):
+    # the out-of-range cast must not turn a str into ValueError, nor refuse a zero-dim tensor
+    def run(L):
+        args = {k: (L.tensor(2.0) if v == "zero-dim" else L.tensor([2.0]) if v == "one-dim"
+                    else v) for k, v in kwargs.items()}
+        return L.nan_to_num(L.tensor([float("nan"), float("inf"), -float("inf")]), **args)
+    assert _outcome(lambda: run(tg)) == _outcome(lambda: run(torch))
