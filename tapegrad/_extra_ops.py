@@ -1527,6 +1527,13 @@ bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift remain
 atan2 arctan2 divide true_divide floor_divide copysign logaddexp logaddexp2 xlogy fmax fmin
 nextafter ldexp gcd lcm
 """.split())
+# ... of which these take no number operand: PyTorch's argument parser refuses one before any
+# cast check (hypot_(2.5) on an int64 self is the TypeError, not the cast's RuntimeError)
+_TENSOR_OPERAND_ONLY = frozenset("hypot atan2 arctan2 nextafter ldexp gcd lcm".split())
+# ... and these compute in floating point: an integer or bool pair's result type is the default
+# float dtype, which is what the cast check names (bool_t.divide_(2): "result type Float"; not
+# divide with a rounding_mode, which keeps integers)
+_FLOATING_RESULT = frozenset("divide true_divide copysign xlogy".split())
 
 
 def _in_place(name: str):
@@ -1549,7 +1556,12 @@ def _in_place(name: str):
             with _leaf_error_first(self):
                 if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
                     from ._shift_ops import check_in_place_operand
-                    check_in_place_operand(self, args[0] if args else kwargs["other"])
+                    other = args[0] if args else kwargs["other"]
+                    if name in _TENSOR_OPERAND_ONLY and not isinstance(other, TensorBase):
+                        raise TypeError(f"{name}_(): argument 'other' (position 1) must be "
+                                        f"Tensor, not {_type_name(other)}")
+                    floating = name in _FLOATING_RESULT and kwargs.get("rounding_mode") is None
+                    check_in_place_operand(self, other, floating=floating)
                 result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:
