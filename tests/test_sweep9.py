@@ -236,3 +236,21 @@ def test_clamp_of_bool_tensor(call):
             return type(e).__name__, str(e)
         return str(out.dtype).split(".")[-1], out.tolist()
     assert outcome(tg) == outcome(torch)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_rms_norm_default_eps_is_the_computation_dtypes(dtype):
+    # SILENT: float16 took finfo(float16).eps = 1e-3 as the default eps, which swamped a small
+    # input's mean square (0.0032 where PyTorch gives 0.2456); PyTorch's is float32's epsilon
+    values = [[1e-4, 2e-4, -3e-4], [6e-5, 1e-3, 5e-4]]
+    got = tg.nn.functional.rms_norm(tg.tensor(values, dtype=getattr(tg, dtype)), (3,))
+    want = torch.nn.functional.rms_norm(torch.tensor(values, dtype=getattr(torch, dtype)), (3,))
+    assert got.dtype == getattr(tg, dtype)
+    np.testing.assert_allclose(got.numpy().astype(np.float64), want.numpy().astype(np.float64),
+                               rtol=2e-3 if dtype == "float16" else 1e-6)
+    module = torch.nn.RMSNorm(3, dtype=getattr(torch, dtype))
+    ours = tg.nn.RMSNorm(3, dtype=getattr(tg, dtype))
+    np.testing.assert_allclose(
+        ours(tg.tensor(values, dtype=getattr(tg, dtype))).detach().numpy().astype(np.float64),
+        module(torch.tensor(values, dtype=getattr(torch, dtype))).detach().numpy()
+        .astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6)
