@@ -254,3 +254,21 @@ def test_rms_norm_default_eps_is_the_computation_dtypes(dtype):
         ours(tg.tensor(values, dtype=getattr(tg, dtype))).detach().numpy().astype(np.float64),
         module(torch.tensor(values, dtype=getattr(torch, dtype))).detach().numpy()
         .astype(np.float64), rtol=2e-3 if dtype == "float16" else 1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64"])
+@pytest.mark.parametrize("alpha", [1e5, -7e4, 65504.0, 1e39, 100000, float("inf")])
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_add_sub_alpha_is_converted_to_the_result_dtype_checked(dtype, alpha, name):
+    # float16's add(alpha=1e5) silently gave inf; PyTorch refuses the alpha that overflows
+    def outcome(L):
+        x = L.tensor([1.0], dtype=getattr(L, dtype))
+        try:
+            return getattr(L, name)(x, x, alpha=alpha).numpy()
+        except RuntimeError as e:
+            return str(e).replace("c10::Half", "Half")
+    got, want = outcome(tg), outcome(torch)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        np.testing.assert_array_equal(got, want)
