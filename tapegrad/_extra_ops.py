@@ -1035,7 +1035,9 @@ def lerp(input, end, weight):
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     weight = _kernel_scalar(weight, input._array.dtype)
     if not isinstance(weight, TensorBase):
-        _core._scalar_to_dtype(weight, input._array.dtype)     # (PyTorch's overflow error)
+        # (PyTorch's overflow error, against the dtype it computes in: weight 1e5 is fine for
+        # float16, whose opmath is float32)
+        _core._scalar_to_dtype(weight, _opmath_dtype(input._array.dtype))
     if not isinstance(weight, TensorBase):
         def interpolate(input, end):
             diff = end - input
@@ -1085,8 +1087,15 @@ def _result_scalar(value, input, product):
     """addcmul/addcdiv's value as PyTorch's kernel reads it, in the result's dtype."""
     if ((type(value) is float or type(value) is int) and input._array.dtype.kind == "f"
             and product._array.dtype.kind == "f"):
+        if abs(value) > 3.4e38:             # (beyond float32: PyTorch's overflow error)
+            _core._scalar_to_dtype(value, _opmath_dtype(product._array.dtype))
         return value                        # (see _kernel_scalar)
     return _kernel_scalar(value, np.result_type(input._array.dtype, product._array.dtype))
+
+
+def _opmath_dtype(dtype):
+    """The dtype PyTorch's CPU kernels compute a floating dtype in: float32 for float16."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def _kernel_scalar(value, dtype):

@@ -272,3 +272,26 @@ def test_add_sub_alpha_is_converted_to_the_result_dtype_checked(dtype, alpha, na
         assert got == want
     else:
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, h: L.lerp(h, h * 2, 1e5),
+    lambda L, h: L.lerp(h.float(), h.float(), 1e39),
+    lambda L, h: L.addcmul(h, h, h, value=1e5),
+    lambda L, h: L.addcmul(h.float(), h.float(), h.float(), value=1e39),
+    lambda L, h: L.addcdiv(h.float(), h.float(), h.float(), value=-1e39),
+    lambda L, h: L.addcmul(h.double(), h.double(), h.double(), value=1e300),
+])
+def test_scalar_arguments_checked_against_the_computation_dtype(call):
+    # lerp refused a float16 weight of 1e5, which PyTorch reads in float32; addcmul's value of
+    # 1e39 for float32 silently gave inf where PyTorch refuses it
+    def outcome(L):
+        try:
+            return call(L, L.tensor([1.0, 2.0], dtype=L.float16)).numpy()
+        except RuntimeError as e:
+            return str(e)
+    got, want = outcome(tg), outcome(torch)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        np.testing.assert_array_equal(got, want)
