@@ -482,6 +482,11 @@ _REFUSED = {
     "cummin": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "cummin_cpu")),
     "mode": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "mode_cpu")),
     "isin": (RuntimeError, "Unsupported input type encountered for isin(): {t}"),
+    "deg2rad": (RuntimeError, "deg2rad is not supported for complex tensors."),
+    "rad2deg": (RuntimeError, "rad2deg is not supported for complex tensors."),
+    "i0": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "i0_vml_cpu")),
+    # |x| is real: written back into a complex x it would pass for a complex result
+    "abs_": (RuntimeError, "In-place abs is not supported for complex tensors."),
 }
 
 

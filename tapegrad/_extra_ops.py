@@ -796,16 +796,14 @@ def divide(input, other, *, rounding_mode=None):
             raise NotImplementedError(
                 f"\"div_{rounding_mode}_cpu\" not implemented for "
                 f"'{_core.scalar_type_name_of(promoted.np_dtype)}'")
-    if rounding_mode == "floor":
-        if _records(input, *([other] if isinstance(other, TensorBase) else [])):
-            # floor_divide records no derivative; PyTorch's floor mode has a zero gradient,
-            # which floor() of the quotient gives (values can differ from floor_divide only
-            # where the quotient rounds onto an integer, e.g. 1 / 0.1)
-            return input.div(other).floor()
-        return input.floor_divide(other)
-    if rounding_mode != "trunc":
+    if rounding_mode not in ("floor", "trunc"):
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                            f"found '{rounding_mode}'")
+    if _records(input, *([other] if isinstance(other, TensorBase) else [])):
+        from ._tutorial_ops import _RoundedDivision
+        return _RoundedDivision.apply(input, other, rounding_mode)
+    if rounding_mode == "floor":
+        return input.floor_divide(other)
     other_arr = other._array if isinstance(other, TensorBase) else other
     # PyTorch's promotion (a Python int keeps an integer tensor's dtype; a float makes it float)
     out_dtype = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
@@ -1037,16 +1035,24 @@ def lerp(input, end, weight):
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     weight = _kernel_scalar(weight, input._array.dtype)
     if not isinstance(weight, TensorBase):
-        _core._scalar_to_dtype(weight, input._array.dtype)     # (PyTorch's overflow error)
-    diff = end - input
+        # (PyTorch's overflow error, against the dtype it computes in: weight 1e5 is fine for
+        # float16, whose opmath is float32)
+        _core._scalar_to_dtype(weight, _opmath_dtype(input._array.dtype))
     if not isinstance(weight, TensorBase):
-        out = input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
-        return _core._name_grad_fn(out, "LerpBackward0")
+        def interpolate(input, end):
+            diff = end - input
+            return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+        return _core._name_grad_fn(_in_float32_if_all_half(interpolate, input, end),
+                                   "LerpBackward0")
     from . import where
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
         weight = weight.to(input.dtype)
-    out = where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-    return _core._name_grad_fn(out, "LerpBackward1")
+
+    def interpolate_by(input, end, weight):
+        diff = end - input
+        return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
+    return _core._name_grad_fn(_in_float32_if_all_half(interpolate_by, input, end, weight),
+                               "LerpBackward1")
 
 
 def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
@@ -1059,8 +1065,11 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
     tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
-    product = tensor1 * tensor2
-    return _core._name_grad_fn(input + _result_scalar(value, input, product) * product,
+
+    def combine(input, tensor1, tensor2):
+        product = tensor1 * tensor2
+        return input + _result_scalar(value, input, product) * product
+    return _core._name_grad_fn(_in_float32_if_all_half(combine, input, tensor1, tensor2),
                                "AddcmulBackward0")
 
 
@@ -1094,12 +1103,30 @@ def _common_dtype(tensors):
     return _core.result_type(promoted(with_dims, (1,)), promoted(zero_dim, ()))
 
 
+def _in_float32_if_all_half(fn, *tensors):
+    """fn(*tensors), in float32 and rounded once to float16 when every tensor is float16, as
+    PyTorch's kernels of several steps compute (their opmath): addcmul's 300 * 300 overflowed
+    float16 before -250 was added.  The dtype test comes first, so the optimizers' per-step
+    addcmul_ / addcdiv_ / lerp_ in float32 pay no import."""
+    if all(t._array.dtype == np.float16 for t in tensors):
+        from .contractions import _in_float32_if_half
+        return _in_float32_if_half(fn, *tensors)
+    return fn(*tensors)
+
+
 def _result_scalar(value, input, product):
     """addcmul/addcdiv's value as PyTorch's kernel reads it, in the result's dtype."""
     if ((type(value) is float or type(value) is int) and input._array.dtype.kind == "f"
             and product._array.dtype.kind == "f"):
+        if abs(value) > 3.4e38:             # (beyond float32: PyTorch's overflow error)
+            _core._scalar_to_dtype(value, _opmath_dtype(product._array.dtype))
         return value                        # (see _kernel_scalar)
     return _kernel_scalar(value, np.result_type(input._array.dtype, product._array.dtype))
+
+
+def _opmath_dtype(dtype):
+    """The dtype PyTorch's CPU kernels compute a floating dtype in: float32 for float16."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def _kernel_scalar(value, dtype):
@@ -1125,8 +1152,11 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
     tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
-    quotient = tensor1 / tensor2
-    return _core._name_grad_fn(input + _result_scalar(value, input, quotient) * quotient,
+
+    def combine(input, tensor1, tensor2):
+        quotient = tensor1 / tensor2
+        return input + _result_scalar(value, input, quotient) * quotient
+    return _core._name_grad_fn(_in_float32_if_all_half(combine, input, tensor1, tensor2),
                                "AddcdivBackward0")
 
 
@@ -1151,12 +1181,8 @@ def logaddexp(input, other):
         from . import broadcast_tensors, stack
         from ._complex import dispatch
         return dispatch("logsumexp", stack(broadcast_tensors(input, other)), (0,), False)
-    from . import maximum, where
-    same_inf = (input == other) & input.isinf()
-    gap = where(same_inf, 0.0, input - other)
-    return _core._name_grad_fn(
-        where(same_inf, input, maximum(input, other) + (-gap.abs()).exp().log1p()),
-        "LogaddexpBackward0")
+    from ._tutorial_ops import _LogAddExp
+    return _LogAddExp.apply(input, other)
 
 
 def _xlogy_values(x: np.ndarray, y: np.ndarray, log=np.log) -> np.ndarray:
@@ -1227,6 +1253,16 @@ def signbit(input):
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """nan, +inf and -inf replaced (infinities by the dtype's extremes unless given)."""
     _check_tensor(input, "nan_to_num")
+    nan = 0.0 if nan is None else nan
+    replacements = []
+    for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if isinstance(value, TensorBase) and value.ndim == 0:
+            value = value.item()                # (PyTorch reads a zero-dim tensor as its float)
+        if value is not None and not isinstance(value, (numbers.Real, np.floating, np.integer)):
+            raise TypeError(f"nan_to_num(): argument '{name}' must be float, not "
+                            f"{_type_name(value)}")
+        replacements.append(value)
+    nan, posinf, neginf = replacements
     if input._array.dtype.kind not in "fc":
         return input.clone()
     if input._array.dtype.kind == "c":
@@ -1242,6 +1278,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     info = np.finfo(input._array.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
+    # PyTorch casts each replacement into the input's dtype (1e39 becomes inf in float32), where
+    # a Python float beyond the dtype's range would be refused
+    with np.errstate(over="ignore"):
+        nan, posinf, neginf = (float(info.dtype.type(v)) for v in (nan, posinf, neginf))
     out = where(input.isnan(), nan, input)
     out = where(input.isposinf(), posinf, out)
     result = where(input.isneginf(), neginf, out)
@@ -1538,6 +1578,13 @@ bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift remain
 atan2 arctan2 divide true_divide floor_divide copysign logaddexp logaddexp2 xlogy fmax fmin
 nextafter ldexp gcd lcm
 """.split())
+# ... of which these take no number operand: PyTorch's argument parser refuses one before any
+# cast check (hypot_(2.5) on an int64 self is the TypeError, not the cast's RuntimeError)
+_TENSOR_OPERAND_ONLY = frozenset("hypot atan2 arctan2 nextafter ldexp gcd lcm".split())
+# ... and these compute in floating point: an integer or bool pair's result type is the default
+# float dtype, which is what the cast check names (bool_t.divide_(2): "result type Float"; not
+# divide with a rounding_mode, which keeps integers)
+_FLOATING_RESULT = frozenset("divide true_divide copysign xlogy".split())
 
 
 def _in_place(name: str):
@@ -1547,6 +1594,8 @@ def _in_place(name: str):
     overlaps itself one whose gradient reaches each shared element once): it may save self for
     backward, and copy_ is about to overwrite self."""
     def apply(self, args, kwargs):
+        if name in ("abs", "absolute"):
+            _refuse_if_complex("abs_", self)
         _core._fresh_for_write(self)
         # (an operand that requires grad makes the op record too, and it may save self; under
         # no_grad, where optimizers make these calls, nothing records and nothing is scanned)
@@ -1558,7 +1607,12 @@ def _in_place(name: str):
             with _leaf_error_first(self):
                 if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
                     from ._shift_ops import check_in_place_operand
-                    check_in_place_operand(self, args[0] if args else kwargs["other"])
+                    other = args[0] if args else kwargs["other"]
+                    if name in _TENSOR_OPERAND_ONLY and not isinstance(other, TensorBase):
+                        raise TypeError(f"{name}_(): argument 'other' (position 1) must be "
+                                        f"Tensor, not {_type_name(other)}")
+                    floating = name in _FLOATING_RESULT and kwargs.get("rounding_mode") is None
+                    check_in_place_operand(self, other, floating=floating)
                 result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:

@@ -72,7 +72,7 @@ def bitwise_right_shift(input, other):
     return _shift(input, other, False, "bitwise_right_shift")
 
 
-def check_in_place_operand(self, other) -> None:
+def check_in_place_operand(self, other, floating=False) -> None:
     """PyTorch's checks of `self.<op>_(other)` for a binary op, made (as its TensorIterator makes
     them) before the kernel is looked up: other must broadcast to self's shape, and the operands'
     promoted dtype must cast to self's (`int_tensor &= float_tensor` is the cast error, not the
@@ -87,6 +87,8 @@ def check_in_place_operand(self, other) -> None:
             raise RuntimeError(f"output with shape {list(self._array.shape)} doesn't match the "
                                f"broadcast shape {list(shape)}")
     promoted = np.dtype(_core.np_dtype_of(_core.result_type(self, other)))
+    if floating and promoted.kind in "biu":     # (an op computing in floats: see its caller)
+        promoted = np.dtype(_core.np_dtype_of(_core.get_default_dtype()))
     if not _core.can_cast_np(promoted, self._array.dtype):
         raise RuntimeError(f"result type {_core.scalar_type_name_of(promoted)} can't be cast to "
                            f"the desired output type "

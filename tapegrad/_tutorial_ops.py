@@ -344,14 +344,91 @@ def _name_hypot_backward():
 _name_hypot_backward()
 
 
+class _LogAddExp(_Function):
+    """log(e^x + e^y) by numpy's logaddexp (no overflow; the same infinity twice gives itself).
+    PyTorch's gradients grad / (1 + e^(y - x)) for x and grad / (1 + e^(x - y)) for y, in
+    recorded ops: both NaN where x and y are the same infinity, as PyTorch's.  (A composite
+    max + log1p(exp(-|x - y|)) sent the whole gradient to x there: 1 and 0.)"""
+    values = staticmethod(np.logaddexp)
+
+    @staticmethod
+    def power(t):
+        return t.exp()
+
+    @classmethod
+    def forward(cls, ctx, x, y):
+        ctx.save_for_backward(x, y)
+        with np.errstate(all="ignore"):
+            return _wrap(cls.values(x._array, y._array))
+
+    @classmethod
+    def backward(cls, ctx, grad):
+        from ._scatter_functions import _sum_to
+        x, y = ctx.saved_tensors
+        grad_x = _sum_to(grad / (1 + cls.power(y - x)), x.shape) if ctx.needs_input_grad[0] \
+            else None
+        grad_y = _sum_to(grad / (1 + cls.power(x - y)), y.shape) if ctx.needs_input_grad[1] \
+            else None
+        return grad_x, grad_y
+
+
+class _LogAddExp2(_LogAddExp):
+    """log2(2^x + 2^y): _LogAddExp in base 2 (gradients grad / (1 + 2^(y - x)) ...)."""
+    values = staticmethod(np.logaddexp2)
+
+    @staticmethod
+    def power(t):
+        return t.exp2()
+
+
+def _name_logaddexp_backward():
+    from ._extra_functions import _torch_grad_fn_name
+    _torch_grad_fn_name(_LogAddExp, "LogaddexpBackward0")
+    _torch_grad_fn_name(_LogAddExp2, "Logaddexp2Backward0")
+
+
+_name_logaddexp_backward()
+
+
+class _RoundedDivision(_Function):
+    """div(input, other, rounding_mode='floor' or 'trunc') of an operand that requires grad:
+    the values of the unrecorded kernel (floor mode is floor_divide's: 1 // 0.1 is 9, where
+    floor(1 / 0.1) is 10) and PyTorch's zero gradient for both operands.  (The composite
+    floor(input / other) gave 10 there, and sent 0 * inf = NaN back where other is 0.)"""
+
+    @staticmethod
+    def forward(ctx, input, other, rounding_mode):
+        from ._extra_ops import divide
+        ctx.geometry = [(t.shape, t.dtype) if isinstance(t, _core.TensorBase) else None
+                        for t in (input, other)]
+        return divide(input, other, rounding_mode=rounding_mode)    # (apply: not recorded)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from .creation import zeros
+        return (*(None if g is None else zeros(g[0], dtype=g[1]) for g in ctx.geometry), None)
+
+
+def _name_rounded_division_backward():
+    from ._extra_functions import _torch_grad_fn_name
+    _torch_grad_fn_name(_RoundedDivision, "DivBackward2")
+
+
+_name_rounded_division_backward()
+
+
 def rad2deg(input):
     """Radians to degrees (integers give the default float dtype)."""
+    _check_tensor(input, "rad2deg")
+    _refuse_if_complex("rad2deg", input)
     result = _floating(input, "rad2deg") * (180.0 / np.pi)
     return _core._name_grad_fn(result, "Rad2DegBackward0")
 
 
 def deg2rad(input):
     """Degrees to radians (integers give the default float dtype)."""
+    _check_tensor(input, "deg2rad")
+    _refuse_if_complex("deg2rad", input)
     result = _floating(input, "deg2rad") * (np.pi / 180.0)
     return _core._name_grad_fn(result, "Deg2RadBackward0")
 
@@ -395,16 +472,22 @@ def copysign(input, other):
     return _core._name_grad_fn(result, node)
 
 
-def sinc(input):
-    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
-    x = _floating(input, "sinc")
+def _sinc_values(x):
     at_zero = _core.eq(x, 0)
     from .creation import ones_like
     one = ones_like(x)
     # The division runs on a copy with 1 at the zeros, so its gradient there is finite (where
     # would pass 0 * inf = nan back otherwise).
     scaled = _core.where(at_zero, one, x) * np.pi
-    result = _core.where(at_zero, one, scaled.sin() / scaled)
+    return _core.where(at_zero, one, scaled.sin() / scaled)
+
+
+def sinc(input):
+    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
+    x = _floating(input, "sinc")
+    from ._extra_ops import _in_float32_if_all_half
+    # (float16 in float32, as PyTorch: pi * x rounded to float16 lost sin's argument)
+    result = _in_float32_if_all_half(_sinc_values, x)
     # PyTorch's node saves the input: a write into it makes backward raise (the records here
     # hold copies: the where's operand and the product)
     _core._guard_saved_version(result, x)

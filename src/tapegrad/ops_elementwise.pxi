@@ -140,6 +140,9 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     x, y = complex_number_operand(a), complex_number_operand(b)
     if y is NotImplemented:
         raise bad_operand_error(name, a, b)
+    if name.startswith("sub"):
+        # before the scaling below turns a bool operand into the result dtype and hides it
+        check_no_bool_subtraction(a, b)
     if x is not NotImplemented:
         # PyTorch's alpha_check against the result dtype (an integer result never silently
         # becomes a float one because alpha is a float)
@@ -154,6 +157,10 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         elif kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
             raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
                                "complex number.")
+        elif (kind == "f" or kind == "c") and abs(alpha) > 65504.0:
+            # PyTorch converts alpha to the result dtype, checked: 1e5 overflows float16 (the
+            # bound is float16's largest; scalar_to_dtype knows each dtype's own)
+            scalar_to_dtype(alpha, R)
         if kind == "b":
             # a bool result: alpha * b is b where alpha is non-zero, else all False
             return b if alpha else (b * False if isinstance(b, TensorBase) else False)

@@ -162,20 +162,24 @@ def frac(TensorBase input):
         return capture_call(frac, (input,), None)
     return rounding(OP_FRAC, input, lambda A: A - np.trunc(A), "frac_cpu")
 
+cdef object round_to_decimals(object A, object d):
+    """PyTorch's round(decimals=d): x * 10^d rounded half to even, then / 10^d (for d < 0,
+    x / 10^-d rounded, then * 10^-d).  float16 is scaled in float32, PyTorch's opmath: 1234.5 *
+    1000 would overflow float16 to inf.  A 10^|d| beyond float64 is inf, and the result NaN, as
+    PyTorch's."""
+    W = A.astype(np.float32) if A.dtype == np.float16 else A
+    scale = float(np.float64(10.0) ** abs(d))           # (a numpy float64 would widen float32)
+    out = np.rint(W * scale) / scale if d > 0 else np.rint(W / scale) * scale
+    return out.astype(A.dtype, copy=False)
+
 def round_(TensorBase input, *, decimals=0):
-    """Round half to even, to `decimals` decimal places (PyTorch: x * 10^d rounded, / 10^d;
-    for d < 0, x / 10^-d rounded, * 10^-d); zero gradient."""
+    """Round half to even, to `decimals` decimal places (see round_to_decimals); zero gradient."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(round_, (input,), {"decimals": decimals})
     d = operator.index(decimals)
     if d == 0:
         return rounding(OP_ROUND, input, np.rint, "round_cpu")
-    if d > 0:
-        scale = 10.0 ** d
-        return rounding(OP_ROUND_DECIMALS, input, lambda A: np.rint(A * scale) / scale,
-                        "round_cpu")
-    scale = 10.0 ** (-d)
-    return rounding(OP_ROUND_DECIMALS, input, lambda A: np.rint(A / scale) * scale, "round_cpu")
+    return rounding(OP_ROUND_DECIMALS, input, lambda A: round_to_decimals(A, d), "round_cpu")
 
 
 # -- two-input functions -------------------------------------------------------------------------

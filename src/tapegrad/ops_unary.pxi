@@ -731,6 +731,11 @@ cdef object clamp_op(TensorBase input, object lo, object hi, int variant):
                             f"(min={type_name(lo)}, max=Tensor), but expected one of:\n{sigs}")
         hi = (<TensorBase>hi)._array.item()
     dt = promote_operands((input, lo, hi))
+    if dt == NP_BOOL:
+        # PyTorch's number-bound kernels have no bool form (its tensor-bound ones do)
+        kernel = ("clamp_scalar" if lo is not None and hi is not None else
+                  "clamp_min_scalar" if lo is not None else "clamp_max_scalar")
+        raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
     # (the bounds converted to dt as every number written into a tensor: uint8's -1 is 255)
     if lo is not None:
         lo = scalar_to_dtype(lo, dt)

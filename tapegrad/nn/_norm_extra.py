@@ -19,8 +19,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Root-mean-square normalisation over the trailing ``normalized_shape`` dims:
     ``input / sqrt(mean(input**2) + eps) * weight``.
 
-    ``eps`` defaults to the machine epsilon of the input's dtype (``finfo(dtype).eps``), as in
-    PyTorch; the result has the input's dtype.
+    ``eps`` defaults to the machine epsilon of the dtype the norm is computed in (the input's,
+    float32 for float16), as in PyTorch; the result has the input's dtype.
     """
     _check_tensor(input)
     shape = _normalized_shape(normalized_shape)
@@ -36,11 +36,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if not input.is_floating_point():
         raise NotImplementedError(f'"rms_norm" not implemented for '
                            f"'{_core.scalar_type_name_of(input._array.dtype)}'")
-    if eps is None:
-        eps = float(np.finfo(input._array.dtype).eps)
     if weight is not None and weight.dtype != input.dtype:
         weight = weight.to(input.dtype)         # PyTorch's result keeps the input's dtype
     (x, w), half = widen_half(input, weight)
+    if eps is None:
+        # the epsilon of the dtype computed in, as PyTorch's opmath: float32's for float16
+        eps = float(np.finfo(x._array.dtype).eps)
     x = x.contiguous()      # PyTorch's result is row-major whatever the input's layout
     dims = tuple(range(x.dim() - n, x.dim()))
     out = x * (x * x).mean(dims, keepdim=True).add(eps).rsqrt()
