@@ -207,11 +207,15 @@ class dtype:
     itemsize: Any
     name: Any
     np_dtype: Any
+    def to_complex(self) -> Any: ...
+    def to_real(self) -> Any: ...
 
 class no_grad_scope:
     ...
 
+COMPLEX_OF_FLOAT: dict
 CONJ_WRITE_REFUSAL: str
+FLOAT_OF_COMPLEX: dict
 INFERENCE_INPLACE: str
 MEMORY_FORMAT_LAYOUTS: NoneType
 META_ENTRY: NoneType
