@@ -38,6 +38,6 @@ class TorchNamedClass(type):
 
 
 class TorchNamedABCMeta(TorchNamedClass, abc.ABCMeta):
-    """The same repr for base classes users subclass and print `type(...)` of: DataLoader,
-    Optimizer, LRScheduler.  Deriving from ABCMeta keeps `class MyOpt(Optimizer, ABC)` legal,
+    """The same repr for base classes users subclass and print `type(...)` of: Dataset,
+    DataLoader, Optimizer, LRScheduler.  Deriving from ABCMeta keeps `class MyData(Dataset, ABC)` legal,
     as it is in PyTorch, where these bases have no metaclass at all."""

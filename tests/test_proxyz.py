@@ -17,10 +17,13 @@ def _objects(lib):
     sched = lib.optim.lr_scheduler.StepLR(opt, 1)
     plateau = lib.optim.lr_scheduler.ReduceLROnPlateau(lib.optim.SGD([p], lr=0.1))
     loader = lib.utils.data.DataLoader(lib.utils.data.TensorDataset(lib.ones(2, 1)), batch_size=1)
-    return [opt, lib.optim.SGD([p], lr=0.1), sched, plateau, loader]
+    ds = lib.utils.data.TensorDataset(lib.ones(4, 1))
+    parts = lib.utils.data.random_split(ds, [2, 2])
+    both = lib.utils.data.ConcatDataset(parts)
+    return [opt, lib.optim.SGD([p], lr=0.1), sched, plateau, loader, ds, parts[0], both]
 
 
-def test_type_of_optimizer_scheduler_loader_prints_torch_path():
+def test_type_of_optimizer_scheduler_loader_dataset_prints_torch_path():
     # A tutorial's `print(type(optimizer))` / `print(type(train_loader))` shows PyTorch's path.
     ours = [repr(type(o)) for o in _objects(tapegrad)]
     theirs = [repr(type(o)) for o in _objects(torch)]
@@ -33,6 +36,19 @@ def test_user_subclasses_keep_their_module_and_may_mix_abc():
 
     class MyLoader(DataLoader):
         pass
+
+    class MyData(tapegrad.utils.data.Dataset, abc.ABC):
+        @abc.abstractmethod
+        def __len__(self):
+            ...
+
+    class MyStream(tapegrad.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(2))
+
+    with pytest.raises(TypeError):
+        MyData()  # still abstract, as under PyTorch
+    assert list(DataLoader(MyStream(), batch_size=None)) == [0, 1]
 
     assert repr(MyOpt).endswith(".MyOpt'>") and "torch" not in repr(MyOpt)
     assert "torch" not in repr(MyLoader)
