@@ -8,6 +8,8 @@ print as usual.
 """
 from __future__ import annotations
 
+import abc
+
 
 def torch_module_name(module: str) -> str:
     """PyTorch's name for one of our modules (`tapegrad.x` -> `torch.x`); others unchanged."""
@@ -33,3 +35,9 @@ class TorchNamedClass(type):
 
     def __repr__(cls) -> str:
         return f"<class '{torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
+
+
+class TorchNamedABCMeta(TorchNamedClass, abc.ABCMeta):
+    """The same repr for base classes users subclass and print `type(...)` of: Dataset,
+    DataLoader, Optimizer, LRScheduler.  Deriving from ABCMeta keeps `class MyData(Dataset, ABC)` legal,
+    as it is in PyTorch, where these bases have no metaclass at all."""

@@ -19,6 +19,7 @@ from weakref import ref
 import numpy as np
 
 from .. import _core
+from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from .._torch_names import object_repr as _object_repr
 from .optimizer import Optimizer, _to_scalar
 
@@ -72,7 +73,7 @@ def _update_param_group_val(param_group: dict, key: str, val) -> None:
         param_group[key] = val
 
 
-class LRScheduler:
+class LRScheduler(metaclass=_TorchNamedABCMeta):  # type(s) prints <class 'torch.optim.lr_scheduler.StepLR'>
     """Base class of the learning-rate schedulers.
 
     Args:

@@ -25,6 +25,7 @@ from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' fo
 from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
+from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
@@ -182,7 +183,7 @@ def _copy_value(value):
     return copy.deepcopy(value)
 
 
-class Optimizer:
+class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch.optim.adam.Adam'>
     r"""Base class for all optimizers.
 
     Args:

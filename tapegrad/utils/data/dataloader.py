@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from ... import _core
+from ..._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from ..._torch_names import object_repr as _object_repr
 from ._worker import get_worker_info
 from .dataset import IterableDataset, Subset, TensorDataset
@@ -250,7 +251,7 @@ class _SingleProcessDataLoaderIter:
 _T_co = TypeVar("_T_co", covariant=True)
 
 
-class DataLoader(Generic[_T_co]):
+class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) prints torch's path
     """Combines a dataset and a sampler and iterates over batches of samples (single process).
 
     Args:

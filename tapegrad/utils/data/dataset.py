@@ -8,6 +8,7 @@ import warnings
 from typing import Generic, Iterable, TypeVar
 
 from .sampler import _numpy_generator
+from ..._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["ChainDataset", "ConcatDataset", "Dataset", "IterableDataset", "StackDataset",
@@ -18,7 +19,7 @@ _T_co = TypeVar("_T_co", covariant=True)
 _T_stack = TypeVar("_T_stack")
 
 
-class Dataset(Generic[_T_co]):
+class Dataset(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(ds) prints torch's path
     """A map-style dataset: subclasses implement `__getitem__` (and usually `__len__`)."""
 
     __repr__ = _object_repr
