@@ -41,3 +41,14 @@ class TorchNamedABCMeta(TorchNamedClass, abc.ABCMeta):
     """The same repr for base classes users subclass and print `type(...)` of: Dataset,
     DataLoader, Optimizer, LRScheduler.  Deriving from ABCMeta keeps `class MyData(Dataset, ABC)` legal,
     as it is in PyTorch, where these bases have no metaclass at all."""
+
+    def __new__(mcls, name, bases, namespace, **kwargs):
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        # PyTorch enforces @abstractmethod only in classes that are ABCs there: with ABC (or an
+        # abc base such as IterableDataset's Iterable) among their bases.  A plain
+        # `class Base(Dataset)` with an abstract method can be instantiated, as in PyTorch.
+        if cls.__abstractmethods__ and not any(
+                isinstance(base, abc.ABCMeta) and not isinstance(base, TorchNamedABCMeta)
+                for base in cls.__mro__):
+            cls.__abstractmethods__ = frozenset()
+        return cls

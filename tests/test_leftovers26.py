@@ -63,3 +63,52 @@ def test_unsigned_long_long_arrays_are_refused(source):
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.ulonglong"):
         ULONGLONG_SOURCES[source](torch)
+
+
+# -- @abstractmethod in subclasses of Dataset/Optimizer: enforced only where PyTorch's are ABCs ----
+
+def _abstract_subclasses(lib):
+    import abc
+    data = lib.utils.data
+
+    class PlainBase(data.Dataset):
+        @abc.abstractmethod
+        def describe(self): ...
+
+        def __len__(self):
+            return 0
+
+    class WithABC(data.Dataset, abc.ABC):
+        @abc.abstractmethod
+        def describe(self): ...
+
+    class Iterable(data.IterableDataset):
+        @abc.abstractmethod
+        def describe(self): ...
+
+        def __iter__(self):
+            return iter(())
+
+    class Optim(lib.optim.Optimizer):
+        @abc.abstractmethod
+        def describe(self): ...
+
+    return {"plain Dataset": lambda: PlainBase(), "Dataset with ABC": lambda: WithABC(),
+            "IterableDataset": lambda: Iterable(),
+            "Optimizer": lambda: Optim([lib.zeros(1, requires_grad=True)], {})}
+
+
+@pytest.mark.parametrize("case", ["plain Dataset", "Dataset with ABC", "IterableDataset",
+                                  "Optimizer"])
+def test_abstract_methods_enforced_as_pytorch_does(case):
+    def outcome(lib):
+        try:
+            _abstract_subclasses(lib)[case]()
+        except TypeError as error:
+            return "refused" if "abstract" in str(error) else str(error)
+        return "made"
+    expected = {"plain Dataset": "made", "Dataset with ABC": "refused",
+                "IterableDataset": "refused", "Optimizer": "made"}[case]
+    assert outcome(tg) == expected
+    torch = pytest.importorskip("torch")
+    assert outcome(torch) == expected
