@@ -1,0 +1,40 @@
+"""Regressions of the session-26 fuzz run of fuzz8 (programs 62654099-, 60655176-; surface
+60770209-) and of the open seeds of session 25 it triaged.
+
+Each test compares with PyTorch (the `torch` fixture skips cleanly without it).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _assert_same(got, expected):
+    # (absolute tolerance on the array's scale: second derivatives cancel to zeros up to rounding)
+    for a, b in zip(got, expected):
+        scale = np.max(np.abs(b[np.isfinite(b)]), initial=1.0)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-15 * scale, equal_nan=True)
+
+
+# -- cosine_similarity below eps (62648734; SILENT: gradients differed from PyTorch's) -----------
+# PyTorch clamps a clone of each norm to eps in place under no_grad, so a row whose norm is below
+# eps keeps the derivative of its norm; tapegrad's differentiable clamp cut that path.
+
+def _cosine_similarity_grads(lib, fn, rows1, rows2, eps):
+    x1 = lib.tensor(rows1, dtype=lib.float64, requires_grad=True)
+    x2 = lib.tensor(rows2, dtype=lib.float64, requires_grad=True)
+    y = fn(lib)(x1, x2, eps=eps)
+    w = lib.arange(1.0, y.numel() + 1, dtype=lib.float64).reshape(y.shape)
+    g1, g2 = lib.autograd.grad((y * w).sum(), (x1, x2), create_graph=True)
+    h1, h2 = lib.autograd.grad((g1 * g1).sum() + (g2 ** 3).sum(), (x1, x2))
+    return [t.detach().numpy() for t in (y, g1, g2, h1, h2)]
+
+
+@pytest.mark.parametrize("fn", [lambda lib: lib.nn.functional.cosine_similarity,
+                                lambda lib: lib.cosine_similarity])
+@pytest.mark.parametrize("eps", [0.1, 1e-8])
+def test_cosine_similarity_gradient_below_eps_matches_torch(torch, fn, eps):
+    rows1 = [[0.03, 0.04], [1.0, 2.0], [0.0, 0.0], [0.5, -0.2]]
+    rows2 = [[1.0, 3.0], [0.01, 0.02], [1.0, 1.0], [0.001, 0.0]]
+    _assert_same(_cosine_similarity_grads(tg, fn, rows1, rows2, eps),
+                 _cosine_similarity_grads(torch, fn, rows1, rows2, eps))
