@@ -258,9 +258,10 @@ class _Logit(_Function):
 
 class _Copysign(_Function):
     """|x| with the sign bit of other (broadcast).  PyTorch's gradients: grad * result / x (0
-    where x is 0: +-1, NaN at +-inf and NaN), and for other a constant zeros tensor: it
-    requires no grad, so a second derivative does not reach other's side (fuzz 63007556: a
-    where that kept other in the graph made the first gradient depend on the upstream one).
+    where x is 0, masked after the division: +-1, NaN at +-inf and NaN), and for other a
+    constant zeros tensor: it requires no grad, so a second derivative does not reach other's
+    side (fuzz 63007556: a where that kept other in the graph made the first gradient depend on
+    the upstream one).
     result / x is formed from x and other's sign bits, not from the result tensor, which
     copysign_ writes into its input (a later no_grad write there must not change it; 63011679)."""
 
@@ -280,7 +281,9 @@ class _Copysign(_Function):
         if ctx.needs_input_grad[0]:
             from ._scatter_functions import _sum_to
             flip = _wrap(np.where(ctx.negative, -1.0, 1.0).astype(x._array.dtype))
-            ratio = _core.where(x == 0, 0.0, _core.where(x.isinf(), float("nan"), x.sign() * flip))
+            # PyTorch's masked quotient result / x (NaN at +-inf): its own derivative, 0 / 0 at
+            # x = 0, makes second derivatives NaN there (62654947)
+            ratio = _core.where(x == 0, 0.0, (x.abs() * flip) / x)
             grad_x = _sum_to(grad * ratio, x.shape)
         if ctx.needs_input_grad[1]:
             from .creation import zeros

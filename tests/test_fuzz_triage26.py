@@ -38,3 +38,24 @@ def test_cosine_similarity_gradient_below_eps_matches_torch(torch, fn, eps):
     rows2 = [[1.0, 3.0], [0.01, 0.02], [1.0, 1.0], [0.001, 0.0]]
     _assert_same(_cosine_similarity_grads(tg, fn, rows1, rows2, eps),
                  _cosine_similarity_grads(torch, fn, rows1, rows2, eps))
+
+
+# -- copysign's second derivative at x = 0 (62654947; SILENT: 0 where PyTorch's is NaN) ---------
+# PyTorch's gradient is grad * (result / x) masked to 0 where x is 0; the quotient's own
+# derivative there is 0 / 0, so second derivatives are NaN at zeros of x (atan2's class).
+
+def _copysign_derivatives(lib, in_place):
+    x = lib.tensor([-0.0, 0.0, 1.5, float("inf"), -2.0], dtype=lib.float64, requires_grad=True)
+    other = lib.tensor([0.5, -1.0, -0.0, 1.0, float("nan")], dtype=lib.float64)
+    y = x * 1.0
+    z = y.copysign_(other) if in_place else lib.copysign(y, other)
+    g, = lib.autograd.grad((z * lib.tensor([1.0, -2.0, 3.0, 0.5, 2.0], dtype=lib.float64)).sum(),
+                           [x], create_graph=True)
+    g2, = lib.autograd.grad((g * lib.tensor([0.3, 0.7, -1.1, 2.0, 1.0],
+                                             dtype=lib.float64)).sum(), [x])
+    return g.detach().numpy(), g2.numpy()
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_copysign_second_derivative_at_zero_matches_torch(torch, in_place):
+    _assert_same(_copysign_derivatives(tg, in_place), _copysign_derivatives(torch, in_place))
