@@ -59,3 +59,54 @@ def _copysign_derivatives(lib, in_place):
 @pytest.mark.parametrize("in_place", [False, True])
 def test_copysign_second_derivative_at_zero_matches_torch(torch, in_place):
     _assert_same(_copysign_derivatives(tg, in_place), _copysign_derivatives(torch, in_place))
+
+
+# -- the divisor's gradient of a / b (62655301; SILENT) ------------------------------------------
+# PyTorch's is -grad * ((a / b) / b): two quotients.  tapegrad's -grad * a / (b * b) overflowed
+# or underflowed in b * b (b = 1e-200: -inf where PyTorch's is -1e200; b = 1e200: -0 where it is
+# -1e-200), and its second derivative at b = inf was NaN (inf * 0 in b * b's derivative) where
+# PyTorch's is 0.  The eager VJP, the create_graph VJP and tapegrad.compile's replay (plain and
+# fused steps) share the formula.
+
+_DIVIDENDS = [0.95, 0.0, 2.0, 1e-200, 1e200, -3.0]
+_DIVISORS = [float("inf"), 1e200, 3.0, 1e-200, 1e200, 1e-170]
+
+
+def _div_derivatives(lib, dividends, divisors):
+    a = lib.tensor(dividends, dtype=lib.float64, requires_grad=True)
+    b = lib.tensor(divisors, dtype=lib.float64, requires_grad=True)
+    y = a / b
+    w = lib.arange(1.0, y.numel() + 1, dtype=lib.float64).reshape(y.shape)
+    ga, gb = lib.autograd.grad((y * w).sum(), [a, b], create_graph=True)
+    h = lib.autograd.grad((ga * ga).sum() + gb.sum(), [a, b])
+    return [t.detach().numpy() for t in (ga, gb) + h]
+
+
+def test_divisor_gradient_is_two_quotients_as_torch(torch):
+    got = _div_derivatives(tg, _DIVIDENDS, _DIVISORS)
+    expected = _div_derivatives(torch, _DIVIDENDS, _DIVISORS)
+    for a, b in zip(got[:2], expected[:2]):      # first derivatives: bit for bit
+        np.testing.assert_array_equal(a, b)
+    _assert_same(got[2:], expected[2:])
+
+
+@pytest.mark.parametrize("size", [6, 2048])     # 2048: the replay's fused loop over blocks
+def test_divisor_gradient_under_compile_matches_torch(torch, size):
+    rng = np.random.default_rng(size)
+    dividends = rng.standard_normal(size)
+    divisors = rng.standard_normal(size)
+    dividends[:6], divisors[:6] = _DIVIDENDS, _DIVISORS
+
+    def fn(a, b):
+        return (a / b) * 0.5
+
+    compiled = tg.compile(fn)
+    for call in range(3):
+        grads = []
+        for lib, f in ((torch, fn), (tg, compiled)):
+            a = lib.tensor(dividends + call, dtype=lib.float64, requires_grad=True)
+            b = lib.tensor(divisors, dtype=lib.float64, requires_grad=True)
+            f(a, b).sum().backward()
+            grads.append([a.grad.numpy(), b.grad.numpy()])
+        for got, expected in zip(grads[1], grads[0]):
+            np.testing.assert_array_equal(got, expected)
