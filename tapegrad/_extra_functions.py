@@ -1,5 +1,5 @@
-"""The autograd.Functions behind _extra_ops' cumsum, log10, log2 and the inverse hyperbolic and
-tangent functions (loaded on first recorded use).
+"""The autograd.Functions behind _extra_ops' cumsum, log10, log2, div's rounding modes and the
+inverse hyperbolic and tangent functions (loaded on first recorded use).
 
 Each forward is the numpy kernel _extra_ops uses when nothing records, so recorded and unrecorded
 calls give the same values; each backward is made of recorded ops, so create_graph works.
@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import _core
 from ._extra_ops import (_cumsum_array, _cumulative_array, _log_values, _wrap, _xlog, _xlogy_values,
                          cumsum, flip)
 from .autograd.function import Function, KernelFunction
@@ -38,6 +39,29 @@ class Cumsum(Function):
 
 
 _torch_grad_fn_name(Cumsum, "CumsumBackward0")
+
+
+class RoundedDivide(Function):
+    """div with rounding_mode 'floor' or 'trunc' of operands that record: the unrecorded op's
+    values (floor mode is floor_divide's, Python's floor division: 9 for 1 / 0.1, where the
+    floor of the rounded quotient is 10) and PyTorch's zero gradient to both operands (zeros,
+    not zero times the quotient's derivative, which is NaN where the divisor is 0 or the
+    quotient overflows)."""
+
+    @staticmethod
+    def forward(ctx, a, b, rounding_mode):
+        from ._extra_ops import divide
+        ctx.operands = [(tuple(t.shape), t._array.dtype) if isinstance(t, _core.TensorBase)
+                        else None for t in (a, b)]
+        return divide(a, b, rounding_mode=rounding_mode)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return tuple(None if operand is None or not wanted else _wrap(np.zeros(*operand))
+                     for operand, wanted in zip(ctx.operands, ctx.needs_input_grad)) + (None,)
+
+
+_torch_grad_fn_name(RoundedDivide, "DivBackward2")
 
 
 class _LogBase(Function):

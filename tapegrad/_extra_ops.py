@@ -796,12 +796,12 @@ def divide(input, other, *, rounding_mode=None):
             raise NotImplementedError(
                 f"\"div_{rounding_mode}_cpu\" not implemented for "
                 f"'{_core.scalar_type_name_of(promoted.np_dtype)}'")
+    if rounding_mode in ("floor", "trunc") and _records(
+            input, *([other] if isinstance(other, TensorBase) else [])):
+        # the unrecorded values with PyTorch's zero gradient (floor_divide records none)
+        from ._extra_functions import RoundedDivide
+        return RoundedDivide.apply(input, other, rounding_mode)
     if rounding_mode == "floor":
-        if _records(input, *([other] if isinstance(other, TensorBase) else [])):
-            # floor_divide records no derivative; PyTorch's floor mode has a zero gradient,
-            # which floor() of the quotient gives (values can differ from floor_divide only
-            # where the quotient rounds onto an integer, e.g. 1 / 0.1)
-            return input.div(other).floor()
         return input.floor_divide(other)
     if rounding_mode != "trunc":
         raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "

@@ -110,3 +110,29 @@ def test_divisor_gradient_under_compile_matches_torch(torch, size):
             grads.append([a.grad.numpy(), b.grad.numpy()])
         for got, expected in zip(grads[1], grads[0]):
             np.testing.assert_array_equal(got, expected)
+
+
+# -- div with a rounding mode, recorded (sibling of 62655301; SILENT) ---------------------------
+# PyTorch's DivBackward2 gives both operands zeros.  tapegrad recorded floor(a / b) / trunc(a / b):
+# zero times the quotient's derivative, NaN where b is 0 or (a / b) / b overflows, -0 elsewhere;
+# and floor mode's values were the floor of the rounded quotient (10 for 1 / 0.1) where
+# PyTorch's, and tapegrad's unrecorded floor_divide, give 9.
+
+def _rounded_div(lib, mode, in_place, dtype):
+    a = lib.tensor([1.0, -1.0, 0.7, 3.0, 5.0], dtype=getattr(lib, dtype), requires_grad=True)
+    b = lib.tensor([0.1, 0.1, 1e-30, -0.0, 2.0], dtype=getattr(lib, dtype), requires_grad=True)
+    y = a.clone().div_(b, rounding_mode=mode) if in_place else lib.div(a, b, rounding_mode=mode)
+    grads = lib.autograd.grad((y * 2.0).sum(), [a, b], create_graph=True)
+    return type(y.grad_fn).__name__, [t.detach().numpy() for t in (y,) + grads]
+
+
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_div_rounding_mode_recorded_matches_torch(torch, mode, in_place, dtype):
+    got_name, got = _rounded_div(tg, mode, in_place, dtype)
+    expected_name, expected = _rounded_div(torch, mode, in_place, dtype)
+    assert got_name == expected_name
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
