@@ -136,37 +136,3 @@ def test_div_rounding_mode_recorded_matches_torch(torch, mode, in_place, dtype):
     for a, b in zip(got, expected):
         np.testing.assert_array_equal(a, b)
         assert a.dtype == b.dtype
-
-
-# -- expand() keeps the strides of size-1 dims (62656185: a spurious overlap error) --------------
-# numpy's broadcast_to gives every size-1 dim stride 0; PyTorch's expand keeps a dim's stride
-# where its size does not change.  `x.view(-1, 1, 1).expand(-1, -1, -1).sub_(that view)` then
-# looked like a partial overlap of input and output to tapegrad, which PyTorch writes.
-
-def _expand_cases(lib):
-    out = []
-    v = lib.tensor(1.5, dtype=lib.float64)
-    v3 = v.view((-1, 1, 1))
-    e = v3.expand(-1, -1, -1)
-    out.append(e.stride())
-    e.sub_(v3)
-    out.append(v.item())
-    x = lib.tensor([[1.0, 2.0]])
-    y = x.expand(1, 2)
-    out.append(y.stride())
-    y.add_(x)
-    x.expand(1, 1, 2).mul_(3)
-    out.append(x.tolist())
-    out += [lib.tensor(1.0).expand(1).stride(), lib.tensor([1.0, 2.0]).expand(1, 1, 2).stride(),
-            lib.ones(3, 1).expand(3, 4).stride()]
-    return out
-
-
-def test_expand_keeps_strides_of_unchanged_size_one_dims_as_torch(torch):
-    assert _expand_cases(tg) == _expand_cases(torch)
-
-
-def test_expand_that_repeats_elements_still_refuses_writes(torch):
-    for lib in (tg, torch):
-        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
-            lib.ones(3, 1).expand(3, 4).add_(1)

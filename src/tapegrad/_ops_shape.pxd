@@ -28,8 +28,6 @@ cdef TensorBase reshape_to(TensorBase x, tuple shape)
 
 cdef TensorBase view_result(TensorBase x, object out)
 
-cdef object expanded_like_torch(object V, tuple shape)
-
 cdef int OP_TRANSPOSE
 
 cdef int OP_T

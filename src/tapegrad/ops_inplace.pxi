@@ -550,6 +550,24 @@ cdef object setitem_key(object key, list advanced):
     return setitem_key_item(key, advanced)
 
 
+cdef object expanded_like_torch(object V, tuple shape):
+    """V broadcast to `shape` with the strides PyTorch's expand() gives (only for the overlap
+    check, never read): a stretched or new dim of size > 1 has stride 0, a new dim of size 1
+    the stride that makes it contiguous with the next (0 for the last dim of a 0-d V, as
+    PyTorch's expand of a 0-d tensor gives)."""
+    cdef Py_ssize_t nd_ = len(shape), lead = nd_ - V.ndim, i
+    if lead < 0:
+        return V
+    strides = [0] * nd_
+    for i in range(nd_ - 1, -1, -1):
+        if i >= lead:
+            strides[i] = 0 if V.shape[i - lead] == 1 and shape[i] != 1 else V.strides[i - lead]
+        else:
+            strides[i] = 0 if shape[i] != 1 else (
+                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else 0)
+    return np.lib.stride_tricks.as_strided(V, shape, tuple(strides), writeable=False)
+
+
 cdef bint index_put_key(object nkey, object V):
     """Whether x[nkey] = V is PyTorch's index_put_ (which refuses a value of another dtype): a
     key with an index array, except a key whose one index array is a boolean mask, with a

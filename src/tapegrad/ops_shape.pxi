@@ -563,38 +563,8 @@ def expand(TensorBase input, *sizes, size=None):
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
                                    f"size ({have}) at non-singleton dimension {i}.  Target sizes: "
                                    f"{list(sz)}.  Tensor sizes: {list(shape)}")
-    out = expanded_like_torch(A, tuple(target))
-    if not out.flags.writeable:
-        # (numpy's broadcast_to, whose strides differ from PyTorch's at size-1 dims only: its
-        # view of V can be made writable where a write is allowed, as_strided's cannot)
-        out = np.broadcast_to(A, tuple(target))
+    out = np.broadcast_to(A, tuple(target))
     return shape_result(OP_EXPAND, input, out, shape)
-
-
-cdef object expanded_like_torch(object V, tuple shape):
-    """V broadcast to `shape` with the strides PyTorch's expand() gives: a stretched
-    or new dim of size > 1 has stride 0, a dim of unchanged size keeps its stride (numpy's
-    broadcast_to gives a size-1 dim stride 0, which made x.expand(1, 2) partially overlap x in
-    the in-place overlap check; 62656185), a new dim of size 1 the stride that makes it
-    contiguous with the next (0 for the last dim of a 0-d V, as PyTorch's expand of a 0-d
-    tensor gives)."""
-    cdef Py_ssize_t nd_ = len(shape), lead = nd_ - V.ndim, i
-    if lead < 0:
-        return V
-    if 1 not in shape:
-        return np.broadcast_to(V, shape)        # (the same strides: they differ at size 1 only)
-    strides = [0] * nd_
-    for i in range(nd_ - 1, -1, -1):
-        if i >= lead:
-            strides[i] = 0 if V.shape[i - lead] == 1 and shape[i] != 1 else V.strides[i - lead]
-        else:
-            strides[i] = 0 if shape[i] != 1 else (
-                shape[i + 1] * strides[i + 1] if i + 1 < nd_ else 0)
-    # no element repeated (only size-1 dims kept or added): a plain view, as writable as V
-    # (PyTorch writes x.expand(1, 2).add_(x)); else read-only, as numpy's broadcast_to
-    plain = not any(strides[i] == 0 and shape[i] > 1 for i in range(nd_))
-    return np.lib.stride_tricks.as_strided(V, shape, tuple(strides),
-                                           writeable=plain and V.flags.writeable)
 
 
 def expand_as(TensorBase input, TensorBase other):
