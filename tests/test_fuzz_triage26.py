@@ -142,7 +142,7 @@ def test_div_rounding_mode_recorded_matches_torch(torch, mode, in_place, dtype):
 # numpy's broadcast_to gives a size-1 dim stride 0 where PyTorch's expand keeps the dim's stride,
 # so `x.view(-1, 1, 1).expand(-1, -1, -1).sub_(x.view(-1, 1, 1))` looked like a partial overlap of
 # source and written memory (PyTorch: the same layout, written element by element).  The overlap
-# check compares strides only where a dim has more than one element.
+# check lets a 0 stride at a size-1 dim match any stride there.
 
 def _write_onto_own_layout(lib):
     out = []

@@ -58,12 +58,13 @@ cdef bint dense_layout(cnp.ndarray A):
 
 
 cdef bint same_strides(object D, object S) except -1:
-    """Whether arrays D and S step through memory alike: one stride per dim, compared where a
-    dim has more than one element (numpy gives a size-1 dim any stride, broadcast_to 0, where
-    PyTorch's expand keeps the dim's own: x.view(1, 1).expand(1, 1) is x's layout; 62656185)."""
+    """Whether arrays D and S have PyTorch's equal strides.  PyTorch compares every dim's, size-1
+    dims too (v[::2] of a (1, 2) v is a partial overlap of v); but numpy's broadcast_to, behind
+    expand(), gives a size-1 dim stride 0 where PyTorch's expand keeps the dim's own, so a 0
+    there matches any stride (x.view(1, 1, 1).expand(-1, -1, -1) is x's layout; 62656185)."""
     if D.ndim != S.ndim:
         return False
-    return all(sd == ss or (nd == 1 and ns == 1)
+    return all(sd == ss or (nd == 1 and ns == 1 and (sd == 0 or ss == 0))
                for sd, ss, nd, ns in zip(D.strides, S.strides, D.shape, S.shape))
 
 
