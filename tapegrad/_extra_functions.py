@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import _core
-from ._extra_ops import (_cumsum_array, _cumulative_array, _log_values, _wrap, _xlog, _xlogy_values,
+from ._extra_ops import (_cumsum_array, _cumulative_array, addcdiv_values, _log_values, _wrap, _xlog, _xlogy_values,
                          cumsum, flip)
 from .autograd.function import Function, KernelFunction
 
@@ -62,6 +62,37 @@ class RoundedDivide(Function):
 
 
 _torch_grad_fn_name(RoundedDivide, "DivBackward2")
+
+
+class Addcdiv(Function):
+    """input + value * tensor1 / tensor2 of operands that record, in PyTorch's order and with its
+    derivatives (AddcdivBackward0): grad * (value / tensor2), a true division (Python's
+    `value / t` is reciprocal(t) * value, in PyTorch too), and
+    -grad * (value * tensor1 / (tensor2 * tensor2)).  A composite of recorded ops rounds both
+    gradients otherwise (an ulp in about half the elements) and keeps tensor2's finite where
+    tensor2 * tensor2 overflows to inf in PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, input, tensor1, tensor2, value):
+        ctx.save_for_backward(tensor1, tensor2)
+        ctx.value = value
+        ctx.shapes = (tuple(input.shape), tuple(tensor1.shape), tuple(tensor2.shape))
+        return addcdiv_values(input, tensor1, tensor2, value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ._scatter_functions import _sum_to
+        tensor1, tensor2 = ctx.saved_tensors
+        value = ctx.value
+        wanted = ctx.needs_input_grad
+        return (_sum_to(grad, ctx.shapes[0]) if wanted[0] else None,
+                _sum_to(grad * _core.div(value, tensor2), ctx.shapes[1]) if wanted[1] else None,
+                _sum_to(-grad * (value * tensor1 / (tensor2 * tensor2)), ctx.shapes[2])
+                if wanted[2] else None,
+                None)
+
+
+_torch_grad_fn_name(Addcdiv, "AddcdivBackward0")
 
 
 class _LogBase(Function):

@@ -1093,9 +1093,21 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
-    quotient = tensor1 / tensor2
-    return _core._name_grad_fn(input + _result_scalar(value, input, quotient) * quotient,
-                               "AddcdivBackward0")
+    if _records(input, tensor1, tensor2):
+        from ._extra_functions import Addcdiv
+        return Addcdiv.apply(input, tensor1, tensor2, value)
+    return addcdiv_values(input, tensor1, tensor2, value)
+
+
+def addcdiv_values(input, tensor1, tensor2, value):
+    """addcdiv's values in PyTorch's kernel's order: input + (value * tensor1) / tensor2 (value
+    times the quotient rounds otherwise in about a quarter of the elements); float16 operands
+    in float32, rounded once, as PyTorch's kernel computes them."""
+    from ._half_precision import narrow_half, widen_half
+    quotient_dtype = _core.np_dtype_of(_core.result_type(tensor1, tensor2))
+    scalar = _kernel_scalar(value, np.result_type(input._array.dtype, quotient_dtype))
+    (input, tensor1, tensor2), half = widen_half(input, tensor1, tensor2)
+    return narrow_half(input + (scalar * tensor1) / tensor2, half)
 
 
 def logaddexp(input, other):

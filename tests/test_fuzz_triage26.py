@@ -166,3 +166,30 @@ def test_overlapping_writes_are_still_refused(torch, write):
     for lib in (tg, torch):
         with pytest.raises(RuntimeError, match="memory location"):
             write(lib)
+
+
+# -- addcdiv in PyTorch's order (sibling of 62655301; values and gradients an ulp apart) ---------
+# PyTorch's kernel is input + (value * tensor1) / tensor2, its derivatives grad * (value /
+# tensor2) (a true division) and -grad * (value * tensor1 / (tensor2 * tensor2)).  tapegrad's
+# composite input + value * (tensor1 / tensor2) rounded otherwise in about a quarter of the
+# values (addcdiv_, Adam's update, too) and half of the gradients, and kept tensor2's gradient
+# finite where tensor2 * tensor2 overflows in PyTorch's.
+
+def _addcdiv_results(lib, dtype, value):
+    rng = np.random.default_rng(7)
+    values = [rng.standard_normal(64) for _ in range(3)]
+    values[2][:3] = [1e-200, 1e200, 1e-170] if dtype == "float64" else [1e-30, 1e30, 1e-20]
+    leaves = [lib.tensor(v, dtype=getattr(lib, dtype), requires_grad=True) for v in values]
+    y = lib.addcdiv(*leaves, value=value)
+    grads = lib.autograd.grad((y * 1.5).sum(), leaves)
+    updated = lib.tensor(values[0], dtype=getattr(lib, dtype))
+    updated.addcdiv_(*(lib.tensor(v, dtype=getattr(lib, dtype)) for v in values[1:]), value=value)
+    return [t.detach().numpy() for t in (y,) + grads + (updated,)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("value", [1, 0.3, -0.001])
+def test_addcdiv_values_and_gradients_bit_for_bit_as_torch(torch, dtype, value):
+    for got, expected in zip(_addcdiv_results(tg, dtype, value),
+                             _addcdiv_results(torch, dtype, value)):
+        np.testing.assert_array_equal(got, expected)
