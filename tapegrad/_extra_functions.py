@@ -41,6 +41,13 @@ class Cumsum(Function):
 _torch_grad_fn_name(Cumsum, "CumsumBackward0")
 
 
+def _values_only(*operands):
+    """Tensor operands as fresh tensors of their arrays, outside any graph: a forward computed
+    from tapegrad ops on them records nothing inside the Function (tapegrad.compile replays the
+    Function's call and differentiates the records it makes)."""
+    return [_wrap(t._array) if isinstance(t, _core.TensorBase) else t for t in operands]
+
+
 class RoundedDivide(Function):
     """div with rounding_mode 'floor' or 'trunc' of operands that record: the unrecorded op's
     values (floor mode is floor_divide's, Python's floor division: 9 for 1 / 0.1, where the
@@ -53,7 +60,7 @@ class RoundedDivide(Function):
         from ._extra_ops import divide
         ctx.operands = [(tuple(t.shape), t._array.dtype) if isinstance(t, _core.TensorBase)
                         else None for t in (a, b)]
-        return divide(a, b, rounding_mode=rounding_mode)
+        return divide(*_values_only(a, b), rounding_mode=rounding_mode)
 
     @staticmethod
     def backward(ctx, grad):
@@ -77,7 +84,7 @@ class Addcdiv(Function):
         ctx.save_for_backward(tensor1, tensor2)
         ctx.value = value
         ctx.shapes = (tuple(input.shape), tuple(tensor1.shape), tuple(tensor2.shape))
-        return addcdiv_values(input, tensor1, tensor2, value)
+        return addcdiv_values(*_values_only(input, tensor1, tensor2), value)
 
     @staticmethod
     def backward(ctx, grad):

@@ -193,3 +193,22 @@ def test_addcdiv_values_and_gradients_bit_for_bit_as_torch(torch, dtype, value):
     for got, expected in zip(_addcdiv_results(tg, dtype, value),
                              _addcdiv_results(torch, dtype, value)):
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("fn", [lambda i, a, b: tg.addcdiv(i, a, b, value=0.3).tanh(),
+                                lambda i, a, b: tg.div(a, b, rounding_mode="floor") * i,
+                                lambda i, a, b: tg.div(a, b, rounding_mode="trunc") * i])
+def test_addcdiv_and_rounded_div_under_compile_match_eager(fn):
+    # (their Functions compute the forward from ops on the operands' values only: tapegrad.compile
+    # replays the call and differentiated records made inside it, floor_divide's among them)
+    compiled = tg.compile(fn)
+    for call in range(3):
+        values = [np.random.default_rng([call, k]).standard_normal(50) for k in range(3)]
+        results = []
+        for f in (fn, compiled):
+            leaves = [tg.tensor(v, requires_grad=True) for v in values]
+            y = f(*leaves)
+            y.sum().backward()
+            results.append([y.detach().numpy()] + [t.grad.numpy() for t in leaves])
+        for got, expected in zip(results[1], results[0]):
+            np.testing.assert_array_equal(got, expected)
