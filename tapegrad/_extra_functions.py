@@ -1,5 +1,5 @@
-"""The autograd.Functions behind _extra_ops' cumsum, log10, log2 and the inverse hyperbolic and
-tangent functions (loaded on first recorded use).
+"""The autograd.Functions behind _extra_ops' cumsum, log10, log2, div's rounding modes and the
+inverse hyperbolic and tangent functions (loaded on first recorded use).
 
 Each forward is the numpy kernel _extra_ops uses when nothing records, so recorded and unrecorded
 calls give the same values; each backward is made of recorded ops, so create_graph works.
@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from ._extra_ops import (_cumsum_array, _cumulative_array, _log_values, _wrap, _xlog, _xlogy_values,
+from . import _core
+from ._extra_ops import (_cumsum_array, _cumulative_array, addcdiv_values, _log_values, _wrap, _xlog, _xlogy_values,
                          cumsum, flip)
 from .autograd.function import Function, KernelFunction
 
@@ -38,6 +39,67 @@ class Cumsum(Function):
 
 
 _torch_grad_fn_name(Cumsum, "CumsumBackward0")
+
+
+def _values_only(*operands):
+    """Tensor operands as fresh tensors of their arrays, outside any graph: a forward computed
+    from tapegrad ops on them records nothing inside the Function (tapegrad.compile replays the
+    Function's call and differentiates the records it makes)."""
+    return [_wrap(t._array) if isinstance(t, _core.TensorBase) else t for t in operands]
+
+
+class RoundedDivide(Function):
+    """div with rounding_mode 'floor' or 'trunc' of operands that record: the unrecorded op's
+    values (floor mode is floor_divide's, Python's floor division: 9 for 1 / 0.1, where the
+    floor of the rounded quotient is 10) and PyTorch's zero gradient to both operands (zeros,
+    not zero times the quotient's derivative, which is NaN where the divisor is 0 or the
+    quotient overflows)."""
+
+    @staticmethod
+    def forward(ctx, a, b, rounding_mode):
+        from ._extra_ops import divide
+        ctx.operands = [(tuple(t.shape), t._array.dtype) if isinstance(t, _core.TensorBase)
+                        else None for t in (a, b)]
+        return divide(*_values_only(a, b), rounding_mode=rounding_mode)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return tuple(None if operand is None or not wanted else _wrap(np.zeros(*operand))
+                     for operand, wanted in zip(ctx.operands, ctx.needs_input_grad)) + (None,)
+
+
+_torch_grad_fn_name(RoundedDivide, "DivBackward2")
+
+
+class Addcdiv(Function):
+    """input + value * tensor1 / tensor2 of operands that record, in PyTorch's order and with its
+    derivatives (AddcdivBackward0): grad * (value / tensor2), a true division (Python's
+    `value / t` is reciprocal(t) * value, in PyTorch too), and
+    -grad * (value * tensor1 / (tensor2 * tensor2)).  A composite of recorded ops rounds both
+    gradients otherwise (an ulp in about half the elements) and keeps tensor2's finite where
+    tensor2 * tensor2 overflows to inf in PyTorch's."""
+
+    @staticmethod
+    def forward(ctx, input, tensor1, tensor2, value):
+        ctx.save_for_backward(tensor1, tensor2)
+        ctx.value = value
+        ctx.shapes = (tuple(input.shape), tuple(tensor1.shape), tuple(tensor2.shape))
+        return addcdiv_values(*_values_only(input, tensor1, tensor2), value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ._scatter_functions import _sum_to
+        tensor1, tensor2 = ctx.saved_tensors
+        value = ctx.value
+        wanted = ctx.needs_input_grad
+        return (_sum_to(grad, ctx.shapes[0]) if wanted[0] else None,
+                _sum_to(grad * _core.div(value, tensor2), ctx.shapes[1]) if wanted[1] else None,
+                _sum_to(-grad * (value * tensor1 / (tensor2 * tensor2)), ctx.shapes[2])
+                if wanted[2] else None,
+                None)
+
+
+_torch_grad_fn_name(Addcdiv, "AddcdivBackward0")
 
 
 class _LogBase(Function):

@@ -796,14 +796,16 @@ def divide(input, other, *, rounding_mode=None):
             raise NotImplementedError(
                 f"\"div_{rounding_mode}_cpu\" not implemented for "
                 f"'{_core.scalar_type_name_of(promoted.np_dtype)}'")
-    if rounding_mode not in ("floor", "trunc"):
-        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                           f"found '{rounding_mode}'")
-    if _records(input, *([other] if isinstance(other, TensorBase) else [])):
-        from ._tutorial_ops import _RoundedDivision
-        return _RoundedDivision.apply(input, other, rounding_mode)
+    if rounding_mode in ("floor", "trunc") and _records(
+            input, *([other] if isinstance(other, TensorBase) else [])):
+        # the unrecorded values with PyTorch's zero gradient (floor_divide records none)
+        from ._extra_functions import RoundedDivide
+        return RoundedDivide.apply(input, other, rounding_mode)
     if rounding_mode == "floor":
         return input.floor_divide(other)
+    if rounding_mode != "trunc":
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                           f"found '{rounding_mode}'")
     other_arr = other._array if isinstance(other, TensorBase) else other
     # PyTorch's promotion (a Python int keeps an integer tensor's dtype; a float makes it float)
     out_dtype = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
@@ -1152,12 +1154,20 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
                            " release addcdiv will perform a true division of tensor1 and tensor2.")
     tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
+    if _records(input, tensor1, tensor2):
+        from ._extra_functions import Addcdiv
+        return Addcdiv.apply(input, tensor1, tensor2, value)
+    return addcdiv_values(input, tensor1, tensor2, value)
 
-    def combine(input, tensor1, tensor2):
-        quotient = tensor1 / tensor2
-        return input + _result_scalar(value, input, quotient) * quotient
-    return _core._name_grad_fn(_in_float32_if_all_half(combine, input, tensor1, tensor2),
-                               "AddcdivBackward0")
+
+def addcdiv_values(input, tensor1, tensor2, value):
+    """addcdiv's values in PyTorch's kernel's order: input + (value * tensor1) / tensor2 (value
+    times the quotient rounds otherwise in about a quarter of the elements); float16 operands
+    in float32, rounded once, as PyTorch's kernel computes them.  tensor1 and tensor2 come in
+    the common dtype of the three (_in_common_dtype)."""
+    scalar = _result_scalar(value, input, tensor1)
+    return _in_float32_if_all_half(lambda i, t1, t2: i + (scalar * t1) / t2,
+                                   input, tensor1, tensor2)
 
 
 def logaddexp(input, other):

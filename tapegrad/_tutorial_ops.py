@@ -259,9 +259,10 @@ class _Logit(_Function):
 
 class _Copysign(_Function):
     """|x| with the sign bit of other (broadcast).  PyTorch's gradients: grad * result / x (0
-    where x is 0: +-1, NaN at +-inf and NaN), and for other a constant zeros tensor: it
-    requires no grad, so a second derivative does not reach other's side (fuzz 63007556: a
-    where that kept other in the graph made the first gradient depend on the upstream one).
+    where x is 0, masked after the division: +-1, NaN at +-inf and NaN), and for other a
+    constant zeros tensor: it requires no grad, so a second derivative does not reach other's
+    side (fuzz 63007556: a where that kept other in the graph made the first gradient depend on
+    the upstream one).
     result / x is formed from x and other's sign bits, not from the result tensor, which
     copysign_ writes into its input (a later no_grad write there must not change it; 63011679)."""
 
@@ -281,7 +282,9 @@ class _Copysign(_Function):
         if ctx.needs_input_grad[0]:
             from ._scatter_functions import _sum_to
             flip = _wrap(np.where(ctx.negative, -1.0, 1.0).astype(x._array.dtype))
-            ratio = _core.where(x == 0, 0.0, _core.where(x.isinf(), float("nan"), x.sign() * flip))
+            # PyTorch's masked quotient result / x (NaN at +-inf): its own derivative, 0 / 0 at
+            # x = 0, makes second derivatives NaN there (62654947)
+            ratio = _core.where(x == 0, 0.0, (x.abs() * flip) / x)
             grad_x = _sum_to(grad * ratio, x.shape)
         if ctx.needs_input_grad[1]:
             from .creation import zeros
@@ -388,33 +391,6 @@ def _name_logaddexp_backward():
 
 
 _name_logaddexp_backward()
-
-
-class _RoundedDivision(_Function):
-    """div(input, other, rounding_mode='floor' or 'trunc') of an operand that requires grad:
-    the values of the unrecorded kernel (floor mode is floor_divide's: 1 // 0.1 is 9, where
-    floor(1 / 0.1) is 10) and PyTorch's zero gradient for both operands.  (The composite
-    floor(input / other) gave 10 there, and sent 0 * inf = NaN back where other is 0.)"""
-
-    @staticmethod
-    def forward(ctx, input, other, rounding_mode):
-        from ._extra_ops import divide
-        ctx.geometry = [(t.shape, t.dtype) if isinstance(t, _core.TensorBase) else None
-                        for t in (input, other)]
-        return divide(input, other, rounding_mode=rounding_mode)    # (apply: not recorded)
-
-    @staticmethod
-    def backward(ctx, grad):
-        from .creation import zeros
-        return (*(None if g is None else zeros(g[0], dtype=g[1]) for g in ctx.geometry), None)
-
-
-def _name_rounded_division_backward():
-    from ._extra_functions import _torch_grad_fn_name
-    _torch_grad_fn_name(_RoundedDivision, "DivBackward2")
-
-
-_name_rounded_division_backward()
 
 
 def rad2deg(input):

@@ -477,11 +477,11 @@ cdef void fused_backward_block(Lane* L, Py_ssize_t o, Py_ssize_t m) noexcept nog
                     k_binary(f64, TG_DIV, m, g, 1, pb, sb, dst)
                     took_at(L, s.a, s.bc_a, dst, o, m)
                 if s.grad_b:
-                    dst = dest_of(L, s.b, s.bc_b, o)
+                    dst = dest_of(L, s.b, s.bc_b, o)     # -g * ((a / b) / b), as vjp_div
+                    k_binary(f64, TG_DIV, m, pa, sa, pb, sb, s1)
+                    k_binary(f64, TG_DIV, m, s1, 1, pb, sb, s1)
                     k_unary(f64, TG_NEG, m, g, dst)
-                    k_binary(f64, TG_MUL, m, dst, 1, pa, sa, dst)
-                    k_binary(f64, TG_MUL, 1 if sb == 0 else m, pb, 1, pb, 1, s1)
-                    k_binary(f64, TG_DIV, m, dst, 1, s1, sb, dst)
+                    k_binary(f64, TG_MUL, m, dst, 1, s1, 1, dst)
                     took_at(L, s.b, s.bc_b, dst, o, m)
             elif s.grad_a:                      # ** a number: g * (a ** (e - 1) * e)
                 dst = dest_of(L, s.a, s.bc_a, o)

@@ -371,7 +371,7 @@ cdef object gv_div(Py_ssize_t i, Record* r, object G, char* want):
     gb = None
     if want[1]:
         A = in_value(r, 0, saved_value(r, 0))
-        gb = g_div(g_mul(g_neg(G), A), g_mul(B, B))
+        gb = g_mul(g_neg(G), g_div(g_div(A, B), B))      # as vjp_div: -grad * ((a / b) / b)
     return t_fit_binary(r, ga, gb)
 
 cdef object gv_pow(Py_ssize_t i, Record* r, object G, char* want):

@@ -209,9 +209,10 @@ cdef object vjp_mul(Record* r, object g):
 cdef object vjp_div(Record* r, object g):
     a = <object>r.saved[0] if r.saved[0] != NULL else None
     b = <object>r.saved[1]
-    # PyTorch's formulas: grad / b and -grad * a / (b * b)
+    # PyTorch's formulas: grad / b and -grad * ((a / b) / b), two quotients, so the gradient
+    # stays finite where b * b would overflow or underflow (b = 1e-200: -1e200, not -inf)
     return fit_binary_grads(r, ew(TG_DIV, g, b) if r.inp[0] >= 0 else None,
-                            ew(TG_DIV, ew(TG_MUL, negate(g), a), ew(TG_MUL, b, b))
+                            ew(TG_MUL, negate(g), ew(TG_DIV, ew(TG_DIV, a, b), b))
                             if r.inp[1] >= 0 else None)
 
 cdef object vjp_pow(Record* r, object g):

@@ -57,6 +57,17 @@ cdef bint dense_layout(cnp.ndarray A):
     return True
 
 
+cdef bint same_strides(object D, object S) except -1:
+    """Whether arrays D and S have PyTorch's equal strides.  PyTorch compares every dim's, size-1
+    dims too (v[::2] of a (1, 2) v is a partial overlap of v); but numpy's broadcast_to, behind
+    expand(), gives a size-1 dim stride 0 where PyTorch's expand keeps the dim's own, so a 0
+    there matches any stride (x.view(1, 1, 1).expand(-1, -1, -1) is x's layout; 62656185)."""
+    if D.ndim != S.ndim:
+        return False
+    return all(sd == ss or (nd == 1 and ns == 1 and (sd == 0 or ss == 0))
+               for sd, ss, nd, ns in zip(D.strides, S.strides, D.shape, S.shape))
+
+
 cdef int check_source_overlap(object D, object S, bint same_too) except -1:
     """Raise PyTorch's error when array S (an in-place op's source) partly overlaps array D (the
     memory written); `same_too`: also when S is D's memory with D's layout (index_put_)."""
@@ -71,13 +82,13 @@ cdef int check_source_overlap(object D, object S, bint same_too) except -1:
     if dlo >= shi or slo >= dhi:
         return 0                            # (the common case: separate memory)
     cdef bint same_start = cnp.PyArray_DATA(d) == cnp.PyArray_DATA(s)
-    if same_start and D.shape == S.shape and D.strides == S.strides:
+    if same_start and D.shape == S.shape and same_strides(D, S):
         if same_too:
             raise RuntimeError(SOURCE_OVERLAP)
         return 0
     if not (dense_layout(d) and dense_layout(s)):
         return 0                            # (PyTorch too leaves these unchecked)
-    if same_start and dhi == shi and D.strides == S.strides and not same_too:
+    if same_start and dhi == shi and same_strides(D, S) and not same_too:
         return 0
     raise RuntimeError(SOURCE_OVERLAP)
 
@@ -87,7 +98,7 @@ cdef bint same_data(object D, object S) except -1:
     if not (cnp.PyArray_Check(D) and cnp.PyArray_Check(S)):
         return False
     return (cnp.PyArray_DATA(<cnp.ndarray>D) == cnp.PyArray_DATA(<cnp.ndarray>S)
-            and D.shape == S.shape and D.strides == S.strides and D.dtype == S.dtype)
+            and D.shape == S.shape and same_strides(D, S) and D.dtype == S.dtype)
 
 
 cdef object writable(object A, bint overlapping=False):

@@ -1159,17 +1159,19 @@ cdef class Program:
                     k_rows(f64, TG_MUL, n, s.cols, g, 1, fs, pa, s.stride_a, s.step_a, dst)
                     self.took(bs, s.b, dst, s.out, s.bcast_b)
             elif kop == TG_DIV:
-                # grad / b and -grad * a / (b * b), as vjp_div (b * b in b's own shape)
+                # grad / b and -grad * ((a / b) / b), as vjp_div (a / b recomputed in the
+                # result's layout: the result's own buffer may have been written since)
                 if s.grad_a:
                     dst = self.grad_dest(bs, s.a, s.bcast_a)
                     k_rows(f64, TG_DIV, n, s.cols, g, 1, fs, pb, s.stride_b, s.step_b, dst)
                     self.took(bs, s.a, dst, s.out, s.bcast_a)
                 if s.grad_b:
                     dst = self.grad_dest(bs, s.b, s.bcast_b)
+                    k_rows(f64, TG_DIV, n, s.cols, pa, s.stride_a, s.step_a,
+                           pb, s.stride_b, s.step_b, bs.s1)
+                    k_rows(f64, TG_DIV, n, s.cols, bs.s1, 1, fs, pb, s.stride_b, s.step_b, bs.s1)
                     k_unary(f64, TG_NEG, n, g, dst)
-                    k_rows(f64, TG_MUL, n, s.cols, dst, 1, fs, pa, s.stride_a, s.step_a, dst)
-                    k_binary(f64, TG_MUL, self.sizes[s.b], pb, 1, pb, 1, bs.s1)
-                    k_rows(f64, TG_DIV, n, s.cols, dst, 1, fs, bs.s1, s.stride_b, s.step_b, dst)
+                    k_binary(f64, TG_MUL, n, dst, 1, bs.s1, 1, dst)
                     self.took(bs, s.b, dst, s.out, s.bcast_b)
             else:
                 # tensor ** e: g * (a ** (e - 1) * e), 0 for e == 0, as vjp_pow (e is a

@@ -83,7 +83,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
-    """Sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps))."""
+    """Sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), the max taken as a value
+    only (its derivative is the norm's, as in PyTorch)."""
     from .._extra_ops import _check_tensor
     _check_tensor(x1, "cosine_similarity", "x1", 1)
     _check_tensor(x2, "cosine_similarity", "x2", 2)
@@ -100,9 +101,19 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
                            f"{_core.scalar_type_name_of(holder._array.dtype)}")
     x1, x2 = (x if x.dtype == common else x.to(common) for x in (x1, x2))
     (x1, x2), half = widen_half(x1.expand(shape), x2.expand(shape))
-    n1 = _tg.clamp(x1.norm(2, dim, keepdim=True), min=eps)
-    n2 = _tg.clamp(x2.norm(2, dim, keepdim=True), min=eps)
+    n1 = _norm_floored_without_derivative(x1, dim, eps)
+    n2 = _norm_floored_without_derivative(x2, dim, eps)
     return narrow_half(((x1 / n1) * (x2 / n2)).sum(dim), half)
+
+
+def _norm_floored_without_derivative(x, dim, eps):
+    """||x|| over `dim` (kept), raised to at least eps as a value only.  PyTorch clamps a clone of
+    the norm in place under no_grad, so the derivative through the norm is the unclamped one:
+    a row whose norm is below eps (but not zero) still gets a gradient through its norm."""
+    norm = x.norm(2, dim, keepdim=True).clone()
+    with _tg.no_grad():
+        norm.clamp_(min=eps)
+    return norm
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
