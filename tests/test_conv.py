@@ -45,9 +45,9 @@ def parity(torch, name, arrays, kwargs, dtype=np.float64, seed=0):
     ts = [torch.tensor(a, requires_grad=True) for a in arrays]
     gs = [tg.tensor(a, requires_grad=True) for a in arrays]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # torch's note on 'same' with even kernels
+        warnings.simplefilter("ignore")     # both libraries' note on 'same' with even kernels
         yt = getattr(torch.nn.functional, name)(*ts, **kwargs)
-    yg = getattr(F, name)(*gs, **kwargs)
+        yg = getattr(F, name)(*gs, **kwargs)
     assert tuple(yg.shape) == tuple(yt.shape)
     assert yg.dtype == getattr(tg, str(yt.dtype).split(".")[1])
     close(yg.detach().numpy(), yt.detach().numpy(), dtype)

@@ -717,6 +717,11 @@ def _conv_arguments(input, weight, bias, stride, padding, dilation, groups, nd):
         if any(s != 1 for s in stride):
             raise RuntimeError("padding='same' is not supported for strided convolutions")
         pads = _same_padding(kernel, dilation)
+        if any(before != after for before, after in pads):
+            # PyTorch notes (once per process, every dimensionality) that an odd total padding
+            # cannot be split evenly, so its kernels pad a copy of the input.
+            _core.warn_once("Using padding='same' with even kernel lengths and odd dilation may "
+                            "require a zero-padded copy of the input be created")
     elif pad_arg == "valid":
         pads = [(0, 0)] * nd
     else:

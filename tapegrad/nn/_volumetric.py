@@ -69,10 +69,6 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (O, C/groups, kd, kh, kw); padding is an int, a triple, 'valid' or 'same' (stride 1)."""
     x, unbatched, stride, dilation, kernel, pads, _ = _conv_arguments(
         input, weight, bias, stride, padding, dilation, groups, 3)
-    if isinstance(padding, str) and padding == "same" and any(a != b for a, b in pads):
-        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
-                      "require a zero-padded copy of the input be created", UserWarning,
-                      stacklevel=2)
     N, C, D, H, W = x.shape
     O = weight.shape[0]
     if C == 0:
