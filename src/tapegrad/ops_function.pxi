@@ -164,6 +164,18 @@ def register_post_accumulate_grad_hook(TensorBase self, hook):
     return add_hook(extra_of(i).post_hooks, hook)
 
 
+def _leaf_grad_hooks(TensorBase self):
+    """(tensor hooks, post-accumulate-grad hooks) registered on leaf `self`, two lists in
+    registration order: tapegrad/_sparse_embedding.py runs them around the sparse gradient it
+    adds into .grad, which no sweep delivers."""
+    cdef Py_ssize_t i = self._node
+    if i < 0 or TAPE is None or i >= TAPE.n or TAPE.recs[i].op != OP_LEAF \
+            or TAPE.recs[i].extra == NULL:
+        return [], []
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    return list(ex.hooks.values()), list(ex.post_hooks.values())
+
+
 cdef str hook_name(object fn):
     return getattr(fn, "__name__", None) or repr(fn)
 

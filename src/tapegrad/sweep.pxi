@@ -125,6 +125,12 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
             t._grad = wrap(g)
         else:
             t._grad = wrap(np.array(g, dtype=A.dtype, order="C", copy=True))
+    elif not isinstance(t._grad, TensorBase):
+        # a sparse gradient (embedding(sparse=True)) meets a dense one: PyTorch's
+        # AccumulateGrad makes a new dense .grad, their sum
+        dense = np.array(t._grad.to_dense()._array, dtype=A.dtype, order="C", copy=True)
+        np.add(dense, g, out=dense, casting="unsafe")
+        t._grad = wrap(dense)
     else:
         grad = <TensorBase>t._grad
         np.add(grad._array, g, out=grad._array, casting="unsafe")

@@ -1,0 +1,160 @@
+"""embedding(sparse=True): the weight's gradient as a sparse COO tensor, as PyTorch gives it.
+
+The compiled sweep moves dense adjoints only, and a dense (num_embeddings, dim) gradient is what
+sparse=True exists to avoid.  So where the weight's gradient is recorded, the embedding's output
+is a copy of a hidden dense leaf holding the looked-up rows (``W[idx]``).  Backward gives that
+leaf a gradient the size of the output; a post-accumulate-grad hook on it takes the gradient
+away (the leaf's .grad stays None) and turns it into PyTorch's sparse gradient of the weight:
+the looked-up indices (flattened, in call order, padding_idx entries left out) and the incoming
+gradient rows, size = weight.shape.
+
+PyTorch adds the gradients of several lookups reaching the weight in one backward into one
+sparse tensor whose entries follow the lookups' call order, then accumulates it into
+weight.grad: appended to a sparse .grad (the same object, uncoalesced), added in place into a
+dense one, and summed with a dense gradient into a new dense .grad.  So each hook only notes its
+lookup's entries; a callback at the end of the backward pass (the core's
+``_queue_backward_callback``) sorts them by call order and accumulates the weight's sparse
+gradient once, after running the weight's tensor hooks on it and before its post-accumulate-grad
+hooks, as PyTorch's AccumulateGrad node does.
+
+``autograd.grad(..., weight)`` asks for the hidden leaves' gradients instead and assembles the
+weight's the same way (``sparse_grad_of``).  A ``tapegrad.compile``'d call runs eagerly: its
+replay could not make the hidden leaf.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from . import _core
+from ._sparse_coo import SparseTensor, sparse_coo_tensor
+from .grad_mode import no_grad
+
+_SCALE_GRAD_ERROR = "embedding_backward: scale_grad_by_freq not supported with sparse gradients"
+
+# Call order of the lookups (the key that orders one pass's entries).
+_CALLS = itertools.count()
+
+# The lookups recorded on each weight, for autograd.grad: id(weight) -> list of weak references
+# to the hidden leaves (dead ones are pruned as the list is read).
+_LOOKUPS: dict[int, list] = {}
+
+# One backward pass's notes: id(pass) -> {id(weight): (weight, [(call, indices, values)])}.
+_PENDING: dict[int, dict] = {}
+
+
+class _Lookup:
+    """One recorded lookup: its hidden leaf, the weight, the kept entries and the call number.
+    Its ``note_gradient`` is the hidden leaf's post-accumulate-grad hook, and so what keeps the
+    leaf alive while the graph does (the tape holds leaves weakly; the hook with its record)."""
+
+    __slots__ = ("hidden", "weight", "indices", "keep", "call", "scale_grad_by_freq",
+                 "__weakref__")
+
+    def __init__(self, hidden, weight, indices, keep, scale_grad_by_freq):
+        self.hidden = hidden
+        self.weight = weight
+        self.indices = indices                  # int64, padding entries removed
+        self.keep = keep                        # mask of the kept entries, or None for all
+        self.call = next(_CALLS)
+        self.scale_grad_by_freq = scale_grad_by_freq
+
+    def entries(self, grad):
+        """(call, indices, values) of this lookup's gradient `grad` (the output's shape)."""
+        if self.scale_grad_by_freq:
+            raise RuntimeError(_SCALE_GRAD_ERROR)
+        rows = np.ascontiguousarray(grad._array).reshape(-1, grad._array.shape[-1])
+        if self.keep is not None:
+            rows = rows[self.keep]
+        return self.call, self.indices, rows
+
+    def note_gradient(self, hidden) -> None:
+        """The hidden leaf's gradient becomes entries of the weight's sparse gradient,
+        accumulated when the backward pass ends; the leaf keeps no .grad."""
+        grad = hidden.grad
+        hidden.grad = None
+        if grad is None:
+            return
+        entries = self.entries(grad)
+        backward_pass = _core._backward_pass()
+        notes = _PENDING.get(id(backward_pass))
+        if notes is None:
+            notes = _PENDING[id(backward_pass)] = {}
+            _core._queue_backward_callback(lambda: _accumulate_pass(id(backward_pass)))
+        notes.setdefault(id(self.weight), (self.weight, []))[1].append(entries)
+
+
+def sparse_embedding(weight, idx: np.ndarray, index_shape: tuple, padding_idx: int,
+                     scale_grad_by_freq: bool):
+    """The output of embedding(sparse=True) for a weight whose gradient is recorded (the
+    arguments already checked by the core's embedding)."""
+    from .creation import tensor
+    _core._capture_unsupported("it calls embedding(sparse=True), whose sparse weight gradient "
+                               "a replay cannot make")
+    rows = weight._array[idx].reshape(tuple(index_shape) + (weight._array.shape[1],))
+    hidden = tensor(rows, requires_grad=True)
+    keep = None
+    kept = idx
+    if padding_idx >= 0:
+        mask = idx != padding_idx
+        if not mask.all():
+            keep, kept = mask, idx[mask]
+    lookup = _Lookup(hidden, weight, kept, keep, scale_grad_by_freq)
+    hidden.register_post_accumulate_grad_hook(lookup.note_gradient)
+    refs = _LOOKUPS.setdefault(id(weight), [])
+    refs[:] = [r for r in refs if r() is not None]
+    refs.append(weakref.ref(lookup))
+    out = hidden.clone()
+    return _core._name_grad_fn(out, "EmbeddingBackward0")
+
+
+def _sparse_from(weight, entries: list):
+    """One sparse gradient of `weight` from (call, indices, values) entries, in call order."""
+    from .creation import tensor
+    entries = sorted(entries, key=lambda e: e[0])
+    indices = np.concatenate([e[1] for e in entries]) if entries else np.zeros(0, np.int64)
+    dim = weight._array.shape[1]
+    values = (np.concatenate([e[2] for e in entries]) if entries
+              else np.zeros((0, dim), weight._array.dtype))
+    return sparse_coo_tensor(tensor(indices.reshape(1, -1)),
+                             tensor(values.astype(weight._array.dtype, copy=False)),
+                             tuple(weight._array.shape))
+
+
+def _accumulate_pass(pass_id: int) -> None:
+    for weight, entries in _PENDING.pop(pass_id, {}).values():
+        _accumulate(weight, _sparse_from(weight, entries))
+
+
+def _accumulate(weight, grad) -> None:
+    """weight.grad += grad (sparse) as PyTorch's AccumulateGrad, with the weight's hooks."""
+    hooks, post_hooks = _core._leaf_grad_hooks(weight)
+    for hook in hooks:
+        replaced = hook(grad)
+        if replaced is not None:
+            grad = replaced
+    old = weight.grad
+    if old is None:
+        weight.grad = grad
+    elif isinstance(old, SparseTensor):
+        old._append(grad)                       # the same object, entries appended
+    else:
+        with no_grad():
+            old.add_(grad)                      # a dense .grad: added in place
+    for hook in post_hooks:
+        if hook(weight) is not None:
+            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
+def lookups_of(weight) -> list:
+    """The live recorded lookups of `weight` (for autograd.grad)."""
+    refs = _LOOKUPS.get(id(weight))
+    if not refs:
+        return []
+    lookups = [r() for r in refs]
+    return [lk for lk in lookups if lk is not None and lk.weight is weight]
+
+
+_core._set_sparse_embedding(sparse_embedding)
