@@ -92,7 +92,7 @@ def sparse_embedding(weight, idx: np.ndarray, index_shape: tuple, padding_idx: i
     arguments already checked by the core's embedding)."""
     from .creation import tensor
     _core._capture_unsupported("it calls embedding(sparse=True), whose sparse weight gradient "
-                               "a replay cannot make")
+                               "a replay cannot make", True)
     rows = weight._array[idx].reshape(tuple(index_shape) + (weight._array.shape[1],))
     hidden = tensor(rows, requires_grad=True)
     keep = None
@@ -155,6 +155,46 @@ def lookups_of(weight) -> list:
         return []
     lookups = [r() for r in refs]
     return [lk for lk in lookups if lk is not None and lk.weight is weight]
+
+
+def grad_through_lookups(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                         allow_unused, materialize_grads):
+    """autograd.grad where an input was looked up with sparse=True, or None where none was.
+
+    The core is asked for the gradients of the inputs and of their lookups' hidden leaves
+    (every one allowed unused); an input's result is its sparse gradient (the lookups' entries
+    in call order), plus its dense gradient where it also has one (a dense sum, as PyTorch's),
+    and PyTorch's error or None where neither reached it."""
+    if isinstance(inputs, dict):
+        return None
+    seq = [inputs] if isinstance(inputs, _core.TensorBase) else list(inputs)
+    lookups = [lookups_of(x) if isinstance(x, _core.TensorBase) else [] for x in seq]
+    if not any(lookups):
+        return None
+    if materialize_grads and allow_unused is False:
+        return None                             # the core raises PyTorch's ValueError
+    allow = materialize_grads if allow_unused is None else bool(allow_unused)
+    hidden = [lk.hidden for group in lookups for lk in group]
+    grads = _core._grad(outputs, tuple(seq) + tuple(hidden), grad_outputs, retain_graph,
+                        create_graph, True, False)
+    hidden_grads = iter(grads[len(seq):])
+    result = []
+    for j, (x, group) in enumerate(zip(seq, lookups)):
+        dense = grads[j]
+        entries = [lk.entries(g) for lk, g in zip(group, hidden_grads) if g is not None]
+        grad = dense
+        if entries:
+            sparse = _sparse_from(x, entries)
+            grad = sparse if dense is None else dense + sparse
+        if grad is None:
+            if not allow:
+                raise RuntimeError(f"The differentiated Tensor at index {j} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
+            if materialize_grads:
+                grad = x.new_zeros(x.shape)
+        result.append(grad)
+    return tuple(result)
 
 
 _core._set_sparse_embedding(sparse_embedding)

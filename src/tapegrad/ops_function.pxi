@@ -418,9 +418,13 @@ OP_KERNEL = register_op("KernelFunctionBackward", vjp_kernel)
 register_replay(OP_KERNEL, replay_kernel)
 
 
-def _capture_unsupported(str why):
+def _capture_unsupported(str why, bint whole_call=False):
     """Make a running capture (tapegrad.compile) fall back to eager calls: the Python-side
-    registration `why` (a hook on a custom Function's node) would be skipped by a replay."""
+    registration `why` (a hook on a custom Function's node) would be skipped by a replay.
+    whole_call: a replay re-running the op that noted `why` would not lift it either (the op's
+    Python makes state a replay's backward does not reach)."""
+    if whole_call:
+        WHOLE_CALL_REFUSALS.add(why)
     capture_unsupported(why)
 
 
