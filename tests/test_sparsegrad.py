@@ -213,6 +213,26 @@ def test_repr_zero_grad_and_clip_errors():
     assert t == p
 
 
+@pytest.mark.parametrize("kw", [
+    {"mode": "sum"}, {"mode": "mean"}, {"mode": "sum", "padding_idx": 2},
+    {"mode": "mean", "padding_idx": 2}, {"mode": "sum", "per_sample_weights": True},
+    {"mode": "mean", "include_last_offset": True},
+])
+def test_embedding_bag_sparse_gradient(kw):
+    """embedding_bag(sparse=True) gave the weight a dense gradient (same values, wrong layout)."""
+    def run(lib):
+        w = _weight(lib)
+        args = dict(kw)
+        if args.pop("per_sample_weights", None):
+            args["per_sample_weights"] = lib.tensor([1., 2., 3., 4., 5., 6.])
+        out = lib.nn.functional.embedding_bag(lib.tensor([1, 2, 4, 2, 2, 0]), w,
+                                              lib.tensor([0, 2, 2]), sparse=True, **args)
+        seed = lib.tensor(np.arange(out.numel(), dtype=np.float32).reshape(tuple(out.shape)))
+        (out * seed).sum().backward()
+        return w.grad
+    _assert_same_sparse(*_both(run))
+
+
 # -- optimizers ------------------------------------------------------------------------------
 
 
