@@ -1,8 +1,8 @@
 """torch.nn.functional.embedding_bag, used by nn.EmbeddingBag.
 
 A bag's rows are looked up with F.embedding (its gradient accumulates repeated indices, sparse
-with sparse=True; max_norm
-first renorms every row the input names, as PyTorch) and reduced per bag with index_add (sum, mean) or
+with sparse=True; max_norm first renorms every row the input names, as PyTorch) and reduced per
+bag with index_add (sum, mean) or
 scatter_reduce's amax (max), all recorded, so gradients and weights follow PyTorch's.  Entries
 equal to padding_idx are left out of their bag (a mean divides by the rest); an empty bag is
 zeros.
