@@ -276,11 +276,13 @@ class SparseTensor:
             return dense.add_(dense_other) if sign > 0 else dense.sub_(dense_other)
         target = dense._array
         values = self._vals._array
-        result = np.result_type(target, values)
-        if not np.can_cast(result, target.dtype, casting="same_kind"):
-            raise RuntimeError(f"result type {_core.scalar_type_name_of(result)} can't be cast "
-                               f"to the desired output type "
-                               f"{_core.scalar_type_name_of(target.dtype)}")
+        # PyTorch's promotion: a higher category (bool < integer < float < complex) decides
+        if "buifc".index(values.dtype.kind.replace("u", "i")) > \
+                "buifc".index(target.dtype.kind.replace("u", "i")):
+            raise RuntimeError(f"Can't convert result type "
+                               f"{_core.scalar_type_name_of(values.dtype)} "
+                               f"to output {_core.scalar_type_name_of(target.dtype)} in add "
+                               f"operation")
         values = values.astype(target.dtype, copy=False)
         if sign < 0:
             values = -values

@@ -185,9 +185,16 @@ def test_dense_in_place_add_of_a_sparse_tensor():
         d += s
         e = lib.zeros(4, 2)
         e -= s
-        return d.numpy(), e.numpy()
-    for a, b in zip(*_both(run)):
-        np.testing.assert_allclose(a, b)
+        errors = []
+        for target in (lib.zeros(3, 2), lib.zeros(4, 2, dtype=lib.int64)):
+            with pytest.raises(RuntimeError) as err:
+                target.add_(s)
+            errors.append(str(err.value))
+        return d.numpy(), e.numpy(), errors
+    t, p = _both(run)
+    np.testing.assert_allclose(t[0], p[0])
+    np.testing.assert_allclose(t[1], p[1])
+    assert t[2] == p[2]
 
 
 def test_repr_zero_grad_and_clip_errors():
