@@ -41,8 +41,21 @@ _CALLS = itertools.count()
 # to the hidden leaves (dead ones are pruned as the list is read).
 _LOOKUPS: dict[int, list] = {}
 
-# One backward pass's notes: id(pass) -> {id(weight): (weight, [(call, indices, values)])}.
-_PENDING: dict[int, dict] = {}
+
+
+class _PassNotes:
+    """The entries one backward pass gave each weight: {id(weight): (weight, [entries])}.  It is
+    the pass's queued callback, so it lives and dies with the pass (a pass that raises drops
+    it: no entry reaches a later pass); called when the pass ends, it accumulates them."""
+
+    __slots__ = ("by_weight",)
+
+    def __init__(self):
+        self.by_weight = {}
+
+    def __call__(self) -> None:
+        for weight, entries in self.by_weight.values():
+            _accumulate(weight, _sparse_from(weight, entries))
 
 
 class _Lookup:
@@ -78,12 +91,12 @@ class _Lookup:
         if grad is None:
             return
         entries = self.entries(grad)
-        backward_pass = _core._backward_pass()
-        notes = _PENDING.get(id(backward_pass))
+        # (the running pass is the list of its queued callbacks)
+        notes = next((cb for cb in _core._backward_pass() if type(cb) is _PassNotes), None)
         if notes is None:
-            notes = _PENDING[id(backward_pass)] = {}
-            _core._queue_backward_callback(lambda: _accumulate_pass(id(backward_pass)))
-        notes.setdefault(id(self.weight), (self.weight, []))[1].append(entries)
+            notes = _PassNotes()
+            _core._queue_backward_callback(notes)
+        notes.by_weight.setdefault(id(self.weight), (self.weight, []))[1].append(entries)
 
 
 def sparse_embedding(weight, idx: np.ndarray, index_shape: tuple, padding_idx: int,
@@ -103,7 +116,10 @@ def sparse_embedding(weight, idx: np.ndarray, index_shape: tuple, padding_idx: i
             keep, kept = mask, idx[mask]
     lookup = _Lookup(hidden, weight, kept, keep, scale_grad_by_freq)
     hidden.register_post_accumulate_grad_hook(lookup.note_gradient)
-    refs = _LOOKUPS.setdefault(id(weight), [])
+    refs = _LOOKUPS.get(id(weight))
+    if refs is None:
+        refs = _LOOKUPS[id(weight)] = []
+        weakref.finalize(weight, _LOOKUPS.pop, id(weight), None)
     refs[:] = [r for r in refs if r() is not None]
     refs.append(weakref.ref(lookup))
     out = hidden.clone()
@@ -121,11 +137,6 @@ def _sparse_from(weight, entries: list):
     return sparse_coo_tensor(tensor(indices.reshape(1, -1)),
                              tensor(values.astype(weight._array.dtype, copy=False)),
                              tuple(weight._array.shape))
-
-
-def _accumulate_pass(pass_id: int) -> None:
-    for weight, entries in _PENDING.pop(pass_id, {}).values():
-        _accumulate(weight, _sparse_from(weight, entries))
 
 
 def _accumulate(weight, grad) -> None:

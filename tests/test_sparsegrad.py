@@ -363,3 +363,22 @@ def test_compile_runs_a_sparse_embedding_eagerly_and_says_why():
         grads.append(w.grad)
     assert all(g is not None and g._nnz() == 3 for g in grads)
     assert "embedding(sparse=True)" in forward.explain()
+
+
+def test_a_backward_that_raises_leaves_no_entries_for_a_later_one():
+    """The entries a pass noted live with that pass: a pass that raises after a lookup's
+    gradient was noted must not add them into a later backward's gradient."""
+    w = _weight(tg)
+    x = tg.ones(2, requires_grad=True)
+    y = x * 2                                   # x's gradient arrives after the lookup's
+
+    def fail(_):
+        raise ValueError("stop")
+    x.register_hook(fail)
+    out = tg.nn.functional.embedding(tg.tensor([1, 1]), w, sparse=True)
+    with pytest.raises(ValueError):
+        (out.sum() + y.sum()).backward()
+    for _ in range(3):
+        w.grad = None
+        tg.nn.functional.embedding(tg.tensor([4]), w, sparse=True).sum().backward()
+        assert w.grad._indices().tolist() == [[4]]
