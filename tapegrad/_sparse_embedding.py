@@ -9,17 +9,18 @@ the looked-up indices (flattened, in call order, padding_idx entries left out) a
 gradient rows, size = weight.shape.
 
 PyTorch adds the gradients of several lookups reaching the weight in one backward into one
-sparse tensor whose entries follow the lookups' call order, then accumulates it into
-weight.grad: appended to a sparse .grad (the same object, uncoalesced), added in place into a
-dense one, and summed with a dense gradient into a new dense .grad.  So each hook only notes its
-lookup's entries; a callback at the end of the backward pass (the core's
-``_queue_backward_callback``) sorts them by call order and accumulates the weight's sparse
-gradient once, after running the weight's tensor hooks on it and before its post-accumulate-grad
-hooks, as PyTorch's AccumulateGrad node does.
+sparse tensor, then accumulates it into weight.grad: appended to a sparse .grad (the same
+object, uncoalesced), added in place into a dense one, and summed with a dense gradient into a
+new dense .grad.  So each hook only notes its lookup's entries (in the pass's ``_PassNotes``);
+when the backward pass ends (the core's ``_queue_backward_callback``) they are joined in call
+order and accumulated once, after the weight's tensor hooks ran on them and before its
+post-accumulate-grad hooks, as PyTorch's AccumulateGrad node does.  (PyTorch joins two lookups'
+entries by concatenation or by a sorted merge, depending on its gradients' memory layout;
+tapegrad always concatenates: the same coalesced gradient, docs/differences.md.)
 
 ``autograd.grad(..., weight)`` asks for the hidden leaves' gradients instead and assembles the
-weight's the same way (``sparse_grad_of``).  A ``tapegrad.compile``'d call runs eagerly: its
-replay could not make the hidden leaf.
+weight's the same way (``grad_through_lookups``).  A ``tapegrad.compile``'d call runs eagerly:
+a replay could not make the hidden leaf.
 """
 from __future__ import annotations
 
@@ -38,9 +39,8 @@ _SCALE_GRAD_ERROR = "embedding_backward: scale_grad_by_freq not supported with s
 _CALLS = itertools.count()
 
 # The lookups recorded on each weight, for autograd.grad: id(weight) -> list of weak references
-# to the hidden leaves (dead ones are pruned as the list is read).
+# to its _Lookup objects (dead ones pruned at each new lookup; the list dropped with the weight).
 _LOOKUPS: dict[int, list] = {}
-
 
 
 class _PassNotes:
@@ -208,4 +208,11 @@ def grad_through_lookups(outputs, inputs, grad_outputs, retain_graph, create_gra
     return tuple(result)
 
 
+def _lookup_leaves(inputs: tuple) -> tuple:
+    """The hidden leaves of the live lookups of `inputs` (backward(inputs=...) targets them)."""
+    return tuple(lk.hidden for x in inputs if isinstance(x, _core.TensorBase)
+                 for lk in lookups_of(x))
+
+
 _core._set_sparse_embedding(sparse_embedding)
+_core._set_sparse_lookup_leaves(_lookup_leaves)

@@ -382,3 +382,19 @@ def test_a_backward_that_raises_leaves_no_entries_for_a_later_one():
         w.grad = None
         tg.nn.functional.embedding(tg.tensor([4]), w, sparse=True).sum().backward()
         assert w.grad._indices().tolist() == [[4]]
+
+
+def test_backward_inputs_reaches_or_skips_the_weight_as_pytorch():
+    def run(lib):
+        w = _weight(lib)
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        loss = lib.nn.functional.embedding(lib.tensor([1, 3]), w, sparse=True).sum() \
+            + (x * 2).sum()
+        loss.backward(inputs=[x], retain_graph=True)
+        skipped = w.grad is None
+        lib.autograd.backward(loss, inputs=[w])
+        return skipped, w.grad, x.grad.numpy()
+    t, p = _both(run)
+    assert t[0] and p[0]
+    _assert_same_sparse(t[1], p[1])
+    np.testing.assert_array_equal(t[2], p[2])
