@@ -398,3 +398,16 @@ def test_backward_inputs_reaches_or_skips_the_weight_as_pytorch():
     assert t[0] and p[0]
     _assert_same_sparse(t[1], p[1])
     np.testing.assert_array_equal(t[2], p[2])
+
+
+def test_a_computed_weight_passes_the_gradient_on():
+    """A weight computed from a leaf (W = P * 2) got no gradient at all to P (SILENT): the
+    sparse gradient went into the non-leaf W.  tapegrad sends it on densely (PyTorch: the same
+    values, sparse, through the ops that allow it)."""
+    def run(lib):
+        p = lib.tensor(TABLE.copy(), requires_grad=True)
+        out = lib.nn.functional.embedding(lib.tensor([1, 2, 1]), p * 2, sparse=True)
+        (out * lib.tensor(np.arange(9, dtype=np.float32).reshape(3, 3))).sum().backward()
+        return p.grad.to_dense().numpy() if p.grad.is_sparse else p.grad.numpy()
+    t, p = _both(run)
+    np.testing.assert_allclose(t, p)

@@ -1502,9 +1502,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         nn_embedding_renorm(<TensorBase>weight, idx, float(max_norm), float(norm_type))
         W = (<TensorBase>weight)._array
-    if sparse and grad_enabled() and (<TensorBase>weight)._requires_grad:
+    if sparse and grad_enabled() and (<TensorBase>weight)._requires_grad \
+            and is_leaf_c(<TensorBase>weight):
         # weight.grad is to be a sparse COO tensor: tapegrad/_sparse_embedding.py records it
-        # (imported on the first such call; importing it installs SPARSE_EMBEDDING)
+        # (imported on the first such call; importing it installs SPARSE_EMBEDDING).  A weight
+        # computed from others (W = P * 2) takes the dense path: the sweep moves only dense
+        # adjoints on to P (PyTorch sends the sparse gradient through the ops that allow it)
         if SPARSE_EMBEDDING is None:
             import tapegrad._sparse_embedding
         return SPARSE_EMBEDDING(weight, idx, I.shape, padding_idx, bool(scale_grad_by_freq))
