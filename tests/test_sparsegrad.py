@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
+from tapegrad.testing import numeric_grad
 
 torch = pytest.importorskip("torch")
 
@@ -411,3 +412,20 @@ def test_a_computed_weight_passes_the_gradient_on():
         return p.grad.to_dense().numpy() if p.grad.is_sparse else p.grad.numpy()
     t, p = _both(run)
     np.testing.assert_allclose(t, p)
+
+
+@pytest.mark.parametrize("kw", [{}, {"padding_idx": 3}])
+def test_sparse_gradient_matches_finite_differences(kw):
+    table = RNG.standard_normal((6, 4))
+    idx = tg.tensor([[3, 0, 3], [5, 3, 1]])
+    coef = RNG.standard_normal((2, 3, 4))
+
+    def loss(w):
+        out = tg.nn.functional.embedding(idx, w, sparse=True, **kw)
+        return (out ** 3 * tg.tensor(coef)).sum()
+    w = tg.tensor(table, requires_grad=True)
+    loss(w).backward()
+    expected = numeric_grad(lambda a: float(loss(tg.tensor(a)).item()), [table.copy()])[0]
+    if kw:
+        expected[kw["padding_idx"]] = 0         # the padding row gets no gradient, by definition
+    np.testing.assert_allclose(w.grad.to_dense().numpy(), expected, rtol=1e-5, atol=1e-7)
