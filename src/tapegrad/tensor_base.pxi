@@ -455,14 +455,6 @@ def _set_saved_attribute_reader(reader):
     SAVED_ATTRIBUTES = reader
 
 
-# -- the name of a record's node -----------------------------------------------------------------
-# A composite (an op tapegrad builds from several recorded ops: sort from an index, hardtanh from
-# a where) leaves its result on the record of its last internal op, while PyTorch names that node
-# after the composite (SortBackward0, HardtanhBackward0).  _name_grad_fn gives the record that
-# name: Record.name indexes GRAD_FN_NAMES (0: the op's own name, OP_NAMES[op]).  Kept in the
-# record, the name moves with it when the tape compacts, is copied with it into the sweeps, and
-# costs no allocation; every reader of a node's name (grad_fn, the anomaly, profiler and in-place
-# error messages) reads it through grad_fn_name.
 cdef int check_grad_fits(TensorBase t, object gdt, tuple shape) except -1:
     """PyTorch's checks of a gradient assigned to t.grad (the dtype before the size)."""
     if gdt != t._array.dtype:
@@ -477,6 +469,14 @@ cdef int check_grad_fits(TensorBase t, object gdt, tuple shape) except -1:
     return 0
 
 
+# -- the name of a record's node -----------------------------------------------------------------
+# A composite (an op tapegrad builds from several recorded ops: sort from an index, hardtanh from
+# a where) leaves its result on the record of its last internal op, while PyTorch names that node
+# after the composite (SortBackward0, HardtanhBackward0).  _name_grad_fn gives the record that
+# name: Record.name indexes GRAD_FN_NAMES (0: the op's own name, OP_NAMES[op]).  Kept in the
+# record, the name moves with it when the tape compacts, is copied with it into the sweeps, and
+# costs no allocation; every reader of a node's name (grad_fn, the anomaly, profiler and in-place
+# error messages) reads it through grad_fn_name.
 cdef list GRAD_FN_NAMES = [None]
 cdef dict GRAD_FN_NAME_CODES = {}       # name -> its index in GRAD_FN_NAMES
 
