@@ -254,6 +254,42 @@ class SparseTensor:
     def __iadd__(self, other):
         return self.add_(other)
 
+    def _append(self, other) -> None:
+        """Append ``other``'s entries after this tensor's, in place (uncoalesced): how PyTorch's
+        AccumulateGrad adds a sparse gradient into a sparse .grad."""
+        cat = _core.cat
+        self._idx = cat([self._idx, other._idx.to(self._idx.dtype)], 1)
+        self._vals = cat([self._vals.detach(), other._vals.detach().to(self.dtype)], 0)
+        self._coalesced = self._idx.shape[1] <= 1
+
+    def _add_into_dense(self, dense, sign: int):
+        """``dense += sign * self`` in place, for the core's in-place add (``add_``, ``sub_``,
+        ``+=``, ``-=``) with a sparse operand: each entry added into its row in order, as
+        PyTorch's add_(dense, sparse).  Recorded through ``to_dense`` when a gradient flows."""
+        if tuple(dense.shape) != self._size:
+            raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self "
+                               f"has size {list(dense.shape)} while other has size "
+                               f"{list(self._size)} (FYI: dense-sparse addition does not "
+                               f"currently support broadcasting)")
+        if _core.is_grad_enabled() and (dense.requires_grad or self.requires_grad):
+            dense_other = self.to_dense()
+            return dense.add_(dense_other) if sign > 0 else dense.sub_(dense_other)
+        target = dense._array
+        values = self._vals._array
+        # PyTorch's promotion: a higher category (bool < integer < float < complex) decides
+        if "buifc".index(values.dtype.kind.replace("u", "i")) > \
+                "buifc".index(target.dtype.kind.replace("u", "i")):
+            raise RuntimeError(f"Can't convert result type "
+                               f"{_core.scalar_type_name_of(values.dtype)} "
+                               f"to output {_core.scalar_type_name_of(target.dtype)} in add "
+                               f"operation")
+        values = values.astype(target.dtype, copy=False)
+        if sign < 0:
+            values = -values
+        np.add.at(target, tuple(self._idx._array), values)
+        _core._mark_written(dense)
+        return dense
+
     def _derived(self, indices, values, size=None, coalesced=None, grad_fn_name=None):
         """A result of an op on self: a leaf only when nothing requires grad."""
         requires = values.requires_grad

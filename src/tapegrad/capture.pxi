@@ -61,6 +61,19 @@ cdef int capture_unsupported(str why) except -1:
     return 0
 
 
+# Reasons that re-running the op whole in a replay would not lift (embedding(sparse=True) makes a
+# hidden leaf whose gradient only an eager backward turns into the weight's sparse .grad): an op
+# call collapsing into one re-run step keeps them, so the compiled call stays eager.
+cdef set WHOLE_CALL_REFUSALS = set()
+
+
+cdef bint refused_whole(Capture cap, Py_ssize_t n_unsupported):
+    """Whether a reason noted since n_unsupported is one a re-run step cannot lift."""
+    if not WHOLE_CALL_REFUSALS:
+        return False
+    return any([why in WHOLE_CALL_REFUSALS for why in cap.unsupported[n_unsupported:]])
+
+
 cdef int collect_tensors(object obj, list out) except -1:
     """The tensors in an op's argument: itself, or inside (nested) lists and tuples (cat)."""
     if isinstance(obj, TensorBase):
@@ -108,6 +121,8 @@ cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, objec
     its own business, since a replay runs it again.  Unless it wrote into one of its inputs
     (`versions`: their version counters' values before the call): a replay would write again."""
     cdef list tensors = []
+    if refused_whole(cap, n_unsupported):
+        return res
     collect_tensors(args, tensors)
     if kwargs:
         collect_tensors(tuple(kwargs.values()), tensors)

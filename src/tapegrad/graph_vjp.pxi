@@ -1749,6 +1749,8 @@ cdef int deliver_graph_grad(TensorBase t, object g) except -1:
         E = wrap(np.empty(A.shape, dtype=A.dtype))
         setitem_op(E, Ellipsis, G, True, True)
         t._grad = E
+    elif not isinstance(t._grad, TensorBase):      # a sparse .grad: the sum is dense
+        t._grad = binary_op(OP_ADD, G, t._grad.to_dense())
     else:
         t._grad = binary_op(OP_ADD, t._grad, G)
     return 0

@@ -164,6 +164,18 @@ def register_post_accumulate_grad_hook(TensorBase self, hook):
     return add_hook(extra_of(i).post_hooks, hook)
 
 
+def _leaf_grad_hooks(TensorBase self):
+    """(tensor hooks, post-accumulate-grad hooks) registered on leaf `self`, two lists in
+    registration order: tapegrad/_sparse_embedding.py runs them around the sparse gradient it
+    adds into .grad, which no sweep delivers."""
+    cdef Py_ssize_t i = self._node
+    if i < 0 or TAPE is None or i >= TAPE.n or TAPE.recs[i].op != OP_LEAF \
+            or TAPE.recs[i].extra == NULL:
+        return [], []
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    return list(ex.hooks.values()), list(ex.post_hooks.values())
+
+
 cdef str hook_name(object fn):
     return getattr(fn, "__name__", None) or repr(fn)
 
@@ -406,9 +418,13 @@ OP_KERNEL = register_op("KernelFunctionBackward", vjp_kernel)
 register_replay(OP_KERNEL, replay_kernel)
 
 
-def _capture_unsupported(str why):
+def _capture_unsupported(str why, bint whole_call=False):
     """Make a running capture (tapegrad.compile) fall back to eager calls: the Python-side
-    registration `why` (a hook on a custom Function's node) would be skipped by a replay."""
+    registration `why` (a hook on a custom Function's node) would be skipped by a replay.
+    whole_call: a replay re-running the op that noted `why` would not lift it either (the op's
+    Python makes state a replay's backward does not reach)."""
+    if whole_call:
+        WHOLE_CALL_REFUSALS.add(why)
     capture_unsupported(why)
 
 

@@ -354,6 +354,11 @@ cdef object inplace_binary(int op, TensorBase self, object other):
         refusal = getattr(type(other), "_inplace_into_plain_error", None)
         if refusal is not None:
             raise refusal()
+        # A sparse COO operand (tapegrad/_sparse_coo.py) adds its entries into self itself:
+        # `p.add_(sparse_grad, alpha=-lr)` in SGD, `dense += sparse`.
+        add_into_dense = getattr(type(other), "_add_into_dense", None)
+        if add_into_dense is not None and (op == OP_ADD or op == OP_SUB):
+            return add_into_dense(other, self, -1 if op == OP_SUB else 1)
         return NotImplemented
     fresh_operands(self, other)
     cdef bint recording = records(self, other)

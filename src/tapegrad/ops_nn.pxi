@@ -1452,11 +1452,24 @@ cdef dict NN_TENSOR_TYPE = {"float32": "FloatTensor", "float64": "DoubleTensor",
                             "bool": "BoolTensor"}
 
 
+# embedding(sparse=True) where the weight's gradient is recorded: a Python function over the
+# dense ops (tapegrad/_sparse_embedding.py installs it), as the sparse COO tensor is Python's.
+cdef object SPARSE_EMBEDDING = None
+
+
+def _set_sparse_embedding(fn):
+    """Called once by tapegrad/_sparse_embedding.py: fn(weight, flat int64 indices, index
+    shape, padding_idx (-1 for none), scale_grad_by_freq) -> the embedding's output."""
+    global SPARSE_EMBEDDING
+    SPARSE_EMBEDDING = fn
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of `weight` (num_embeddings, dim) picked by int64/int32 indices of any shape.
     The gradient accumulates repeated indices; the padding_idx row gets none.  max_norm renorms
-    the referenced rows of `weight` in place (no grad), as PyTorch."""
+    the referenced rows of `weight` in place (no grad), as PyTorch.  With sparse=True the
+    weight's .grad is a sparse COO tensor of the looked-up rows (tapegrad/_sparse_embedding.py)."""
     nn_check_tensor(input, "embedding", "indices", 2)
     nn_check_tensor(weight, "embedding", "weight", 1)
     W = (<TensorBase>weight)._array
@@ -1475,9 +1488,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     # (F.embedding passes them on as aten embedding's 4th and 5th arguments)
     check_bool("embedding", "scale_grad_by_freq", scale_grad_by_freq, 4)
     check_bool("embedding", "sparse", sparse, 5)
-    if sparse:
-        raise NotImplementedError("embedding(sparse=True) is not supported: tapegrad has no sparse "
-                                  "gradients")
     if W.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     if I.dtype != NP_INT64 and I.dtype != np.int32:
@@ -1492,6 +1502,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         nn_embedding_renorm(<TensorBase>weight, idx, float(max_norm), float(norm_type))
         W = (<TensorBase>weight)._array
+    if sparse and grad_enabled() and (<TensorBase>weight)._requires_grad \
+            and is_leaf_c(<TensorBase>weight):
+        # weight.grad is to be a sparse COO tensor: tapegrad/_sparse_embedding.py records it
+        # (imported on the first such call; importing it installs SPARSE_EMBEDDING).  A weight
+        # computed from others (W = P * 2) takes the dense path: the sweep moves only dense
+        # adjoints on to P (PyTorch sends the sparse gradient through the ops that allow it)
+        if SPARSE_EMBEDDING is None:
+            import tapegrad._sparse_embedding
+        return SPARSE_EMBEDDING(weight, idx, I.shape, padding_idx, bool(scale_grad_by_freq))
     out = nd(W[idx].reshape(I.shape + (W.shape[1],)))
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_EMBEDDING, res, (weight,))

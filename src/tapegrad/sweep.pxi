@@ -125,6 +125,12 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
             t._grad = wrap(g)
         else:
             t._grad = wrap(np.array(g, dtype=A.dtype, order="C", copy=True))
+    elif not isinstance(t._grad, TensorBase):
+        # a sparse gradient (embedding(sparse=True)) meets a dense one: PyTorch's
+        # AccumulateGrad makes a new dense .grad, their sum
+        dense = np.array(t._grad.to_dense()._array, dtype=A.dtype, order="C", copy=True)
+        np.add(dense, g, out=dense, casting="unsafe")
+        t._grad = wrap(dense)
     else:
         grad = <TensorBase>t._grad
         np.add(grad._array, g, out=grad._array, casting="unsafe")
@@ -604,6 +610,17 @@ def _backward(tensors, grad_tensors=None, retain_graph=None, bint create_graph=F
     backward_impl(tensors, grad_tensors, retain_graph, create_graph, inputs)
 
 
+# The hidden leaves through which a weight looked up with embedding(sparse=True) receives its
+# gradient (tapegrad/_sparse_embedding.py installs it): fn(inputs) -> tuple of leaves.
+cdef object SPARSE_LOOKUP_LEAVES = None
+
+
+def _set_sparse_lookup_leaves(fn):
+    """Called once by tapegrad/_sparse_embedding.py."""
+    global SPARSE_LOOKUP_LEAVES
+    SPARSE_LOOKUP_LEAVES = fn
+
+
 cdef int backward_impl(object tensors, object grad_tensors, object retain_graph,
                        bint create_graph, object inputs) except -1:
     cdef tuple inputs_tuple = None
@@ -611,6 +628,10 @@ cdef int backward_impl(object tensors, object grad_tensors, object retain_graph,
         inputs_tuple = normalize_inputs(inputs, "backward")
         if len(inputs_tuple) == 0:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        if SPARSE_LOOKUP_LEAVES is not None:
+            # backward(inputs=[weight]) of a weight looked up with sparse=True: its gradient
+            # arrives through its lookups' hidden leaves, targets too (unreached ones get none)
+            inputs_tuple = inputs_tuple + SPARSE_LOOKUP_LEAVES(inputs_tuple)
     cdef tuple outs = as_tensor_tuple(tensors)
     cdef tuple gts = (None,) * len(outs) if grad_tensors is None else as_tensor_tuple(grad_tensors)
     cdef list grads = make_grads(outs, gts)

@@ -463,6 +463,20 @@ def _set_saved_attribute_reader(reader):
     SAVED_ATTRIBUTES = reader
 
 
+cdef int check_grad_fits(TensorBase t, object gdt, tuple shape) except -1:
+    """PyTorch's checks of a gradient assigned to t.grad (the dtype before the size)."""
+    if gdt != t._array.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{C_TYPE_NAMES[gdt.name]}' to a "
+            f"tensor with grad_dtype '{scalar_type_name(t._array.dtype)}'. The gradient "
+            "must match the tensor's grad_dtype (defaults to the tensor's dtype).")
+    if shape != t._array.shape:
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(shape)}' to a "
+                           f"tensor of size '{list(t._array.shape)}'. Please ensure that the "
+                           "gradient and the tensor are the same size")
+    return 0
+
+
 # -- the name of a record's node -----------------------------------------------------------------
 # A composite (an op tapegrad builds from several recorded ops: sort from an index, hardtanh from
 # a where) leaves its result on the record of its last internal op, while PyTorch names that node
@@ -673,21 +687,17 @@ cdef class TensorBase:
             self._grad = None
             return
         if not isinstance(value, TensorBase):
+            if getattr(type(value), "is_sparse", False) is True:
+                # a sparse COO gradient (tapegrad/_sparse_coo.py), as embedding(sparse=True)
+                # gives a dense weight: PyTorch's dtype and size checks, then kept as it is
+                check_grad_fits(self, value.dtype.np_dtype, tuple(value.shape))
+                self._grad = value
+                return
             raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                             f"{type_name(value)}")
         if value is self:
             raise RuntimeError("can't assign Variable as its own grad")
-        gdt = (<TensorBase>value)._array.dtype
-        if gdt != self._array.dtype:                    # PyTorch checks the dtype before the size
-            raise RuntimeError(
-                f"attempting to assign a gradient with dtype '{C_TYPE_NAMES[gdt.name]}' to a "
-                f"tensor with grad_dtype '{scalar_type_name(self._array.dtype)}'. The gradient "
-                "must match the tensor's grad_dtype (defaults to the tensor's dtype).")
-        if (<TensorBase>value)._array.shape != self._array.shape:
-            raise RuntimeError(f"attempting to assign a gradient of size "
-                               f"'{list((<TensorBase>value)._array.shape)}' to a tensor of size "
-                               f"'{list(self._array.shape)}'. Please ensure that the gradient and "
-                               "the tensor are the same size")
+        check_grad_fits(self, (<TensorBase>value)._array.dtype, (<TensorBase>value)._array.shape)
         self._grad = value
 
     def retain_grad(self):

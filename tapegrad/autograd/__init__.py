@@ -13,6 +13,8 @@
 """
 from __future__ import annotations
 
+import sys
+
 from .. import _core, _lazy
 from ..grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from .function import Function, once_differentiable
@@ -57,6 +59,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)
+    # Gradients of a weight looked up with embedding(sparse=True) are sparse: no sweep gives
+    # them (tapegrad/_sparse_embedding.py, loaded by the first such lookup).
+    sparse_lookups = sys.modules.get("tapegrad._sparse_embedding")
+    if sparse_lookups is not None:
+        result = sparse_lookups.grad_through_lookups(outputs, inputs, grad_outputs, retain_graph,
+                                                     create_graph, allow_unused,
+                                                     materialize_grads)
+        if result is not None:
+            return result
     return _core._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                        materialize_grads)
 

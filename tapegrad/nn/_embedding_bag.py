@@ -1,7 +1,8 @@
 """torch.nn.functional.embedding_bag, used by nn.EmbeddingBag.
 
-A bag's rows are looked up with F.embedding (its gradient accumulates repeated indices; max_norm
-first renorms every row the input names, as PyTorch) and reduced per bag with index_add (sum, mean) or
+A bag's rows are looked up with F.embedding (its gradient accumulates repeated indices, sparse
+with sparse=True; max_norm first renorms every row the input names, as PyTorch) and reduced per
+bag with index_add (sum, mean) or
 scatter_reduce's amax (max), all recorded, so gradients and weights follow PyTorch's.  Entries
 equal to padding_idx are left out of their bag (a mean divides by the rest); an empty bag is
 zeros.
@@ -121,8 +122,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     # scale_grad_by_freq divides each row's gradient by how often the input names it, as
     # embedding does (and PyTorch's documentation, CUDA and MPS; its CPU kernel in 2.13
     # divides by another index's count, pytorch/pytorch#190063, fixed after 2.13)
+    # sparse=True: the weight's gradient is the sparse one of this lookup (the kept entries in
+    # order, each row's gradient), as PyTorch's embedding_bag gives
     rows = embedding(flat[_core.wrap_array(kept, False)] if not keep.all() else flat, weight,
-                     scale_grad_by_freq=scale_grad_by_freq)
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
     bag_index = _core.wrap_array(np.ascontiguousarray(bag_of[kept]), False)
     zeros = creation.zeros(n_bags, weight.shape[1], dtype=weight.dtype)
     if mode == "max":

@@ -77,7 +77,8 @@ class Adagrad(Optimizer):
         weight_decay = group["weight_decay"]
         eps = group["eps"]
         maximize = group["maximize"]
-        for p, param, grad in self._params_with_grad(group):
+        sparse_grads = []
+        for p, param, grad in self._params_with_grad(group, sparse_grads):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             state = self.state[p]
             if len(state) == 0:
@@ -97,3 +98,33 @@ class Adagrad(Optimizer):
             std = sqrt(state_sum)
             add_scalar(std, eps, out=std)
             addcdiv(param, grad, std, -clr, out=param)
+        for p, grad in sparse_grads:
+            self._sparse_update(p, grad, lr, lr_decay, weight_decay, eps, maximize)
+
+    def _sparse_update(self, p, grad, lr, lr_decay, weight_decay, eps, maximize) -> None:
+        """PyTorch's Adagrad step for a sparse gradient (embedding(sparse=True)): on the rows of
+        the coalesced gradient only, the squared values added into the sum and the parameter
+        moved by -clr * values / (sqrt(sum) + eps), PyTorch's operations in its order."""
+        if p.is_sparse:
+            raise NotImplementedError("tapegrad: Adagrad steps on sparse gradients of a sparse "
+                                      "parameter are not supported")
+        state = self.state[p]
+        if len(state) == 0:
+            self._init_state(p, self.defaults["initial_accumulator_value"])
+        step_t = state["step"]._array
+        np.add(step_t, 1, out=step_t)
+        step = step_t.item()
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        clr = lr / (1 + (step - 1) * lr_decay)
+        grad = grad.coalesce()
+        rows = grad._indices()._array[0]
+        values = grad._values()._array
+        state_sum = state["sum"]._array
+        state_sum[rows] += values * values
+        std = np.sqrt(state_sum[rows])
+        std += p._array.dtype.type(eps)
+        _core._mark_written(p)
+        p._array[rows] += p._array.dtype.type(-clr) * (values / std)

@@ -179,6 +179,8 @@ class LBFGS(Optimizer):
         parts = []
         for p in self._params:
             g = p.grad
+            if getattr(g, "is_sparse", False):
+                g = g.to_dense()        # embedding(sparse=True)'s gradient, as PyTorch's LBFGS
             param = _real_view(p._array)
             parts.append(np.zeros(param.size, param.dtype) if g is None
                          else _real_view(g._array).reshape(-1))

@@ -342,8 +342,9 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         raise NotImplementedError
 
     def _refuse_sparse_grad(self) -> None:
-        """A step's error for a sparse gradient (of a sparse parameter: tapegrad makes no sparse
-        gradients itself).  PyTorch's message names the built-in class, also in a subclass."""
+        """A step's error for a sparse gradient (embedding(sparse=True)'s, or a sparse
+        parameter's) where the algorithm has no sparse form.  PyTorch's message names the
+        built-in class, also in a subclass."""
         name = next(c.__name__ for c in type(self).__mro__ if "_update_group" in c.__dict__)
         raise RuntimeError(f"{name} does not support sparse gradients")
 
@@ -470,8 +471,10 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
             hook(self)
 
     # -- helpers for subclasses -------------------------------------------------------------------
-    def _params_with_grad(self, group):
-        """(param, param array, grad array) for each parameter of `group` that has a gradient.
+    def _params_with_grad(self, group, sparse_grads=None):
+        """(param, param array, grad array) for each parameter of `group` that has a dense
+        gradient.  A sparse gradient (embedding(sparse=True)) is refused, or, for the optimizers
+        with a sparse form, its (param, grad) appended to the list `sparse_grads`.
 
         A complex parameter's arrays come as their real views (`_real_view`): PyTorch updates a
         complex parameter as if its real and imaginary parts were independent real parameters.
@@ -481,7 +484,10 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
             g = p.grad
             if g is not None:
                 if _is_sparse_tensor(g):
-                    self._refuse_sparse_grad()
+                    if sparse_grads is None:
+                        self._refuse_sparse_grad()
+                    sparse_grads.append((p, g))
+                    continue
                 if g._array.dtype.kind not in "fc":
                     raise RuntimeError(f"{type(self).__name__} only supports floating point "
                                        f"parameters, got {p.dtype}")

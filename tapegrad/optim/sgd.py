@@ -54,10 +54,6 @@ class SGD(Optimizer):
     _GROUP_DEFAULTS = {"nesterov": False, "maximize": False, "foreach": None,
                        "differentiable": False, "fused": False}
 
-    def _refuse_sparse_grad(self) -> None:
-        # PyTorch's SGD adds a sparse gradient into a sparse parameter; tapegrad's does not.
-        raise NotImplementedError("tapegrad: SGD steps on sparse gradients are not supported")
-
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])
         momentum = group["momentum"]
@@ -65,7 +61,8 @@ class SGD(Optimizer):
         weight_decay = _to_scalar(group["weight_decay"])
         nesterov = group["nesterov"]
         maximize = group["maximize"]
-        for p, param, grad in self._params_with_grad(group):
+        sparse_grads = []
+        for p, param, grad in self._params_with_grad(group, sparse_grads):
             _core._mark_written(p)      # in-place update: saved copies are now stale
             if maximize:
                 grad = neg(grad)
@@ -86,3 +83,30 @@ class SGD(Optimizer):
                 else:
                     grad = _real_view(buf._array)
             add_alpha(param, grad, -lr, out=param)
+        for p, grad in sparse_grads:
+            self._sparse_update(p, grad, lr, momentum, dampening, weight_decay, nesterov,
+                                maximize)
+
+    def _sparse_update(self, p, grad, lr, momentum, dampening, weight_decay, nesterov,
+                       maximize) -> None:
+        """PyTorch's SGD step for a sparse gradient (embedding(sparse=True)), in its sparse
+        operations: weight decay refused as ``grad.add(param)`` (sparse + dense) is, the
+        momentum buffer a sparse tensor (only the rows the gradients had move), the parameter
+        updated by ``param.add_(sparse, alpha=-lr)``."""
+        if p.is_sparse:
+            raise NotImplementedError("tapegrad: SGD steps on sparse gradients of a sparse "
+                                      "parameter are not supported")
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)      # raises PyTorch's add(sparse, dense) error
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = grad.clone()
+                state["momentum_buffer"] = buf
+            else:
+                buf._replace_contents((buf * momentum).add(grad, alpha=1 - dampening))
+            grad = grad.add(buf, alpha=momentum) if nesterov else buf
+        p.add_(grad, alpha=-lr)

@@ -1,10 +1,10 @@
 """SparseAdam: Adam for parameters whose gradients are sparse (rows of an embedding), updating
 only the moments and the parameter rows a gradient touches, as torch.optim.SparseAdam.
 
-tapegrad produces no sparse gradients (``nn.Embedding(sparse=True)`` is refused), so a step on
-the gradients it computes raises PyTorch's error for dense gradients; the row update itself
-(``sparse_adam_rows``) is PyTorch's, operation for operation, for a gradient given as
-(row indices, row values)."""
+The gradients it takes are the sparse COO ones ``nn.Embedding(sparse=True)`` gives its weight
+(tapegrad/_sparse_embedding.py); a step coalesces one into (row indices, row values) and
+``sparse_adam_rows`` updates those rows, PyTorch's operations in its order.  A dense gradient
+raises PyTorch's error."""
 from __future__ import annotations
 
 import math

@@ -21,10 +21,20 @@ def _tensors(tensors):
     return [t for t in tensors if t is not None]
 
 
+def _refuse_sparse(grads, op: str) -> None:
+    """PyTorch's error for a sparse gradient (embedding(sparse=True)'s): clipping runs `op`,
+    which has no sparse kernel."""
+    if any(getattr(g, "is_sparse", False) for g in grads):
+        raise NotImplementedError(f"Could not run 'aten::{op}' with arguments from the "
+                                  f"'SparseCPU' backend. This could be because the operator "
+                                  f"doesn't exist for this backend.")
+
+
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach=None):
     """The ``norm_type`` norm of the norms of `tensors` (usually gradients), as one 0-d tensor."""
     grads = _tensors(tensors)
+    _refuse_sparse(grads, "linalg_vector_norm")
     norm_type = float(norm_type)
     if not grads:
         return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
@@ -90,5 +100,6 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element into [-clip_value, clip_value] in place."""
+    _refuse_sparse(_grads(parameters), "clamp_min_")
     for g in _grads(parameters):
         np.clip(g._array, -clip_value, clip_value, out=g._array)
