@@ -137,7 +137,7 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     tuple or str would silently repeat)."""
     if type(alpha) is int and alpha == 1:
         return b
-    if getattr(type(b), "_add_into_dense", None) is not None:
+    if not isinstance(b, TensorBase) and getattr(type(b), "_add_into_dense", None) is not None:
         return b * alpha        # a sparse COO operand (dense.add_(sparse, alpha=...))
     x, y = complex_number_operand(a), complex_number_operand(b)
     if y is NotImplemented:
