@@ -1,0 +1,116 @@
+"""Regressions found by the eleventh argument-form sweep (products and contractions outside
+linalg, structured-matrix helpers, window and spacing functions) against PyTorch."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _grads(lib, fn, *arrays):
+    leaves = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in arrays]
+    out = fn(lib, *leaves)
+    return [g.detach().numpy() for g in lib.autograd.grad(out.sum(), leaves)]
+
+
+# -- cdist / pdist -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", [
+    lambda lib, x, y: lib.cdist(x, y, p=float("inf")),
+    lambda lib, x, y: lib.cdist(x.unsqueeze(0), y.unsqueeze(0), p=float("inf")),
+    lambda lib, x, y: lib.pdist(lib.cat([x, y]), p=float("inf")),
+])
+def test_cdist_inf_gradient_reaches_every_tied_coordinate(fn):
+    # PyTorch's cdist/pdist give sign(diff) to each coordinate at the maximum; the norm's
+    # gradient it was built on split that evenly between ties (silently halved or thirded)
+    x = [[1.0, -1.0, 0.5], [2.0, 2.0, -2.0], [0.3, 0.1, 0.2]]
+    y = [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]]
+    for got, want in zip(_grads(tg, fn, x, y), _grads(torch, fn, x, y)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_cdist_inf_gradient_matches_finite_differences_away_from_ties(gradcheck):
+    rng = np.random.default_rng(0)
+    gradcheck(lambda a, b: tg.cdist(a, b, p=float("inf")), rng.normal(size=(3, 4)),
+              rng.normal(size=(2, 4)))
+
+
+def test_cdist_refuses_an_unknown_compute_mode():
+    for lib in (tg, torch):
+        with pytest.raises(ValueError, match="foo is not a valid value for compute_mode"):
+            lib.cdist(lib.ones(2, 2), lib.ones(2, 2), compute_mode="foo")
+
+
+# -- once-per-process deprecation warnings -------------------------------------------------------
+
+def _warning_count(lib, call, times=3):
+    count = 0
+    for _ in range(times):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call(lib)
+        count += len(caught)
+    return count
+
+
+_A = [[2.0, 1.0, 1.0], [1.0, 2.0, 1.0], [1.0, 1.0, 2.0]]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.chain_matmul(lib.tensor(_A)),
+    lambda lib: lib.cross(lib.tensor(_A), lib.tensor(_A)),
+    lambda lib: lib.triangular_solve(lib.ones(3, 1), lib.tensor(_A)),
+    lambda lib: lib.qr(lib.tensor(_A)),
+    lambda lib: lib.lu(lib.tensor(_A)),
+    lambda lib: lib.lu_solve(lib.ones(3, 1), *lib.linalg.lu_factor(lib.tensor(_A))),
+    lambda lib: lib.frobenius_norm(lib.tensor(_A), (0, 1)),
+    lambda lib: lib.nuclear_norm(lib.tensor(_A)),
+    lambda lib: lib.cholesky(lib.tensor(_A)),
+    lambda lib: lib.tensor(1.0).H,
+])
+def test_deprecation_warnings_appear_once_per_process(call):
+    # TORCH_WARN_ONCE in PyTorch: each appeared on every call here
+    torch_count = _warning_count(torch, call)
+    assert torch_count <= 1
+    tg._core.WARNED_ONCE.clear()
+    assert _warning_count(tg, call) == 1
+
+
+@pytest.mark.filterwarnings("ignore:Using torch.cross without specifying the dim")
+def test_cross_without_dim_needs_a_dim_of_size_3():
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="no dimension of size 3 in input"):
+            lib.cross(lib.ones(2, 4), lib.ones(2, 4))
+
+
+# -- tensordot's dims ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dims, error", [
+    (([1.5], [0]), TypeError),          # was truncated to dim 1 silently
+    (([1], [True]), TypeError),         # was taken as dim 1
+    (([1], [0, 1.5]), TypeError),
+    (([1], 0), TypeError),
+    (([1], "a"), TypeError),
+    (([1], [0], [2]), ValueError),
+    (([1],), ValueError),
+    ("ab", RuntimeError),
+    (None, RuntimeError),
+    (1.0, RuntimeError),
+])
+def test_tensordot_refuses_dims_as_pytorch_does(dims, error):
+    messages = []
+    for lib in (torch, tg):
+        with pytest.raises(error) as info:
+            lib.tensordot(lib.ones(3, 4), lib.ones(4, 2), dims=dims)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_tensordot_takes_integer_tensors_and_tuples_as_dims():
+    a, b = np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(4, 2)
+    want = torch.tensordot(torch.tensor(a), torch.tensor(b), dims=([1], [torch.tensor(0)]))
+    got = tg.tensordot(tg.tensor(a), tg.tensor(b), dims=((1,), [tg.tensor(0)]))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
