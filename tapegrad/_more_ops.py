@@ -413,18 +413,37 @@ def _tensordot_dims(a, b, dims):
             raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got "
                                f"dims={dims}")
         return list(range(-dims, 0)), list(range(dims))
-    if not isinstance(dims, (list, tuple)) or len(dims) != 2:
-        raise TypeError(f"tensordot(): argument 'dims' must be int or a pair of lists of ints, "
-                        f"not {_type_name(dims)}")
-    dims_a, dims_b = dims
-    for part in (dims_a, dims_b):
-        if is_int(part):
-            raise TypeError("tensordot(): argument 'dims_self' (position 3) must be tuple of "
-                            "ints, not int")
-    dims_a, dims_b = [int(d) for d in dims_a], [int(d) for d in dims_b]
+    if not isinstance(dims, (list, tuple)):
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                           f"list[list[int]] containing two lists, but got dims={dims}")
+    dims_a, dims_b = dims               # (Python's unpacking error for any other length, as theirs)
+    dims_a = _tensordot_dim_list(dims_a, "dims_self", 3)
+    dims_b = _tensordot_dim_list(dims_b, "dims_other", 4)
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
     return dims_a, dims_b
+
+
+def _tensordot_dim_list(part, argname: str, position: int) -> list:
+    """One side's contracted dims as PyTorch's parser takes them: a list or tuple of ints (0-d
+    integer tensors too), never a float or bool truncated into a dim."""
+    where = f"tensordot(): argument '{argname}'"
+    if not isinstance(part, (list, tuple)):
+        raise TypeError(f"{where} (position {position}) must be tuple of ints, not "
+                        f"{_type_name(part)}")
+    dims = []
+    for i, d in enumerate(part):
+        if isinstance(d, TensorBase) and d.ndim == 0 and not d.is_floating_point() \
+                and not d.is_complex() and d.dtype != _core.bool_:
+            d = int(d.item())
+        if not is_int(d):
+            if i:
+                raise TypeError(f"{where} failed to unpack the object at pos {i + 1} with error "
+                                f"\"type must be tuple of ints,but got {_type_name(d)}\"")
+            raise TypeError(f"{where} (position {position}) must be tuple of ints, but found "
+                            f"element of type {_type_name(d)} at pos 0")
+        dims.append(int(d))
+    return dims
 
 
 def kron(input, other, *, out=None):
