@@ -463,8 +463,7 @@ def _mH(self):
 def _H(self):
     """The conjugate transpose of a matrix (a 0-d tensor itself, with PyTorch's warning)."""
     if self.dim() == 0:
-        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
-                      UserWarning, stacklevel=2)
+        _core.warn_once("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
         return _conjugated(self)
     if self.dim() != 2:
         hint = ". For batches of matrices, consider using tensor.mH" if self.dim() > 2 else "."
