@@ -1270,6 +1270,13 @@ def can_cast(from_, to):
     return _core.can_cast_np(from_.np_dtype, to.np_dtype)
 
 
+def _scalar_type_name(dtype) -> str:
+    """PyTorch's ScalarType name of a dtype, bfloat16 (which numpy lacks) too."""
+    if dtype == _core.bfloat16:
+        return "BFloat16"
+    return _core.scalar_type_name_of(dtype.np_dtype)
+
+
 def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
     if dtype is not None and not isinstance(dtype, _core.dtype):
         raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not "
@@ -1277,6 +1284,8 @@ def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
     for name, value in (("row", row), ("col", col)):
         if value < 0:
             raise RuntimeError(f"{name} must be non-negative, got{value}")
+    if dtype not in (None, _core.int64, _core.int32):      # (their kernels' only two dtypes)
+        raise NotImplementedError(f'"{fn}" not implemented for \'{_scalar_type_name(dtype)}\'')
     if upper:
         rows, cols = np.triu_indices(row, offset, col)
     else:
@@ -1677,8 +1686,9 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
-                      "indexing argument.", UserWarning, stacklevel=2)
+        # (TORCH_WARN_ONCE in PyTorch: once per process)
+        _core.warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                        "indexing argument.")
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "

@@ -557,6 +557,8 @@ def unfold(self, dimension: int, size: int, step: int):
     if size > length:
         raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is "
                            f"{size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     windows = (length - size) // step + 1

@@ -114,3 +114,76 @@ def test_tensordot_takes_integer_tensors_and_tuples_as_dims():
     want = torch.tensordot(torch.tensor(a), torch.tensor(b), dims=([1], [torch.tensor(0)]))
     got = tg.tensordot(tg.tensor(a), tg.tensor(b), dims=((1,), [tg.tensor(0)]))
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- tensor_split / hsplit / vsplit / dsplit -----------------------------------------------------
+
+def _parts(result):
+    return [t.tolist() for t in result]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.tensor_split(x, sections=3),
+    lambda lib, x: lib.tensor_split(x, indices=[1, 4]),
+    lambda lib, x: lib.tensor_split(x, indices=(2,), dim=-1),
+    lambda lib, x: lib.tensor_split(x, tensor_indices_or_sections=lib.tensor([1, 4])),
+    lambda lib, x: x.tensor_split(sections=4),
+    lambda lib, x: lib.hsplit(x, sections=3),
+    lambda lib, x: lib.hsplit(x, indices=[1, 2]),
+    lambda lib, x: x.hsplit(indices=[5]),
+    lambda lib, x: lib.vsplit(x.reshape(2, 3), sections=2),
+    lambda lib, x: lib.dsplit(x.reshape(1, 2, 3), indices=[1]),
+])
+def test_splits_take_the_keyword_of_each_pytorch_signature(call):
+    # sections=/indices=/tensor_indices_or_sections= were refused as an invalid combination
+    assert _parts(call(tg, tg.arange(6))) == _parts(call(torch, torch.arange(6)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.tensor_split(x, [2.0]),          # was split at 2
+    lambda lib, x: lib.tensor_split(x, [True, 1]),
+    lambda lib, x: lib.tensor_split(x, 2.0),
+    lambda lib, x: lib.tensor_split(x, sections=[2]),
+    lambda lib, x: lib.tensor_split(x, indices=2),
+    lambda lib, x: lib.tensor_split(x, tensor_indices_or_sections=2),
+    lambda lib, x: lib.tensor_split(x, 2, sections=2),
+    lambda lib, x: lib.hsplit(x, lib.tensor([1])),       # was split at 1
+    lambda lib, x: lib.hsplit(x, 2.0),
+    lambda lib, x: lib.vsplit(x.reshape(2, 3), indices=1),
+])
+def test_splits_refuse_points_no_signature_takes(call):
+    for lib in (torch, tg):
+        with pytest.raises(TypeError, match="received an invalid combination of arguments"):
+            call(lib, lib.arange(6))
+
+
+# -- small refusals ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", ["tril_indices", "triu_indices"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint8", "int16", "bool",
+                                   "complex64", "bfloat16"])
+def test_triangle_indices_refuse_dtypes_their_kernels_lack(fn, dtype):
+    # a float or bool dtype gave coordinates in it
+    messages = []
+    for lib in (torch, tg):
+        with pytest.raises(NotImplementedError) as info:
+            getattr(lib, fn)(3, 4, 1, dtype=getattr(lib, dtype))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+    for lib in (torch, tg):
+        assert str(getattr(lib, fn)(3, 4, dtype=lib.int32).dtype) == "torch.int32"
+
+
+@pytest.mark.parametrize("args", [(1, -1, 1), (0, -2, 1)])
+def test_unfold_negative_size_is_pytorchs_runtime_error(args):
+    # numpy's ValueError about a broadcast shape escaped
+    for lib in (torch, tg):
+        with pytest.raises(RuntimeError, match=f"size is {args[1]} but must be >= 0"):
+            lib.ones(2, 3).unfold(*args)
+
+
+def test_meshgrid_without_indexing_warns_once_per_process():
+    def call(lib):
+        lib.meshgrid(lib.arange(2), lib.arange(3))
+    assert _warning_count(torch, call) <= 1
+    assert _warning_count(tg, call) == 1
