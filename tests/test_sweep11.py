@@ -187,3 +187,76 @@ def test_meshgrid_without_indexing_warns_once_per_process():
         lib.meshgrid(lib.arange(2), lib.arange(3))
     assert _warning_count(torch, call) <= 1
     assert _warning_count(tg, call) == 1
+
+
+# -- ranges and windows --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.linspace(lib.tensor([0.0]), 1, 3),          # was read as its value
+    lambda lib: lib.linspace(0, lib.ones(1, 1), 3),
+    lambda lib: lib.linspace(lib.tensor([0.0]), lib.tensor([1.0]), 3),
+    lambda lib: lib.logspace(lib.tensor([0.0]), 1, 3),
+])
+def test_range_endpoints_must_be_0d_tensors(call):
+    messages = []
+    for lib in (torch, tg):
+        with pytest.raises(RuntimeError) as info:
+            call(lib)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.logspace(0, 1, 3, dtype=lib.bool),          # gave [True, True, True]
+    lambda lib: lib.arange(0, 3, dtype=lib.complex64),          # gave a complex range
+    lambda lib: lib.arange(3, dtype=lib.complex128),
+    lambda lib: lib.hann_window(4, dtype=lib.complex64),
+    lambda lib: lib.kaiser_window(4, dtype=lib.complex128),
+])
+def test_range_kernels_refuse_bool_and_complex(call):
+    messages = []
+    for lib in (torch, tg):
+        with pytest.raises(NotImplementedError) as info:
+            call(lib)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("steps", [0, 1])
+def test_one_or_no_bool_range_values_need_no_kernel(steps):
+    for fn in ("linspace", "logspace"):
+        got = getattr(tg, fn)(0, 1, steps, dtype=tg.bool)
+        want = getattr(torch, fn)(0, 1, steps, dtype=torch.bool)
+        assert got.tolist() == want.tolist() and got.dtype == tg.bool
+
+
+@pytest.mark.parametrize("fn", ["hann_window", "hamming_window", "blackman_window",
+                                "bartlett_window", "kaiser_window"])
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 8, 33])
+@pytest.mark.parametrize("periodic", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_windows_follow_pytorchs_formulas_in_their_dtype(fn, n, periodic, dtype):
+    # computed in float64 by another formula, blackman's ends were -1.4e-17 (PyTorch: 0)
+    got = getattr(tg, fn)(n, periodic, dtype=getattr(tg, dtype)).numpy()
+    want = getattr(torch, fn)(n, periodic, dtype=getattr(torch, dtype)).numpy()
+    assert got.dtype == want.dtype
+    if dtype == "float64":
+        np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+    else:
+        np.testing.assert_allclose(got, want, rtol=2e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("fn", ["hann_window", "hamming_window", "blackman_window",
+                                "bartlett_window", "kaiser_window"])
+def test_window_length_is_parsed_as_an_int(fn):
+    # a 0-d integer tensor crashed (AttributeError); a float failed inside numpy
+    got = getattr(tg, fn)(tg.tensor(4)).numpy()
+    np.testing.assert_allclose(got, getattr(torch, fn)(torch.tensor(4)).numpy(), rtol=2e-7)
+    for bad in (5.0, True, 4.0):
+        messages = []
+        for lib in (torch, tg):
+            with pytest.raises(TypeError) as info:
+                getattr(lib, fn)(bad if not isinstance(bad, float) or bad != 4.0
+                                 else lib.tensor(4.0))
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]
