@@ -260,3 +260,38 @@ def test_window_length_is_parsed_as_an_int(fn):
                                  else lib.tensor(4.0))
             messages.append(str(info.value))
         assert messages[0] == messages[1]
+
+
+# -- more contraction refusals -------------------------------------------------------------------
+
+@pytest.mark.parametrize("p", [0, 1, 2, float("inf")])
+def test_distances_between_rows_of_no_coordinates_are_zero(p):
+    # p = inf raised vector_norm's error about an empty dimension
+    for fn in (lambda lib: lib.cdist(lib.ones(2, 0), lib.ones(3, 0), p=p),
+               lambda lib: lib.pdist(lib.ones(3, 0), p=p)):
+        got, want = fn(tg), fn(torch)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda lib: lib.einsum("i->i"), ValueError),
+    (lambda lib: lib.einsum(), ValueError),
+    (lambda lib: lib.einsum("i->i", [1, 2]), TypeError),
+    (lambda lib: lib.einsum("i->i", 3), TypeError),
+    (lambda lib: lib.einsum("ij", lib.ones(2, 2), "x"), TypeError),
+])
+def test_einsum_refuses_missing_or_non_tensor_operands(call, error):
+    messages = []
+    for lib in (torch, tg):
+        with pytest.raises(error) as info:
+            call(lib)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_linalg_cross_dim_out_of_range_is_pytorchs_index_error():
+    for lib in (torch, tg):
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range "
+                                             r"of \[-1, 0\], but got 1\)"):
+            lib.linalg.cross(lib.ones(3), lib.ones(3), dim=1)

@@ -151,6 +151,8 @@ def row_distances(diff, p: float):
     them: their gradient at p = 0 is zeros, where the norm's (vector_norm's, PyTorch's too) is
     none, which left x.grad None."""
     from ..contractions import _zeroed          # (zeros in the graph; NaN/inf do not leak)
+    if diff.shape[-1] == 0:                     # (rows of no coordinates are 0 apart, any p)
+        return diff.abs().sum(-1)
     dist = diff.norm(p, -1)
     if p == 0 and diff.requires_grad:
         dist = dist + _zeroed(diff).sum(-1)
