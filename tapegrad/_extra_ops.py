@@ -1281,6 +1281,9 @@ def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
     if dtype is not None and not isinstance(dtype, _core.dtype):
         raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not "
                         f"{_type_name(dtype)}")
+    from .creation import _count_arg
+    row, col, offset = (_count_arg(v, fn, name, position) for position, (name, v) in
+                        enumerate((("row", row), ("col", col), ("offset", offset)), 1))
     for name, value in (("row", row), ("col", col)):
         if value < 0:
             raise RuntimeError(f"{name} must be non-negative, got{value}")
@@ -1316,6 +1319,8 @@ def rot90(input, k=1, dims=(0, 1)):
     """input rotated by 90 degrees k times in the plane of `dims`, from the first dim towards
     the second (a flip and a transpose, so the result records)."""
     _check_tensor(input, "rot90")
+    from .creation import _count_arg
+    k = _count_arg(k, "rot90", "k", 2)          # (a float or bool k is refused, not truncated)
     dims = list(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -1604,8 +1609,12 @@ def roll(input, shifts, dims=None):
     _check_tensor(input, "roll")
     if isinstance(shifts, bool):
         raise TypeError("roll(): argument 'shifts' must be tuple of ints, not bool")
-    shifts = [shifts] if isinstance(shifts, (int, np.integer)) or _one_int_tensor(shifts) \
-        else list(shifts)
+    if isinstance(shifts, (int, np.integer)) or _one_int_tensor(shifts):
+        shifts = [shifts]
+    elif not isinstance(shifts, (list, tuple)):   # (a float, or a tensor of several shifts)
+        raise TypeError(f"roll(): argument 'shifts' (position 2) must be tuple of ints, not "
+                        f"{_type_name(shifts)}")
+    shifts = list(shifts)
     bad = next((s for s in shifts if not hasattr(s, "__index__")), None)
     if bad is not None:
         raise TypeError(f"roll(): argument 'shifts' must be tuple of ints, not "

@@ -265,16 +265,16 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     other dims); without dim, over the flattened input."""
     _check_tensor(input, "take_along_dim")
     _check_tensor(indices, "take_along_dim", "indices", 2)
-    if indices._array.dtype != np.int64:
-        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_dtype_name(indices._array)}")
     if out is not None:
         return compute_then_write("take_along_dim", out, (input, indices),
                                   lambda: take_along_dim(input, indices, dim))
     if dim is None:
         # (PyTorch flattens both with view(-1): a layout that no view flattens, a permuted
-        # input, raises its view error)
+        # input, raises its view error; the gather's own check takes int32 indices too)
         return input.view(-1).gather(0, indices.view(-1))
+    if indices._array.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_dtype_name(indices._array)}")
     if input.ndim == 0:
         from ._extra_ops import _no_dims
         _no_dims(dim)

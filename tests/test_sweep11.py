@@ -295,3 +295,41 @@ def test_linalg_cross_dim_out_of_range_is_pytorchs_index_error():
         with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range "
                                              r"of \[-1, 0\], but got 1\)"):
             lib.linalg.cross(lib.ones(3), lib.ones(3), dim=1)
+
+
+# -- integer arguments that were truncated or widened -------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.rot90(lib.arange(6).reshape(2, 3), 1.5),    # was the identity
+    lambda lib: lib.rot90(lib.arange(6).reshape(2, 3), True),
+    lambda lib: lib.tril_indices(3.0, 3),
+    lambda lib: lib.triu_indices(3, True),
+    lambda lib: lib.tril_indices(3, 3, 1.0),
+    lambda lib: lib.roll(lib.arange(3), 1.0),
+    lambda lib: lib.roll(lib.arange(6).reshape(2, 3), lib.tensor([1, 1]), (0, 1)),
+])
+def test_integer_arguments_refuse_floats_bools_and_tensors(call):
+    messages = []
+    for lib in (torch, tg):
+        with pytest.raises(TypeError) as info:
+            call(lib)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_integer_arguments_take_0d_integer_tensors():
+    x = np.arange(6).reshape(2, 3)
+    for fn in (lambda lib, t: lib.rot90(t, lib.tensor(1)),
+               lambda lib, t: lib.tril_indices(lib.tensor(3), 3),
+               lambda lib, t: lib.roll(t, lib.tensor(1))):
+        assert fn(tg, tg.tensor(x)).tolist() == fn(torch, torch.tensor(x)).tolist()
+
+
+def test_take_along_dim_without_dim_takes_int32_indices():
+    # its flattened gather takes int32; only the dim form wants int64
+    x = np.arange(6).reshape(2, 3)
+    for lib in (tg, torch):
+        got = lib.take_along_dim(lib.tensor(x), lib.tensor([5, 0], dtype=lib.int32))
+        assert got.tolist() == [5, 0]
+        with pytest.raises(RuntimeError, match="dtype of indices should be Long but got Int"):
+            lib.take_along_dim(lib.tensor(x), lib.tensor([[0]], dtype=lib.int32), 1)
