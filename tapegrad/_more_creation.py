@@ -62,6 +62,10 @@ def torch_range(start=0, end=None, step=1, *, dtype=None, layout=None, device=No
     if end is None:
         raise TypeError('range() missing 1 required positional arguments: "end"')
     _check_cpu(device)
+    for position, (name, v) in enumerate((("start", start), ("end", end), ("step", step)), 1):
+        if isinstance(v, TensorBase) and v.ndim:        # (its Number parser takes 0-d only)
+            raise TypeError(f"range(): argument '{name}' (position {position}) must be Number, "
+                            f"not Tensor")
     start, end, step = (float(v.item()) if isinstance(v, TensorBase) else v
                         for v in (start, end, step))
     np_dt = _np_dtype(dtype, "range") or _default_dtype().np_dtype

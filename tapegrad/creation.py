@@ -884,7 +884,16 @@ def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = Fa
         lines = "".join(f"\n * {signature}" for signature in _ARANGE_SIGNATURES)
         raise TypeError(f"arange() received an invalid combination of arguments - got "
                         f"({given}), but expected one of:{lines}\n")
-    # one-element tensors count as their values (an integer tensor as an int, for the dtype)
+    given = [v for v in (start, end, step) if v is not None]
+    if any(isinstance(v, _core.TensorBase) and v.ndim for v in given):
+        # (PyTorch's Number parser takes a 0-d tensor only; a one-element 1-d one was read)
+        if len(given) == 1:
+            raise TypeError("arange(): argument 'end' (position 1) must be Number, not Tensor")
+        lines = "".join(f"\n * {signature}" for signature in _ARANGE_SIGNATURES)
+        raise TypeError(f"arange() received an invalid combination of arguments - got "
+                        f"({', '.join(_type_name(v) for v in given)}), but expected one of:"
+                        f"{lines}\n")
+    # 0-d tensors count as their values (an integer tensor as an int, for the dtype)
     start, end = _scalar_arg(start), _scalar_arg(end)
     step = 1 if step is None else _scalar_arg(step)
     if end is None:
@@ -1075,6 +1084,8 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     steps = _count_arg(steps, "logspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    if isinstance(base, _core.TensorBase) and base.ndim:   # (its float parser takes 0-d only)
+        raise TypeError("logspace(): argument 'base' must be float, not Tensor")
     start, end = _range_endpoints("logspace", start, end)
     dt = _range_dtype("logspace", dtype, start, end)
     _check_requires_grad(dt, requires_grad)
@@ -1103,7 +1114,8 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
             exps = np.where(idx < steps // 2, s + step * idx.astype(ct),
                             e - step * (steps - idx - 1).astype(ct)).astype(ct)
             values = np.power(ct.type(base), exps)
-    return _make(values.astype(dt), requires_grad)
+        values = values.astype(dt)      # (past an integer dtype's range: PyTorch's cast, quiet)
+    return _make(values, requires_grad)
 
 
 def _range_endpoints(fn: str, start, end):

@@ -333,3 +333,41 @@ def test_take_along_dim_without_dim_takes_int32_indices():
         assert got.tolist() == [5, 0]
         with pytest.raises(RuntimeError, match="dtype of indices should be Long but got Int"):
             lib.take_along_dim(lib.tensor(x), lib.tensor([[0]], dtype=lib.int32), 1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.arange(lib.tensor([3])),                 # was read as 3
+    lambda lib: lib.arange(lib.tensor([[3.0]])),
+    lambda lib: lib.arange(0, 3, lib.tensor([0.5])),
+    lambda lib: lib.arange(lib.tensor([0]), 3),
+    lambda lib: lib.logspace(0, 1, 3, base=lib.tensor([2.0])),
+])
+def test_number_arguments_take_0d_tensors_only(call):
+    for lib in (torch, tg):
+        with pytest.raises(TypeError):
+            call(lib)
+
+
+@pytest.mark.filterwarnings("ignore:torch.range is deprecated")
+def test_range_number_arguments_take_0d_tensors_only():
+    for lib in (torch, tg):
+        with pytest.raises(TypeError, match=r"range\(\): argument 'end' \(position 2\) must be "
+                                            r"Number, not Tensor"):
+            lib.range(0, lib.tensor([2]))
+    assert tg.range(tg.tensor(0), tg.tensor(2.0)).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_0d_tensor_range_arguments_are_read():
+    for fn in (lambda lib: lib.arange(lib.tensor(3)), lambda lib: lib.arange(lib.tensor(0.5), 3),
+               lambda lib: lib.logspace(0, 1, 3, base=lib.tensor(2.0))):
+        got, want = fn(tg), fn(torch)
+        assert got.dtype == getattr(tg, str(want.dtype).split(".")[1])
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_logspace_past_an_integer_range_is_quiet():
+    # numpy's "invalid value encountered in cast" RuntimeWarning leaked
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = tg.logspace(0, 30, 3, dtype=tg.int64)
+    assert got.tolist() == torch.logspace(0, 30, 3, dtype=torch.int64).tolist()
