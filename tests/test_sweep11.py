@@ -70,6 +70,12 @@ _A = [[2.0, 1.0, 1.0], [1.0, 2.0, 1.0], [1.0, 1.0, 2.0]]
     lambda lib: lib.nuclear_norm(lib.tensor(_A)),
     lambda lib: lib.cholesky(lib.tensor(_A)),
     lambda lib: lib.tensor(1.0).H,
+    lambda lib: lib.zeros(3).index_reduce(0, lib.tensor([0]), lib.ones(1), "prod"),
+    lambda lib: lib.stft(lib.ones(64), 16, window=lib.hann_window(16), return_complex=False),
+    lambda lib: lib.stft(lib.ones(64), 16, return_complex=True),
+    lambda lib: lib.istft(lib.stft(lib.ones(64), 16, window=lib.ones(16), return_complex=True),
+                          16),
+    lambda lib: lib.set_default_tensor_type(lib.FloatTensor),
 ])
 def test_deprecation_warnings_appear_once_per_process(call):
     # TORCH_WARN_ONCE in PyTorch: each appeared on every call here
