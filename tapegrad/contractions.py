@@ -364,7 +364,8 @@ def _contract_pair(a, la, b, lb, needed):
                 size_a[lab] = 1
     a_only = [lab for lab in la if lab not in size_b]
     b_only = [lab for lab in lb if lab not in size_a]
-    batch_sizes = [max(size_a[lab], size_b[lab]) for lab in batch]
+    # (the broadcast size: a 1 takes the other side's, 0 included, where max gave 1 against 0)
+    batch_sizes = [size_b[lab] if size_a[lab] == 1 else size_a[lab] for lab in batch]
     a = a.permute(tuple(la.index(lab) for lab in batch + a_only + contract))
     b = b.permute(tuple(lb.index(lab) for lab in batch + contract + b_only))
     if any(size_a[lab] != s for lab, s in zip(batch, batch_sizes)):

@@ -377,3 +377,16 @@ def test_logspace_past_an_integer_range_is_quiet():
         warnings.simplefilter("error")
         got = tg.logspace(0, 30, 3, dtype=tg.int64)
     assert got.tolist() == torch.logspace(0, 30, 3, dtype=torch.int64).tolist()
+
+
+@pytest.mark.parametrize("eq, shapes", [("i,i->i", [(0,), (1,)]), ("i,i->i", [(1,), (0,)]),
+                                        ("bij,bjk->bik", [(0, 2, 3), (1, 3, 2)])])
+def test_einsum_broadcasts_a_kept_size_1_subscript_against_0(eq, shapes):
+    # the kept size was max(1, 0) = 1: an expand error
+    def run(lib):
+        xs = [lib.ones(s, dtype=lib.float64, requires_grad=True) for s in shapes]
+        out = lib.einsum(eq, *xs)
+        return [out] + list(lib.autograd.grad(out.sum(), xs, allow_unused=True))
+    for got, want in zip(run(tg), run(torch)):
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
