@@ -390,3 +390,15 @@ def test_einsum_broadcasts_a_kept_size_1_subscript_against_0(eq, shapes):
     for got, want in zip(run(tg), run(torch)):
         assert tuple(got.shape) == tuple(want.shape)
         np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+def test_profiler_counts_no_flops_for_a_batch_broadcast_to_0():
+    # the batch of (0, 2, 3) @ (1, 3, 2) was counted as 1 matrix product, not 0
+    def flops(lib):
+        from importlib import import_module
+        profiler = import_module(f"{lib.__name__}.profiler")
+        with profiler.profile(activities=[profiler.ProfilerActivity.CPU], with_flops=True) as prof:
+            lib.matmul(lib.ones(0, 2, 3), lib.ones(1, 3, 2))
+            lib.matmul(lib.ones(2, 2, 3), lib.ones(1, 3, 2))
+        return sum(e.flops for e in prof.key_averages() if e.flops)
+    assert flops(tg) == flops(torch) == 48
