@@ -2,8 +2,6 @@
 tensor type (torch.DoubleTensor, tapegrad._legacy's classes) or its name ('torch.DoubleTensor')."""
 from __future__ import annotations
 
-import warnings
-
 from . import _core, _legacy
 
 _DEPRECATION = ("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
@@ -12,7 +10,7 @@ _DEPRECATION = ("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1
 
 def set_default_tensor_type(t) -> None:
     """Deprecated (as in PyTorch): set the default dtype from a legacy tensor type or its name."""
-    warnings.warn(_DEPRECATION, UserWarning, stacklevel=2)
+    _core.warn_once(_DEPRECATION)                 # (once per process, as PyTorch's)
     if isinstance(t, str):
         module, _, name = t.rpartition(".")
         if module not in ("torch", "tapegrad"):

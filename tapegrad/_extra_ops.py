@@ -1352,13 +1352,25 @@ def can_cast(from_, to):
     return _core.can_cast_np(from_.np_dtype, to.np_dtype)
 
 
+def _scalar_type_name(dtype) -> str:
+    """PyTorch's ScalarType name of a dtype, bfloat16 (which numpy lacks) too."""
+    if dtype == _core.bfloat16:
+        return "BFloat16"
+    return _core.scalar_type_name_of(dtype.np_dtype)
+
+
 def _triangle_indices(row, col, offset, upper: bool, fn: str, dtype):
     if dtype is not None and not isinstance(dtype, _core.dtype):
         raise TypeError(f"{fn}(): argument 'dtype' must be torch.dtype, not "
                         f"{_type_name(dtype)}")
+    from .creation import _count_arg
+    row, col, offset = (_count_arg(v, fn, name, position) for position, (name, v) in
+                        enumerate((("row", row), ("col", col), ("offset", offset)), 1))
     for name, value in (("row", row), ("col", col)):
         if value < 0:
             raise RuntimeError(f"{name} must be non-negative, got{value}")
+    if dtype not in (None, _core.int64, _core.int32):      # (their kernels' only two dtypes)
+        raise NotImplementedError(f'"{fn}" not implemented for \'{_scalar_type_name(dtype)}\'')
     if upper:
         rows, cols = np.triu_indices(row, offset, col)
     else:
@@ -1389,6 +1401,8 @@ def rot90(input, k=1, dims=(0, 1)):
     """input rotated by 90 degrees k times in the plane of `dims`, from the first dim towards
     the second (a flip and a transpose, so the result records)."""
     _check_tensor(input, "rot90")
+    from .creation import _count_arg
+    k = _count_arg(k, "rot90", "k", 2)          # (a float or bool k is refused, not truncated)
     dims = list(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -1701,8 +1715,12 @@ def roll(input, shifts, dims=None):
     _check_tensor(input, "roll")
     if isinstance(shifts, bool):
         raise TypeError("roll(): argument 'shifts' must be tuple of ints, not bool")
-    shifts = [shifts] if isinstance(shifts, (int, np.integer)) or _one_int_tensor(shifts) \
-        else list(shifts)
+    if isinstance(shifts, (int, np.integer)) or _one_int_tensor(shifts):
+        shifts = [shifts]
+    elif not isinstance(shifts, (list, tuple)):   # (a float, or a tensor of several shifts)
+        raise TypeError(f"roll(): argument 'shifts' (position 2) must be tuple of ints, not "
+                        f"{_type_name(shifts)}")
+    shifts = list(shifts)
     bad = next((s for s in shifts if not hasattr(s, "__index__")), None)
     if bad is not None:
         raise TypeError(f"roll(): argument 'shifts' must be tuple of ints, not "
@@ -1783,8 +1801,9 @@ def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
-                      "indexing argument.", UserWarning, stacklevel=2)
+        # (TORCH_WARN_ONCE in PyTorch: once per process)
+        _core.warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                        "indexing argument.")
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "

@@ -7,8 +7,6 @@ the autograd machinery linalg needs.
 """
 from __future__ import annotations
 
-import warnings
-
 from . import _core
 from ._class_members import has_member
 
@@ -57,7 +55,7 @@ def logdet(input):
 def cholesky(input, upper=False):
     """The deprecated torch.cholesky (upper as a positional flag)."""
     _core.check_bool("cholesky", "upper", upper)
-    warnings.warn(_CHOLESKY_DEPRECATED, UserWarning, stacklevel=2)
+    _core.warn_once(_CHOLESKY_DEPRECATED)
     return _core._name_grad_fn(_linalg()._cholesky(input, upper, "cholesky"), "CholeskyBackward0")
 
 

@@ -62,6 +62,10 @@ def torch_range(start=0, end=None, step=1, *, dtype=None, layout=None, device=No
     if end is None:
         raise TypeError('range() missing 1 required positional arguments: "end"')
     _check_cpu(device)
+    for position, (name, v) in enumerate((("start", start), ("end", end), ("step", step)), 1):
+        if isinstance(v, TensorBase) and v.ndim:        # (its Number parser takes 0-d only)
+            raise TypeError(f"range(): argument '{name}' (position {position}) must be Number, "
+                            f"not Tensor")
     start, end, step = (float(v.item()) if isinstance(v, TensorBase) else v
                         for v in (start, end, step))
     np_dt = _np_dtype(dtype, "range") or _default_dtype().np_dtype
@@ -257,26 +261,31 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 # -- windows -------------------------------------------------------------------------------------
 
 def _window(name: str, window_length, periodic, dtype, requires_grad, values_of):
+    """A window of window_length points: values_of(arange(N) in the window's dtype, N) with N
+    one more for a periodic window (whose last point is dropped).  The formulas are PyTorch's,
+    op for op in the window's dtype, so float32 and float16 windows round as its do."""
+    from .creation import _count_arg, arange, ones
+    window_length = _count_arg(window_length, name, "window_length", 1)
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got "
                            f"window_length={window_length}")
     _np_dtype(dtype, name)                              # PyTorch's TypeError for a non-dtype
     dt = dtype or _default_dtype()
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):     # (arange refuses complex, as PyTorch's)
         raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
-    if window_length <= 1:
-        values = np.ones(window_length)
-    else:
-        n = window_length + 1 if periodic else window_length
-        values = values_of(np.arange(n, dtype=np.float64), n)[:window_length]
-    return _finish(_wrap(values.astype(dt.np_dtype)), requires_grad)
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        if window_length <= 1:
+            window = ones(window_length, dtype=dt)
+        else:
+            n = window_length + 1 if periodic else window_length
+            window = values_of(arange(n, dtype=dt), n)[:window_length].contiguous()
+    return _finish(window, requires_grad)
 
 
-def _cosine_sum(*coefficients):
-    """sum_k (-1)^k a_k cos(2 pi k n / (N - 1)): the generalized cosine windows."""
-    def values(n, length):
-        phase = 2 * np.pi * n / (length - 1)
-        return sum((-1) ** k * a * np.cos(k * phase) for k, a in enumerate(coefficients))
+def _hamming(alpha, beta):
+    def values(points, length):
+        return points.mul(2 * math.pi / (length - 1)).cos().mul(-beta).add(alpha)
     return values
 
 
@@ -288,7 +297,7 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
     sparse_factory_layout(layout, "hann_window", "hann_window")
     _check_cpu(device)
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
-                   _cosine_sum(0.5, 0.5))
+                   _hamming(0.5, 0.5))
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
@@ -298,7 +307,12 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
     sparse_factory_layout(layout, "hamming_window", "hamming_window")
     _check_cpu(device)
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
-                   _cosine_sum(alpha, beta))
+                   _hamming(alpha, beta))
+
+
+def _blackman(points, length):
+    angle = points.mul(math.pi / (length - 1))
+    return angle.mul(4).cos().mul(0.08) - angle.mul(2).cos().mul(0.5) + 0.42
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -307,8 +321,15 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "blackman_window", "blackman_window")
     _check_cpu(device)
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad,
-                   _cosine_sum(0.42, 0.5, 0.08))
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, _blackman)
+
+
+def _bartlett(points, length):
+    """2n / (N - 1) rising to the middle, 2 - 2n / (N - 1) after it."""
+    ramp = points.mul(2.0 / (length - 1))
+    rising = ((length - 1) >> 1) + 1
+    ramp[rising:] = ramp[rising:].mul(-1).add(2)
+    return ramp
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -317,8 +338,7 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "bartlett_window", "bartlett_window")
     _check_cpu(device)
-    return _window("bartlett_window", window_length, periodic, dtype, requires_grad,
-                   lambda n, length: 1 - np.abs(2 * n / (length - 1) - 1))
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, _bartlett)
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
@@ -328,9 +348,15 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
     sparse_factory_layout(layout, "kaiser_window", "kaiser_window")
     _check_cpu(device)
 
-    def values(n, length):
-        ratio = 2 * n / (length - 1) - 1
-        return np.i0(beta * np.sqrt(np.clip(1 - ratio * ratio, 0, None))) / np.i0(beta)
+    def values(points, length):
+        # (PyTorch's kernel computes in the dtype's opmath type, float for float16, rounding once)
+        from .creation import tensor
+        from .special import i0
+        wide = points.float() if points.dtype == _core.float16 else points
+        half_span = (length - 1) / 2.0
+        ratio = (wide - half_span) / half_span
+        shape = i0((1 - ratio.pow(2)).abs().sqrt().mul(beta))
+        return (shape / i0(tensor(beta, dtype=wide.dtype))).to(points.dtype)
     return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import math
-import warnings
 
 import numpy as np
 
@@ -653,9 +652,10 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 def chain_matmul(*matrices):
     """The product of the 2-D matrices in order (deprecated by PyTorch, which warns, in favour
     of linalg.multi_dot)."""
-    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
-                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
-                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    # (PyTorch warns once per process: TORCH_WARN_ONCE)
+    _core.warn_once("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                    "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                    "more tensors rather than multiple parameters.")
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for m in matrices:
@@ -815,12 +815,12 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
     for name, flag in (("upper", upper), ("transpose", transpose),
                        ("unitriangular", unitriangular)):
         _core.check_bool("triangular_solve", name, flag)    # (its parser's, before the warning)
-    warnings.warn("torch.triangular_solve is deprecated in favor of "
-                  "torch.linalg.solve_triangularand will be removed in a future PyTorch "
-                  "release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
-                  "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
-                  "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).",
-                  UserWarning, stacklevel=2)
+    _core.warn_once("torch.triangular_solve is deprecated in favor of "
+                    "torch.linalg.solve_triangularand will be removed in a future PyTorch "
+                    "release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
+                    "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
+                    "A).solution\nshould be replaced with\nX = "
+                    "torch.linalg.solve_triangular(A, B).")
     _require_tensor_pair("triangular_solve", input, A, "A")
     from .linalg import solve_triangular
     coefficient = A.mT if transpose else A
@@ -833,11 +833,10 @@ def qr(input, some=True):
     """The QR decomposition (Q, R): reduced with some=True, complete otherwise.  Deprecated by
     PyTorch (which warns) in favour of linalg.qr."""
     _core.check_bool("qr", "some", some)
-    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a "
-                  "future PyTorch release.\nThe boolean parameter 'some' has been replaced with "
-                  "a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced "
-                  "with\nQ, R = torch.linalg.qr(A, 'reduced' if some else 'complete')",
-                  UserWarning, stacklevel=2)
+    _core.warn_once("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a "
+                    "future PyTorch release.\nThe boolean parameter 'some' has been replaced with "
+                    "a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced "
+                    "with\nQ, R = torch.linalg.qr(A, 'reduced' if some else 'complete')")
     _check_tensor(input, "qr")
     from .linalg import qr as linalg_qr
     q, r = linalg_qr(input, "reduced" if some else "complete")
@@ -1118,13 +1117,12 @@ def lu(A, pivot=True, get_infos=False):
     favour of linalg.lu_factor): (LU, pivots) or, with get_infos, (LU, pivots, info) where info
     counts nothing but marks a zero pivot (its 1-based index), as LAPACK's."""
     _core.check_bool("_lu_with_info", "pivot", pivot)    # (get_infos is Python's truth value)
-    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
-                  "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
-                  "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\nLU, pivots "
-                  "= torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = "
-                  "torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced with\nLU, "
-                  "pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)", UserWarning,
-                  stacklevel=2)
+    _core.warn_once("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+                    "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
+                    "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\nLU, pivots "
+                    "= torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = "
+                    "torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced with\nLU, "
+                    "pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
     _check_tensor(A, "lu", "A")
     if A.dim() < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
@@ -1182,10 +1180,10 @@ def lu_solve(b, LU_data, LU_pivots):  # noqa: N803
     """The solution x of A x = b from A's packed LU and pivots (torch.lu's outputs);
     differentiable in b and LU_data.  Deprecated by PyTorch (which warns) in favour of
     linalg.lu_solve."""
-    warnings.warn("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be "
-                  "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has its "
-                  "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
-                  "with\nX = torch.linalg.lu_solve(LU, pivots, B)", UserWarning, stacklevel=2)
+    _core.warn_once("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be "
+                    "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has its "
+                    "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
+                    "with\nX = torch.linalg.lu_solve(LU, pivots, B)")
     _require_tensor_pair("lu_solve", b, LU_data, "LU_data")
     _check_pivots(LU_pivots, "lu_solve")
     n = LU_data.shape[-1]
@@ -1256,9 +1254,9 @@ solve, lstsq, symeig, eig, matrix_rank = (_removed(n) for n in ("solve", "lstsq"
 def frobenius_norm(input, dim, keepdim=False):
     """The 2-norm over `dim` (PyTorch keeps it for TorchScript and warns: use
     linalg.vector_norm(input, 2, dim, keepdim))."""
-    warnings.warn("at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
-                  "It will be removed in a future PyTorch release. Please use "
-                  "`linalg.vector_norm(A, 2., dim, keepdim)` instead", UserWarning, stacklevel=2)
+    _core.warn_once("at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
+                    "It will be removed in a future PyTorch release. Please use "
+                    "`linalg.vector_norm(A, 2., dim, keepdim)` instead")
     _check_tensor(input, "frobenius_norm")
     from .linalg import vector_norm
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -1268,10 +1266,9 @@ def frobenius_norm(input, dim, keepdim=False):
 def nuclear_norm(input, dim=None, keepdim=False):
     """The sum of the singular values of the matrices over `dim` (the last two by default;
     PyTorch warns: use linalg.matrix_norm(input, 'nuc', dim, keepdim))."""
-    warnings.warn("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
-                  "will be removed in a future PyTorch release. Please use "
-                  "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning,
-                  stacklevel=2)
+    _core.warn_once("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
+                    "will be removed in a future PyTorch release. Please use "
+                    "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead")
     _check_tensor(input, "nuclear_norm")
     if isinstance(dim, bool):            # nuclear_norm(input, keepdim) overload
         dim, keepdim = None, dim

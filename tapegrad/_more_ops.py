@@ -21,7 +21,7 @@ from . import _core
 from ._extra_ops import (_check_tensor, _numpy_dim_names, _dim, _dtype_name, _index_tensor,
                          _refuse_if_complex, _wrap, register_family)
 from ._out_arg import compute_then_write, require_dtype, write_into
-from .tensor import is_int
+from .tensor import invalid_arguments, is_int
 
 TensorBase = _core.TensorBase
 
@@ -157,16 +157,64 @@ def _check_output_size(length: int, output_size, counts_given: bool):
                            f"{length} but got {output_size}")
 
 
+# PyTorch's signatures of the splits: the split points are one argument, given positionally or
+# under the keyword of the signature meant (sections=, indices=, tensor_indices_or_sections=).
+_UNSET = object()
+_TENSOR_SPLIT_SIGNATURES = ("\n * (Tensor input, tuple of ints indices, int dim = 0)\n"
+                            " * (Tensor input, Tensor tensor_indices_or_sections, int dim = 0)\n"
+                            " * (Tensor input, int sections, int dim = 0)\n")
+_DIRECTIONAL_SPLIT_SIGNATURES = ("\n * (Tensor input, int sections)\n"
+                                 " * (Tensor input, tuple of ints indices)\n")
+
+
+def _is_int_sequence(value) -> bool:
+    """Whether PyTorch's parser takes value as a tuple of ints: it judges the first element
+    strictly (no bool), the others as it unpacks them (a bool is an int there)."""
+    def integral(v, strict):
+        return (is_int(v) if strict else isinstance(v, (int, np.integer))) or \
+            (isinstance(v, TensorBase) and v.ndim == 0 and v._array.dtype.kind in "iu")
+    return isinstance(value, (list, tuple)) and \
+        all(integral(v, i == 0) for i, v in enumerate(value))
+
+
+_SPLIT_FORMS = {"sections": is_int, "indices": _is_int_sequence,
+                "tensor_indices_or_sections": lambda v: isinstance(v, TensorBase)}
+
+
+def _split_points(name: str, input, positional, keywords: dict, signatures: str,
+                  extra_kwargs: dict):
+    """The split points of a call, checked against the signature they pick: one of positional
+    and the keyword forms must be given, of its form's type (PyTorch's parser refuses a float
+    or a bool, which Python's int() would have truncated into a split point)."""
+    given = {k: v for k, v in keywords.items() if v is not _UNSET}
+    if positional is not _UNSET:
+        forms, points, shown = tuple(keywords), positional, (input, positional)
+    else:
+        forms, points, shown = tuple(given), next(iter(given.values()), None), (input,)
+    if len(given) + (positional is not _UNSET) != 1 or \
+            not any(_SPLIT_FORMS[form](points) for form in forms):
+        raise invalid_arguments(name, shown, {**given, **extra_kwargs}, signatures)
+    return points
+
+
 @_numpy_dim_names
-def tensor_split(input, indices_or_sections, dim=0):
+def tensor_split(input, indices_or_sections=_UNSET, dim=0, *, sections=_UNSET, indices=_UNSET,
+                 tensor_indices_or_sections=_UNSET):
     """input split along dim into `sections` near-equal parts (the first size % sections are
     one longer), or at the given indices (Python slice rules); a tuple of views."""
     _check_tensor(input, "tensor_split")
+    split = _split_points("tensor_split", input, indices_or_sections,
+                          {"sections": sections, "indices": indices,
+                           "tensor_indices_or_sections": tensor_indices_or_sections},
+                          _TENSOR_SPLIT_SIGNATURES, {} if dim == 0 else {"dim": dim})
+    return _tensor_split(input, split, dim)
+
+
+def _tensor_split(input, split, dim):
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
                            "tensor with 0 dims")
     d = _dim(dim, input.ndim)
-    split = indices_or_sections
     if isinstance(split, TensorBase):
         arr = split._array
         if arr.dtype != np.int64:
@@ -190,19 +238,22 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def _directional_split(name: str, dim: int, min_ndim: int):
-    def split(input, indices_or_sections):
+    def split(input, indices_or_sections=_UNSET, *, sections=_UNSET, indices=_UNSET):
         _check_tensor(input, name)
+        points = _split_points(name, input, indices_or_sections,
+                               {"sections": sections, "indices": indices},
+                               _DIRECTIONAL_SPLIT_SIGNATURES, {})
         if input.ndim < min_ndim:
             raise RuntimeError(f"torch.{name} requires a tensor with at least {min_ndim} "
                                f"dimension, but got a tensor with {input.ndim} dimensions!")
         d = 0 if (name == "hsplit" and input.ndim == 1) else dim
-        if is_int(indices_or_sections):
+        if is_int(points):
             size = input._array.shape[d]
-            if indices_or_sections == 0 or size % indices_or_sections:
+            if points == 0 or size % points:
                 raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but "
                                    f"the size of the dimension {size} is not divisible by the "
-                                   f"split_size {indices_or_sections}!")
-        return tensor_split(input, indices_or_sections, d)
+                                   f"split_size {points}!")
+        return _tensor_split(input, points, d)
     split.__name__ = split.__qualname__ = name
     split.__doc__ = (f"tensor_split along dim {dim} ({'dim 0 for 1-d input; ' if dim == 1 else ''}"
                      f"an int must divide the size evenly).")
@@ -220,16 +271,16 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     other dims); without dim, over the flattened input."""
     _check_tensor(input, "take_along_dim")
     _check_tensor(indices, "take_along_dim", "indices", 2)
-    if indices._array.dtype != np.int64:
-        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{_dtype_name(indices._array)}")
     if out is not None:
         return compute_then_write("take_along_dim", out, (input, indices),
                                   lambda: take_along_dim(input, indices, dim))
     if dim is None:
         # (PyTorch flattens both with view(-1): a layout that no view flattens, a permuted
-        # input, raises its view error)
+        # input, raises its view error; the gather's own check takes int32 indices too)
         return input.view(-1).gather(0, indices.view(-1))
+    if indices._array.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_dtype_name(indices._array)}")
     if input.ndim == 0:
         from ._extra_ops import _no_dims
         _no_dims(dim)
@@ -419,18 +470,37 @@ def _tensordot_dims(a, b, dims):
             raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got "
                                f"dims={dims}")
         return list(range(-dims, 0)), list(range(dims))
-    if not isinstance(dims, (list, tuple)) or len(dims) != 2:
-        raise TypeError(f"tensordot(): argument 'dims' must be int or a pair of lists of ints, "
-                        f"not {_type_name(dims)}")
-    dims_a, dims_b = dims
-    for part in (dims_a, dims_b):
-        if is_int(part):
-            raise TypeError("tensordot(): argument 'dims_self' (position 3) must be tuple of "
-                            "ints, not int")
-    dims_a, dims_b = [int(d) for d in dims_a], [int(d) for d in dims_b]
+    if not isinstance(dims, (list, tuple)):
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                           f"list[list[int]] containing two lists, but got dims={dims}")
+    dims_a, dims_b = dims               # (Python's unpacking error for any other length, as theirs)
+    dims_a = _tensordot_dim_list(dims_a, "dims_self", 3)
+    dims_b = _tensordot_dim_list(dims_b, "dims_other", 4)
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
     return dims_a, dims_b
+
+
+def _tensordot_dim_list(part, argname: str, position: int) -> list:
+    """One side's contracted dims as PyTorch's parser takes them: a list or tuple of ints (0-d
+    integer tensors too), never a float or bool truncated into a dim."""
+    where = f"tensordot(): argument '{argname}'"
+    if not isinstance(part, (list, tuple)):
+        raise TypeError(f"{where} (position {position}) must be tuple of ints, not "
+                        f"{_type_name(part)}")
+    dims = []
+    for i, d in enumerate(part):
+        if isinstance(d, TensorBase) and d.ndim == 0 and not d.is_floating_point() \
+                and not d.is_complex() and d.dtype != _core.bool_:
+            d = int(d.item())
+        if not is_int(d):
+            if i:
+                raise TypeError(f"{where} failed to unpack the object at pos {i + 1} with error "
+                                f"\"type must be tuple of ints,but got {_type_name(d)}\"")
+            raise TypeError(f"{where} (position {position}) must be tuple of ints, but found "
+                            f"element of type {_type_name(d)} at pos 0")
+        dims.append(int(d))
+    return dims
 
 
 def kron(input, other, *, out=None):

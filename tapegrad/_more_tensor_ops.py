@@ -158,8 +158,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     scatter_reduce, whose reduction it shares."""
     from ._scatter_ops import (_check_bounds, _check_index_func, _index_out_of_range_in_self,
                                _positions_key)
-    warnings.warn("index_reduce() is in beta and the API may change at any time.", UserWarning,
-                  stacklevel=2)
+    _core.warn_once("index_reduce() is in beta and the API may change at any time.")
     _check_tensor(input, "index_reduce")
     if reduce not in _INDEX_REDUCTIONS:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
@@ -463,8 +462,7 @@ def _mH(self):
 def _H(self):
     """The conjugate transpose of a matrix (a 0-d tensor itself, with PyTorch's warning)."""
     if self.dim() == 0:
-        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
-                      UserWarning, stacklevel=2)
+        _core.warn_once("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
         return _conjugated(self)
     if self.dim() != 2:
         hint = ". For batches of matrices, consider using tensor.mH" if self.dim() > 2 else "."

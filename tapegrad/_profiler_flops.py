@@ -70,7 +70,7 @@ def _matmul(a, b) -> int:
 def _broadcast(s, t):
     length = max(len(s), len(t))
     s, t = (1,) * (length - len(s)) + tuple(s), (1,) * (length - len(t)) + tuple(t)
-    return tuple(max(i, j) for i, j in zip(s, t))
+    return tuple(j if i == 1 else i for i, j in zip(s, t))     # (1 against 0 is 0, not 1)
 
 
 def _linear(x, w) -> int:

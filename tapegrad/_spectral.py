@@ -100,9 +100,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
             raise RuntimeError(_REAL_INPUT_NEEDS_RETURN_COMPLEX)
         return_complex = True
     if not return_complex:
-        warnings.warn(_STFT_REAL_DEPRECATED, UserWarning, stacklevel=2)
+        _core.warn_once(_STFT_REAL_DEPRECATED)
     if window is None:
-        warnings.warn(_STFT_NO_WINDOW, UserWarning, stacklevel=2)
+        _core.warn_once(_STFT_NO_WINDOW)
     signal = input
     if center and 1 <= input.dim() <= 3:
         # (as torch.functional.stft: F.pad on a 3D view of the signal, so reflect works)
@@ -182,7 +182,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
     if window is None:
-        warnings.warn(_ISTFT_NO_WINDOW, UserWarning, stacklevel=2)
+        _core.warn_once(_ISTFT_NO_WINDOW)
     type_name = ("CPUComplexFloatType" if input.dtype == tg.complex64 else "CPUComplexDoubleType")
 
     def refuse(reason, sep=" : "):

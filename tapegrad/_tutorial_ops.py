@@ -70,13 +70,15 @@ def cross(input, other, dim=None):
     _check_tensor(input, "cross")
     _check_tensor(other, "cross", "other", 2)
     if dim is None:
-        import warnings
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
-                      "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
-                      "The default value of dim will change to agree with that of linalg.cross in "
-                      "a future release.", UserWarning, stacklevel=2)
+        # (TORCH_WARN_ONCE in PyTorch: once per process, not once per calling line)
+        _core.warn_once("Using torch.cross without specifying the dim arg is deprecated.\n"
+                        "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
+                        "The default value of dim will change to agree with that of linalg.cross "
+                        "in a future release.")
         sizes = list(input.shape)
-        dim = sizes.index(3) if 3 in sizes else -1
+        if 3 not in sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes.index(3)
     from .linalg import cross as linalg_cross
     return linalg_cross(input, other, dim=dim)
 
@@ -641,6 +643,8 @@ def unfold(self, dimension: int, size: int, step: int):
     if size > length:
         raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is "
                            f"{size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     windows = (length - size) // step + 1

@@ -365,7 +365,8 @@ def _contract_pair(a, la, b, lb, needed):
                 size_a[lab] = 1
     a_only = [lab for lab in la if lab not in size_b]
     b_only = [lab for lab in lb if lab not in size_a]
-    batch_sizes = [max(size_a[lab], size_b[lab]) for lab in batch]
+    # (the broadcast size: a 1 takes the other side's, 0 included, where max gave 1 against 0)
+    batch_sizes = [size_b[lab] if size_a[lab] == 1 else size_a[lab] for lab in batch]
     a = a.permute(tuple(la.index(lab) for lab in batch + a_only + contract))
     b = b.permute(tuple(lb.index(lab) for lab in batch + contract + b_only))
     if any(size_a[lab] != s for lab, s in zip(batch, batch_sizes)):
@@ -408,13 +409,17 @@ def _contract_pair(a, la, b, lb, needed):
 def einsum(*args):
     """Einstein summation, PyTorch's einsum: `einsum('ij,jk->ik', a, b)`, the list form
     `einsum(eq, [a, b])`, and the sublist form `einsum(a, [0, 1], b, [1, 2], [0, 2])`."""
-    if not args:
-        raise TypeError("einsum(): must specify the equation string and at least one operand, "
-                        "or at least one operand and its subscripts list")
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
     if isinstance(args[0], str):
         equation = args[0]
         operands = list(args[1]) if len(args) == 2 and isinstance(args[1], (list, tuple)) \
             else list(args[1:])
+        for i, t in enumerate(operands):         # (PyTorch's parser, before the equation's)
+            if not isinstance(t, _core.TensorBase):
+                raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                                f"{_core.type_name(t)}")
     else:
         equation, operands = _from_sublists(args)
     inputs, output = _parse_equation(equation, len(operands))

@@ -35,6 +35,15 @@ def _check_not_bool(dt: np.dtype, kernel: str) -> None:
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
 
 
+def _check_real_range(dt: np.dtype, kernel: str) -> None:
+    """arange's kernel has neither bool nor complex instances (the windows, built on it, inherit
+    the refusal of complex)."""
+    _check_not_bool(dt, kernel)
+    if dt.kind == "c":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dt)}'")
+
+
 def _make(arr: np.ndarray, requires_grad: bool) -> Tensor:
     return _core.wrap_array(arr, requires_grad)
 
@@ -892,7 +901,16 @@ def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = Fa
         lines = "".join(f"\n * {signature}" for signature in _ARANGE_SIGNATURES)
         raise TypeError(f"arange() received an invalid combination of arguments - got "
                         f"({given}), but expected one of:{lines}\n")
-    # one-element tensors count as their values (an integer tensor as an int, for the dtype)
+    given = [v for v in (start, end, step) if v is not None]
+    if any(isinstance(v, _core.TensorBase) and v.ndim for v in given):
+        # (PyTorch's Number parser takes a 0-d tensor only; a one-element 1-d one was read)
+        if len(given) == 1:
+            raise TypeError("arange(): argument 'end' (position 1) must be Number, not Tensor")
+        lines = "".join(f"\n * {signature}" for signature in _ARANGE_SIGNATURES)
+        raise TypeError(f"arange() received an invalid combination of arguments - got "
+                        f"({', '.join(_type_name(v) for v in given)}), but expected one of:"
+                        f"{lines}\n")
+    # 0-d tensors count as their values (an integer tensor as an int, for the dtype)
     start, end = _scalar_arg(start), _scalar_arg(end)
     step = 1 if step is None else _scalar_arg(step)
     if end is None:
@@ -906,7 +924,7 @@ def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = Fa
         dt = np.dtype(np.int64) if all_int else _default_float()
     else:
         dt = _np_dtype(dtype, "arange")
-        _check_not_bool(dt, "arange_cpu")
+        _check_real_range(dt, "arange_cpu")
     _check_requires_grad(dt, requires_grad)
     if not (math.isfinite(start) and math.isfinite(end)):
         raise RuntimeError(f"unsupported range: {_bound_text(start)} -> {_bound_text(end)}")
@@ -1037,10 +1055,11 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
     steps = _count_arg(steps, "linspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    start, end = _scalar_arg(start), _scalar_arg(end)
+    start, end = _range_endpoints("linspace", start, end)
     dt = _range_dtype("linspace", dtype, start, end)
-    _check_not_bool(dt, "linspace_cpu")
     _check_requires_grad(dt, requires_grad)
+    if steps > 1:                   # (PyTorch fills 0 or 1 values without its kernel: bool too)
+        _check_not_bool(dt, "linspace_cpu")
     if steps == 0:
         return _make(np.empty(0, dtype=dt), requires_grad)
     start, end = _endpoints_as(dt, start, end if steps > 1 else None)
@@ -1082,9 +1101,13 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     steps = _count_arg(steps, "logspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    start, end = _scalar_arg(start), _scalar_arg(end)
+    if isinstance(base, _core.TensorBase) and base.ndim:   # (its float parser takes 0-d only)
+        raise TypeError("logspace(): argument 'base' must be float, not Tensor")
+    start, end = _range_endpoints("logspace", start, end)
     dt = _range_dtype("logspace", dtype, start, end)
     _check_requires_grad(dt, requires_grad)
+    if steps > 1:                   # (PyTorch fills 0 or 1 values without its kernel: bool too)
+        _check_not_bool(dt, "logspace_cpu")
     if dt.kind == "c":
         exps = (np.full(min(steps, 1), start, dtype=dt) if steps < 2 else
                 _complex_range(dt, start, end, steps))
@@ -1108,7 +1131,20 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
             exps = np.where(idx < steps // 2, s + step * idx.astype(ct),
                             e - step * (steps - idx - 1).astype(ct)).astype(ct)
             values = np.power(ct.type(base), exps)
-    return _make(values.astype(dt), requires_grad)
+        values = values.astype(dt)      # (past an integer dtype's range: PyTorch's cast, quiet)
+    return _make(values, requires_grad)
+
+
+def _range_endpoints(fn: str, start, end):
+    """linspace's and logspace's start and end as numbers: a tensor must be 0-d (PyTorch's
+    check; a one-element 1-d tensor was read as its value)."""
+    ranks = [(name, v.ndim) for name, v in (("start", start), ("end", end))
+             if isinstance(v, _core.TensorBase) and v.ndim != 0]
+    if ranks:
+        got = " and ".join(f"{name} with {ndim} dimension(s)" for name, ndim in ranks)
+        raise RuntimeError(f"{fn} only supports 0-dimensional start and end tensors, but got "
+                           f"{got}.")
+    return _scalar_arg(start), _scalar_arg(end)
 
 
 def _integer_tensor_scalar(x) -> bool:

@@ -1366,6 +1366,8 @@ def cross(input, other, *, dim=-1):
         raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    from ._extra_ops import _dim
+    _dim(dim, input.ndim)                       # (PyTorch's IndexError for a dim out of range)
     if input.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[dim]} and {other.shape[dim]}")

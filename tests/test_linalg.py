@@ -273,9 +273,8 @@ def test_old_api():
     with pytest.warns(UserWarning, match="torch.cholesky is deprecated"):
         L = tg.cholesky(tg.tensor(SPD), True)
     np.testing.assert_allclose(L.numpy(), np.swapaxes(np.linalg.cholesky(SPD), -1, -2))
-    with pytest.warns(UserWarning), pytest.raises(tg.linalg.LinAlgError,
-                                                  match="^cholesky: The factorization"):
-        tg.cholesky(-tg.eye(2))
+    with pytest.raises(tg.linalg.LinAlgError, match="^cholesky: The factorization"):
+        tg.cholesky(-tg.eye(2))         # (no second warning: PyTorch warns once per process)
     _raises(RuntimeError, "logdet: A must be batches of square matrices",
             lambda: tg.logdet(tg.ones(2, 3)))
     _raises(RuntimeError, "linalg.svd: input should have at least 2 dimensions, but has 1 "

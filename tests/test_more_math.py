@@ -313,9 +313,13 @@ def _lu_inputs():
 
 
 def test_lu_family_matches_torch(torch):
+    # (each deprecation warning appears once per process, as PyTorch's TORCH_WARN_ONCE)
+    with pytest.warns(UserWarning, match="torch.lu is deprecated"):
+        tg.lu(tg.eye(2))
+    with pytest.warns(UserWarning, match="torch.lu_solve is deprecated"):
+        tg.lu_solve(tg.ones(2, 1), *tg.lu(tg.eye(2)))
     for a in _lu_inputs():
-        with pytest.warns(UserWarning, match="torch.lu is deprecated"):
-            lu, pivots = tg.lu(tg.tensor(a))
+        lu, pivots = tg.lu(tg.tensor(a))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             lu_t, pivots_t = torch.lu(torch.tensor(a))
@@ -329,8 +333,7 @@ def test_lu_family_matches_torch(torch):
                 np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-12)
         if a.shape[-1] == a.shape[-2] and (np.linalg.matrix_rank(a) == a.shape[-1]).all():
             b = _randn(*a.shape[:-1], 2)
-            with pytest.warns(UserWarning, match="torch.lu_solve is deprecated"):
-                x = tg.lu_solve(tg.tensor(b), lu, pivots)
+            x = tg.lu_solve(tg.tensor(b), lu, pivots)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 expected = torch.lu_solve(torch.tensor(b), lu_t, pivots_t)

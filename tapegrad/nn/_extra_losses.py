@@ -127,11 +127,19 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     return diff.norm(p, dim, keepdim=keepdim)
 
 
+# (the matrix-product shortcut they select changes only rounding here: distances come from the
+# row differences whatever the mode)
+_CDIST_COMPUTE_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                        "donot_use_mm_for_euclid_dist")
+
+
 def cdist(x1, x2, p: float = 2.0, compute_mode=None):
     """p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M): (..., P, R)."""
     from .._extra_ops import _check_tensor
     _check_tensor(x1, "cdist", "x1", 1)
     _check_tensor(x2, "cdist", "x2", 2)
+    if compute_mode not in _CDIST_COMPUTE_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     if x1.dim() < 2 or x2.dim() < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.dim() < 2 else 2}"
                            f" got: {min(x1.dim(), x2.dim())}D")
@@ -156,10 +164,20 @@ def row_distances(diff, p: float):
     """The p-norms over the last dim of row differences, as cdist's and pdist's kernels give
     them: their gradient at p = 0 is zeros, where the norm's (vector_norm's, PyTorch's too) is
     none, which left x.grad None."""
+    from ..contractions import _zeroed          # (zeros in the graph; NaN/inf do not leak)
+    if diff.shape[-1] == 0:                     # (rows of no coordinates are 0 apart, any p)
+        return diff.abs().sum(-1)
     dist = diff.norm(p, -1)
     if p == 0 and diff.requires_grad:
-        from ..contractions import _zeroed      # (zeros in the graph; NaN/inf do not leak)
         dist = dist + _zeroed(diff).sum(-1)
+    elif p == math.inf and diff.requires_grad:
+        # Their p = inf gradient is sign(diff) at EVERY coordinate reaching the maximum, where
+        # the norm's (amax's) splits it evenly among tied coordinates: the value stays the
+        # norm's, the graph carries |diff| of the tied coordinates (value minus itself, 0).
+        magnitude = diff.abs()
+        tied = magnitude.detach() == dist.detach().unsqueeze(-1)
+        at_max = _tg.where(tied, magnitude, _zeroed(magnitude))
+        dist = dist.detach() + (at_max - at_max.detach()).sum(-1)
     return dist
 
 
