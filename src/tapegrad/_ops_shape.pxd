@@ -70,8 +70,10 @@ cdef int OP_UNSAFE_SPLIT_SIZES
 
 cdef int OP_CLONE
 
-cdef bint sequence_as_tuple(list key)
+cdef bint sequence_as_tuple(object key)
 cdef object bad_index_item_error(object item)
+cdef Py_ssize_t specified_dims(tuple items)
+cdef object too_many_indices(Py_ssize_t ndim)
 
 cdef tuple index_aux(Record* r)
 

@@ -112,8 +112,9 @@ cdef object classify_item(object item, list kinds):
 
 cdef object bad_index_item_error(object item):
     """PyTorch's refusal of an index entry of no index kind (x[key] and x[key] = v alike): a
-    string is a sequence to it, read as index data - new()'s TypeError (batch['image'] on a
-    tensor) -; a float, a dict, an object are IndexErrors naming the type."""
+    string is a sequence to it, read as index data - new()'s TypeError -; a float, a dict, an
+    object are IndexErrors naming the type.  (A key with more items than the tensor has dims is
+    refused before any item is read: see specified_dims.)"""
     if isinstance(item, (str, bytes, np.str_, np.bytes_)):
         name = "str" if isinstance(item, str) else "bytes"
         return TypeError(f"new(): invalid data type '{name}'")
@@ -121,17 +122,39 @@ cdef object bad_index_item_error(object item):
                       f"Variables are valid indices (got {type_name(item)})")
 
 
-cdef bint sequence_as_tuple(list key):
+cdef bint sequence_as_tuple(object key):
     """PyTorch's (NumPy's old) heuristic: a list holding tensors, sequences, slices, ... or None is
-    a tuple of indices (deprecated, with a warning); otherwise it is one integer/bool index."""
+    a tuple of indices (deprecated, with a warning); otherwise it is one integer/bool index.
+    A str key is such a sequence too, and its characters are strings, so sequences: a key of 1
+    to 31 characters is a tuple of one-character items (batch['image'] on a 4-d tensor is too
+    many indices, an IndexError; on a 5-d one new()'s TypeError for the first character)."""
     if len(key) >= 32:
         return False
     for e in key:
-        if (isinstance(e, (TensorBase, list, tuple, range, slice, np.ndarray)) or e is None
-                or e is Ellipsis):
+        if (isinstance(e, (TensorBase, list, tuple, range, slice, np.ndarray, str, bytes))
+                or e is None or e is Ellipsis):
             warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=user_stacklevel())
             return True
     return False
+
+
+cdef Py_ssize_t specified_dims(tuple items):
+    """How many dims PyTorch counts a key's items as naming before it reads any of them
+    (count_specified_dimensions): a bool or byte tensor its ndim, None, `...` and a Python bool
+    none, anything else one - an item of no index kind too, so that a key with too many items
+    is "too many indices" even when one of them is a string or a float."""
+    cdef Py_ssize_t count = 0
+    for item in items:
+        arr = (<TensorBase>item)._array if isinstance(item, TensorBase) else item
+        if isinstance(arr, np.ndarray):
+            count += arr.ndim if arr.dtype.kind == "b" or arr.dtype == np.uint8 else 1
+        elif not (item is None or item is Ellipsis or isinstance(item, bool)):
+            count += 1
+    return count
+
+
+cdef object too_many_indices(Py_ssize_t ndim):
+    return IndexError(f"too many indices for tensor of dimension {ndim}")
 
 
 cdef bint is_other_sequence(object key):
@@ -429,12 +452,17 @@ cdef object index_op(TensorBase x, object key):
     cdef bint single = not isinstance(key, tuple)
     if is_other_sequence(key):
         key = list(key)
-    if isinstance(key, list) and sequence_as_tuple(<list>key):
+    if isinstance(key, (list, str)) and sequence_as_tuple(key):
         key = tuple(key)
         single = False
     items = (key,) if not isinstance(key, tuple) else key
     cdef list kinds = []
-    vals = [classify_item(it, kinds) for it in items]
+    try:
+        vals = [classify_item(it, kinds) for it in items]
+    except (TypeError, IndexError):
+        if specified_dims(items) > ndim:    # PyTorch counts the key's dims before reading items
+            raise too_many_indices(ndim) from None
+        raise
     n = len(vals)
 
     # dims the key consumes; PyTorch's errors for too many

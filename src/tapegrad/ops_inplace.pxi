@@ -557,13 +557,19 @@ cdef object setitem_key_item(object item, list advanced):
 cdef object BYTE_MASK = object()        # setitem_key's note of a uint8 mask among `advanced`
 
 
-cdef object setitem_key(object key, list advanced):
-    """The numpy key for x[key] = v (tensors and lists become index arrays)."""
-    if isinstance(key, list) and sequence_as_tuple(<list>key):
+cdef object setitem_key(object key, list advanced, Py_ssize_t ndim):
+    """The numpy key for x[key] = v (tensors and lists become index arrays) on a tensor of ndim
+    dims."""
+    if isinstance(key, (list, str)) and sequence_as_tuple(key):
         key = tuple(key)
-    if isinstance(key, tuple):
-        return tuple(setitem_key_item(k, advanced) for k in key)
-    return setitem_key_item(key, advanced)
+    items = key if isinstance(key, tuple) else (key,)
+    try:
+        nkey = tuple([setitem_key_item(k, advanced) for k in items])
+    except (TypeError, IndexError):
+        if specified_dims(items) > ndim:    # PyTorch counts the key's dims before reading items
+            raise too_many_indices(ndim) from None
+        raise
+    return nkey if isinstance(key, tuple) else nkey[0]
 
 
 cdef object expanded_like_torch(object V, tuple shape):
@@ -739,7 +745,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     cdef tuple vkey
     if recording:
         view_reads_base(self)
-    nkey = setitem_key(key, advanced)
+    nkey = setitem_key(key, advanced, self._array.ndim)
     if BYTE_MASK in advanced and not index_put_key(
             nkey, (<TensorBase>value)._array if isinstance(value, TensorBase) else np.empty(1)):
         # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask)
