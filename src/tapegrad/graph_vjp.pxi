@@ -640,7 +640,11 @@ cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
     beta, threshold = <tuple>r.aux
     lin = x * beta > threshold
-    E = unary_op(OP_EXP, <TensorBase>g_where(lin, 0, g_mul(in_value(r, 0, x), beta)))
+    # PyTorch's second derivative masks with x * beta < threshold, its first derivative with
+    # x * beta > threshold: at the tie x * beta == threshold the smooth branch's value is used
+    # as a constant, so the second derivative there is 0 as in PyTorch
+    X = g_where(x * beta < threshold, in_value(r, 0, x), wrap(x))
+    E = unary_op(OP_EXP, <TensorBase>g_where(lin, 0, g_mul(X, beta)))
     V = g_div(g_mul(G, E), g_add(E, 1))                 # the C kernel's order
     return g_where(lin, G, V)
 

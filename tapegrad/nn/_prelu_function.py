@@ -22,8 +22,16 @@ class PreluKernel(Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         positive = x > 0
-        grad_x = where(positive, grad, weight * grad) if ctx.needs_input_grad[0] else None
-        grad_weight = (_sum_to(where(positive, 0.0, grad * x), weight.shape)
+        slope, x_live = weight, x
+        if is_grad_enabled():
+            # PyTorch's second derivatives mask with x >= 0 where its first derivatives mask
+            # with x > 0: at x == 0 the gradients keep their values (weight * grad and 0) but
+            # depend on neither weight nor x
+            at_zero = x == 0
+            slope = where(at_zero, weight.detach(), weight)
+            x_live = where(at_zero, x.detach(), x)
+        grad_x = where(positive, grad, slope * grad) if ctx.needs_input_grad[0] else None
+        grad_weight = (_sum_to(where(positive, 0.0, grad * x_live), weight.shape)
                        if ctx.needs_input_grad[1] else None)
         if is_grad_enabled():
             # create_graph: PyTorch's gradients are one node of (grad, x, weight), so each

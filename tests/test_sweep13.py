@@ -1,0 +1,70 @@
+"""Regressions found by the thirteenth argument-form sweep (second and higher derivatives of
+activations, losses, layers and torch.func transforms, at ordinary points and at ties and kinks)
+against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _second(lib, fn, *arrays):
+    """fn's first gradients (create_graph) for float64 leaves made from arrays, then the gradient
+    of their sum of squares: (first gradients, second gradients) as numpy arrays."""
+    leaves = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in arrays]
+    out = fn(lib, *leaves)
+    weights = lib.tensor(np.linspace(-1.3, 1.7, out.numel()).reshape(tuple(out.shape)),
+                         dtype=lib.float64)
+    firsts = lib.autograd.grad((out * weights).sum(), leaves, create_graph=True)
+    penalty = sum((g ** 2).sum() for g in firsts)
+    seconds = lib.autograd.grad(penalty, leaves)
+    return [g.detach().numpy() for g in firsts], [g.detach().numpy() for g in seconds]
+
+
+def _assert_second_like_torch(fn, *arrays):
+    got, want = _second(tg, fn, *arrays), _second(torch, fn, *arrays)
+    for g, w in zip(got[0] + got[1], want[0] + want[1]):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+# -- softplus: PyTorch's second derivative is 0 at the tie beta * x == threshold ---------------
+
+@pytest.mark.parametrize("beta,threshold", [(2.0, 1.0), (1.0, 0.5), (0.5, 2.0)])
+def test_softplus_second_derivative_at_threshold_tie(beta, threshold):
+    x = np.array([threshold / beta, -1.0, 0.3, threshold / beta + 1.0])
+    _assert_second_like_torch(
+        lambda lib, t: lib.nn.functional.softplus(t, beta=beta, threshold=threshold), x)
+
+
+def test_softplus_module_and_mish_second_derivative_at_tie():
+    x = np.array([[20.0, 1.0, -3.0], [0.0, 19.5, 40.0]])
+    _assert_second_like_torch(lambda lib, t: lib.nn.Softplus()(t), x)
+    _assert_second_like_torch(lambda lib, t: lib.nn.Softplus(beta=4.0, threshold=4.0)(t),
+                              np.array([1.0, 0.5, -1.0]))
+
+
+# -- prelu: PyTorch's second derivatives mask with x >= 0, its first derivatives with x > 0 ----
+
+@pytest.mark.parametrize("shape,weight", [
+    ((3, 4), np.array([0.25])),
+    ((1, 3, 4), np.array([0.1, -0.3, 0.5])),
+    ((2, 3), np.array([0.1, -0.3, 0.5])),
+])
+def test_prelu_second_derivatives_at_zero_inputs(shape, weight):
+    x = np.linspace(-2.0, 2.0, int(np.prod(shape))).reshape(shape)
+    x.flat[::3] = 0.0
+    _assert_second_like_torch(lambda lib, t, w: lib.nn.functional.prelu(t, w), x, weight)
+
+
+def test_prelu_first_derivatives_unchanged_at_zero():
+    x = np.array([[0.0, -1.0, 2.0], [0.0, 0.0, -0.5]])
+    w = np.array([0.2, -0.4, 0.3])
+
+    def grads(lib):
+        xt = lib.tensor(x, requires_grad=True)
+        wt = lib.tensor(w, requires_grad=True)
+        lib.nn.functional.prelu(xt, wt).pow(2).add(xt).sum().backward()
+        return xt.grad.numpy(), wt.grad.numpy()
+    for g, want in zip(grads(tg), grads(torch)):
+        np.testing.assert_allclose(g, want, rtol=1e-12)
