@@ -68,3 +68,46 @@ def test_prelu_first_derivatives_unchanged_at_zero():
         return xt.grad.numpy(), wt.grad.numpy()
     for g, want in zip(grads(tg), grads(torch)):
         np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+# -- first gradients under create_graph stay in the input's graph, as PyTorch's backward nodes -
+# (which read the input) make them: a penalty on them backpropagates zeros instead of raising
+
+_LINEAR_IN_INPUT = {
+    "nll_loss": lambda lib, x: lib.nn.functional.nll_loss(x.reshape(4, 4), lib.tensor([0, 3, 2, 1])),
+    "nll_loss weight none": lambda lib, x: lib.nn.functional.nll_loss(
+        x.reshape(4, 4), lib.tensor([0, 3, 2, 1]), weight=lib.linspace(0.5, 2, 4, dtype=lib.float64),
+        reduction="none"),
+    "nll_loss 2d": lambda lib, x: lib.nn.functional.nll_loss(
+        x, lib.tensor([[[0, 1], [1, 0]], [[1, 1], [0, 0]]])),
+    "conv2d": lambda lib, x: lib.nn.functional.conv2d(
+        x, lib.linspace(-1, 1, 2 * 2 * 2 * 2, dtype=lib.float64).reshape(2, 2, 2, 2), padding=1),
+    "conv_transpose2d": lambda lib, x: lib.nn.functional.conv_transpose2d(
+        x, lib.linspace(-1, 1, 2 * 3 * 2 * 2, dtype=lib.float64).reshape(2, 3, 2, 2), stride=2),
+    "conv1d": lambda lib, x: lib.nn.functional.conv1d(
+        x.reshape(2, 2, 4), lib.linspace(-1, 1, 3 * 2 * 2, dtype=lib.float64).reshape(3, 2, 2)),
+    "max_pool2d": lambda lib, x: lib.nn.functional.max_pool2d(x, 2),
+    "max_pool1d": lambda lib, x: lib.nn.functional.max_pool1d(x.reshape(2, 2, 4), 2),
+    "avg_pool2d": lambda lib, x: lib.nn.functional.avg_pool2d(x, 2, padding=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LINEAR_IN_INPUT))
+def test_first_gradient_requires_grad_like_torch(name):
+    fn = _LINEAR_IN_INPUT[name]
+    x0 = np.linspace(-1.0, 1.2, 16).reshape(2, 2, 2, 2)
+
+    def run(lib):
+        x = lib.tensor(x0, requires_grad=True)
+        g, = lib.autograd.grad(fn(lib, x).sum(), x, create_graph=True)
+        (g ** 2).sum().backward()           # raised "does not require grad" before
+        # x.grad: zeros through a zero derivative (pools, nll), None through no formula (conv)
+        return (g.requires_grad, type(g.grad_fn).__name__, g.detach().numpy(),
+                None if x.grad is None else x.grad.numpy())
+    got, want = run(tg), run(torch)
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+    if want[3] is None:
+        assert got[3] is None
+    else:
+        np.testing.assert_array_equal(got[3], want[3])

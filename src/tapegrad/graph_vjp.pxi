@@ -280,6 +280,10 @@ cdef int OP_LEAKY_RELU_BACKWARD = register_op("LeakyReluBackwardBackward0", vjp_
 cdef int OP_HARDTANH_BACKWARD = register_op("HardtanhBackwardBackward0", vjp_through_input)
 cdef int OP_HARDSHRINK_BACKWARD = register_op("HardshrinkBackwardBackward0", vjp_through_input)
 cdef int OP_SOFTSHRINK_BACKWARD = register_op("SoftshrinkBackwardBackward0", vjp_through_input)
+# nll_loss's gradient is the output gradient placed at the targets: PyTorch's node still reads
+# the input, so the gradient requires grad with it (a second derivative is zeros, not an error)
+cdef int OP_NLL_BACKWARD = register_op("NllLossBackwardBackward0", vjp_through_input)
+cdef int OP_NLL2D_BACKWARD = register_op("NllLoss2DBackwardBackward0", vjp_through_input)
 
 # PyTorch's layer_norm double backward (NativeLayerNormBackwardBackward0) is one node reading the
 # input and the weight: every gradient it returns requires grad, and the weight's and bias's
@@ -1195,7 +1199,8 @@ cdef tuple t_nll_grad(tuple aux, object tc, object wv, object valid, object G):
 cdef object gv_nll(Py_ssize_t i, Record* r, object G, char* want):
     aux = <tuple>r.aux
     GX, GS = t_nll_grad(aux, <object>r.saved[0], <object>r.saved[1], <object>r.saved[2], G)
-    return reshape_to(<TensorBase>GX, tuple(aux[1]))
+    return linked_without_gradient(OP_NLL_BACKWARD if r.op == OP_NLL else OP_NLL2D_BACKWARD,
+                                   reshape_to(<TensorBase>GX, tuple(aux[1])), r)
 
 cdef object gv_ce_smooth(Py_ssize_t i, Record* r, object G, char* want):
     aux = <tuple>r.aux
@@ -1669,6 +1674,8 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_NOT_IMPLEMENTED] = gv_not_implemented
     GRAPH_VJP[OP_THRESHOLD_BACKWARD] = gv_through_input
     GRAPH_VJP[OP_LEAKY_RELU_BACKWARD] = gv_through_input
+    GRAPH_VJP[OP_NLL_BACKWARD] = gv_through_input
+    GRAPH_VJP[OP_NLL2D_BACKWARD] = gv_through_input
     for op in (OP_HARDTANH_BACKWARD, OP_HARDSHRINK_BACKWARD, OP_SOFTSHRINK_BACKWARD):
         GRAPH_VJP[op] = gv_through_input
     GRAPH_VJP[OP_LAYER_NORM_BACKWARD] = gv_link_without_gradient
