@@ -111,3 +111,23 @@ def test_first_gradient_requires_grad_like_torch(name):
         assert got[3] is None
     else:
         np.testing.assert_array_equal(got[3], want[3])
+
+
+# -- kl_div: the target's gradient where the target is 0 is PyTorch's (NaN from xlogy's 0 / 0),
+# not -input (a hand-made 0 log 0 gave the term log(t) + 1 no derivative) ---------------------
+
+@pytest.mark.parametrize("reduction", ["sum", "none", "batchmean", "mean"])
+def test_kl_div_target_gradient_at_zero_target(reduction):
+    def grads(lib):
+        x = lib.tensor([[-1.0, -2.0, 0.0, -0.5], [0.3, -0.1, -3.0, 2.0]], requires_grad=True)
+        t = lib.tensor([[0.0, 0.5, 0.0, 1.0], [0.1, 0.2, 0.0, 0.5]], requires_grad=True)
+        with np.errstate(all="ignore"):
+            loss = lib.nn.functional.kl_div(x, t, reduction=reduction)
+            gx, gt = lib.autograd.grad(loss.sum(), [x, t], create_graph=True)
+            h, = lib.autograd.grad((gt.nan_to_num() ** 2).sum() + (gx ** 2).sum(), t)
+        return loss.detach().numpy(), gx.detach().numpy(), gt.detach().numpy(), h.numpy()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for got, want in zip(grads(tg), grads(torch)):
+            np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)

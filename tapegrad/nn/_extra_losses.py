@@ -52,13 +52,6 @@ def _check_reduction(reduction: str, extra=(), *, legacy_mean: bool = True,
     return reduction
 
 
-def _xlogy(x, y):
-    # x * log(y) with 0 where x == 0 (the 0 log 0 = 0 convention of the KL divergence).
-    is_zero = x == 0
-    safe_y = _tg.where(is_zero, _tg.ones_like(y), y)
-    return _tg.where(is_zero, _tg.zeros_like(x), x * _tg.log(safe_y))
-
-
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
            log_target: bool = False):
     """KL(target || exp(input)) pointwise: input is log-probabilities; target is probabilities
@@ -75,7 +68,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     if log_target:
         pointwise = _tg.exp(target) * (target - input)
     else:
-        pointwise = _xlogy(target, target) - target * input
+        # xlogy's 0 log 0 = 0, with its derivatives: PyTorch's kl_div is this expression, so
+        # a target's gradient where it is 0 is NaN (0 / 0 from log's derivative), not -input
+        pointwise = _tg.xlogy(target, target) - target * input
     if reduction == "batchmean":
         total = pointwise.sum()
         return total / input.shape[0] if input.dim() > 0 else total
