@@ -131,3 +131,22 @@ def test_kl_div_target_gradient_at_zero_target(reduction):
         warnings.simplefilter("ignore")
         for got, want in zip(grads(tg), grads(torch)):
             np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+
+
+# -- poisson_nll_loss(full=True): Stirling's term computed everywhere and masked, as PyTorch, so a
+# target's gradient (and second derivative) is PyTorch's also where the target is <= 1 --------
+
+@pytest.mark.parametrize("log_input", [True, False])
+def test_poisson_nll_full_target_gradients(log_input):
+    def grads(lib):
+        x = lib.tensor([[0.4, 2.0, 0.1, 0.5], [0.3, 1.1, 3.0, 2.0]], dtype=lib.float64,
+                       requires_grad=True)
+        t = lib.tensor([[0.0, 5.0, 0.5, 1.0], [1.5, 2.0, 30.0, 0.0]], dtype=lib.float64,
+                       requires_grad=True)
+        with np.errstate(all="ignore"):
+            loss = lib.nn.functional.poisson_nll_loss(x, t, log_input=log_input, full=True)
+            gx, gt = lib.autograd.grad(loss, [x, t], create_graph=True)
+            h, = lib.autograd.grad((gt.nan_to_num() ** 2).sum() + (gx ** 2).sum(), t)
+        return loss.detach().numpy(), gx.detach().numpy(), gt.detach().numpy(), h.numpy()
+    for got, want in zip(grads(tg), grads(torch)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)

@@ -332,10 +332,11 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
     else:
         loss = input - target * _tg.log(input + eps)
     if full:
-        # Stirling's approximation of log(target!), used where target > 1 as in PyTorch.
-        safe = _tg.where(target > 1, target, _tg.ones_like(target))
-        stirling = safe * _tg.log(safe) - safe + 0.5 * _tg.log(2 * math.pi * safe)
-        loss = loss + _tg.where(target > 1, stirling, _tg.zeros_like(stirling))
+        # Stirling's approximation of log(target!), used where target > 1, computed everywhere
+        # and masked as PyTorch does: a target's gradient is then PyTorch's, NaN where the
+        # target is 0 or negative (0 times log's infinite or NaN derivative)
+        stirling = target * _tg.log(target) - target + 0.5 * _tg.log(2 * math.pi * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
     return _reduce(loss, reduction)
 
 
