@@ -74,10 +74,11 @@ def test_prelu_first_derivatives_unchanged_at_zero():
 # (which read the input) make them: a penalty on them backpropagates zeros instead of raising
 
 _LINEAR_IN_INPUT = {
-    "nll_loss": lambda lib, x: lib.nn.functional.nll_loss(x.reshape(4, 4), lib.tensor([0, 3, 2, 1])),
+    "nll_loss": lambda lib, x: lib.nn.functional.nll_loss(x.reshape(4, 4),
+                                                          lib.tensor([0, 3, 2, 1])),
     "nll_loss weight none": lambda lib, x: lib.nn.functional.nll_loss(
-        x.reshape(4, 4), lib.tensor([0, 3, 2, 1]), weight=lib.linspace(0.5, 2, 4, dtype=lib.float64),
-        reduction="none"),
+        x.reshape(4, 4), lib.tensor([0, 3, 2, 1]),
+        weight=lib.linspace(0.5, 2, 4, dtype=lib.float64), reduction="none"),
     "nll_loss 2d": lambda lib, x: lib.nn.functional.nll_loss(
         x, lib.tensor([[[0, 1], [1, 0]], [[1, 1], [0, 0]]])),
     "conv2d": lambda lib, x: lib.nn.functional.conv2d(
