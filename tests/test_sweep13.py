@@ -90,6 +90,11 @@ _LINEAR_IN_INPUT = {
     "max_pool2d": lambda lib, x: lib.nn.functional.max_pool2d(x, 2),
     "max_pool1d": lambda lib, x: lib.nn.functional.max_pool1d(x.reshape(2, 2, 4), 2),
     "avg_pool2d": lambda lib, x: lib.nn.functional.avg_pool2d(x, 2, padding=1),
+    "batch_norm eval": lambda lib, x: lib.nn.functional.batch_norm(
+        x, lib.tensor([0.1, -0.2], dtype=lib.float64), lib.tensor([1.5, 0.5], dtype=lib.float64)),
+    "batch_norm eval affine": lambda lib, x: lib.nn.functional.batch_norm(
+        x, lib.tensor([0.1, -0.2], dtype=lib.float64), lib.tensor([1.5, 0.5], dtype=lib.float64),
+        lib.tensor([2.0, -1.0], dtype=lib.float64), lib.tensor([0.3, 0.0], dtype=lib.float64)),
 }
 
 

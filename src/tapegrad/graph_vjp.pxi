@@ -295,6 +295,10 @@ cdef object vjp_link_without_gradient(Record* r, object g):
 
 cdef int OP_LAYER_NORM_BACKWARD = register_op("NativeLayerNormBackwardBackward0",
                                               vjp_link_without_gradient)
+# batch_norm's in evaluation (NativeBatchNormBackwardBackward0) likewise: the input's gradient,
+# G * weight * rstd, requires grad with the input without a derivative to it.
+cdef int OP_BATCH_NORM_BACKWARD = register_op("NativeBatchNormBackwardBackward0",
+                                              vjp_link_without_gradient)
 
 
 cdef object gv_link_without_gradient(Py_ssize_t i, Record* r, object G, char* want):
@@ -1509,7 +1513,9 @@ cdef object gv_batch_norm(Py_ssize_t i, Record* r, object G, char* want):
                 gi = g_mul(RSTD, g_sub(g_sub(GX, a), g_mul(XHAT, b)))
             else:
                 gi = g_mul(GX, RSTD)
-            gi = t_cast(reshape_to(<TensorBase>gi, tuple(in_shape)), dt)
+            gi = linked_without_gradient(OP_BATCH_NORM_BACKWARD,
+                                         t_cast(reshape_to(<TensorBase>gi, tuple(in_shape)), dt),
+                                         r)
         if r.n_in > 1 and want[1]:
             gw = t_cast(reduce_op(OP_SUM, <TensorBase>g_mul(G3, XHAT), (0, 2), False), wdt)
         if r.n_in > 2 and want[2]:
@@ -1679,6 +1685,7 @@ cdef int register_graph_vjps() except -1:
     for op in (OP_HARDTANH_BACKWARD, OP_HARDSHRINK_BACKWARD, OP_SOFTSHRINK_BACKWARD):
         GRAPH_VJP[op] = gv_through_input
     GRAPH_VJP[OP_LAYER_NORM_BACKWARD] = gv_link_without_gradient
+    GRAPH_VJP[OP_BATCH_NORM_BACKWARD] = gv_link_without_gradient
     GRAPH_VJP[OP_TANH_BACKWARD] = gv_activation_backward
     GRAPH_VJP[OP_SIGMOID_BACKWARD] = gv_activation_backward
     GRAPH_VJP[OP_TRIL] = gv_triangle
