@@ -156,3 +156,24 @@ def test_poisson_nll_full_target_gradients(log_input):
         return loss.detach().numpy(), gx.detach().numpy(), gt.detach().numpy(), h.numpy()
     for got, want in zip(grads(tg), grads(torch)):
         np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+
+
+def test_kl_div_and_xlogy_forward_ad():
+    # (kl_div is computed with xlogy, which then needs PyTorch's forward-mode formula)
+    def tangents(lib):
+        fwad = lib.autograd.forward_ad
+        x = lib.tensor([[-1.0, -2.0, 0.0], [0.3, -0.1, -3.0]], dtype=lib.float64)
+        t = lib.tensor([[0.2, 0.5, 0.3], [0.1, 0.6, 0.3]], dtype=lib.float64)
+        tx = lib.tensor([[1.0, -1.0, 2.0], [0.3, 1.0, -2.0]], dtype=lib.float64)
+        tt = lib.tensor([[0.5, 1.0, -1.0], [1.0, -0.5, 0.2]], dtype=lib.float64)
+        with fwad.dual_level():
+            kl = lib.nn.functional.kl_div(fwad.make_dual(x, tx), fwad.make_dual(t, tt),
+                                          reduction="batchmean")
+            xl = lib.xlogy(fwad.make_dual(t, tt), fwad.make_dual(t + 1, tx))
+            return [fwad.unpack_dual(r).tangent.numpy() for r in (kl, xl)]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # (torch's forward_ad import)
+        want = tangents(torch)
+    for got, w in zip(tangents(tg), want):
+        np.testing.assert_allclose(got, w, rtol=1e-12)
