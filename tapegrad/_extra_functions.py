@@ -204,7 +204,22 @@ class Xlogy(Function):
     @classmethod
     def forward(cls, ctx, x, y):
         ctx.save_for_backward(x, y)
+        ctx.save_for_forward(x, y)
         return _wrap(_xlogy_values(x._array, y._array, cls.log))
+
+    @classmethod
+    def jvp(cls, ctx, tx, ty):
+        """Forward-mode AD (kl_div, entropies under forward_ad): the tangents through the
+        backward's formulas, as PyTorch's."""
+        from . import where
+        x, y = ctx.saved_tensors
+        tangent = None
+        if tx is not None:
+            tangent = where((x == 0) & (y <= cls.pole), 0, _xlog(tx, y, cls.name))
+        if ty is not None:
+            term = ty * x / (y - cls.pole)
+            tangent = term if tangent is None else tangent + term
+        return tangent
 
     @classmethod
     def backward(cls, ctx, grad):

@@ -1682,7 +1682,8 @@ def test_second_order_table_covers_every_op():
     # Hardtanh-, Hardshrink- and SoftshrinkBackwardBackward0 the recorded gradients of relu,
     # leaky_relu and the piecewise activations, NativeLayerNormBackwardBackward0 layer_norm's
     # weight gradient, Tanh- and SigmoidBackwardBackward0 the recorded gradients of tanh and
-    # sigmoid: only graph VJPs make them)
+    # sigmoid, NllLoss(2D)BackwardBackward0 nll_loss's input gradient and
+    # NativeBatchNormBackwardBackward0 batch_norm's in evaluation: only graph VJPs make them)
     # (NotImplemented is the grad_fn of ops without a derivative, floor_divide: backward raises;
     # KernelFunctionBackward is a replay step's record, never on the tape)
     names = set(tg._core.op_names()) - {"AccumulateGrad", "FunctionOutput",
@@ -1694,7 +1695,10 @@ def test_second_order_table_covers_every_op():
                                         "HardshrinkBackwardBackward0",
                                         "SoftshrinkBackwardBackward0",
                                         "NativeLayerNormBackwardBackward0",
-                                        "TanhBackwardBackward0", "SigmoidBackwardBackward0"}
+                                        "TanhBackwardBackward0", "SigmoidBackwardBackward0",
+                                        "NllLossBackwardBackward0",
+                                        "NllLoss2DBackwardBackward0",
+                                        "NativeBatchNormBackwardBackward0"}
     assert names - seen == set()
 
 

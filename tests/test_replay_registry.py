@@ -260,7 +260,10 @@ NOT_REPLAYED = {
     "HardtanhBackwardBackward0": "only in double-backward graphs (create_graph)",
     "HardshrinkBackwardBackward0": "only in double-backward graphs (create_graph)",
     "SoftshrinkBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "NllLossBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "NllLoss2DBackwardBackward0": "only in double-backward graphs (create_graph)",
     "NativeLayerNormBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "NativeBatchNormBackwardBackward0": "only in double-backward graphs (create_graph)",
     "TanhBackwardBackward0": "only in double-backward graphs (create_graph)",
     "SigmoidBackwardBackward0": "only in double-backward graphs (create_graph)",
 }

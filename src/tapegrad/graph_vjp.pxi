@@ -280,6 +280,10 @@ cdef int OP_LEAKY_RELU_BACKWARD = register_op("LeakyReluBackwardBackward0", vjp_
 cdef int OP_HARDTANH_BACKWARD = register_op("HardtanhBackwardBackward0", vjp_through_input)
 cdef int OP_HARDSHRINK_BACKWARD = register_op("HardshrinkBackwardBackward0", vjp_through_input)
 cdef int OP_SOFTSHRINK_BACKWARD = register_op("SoftshrinkBackwardBackward0", vjp_through_input)
+# nll_loss's gradient is the output gradient placed at the targets: PyTorch's node still reads
+# the input, so the gradient requires grad with it (a second derivative is zeros, not an error)
+cdef int OP_NLL_BACKWARD = register_op("NllLossBackwardBackward0", vjp_through_input)
+cdef int OP_NLL2D_BACKWARD = register_op("NllLoss2DBackwardBackward0", vjp_through_input)
 
 # PyTorch's layer_norm double backward (NativeLayerNormBackwardBackward0) is one node reading the
 # input and the weight: every gradient it returns requires grad, and the weight's and bias's
@@ -290,6 +294,10 @@ cdef object vjp_link_without_gradient(Record* r, object g):
 
 
 cdef int OP_LAYER_NORM_BACKWARD = register_op("NativeLayerNormBackwardBackward0",
+                                              vjp_link_without_gradient)
+# batch_norm's in evaluation (NativeBatchNormBackwardBackward0) likewise: the input's gradient,
+# G * weight * rstd, requires grad with the input without a derivative to it.
+cdef int OP_BATCH_NORM_BACKWARD = register_op("NativeBatchNormBackwardBackward0",
                                               vjp_link_without_gradient)
 
 
@@ -640,7 +648,11 @@ cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
     beta, threshold = <tuple>r.aux
     lin = x * beta > threshold
-    E = unary_op(OP_EXP, <TensorBase>g_where(lin, 0, g_mul(in_value(r, 0, x), beta)))
+    # PyTorch's second derivative masks with x * beta < threshold, its first derivative with
+    # x * beta > threshold: at the tie x * beta == threshold the smooth branch's value is used
+    # as a constant, so the second derivative there is 0 as in PyTorch
+    X = g_where(x * beta < threshold, in_value(r, 0, x), wrap(x))
+    E = unary_op(OP_EXP, <TensorBase>g_where(lin, 0, g_mul(X, beta)))
     V = g_div(g_mul(G, E), g_add(E, 1))                 # the C kernel's order
     return g_where(lin, G, V)
 
@@ -1191,7 +1203,8 @@ cdef tuple t_nll_grad(tuple aux, object tc, object wv, object valid, object G):
 cdef object gv_nll(Py_ssize_t i, Record* r, object G, char* want):
     aux = <tuple>r.aux
     GX, GS = t_nll_grad(aux, <object>r.saved[0], <object>r.saved[1], <object>r.saved[2], G)
-    return reshape_to(<TensorBase>GX, tuple(aux[1]))
+    return linked_without_gradient(OP_NLL_BACKWARD if r.op == OP_NLL else OP_NLL2D_BACKWARD,
+                                   reshape_to(<TensorBase>GX, tuple(aux[1])), r)
 
 cdef object gv_ce_smooth(Py_ssize_t i, Record* r, object G, char* want):
     aux = <tuple>r.aux
@@ -1500,7 +1513,9 @@ cdef object gv_batch_norm(Py_ssize_t i, Record* r, object G, char* want):
                 gi = g_mul(RSTD, g_sub(g_sub(GX, a), g_mul(XHAT, b)))
             else:
                 gi = g_mul(GX, RSTD)
-            gi = t_cast(reshape_to(<TensorBase>gi, tuple(in_shape)), dt)
+            gi = linked_without_gradient(OP_BATCH_NORM_BACKWARD,
+                                         t_cast(reshape_to(<TensorBase>gi, tuple(in_shape)), dt),
+                                         r)
         if r.n_in > 1 and want[1]:
             gw = t_cast(reduce_op(OP_SUM, <TensorBase>g_mul(G3, XHAT), (0, 2), False), wdt)
         if r.n_in > 2 and want[2]:
@@ -1665,9 +1680,12 @@ cdef int register_graph_vjps() except -1:
     GRAPH_VJP[OP_NOT_IMPLEMENTED] = gv_not_implemented
     GRAPH_VJP[OP_THRESHOLD_BACKWARD] = gv_through_input
     GRAPH_VJP[OP_LEAKY_RELU_BACKWARD] = gv_through_input
+    GRAPH_VJP[OP_NLL_BACKWARD] = gv_through_input
+    GRAPH_VJP[OP_NLL2D_BACKWARD] = gv_through_input
     for op in (OP_HARDTANH_BACKWARD, OP_HARDSHRINK_BACKWARD, OP_SOFTSHRINK_BACKWARD):
         GRAPH_VJP[op] = gv_through_input
     GRAPH_VJP[OP_LAYER_NORM_BACKWARD] = gv_link_without_gradient
+    GRAPH_VJP[OP_BATCH_NORM_BACKWARD] = gv_link_without_gradient
     GRAPH_VJP[OP_TANH_BACKWARD] = gv_activation_backward
     GRAPH_VJP[OP_SIGMOID_BACKWARD] = gv_activation_backward
     GRAPH_VJP[OP_TRIL] = gv_triangle

@@ -463,6 +463,36 @@ class _HookPacked:
         return _core._revive_function_output(nodes[n_out], j, copy)
 
 
+def tied_to_saved(gradient, saved, node=None, derivative="zeros"):
+    """gradient's values, in the graph of `saved` (a tensor of its shape the backward read), its
+    grad_fn named `node` when given.  derivative "zeros": a where whose condition never selects
+    `saved` (a second derivative gives `saved` zeros); "none": a link through which no gradient
+    flows (PyTorch's node has no formula for it: `saved` gets none).  gradient itself when it
+    already requires grad, or `saved` does not, or the shapes differ."""
+    if (gradient is None or gradient.requires_grad or saved is None or not saved.requires_grad
+            or tuple(gradient.shape) != tuple(saved.shape)):
+        return gradient
+    if derivative == "zeros":
+        from .. import where, zeros
+        tied = where(zeros(tuple(gradient.shape), dtype=bool), saved, gradient)
+    else:
+        tied = _LinkedWithoutGradient.apply(gradient, saved)
+    return tied if node is None else _core._name_grad_fn(tied, node)
+
+
+class _LinkedWithoutGradient(Function):
+    """gradient's values (its array, shared) as a node that also reads `saved` but passes it no
+    gradient."""
+
+    @staticmethod
+    def forward(ctx, gradient, saved):
+        return _core.wrap_array(gradient._array)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
 class KernelFunction(Function):
     """A Function whose numeric work is two array-level kernels, which tapegrad.compile replays
     directly on its buffers (src/tapegrad/ops_function.pxi, OP_KERNEL): the library's layers
@@ -485,6 +515,9 @@ class KernelFunction(Function):
     not sit inside the same library op, or the replay would keep the capture's decision."""
 
     saved_args = ()
+    # What a create_graph gradient that does not depend on its own saved input gets from it:
+    # None (left as it is), "zeros" or "none" (see tied_to_saved), as PyTorch's double backward.
+    saved_input_derivative = None
 
     @classmethod
     def apply(cls, *args):
@@ -513,7 +546,18 @@ class KernelFunction(Function):
         cls = ctx._forward_cls
         saved = ctx.saved_tensors       # (checks the versions of what the backward reads)
         if _core.is_grad_enabled():     # create_graph
-            return cls.graph_backward(ctx, saved, *grads)
+            res = cls.graph_backward(ctx, saved, *grads)
+            if cls.saved_input_derivative is None:
+                return res
+            # PyTorch's backward node reads the saved inputs, so each input's gradient requires
+            # grad when that input does, even where its formula does not depend on it (a
+            # convolution's input gradient with a constant weight): a penalty on it
+            # backpropagates, where it would raise "does not require grad"
+            res = res if isinstance(res, tuple) else (res,)
+            node = type(ctx).__name__.removesuffix("0") + "Backward0"   # PyTorch's name
+            return tuple(tied_to_saved(r, saved[cls.saved_args.index(j)], node,
+                                       cls.saved_input_derivative)
+                         if j in cls.saved_args else r for j, r in enumerate(res))
         state = ctx.__dict__.get("kernel_state")
         if state is None:
             raise RuntimeError(_BACKWARD_TWICE)

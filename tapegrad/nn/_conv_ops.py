@@ -332,6 +332,7 @@ class _Conv(KernelFunction):
     a separate broadcast add (one pass less each way, and PyTorch's single grad_fn)."""
 
     saved_args = (0, 1)
+    saved_input_derivative = "none"     # PyTorch's convolution double backward
 
     @staticmethod
     def kernel_forward(x, w, geom, bias=None):
@@ -372,6 +373,7 @@ class _ConvInputGrad(KernelFunction):
     (= the transposed convolution, whose bias is added in the same step)."""
 
     saved_args = (0, 1)
+    saved_input_derivative = "none"     # PyTorch's convolution double backward
 
     @staticmethod
     def kernel_forward(gy, w, geom, n, bias=None):

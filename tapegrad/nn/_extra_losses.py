@@ -52,13 +52,6 @@ def _check_reduction(reduction: str, extra=(), *, legacy_mean: bool = True,
     return reduction
 
 
-def _xlogy(x, y):
-    # x * log(y) with 0 where x == 0 (the 0 log 0 = 0 convention of the KL divergence).
-    is_zero = x == 0
-    safe_y = _tg.where(is_zero, _tg.ones_like(y), y)
-    return _tg.where(is_zero, _tg.zeros_like(x), x * _tg.log(safe_y))
-
-
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
            log_target: bool = False):
     """KL(target || exp(input)) pointwise: input is log-probabilities; target is probabilities
@@ -75,7 +68,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     if log_target:
         pointwise = _tg.exp(target) * (target - input)
     else:
-        pointwise = _xlogy(target, target) - target * input
+        # xlogy's 0 log 0 = 0, with its derivatives: PyTorch's kl_div is this expression, so
+        # a target's gradient where it is 0 is NaN (0 / 0 from log's derivative), not -input
+        pointwise = _tg.xlogy(target, target) - target * input
     if reduction == "batchmean":
         total = pointwise.sum()
         return total / input.shape[0] if input.dim() > 0 else total
@@ -355,10 +350,11 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
     else:
         loss = input - target * _tg.log(input + eps)
     if full:
-        # Stirling's approximation of log(target!), used where target > 1 as in PyTorch.
-        safe = _tg.where(target > 1, target, _tg.ones_like(target))
-        stirling = safe * _tg.log(safe) - safe + 0.5 * _tg.log(2 * math.pi * safe)
-        loss = loss + _tg.where(target > 1, stirling, _tg.zeros_like(stirling))
+        # Stirling's approximation of log(target!), used where target > 1, computed everywhere
+        # and masked as PyTorch does: a target's gradient is then PyTorch's, NaN where the
+        # target is 0 or negative (0 times log's infinite or NaN derivative)
+        stirling = target * _tg.log(target) - target + 0.5 * _tg.log(2 * math.pi * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
     return _reduce(loss, reduction)
 
 

@@ -230,6 +230,9 @@ class _MaxPool2d(KernelFunction):
     gradient goes back to those positions (in C; under create_graph as a differentiable
     scatter-add whose own adjoint is a gather).  The positions (int64) get no gradient."""
 
+    saved_args = (0,)       # as PyTorch's node: x's gradient is in x's graph (create_graph),
+    saved_input_derivative = "zeros"    # with a zero derivative
+
     @staticmethod
     def kernel_forward(x, geom):
         flat = x.ndim == 3              # an unbatched (C, H, W) input: a batch of one
@@ -299,6 +302,9 @@ class _AvgPool2d(KernelFunction):
     each window's sum (im2col of the (N*C, 1, H, W) planes, summed over the window axis) times
     1 / its divisor (one factor per window position), or divided by divisor_override; the
     gradient is the output gradient scaled alike, spread back over each window (col2im)."""
+
+    saved_args = (0,)       # as PyTorch's node: x's gradient is in x's graph (create_graph),
+    saved_input_derivative = "zeros"    # with a zero derivative
 
     @staticmethod
     def kernel_forward(x, geom, count_include_pad, divisor_override):
