@@ -757,6 +757,10 @@ cdef class TensorBase:
         # PyTorch's set_data swaps the storage and keeps this tensor's own version counter
         if not isinstance(value, TensorBase):
             raise TypeError(f"data must be a Tensor, got {type_name(value)}")
+        if self._requires_grad and not (<TensorBase>value)._can_require_grad():
+            # (else the tensor would require grad with an integer dtype, which nothing allows)
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._array = (<TensorBase>value)._array
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
