@@ -71,3 +71,49 @@ def test_resize_version_bumps_only_on_shape_change():
             seen.append(a._version)
         return seen
     assert run(tg) == run(torch)
+
+
+# -- out= that partly shares memory with an input: refused, as PyTorch does -----------------------
+
+def _overlap_refused(lib):
+    return ("unsupported operation: some elements of the input tensor and the written-to tensor "
+            "refer to a single memory location")
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.exp(x[:4], out=x[2:6]),
+    lambda lib, x: lib.neg(x[2:6], out=x[:4]),
+    lambda lib, x: lib.add(x[:4], 1, out=x[2:6]),
+    lambda lib, x: lib.mul(x[:4], x[1:5], out=x[2:6]),
+    lambda lib, x: lib.pow(x[:4], 2, out=x[2:6]),
+    lambda lib, x: lib.clamp(x[:4], 0, 3, out=x[2:6]),
+    lambda lib, x: lib.where(x[:4] > 1, x[:4], x[1:5], out=x[2:6]),
+    lambda lib, x: lib.cat([x[:2], x[1:3]], out=x[2:6]),
+    lambda lib, x: lib.cumsum(x[:4], 0, out=x[2:6]),
+    lambda lib, x: lib.index_select(x, 0, lib.tensor([0, 1, 2]), out=x[1:4]),
+    lambda lib, x: lib.sort(x[:4], out=(x[1:5], lib.zeros(4, dtype=lib.int64))),
+    lambda lib, x: lib.max(x[:4].view(2, 2), 1, out=(x[2:4], lib.zeros(2, dtype=lib.int64))),
+])
+def test_out_partly_overlapping_an_input_is_refused(call):
+    def run(lib):
+        call(lib, lib.arange(8.))
+    _raises_like(run)
+    with pytest.raises(RuntimeError, match=_overlap_refused(tg)):
+        run(tg)
+
+
+@pytest.mark.parametrize("call, same_values", [
+    (lambda lib, x: lib.exp(x, out=x), True),                   # the same elements: elementwise
+    (lambda lib, x: lib.add(x[:4], 1, out=x[4:]), True),        # separate memory
+    (lambda lib, x: lib.exp(x[::2], out=x[1::2]), True),        # interleaved, not dense: unchecked
+    # reductions leave it unchecked (the values then depend on the order of the writes)
+    (lambda lib, x: lib.sum(x.view(2, 4), 0, out=x[:4]), False),
+])
+def test_out_overlap_allowed_where_pytorch_allows_it(call, same_values):
+    def run(lib):
+        x = lib.arange(8.)
+        call(lib, x)
+        return x.numpy()
+    got, want = run(tg), run(torch)
+    if same_values:
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -999,11 +999,34 @@ cdef str RESIZED = (
     "t.resize_(0).")
 
 
-def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable):
-    global exact_out_dtype, out_resize_warning, uncastable_out
+# The ops whose out PyTorch refuses when it partly shares memory with an input
+# (torch.exp(x[:4], out=x[2:])): tapegrad/_out_arg.py's OVERLAP_CHECKED_OUT.
+cdef frozenset overlap_checked_out = frozenset()
+
+
+def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
+                   frozenset overlap_checked):
+    global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
+    overlap_checked_out = overlap_checked
+
+
+cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs) except -1:
+    """PyTorch's refusal of an out that partly shares memory with a tensor operand (or one in a
+    list of them, cat's): the result would depend on the order its elements are written in.  The
+    same elements with the same layout (torch.exp(x, out=x)) are the element-wise case, allowed."""
+    tensors = []
+    for a in operands + (tuple(kwargs.values()) if kwargs else ()):
+        if isinstance(a, TensorBase):
+            tensors.append(a)
+        elif isinstance(a, (tuple, list)):
+            tensors.extend(t for t in a if isinstance(t, TensorBase))
+    for o in outs:
+        for a in tensors:
+            check_source_overlap((<TensorBase>o)._array, (<TensorBase>a)._array, False)
+    return 0
 
 
 cdef bint promoted_input(tuple operands, object R):
@@ -1095,6 +1118,8 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                            or (kwargs and any_requires_grad(kwargs))):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    if name in overlap_checked_out:
+        refuse_out_overlap(outs, operands, kwargs)
     with no_grad_scope():
         res = fn(*operands, **(kwargs or {}))
     results = tuple(res) if isinstance(res, tuple) else (res,)
