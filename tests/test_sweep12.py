@@ -117,3 +117,39 @@ def test_out_overlap_allowed_where_pytorch_allows_it(call, same_values):
     got, want = run(tg), run(torch)
     if same_values:
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.cat([x], out=x),
+    lambda lib, x: lib.index_select(x, 0, lib.arange(8), out=x),
+    lambda lib, x: lib.gather(x, 0, lib.arange(8), out=x),
+    lambda lib, x: lib.take(x, lib.arange(8), out=x),
+])
+def test_out_that_is_the_input_refused_by_joins_and_gathers(call):
+    _raises_like(lambda lib: call(lib, lib.arange(8.)))
+
+
+# -- index and scatter writes whose source shares memory with the target -------------------------
+
+@pytest.mark.parametrize("write", [
+    lambda lib, x: x[:6].index_copy_(0, lib.tensor([0, 1]), x[1:3]),
+    lambda lib, x: x[:6].index_copy_(0, lib.arange(6), x[:6]),          # all of it, same layout
+    lambda lib, x: x.index_copy_(0, lib.arange(12), x),
+    lambda lib, x: x[:6].index_add_(0, lib.tensor([0, 1]), x[1:3], alpha=2),
+    lambda lib, x: x[:6].scatter_(0, lib.tensor([0, 1]), x[1:3]),
+    lambda lib, x: x[:6].scatter_add_(0, lib.tensor([0, 1]), x[1:3]),
+    lambda lib, x: x[:6].scatter_reduce_(0, lib.tensor([0, 1]), x[1:3], "sum"),
+    lambda lib, x: x[:6].index_put_((lib.tensor([0, 1]),), x[1:3], accumulate=True),
+])
+def test_index_and_scatter_writes_refuse_a_source_sharing_memory(write):
+    _raises_like(lambda lib: write(lib, lib.arange(1., 13.)))
+
+
+def test_index_and_scatter_writes_from_separate_memory_unchanged():
+    def run(lib):
+        x = lib.arange(1., 13.)
+        x[:6].index_copy_(0, lib.tensor([0, 1]), x[8:10])
+        x[:6].scatter_add_(0, lib.tensor([2, 2]), x[10:12])
+        x[:6].index_put_((lib.tensor([4]),), x[7:8], accumulate=True)
+        return x.numpy().tolist()
+    assert run(tg) == run(torch)
