@@ -153,3 +153,38 @@ def test_index_and_scatter_writes_from_separate_memory_unchanged():
         x[:6].index_put_((lib.tensor([4]),), x[7:8], accumulate=True)
         return x.numpy().tolist()
     assert run(tg) == run(torch)
+
+
+# -- the legacy constructors read an ndarray as torch.from_numpy does (SILENT before: a copy) ------
+
+@pytest.mark.parametrize("ctor, dtype", [
+    ("Tensor", np.float32), ("FloatTensor", np.float32), ("DoubleTensor", np.float64),
+    ("LongTensor", np.int64), ("BoolTensor", np.bool_),
+])
+def test_legacy_constructor_shares_an_array_of_its_dtype(ctor, dtype):
+    def run(lib):
+        a = np.arange(6).astype(dtype).reshape(2, 3)[:, 1:]
+        t = getattr(lib, ctor)(a)
+        t[0, 0] = 0
+        t.view(-1) if t.is_contiguous() else None
+        return a.tolist(), t.stride(), t._version
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("ctor", ["Tensor", "DoubleTensor", "LongTensor", "HalfTensor"])
+def test_legacy_constructor_converts_another_dtype_into_a_copy_keeping_its_layout(ctor):
+    def run(lib):
+        a = np.arange(6, dtype=np.int32).reshape(2, 3).T
+        t = getattr(lib, ctor)(a)
+        t[0, 0] = 7
+        return a.tolist(), str(t.dtype), t.stride(), t.tolist()
+    assert run(tg) == run(torch)
+
+
+def test_legacy_constructor_of_shared_array_is_a_differentiable_leaf():
+    def run(lib):
+        a = np.arange(3, dtype=np.float32)
+        t = lib.Tensor(a).requires_grad_()
+        (t * t).sum().backward()
+        return t.grad.tolist(), t.is_leaf
+    assert run(tg) == run(torch)
