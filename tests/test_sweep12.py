@@ -188,3 +188,32 @@ def test_legacy_constructor_of_shared_array_is_a_differentiable_leaf():
         (t * t).sum().backward()
         return t.grad.tolist(), t.is_leaf
     assert run(tg) == run(torch)
+
+
+# -- requires_grad_ on a result of the graph, accumulation into an expanded .grad ----------------
+
+def test_requires_grad_true_on_a_non_leaf_is_a_no_op_as_in_pytorch():
+    def run(lib):
+        a = lib.ones(2, requires_grad=True)
+        x = (a * 2)[1:]
+        assert x.requires_grad_(True) is x
+        x.sum().backward()
+        return a.grad.tolist(), x.is_leaf
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("write", [
+    lambda x: x.requires_grad_(False),
+    lambda x: setattr(x, "requires_grad", True),
+    lambda x: setattr(x, "requires_grad", False),
+])
+def test_requires_grad_changes_on_a_non_leaf_still_refused(write):
+    _raises_like(lambda lib: write(lib.ones(2, requires_grad=True) * 2))
+
+
+def test_backward_into_an_expanded_grad_refused():
+    def run(lib):
+        a = lib.ones(2, 3, requires_grad=True)
+        a.grad = lib.ones(1, 3).expand(2, 3)
+        (a * 2).sum().backward()
+    _raises_like(run)

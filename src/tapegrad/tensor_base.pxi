@@ -631,6 +631,10 @@ cdef class TensorBase:
         if flag and not self._can_require_grad():
             # PyTorch words this refusal differently from the attribute setter's
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if flag and not is_leaf_c(self):
+            # (a result of the graph already requires grad: PyTorch's method lets it be, only the
+            # attribute setter and requires_grad_(False) refuse a non-leaf)
+            return self
         self._set_requires_grad(flag)
         return self
 
