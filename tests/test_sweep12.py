@@ -217,3 +217,21 @@ def test_backward_into_an_expanded_grad_refused():
         a.grad = lib.ones(1, 3).expand(2, 3)
         (a * 2).sum().backward()
     _raises_like(run)
+
+
+# -- Module conversions keep the grad object, as PyTorch's param.grad.data = ... -----------------
+
+@pytest.mark.parametrize("convert", [
+    lambda m, lib: m.double(),
+    lambda m, lib: m.half(),
+    lambda m, lib: m.to(lib.float64),
+    lambda m, lib: m._apply(lambda t: t.double()),
+])
+def test_module_conversion_keeps_the_grad_object(convert):
+    def run(lib):
+        m = lib.nn.Linear(2, 2)
+        m.weight.grad = lib.ones(2, 2)
+        g = m.weight.grad
+        convert(m, lib)
+        return m.weight.grad is g, str(g.dtype), g.tolist()
+    assert run(tg) == run(torch)
