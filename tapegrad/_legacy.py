@@ -102,14 +102,20 @@ def _ragged_error(data, dim: int = 0):
 
 
 def _from_data(data, np_dt) -> np.ndarray:
-    """A new array of dtype np_dt from nested Python sequences or a numpy array (copied)."""
+    """An array of dtype np_dt from nested Python sequences (new) or a numpy array: the array
+    itself when it already has dtype np_dt, else a converted copy."""
     if isinstance(data, np.ndarray):
-        _core.check_numpy_convertible(data)     # (read as torch.from_numpy reads it, then copied)
+        _core.check_numpy_convertible(data)     # (read as torch.from_numpy reads it)
         if data.dtype.kind not in "biuf":
             raise TypeError(f"can't convert np.ndarray of type {data.dtype}")
-        from .creation import _warn_if_read_only
+        from .creation import _warn_if_read_only, keep_numpy_strides
         _warn_if_read_only(data)
-        return np.array(data, dtype=np_dt, copy=True, order="C")
+        if data.dtype == np_dt:
+            # PyTorch reads the array as torch.from_numpy does and converts only to another
+            # dtype: Tensor(float32 array) shares its memory, writes reach the array
+            keep_numpy_strides(data)
+            return data
+        return np.array(data, dtype=np_dt, copy=True, order="K")    # (its layout, as .to())
     from .creation import (_WIDE_INT_RESULTS, _nested_array, _python_leaves, _storing_error,
                            _with_wide_ints_read)
     data, values = _nested_array(data)

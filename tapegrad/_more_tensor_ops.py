@@ -366,7 +366,9 @@ def _resize_(self, *size, memory_format=None):
             self.data = _wrap(storage[offset:offset + count].reshape(target))
         else:
             self.data = _wrap(_resized_array(arr, target))
-    _core._mark_written(self)
+        # (PyTorch bumps the version only when the shape changes: resize_ to the same shape
+        # is no write)
+        _core._mark_written(self)
     return self
 
 

@@ -154,7 +154,32 @@ OUT_RESIZE_WARNING = {
 UNCASTABLE_OUT = dict.fromkeys(
     "cat concat concatenate stack hstack vstack dstack column_stack row_stack".split(),
     (TypeError, "torch.cat(): input types can't be cast to the desired output type {out}"))
-_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT)
+# The ops whose out PyTorch refuses when it partly shares memory with an input
+# (torch.exp(x[:4], out=x[2:]): "unsupported operation: some elements of the input tensor and
+# the written-to tensor refer to a single memory location"), each checked against torch 2.13:
+# the elementwise ops, the joins, the scans, the gathers and sorts.  Its reductions (sum, mean,
+# amax ...), products (mm, matmul, dot), diag, tril/triu and isin leave an overlap unchecked,
+# and so does tapegrad.  name -> whether an input that is all of out with out's layout is refused
+# too: the elementwise ops allow it (torch.exp(x, out=x)), the joins and gathers do not
+# (torch.cat([x], out=x)).
+_PARTIAL_OVERLAP_REFUSED = """
+abs absolute acos acosh arccos arccosh arcsin arcsinh arctan arctanh asin asinh atan atanh ceil
+cos cosh deg2rad digamma erf erfc erfinv exp exp2 expm1 fix floor frac i0 lgamma log log10 log1p
+log2 logit nan_to_num neg negative rad2deg reciprocal round rsqrt sgn sigmoid sign sin sinc sinh
+sqrt square tan tanh trunc angle
+add sub subtract mul multiply div divide true_divide floor_divide atan2 arctan2 fmod remainder
+pow maximum minimum fmax fmin hypot copysign xlogy logaddexp logaddexp2 eq ne not_equal lt less
+le less_equal gt greater ge greater_equal heaviside nextafter logical_and logical_or logical_xor
+where clamp clamp_min clamp_max clip addcmul addcdiv lerp
+cumsum cumprod diff sort topk addmm outer ger max min median kthvalue mode
+""".split()
+_ANY_OVERLAP_REFUSED = """
+cat concat concatenate stack hstack vstack index_select gather take masked_select index_add
+index_copy
+""".split()
+OVERLAP_CHECKED_OUT = {**dict.fromkeys(_PARTIAL_OVERLAP_REFUSED, False),
+                       **dict.fromkeys(_ANY_OVERLAP_REFUSED, True)}
+_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

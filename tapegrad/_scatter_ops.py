@@ -46,6 +46,14 @@ def _in_place_source(self, *operands):
     return _core._overlap_operand(self)
 
 
+def _refuse_shared_source(self, *operands):
+    """PyTorch's refusal of an index or scatter write (index_copy_, index_add_, scatter_,
+    scatter_add_, scatter_reduce_, index_put_ with accumulate) whose source shares any memory
+    with self, even all of it with the same layout: which value lands would depend on the
+    order of the writes."""
+    _core._check_operands_overlap(self, operands, True)
+
+
 def _write_in_place(self, source, result):
     """Finish the in-place op whose out-of-place result was computed from `source`: a recorded
     self becomes the op's output, its grad_fn the op's node (PyTorch's IndexCopyBackward0 or
@@ -205,6 +213,7 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     with _leaf_error_first(self):
         source = _in_place_source(self, src, value)
         result = scatter(source, dim, index, src, reduce, value=value)
+        _refuse_shared_source(self, src)
     return _write_in_place(self, source, result)
 
 
@@ -227,6 +236,7 @@ def scatter_add_(self, dim, index, src):
     with _leaf_error_first(self):
         source = _in_place_source(self, src)
         result = scatter_add(source, dim, index, src)
+        _refuse_shared_source(self, src)
     return _write_in_place(self, source, result)
 
 
@@ -265,6 +275,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     with _leaf_error_first(self):
         source = _in_place_source(self, src)
         result = scatter_reduce(source, dim, index, src, reduce, include_self=include_self)
+        _refuse_shared_source(self, src)
     return _write_in_place(self, source, result)
 
 
@@ -361,6 +372,7 @@ def index_put_(self, indices, values, accumulate=False):
         from ._shift_ops import _become_result, _write_back
         source = _core._in_place_operand(self) if _records(self, values) else self
         result = index_put(source, indices, values, accumulate)
+        _refuse_shared_source(self, values)
         return _become_result(self, result) if source is not self else _write_back(self, result)
     _check_values(self, values, "index_put_")
     key = _check_index_put(self, _index_put_key(self, indices), values)
@@ -510,6 +522,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
     with _leaf_error_first(self):
         read = _in_place_source(self, source)
         result = index_add(read, dim, index, source, alpha=alpha)
+        _refuse_shared_source(self, source)
     return _write_in_place(self, read, result)
 
 
@@ -530,6 +543,7 @@ def index_copy_(self, dim, index, source):
     with _leaf_error_first(self):
         read = _in_place_source(self, source)
         result = index_copy(read, dim, index, source)
+        _refuse_shared_source(self, source)
     return _write_in_place(self, read, result)
 
 

@@ -261,13 +261,15 @@ def _overlap_operand(TensorBase self):
     return self if source is None else source
 
 
-def _check_operands_overlap(TensorBase self, operands):
+def _check_operands_overlap(TensorBase self, operands, bint same_too=False):
     """PyTorch's refusal (check_source_overlap) of an in-place op computed in Python, as its
     out-of-place form written back with copy_, whose tensor operands partly share memory with
-    self: the copy_ of a fresh result cannot see it (`v[:3].addcdiv_(v[1:], d)`, fuzz 63013796)."""
+    self: the copy_ of a fresh result cannot see it (`v[:3].addcdiv_(v[1:], d)`, fuzz 63013796).
+    `same_too`: an operand that is self's memory with self's layout is refused too (PyTorch's
+    index and scatter writes: x.index_copy_(0, i, x))."""
     for x in operands:
-        if isinstance(x, TensorBase) and x is not self:
-            check_source_overlap(self._array, (<TensorBase>x)._array, False)
+        if isinstance(x, TensorBase) and (same_too or x is not self):
+            check_source_overlap(self._array, (<TensorBase>x)._array, same_too)
 
 
 def _in_place_operand(TensorBase self):
@@ -1010,11 +1012,36 @@ cdef str RESIZED = (
     "t.resize_(0).")
 
 
-def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable):
-    global exact_out_dtype, out_resize_warning, uncastable_out
+# The ops whose out PyTorch refuses when it partly shares memory with an input
+# (torch.exp(x[:4], out=x[2:])): name -> whether all of it with the same layout is refused too
+# (torch.cat([x], out=x)).  tapegrad/_out_arg.py's OVERLAP_CHECKED_OUT.
+cdef dict overlap_checked_out = {}
+
+
+def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
+                   dict overlap_checked):
+    global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
+    overlap_checked_out = overlap_checked
+
+
+cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same_too) except -1:
+    """PyTorch's refusal of an out that partly shares memory with a tensor operand (or one in a
+    list of them, cat's): the result would depend on the order its elements are written in.  The
+    same elements with the same layout (torch.exp(x, out=x)) are the element-wise case, allowed
+    unless `same_too`."""
+    tensors = []
+    for a in operands + (tuple(kwargs.values()) if kwargs else ()):
+        if isinstance(a, TensorBase):
+            tensors.append(a)
+        elif isinstance(a, (tuple, list)):
+            tensors.extend(t for t in a if isinstance(t, TensorBase))
+    for o in outs:
+        for a in tensors:
+            check_source_overlap((<TensorBase>o)._array, (<TensorBase>a)._array, same_too)
+    return 0
 
 
 cdef bint promoted_input(tuple operands, object R):
@@ -1106,6 +1133,9 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                            or (kwargs and any_requires_grad(kwargs))):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    same_too = overlap_checked_out.get(name)
+    if same_too is not None:
+        refuse_out_overlap(outs, operands, kwargs, same_too)
     with no_grad_scope():
         res = fn(*operands, **(kwargs or {}))
     results = tuple(res) if isinstance(res, tuple) else (res,)

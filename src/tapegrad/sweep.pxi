@@ -133,6 +133,13 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
         t._grad = wrap(dense)
     else:
         grad = <TensorBase>t._grad
+        if not grad._array.flags.writeable and any(
+                st == 0 and n > 1 for st, n in zip(grad._array.strides, grad._array.shape)):
+            # (a .grad assigned an expand()ed tensor: numpy marks it read-only; PyTorch refuses
+            # the in-place accumulation, its elements sharing memory)
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location. Please clone() the "
+                               "tensor before performing the operation.")
         np.add(grad._array, g, out=grad._array, casting="unsafe")
     return 0
 

@@ -645,6 +645,10 @@ cdef class TensorBase:
         if flag and not self._can_require_grad():
             # PyTorch words this refusal differently from the attribute setter's
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if flag and not is_leaf_c(self):
+            # (a result of the graph already requires grad: PyTorch's method lets it be, only the
+            # attribute setter and requires_grad_(False) refuse a non-leaf)
+            return self
         self._set_requires_grad(flag)
         return self
 
@@ -767,6 +771,10 @@ cdef class TensorBase:
         # PyTorch's set_data swaps the storage and keeps this tensor's own version counter
         if not isinstance(value, TensorBase):
             raise TypeError(f"data must be a Tensor, got {type_name(value)}")
+        if self._requires_grad and not (<TensorBase>value)._can_require_grad():
+            # (else the tensor would require grad with an integer dtype, which nothing allows)
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._array = (<TensorBase>value)._array
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

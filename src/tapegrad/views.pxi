@@ -380,6 +380,11 @@ cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except
         raise RuntimeError(view_refusal(t, False))      # PyTorch's rule for such views
     if recording and CONJ_LINKS and _is_conj_mirror(t):
         raise RuntimeError(CONJ_WRITE_REFUSAL)
+    if t._requires_grad and t._base is not None and not (<TensorBase>t._base)._requires_grad:
+        # t is a leaf made from a view (x.view(3, 4).requires_grad_()) or a view of one: its
+        # base is a leaf, and PyTorch names the view before it would name t a leaf
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     if t._requires_grad and is_leaf_c(t):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")

@@ -646,7 +646,7 @@ class Module:
 
     def _apply(self, fn: Callable, recurse: bool = True) -> "Module":
         """Replace each parameter's and grad's value by ``fn(tensor)`` (under no_grad; the
-        Parameter object is kept, as PyTorch's default ``param.data = fn(param)``) and each
+        Parameter and grad objects are kept, as PyTorch's default ``param.data = fn(param)``) and each
         buffer by ``fn(buffer)``, children first.  The hook that ``to()``/``float()`` run in
         PyTorch, which custom modules override and scripts call directly."""
         if recurse:
@@ -660,7 +660,10 @@ class Module:
             param.data = applied
             if param.grad is not None:
                 with no_grad():
-                    param.grad = fn(param.grad)
+                    grad_applied = fn(param.grad)
+                # (the grad object is kept too, as PyTorch's param.grad.data = ...: a reference
+                # a script holds to it sees the converted values)
+                param.grad.data = grad_applied
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)
@@ -1122,9 +1125,11 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
             t._array = t._array.real
         t._array = t._array.astype(np_dtype, copy=False)
         if t.is_leaf and t.grad is not None:
+            # (the grad object itself converted, as PyTorch's param.grad.data = ...: a
+            # reference a script holds to it stays the parameter's grad)
             grad = t.grad._array
-            t.grad = _core.wrap_array((grad.real if np_dtype.kind != "c" else grad)
-                                      .astype(np_dtype))
+            t.grad.data = _core.wrap_array((grad.real if np_dtype.kind != "c" else grad)
+                                           .astype(np_dtype))
     return module
 
 
