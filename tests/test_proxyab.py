@@ -1,0 +1,80 @@
+"""Gaps found running held-out learners' scripts (goodboyyes2009/Pytorch_Study, hwyum/pytorch_study,
+iml1111/pytorch_study, yaodix/learn_pytorch) under tapegrad: they must behave as under PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad
+
+
+def _outcome(lib, make_target, make_value):
+    target, value = make_target(lib), make_value(lib)
+    try:
+        target.data = value
+    except Exception as e:  # the type and message are what we compare
+        return type(e).__name__, str(e)
+    return "ok", (str(target.dtype), tuple(target.shape), target.requires_grad)
+
+
+_TARGETS = {
+    "parameter": lambda lib: lib.nn.Parameter(lib.zeros(2)),
+    "leaf requiring grad": lambda lib: lib.zeros(2, requires_grad=True),
+    "embedding weight": lambda lib: lib.nn.Embedding(10, 3).weight,
+    "plain float": lambda lib: lib.zeros(2),
+    "plain long": lambda lib: lib.arange(2),
+    "frozen parameter": lambda lib: lib.nn.Parameter(lib.zeros(2), requires_grad=False),
+}
+_VALUES = {
+    "long": lambda lib: lib.arange(30).view(10, 3),
+    "int32": lambda lib: lib.ones(2, dtype=lib.int32),
+    "bool": lambda lib: lib.ones(2, dtype=lib.bool),
+    "float64": lambda lib: lib.ones(3, dtype=lib.float64),
+    "complex64": lambda lib: lib.ones(2, dtype=lib.complex64),
+    "list": lambda lib: [1.0, 2.0],
+}
+
+
+@pytest.mark.parametrize("target", sorted(_TARGETS))
+@pytest.mark.parametrize("value", sorted(_VALUES))
+def test_data_setter_refuses_integer_values_for_a_tensor_requiring_grad(torch, target, value):
+    # `embedding.weight.data = torch.arange(0, 30).view(10, 3)` (goodboyyes2009 nn_layers.py)
+    # raises in PyTorch; tapegrad silently gave the Parameter int64 values that require grad
+    got = _outcome(tapegrad, _TARGETS[target], _VALUES[value])
+    want = _outcome(torch, _TARGETS[target], _VALUES[value])
+    assert got == want
+
+
+def _bag_grad_fns(lib):
+    F = lib.nn.functional
+    weight = lib.arange(30.0).view(10, 3).requires_grad_()
+    flat, offsets = lib.tensor([1, 2, 4, 5, 4, 3, 2, 9]), lib.tensor([0, 2, 5])
+    names = []
+    for mode in ("sum", "mean", "max"):
+        names += [F.embedding_bag(flat, weight, offsets, mode=mode),
+                  F.embedding_bag(flat.view(2, 4), weight, mode=mode),
+                  F.embedding_bag(flat, weight, offsets, mode=mode, padding_idx=2),
+                  F.embedding_bag(flat, weight, lib.tensor([0, 0, 5]), mode=mode)]
+    names += [F.embedding_bag(flat, weight, offsets, mode="sum", per_sample_weights=lib.ones(8)),
+              lib.nn.EmbeddingBag.from_pretrained(weight.detach(), freeze=False)(flat, offsets),
+              lib.embedding_bag(weight, flat, offsets)[0]]
+    return [t.grad_fn.name() for t in names]
+
+
+def test_embedding_bag_records_one_embedding_bag_node(torch):
+    # print(nn.EmbeddingBag(10, 3)(input, offsets)) showed grad_fn=<DivBackward0>, PyTorch's
+    # shows <EmbeddingBagBackward0> (the name of its internal last op leaked out)
+    assert _bag_grad_fns(tapegrad) == _bag_grad_fns(torch)
+
+
+def test_embedding_bag_gradients_unchanged_by_the_node_name(torch):
+    rng = np.random.RandomState(0)
+    w = rng.randn(10, 3)
+    flat, offsets = [1, 2, 4, 5, 4, 3, 2, 9], [0, 2, 5]
+    grads = []
+    for lib in (tapegrad, torch):
+        weight = lib.tensor(w, requires_grad=True)
+        for mode in ("sum", "mean", "max"):
+            out = lib.nn.functional.embedding_bag(lib.tensor(flat), weight, lib.tensor(offsets),
+                                                  mode=mode)
+            (out * lib.arange(9.0, dtype=lib.float64).view(3, 3)).sum().backward()
+        grads.append(weight.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
