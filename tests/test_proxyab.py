@@ -78,3 +78,53 @@ def test_embedding_bag_gradients_unchanged_by_the_node_name(torch):
             (out * lib.arange(9.0, dtype=lib.float64).view(3, 3)).sum().backward()
         grads.append(weight.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+def _composite_nodes(lib):
+    """grad_fn names of composites PyTorch records as one node (printed by print(loss) or
+    print(model(x)) in tutorials); the ops tapegrad computes them with must not show."""
+    F = lib.nn.functional
+    rng = np.random.RandomState(1)
+
+    def leaf(*shape):
+        return lib.tensor(rng.randn(*shape).astype(np.float32), requires_grad=True)
+    x2, x4, x5 = leaf(4, 6), leaf(2, 3, 5, 5), leaf(2, 3, 4, 4, 4)
+    t = lib.tensor([1, 0, 2, 5])
+    outs = []
+    for red in ("none", "mean", "sum"):
+        outs += [F.soft_margin_loss(x2, lib.ones(4, 6), reduction=red),
+                 F.multi_margin_loss(x2, t, reduction=red),
+                 F.multi_margin_loss(x2, t, p=2, margin=0.5, weight=lib.ones(6), reduction=red),
+                 F.multilabel_margin_loss(x2, lib.zeros(4, 6, dtype=lib.long), reduction=red)]
+    outs += [F.multi_margin_loss(x2[0], t[:1]), lib.nn.SoftMarginLoss()(x2, lib.ones(4, 6))]
+    for size in (1, 2, 3, (2, 3), (5, 5), (None, 2)):
+        outs += [F.adaptive_avg_pool2d(x4, size), F.adaptive_avg_pool2d(x4[0], size),
+                 F.adaptive_max_pool2d(x4, size), F.adaptive_max_pool2d(x4, size, True)[0]]
+    for size in (1, 2, 3, (None, 2, 1)):
+        outs += [F.adaptive_avg_pool3d(x5, size), F.adaptive_avg_pool3d(x5[0], size),
+                 F.adaptive_max_pool3d(x5, size), F.adaptive_max_pool3d(x5, size, True)[0]]
+    outs += [F.adaptive_avg_pool1d(x4[0], 2), F.adaptive_max_pool1d(x4[0], 2),
+             lib.nn.AdaptiveAvgPool2d((2, 2))(x4), F.interpolate(x4, size=3, mode="area"),
+             F.group_norm(x4, 3), lib.nn.GroupNorm(3, 3)(x4), F.group_norm(leaf(2, 4, 7), 2),
+             lib.group_norm(x4, 1)]
+    return [type(o.grad_fn).__name__ for o in outs]
+
+
+def test_composites_show_pytorchs_single_node(torch):
+    assert _composite_nodes(tapegrad) == _composite_nodes(torch)
+
+
+def test_renamed_composites_keep_their_gradients(torch):
+    rng = np.random.RandomState(2)
+    x = rng.randn(2, 3, 5, 5)
+    grads = []
+    for lib in (tapegrad, torch):
+        F = lib.nn.functional
+        leaf = lib.tensor(x, requires_grad=True)
+        total = (F.adaptive_avg_pool2d(leaf, 3).sum() + F.adaptive_max_pool2d(leaf, 2).sum()
+                 + (F.group_norm(leaf, 3) ** 2).sum() + F.adaptive_avg_pool3d(leaf, 2).sum()
+                 + F.soft_margin_loss(leaf, lib.ones(2, 3, 5, 5))
+                 + F.multi_margin_loss(leaf[0, 0], lib.tensor([0, 1, 2, 3, 4])))
+        total.backward()
+        grads.append(leaf.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)

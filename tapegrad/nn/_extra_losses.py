@@ -232,7 +232,9 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
                            f"{_core.scalar_type_name_of(input._array.dtype)}")
     if margin.dtype != input.dtype:
         margin = margin.to(input.dtype)
-    return _reduce(_tg.log1p(_tg.exp(margin)), reduction)
+    # (one node in PyTorch, whatever the reduction)
+    return _core._name_grad_fn(_reduce(_tg.log1p(_tg.exp(margin)), reduction),
+                               "SoftMarginLossBackward0")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -297,7 +299,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     loss = _tg.where(not_target, z, _tg.zeros_like(z)).sum(1) / n_classes
     if squeeze:
         loss = loss.reshape(target.shape)
-    return _reduce(loss, reduction)
+    return _core._name_grad_fn(_reduce(loss, reduction), "MultiMarginLossBackward0")
 
 
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2,

@@ -322,9 +322,13 @@ def adaptive_avg_pool3d(input, output_size):
     _, (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_avg_pool3d")
     _floating_kernel(input, "adaptive_avg_pool3d_cpu")
     from ._pool_ops import refuse_empty_backward
-    return refuse_empty_backward(
+    out = refuse_empty_backward(
         input, _window_average(_window_average(_window_average(input, -1, Wo), -2, Ho), -3, Do),
         "avg", 3)
+    # PyTorch's global average is a mean (MeanBackward1, as the last mean here); any other size
+    # is one AdaptiveAvgPool3D node
+    return out if (Do, Ho, Wo) == (1, 1, 1) else _core._name_grad_fn(
+        out, "AdaptiveAvgPool3DBackward0")
 
 
 def _adaptive_max_pool3d(input, output_size):
@@ -364,7 +368,9 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """``adaptive_max_pool3d`` returning ``(values, indices)``."""
     from ._pool_ops import refuse_empty_backward
     values, index = _adaptive_max_pool3d(input, output_size)
-    return refuse_empty_backward(input, values, "max", 3), index
+    values = _core._name_grad_fn(refuse_empty_backward(input, values, "max", 3),
+                                 "AdaptiveMaxPool3DBackward0")
+    return values, index
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
