@@ -107,6 +107,23 @@ def _composite_nodes(lib):
              lib.nn.AdaptiveAvgPool2d((2, 2))(x4), F.interpolate(x4, size=3, mode="area"),
              F.group_norm(x4, 3), lib.nn.GroupNorm(3, 3)(x4), F.group_norm(leaf(2, 4, 7), 2),
              lib.group_norm(x4, 1)]
+    w3, x4c = leaf(5, 3, 2, 2, 2), leaf(2, 4, 4, 4)
+    outs += [F.conv3d(x5, w3), F.conv3d(x5, w3, leaf(5), padding=1, stride=2),
+             F.conv3d(x5[0], w3), lib.nn.Conv3d(3, 2, 3)(x5),
+             F.avg_pool3d(x5, 2), F.avg_pool3d(x5[0], 2), F.avg_pool3d(x5, 2, divisor_override=3),
+             F.avg_pool3d(x5, 3, 1, 1, count_include_pad=False),
+             F.max_pool3d(x5, 2), F.max_pool3d(x5[0], 2),
+             F.max_pool3d(x5, 2, return_indices=True)[0],
+             F.pixel_shuffle(x4c, 2), F.pixel_shuffle(x4c[0], 2), F.pixel_unshuffle(x4c, 2),
+             F.channel_shuffle(x4c, 2), F.channel_shuffle(x5, 3),
+             F.unfold(x4c, 2), F.unfold(x4c[0], 2), lib.nn.Unfold(2, padding=1, stride=2)(x4c),
+             F.fold(leaf(2, 8, 9), (4, 4), 2), F.fold(leaf(8, 9), (4, 4), 2),
+             F.grid_sample(x4c, leaf(2, 3, 3, 2), align_corners=False),
+             F.grid_sample(x4c, leaf(2, 3, 3, 2), mode="nearest", align_corners=True),
+             F.grid_sample(x4c, leaf(2, 3, 3, 2), mode="bicubic", align_corners=False),
+             F.grid_sample(x5, leaf(2, 2, 2, 2, 3), align_corners=False),
+             F.affine_grid(leaf(2, 2, 3), (2, 3, 4, 4), align_corners=False),
+             F.affine_grid(leaf(2, 3, 4), (2, 3, 2, 2, 2), align_corners=False)]
     return [type(o.grad_fn).__name__ for o in outs]
 
 
@@ -124,7 +141,11 @@ def test_renamed_composites_keep_their_gradients(torch):
         total = (F.adaptive_avg_pool2d(leaf, 3).sum() + F.adaptive_max_pool2d(leaf, 2).sum()
                  + (F.group_norm(leaf, 3) ** 2).sum() + F.adaptive_avg_pool3d(leaf, 2).sum()
                  + F.soft_margin_loss(leaf, lib.ones(2, 3, 5, 5))
-                 + F.multi_margin_loss(leaf[0, 0], lib.tensor([0, 1, 2, 3, 4])))
+                 + F.multi_margin_loss(leaf[0, 0], lib.tensor([0, 1, 2, 3, 4]))
+                 + (F.pixel_shuffle(leaf[:, :, :4, :4].reshape(2, 12, 2, 2), 2) ** 2).sum()
+                 + (F.unfold(leaf, 2) ** 2).sum() + (F.avg_pool3d(leaf, 2) ** 2).sum()
+                 + (F.max_pool3d(leaf, 2) ** 2).sum()
+                 + (F.conv3d(leaf.unsqueeze(0), lib.ones(1, 2, 2, 2, 2, dtype=lib.float64)) ** 2).sum())
         total.backward()
         grads.append(leaf.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)

@@ -95,7 +95,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     y = conv2d(planes, w2, bias, (sh, sw), (pads[1][0], pads[2][0]), (dh, dw), G)
     Ho, Wo = y.shape[2], y.shape[3]
     out = y.reshape(N, Do, O, Ho, Wo).permute(0, 2, 1, 3, 4).contiguous()
-    return out.squeeze(0) if unbatched else _conv3d_layout(out, input)
+    # (PyTorch's batched result is its Convolution node; an unbatched one its squeeze)
+    return out.squeeze(0) if unbatched else _core._name_grad_fn(_conv3d_layout(out, input),
+                                                                "ConvolutionBackward0")
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -231,6 +233,8 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return
     padded = _pad_depth(planes, p, after, lowest)
     values, tap = _depth_taps(padded, k, starts, s, Do).max(2)
     out = values.squeeze(0) if unbatched else follow_channels_last(values, input)
+    # (PyTorch pools a batched or unbatched input in one node)
+    out = _core._name_grad_fn(out, "MaxPool3DWithIndicesBackward0")
     if not return_indices:
         return out
     # The chosen depth of each output and the 2-d pool's index in that plane.
@@ -292,7 +296,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         end = np.minimum(start + k, D + p)
         count = end - start if count_include_pad else np.minimum(end, D) - np.maximum(start, 0)
         out = sums / _wrap(count.astype(x._array.dtype).reshape(1, 1, Do, 1, 1))
-    return out.squeeze(0) if unbatched else out
+    # (PyTorch pools a batched or unbatched input in one node)
+    return _core._name_grad_fn(out.squeeze(0) if unbatched else out, "AvgPool3DBackward0")
 
 
 def _adaptive3d_sizes(input, output_size, name):
