@@ -150,3 +150,28 @@ def test_renamed_composites_keep_their_gradients(torch):
         total.backward()
         grads.append(leaf.grad.numpy())
     np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)
+
+
+def _math_nodes(lib):
+    F = lib.nn.functional
+    rng = np.random.RandomState(3)
+
+    def leaf(*shape):
+        return lib.tensor(rng.randn(*shape).astype(np.float32), requires_grad=True)
+    a, b = leaf(4, 6), leaf(4, 6)
+    outs = []
+    for p in (2, 1, 3, 0, float("inf"), 1.5):
+        outs += [F.pairwise_distance(a, b, p=p), F.pairwise_distance(a, b, p=p, keepdim=True)]
+    outs += [F.pairwise_distance(a[0], b[0]), F.pairwise_distance(a, b[0]),
+             lib.nn.PairwiseDistance()(a, b), F.pairwise_distance(leaf(2, 3, 4), leaf(2, 3, 4)),
+             lib.cov(a), lib.cov(a[0]), lib.cov(a[:1]), lib.cov(a, correction=0),
+             lib.cov(a, fweights=lib.tensor([1, 2, 1, 1, 1, 3])), lib.corrcoef(a),
+             lib.trapezoid(a), lib.trapezoid(a, dx=0.5), lib.trapezoid(a, x=lib.arange(6.0)),
+             lib.trapezoid(a[0]), lib.trapz(a), lib.cumulative_trapezoid(a)]
+    return [type(o.grad_fn).__name__ for o in outs]
+
+
+def test_pairwise_distance_cov_trapezoid_nodes(torch):
+    # print(F.pairwise_distance(a, b)) showed LinalgVectorNormBackward0 (PyTorch: NormBackward1);
+    # torch.cov of a matrix DivBackward0 (SqueezeBackward0); trapezoid MulBackward0 (MulBackward1)
+    assert _math_nodes(tapegrad) == _math_nodes(torch)

@@ -124,7 +124,8 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     _core.check_bool("pairwise_distance", "keepdim", keepdim)
     diff = x1 - x2 + eps
     dim = -1 if diff.dim() > 0 else 0
-    return diff.norm(p, dim, keepdim=keepdim)
+    # (PyTorch's node is torch.norm's with a dim, NormBackward1, for every p)
+    return _core._name_grad_fn(diff.norm(p, dim, keepdim=keepdim), "NormBackward1")
 
 
 def cdist(x1, x2, p: float = 2.0, compute_mode=None):
