@@ -175,3 +175,39 @@ def test_pairwise_distance_cov_trapezoid_nodes(torch):
     # print(F.pairwise_distance(a, b)) showed LinalgVectorNormBackward0 (PyTorch: NormBackward1);
     # torch.cov of a matrix DivBackward0 (SqueezeBackward0); trapezoid MulBackward0 (MulBackward1)
     assert _math_nodes(tapegrad) == _math_nodes(torch)
+
+
+_LIST_CALLS = {
+    "binary_cross_entropy": lambda F, a, b: F.binary_cross_entropy(a, b),
+    "binary_cross_entropy_with_logits": lambda F, a, b: F.binary_cross_entropy_with_logits(a, b),
+    "mse_loss": lambda F, a, b: F.mse_loss(a, b),
+    "mse_loss keywords": lambda F, a, b: F.mse_loss(input=a, target=b),
+    "l1_loss": lambda F, a, b: F.l1_loss(a, b),
+    "smooth_l1_loss": lambda F, a, b: F.smooth_l1_loss(a, b),
+    "huber_loss": lambda F, a, b: F.huber_loss(a, b),
+    "kl_div": lambda F, a, b: F.kl_div(a, b, reduction="batchmean"),
+    "soft_margin_loss": lambda F, a, b: F.soft_margin_loss(a, b),
+    "poisson_nll_loss": lambda F, a, b: F.poisson_nll_loss(a, b),
+    "hinge_embedding_loss": lambda F, a, b: F.hinge_embedding_loss(a, b),
+    "multilabel_soft_margin_loss": lambda F, a, b: F.multilabel_soft_margin_loss(a, b),
+    "logsigmoid": lambda F, a, b: F.logsigmoid(a),
+}
+
+
+def _list_failure(lib, call, list_first):
+    t, lst = lib.tensor([0.2, 0.7]), [0.2, 0.7]
+    try:
+        call(lib.nn.functional, *((lst, t) if list_first else (t, lst)))
+    except Exception as e:
+        return type(e).__name__, str(e)
+    return "ok", ""
+
+
+@pytest.mark.parametrize("name", sorted(_LIST_CALLS))
+@pytest.mark.parametrize("list_first", [True, False])
+def test_losses_given_a_list_fail_as_pytorchs(torch, name, list_first):
+    # F.binary_cross_entropy(p, q) on lists (a course notebook's deliberate error) raised
+    # TypeError here, AttributeError in PyTorch (its Python reads target.size() first);
+    # kl_div leaked "'list' object has no attribute '_array'"
+    assert _list_failure(tapegrad, _LIST_CALLS[name], list_first) == \
+        _list_failure(torch, _LIST_CALLS[name], list_first)

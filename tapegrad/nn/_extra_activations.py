@@ -170,6 +170,8 @@ def logsigmoid(input):
     # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
     # see their own half of the inputs, so neither overflows and each carries the exact slope.
     """Elementwise ``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
+    from .._extra_ops import _check_tensor
+    _check_tensor(input, "log_sigmoid")      # (PyTorch's builtin is named log_sigmoid)
     _require_floating(input, "log_sigmoid_cpu")
     zero = _tg.zeros(input.shape, dtype=input.dtype)     # (row-major: PyTorch's result is)
     negative = input < 0

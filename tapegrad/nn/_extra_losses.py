@@ -59,6 +59,13 @@ def _xlogy(x, y):
     return _tg.where(is_zero, _tg.zeros_like(x), x * _tg.log(safe_y))
 
 
+def _check_loss_operands(name: str, input, target) -> None:
+    """PyTorch's binding TypeError when the input or target of a builtin loss is not a tensor."""
+    from .._extra_ops import _check_tensor
+    _check_tensor(input, name)
+    _check_tensor(target, name, "target", 2)
+
+
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
            log_target: bool = False):
     """KL(target || exp(input)) pointwise: input is log-probabilities; target is probabilities
@@ -68,6 +75,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
         warnings.warn(_KL_MEAN_WARNING, stacklevel=2)
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction, ("batchmean",))
+    _check_loss_operands("kl_div", input, target)
     _core.check_bool("kl_div", "log_target", log_target)
     if any(t._array.dtype.kind in "biu" for t in (input, target)):
         # (PyTorch refuses them; computed, they gave a number from integer log-probabilities)
@@ -212,6 +220,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
     """x where target is 1, max(0, margin - x) where target is -1."""
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
+    _check_loss_operands("hinge_embedding_loss", input, target)
     zeros = _tg.zeros_like(input)
     margin_part = _tg.where(target != 1, _tg.clamp(margin - input, min=0), zeros)
     self_part = _tg.where(target != -1, input, zeros)
@@ -222,6 +231,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     """``log(1 + exp(-target * input))`` per element (target 1 or -1), reduced by ``reduction``."""
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
+    _check_loss_operands("soft_margin_loss", input, target)
     # PyTorch computes into a tensor of input's dtype (neg, then mul_ by target, exp_, log1p_):
     # the loss has input's dtype whatever target's, and an integer input cannot hold exp's
     margin = -input * target
@@ -335,6 +345,7 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
     # (PyTorch passes them on as its builtin poisson_nll_loss's 3rd and 4th arguments)
     _core.check_bool("poisson_nll_loss", "log_input", log_input, 3)
     _core.check_bool("poisson_nll_loss", "full", full, 4)
+    _check_loss_operands("poisson_nll_loss", input, target)
     if log_input:
         loss = _tg.exp(input) - target * input
     else:
