@@ -191,6 +191,9 @@ _LIST_CALLS = {
     "hinge_embedding_loss": lambda F, a, b: F.hinge_embedding_loss(a, b),
     "multilabel_soft_margin_loss": lambda F, a, b: F.multilabel_soft_margin_loss(a, b),
     "logsigmoid": lambda F, a, b: F.logsigmoid(a),
+    "normalize": lambda F, a, b: F.normalize(a),
+    "hardtanh": lambda F, a, b: F.hardtanh(a),
+    "tanhshrink": lambda F, a, b: F.tanhshrink(a),
 }
 
 
