@@ -214,3 +214,12 @@ def test_losses_given_a_list_fail_as_pytorchs(torch, name, list_first):
     # kl_div leaked "'list' object has no attribute '_array'"
     assert _list_failure(tapegrad, _LIST_CALLS[name], list_first) == \
         _list_failure(torch, _LIST_CALLS[name], list_first)
+
+
+def test_packed_sequence_type_prints_pytorchs_path(torch):
+    # print(type(pack_sequence(...))) in hwyum/pytorch_study's snippet showed the tapegrad path
+    texts = []
+    for lib in (tapegrad, torch):
+        packed = lib.nn.utils.rnn.pack_sequence([lib.ones(3), lib.ones(2)])
+        texts.append((str(type(packed)), type(packed).__name__, isinstance(packed, tuple)))
+    assert texts[0] == texts[1]
