@@ -416,11 +416,13 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if n == 0:      # PyTorch's zeros here do not require grad
         return y.sum(d).detach() * 0
     pair_sums = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    # (PyTorch's last step divides or multiplies by a Python number: its DivBackward1 and
+    # MulBackward1 nodes, not the tensor forms')
     if isinstance(spacing, TensorBase):
-        return (spacing * pair_sums).sum(d) / 2
+        return _core._name_grad_fn((spacing * pair_sums).sum(d) / 2, "DivBackward1")
     # Constant spacing: PyTorch's form (sum minus half the ends) keeps integers integral.
     ends = (y.select(d, 0) + y.select(d, n - 1)) * 0.5
-    return (y.sum(d) - ends) * spacing
+    return _core._name_grad_fn((y.sum(d) - ends) * spacing, "MulBackward1")
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):

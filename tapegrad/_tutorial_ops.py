@@ -592,7 +592,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         else:
             norm = total - correction * (weights * aweights.to(x.dtype)).sum() / total
         result = _core.matmul(centred * weights, _adjoint(centred)) / norm
-    return result.squeeze() if input.ndim < 2 or x.shape[0] == 1 else result
+    # (PyTorch squeezes every result: a matrix of two or more variables keeps its shape, and
+    # its node is that squeeze)
+    return result.squeeze()
 
 
 def _check_cov_weights(name, w, kinds, kind_name, observations):

@@ -770,9 +770,10 @@ cdef class TensorBase:
     def data(self, value):
         # PyTorch's set_data swaps the storage and keeps this tensor's own version counter
         if not isinstance(value, TensorBase):
-            raise TypeError(f"data must be a Tensor, got {type_name(value)}")
+            raise TypeError(f"Variable data has to be a tensor, but got {type_name(value)}")
+        # a tensor that requires grad keeps requiring it, so its new values must be of a dtype
+        # that can (`emb.weight.data = torch.arange(30).view(10, 3)` is refused, as PyTorch's)
         if self._requires_grad and not (<TensorBase>value)._can_require_grad():
-            # (else the tensor would require grad with an integer dtype, which nothing allows)
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
                                "point or complex dtype")
         self._array = (<TensorBase>value)._array

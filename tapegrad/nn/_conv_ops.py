@@ -901,7 +901,8 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     geom = Geometry((H, W), out_hw, kernel, stride,
                     (padding[0], padding[0], padding[1], padding[1]), dilation)
     out = _Unfold.apply(x, geom)
-    return out.squeeze(0) if unbatched else out
+    # (PyTorch's im2col takes a batched or unbatched input in one node)
+    return _core._name_grad_fn(out.squeeze(0) if unbatched else out, "Im2ColBackward0")
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -937,4 +938,5 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     geom = Geometry(out_size, out_hw, kernel, stride,
                     (padding[0], padding[0], padding[1], padding[1]), dilation)
     out = _Fold.apply(cols, geom, cols.shape[1] // K)
-    return out.squeeze(0) if unbatched else out
+    # (PyTorch's col2im takes a batched or unbatched input in one node)
+    return _core._name_grad_fn(out.squeeze(0) if unbatched else out, "Col2ImBackward0")

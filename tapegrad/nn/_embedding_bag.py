@@ -77,6 +77,15 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                   per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):
     """Sums, means or maxima of bags of embedding rows: input (B, N) is B bags of N indices;
     a 1-D input is split into bags at `offsets`."""
+    out = _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
+                        sparse, per_sample_weights, include_last_offset, padding_idx)
+    # PyTorch records one node for the whole bag reduction, whatever the mode
+    return _core._name_grad_fn(out, "EmbeddingBagBackward0")
+
+
+def _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                  per_sample_weights, include_last_offset, padding_idx):
+    """embedding_bag's checks, lookup and per-bag reduction (recorded as its internal ops)."""
     from .functional import embedding
     if not isinstance(input, _core.TensorBase) or input._array.dtype.kind not in "iu":
         dtype = input.dtype if isinstance(input, _core.TensorBase) else type(input).__name__

@@ -97,6 +97,8 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    from .._extra_ops import _check_tensor
+    _check_tensor(input, "hardtanh_" if inplace else "hardtanh")    # (PyTorch's builtins)
     if not (input.is_floating_point() or input.is_complex()):
         min_val, max_val = _integer_limits(input.dtype, min_val, max_val)
     with _tg.no_grad():
@@ -170,6 +172,8 @@ def logsigmoid(input):
     # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
     # see their own half of the inputs, so neither overflows and each carries the exact slope.
     """Elementwise ``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
+    from .._extra_ops import _check_tensor
+    _check_tensor(input, "log_sigmoid")      # (PyTorch's builtin is named log_sigmoid)
     _require_floating(input, "log_sigmoid_cpu")
     zero = _tg.zeros(input.shape, dtype=input.dtype)     # (row-major: PyTorch's result is)
     negative = input < 0
@@ -189,7 +193,8 @@ def softsign(input):
 
 def tanhshrink(input):
     """Elementwise ``x - tanh(x)``."""
-    return input - _tg.tanh(input)
+    # (PyTorch's Python form, whose input.tanh() is what a non-tensor fails on)
+    return input - input.tanh()
 
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
@@ -313,6 +318,8 @@ def glu(input, dim: int = -1):
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     """input / max(||input||_p along dim, eps)."""
+    if not isinstance(input, _core.TensorBase):
+        input.norm(p, dim, keepdim=True)    # PyTorch's first use of input: its error, if any
     order = preserved_order(input)
     if order is not None and out is None and -input.ndim <= dim < input.ndim:
         # PyTorch's quotient keeps the input's layout

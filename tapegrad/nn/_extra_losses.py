@@ -52,6 +52,13 @@ def _check_reduction(reduction: str, extra=(), *, legacy_mean: bool = True,
     return reduction
 
 
+def _check_loss_operands(name: str, input, target) -> None:
+    """PyTorch's binding TypeError when the input or target of a builtin loss is not a tensor."""
+    from .._extra_ops import _check_tensor
+    _check_tensor(input, name)
+    _check_tensor(target, name, "target", 2)
+
+
 def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
            log_target: bool = False):
     """KL(target || exp(input)) pointwise: input is log-probabilities; target is probabilities
@@ -61,6 +68,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
         warnings.warn(_KL_MEAN_WARNING, stacklevel=2)
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction, ("batchmean",))
+    _check_loss_operands("kl_div", input, target)
     _core.check_bool("kl_div", "log_target", log_target)
     if any(t._array.dtype.kind in "biu" for t in (input, target)):
         # (PyTorch refuses them; computed, they gave a number from integer log-probabilities)
@@ -119,7 +127,8 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     _core.check_bool("pairwise_distance", "keepdim", keepdim)
     diff = x1 - x2 + eps
     dim = -1 if diff.dim() > 0 else 0
-    return diff.norm(p, dim, keepdim=keepdim)
+    # (PyTorch's node is torch.norm's with a dim, NormBackward1, for every p)
+    return _core._name_grad_fn(diff.norm(p, dim, keepdim=keepdim), "NormBackward1")
 
 
 # (the matrix-product shortcut they select changes only rounding here: distances come from the
@@ -224,6 +233,7 @@ def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, 
     """x where target is 1, max(0, margin - x) where target is -1."""
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
+    _check_loss_operands("hinge_embedding_loss", input, target)
     zeros = _tg.zeros_like(input)
     margin_part = _tg.where(target != 1, _tg.clamp(margin - input, min=0), zeros)
     self_part = _tg.where(target != -1, input, zeros)
@@ -234,6 +244,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     """``log(1 + exp(-target * input))`` per element (target 1 or -1), reduced by ``reduction``."""
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
+    _check_loss_operands("soft_margin_loss", input, target)
     # PyTorch computes into a tensor of input's dtype (neg, then mul_ by target, exp_, log1p_):
     # the loss has input's dtype whatever target's, and an integer input cannot hold exp's
     margin = -input * target
@@ -245,7 +256,9 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
                            f"{_core.scalar_type_name_of(input._array.dtype)}")
     if margin.dtype != input.dtype:
         margin = margin.to(input.dtype)
-    return _reduce(_tg.log1p(_tg.exp(margin)), reduction)
+    # (one node in PyTorch, whatever the reduction)
+    return _core._name_grad_fn(_reduce(_tg.log1p(_tg.exp(margin)), reduction),
+                               "SoftMarginLossBackward0")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -310,7 +323,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     loss = _tg.where(not_target, z, _tg.zeros_like(z)).sum(1) / n_classes
     if squeeze:
         loss = loss.reshape(target.shape)
-    return _reduce(loss, reduction)
+    return _core._name_grad_fn(_reduce(loss, reduction), "MultiMarginLossBackward0")
 
 
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2,
@@ -345,6 +358,7 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
     # (PyTorch passes them on as its builtin poisson_nll_loss's 3rd and 4th arguments)
     _core.check_bool("poisson_nll_loss", "log_input", log_input, 3)
     _core.check_bool("poisson_nll_loss", "full", full, 4)
+    _check_loss_operands("poisson_nll_loss", input, target)
     if log_input:
         loss = _tg.exp(input) - target * input
     else:

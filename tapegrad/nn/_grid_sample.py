@@ -86,7 +86,8 @@ def affine_grid(theta, size, align_corners=None):
     mesh = np.meshgrid(*axes, indexing="ij")                 # one array per spatial dim
     base = np.stack(list(mesh[::-1]) + [np.ones(spatial, dtype=dtype)], axis=-1).reshape(-1, nd + 1)
     grid = _AffineGrid.apply(theta, base)                    # (N, points, nd)
-    return grid.reshape((size[0],) + spatial + (nd,))
+    return _core._name_grad_fn(grid.reshape((size[0],) + spatial + (nd,)),
+                               "AffineGridGeneratorBackward0")
 
 
 class _AffineGrid(Function):
@@ -306,4 +307,5 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     else:
         w = _stack(weights, 1).unsqueeze(1)               # (N, 1, T, Q)
         out = (values * (w * mask)).sum(2)
-    return out.reshape((n, channels) + out_spatial)
+    return _core._name_grad_fn(out.reshape((n, channels) + out_spatial),
+                               f"GridSampler{len(spatial)}DBackward0")

@@ -52,6 +52,10 @@ def _affine(out, weight, bias):
     return out
 
 
+# PyTorch records group norm, its affine part included, as one node
+_GROUP_NORM_NODE = "NativeGroupNormBackward0"
+
+
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Normalise input (N, C, *) over groups of C // num_groups channels (and the spatial
     dims), then scale and shift each channel by weight and bias."""
@@ -81,12 +85,13 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     # (a float16 input with float32 weight and bias gives float16, as PyTorch's mixed kernel)
     mixed = check_parameter_dtypes(input, weight, bias)
     if input.numel() == 0:
-        return _affine(input * 1, weight, bias)
+        return _core._name_grad_fn(_affine(input * 1, weight, bias), _GROUP_NORM_NODE)
     given = (input, weight)
     (input, weight, bias), half = widen_half(input, weight, bias)
     result = narrow_half(_normalise_groups(input, num_groups, eps, weight, bias), half or mixed)
     _core._guard_saved_version(result, *given)    # PyTorch's node saves input and weight
-    return follow_channels_last(result, given[0])  # (PyTorch keeps a channels_last layout)
+    # (PyTorch keeps a channels_last layout)
+    return _core._name_grad_fn(follow_channels_last(result, given[0]), _GROUP_NORM_NODE)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,

@@ -84,7 +84,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = (margins * _wrap(weight.astype(x._array.dtype))).sum((1, 2)) / classes
     if unbatched:
         loss = loss.squeeze(0) if input.dim() == 1 else loss.reshape(())
-    return _reduce(loss, reduction)
+    # (one node in PyTorch, whatever the reduction)
+    return _core._name_grad_fn(_reduce(loss, reduction), "MultilabelMarginLossBackward0")
 
 
 def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):

@@ -542,8 +542,10 @@ def adaptive_avg_pool2d(input, output_size):
     if Ho == 1 and Wo == 1:
         # PyTorch's global average: one mean over both dims (its MeanBackward1, its rounding)
         return input.mean((-1, -2), keepdim=True)
-    return _in_input_layout(refuse_empty_backward(
-        input, _window_average(_window_average(input, -1, Wo), -2, Ho), "avg", 2), input, 2)
+    # (any other size is one AdaptiveAvgPool2D node in PyTorch, whatever ops compute it here)
+    return _core._name_grad_fn(_in_input_layout(refuse_empty_backward(
+        input, _window_average(_window_average(input, -1, Wo), -2, Ho), "avg", 2), input, 2),
+        "AdaptiveAvgPool2DBackward0")
 
 
 def _adaptive_max(input, output_size, return_indices, nd, name):
@@ -553,7 +555,11 @@ def _adaptive_max(input, output_size, return_indices, nd, name):
         result = (refuse_empty_backward(input, result[0], "max", nd),) + tuple(result[1:])
     else:
         result = refuse_empty_backward(input, result, "max", nd)
-    return _in_input_layout(result, input, nd)
+    result = _in_input_layout(result, input, nd)
+    if nd == 2:     # (the 1-d pool's result is PyTorch's squeeze of the 2-d one, named so)
+        values = result[0] if isinstance(result, tuple) else result
+        _core._name_grad_fn(values, "AdaptiveMaxPool2DBackward0")
+    return result
 
 
 def _adaptive_max_of(input, output_size, return_indices, nd, name):

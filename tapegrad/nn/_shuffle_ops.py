@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tapegrad as _tg
 
+from .. import _core
 from .._memory_format import follow_channels_last
 
 
@@ -27,8 +28,9 @@ def pixel_shuffle(input, upscale_factor: int):
     nb = len(batch)
     x = input.reshape(*batch, c // (r * r), r, r, h, w)
     order = list(range(nb)) + [nb, nb + 3, nb + 1, nb + 4, nb + 2]
-    return follow_channels_last(x.permute(*order).reshape(*batch, c // (r * r), h * r, w * r),
-                                input)
+    return _core._name_grad_fn(follow_channels_last(
+        x.permute(*order).reshape(*batch, c // (r * r), h * r, w * r), input),
+        "PixelShuffleBackward0")
 
 
 def pixel_unshuffle(input, downscale_factor: int):
@@ -44,8 +46,9 @@ def pixel_unshuffle(input, downscale_factor: int):
     nb = len(batch)
     x = input.reshape(*batch, c, h // r, r, w // r, r)
     order = list(range(nb)) + [nb, nb + 2, nb + 4, nb + 1, nb + 3]
-    return follow_channels_last(x.permute(*order).reshape(*batch, c * r * r, h // r, w // r),
-                                input)
+    return _core._name_grad_fn(follow_channels_last(
+        x.permute(*order).reshape(*batch, c * r * r, h // r, w // r), input),
+        "PixelUnshuffleBackward0")
 
 
 def channel_shuffle(input, groups: int):
@@ -61,7 +64,8 @@ def channel_shuffle(input, groups: int):
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest)
-    return follow_channels_last(x.transpose(1, 2).reshape(n, c, *rest), input)
+    return _core._name_grad_fn(follow_channels_last(x.transpose(1, 2).reshape(n, c, *rest), input),
+                               "ChannelShuffleBackward0")
 
 
 def bilinear(input1, input2, weight, bias=None):

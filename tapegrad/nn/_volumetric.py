@@ -95,7 +95,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     y = conv2d(planes, w2, bias, (sh, sw), (pads[1][0], pads[2][0]), (dh, dw), G)
     Ho, Wo = y.shape[2], y.shape[3]
     out = y.reshape(N, Do, O, Ho, Wo).permute(0, 2, 1, 3, 4).contiguous()
-    return out.squeeze(0) if unbatched else _conv3d_layout(out, input)
+    # (PyTorch's batched result is its Convolution node; an unbatched one its squeeze)
+    return out.squeeze(0) if unbatched else _core._name_grad_fn(_conv3d_layout(out, input),
+                                                                "ConvolutionBackward0")
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -231,6 +233,8 @@ def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return
     padded = _pad_depth(planes, p, after, lowest)
     values, tap = _depth_taps(padded, k, starts, s, Do).max(2)
     out = values.squeeze(0) if unbatched else follow_channels_last(values, input)
+    # (PyTorch pools a batched or unbatched input in one node)
+    out = _core._name_grad_fn(out, "MaxPool3DWithIndicesBackward0")
     if not return_indices:
         return out
     # The chosen depth of each output and the 2-d pool's index in that plane.
@@ -292,7 +296,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         end = np.minimum(start + k, D + p)
         count = end - start if count_include_pad else np.minimum(end, D) - np.maximum(start, 0)
         out = sums / _wrap(count.astype(x._array.dtype).reshape(1, 1, Do, 1, 1))
-    return out.squeeze(0) if unbatched else out
+    # (PyTorch pools a batched or unbatched input in one node)
+    return _core._name_grad_fn(out.squeeze(0) if unbatched else out, "AvgPool3DBackward0")
 
 
 def _adaptive3d_sizes(input, output_size, name):
@@ -322,9 +327,13 @@ def adaptive_avg_pool3d(input, output_size):
     _, (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_avg_pool3d")
     _floating_kernel(input, "adaptive_avg_pool3d_cpu")
     from ._pool_ops import refuse_empty_backward
-    return refuse_empty_backward(
+    out = refuse_empty_backward(
         input, _window_average(_window_average(_window_average(input, -1, Wo), -2, Ho), -3, Do),
         "avg", 3)
+    # PyTorch's global average is a mean (MeanBackward1, as the last mean here); any other size
+    # is one AdaptiveAvgPool3D node
+    return out if (Do, Ho, Wo) == (1, 1, 1) else _core._name_grad_fn(
+        out, "AdaptiveAvgPool3DBackward0")
 
 
 def _adaptive_max_pool3d(input, output_size):
@@ -364,7 +373,9 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """``adaptive_max_pool3d`` returning ``(values, indices)``."""
     from ._pool_ops import refuse_empty_backward
     values, index = _adaptive_max_pool3d(input, output_size)
-    return refuse_empty_backward(input, values, "max", 3), index
+    values = _core._name_grad_fn(refuse_empty_backward(input, values, "max", 3),
+                                 "AdaptiveMaxPool3DBackward0")
+    return values, index
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):

@@ -12,6 +12,11 @@ from ._legacy_reduction import accepting_legacy_mean as _accepting_legacy_mean  
 for _name in ("nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
               "binary_cross_entropy", "binary_cross_entropy_with_logits"):
     globals()[_name] = _accepting_legacy_mean(_core.NN_FUNCTIONS[_name])
+# Those of them PyTorch writes in Python read target.size() and input.size() first.
+from ._sizes_first import sizes_read_first as _sizes_read_first  # noqa: E402
+for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+              "binary_cross_entropy_with_logits"):
+    globals()[_name] = _sizes_read_first(globals()[_name])
 del _name
 
 # Attention (issue 17, part 3): composed from the compiled ops above.

@@ -13,6 +13,7 @@ import numpy as np
 from ... import _core
 from ... import creation
 from ...tensor import Tensor
+from ..._torch_names import TorchNamedClass as _TorchNamedClass
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence",
            "pad_sequence", "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -34,9 +35,10 @@ def invert_permutation(permutation):
     return creation.from_numpy(inverse)
 
 
-class PackedSequence(_PackedSequenceBase):
+class PackedSequence(_PackedSequenceBase, metaclass=_TorchNamedClass):
     """The packed form of a batch of sequences (see the module docstring).  Build it with
-    pack_padded_sequence or pack_sequence, not by hand."""
+    pack_padded_sequence or pack_sequence, not by hand.  (print(type(packed)) shows PyTorch's
+    <class 'torch.nn.utils.rnn.PackedSequence'>.)"""
 
     __slots__ = ()
 
