@@ -1,0 +1,43 @@
+"""Regressions of the session-26 fuzz run of fuzz9 (programs 62657421-, 60657076-; surface
+60773193-).
+
+Each test compares with PyTorch (the `torch` fixture skips cleanly without it).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _assert_same(got, expected, rtol=1e-12):
+    for a, b in zip(got, expected):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
+
+
+# -- softplus's second derivative under a huge upstream gradient (62657559; SILENT: NaN or -inf
+# where PyTorch's is +-inf or finite) ------------------------------------------------------------
+# PyTorch differentiates softplus's gradient g e^z / (e^z + 1) as one product
+# g sigmoid(z) (1 - sigmoid(z)) beta (softplus_double_backward), masked where z >= threshold;
+# differentiating the quotient gave inf - inf for g = inf, and g e^z overflowed for g = 1e308.
+
+def _softplus_derivatives(lib, dtype, beta, threshold):
+    x = lib.tensor([1.5, -0.3, 0.0, 2.5, -4.0, 20.0, 30.0, float("nan")], dtype=dtype,
+                   requires_grad=True)
+    big = 1e308 if dtype == lib.float64 else 3e38
+    w = lib.tensor([float("inf"), 2.0, -float("inf"), big, -big, float("inf"), 3.0, 1.0],
+                   dtype=dtype, requires_grad=True)
+    y = lib.nn.functional.softplus(x, beta=beta, threshold=threshold)
+    g, = lib.autograd.grad((y * w).sum(), [x], create_graph=True)
+    h = lib.tensor([1.0, -0.5, 2.0, 0.25, 1.0, 1.0, 1.0, 1.0], dtype=dtype)
+    hx, hw = lib.autograd.grad((g * h).sum(), [x, w])
+    return [t.detach().numpy() for t in (y, g, hx, hw)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 5.0), (0.5, 10.0)])
+def test_softplus_second_derivative_with_huge_gradient_matches_torch(torch, dtype, beta,
+                                                                      threshold):
+    rtol = 1e-5 if dtype == "float32" else 1e-12
+    _assert_same(_softplus_derivatives(tg, getattr(tg, dtype), beta, threshold),
+                 _softplus_derivatives(torch, getattr(torch, dtype), beta, threshold), rtol)
