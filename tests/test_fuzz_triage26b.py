@@ -41,3 +41,33 @@ def test_softplus_second_derivative_with_huge_gradient_matches_torch(torch, dtyp
     rtol = 1e-5 if dtype == "float32" else 1e-12
     _assert_same(_softplus_derivatives(tg, getattr(tg, dtype), beta, threshold),
                  _softplus_derivatives(torch, getattr(torch, dtype), beta, threshold), rtol)
+
+
+# -- trigamma at the poles 0, -1, -2, ... (62645607; SILENT: inf, so a digamma gradient times 0
+# was NaN where PyTorch's is 0) -------------------------------------------------------------------
+# PyTorch's reflection pi^2 / sin(pi x)^2 takes sin of the rounded product pi x, not 0 at a
+# negative integer: trigamma(-2) is 1.6e32 in float64, 3.2e14 in float32; inf only at +-0.
+
+_POLES = [-0.0, 0.0, -1.0, -2.0, -3.0, -10.0, -1e6, -2.0 ** 52, 0.3, -2.5, 7.0]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_trigamma_at_poles_matches_torch(torch, dtype):
+    got = tg.special.polygamma(1, tg.tensor(_POLES, dtype=getattr(tg, dtype))).numpy()
+    expected = torch.special.polygamma(1, torch.tensor(_POLES, dtype=getattr(torch, dtype)))
+    np.testing.assert_allclose(got, expected.numpy(), rtol=1e-3 if dtype == "float16" else 1e-6)
+
+
+def _digamma_gradient_times_zero(lib, dtype):
+    x = lib.tensor([-1.0, -2.0, -5.0, 1.5], dtype=dtype, requires_grad=True)
+    y = x * 1.0
+    y.digamma_()
+    (y * lib.tensor([0.0, 0.0, 0.0, 2.0], dtype=dtype)).sum().backward()
+    return x.grad.numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_digamma_gradient_at_poles_times_zero_matches_torch(torch, dtype):
+    np.testing.assert_allclose(_digamma_gradient_times_zero(tg, getattr(tg, dtype)),
+                               _digamma_gradient_times_zero(torch, getattr(torch, dtype)),
+                               rtol=1e-6)
