@@ -71,3 +71,28 @@ def test_digamma_gradient_at_poles_times_zero_matches_torch(torch, dtype):
     np.testing.assert_allclose(_digamma_gradient_times_zero(tg, getattr(tg, dtype)),
                                _digamma_gradient_times_zero(torch, getattr(torch, dtype)),
                                rtol=1e-6)
+
+
+# -- vector_norm of a 0-d or complex input at zero (62660108; SILENT: NaN gradients where
+# PyTorch's are 0) -----------------------------------------------------------------------------
+# A 0-d input and any complex input took the composite (|x|^p).sum()^(1/p), whose derivative at
+# 0 is inf * 0; PyTorch's LinalgVectorNormBackward0 masks the zeros of x and of the norm.
+
+@pytest.mark.parametrize("shape", [(), (1,), (3,)])
+@pytest.mark.parametrize("complex_input", [False, True])
+@pytest.mark.parametrize("ord", [0.5, 1.5, 3.0, -1.0, 2.5])
+@pytest.mark.parametrize("values", ["zeros", "mixed"])
+def test_vector_norm_gradient_at_zero_matches_torch(torch, shape, complex_input, ord, values):
+    def derivatives(lib):
+        n = int(np.prod(shape))
+        base = lib.arange(n, dtype=lib.float64).reshape(shape) - 0.5
+        base = base * 0.0 if values == "zeros" else base
+        if complex_input:
+            base = lib.complex(base, base * 0.5)
+        x = base.clone().requires_grad_()
+        y = lib.linalg.vector_norm(x, ord)
+        g, = lib.autograd.grad(y * 1.5, [x], create_graph=True)
+        h, = lib.autograd.grad((g.abs() if complex_input else g).sum(), [x])
+        return [np.asarray(t.detach().numpy()) for t in (y, g, h)]
+    for a, b in zip(derivatives(tg), derivatives(torch)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
