@@ -1131,7 +1131,8 @@ def g_complex(g):
             b = r.choice(pool)
         else:
             shape = tuple(1 if r.random() < 0.3 else d for d in m.shape[r.randint(0, m.nd):])
-            b = g.leaf(shape, m.dtype if r.random() < 0.8 else None,
+            # (a complex32 operand has no numpy literal: the other operand takes a default dtype)
+            b = g.leaf(shape, m.dtype if r.random() < 0.8 and m.dtype != "complex32" else None,
                        kind="complex" if r.random() < 0.7 else "float")
         if b is None:
             return
