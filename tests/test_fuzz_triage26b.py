@@ -96,3 +96,22 @@ def test_vector_norm_gradient_at_zero_matches_torch(torch, shape, complex_input,
         return [np.asarray(t.detach().numpy()) for t in (y, g, h)]
     for a, b in zip(derivatives(tg), derivatives(torch)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+# -- i1 / i1e backward in float16 (60658522: PyTorch raises, tapegrad computed it) ----------------
+
+@pytest.mark.parametrize("name", ["i1", "i1e", "i0e"])
+def test_bessel_half_backward_raises_as_torch(torch, name):
+    def run(lib):
+        x = lib.tensor([0.5, 1.0], dtype=lib.float16, requires_grad=True)
+        y = getattr(lib.special, name)(x)
+        try:
+            y.sum().backward()
+        except NotImplementedError as e:
+            return str(e)
+        return x.grad.float().numpy()
+    got, expected = run(tg), run(torch)
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        np.testing.assert_allclose(got, expected, rtol=3e-3)
