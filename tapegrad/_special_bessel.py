@@ -582,20 +582,24 @@ def _polynomial_values(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 # -- autograd Functions (the differentiable ones) -------------------------------------------------
 
 def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
-                    saves_result=True, takes_result=False):
+                    saves_result=True, takes_result=False, no_half_backward=None):
     """The autograd Function of a differentiable unary special function: forward `values`
     (ndarray -> ndarray), backward grad * derivative(x), written with these Functions (so the
     derivatives are differentiable in turn, as PyTorch's).  `saves_result`: PyTorch's node saves
     the result too (its formula reads it), so a write into the result makes backward raise
     the in-place error there (fuzz 60623752).  `takes_result`: `derivative(x, result)` reads
     the result as PyTorch's formula does, so under create_graph the second pass goes through
-    the result, and a hook on it sees that pass's gradient (60646768: i0e)."""
+    the result, and a hook on it sees that pass's gradient (60646768: i0e).
+    `no_half_backward`: the name of PyTorch's backward kernel, which has no float16 version
+    (its backward raises NotImplementedError there; fuzz 60658522: i1e)."""
     def forward(ctx, x):
         result = _wrap(values(x._array))
         ctx.save_for_backward(x, result) if saves_result else ctx.save_for_backward(x)
         return result
 
     def backward(ctx, grad):
+        if no_half_backward and grad.dtype == _core.float16:
+            raise NotImplementedError(f"\"{no_half_backward}\" not implemented for 'Half'")
         if saves_result and takes_result:
             x, result = ctx.saved_tensors
             return grad * derivative(x, result)
@@ -633,14 +637,15 @@ I1 = _differentiable(
     "I1", lambda a: _modified_i_values(a, 1, False, np.nan),
     # (I0 - I1/x = 1/2 + 3 x^2 / 16 + ...: 1/2 to the last bit below 1e-8)
     lambda x, result: _half_at_zero(x, lambda t: _i0(t) - result / t, 1e-8), "SpecialI1Backward0",
-    "I1(x); derivative I0(x) - I1(x) / x (1/2 at 0).", takes_result=True)
+    "I1(x); derivative I0(x) - I1(x) / x (1/2 at 0).", takes_result=True,
+    no_half_backward="i1_backward")
 I1e = _differentiable(
     "I1e", lambda a: _modified_i_values(a, 1, True),
     # (i1e' = 1/2 - 3|x|/2 + ...: 1/2 to the last bit below 1e-300, where 1/x is finite)
     lambda x, result: _half_at_zero(
         x, lambda t: I0e.apply(t) - result * (t.sign() + 1 / t), 1e-300),
     "SpecialI1EBackward0", "e^-|x| I1(x); derivative i0e(x) - i1e(x) (sgn(x) + 1/x) (1/2 at 0).",
-    takes_result=True)
+    takes_result=True, no_half_backward="i1e_backward")
 def _erfcx_derivative(x, result):
     """2 x erfcx(x) - 2 / sqrt(pi); above x = 8 the two terms cancel to ~ -1 / (sqrt(pi) x^2)
     (erfcx'(1000) in float32 was 27% off), so there its asymptotic series

@@ -3,7 +3,8 @@ Gamma, Beta, Dirichlet, Poisson, Binomial and StudentT).
 
 lgamma: math.lgamma per element (inf at the poles 0, -1, ...).  digamma and trigamma: the
 recurrence psi(x) = psi(x + 1) - 1/x up to x >= 16, then the asymptotic series; below 0.5 the
-reflection formula.  lgamma's gradient is digamma, digamma's is trigamma (itself not
+reflection formula (trigamma at the negative poles PyTorch's finite value, see
+_trigamma_at_poles).  lgamma's gradient is digamma, digamma's is trigamma (itself not
 differentiable: asking for that third derivative raises).
 
 numpy has no erfinv: a rational first guess (Giles, "Approximating the erfinv function", 2010)
@@ -147,7 +148,8 @@ def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
         zero = x64 == 0                     # PyTorch: digamma(+-0) = -+inf, other poles nan
         out[zero] = np.copysign(np.inf, -x64[zero])
     else:
-        out[poles] = np.inf
+        if poles.any():
+            out[poles] = _trigamma_at_poles(x[poles])
     ok = np.isfinite(x64) & ~poles
     z = x64[ok]
     reflect = z < 0.5
@@ -182,7 +184,24 @@ def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
         value = np.where(reflect, (math.pi / np.sin(math.pi * offset)) ** 2 - value, value)
     out[ok] = value
     out[np.isposinf(x64)] = np.inf if order == 0 else 0.0
-    return out.astype(x.dtype)
+    with np.errstate(over="ignore"):        # (a pole's finite trigamma is inf in float16)
+        return out.astype(x.dtype)
+
+
+def _trigamma_at_poles(x: np.ndarray) -> np.ndarray:
+    """trigamma at 0, -1, -2, ... as PyTorch's: its reflection pi^2 / sin(pi x)^2 - trigamma(1 - x)
+    takes sin(pi x) of the rounded product pi x, which is not 0 at a negative integer, so the
+    value is finite (1.6e32 at -2 in float64, 3.2e14 in float32), inf only at +-0.  A gradient
+    of digamma times 0 is then 0 there, not NaN (fuzz 62645607).  Computed in x's precision
+    (float32 for float16: the rounding to float16 then overflows to inf, as PyTorch's does)."""
+    dt = np.float64 if x.dtype == np.float64 else np.float32
+    xs = x.astype(dt)
+    pi = dt(math.pi)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        s = np.sin(pi * xs)
+        term = (pi * pi) / (s * s)
+        rest = _polygamma_values(1, (1 - xs.astype(np.float64)).astype(dt)).astype(dt)
+        return (term - rest).astype(np.float64)
 
 
 # The positive zero of digamma, split into the nearest double and the rest of its digits.

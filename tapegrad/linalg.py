@@ -780,9 +780,9 @@ def _vector_norm_of(x, ord: float, dims, keepdim: bool):
     if ord == 2:
         return (_EuclideanNorm.apply(magnitude if x.is_complex() else x, dims, keepdim)
                 if reduce else magnitude)
-    if x.is_complex() or not reduce:
-        return magnitude.pow(ord).sum(**reduce).pow(1.0 / ord)
-    return _PNorm.apply(x, ord, dims, keepdim)
+    # (a complex x through its magnitude, whose derivative sgn(x) is 0 at 0; a 0-d x too: the
+    # composite (|x|^p)^(1/p) had gradient inf * 0 = NaN at 0, fuzz 62660108)
+    return _PNorm.apply(magnitude if x.is_complex() else x, ord, dims, keepdim)
 
 
 def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):

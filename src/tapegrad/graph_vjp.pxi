@@ -647,14 +647,21 @@ cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
     x = <object>r.saved[0]
     beta, threshold = <tuple>r.aux
-    lin = x * beta > threshold
-    # PyTorch's second derivative masks with x * beta < threshold, its first derivative with
-    # x * beta > threshold: at the tie x * beta == threshold the smooth branch's value is used
-    # as a constant, so the second derivative there is 0 as in PyTorch
-    X = g_where(x * beta < threshold, in_value(r, 0, x), wrap(x))
-    E = unary_op(OP_EXP, <TensorBase>g_where(lin, 0, g_mul(X, beta)))
-    V = g_div(g_mul(G, E), g_add(E, 1))                 # the C kernel's order
-    return g_where(lin, G, V)
+    z = x * beta
+    lin = z > threshold
+    # the values: the C kernel's g e^z / (e^z + 1), from the values only
+    E = unary_op(OP_EXP, <TensorBase>wrap(nd(np.where(lin, 0, z))))
+    V = g_div(g_mul(wrap((<TensorBase>G)._array), E), g_add(E, 1))
+    # the derivatives: PyTorch's g sigmoid(z), whose x-derivative (softplus_double_backward) is
+    # one product g sigmoid(z) (1 - sigmoid(z)) beta: differentiating the quotient above gives
+    # inf - inf = NaN for an infinite g, and its g e^z overflows for a finite g near the float's
+    # limit (fuzz 62657559).  PyTorch multiplies that product by the mask z < threshold, so an
+    # infinite g gives NaN where z >= threshold: the term `masked Z * 0` has those derivatives.
+    # At the tie z == threshold the second derivative is 0, as PyTorch's (sweep13).
+    masked = z >= threshold
+    Z = g_mul(in_value(r, 0, x), beta)
+    S = g_add(sigmoid_of(g_where(masked, wrap(nd(z)), Z)), g_mul(g_where(masked, Z, 0), 0.0))
+    return g_where(lin, G, exact((<TensorBase>V)._array, g_mul(G, S)))
 
 cdef object sigmoid_of(object Z):
     """sigmoid(Z) with the values of the compiled kernels' 1 / (exp(-z) + 1) and the derivatives
