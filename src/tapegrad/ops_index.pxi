@@ -133,7 +133,15 @@ cdef bint sequence_as_tuple(object key):
     for e in key:
         if (isinstance(e, (TensorBase, list, tuple, range, slice, np.ndarray, str, bytes))
                 or e is None or e is Ellipsis):
-            warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=user_stacklevel())
+            if any(isinstance(item, (str, bytes)) for item in key):
+                # a key holding text is refused below; PyTorch's warning waits in its C++
+                # buffer and the refusal wins, even where a filter makes the warning an error
+                try:
+                    warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=user_stacklevel())
+                except Warning:
+                    pass
+            else:
+                warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=user_stacklevel())
             return True
     return False
 
