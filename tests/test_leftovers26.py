@@ -112,3 +112,20 @@ def test_abstract_methods_enforced_as_pytorch_does(case):
     assert outcome(tg) == expected
     torch = pytest.importorskip("torch")
     assert outcome(torch) == expected
+
+
+# -- clip_grad_value_ of a generator (SILENT: the sparse-gradient check used the generator up) ---
+
+def test_clip_grad_value_clips_the_gradients_of_a_parameter_generator():
+    def clipped(lib):
+        model = lib.nn.Linear(3, 2)
+        with lib.no_grad():
+            model.weight.copy_(lib.tensor([[1.0, -2.0, 3.0], [0.5, 0.25, -4.0]]))
+            model.bias.fill_(0.5)
+        (model(lib.tensor([[1.0, 2.0, -3.0]])) ** 2).sum().backward()
+        lib.nn.utils.clip_grad_value_(model.parameters(), clip_value=0.05)
+        return [p.grad.tolist() for p in model.parameters()]
+    got = clipped(tg)
+    assert max(abs(v) for row in got[0] for v in row) == pytest.approx(0.05)
+    torch = pytest.importorskip("torch")
+    assert got == clipped(torch)

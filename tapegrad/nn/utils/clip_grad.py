@@ -100,6 +100,7 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element into [-clip_value, clip_value] in place."""
-    _refuse_sparse(_grads(parameters), "clamp_min_")
-    for g in _grads(parameters):
+    grads = _grads(parameters)        # (once: `parameters` is usually a generator)
+    _refuse_sparse(grads, "clamp_min_")
+    for g in grads:
         np.clip(g._array, -clip_value, clip_value, out=g._array)
