@@ -1080,29 +1080,15 @@ def _in_common_dtype(input, tensor1, tensor2):
     PyTorch's addcmul/addcdiv kernel reads them: their own product or quotient first had wrapped
     in int8 (addcmul(int64 1, int8 100, int8 3) was 45, not 301) or rounded in float32 before
     meeting a float64 input.  Same-dtype operands (the optimizers' per-step calls) pass as
-    they are."""
+    they are.  The common dtype is torch.result_type's over the three (dimensioned tensors
+    first, then 0-d ones: the core's promote_operands)."""
     dt = input._array.dtype
     if tensor1._array.dtype == dt and tensor2._array.dtype == dt:
         return tensor1, tensor2
-    common = _common_dtype((input, tensor1, tensor2))
-    return tuple(t if t.dtype == common else t.to(common) for t in (tensor1, tensor2))
-
-
-def _common_dtype(tensors):
-    """PyTorch's result type of several tensors: the tensors with dimensions promoted together,
-    the 0-d ones together, and the two groups met by result_type's dims-first rule (a 0-d
-    tensor counts only with a higher category)."""
-    def promoted(group, shape):
-        dt = group[0]._array.dtype
-        for t in group[1:]:
-            dt = _core.result_type(_wrap(np.empty(shape, dt)),
-                                   _wrap(np.empty(shape, t._array.dtype))).np_dtype
-        return _wrap(np.empty(shape, dt))
-    with_dims = [t for t in tensors if t.ndim]
-    zero_dim = [t for t in tensors if not t.ndim]
-    if not with_dims or not zero_dim:
-        return promoted(with_dims or zero_dim, (1,) if with_dims else ()).dtype
-    return _core.result_type(promoted(with_dims, (1,)), promoted(zero_dim, ()))
+    from ._ops_unary import _promote_operands
+    common = _promote_operands(input, tensor1, tensor2)
+    return tuple(t if t._array.dtype == common else t.to(_core.np_dtype_to_dtype(common))
+                 for t in (tensor1, tensor2))
 
 
 def _in_float32_if_all_half(fn, *tensors):

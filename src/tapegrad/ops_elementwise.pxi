@@ -142,7 +142,8 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     x, y = complex_number_operand(a), complex_number_operand(b)
     if y is NotImplemented:
         raise bad_operand_error(name, a, b)
-    if name.startswith("sub"):
+    cdef bint subtracting = name.startswith("sub")
+    if subtracting:
         # before the scaling below turns a bool operand into the result dtype and hides it
         check_no_bool_subtraction(a, b)
     if x is not NotImplemented:
@@ -159,10 +160,6 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         elif kind != "c" and isinstance(alpha, (complex, np.complexfloating)):
             raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
                                "complex number.")
-        elif (kind == "f" or kind == "c") and abs(alpha) > 65504.0:
-            # PyTorch converts alpha to the result dtype, checked: 1e5 overflows float16 (the
-            # bound is float16's largest; scalar_to_dtype knows each dtype's own)
-            scalar_to_dtype(alpha, R)
         if kind == "b":
             # a bool result: alpha * b is b where alpha is non-zero, else all False
             return b if alpha else (b * False if isinstance(b, TensorBase) else False)
@@ -170,7 +167,7 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
         # float16's 70000 are its overflow error, not a silently wrapped factor or inf.  Its sub
         # is add with -alpha, which is what must fit (int32's sub takes alpha=2**31).
         value = alpha.item() if isinstance(alpha, np.generic) else alpha
-        scalar_to_dtype(-value if name.startswith("sub") else value, R)
+        scalar_to_dtype(-value if subtracting else value, R)
         if isinstance(b, TensorBase) and (<TensorBase>b)._array.dtype != R:
             # PyTorch scales other in the result dtype, after converting it: int8's 3 * 100 in
             # an int64 sum is 300, not int8's wrapped 44; float32's 1e300 in a float64 sum is

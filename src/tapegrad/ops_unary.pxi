@@ -75,6 +75,12 @@ cdef object promote_operands(tuple ops):
     return out
 
 
+def _promote_operands(*operands):
+    """promote_operands for the Python-level ops (addcmul/addcdiv's common dtype): the numpy
+    dtype of torch.result_type over several tensors and numbers."""
+    return promote_operands(operands)
+
+
 cdef object number_or_tensor(object v):
     """A clamp/where operand: a tensor, a Python number (numpy scalars become Python numbers),
     None; anything else gives NotImplemented."""
