@@ -1067,6 +1067,9 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
     tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
+    if tensor1._array.dtype == np.bool_ and input._array.dtype == np.bool_:
+        # (PyTorch's kernel has no bool form; numpy's would compute True + True * True)
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
 
     def combine(input, tensor1, tensor2):
         product = tensor1 * tensor2

@@ -179,8 +179,10 @@ cdef inline object widen16(object A):
 
 
 cdef inline object narrow16(object R):
-    """A result computed in float32 from float16 operands (widen16), rounded once to float16."""
-    return nd(R.astype(UNARY_FLOAT16))
+    """A result computed in float32 from float16 operands (widen16), rounded once to float16
+    (beyond float16's range to inf, without numpy's overflow warning: PyTorch gives none)."""
+    with IeeeResults():
+        return nd(R.astype(UNARY_FLOAT16))
 
 
 cdef object ucall(int kop, object A):
@@ -430,10 +432,13 @@ cdef object vjp_elu(Record* r, object g):
     out = fast_param(TG_ELU_GRAD, g, x, r.scalar, 0)
     if out is not None:
         return out
-    # PyTorch: x > 0 ? grad : grad*alpha*e^x (its vectorized loop: NaN where x is NaN)
+    # PyTorch: x > 0 ? grad : grad*alpha*e^x (its vectorized loop: NaN where x is NaN); float16
+    # in float32, rounded once (see elu)
+    half = is_half(x)
+    g, x = widen16(g), widen16(x)
     out = np.array(g, dtype=g.dtype, copy=True)
     np.multiply(g, np.exp(x) * r.scalar, out=out, where=np.logical_not(x > 0))
-    return out
+    return narrow16(out) if half else out
 
 cdef object vjp_softplus(Record* r, object g):
     x = <object>r.saved[0]
@@ -517,11 +522,15 @@ def elu(TensorBase input, alpha=1.0, bint inplace=False):
         check_activation_inplace(input)
     out = fast_param(TG_ELU, A, None, a, 0)
     if out is None:
-        out = torch_copy_source(A)                      # (PyTorch's layout: see unary_c)
-        out = A.copy(order="K") if out is A else out
-        neg = A <= 0                                    # expm1 only there: no overflow warnings
-        np.expm1(A, out=out, where=neg)
+        # float16 in float32, rounded once, as PyTorch's opmath (alpha 1e5 is inf in float16)
+        W = widen16(A)
+        out = torch_copy_source(W)                      # (PyTorch's layout: see unary_c)
+        out = W.copy(order="K") if out is W else out
+        neg = W <= 0                                    # expm1 only there: no overflow warnings
+        np.expm1(W, out=out, where=neg)
         np.multiply(out, a, out=out, where=neg)
+        if out.dtype != A.dtype:
+            out = narrow16(out)
     if inplace:
         return write_inplace(input, out)
     cdef TensorBase res = wrap(out)
@@ -1065,16 +1074,34 @@ def ge(TensorBase input, other):
     """input >= other elementwise."""
     return elementwise_nograd(CMP_GE, input, other, False)
 
-def bitwise_and(TensorBase input, other):
+cdef tuple bitwise_operands(str name, object input, object other):
+    """(input, other) for bitwise_and/or/xor, which alone among the binary ops have PyTorch's
+    (Number self, Tensor other) overload: a Python number first is the same op with the operands
+    swapped (the three commute; the number is typed as the second operand would be).  Anything
+    else first is refused as PyTorch's parser does."""
+    if isinstance(input, TensorBase):
+        return input, other
+    if isinstance(other, TensorBase) and isinstance(input, (bool, int, float, complex)):
+        return other, input
+    raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                    f"({type_name(input)}, {type_name(other)}), but expected one of:\n"
+                    f" * (Tensor input, Tensor other, *, Tensor out = None)\n"
+                    f" * (Number self, Tensor other)\n"
+                    f" * (Tensor input, Number other, *, Tensor out = None)")
+
+def bitwise_and(input, other):
     """Bitwise AND of integer/bool tensors (logical AND for bool)."""
+    input, other = bitwise_operands("bitwise_and", input, other)
     return elementwise_nograd(BIT_AND, input, other, False)
 
-def bitwise_or(TensorBase input, other):
+def bitwise_or(input, other):
     """Bitwise OR of integer/bool tensors."""
+    input, other = bitwise_operands("bitwise_or", input, other)
     return elementwise_nograd(BIT_OR, input, other, False)
 
-def bitwise_xor(TensorBase input, other):
+def bitwise_xor(input, other):
     """Bitwise XOR of integer/bool tensors."""
+    input, other = bitwise_operands("bitwise_xor", input, other)
     return elementwise_nograd(BIT_XOR, input, other, False)
 
 def logical_and(TensorBase input, other):
