@@ -31,6 +31,7 @@ from ._profiling import op_event
 from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._format import set_printoptions
+from ._half_precision import in_float32_if_half
 from ._preserve_layout import inverse, preserved_order
 from ._shift_ops import _become_result, _write_back
 from .grad_mode import is_grad_enabled
@@ -1044,7 +1045,7 @@ def lerp(input, end, weight):
         def interpolate(input, end):
             diff = end - input
             return input + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
-        return _core._name_grad_fn(_in_float32_if_all_half(interpolate, input, end),
+        return _core._name_grad_fn(in_float32_if_half(interpolate, input, end),
                                    "LerpBackward0")
     from . import where
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
@@ -1053,7 +1054,7 @@ def lerp(input, end, weight):
     def interpolate_by(input, end, weight):
         diff = end - input
         return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-    return _core._name_grad_fn(_in_float32_if_all_half(interpolate_by, input, end, weight),
+    return _core._name_grad_fn(in_float32_if_half(interpolate_by, input, end, weight),
                                "LerpBackward1")
 
 
@@ -1074,7 +1075,7 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     def combine(input, tensor1, tensor2):
         product = tensor1 * tensor2
         return input + _result_scalar(value, input, product) * product
-    return _core._name_grad_fn(_in_float32_if_all_half(combine, input, tensor1, tensor2),
+    return _core._name_grad_fn(in_float32_if_half(combine, input, tensor1, tensor2),
                                "AddcmulBackward0")
 
 
@@ -1092,17 +1093,6 @@ def _in_common_dtype(input, tensor1, tensor2):
     common = _promote_operands(input, tensor1, tensor2)
     return tuple(t if t._array.dtype == common else t.to(_core.np_dtype_to_dtype(common))
                  for t in (tensor1, tensor2))
-
-
-def _in_float32_if_all_half(fn, *tensors):
-    """fn(*tensors), in float32 and rounded once to float16 when every tensor is float16, as
-    PyTorch's kernels of several steps compute (their opmath): addcmul's 300 * 300 overflowed
-    float16 before -250 was added.  The dtype test comes first, so the optimizers' per-step
-    addcmul_ / addcdiv_ / lerp_ in float32 pay no import."""
-    if all(t._array.dtype == np.float16 for t in tensors):
-        from .contractions import _in_float32_if_half
-        return _in_float32_if_half(fn, *tensors)
-    return fn(*tensors)
 
 
 def _result_scalar(value, input, product):
@@ -1155,7 +1145,7 @@ def addcdiv_values(input, tensor1, tensor2, value):
     in float32, rounded once, as PyTorch's kernel computes them.  tensor1 and tensor2 come in
     the common dtype of the three (_in_common_dtype)."""
     scalar = _result_scalar(value, input, tensor1)
-    return _in_float32_if_all_half(lambda i, t1, t2: i + (scalar * t1) / t2,
+    return in_float32_if_half(lambda i, t1, t2: i + (scalar * t1) / t2,
                                    input, tensor1, tensor2)
 
 

@@ -8,7 +8,11 @@ and narrow the result back, so values and gradients are PyTorch's to rounding.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import _core
+
+_FLOAT16 = np.dtype(np.float16)
 
 
 def widen_half(*tensors):
@@ -31,6 +35,19 @@ def narrow_half(result, was_half):
     if was_half and result.dtype == _core.float32:
         return result.to(_core.float16)
     return result
+
+
+def in_float32_if_half(fn, *tensors):
+    """fn(*tensors), computed in float32 and rounded once to float16 when every tensor given (None
+    aside) is float16, as PyTorch's kernels of several steps compute half precision (their opmath):
+    addcmul's 300 * 300 overflowed float16 before -250 was added; celu's x / 1e-5 overflowed.  A
+    mix with float32 or float64 keeps its promotion.  The dtype test comes first, so per-step
+    calls in float32 (the optimizers' addcmul_) pay one comparison per operand."""
+    for t in tensors:
+        if t is not None and t._array.dtype != _FLOAT16:
+            return fn(*tensors)
+    widened, half = widen_half(*tensors)
+    return narrow_half(fn(*widened), half)
 
 
 def refuse_half(input, kernel: str) -> None:

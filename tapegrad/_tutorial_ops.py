@@ -463,9 +463,9 @@ def _sinc_values(x):
 def sinc(input):
     """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
     x = _floating(input, "sinc")
-    from ._extra_ops import _in_float32_if_all_half
+    from ._half_precision import in_float32_if_half
     # (float16 in float32, as PyTorch: pi * x rounded to float16 lost sin's argument)
-    result = _in_float32_if_all_half(_sinc_values, x)
+    result = in_float32_if_half(_sinc_values, x)
     # PyTorch's node saves the input: a write into it makes backward raise (the records here
     # hold copies: the where's operand and the product)
     _core._guard_saved_version(result, x)
@@ -475,8 +475,8 @@ def sinc(input):
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
     _check_addmv(input, mat, vec)
-    from .contractions import _scaled_sum, _in_float32_if_half
-    return _core._name_grad_fn(_in_float32_if_half(
+    from .contractions import _scaled_sum, in_float32_if_half
+    return _core._name_grad_fn(in_float32_if_half(
         lambda i, m, v: _scaled_sum(i, _core.matmul(m, v), beta, alpha, drop_zero_alpha=True,
                                     empty_sum=mat.shape[1] == 0), input, mat, vec),
         "AddmvBackward0")

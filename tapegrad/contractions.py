@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._half_precision import in_float32_if_half
 from .tensor import Tensor
 
 _mm = _core.TORCH_FUNCTIONS["mm"]
@@ -79,18 +80,6 @@ def kernel_scalar(value, dtype):
     return value
 
 
-def _in_float32_if_half(fn, *tensors):
-    """fn(*tensors) computed in float32 and rounded once to float16 when every tensor is
-    float16: PyTorch's addmm, addmv and baddbmm add beta * input to the float32 accumulator of
-    the product (the product rounded to float16 first was an ulp off; fuzz 60634316).  Not
-    addbmm: PyTorch's adds each batch's product in turn, rounding each sum to float16."""
-    from ._half_precision import widen_half, narrow_half
-    widened, half = widen_half(*tensors)
-    if not half:
-        return fn(*tensors)
-    return narrow_half(fn(*widened), half)
-
-
 def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False, empty_sum=False):
     """beta * input + alpha * product, beta and alpha read in the product's dtype (see
     kernel_scalar).  A zero beta ignores input's values (as PyTorch: NaN/inf in input do not
@@ -133,7 +122,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
-    return _core._name_grad_fn(_in_float32_if_half(
+    # (float16: beta * input is added to the product's float32 accumulator, as PyTorch's addmm,
+    # addmv and baddbmm do; the product rounded to float16 first was an ulp off: fuzz 60634316.
+    # Not addbmm: PyTorch's adds each batch's product in turn, rounding each sum to float16.)
+    return _core._name_grad_fn(in_float32_if_half(
         lambda i, a, b: _scaled_sum(i, _mm(a, b), beta, alpha, drop_zero_alpha=True,
                                     empty_sum=mat1.shape[1] == 0), input, mat1, mat2),
         "AddmmBackward0")
@@ -163,7 +155,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     if batch1.dtype != batch2.dtype:
         raise RuntimeError(f"expected scalar type {_type_name(batch1)} but found "
                            f"{_type_name(batch2)}")
-    return _core._name_grad_fn(_in_float32_if_half(
+    return _core._name_grad_fn(in_float32_if_half(
         lambda i, a, b: _scaled_sum(i, _bmm(a, b), beta, alpha, empty_sum=m == 0),
         input, batch1, batch2), "BaddbmmBackward0")
 

@@ -89,3 +89,52 @@ def test_elu_float16_in_float32(alpha):
     torch = pytest.importorskip("torch")
     for mine, theirs in zip(got, run(torch)):
         np.testing.assert_array_equal(mine, theirs)
+
+
+# -- float16 activations with parameters compute in float32 --------------------------------------
+# Composites (celu, selu, mish, hardsigmoid, softshrink) and the core's leaky_relu rounded each
+# step to float16 or cast their parameter to it: celu(3, alpha=1e-5) was inf (x / alpha overflowed),
+# leaky_relu's slope 1e5 was inf (0 * inf = NaN at 0), mish's gradient at 60000 was NaN.
+# PyTorch computes each in float32 and rounds once (_half_precision.in_float32_if_half).
+
+HALF_ACTIVATIONS = {
+    "celu alpha 1e-5": lambda F, x: F.celu(x, alpha=1e-5),
+    "celu alpha 1e5": lambda F, x: F.celu(x, alpha=1e5),
+    "leaky_relu 1e5": lambda F, x: F.leaky_relu(x, 1e5),
+    "leaky_relu 1e-9": lambda F, x: F.leaky_relu(x, 1e-9),
+    "leaky_relu_ 0.2": lambda F, x: F.leaky_relu(x * 1, 0.2, inplace=True),
+    "rrelu eval": lambda F, x: F.rrelu(x, 0.1, 0.3, training=False),
+    "selu": lambda F, x: F.selu(x),
+    "hardsigmoid": lambda F, x: F.hardsigmoid(x),
+    "softshrink": lambda F, x: F.softshrink(x, 0.33333),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HALF_ACTIVATIONS))
+def test_half_activation_in_float32(case):
+    values = [-1.0, -2.0, 0.5, -0.01, 0.0, -20.0, 3.0, 60000.0, -60000.0, 2.9, -3.1]
+
+    def run(lib):
+        x = lib.tensor(values, dtype=lib.float16, requires_grad=True)
+        y = HALF_ACTIVATIONS[case](lib.nn.functional, x)
+        y.backward(lib.full_like(y, 3.0))
+        return y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__
+
+    got = run(tg)
+    if case == "celu alpha 1e-5":       # the positive part is x itself
+        assert got[0][6] == 3.0 and got[0][7] == 60000.0
+    torch = pytest.importorskip("torch")
+    want = run(torch)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2] == want[2]
+
+
+def test_half_mish_gradient_of_large_inputs():
+    x = tg.tensor([60000.0, 3.0, -2.0], dtype=tg.float16, requires_grad=True)
+    tg.nn.functional.mish(x).sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    torch = pytest.importorskip("torch")
+    xt = torch.tensor([60000.0, 3.0, -2.0], dtype=torch.float16, requires_grad=True)
+    torch.nn.functional.mish(xt).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy().astype(np.float64), xt.grad.numpy(), rtol=2e-3)

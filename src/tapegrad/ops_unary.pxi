@@ -423,8 +423,13 @@ cdef object vjp_leaky_relu(Record* r, object g):
     x = <object>r.saved[0]
     out = fast_param(TG_LEAKY_RELU_GRAD, g, x, r.scalar, 0)
     if out is None:
-        out = nd(np.multiply(g, r.scalar))              # PyTorch: x > 0 ? grad : grad * slope
-        np.positive(g, out=out, where=x > 0)
+        half = is_half(g)                               # (in float32: see leaky_relu)
+        W = widen16(g)
+        with IeeeResults():
+            out = nd(np.multiply(W, r.scalar))          # PyTorch: x > 0 ? grad : grad * slope
+        np.positive(W, out=out, where=x > 0)
+        if half:
+            out = narrow16(out)
     return out
 
 cdef object vjp_elu(Record* r, object g):
@@ -495,12 +500,17 @@ def leaky_relu(TensorBase input, negative_slope=0.01, bint inplace=False):
         check_activation_inplace(input)
     out = fast_param(TG_LEAKY_RELU, A, None, slope, 0)
     if out is None:
+        # float16 in float32, rounded once, as PyTorch's opmath (a slope of 1e5 is inf in
+        # float16, 1e-9 is 0)
+        W = widen16(A)
         if -1 <= slope <= 1:                            # cannot overflow: no errstate needed
-            out = nd(A * slope)
+            out = nd(W * slope)
         else:
             with IeeeResults():
-                out = nd(A * slope)
-        np.positive(A, out=out, where=A > 0)
+                out = nd(W * slope)
+        np.positive(W, out=out, where=W > 0)
+        if out.dtype != A.dtype:
+            out = narrow16(out)
     if inplace:
         return write_inplace(input, out)
     cdef TensorBase res = wrap(out)

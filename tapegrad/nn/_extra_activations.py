@@ -7,7 +7,7 @@ import math
 import warnings
 
 from .. import _core
-from .._half_precision import narrow_half, widen_half
+from .._half_precision import in_float32_if_half, narrow_half, widen_half
 from .._preserve_layout import inverse, preserved_order
 from ..tensor import Tensor
 import tapegrad as _tg
@@ -119,8 +119,10 @@ def selu(input, inplace: bool = False):
     """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
     alpha = 1.6733 and scale = 1.0507.
     """
-    return _finish(input, _compiled("elu")(input, alpha=_SELU_ALPHA) * _SELU_SCALE, inplace,
-                   "EluBackward0")
+    # (float16 in float32, rounded once, as PyTorch's opmath: see _half_precision)
+    out = in_float32_if_half(lambda x: _compiled("elu")(x, alpha=_SELU_ALPHA) * _SELU_SCALE,
+                             input)
+    return _finish(input, out, inplace, "EluBackward0")
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
@@ -128,17 +130,19 @@ def celu(input, alpha: float = 1.0, inplace: bool = False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     _require_floating(input, "elu_cpu")
-    x = _operand(input, inplace)
-    return _finish(input, _compiled("elu")(x / alpha, alpha=1.0) * alpha, inplace,
-                   "CeluBackward0", "CeluBackward1")
+    # (float16 in float32: x / 1e-5 overflowed float16, and alpha 1e-5 is subnormal there)
+    out = in_float32_if_half(lambda x: _compiled("elu")(x / alpha, alpha=1.0) * alpha,
+                             _operand(input, inplace))
+    return _finish(input, out, inplace, "CeluBackward0", "CeluBackward1")
 
 
 @recording_inplace
 def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
     _require_floating(input, "mish_cpu")
-    return _finish(input, input * _tg.tanh(_compiled("softplus")(input)), inplace,
-                   "MishBackward0")
+    # (float16 in float32: the gradient of a large input was NaN, inf * 0 in float16)
+    out = in_float32_if_half(lambda x: x * _tg.tanh(_compiled("softplus")(x)), input)
+    return _finish(input, out, inplace, "MishBackward0")
 
 
 @recording_inplace
@@ -161,7 +165,7 @@ def hardsigmoid(input, inplace: bool = False):
     _require_floating(input, "hardsigmoid_cpu")
     # PyTorch's gradient is 1/6 strictly inside (-3, 3), 0 elsewhere and at NaN
     inside = (input > -3.0) & (input < 3.0)
-    linear = _operand(input, inplace) / 6.0 + 0.5
+    linear = in_float32_if_half(lambda x: x / 6.0 + 0.5, _operand(input, inplace))
     with _tg.no_grad():
         outside = _tg.clamp(linear.detach(), 0.0, 1.0)
     return _finish_saving_input(input, _piecewise(inside, linear, outside, "hardsigmoid"),
@@ -231,7 +235,7 @@ def softshrink(input, lambd: float = 0.5):
     _check_lambd(input, lambd)
     # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
     dead = (input >= -lambd) & (input <= lambd)
-    shifted = _tg.where(input > lambd, input - lambd, input + lambd)
+    shifted = in_float32_if_half(lambda x: _tg.where(x > lambd, x - lambd, x + lambd), input)
     with _tg.no_grad():
         zero = input.detach() * 0.0     # (-0.0 below zero, as PyTorch's float32 kernel gives)
     return _core._name_grad_fn(_piecewise(~dead, shifted, zero, "softshrink"),
