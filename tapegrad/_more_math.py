@@ -965,6 +965,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     2) at the ends; spacing is a number, one number per dim, or one coordinate tensor per
     dim (non-uniform grids).  Differentiable in input."""
     _check_tensor(input, "gradient")
+    if spacing is None:                 # (PyTorch's "unspecified": a unit spacing)
+        spacing = 1
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     if input.dim() == 0:

@@ -88,3 +88,93 @@ def test_hardtanh_takes_the_deprecated_min_value_max_value():
     for lib in (tg, torch):
         with pytest.raises(AssertionError, match=r"max_val \(0\) must be greater than min_val"):
             lib.nn.Hardtanh(1, 0)
+
+
+# -- NumPy's keyword aliases, which PyTorch's parser takes for every builtin op -------------------
+
+_ALIAS_CALLS = [
+    lambda lib, x, y: lib.add(x1=x, x2=y),
+    lambda lib, x, y: lib.add(x, x2=y, alpha=2),
+    lambda lib, x, y: lib.exp(x=x),
+    lambda lib, x, y: lib.sum(a=x),
+    lambda lib, x, y: lib.maximum(x, x2=y),
+    lambda lib, x, y: lib.where(x > 0.5, x1=x, x2=y),
+    lambda lib, x, y: lib.linalg.vector_norm(input=x, dim=1, keepdims=True),
+    lambda lib, x, y: lib.linalg.norm(x=x),
+    lambda lib, x, y: lib.fft.fft(x, axis=0).real,
+    lambda lib, x, y: lib.mode(x, axis=0).values,
+    lambda lib, x, y: lib.logsumexp(x, axis=1, keepdims=True),
+    lambda lib, x, y: lib.special.erf(x=x),
+    lambda lib, x, y: lib.nn.functional.gelu(x=x),
+    lambda lib, x, y: x.add(x2=y),
+    lambda lib, x, y: x.maximum(x2=y),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_ALIAS_CALLS)))
+def test_numpy_keyword_aliases_as_pytorch_parses_them(index):
+    call = _ALIAS_CALLS[index]
+    a = np.array([[0.3, 0.9, 0.1], [0.7, 0.2, 0.6]])
+    b = a[::-1].copy()
+    got, want = ([], [])
+    for lib, into in ((tg, got), (torch, want)):
+        x = lib.tensor(a, requires_grad=True)
+        out = call(lib, x, lib.tensor(b))
+        grad, = lib.autograd.grad(out.sum(), x)
+        into += [out.detach().numpy(), grad.numpy()]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+
+
+def test_numpy_keyword_aliases_refusals():
+    for lib in (tg, torch):
+        x = lib.ones(2, 3)
+        with pytest.raises(TypeError):
+            lib.add(x, x, x2=x)                     # other given twice
+        with pytest.raises(TypeError):
+            lib.exp(input=x, x=x)
+        with pytest.raises(TypeError):
+            lib.nn.functional.softmax(x, axis=1)    # a Python function in PyTorch: no alias
+        with pytest.raises(TypeError):
+            lib.nn.functional.relu(x=x)
+
+
+# -- keywords PyTorch's signatures have -----------------------------------------------------------
+
+def test_concatenate_takes_dim_and_its_axis_alias():
+    a = np.arange(6.0).reshape(2, 3)
+    for kwargs in ({"dim": 1}, {"axis": 1}, {}):
+        got = tg.concatenate([tg.tensor(a), tg.tensor(a + 1)], **kwargs)
+        want = torch.concatenate([torch.tensor(a), torch.tensor(a + 1)], **kwargs)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for lib in (tg, torch):
+        with pytest.raises(TypeError):
+            lib.concatenate([lib.tensor(a)], dim=1, axis=0)
+
+
+def test_cross_and_lu_take_out():
+    a = np.array([[1.0, 2, 3], [4, 5, 6], [7, 8, 10]])
+    results = []
+    for lib in (tg, torch):
+        x, y = lib.tensor(a), lib.tensor(a[::-1].copy())
+        out = lib.empty(3, 3, dtype=lib.float64)
+        returned = lib.cross(x, y, dim=1, out=out)
+        assert returned is out
+        lu, pivots = lib.empty(3, 3, dtype=lib.float64), lib.empty(3, dtype=lib.int32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # (torch.lu's deprecation)
+            lib.lu(x, out=(lu, pivots))
+        results.append([out.numpy(), lu.numpy(), pivots.numpy()])
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            lib.cross(x.clone().requires_grad_(), y, dim=1, out=lib.empty(3, 3, dtype=lib.float64))
+    for g, w in zip(*results):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+def test_gradient_takes_spacing_none_as_unspecified():
+    a = np.array([[1.0, 2, 4], [4, 7, 6]])
+    got = tg.gradient(tg.tensor(a), spacing=None, dim=None, edge_order=1)
+    want = torch.gradient(torch.tensor(a), spacing=None, dim=None, edge_order=1)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)

@@ -750,9 +750,9 @@ def cat(tensors, dim=0, *, axis=None):
     return res
 
 
-def concatenate(tensors, axis=0):
-    """cat(tensors, axis) (NumPy's name)."""
-    return cat(tensors, axis)
+def concatenate(tensors, dim=0, *, axis=None):
+    """cat(tensors, dim) under NumPy's name; PyTorch's keyword is dim, with axis as its alias."""
+    return cat(tensors, dim, axis=axis)
 
 
 cdef object vjp_stack(Record* r, object g):
