@@ -20,6 +20,7 @@ from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._out_arg import compute_then_write
 from ._extra_ops import _check_tensor, _dim, _dtype_name, _in_place, _index_tensor, _wrap
+from ._more_ops import _distinct_dims
 from .autograd.function import Function
 
 TensorBase = _core.TensorBase
@@ -77,7 +78,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     input.diagonal(offset, dim1, dim2)."""
     _check_tensor(input, "diagonal_scatter")
     _check_tensor(src, "diagonal_scatter", "src", 2)
-    a, b = _dim(dim1, input.dim()), _dim(dim2, input.dim())
+    a, b = _distinct_dims(dim1, dim2, input.dim())     # (PyTorch's RuntimeError, not numpy's)
     region = np.diagonal(_positions(input), offset, a, b)
     _check_region(src, region)
     return _write_region(input, region, src, "DiagonalScatterBackward0")
@@ -307,9 +308,17 @@ def unsafe_chunk(input, chunks, dim=0):
 
 # -- sum_to_size, resize ---------------------------------------------------------------------------
 
-def _sum_to_size(self, *size):
+def _sum_to_size(self, *size, **keywords):
     """self summed down to `size`, which must broadcast (expand) to self's shape: the leading
-    dims self has in excess are summed away, dims of size 1 in `size` kept with keepdim."""
+    dims self has in excess are summed away, dims of size 1 in `size` kept with keepdim.  The
+    sizes are given as arguments or as one sequence, also by PyTorch's keyword `size`."""
+    if keywords:
+        unknown = next((k for k in keywords if k != "size"), None)
+        if unknown is not None:
+            raise TypeError(f"sum_to_size() got an unexpected keyword argument '{unknown}'")
+        if size:
+            raise TypeError("sum_to_size() got multiple values for argument 'size'")
+        size = (keywords["size"],)
     if not size:
         raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
     target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size

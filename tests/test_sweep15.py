@@ -178,3 +178,41 @@ def test_gradient_takes_spacing_none_as_unspecified():
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+
+
+# -- exception types and keywords of the shape and statistics ops -------------------------------
+
+_REFUSED_ALIKE = [
+    (RuntimeError, "cov\\(\\): expected input to have two or fewer dimensions",
+     lambda lib: lib.cov(lib.ones(2, 2, 2))),
+    (RuntimeError, "corrcoef\\(\\): expected input to have two or fewer dimensions",
+     lambda lib: lib.corrcoef(lib.ones(2, 2, 2))),
+    (RuntimeError, "diagonal dimensions cannot be identical 1, -1",
+     lambda lib: lib.diagonal_scatter(lib.ones(3, 4), lib.ones(3), 0, 1, -1)),
+    (ValueError, "Input dimension should be at least 3",
+     lambda lib: lib.nn.functional.adaptive_avg_pool2d(lib.ones(3, 4), (2, 3))),
+    (ValueError, "Input dimension should be at least 3",
+     lambda lib: lib.nn.functional.adaptive_max_pool2d(lib.ones(3, 4), (2, 3))),
+    (ValueError, "Input dimension should be at least 4",
+     lambda lib: lib.nn.functional.adaptive_avg_pool3d(lib.ones(2, 3, 4), (1, 2, 3))),
+    (ValueError, "Input dimension should be at least 4",
+     lambda lib: lib.nn.functional.adaptive_max_pool3d(lib.ones(2, 3, 4), (1, 2, 3), True)),
+    (TypeError, "multiple values for argument 'size'",
+     lambda lib: lib.ones(3, 4).sum_to_size((1, 4), size=(1, 4))),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_REFUSED_ALIKE)))
+def test_refused_with_pytorchs_exception_type(index):
+    kind, message, call = _REFUSED_ALIKE[index]
+    for lib in (tg, torch):
+        with pytest.raises(kind, match=message):
+            call(lib)
+
+
+def test_sum_to_size_takes_size_by_keyword():
+    a = np.arange(12.0).reshape(3, 4)
+    for size in ((1, 4), [4], (3, 1)):
+        got = tg.tensor(a).sum_to_size(size=size)
+        want = torch.tensor(a).sum_to_size(size=size)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -433,8 +433,18 @@ def _adaptive_bounds(size, n):
     return (i * size) // n, -((-(i + 1) * size) // n)
 
 
+def check_sizes_fillable(input, output_size) -> None:
+    """PyTorch's adaptive 2-d and 3-d pooling functions (Python there) fill None sizes from the
+    input's last dims before anything else (_list_with_default), which refuses an input with no
+    more dims than the sizes given."""
+    if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _adaptive_sizes(input, output_size, nd, name):
     _check_tensor(input)
+    if nd > 1:
+        check_sizes_fillable(input, output_size)
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
