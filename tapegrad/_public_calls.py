@@ -540,11 +540,14 @@ def method_error(entry, name: str, error, args: tuple, kwargs: dict):
     return _reworded(entry, name, error, args, kwargs, True)
 
 
-def method_entry(name: str, op, like=None, refuses_out: bool = False):
+def method_entry(name: str, op, like=None, refuses_out: bool | None = None):
     """`op` as Tensor's method `name`: behind a TensorMethod (out_arg_call.h), which calls it
     through vectorcall with self first and gives a call that raised a TypeError method_error's
     wording; with the __name__, __qualname__ and __doc__ of `like` (default op).  refuses_out:
-    op takes out= as the function, which PyTorch's method does not."""
+    op takes out= as the function, which PyTorch's methods never do (default: whether op's
+    parameters have out; x.cummax(0, out=...) had written into out)."""
+    if refuses_out is None:
+        refuses_out = _takes_out(op)
     method = _core.TensorMethod(name, op, refuses_out)
     for attr in ("__name__", "__qualname__", "__doc__"):
         value = getattr(op if like is None else like, attr, None)

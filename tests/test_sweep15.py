@@ -216,3 +216,21 @@ def test_sum_to_size_takes_size_by_keyword():
         got = tg.tensor(a).sum_to_size(size=size)
         want = torch.tensor(a).sum_to_size(size=size)
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# -- Tensor methods take no out= (PyTorch's never do): x.cummax(0, out=...) had written into out --
+
+@pytest.mark.parametrize("name,args", [
+    ("cummax", (0,)), ("cummin", (0,)), ("logcumsumexp", (0,)), ("kthvalue", (1,)),
+    ("median", (0,)), ("nanmedian", (0,)), ("quantile", (0.5,)), ("nanquantile", (0.5,)),
+    ("inner", "self"), ("kron", "self"), ("matmul", "self"), ("frexp", ()),
+    ("narrow_copy", (0, 0, 1)), ("take_along_dim", "index"),
+])
+def test_tensor_methods_refuse_out(name, args):
+    for lib in (tg, torch):
+        x = lib.ones(3, 3)
+        given = (x,) if args == "self" else (lib.tensor([[0]]), 0) if args == "index" else args
+        expected = getattr(x, name)(*given)
+        with pytest.raises(TypeError):
+            getattr(x, name)(*given, out=expected)
+        getattr(lib, name)(x, *given, out=expected)      # (the function takes it)
