@@ -234,3 +234,47 @@ def test_tensor_methods_refuse_out(name, args):
         with pytest.raises(TypeError):
             getattr(x, name)(*given, out=expected)
         getattr(lib, name)(x, *given, out=expected)      # (the function takes it)
+
+
+# -- max_unpool's output_size: a length other than nd or nd + 2 is refused (it was cut to its last
+# -- nd sizes, silently), and checked before the native checks, as PyTorch's Python function does --
+
+_UNPOOL_CALLS = [
+    lambda lib, v, i, v1, i1: lib.nn.functional.max_unpool2d(v, i, 2, output_size=(1, 4, 5)),
+    lambda lib, v, i, v1, i1: lib.nn.functional.max_unpool2d(v, i, 2, output_size=[5]),
+    lambda lib, v, i, v1, i1: lib.nn.functional.max_unpool1d(v1, i1, 2, output_size=(2, 3)),
+    lambda lib, v, i, v1, i1: lib.nn.functional.max_unpool2d(v, i.int(), 2, output_size=(1, 4, 5)),
+    lambda lib, v, i, v1, i1: lib.nn.functional.max_unpool2d(v, i[..., :1], 2, output_size=(9, 9)),
+    lambda lib, v, i, v1, i1: lib.nn.functional.max_unpool2d(v, i, 2, padding=3),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_UNPOOL_CALLS)))
+def test_max_unpool_output_size_checked_first(index):
+    messages = []
+    for lib in (tg, torch):
+        x = lib.arange(16.0).reshape(1, 1, 4, 4)
+        v, i = lib.nn.functional.max_pool2d(x, 2, return_indices=True)
+        v1, i1 = lib.nn.functional.max_pool1d(x[0], 2, return_indices=True)
+        with pytest.raises(ValueError) as caught:
+            _UNPOOL_CALLS[index](lib, v, i, v1, i1)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+
+
+def test_max_unpool_output_size_of_nd_plus_2():
+    got, want = [], []
+    for lib, into in ((tg, got), (torch, want)):
+        x = lib.arange(16.0).reshape(1, 1, 4, 4)
+        v, i = lib.nn.functional.max_pool2d(x, 2, return_indices=True)
+        into.append(lib.nn.functional.max_unpool2d(v, i, 2, output_size=(1, 1, 5, 5)).numpy())
+        into.append(lib.nn.MaxUnpool2d(2)(v, i, output_size=x.size()).numpy())
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 4, 5), (5,), (4, 0)])
+def test_fold_refuses_other_dims_with_pytorchs_runtime_error(shape):
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="Expected 2D or 3D \\(batch mode\\) tensor"):
+            lib.nn.functional.fold(lib.ones(*shape), (4, 5), 2)

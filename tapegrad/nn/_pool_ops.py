@@ -639,6 +639,35 @@ class _Scatter(Function):
         return _Gather.apply(g, ctx.idx, ctx.in_shape), None, None
 
 
+def _unpool_output_size(input, kernel, stride, padding, output_size) -> tuple:
+    """The spatial output size of max_unpool, checked before anything else as PyTorch's Python
+    function does: the one max_pool came from by default, else output_size (its last nd sizes
+    when it has nd + 2, as input.shape would) within a stride of that one."""
+    nd = len(kernel)
+    spatial = tuple(input.shape[-nd:])
+    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
+    if output_size is None:
+        out_sp = tuple(default)
+    else:
+        sizes = tuple(output_size)
+        if len(sizes) == nd + 2:
+            sizes = sizes[2:]
+        if len(sizes) != nd:
+            # (another length had been cut to its last nd sizes, silently)
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                             f"elements, but it has a length of '{len(sizes)}'")
+        out_sp = tuple(int(v) for v in sizes)
+        for d, (o, lo, st) in enumerate(zip(out_sp, default, stride)):
+            if not lo - st < o < lo + st:
+                raise ValueError(f'invalid output_size "{sizes}" (dim {d} must be '
+                                 f"between {lo - st} and {lo + st})")
+    for d, o in enumerate(out_sp):
+        if o < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={o}")
+    return out_sp
+
+
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     """Put each input value at its index (from max_pool's return_indices) in a zero output."""
     _check_tensor(input)
@@ -646,6 +675,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     kernel = _tuple(kernel_size, nd, "kernel_size", "pooling")
     stride = kernel if stride is None else _tuple(stride, nd, "stride", "pooling")
     padding = _tuple(padding, nd, "padding", "pooling")
+    out_sp = _unpool_output_size(input, kernel, stride, padding, output_size)
     if indices.dtype != _core.int64:
         # (no int32 indices: PyTorch's kernel refuses them rather than reading them)
         raise RuntimeError(f"elements in indices should be type int64 but got: "
@@ -658,16 +688,6 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
         # (PyTorch runs 1-d unpooling through its 2-d kernel)
         raise NotImplementedError(f'"max_unpool{3 if nd == 3 else 2}d" not implemented for '
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
-    spatial = tuple(input.shape[-nd:])
-    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
-    if output_size is None:
-        out_sp = tuple(default)
-    else:
-        out_sp = tuple(int(v) for v in output_size)[-nd:]
-        for d, (o, lo, st) in enumerate(zip(out_sp, default, stride)):
-            if not lo - st < o < lo + st:
-                raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be '
-                                 f"between {lo - st} and {lo + st})")
     lead = tuple(input.shape[:-nd])
     planes = math.prod(lead)
     plane = math.prod(out_sp)
