@@ -278,3 +278,25 @@ def test_fold_refuses_other_dims_with_pytorchs_runtime_error(shape):
     for lib in (tg, torch):
         with pytest.raises(RuntimeError, match="Expected 2D or 3D \\(batch mode\\) tensor"):
             lib.nn.functional.fold(lib.ones(*shape), (4, 5), 2)
+
+
+# -- ConvTranspose's output_size leads with this input's non-spatial dims only (a 3-element size
+# -- of a batched 2-d input was cut to its last two, silently) -----------------------------------
+
+@pytest.mark.parametrize("nd,batched,size", [
+    (2, True, (9, 9)), (2, True, (1, 3, 10, 10)), (2, True, (3, 10, 10)), (2, True, [10]),
+    (2, False, (3, 10, 10)), (2, False, (1, 3, 10, 10)), (2, False, (10, 9)),
+    (1, True, (10,)), (1, True, (2, 10)), (1, True, (1, 3, 10)), (1, False, (3, 10)),
+    (3, True, (3, 9, 9, 9)), (3, True, (1, 3, 9, 9, 9)),
+])
+def test_conv_transpose_output_size_forms(nd, batched, size):
+    outcomes = []
+    for lib in (tg, torch):
+        lib.manual_seed(0)
+        layer = getattr(lib.nn, f"ConvTranspose{nd}d")(2, 3, 3, stride=2)
+        x = lib.ones(*((1,) if batched else ()), 2, *(4,) * nd)
+        try:
+            outcomes.append(tuple(layer(x, output_size=size).shape))
+        except ValueError as error:
+            outcomes.append(str(error))
+    assert outcomes[0] == outcomes[1]
