@@ -300,3 +300,23 @@ def test_conv_transpose_output_size_forms(nd, batched, size):
         except ValueError as error:
             outcomes.append(str(error))
     assert outcomes[0] == outcomes[1]
+
+
+# -- nextafter's gradient in input is 0 where input == other (SILENT: it was 1 everywhere) ---------
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_nextafter_gradient_is_zero_where_input_equals_other(dtype):
+    nan, inf = float("nan"), float("inf")
+    a = [nan, 0.5, nan, inf, 0.0, -0.0, 1.0, 0.3]
+    b = [0.3, nan, nan, inf, -0.0, 0.0, 1.0, 0.2]
+    got, want = [], []
+    for lib, into in ((tg, got), (torch, want)):
+        x = lib.tensor(a, dtype=getattr(lib, dtype), requires_grad=True)
+        y = lib.tensor(b, dtype=getattr(lib, dtype), requires_grad=True)
+        out = lib.nextafter(x, y)
+        into += [g.numpy() for g in lib.autograd.grad((out * lib.arange(8.0)).sum(), (x, y))]
+        xb = lib.tensor([[0.3], [0.5]], dtype=lib.float64, requires_grad=True)
+        into += [lib.autograd.grad(lib.nextafter(xb, lib.tensor([0.3, 0.5, 0.9])).sum(), xb)[0]
+                 .numpy()]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
