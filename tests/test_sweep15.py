@@ -320,3 +320,41 @@ def test_nextafter_gradient_is_zero_where_input_equals_other(dtype):
                  .numpy()]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# -- embedding_bag: PyTorch's legacy argument order and its Python-level checks first -------------
+
+_BAG_CALLS = [
+    lambda lib, W, i2, i1, off: lib.nn.functional.embedding_bag(i2, W),
+    lambda lib, W, i2, i1, off: lib.nn.functional.embedding_bag(W, i2),      # the legacy order
+    lambda lib, W, i2, i1, off: lib.nn.functional.embedding_bag(W, i1, off, mode="max"),
+    lambda lib, W, i2, i1, off: lib.nn.functional.embedding_bag(i2, W[0]),
+    lambda lib, W, i2, i1, off: lib.nn.functional.embedding_bag(i2.float(), W[0]),
+    lambda lib, W, i2, i1, off: lib.nn.functional.embedding_bag(i2, W.unsqueeze(0)),
+    lambda lib, W, i2, i1, off: lib.nn.functional.embedding_bag(
+        i2, W[0], per_sample_weights=lib.ones(3)),
+]
+
+
+@pytest.mark.parametrize("index", range(len(_BAG_CALLS)))
+def test_embedding_bag_argument_order_and_checks(index):
+    outcomes = []
+    for lib in (tg, torch):
+        W = lib.arange(12.0, dtype=lib.float64).reshape(4, 3).requires_grad_()
+        i2, i1, off = lib.tensor([[0, 2], [1, 3]]), lib.tensor([0, 2, 1, 3]), lib.tensor([0, 1])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = _BAG_CALLS[index](lib, W, i2, i1, off)
+                grad, = lib.autograd.grad(out.sum(), W)
+                outcomes.append((out.tolist(), grad.tolist()))
+            except ValueError as error:
+                outcomes.append(str(error))
+        outcomes.append([str(w.message)[:60] for w in caught])
+    assert outcomes[:2] == outcomes[2:]
+
+
+def test_max_unpool_of_too_few_dims_is_pytorchs_index_error():
+    for lib in (tg, torch):
+        with pytest.raises(IndexError, match="tuple index out of range"):
+            lib.nn.functional.max_unpool3d(lib.ones(3, 4), lib.zeros(3, 4, dtype=lib.int64), 2)

@@ -644,6 +644,9 @@ def _unpool_output_size(input, kernel, stride, padding, output_size) -> tuple:
     function does: the one max_pool came from by default, else output_size (its last nd sizes
     when it has nd + 2, as input.shape would) within a stride of that one."""
     nd = len(kernel)
+    if input.dim() < nd:
+        # (PyTorch's Python function indexes input.size() from the end: an IndexError)
+        raise IndexError("tuple index out of range")
     spatial = tuple(input.shape[-nd:])
     default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
     if output_size is None:
