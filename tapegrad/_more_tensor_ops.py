@@ -11,6 +11,7 @@ zero in the region, the source receives the region's gradient.
 """
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -47,12 +48,26 @@ def _check_region(src, region: np.ndarray) -> None:
                            f"{list(src.shape)}, slice size = {list(region.shape)}")
 
 
+def _int_argument(value, fname: str, name: str) -> int:
+    """value as PyTorch's parser reads an int argument: a Python or numpy integer, or a
+    one-element integer tensor; anything else (a bool, a float, another tensor: which had been
+    compared, or tested for truth, as it was) is its TypeError, whose position the public
+    entry adds."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{fname}(): argument '{name}' must be int, not {_core.type_name(value)}")
+
+
 def select_scatter(input, src, dim, index):
     """A copy of input with input.select(dim, index) replaced by src (differentiable in
     both)."""
     _check_tensor(input, "select_scatter")
     _check_tensor(src, "select_scatter", "src", 2)
     d = _dim(dim, input.dim())
+    index = _int_argument(index, "select_scatter", "index")
     size = input.shape[d]
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "

@@ -358,3 +358,24 @@ def test_max_unpool_of_too_few_dims_is_pytorchs_index_error():
     for lib in (tg, torch):
         with pytest.raises(IndexError, match="tuple index out of range"):
             lib.nn.functional.max_unpool3d(lib.ones(3, 4), lib.zeros(3, 4, dtype=lib.int64), 2)
+
+
+# -- int arguments as PyTorch's parser reads them --------------------------------------------------
+
+@pytest.mark.parametrize("index", ["tensor1", 1.0, None, "ones2", True, "np2", -1])
+def test_select_scatter_index_is_an_int(index):
+    outcomes = []
+    for lib in (tg, torch):
+        given = {"tensor1": lib.tensor(1), "ones2": lib.ones(2), "np2": np.int64(2)}.get(
+            index, index) if isinstance(index, str) else index
+        try:
+            outcomes.append(lib.select_scatter(lib.ones(3, 4), lib.zeros(4), 0, given).tolist())
+        except TypeError as error:
+            outcomes.append(str(error))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_tile_without_dims_is_refused():
+    for lib in (tg, torch):
+        with pytest.raises(TypeError, match='missing 1 required positional arguments: "dims"'):
+            lib.ones(2, 3).tile()

@@ -630,6 +630,9 @@ def tile(TensorBase input, *dims_args, dims=None):
         if dims_args:
             raise TypeError("tile() got multiple values for argument 'dims'")
         dims_args = (dims,)
+    elif not dims_args:
+        # (no dims at all is no tiling by nothing: PyTorch's parser wants them)
+        raise TypeError('tile() missing 1 required positional arguments: "dims"')
     cdef tuple ds = int_list_arg(dims_args, "tile", "dims")
     cdef Py_ssize_t ndim = input._array.ndim
     if len(ds) < ndim:
