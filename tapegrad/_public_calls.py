@@ -420,7 +420,10 @@ def _called_with_torch_names(entry, name: str, args: tuple, kwargs: dict, method
     if kwargs.keys().isdisjoint(_NUMPY_ALIASES) or id(entry) in _python_level:
         return None
     probe, names = _binding_probe(entry, name)
-    if probe is None:
+    if probe is None or any(p.kind is p.VAR_KEYWORD
+                            for p in inspect.signature(entry).parameters.values()):
+        # (a function taking **kwargs took the alias itself: its error came from its own work,
+        # which a second call must not repeat)
         return None
     renamed = {}
     for keyword, value in kwargs.items():
