@@ -226,7 +226,8 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
     A = _as_tensor(input, "linalg_cholesky_ex", "input")
     _check_square(A, "linalg.cholesky_ex")
     _check_float(A, "linalg.cholesky_ex")
-    arr = A._array
+    # The upper factor reads A's upper triangle: the lower triangle of A^H (as linalg._cholesky).
+    arr = np.conj(np.swapaxes(A._array, -1, -2)) if upper else A._array
     lower = np.tril(arr)
     hermitian = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))
     flat = hermitian.reshape((-1,) + arr.shape[-2:])
@@ -247,7 +248,7 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
         factors[index] = (_failed_cholesky(matrix)[0] if infos[index]
                           else np.linalg.cholesky(matrix))
     L = _wrap(factors.reshape(arr.shape))
-    return _return("linalg_cholesky_ex", (L.mH if upper else L, _wrap(info)))
+    return _return("linalg_cholesky_ex", (L.mH.resolve_conj() if upper else L, _wrap(info)))
 
 
 # -- composites ----------------------------------------------------------------------------------

@@ -142,15 +142,17 @@ def ldexp(input, other):
 
 
 class _Nextafter(Function):
-    """The next float after x towards y; PyTorch's gradient is 1 in x and 0 in y."""
+    """The next float after x towards y; PyTorch's gradient is 1 in x where x != y (0 where they
+    are equal: the result is y itself there) and 0 in y."""
 
     @staticmethod
     def forward(ctx, x, y):
+        ctx.moved = _wrap(np.not_equal(x._array, y._array).astype(x._array.dtype))
         return _wrap(np.nextafter(x._array, y._array))
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, grad * 0
+        return grad * ctx.moved, grad * 0
 
 
 _torch_grad_fn_name(_Nextafter, "NextafterBackward0")
@@ -158,7 +160,7 @@ _torch_grad_fn_name(_Nextafter, "NextafterBackward0")
 
 def nextafter(input, other):
     """The next float after input in the direction of other (numpy's nextafter); the gradient
-    passes through to input unchanged and is 0 for other, as PyTorch's."""
+    passes through to input where it differs from other and is 0 for other, as PyTorch's."""
     _require_tensor_pair("nextafter", input, other)
     _check_broadcast(input, other)
     from . import result_type
@@ -965,6 +967,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     2) at the ends; spacing is a number, one number per dim, or one coordinate tensor per
     dim (non-uniform grids).  Differentiable in input."""
     _check_tensor(input, "gradient")
+    if spacing is None:                 # (PyTorch's "unspecified": a unit spacing)
+        spacing = 1
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     if input.dim() == 0:

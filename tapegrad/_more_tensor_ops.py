@@ -11,6 +11,7 @@ zero in the region, the source receives the region's gradient.
 """
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._out_arg import compute_then_write
 from ._extra_ops import _check_tensor, _dim, _dtype_name, _in_place, _index_tensor, _wrap
+from ._more_ops import _distinct_dims
 from .autograd.function import Function
 
 TensorBase = _core.TensorBase
@@ -46,12 +48,26 @@ def _check_region(src, region: np.ndarray) -> None:
                            f"{list(src.shape)}, slice size = {list(region.shape)}")
 
 
+def _int_argument(value, fname: str, name: str) -> int:
+    """value as PyTorch's parser reads an int argument: a Python or numpy integer, or a
+    one-element integer tensor; anything else (a bool, a float, another tensor: which had been
+    compared, or tested for truth, as it was) is its TypeError, whose position the public
+    entry adds."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{fname}(): argument '{name}' must be int, not {_core.type_name(value)}")
+
+
 def select_scatter(input, src, dim, index):
     """A copy of input with input.select(dim, index) replaced by src (differentiable in
     both)."""
     _check_tensor(input, "select_scatter")
     _check_tensor(src, "select_scatter", "src", 2)
     d = _dim(dim, input.dim())
+    index = _int_argument(index, "select_scatter", "index")
     size = input.shape[d]
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
@@ -77,7 +93,7 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     input.diagonal(offset, dim1, dim2)."""
     _check_tensor(input, "diagonal_scatter")
     _check_tensor(src, "diagonal_scatter", "src", 2)
-    a, b = _dim(dim1, input.dim()), _dim(dim2, input.dim())
+    a, b = _distinct_dims(dim1, dim2, input.dim())     # (PyTorch's RuntimeError, not numpy's)
     region = np.diagonal(_positions(input), offset, a, b)
     _check_region(src, region)
     return _write_region(input, region, src, "DiagonalScatterBackward0")
@@ -307,9 +323,17 @@ def unsafe_chunk(input, chunks, dim=0):
 
 # -- sum_to_size, resize ---------------------------------------------------------------------------
 
-def _sum_to_size(self, *size):
+def _sum_to_size(self, *size, **keywords):
     """self summed down to `size`, which must broadcast (expand) to self's shape: the leading
-    dims self has in excess are summed away, dims of size 1 in `size` kept with keepdim."""
+    dims self has in excess are summed away, dims of size 1 in `size` kept with keepdim.  The
+    sizes are given as arguments or as one sequence, also by PyTorch's keyword `size`."""
+    if keywords:
+        unknown = next((k for k in keywords if k != "size"), None)
+        if unknown is not None:
+            raise TypeError(f"sum_to_size() got an unexpected keyword argument '{unknown}'")
+        if size:
+            raise TypeError("sum_to_size() got multiple values for argument 'size'")
+        size = (keywords["size"],)
     if not size:
         raise TypeError('sum_to_size() missing 1 required positional arguments: "size"')
     target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size

@@ -124,6 +124,8 @@ def install(namespace: dict, out_functions=(), prefix: str = "") -> None:
     for name, fn in list(namespace.items()):
         if _is_op(name, fn):
             namespace[name] = public_call(name, fn)
+            if module == "tapegrad.nn.functional" and name not in _PARSED_FUNCTIONAL:
+                _python_level.add(id(namespace[name]))
             if (module, name) in TORCH_READS_FIRST:
                 _reads_first.add(id(fn))
 
@@ -387,13 +389,72 @@ def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict
     return text
 
 
+# PyTorch's parser takes NumPy's names for these parameters wherever one of its ops has them
+# (torch.add(x1=a, x2=b), torch.exp(x=a), t.sum(axis=0, keepdims=True)), and the parser's own
+# name where the documentation says NumPy's (torch.linalg.vector_norm(input=t), documented x):
+# each spelling -> the spellings of one parameter.
+_NUMPY_ALIASES = {spelling: group for group in (("input", "x", "a", "x1"), ("other", "x2"),
+                                                ("dim", "axis"), ("keepdim", "keepdims"))
+                  for spelling in group}
+
+
+# The functions of torch.nn.functional that are PyTorch's builtins (its parser, so NumPy's aliases,
+# reads their arguments: F.gelu(x=t)); the others are Python functions there, which take their
+# own parameter names only (F.softmax(t, axis=1) is a TypeError).  Read from torch 2.13.
+_PARSED_FUNCTIONAL = frozenset("""
+adaptive_avg_pool1d avg_pool1d avg_pool2d avg_pool3d bilinear celu_ channel_shuffle conv1d conv2d
+conv3d conv_transpose1d conv_transpose2d conv_transpose3d cosine_similarity elu_ gelu hardshrink
+hardtanh_ leaky_relu_ linear logsigmoid one_hot pairwise_distance pdist pixel_shuffle
+pixel_unshuffle prelu relu_ rrelu_ scaled_dot_product_attention selu_ softplus softshrink
+threshold_
+""".split())
+_python_level: set = set()      # id() of the entries of the others, found by install()
+
+
+def _called_with_torch_names(entry, name: str, args: tuple, kwargs: dict, method: bool):
+    """A call that failed because it named a parameter by its NumPy alias, made again with
+    PyTorch's name for it: (its outcome,), which out_arg_call.h returns as the call's.  None when
+    no alias explains the failure (the alias is the function's own parameter, both names are
+    given, or the call does not fit even renamed): the error stands.  Only failed calls with a
+    keyword get here, so a successful call pays nothing for the aliases."""
+    if kwargs.keys().isdisjoint(_NUMPY_ALIASES) or id(entry) in _python_level:
+        return None
+    probe, names = _binding_probe(entry, name)
+    if probe is None or any(p.kind is p.VAR_KEYWORD
+                            for p in inspect.signature(entry).parameters.values()):
+        # (a function taking **kwargs took the alias itself: its error came from its own work,
+        # which a second call must not repeat)
+        return None
+    renamed = {}
+    for keyword, value in kwargs.items():
+        if keyword in _NUMPY_ALIASES and keyword not in names:
+            spellings = [n for n in _NUMPY_ALIASES[keyword] if n in names]
+            if len(spellings) == 1:
+                keyword = spellings[0]
+        if keyword in renamed:
+            return None                     # (both spellings given: refused, as PyTorch does)
+        renamed[keyword] = value
+    if renamed.keys() == kwargs.keys():
+        return None
+    try:
+        probe(*(args[1:] if method else args), **renamed)
+    except TypeError:
+        return None
+    return (entry(*args, **renamed),)
+
+
 def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
     """PyTorch's wording of `error`, the TypeError a call of `entry` (a public function, or a
     TensorMethod with self first among `args`) raised, or None: the error stands.  A call that
     does not fit the parameters gets Python's own message for it under PyTorch's name (a method's
     without self: "transpose() missing 1 required positional argument: 'dim1'"); a typed
     parameter's refusal (Cython's "Argument 'input' has incorrect type") PyTorch's "must be";
-    the op's own parser messages, the call's count of its arguments."""
+    the op's own parser messages, the call's count of its arguments.  A call that named a
+    parameter by NumPy's alias is made again under PyTorch's name (_called_with_torch_names)."""
+    if kwargs:
+        again = _called_with_torch_names(entry, name, args, kwargs, method)
+        if again is not None:
+            return again
     message = str(error)
     wrong_type = re.match(_WRONG_TYPE, message)
     if wrong_type is not None:
@@ -464,7 +525,8 @@ def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
     'dimm'") for its builtins.  Without this, the message was Cython's ("takes exactly 2
     positional arguments (1 given)"), under the name of the function behind the entry
     (relu_nn, functional_softmax, or a helper the call reached: max_).  None, the error stands,
-    when the arguments fit (the function raised for another reason)."""
+    when the arguments fit (the function raised for another reason); (outcome,) for a call
+    that named a parameter by PyTorch's NumPy alias, made again (_called_with_torch_names)."""
     return _reworded(entry, name, error, args, kwargs, False)
 
 
@@ -474,17 +536,21 @@ def method_error(entry, name: str, error, args: tuple, kwargs: dict):
     arguments after self: "mul(): argument 'other' (position 1)", "pow() received an invalid
     combination of arguments - got (NoneType)", "transpose() missing 1 required positional
     argument"; None, the error stands (Tensor.mul(3, y), called with no tensor for self, is a
-    call of the function)."""
+    call of the function); (outcome,) for a call made again under NumPy's aliases' PyTorch
+    names (x.add(x2=y))."""
     if not args or not isinstance(args[0], _core.TensorBase):
         return None
     return _reworded(entry, name, error, args, kwargs, True)
 
 
-def method_entry(name: str, op, like=None, refuses_out: bool = False):
+def method_entry(name: str, op, like=None, refuses_out: bool | None = None):
     """`op` as Tensor's method `name`: behind a TensorMethod (out_arg_call.h), which calls it
     through vectorcall with self first and gives a call that raised a TypeError method_error's
     wording; with the __name__, __qualname__ and __doc__ of `like` (default op).  refuses_out:
-    op takes out= as the function, which PyTorch's method does not."""
+    op takes out= as the function, which PyTorch's methods never do (default: whether op's
+    parameters have out; x.cummax(0, out=...) had written into out)."""
+    if refuses_out is None:
+        refuses_out = _takes_out(op)
     method = _core.TensorMethod(name, op, refuses_out)
     for attr in ("__name__", "__qualname__", "__doc__"):
         value = getattr(op if like is None else like, attr, None)

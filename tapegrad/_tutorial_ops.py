@@ -553,6 +553,12 @@ def lcm(input, other):
 
 # -- statistics of variables in rows --------------------------------------------------------------
 
+def _at_most_2d(input, name: str) -> None:
+    if input.ndim > 2:
+        raise RuntimeError(f"{name}(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.ndim} dimensions")
+
+
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables in the rows of ``input`` (observations in columns;
     a 1-D input is one variable), divided by ``N - correction``."""
@@ -560,9 +566,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input._array.dtype == np.bool_:         # (PyTorch's corrcoef too, through cov)
         raise RuntimeError("cov(): bool dtype is not supported for input")
     x = _floating(input, "cov")
-    if x.ndim > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an input "
-                         f"with {x.ndim} dimensions")
+    _at_most_2d(x, "cov")
     if x.ndim < 2:
         x = x.reshape(1, -1)
     weights = None
@@ -622,6 +626,8 @@ def _adjoint(m):
 def corrcoef(input):
     """Pearson correlation coefficients of the variables in the rows of ``input``, clipped to
     [-1, 1]."""
+    _check_tensor(input, "corrcoef")
+    _at_most_2d(input, "corrcoef")           # (checked under its own name, as PyTorch's)
     c = cov(input)
     if c.ndim == 0:
         return c / c

@@ -434,8 +434,12 @@ def _cholesky(A, upper, name):
     A = _as_tensor(A, name.replace(".", "_"), "input")
     _check_square(A, name)
     _check_float(A, name)
-    L = _Cholesky.apply(A, name)
-    return _adjoint(L) if upper else L
+    if upper:
+        # PyTorch's upper factor reads A's upper triangle (LAPACK's uplo='U'): the lower factor
+        # of A^H, which reads that triangle, adjointed.
+        # (resolved: PyTorch's factor is a plain tensor, not a conjugate view)
+        return _adjoint(_Cholesky.apply(_adjoint(A), name)).resolve_conj()
+    return _Cholesky.apply(A, name)
 
 
 def _keep_factored_input(ctx, A):

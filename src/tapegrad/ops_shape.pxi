@@ -630,6 +630,9 @@ def tile(TensorBase input, *dims_args, dims=None):
         if dims_args:
             raise TypeError("tile() got multiple values for argument 'dims'")
         dims_args = (dims,)
+    elif not dims_args:
+        # (no dims at all is no tiling by nothing: PyTorch's parser wants them)
+        raise TypeError('tile() missing 1 required positional arguments: "dims"')
     cdef tuple ds = int_list_arg(dims_args, "tile", "dims")
     cdef Py_ssize_t ndim = input._array.ndim
     if len(ds) < ndim:
@@ -750,9 +753,9 @@ def cat(tensors, dim=0, *, axis=None):
     return res
 
 
-def concatenate(tensors, axis=0):
-    """cat(tensors, axis) (NumPy's name)."""
-    return cat(tensors, axis)
+def concatenate(tensors, dim=0, *, axis=None):
+    """cat(tensors, dim) under NumPy's name; PyTorch's keyword is dim, with axis as its alias."""
+    return cat(tensors, dim, axis=axis)
 
 
 cdef object vjp_stack(Record* r, object g):

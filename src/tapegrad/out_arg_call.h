@@ -252,7 +252,8 @@ static PyObject *tg_argument_error = NULL;
 
 /* _public_calls.binding_error(entry, name, error, args, kwargs), set with argument_error: a call
  * without an ndarray that raised a TypeError gets its verdict (PyTorch's wording, under PyTorch's
- * name, of a call that does not fit the function's parameters; None: the error stands).  Only
+ * name, of a call that does not fit the function's parameters; None: the error stands; a
+ * 1-tuple: the outcome of the call made again with NumPy's keyword aliases renamed).  Only
  * failed calls pay for it. */
 static PyObject *tg_binding_error = NULL;
 
@@ -373,7 +374,9 @@ tg_out_arg_verdict(PyObject *handler, PyObject *function, PyObject *name, PyObje
 }
 
 /* The call's outcome (`result`, or NULL with its error set) as handler's verdict on it has it:
- * the outcome itself (None), or the verdict's exception raised (NULL returned). */
+ * the outcome itself (None), the verdict's exception raised (NULL returned), or, for a verdict
+ * that is a 1-tuple, the outcome it holds: binding_error's and method_error's call made again
+ * with the keywords PyTorch's parser reads as NumPy's aliases (x2= for other=) renamed. */
 static PyObject *
 tg_out_arg_judged(PyObject *handler, PyObject *function, PyObject *name, PyObject *result,
                   PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -399,6 +402,12 @@ tg_out_arg_judged(PyObject *handler, PyObject *function, PyObject *name, PyObjec
     Py_XDECREF(type);
     Py_XDECREF(value);
     Py_XDECREF(tb);
+    if (verdict != NULL && PyTuple_CheckExact(verdict) && PyTuple_GET_SIZE(verdict) == 1) {
+        result = PyTuple_GET_ITEM(verdict, 0);
+        Py_INCREF(result);
+        Py_DECREF(verdict);
+        return result;
+    }
     if (verdict != NULL) {
         PyErr_SetObject((PyObject *)Py_TYPE(verdict), verdict);
         Py_DECREF(verdict);

@@ -910,10 +910,9 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     _check_tensor(input)
     out_size = _tuple(output_size, 2, "output_size", "fold")
     kernel, dilation, padding, stride = _fold_args(kernel_size, dilation, padding, stride)
-    if input.dim() not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input "
-                                  f"Tensors are supported (got {input.dim()}D)")
-    if any(s == 0 for s in input.shape[input.dim() - 2:]):
+    # (one check of the dims and their sizes, as PyTorch's col2im: its Python function's
+    # NotImplementedError for another number of dims is gone)
+    if input.dim() not in (2, 3) or any(s == 0 for s in input.shape[input.dim() - 2:]):
         raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
                            f"batch size and non-zero dimensions for input, but got: "
                            f"{list(input.shape)}")

@@ -9,6 +9,8 @@ zeros.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _core
@@ -77,6 +79,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                   per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):
     """Sums, means or maxima of bags of embedding rows: input (B, N) is B bags of N indices;
     a 1-D input is split into bags at `offsets`."""
+    if isinstance(weight, _core.TensorBase) and isinstance(input, _core.TensorBase) and \
+            weight.dtype == _core.int64 and input.is_floating_point():
+        # PyTorch still takes the old order, embedding_bag(weight, input), with a warning
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
     out = _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
                         sparse, per_sample_weights, include_last_offset, padding_idx)
     # PyTorch records one node for the whole bag reduction, whatever the mode
@@ -87,15 +96,20 @@ def _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_fre
                   per_sample_weights, include_last_offset, padding_idx):
     """embedding_bag's checks, lookup and per-bag reduction (recorded as its internal ops)."""
     from .functional import embedding
+    # (PyTorch's Python-level checks first, then its builtin's)
+    if per_sample_weights is not None and isinstance(input, _core.TensorBase) and \
+            tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if isinstance(weight, _core.TensorBase) and weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
     if not isinstance(input, _core.TensorBase) or input._array.dtype.kind not in "iu":
         dtype = input.dtype if isinstance(input, _core.TensorBase) else type(input).__name__
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got "
                            f"{dtype} instead (while checking arguments for embedding_bag)")
-    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
-        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
-                         f"not None, then it must have the same shape as the input "
-                         f"({input.shape})")
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
     if mode == "max" and scale_grad_by_freq:

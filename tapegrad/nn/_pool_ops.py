@@ -433,8 +433,18 @@ def _adaptive_bounds(size, n):
     return (i * size) // n, -((-(i + 1) * size) // n)
 
 
+def check_sizes_fillable(input, output_size) -> None:
+    """PyTorch's adaptive 2-d and 3-d pooling functions (Python there) fill None sizes from the
+    input's last dims before anything else (_list_with_default), which refuses an input with no
+    more dims than the sizes given."""
+    if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
 def _adaptive_sizes(input, output_size, nd, name):
     _check_tensor(input)
+    if nd > 1:
+        check_sizes_fillable(input, output_size)
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
@@ -629,6 +639,38 @@ class _Scatter(Function):
         return _Gather.apply(g, ctx.idx, ctx.in_shape), None, None
 
 
+def _unpool_output_size(input, kernel, stride, padding, output_size) -> tuple:
+    """The spatial output size of max_unpool, checked before anything else as PyTorch's Python
+    function does: the one max_pool came from by default, else output_size (its last nd sizes
+    when it has nd + 2, as input.shape would) within a stride of that one."""
+    nd = len(kernel)
+    if input.dim() < nd:
+        # (PyTorch's Python function indexes input.size() from the end: an IndexError)
+        raise IndexError("tuple index out of range")
+    spatial = tuple(input.shape[-nd:])
+    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
+    if output_size is None:
+        out_sp = tuple(default)
+    else:
+        sizes = tuple(output_size)
+        if len(sizes) == nd + 2:
+            sizes = sizes[2:]
+        if len(sizes) != nd:
+            # (another length had been cut to its last nd sizes, silently)
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                             f"elements, but it has a length of '{len(sizes)}'")
+        out_sp = tuple(int(v) for v in sizes)
+        for d, (o, lo, st) in enumerate(zip(out_sp, default, stride)):
+            if not lo - st < o < lo + st:
+                raise ValueError(f'invalid output_size "{sizes}" (dim {d} must be '
+                                 f"between {lo - st} and {lo + st})")
+    for d, o in enumerate(out_sp):
+        if o < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={o}")
+    return out_sp
+
+
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     """Put each input value at its index (from max_pool's return_indices) in a zero output."""
     _check_tensor(input)
@@ -636,6 +678,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     kernel = _tuple(kernel_size, nd, "kernel_size", "pooling")
     stride = kernel if stride is None else _tuple(stride, nd, "stride", "pooling")
     padding = _tuple(padding, nd, "padding", "pooling")
+    out_sp = _unpool_output_size(input, kernel, stride, padding, output_size)
     if indices.dtype != _core.int64:
         # (no int32 indices: PyTorch's kernel refuses them rather than reading them)
         raise RuntimeError(f"elements in indices should be type int64 but got: "
@@ -648,16 +691,6 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
         # (PyTorch runs 1-d unpooling through its 2-d kernel)
         raise NotImplementedError(f'"max_unpool{3 if nd == 3 else 2}d" not implemented for '
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
-    spatial = tuple(input.shape[-nd:])
-    default = [(s - 1) * st - 2 * p + k for s, st, p, k in zip(spatial, stride, padding, kernel)]
-    if output_size is None:
-        out_sp = tuple(default)
-    else:
-        out_sp = tuple(int(v) for v in output_size)[-nd:]
-        for d, (o, lo, st) in enumerate(zip(out_sp, default, stride)):
-            if not lo - st < o < lo + st:
-                raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be '
-                                 f"between {lo - st} and {lo + st})")
     lead = tuple(input.shape[:-nd])
     planes = math.prod(lead)
     plane = math.prod(out_sp)

@@ -302,6 +302,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def _adaptive3d_sizes(input, output_size, name):
     _check_tensor(input)
+    from ._pool_ops import check_sizes_fillable
+    check_sizes_fillable(input, output_size)
     if input.dim() not in (4, 5):
         raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got"
                            f"{':' if 'max' in name else ''} {list(input.shape)}")

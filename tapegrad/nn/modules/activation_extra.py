@@ -1,6 +1,8 @@
 """Activation modules over tapegrad.nn._extra_activations (Hardtanh ... Softmax2d, PReLU)."""
 from __future__ import annotations
 
+import warnings
+
 from .. import _extra_activations as A
 from ..parameter import Parameter
 from .module import Module
@@ -14,10 +16,21 @@ class Hardtanh(Module):
     """Elementwise ``clamp(x, min_val, max_val)`` (default -1, 1) (``F.hardtanh``). Input of any
     shape; the output has the same shape.
     """
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        # min_value/max_value are PyTorch's old keyword names, still accepted with a FutureWarning.
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`",
+                          FutureWarning, stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`",
+                          FutureWarning, stacklevel=2)
+            max_val = max_value
         if max_val <= min_val:
-            raise ValueError("max_val must be greater than min_val")
+            # PyTorch asserts this (AssertionError), so scripts catching it see the same type.
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):

@@ -165,11 +165,14 @@ class _ConvTransposeNd(_ConvNd):
         nd = self._nd
         requested = output_size
         output_size = list(output_size)
-        if len(output_size) == nd + 2 or len(output_size) == nd + 1:
-            output_size = output_size[-nd:]
+        # The sizes may lead with the input's non-spatial dims (batch and channels, or channels
+        # of an unbatched input): those of this input only (another length was cut silently).
+        leading = 2 if input.dim() == nd + 2 else 1
+        if len(output_size) == leading + nd:
+            output_size = output_size[leading:]
         if len(output_size) != nd:
             raise ValueError(f"ConvTranspose{nd}D: for {input.dim()}D input, output_size must "
-                             f"have {nd} or {input.dim()} elements (got {len(output_size)})")
+                             f"have {nd} or {leading + nd} elements (got {len(output_size)})")
         spatial = type(input.shape)(input.shape[input.dim() - nd:])
         min_sizes = [(s - 1) * st - 2 * p + d * (k - 1) + 1 for s, st, p, d, k in
                      zip(spatial, self.stride, self.padding, self.dilation, self.kernel_size)]
