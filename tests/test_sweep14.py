@@ -148,3 +148,40 @@ def test_skip_init_then_filled_in_place():
         with lib.no_grad():
             meta.weight.copy_(lib.ones(1, 5))
         assert str(meta.weight.device) == "meta"
+
+
+# -- Tensor.dim_order: PyTorch's order and ambiguity rules -------------------------------------
+
+def _dim_order_cases(lib):
+    cl = lib.channels_last
+    yield lib.empty((1, 2, 3, 4))
+    yield lib.empty((2, 3, 5, 7)).transpose(1, 2)
+    yield lib.empty((2, 3, 1, 1), memory_format=cl)
+    yield lib.empty((2, 3, 5, 7), memory_format=cl)
+    yield lib.zeros(3).expand(2, 3)
+    yield lib.zeros(3, 1).expand(3, 4)
+    yield lib.empty(2, 3).t()
+    yield lib.tensor(2.0)
+    yield lib.empty(5)
+    yield lib.empty(125).as_strided((2, 3, 2), (2, 5, 2))
+    yield lib.empty(125).as_strided((3, 3), (1, 1))
+    yield lib.empty(4, 1, 3).permute(2, 1, 0)
+    yield lib.empty(2, 3, 4)[:, ::2, :].permute(1, 2, 0)
+
+
+@pytest.mark.parametrize("check", ["false", "true", "both", "cl", "cf", "empty"])
+def test_dim_order_matches_torch(check):
+    # the docstring's list form raised for torch.empty((1, 2, 3, 4)), and a broadcast dim was
+    # ordered outermost
+    def run(lib):
+        ac = {"false": False, "true": True, "both": [lib.contiguous_format, lib.channels_last],
+              "cl": [lib.channels_last], "cf": [lib.contiguous_format], "empty": []}[check]
+        return [_outcome(lambda: t.dim_order(ambiguity_check=ac)) for t in _dim_order_cases(lib)]
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("bad", ["ILLEGAL", (1,), [1], None])
+def test_dim_order_refuses_other_checks(bad):
+    got = _outcome(lambda: tg.empty(2, 3).dim_order(ambiguity_check=bad))
+    want = _outcome(lambda: torch.empty(2, 3).dim_order(ambiguity_check=bad))
+    assert got == want
