@@ -185,3 +185,36 @@ def test_dim_order_refuses_other_checks(bad):
     got = _outcome(lambda: tg.empty(2, 3).dim_order(ambiguity_check=bad))
     want = _outcome(lambda: torch.empty(2, 3).dim_order(ambiguity_check=bad))
     assert got == want
+
+
+# -- torch.testing.assert_close: which pairs compare -------------------------------------------
+
+_CLOSE_PAIRS = {
+    "array-tensor": lambda lib: (np.ones(2), lib.ones(2)),
+    "tensor-array": lambda lib: (lib.ones(2), np.ones(2)),
+    "in-sequences": lambda lib: ([lib.ones(1)], [np.ones(1)]),
+    "arrays": lambda lib: (np.ones(2, np.float32), np.ones(2)),
+    "np-float64-float": lambda lib: (np.float64(1.0), 1.0),
+    "np-float32s": lambda lib: (np.float32(1.0), np.float32(1.0)),
+    "np-int-float": lambda lib: (np.int64(1), 1.0),
+    "np-float-far": lambda lib: (np.float64(2.0), 1.0),
+    "nones": lambda lib: (None, None),
+    "none-int": lambda lib: (None, 1),
+    "parameter-tensor": lambda lib: (lib.nn.Parameter(lib.ones(2)), lib.ones(2)),
+}
+
+
+@pytest.mark.parametrize("pair", sorted(_CLOSE_PAIRS))
+@pytest.mark.parametrize("allow_subclasses", [True, False])
+def test_assert_close_pairs_as_torch(pair, allow_subclasses):
+    # torch.testing.assert_close's docstring example: a numpy array against a tensor is a
+    # TypeError, which tapegrad compared (and passed)
+    def run(lib):
+        actual, expected = _CLOSE_PAIRS[pair](lib)
+        out = _outcome(lambda: lib.testing.assert_close(actual, expected,
+                                                        allow_subclasses=allow_subclasses))
+        return out if isinstance(out, tuple) else "ok"
+    got, want = run(tg), run(torch)
+    assert got[0] == want[0] if isinstance(want, tuple) else got == want
+    if isinstance(want, tuple):
+        assert got[1].split()[:3] == want[1].split()[:3]
