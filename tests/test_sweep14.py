@@ -218,3 +218,9 @@ def test_assert_close_pairs_as_torch(pair, allow_subclasses):
     assert got[0] == want[0] if isinstance(want, tuple) else got == want
     if isinstance(want, tuple):
         assert got[1].split()[:3] == want[1].split()[:3]
+
+
+def test_multi_grad_hook_handle_repr_names_torch():
+    a = tg.ones(2, requires_grad=True)
+    handle = tg.autograd.graph.register_multi_grad_hook((a,), lambda grads: None)
+    assert repr(handle).startswith("<torch.autograd.graph._MultiHandle object at 0x")
