@@ -224,3 +224,19 @@ def test_multi_grad_hook_handle_repr_names_torch():
     a = tg.ones(2, requires_grad=True)
     handle = tg.autograd.graph.register_multi_grad_hook((a,), lambda grads: None)
     assert repr(handle).startswith("<torch.autograd.graph._MultiHandle object at 0x")
+
+
+# -- distributions.Poisson samples through torch.poisson ---------------------------------------
+
+@pytest.mark.parametrize("rate", [[4], [True], [4.0], [[1.0, 2.0]]])
+@pytest.mark.parametrize("sample_shape", [(), (2,), (3, 1)])
+def test_poisson_distribution_sample_as_torch(rate, sample_shape):
+    # Poisson's docstring example, Poisson(torch.tensor([4])).sample(), is PyTorch's
+    # NotImplementedError for integer rates; tapegrad drew int64 counts
+    def run(lib):
+        dist = lib.distributions.Poisson(lib.tensor(rate))
+        def call():
+            s = dist.sample(sample_shape)
+            return str(s.dtype), tuple(s.shape), s.requires_grad, bool((s >= 0).all())
+        return _outcome(call)
+    assert run(tg) == run(torch)
