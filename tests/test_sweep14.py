@@ -240,3 +240,34 @@ def test_poisson_distribution_sample_as_torch(rate, sample_shape):
             return str(s.dtype), tuple(s.shape), s.requires_grad, bool((s >= 0).all())
         return _outcome(call)
     assert run(tg) == run(torch)
+
+
+# -- iterating a tensor is unbind(0), as in PyTorch -------------------------------------------
+
+def test_iteration_rows_are_unbind_outputs():
+    # torch.autograd.functional.jvp's docstring output iterated: the rows print
+    # grad_fn=<UnbindBackward0> in PyTorch (tapegrad's were SelectBackward0)
+    for lib in (tg, torch):
+        y = lib.ones(3, 2, requires_grad=True) * 2
+        assert [type(r.grad_fn).__name__ for r in y] == ["UnbindBackward0"] * 3
+
+
+def test_iteration_row_written_in_place_is_refused_as_torch():
+    # SILENT before: a row of a tracked non-leaf was written in place, changing y; PyTorch
+    # refuses writes into the outputs of a multi-output view op
+    def run(lib):
+        y = lib.ones(3, 2, requires_grad=True) * 2
+        rows = list(y)
+        return _outcome(lambda: rows[0].add_(1))[0], y.detach().tolist()
+    assert run(tg) == run(torch)
+
+
+def test_iteration_gradient_and_untracked_writes():
+    def run(lib):
+        w = lib.ones(3, 2, requires_grad=True)
+        sum(r.sum() * (i + 1) for i, r in enumerate(w * 2)).backward()
+        x = lib.arange(6.0).reshape(3, 2)
+        for r in x:
+            r += 1
+        return w.grad.tolist(), x.tolist()
+    assert run(tg) == run(torch)
