@@ -253,8 +253,8 @@ def test_iteration_rows_are_unbind_outputs():
 
 
 def test_iteration_row_written_in_place_is_refused_as_torch():
-    # SILENT before: a row of a tracked non-leaf was written in place, changing y; PyTorch
-    # refuses writes into the outputs of a multi-output view op
+    # tapegrad wrote a row of a tracked non-leaf through to y; PyTorch refuses writes into the
+    # outputs of a multi-output view op
     def run(lib):
         y = lib.ones(3, 2, requires_grad=True) * 2
         rows = list(y)
