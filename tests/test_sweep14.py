@@ -271,3 +271,26 @@ def test_iteration_gradient_and_untracked_writes():
             r += 1
         return w.grad.tolist(), x.tolist()
     assert run(tg) == run(torch)
+
+
+# -- pooling a non-tensor: PyTorch's argument-parser TypeError naming the builtin ---------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.functional.max_pool1d([1.0], 2),
+    lambda lib: lib.nn.functional.max_pool1d([1.0], 2, return_indices=True),
+    lambda lib: lib.nn.functional.max_pool2d([1.0], 2),
+    lambda lib: lib.nn.functional.max_pool2d([1.0], 2, return_indices=True),
+    lambda lib: lib.nn.MaxPool2d(2, return_indices=True)(lib.randn),
+    lambda lib: lib.nn.functional.max_pool3d([1.0], 2),
+    lambda lib: lib.nn.functional.avg_pool1d([1.0], 2),
+    lambda lib: lib.nn.functional.avg_pool2d(3, 2),
+    lambda lib: lib.nn.AvgPool3d(2)([1.0]),
+    lambda lib: lib.nn.functional.adaptive_avg_pool1d([1.0], 2),
+    lambda lib: lib.nn.functional.adaptive_max_pool1d([1.0], 2, return_indices=True),
+])
+def test_pooling_a_non_tensor_names_the_builtin(call):
+    # MaxUnpool2d's docstring example (with `input` the Python builtin): tapegrad said
+    # "input must be a Tensor, not ..."
+    got, want = _outcome(lambda: call(tg)), _outcome(lambda: call(torch))
+    assert got[0] == want[0] == "TypeError"
+    assert got[1].split()[:6] == want[1].split()[:6]
