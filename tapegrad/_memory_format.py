@@ -8,10 +8,13 @@ through permute(0, 3, 1, 2), with strides (H W C, 1, W C, C) as PyTorch's.  Elem
 that layout (numpy computes in the inputs' memory order) and clone preserves it.  The conversion
 is a recorded permute-contiguous-permute, so gradients flow through it.
 
-The *_like factories accept memory_format but always allocate in row-major order (their values
-and shapes are PyTorch's; only the strides of an uninitialised or constant tensor differ).
+The factories that take memory_format= (empty and the *_like family) allocate in the layout it
+names, through array_order: a script that prints .stride() or .dim_order() of such a tensor, or
+calls .view() on it, sees PyTorch's answer.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ._torch_names import TorchNamedClass
 
@@ -56,6 +59,29 @@ def check_memory_format(value, fn: str):
         raise TypeError(f"{fn}(): argument 'memory_format' must be torch.memory_format, not "
                         f"{_type_name(value)}")
     return value
+
+
+def array_order(fmt, shape: tuple, fn: str):
+    """The order, outermost dim first, in which a factory lays out a new array of `shape` that
+    memory_format=fmt asks for, or None for row-major; PyTorch's RuntimeError for a channels-last
+    format of another rank.  (preserve_format is the caller's: it depends on an input.)"""
+    fmt = check_memory_format(fmt, fn)
+    layout = _CHANNELS_LAST.get(id(fmt))
+    if layout is None:
+        return None
+    rank, inner_to_outer, name = layout
+    if len(shape) != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+    return tuple(reversed(inner_to_outer))
+
+
+def empty_array(shape: tuple, dtype, fmt, fn: str) -> np.ndarray:
+    """An uninitialised array of `shape` in the layout memory_format=fmt names."""
+    order = array_order(fmt, shape, fn)
+    if order is None:
+        return np.empty(shape, dtype=dtype)
+    back = tuple(order.index(d) for d in range(len(shape)))
+    return np.empty(tuple(shape[d] for d in order), dtype=dtype).transpose(back)
 
 
 def _is_channels_last(t, layout) -> bool:

@@ -379,6 +379,11 @@ def has_meta(args, kwargs) -> bool:
     return next(_metas(args, kwargs), None) is not None
 
 
+# Writes into a meta tensor that take a source on any device, as PyTorch's copies do: a model
+# built on the meta device and then initialised by `w.copy_(cpu_values)` or `w[:] = ...`.
+_WRITES_FROM_ANY_DEVICE = frozenset(("copy_", "__setitem__"))
+
+
 def _check_same_device(name, args, kwargs) -> None:
     # PyTorch mixes a meta tensor only with 0-d CPU tensors (they act as scalars); an index is
     # data the op reads on the host, so a CPU index tensor is fine too.
@@ -426,7 +431,8 @@ def dispatch(fn, name: str, args: tuple, kwargs: dict):
     """Run op `fn` (named `name`) on arguments holding meta tensors; meta results."""
     if name in _DATA_DEPENDENT:
         raise _data_dependent(name)
-    _check_same_device(name, args, kwargs)
+    if not (name in _WRITES_FROM_ANY_DEVICE and isinstance(args[0], MetaTensor)):
+        _check_same_device(name, args, kwargs)
     bare = name.strip("_")
     if name.endswith("_") and not name.startswith("__") or name.startswith("__i") and \
             name not in ("__invert__", "__index__", "__int__", "__iter__"):
@@ -491,14 +497,17 @@ def _inplace(fn, name, args, kwargs):
         raise RuntimeError(f"{name}: cannot write a meta tensor into a tensor on the cpu")
     shapes = [tuple(x._array.shape) for x in list(args[1:]) + list(kwargs.values())
               if isinstance(x, _core.TensorBase)]
-    if shapes and name not in ("copy_", "set_", "index_put_", "scatter_", "scatter_add_",
+    if shapes and name not in ("set_", "index_put_", "scatter_", "scatter_add_",
                                "index_add_", "index_copy_", "index_fill_", "masked_fill_",
                                "masked_scatter_", "put_", "resize_as_", "__setitem__"):
         if np.broadcast_shapes(tuple(self._array.shape), *shapes) != tuple(self._array.shape):
+            wide = np.broadcast_shapes(self._array.shape, *shapes)
+            if name == "copy_":     # PyTorch's copy_ prints both as lists on every device
+                raise RuntimeError(f"output with shape {list(self._array.shape)} doesn't match "
+                                   f"the broadcast shape {list(wide)}")
             # the wording of PyTorch's meta kernels (its CPU kernels print both as lists)
             raise RuntimeError(f"output with shape torch.Size({list(self._array.shape)}) doesn't "
-                               f"match the broadcast shape "
-                               f"{np.broadcast_shapes(self._array.shape, *shapes)}")
+                               f"match the broadcast shape {wide}")
     return None if name == "__setitem__" else self
 
 

@@ -22,6 +22,7 @@ from ._layout import sparse_factory_layout
 from ._class_members import has_member
 from ._extra_ops import _check_tensor, _dtype_name, _wrap
 from .storage import buffer_element_count
+from ._torch_names import torch_module_name
 
 TensorBase = _core.TensorBase
 
@@ -383,14 +384,16 @@ def unravel_index(indices, shape):
 
 def typename(obj) -> str:
     """The type name PyTorch prints: 'torch.FloatTensor' & co. for a tensor, the qualified
-    class name otherwise (builtins unqualified)."""
+    class name otherwise (builtins unqualified; our classes under PyTorch's module path,
+    'torch.nn.parameter.Parameter')."""
     if isinstance(obj, TensorBase):
         return obj.type()
     module = getattr(obj, "__module__", "") or ""
     cls = obj if isinstance(obj, type) else type(obj)
     module = getattr(cls, "__module__", module) or ""
     name = getattr(cls, "__qualname__", cls.__name__)
-    return name if module in ("", "builtins", "__builtin__") else f"{module}.{name}"
+    return (name if module in ("", "builtins", "__builtin__")
+            else f"{torch_module_name(module)}.{name}")
 
 
 # -- binomial sampling ---------------------------------------------------------------------------

@@ -508,16 +508,59 @@ def _name(self):
 
 
 def _dim_order(self, *, ambiguity_check=False):
-    """The dims from outermost to innermost in memory (sorted by stride, ties in dim
-    order); with ambiguity_check, PyTorch's error when that order is not unique."""
-    strides = self.stride()
-    order = tuple(sorted(range(self.dim()), key=lambda d: -strides[d]))
-    if ambiguity_check:
-        shape = tuple(self.shape)
-        if 1 in shape or len(set(strides)) != len(strides):
+    """The dims from outermost to innermost in memory, as PyTorch orders them.
+
+    ambiguity_check=True: PyTorch's error when another order would describe the same memory (a
+    size-1 dim, two neighbouring dims of equal stride, a broadcast dim); a list of memory
+    formats: the first error only if the tensor is then not in exactly one of them
+    (torch.empty((1, 2, 3, 4)) is ambiguous, but only contiguous_format describes it)."""
+    from ._memory_format import channels_last, memory_format
+    if not isinstance(ambiguity_check, bool) and not (
+            isinstance(ambiguity_check, list)
+            and all(isinstance(f, memory_format) for f in ambiguity_check)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    shape, strides = tuple(self.shape), self.stride()
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    if ambiguity_check is not False:
+        ambiguous = 1 in shape or any(a == b for a, b in zip(strides, strides[1:]))
+        if ambiguous and sum(bool(self.is_contiguous(memory_format=f)) for f in formats) != 1:
             raise RuntimeError("The tensor does not have unique dim order, or cannot map to "
                                "exact one of the given memory formats.")
-    return order
+    ndim = len(shape)
+    if ndim <= 1:
+        return tuple(range(ndim))
+    row_major, cl = self.is_contiguous(), self.is_contiguous(memory_format=channels_last)
+    if row_major != cl:
+        return tuple(range(ndim)) if row_major else (0, *range(2, ndim), 1)
+
+    def covers(x, y):      # PyTorch's "x >= y" between sizes or strides: y divides x counts
+        return y == 0 or (x != 0 and (x >= y or x % y == 0))
+
+    def outer_first(a, b):
+        """1: dim a lies inside dim b (swap them); -1: a lies outside b; 0: undecided (a
+        broadcast dim, or equal strides over sizes that do not order them)."""
+        if strides[a] == 0 or strides[b] == 0:
+            return 0
+        if strides[a] == strides[b]:
+            return 0 if covers(shape[b], shape[a]) else 1
+        return -1 if covers(strides[b], strides[a]) else 1
+
+    # an insertion sort from innermost to outermost that stops at an undecided pair, so broadcast
+    # and tied dims keep their logical order
+    order = list(reversed(range(ndim)))
+    for i in range(1, ndim):
+        j = i
+        for k in reversed(range(i)):
+            c = outer_first(order[k], order[j])
+            if c > 0:
+                order[k], order[j] = order[j], order[k]
+                j = k
+            elif c < 0:
+                break
+    if ambiguity_check and any(outer_first(order[k], order[k + 1]) != -1
+                               for k in range(ndim - 1)):
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return tuple(reversed(order))
 
 
 def _is_set_to(self, tensor):

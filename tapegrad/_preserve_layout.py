@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._memory_format import array_order, empty_array
+
 
 def _inner_to_outer(shape, strides) -> list:
     """at::infer_dense_strides' dim order, innermost first (an insertion sort in which a pair
@@ -84,13 +86,26 @@ def empty_preserving(t, dtype) -> np.ndarray:
     return np.empty(tuple(shape[d] for d in order), dtype=dtype).transpose(inverse(order))
 
 
-def like_layout(arr: np.ndarray, t, memory_format=None) -> np.ndarray:
-    """arr (t's shape, row-major) in the layout a *_like factory gives for t: PyTorch's
-    preserve_format, the default, keeps t's layout; any other format is left to the caller."""
-    if memory_format is not None and getattr(memory_format, "_name", None) != "preserve_format":
+def _keeps_layout(memory_format) -> bool:
+    return memory_format is None or getattr(memory_format, "_name", None) == "preserve_format"
+
+
+def like_layout(arr: np.ndarray, t, memory_format, fn: str) -> np.ndarray:
+    """arr (t's shape, row-major) in the layout the *_like factory `fn` gives for t: PyTorch's
+    preserve_format, the default, keeps t's layout; another format lays arr out as it names."""
+    if _keeps_layout(memory_format):
+        if preserved_order(t) is None:
+            return arr
+    elif array_order(memory_format, arr.shape, fn) is None:
         return arr
-    if preserved_order(t) is None:
-        return arr
-    out = empty_preserving(t, arr.dtype)
+    out = empty_like_layout(t, arr.dtype, memory_format, fn)
     out[...] = arr
     return out
+
+
+def empty_like_layout(t, dtype, memory_format, fn: str) -> np.ndarray:
+    """An uninitialised array of t's shape in the layout a *_like factory's memory_format gives:
+    t's own for preserve_format (the default), else the one the format names."""
+    if _keeps_layout(memory_format):
+        return empty_preserving(t, dtype)
+    return empty_array(t._array.shape, dtype, memory_format, fn)

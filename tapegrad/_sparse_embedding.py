@@ -155,8 +155,7 @@ def _accumulate(weight, grad) -> None:
         with no_grad():
             old.add_(grad)                      # a dense .grad: added in place
     for hook in post_hooks:
-        if hook(weight) is not None:
-            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+        _core.check_post_accumulate_result(hook(weight), weight)
 
 
 def lookups_of(weight) -> list:

@@ -14,7 +14,8 @@ from . import _core
 from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
 from ._layout import sparse_factory_layout
-from ._preserve_layout import empty_preserving, like_layout
+from ._memory_format import empty_array
+from ._preserve_layout import empty_like_layout, like_layout
 from .tensor import Tensor, is_int
 
 
@@ -672,9 +673,10 @@ def _sparse_zeros(shape: tuple, dtype, requires_grad: bool):
                              requires_grad=requires_grad)
 
 
-def _in_layout_of(result: Tensor, input: Tensor, memory_format) -> Tensor:
-    """A *_like factory's result in PyTorch's preserve_format layout of input (the default)."""
-    arr = like_layout(result._array, input, memory_format)
+def _in_layout_of(result: Tensor, input: Tensor, memory_format, fn: str) -> Tensor:
+    """The *_like factory fn's result in the layout its memory_format names (PyTorch's default,
+    preserve_format, is input's)."""
+    arr = like_layout(result._array, input, memory_format, fn)
     return result if arr is result._array else _make(arr, result.requires_grad)
 
 
@@ -793,11 +795,13 @@ def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = Fal
         return _sparse_zeros(shape, dtype, requires_grad)
     dt = _np_dtype(dtype, "empty") or _default_float()
     _check_requires_grad(dt, requires_grad)
-    return _make(np.empty(shape, dtype=dt), requires_grad)
+    if getattr(memory_format, "_name", None) == "preserve_format":    # no input to preserve
+        raise RuntimeError("unsupported memory format Preserve")
+    return _make(empty_array(shape, dt, memory_format, "empty"), requires_grad)
 
 
-# The *_like factories: input's shape, and its dtype unless given (memory_format is accepted for
-# PyTorch's signature: every tapegrad tensor is contiguous).
+# The *_like factories: input's shape, and its dtype unless given, laid out as memory_format names
+# (by default, preserve_format, as input is).
 
 def _plain_like_call(input, dtype, layout, device, pin_memory, requires_grad,
                      memory_format) -> bool:
@@ -827,7 +831,7 @@ def zeros_like(input: Tensor, dtype=None, *, layout=None, device=None,
         return _sparse_zeros(tuple(input.shape), dtype or input.dtype, requires_grad)
     return _in_layout_of(_filled(input.shape, 0, dtype or input.dtype,
                                  requires_grad, "zeros_like"),
-                         input, memory_format)
+                         input, memory_format, "zeros_like")
 
 
 def ones_like(input: Tensor, dtype=None, *, layout=None, device=None,
@@ -844,7 +848,7 @@ def ones_like(input: Tensor, dtype=None, *, layout=None, device=None,
     sparse_factory_layout(layout, "ones_like", "empty_strided")
     return _in_layout_of(_filled(input.shape, 1, dtype or input.dtype,
                                  requires_grad, "ones_like"),
-                         input, memory_format)
+                         input, memory_format, "ones_like")
 
 
 def full_like(input: Tensor, fill_value, dtype=None, *, layout=None, device=None,
@@ -859,7 +863,7 @@ def full_like(input: Tensor, fill_value, dtype=None, *, layout=None, device=None
     sparse_factory_layout(layout, "full_like", "empty_strided")
     return _in_layout_of(_filled(input.shape, fill_value, dtype or input.dtype,
                                  requires_grad, "full_like", True),
-                         input, memory_format)
+                         input, memory_format, "full_like")
 
 
 def empty_like(input: Tensor, dtype=None, *, layout=None, device=None,
@@ -872,9 +876,7 @@ def empty_like(input: Tensor, dtype=None, *, layout=None, device=None,
     sparse_factory_layout(layout, "empty_like", "empty_strided")
     dt = _np_dtype(dtype or input.dtype, "empty_like")
     _check_requires_grad(dt, requires_grad)
-    return _make(empty_preserving(input, dt) if memory_format is None
-                 or getattr(memory_format, "_name", None) == "preserve_format"
-                 else np.empty(input._array.shape, dtype=dt), requires_grad)
+    return _make(empty_like_layout(input, dt, memory_format, "empty_like"), requires_grad)
 
 
 _ARANGE_SIGNATURES = (

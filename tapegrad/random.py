@@ -564,7 +564,7 @@ def rand_like(input, *, dtype=None, layout=None, device=None,
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "rand_like", "empty_strided")
     return _in_layout_of(_rand(input._array.shape, generator, None, dtype or input.dtype,
-                               device, requires_grad), input, memory_format)
+                               device, requires_grad), input, memory_format, "rand_like")
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None,
@@ -575,7 +575,7 @@ def randn_like(input, *, dtype=None, layout=None, device=None,
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "randn_like", "empty_strided")
     return _in_layout_of(_randn(input._array.shape, generator, None, dtype or input.dtype,
-                                device, requires_grad), input, memory_format)
+                                device, requires_grad), input, memory_format, "randn_like")
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None,
@@ -590,7 +590,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
         low, high = 0, low
     return _in_layout_of(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
                                  device=device, requires_grad=requires_grad,
-                                 generator=generator), input, memory_format)
+                                 generator=generator), input, memory_format, "randint_like")
 
 
 # -- sampling from tensors of parameters ------------------------------------------------------------

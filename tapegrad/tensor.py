@@ -257,9 +257,11 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return self._array.shape[0]
 
     def __iter__(self):
+        # PyTorch iterates over unbind(0): the rows are UnbindBackward0 views, and writing one
+        # in place where autograd tracks it is refused (rows of a multi-output view op)
         if self._array.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._array.shape[0]))
+        return iter(self.unbind(0))
 
     # -- conversions ----------------------------------------------------------------------------
     def item(self):

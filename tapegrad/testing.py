@@ -202,11 +202,31 @@ def _compare_scalars(actual, expected, *, rtol, atol, equal_nan, check_dtype, ms
               f"Relative difference: {rel}{suffix[1]}", msg)
 
 
-def _compare(actual, expected, path, **options):
+def _tensor_pair(actual, expected, allow_subclasses) -> bool:
+    """Whether PyTorch compares the two as tensors: both tensors or both numpy arrays (a tensor
+    is never paired with an array), of one type unless subclasses are allowed."""
+    from . import is_tensor
+    if not (is_tensor(actual) and is_tensor(expected) or
+            isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)):
+        return False
+    return allow_subclasses or type(actual) is type(expected)
+
+
+def _compare(actual, expected, path, allow_subclasses=True, **options):
     from collections.abc import Mapping, Sequence
+    # numpy scalars compare as the Python numbers they hold (np.float32(1) is close to 1.0)
+    actual = actual.item() if isinstance(actual, np.generic) else actual
+    expected = expected.item() if isinstance(expected, np.generic) else expected
+    if actual is None or expected is None:
+        if actual is not expected:
+            raise AssertionError(f"None mismatch: {actual} is not {expected}")
+        return
     try:
-        if _is_tensor_like(actual) and _is_tensor_like(expected):
+        if _tensor_pair(actual, expected, allow_subclasses):
             return _compare_tensors(actual, expected, **options)
+        if _is_tensor_like(actual) and _is_tensor_like(expected):
+            raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} "
+                            f"and {type(expected)}.")
         scalar = (bool, int, float, complex)
         if isinstance(actual, scalar) and isinstance(expected, scalar):
             options = {k: v for k, v in options.items() if k in ("rtol", "atol", "equal_nan",
@@ -223,7 +243,7 @@ def _compare(actual, expected, path, **options):
         if len(actual) != len(expected):
             raise AssertionError(f"The length of the sequences mismatch: {len(actual)} != {len(expected)}")
         for i, (a, e) in enumerate(zip(actual, expected)):
-            _compare(a, e, path + (i,), **options)
+            _compare(a, e, path + (i,), allow_subclasses, **options)
         return
     if isinstance(actual, Mapping) and isinstance(expected, Mapping):
         missing = [k for k in expected if k not in actual]
@@ -233,14 +253,15 @@ def _compare(actual, expected, path, **options):
                                  f"Missing keys in the actual mapping: {sorted(missing)}\n"
                                  f"Additional keys in the actual mapping: {sorted(extra)}")
         for key in actual:
-            _compare(actual[key], expected[key], path + (key,), **options)
+            _compare(actual[key], expected[key], path + (key,), allow_subclasses, **options)
         return
     raise TypeError(f"No comparison pair was able to handle inputs of type {type(actual)} "
                     f"and {type(expected)}.")
 
 
-def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, check_device=True,
-                 check_dtype=True, check_layout=True, check_stride=False, msg=None):
+def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=None,
+                 equal_nan=False, check_device=True, check_dtype=True, check_layout=True,
+                 check_stride=False, msg=None):
     """Assert that `actual` and `expected` are close, as torch.testing.assert_close does.
 
     Tensors (and numpy arrays), Python scalars, and sequences / mappings of them are compared
@@ -251,15 +272,17 @@ def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, che
     strides).  A failure raises AssertionError with torch's report ("Tensor-likes are not close!",
     the mismatch count, the greatest absolute and relative differences and their indices);
     ``msg`` (a string, or a callable given the default message) replaces it.  Pairing a tensor
-    with a Python scalar or two unsupported types raises TypeError.
+    with a Python scalar or a numpy array, or two unsupported types, raises TypeError, as does
+    a tensor subclass paired with another type when ``allow_subclasses`` is False.  numpy
+    scalars compare as Python numbers; None matches only None.
     """
     if (rtol is None) != (atol is None):
         raise ValueError("Both 'rtol' and 'atol' must be either specified or omitted, but got no "
                          f"{'rtol' if rtol is None else 'atol'}.")
     try:
-        _compare(actual, expected, (), rtol=rtol, atol=atol, equal_nan=equal_nan,
-                 check_device=check_device, check_dtype=check_dtype, check_layout=check_layout,
-                 check_stride=check_stride, msg=msg)
+        _compare(actual, expected, (), allow_subclasses, rtol=rtol, atol=atol,
+                 equal_nan=equal_nan, check_device=check_device, check_dtype=check_dtype,
+                 check_layout=check_layout, check_stride=check_stride, msg=msg)
     except _ComparisonError as error:
         raise AssertionError(str(error)) from None
 

@@ -328,10 +328,20 @@ cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1:
         return 0
     t = <object>out
     for fn in list(ex.post_hooks.values()):
-        # PyTorch refuses a result: such a hook acts on .grad in place, it cannot replace it.
-        if fn(t) is not None:
-            raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+        check_post_accumulate_result(fn(t), t)
     return 0
+
+
+cpdef check_post_accumulate_result(object result, object tensor):
+    """PyTorch's rule for what a post-accumulate-grad hook returns: such a hook acts on the tensor
+    in place and cannot replace it, so the result is None or the tensor it was given (the
+    documented `lambda p: p.add_(p.grad, alpha=-lr)` returns it); another tensor is refused and a
+    non-tensor is a TypeError."""
+    if result is None or result is tensor:
+        return
+    if not isinstance(result, TensorBase):
+        raise TypeError(f"expected Variable, but hook returned '{type_name(result)}'")
+    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 # -- custom autograd.Function --------------------------------------------------------------------

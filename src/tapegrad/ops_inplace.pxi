@@ -637,8 +637,17 @@ cdef object fit_value(object V, tuple target, bint advanced, object value):
     return V
 
 
+cdef int refuse_meta_source(TensorBase self, object value) except -1:
+    """A meta tensor has no values to write into a CPU tensor (`cpu[:] = meta`, `cpu.copy_(meta)`
+    would write the stand-in's zeros): PyTorch's refusal."""
+    if is_meta_tensor(value) and not is_meta_tensor(self):
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    return 0
+
+
 cdef int check_setitem_value(TensorBase self, object value) except -1:
     """PyTorch assigns a tensor or a number, nothing else (None would write NaN)."""
+    refuse_meta_source(self, value)
     if isinstance(value, (TensorBase, bool, int, float, np.bool_, np.number)):
         if isinstance(value, (np.complexfloating)) and self._array.dtype.kind != "c":
             value = complex(value)
@@ -1330,6 +1339,7 @@ cdef bint plain_copy(TensorBase self, TensorBase src) except -1:
 
 def copy_(TensorBase self, src, non_blocking=False):
     """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
+    refuse_meta_source(self, src)
     if ((src is self or isinstance(src, TensorBase)
             and same_data(self._array, (<TensorBase>src)._array))
             and not records(self, src)):

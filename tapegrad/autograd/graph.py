@@ -23,6 +23,7 @@ import warnings
 from typing import Any, Callable, NamedTuple
 
 from .. import _core
+from .._torch_names import object_repr as _object_repr
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
            "register_multi_grad_hook", "Node", "GradientEdge", "get_gradient_edge",
@@ -135,6 +136,8 @@ def increment_version(tensor) -> None:
 
 class _MultiHandle:
     """What register_multi_grad_hook returns: remove() removes the hook from every tensor."""
+
+    __repr__ = _object_repr      # <torch.autograd.graph._MultiHandle object at 0x...>
 
     def __init__(self, handles):
         self.handles = handles

@@ -2,7 +2,8 @@
 probabilities train), moments, numpy-drawn samples."""
 from __future__ import annotations
 
-from .. import arange, lgamma, xlogy
+from .. import arange, lgamma, poisson, xlogy
+from ..grad_mode import no_grad
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
@@ -41,8 +42,10 @@ class Poisson(ExponentialFamily):
         return expand_params(self, Poisson, ("rate",), batch_shape, _instance)
 
     def sample(self, sample_shape=Size()):
-        rate = self.rate._array
-        return numpy_draw(self, sample_shape, self.rate, lambda rng, shape: rng.poisson(rate, shape))
+        # torch.poisson on the expanded rates, as PyTorch draws: its refusal of integer rates
+        # (the docstring's Poisson(torch.tensor([4])) cannot sample) and its care of huge rates
+        with no_grad():
+            return poisson(self.rate.expand(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
         if self._validate_args:

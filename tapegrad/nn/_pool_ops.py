@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .. import _core
+from .._extra_ops import _check_tensor as _check_tensor_argument
 from .. import where as _where
 from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
@@ -29,8 +30,11 @@ __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg
 
 # -- pooling ---------------------------------------------------------------------------------------
 
-def _pool_input(input, nd, name, views=True):
-    _check_tensor(input)
+def _pool_input(input, nd, name, views=True, op=None):
+    """(input batched, whether it was unbatched) after PyTorch's refusals; `op`: the builtin
+    PyTorch's argument parser names for a non-tensor input (max_pool2d_with_indices), if not
+    `name`."""
+    _check_tensor_argument(input, op or name)
     if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[1:]):
         if name.startswith("avg") and input.dim() < nd + 1:
             raise (IndexError(f"Dimension out of range (expected to be in range of "
@@ -161,7 +165,8 @@ def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_m
     # (a 2-d input as it is, batched or not: the kernel takes both, and a capture notes one
     # step without views around it; PyTorch's graph has none either)
     direct = isinstance(input, _core.TensorBase) and nd == 2 and _compiled(input._array)
-    x, unbatched = _pool_input(input, nd, name, views=not direct)
+    x, unbatched = _pool_input(input, nd, name, views=not direct,
+                               op=name + "_with_indices" if return_indices else name)
     if x._array.dtype == np.bool_:
         raise NotImplementedError(f'"{name}{"_impl" if nd == 1 else ""}" not implemented for '
                                   f"'Bool'")
@@ -442,7 +447,7 @@ def check_sizes_fillable(input, output_size) -> None:
 
 
 def _adaptive_sizes(input, output_size, nd, name):
-    _check_tensor(input)
+    _check_tensor_argument(input, name)
     if nd > 1:
         check_sizes_fillable(input, output_size)
     if input.dim() not in (nd + 1, nd + 2):

@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._extra_ops import _check_tensor as _check_tensor_argument
 from .._memory_format import follow_channels_last
 from .. import stack as _stack
 from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
@@ -173,8 +174,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 # -- pooling ----------------------------------------------------------------------------------------
 
-def _pool3d_input(input):
-    _check_tensor(input)
+def _pool3d_input(input, op):
+    """`op`: the builtin PyTorch's argument parser names for a non-tensor input."""
+    _check_tensor_argument(input, op)
     if input.dim() not in (4, 5) or any(s == 0 for s in input.shape[-4:]):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     unbatched = input.dim() == 4
@@ -210,7 +212,7 @@ def _depth_window_geometry(D, k, s, p, d, ceil_mode):
 
 def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     check_max_pool_flags("max_pool3d", ceil_mode, return_indices)
-    x, unbatched = _pool3d_input(input)
+    x, unbatched = _pool3d_input(input, "max_pool3d")
     kernel, stride, padding, dilation = _pool3d_args(kernel_size, stride, padding, dilation)
     N, C, D, H, W = x.shape
     Do = _out_size(D, 2 * padding[0], kernel[0], stride[0], dilation[0], ceil_mode, padding[0])
@@ -263,7 +265,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """3-d average pooling over (N, C, D, H, W) or (C, D, H, W) (count_include_pad,
     divisor_override and ceil_mode as PyTorch)."""
     check_avg_pool_flags("avg_pool3d", ceil_mode, count_include_pad)
-    x, unbatched = _pool3d_input(input)
+    x, unbatched = _pool3d_input(input, "avg_pool3d")
     kernel, stride, padding, _ = _pool3d_args(kernel_size, stride, padding, 1)
     if x._array.dtype == np.int64:
         def pool(t, divisor):
@@ -301,7 +303,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 
 def _adaptive3d_sizes(input, output_size, name):
-    _check_tensor(input)
+    _check_tensor_argument(input, name)
     from ._pool_ops import check_sizes_fillable
     check_sizes_fillable(input, output_size)
     if input.dim() not in (4, 5):
