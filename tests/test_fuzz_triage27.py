@@ -1,0 +1,66 @@
+"""Regressions of the session-27 fuzz run of fuzz10 (programs 62660858-, 60660773-; surface
+60780293-).
+
+Each test compares with PyTorch (the `torch` fixture skips cleanly without it).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _assert_same(got, expected, rtol=1e-12):
+    for a, b in zip(got, expected):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=0, equal_nan=True)
+
+
+# -- prelu's second derivatives beside an infinite weight or input (62661981; SILENT: NaN where
+# PyTorch's are finite) ---------------------------------------------------------------------------
+# The first derivatives were where(x > 0, grad, weight * grad) and where(x > 0, 0, grad * x) of
+# recorded ops: their derivatives reach each factor of a masked-out product as 0 * (the other
+# factor), NaN for an infinite weight at x > 0 or an infinite x or grad.  PyTorch's
+# PreluKernelBackwardBackward0 is where()s of its derivatives, masked with x >= 0.
+
+def _prelu_derivatives(lib, weight, x_values, w_values):
+    inf = float("inf")
+    x = lib.tensor(x_values, dtype=lib.float64, requires_grad=True)
+    w = lib.tensor(w_values, dtype=lib.float64, requires_grad=True)
+    c = lib.tensor(np.linspace(-1.5, 2.0, x.numel()).reshape(x.shape), dtype=lib.float64,
+                   requires_grad=True)
+    if weight == "inf-grad":
+        c = c.detach().clone()
+        c[..., 0] = inf
+        c.requires_grad_(True)
+    y = lib.nn.functional.prelu(x, w)
+    grads = lib.autograd.grad((y * c).sum(), [x, w, c], create_graph=True)
+    h = [lib.full_like(g, 0.75) for g in grads]
+    s = sum((g * k).sum() for g, k in zip(grads, h))
+    second = lib.autograd.grad(s, [x, w, c], allow_unused=True)
+    out = [y, *grads, *second]
+    return ([t.detach().numpy() for t in out],
+            [type(g.grad_fn).__name__ for g in grads[:1]])
+
+
+_INF = float("inf")
+_CASES = {
+    "inf-weight": ([[0.889, -0.5], [0.0, 2.0], [-0.0, -3.0]], [_INF]),
+    "inf-x": ([[_INF, -0.5], [0.0, -_INF], [1.0, -3.0]], [0.25, -2.0]),
+    "inf-grad": ([[0.5, -0.5], [0.0, 2.0], [-1.0, 3.0]], [0.25, -2.0]),
+    "finite": ([[0.5, -0.5], [0.0, 2.0], [-1.0, 3.0]], [0.25]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CASES))
+def test_prelu_second_derivatives_match_torch(torch, case):
+    x_values, w_values = _CASES[case]
+    got, got_names = _prelu_derivatives(tg, case, x_values, w_values)
+    expected, expected_names = _prelu_derivatives(torch, case, x_values, w_values)
+    _assert_same(got, expected)
+    assert got_names == expected_names == ["PreluKernelBackwardBackward0"]
+
+
+def test_prelu_second_derivatives_match_finite_differences():
+    x = tg.tensor([[0.7, -0.4, 1.3], [-2.0, 0.2, -0.9]], dtype=tg.float64, requires_grad=True)
+    w = tg.tensor([0.3, -1.1, 2.5], dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradgradcheck(lambda a, b: tg.nn.functional.prelu(a, b), (x, w))
