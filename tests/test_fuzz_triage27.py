@@ -64,3 +64,19 @@ def test_prelu_second_derivatives_match_finite_differences():
     x = tg.tensor([[0.7, -0.4, 1.3], [-2.0, 0.2, -0.9]], dtype=tg.float64, requires_grad=True)
     w = tg.tensor([0.3, -1.1, 2.5], dtype=tg.float64, requires_grad=True)
     assert tg.autograd.gradgradcheck(lambda a, b: tg.nn.functional.prelu(a, b), (x, w))
+
+
+# -- vector_norm of a 0-d tensor along dim 0 / -1 for a general ord (62662294: AxisError; a
+# regression of session 26's _PNorm for 0-d inputs) ---------------------------------------------
+
+@pytest.mark.parametrize("ord", [3.0, 0.5, -1.0, -2.5])
+@pytest.mark.parametrize("dim", [0, (0,), (-1,), None])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_vector_norm_of_0d_along_its_dim_matches_torch(torch, ord, dim, keepdim):
+    def run(lib):
+        x = lib.tensor(-1.5, dtype=lib.float64, requires_grad=True)
+        y = lib.linalg.vector_norm(x, ord, dim=dim, keepdim=keepdim)
+        g, = lib.autograd.grad(y, x, create_graph=True)
+        g2, = lib.autograd.grad(g, x)
+        return [t.detach().numpy() for t in (y, g, g2)]
+    _assert_same(run(tg), run(torch))
