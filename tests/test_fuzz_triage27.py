@@ -80,3 +80,32 @@ def test_vector_norm_of_0d_along_its_dim_matches_torch(torch, ord, dim, keepdim)
         g2, = lib.autograd.grad(g, x)
         return [t.detach().numpy() for t in (y, g, g2)]
     _assert_same(run(tg), run(torch))
+
+
+# -- pow's exponent gradient at a zero base: grad times the masked a**e log(a), as PyTorch's
+# pow_backward_exponent (60661280: the second derivative at a == 0 is NaN in PyTorch, was 0
+# here; and an infinite or NaN upstream gradient there gives NaN, was 0) -------------------------
+
+def _pow_exponent_derivatives(lib, dtype, scalar_base):
+    inf, nan = float("inf"), float("nan")
+    e = lib.tensor([1.0, 2.0, 0.0, -1.5, 2.5, 1.0], dtype=dtype, requires_grad=True)
+    if scalar_base:
+        y = 0.0 ** e
+        leaves = [e]
+    else:
+        b = lib.tensor([0.0, -0.0, 0.0, 0.0, 2.0, 3.0], dtype=dtype, requires_grad=True)
+        y = b ** e
+        leaves = [b, e]
+    upstream = lib.tensor([inf, nan, 2.0, 0.5, inf, -1.0], dtype=dtype)
+    first = lib.autograd.grad(y, leaves, upstream, retain_graph=True)
+    grads = lib.autograd.grad((y * 0.7).sum(), leaves, create_graph=True)
+    s = sum((g * 1.3).sum() for g in grads)
+    second = lib.autograd.grad(s, leaves, allow_unused=True)
+    return [t.detach().numpy() for t in (*first, *grads, *second)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("scalar_base", [False, True])
+def test_pow_exponent_gradient_at_zero_base_matches_torch(torch, dtype, scalar_base):
+    _assert_same(_pow_exponent_derivatives(tg, getattr(tg, dtype), scalar_base),
+                 _pow_exponent_derivatives(torch, getattr(torch, dtype), scalar_base), 1e-6)
