@@ -109,3 +109,33 @@ def _pow_exponent_derivatives(lib, dtype, scalar_base):
 def test_pow_exponent_gradient_at_zero_base_matches_torch(torch, dtype, scalar_base):
     _assert_same(_pow_exponent_derivatives(tg, getattr(tg, dtype), scalar_base),
                  _pow_exponent_derivatives(torch, getattr(torch, dtype), scalar_base), 1e-6)
+
+
+# -- an in-place op computed as a Function (exp2_, tan_) under saved-tensor hooks that hand back
+# the saved tensor (identity, save_on_cpu): its saved output had left the graph when self adopted
+# the Function's record, so a second derivative missed the terms through it (60661550; SILENT)
+
+_HOOKS = {
+    "identity": lambda lib: lib.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t),
+    "save_on_cpu": lambda lib: lib.autograd.graph.save_on_cpu(),
+    "clone": lambda lib: lib.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda t: t),
+}
+
+
+def _in_place_second_derivative(lib, op, hooks):
+    x = lib.tensor([[0.3], [-1.2], [0.45]], dtype=lib.float64, requires_grad=True)
+    y = (x * 1.5).sin()
+    with _HOOKS[hooks](lib):
+        z = getattr(y, op)()
+    g, = lib.autograd.grad((z * lib.tensor([[0.7], [-0.4], [1.1]], dtype=lib.float64)).sum(),
+                           [x], create_graph=True)
+    g2, = lib.autograd.grad((g * lib.tensor([[1.3], [0.6], [-0.2]], dtype=lib.float64)).sum(),
+                            [x])
+    return [t.detach().numpy() for t in (z, g, g2)]
+
+
+@pytest.mark.parametrize("hooks", sorted(_HOOKS))
+@pytest.mark.parametrize("op", ["exp2_", "tan_", "sinc_", "erfinv_"])
+def test_in_place_function_second_derivative_under_saved_hooks_matches_torch(torch, op, hooks):
+    _assert_same(_in_place_second_derivative(tg, op, hooks),
+                 _in_place_second_derivative(torch, op, hooks))
