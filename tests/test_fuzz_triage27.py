@@ -139,3 +139,41 @@ def _in_place_second_derivative(lib, op, hooks):
 def test_in_place_function_second_derivative_under_saved_hooks_matches_torch(torch, op, hooks):
     _assert_same(_in_place_second_derivative(tg, op, hooks),
                  _in_place_second_derivative(torch, op, hooks))
+
+
+# -- histogram / histogramdd with given edges: PyTorch checks the edges (1-d, at least one bin)
+# before the input's dtype has a kernel, with its own messages (surface 60782133: an integer
+# input with one edge raised NotImplementedError where PyTorch's bin count error is a
+# RuntimeError) -----------------------------------------------------------------------------------
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as error:      # noqa: BLE001 - the type and message are compared
+        return type(error).__name__, str(error)
+    return None
+
+
+@pytest.mark.parametrize("case", ["int-one-edge", "int-no-edge", "int-2d-edges", "float-one-edge",
+                                  "float-no-edge", "float-0d-edges", "float-2d-edges",
+                                  "dd-one-edge", "dd-no-edge-second"])
+def test_histogram_edges_checked_before_dtype_as_torch(torch, case):
+    def call(lib):
+        x_int, x_float = lib.tensor([1, 2]), lib.tensor([1.0, 2.0])
+        edges = {
+            "int-one-edge": (x_int, lib.tensor([1])),
+            "int-no-edge": (x_int, lib.tensor([], dtype=lib.int64)),
+            "int-2d-edges": (x_int, lib.tensor([[1, 2]])),
+            "float-one-edge": (x_float, lib.tensor([1.0])),
+            "float-no-edge": (x_float, lib.tensor([], dtype=lib.float32)),
+            "float-0d-edges": (x_float, lib.tensor(1.0)),
+            "float-2d-edges": (x_float, lib.tensor([[1.0, 2.0]])),
+        }
+        if case.startswith("dd"):
+            points = lib.tensor([[1.0, 2.0]])
+            second = lib.tensor([1.0, 3.0]) if case == "dd-one-edge" else lib.tensor([])
+            first = lib.tensor([1.0]) if case == "dd-one-edge" else lib.tensor([0.0, 2.0])
+            return _raised(lambda: lib.histogramdd(points, [first, second]))
+        return _raised(lambda: lib.histogram(*edges[case]))
+    got, expected = call(tg), call(torch)
+    assert expected is not None and got == expected
