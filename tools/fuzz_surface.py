@@ -1461,6 +1461,15 @@ def known(prog, cat, msg):
     if cat == "crash" and prog.op == "conv" and "conv_transpose" in prog.case.desc and \
             "Output size is too small" in msg:
         return True
+    # degenerate, and torch's own result depends on its kernel: a convolution's weight gradient
+    # where an infinite input or gradient meets the padding's zeros is NaN on torch's batch-1
+    # path (as tapegrad's always: 0 * inf) and skips the padding on its oneDNN path for a batch
+    # above 1 (conv_transpose1d(inf, w, stride=2, padding=1): w.grad [nan, inf, nan] for one
+    # sample, [0, inf, 0] for two; conv1d's alike; surface 60775031)
+    if prog.op == "conv" and cat in ("grad", "grad2") and any(
+            leaf.array.dtype.kind == "f" and not np.isfinite(leaf.array).all()
+            for leaf in prog.case.leaves):
+        return True
     # torch's addmv with an empty matrix returns beta * input unbroadcast (addmv(ones(1),
     # ones(2, 0), ones(0)) has shape (1,), with a resize warning) and its backward then fails;
     # tapegrad broadcasts to the product's shape (seed 60613049)
