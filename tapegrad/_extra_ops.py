@@ -304,10 +304,6 @@ def _dimension_edges(column, bins, bounds, dim: int, check_order: bool):
     linspace in the input's dtype as PyTorch makes them."""
     if isinstance(bins, TensorBase):
         edges = _edges_of_dtype(column, bins, dim)
-        if edges.ndim != 1 or edges.size < 2:
-            raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension and "
-                               f"at least 2 elements, but got {edges.ndim} dimensions and "
-                               f"{edges.size} elements")
         if check_order and np.any(np.diff(edges) < 0):
             raise RuntimeError("torch.histogramdd(): bin edges must be non-decreasing")
         return edges
@@ -322,12 +318,22 @@ def _dimension_edges(column, bins, bounds, dim: int, check_order: bool):
 
 
 def _edges_of_dtype(column, bins, dim: int):
-    """The given bin edges' array, of the input's dtype (PyTorch converts neither)."""
+    """The given bin edges' array, of the input's dtype (PyTorch converts neither), 1-d with
+    at least one bin: PyTorch checks these before the input's dtype has a kernel (surface
+    60782133: an integer input with one edge is the bin count's error)."""
     edges = bins._array
     if edges.dtype != column.dtype:
         raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the "
                            f"same dtype, but got input with dtype {_c_type(column)} and bins "
                            f"for dimension {dim} with dtype {_c_type(edges)}")
+    if edges.ndim != 1:
+        raise RuntimeError(f"torch.histogramdd: bins tensor should have one dimension, but got "
+                           f"{edges.ndim} dimensions in the bins tensor for dimension {dim}")
+    if edges.size == 0:
+        raise RuntimeError(f"torch.histogramdd: bins tensor should have at least 1 element, but "
+                           f"got 0 elements in the bins tensor for dimension {dim}")
+    if edges.size == 1:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got 0 for dimension {dim}")
     return edges
 
 

@@ -772,7 +772,8 @@ def _vector_norm_of(x, ord: float, dims, keepdim: bool):
     magnitude = x.abs()
     reduce = dict(dim=dims, keepdim=keepdim)
     if x.ndim == 0:
-        reduce = {}
+        # (dim 0 or -1 of a 0-d tensor names the tensor itself: nothing to reduce)
+        reduce, dims = {}, ()
     if ord == math.inf:
         return magnitude.amax(**reduce) if reduce else magnitude
     if ord == -math.inf:

@@ -1826,11 +1826,15 @@ def known_for(prog, cat, msg):
         # [-2.67, -0.67, 3.33], finite differences [-0.89, -0.22, 1.11]); tapegrad's is the
         # whole reduction's (62648798, 62650602)
         return True
-    m = re.match(r"step \d+ `v\d+ = (v\d+)\.view\(", msg)
-    if cat == "missing-error" and m and "view size is not compatible" in msg:
+    m = re.match(r"step \d+ `v\d+ = (v\d+)\.(view|flatten|reshape|ravel)\(", msg)
+    if m and ((cat == "missing-error" and m.group(2) == "view"
+               and "view size is not compatible" in msg)
+              or (cat == "requires_grad" and m.group(2) != "view"
+                  and "(no_grad): torch False vs tapegrad True" in msg)):
         # known (docs/differences.md, session 19): PyTorch's LAPACK-backed linalg results are
         # column-major (a flat view() of one raises there); tapegrad's are row-major
-        # (solve_triangular: 60648852, 60653096)
+        # (solve_triangular: 60648852, 60653096); so flatten / reshape of one is a copy in
+        # PyTorch and a view here, which under no_grad keeps requires_grad (inv: 60661760)
         defs = {st.out: st.code for st in prog.steps if st.out}
         if re.search(r"\blinalg\.|matrix_power|cholesky|\blu_|triangular_solve|inverse\(",
                      defs.get(m.group(1), "")):
@@ -1857,6 +1861,14 @@ def known_for(prog, cat, msg):
         # PyTorch's complex add / sub is a + alpha * b with alpha = 1 + 0j multiplied out, so an
         # infinite part of b meets alpha's 0 and turns b's other part NaN ((1.65+0j) +
         # (-inf-0.454j) is -inf+nanj, b + a is -inf-0.454j; 62659141); tapegrad's is a + b
+        return True
+    if cat == "value" and prog.cplx and re.match(
+            r"step \d+ `v\d+ = (v\d+ @ v\d+|torch\.(matmul|mm|mv|addmm|addmv)\(|F\.linear\()",
+            msg) and re.search(r"torch .*\bnan\b.* vs tapegrad", msg):
+        # the same alpha in PyTorch's complex BLAS product (gemm / gemv: alpha * sum a b with
+        # alpha = 1 + 0j multiplied out): an infinite product meets alpha's 0, NaN + NaNj where
+        # the elementwise product, dot, bmm and einsum of the same operands give +-inf +-infj
+        # ([[1.7+0.35j]] @ [inf-2.18j]: nan+nanj; 60660895); tapegrad's is the plain sum
         return True
     m = SATURATED_SIGMOID.match(msg)
     if cat == "value" and m:

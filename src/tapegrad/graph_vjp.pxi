@@ -398,17 +398,20 @@ cdef object gv_pow(Py_ssize_t i, Record* r, object G, char* want):
             ga = where(wrap(nd(EV == 0)), 0,
                        g_mul(G, g_mul(E, binary_op(OP_POW, A, g_sub(E, 1)))))
     if want[1]:
-        # a**e * log(a), 0 where a == 0 and e >= 0
+        # grad * (a**e * log(a), 0 where a == 0 and e >= 0): PyTorch's pow_backward_exponent,
+        # grad outside the where, so the masked-out a**e * log(0) still meets the derivative
+        # (0 * -inf): second derivatives at a == 0 are NaN as PyTorch's (fuzz 60661280)
         out = own_output(i, r, 2)
         if isinstance(A, (int, float)):
             log_a = math.log(A) if A > 0 else (-math.inf if A == 0 else math.nan)
-            gb = g_mul(G, g_mul(out, log_a))
+            gb = g_mul(out, log_a)
             if A == 0:
                 gb = where(wrap(nd(EV >= 0)), 0, gb)
         else:
             AV = (<TensorBase>A)._array
             gb = where(wrap(nd((AV == 0) & (EV >= 0))), 0,
-                       g_mul(G, g_mul(out, unary_op(OP_LOG, <TensorBase>A))))
+                       g_mul(out, unary_op(OP_LOG, <TensorBase>A)))
+        gb = g_mul(G, gb)
     return t_fit_binary(r, ga, gb)
 
 cdef object gv_neg(Py_ssize_t i, Record* r, object G, char* want):

@@ -234,15 +234,18 @@ cdef object vjp_pow(Record* r, object g):
             ga = nd(np.where(expo == 0, 0, g * (expo * base ** (expo - 1))))
     if r.inp[1] >= 0:
         # d/de a**e = a**e * log(a), defined as 0 where a == 0 and e >= 0 (PyTorch's mask; for
-        # e < 0 it is inf * -inf = -inf; a negative base gives nan, as log does)
+        # e < 0 it is inf * -inf = -inf; a negative base gives nan, as log does).  The mask
+        # comes before the product with g, as PyTorch's pow_backward_exponent: an infinite or
+        # NaN g at a masked element gives NaN, not 0 (fuzz 60661280)
         out = <object>r.saved[2]
         if isinstance(base, (int, float)):
             log_base = math.log(base) if base > 0 else (-math.inf if base == 0 else math.nan)
-            gb = nd(g * (out * log_base))
+            gb = out * log_base
             if base == 0:
-                gb = nd(np.where(expo >= 0, 0, gb))
+                gb = np.where(expo >= 0, 0, gb)
         else:
-            gb = nd(np.where((base == 0) & (expo >= 0), 0, g * (out * np.log(base))))
+            gb = np.where((base == 0) & (expo >= 0), 0, out * np.log(base))
+        gb = nd(g * gb)
     return fit_binary_grads(r, ga, gb)
 
 

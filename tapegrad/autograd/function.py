@@ -148,6 +148,13 @@ class FunctionCtx:
                     # mode on in the backward) it must still lead back to the saved tensor
                     out.append(holder.on_graph(t, self) if _core.is_grad_enabled() else t)
                     continue
+                if _core.is_grad_enabled() and not t.requires_grad:
+                    # the hook gave back the saved tensor itself, which has left its place in
+                    # the graph since: an in-place op's out-of-place result whose record self
+                    # then adopted (_shift_ops._become_result; exp2_ under identity hooks or
+                    # save_on_cpu lost its second derivative's terms through the result, fuzz
+                    # 60661550).  (on_graph leaves a tensor that never had a place as it is.)
+                    t = holder.on_graph(t, self)
             else:
                 t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
             if version.value != expected:
@@ -449,8 +456,10 @@ class _HookPacked:
         Function's record holds its inputs' records; a dead output's comes back from the
         Function's), as PyTorch's SavedVariable keeps the grad_fn, not the tensor."""
         anchor = self._anchor() if self._anchor is not None else None
-        if anchor is not None:
+        if anchor is not None and anchor.requires_grad:
             return _core._on_node_of(anchor, copy)
+        # (the saved tensor died, or left its place: an output whose record an in-place op's
+        # self adopted, then that record's output now)
         nodes = ctx.__dict__.get("_output_nodes")
         n_out = len(ctx._output_meta)
         if self._place is None or nodes is None or len(nodes) <= n_out or nodes[n_out] < 0:
@@ -458,8 +467,9 @@ class _HookPacked:
         kind, j = self._place
         if kind == "input":
             return _core._on_input_node_of(nodes[n_out], j, copy)
-        if nodes[j] >= 0:                   # the output died; its record lives on
-            return _core._resurrect(nodes[j], copy)
+        if nodes[j] >= 0:                   # the output died or moved; its record lives on
+            out = _core._resurrect(nodes[j], copy)
+            return copy if out is copy else _core._on_node_of(out, copy)
         return _core._revive_function_output(nodes[n_out], j, copy)
 
 
