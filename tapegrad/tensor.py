@@ -463,6 +463,13 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     is_sparse = False
     is_sparse_csr = False
     is_quantized = False
+    is_nested = False
+    is_mkldnn = False
+    is_xla = False
+    is_ipu = False
+    is_vulkan = False
+    is_mtia = False
+    is_maia = False
     layout = strided
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
@@ -668,6 +675,14 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def data_ptr(self) -> int:
         """The address of the first element (numpy's data pointer)."""
         return self._array.__array_interface__["data"][0]
+
+    def const_data_ptr(self) -> int:
+        """The address of the first element, as ``data_ptr()`` (PyTorch's read-only variant)."""
+        return self.data_ptr()
+
+    def is_distributed(self) -> bool:
+        """False: no tapegrad tensor is a distributed one."""
+        return False
 
     def is_floating_point(self) -> bool:
         """Whether the dtype is a floating-point one (float16, float32, float64)."""

@@ -86,3 +86,12 @@ def test_mlp_input_derivatives_match_torch_with_mm_nodes():
     for e, g in zip(_mlp_input_derivatives(torch), _mlp_input_derivatives(tg)):
         assert type(g.grad_fn).__name__ == type(e.grad_fn).__name__ == "MmBackward0"
         np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=1e-12)
+
+
+def test_backend_flags_and_pointer_queries_of_a_cpu_tensor():
+    t, g = torch.arange(3.), tg.arange(3.)
+    for flag in ["is_nested", "is_mkldnn", "is_xla", "is_ipu", "is_vulkan", "is_mtia", "is_maia"]:
+        assert getattr(g, flag) is getattr(t, flag) is False
+    assert g.is_distributed() is t.is_distributed() is False
+    assert g.const_data_ptr() == g.data_ptr()
+    assert g[1:].const_data_ptr() - g.const_data_ptr() == t[1:].const_data_ptr() - t.const_data_ptr()
