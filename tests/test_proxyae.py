@@ -95,3 +95,46 @@ def test_backend_flags_and_pointer_queries_of_a_cpu_tensor():
     assert g.is_distributed() is t.is_distributed() is False
     assert g.const_data_ptr() == g.data_ptr()
     assert g[1:].const_data_ptr() - g.const_data_ptr() == t[1:].const_data_ptr() - t.const_data_ptr()
+
+
+def _raised(fn):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = fn()
+        except Exception as exc:   # noqa: BLE001 - the type and message are what is compared
+            return type(exc).__name__, str(exc)
+    return "returned", str(result.dtype) if hasattr(result, "dtype") else type(result).__name__
+
+
+def _solver_calls(lib):
+    A = lib.tensor([[4., 1.], [0., 3.]], dtype=lib.float64)
+    LU, piv = lib.linalg.lu_factor(A)
+    b32, b64 = lib.ones(2, 1), lib.ones(2, 1, dtype=lib.float64)
+    return [
+        lambda: lib.linalg.lstsq(A, b32),
+        lambda: lib.linalg.lstsq(A.float(), b64, driver="gelsd"),
+        lambda: lib.linalg.lstsq(A[0], b64[:, 0]),
+        lambda: lib.linalg.lstsq(A.long(), b32),
+        lambda: lib.linalg.lstsq(A, lib.ones(3, 1, dtype=lib.float64), driver="bad"),
+        lambda: lib.triangular_solve(b32, A),
+        lambda: lib.triangular_solve(b64, A.float()),
+        lambda: lib.triangular_solve(b64[:, 0], A),
+        lambda: lib.triangular_solve(b64, A[0]),
+        lambda: lib.triangular_solve(b64, A[:, :1]),
+        lambda: lib.triangular_solve(lib.ones(3, 1, dtype=lib.float64), A),
+        lambda: lib.cholesky_solve(b32, A),
+        lambda: lib.linalg.lu_solve(LU, piv, b32),
+        lambda: lib.linalg.lu_solve(LU, piv, b32[:, 0]),
+        lambda: lib.linalg.lu_solve(LU, piv, b32.mT, left=False),
+        lambda: lib.lu_solve(b32, LU, piv),
+    ]
+
+
+def test_solvers_refuse_mixed_dtypes_as_torch():
+    # SILENT before: triangular_solve and lu_solve with a float32 right-hand side and a float64
+    # factor (or the reverse) returned a solution where PyTorch refuses; lstsq's refusal named
+    # matmul's operands.
+    for expected, got in zip(_solver_calls(torch), _solver_calls(tg)):
+        assert _raised(got) == _raised(expected)
