@@ -138,3 +138,22 @@ def test_solvers_refuse_mixed_dtypes_as_torch():
     # matmul's operands.
     for expected, got in zip(_solver_calls(torch), _solver_calls(tg)):
         assert _raised(got) == _raised(expected)
+
+
+def _bilinear_calls(lib):
+    F = lib.nn.functional
+    f = lib.ones(1, 3)
+    w = lib.ones(2, 3, 3)
+    return [
+        lambda: F.bilinear(f, f, w, lib.ones(2, dtype=lib.float64)),
+        lambda: F.bilinear(f, f.double(), w),
+        lambda: F.bilinear(f, f, w.double()[0]),
+        lambda: F.bilinear(f.int(), f.int(), w.int(), lib.ones(2)),
+        lambda: F.bilinear(f, f, w, lib.ones(2)),
+    ]
+
+
+def test_bilinear_refuses_mixed_dtypes_first():
+    # SILENT before: a float64 bias made a float32 bilinear's result float64.
+    for expected, got in zip(_bilinear_calls(torch), _bilinear_calls(tg)):
+        assert _raised(got) == _raised(expected)
