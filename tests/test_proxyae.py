@@ -157,3 +157,34 @@ def test_bilinear_refuses_mixed_dtypes_first():
     # SILENT before: a float64 bias made a float32 bilinear's result float64.
     for expected, got in zip(_bilinear_calls(torch), _bilinear_calls(tg)):
         assert _raised(got) == _raised(expected)
+
+
+def _undefined_moments(lib):
+    D = lib.distributions
+    loc = lib.tensor([0.1, -0.2], dtype=lib.float64, requires_grad=True)
+    scale = lib.tensor([0.5, 2.0], dtype=lib.float64, requires_grad=True)
+    return [D.Cauchy(loc, scale).mean, D.Cauchy(loc, scale).variance,
+            D.Cauchy(loc, scale).expand((3, 2)).mean, D.HalfCauchy(scale).mean]
+
+
+def test_undefined_moments_are_constants_as_torch():
+    # Cauchy's mean/variance and HalfCauchy's mean were recorded from the parameters
+    # (requires_grad True, a grad_fn); PyTorch returns tensors filled with nan / inf
+    for e, g in zip(_undefined_moments(torch), _undefined_moments(tg)):
+        assert (g.requires_grad, g.grad_fn, tuple(g.shape)) == (e.requires_grad, None, tuple(e.shape))
+        np.testing.assert_array_equal(g.numpy(), e.numpy())
+
+
+def _moment_and_cdf_nodes(lib):
+    D = lib.distributions
+    a = lib.tensor([0.5, 3.0], dtype=lib.float64, requires_grad=True)
+    x = lib.tensor([-0.5, 1.0], dtype=lib.float64)
+    return [D.InverseGamma(a, a).mean, D.InverseGamma(a, a).variance,
+            D.HalfNormal(a).log_prob(x), D.HalfCauchy(a).log_prob(x),
+            D.Gamma(a, a).cdf(x.abs()), D.Chi2(a).cdf(x.abs())]
+
+
+def test_distribution_nodes_named_as_torch():
+    for e, g in zip(_moment_and_cdf_nodes(torch), _moment_and_cdf_nodes(tg)):
+        assert type(g.grad_fn).__name__ == type(e.grad_fn).__name__
+        np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=1e-12)

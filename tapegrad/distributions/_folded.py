@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import where
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 
@@ -30,7 +31,7 @@ class _FoldedAtZero(TransformedDistribution):
         if self._validate_args:
             self._validate_sample(value)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return log_prob.masked_fill(value < 0, -math.inf)
+        return where(value >= 0, log_prob, -math.inf)
 
     def cdf(self, value):
         if self._validate_args:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .. import arange, as_tensor, digamma, lgamma, stack, where, xlogy
+from .. import _core, arange, as_tensor, digamma, lgamma, stack, where, xlogy
 from ..tensor import Size
 from . import constraints
 from ._params import expand_params, standard_normal_like
@@ -66,7 +66,9 @@ class Gamma(ExponentialFamily):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return regularized_gamma_p(self.concentration, self.rate * value)
+        # PyTorch's node is its gammainc's (this one is also differentiable in the concentration)
+        return _core._name_grad_fn(regularized_gamma_p(self.concentration, self.rate * value),
+                                   "IgammaBackward0")
 
     def entropy(self):
         a = self.concentration
