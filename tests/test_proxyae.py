@@ -208,3 +208,19 @@ def test_student_t_variance_gradient_at_df_two_is_zero_as_torch():
     for e, g in zip(_student_t_moments(torch), _student_t_moments(tg)):
         np.testing.assert_array_equal(g.detach().numpy(), e.detach().numpy())
         assert type(g.grad_fn).__name__ == type(e.grad_fn).__name__
+
+
+def _zero_modes(lib):
+    D = lib.distributions
+    a = lib.tensor([0.5, 1.0], dtype=lib.float64, requires_grad=True)
+    p = lib.tensor([0.2, 0.7], requires_grad=True)
+    return [D.HalfCauchy(a).mode, D.HalfNormal(a).mode, D.Exponential(a).mode, D.Geometric(p).mode]
+
+
+def test_zero_modes_are_constants_as_torch():
+    # they were `parameter * 0`: a graph to the parameter (requires_grad True), PyTorch's are
+    # zeros_like
+    for e, g in zip(_zero_modes(torch), _zero_modes(tg)):
+        assert (g.requires_grad, g.grad_fn, g.dtype) == (e.requires_grad, None, g.dtype)
+        assert str(g.dtype) == str(e.dtype)
+        np.testing.assert_array_equal(g.numpy(), e.numpy())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .. import where
+from .. import where, zeros_like
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 
@@ -25,7 +25,7 @@ class _FoldedAtZero(TransformedDistribution):
 
     @property
     def mode(self):
-        return self.scale * 0
+        return zeros_like(self.scale)           # a constant, as PyTorch's (no graph)
 
     def log_prob(self, value):
         if self._validate_args:

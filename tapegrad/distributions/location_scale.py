@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .. import full
+from .. import full, zeros_like
 from ..tensor import Size
 from . import constraints
 from ._params import BinaryParameter, LocationScale, expand_params, set_probs_or_logits, uniform_like
@@ -32,7 +32,7 @@ class Exponential(ExponentialFamily):
 
     @property
     def mode(self):
-        return self.rate * 0
+        return zeros_like(self.rate)            # a constant, as PyTorch's (no graph)
 
     @property
     def stddev(self):
@@ -170,7 +170,7 @@ class Geometric(BinaryParameter, Distribution):
 
     @property
     def mode(self):
-        return self.probs * 0
+        return zeros_like(self.probs)           # a constant, as PyTorch's (no graph)
 
     @property
     def variance(self):
