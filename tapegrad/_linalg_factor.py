@@ -97,6 +97,15 @@ def lu(A, *, pivot: bool = True):
     return _return("linalg_lu", (P, L, U))
 
 
+def check_lu_and_b_dtypes(LU, B) -> None:
+    """PyTorch's refusal (its first check) of an LU factor and a right-hand side of different
+    dtypes, which the triangular solves would otherwise have promoted silently."""
+    if LU.dtype != B.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                           f"found LU of type {_core.scalar_type_name_of(LU._array.dtype)} and B "
+                           f"of type {_core.scalar_type_name_of(B._array.dtype)} instead")
+
+
 def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
     """The solution X of A X = B (or X A = B with left=False; A^H instead of A with
     adjoint=True) from A's (LU, pivots) as lu_factor returns them."""
@@ -104,6 +113,7 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
     _core.check_bool("linalg_lu_solve", "adjoint", adjoint)
     from .linalg import solve_triangular
     from ._more_math import _check_pivots
+    check_lu_and_b_dtypes(LU, B)
     if B.dim() < 2:
         raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
                            "dimensions.")

@@ -771,6 +771,15 @@ def _sum_to_shape(grad, shape):
 _torch_grad_fn_name(_CholeskySolve, "CholeskySolveBackward0")
 
 
+def _check_same_dtype_b_and_a(b, A):
+    """PyTorch's refusal of a right-hand side b and a coefficient A of different dtypes, shared
+    by cholesky_solve and triangular_solve (which otherwise returned a result in one of them)."""
+    if b.dtype != A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{_dtype_name(b._array).capitalize()} and A of type "
+                           f"{_dtype_name(A._array).capitalize()} instead.")
+
+
 def cholesky_solve(input, input2, upper=False):
     """The solution X of A X = input where A = L L^H for the lower-triangular Cholesky factor
     input2 (A = U^H U with upper=True); batches broadcast."""
@@ -781,10 +790,7 @@ def cholesky_solve(input, input2, upper=False):
                            f"dimensions instead" if input.dim() < 2 else
                            f"u should have at least 2 dimensions, but has {input2.dim()} "
                            f"dimensions instead")
-    if input.dtype != input2.dtype:
-        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
-                           f"{_dtype_name(input._array).capitalize()} and A of type "
-                           f"{_dtype_name(input2._array).capitalize()} instead.")
+    _check_same_dtype_b_and_a(input, input2)
     n = input2.shape[-1]
     if input2.shape[-2] != n or input.shape[-2] != n:
         raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
@@ -824,6 +830,19 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
                     "A).solution\nshould be replaced with\nX = "
                     "torch.linalg.solve_triangular(A, B).")
     _require_tensor_pair("triangular_solve", input, A, "A")
+    # PyTorch's own checks, in its order (linalg.solve_triangular words them differently)
+    for label, t in (("b", input), ("A", A)):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {label} to have at least 2 "
+                               f"dimensions, but it has {t.dim()} dimensions instead")
+    _check_same_dtype_b_and_a(input, A)
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if input.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is "
+                           f"{A.shape[-2]} by {A.shape[-1]} but each b matrix is "
+                           f"{input.shape[-2]} by {input.shape[-1]}")
     from .linalg import solve_triangular
     coefficient = A.mT if transpose else A
     solution = solve_triangular(coefficient, input, upper=bool(upper) != bool(transpose),
@@ -1189,6 +1208,8 @@ def lu_solve(b, LU_data, LU_pivots):  # noqa: N803
                     "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
                     "with\nX = torch.linalg.lu_solve(LU, pivots, B)")
     _require_tensor_pair("lu_solve", b, LU_data, "LU_data")
+    from ._linalg_factor import check_lu_and_b_dtypes
+    check_lu_and_b_dtypes(LU_data, b)
     _check_pivots(LU_pivots, "lu_solve")
     n = LU_data.shape[-1]
     if b.dim() < 2 or b.shape[-2] != n:

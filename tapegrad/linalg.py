@@ -1472,14 +1472,14 @@ def lstsq(input, b, rcond=None, *, driver=None):
     has one dimension fewer."""
     A = _as_tensor(input, "linalg_lstsq", "input")
     B = _as_tensor(b, "linalg_lstsq", "b", 2)
-    _check_float(A, "torch.linalg.lstsq")
-    if driver is None:
-        driver = "gelsy"
-    if driver not in _LSTSQ_DRIVERS:
-        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
-                           "(gels, gelsy, gelsd, gelss)")
+    # PyTorch's order of checks: rank, dtypes, shapes, driver, then a floating dtype
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype "
+                           f"{_core.scalar_type_name_of(A._array.dtype)} and other's dtype "
+                           f"{_core.scalar_type_name_of(B._array.dtype)}")
     if not (A.ndim >= B.ndim and A.ndim - B.ndim <= 1):
         raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
                            "other.dim() and (input.dim() - other.dim()) <= 1")
@@ -1488,6 +1488,12 @@ def lstsq(input, b, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-1)")
     if not vector and B.shape[-2] != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
+                           "(gels, gelsy, gelsd, gelss)")
+    _check_float(A, "torch.linalg.lstsq")
     m, n = A.shape[-2], A.shape[-1]
     eps = np.finfo(A._array.dtype).eps
     rtol = eps * max(m, n) if rcond is None else rcond

@@ -465,6 +465,13 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     is_sparse = False
     is_sparse_csr = False
     is_quantized = False
+    is_nested = False
+    is_mkldnn = False
+    is_xla = False
+    is_ipu = False
+    is_vulkan = False
+    is_mtia = False
+    is_maia = False
     layout = strided
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
@@ -492,6 +499,51 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
             return self
         _core.np_dtype_of(dtype, "to_dense")            # PyTorch's TypeError for a non-dtype
         return self.to(dtype)
+
+    # A sparse tensor's accessors exist on every PyTorch tensor (scripts read `t.values` as an
+    # attribute, e.g. by mistake for `torch.max(...).values`, and only fail if they call it);
+    # called on a dense tensor they raise PyTorch's layout RuntimeError.
+    def values(self):
+        """A sparse tensor's stored values; a dense tensor raises PyTorch's RuntimeError."""
+        _refuse_strided("values", "sparse tensor")
+
+    def indices(self):
+        """A sparse COO tensor's indices; a dense tensor raises PyTorch's RuntimeError."""
+        _refuse_strided("indices", "sparse coordinate tensor")
+
+    def coalesce(self):
+        """A sparse COO tensor, coalesced; a dense tensor raises PyTorch's RuntimeError."""
+        _refuse_strided("coalesce", "sparse coordinate tensor")
+
+    def is_coalesced(self):
+        """Whether a sparse COO tensor is coalesced; a dense tensor raises PyTorch's
+        RuntimeError."""
+        _refuse_strided("is_coalesced", "sparse coordinate tensor")
+
+    def crow_indices(self):
+        """A CSR tensor's compressed row indices; a dense tensor raises PyTorch's RuntimeError."""
+        _refuse_strided("crow_indices", "sparse row compressed tensor")
+
+    def col_indices(self):
+        """A CSR tensor's column indices; a dense tensor raises PyTorch's RuntimeError."""
+        _refuse_strided("col_indices", "sparse row compressed tensor")
+
+    def ccol_indices(self):
+        """A CSC tensor's compressed column indices; a dense tensor raises PyTorch's
+        RuntimeError."""
+        _refuse_strided("ccol_indices", "sparse column compressed tensor")
+
+    def row_indices(self):
+        """A CSC tensor's row indices; a dense tensor raises PyTorch's RuntimeError."""
+        _refuse_strided("row_indices", "sparse column compressed tensor")
+
+    def sparse_dim(self) -> int:
+        """0: a dense tensor has no sparse dimensions."""
+        return 0
+
+    def dense_dim(self) -> int:
+        """Every dimension of a dense tensor is dense: its number of dimensions."""
+        return self.ndim
 
     def get_device(self) -> int:
         """-1: the index PyTorch reports for a CPU tensor."""
@@ -625,6 +677,14 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def data_ptr(self) -> int:
         """The address of the first element (numpy's data pointer)."""
         return self._array.__array_interface__["data"][0]
+
+    def const_data_ptr(self) -> int:
+        """The address of the first element, as ``data_ptr()`` (PyTorch's read-only variant)."""
+        return self.data_ptr()
+
+    def is_distributed(self) -> bool:
+        """False: no tapegrad tensor is a distributed one."""
+        return False
 
     def is_floating_point(self) -> bool:
         """Whether the dtype is a floating-point one (float16, float32, float64)."""
@@ -837,6 +897,11 @@ _DEEPCOPY_NON_LEAF = (
     "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
     "the moment.  If you were attempting to deepcopy a module, this may be because of a "
     "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+
+
+def _refuse_strided(method: str, expected_layout: str):
+    """PyTorch's RuntimeError for a sparse-only accessor called on a dense (strided) tensor."""
+    raise RuntimeError(f"{method} expected {expected_layout} layout but got Strided")
 
 
 def _storage_and_geometry(arr: np.ndarray):

@@ -921,6 +921,13 @@ cdef tuple matmul_result_shape(tuple shape_a, tuple shape_b):
         shape_a[na - 2], shape_b[nb - 1])
 
 
+cdef object reshaped_if_needed(object g, tuple shape):
+    """g in `shape`, with no view node when it already has it: PyTorch's adjoint of a 2-D
+    product is the mm itself (MmBackward0), not a view of it."""
+    if tuple((<TensorBase>g)._array.shape) == shape:
+        return g
+    return reshape_to(<TensorBase>g, shape)
+
 cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
     shape_a, shape_b, trans_b, bias_shape, bias_dtype = <tuple>r.aux
     cdef Py_ssize_t na = len(shape_a), nb = len(shape_b)
@@ -945,7 +952,7 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
             G2 = G if na > 1 else unsqueeze(<TensorBase>G, -2)
             ga = matmul(G2, transpose(<TensorBase>B, -1, -2))
             ga = t_sum_to(ga, shape_a if na > 1 else (1, shape_a[na - 1]))
-        ga = reshape_to(<TensorBase>ga, tuple(shape_a))
+        ga = reshaped_if_needed(ga, tuple(shape_a))
     if want[1]:
         A = t_conj(in_value(r, 0, saved_value(r, 0)))   # (complex: A^H @ g)
         if na == 1:
@@ -958,7 +965,7 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
             G2 = unsqueeze(<TensorBase>G, -1) if nb == 1 else G
             gb = matmul(transpose(<TensorBase>A, -1, -2), G2)
             gb = t_sum_to(gb, shape_b if nb > 1 else (shape_b[0], 1))
-        gb = reshape_to(<TensorBase>gb, tuple(shape_b))
+        gb = reshaped_if_needed(gb, tuple(shape_b))
         if trans_b and nb > 1:
             gb = transpose(<TensorBase>gb, 0, 1)
     if r.n_in == 3:
@@ -980,7 +987,13 @@ cdef object gv_reshape(Py_ssize_t i, Record* r, object G, char* want):
     return reshape_to(<TensorBase>G, <tuple>r.aux)
 
 cdef object gv_permute(Py_ssize_t i, Record* r, object G, char* want):
-    return permuted(OP_PERMUTE, <TensorBase>G, list(<tuple>r.aux))
+    # A transpose (or t()) is its own inverse, and PyTorch's VJP of one is the same op: the
+    # adjoint's node has the forward node's name (a general permute's stays PermuteBackward0).
+    name = record_name(r)
+    res = permuted(OP_PERMUTE, <TensorBase>G, list(<tuple>r.aux))
+    if name == "TransposeBackward0" or name == "TBackward0":
+        _name_grad_fn(res, name)
+    return res
 
 cdef object gv_expand(Py_ssize_t i, Record* r, object G, char* want):
     return t_sum_to(G, <tuple>r.aux)
@@ -1063,7 +1076,10 @@ cdef object gv_cat(Py_ssize_t i, Record* r, object G, char* want):
             grads.append(wrap(np.zeros((0,), dtype=dtypes[j])))
         else:
             key = pre + (slice(offsets[j], offsets[j] + sizes[j]),)
-            grads.append(t_cast(recorded_index(G, (None, None, key, None, None)), dtypes[j]))
+            # PyTorch narrows the adjoint to each input's span: the piece's node is a slice
+            piece = _name_grad_fn(recorded_index(G, (None, None, key, None, None)),
+                                  "SliceBackward0")
+            grads.append(t_cast(piece, dtypes[j]))
     return grads[0] if n == 1 else tuple(grads)
 
 cdef object gv_stack(Py_ssize_t i, Record* r, object G, char* want):
@@ -1076,7 +1092,10 @@ cdef object gv_stack(Py_ssize_t i, Record* r, object G, char* want):
             grads.append(None)
         else:
             key = pre + (j, Ellipsis)
-            grads.append(t_cast(recorded_index(G, (None, None, key, None, None)), dtypes[j]))
+            # PyTorch selects each input's entry of the adjoint: the piece's node is a select
+            piece = _name_grad_fn(recorded_index(G, (None, None, key, None, None)),
+                                  "SelectBackward0")
+            grads.append(t_cast(piece, dtypes[j]))
     return grads[0] if n == 1 else tuple(grads)
 
 cdef object gv_scatter_basic(Py_ssize_t i, Record* r, object G, char* want):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import where, zeros_like
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 
@@ -24,13 +25,13 @@ class _FoldedAtZero(TransformedDistribution):
 
     @property
     def mode(self):
-        return self.scale * 0
+        return zeros_like(self.scale)           # a constant, as PyTorch's (no graph)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return log_prob.masked_fill(value < 0, -math.inf)
+        return where(value >= 0, log_prob, -math.inf)
 
     def cdf(self, value):
         if self._validate_args:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from .. import arange, as_tensor, digamma, lgamma, stack, where, xlogy
+from .. import _core, arange, as_tensor, digamma, lgamma, stack, where, xlogy
 from ..tensor import Size
 from . import constraints
 from ._params import expand_params, standard_normal_like
@@ -66,7 +66,9 @@ class Gamma(ExponentialFamily):
     def cdf(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        return regularized_gamma_p(self.concentration, self.rate * value)
+        # PyTorch's node is its gammainc's (this one is also differentiable in the concentration)
+        return _core._name_grad_fn(regularized_gamma_p(self.concentration, self.rate * value),
+                                   "IgammaBackward0")
 
     def entropy(self):
         a = self.concentration
@@ -240,7 +242,9 @@ class StudentT(Distribution):
 
     @property
     def mean(self):
-        return self.loc.masked_fill(self.df <= 1, float("nan"))
+        m = self.loc.clone()
+        m[self.df <= 1] = math.nan
+        return m
 
     @property
     def mode(self):
@@ -248,9 +252,14 @@ class StudentT(Distribution):
 
     @property
     def variance(self):
-        var = self.scale.pow(2) * self.df / (self.df - 2)
-        var = var.masked_fill((self.df <= 2) & (self.df > 1), float("inf"))
-        return var.masked_fill(self.df <= 1, float("nan"))
+        # The formula only where it holds (df > 2), as PyTorch writes it: computed everywhere and
+        # masked after, df == 2 divided by zero and its gradient was 0 * inf = nan (SILENT).
+        m = self.df.clone()
+        finite = self.df > 2
+        m[finite] = self.scale[finite].pow(2) * self.df[finite] / (self.df[finite] - 2)
+        m[(self.df <= 2) & (self.df > 1)] = math.inf
+        m[self.df <= 1] = math.nan
+        return m
 
     def expand(self, batch_shape, _instance=None):
         """A StudentT with its parameters broadcast to ``batch_shape``."""

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from .. import full
 from ._folded import _FoldedAtZero
 from .location_scale import Cauchy
 from .transforms import AbsTransform
@@ -24,7 +25,8 @@ class HalfCauchy(_FoldedAtZero):
 
     @property
     def mean(self):
-        return self.scale * 0 + math.inf
+        # a constant, as PyTorch's (a tensor filled with inf: no graph to the scale)
+        return full(self._extended_shape(), math.inf, dtype=self.scale.dtype)
 
     @property
     def variance(self):

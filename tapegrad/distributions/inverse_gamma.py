@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .. import digamma, lgamma
+from .. import digamma, lgamma, where
 from . import constraints
 from .gamma_family import Gamma
 from .transformed_distribution import TransformedDistribution
@@ -41,7 +41,7 @@ class InverseGamma(TransformedDistribution):
     @property
     def mean(self):
         result = self.rate / (self.concentration - 1)
-        return result.masked_fill(self.concentration <= 1, math.inf)
+        return where(self.concentration > 1, result, math.inf)
 
     @property
     def mode(self):
@@ -51,7 +51,7 @@ class InverseGamma(TransformedDistribution):
     def variance(self):
         a = self.concentration
         result = self.rate.pow(2) / ((a - 1).pow(2) * (a - 2))
-        return result.masked_fill(a <= 2, math.inf)
+        return where(a > 2, result, math.inf)
 
     def entropy(self):
         a = self.concentration

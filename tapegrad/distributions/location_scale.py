@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .. import full, zeros_like
 from ..tensor import Size
 from . import constraints
 from ._params import BinaryParameter, LocationScale, expand_params, set_probs_or_logits, uniform_like
@@ -31,7 +32,7 @@ class Exponential(ExponentialFamily):
 
     @property
     def mode(self):
-        return self.rate * 0
+        return zeros_like(self.rate)            # a constant, as PyTorch's (no graph)
 
     @property
     def stddev(self):
@@ -119,13 +120,14 @@ class Laplace(LocationScale):
 class Cauchy(LocationScale):
     """Cauchy(loc, scale): density 1 / (pi scale (1 + ((x - loc) / scale)^2)); no mean."""
 
+    # constants, as PyTorch's (tensors filled with nan / inf: no graph to the parameters)
     @property
     def mean(self):
-        return self.loc * float("nan")
+        return full(self._extended_shape(), math.nan, dtype=self.loc.dtype)
 
     @property
     def variance(self):
-        return self.loc * 0 + float("inf")
+        return full(self._extended_shape(), math.inf, dtype=self.loc.dtype)
 
     def expand(self, batch_shape, _instance=None):
         """A Cauchy with ``loc`` and ``scale`` broadcast to ``batch_shape``."""
@@ -168,7 +170,7 @@ class Geometric(BinaryParameter, Distribution):
 
     @property
     def mode(self):
-        return self.probs * 0
+        return zeros_like(self.probs)           # a constant, as PyTorch's (no graph)
 
     @property
     def variance(self):

@@ -70,6 +70,13 @@ def channel_shuffle(input, groups: int):
 
 def bilinear(input1, input2, weight, bias=None):
     """out[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]."""
+    # PyTorch's first check; without it a float64 bias silently made a float32 bilinear float64
+    operands = [("input1", input1), ("input2", input2), ("weight", weight)]
+    if bias is not None:
+        operands.append(("bias", bias))
+    if len({t.dtype for _, t in operands}) > 1:
+        raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
+            f"{label}: {_core.c_type_name_of(t._array.dtype)}" for label, t in operands))
     if weight.dim() != 3:
         raise RuntimeError(f"bilinear(): weight must be 3D, got {weight.dim()}D")
     if input1.shape[-1] != weight.shape[1]:
