@@ -545,18 +545,8 @@ def _dim_order(self, *, ambiguity_check=False):
             return 0 if covers(shape[b], shape[a]) else 1
         return -1 if covers(strides[b], strides[a]) else 1
 
-    # an insertion sort from innermost to outermost that stops at an undecided pair, so broadcast
-    # and tied dims keep their logical order
-    order = list(reversed(range(ndim)))
-    for i in range(1, ndim):
-        j = i
-        for k in reversed(range(i)):
-            c = outer_first(order[k], order[j])
-            if c > 0:
-                order[k], order[j] = order[j], order[k]
-                j = k
-            elif c < 0:
-                break
+    from ._preserve_layout import sorted_dims
+    order = sorted_dims(list(reversed(range(ndim))), outer_first)
     if ambiguity_check and any(outer_first(order[k], order[k + 1]) != -1
                                for k in range(ndim - 1)):
         raise RuntimeError("The tensor does not have unique dim order.")

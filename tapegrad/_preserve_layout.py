@@ -33,7 +33,15 @@ def _inner_to_outer(shape, strides) -> list:
             return -1 if s0 < s1 else 1
         return 1 if shape[d0] > shape[d1] else 0
 
-    for i in range(1, ndim):
+    return sorted_dims(perm, should_swap)
+
+
+def sorted_dims(perm: list, should_swap) -> list:
+    """perm (dims, innermost first) sorted in place by PyTorch's insertion sort of dims: each dim
+    moves outwards past the dims should_swap(inner, outer) > 0 says it lies outside of, and stops
+    at the first pair it orders (< 0) or leaves undecided (0), so broadcast and tied dims keep
+    their logical order.  at::infer_dense_strides and Tensor.dim_order both sort so."""
+    for i in range(1, len(perm)):
         d1 = i
         for d0 in range(i - 1, -1, -1):
             c = should_swap(perm[d0], perm[d1])
