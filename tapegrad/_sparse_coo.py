@@ -731,20 +731,22 @@ class SparseTensor:
         return NotImplemented
 
     def __matmul__(self, other):
-        return sparse_mm(self, other)
+        return _sparse_product("matmul", self, other)
 
     def __rmatmul__(self, other):
-        return sparse_mm(other, self)
+        return _sparse_product("matmul", other, self)
 
     def mm(self, mat2):
-        """Matrix product with a dense (or sparse) 2-D tensor, as ``tapegrad.sparse.mm``."""
+        """Matrix product with a dense (or sparse) 2-D tensor (``torch.mm``)."""
         return sparse_mm(self, mat2)
 
-    matmul = mm
+    def matmul(self, other):
+        """``self @ other``: a matrix product, or a matrix-vector one for a 1-D ``other``."""
+        return _sparse_product("matmul", self, other)
 
     def mv(self, vec):
         """Matrix-vector product with a dense 1-D tensor (a dense 1-D result)."""
-        return sparse_mm(self, vec.unsqueeze(1)).squeeze(1)
+        return _core._name_grad_fn(sparse_mm(self, vec.unsqueeze(1)).squeeze(1), "MvBackward0")
 
     def sum(self, dim=None, keepdim: bool = False, dtype=None):
         """The sum of all elements (a dense 0-d tensor), or over ``dim`` as
@@ -819,16 +821,19 @@ def _sparse_product(name: str, a, b):
                             f"{_type_name(a)}")
         return a.mv(b)
     if name == "matmul" and sb and not sa and a.dim() == 1:
-        return b.t().mv(a)                  # vector @ sparse matrix
+        # vector @ sparse matrix: PyTorch multiplies the row [1, n] and squeezes it back
+        return _core._name_grad_fn(sparse_mm(a.unsqueeze(0), b).squeeze(0), "SqueezeBackward4")
     return sparse_mm(a, b)
 
 
-def sparse_mm(mat1, mat2):
+def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0"):
     """``mat1 @ mat2`` where either may be sparse COO (2-D, no dense dimensions).
 
     sparse @ dense and dense @ sparse give a dense result, sparse @ sparse a sparse one, dense
     @ dense the ordinary product.  Differentiable in both operands (the sparse operand's
-    gradient reaches its values)."""
+    gradient reaches its values).  The result's grad_fn shows as ``grad_fn_name``: torch.mm,
+    ``@`` and torch.spmm record MmBackward0, torch.sparse.mm its own nodes (see
+    ``sparse_mm_public``)."""
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if not s1 and not s2:
         return mat1.mm(mat2)
@@ -837,9 +842,13 @@ def sparse_mm(mat1, mat2):
         if mat1.dim() != 2:
             raise RuntimeError(f"sparse.mm: expected a 2-D dense matrix, got a {mat1.dim()}-D "
                                f"tensor of shape {list(mat1.shape)}")
-        return sparse_mm(mat2.t(), mat1.t()).t()
+        return _core._name_grad_fn(sparse_mm(mat2.t(), mat1.t()).t(), grad_fn_name)
     if s2:
-        return to_sparse(sparse_mm(mat1, mat2.to_dense()))
+        product = to_sparse(sparse_mm(mat1, mat2.to_dense()))
+        if product._grad_fn_name is not None:      # grad_fn shows the values' node
+            product._grad_fn_name = grad_fn_name
+            _core._name_grad_fn(product._vals, grad_fn_name)
+        return product
     if not isinstance(mat2, _core.TensorBase):
         raise TypeError(f"mm(): argument 'mat2' (position 2) must be Tensor, not "
                         f"{_type_name(mat2)}")
@@ -861,7 +870,19 @@ def sparse_mm(mat1, mat2):
     # Each stored entry (r, c, v) adds v * mat2[c] to row r of the result.
     contributions = mat2.index_select(0, cols) * mat1._vals.unsqueeze(1)
     out = zeros((mat1._size[0], mat2.shape[1]), dtype=mat1.dtype)
-    return out.index_add(0, rows, contributions)
+    return _core._name_grad_fn(out.index_add(0, rows, contributions), grad_fn_name)
+
+
+def sparse_mm_public(mat1, mat2):
+    """``torch.sparse.mm``: as ``sparse_mm``, its result's grad_fn named as PyTorch records it
+    (SparseAddmmBackward0 for sparse @ dense, SparseSparseMatmulBackward0 for sparse @ sparse,
+    the final transpose's TransposeBackward0 for dense @ sparse)."""
+    s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if s1 and s2:
+        return sparse_mm(mat1, mat2, "SparseSparseMatmulBackward0")
+    if s2:
+        return sparse_mm(mat1, mat2, "TransposeBackward0")
+    return sparse_mm(mat1, mat2, "SparseAddmmBackward0")
 
 
 def spmm(input, mat2):
@@ -897,6 +918,63 @@ def sparse_sum(input, dim=None, dtype=None):
     if result._grad_fn_name is not None:
         result._grad_fn_name = "SparseSumBackward0"
     return result
+
+
+def sparse_addmm(input, mat1, mat2, beta=1, alpha=1):
+    """``torch.sparse.addmm``: ``beta * input + alpha * (mat1 @ mat2)`` for a sparse COO (or
+    dense) ``mat1`` and dense ``input`` and ``mat2``; a dense result, its grad_fn named
+    SparseAddmmBackward0 as PyTorch's."""
+    if not isinstance(mat1, SparseTensor) and not isinstance(mat2, SparseTensor):
+        return input.addmm(mat1, mat2, beta=beta, alpha=alpha)
+    product = sparse_mm(mat1, mat2)
+    # a factor of 1 is left out, so the default call adds exactly as input + mat1 @ mat2
+    scaled_input = input if beta == 1 else input * beta
+    scaled_product = product if alpha == 1 else product * alpha
+    return _core._name_grad_fn(scaled_input + scaled_product, "SparseAddmmBackward0")
+
+
+def sparse_softmax(input, dim, dtype=None, *, log: bool = False):
+    """``torch.sparse.softmax`` / ``torch.sparse.log_softmax``: the (log-)softmax of a sparse COO
+    tensor's stored values along ``dim``, unstored entries counting as -inf (they stay
+    unstored).  The input is coalesced first; the result has its pattern.  Differentiable in
+    the values (each group's max is subtracted as a constant, which leaves the gradient
+    unchanged)."""
+    from .creation import tensor, zeros
+    if not isinstance(input, SparseTensor):
+        raise NotImplementedError(f"Could not run 'aten::_sparse_{'log_' if log else ''}softmax' "
+                                  f"with arguments from the 'CPU' backend.")
+    d = _core.normalize_dim(dim, input.dim())
+    source = input.coalesce()
+    vals = source._vals if dtype is None else source._vals.to(dtype)
+    if not vals.is_floating_point():
+        raise NotImplementedError(f"\"{'log_' if log else ''}softmax\" not implemented for "
+                                  f"'{_scalar_name(vals)}'")
+    sd = source.sparse_dim()
+    if d >= sd:            # a dense dimension: each stored entry's own values
+        out = vals.log_softmax(d - sd + 1) if log else vals.softmax(d - sd + 1)
+    else:
+        # Entries sharing every sparse index but the one along dim form one softmax group.
+        others = np.delete(source._idx._array, d, axis=0)
+        if others.shape[0]:
+            _, group_of = np.unique(others, axis=1, return_inverse=True)
+        else:
+            group_of = np.zeros(others.shape[1], dtype=np.int64)
+        group_of = group_of.reshape(-1).astype(np.int64)
+        n_groups = int(group_of.max()) + 1 if group_of.size else 0
+        group_max = np.full((n_groups,) + tuple(vals.shape[1:]), -np.inf, dtype=vals._array.dtype)
+        np.maximum.at(group_max, group_of, vals._array)
+        groups = tensor(group_of)
+        shifted = vals - tensor(group_max[group_of])
+        exp = shifted.exp()
+        totals = zeros((n_groups,) + tuple(vals.shape[1:]), dtype=vals.dtype).index_add(0, groups, exp)
+        if log:
+            out = shifted - totals.log().index_select(0, groups)
+        else:
+            out = exp / totals.index_select(0, groups)
+    name = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
+    _core._name_grad_fn(out, name)
+    return SparseTensor._make(source._idx, out, source._size, True, not out.requires_grad,
+                              name if out.requires_grad else None)
 
 
 def to_sparse(dense, sparse_dim=None):
