@@ -388,7 +388,9 @@ class SparseTensor:
         if not self._coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
                                ".coalesce() first")
-        return self._vals.view(self._vals.shape) if self._vals.requires_grad else self._vals
+        if not self._vals.requires_grad:
+            return self._vals
+        return _core._name_grad_fn(self._vals.view(self._vals.shape), "ValuesBackward0")
 
     def _coalesce_plan(self):
         """(sorted unique linear index, inverse map, first occurrence) of the sparse indices."""
@@ -432,7 +434,8 @@ class SparseTensor:
         if self._nnz():
             linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
             flat = flat.index_add(0, tensor(linear.astype(np.int64)), self._vals)
-        dense = flat.reshape(self._size)
+        # a fresh node even when flat already has the shape, so it can carry PyTorch's name
+        dense = _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
         return dense if dtype is None else dense.to(dtype)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):

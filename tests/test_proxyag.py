@@ -145,3 +145,23 @@ def test_sparse_addmm_finite_differences(gradcheck):
     gradcheck(lambda m, v, d: tg.sparse.addmm(m, tg.sparse_coo_tensor(idx, v, (4, 4)), d,
                                               beta=0.5, alpha=2.0),
               np.linspace(-1, 1, 8).reshape(4, 2), np.array(VALS), np.linspace(-2, 1, 8).reshape(4, 2))
+
+
+@pytest.mark.parametrize("read", [
+    lambda A: A.to_dense(),
+    lambda A: A.coalesce().values(),
+    lambda A: A.coalesce().to_dense(),
+    lambda A: A.t().to_dense(),
+])
+def test_sparse_readout_grad_fn_names(quiet_torch, read):
+    # printed tensors read back from a sparse adjacency show ToDenseBackward0 / ValuesBackward0
+    names, values = [], []
+    for L in (tg, quiet_torch):
+        A, v = _sparse(L)
+        out = read(A)
+        names.append(type(out.grad_fn).__name__)
+        out.sum().backward()
+        values.append((out.detach().numpy(), v.grad.numpy()))
+    assert names[0] == names[1]
+    for a, b in zip(*values):
+        np.testing.assert_allclose(a, b)
