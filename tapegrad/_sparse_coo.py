@@ -182,11 +182,23 @@ class SparseTensor:
         s._size = tuple(size)
         s._coalesced = coalesced
         s._leaf = leaf
-        s._grad_fn_name = grad_fn_name
+        s._grad_fn_name = None
         s._grad = None
         if leaf and values.requires_grad:
             s._track_grad()
+        elif grad_fn_name is not None:
+            s._rename_grad_fn(grad_fn_name)
         return s
+
+    def _rename_grad_fn(self, name: str) -> None:
+        """Show ``name`` as this fresh result's grad_fn, in its repr and as its ``grad_fn``
+        object (the values' node).  The values get a node of their own (a view) first: they
+        may be an input's values, whose node must keep its name.  Called only before the
+        result is handed out."""
+        if self._leaf or not self._vals.requires_grad:
+            return
+        self._grad_fn_name = name
+        self._vals = _core._name_grad_fn(self._vals.view(self._vals.shape), name)
 
     def _track_grad(self) -> None:
         """Fold each backward's gradient of the leaf values into this tensor's one sparse
@@ -456,8 +468,7 @@ class SparseTensor:
         if self.sparse_dim() < 2:
             return self
         result = self.transpose(0, 1)
-        if result._grad_fn_name is not None:
-            result._grad_fn_name = "TBackward0"
+        result._rename_grad_fn("TBackward0")
         return result
 
     @property
@@ -677,7 +688,7 @@ class SparseTensor:
 
     def __sub__(self, other):
         if isinstance(other, SparseTensor):
-            return self._add_sparse(other, -1)
+            return self._add_sparse(other, -1, "SubBackward0")
         if isinstance(other, (_core.TensorBase, numbers.Number)):
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead.")
@@ -690,7 +701,7 @@ class SparseTensor:
             return self._add_sparse(other, alpha)
         return self.__add__(other)
 
-    def _add_sparse(self, other, alpha):
+    def _add_sparse(self, other, alpha, grad_fn_name="AddBackward0"):
         """Sparse + sparse as PyTorch forms it: one pass merging the two entry lists in their
         stored order, taking the smaller index first and summing entries whose indices are equal
         (so coalesced inputs give a coalesced result, and other inputs keep their order)."""
@@ -721,7 +732,7 @@ class SparseTensor:
         vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled.to(self.dtype))
         return self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
                              coalesced=self._coalesced and other._coalesced,
-                             grad_fn_name="AddBackward0")
+                             grad_fn_name=grad_fn_name)
 
     def __radd__(self, other):
         if isinstance(other, _core.TensorBase):
@@ -848,9 +859,7 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0"):
         return _core._name_grad_fn(sparse_mm(mat2.t(), mat1.t()).t(), grad_fn_name)
     if s2:
         product = to_sparse(sparse_mm(mat1, mat2.to_dense()))
-        if product._grad_fn_name is not None:      # grad_fn shows the values' node
-            product._grad_fn_name = grad_fn_name
-            _core._name_grad_fn(product._vals, grad_fn_name)
+        product._rename_grad_fn(grad_fn_name)
         return product
     if not isinstance(mat2, _core.TensorBase):
         raise TypeError(f"mm(): argument 'mat2' (position 2) must be Tensor, not "
@@ -918,8 +927,7 @@ def sparse_sum(input, dim=None, dtype=None):
     reduced = SparseTensor._make(tensor(input._idx._array[kept_sparse]), vals, size, False,
                                  not vals.requires_grad, None)
     result = reduced.coalesce()
-    if result._grad_fn_name is not None:
-        result._grad_fn_name = "SparseSumBackward0"
+    result._rename_grad_fn("SparseSumBackward0")
     return result
 
 
@@ -975,7 +983,6 @@ def sparse_softmax(input, dim, dtype=None, *, log: bool = False):
         else:
             out = exp / totals.index_select(0, groups)
     name = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
-    _core._name_grad_fn(out, name)
     return SparseTensor._make(source._idx, out, source._size, True, not out.requires_grad,
                               name if out.requires_grad else None)
 

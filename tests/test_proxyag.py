@@ -165,3 +165,34 @@ def test_sparse_readout_grad_fn_names(quiet_torch, read):
     assert names[0] == names[1]
     for a, b in zip(*values):
         np.testing.assert_allclose(a, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda L, A: A,
+    lambda L, A: L.sparse_coo_tensor(A.coalesce().indices(), A.coalesce().values() * 1, (4, 4)),
+    lambda L, A: A.coalesce(),
+    lambda L, A: A * 2,
+    lambda L, A: -A,
+    lambda L, A: A + A,
+    lambda L, A: A - A.coalesce(),
+    lambda L, A: A.add(A, alpha=2),
+    lambda L, A: A.t(),
+    lambda L, A: A.transpose(0, 1),
+    lambda L, A: L.sparse.sum(A, 1),
+    lambda L, A: A.to_dense().to_sparse(),
+    lambda L, A: A.clone(),
+    lambda L, A: A.t().t(),
+])
+def test_sparse_result_grad_fn_objects(quiet_torch, make):
+    # `S.grad_fn` of a sparse result was None (t(), transpose, a tensor built from values that
+    # require grad) or tapegrad's internal node (IndexAddBackward0 for coalesce, +, -, sum).
+    results = []
+    for L in (tg, quiet_torch):
+        A, v = _sparse(L)
+        out = make(L, A)
+        dense = out.to_dense() if out.is_sparse else out
+        (dense * L.arange(float(dense.numel())).reshape(dense.shape)).sum().backward()
+        results.append((type(out.grad_fn).__name__, out.is_leaf, repr(out).split("grad_fn=")[-1],
+                        v.grad.numpy()))
+    assert results[0][:3] == results[1][:3]
+    np.testing.assert_allclose(results[0][3], results[1][3])
