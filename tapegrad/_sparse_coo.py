@@ -647,15 +647,72 @@ class SparseTensor:
             return NotImplemented
         return self._derived(self._idx, op(self._vals, other), grad_fn_name=grad_fn_name)
 
-    def __mul__(self, other):
+    def _times(self, other):
+        """sparse * number / 0-d tensor, or sparse * a dense tensor of the same shape: the
+        stored entries times the dense elements at their indices (a sparse result on self's
+        pattern, duplicates kept, as PyTorch's)."""
+        if isinstance(other, _core.TensorBase) and other.dim() > 0 and \
+                tuple(other.shape) == self._size:
+            at_entries = other[tuple(self._idx[d] for d in range(self.sparse_dim()))]
+            return self._derived(self._idx, self._vals * at_entries, grad_fn_name="MulBackward0")
         return self._scaled(other, lambda v, o: v * o, "MulBackward0")
+
+    def __mul__(self, other):
+        return self._times(other)
 
     __rmul__ = __mul__
 
     def mul(self, other):
-        """Multiply the values by a number or a 0-d tensor."""
-        return self._checked(self._scaled(other, lambda v, o: v * o, "MulBackward0"), "mul",
-                             other)
+        """Multiply the values by a number or a 0-d tensor, or elementwise by a dense tensor of
+        the same shape (a sparse result)."""
+        return self._checked(self._times(other), "mul", other)
+
+    # -- zero-preserving elementwise functions: applied to the coalesced values --------------
+    def _map_values(self, fn, grad_fn_name):
+        source = self.coalesce()
+        return source._derived(source._idx, fn(source._vals), coalesced=True,
+                               grad_fn_name=grad_fn_name)
+
+    def abs(self):
+        """The absolute values of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.abs(), "AbsBackward0")
+
+    def sqrt(self):
+        """The square roots of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.sqrt(), "SqrtBackward0")
+
+    def square(self):
+        """The squares of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.square(), "PowBackward0")
+
+    def relu(self):
+        """max(0, x) of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.relu(), "ReluBackward0")
+
+    def tanh(self):
+        """tanh of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.tanh(), "TanhBackward0")
+
+    def sin(self):
+        """sin of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.sin(), "SinBackward0")
+
+    def log1p(self):
+        """log(1 + x) of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.log1p(), "Log1PBackward0")
+
+    def pow(self, exponent):
+        """The stored entries to a number's power (coalesced first); a zeroth power, which
+        would fill the unstored zeros with ones, is refused as in PyTorch."""
+        if not isinstance(exponent, numbers.Number) or isinstance(exponent, bool):
+            raise NotImplementedError(f"tapegrad: pow(sparse, {type(exponent).__name__}) is only "
+                                      f"supported with a number exponent")
+        if exponent == 0:
+            raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would "
+                               "make the result tensor dense")
+        return self._map_values(lambda v: v.pow(exponent), "PowBackward0")
+
+    __pow__ = pow
 
     def __truediv__(self, other):
         return self._scaled(other, lambda v, o: v / o, "DivBackward0")
