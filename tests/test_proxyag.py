@@ -253,3 +253,20 @@ def test_sparse_elementwise_finite_differences(gradcheck):
 def test_sparse_sqrt_tanh_sin_forward(quiet_torch):
     for fn in (lambda s: s.abs().sqrt(), lambda s: s.tanh(), lambda s: s.sin()):
         assert repr(fn(_sparse(tg)[0])) == repr(fn(_sparse(quiet_torch)[0]))
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("args", [
+    (3, 4, 2, 0.5),                       # dropout given positionally lands in bias
+    (3, 4, 1, True, 1),                   # batch_first=1
+    (3.0, 4),                             # input_size a float
+    (0, 4),                               # input_size zero
+])
+def test_rnn_constructor_argument_types(torch, cls, args):
+    # L1aoXingyu/Char-RNN-PyTorch builds nn.GRU(embed_dim, hidden_size, num_layers, dropout):
+    # PyTorch refuses the float bias with TypeError; tapegrad built a GRU silently.
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        getattr(torch.nn, cls)(*args)
+    with pytest.raises(type(theirs.value)) as ours:
+        getattr(tg.nn, cls)(*args)
+    assert str(ours.value) == str(theirs.value)
