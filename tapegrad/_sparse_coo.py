@@ -182,11 +182,23 @@ class SparseTensor:
         s._size = tuple(size)
         s._coalesced = coalesced
         s._leaf = leaf
-        s._grad_fn_name = grad_fn_name
+        s._grad_fn_name = None
         s._grad = None
         if leaf and values.requires_grad:
             s._track_grad()
+        elif grad_fn_name is not None:
+            s._rename_grad_fn(grad_fn_name)
         return s
+
+    def _rename_grad_fn(self, name: str) -> None:
+        """Show ``name`` as this fresh result's grad_fn, in its repr and as its ``grad_fn``
+        object (the values' node).  The values get a node of their own (a view) first: they
+        may be an input's values, whose node must keep its name.  Called only before the
+        result is handed out."""
+        if self._leaf or not self._vals.requires_grad:
+            return
+        self._grad_fn_name = name
+        self._vals = _core._name_grad_fn(self._vals.view(self._vals.shape), name)
 
     def _track_grad(self) -> None:
         """Fold each backward's gradient of the leaf values into this tensor's one sparse
@@ -388,7 +400,9 @@ class SparseTensor:
         if not self._coalesced:
             raise RuntimeError("Cannot get values on an uncoalesced tensor, please call "
                                ".coalesce() first")
-        return self._vals.view(self._vals.shape) if self._vals.requires_grad else self._vals
+        if not self._vals.requires_grad:
+            return self._vals
+        return _core._name_grad_fn(self._vals.view(self._vals.shape), "ValuesBackward0")
 
     def _coalesce_plan(self):
         """(sorted unique linear index, inverse map, first occurrence) of the sparse indices."""
@@ -432,7 +446,8 @@ class SparseTensor:
         if self._nnz():
             linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
             flat = flat.index_add(0, tensor(linear.astype(np.int64)), self._vals)
-        dense = flat.reshape(self._size)
+        # a fresh node even when flat already has the shape, so it can carry PyTorch's name
+        dense = _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
         return dense if dtype is None else dense.to(dtype)
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
@@ -453,8 +468,7 @@ class SparseTensor:
         if self.sparse_dim() < 2:
             return self
         result = self.transpose(0, 1)
-        if result._grad_fn_name is not None:
-            result._grad_fn_name = "TBackward0"
+        result._rename_grad_fn("TBackward0")
         return result
 
     @property
@@ -633,15 +647,72 @@ class SparseTensor:
             return NotImplemented
         return self._derived(self._idx, op(self._vals, other), grad_fn_name=grad_fn_name)
 
-    def __mul__(self, other):
+    def _times(self, other):
+        """sparse * number / 0-d tensor, or sparse * a dense tensor of the same shape: the
+        stored entries times the dense elements at their indices (a sparse result on self's
+        pattern, duplicates kept, as PyTorch's)."""
+        if isinstance(other, _core.TensorBase) and other.dim() > 0 and \
+                tuple(other.shape) == self._size:
+            at_entries = other[tuple(self._idx[d] for d in range(self.sparse_dim()))]
+            return self._derived(self._idx, self._vals * at_entries, grad_fn_name="MulBackward0")
         return self._scaled(other, lambda v, o: v * o, "MulBackward0")
+
+    def __mul__(self, other):
+        return self._times(other)
 
     __rmul__ = __mul__
 
     def mul(self, other):
-        """Multiply the values by a number or a 0-d tensor."""
-        return self._checked(self._scaled(other, lambda v, o: v * o, "MulBackward0"), "mul",
-                             other)
+        """Multiply the values by a number or a 0-d tensor, or elementwise by a dense tensor of
+        the same shape (a sparse result)."""
+        return self._checked(self._times(other), "mul", other)
+
+    # -- zero-preserving elementwise functions: applied to the coalesced values --------------
+    def _map_values(self, fn, grad_fn_name):
+        source = self.coalesce()
+        return source._derived(source._idx, fn(source._vals), coalesced=True,
+                               grad_fn_name=grad_fn_name)
+
+    def abs(self):
+        """The absolute values of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.abs(), "AbsBackward0")
+
+    def sqrt(self):
+        """The square roots of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.sqrt(), "SqrtBackward0")
+
+    def square(self):
+        """The squares of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.square(), "PowBackward0")
+
+    def relu(self):
+        """max(0, x) of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.relu(), "ReluBackward0")
+
+    def tanh(self):
+        """tanh of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.tanh(), "TanhBackward0")
+
+    def sin(self):
+        """sin of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.sin(), "SinBackward0")
+
+    def log1p(self):
+        """log(1 + x) of the stored entries (coalesced first)."""
+        return self._map_values(lambda v: v.log1p(), "Log1PBackward0")
+
+    def pow(self, exponent):
+        """The stored entries to a number's power (coalesced first); a zeroth power, which
+        would fill the unstored zeros with ones, is refused as in PyTorch."""
+        if not isinstance(exponent, numbers.Number) or isinstance(exponent, bool):
+            raise NotImplementedError(f"tapegrad: pow(sparse, {type(exponent).__name__}) is only "
+                                      f"supported with a number exponent")
+        if exponent == 0:
+            raise RuntimeError("pow: cannot raise to zeroth power on sparse tensor; it would "
+                               "make the result tensor dense")
+        return self._map_values(lambda v: v.pow(exponent), "PowBackward0")
+
+    __pow__ = pow
 
     def __truediv__(self, other):
         return self._scaled(other, lambda v, o: v / o, "DivBackward0")
@@ -674,7 +745,7 @@ class SparseTensor:
 
     def __sub__(self, other):
         if isinstance(other, SparseTensor):
-            return self._add_sparse(other, -1)
+            return self._add_sparse(other, -1, "SubBackward0")
         if isinstance(other, (_core.TensorBase, numbers.Number)):
             raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                                "instead.")
@@ -687,7 +758,7 @@ class SparseTensor:
             return self._add_sparse(other, alpha)
         return self.__add__(other)
 
-    def _add_sparse(self, other, alpha):
+    def _add_sparse(self, other, alpha, grad_fn_name="AddBackward0"):
         """Sparse + sparse as PyTorch forms it: one pass merging the two entry lists in their
         stored order, taking the smaller index first and summing entries whose indices are equal
         (so coalesced inputs give a coalesced result, and other inputs keep their order)."""
@@ -718,7 +789,7 @@ class SparseTensor:
         vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled.to(self.dtype))
         return self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
                              coalesced=self._coalesced and other._coalesced,
-                             grad_fn_name="AddBackward0")
+                             grad_fn_name=grad_fn_name)
 
     def __radd__(self, other):
         if isinstance(other, _core.TensorBase):
@@ -731,20 +802,22 @@ class SparseTensor:
         return NotImplemented
 
     def __matmul__(self, other):
-        return sparse_mm(self, other)
+        return _sparse_product("matmul", self, other)
 
     def __rmatmul__(self, other):
-        return sparse_mm(other, self)
+        return _sparse_product("matmul", other, self)
 
     def mm(self, mat2):
-        """Matrix product with a dense (or sparse) 2-D tensor, as ``tapegrad.sparse.mm``."""
+        """Matrix product with a dense (or sparse) 2-D tensor (``torch.mm``)."""
         return sparse_mm(self, mat2)
 
-    matmul = mm
+    def matmul(self, other):
+        """``self @ other``: a matrix product, or a matrix-vector one for a 1-D ``other``."""
+        return _sparse_product("matmul", self, other)
 
     def mv(self, vec):
         """Matrix-vector product with a dense 1-D tensor (a dense 1-D result)."""
-        return sparse_mm(self, vec.unsqueeze(1)).squeeze(1)
+        return _core._name_grad_fn(sparse_mm(self, vec.unsqueeze(1)).squeeze(1), "MvBackward0")
 
     def sum(self, dim=None, keepdim: bool = False, dtype=None):
         """The sum of all elements (a dense 0-d tensor), or over ``dim`` as
@@ -819,16 +892,19 @@ def _sparse_product(name: str, a, b):
                             f"{_type_name(a)}")
         return a.mv(b)
     if name == "matmul" and sb and not sa and a.dim() == 1:
-        return b.t().mv(a)                  # vector @ sparse matrix
+        # vector @ sparse matrix: PyTorch multiplies the row [1, n] and squeezes it back
+        return _core._name_grad_fn(sparse_mm(a.unsqueeze(0), b).squeeze(0), "SqueezeBackward4")
     return sparse_mm(a, b)
 
 
-def sparse_mm(mat1, mat2):
+def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0"):
     """``mat1 @ mat2`` where either may be sparse COO (2-D, no dense dimensions).
 
     sparse @ dense and dense @ sparse give a dense result, sparse @ sparse a sparse one, dense
     @ dense the ordinary product.  Differentiable in both operands (the sparse operand's
-    gradient reaches its values)."""
+    gradient reaches its values).  The result's grad_fn shows as ``grad_fn_name``: torch.mm,
+    ``@`` and torch.spmm record MmBackward0, torch.sparse.mm its own nodes (see
+    ``sparse_mm_public``)."""
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if not s1 and not s2:
         return mat1.mm(mat2)
@@ -837,9 +913,11 @@ def sparse_mm(mat1, mat2):
         if mat1.dim() != 2:
             raise RuntimeError(f"sparse.mm: expected a 2-D dense matrix, got a {mat1.dim()}-D "
                                f"tensor of shape {list(mat1.shape)}")
-        return sparse_mm(mat2.t(), mat1.t()).t()
+        return _core._name_grad_fn(sparse_mm(mat2.t(), mat1.t()).t(), grad_fn_name)
     if s2:
-        return to_sparse(sparse_mm(mat1, mat2.to_dense()))
+        product = to_sparse(sparse_mm(mat1, mat2.to_dense()))
+        product._rename_grad_fn(grad_fn_name)
+        return product
     if not isinstance(mat2, _core.TensorBase):
         raise TypeError(f"mm(): argument 'mat2' (position 2) must be Tensor, not "
                         f"{_type_name(mat2)}")
@@ -861,7 +939,19 @@ def sparse_mm(mat1, mat2):
     # Each stored entry (r, c, v) adds v * mat2[c] to row r of the result.
     contributions = mat2.index_select(0, cols) * mat1._vals.unsqueeze(1)
     out = zeros((mat1._size[0], mat2.shape[1]), dtype=mat1.dtype)
-    return out.index_add(0, rows, contributions)
+    return _core._name_grad_fn(out.index_add(0, rows, contributions), grad_fn_name)
+
+
+def sparse_mm_public(mat1, mat2):
+    """``torch.sparse.mm``: as ``sparse_mm``, its result's grad_fn named as PyTorch records it
+    (SparseAddmmBackward0 for sparse @ dense, SparseSparseMatmulBackward0 for sparse @ sparse,
+    the final transpose's TransposeBackward0 for dense @ sparse)."""
+    s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if s1 and s2:
+        return sparse_mm(mat1, mat2, "SparseSparseMatmulBackward0")
+    if s2:
+        return sparse_mm(mat1, mat2, "TransposeBackward0")
+    return sparse_mm(mat1, mat2, "SparseAddmmBackward0")
 
 
 def spmm(input, mat2):
@@ -894,9 +984,64 @@ def sparse_sum(input, dim=None, dtype=None):
     reduced = SparseTensor._make(tensor(input._idx._array[kept_sparse]), vals, size, False,
                                  not vals.requires_grad, None)
     result = reduced.coalesce()
-    if result._grad_fn_name is not None:
-        result._grad_fn_name = "SparseSumBackward0"
+    result._rename_grad_fn("SparseSumBackward0")
     return result
+
+
+def sparse_addmm(input, mat1, mat2, beta=1, alpha=1):
+    """``torch.sparse.addmm``: ``beta * input + alpha * (mat1 @ mat2)`` for a sparse COO (or
+    dense) ``mat1`` and dense ``input`` and ``mat2``; a dense result, its grad_fn named
+    SparseAddmmBackward0 as PyTorch's."""
+    if not isinstance(mat1, SparseTensor) and not isinstance(mat2, SparseTensor):
+        return input.addmm(mat1, mat2, beta=beta, alpha=alpha)
+    product = sparse_mm(mat1, mat2)
+    # a factor of 1 is left out, so the default call adds exactly as input + mat1 @ mat2
+    scaled_input = input if beta == 1 else input * beta
+    scaled_product = product if alpha == 1 else product * alpha
+    return _core._name_grad_fn(scaled_input + scaled_product, "SparseAddmmBackward0")
+
+
+def sparse_softmax(input, dim, dtype=None, *, log: bool = False):
+    """``torch.sparse.softmax`` / ``torch.sparse.log_softmax``: the (log-)softmax of a sparse COO
+    tensor's stored values along ``dim``, unstored entries counting as -inf (they stay
+    unstored).  The input is coalesced first; the result has its pattern.  Differentiable in
+    the values (each group's max is subtracted as a constant, which leaves the gradient
+    unchanged)."""
+    from .creation import tensor, zeros
+    if not isinstance(input, SparseTensor):
+        raise NotImplementedError(f"Could not run 'aten::_sparse_{'log_' if log else ''}softmax' "
+                                  f"with arguments from the 'CPU' backend.")
+    d = _core.normalize_dim(dim, input.dim())
+    source = input.coalesce()
+    vals = source._vals if dtype is None else source._vals.to(dtype)
+    if not vals.is_floating_point():
+        raise NotImplementedError(f"\"{'log_' if log else ''}softmax\" not implemented for "
+                                  f"'{_scalar_name(vals)}'")
+    sd = source.sparse_dim()
+    if d >= sd:            # a dense dimension: each stored entry's own values
+        out = vals.log_softmax(d - sd + 1) if log else vals.softmax(d - sd + 1)
+    else:
+        # Entries sharing every sparse index but the one along dim form one softmax group.
+        others = np.delete(source._idx._array, d, axis=0)
+        if others.shape[0]:
+            _, group_of = np.unique(others, axis=1, return_inverse=True)
+        else:
+            group_of = np.zeros(others.shape[1], dtype=np.int64)
+        group_of = group_of.reshape(-1).astype(np.int64)
+        n_groups = int(group_of.max()) + 1 if group_of.size else 0
+        group_max = np.full((n_groups,) + tuple(vals.shape[1:]), -np.inf, dtype=vals._array.dtype)
+        np.maximum.at(group_max, group_of, vals._array)
+        groups = tensor(group_of)
+        shifted = vals - tensor(group_max[group_of])
+        exp = shifted.exp()
+        totals = zeros((n_groups,) + tuple(vals.shape[1:]), dtype=vals.dtype).index_add(0, groups, exp)
+        if log:
+            out = shifted - totals.log().index_select(0, groups)
+        else:
+            out = exp / totals.index_select(0, groups)
+    name = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
+    return SparseTensor._make(source._idx, out, source._size, True, not out.requires_grad,
+                              name if out.requires_grad else None)
 
 
 def to_sparse(dense, sparse_dim=None):

@@ -2,11 +2,11 @@
 tapegrad._sparse_coo for how they are built on the recorded dense ops)."""
 from __future__ import annotations
 
-from ._sparse_coo import sparse_mm, sparse_sum
+from ._sparse_coo import sparse_addmm, sparse_mm_public, sparse_softmax, sparse_sum
 from ._sparse_legacy import (BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                              FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 
-__all__ = ["mm", "sum"]
+__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
 
 
 def mm(mat1, mat2, reduce=None):
@@ -24,7 +24,7 @@ def mm(mat1, mat2, reduce=None):
     if reduce is not None:
         raise NotImplementedError("Could not run 'aten::_sparse_mm_reduce_impl' with arguments "
                                   "from the 'SparseCPU' backend")
-    return sparse_mm(mat1, mat2)
+    return sparse_mm_public(mat1, mat2)
 
 
 def sum(input, dim=None, dtype=None):  # noqa: A001  (PyTorch's name)
@@ -39,3 +39,45 @@ def sum(input, dim=None, dtype=None):  # noqa: A001  (PyTorch's name)
     tensor(12.)
     """
     return sparse_sum(input, dim, dtype)
+
+
+def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
+    """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` for a sparse COO ``mat1``
+    and dense ``mat`` and ``mat2`` (a dense result).
+
+    Examples
+    --------
+    >>> s = tapegrad.sparse_coo_tensor([[0, 1], [1, 0]], [2., 3.], (2, 2))
+    >>> tapegrad.sparse.addmm(tapegrad.ones(2, 1), s, tapegrad.ones(2, 1))
+    tensor([[3.],
+            [4.]])
+    """
+    return sparse_addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def softmax(input, dim, *, dtype=None):
+    """``torch.sparse.softmax``: the softmax of a sparse COO tensor's stored values along
+    ``dim``; unstored entries count as -inf, so they stay unstored (a sparse result on the
+    coalesced input's pattern).  ``dtype`` converts the values first.
+
+    Examples
+    --------
+    >>> s = tapegrad.sparse_coo_tensor([[0, 0, 1], [0, 2, 1]], [1., 1., 5.], (2, 3))
+    >>> tapegrad.sparse.softmax(s, 1).to_dense()
+    tensor([[0.5000, 0.0000, 0.5000],
+            [0.0000, 1.0000, 0.0000]])
+    """
+    return sparse_softmax(input, dim, dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """``torch.sparse.log_softmax``: the log of ``softmax`` over the stored values along ``dim``
+    (a sparse result on the coalesced input's pattern).
+
+    Examples
+    --------
+    >>> s = tapegrad.sparse_coo_tensor([[0, 0], [0, 2]], [1., 1.], (1, 3))
+    >>> tapegrad.sparse.log_softmax(s, 1).values()
+    tensor([-0.6931, -0.6931])
+    """
+    return sparse_softmax(input, dim, dtype, log=True)

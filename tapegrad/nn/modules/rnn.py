@@ -283,6 +283,16 @@ class RNNBase(Module):
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
                           "non-zero dropout expects num_layers greater than 1, but got "
                           f"dropout={dropout} and num_layers={num_layers}", stacklevel=2)
+        # (PyTorch checks these types: a script passing dropout as the fourth positional
+        # argument, nn.GRU(embed, hidden, layers, 0.5), gives it to bias and is refused)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {_type_name(bias)}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: {_type_name(batch_first)}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: {_type_name(input_size)}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
         if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
             raise TypeError(f"hidden_size should be of type int, got: "
                             f"{_type_name(hidden_size)}")
