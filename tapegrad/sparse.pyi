@@ -20,10 +20,19 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'addmm',
+    'log_softmax',
     'mm',
+    'softmax',
     'sum',
 ]
 
+def addmm(mat: Any, mat1: Any, mat2: Any, *, beta: Any = ..., alpha: Any = ...) -> Any: ...
+
+def log_softmax(input: Any, dim: Any, *, dtype: Any = ...) -> Any: ...
+
 def mm(mat1: Any, mat2: Any, reduce: Any = ...) -> Any: ...
+
+def softmax(input: Any, dim: Any, *, dtype: Any = ...) -> Any: ...
 
 def sum(input: Any, dim: Any = ..., dtype: Any = ...) -> Any: ...
