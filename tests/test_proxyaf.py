@@ -1,0 +1,90 @@
+"""Faults found by running reinforcement-learning tutorial scripts (REINFORCE, actor-critic, DQN,
+PPO, SAC, DDPG, TD3, TRPO idioms) with `import tapegrad as torch`; PyTorch is the oracle."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _linear_pair(torch, in_shape, seed=0):
+    rng = np.random.RandomState(seed)
+    w = rng.standard_normal((4, in_shape[-1]))
+    b = rng.standard_normal(4)
+    x = rng.standard_normal(in_shape)
+    ours = [tg.tensor(a, requires_grad=True) for a in (w, b)] + [tg.tensor(x)]
+    theirs = [torch.tensor(a, requires_grad=True) for a in (w, b)] + [torch.tensor(x)]
+    return ours, theirs
+
+
+@pytest.mark.parametrize("in_shape", [(6, 3), (2, 5, 3), (3,)])
+def test_create_graph_linear_weight_grad_is_laid_out_as_the_weight(torch, in_shape):
+    """TRPO / natural-gradient code flattens autograd.grad(..., create_graph=True) results with
+    g.view(-1); the weight's gradient of F.linear was a transposed view, so view raised."""
+    (w, b, x), (tw, tb, tx) = _linear_pair(torch, in_shape)
+    loss = tg.nn.functional.linear(x, w, b).tanh().pow(2).sum()
+    tloss = torch.nn.functional.linear(tx, tw, tb).tanh().pow(2).sum()
+    gw, gb = tg.autograd.grad(loss, [w, b], create_graph=True)
+    tgw, tgb = torch.autograd.grad(tloss, [tw, tb], create_graph=True)
+    assert gw.is_contiguous() == tgw.is_contiguous() is True
+    assert gw.stride() == tgw.stride()
+    flat = tg.cat([gw.view(-1), gb.view(-1)])
+    tflat = torch.cat([tgw.view(-1), tgb.view(-1)])
+    np.testing.assert_allclose(flat.detach().numpy(), tflat.detach().numpy(), rtol=1e-12, atol=1e-12)
+    # the Hessian-vector product through the recorded gradient (conjugate-gradient step)
+    v = np.linspace(-1.0, 1.0, flat.shape[0])
+    hw, hb = tg.autograd.grad((flat * tg.tensor(v)).sum(), [w, b])
+    thw, thb = torch.autograd.grad((tflat * torch.tensor(v)).sum(), [tw, tb])
+    np.testing.assert_allclose(hw.numpy(), thw.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(hb.numpy(), thb.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_create_graph_flat_grad_of_a_policy_network(torch):
+    """The TRPO idiom end to end: flat_grad of a Categorical policy's log-likelihood through an
+    nn.Sequential, then a Fisher/Hessian-vector product; values as PyTorch's."""
+    rng = np.random.RandomState(1)
+    params = [rng.standard_normal(s) * 0.5 for s in [(8, 3), (8,), (2, 8), (2,)]]
+    x = rng.standard_normal((5, 3))
+    acts = [0, 1, 1, 0, 1]
+
+    def run(lib):
+        net = lib.nn.Sequential(lib.nn.Linear(3, 8), lib.nn.Tanh(), lib.nn.Linear(8, 2)).double()
+        with lib.no_grad():
+            for p, a in zip(net.parameters(), params):
+                p.copy_(lib.tensor(a))
+        dist = lib.distributions.Categorical(logits=net(lib.tensor(x)))
+        loss = dist.log_prob(lib.tensor(acts)).mean()
+        grads = lib.autograd.grad(loss, list(net.parameters()), create_graph=True)
+        flat = lib.cat([g.view(-1) for g in grads])
+        hvp = lib.autograd.grad((flat * flat.detach()).sum(), list(net.parameters()))
+        return flat.detach().numpy(), lib.cat([g.contiguous().view(-1) for g in hvp]).numpy()
+
+    ours, theirs = run(tg), run(torch)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-10, atol=1e-12)
+
+
+def test_create_graph_linear_weight_grad_finite_differences():
+    """The recorded weight gradient is itself differentiable: its derivative (the Hessian's
+    weight block along a direction) matches central finite differences in float64."""
+    rng = np.random.RandomState(2)
+    w0, x = rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    direction = rng.standard_normal((3, 4))
+
+    def grad_dot(w_arr):
+        w = tg.tensor(w_arr, requires_grad=True)
+        g, = tg.autograd.grad(tg.nn.functional.linear(tg.tensor(x), w).sin().sum(), [w],
+                              create_graph=True)
+        return g, w
+
+    g, w = grad_dot(w0)
+    h, = tg.autograd.grad((g.view(-1) * tg.tensor(direction.reshape(-1))).sum(), [w])
+    eps = 1e-6
+    fd = np.zeros_like(w0)
+    for idx in np.ndindex(*w0.shape):
+        wp, wm = w0.copy(), w0.copy()
+        wp[idx] += eps
+        wm[idx] -= eps
+        fp = (grad_dot(wp)[0].detach().numpy() * direction).sum()
+        fm = (grad_dot(wm)[0].detach().numpy() * direction).sum()
+        fd[idx] = (fp - fm) / (2 * eps)
+    np.testing.assert_allclose(h.numpy(), fd, rtol=1e-6, atol=1e-8)
