@@ -126,3 +126,41 @@ def test_arange_long_ranges_split_between_threads_as_atens(torch, threads):
     finally:
         tg.set_num_threads(ours_before)
         torch.set_num_threads(theirs_before)
+
+
+def _error_of(fn):
+    try:
+        fn()
+    except Exception as e:          # noqa: BLE001 (the type is what is compared)
+        return type(e), str(e)
+    return None, None
+
+
+_OBS = np.zeros(4, dtype=np.float32)
+_NESTED_DATA = [
+    ("FloatTensor", lambda lib: lib.FloatTensor((_OBS, {}))),              # gymnasium reset()
+    ("FloatTensor", lambda lib: lib.FloatTensor((_OBS, {"lives": 3}))),
+    ("tensor", lambda lib: lib.tensor((_OBS, {}), dtype=lib.float32)),
+    ("LongTensor", lambda lib: lib.LongTensor((np.zeros(4, dtype=np.int64), {}))),
+    ("FloatTensor", lambda lib: lib.FloatTensor([[1.0, 2.0], "ab"])),
+    ("FloatTensor", lambda lib: lib.FloatTensor([{}, [1.0]])),
+    ("FloatTensor", lambda lib: lib.FloatTensor([[1.0, "x"], 5])),
+    ("FloatTensor", lambda lib: lib.FloatTensor([[1.0, 2.0], 5])),
+    ("FloatTensor", lambda lib: lib.FloatTensor([[1.0], [None]])),
+    ("FloatTensor", lambda lib: lib.FloatTensor([[1.0, 2.0], range(3)])),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_NESTED_DATA)))
+def test_nested_data_errors_as_pytorch(torch, case):
+    """Inner elements are read as PyTorch's PySequence_Fast reads them (a dict, a string: any
+    iterable), depth first: torch.FloatTensor(env.reset()) under gymnasium's (obs, info) raised
+    TypeError 'not a sequence' where PyTorch raises ValueError 'expected sequence of length 4 at
+    dim 1 (got 0)'."""
+    import warnings
+    make = _NESTED_DATA[case][1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, theirs = _error_of(lambda: make(tg)), _error_of(lambda: make(torch))
+    assert theirs[0] is not None
+    assert ours == theirs
