@@ -164,3 +164,69 @@ def test_nested_data_errors_as_pytorch(torch, case):
         ours, theirs = _error_of(lambda: make(tg)), _error_of(lambda: make(torch))
     assert theirs[0] is not None
     assert ours == theirs
+
+
+def _a3c_shared_adam_run(lib, step_value):
+    """ikostrikov/pytorch-a3c's training step: a worker's model computes gradients, hands them to
+    the shared model with `shared_param._grad = param.grad`, and a SharedAdam (Adam with its state
+    filled in __init__) steps the shared model."""
+    rng = np.random.RandomState(3)
+    shared = lib.nn.Linear(4, 2)
+    with lib.no_grad():
+        for p in shared.parameters():
+            p.copy_(lib.tensor(rng.uniform(-0.3, 0.3, tuple(p.shape)), dtype=lib.float32))
+    shared.share_memory()
+    opt = lib.optim.Adam(shared.parameters(), lr=0.01)
+    for p in shared.parameters():
+        state = opt.state[p]
+        state["step"] = step_value(lib)
+        state["exp_avg"] = p.data.new().resize_as_(p.data).zero_()
+        state["exp_avg_sq"] = p.data.new().resize_as_(p.data).zero_()
+    local = lib.nn.Linear(4, 2)
+    x = lib.tensor(rng.standard_normal((5, 4)), dtype=lib.float32)
+    for _ in range(3):
+        local.load_state_dict(shared.state_dict())
+        loss = local(x).pow(2).mean()
+        local.zero_grad()
+        loss.backward()
+        for param, shared_param in zip(local.parameters(), shared.parameters()):
+            shared_param._grad = param.grad
+        opt.step()
+    return shared.weight.detach().numpy(), opt.state[shared.weight]["step"].numpy()
+
+
+def test_underscore_grad_is_the_grad_slot(torch):
+    """SILENT before: `_grad` was a plain attribute, so the shared model of an A3C script never
+    received gradients and Adam left it unchanged."""
+    ours = _a3c_shared_adam_run(tg, lambda lib: lib.zeros(1))
+    theirs = _a3c_shared_adam_run(torch, lambda lib: lib.zeros(1))
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    initial = np.random.RandomState(3).uniform(-0.3, 0.3, (2, 4)).astype(np.float32)
+    assert np.abs(ours[0] - initial).min() > 1e-3             # three Adam steps of lr 0.01 each
+    p = tg.nn.Parameter(tg.ones(2))
+    g = tg.tensor([0.5, 0.25])
+    p._grad = g
+    assert p.grad is g and p._grad is g
+    p.grad = None
+    assert p._grad is None
+    tp = torch.nn.Parameter(torch.ones(2))
+    for value, t_value in ((tg.ones(3), torch.ones(3)), (5, 5)):
+        ours_err = _error_of(lambda: setattr(p, "_grad", value))
+        theirs_err = _error_of(lambda: setattr(tp, "_grad", t_value))
+        assert ours_err == theirs_err and ours_err[0] is not None
+
+
+@pytest.mark.parametrize("name", ["Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam",
+                                  "RAdam", "RMSprop", "Rprop"])
+def test_number_step_state_refused_as_pytorch(torch, name):
+    """A pre-2.0 SharedAdam fills `state['step'] = 0`: PyTorch's step refuses it."""
+    def run(lib):
+        w = lib.nn.Parameter(lib.ones(3))
+        opt = getattr(lib.optim, name)([w], lr=0.1)
+        (w * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        opt.step()                                  # the state, filled as the optimizer fills it
+        opt.state[w]["step"] = 0
+        return _error_of(opt.step)
+    assert run(tg) == run(torch)
+    assert run(torch)[0] is RuntimeError
