@@ -78,24 +78,44 @@ def _is_sequence(x) -> bool:
     return isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0)
 
 
+def _sequence_items(x):
+    """x's items as PyTorch reads an element of nested data at a dimension that is not the last
+    (PySequence_Fast): a list, tuple or array as it is, any other iterable as a list (a dict's
+    keys, a string's characters); None when x is not iterable ("not a sequence")."""
+    if _is_sequence(x):
+        return x
+    if isinstance(x, (np.ndarray, _core.TensorBase)):      # (0-d: not iterable)
+        return None
+    try:
+        return list(iter(x))
+    except TypeError:
+        return None
+
+
 def _ragged_error(data, dim: int = 0):
-    """PyTorch's error for nested sequences that do not form a box (None when they do)."""
+    """PyTorch's error for nested data that does not form a box of numbers (None when it does).
+    As PyTorch it measures the shape along the first items, then stores depth first, in order:
+    the first element that breaks the shape, or is not a number where a number goes, names the
+    error (so torch.FloatTensor((obs, info)), a gymnasium reset() result, is a ValueError about
+    the info dict's length, not a TypeError)."""
     if not _is_sequence(data) or not len(data):
         return None
-    lengths = [len(d) if _is_sequence(d) else None for d in data]
-    first = lengths[0]
-    for d, n in zip(data, lengths):
-        if n != first:
-            if first is None:
-                if isinstance(d, np.ndarray):       # (numpy's own refusal of float(array))
-                    return TypeError("only 0-dimensional arrays can be converted to Python "
-                                     "scalars")
+    first = len(data[0]) if _is_sequence(data[0]) else None
+    if first is None:                           # the last dimension: each item is one number
+        for d in data:
+            if isinstance(d, np.ndarray) and d.ndim:        # (numpy's own refusal of float(array))
+                return TypeError("only 0-dimensional arrays can be converted to Python scalars")
+            if not (hasattr(type(d), "__float__") or hasattr(type(d), "__index__")):
                 return TypeError(f"must be real number, not {_type_name(d)}")
-            if n is None:
-                return TypeError("not a sequence")
-            return ValueError(f"expected sequence of length {first} at dim {dim + 1} (got {n})")
+        return None
     for d in data:
-        error = _ragged_error(d, dim + 1)
+        items = _sequence_items(d)
+        if items is None:
+            return TypeError("not a sequence")
+        if len(items) != first:
+            return ValueError(f"expected sequence of length {first} at dim {dim + 1} "
+                              f"(got {len(items)})")
+        error = _ragged_error(items, dim + 1)
         if error is not None:
             return error
     return None

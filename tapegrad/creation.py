@@ -11,6 +11,7 @@ import weakref
 import numpy as np
 
 from . import _core
+from ._aten_range import aten_float_range
 from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
 from ._layout import sparse_factory_layout
@@ -938,10 +939,12 @@ def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = Fa
             # Python ints well inside int64: numpy's count and values are the kernel's exactly
             return _make(np.arange(start, end, step, dtype=np.int64), requires_grad)
         return _make(_integer_range(start, end, step, dt), requires_grad)
-    # Computed in float64 and cast, as PyTorch does, so float32 ranges match its values.
     # (An infinite step counts ceil(span / inf) = 0 values, where numpy gives the start.)
     values = (np.arange(start, end, step, dtype=np.float64) if math.isfinite(step)
               else np.empty(0, dtype=np.float64))
+    if dt in (np.float32, np.float64):
+        # ATen's lanes: numpy's start + i * ((start + step) - start) differs in the last bits
+        values = aten_float_range(start, step, values.size, dt, _core._kernel_threads())
     return _make(values.astype(dt), requires_grad)
 
 

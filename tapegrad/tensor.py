@@ -216,6 +216,12 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         self._array = value._array if isinstance(value, _core.TensorBase) else value
         self._set_inference(_core.is_inference_mode_enabled())
 
+    # PyTorch's `_grad` is the `.grad` slot under a second name (one getter and setter: the same
+    # checks, the same non-leaf warning).  A3C code hands a worker's gradients to the shared
+    # model with `shared_param._grad = param.grad`; as a plain attribute it reached no optimizer.
+    # The compiled descriptor itself, so a warning still names the user's line.
+    _grad = _core.TensorBase.grad
+
     # -- shape --------------------------------------------------------------------------------
     @property
     def shape(self) -> Size:

@@ -955,19 +955,28 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
         ga = reshaped_if_needed(ga, tuple(shape_a))
     if want[1]:
         A = t_conj(in_value(r, 0, saved_value(r, 0)))   # (complex: A^H @ g)
-        if na == 1:
+        if trans_b and nb == 2:
+            # linear's weight W (out, in) multiplies as W^T: its gradient is G^T @ A over the
+            # input's rows, as the eager VJP and PyTorch compute it, so it comes out laid out as
+            # W (C-contiguous), not as a transposed view of A^T @ G: a captured gradient then
+            # supports g.view(-1) (flat_grad in TRPO / natural-gradient code).
+            rows = shape_prod(shape_a, 0, na - 1)
+            gb = matmul(transpose(reshape_to(<TensorBase>G, (rows, shape_b[1])), 0, 1),
+                        reshape_to(<TensorBase>A, (rows, shape_b[0])))
+        elif na == 1:
             if nb == 1:
                 gb = g_mul(G, A)
             else:
                 gb = g_mul(reshape_to(<TensorBase>A, (shape_a[0], 1)), unsqueeze(<TensorBase>G, -2))
                 gb = t_sum_to(gb, shape_b)
+            gb = reshaped_if_needed(gb, tuple(shape_b))
         else:
             G2 = unsqueeze(<TensorBase>G, -1) if nb == 1 else G
             gb = matmul(transpose(<TensorBase>A, -1, -2), G2)
             gb = t_sum_to(gb, shape_b if nb > 1 else (shape_b[0], 1))
-        gb = reshaped_if_needed(gb, tuple(shape_b))
-        if trans_b and nb > 1:
-            gb = transpose(<TensorBase>gb, 0, 1)
+            gb = reshaped_if_needed(gb, tuple(shape_b))
+            if trans_b and nb > 1:
+                gb = transpose(<TensorBase>gb, 0, 1)
     if r.n_in == 3:
         if want[2]:
             gc = t_fit(G, bias_shape, bias_dtype)

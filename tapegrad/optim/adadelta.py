@@ -42,6 +42,7 @@ class Adadelta(Optimizer):
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False,
                        "capturable": False}
     _STEP_KEYS = ("step",)
+    _STEPS_ARE_TENSORS = True
 
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])

@@ -70,6 +70,7 @@ class Adagrad(Optimizer):
 
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
     _STEP_KEYS = ("step",)
+    _STEPS_ARE_TENSORS = True
 
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])

@@ -69,6 +69,7 @@ class Adam(Optimizer):
     _GROUP_DEFAULTS = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
                        "differentiable": False, "decoupled_weight_decay": False, "fused": None}
     _STEP_KEYS = ("step",)
+    _STEPS_ARE_TENSORS = True
 
     def _refuse_sparse_grad(self) -> None:
         raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam "

@@ -48,6 +48,7 @@ class NAdam(Optimizer):
     _GROUP_DEFAULTS = {"maximize": False, "foreach": None, "capturable": False,
                        "differentiable": False, "decoupled_weight_decay": False}
     _STEP_KEYS = ("step", "mu_product")
+    _STEPS_ARE_TENSORS = True
 
     def _update_group(self, group) -> None:
         beta1, beta2 = group["betas"]

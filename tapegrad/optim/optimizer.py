@@ -226,6 +226,9 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
     # which per-parameter state entries are step counters that PyTorch keeps as 0-d tensors.
     _GROUP_DEFAULTS: dict[str, Any] = {}
     _STEP_KEYS: tuple[str, ...] = ()
+    # Whether a step refuses a `step` state entry that is not a tensor, as PyTorch's functional
+    # updates of these optimizers do (A3C's SharedAdam once pre-filled `state['step'] = 0`).
+    _STEPS_ARE_TENSORS = False
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -335,8 +338,18 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         # PyTorch's built-in steps run with grad mode off (hooks and warnings see it off).
         with no_grad(), _core.IeeeResults():  # inf/nan propagate silently, as in PyTorch
             for group in self.param_groups:
+                if self._STEPS_ARE_TENSORS:
+                    self._check_step_tensors(group)
                 self._update_group(group)
         return loss
+
+    def _check_step_tensors(self, group: dict[str, Any]) -> None:
+        """PyTorch's refusal of a number as a parameter's `step` state (made by user code, as
+        the pre-2.0 SharedAdam of A3C scripts does; a loaded checkpoint's is converted)."""
+        for p in group["params"]:
+            if p.grad is not None and not _is_tensor(self.state.get(p, {}).get("step", p)):
+                raise RuntimeError("API has changed, `state_steps` argument must contain a list "
+                                   "of singleton tensors")
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError

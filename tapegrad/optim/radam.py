@@ -44,6 +44,7 @@ class RAdam(Optimizer):
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False,
                        "decoupled_weight_decay": False, "capturable": False}
     _STEP_KEYS = ("step",)
+    _STEPS_ARE_TENSORS = True
 
     def _update_group(self, group) -> None:
         beta1, beta2 = group["betas"]

@@ -59,6 +59,7 @@ class RMSprop(Optimizer):
     _GROUP_DEFAULTS = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
                        "differentiable": False, "capturable": False}
     _STEP_KEYS = ("step",)
+    _STEPS_ARE_TENSORS = True
 
     def _update_group(self, group) -> None:
         lr = _to_scalar(group["lr"])

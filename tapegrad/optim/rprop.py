@@ -40,6 +40,7 @@ class Rprop(Optimizer):
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False,
                        "capturable": False}
     _STEP_KEYS = ("step",)
+    _STEPS_ARE_TENSORS = True
 
     def _update_group(self, group) -> None:
         etaminus, etaplus = group["etas"]

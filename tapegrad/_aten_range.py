@@ -1,0 +1,119 @@
+"""The float values of arange as ATen's CPU kernel writes them, which are not start + i * step.
+
+ATen computes arange in the accumulate type (double for float32 and float64 outputs) and splits
+the output into SIMD vectors: each vector's first value is start + step * i rounded to the output
+dtype, and the vector's other lanes add k * step to that rounded value.  The loop takes two vectors
+per iteration; the values left over run the scalar path, start + step * i.  A parallel_for splits
+long ranges between threads, each part running that loop from its own first index.  The AVX2 and
+AVX512 kernels are compiled with FMA, so each `a + b * c` there is one fused, singly rounded
+operation.  So torch.arange(-1, 1, 0.1)[10] is -2.9802e-09 in float32 (the lane after -0.2f), and
+torch.arange(-1, 1, 0.1, dtype=torch.float64)[12] is 0.20000000000000007, where numpy's arange
+gives 0.0 and 0.20000000000000018.  Facts from ATen's RangeFactoriesKernel.cpp, cpu/Loops.h
+(vectorized_loop), Parallel-inl.h (chunking) and the values it prints; no code taken.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+_GRAIN_SIZE = 32768        # at::internal::GRAIN_SIZE
+_EXACT_BELOW = {4: 2.0 ** 24, 8: 2.0 ** 53}     # whole numbers float32 / float64 hold exactly
+_kernel_cache = None
+
+
+def _cpu_features() -> dict:
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__
+    except ImportError:                             # numpy < 2
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__
+        except ImportError:
+            return {}
+    return __cpu_features__
+
+
+def _kernel() -> tuple:
+    """(bytes per SIMD vector, fused multiply-add) of the ATen kernel the CPU dispatches to:
+    AVX512 (64, fused), AVX2 (32, fused), or DEFAULT (32, unfused).  ATEN_CPU_CAPABILITY can
+    lower the choice, as it does for PyTorch."""
+    global _kernel_cache
+    if _kernel_cache is None:
+        has = _cpu_features()
+        wanted = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().lower()
+        avx2 = has.get("AVX2", False) and has.get("FMA3", False)
+        avx512 = avx2 and all(has.get(f, False) for f in ("AVX512F", "AVX512BW", "AVX512VL",
+                                                         "AVX512DQ"))
+        if avx512 and wanted in ("", "avx512"):
+            _kernel_cache = (64, True)
+        elif avx2 and wanted in ("", "avx512", "avx2"):
+            _kernel_cache = (32, True)
+        else:
+            _kernel_cache = (32, False)
+    return _kernel_cache
+
+
+def _split(a: np.ndarray) -> tuple:
+    """Dekker's split of doubles into two halves of 26 bits each (a = hi + lo exactly)."""
+    c = a * 134217729.0                              # 2**27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once: the exact product as p + e (Dekker), the exact sum p + c as
+    s + t (Knuth), then s + (t + e)."""
+    p = a * b
+    ahi, alo = _split(a)
+    bhi, blo = _split(b)
+    e = ((ahi * bhi - p) + ahi * blo + alo * bhi) + alo * blo
+    s = p + c
+    bv = s - p
+    t = (p - (s - bv)) + (c - bv)
+    return s + (t + e)
+
+
+def _axpy(start: float, step: float, index: np.ndarray, fused: bool) -> np.ndarray:
+    """start + step * index in double, fused or not as the kernel computes it."""
+    index = index.astype(np.float64)
+    if fused:
+        return _fma(np.full_like(index, step), index, np.full_like(index, start))
+    return start + step * index
+
+
+def aten_float_range(start: float, step: float, count: int, dtype: np.dtype, threads: int) -> np.ndarray:
+    """count values of arange(start, ..., step) in dtype (float32 or float64), lane by lane as
+    ATen's kernel computes them with `threads` intra-op threads."""
+    dtype = np.dtype(dtype)
+    out = np.empty(count, dtype=dtype)
+    if count == 0:
+        return out
+    start, step = float(start), float(step)
+    if start.is_integer() and step.is_integer() and \
+            max(abs(start), abs(start + step * count)) < _EXACT_BELOW[dtype.itemsize]:
+        # whole numbers the dtype holds exactly: every lane's arithmetic is exact, so all ways of
+        # computing them agree (arange(0., 64.), arange(n, dtype=float32): the common calls, at
+        # numpy's speed instead of the lane emulation's ~100 us)
+        out[:] = np.arange(count, dtype=np.float64) * step + start
+        return out
+    vector_bytes, fused = _kernel()
+    lanes = vector_bytes // dtype.itemsize
+    parts = 1
+    if count >= _GRAIN_SIZE and threads > 1:
+        parts = min(threads, -(-count // _GRAIN_SIZE))
+    part = -(-count // parts)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for begin in range(0, count, part):
+            end = min(count, begin + part)
+            vectorised = (end - begin) // (2 * lanes) * (2 * lanes)
+            offsets = np.arange(vectorised, dtype=np.int64)
+            firsts = begin + offsets // lanes * lanes
+            base = _axpy(start, step, firsts, fused).astype(dtype).astype(np.float64)
+            lane = (offsets % lanes).astype(np.float64)
+            if fused:
+                out[begin:begin + vectorised] = _fma(lane, np.full_like(lane, step), base)
+            else:
+                out[begin:begin + vectorised] = base + lane * step
+            rest = np.arange(begin + vectorised, end, dtype=np.int64)
+            out[begin + vectorised:end] = _axpy(start, step, rest, fused)
+    return out
