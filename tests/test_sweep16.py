@@ -103,3 +103,13 @@ def test_float64_pointwise_losses_unchanged(kind, gradcheck):
           "huber": lambda a, b: tg.nn.functional.huber_loss(a, b, delta=0.5)}[kind]
     rng = np.random.default_rng(0)
     gradcheck(fn, rng.normal(size=5), rng.normal(size=5))
+
+
+@pytest.mark.parametrize("values", [[0., 0., 0.], BIG, MID])
+def test_normalize_float16_rounds_its_norm(values):
+    # PyTorch's composite divides by the float16 norm (a zero row: 0 / 0, NaN; BIG's norm is
+    # inf in float16: zeros); tapegrad divided by the float32 norm
+    got = repr(tg.nn.functional.normalize(tg.tensor(values, dtype=tg.float16), dim=0).tolist())
+    torch = pytest.importorskip("torch")
+    assert got == repr(torch.nn.functional.normalize(
+        torch.tensor(values, dtype=torch.float16), dim=0).tolist())
