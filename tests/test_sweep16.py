@@ -113,3 +113,60 @@ def test_normalize_float16_rounds_its_norm(values):
     torch = pytest.importorskip("torch")
     assert got == repr(torch.nn.functional.normalize(
         torch.tensor(values, dtype=torch.float16), dim=0).tolist())
+
+
+def _batch_norm_case(lib, training):
+    rng = np.random.default_rng(0)
+    C = 7
+    x = (rng.standard_normal((4, C, 3)) * rng.choice([1e-3, 1, 30, 300], (1, C, 1))
+         + rng.choice([0, 100, 1000], (1, C, 1))).astype(np.float16)
+    w, b = rng.standard_normal(C).astype(np.float16), rng.standard_normal(C).astype(np.float16)
+    g = rng.standard_normal(x.shape).astype(np.float16)
+    X, W, B = (lib.tensor(v, requires_grad=True) for v in (x, w, b))
+    rm, rv = lib.zeros(C, dtype=lib.float16), lib.ones(C, dtype=lib.float16)
+    y = lib.nn.functional.batch_norm(X, rm, rv, W, B, training=training, momentum=0.3)
+    gx, = lib.autograd.grad(y, [X], lib.tensor(g))
+    return repr([y.tolist(), gx.tolist(), rm.tolist(), rv.tolist()])
+
+
+def test_batch_norm_float16_training_uses_float16_statistics():
+    # PyTorch keeps the batch mean and invstd of a float16 input in float16 and forms the
+    # output and the gradient from them (values near cancellation were thousands of ulps off)
+    got = _batch_norm_case(tg, True)
+    torch = pytest.importorskip("torch")
+    assert got == _batch_norm_case(torch, True)
+
+
+@pytest.mark.parametrize("op", ["tanh", "sigmoid"])   # (sigmoid: float16 steps)
+def test_tanh_sigmoid_backward_float16_in_float32(op):
+    values = [1.5, -2.25, 3.0, 0.1, -0.7, 5.5, 0.9, -1.3, 2.2]
+    fn = lambda L, a: getattr(L, op)(a)
+    got = run(tg, fn, [values])
+    torch = pytest.importorskip("torch")
+    assert got == run(torch, fn, [values])
+
+
+TINY = [6e-5, -6.1e-5, 1e-7, 3e-5, 0., 2e-4]
+
+
+@pytest.mark.parametrize("form", ["method", "function"])
+def test_norm_backward_float16_tiny_norm_is_finite(form):
+    # SILENT: grad / norm overflowed float16 for a norm below 1e-4 (-inf, NaN); PyTorch's
+    # grad * (x / norm) is finite
+    fn = ((lambda L, a: a.reshape(2, 3).norm(2, 0, keepdim=True)) if form == "method" else
+          (lambda L, a: L.norm(a.reshape(2, 3), dim=0)))
+    got = run(tg, fn, [TINY])
+    assert "inf" not in got and "nan" not in got
+    torch = pytest.importorskip("torch")
+    assert got == run(torch, fn, [TINY])
+
+
+@pytest.mark.parametrize("x1,x2", [(BIG, MID), (MID, MIX), ([0., 0., 0., 1., 2., 3.], MIX)])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cosine_similarity_float16_values_as_pytorch(x1, x2, dim):
+    # PyTorch divides by float16 norms: a row of norm beyond 65504 gives 0, a zero row NaN
+    fn = lambda L, a, b: L.nn.functional.cosine_similarity(a.reshape(2, 3), b.reshape(2, 3), dim)
+    got = repr(fn(tg, tg.tensor(x1, dtype=tg.float16), tg.tensor(x2, dtype=tg.float16)).tolist())
+    torch = pytest.importorskip("torch")
+    assert got == repr(fn(torch, torch.tensor(x1, dtype=torch.float16),
+                          torch.tensor(x2, dtype=torch.float16)).tolist())
