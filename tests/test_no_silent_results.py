@@ -60,11 +60,23 @@ _HALF_INPUTS = {
 }
 
 
+# PyTorch rounds an intermediate of these to float16 (batch_norm's saved mean and invstd, which
+# instance_norm uses; cosine_similarity's norms): compared with PyTorch itself, bit for bit
+# (sweep 16), not with the float64 reference
+_HALF_ROUNDS_INTERMEDIATES = {"instance_norm", "cosine_similarity"}
+
+
 @pytest.mark.parametrize("name", sorted(_HALF_INPUTS))
 def test_float16_is_computed_in_float32_and_rounded_once(name):
     x = _HALF_INPUTS[name]
     value, grad = _half_case(tg, name, x)
     assert np.isfinite(value).all() and np.isfinite(grad).all()
+    if name in _HALF_ROUNDS_INTERMEDIATES:
+        torch = pytest.importorskip("torch")
+        ref_value, ref_grad = _half_case(torch, name, x)
+        np.testing.assert_array_equal(value, ref_value)
+        np.testing.assert_array_equal(grad, ref_grad)
+        return
     # the float64 result of the same float16 input, rounded to float16: within half's rounding
     ref_value, ref_grad = _half_case_float64(name, x.astype(np.float16))
     ref_value = ref_value.astype(np.float16).astype(np.float64)

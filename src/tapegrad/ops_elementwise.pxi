@@ -181,6 +181,37 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     return b * alpha
 
 
+
+cdef object half_alpha_values(object a, object b, object alpha, bint subtracting):
+    """add/sub's a + alpha * b (a - alpha * b) when both are float16 tensors, computed in float32
+    and rounded once, as PyTorch's kernel (its opmath), or None for any other case.  The recorded
+    sum of the scaled operand rounds alpha * b to float16 first (float16 -20 + 0.33333 * -20 was
+    -26.65625, PyTorch's -26.671875); its VJP reads no forward value, so the caller writes these
+    values over the recorded result (over self, for add_/sub_: computed before the write)."""
+    if type(alpha) is int and alpha == 1 or not isinstance(a, TensorBase) \
+            or not isinstance(b, TensorBase):
+        return None
+    A, B = (<TensorBase>a)._array, (<TensorBase>b)._array
+    if A.dtype != np.float16 or B.dtype != np.float16 \
+            or isinstance(alpha, (complex, np.complexfloating)):
+        return None
+    with IeeeResults():
+        # (alpha itself is first converted to float16, as PyTorch's: 1e-9 is 0 there; beyond
+        # float16's range it is scaled_operand's overflow error, raised after this)
+        scale = np.float32(np.float16(alpha))
+        if not np.isfinite(scale) and np.isfinite(alpha):
+            return None
+        if subtracting:
+            scale = -scale
+        return (A.astype(NP_FLOAT32) + scale * B.astype(NP_FLOAT32)).astype(np.float16)
+
+
+cdef object with_half_alpha_values(object result, object values):
+    """result, its float16 values replaced by half_alpha_values' (None: as it is)."""
+    if values is not None:
+        np.copyto((<TensorBase>result)._array, values)
+    return result
+
 # -- binary ops ----------------------------------------------------------------------------------
 
 cdef object fit_binary_grads(Record* r, object ga, object gb):
@@ -749,8 +780,10 @@ def add(input, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1, out=
         alpha, (other,) = scalar_first("add", "alpha", other, alpha, (other_after_scale,))
     if out is not None:
         return WRITE_OUT("add", out, (input, other), add, {"alpha": alpha})
-    return named_result(binary_op(OP_ADD, input, scaled_operand("add", input, other, alpha)),
-                        "add", input, other)
+    values = half_alpha_values(input, other, alpha, False)
+    return with_half_alpha_values(named_result(
+        binary_op(OP_ADD, input, scaled_operand("add", input, other, alpha)), "add", input, other),
+        values)
 
 def sub(input, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1, out=None):
     """input - alpha * other (out=: written into `out`, not differentiable).  sub(input, alpha,
@@ -759,8 +792,10 @@ def sub(input, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1, out=
         alpha, (other,) = scalar_first("sub", "alpha", other, alpha, (other_after_scale,))
     if out is not None:
         return WRITE_OUT("sub", out, (input, other), sub, {"alpha": alpha})
-    return named_result(binary_op(OP_SUB, input, scaled_operand("sub", input, other, alpha)),
-                        "sub", input, other)
+    values = half_alpha_values(input, other, alpha, True)
+    return with_half_alpha_values(named_result(
+        binary_op(OP_SUB, input, scaled_operand("sub", input, other, alpha)), "sub", input, other),
+        values)
 
 def mul(input, other, *, out=None):
     """input * other (out=: written into `out`, not differentiable)."""

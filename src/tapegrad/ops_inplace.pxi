@@ -1292,15 +1292,19 @@ def add_(TensorBase self, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, al
     """self += alpha * other, in place (add_(alpha, other): PyTorch's deprecated form)."""
     if other_after_scale is not SCALAR_FIRST_NOT_GIVEN:
         alpha, (other,) = scalar_first("add_", "alpha", other, alpha, (other_after_scale,))
-    return named_result(inplace_binary(OP_ADD, self, scaled_operand("add_", self, other, alpha)),
-                        "add_", self, other)
+    values = half_alpha_values(self, other, alpha, False)     # (before self is written)
+    return with_half_alpha_values(named_result(
+        inplace_binary(OP_ADD, self, scaled_operand("add_", self, other, alpha)), "add_", self,
+        other), values)
 
 def sub_(TensorBase self, other, other_after_scale=SCALAR_FIRST_NOT_GIVEN, *, alpha=1):
     """self -= alpha * other, in place (sub_(alpha, other): PyTorch's deprecated form)."""
     if other_after_scale is not SCALAR_FIRST_NOT_GIVEN:
         alpha, (other,) = scalar_first("sub_", "alpha", other, alpha, (other_after_scale,))
-    return named_result(inplace_binary(OP_SUB, self, scaled_operand("sub_", self, other, alpha)),
-                        "sub_", self, other)
+    values = half_alpha_values(self, other, alpha, True)     # (before self is written)
+    return with_half_alpha_values(named_result(
+        inplace_binary(OP_SUB, self, scaled_operand("sub_", self, other, alpha)), "sub_", self,
+        other), values)
 
 def mul_(TensorBase self, other):
     """self *= other, in place (other broadcast to self's shape; the product must cast to

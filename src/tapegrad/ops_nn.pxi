@@ -245,6 +245,15 @@ cdef object nn_softmax_value(object A, object axis, bint log):
     forward of the eager op and of its replay step."""
     C = A.astype(NP_FLOAT32) if A.dtype.itemsize < 4 else A       # half: computed in float
     cdef int ndim = A.ndim
+    if log and A.dtype == NN_FLOAT16 and ndim > 0 and axis == ndim - 1 and A.size:
+        # PyTorch's float16 last-dim kernel keeps each row's sum of exponentials, and its log,
+        # in float16 (measured: log_softmax([-20, 0.33, 7])[2] is -2**-10 there, not -0.001267)
+        with IeeeResults():
+            shifted = C - np.maximum.reduce(C, axis=axis, keepdims=True)
+            total = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True)
+            log_total = np.log(total.astype(NN_FLOAT16).astype(NP_FLOAT32))
+            y = shifted - log_total.astype(NN_FLOAT16).astype(NP_FLOAT32)
+        return contiguous_result(nd(y.astype(A.dtype)))
     y = nn_softmax_rows_c(C, log) if ndim > 0 and axis == ndim - 1 else None
     if y is None:
         y = nn_softmax_numpy(C, axis, log)
@@ -803,8 +812,20 @@ cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object i
         if w is not None and red == NN_RED_MEAN:
             # PyTorch divides the smoothing term by its own sum of the valid targets' weights
             total = cascade_reduce(np.ascontiguousarray(wv[valid]), (0,), False)
+            if total is None:       # float16 (no cascade): summed in float32, as PyTorch's sum
+                total = np.asarray(np.add.reduce(
+                    wv[valid], dtype=NP_FLOAT32 if dt == np.float16 else None), dtype=dt)
         sm = nn_nll_value(smooth, total, out_shape, red, SUM_ORDER, valid)
-        out = nd(np.asarray(nll * dt.type(1 - ls) + sm * dt.type(smoothing_share(ls, C)), dtype=dt))
+        if dt == np.float16:
+            # PyTorch's (1 - ls) * nll + smooth * share: three float16 ops, each computed in
+            # float32 with the Python factors as float32 (float16's 0.9 is 0.8999) and rounded
+            out = nd(((np.asarray(nll, NP_FLOAT32) * NP_FLOAT32.type(1 - ls)).astype(dt)
+                      .astype(NP_FLOAT32) +
+                      (np.asarray(sm, NP_FLOAT32) * NP_FLOAT32.type(smoothing_share(ls, C)))
+                      .astype(dt).astype(NP_FLOAT32)).astype(dt))
+        else:
+            out = nd(np.asarray(nll * dt.type(1 - ls) + sm * dt.type(smoothing_share(ls, C)),
+                                dtype=dt))
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_CE_SMOOTH, res, (logp,))
     if r != NULL:
@@ -966,15 +987,41 @@ cdef object nn_pointwise_deriv(int kind, object d, double param):
     return np.minimum(np.maximum(d, -param), param)
 
 
+cdef object nn_half_pointwise_deriv(int kind, object d, double param, int red, object div):
+    """The scaled derivative of float16 mse / huber losses as PyTorch's backward kernels compute
+    it, rounding each step in float16: (2 / count) * d, or d, +-delta scaled by 1 / count."""
+    norm = np.float16((2.0 if kind == NN_MSE else 1.0) / (float(div) if red == NN_RED_MEAN
+                                                          else 1.0))
+    if kind == NN_MSE:
+        return norm * d
+    return np.where(d <= -param, -(norm * np.float16(param)),
+                    np.where(d >= param, norm * np.float16(param), norm * d)).astype(np.float16)
+
+
 cdef object vjp_pointwise(Record* r, object g):
     d = <object>r.saved[0]
     w = <object>r.saved[1] if r.saved[1] != NULL else None
     aux = <tuple>r.aux
     kind, red, div, param = aux[0], aux[1], aux[2], aux[3]
-    gs = nn_grad_scale(g, red, div)
+    half = g.dtype == np.float16 and w is None and kind != NN_L1
+    if half and kind == NN_SMOOTH_L1:
+        # PyTorch's float16 smooth_l1 backward computes in float32 from the float32 difference
+        # (saved d is) and rounds once
+        gs = np.true_divide(g.astype(NP_FLOAT32), np.float32(div)) if red == NN_RED_MEAN \
+            else g.astype(NP_FLOAT32)
+    elif half:
+        # ... while its mse and huber backward kernels round every step in float16, the scale
+        # (2 / count, 1 / count) too: 2 * d of 60000 is inf, (2 / 6) * d is not
+        gs = g
+    else:
+        gs = nn_grad_scale(g, red, div)
     gi = gt = gw = None
     if needs_grad(r, 0) or needs_grad(r, 1):
-        gd = nn_pointwise_deriv(kind, d, param) * gs
+        with IeeeResults():
+            if half and kind != NN_SMOOTH_L1:
+                gd = nn_half_pointwise_deriv(kind, d, param, red, div) * gs
+            else:
+                gd = nn_pointwise_deriv(kind, d, param) * gs
         if w is not None:
             gd = gd * w
         if needs_grad(r, 0):
@@ -1053,20 +1100,28 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
         else:
             raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', "
                              "'mean', 'sum'.")
+    # float16 as PyTorch's kernels compute it (measured): mse and l1 round every step in
+    # float16; smooth_l1 squares the float16 difference in float32 and rounds once (300 * 300
+    # is no inf), its backward reads the float32 difference; huber computes all in float32
+    cdef bint wide = dt == np.float16 and (kind == NN_SMOOTH_L1 or kind == NN_HUBER)
+    ct = NP_FLOAT32 if wide else dt
     with IeeeResults():
-        d = nd(np.subtract(A.astype(dt, copy=False), B.astype(dt, copy=False)))
+        d = nd(np.subtract(A.astype(ct, copy=False), B.astype(ct, copy=False)))
         if kind == NN_MSE:
             f = d * d
         elif kind == NN_L1:
             f = np.abs(d)
         elif kind == NN_SMOOTH_L1:
-            ad = np.abs(d)
-            f = np.where(ad < param, d * d * dt.type(0.5) / dt.type(param),
-                         ad - dt.type(0.5 * param))
+            dr = d.astype(dt).astype(ct) if wide else d
+            ad = np.abs(dr)
+            f = np.where(ad < param, dr * dr * ct.type(0.5) / ct.type(param),
+                         ad - ct.type(0.5 * param))
         else:
             ad = np.abs(d)
-            f = np.where(ad < param, d * d * dt.type(0.5),
-                         dt.type(param) * (ad - dt.type(0.5 * param)))
+            f = np.where(ad < param, d * d * ct.type(0.5),
+                         ct.type(param) * (ad - ct.type(0.5 * param)))
+            if wide:
+                d = nd(d.astype(dt))                    # (its backward: the float16 difference)
         f = nd(np.asarray(f, dtype=dt))
         div = dt.type(f.size) if dt != np.float16 else np.float32(f.size)   # (inf in float16)
         if w is None:
@@ -1668,6 +1723,8 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
     else:
         y, xhat, rstd = layer_norm_numpy(X, wc, bc, N, cdt, eps)
     out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
+    if A.dtype == np.float16 and param_dtype == np.float16:
+        xhat, rstd = layer_norm_half_statistics(X, rstd, N)
     cdef TensorBase res = wrap(out)
     inputs = (input,) if w is None and b is None else ((input, weight) if b is None
                                                        else (input, weight, bias))
@@ -1682,6 +1739,19 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
             save_value(r, 2, wc, weight)
         keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, param_dtype, float(eps)))
     return res
+
+
+cdef tuple layer_norm_half_statistics(object X, object rstd, Py_ssize_t N):
+    """The normalised rows and rstd layer_norm's backward reads for a float16 input (X its rows
+    in float32): PyTorch keeps the mean and rstd in the input's dtype, float16, and its backward
+    reads those rounded statistics (its gradients differ from the float32 statistics' by many
+    ulps on rows of large mean)."""
+    with IeeeResults():
+        mean = np.true_divide(np.add.reduce(X, axis=1, keepdims=True), np.float32(N))
+        mean = mean.astype(np.float16).astype(NP_FLOAT32)
+        rstd = rstd.astype(np.float16).astype(NP_FLOAT32)
+        xhat = np.ascontiguousarray((X - mean) * rstd.reshape(-1, 1))
+    return xhat, rstd
 
 
 cdef tuple layer_norm_numpy(object X, object wc, object bc, Py_ssize_t N, object cdt, object eps):
@@ -1828,6 +1898,18 @@ cdef void batch_norm_normalised(const bn_real* x, bn_real* xhat, Py_ssize_t N, P
                 xhat[at + k] = (x[at + k] - mean[c]) * rstd[c]
 
 
+cdef object batch_norm_half_output(object X, object mean, object rstd, object w, object b,
+                                   Py_ssize_t C):
+    """y = x * alpha + beta (float32, X (N, C, S)) from float16-rounded statistics, as PyTorch's
+    kernel: alpha = rstd * w, beta = b - mean * alpha (two roundings), then one fused
+    multiply-add (in float64, exact for a float16 x, rounded to float32)."""
+    with IeeeResults():
+        alpha = rstd if w is None else rstd * w
+        beta = np.negative(mean * alpha) if b is None else b - mean * alpha
+        return (X.astype(np.float64) * alpha.astype(np.float64).reshape(1, C, 1)
+                + beta.astype(np.float64).reshape(1, C, 1)).astype(NP_FLOAT32)
+
+
 def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var, bint training,
                        double eps):
     """The normalisation of F.batch_norm as one record (the front end, nn/_batch_norm.py, checks
@@ -1872,6 +1954,15 @@ def _native_batch_norm(TensorBase input, weight, bias, running_mean, running_var
             batch_norm_kernel(<double*>px, <double*>py, N, C, S, <double*>pmean,
                               <double*>pvar, <double*>prstd, <double*>pw, <double*>pb,
                               training, eps)
+    if training and A.dtype == np.float16:
+        # PyTorch keeps a float16 input's batch mean and invstd in float16 (its saved statistics
+        # take the input's dtype) and forms the output, and its backward, from those rounded
+        # statistics (measured: exact; the float32 ones were many ulps off near cancellation)
+        used_mean = mean.astype(np.float16).astype(cdt)
+        rstd = rstd.astype(np.float16).astype(cdt)
+        y = batch_norm_half_output(X, used_mean, rstd, wc, bc, C)
+        pmean = nk_ptr(used_mean)
+        prstd = nk_ptr(rstd)
     out = nd(y.reshape(A.shape) if y.dtype == A.dtype else y.astype(A.dtype).reshape(A.shape))
     cdef TensorBase res = wrap(out)
     inputs = (input,) if weight is None and bias is None else (

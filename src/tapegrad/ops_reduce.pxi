@@ -875,9 +875,11 @@ cdef object vjp_norm(Record* r, object g):
         return nd(np.multiply(sign_numpy(A), gk))          # PyTorch's sign: 0 at NaN
     bshape = outk.shape                                 # gk has the same (keepdim) shape
     if p == 2:
-        scale = np.divide(gk, outk, out=np.zeros(bshape, dtype=A.dtype),
-                          where=np.not_equal(outk, 0))
-        return nd(np.multiply(A, scale))
+        # grad * (x / norm), 0 where norm == 0: PyTorch's order (grad / norm first overflowed
+        # float16 for a norm below 1e-4: -inf where PyTorch's gradient is -11984)
+        unit = np.divide(A, outk, out=np.zeros(A.shape, dtype=A.dtype),
+                         where=np.not_equal(outk, 0))          # (broadcast by the ufunc)
+        return nd(np.multiply(gk, unit))
     if p == INFINITY or p == -INFINITY:
         mask = np.equal(np.abs(A), outk)
         # a NaN norm matches no element: a zero gradient, as PyTorch's (not 0 * (g / 0))

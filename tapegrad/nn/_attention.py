@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _core
 from .. import creation
+from .._half_precision import in_float32_if_half
 from ..autograd.function import KernelFunction
 from ..grad_mode import enable_grad
 from .attention import check_cpu_backend
@@ -100,10 +101,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             bias = _bias(attn_mask._array, query._array.dtype)
         else:
             bias = attn_mask if attn_mask.dtype == query.dtype else attn_mask.to(query.dtype)
-    if dropout_p == 0.0 and _fusable(query, key, value, bias):
-        return _core._capture_op_call(_FusedAttention.apply,
-                                      (query, key, value, bias, float(scale_factor)), {})
-    return _attention_composite(query, key, value, bias, scale_factor, dropout_p)
+
+    def attend(query, key, value, bias):
+        if dropout_p == 0.0 and _fusable(query, key, value, bias):
+            return _core._capture_op_call(_FusedAttention.apply,
+                                          (query, key, value, bias, float(scale_factor)), {})
+        return _attention_composite(query, key, value, bias, scale_factor, dropout_p)
+
+    # float16 computed in float32 and cast back, as PyTorch's CPU math kernel does (its node is
+    # ToCopyBackward0 too): the float16 scores of 60000 * 1.5 were inf, the softmax NaN
+    return in_float32_if_half(attend, query, key, value, bias)
 
 
 def _check_mask_fits_scores(attn_mask, query, key):

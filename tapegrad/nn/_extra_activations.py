@@ -329,12 +329,14 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
         # PyTorch's quotient keeps the input's layout
         d = order.index(dim % input.ndim)
         return normalize(input.permute(*order), p, d, eps).permute(*inverse(order))
-    (wide,), half = widen_half(input)
-    denom = _tg.clamp_min(wide.norm(p, dim, keepdim=True), eps).expand_as(wide)   # (as PyTorch)
+    # PyTorch's composite: a float16 input's norm is rounded to float16 (the norm computes in
+    # float32: no overflow of the squares) before the division, and eps is converted to
+    # float16 by the clamp (1e-12 is 0 there: a zero row is NaN, as PyTorch's)
+    denom = _tg.clamp_min(input.norm(p, dim, keepdim=True), eps).expand_as(input)
     if out is not None:     # (PyTorch's torch.div(input, denom, out=out): div's out= rules)
         from .._out_arg import compute_then_write
-        return compute_then_write("div", out, (input,), lambda: narrow_half(wide / denom, half))
-    return narrow_half(wide / denom, half)
+        return compute_then_write("div", out, (input,), lambda: input / denom)
+    return input / denom
 
 
 __all__ = ["hardtanh", "relu6", "selu", "celu", "mish", "hardswish", "hardsigmoid", "logsigmoid",

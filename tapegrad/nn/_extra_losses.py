@@ -11,7 +11,7 @@ import numpy as np
 import tapegrad as _tg
 
 from .. import _core
-from .._half_precision import narrow_half, refuse_half, widen_half
+from .._half_precision import refuse_half
 from ._extra_activations import logsigmoid
 from ._legacy_reduction import mean_alias
 from . import _reduction as _legacy
@@ -103,10 +103,12 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{_core.scalar_type_name_of(holder._array.dtype)}")
     x1, x2 = (x if x.dtype == common else x.to(common) for x in (x1, x2))
-    (x1, x2), half = widen_half(x1.expand(shape), x2.expand(shape))
+    # float16 in PyTorch's steps: each norm is computed in float32 but rounded to float16 (a
+    # row of norm beyond 65504 gives zeros there) and eps converted to float16 by the clamp
+    x1, x2 = x1.expand(shape), x2.expand(shape)
     n1 = _norm_floored_without_derivative(x1, dim, eps)
     n2 = _norm_floored_without_derivative(x2, dim, eps)
-    return narrow_half(((x1 / n1) * (x2 / n2)).sum(dim), half)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def _norm_floored_without_derivative(x, dim, eps):
