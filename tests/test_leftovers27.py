@@ -138,3 +138,32 @@ def test_half_mish_gradient_of_large_inputs():
     xt = torch.tensor([60000.0, 3.0, -2.0], dtype=torch.float16, requires_grad=True)
     torch.nn.functional.mish(xt).sum().backward()
     np.testing.assert_allclose(x.grad.numpy().astype(np.float64), xt.grad.numpy(), rtol=2e-3)
+
+
+# -- the optimizers' step-tensor check comes after the sparse-gradient refusal ---------------------
+# proxyaf's check of a numeric state['step'] (A3C's pre-2.0 SharedAdam) read a parameter without
+# state as its own step and refused a sparse one with the "API has changed" error, where PyTorch
+# refuses the sparse gradient (found by the corpus' torch_optimizer_create_graph_steps).
+
+@pytest.mark.parametrize("name", ["Adam", "RMSprop", "Adamax"])
+def test_sparse_gradient_refused_before_step_check(name):
+    def run(lib):
+        param = lib.randn(1, 1).to_sparse().requires_grad_(True)
+        optimizer = getattr(lib.optim, name)([param])
+        optimizer.zero_grad()
+        optimizer.step()
+        param.grad = lib.randn(1, 1).to_sparse()
+        return outcome(lambda L: optimizer.step() or L.zeros(1), lib)
+
+    got = run(tg)
+    torch = pytest.importorskip("torch")
+    assert got == run(torch)
+
+
+def test_numeric_step_state_still_refused():
+    p = tg.zeros(2, requires_grad=True)
+    optimizer = tg.optim.Adam([p])
+    optimizer.state[p]["step"] = 0
+    p.grad = tg.ones(2)
+    with pytest.raises(RuntimeError, match="state_steps"):
+        optimizer.step()

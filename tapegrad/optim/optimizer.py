@@ -346,8 +346,12 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
     def _check_step_tensors(self, group: dict[str, Any]) -> None:
         """PyTorch's refusal of a number as a parameter's `step` state (made by user code, as
         the pre-2.0 SharedAdam of A3C scripts does; a loaded checkpoint's is converted)."""
+        # (A parameter without state has no step yet; a sparse gradient is refused first, by the
+        # update, as PyTorch's _init_group refuses it before its functional step runs.)
         for p in group["params"]:
-            if p.grad is not None and not _is_tensor(self.state.get(p, {}).get("step", p)):
+            state = self.state.get(p)
+            if p.grad is not None and state and "step" in state and not p.grad.is_sparse \
+                    and not _is_tensor(state["step"]):
                 raise RuntimeError("API has changed, `state_steps` argument must contain a list "
                                    "of singleton tensors")
 
