@@ -272,7 +272,9 @@ def vander(x, *, N=None):
     if x._array.dtype in (np.bool_, np.float16):
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
                            f"but got {_core.scalar_type_name_of(x._array.dtype)}")
-    n = x.shape[-1] if x.dim() else 1
+    if x.dim() == 0:
+        x = x.reshape(1)    # a scalar is a one-element vector (PyTorch's result is 1 x N)
+    n = x.shape[-1]
     N = n if N is None else N
     if N <= 1:
         raise RuntimeError("N must be greater than 1.")

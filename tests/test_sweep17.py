@@ -104,3 +104,31 @@ def test_pinv_gradient_and_second_derivative(shape, hermitian, dtype):
     assert gname == ename
     _close(eg, gg, rtol=1e-6, atol=1e-9)
     _close(es, gs, rtol=1e-5, atol=1e-7)
+
+
+# -- conv_transpose3d with a stride keeps an integer dtype (SILENT: int64 came back float32) ----
+
+@pytest.mark.parametrize("kwargs", [dict(stride=2, padding=2, output_padding=1),
+                                    dict(stride=(3, 1, 2), dilation=2), dict(stride=2, groups=3)])
+def test_conv_transpose3d_integer_dtype(kwargs):
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randint(-3, 3, (2, 3, 4, 4, 4), generator=gen)
+    w = torch.randint(-3, 3, (3, 1 if "groups" in kwargs else 2, 3, 3, 3), generator=gen)
+    expected = torch.nn.functional.conv_transpose3d(x, w, **kwargs)
+    got = tapegrad.nn.functional.conv_transpose3d(_tg(x), _tg(w), **kwargs)
+    assert str(got.dtype) == str(expected.dtype) == "torch.int64"
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+# -- linalg.vander of a 0-d tensor is a 1 x N matrix ----------------------------------------------
+
+def test_vander_of_a_scalar():
+    x = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    expected = torch.linalg.vander(x, N=3)
+    g = _tg(x, requires_grad=True)
+    got = tapegrad.linalg.vander(g, N=3)
+    assert tuple(got.shape) == tuple(expected.shape) == (1, 3)
+    _close(expected, got)
+    expected.sum().backward()
+    got.sum().backward()
+    _close(x.grad, g.grad)
