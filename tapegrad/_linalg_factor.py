@@ -240,7 +240,8 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
     arr = np.conj(np.swapaxes(A._array, -1, -2)) if upper else A._array
     lower = np.tril(arr)
     hermitian = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))
-    flat = hermitian.reshape((-1,) + arr.shape[-2:])
+    # (the batch size spelled out: -1 is ambiguous for 0 x 0 matrices)
+    flat = hermitian.reshape((math.prod(arr.shape[:-2]),) + arr.shape[-2:])
     infos = np.zeros(flat.shape[0], dtype=np.int32)
     for index, matrix in enumerate(flat):
         try:

@@ -253,7 +253,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
         raise RuntimeError("Duplicate dim not allowed")
     np_dt = _np_dtype(dtype, "empty_permuted") or _default_dtype().np_dtype
     physical = _wrap(np.empty(tuple(size[d] for d in order), dtype=np_dt))
-    result = physical.permute(*np.argsort(order).tolist())
+    result = physical.permute(tuple(np.argsort(order).tolist()))    # (a tuple: 0-d has none)
     if requires_grad:
         result = result.detach().requires_grad_(True)
     return result

@@ -132,3 +132,47 @@ def test_vander_of_a_scalar():
     expected.sum().backward()
     got.sum().backward()
     _close(x.grad, g.grad)
+
+
+# -- tensordot: a contracted dim of size 1 broadcasts against its partner ----------------------
+
+@pytest.mark.parametrize("shape_a, shape_b, dims", [((1, 1, 1), (2, 1, 2), [[0, 1], [2, 0]]),
+                                                    ((3, 1, 4), (2, 5, 3), [[0, 1], [2, 0]]),
+                                                    ((3, 4), (1, 4), ([1], [0]))])
+def test_tensordot_size_one_contracted_dims(shape_a, shape_b, dims):
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(shape_a, dtype=torch.float64, generator=gen, requires_grad=True)
+    b = torch.randn(shape_b, dtype=torch.float64, generator=gen, requires_grad=True)
+    expected = torch.tensordot(a, b, dims=dims)
+    ga, gb = _tg(a, True), _tg(b, True)
+    got = tapegrad.tensordot(ga, gb, dims=dims)
+    assert tuple(got.shape) == tuple(expected.shape)
+    _close(expected, got)
+    for e, g in zip(torch.autograd.grad((expected ** 2).sum(), (a, b)),
+                    tapegrad.autograd.grad((got ** 2).sum(), (ga, gb))):
+        _close(e, g)
+
+
+def test_tensordot_size_one_keeps_integer_dtype():
+    a, b = torch.arange(6, dtype=torch.int32).reshape(2, 3), torch.ones(3, 1, dtype=torch.int32)
+    expected = torch.tensordot(a, b, dims=([0], [1]))
+    got = tapegrad.tensordot(_tg(a), _tg(b), dims=([0], [1]))
+    assert str(got.dtype) == str(expected.dtype)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+# -- empty matrices and 0-d layouts ------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])
+def test_cholesky_ex_of_empty_matrices(shape):
+    expected = torch.linalg.cholesky_ex(torch.zeros(shape), upper=True)
+    got = tapegrad.linalg.cholesky_ex(tapegrad.zeros(shape), upper=True)
+    assert tuple(got.L.shape) == tuple(expected.L.shape)
+    assert tuple(got.info.shape) == tuple(expected.info.shape)
+    assert str(got.info.dtype) == str(expected.info.dtype)
+
+
+def test_empty_permuted_zero_dims():
+    assert tapegrad.empty_permuted((), ()).shape == torch.empty_permuted((), ()).shape
+    assert (tapegrad.empty_permuted((2, 3, 4), (2, 0, 1)).stride()
+            == torch.empty_permuted((2, 3, 4), (2, 0, 1)).stride())
