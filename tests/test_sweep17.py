@@ -176,3 +176,53 @@ def test_empty_permuted_zero_dims():
     assert tapegrad.empty_permuted((), ()).shape == torch.empty_permuted((), ()).shape
     assert (tapegrad.empty_permuted((2, 3, 4), (2, 0, 1)).stride()
             == torch.empty_permuted((2, 3, 4), (2, 0, 1)).stride())
+
+
+# -- PyTorch's own error inputs: the exception tapegrad raised (or did not) ---------------------
+
+def _same_error(call):
+    """call(lib) raises the same exception type and message under torch and tapegrad."""
+    with pytest.raises(Exception) as expected:
+        call(torch)
+    with pytest.raises(Exception) as got:
+        call(tapegrad)
+    assert type(got.value) is type(expected.value)
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("margin", [-1.0, 0.0])
+def test_triplet_margin_loss_refuses_a_margin_that_is_not_positive(margin):
+    _same_error(lambda m: m.nn.functional.triplet_margin_loss(
+        m.ones(3, 4), m.ones(3, 4), m.zeros(3, 4), margin=margin))
+
+
+def test_builtin_triplet_margin_loss_takes_any_margin():
+    expected = torch.triplet_margin_loss(torch.ones(3, 4), torch.ones(3, 4), torch.zeros(3, 4),
+                                         margin=-1.0)
+    got = tapegrad.triplet_margin_loss(tapegrad.ones(3, 4), tapegrad.ones(3, 4),
+                                       tapegrad.zeros(3, 4), margin=-1.0)
+    _close(expected, got)
+
+
+def test_multilabel_margin_loss_checks_reduction_before_target_dtype():
+    _same_error(lambda m: m.nn.functional.multilabel_margin_loss(m.ones(5, 4), m.ones(5, 4),
+                                                                 reduction="abc"))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.max_pool1d(m.ones(0, 10), 1),
+    lambda m: m.nn.functional.max_pool1d(m.ones(0, 10), 2, return_indices=True),
+    lambda m: m.max_pool1d(m.ones(0, 10), 2),
+    lambda m: m.nn.functional.max_pool2d(m.ones(0, 4, 4), 2),
+    lambda m: m.nn.functional.avg_pool1d(m.ones(0, 10), 2),
+    lambda m: m.nn.functional.avg_pool2d(m.ones(0, 4, 4), 2),
+    lambda m: m.nn.functional.lp_pool1d(m.ones(0, 10), 2, 2),
+])
+def test_pooling_refuses_unbatched_input_without_channels(call):
+    # (an empty batch, (0, C, L), still pools)
+    _same_error(call)
+
+
+def test_pooling_keeps_an_empty_batch():
+    assert (tapegrad.nn.functional.max_pool1d(tapegrad.ones(0, 3, 10), 2).shape
+            == torch.nn.functional.max_pool1d(torch.ones(0, 3, 10), 2).shape)

@@ -48,6 +48,15 @@ def _pool_input(input, nd, name, views=True, op=None):
                            f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
                            f"batch size for input, but got:{list(input.shape)}")
     unbatched = input.dim() == nd + 1
+    if unbatched and input.shape[0] == 0:
+        # An unbatched input's first dim is its channels, which may not be empty either (only a
+        # batch may be); PyTorch's kernels see a 1-d pool's input as 2-d, (C, 1, L).
+        if name == "max_pool1d" and (op or name) == name:
+            raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional "
+                               f"0 dim batch size for input, but got:{list(input.shape)}")
+        seen = list(input.shape[:1]) + [1] * (nd == 1) + list(input.shape[1:])
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{seen}")
     if not views:       # (the caller's kernel takes the input as it is)
         return input, unbatched
     x = input.unsqueeze(0) if unbatched else input
