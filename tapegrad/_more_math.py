@@ -995,6 +995,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dims = list(range(input.dim())) if dim is None else (
         [dim] if isinstance(dim, int) else list(dim))
     dims = [_core.normalize_dim(d, input.dim()) for d in dims]
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             where = (f"'self.dim() = {input.dim()}', since dim argument was not given"

@@ -226,3 +226,13 @@ def test_pooling_refuses_unbatched_input_without_channels(call):
 def test_pooling_keeps_an_empty_batch():
     assert (tapegrad.nn.functional.max_pool1d(tapegrad.ones(0, 3, 10), 2).shape
             == torch.nn.functional.max_pool1d(torch.ones(0, 3, 10), 2).shape)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.gradient(m.ones(3, 3), spacing=0.1, dim=[1, 1]),
+    lambda m: m.gradient(m.ones(3, 3), dim=[1, -1]),
+    lambda m: m.gradient(m.ones(3, 3), spacing=[1.0, 2.0], dim=[0, 0]),
+])
+def test_gradient_refuses_repeated_dims(call):
+    # (it returned one estimate per repetition)
+    _same_error(call)
