@@ -236,3 +236,17 @@ def test_pooling_keeps_an_empty_batch():
 def test_gradient_refuses_repeated_dims(call):
     # (it returned one estimate per repetition)
     _same_error(call)
+
+
+@pytest.mark.parametrize("start", [lambda m: m.tensor(True), lambda m: m.tensor([1, 2]),
+                                   lambda m: m.tensor(1.0), lambda m: m.tensor([1])])
+def test_narrow_tensor_start_must_be_a_0d_integer(start):
+    # (a 0-d bool start was read as 1; the others raised TypeError)
+    _same_error(lambda m: m.narrow(m.ones(4, 3), 0, start(m), 2))
+    _same_error(lambda m: m.ones(4, 3).narrow(1, start(m), 2))
+
+
+def test_narrow_tensor_start_integral():
+    expected = torch.ones(4, 3).narrow(1, torch.tensor(1, dtype=torch.int32), 2)
+    got = tapegrad.ones(4, 3).narrow(1, tapegrad.tensor(1, dtype=tapegrad.int32), 2)
+    assert tuple(got.shape) == tuple(expected.shape)
