@@ -250,3 +250,21 @@ def test_narrow_tensor_start_integral():
     expected = torch.ones(4, 3).narrow(1, torch.tensor(1, dtype=torch.int32), 2)
     got = tapegrad.ones(4, 3).narrow(1, tapegrad.tensor(1, dtype=tapegrad.int32), 2)
     assert tuple(got.shape) == tuple(expected.shape)
+
+
+# -- silu computes complex values (PyTorch does, without autograd) -----------------------------
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_silu_complex_values(dtype):
+    x = torch.tensor([1 + 2j, -0.5 + 0.3j, 3 - 1j, 0j], dtype=getattr(torch, dtype))
+    expected = torch.nn.functional.silu(x)
+    got = tapegrad.nn.functional.silu(_tg(x))
+    assert str(got.dtype) == str(expected.dtype)
+    _close(expected, got, rtol=1e-6, atol=1e-6)
+    inplace = _tg(x)
+    tapegrad.nn.functional.silu(inplace, inplace=True)
+    _close(expected, inplace, rtol=1e-6, atol=1e-6)
+
+
+def test_silu_complex_refuses_autograd():
+    _same_error(lambda m: m.nn.functional.silu(m.tensor([1 + 2j]).requires_grad_()))
