@@ -1351,11 +1351,16 @@ IN_PLACE_FUNCTIONS = ("deg2rad", "rad2deg", "erfc", "exp2", "logit", "sinc", "gc
 
 
 def _float_power_(self, exponent):
-    """In-place float_power: self must already be float64 (the result's dtype), as PyTorch."""
-    if self.dtype != _core.float64:
+    """In-place float_power: self must already have the result's dtype, as PyTorch: complex128
+    when either operand is complex, float64 otherwise."""
+    complex_operand = self.is_complex() or (exponent.is_complex()
+                                            if isinstance(exponent, TensorBase)
+                                            else isinstance(exponent, complex))
+    required = _core.complex128 if complex_operand else _core.float64
+    if self.dtype != required:
         raise RuntimeError(f"the base given to float_power_ has dtype "
-                           f"{_dtype_name(self._array).capitalize()} but the operation's result "
-                           f"requires dtype Double")
+                           f"{_core.scalar_type_name_of(self._array.dtype)} but the operation's "
+                           f"result requires dtype {_core.scalar_type_name_of(required.np_dtype)}")
     return _in_place("float_power")(self, exponent)
 
 

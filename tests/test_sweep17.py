@@ -268,3 +268,44 @@ def test_silu_complex_values(dtype):
 
 def test_silu_complex_refuses_autograd():
     _same_error(lambda m: m.nn.functional.silu(m.tensor([1 + 2j]).requires_grad_()))
+
+
+# -- in-place variants on complex tensors ------------------------------------------------------
+
+@pytest.mark.parametrize("exponent", [lambda m: m.tensor(2 + 0j, dtype=m.complex128),
+                                      lambda m: 2, lambda m: m.tensor([2.0, 3.0])])
+def test_float_power_inplace_on_complex128(exponent):
+    # (it demanded a float64 base: the result dtype is complex128 with a complex operand)
+    expected = torch.tensor([1 + 1j, 2 - 1j], dtype=torch.complex128).float_power_(exponent(torch))
+    got = tapegrad.tensor([1 + 1j, 2 - 1j], dtype=tapegrad.complex128).float_power_(
+        exponent(tapegrad))
+    assert str(got.dtype) == str(expected.dtype)
+    _close(expected, got, atol=1e-12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.tensor([1.0, 2.0], dtype=m.float64).float_power_(2j),
+    lambda m: m.tensor([1.0, 2.0]).float_power_(m.tensor(2 + 0j)),
+    lambda m: m.tensor([1.0, 2.0], dtype=m.complex64).float_power_(2),
+    lambda m: m.empty(3, dtype=m.complex64).cauchy_(),
+    lambda m: m.empty(3, dtype=m.complex128).cauchy_(),
+    lambda m: m.empty(3, dtype=m.complex64).exponential_(),
+])
+def test_inplace_complex_refusals(call):
+    _same_error(call)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_normal_and_uniform_fill_both_parts_of_a_complex_tensor(dtype):
+    # (a KeyError before) PyTorch: each part N(mean, std^2/2), each part U[from, to)
+    tapegrad.manual_seed(0)
+    normal = tapegrad.empty(50000, dtype=getattr(tapegrad, dtype)).normal_(5.0, 2.0).numpy()
+    assert str(normal.dtype) == dtype
+    for part in (normal.real, normal.imag):
+        assert abs(part.mean() - 5.0) < 0.05
+        assert abs(part.std() - 2.0 / np.sqrt(2)) < 0.03
+    uniform = tapegrad.empty(50000, dtype=getattr(tapegrad, dtype)).uniform_(5.0, 7.0).numpy()
+    for part in (uniform.real, uniform.imag):
+        assert part.min() >= 5.0 and part.max() < 7.0 and abs(part.mean() - 6.0) < 0.05
+    reference = torch.empty(50000, dtype=getattr(torch, dtype)).normal_(5.0, 2.0)
+    assert abs(float(reference.real.std()) - 2.0 / np.sqrt(2)) < 0.03
