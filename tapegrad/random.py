@@ -823,6 +823,11 @@ def bernoulli_(self, p=0.5, *, generator=None):
     """Fill in place with 0/1 samples equal to 1 with probability p (a number, or a tensor
     broadcast to self's shape); any dtype."""
     _check_inplace(self)
+    if self._array.dtype.kind == "c":   # (0/1 would be written into complex silently)
+        kernel = ("bernoulli_tensor_cpu_self_" if isinstance(p, _core.TensorBase)
+                  else "bernoulli_scalar_cpu_")
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_scalar_name(self._array.dtype)}'")
     rng = _numpy_rng(generator, "bernoulli_")
     shape = self._array.shape
     if isinstance(p, _core.TensorBase):
@@ -842,8 +847,9 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Fill in place with the number of Bernoulli(p) trials up to the first success (>= 1)."""
     _check_inplace(self)
-    if self._array.dtype.kind == "b":
-        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
+    if self._array.dtype.kind in "bc":
+        raise NotImplementedError(f"\"geometric_cpu\" not implemented for "
+                                  f"'{_scalar_name(self._array.dtype)}'")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     counts = _numpy_rng(generator, "geometric_").geometric(p, self._array.shape)

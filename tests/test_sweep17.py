@@ -309,3 +309,12 @@ def test_normal_and_uniform_fill_both_parts_of_a_complex_tensor(dtype):
         assert part.min() >= 5.0 and part.max() < 7.0 and abs(part.mean() - 6.0) < 0.05
     reference = torch.empty(50000, dtype=getattr(torch, dtype)).normal_(5.0, 2.0)
     assert abs(float(reference.real.std()) - 2.0 / np.sqrt(2)) < 0.03
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("call", [lambda m, d: m.zeros(3, dtype=d).bernoulli_(0.5),
+                                  lambda m, d: m.zeros(3, dtype=d).bernoulli_(m.full((3,), 0.5)),
+                                  lambda m, d: m.zeros(3, dtype=d).geometric_(0.5)])
+def test_discrete_samplers_refuse_complex(call, dtype):
+    # (they wrote 0/1 or counts into the complex tensor)
+    _same_error(lambda m: call(m, getattr(m, dtype)))
