@@ -318,3 +318,27 @@ def test_normal_and_uniform_fill_both_parts_of_a_complex_tensor(dtype):
 def test_discrete_samplers_refuse_complex(call, dtype):
     # (they wrote 0/1 or counts into the complex tensor)
     _same_error(lambda m: call(m, getattr(m, dtype)))
+
+
+# -- torch.lu (deprecated) factors complex matrices as linalg.lu_factor does --------------------
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("shape", [(3, 5), (4, 4), (2, 5, 3)])
+def test_lu_complex(shape):
+    # (refused with NotImplementedError "lu_cpu" ... 'Complexdouble'; PyTorch computes)
+    a = torch.randn(*shape, dtype=torch.complex128, generator=torch.Generator().manual_seed(0))
+    at, ag = a.clone().requires_grad_(), _tg(a, True)
+    expected, got = torch.lu(at, True, True), tapegrad.lu(ag, True, True)
+    for e, g in zip(expected, got):
+        assert str(g.dtype) == str(e.dtype)
+        _close(e, g, atol=1e-12)
+    w = torch.randn(expected[0].shape, dtype=torch.complex128)
+    grad_t, = torch.autograd.grad((expected[0] * w).sum().real, at)
+    grad_g, = tapegrad.autograd.grad((got[0] * _tg(w)).sum().real, ag)
+    _close(grad_t, grad_g, atol=1e-12)
+
+
+def test_dtype_names_in_messages_use_pytorchs_spelling():
+    # ('Complexfloat' before: the lowercase name capitalised)
+    _same_error(lambda m: m.binomial(m.ones(3, dtype=m.complex64), m.ones(3, dtype=m.float64)))
+    _same_error(lambda m: m.binomial(m.ones(3), m.ones(3, dtype=m.complex64)))
