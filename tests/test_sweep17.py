@@ -342,3 +342,22 @@ def test_dtype_names_in_messages_use_pytorchs_spelling():
     # ('Complexfloat' before: the lowercase name capitalised)
     _same_error(lambda m: m.binomial(m.ones(3, dtype=m.complex64), m.ones(3, dtype=m.float64)))
     _same_error(lambda m: m.binomial(m.ones(3), m.ones(3, dtype=m.complex64)))
+
+
+def test_silu_complex_zero_dim():
+    x = torch.tensor(1 + 2j, dtype=torch.complex128)
+    got = tapegrad.nn.functional.silu(_tg(x))
+    assert isinstance(got.numpy(), np.ndarray) and got.shape == ()
+    _close(torch.nn.functional.silu(x), got)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.nn.functional.adaptive_max_pool1d(m.ones(0, 10), 2),
+    lambda m: m.nn.functional.adaptive_max_pool2d(m.ones(0, 10, 4), 2),
+    lambda m: m.nn.functional.adaptive_max_pool1d(m.ones(0, 10), 2, return_indices=True)[1],
+])
+def test_adaptive_max_pool_unbatched_without_channels(call):
+    # (numpy's reshape(-1) of the empty windows raised ValueError; PyTorch returns empty)
+    expected, got = call(torch), call(tapegrad)
+    assert tuple(got.shape) == tuple(expected.shape)
+    assert str(got.dtype) == str(expected.dtype)

@@ -579,7 +579,7 @@ cdef object complex_silu(TensorBase input, bint inplace):
                            "complex dtype.")
     A = input._array
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        out = (A / (1 + np.exp(-A))).astype(A.dtype, copy=False)
+        out = np.asarray(A / (1 + np.exp(-A)), dtype=A.dtype)     # (a 0-d A gives a scalar)
     if inplace:
         check_activation_inplace(input)
         return write_inplace(input, out)

@@ -606,11 +606,12 @@ def _adaptive_max_of(input, output_size, return_indices, nd, name):
         return np.minimum(start[:, None] + np.arange(k), end[:, None] - 1)
     ih, iw = window_index(H, Ho), window_index(W, Wo)
     vals = x._array[:, :, ih[:, None, :, None], iw[None, :, None, :]]    # N,C,Ho,Wo,kh,kw
-    k = vals.reshape(N, C, Ho, Wo, -1).argmax(axis=-1)
+    # (sizes spelled out, not -1: an empty batch or no channels leave -1 ambiguous)
     kw = iw.shape[1]
+    k = vals.reshape(N, C, Ho, Wo, ih.shape[1] * kw).argmax(axis=-1)
     idx = (ih[np.arange(Ho)[:, None], k // kw] * W
-           + iw[np.arange(Wo)[None, :], k % kw]).astype(np.int64).reshape(N, C, -1)
-    out = _Gather.apply(x, idx.reshape(N * C, -1), (N, C, Ho, Wo))
+           + iw[np.arange(Wo)[None, :], k % kw]).astype(np.int64).reshape(N, C, Ho * Wo)
+    out = _Gather.apply(x, idx.reshape(N * C, Ho * Wo), (N, C, Ho, Wo))
     out = _pool_output(out, nd, unbatched)
     if return_indices:
         ind = idx.reshape(out.shape)
