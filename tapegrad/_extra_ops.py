@@ -1172,12 +1172,24 @@ def logaddexp(input, other):
                                    "LogaddexpBackward0")
     input, other = input.to(dtype), other.to(dtype)
     if input.is_complex():
-        # log(exp(a) + exp(b)) as the logsumexp of the pair (shifted by the larger real part)
-        from . import broadcast_tensors, stack
-        from ._complex import dispatch
-        return dispatch("logsumexp", stack(broadcast_tensors(input, other)), (0,), False)
+        return _complex_logaddexp(input, other)
     from ._tutorial_ops import _LogAddExp
     return _LogAddExp.apply(input, other)
+
+
+def _complex_logaddexp(input, other):
+    """PyTorch's complex logaddexp: hi + log1p(exp(lo - hi)), hi the operand with the larger real
+    part (input on a tie).  The imaginary part is hi's plus a principal log, NOT wrapped into
+    (-pi, pi] as logsumexp wraps it; equal infinite real parts give lo (-inf) or log(exp + exp)
+    (+inf)."""
+    from . import where, log1p, exp, log
+    take_other = other.real > input.real
+    hi, lo = where(take_other, other, input), where(take_other, input, other)
+    result = hi + log1p(exp(lo - hi))
+    same_infinity = lo.real.isinf() & (lo.real == hi.real)
+    if bool(same_infinity.any()):
+        result = where(same_infinity, where(lo.real < 0, lo, log(exp(lo) + exp(hi))), result)
+    return _core._name_grad_fn(result, "LogaddexpBackward0")
 
 
 def _xlogy_values(x: np.ndarray, y: np.ndarray, log=np.log) -> np.ndarray:

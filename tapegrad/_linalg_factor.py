@@ -240,7 +240,8 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
     arr = np.conj(np.swapaxes(A._array, -1, -2)) if upper else A._array
     lower = np.tril(arr)
     hermitian = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))
-    flat = hermitian.reshape((-1,) + arr.shape[-2:])
+    # (the batch size spelled out: -1 is ambiguous for 0 x 0 matrices)
+    flat = hermitian.reshape((math.prod(arr.shape[:-2]),) + arr.shape[-2:])
     infos = np.zeros(flat.shape[0], dtype=np.int32)
     for index, matrix in enumerate(flat):
         try:
@@ -272,7 +273,9 @@ def vander(x, *, N=None):
     if x._array.dtype in (np.bool_, np.float16):
         raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
                            f"but got {_core.scalar_type_name_of(x._array.dtype)}")
-    n = x.shape[-1] if x.dim() else 1
+    if x.dim() == 0:
+        x = x.reshape(1)    # a scalar is a one-element vector (PyTorch's result is 1 x N)
+    n = x.shape[-1]
     N = n if N is None else N
     if N <= 1:
         raise RuntimeError("N must be greater than 1.")

@@ -20,7 +20,7 @@ from . import _core
 from ._device import check_unpinned
 from ._layout import sparse_factory_layout
 from ._class_members import has_member
-from ._extra_ops import _check_tensor, _dtype_name, _wrap
+from ._extra_ops import _check_tensor, _wrap
 from .storage import buffer_element_count
 from ._torch_names import torch_module_name
 
@@ -99,8 +99,9 @@ torch_range.__name__ = torch_range.__qualname__ = "range"
 # -- asarray, frombuffer -------------------------------------------------------------------------
 
 def _alias_error(source_dt, target_dt):
-    return ValueError(f"can't alias tensor with dtype '{_dtype_name(np.empty(0, source_dt)).capitalize()}'"
-                      f" into dtype '{_dtype_name(np.empty(0, target_dt)).capitalize()}'.")
+    return ValueError(f"can't alias tensor with dtype "
+                      f"'{_core.scalar_type_name_of(np.dtype(source_dt))}' into dtype "
+                      f"'{_core.scalar_type_name_of(np.dtype(target_dt))}'.")
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
@@ -253,7 +254,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
         raise RuntimeError("Duplicate dim not allowed")
     np_dt = _np_dtype(dtype, "empty_permuted") or _default_dtype().np_dtype
     physical = _wrap(np.empty(tuple(size[d] for d in order), dtype=np_dt))
-    result = physical.permute(*np.argsort(order).tolist())
+    result = physical.permute(tuple(np.argsort(order).tolist()))    # (a tuple: 0-d has none)
     if requires_grad:
         result = result.detach().requires_grad_(True)
     return result
@@ -408,12 +409,13 @@ def binomial(count, prob, generator=None):
         bad, position = ("count", 1) if not isinstance(count, TensorBase) else ("prob", 2)
         raise TypeError(f"binomial(): argument '{bad}' (position {position}) must be Tensor, not "
                         f"{type(count if position == 1 else prob).__name__}")
-    if count._array.dtype.kind != "f":
-        raise ValueError(f"binomial only supports floating-point dtypes for count, got: "
-                         f"{_dtype_name(count._array).capitalize()}")
+    for name, t in (("count", count), ("prob", prob)):
+        if t._array.dtype.kind != "f":
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{_core.scalar_type_name_of(t._array.dtype)}")
     if prob.dtype != count.dtype:
-        raise RuntimeError(f"Found dtype {_dtype_name(prob._array).capitalize()} but expected "
-                           f"{_dtype_name(count._array).capitalize()}")
+        raise RuntimeError(f"Found dtype {_core.scalar_type_name_of(prob._array.dtype)} but "
+                           f"expected {_core.scalar_type_name_of(count._array.dtype)}")
     n, p = np.broadcast_arrays(count._array.astype(np.float64), prob._array.astype(np.float64))
     missing = np.isnan(n) | np.isnan(p)
     trials = np.where(missing, 0, np.maximum(np.floor(np.where(np.isinf(n), 0, n)), 0))

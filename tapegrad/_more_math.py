@@ -616,7 +616,7 @@ def renorm(input, p, dim, maxnorm):
                            f"dimensions")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {_dtype_name(input._array).capitalize()}")
+                           f"as input. Got {_core.scalar_type_name_of(input._array.dtype)}")
     from .linalg import vector_norm
     d = _core.normalize_dim(dim, input.dim())
     others = tuple(i for i in range(input.dim()) if i != d)
@@ -685,7 +685,7 @@ def _check_float(fn: str, A) -> None:
         from .linalg import _refuse_integer_by_kernel
         _refuse_integer_by_kernel(A, fn)
         raise RuntimeError(f"{fn}: Expected a floating point or complex tensor as input. Got "
-                           f"{_dtype_name(A._array).capitalize()}")
+                           f"{_core.scalar_type_name_of(A._array.dtype)}")
 
 
 _EXP_TAYLOR_DEGREE = 18
@@ -776,8 +776,8 @@ def _check_same_dtype_b_and_a(b, A):
     by cholesky_solve and triangular_solve (which otherwise returned a result in one of them)."""
     if b.dtype != A.dtype:
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
-                           f"{_dtype_name(b._array).capitalize()} and A of type "
-                           f"{_dtype_name(A._array).capitalize()} instead.")
+                           f"{_core.scalar_type_name_of(b._array.dtype)} and A of type "
+                           f"{_core.scalar_type_name_of(A._array.dtype)} instead.")
 
 
 def cholesky_solve(input, input2, upper=False):
@@ -916,8 +916,9 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     for label, t in (("tau", input2), ("other", input3)):
         if t.dtype != input.dtype:
             raise RuntimeError(f"{name}: Expected input and {label} to have the same dtype, "
-                               f"but input has dtype {_dtype_name(input._array).capitalize()} "
-                               f"and {label} has dtype {_dtype_name(t._array).capitalize()}")
+                               f"but input has dtype "
+                               f"{_core.scalar_type_name_of(input._array.dtype)} and {label} has "
+                               f"dtype {_core.scalar_type_name_of(t._array.dtype)}")
     _check_float("ormqr", input)
     result = _apply_reflectors(input, input2, input3, left=bool(left), adjoint=bool(transpose))
     return _core._name_grad_fn(result, "OrmqrBackward0")
@@ -995,6 +996,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     dims = list(range(input.dim())) if dim is None else (
         [dim] if isinstance(dim, int) else list(dim))
     dims = [_core.normalize_dim(d, input.dim()) for d in dims]
+    for i, d in enumerate(dims):
+        if d in dims[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
         if len(spacing) != len(dims):
             where = (f"'self.dim() = {input.dim()}', since dim argument was not given"
@@ -1150,9 +1154,9 @@ def lu(A, pivot=True, get_infos=False):
     if A.dim() < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
                            f"size: {list(A.shape)} instead")
-    if not A.dtype.is_floating_point:
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):     # (complex as lu_factor)
         raise NotImplementedError(f'"lu_cpu" not implemented for '
-                                  f"'{_dtype_name(A._array).capitalize()}'")
+                                  f"'{_core.scalar_type_name_of(A._array.dtype)}'")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     lu_values, pivots = _lu_factor_values(A._array)
@@ -1348,11 +1352,16 @@ IN_PLACE_FUNCTIONS = ("deg2rad", "rad2deg", "erfc", "exp2", "logit", "sinc", "gc
 
 
 def _float_power_(self, exponent):
-    """In-place float_power: self must already be float64 (the result's dtype), as PyTorch."""
-    if self.dtype != _core.float64:
+    """In-place float_power: self must already have the result's dtype, as PyTorch: complex128
+    when either operand is complex, float64 otherwise."""
+    complex_operand = self.is_complex() or (exponent.is_complex()
+                                            if isinstance(exponent, TensorBase)
+                                            else isinstance(exponent, complex))
+    required = _core.complex128 if complex_operand else _core.float64
+    if self.dtype != required:
         raise RuntimeError(f"the base given to float_power_ has dtype "
-                           f"{_dtype_name(self._array).capitalize()} but the operation's result "
-                           f"requires dtype Double")
+                           f"{_core.scalar_type_name_of(self._array.dtype)} but the operation's "
+                           f"result requires dtype {_core.scalar_type_name_of(required.np_dtype)}")
     return _in_place("float_power")(self, exponent)
 
 

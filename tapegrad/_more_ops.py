@@ -444,7 +444,13 @@ def tensordot(a, b, dims=2, out=None):
             if d in seen[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     for da, db, ga, gb in zip(contract_a, contract_b, dims_a, dims_b):
-        if a.shape[da] != b.shape[db]:
+        # A contracted dim of size 1 broadcasts against its partner, as in PyTorch: the
+        # partner is summed over that dim first (kept as size 1, in its own dtype).
+        if b.shape[db] == 1 and a.shape[da] != 1:
+            a = a.sum(da, keepdim=True, dtype=a.dtype)
+        elif a.shape[da] == 1 and b.shape[db] != 1:
+            b = b.sum(db, keepdim=True, dtype=b.dtype)
+        elif a.shape[da] != b.shape[db]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a.shape[da]} in dim {ga} and second has size {b.shape[db]} "
                                f"in dim {gb}")

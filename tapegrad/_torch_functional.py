@@ -422,9 +422,9 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06, swap=False,
                         reduction=0):
     """torch.triplet_margin_loss (int reduction)."""
+    from .nn._extra_losses import _triplet_margin_loss
     name = _reduction_name(reduction, "triplet_margin_loss", 8)
-    return _F().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
-                                    reduction=name)
+    return _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, name)
 
 
 # -- padding, recurrent cells, embedding renorm --------------------------------------------------

@@ -1219,22 +1219,49 @@ def pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None):
             f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
             "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
             "types")
-    from . import where, zeros_like
-    if hermitian:
-        values, vectors = eigh(A)
-        magnitude = values.abs()
-        keep = magnitude > _count_tolerance(magnitude, atol, rtol, A.shape)
-        safe = where(keep, values, 1 + zeros_like(values))
-        inverse = where(keep, 1 / safe, zeros_like(values))
-        pseudo_inverse = (vectors * inverse.unsqueeze(-2)) @ _adjoint(vectors)
-    else:
-        U, S, Vh = svd(A, full_matrices=False)
-        keep = S > _count_tolerance(S, atol, rtol, A.shape)
-        # The division runs on safe values so a dropped zero gives no inf (nor a nan gradient).
-        safe = where(keep, S, 1 + zeros_like(S))
-        inverse = where(keep, 1 / safe, zeros_like(S))
-        pseudo_inverse = (_adjoint(Vh) * inverse.unsqueeze(-2)) @ _adjoint(U)
-    return _core._name_grad_fn(pseudo_inverse, "LinalgPinvBackward0")
+    return _PseudoInverse.apply(A, atol, rtol, hermitian)
+
+
+class _PseudoInverse(Function):
+    """pinv's forward through the SVD (eigh when hermitian); its gradient from the
+    pseudo-inverse P itself, dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P, as
+    PyTorch differentiates it.  Differentiating through the factorisation instead is wrong at
+    repeated singular values and at dropped (zero) ones, where a rank-deficient A sits."""
+
+    @staticmethod
+    def forward(ctx, A, atol, rtol, hermitian):
+        from . import where, zeros_like
+        if hermitian:
+            values, vectors = eigh(A)
+            magnitude = values.abs()
+            keep = magnitude > _count_tolerance(magnitude, atol, rtol, A.shape)
+            safe = where(keep, values, 1 + zeros_like(values))
+            inverse = where(keep, 1 / safe, zeros_like(values))
+            pseudo_inverse = (vectors * inverse.unsqueeze(-2)) @ _adjoint(vectors)
+        else:
+            U, S, Vh = svd(A, full_matrices=False)
+            keep = S > _count_tolerance(S, atol, rtol, A.shape)
+            # The division runs on safe values so a dropped zero gives no inf.
+            safe = where(keep, S, 1 + zeros_like(S))
+            inverse = where(keep, 1 / safe, zeros_like(S))
+            pseudo_inverse = (_adjoint(Vh) * inverse.unsqueeze(-2)) @ _adjoint(U)
+        ctx.save_for_backward(A, pseudo_inverse)
+        return pseudo_inverse
+
+    @staticmethod
+    def backward(ctx, grad):
+        # The adjoint of the differential above:
+        # -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A), with each (I - X) product
+        # expanded so no identity is formed.
+        A, P = ctx.saved_tensors
+        P_h, grad_h = _adjoint(P), _adjoint(grad)
+        left = grad_h @ P @ P_h
+        right = P_h @ P @ grad_h
+        grad_A = -(P_h @ grad @ P_h) + left - A @ (P @ left) + right - (right @ P) @ A
+        return grad_A, None, None, None
+
+
+_torch_grad_fn_name(_PseudoInverse, "LinalgPinvBackward0")
 
 
 def matrix_power(input, n):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import contextlib
+import math
 import os
 
 import numpy as np
@@ -20,7 +21,7 @@ from ._device import check_unpinned
 from ._extra_ops import _check_tensor
 from ._device import as_device, check_device
 from ._layout import sparse_factory_layout
-from .creation import (_default_float, _SCALAR_NAMES, _broadcast_shapes,
+from .creation import (_default_float, _broadcast_shapes,
                        _check_inplace, _check_requires_grad, _in_layout_of, _make,
                        _np_dtype,
                        _size_args)
@@ -210,11 +211,12 @@ def _numpy_rng(generator, fn: str = "sampling function") -> np.random.Generator:
 # C type names PyTorch's bound checks print.
 _C_NAMES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long int",
             "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half", "float32": "float",
-            "float64": "double"}
+            "float64": "double", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
 
 
 def _scalar_name(dt) -> str:
-    return _SCALAR_NAMES[np.dtype(dt).name]
+    return _core.scalar_type_name_of(np.dtype(dt))     # (complex too: 'ComplexFloat')
 
 
 def _compute_dtype(dt) -> np.dtype:
@@ -550,8 +552,15 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     return _core._random_result(values, name, (mean, std))
 
 
-def _check_float_input(t, kernel: str) -> None:
-    if t._array.dtype.kind != "f":
+def _complex_parts(dt) -> np.dtype | None:
+    """The real dtype of a complex dtype's parts (None for a real one): normal_ and uniform_
+    fill both parts of a complex tensor, as PyTorch."""
+    dt = np.dtype(dt)
+    return np.dtype(np.float32 if dt == np.complex64 else np.float64) if dt.kind == "c" else None
+
+
+def _check_float_input(t, kernel: str, allow_complex: bool = False) -> None:
+    if t._array.dtype.kind != "f" and not (allow_complex and t._array.dtype.kind == "c"):
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{_scalar_name(t._array.dtype)}'")
 
@@ -721,9 +730,15 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with samples from N(mean, std^2)."""
     _check_inplace(self)
     if self._array.size:                # PyTorch's kernel (and its dtype check) skips empties
-        _check_float_input(self, "normal_kernel_cpu")
+        _check_float_input(self, "normal_kernel_cpu", allow_complex=True)
     if not std >= 0:                    # NaN too, as PyTorch
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
+    part = _complex_parts(self._array.dtype)
+    if part is not None:
+        # each part N(mean, std^2 / 2): the complex sample's variance is std^2
+        parts = _numpy_rng(generator, "normal_").normal(mean, std / math.sqrt(2),
+                                                        self._array.shape + (2,)).astype(part)
+        return _fill(self, parts[..., 0] + 1j * parts[..., 1], "NormalBackward0")
     values = _numpy_rng(generator, "normal_").normal(mean, std, self._array.shape)
     return _fill(self, values, "NormalBackward0")
 
@@ -734,10 +749,15 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     b = kwargs.pop("to", b)
     _no_extra(kwargs, "uniform_")
     _check_inplace(self)
-    _check_float_input(self, "check_uniform_bounds")
+    _check_float_input(self, "check_uniform_bounds", allow_complex=True)
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={float(a):g} > to={float(b):g}")
+    part = _complex_parts(self._array.dtype)
+    if part is not None:                # both parts from U[a, b)
+        u = _numpy_rng(generator, "uniform_").random(self._array.shape + (2,), dtype=part)
+        u = part.type(a) + part.type(b - a) * u
+        return _fill(self, u[..., 0] + 1j * u[..., 1], "UniformBackward0")
     ct = _compute_dtype(self._array.dtype)
     u = _numpy_rng(generator, "uniform_").random(self._array.shape, dtype=ct)
     return _fill(self, ct.type(a) + ct.type(b - a) * u, "UniformBackward0")
@@ -803,6 +823,11 @@ def bernoulli_(self, p=0.5, *, generator=None):
     """Fill in place with 0/1 samples equal to 1 with probability p (a number, or a tensor
     broadcast to self's shape); any dtype."""
     _check_inplace(self)
+    if self._array.dtype.kind == "c":   # (0/1 would be written into complex silently)
+        kernel = ("bernoulli_tensor_cpu_self_" if isinstance(p, _core.TensorBase)
+                  else "bernoulli_scalar_cpu_")
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_scalar_name(self._array.dtype)}'")
     rng = _numpy_rng(generator, "bernoulli_")
     shape = self._array.shape
     if isinstance(p, _core.TensorBase):
@@ -822,8 +847,9 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Fill in place with the number of Bernoulli(p) trials up to the first success (>= 1)."""
     _check_inplace(self)
-    if self._array.dtype.kind == "b":
-        raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
+    if self._array.dtype.kind in "bc":
+        raise NotImplementedError(f"\"geometric_cpu\" not implemented for "
+                                  f"'{_scalar_name(self._array.dtype)}'")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     counts = _numpy_rng(generator, "geometric_").geometric(p, self._array.shape)

@@ -7,14 +7,14 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _check_tensor, _wrap, _xlog
+from ._extra_ops import _wrap, _xlog
 from ._extra_functions import _torch_grad_fn_name
 from .autograd.function import Function
 from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
                xlogy)
 from ._more_math import zeta
-from ._special_functions import ndtri  # noqa: F401  (with erfinv, its first guess)
+from ._special_functions import _float_input, ndtri  # noqa: F401  (ndtri: with erfinv, its first guess)
 from . import float16
 from . import _core
 from . import _special_bessel
@@ -64,14 +64,16 @@ _torch_grad_fn_name(_Entr, "SpecialEntrBackward0")
 
 def entr(input):
     """-x * log(x) elementwise: 0 at 0, -inf below 0."""
-    _check_tensor(input, "special_entr")    # (PyTorch's parser, before the op runs)
-    result = _Entr.apply(input)
+    # integers and bool in the default float dtype, as PyTorch computes them (an integer input
+    # kept its dtype and truncated -x log x: -1.386 printed as -1)
+    result = _Entr.apply(_float_input(input, "entr_cpu", "special_entr"))
     return result
 
 
 def ndtr(input):
     """The standard normal cumulative distribution function."""
-    _check_tensor(input, "special_ndtr")
+    # (bool has no negation: integers and bool go to the default float dtype first)
+    input = _float_input(input, "erf_vml_cpu", "special_ndtr")
     result = 0.5 * erfc(-input / math.sqrt(2.0))
     return result
 

@@ -628,6 +628,10 @@ def narrow(TensorBase input, dim=DIM_NOT_GIVEN, start=None, length=None, *, axis
     if A.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "narrow", "dim", 1)
+    if isinstance(start, TensorBase) and ((<TensorBase>start)._array.ndim != 0
+                                          or (<TensorBase>start)._array.dtype.kind not in "iu"):
+        # PyTorch's Tensor-start overload: a float, bool or non-scalar start is refused
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     s = int_arg(start, "narrow", "start", 2)
     n = int_arg(length, "narrow", "length", 3)
     size = A.shape[d]

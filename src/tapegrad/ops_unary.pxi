@@ -571,9 +571,26 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
     return res
 
 
+cdef object complex_silu(TensorBase input, bint inplace):
+    """silu of a complex tensor, which PyTorch computes (x / (1 + exp(-x))) but does not
+    differentiate: an input that would record raises its error."""
+    if in_graph(input):
+        raise RuntimeError("silu does not support automatic differentiation for outputs with "
+                           "complex dtype.")
+    A = input._array
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = np.asarray(A / (1 + np.exp(-A)), dtype=A.dtype)     # (a 0-d A gives a scalar)
+    if inplace:
+        check_activation_inplace(input)
+        return write_inplace(input, out)
+    return wrap(out)
+
+
 def silu(TensorBase input, bint inplace=False):
     """x * sigmoid(x) (also called swish)."""
     cdef Record* r
+    if input._array.dtype.kind == "c":
+        return complex_silu(input, inplace)
     if inplace and in_graph(input):
         return activation_in_graph(silu, input, (False,))
     A = activation_input(input, "silu_cpu")

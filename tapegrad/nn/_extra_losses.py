@@ -337,6 +337,14 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     """
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
+    # (the functional's own check: the builtin torch.triplet_margin_loss takes any margin)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction)
+
+
+def _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction: str):
+    """The builtin triplet margin loss (a checked reduction name, any margin)."""
     _core.check_bool("triplet_margin_loss", "swap", swap, 7)     # (its builtin's 7th argument)
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:

@@ -11,7 +11,8 @@ from .._half_precision import refuse_half
 from ..creation import rand
 from ._conv_ops import _check_tensor
 from ._extra_activations import _SELU_ALPHA, _SELU_SCALE, _finish
-from ._extra_losses import _check_vector_or_matrix, _reduction, pairwise_distance
+from ._extra_losses import (_check_reduction, _check_vector_or_matrix, _reduction,
+                            pairwise_distance)
 
 _wrap = _core.wrap_array
 
@@ -53,7 +54,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """Multi-class multi-label hinge loss: for each sample, the mean over classes of
     ``max(0, 1 - (x[y] - x[i]))`` summed over its target classes y (the entries of its target
     row before the first -1) and its non-target classes i."""
-    reduction = _reduction(size_average, reduce, reduction)
+    # the reduction name is checked first, as PyTorch's functional maps it to its enum first
+    reduction = _check_reduction(_reduction(size_average, reduce, reduction))
     _check_tensor(input)
     _check_tensor(target, "target")
     _check_vector_or_matrix(input)

@@ -48,6 +48,15 @@ def _pool_input(input, nd, name, views=True, op=None):
                            f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
                            f"batch size for input, but got:{list(input.shape)}")
     unbatched = input.dim() == nd + 1
+    if unbatched and input.shape[0] == 0:
+        # An unbatched input's first dim is its channels, which may not be empty either (only a
+        # batch may be); PyTorch's kernels see a 1-d pool's input as 2-d, (C, 1, L).
+        if name == "max_pool1d" and (op or name) == name:
+            raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional "
+                               f"0 dim batch size for input, but got:{list(input.shape)}")
+        seen = list(input.shape[:1]) + [1] * (nd == 1) + list(input.shape[1:])
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{seen}")
     if not views:       # (the caller's kernel takes the input as it is)
         return input, unbatched
     x = input.unsqueeze(0) if unbatched else input
@@ -597,11 +606,12 @@ def _adaptive_max_of(input, output_size, return_indices, nd, name):
         return np.minimum(start[:, None] + np.arange(k), end[:, None] - 1)
     ih, iw = window_index(H, Ho), window_index(W, Wo)
     vals = x._array[:, :, ih[:, None, :, None], iw[None, :, None, :]]    # N,C,Ho,Wo,kh,kw
-    k = vals.reshape(N, C, Ho, Wo, -1).argmax(axis=-1)
+    # (sizes spelled out, not -1: an empty batch or no channels leave -1 ambiguous)
     kw = iw.shape[1]
+    k = vals.reshape(N, C, Ho, Wo, ih.shape[1] * kw).argmax(axis=-1)
     idx = (ih[np.arange(Ho)[:, None], k // kw] * W
-           + iw[np.arange(Wo)[None, :], k % kw]).astype(np.int64).reshape(N, C, -1)
-    out = _Gather.apply(x, idx.reshape(N * C, -1), (N, C, Ho, Wo))
+           + iw[np.arange(Wo)[None, :], k % kw]).astype(np.int64).reshape(N, C, Ho * Wo)
+    out = _Gather.apply(x, idx.reshape(N * C, Ho * Wo), (N, C, Ho, Wo))
     out = _pool_output(out, nd, unbatched)
     if return_indices:
         ind = idx.reshape(out.shape)

@@ -161,7 +161,8 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     for i in range(kd):
         tap = y.select(3, i).permute(0, 2, 1, 3, 4)               # (N, O, D, Ho, Wo)
         if sd > 1:      # interleave sd-1 zero planes between the D input depths
-            tap = _stack([tap] + [tap * 0.0] * (sd - 1), 3).reshape(N, O, D * sd, Ho, Wo)
+            # (zeros in tap's dtype: a float 0.0 turned an int64 convolution into float32)
+            tap = _stack([tap] + [tap * 0] * (sd - 1), 3).reshape(N, O, D * sd, Ho, Wo)
             tap = tap[:, :, :span]
         placed = _pad_depth(tap, i * dd, full - i * dd - span)
         total = placed if total is None else total + placed
