@@ -46,3 +46,55 @@ def test_triangle_in_place_on_expanded_view_matches_torch(torch, case, requires_
     for a, b in zip(got[:2], expected[:2]):
         np.testing.assert_array_equal(a, b)
     assert got[2:] == expected[2:]
+
+
+# -- nansum / nanmean / nan_to_num gradients at a NaN (or replaced) element (62669567; SILENT: 0
+# where PyTorch's is NaN) -------------------------------------------------------------------------
+# PyTorch's backward multiplies the gradient by the kept mask (nansum: not NaN; nan_to_num:
+# finite), so an infinite or NaN gradient there is NaN; a where() masking it gave 0.
+
+_NAN, _INF = float("nan"), float("inf")
+_MASKING_OPS = {
+    "nansum": lambda t: t.nansum(),
+    "nansum-dim": lambda t: t.nansum(-1),
+    "nansum-keepdim": lambda t: t.nansum((0, 1), keepdim=True),
+    "nanmean-dim": lambda t: t.nanmean(0),
+    "nan_to_num": lambda t: t.nan_to_num(),
+    "nan_to_num-given": lambda t: t.nan_to_num(1.5, 9.0, -9.0),
+    "nan_to_num_": lambda t: (t * 1).nan_to_num_(),
+}
+
+
+def _masked_gradients(lib, name, upstream, create_graph):
+    x = lib.tensor([[_NAN, 1.0, _INF], [-_INF, 2.0, -0.5]], dtype=lib.float64,
+                   requires_grad=True)
+    y = _MASKING_OPS[name](x)
+    g, = lib.autograd.grad((y * y * upstream).sum(), x, create_graph=create_graph)
+    out = [y.detach().numpy(), g.detach().numpy()]
+    if create_graph:
+        out.append(lib.autograd.grad((g * g.detach().nan_to_num()).sum(), x,
+                                     allow_unused=True)[0])
+        out[-1] = None if out[-1] is None else out[-1].numpy()
+    return out, type(y.grad_fn).__name__
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("upstream", [_INF, _NAN, 2.0])
+@pytest.mark.parametrize("name", sorted(_MASKING_OPS))
+def test_nan_masking_op_gradients_match_torch(torch, name, upstream, create_graph):
+    got, got_name = _masked_gradients(tg, name, upstream, create_graph)
+    expected, expected_name = _masked_gradients(torch, name, upstream, create_graph)
+    assert got_name == expected_name
+    for a, b in zip(got, expected):
+        if b is None:
+            assert a is None
+            continue
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+def test_nansum_and_nan_to_num_pass_finite_gradients_by_finite_differences():
+    x = tg.tensor([[0.3, -1.2, 2.0], [0.7, 1.1, -0.4]], dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(lambda t: t.nansum(1) ** 2, (x,))
+    assert tg.autograd.gradgradcheck(lambda t: t.nanmean(0) ** 3, (x,))
+    assert tg.autograd.gradgradcheck(lambda t: t.nan_to_num() ** 3, (x,))
