@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _core
 from ._extra_ops import (_cumsum_array, _cumulative_array, addcdiv_values, _log_values, _wrap, _xlog, _xlogy_values,
-                         cumsum, flip)
+                         cumsum, flip, nan_to_num_values, nansum_values)
 from .autograd.function import Function, KernelFunction
 
 
@@ -39,6 +39,49 @@ class Cumsum(Function):
 
 
 _torch_grad_fn_name(Cumsum, "CumsumBackward0")
+
+
+class Nansum(Function):
+    """nansum: the sum with NaN elements as 0 forward; backward the gradient, expanded to the
+    input's shape, times its non-NaN mask (PyTorch's nansum_backward: a product, so an
+    infinite or NaN gradient at a NaN element gives NaN)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, dtype):
+        ctx.save_for_backward(x)
+        ctx.dim, ctx.keepdim = dim, keepdim
+        return nansum_values(*_values_only(x), dim, keepdim, dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        grad = grad.to(x.dtype)
+        if ctx.dim is not None and not ctx.keepdim and x.ndim:
+            dims = (ctx.dim,) if isinstance(ctx.dim, int) else tuple(ctx.dim)
+            for d in sorted(d % x.ndim for d in dims):
+                grad = grad.unsqueeze(d)
+        return grad.expand(x.shape) * (~x.isnan()).to(x.dtype), None, None, None
+
+
+_torch_grad_fn_name(Nansum, "NansumBackward0")
+
+
+class NanToNum(Function):
+    """nan_to_num of a real float tensor; backward grad * isfinite(x) (PyTorch's: a product, so
+    an infinite or NaN gradient at a replaced element gives NaN)."""
+
+    @staticmethod
+    def forward(ctx, x, nan, posinf, neginf):
+        ctx.save_for_backward(x)
+        return nan_to_num_values(*_values_only(x), nan, posinf, neginf)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return grad * x.isfinite().to(grad.dtype), None, None, None
+
+
+_torch_grad_fn_name(NanToNum, "NanToNumBackward0")
 
 
 def _values_only(*operands):

@@ -1273,7 +1273,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     if input._array.dtype.kind not in "fc":
         return input.clone()
     if input._array.dtype.kind == "c":
-        from .grad_mode import is_grad_enabled
         if input.requires_grad and is_grad_enabled():
             raise RuntimeError("nan_to_num does not support automatic differentiation for "
                                "outputs with complex dtype.")
@@ -1281,7 +1280,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
         from . import complex as make_complex
         return make_complex(nan_to_num(input.real, nan, posinf, neginf),
                             nan_to_num(input.imag, nan, posinf, neginf))
-    from . import where
     info = np.finfo(input._array.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
@@ -1289,13 +1287,21 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     # a Python float beyond the dtype's range would be refused
     with np.errstate(over="ignore"):
         nan, posinf, neginf = (float(info.dtype.type(v)) for v in (nan, posinf, neginf))
+    if is_grad_enabled() and input.requires_grad:
+        # PyTorch's gradient is grad * isfinite(input), a product (an infinite or NaN gradient
+        # at a replaced element is NaN, as nansum's: fuzz seed 62669567), its node saving the
+        # input (a write into it makes backward raise)
+        from ._extra_functions import NanToNum
+        return NanToNum.apply(input, nan, posinf, neginf)
+    return nan_to_num_values(input, nan, posinf, neginf)
+
+
+def nan_to_num_values(input, nan, posinf, neginf):
+    """nan_to_num's value for a real float input and replacements in its dtype."""
+    from . import where
     out = where(input.isnan(), nan, input)
     out = where(input.isposinf(), posinf, out)
-    result = where(input.isneginf(), neginf, out)
-    # PyTorch's node saves the input (its gradient masks the non-finite positions): a write
-    # into it makes backward raise; the wheres here keep only their masks
-    _core._guard_saved_version(result, input)
-    return _core._name_grad_fn(result, "NanToNumBackward0")
+    return where(input.isneginf(), neginf, out)
 
 
 @_numpy_dim_names
@@ -1307,19 +1313,25 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError("nansum on CPU does not support complex inputs")
     if dim is not None:
         _core._normalize_dims(dim, input.ndim)      # (PyTorch's error order: each dim in turn)
-    from . import where
-    x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
     if dim is None and keepdim and input.ndim:      # (every dim kept as a 1)
         dim = tuple(range(input.ndim))
+    if (is_grad_enabled() and input.requires_grad
+            and (dtype is None or dtype.is_floating_point)):    # (else sum's refusal)
+        # PyTorch's gradient multiplies by the non-NaN mask (an infinite or NaN gradient at a
+        # NaN element is NaN, not 0: fuzz seed 62669567), a node saving the input (a write into
+        # it makes backward raise: 63015532)
+        from ._extra_functions import Nansum
+        return Nansum.apply(input, dim, keepdim, dtype)
+    return nansum_values(input, dim, keepdim, dtype)
+
+
+def nansum_values(input, dim, keepdim, dtype):
+    """nansum's value (dim None or checked), recording nothing for an input outside a graph."""
+    from . import where
+    x = where(input.isnan(), 0, input) if input._array.dtype.kind in "fc" else input
     if dim is None:
-        result = x.sum(dtype=dtype) if dtype is not None else x.sum()
-    else:
-        result = (x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None
-                  else x.sum(dim, keepdim))
-    # PyTorch's node saves the input (its gradient masks the NaN positions): a write into it
-    # makes backward raise; the gradient here flows through the where instead (63015532)
-    _core._guard_saved_version(result, input)
-    return _core._name_grad_fn(result, "NansumBackward0")
+        return x.sum(dtype=dtype) if dtype is not None else x.sum()
+    return x.sum(dim, keepdim=keepdim, dtype=dtype) if dtype is not None else x.sum(dim, keepdim)
 
 
 @_numpy_dim_names

@@ -52,3 +52,21 @@ def test_a_finding_shrinks_to_a_minimal_program():
     shrunk = fuzz.shrink(big, "value")
     assert [s.out for s in shrunk.steps] == ["v999"]
     assert "v999 = torch.tensor([float(torch.__name__ == 'torch')])" in shrunk.script()
+
+
+def test_an_op_amplifying_its_inputs_last_bit_is_not_a_finding():
+    # sin of 1e31 whose last bit differs between the libraries (within the tolerance, so the
+    # input's step passes): every digit of the sin differs, but tapegrad's sin of PyTorch's own
+    # input is PyTorch's sin (60664665); a value that really differs there is still reported
+    big = "torch.tensor([1e31 * (1 + 2.0 ** -52 * float(torch.__name__ == 'torch'))], " \
+          "dtype=torch.float64)"
+    steps = [fuzz.Step(big, "v0"), fuzz.Step("v0.sin()", "v1")]
+    prog = fuzz.Program(0, steps, "plain", [], [], 0)
+    findings = fuzz.check_program(prog)
+    assert [c for c, _ in findings] == ["value"]
+    assert all(fuzz.known_for(prog, c, m) for c, m in findings)
+    planted = fuzz.Step("torch.sin(v0 + float(torch.__name__ == 'torch') * 2.0 ** 60)", "v1")
+    prog = fuzz.Program(0, steps[:1] + [planted], "plain", [], [], 0)
+    findings = fuzz.check_program(prog)
+    assert [c for c, _ in findings] == ["value"]
+    assert not any(fuzz.known_for(prog, c, m) for c, m in findings)

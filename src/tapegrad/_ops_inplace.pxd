@@ -11,7 +11,7 @@ from tapegrad._core cimport *
 
 cdef bint records(TensorBase t, object other) noexcept
 
-cdef object inplace_apply(TensorBase self, object fn, tuple args)
+cdef object inplace_apply(TensorBase self, object fn, tuple args, object zeroed=*)
 
 cdef int OP_SETITEM, OP_COPY, OP_SETITEM_FILL, OP_INDEX_PUT, OP_OVERLAPPING_SLICES
 

@@ -438,10 +438,15 @@ cdef object base_key(TensorBase base, tuple key):
     return Ellipsis if key[0].size else np.zeros((), dtype=np.bool_)
 
 
-cdef object inplace_apply(TensorBase self, object fn, tuple args):
-    """self = fn(self, *args) in place (tril_, triu_), recorded like inplace_binary."""
+cdef object inplace_apply(TensorBase self, object fn, tuple args, object zeroed=None):
+    """self = fn(self, *args) in place (tril_, triu_), recorded like inplace_binary.  `zeroed`:
+    the elements fn sets to zero (a bool mask broadcastable to self), for a self two of whose
+    elements share memory (zero_shared_elements)."""
     fresh_operands(self, None)
     cdef bint recording = grad_enabled() and self._requires_grad
+    if zeroed is not None and overlaps_itself(self._array) and (not recording
+                                                                or self._base is not None):
+        return zero_shared_elements(self, zeroed, recording)
     if recording and self._base is not None:
         # through a view: its new value, recorded out of place, goes to the base as
         # view[...] = value does (CopySlices), as PyTorch's
@@ -466,6 +471,27 @@ cdef object inplace_apply(TensorBase self, object fn, tuple args):
     bump_version(self)
     if recording:
         adopt_record(self, <TensorBase>result)
+    return self
+
+
+cdef object zero_shared_elements(TensorBase self, object zeroed, bint recording):
+    """An op that only zeroes elements (tril_, triu_) on a view whose elements share memory (an
+    expand()): PyTorch's kernel writes just those zeros, with no overlap check, so a memory
+    location that any zeroed element sees is zero at every element seeing it.  A recorded one
+    goes to the base as view[...] = value (its CopySlices raises the overlap error at backward,
+    as PyTorch's; fuzz seed 62668407)."""
+    A = self._array
+    mask = np.broadcast_to(zeroed, A.shape)
+    if not recording:
+        check_inplace(self, False)
+        writable(A, True)[mask] = 0
+        bump_version(self)
+        return self
+    # the elements sharing a location differ only along the stride-0 dims
+    shared = tuple(k for k in range(A.ndim) if A.strides[k] == 0)
+    new = A.copy()
+    new[np.broadcast_to(mask.any(axis=shared, keepdims=True), A.shape)] = 0
+    setitem_op(self, Ellipsis, wrap(new), False, False, True)
     return self
 
 
@@ -736,7 +762,8 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
     checked as the user wrote it, going to the view's base under the base's index arrays.
     `is_copy`: self.copy_(value) (key `...`).  `one_number`: fill_ or zero_ with a number,
-    which PyTorch writes even where elements share memory."""
+    which PyTorch writes even where elements share memory (or a value already equal at the
+    elements that share one: zero_shared_elements)."""
     cdef list advanced = []
     check_setitem_value(self, value)
     if not onto_base and key_is_whole(self, key):

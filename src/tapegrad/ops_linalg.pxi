@@ -840,14 +840,26 @@ def triu(TensorBase input, diagonal=0):
     return triangle(OP_TRIU, input, diagonal)
 
 
+cdef object outside_triangle(int op, TensorBase input, object diagonal):
+    """The elements of the last two dims that tril / triu set to zero (a bool mask of that
+    shape) where input's elements share memory (inplace_apply writes just those then); else
+    None."""
+    A = input._array
+    if A.ndim < 2 or not overlaps_itself(A):
+        return None
+    keep = np.ones(A.shape[-2:], dtype=np.bool_)
+    k = operator.index(diagonal)
+    return ~(np.tril(keep, k) if op == OP_TRIL else np.triu(keep, k))
+
+
 def tril_(TensorBase self, diagonal=0):
     """tril in place."""
-    return inplace_apply(self, tril, (diagonal,))
+    return inplace_apply(self, tril, (diagonal,), outside_triangle(OP_TRIL, self, diagonal))
 
 
 def triu_(TensorBase self, diagonal=0):
     """triu in place."""
-    return inplace_apply(self, triu, (diagonal,))
+    return inplace_apply(self, triu, (diagonal,), outside_triangle(OP_TRIU, self, diagonal))
 
 
 _LINALG_OPS.update(tril=tril, triu=triu)
