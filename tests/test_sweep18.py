@@ -133,3 +133,39 @@ def test_istft_complex_window_gradient():
         results.append((y,) + lib.autograd.grad(_real_loss(lib, y, weights), (x, w)))
     for want, got in zip(*results):
         _close(want, got)
+
+
+# -- unsafe_split / unsafe_chunk / unsafe_split_with_sizes of complex tensors differentiate as
+#    split does (they raised NotImplementedError) ---------------------------------------------
+
+@pytest.mark.parametrize("call, arg", [("unsafe_split", 2), ("unsafe_chunk", 2),
+                                       ("unsafe_split_with_sizes", [1, 3])])
+def test_unsafe_split_of_complex_tensors_differentiates(call, arg):
+    rng = np.random.default_rng(5)
+    values, weights = _complex(rng, 4, 3), _complex(rng, 4, 3)
+    results = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor(values, requires_grad=True)
+        parts = getattr(lib, call)(x, arg)
+        loss = sum(_real_loss(lib, p, weights[:p.shape[0]]) for p in parts)
+        results.append(lib.autograd.grad(loss, (x,)))
+    _close(results[0][0], results[1][0])
+
+
+# -- (log_)softmax of a complex input with a real dtype: the cast is recorded first, so the real
+#    part of the input gets the gradient (it raised NotImplementedError) -------------------------
+
+@pytest.mark.parametrize("call", ["softmax", "log_softmax"])
+def test_softmax_of_complex_input_with_real_dtype_differentiates(call):
+    values, weights = np.array([1 + 2j, 3 - 1j, 0.5j]), np.array([1.0, 2.0, 3.0])
+    results = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor(values, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)      # (the cast's discarded imag part)
+            y = getattr(lib, call)(x, 0, dtype=lib.float64)
+        assert y.grad_fn.name() == ("LogSoftmaxBackward0" if call == "log_softmax"
+                                    else "SoftmaxBackward0")
+        results.append((y,) + lib.autograd.grad((y * lib.tensor(weights)).sum(), (x,)))
+    for want, got in zip(*results):
+        _close(want, got)
