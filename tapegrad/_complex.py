@@ -38,7 +38,9 @@ _SAFE_COMPILED_OPS = frozenset({
     "UnsqueezeBackward1",
     "ViewBackward0", "ReshapeAliasBackward0", "TBackward0", "PermuteBackward0",
     "ExpandBackward0", "RepeatBackward0", "CatBackward0", "StackBackward0", "SplitBackward0",
-    "SplitWithSizesBackward0", "UnbindBackward0", "SumBackward0", "SumBackward1",
+    "SplitWithSizesBackward0", "UnbindBackward0",
+    # (unsafe_split/unsafe_chunk: split's VJP under PyTorch's names)
+    "UnsafeSplitBackward0", "UnsafeSplitWithSizesBackward0", "SumBackward0", "SumBackward1",
     "MeanBackward0", "MeanBackward1", "ToCopyBackward0", "FunctionBackward", "FunctionOutput",
     "AccumulateGrad", "TrilBackward0", "TriuBackward0", "CopySlices", "CopyBackwards",
     "IndexPutBackward0", "MaskedFillBackward0",

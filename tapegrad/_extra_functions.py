@@ -135,9 +135,13 @@ class Addcdiv(Function):
         tensor1, tensor2 = ctx.saved_tensors
         value = ctx.value
         wanted = ctx.needs_input_grad
+        # Complex operands take the conjugate of each partial derivative (Wirtinger calculus, as
+        # PyTorch's formula does); without it tensor1's and tensor2's gradients were silently wrong.
+        def conj(t):
+            return t.conj() if t.is_complex() else t
         return (_sum_to(grad, ctx.shapes[0]) if wanted[0] else None,
-                _sum_to(grad * _core.div(value, tensor2), ctx.shapes[1]) if wanted[1] else None,
-                _sum_to(-grad * (value * tensor1 / (tensor2 * tensor2)), ctx.shapes[2])
+                _sum_to(grad * conj(_core.div(value, tensor2)), ctx.shapes[1]) if wanted[1] else None,
+                _sum_to(-grad * conj(value * tensor1 / (tensor2 * tensor2)), ctx.shapes[2])
                 if wanted[2] else None,
                 None)
 

@@ -227,9 +227,10 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     n_frames = frames.shape[1]
     total = n_fft + hop * (n_frames - 1)
     signal = _overlap_add(frames * full_window, hop, total)
-    with tg.no_grad():
-        squared = full_window.pow(2)                # (PyTorch's: w^2, not |w|^2)
-        envelope = _overlap_add(squared.expand(1, n_frames, n_fft), hop, total)
+    # The envelope divides the signal and is recorded: the window's gradient has a part through
+    # it (PyTorch's does; computing it under no_grad silently dropped that part).
+    squared = full_window.pow(2)                    # (PyTorch's: w^2, not |w|^2)
+    envelope = _overlap_add(squared.expand(1, n_frames, n_fft), hop, total)
     start = n_fft // 2 if center else 0
     end = start + length if length is not None else (total - n_fft // 2 if center else total)
     signal = signal[:, start:end]

@@ -385,9 +385,10 @@ def _not_positive_definite_order(matrix):
 
 class _Cholesky(Function):
     @staticmethod
-    def forward(ctx, A, name):
-        arr = A._array
-        # PyTorch reads only the lower triangle.
+    def forward(ctx, A, name, upper=False):
+        # PyTorch reads only the lower triangle; the upper factor reads the upper one, i.e. the
+        # lower triangle of A^H, and is returned (by _cholesky) as the adjoint of its factor.
+        arr = np.conj(np.swapaxes(A._array, -1, -2)) if upper else A._array
         lower = np.tril(arr)
         symmetric = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))   # Hermitian
         try:
@@ -417,7 +418,11 @@ class _Cholesky(Function):
         middle = (_adjoint(L) @ grad).tril()
         middle = 0.5 * (middle + _adjoint(middle.tril(-1)))
         L_inv = inv(L)
-        return _adjoint(L_inv) @ middle @ L_inv, None
+        # For the upper factor PyTorch returns this same matrix as A's gradient (its formula
+        # takes A to be Hermitian and does not adjoint it back): adjointing it, as
+        # differentiating through A^H did, silently gave complex inputs the adjoint of
+        # PyTorch's gradient (real ones are unaffected: their gradient is symmetric).
+        return _adjoint(L_inv) @ middle @ L_inv, None, None
 
 
 _torch_grad_fn_name(_Cholesky, "LinalgCholeskyExBackward0")
@@ -436,9 +441,10 @@ def _cholesky(A, upper, name):
     _check_float(A, name)
     if upper:
         # PyTorch's upper factor reads A's upper triangle (LAPACK's uplo='U'): the lower factor
-        # of A^H, which reads that triangle, adjointed.
+        # of A^H, which reads that triangle, adjointed (A^H is formed inside _Cholesky, whose
+        # gradient follows PyTorch's convention for the upper factor).
         # (resolved: PyTorch's factor is a plain tensor, not a conjugate view)
-        return _adjoint(_Cholesky.apply(_adjoint(A), name)).resolve_conj()
+        return _adjoint(_Cholesky.apply(A, name, True)).resolve_conj()
     return _Cholesky.apply(A, name)
 
 

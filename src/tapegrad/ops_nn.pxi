@@ -294,7 +294,13 @@ cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log
     axes = normalize_dims(int(dim), ndim)
     axis = axes[0] if ndim > 0 else ()
     if dt is not None:
-        A = A.astype(to_np_dtype(dt, 'log_softmax' if log else 'softmax'), copy=False)
+        target = to_np_dtype(dt, 'log_softmax' if log else 'softmax')
+        if A.dtype.kind == "c" and target.kind != "c":
+            # A complex input cast to a real dtype: the cast is recorded first (PyTorch's
+            # ToCopyBackward0, safe for complex values) so the gradient reaches the complex input
+            # as its real part; recording softmax on the complex input itself was refused.
+            return nn_softmax_forward(input.to(dt), dim, None, log)
+        A = A.astype(target, copy=False)
     if A.dtype.kind != "f":
         last = ndim == 0 or axis == ndim - 1
         kernel = (("log_softmax" if log else "softmax") +

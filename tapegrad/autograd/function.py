@@ -757,8 +757,13 @@ def _backward(ctx, grads, create_graph=False):
             else:
                 g = wrap(_core._sum_to(g._array, shape))
         if g._array.dtype != dtype:
-            g = g.to(_core.np_dtype_to_dtype(dtype)) if create_graph else wrap(
-                g._array.astype(dtype))
+            # A complex gradient of a real input keeps its real part, as PyTorch's engine does
+            # (numpy's complex-to-real cast would warn and PyTorch's is silent).
+            if g._array.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+                g = g.real if create_graph else wrap(g._array.real)
+            if g._array.dtype != dtype:
+                g = g.to(_core.np_dtype_to_dtype(dtype)) if create_graph else wrap(
+                    g._array.astype(dtype))
         out.append(g if create_graph else g._array)
     if post_hooks:
         out = _post_hooked(post_hooks, out, arrived, ctx._input_meta, create_graph)
