@@ -64,9 +64,11 @@ def _check_tensor(x, fn: str, arg: str = "input", position: int = 1) -> None:
 def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
                             first_is_tensor: bool = False) -> None:
     """PyTorch's "invalid combination of arguments" TypeError when an argument of a function
-    taking a Tensor or a Number in each place is neither (a numpy array, a list, ...), or, with
-    `first_is_tensor`, when the first is not a Tensor."""
-    if all(isinstance(a, (TensorBase, numbers.Number)) for a in args) and (
+    taking a Tensor or a Number in each place is neither (a numpy array, a list, ...), when no
+    argument is a Tensor (every overload takes one: pow(2, 3) is refused, not computed), or,
+    with `first_is_tensor`, when the first is not a Tensor."""
+    if all(isinstance(a, (TensorBase, numbers.Number)) for a in args) and \
+            any(isinstance(a, TensorBase) for a in args) and (
             not first_is_tensor or isinstance(args[0], TensorBase)):
         return
     got = ", ".join("Tensor" if isinstance(a, TensorBase) else _type_name(a) for a in args)
@@ -1211,7 +1213,7 @@ def _xlog(input, other, _name):
     """xlogy, or with _name "xlog1py" input * log1p(other) (torch.special.xlog1py): one op,
     two logarithms."""
     from . import tensor
-    _check_tensor_or_number(_name, (input, other), (
+    _check_tensor_or_number(_name if _name == "xlogy" else "special_" + _name, (input, other), (
         "Tensor input, Tensor other, *, Tensor out = None",
         "Number self, Tensor other, *, Tensor out = None",
         "Tensor input, Number other, *, Tensor out = None"))

@@ -379,8 +379,6 @@ def zeta(input, other):
                   "Number self, Tensor other, *, Tensor out = None",
                   "Tensor input, Number other, *, Tensor out = None")
     _check_tensor_or_number("special_zeta", (input, other), signatures)
-    if not isinstance(other, TensorBase):          # (two numbers: no Tensor to work on)
-        _check_tensor_or_number("special_zeta", (input, other), signatures, first_is_tensor=True)
     _check_broadcast(input, other)
     from . import result_type, tensor
     dtype = result_type(input, other)

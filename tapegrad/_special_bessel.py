@@ -754,9 +754,6 @@ def _polynomial_function(name: str, kind: str, doc: str):
                       "Number x, Tensor n, *, Tensor out = None",
                       "Tensor x, Number n, *, Tensor out = None")
         _check_tensor_or_number("special_" + name, (input, n), signatures)
-        if not isinstance(input, TensorBase) and not isinstance(n, TensorBase):
-            _check_tensor_or_number("special_" + name, (input, n), signatures,
-                                    first_is_tensor=True)
         _check_broadcast(input, n)
         for a in (input, n):
             if isinstance(a, TensorBase) and a.is_complex():

@@ -415,7 +415,12 @@ def float_power(input, exponent):
     """``input ** exponent`` computed in float64 (the result is float64 whatever the inputs;
     complex128 when either is complex)."""
     from . import float64, complex128
+    from ._extra_ops import _check_tensor_or_number
     operands = (input, exponent)
+    _check_tensor_or_number("float_power", operands, (
+        "Tensor input, Tensor exponent, *, Tensor out = None",
+        "Number self, Tensor exponent, *, Tensor out = None",
+        "Tensor input, Number exponent, *, Tensor out = None"))
     wide = (complex128 if any(x.is_complex() if isinstance(x, _core.TensorBase)
                               else isinstance(x, complex) for x in operands) else float64)
     base = input.to(wide) if isinstance(input, _core.TensorBase) else input

@@ -814,6 +814,8 @@ def pow(input, exponent):
     dtype follows PyTorch's promotion: an int tensor to an int power stays int, a negative int
     power of one raises).  ``tapegrad.pow(tapegrad.tensor([2., 3.]), 2)`` is
     ``tensor([4., 9.])``."""
+    if not isinstance(input, TensorBase) and not isinstance(exponent, TensorBase):
+        raise bad_operand_error("pow", input, exponent)     # (PyTorch has no Number ** Number)
     return named_result(binary_op(OP_POW, input, exponent), "pow", input, exponent)
 
 

@@ -324,6 +324,8 @@ def remainder(input, other):
     """Python's modulus: input - floor(input / other) * other (the sign of other)."""
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         return capture_call(remainder, (input, other), None)
+    if not isinstance(input, TensorBase) and not isinstance(other, TensorBase):
+        raise bad_operand_error("remainder", input, other)  # (no Number % Number overload)
     return named_result(binary_math(OP_REMAINDER, input, other, "remainder"), "remainder", input, other)
 
 def floor_divide(input, other):
