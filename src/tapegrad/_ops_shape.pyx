@@ -5,7 +5,7 @@
 
 include "module_prelude.pxi"
 
-from tapegrad._core import TENSOR_METHODS, TORCH_FUNCTIONS, _real_parts
+from tapegrad._core import TENSOR_METHODS, TORCH_FUNCTIONS, _real_parts, _name_grad_fn
 
 include "ops_shape.pxi"
 include "ops_index.pxi"

@@ -717,6 +717,10 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
     A = input._array
     I = index_tensor_arg(index, "gather", 3)
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "gather", "dim", 2), k
+    if I.size == 0:
+        # PyTorch checks neither the dtype nor the shape of an empty index: the result is the
+        # index's (empty) shape, still recorded, so that input's gradient is zeros
+        return _name_grad_fn(input.reshape(-1)[:0].reshape(I.shape), "GatherBackward0")
     if I.dtype != NP_INT64 and I.dtype != np.int32:
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if (A.ndim if A.ndim > 0 else 1) != (I.ndim if I.ndim > 0 else 1):

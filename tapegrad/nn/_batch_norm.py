@@ -21,9 +21,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Normalise each channel (dim 1) of input with its batch statistics (training) or the
     running ones; in training, running_mean/var (when given) move towards the batch mean and
     unbiased variance by `momentum`."""
-    if input.dim() < 2:
-        raise ValueError(f"Expected 2D or higher input (got {input.dim()}D input)")
-    C = input.shape[1]
+    # A 0-D or 1-D input has no channel dim: PyTorch counts 0 channels (its parameters must be
+    # empty) and normalises an empty 1-D input to an empty result
+    C = input.shape[1] if input.dim() >= 2 else 0
     # PyTorch's order: the batch-size check (Python), the argument types, then the shapes; the
     # check counts the values per channel from the shape (N * prod(spatial)), so a batch with no
     # channels is checked too and an empty one passes
@@ -43,6 +43,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     check_parameter_dtypes(input, weight, bias, running_mean, running_var)
+    if input.dim() < 2:
+        if input.dim() == 1 and input.numel() == 0:
+            return _core._name_grad_fn(input * 1, "NativeBatchNormBackward0")
+        _core.normalize_dim(1, input.dim())     # (PyTorch's IndexError: there is no dim 1)
     out, mean, var = _core._native_batch_norm(input, weight, bias, running_mean, running_var,
                                               bool(training), float(eps))
     if training and input.numel() and (running_mean is not None or running_var is not None):
