@@ -29,6 +29,14 @@ class LogCumSumExp(Function):
         if x.ndim == 0:
             return grad, None
         d = ctx.dim
+        if x.is_complex():
+            # dy_i/dx_j = exp(x_j - y_i), and the gradient of a holomorphic function is grad
+            # times its conjugate derivative: a reversed cumsum of grad * conj(exp(-y)) times
+            # conj(exp(x)), both shifted by the largest real part of x so that neither overflows
+            shift = float(x.real.max().item()) if x.numel() else 0.0
+            weighted = grad * (shift - y).exp().conj()
+            tails = flip(flip(weighted, (d,)).cumsum(d), (d,))
+            return tails * (x - shift).exp().conj(), None
 
         def reversed_logcumsumexp(t):
             return flip(logcumsumexp(flip(t, (d,)), d), (d,))

@@ -347,8 +347,29 @@ def _logcumsumexp_array(arr: np.ndarray, axis: int) -> np.ndarray:
     """log(cumsum(exp(arr))) along axis, exact for any range (a running logaddexp in float64)."""
     if arr.ndim == 0:
         return arr.copy()
+    if arr.dtype.kind == "c":
+        return _complex_logcumsumexp_array(arr, axis)
     with np.errstate(invalid="ignore", over="ignore"):
         return np.logaddexp.accumulate(arr.astype(np.float64), axis=axis).astype(arr.dtype)
+
+
+def _complex_logcumsumexp_array(arr: np.ndarray, axis: int) -> np.ndarray:
+    """The complex running log(exp(a) + exp(b)) (numpy's logaddexp is real only), in
+    complex128: each step factors out the exp of the operand with the larger real part, so
+    neither exp overflows."""
+    x = np.moveaxis(arr.astype(np.complex128), axis, 0)
+    out = np.empty_like(x)
+    if len(x):
+        out[0] = x[0]
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for k in range(1, len(x)):
+            a, b = out[k - 1], x[k]
+            big = np.where(a.real >= b.real, a, b)
+            small = np.where(a.real >= b.real, b, a)
+            step = big + np.log1p(np.exp(small - big))
+            # (both -inf in their real part: the sum stays exp(-inf) = 0, as a real logaddexp)
+            out[k] = np.where(np.isneginf(big.real), big, step)
+    return np.moveaxis(out, 0, axis).astype(arr.dtype)
 
 
 @_numpy_dim_names
@@ -356,7 +377,7 @@ def logcumsumexp(input, dim, *, out=None):
     """log(cumsum(exp(input))) along dim, computed without overflow or underflow."""
     _check_tensor(input, "logcumsumexp")
     arr = input._array
-    if arr.dtype.kind != "f":
+    if arr.dtype.kind not in "fc":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{_dtype_name(arr)}'")
     d = _dim(dim, input.ndim)

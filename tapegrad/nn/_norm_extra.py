@@ -33,7 +33,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(shape)}")
-    if not input.is_floating_point():
+    # (complex too: PyTorch's composite squares without conjugating, x * x, and takes the
+    # epsilon of the real dtype; numpy's finfo of a complex dtype is that)
+    if not (input.is_floating_point() or input.is_complex()):
         raise NotImplementedError(f'"rms_norm" not implemented for '
                            f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     if weight is not None and weight.dtype != input.dtype:
