@@ -272,11 +272,11 @@ class _LogAbsDet(Function):
     def forward(ctx, A):
         sign, logabsdet = np.linalg.slogdet(A._array)
         sign = _tensor(sign, A)
+        # (a real sign is recorded too, as PyTorch's: it requires grad, with a zero gradient)
         if A.is_complex():
             ctx.save_for_backward(A, sign)
         else:
             ctx.save_for_backward(A)
-            ctx.mark_non_differentiable(sign)
         return sign, _tensor(logabsdet, A, real=True)
 
     @staticmethod
@@ -1550,7 +1550,8 @@ def lstsq(input, b, rcond=None, *, driver=None):
             residuals = where(_wrap_mask(quick, A.shape[:-2]).unsqueeze(-1), 0.0, residuals)
         _core._name_grad_fn(residuals, "LinalgLstsqBackward0")
     else:
-        residuals = empty(0, dtype=real)
+        # (empty, yet an output of the recorded solve in PyTorch: requires grad as solution)
+        residuals = _core._name_grad_fn(solution.abs().reshape(-1)[:0], "LinalgLstsqBackward0")
     if vector:
         solution = solution.squeeze(-1)
     _core._name_grad_fn(solution, "LinalgLstsqBackward0")
@@ -1627,8 +1628,14 @@ def householder_product(input, tau):
                            f"not match input dtype {names.get(str(A.dtype)[6:], A.dtype)}")
     _check_float(A, name)
     from . import eye
-    return _apply_reflectors(A, tau, eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n),
-                             left=True, adjoint=False)
+    Q = eye(m, n, dtype=A.dtype).expand(*A.shape[:-2], m, n)
+    if tau.shape[-1] == 0:
+        # No reflector: Q is the identity, yet an output of A and tau as in PyTorch (requires
+        # grad, zero gradient).  Their empty slices add nothing, whatever values they hold.
+        Q = Q + A[..., :0, :0].sum((-2, -1), keepdim=True) + \
+            tau[..., :0].sum(-1, keepdim=True).unsqueeze(-1)
+    Q = _apply_reflectors(A, tau, Q, left=True, adjoint=False)
+    return _core._name_grad_fn(Q, "LinalgHouseholderProductBackward0")
 
 
 def _apply_reflectors(A, tau, C, *, left, adjoint):

@@ -122,3 +122,46 @@ def test_rms_norm_of_complex_matches_torch():
                    lambda x: F.rms_norm(x, [3], weight=tapegrad.tensor(w)), array, weights)
     _close(TF.rms_norm(torch.tensor([1 + 1j, 2, 3j]), [3]),
            F.rms_norm(tapegrad.tensor([1 + 1j, 2, 3j]), [3]), rtol=1e-6, atol=1e-7)
+
+
+# -- requires_grad of outputs PyTorch records --------------------------------------------------
+
+def test_slogdet_sign_is_recorded_as_torch():
+    for lib in (torch, tapegrad):
+        A = lib.zeros(0, 0, requires_grad=True)
+        sign, logabsdet = lib.linalg.slogdet(A)
+        assert sign.requires_grad and logabsdet.requires_grad
+        assert type(sign.grad_fn).__name__ == "LinalgSlogdetBackward0"
+    array = [[1.0, 2.0], [3.0, 5.0]]
+    A_t = torch.tensor(array, dtype=torch.float64, requires_grad=True)
+    A_g = tapegrad.tensor(array, dtype=tapegrad.float64, requires_grad=True)
+    (lambda s, l: (s * l).sum().backward())(*torch.linalg.slogdet(A_t))
+    (lambda s, l: (s * l).sum().backward())(*tapegrad.linalg.slogdet(A_g))
+    _close(A_t.grad, A_g.grad)
+
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("shape", [(3, 2), (2, 3)])
+def test_lstsq_residuals_require_grad_as_torch(driver, shape):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(shape)
+    b = rng.standard_normal((shape[0], 2))
+    want = torch.linalg.lstsq(torch.tensor(a, requires_grad=True), torch.tensor(b),
+                              driver=driver)
+    got = tapegrad.linalg.lstsq(tapegrad.tensor(a, requires_grad=True), tapegrad.tensor(b),
+                                driver=driver)
+    for field in ("solution", "residuals", "singular_values"):
+        _close(getattr(want, field), getattr(got, field))
+        assert getattr(got, field).requires_grad == getattr(want, field).requires_grad, field
+    assert not tapegrad.linalg.lstsq(tapegrad.tensor(a), tapegrad.tensor(b),
+                                     driver=driver).residuals.requires_grad
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0), (3, 2)])
+def test_householder_product_without_reflectors_is_recorded(shape):
+    for lib in (torch, tapegrad):
+        A = lib.zeros(*shape, requires_grad=True)
+        Q = lib.linalg.householder_product(A, lib.zeros(0, requires_grad=True))
+        assert Q.requires_grad
+        assert type(Q.grad_fn).__name__ == "LinalgHouseholderProductBackward0"
+        _close(torch.eye(*shape), torch.tensor(Q.detach().numpy()))
