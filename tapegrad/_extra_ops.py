@@ -778,10 +778,12 @@ arcsinh, arccosh, arctanh = asinh, acosh, atanh
 # -- aliases and rounding division -----------------------------------------------------------------
 
 def _number_first(input, other) -> bool:
-    """Whether an alias of div / mul / sub got (Number, Tensor), which PyTorch's aliases take as
-    div / mul / sub do (true_divide(2.0, x) is div(2.0, x))."""
-    return (isinstance(other, TensorBase) and not isinstance(input, TensorBase)
-            and isinstance(input, (int, float, bool, complex, np.number, np.bool_)))
+    """Whether an alias of div / mul / sub got (Number, Tensor) or two Numbers, which PyTorch's
+    aliases take as div / mul / sub do (true_divide(2.0, x) is div(2.0, x); multiply(2, 3) is
+    mul(2, 3))."""
+    number = (int, float, bool, complex, np.number, np.bool_)
+    return (isinstance(other, (TensorBase,) + number) and not isinstance(input, TensorBase)
+            and isinstance(input, number))
 
 
 def divide(input, other, *, rounding_mode=None):

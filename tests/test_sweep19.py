@@ -165,3 +165,27 @@ def test_householder_product_without_reflectors_is_recorded(shape):
         assert Q.requires_grad
         assert type(Q.grad_fn).__name__ == "LinalgHouseholderProductBackward0"
         _close(torch.eye(*shape), torch.tensor(Q.detach().numpy()))
+
+
+# -- two Python numbers where PyTorch computes: its dtypes (the default float, not float64) ----
+
+TWO_NUMBER_OPS = [
+    ("add", lambda lib: lib.add), ("sub", lambda lib: lib.sub), ("mul", lambda lib: lib.mul),
+    ("div", lambda lib: lib.div), ("true_divide", lambda lib: lib.true_divide),
+    ("divide", lambda lib: lib.divide), ("multiply", lambda lib: lib.multiply),
+    ("subtract", lambda lib: lib.subtract),
+    ("div_floor", lambda lib: lambda a, b: lib.div(a, b, rounding_mode="floor")),
+    ("divide_trunc", lambda lib: lambda a, b: lib.divide(a, b, rounding_mode="trunc")),
+]
+
+
+@pytest.mark.parametrize("name,get", TWO_NUMBER_OPS, ids=[n for n, _ in TWO_NUMBER_OPS])
+@pytest.mark.parametrize("a,b", [(7, 2), (7.0, 2), (7, 2.5), (True, 2), (-7.5, 2.0)])
+def test_two_numbers_compute_as_torch(name, get, a, b):
+    try:
+        want = get(torch)(a, b)
+    except RuntimeError:                    # (a bool subtracted: both refuse)
+        with pytest.raises(RuntimeError, match="Subtraction"):
+            get(tapegrad)(a, b)
+        return
+    _close(want, get(tapegrad)(a, b))

@@ -549,6 +549,10 @@ cdef object binary_general(int op, object a, object b):
         a_tensor = isinstance(a, TensorBase)
         b_tensor = isinstance(b, TensorBase)
         dt = result_dtype(a, b)
+        if not (a_tensor or b_tensor) and dt.kind == "f":
+            # two Python numbers (add(2., 3)): PyTorch wraps them as tensors of the default
+            # dtype, so a float result is float32 by default, not numpy's float64
+            dt = DEFAULT_FLOAT
         if op == OP_DIV and dt.kind != "f":
             dt = DEFAULT_FLOAT                           # true division of integers: the default
         if dt.kind in "iu":
@@ -563,6 +567,8 @@ cdef object binary_general(int op, object a, object b):
                 b = wrapped_int(b, dt)
         A = operand_value(a, dt)
         B = operand_value(b, dt)
+        if not (a_tensor or b_tensor):
+            A = np.asarray(A, dtype=dt)      # (computed in dt, not in a Python float's float64)
     if a_tensor and b_tensor and not same_shape(<cnp.ndarray>A, <cnp.ndarray>B):
         same_shapes = False
         broadcast_shapes_torch(A.shape, B.shape)         # raises PyTorch's message on mismatch
