@@ -823,11 +823,14 @@ cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
     centered = <object>r.saved[0]
     cdef tuple aux = <tuple>r.aux
     cdef double dof = r.scalar
-    if r.op == OP_VAR and dof == 0 and len(aux) > 3 and aux[3]:
+    if dof == 0 and len(aux) > 3 and aux[3]:
         # PyTorch: var() over all elements without degrees of freedom has the gradient
-        # grad * where(x == mean, NaN, inf): the adjoint's graph times a constant (none of x's)
-        inf_or_nan = np.where(np.equal(centered, 0), np.nan, np.inf).astype(centered.dtype)
-        return g_mul(t_unreduce(G, aux), wrap(nd(inf_or_nan)))
+        # grad * where(x == mean, NaN, inf) (std's: its grad / (2 std) in place of grad): the
+        # adjoint's graph times a constant (none of x's); `centered` holds equal_mean_factor
+        Gk = t_unreduce(G, aux)
+        if r.op == OP_STD:
+            Gk = std_adjoint(i, r, Gk, aux)
+        return g_mul(Gk, wrap(nd(np.multiply(centered, np.inf))))
     two_over = 2.0 / dof if dof != 0 else math.inf
     cdef list phantoms = []
     try:
@@ -836,13 +839,17 @@ cdef object gv_var(Py_ssize_t i, Record* r, object G, char* want):
         C = exact(centered, g_sub(X, reduce_op(OP_MEAN, <TensorBase>X, aux[1], True)))
         Gk = t_unreduce(G, aux)
         if r.op == OP_STD:
-            stdk = <object>r.saved[1]
-            nz = np.not_equal(stdk, 0)                  # 0 where std == 0 (PyTorch)
-            S = own_output_kept(i, r, 1, aux)
-            Gk = g_where(nz, g_div(Gk, g_where(nz, g_mul(S, 2), 1)), 0)
+            Gk = std_adjoint(i, r, Gk, aux)
         return g_mul(C, g_mul(Gk, two_over))
     finally:
         release_phantoms(phantoms)
+
+cdef object std_adjoint(Py_ssize_t i, Record* r, object Gk, tuple aux):
+    """std's adjoint as var's: Gk / (2 std), 0 where std == 0 (PyTorch's masked_fill)."""
+    stdk = <object>r.saved[1]
+    nz = np.not_equal(stdk, 0)
+    S = own_output_kept(i, r, 1, aux)
+    return g_where(nz, g_div(Gk, g_where(nz, g_mul(S, 2), 1)), 0)
 
 cdef object gv_logsumexp(Py_ssize_t i, Record* r, object G, char* want):
     cdef tuple aux = <tuple>r.aux

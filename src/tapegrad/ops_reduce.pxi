@@ -691,7 +691,8 @@ count_nonzero_method.__name__ = count_nonzero_method.__qualname__ = "count_nonze
 # -- var / std ------------------------------------------------------------------------------------
 # saved = (input - mean under the input's version, the result (std only)); aux = (shape, axes, keepdim,
 # the all-elements backward: dim was None or the input is 0-d);
-# scalar = dof
+# scalar = dof.  With no degrees of freedom over all elements, saved[0] is instead PyTorch's factor
+# of that case (equal_mean_factor), not the centered input.
 
 cdef object vjp_var(Record* r, object g):
     centered = <object>r.saved[0]
@@ -699,16 +700,22 @@ cdef object vjp_var(Record* r, object g):
     gk = unreduce(g, aux)
     cdef double dof = r.scalar
     cdef double two_over = 2.0 / dof               # inf when dof == 0 (C division), as PyTorch
-    if dof == 0 and aux[3]:
-        # PyTorch, over all elements without degrees of freedom: every element's gradient is
-        # inf with the upstream gradient's sign (NaN where the element equals the mean)
-        centered = np.abs(centered)
     if r.op == OP_STD:
         stdk = <object>r.saved[1]
         # d std = d var / (2 std), defined as 0 where std == 0 (PyTorch's masked_fill)
         gk = np.divide(gk, np.multiply(stdk, 2), out=np.zeros(stdk.shape, dtype=centered.dtype),
                        where=np.not_equal(stdk, 0))
+    # (over all elements without degrees of freedom, `centered` is equal_mean_factor's NaN-or-1)
     return nd(np.multiply(centered, np.multiply(gk, two_over)))
+
+
+cdef object equal_mean_factor(object A, object mean):
+    """PyTorch's var_backward over all elements with no degrees of freedom is
+    grad * where(input == mean, NaN, inf): this is the factor of inf, NaN where an element equals
+    the mean and 1 elsewhere.  It needs the input itself, not input - mean: a NaN element (or a
+    NaN mean) gets inf, an infinite element equal to an infinite mean NaN, though both differences
+    are NaN."""
+    return nd(np.where(np.equal(A, mean), np.nan, 1).astype(A.dtype, copy=False))
 
 
 OP_VAR = register_op("VarBackward0", vjp_var)
@@ -778,7 +785,11 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
             outk = np.sqrt(outk)
         outk = contiguous_result(nd(outk.astype(A.dtype, copy=False)))
         # the backward's input - mean(input), in A's dtype with the mean as mean() computes it
-        centered = nd(np.subtract(A, half_mean(A, axes, True, n)))
+        mean_as_mean = half_mean(A, axes, True, n)
+        if over_all and backward_dof == 0:
+            centered = equal_mean_factor(A, mean_as_mean)
+        else:
+            centered = nd(np.subtract(A, mean_as_mean))
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_STD if is_std else OP_VAR, res, (input,))

@@ -40,6 +40,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != C:
             raise RuntimeError(f"{name} should contain {C} elements not {t.numel()}")
+    if input.numel() == 0:
+        return _empty_batch_norm(input, weight, bias)
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean must be defined in evaluation mode")
     check_parameter_dtypes(input, weight, bias, running_mean, running_var)
@@ -53,6 +55,18 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         # (an empty batch leaves the running statistics as they are, as PyTorch's kernel does)
         _update_running(running_mean, running_var, mean, var, count, momentum)
     return follow_channels_last(out, input)       # (PyTorch keeps a channels_last layout)
+
+
+def _empty_batch_norm(input, weight, bias):
+    """PyTorch's batch_norm of an empty input, before its kernel's checks: a clone, times
+    weight[0] and plus bias[0] when given (so an empty weight raises IndexError).  Nothing saves
+    the input, so an in-place write into it before backward is no error (fuzz 60665994)."""
+    out = input.clone()
+    if weight is not None:
+        out = out * weight[0]
+    if bias is not None:
+        out = out + bias[0]
+    return out
 
 
 def _update_running(running_mean, running_var, mean, var, count, momentum):
