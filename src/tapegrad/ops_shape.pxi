@@ -545,7 +545,7 @@ def expand(TensorBase input, *sizes, size=None):
                            f"number of sizes provided ({n}) must be greater or equal to the number "
                            f"of dimensions in the tensor ({ndim})")
     target = list(sz)
-    for i in range(n):
+    for i in range(n - 1, -1, -1):      # from the last dim, so errors name the dim PyTorch's do
         s = sz[i]
         if i < lead:
             if s == -1:
