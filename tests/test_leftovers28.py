@@ -147,3 +147,94 @@ def test_multi_margin_loss_infinite_weight_or_margin_matches_torch(torch, p, mar
     (tl, tgrad), (gl, ggrad) = out
     np.testing.assert_allclose(gl, tl, rtol=1e-12, equal_nan=False)
     np.testing.assert_allclose(ggrad, tgrad, rtol=1e-12, equal_nan=False)
+
+
+# -- the gradient layout contract (a leaf's .grad has the leaf's strides when the leaf is dense) --
+# PyTorch's AccumulateGrad lays a leaf's first .grad out as the leaf when the leaf is
+# non-overlapping and dense (a transposed or permuted tensor), row-major otherwise (an expand()ed
+# or sliced one).  tapegrad's was always row-major, so `w.grad.view(-1)` worked where PyTorch's
+# raises, and strides() differed.
+
+def _leaves(lib):
+    rs = np.random.RandomState(3)
+    return {
+        "contiguous": lambda: lib.tensor(rs.randn(4, 5), requires_grad=True),
+        "transposed": lambda: lib.tensor(rs.randn(5, 4)).t().requires_grad_(),
+        "permuted": lambda: lib.tensor(rs.randn(2, 3, 4)).permute(2, 0, 1).requires_grad_(),
+        "expanded": lambda: lib.tensor(rs.randn(3, 1)).expand(3, 4).requires_grad_(),
+        "sliced": lambda: lib.tensor(rs.randn(4, 6))[:, ::2].requires_grad_(),
+        "sliced_transposed": lambda: lib.tensor(rs.randn(6, 4))[::2].t().requires_grad_(),
+    }
+
+
+def _uses(lib):
+    F = lib.nn.functional
+
+    def matrix(w):
+        return w if w.dim() == 2 else w.flatten(1)
+
+    return {
+        "mul": lambda w: (w * 2).sum(),
+        "sum": lambda w: w.sum(0).pow(2).sum(),
+        "t_matmul": lambda w: (matrix(w).t() @ lib.ones(w.shape[0], 2, dtype=w.dtype)).sum(),
+        "linear": lambda w: F.linear(lib.ones(3, matrix(w).shape[1], dtype=w.dtype),
+                                     matrix(w)).sum(),
+    }
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph")
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("use", ["mul", "sum", "t_matmul", "linear"])
+@pytest.mark.parametrize("leaf", ["contiguous", "transposed", "permuted", "expanded", "sliced",
+                                  "sliced_transposed"])
+def test_leaf_grad_layout_follows_torch(torch, leaf, use, create_graph):
+    out = []
+    for lib in (torch, tg):
+        w = _leaves(lib)[leaf]()
+        _uses(lib)[use](w).backward(create_graph=create_graph)
+        out.append((w.grad.stride(), w.grad.detach().numpy()))
+    (t_strides, t_grad), (g_strides, g_grad) = out
+    assert g_strides == t_strides
+    np.testing.assert_allclose(g_grad, t_grad, rtol=1e-12)
+
+
+def test_leaf_grad_layout_then_accumulates_in_place(torch):
+    for lib in (torch, tg):
+        w = lib.tensor(np.arange(20.0).reshape(5, 4)).t().requires_grad_()
+        (w * 2).sum().backward()
+        first = w.grad
+        (w * w).sum().backward()
+        assert w.grad is first and w.grad.stride() == (1, 4)
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            w.grad.view(-1)
+        np.testing.assert_array_equal(w.grad.numpy(), 2 + 2 * w.detach().numpy())
+
+
+# -- complex var / std with no degrees of freedom over all elements (SILENT: the parts' masks) -----
+# PyTorch's gradient is grad * where(z == mean(z), NaN, inf), real, cast to complex (imaginary 0).
+# Composed of the parts' variances, each part compared its own values: inf + NaNj, NaN + NaNj.
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("values, correction", [
+    ([complex(_NAN, 1.0)], 1), ([1 + 2j], 1), ([1 + 2j, 3 + 4j], 2), ([complex(_INF, 0.0)], 1),
+    ([complex(1.0, _NAN), 2 + 0j], 2), ([1 + 2j, 1 + 2j], 2), ([1 + 2j, 3 + 4j], 3),
+    ([1 + 2j, 3 + 4j], 1)], ids=str)
+def test_complex_var_std_without_degrees_of_freedom_match_torch(torch, values, correction, name,
+                                                                create_graph):
+    import warnings
+    out = []
+    for lib in (torch, tg):
+        z = lib.tensor(values, dtype=lib.complex128, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = getattr(z, name)(correction=correction)
+        g, = lib.autograd.grad(y * 0.7, z, create_graph=create_graph)
+        out.append((y.detach().numpy(), g.detach().numpy(), type(y.grad_fn).__name__))
+    (ty, tgrad, tname), (gy, ggrad, gname) = out
+    np.testing.assert_allclose(gy, ty, rtol=1e-12, equal_nan=True)
+    assert ggrad.dtype == tgrad.dtype
+    np.testing.assert_allclose(ggrad, tgrad, rtol=1e-12, equal_nan=True)
