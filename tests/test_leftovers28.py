@@ -238,3 +238,55 @@ def test_complex_var_std_without_degrees_of_freedom_match_torch(torch, values, c
     np.testing.assert_allclose(gy, ty, rtol=1e-12, equal_nan=True)
     assert ggrad.dtype == tgrad.dtype
     np.testing.assert_allclose(ggrad, tgrad, rtol=1e-12, equal_nan=True)
+
+
+# -- copysign's and hypot's gradients read the saved result (fuzz 62664062, 62671646) -------------
+# PyTorch's formulas are grad * result / self (copysign) and grad * self / result (hypot): a
+# create_graph gradient depends on the result's node, so a second pass reaches it, and a
+# retained .grad of the result gets that pass's share (other gets copysign's zeros).  Formed from
+# the inputs only, the second pass missed the node.  In place, the result is self: a later write
+# into self under no_grad is refused at backward, as PyTorch's (tan_ and exp2_ had given a
+# gradient; copysign_ and hypot_ would now read the written values).
+
+def _second_pass_through(lib, op, make, in_place):
+    F = lib.nn.functional
+    x = lib.tensor([[1.625, 1.378], [-0.5, 0.25]])
+    w = lib.tensor([[-1.126, 0.305], [0.7, -0.4]], requires_grad=True)
+    b = lib.tensor([1.12, -0.3], requires_grad=True)
+    other = lib.tensor([0.7, -0.0], requires_grad=True)
+    r = F.linear(x, w, b) if make == "linear" else (x @ w.t()) + b
+    if in_place:
+        getattr(r, op + "_")(other)
+        r.retain_grad()
+    else:
+        r = getattr(lib, op)(r, other)
+        r.retain_grad()
+    loss = (r * lib.tensor([[0.7, -1.1], [0.4, 2.0]])).sum()
+    G = lib.autograd.grad(loss, [w, b, other], create_graph=True, allow_unused=True)
+    S = sum((g * 1.3).sum() for g in G if g is not None and g.requires_grad)
+    G2 = lib.autograd.grad(S, [w, b, other], allow_unused=True)
+    return [r.grad] + list(G2)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("make", ["linear", "matmul_add"])
+@pytest.mark.parametrize("op", ["copysign", "hypot"])
+def test_second_pass_reaches_the_result_of_copysign_and_hypot(torch, op, make, in_place):
+    want = _second_pass_through(torch, op, make, in_place)
+    got = _second_pass_through(tg, op, make, in_place)
+    for g, t in zip(got, want):
+        assert (g is None) == (t is None)
+        if t is not None:
+            np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["copysign_", "hypot_", "tan_", "exp2_"])
+def test_write_after_an_in_place_op_that_saves_its_result_raises(torch, op):
+    for lib in (torch, tg):
+        x = lib.tensor([[0.62, -0.07], [0.51, 0.19]], requires_grad=True)
+        y = x * 0.5
+        getattr(y, op)(*([lib.tensor([-1.0, 2.0])] if op in ("copysign_", "hypot_") else []))
+        with lib.no_grad():
+            y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
