@@ -1678,6 +1678,9 @@ def _in_place(name: str):
         if source is not self:
             out = _become_result(self, result, op)
             if name in _SAVES_RESULT:
+                if out._base is not None:
+                    from .autograd.function import _saved_result_becomes
+                    _saved_result_becomes(result, out)
                 # PyTorch's node saves the result, which is now self: a later write into self
                 # (under no_grad) makes backward raise, where the gradient read the values
                 # before it (tan_, exp2_) or after it (copysign_, hypot_), silently

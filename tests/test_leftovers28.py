@@ -254,7 +254,9 @@ def _second_pass_through(lib, op, make, in_place):
     w = lib.tensor([[-1.126, 0.305], [0.7, -0.4]], requires_grad=True)
     b = lib.tensor([1.12, -0.3], requires_grad=True)
     other = lib.tensor([0.7, -0.0], requires_grad=True)
-    r = F.linear(x, w, b) if make == "linear" else (x @ w.t()) + b
+    if make == "linear_vector":         # (a view of the product, in PyTorch too)
+        x = x[0]
+    r = (x @ w.t()) + b if make == "matmul_add" else F.linear(x, w, b)
     if in_place:
         getattr(r, op + "_")(other)
         r.retain_grad()
@@ -269,7 +271,7 @@ def _second_pass_through(lib, op, make, in_place):
 
 
 @pytest.mark.parametrize("in_place", [False, True])
-@pytest.mark.parametrize("make", ["linear", "matmul_add"])
+@pytest.mark.parametrize("make", ["linear", "linear_vector", "matmul_add"])
 @pytest.mark.parametrize("op", ["copysign", "hypot"])
 def test_second_pass_reaches_the_result_of_copysign_and_hypot(torch, op, make, in_place):
     want = _second_pass_through(torch, op, make, in_place)
@@ -290,3 +292,21 @@ def test_write_after_an_in_place_op_that_saves_its_result_raises(torch, op):
             y.mul_(2)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             y.sum().backward()
+
+
+@pytest.mark.parametrize("op", ["tan_", "exp2_", "copysign_", "hypot_"])
+def test_in_place_on_a_view_second_pass_reaches_the_view(torch, op):
+    # F.linear of a vector is a view of its product (PyTorch's too): the in-place op is written
+    # back, and its Function's saved result must become the view, as PyTorch's node saves it
+    out = []
+    for lib in (torch, tg):
+        w = lib.tensor([[-1.126, 0.305], [0.7, -0.4]], requires_grad=True)
+        b = lib.tensor([0.12, -0.3], requires_grad=True)
+        r = lib.nn.functional.linear(lib.tensor([0.625, 0.378]), w, b)
+        assert r._base is not None
+        getattr(r, op)(*([lib.tensor([-1.0, 2.0])] if op in ("copysign_", "hypot_") else []))
+        r.retain_grad()
+        G = lib.autograd.grad((r * lib.tensor([0.7, -1.1])).sum(), [w, b], create_graph=True)
+        lib.autograd.grad(sum((g * 1.3).sum() for g in G), [w, b])
+        out.append(r.grad.numpy())
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-5, atol=1e-6)
