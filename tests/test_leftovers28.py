@@ -310,3 +310,55 @@ def test_in_place_on_a_view_second_pass_reaches_the_view(torch, op):
         lib.autograd.grad(sum((g * 1.3).sum() for g in G), [w, b])
         out.append(r.grad.numpy())
     np.testing.assert_allclose(out[1], out[0], rtol=1e-5, atol=1e-6)
+
+
+# -- x.data = other between forward and backward (SILENT: the old values were read) ---------------
+# PyTorch's SavedVariable of an input holds the tensor itself, so set_data's new storage is what
+# the backward reads; a saved output keeps its own alias of the old storage.
+
+def _data_swapped(lib, case):
+    t = lib.tensor
+    if case == "saved_non_leaf_input":
+        a = t([1.0, 2.0, 3.0], requires_grad=True)
+        x = a * 2
+        y = (x * x).sum()
+        x.data = t([10.0, 20.0, 30.0])
+        y.backward()
+        return [a.grad]
+    if case == "saved_leaf_input":
+        w = t([1.0, 2.0, 3.0], requires_grad=True)
+        y = (w * w).sum()
+        w.data = t([5.0, 5.0, 5.0])
+        y.backward()
+        return [w.grad]
+    if case == "saved_output":
+        w = t([1.0, 2.0, 3.0], requires_grad=True)
+        y = w.exp()
+        y.data = t([0.0, 0.0, 0.0])
+        y.sum().backward()
+        return [w.grad]
+    if case == "matmul":
+        w = t([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        b = t([[1.0, 0.0], [2.0, 1.0]], requires_grad=True)
+        y = (w @ b).sum()
+        w.data = lib.zeros(2, 2)
+        b.data = lib.ones(2, 2)
+        y.backward()
+        return [w.grad, b.grad]
+    if case == "view_saved":
+        w = t([1.0, 2.0, 3.0], requires_grad=True)
+        v = w[1:]
+        y = (v * v).sum()
+        w.data = t([7.0, 7.0, 7.0])
+        y.backward()
+        return [w.grad]
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", ["saved_non_leaf_input", "saved_leaf_input", "saved_output",
+                                  "matmul", "view_saved"])
+def test_data_assignment_between_forward_and_backward_matches_torch(torch, case):
+    want = _data_swapped(torch, case)
+    got = _data_swapped(tg, case)
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-6)
