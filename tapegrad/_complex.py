@@ -843,11 +843,33 @@ def _l1_loss(input, target, reduction):
 
 # -- reductions by composition ---------------------------------------------------------------------
 
+@_op("VarBackward0")
+class _VarWithoutDof(Function):
+    """A complex var over all elements with no degrees of freedom (its value given): PyTorch's
+    gradient is grad * where(z == mean(z), NaN, inf), real, compared on the complex values.  The
+    parts' variances would each compare their own part (a NaN real part beside an equal imaginary
+    one gave inf + NaNj, PyTorch's inf + 0j)."""
+
+    @staticmethod
+    def forward(ctx, z, value):
+        A = z._array
+        ctx.factor = np.where(A == A.mean(), np.nan, np.inf).astype(A.real.dtype)
+        return _core.wrap_array(value._array.copy(), False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * _core.wrap_array(ctx.factor, False), None
+
+
 def _var_std(is_std, z, dim, correction, keepdim):
     """var of a complex tensor: E|z - mean|^2 = var(real) + var(imag) (a real tensor); std its
-    square root.  Composed of recorded ops, so the gradient is theirs."""
+    square root.  Composed of recorded ops, so the gradient is theirs, except with no degrees
+    of freedom over all elements (_VarWithoutDof)."""
     var = (_core.var(real(z), dim, correction=correction, keepdim=keepdim)
            + _core.var(imag(z), dim, correction=correction, keepdim=keepdim))
+    if (dim is None or z.ndim == 0) and z.numel() - correction <= 0 and z.requires_grad \
+            and _core.is_grad_enabled():
+        var = _VarWithoutDof.apply(z, var.detach())
     if not is_std:
         return var
     # sqrt's derivative is infinite at 0, times var's zero gradient: NaN.  PyTorch's std gradient

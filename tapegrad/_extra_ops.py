@@ -1624,6 +1624,11 @@ _TENSOR_OPERAND_ONLY = frozenset("hypot atan2 arctan2 nextafter ldexp gcd lcm".s
 _FLOATING_RESULT = frozenset("divide true_divide copysign xlogy".split())
 
 
+# In-place forms computed as Functions whose PyTorch node saves its result (derivatives.yaml
+# reads `result`): a write into self after the op must be refused at backward.
+_SAVES_RESULT = frozenset("copysign hypot exp2 tan".split())
+
+
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
@@ -1671,7 +1676,16 @@ def _in_place(name: str):
                 f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
         op = (name, (self, *args), kwargs)
         if source is not self:
-            return _become_result(self, result, op)
+            out = _become_result(self, result, op)
+            if name in _SAVES_RESULT:
+                if out._base is not None:
+                    from .autograd.function import _saved_result_becomes
+                    _saved_result_becomes(result, out)
+                # PyTorch's node saves the result, which is now self: a later write into self
+                # (under no_grad) makes backward raise, where the gradient read the values
+                # before it (tan_, exp2_) or after it (copysign_, hypot_), silently
+                _core._guard_saved_version(out, out)
+            return out
         return _write_back(self, result, op)
 
     def method(self, *args, **kwargs):

@@ -618,9 +618,16 @@ def renorm(input, p, dim, maxnorm):
     from .linalg import vector_norm
     d = _core.normalize_dim(dim, input.dim())
     others = tuple(i for i in range(input.dim()) if i != d)
-    norm = vector_norm(input, p, others, keepdim=True)
-    factor = _core.where(_core.gt(norm, maxnorm), maxnorm / (norm + 1e-7), _ones_like(norm))
-    return _core._name_grad_fn(input * factor, "RenormBackward0")
+
+    def rescaled(x):
+        norm = vector_norm(x, p, others, keepdim=True)
+        factor = _core.where(_core.gt(norm, maxnorm), maxnorm / (norm + 1e-7), _ones_like(norm))
+        return x * factor
+
+    # (float16 in float32, PyTorch's opmath: a half norm underflows to 0 for slices of small
+    # values, giving a NaN gradient, and overflows beyond 256)
+    from ._half_precision import in_float32_if_half
+    return _core._name_grad_fn(in_float32_if_half(rescaled, input), "RenormBackward0")
 
 
 def _ones_like(t):

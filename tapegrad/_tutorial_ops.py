@@ -265,28 +265,31 @@ class _Copysign(_Function):
     constant zeros tensor: it requires no grad, so a second derivative does not reach other's
     side (fuzz 63007556: a where that kept other in the graph made the first gradient depend on
     the upstream one).
-    result / x is formed from x and other's sign bits, not from the result tensor, which
-    copysign_ writes into its input (a later no_grad write there must not change it; 63011679)."""
+    The quotient reads the saved result, as PyTorch's: a create_graph gradient then depends on
+    the result's node, so a second pass reaches it (a retained .grad of the result gets that
+    pass's share, other its zeros; 62664062).  The result is version-checked: copysign_ writes
+    it into its input, and a later write there raises rather than change the gradient
+    (63011679)."""
 
     @staticmethod
     def forward(ctx, x, other):
         magnitude = np.abs(x._array)
         negative = np.signbit(other._array)
-        ctx.save_for_backward(x)
-        ctx.negative = negative
+        result = _wrap(np.where(negative, -magnitude, magnitude).astype(magnitude.dtype,
+                                                                          copy=False))
+        ctx.save_for_backward(x, result)
         ctx.other_shape = tuple(other.shape)
-        return _wrap(np.where(negative, -magnitude, magnitude).astype(magnitude.dtype, copy=False))
+        return result
 
     @staticmethod
     def backward(ctx, grad):
-        x, = ctx.saved_tensors
+        x, result = ctx.saved_tensors
         grad_x = grad_other = None
         if ctx.needs_input_grad[0]:
             from ._scatter_functions import _sum_to
-            flip = _wrap(np.where(ctx.negative, -1.0, 1.0).astype(x._array.dtype))
             # PyTorch's masked quotient result / x (NaN at +-inf): its own derivative, 0 / 0 at
             # x = 0, makes second derivatives NaN there (62654947)
-            ratio = _core.where(x == 0, 0.0, (x.abs() * flip) / x)
+            ratio = _core.where(x == 0, 0.0, result / x)
             grad_x = _sum_to(grad * ratio, x.shape)
         if ctx.needs_input_grad[1]:
             from .creation import zeros
@@ -323,19 +326,21 @@ def hypot(input, other):
 class _Hypot(_Function):
     """C's hypot, as PyTorch's kernel: no overflow of the squares (float32 3e19 and 4e19 give
     5e19, not inf) and an infinite operand gives inf even beside a NaN (the composite
-    sqrt(x^2 + y^2) gave inf and NaN there; fuzz 63016766).  Gradients x / h and y / h, h
-    recomputed from x and y (hypot_ writes the result into x)."""
+    sqrt(x^2 + y^2) gave inf and NaN there; fuzz 63016766).  Gradients x / h and y / h with h the
+    saved result, as PyTorch's: a create_graph gradient then depends on the result's node, so a
+    second pass reaches it (a retained .grad of the result gets that pass's share; 62671646).
+    hypot_ writes the result into x: the version check refuses a later write."""
 
     @staticmethod
     def forward(ctx, x, y):
-        ctx.save_for_backward(x, y)
-        return _wrap(np.hypot(x._array, y._array))
+        h = _wrap(np.hypot(x._array, y._array))
+        ctx.save_for_backward(x, y, h)
+        return h
 
     @staticmethod
     def backward(ctx, grad):
         from ._scatter_functions import _sum_to
-        x, y = ctx.saved_tensors
-        h = _Hypot.apply(x, y)
+        x, y, h = ctx.saved_tensors
         grad_x = _sum_to(grad * x / h, x.shape) if ctx.needs_input_grad[0] else None
         grad_y = _sum_to(grad * y / h, y.shape) if ctx.needs_input_grad[1] else None
         return grad_x, grad_y

@@ -256,6 +256,35 @@ cdef inline bint is_complex_operand(object x) noexcept:
             or PyObject_TypeCheck_numpy(x, &PyComplexFloatingArrType_Type))
 
 
+cdef inline bint dense_layout(cnp.ndarray A) noexcept:
+    """PyTorch's is_non_overlapping_and_dense: A's elements fill its extent exactly once (dims
+    of size 1 have no stride that matters; negative strides do not occur in PyTorch).  The dims
+    sorted by (stride, size) must be a row-major layout of some order."""
+    cdef int nd_ = cnp.PyArray_NDIM(A), i, j, m = 0
+    cdef cnp.npy_intp* dims = cnp.PyArray_DIMS(A)
+    cdef cnp.npy_intp* strides = cnp.PyArray_STRIDES(A)
+    cdef cnp.npy_intp st[64]
+    cdef cnp.npy_intp sz[64]
+    cdef cnp.npy_intp expected = cnp.PyArray_ITEMSIZE(A)
+    for i in range(nd_):
+        if dims[i] == 1:
+            continue
+        j = m
+        while j > 0 and (st[j - 1] > strides[i] or (st[j - 1] == strides[i]
+                                                     and sz[j - 1] > dims[i])):
+            st[j] = st[j - 1]
+            sz[j] = sz[j - 1]
+            j -= 1
+        st[j] = strides[i]
+        sz[j] = dims[i]
+        m += 1
+    for i in range(m):
+        if st[i] != expected:
+            return False
+        expected *= sz[i]
+    return True
+
+
 cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
     cdef int nd_ = cnp.PyArray_NDIM(a), i
     if nd_ != cnp.PyArray_NDIM(b):

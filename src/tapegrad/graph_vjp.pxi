@@ -1806,10 +1806,14 @@ cdef int deliver_graph_grad(TensorBase t, object g) except -1:
     if G._array.dtype != A.dtype:
         G = <TensorBase>convert(G, A.dtype, False)
     if t._grad is None:
-        # PyTorch's gradient layout contract: a leaf's first .grad is laid out as a contiguous
-        # leaf is (a matmul VJP's transposed result would otherwise stay transposed, and
-        # grad.view(n, -1) in an optimizer fail).
-        E = wrap(np.empty(A.shape, dtype=A.dtype))
+        # PyTorch's gradient layout contract: a leaf's first .grad has the leaf's strides when
+        # the leaf is laid out densely (transposed, permuted), else row-major (a matmul VJP's
+        # transposed result would otherwise stay transposed, and grad.view(n, -1) in an
+        # optimizer fail).
+        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) and dense_layout(<cnp.ndarray>A):
+            E = wrap(np.empty_like(A))
+        else:
+            E = wrap(np.empty(A.shape, dtype=A.dtype))
         setitem_op(E, Ellipsis, G, True, True)
         t._grad = E
     elif not isinstance(t._grad, TensorBase):      # a sparse .grad: the sum is dense

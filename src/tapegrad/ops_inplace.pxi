@@ -44,17 +44,8 @@ cdef inline void byte_extent(cnp.ndarray A, Py_ssize_t* lo, Py_ssize_t* hi) noex
             hi[0] += span
 
 
-cdef bint dense_layout(cnp.ndarray A):
-    """PyTorch's is_non_overlapping_and_dense: A's elements fill its extent exactly once (dims
-    of size 1 have no stride that matters; negative strides do not occur in PyTorch)."""
-    cdef Py_ssize_t expected = cnp.PyArray_ITEMSIZE(A)
-    dims = sorted((cnp.PyArray_STRIDES(A)[k], cnp.PyArray_DIMS(A)[k])
-                  for k in range(cnp.PyArray_NDIM(A)) if cnp.PyArray_DIMS(A)[k] != 1)
-    for stride, n in dims:
-        if stride != expected:
-            return False
-        expected *= n
-    return True
+# (dense_layout, PyTorch's is_non_overlapping_and_dense, is in _core.pxd: the sweep's gradient
+# layout contract reads it too)
 
 
 cdef bint same_strides(object D, object S) except -1:

@@ -121,7 +121,16 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
         g = full
         owned = True
     if t._grad is None:
-        if owned and g.dtype == A.dtype and g.flags.c_contiguous and g.flags.writeable:
+        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) and dense_layout(<cnp.ndarray>A):
+            # PyTorch's gradient layout contract: a leaf laid out densely (a transposed or
+            # permuted tensor) gets its .grad with its own strides; any other leaf a row-major one
+            if owned and g.dtype == A.dtype and g.strides == A.strides and g.flags.writeable:
+                t._grad = wrap(g)
+            else:
+                laid_out = np.empty_like(A)
+                np.copyto(laid_out, g, casting="unsafe")
+                t._grad = wrap(laid_out)
+        elif owned and g.dtype == A.dtype and g.flags.c_contiguous and g.flags.writeable:
             t._grad = wrap(g)
         else:
             t._grad = wrap(np.array(g, dtype=A.dtype, order="C", copy=True))

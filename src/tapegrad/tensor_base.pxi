@@ -566,6 +566,31 @@ cdef object make_grad_fn(Py_ssize_t node):
     return fn
 
 
+cdef int rebind_saved_inputs(TensorBase t, object old, object new) except -1:
+    """`t.data = other` swaps t's storage under the records that saved t as an input: PyTorch's
+    SavedVariable of an input holds the tensor itself, so its backward reads the new values
+    (`y = x * x; x.data = z; y.backward()` differentiates at z), while a saved output keeps its
+    own alias of the old storage (exp's result).  A record that saved t's array itself as an
+    input reads the new array from now on; t's own record (its saved output) is left alone, and
+    so is a value of another shape or dtype (PyTorch fails later, at the VJP)."""
+    if old is new or not (cnp.PyArray_Check(old) and cnp.PyArray_Check(new)) \
+            or old.shape != new.shape or old.dtype != new.dtype:
+        return 0
+    cdef Py_ssize_t i
+    cdef int j
+    cdef Record* r
+    for i in range(TAPE.n):
+        r = &TAPE.recs[i]
+        if (r.flags & RF_FREE) or i == t._node:
+            continue
+        for j in range(MAX_SAVED):
+            if r.saved[j] == <PyObject*>old:
+                Py_INCREF(new)
+                r.saved[j] = <PyObject*>new
+                Py_DECREF(old)
+    return 0
+
+
 cdef class TensorBase:
 
     def __cinit__(self):
@@ -776,7 +801,9 @@ cdef class TensorBase:
         if self._requires_grad and not (<TensorBase>value)._can_require_grad():
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
                                "point or complex dtype")
+        old = self._array
         self._array = (<TensorBase>value)._array
+        rebind_saved_inputs(self, old, self._array)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad (or only of

@@ -432,6 +432,24 @@ def _finish_saved(ctx, result, out, args=()) -> None:
     ctx._saved = tuple(saved)
 
 
+def _saved_result_becomes(result, written):
+    """After ``written.<op>_()`` was computed out of place as `result`, an output of a Function,
+    and written back into `written` (a view, which cannot adopt the record): PyTorch's node saves
+    the view as its result, so the Function's saved `result` is `written` from now on (a
+    create_graph backward reads it through the view's history, and a second pass reaches the
+    view's retained .grad), guarded by the view's version."""
+    ctx = result.grad_fn
+    saved = None if ctx is None else ctx.__dict__.get("_saved")
+    if not saved:
+        return
+    entries = list(saved)
+    for k, entry in enumerate(entries):
+        if entry is not None and isinstance(entry[0], _SavedOutput) and entry[0].ref() is result:
+            version = _core._version_of(written)
+            entries[k] = (_SavedOutput(written, entry[0].index), version, version.value)
+    ctx._saved = tuple(entries)
+
+
 class _HookPacked:
     """A tensor saved by a Function under saved-tensor hooks (torch.autograd.graph): pack's
     result, given back through unpack each time ctx.saved_tensors is read."""

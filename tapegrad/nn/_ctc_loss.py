@@ -131,6 +131,9 @@ class _CtcLoss(Function):
         nll, ext, alpha, skip = _ctc_forward(lp, targets, input_lengths, target_lengths, blank)
         ctx.state = (lp, ext, alpha, skip, nll, targets, input_lengths, target_lengths,
                      zero_infinity, log_probs._array.dtype)
+        # (saved as PyTorch's _ctc_loss_backward saves it: an in-place write before backward is
+        # refused, and a create_graph gradient depends on it)
+        ctx.save_for_backward(log_probs)
         if zero_infinity:
             nll = np.where(np.isinf(nll), 0.0, nll)
         return _wrap(nll.astype(log_probs._array.dtype))
@@ -157,7 +160,14 @@ class _CtcLoss(Function):
         if zero_infinity:
             g = np.where(np.isinf(nll)[None, :, None], 0.0, g)
         g = g * grad._array.astype(np.float64)[None, :, None]
-        return _wrap(g.astype(dtype)), None, None, None, None, None
+        # PyTorch's _ctc_loss_backward has no derivative: under create_graph its result is in the
+        # graph and differentiating it raises (a constant here had made a double backward 0)
+        from .._more_math import without_derivative
+        log_probs, = ctx.saved_tensors
+        return (without_derivative((log_probs, grad), g.astype(dtype),
+                                   "derivative for aten::_ctc_loss_backward is not implemented",
+                                   RuntimeError),
+                None, None, None, None, None)
 
 
 _CtcLoss._backward_cls.__name__ = "CtcLossBackward0"

@@ -314,15 +314,18 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     x_y = x.gather(1, y.unsqueeze(1))
     # PyTorch's kernel adds a term only where z > 0: a term at exactly the margin passes no
     # gradient, and a NaN term is left out (relu kept it: a NaN loss; fuzz 63015582)
+    # The j == y term is max(0, margin)^p, not part of the loss.
     z = margin - x_y + x
-    z = _tg.where(z > 0, z, _tg.zeros_like(z))
+    added = (z > 0).logical_and(_tg.arange(n_classes).unsqueeze(0) != y.unsqueeze(1))
+    zeros = _tg.zeros_like(z)
+    z = _tg.where(added, z, zeros)
     if p == 2:
         z = z * z
     if weight is not None:
-        z = z * weight[y].unsqueeze(1)
-    # The j == y term is max(0, margin)^p, not part of the loss.
-    not_target = _tg.arange(n_classes).unsqueeze(0) != y.unsqueeze(1)
-    loss = _tg.where(not_target, z, _tg.zeros_like(z)).sum(1) / n_classes
+        # (masked again after the product: a skipped term's 0 times an infinite weight is NaN,
+        # which PyTorch never forms; the first where() stops that NaN's gradient)
+        z = _tg.where(added, z * weight[y].unsqueeze(1), zeros)
+    loss = z.sum(1) / n_classes
     if squeeze:
         loss = loss.reshape(target.shape)
     return _core._name_grad_fn(_reduce(loss, reduction), "MultiMarginLossBackward0")

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._half_precision import in_float32_if_half
 from .._memory_format import follow_channels_last
 from ._conv_ops import _check_tensor, _wrap
 from ._pool_ops import _shape_along, adaptive_avg_pool1d, adaptive_avg_pool2d
@@ -265,22 +266,30 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     weighted_uint8 = input._array.dtype == np.uint8 and mode not in ("nearest", "nearest-exact")
     if weighted_uint8:
         out, axes = input.to(_core.float32), reversed(range(nd))
-    for axis in axes:
-        s, n, f = spatial[axis], out_sp[axis], scales[axis]
-        dim = 2 + axis
-        if antialias:
-            out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
-                                                        mode == "bicubic"))
-        elif mode in ("nearest", "nearest-exact"):
-            idx = _nearest_index(s, n, f, mode == "nearest-exact")
-            out = out.index_select(dim, _wrap(idx))
-        elif mode == "bicubic":
-            out = _taps_along(out, dim, _cubic_taps(s, n, f, bool(align_corners)))
-        else:
-            lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
-            out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
-        if weighted_uint8:
-            out = out.round().clamp(0, 255)
+
+    def resampled(out):
+        for axis in axes:
+            s, n, f = spatial[axis], out_sp[axis], scales[axis]
+            dim = 2 + axis
+            if antialias:
+                out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
+                                                            mode == "bicubic"))
+            elif mode in ("nearest", "nearest-exact"):
+                idx = _nearest_index(s, n, f, mode == "nearest-exact")
+                out = out.index_select(dim, _wrap(idx))
+            elif mode == "bicubic":
+                out = _taps_along(out, dim, _cubic_taps(s, n, f, bool(align_corners)))
+            else:
+                lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
+                out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
+            if weighted_uint8:
+                out = out.round().clamp(0, 255)
+        return out
+
+    # float16 weighted taps in float32, rounded once (PyTorch's kernels accumulate in float32,
+    # its gradients exactly so): in float16, bicubic's negative taps times values near 65504
+    # overflowed to +-inf and their sum to NaN
+    out = in_float32_if_half(resampled, out)
     if weighted_uint8:
         out = out.to(_core.uint8)
     out = follow_channels_last(out, input)     # PyTorch's kernels keep a channels_last layout
