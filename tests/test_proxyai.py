@@ -106,3 +106,35 @@ def test_packed_data_grad_fn_is_pytorchs(torch, how):
     want, got = _both(torch, build)
     assert type(got.data.grad_fn).__name__ == type(want.data.grad_fn).__name__
     assert repr(got) == repr(want)
+
+
+# -- scaled_dot_product_attention: the node PyTorch's kernel choice leaves -----------------------
+
+@pytest.mark.parametrize("case", ["2d", "3d", "4d", "4d_causal", "4d_other_value_size",
+                                  "4d_strided_query", "5d", "4d_bool_mask"])
+def test_sdpa_grad_fn_follows_pytorchs_kernel_choice(torch, case):
+    rng = np.random.default_rng(2)
+    shape = {"2d": (3, 4), "3d": (2, 3, 4), "5d": (1, 2, 2, 3, 4)}.get(case, (2, 2, 3, 4))
+    q, k = rng.standard_normal(shape), rng.standard_normal(shape)
+    v = rng.standard_normal(shape[:-1] + (5,)) if case == "4d_other_value_size" else \
+        rng.standard_normal(shape)
+    weights = rng.standard_normal(shape[:-1] + v.shape[-1:])
+
+    def build(lib, rnn):
+        F = lib.nn.functional
+        qt, kt, vt = (lib.tensor(a, requires_grad=True) for a in (q, k, v))
+        query = qt
+        if case == "4d_strided_query":   # last dim not contiguous: PyTorch's math kernel
+            query = qt.transpose(-1, -2).contiguous().transpose(-1, -2)
+        kwargs = {"is_causal": True} if case == "4d_causal" else {}
+        if case == "4d_bool_mask":
+            kwargs = {"attn_mask": lib.tensor(np.tri(3, 3, dtype=bool))}
+        out = F.scaled_dot_product_attention(query, kt, vt, **kwargs)
+        (out * lib.tensor(weights)).sum().backward()
+        return out, [t.grad.numpy() for t in (qt, kt, vt)]
+    (want, want_grads), (got, got_grads) = _both(torch, build)
+    assert type(got.grad_fn).__name__ == type(want.grad_fn).__name__
+    assert got.grad_fn is got.grad_fn
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10)
+    for g, w in zip(got_grads, want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
