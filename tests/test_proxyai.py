@@ -138,3 +138,19 @@ def test_sdpa_grad_fn_follows_pytorchs_kernel_choice(torch, case):
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-10)
     for g, w in zip(got_grads, want_grads):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("ndim", [0, 1])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_pack_padded_sequence_of_fewer_than_two_dims_raises_pytorchs_error(torch, ndim,
+                                                                            batch_first,
+                                                                            enforce_sorted):
+    def build(lib, rnn):
+        x = lib.tensor(1.0) if ndim == 0 else lib.arange(3.0)
+        with pytest.raises(IndexError) as e:
+            rnn.pack_padded_sequence(x, [1 if ndim == 0 else 3], batch_first=batch_first,
+                                     enforce_sorted=enforce_sorted)
+        return str(e.value)
+    want, got = _both(torch, build)
+    assert got == want

@@ -154,6 +154,10 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         lengths = lengths[order]
         sorted_indices = creation.from_numpy(order.astype(np.int64))
         input = input.index_select(0 if batch_first else 1, sorted_indices)
+    if input.dim() < 2:                # PyTorch's packing kernel reads the batch size first
+        if input.dim() == 0 and not batch_first:
+            raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     if batch_first:
         input = input.transpose(0, 1)
     if input.numel() == 0:
