@@ -154,3 +154,37 @@ def test_pack_padded_sequence_of_fewer_than_two_dims_raises_pytorchs_error(torch
         return str(e.value)
     want, got = _both(torch, build)
     assert got == want
+
+
+# -- F.pad's constant value: read as a double, checked as fill_ checks it -----------------------
+
+@pytest.mark.parametrize("dtype, value", [
+    ("uint8", -1), ("uint8", 256), ("uint8", 255.5), ("uint8", float("nan")),
+    ("uint8", float("inf")), ("uint8", 2.7), ("uint8", True), ("uint8", 255),
+    ("int64", -2 ** 64), ("int64", float("nan")), ("int64", 2 ** 53 + 1), ("int64", -2.7),
+    ("float32", 1e40), ("float32", float("nan")), ("float32", -3), ("float16", 7e4),
+    ("bool", 0.5), ("bool", 0), ("complex64", 2.5),
+])
+def test_pad_value_conversion_matches_pytorch(torch, dtype, value):
+    """An out-of-range value raised numpy's OverflowError/ValueError, and 1e40 into float32 gave
+    a silent inf (PyTorch: RuntimeError)."""
+    def build(lib, rnn):
+        x = lib.tensor([1, 2]).to(getattr(lib, dtype))
+        try:
+            out = lib.nn.functional.pad(x, (1, 0), value=value)
+        except RuntimeError as e:
+            return "RuntimeError", str(e)
+        return str(out.dtype), repr(out.tolist())     # (repr: NaN equals itself)
+    want, got = _both(torch, build)
+    assert got == want
+
+
+@pytest.mark.parametrize("value", [1 + 2j, "a", [1], "tensor1d"])
+def test_pad_value_that_is_not_a_float_is_a_type_error(torch, value):
+    def build(lib, rnn):
+        v = lib.tensor([1.5]) if value == "tensor1d" else value
+        with pytest.raises(TypeError) as e:
+            lib.nn.functional.pad(lib.ones(2), (1, 0), value=v)
+        return str(e.value)
+    want, got = _both(torch, build)
+    assert got == want
