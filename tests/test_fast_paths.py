@@ -68,6 +68,8 @@ def test_layer_norm_rows_equal_the_numpy_formula(dtype):
 
 def test_fused_attention_second_order_matches_torch(torch):
     rng = np.random.default_rng(2)
+    # 3-D operands: PyTorch runs its math kernel (its flash kernel has no second derivative), and
+    # the fused record computing them carries that kernel's last node name
     arrays = [rng.standard_normal(s) for s in ((2, 3, 4), (2, 5, 4), (2, 5, 3))]
     mask = rng.random((3, 5)) > 0.3
     mask[:, 0] = True
@@ -80,7 +82,7 @@ def test_fused_attention_second_order_matches_torch(torch):
         gk, gv = lib.autograd.grad(gq.sin().sum(), (k, v))
         results += [gk.detach().numpy(), gv.detach().numpy()]
     t, g = results[:3], results[3:]
-    assert g[0] == "ScaledDotProductFlashAttentionForCpuBackward0"    # PyTorch's float32 name
+    assert g[0] == t[0] == "UnsafeViewBackward0"
     for a, b in zip(t[1:], g[1:]):
         np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12)
 

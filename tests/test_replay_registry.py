@@ -210,8 +210,8 @@ KERNEL_FUNCTIONS = {
         lambda x, w: LSTMS[w.dtype]((w * x).reshape(3, 1, 4))[0],
         lambda x, w: LSTMS[w.dtype](w.reshape(3, 1, 4))[1][1] * 1.0],
     "ScaledDotProductFlashAttentionForCpuBackward0": [
-        lambda x, w: F.scaled_dot_product_attention(w.reshape(1, 3, 4), x.reshape(1, 3, 4),
-                                                    w.reshape(1, 3, 4) * x.reshape(1, 3, 4))],
+        lambda x, w: F.scaled_dot_product_attention(w.reshape(1, 1, 3, 4), x.reshape(1, 1, 3, 4),
+                                                    w.reshape(1, 1, 3, 4) * x.reshape(1, 1, 3, 4))],
     "_PackedSelfAttentionBackward": [
         lambda x, w: self_attention(MHAS[w.dtype], w.reshape(3, 1, 4) * x.reshape(3, 1, 4))],
     "CumprodBackward0": [

@@ -2088,8 +2088,8 @@ def pad(TensorBase input, pad, mode="constant", value=None):
     if n // 2 > ndim:
         raise RuntimeError("Padding length should be less than or equal to two times the input "
                            f"dimension but got padding length {n} and input of dimension {ndim}")
-    if isinstance(value, TensorBase):
-        value = (<TensorBase>value).item()
+    if isinstance(value, TensorBase) and (<TensorBase>value)._array.ndim == 0:
+        value = (<TensorBase>value).item()          # (a 0-d tensor is read as its number)
     if value is None:
         value = 0
     out_shape = list(A.shape)
@@ -2112,12 +2112,13 @@ def pad(TensorBase input, pad, mode="constant", value=None):
     src_t = tuple(src)
     dst_t = tuple(dst)
     dt = A.dtype
-    if dt.kind == "b":
-        fill = bool(value)
-    elif dt.kind in "iu":
-        fill = int(value)
-    else:
-        fill = value
+    # PyTorch's pad reads `value` as a double and fills with it as fill_ does: checked against
+    # the dtype's range (its RuntimeError), truncated toward zero for an integer tensor
+    if isinstance(value, (complex, np.complexfloating)) or \
+            not isinstance(value, (int, float, np.number)):
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not "
+                        f"{type_name(value)}")
+    fill = scalar_to_dtype(float(value), dt)
     out = np.full(out_shape, fill, dtype=dt)
     out[dst_t] = A[src_t]
     out = nd(out)

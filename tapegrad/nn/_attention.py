@@ -104,8 +104,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     def attend(query, key, value, bias):
         if dropout_p == 0.0 and _fusable(query, key, value, bias):
-            return _core._capture_op_call(_FusedAttention.apply,
-                                          (query, key, value, bias, float(scale_factor)), {})
+            out = _core._capture_op_call(_FusedAttention.apply,
+                                         (query, key, value, bias, float(scale_factor)), {})
+            if not _pytorch_uses_flash_kernel(query, key, value):
+                # PyTorch's math kernel ends in a matmul: its node is what a print shows
+                out = _core._name_grad_fn(out, "MmBackward0" if out.dim() == 2
+                                          else "UnsafeViewBackward0")
+            return out
         return _attention_composite(query, key, value, bias, scale_factor, dropout_p)
 
     # float16 computed in float32 and cast back, as PyTorch's CPU math kernel does (its node is
@@ -164,6 +169,15 @@ def _fusable(query, key, value, bias):
         if _broadcast_batch(tuple(bias._array.shape), scores) != scores:
             return False
     return True
+
+
+def _pytorch_uses_flash_kernel(query, key, value):
+    """Whether PyTorch's CPU dispatch picks its flash kernel (grad_fn
+    ScaledDotProductFlashAttentionForCpuBackward0) for operands the fused record computes: 4-D
+    query, key and value with one head size and unit stride along it; else its math kernel."""
+    operands = (query, key, value)
+    return (all(t.dim() == 4 and t.stride(-1) == 1 for t in operands)
+            and query.shape[-1] == value.shape[-1])
 
 
 def _materialized(g, like):

@@ -6,6 +6,7 @@ built from differentiable ops (select, slice, cat, stack, index_select), so grad
 """
 from __future__ import annotations
 
+import numbers
 from collections import namedtuple
 
 import numpy as np
@@ -153,6 +154,10 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         lengths = lengths[order]
         sorted_indices = creation.from_numpy(order.astype(np.int64))
         input = input.index_select(0 if batch_first else 1, sorted_indices)
+    if input.dim() < 2:                # PyTorch's packing kernel reads the batch size first
+        if input.dim() == 0 and not batch_first:
+            raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     if batch_first:
         input = input.transpose(0, 1)
     if input.numel() == 0:
@@ -172,7 +177,8 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
     batch_sizes = np.array([(lengths > t).sum() for t in range(max_len)], dtype=np.int64)
     pieces = [input[t] if bs == batch else input[t][:bs]
               for t, bs in enumerate(batch_sizes.tolist())]
-    data = _cat(pieces, 0)
+    # PyTorch packs in one op: a script printing the packed batch sees its node's name
+    data = _core._name_grad_fn(_cat(pieces, 0), "PackPaddedSequenceBackward0")
     return PackedSequence(data, creation.from_numpy(batch_sizes), sorted_indices, None)
 
 
@@ -226,7 +232,6 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
             raise RuntimeError("pad_sequence: every sequence needs at least one dimension "
                                "(got a 0-d tensor)")
     tail = tuple(sequences[0].shape[1:])
-    dtype = sequences[0].dtype
     for s in sequences[1:]:
         other = tuple(s.shape[1:])
         if other != tail:
@@ -236,18 +241,25 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
             d = next(k for k in range(len(tail)) if tail[k] != other[k])
             raise RuntimeError(f"The size of tensor a ({tail[d]}) must match the size of "
                                f"tensor b ({other[d]}) at non-singleton dimension {d + 1}")
-        dtype = _core.result_type(creation.empty(0, dtype=dtype), s)
+    if isinstance(padding_value, Tensor) and padding_value.ndim == 0:
+        padding_value = padding_value.item()
+    if not isinstance(padding_value, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"pad_sequence(): argument 'padding_value' (position 3) must be float, "
+                        f"not {_core.type_name(padding_value)}")
     max_len = max(s.shape[0] for s in sequences)
-    padded = []
-    for s in sequences:
-        missing = max_len - s.shape[0]
-        if s.dtype != dtype:
-            s = s.to(dtype)
-        if missing:
-            pad = creation.full((missing,) + tail, padding_value, dtype=dtype)
-            s = _cat([s, pad] if padding_side == "right" else [pad, s], 0)
-        padded.append(s)
-    return _stack(padded, 0 if batch_first else 1)
+    batch = len(sequences)
+    # As PyTorch: the output has the FIRST sequence's dtype (the others are cast into it, as
+    # copy_ casts: no promotion) and is filled in place, so its grad_fn is CopySlices.
+    padded = creation.full(((batch, max_len) if batch_first else (max_len, batch)) + tail,
+                           float(padding_value), dtype=sequences[0].dtype)
+    for i, s in enumerate(sequences):
+        n = s.shape[0]
+        steps = slice(0, n) if padding_side == "right" else slice(max_len - n, max_len)
+        if batch_first:
+            padded[i, steps] = s
+        else:
+            padded[steps, i] = s
+    return padded
 
 
 def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
