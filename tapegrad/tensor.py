@@ -121,8 +121,11 @@ def invalid_arguments(fn: str, args: tuple, kwargs: dict, signatures: str) -> Ty
 
 def arguments_got(args: tuple, kwargs: dict) -> str:
     """What PyTorch's parser lists of a call's arguments in "got (...)": "Tensor, int",
-    "Tensor, min=str", "dimm=int, " (its separator stays after keywords alone)."""
-    got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}" for k, v in kwargs.items()]
+    "Tensor, min=str", "dimm=int, " (its separator stays after keywords alone).  The keywords
+    come last-given first, as PyTorch lists them: clamp(x, min=a, max=b) is "got (Tensor,
+    max=..., min=...)"."""
+    got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}"
+                                           for k, v in reversed(kwargs.items())]
     return ", ".join(got) + ("" if args or not kwargs else ", ")
 
 

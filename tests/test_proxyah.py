@@ -144,3 +144,23 @@ def test_foreach_ema_update_matches_step_by_step():
         assert tapegrad._foreach_lerp_(ema, params, 0.1) is ema
     for e, a, b in zip(ema, _A, _B):
         np.testing.assert_allclose(e.numpy(), a + 0.1 * (b - a), rtol=1e-12)
+
+
+# PyTorch lists a refused call's keywords last-given first in "got (...)".
+_KEYWORD_ORDER_CALLS = {
+    "std": lambda L, x: L.std(x, keepdim=3, dim="a", correction="b"),
+    "std_method": lambda L, x: x.std(correction="b", keepdim=3, dim="a"),
+    "clamp": lambda L, x: L.clamp(x, min=L.zeros(1), max=0.5),
+    "clamp_method": lambda L, x: x.clamp(min="a", max="b"),
+    "mean": lambda L, x: L.mean(x, dtype="a", dim="b"),
+    "tensor_split": lambda L, x: L.tensor_split(x, sections=1.5, dim="a"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_KEYWORD_ORDER_CALLS))
+def test_invalid_combination_lists_keywords_as_torch(torch, case):
+    with pytest.raises(TypeError) as want:
+        _KEYWORD_ORDER_CALLS[case](torch, torch.ones(2))
+    with pytest.raises(TypeError) as got:
+        _KEYWORD_ORDER_CALLS[case](tapegrad, tapegrad.ones(2))
+    assert str(got.value).split(", but expected")[0] == str(want.value).split(", but expected")[0]
