@@ -164,3 +164,81 @@ def test_invalid_combination_lists_keywords_as_torch(torch, case):
     with pytest.raises(TypeError) as got:
         _KEYWORD_ORDER_CALLS[case](tapegrad, tapegrad.ones(2))
     assert str(got.value).split(", but expected")[0] == str(want.value).split(", but expected")[0]
+
+
+# A float (or bool) where a convolution or pool takes integer sizes: PyTorch refuses it
+# (TypeError); tapegrad truncated it with int() and silently computed another operation
+# (stride=1.5 ran with stride 1, padding=(k - 1) / 2 from Python 2 code ran).
+_FLOAT_SIZE_CALLS = {
+    "conv2d_stride": lambda L, F, x: F.conv2d(x, L.ones(3, 2, 3, 3), stride=1.5),
+    "conv2d_stride_whole_float": lambda L, F, x: F.conv2d(x, L.ones(3, 2, 3, 3), stride=2.0),
+    "conv2d_padding_pair": lambda L, F, x: F.conv2d(x, L.ones(3, 2, 3, 3), padding=(1, 1.0)),
+    "conv2d_stride_bool": lambda L, F, x: F.conv2d(x, L.ones(3, 2, 3, 3), stride=True),
+    "Conv2d_padding": lambda L, F, x: L.nn.Conv2d(2, 3, 3, padding=(3 - 1) / 2)(x),
+    "Conv2d_stride": lambda L, F, x: L.nn.Conv2d(2, 3, 3, stride=2.0)(x),
+    "ConvTranspose2d_stride": lambda L, F, x: L.nn.ConvTranspose2d(2, 3, 3, stride=2.0)(x),
+    "conv1d_dilation": lambda L, F, x: F.conv1d(x[0], L.ones(3, 2, 3), dilation=1.5),
+    "max_pool2d_kernel": lambda L, F, x: F.max_pool2d(x, 2.0),
+    "MaxPool2d_kernel": lambda L, F, x: L.nn.MaxPool2d(2.0)(x),
+    "avg_pool2d_stride": lambda L, F, x: F.avg_pool2d(x, 2, stride=1.5),
+    "adaptive_avg_pool2d_size": lambda L, F, x: F.adaptive_avg_pool2d(x, (2.5, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_FLOAT_SIZE_CALLS))
+def test_float_sizes_refused_as_torch(torch, case):
+    call = _FLOAT_SIZE_CALLS[case]
+    with pytest.raises(TypeError):
+        call(torch, torch.nn.functional, torch.ones(1, 2, 6, 6))
+    with pytest.raises(TypeError, match="must be tuple of ints"):
+        call(tapegrad, tapegrad.nn.functional, tapegrad.ones(1, 2, 6, 6))
+
+
+def test_integer_like_sizes_still_accepted(torch):
+    # numpy integers and integer tensors are integers to PyTorch's parser.
+    def shapes(lib):
+        F, x, w = lib.nn.functional, lib.ones(1, 2, 6, 6), lib.ones(3, 2, 3, 3)
+        return [tuple(F.conv2d(x, w, stride=np.int64(2)).shape),
+                tuple(F.conv2d(x, w, padding=lib.tensor(1)).shape),
+                tuple(F.max_pool2d(x, (2,)).shape),
+                tuple(F.adaptive_avg_pool2d(x, (None, 3)).shape)]
+    assert shapes(tapegrad) == shapes(torch)
+
+
+# constraints.X.check(value) is PyTorch's bool tensor (one entry per event); tapegrad returned a
+# numpy array or a Python bool, which printed differently and broke torch.all(check(...)).
+_CONSTRAINT_CHECKS = {
+    "simplex": lambda C, L: C.simplex.check(L.tensor([[0.2, 0.8], [0.5, 0.6]])),
+    "simplex_one_event": lambda C, L: C.simplex.check(L.tensor([0.3, 0.7])),
+    "positive": lambda C, L: C.positive.check(L.tensor([[1., -1.], [0., 2.]])),
+    "unit_interval": lambda C, L: C.unit_interval.check(L.tensor([0.5, 1.5])),
+    "integer_interval": lambda C, L: C.integer_interval(0, 3).check(L.tensor([1., 1.5, 4.])),
+    "independent": lambda C, L: C.independent(C.real, 1).check(L.tensor([[1., float("nan")]])),
+    "positive_definite": lambda C, L: C.positive_definite.check(L.tensor([[2., 0.5], [0.5, 1.]])),
+    "lower_cholesky": lambda C, L: C.lower_cholesky.check(L.eye(2).expand(3, 2, 2)),
+    "boolean": lambda C, L: C.boolean.check(L.tensor([0., 1., 2.])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CONSTRAINT_CHECKS))
+def test_constraint_check_is_a_bool_tensor_as_torch(torch, case):
+    want = _CONSTRAINT_CHECKS[case](torch.distributions.constraints, torch)
+    got = _CONSTRAINT_CHECKS[case](tapegrad.distributions.constraints, tapegrad)
+    assert isinstance(got, tapegrad.Tensor)
+    assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
+    assert got.tolist() == want.tolist()
+    assert bool(tapegrad.all(got)) == bool(torch.all(want))
+
+
+def test_script_constraint_subclass_still_validates():
+    # A script's own Constraint defines check (returning a tensor); validation reads it.
+    class Even(tapegrad.distributions.constraints.Constraint):
+        def check(self, value):
+            return value % 2 == 0
+
+    class EvenNormal(tapegrad.distributions.Normal):
+        arg_constraints = {"loc": Even(), "scale": tapegrad.distributions.constraints.positive}
+
+    EvenNormal(tapegrad.tensor([2.]), tapegrad.tensor([1.]), validate_args=True)
+    with pytest.raises(ValueError, match="loc"):
+        EvenNormal(tapegrad.tensor([3.]), tapegrad.tensor([1.]), validate_args=True)
