@@ -242,3 +242,40 @@ def test_script_constraint_subclass_still_validates():
     EvenNormal(tapegrad.tensor([2.]), tapegrad.tensor([1.]), validate_args=True)
     with pytest.raises(ValueError, match="loc"):
         EvenNormal(tapegrad.tensor([3.]), tapegrad.tensor([1.]), validate_args=True)
+
+
+# Int-only arguments of the nn ops: PyTorch refuses a float, bool or string (TypeError); tapegrad
+# converted them with int() and computed (ignore_index=1.5 ignored class 1, num_classes="3").
+_INT_ONLY_CALLS = {
+    "cross_entropy_ignore_index": lambda L, F: F.cross_entropy(L.zeros(3, 4), L.tensor([0, 1, 2]),
+                                                              ignore_index=1.5),
+    "cross_entropy_ignore_index_bool": lambda L, F: F.cross_entropy(
+        L.zeros(3, 4), L.tensor([0, 1, 2]), ignore_index=True),
+    "nll_loss_ignore_index": lambda L, F: F.nll_loss(L.zeros(3, 4), L.tensor([0, 1, 2]),
+                                                     ignore_index=2.0),
+    "embedding_padding_idx": lambda L, F: F.embedding(L.tensor([0, 1]), L.ones(5, 2),
+                                                      padding_idx=1.5),
+    "one_hot_float": lambda L, F: F.one_hot(L.tensor([1]), 3.0),
+    "one_hot_str": lambda L, F: F.one_hot(L.tensor([1]), "3"),
+    "one_hot_bool": lambda L, F: F.one_hot(L.tensor([1]), True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INT_ONLY_CALLS))
+def test_int_only_arguments_refused_as_torch(torch, case):
+    with pytest.raises(TypeError) as want:
+        _INT_ONLY_CALLS[case](torch, torch.nn.functional)
+    with pytest.raises(TypeError) as got:
+        _INT_ONLY_CALLS[case](tapegrad, tapegrad.nn.functional)
+    assert "must be int, not" in str(got.value)
+    assert str(want.value).split("(): ")[1] == str(got.value).split("(): ")[1]
+
+
+def test_int_like_arguments_still_accepted(torch):
+    def values(lib):
+        F = lib.nn.functional
+        return [F.one_hot(lib.tensor([1]), np.int64(3)).tolist(),
+                F.one_hot(lib.tensor([1]), lib.tensor(3)).tolist(),
+                round(F.cross_entropy(lib.ones(3, 4), lib.tensor([0, 1, 2]),
+                                      ignore_index=np.int64(1)).item(), 6)]
+    assert values(tapegrad) == values(torch)
