@@ -279,3 +279,16 @@ def test_int_like_arguments_still_accepted(torch):
                 round(F.cross_entropy(lib.ones(3, 4), lib.tensor([0, 1, 2]),
                                       ignore_index=np.int64(1)).item(), 6)]
     assert values(tapegrad) == values(torch)
+
+
+@pytest.mark.parametrize("call", [lambda L: L.diag(L.ones(3), 1.0), lambda L: L.diag(L.ones(2, 2), 0.5),
+                                  lambda L: L.kthvalue(L.arange(4.), 2.0),
+                                  lambda L: L.arange(4.).kthvalue(True)],
+                         ids=["diag_embed", "diag_take", "kthvalue", "kthvalue_bool"])
+def test_int_only_torch_functions_refuse_floats_as_torch(torch, call):
+    with pytest.raises(TypeError) as want:
+        call(torch)
+    with pytest.raises(TypeError) as got:
+        call(tapegrad)
+    assert "must be int, not" in str(got.value)
+    assert str(want.value).split("): ")[-1] == str(got.value).split("): ")[-1]
