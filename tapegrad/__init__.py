@@ -120,6 +120,8 @@ from . import _copy_variants
 _copy_variants.register(globals())
 from . import _native_ops
 _native_ops.register(globals())
+from . import _foreach
+_foreach.register(globals())
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
 from ._complex import complex, polar, view_as_real, view_as_complex  # noqa: A004

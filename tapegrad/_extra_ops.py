@@ -61,6 +61,15 @@ def _check_tensor(x, fn: str, arg: str = "input", position: int = 1) -> None:
                         f"{_type_name(x)}")
 
 
+def _int_argument(value, fn: str, name: str, position: int) -> int:
+    """An argument PyTorch's parser takes as an int only (diag's diagonal, kthvalue's k): a
+    float or a bool is its TypeError, where int() would have computed with 1.5 as 1."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be int, not "
+                        f"{_type_name(value)}")
+    return value.__index__()
+
+
 def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
                             first_is_tensor: bool = False) -> None:
     """PyTorch's "invalid combination of arguments" TypeError when an argument of a function
@@ -1783,10 +1792,11 @@ def diag(input, diagonal=0):
     """A 1-d input becomes the `diagonal`-th diagonal of a square matrix; a 2-d input gives its
     `diagonal`-th diagonal as a 1-d tensor."""
     _check_tensor(input, "diag")
+    diagonal = _int_argument(diagonal, "diag", "diagonal", 2)
     if input.ndim == 1:
-        return _core._name_grad_fn(_diag_embed(input, int(diagonal)), "DiagEmbedBackward0")
+        return _core._name_grad_fn(_diag_embed(input, diagonal), "DiagEmbedBackward0")
     if input.ndim == 2:
-        return _core._name_grad_fn(_diagonal(input, int(diagonal)), "DiagonalBackward0_copy")
+        return _core._name_grad_fn(_diagonal(input, diagonal), "DiagonalBackward0_copy")
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from . import _core
 from ._ops_reduce import MOMENT_SIGNATURES
 from ._complex import refuse_if_complex
-from ._extra_ops import (values_at, _check_tensor, _dim, _dtype_name, _index_tensor, _no_dims,
+from ._extra_ops import (values_at, _check_tensor, _dim, _int_argument, _dtype_name, _index_tensor, _no_dims,
                          _numpy_dim_names, _records, _wrap, register_family)
 from ._out_arg import compute_then_write, write_into
 
@@ -113,6 +113,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element (k from 1) along dim; NaN sorts last."""
     _check_tensor(input, "kthvalue")
+    k = _int_argument(k, "kthvalue", "k", 2)
     _core.check_bool("kthvalue", "keepdim", keepdim)
     refuse_if_complex("kthvalue", input)
     arr = input._array

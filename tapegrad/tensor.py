@@ -121,8 +121,12 @@ def invalid_arguments(fn: str, args: tuple, kwargs: dict, signatures: str) -> Ty
 
 def arguments_got(args: tuple, kwargs: dict) -> str:
     """What PyTorch's parser lists of a call's arguments in "got (...)": "Tensor, int",
-    "Tensor, min=str", "dimm=int, " (its separator stays after keywords alone)."""
-    got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}" for k, v in kwargs.items()]
+    "Tensor, min=str", "dimm=int, " (its separator stays after keywords alone).  The keywords
+    come last-given first: PyTorch's parser lists them from a C++ hash map, whose order for the
+    two or three keywords of a call is that one but for hash collisions (clamp(x, min=a, max=b)
+    is "got (Tensor, max=..., min=...)"; sort(x, stable=, dim=, descending=) is a collision)."""
+    got = [_arg_label(a) for a in args] + [f"{k}={_arg_label(v)}"
+                                           for k, v in reversed(kwargs.items())]
     return ", ".join(got) + ("" if args or not kwargs else ", ")
 
 

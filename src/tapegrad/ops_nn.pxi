@@ -478,6 +478,16 @@ OP_NLL2D = register_op("NllLoss2DBackward0", vjp_nll)
 OP_NLL_VIEW = register_op("ViewBackward0", vjp_nll)    # N-d, reduction='none'
 
 
+cdef object nn_int_argument(object value, str fn, str name, int position):
+    """An argument PyTorch's parser takes as an int only (ignore_index, padding_idx,
+    num_classes): a float, a bool or a string is its TypeError, where int() would have turned
+    1.5 into 1 (or "3" into 3) and computed with it."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be int, not "
+                        f"{type_name(value)}")
+    return value.__index__()
+
+
 cdef object nn_nll_rows_c(object X, object T, object ignore_index):
     """nn_nll_prepare's pieces for (N, C) C-contiguous float32/float64 input, 1-D contiguous
     int64 targets and no class weights, in one C loop; None for any other layout."""
@@ -710,16 +720,17 @@ def nll_loss(TensorBase input, target, weight=None, size_average=None, ignore_in
     nn_check_tensor(target, "nll_loss_nd", "target", 2)
     reduction = nn_legacy_reduction(size_average, reduce, reduction)
     cdef int red = nn_reduction(reduction)
+    ignore_index = nn_int_argument(ignore_index, "nll_loss_nd", "ignore_index", 5)
     if (CAPTURE is not None and capturing() and CAPTURE.depth == 0 and weight is None
             and nll_rows_replayable(input._array, (<TensorBase>target)._array)):
         CAPTURE.depth += 1          # compile: noted as its replay step (replay_nll)
         try:
-            res = nn_nll_loss(input, target, None, int(ignore_index), red)
+            res = nn_nll_loss(input, target, None, ignore_index, red)
         finally:
             CAPTURE.depth -= 1
-        capture_op(OP_NLL, (input, target), 1, (int(ignore_index), red), <TensorBase>res)
+        capture_op(OP_NLL, (input, target), 1, (ignore_index, red), <TensorBase>res)
         return res
-    return nn_nll_loss(input, target, weight, int(ignore_index), red)
+    return nn_nll_loss(input, target, weight, ignore_index, red)
 
 
 cdef bint nll_rows_replayable(object X, object T) except -1:
@@ -928,7 +939,7 @@ cdef object capture_cross_entropy(TensorBase input, TensorBase target, size_aver
     ops (log_softmax, then nll_loss) run eagerly and are noted as their replay steps."""
     nn_check_tensor(target, "cross_entropy_loss", "target", 2)
     cdef int red = nn_reduction(nn_legacy_reduction(size_average, reduce, reduction))
-    ignore_index = int(ignore_index)
+    ignore_index = nn_int_argument(ignore_index, "cross_entropy_loss", "ignore_index", 5)
     CAPTURE.depth += 1
     try:
         logp = nn_softmax_forward(input, 1, None, True)
@@ -954,7 +965,7 @@ cdef object cross_entropy_eager(TensorBase input, target, weight=None, size_aver
     T = (<TensorBase>target)._array
     cdef int class_axis = 0 if A.ndim == 1 else 1
     ls = float(label_smoothing)
-    ignore_index = int(ignore_index)
+    ignore_index = nn_int_argument(ignore_index, "cross_entropy_loss", "ignore_index", 5)
     if A.shape == T.shape:
         if T.dtype.kind != "f":
             raise RuntimeError("Expected floating point type for target with class probabilities, "
@@ -1536,7 +1547,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     W = (<TensorBase>weight)._array
     I = (<TensorBase>input)._array
     if padding_idx is not None:
-        padding_idx = int(padding_idx)
+        padding_idx = nn_int_argument(padding_idx, "embedding", "padding_idx", 3)
         if padding_idx > 0:
             if not padding_idx < W.shape[0]:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -2034,7 +2045,7 @@ def one_hot(TensorBase input, num_classes=-1):
     I = input._array
     if I.dtype != NP_INT64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    num_classes = int(num_classes)
+    num_classes = nn_int_argument(num_classes, "one_hot", "num_classes", 2)
     if I.size == 0:
         if num_classes == -1:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")

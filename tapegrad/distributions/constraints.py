@@ -1,7 +1,8 @@
 """Constraints: the sets a distribution's parameters and samples must lie in.
 
-`check(value)` returns a boolean numpy array over the batch (event dimensions reduced), which the
-validation in Distribution turns into PyTorch's ValueError.  The reprs are PyTorch's, since its
+`check(value)` returns a bool tensor over the batch (event dimensions reduced), as PyTorch's does;
+`_satisfied(value)`, the same answer as a numpy array, is what each constraint defines and what the
+validation in Distribution reads (turning a False into PyTorch's ValueError).  The reprs are PyTorch's, since its
 error messages quote them.
 """
 from __future__ import annotations
@@ -35,11 +36,20 @@ class Constraint:
     is_discrete = False
     event_dim = 0
 
-    def check(self, value) -> np.ndarray:
-        """A bool tensor (or array) that is True where ``value`` satisfies the constraint (one entry per
+    def check(self, value):
+        """A bool tensor that is True where ``value`` satisfies the constraint (one entry per
         event: ``event_dim`` trailing dims are reduced).
         """
-        raise NotImplementedError
+        answer = np.asarray(self._satisfied(value), dtype=bool)
+        return _core.wrap_array(answer if answer.flags.c_contiguous else answer.copy(), False)
+
+    def _satisfied(self, value) -> np.ndarray:
+        """check's answer as a numpy bool array, what tapegrad's own validation reads; each
+        constraint below defines it.  A script's subclass defines check (PyTorch's extension
+        point) and is read through it."""
+        if type(self).check is Constraint.check:
+            raise NotImplementedError
+        return _values(self.check(value))
 
     def __repr__(self) -> str:
         return type(self).__name__.lstrip("_") + "()"
@@ -52,7 +62,7 @@ class _Dependent(Constraint):
         self.is_discrete = is_discrete
         self.event_dim = event_dim
 
-    def check(self, value):
+    def _satisfied(self, value):
         raise ValueError("Cannot determine validity of dependent constraint")
 
 
@@ -77,7 +87,7 @@ dependent_property = _DependentProperty
 
 
 class _Real(Constraint):
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return v == v                  # everything but nan
 
@@ -85,7 +95,7 @@ class _Real(Constraint):
 class _Boolean(Constraint):
     is_discrete = True
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return (v == 0) | (v == 1)
 
@@ -101,7 +111,7 @@ class _LowerBound(Constraint):
 
 class _GreaterThan(_LowerBound):
     """The constraint ``value > lower_bound`` (``positive`` is ``greater_than(0.)``)."""
-    def check(self, value):
+    def _satisfied(self, value):
         return _values(value) > _values(self.lower_bound)
 
     def __repr__(self):
@@ -110,7 +120,7 @@ class _GreaterThan(_LowerBound):
 
 class _GreaterThanEq(_LowerBound):
     """The constraint ``value >= lower_bound`` (``nonnegative`` is ``greater_than_eq(0.)``)."""
-    def check(self, value):
+    def _satisfied(self, value):
         return _values(value) >= _values(self.lower_bound)
 
     def __repr__(self):
@@ -124,7 +134,7 @@ class _IntegerGreaterThan(Constraint):
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return (v % 1 == 0) & (v >= self.lower_bound)
 
@@ -150,7 +160,7 @@ class _LowerCholesky(Constraint):
     """The constraint: each trailing square matrix is lower triangular with a positive diagonal."""
     event_dim = 2
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         lower = (np.triu(v, 1) == 0).all(axis=(-2, -1))
         return lower & (np.diagonal(v, axis1=-2, axis2=-1) > 0).all(-1)
@@ -160,7 +170,7 @@ class _Square(Constraint):
     """The constraint: the trailing two dims are equal (square matrices)."""
     event_dim = 2
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return np.full(v.shape[:-2], v.shape[-1] == v.shape[-2], dtype=bool)
 
@@ -168,7 +178,7 @@ class _Square(Constraint):
 class _Symmetric(_Square):
     """The constraint: each trailing matrix is square and equal to its transpose."""
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         if v.shape[-1] != v.shape[-2]:
             return np.zeros(v.shape[:-2], dtype=bool)
@@ -178,7 +188,7 @@ class _Symmetric(_Square):
 class _PositiveDefinite(_Symmetric):
     """The constraint: each trailing square matrix is symmetric with positive eigenvalues."""
 
-    def check(self, value):
+    def _satisfied(self, value):
         symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
         return symmetric & (smallest > 0)
 
@@ -186,7 +196,7 @@ class _PositiveDefinite(_Symmetric):
 class _PositiveSemidefinite(_Symmetric):
     """The constraint: each trailing square matrix is symmetric with non-negative eigenvalues."""
 
-    def check(self, value):
+    def _satisfied(self, value):
         symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
         return symmetric & (smallest >= 0)
 
@@ -195,7 +205,7 @@ class _LowerTriangular(Constraint):
     """The constraint: each trailing square matrix is lower triangular."""
     event_dim = 2
 
-    def check(self, value):
+    def _satisfied(self, value):
         return (np.triu(_values(value), 1) == 0).all(axis=(-2, -1))
 
 
@@ -204,11 +214,11 @@ class _CorrCholesky(Constraint):
     each row of unit Euclidean norm)."""
     event_dim = 2
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         tol = np.finfo(v.dtype).eps * v.shape[-1] * 10 if v.dtype.kind == "f" else 1e-6
         unit_rows = (np.abs(np.linalg.norm(v, axis=-1) - 1) <= tol).all(-1)
-        return _LowerCholesky().check(value) & unit_rows
+        return _LowerCholesky()._satisfied(value) & unit_rows
 
 
 class _LessThan(Constraint):
@@ -216,7 +226,7 @@ class _LessThan(Constraint):
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
 
-    def check(self, value):
+    def _satisfied(self, value):
         return _values(value) < _values(self.upper_bound)
 
     def __repr__(self):
@@ -241,13 +251,13 @@ class _Interval(_TwoBounds):
     """The constraint ``lower_bound <= value <= upper_bound`` (``unit_interval`` is
     ``interval(0., 1.)``).
     """
-    def check(self, value):
+    def _satisfied(self, value):
         return self._within(value)
 
 
 class _HalfOpenInterval(_TwoBounds):
     """The constraint ``lower_bound <= value < upper_bound``."""
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return (_values(self.lower_bound) <= v) & (v < _values(self.upper_bound))
 
@@ -258,7 +268,7 @@ class _IntegerInterval(_TwoBounds):
     """
     is_discrete = True
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return (v % 1 == 0) & self._within(value)
 
@@ -266,7 +276,7 @@ class _IntegerInterval(_TwoBounds):
 class _Simplex(Constraint):
     event_dim = 1
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return np.all(v >= 0, axis=-1) & (np.abs(v.sum(-1) - 1) < 1e-6)
 
@@ -275,7 +285,7 @@ class _OneHot(Constraint):
     is_discrete = True
     event_dim = 1
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return np.all((v == 0) | (v == 1), axis=-1) & (v.sum(-1) == 1)
 
@@ -288,7 +298,7 @@ class _Multinomial(Constraint):
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         return np.all(v >= 0, axis=-1) & (v.sum(-1) <= self.upper_bound)
 
@@ -311,12 +321,12 @@ class _Cat(Constraint):
     def event_dim(self):
         return max(c.event_dim for c in self.cseq)
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         pieces, start = [], 0
         for constraint, length in zip(self.cseq, self.lengths):
             part = np.take(v, np.arange(start, start + length), axis=self.dim)
-            pieces.append(constraint.check(part))
+            pieces.append(constraint._satisfied(part))
             start += length
         return np.concatenate(pieces, axis=self.dim)
 
@@ -337,9 +347,9 @@ class _Stack(Constraint):
         dim = max(c.event_dim for c in self.cseq)
         return dim + 1 if self.dim + dim < 0 else dim
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
-        return np.stack([c.check(np.take(v, i, axis=self.dim)) for i, c in enumerate(self.cseq)],
+        return np.stack([c._satisfied(np.take(v, i, axis=self.dim)) for i, c in enumerate(self.cseq)],
                         axis=self.dim)
 
 
@@ -358,13 +368,13 @@ class MixtureSameFamilyConstraint(Constraint):
     def event_dim(self):
         return self.base_constraint.event_dim
 
-    def check(self, value):
+    def _satisfied(self, value):
         v = _values(value)
         if v.ndim < self.event_dim:
             raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {v.ndim}")
         # a mixture dim of size 1 goes back in before the event, as the component expects; the
         # component's answer over it is then dropped
-        ok = np.asarray(self.base_constraint.check(np.expand_dims(v, v.ndim - self.event_dim)))
+        ok = np.asarray(self.base_constraint._satisfied(np.expand_dims(v, v.ndim - self.event_dim)))
         return ok.reshape(ok.shape[:-1]) if ok.ndim else ok
 
     def __repr__(self):
@@ -380,8 +390,8 @@ class _IndependentConstraint(Constraint):
         self.is_discrete = base_constraint.is_discrete
         self.event_dim = base_constraint.event_dim + reinterpreted_batch_ndims
 
-    def check(self, value):
-        ok = self.base_constraint.check(value)
+    def _satisfied(self, value):
+        ok = self.base_constraint._satisfied(value)
         n = self.reinterpreted_batch_ndims
         if n:
             ok = np.all(ok.reshape(ok.shape[:ok.ndim - n] + (-1,)), axis=-1)

@@ -35,7 +35,7 @@ class ContinuousBernoulli(ExponentialFamily):
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
             if validate_args is not None and \
-                    not bool(np.all(self.arg_constraints["probs"].check(self.probs))):
+                    not bool(np.all(self.arg_constraints["probs"]._satisfied(self.probs))):
                 raise ValueError("The parameter probs has invalid values")
             self.probs = clamp_probs(self.probs)
         else:

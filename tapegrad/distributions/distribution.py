@@ -44,7 +44,7 @@ class Distribution:
                                                              lazy_property):
                     continue
                 value = getattr(self, param)
-                if not bool(np.all(constraint.check(value))):
+                if not bool(np.all(constraint._satisfied(value))):
                     raise ValueError(
                         f"Expected parameter {param} ({type(value).__name__} of shape "
                         f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
@@ -176,7 +176,7 @@ class Distribution:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
                                  f"{Size(actual)} vs {Size(expected)}.")
         support = self.support
-        if not bool(np.all(support.check(value))):
+        if not bool(np.all(support._satisfied(value))):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
                              f"{actual}) to be within the support ({support!r}) of the "
                              f"distribution {self!r}, but found invalid values:\n"

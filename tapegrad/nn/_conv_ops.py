@@ -30,6 +30,7 @@ from __future__ import annotations
 from tapegrad._core import type_name as _type_name
 import functools
 import math
+import operator
 from typing import NamedTuple
 
 import numpy as np
@@ -514,13 +515,27 @@ class _ScatterAdd(Function):
 def _tuple(value, n, name, what="convolution"):
     if isinstance(value, (list, tuple)):
         if len(value) == 1 and n > 1 and what != "convolution":
-            return tuple(int(value[0]) for _ in range(n))
+            return (_int_entry(value[0], name, 1),) * n
         if len(value) != n:
             raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
                                f"values to match the {what} dimensions, but got "
                                f"{name}={list(value)}")
-        return tuple(int(v) for v in value)
-    return (int(value),) * n
+        return tuple(_int_entry(v, name, i + 1) for i, v in enumerate(value))
+    return (_int_entry(value, name, None),) * n
+
+
+def _int_entry(value, name, position):
+    """One integer of a size argument (stride, padding, kernel_size, ...).  PyTorch's parser
+    refuses a float there, 1.0 included (`padding=(k - 1) / 2` from Python 2 code), and a bool:
+    int() would truncate 1.5 into 1 and compute a convolution PyTorch never runs."""
+    if hasattr(value, "__index__") and not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:   # a tensor that is not an integer one
+            pass
+    found = f"but found element of type {_type_name(value)} at pos {position}" \
+        if position is not None else f"not {_type_name(value)}"
+    raise TypeError(f"argument '{name}' must be tuple of ints, {found}")
 
 
 def _check_tensor(x, name="input"):

@@ -20,7 +20,7 @@ from .. import where as _where
 from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
 from ._conv_ops import (Geometry, _check_tensor, _compiled, _Fold, _Gather, _geom_tuple,
-                        _out_size, _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, col2im,
+                        _int_entry, _out_size, _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, col2im,
                         empty_batch_safe, im2col)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
@@ -466,7 +466,8 @@ def _adaptive_sizes(input, output_size, nd, name):
     if len(sizes) != nd:
         raise RuntimeError(f"{name}: output_size must be {nd}")
     spatial = tuple(input.shape[-nd:])
-    out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
+    out = tuple(s if o is None else _int_entry(o, "output_size", i + 1)
+                for i, (o, s) in enumerate(zip(sizes, spatial)))
     if any(o < 0 for o in out):
         raise RuntimeError(f"{name.replace('1d', '2d')}: elements of output_size must be greater "
                            f"than or equal to 0 but received {{{', '.join(map(str, out))}}}")
