@@ -1,0 +1,100 @@
+"""Regressions of the session-28 fuzz run of fuzz13 (programs 62674736-, 60666679-; surface
+60790443-).
+
+Each test compares with PyTorch (the `torch` fixture skips cleanly without it).
+"""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+# -- gather with an empty index (62675549, 62676183: RuntimeError where PyTorch runs) ----------------
+# The result was a view of the input (an empty slice of it), so an in-place write into it was a
+# write into a leaf's view.  PyTorch's is a new tensor whose GatherBackward0 saves the input.
+
+def _empty_gather_then_write(lib, write):
+    x = lib.tensor(np.arange(12.0).reshape(3, 2, 2), requires_grad=True)
+    g = lib.gather(x, 2, lib.zeros((2, 0, 0), dtype=lib.int64))
+    write(g)
+    (g.sum() + (x * 2).sum()).backward()
+    return (g._base is None, g._is_view(), type(g.grad_fn).__name__, tuple(g.shape),
+            x.grad.numpy().tolist())
+
+
+@pytest.mark.parametrize("write", [
+    lambda g: g.__setitem__(slice(None, None, 2), 0.5),
+    lambda g: g.sigmoid_(),
+    lambda g: g.add_(1.0),
+], ids=["setitem", "sigmoid_", "add_"])
+def test_gather_with_empty_index_is_a_new_tensor_as_torch(torch, write):
+    assert _empty_gather_then_write(tg, write) == _empty_gather_then_write(torch, write)
+
+
+def test_gather_with_empty_index_saves_the_input_as_torch(torch):
+    # GatherBackward0 saves self: a write into the input before backward raises in both
+    def run(lib):
+        x = lib.ones(3, 2, 2, dtype=lib.float64, requires_grad=True)
+        y = x * 1
+        g = lib.gather(y, 2, lib.zeros((2, 0, 2), dtype=lib.int64))
+        y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            g.sum().backward()
+        return type(g.grad_fn).__name__
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("index", [[], [[]], 0], ids=["1d", "2d", "0d-input"])
+def test_gather_with_empty_index_gradient_is_zeros_as_torch(torch, index):
+    def run(lib):
+        x = lib.tensor(2.5 if index == 0 else [[1.0, 2.0]], dtype=lib.float64, requires_grad=True)
+        idx = lib.zeros(0, dtype=lib.int64) if index == 0 else lib.tensor(index, dtype=lib.int64)
+        g = lib.gather(x, 0, idx)
+        G, = lib.autograd.grad(g.sum(), [x], create_graph=True)
+        return g.dtype == lib.float64, tuple(g.shape), G.detach().numpy().tolist()
+    assert run(tg) == run(torch)
+
+
+# -- take: a new tensor, not a view of a gathered temporary (sibling of 62675549) -------------------
+
+@pytest.mark.parametrize("index", [-3, [[0, 5], [1, 1]], [-1, 2, 2], np.zeros((0, 2), np.int64)],
+                         ids=["0d", "2d", "1d", "empty"])
+def test_take_result_is_no_view_and_records_in_place_ops_as_torch(torch, index):
+    def run(lib):
+        x = lib.arange(6.0, dtype=lib.float64).reshape(2, 3).requires_grad_()
+        r = lib.take(x, lib.tensor(index, dtype=lib.int64))
+        before = (r._is_view(), type(r.grad_fn).__name__)
+        r.mul_(2)
+        (r * r).sum().backward()
+        return before, type(r.grad_fn).__name__, r.detach().numpy().tolist(), x.grad.numpy().tolist()
+    assert run(tg) == run(torch)
+
+
+# -- in-place op on a view under saved-tensor hooks that copy (62675653; a retained .grad differs) --
+# The op computed out of place saves its output; written back into the view, the record reads that
+# output through the view (so a create_graph backward's second pass reaches the view's history).
+# A pack hook had already replaced the saved output by its packed copy when the write-back looked
+# for it, so the second pass went around the view: its retained .grad missed that pass's part.
+
+def _hooked_in_place_on_view(lib, op):
+    v0 = lib.tensor([-1.29, 1.37, -0.979, -0.0, 0.5, 2.0], dtype=lib.float64, requires_grad=True)
+    base = v0.repeat(2) * 1
+    hooks = lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach().numpy().copy(),
+                                                   lambda a: lib.from_numpy(a))
+    with hooks:
+        out = getattr(base[1:], op)()
+    out.retain_grad()
+    base.retain_grad()
+    w = lib.linspace(-1, 1, 11, dtype=lib.float64)
+    G, = lib.autograd.grad((out * w).sum(), [v0], create_graph=True)
+    S = (G * lib.arange(1.0, 7.0, dtype=lib.float64)).sum()
+    G2, = lib.autograd.grad(S, [v0])
+    return out.grad.numpy(), base.grad.numpy(), G.detach().numpy(), G2.numpy()
+
+
+@pytest.mark.parametrize("op", ["sigmoid_", "exp_", "tanh_", "sqrt_", "reciprocal_"])
+def test_in_place_op_on_view_under_copying_saved_hooks_second_pass_matches_torch(torch, op):
+    got = _hooked_in_place_on_view(tg, op)
+    expected = _hooked_in_place_on_view(torch, op)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
