@@ -327,7 +327,7 @@ class _Pow(_Op):
         a, b = ctx.values
         # d(a^b)/db = a^b log(a) (0 where a == 0 and Re b >= 0)
         db = m.where((a == 0) & (m.real(b) >= 0), 0, ctx.out * m.log(a))
-        return _PowScalar.vjp(ctx, g, m)[0], g * _cj(m, db)
+        return _pow_base_gradient(g, m, b, a ** (b - 1)), g * _cj(m, db)
 
 
 _BINARY = {"pow": _Pow}
@@ -361,18 +361,64 @@ def _binary(name, a, b):
     return cls.apply(dt, a, b)
 
 
+def _pow_number(z, b):
+    """z ** b for an array z and a number b as PyTorch's kernel computes it: the exponents 0.5,
+    -0.5 and -1 are its sqrt, rsqrt and reciprocal (a complex division, as the compiled
+    ops_complex.pxi's), so their special values are those functions' (sqrt(-inf + 0.7j) is
+    infj, 1 / -inf is -0; the general power's exp(b log z) gave inf+nanj and nan+nanj: fuzz
+    62676977, silent).  0, 1, 2, 3 and -2 are its products, as numpy's (near enough); any other
+    exponent is C's cpow, exp(b log z), which numpy's power is too except for a whole b
+    (repeated products: other last bits, and NaN for (-inf + 0.7j) ** -3, PyTorch's -0)."""
+    if b == 0.5:
+        return np.sqrt(z)
+    if b == -0.5:
+        return 1 / np.sqrt(z)
+    if b == -1:
+        return 1 / z
+    e = builtins.complex(b)
+    if e.imag == 0 and e.real.is_integer() and e.real not in (0, 1, 2, 3, -2) \
+            and abs(e.real) < 100:
+        return np.exp(_c_times_real(np.log(z), e.real)).astype(z.dtype, copy=False)
+    return z ** b
+
+
+def _c_times_real(w, x):
+    """w * (x + 0j) as C multiplies complex numbers (C11 Annex G): where the product of an
+    infinite w is NaN in both parts, the infinity is recovered (so exp(-3 log(inf + nanj)) is
+    0, as cpow's, not NaN)."""
+    with np.errstate(invalid="ignore"):
+        out = w * x
+        lost = np.isnan(out.real) & np.isnan(out.imag) & (np.isinf(w.real) | np.isinf(w.imag))
+        if np.any(lost):
+            a = np.copysign(np.isinf(w.real).astype(w.real.dtype), w.real)
+            b = np.copysign(np.isinf(w.imag).astype(w.imag.dtype), w.imag)
+            recovered = np.empty_like(out)
+            recovered.real = np.inf * (a * x)
+            recovered.imag = np.inf * (b * x)
+            out = np.where(lost, recovered, out)
+    return out
+
+
 @_op("PowBackward0")
 class _PowScalar(_Pow):
     """z ** number: the gradient reads the input only, so (as PyTorch's PowBackward0 saves self
     and the exponent) an in-place write to the result before backward is no error."""
     reads_output = False
-    compute = staticmethod(lambda ctx, a, b: a ** b)   # (PyTorch's own paths for a number)
+    compute = staticmethod(lambda ctx, a, b: _pow_number(a, b))
 
     @staticmethod
     def vjp(ctx, g, m):
         a, b = ctx.values
-        # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch)
-        return (g * _cj(m, m.where(b == 0, 0, b * a ** (b - 1))),)
+        # a^(b-1) by PyTorch's pow of a number (its rsqrt for b = 0.5); under create_graph the
+        # exponent came as a 0-d tensor, and a power of tensors is the general one
+        e = b.item() if isinstance(b, _core.TensorBase) else b
+        power = _pow_number(a, e - 1) if m is np else a ** (e - 1)
+        return (_pow_base_gradient(g, m, b, power),)
+
+
+def _pow_base_gradient(g, m, b, power):
+    """d(a^b)/da = b a^(b-1), given that power (0 where b == 0, as PyTorch)."""
+    return g * _cj(m, m.where(b == 0, 0, b * power))
 
 
 def _broadcast_shapes(sa, sb):

@@ -98,3 +98,46 @@ def test_in_place_op_on_view_under_copying_saved_hooks_second_pass_matches_torch
     expected = _hooked_in_place_on_view(torch, op)
     for a, b in zip(got, expected):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
+
+
+# -- complex tensor ** number (62676977; SILENT: (-inf + 0.69j) ** 0.5 was inf+nanj, PyTorch's infj) -
+# PyTorch's kernel computes the exponents 0.5, -0.5 and -1 as sqrt, rsqrt and reciprocal, and other
+# whole exponents (but 2, 3, -2) as C's cpow, exp(b log z); numpy's power (repeated products for a
+# whole exponent, exp(b log z) for 0.5) differs at infinities and NaNs.  The gradient's a^(b-1) is
+# the same power of a number (rsqrt for b = 0.5), eager and under create_graph.
+
+_INF = float("inf")
+_SPECIAL = [complex(a, b) for a in (-_INF, _INF, 0.0, -0.0, 1.5, -2.0, float("nan"))
+            for b in (_INF, -_INF, 0.0, -0.0, 0.69, -1.0, float("nan"))]
+
+
+def _complex_pow(lib, exponent, dtype, form):
+    z = lib.tensor(np.array(_SPECIAL, dtype=dtype), requires_grad=True)
+    w = lib.tensor(np.linspace(-1, 1, len(_SPECIAL)) + 0.3j, dtype=getattr(lib, dtype))
+    y = {"pow": lambda: z.pow(exponent), "operator": lambda: z ** exponent,
+         "in-place": lambda: (z * 1).pow_(exponent)}[form]()
+    g, = lib.autograd.grad((y * w).real.sum(), [z], create_graph=True)
+    g2, = lib.autograd.grad((g * w).real.sum(), [z])
+    return y.detach().numpy(), g.detach().numpy(), g2.numpy()
+
+
+@pytest.mark.parametrize("form", ["pow", "operator", "in-place"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("exponent", [0.5, -0.5, -1, -1.0, 0.5 + 0j, -3, 4, 1.5, 2])
+def test_complex_pow_of_a_number_at_special_values_matches_torch(torch, exponent, dtype, form):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = _complex_pow(tg, exponent, dtype, form)
+        expected = _complex_pow(torch, exponent, dtype, form)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=0)     # (NaNs in the same places)
+
+
+def test_complex_pow_first_derivative_eager_at_minus_infinity_matches_torch(torch):
+    def run(lib):
+        z = lib.tensor([complex(-_INF, _INF), complex(-_INF, 0.69)], requires_grad=True)
+        g, = lib.autograd.grad(z.pow(0.5).real.sum(), [z])
+        return z.detach().pow(0.5).numpy(), g.numpy()
+    for a, b in zip(run(tg), run(torch)):
+        np.testing.assert_array_equal(a, b)
