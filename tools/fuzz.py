@@ -1824,10 +1824,11 @@ def known_for(prog, cat, msg):
         # torch's bug (KNOWN: ScatterReduceBackward0): amax / amin / prod (60617723) with an
         # index smaller than src
         return True
-    if cat == "grad" and any(re.search(r"scatter_reduce\(.*'prod'", s.code) for s in prog.steps):
+    if cat == "grad" and any(re.search(r"scatter_reduce\(.*'(prod|am(ax|in))'", s.code)
+                             for s in prog.steps):
         # torch's bug (KNOWN: ScatterReduceBackward0): with an index smaller than src, 'prod'
-        # gives src gradient at positions the index does not reach (63014141: FD agrees with
-        # tapegrad's zeros there)
+        # and (with include_self=False) 'amax' / 'amin' give src gradient at positions the
+        # index does not reach (63014141, 62677748: FD agrees with tapegrad's zeros there)
         return True
     if cat == "grad" and any(re.search(r"\b(hardtanh|relu6|Hardtanh|ReLU6)_?\(", s.code)
                              for s in prog.steps):
