@@ -181,3 +181,43 @@ def test_complex_pow_of_a_tensor_is_bit_exact_with_torch(torch):
             got = tg.tensor(z.astype(dtype)) ** tg.tensor(exponent)
             expected = torch.tensor(z.astype(dtype)) ** torch.tensor(exponent)
             np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+# -- mish with an infinite upstream gradient (62678047; NaN where PyTorch's is +-inf) ---------------
+# Composed as x * tanh(softplus(x)), its gradient met the two partial derivatives separately
+# (inf - inf); PyTorch's is grad * mish'(x), and its second derivative that formula's derivative.
+
+_MISH_X = [-1.0, 2.0, -3.0, 0.0, -0.0, 25.0, -30.0, float("inf"), -float("inf"), float("nan"),
+           1e-8, 0.7]
+_MISH_UP = [_INF, -_INF, _INF, 1.0, -2.0, 0.5, _INF, 1.0, 1.0, 1.0, -_INF, 0.0]
+
+
+def _mish_gradients(lib, dtype, inplace):
+    x = lib.tensor(_MISH_X, dtype=getattr(lib, dtype), requires_grad=True)
+    y = lib.nn.functional.mish(x * 1 if inplace else x, inplace=inplace)
+    g, = lib.autograd.grad(y, [x], lib.tensor(_MISH_UP, dtype=getattr(lib, dtype)),
+                           create_graph=True)
+    w = lib.tensor(np.linspace(-1, 1, len(_MISH_X)), dtype=getattr(lib, dtype))
+    g2, = lib.autograd.grad((g * w).sum(), [x])
+    return y.detach().numpy(), g.detach().numpy(), g2.numpy(), type(y.grad_fn).__name__
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mish_gradients_with_infinite_upstream_match_torch(torch, dtype, inplace):
+    got = _mish_gradients(tg, dtype, inplace)
+    expected = _mish_gradients(torch, dtype, inplace)
+    assert got[3] == expected[3]
+    for a, b in zip(got[:3], expected[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_mish_backward_after_writing_its_input_raises_as_torch(torch):
+    # PyTorch's MishBackward0 saves self
+    for lib in (tg, torch):
+        x = lib.tensor([0.5, -1.0], requires_grad=True)
+        h = x * 2
+        y = lib.nn.functional.mish(h)
+        h.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.sum().backward()
