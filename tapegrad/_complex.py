@@ -305,16 +305,12 @@ def _op(name: str):
 # add, sub, mul and div are compiled records (src/tapegrad/ops_complex.pxi); pow is here.
 
 def _pow_values(ctx, a, b):
-    """a ** b with a tensor exponent.  PyTorch's complex pow is exp(b log a): at a zero base
-    that gives NaN for 0 ** 0 and its own signs of zero, where numpy's power gives 1 (fuzz
-    59400251: a silent 1 where PyTorch's value is NaN).  Its formula is taken there."""
-    out = np.power(a, b)
-    zero = np.equal(a, 0)
-    if np.any(zero):
-        A = np.asarray(a).astype(out.dtype, copy=False)
-        B = np.asarray(b).astype(out.dtype, copy=False)
-        out = np.where(zero, np.exp(B * np.log(A)), out)
-    return out
+    """a ** b with a tensor exponent: PyTorch's complex pow is C's cpow, exp(b log a) (_cpow),
+    everywhere; numpy's power multiplies out a whole exponent, so it gave 1 for 0 ** 0
+    (fuzz 59400251, PyTorch NaN), and at infinities 1 for inf ** 0 and NaN for
+    (-inf+infj) ** -1 (PyTorch NaN and -0), and other last bits (a silent difference)."""
+    dt = np.result_type(a, b)
+    return _cpow(np.asarray(a).astype(dt, copy=False), np.asarray(b).astype(dt, copy=False))
 
 
 @_op("PowBackward1")
@@ -325,9 +321,11 @@ class _Pow(_Op):
     @staticmethod
     def vjp(ctx, g, m):
         a, b = ctx.values
-        # d(a^b)/db = a^b log(a) (0 where a == 0 and Re b >= 0)
-        db = m.where((a == 0) & (m.real(b) >= 0), 0, ctx.out * m.log(a))
-        return _PowScalar.vjp(ctx, g, m)[0], g * _cj(m, db)
+        # d(a^b)/db = a^b log(a) (0 where a == 0 and b is real and >= 0, as PyTorch's
+        # pow_backward_exponent: a zero base to 1+1j gives NaN there)
+        db = m.where((a == 0) & (m.real(b) >= 0) & (m.imag(b) == 0), 0, ctx.out * m.log(a))
+        power = _cpow(a, b - 1) if m is np else a ** (b - 1)
+        return _pow_base_gradient(g, m, b, power), g * _cj(m, db)
 
 
 _BINARY = {"pow": _Pow}
@@ -361,18 +359,88 @@ def _binary(name, a, b):
     return cls.apply(dt, a, b)
 
 
+def _pow_number(z, b):
+    """z ** b for an array z and a number b as PyTorch's kernel computes it: the exponents 0.5,
+    -0.5 and -1 are its sqrt, rsqrt and reciprocal (a complex division, as the compiled
+    ops_complex.pxi's), so their special values are those functions' (sqrt(-inf + 0.7j) is
+    infj, 1 / -inf is -0; the general power's exp(b log z) gave inf+nanj and nan+nanj: fuzz
+    62676977, silent).  0, 1, 2, 3 and -2 are its products, as numpy's (near enough); any other
+    exponent is C's cpow, exp(b log z), which numpy's power is too except for a whole b
+    (repeated products: other last bits, and NaN for (-inf + 0.7j) ** -3, PyTorch's -0)."""
+    if b == 0.5:
+        return np.sqrt(z)
+    if b == -0.5:
+        return 1 / np.sqrt(z)
+    if b == -1:
+        return 1 / z
+    e = builtins.complex(b)
+    if e.imag == 0 and e.real.is_integer() and e.real not in (0, 1, 2, 3, -2) \
+            and abs(e.real) < 100:
+        return _cpow(z, e.real).astype(z.dtype, copy=False)
+    return z ** b
+
+
+def _c_mul(x, y):
+    """x * y for complex arrays as C multiplies them (C11 Annex G, libgcc's __muldc3): where the
+    plain product is NaN in both parts but an operand is infinite (or a partial product
+    overflowed), the infinity is recovered, so cpow's exp(y log x) is 0 or inf where numpy's
+    product is NaN (exp(-3 log(inf + nanj)) is 0, as PyTorch's)."""
+    dt = np.result_type(x, y)
+    part = np.finfo(dt).dtype               # (a number y is computed in x's precision)
+    a, b, c, d = (np.asarray(v, dtype=part) for v in (x.real, x.imag, np.real(y), np.imag(y)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        ac, bd, ad, bc = a * c, b * d, a * d, b * c
+        re, im = ac - bd, ad + bc
+        lost = np.isnan(re) & np.isnan(im)
+        if np.any(lost):
+            def unit(v, inf):       # an infinite part as +-1, a finite one as +-0
+                return np.where(inf, np.copysign(np.isinf(v).astype(v.dtype), v), v)
+
+            def zero_nan(v, cond):  # a NaN part as +-0
+                return np.where(cond & np.isnan(v), np.copysign(np.zeros_like(v), v), v)
+            x_inf = np.isinf(a) | np.isinf(b)
+            a, b = unit(a, x_inf), unit(b, x_inf)
+            c, d = zero_nan(c, x_inf), zero_nan(d, x_inf)
+            y_inf = np.isinf(c) | np.isinf(d)
+            c, d = unit(c, y_inf), unit(d, y_inf)
+            a, b = zero_nan(a, y_inf), zero_nan(b, y_inf)
+            overflow = ~(x_inf | y_inf) & (np.isinf(ac) | np.isinf(bd) | np.isinf(ad)
+                                           | np.isinf(bc))
+            a, b, c, d = (zero_nan(v, overflow) for v in (a, b, c, d))
+            again = lost & (x_inf | y_inf | overflow)
+            re = np.where(again, np.inf * (a * c - b * d), re)
+            im = np.where(again, np.inf * (a * d + b * c), im)
+    out = np.empty(np.broadcast(re, im).shape, dtype=dt)
+    out.real, out.imag = re, im
+    return out
+
+
+def _cpow(z, b):
+    """C's cpow (PyTorch's std::pow of complex numbers): exp(b log z), b's product with log z
+    as C's."""
+    return np.exp(_c_mul(np.log(z), b))
+
+
 @_op("PowBackward0")
 class _PowScalar(_Pow):
     """z ** number: the gradient reads the input only, so (as PyTorch's PowBackward0 saves self
     and the exponent) an in-place write to the result before backward is no error."""
     reads_output = False
-    compute = staticmethod(lambda ctx, a, b: a ** b)   # (PyTorch's own paths for a number)
+    compute = staticmethod(lambda ctx, a, b: _pow_number(a, b))
 
     @staticmethod
     def vjp(ctx, g, m):
         a, b = ctx.values
-        # d(a^b)/da = b a^(b-1) (0 where b == 0, as PyTorch)
-        return (g * _cj(m, m.where(b == 0, 0, b * a ** (b - 1))),)
+        # a^(b-1) by PyTorch's pow of a number (its rsqrt for b = 0.5); under create_graph the
+        # exponent came as a 0-d tensor, and a power of tensors is the general one
+        e = b.item() if isinstance(b, _core.TensorBase) else b
+        power = _pow_number(a, e - 1) if m is np else a ** (e - 1)
+        return (_pow_base_gradient(g, m, b, power),)
+
+
+def _pow_base_gradient(g, m, b, power):
+    """d(a^b)/da = b a^(b-1), given that power (0 where b == 0, as PyTorch)."""
+    return g * _cj(m, m.where(b == 0, 0, b * power))
 
 
 def _broadcast_shapes(sa, sb):

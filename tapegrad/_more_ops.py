@@ -321,9 +321,14 @@ def take(input, index):
     if bad.size:
         raise IndexError(f"out of range: tried to access index {int(bad.reshape(-1)[0])} on a "
                          f"tensor of {n} elements.")
-    flat = _index_tensor(positions.reshape(-1) % max(n, 1))
-    return _core._name_grad_fn(
-        input.reshape(-1).index_select(0, flat).reshape(tuple(positions.shape)), "TakeBackward0")
+    # A new tensor, as PyTorch's (not a view of a gathered temporary: a later in-place op on it
+    # must record as on a plain result, fuzz 62675549's sibling): an advanced index of index's
+    # shape; a 0-d index would be a select (a view), so that one element is copied.
+    flat_input = input.reshape(-1)
+    if positions.ndim == 0:
+        picked = flat_input.index_select(0, _index_tensor(positions.reshape(1) % max(n, 1)))
+        return _core._name_grad_fn(picked.reshape(()).clone(), "TakeBackward0")
+    return _core._name_grad_fn(flat_input[_index_tensor(positions % max(n, 1))], "TakeBackward0")
 
 
 # -- diagonals ---------------------------------------------------------------------------------

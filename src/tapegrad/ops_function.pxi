@@ -83,7 +83,11 @@ def _note_written_view(TensorBase view, TensorBase result):
     cdef bint moved = False
     cdef int j
     for j in range(MAX_SAVED):
-        if r.saved[j] != NULL and <object>r.saved[j] is R:
+        # (the saved output may already be packed by a saved-tensor hook: the copy_ that wrote it
+        # back flushed the packs; fuzz 62675653, the second pass then missed the view's history)
+        if r.saved[j] != NULL and (<object>r.saved[j] is R or (
+                type(<object>r.saved[j]) is PackedSaved and (<PackedSaved>r.saved[j]).of_output
+                and r.out == <PyObject*>result)):
             Py_XDECREF(r.ver[j])
             Py_INCREF(version)
             r.ver[j] = <PyObject*>version

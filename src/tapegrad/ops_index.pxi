@@ -717,10 +717,21 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
     A = input._array
     I = index_tensor_arg(index, "gather", 3)
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "gather", "dim", 2), k
+    cdef Record* r
+    cdef TensorBase res
     if I.size == 0:
-        # PyTorch checks neither the dtype nor the shape of an empty index: the result is the
-        # index's (empty) shape, still recorded, so that input's gradient is zeros
-        return _name_grad_fn(input.reshape(-1)[:0].reshape(I.shape), "GatherBackward0")
+        # PyTorch checks neither the dtype nor the shape of an empty index: the result is a new
+        # empty tensor of the index's shape (not a view of input: an in-place write into it is
+        # no write into a leaf's view, fuzz 62675549), still recorded, so that input's gradient
+        # is zeros and, as GatherBackward0 saves self, a write into input before backward raises
+        res = wrap(np.empty(I.shape, dtype=A.dtype))
+        r = record_from(OP_GATHER, res, (input,))
+        if r != NULL:
+            no_positions = np.empty(0, dtype=np.intp)
+            keep(&r.aux, (A.shape, A.shape if A.ndim > 0 else (1,), A.dtype,
+                          (no_positions,) * (A.ndim if A.ndim > 0 else 1), (0,)))
+            guard_version(r, input)
+        return res
     if I.dtype != NP_INT64 and I.dtype != np.int32:
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if (A.ndim if A.ndim > 0 else 1) != (I.ndim if I.ndim > 0 else 1):
@@ -758,8 +769,8 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
     idx = tuple(idx)
     # row-major as PyTorch's (at::empty(index.sizes())), not in the index's layout
     out = contiguous_result(nd(A1[idx].reshape(I.shape)))
-    cdef TensorBase res = wrap(out)
-    cdef Record* r = record_from(OP_GATHER, res, (input,))
+    res = wrap(out)
+    r = record_from(OP_GATHER, res, (input,))
     if r != NULL:
         keep(&r.aux, (A.shape, A1.shape, A.dtype, idx, I1.shape))
         guard_version(r, input)         # PyTorch's GatherBackward saves self

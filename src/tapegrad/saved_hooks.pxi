@@ -54,6 +54,8 @@ cdef class PackedSaved:
     cdef int order                      # 1: C-contiguous, 2: F-contiguous, 0: neither
     cdef int rank                       # when it was packed among its record's values (unpacked
                                         # in the same order, as PyTorch's nodes do)
+    cdef bint of_output                 # the value was its record's own output (an in-place
+                                        # op on a view reads it through the view, _note_written_view)
 
     cdef tuple unpacked(self):
         """(tensor unpack returned, its array in the saved layout)."""
@@ -142,6 +144,7 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
         return 0
     cdef PackedSaved ps = PackedSaved.__new__(PackedSaved)
     ps.packed, ps.unpack, ps.rank = packed, unpack, rank
+    ps.of_output = r.out != NULL and (<TensorBase>r.out)._array is value
     ps.shape, ps.dtype = value.shape, value.dtype
     ps.order = 1 if value.flags.c_contiguous else (2 if value.flags.f_contiguous else 0)
     Py_INCREF(ps)

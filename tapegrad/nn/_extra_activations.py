@@ -141,7 +141,8 @@ def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
     _require_floating(input, "mish_cpu")
     # (float16 in float32: the gradient of a large input was NaN, inf * 0 in float16)
-    out = in_float32_if_half(lambda x: x * _tg.tanh(_compiled("softplus")(x)), input)
+    from ._mish_function import MishKernel
+    out = in_float32_if_half(MishKernel.apply, input)
     return _finish(input, out, inplace, "MishBackward0")
 
 
