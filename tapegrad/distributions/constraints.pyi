@@ -63,7 +63,6 @@ class Constraint:
 class MixtureSameFamilyConstraint(Constraint):
     def __init__(self, base_constraint: Any) -> None: ...
     def __repr__(self) -> Any: ...  # type: ignore[override]
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     event_dim: Any
     is_discrete: Any
     base_constraint: Any
@@ -71,7 +70,6 @@ class MixtureSameFamilyConstraint(Constraint):
 boolean: Any
 class cat(Constraint):
     def __init__(self, cseq: Any, dim: Any = ..., lengths: Any = ...) -> None: ...
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     event_dim: Any
     is_discrete: Any
     cseq: Any
@@ -83,33 +81,28 @@ dependent: Any
 class dependent_property(builtins.property, Constraint):
     def __call__(self, fn: Any) -> Any: ...
     def __init__(self, fn: Any = ..., *, is_discrete: Any = ..., event_dim: Any = ...) -> None: ...
-    def check(self, value: Any) -> None: ...
     is_discrete: Any
     event_dim: Any
 
 class greater_than(Constraint):
     def __init__(self, lower_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...  # type: ignore[override]
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     lower_bound: Any
 
 class greater_than_eq(Constraint):
     def __init__(self, lower_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...  # type: ignore[override]
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     lower_bound: Any
 
 class half_open_interval(Constraint):
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     lower_bound: Any
     upper_bound: Any
 
 class independent(Constraint):
     def __init__(self, base_constraint: Any, reinterpreted_batch_ndims: Any) -> None: ...
     def __repr__(self) -> Any: ...  # type: ignore[override]
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     base_constraint: Any
     reinterpreted_batch_ndims: Any
     is_discrete: Any
@@ -118,7 +111,6 @@ class independent(Constraint):
 class integer_interval(Constraint):
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     is_discrete: _bool
     lower_bound: Any
     upper_bound: Any
@@ -126,7 +118,6 @@ class integer_interval(Constraint):
 class interval(Constraint):
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     lower_bound: Any
     upper_bound: Any
 
@@ -135,14 +126,12 @@ def is_dependent(constraint: Any) -> _bool: ...
 class less_than(Constraint):
     def __init__(self, upper_bound: Any) -> None: ...
     def __repr__(self) -> Any: ...  # type: ignore[override]
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     upper_bound: Any
 
 lower_cholesky: Any
 lower_triangular: Any
 class multinomial(Constraint):
     def __init__(self, upper_bound: Any) -> None: ...
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     event_dim: _int
     is_discrete: _bool
     upper_bound: Any
@@ -160,7 +149,6 @@ simplex: Any
 square: Any
 class stack(Constraint):
     def __init__(self, cseq: Any, dim: Any = ...) -> None: ...
-    def check(self, value: Any) -> Any: ...  # type: ignore[override]
     event_dim: Any
     is_discrete: Any
     cseq: Any
