@@ -52,3 +52,60 @@ def test_sparse_grads_with_an_index_per_dimension(cls_name, kwargs, dtype):
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-6 if dtype == np.float32 else 1e-12, atol=0)
     assert np.array_equal(got[0][1], values[0][1])
+
+
+# -- a Tensor learning rate: PyTorch computes with it as a 0-d float32 tensor ------------------
+# (SILENT) tapegrad turned a tensor lr into a Python float, so `1 - lr * weight_decay` and
+# `lr / bias_correction1` were computed in float64 where PyTorch rounds them to float32: float64
+# parameters drifted from PyTorch's by up to 3e-8 per step (AdamW, NAdam/RAdam with decoupled
+# weight decay, Muon), 4e-10 (Adam, Adamax), 1e-9 (ASGD, Adafactor), 1e-11 (SparseAdam).
+
+@pytest.mark.parametrize("cls_name, kwargs, shapes", [
+    ("Adam", {}, None), ("Adam", {"amsgrad": True, "weight_decay": 0.1}, None),
+    ("AdamW", {}, None), ("AdamW", {"weight_decay": 0.1, "maximize": True}, None),
+    ("Adamax", {"weight_decay": 0.1}, None),
+    ("NAdam", {"weight_decay": 0.1, "momentum_decay": 0.006, "decoupled_weight_decay": True},
+     None),
+    ("NAdam", {}, None),
+    ("RAdam", {"weight_decay": 0.1, "decoupled_weight_decay": True}, None),
+    ("Adafactor", {"maximize": True}, None), ("ASGD", {"t0": 100}, None),
+    ("Muon", {"weight_decay": 0.2}, [(3, 4), (4, 2)]),
+])
+def test_tensor_lr_computes_in_its_dtype_for_float64_params(cls_name, kwargs, shapes):
+    values, grads = _stream(shapes or [(3, 4), (4,)], 6, np.float64, seed=3)
+    want = _run(torch, cls_name, values, grads, lr=("tensor", 0.01), **kwargs)
+    got = _run(tapegrad, cls_name, values, grads, lr=("tensor", 0.01), **kwargs)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-14)
+
+
+def test_tensor_lr_sparse_adam_float64():
+    values, grads = _stream([(3, 4)], 5, np.float64, seed=4)
+    want = _run(torch, "SparseAdam", values, grads, sparse=True, lr=("tensor", 0.01))
+    got = _run(tapegrad, "SparseAdam", values, grads, sparse=True, lr=("tensor", 0.01))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13, atol=1e-15)
+
+
+def test_lbfgs_tensor_lr_keeps_t_a_tensor_in_its_state():
+    rng = np.random.default_rng(5)
+    values = [rng.standard_normal((3, 4)), rng.standard_normal(4)]
+    targets = [rng.standard_normal((3, 4)), rng.standard_normal(4)]
+    out = {}
+    for lib in (torch, tapegrad):
+        params = [lib.nn.Parameter(lib.tensor(v.copy())) for v in values]
+        opt = lib.optim.LBFGS(params, lr=lib.tensor(0.5))
+
+        def closure():
+            opt.zero_grad()
+            loss = sum(((p - lib.tensor(a)) ** 2 * (1 + lib.tensor(a).abs())).sum()
+                       for p, a in zip(params, targets))
+            loss.backward()
+            return loss
+        for _ in range(3):
+            opt.step(closure)
+        out[lib] = ([p.detach().numpy() for p in params], opt.state_dict()["state"][0]["t"])
+    for w, g in zip(out[torch][0], out[tapegrad][0]):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    t_torch, t_tg = out[torch][1], out[tapegrad][1]
+    assert isinstance(t_tg, tapegrad.Tensor) and str(t_tg.dtype) == str(t_torch.dtype)
+    assert t_tg.item() == t_torch.item()

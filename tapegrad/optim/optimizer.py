@@ -159,11 +159,15 @@ def _is_sparse_tensor(x) -> bool:
 
 
 def _to_scalar(x):
-    """A hyperparameter as a Python number (a one-element tensor gives its value)."""
+    """A hyperparameter as a number: a Python number as it is, a one-element tensor as a numpy
+    scalar of the tensor's dtype.  PyTorch computes with a tensor hyperparameter as a 0-d tensor,
+    so ``1 - lr * weight_decay`` or ``lr / bias_correction`` round to float32 for a float32 lr
+    even when the parameters are float64; numpy's scalar arithmetic with Python numbers keeps
+    the scalar's dtype in the same way."""
     if _is_tensor(x):
         if x._array.size != 1:
             raise ValueError("Tensor hyperparameters must be 1-element")
-        return x._array.reshape(()).item()
+        return x._array.reshape(())[()]
     return x
 
 
