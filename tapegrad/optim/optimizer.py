@@ -171,6 +171,15 @@ def _to_scalar(x):
     return x
 
 
+def _scalar_pow(base, exponent):
+    """base ** exponent, where a tensor hyperparameter (a numpy scalar, see `_to_scalar`) is
+    raised as PyTorch raises a 0-d tensor: through tapegrad's pow, which computes a float32
+    cube as x*x*x (two roundings) as PyTorch's kernel does, where numpy's powf rounds once."""
+    if isinstance(base, np.generic):
+        return (_core.wrap_array(np.asarray(base)) ** exponent)._array[()]
+    return base ** exponent
+
+
 def _copy_value(value):
     """A deep copy of a state value: tensors get fresh arrays (same dtype and requires_grad)."""
     if _is_tensor(value):
