@@ -138,3 +138,29 @@ def test_tensor_betas_stay_tensors_and_compute_as_pytorch(cls_name, kwargs, dtyp
                                * scale)
     for w, g in zip(want_group["betas"], got_group["betas"]):
         assert isinstance(g, tapegrad.Tensor) and g.shape == w.shape and g.item() == w.item()
+
+
+# -- options PyTorch refuses on CPU parameters -----------------------------------------------------
+
+@pytest.mark.parametrize("cls_name", ["Adadelta", "Adam", "AdamW", "Adamax", "ASGD", "NAdam",
+                                      "RAdam", "RMSprop", "Rprop"])
+def test_capturable_step_is_refused_as_pytorch_refuses_it(cls_name):
+    """capturable=True (CUDA-graph capture) is accepted at construction; a step of a parameter
+    with a gradient raises PyTorch's AssertionError (tapegrad updated it silently)."""
+    messages = []
+    for lib in (torch, tapegrad):
+        param = lib.nn.Parameter(lib.ones(3))
+        opt = getattr(lib.optim, cls_name)([param], capturable=True)
+        opt.step()                      # no gradient yet: nothing to refuse
+        param.grad = lib.ones(3)
+        with pytest.raises(AssertionError) as info:
+            opt.step()
+        messages.append(str(info.value))
+        assert np.array_equal(param.detach().numpy(), np.ones(3, np.float32))
+    assert messages[1] == messages[0]
+
+
+def test_sgd_fused_and_foreach_together_are_refused():
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
+            lib.optim.SGD([lib.nn.Parameter(lib.ones(3))], lr=0.1, fused=True, foreach=True)

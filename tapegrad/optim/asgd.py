@@ -36,6 +36,7 @@ class ASGD(Optimizer):
                     "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
+    _CAPTURABLE_STATE = "params, mus, etas, and state_steps"   # (PyTorch's refusal names it)
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False,
                        "capturable": False}
     _STEP_KEYS = ("step", "eta", "mu")

@@ -351,10 +351,24 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         # PyTorch's built-in steps run with grad mode off (hooks and warnings see it off).
         with no_grad(), _core.IeeeResults():  # inf/nan propagate silently, as in PyTorch
             for group in self.param_groups:
+                if group.get("capturable"):
+                    self._refuse_capturable(group)
                 if self._STEPS_ARE_TENSORS:
                     self._check_step_tensors(group)
                 self._update_group(group)
         return loss
+
+    # What PyTorch's refusal of a capturable step names (NAdam and ASGD name their extra state,
+    # Adadelta leaves out XLA).
+    _CAPTURABLE_STATE = "params and state_steps"
+    _CAPTURABLE_DEVICES = "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla']"
+
+    def _refuse_capturable(self, group: dict[str, Any]) -> None:
+        """PyTorch's error for a capturable=True step (CUDA-graph capture) of CPU parameters,
+        which tapegrad's all are: raised once a parameter of the group has a gradient."""
+        if any(p.grad is not None for p in group["params"]):
+            raise AssertionError(f"If capturable=True, {self._CAPTURABLE_STATE} must be on "
+                                 f"supported devices: {self._CAPTURABLE_DEVICES}.")
 
     def _check_step_tensors(self, group: dict[str, Any]) -> None:
         """PyTorch's refusal of a number as a parameter's `step` state (made by user code, as
