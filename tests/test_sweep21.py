@@ -164,3 +164,16 @@ def test_sgd_fused_and_foreach_together_are_refused():
     for lib in (torch, tapegrad):
         with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
             lib.optim.SGD([lib.nn.Parameter(lib.ones(3))], lr=0.1, fused=True, foreach=True)
+
+
+# -- SWALR's argument errors, in PyTorch's words ---------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [{"swa_lr": [0.1, 0.2]}, {"swa_lr": 0.1, "anneal_strategy": "x"}])
+def test_swalr_argument_errors_match_pytorch(kwargs):
+    messages = []
+    for lib in (torch, tapegrad):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(2))], lr=0.1)
+        with pytest.raises(ValueError) as info:
+            lib.optim.swa_utils.SWALR(opt, **kwargs)
+        messages.append(str(info.value))
+    assert messages[1] == messages[0]
