@@ -21,8 +21,8 @@ def sparse_adam_rows(param: np.ndarray, rows: tuple, values: np.ndarray, state: 
                      lr: float, beta1: float, beta2: float, eps: float) -> None:
     """One SparseAdam step in place on ``param`` for the gradient whose entries ``rows`` (unique,
     coalesced; a tuple of index arrays, one per sparse dimension) hold ``values``; ``state``
-    holds ``step`` (int) and the dense moments ``exp_avg``/``exp_avg_sq`` (arrays).  Written as PyTorch's moment updates
-    (old += (1 - b) (new - old)) so float32 results round alike."""
+    holds ``step`` (int) and the dense moments ``exp_avg``/``exp_avg_sq`` (arrays).  Written as
+    PyTorch's moment updates (old += (1 - b) (new - old)) so float32 results round alike."""
     dtype = param.dtype.type
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
     old_avg, old_sq = exp_avg[rows], exp_avg_sq[rows]
