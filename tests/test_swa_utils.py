@@ -81,7 +81,7 @@ def test_swa_running_mean_and_errors_without_torch():
     assert list(swa.state_dict()) == ["n_averaged", "module.weight"]
     assert swa(tg.ones(1, 1)).item() == pytest.approx(3.0)
     opt = tg.optim.SGD(model.parameters(), lr=1.0)
-    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear'"):
+    with pytest.raises(ValueError, match="anneal_strategy must be one of 'cos' or 'linear'"):
         swa_utils.SWALR(opt, 0.1, anneal_strategy="step")
     with pytest.raises(ValueError, match="anneal_epochs must be equal or greater than 0"):
         swa_utils.SWALR(opt, 0.1, anneal_epochs=-1)

@@ -39,6 +39,7 @@ class Adadelta(Optimizer):
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
+    _CAPTURABLE_DEVICES = "['cuda', 'xpu', 'hpu', 'privateuseone']"   # (PyTorch's, no XLA)
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False,
                        "capturable": False}
     _STEP_KEYS = ("step",)

@@ -121,7 +121,9 @@ class Adagrad(Optimizer):
             raise RuntimeError("weight_decay option is not compatible with sparse gradients")
         clr = lr / (1 + (step - 1) * lr_decay)
         grad = grad.coalesce()
-        rows = grad._indices()._array[0]
+        # one index array per sparse dimension: an embedding's gradient has one (rows), a
+        # gradient made by to_sparse() has one per dimension (single elements)
+        rows = tuple(grad._indices()._array)
         values = grad._values()._array
         state_sum = state["sum"]._array
         state_sum[rows] += values * values

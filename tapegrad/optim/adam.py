@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _real_view,
-                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul,
-                        div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
+                        _scalar_pow, _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv,
+                        addcmul, div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
 __all__ = ["Adam", "AdamW"]
 
@@ -49,7 +49,9 @@ class Adam(Optimizer):
         _check_not_differentiable(differentiable)
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-        betas = tuple(_to_scalar(b) for b in betas)
+        # Tensor betas stay (0-d) tensors in the group, as PyTorch keeps them (a state dict
+        # shows them so), and the update computes with them in their dtype.
+        betas = tuple(b.reshape(()) if isinstance(b, _core.TensorBase) else b for b in betas)
 
         defaults = {
             "lr": lr,
@@ -106,14 +108,22 @@ class Adam(Optimizer):
                 else:
                     grad = add_alpha(grad, param, weight_decay)
 
-            lerp_scalar(exp_avg, grad, 1 - beta1, out=exp_avg)
+            # (PyTorch casts a tensor beta1 to the parameter's dtype for this one operation)
+            lerp_scalar(exp_avg, grad, 1 - (param.dtype.type(beta1)
+                                            if isinstance(beta1, np.generic) else beta1),
+                        out=exp_avg)
             mul_scalar(exp_avg_sq, beta2, out=exp_avg_sq)
             addcmul(exp_avg_sq, grad, grad, 1 - beta2, out=exp_avg_sq)
 
             step = step_t.item()
-            bias_correction1 = 1 - beta1 ** step
-            bias_correction2 = 1 - beta2 ** step
-            step_size = lr / bias_correction1
+            bias_correction1 = 1 - _scalar_pow(beta1, step)
+            bias_correction2 = 1 - _scalar_pow(beta2, step)
+            if isinstance(bias_correction1, np.generic) and not isinstance(lr, np.generic):
+                # (tensor betas) PyTorch divides a Python number by a 0-d tensor as the number
+                # times the tensor's reciprocal, each rounded to the tensor's dtype
+                step_size = lr * (1 / bias_correction1)
+            else:
+                step_size = lr / bias_correction1
             bias_correction2_sqrt = bias_correction2 ** 0.5
 
             if amsgrad:

@@ -5,7 +5,8 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled_state, _nd,
-                        _real_view, _step_tensor, _to_scalar, add_alpha, mul_scalar, neg)
+                        _real_view, _scalar_pow, _step_tensor, _to_scalar, add_alpha, addcmul,
+                        mul_scalar, neg)
 
 __all__ = ["ASGD"]
 
@@ -36,6 +37,7 @@ class ASGD(Optimizer):
                     "differentiable": differentiable, "capturable": capturable}
         super().__init__(params, defaults)
 
+    _CAPTURABLE_STATE = "params, mus, etas, and state_steps"   # (PyTorch's refusal names it)
     _GROUP_DEFAULTS = {"foreach": None, "maximize": False, "differentiable": False,
                        "capturable": False}
     _STEP_KEYS = ("step", "eta", "mu")
@@ -62,6 +64,9 @@ class ASGD(Optimizer):
             if weight_decay != 0:
                 grad = add_alpha(grad, param, weight_decay)
 
+            if group["foreach"]:
+                self._foreach_update(param, grad, ax, step_t, eta_t, mu_t, lr, lambd, alpha, t0)
+                continue
             eta = eta_t.item()
             mul_scalar(param, 1 - lambd * eta, out=param)      # decay term
             add_alpha(param, grad, -eta, out=param)
@@ -76,5 +81,21 @@ class ASGD(Optimizer):
             # PyTorch makes the new values float32 tensors before copying them into the state
             # (which is float64 after a float64 model's load_state_dict)
             step = step_t.item()
-            eta_t[...] = np.float32(lr / ((1 + lambd * lr * step) ** alpha))
+            eta_t[...] = np.float32(lr / _scalar_pow(1 + lambd * lr * step, alpha))
             mu_t[...] = np.float32(1 / max(1, step - t0))
+
+    @staticmethod
+    def _foreach_update(param, grad, ax, step_t, eta_t, mu_t, lr, lambd, alpha, t0) -> None:
+        """PyTorch's foreach=True update, which it writes otherwise than its single-tensor one:
+        param -= eta * (grad + lambd * param), the average always moved by mu, and the new eta
+        and mu computed from the float32 step tensor in float32 (so eta rounds otherwise)."""
+        dt = param.dtype.type
+        decayed = add_alpha(grad, param, lambd)
+        addcmul(param, decayed, dt(eta_t[()]), -1, out=param)
+        addcmul(ax, _nd(np.subtract(param, ax)), dt(mu_t[()]), out=ax)
+        step = step_t[()]                                   # a float32 scalar, as the tensor
+        base = _scalar_pow(1 + lambd * lr * step, alpha)
+        # (a Python lr divided by a 0-d tensor: PyTorch multiplies by the reciprocal)
+        eta_t[...] = lr / base if isinstance(lr, np.generic) else lr * (1 / base)
+        since_t0 = step - t0
+        mu_t[...] = 1 / since_t0 if since_t0 > 1 else 1.0

@@ -45,6 +45,7 @@ class NAdam(Optimizer):
                     "differentiable": differentiable}
         super().__init__(params, defaults)
 
+    _CAPTURABLE_STATE = "params, mu_products and state_steps"   # (PyTorch's refusal names it)
     _GROUP_DEFAULTS = {"maximize": False, "foreach": None, "capturable": False,
                        "differentiable": False, "decoupled_weight_decay": False}
     _STEP_KEYS = ("step", "mu_product")

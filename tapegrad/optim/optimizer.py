@@ -159,12 +159,25 @@ def _is_sparse_tensor(x) -> bool:
 
 
 def _to_scalar(x):
-    """A hyperparameter as a Python number (a one-element tensor gives its value)."""
+    """A hyperparameter as a number: a Python number as it is, a one-element tensor as a numpy
+    scalar of the tensor's dtype.  PyTorch computes with a tensor hyperparameter as a 0-d tensor,
+    so ``1 - lr * weight_decay`` or ``lr / bias_correction`` round to float32 for a float32 lr
+    even when the parameters are float64; numpy's scalar arithmetic with Python numbers keeps
+    the scalar's dtype in the same way."""
     if _is_tensor(x):
         if x._array.size != 1:
             raise ValueError("Tensor hyperparameters must be 1-element")
-        return x._array.reshape(()).item()
+        return x._array.reshape(())[()]
     return x
+
+
+def _scalar_pow(base, exponent):
+    """base ** exponent, where a tensor hyperparameter (a numpy scalar, see `_to_scalar`) is
+    raised as PyTorch raises a 0-d tensor: through tapegrad's pow, which computes a float32
+    cube as x*x*x (two roundings) as PyTorch's kernel does, where numpy's powf rounds once."""
+    if isinstance(base, np.generic):
+        return (_core.wrap_array(np.asarray(base)) ** exponent)._array[()]
+    return base ** exponent
 
 
 def _copy_value(value):
@@ -338,10 +351,24 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         # PyTorch's built-in steps run with grad mode off (hooks and warnings see it off).
         with no_grad(), _core.IeeeResults():  # inf/nan propagate silently, as in PyTorch
             for group in self.param_groups:
+                if group.get("capturable"):
+                    self._refuse_capturable(group)
                 if self._STEPS_ARE_TENSORS:
                     self._check_step_tensors(group)
                 self._update_group(group)
         return loss
+
+    # What PyTorch's refusal of a capturable step names (NAdam and ASGD name their extra state,
+    # Adadelta leaves out XLA).
+    _CAPTURABLE_STATE = "params and state_steps"
+    _CAPTURABLE_DEVICES = "['cuda', 'xpu', 'hpu', 'privateuseone', 'xla']"
+
+    def _refuse_capturable(self, group: dict[str, Any]) -> None:
+        """PyTorch's error for a capturable=True step (CUDA-graph capture) of CPU parameters,
+        which tapegrad's all are: raised once a parameter of the group has a gradient."""
+        if any(p.grad is not None for p in group["params"]):
+            raise AssertionError(f"If capturable=True, {self._CAPTURABLE_STATE} must be on "
+                                 f"supported devices: {self._CAPTURABLE_DEVICES}.")
 
     def _check_step_tensors(self, group: dict[str, Any]) -> None:
         """PyTorch's refusal of a number as a parameter's `step` state (made by user code, as

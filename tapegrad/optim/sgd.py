@@ -50,6 +50,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     _GROUP_DEFAULTS = {"nesterov": False, "maximize": False, "foreach": None,
                        "differentiable": False, "fused": False}

@@ -17,12 +17,12 @@ from .optimizer import Optimizer, _to_scalar
 __all__ = ["SparseAdam"]
 
 
-def sparse_adam_rows(param: np.ndarray, rows: np.ndarray, values: np.ndarray, state: dict,
+def sparse_adam_rows(param: np.ndarray, rows: tuple, values: np.ndarray, state: dict,
                      lr: float, beta1: float, beta2: float, eps: float) -> None:
-    """One SparseAdam step in place on ``param`` for the gradient whose rows ``rows`` (unique,
-    coalesced) hold ``values``; ``state`` holds ``step`` (int) and the dense moments
-    ``exp_avg``/``exp_avg_sq`` (arrays).  Written as PyTorch's moment updates
-    (old += (1 - b) (new - old)) so float32 results round alike."""
+    """One SparseAdam step in place on ``param`` for the gradient whose entries ``rows`` (unique,
+    coalesced; a tuple of index arrays, one per sparse dimension) hold ``values``; ``state``
+    holds ``step`` (int) and the dense moments ``exp_avg``/``exp_avg_sq`` (arrays).  Written as
+    PyTorch's moment updates (old += (1 - b) (new - old)) so float32 results round alike."""
     dtype = param.dtype.type
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
     old_avg, old_sq = exp_avg[rows], exp_avg_sq[rows]
@@ -81,7 +81,9 @@ class SparseAdam(Optimizer):
                 raise RuntimeError("SparseAdam does not support dense gradients, please consider "
                                    "Adam instead")
             grad = grad.coalesce()
-            rows = grad._indices()._array[0]
+            # one index array per sparse dimension: an embedding's gradient has one (rows), a
+            # gradient made by to_sparse() has one per dimension (single elements)
+            rows = tuple(grad._indices()._array)
             values = grad._values()._array
             if group["maximize"]:
                 values = -values

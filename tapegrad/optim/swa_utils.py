@@ -155,7 +155,7 @@ class SWALR(LRScheduler):
         for lr, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got "
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
         self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
@@ -213,8 +213,8 @@ class SWALR(LRScheduler):
 def _per_group(optimizer, value):
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
-            raise ValueError(f"swa_lr must have the same length as optimizer.param_groups: "
-                             f"swa_lr has {len(value)}, optimizer.param_groups has "
-                             f"{len(optimizer.param_groups)}")
+            raise ValueError(f"swa_lr must have the same length as optimizer.param_groups. "
+                             f"swa_lr has {len(value)} values, param_groups has "
+                             f"{len(optimizer.param_groups)}.")
         return list(value)
     return [value] * len(optimizer.param_groups)
