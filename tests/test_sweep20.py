@@ -144,3 +144,16 @@ def test_functional_batch_norm_eps_checks():
             for lib in (torch, tg)]
         assert got[0] == got[1]
         assert got[0][0] == "ValueError"
+
+
+# ---- Unflatten ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args,shape", [((1, (2, 2)), (2, 5)), ((3, (2, 3)), (2, 6)),
+                                        ((1, (-1, 2)), (2, 6)), ((-1, [2, 3]), (2, 6))])
+def test_unflatten_module_checks_as_tensor_unflatten(args, shape):
+    # The module reshaped the whole tensor: a bad size or dim raised reshape's error (a
+    # RuntimeError about the total size, where PyTorch raises IndexError for the dim).
+    got = []
+    for lib in (torch, tg):
+        got.append(_outcome(lambda lib=lib: tuple(lib.nn.Unflatten(*args)(lib.ones(*shape)).shape)))
+    assert got[0] == got[1]
