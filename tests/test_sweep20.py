@@ -157,3 +157,27 @@ def test_unflatten_module_checks_as_tensor_unflatten(args, shape):
     for lib in (torch, tg):
         got.append(_outcome(lambda lib=lib: tuple(lib.nn.Unflatten(*args)(lib.ones(*shape)).shape)))
     assert got[0] == got[1]
+
+
+# ---- Bilinear ----------------------------------------------------------------------------
+
+BILINEAR_CASES = [
+    ((5, 2), (5, 3), (4, 2, 3), (1,)),       # a one-element bias had broadcast silently
+    ((5, 2), (5, 3), (4, 2, 3), (2, 4)),
+    ((5, 2), (5, 3), (4, 2, 3), (4,)),
+    ((5, 9), (4, 3), (4, 2, 3), None),       # batch dims: PyTorch names the dim
+    ((2, 5, 2), (2, 4, 3), (4, 2, 3), None),
+    ((5, 9), (3,), (4, 2, 3), None),         # ranks differ: checked before the sizes
+    ((5, 2), (5, 3), (4, 2), None),          # a 2-D weight: IndexError reading its dim 2
+    ((2,), (3,), (4, 2, 3), (4,)),
+]
+
+
+@pytest.mark.parametrize("s1,s2,sw,sb", BILINEAR_CASES)
+def test_bilinear_checks_in_torch_order(s1, s2, sw, sb):
+    got = []
+    for lib in (torch, tg):
+        bias = None if sb is None else lib.ones(*sb)
+        got.append(_outcome(lambda lib=lib, bias=bias: tuple(lib.nn.functional.bilinear(
+            lib.ones(*s1), lib.ones(*s2), lib.ones(*sw), bias).shape)))
+    assert got[0] == got[1]
