@@ -36,6 +36,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError(f"batch_norm(): argument '{name}' (position {position}) must be "
                             f"float, not {_type_name(v)}")
+    # A zero eps divides by a zero batch variance, a negative one takes the root of a negative
+    # number: PyTorch refuses both rather than return inf/nan.
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != C:

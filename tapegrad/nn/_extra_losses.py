@@ -394,7 +394,10 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
-        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+        # Otherwise var must have input's rank and differ from it in sizes that sum to 1: one
+        # dim of size 1 broadcast over input's (homoscedastic along any dim, as PyTorch's test).
+        elif not (var.dim() == input.dim()
+                  and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
             raise ValueError("var is of incorrect size")
     reduction = _check_reduction(reduction, legacy_mean=False, message="{} is not valid")
     if bool((var < 0).any()):

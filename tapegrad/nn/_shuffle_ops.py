@@ -77,17 +77,27 @@ def bilinear(input1, input2, weight, bias=None):
     if len({t.dtype for _, t in operands}) > 1:
         raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
             f"{label}: {_core.c_type_name_of(t._array.dtype)}" for label, t in operands))
+    # PyTorch's checks in its order; a size read from a tensor with too few dims raises its
+    # IndexError, as there
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and "
+                           f"{input2.dim()}")
+    for d in range(input1.dim() - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got "
+                               f"{input1.shape[d]} and {input2.shape[d]}")
+    if input1.size(-1) != weight.size(1):
+        raise RuntimeError("bilinear(): input1 size does not match weight size: got "
+                           f"{input1.size(-1)} but expected {weight.size(1)}")
+    if input2.size(-1) != weight.size(2):
+        raise RuntimeError("bilinear(): input2 size does not match weight size: got "
+                           f"{input2.size(-1)} but expected {weight.size(2)}")
+    # (a bias of one element had broadcast over the outputs silently)
+    if bias is not None and bias.size(0) != weight.size(0):
+        raise RuntimeError("bilinear(): bias size does not match weight size: got "
+                           f"{bias.size(0)} but expected {weight.size(0)}")
     if weight.dim() != 3:
         raise RuntimeError(f"bilinear(): weight must be 3D, got {weight.dim()}D")
-    if input1.shape[-1] != weight.shape[1]:
-        raise RuntimeError("bilinear(): input1 size does not match weight size: got "
-                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
-    if input2.shape[-1] != weight.shape[2]:
-        raise RuntimeError("bilinear(): input2 size does not match weight size: got "
-                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
-    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
-        raise RuntimeError("bilinear(): input batch dimensions do not match: got "
-                           f"{tuple(input1.shape[:-1])} and {tuple(input2.shape[:-1])}")
     lead = tuple(input1.shape[:-1])
     x1 = input1.reshape(-1, weight.shape[1])
     x2 = input2.reshape(-1, weight.shape[2])

@@ -88,6 +88,9 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         return super().__new__(cls, _empty(dtype), requires_grad)
 
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        pass
+
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A lazy module's buffer whose shape is not known yet (e.g. LazyBatchNorm's running_mean).

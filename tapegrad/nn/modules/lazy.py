@@ -39,11 +39,12 @@ class LazyModuleMixin:
     def _lazy_setup(self, args: tuple, kwargs: dict, placeholders) -> None:
         self._lazy_args = (args, kwargs)
         setattr(self, self._lazy_size_attr, 0)
+        dtype = kwargs.get("dtype")
         for name in placeholders:
             if name in self._parameters and self._parameters[name] is not None:
-                self._parameters[name] = UninitializedParameter()
+                self._parameters[name] = UninitializedParameter(dtype=dtype)
             elif name in self._buffers and self._buffers[name] is not None:
-                self._buffers[name] = UninitializedBuffer()
+                self._buffers[name] = UninitializedBuffer(dtype=dtype)
         self._lazy_hook = self.register_forward_pre_hook(LazyModuleMixin._infer_parameters)
 
     def has_uninitialized_params(self) -> bool:
@@ -67,16 +68,25 @@ class LazyModuleMixin:
             # Loaded from a state dict: the values stay; only LazyLinear (as PyTorch's) fills in
             # its size attribute from the input.
             if self._size_read_after_load and getattr(self, self._lazy_size_attr) == 0:
-                setattr(self, self._lazy_size_attr, input.shape[self._lazy_input_dim])
+                setattr(self, self._lazy_size_attr, self._lazy_size(input))
             return
         args, kwargs = self._lazy_args
-        size = input.shape[self._lazy_input_dim]
-        built = self.cls_to_become(size, *args, **kwargs)
+        # The placeholders carry the dtype a later .to()/.double() gave them; the real
+        # parameters take it, as PyTorch's materialize() does.
+        floating = [t for t in list(self._parameters.values()) + list(self._buffers.values())
+                    if is_lazy(t) and t.dtype.is_floating_point]
+        if floating:
+            kwargs = {**kwargs, "dtype": floating[0].dtype}
+        built = self.cls_to_become(self._lazy_size(input), *args, **kwargs)
         self._parameters.update(built._parameters)
         self._buffers.update(built._buffers)
         for key, value in built.__dict__.items():
             if not key.startswith("_") and key != "training":
                 object.__setattr__(self, key, value)
+
+    def _lazy_size(self, input) -> int:
+        """The size attribute's value, read from the first input."""
+        return input.shape[self._lazy_input_dim]
 
     @staticmethod
     def _infer_parameters(module, args):
@@ -102,8 +112,19 @@ class LazyLinear(LazyModuleMixin, Linear):
                          ("weight", "bias"))
 
 
+def _conv_in_channels(module, input) -> int:
+    """A lazy convolution's in_channels: dim 1 of a batched input, dim 0 of an unbatched one
+    (one dim fewer), as PyTorch's _get_in_channels."""
+    spatial = len(module.kernel_size)
+    if input.dim() not in (spatial + 1, spatial + 2):
+        raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input "
+                           f"to {type(module).__name__}, but got input of size: {input.shape}")
+    return input.shape[1] if input.dim() == spatial + 2 else input.shape[0]
+
+
 class _LazyConv(LazyModuleMixin):
     _lazy_size_attr = "in_channels"
+    _lazy_size = _conv_in_channels
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", device=None, dtype=None) -> None:
@@ -127,6 +148,7 @@ class LazyConv2d(_LazyConv, Conv2d):
 
 class _LazyConvTranspose(LazyModuleMixin):
     _lazy_size_attr = "in_channels"
+    _lazy_size = _conv_in_channels
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0,
                  groups=1, bias=True, dilation=1, padding_mode="zeros", device=None,

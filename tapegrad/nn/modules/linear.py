@@ -88,10 +88,8 @@ class Unflatten(Module):
         self.unflattened_size = unflattened_size       # kept as given: the repr shows it so
 
     def forward(self, input):
-        shape = list(input.shape)
-        dim = self.dim if self.dim >= 0 else self.dim + len(shape)
-        return input.reshape(tuple(shape[:dim]) + tuple(self.unflattened_size)
-                             + tuple(shape[dim + 1:]))
+        # (Tensor.unflatten, as PyTorch's module: its checks name the sizes and the dim)
+        return input.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

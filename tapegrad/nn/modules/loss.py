@@ -49,6 +49,9 @@ class HuberLoss(_Loss):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): SmoothL1Loss scaled by delta."""
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        # (PyTorch's check: a complex or tensor delta is refused here, not at the first call)
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
         super().__init__(reduction=reduction)
         self.delta = delta
 
