@@ -389,11 +389,10 @@ def _contract_pair(a, la, b, lb, needed):
     M = int(np.prod([size_a[lab] for lab in a_only], dtype=np.int64))
     K = int(np.prod([size_a[lab] for lab in contract], dtype=np.int64))
     N = int(np.prod([size_b[lab] for lab in b_only], dtype=np.int64))
-    if batch:
-        nb = int(np.prod(batch_sizes, dtype=np.int64))
-        out = _bmm(a.reshape(nb, M, K), b.reshape(nb, K, N))
-    else:
-        out = _mm(a.reshape(M, K), b.reshape(K, N))
+    # (always bmm, a batch of one without batch subscripts, as PyTorch's: mm's backward lays a
+    # column-major operand's gradient out column-major, bmm's does not)
+    nb = int(np.prod(batch_sizes, dtype=np.int64))
+    out = _bmm(a.reshape(nb, M, K), b.reshape(nb, K, N))
     shape = batch_sizes + [size_a[lab] for lab in a_only] + [size_b[lab] for lab in b_only]
     return out.reshape(tuple(shape)), batch + a_only + b_only
 

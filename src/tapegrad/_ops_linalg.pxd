@@ -15,9 +15,17 @@ cdef object last(object shape)
 
 cdef object product(object A, object B)
 
-cdef object matmul_grad_a(object g, object B, tuple shape_a)
+# mm_layout's flags in a matmul record's aux: which matrix operands were column-major (see the
+# VJP in ops_linalg.pxi)
+cdef enum:
+    A_COLUMN_MAJOR = 1
+    B_COLUMN_MAJOR = 2
 
-cdef object matmul_grad_b(object g, object A, tuple shape_b)
+cdef bint column_major(object X)
+
+cdef object matmul_grad_a(object g, object B, tuple shape_a, bint column_major_result=*)
+
+cdef object matmul_grad_b(object g, object A, tuple shape_b, bint column_major_result=*)
 
 cdef int OP_DOT
 

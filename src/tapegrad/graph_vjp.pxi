@@ -936,7 +936,7 @@ cdef object reshaped_if_needed(object g, tuple shape):
     return reshape_to(<TensorBase>g, shape)
 
 cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
-    shape_a, shape_b, trans_b, bias_shape, bias_dtype = <tuple>r.aux
+    shape_a, shape_b, trans_b, bias_shape, bias_dtype, layout = <tuple>r.aux
     cdef Py_ssize_t na = len(shape_a), nb = len(shape_b)
     if r.op == OP_ADDMM and na != 2:
         # linear's 2-D product of an N-d or 1-D input (its result views it): G in the input's rows
@@ -955,6 +955,9 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
         B = t_conj(B)                                   # (complex: g @ B^H)
         if nb == 1:
             ga = g_mul(G, B) if na == 1 else g_mul(unsqueeze(<TensorBase>G, -1), B)
+        elif na == 2 and nb == 2 and <int>layout & A_COLUMN_MAJOR:
+            # (B G^T)^T: laid out as A, as eager and PyTorch's mm backward (ops_linalg.pxi)
+            ga = transpose(<TensorBase>matmul(B, transpose(<TensorBase>G, 0, 1)), 0, 1)
         else:
             G2 = G if na > 1 else unsqueeze(<TensorBase>G, -2)
             ga = matmul(G2, transpose(<TensorBase>B, -1, -2))
@@ -968,8 +971,18 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
             # W (C-contiguous), not as a transposed view of A^T @ G: a captured gradient then
             # supports g.view(-1) (flat_grad in TRPO / natural-gradient code).
             rows = shape_prod(shape_a, 0, na - 1)
-            gb = matmul(transpose(reshape_to(<TensorBase>G, (rows, shape_b[1])), 0, 1),
-                        reshape_to(<TensorBase>A, (rows, shape_b[0])))
+            G2 = reshape_to(<TensorBase>G, (rows, shape_b[1]))
+            A2 = reshape_to(<TensorBase>A, (rows, shape_b[0]))
+            if <int>layout & B_COLUMN_MAJOR:
+                gb = matmul(transpose(<TensorBase>G2, 0, 1), A2)
+            else:                       # a W laid out otherwise: (A^T G)^T, as eager
+                gb = transpose(<TensorBase>matmul(transpose(<TensorBase>A2, 0, 1), G2), 0, 1)
+        elif nb == 2 and <int>layout & B_COLUMN_MAJOR:
+            # (G^T A)^T over A's rows: laid out as B, as eager and PyTorch's mm backward
+            rows = shape_prod(shape_a, 0, na - 1)
+            gb = transpose(<TensorBase>matmul(
+                transpose(<TensorBase>reshape_to(<TensorBase>G, (rows, shape_b[1])), 0, 1),
+                reshape_to(<TensorBase>A, (rows, shape_b[0]))), 0, 1)
         elif na == 1:
             if nb == 1:
                 gb = g_mul(G, A)

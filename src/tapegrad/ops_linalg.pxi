@@ -110,10 +110,38 @@ cdef object folded_product(object A, object B):
 
 
 # -- the VJP --------------------------------------------------------------------------------------
+# PyTorch's mm backward (mm_mat1_backward, mm_mat2_backward) gives the gradient of a matrix
+# operand laid out column by column (a transposed contiguous one: `w.t()`, `q.t()`) in that same
+# layout, computed as a transposed product ((g^T A)^T for the right operand, (B g^T)^T for the
+# left).  So the gradient of w in `x @ w.t()` comes back to w row-major, as w is, and its
+# `.view(-1)` works (flat_grad in TRPO-style code, `torch.autograd.grad` of hand-written layers).
+# The record keeps which operands were column-major (mm_layout: A_COLUMN_MAJOR, B_COLUMN_MAJOR in
+# _ops_linalg.pxd); the replay reads its slots'.
 
-cdef object matmul_grad_a(object g, object B, tuple shape_a):
-    """Gradient of A in A @ B (A of shape `shape_a`), from the output's adjoint g."""
+cdef bint column_major(object X):
+    """PyTorch's test: a matrix whose strides are (1, rows) in elements."""
+    if cnp.PyArray_NDIM(<cnp.ndarray>X) != 2:
+        return False
+    cdef cnp.npy_intp item = cnp.PyArray_ITEMSIZE(<cnp.ndarray>X)
+    return (cnp.PyArray_STRIDE(<cnp.ndarray>X, 0) == item
+            and cnp.PyArray_STRIDE(<cnp.ndarray>X, 1) == item * cnp.PyArray_DIM(<cnp.ndarray>X, 0))
+
+
+cdef int mm_layout(object A, object B):
+    """A_COLUMN_MAJOR / B_COLUMN_MAJOR for a product that PyTorch computes with mm (B, as
+    multiplied, a matrix; the flag of A only when A is one too, not a folded batch or a vector)."""
+    if cnp.PyArray_NDIM(<cnp.ndarray>B) != 2:
+        return 0
+    return ((A_COLUMN_MAJOR if column_major(A) else 0)
+            | (B_COLUMN_MAJOR if column_major(B) else 0))
+
+
+cdef object matmul_grad_a(object g, object B, tuple shape_a, bint column_major_result=False):
+    """Gradient of A in A @ B (A of shape `shape_a`), from the output's adjoint g; a matrix A
+    laid out column-major gets it in that layout (column_major_result: see above)."""
     cdef Py_ssize_t na = len(shape_a), nb = B.ndim, bc, n, k, p
+    if column_major_result and na == 2 and nb == 2:
+        return np.matmul(B, g.T).T
     if nb == 1:
         if na == 1:
             return nd(np.multiply(g, B))                # dot: g is 0-d
@@ -139,9 +167,14 @@ cdef object matmul_grad_a(object g, object B, tuple shape_a):
     return ga.reshape(shape_a)
 
 
-cdef object matmul_grad_b(object g, object A, tuple shape_b):
-    """Gradient of B in A @ B (B of shape `shape_b`), from the output's adjoint g."""
+cdef object matmul_grad_b(object g, object A, tuple shape_b, bint column_major_result=False):
+    """Gradient of B in A @ B (B of shape `shape_b`), from the output's adjoint g; a matrix B
+    laid out column-major gets it in that layout, from A's rows folded as mm multiplies them."""
     cdef Py_ssize_t na = A.ndim, nb = len(shape_b), rows, k, p
+    if column_major_result and nb == 2:
+        rows = shape_prod(A.shape, 0, na - 1)
+        return np.matmul(g.reshape(rows, last(g.shape)).T,
+                         A.reshape(rows, last(A.shape))).T
     if na == 1:
         if nb == 1:
             return nd(np.multiply(g, A))
@@ -162,25 +195,32 @@ cdef object matmul_grad_b(object g, object A, tuple shape_b):
 
 cdef object vjp_matmul(Record* r, object g):
     """aux = (shape of A, shape of B as multiplied, B transposed (linear's weight), bias shape,
-    bias dtype); saved = (A if B needs grad, B if A needs grad)."""
+    bias dtype, mm_layout); saved = (A if B needs grad, B if A needs grad)."""
     cdef tuple aux = <tuple>r.aux
-    shape_a, shape_b, trans_b, bias_shape, bias_dtype = aux
+    shape_a, shape_b, trans_b, bias_shape, bias_dtype, layout = aux
     ga = gb = None
     # (complex operands: the gradients multiply by the conjugates, g @ B^H and A^H @ g)
     if needs_grad(r, 0):
-        ga = matmul_grad_a(g, conj_of(<object>r.saved[1]), <tuple>shape_a)
+        ga = matmul_grad_a(g, conj_of(<object>r.saved[1]), <tuple>shape_a,
+                           (<int>layout & A_COLUMN_MAJOR) != 0)
     if needs_grad(r, 1):
         A = conj_of(<object>r.saved[0])
         if trans_b and len(<tuple>shape_b) == 2:
-            # linear's weight W (out, in) multiplies as W^T: its gradient g^T @ A comes out in
-            # W's own layout, contiguous (no transposed copy when it becomes W.grad); a 1-D
-            # input is one row, multiplied as PyTorch's mm does (an outer product instead gave
-            # -0.0 where x is 0 and g negative: PyTorch's sum starts at +0.0; with a bias, the
-            # compiled step's 1-D record differed from eager's folded one: fuzz 61401252)
+            # linear's weight W (out, in) multiplies as W^T, which is column-major when W is
+            # row-major: then its gradient g^T @ A comes out in W's own layout, contiguous (no
+            # transposed copy when it becomes W.grad); a 1-D input is one row, multiplied as
+            # PyTorch's mm does (an outer product instead gave -0.0 where x is 0 and g
+            # negative: PyTorch's sum starts at +0.0; with a bias, the compiled step's 1-D
+            # record differed from eager's folded one: fuzz 61401252)
             rows = shape_prod(A.shape, 0, A.ndim - 1)
-            gb = np.matmul(g.reshape(rows, last(g.shape)).T, A.reshape(rows, last(A.shape)))
+            A2 = A.reshape(rows, last(A.shape))
+            g2 = g.reshape(rows, last(g.shape))
+            if <int>layout & B_COLUMN_MAJOR:
+                gb = np.matmul(g2.T, A2)
+            else:                       # a W laid out otherwise: PyTorch's A^T g, transposed
+                gb = np.matmul(A2.T, g2).T
         else:
-            gb = matmul_grad_b(g, A, <tuple>shape_b)
+            gb = matmul_grad_b(g, A, <tuple>shape_b, (<int>layout & B_COLUMN_MAJOR) != 0)
             if trans_b:
                 gb = gb.T
     if r.n_in == 3:
@@ -225,7 +265,7 @@ cdef object linear_input(tuple shape_a, bint bias, bint copied):
 def linear_edges(fn):
     """The layout of a matmul-family record's node (graph_layout.pxi): PyTorch's nodes for a
     linear record, None (the operands in order) for a plain product."""
-    shape_a, shape_b, trans_b, bias_shape, _ = fn._aux
+    shape_a, shape_b, trans_b, bias_shape, _, _ = fn._aux
     if not trans_b or len(shape_b) != 2:
         return None
     cdef int op = fn._opcode
@@ -364,11 +404,12 @@ cdef TensorBase matmul_record(int op, object out, TensorBase a, TensorBase b, ob
             save_value(r, 0, A, a)
         if needs_grad(r, 0):
             save_value(r, 1, B, b)
+        layout = mm_layout(a._array, B)
         if bias is None:
-            keep(&r.aux, (A.shape, B.shape, trans_b, None, None))
+            keep(&r.aux, (A.shape, B.shape, trans_b, None, None, layout))
         else:
             keep(&r.aux, (A.shape, B.shape, trans_b, (<TensorBase>bias)._array.shape,
-                          (<TensorBase>bias)._array.dtype))
+                          (<TensorBase>bias)._array.dtype, layout))
     return res
 
 
@@ -775,6 +816,7 @@ cdef object replay_linear(Record* r, tuple ins, object attrs):
     matmul_record fills it."""
     X, W, C = ins if len(ins) == 3 else (ins[0], ins[1], None)
     Wt = W.T
+    cdef int layout = mm_layout(X, Wt)      # (of the input as given, as matmul_record's)
     cdef int op
     if C is None:
         if X.ndim > 2 and not X.flags.c_contiguous:
@@ -789,7 +831,7 @@ cdef object replay_linear(Record* r, tuple ins, object attrs):
     if needs_grad(r, 0):
         keep(&r.saved[1], Wt)
     keep(&r.aux, (X.shape, Wt.shape, True, None if C is None else C.shape,
-                  None if C is None else C.dtype))
+                  None if C is None else C.dtype, layout))
     return out
 
 

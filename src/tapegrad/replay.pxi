@@ -1121,9 +1121,11 @@ cdef class Program:
         if s.kind == SK_MATMUL:                         # as vjp_matmul, gradient of a first
             G = self.adjoint(bs, s.out)
             if s.grad_a:
-                self.give_array(bs, s.a, matmul_grad_a(G, bs.arrays[s.b], self.shapes[s.a]))
+                self.give_array(bs, s.a, matmul_grad_a(G, bs.arrays[s.b], self.shapes[s.a],
+                                                       column_major(bs.arrays[s.a])))
             if s.grad_b:
-                self.give_array(bs, s.b, matmul_grad_b(G, bs.arrays[s.a], self.shapes[s.b]))
+                self.give_array(bs, s.b, matmul_grad_b(G, bs.arrays[s.a], self.shapes[s.b],
+                                                       column_major(bs.arrays[s.b])))
             return 0
         cdef bint f64 = self.f64
         cdef Py_ssize_t n = s.n, fs
