@@ -25,9 +25,9 @@ def _values(value) -> np.ndarray:
 
 
 def _bound_repr(bound) -> str:
-    if isinstance(bound, _core.TensorBase):
-        return repr(float(bound.item())) if bound.numel() == 1 else repr(bound)
-    return repr(float(bound)) if isinstance(bound, float) else repr(bound)
+    # PyTorch formats bounds with str.format: a 0-d tensor prints its Python number (an
+    # integer bound stays an integer), any other tensor its full repr, shape (1,) included.
+    return "{}".format(bound)
 
 
 class Constraint:
@@ -150,6 +150,10 @@ def _is_symmetric(v):
 def _symmetric_and_smallest_eigenvalue(v):
     """Per trailing square matrix of v: whether it is symmetric (to 1e-6), and its smallest
     eigenvalue (a zero matrix's where it is not symmetric, so eigvalsh sees only symmetric ones)."""
+    if v.shape[-1] != v.shape[-2]:
+        # not square, so not symmetric: False as in PyTorch (comparing v with its transpose
+        # would fail to broadcast)
+        return np.zeros(v.shape[:-2], dtype=bool), np.zeros(v.shape[:-2])
     symmetric = _is_symmetric(v)
     with np.errstate(invalid="ignore"):
         smallest = np.linalg.eigvalsh(np.where(symmetric[..., None, None], v, 0)).min(-1)
