@@ -145,3 +145,33 @@ def test_cat_stack_transform_valid_values(make):
         return y.detach().numpy(), t.inv(y).detach().numpy(), ladj.detach().numpy(), grad.numpy()
     for w, g in zip(*_both(run)):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+# -- positive_definite decides as PyTorch does, by whether the Cholesky factorisation succeeds
+#    (it compared the smallest eigenvalue with 0: the singular [[2, 2], [2, 2]], which LAPACK
+#    factors, was refused, so Wishart.log_prob with validate_args raised where PyTorch computes)
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("matrix", [
+    [[2.0, 2.0], [2.0, 2.0]], [[1.0, 1.0], [1.0, 1.0]], [[1e-20, 0.0], [0.0, 1.0]],
+    [[1.0, 0.0], [0.0, 0.0]], [[4.0, 2.0], [2.0, 1.000000001]], [[float("nan"), 0.0], [0.0, 1.0]],
+    [[[1.0, 0.0], [0.0, 1.0]], [[2.0, 2.0], [2.0, 2.0]], [[1.0, 0.0], [0.0, -1.0]]],
+    [[3.0]],
+])
+def test_positive_definite_check_is_cholesky(matrix, dtype):
+    want, got = _both(lambda lib: lib.distributions.constraints.positive_definite.check(
+        lib.tensor(matrix, dtype=getattr(lib, dtype))))
+    assert got.tolist() == want.tolist()
+
+
+def test_wishart_log_prob_validates_singular_as_torch():
+    value = [[2.0, 2.0], [2.0, 2.0]]
+
+    def run(lib):
+        d = lib.distributions.Wishart(df=lib.tensor(3.0, dtype=lib.float64),
+                                      covariance_matrix=lib.tensor([[5.0, -0.5], [-0.5, 1.5]],
+                                                                   dtype=lib.float64),
+                                      validate_args=True)
+        return d.log_prob(lib.tensor(value, dtype=lib.float64)).item()
+    want, got = _both(run)
+    assert got == pytest.approx(want, nan_ok=True)

@@ -189,12 +189,38 @@ class _Symmetric(_Square):
         return _is_symmetric(v)
 
 
+def _cholesky_succeeds(v):
+    """Per trailing square matrix of v: whether LAPACK's Cholesky factorisation (of the lower
+    triangle) succeeds, PyTorch's test of positive definiteness (cholesky_ex's info == 0).  It
+    differs from "smallest eigenvalue > 0" at the rounding edge: a singular [[2, 2], [2, 2]]
+    factors (its last pivot rounds positive)."""
+    n = v.shape[-1]
+    flat = v.reshape(-1, n, n)
+    try:
+        np.linalg.cholesky(flat)
+        return np.ones(v.shape[:-2], dtype=bool)
+    except np.linalg.LinAlgError:
+        pass
+    answer = np.ones(len(flat), dtype=bool)
+    for i, matrix in enumerate(flat):
+        try:
+            np.linalg.cholesky(matrix)
+        except np.linalg.LinAlgError:
+            answer[i] = False
+    return answer.reshape(v.shape[:-2])
+
+
 class _PositiveDefinite(_Symmetric):
-    """The constraint: each trailing square matrix is symmetric with positive eigenvalues."""
+    """The constraint: each trailing square matrix is symmetric and has a Cholesky factor."""
 
     def _satisfied(self, value):
-        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
-        return symmetric & (smallest > 0)
+        v = _values(value)
+        symmetric = super()._satisfied(v)
+        if not symmetric.any():
+            return symmetric
+        # only symmetric matrices are factored (the others are replaced by the identity)
+        eye = np.broadcast_to(np.eye(v.shape[-1], dtype=v.dtype), v.shape)
+        return symmetric & _cholesky_succeeds(np.where(symmetric[..., None, None], v, eye))
 
 
 class _PositiveSemidefinite(_Symmetric):
