@@ -175,3 +175,38 @@ def test_wishart_log_prob_validates_singular_as_torch():
         return d.log_prob(lib.tensor(value, dtype=lib.float64)).item()
     want, got = _both(run)
     assert got == pytest.approx(want, nan_ok=True)
+
+
+# -- Geometric(probs=0) with validation raises PyTorch's ValueError ("to be positive"): a success
+#    probability of 0 never stops (it was accepted: mean and log_prob gave inf/NaN) -------------
+
+@pytest.mark.parametrize("probs", [[0.0, 0.0], [0.3, 0.0, 0.2], 0.0, [[0.5], [0.0]]])
+def test_geometric_zero_probs_refused(probs):
+    def message(lib):
+        value = lib.tensor(probs, requires_grad=True) if isinstance(probs, list) else probs
+        with pytest.raises(ValueError) as info:
+            lib.distributions.Geometric(probs=value)
+        return str(info.value)
+    want, got = _both(message)
+    assert got == want
+
+
+def test_geometric_zero_probs_without_validation_and_logits():
+    def run(lib):
+        a = lib.distributions.Geometric(probs=lib.zeros(2), validate_args=False).probs
+        b = lib.distributions.Geometric(logits=lib.tensor([-1e4, 0.0]), validate_args=True).probs
+        return a.tolist(), b.tolist()
+    want, got = _both(run)
+    assert got == want
+
+
+# -- Wishart.rsample takes PyTorch's max_try_correction keyword (TypeError before) -------------
+
+@pytest.mark.filterwarnings("ignore:Singular sample detected")   # PyTorch's, on every draw
+@pytest.mark.parametrize("tries", [None, 0, 3])
+def test_wishart_rsample_max_try_correction(tries):
+    def run(lib):
+        d = lib.distributions.Wishart(lib.tensor([3.0, 4.0]), lib.eye(2))
+        return tuple(d.rsample((5,), max_try_correction=tries).shape)
+    want, got = _both(run)
+    assert got == want
