@@ -210,3 +210,16 @@ def test_wishart_rsample_max_try_correction(tries):
         return tuple(d.rsample((5,), max_try_correction=tries).shape)
     want, got = _both(run)
     assert got == want
+
+
+# -- CorrCholeskyTransform.log_abs_det_jacobian takes PyTorch's (unused) intermediates argument --
+
+def test_corr_cholesky_ladj_intermediates():
+    x = np.linspace(-1.5, 1.5, 12).reshape(2, 6)
+
+    def run(lib):
+        t = lib.distributions.transforms.CorrCholeskyTransform()
+        X = lib.tensor(x)
+        return t.log_abs_det_jacobian(X, t(X), intermediates=None).numpy()
+    want, got = _both(run)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -777,7 +777,9 @@ class CorrCholeskyTransform(_ParameterlessTransform):
         t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(shifted, diag=-1).sqrt()
         return (t.log1p() - (-t).log1p()) / 2
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        # ``intermediates`` is in PyTorch's signature and unused there too: everything needed
+        # is recomputed from x and y
         y1m_cumsum = 1 - (y * y).cumsum(-1)
         stick_breaking = 0.5 * tril_matrix_to_vec(y1m_cumsum, diag=-2).log().sum(-1)
         tanh_part = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(-1)
