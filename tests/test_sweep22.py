@@ -223,3 +223,22 @@ def test_corr_cholesky_ladj_intermediates():
         return t.log_abs_det_jacobian(X, t(X), intermediates=None).numpy()
     want, got = _both(run)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# -- HalfCauchy.log_prob reads the value in the scale's dtype, as PyTorch (a float64 value of a
+#    float32 HalfCauchy gave a float64 density); HalfNormal keeps promoting -------------------
+
+@pytest.mark.parametrize("family", ["HalfCauchy", "HalfNormal"])
+@pytest.mark.parametrize("scale_dtype,value_dtype", [("float32", "float64"), ("float64", "float32"),
+                                                     ("float32", "float32")])
+def test_folded_log_prob_value_dtype(family, scale_dtype, value_dtype):
+    def run(lib):
+        scale = lib.tensor([[0.5], [2.0]], dtype=getattr(lib, scale_dtype), requires_grad=True)
+        d = getattr(lib.distributions, family)(scale)
+        out = d.log_prob(lib.tensor([0.25, 3.0, 0.0], dtype=getattr(lib, value_dtype)))
+        grad, = lib.autograd.grad(out.sum(), scale)
+        return str(out.dtype), out.detach().numpy(), grad.numpy()
+    want, got = _both(run)
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-6)
