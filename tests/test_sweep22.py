@@ -306,3 +306,30 @@ def test_gamma_cdf_concentration_gradient_second_derivative_raises():
     grad, = tapegrad.autograd.grad(out.sum(), conc, create_graph=True)
     with pytest.raises(NotImplementedError, match="second derivative of Gamma.cdf"):
         tapegrad.autograd.grad(grad.sum(), conc)
+
+
+# -- MultivariateNormal's repr names the given parameter after sampling, log_prob, entropy,
+#    variance or a KL, as PyTorch's; scale_tril joins it only once read (it showed after any
+#    sample or log_prob) ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("given", ["covariance_matrix", "precision_matrix", "scale_tril"])
+def test_mvn_repr_after_use(given):
+    matrix = [[2.0, 0.0], [0.3, 1.0]] if given == "scale_tril" else [[2.0, 0.3], [0.3, 1.0]]
+
+    def run(lib):
+        D = lib.distributions
+        d = D.MultivariateNormal(lib.zeros(3, 2), **{given: lib.tensor(matrix)})
+        d.sample((2,))
+        d.rsample()
+        d.log_prob(lib.zeros(2))
+        d.entropy()
+        d.variance
+        D.kl_divergence(d, d)
+        shown = [repr(d)]
+        d.scale_tril
+        shown.append(repr(d))
+        d.covariance_matrix
+        shown.append(repr(d))
+        return shown
+    want, got = _both(run)
+    assert got == want

@@ -208,6 +208,12 @@ def _kl_pareto_pareto(p, q):
     return result.masked_fill(p.scale < q.scale, math.inf)
 
 
+def _cholesky_factor(d):
+    """A Gaussian's covariance Cholesky factor, read without caching MultivariateNormal's
+    scale_tril (it would then show in the repr, as PyTorch's does not after a KL)."""
+    return d._tril if isinstance(d, MultivariateNormal) else d.scale_tril
+
+
 # Gaussians over vectors: the divergence depends only on the means and covariances, so one
 # formula over the Cholesky factors serves every pairing of the full and low-rank forms.
 @register_kl(MultivariateNormal, MultivariateNormal)
@@ -219,7 +225,7 @@ def _kl_gaussian_vectors(p, q):
         raise ValueError(f"KL-divergence between two {_gaussian_kind(p, q)} with different "
                          f"event shapes cannot be computed")
     n = p.event_shape[0]
-    p_tril, q_tril = p.scale_tril, q.scale_tril
+    p_tril, q_tril = _cholesky_factor(p), _cholesky_factor(q)
     batch = tuple(_broadcast_batch_shapes(tuple(p_tril.shape[:-2]), tuple(q_tril.shape[:-2])))
     p_tril = p_tril.expand(*(batch + (n, n)))
     q_tril = q_tril.expand(*(batch + (n, n)))
