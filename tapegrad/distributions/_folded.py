@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .. import where, zeros_like
+from .. import as_tensor, where, zeros_like
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 
@@ -27,9 +27,15 @@ class _FoldedAtZero(TransformedDistribution):
     def mode(self):
         return zeros_like(self.scale)           # a constant, as PyTorch's (no graph)
 
+    # PyTorch's HalfCauchy reads a log_prob value in the scale's dtype (a float64 value of a
+    # float32 HalfCauchy gives a float32 density); its HalfNormal promotes as usual
+    _value_in_scale_dtype = False
+
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
+        if self._value_in_scale_dtype:
+            value = as_tensor(value, dtype=self.scale.dtype)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
         return where(value >= 0, log_prob, -math.inf)
 

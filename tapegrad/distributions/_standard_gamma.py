@@ -109,12 +109,16 @@ class _StandardGamma(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        if grad.requires_grad:
-            raise NotImplementedError("the derivative of the Gamma sample's gradient (a second "
-                                      "derivative of rsample) is not implemented, as in PyTorch")
         alpha, = ctx.saved_tensors
         x = ctx.sample
         dx = standard_gamma_grad(np.broadcast_to(alpha._array, x.shape), x).reshape(x.shape)
+        if _creating_graph():
+            # PyTorch records grad * _standard_gamma_grad(alpha, x), whose own derivative it
+            # does not implement
+            factor = _NoSecondDerivative.apply(
+                alpha, dx.astype(alpha._array.dtype),
+                "the derivative for '_standard_gamma_grad' is not implemented.")
+            return (grad * factor).sum_to_size(alpha.shape), None
         g = grad._array * dx.astype(grad._array.dtype)
         # sum the broadcast dims back to alpha's shape
         extra = g.ndim - alpha._array.ndim
@@ -131,56 +135,76 @@ def standard_gamma(alpha, shape):
     return _StandardGamma.apply(alpha, tuple(shape))
 
 
-def _broadcast_grad(g: np.ndarray, shape) -> np.ndarray:
-    """g summed back to a broadcast input's shape."""
-    extra = g.ndim - len(shape)
-    if extra:
-        g = g.sum(axis=tuple(range(extra)))
-    keep = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-    return g.sum(axis=keep, keepdims=True) if keep else g
+def _creating_graph() -> bool:
+    """Whether a Function's backward is running for a create_graph gradient (grad mode is on in
+    backward exactly then), so the gradient it returns must itself be differentiable."""
+    from .. import is_grad_enabled
+    return is_grad_enabled()
+
+
+class _NoSecondDerivative(Function):
+    """``value``, a derivative factor computed numerically from ``source``, recorded as a function
+    of ``source`` whose derivative raises NotImplementedError(``message``): a create_graph
+    gradient built on it stays connected to ``source``, so differentiating it again fails loudly
+    (as PyTorch's does) instead of silently treating the factor as a constant."""
+
+    @staticmethod
+    def forward(ctx, source, value, message):
+        ctx.message = message
+        return _make(np.ascontiguousarray(value), False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError(ctx.message)
+
+
+def _gamma_density(alpha, x):
+    """dP(alpha, x)/dx = exp((alpha - 1) log x - x - lgamma(alpha)), PyTorch's igamma gradient
+    formula as is (NaN for x < 0, inf / NaN / 0 at x = 0 for alpha < / = / > 1), in tensor ops:
+    recorded under create_graph, so it differentiates again in both alpha and x."""
+    from .. import lgamma
+    return ((alpha - 1) * x.log() - x - lgamma(alpha)).exp()
 
 
 class _RegularizedGammaP(Function):
-    """P(alpha, x), the regularised lower incomplete gamma function (Gamma's cdf); gradients:
-    the density in x, a central difference in alpha (not recorded: no second derivative)."""
+    """P(alpha, x), the regularised lower incomplete gamma function (Gamma's cdf) with PyTorch's
+    igamma values off the domain (NaN for x < 0 or alpha < 0).  Gradients: the density in x
+    (differentiable again, as PyTorch's), a central difference in alpha, which PyTorch does not
+    implement at all (its derivative raises NotImplementedError); this one's own derivative
+    raises."""
 
     @staticmethod
     def forward(ctx, alpha, x):
         a, xv = np.broadcast_arrays(alpha._array.astype(np.float64), x._array.astype(np.float64))
         out = np.zeros(a.shape)
-        inside = xv > 0
+        inside = (xv > 0) & np.isfinite(xv) & (a > 0)
         if inside.any():
             out[inside] = _regularized_gamma_p(a[inside].copy(), xv[inside].copy())
-        out[np.isposinf(xv)] = 1.0
-        out[np.isnan(xv) | np.isnan(a)] = np.nan
+        out[(xv > 0) & (a == 0)] = 1.0
+        out[np.isposinf(xv) & (a >= 0)] = 1.0
+        out[np.isnan(xv) | np.isnan(a) | (xv < 0) | (a < 0) | ((a == 0) & (xv == 0))] = np.nan
         ctx.save_for_backward(alpha, x)
-        ctx.values = (a, xv)
+        ctx.values = (a, xv, inside)
         dtype = np.result_type(alpha._array.dtype, x._array.dtype)
         return _make(np.ascontiguousarray(out.astype(dtype)), False)
 
     @staticmethod
     def backward(ctx, grad):
-        if grad.requires_grad:
-            raise NotImplementedError("the second derivative of Gamma.cdf is not implemented")
         alpha, x = ctx.saved_tensors
-        a, xv = ctx.values
-        inside = xv > 0
-        g = grad._array.astype(np.float64)
-        d_x = np.zeros(a.shape)
-        d_a = np.zeros(a.shape)
-        if inside.any():
-            ai, xi = a[inside], xv[inside]
-            d_x[inside] = np.exp(_log_prefactor(ai, xi) - np.log(xi))
-            h = 1e-5 * np.maximum(ai, 1e-3)
-            d_a[inside] = _dp_dalpha(ai, xi, h)
-        grads = []
-        for t, d in ((alpha, d_a), (x, d_x)):
-            if t.requires_grad:
-                part = _broadcast_grad(g * d, t._array.shape).astype(t._array.dtype)
-                grads.append(_make(np.ascontiguousarray(part), False))
-            else:
-                grads.append(None)
-        return tuple(grads)
+        grad_alpha = grad_x = None
+        if alpha.requires_grad:
+            a, xv, inside = ctx.values
+            d_a = np.zeros(a.shape)
+            if inside.any():
+                ai, xi = a[inside], xv[inside]
+                d_a[inside] = _dp_dalpha(ai, xi, 1e-5 * np.maximum(ai, 1e-3))
+            factor = _NoSecondDerivative.apply(
+                alpha, d_a.astype(grad._array.dtype),
+                "the second derivative of Gamma.cdf in the concentration is not implemented")
+            grad_alpha = (grad * factor).sum_to_size(alpha.shape).to(alpha.dtype)
+        if x.requires_grad:
+            grad_x = (grad * _gamma_density(alpha, x)).sum_to_size(x.shape).to(x.dtype)
+        return grad_alpha, grad_x
 
 
 def regularized_gamma_p(alpha, x):

@@ -25,9 +25,9 @@ def _values(value) -> np.ndarray:
 
 
 def _bound_repr(bound) -> str:
-    if isinstance(bound, _core.TensorBase):
-        return repr(float(bound.item())) if bound.numel() == 1 else repr(bound)
-    return repr(float(bound)) if isinstance(bound, float) else repr(bound)
+    # PyTorch formats bounds with str.format: a 0-d tensor prints its Python number (an
+    # integer bound stays an integer), any other tensor its full repr, shape (1,) included.
+    return "{}".format(bound)
 
 
 class Constraint:
@@ -150,6 +150,10 @@ def _is_symmetric(v):
 def _symmetric_and_smallest_eigenvalue(v):
     """Per trailing square matrix of v: whether it is symmetric (to 1e-6), and its smallest
     eigenvalue (a zero matrix's where it is not symmetric, so eigvalsh sees only symmetric ones)."""
+    if v.shape[-1] != v.shape[-2]:
+        # not square, so not symmetric: False as in PyTorch (comparing v with its transpose
+        # would fail to broadcast)
+        return np.zeros(v.shape[:-2], dtype=bool), np.zeros(v.shape[:-2])
     symmetric = _is_symmetric(v)
     with np.errstate(invalid="ignore"):
         smallest = np.linalg.eigvalsh(np.where(symmetric[..., None, None], v, 0)).min(-1)
@@ -185,12 +189,38 @@ class _Symmetric(_Square):
         return _is_symmetric(v)
 
 
+def _cholesky_succeeds(v):
+    """Per trailing square matrix of v: whether LAPACK's Cholesky factorisation (of the lower
+    triangle) succeeds, PyTorch's test of positive definiteness (cholesky_ex's info == 0).  It
+    differs from "smallest eigenvalue > 0" at the rounding edge: a singular [[2, 2], [2, 2]]
+    factors (its last pivot rounds positive)."""
+    n = v.shape[-1]
+    flat = v.reshape(-1, n, n)
+    try:
+        np.linalg.cholesky(flat)
+        return np.ones(v.shape[:-2], dtype=bool)
+    except np.linalg.LinAlgError:
+        pass
+    answer = np.ones(len(flat), dtype=bool)
+    for i, matrix in enumerate(flat):
+        try:
+            np.linalg.cholesky(matrix)
+        except np.linalg.LinAlgError:
+            answer[i] = False
+    return answer.reshape(v.shape[:-2])
+
+
 class _PositiveDefinite(_Symmetric):
-    """The constraint: each trailing square matrix is symmetric with positive eigenvalues."""
+    """The constraint: each trailing square matrix is symmetric and has a Cholesky factor."""
 
     def _satisfied(self, value):
-        symmetric, smallest = _symmetric_and_smallest_eigenvalue(_values(value))
-        return symmetric & (smallest > 0)
+        v = _values(value)
+        symmetric = super()._satisfied(v)
+        if not symmetric.any():
+            return symmetric
+        # only symmetric matrices are factored (the others are replaced by the identity)
+        eye = np.broadcast_to(np.eye(v.shape[-1], dtype=v.dtype), v.shape)
+        return symmetric & _cholesky_succeeds(np.where(symmetric[..., None, None], v, eye))
 
 
 class _PositiveSemidefinite(_Symmetric):

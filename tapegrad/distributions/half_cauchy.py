@@ -15,6 +15,8 @@ class HalfCauchy(_FoldedAtZero):
     """The absolute value of a centred Cauchy of scale ``scale`` (a common prior on standard
     deviations): density 2 Cauchy(x; 0, scale) on x >= 0; no finite mean."""
 
+    _value_in_scale_dtype = True
+
     def __init__(self, scale, validate_args=None):
         super().__init__(Cauchy(0, scale, validate_args=False), AbsTransform(),
                          validate_args=validate_args)

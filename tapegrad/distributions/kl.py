@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .. import digamma, lgamma, linalg
+from .. import digamma, lgamma, linalg, where
 from ..nn import functional as F
 from .bernoulli import Bernoulli
 from .categorical import Categorical
@@ -208,6 +208,12 @@ def _kl_pareto_pareto(p, q):
     return result.masked_fill(p.scale < q.scale, math.inf)
 
 
+def _cholesky_factor(d):
+    """A Gaussian's covariance Cholesky factor, read without caching MultivariateNormal's
+    scale_tril (it would then show in the repr, as PyTorch's does not after a KL)."""
+    return d._tril if isinstance(d, MultivariateNormal) else d.scale_tril
+
+
 # Gaussians over vectors: the divergence depends only on the means and covariances, so one
 # formula over the Cholesky factors serves every pairing of the full and low-rank forms.
 @register_kl(MultivariateNormal, MultivariateNormal)
@@ -219,7 +225,7 @@ def _kl_gaussian_vectors(p, q):
         raise ValueError(f"KL-divergence between two {_gaussian_kind(p, q)} with different "
                          f"event shapes cannot be computed")
     n = p.event_shape[0]
-    p_tril, q_tril = p.scale_tril, q.scale_tril
+    p_tril, q_tril = _cholesky_factor(p), _cholesky_factor(q)
     batch = tuple(_broadcast_batch_shapes(tuple(p_tril.shape[:-2]), tuple(q_tril.shape[:-2])))
     p_tril = p_tril.expand(*(batch + (n, n)))
     q_tril = q_tril.expand(*(batch + (n, n)))
@@ -321,9 +327,26 @@ def _expected_log(p):
 @register_kl(Uniform, Normal)
 def _kl_to_normal(p, q):
     # -E log N(x; mu, s) = log(sqrt(2 pi) s) + (Var_p + (E_p - mu)^2) / (2 s^2)
+    p, heavy = _with_finite_moment(p, order=2)
     var = q.scale.pow(2)
-    return (-p.entropy() + 0.5 * (2 * math.pi * var).log()
-            + (p.variance + (p.mean - q.loc).pow(2)) / (2 * var))
+    result = (-p.entropy() + 0.5 * (2 * math.pi * var).log()
+              + (p.variance + (p.mean - q.loc).pow(2)) / (2 * var))
+    return _fill_heavy(result, heavy)
+
+
+def _with_finite_moment(p, order):
+    """(p, heavy): a Pareto p whose moment of this order is infinite (alpha <= order) has an
+    infinite divergence to q.  Those entries are computed with a stand-in alpha and filled with
+    inf afterwards, so that, as in PyTorch, they send no gradient back: computed from the
+    infinite moments they sent inf, NaN or arbitrary finite gradients to p and q."""
+    if not isinstance(p, Pareto):
+        return p, None
+    heavy = p.alpha <= order
+    return Pareto(p.scale, where(heavy, order + 1.0, p.alpha), validate_args=False), heavy
+
+
+def _fill_heavy(result, heavy):
+    return result if heavy is None else result.masked_fill(heavy, math.inf)
 
 
 @register_kl(Beta, Exponential)
@@ -333,10 +356,11 @@ def _kl_to_normal(p, q):
 @register_kl(Uniform, Exponential)
 def _kl_to_exponential(p, q):
     # -E log Exp(x; rate) = -log rate + rate E_p[X]
+    p, heavy = _with_finite_moment(p, order=1)
     result = -p.entropy() - q.rate.log() + q.rate * p.mean
     if isinstance(p, Uniform):
         result = result.masked_fill(p.low < 0, math.inf)
-    return result
+    return _fill_heavy(result, heavy)
 
 
 @register_kl(Beta, Gamma)
@@ -345,12 +369,13 @@ def _kl_to_exponential(p, q):
 @register_kl(Uniform, Gamma)
 def _kl_to_gamma(p, q):
     # -E log Gamma(x; a, b) = lgamma(a) - a log b - (a - 1) E_p[log X] + b E_p[X]
+    p, heavy = _with_finite_moment(p, order=1)
     a, b = q.concentration, q.rate
     result = (-p.entropy() + lgamma(a) - a * b.log() - (a - 1) * _expected_log(p)
               + b * p.mean)
     if isinstance(p, Uniform):
         result = result.masked_fill(p.low < 0, math.inf)
-    return result
+    return _fill_heavy(result, heavy)
 
 
 @register_kl(Uniform, Beta)

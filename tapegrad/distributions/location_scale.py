@@ -163,6 +163,14 @@ class Geometric(BinaryParameter, Distribution):
     def __init__(self, probs=None, logits=None, validate_args=None):
         param, _ = set_probs_or_logits(self, probs, logits)
         super().__init__(param.shape, validate_args=validate_args)
+        if self._validate_args and probs is not None:
+            # beyond unit_interval, as PyTorch: a success probability of 0 never stops
+            valid = self.probs > 0
+            if not bool(valid.all()):
+                raise ValueError(
+                    f"Expected parameter probs ({type(self.probs).__name__} of shape "
+                    f"{tuple(self.probs.shape)}) of distribution {self!r} to be positive but "
+                    f"found invalid values:\n{self.probs.detach()[~valid]}")
 
     @property
     def mean(self):

@@ -62,14 +62,23 @@ class MultivariateNormal(Distribution):
         super().__init__(Size(batch), Size(event), validate_args=validate_args)
 
     @lazy_property
-    def scale_tril(self):
+    def _tril(self):
+        """The Cholesky factor the methods use.  Cached apart from ``scale_tril`` so that, as in
+        PyTorch, only a user's own access to scale_tril caches it there and shows it in repr
+        (sampling or log_prob leave repr naming the given parameter alone)."""
+        if "scale_tril" in self.__dict__:
+            return self.scale_tril
         if "covariance_matrix" in self.__dict__:
             return linalg.cholesky(self.covariance_matrix)
         return linalg.cholesky(linalg.inv(self.precision_matrix))
 
     @lazy_property
+    def scale_tril(self):
+        return self._tril
+
+    @lazy_property
     def covariance_matrix(self):
-        return self.scale_tril @ self.scale_tril.mT
+        return self._tril @ self._tril.mT
 
     @lazy_property
     def precision_matrix(self):
@@ -85,7 +94,7 @@ class MultivariateNormal(Distribution):
 
     @property
     def variance(self):
-        return self.scale_tril.pow(2).sum(-1).expand(*self._extended_shape())
+        return self._tril.pow(2).sum(-1).expand(*self._extended_shape())
 
     def expand(self, batch_shape, _instance=None):
         """A MultivariateNormal with its parameters broadcast to ``batch_shape``."""
@@ -101,16 +110,16 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape=Size()):
         eps = standard_normal_like(self, sample_shape, self.loc)
-        return self.loc + (self.scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
+        return self.loc + (self._tril @ eps.unsqueeze(-1)).squeeze(-1)
 
     def _half_log_det(self):
-        return self.scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return self._tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
         diff = value - self.loc
-        L = self.scale_tril.expand(*(tuple(diff.shape[:-1]) + tuple(self.scale_tril.shape[-2:])))
+        L = self._tril.expand(*(tuple(diff.shape[:-1]) + tuple(self._tril.shape[-2:])))
         # (a triangular solve, as PyTorch's: an LU solve of the triangle loses digits)
         whitened = linalg.solve_triangular(L, diff.unsqueeze(-1), upper=False).squeeze(-1)
         mahalanobis = whitened.pow(2).sum(-1)

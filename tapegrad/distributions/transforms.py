@@ -777,7 +777,9 @@ class CorrCholeskyTransform(_ParameterlessTransform):
         t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(shifted, diag=-1).sqrt()
         return (t.log1p() - (-t).log1p()) / 2
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        # ``intermediates`` is in PyTorch's signature and unused there too: everything needed
+        # is recomputed from x and y
         y1m_cumsum = 1 - (y * y).cumsum(-1)
         stick_breaking = 0.5 * tril_matrix_to_vec(y1m_cumsum, diag=-2).log().sum(-1)
         tanh_part = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(-1)
@@ -799,6 +801,14 @@ class CorrCholeskyTransform(_ParameterlessTransform):
             raise ValueError("Input is not square")
         d = shape[-1]
         return Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
+
+
+def _check_cat_dim(z, dim, size, name, expected):
+    """Cat/StackTransform's input check, with PyTorch's AssertionError and messages."""
+    if not -z.dim() <= dim < z.dim():
+        raise AssertionError(f"dim {dim} out of range for tensor with {z.dim()} dimensions")
+    if z.shape[dim] != size:
+        raise AssertionError(f"{name}.size({dim}) = {z.shape[dim]} must equal {expected}")
 
 
 class CatTransform(Transform):
@@ -831,16 +841,13 @@ class CatTransform(Transform):
             return self
         return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
 
-    def _check(self, x):
-        if not -x.dim() <= self.dim < x.dim():
-            raise ValueError(f"dim {self.dim} out of range for a {x.dim()}-dim input")
-        if x.shape[self.dim] != self.length:
-            raise ValueError(f"expected size {self.length} along dim {self.dim}, "
-                             f"got {x.shape[self.dim]}")
+    def _check(self, z, name):
+        # PyTorch checks with AssertionError (``name`` is x for an input, y for an output)
+        _check_cat_dim(z, self.dim, self.length, name, f"length {self.length}")
 
-    def _map(self, x, fn):
+    def _map(self, x, fn, name):
         from .. import cat
-        self._check(x)
+        self._check(x, name)
         pieces, start = [], 0
         for t, length in zip(self.transforms, self.lengths):
             pieces.append(fn(t, x.narrow(self.dim, start, length)))
@@ -848,15 +855,15 @@ class CatTransform(Transform):
         return cat(pieces, dim=self.dim)
 
     def _call(self, x):
-        return self._map(x, lambda t, xs: t(xs))
+        return self._map(x, lambda t, xs: t(xs), "x")
 
     def _inverse(self, y):
-        return self._map(y, lambda t, ys: t.inv(ys))
+        return self._map(y, lambda t, ys: t.inv(ys), "y")
 
     def log_abs_det_jacobian(self, x, y):
         from .. import cat
-        self._check(x)
-        self._check(y)
+        self._check(x, "x")
+        self._check(y, "y")
         pieces, start = [], 0
         for t, length in zip(self.transforms, self.lengths):
             xs = x.narrow(self.dim, start, length)
@@ -905,27 +912,25 @@ class StackTransform(Transform):
             return self
         return StackTransform(self.transforms, self.dim, cache_size)
 
-    def _slices(self, z):
-        if not -z.dim() <= self.dim < z.dim():
-            raise ValueError(f"dim {self.dim} out of range for a {z.dim()}-dim input")
-        if z.shape[self.dim] != len(self.transforms):
-            raise ValueError(f"expected size {len(self.transforms)} along dim {self.dim}, "
-                             f"got {z.shape[self.dim]}")
+    def _slices(self, z, name):
+        # PyTorch checks with AssertionError (``name`` is x for an input, y for an output)
+        n = len(self.transforms)
+        _check_cat_dim(z, self.dim, n, name, f"len(transforms) {n}")
         return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
 
     def _call(self, x):
         from .. import stack
-        return stack([t(xs) for xs, t in zip(self._slices(x), self.transforms)], dim=self.dim)
+        return stack([t(xs) for xs, t in zip(self._slices(x, "x"), self.transforms)], dim=self.dim)
 
     def _inverse(self, y):
         from .. import stack
-        return stack([t.inv(ys) for ys, t in zip(self._slices(y), self.transforms)],
+        return stack([t.inv(ys) for ys, t in zip(self._slices(y, "y"), self.transforms)],
                      dim=self.dim)
 
     def log_abs_det_jacobian(self, x, y):
         from .. import stack
         pieces = [t.log_abs_det_jacobian(xs, ys) for xs, ys, t in
-                  zip(self._slices(x), self._slices(y), self.transforms)]
+                  zip(self._slices(x, "x"), self._slices(y, "y"), self.transforms)]
         return stack(pieces, dim=self.dim)
 
     @property

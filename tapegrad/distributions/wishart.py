@@ -126,10 +126,13 @@ class Wishart(ExponentialFamily):
         diag = V.diagonal(dim1=-2, dim2=-1)
         return self._df_matrix(self.df) * (V.pow(2) + diag.unsqueeze(-1) * diag.unsqueeze(-2))
 
-    def rsample(self, sample_shape=Size()):
+    def rsample(self, sample_shape=Size(), max_try_correction=None):
         """A reparameterised draw by the Bartlett decomposition: L A A^T L^T with A lower
-        triangular, sqrt(Chi2(df - i)) on its diagonal and standard normals below.  (PyTorch
-        redraws samples it finds singular, which happens only by underflow for df > p - 1.)"""
+        triangular, sqrt(Chi2(df - i)) on its diagonal and standard normals below.
+
+        ``max_try_correction`` is PyTorch's budget of redraws for samples it finds singular
+        (which happens only by underflow for df > p - 1); accepted for scripts that pass it, and
+        unused: the diagonal of A is kept at least machine epsilon, so no draw is singular."""
         from .. import random as _random
         sample_shape = tuple(Size(sample_shape))
         p = self._event_shape[-1]
