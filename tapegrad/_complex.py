@@ -129,7 +129,7 @@ class _Op(Function):
             _core._reinterpreting_view(res, operands[0], _core.is_grad_enabled())
             # a view op's output is an ordinary view (PyTorch's .real / .imag), not the view a
             # user's Function returns, which _core._function_record guards against writes
-            ctx._output_is_view_op = True
+            ctx._plain_output_views = True
         ctx.dtypes = dtypes
         ctx.np_dt = np_dt
         ctx.metas = tuple(_meta(x) for x in operands) + ((None,) if params is not None else ())

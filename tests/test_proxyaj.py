@@ -174,3 +174,21 @@ def test_grad_cam_hook_before_an_inplace_relu_raises_as_torch(torch):
         with pytest.raises(RuntimeError, match="Output 0 of BackwardHookFunction is a view and "
                                                "is being modified inplace"):
             model(lib.ones(1, 1, 4, 4))
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_of_an_identity_written_in_place_as_torch(torch, use_reentrant):
+    # The reentrant checkpoint is a custom Function in PyTorch (its as-is output refuses the
+    # write); the non-reentrant one is not (the write is recorded, the gradient flows).
+    results = []
+    for lib in (tg, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        y = lib.utils.checkpoint.checkpoint(lambda t: t, x * 1, use_reentrant=use_reentrant)
+        try:
+            y.mul_(2)
+        except RuntimeError as e:
+            results.append(("refused", "created inside a custom Function" in str(e)))
+            continue
+        y.sum().backward()
+        results.append(("grad", x.grad.tolist()))
+    assert results[0] == results[1]

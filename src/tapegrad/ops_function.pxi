@@ -682,9 +682,11 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
                                     if isinstance(args[j], TensorBase))
     cdef list differentiable = [j for j in range(n_out) if differentiable_output(
         final[j], outs[j], non_differentiable)]
-    # (tapegrad's own view ops written as Functions, and compiled calls, return ordinary views)
+    # (where PyTorch has no custom Function, ctx._plain_output_views: tapegrad's own view ops
+    # written as Functions, a non-reentrant checkpoint, a compiled call, outputs that are views
+    # are ordinary ones)
     cdef bint guard_views = not (isinstance(ctx, CompiledBackward)
-                                 or getattr(ctx, "_output_is_view_op", False))
+                                 or getattr(ctx, "_plain_output_views", False))
     for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest: the sweep
         o = final[j]                        # meets the outputs (and their hooks) in order
         # (marked by the tensor forward returned: final[j] may be a view made of it above)
