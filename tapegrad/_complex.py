@@ -127,6 +127,9 @@ class _Op(Function):
             res = _wrap(cls.compute(ctx, *values))
         if cls.views_input:
             _core._reinterpreting_view(res, operands[0], _core.is_grad_enabled())
+            # a view op's output is an ordinary view (PyTorch's .real / .imag), not the view a
+            # user's Function returns, which _core._function_record guards against writes
+            ctx._plain_output_views = True
         ctx.dtypes = dtypes
         ctx.np_dt = np_dt
         ctx.metas = tuple(_meta(x) for x in operands) + ((None,) if params is not None else ())

@@ -86,6 +86,9 @@ cdef enum:
     VIEW_DEFAULT = 0
     VIEW_MULTI_OUTPUT = 1           # an output of split / chunk / unbind, or a view of one
     VIEW_OF_NO_GRAD_VIEW = 2        # taken with grad enabled of a view taken in no_grad
+    VIEW_IN_CUSTOM_FUNCTION = 3     # the one differentiable output of a custom Function that is a
+                                    # view (an input returned as-is, or a view of one), or a view
+                                    # of such an output
 
 
 cdef class TensorBase:
@@ -101,7 +104,8 @@ cdef class TensorBase:
                                     # history; a view: 2 * its base's _gen when the view's history
                                     # was taken, + 1 if it was taken in no_grad (ops_inplace.pxi)
     cdef int _view_kind             # a view's creation besides no_grad, as PyTorch's CreationMeta:
-                                    # VIEW_DEFAULT, VIEW_MULTI_OUTPUT, VIEW_OF_NO_GRAD_VIEW (views.pxi)
+                                    # VIEW_DEFAULT, VIEW_MULTI_OUTPUT, VIEW_OF_NO_GRAD_VIEW,
+                                    # VIEW_IN_CUSTOM_FUNCTION (views.pxi)
     cdef int _view_output           # the output number PyTorch names for a VIEW_MULTI_OUTPUT view
     cdef Py_ssize_t _view_version   # a view: its storage's version when its history was taken
     cdef object __weakref__

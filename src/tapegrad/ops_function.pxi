@@ -611,6 +611,15 @@ cdef void replace_aux(Py_ssize_t i, object value) noexcept:
     Py_XDECREF(old)
 
 
+cdef bint differentiable_output(object o, object returned, tuple non_differentiable):
+    """Whether a custom Function's output o (what forward `returned`, or a view made of it)
+    gets a node: a floating or complex tensor not marked non-differentiable."""
+    if not isinstance(o, TensorBase) or any(returned is d for d in non_differentiable):
+        return False
+    cdef int typenum = cnp.PyArray_TYPE((<TensorBase>o)._array)
+    return cnp.PyTypeNum_ISFLOAT(typenum) or cnp.PyTypeNum_ISCOMPLEX(typenum)
+
+
 def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_differentiable):
     """Link the outputs of a custom Function's forward (`result`: a tensor, or a tuple that may
     hold non-tensors) into the tape; returns what apply() gives the caller."""
@@ -671,15 +680,28 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
     if not isinstance(ctx, CompiledBackward):
         ctx._next_functions = tuple(next_function(fin[j]) for j in range(n_in)
                                     if isinstance(args[j], TensorBase))
+    cdef list differentiable = [j for j in range(n_out) if differentiable_output(
+        final[j], outs[j], non_differentiable)]
+    # (where PyTorch has no custom Function, ctx._plain_output_views: tapegrad's own view ops
+    # written as Functions, a non-reentrant checkpoint, a compiled call, outputs that are views
+    # are ordinary ones)
+    cdef bint guard_views = not (isinstance(ctx, CompiledBackward)
+                                 or getattr(ctx, "_plain_output_views", False))
     for j in range(n_out - 1, -1, -1):     # output 0's record is the youngest: the sweep
         o = final[j]                        # meets the outputs (and their hooks) in order
         # (marked by the tensor forward returned: final[j] may be a view made of it above)
-        if not isinstance(o, TensorBase) or any(outs[j] is d for d in non_differentiable):
+        if j not in differentiable:
             continue
         t = <TensorBase>o
-        if not (cnp.PyTypeNum_ISFLOAT(cnp.PyArray_TYPE(t._array))
-                or cnp.PyTypeNum_ISCOMPLEX(cnp.PyArray_TYPE(t._array))):
-            continue                    # integer and bool outputs are never differentiable
+        if guard_views and t._base is not None and not any(outs[j] is d for d in dirty):
+            # PyTorch's CreationMeta of a view among the outputs: an in-place write into it
+            # (or into a view of it) would be recorded as a view's CopySlices that bypasses
+            # this Function's backward, so it is refused (views.pxi, view_refusal)
+            if len(differentiable) > 1:
+                t._view_kind = VIEW_MULTI_OUTPUT
+                t._view_output = <int>j
+            else:
+                t._view_kind = VIEW_IN_CUSTOM_FUNCTION
         si = TAPE.append(OP_FN_OUTPUT, 1, &fi)
         TAPE.recs[si].scalar = <double>j
         TAPE.recs[si].out = <PyObject*>t

@@ -55,8 +55,10 @@ def _real_parts(arr):
 
 # PyTorch refuses in-place writes (with grad mode on) to a view that is not an ordinary one:
 # a view taken in no_grad (t._gen & 1), an output of a function that returns several views
-# (split, chunk, unbind: VIEW_MULTI_OUTPUT), and a view taken of either (the creation is
-# inherited).  It also refuses to use such a view once its storage was written after the view
+# (split, chunk, unbind, or a custom Function with several differentiable outputs:
+# VIEW_MULTI_OUTPUT), the one differentiable output of a custom Function when it is a view
+# (VIEW_IN_CUSTOM_FUNCTION: autograd's view+inplace handling would bypass the Function's
+# backward), and a view taken of any of these (the creation is inherited).  It also refuses to use such a view once its storage was written after the view
 # was taken (t._view_version), by any write: through the base, another view, or the view itself
 # under no_grad.  view_refusal names the case as PyTorch's message does.
 
@@ -64,6 +66,12 @@ cdef str MULTI_OUTPUT_RULE = (
     " This view is the output of a function that returns multiple views. Such functions do not "
     "allow the output views to be modified inplace. You should replace the inplace operation by "
     "an out-of-place one.")
+
+cdef str CUSTOM_FUNCTION_RULE = (
+    " This view was created inside a custom Function (or because an input was returned as-is) "
+    "and the autograd logic to handle view+inplace would override the custom backward associated "
+    "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You "
+    "can fix this by cloning the output of the custom Function.")
 
 cdef str NO_GRAD_RULE = (
     " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your "
@@ -77,18 +85,22 @@ cdef str view_refusal(TensorBase t, bint indirect):
     was taken, and t's history is being read)."""
     modified = "its base or another view of its base has been" if indirect else "is being"
     cdef bint multi = t._view_kind == VIEW_MULTI_OUTPUT and not (t._gen & 1)
+    cdef bint custom = t._view_kind == VIEW_IN_CUSTOM_FUNCTION
     cdef bint has_fn = not is_leaf_c(t)
     if has_fn:
-        name = grad_fn_name(&TAPE.recs[t._node])
+        # (a custom Function's output is named by its Function, as PyTorch names the node)
+        name = type(function_ctx_of(t._node)).__name__ if TAPE.recs[t._node].op == OP_FN_OUTPUT \
+            else grad_fn_name(&TAPE.recs[t._node])
         cut = name.rfind("Backward")
         head = f"Output {t._view_output if multi else 0} of {name[:cut] if cut > 0 else name}"
-    if multi and has_fn:
+    if (multi or custom) and has_fn:
         msg = f"{head} is a view and {modified} modified inplace."
     else:
         prefix = f"{head} is a view of a view which was created in" if has_fn else \
             "A view was created in"
         msg = f"{prefix} no_grad mode and {modified} modified inplace with grad mode enabled."
-    return msg + (MULTI_OUTPUT_RULE if multi else NO_GRAD_RULE)
+    return msg + (MULTI_OUTPUT_RULE if multi else CUSTOM_FUNCTION_RULE if custom and has_fn
+                  else NO_GRAD_RULE)
 
 
 cdef inline bint special_view(TensorBase t) noexcept:
@@ -112,8 +124,8 @@ cdef int init_view(TensorBase v, TensorBase of) except -1:
     v._view_version = v._version.value
     if v._gen & 1 or of._base is None:
         return 0
-    if of._view_kind == VIEW_MULTI_OUTPUT:
-        v._view_kind = VIEW_MULTI_OUTPUT            # (output 0 of its own op)
+    if of._view_kind == VIEW_MULTI_OUTPUT or of._view_kind == VIEW_IN_CUSTOM_FUNCTION:
+        v._view_kind = of._view_kind                # (output 0 of its own op)
     elif of._gen & 1 or of._view_kind == VIEW_OF_NO_GRAD_VIEW:
         v._view_kind = VIEW_OF_NO_GRAD_VIEW
     return 0

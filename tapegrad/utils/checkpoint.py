@@ -16,6 +16,7 @@ variant finds those through saved-tensor hooks, which tapegrad's tape does not h
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import warnings
 
@@ -141,6 +142,9 @@ class CheckpointFunction(Function):
         ctx.n_args = n_args
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
         ctx.inputs = inputs        # kept as they are: non-tensor arguments pass through too
+        # use_reentrant=False is no custom Function in PyTorch: an output that is (a view of) an
+        # input is an ordinary view there, which in-place ops may write
+        ctx._plain_output_views = getattr(run, "non_reentrant", False)
         with no_grad():
             return run(*inputs[:n_args])
 
@@ -196,6 +200,9 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     if not is_grad_enabled():  # nothing to backpropagate through: just call it
         return function(*args, **kwargs)
     run = (lambda *a: function(*a[:len(args)], **kwargs)) if kwargs else function
+    if not use_reentrant:
+        run = functools.partial(run)
+        run.non_reentrant = True
     extra = [] if use_reentrant else _module_parameters(function)
     if use_reentrant:
         check_backward_validity(args)

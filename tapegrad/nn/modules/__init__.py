@@ -1,4 +1,6 @@
 """The nn layers."""
+# torch.nn.modules.utils._pair / consume_prefix_in_state_dict_if_present, reached as attributes
+from . import utils  # noqa: F401
 from .module import Module
 from .container import ModuleDict, ModuleList, Sequential
 from .linear import Flatten, Identity, Linear, Unflatten

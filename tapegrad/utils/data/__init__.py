@@ -8,6 +8,7 @@ not reproduce.
 from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader, default_collate, default_convert
 from . import _utils  # torch.utils.data._utils.collate, reached as an attribute
+from . import distributed  # torch.utils.data.distributed.DistributedSampler, reached as an attribute
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
                       Subset, TensorDataset, random_split)
 from .sampler import (BatchSampler, DistributedSampler, RandomSampler, Sampler, SequentialSampler,

@@ -7,6 +7,8 @@ unchanged, with nothing to order.
 """
 from __future__ import annotations
 
+from . import amp  # noqa: F401  (torch.cpu.amp.autocast / GradScaler; also importable as a module)
+
 __all__ = ["Stream", "StreamContext", "current_device", "current_stream", "device_count",
            "is_available", "is_initialized", "set_device", "stream", "synchronize"]
 
@@ -94,7 +96,7 @@ def get_device_module(device=None):
     """The module of a device type (tapegrad.cpu, tapegrad.cuda): for None, the current
     accelerator's, which for tapegrad is the CPU's."""
     import importlib
-    from .amp import _DEVICE_TYPES
+    from ..amp import _DEVICE_TYPES
     if device is None:
         kind = "cpu"
     else:
