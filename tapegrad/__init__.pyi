@@ -66,6 +66,7 @@ from tapegrad.amp import autocast as autocast
 from tapegrad.autograd.anomaly_mode import is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled
 from tapegrad.autograd.anomaly_mode import is_anomaly_enabled as is_anomaly_enabled
 from tapegrad.contractions import einsum as einsum
+from tapegrad.cpu import get_device_module as get_device_module
 from tapegrad.creation import as_tensor as as_tensor
 from tapegrad.creation import empty_like as empty_like
 from tapegrad.creation import from_numpy as from_numpy
@@ -1997,8 +1998,6 @@ def get_default_dtype() -> dtype: ...
 def get_deterministic_debug_mode() -> _int: ...
 
 def get_device(input: Any) -> _int: ...
-
-def get_device_module(device: Any = ...) -> Any: ...
 
 def get_float32_matmul_precision() -> _str: ...
 

@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.cpu import amp as amp
 
 __all__ = [
     'Stream',
@@ -61,3 +62,5 @@ def set_device(device: Any) -> None: ...
 def stream(stream: Any) -> Any: ...
 
 def synchronize(device: Any = ...) -> None: ...
+
+def get_device_module(device: Any = ...) -> Any: ...

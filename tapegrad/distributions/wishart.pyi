@@ -35,7 +35,7 @@ class Wishart(_ExponentialFamily):
     mean: Any
     mode: Any
     precision_matrix: Any
-    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    def rsample(self, sample_shape: Any = ..., max_try_correction: Any = ...) -> Any: ...  # type: ignore[override]
     scale_tril: Any
     support: Any
     variance: Any
