@@ -332,10 +332,25 @@ class Function(metaclass=FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
 
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The batching rule (static) used when vmap meets this Function: given ``info``
+        (batch_size, randomness), one in_dim per argument (None: not batched) and the
+        arguments with their batch dims, return (outputs, out_dims).  Alternatively set
+        ``generate_vmap_rule = True`` to apply the Function once per sample."""
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
+    generate_vmap_rule = False
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward (without recording) and link its outputs into the tape."""
         from ..tensor import Tensor
+        vmap = sys.modules.get("tapegrad._vmap")
+        if vmap is not None and vmap.active() and any(type(a) is vmap.BatchedTensor
+                                                      for a in args):
+            return vmap.function_apply(cls, args, kwargs)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.materialize_grads = True
