@@ -115,3 +115,30 @@ def test_vmap_refuses_a_function_without_setup_context_as_torch():
                 return g
         with pytest.raises(RuntimeError, match="must override the setup_context staticmethod"):
             lib.vmap(Old.apply)(lib.ones(3, 2))
+
+
+# -- forward AD: a primal stays differentiable with respect to the caller's tensors -----------
+
+def _primal_and_tangent_loss(lib):
+    x = lib.tensor([1., 2.], dtype=lib.float64, requires_grad=True)
+    w = lib.tensor([3., 4.], dtype=lib.float64, requires_grad=True)
+    fw = lib.autograd.forward_ad
+    with fw.dual_level():
+        dual = fw.make_dual(x, lib.tensor([1., 0.], dtype=lib.float64))
+        primal, tangent = fw.unpack_dual(dual ** 3 * w)
+        own_primal, _ = fw.unpack_dual(fw.make_dual(lib.ones(2, dtype=lib.float64),
+                                                    lib.ones(2, dtype=lib.float64)) * 2)
+        flags = (primal.requires_grad, own_primal.requires_grad,
+                 fw.unpack_dual(dual).primal.requires_grad)
+        ((primal + tangent) * x).sum().backward()
+    return x.grad, w.grad, flags
+
+
+# (torch's first dual_level imports decompositions that call the deprecated torch.jit.script)
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_unpack_dual_primal_keeps_the_gradient_of_the_callers_tensors():
+    # was SILENT: the primal was detached, so a loss built from it lost x's and w's gradient
+    want, got = _primal_and_tangent_loss(torch), _primal_and_tangent_loss(tapegrad)
+    _close(want[0], got[0])
+    _close(want[1], got[1])
+    assert want[2] == got[2] == (True, False, True)

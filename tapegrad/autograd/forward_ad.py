@@ -116,10 +116,20 @@ def unpack_dual(tensor, *, level=None):
     duals = _levels[-1]
     for dual, tangent in duals:
         if dual is tensor:
-            return UnpackedDualTensor(tensor.detach(), tangent)
+            return UnpackedDualTensor(_primal(tensor), tangent)
     if not tensor.requires_grad or not duals:
         return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(tensor.detach(), _tangent_of(tensor, duals))
+    return UnpackedDualTensor(_primal(tensor), _tangent_of(tensor, duals))
+
+
+def _primal(tensor):
+    """A dual tensor's primal: cut off from the leaves this module made (it requires grad only
+    to be on the tape), but differentiable, as in PyTorch, when it is computed from a tensor of
+    the caller's that requires grad; detached there, a loss built from the primal would
+    silently miss that tensor's gradient."""
+    if _transform_leaves.reaches_outer_leaf(tensor):
+        return tensor.view_as(tensor)
+    return tensor.detach()
 
 
 def tangent_pairing(g, tangent):
