@@ -172,15 +172,29 @@ def _tangent_of(tensor, duals):
 
 # -- custom autograd.Function jvp ------------------------------------------------------------------
 
+def _is_native_op(cls) -> bool:
+    """Whether a Function is one tapegrad implements a native PyTorch op with (not the user's,
+    nor one PyTorch itself writes in Python, which has no jvp there either)."""
+    from .function import _LIBRARY
+    return (cls.__module__.partition(".")[0] == _LIBRARY
+            and not getattr(cls, "_torch_python_function", False))
+
+
 def _function_jvp(cls, ctx, args, out) -> None:
     """Called by ``Function.apply`` while a level is open: the outputs' tangents from the
     Function's ``jvp`` (given the inputs' tangents), registered as tangent sources."""
     from .function import Function, _is_overridden
+    has_jvp = _is_overridden(cls, "jvp", Function.jvp)
+    if not has_jvp and _is_native_op(cls):
+        # one of tapegrad's ops written as a Function (cumsum, nansum...): PyTorch's op has a
+        # forward derivative, here the double-backward trick through its recorded backward (no
+        # tangent asked for: that would sweep again through the backwards calling this)
+        return
     tangents = [unpack_dual(a).tangent if isinstance(a, _core.TensorBase) and a.requires_grad
                 else None for a in args]
     if all(t is None for t in tangents):
         return
-    if not _is_overridden(cls, "jvp", Function.jvp):
+    if not has_jvp:
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
     from ..grad_mode import no_grad
