@@ -124,6 +124,14 @@ def _finish(t, outer):
     return t.detach()
 
 
+def _finished_aux(aux):
+    """A transform's aux output as the caller sees it (each tensor _finish-ed on its own): cut
+    off from the transform's own leaves, as PyTorch unwraps it, unless it depends on tensors of
+    the caller's that require grad."""
+    leaves, rebuild = _flatten(aux)
+    return rebuild([_finish(x, _is_tensor(x) and _outer([x])) for x in leaves])
+
+
 def _zero_filled_grad(outputs, inputs, grad_outputs=None, create_graph=True):
     grads = _autograd_grad(outputs, inputs, grad_outputs, retain_graph=True,
                            create_graph=create_graph, allow_unused=True)
@@ -199,11 +207,11 @@ def grad_and_value(func, argnums=0, has_aux=False):
         gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
         value = _finish(output, outer)
         if has_aux:
-            aux_leaves, aux_rebuild = _flatten(aux)
+            aux_leaves, _ = _flatten(aux)
             for leaf in aux_leaves:
                 if not _is_tensor(leaf):
                     raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
-            return gradient, (value, aux_rebuild([_finish(x, _outer([x])) for x in aux_leaves]))
+            return gradient, (value, _finished_aux(aux))
         return gradient, value
     return wrapper
 
@@ -266,7 +274,7 @@ def vjp(func, *primals, has_aux=False):
     outer = _depth == 0 and _outer(out_leaves)
     output = out_rebuild([_finish(o, outer) for o in out_leaves])
     if has_aux:
-        return output, vjp_fn, aux
+        return output, vjp_fn, _finished_aux(aux)
     return output, vjp_fn
 
 
@@ -330,7 +338,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     output = out_rebuild([_finish(o, outer) for o in out_leaves])
     tangent_out = out_rebuild([_finish(j, outer) for j in jv])
     if has_aux:
-        return output, tangent_out, aux
+        return output, tangent_out, _finished_aux(aux)
     return output, tangent_out
 
 
@@ -513,7 +521,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                 at += len(leaves)
             results.append(tuple(per_input) if isinstance(argnums, tuple) else per_input[0])
         jac = out_rebuild(results)
-        return (jac, aux) if has_aux else jac
+        return (jac, _finished_aux(aux)) if has_aux else jac
     return wrapper
 
 
@@ -822,9 +830,9 @@ def _unbatch_outputs(name, result, out_dims, level, size):
     dims = _out_dims_per_leaf(name, out_dims, result)
     out = []
     for leaf, dim in zip(leaves, dims):
-        if not _is_tensor(leaf):
+        if not _is_tensor(leaf) and dim is not None:
             raise _non_tensor_output(name, leaf, dim)
-        if dim is None:
+        if dim is None:     # (any Python value may be returned whole, as in PyTorch)
             if isinstance(leaf, _vmap.BatchedTensor) and leaf.level == level:
                 raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
                                  f"when out_dim is None")
@@ -895,6 +903,9 @@ def _stack_outputs(name, per_index, out_dims, probed):
     stacked = []
     for k, dim in enumerate(dims):
         column = [f[0][k] for f in flat]
+        if dim is None and not _is_tensor(column[0]):
+            stacked.append(column[0])       # returned whole (the first sample's), as in PyTorch
+            continue
         for value in column:
             if not _is_tensor(value):
                 raise _non_tensor_output(name, value, dim)

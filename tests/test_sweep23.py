@@ -207,3 +207,39 @@ def test_a_users_function_without_jvp_still_refuses_forward_ad():
             dual = fw.make_dual(lib.ones(2), lib.ones(2))
             with pytest.raises(NotImplementedError, match="must implement the jvp function"):
                 NoJvp.apply(dual)
+
+
+# -- torch.func: aux outputs and Python values returned whole ----------------------------------
+
+def _aux_flags(lib):
+    x = lib.tensor([1., 2.], dtype=lib.float64)
+    one = lib.tensor([1., 1.], dtype=lib.float64)
+    aux = [lib.func.vjp(lambda t: (t.exp(), t.sum()), x, has_aux=True)[2],
+           lib.func.jvp(lambda t: (t.exp(), t * 2), (x,), (one,), has_aux=True)[2],
+           lib.func.jacrev(lambda t: (t ** 2, t.sum()), has_aux=True)(x)[1],
+           lib.func.jacfwd(lambda t: (t ** 2, {"s": t.sum()}), has_aux=True)(x)[1]["s"],
+           lib.func.grad(lambda t: ((t ** 2).sum(), t.cos()), has_aux=True)(x)[1]]
+    w = lib.tensor([3., 4.], dtype=lib.float64, requires_grad=True)
+    aux.append(lib.func.vjp(lambda t: (t.exp(), t * w), x, has_aux=True)[2])
+    return aux
+
+
+def test_aux_outputs_do_not_require_grad_through_the_transforms_own_inputs():
+    # vjp/jvp/jacrev/jacfwd handed aux back attached to their private leaves
+    # (requires_grad=True); grad already finished it as PyTorch unwraps it
+    for want, got in zip(_aux_flags(torch), _aux_flags(tapegrad)):
+        assert got.requires_grad == want.requires_grad
+        _close(want, got)
+
+
+def test_vmap_returns_a_python_value_whole_where_out_dims_is_none():
+    for randomness in ("error", "different"):
+        def run(lib):
+            return lib.vmap(lambda x: (x * 2, 5.0, "a"), out_dims=(0, None, None),
+                            randomness=randomness)(lib.ones(3))
+        want, got = run(torch), run(tapegrad)
+        _close(want[0], got[0])
+        assert got[1:] == want[1:] == (5.0, "a")
+    for lib in (torch, tapegrad):
+        with pytest.raises(ValueError, match="must only return Tensors"):
+            lib.vmap(lambda x: (x * 2, 5.0))(lib.ones(3))
