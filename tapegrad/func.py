@@ -29,6 +29,7 @@ import functools
 
 from . import _core, _transform_leaves, _vmap, eye, zeros
 from .autograd import grad as _plain_grad
+from .autograd import forward_ad
 from .autograd.forward_ad import tangent_pairing
 from .grad_mode import enable_grad
 from .random import default_generator
@@ -303,6 +304,12 @@ def _jvp_of(outputs, inputs, tangents):
     return results
 
 
+def _dual_tangent(output):
+    """An output's tangent in the open forward-AD level (zeros where it has none)."""
+    tangent = forward_ad.unpack_dual(output).tangent if _is_tensor(output) else None
+    return _zeros_like(output) if tangent is None and _is_tensor(output) else tangent
+
+
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(func(*primals), J v)`` for tangents v matching primals (both tuples); with has_aux,
     ``(output, jvp_out, aux)``."""
@@ -329,11 +336,24 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"of size {list(t.shape)}.")
     with _transform_level():
         leaves = [_tracked(x) for x in leaves]
-        result = _vmap.redirect(func)(*rebuild(leaves))
-        if has_aux:
-            result, aux = result
-        out_leaves, out_rebuild = _flatten(result)
-        jv = _jvp_of(out_leaves, leaves, tangent_leaves)
+        if forward_ad._levels or _vmap.active():
+            # (forward_ad has one level at a time, and its tangents are not batched)
+            result = _vmap.redirect(func)(*rebuild(leaves))
+            if has_aux:
+                result, aux = result
+            out_leaves, out_rebuild = _flatten(result)
+            jv = _jvp_of(out_leaves, leaves, tangent_leaves)
+        else:
+            # through dual tensors, so that a custom Function's jvp staticmethod gives its
+            # outputs' tangents, as in PyTorch (J v from its backward would ignore it, and be
+            # zero where that backward is not differentiable)
+            with forward_ad.dual_level():
+                duals = [forward_ad.make_dual(x, t) for x, t in zip(leaves, tangent_leaves)]
+                result = _vmap.redirect(func)(*rebuild(duals))
+                if has_aux:
+                    result, aux = result
+                out_leaves, out_rebuild = _flatten(result)
+                jv = [_dual_tangent(o) for o in out_leaves]
     outer = _depth == 0 and _outer(out_leaves)
     output = out_rebuild([_finish(o, outer) for o in out_leaves])
     tangent_out = out_rebuild([_finish(j, outer) for j in jv])

@@ -39,6 +39,8 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 _levels: list = []
 # How many unpack sweeps are running (custom Functions with a jvp cut their inputs off then).
 _unpacking = 0
+# How many Function jvp staticmethods are running (Functions they apply get no tangents).
+_computing_jvp = 0
 # A serial number per opened level, parallel to _levels.
 _serials: list = []
 _next_serial = 0
@@ -114,7 +116,7 @@ def unpack_dual(tensor, *, level=None):
     if not _levels or not isinstance(tensor, _core.TensorBase):
         return UnpackedDualTensor(tensor, None)
     duals = _levels[-1]
-    for dual, tangent in duals:
+    for dual, tangent in reversed(duals):   # (the latest: an input a Function wrote in place)
         if dual is tensor:
             return UnpackedDualTensor(_primal(tensor), tangent)
     if not tensor.requires_grad or not duals:
@@ -180,30 +182,50 @@ def _is_native_op(cls) -> bool:
             and not getattr(cls, "_torch_python_function", False))
 
 
-def _function_jvp(cls, ctx, args, out) -> None:
-    """Called by ``Function.apply`` while a level is open: the outputs' tangents from the
-    Function's ``jvp`` (given the inputs' tangents), registered as tangent sources."""
+def _input_tangents(cls, args):
+    """Called by ``Function.apply`` while a level is open, before forward runs: the tangents of
+    its tensor arguments (None where none), or None when ``_function_jvp`` has nothing to do.
+    Before forward, because a forward that writes an input in place (mark_dirty) rebases that
+    input onto the Function's own record, whose backward would then give its tangent."""
+    if _computing_jvp:
+        # applied inside another Function's jvp: the tensors there (its tangents, its saved
+        # primals) are plain values, as in PyTorch, not dual tensors of the level
+        return None
     from .function import Function, _is_overridden
-    has_jvp = _is_overridden(cls, "jvp", Function.jvp)
-    if not has_jvp and _is_native_op(cls):
+    if not _is_overridden(cls, "jvp", Function.jvp) and _is_native_op(cls):
         # one of tapegrad's ops written as a Function (cumsum, nansum...): PyTorch's op has a
         # forward derivative, here the double-backward trick through its recorded backward (no
         # tangent asked for: that would sweep again through the backwards calling this)
-        return
+        return None
     tangents = [unpack_dual(a).tangent if isinstance(a, _core.TensorBase) and a.requires_grad
                 else None for a in args]
-    if all(t is None for t in tangents):
-        return
+    return None if all(t is None for t in tangents) else tangents
+
+
+def _function_jvp(cls, ctx, args, tangents, out) -> None:
+    """Called by ``Function.apply`` after forward with the ``_input_tangents``: the outputs'
+    tangents from the Function's ``jvp``, registered as tangent sources."""
+    global _computing_jvp
+    from .function import Function, _is_overridden
+    has_jvp = _is_overridden(cls, "jvp", Function.jvp)
+    if getattr(ctx, "materialize_grads", True):
+        # PyTorch gives a float input without a tangent zeros (None after
+        # ctx.set_materialize_grads(False), and for other arguments)
+        tangents = [_zeros_like(a) if t is None and isinstance(a, _core.TensorBase) and
+                    (a.is_floating_point() or a.is_complex()) else t
+                    for a, t in zip(args, tangents)]
     if not has_jvp:
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
     from ..grad_mode import no_grad
     saved = getattr(ctx, "saved_for_forward", None)
     ctx._forward_saved = tuple(saved) if saved is not None else None
+    _computing_jvp += 1
     try:
         with no_grad():
             result = cls.jvp(ctx, *tangents)
     finally:
+        _computing_jvp -= 1
         ctx._forward_saved = None
     outs = out if isinstance(out, tuple) else (out,)
     results = result if isinstance(result, tuple) else (result,)

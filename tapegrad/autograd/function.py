@@ -356,6 +356,9 @@ class Function(metaclass=FunctionMeta):
         ctx.materialize_grads = True
         new_style = _is_overridden(cls, "setup_context", Function.setup_context)
         forward_args = args if new_style else (ctx, *args)
+        forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
+        tangents = forward_ad._input_tangents(cls, args) if forward_ad is not None and \
+            forward_ad._levels else None
         profiler = recording_profiler()
         with no_grad():
             # (a `with` costs ~0.5 us a call: only while one records)
@@ -379,9 +382,8 @@ class Function(metaclass=FunctionMeta):
             _refuse_saved_non_tensors(ctx)
         out = _core._function_record(ctx, args, result, dirty, non_diff)
         _finish_saved(ctx, result, out, args)
-        forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
-        if forward_ad is not None and forward_ad._levels:
-            forward_ad._function_jvp(cls, ctx, args, out)   # tangents eagerly, as PyTorch
+        if tangents is not None:
+            forward_ad._function_jvp(cls, ctx, args, tangents, out)  # eagerly, as PyTorch
         return out
 
 
