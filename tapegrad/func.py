@@ -304,10 +304,31 @@ def _jvp_of(outputs, inputs, tangents):
     return results
 
 
+def _rewrapped(tensor, levels):
+    for level in levels:
+        tensor = _vmap.BatchedTensor(tensor, level)
+    return tensor
+
+
+def _dual_of(x, tangent):
+    """x (a tracked input) as a dual tensor of the open forward-AD level; inside a vmap, the
+    tensor under x's BatchedTensors is made dual, with the tangent batched as x is."""
+    if not _vmap.active():
+        return forward_ad.make_dual(x, tangent)
+    value, levels = _vmap._peel(x)
+    tangent_value, tangent_levels = _vmap._peel(_vmap.at_all_levels(tangent, leaf=False))
+    assert tangent_levels == levels, (levels, tangent_levels)   # (x is at every level)
+    return _rewrapped(forward_ad.make_dual(value, tangent_value), levels)
+
+
 def _dual_tangent(output):
-    """An output's tangent in the open forward-AD level (zeros where it has none)."""
-    tangent = forward_ad.unpack_dual(output).tangent if _is_tensor(output) else None
-    return _zeros_like(output) if tangent is None and _is_tensor(output) else tangent
+    """An output's tangent in the open forward-AD level (zeros where it has none), batched as
+    the output is."""
+    if not _is_tensor(output):
+        return None
+    value, levels = _vmap._peel(output)
+    tangent = forward_ad.unpack_dual(value).tangent
+    return _zeros_like(output) if tangent is None else _rewrapped(tangent, levels)
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
@@ -336,8 +357,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"of size {list(t.shape)}.")
     with _transform_level():
         leaves = [_tracked(x) for x in leaves]
-        if forward_ad._levels or _vmap.active():
-            # (forward_ad has one level at a time, and its tangents are not batched)
+        if forward_ad._levels:
+            # (forward_ad has one level at a time)
             result = _vmap.redirect(func)(*rebuild(leaves))
             if has_aux:
                 result, aux = result
@@ -348,7 +369,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             # outputs' tangents, as in PyTorch (J v from its backward would ignore it, and be
             # zero where that backward is not differentiable)
             with forward_ad.dual_level():
-                duals = [forward_ad.make_dual(x, t) for x, t in zip(leaves, tangent_leaves)]
+                duals = [_dual_of(x, t) for x, t in zip(leaves, tangent_leaves)]
                 result = _vmap.redirect(func)(*rebuild(duals))
                 if has_aux:
                     result, aux = result
@@ -483,8 +504,14 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
 
                 def columns(*tangents):
                     with _transform_level():
-                        tracked, outs = evaluate()
-                        return tuple(_jvp_of(outs, tracked, list(tangents)))
+                        if forward_ad._levels:      # (one level at a time)
+                            tracked, outs = evaluate()
+                            return tuple(_jvp_of(outs, tracked, list(tangents)))
+                        # through dual tensors, as jvp (a custom Function's jvp staticmethod)
+                        with forward_ad.dual_level():
+                            duals = [_dual_of(_tracked(x), t) for x, t in zip(inputs, tangents)]
+                            outs = _flatten(outputs_at(duals)[0])[0]
+                            return tuple(_dual_tangent(o) for o in outs)
                 cols = _mapped_in_chunks(columns, stacks, total, chunk_size, randomness) if \
                     total else [zeros((0,) + tuple(o.shape), dtype=o.dtype) for o in out_leaves]
                 at = 0

@@ -366,3 +366,68 @@ def test_function_jvps_get_zeros_for_inputs_without_tangents_and_see_inputs_befo
                 lib.func.jvp(lambda a: exp_.apply(a.clone()), (x,), (t,)))
     for want, got in zip(run(torch), run(tapegrad)):
         _close(want, got)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_jacfwd_and_vmap_of_jvp_use_a_functions_jvp_staticmethod():
+    # were SILENT zeros (the backward, detached, was differentiated instead)
+    def run(lib):
+        class Sin(lib.autograd.Function):
+            generate_vmap_rule = True
+
+            @staticmethod
+            def forward(x):
+                return x.sin()
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                ctx.save_for_backward(inputs[0])
+                ctx.save_for_forward(inputs[0])
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return (x.cos() * g).detach()
+
+            @staticmethod
+            def jvp(ctx, t):
+                x, = ctx.saved_tensors
+                return t * x.cos()
+        x = lib.tensor([0.5, 1.0], dtype=lib.float64)
+        eye = lib.eye(2, dtype=lib.float64)
+        return (lib.func.jacfwd(Sin.apply)(x),
+                lib.vmap(lambda p, t: lib.func.jvp(Sin.apply, (p,), (t,))[1])(
+                    lib.stack([x, 2 * x]), eye))
+    for want, got in zip(run(torch), run(tapegrad)):
+        _close(want, got)
+
+
+COMPOSED = {
+    "grad(forward_ad)": lambda lib, f, x, v: lib.func.grad(
+        lambda z: _forward_ad_tangent(lib, f, z, v).sum())(x),
+    "grad(jvp)": lambda lib, f, x, v: lib.func.grad(
+        lambda z: lib.func.jvp(f, (z,), (v,))[1].sum())(x),
+    "jacrev(jacfwd)": lambda lib, f, x, v: lib.func.jacrev(lib.func.jacfwd(f))(x),
+    "hessian": lambda lib, f, x, v: lib.func.hessian(lambda z: f(z).sum())(x),
+}
+
+
+def _forward_ad_tangent(lib, f, z, v):
+    fw = lib.autograd.forward_ad
+    with fw.dual_level():
+        return fw.unpack_dual(f(fw.make_dual(z, v))).tangent
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+@pytest.mark.parametrize("op", ["sin_prod", "logcumsumexp"])
+@pytest.mark.parametrize("how", sorted(COMPOSED))
+def test_tangents_stay_differentiable_inside_func_transforms(how, op):
+    # were SILENT: a tangent taken inside func.grad had no graph (zeros), and logcumsumexp's
+    # tangent came from its jvp run without recording (wrong second derivatives)
+    def run(lib):
+        f = (lambda z: z.sin() * z.prod()) if op == "sin_prod" else \
+            (lambda z: z.logcumsumexp(0) * z)
+        x = lib.tensor([0.3, 0.7, -0.2, 1.1], dtype=lib.float64)
+        v = lib.tensor([1.0, -0.5, 0.25, 2.0], dtype=lib.float64)
+        return COMPOSED[how](lib, f, x, v)
+    _close(run(torch), run(tapegrad), rtol=1e-9, atol=1e-12)

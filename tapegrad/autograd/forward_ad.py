@@ -26,6 +26,7 @@ passes no gradient to its inputs while an unpack sweep runs (``_unpacking``).  A
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections import namedtuple
 
 from .. import _core, _transform_leaves
@@ -163,13 +164,21 @@ def _tangent_of(tensor, duals):
                     total = term if total is None else total + term
             if total is None:
                 return _zeros_like(tensor) if any(g is not None for g in grads) else None
-            # The tangent is differentiable, as PyTorch's, when it depends on tensors of the
-            # caller's that require grad (through the primal's graph or the tangents).
             (jv,) = _grad([total], [u], retain_graph=True, allow_unused=True,
-                          create_graph=_transform_leaves.reaches_outer_leaf(total))
+                          create_graph=_keeps_graph(total))
     finally:
         _unpacking -= 1
     return jv if jv is not None else _zeros_like(tensor)
+
+
+def _keeps_graph(tangent) -> bool:
+    """Whether a tangent computed from ``tangent``'s graph must stay differentiable: as
+    PyTorch's, when it depends on tensors of the caller's that require grad (through a primal's
+    graph or the tangents), and inside a torch.func transform (func.jvp itself, or a grad/jacrev
+    around it, whose inputs are leaves of the transform's own)."""
+    func = sys.modules.get("tapegrad.func")
+    return (func is not None and func._depth > 0) or \
+        _transform_leaves.reaches_outer_leaf(tangent)
 
 
 # -- custom autograd.Function jvp ------------------------------------------------------------------
@@ -222,7 +231,9 @@ def _function_jvp(cls, ctx, args, tangents, out) -> None:
     ctx._forward_saved = tuple(saved) if saved is not None else None
     _computing_jvp += 1
     try:
-        with no_grad():
+        # (one of tapegrad's ops, made of recorded ops: its tangent stays differentiable, for
+        # forward-over-reverse and jacrev(jacfwd(f)), as PyTorch's native forward derivative)
+        with enable_grad() if _is_native_op(cls) else no_grad():
             result = cls.jvp(ctx, *tangents)
     finally:
         _computing_jvp -= 1
@@ -244,4 +255,6 @@ def _function_jvp(cls, ctx, args, tangents, out) -> None:
                                f"that of the original Tensor, this is not supported. Tensor is "
                                f"of size {list(o.shape)} while the given forward gradient is of "
                                f"size {list(t.shape)}.")
+        if t.requires_grad and not _keeps_graph(t):
+            t = t.detach()              # (a native op's jvp ran recorded: see above)
         level.append((o, t))
