@@ -431,3 +431,33 @@ def test_tangents_stay_differentiable_inside_func_transforms(how, op):
         v = lib.tensor([1.0, -0.5, 0.25, 2.0], dtype=lib.float64)
         return COMPOSED[how](lib, f, x, v)
     _close(run(torch), run(tapegrad), rtol=1e-9, atol=1e-12)
+
+
+def test_setup_context_sees_forwards_default_arguments():
+    # ValueError (setup_context's inputs lacked the defaulted idx) and TypeError (vmap's)
+    def run(lib):
+        class Pick(lib.autograd.Function):
+            @staticmethod
+            def forward(x, idx=(2,)):
+                return x[idx]
+
+            @staticmethod
+            def setup_context(ctx, inputs, output):
+                x, idx = inputs
+                ctx.x_shape, ctx.idx = x.shape, idx
+
+            @staticmethod
+            def backward(ctx, g):
+                result = g.new_zeros(ctx.x_shape)
+                result[ctx.idx] = g
+                return result, None
+
+            @staticmethod
+            def vmap(info, in_dims, x, idx):
+                return Pick.apply(x.movedim(in_dims[0], 1), idx), 0
+        x = lib.arange(12.0, dtype=lib.float64).reshape(4, 3).requires_grad_()
+        y = Pick.apply(x)
+        y.sum().backward()
+        return y, x.grad, lib.vmap(Pick.apply)(x.detach())
+    for want, got in zip(run(torch), run(tapegrad)):
+        _close(want, got)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import functools
+import inspect
 from collections import OrderedDict
 import sys
 import warnings
@@ -347,6 +348,9 @@ class Function(metaclass=FunctionMeta):
     def apply(cls, *args, **kwargs):
         """Run forward (without recording) and link its outputs into the tape."""
         from ..tensor import Tensor
+        new_style = _is_overridden(cls, "setup_context", Function.setup_context)
+        if new_style:
+            args, kwargs = _with_defaults(cls, args, kwargs)
         vmap = sys.modules.get("tapegrad._vmap")
         if vmap is not None and vmap.active() and any(type(a) is vmap.BatchedTensor
                                                       for a in args):
@@ -354,7 +358,6 @@ class Function(metaclass=FunctionMeta):
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.materialize_grads = True
-        new_style = _is_overridden(cls, "setup_context", Function.setup_context)
         forward_args = args if new_style else (ctx, *args)
         forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
         tangents = forward_ad._input_tangents(cls, args) if forward_ad is not None and \
@@ -385,6 +388,23 @@ class Function(metaclass=FunctionMeta):
         if tangents is not None:
             forward_ad._function_jvp(cls, ctx, args, tangents, out)  # eagerly, as PyTorch
         return out
+
+
+def _with_defaults(cls, args, kwargs):
+    """(args, kwargs) of a setup_context-style Function's call with forward's defaults filled
+    in, as PyTorch binds them: setup_context's ``inputs`` and a vmap staticmethod's arguments
+    include the defaulted ones.  (The signature is read once per class.)"""
+    signature = cls.__dict__.get("_forward_signature")
+    if signature is None:
+        signature = inspect.signature(cls.forward)
+        if not any(p.default is not p.empty for p in signature.parameters.values()):
+            signature = False           # nothing to fill in: calls pass through as they are
+        cls._forward_signature = signature
+    if signature is False:
+        return args, kwargs
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
 
 
 def _refuse_non_tensor_marks(dirty, non_diff) -> None:
