@@ -249,6 +249,7 @@ def vjp(func, *primals, has_aux=False):
         if not _is_tensor(o):
             raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only "
                                f"tensors, got unsupported type {type(o)}")
+    _refuse_non_float_outputs(out_leaves)
 
     output_spec = _pytree.tree_structure(result)
 
@@ -277,6 +278,15 @@ def vjp(func, *primals, has_aux=False):
     if has_aux:
         return output, vjp_fn, _finished_aux(aux)
     return output, vjp_fn
+
+
+def _refuse_non_float_outputs(out_leaves) -> None:
+    """PyTorch's refusal (vjp, jacrev) of an output with no cotangent space (an index tensor):
+    its rows would be zeros of another dtype."""
+    for o in out_leaves:
+        if not (o.is_floating_point() or o.is_complex()):
+            raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or "
+                               f"complex Tensors, got Tensor with dtype {o.dtype}")
 
 
 def _jvp_of(outputs, inputs, tangents):
@@ -492,6 +502,8 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
             # (all columns in one batched evaluation and one pair of reverse sweeps).
             result, aux = outputs_at(inputs)
             out_leaves, out_rebuild = _flatten(result)
+            if not forward:
+                _refuse_non_float_outputs([o for o in out_leaves if _is_tensor(o)])
 
             def evaluate():
                 tracked = [_tracked(x) for x in inputs]

@@ -461,3 +461,17 @@ def test_setup_context_sees_forwards_default_arguments():
         return y, x.grad, lib.vmap(Pick.apply)(x.detach())
     for want, got in zip(run(torch), run(tapegrad)):
         _close(want, got)
+
+
+def test_vjp_and_jacrev_refuse_integer_outputs_as_torch():
+    # tapegrad returned zero rows (jacrev in float, of an int64 output)
+    for lib in (torch, tapegrad):
+        x = lib.tensor([3., 1., 2.])
+        for call in (lambda: lib.func.vjp(lambda t: (t * 2, t.argsort()), x),
+                     lambda: lib.func.jacrev(lambda t: t.argsort())(x),
+                     lambda: lib.func.jacrev(lambda t: (t * 2, t.argsort()))(x)):
+            with pytest.raises(RuntimeError, match="All outputs of f must be floating-point or "
+                                                   "complex Tensors, got Tensor with dtype "):
+                call()
+        _close(torch.func.jacfwd(lambda t: t.argsort())(torch.tensor([3., 1., 2.])),
+               tapegrad.func.jacfwd(lambda t: t.argsort())(tapegrad.tensor([3., 1., 2.])))
