@@ -1065,17 +1065,14 @@ def function_apply(cls, args, kwargs):
     and returns (outputs, out_dims); ``generate_vmap_rule = True`` applies the Function once per
     sample (each application recorded, so grad/jacrev under vmap see its backward); otherwise
     PyTorch's RuntimeError."""
-    from .autograd.function import Function, _is_overridden, _LIBRARY
+    from .autograd.function import Function, _is_overridden, _LIBRARY, _NEEDS_SETUP_CONTEXT
     level = _top_level(_leaves(args, kwargs))
     if cls.__module__.partition(".")[0] == _LIBRARY:
         # one of tapegrad's own ops written as a Function (a convolution): its rule is PyTorch's
         # native batching rule, here one recorded application per sample
         return _loop(cls.apply, "apply", args, kwargs)
     if not _is_overridden(cls, "setup_context", Function.setup_context):
-        raise RuntimeError(
-            "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
-            "jacrev, ...), it must override the setup_context staticmethod. For more details, "
-            "please see https://pytorch.org/docs/main/notes/extending.func.html")
+        raise RuntimeError(_NEEDS_SETUP_CONTEXT)
     has_rule = _is_overridden(cls, "vmap", Function.vmap)
     if getattr(cls, "generate_vmap_rule", False):
         if has_rule:

@@ -113,8 +113,16 @@ def test_vmap_refuses_a_function_without_setup_context_as_torch():
             @staticmethod
             def backward(ctx, g):
                 return g
-        with pytest.raises(RuntimeError, match="must override the setup_context staticmethod"):
-            lib.vmap(Old.apply)(lib.ones(3, 2))
+        for transform in (lib.vmap(Old.apply),
+                          lib.func.grad(lambda x: Old.apply(x).sum()),
+                          lib.func.jacrev(Old.apply),
+                          lambda x: lib.func.jvp(Old.apply, (x,), (x,))):
+            # (tapegrad computed under grad/jacrev/jvp, PyTorch refuses in every transform)
+            with pytest.raises(RuntimeError, match="must override the setup_context staticmethod"):
+                transform(lib.ones(3, 2))
+        x = lib.ones(2, requires_grad=True)
+        Old.apply(x).sum().backward()           # (outside the transforms it is fine)
+        _close(torch.ones(2), x.grad) if lib is tapegrad else None
 
 
 # -- forward AD: a primal stays differentiable with respect to the caller's tensors -----------

@@ -351,6 +351,11 @@ class Function(metaclass=FunctionMeta):
         new_style = _is_overridden(cls, "setup_context", Function.setup_context)
         if new_style:
             args, kwargs = _with_defaults(cls, args, kwargs)
+        else:
+            func = sys.modules.get("tapegrad.func")
+            if func is not None and func._depth > 0 and \
+                    cls.__module__.partition(".")[0] != _LIBRARY:
+                raise RuntimeError(_NEEDS_SETUP_CONTEXT)
         vmap = sys.modules.get("tapegrad._vmap")
         if vmap is not None and vmap.active() and any(type(a) is vmap.BatchedTensor
                                                       for a in args):
@@ -388,6 +393,14 @@ class Function(metaclass=FunctionMeta):
         if tangents is not None:
             forward_ad._function_jvp(cls, ctx, args, tangents, out)  # eagerly, as PyTorch
         return out
+
+
+# PyTorch's refusal of a Function whose forward takes ctx inside a torch.func transform (its
+# forward could not be run on the transform's inputs apart from recording it)
+_NEEDS_SETUP_CONTEXT = (
+    "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
+    "jacrev, ...), it must override the setup_context staticmethod. For more details, "
+    "please see https://pytorch.org/docs/main/notes/extending.func.html")
 
 
 def _with_defaults(cls, args, kwargs):
