@@ -62,6 +62,7 @@ def transforming() -> bool:
 
 # Functions that take BatchedTensors as well as tensors (the originals when nothing is batched).
 _zeros_like = _vmap.function("zeros_like")
+_ones_like = _vmap.function("ones_like")
 _stack = _vmap.function("stack")
 
 
@@ -297,7 +298,7 @@ def _jvp_of(outputs, inputs, tangents):
         if not out.requires_grad:
             results.append(_zeros_like(out))
             continue
-        u = _internal(_zeros_like(out).requires_grad_())
+        u = _internal(_ones_like(out).requires_grad_())     # (see forward_ad._tangent_of)
         gs = _autograd_grad([out], inputs, [u], retain_graph=True, create_graph=True,
                             allow_unused=True)
         total = None

@@ -418,6 +418,11 @@ COMPOSED = {
         lambda z: lib.func.jvp(f, (z,), (v,))[1].sum())(x),
     "jacrev(jacfwd)": lambda lib, f, x, v: lib.func.jacrev(lib.func.jacfwd(f))(x),
     "hessian": lambda lib, f, x, v: lib.func.hessian(lambda z: f(z).sum())(x),
+    # nested forward levels: the inner one by the double-backward trick, whose dummy cotangent
+    # was 0, where logcumsumexp's backward differentiates log|u| (NaN)
+    "jacfwd(jacfwd)": lambda lib, f, x, v: lib.func.jacfwd(lib.func.jacfwd(f))(x),
+    "jvp(jvp)": lambda lib, f, x, v: lib.func.jvp(
+        lambda z: lib.func.jvp(f, (z,), (v,))[1], (x,), (2 * v,))[1],
 }
 
 

@@ -30,7 +30,7 @@ import sys
 from collections import namedtuple
 
 from .. import _core, _transform_leaves
-from ..creation import zeros_like as _zeros_like
+from ..creation import ones_like as _ones_like, zeros_like as _zeros_like
 from ..grad_mode import enable_grad
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
@@ -154,7 +154,10 @@ def _tangent_of(tensor, duals):
     _unpacking += 1
     try:
         with enable_grad():
-            u = _transform_leaves.mark(_zeros_like(tensor).requires_grad_())
+            # (J^T u is linear in u, so any u gives the same J tangent; ones rather than
+            # zeros, where a backward's own derivative in its cotangent can be singular:
+            # logcumsumexp's works with log|u|, NaN at u = 0)
+            u = _transform_leaves.mark(_ones_like(tensor).requires_grad_())
             grads = _grad([tensor], inputs, [u], retain_graph=True, create_graph=True,
                           allow_unused=True)
             total = None
