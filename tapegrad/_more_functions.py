@@ -21,7 +21,27 @@ class LogCumSumExp(Function):
         ctx.dim = dim
         y = _wrap(_logcumsumexp_array(x._array, dim))
         ctx.save_for_backward(x, y)
+        ctx.save_for_forward(x, y)
         return y
+
+    @staticmethod
+    def jvp(ctx, tangent, _):
+        """dy_i = sum over j <= i of t_j * exp(x_j - y_i), summed in log space like backward.
+        (The forward-AD fallback, differentiating backward in its cotangent at 0, meets log|0|
+        there and gives NaN, as PyTorch's double backward does.)"""
+        x, y = ctx.saved_tensors
+        if x.ndim == 0:
+            return tangent
+        d = ctx.dim
+        if x.is_complex() or tangent.is_complex():
+            shift = float(x.real.max().item()) if x.numel() else 0.0
+            return (tangent * (x - shift).exp()).cumsum(d) * (shift - y).exp()
+        from . import where
+        lowest = float(np.finfo(x._array.dtype).min)
+        log_abs = tangent.abs().log() + x
+        positive = logcumsumexp(where(tangent > 0, log_abs, lowest), d)
+        negative = logcumsumexp(where(tangent < 0, log_abs, lowest), d)
+        return (positive - y).exp() - (negative - y).exp()
 
     @staticmethod
     def backward(ctx, grad):

@@ -1040,6 +1040,70 @@ def grad(grad_fn, outputs, inputs, grad_outputs, **kwargs):
     return out
 
 
+class VmapInfo(tuple):
+    """What a Function's ``vmap`` staticmethod is told about the running vmap (PyTorch's
+    VmapInfo): ``batch_size`` and ``randomness``."""
+
+    __slots__ = ()
+
+    def __new__(cls, batch_size, randomness):
+        return tuple.__new__(cls, (batch_size, randomness))
+
+    batch_size = property(lambda self: self[0])
+    randomness = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"VmapInfo(batch_size={self[0]}, randomness='{self[1]}')"
+
+
+def function_apply(cls, args, kwargs):
+    """``cls.apply(*args)`` (a custom autograd.Function) when an argument is a BatchedTensor.
+
+    The Function's forward/backward see whole tensors, never BatchedTensors: run on one, its
+    forward would compute outside the tape and its gradient would be lost (zeros).  As in
+    PyTorch: a ``vmap`` staticmethod gets the values at the innermost level with their in_dims
+    and returns (outputs, out_dims); ``generate_vmap_rule = True`` applies the Function once per
+    sample (each application recorded, so grad/jacrev under vmap see its backward); otherwise
+    PyTorch's RuntimeError."""
+    from .autograd.function import Function, _is_overridden, _LIBRARY, _NEEDS_SETUP_CONTEXT
+    level = _top_level(_leaves(args, kwargs))
+    if cls.__module__.partition(".")[0] == _LIBRARY:
+        # one of tapegrad's own ops written as a Function (a convolution): its rule is PyTorch's
+        # native batching rule, here one recorded application per sample
+        return _loop(cls.apply, "apply", args, kwargs)
+    if not _is_overridden(cls, "setup_context", Function.setup_context):
+        raise RuntimeError(_NEEDS_SETUP_CONTEXT)
+    has_rule = _is_overridden(cls, "vmap", Function.vmap)
+    if getattr(cls, "generate_vmap_rule", False):
+        if has_rule:
+            raise RuntimeError(
+                f"You tried to vmap over {cls.__name__}, but it has both generate_vmap_rule=True "
+                "and an overridden vmap staticmethod. Please set generate_vmap_rule=False or "
+                "delete the overridden vmap staticmethod to avoid ambiguity. For more details, "
+                "please see https://pytorch.org/docs/main/notes/extending.func.html")
+        return _loop(cls.apply, "apply", args, kwargs)
+    if not has_rule:
+        raise RuntimeError(
+            f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please "
+            "override and implement the vmap staticmethod or set generate_vmap_rule=True. For "
+            "more details, please see https://pytorch.org/docs/main/notes/extending.func.html")
+    in_dims = tuple(0 if type(a) is BatchedTensor and a.level == level else None for a in args)
+    info = VmapInfo(_batch_size(level), "error")
+    outputs, out_dims = cls.vmap(info, in_dims, *[_at(a, level) for a in args], **kwargs)
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    dims = (out_dims,) * len(outs) if isinstance(out_dims, int) or out_dims is None else \
+        tuple(out_dims)
+    if len(dims) != len(outs):
+        raise RuntimeError(f"The vmap staticmethod of {cls.__name__} returned {len(outs)} "
+                           f"outputs but {len(dims)} out_dims ({out_dims})")
+    wrapped = tuple(o if d is None or not isinstance(o, _core.TensorBase) and
+                    type(o) is not BatchedTensor else
+                    BatchedTensor(o.movedim(d, 0) if d else o, level)
+                    for o, d in zip(outs, dims))
+    return wrapped[0] if single else wrapped
+
+
 def _out_dim_error(out_dim, n):
     """PyTorch's error for an out_dim outside the n dims of an output with its batch dim."""
     return IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "

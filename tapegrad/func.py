@@ -29,6 +29,7 @@ import functools
 
 from . import _core, _transform_leaves, _vmap, eye, zeros
 from .autograd import grad as _plain_grad
+from .autograd import forward_ad
 from .autograd.forward_ad import tangent_pairing
 from .grad_mode import enable_grad
 from .random import default_generator
@@ -61,6 +62,7 @@ def transforming() -> bool:
 
 # Functions that take BatchedTensors as well as tensors (the originals when nothing is batched).
 _zeros_like = _vmap.function("zeros_like")
+_ones_like = _vmap.function("ones_like")
 _stack = _vmap.function("stack")
 
 
@@ -122,6 +124,14 @@ def _finish(t, outer):
     if _depth > 0 or not t.requires_grad or outer:
         return t
     return t.detach()
+
+
+def _finished_aux(aux):
+    """A transform's aux output as the caller sees it (each tensor _finish-ed on its own): cut
+    off from the transform's own leaves, as PyTorch unwraps it, unless it depends on tensors of
+    the caller's that require grad."""
+    leaves, rebuild = _flatten(aux)
+    return rebuild([_finish(x, _is_tensor(x) and _outer([x])) for x in leaves])
 
 
 def _zero_filled_grad(outputs, inputs, grad_outputs=None, create_graph=True):
@@ -199,11 +209,11 @@ def grad_and_value(func, argnums=0, has_aux=False):
         gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
         value = _finish(output, outer)
         if has_aux:
-            aux_leaves, aux_rebuild = _flatten(aux)
+            aux_leaves, _ = _flatten(aux)
             for leaf in aux_leaves:
                 if not _is_tensor(leaf):
                     raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
-            return gradient, (value, aux_rebuild([_finish(x, _outer([x])) for x in aux_leaves]))
+            return gradient, (value, _finished_aux(aux))
         return gradient, value
     return wrapper
 
@@ -240,6 +250,7 @@ def vjp(func, *primals, has_aux=False):
         if not _is_tensor(o):
             raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only "
                                f"tensors, got unsupported type {type(o)}")
+    _refuse_non_float_outputs(out_leaves)
 
     output_spec = _pytree.tree_structure(result)
 
@@ -266,8 +277,17 @@ def vjp(func, *primals, has_aux=False):
     outer = _depth == 0 and _outer(out_leaves)
     output = out_rebuild([_finish(o, outer) for o in out_leaves])
     if has_aux:
-        return output, vjp_fn, aux
+        return output, vjp_fn, _finished_aux(aux)
     return output, vjp_fn
+
+
+def _refuse_non_float_outputs(out_leaves) -> None:
+    """PyTorch's refusal (vjp, jacrev) of an output with no cotangent space (an index tensor):
+    its rows would be zeros of another dtype."""
+    for o in out_leaves:
+        if not (o.is_floating_point() or o.is_complex()):
+            raise RuntimeError(f"vjp(f, ...): All outputs of f must be floating-point or "
+                               f"complex Tensors, got Tensor with dtype {o.dtype}")
 
 
 def _jvp_of(outputs, inputs, tangents):
@@ -278,7 +298,7 @@ def _jvp_of(outputs, inputs, tangents):
         if not out.requires_grad:
             results.append(_zeros_like(out))
             continue
-        u = _internal(_zeros_like(out).requires_grad_())
+        u = _internal(_ones_like(out).requires_grad_())     # (see forward_ad._tangent_of)
         gs = _autograd_grad([out], inputs, [u], retain_graph=True, create_graph=True,
                             allow_unused=True)
         total = None
@@ -293,6 +313,33 @@ def _jvp_of(outputs, inputs, tangents):
                                allow_unused=True)
         results.append(_zeros_like(out) if jv is None else jv)
     return results
+
+
+def _rewrapped(tensor, levels):
+    for level in levels:
+        tensor = _vmap.BatchedTensor(tensor, level)
+    return tensor
+
+
+def _dual_of(x, tangent):
+    """x (a tracked input) as a dual tensor of the open forward-AD level; inside a vmap, the
+    tensor under x's BatchedTensors is made dual, with the tangent batched as x is."""
+    if not _vmap.active():
+        return forward_ad.make_dual(x, tangent)
+    value, levels = _vmap._peel(x)
+    tangent_value, tangent_levels = _vmap._peel(_vmap.at_all_levels(tangent, leaf=False))
+    assert tangent_levels == levels, (levels, tangent_levels)   # (x is at every level)
+    return _rewrapped(forward_ad.make_dual(value, tangent_value), levels)
+
+
+def _dual_tangent(output):
+    """An output's tangent in the open forward-AD level (zeros where it has none), batched as
+    the output is."""
+    if not _is_tensor(output):
+        return None
+    value, levels = _vmap._peel(output)
+    tangent = forward_ad.unpack_dual(value).tangent
+    return _zeros_like(output) if tangent is None else _rewrapped(tangent, levels)
 
 
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
@@ -321,16 +368,29 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"of size {list(t.shape)}.")
     with _transform_level():
         leaves = [_tracked(x) for x in leaves]
-        result = _vmap.redirect(func)(*rebuild(leaves))
-        if has_aux:
-            result, aux = result
-        out_leaves, out_rebuild = _flatten(result)
-        jv = _jvp_of(out_leaves, leaves, tangent_leaves)
+        if forward_ad._levels:
+            # (forward_ad has one level at a time)
+            result = _vmap.redirect(func)(*rebuild(leaves))
+            if has_aux:
+                result, aux = result
+            out_leaves, out_rebuild = _flatten(result)
+            jv = _jvp_of(out_leaves, leaves, tangent_leaves)
+        else:
+            # through dual tensors, so that a custom Function's jvp staticmethod gives its
+            # outputs' tangents, as in PyTorch (J v from its backward would ignore it, and be
+            # zero where that backward is not differentiable)
+            with forward_ad.dual_level():
+                duals = [_dual_of(x, t) for x, t in zip(leaves, tangent_leaves)]
+                result = _vmap.redirect(func)(*rebuild(duals))
+                if has_aux:
+                    result, aux = result
+                out_leaves, out_rebuild = _flatten(result)
+                jv = [_dual_tangent(o) for o in out_leaves]
     outer = _depth == 0 and _outer(out_leaves)
     output = out_rebuild([_finish(o, outer) for o in out_leaves])
     tangent_out = out_rebuild([_finish(j, outer) for j in jv])
     if has_aux:
-        return output, tangent_out, aux
+        return output, tangent_out, _finished_aux(aux)
     return output, tangent_out
 
 
@@ -443,6 +503,8 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
             # (all columns in one batched evaluation and one pair of reverse sweeps).
             result, aux = outputs_at(inputs)
             out_leaves, out_rebuild = _flatten(result)
+            if not forward:
+                _refuse_non_float_outputs([o for o in out_leaves if _is_tensor(o)])
 
             def evaluate():
                 tracked = [_tracked(x) for x in inputs]
@@ -455,8 +517,14 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
 
                 def columns(*tangents):
                     with _transform_level():
-                        tracked, outs = evaluate()
-                        return tuple(_jvp_of(outs, tracked, list(tangents)))
+                        if forward_ad._levels:      # (one level at a time)
+                            tracked, outs = evaluate()
+                            return tuple(_jvp_of(outs, tracked, list(tangents)))
+                        # through dual tensors, as jvp (a custom Function's jvp staticmethod)
+                        with forward_ad.dual_level():
+                            duals = [_dual_of(_tracked(x), t) for x, t in zip(inputs, tangents)]
+                            outs = _flatten(outputs_at(duals)[0])[0]
+                            return tuple(_dual_tangent(o) for o in outs)
                 cols = _mapped_in_chunks(columns, stacks, total, chunk_size, randomness) if \
                     total else [zeros((0,) + tuple(o.shape), dtype=o.dtype) for o in out_leaves]
                 at = 0
@@ -513,7 +581,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                 at += len(leaves)
             results.append(tuple(per_input) if isinstance(argnums, tuple) else per_input[0])
         jac = out_rebuild(results)
-        return (jac, aux) if has_aux else jac
+        return (jac, _finished_aux(aux)) if has_aux else jac
     return wrapper
 
 
@@ -822,9 +890,9 @@ def _unbatch_outputs(name, result, out_dims, level, size):
     dims = _out_dims_per_leaf(name, out_dims, result)
     out = []
     for leaf, dim in zip(leaves, dims):
-        if not _is_tensor(leaf):
+        if not _is_tensor(leaf) and dim is not None:
             raise _non_tensor_output(name, leaf, dim)
-        if dim is None:
+        if dim is None:     # (any Python value may be returned whole, as in PyTorch)
             if isinstance(leaf, _vmap.BatchedTensor) and leaf.level == level:
                 raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor "
                                  f"when out_dim is None")
@@ -895,6 +963,9 @@ def _stack_outputs(name, per_index, out_dims, probed):
     stacked = []
     for k, dim in enumerate(dims):
         column = [f[0][k] for f in flat]
+        if dim is None and not _is_tensor(column[0]):
+            stacked.append(column[0])       # returned whole (the first sample's), as in PyTorch
+            continue
         for value in column:
             if not _is_tensor(value):
                 raise _non_tensor_output(name, value, dim)

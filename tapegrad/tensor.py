@@ -304,7 +304,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The tensor's values as an ndarray sharing its memory.  force=True detaches first, so it
         also works on a tensor that requires grad (on a CPU-only build that needs no copy)."""
-        if self.requires_grad and not force:
+        # (PyTorch refuses only while grad mode is on: under no_grad, as in an
+        # autograd.Function's forward, numpy() shares the values of a tensor that requires grad)
+        if self.requires_grad and not force and _core.is_grad_enabled():
             raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         if getattr(self, "_conj_bit", False) and not force:
             raise RuntimeError(_NUMPY_CONJ_BIT)
@@ -314,7 +316,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def __array__(self, dtype=None, copy=None):
         # numpy 2's protocol: copy=None shares when it can (np.asarray), copy=True must return a
         # fresh array (np.array), copy=False must share or raise.
-        if self.requires_grad:
+        if self.requires_grad and _core.is_grad_enabled():
             raise RuntimeError(_NUMPY_REQUIRES_GRAD)
         if getattr(self, "_conj_bit", False):
             raise RuntimeError(_NUMPY_CONJ_BIT)

@@ -26,10 +26,11 @@ passes no gradient to its inputs while an unpack sweep runs (``_unpacking``).  A
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections import namedtuple
 
 from .. import _core, _transform_leaves
-from ..creation import zeros_like as _zeros_like
+from ..creation import ones_like as _ones_like, zeros_like as _zeros_like
 from ..grad_mode import enable_grad
 
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
@@ -39,6 +40,8 @@ __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "un
 _levels: list = []
 # How many unpack sweeps are running (custom Functions with a jvp cut their inputs off then).
 _unpacking = 0
+# How many Function jvp staticmethods are running (Functions they apply get no tangents).
+_computing_jvp = 0
 # A serial number per opened level, parallel to _levels.
 _serials: list = []
 _next_serial = 0
@@ -114,12 +117,22 @@ def unpack_dual(tensor, *, level=None):
     if not _levels or not isinstance(tensor, _core.TensorBase):
         return UnpackedDualTensor(tensor, None)
     duals = _levels[-1]
-    for dual, tangent in duals:
+    for dual, tangent in reversed(duals):   # (the latest: an input a Function wrote in place)
         if dual is tensor:
-            return UnpackedDualTensor(tensor.detach(), tangent)
+            return UnpackedDualTensor(_primal(tensor), tangent)
     if not tensor.requires_grad or not duals:
         return UnpackedDualTensor(tensor, None)
-    return UnpackedDualTensor(tensor.detach(), _tangent_of(tensor, duals))
+    return UnpackedDualTensor(_primal(tensor), _tangent_of(tensor, duals))
+
+
+def _primal(tensor):
+    """A dual tensor's primal: cut off from the leaves this module made (it requires grad only
+    to be on the tape), but differentiable, as in PyTorch, when it is computed from a tensor of
+    the caller's that requires grad; detached there, a loss built from the primal would
+    silently miss that tensor's gradient."""
+    if _transform_leaves.reaches_outer_leaf(tensor):
+        return tensor.view_as(tensor)
+    return tensor.detach()
 
 
 def tangent_pairing(g, tangent):
@@ -141,7 +154,10 @@ def _tangent_of(tensor, duals):
     _unpacking += 1
     try:
         with enable_grad():
-            u = _transform_leaves.mark(_zeros_like(tensor).requires_grad_())
+            # (J^T u is linear in u, so any u gives the same J tangent; ones rather than
+            # zeros, where a backward's own derivative in its cotangent can be singular:
+            # logcumsumexp's works with log|u|, NaN at u = 0)
+            u = _transform_leaves.mark(_ones_like(tensor).requires_grad_())
             grads = _grad([tensor], inputs, [u], retain_graph=True, create_graph=True,
                           allow_unused=True)
             total = None
@@ -151,35 +167,79 @@ def _tangent_of(tensor, duals):
                     total = term if total is None else total + term
             if total is None:
                 return _zeros_like(tensor) if any(g is not None for g in grads) else None
-            # The tangent is differentiable, as PyTorch's, when it depends on tensors of the
-            # caller's that require grad (through the primal's graph or the tangents).
             (jv,) = _grad([total], [u], retain_graph=True, allow_unused=True,
-                          create_graph=_transform_leaves.reaches_outer_leaf(total))
+                          create_graph=_keeps_graph(total))
     finally:
         _unpacking -= 1
     return jv if jv is not None else _zeros_like(tensor)
 
 
+def _keeps_graph(tangent) -> bool:
+    """Whether a tangent computed from ``tangent``'s graph must stay differentiable: as
+    PyTorch's, when it depends on tensors of the caller's that require grad (through a primal's
+    graph or the tangents), and inside a torch.func transform (func.jvp itself, or a grad/jacrev
+    around it, whose inputs are leaves of the transform's own)."""
+    func = sys.modules.get("tapegrad.func")
+    return (func is not None and func._depth > 0) or \
+        _transform_leaves.reaches_outer_leaf(tangent)
+
+
 # -- custom autograd.Function jvp ------------------------------------------------------------------
 
-def _function_jvp(cls, ctx, args, out) -> None:
-    """Called by ``Function.apply`` while a level is open: the outputs' tangents from the
-    Function's ``jvp`` (given the inputs' tangents), registered as tangent sources."""
+def _is_native_op(cls) -> bool:
+    """Whether a Function is one tapegrad implements a native PyTorch op with (not the user's,
+    nor one PyTorch itself writes in Python, which has no jvp there either)."""
+    from .function import _LIBRARY
+    return (cls.__module__.partition(".")[0] == _LIBRARY
+            and not getattr(cls, "_torch_python_function", False))
+
+
+def _input_tangents(cls, args):
+    """Called by ``Function.apply`` while a level is open, before forward runs: the tangents of
+    its tensor arguments (None where none), or None when ``_function_jvp`` has nothing to do.
+    Before forward, because a forward that writes an input in place (mark_dirty) rebases that
+    input onto the Function's own record, whose backward would then give its tangent."""
+    if _computing_jvp:
+        # applied inside another Function's jvp: the tensors there (its tangents, its saved
+        # primals) are plain values, as in PyTorch, not dual tensors of the level
+        return None
     from .function import Function, _is_overridden
+    if not _is_overridden(cls, "jvp", Function.jvp) and _is_native_op(cls):
+        # one of tapegrad's ops written as a Function (cumsum, nansum...): PyTorch's op has a
+        # forward derivative, here the double-backward trick through its recorded backward (no
+        # tangent asked for: that would sweep again through the backwards calling this)
+        return None
     tangents = [unpack_dual(a).tangent if isinstance(a, _core.TensorBase) and a.requires_grad
                 else None for a in args]
-    if all(t is None for t in tangents):
-        return
-    if not _is_overridden(cls, "jvp", Function.jvp):
+    return None if all(t is None for t in tangents) else tangents
+
+
+def _function_jvp(cls, ctx, args, tangents, out) -> None:
+    """Called by ``Function.apply`` after forward with the ``_input_tangents``: the outputs'
+    tangents from the Function's ``jvp``, registered as tangent sources."""
+    global _computing_jvp
+    from .function import Function, _is_overridden
+    has_jvp = _is_overridden(cls, "jvp", Function.jvp)
+    if getattr(ctx, "materialize_grads", True):
+        # PyTorch gives a float input without a tangent zeros (None after
+        # ctx.set_materialize_grads(False), and for other arguments)
+        tangents = [_zeros_like(a) if t is None and isinstance(a, _core.TensorBase) and
+                    (a.is_floating_point() or a.is_complex()) else t
+                    for a, t in zip(args, tangents)]
+    if not has_jvp:
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
     from ..grad_mode import no_grad
     saved = getattr(ctx, "saved_for_forward", None)
     ctx._forward_saved = tuple(saved) if saved is not None else None
+    _computing_jvp += 1
     try:
-        with no_grad():
+        # (one of tapegrad's ops, made of recorded ops: its tangent stays differentiable, for
+        # forward-over-reverse and jacrev(jacfwd(f)), as PyTorch's native forward derivative)
+        with enable_grad() if _is_native_op(cls) else no_grad():
             result = cls.jvp(ctx, *tangents)
     finally:
+        _computing_jvp -= 1
         ctx._forward_saved = None
     outs = out if isinstance(out, tuple) else (out,)
     results = result if isinstance(result, tuple) else (result,)
@@ -198,4 +258,6 @@ def _function_jvp(cls, ctx, args, out) -> None:
                                f"that of the original Tensor, this is not supported. Tensor is "
                                f"of size {list(o.shape)} while the given forward gradient is of "
                                f"size {list(t.shape)}.")
+        if t.requires_grad and not _keeps_graph(t):
+            t = t.detach()              # (a native op's jvp ran recorded: see above)
         level.append((o, t))

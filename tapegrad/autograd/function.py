@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import functools
+import inspect
 from collections import OrderedDict
 import sys
 import warnings
@@ -332,15 +333,40 @@ class Function(metaclass=FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
 
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The batching rule (static) used when vmap meets this Function: given ``info``
+        (batch_size, randomness), one in_dim per argument (None: not batched) and the
+        arguments with their batch dims, return (outputs, out_dims).  Alternatively set
+        ``generate_vmap_rule = True`` to apply the Function once per sample."""
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
+    generate_vmap_rule = False
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward (without recording) and link its outputs into the tape."""
         from ..tensor import Tensor
+        new_style = _is_overridden(cls, "setup_context", Function.setup_context)
+        if new_style:
+            args, kwargs = _with_defaults(cls, args, kwargs)
+        else:
+            func = sys.modules.get("tapegrad.func")
+            if func is not None and func._depth > 0 and \
+                    cls.__module__.partition(".")[0] != _LIBRARY:
+                raise RuntimeError(_NEEDS_SETUP_CONTEXT)
+        vmap = sys.modules.get("tapegrad._vmap")
+        if vmap is not None and vmap.active() and any(type(a) is vmap.BatchedTensor
+                                                      for a in args):
+            return vmap.function_apply(cls, args, kwargs)
         ctx = cls._backward_cls()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.materialize_grads = True
-        new_style = _is_overridden(cls, "setup_context", Function.setup_context)
         forward_args = args if new_style else (ctx, *args)
+        forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
+        tangents = forward_ad._input_tangents(cls, args) if forward_ad is not None and \
+            forward_ad._levels else None
         profiler = recording_profiler()
         with no_grad():
             # (a `with` costs ~0.5 us a call: only while one records)
@@ -364,10 +390,34 @@ class Function(metaclass=FunctionMeta):
             _refuse_saved_non_tensors(ctx)
         out = _core._function_record(ctx, args, result, dirty, non_diff)
         _finish_saved(ctx, result, out, args)
-        forward_ad = sys.modules.get("tapegrad.autograd.forward_ad")
-        if forward_ad is not None and forward_ad._levels:
-            forward_ad._function_jvp(cls, ctx, args, out)   # tangents eagerly, as PyTorch
+        if tangents is not None:
+            forward_ad._function_jvp(cls, ctx, args, tangents, out)  # eagerly, as PyTorch
         return out
+
+
+# PyTorch's refusal of a Function whose forward takes ctx inside a torch.func transform (its
+# forward could not be run on the transform's inputs apart from recording it)
+_NEEDS_SETUP_CONTEXT = (
+    "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
+    "jacrev, ...), it must override the setup_context staticmethod. For more details, "
+    "please see https://pytorch.org/docs/main/notes/extending.func.html")
+
+
+def _with_defaults(cls, args, kwargs):
+    """(args, kwargs) of a setup_context-style Function's call with forward's defaults filled
+    in, as PyTorch binds them: setup_context's ``inputs`` and a vmap staticmethod's arguments
+    include the defaulted ones.  (The signature is read once per class.)"""
+    signature = cls.__dict__.get("_forward_signature")
+    if signature is None:
+        signature = inspect.signature(cls.forward)
+        if not any(p.default is not p.empty for p in signature.parameters.values()):
+            signature = False           # nothing to fill in: calls pass through as they are
+        cls._forward_signature = signature
+    if signature is False:
+        return args, kwargs
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
 
 
 def _refuse_non_tensor_marks(dirty, non_diff) -> None:
