@@ -946,7 +946,9 @@ def wide_fill(g, a, fmt):
     None when a leaf could not be made."""
     r, m = g.r, g.meta[a]
     sh, nd, dt = m.shape, m.nd, m.dtype
-    names = set(re.findall(r"\{(\w+)\}", fmt))
+    # (in the order fmt names them: a set's order follows the process's string hashes, so a
+    # seed drew other leaves in another process and --repro missed its finding: 62680472)
+    names = list(dict.fromkeys(re.findall(r"\{(\w+)\}", fmt)))
     d = g.dim(nd) if nd else 0
     dd = d % nd if nd else 0
     n = sh[-1] if nd else 1
@@ -975,7 +977,7 @@ def wide_fill(g, a, fmt):
     def leaf(name, *args, **kw):
         made[name] = g.leaf(*args, **kw)
         return made[name]
-    for name in names - set(fill):
+    for name in [name for name in names if name not in fill]:
         if name == "b":
             fill[name] = broadcast_partner(g, a)
             if "{b}." in fmt and fill[name] and not fill[name].startswith("v"):
