@@ -114,3 +114,25 @@ def test_complex_negative_whole_power_of_one_element_matches_torch(torch, dtype,
         else:
             assert np.array_equal(a.view(a.real.dtype), b.view(b.real.dtype), equal_nan=True), \
                 (a, b)
+
+
+# -- remainder / fmod: the gradient for `other` under create_graph (62683198) ----------------------
+# PyTorch's -grad * floor(self / other) reads other through floor (zero derivatives), so the
+# gradient requires grad even for a constant upstream gradient and a second grad is zeros; here
+# the quotient was a constant, the gradient did not require grad and the second grad was None.
+
+@pytest.mark.parametrize("op", ["remainder", "fmod"])
+@pytest.mark.parametrize("self_value", [0, 2.0, [2.0, 3.0, 4.0]])
+def test_remainder_other_gradient_requires_grad_under_create_graph_as_torch(torch, op, self_value):
+    def run(lib):
+        other = lib.tensor([1.5, -0.8, 0.0], dtype=lib.float64, requires_grad=True)
+        self = lib.tensor(self_value) if self_value == 0 else lib.tensor(self_value,
+                                                                          dtype=lib.float64)
+        g, = lib.autograd.grad(getattr(lib, op)(self, other).sum(), [other], create_graph=True)
+        g2, = lib.autograd.grad(g.sum(), [other], allow_unused=True)
+        return g.requires_grad, g.detach().numpy(), None if g2 is None else g2.numpy()
+    got, expected = run(tg), run(torch)
+    assert got[0] == expected[0]
+    np.testing.assert_array_equal(np.signbit(got[1]), np.signbit(expected[1]))
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[2], expected[2])
