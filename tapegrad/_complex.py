@@ -367,8 +367,9 @@ def _pow_number(z, b):
     -0.5 and -1 are its sqrt, rsqrt and reciprocal (a complex division, as the compiled
     ops_complex.pxi's), so their special values are those functions' (sqrt(-inf + 0.7j) is
     infj, 1 / -inf is -0; the general power's exp(b log z) gave inf+nanj and nan+nanj: fuzz
-    62676977, silent).  0, 1, 2, 3 and -2 are its products, as numpy's (near enough); any other
-    exponent is C's cpow, exp(b log z), which numpy's power is too except for a whole b
+    62676977, silent).  -2 is its 1 / (z * z); 0, 1, 2 and 3 are its products, as numpy's
+    (near enough: PyTorch's own last bits differ between its vectorised body and its scalar
+    tail, whose products are contracted to fused multiply-adds); any other exponent is C's cpow, exp(b log z), which numpy's power is too except for a whole b
     (repeated products: other last bits, and NaN for (-inf + 0.7j) ** -3, PyTorch's -0)."""
     if b == 0.5:
         return np.sqrt(z)
@@ -376,8 +377,12 @@ def _pow_number(z, b):
         return 1 / np.sqrt(z)
     if b == -1:
         return 1 / z
+    if b == -2:
+        # its 1 / (z * z): a division (numpy's, Smith's, as c10's scalar one), where numpy's
+        # power divides its own way ((-3e200j) ** -2 was nan+nanj, PyTorch -0-0j)
+        return 1 / (z * z)
     e = builtins.complex(b)
-    if e.imag == 0 and e.real.is_integer() and e.real not in (0, 1, 2, 3, -2) \
+    if e.imag == 0 and e.real.is_integer() and e.real not in (0, 1, 2, 3) \
             and abs(e.real) < 100:
         return _cpow(z, e.real).astype(z.dtype, copy=False)
     return z ** b

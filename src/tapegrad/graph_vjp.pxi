@@ -615,7 +615,18 @@ cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
         with IeeeResults():
             q = np.divide(<object>r.saved[0], <object>r.saved[1])
             q = np.trunc(q) if r.op == OP_FMOD or r.op == OP_FMOD_T else np.floor(q)
-        gb = g_mul(g_neg(G), wrap(nd(np.asarray(q))))
+        Q = wrap(nd(np.asarray(q)))
+        B = in_value(r, 1, saved_value(r, 1))
+        if isinstance(B, TensorBase) and (<TensorBase>B)._requires_grad:
+            # PyTorch's -grad * floor(self / other) reads other through floor, whose derivative
+            # is zeros: the gradient requires grad even for a constant grad, and a second grad
+            # is zeros, not None (fuzz 62683198).  Q keeps q's values (and zeros' signs) as a
+            # gradient-identity node of a zero-derivative where() of other.
+            F = g_where(np.zeros((<TensorBase>Q)._array.shape, dtype=bool), B, 0)
+            if (<TensorBase>F)._array.shape == (<TensorBase>Q)._array.shape and \
+                    (<TensorBase>F)._array.dtype == (<TensorBase>Q)._array.dtype:
+                record_from(OP_CLONE, <TensorBase>Q, (F,))
+        gb = g_mul(g_neg(G), Q)
     return t_fit_binary(r, ga, gb)
 
 cdef object gv_not_implemented(Py_ssize_t i, Record* r, object G, char* want):

@@ -141,7 +141,7 @@ def mish(input, inplace: bool = False):
     """Elementwise ``x * tanh(softplus(x))``."""
     _require_floating(input, "mish_cpu")
     # (float16 in float32: the gradient of a large input was NaN, inf * 0 in float16)
-    from ._mish_function import MishKernel
+    from ._activation_kernels import MishKernel
     out = in_float32_if_half(MishKernel.apply, input)
     return _finish(input, out, inplace, "MishBackward0")
 
@@ -151,13 +151,8 @@ def hardswish(input, inplace: bool = False):
     # Gradient x/3 + 1/2 strictly inside (-3, 3), 0 at -3 and 1 at 3, as PyTorch 2.13 gives.
     """Elementwise ``x * clamp(x + 3, 0, 6) / 6``."""
     _require_floating(input, "hardswish_cpu")
-    # input * 0 keeps the sign PyTorch's x * clamp(x + 3, 0, 6) / 6 gives below -3: -0.0.
-    zero = input * 0.0
-    # the middle piece reads input clamped to [-3, 3]: the same values where it is taken, and
-    # where it is not (at +-inf) no inf * 0 = NaN in its masked-out gradient (PyTorch: 1 and 0)
-    middle = _tg.clamp(input, -3.0, 3.0)
-    out = _tg.where(input <= -3.0, zero, _tg.where(input < 3.0, middle * (middle + 3.0) / 6.0,
-                                                   input))
+    from ._activation_kernels import HardswishKernel
+    out = in_float32_if_half(HardswishKernel.apply, input)
     return _finish(input, out, inplace, "HardswishBackward0")
 
 
@@ -174,21 +169,12 @@ def hardsigmoid(input, inplace: bool = False):
 
 
 def logsigmoid(input):
-    # log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), written as two branches that each only
-    # see their own half of the inputs, so neither overflows and each carries the exact slope.
     """Elementwise ``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
     from .._extra_ops import _check_tensor
     _check_tensor(input, "log_sigmoid")      # (PyTorch's builtin is named log_sigmoid)
     _require_floating(input, "log_sigmoid_cpu")
-    zero = _tg.zeros(input.shape, dtype=input.dtype)     # (row-major: PyTorch's result is)
-    negative = input < 0
-    x_neg = _tg.where(negative, input, zero)
-    x_pos = _tg.where(negative, zero, input)
-    # (0 - log1p(...), not a negation: where exp(-x) underflows the result is +0, as PyTorch's
-    # min(x, 0) - log1p(exp(-|x|)) gives, not -0, which prints as -0.)
-    out = _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
-                    0.0 - _tg.log1p(_tg.exp(-x_pos)))
-    return _core._name_grad_fn(out, "LogSigmoidBackward0")
+    from ._activation_kernels import LogSigmoidKernel
+    return in_float32_if_half(LogSigmoidKernel.apply, input)
 
 
 def softsign(input):

@@ -1,0 +1,127 @@
+"""Activations computed as one autograd.Function whose backward is PyTorch's formula grad * f'(x),
+rather than the chain rule through the ops that compose f: there an infinite upstream gradient
+met the partial derivatives separately (inf - inf or inf * 0, NaN) where PyTorch's product is
++-inf or its mask 0 (mish: fuzz 62678047; hardswish, logsigmoid: fuzz13's open class).
+
+Mish's backward is written in differentiable ops, as PyTorch's infinitely_differentiable_mish_backward,
+so its second derivatives are the derivatives of that formula, as PyTorch's.  Hardswish's and
+logsigmoid's backwards are Functions too (PyTorch's HardswishBackwardBackward0,
+LogSigmoidBackwardBackward0) whose derivatives are derivatives.yaml's formulas."""
+from __future__ import annotations
+
+import tapegrad as _tg
+from .._extra_functions import _torch_grad_fn_name
+from ..autograd.function import Function
+
+
+# -- mish --------------------------------------------------------------------------------------
+
+def _tanh_softplus(x):
+    return _tg.nn.functional.softplus(x).tanh()
+
+
+class MishKernel(Function):
+    """x * tanh(softplus(x)); backward grad * (t + x * sigmoid(x) * (1 - t * t)), t the
+    tanh(softplus(x)), from the saved input (PyTorch's MishBackward0 saves self)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * _tanh_softplus(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        t = _tanh_softplus(x)
+        return grad * (t + x * x.sigmoid() * (1 - t * t))
+
+
+# -- hardswish ---------------------------------------------------------------------------------
+
+class HardswishKernel(Function):
+    """x * clamp(x + 3, 0, 6) / 6, saving the input (PyTorch's HardswishBackward0 saves self)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        # x * 0 keeps the sign PyTorch's product gives below -3: -0.0; the middle piece reads x
+        # clamped to [-3, 3] so that no inf arises where it is not taken
+        middle = _tg.clamp(x, -3.0, 3.0)
+        return _tg.where(x <= -3.0, x * 0.0,
+                         _tg.where(x < 3.0, middle * (middle + 3.0) / 6.0, x))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return HardswishBackward.apply(grad, x)
+
+
+class HardswishBackward(Function):
+    """PyTorch's hardswish_backward: 0 for x <= -3, grad * (x / 3 + 1/2) below 3, grad from 3 on
+    (PyTorch 2.13's CPU kernel's bounds).  Its derivatives, derivatives.yaml's: the same backward
+    of the incoming gradient, and grad_grad * grad / 3 strictly inside (-3, 3), 0 elsewhere."""
+
+    @staticmethod
+    def forward(ctx, grad, x):
+        ctx.save_for_backward(grad, x)
+        return _tg.where(x <= -3.0, 0.0, _tg.where(x < 3.0, grad * (x / 3.0 + 0.5), grad))
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, x = ctx.saved_tensors
+        inside = (x > -3.0) & (x < 3.0)
+        return (HardswishBackward.apply(grad_grad, x),
+                _tg.where(inside, grad_grad * grad / 3.0, 0.0))
+
+
+# -- logsigmoid --------------------------------------------------------------------------------
+
+class LogSigmoidKernel(Function):
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), saving the input (PyTorch's
+    LogSigmoidBackward0 saves self and the buffer exp(-|x|), recomputed here)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        # two branches that each see only their own half of the inputs, so neither overflows
+        zero = _tg.zeros(x.shape, dtype=x.dtype)     # (row-major: PyTorch's result is)
+        negative = x < 0
+        x_neg = _tg.where(negative, x, zero)
+        x_pos = _tg.where(negative, zero, x)
+        # (0 - log1p(...), not a negation: where exp(-x) underflows the result is +0, as
+        # PyTorch's min(x, 0) - log1p(exp(-|x|)) gives, not -0)
+        return _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
+                         0.0 - _tg.log1p(_tg.exp(-x_pos)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return LogSigmoidBackward.apply(grad, x)
+
+
+class LogSigmoidBackward(Function):
+    """PyTorch's log_sigmoid_backward: (max_deriv - sign * z / (1 + z)) * grad, z = exp(-|x|),
+    max_deriv and sign 1 for x < 0, 0 and -1 otherwise.  Its derivatives, derivatives.yaml's:
+    the same backward of the incoming gradient, and log_sigmoid_double_backward(grad_grad * grad,
+    x) = (grad_grad * grad) * (s - 1) * s, s = sigmoid(x)."""
+
+    @staticmethod
+    def forward(ctx, grad, x):
+        ctx.save_for_backward(grad, x)
+        negative = x < 0
+        z = _tg.exp(-x.abs())
+        return (_tg.where(negative, 1.0, 0.0) - _tg.where(negative, 1.0, -1.0) * (z / (1.0 + z))) \
+            * grad
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, x = ctx.saved_tensors
+        s = x.sigmoid()
+        return LogSigmoidBackward.apply(grad_grad, x), grad_grad * grad * (s - 1.0) * s
+
+
+_torch_grad_fn_name(MishKernel, "MishBackward0")
+_torch_grad_fn_name(HardswishKernel, "HardswishBackward0")
+_torch_grad_fn_name(HardswishBackward, "HardswishBackwardBackward0")
+_torch_grad_fn_name(LogSigmoidKernel, "LogSigmoidBackward0")
+_torch_grad_fn_name(LogSigmoidBackward, "LogSigmoidBackwardBackward0")
