@@ -81,3 +81,32 @@ def test_storage_array_is_a_fresh_object():
     arr = np.asarray(s)
     arr.shape = (2, 2)
     assert np.asarray(s).shape == (4,)
+
+
+_BOOL_LOSS_CALLS = [
+    "F.l1_loss(x, b)", "F.l1_loss(b, x)", "F.l1_loss(b, b)", "F.l1_loss(x, b, reduction='none')",
+    "F.smooth_l1_loss(x, b, beta=0.0)", "nn.L1Loss()(x, b)",
+    "F.binary_cross_entropy_with_logits(x, b)", "nn.BCEWithLogitsLoss(pos_weight=lib.ones(2))(x, b)",
+    "F.binary_cross_entropy_with_logits(x, b, reduction='none')",
+]
+
+
+@pytest.mark.parametrize("call", _BOOL_LOSS_CALLS)
+def test_losses_refuse_a_bool_operand_as_torch(torch, call):
+    # l1_loss(x, mask) used to return a value where PyTorch refuses the bool subtraction
+    messages = []
+    for lib in (torch, tapegrad):
+        F, nn = lib.nn.functional, lib.nn
+        x = lib.tensor([[0.3, -1.2], [2.0, 0.1]])
+        b = x > 0
+        with pytest.raises(RuntimeError) as caught:
+            eval(call)
+        messages.append(str(caught.value))
+    assert messages[1] == messages[0]
+
+
+def test_target_size_warning_names_the_callers_line():
+    x = tapegrad.zeros(2, 2)
+    with pytest.warns(UserWarning, match="Using a target size") as caught:
+        tapegrad.nn.functional.mse_loss(x, tapegrad.zeros(2))
+    assert caught[0].filename == __file__
