@@ -578,8 +578,18 @@ def _shared_with_numpy(array) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {_type_name(array)})")
     _warn_if_read_only(array)
-    keep_numpy_strides(array)
-    return _core.tensor_from_numpy(array)
+    own = array_of_its_own(array)
+    keep_numpy_strides(own)
+    return _core.tensor_from_numpy(own)
+
+
+def array_of_its_own(array: np.ndarray) -> np.ndarray:
+    """The ndarray a tensor sharing `array`'s memory holds: a view of its own, so reassigning the
+    caller's array's shape or dtype (a.shape = (2, 3)) leaves the tensor's sizes alone, as in
+    PyTorch, instead of silently reshaping it.  A read-only array is held itself: PyTorch writes
+    through such a tensor anyway, and numpy lets only the array owning the memory be made
+    writable again (a view of it cannot)."""
+    return array.view() if array.flags.writeable else array
 
 
 # Empty arrays whose strides a tensor reports as numpy gives them.  numpy gives a new empty array

@@ -421,7 +421,8 @@ class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
 
     def __array__(self, dtype=None, copy=None):
         values = self._values
-        return values if dtype is None else values.astype(dtype)
+        # A fresh ndarray object on the storage's memory, so reshaping it leaves the storage be.
+        return values.view() if dtype is None else values.astype(dtype)
 
     def fill_(self, value):
         """Write value into every element (the tensors viewing it see it); returns self."""

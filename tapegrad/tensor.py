@@ -311,7 +311,10 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if getattr(self, "_conj_bit", False) and not force:
             raise RuntimeError(_NUMPY_CONJ_BIT)
         _core._capture_read(self, "numpy", None)
-        return self._array
+        # A fresh ndarray on the tensor's memory each call, as PyTorch's: handing out the array
+        # the tensor holds would let `a.shape = ...` or `a.dtype = ...` on the result reshape or
+        # reinterpret the tensor itself.
+        return self._array.view()
 
     def __array__(self, dtype=None, copy=None):
         # numpy 2's protocol: copy=None shares when it can (np.asarray), copy=True must return a
@@ -327,7 +330,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                 raise ValueError(f"Unable to avoid copy while creating an array as requested: "
                                  f"the tensor's dtype {self.dtype} differs from {np.dtype(dtype)}")
             return arr.astype(dtype)
-        return arr.copy() if copy else arr
+        return arr.copy() if copy else arr.view()     # a fresh ndarray object, as in numpy()
 
     def __array_wrap__(self, array):
         # numpy hands back what it computed on a tensor as a tensor, as for torch.Tensor: ufuncs

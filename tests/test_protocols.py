@@ -128,7 +128,8 @@ def test_array_dtype_and_copy_false():
     assert converted.dtype == np.float64 and not np.shares_memory(converted, np.asarray(t))
     with pytest.raises(ValueError, match="Unable to avoid copy"):
         np.array(t, dtype=np.float64, copy=False)
-    assert np.asarray(t, dtype=np.float32) is np.asarray(t)  # same dtype: no copy
+    same = np.asarray(t, dtype=np.float32)      # same dtype: no copy, but a fresh ndarray
+    assert np.shares_memory(same, np.asarray(t)) and same is not np.asarray(t)
 
 
 def test_array_of_tensor_that_requires_grad_raises_as_torch(torch):

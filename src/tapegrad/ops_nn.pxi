@@ -1076,8 +1076,10 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
         warnings.warn(f"Using a target size ({nn_size(B.shape)}) that is different to the input "
                       f"size ({nn_size(A.shape)}). This will likely lead to incorrect results due "
                       "to broadcasting. Please ensure they have the same size.", UserWarning,
-                      stacklevel=2)
+                      stacklevel=user_stacklevel())     # the caller's line, past the wrappers
     cdef int red
+    if kind == NN_L1 and (A.dtype == NP_BOOL or B.dtype == NP_BOOL):
+        sub(input, target)      # PyTorch's l1_loss starts with input - target: a bool fails there
     if weight is None:
         red = nn_reduction(reduction)
     if kind == NN_L1 and weight is None and (is_complex_operand(input)
@@ -1369,6 +1371,8 @@ def binary_cross_entropy_with_logits(TensorBase input, target, weight=None, size
         raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
                                   f"'{nn_scalar_name(A.dtype)}'")
     dt = nn_promote(A.dtype, T.dtype)
+    if T.dtype == NP_BOOL:
+        sub(target, True)       # PyTorch's formula first takes (1 - target) in target's dtype
     if T.dtype.kind != "f":
         raise RuntimeError(f"result type {nn_scalar_name(dt)} can't be cast to the desired output "
                            f"type {nn_scalar_name(T.dtype)}")
