@@ -151,3 +151,37 @@ def test_infinite_uniform_kl_gradients_are_nan(q):
     ours, theirs = run(tg), run(torch)
     assert ours[0] == theirs[0]
     np.testing.assert_array_equal(ours[1], theirs[1])
+
+
+# -- create_graph: composite pooling/padding ops whose PyTorch node saves the input ------------
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("op", ["avg", "adaptive_avg", "adaptive_max", "reflect", "replicate",
+                                "circular"])
+def test_composite_gradients_require_grad_with_the_saved_input(op, nd):
+    # PyTorch's AvgPool/AdaptivePool/ReflectionPad/ReplicationPad nodes read self, so their
+    # gradient requires grad under create_graph and a penalty on it gives the input zeros;
+    # tapegrad's (compositions whose VJPs read only the adjoint) raised "does not require grad"
+    # (circular padding is a composition in PyTorch too: no graph)
+    arr = np.random.default_rng(nd).random((2, 3) + (6,) * nd)
+
+    def run(lib):
+        F = lib.nn.functional
+        x = lib.tensor(arr, requires_grad=True)
+        y = {"avg": lambda: getattr(F, f"avg_pool{nd}d")(x, 2),
+             "adaptive_avg": lambda: getattr(F, f"adaptive_avg_pool{nd}d")(x, 4),
+             "adaptive_max": lambda: getattr(F, f"adaptive_max_pool{nd}d")(x, 4),
+             "reflect": lambda: F.pad(x, (1, 2) * nd, mode="reflect"),
+             "replicate": lambda: F.pad(x, (1, 2) * nd, mode="replicate"),
+             "circular": lambda: F.pad(x, (1, 2) * nd, mode="circular")}[op]()
+        g, = lib.autograd.grad(y.sum(), [x], create_graph=True)     # (a constant adjoint)
+        if not g.requires_grad:
+            return False, g.detach().numpy(), None
+        (g * g).sum().backward()
+        return True, g.detach().numpy(), x.grad.numpy()
+
+    ours, theirs = run(tg), run(torch)
+    assert ours[0] == theirs[0]
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-10, atol=1e-12)
+    if theirs[2] is not None:
+        np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-10, atol=1e-12)

@@ -530,6 +530,11 @@ def _guard_saved_version(result, *tensors):
     for t in tensors:
         if isinstance(t, TensorBase):
             guard_version(&TAPE.recs[i], <TensorBase>t)
+            # (and since that node reads it, its gradients under create_graph require grad
+            # with it: graph_vjp.pxi's linked_to_read_input)
+            if (<TensorBase>t)._requires_grad and (<TensorBase>t)._node != i \
+                    and extra_of(i).read_input is None:
+                extra_of(i).read_input = t
 
 
 cdef inline bint stale_view_without_history(TensorBase t) noexcept:
