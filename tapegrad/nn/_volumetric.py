@@ -339,7 +339,7 @@ def adaptive_avg_pool3d(input, output_size):
     # is one AdaptiveAvgPool3D node
     if (Do, Ho, Wo) == (1, 1, 1):
         return out
-    _core._guard_saved_version(out, input)     # PyTorch's node saves self
+    _core._reads_saved_input(out, input)    # PyTorch's node saves self
     return _core._name_grad_fn(out, "AdaptiveAvgPool3DBackward0")
 
 
