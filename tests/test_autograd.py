@@ -1683,7 +1683,9 @@ def test_second_order_table_covers_every_op():
     # leaky_relu and the piecewise activations, NativeLayerNormBackwardBackward0 layer_norm's
     # weight gradient, Tanh- and SigmoidBackwardBackward0 the recorded gradients of tanh and
     # sigmoid, NllLoss(2D)BackwardBackward0 nll_loss's input gradient and
-    # NativeBatchNormBackwardBackward0 batch_norm's in evaluation: only graph VJPs make them)
+    # NativeBatchNormBackwardBackward0 batch_norm's in evaluation, ReadsInputBackward0 the link
+    # of a composite op's gradients to the input its PyTorch node saves: only graph VJPs make
+    # them)
     # (NotImplemented is the grad_fn of ops without a derivative, floor_divide: backward raises;
     # KernelFunctionBackward is a replay step's record, never on the tape)
     names = set(tg._core.op_names()) - {"AccumulateGrad", "FunctionOutput",
@@ -1698,7 +1700,8 @@ def test_second_order_table_covers_every_op():
                                         "TanhBackwardBackward0", "SigmoidBackwardBackward0",
                                         "NllLossBackwardBackward0",
                                         "NllLoss2DBackwardBackward0",
-                                        "NativeBatchNormBackwardBackward0"}
+                                        "NativeBatchNormBackwardBackward0",
+                                        "ReadsInputBackward0"}
     assert names - seen == set()
 
 

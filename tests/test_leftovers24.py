@@ -225,7 +225,7 @@ def test_linalg_result_types_exist_before_any_call():
     names = ("linalg_svd", "linalg_eigh", "linalg_qr", "linalg_lu_factor", "linalg_inv_ex",
              "slogdet", "svd")
     probe = ("import tapegrad as t; "
-             f"print([t.return_types.__dict__[n]._fields for n in {names!r}])")
+             f"print([t.return_types.__dict__[n].__match_args__ for n in {names!r}])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == str([tuple(getattr(torch.return_types, n).__match_args__) for n in names])

@@ -228,7 +228,7 @@ def test_geqrf_and_deprecations(torch):
     a = _randn(4, 3)
     expected = torch.geqrf(torch.tensor(a))
     got = tg.geqrf(tg.tensor(a))
-    assert got._fields == ("a", "tau")
+    assert got.__match_args__ == ("a", "tau")
     np.testing.assert_allclose(got.a.numpy(), expected.a.numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got.tau.numpy(), expected.tau.numpy(), rtol=1e-10, atol=1e-12)
     leaf = tg.tensor(a, requires_grad=True)
@@ -239,7 +239,7 @@ def test_geqrf_and_deprecations(torch):
     assert tuple(q.shape) == (4, 4) and tuple(r.shape) == (4, 3)
     with pytest.warns(UserWarning, match="triangular_solve is deprecated"):
         result = tg.triangular_solve(tg.ones(3, 1), tg.eye(3))
-    assert result._fields == ("solution", "cloned_coefficient")
+    assert result.__match_args__ == ("solution", "cloned_coefficient")
     for name in ("solve", "lstsq", "symeig", "eig"):
         for fn in (getattr(tg, name), getattr(tg.ones(2, 2), name)):
             with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now "

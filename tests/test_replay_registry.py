@@ -264,6 +264,7 @@ NOT_REPLAYED = {
     "NllLoss2DBackwardBackward0": "only in double-backward graphs (create_graph)",
     "NativeLayerNormBackwardBackward0": "only in double-backward graphs (create_graph)",
     "NativeBatchNormBackwardBackward0": "only in double-backward graphs (create_graph)",
+    "ReadsInputBackward0": "only in double-backward graphs (create_graph)",
     "TanhBackwardBackward0": "only in double-backward graphs (create_graph)",
     "SigmoidBackwardBackward0": "only in double-backward graphs (create_graph)",
 }

@@ -301,6 +301,43 @@ cdef int OP_BATCH_NORM_BACKWARD = register_op("NativeBatchNormBackwardBackward0"
                                               vjp_link_without_gradient)
 
 
+# A Python-level op whose PyTorch node saves an input that none of its records' VJPs reads
+# (_guard_saved_version: pooling and padding written as compositions): PyTorch's gradients from
+# that node all require grad with the input under create_graph, with derivative zero to it (a
+# penalty on them gives the input zeros).  The adjoint entering the op's last record passes
+# through this link to the input, so every gradient computed from it has a graph.
+
+cdef object vjp_zero_to_read_input(Record* r, object g):
+    shape, dt = <tuple>r.aux
+    return (g if needs_grad(r, 0) else None, np.zeros(shape, dtype=dt) if needs_grad(r, 1) else None)
+
+
+cdef int OP_READS_INPUT = register_op("ReadsInputBackward0", vjp_zero_to_read_input)
+
+
+cdef object gv_zero_to_read_input(Py_ssize_t i, Record* r, object G, char* want):
+    shape, dt = <tuple>r.aux
+    return (G if want[0] else None, zeros_for(shape, dt) if want[1] else None)
+
+
+cdef object linked_to_read_input(object G, TensorBase x):
+    """Adjoint G as the output of an OP_READS_INPUT record that also reads x (see above); G
+    itself when it already requires grad (its gradients then do) or x does not.  A Function
+    record's adjoints come as a list (its outputs' gradients, then their records): each one."""
+    cdef Py_ssize_t inp[2]
+    if type(G) is list:
+        return [linked_to_read_input(e, x) for e in <list>G]
+    if not isinstance(G, TensorBase) or (<TensorBase>G)._requires_grad or not x._requires_grad:
+        return G
+    cdef TensorBase res = wrap((<TensorBase>G)._array)
+    begin_record(2)                     # (the sweep pins the tape: indices do not move)
+    inp[0] = node_for_input(<TensorBase>G)
+    inp[1] = node_for_input(x)
+    cdef Record* link = record_op(OP_READS_INPUT, res, 2, inp)
+    keep(&link.aux, (tuple(x._array.shape), x._array.dtype))
+    return res
+
+
 cdef object gv_link_without_gradient(Py_ssize_t i, Record* r, object G, char* want):
     return (G if want[0] else None, None)
 
@@ -1748,6 +1785,7 @@ cdef int register_graph_vjps() except -1:
         GRAPH_VJP[op] = gv_math2
     GRAPH_VJP[OP_NOT_IMPLEMENTED] = gv_not_implemented
     GRAPH_VJP[OP_THRESHOLD_BACKWARD] = gv_through_input
+    GRAPH_VJP[OP_READS_INPUT] = gv_zero_to_read_input
     GRAPH_VJP[OP_LEAKY_RELU_BACKWARD] = gv_through_input
     GRAPH_VJP[OP_NLL_BACKWARD] = gv_through_input
     GRAPH_VJP[OP_NLL2D_BACKWARD] = gv_through_input
@@ -1919,6 +1957,9 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                 continue
             if TAPE.recs[i].extra != NULL:
                 g = run_graph_hooks(i, g)
+                read = getattr(<object>TAPE.recs[i].extra, "read_input", None)
+                if read is not None:
+                    g = linked_to_read_input(g, <TensorBase>read)
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:

@@ -52,6 +52,8 @@ cdef class RecordExtra:
     cdef public object trace            # anomaly mode: [(code, line), ...], innermost first
     cdef public object written_view     # weakref to the view an in-place op wrote this record's
                                         # output into (_note_written_view), or None
+    cdef public object read_input       # an input PyTorch's node saves that no VJP of this
+                                        # Python-level op reads (_guard_saved_version), or None
 
     def __cinit__(self):
         self.hooks = {}
@@ -60,6 +62,7 @@ cdef class RecordExtra:
         self.metadata = None
         self.trace = None
         self.written_view = None
+        self.read_input = None
 
 
 def _note_written_view(TensorBase view, TensorBase result):

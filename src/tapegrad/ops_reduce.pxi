@@ -436,20 +436,24 @@ OP_AMIN = register_op("AminBackward0", vjp_evenly)
 class _ReturnType(tuple):
     """A tuple with named fields, printed as PyTorch prints torch.return_types.*."""
     __slots__ = ()
-    _fields = ()
+    # The field names, where PyTorch's struct sequences keep them (for `case` patterns too):
+    # no namedtuple `_fields`, which code that tells named tuples apart would see (pickling,
+    # collation and optimizer state treat these as plain sequences in PyTorch)
+    __match_args__ = ()
     n_fields = 2
     n_sequence_fields = 2
     n_unnamed_fields = 0
 
     def __new__(cls, sequence):
         sequence = tuple(sequence)
-        if len(sequence) != len(cls._fields):
-            raise TypeError(f"torch.return_types.{cls.__name__}() takes a {len(cls._fields)}-"
+        if len(sequence) != len(cls.__match_args__):
+            raise TypeError(f"torch.return_types.{cls.__name__}() takes a "
+                            f"{len(cls.__match_args__)}-"
                             f"sequence ({len(sequence)}-sequence given)")
         return tuple.__new__(cls, sequence)
 
     def __repr__(self):
-        body = ",\n".join([f"{n}={v!r}" for n, v in zip(self._fields, self)])
+        body = ",\n".join([f"{n}={v!r}" for n, v in zip(self.__match_args__, self)])
         return f"torch.return_types.{type(self).__name__}(\n{body})"
 
     __str__ = __repr__
@@ -464,7 +468,7 @@ return_types = _types.ModuleType("tapegrad.return_types",
 
 def _make_return_type(str name, tuple fields):
     """A torch.return_types-like class `name` with `fields`, added to tapegrad.return_types."""
-    ns = {"__slots__": (), "_fields": fields, "__module__": "tapegrad.return_types",
+    ns = {"__slots__": (), "__match_args__": fields, "__module__": "tapegrad.return_types",
           "__qualname__": name, "n_fields": len(fields), "n_sequence_fields": len(fields)}
     for i, f in enumerate(fields):
         ns[f] = property(_operator.itemgetter(i), doc=f"Alias for field number {i}")

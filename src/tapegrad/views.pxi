@@ -532,6 +532,23 @@ def _guard_saved_version(result, *tensors):
             guard_version(&TAPE.recs[i], <TensorBase>t)
 
 
+def _reads_saved_input(result, TensorBase input):
+    """_guard_saved_version(result, input) for a composition whose records' VJPs read only
+    the adjoint, where PyTorch's one node saves `input`: under create_graph its gradients
+    require grad with `input`, as PyTorch's (graph_vjp.pxi's linked_to_read_input)."""
+    _guard_saved_version(result, input)
+    if isinstance(result, tuple):
+        result = result[0]
+    if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0 \
+            or not grad_enabled() or not input._requires_grad:
+        return
+    cdef Py_ssize_t i = (<TensorBase>result)._node
+    if TAPE.recs[i].op == OP_FN_OUTPUT:
+        i = TAPE.recs[i].inp[0]
+    if TAPE.recs[i].op != OP_LEAF and input._node != i:
+        extra_of(i).read_input = input
+
+
 cdef inline bint stale_view_without_history(TensorBase t) noexcept:
     """Whether t is a view taken (with grad mode on) while its base did not require grad, whose
     base has a history since and whose own history was not read since: PyTorch's raw grad_fn of

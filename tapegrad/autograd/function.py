@@ -558,6 +558,18 @@ def tied_to_saved(gradient, saved, node=None, derivative="zeros"):
     return tied if node is None else _core._name_grad_fn(tied, node)
 
 
+def linked_to_node(gradient, saved, node):
+    """gradient, as an output of a backward node that reads the tensors `saved`: linked (no
+    derivative through the link) to the first of them that requires grad, when gradient itself
+    does not (PyTorch: a node's outputs require grad when any of its inputs does)."""
+    if gradient is None or gradient.requires_grad:
+        return gradient
+    for s in saved:
+        if s is not None and s.requires_grad:
+            return _core._name_grad_fn(_LinkedWithoutGradient.apply(gradient, s), node)
+    return gradient
+
+
 class _LinkedWithoutGradient(Function):
     """gradient's values (its array, shared) as a node that also reads `saved` but passes it no
     gradient."""
@@ -631,11 +643,17 @@ class KernelFunction(Function):
             # grad when that input does, even where its formula does not depend on it (a
             # convolution's input gradient with a constant weight): a penalty on it
             # backpropagates, where it would raise "does not require grad"
-            res = res if isinstance(res, tuple) else (res,)
+            single = not isinstance(res, tuple)
+            res = (res,) if single else res
             node = type(ctx).__name__.removesuffix("0") + "Backward0"   # PyTorch's name
-            return tuple(tied_to_saved(r, saved[cls.saved_args.index(j)], node,
-                                       cls.saved_input_derivative)
-                         if j in cls.saved_args else r for j, r in enumerate(res))
+            res = tuple(tied_to_saved(r, saved[cls.saved_args.index(j)], node,
+                                      cls.saved_input_derivative)
+                        if j in cls.saved_args else r for j, r in enumerate(res))
+            # ... and since that node is one node, every gradient it returns requires grad when
+            # any saved input does, the ones of arguments it did not save too (a convolution's
+            # bias gradient, a sum of the output gradient), with no derivative through the link
+            res = tuple(linked_to_node(r, saved, node) for r in res)
+            return res[0] if single else res
         state = ctx.__dict__.get("kernel_state")
         if state is None:
             raise RuntimeError(_BACKWARD_TWICE)

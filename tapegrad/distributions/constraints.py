@@ -160,12 +160,22 @@ def _symmetric_and_smallest_eigenvalue(v):
     return symmetric, smallest
 
 
+def _matrices(value):
+    """value's array, refused as PyTorch's tril (which its matrix constraints call first)
+    refuses fewer than two dims: numpy's triu would read a vector as a matrix's row and
+    answer silently."""
+    v = _values(value)
+    if np.ndim(v) < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return v
+
+
 class _LowerCholesky(Constraint):
     """The constraint: each trailing square matrix is lower triangular with a positive diagonal."""
     event_dim = 2
 
     def _satisfied(self, value):
-        v = _values(value)
+        v = _matrices(value)
         lower = (np.triu(v, 1) == 0).all(axis=(-2, -1))
         return lower & (np.diagonal(v, axis1=-2, axis2=-1) > 0).all(-1)
 
@@ -236,7 +246,7 @@ class _LowerTriangular(Constraint):
     event_dim = 2
 
     def _satisfied(self, value):
-        return (np.triu(_values(value), 1) == 0).all(axis=(-2, -1))
+        return (np.triu(_matrices(value), 1) == 0).all(axis=(-2, -1))
 
 
 class _CorrCholesky(Constraint):
@@ -246,6 +256,8 @@ class _CorrCholesky(Constraint):
 
     def _satisfied(self, value):
         v = _values(value)
+        if np.ndim(v) == 0:     # (PyTorch's row norm over dim -1 comes first)
+            raise IndexError("Dimension specified as -1 but tensor has no dimensions")
         tol = np.finfo(v.dtype).eps * v.shape[-1] * 10 if v.dtype.kind == "f" else 1e-6
         unit_rows = (np.abs(np.linalg.norm(v, axis=-1) - 1) <= tol).all(-1)
         return _LowerCholesky()._satisfied(value) & unit_rows

@@ -425,7 +425,9 @@ def _avg_pool_of(input, nd, name, kernel_size, stride, padding, ceil_mode, count
     else:
         inv = 1.0 / _avg_divisor(g, count_include_pad).reshape(-1).astype(x._array.dtype)
         out = sums * _wrap(inv)
-    return _pool_output(out.reshape((N, C, Ho, Wo)), nd, unbatched)
+    out = _pool_output(out.reshape((N, C, Ho, Wo)), nd, unbatched)
+    _core._reads_saved_input(out, input)      # (the kernel's node reads it: create_graph)
+    return out
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -556,8 +558,9 @@ def adaptive_avg_pool1d(input, output_size):
     (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
     _floating_kernel(input, "adaptive_avg_pool2d")      # (PyTorch runs it as the 2-d one)
     # (PyTorch's result is the squeeze of its 2-d pooling's)
-    return _core._name_grad_fn(
-        refuse_empty_backward(input, _window_average(input, -1, Lo), "avg", 1), "SqueezeBackward1")
+    result = refuse_empty_backward(input, _window_average(input, -1, Lo), "avg", 1)
+    _core._reads_saved_input(result, input)    # PyTorch's node saves self
+    return _core._name_grad_fn(result, "SqueezeBackward1")
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -568,14 +571,15 @@ def adaptive_avg_pool2d(input, output_size):
         # PyTorch's global average: one mean over both dims (its MeanBackward1, its rounding)
         return input.mean((-1, -2), keepdim=True)
     # (any other size is one AdaptiveAvgPool2D node in PyTorch, whatever ops compute it here)
-    return _core._name_grad_fn(_in_input_layout(refuse_empty_backward(
-        input, _window_average(_window_average(input, -1, Wo), -2, Ho), "avg", 2), input, 2),
-        "AdaptiveAvgPool2DBackward0")
+    result = _in_input_layout(refuse_empty_backward(
+        input, _window_average(_window_average(input, -1, Wo), -2, Ho), "avg", 2), input, 2)
+    _core._reads_saved_input(result, input)    # PyTorch's node saves self
+    return _core._name_grad_fn(result, "AdaptiveAvgPool2DBackward0")
 
 
 def _adaptive_max(input, output_size, return_indices, nd, name):
     result = _adaptive_max_of(input, output_size, return_indices, nd, name)
-    _core._guard_saved_version(result, input)     # PyTorch's node saves self: a write raises
+    _core._reads_saved_input(result, input)    # PyTorch's node saves self: a write raises
     if isinstance(result, tuple):
         result = (refuse_empty_backward(input, result[0], "max", nd),) + tuple(result[1:])
     else:

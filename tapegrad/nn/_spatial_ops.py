@@ -476,6 +476,8 @@ def _padded(input, pad, mode, value):
         n = input.shape[dim]
         if before or after:
             out = out.index_select(dim, _wrap(_pad_index(n, before, after, mode)))
+    if mode != "circular" and out is not input:
+        _core._reads_saved_input(out, input)  # PyTorch's padding node saves self
     # all-zero padding: a new tensor all the same, as PyTorch (never input itself: a write into
     # the result must not reach input)
     return input.clone() if out is input else out

@@ -337,8 +337,10 @@ def adaptive_avg_pool3d(input, output_size):
         "avg", 3)
     # PyTorch's global average is a mean (MeanBackward1, as the last mean here); any other size
     # is one AdaptiveAvgPool3D node
-    return out if (Do, Ho, Wo) == (1, 1, 1) else _core._name_grad_fn(
-        out, "AdaptiveAvgPool3DBackward0")
+    if (Do, Ho, Wo) == (1, 1, 1):
+        return out
+    _core._reads_saved_input(out, input)    # PyTorch's node saves self
+    return _core._name_grad_fn(out, "AdaptiveAvgPool3DBackward0")
 
 
 def _adaptive_max_pool3d(input, output_size):

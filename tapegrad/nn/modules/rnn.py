@@ -461,6 +461,12 @@ class RNNBase(Module):
                              f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
                              f"model: model.to({input.dtype})")
         if input.shape[-1] != self.input_size:
+            if self.mode == "LSTM" and batch_sizes is not None:
+                # (no argument check for a packed LSTM batch: its kernel's input projection,
+                # data @ weight_ih_l0.T, refuses the size)
+                rows, gates = input.shape[0], w.shape[0]
+                raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                                   f"{input.shape[-1]} and {self.input_size}x{gates})")
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
 
@@ -551,6 +557,14 @@ class RNNBase(Module):
                 rank = short[0].dim()
                 raise IndexError(f"Dimension out of range (expected to be in range of "
                                  f"[{-rank}, {rank - 1}], but got 2)")
+            if is_lstm:
+                # ... and meets a state of another batch size in its first step's sums:
+                # h @ W_hh.T + the input's projection, then the forget gate times c
+                h_batch, c_batch = parts[0].shape[1], parts[1].shape[1]
+                for a, b in ((h_batch, batch), (batch, c_batch)):
+                    if a != b and a != 1 and b != 1:
+                        raise RuntimeError(f"The size of tensor a ({a}) must match the size of "
+                                           f"tensor b ({b}) at non-singleton dimension 0")
         elif is_lstm:
             if any(p.dim() != want for p in parts):
                 kind = "batched 3-D" if batched else "unbatched 2-D"
