@@ -296,3 +296,41 @@ class GradScaler:
         state = self.__dict__.copy()
         state["_stage"], state["_found_inf"] = {}, {}   # per-iteration, keyed by object ids
         return state
+
+
+# -- the deprecated per-device spellings ----------------------------------------------------------
+# PyTorch keeps torch.cuda.amp.GradScaler / .autocast and torch.cpu.amp.GradScaler / .autocast as
+# subclasses that warn (FutureWarning) and pass their device.  tapegrad.cuda.amp and
+# tapegrad.cpu.amp subclass these two, naming only the device (and autocast's default dtype).
+
+class _DeviceGradScaler(GradScaler):
+    """``GradScaler(<device>, ...)`` under the deprecated name ``torch.<device>.amp.GradScaler``."""
+
+    _device = ""
+
+    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000,
+                 enabled: bool = True) -> None:
+        device = self._device
+        warnings.warn(f"`torch.{device}.amp.GradScaler(args...)` is deprecated. Please use "
+                      f"`torch.amp.GradScaler('{device}', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(device, init_scale, growth_factor, backoff_factor, growth_interval,
+                         enabled)
+
+
+class _DeviceAutocast(autocast):  # noqa: N801  (PyTorch's name)
+    """``autocast(<device>, ...)`` under the deprecated name ``torch.<device>.amp.autocast``;
+    ``_default_dtype``: the name of the dtype it takes when given none (None: autocast's own)."""
+
+    _device = ""
+    _default_dtype: str | None = None
+
+    def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True) -> None:
+        device = self._device
+        warnings.warn(f"`torch.{device}.amp.autocast(args...)` is deprecated. Please use "
+                      f"`torch.amp.autocast('{device}', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        if dtype is None and self._default_dtype is not None:
+            dtype = getattr(_core, self._default_dtype)
+        super().__init__(device, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)

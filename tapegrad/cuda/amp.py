@@ -8,30 +8,21 @@ from __future__ import annotations
 import warnings
 
 from .. import amp as _amp
-from ..amp import GradScaler as _GradScaler, autocast as _autocast
+from ..amp import _DeviceAutocast, _DeviceGradScaler
 
 __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 
-class GradScaler(_GradScaler):
+class GradScaler(_DeviceGradScaler):
     """``tapegrad.amp.GradScaler('cuda', ...)``: disabled here (no CUDA), with PyTorch's warnings."""
 
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval,
-                         enabled)
+    _device = "cuda"
 
 
-class autocast(_autocast):  # noqa: N801  (PyTorch's name)
+class autocast(_DeviceAutocast):  # noqa: N801  (PyTorch's name)
     """``tapegrad.amp.autocast('cuda', ...)``: a no-op here (no CUDA), with PyTorch's warnings."""
 
-    def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True) -> None:
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning, stacklevel=2)
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+    _device = "cuda"
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
