@@ -100,3 +100,28 @@ def test_flat_gradient_of_a_hand_written_layer():
     assert flat.shape == (12,)
     np.testing.assert_allclose(flat.numpy(), ((1 - np.tanh(_X @ _W.T) ** 2).T @ _X).ravel(),
                                rtol=1e-12)
+
+
+# -- a module with a full backward hook does not keep its calls' graphs alive --------------------
+# The output identity's backward closure held the list of its own outputs, whose node holds the
+# closure: a cycle through the tape, which the garbage collector cannot see, so every hooked
+# call's graph (and its kernel workspace) stayed alive for good (Grad-CAM, gradient logging).
+
+def test_full_backward_hook_releases_each_calls_graph():
+    import gc
+    import weakref
+    from tapegrad import _core
+    conv = tg.nn.Conv2d(1, 2, 3)
+    handle = conv.register_full_backward_hook(lambda module, grad_in, grad_out: None)
+    gc.collect()
+    before = _core._nn_workspace_bytes()[1]
+    x = tg.ones(1, 1, 4, 4, requires_grad=True)
+    y = conv(x)
+    alive = weakref.ref(y)
+    y.sum().backward()
+    del y
+    tg.relu(conv(tg.ones(1, 1, 4, 4)))      # a call nothing backpropagates through
+    gc.collect()
+    assert alive() is None
+    assert _core._nn_workspace_bytes()[1] == before
+    handle.remove()

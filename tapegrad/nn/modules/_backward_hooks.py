@@ -138,8 +138,13 @@ def wrap_outputs(call, output):
     if not positions:
         return output
 
+    n_items = len(items)
+
     def on_grads(grads):
-        grad_output = [None] * len(items)
+        # (n_items, not items: the list comes to hold this Function's outputs, whose node holds
+        # this closure in its ctx - a cycle through the tape that the collector cannot see, so
+        # every hooked call's graph, buffers and all, stayed alive)
+        grad_output = [None] * n_items
         for i, g in zip(positions, grads):
             grad_output[i] = g
         grad_output = call.run_pre_hooks(tuple(grad_output))
