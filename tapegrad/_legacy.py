@@ -128,12 +128,12 @@ def _from_data(data, np_dt) -> np.ndarray:
         _core.check_numpy_convertible(data)     # (read as torch.from_numpy reads it)
         if data.dtype.kind not in "biuf":
             raise TypeError(f"can't convert np.ndarray of type {data.dtype}")
-        from .creation import _warn_if_read_only, array_of_its_own, keep_numpy_strides
+        from .creation import _warn_if_read_only, _array_of_its_own, keep_numpy_strides
         _warn_if_read_only(data)
         if data.dtype == np_dt:
             # PyTorch reads the array as torch.from_numpy does and converts only to another
             # dtype: Tensor(float32 array) shares its memory, writes reach the array
-            own = array_of_its_own(data)
+            own = _array_of_its_own(data)
             keep_numpy_strides(own)
             return own
         return np.array(data, dtype=np_dt, copy=True, order="K")    # (its layout, as .to())

@@ -578,12 +578,12 @@ def _shared_with_numpy(array) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {_type_name(array)})")
     _warn_if_read_only(array)
-    own = array_of_its_own(array)
+    own = _array_of_its_own(array)
     keep_numpy_strides(own)
     return _core.tensor_from_numpy(own)
 
 
-def array_of_its_own(array: np.ndarray) -> np.ndarray:
+def _array_of_its_own(array: np.ndarray) -> np.ndarray:
     """The ndarray a tensor sharing `array`'s memory holds: a view of its own, so reassigning the
     caller's array's shape or dtype (a.shape = (2, 3)) leaves the tensor's sizes alone, as in
     PyTorch, instead of silently reshaping it.  A read-only array is held itself: PyTorch writes

@@ -22,7 +22,6 @@ from tapegrad import Tensor as _Tensor
 
 __all__ = [
     'arange',
-    'array_of_its_own',
     'as_tensor',
     'empty',
     'empty_like',
@@ -44,8 +43,6 @@ __all__ = [
 ]
 
 def arange(start: Any = ..., end: Any = ..., step: Any = ..., dtype: Any = ..., requires_grad: _bool = ..., *, layout: Any = ..., device: Any = ..., pin_memory: _bool = ...) -> _Tensor: ...
-
-def array_of_its_own(array: Any) -> Any: ...
 
 def as_tensor(data: Any, dtype: Any = ..., device: Any = ...) -> _Tensor: ...
 
