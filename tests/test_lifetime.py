@@ -145,3 +145,102 @@ def test_a_hooked_tensor_still_in_use_survives_collection():
     z.backward()
     assert seen == [(3,)] and x.grad.tolist() == [20.0, 20.0, 20.0]
     del fn
+
+
+class _KeepsOutputOnCtx(tg.autograd.Function):
+    """Keeps its output on the ctx (`ctx.y = y`) instead of save_for_backward: a cycle through
+    the Function record's ctx, which PyTorch's collector frees."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.y = y
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.y
+
+
+def test_a_custom_function_keeping_its_output_on_ctx_is_collected():
+    import weakref
+    x = tg.tensor([0.0, 1.0], requires_grad=True)
+    refs = []
+    for backward in (False, True, True):
+        y = _KeepsOutputOnCtx.apply(x)
+        z = (y * 2).tanh()                  # records the Function's output only reaches
+        if backward:
+            z.sum().backward()
+        refs.append((weakref.ref(y), weakref.ref(z)))
+        del y, z
+    gc.collect()
+    assert all(a() is None and b() is None for a, b in refs)
+
+
+def test_a_custom_function_ctx_still_needed_survives_collection():
+    # the output lives on only in its ctx, but later records still need the Function: a
+    # collection must leave the ctx (and its y) intact for their backward
+    x = tg.tensor([0.0, 1.0], dtype=tg.float64, requires_grad=True)
+    z = _KeepsOutputOnCtx.apply(x) * 3.0
+    w = _KeepsOutputOnCtx.apply(x)
+    fn = w.grad_fn                          # a grad_fn object holds the record too
+    v = w + 0
+    del w
+    gc.collect()
+    (z.sum() + v.sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), 4.0 * np.exp([0.0, 1.0]))
+    del fn
+
+
+class _TwoOutputsOnCtx(tg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        a, b = x * 2, x * 3
+        ctx.outputs = (a, b)
+        return a, b
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        a, b = ctx.outputs
+        return ga * a / a * 2 + gb * 3
+
+
+def test_a_multi_output_function_with_one_output_alive_keeps_working():
+    # the Function record is shared by two output records: neither output owns it alone, so
+    # neither traverse reports the ctx; the live output's backward still finds ctx.outputs
+    x = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
+    a, b = _TwoOutputsOnCtx.apply(x)
+    del a
+    gc.collect()
+    b.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_collections_during_backward_leave_live_graphs_intact():
+    # the collector runs inside every custom backward; graphs in use must come through whole
+    class Collecting(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.sin()
+            ctx.y = y
+            ctx.x = x.detach()
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            gc.collect()
+            return g * ctx.x.cos()
+
+    x = tg.tensor(np.linspace(-1, 1, 5), requires_grad=True)
+    for _ in range(3):
+        x.grad = None
+        h = x
+        for _ in range(4):
+            h = Collecting.apply(h) * 1.5
+        h.sum().backward()
+        expected = np.ones(5)
+        h_np = np.linspace(-1, 1, 5)
+        for _ in range(4):
+            expected = expected * np.cos(h_np) * 1.5
+            h_np = np.sin(h_np) * 1.5
+        np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)

@@ -997,14 +997,23 @@ cdef class TensorBase:
         return 0 if self._version is None else self._version.value
 
 
-# -- the garbage collector sees through a tensor into the record only it keeps alive ---------------
-# A hook that refers to its own tensor (`y.register_hook(lambda g, y=y: ...)`) makes a cycle:
-# tensor -> record (an index, invisible to the collector) -> RecordExtra -> hooks -> closure ->
-# tensor.  PyTorch's THPVariable traverse visits the hooks of its grad_fn when the tensor is that
-# node's only owner; tapegrad's does the same with its record: when the record has no other
-# holder (no later record, no grad_fn object, no second tensor) its RecordExtra is, in effect,
-# the tensor's own, so the tensor's traverse visits it.  Unreachable, the cycle is then cleared
-# through the RecordExtra and its hook dicts, and the tensor's release frees the record.
+# -- the garbage collector sees through a tensor into the records only it keeps alive --------------
+# A record holds Python objects in C fields the collector cannot see: saved values, its aux (a
+# custom Function's ctx), its extra (tensor hooks).  A cycle through them lived for good: a hook
+# that refers to its own tensor (`y.register_hook(lambda g, y=y: ...)`: tensor -> record ->
+# RecordExtra -> closure -> tensor), or a custom Function that keeps its output on its ctx
+# (`ctx.y = y`: y -> its output record -> the Function record's aux, the ctx -> y).  PyTorch's
+# THPVariable traverse visits its grad_fn's Python objects when the tensor is that node's only
+# owner; tapegrad's does the same with the records the tensor owns alone: its own record when
+# the tensor is its one reference (refcnt 1: no later record, no grad_fn object, no second
+# tensor holds it) and, from there, every input record whose one reference is that edge.
+# Unreachable, such a cycle is then cleared through the ctx or the hook dicts, and the tensor's
+# release frees the records.
+# Only sole ownership, because the collector subtracts one reference per visit and frees a group
+# whose references all come from inside it: visiting for a record that something else also keeps
+# alive would let it clear objects a live graph still needs (a ctx emptied under a later
+# backward).  Visiting fewer references than are held is always safe (at worst a cycle stays),
+# so the walk stops at shared records and gives up if its stack cannot grow.
 
 cdef extern from "Python.h":
     ctypedef int (*tg_visitproc "visitproc")(PyObject*, void*)
@@ -1015,19 +1024,65 @@ cdef extern from "Python.h":
 
 
 cdef tg_traverseproc TENSOR_FIELDS_TRAVERSE = NULL     # Cython's traverse of TensorBase's fields
+cdef Py_ssize_t* SOLE_WALK = NULL                       # the walk's stack of record indices
+cdef Py_ssize_t SOLE_WALK_CAP = 0
+
+
+cdef bint grow_sole_walk(Py_ssize_t need) noexcept:
+    global SOLE_WALK, SOLE_WALK_CAP
+    if need <= SOLE_WALK_CAP:
+        return True
+    cdef Py_ssize_t cap = max(need, 2 * SOLE_WALK_CAP, 64)
+    cdef Py_ssize_t* grown = <Py_ssize_t*>realloc(SOLE_WALK, cap * sizeof(Py_ssize_t))
+    if grown == NULL:
+        return False
+    SOLE_WALK = grown
+    SOLE_WALK_CAP = cap
+    return True
+
+
+cdef inline int visit_held(PyObject* field, tg_visitproc visit, void* arg) noexcept:
+    return visit(field, arg) if field != NULL else 0
 
 
 cdef int traverse_tensor(PyObject* o, tg_visitproc visit, void* arg) noexcept:
     cdef int err = TENSOR_FIELDS_TRAVERSE(o, visit, arg)
     if err:
         return err
-    cdef Py_ssize_t i = (<TensorBase>o)._node
+    cdef Py_ssize_t i = (<TensorBase>o)._node, k, top = 0
+    cdef Py_ssize_t* ins
     cdef Record* r
+    cdef int j
     if i < 0 or TAPE is None or i >= TAPE.n:
         return 0
     r = &TAPE.recs[i]
-    if r.out == o and r.refcnt == 1 and r.fn == NULL and r.extra != NULL:
-        return visit(r.extra, arg)
+    if r.out != o or r.refcnt != 1 or r.fn != NULL or not grow_sole_walk(1):
+        return 0
+    SOLE_WALK[top] = i
+    top += 1
+    while top > 0:
+        top -= 1
+        r = &TAPE.recs[SOLE_WALK[top]]
+        for j in range(MAX_SAVED):
+            err = visit_held(r.saved[j], visit, arg)
+            if err:
+                return err
+        err = visit_held(r.aux, visit, arg)
+        if err:
+            return err
+        err = visit_held(r.extra, visit, arg)
+        if err:
+            return err
+        ins = rec_inputs(r)
+        for j in range(r.n_in):
+            k = ins[j]
+            # refcnt 1 while this edge points at it: the edge is its one reference (a living
+            # output tensor would hold another; an input named twice has refcnt 2)
+            if k >= 0 and TAPE.recs[k].refcnt == 1 and not (TAPE.recs[k].flags & RF_FREE):
+                if not grow_sole_walk(top + 1):
+                    return 0
+                SOLE_WALK[top] = k
+                top += 1
     return 0
 
 
