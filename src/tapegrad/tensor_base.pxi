@@ -997,23 +997,24 @@ cdef class TensorBase:
         return 0 if self._version is None else self._version.value
 
 
-# -- the garbage collector sees through a tensor into the records only it keeps alive --------------
+# -- the garbage collector sees through a tensor into the node only it keeps alive ------------------
 # A record holds Python objects in C fields the collector cannot see: saved values, its aux (a
 # custom Function's ctx), its extra (tensor hooks).  A cycle through them lived for good: a hook
 # that refers to its own tensor (`y.register_hook(lambda g, y=y: ...)`: tensor -> record ->
 # RecordExtra -> closure -> tensor), or a custom Function that keeps its output on its ctx
 # (`ctx.y = y`: y -> its output record -> the Function record's aux, the ctx -> y).  PyTorch's
-# THPVariable traverse visits its grad_fn's Python objects when the tensor is that node's only
-# owner; tapegrad's does the same with the records the tensor owns alone: its own record when
-# the tensor is its one reference (refcnt 1: no later record, no grad_fn object, no second
-# tensor holds it) and, from there, every input record whose one reference is that edge.
-# Unreachable, such a cycle is then cleared through the ctx or the hook dicts, and the tensor's
-# release frees the records.
+# THPVariable traverse visits the Python objects of its grad_fn when the tensor is that node's
+# only owner; tapegrad's does the same with its node: its record when the tensor is the record's
+# one reference (refcnt 1: no later record, no grad_fn object, no second tensor holds it), and
+# for a custom Function's output, the Function record too when that output record is its one
+# reference (the two records are PyTorch's one node).  Unreachable, such a cycle is then cleared
+# through the ctx or the hook dicts, and the tensor's release frees the records.
 # Only sole ownership, because the collector subtracts one reference per visit and frees a group
 # whose references all come from inside it: visiting for a record that something else also keeps
 # alive would let it clear objects a live graph still needs (a ctx emptied under a later
-# backward).  Visiting fewer references than are held is always safe (at worst a cycle stays),
-# so the walk stops at shared records and gives up if its stack cannot grow.
+# backward).  And only the node, as PyTorch: walking on through the records of dead intermediates
+# would cost each collection the length of the graph behind every young tensor (a loop keeping
+# objects while extending one chain went quadratic).
 
 cdef extern from "Python.h":
     ctypedef int (*tg_visitproc "visitproc")(PyObject*, void*)
@@ -1024,65 +1025,39 @@ cdef extern from "Python.h":
 
 
 cdef tg_traverseproc TENSOR_FIELDS_TRAVERSE = NULL     # Cython's traverse of TensorBase's fields
-cdef Py_ssize_t* SOLE_WALK = NULL                       # the walk's stack of record indices
-cdef Py_ssize_t SOLE_WALK_CAP = 0
 
 
-cdef bint grow_sole_walk(Py_ssize_t need) noexcept:
-    global SOLE_WALK, SOLE_WALK_CAP
-    if need <= SOLE_WALK_CAP:
-        return True
-    cdef Py_ssize_t cap = max(need, 2 * SOLE_WALK_CAP, 64)
-    cdef Py_ssize_t* grown = <Py_ssize_t*>realloc(SOLE_WALK, cap * sizeof(Py_ssize_t))
-    if grown == NULL:
-        return False
-    SOLE_WALK = grown
-    SOLE_WALK_CAP = cap
-    return True
-
-
-cdef inline int visit_held(PyObject* field, tg_visitproc visit, void* arg) noexcept:
-    return visit(field, arg) if field != NULL else 0
+cdef int visit_record_objects(Record* r, tg_visitproc visit, void* arg) noexcept:
+    cdef int j, err
+    for j in range(MAX_SAVED):
+        if r.saved[j] != NULL:
+            err = visit(r.saved[j], arg)
+            if err:
+                return err
+    if r.aux != NULL:
+        err = visit(r.aux, arg)
+        if err:
+            return err
+    return visit(r.extra, arg) if r.extra != NULL else 0
 
 
 cdef int traverse_tensor(PyObject* o, tg_visitproc visit, void* arg) noexcept:
     cdef int err = TENSOR_FIELDS_TRAVERSE(o, visit, arg)
     if err:
         return err
-    cdef Py_ssize_t i = (<TensorBase>o)._node, k, top = 0
-    cdef Py_ssize_t* ins
+    cdef Py_ssize_t i = (<TensorBase>o)._node, k
     cdef Record* r
-    cdef int j
     if i < 0 or TAPE is None or i >= TAPE.n:
         return 0
     r = &TAPE.recs[i]
-    if r.out != o or r.refcnt != 1 or r.fn != NULL or not grow_sole_walk(1):
+    if r.out != o or r.refcnt != 1 or r.fn != NULL:
         return 0
-    SOLE_WALK[top] = i
-    top += 1
-    while top > 0:
-        top -= 1
-        r = &TAPE.recs[SOLE_WALK[top]]
-        for j in range(MAX_SAVED):
-            err = visit_held(r.saved[j], visit, arg)
-            if err:
-                return err
-        err = visit_held(r.aux, visit, arg)
-        if err:
-            return err
-        err = visit_held(r.extra, visit, arg)
-        if err:
-            return err
-        ins = rec_inputs(r)
-        for j in range(r.n_in):
-            k = ins[j]
-            # refcnt 1 while this edge points at it: the edge is its one reference (a living
-            # output tensor would hold another; an input named twice has refcnt 2)
-            if k >= 0 and TAPE.recs[k].refcnt == 1 and not (TAPE.recs[k].flags & RF_FREE):
-                if not grow_sole_walk(top + 1):
-                    return 0
-                SOLE_WALK[top] = k
-                top += 1
+    err = visit_record_objects(r, visit, arg)
+    if err or r.op != OP_FN_OUTPUT:
+        return err
+    k = r.inp[0]
+    if k >= 0 and TAPE.recs[k].refcnt == 1:    # this output record is its one reference
+        return visit_record_objects(&TAPE.recs[k], visit, arg)
     return 0
 
 
