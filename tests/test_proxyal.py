@@ -1,0 +1,72 @@
+"""Faults found by running held-out scientific-ML scripts (PINNs with nested autograd.grad and
+LBFGS, a Hamiltonian neural network, DeepONet) under tapegrad; each case replays the script's
+call in both libraries and compares the outcome with PyTorch's."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _load_outcome(lib, obj, **load_kwargs):
+    """('ok', type name of the loaded object) or ('err', exception type, the refused global)."""
+    buf = io.BytesIO()
+    lib.save(obj, buf)
+    buf.seek(0)
+    try:
+        out = lib.load(buf, **load_kwargs)
+    except Exception as e:     # noqa: BLE001  (the exception is what is compared)
+        refused = str(e).split("Unsupported global: GLOBAL ")[-1].split(" ")[0]
+        return ("err", type(e).__name__, refused)
+    return ("ok", type(out).__name__)
+
+
+# Training scripts checkpoint their loss history as an ndarray, or a loss from np.mean(...), next
+# to the weights, then torch.load the file.  PyTorch >= 2.6 loads weights-only by default and
+# refuses numpy values there; tapegrad loaded them, so the script went on where PyTorch stops.
+NUMPY_CHECKPOINTS = {
+    "loss_history_array": lambda lib: {"model": {"w": lib.ones(2)}, "losses": np.ones(3)},
+    "int_array": lambda lib: {"idx": np.arange(4)},
+    "zero_dim_array": lambda lib: np.array(2.0),
+    "array_from_tensor": lambda lib: {"h": lib.ones(2).numpy()},
+    "float64_loss": lambda lib: {"epoch": 3, "loss": np.float64(0.25)},
+    "float32_scalar": lambda lib: np.float32(1.0),
+    "bool_scalar": lambda lib: {"done": np.bool_(True)},
+    "int64_step": lambda lib: {"step": np.int64(7)},
+    "bare_dtype": lambda lib: np.dtype("float32"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NUMPY_CHECKPOINTS))
+def test_weights_only_load_refuses_numpy_values_as_torch(case, torch):
+    make = NUMPY_CHECKPOINTS[case]
+    assert _load_outcome(tg, make(tg)) == _load_outcome(torch, make(torch))
+    assert _load_outcome(tg, make(tg), weights_only=False) == \
+        _load_outcome(torch, make(torch), weights_only=False)
+
+
+def test_numpy_values_load_once_allowlisted():
+    allow = [np._core.multiarray._reconstruct, np._core.multiarray.scalar, np.dtype]
+    buf = io.BytesIO()
+    tg.save({"w": tg.ones(2), "losses": np.arange(3.0), "loss": np.float64(0.5)}, buf)
+    with tg.serialization.safe_globals(allow):
+        out = tg.load(io.BytesIO(buf.getvalue()))
+    assert out["losses"].tolist() == [0.0, 1.0, 2.0] and type(out["loss"]) is np.float64
+    assert out["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(Exception, match="Weights only load failed"):
+        tg.load(io.BytesIO(buf.getvalue()))          # the allowlist ended with the block
+
+
+def test_tensors_and_plain_values_still_load_weights_only():
+    # a tensor's storage is persisted as a plain array is: only a bare one is refused
+    base = tg.arange(6.0)
+    obj = {"base": base, "view": base[2:], "p": tg.nn.Parameter(tg.ones(2)), "lr": 0.1,
+           "hist": [1.0, 2.0], "name": "pinn"}
+    buf = io.BytesIO()
+    tg.save(obj, buf)
+    out = tg.load(io.BytesIO(buf.getvalue()))
+    out["base"][3] = 100.0
+    assert out["view"].tolist() == [2.0, 100.0, 4.0, 5.0] and out["hist"] == [1.0, 2.0]
