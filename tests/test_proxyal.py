@@ -70,3 +70,24 @@ def test_tensors_and_plain_values_still_load_weights_only():
     out = tg.load(io.BytesIO(buf.getvalue()))
     out["base"][3] = 100.0
     assert out["view"].tolist() == [2.0, 100.0, 4.0, 5.0] and out["hist"] == [1.0, 2.0]
+
+
+# PyTorch's ravel is contiguous().view(-1): a transposed (non-contiguous) input is cloned, then
+# viewed, so the printed grad_fn is ViewBackward0 (flatten and reshape copy through
+# UnsafeViewBackward0 instead).
+RAVEL_INPUTS = {
+    "transposed": lambda T: (T.arange(6.0).reshape(2, 3).requires_grad_() * 1).t(),
+    "strided": lambda T: (T.arange(6.0).reshape(2, 3).requires_grad_() * 1)[:, ::2],
+    "contiguous": lambda T: T.arange(6.0).reshape(2, 3).requires_grad_() * 1,
+}
+
+
+@pytest.mark.parametrize("case", sorted(RAVEL_INPUTS))
+def test_ravel_is_a_view_of_a_contiguous_copy_as_torch(case, torch):
+    def facts(lib):
+        t = RAVEL_INPUTS[case](lib)
+        r = t.ravel()
+        first = r.grad_fn.next_functions[0][0]
+        return (r.tolist(), type(r.grad_fn).__name__, type(first).__name__,
+                type(lib.ravel(t).grad_fn).__name__)
+    assert facts(tg) == facts(torch)
