@@ -91,3 +91,44 @@ def test_ravel_is_a_view_of_a_contiguous_copy_as_torch(case, torch):
         return (r.tolist(), type(r.grad_fn).__name__, type(first).__name__,
                 type(lib.ravel(t).grad_fn).__name__)
     assert facts(tg) == facts(torch)
+
+
+# vmap over a BatchNorm in training mode (an ensemble of models, a per-sample Jacobian of a
+# network with a norm layer): the running statistics would be updated once per sample in turn;
+# PyTorch refuses.  tapegrad ran the per-sample loop and silently moved the running mean.
+_BN_X = [[[0.1 * (8 * b + 2 * i + c) for c in range(2)] for i in range(4)] for b in range(3)]
+
+
+def _vmapped_norm_outcome(lib, case):
+    x = lib.tensor(_BN_X, dtype=lib.float64)
+    F = lib.nn.functional
+    rm, rv = lib.zeros(2, dtype=lib.float64), lib.ones(2, dtype=lib.float64)
+    calls = {
+        "module_train": lambda: (lib.func.vmap(bn)(x), bn.running_mean)[1],
+        "functional_train": lambda: lib.func.vmap(lambda a: F.batch_norm(a, rm, rv, None, None,
+                                                                         True))(x),
+        "one_stat_batched": lambda: lib.func.vmap(
+            lambda a, m: F.batch_norm(a, m, rv, training=True))(x, lib.zeros(3, 2,
+                                                                              dtype=lib.float64)),
+        "instance_norm_stats": lambda: lib.func.vmap(
+            lambda a: F.instance_norm(a, rm, rv))(x.reshape(3, 2, 2, 2)),
+        "eval": lambda: lib.func.vmap(lambda a: F.batch_norm(a, rm, rv))(x),
+        "no_running_stats": lambda: lib.func.vmap(
+            lambda a: F.batch_norm(a, None, None, training=True))(x),
+        "stats_batched": lambda: lib.func.vmap(
+            lambda a, m, v: F.batch_norm(a, m, v, training=True))(
+                x, lib.zeros(3, 2, dtype=lib.float64), lib.ones(3, 2, dtype=lib.float64)),
+    }
+    bn = lib.nn.BatchNorm1d(2).double()
+    try:
+        out = calls[case]()
+    except RuntimeError as e:
+        return ("err", str(e).split("\n")[0])
+    return ("ok", [round(v, 6) for v in out.reshape(-1).tolist()])
+
+
+@pytest.mark.parametrize("case", ["module_train", "functional_train", "one_stat_batched",
+                                  "instance_norm_stats", "eval", "no_running_stats",
+                                  "stats_batched"])
+def test_vmap_refuses_to_update_unbatched_running_stats_as_torch(case, torch):
+    assert _vmapped_norm_outcome(tg, case) == _vmapped_norm_outcome(torch, case)
