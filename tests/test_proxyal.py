@@ -132,3 +132,41 @@ def _vmapped_norm_outcome(lib, case):
                                   "stats_batched"])
 def test_vmap_refuses_to_update_unbatched_running_stats_as_torch(case, torch):
     assert _vmapped_norm_outcome(tg, case) == _vmapped_norm_outcome(torch, case)
+
+
+# A complex value written into a real tensor (copy_, x[k] = z, tensor(complex_array,
+# dtype=float32)): PyTorch keeps the real part and warns once, with a UserWarning, for any
+# complex -> real cast.  tapegrad let numpy's ComplexWarning through on every write, which a
+# warnings filter on UserWarning (or numpy's category, as an error) tells apart.
+def _seti(t, key, value):
+    t[key] = value
+    return t
+
+
+COMPLEX_INTO_REAL = {
+    "copy_": lambda T: T.zeros(2).copy_(T.tensor([1 + 2j, 3 - 1j])),
+    "setitem_slice": lambda T: _seti(T.zeros(2), slice(None), T.tensor([1 + 2j, 3 - 1j])),
+    "setitem_one": lambda T: _seti(T.zeros(2), 0, T.tensor(2 + 1j)),
+    "setitem_recorded": lambda T: _seti(T.zeros(2, requires_grad=True) * 1, 1,
+                                        T.tensor(2 + 1j)),
+    "copy_recorded": lambda T: (T.zeros(2, requires_grad=True) * 1).copy_(
+        T.tensor([1 + 2j, 3 - 1j])),
+    "tensor_dtype": lambda T: T.tensor(np.array([1.5 + 1j]), dtype=T.float32),
+    "as_tensor_dtype": lambda T: T.as_tensor(np.array([1.5 + 1j]), dtype=T.float64),
+}
+
+
+@pytest.mark.parametrize("case", sorted(COMPLEX_INTO_REAL))
+def test_complex_into_real_keeps_real_part_with_torchs_warning(case, torch, fresh_once_warnings):
+    import warnings
+    make = COMPLEX_INTO_REAL[case]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = make(tg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (torch's warning is once per process)
+        theirs = make(torch)
+    assert ours.dtype == getattr(tg, str(theirs.dtype).split(".")[1])
+    assert ours.tolist() == theirs.tolist()
+    assert [(w.category, str(w.message)) for w in caught] == \
+        [(UserWarning, "Casting complex values to real discards the imaginary part")]
