@@ -982,9 +982,11 @@ def column_stack(tensors):
 
 
 def ravel(input):
-    """input flattened to 1-d."""
+    """input flattened to 1-d: a contiguous copy when it is not contiguous, viewed, as PyTorch
+    does (so its grad_fn is ViewBackward0 after a CloneBackward0, where reshape's copy is an
+    UnsafeViewBackward0)."""
     _check_tensor(input, "ravel")
-    return input.reshape(-1)
+    return input.contiguous().view(-1)
 
 
 def fliplr(input):

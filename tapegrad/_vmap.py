@@ -779,6 +779,32 @@ def _is_tensor_rule(dispatch, args, kwargs):
     return True
 
 
+def _running_stats_rule(stats_update_flag, position):
+    """batch_norm / instance_norm: when the statistics are updated (training, use_input_stats)
+    the running mean and var must be batched as the input is, or every sample would update
+    the one shared pair in turn; PyTorch refuses that.  Otherwise the op runs per sample."""
+    def rule(dispatch, args, kwargs):
+        x = args[0] if args else kwargs.get("input")
+        if not _is_batched(x) or (stats_update_flag == "use_input_stats"
+                                  and math.prod(x.shape[2:]) <= 1):
+            return None        # (instance_norm refuses a sample without spatial elements first)
+        stats = [args[i] if len(args) > i else kwargs.get(key)
+                 for i, key in ((1, "running_mean"), (2, "running_var"))]
+        updates = args[position] if len(args) > position else kwargs.get(
+            stats_update_flag, stats_update_flag == "use_input_stats")
+        if updates and any(v is not None and not (type(v) is BatchedTensor
+                                                  and v.level == x.level) for v in stats):
+            raise RuntimeError(
+                "Batch norm got a batched tensor as input while the running_mean or "
+                "running_var, which will be updated in place, were not batched.\nIf you are "
+                "using a module and do not need eval mode, please set `track_running_stats` to "
+                "be False.If you are using a prebuilt module and do not need eval mode, please "
+                "see the functorch website for resources on how to patch your module to work "
+                "with vmap")
+        return None
+    return rule
+
+
 # nn.functional activations that act elementwise (any extra arguments are scalars)
 _ELEMENTWISE_F = set("""relu relu6 elu selu celu gelu silu mish leaky_relu hardtanh hardswish
 hardsigmoid logsigmoid softplus softsign tanhshrink softshrink hardshrink threshold sigmoid
@@ -792,6 +818,10 @@ _FUNCTION_RULES = {
     "cross_entropy": _cross_entropy_rule, "mse_loss": _pointwise_loss("mse_loss"),
     "l1_loss": _pointwise_loss("l1_loss"),
     "is_tensor": _is_tensor_rule, "where": _where_rule,
+    # F.batch_norm(input, running_mean, running_var, weight, bias, training, ...) and
+    # F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, ...)
+    "batch_norm": _running_stats_rule("training", 5),
+    "instance_norm": _running_stats_rule("use_input_stats", 5),
 }
 for _name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
     _FUNCTION_RULES[_name] = _like_rule

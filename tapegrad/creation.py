@@ -418,6 +418,10 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         from ._legacy import _check_int_range
         _check_int_range(numbers, target)
     if target is not None:
+        if arr.dtype.kind == "c" and target.kind != "c":
+            # PyTorch's one warning for any complex -> real cast, not numpy's ComplexWarning
+            _core.warn_once("Casting complex values to real discards the imaginary part")
+            arr = arr.real
         with _core.IeeeResults():
             arr = arr.astype(target, copy=False)
     if requires_grad and arr.dtype.kind not in "fc":

@@ -8,10 +8,11 @@ The format (as PyTorch's since 1.6, in spirit): a zip archive holding
     archive/data/<key>.npy  those arrays, written by np.save without pickling
 
 `load` defaults to `weights_only=True` (PyTorch 2.6+): the pickle is read by an unpickler that
-resolves only an allowlist of globals (tensors, Parameters, dtypes, devices, Size, containers,
-numpy scalars), so a checkpoint from an untrusted source cannot run code.  Anything else (a whole
-model, an optimizer) fails with pickle.UnpicklingError "Weights only load failed ..." and loads
-with `weights_only=False`, which runs the pickle as Python's unpickler does.
+resolves only an allowlist of globals (tensors, Parameters, dtypes, devices, Size, containers;
+numpy arrays and scalars only once allowlisted, as PyTorch), so a checkpoint from an untrusted
+source cannot run code.  Anything else (a whole model, an optimizer) fails with
+pickle.UnpicklingError "Weights only load failed ..." and loads with `weights_only=False`,
+which runs the pickle as Python's unpickler does.
 
 Checkpoints in the first tapegrad format (a pickle-free .npz, see _checkpoint_npz.py) still load.
 """
@@ -203,6 +204,9 @@ class _DtypeSpec:
 def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state):
     """_rebuild_tensor for untrusted input: every argument is checked before numpy sees it."""
     from .tensor import _rebuild_tensor
+    if isinstance(storage, _StorageToken):
+        storage.claimed = True
+        storage = storage.array
     if not isinstance(cls, _TensorClass):
         raise WeightsOnlyLoadError(f"tensor of class {cls!r:.60} is not allowed")
     if type(storage) is not np.ndarray or storage.dtype.name not in _TENSOR_DTYPES:
@@ -232,10 +236,6 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         ("builtins", "set"): set,
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
-        # numpy scalars (np.float64(0.1) in a scheduler's state): a dtype and the value's bytes
-        ("numpy", "dtype"): _DtypeSpec,
-        ("numpy._core.multiarray", "scalar"): _numpy_scalar,
-        ("numpy.core.multiarray", "scalar"): _numpy_scalar,
         # pickle protocols < 3 store bytes as _codecs.encode(text, "latin1")
         ("_codecs", "encode"): _latin1_encode,
     }
@@ -254,6 +254,42 @@ def _numpy_scalar(spec, data=None):
     if not isinstance(data, bytes) or len(data) != dtype.itemsize:
         raise CheckpointError(f"malformed numpy scalar of dtype {dtype}")
     return np.frombuffer(data, dtype=dtype)[0]
+
+
+# numpy values are refused by default, as PyTorch's weights-only unpickler refuses them (a loss
+# history saved as an ndarray, a np.float64 loss): a script that loads them under PyTorch fails,
+# so it must fail here too.  Once the user allowlists numpy's own global (add_safe_globals), the
+# value loads, read by these checked stand-ins rather than by numpy's unpickling code.
+_NUMPY_STAND_INS = {
+    ("numpy", "dtype"): _DtypeSpec,
+    ("numpy._core.multiarray", "scalar"): _numpy_scalar,
+    ("numpy.core.multiarray", "scalar"): _numpy_scalar,
+}
+# A plain ndarray is persisted beside the pickle (as a tensor's storage is); the global it needs
+# under PyTorch, and so the one the user allowlists, is numpy's array reconstructor.
+_NDARRAY_GLOBALS = (("numpy._core.multiarray", "_reconstruct"),
+                    ("numpy.core.multiarray", "_reconstruct"))
+
+
+def _unsupported_global(module: str, name: str, loading: str) -> WeightsOnlyLoadError:
+    return WeightsOnlyLoadError(
+        f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {module}.{name} was not an "
+        f"allowed global by default. Please use `tapegrad.serialization.add_safe_globals"
+        f"([{module}.{name}])` or the `tapegrad.serialization.safe_globals([{module}."
+        f"{name}])` context manager to allowlist this global if you trust this "
+        f"class/function.\n\nCheck the documentation of tapegrad.load to learn more "
+        f"about types accepted by default with weights_only (loading {loading}).")
+
+
+class _StorageToken:
+    """What a weights-only load hands the pickle for a persisted array while plain ndarrays are
+    not allowed: only a tensor's rebuild may claim it; one left unclaimed is a bare ndarray."""
+
+    __slots__ = ("array", "claimed")
+
+    def __init__(self, array) -> None:
+        self.array = array
+        self.claimed = False
 
 
 _WEIGHTS_ONLY_HELP = (
@@ -292,16 +328,10 @@ class _ArchiveReading:
         elif module in _compat_pickle.IMPORT_MAPPING:
             module = _compat_pickle.IMPORT_MAPPING[module]
         found = self.allowed.get((module, name))
+        if found is None and (module, name) in _user_safe_globals:
+            found = _NUMPY_STAND_INS.get((module, name), _user_safe_globals[(module, name)])
         if found is None:
-            found = _user_safe_globals.get((module, name))
-        if found is None:
-            raise WeightsOnlyLoadError(
-                f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {module}.{name} was not an "
-                f"allowed global by default. Please use `tapegrad.serialization.add_safe_globals"
-                f"([{module}.{name}])` or the `tapegrad.serialization.safe_globals([{module}."
-                f"{name}])` context manager to allowlist this global if you trust this "
-                f"class/function.\n\nCheck the documentation of tapegrad.load to learn more "
-                f"about types accepted by default with weights_only (loading {self.name}).")
+            raise _unsupported_global(module, name, self.name)
         return found
 
     def persistent_load(self, pid):
@@ -352,6 +382,21 @@ class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
 
     dispatch[pickle.BUILD[0]] = load_build
 
+    def persistent_load(self, pid):
+        array = super().persistent_load(pid)
+        if any(g in _user_safe_globals for g in _NDARRAY_GLOBALS):
+            return array
+        token = _StorageToken(array)
+        self.storage_tokens.append(token)
+        return token
+
+    def load(self):
+        self.storage_tokens: list[_StorageToken] = []
+        result = super().load()
+        if not all(token.claimed for token in self.storage_tokens):
+            raise _unsupported_global("numpy._core.multiarray", "_reconstruct", self.name)
+        return result
+
 
 # -- loading --------------------------------------------------------------------------------------
 
@@ -360,9 +405,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     """Load an object saved by `tapegrad.save` from a path or a binary file object.
 
     weights_only: True by default (as PyTorch 2.6+; False when a pickle_module is given).
-        Only tensors, Parameters, dtypes, devices, Size, numbers, strings, bytes, None, numpy
-        arrays and scalars, in dicts, OrderedDicts, lists, tuples, sets and Counters are
-        accepted (plus what `add_safe_globals` allowed);
+        Only tensors, Parameters, dtypes, devices, Size, numbers, strings, bytes and None, in
+        dicts, OrderedDicts, lists, tuples, sets and Counters are accepted (plus what
+        `add_safe_globals` allowed: numpy arrays need numpy's `_reconstruct`, numpy scalars
+        its `scalar` and `dtype`, as under PyTorch);
         anything else raises pickle.UnpicklingError "Weights only load failed".
         `weights_only=False` unpickles any object (a whole model, an optimizer). WARNING: that
         runs the pickle, which can execute arbitrary code: use it only for files you trust.

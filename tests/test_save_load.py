@@ -75,6 +75,10 @@ def test_weights_only_never_runs_code(tmp_path):
     assert not hasattr(builtins, "_tapegrad_pwned")
 
 
+# What PyTorch's weights-only load asks the user to allowlist before numpy arrays and scalars load.
+_NUMPY_VALUE_GLOBALS = [np._core.multiarray._reconstruct, np._core.multiarray.scalar, np.dtype]
+
+
 def test_mixed_dict_of_tensors_and_plain_values(tmp_path):
     base = tg.arange(6.0)
     obj = {"p": tg.nn.Parameter(tg.ones(2)), "frozen": tg.nn.Parameter(tg.ones(1), False),
@@ -82,7 +86,8 @@ def test_mixed_dict_of_tensors_and_plain_values(tmp_path):
            "size": tg.Size([2]), "device": device("cpu"), "np": np.float64(0.5),
            "arr": np.arange(3), "nested": [1, (2.5, "s", None, True), {"k": b"\x00"}],
            "int8": tg.tensor([1], dtype=tg.int8)}
-    out = tg.load(io.BytesIO(_bytes_of(obj)))
+    with serialization.safe_globals(_NUMPY_VALUE_GLOBALS):   # numpy values need them, as torch
+        out = tg.load(io.BytesIO(_bytes_of(obj)))
     assert type(out["p"]) is tg.nn.Parameter and out["p"].requires_grad
     assert type(out["frozen"]) is tg.nn.Parameter and not out["frozen"].requires_grad
     out["base"][3] = 100.0          # views saved together keep sharing their storage (as torch)
@@ -200,7 +205,8 @@ def test_every_pickle_protocol_loads_weights_only(protocol):
            "o": OrderedDict(a=tg.float16), "c": 1 + 2j}
     buf = io.BytesIO()
     tg.save(obj, buf, pickle_protocol=protocol)
-    out = tg.load(io.BytesIO(buf.getvalue()))
+    with serialization.safe_globals(_NUMPY_VALUE_GLOBALS):
+        out = tg.load(io.BytesIO(buf.getvalue()))
     assert out["b"] == b"\x00\xff" and out["w"].tolist() == [1.0, 1.0] and out["s"] == {1}
     assert out["o"]["a"] is tg.float16 and out["c"] == 1 + 2j and out["n"] == np.float32(1.5)
 
@@ -234,7 +240,8 @@ def test_weights_only_refuses_hand_made_attacks():
         tg.load(io.BytesIO(_archive_with_pickle(bare)))
     # numpy dtypes other than plain numeric ones (here object) are refused
     bad_dtype = b"\x80\x04cnumpy\ndtype\nX\x02\x00\x00\x00O8\x89\x88\x87R."
-    with pytest.raises(RuntimeError, match="not a plain numeric dtype"):
+    with serialization.safe_globals([np.dtype]), \
+            pytest.raises(RuntimeError, match="not a plain numeric dtype"):
         tg.load(io.BytesIO(_archive_with_pickle(bad_dtype)))
 
 

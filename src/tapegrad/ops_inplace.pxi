@@ -841,6 +841,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                                    "without overflow")
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
+    if V.dtype.kind == "c" and A.dtype.kind != "c" and not advanced:
+        # a complex value into a real tensor (copy_, x[k] = z): PyTorch's one warning for any
+        # complex -> real cast, where numpy raises its ComplexWarning on every assignment
+        # (an advanced key is PyTorch's index_put_, which checks the dtypes further on)
+        warn_once("Casting complex values to real discards the imaginary part")
+        V = V.real
     if (check_overlap and not advanced and isinstance(T, np.ndarray)
             and not (given.ndim == 0 and T.ndim != 0)):
         # (PyTorch copies a value of the target's shape as it is, any other without its
