@@ -83,7 +83,9 @@ def _interp_sizes(x, nd, size, scale_factor):
     if size is not None:
         _check_size_types(size)
         out = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else (int(size),) * nd
-        if len(out) != nd:
+        # as PyTorch's: only a sequence is checked against the input's spatial dims; a single
+        # number on a 1-D or 2-D input falls through to the unsupported-input error below
+        if isinstance(size, (list, tuple)) and len(out) != nd:
             raise ValueError(f"Input and output must have the same number of spatial dimensions,"
                              f" but got input with spatial dimensions of {list(spatial)} and "
                              f"output size of {size}. Please provide input tensor in "
@@ -94,7 +96,7 @@ def _interp_sizes(x, nd, size, scale_factor):
         raise ValueError("either size or scale_factor should be defined")
     scales = tuple(float(s) for s in scale_factor) if isinstance(scale_factor, (list, tuple)) \
         else (float(scale_factor),) * nd
-    if len(scales) != nd:
+    if isinstance(scale_factor, (list, tuple)) and len(scales) != nd:
         raise ValueError(f"Input and scale_factor must have the same number of spatial "
                          f"dimensions, but got input with spatial dimensions of {list(spatial)} "
                          f"and scale_factor of shape {list(scales)}. Please provide input tensor "
@@ -324,13 +326,21 @@ def _edge_pad_checks(shape, pad, n_dims, mode):
     (innermost dim first), then the output size: its kernels raise when every padded output dim
     is below 1, and otherwise a negative one fails to allocate (an empty one is fine)."""
     nd = len(shape)
+    # the reflection and replication kernels take an empty batch, never an empty channel or
+    # spatial dim (checked first, even when every pad is zero)
+    if 0 in shape[nd - n_dims - 1 if nd == n_dims + 1 else 1:]:
+        raise RuntimeError(f"Expected {n_dims + 1}D or {n_dims + 2}D (batch mode) tensor with "
+                           f"possibly 0 batch size and other non-zero dimensions for input, but "
+                           f"got: {list(shape)}")
     if mode == "reflect":
         for i in range(n_dims):
             dim, before, after = nd - 1 - i, pad[2 * i], pad[2 * i + 1]
             if before >= shape[dim] or after >= shape[dim]:
-                raise RuntimeError(f"Argument #4: Padding size should be less than the "
-                                   f"corresponding input dimension, but got: padding ({before}, "
-                                   f"{after}) at dimension {dim} of input {list(shape)}")
+                # (the argument number is the padded-dims count's: #4, #6, #8 in 1-3-D)
+                raise RuntimeError(f"Argument #{2 * n_dims + 2}: Padding size should be less "
+                                   f"than the corresponding input dimension, but got: padding "
+                                   f"({before}, {after}) at dimension {dim} of input "
+                                   f"{list(shape)}")
     ins = [shape[nd - 1 - i] for i in reversed(range(n_dims))]                # D, H, W
     outs = [shape[nd - 1 - i] + pad[2 * i] + pad[2 * i + 1] for i in reversed(range(n_dims))]
     if max(outs) < 1:
