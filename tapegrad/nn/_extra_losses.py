@@ -225,9 +225,9 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     reduction = _check_reduction(reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
-                           f"but got sizes: input1: {tuple(input1.shape)}, input2: "
-                           f"{tuple(input2.shape)}, target: {tuple(target.shape)} ")
-    return _reduce(_tg.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+                           f"but got sizes: input1: {input1.shape}, input2: "
+                           f"{input2.shape}, target: {target.shape} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
@@ -358,7 +358,7 @@ def _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduc
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = _tg.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce(_tg.clamp(margin + d_pos - d_neg, min=0), reduction)
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
