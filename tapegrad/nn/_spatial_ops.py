@@ -99,7 +99,7 @@ def _interp_sizes(x, nd, size, scale_factor):
     if isinstance(scale_factor, (list, tuple)) and len(scales) != nd:
         raise ValueError(f"Input and scale_factor must have the same number of spatial "
                          f"dimensions, but got input with spatial dimensions of {list(spatial)} "
-                         f"and scale_factor of shape {list(scales)}. Please provide input tensor "
+                         f"and scale_factor of shape {scale_factor}. Please provide input tensor "
                          f"in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK)"
                          f" format.")
     return tuple(int(math.floor(s * f)) for s, f in zip(spatial, scales)), scales
