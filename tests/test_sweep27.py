@@ -156,3 +156,22 @@ def test_instance_norm_with_running_stats_in_eval():
     assert outs[0][0] == outs[1][0]
     np.testing.assert_allclose(outs[1][1], outs[0][1], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(outs[1][2], outs[0][2], rtol=1e-10, atol=1e-12)
+
+
+def test_module_dict_update_sequence_element_errors():
+    _same_outcome(lambda lib: lib.nn.ModuleDict().update([lib.nn.ReLU()]))
+    _same_outcome(lambda lib: lib.nn.ModuleDict().update([[lib.nn.ReLU()]]))
+    _same_outcome(lambda lib: lib.nn.ModuleDict().update([("a", lib.nn.ReLU(), 1)]))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 4), (1, 4), (2, 3, 4), (3, 4)])
+@pytest.mark.parametrize("fn, return_indices", [("avg_pool1d", None), ("max_pool1d", False),
+                                                ("max_pool1d", True)])
+def test_pool1d_output_too_small_message(shape, fn, return_indices):
+    # the channel count came from the (N, C, 1, L) view's height: "(1x4)" for 3 channels
+    kwargs = {} if return_indices is None else {"return_indices": return_indices}
+    _same_outcome(lambda lib: getattr(lib.nn.functional, fn)(lib.ones(shape), 5, **kwargs))
+
+
+def test_cosine_similarity_broadcast_error_message():
+    _same_outcome(lambda lib: lib.nn.functional.cosine_similarity(lib.ones(2, 3), lib.ones(3, 2)))

@@ -88,14 +88,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """Sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), the max taken as a value
     only (its derivative is the norm's, as in PyTorch)."""
-    from .._extra_ops import _check_tensor
+    from .._extra_ops import _broadcast_shapes, _check_tensor
     _check_tensor(x1, "cosine_similarity", "x1", 1)
     _check_tensor(x2, "cosine_similarity", "x2", 2)
-    try:
-        shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({tuple(x1.shape)}) must match the size of "
-                           f"tensor b ({tuple(x2.shape)})") from None
+    _broadcast_shapes(tuple(x1.shape), tuple(x2.shape))     # (PyTorch's error if they do not)
+    shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
     common = _tg.promote_types(x1.dtype, x2.dtype)
     if not (common.is_floating_point or common.is_complex):
         # (integers meet a float in its dtype: cosine_similarity(int64, float32) is float32)

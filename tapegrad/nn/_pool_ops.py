@@ -107,9 +107,15 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
     out_sp = tuple(_out_size(s, 2 * p, k, st, d, ceil_mode, p)
                    for s, p, k, st, d in zip(spatial, padding, kernel, stride, dilation))
     if any(o <= 0 for o in out_sp):
-        C = x.shape[x.dim() - nd - 1]
-        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + spatial))}). "
-                           f"Calculated output size: ({'x'.join(map(str, (C,) + out_sp))}). "
+        if own_1d_kernel:
+            raise RuntimeError(f"{name}() Invalid computed output size: {min(out_sp)}")
+        # (a 1-d pool runs PyTorch's 2-d kernel on a height-1 view, which its message shows;
+        # x is that (N, C, 1, L) view here)
+        height = (1,) if nd == 1 else ()
+        C = x.shape[x.dim() - nd - 1 - len(height)]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + height + spatial))}). "
+                           f"Calculated output size: "
+                           f"({'x'.join(map(str, (C,) + height + out_sp))}). "
                            f"Output size is too small")
     if nd == 1:
         return Geometry((1,) + spatial, (1,) + out_sp, (1,) + kernel, (1,) + stride,

@@ -284,6 +284,15 @@ class ModuleDict(Module):
         if not hasattr(modules, "__iter__"):
             raise TypeError(f"ModuleDict.update should be called with an iterable of key/value "
                             f"pairs, but got {type(modules).__name__}")
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
+        if hasattr(modules, "items"):
+            for k, m in modules.items():
+                self[k] = m
+            return
+        for j, pair in enumerate(modules):
+            if not hasattr(pair, "__iter__"):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; "
+                                f"is{type(pair).__name__}")
+            if len(pair) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length "
+                                 f"{len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]
