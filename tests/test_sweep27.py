@@ -175,3 +175,36 @@ def test_pool1d_output_too_small_message(shape, fn, return_indices):
 
 def test_cosine_similarity_broadcast_error_message():
     _same_outcome(lambda lib: lib.nn.functional.cosine_similarity(lib.ones(2, 3), lib.ones(3, 2)))
+
+
+@pytest.mark.parametrize("shape, scale_factor", [
+    ((1, 1, 3, 4), (1.3, 1.0)), ((1, 1, 3, 4), 1.3), ((1, 2, 2, 3), (2.2, 1.1)),
+    ((2, 1, 4, 2), (2.4, 1.9)), ((1, 1, 3, 3), 1.2), ((1, 1, 5, 2), (1.1, 2.2))])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_nearest_2d_output_as_long_or_twice_as_long_as_input(shape, scale_factor, channels_last):
+    # SILENT: PyTorch's 2-d nearest kernel copies an axis whose output length equals the input's
+    # (and repeats each input twice when it is twice as long) whatever the scale_factor; rows
+    # 0, 0, 1 were read instead of 0, 1, 2 for 3 rows and scale_factor 1.3, gradient likewise
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor(a)
+        if channels_last:
+            x = x.contiguous(memory_format=lib.channels_last)
+        x.requires_grad_()
+        out = lib.nn.functional.interpolate(x, scale_factor=scale_factor, mode="nearest")
+        weights = lib.arange(float(out.numel()), dtype=lib.float64).view(out.shape)
+        (out * weights).sum().backward()
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    np.testing.assert_array_equal(results[1][1], results[0][1])
+
+
+@pytest.mark.parametrize("nd", [1, 3])
+def test_nearest_1d_3d_keep_the_scale(nd):
+    # (their kernels have no such shortcut: scale_factor 2.2 on 2 inputs reads 0, 0, 0, 1)
+    shape = (1, 1) + (2,) * nd
+    a = np.arange(float(2 ** nd)).reshape(shape)
+    outs = [lib.nn.functional.interpolate(lib.tensor(a), scale_factor=2.2, mode="nearest").numpy()
+            for lib in (torch, tg)]
+    np.testing.assert_array_equal(outs[1], outs[0])

@@ -112,7 +112,15 @@ def _source_scale(size, n, scale, align_corners):
     return 1.0 / scale if scale is not None and scale > 0 else size / n
 
 
-def _nearest_index(size, n, scale, exact):
+def _nearest_index(size, n, scale, exact, size_shortcuts=False):
+    """The source index of each of n outputs along an axis of `size` inputs.  size_shortcuts:
+    PyTorch's 2-d 'nearest' kernel ignores the scale when the output is as long as the input
+    (a copy) or twice as long (each input twice), so that scale_factor=1.3 on 3 rows (3 output
+    rows) copies them rather than reading rows 0, 0, 1; its 1-d and 3-d kernels do not."""
+    if size_shortcuts and n == size:
+        return np.arange(n, dtype=np.int64)
+    if size_shortcuts and n == 2 * size:
+        return np.arange(n, dtype=np.int64) // 2
     step = np.float32(_source_scale(size, n, scale, False))
     pos = np.arange(n, dtype=np.float32)
     src = np.floor((pos + np.float32(0.5)) * step if exact else pos * step)
@@ -277,7 +285,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
                                                             mode == "bicubic"))
             elif mode in ("nearest", "nearest-exact"):
-                idx = _nearest_index(s, n, f, mode == "nearest-exact")
+                idx = _nearest_index(s, n, f, mode == "nearest-exact",
+                                     size_shortcuts=mode == "nearest" and nd == 2)
                 out = out.index_select(dim, _wrap(idx))
             elif mode == "bicubic":
                 out = _taps_along(out, dim, _cubic_taps(s, n, f, bool(align_corners)))
