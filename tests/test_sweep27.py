@@ -208,3 +208,27 @@ def test_nearest_1d_3d_keep_the_scale(nd):
     outs = [lib.nn.functional.interpolate(lib.tensor(a), scale_factor=2.2, mode="nearest").numpy()
             for lib in (torch, tg)]
     np.testing.assert_array_equal(outs[1], outs[0])
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("scale_factor", [(1.3, 1.0), (1.3, 2.0), 1.3, (1.0, 1.3), (1.1, 0.5)])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_antialias_passes_over_an_axis_of_unchanged_size(mode, scale_factor, align_corners):
+    # SILENT: an axis whose output is as long as its input (3 rows, scale_factor 1.3) was
+    # resampled with the scale's filter; PyTorch's separable kernel leaves it as it is
+    a = np.random.default_rng(0).standard_normal((1, 2, 3, 4))
+    outs = [lib.nn.functional.interpolate(lib.tensor(a), scale_factor=scale_factor, mode=mode,
+                                          antialias=True, align_corners=align_corners).numpy()
+            for lib in (torch, tg)]
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-12, atol=1e-12)
+
+
+def test_antialias_of_unchanged_size_is_a_new_tensor():
+    x = tg.ones(1, 1, 3, 4, requires_grad=True)
+    out = tg.nn.functional.interpolate(x, size=(3, 4), mode="bilinear", antialias=True)
+    assert out is not x and out.data_ptr() != x.data_ptr()
+    assert type(out.grad_fn).__name__ == type(torch.nn.functional.interpolate(
+        torch.ones(1, 1, 3, 4, requires_grad=True), size=(3, 4), mode="bilinear",
+        antialias=True).grad_fn).__name__
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones((1, 1, 3, 4)))

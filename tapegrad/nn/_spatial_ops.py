@@ -278,10 +278,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out, axes = input.to(_core.float32), reversed(range(nd))
 
     def resampled(out):
+        given = out
         for axis in axes:
             s, n, f = spatial[axis], out_sp[axis], scales[axis]
             dim = 2 + axis
             if antialias:
+                if n == s:
+                    # PyTorch's separable antialiased kernel passes over an axis whose size does
+                    # not change, whatever the scale_factor (its gradient does not: gradcheck
+                    # fails there; this one is the copy's)
+                    continue
                 out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
                                                             mode == "bicubic"))
             elif mode in ("nearest", "nearest-exact"):
@@ -295,7 +301,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
             if weighted_uint8:
                 out = out.round().clamp(0, 255)
-        return out
+        # (every axis passed over: still a new tensor, never the input itself)
+        return out.clone() if out is given else out
 
     # float16 weighted taps in float32, rounded once (PyTorch's kernels accumulate in float32,
     # its gradients exactly so): in float16, bicubic's negative taps times values near 65504
