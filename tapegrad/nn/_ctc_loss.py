@@ -244,7 +244,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tgt = np.where(np.arange(tgt.shape[1])[None, :] < tgt_len[:, None], tgt, blank)
     losses = _CtcLoss.apply(lp, tgt, in_len, tgt_len, int(blank), bool(zero_infinity))
     if reduction == "none":
-        return losses.squeeze(0) if unbatched else losses
+        if unbatched:
+            return losses.squeeze(0)
+        # PyTorch zeroes infinite losses with a where() on its kernel's result, whose node the
+        # losses show
+        return _core._name_grad_fn(losses, "WhereBackward0") if zero_infinity else losses
     if reduction == "sum":
         return losses.sum()
     divisor = _wrap(np.maximum(tgt_len, 1).astype(lp._array.dtype))

@@ -88,14 +88,11 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     """Sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)), the max taken as a value
     only (its derivative is the norm's, as in PyTorch)."""
-    from .._extra_ops import _check_tensor
+    from .._extra_ops import _broadcast_shapes, _check_tensor
     _check_tensor(x1, "cosine_similarity", "x1", 1)
     _check_tensor(x2, "cosine_similarity", "x2", 2)
-    try:
-        shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({tuple(x1.shape)}) must match the size of "
-                           f"tensor b ({tuple(x2.shape)})") from None
+    _broadcast_shapes(tuple(x1.shape), tuple(x2.shape))     # (PyTorch's error if they do not)
+    shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
     common = _tg.promote_types(x1.dtype, x2.dtype)
     if not (common.is_floating_point or common.is_complex):
         # (integers meet a float in its dtype: cosine_similarity(int64, float32) is float32)
@@ -225,9 +222,9 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     reduction = _check_reduction(reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension "
-                           f"but got sizes: input1: {tuple(input1.shape)}, input2: "
-                           f"{tuple(input2.shape)}, target: {tuple(target.shape)} ")
-    return _reduce(_tg.clamp(-target * (input1 - input2) + margin, min=0), reduction)
+                           f"but got sizes: input1: {input1.shape}, input2: "
+                           f"{input2.shape}, target: {target.shape} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
@@ -358,7 +355,7 @@ def _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduc
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = _tg.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce(_tg.clamp(margin + d_pos - d_neg, min=0), reduction)
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
 
 
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,

@@ -64,7 +64,7 @@ def affine_grid(theta, size, align_corners=None):
     size = tuple(int(s) for s in size)
     if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
-                                  f"affine transforms, respectively. Got size {size}.")
+                                  f"affine transforms, respectively. Got size {list(size)}.")
     nd = len(size) - 2
     if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
         raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} "

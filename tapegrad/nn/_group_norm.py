@@ -110,7 +110,10 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         kernel_dtype = _core.float32 if mixed else input.dtype
         running_mean, running_var = (t if t is None or t.dtype == kernel_dtype
                                      else t.to(kernel_dtype) for t in (running_mean, running_var))
-        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+        # (PyTorch normalises a (1, N*C, ...) view with batch_norm, then views it back)
+        return _core._name_grad_fn(
+            batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps),
+            "ViewBackward0")
     spatial = math.prod(input.shape[2:])     # (from the shape: N * C may be 0)
     if spatial == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size "

@@ -71,9 +71,12 @@ def _pool_output(out, nd, unbatched):
     return out.squeeze(0) if unbatched else out
 
 
-def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode):
+def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+                   own_1d_kernel=False):
     """The window geometry of a max/avg pool (1-d pools are 2-d pools of height 1); x: the
-    input, with its batch dim or not."""
+    input, with its batch dim or not.  own_1d_kernel: PyTorch runs the pool with its 1-d kernel
+    (max_pool1d without indices), whose argument messages name it; its other pools run the
+    2-d kernel, whose messages are generic."""
     what = "pooling"
     kernel = _tuple(kernel_size, nd, "kernel_size", what)
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
@@ -82,7 +85,7 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
     dilation = _tuple(dilation, nd, "dilation", what)
     if any(s <= 0 for s in stride):
         raise RuntimeError(f"{name}() stride must be greater than zero, but got {stride[0]}"
-                           if nd == 1 else "stride should not be zero")
+                           if own_1d_kernel else "stride should not be zero")
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"kernel size should be greater than zero, but got "
                            + ("kH: %d kW: %d" % ((1,) * (2 - nd) + kernel)
@@ -91,7 +94,10 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
         raise RuntimeError(f"dilation should be greater than zero, but got dilationH: "
                            f"{dilation[0]} dilationW: {dilation[-1]}")
     if any(p < 0 for p in padding):
-        raise RuntimeError("pad must be non-negative")
+        negative = next(p for p in padding if p < 0)
+        raise RuntimeError(f"{name}() padding must be non-negative, but got {negative}"
+                           if own_1d_kernel else
+                           f"pad must be non-negative, but got pad: {negative}")
     if any(p > k // 2 for p, k in zip(padding, kernel)):
         raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                            f"pad={padding[-1] if nd == 1 else padding[0]}, kernel_size="
@@ -101,9 +107,15 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
     out_sp = tuple(_out_size(s, 2 * p, k, st, d, ceil_mode, p)
                    for s, p, k, st, d in zip(spatial, padding, kernel, stride, dilation))
     if any(o <= 0 for o in out_sp):
-        C = x.shape[x.dim() - nd - 1]
-        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + spatial))}). "
-                           f"Calculated output size: ({'x'.join(map(str, (C,) + out_sp))}). "
+        if own_1d_kernel:
+            raise RuntimeError(f"{name}() Invalid computed output size: {min(out_sp)}")
+        # (a 1-d pool runs PyTorch's 2-d kernel on a height-1 view, which its message shows;
+        # x is that (N, C, 1, L) view here)
+        height = (1,) if nd == 1 else ()
+        C = x.shape[x.dim() - nd - 1 - len(height)]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + height + spatial))}). "
+                           f"Calculated output size: "
+                           f"({'x'.join(map(str, (C,) + height + out_sp))}). "
                            f"Output size is too small")
     if nd == 1:
         return Geometry((1,) + spatial, (1,) + out_sp, (1,) + kernel, (1,) + stride,
@@ -184,7 +196,8 @@ def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_m
         # for floating types only; the indexed one goes through max_pool2d, which takes integers
         raise NotImplementedError(f'"max_pool1d_impl" not implemented for '
                                   f"'{_core.scalar_type_name_of(x._array.dtype)}'")
-    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode)
+    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+                       own_1d_kernel=nd == 1 and not return_indices)
     if direct:
         N, C = (1, x.shape[0]) if unbatched else x.shape[:2]
         out, idx = _MaxPool2d.apply(x, _geom_tuple(g, N, C))

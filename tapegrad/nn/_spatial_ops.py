@@ -83,7 +83,9 @@ def _interp_sizes(x, nd, size, scale_factor):
     if size is not None:
         _check_size_types(size)
         out = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else (int(size),) * nd
-        if len(out) != nd:
+        # as PyTorch's: only a sequence is checked against the input's spatial dims; a single
+        # number on a 1-D or 2-D input falls through to the unsupported-input error below
+        if isinstance(size, (list, tuple)) and len(out) != nd:
             raise ValueError(f"Input and output must have the same number of spatial dimensions,"
                              f" but got input with spatial dimensions of {list(spatial)} and "
                              f"output size of {size}. Please provide input tensor in "
@@ -94,10 +96,10 @@ def _interp_sizes(x, nd, size, scale_factor):
         raise ValueError("either size or scale_factor should be defined")
     scales = tuple(float(s) for s in scale_factor) if isinstance(scale_factor, (list, tuple)) \
         else (float(scale_factor),) * nd
-    if len(scales) != nd:
+    if isinstance(scale_factor, (list, tuple)) and len(scales) != nd:
         raise ValueError(f"Input and scale_factor must have the same number of spatial "
                          f"dimensions, but got input with spatial dimensions of {list(spatial)} "
-                         f"and scale_factor of shape {list(scales)}. Please provide input tensor "
+                         f"and scale_factor of shape {scale_factor}. Please provide input tensor "
                          f"in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, s2, ...,sK)"
                          f" format.")
     return tuple(int(math.floor(s * f)) for s, f in zip(spatial, scales)), scales
@@ -110,7 +112,15 @@ def _source_scale(size, n, scale, align_corners):
     return 1.0 / scale if scale is not None and scale > 0 else size / n
 
 
-def _nearest_index(size, n, scale, exact):
+def _nearest_index(size, n, scale, exact, size_shortcuts=False):
+    """The source index of each of n outputs along an axis of `size` inputs.  size_shortcuts:
+    PyTorch's 2-d 'nearest' kernel ignores the scale when the output is as long as the input
+    (a copy) or twice as long (each input twice), so that scale_factor=1.3 on 3 rows (3 output
+    rows) copies them rather than reading rows 0, 0, 1; its 1-d and 3-d kernels do not."""
+    if size_shortcuts and n == size:
+        return np.arange(n, dtype=np.int64)
+    if size_shortcuts and n == 2 * size:
+        return np.arange(n, dtype=np.int64) // 2
     step = np.float32(_source_scale(size, n, scale, False))
     pos = np.arange(n, dtype=np.float32)
     src = np.floor((pos + np.float32(0.5)) * step if exact else pos * step)
@@ -268,14 +278,21 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out, axes = input.to(_core.float32), reversed(range(nd))
 
     def resampled(out):
+        given = out
         for axis in axes:
             s, n, f = spatial[axis], out_sp[axis], scales[axis]
             dim = 2 + axis
             if antialias:
+                if n == s:
+                    # PyTorch's separable antialiased kernel passes over an axis whose size does
+                    # not change, whatever the scale_factor (its gradient does not: gradcheck
+                    # fails there; this one is the copy's)
+                    continue
                 out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
                                                             mode == "bicubic"))
             elif mode in ("nearest", "nearest-exact"):
-                idx = _nearest_index(s, n, f, mode == "nearest-exact")
+                idx = _nearest_index(s, n, f, mode == "nearest-exact",
+                                     size_shortcuts=mode == "nearest" and nd == 2)
                 out = out.index_select(dim, _wrap(idx))
             elif mode == "bicubic":
                 out = _taps_along(out, dim, _cubic_taps(s, n, f, bool(align_corners)))
@@ -284,7 +301,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
             if weighted_uint8:
                 out = out.round().clamp(0, 255)
-        return out
+        # (every axis passed over: still a new tensor, never the input itself)
+        return out.clone() if out is given else out
 
     # float16 weighted taps in float32, rounded once (PyTorch's kernels accumulate in float32,
     # its gradients exactly so): in float16, bicubic's negative taps times values near 65504
@@ -324,13 +342,21 @@ def _edge_pad_checks(shape, pad, n_dims, mode):
     (innermost dim first), then the output size: its kernels raise when every padded output dim
     is below 1, and otherwise a negative one fails to allocate (an empty one is fine)."""
     nd = len(shape)
+    # the reflection and replication kernels take an empty batch, never an empty channel or
+    # spatial dim (checked first, even when every pad is zero)
+    if 0 in shape[nd - n_dims - 1 if nd == n_dims + 1 else 1:]:
+        raise RuntimeError(f"Expected {n_dims + 1}D or {n_dims + 2}D (batch mode) tensor with "
+                           f"possibly 0 batch size and other non-zero dimensions for input, but "
+                           f"got: {list(shape)}")
     if mode == "reflect":
         for i in range(n_dims):
             dim, before, after = nd - 1 - i, pad[2 * i], pad[2 * i + 1]
             if before >= shape[dim] or after >= shape[dim]:
-                raise RuntimeError(f"Argument #4: Padding size should be less than the "
-                                   f"corresponding input dimension, but got: padding ({before}, "
-                                   f"{after}) at dimension {dim} of input {list(shape)}")
+                # (the argument number is the padded-dims count's: #4, #6, #8 in 1-3-D)
+                raise RuntimeError(f"Argument #{2 * n_dims + 2}: Padding size should be less "
+                                   f"than the corresponding input dimension, but got: padding "
+                                   f"({before}, {after}) at dimension {dim} of input "
+                                   f"{list(shape)}")
     ins = [shape[nd - 1 - i] for i in reversed(range(n_dims))]                # D, H, W
     outs = [shape[nd - 1 - i] + pad[2 * i] + pad[2 * i + 1] for i in reversed(range(n_dims))]
     if max(outs) < 1:

@@ -223,6 +223,9 @@ class ModuleList(Module):
 
     def extend(self, modules) -> "ModuleList":
         """Append each module of an iterable; returns the list."""
+        if not hasattr(modules, "__iter__"):
+            raise TypeError(f"ModuleList.extend should be called with an iterable, but got "
+                            f"{type(modules).__name__}")
         for m in modules:
             self.append(m)
         return self
@@ -278,6 +281,18 @@ class ModuleDict(Module):
 
     def update(self, modules) -> None:
         """Add or replace modules from a mapping or an iterable of ``(name, module)`` pairs."""
-        items = modules.items() if hasattr(modules, "items") else modules
-        for k, m in items:
-            self[k] = m
+        if not hasattr(modules, "__iter__"):
+            raise TypeError(f"ModuleDict.update should be called with an iterable of key/value "
+                            f"pairs, but got {type(modules).__name__}")
+        if hasattr(modules, "items"):
+            for k, m in modules.items():
+                self[k] = m
+            return
+        for j, pair in enumerate(modules):
+            if not hasattr(pair, "__iter__"):
+                raise TypeError(f"ModuleDict update sequence element #{j} should be Iterable; "
+                                f"is{type(pair).__name__}")
+            if len(pair) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} has length "
+                                 f"{len(pair)}; 2 is required")
+            self[pair[0]] = pair[1]

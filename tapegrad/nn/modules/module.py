@@ -274,7 +274,7 @@ class Module:
             modules[name] = None
         elif isinstance(value, Buffer):
             # nn.Buffer registers itself, with the persistence it was made with.
-            self.register_buffer(name, value, value.persistent)
+            _register_assigned_buffer(self, name, value, value.persistent)
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
@@ -596,6 +596,9 @@ class Module:
     def to(self: T, *args, **kwargs) -> T:
         """Module.to(device), to(dtype), to(device, dtype), to(tensor): floating parameters and
         buffers converted in place to the dtype; the CPU is the only device."""
+        if "copy" in kwargs:
+            # PyTorch's module argument parser has no copy= (Tensor.to has)
+            raise RuntimeError(".to() does not accept copy argument")
         device, dtype, _, _ = parse_to(args, kwargs)
         _check_move(self, device, "to")
         if device is not None and as_device(device).type == "meta":
@@ -1075,6 +1078,23 @@ def _check_registration_name(module, kind: str, name, store: str) -> None:
         raise KeyError(f'{kind} name can\'t be empty string ""')
     if taken:
         raise KeyError(f"attribute '{name}' already exists")
+
+
+def _register_assigned_buffer(module: "Module", name: str, value, persistent: bool) -> None:
+    """Register a buffer assigned as an attribute.  A subclass may override register_buffer
+    without the `persistent` argument (scripts written for old PyTorch do): as PyTorch does, call
+    it with two arguments then, which can only make a persistent buffer."""
+    register = module.register_buffer
+    if getattr(register, "__func__", None) is not Module.register_buffer:
+        import inspect
+        if "persistent" not in inspect.signature(register).parameters:
+            if not persistent:
+                raise RuntimeError("Registering a non-persistent buffer on a Module subclass that "
+                                   "implements register_buffer() without the persistent argument "
+                                   "is not allowed.")
+            register(name, value)
+            return
+    register(name, value, persistent)
 
 
 def _discard(module, name: str, keep: dict | None = None) -> None:

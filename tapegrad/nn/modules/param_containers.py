@@ -75,7 +75,8 @@ class ParameterList(Module):
 
     def extend(self, values) -> "ParameterList":
         """Append each of an iterable of values."""
-        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        # a tensor iterates over its rows, but is one value, never a list of them
+        if isinstance(values, (str, bytes, Tensor)) or not hasattr(values, "__iter__"):
             raise TypeError(f"ParameterList.extend should be called with an iterable, but got "
                             f"{_type_name(values)}")
         for value in values:
