@@ -179,7 +179,19 @@ index_copy
 """.split()
 OVERLAP_CHECKED_OUT = {**dict.fromkeys(_PARTIAL_OVERLAP_REFUSED, False),
                        **dict.fromkeys(_ANY_OVERLAP_REFUSED, True)}
-_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT)
+# The ops whose explicit dtype= PyTorch refuses unless it is out's dtype (the result would be
+# computed in one dtype and stored in another), with its message for each (torch 2.13's words;
+# placeholders {dtype} / {out} name dtypes as ScalarType does, {dtype_c} / {out_c} as C does).
+DTYPE_ARG_MATCHES_OUT = {
+    **dict.fromkeys("sum prod cumsum cumprod mean".split(),
+                    "Expected out tensor to have dtype {dtype_c}, but got {out_c} instead"),
+    **dict.fromkeys(("nansum", "nanmean"),
+                    "nansum: provided dtype must match dtype of result. Got {out} and {dtype}."),
+    **dict.fromkeys("arange empty eye full linspace logspace ones zeros range".split(),
+                    "dtype {dtype} does not match dtype of out parameter ({out})"),
+}
+_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
+                     DTYPE_ARG_MATCHES_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

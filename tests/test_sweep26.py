@@ -1,0 +1,54 @@
+"""Regressions found by the differential sweep of PyTorch's own reduction, sort/select and shape
+tests (test_reductions.py, test_sort_and_select.py, test_shape_ops.py) against tapegrad (sweep26)."""
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(lib, call):
+    """call(lib)'s result as (dtype, values), or its exception as (type name, message)."""
+    try:
+        r = call(lib)
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return type(e).__name__, str(e)
+    return str(r.dtype).split(".")[-1], r.tolist()
+
+
+# -- dtype= together with out= --------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.sum(T.ones(3, 4), 0, dtype=T.int32, out=T.ones(4, dtype=T.int16)),
+    lambda T: T.prod(T.ones(3, 4), 0, dtype=T.int32, out=T.ones(4, dtype=T.int16)),
+    lambda T: T.cumsum(T.ones(3), 0, dtype=T.float64, out=T.ones(3)),
+    lambda T: T.cumprod(T.ones(3), 0, dtype=T.float64, out=T.ones(3)),
+    lambda T: T.mean(T.ones(3, 4), 0, dtype=T.float64, out=T.ones(4)),
+    lambda T: T.nansum(T.ones(3, 4), 0, dtype=T.float64, out=T.ones(4)),
+    lambda T: T.nanmean(T.ones(3, 4), 0, dtype=T.float64, out=T.ones(4)),
+    lambda T: T.zeros(3, dtype=T.int32, out=T.ones(3, dtype=T.int16)),
+    lambda T: T.ones(3, dtype=T.float64, out=T.ones(3)),
+    lambda T: T.full((3,), 1, dtype=T.int32, out=T.ones(3, dtype=T.int16)),
+    lambda T: T.eye(3, dtype=T.int32, out=T.ones(3, 3, dtype=T.int16)),
+    lambda T: T.arange(3, dtype=T.float32, out=T.ones(3, dtype=T.int64)),
+    lambda T: T.linspace(0, 1, 3, dtype=T.float64, out=T.ones(3)),
+    lambda T: T.logspace(0, 1, 3, dtype=T.float64, out=T.ones(3)),
+])
+def test_a_dtype_other_than_outs_is_refused(call):
+    # before: the result was computed in dtype= and cast into out (or made in out's dtype, the
+    # factories) where PyTorch refuses the contradiction
+    expected = _outcome(torch, call)
+    got = _outcome(tg, call)
+    assert expected[0] == "RuntimeError"
+    assert got == expected
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.sum(T.ones(3, 4), 0, dtype=T.int32, out=T.ones(4, dtype=T.int32)),
+    lambda T: T.sum(T.ones(3, 4), 0, out=T.ones(4, dtype=T.int64)),
+    lambda T: T.cumsum(T.ones(3), 0, dtype=T.float64, out=T.ones(3, dtype=T.float64)),
+    lambda T: T.mean(T.ones(3, 4), 0, out=T.ones(4, dtype=T.float64)),
+    lambda T: T.zeros(3, dtype=T.int16, out=T.ones(3, dtype=T.int16)),
+])
+def test_a_dtype_equal_to_outs_or_none_is_accepted(call):
+    assert _outcome(tg, call) == _outcome(torch, call)
