@@ -1494,6 +1494,8 @@ def aminmax(input, *, dim=None, keepdim=False):
     result_type = _core.return_types.aminmax
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
+    # (PyTorch's 0-d tensor along a dim takes another path, with its own words)
+    _refuse_if_complex("aminmax_0d_dim" if dim is not None and input.ndim == 0 else "aminmax", input)
     if dim is None and input._array.size == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")

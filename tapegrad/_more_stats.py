@@ -46,7 +46,10 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     refuse_if_complex("median", input)
     arr = input._array
     if arr.dtype == np.bool_:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+        # (one kernel for both, named median's: "median_cpu" for all elements, "median_out"
+        # along a dim)
+        kernel = "median_cpu" if dim is None else "median_out"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() missing 1 required positional arguments: \"dim\"")
@@ -79,7 +82,7 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
                                f"(while checking arguments for {name})")
         return compute_then_write(name, tuple(out), (input,),
                                   lambda: _median(name, input, dim, keepdim, None, ignore_nan))
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, name)
     node = "NanmedianBackward1" if ignore_nan else "MedianBackward1"    # (the dim overload's)
     if input.ndim == 0:
         return result_type((_core._name_grad_fn(input.clone(), node), _index_tensor(0)))
@@ -119,7 +122,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     arr = input._array
     if arr.dtype == np.bool_:
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, "kthvalue")
     size = arr.shape[d] if arr.ndim else 1
     if size == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
@@ -313,7 +316,7 @@ def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
     refuse_if_complex(name, input)
     # PyTorch's kernel returns for a tensor without elements before it wraps dim: any int goes
     empty = input.numel() == 0 and isinstance(dim, int) and not isinstance(dim, bool)
-    d = None if empty else _dim(dim, input.ndim)
+    d = None if empty else _dim(dim, input.ndim, name)
     if out is not None:
         return compute_then_write(name, tuple(out), (input,),
                                   lambda: _cumulative_extreme(name, input, dim, None, maximum))
@@ -381,7 +384,7 @@ def logcumsumexp(input, dim, *, out=None):
     if arr.dtype.kind not in "fc":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{_dtype_name(arr)}'")
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, "logcumsumexp")
     if out is not None:
         return compute_then_write("logcumsumexp", out, (input,),
                                   lambda: logcumsumexp(input, dim))

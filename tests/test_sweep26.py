@@ -52,3 +52,26 @@ def test_a_dtype_other_than_outs_is_refused(call):
 ])
 def test_a_dtype_equal_to_outs_or_none_is_accepted(call):
     assert _outcome(tg, call) == _outcome(torch, call)
+
+
+# -- exception types and words ------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.aminmax(T.tensor(1.0 + 0j)),
+    lambda T: T.aminmax(T.tensor(1.0 + 0j), dim=0),
+    lambda T: T.aminmax(T.tensor([1.0 + 0j, 2j]), dim=0, keepdim=True),
+    lambda T: T.aminmax(T.ones(2, 2, dtype=T.complex128)),
+    lambda T: T.median(T.ones(3, dtype=T.bool)),
+    lambda T: T.nanmedian(T.ones(3, dtype=T.bool)),
+    lambda T: T.nanmedian(T.ones(3, dtype=T.bool), 0),
+    lambda T: T.median(T.ones(2, 3), dim=[0, 1]),
+    lambda T: T.nanmedian(T.ones(2, 3), dim=[0, 1]),
+    lambda T: T.mode(T.ones(2, 3), dim=[0, 1]),
+    lambda T: T.logcumsumexp(T.ones(2, 3), dim=[0, 1]),
+    lambda T: T.cummax(T.ones(2, 3), dim=[0, 1]),
+    lambda T: T.kthvalue(T.ones(2, 3), 1, dim=[0, 1]),
+])
+def test_refusals_have_pytorchs_type_and_words(call):
+    expected = _outcome(torch, call)
+    got = _outcome(tg, call)
+    assert got == expected
