@@ -123,6 +123,10 @@ EXACT_OUT_DTYPE = {
                     "{result}, but got an output tensor with dtype {out}"),
     "histc": "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
              "input {result_c} and hist {out_c}",
+    "histogram": ("torch.histogram: input tensor and hist tensor should have the same dtype, but "
+                  "got input {result_c} and hist {out_c}",
+                  "torch.histogram: input tensor and bin_edges tensor should have the same dtype, "
+                  "but got input {result_c} and bin_edges {out_c} for dimension 0"),
     "heaviside": "heaviside is not yet implemented for tensors with different dtypes.",
     "mode": tuple(f"expected scalar type '{{result}}' but got '{{out}}' for {which} output"
                   for which in ("values", "indices")),
