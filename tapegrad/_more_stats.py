@@ -135,14 +135,75 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     if input.ndim == 0:
         return result_type((_core._name_grad_fn(input.clone(), "KthvalueBackward0"),
                             _index_tensor(0)))
-    order = np.argsort(arr, axis=d, kind="stable")
-    position = np.take(order, [k - 1], axis=d)
+    position = _kth_positions(arr, k - 1, d)
     values, indices = values_at(input, d, position), _index_tensor(position)
     if not keepdim:
         # (in place, as PyTorch: its values are no view, so an in-place write into the result
         # of a no_grad call is allowed; fuzz 63009249's siblings)
         values, indices = values.squeeze_(d), indices.squeeze_(d)
     return result_type((_core._name_grad_fn(values, "KthvalueBackward0"), indices))
+
+
+def _greater_or_nan(x, y) -> bool:
+    """PyTorch's selection order: NaN above everything, equal NaNs not greater."""
+    return (x != x and y == y) or x > y
+
+
+def _quick_select_index(row: list, k: int) -> int:
+    """The index PyTorch's CPU kthvalue answers for rank k (0-based) of one row: Sedgewick's
+    quickselect with a median-of-three pivot, whose swaps decide which of several equal values
+    (and so which element receives the gradient) is the answer."""
+    values, index = list(row), list(range(len(row)))
+
+    def swap(i, j):
+        values[i], values[j] = values[j], values[i]
+        index[i], index[j] = index[j], index[i]
+
+    low, high = 0, len(values) - 1
+    while high > low:
+        if high == low + 1:
+            if _greater_or_nan(values[low], values[high]):
+                swap(low, high)
+            break
+        swap((low + high) >> 1, low + 1)
+        if _greater_or_nan(values[low + 1], values[high]):
+            swap(low + 1, high)
+        if _greater_or_nan(values[low], values[high]):
+            swap(low, high)
+        if _greater_or_nan(values[low + 1], values[low]):
+            swap(low + 1, low)
+        i, j, pivot = low + 1, high, values[low]
+        while True:
+            i += 1
+            while _greater_or_nan(pivot, values[i]):
+                i += 1
+            j -= 1
+            while _greater_or_nan(values[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(low, j)
+        if j <= k:
+            low = i
+        if j >= k:
+            high = j - 1
+    return index[k]
+
+
+def _kth_positions(arr: np.ndarray, k: int, axis: int) -> np.ndarray:
+    """Index along `axis` (kept, size 1) of each row's k-th smallest value (0-based, NaN largest).
+    A value held once has one index; where several elements hold the k-th value, PyTorch's
+    quickselect decides which, so those rows (only) replay it."""
+    rows = np.moveaxis(arr, axis, -1)
+    order = np.argsort(rows, axis=-1, kind="stable")
+    position = order[..., k].copy()
+    chosen = np.take_along_axis(rows, position[..., None], -1)
+    same = (rows == chosen) | (np.isnan(rows) & np.isnan(chosen) if rows.dtype.kind == "f"
+                               else False)
+    for at in zip(*np.nonzero(same.sum(-1) > 1)):
+        position[at] = _quick_select_index(rows[at].tolist(), k)
+    return np.expand_dims(position, axis)
 
 
 def msort(input):

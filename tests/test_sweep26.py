@@ -131,3 +131,33 @@ def test_histogramdd_of_points_without_coordinates(shape, density, weighted):
         assert edges == ()
         return hist
     assert repr(_outcome(tg, call)) == repr(_outcome(torch, call))
+
+
+# -- which of several equal values answers --------------------------------------------------------
+
+@pytest.mark.parametrize("rows, k", [
+    ([[1.0, 2.0, 2.0, 3.0, 2.0], [4.0, 4.0, 4.0, 4.0, 1.0]], 2),
+    ([[3.0, 3.0, 3.0, 1.0, 3.0, float("nan"), 2.0, 0.0, 3.0, 1.0, 2.0, 2.0, 2.0, 0.0]], 6),
+    ([[float("nan"), 1.0, float("nan"), 0.0, float("nan")]], 4),
+    ([[0.0, 3.0, 3.0, 1.0, 3.0, 0.0] * 4], 13),
+    ([[2.0, 2.0]], 1),
+])
+def test_kthvalue_of_tied_values_answers_pytorchs_index_and_gradient(rows, k):
+    # SILENT before: the first of the tied elements in input order answered (a stable sort), where
+    # PyTorch's quickselect answers another one: another index, and the gradient on another element
+    def call(T):
+        x = T.tensor(rows, dtype=T.float64, requires_grad=True)
+        values, indices = T.kthvalue(x, k, 1)
+        (values * T.arange(1.0, len(rows) + 1, dtype=T.float64)).sum().backward()
+        return [values.tolist(), indices.tolist(), x.grad.tolist()]
+    assert repr(call(tg)) == repr(call(torch))
+
+
+def test_kthvalue_along_other_dims_and_integers():
+    a = [[3, 1, 3, 3], [3, 3, 0, 3], [1, 3, 3, 2]]
+    for dtype in ("int64", "float32"):
+        for dim, k in ((0, 2), (1, 3), (-1, 4), (0, 3)):
+            expected = torch.kthvalue(torch.tensor(a, dtype=getattr(torch, dtype)), k, dim, True)
+            got = tg.kthvalue(tg.tensor(a, dtype=getattr(tg, dtype)), k, dim, True)
+            assert got.values.tolist() == expected.values.tolist()
+            assert got.indices.tolist() == expected.indices.tolist()
