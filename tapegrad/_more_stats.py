@@ -195,15 +195,16 @@ def _kth_positions(arr: np.ndarray, k: int, axis: int) -> np.ndarray:
     """Index along `axis` (kept, size 1) of each row's k-th smallest value (0-based, NaN largest).
     A value held once has one index; where several elements hold the k-th value, PyTorch's
     quickselect decides which, so those rows (only) replay it."""
-    rows = np.moveaxis(arr, axis, -1)
-    order = np.argsort(rows, axis=-1, kind="stable")
-    position = order[..., k].copy()
-    chosen = np.take_along_axis(rows, position[..., None], -1)
-    same = (rows == chosen) | (np.isnan(rows) & np.isnan(chosen) if rows.dtype.kind == "f"
-                               else False)
-    for at in zip(*np.nonzero(same.sum(-1) > 1)):
-        position[at] = _quick_select_index(rows[at].tolist(), k)
-    return np.expand_dims(position, axis)
+    moved = np.moveaxis(arr, axis, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    position = np.argsort(rows, axis=-1, kind="stable")[:, k]
+    chosen = rows[np.arange(len(rows)), position][:, None]
+    same = rows == chosen
+    if rows.dtype.kind == "f":
+        same |= np.isnan(rows) & np.isnan(chosen)
+    for row in np.flatnonzero(same.sum(-1) > 1):
+        position[row] = _quick_select_index(rows[row].tolist(), k)
+    return np.expand_dims(position.reshape(moved.shape[:-1]), axis)
 
 
 def msort(input):

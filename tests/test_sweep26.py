@@ -161,3 +161,13 @@ def test_kthvalue_along_other_dims_and_integers():
             got = tg.kthvalue(tg.tensor(a, dtype=getattr(tg, dtype)), k, dim, True)
             assert got.values.tolist() == expected.values.tolist()
             assert got.indices.tolist() == expected.indices.tolist()
+
+
+def test_kthvalue_of_a_1d_tensor_with_ties():
+    # (a row of its own: the replay first failed on a 1-d input)
+    y = [3.0, 5.0, 4.0, 1.0, 1.0, 5.0]
+    for k in range(1, 7):
+        expected = torch.kthvalue(torch.tensor(y, dtype=torch.float64), k)
+        got = tg.kthvalue(tg.tensor(y, dtype=tg.float64), k)
+        assert (got.values.item(), got.indices.item()) == (expected.values.item(),
+                                                           expected.indices.item())
