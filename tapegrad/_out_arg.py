@@ -175,11 +175,11 @@ add sub subtract mul multiply div divide true_divide floor_divide atan2 arctan2 
 pow maximum minimum fmax fmin hypot copysign xlogy logaddexp logaddexp2 eq ne not_equal lt less
 le less_equal gt greater ge greater_equal heaviside nextafter logical_and logical_or logical_xor
 where clamp clamp_min clamp_max clip addcmul addcdiv lerp
-cumsum cumprod diff sort topk addmm outer ger max min median kthvalue mode
+cumsum cumprod diff sort topk addmm outer ger max min median nanmedian mode
 """.split()
 _ANY_OVERLAP_REFUSED = """
 cat concat concatenate stack hstack vstack index_select gather take masked_select index_add
-index_copy
+index_copy kthvalue
 """.split()
 OVERLAP_CHECKED_OUT = {**dict.fromkeys(_PARTIAL_OVERLAP_REFUSED, False),
                        **dict.fromkeys(_ANY_OVERLAP_REFUSED, True)}

@@ -171,3 +171,19 @@ def test_kthvalue_of_a_1d_tensor_with_ties():
         got = tg.kthvalue(tg.tensor(y, dtype=tg.float64), k)
         assert (got.values.item(), got.indices.item()) == (expected.values.item(),
                                                            expected.indices.item())
+
+
+@pytest.mark.parametrize("call", [
+    lambda T, a: T.kthvalue(a, 2, out=(a, T.empty((), dtype=T.long))),
+    lambda T, a: T.kthvalue(a, 2, 0, True, out=(a[:1], T.empty(1, dtype=T.long))),
+    lambda T, a: T.nanmedian(a, 0, True, out=(a[:1], T.empty(1, dtype=T.long))),
+    lambda T, a: T.median(a, 0, True, out=(a[:1], T.empty(1, dtype=T.long))),
+])
+def test_selection_into_an_out_sharing_the_inputs_memory_is_refused(call):
+    # before: kthvalue wrote into its own input (resized to the 0-d answer) and nanmedian into
+    # part of it, where PyTorch refuses ("unsupported operation: some elements of the input ...")
+    def run(T):
+        a = T.tensor([3.0, 1.0, 2.0, 5.0, 4.0])
+        outcome = _outcome(T, lambda T: call(T, a)[0])
+        return outcome[0], outcome[1][:60], a.tolist()
+    assert run(tg) == run(torch)
