@@ -1786,6 +1786,8 @@ def roll(input, shifts, dims=None):
     if bad is not None:
         raise TypeError(f"roll(): argument 'shifts' must be tuple of ints, not "
                         f"{type(bad).__name__}")
+    if not shifts:
+        raise RuntimeError("`shifts` required")
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")

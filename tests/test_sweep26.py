@@ -187,3 +187,25 @@ def test_selection_into_an_out_sharing_the_inputs_memory_is_refused(call):
         outcome = _outcome(T, lambda T: call(T, a)[0])
         return outcome[0], outcome[1][:60], a.tolist()
     assert run(tg) == run(torch)
+
+
+# -- shape ops ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.repeat_interleave(T.tensor([2, 0, 1], dtype=T.int32)),
+    lambda T: T.repeat_interleave(T.tensor([2, 0, 1])),
+    lambda T: T.repeat_interleave(T.tensor(3)),
+    lambda T: T.repeat_interleave(T.tensor([[2]])),
+    lambda T: T.repeat_interleave(T.tensor([2, 1], dtype=T.uint8)),
+    lambda T: T.repeat_interleave(T.tensor([5, 6]), T.tensor([2, 1], dtype=T.int16)),
+    lambda T: T.repeat_interleave(T.tensor([5, 6]), T.tensor([2, 1], dtype=T.int8), dim=0),
+    lambda T: T.repeat_interleave(T.tensor([5, 6]), T.tensor([2, 1], dtype=T.int32), dim=0),
+    lambda T: T.repeat_interleave(T.tensor([5, 6]), T.tensor([[1, 2]]), dim=0),
+    lambda T: T.roll(T.ones(2), [], []),
+    lambda T: T.roll(T.ones(2), []),
+    lambda T: T.roll(T.ones(2), [], 0),
+])
+def test_repeat_interleave_counts_and_roll_shifts(call):
+    # before: int32 counts gave int64 indices (SILENT dtype), a 0-d count tensor and 8/16-bit
+    # counts were taken where PyTorch refuses them, and roll without shifts returned its input
+    assert _outcome(tg, call) == _outcome(torch, call)
