@@ -77,7 +77,8 @@ fft_fftfreq fft_rfftfreq
 # result into any out of the same kind), with PyTorch's message for each (read from torch 2.13's
 # errors; placeholders: {out} / {result} name dtypes as ScalarType does, "Float", {out_c} /
 # {result_c} as C does, "float", and {name} the op).  Applied to each result of a tuple-returning op (max's values
-# and indices), by the core's write_out.
+# and indices), by the core's write_out; a tuple holds one per result of the op's tuple-returning
+# overload, and leaves its single-result overloads (max(x), max(x, y)) casting as any op.
 _EXPECTED = "Expected out tensor to have dtype {result_c}, but got {out_c} instead"
 _FOUND = "Found dtype {out} but expected {result}"
 _SCALAR_TYPE = "expected scalar_type {result} but found {out}"
@@ -85,7 +86,9 @@ EXACT_OUT_DTYPE = {
     **dict.fromkeys("""abs absolute ceil fix floor frac neg negative round sgn sign trunc
                        bitwise_not conj_physical clamp clamp_min clamp_max clip""".split(),
                     _FOUND),
-    **dict.fromkeys("""max min sort msort topk norm matmul mm bmm mv addmm addmv baddbmm tril
+    # (max and min along a dim; their single-result overloads cast)
+    **dict.fromkeys(("max", "min"), (_EXPECTED, _EXPECTED)),
+    **dict.fromkeys("""sort msort topk norm matmul mm bmm mv addmm addmv baddbmm tril
                        triu gather diag cross inverse argmax argmin aminmax renorm index_add
                        index_copy triangular_solve frobenius_norm qr svd lu_unpack isin
                        linalg_cholesky linalg_cholesky_ex linalg_cond linalg_cross linalg_det

@@ -209,3 +209,21 @@ def test_repeat_interleave_counts_and_roll_shifts(call):
     # before: int32 counts gave int64 indices (SILENT dtype), a 0-d count tensor and 8/16-bit
     # counts were taken where PyTorch refuses them, and roll without shifts returned its input
     assert _outcome(tg, call) == _outcome(torch, call)
+
+
+# -- out= of max/min's single-result overloads, nuclear norm over one dim ------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.max(T.tensor([1.0, 4.0]), T.tensor([2.0, 3.0]), out=T.empty(2, dtype=T.float64)),
+    lambda T: T.min(T.tensor([1.0, 4.0]), T.tensor([2, 3]), out=T.empty(2, dtype=T.float16)),
+    lambda T: T.max(T.tensor([1.0, 4.0]), out=T.empty((), dtype=T.float64)),
+    lambda T: T.min(T.tensor([1.0, 4.0]), out=T.empty((), dtype=T.float64)),
+    lambda T: T.max(T.tensor([1.0, 4.0]), T.tensor([2.0, 3.0]), out=T.empty(2, dtype=T.int64)),
+    lambda T: T.max(T.ones(3, 2), 1, out=(T.empty(3, dtype=T.float64), T.empty(3, dtype=T.long)))[0],
+    lambda T: T.min(T.ones(3, 2), 1, out=(T.empty(3), T.empty(3, dtype=T.int32)))[0],
+    lambda T: T.norm(T.tensor([[3.0, -4.0], [0.0, 1.0]]), "nuc", 1),
+])
+def test_max_min_out_casts_except_along_a_dim(call):
+    # before: max(x, y, out=) and max(x, out=) refused an out of another dtype (the rule of
+    # max(x, dim, out=)'s values) where PyTorch casts into it; norm(x, 'nuc', int) was a TypeError
+    assert _outcome(tg, call) == _outcome(torch, call)

@@ -1178,6 +1178,10 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                            f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
     rule = exact_out_dtype.get(name)
+    if isinstance(rule, tuple) and len(rule) != len(outs):
+        # (a rule per result of the op's tuple-returning overload, max(x, dim)'s: its
+        # single-result overloads, max(x) and max(x, y), cast into out as any op)
+        rule = None
     for k in range(len(outs)):
         store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
                   rule[k] if isinstance(rule, tuple) else rule)
