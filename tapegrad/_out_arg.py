@@ -117,7 +117,8 @@ EXACT_OUT_DTYPE = {
                     "{name} does not support non-boolean outputs."),
     "take": "take(): self and out expected to have the same dtype, but got self.dtype = {result} "
             "and out.dtype = {out}",
-    "kthvalue": "output values must be of same type as input",
+    "kthvalue": ("output values must be of same type as input",
+                 "output indices must be of scalar type Long"),
     **dict.fromkeys(("quantile", "nanquantile"),
                     "quantile() out tensor must be same dtype as the input tensor"),
     **dict.fromkeys(("complex", "polar"), "Expected object of scalar type {result} but got scalar "

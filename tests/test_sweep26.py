@@ -227,3 +227,14 @@ def test_max_min_out_casts_except_along_a_dim(call):
     # before: max(x, y, out=) and max(x, out=) refused an out of another dtype (the rule of
     # max(x, dim, out=)'s values) where PyTorch casts into it; norm(x, 'nuc', int) was a TypeError
     assert _outcome(tg, call) == _outcome(torch, call)
+
+
+@pytest.mark.parametrize("values_dtype, indices_dtype", [
+    ("float64", "int32"), ("float32", "int64"), ("float32", "int32"), ("float64", "float64")])
+def test_kthvalue_out_names_the_wrong_output(values_dtype, indices_dtype):
+    # before: an indices out of another dtype was blamed on the values
+    def call(T):
+        return T.kthvalue(T.tensor([3.0, 1.0, 2.0], dtype=T.float64), 2,
+                          out=(T.empty(0, dtype=getattr(T, values_dtype)),
+                               T.empty(0, dtype=getattr(T, indices_dtype))))[0]
+    assert _outcome(tg, call) == _outcome(torch, call)
