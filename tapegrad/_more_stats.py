@@ -29,7 +29,7 @@ TensorBase = _core.TensorBase
 def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
     """Index, along the last axis of arr, of each row's lower median.  NaN sorts last; median
     answers a NaN (the first one) for a row holding any, nanmedian skips them (a row of NaNs
-    answers its first element)."""
+    answers the element PyTorch's selection leaves first: _all_equal_selection)."""
     order = np.argsort(arr, axis=-1, kind="stable")
     n = arr.shape[-1]
     valid = (~np.isnan(arr)).sum(-1) if arr.dtype.kind == "f" else np.full(arr.shape[:-1], n)
@@ -37,7 +37,33 @@ def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
         rank = np.maximum(valid - 1, 0) // 2
     else:
         rank = np.where(valid < n, valid, (n - 1) // 2)
-    return np.take_along_axis(order, rank[..., None], -1)[..., 0]
+    position = np.take_along_axis(order, rank[..., None], -1)[..., 0]
+    if ignore_nan and n:
+        position = np.where(valid == 0, _all_equal_selection(n), position)
+    return position
+
+
+def _all_equal_selection(n: int) -> int:
+    """The index std::nth_element (libstdc++'s introselect, which PyTorch's CPU nanmedian uses)
+    leaves at position 0 of n elements that all compare equal (a row of NaNs): each round swaps
+    the middle element to the front as the pivot and partitions by swapping from both ends."""
+    index = list(range(n))
+    first, last = 0, n
+    while last - first > 3:         # (equal elements split evenly: the depth limit never bites)
+        middle = first + (last - first) // 2
+        index[first], index[middle] = index[middle], index[first]
+        low, high = first + 1, last
+        while True:
+            high -= 1
+            if low >= high:
+                break
+            index[low], index[high] = index[high], index[low]
+            low += 1
+        if low <= 0:
+            first = low
+        else:
+            last = low
+    return index[0]
 
 
 def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):

@@ -238,3 +238,16 @@ def test_kthvalue_out_names_the_wrong_output(values_dtype, indices_dtype):
                           out=(T.empty(0, dtype=getattr(T, values_dtype)),
                                T.empty(0, dtype=getattr(T, indices_dtype))))[0]
     assert _outcome(tg, call) == _outcome(torch, call)
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 6, 7, 13, 40])
+def test_nanmedian_of_a_row_of_nans_answers_pytorchs_index(n):
+    # SILENT before: the first element answered (index and gradient), where PyTorch's
+    # nth_element leaves another of the equal NaNs first
+    def call(T):
+        x = T.tensor([[float("nan")] * n, [1.0] + [float("nan")] * (n - 1)], dtype=T.float64,
+                     requires_grad=True)
+        values, indices = T.nanmedian(x, 1)
+        values.sum().backward()
+        return indices.tolist(), x.grad.tolist()
+    assert call(tg) == call(torch)
