@@ -720,6 +720,8 @@ def cumprod(input, dim, *, dtype=None):
     d = _dim(dim, input.ndim, "cumprod")
     out, _ = _cumulative_dtype(input._array, dtype, "cumprod")
     if dtype is not None:
+        from .creation import _check_not_bool
+        _check_not_bool(out, "cumprod_out_cpu")     # (as cumsum's: no running product of bools)
         _check_autograd_dtype(input, out)
     if not _records(input):
         return _wrap(_cumulative_array(np.ndarray.cumprod, input._array, d, dtype))
@@ -1347,6 +1349,11 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     _core.check_bool("nansum", "keepdim", keepdim)
     if input._array.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dtype is not None and dtype.is_complex and input._array.dtype.kind == "f":
+        # (a float input is summed in the dtype asked for, which the NaN-skipping kernel lacks;
+        # an integer one, which has no NaN, is a plain sum)
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     if dim is not None:
         _core._normalize_dims(dim, input.ndim)      # (PyTorch's error order: each dim in turn)
     if dim is None and keepdim and input.ndim:      # (every dim kept as a 1)
@@ -1378,9 +1385,15 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if input._array.dtype.kind not in "fc":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_dtype_name(input._array)}")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be "
+                           "either a floating point or complex dtype. Got: "
+                           f"{_core.scalar_type_name_of(dtype.np_dtype)}")
     if dim is not None:
         _core._normalize_dims(dim, input.ndim, True)    # (PyTorch's: every range, then repeats)
-    count = nansum((~input.isnan()).to(input.dtype), dim, keepdim)
+    # (an int64 count, as PyTorch's: the quotient keeps the sum's dtype, float16 for dtype=half)
+    count = (~input.isnan()).sum(dim, keepdim) if dim is not None else \
+        (~input.isnan()).sum().reshape([1] * input.ndim if keepdim else [])
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
 
