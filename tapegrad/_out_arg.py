@@ -39,7 +39,7 @@ addbmm addmv addr angle chain_matmul cholesky cholesky_inverse cholesky_solve co
 deg2rad digamma erfc erfinv exp2 float_power fmax fmin frobenius_norm gcd geqrf heaviside hypot i0
 igamma igammac inverse lcm ldexp lgamma logaddexp2 logit lu_solve mvlgamma nextafter
 nuclear_norm polar polygamma qr rad2deg range renorm sinc svd triangular_solve vdot
-div take conj_physical isin cross lu
+div take conj_physical isin cross lu softmax log_softmax
 """.split()
 
 # The same for torch.linalg, torch.special and torch.fft (their entry names them as PyTorch's
@@ -98,7 +98,7 @@ EXACT_OUT_DTYPE = {
                        linalg_qr linalg_slogdet linalg_solve linalg_solve_ex
                        linalg_solve_triangular linalg_svd linalg_svdvals linalg_tensorinv
                        linalg_tensorsolve linalg_vecdot linalg_vector_norm
-                       linalg_householder_product""".split(), _EXPECTED),
+                       linalg_householder_product softmax log_softmax""".split(), _EXPECTED),
     **dict.fromkeys(("cummax", "cummin", "logcumsumexp"), _SCALAR_TYPE),
     "where": "Expected out type to be {result} but got {out}",
     **dict.fromkeys(("amax", "amin"), "Expected the dtype for input and out to match, but got "
@@ -198,8 +198,15 @@ DTYPE_ARG_MATCHES_OUT = {
     **dict.fromkeys("arange empty eye full linspace logspace ones zeros range".split(),
                     "dtype {dtype} does not match dtype of out parameter ({out})"),
 }
+# The ops whose results PyTorch never differentiates (bool and index results, counts): an
+# operand that requires grad does not stop their out= (each checked against torch 2.13; an out
+# that requires grad still does).
+NONDIFFERENTIABLE_OUT = frozenset("""
+eq ne not_equal lt less le less_equal gt greater ge greater_equal logical_and logical_or
+logical_xor logical_not isin histc argmax argmin signbit isneginf isposinf all any
+""".split())
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
-                     DTYPE_ARG_MATCHES_OUT)
+                     DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -273,3 +273,26 @@ def test_nanmean_nansum_cumprod_dtype_argument(call):
     # promoted the quotient back) and computed for an integer dtype PyTorch refuses; nansum of a
     # float input in a complex dtype and cumprod in bool computed where PyTorch has no kernel
     assert repr(_outcome(tg, call)) == repr(_outcome(torch, call))
+
+
+@pytest.mark.parametrize("call", [
+    lambda T, y: T.eq(y, y, out=T.empty(3, dtype=T.bool)),
+    lambda T, y: T.lt(y, 2.0, out=T.empty(3, dtype=T.bool)),
+    lambda T, y: T.greater_equal(y, y, out=T.empty(3, dtype=T.bool)),
+    lambda T, y: T.logical_not(y, out=T.empty(3, dtype=T.bool)),
+    lambda T, y: T.isin(y, y, out=T.empty(3, dtype=T.bool)),
+    lambda T, y: T.histc(y, bins=4, out=T.empty(4)),
+    lambda T, y: T.argmax(y, 0, out=T.empty((), dtype=T.long)),
+    lambda T, y: T.signbit(y, out=T.empty(3, dtype=T.bool)),
+    lambda T, y: T.any(y, 0, out=T.empty((), dtype=T.bool)),
+    lambda T, y: T.floor(y, out=T.empty(3)),
+    lambda T, y: T.logsumexp(y, 0, out=T.empty(())),
+])
+def test_out_of_a_result_pytorch_never_differentiates_takes_an_input_requiring_grad(call):
+    # before: every out= call with an operand requiring grad was refused; PyTorch refuses only
+    # where the result is differentiable (floor, logsumexp), not comparisons, argmax, isin, histc
+    def run(T):
+        y = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        outcome = _outcome(T, lambda T: call(T, y))
+        return outcome[0], str(outcome[1])[:40]
+    assert run(tg) == run(torch)

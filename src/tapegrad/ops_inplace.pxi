@@ -1047,17 +1047,21 @@ cdef dict overlap_checked_out = {}
 # dtype=torch.int32, out=int16_tensor)), with PyTorch's message for each: name -> template.
 # tapegrad/_out_arg.py's DTYPE_ARG_MATCHES_OUT.
 cdef dict dtype_arg_matches_out = {}
+# The ops whose results PyTorch never differentiates (comparisons, argmax, isin, histc ...): their
+# out= takes an operand that requires grad.  tapegrad/_out_arg.py's NONDIFFERENTIABLE_OUT.
+cdef frozenset nondifferentiable_out = frozenset()
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
-                   dict overlap_checked, dict dtype_matches_out):
+                   dict overlap_checked, dict dtype_matches_out, frozenset nondifferentiable):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
-    global dtype_arg_matches_out
+    global dtype_arg_matches_out, nondifferentiable_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
     overlap_checked_out = overlap_checked
     dtype_arg_matches_out = dtype_matches_out
+    nondifferentiable_out = nondifferentiable
 
 
 cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same_too) except -1:
@@ -1162,8 +1166,9 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                         f"{type_name(out)}")
     else:
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type_name(out)}")
-    if grad_enabled() and (any_requires_grad(outs) or any_requires_grad(operands)
-                           or (kwargs and any_requires_grad(kwargs))):
+    if grad_enabled() and (any_requires_grad(outs) or (
+            name not in nondifferentiable_out
+            and (any_requires_grad(operands) or (kwargs and any_requires_grad(kwargs))))):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     same_too = overlap_checked_out.get(name)
