@@ -296,3 +296,28 @@ def test_out_of_a_result_pytorch_never_differentiates_takes_an_input_requiring_g
         outcome = _outcome(T, lambda T: call(T, y))
         return outcome[0], str(outcome[1])[:40]
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("kwargs", [
+    dict(out_dtype="float32"), dict(out_dtype="float64"), dict(dtype="float64", out_dtype="float64"),
+    dict(dtype="float64", out_dtype="float32"), dict(out_dtype="int64"), dict(out_shape=(0,)),
+])
+def test_softmax_and_log_softmax_take_out(name, kwargs):
+    # before: TypeError (no out= keyword); PyTorch's out must have the result's dtype
+    def call(T):
+        x = T.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 3.0]])
+        out = T.empty(kwargs.get("out_shape", (2, 3)), dtype=getattr(T, kwargs["out_dtype"])
+                      if "out_dtype" in kwargs else T.float32)
+        extra = {"dtype": getattr(T, kwargs["dtype"])} if "dtype" in kwargs else {}
+        result = getattr(T, name)(x, 1, out=out, **extra)
+        assert result is out
+        return out
+    expected = _outcome(torch, call)
+    got = _outcome(tg, call)
+    assert got[0] == expected[0]
+    if expected[0].startswith("float"):
+        flat = [v for row in got[1] for v in row]
+        assert flat == pytest.approx([v for row in expected[1] for v in row], rel=1e-6)
+    else:
+        assert got[1] == expected[1]
