@@ -536,6 +536,8 @@ _REFUSED = {
     "min_all": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "min_all")),
     "amax": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "max_values_cpu")),
     "amin": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "min_values_cpu")),
+    "aminmax": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "aminmax_cpu")),
+    "aminmax_0d_dim": (RuntimeError, "aminmax not implemented for {t}"),
     "max_dim": (RuntimeError, "max(): does not support complex input"),
     "min_dim": (RuntimeError, "min(): does not support complex input"),
     "argmax": (RuntimeError, "argmax(): does not support complex input"),

@@ -257,8 +257,8 @@ def _finite_range(lo, hi, fn: str):
 
 
 def _c_float(v) -> str:
-    # PyTorch formats the bounds with C's %f-like output: nan prints as -nan from a min/max.
-    return "-nan" if math.isnan(v) else repr(float(v))
+    # PyTorch formats the bounds as a C++ stream prints a double: 6 significant digits
+    return "%g" % float(v)
 
 
 def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter names)
@@ -278,15 +278,29 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter na
         lo, hi = float(flat.min()), float(flat.max())
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
-    _finite_range(lo, hi, "torch.histc")
-    if lo == hi:
-        lo, hi = lo - 1, hi + 1
     dt = arr.dtype.type
+    if lo == hi:
+        # widened by at least one representable step of a float32/float64 input (at least 1,
+        # as for the other dtypes): a range at the dtype's extremes stays a range
+        if arr.dtype in (np.float32, np.float64):
+            info = np.finfo(arr.dtype)
+            lo = builtins.min(float(np.nextafter(dt(lo), info.min)), lo - 1)
+            hi = builtins.max(float(np.nextafter(dt(hi), info.max)), hi + 1)
+        else:
+            lo, hi = lo - 1, hi + 1
+    _finite_range(lo, hi, "torch.histc")
     lo_t, hi_t = dt(lo), dt(hi)
-    inside = flat[(flat >= lo_t) & (flat <= hi_t)]
+    with np.errstate(over="ignore"):
+        width = hi_t - lo_t
+    # (a range wider than the dtype's largest value makes PyTorch's last bin edge, linspace's
+    # max - 0 * inf, NaN: no element lies inside it)
+    inside = flat[(flat >= lo_t) & (flat <= hi_t)] if np.isfinite(width) else flat[:0]
     # PyTorch's arithmetic, in the input's dtype: bin = (x - min) * bins / (max - min), with x ==
-    # max counted in the last bin.
-    pos = ((inside - lo_t) * dt(bins) / (hi_t - lo_t)).astype(np.int64)
+    # max counted in the last bin.  Where that overflows or is 0/0 (a range at the dtype's
+    # extremes), PyTorch's integer conversion of inf/NaN lands in the first bin.
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        position = (inside - lo_t) * dt(bins) / width
+    pos = np.where(np.isfinite(position), position, 0).astype(np.int64)
     pos = np.minimum(pos, bins - 1)
     return _wrap(np.bincount(pos, minlength=bins).astype(arr.dtype))
 
@@ -376,6 +390,10 @@ def _bin_counts(samples, edges_per_dim, weights, density: bool):
     holds edges[i] <= x < edges[i+1], its last bin also x == its right edge; points outside are
     dropped.  Counts (or summed weights) in the samples' dtype; density divides by the total
     and the bin volumes."""
+    if not edges_per_dim:
+        # (points of no dimensions: PyTorch's kernel leaves its 0-d histogram at zero, which
+        # density divides by its zero total)
+        return np.full((), np.nan if density else 0, dtype=samples.dtype)
     keep = np.ones(samples.shape[0], dtype=bool)
     for d, edges in enumerate(edges_per_dim):
         keep &= (samples[:, d] >= edges[0]) & (samples[:, d] <= edges[-1])
@@ -411,6 +429,11 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     arr = input._array
     # PyTorch checks a bin count and its range before the dtype; given edges, their dtype
     if isinstance(bins, TensorBase):
+        if range is not None:
+            # (its overload taking edges has no range: the parser's refusal)
+            raise TypeError("histogram() received an invalid combination of arguments - got "
+                            "(Tensor, Tensor, range=tuple), but expected one of:\n"
+                            + _HISTOGRAM_SIGNATURES)
         _edges_of_dtype(arr, bins, 0)
         _check_histogram_input(arr, "histogram_cpu")
     else:
@@ -452,7 +475,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     _check_histogram_input(arr, "histogramdd")
     n_dims = arr.shape[-1]
-    samples = arr.reshape(-1, n_dims)
+    samples = arr.reshape(int(np.prod(arr.shape[:-1])), n_dims)
     w = _check_weight(arr, weight, arr.shape[:-1])
     if isinstance(bins, (int, np.integer)):
         bins = [int(bins)] * n_dims
@@ -697,6 +720,8 @@ def cumprod(input, dim, *, dtype=None):
     d = _dim(dim, input.ndim, "cumprod")
     out, _ = _cumulative_dtype(input._array, dtype, "cumprod")
     if dtype is not None:
+        from .creation import _check_not_bool
+        _check_not_bool(out, "cumprod_out_cpu")     # (as cumsum's: no running product of bools)
         _check_autograd_dtype(input, out)
     if not _records(input):
         return _wrap(_cumulative_array(np.ndarray.cumprod, input._array, d, dtype))
@@ -1326,6 +1351,11 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     _core.check_bool("nansum", "keepdim", keepdim)
     if input._array.dtype.kind == "c":
         raise RuntimeError("nansum on CPU does not support complex inputs")
+    if dtype is not None and dtype.is_complex and input._array.dtype.kind == "f":
+        # (a float input is summed in the dtype asked for, which the NaN-skipping kernel lacks;
+        # an integer one, which has no NaN, is a plain sum)
+        raise NotImplementedError(f"\"nansum_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     if dim is not None:
         _core._normalize_dims(dim, input.ndim)      # (PyTorch's error order: each dim in turn)
     if dim is None and keepdim and input.ndim:      # (every dim kept as a 1)
@@ -1357,9 +1387,15 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if input._array.dtype.kind not in "fc":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {_dtype_name(input._array)}")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError("nanmean(): could not infer output dtype. Optional dtype must be "
+                           "either a floating point or complex dtype. Got: "
+                           f"{_core.scalar_type_name_of(dtype.np_dtype)}")
     if dim is not None:
         _core._normalize_dims(dim, input.ndim, True)    # (PyTorch's: every range, then repeats)
-    count = nansum((~input.isnan()).to(input.dtype), dim, keepdim)
+    # (an int64 count, as PyTorch's: the quotient keeps the sum's dtype, float16 for dtype=half)
+    count = (~input.isnan()).sum(dim, keepdim) if dim is not None else \
+        (~input.isnan()).sum().reshape([1] * input.ndim if keepdim else [])
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
 
@@ -1496,6 +1532,8 @@ def aminmax(input, *, dim=None, keepdim=False):
     result_type = _core.return_types.aminmax
     if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
+    # (PyTorch's 0-d tensor along a dim takes another path, with its own words)
+    _refuse_if_complex("aminmax_0d_dim" if dim is not None and input.ndim == 0 else "aminmax", input)
     if dim is None and input._array.size == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
@@ -1763,6 +1801,8 @@ def roll(input, shifts, dims=None):
     if bad is not None:
         raise TypeError(f"roll(): argument 'shifts' must be tuple of ints, not "
                         f"{type(bad).__name__}")
+    if not shifts:
+        raise RuntimeError("`shifts` required")
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")

@@ -93,10 +93,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     only a tensor of counts, the indices 0..n-1 repeated by those counts."""
     _check_tensor(input, "repeat_interleave")
     if repeats is None:       # torch.repeat_interleave(counts)
+        _check_count_dtype(input._array)
+        if input.ndim != 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         counts = _repeat_counts(input, None)
         positions = np.repeat(np.arange(counts.size), counts)
         _check_output_size(positions.size, output_size, counts_given=True)
-        return _index_tensor(positions)
+        # (the indices in the counts' own dtype: int32 counts give int32 indices)
+        return _wrap(positions.astype(input._array.dtype))
     if dim is not None and input.ndim == 0:
         # (PyTorch's two overloads fail differently on a 0-d input with a dim)
         if isinstance(repeats, TensorBase):
@@ -128,12 +132,16 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     return source.index_select(d, _index_tensor(positions))
 
 
+def _check_count_dtype(arr) -> None:
+    if arr.dtype not in (np.int32, np.int64):     # (PyTorch's kernel takes these two only)
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
+                                  f"'{_dtype_name(arr)}'")
+
+
 def _repeat_counts(repeats, length):
     """repeats as an int64 vector of `length` counts (a 0-d or 1-element tensor broadcasts)."""
     arr = repeats._array
-    if arr.dtype.kind not in "iu":
-        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
-                                  f"'{_dtype_name(arr)}'")
+    _check_count_dtype(arr)
     if arr.ndim > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     if arr.size and arr.min() < 0:

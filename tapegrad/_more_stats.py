@@ -29,7 +29,7 @@ TensorBase = _core.TensorBase
 def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
     """Index, along the last axis of arr, of each row's lower median.  NaN sorts last; median
     answers a NaN (the first one) for a row holding any, nanmedian skips them (a row of NaNs
-    answers its first element)."""
+    answers the element PyTorch's selection leaves first: _all_equal_selection)."""
     order = np.argsort(arr, axis=-1, kind="stable")
     n = arr.shape[-1]
     valid = (~np.isnan(arr)).sum(-1) if arr.dtype.kind == "f" else np.full(arr.shape[:-1], n)
@@ -37,7 +37,33 @@ def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
         rank = np.maximum(valid - 1, 0) // 2
     else:
         rank = np.where(valid < n, valid, (n - 1) // 2)
-    return np.take_along_axis(order, rank[..., None], -1)[..., 0]
+    position = np.take_along_axis(order, rank[..., None], -1)[..., 0]
+    if ignore_nan and n:
+        position = np.where(valid == 0, _all_equal_selection(n), position)
+    return position
+
+
+def _all_equal_selection(n: int) -> int:
+    """The index std::nth_element (libstdc++'s introselect, which PyTorch's CPU nanmedian uses)
+    leaves at position 0 of n elements that all compare equal (a row of NaNs): each round swaps
+    the middle element to the front as the pivot and partitions by swapping from both ends."""
+    index = list(range(n))
+    first, last = 0, n
+    while last - first > 3:         # (equal elements split evenly: the depth limit never bites)
+        middle = first + (last - first) // 2
+        index[first], index[middle] = index[middle], index[first]
+        low, high = first + 1, last
+        while True:
+            high -= 1
+            if low >= high:
+                break
+            index[low], index[high] = index[high], index[low]
+            low += 1
+        if low <= 0:
+            first = low
+        else:
+            last = low
+    return index[0]
 
 
 def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
@@ -46,7 +72,10 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     refuse_if_complex("median", input)
     arr = input._array
     if arr.dtype == np.bool_:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+        # (one kernel for both, named median's: "median_cpu" for all elements, "median_out"
+        # along a dim)
+        kernel = "median_cpu" if dim is None else "median_out"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() missing 1 required positional arguments: \"dim\"")
@@ -79,7 +108,7 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
                                f"(while checking arguments for {name})")
         return compute_then_write(name, tuple(out), (input,),
                                   lambda: _median(name, input, dim, keepdim, None, ignore_nan))
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, name)
     node = "NanmedianBackward1" if ignore_nan else "MedianBackward1"    # (the dim overload's)
     if input.ndim == 0:
         return result_type((_core._name_grad_fn(input.clone(), node), _index_tensor(0)))
@@ -119,7 +148,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     arr = input._array
     if arr.dtype == np.bool_:
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, "kthvalue")
     size = arr.shape[d] if arr.ndim else 1
     if size == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
@@ -132,14 +161,76 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     if input.ndim == 0:
         return result_type((_core._name_grad_fn(input.clone(), "KthvalueBackward0"),
                             _index_tensor(0)))
-    order = np.argsort(arr, axis=d, kind="stable")
-    position = np.take(order, [k - 1], axis=d)
+    position = _kth_positions(arr, k - 1, d)
     values, indices = values_at(input, d, position), _index_tensor(position)
     if not keepdim:
         # (in place, as PyTorch: its values are no view, so an in-place write into the result
         # of a no_grad call is allowed; fuzz 63009249's siblings)
         values, indices = values.squeeze_(d), indices.squeeze_(d)
     return result_type((_core._name_grad_fn(values, "KthvalueBackward0"), indices))
+
+
+def _greater_or_nan(x, y) -> bool:
+    """PyTorch's selection order: NaN above everything, equal NaNs not greater."""
+    return (x != x and y == y) or x > y
+
+
+def _quick_select_index(row: list, k: int) -> int:
+    """The index PyTorch's CPU kthvalue answers for rank k (0-based) of one row: Sedgewick's
+    quickselect with a median-of-three pivot, whose swaps decide which of several equal values
+    (and so which element receives the gradient) is the answer."""
+    values, index = list(row), list(range(len(row)))
+
+    def swap(i, j):
+        values[i], values[j] = values[j], values[i]
+        index[i], index[j] = index[j], index[i]
+
+    low, high = 0, len(values) - 1
+    while high > low:
+        if high == low + 1:
+            if _greater_or_nan(values[low], values[high]):
+                swap(low, high)
+            break
+        swap((low + high) >> 1, low + 1)
+        if _greater_or_nan(values[low + 1], values[high]):
+            swap(low + 1, high)
+        if _greater_or_nan(values[low], values[high]):
+            swap(low, high)
+        if _greater_or_nan(values[low + 1], values[low]):
+            swap(low + 1, low)
+        i, j, pivot = low + 1, high, values[low]
+        while True:
+            i += 1
+            while _greater_or_nan(pivot, values[i]):
+                i += 1
+            j -= 1
+            while _greater_or_nan(values[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(low, j)
+        if j <= k:
+            low = i
+        if j >= k:
+            high = j - 1
+    return index[k]
+
+
+def _kth_positions(arr: np.ndarray, k: int, axis: int) -> np.ndarray:
+    """Index along `axis` (kept, size 1) of each row's k-th smallest value (0-based, NaN largest).
+    A value held once has one index; where several elements hold the k-th value, PyTorch's
+    quickselect decides which, so those rows (only) replay it."""
+    moved = np.moveaxis(arr, axis, -1)
+    rows = moved.reshape(-1, moved.shape[-1])
+    position = np.argsort(rows, axis=-1, kind="stable")[:, k]
+    chosen = rows[np.arange(len(rows)), position][:, None]
+    same = rows == chosen
+    if rows.dtype.kind == "f":
+        same |= np.isnan(rows) & np.isnan(chosen)
+    for row in np.flatnonzero(same.sum(-1) > 1):
+        position[row] = _quick_select_index(rows[row].tolist(), k)
+    return np.expand_dims(position.reshape(moved.shape[:-1]), axis)
 
 
 def msort(input):
@@ -313,7 +404,7 @@ def _cumulative_extreme(name: str, input, dim, out, maximum: bool):
     refuse_if_complex(name, input)
     # PyTorch's kernel returns for a tensor without elements before it wraps dim: any int goes
     empty = input.numel() == 0 and isinstance(dim, int) and not isinstance(dim, bool)
-    d = None if empty else _dim(dim, input.ndim)
+    d = None if empty else _dim(dim, input.ndim, name)
     if out is not None:
         return compute_then_write(name, tuple(out), (input,),
                                   lambda: _cumulative_extreme(name, input, dim, None, maximum))
@@ -381,7 +472,7 @@ def logcumsumexp(input, dim, *, out=None):
     if arr.dtype.kind not in "fc":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{_dtype_name(arr)}'")
-    d = _dim(dim, input.ndim)
+    d = _dim(dim, input.ndim, "logcumsumexp")
     if out is not None:
         return compute_then_write("logcumsumexp", out, (input,),
                                   lambda: logcumsumexp(input, dim))

@@ -39,7 +39,7 @@ addbmm addmv addr angle chain_matmul cholesky cholesky_inverse cholesky_solve co
 deg2rad digamma erfc erfinv exp2 float_power fmax fmin frobenius_norm gcd geqrf heaviside hypot i0
 igamma igammac inverse lcm ldexp lgamma logaddexp2 logit lu_solve mvlgamma nextafter
 nuclear_norm polar polygamma qr rad2deg range renorm sinc svd triangular_solve vdot
-div take conj_physical isin cross lu
+div take conj_physical isin cross lu softmax log_softmax
 """.split()
 
 # The same for torch.linalg, torch.special and torch.fft (their entry names them as PyTorch's
@@ -77,7 +77,8 @@ fft_fftfreq fft_rfftfreq
 # result into any out of the same kind), with PyTorch's message for each (read from torch 2.13's
 # errors; placeholders: {out} / {result} name dtypes as ScalarType does, "Float", {out_c} /
 # {result_c} as C does, "float", and {name} the op).  Applied to each result of a tuple-returning op (max's values
-# and indices), by the core's write_out.
+# and indices), by the core's write_out; a tuple holds one per result of the op's tuple-returning
+# overload, and leaves its single-result overloads (max(x), max(x, y)) casting as any op.
 _EXPECTED = "Expected out tensor to have dtype {result_c}, but got {out_c} instead"
 _FOUND = "Found dtype {out} but expected {result}"
 _SCALAR_TYPE = "expected scalar_type {result} but found {out}"
@@ -85,7 +86,9 @@ EXACT_OUT_DTYPE = {
     **dict.fromkeys("""abs absolute ceil fix floor frac neg negative round sgn sign trunc
                        bitwise_not conj_physical clamp clamp_min clamp_max clip""".split(),
                     _FOUND),
-    **dict.fromkeys("""max min sort msort topk norm matmul mm bmm mv addmm addmv baddbmm tril
+    # (max and min along a dim; their single-result overloads cast)
+    **dict.fromkeys(("max", "min"), (_EXPECTED, _EXPECTED)),
+    **dict.fromkeys("""sort msort topk norm matmul mm bmm mv addmm addmv baddbmm tril
                        triu gather diag cross inverse argmax argmin aminmax renorm index_add
                        index_copy triangular_solve frobenius_norm qr svd lu_unpack isin
                        linalg_cholesky linalg_cholesky_ex linalg_cond linalg_cross linalg_det
@@ -95,7 +98,7 @@ EXACT_OUT_DTYPE = {
                        linalg_qr linalg_slogdet linalg_solve linalg_solve_ex
                        linalg_solve_triangular linalg_svd linalg_svdvals linalg_tensorinv
                        linalg_tensorsolve linalg_vecdot linalg_vector_norm
-                       linalg_householder_product""".split(), _EXPECTED),
+                       linalg_householder_product softmax log_softmax""".split(), _EXPECTED),
     **dict.fromkeys(("cummax", "cummin", "logcumsumexp"), _SCALAR_TYPE),
     "where": "Expected out type to be {result} but got {out}",
     **dict.fromkeys(("amax", "amin"), "Expected the dtype for input and out to match, but got "
@@ -114,7 +117,8 @@ EXACT_OUT_DTYPE = {
                     "{name} does not support non-boolean outputs."),
     "take": "take(): self and out expected to have the same dtype, but got self.dtype = {result} "
             "and out.dtype = {out}",
-    "kthvalue": "output values must be of same type as input",
+    "kthvalue": ("output values must be of same type as input",
+                 "output indices must be of scalar type Long"),
     **dict.fromkeys(("quantile", "nanquantile"),
                     "quantile() out tensor must be same dtype as the input tensor"),
     **dict.fromkeys(("complex", "polar"), "Expected object of scalar type {result} but got scalar "
@@ -123,6 +127,10 @@ EXACT_OUT_DTYPE = {
                     "{result}, but got an output tensor with dtype {out}"),
     "histc": "torch.histogram: input tensor and hist tensor should have the same dtype, but got "
              "input {result_c} and hist {out_c}",
+    "histogram": ("torch.histogram: input tensor and hist tensor should have the same dtype, but "
+                  "got input {result_c} and hist {out_c}",
+                  "torch.histogram: input tensor and bin_edges tensor should have the same dtype, "
+                  "but got input {result_c} and bin_edges {out_c} for dimension 0"),
     "heaviside": "heaviside is not yet implemented for tensors with different dtypes.",
     "mode": tuple(f"expected scalar type '{{result}}' but got '{{out}}' for {which} output"
                   for which in ("values", "indices")),
@@ -171,15 +179,34 @@ add sub subtract mul multiply div divide true_divide floor_divide atan2 arctan2 
 pow maximum minimum fmax fmin hypot copysign xlogy logaddexp logaddexp2 eq ne not_equal lt less
 le less_equal gt greater ge greater_equal heaviside nextafter logical_and logical_or logical_xor
 where clamp clamp_min clamp_max clip addcmul addcdiv lerp
-cumsum cumprod diff sort topk addmm outer ger max min median kthvalue mode
+cumsum cumprod diff sort topk addmm outer ger max min median nanmedian mode
 """.split()
 _ANY_OVERLAP_REFUSED = """
 cat concat concatenate stack hstack vstack index_select gather take masked_select index_add
-index_copy
+index_copy kthvalue
 """.split()
 OVERLAP_CHECKED_OUT = {**dict.fromkeys(_PARTIAL_OVERLAP_REFUSED, False),
                        **dict.fromkeys(_ANY_OVERLAP_REFUSED, True)}
-_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT)
+# The ops whose explicit dtype= PyTorch refuses unless it is out's dtype (the result would be
+# computed in one dtype and stored in another), with its message for each (torch 2.13's words;
+# placeholders {dtype} / {out} name dtypes as ScalarType does, {dtype_c} / {out_c} as C does).
+DTYPE_ARG_MATCHES_OUT = {
+    **dict.fromkeys("sum prod cumsum cumprod mean".split(),
+                    "Expected out tensor to have dtype {dtype_c}, but got {out_c} instead"),
+    **dict.fromkeys(("nansum", "nanmean"),
+                    "nansum: provided dtype must match dtype of result. Got {out} and {dtype}."),
+    **dict.fromkeys("arange empty eye full linspace logspace ones zeros range".split(),
+                    "dtype {dtype} does not match dtype of out parameter ({out})"),
+}
+# The ops whose results PyTorch never differentiates (bool and index results, counts): an
+# operand that requires grad does not stop their out= (each checked against torch 2.13; an out
+# that requires grad still does).
+NONDIFFERENTIABLE_OUT = frozenset("""
+eq ne not_equal lt less le less_equal gt greater ge greater_equal logical_and logical_or
+logical_xor logical_not isin histc argmax argmin signbit isneginf isposinf all any
+""".split())
+_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
+                     DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -131,7 +131,7 @@ def mode(input, dim=-1, keepdim=False):
         index = _wrap(np.zeros((), dtype=np.int64))
         return _core.return_types.mode((_core._name_grad_fn(input.clone(), "ModeBackward0"),
                                         index))
-    axis = _dim(dim, input.ndim)
+    axis = _dim(dim, input.ndim, "mode")
     if input.shape[axis] == 0:
         raise IndexError(f"mode(): Expected reduction dim {axis} to have non-zero size.")
     _refuse_if_complex("mode", input)     # (a 0-d complex input is PyTorch's too, above)

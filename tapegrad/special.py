@@ -14,6 +14,11 @@ from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lga
                log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
                xlogy)
 from ._more_math import zeta
+
+# torch.special's softmax and log_softmax take no out= (torch's own do): the functions behind
+# the top-level entries, which this namespace's install gives entries of their own
+softmax = softmax.__out_arg_of__
+log_softmax = log_softmax.__out_arg_of__
 from ._special_functions import _float_input, ndtri  # noqa: F401  (ndtri: with erfinv, its first guess)
 from . import float16
 from . import _core

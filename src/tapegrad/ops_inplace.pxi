@@ -1049,15 +1049,25 @@ cdef str RESIZED = (
 # (torch.exp(x[:4], out=x[2:])): name -> whether all of it with the same layout is refused too
 # (torch.cat([x], out=x)).  tapegrad/_out_arg.py's OVERLAP_CHECKED_OUT.
 cdef dict overlap_checked_out = {}
+# The ops that refuse a dtype= argument other than their out tensor's dtype (torch.sum(x, 0,
+# dtype=torch.int32, out=int16_tensor)), with PyTorch's message for each: name -> template.
+# tapegrad/_out_arg.py's DTYPE_ARG_MATCHES_OUT.
+cdef dict dtype_arg_matches_out = {}
+# The ops whose results PyTorch never differentiates (comparisons, argmax, isin, histc ...): their
+# out= takes an operand that requires grad.  tapegrad/_out_arg.py's NONDIFFERENTIABLE_OUT.
+cdef frozenset nondifferentiable_out = frozenset()
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
-                   dict overlap_checked):
+                   dict overlap_checked, dict dtype_matches_out, frozenset nondifferentiable):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
+    global dtype_arg_matches_out, nondifferentiable_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
     overlap_checked_out = overlap_checked
+    dtype_arg_matches_out = dtype_matches_out
+    nondifferentiable_out = nondifferentiable
 
 
 cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same_too) except -1:
@@ -1162,8 +1172,9 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                         f"{type_name(out)}")
     else:
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type_name(out)}")
-    if grad_enabled() and (any_requires_grad(outs) or any_requires_grad(operands)
-                           or (kwargs and any_requires_grad(kwargs))):
+    if grad_enabled() and (any_requires_grad(outs) or (
+            name not in nondifferentiable_out
+            and (any_requires_grad(operands) or (kwargs and any_requires_grad(kwargs))))):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     same_too = overlap_checked_out.get(name)
@@ -1178,6 +1189,10 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                            f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
     rule = exact_out_dtype.get(name)
+    if isinstance(rule, tuple) and len(rule) != len(outs):
+        # (a rule per result of the op's tuple-returning overload, max(x, dim)'s: its
+        # single-result overloads, max(x) and max(x, y), cast into out as any op)
+        rule = None
     for k in range(len(outs)):
         store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
                   rule[k] if isinstance(rule, tuple) else rule)
@@ -1208,6 +1223,22 @@ cdef extern from "out_arg_call.h":
     int tg_set_profiler(object open_event, object close_event) except -1
 
 
+cdef int refuse_dtype_other_than_out(str name, object dtype, object out_dt) except -1:
+    """PyTorch's refusal of an explicit dtype= that is not out's dtype, for the ops that compute
+    in the dtype they are given (sums, means, factories): it would otherwise be silently
+    overridden by out's."""
+    template = dtype_arg_matches_out.get(name)
+    if template is None:
+        return 0
+    asked = to_np_dtype(dtype, name)
+    if asked != out_dt:
+        raise RuntimeError((<str>template).format(
+            dtype=scalar_type_name(asked), out=scalar_type_name(out_dt),
+            dtype_c=C_TYPE_NAMES.get(asked.name, asked.name),
+            out_c=C_TYPE_NAMES.get(out_dt.name, out_dt.name)))
+    return 0
+
+
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     """A call of WithOut that names out (out_arg_call.h forwards the others to fn untouched):
     out=None is a plain call; `dtype_from_out` functions compute in out's dtype unless given
@@ -1215,8 +1246,13 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     out = kwargs.pop("out")
     if out is None:
         return fn(*args, **kwargs)
-    if dtype_from_out and kwargs.get("dtype") is None and isinstance(out, TensorBase):
-        kwargs["dtype"] = (<TensorBase>out).dtype
+    dtype = kwargs.get("dtype")
+    if isinstance(out, TensorBase):
+        if dtype is None:
+            if dtype_from_out:
+                kwargs["dtype"] = (<TensorBase>out).dtype
+        else:
+            refuse_dtype_other_than_out(name, dtype, (<TensorBase>out)._array.dtype)
     return write_out(name, out, args, fn, kwargs)
 
 

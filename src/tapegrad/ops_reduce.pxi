@@ -966,8 +966,9 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
             # the nuclear norm is linalg.matrix_norm's (singular values, with their gradient);
             # without dim, over every dim, which only a matrix has two of (as PyTorch)
             from tapegrad.linalg import matrix_norm
-            return matrix_norm(input, "nuc", tuple(range(ndim)) if dim is None else dim,
-                               keepdim, dtype=dtype)
+            # (one int dim is PyTorch's one-element list, which matrix_norm refuses by its size)
+            return matrix_norm(input, "nuc", tuple(range(ndim)) if dim is None else
+                               (dim,) if isinstance(dim, int) else dim, keepdim, dtype=dtype)
         pv = 2.0
     elif p is None:
         pv = 2.0
