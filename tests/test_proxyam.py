@@ -1,0 +1,71 @@
+"""Gaps found running held-out reinforcement-learning scripts (Emanuel-Goldman/
+reinforce-and-actor-critic, qihongl/demo-advantage-actor-critic, thomashirtz/soft-actor-critic)
+and probing their idioms under tapegrad: what they compute must be what PyTorch computes."""
+import numpy as np
+import pytest
+
+import tapegrad
+
+
+# Factory sizes: PyTorch's argument parser takes any integer with __index__ as a size element, a
+# 0-d integer ndarray included (`np.asarray(n_actions)`, an env attribute stored as an array).
+_SIZE_CASES = {
+    "zeros_0d_array": lambda L: L.zeros(np.array(2), 3),
+    "zeros_only_0d_array": lambda L: L.zeros(np.array(3)),
+    "zeros_uint8_0d": lambda L: L.zeros(np.array(2, dtype=np.uint8)),
+    "zeros_packed": lambda L: L.zeros((np.array(2), 3)),
+    "zeros_size_kw": lambda L: L.zeros(size=(np.array(2), 3)),
+    "zeros_second": lambda L: L.zeros(3, np.array(2)),
+    "ones_list": lambda L: L.ones([np.array(2), np.int32(3)]),
+    "empty_mixed": lambda L: L.empty(np.array(2), np.int32(3)).zero_(),
+    "full_packed": lambda L: L.full((np.array(2),), 1.5),
+    "new_zeros": lambda L: L.zeros(2).new_zeros(np.array(2), 3),
+    "new_ones_packed": lambda L: L.zeros(2).new_ones((np.array(2), 3)),
+    "rand_shape": lambda L: L.rand((np.array(2), 3)) * 0,
+    "randn_shape": lambda L: L.randn(np.array(2)) * 0,
+    "randint_shape": lambda L: L.randint(3, (np.array(2),)) * 0,
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SIZE_CASES))
+def test_factory_takes_zero_d_integer_arrays_as_sizes(torch, case):
+    want = _SIZE_CASES[case](torch)
+    got = _SIZE_CASES[case](tapegrad)
+    assert tuple(got.shape) == tuple(want.shape)
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+_SIZE_ERRORS = {
+    "one_d_array": lambda L: L.ones(np.array([2, 3])),
+    "two_d_array": lambda L: L.zeros(np.array([[2]])),
+    "array_in_list": lambda L: L.zeros([np.array([2]), 3]),
+    "array_second": lambda L: L.zeros(3, np.array([2])),
+    "negative_0d": lambda L: L.zeros(np.array(-1)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SIZE_ERRORS))
+def test_factory_size_array_errors_match_torch(torch, case):
+    with pytest.raises(Exception) as want:
+        _SIZE_ERRORS[case](torch)
+    with pytest.raises(type(want.value)) as got:
+        _SIZE_ERRORS[case](tapegrad)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_grad_fn_names_and_gradients(torch, name):
+    a, b = [1., 2., 3., float("nan")], [1., 1., 4., 2.]
+    results = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor(a, dtype=lib.float64, requires_grad=True)
+        y = lib.tensor(b, dtype=lib.float64, requires_grad=True)
+        out = getattr(lib, name)(x, y)
+        out.sum().backward()
+        results.append((type(out.grad_fn).__name__, out.detach().numpy(), x.grad.numpy(),
+                        y.grad.numpy()))
+    (want_name, *want), (got_name, *got) = results
+    assert got_name == want_name
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
