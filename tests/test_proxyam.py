@@ -69,3 +69,35 @@ def test_fmax_fmin_grad_fn_names_and_gradients(torch, name):
     assert got_name == want_name
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# Distribution parameters: PyTorch's broadcast_all takes Python's int, float and bool besides
+# tensors; a numpy float32/int64 scalar (an action std read from a float32 array) is a ValueError.
+_PARAM_CASES = {
+    "np_float32_loc": lambda L: L.distributions.Normal(np.float32(0.5), 1.),
+    "np_float32_scale": lambda L: L.distributions.Normal(L.zeros(2), np.float32(0.5)),
+    "np_int64_loc": lambda L: L.distributions.Normal(np.int64(0), 1.),
+    "zero_d_array": lambda L: L.distributions.Normal(np.array(0.), 1.),
+    "complex_scale": lambda L: L.distributions.Laplace(0., 1j),
+    "uniform_np_float32": lambda L: L.distributions.Uniform(np.float32(0), 1.),
+    "exponential_np_float32": lambda L: L.distributions.Exponential(np.float32(1.)),
+    "bernoulli_np_float32": lambda L: L.distributions.Bernoulli(np.float32(0.5)),
+    "broadcast_all": lambda L: L.distributions.utils.broadcast_all(np.float32(1.), L.zeros(2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_PARAM_CASES))
+def test_distribution_refuses_numpy_scalar_parameters_as_torch(torch, case):
+    with pytest.raises(Exception) as want:
+        _PARAM_CASES[case](torch)
+    with pytest.raises(type(want.value)) as got:
+        _PARAM_CASES[case](tapegrad)
+    assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("loc, scale", [(np.float64(0.5), 1.), (0, 1), (True, 2.)])
+def test_distribution_python_scalars_still_accepted(torch, loc, scale):
+    want = torch.distributions.Normal(loc, scale)
+    got = tapegrad.distributions.Normal(loc, scale)
+    assert str(got.loc.dtype) == str(want.loc.dtype)
+    assert float(got.loc) == float(want.loc) and float(got.scale) == float(want.scale)
