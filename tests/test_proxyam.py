@@ -101,3 +101,43 @@ def test_distribution_python_scalars_still_accepted(torch, loc, scale):
     got = tapegrad.distributions.Normal(loc, scale)
     assert str(got.loc.dtype) == str(want.loc.dtype)
     assert float(got.loc) == float(want.loc) and float(got.scale) == float(want.scale)
+
+
+# Scalar factors given as numpy integers (a soft-update tau or an interpolation weight read from
+# a numpy array): the kernel computes with the number they hold.  lerp's `1 - weight` of an
+# np.uint8 / np.int8 weight wrapped around in the numpy type: a silently wrong result.
+_NUMPY_WEIGHT_CASES = {
+    "lerp": lambda L, a, w: L.lerp(a, a * 2, w),
+    "lerp_f64": lambda L, a, w: L.lerp(a.double(), a.double() * 2, w),
+    "lerp_half": lambda L, a, w: L.lerp(a.half(), a.half() * 2, w),
+    "lerp_": lambda L, a, w: a.clone().lerp_(a * 2, w),
+    "foreach_lerp": lambda L, a, w: L._foreach_lerp([a], [a * 2], w)[0],
+    "addcmul": lambda L, a, w: L.addcmul(a, a, a, value=w),
+    "addcdiv": lambda L, a, w: L.addcdiv(a, a, a, value=w),
+    "add_alpha": lambda L, a, w: L.add(a, a, alpha=w),
+}
+_NUMPY_WEIGHTS = {"uint8_2": np.uint8(2), "uint8_200": np.uint8(200), "int8_min": np.int8(-128),
+                  "uint16": np.uint16(60000), "int64": np.int64(3)}
+
+
+@pytest.mark.parametrize("weight", sorted(_NUMPY_WEIGHTS))
+@pytest.mark.parametrize("case", sorted(_NUMPY_WEIGHT_CASES))
+def test_numpy_integer_scalar_factors_match_torch(torch, case, weight):
+    a = np.array([1.5, -2.5, 0.25], dtype=np.float32)
+    w = _NUMPY_WEIGHTS[weight]
+    want = _NUMPY_WEIGHT_CASES[case](torch, torch.tensor(a), w)
+    got = _NUMPY_WEIGHT_CASES[case](tapegrad, tapegrad.tensor(a), w)
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=1e-3)
+
+
+def test_lerp_numpy_weight_gradients(torch):
+    a, b = np.array([1.5, -2.5]), np.array([0.5, 4.0])
+    grads = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor(a, requires_grad=True)
+        y = lib.tensor(b, requires_grad=True)
+        lib.lerp(x, y, np.uint8(3)).sum().backward()
+        grads.append((x.grad.numpy(), y.grad.numpy()))
+    np.testing.assert_allclose(grads[1][0], grads[0][0])
+    np.testing.assert_allclose(grads[1][1], grads[0][1])
