@@ -1007,7 +1007,9 @@ def _scalar_arg(x):
     """A Python number from a number or a one-element tensor (start/end/mean/std arguments)."""
     if isinstance(x, _core.TensorBase):
         return x.item()
-    return x
+    # (a numpy number's own arithmetic would wrap: arange(np.uint8(250), np.uint8(10), -60);
+    # an np.bool_ stays, which arange reads as a float as PyTorch does)
+    return x.item() if isinstance(x, np.number) else x
 
 
 def _count_arg(x, fn: str, name: str, position: int) -> int:

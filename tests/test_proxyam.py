@@ -141,3 +141,35 @@ def test_lerp_numpy_weight_gradients(torch):
         grads.append((x.grad.numpy(), y.grad.numpy()))
     np.testing.assert_allclose(grads[1][0], grads[0][0])
     np.testing.assert_allclose(grads[1][1], grads[0][1])
+
+
+def test_arange_numpy_unsigned_bounds_match_torch(torch):
+    for args in [(np.uint8(250), np.uint8(10), np.int8(-60)), (np.int8(-128), np.int8(127), 100),
+                 (np.bool_(True),), (np.float32(0.5), np.float32(2.))]:
+        want = torch.arange(*args)
+        got = tapegrad.arange(*args)
+        assert str(got.dtype) == str(want.dtype)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("clip", [np.uint8(1), np.float32(0.5), np.int8(2), 1])
+def test_clip_grad_value_numpy_scalars_match_torch(torch, clip):
+    # SILENT before: -np.uint8(1) wrapped to 255, so a negative gradient was clipped to +1
+    grads = []
+    for lib in (torch, tapegrad):
+        p = lib.ones(3, requires_grad=True)
+        (p * lib.tensor([-3., 0.25, 3.])).sum().backward()
+        lib.nn.utils.clip_grad_value_([p], clip)
+        grads.append(p.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("kwargs", [dict(input_size=np.int64(3), hidden_size=4),
+                                    dict(input_size=3, hidden_size=np.int32(4)),
+                                    dict(input_size=3, hidden_size=4, bias=np.bool_(True))])
+def test_rnn_size_type_errors_name_the_type_as_torch(torch, kwargs):
+    with pytest.raises(TypeError) as want:
+        torch.nn.LSTM(**kwargs)
+    with pytest.raises(TypeError) as got:
+        tapegrad.nn.LSTM(**kwargs)
+    assert str(got.value) == str(want.value)
