@@ -173,3 +173,49 @@ def test_rnn_size_type_errors_name_the_type_as_torch(torch, kwargs):
     with pytest.raises(TypeError) as got:
         tapegrad.nn.LSTM(**kwargs)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", ["hardshrink", "softshrink"])
+@pytest.mark.parametrize("lambd", [np.uint8(2), np.int8(1), np.float32(0.5)])
+def test_shrink_numpy_lambda_matches_torch(torch, name, lambd):
+    # SILENT before: -np.uint8(2) wrapped to 254, so no value was zeroed or shifted
+    x = np.array([-3., -1., 0.25, 1.5, 3.], dtype=np.float32)
+    want = getattr(torch.nn.functional, name)(torch.tensor(x), lambd)
+    got = getattr(tapegrad.nn.functional, name)(tapegrad.tensor(x), lambd)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("momentum", [np.float32(0.5), np.uint8(1), np.int64(0), np.bool_(True),
+                                      True, np.float16(0.5), "tensor"])
+def test_batch_norm_momentum_from_numpy_or_0d_tensor(torch, momentum):
+    results = []
+    for lib in (torch, tapegrad):
+        m = lib.tensor(0.5) if isinstance(momentum, str) else momentum
+        rm, rv = lib.zeros(1), lib.ones(1)
+        out = lib.nn.functional.batch_norm(lib.tensor([[1.], [3.]]), rm, rv, training=True,
+                                           momentum=m, eps=np.float32(1e-5))
+        results.append((out.numpy(), rm.numpy(), rv.numpy()))
+    for g, w in zip(results[1], results[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_batch_norm_module_with_numpy_momentum(torch):
+    x = np.array([[1., 2.], [3., 5.], [0., 1.]], dtype=np.float32)
+    stats = []
+    for lib in (torch, tapegrad):
+        bn = lib.nn.BatchNorm1d(2, momentum=np.float32(0.3))
+        bn(lib.tensor(x))
+        stats.append((bn.running_mean.numpy(), bn.running_var.numpy()))
+    np.testing.assert_allclose(stats[1][0], stats[0][0], rtol=1e-6)
+    np.testing.assert_allclose(stats[1][1], stats[0][1], rtol=1e-6)
+
+
+@pytest.mark.parametrize("momentum", [np.array(0.5), "0.5", None])
+def test_batch_norm_momentum_refusals_match_torch(torch, momentum):
+    with pytest.raises(TypeError) as want:
+        torch.nn.functional.batch_norm(torch.ones(2, 1), None, None, training=True,
+                                       momentum=momentum)
+    with pytest.raises(TypeError) as got:
+        tapegrad.nn.functional.batch_norm(tapegrad.ones(2, 1), None, None, training=True,
+                                          momentum=momentum)
+    assert str(got.value) == str(want.value)
