@@ -56,7 +56,7 @@ def fmax(input, other):
     _complex.refuse_if_complex("fmax", input)
     _complex.refuse_if_complex("fmax", other)
     take_input = _core.logical_or(_core.ge(input, other), other.isnan())
-    return _core.where(take_input, input, other)
+    return _core._name_grad_fn(_core.where(take_input, input, other), "FmaxBackward0")
 
 
 def fmin(input, other):
@@ -65,7 +65,7 @@ def fmin(input, other):
     _complex.refuse_if_complex("fmin", input)
     _complex.refuse_if_complex("fmin", other)
     take_input = _core.logical_or(_core.le(input, other), other.isnan())
-    return _core.where(take_input, input, other)
+    return _core._name_grad_fn(_core.where(take_input, input, other), "FminBackward0")
 
 
 class _NotDifferentiable(Function):

@@ -77,7 +77,10 @@ def kernel_scalar(value, dtype):
         return int(value)
     if kind == "b":
         return bool(value)
-    return value
+    # A numpy scalar becomes the Python number it holds: kernels compute with the factor in the
+    # result's precision, never in its own numpy type (lerp's 1 - weight of an np.uint8 weight
+    # wrapped around to 255)
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _scaled_sum(input, product, beta, alpha, drop_zero_alpha=False, empty_sum=False):

@@ -70,11 +70,14 @@ def _size_args(size, fn: str, position: int = 1) -> tuple:
         return size if type(size) is tuple else tuple(size)
     # A one-element integer tensor is an int there, as PyTorch's argument parser takes it
     # (zeros(torch.tensor(3)) is zeros(3)); float and bool tensors stay refused.
+    # A 0-d integer ndarray is one too: the parser takes any integer with __index__ but bool.
     size = tuple(int(s._array.reshape(-1)[0]) if isinstance(s, _core.TensorBase)
-                 and s._array.size == 1 and s._array.dtype.kind in "iu" else s for s in size)
+                 and s._array.size == 1 and s._array.dtype.kind in "iu" else
+                 int(s) if isinstance(s, np.ndarray) and s.ndim == 0 and s.dtype.kind in "iu"
+                 else s for s in size)
     for i, s in enumerate(size):
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
-            raise _size_type_error(fn, position, i, type(s).__name__, packed)
+            raise _size_type_error(fn, position, i, _type_name(s), packed)
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
     return tuple(int(s) for s in size)
@@ -1008,7 +1011,9 @@ def _scalar_arg(x):
     """A Python number from a number or a one-element tensor (start/end/mean/std arguments)."""
     if isinstance(x, _core.TensorBase):
         return x.item()
-    return x
+    # (a numpy number's own arithmetic would wrap: arange(np.uint8(250), np.uint8(10), -60);
+    # an np.bool_ stays, which arange reads as a float as PyTorch does)
+    return x.item() if isinstance(x, np.number) else x
 
 
 def _count_arg(x, fn: str, name: str, position: int) -> int:

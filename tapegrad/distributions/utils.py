@@ -1,8 +1,6 @@
 """Helpers the distributions share: broadcasting parameters, probs <-> logits, lazy properties."""
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import _core
@@ -19,7 +17,9 @@ def broadcast_all(*values):
     tensor's dtype (float32 when there is none); tensors are expanded (gradients flow back)."""
     tensors = [v for v in values if isinstance(v, _core.TensorBase)]
     for v in values:
-        if not isinstance(v, (_core.TensorBase, numbers.Number)):
+        # PyTorch's scalars here are Python's int, float and bool (np.float64, a float
+        # subclass, passes; np.float32, np.int64 and complex numbers are refused)
+        if not isinstance(v, (_core.TensorBase, int, float, bool)):
             raise ValueError("Input arguments must all be instances of Number, torch.Tensor or "
                              "objects implementing __torch_function__.")
     dtype = tensors[0].dtype if tensors else None     # None: float32, tensor()'s default

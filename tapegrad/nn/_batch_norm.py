@@ -32,10 +32,10 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {input.shape}")
     _core.check_bool("batch_norm", "training", training, 6)
-    for position, (name, v) in ((7, ("momentum", momentum)), (8, ("eps", eps))):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"batch_norm(): argument '{name}' (position {position}) must be "
-                            f"float, not {_type_name(v)}")
+    # PyTorch's parser reads a float argument from any Python or numpy number (bool included:
+    # momentum=True is 1.0) and from a 0-d tensor; a module's momentum may be any of these
+    momentum, eps = (_float_argument(v, name, position)
+                     for position, name, v in ((7, "momentum", momentum), (8, "eps", eps)))
     # A zero eps divides by a zero batch variance, a negative one takes the root of a negative
     # number: PyTorch refuses both rather than return inf/nan.
     if training and eps <= 0.0:
@@ -61,6 +61,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         # (an empty batch leaves the running statistics as they are, as PyTorch's kernel does)
         _update_running(running_mean, running_var, mean, var, count, momentum)
     return follow_channels_last(out, input)       # (PyTorch keeps a channels_last layout)
+
+
+def _float_argument(v, name: str, position: int) -> float:
+    if isinstance(v, (int, float, np.integer, np.floating, np.bool_)) or (
+            isinstance(v, _core.TensorBase) and v.ndim == 0):
+        return float(v)
+    raise TypeError(f"batch_norm(): argument '{name}' (position {position}) must be float, not "
+                    f"{_type_name(v)}")
 
 
 def _empty_batch_norm(input, weight, bias):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from .. import _core
 from .._half_precision import in_float32_if_half, narrow_half, widen_half
 from .._preserve_layout import inverse, preserved_order
@@ -198,6 +200,11 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     return _finish(input, out, inplace, "ThresholdBackward0", "ThresholdBackward1")
 
 
+def _scalar_value(lambd):
+    """A numpy scalar as the Python number it holds: -lambd of an np.uint8 would wrap around."""
+    return lambd.item() if isinstance(lambd, np.generic) else lambd
+
+
 def _check_lambd(input, lambd: float) -> None:
     if lambd < 0:
         # (the range is the input dtype's: [0, 65504] for float16, [0, 1.79769e+308] for float64)
@@ -209,6 +216,7 @@ def _check_lambd(input, lambd: float) -> None:
 def hardshrink(input, lambd: float = 0.5):
     """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
     _require_floating(input, "hardshrink_cpu")
+    lambd = _scalar_value(lambd)
     # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
@@ -219,6 +227,7 @@ def hardshrink(input, lambd: float = 0.5):
 def softshrink(input, lambd: float = 0.5):
     """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     _require_floating(input, "softshrink_check")
+    lambd = _scalar_value(lambd)
     _check_lambd(input, lambd)
     # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
     dead = (input >= -lambd) & (input <= lambd)

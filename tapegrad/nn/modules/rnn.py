@@ -286,16 +286,16 @@ class RNNBase(Module):
         # (PyTorch checks these types: a script passing dropout as the fourth positional
         # argument, nn.GRU(embed, hidden, layers, 0.5), gives it to bias and is refused)
         if not isinstance(bias, bool):
-            raise TypeError(f"bias should be of type bool, got: {_type_name(bias)}")
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
         if not isinstance(batch_first, bool):
-            raise TypeError(f"batch_first should be of type bool, got: {_type_name(batch_first)}")
+            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
         if not isinstance(input_size, int):
-            raise TypeError(f"input_size should be of type int, got: {_type_name(input_size)}")
+            raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
         if input_size <= 0:
             raise ValueError("input_size must be greater than zero")
         if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
             raise TypeError(f"hidden_size should be of type int, got: "
-                            f"{_type_name(hidden_size)}")
+                            f"{type(hidden_size).__name__}")
         if hidden_size <= 0:
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:

@@ -100,6 +100,8 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element into [-clip_value, clip_value] in place."""
+    # (a Python float, as PyTorch reads it: -clip_value of a numpy unsigned scalar wrapped around)
+    clip_value = float(clip_value)
     grads = _grads(parameters)        # (once: `parameters` is usually a generator)
     _refuse_sparse(grads, "clamp_min_")
     for g in grads:
