@@ -1,4 +1,4 @@
-"""Reading checkpoints written by PyTorch's torch.save (its zip format), weights only.
+"""Reading checkpoints written by PyTorch's torch.save (its zip format).
 
 A PyTorch checkpoint is a zip archive `<root>/data.pkl` + `<root>/data/<key>` (each storage's raw
 little-endian bytes).  The pickle names a handful of PyTorch globals: `torch._utils.
@@ -7,12 +7,18 @@ for each storage's element type, `torch.Size`, `torch.device`, the dtypes (`torc
 `collections.OrderedDict`.  Tensors of the dtypes without a legacy typed storage (uint16/32/64)
 come as `_rebuild_tensor_v3` over a `torch.storage.UntypedStorage` (bytes) with their dtype; a
 tensor with Python attributes as `_rebuild_from_type_v2`.  These are mapped to
-checked tapegrad equivalents; any other global is refused, exactly as a weights-only load of a
-tapegrad checkpoint refuses it, so a published .pth (a model's state dict) loads safely.
+checked tapegrad equivalents; with weights_only (the default) any other global is refused,
+exactly as a weights-only load of a tapegrad checkpoint refuses it, so a published .pth (a
+model's state dict) loads safely.  With weights_only=False the pickle is trusted, as PyTorch
+trusts it: other globals of torch resolve to tapegrad's counterpart at the same path
+(`torch.nn.modules.linear.Linear` -> `tapegrad.nn.modules.linear.Linear`), and any global outside
+torch (numpy arrays and scalars, the user's own classes) as plain pickle resolves it.
 """
 from __future__ import annotations
 
+import importlib
 import io
+import pickle
 import zipfile
 
 import numpy as np
@@ -226,13 +232,37 @@ def torch_archive_root(archive: zipfile.ZipFile) -> str | None:
     return None
 
 
-def load_torch_archive(archive: zipfile.ZipFile, root: str, name: str, map_storage):
-    """The object in PyTorch checkpoint `archive` (weights only)."""
+class _TrustedTorchArchiveUnpickler(_TorchArchiveUnpickler):
+    """weights_only=False: tensors and storages as above, every other global resolved (torch's to
+    tapegrad's counterpart), and BUILD as plain pickle runs it."""
+
+    dispatch = dict(_TorchArchiveUnpickler.dispatch)
+    dispatch[pickle.BUILD[0]] = pickle._Unpickler.load_build
+
+    def find_class(self, module, name):
+        found = self.allowed.get((module, name))
+        if found is not None:
+            return found
+        if module == "torch" or module.startswith("torch."):
+            counterpart = "tapegrad" + module[len("torch"):]
+            try:
+                return getattr(importlib.import_module(counterpart), name)
+            except (ImportError, AttributeError):     # (pickle's error for a missing class)
+                raise AttributeError(
+                    f"tapegrad.load: {self.name} needs {module}.{name}, which tapegrad does not "
+                    f"have ({counterpart}.{name})") from None
+        return pickle._Unpickler.find_class(self, module, name)
+
+
+def load_torch_archive(archive: zipfile.ZipFile, root: str, name: str, map_storage,
+                       weights_only: bool = True):
+    """The object in PyTorch checkpoint `archive` (see the top of this module)."""
     order = f"{root}byteorder"
     if order in archive.namelist() and archive.read(order).strip() not in (b"little", b""):
         raise _ser.CheckpointError(f"tapegrad.load: {name} was written big-endian")
     allowed = {**_ser._default_safe_globals(), **_torch_globals()}
-    unpickler = _TorchArchiveUnpickler(io.BytesIO(archive.read(f"{root}data.pkl")))
+    cls = _TorchArchiveUnpickler if weights_only else _TrustedTorchArchiveUnpickler
+    unpickler = cls(io.BytesIO(archive.read(f"{root}data.pkl")))
     unpickler.setup(archive, name, map_storage, allowed)
     unpickler.root = root
     return unpickler.load()

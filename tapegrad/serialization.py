@@ -571,15 +571,17 @@ def _load_from(fh, name: str, map_storage, weights_only: bool, pickle_module):
         from ._torch_checkpoint import (UnsupportedDtypeError, load_torch_archive,
                                         torch_archive_root)
         root = torch_archive_root(archive)
-        if root is not None:               # written by PyTorch's torch.save: weights only
+        if root is not None:               # written by PyTorch's torch.save
             with archive:
                 try:
-                    return load_torch_archive(archive, root, name, map_storage)
+                    return load_torch_archive(archive, root, name, map_storage, weights_only)
                 except _MapLocationFailed as e:
                     raise e.error from None
                 except (WeightsOnlyLoadError, CheckpointError, UnsupportedDtypeError):
                     raise
                 except Exception as e:
+                    if not weights_only and not isinstance(e, (pickle.UnpicklingError, EOFError)):
+                        raise               # a class the pickle names, or the user's own code
                     raise CheckpointError(f"tapegrad.load: {name} (a PyTorch checkpoint) is "
                                           f"corrupt: {type(e).__name__}: {e}") from e
     if archive is None or _FORMAT_ENTRY not in archive.namelist():

@@ -85,3 +85,36 @@ def test_truncated_storage_is_a_runtime_error(tmp_path):
             dst.writestr(item, data[:-4] if "/data/" in item.filename else data)
     with pytest.raises(RuntimeError, match="bytes"):
         tg.load(tmp_path / "bad.pt")
+
+
+def test_trusted_load_reads_numpy_values_torch_wrote(tmp_path):
+    # weights_only=False trusts the pickle, as torch.load does: numpy arrays and scalars (a loss
+    # history, a float64 loss) come back as numpy objects; the default still refuses them
+    torch.save({"w": torch.ones(2), "h": np.arange(3.0), "f": np.float64(2.5)}, tmp_path / "n.pt")
+    theirs = torch.load(tmp_path / "n.pt", weights_only=False)
+    ours = tg.load(tmp_path / "n.pt", weights_only=False)
+    assert isinstance(ours["w"], tg.Tensor) and ours["w"].tolist() == theirs["w"].tolist()
+    assert type(ours["h"]) is np.ndarray and ours["h"].tolist() == [0.0, 1.0, 2.0]
+    assert type(ours["f"]) is np.float64 and ours["f"] == 2.5
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        tg.load(tmp_path / "n.pt")
+
+
+def test_trusted_load_of_a_whole_torch_module_builds_tapegrads(tmp_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh())
+    model.eval()
+    torch.save(model, tmp_path / "m.pt")
+    ours = tg.load(tmp_path / "m.pt", weights_only=False)
+    assert isinstance(ours, tg.nn.Sequential) and isinstance(ours[1], tg.nn.BatchNorm1d)
+    assert repr(ours) == repr(model) and ours.training is False
+    x = np.linspace(-1, 1, 12).reshape(4, 3).astype(np.float32)
+    np.testing.assert_allclose(ours(tg.tensor(x)).detach().numpy(),
+                               model(torch.tensor(x)).detach().numpy(), rtol=1e-6)
+    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in model.named_buffers()]
+
+
+def test_trusted_load_names_a_torch_global_tapegrad_lacks(tmp_path):
+    torch.save(torch.nn.CrossMapLRN2d(3), tmp_path / "lrn.pt")
+    with pytest.raises(AttributeError, match="CrossMapLRN2d"):
+        tg.load(tmp_path / "lrn.pt", weights_only=False)
