@@ -166,7 +166,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         close = close | (np.isnan(a) & np.isnan(b))
     if rtol != 0 or atol != 0:
         if a.dtype.kind not in "fc":  # integers and bools are compared in the default float dtype
-            a, b = a.astype(np.float32), b.astype(np.float32)
+            default = _core.get_default_dtype().np_dtype
+            a, b = a.astype(default), b.astype(default)
         with np.errstate(invalid="ignore", over="ignore"):
             error = np.abs(a - b)
             allowed = atol + np.abs(rtol * b)
@@ -714,15 +715,16 @@ def cumprod(input, dim, *, dtype=None):
 # -- logarithms ------------------------------------------------------------------------------------
 
 def _log_values(ufunc, arr: np.ndarray) -> np.ndarray:
-    """log to a fixed base computed in float64 and rounded to the result dtype (integers give
-    float32): closer to PyTorch's float32 values than float32 arithmetic."""
-    out = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float32)
+    """log to a fixed base computed in float64 and rounded to the result dtype (integers and
+    bools give the default float dtype, read at each call): closer to PyTorch's float32 values
+    than float32 arithmetic."""
+    out = arr.dtype if arr.dtype.kind == "f" else _core.get_default_dtype().np_dtype
     with np.errstate(divide="ignore", invalid="ignore"):
         return ufunc(arr.astype(np.float64)).astype(out)
 
 
 def log10(input):
-    """Base-10 logarithm, elementwise (integers give float32)."""
+    """Base-10 logarithm, elementwise (integers give the default float dtype)."""
     _check_tensor(input, "log10")
     if input._array.dtype.kind == "c":
         from ._complex import dispatch
@@ -734,7 +736,7 @@ def log10(input):
 
 
 def log2(input):
-    """Base-2 logarithm, elementwise (integers give float32)."""
+    """Base-2 logarithm, elementwise (integers give the default float dtype)."""
     _check_tensor(input, "log2")
     if input._array.dtype.kind == "c":
         from ._complex import dispatch
@@ -749,7 +751,7 @@ def log2(input):
 
 def _unary_float(name: str, ufunc, input):
     """`ufunc` of input's values in float64, rounded to input's float dtype (integers and bools
-    give float32); recorded through the Function of the same name when input records.  Complex
+    give the default float dtype); recorded through the Function of the same name when input records.  Complex
     input: _complex.py's op of that name."""
     _check_tensor(input, name)
     if input._array.dtype.kind == "c":

@@ -103,9 +103,11 @@ def heaviside(input, values):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     _check_broadcast(input, values)
     # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
-    result = _core.wrap_array(_core._iterator_layout(
-        np.heaviside(input._array, values._array).astype(input._array.dtype),
-        input._array, values._array), False)
+    # PyTorch's rule: values where input == 0, else (input > 0); NaN input gives 0, where
+    # np.heaviside gives NaN
+    x = input._array
+    stepped = np.where(x == 0, values._array, (x > 0).astype(x.dtype)).astype(x.dtype)
+    result = _core.wrap_array(_core._iterator_layout(stepped, input._array, values._array), False)
     if input.requires_grad or values.requires_grad:
         return _NotDifferentiable.apply(input, result,
                                         "derivative for aten::heaviside is not implemented")

@@ -655,9 +655,11 @@ def frexp(input, *, out=None):
         return compute_then_write("frexp", out, (input,), lambda: frexp(input))
     arr = input._array
     _, exponent = np.frexp(arr)
-    with np.errstate(over="ignore"):
-        scale = np.ldexp(np.ones_like(arr), -exponent)
-    mantissa = input * _wrap(scale)
+    # 2**-exponent overflows the dtype for a subnormal input (float32's 1e-40 needs 2**132):
+    # two factors of half the power each are finite and multiply exactly
+    first = -exponent // 2
+    ones = np.ones_like(arr)
+    mantissa = input * _wrap(np.ldexp(ones, first)) * _wrap(np.ldexp(ones, -exponent - first))
     return _core.return_types.frexp((mantissa, _wrap(exponent.astype(np.int32))))
 
 

@@ -247,7 +247,12 @@ class _Logit(_Function):
     def forward(ctx, input, eps):
         ctx.save_for_backward(input)
         ctx.eps = eps
-        x = input._array if eps is None else np.clip(input._array, eps, 1 - eps)
+        x = input._array
+        if eps is not None:
+            # PyTorch's clamp: x < eps gives eps, then x > 1 - eps gives 1 - eps; eps > 0.5
+            # crosses the bounds, and np.clip (max first) would give 1 - eps for both ends
+            lo, hi = x.dtype.type(eps), x.dtype.type(1 - eps)
+            x = np.where(x < lo, lo, np.where(x > hi, hi, x))
         with np.errstate(divide="ignore", invalid="ignore"):
             return _wrap(np.log(x / (1 - x)).astype(x.dtype, copy=False))
 
