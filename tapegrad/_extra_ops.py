@@ -1175,6 +1175,7 @@ def logaddexp(input, other):
     infinities give themselves."""
     _check_tensor(input, "logaddexp")
     _check_tensor(other, "logaddexp", "other", 2)
+    _check_broadcast(input, other)     # (PyTorch's RuntimeError, before numpy's ValueError)
     from . import float16, float32, result_type
     # PyTorch's kernel runs in the operands' promoted dtype (int8 with float16 is float16; a
     # zero-dim complex128 does not widen a complex64 tensor), float16 in float32 arithmetic

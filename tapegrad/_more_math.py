@@ -117,6 +117,7 @@ def heaviside(input, values):
 def logaddexp2(input, other):
     """log2(2 ** input + 2 ** other) without overflow (float tensors)."""
     _require_tensor_pair("logaddexp2", input, other)
+    _check_broadcast(input, other)     # (PyTorch's RuntimeError, before numpy's ValueError)
     from . import float16, float32, result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:

@@ -45,6 +45,8 @@ def _shift(input, other, left: bool, name: str):
                         f" * (Tensor input, Tensor other)\n * (Scalar self, Tensor other)\n"
                         f" * (Tensor input, Scalar other)")
     input, other = _core.number_operand(input), _core.number_operand(other)
+    from ._extra_ops import _check_broadcast   # (imported here: _extra_ops imports this module)
+    _check_broadcast(input, other)             # (PyTorch's RuntimeError, not numpy's ValueError)
     dt = _result_dtype(input, other)
     if dt.kind not in "iu":
         raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
