@@ -1,0 +1,118 @@
+"""Sweep 25: type promotion and elementwise arithmetic against the hand-written cases of
+PyTorch's test_type_promotion.py, test_binary_ufuncs.py and test_unary_ufuncs.py; each case runs
+the same code under tapegrad and torch and compares values, dtypes and exception types."""
+import math
+
+import numpy as np
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _same(want, got):
+    assert str(got.dtype) == str(want.dtype)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+def _close(want, got, rtol=1e-6, atol=0.0):
+    assert str(got.dtype) == str(want.dtype)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=rtol, atol=atol)
+
+
+@pytest.fixture
+def default_double():
+    """set_default_dtype(float64) in both libraries for the test, restored after it."""
+    tapegrad.set_default_dtype(tapegrad.float64)
+    torch.set_default_dtype(torch.float64)
+    yield
+    tapegrad.set_default_dtype(tapegrad.float32)
+    torch.set_default_dtype(torch.float32)
+
+
+# -- integer inputs of float functions follow the default dtype ---------------------------------
+
+@pytest.mark.parametrize("name", ["tan", "asinh", "acosh", "atanh", "arcsinh", "arccosh",
+                                  "arctanh", "log2", "log10", "sin", "exp"])
+def test_float_function_of_integers_gives_the_default_dtype(default_double, name):
+    # (tan, asinh, acosh and atanh gave float32 whatever the default dtype)
+    for values, dtype in (([1, 2, 3], "int64"), ([True, False], "bool"), ([1, 2], "uint8")):
+        want = getattr(torch, name)(torch.tensor(values, dtype=getattr(torch, dtype)))
+        got = getattr(tapegrad, name)(tapegrad.tensor(values, dtype=getattr(tapegrad, dtype)))
+        assert got.dtype == tapegrad.float64
+        _close(want, got, rtol=1e-12)
+
+
+def test_isclose_of_integers_compares_in_the_default_dtype(default_double):
+    # float32 cannot tell 2**40 from 2**40 + 1; the default float64 can
+    args = dict(rtol=0, atol=0.5)
+    want = torch.isclose(torch.tensor([2 ** 40, 3]), torch.tensor([2 ** 40 + 1, 3]), **args)
+    got = tapegrad.isclose(tapegrad.tensor([2 ** 40, 3]), tapegrad.tensor([2 ** 40 + 1, 3]),
+                           **args)
+    _same(want, got)
+    assert got.tolist() == [False, True]
+
+
+# -- special values -------------------------------------------------------------------------------
+
+def test_heaviside_of_nan_is_zero():
+    values = [-1.5, 0.0, -0.0, 2.0, math.nan, math.inf, -math.inf]
+    for dtype in ("float32", "float64"):
+        want = torch.heaviside(torch.tensor(values, dtype=getattr(torch, dtype)),
+                               torch.tensor([0.5], dtype=getattr(torch, dtype)))
+        got = tapegrad.heaviside(tapegrad.tensor(values, dtype=getattr(tapegrad, dtype)),
+                                 tapegrad.tensor([0.5], dtype=getattr(tapegrad, dtype)))
+        _same(want, got)
+        assert got.tolist()[4] == 0.0
+
+
+@pytest.mark.parametrize("dtype, tiny", [("float16", 1e-7), ("float32", 1e-40),
+                                         ("float64", 1e-310)])
+def test_frexp_of_subnormals_has_a_finite_mantissa(dtype, tiny):
+    # the mantissa was input * 2**-exponent, and that power overflowed the dtype
+    values = [tiny, -tiny, 0.0, -0.0, 3.0, math.inf, math.nan]
+    want = torch.frexp(torch.tensor(values, dtype=getattr(torch, dtype)))
+    got = tapegrad.frexp(tapegrad.tensor(values, dtype=getattr(tapegrad, dtype)))
+    _same(want.mantissa, got.mantissa)
+    _same(want.exponent, got.exponent)
+
+
+def test_frexp_gradient_of_a_subnormal():
+    # (1 / 2**exponent: inf in float32 for 2**132, as PyTorch's)
+    x = tapegrad.tensor([1e-40, 1e-30, 3.0], requires_grad=True)
+    tx = torch.tensor([1e-40, 1e-30, 3.0], requires_grad=True)
+    tapegrad.frexp(x).mantissa.sum().backward()
+    torch.frexp(tx).mantissa.sum().backward()
+    _same(tx.grad, x.grad)
+
+
+def test_logit_with_eps_above_a_half_clamps_the_low_bound_first():
+    # PyTorch: x < eps gives eps, else x > 1 - eps gives 1 - eps (np.clip gave 1 - eps for both)
+    for eps in (0.6, 0.2):
+        values = [0.0, 0.3, 0.5, 1.0, math.nan]
+        _close(torch.logit(torch.tensor(values), eps=eps),
+               tapegrad.logit(tapegrad.tensor(values), eps=eps))
+    x = tapegrad.tensor([0.0, 0.5, 1.0], dtype=tapegrad.float64, requires_grad=True)
+    tx = torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    tapegrad.logit(x, eps=0.6).sum().backward()
+    torch.logit(tx, eps=0.6).sum().backward()
+    _same(tx.grad, x.grad)
+
+
+# -- shapes that do not broadcast -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2", "bitwise_left_shift",
+                                  "bitwise_right_shift"])
+@pytest.mark.parametrize("shapes", [((2,), (3,)), ((3, 1, 2), (2, 1, 2))])
+def test_binary_op_of_shapes_that_do_not_broadcast_raises_runtime_error(name, shapes):
+    dtype = "int64" if "shift" in name else "float32"
+    with pytest.raises(RuntimeError) as want:
+        getattr(torch, name)(torch.ones(shapes[0], dtype=getattr(torch, dtype)),
+                             torch.ones(shapes[1], dtype=getattr(torch, dtype)))
+    with pytest.raises(RuntimeError) as got:
+        getattr(tapegrad, name)(tapegrad.ones(shapes[0], dtype=getattr(tapegrad, dtype)),
+                                tapegrad.ones(shapes[1], dtype=getattr(tapegrad, dtype)))
+    assert str(got.value) == str(want.value)
