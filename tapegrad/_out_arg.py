@@ -179,7 +179,12 @@ index_copy
 """.split()
 OVERLAP_CHECKED_OUT = {**dict.fromkeys(_PARTIAL_OVERLAP_REFUSED, False),
                        **dict.fromkeys(_ANY_OVERLAP_REFUSED, True)}
-_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT)
+# The exact-out ops whose complex input gives a real result: PyTorch takes that result into a
+# real out of any dtype it casts to, and into a complex out of the input's dtype only
+# (torch.abs(complex64, out=float64 / complex64) compute, out=complex128 raises).
+COMPLEX_TO_FLOAT_OUT = ("abs", "absolute")
+_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
+                     COMPLEX_TO_FLOAT_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -1043,15 +1043,21 @@ cdef str RESIZED = (
 # (torch.exp(x[:4], out=x[2:])): name -> whether all of it with the same layout is refused too
 # (torch.cat([x], out=x)).  tapegrad/_out_arg.py's OVERLAP_CHECKED_OUT.
 cdef dict overlap_checked_out = {}
+# The exact-out ops whose complex input gives a real result (abs): a real out takes that result
+# in any dtype it casts to, a complex out must have the input's dtype and gets it as complex.
+# tapegrad/_out_arg.py's COMPLEX_TO_FLOAT_OUT.
+cdef frozenset complex_to_float_out = frozenset()
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
-                   dict overlap_checked):
+                   dict overlap_checked, complex_to_float=()):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
+    global complex_to_float_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
     overlap_checked_out = overlap_checked
+    complex_to_float_out = frozenset(complex_to_float)
 
 
 cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same_too) except -1:
@@ -1101,6 +1107,16 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
     refused cast names o's dtype as output_type_name says."""
     R = (<TensorBase>res)._array
     A = o._array
+    if rule is not None and name in complex_to_float_out:
+        source = ((<TensorBase>operands[0])._array.dtype
+                  if operands and isinstance(operands[0], TensorBase) else None)
+        if source is not None and source.kind == "c":
+            if A.dtype.kind == "c" and A.dtype != source:
+                raise RuntimeError(rule.format(
+                    name=name, out=scalar_type_name(A.dtype), result=scalar_type_name(source),
+                    out_c=C_TYPE_NAMES.get(A.dtype.name, A.dtype.name),
+                    result_c=C_TYPE_NAMES.get(source.name, source.name)))
+            rule = None
     cdef bint castable = torch_castable(R.dtype, A.dtype)
     # PyTorch checks an exact op's out dtype first, unless the op promoted its input (clamp of
     # an int64 tensor to 0.5: its cast check speaks first)
