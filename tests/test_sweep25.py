@@ -138,3 +138,16 @@ def test_abs_of_complex_into_an_out_of_any_float_dtype_or_the_input_dtype(name, 
         assert got == want
     else:
         _same(want, got)
+
+
+@pytest.mark.parametrize("mantissa, exponent", [("float64", "int32"), ("float16", "int32"),
+                                                ("float32", "int64"), ("float32", "float32"),
+                                                ("float64", "int64")])
+def test_frexp_out_of_another_dtype_raises(mantissa, exponent):
+    # (outs of any dtype were written with a cast)
+    def run(lib):
+        out = (lib.empty(2, dtype=getattr(lib, mantissa)), lib.empty(2, dtype=getattr(lib, exponent)))
+        with pytest.raises(RuntimeError) as info:
+            lib.frexp(lib.tensor([3.0, 4.0]), out=out)
+        return str(info.value)
+    assert run(tapegrad) == run(torch)
