@@ -171,6 +171,8 @@ add sub subtract mul multiply div divide true_divide floor_divide atan2 arctan2 
 pow maximum minimum fmax fmin hypot copysign xlogy logaddexp logaddexp2 eq ne not_equal lt less
 le less_equal gt greater ge greater_equal heaviside nextafter logical_and logical_or logical_xor
 where clamp clamp_min clamp_max clip addcmul addcdiv lerp
+bitwise_not logical_not conj_physical float_power bitwise_and bitwise_or bitwise_xor
+bitwise_left_shift bitwise_right_shift gcd lcm ldexp igamma igammac
 cumsum cumprod diff sort topk addmm outer ger max min median kthvalue mode
 """.split()
 _ANY_OVERLAP_REFUSED = """
