@@ -99,6 +99,8 @@ def heaviside(input, values):
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (same dtypes only;
     no derivative, as PyTorch)."""
     _require_tensor_pair("heaviside", input, values, "values")
+    _complex.refuse_if_complex("heaviside", input)      # (np.heaviside of the real part
+    _complex.refuse_if_complex("heaviside", values)     # would pass for a complex step)
     if input.dtype != values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     _check_broadcast(input, values)
@@ -135,6 +137,10 @@ def logaddexp2(input, other):
 def ldexp(input, other):
     """input * 2 ** other (integers give the default float dtype); differentiable in both."""
     _require_tensor_pair("ldexp", input, other)
+    if other._array.dtype == np.bool_ and input.is_floating_point():
+        # PyTorch's kernel for a float input reads the exponent in its own dtype, and has none
+        # for bool (an integer or bool input goes another way, and computes)
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     from ._tutorial_ops import _floating_result_type
     from . import float16, float32
     # in the operands' promoted (float) dtype, float16 computing in float32 as PyTorch's kernel:
@@ -385,6 +391,8 @@ def zeta(input, other):
     _check_broadcast(input, other)
     from . import result_type, tensor
     dtype = result_type(input, other)
+    if dtype.is_complex:            # (converting to a real dtype would drop the imaginary part)
+        _complex.refuse("zeta", tensor([], dtype=dtype))
     if not dtype.is_floating_point:
         from . import get_default_dtype
         dtype = get_default_dtype()

@@ -179,3 +179,35 @@ def test_out_partly_overlapping_an_input_raises(name):
     want, got = run(torch), run(tapegrad)
     assert got[0] == want[0]
     _close(want[1], got[1], rtol=1e-12)
+
+
+# -- complex operands PyTorch has no kernel for ---------------------------------------------------
+
+def _error_of(fn):
+    with pytest.raises(Exception) as info:
+        fn()
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.special.zeta(L.tensor([True]), L.tensor([1j])),    # (gave float32 values)
+    lambda L: L.special.zeta(L.tensor([2.0]), L.tensor([1 + 1j])),
+    lambda L: L.special.zeta(L.tensor([2.0]), 1j),
+    lambda L: L.special.zeta(1j, L.tensor([2.0])),
+    lambda L: L.heaviside(L.tensor([1j]), L.tensor([1j])),          # (gave a complex step)
+    lambda L: L.heaviside(L.tensor([1j]), L.tensor([1.0])),
+    lambda L: L.heaviside(L.tensor([1.0]), L.tensor([1j])),
+    lambda L: L.ldexp(L.tensor([1.0]), L.tensor([True])),           # (computed)
+    lambda L: L.ldexp(L.tensor([1.0], dtype=L.float64), L.tensor(True)),
+    lambda L: L.atan2(L.tensor([1.0]), 1j),                         # (NotImplementedError)
+    lambda L: L.atan2(L.tensor([1]), 1j),
+])
+def test_refusals_as_pytorch(case):
+    assert _error_of(lambda: case(tapegrad)) == _error_of(lambda: case(torch))
+
+
+def test_ldexp_of_integer_or_complex_input_with_bool_exponent_computes():
+    for make in (lambda L: L.ldexp(L.tensor([1, 2]), L.tensor([True, False])),
+                 lambda L: L.ldexp(L.tensor([True]), L.tensor([True])),
+                 lambda L: L.ldexp(L.tensor([1j]), L.tensor([True]))):
+        _same(make(torch), make(tapegrad))

@@ -235,7 +235,9 @@ cdef object binary_math(int op, object a, object b, str name):
     cdef Record* r
     for number, tensor in ((a, b), (b, a)):
         # a complex number with a tensor: PyTorch's promotion to complex, then its missing kernel
-        if isinstance(number, (complex, np.complexfloating)) and isinstance(tensor, TensorBase):
+        # (atan2 takes no number at all: its TypeError below speaks first)
+        if (op != OP_ATAN2 and isinstance(number, (complex, np.complexfloating))
+                and isinstance(tensor, TensorBase)):
             raise NotImplementedError(
                 f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" not implemented for "
                 f"'{scalar_type_name(result_dtype(tensor, complex(number)))}'")
