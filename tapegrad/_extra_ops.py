@@ -1235,15 +1235,15 @@ def _xlog(input, other, _name):
     # PyTorch's promotion, taken before a number becomes a tensor: a 0-d operand or a number
     # (numpy's float64 included) does not widen the other operand
     dtype = result_type(input, other)
+    if dtype.is_complex:        # (a cast would drop the imaginary part; PyTorch names the
+                                # promoted dtype's missing kernel)
+        raise NotImplementedError(f'"{_name}_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     dtype = dtype if dtype.is_floating_point else get_default_dtype()
     if not isinstance(input, TensorBase):
         input = tensor(input, dtype=dtype if isinstance(input, (float, np.floating)) else None)
     if not isinstance(other, TensorBase):
         other = tensor(other, dtype=dtype if isinstance(other, (float, np.floating)) else None)
-    for t in (input, other):
-        if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
-            raise NotImplementedError(f'"{_name}_cpu" not implemented for '
-                                      f"'{_dtype_name(t._array)}'")
     _check_broadcast(input, other)
     input, other = (t if t.dtype == dtype else t.to(dtype) for t in (input, other))
     from ._extra_functions import Xlogy, Xlog1py
@@ -1625,15 +1625,19 @@ _NO_OVERLAP_CHECK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "m
 _BINARY_IN_PLACE = frozenset("""
 bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift remainder fmod hypot
 atan2 arctan2 divide true_divide floor_divide copysign logaddexp logaddexp2 xlogy fmax fmin
-nextafter ldexp gcd lcm
+nextafter ldexp gcd lcm igamma igammac
 """.split())
 # ... of which these take no number operand: PyTorch's argument parser refuses one before any
 # cast check (hypot_(2.5) on an int64 self is the TypeError, not the cast's RuntimeError)
-_TENSOR_OPERAND_ONLY = frozenset("hypot atan2 arctan2 nextafter ldexp gcd lcm".split())
+_TENSOR_OPERAND_ONLY = frozenset("hypot atan2 arctan2 nextafter ldexp gcd lcm igamma "
+                                 "igammac".split())
 # ... and these compute in floating point: an integer or bool pair's result type is the default
 # float dtype, which is what the cast check names (bool_t.divide_(2): "result type Float"; not
 # divide with a rounding_mode, which keeps integers)
-_FLOATING_RESULT = frozenset("divide true_divide copysign xlogy".split())
+_FLOATING_RESULT = frozenset("divide true_divide copysign xlogy atan2 arctan2 ldexp".split())
+# ... and these refuse an integer or bool self in their own words (a format string of {out});
+# a float self's refusal (of a complex operand) is the generic one
+_CAST_MESSAGE = {"ldexp": "ldexp can't be cast to the desired output type {out}"}
 
 
 # In-place forms computed as Functions whose PyTorch node saves its result (derivatives.yaml
@@ -1666,7 +1670,10 @@ def _in_place(name: str):
                         raise TypeError(f"{name}_(): argument 'other' (position 1) must be "
                                         f"Tensor, not {_type_name(other)}")
                     floating = name in _FLOATING_RESULT and kwargs.get("rounding_mode") is None
-                    check_in_place_operand(self, other, floating=floating)
+                    own_words = self._array.dtype.kind in "biu"
+                    check_in_place_operand(self, other, floating=floating,
+                                           cast_message=_CAST_MESSAGE.get(name) if own_words
+                                           else None)
                 result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:

@@ -176,7 +176,7 @@ def nextafter(input, other):
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"nextafter_cpu" not implemented for '
-                                  f"'{_dtype_name(input._array)}'")
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     return _Nextafter.apply(input.to(dtype), other.to(dtype))
 
 
@@ -475,7 +475,7 @@ def _incomplete_gamma(fn: str, input, other, upper: bool):
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"{fn}_cpu" not implemented for '
-                                  f"'{_dtype_name(np.empty(0, dtype=np.result_type(input._array, other._array)))}'")
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     return _no_derivative_in_first(
         _IncompleteGamma, input.to(dtype), other.to(dtype),
         f"the derivative for '{fn}: input' is not implemented.", upper,

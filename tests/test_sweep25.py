@@ -211,3 +211,39 @@ def test_ldexp_of_integer_or_complex_input_with_bool_exponent_computes():
                  lambda L: L.ldexp(L.tensor([True]), L.tensor([True])),
                  lambda L: L.ldexp(L.tensor([1j]), L.tensor([True]))):
         _same(make(torch), make(tapegrad))
+
+
+# -- in-place casting refusals and missing-kernel names -------------------------------------------
+
+@pytest.mark.parametrize("case", [
+    # igamma_ checks the cast before the kernel; it takes no number
+    lambda L: L.tensor([True, False]).igamma_(L.tensor([2, 1], dtype=L.uint8)),
+    lambda L: L.tensor([1.0, 2.0], dtype=L.float64).igammac_(L.tensor([1j, 1j])),
+    lambda L: L.tensor([1.0]).igamma_(2.5),
+    # atan2_ computes in floats: the refused result type is Float
+    lambda L: L.tensor([True, False]).atan2_(L.tensor([2, 1], dtype=L.uint8)),
+    lambda L: L.tensor([True, False]).arctan2_(L.tensor([2, 1])),
+    # ldexp_ refuses an integer self in its own words, a float self's complex exponent as any op
+    lambda L: L.tensor([1, 2]).ldexp_(L.tensor([1, 1])),
+    lambda L: L.tensor([True]).ldexp_(L.tensor([1.0])),
+    lambda L: L.tensor([1.0]).ldexp_(L.tensor([1j])),
+    # the missing kernel is the promoted dtype's
+    lambda L: L.gcd(L.tensor([1.0], dtype=L.float16), L.tensor([1.0])),
+    lambda L: L.lcm(L.tensor([1.0], dtype=L.float16), L.tensor([1.0])),
+    lambda L: L.nextafter(L.tensor([1], dtype=L.uint8), L.tensor([1], dtype=L.int32)),
+    lambda L: L.igamma(L.tensor([1], dtype=L.uint8), L.tensor(1, dtype=L.int32)),
+    lambda L: L.xlogy(L.tensor([1j]), L.tensor([1.0], dtype=L.float64)),
+    lambda L: L.tensor([1j]).xlogy_(L.tensor([True])),
+    lambda L: L.special.xlog1py(L.tensor([1]), L.tensor([1j], dtype=L.complex128)),
+    lambda L: L.floor_divide(L.tensor([True]), L.tensor([True])),
+    lambda L: L.tensor([True]).__ifloordiv__(L.tensor([True])),
+])
+def test_in_place_and_kernel_refusals_as_pytorch(case):
+    assert _error_of(lambda: case(tapegrad)) == _error_of(lambda: case(torch))
+
+
+def test_in_place_ops_that_compute_still_match():
+    for make in (lambda L: L.tensor([1.0, 2.0]).igamma_(L.tensor([1.0, 3.0])),
+                 lambda L: L.tensor([1.0, 2.0]).atan2_(L.tensor([2, 1])),
+                 lambda L: L.tensor([1.0, 2.0]).ldexp_(L.tensor([True, False]).long())):
+        _close(make(torch), make(tapegrad), rtol=1e-6)

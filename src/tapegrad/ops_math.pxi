@@ -263,8 +263,9 @@ cdef object binary_math(int op, object a, object b, str name):
     sa, sb = operand_shape(a), operand_shape(b)
     if a_tensor and b_tensor and sa != sb:
         broadcast_shapes_torch(sa, sb)
-    if dt.kind == "b" and op != OP_ATAN2:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    if dt.kind == "b" and op != OP_ATAN2:      # (floor_divide's kernel is div_floor's)
+        raise NotImplementedError(f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" "
+                                  f"not implemented for 'Bool'")
     if op == OP_ATAN2:
         with IeeeResults():
             out = nd(np.asarray(np.arctan2(A, B)))
