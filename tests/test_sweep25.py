@@ -247,3 +247,29 @@ def test_in_place_ops_that_compute_still_match():
                  lambda L: L.tensor([1.0, 2.0]).atan2_(L.tensor([2, 1])),
                  lambda L: L.tensor([1.0, 2.0]).ldexp_(L.tensor([True, False]).long())):
         _close(make(torch), make(tapegrad), rtol=1e-6)
+
+
+# -- out= refused before the kernel is looked up ----------------------------------------------------
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.floor(L.tensor([True]), out=L.empty(1, dtype=L.uint8)),        # exact rule
+    lambda L: L.frac(L.tensor([True]), out=L.empty(1, dtype=L.int64)),
+    lambda L: L.abs(L.tensor([True]), out=L.empty(1, dtype=L.int32)),
+    lambda L: L.bitwise_not(L.tensor([1.0], dtype=L.float16), out=L.empty(1, dtype=L.bool)),
+    lambda L: L.hypot(L.tensor([3], dtype=L.uint8), L.tensor([4], dtype=L.uint8),
+                      out=L.empty(1, dtype=L.bool)),                            # cast rule
+    lambda L: L.erf(L.tensor([1j]), out=L.empty(1)),
+    lambda L: L.fmod(L.tensor([1j]), L.tensor([1j]), out=L.empty(1, dtype=L.int32)),
+    lambda L: L.gcd(L.tensor([1.0], dtype=L.float16), L.tensor([2.0], dtype=L.float16),
+                    out=L.empty(1, dtype=L.uint8)),
+    # the kernel's error stays where the out is fine, where the op refuses first, and for the
+    # comparisons (an out of any dtype)
+    lambda L: L.floor(L.tensor([True]), out=L.empty(1, dtype=L.bool)),
+    lambda L: L.hypot(L.tensor([3]), L.tensor([4]), out=L.empty(1, dtype=L.float32)),
+    lambda L: L.floor(L.tensor([1j]), out=L.empty(1, dtype=L.bool)),
+    lambda L: L.sign(L.tensor([1j]), out=L.empty(1, dtype=L.int32)),
+    lambda L: L.lt(L.tensor([1j]), L.tensor([1j]), out=L.empty(1, dtype=L.uint8)),
+])
+def test_out_of_an_op_without_a_kernel_is_checked_first(case):
+    # (the missing kernel's NotImplementedError came first)
+    assert _error_of(lambda: case(tapegrad)) == _error_of(lambda: case(torch))

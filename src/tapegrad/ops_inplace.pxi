@@ -1099,6 +1099,40 @@ cdef bint elementwise_input(TensorBase o, tuple operands, tuple result_shape) ex
         return False
 
 
+# The comparisons take an out of any dtype whatever their operands' (their result is bool):
+# their missing kernel speaks whatever the out.
+cdef frozenset COMPARISONS = frozenset(
+    "eq ne lt le gt ge less less_equal greater greater_equal not_equal".split())
+
+
+cdef int refuse_out_before_kernel(str name, tuple outs, tuple operands, str missing) except -1:
+    """PyTorch checks an elementwise op's out against its operands' promoted dtype before it
+    looks up the kernel: for an op with no kernel for that dtype (floor of bools, hypot of
+    integers, erf of complex) an out that dtype cannot go to is refused with store_out's error
+    (exact_out_dtype's or the cast's), not the missing kernel's NotImplementedError `missing`.
+    Called when the op raised that; one out and one or two operands only.  An op's own refusal
+    (floor of complex: "floor is not supported ...") comes before the out check and stays."""
+    if not missing.startswith('"') or name in COMPARISONS:
+        return 0
+    if len(outs) != 1 or not 1 <= len(operands) <= 2 or not isinstance(operands[0], TensorBase):
+        return 0
+    if len(operands) == 2 and not isinstance(operands[1], (TensorBase, bool, int, float, complex)):
+        return 0
+    promoted = ((<TensorBase>operands[0])._array.dtype if len(operands) == 1
+                else result_dtype(operands[0], operands[1]))
+    A = (<TensorBase>outs[0])._array
+    rule = exact_out_dtype.get(name)
+    if isinstance(rule, str) and promoted != A.dtype:
+        raise RuntimeError(rule.format(
+            name=name, out=scalar_type_name(A.dtype), result=scalar_type_name(promoted),
+            out_c=C_TYPE_NAMES.get(A.dtype.name, A.dtype.name),
+            result_c=C_TYPE_NAMES.get(promoted.name, promoted.name)))
+    if not torch_castable(promoted, A.dtype):
+        raise RuntimeError(f"result type {scalar_type_name(promoted)} can't be cast to the "
+                           f"desired output type {scalar_type_name(A.dtype)}")
+    return 0
+
+
 cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs,
                    object rule=None) except -1:
     """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
@@ -1179,8 +1213,12 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     same_too = overlap_checked_out.get(name)
     if same_too is not None:
         refuse_out_overlap(outs, operands, kwargs, same_too)
-    with no_grad_scope():
-        res = fn(*operands, **(kwargs or {}))
+    try:
+        with no_grad_scope():
+            res = fn(*operands, **(kwargs or {}))
+    except NotImplementedError as error:
+        refuse_out_before_kernel(name, outs, operands, str(error))
+        raise
     results = tuple(res) if isinstance(res, tuple) else (res,)
     if len(results) != len(outs) or not all(isinstance(r, TensorBase) for r in results):
         raise TypeError(f"{name}(): argument 'out' must be "
