@@ -83,9 +83,12 @@ cdef object rounding(int op, TensorBase x, object fn, str kernel):
     if dtype_kind(<cnp.ndarray>A) == c'c':
         return complex_call("refuse", (kernel, x))
     if A.dtype.kind != "f":
-        if op == OP_FRAC or op == OP_ROUND_DECIMALS or A.dtype.kind == "b":
+        if op == OP_FRAC or op == OP_ROUND_DECIMALS:
             raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                       f"'{scalar_type_name(A.dtype)}'")
+        if A.dtype.kind == "b":     # (PyTorch's floor / ceil / round / trunc of bools: the
+                                    # vectorised kernels' names, floor_vml_cpu)
+            raise NotImplementedError(f"\"{kernel[:-4]}_vml_cpu\" not implemented for 'Bool'")
         out = A.copy()
     else:
         with IeeeResults():
