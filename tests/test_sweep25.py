@@ -273,3 +273,17 @@ def test_in_place_ops_that_compute_still_match():
 def test_out_of_an_op_without_a_kernel_is_checked_first(case):
     # (the missing kernel's NotImplementedError came first)
     assert _error_of(lambda: case(tapegrad)) == _error_of(lambda: case(torch))
+
+
+@pytest.mark.parametrize("args", [
+    lambda L: (L.tensor([1]), "a"), lambda L: ("a", L.tensor([1])), lambda L: (None, 1),
+    lambda L: (L.tensor([1]), [1]), lambda L: (L.tensor([1]), L.float32),
+    lambda L: (L.tensor([1]), np.array([1.0])),
+])
+def test_result_type_refuses_what_is_neither_tensor_nor_number(args):
+    # (None, a string or a list gave float32)
+    def first_line(lib):
+        kind, message = _error_of(lambda: lib.result_type(*args(lib)))
+        return kind, message.split("\n")[0]
+    assert first_line(tapegrad) == first_line(torch)
+    assert tapegrad.result_type(tapegrad.tensor([1]), np.float32(1)) == tapegrad.float32

@@ -402,6 +402,15 @@ cdef object result_dtype(object a, object b):
 
 def result_type(a, b):
     """torch.result_type: the dtype of `a (op) b` for tensors and Python scalars."""
+    for x in (a, b):
+        # (anything else, None or a string, would pass for a float)
+        if not isinstance(x, (TensorBase, bool, int, float, complex, np.number, np.bool_)):
+            got = ", ".join("torch.dtype" if isinstance(y, dtype) else type_name(y)
+                            for y in (a, b))
+            raise TypeError(f"result_type() received an invalid combination of arguments - got "
+                            f"({got}), but expected one of:\n * (Tensor tensor, Tensor other)\n"
+                            f" * (Number scalar, Tensor tensor)\n * (Tensor tensor, Number other)"
+                            f"\n * (Number scalar1, Number scalar2)\n")
     return DTYPE_OF_NUM[result_dtype(a, b).num]
 
 
