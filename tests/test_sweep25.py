@@ -287,3 +287,23 @@ def test_result_type_refuses_what_is_neither_tensor_nor_number(args):
         return kind, message.split("\n")[0]
     assert first_line(tapegrad) == first_line(torch)
     assert tapegrad.result_type(tapegrad.tensor([1]), np.float32(1)) == tapegrad.float32
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.tensor([1.0]) + 2 ** 64,                # (computed, as a float)
+    lambda L: L.tensor([1.0]) * (-(2 ** 63) - 1),
+    lambda L: L.add(L.tensor([1.0]), 2 ** 70),
+    lambda L: L.tensor([1.0], dtype=L.float64).add_(2 ** 70),
+    lambda L: L.tensor([1.0]) ** (2 ** 70),
+    lambda L: 2 ** 70 - L.tensor([1.0]),
+    lambda L: L.tensor([1.0]) < 2 ** 70,
+    lambda L: L.result_type(L.tensor([1.0]), 2 ** 70),
+])
+def test_int_number_beyond_64_bits_overflows(case):
+    assert _error_of(lambda: case(tapegrad)) == _error_of(lambda: case(torch))
+
+
+def test_int_numbers_within_64_bits_still_compute_beside_a_float_tensor():
+    for make in (lambda L: L.tensor([1.0]) + 2 ** 63, lambda L: L.tensor([1.0]) + (2 ** 64 - 1),
+                 lambda L: L.tensor([1.0]) * -(2 ** 63), lambda L: L.tensor([1.0]) + 5):
+        _close(make(torch), make(tapegrad))

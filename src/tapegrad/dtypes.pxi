@@ -287,11 +287,13 @@ cdef inline int scalar_category(object s) noexcept:
 cdef dict PROMOTION_CACHE = {}
 
 
-cdef inline long operand_code(object x):
+cdef inline long operand_code(object x) except -1:
     # tensors: 2 * numpy type number + (1 if zero-dim); Python scalars: 10000 + category
     if isinstance(x, TensorBase):
         a = <cnp.ndarray>(<TensorBase>x)._array
         return 2 * cnp.PyArray_TYPE(a) + (1 if cnp.PyArray_NDIM(a) == 0 else 0)
+    if type(x) is int:      # (PyTorch's parser refuses an int beyond 64 bits as a Scalar)
+        check_int64_argument(x)
     return 10000 + scalar_category(x)
 
 
@@ -537,10 +539,13 @@ cdef object scalar_to_dtype(object v, object dt, bint half_as_double=False):
 cdef object wrapped_int(object v, object dt):
     """A Python int operand of an operator (&, <, ==) computed in integer dtype `dt`, as PyTorch
     casts its wrapped number: unchecked, keeping the low bits (two's complement), after its
-    argument parser's 64-bit range check; other numbers and dtypes are returned as they are."""
-    if dt.kind not in "iu" or not isinstance(v, int) or isinstance(v, bool):
+    argument parser's 64-bit range check (made whatever `dt`: beside a float tensor too);
+    other numbers and dtypes are returned as they are."""
+    if not isinstance(v, int) or isinstance(v, bool):
         return v
     check_int64_argument(v)
+    if dt.kind not in "iu":
+        return v
     bits = 8 * dt.itemsize             # (a Python int: 1 << 64 must not overflow)
     v &= (1 << bits) - 1
     if dt.kind == "i" and v >= (1 << (bits - 1)):

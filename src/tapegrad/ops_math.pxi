@@ -88,7 +88,8 @@ cdef object rounding(int op, TensorBase x, object fn, str kernel):
                                       f"'{scalar_type_name(A.dtype)}'")
         if A.dtype.kind == "b":     # (PyTorch's floor / ceil / round / trunc of bools: the
                                     # vectorised kernels' names, floor_vml_cpu)
-            raise NotImplementedError(f"\"{kernel[:-4]}_vml_cpu\" not implemented for 'Bool'")
+            raise NotImplementedError(f"\"{kernel.replace('_cpu', '_vml_cpu')}\" "
+                                      f"not implemented for 'Bool'")
         out = A.copy()
     else:
         with IeeeResults():
