@@ -1057,6 +1057,11 @@ def lerp(input, end, weight):
             "lerp_kernel_scalar"
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    # (PyTorch's messages: input is a, end b; then their broadcast shape a, a weight tensor b)
+    _check_broadcast(input, end)
+    if isinstance(weight, TensorBase):
+        _broadcast_shapes(np.broadcast_shapes(input._array.shape, end._array.shape),
+                          weight._array.shape)
     weight = _kernel_scalar(weight, input._array.dtype)
     if not isinstance(weight, TensorBase):
         # (PyTorch's overflow error, against the dtype it computes in: weight 1e5 is fine for

@@ -307,3 +307,14 @@ def test_int_numbers_within_64_bits_still_compute_beside_a_float_tensor():
     for make in (lambda L: L.tensor([1.0]) + 2 ** 63, lambda L: L.tensor([1.0]) + (2 ** 64 - 1),
                  lambda L: L.tensor([1.0]) * -(2 ** 63), lambda L: L.tensor([1.0]) + 5):
         _close(make(torch), make(tapegrad))
+
+
+@pytest.mark.parametrize("case", [
+    lambda L: L.lerp(L.ones(2), L.ones(3), 0.5),           # (named end a and input b)
+    lambda L: L.lerp(L.ones(3, 1), L.ones(2, 1), L.ones(3, 1)),
+    lambda L: L.lerp(L.ones(2), L.ones(2), L.ones(3)),
+    lambda L: L.lerp(L.ones(2, 1), L.ones(1, 2), L.ones(3)),
+    lambda L: L.ones(2).lerp_(L.ones(3), 0.5),
+])
+def test_lerp_size_mismatch_names_the_operands_as_pytorch(case):
+    assert _error_of(lambda: case(tapegrad)) == _error_of(lambda: case(torch))
