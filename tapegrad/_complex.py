@@ -565,6 +565,8 @@ _REFUSED = {
     "deg2rad": (RuntimeError, "deg2rad is not supported for complex tensors."),
     "rad2deg": (RuntimeError, "rad2deg is not supported for complex tensors."),
     "i0": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "i0_vml_cpu")),
+    "heaviside": (RuntimeError, "heaviside is not yet implemented for complex tensors."),
+    "zeta": (NotImplementedError, _NOT_IMPLEMENTED_FOR.replace("{kernel}", "zeta_cpu")),
     # |x| is real: written back into a complex x it would pass for a complex result
     "abs_": (RuntimeError, "In-place abs is not supported for complex tensors."),
 }

@@ -166,7 +166,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         close = close | (np.isnan(a) & np.isnan(b))
     if rtol != 0 or atol != 0:
         if a.dtype.kind not in "fc":  # integers and bools are compared in the default float dtype
-            a, b = a.astype(np.float32), b.astype(np.float32)
+            default = _core.get_default_dtype().np_dtype
+            a, b = a.astype(default), b.astype(default)
         with np.errstate(invalid="ignore", over="ignore"):
             error = np.abs(a - b)
             allowed = atol + np.abs(rtol * b)
@@ -739,15 +740,16 @@ def cumprod(input, dim, *, dtype=None):
 # -- logarithms ------------------------------------------------------------------------------------
 
 def _log_values(ufunc, arr: np.ndarray) -> np.ndarray:
-    """log to a fixed base computed in float64 and rounded to the result dtype (integers give
-    float32): closer to PyTorch's float32 values than float32 arithmetic."""
-    out = arr.dtype if arr.dtype.kind == "f" else np.dtype(np.float32)
+    """log to a fixed base computed in float64 and rounded to the result dtype (integers and
+    bools give the default float dtype, read at each call): closer to PyTorch's float32 values
+    than float32 arithmetic."""
+    out = arr.dtype if arr.dtype.kind == "f" else _core.get_default_dtype().np_dtype
     with np.errstate(divide="ignore", invalid="ignore"):
         return ufunc(arr.astype(np.float64)).astype(out)
 
 
 def log10(input):
-    """Base-10 logarithm, elementwise (integers give float32)."""
+    """Base-10 logarithm, elementwise (integers give the default float dtype)."""
     _check_tensor(input, "log10")
     if input._array.dtype.kind == "c":
         from ._complex import dispatch
@@ -759,7 +761,7 @@ def log10(input):
 
 
 def log2(input):
-    """Base-2 logarithm, elementwise (integers give float32)."""
+    """Base-2 logarithm, elementwise (integers give the default float dtype)."""
     _check_tensor(input, "log2")
     if input._array.dtype.kind == "c":
         from ._complex import dispatch
@@ -774,7 +776,7 @@ def log2(input):
 
 def _unary_float(name: str, ufunc, input):
     """`ufunc` of input's values in float64, rounded to input's float dtype (integers and bools
-    give float32); recorded through the Function of the same name when input records.  Complex
+    give the default float dtype); recorded through the Function of the same name when input records.  Complex
     input: _complex.py's op of that name."""
     _check_tensor(input, name)
     if input._array.dtype.kind == "c":
@@ -1082,6 +1084,11 @@ def lerp(input, end, weight):
             "lerp_kernel_scalar"
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")
+    # (PyTorch's messages: input is a, end b; then their broadcast shape a, a weight tensor b)
+    _check_broadcast(input, end)
+    if isinstance(weight, TensorBase):
+        _broadcast_shapes(np.broadcast_shapes(input._array.shape, end._array.shape),
+                          weight._array.shape)
     weight = _kernel_scalar(weight, input._array.dtype)
     if not isinstance(weight, TensorBase):
         # (PyTorch's overflow error, against the dtype it computes in: weight 1e5 is fine for
@@ -1200,6 +1207,7 @@ def logaddexp(input, other):
     infinities give themselves."""
     _check_tensor(input, "logaddexp")
     _check_tensor(other, "logaddexp", "other", 2)
+    _check_broadcast(input, other)     # (PyTorch's RuntimeError, before numpy's ValueError)
     from . import float16, float32, result_type
     # PyTorch's kernel runs in the operands' promoted dtype (int8 with float16 is float16; a
     # zero-dim complex128 does not widen a complex64 tensor), float16 in float32 arithmetic
@@ -1259,15 +1267,15 @@ def _xlog(input, other, _name):
     # PyTorch's promotion, taken before a number becomes a tensor: a 0-d operand or a number
     # (numpy's float64 included) does not widen the other operand
     dtype = result_type(input, other)
+    if dtype.is_complex:        # (a cast would drop the imaginary part; PyTorch names the
+                                # promoted dtype's missing kernel)
+        raise NotImplementedError(f'"{_name}_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     dtype = dtype if dtype.is_floating_point else get_default_dtype()
     if not isinstance(input, TensorBase):
         input = tensor(input, dtype=dtype if isinstance(input, (float, np.floating)) else None)
     if not isinstance(other, TensorBase):
         other = tensor(other, dtype=dtype if isinstance(other, (float, np.floating)) else None)
-    for t in (input, other):
-        if t._array.dtype.kind == "c":          # (a cast would drop the imaginary part)
-            raise NotImplementedError(f'"{_name}_cpu" not implemented for '
-                                      f"'{_dtype_name(t._array)}'")
     _check_broadcast(input, other)
     input, other = (t if t.dtype == dtype else t.to(dtype) for t in (input, other))
     from ._extra_functions import Xlogy, Xlog1py
@@ -1662,15 +1670,19 @@ _NO_OVERLAP_CHECK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "m
 _BINARY_IN_PLACE = frozenset("""
 bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift remainder fmod hypot
 atan2 arctan2 divide true_divide floor_divide copysign logaddexp logaddexp2 xlogy fmax fmin
-nextafter ldexp gcd lcm
+nextafter ldexp gcd lcm igamma igammac
 """.split())
 # ... of which these take no number operand: PyTorch's argument parser refuses one before any
 # cast check (hypot_(2.5) on an int64 self is the TypeError, not the cast's RuntimeError)
-_TENSOR_OPERAND_ONLY = frozenset("hypot atan2 arctan2 nextafter ldexp gcd lcm".split())
+_TENSOR_OPERAND_ONLY = frozenset("hypot atan2 arctan2 nextafter ldexp gcd lcm igamma "
+                                 "igammac".split())
 # ... and these compute in floating point: an integer or bool pair's result type is the default
 # float dtype, which is what the cast check names (bool_t.divide_(2): "result type Float"; not
 # divide with a rounding_mode, which keeps integers)
-_FLOATING_RESULT = frozenset("divide true_divide copysign xlogy".split())
+_FLOATING_RESULT = frozenset("divide true_divide copysign xlogy atan2 arctan2 ldexp".split())
+# ... and these refuse an integer or bool self in their own words (a format string of {out});
+# a float self's refusal (of a complex operand) is the generic one
+_CAST_MESSAGE = {"ldexp": "ldexp can't be cast to the desired output type {out}"}
 
 
 # In-place forms computed as Functions whose PyTorch node saves its result (derivatives.yaml
@@ -1703,7 +1715,10 @@ def _in_place(name: str):
                         raise TypeError(f"{name}_(): argument 'other' (position 1) must be "
                                         f"Tensor, not {_type_name(other)}")
                     floating = name in _FLOATING_RESULT and kwargs.get("rounding_mode") is None
-                    check_in_place_operand(self, other, floating=floating)
+                    own_words = self._array.dtype.kind in "biu"
+                    check_in_place_operand(self, other, floating=floating,
+                                           cast_message=_CAST_MESSAGE.get(name) if own_words
+                                           else None)
                 result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:

@@ -99,13 +99,17 @@ def heaviside(input, values):
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (same dtypes only;
     no derivative, as PyTorch)."""
     _require_tensor_pair("heaviside", input, values, "values")
+    _complex.refuse_if_complex("heaviside", input)      # (np.heaviside of the real part
+    _complex.refuse_if_complex("heaviside", values)     # would pass for a complex step)
     if input.dtype != values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     _check_broadcast(input, values)
     # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
-    result = _core.wrap_array(_core._iterator_layout(
-        np.heaviside(input._array, values._array).astype(input._array.dtype),
-        input._array, values._array), False)
+    # PyTorch's rule: values where input == 0, else (input > 0); NaN input gives 0, where
+    # np.heaviside gives NaN
+    x = input._array
+    stepped = np.where(x == 0, values._array, (x > 0).astype(x.dtype)).astype(x.dtype)
+    result = _core.wrap_array(_core._iterator_layout(stepped, input._array, values._array), False)
     if input.requires_grad or values.requires_grad:
         return _NotDifferentiable.apply(input, result,
                                         "derivative for aten::heaviside is not implemented")
@@ -115,6 +119,7 @@ def heaviside(input, values):
 def logaddexp2(input, other):
     """log2(2 ** input + 2 ** other) without overflow (float tensors)."""
     _require_tensor_pair("logaddexp2", input, other)
+    _check_broadcast(input, other)     # (PyTorch's RuntimeError, before numpy's ValueError)
     from . import float16, float32, result_type
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
@@ -132,6 +137,10 @@ def logaddexp2(input, other):
 def ldexp(input, other):
     """input * 2 ** other (integers give the default float dtype); differentiable in both."""
     _require_tensor_pair("ldexp", input, other)
+    if other._array.dtype == np.bool_ and input.is_floating_point():
+        # PyTorch's kernel for a float input reads the exponent in its own dtype, and has none
+        # for bool (an integer or bool input goes another way, and computes)
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     from ._tutorial_ops import _floating_result_type
     from . import float16, float32
     # in the operands' promoted (float) dtype, float16 computing in float32 as PyTorch's kernel:
@@ -167,7 +176,7 @@ def nextafter(input, other):
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"nextafter_cpu" not implemented for '
-                                  f"'{_dtype_name(input._array)}'")
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     return _Nextafter.apply(input.to(dtype), other.to(dtype))
 
 
@@ -382,6 +391,8 @@ def zeta(input, other):
     _check_broadcast(input, other)
     from . import result_type, tensor
     dtype = result_type(input, other)
+    if dtype.is_complex:            # (converting to a real dtype would drop the imaginary part)
+        _complex.refuse("zeta", tensor([], dtype=dtype))
     if not dtype.is_floating_point:
         from . import get_default_dtype
         dtype = get_default_dtype()
@@ -464,7 +475,7 @@ def _incomplete_gamma(fn: str, input, other, upper: bool):
     dtype = result_type(input, other)
     if not dtype.is_floating_point:
         raise NotImplementedError(f'"{fn}_cpu" not implemented for '
-                                  f"'{_dtype_name(np.empty(0, dtype=np.result_type(input._array, other._array)))}'")
+                                  f"'{_core.scalar_type_name_of(dtype.np_dtype)}'")
     return _no_derivative_in_first(
         _IncompleteGamma, input.to(dtype), other.to(dtype),
         f"the derivative for '{fn}: input' is not implemented.", upper,

@@ -660,13 +660,32 @@ def frexp(input, *, out=None):
     if input._array.dtype.kind != "f":
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     if out is not None:
+        _check_frexp_out(input, out)
         return compute_then_write("frexp", out, (input,), lambda: frexp(input))
     arr = input._array
     _, exponent = np.frexp(arr)
-    with np.errstate(over="ignore"):
-        scale = np.ldexp(np.ones_like(arr), -exponent)
-    mantissa = input * _wrap(scale)
+    # 2**-exponent overflows the dtype for a subnormal input (float32's 1e-40 needs 2**132):
+    # two factors of half the power each are finite and multiply exactly
+    first = -exponent // 2
+    ones = np.ones_like(arr)
+    mantissa = input * _wrap(np.ldexp(ones, first)) * _wrap(np.ldexp(ones, -exponent - first))
     return _core.return_types.frexp((mantissa, _wrap(exponent.astype(np.int32))))
+
+
+def _check_frexp_out(input, out) -> None:
+    """PyTorch casts neither of frexp's results: the mantissa out has the input's dtype, the
+    exponent out int32 (checked in that order)."""
+    if not (isinstance(out, (tuple, list)) and len(out) == 2
+            and all(isinstance(t, _core.TensorBase) for t in out)):
+        return                          # (the core's write_out refuses it in PyTorch's words)
+    mantissa, exponent = out
+    if mantissa._array.dtype != input._array.dtype:
+        raise RuntimeError(f"torch.frexp() expects mantissa to have dtype "
+                           f"{_core.c_type_name_of(input._array.dtype)} but got "
+                           f"{_core.c_type_name_of(mantissa._array.dtype)}")
+    if exponent._array.dtype != np.int32:
+        raise RuntimeError(f"torch.frexp() expects exponent to have int dtype but got "
+                           f"{_core.c_type_name_of(exponent._array.dtype)}")
 
 
 # -- registration ------------------------------------------------------------------------------

@@ -179,6 +179,8 @@ add sub subtract mul multiply div divide true_divide floor_divide atan2 arctan2 
 pow maximum minimum fmax fmin hypot copysign xlogy logaddexp logaddexp2 eq ne not_equal lt less
 le less_equal gt greater ge greater_equal heaviside nextafter logical_and logical_or logical_xor
 where clamp clamp_min clamp_max clip addcmul addcdiv lerp
+bitwise_not logical_not conj_physical float_power bitwise_and bitwise_or bitwise_xor
+bitwise_left_shift bitwise_right_shift gcd lcm ldexp igamma igammac
 cumsum cumprod diff sort topk addmm outer ger max min median nanmedian mode
 """.split()
 _ANY_OVERLAP_REFUSED = """
@@ -205,8 +207,12 @@ NONDIFFERENTIABLE_OUT = frozenset("""
 eq ne not_equal lt less le less_equal gt greater ge greater_equal logical_and logical_or
 logical_xor logical_not isin histc argmax argmin signbit isneginf isposinf all any
 """.split())
+# The exact-out ops whose complex input gives a real result: PyTorch takes that result into a
+# real out of any dtype it casts to, and into a complex out of the input's dtype only
+# (torch.abs(complex64, out=float64 / complex64) compute, out=complex128 raises).
+COMPLEX_TO_FLOAT_OUT = frozenset(("abs", "absolute"))
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
-                     DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT)
+                     DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -45,6 +45,8 @@ def _shift(input, other, left: bool, name: str):
                         f" * (Tensor input, Tensor other)\n * (Scalar self, Tensor other)\n"
                         f" * (Tensor input, Scalar other)")
     input, other = _core.number_operand(input), _core.number_operand(other)
+    from ._extra_ops import _check_broadcast   # (imported here: _extra_ops imports this module)
+    _check_broadcast(input, other)             # (PyTorch's RuntimeError, not numpy's ValueError)
     dt = _result_dtype(input, other)
     if dt.kind not in "iu":
         raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
@@ -72,7 +74,7 @@ def bitwise_right_shift(input, other):
     return _shift(input, other, False, "bitwise_right_shift")
 
 
-def check_in_place_operand(self, other, floating=False) -> None:
+def check_in_place_operand(self, other, floating=False, cast_message=None) -> None:
     """PyTorch's checks of `self.<op>_(other)` for a binary op, made (as its TensorIterator makes
     them) before the kernel is looked up: other must broadcast to self's shape, and the operands'
     promoted dtype must cast to self's (`int_tensor &= float_tensor` is the cast error, not the
@@ -90,9 +92,10 @@ def check_in_place_operand(self, other, floating=False) -> None:
     if floating and promoted.kind in "biu":     # (an op computing in floats: see its caller)
         promoted = np.dtype(_core.np_dtype_of(_core.get_default_dtype()))
     if not _core.can_cast_np(promoted, self._array.dtype):
-        raise RuntimeError(f"result type {_core.scalar_type_name_of(promoted)} can't be cast to "
-                           f"the desired output type "
-                           f"{_core.scalar_type_name_of(self._array.dtype)}")
+        # (cast_message: an op's own wording of the refusal, a format string of {out})
+        template = cast_message or (f"result type {_core.scalar_type_name_of(promoted)} can't be "
+                                    f"cast to the desired output type {{out}}")
+        raise RuntimeError(template.format(out=_core.scalar_type_name_of(self._array.dtype)))
 
 
 def _write_back(self, result, op=None):

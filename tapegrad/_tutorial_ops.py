@@ -247,7 +247,12 @@ class _Logit(_Function):
     def forward(ctx, input, eps):
         ctx.save_for_backward(input)
         ctx.eps = eps
-        x = input._array if eps is None else np.clip(input._array, eps, 1 - eps)
+        x = input._array
+        if eps is not None:
+            # PyTorch's clamp: x < eps gives eps, then x > 1 - eps gives 1 - eps; eps > 0.5
+            # crosses the bounds, and np.clip (max first) would give 1 - eps for both ends
+            lo, hi = x.dtype.type(eps), x.dtype.type(1 - eps)
+            x = np.where(x < lo, lo, np.where(x > hi, hi, x))
         with np.errstate(divide="ignore", invalid="ignore"):
             return _wrap(np.log(x / (1 - x)).astype(x.dtype, copy=False))
 
@@ -535,18 +540,13 @@ def _integer_pair(name, fn, input, other):
     _check_tensor(other, name, "other", 2)
     _check_broadcast(input, other)
     b = other._array if isinstance(other, _core.TensorBase) else np.asarray(other)
-    if input._array.dtype.kind not in "iub" or b.dtype.kind not in "iub":
-        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype_label(input, b)}\'')
-    # PyTorch's promotion, not numpy's: a zero-dim operand does not widen a dimensioned one
+    # PyTorch's promotion, not numpy's: a zero-dim operand does not widen a dimensioned one;
+    # the missing kernel is the promoted dtype's (float16 with float32: 'Float')
     dt = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
-    if dt.kind == "b":
-        raise NotImplementedError(f'"{name}_cpu" not implemented for \'Bool\'')
+    if dt.kind not in "iu":
+        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(dt)}'")
     return _wrap(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))))
-
-
-def _dtype_label(input, other_array) -> str:
-    arr = input._array if input._array.dtype.kind not in "iub" else other_array
-    return {"float32": "Float", "float64": "Double", "float16": "Half"}.get(str(arr.dtype), str(arr.dtype))
 
 
 def gcd(input, other):

@@ -8,7 +8,7 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_XINCREF, Py_XDECREF
 from libc.stddef cimport ptrdiff_t
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from cpython.float cimport PyFloat_CheckExact
-from cpython.long cimport PyLong_CheckExact
+from cpython.long cimport PyLong_CheckExact, PyLong_AsLongLongAndOverflow
 
 cdef enum:
     MAX_IN = 3              # most inputs an op records (where(cond, a, b) has three)
@@ -303,8 +303,15 @@ cdef inline bint same_shape(cnp.ndarray a, cnp.ndarray b) noexcept:
 
 cdef inline bint kernel_scalar(object x) noexcept:
     # Exact Python float/int only: bool is excluded, and numpy scalars (np.float64 subclasses
-    # float) are typed for numpy, so they take the promotion path.
-    return PyFloat_CheckExact(x) or PyLong_CheckExact(x)
+    # float) are typed for numpy, so they take the promotion path; so does an int beyond int64,
+    # whose range PyTorch's argument parser checks there (OverflowError past 64 bits).
+    cdef int overflow = 0
+    if PyFloat_CheckExact(x):
+        return True
+    if not PyLong_CheckExact(x):
+        return False
+    PyLong_AsLongLongAndOverflow(x, &overflow)
+    return overflow == 0
 
 cdef struct KernelOperands:
     # Two operands as the binary kernels take them: type number, data and element stride (0: one

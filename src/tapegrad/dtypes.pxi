@@ -287,11 +287,13 @@ cdef inline int scalar_category(object s) noexcept:
 cdef dict PROMOTION_CACHE = {}
 
 
-cdef inline long operand_code(object x):
+cdef inline long operand_code(object x) except -1:
     # tensors: 2 * numpy type number + (1 if zero-dim); Python scalars: 10000 + category
     if isinstance(x, TensorBase):
         a = <cnp.ndarray>(<TensorBase>x)._array
         return 2 * cnp.PyArray_TYPE(a) + (1 if cnp.PyArray_NDIM(a) == 0 else 0)
+    if type(x) is int:      # (PyTorch's parser refuses an int beyond 64 bits as a Scalar)
+        check_int64_argument(x)
     return 10000 + scalar_category(x)
 
 
@@ -402,6 +404,15 @@ cdef object result_dtype(object a, object b):
 
 def result_type(a, b):
     """torch.result_type: the dtype of `a (op) b` for tensors and Python scalars."""
+    for x in (a, b):
+        # (anything else, None or a string, would pass for a float)
+        if not isinstance(x, (TensorBase, bool, int, float, complex, np.number, np.bool_)):
+            got = ", ".join("torch.dtype" if isinstance(y, dtype) else type_name(y)
+                            for y in (a, b))
+            raise TypeError(f"result_type() received an invalid combination of arguments - got "
+                            f"({got}), but expected one of:\n * (Tensor tensor, Tensor other)\n"
+                            f" * (Number scalar, Tensor tensor)\n * (Tensor tensor, Number other)"
+                            f"\n * (Number scalar1, Number scalar2)\n")
     return DTYPE_OF_NUM[result_dtype(a, b).num]
 
 
@@ -528,10 +539,13 @@ cdef object scalar_to_dtype(object v, object dt, bint half_as_double=False):
 cdef object wrapped_int(object v, object dt):
     """A Python int operand of an operator (&, <, ==) computed in integer dtype `dt`, as PyTorch
     casts its wrapped number: unchecked, keeping the low bits (two's complement), after its
-    argument parser's 64-bit range check; other numbers and dtypes are returned as they are."""
-    if dt.kind not in "iu" or not isinstance(v, int) or isinstance(v, bool):
+    argument parser's 64-bit range check (made whatever `dt`: beside a float tensor too);
+    other numbers and dtypes are returned as they are."""
+    if not isinstance(v, int) or isinstance(v, bool):
         return v
     check_int64_argument(v)
+    if dt.kind not in "iu":
+        return v
     bits = 8 * dt.itemsize             # (a Python int: 1 << 64 must not overflow)
     v &= (1 << bits) - 1
     if dt.kind == "i" and v >= (1 << (bits - 1)):

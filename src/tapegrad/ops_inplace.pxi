@@ -1056,18 +1056,24 @@ cdef dict dtype_arg_matches_out = {}
 # The ops whose results PyTorch never differentiates (comparisons, argmax, isin, histc ...): their
 # out= takes an operand that requires grad.  tapegrad/_out_arg.py's NONDIFFERENTIABLE_OUT.
 cdef frozenset nondifferentiable_out = frozenset()
+# The exact-out ops whose complex input gives a real result (abs): a real out takes that result
+# in any dtype it casts to, a complex out must have the input's dtype and gets it as complex.
+# tapegrad/_out_arg.py's COMPLEX_TO_FLOAT_OUT.
+cdef frozenset complex_to_float_out = frozenset()
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
-                   dict overlap_checked, dict dtype_matches_out, frozenset nondifferentiable):
+                   dict overlap_checked, dict dtype_matches_out, frozenset nondifferentiable,
+                   frozenset complex_to_float):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
-    global dtype_arg_matches_out, nondifferentiable_out
+    global dtype_arg_matches_out, nondifferentiable_out, complex_to_float_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
     overlap_checked_out = overlap_checked
     dtype_arg_matches_out = dtype_matches_out
     nondifferentiable_out = nondifferentiable
+    complex_to_float_out = complex_to_float
 
 
 cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same_too) except -1:
@@ -1109,6 +1115,40 @@ cdef bint elementwise_input(TensorBase o, tuple operands, tuple result_shape) ex
         return False
 
 
+# The comparisons take an out of any dtype whatever their operands' (their result is bool):
+# their missing kernel speaks whatever the out.
+cdef frozenset COMPARISONS = frozenset(
+    "eq ne lt le gt ge less less_equal greater greater_equal not_equal".split())
+
+
+cdef int refuse_out_before_kernel(str name, tuple outs, tuple operands, str missing) except -1:
+    """PyTorch checks an elementwise op's out against its operands' promoted dtype before it
+    looks up the kernel: for an op with no kernel for that dtype (floor of bools, hypot of
+    integers, erf of complex) an out that dtype cannot go to is refused with store_out's error
+    (exact_out_dtype's or the cast's), not the missing kernel's NotImplementedError `missing`.
+    Called when the op raised that; one out and one or two operands only.  An op's own refusal
+    (floor of complex: "floor is not supported ...") comes before the out check and stays."""
+    if not missing.startswith('"') or name in COMPARISONS:
+        return 0
+    if len(outs) != 1 or not 1 <= len(operands) <= 2 or not isinstance(operands[0], TensorBase):
+        return 0
+    if len(operands) == 2 and not isinstance(operands[1], (TensorBase, bool, int, float, complex)):
+        return 0
+    promoted = ((<TensorBase>operands[0])._array.dtype if len(operands) == 1
+                else result_dtype(operands[0], operands[1]))
+    A = (<TensorBase>outs[0])._array
+    rule = exact_out_dtype.get(name)
+    if isinstance(rule, str) and promoted != A.dtype:
+        raise RuntimeError(rule.format(
+            name=name, out=scalar_type_name(A.dtype), result=scalar_type_name(promoted),
+            out_c=C_TYPE_NAMES.get(A.dtype.name, A.dtype.name),
+            result_c=C_TYPE_NAMES.get(promoted.name, promoted.name)))
+    if not torch_castable(promoted, A.dtype):
+        raise RuntimeError(f"result type {scalar_type_name(promoted)} can't be cast to the "
+                           f"desired output type {scalar_type_name(A.dtype)}")
+    return 0
+
+
 cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs,
                    object rule=None) except -1:
     """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
@@ -1117,6 +1157,16 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
     refused cast names o's dtype as output_type_name says."""
     R = (<TensorBase>res)._array
     A = o._array
+    if rule is not None and name in complex_to_float_out:
+        source = ((<TensorBase>operands[0])._array.dtype
+                  if operands and isinstance(operands[0], TensorBase) else None)
+        if source is not None and source.kind == "c":
+            if A.dtype.kind == "c" and A.dtype != source:
+                raise RuntimeError(rule.format(
+                    name=name, out=scalar_type_name(A.dtype), result=scalar_type_name(source),
+                    out_c=C_TYPE_NAMES.get(A.dtype.name, A.dtype.name),
+                    result_c=C_TYPE_NAMES.get(source.name, source.name)))
+            rule = None
     cdef bint castable = torch_castable(R.dtype, A.dtype)
     # PyTorch checks an exact op's out dtype first, unless the op promoted its input (clamp of
     # an int64 tensor to 0.5: its cast check speaks first)
@@ -1180,8 +1230,12 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     same_too = overlap_checked_out.get(name)
     if same_too is not None:
         refuse_out_overlap(outs, operands, kwargs, same_too)
-    with no_grad_scope():
-        res = fn(*operands, **(kwargs or {}))
+    try:
+        with no_grad_scope():
+            res = fn(*operands, **(kwargs or {}))
+    except NotImplementedError as error:
+        refuse_out_before_kernel(name, outs, operands, str(error))
+        raise
     results = tuple(res) if isinstance(res, tuple) else (res,)
     if len(results) != len(outs) or not all(isinstance(r, TensorBase) for r in results):
         raise TypeError(f"{name}(): argument 'out' must be "

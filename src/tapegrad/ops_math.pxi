@@ -83,9 +83,13 @@ cdef object rounding(int op, TensorBase x, object fn, str kernel):
     if dtype_kind(<cnp.ndarray>A) == c'c':
         return complex_call("refuse", (kernel, x))
     if A.dtype.kind != "f":
-        if op == OP_FRAC or op == OP_ROUND_DECIMALS or A.dtype.kind == "b":
+        if op == OP_FRAC or op == OP_ROUND_DECIMALS:
             raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                       f"'{scalar_type_name(A.dtype)}'")
+        if A.dtype.kind == "b":     # (PyTorch's floor / ceil / round / trunc of bools: the
+                                    # vectorised kernels' names, floor_vml_cpu)
+            raise NotImplementedError(f"\"{kernel.replace('_cpu', '_vml_cpu')}\" "
+                                      f"not implemented for 'Bool'")
         out = A.copy()
     else:
         with IeeeResults():
@@ -235,7 +239,9 @@ cdef object binary_math(int op, object a, object b, str name):
     cdef Record* r
     for number, tensor in ((a, b), (b, a)):
         # a complex number with a tensor: PyTorch's promotion to complex, then its missing kernel
-        if isinstance(number, (complex, np.complexfloating)) and isinstance(tensor, TensorBase):
+        # (atan2 takes no number at all: its TypeError below speaks first)
+        if (op != OP_ATAN2 and isinstance(number, (complex, np.complexfloating))
+                and isinstance(tensor, TensorBase)):
             raise NotImplementedError(
                 f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" not implemented for "
                 f"'{scalar_type_name(result_dtype(tensor, complex(number)))}'")
@@ -261,8 +267,9 @@ cdef object binary_math(int op, object a, object b, str name):
     sa, sb = operand_shape(a), operand_shape(b)
     if a_tensor and b_tensor and sa != sb:
         broadcast_shapes_torch(sa, sb)
-    if dt.kind == "b" and op != OP_ATAN2:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    if dt.kind == "b" and op != OP_ATAN2:      # (floor_divide's kernel is div_floor's)
+        raise NotImplementedError(f"\"{'div_floor' if op == OP_FLOOR_DIVIDE else name}_cpu\" "
+                                  f"not implemented for 'Bool'")
     if op == OP_ATAN2:
         with IeeeResults():
             out = nd(np.asarray(np.arctan2(A, B)))
