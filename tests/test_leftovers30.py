@@ -86,3 +86,59 @@ def test_activation_second_derivative_float32(name):
 
     for a, b in zip(run(tg), run(torch)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# -- gradient layouts: row-major where PyTorch's are, so .view(-1) works as there --------------
+
+def _rng_tensors(lib, *shapes):
+    rng = np.random.default_rng(0)
+    return [lib.tensor(rng.standard_normal(s), requires_grad=True) for s in shapes]
+
+
+LAYOUT_CASES = {
+    # conv_transpose3d's input and conv3d's weight went through a permute (permuted strides)
+    "conv_transpose3d": ([(2, 3, 4, 3, 5), (3, 2, 2, 3, 2)],
+                         lambda lib, x, w: lib.nn.functional.conv_transpose3d(x, w, stride=2)),
+    "conv_transpose3d_groups": ([(2, 4, 3, 4, 3), (4, 2, 2, 2, 2)],
+                                lambda lib, x, w: lib.nn.functional.conv_transpose3d(
+                                    x, w, groups=2, dilation=2)),
+    "conv3d": ([(2, 3, 5, 4, 6), (4, 3, 2, 2, 2)],
+               lambda lib, x, w: lib.nn.functional.conv3d(x, w, stride=2)),
+    # bilinear's weight through permute(1, 0, 2)
+    "bilinear": ([(4, 3), (4, 5), (6, 3, 5), (6,)],
+                 lambda lib, a, b, w, bias: lib.nn.functional.bilinear(a, b, w, bias)),
+    "bilinear_batched": ([(2, 4, 3), (2, 4, 5), (6, 3, 5)],
+                         lambda lib, a, b, w: lib.nn.functional.bilinear(a, b, w)),
+    # index_copy's source (numpy's x[:, idx] is laid out index-dims first) and setitem's value
+    "index_copy_last_dim": ([(3, 5), (3, 2)],
+                            lambda lib, x, s: x.index_copy(-1, lib.tensor([4, 1]), s)),
+    "index_copy_middle_dim": ([(3, 4, 5), (3, 2, 5)],
+                              lambda lib, x, s: x.index_copy(1, lib.tensor([0, 2]), s)),
+    "setitem_advanced": ([(3, 4, 5), (3, 4, 2)], lambda lib, x, v: _written(lib, x, v)),
+}
+
+
+def _written(lib, x, v):
+    out = x * 1
+    out[:, :, lib.tensor([4, 1])] = v
+    return out
+
+
+@pytest.mark.parametrize("name", LAYOUT_CASES)
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_gradient_layout_as_pytorch(name, create_graph):
+    shapes, fn = LAYOUT_CASES[name]
+
+    def run(lib):
+        inputs = _rng_tensors(lib, *shapes)
+        out = fn(lib, *inputs)
+        upstream = lib.tensor(np.random.default_rng(1).standard_normal(tuple(out.shape)))
+        return lib.autograd.grad(out, inputs, upstream, create_graph=create_graph)
+
+    for ours, theirs in zip(run(tg), run(torch)):
+        assert ours.is_contiguous() == theirs.is_contiguous()
+        if theirs.is_contiguous():
+            assert ours.stride() == theirs.stride()
+            ours.view(-1)
+        np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-9,
+                                   atol=1e-10)

@@ -1092,7 +1092,9 @@ cdef object index_array(object g, tuple aux):
     if key1 is not None:
         out = out[key1]
     if key2 is not None:
-        out = advanced_index(out, key2)
+        # numpy lays out x[:, idx] with the index's dims first (strided); PyTorch's index result
+        # is row-major (a gradient's .view(-1) works there)
+        return nd(np.array(advanced_index(out, key2), order="C", copy=True))
     return nd(np.array(out, copy=True))
 
 cdef object vjp_index_scatter(Record* r, object g):
