@@ -142,3 +142,48 @@ def test_gradient_layout_as_pytorch(name, create_graph):
             ours.view(-1)
         np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-9,
                                    atol=1e-10)
+
+
+# -- x.data = other after the graph was recorded --------------------------------------------------
+
+DATA_SWAP_GRAPHS = {
+    "mul_saves_x": lambda x: (x * x).sum(),          # saved x meets the graph's gradient
+    "sin_saves_x": lambda x: (x.sin() * 2).sum(),
+    "pow_saves_x": lambda x: x.pow(2).sum(),
+    "exp_saves_result": lambda x: x.exp().sum(),     # x itself not saved: graph-shaped gradient
+    "scale_saves_nothing": lambda x: (x * 2).sum(),
+}
+
+
+@pytest.mark.parametrize("name", DATA_SWAP_GRAPHS)
+@pytest.mark.parametrize("how", ["backward", "grad", "grad_create_graph"])
+def test_data_of_another_shape_after_recording(name, how):
+    # PyTorch's saved input reads the new data, and its formula raises its size RuntimeError;
+    # tapegrad raised numpy's ValueError (at the delivery of the gradient) for every graph
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = DATA_SWAP_GRAPHS[name](x)
+        x.data = lib.ones(4)
+        try:
+            if how == "backward":
+                y.backward()
+                return ("ok", x.grad.tolist())
+            g, = lib.autograd.grad(y, x, create_graph=how == "grad_create_graph")
+            return ("ok", g.tolist())
+        except Exception as e:      # (the type and the message are what is compared)
+            return (type(e).__name__, str(e))
+
+    assert run(tg) == run(torch)
+
+
+def test_data_of_another_dtype_after_recording_reads_the_new_values():
+    # SILENT: a saved input kept the old values when the new data had another dtype (the
+    # gradient of x * x was 2 * old x); PyTorch's backward reads the new values
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = (x * x).sum()
+        x.data = lib.tensor([5.0, 6.0, 7.0], dtype=lib.float64)
+        y.backward()
+        return x.grad.tolist()
+
+    assert run(tg) == run(torch)

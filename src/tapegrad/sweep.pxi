@@ -111,15 +111,29 @@ cdef object saved_value_node_name(Record* r, int j):
     return grad_fn_name(r) if k == me else _grad_fn_name_of(t)
 
 
+cdef bint broadcasts_to(object g, object A) except -1:
+    """Whether gradient g broadcasts to the shape of array A (a VJP's 0-d result does; a graph
+    recorded before `t.data = other` changed t's shape does not)."""
+    try:
+        return np.broadcast_shapes(g.shape, A.shape) == A.shape
+    except ValueError:
+        return False
+
+
 cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
     """Add adjoint `g` into t.grad: adopt it (or a copy) the first time, add in place afterwards."""
     cdef TensorBase grad
     A = t._array
     if g.shape != A.shape:
-        full = np.empty(A.shape, dtype=A.dtype)
-        full[...] = g
-        g = full
-        owned = True
+        if not broadcasts_to(g, A):
+            # t.data = other of another shape since the graph was recorded: PyTorch's
+            # AccumulateGrad takes the gradient as the graph made it
+            A = g
+        else:
+            full = np.empty(A.shape, dtype=A.dtype)
+            full[...] = g
+            g = full
+            owned = True
     if t._grad is None:
         if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) and dense_layout(<cnp.ndarray>A):
             # PyTorch's gradient layout contract: a leaf laid out densely (a transposed or
@@ -612,7 +626,9 @@ cdef tuple captured_results(tuple inputs, list captured, bint allow_unused):
         if isinstance(g, TensorBase):
             out.append(g)
             continue
-        if g.shape != A.shape or g.dtype != A.dtype:
+        if g.shape != A.shape and not broadcasts_to(g, A):
+            pass                        # (t.data = other of another shape: as deliver_grad)
+        elif g.shape != A.shape or g.dtype != A.dtype:
             full = np.empty(A.shape, dtype=A.dtype)
             full[...] = g
             g = full
