@@ -187,3 +187,60 @@ def test_data_of_another_dtype_after_recording_reads_the_new_values():
         return x.grad.tolist()
 
     assert run(tg) == run(torch)
+
+
+# -- sgn's zero gradient (PyTorch's ZeroTensor) ------------------------------------------------
+
+def _as_list(g):
+    # (PyTorch hands a ZeroTensor out of autograd.grad when nothing else reached the input)
+    if getattr(g, "_is_zerotensor", lambda: False)():
+        return [0.0] * g.numel()
+    return [float(v) for v in g.tolist()]
+
+
+SGN_CHAINS = {
+    # a product formula keeps the ZeroTensor: inf * 0 never happens
+    "exp": lambda lib, t: t.exp().sgn(),
+    "pow": lambda lib, t: (t ** 2000).sgn(),
+    "log": lambda lib, t: (t - 1).log().sgn(),
+    "scaled_sum": lambda lib, t: (t * 3 + 1).exp().sgn().sum(),
+    "view": lambda lib, t: t.exp().view(2, 2).view(4).sgn(),
+    "plus_other_path": lambda lib, t: t.exp().sgn() + t,
+    "times_x": lambda lib, t: t.sgn() * t,
+    # any other formula materializes it: PyTorch's NaN there too
+    "neg": lambda lib, t: (-t.exp()).sgn(),
+    "clamp": lambda lib, t: t.exp().clamp(max=5).sgn(),
+    "expand": lambda lib, t: t.exp()[:1].expand(4).sgn(),
+    "matmul": lambda lib, t: (t.exp().view(2, 2) @ t.exp().view(2, 2)).sgn(),
+    "sub_second": lambda lib, t: ((t.exp() - t.exp()) * t.exp()).sgn(),
+    "sign": lambda lib, t: t.exp().sign(),
+}
+
+
+@pytest.mark.parametrize("name", SGN_CHAINS)
+@pytest.mark.parametrize("how", ["grad", "backward"])
+def test_sgn_gradient_is_a_zero_that_absorbs_infinite_factors(name, how):
+    # SILENT: x.exp().sgn() at x = 1000 had gradient NaN (0 * inf) where PyTorch's is 0
+    def run(lib):
+        x = lib.tensor([1000.0, 1.0, -1000.0, 2.0], dtype=lib.float64, requires_grad=True)
+        y = SGN_CHAINS[name](lib, x).sum()
+        if how == "backward":
+            y.backward()
+            return _as_list(x.grad)
+        g, = lib.autograd.grad(y, x)
+        return _as_list(g)
+
+    np.testing.assert_array_equal(run(tg), run(torch))
+
+
+def test_sgn_zero_gradient_reaches_hooks_and_retained_grads_as_zeros():
+    def run(lib):
+        x = lib.tensor([1000.0, 1.0], dtype=lib.float64, requires_grad=True)
+        t = x.exp()
+        t.retain_grad()
+        seen = []
+        t.register_hook(lambda g: seen.append(_as_list(g)))
+        t.sgn().sum().backward()
+        return _as_list(x.grad), _as_list(t.grad), seen
+
+    assert run(tg) == run(torch)
