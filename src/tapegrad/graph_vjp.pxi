@@ -686,33 +686,24 @@ cdef object gv_leaky_relu(Py_ssize_t i, Record* r, object G, char* want):
     return through_input(OP_LEAKY_RELU_BACKWARD,
                          g_where(<object>r.saved[0] > 0, G, g_mul(G, r.scalar)), r, 0)
 
+# elu, softplus and gelu: PyTorch's gradient is one node (EluBackwardBackward0, ...) whose
+# x-derivative is one product grad_grad * grad * f''(x); differentiating a composition of f' instead
+# met an infinite grad_grad * grad in each term (inf - inf = NaN) or behind a where (0 where PyTorch's
+# mask gives NaN) (fuzz14).  The eager kernel gives the value, a Function of
+# tapegrad.nn._activation_kernels the derivatives.
+
+cdef object compiled_activation_gradient(str name, Record* r, object G, tuple params):
+    """Function `name` of _activation_kernels applied to the gradient G, record r's input, the
+    eager VJP's value of G and the activation's parameters."""
+    from tapegrad.nn import _activation_kernels
+    return getattr(_activation_kernels, name).apply(
+        G, in_value(r, 0, saved_value(r, 0)), OP_VJP[r.op](r, (<TensorBase>G)._array), *params)
+
 cdef object gv_elu(Py_ssize_t i, Record* r, object G, char* want):
-    x = <object>r.saved[0]
-    neg = np.logical_not(x > 0)                         # NaN takes the exp branch: NaN gradient
-    # at x = 0 the exp branch's value is exp(0) = 1 taken as a constant: PyTorch's second
-    # derivative of elu is 0 there (its first derivative alpha, as here)
-    E = unary_op(OP_EXP, <TensorBase>g_where(np.logical_not(x >= 0), in_value(r, 0, x), 0))
-    V = g_mul(g_mul(G, r.scalar), E)                    # the C kernel's order
-    return g_where(neg, V, G)
+    return compiled_activation_gradient("EluBackward", r, G, (r.scalar,))
 
 cdef object gv_softplus(Py_ssize_t i, Record* r, object G, char* want):
-    x = <object>r.saved[0]
-    beta, threshold = <tuple>r.aux
-    z = x * beta
-    lin = z > threshold
-    # the values: the C kernel's g e^z / (e^z + 1), from the values only
-    E = unary_op(OP_EXP, <TensorBase>wrap(nd(np.where(lin, 0, z))))
-    V = g_div(g_mul(wrap((<TensorBase>G)._array), E), g_add(E, 1))
-    # the derivatives: PyTorch's g sigmoid(z), whose x-derivative (softplus_double_backward) is
-    # one product g sigmoid(z) (1 - sigmoid(z)) beta: differentiating the quotient above gives
-    # inf - inf = NaN for an infinite g, and its g e^z overflows for a finite g near the float's
-    # limit (fuzz 62657559).  PyTorch multiplies that product by the mask z < threshold, so an
-    # infinite g gives NaN where z >= threshold: the term `masked Z * 0` has those derivatives.
-    # At the tie z == threshold the second derivative is 0, as PyTorch's (sweep13).
-    masked = z >= threshold
-    Z = g_mul(in_value(r, 0, x), beta)
-    S = g_add(sigmoid_of(g_where(masked, wrap(nd(z)), Z)), g_mul(g_where(masked, Z, 0), 0.0))
-    return g_where(lin, G, exact((<TensorBase>V)._array, g_mul(G, S)))
+    return compiled_activation_gradient("SoftplusBackward", r, G, <tuple>r.aux)
 
 cdef object sigmoid_of(object Z):
     """sigmoid(Z) with the values of the compiled kernels' 1 / (exp(-z) + 1) and the derivatives
@@ -727,22 +718,8 @@ cdef object gv_silu(Py_ssize_t i, Record* r, object G, char* want):
     S = sigmoid_of(X)
     return g_mul(g_mul(G, S), g_add(g_mul(X, binary_op(OP_RSUB, 1, S)), 1))
 
-cdef double SQRT1_2 = 0.70710678118654752440
-cdef double INV_SQRT_2PI = 0.39894228040143267794
-
 cdef object gv_gelu(Py_ssize_t i, Record* r, object G, char* want):
-    X = in_value(r, 0, saved_value(r, 0))
-    if r.scalar == 0:       # g (Phi(x) + x phi(x))
-        P = g_mul(0.5, g_add(1, erf(g_mul(X, SQRT1_2))))
-        Q = g_mul(g_mul(X, INV_SQRT_2PI),
-                  unary_op(OP_EXP, <TensorBase>g_mul(g_mul(X, -0.5), X)))
-        return g_mul(G, g_add(P, Q))
-    # tanh form: s = sigmoid(2u), d/dx [x s] = s + 2 x s (1 - s) u'
-    U = g_mul(g_add(X, g_mul(g_mul(g_mul(X, X), X), GELU_KAPPA)), 2 * GELU_BETA)
-    S = sigmoid_of(U)
-    T = g_mul(g_mul(g_mul(g_mul(X, 2), S), binary_op(OP_RSUB, 1, S)),
-              g_mul(g_add(g_mul(g_mul(X, X), 3 * GELU_KAPPA), 1), GELU_BETA))
-    return g_mul(G, g_add(S, T))
+    return compiled_activation_gradient("GeluBackward", r, G, ("none" if r.scalar == 0 else "tanh",))
 
 
 # -- reductions, linear algebra, shapes ----------------------------------------------------------
@@ -1115,7 +1092,9 @@ cdef object index_array(object g, tuple aux):
     if key1 is not None:
         out = out[key1]
     if key2 is not None:
-        out = advanced_index(out, key2)
+        # numpy lays out x[:, idx] with the index's dims first (strided); PyTorch's index result
+        # is row-major (a gradient's .view(-1) works there)
+        return nd(np.array(advanced_index(out, key2), order="C", copy=True))
     return nd(np.array(out, copy=True))
 
 cdef object vjp_index_scatter(Record* r, object g):

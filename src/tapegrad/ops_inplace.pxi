@@ -495,7 +495,12 @@ cdef object vjp_setitem(Record* r, object g):
         gx = np.array(g, copy=True)
         gx[key] = 0                                     # overwritten elements get no gradient
     if needs_grad(r, 1):
-        gv = sum_to(nd(np.asarray(g[key])), squeezed_shape).reshape(value_shape)
+        picked = np.asarray(g[key])
+        if advanced:
+            # numpy lays out x[:, idx] with the index's dims first (strided); PyTorch's index
+            # (index_copy's index_select) is row-major, and its .view(-1) works
+            picked = np.ascontiguousarray(picked)
+        gv = sum_to(nd(picked), squeezed_shape).reshape(value_shape)
         if value_dtype is not None:                     # (a value of another dtype was cast)
             gv = gv.astype(value_dtype)
     return (gx, gv)

@@ -75,6 +75,31 @@ cdef class PackedSaved:
         return t, a
 
 
+class _RefusedOnUnpack:
+    """The unpack of a saved input that cannot be read any more: it raises `message`."""
+
+    def __init__(self, message):
+        self.message = message
+
+    def __call__(self, packed):
+        raise RuntimeError(self.message)
+
+
+cdef object refused_on_unpack(object value, int rank, str message):
+    """A saved slot in place of array `value` whose unpacking (the record's backward, with the
+    record flagged RF_PACKED) raises RuntimeError(message): a saved input whose tensor
+    `.data = other` gave a shape the graph's gradient cannot meet (rebind_saved_inputs)."""
+    cdef PackedSaved p = PackedSaved.__new__(PackedSaved)
+    p.packed = None
+    p.unpack = _RefusedOnUnpack(message)
+    p.shape = tuple(value.shape)
+    p.dtype = value.dtype
+    p.order = 0
+    p.rank = rank
+    p.of_output = False
+    return p
+
+
 cdef int saved_input(Record* r, object value) noexcept:
     """Which input of record r (that requires grad) has `value` as its array, or -1."""
     cdef Py_ssize_t* ins = rec_inputs(r)

@@ -111,15 +111,29 @@ cdef object saved_value_node_name(Record* r, int j):
     return grad_fn_name(r) if k == me else _grad_fn_name_of(t)
 
 
+cdef bint broadcasts_to(object g, object A) except -1:
+    """Whether gradient g broadcasts to the shape of array A (a VJP's 0-d result does; a graph
+    recorded before `t.data = other` changed t's shape does not)."""
+    try:
+        return np.broadcast_shapes(g.shape, A.shape) == A.shape
+    except ValueError:
+        return False
+
+
 cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
     """Add adjoint `g` into t.grad: adopt it (or a copy) the first time, add in place afterwards."""
     cdef TensorBase grad
     A = t._array
     if g.shape != A.shape:
-        full = np.empty(A.shape, dtype=A.dtype)
-        full[...] = g
-        g = full
-        owned = True
+        if not broadcasts_to(g, A):
+            # t.data = other of another shape since the graph was recorded: PyTorch's
+            # AccumulateGrad takes the gradient as the graph made it
+            A = g
+        else:
+            full = np.empty(A.shape, dtype=A.dtype)
+            full[...] = g
+            g = full
+            owned = True
     if t._grad is None:
         if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) and dense_layout(<cnp.ndarray>A):
             # PyTorch's gradient layout contract: a leaf laid out densely (a transposed or
@@ -162,6 +176,66 @@ cdef inline bint sole_reference(object a):
             and cnp.PyArray_CHKFLAGS(<cnp.ndarray>a, cnp.NPY_ARRAY_OWNDATA))
 
 
+# -- zero adjoints (PyTorch's ZeroTensor) ---------------------------------------------------------
+# PyTorch's sgn of a real tensor returns a ZeroTensor as its gradient.  The backward formulas that
+# are products, quotients, sums and views of it (mul, div, add, exp, log, pow, view, ...) give a
+# ZeroTensor again whatever the other factor (inf included), and an accumulation skips it, so a
+# NaN or inf factor on that path never meets it (x.exp().sgn() at x = 1000 has gradient 0, not
+# inf * 0 = NaN); any other formula (neg, where, expand's sum_to, matmul, ...) materializes it as
+# zeros, which such a factor then turns into NaN, as here.  The sweep's zero adjoint is a
+# read-only zero array of that type: a record that receives it (or is sgn's) and whose PyTorch
+# formula keeps it still runs its VJP for the shapes, whose results become zero adjoints (their
+# values, NaN or not, unread); any other record, a hook, a Function or a target gets plain zeros.
+
+# The nodes whose PyTorch backward keeps a ZeroTensor (checked against torch 2.13); sub's keeps it
+# for its first input only (the second's is a negation, which materializes it)
+ZERO_KEEPING_NODES = frozenset([
+    "MulBackward0", "MulBackward1", "DivBackward0", "DivBackward1", "AddBackward0",
+    "AddBackward1", "SubBackward0", "SubBackward1", "ExpBackward0", "Exp2Backward0",
+    "Expm1Backward0", "LogBackward0", "Log1PBackward0", "SinBackward0", "CosBackward0",
+    "TanBackward0", "AtanBackward0", "SqrtBackward0", "PowBackward0", "PowBackward1",
+    "AbsBackward0", "ViewBackward0", "CloneBackward0", "UnsqueezeBackward0",
+    "SqueezeBackward0", "SqueezeBackward1", "StackBackward0", "SumBackward0"])
+ZERO_KEEPING_FIRST_ONLY = frozenset(["SubBackward0", "SubBackward1"])
+cdef char ZERO_KEEPING[MAX_OPS]         # by opcode: 1 keeps it, 2 for the first input only
+cdef Py_ssize_t zero_keeping_known = 0  # how many opcodes ZERO_KEEPING covers
+
+
+cdef void note_zero_keeping_ops():
+    """ZERO_KEEPING for the opcodes registered since the last call (op modules register theirs
+    when they load)."""
+    global zero_keeping_known
+    cdef Py_ssize_t n = len(OP_NAMES), op
+    for op in range(zero_keeping_known, min(n, MAX_OPS)):
+        ZERO_KEEPING[op] = (2 if OP_NAMES[op] in ZERO_KEEPING_FIRST_ONLY else
+                            1 if OP_NAMES[op] in ZERO_KEEPING_NODES else 0)
+    zero_keeping_known = n
+
+class ZeroAdjoint(np.ndarray):
+    """A gradient known to be zero (PyTorch's ZeroTensor): added to nothing, skipped otherwise."""
+
+
+cdef object zero_adjoint_like(object g):
+    """The zero adjoint of g's shape and dtype (a broadcast zero: no memory of its size)."""
+    return np.broadcast_to(np.zeros((), dtype=g.dtype), g.shape).view(ZeroAdjoint)
+
+
+cdef object zero_adjoints_like(object grads, bint first_only):
+    """A VJP's results (an array, or a tuple with None / ACCUMULATED entries) as zero adjoints
+    (the first one only when `first_only`: the others stay the VJP's zeros, as plain arrays)."""
+    if type(grads) is tuple:
+        return tuple([gk if gk is None or gk is ACCUMULATED or not cnp.PyArray_Check(gk)
+                      else (gk.view(np.ndarray) if first_only and q > 0
+                            else zero_adjoint_like(gk))
+                      for q, gk in enumerate(<tuple>grads)])
+    return zero_adjoint_like(grads) if cnp.PyArray_Check(grads) else grads
+
+
+cdef object materialized(object g):
+    """A zero adjoint as the plain zeros a target, a hook or a Function's backward receives."""
+    return np.zeros(g.shape, dtype=g.dtype) if type(g) is ZeroAdjoint else g
+
+
 cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk) except -1:
     cdef object prev
     if adj[k] == NULL:
@@ -170,6 +244,14 @@ cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk)
         owned[k] = 0
         return 0
     prev = <object>adj[k]
+    if type(gk) is ZeroAdjoint:         # (adds nothing)
+        return 0
+    if type(prev) is ZeroAdjoint:       # (replaced by the first real contribution)
+        Py_INCREF(gk)
+        Py_DECREF(prev)     # `prev` (a local) still holds a reference until the function returns
+        adj[k] = <PyObject*>gk
+        owned[k] = 0
+        return 0
     if owned[k] and prev.shape == gk.shape and prev.flags.writeable:
         np.add(prev, gk, out=prev, casting="unsafe")
         return 0
@@ -210,6 +292,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     (an ndarray) or None; the other modes return None."""
     cdef Py_ssize_t nr = len(roots), nt = 0 if targets is None else len(targets)
     cdef Py_ssize_t top = -1, lowest, stop = 0, i, k, j, lo
+    cdef int sgn_code
+    cdef bint zero
     cdef PyObject** adj = NULL
     cdef char* owned = NULL
     cdef char* need = NULL
@@ -279,6 +363,10 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     try:
         for j in range(nr):
             accumulate(adj, owned, <Py_ssize_t>roots[j], seeds[j])
+        # (real sgn's record: its gradient is a zero adjoint; -1 while no sgn was recorded)
+        sgn_code = GRAD_FN_NAME_CODES.get("SgnBackward0", -1)
+        if zero_keeping_known != len(OP_NAMES):
+            note_zero_keeping_ops()
         i = top
         while i >= lowest and i >= stop:
             if adj[i] == NULL:
@@ -293,12 +381,22 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             if need != NULL and not need[i]:
                 i -= 1
                 continue
+            zero = type(g) is ZeroAdjoint
             if TAPE.recs[i].extra != NULL:
-                h = run_tensor_hooks(i, g)
-                if h is not g:
+                # (a hook sees zeros; the zero adjoint goes on unless it returns another)
+                shown = materialized(g) if zero else g
+                h = run_tensor_hooks(i, shown)
+                if h is not shown:
                     g = h
                     own = 0
+                    zero = False
                 h = None
+                shown = None
+            if zero and (TAPE.recs[i].name != 0 or not ZERO_KEEPING[TAPE.recs[i].op]):
+                # (what a target, a Function or a formula that is not a product gets; a
+                # composite's last record, renamed, is PyTorch's one node: not a product)
+                g = materialized(g)
+                zero = False
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
                 if mode == SWEEP_CAPTURE:
@@ -372,9 +470,12 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 if (sole_reference(g) and cnp.PyArray_ISWRITEABLE(<cnp.ndarray>g)
                         and not node_hooked):
                     offer_adjoint(g)    # its VJP may write its result into g (kernels.pxi)
-                if rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE and not node_hooked:
+                if (rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE and not node_hooked
+                        and not zero):
                     offer_owned_adjoints(adj, owned, &rec, need)
                 grads = vjp(&rec, g)
+                if zero or rec.name == sgn_code:
+                    grads = zero_adjoints_like(grads, zero and ZERO_KEEPING[rec.op] == 2)
                 if node_hooked:
                     grads = run_node_hooks(&rec, grads, g, False)
                 if ANOMALY_MODE:
@@ -609,10 +710,13 @@ cdef tuple captured_results(tuple inputs, list captured, bint allow_unused):
             continue
         t = <TensorBase>inputs[j]
         A = t._array
+        g = materialized(g)             # (a non-leaf target reached by a zero adjoint only)
         if isinstance(g, TensorBase):
             out.append(g)
             continue
-        if g.shape != A.shape or g.dtype != A.dtype:
+        if g.shape != A.shape and not broadcasts_to(g, A):
+            pass                        # (t.data = other of another shape: as deliver_grad)
+        elif g.shape != A.shape or g.dtype != A.dtype:
             full = np.empty(A.shape, dtype=A.dtype)
             full[...] = g
             g = full

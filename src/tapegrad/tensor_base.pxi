@@ -566,16 +566,42 @@ cdef object make_grad_fn(Py_ssize_t node):
     return fn
 
 
+cdef str size_mismatch_message(tuple a, tuple b):
+    """PyTorch's broadcasting error for shapes a and b (which do not broadcast)."""
+    cdef Py_ssize_t k
+    for k in range(1, min(len(a), len(b)) + 1):     # (from the right; no wraparound here)
+        x, y = a[len(a) - k], b[len(b) - k]
+        if x != y and x != 1 and y != 1:
+            return (f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                    f"at non-singleton dimension {max(len(a), len(b)) - k}")
+    return "The size of tensor a must match the size of tensor b"
+
+
 cdef int rebind_saved_inputs(TensorBase t, object old, object new) except -1:
     """`t.data = other` swaps t's storage under the records that saved t as an input: PyTorch's
     SavedVariable of an input holds the tensor itself, so its backward reads the new values
     (`y = x * x; x.data = z; y.backward()` differentiates at z), while a saved output keeps its
     own alias of the old storage (exp's result).  A record that saved t's array itself as an
-    input reads the new array from now on; t's own record (its saved output) is left alone, and
-    so is a value of another shape or dtype (PyTorch fails later, at the VJP)."""
-    if old is new or not (cnp.PyArray_Check(old) and cnp.PyArray_Check(new)) \
-            or old.shape != new.shape or old.dtype != new.dtype:
+    input reads the new array from now on; t's own record (its saved output) is left alone.  New
+    values of another dtype of the same kind are read in the saved dtype (the VJP's kernels see
+    one dtype), and of a shape that does not broadcast with the saved one make that record's
+    backward raise PyTorch's size error (its formula meets the graph's gradient of the old
+    shape), not numpy's."""
+    if old is new or not (cnp.PyArray_Check(old) and cnp.PyArray_Check(new)):
         return 0
+    if old.shape != new.shape:
+        try:
+            np.broadcast_shapes(old.shape, new.shape)
+            return 0                    # (PyTorch broadcasts there: left as saved)
+        except ValueError:
+            pass
+        reading = None
+    elif old.dtype != new.dtype:
+        if not np.can_cast(new.dtype, old.dtype, "same_kind"):
+            return 0                    # (complex values for a real formula: left as saved)
+        reading = new.astype(old.dtype)
+    else:
+        reading = new
     cdef Py_ssize_t i
     cdef int j
     cdef Record* r
@@ -585,9 +611,16 @@ cdef int rebind_saved_inputs(TensorBase t, object old, object new) except -1:
             continue
         for j in range(MAX_SAVED):
             if r.saved[j] == <PyObject*>old:
-                Py_INCREF(new)
-                r.saved[j] = <PyObject*>new
+                if reading is not None:
+                    value = reading
+                else:
+                    value = refused_on_unpack(old, j, size_mismatch_message(old.shape,
+                                                                            new.shape))
+                Py_INCREF(value)
+                r.saved[j] = <PyObject*>value
                 Py_DECREF(old)
+                if reading is None:
+                    r.flags |= RF_PACKED
     return 0
 
 

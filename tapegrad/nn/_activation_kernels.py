@@ -6,7 +6,13 @@ met the partial derivatives separately (inf - inf or inf * 0, NaN) where PyTorch
 Mish's backward is written in differentiable ops, as PyTorch's infinitely_differentiable_mish_backward,
 so its second derivatives are the derivatives of that formula, as PyTorch's.  Hardswish's and
 logsigmoid's backwards are Functions too (PyTorch's HardswishBackwardBackward0,
-LogSigmoidBackwardBackward0) whose derivatives are derivatives.yaml's formulas."""
+LogSigmoidBackwardBackward0) whose derivatives are derivatives.yaml's formulas.
+
+Gelu's, elu's and softplus's forwards and first backwards are compiled ops; only their gradients
+under create_graph are the Functions below (GeluBackwardBackward0, ...): the compiled graph VJP
+hands each the eager gradient's value and the Function supplies PyTorch's double-backward formula
+as one product grad_grad * grad * f''(x), so an infinite factor meets f'' once (inf, or NaN where
+f'' or the mask is 0) rather than each term of f'' separately (fuzz14)."""
 from __future__ import annotations
 
 import tapegrad as _tg
@@ -120,6 +126,111 @@ class LogSigmoidBackward(Function):
         return LogSigmoidBackward.apply(grad_grad, x), grad_grad * grad * (s - 1.0) * s
 
 
+# -- gradients of the compiled gelu, elu and softplus under create_graph ------------------------
+
+def _given_or(value, compute):
+    """The eager kernel's gradient `value` (an ndarray, handed over by the compiled graph VJP) as a
+    tensor, or, for a gradient of a gradient, the formula's value."""
+    return _tg.from_numpy(value) if value is not None else compute()
+
+
+_GELU_BETA = 0.7978845608028654         # sqrt(2 / pi), PyTorch's kBeta of the tanh form
+_GELU_KAPPA = 0.044715
+_INV_SQRT_2PI = 0.3989422804014327
+
+
+def _gelu_derivative(x, approximate):
+    """d gelu / dx, PyTorch's gelu_backward without its grad factor."""
+    if approximate == "tanh":
+        tanh_inner = (_GELU_BETA * (x + _GELU_KAPPA * x * x * x)).tanh()
+        return 0.5 * (1 + tanh_inner) + 0.5 * x * (1 - tanh_inner * tanh_inner) \
+            * (_GELU_BETA * (1 + 3 * _GELU_KAPPA * x * x))
+    return 0.5 * (1 + _tg.erf(x * 0.7071067811865476)) \
+        + x * (_tg.exp(-0.5 * x * x) * _INV_SQRT_2PI)
+
+
+def _gelu_second_derivative(x, approximate):
+    """PyTorch's gelu_double_backward without its grad_grad * grad factor."""
+    if approximate == "tanh":
+        inner = _GELU_BETA * (x + _GELU_KAPPA * x * x * x)
+        tanh_inner = inner.tanh()
+        sech_inner = 1 / inner.cosh()
+        f = 0.5 * x
+        g = 1 - tanh_inner * tanh_inner
+        h = _GELU_BETA * (1 + 3 * _GELU_KAPPA * x * x)
+        g_prime = (2 * sech_inner) * (-sech_inner * tanh_inner) * h
+        h_prime = 6 * _GELU_KAPPA * x * _GELU_BETA
+        f_prime_gh = 0.5 * g * h     # (twice: from 0.5 (1 + tanh) and from f g h)
+        return f_prime_gh + (f_prime_gh + f * h * g_prime + f * g * h_prime)
+    pdf = _tg.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    return 2 * pdf - x * x * pdf
+
+
+class GeluBackward(Function):
+    """grad * gelu'(x) (gelu_backward); derivatives gelu_backward(grad_grad, x) and
+    grad_grad * grad * gelu''(x) (gelu_double_backward)."""
+
+    @staticmethod
+    def forward(ctx, grad, x, value, approximate):
+        ctx.save_for_backward(grad, x)
+        ctx.approximate = approximate
+        return _given_or(value, lambda: grad * _gelu_derivative(x, approximate))
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, x = ctx.saved_tensors
+        return (GeluBackward.apply(grad_grad, x, None, ctx.approximate),
+                grad_grad * grad * _gelu_second_derivative(x, ctx.approximate), None, None)
+
+
+class EluBackward(Function):
+    """elu_backward: grad for x > 0, grad * alpha * exp(x) otherwise; derivatives
+    elu_backward(grad_grad, x) and elu_double_backward, elu_backward(grad_grad * grad, x) * (x < 0)
+    (the mask multiplies, so an infinite product gives NaN where x >= 0, as PyTorch's)."""
+
+    @staticmethod
+    def forward(ctx, grad, x, value, alpha):
+        ctx.save_for_backward(grad, x)
+        ctx.alpha = alpha
+        return _given_or(value, lambda: _elu_backward(grad, x, alpha))
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, x = ctx.saved_tensors
+        negative = (x < 0).to(x.dtype)
+        return (EluBackward.apply(grad_grad, x, None, ctx.alpha),
+                _elu_backward(grad_grad * grad, x, ctx.alpha) * negative, None, None)
+
+
+def _elu_backward(grad, x, alpha):
+    return _tg.where(x > 0, grad, grad * alpha * _tg.exp(_tg.clamp(x, max=0.0)))
+
+
+class SoftplusBackward(Function):
+    """softplus_backward: grad where beta x > threshold, grad * sigmoid(beta x) otherwise;
+    derivatives softplus_backward(grad_grad, x) and softplus_double_backward,
+    (grad_grad * grad) (1 - s) s (beta x < threshold) beta, s = sigmoid(beta x)."""
+
+    @staticmethod
+    def forward(ctx, grad, x, value, beta, threshold):
+        ctx.save_for_backward(grad, x)
+        ctx.beta, ctx.threshold = beta, threshold
+        return _given_or(value, lambda: _tg.where(x * beta > threshold, grad,
+                                                  grad * (x * beta).sigmoid()))
+
+    @staticmethod
+    def backward(ctx, grad_grad):
+        grad, x = ctx.saved_tensors
+        z = x * ctx.beta
+        s = z.sigmoid()
+        below = (z < ctx.threshold).to(x.dtype)
+        return (SoftplusBackward.apply(grad_grad, x, None, ctx.beta, ctx.threshold),
+                grad_grad * grad * (1 - s) * s * below * ctx.beta, None, None, None)
+
+
+_torch_grad_fn_name(GeluBackward, "GeluBackwardBackward0")
+_torch_grad_fn_name(EluBackward, "EluBackwardBackward0")
+_torch_grad_fn_name(SoftplusBackward, "SoftplusBackwardBackward0")
 _torch_grad_fn_name(MishKernel, "MishBackward0")
 _torch_grad_fn_name(HardswishKernel, "HardswishBackward0")
 _torch_grad_fn_name(HardswishBackward, "HardswishBackwardBackward0")

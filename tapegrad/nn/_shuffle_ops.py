@@ -101,13 +101,12 @@ def bilinear(input1, input2, weight, bias=None):
     lead = tuple(input1.shape[:-1])
     x1 = input1.reshape(-1, weight.shape[1])
     x2 = input2.reshape(-1, weight.shape[2])
-    # (B, i) @ (i, o*j) then contract j with x2: two matmuls instead of an einsum.
+    # the outer products x1[b, i] x2[b, j] times weight's rows: a linear layer of (o, i*j)
+    # weight, whose gradient comes back laid out as weight (row-major), as PyTorch's (a product
+    # through weight.permute(1, 0, 2) had given it permuted strides, so .view(-1) raised)
     o, i, j = weight.shape
-    left = (x1 @ weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
-    product = left * x2.unsqueeze(1)
-    # (summed in its own dtype, as PyTorch's contraction: sum's int64 for integer tensors had
-    # made an int8 bilinear silently int64)
-    out = product.sum(-1, dtype=product.dtype)
+    outer = (x1.unsqueeze(2) * x2.unsqueeze(1)).reshape(-1, i * j)
+    out = outer @ weight.reshape(o, i * j).t()
     if bias is not None:
         out = out + bias
     return out.reshape(*lead, o)

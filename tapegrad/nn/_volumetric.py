@@ -92,7 +92,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     taps = _depth_taps(x, kd, [i * dd for i in range(kd)], sd, Do)
     taps = taps.reshape(N, G, C // G, kd, Do, Hp, Wp).permute(0, 4, 1, 3, 2, 5, 6)
     planes = taps.reshape(N * Do, G * kd * (C // G), Hp, Wp)
-    w2 = weight.permute(0, 2, 1, 3, 4).reshape(O, kd * (C // G), kh, kw)
+    # (the depth taps stacked rather than permuted: weight's gradient comes back row-major, as
+    # PyTorch's; see conv_transpose3d's input)
+    w2 = _stack(weight.unbind(2), 1).reshape(O, kd * (C // G), kh, kw)
     y = conv2d(planes, w2, bias, (sh, sw), (pads[1][0], pads[2][0]), (dh, dw), G)
     Ho, Wo = y.shape[2], y.shape[3]
     out = y.reshape(N, Do, O, Ho, Wo).permute(0, 2, 1, 3, 4).contiguous()
@@ -148,7 +150,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     sd, dd, pd = stride[0], dilation[0], padding[0]
     # Every depth tap is a block of output channels: (C, Og, kd, kh, kw) -> (C, Og*kd, kh, kw),
     # output channel (group, o, tap) - each group's block stays contiguous.
-    planes = x.permute(0, 2, 1, 3, 4).reshape(N * D, C, H, W)
+    # (stacking the depth slices rather than permuting x: the gradient of a permute comes back
+    # to x permuted, unbind's is stacked row-major, as PyTorch's input gradient is)
+    planes = _stack(x.unbind(2), 1).reshape(N * D, C, H, W)
     y = conv_transpose2d(planes, weight.reshape(C, Og * kd, kh, kw), None, stride[1:],
                          padding[1:], output_padding[1:], G, dilation[1:])
     Ho, Wo = y.shape[2], y.shape[3]
