@@ -439,6 +439,16 @@ cdef object torch_index_layout(object B, tuple key, object out):
     return res
 
 
+cdef object with_new_axes(object A, list new_axes):
+    """A viewed with a size-1 dim at each of `new_axes` (positions in the result, increasing),
+    each of the stride unsqueeze gives (numpy's x[None] gives stride 0, which showed in
+    Tensor.stride()).  x[None, ::2] unsqueezes before it slices, as PyTorch's indexing does,
+    so the new dims are made on A before the rest of the key applies."""
+    for axis in new_axes:
+        A = unsqueezed(A, axis)
+    return A
+
+
 cdef object index_op(TensorBase x, object key):
     A = x._array
     shape = A.shape
@@ -506,6 +516,8 @@ cdef object index_op(TensorBase x, object key):
     cdef int op = OP_ALIAS
     cdef Py_ssize_t adim = 0, bdim = 0
     masks = []                                      # (mask, dim in A, dim after key1)
+    # where each None's new dim goes among A's dims (the dims of A.reshape with them inserted)
+    new_axes = []
     for i in range(n):
         k = kinds[i]
         v = vals[i]
@@ -525,6 +537,7 @@ cdef object index_op(TensorBase x, object key):
         elif k == K_NONE:
             key1.append(None)
             key2.append(slice(None))
+            new_axes.append(adim + len(new_axes))
             op = OP_INDEX_UNSQUEEZE
             basic = True
             bdim += 1
@@ -555,7 +568,11 @@ cdef object index_op(TensorBase x, object key):
         key1.append(Ellipsis)                       # numpy then gives 0-d views, not scalars
     tkey1 = tuple(key1)
     try:
-        B = A[tkey1] if basic else A
+        if new_axes and not advanced:
+            B = with_new_axes(A, new_axes)[tuple([slice(None) if item is None else item
+                                                  for item in key1])]
+        else:
+            B = A[tkey1] if basic else A
     except IndexError as e:
         raise IndexError(numpy_index_message(str(e))) from None
     if not advanced:

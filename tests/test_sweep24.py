@@ -1,0 +1,76 @@
+"""Sweep 24: views and indexing against PyTorch's test_view_ops.py and test_indexing.py (view
+geometry, aliasing, writes through views, index/put forms and their errors); each case is
+checked against torch."""
+import numpy as np
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _layout(t):
+    return tuple(t.shape), t.stride(), t.storage_offset()
+
+
+# -- storage_offset of a tensor reinterpreting its storage ------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.zeros(10, dtype=lib.complex64)[5:].imag,
+    lambda lib: lib.zeros(10, dtype=lib.complex64)[5:].real,
+    lambda lib: lib.zeros(10, dtype=lib.complex128).imag,
+    lambda lib: lib.view_as_real(lib.zeros(4, 3, dtype=lib.complex64)[1:]),
+    lambda lib: lib.zeros(2, 5, 16)[1::2, 1:, ::2].view(lib.int32),
+    lambda lib: lib.zeros(4, 5)[1:, 1:].view(lib.int32),
+    lambda lib: lib.zeros(4, 6)[1:, 2:].view(lib.int16),
+    lambda lib: lib.zeros(4, 6, dtype=lib.int16)[1:, 2:].view(lib.float32),
+])
+def test_storage_offset_through_dtype_views(make):
+    # the offset counted in the view's own elements from the storage's start (it was 0: the
+    # helper behind it gave a reinterpreting view a copy of its own)
+    assert _layout(make(tapegrad)) == _layout(make(torch))
+
+
+# -- x[None]: the new dim's stride ------------------------------------------------------------
+
+@pytest.mark.parametrize("key", [
+    (None,), (slice(None), None), (None, slice(None, 2), 3), (None, slice(None, None, 2)),
+    (Ellipsis, None), (None, None), (slice(None), None, None), (Ellipsis, None, None),
+    (3, None), (None, Ellipsis, 1), (slice(1, None), None, slice(None, None, 2)),
+])
+def test_none_index_gives_unsqueeze_stride(key):
+    # numpy's newaxis has stride 0; PyTorch's unsqueeze gives size * stride of the next dim
+    want = torch.arange(25.).reshape(5, 5)[key]
+    got = tapegrad.arange(25.).reshape(5, 5)[key]
+    assert _layout(got) == _layout(want)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_none_index_of_expanded_and_scalar():
+    for lib_make in (lambda lib: lib.ones(5, 1).expand(5, 3)[None],
+                     lambda lib: lib.tensor(2.)[None, None],
+                     lambda lib: lib.ones(4, 6).t()[:, None]):
+        assert _layout(lib_make(tapegrad)) == _layout(lib_make(torch))
+
+
+def test_none_index_view_writes_through_and_grad():
+    t = tapegrad.ones(5, 5)
+    v = t[None, :2, 3]
+    assert v._base is t
+    v[0, 1] = 0
+    assert t[1, 3].item() == 0
+    x = tapegrad.arange(6., requires_grad=True)
+    (x.reshape(2, 3)[None, :, None, 1:] * tapegrad.tensor(2.)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 2, 2, 0, 2, 2])
+
+
+def test_view_as_real_shares_the_storage_object():
+    # the real view's memory was a stride-tricks buffer: its untyped_storage() started at the
+    # view's first element, not at the complex tensor's storage
+    for lib in (torch, tapegrad):
+        x = lib.zeros(4, 3, dtype=lib.complex64)
+        v = lib.view_as_real(x[1:].t())
+        assert v.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+        assert v._base is x
+        v[0, 1, 1] = 5.
+        assert x[2, 0].item() == 5j
