@@ -74,3 +74,43 @@ def test_view_as_real_shares_the_storage_object():
         assert v._base is x
         v[0, 1, 1] = 5.
         assert x[2, 0].item() == 5j
+
+
+# -- view(dtype) to a wider dtype: PyTorch's layout checks ------------------------------------
+
+def _error_or_layout(fn):
+    try:
+        out = fn()
+    except RuntimeError as e:
+        return str(e)
+    return tuple(out.shape), out.stride(), out.storage_offset(), out.numpy().tolist()
+
+
+@pytest.mark.parametrize("make", [
+    # (a view numpy would make reading across element boundaries; PyTorch refuses it)
+    lambda lib: lib.arange(80, dtype=lib.int8).reshape(4, 4, 5)[:, :, 1:].view(lib.int32),
+    lambda lib: lib.arange(64, dtype=lib.int8).reshape(4, 4, 4).as_strided(
+        (4, 4, 4), (4, 1, 1)).view(lib.int32),
+    lambda lib: lib.arange(128, dtype=lib.int8).reshape(4, 4, 8).as_strided(
+        (4, 4, 4), (8, 3, 1)).view(lib.int16),
+    lambda lib: lib.arange(128, dtype=lib.int8).reshape(4, 4, 8)[:, :, 1::2].view(lib.int16),
+    lambda lib: lib.arange(128, dtype=lib.int8).reshape(4, 4, 8)[:, 1:, ::2].view(lib.int16),
+    lambda lib: lib.arange(128, dtype=lib.int8).reshape(4, 4, 8).as_strided(
+        (4, 4, 4), (8, 3, 2), 0).view(lib.int16),
+    lambda lib: lib.arange(96, dtype=lib.int8).reshape(4, 4, 6)[:, :, ::2].view(lib.int16),
+    # allowed ones
+    lambda lib: lib.arange(128, dtype=lib.int8).reshape(4, 4, 8)[:, 1:, 2:6].view(lib.int16),
+    lambda lib: lib.arange(128, dtype=lib.int8).reshape(4, 4, 8)[1:, ::2, 4:].view(lib.int32),
+    lambda lib: lib.arange(32, dtype=lib.int16).reshape(4, 8)[1:].view(lib.int8),
+])
+def test_view_dtype_upsize_checks(make):
+    assert _error_or_layout(lambda: make(tapegrad)) == _error_or_layout(lambda: make(torch))
+
+
+def test_view_dtype_of_empty():
+    # an empty tensor's numpy strides are 0: the stride(-1) check refused it
+    for src, dst in (("float64", "int16"), ("int16", "int64"), ("float32", "complex64")):
+        want = torch.empty(0, 5, 8, dtype=getattr(torch, src)).view(getattr(torch, dst))
+        got = tapegrad.empty(0, 5, 8, dtype=getattr(tapegrad, src)).view(getattr(tapegrad, dst))
+        assert tuple(got.shape) == tuple(want.shape)
+        assert str(got.dtype) == str(want.dtype)

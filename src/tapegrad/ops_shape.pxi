@@ -229,6 +229,15 @@ def view(TensorBase input, *size_args, size=None):
     return view_to(input, infer_size(sh, input._array.size))
 
 
+cdef Py_ssize_t element_offset(object A):
+    """Tensor.storage_offset() of an array: how many of its elements its first one lies past
+    the start of the memory its outermost numpy base owns."""
+    root = A
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return (A.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // A.itemsize
+
+
 cdef TensorBase view_dtype(TensorBase x, dtype dt):
     """The bytes of x reinterpreted as dtype `dt` (PyTorch: not differentiable, no grad_fn)."""
     A = x._array
@@ -242,11 +251,24 @@ cdef TensorBase view_dtype(TensorBase x, dtype dt):
         if b > a and last % (b // a) != 0:
             raise RuntimeError(f"self.size(-1) must be divisible by {b // a} {what}, but got "
                                f"{last}")
-        if last != 1 and A.strides[A.ndim - 1] != a:
+        if b > a and A.size:
+            # PyTorch's further checks when elements grow: the first byte and every step
+            # must land on a whole new element (numpy would read across element boundaries)
+            offset = element_offset(A)
+            if offset % (b // a):
+                raise RuntimeError(f"self.storage_offset() must be divisible by {b // a} {what}, "
+                                   f"but got {offset}")
+        # (an empty array's numpy strides are 0, not the row-major ones PyTorch shows)
+        if A.size and last != 1 and A.strides[A.ndim - 1] != a:
             raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
                                f"{A.strides[A.ndim - 1] // a}")
-        if last == 1 and A.strides[A.ndim - 1] != a:
-            A = A.reshape(A.shape[:A.ndim - 1] + (1,))  # numpy wants the size-1 axis contiguous
+        if b > a and A.size:
+            for i in range(A.ndim - 1):
+                if A.shape[i] != 1 and (A.strides[i] // a) % (b // a):
+                    raise RuntimeError(f"self.stride({i}) must be divisible by {b // a} {what}, "
+                                       f"but got {A.strides[i] // a}")
+        if last == 1 and A.strides[A.ndim - 1] != a or not A.size:
+            A = A.reshape(A.shape[:A.ndim - 1] + (last,))  # numpy wants the last axis contiguous
     return wrap_result(A.view(dt.np_dtype), x)
 
 
