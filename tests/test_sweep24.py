@@ -1,6 +1,8 @@
 """Sweep 24: views and indexing against PyTorch's test_view_ops.py and test_indexing.py (view
 geometry, aliasing, writes through views, index/put forms and their errors); each case is
 checked against torch."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,93 @@ def test_view_dtype_of_empty():
         got = tapegrad.empty(0, 5, 8, dtype=getattr(tapegrad, src)).view(getattr(tapegrad, dst))
         assert tuple(got.shape) == tuple(want.shape)
         assert str(got.dtype) == str(want.dtype)
+
+
+# -- assigning t.real / t.imag ------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("src", ["float32", "float64", "int64", "uint8", "bool", "complex64"])
+def test_set_real_imag(dtype, src):
+    # (the properties had no setter: AttributeError)
+    def run(lib):
+        x = lib.complex(lib.arange(10.), -lib.arange(10.)).to(getattr(lib, dtype))
+        x.real = (lib.arange(10) % 3).to(getattr(lib, src))
+        x.imag = (lib.arange(10) % 4).to(getattr(lib, src))
+        return x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (a complex source: the cast's warning)
+        got = run(tapegrad)
+        want = run(torch)
+    assert str(got.dtype) == str(want.dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_set_real_imag_numbers_errors_and_real_tensors():
+    for lib in (torch, tapegrad):
+        x = lib.zeros(3, dtype=lib.complex64)
+        x.real = 2
+        x.imag = lib.tensor([1, 2, 3])
+        assert x.tolist() == [2 + 1j, 2 + 2j, 2 + 3j]
+        y = lib.zeros(3)
+        y.real = lib.ones(3)
+        assert y.tolist() == [1., 1., 1.]
+        with pytest.raises(TypeError, match="can't assign a str to a torch.FloatTensor"):
+            x.real = "a"
+        with pytest.raises(RuntimeError, match="imag is not implemented"):
+            y.imag = lib.ones(3)
+        with pytest.raises(RuntimeError, match="must match the size"):
+            x.real = lib.ones(4)
+
+
+@pytest.mark.parametrize("part", ["real", "imag"])
+def test_set_part_gradients(part):
+    def run(lib):
+        a = lib.complex(lib.arange(3., dtype=lib.float64),
+                        0.5 - lib.arange(3., dtype=lib.float64)).requires_grad_()
+        b = a * 1
+        r = lib.tensor([1., -2., 3.], dtype=lib.float64, requires_grad=True)
+        setattr(b, part, r * 2)
+        (b.abs() * lib.arange(3.)).sum().backward()
+        return b.detach().numpy(), r.grad.numpy(), a.grad.numpy(), type(b.grad_fn).__name__
+    got, want = run(tapegrad), run(torch)
+    for g, w in zip(got[:3], want[:3]):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    assert got[3] == want[3]
+
+
+# -- a complex source written into a real tensor ----------------------------------------------
+
+@pytest.mark.parametrize("write", [
+    lambda lib, x, c: x.copy_(c),
+    lambda lib, x, c: x.__setitem__(slice(1, None), c[1:]),
+    lambda lib, x, c: x.__setitem__(Ellipsis, c),
+    lambda lib, x, c: lib.zeros(3, dtype=lib.complex64).real.copy_(c),
+])
+def test_complex_into_real_warns_once_as_pytorch(write, fresh_once_warnings):
+    # PyTorch's one-time UserWarning; numpy's ComplexWarning (a RuntimeWarning) came at every
+    # write, so `-W error::UserWarning`-style filters and warn-once counts differed
+    x = tapegrad.zeros(3)
+    c = tapegrad.tensor([1 + 1j, 2j, 3 - 1j])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        write(tapegrad, x, c)
+        write(tapegrad, x, c)
+    assert [type(w.message) for w in seen] == [UserWarning]
+    assert "discards the imaginary part" in str(seen[0].message)
+
+
+def test_complex_into_real_gradient():
+    def run(lib):
+        x = lib.zeros(3, requires_grad=True)
+        c = lib.tensor([1 + 1j, 2j, 3.], requires_grad=True)
+        y = x * 1
+        y[1:] = c[1:]
+        z = x * 1
+        z.copy_(c)
+        (y * lib.arange(3.) + z * lib.tensor([5., 6., 7.])).sum().backward()
+        return c.grad.numpy(), x.grad.numpy(), y.detach().numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got, want = run(tapegrad), run(torch)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

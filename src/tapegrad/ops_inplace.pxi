@@ -775,6 +775,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     if recording:
         view_reads_base(self)
     nkey = setitem_key(key, advanced, self._array.ndim)
+    if (not advanced and isinstance(value, TensorBase) and self._array.dtype.kind != "c"
+            and (<TensorBase>value)._array.dtype.kind == "c"):
+        # a basic key writes as copy_ does: PyTorch's one-time UserWarning (numpy's own
+        # ComplexWarning came at every write), the real part written
+        warn_once("Casting complex values to real discards the imaginary part")
+        value = value.real
     if BYTE_MASK in advanced and not index_put_key(
             nkey, (<TensorBase>value)._array if isinstance(value, TensorBase) else np.empty(1)):
         # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask)
@@ -1372,6 +1378,11 @@ def copy_(TensorBase self, src, non_blocking=False):
     # (a copy onto itself that autograd sees is an in-place op in PyTorch, its checks and
     # record included: a leaf's view copied onto itself is refused; fuzz seed 50015864)
     if isinstance(src, TensorBase):
+        if (<TensorBase>src)._array.dtype.kind == "c" and self._array.dtype.kind != "c":
+            # PyTorch's one-time UserWarning, not numpy's ComplexWarning at every copy; the
+            # real part is what is written (and what the gradient flows back to)
+            warn_once("Casting complex values to real discards the imaginary part")
+            src = src.real
         if not records(self, src) and plain_copy(self, <TensorBase>src):
             return self
         # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)
