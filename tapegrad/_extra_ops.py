@@ -982,9 +982,11 @@ def column_stack(tensors):
 
 
 def ravel(input):
-    """input flattened to 1-d."""
+    """input flattened to 1-d and contiguous: a view of input when input is contiguous, else of
+    a contiguous copy (PyTorch's contiguous().view(-1): unlike reshape(-1), a 1-d input with a
+    step is copied, so a write into the result never reaches input)."""
     _check_tensor(input, "ravel")
-    return input.reshape(-1)
+    return input.contiguous().view(-1)
 
 
 def fliplr(input):

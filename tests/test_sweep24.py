@@ -206,3 +206,33 @@ def test_complex_into_real_gradient():
         got, want = run(tapegrad), run(torch)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+# -- ravel: contiguous().view(-1) -------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.arange(10.)[::2],
+    lambda lib: lib.arange(6.).reshape(2, 3).t(),
+    lambda lib: lib.arange(6.).reshape(2, 3)[:, 1:],
+    lambda lib: lib.arange(6.).reshape(2, 3),
+    lambda lib: lib.tensor(3.),
+])
+def test_ravel_copies_a_noncontiguous_input(make):
+    # SILENT: ravel of a 1-d strided input was reshape(-1), a view of the input, so a write
+    # into the result reached the input; PyTorch's ravel is contiguous().view(-1)
+    def run(lib):
+        source = make(lib)
+        flat = source.ravel()
+        facts = (flat.is_contiguous(), flat.stride(), flat._base is source)
+        flat[0] = 100.
+        return facts, source.numpy().tolist()
+    assert run(tapegrad) == run(torch)
+
+
+def test_ravel_gradient():
+    for lib in (torch, tapegrad):
+        x = lib.arange(6., requires_grad=True)
+        y = x.reshape(2, 3).t().ravel()
+        (y * lib.arange(6.)).sum().backward()
+        assert y.grad_fn.name() == "ViewBackward0"
+        assert x.grad.tolist() == [0., 2., 4., 1., 3., 5.]
