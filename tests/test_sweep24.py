@@ -236,3 +236,59 @@ def test_ravel_gradient():
         (y * lib.arange(6.)).sum().backward()
         assert y.grad_fn.name() == "ViewBackward0"
         assert x.grad.tolist() == [0., 2., 4., 1., 3., 5.]
+
+
+# -- mT / mH / adjoint of a 0-d tensor ---------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["mT", "mH", "adjoint"])
+@pytest.mark.parametrize("value", [2., 1 + 2j])
+def test_matrix_transposes_of_0d_are_identity_with_warning(op, value):
+    # PyTorch 2.13 deprecates them on 0-d tensors and returns the tensor (conjugated for
+    # mH / adjoint); tapegrad raised "only supported on matrices"
+    def run(lib):
+        x = lib.tensor(value)
+        y = x.adjoint() if op == "adjoint" else getattr(x, op)
+        return y is x, y.resolve_conj().item()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (PyTorch's warning: once per process)
+        want = run(torch)
+    with pytest.warns(UserWarning, match="deprecated on 0-D tensors"):
+        got = run(tapegrad)
+    assert got == want
+
+
+# -- resize_ / resize_as_ with memory_format ----------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: x.resize_((2, 3, 2, 2), memory_format=lib.channels_last),
+    lambda lib, x: x.resize_((2, 3, 2, 2, 1), memory_format=lib.channels_last_3d),
+    lambda lib, x: x.resize_((2, 3, 4), memory_format=lib.contiguous_format),
+    lambda lib, x: x.resize_as_(lib.empty(2, 3, 2, 2).contiguous(memory_format=lib.channels_last),
+                                memory_format=lib.preserve_format),
+    lambda lib, x: x.resize_as_(lib.empty(2, 3, 2, 2).contiguous(memory_format=lib.channels_last)),
+    lambda lib, x: x.reshape(2, 3, 2, 2).resize_((2, 3, 2, 2), memory_format=lib.channels_last),
+    lambda lib, x: x[:12].resize_((1, 3, 2, 2), memory_format=lib.channels_last),
+])
+def test_resize_lays_out_the_storage_in_the_memory_format(call):
+    # SILENT: memory_format was ignored, so the storage's elements were read row-major where
+    # PyTorch reads them channels-last (x[0, :, 0, 0] was 0, 4, 8 instead of 0, 1, 2)
+    def run(lib):
+        x = lib.arange(24.)
+        y = call(lib, x)
+        return y.stride(), y.numpy().tolist(), y.data_ptr() == x.data_ptr()
+    assert run(tapegrad) == run(torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.arange(24.).resize_((2, 3, 4), memory_format=lib.channels_last),
+    lambda lib: lib.arange(24.).resize_((2, 3, 4), memory_format=lib.preserve_format),
+    lambda lib: lib.empty((), dtype=lib.float64).resize_([2, 4, 2**29, 2**29]),
+    lambda lib: lib.empty((), dtype=lib.float64).resize_([8, 8, 2**29, 2**29]),
+])
+def test_resize_errors(call):
+    # (the last was numpy's ValueError: its int64 product wrapped round to 0)
+    with pytest.raises(RuntimeError) as want:
+        call(torch)
+    with pytest.raises(RuntimeError) as got:
+        call(tapegrad)
+    assert str(got.value).split(" (")[0] == str(want.value).split(" (")[0]

@@ -476,6 +476,11 @@ def _T(TensorBase input):
 def _mT(TensorBase input):
     """The last two dims swapped (a batch of matrices transposed)."""
     cdef Py_ssize_t ndim = input._array.ndim
+    if ndim == 0:
+        # (PyTorch deprecates it there and returns the tensor itself, as for Tensor.H)
+        warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in "
+                  "these cases.")
+        return input
     if ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {ndim}-D tensor.")
