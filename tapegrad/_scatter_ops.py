@@ -297,6 +297,11 @@ def _index_put_key(self, indices):
         if not isinstance(ind, TensorBase):
             raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
         arr = ind._array
+        if arr.dtype == np.uint8:
+            # (PyTorch's deprecation warning, as x[mask] gives it: at every call)
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
+                          "dtype torch.bool instead.", UserWarning,
+                          stacklevel=_core.user_stacklevel())
         if arr.dtype == np.bool_ or arr.dtype == np.uint8:
             key.append(arr.astype(bool))
             continue

@@ -292,3 +292,31 @@ def test_resize_errors(call):
     with pytest.raises(RuntimeError) as got:
         call(tapegrad)
     assert str(got.value).split(" (")[0] == str(want.value).split(" (")[0]
+
+
+# -- indexing odds and ends ---------------------------------------------------------------------
+
+def test_del_item_is_a_type_error():
+    # (Cython's default slot raised NotImplementedError)
+    for lib in (torch, tapegrad):
+        x = lib.zeros(3)
+        with pytest.raises(TypeError, match="Tensor does not support deleting items"):
+            del x[0]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, y, m: y.index_put_((m,), y[m], accumulate=True),
+    lambda lib, y, m: y.index_put_((m,), lib.full((2, 10), 2.)),
+    lambda lib, y, m: lib.index_put(y, (m,), lib.full((10,), 3.)),
+])
+def test_index_put_with_a_byte_mask_warns_each_call(call):
+    def run(lib):
+        y = lib.ones(10, 10)
+        m = lib.tensor([1, 0, 0, 0, 0, 0, 0, 0, 0, 1], dtype=lib.uint8)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = call(lib, y, m)
+        assert all("indexing with dtype torch.uint8 is now deprecated" in str(w.message)
+                   for w in seen)
+        return len(seen), out.numpy().tolist()
+    assert run(tapegrad) == run(torch)
