@@ -286,6 +286,10 @@ def _index_put_key(self, indices):
         raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
                         f"not {_core.type_name(indices)}")
     shape = self._array.shape
+    if not indices:
+        # (PyTorch refuses an empty index list, as aten.index does; numpy would read it as
+        # the whole tensor)
+        raise RuntimeError("at least one index must be provided")
     if len(indices) > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got "
                          f"{len(indices)})")

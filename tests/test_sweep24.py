@@ -320,3 +320,49 @@ def test_index_put_with_a_byte_mask_warns_each_call(call):
                    for w in seen)
         return len(seen), out.numpy().tolist()
     assert run(tapegrad) == run(torch)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint8", "int32", "int64"])
+def test_zero_dim_integer_index_of_any_integer_dtype_selects(dtype):
+    # a 0-d int8/int16 tensor was refused ("must be long, int, byte or bool"); PyTorch reads
+    # any 0-d integer tensor as the integer (a uint8 one as a mask); a 1-d one of a small
+    # integer dtype is refused, by x[idx] = v too (which numpy indexing had accepted)
+    def run(lib):
+        x = lib.arange(6).view(2, 3)
+        out = []
+        for idx in (lib.tensor(1, dtype=getattr(lib, dtype)),
+                    lib.tensor([1, 0], dtype=getattr(lib, dtype))):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")     # (uint8: a deprecated mask)
+                    got = x[idx]
+                    out.append((got.tolist(), got._is_view(), x[0, idx].tolist()))
+                    y = x.clone()
+                    y[idx] = 9
+                    out.append(y.tolist())
+            except IndexError as e:
+                out.append(str(e))
+        return out
+    assert run(tapegrad) == run(torch)
+
+
+@pytest.mark.parametrize("key", [slice(None), (slice(None), None), (0,), (0, 1, 2)])
+@pytest.mark.parametrize("shape", [(), (2, 3)])
+def test_setitem_index_errors_in_pytorch_words(key, shape):
+    def message(lib):
+        x = lib.zeros(shape)
+        try:
+            x[key] = 8.
+        except IndexError as e:
+            return str(e)
+        return x.tolist()
+    assert message(tapegrad) == message(torch)
+
+
+def test_index_put_with_no_indices_is_refused():
+    # numpy read an empty key as the whole tensor and wrote it; PyTorch refuses
+    for lib in (torch, tapegrad):
+        for x, accumulate in ((lib.tensor(1.), True), (lib.tensor(1.), False),
+                              (lib.ones(3), True)):
+            with pytest.raises(RuntimeError):
+                x.index_put([], lib.tensor([1.0]), accumulate)

@@ -55,11 +55,13 @@ cdef object classify_array(object arr, list kinds):
             return bool(arr)
         kinds.append(K_MASK)
         return arr
-    if k not in "iu" or arr.dtype.itemsize < 4:
-        raise IndexError(BAD_INDEX_DTYPE)
-    if arr.ndim == 0:
+    if k in "iu" and arr.ndim == 0:
+        # any integer dtype: PyTorch reads a 0-d integer tensor as the integer (a select);
+        # only index arrays must be int32 / int64
         kinds.append(K_INT)
         return int(arr)
+    if k not in "iu" or arr.dtype.itemsize < 4:
+        raise IndexError(BAD_INDEX_DTYPE)
     kinds.append(K_ARRAY)
     return arr.astype(np.intp, copy=False)
 

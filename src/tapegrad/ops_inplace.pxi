@@ -565,6 +565,9 @@ cdef object setitem_key_item(object item, list advanced):
             # a 0-d integer tensor indexes as the integer (a view, as x[i] reads it): PyTorch's
             # select, so `dC[ix] += v` writes the view back onto itself, not an index_put_
             return int(item)
+        if item.dtype.kind != "b" and item.dtype.itemsize < 4:
+            # (as x[idx] refuses them: an index array must be int32 or int64)
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         advanced.append(True)
     elif isinstance(item, bool):
         advanced.append(True)
@@ -748,6 +751,15 @@ cdef bint key_takes_view(TensorBase self, object key) except -1:
     return False
 
 
+cdef str setitem_index_message(str msg, object key, Py_ssize_t ndim):
+    """numpy's IndexError for self[key] = value in PyTorch's words (as x[key] reads them)."""
+    if msg.startswith("too many indices for array"):
+        if ndim == 0 and type(key) is slice:
+            return "slice() cannot be applied to a 0-dim tensor."
+        return f"too many indices for tensor of dimension {ndim}"
+    return msg.replace("axis", "dimension")
+
+
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False,
                        bint is_copy=False, bint one_number=False):
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
@@ -792,7 +804,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         try:
             self._array[nkey]
         except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
+            raise IndexError(setitem_index_message(str(e), key, self._array.ndim)) from None
     if (self._requires_grad and grad_enabled() and is_leaf_c(self) and not onto_base
             and key_takes_view(self, key)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -817,7 +829,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                 return None
             if str(e).endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
                 raise IndexError("index is out of bounds for dimension with size 0") from None
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise IndexError(setitem_index_message(str(e), key, self._array.ndim)) from None
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
     # size-1 dims
