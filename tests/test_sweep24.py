@@ -366,3 +366,34 @@ def test_index_put_with_no_indices_is_refused():
                               (lib.ones(3), True)):
             with pytest.raises(RuntimeError):
                 x.index_put([], lib.tensor([1.0]), accumulate)
+
+
+@pytest.mark.parametrize("key", [1 << 64, -(1 << 64), 1 << 63, (0, 1 << 64), (1 << 64,),
+                                 (slice(0, 1, 0), 1, 2), 2, -1, 5])
+def test_index_beyond_int64(key):
+    # PyTorch unpacks an int index as a C long long: ValueError beyond it (numpy's was an
+    # IndexError, an OverflowError for 2**63), after counting the key's dims
+    def outcome(lib, write):
+        x = lib.zeros(3)
+        try:
+            if write:
+                x[key] = 1.
+            else:
+                x[key]
+        except (IndexError, ValueError) as e:
+            return type(e).__name__, str(e)
+        return "ok"
+    for write in (False, True):
+        assert outcome(tapegrad, write) == outcome(torch, write)
+
+
+@pytest.mark.parametrize("shape", [lambda lib: lib.tensor([1, 2, 3]), (1, 2, 2.0), [1, True], "ab",
+                                   2.0, lambda lib: (1, lib.tensor(2)), None, (2, -3)])
+def test_unravel_index_shape_checks(shape):
+    def outcome(lib):
+        s = shape(lib) if callable(shape) else shape
+        try:
+            return [t.tolist() for t in lib.unravel_index(lib.tensor([1]), s)]
+        except (TypeError, ValueError) as e:
+            return type(e).__name__, str(e)
+    assert outcome(tapegrad) == outcome(torch)

@@ -66,6 +66,15 @@ cdef object classify_array(object arr, list kinds):
     return arr.astype(np.intp, copy=False)
 
 
+cdef object int64_index(object item):
+    """An int index as PyTorch unpacks it: a C long long (its ValueError beyond that range,
+    where numpy's would be an IndexError)."""
+    value = int(item)
+    if not -0x8000000000000000 <= value <= 0x7fffffffffffffff:
+        raise ValueError("Overflow when unpacking long long")
+    return value
+
+
 cdef object classify_item(object item, list kinds):
     """One entry of an index key: append its kind to `kinds`, return its normalised value."""
     if isinstance(item, TensorBase):
@@ -75,7 +84,7 @@ cdef object classify_item(object item, list kinds):
         return bool(item)
     if isinstance(item, (int, np.integer)):
         kinds.append(K_INT)
-        return int(item)
+        return int64_index(item)
     if isinstance(item, slice):
         step = item.step
         if step is not None:
@@ -459,7 +468,7 @@ cdef object index_op(TensorBase x, object key):
     cdef Record* r
     # fast paths: x[i] and x[a:b] (a step of 1) on a tensor with dims
     if ndim > 0 and (type(key) is int or (type(key) is slice and key.step is None)):
-        key1 = (key, Ellipsis)
+        key1 = (int64_index(key) if type(key) is int else key, Ellipsis)
         try:
             out = A[key1]
         except IndexError as e:
@@ -479,7 +488,7 @@ cdef object index_op(TensorBase x, object key):
     cdef list kinds = []
     try:
         vals = [classify_item(it, kinds) for it in items]
-    except (TypeError, IndexError):
+    except (TypeError, IndexError, ValueError):
         if specified_dims(items) > ndim:    # PyTorch counts the key's dims before reading items
             raise too_many_indices(ndim) from None
         raise

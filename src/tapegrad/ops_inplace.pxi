@@ -541,6 +541,9 @@ cdef bint only_whole_slices_beside(object key) except -1:
 cdef object setitem_key_item(object item, list advanced):
     if isinstance(item, slice) and item.step is not None and item.step <= 0:
         raise ValueError("step must be greater than zero")     # (numpy would write reversed)
+    if (type(item) is int and not isinstance(item, bool)
+            and not -0x8000000000000000 <= item <= 0x7fffffffffffffff):
+        raise ValueError("Overflow when unpacking long long")  # (as x[i] reads it)
     if isinstance(item, TensorBase):
         item = (<TensorBase>item)._array
     elif isinstance(item, (list, range)):
@@ -587,7 +590,7 @@ cdef object setitem_key(object key, list advanced, Py_ssize_t ndim):
     items = key if isinstance(key, tuple) else (key,)
     try:
         nkey = tuple([setitem_key_item(k, advanced) for k in items])
-    except (TypeError, IndexError):
+    except (TypeError, IndexError, ValueError):
         if specified_dims(items) > ndim:    # PyTorch counts the key's dims before reading items
             raise too_many_indices(ndim) from None
         raise
