@@ -397,3 +397,52 @@ def test_unravel_index_shape_checks(shape):
         except (TypeError, ValueError) as e:
             return type(e).__name__, str(e)
     assert outcome(tapegrad) == outcome(torch)
+
+
+# -- the *_copy variants' nodes -----------------------------------------------------------------
+
+_COPY_VARIANTS = {
+    "view_copy": lambda lib, x: lib.view_copy(x, (12,)),
+    "view_copy_of_t": lambda lib, x: lib.view_copy(x.t(), (12,)),
+    "t_copy": lambda lib, x: lib.t_copy(x),
+    "permute_copy": lambda lib, x: lib.permute_copy(x, (1, 0)),
+    "diagonal_copy": lambda lib, x: lib.diagonal_copy(x),
+    "select_copy": lambda lib, x: lib.select_copy(x, 0, 1),
+    "slice_copy": lambda lib, x: lib.slice_copy(x, 0, 1, 2),
+    "unsqueeze_copy": lambda lib, x: lib.unsqueeze_copy(x, 0),
+    "expand_copy": lambda lib, x: lib.expand_copy(x, (2, 3, 4)),
+    "as_strided_copy": lambda lib, x: lib.as_strided_copy(x, (2, 2), (1, 1)),
+    "detach_copy": lambda lib, x: lib.detach_copy(x),
+    "alias_copy": lambda lib, x: lib.alias_copy(x),
+    "unfold_copy": lambda lib, x: lib.unfold_copy(x, 1, 2, 1),
+    "view_as_real_copy": lambda lib, x: lib.view_as_real_copy(lib.complex(x, x)),
+    "split_with_sizes_copy": lambda lib, x: lib.split_with_sizes_copy(x, [1, 2])[1],
+    "unbind_copy": lambda lib, x: lib.unbind_copy(x)[2],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COPY_VARIANTS))
+def test_copy_variant_grad_fn_names(name):
+    # (each was CloneBackward0; PyTorch names the view's node with "_copy")
+    def run(lib):
+        x = lib.arange(12., dtype=lib.float64, requires_grad=True).reshape(3, 4)
+        y = _COPY_VARIANTS[name](lib, x)
+        return y.grad_fn.name(), y.detach().numpy().tolist(), y.is_contiguous()
+    assert run(tapegrad) == run(torch)
+
+
+def test_view_as_complex_copy_refuses_grad():
+    for lib in (torch, tapegrad):
+        r = lib.arange(8., requires_grad=True).reshape(4, 2)
+        with pytest.raises(RuntimeError, match="does not support automatic differentiation"):
+            lib.view_as_complex_copy(r)
+        with lib.no_grad():
+            assert lib.view_as_complex_copy(r).tolist() == [0 + 1j, 2 + 3j, 4 + 5j, 6 + 7j]
+
+
+def test_copy_variant_gradient():
+    for lib in (torch, tapegrad):
+        x = lib.arange(12., dtype=lib.float64, requires_grad=True)
+        y = lib.permute_copy(x.view(3, 4), (1, 0))
+        (y * y).sum().backward()
+        assert x.grad.tolist() == [2. * v for v in range(12)]
