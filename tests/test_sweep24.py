@@ -446,3 +446,33 @@ def test_copy_variant_gradient():
         y = lib.permute_copy(x.view(3, 4), (1, 0))
         (y * y).sum().backward()
         assert x.grad.tolist() == [2. * v for v in range(12)]
+
+
+# -- expand's strides -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.ones(5).expand(1, 1, 5),
+    lambda lib: lib.ones(1).expand(1, 4),
+    lambda lib: lib.ones(3, 1).expand(2, 1, 3, 4),
+    lambda lib: lib.ones(()).expand(1, 2),
+    lambda lib: lib.ones(()).expand(1),
+    lambda lib: lib.ones(2, 3)[:, :1].expand(1, 2, 5),
+    lambda lib: lib.ones(1, 1, 3).expand(1, 4, 3),
+    lambda lib: lib.broadcast_to(lib.ones(3), (1, 3)),
+    lambda lib: lib.broadcast_tensors(lib.ones(3), lib.ones(1, 1, 3))[1],
+    lambda lib: lib.ones(4, 6).t().expand(1, 6, 4),
+])
+def test_expand_strides_of_size_one_dims(make):
+    # numpy's broadcast_to gives every size-1 dim stride 0; PyTorch keeps an unstretched
+    # dim's stride and gives a new leading one the size times the stride of the next
+    got, want = make(tapegrad), make(torch)
+    assert (tuple(got.shape), got.stride()) == (tuple(want.shape), want.stride())
+
+
+def test_expand_is_still_a_read_only_shared_view():
+    t = tapegrad.arange(3.)
+    v = t.expand(1, 2, 3)
+    assert v._base is t and v.data_ptr() == t.data_ptr()
+    x = tapegrad.arange(3., requires_grad=True)
+    (x.expand(1, 4, 3) * tapegrad.arange(12.).view(1, 4, 3)).sum().backward()
+    assert x.grad.tolist() == [18., 22., 26.]

@@ -590,8 +590,36 @@ def expand(TensorBase input, *sizes, size=None):
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
                                    f"size ({have}) at non-singleton dimension {i}.  Target sizes: "
                                    f"{list(sz)}.  Tensor sizes: {list(shape)}")
-    out = np.broadcast_to(A, tuple(target))
-    return shape_result(OP_EXPAND, input, out, shape)
+    return shape_result(OP_EXPAND, input, expanded_view(A, tuple(target)), shape)
+
+
+cdef object expanded_view(object A, tuple sizes):
+    """A read-only view of A stretched to `sizes`, of PyTorch's expand strides: a stretched dim
+    0, a kept dim its own, a new leading dim the size times the stride of the dim after it (0
+    after a 0-d A).  numpy's broadcast_to gives every size-1 dim stride 0, which
+    Tensor.stride() showed (x.expand(1, 1, 5) is (5, 5, 1) in PyTorch)."""
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef int nd_ = cnp.PyArray_NDIM(a), n = len(sizes), lead = n - nd_, k
+    cdef cnp.npy_intp dims[64]
+    cdef cnp.npy_intp steps[64]
+    if n >= 64:
+        return np.broadcast_to(A, sizes)
+    for k in range(nd_):
+        dims[lead + k] = sizes[lead + k]
+        steps[lead + k] = (cnp.PyArray_STRIDE(a, k) if cnp.PyArray_DIM(a, k) == sizes[lead + k]
+                           else 0)
+    cdef cnp.npy_intp next_size = dims[lead] if nd_ else 1
+    cdef cnp.npy_intp next_step = steps[lead] if nd_ else 0
+    for k in range(lead - 1, -1, -1):
+        dims[k] = sizes[k]
+        steps[k] = next_size * next_step if sizes[k] == 1 else 0
+        next_size, next_step = dims[k], steps[k]
+    cdef object descr = a.dtype
+    Py_INCREF(descr)                    # (stolen by PyArray_NewFromDescr)
+    out = array_from_descr(<void*>np.ndarray, <void*>descr, n, dims, steps,
+                           cnp.PyArray_DATA(a), 0, NULL)
+    cnp.set_array_base(<cnp.ndarray>out, A)
+    return out
 
 
 def expand_as(TensorBase input, TensorBase other):
