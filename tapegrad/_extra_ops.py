@@ -904,6 +904,9 @@ def broadcast_shapes(*shapes):
                         f"Attempting to broadcast a dimension of length {size} at {-i}! "
                         f"Mismatching argument at index {index} had {shape}; but expected shape "
                         f"should be broadcastable to {result}")
+                if size < 0:
+                    # (PyTorch's check, after the mismatch one: ((3,), (-1,)) is a mismatch)
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
                 result[-i] = size
     return Size(result)
 

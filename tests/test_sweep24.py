@@ -476,3 +476,29 @@ def test_expand_is_still_a_read_only_shared_view():
     x = tapegrad.arange(3., requires_grad=True)
     (x.expand(1, 4, 3) * tapegrad.arange(12.).view(1, 4, 3)).sum().backward()
     assert x.grad.tolist() == [18., 22., 26.]
+
+
+@pytest.mark.parametrize("shapes", [((-1,),), ((2, -1), (2, 1)), ((1,), (-2,)), ((3,), (-1,)),
+                                    ((-1,), (3,)), ((1, -12),), ((-1,), (1, -12)), ((2, 0), (1, 0)),
+                                    (3, (1, 3))])
+def test_broadcast_shapes_negative_sizes(shapes):
+    # a negative size was broadcast into the result; PyTorch's ValueError (after its mismatch
+    # check)
+    def outcome(lib):
+        try:
+            return tuple(lib.broadcast_shapes(*shapes))
+        except (RuntimeError, ValueError) as e:
+            return type(e).__name__, str(e)
+    assert outcome(tapegrad) == outcome(torch)
+
+
+@pytest.mark.parametrize("key", [0, "tensor0", (0,), slice(None), "tensor1d", [0]])
+def test_zero_dim_index_messages(key):
+    def outcome(lib):
+        k = {"tensor0": lib.tensor(0), "tensor1d": lib.tensor([0])}.get(key, key) \
+            if isinstance(key, str) else key
+        try:
+            lib.tensor(2.5)[k]
+        except IndexError as e:
+            return str(e)
+    assert outcome(tapegrad) == outcome(torch)

@@ -512,7 +512,8 @@ cdef object index_op(TensorBase x, object key):
             n_ellipsis = 0
             consumed = key_dims(kinds, vals)
     if consumed > ndim:
-        if ndim == 0 and single and kinds[0] == K_INT:
+        if ndim == 0 and single and kinds[0] == K_INT and not isinstance(key, TensorBase):
+            # (a 0-d integer tensor as the key gets the general message, as PyTorch's)
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         if ndim == 0 and single and kinds[0] == K_SLICE:
