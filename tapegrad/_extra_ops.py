@@ -893,6 +893,11 @@ def broadcast_shapes(*shapes):
     from . import Size
     result = []
     for index, shape in enumerate(shapes):
+        if shape is None:
+            continue        # (PyTorch skips it)
+        if not isinstance(shape, (int, np.integer, tuple, list)):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list "
+                               f"of ints, got {shape}")
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         if len(shape) > len(result):
             result = [1] * (len(shape) - len(result)) + result

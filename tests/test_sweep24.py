@@ -502,3 +502,13 @@ def test_zero_dim_index_messages(key):
         except IndexError as e:
             return str(e)
     assert outcome(tapegrad) == outcome(torch)
+
+
+@pytest.mark.parametrize("shape", [1.1, 2.0, None, (2,), 3, [2]])
+def test_broadcast_shapes_argument_types(shape):
+    def outcome(lib):
+        try:
+            return tuple(lib.broadcast_shapes(shape, (1,)))
+        except RuntimeError as e:
+            return str(e)
+    assert outcome(tapegrad) == outcome(torch)
