@@ -68,15 +68,30 @@ def _detached(input):
 
 def _view_as(name, input):
     import tapegrad
+    if name == "view_as_complex" and input.requires_grad and _core.is_grad_enabled():
+        # (PyTorch's copy variant has no complex-output derivative, unlike the view)
+        raise RuntimeError("view_as_complex_copy does not support automatic differentiation "
+                           "for outputs with complex dtype.")
     return getattr(tapegrad, name)(input)
 
 
-def _copy(t):
+def _copy(t, node_name):
     from ._memory_format import contiguous_format
-    return t.clone(memory_format=contiguous_format)
+    return _core._name_grad_fn(t.clone(memory_format=contiguous_format), node_name)
+
+
+def _node_name(name: str) -> str:
+    """The grad_fn PyTorch names a copy variant's output: its view's node with `_copy` added
+    (permute_copy: PermuteBackward0_copy, view_as_real_copy: ViewAsRealBackward0_copy)."""
+    view = name[:-len("_copy")]
+    return "".join(part.capitalize() for part in view.split("_")) + "Backward0_copy"
 
 
 def _make(name: str, view):
+    # (detach_copy has no derivative: PyTorch's node for it is its NotImplemented one)
+    node_name = ("torch::autograd::NotImplemented" if name == "detach_copy"
+                 else _node_name(name))
+
     def copy_variant(input, *args, out=None, **kwargs):
         if not isinstance(input, _core.TensorBase):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, "
@@ -85,8 +100,8 @@ def _make(name: str, view):
         def compute():
             result = view(input, *args, **kwargs)
             if isinstance(result, (tuple, list)):
-                return tuple(_copy(r) for r in result)
-            return _copy(result)
+                return tuple(_copy(r, node_name) for r in result)
+            return _copy(result, node_name)
         if out is not None:
             return compute_then_write(name, out, (input,), compute)
         return compute()

@@ -920,6 +920,11 @@ def broadcast_shapes(*shapes):
     from . import Size
     result = []
     for index, shape in enumerate(shapes):
+        if shape is None:
+            continue        # (PyTorch skips it)
+        if not isinstance(shape, (int, np.integer, tuple, list)):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list "
+                               f"of ints, got {shape}")
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
         if len(shape) > len(result):
             result = [1] * (len(shape) - len(result)) + result
@@ -931,6 +936,9 @@ def broadcast_shapes(*shapes):
                         f"Attempting to broadcast a dimension of length {size} at {-i}! "
                         f"Mismatching argument at index {index} had {shape}; but expected shape "
                         f"should be broadcastable to {result}")
+                if size < 0:
+                    # (PyTorch's check, after the mismatch one: ((3,), (-1,)) is a mismatch)
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
                 result[-i] = size
     return Size(result)
 
@@ -1009,9 +1017,10 @@ def column_stack(tensors):
 
 
 def ravel(input):
-    """input flattened to 1-d: a contiguous copy when it is not contiguous, viewed, as PyTorch
-    does (so its grad_fn is ViewBackward0 after a CloneBackward0, where reshape's copy is an
-    UnsafeViewBackward0)."""
+    """input flattened to 1-d and contiguous: a view of input when input is contiguous, else of
+    a contiguous copy (PyTorch's contiguous().view(-1): unlike reshape(-1), a 1-d input with a
+    step is copied, so a write into the result never reaches input; its grad_fn is ViewBackward0
+    after a CloneBackward0, where reshape's copy is an UnsafeViewBackward0)."""
     _check_tensor(input, "ravel")
     return input.contiguous().view(-1)
 

@@ -10,6 +10,8 @@ they can differ in the last bit).
 """
 from __future__ import annotations
 
+import collections.abc
+
 from tapegrad._core import type_name as _type_name
 import math
 import warnings
@@ -364,6 +366,17 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
 
 # -- unravel_index, typename ---------------------------------------------------------------------
 
+def _class_repr(value) -> str:
+    """repr(type(value)) as PyTorch's messages print it (a tensor's class is torch.Tensor)."""
+    if isinstance(value, TensorBase):
+        return "<class 'torch.Tensor'>"
+    cls = type(value)
+    name = cls.__qualname__
+    if cls.__module__ != "builtins":
+        name = f"{cls.__module__}.{name}"
+    return f"<class '{name}'>"
+
+
 def unravel_index(indices, shape):
     """The coordinates of flat `indices` in a tensor of `shape`: a tuple of int64 tensors
     shaped like indices, one per dim (indices wrap around modulo the size, as PyTorch's)."""
@@ -371,7 +384,17 @@ def unravel_index(indices, shape):
         raise TypeError(f"expected 'indices' to be a Tensor, but got {_type_name(indices)}")
     if indices._array.dtype.kind not in "iu":
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
-    dims = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if isinstance(shape, (int, np.integer)):
+        dims = (shape,)
+    elif isinstance(shape, collections.abc.Sequence):
+        for d in shape:
+            if not isinstance(d, (int, np.integer)):
+                raise TypeError(f"expected 'shape' sequence to only contain ints, but got "
+                                f"{_class_repr(d)}")
+        dims = tuple(shape)
+    else:
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got "
+                        f"{_class_repr(shape)}")
     if any(d < 0 for d in dims):
         raise ValueError(f"'shape' cannot have negative values, but got {dims}")
     flat = indices._array.astype(np.int64)

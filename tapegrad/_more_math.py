@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from . import _complex, _core
+from . import _complex, _core, creation as _creation
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_tensor_or_number, _dtype_name,
@@ -1391,6 +1391,33 @@ def _imag_property(self):
     return imag(self)
 
 
+def _part_setter(getter):
+    """`t.real = value` / `t.imag = value`: PyTorch copies value (a tensor, broadcast, or a
+    number) into that part, in place, so a complex tensor's other part stays and autograd
+    records the write (as any copy_ into a view)."""
+    def set_part(self, value):
+        part = getter(self)
+        if isinstance(value, (bool, int, float, complex, np.number)):
+            value = _creation.tensor(value, dtype=part.dtype)
+        elif not isinstance(value, _core.TensorBase):
+            raise TypeError(f"can't assign a {type(value).__name__} to a {part.type()}")
+        if part is not self and _core.is_grad_enabled() and (self.requires_grad
+                                                             or value.requires_grad):
+            # The core records no in-place write through a reinterpreting view: write the
+            # whole complex tensor instead, its other part read back (the same values and
+            # gradients: each part's gradient is the real or imaginary part of self's).
+            if value.is_complex():
+                value = value.real      # (copy_ into a real part would drop the same part)
+            value = value.to(part.dtype).expand_as(part)
+            other = self.imag if getter is _real_property else self.real
+            pair = (value, other) if getter is _real_property else (other, value)
+            self.copy_(_complex.complex(*pair))
+            _core._name_grad_fn(self, "CopySlices")     # (PyTorch: a copy_ into a view of self)
+            return
+        part.copy_(value)
+    return set_part
+
+
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to `namespace` (tapegrad's globals), the methods, properties and
     in-place forms to `tensor_cls`; existing names win."""
@@ -1406,6 +1433,6 @@ def register(namespace: dict, tensor_cls) -> None:
     if not has_member(tensor_cls, "float_power_"):
         tensor_cls.float_power_ = _float_power_
     if not has_member(tensor_cls, "real"):
-        tensor_cls.real = property(_real_property)
+        tensor_cls.real = property(_real_property, _part_setter(_real_property))
     if not has_member(tensor_cls, "imag"):
-        tensor_cls.imag = property(_imag_property)
+        tensor_cls.imag = property(_imag_property, _part_setter(_imag_property))

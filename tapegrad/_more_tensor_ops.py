@@ -11,12 +11,13 @@ zero in the region, the source receives the region's gradient.
 """
 from __future__ import annotations
 
+import math
 import operator
 import warnings
 
 import numpy as np
 
-from . import _core, _ops_shape
+from . import _core, _memory_format, _ops_shape
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._out_arg import compute_then_write
@@ -371,7 +372,9 @@ def _storage_of(arr: np.ndarray):
 
 def _resize_(self, *size, memory_format=None):
     """Tensor.resize_: self takes `size`, keeping its first elements in row order (new ones
-    uninitialised); refused for a tensor that requires grad, as PyTorch."""
+    uninitialised); refused for a tensor that requires grad, as PyTorch.  With memory_format=,
+    the storage's elements are laid out in that format (PyTorch restrides the tensor over its
+    storage even when the shape does not change: the values at each index move)."""
     target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
@@ -379,17 +382,35 @@ def _resize_(self, *size, memory_format=None):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(target)}: "
                            f"{list(target)}")
     target = tuple(int(s) for s in target)
-    if tuple(self.shape) != target:
+    order = None
+    if memory_format is not None:
+        fmt = _memory_format.check_memory_format(memory_format, "resize_")
+        if fmt is _memory_format.preserve_format:
+            raise RuntimeError("Unsupported memory formatPreserve")
+        order = _memory_format.array_order(fmt, target, "resize_") or tuple(range(len(target)))
+    if tuple(self.shape) != target or order is not None:
         arr = self._array
-        count = int(np.prod(target, dtype=np.int64))
+        count = math.prod(target)
+        # (PyTorch's int64 checks; numpy would wrap the product around)
+        if count > np.iinfo(np.int64).max:
+            raise RuntimeError("numel: integer multiplication overflow")
+        if count * arr.itemsize > np.iinfo(np.int64).max:
+            raise RuntimeError(f"Storage size calculation overflowed with sizes={list(target)}")
         storage, offset = _storage_of(arr)
         if storage is not None and offset + count <= storage.size:
             # PyTorch keeps the storage when it is large enough and lays the new shape out
-            # contiguously from the tensor's offset: the tensor stays an alias of every tensor
-            # sharing it (torch.Tensor(t).resize_(...).zero_() zeroes t).
-            self.data = _wrap(storage[offset:offset + count].reshape(target))
+            # from the tensor's offset: the tensor stays an alias of every tensor sharing it
+            # (torch.Tensor(t).resize_(...).zero_() zeroes t).
+            flat = storage[offset:offset + count]
         else:
-            self.data = _wrap(_resized_array(arr, target))
+            flat = _resized_array(arr, (count,))
+        if order is None:
+            self.data = _wrap(flat.reshape(target))
+        else:
+            back = tuple(order.index(d) for d in range(len(target)))
+            # (wrapped as it is: _wrap would copy a channels-last layout to row-major)
+            self.data = _core.wrap_array(
+                flat.reshape(tuple(target[d] for d in order)).transpose(back), False)
         # (PyTorch bumps the version only when the shape changes: resize_ to the same shape
         # is no write)
         _core._mark_written(self)
@@ -397,14 +418,18 @@ def _resize_(self, *size, memory_format=None):
 
 
 def _resize_as_(self, the_template, memory_format=None):
-    """Tensor.resize_as_: resize_ to the template's shape."""
-    return _resize_(self, tuple(the_template.shape))
+    """Tensor.resize_as_: resize_ to the template's shape; memory_format=preserve_format takes
+    the template's layout (its suggest_memory_format)."""
+    if memory_format is _memory_format.preserve_format:
+        memory_format = (_memory_format.suggested_channels_last(the_template)
+                         or _memory_format.contiguous_format)
+    return _resize_(self, tuple(the_template.shape), memory_format=memory_format)
 
 
 def resize_as_(input, the_template, *, memory_format=None):
     """torch.resize_as_: input.resize_as_(the_template)."""
     _check_tensor(input, "resize_as_")
-    return _resize_as_(input, the_template)
+    return _resize_as_(input, the_template, memory_format=memory_format)
 
 
 def _resize(self, *size):
@@ -471,6 +496,9 @@ def _map2_(self, x, y, callable):
 def adjoint(input):
     """The conjugate transpose of the last two dims (for real tensors, mT)."""
     _check_tensor(input, "adjoint")
+    if input.dim() == 0:
+        _core.warn_once("adjoint() is deprecated on 0-D tensors. Consider using x.conj().")
+        return _conjugated(input)
     if input.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
                            f"matrices. Got {input.dim()}-D tensor.")
@@ -478,7 +506,11 @@ def adjoint(input):
 
 
 def _mH(self):
-    """The conjugate transpose of the last two dims: for real tensors, mT."""
+    """The conjugate transpose of the last two dims: for real tensors, mT (a 0-d tensor
+    itself, conjugated, with PyTorch's warning)."""
+    if self.dim() == 0:
+        _core.warn_once("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().")
+        return _conjugated(self)
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
                            f"Got {self.dim()}-D tensor.")

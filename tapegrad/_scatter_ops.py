@@ -286,6 +286,10 @@ def _index_put_key(self, indices):
         raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
                         f"not {_core.type_name(indices)}")
     shape = self._array.shape
+    if not indices:
+        # (PyTorch refuses an empty index list, as aten.index does; numpy would read it as
+        # the whole tensor)
+        raise RuntimeError("at least one index must be provided")
     if len(indices) > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got "
                          f"{len(indices)})")
@@ -297,6 +301,11 @@ def _index_put_key(self, indices):
         if not isinstance(ind, TensorBase):
             raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
         arr = ind._array
+        if arr.dtype == np.uint8:
+            # (PyTorch's deprecation warning, as x[mask] gives it: at every call)
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
+                          "dtype torch.bool instead.", UserWarning,
+                          stacklevel=_core.user_stacklevel())
         if arr.dtype == np.bool_ or arr.dtype == np.uint8:
             key.append(arr.astype(bool))
             continue

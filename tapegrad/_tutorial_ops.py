@@ -56,10 +56,12 @@ def stride(self, dim=None):
 
 
 def storage_offset(self) -> int:
-    """How many elements into its storage this tensor's first element lies."""
-    from .tensor import _storage_and_geometry
-    _, offset, _ = _storage_and_geometry(self._array)
-    return offset // self._array.itemsize
+    """How many elements (of this tensor's dtype) into its storage this tensor's first element
+    lies: the distance from the start of untyped_storage(), which is the memory's owner even
+    when this tensor reinterprets it (x.imag, x.view(dtype)), so a[5:].imag is 11 elements in."""
+    from .storage import _address, untyped_storage_of
+    array = self._array
+    return (_address(array) - untyped_storage_of(array).data_ptr()) // array.itemsize
 
 
 # -- cross ---------------------------------------------------------------------------------------

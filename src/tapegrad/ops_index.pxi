@@ -55,13 +55,24 @@ cdef object classify_array(object arr, list kinds):
             return bool(arr)
         kinds.append(K_MASK)
         return arr
-    if k not in "iu" or arr.dtype.itemsize < 4:
-        raise IndexError(BAD_INDEX_DTYPE)
-    if arr.ndim == 0:
+    if k in "iu" and arr.ndim == 0:
+        # any integer dtype: PyTorch reads a 0-d integer tensor as the integer (a select);
+        # only index arrays must be int32 / int64
         kinds.append(K_INT)
         return int(arr)
+    if k not in "iu" or arr.dtype.itemsize < 4:
+        raise IndexError(BAD_INDEX_DTYPE)
     kinds.append(K_ARRAY)
     return arr.astype(np.intp, copy=False)
+
+
+cdef object int64_index(object item):
+    """An int index as PyTorch unpacks it: a C long long (its ValueError beyond that range,
+    where numpy's would be an IndexError)."""
+    value = int(item)
+    if not -0x8000000000000000 <= value <= 0x7fffffffffffffff:
+        raise ValueError("Overflow when unpacking long long")
+    return value
 
 
 cdef object classify_item(object item, list kinds):
@@ -73,7 +84,7 @@ cdef object classify_item(object item, list kinds):
         return bool(item)
     if isinstance(item, (int, np.integer)):
         kinds.append(K_INT)
-        return int(item)
+        return int64_index(item)
     if isinstance(item, slice):
         step = item.step
         if step is not None:
@@ -439,6 +450,16 @@ cdef object torch_index_layout(object B, tuple key, object out):
     return res
 
 
+cdef object with_new_axes(object A, list new_axes):
+    """A viewed with a size-1 dim at each of `new_axes` (positions in the result, increasing),
+    each of the stride unsqueeze gives (numpy's x[None] gives stride 0, which showed in
+    Tensor.stride()).  x[None, ::2] unsqueezes before it slices, as PyTorch's indexing does,
+    so the new dims are made on A before the rest of the key applies."""
+    for axis in new_axes:
+        A = unsqueezed(A, axis)
+    return A
+
+
 cdef object index_op(TensorBase x, object key):
     A = x._array
     shape = A.shape
@@ -447,7 +468,7 @@ cdef object index_op(TensorBase x, object key):
     cdef Record* r
     # fast paths: x[i] and x[a:b] (a step of 1) on a tensor with dims
     if ndim > 0 and (type(key) is int or (type(key) is slice and key.step is None)):
-        key1 = (key, Ellipsis)
+        key1 = (int64_index(key) if type(key) is int else key, Ellipsis)
         try:
             out = A[key1]
         except IndexError as e:
@@ -467,7 +488,7 @@ cdef object index_op(TensorBase x, object key):
     cdef list kinds = []
     try:
         vals = [classify_item(it, kinds) for it in items]
-    except (TypeError, IndexError):
+    except (TypeError, IndexError, ValueError):
         if specified_dims(items) > ndim:    # PyTorch counts the key's dims before reading items
             raise too_many_indices(ndim) from None
         raise
@@ -491,7 +512,8 @@ cdef object index_op(TensorBase x, object key):
             n_ellipsis = 0
             consumed = key_dims(kinds, vals)
     if consumed > ndim:
-        if ndim == 0 and single and kinds[0] == K_INT:
+        if ndim == 0 and single and kinds[0] == K_INT and not isinstance(key, TensorBase):
+            # (a 0-d integer tensor as the key gets the general message, as PyTorch's)
             raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                              "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         if ndim == 0 and single and kinds[0] == K_SLICE:
@@ -506,6 +528,8 @@ cdef object index_op(TensorBase x, object key):
     cdef int op = OP_ALIAS
     cdef Py_ssize_t adim = 0, bdim = 0
     masks = []                                      # (mask, dim in A, dim after key1)
+    # where each None's new dim goes among A's dims (the dims of A.reshape with them inserted)
+    new_axes = []
     for i in range(n):
         k = kinds[i]
         v = vals[i]
@@ -525,6 +549,7 @@ cdef object index_op(TensorBase x, object key):
         elif k == K_NONE:
             key1.append(None)
             key2.append(slice(None))
+            new_axes.append(adim + len(new_axes))
             op = OP_INDEX_UNSQUEEZE
             basic = True
             bdim += 1
@@ -555,7 +580,11 @@ cdef object index_op(TensorBase x, object key):
         key1.append(Ellipsis)                       # numpy then gives 0-d views, not scalars
     tkey1 = tuple(key1)
     try:
-        B = A[tkey1] if basic else A
+        if new_axes and not advanced:
+            B = with_new_axes(A, new_axes)[tuple([slice(None) if item is None else item
+                                                  for item in key1])]
+        else:
+            B = A[tkey1] if basic else A
     except IndexError as e:
         raise IndexError(numpy_index_message(str(e))) from None
     if not advanced:

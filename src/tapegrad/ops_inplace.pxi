@@ -546,6 +546,9 @@ cdef bint only_whole_slices_beside(object key) except -1:
 cdef object setitem_key_item(object item, list advanced):
     if isinstance(item, slice) and item.step is not None and item.step <= 0:
         raise ValueError("step must be greater than zero")     # (numpy would write reversed)
+    if (type(item) is int and not isinstance(item, bool)
+            and not -0x8000000000000000 <= item <= 0x7fffffffffffffff):
+        raise ValueError("Overflow when unpacking long long")  # (as x[i] reads it)
     if isinstance(item, TensorBase):
         item = (<TensorBase>item)._array
     elif isinstance(item, (list, range)):
@@ -570,6 +573,9 @@ cdef object setitem_key_item(object item, list advanced):
             # a 0-d integer tensor indexes as the integer (a view, as x[i] reads it): PyTorch's
             # select, so `dC[ix] += v` writes the view back onto itself, not an index_put_
             return int(item)
+        if item.dtype.kind != "b" and item.dtype.itemsize < 4:
+            # (as x[idx] refuses them: an index array must be int32 or int64)
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         advanced.append(True)
     elif isinstance(item, bool):
         advanced.append(True)
@@ -589,7 +595,7 @@ cdef object setitem_key(object key, list advanced, Py_ssize_t ndim):
     items = key if isinstance(key, tuple) else (key,)
     try:
         nkey = tuple([setitem_key_item(k, advanced) for k in items])
-    except (TypeError, IndexError):
+    except (TypeError, IndexError, ValueError):
         if specified_dims(items) > ndim:    # PyTorch counts the key's dims before reading items
             raise too_many_indices(ndim) from None
         raise
@@ -753,6 +759,15 @@ cdef bint key_takes_view(TensorBase self, object key) except -1:
     return False
 
 
+cdef str setitem_index_message(str msg, object key, Py_ssize_t ndim):
+    """numpy's IndexError for self[key] = value in PyTorch's words (as x[key] reads them)."""
+    if msg.startswith("too many indices for array"):
+        if ndim == 0 and type(key) is slice:
+            return "slice() cannot be applied to a 0-dim tensor."
+        return f"too many indices for tensor of dimension {ndim}"
+    return msg.replace("axis", "dimension")
+
+
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False,
                        bint is_copy=False, bint one_number=False):
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
@@ -780,6 +795,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     if recording:
         view_reads_base(self)
     nkey = setitem_key(key, advanced, self._array.ndim)
+    if (not advanced and isinstance(value, TensorBase) and self._array.dtype.kind != "c"
+            and (<TensorBase>value)._array.dtype.kind == "c"):
+        # a basic key writes as copy_ does: PyTorch's one-time UserWarning (numpy's own
+        # ComplexWarning came at every write), the real part written
+        warn_once("Casting complex values to real discards the imaginary part")
+        value = value.real
     if BYTE_MASK in advanced and not index_put_key(
             nkey, (<TensorBase>value)._array if isinstance(value, TensorBase) else np.empty(1)):
         # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask)
@@ -791,7 +812,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         try:
             self._array[nkey]
         except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
+            raise IndexError(setitem_index_message(str(e), key, self._array.ndim)) from None
     if (self._requires_grad and grad_enabled() and is_leaf_c(self) and not onto_base
             and key_takes_view(self, key)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -816,7 +837,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                 return None
             if str(e).endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
                 raise IndexError("index is out of bounds for dimension with size 0") from None
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise IndexError(setitem_index_message(str(e), key, self._array.ndim)) from None
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
     # size-1 dims
@@ -1473,6 +1494,11 @@ def copy_(TensorBase self, src, non_blocking=False):
     # (a copy onto itself that autograd sees is an in-place op in PyTorch, its checks and
     # record included: a leaf's view copied onto itself is refused; fuzz seed 50015864)
     if isinstance(src, TensorBase):
+        if (<TensorBase>src)._array.dtype.kind == "c" and self._array.dtype.kind != "c":
+            # PyTorch's one-time UserWarning, not numpy's ComplexWarning at every copy; the
+            # real part is what is written (and what the gradient flows back to)
+            warn_once("Casting complex values to real discards the imaginary part")
+            src = src.real
         if not records(self, src) and plain_copy(self, <TensorBase>src):
             return self
         # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)

@@ -229,6 +229,15 @@ def view(TensorBase input, *size_args, size=None):
     return view_to(input, infer_size(sh, input._array.size))
 
 
+cdef Py_ssize_t element_offset(object A):
+    """Tensor.storage_offset() of an array: how many of its elements its first one lies past
+    the start of the memory its outermost numpy base owns."""
+    root = A
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return (A.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // A.itemsize
+
+
 cdef TensorBase view_dtype(TensorBase x, dtype dt):
     """The bytes of x reinterpreted as dtype `dt` (PyTorch: not differentiable, no grad_fn)."""
     A = x._array
@@ -242,11 +251,24 @@ cdef TensorBase view_dtype(TensorBase x, dtype dt):
         if b > a and last % (b // a) != 0:
             raise RuntimeError(f"self.size(-1) must be divisible by {b // a} {what}, but got "
                                f"{last}")
-        if last != 1 and A.strides[A.ndim - 1] != a:
+        if b > a and A.size:
+            # PyTorch's further checks when elements grow: the first byte and every step
+            # must land on a whole new element (numpy would read across element boundaries)
+            offset = element_offset(A)
+            if offset % (b // a):
+                raise RuntimeError(f"self.storage_offset() must be divisible by {b // a} {what}, "
+                                   f"but got {offset}")
+        # (an empty array's numpy strides are 0, not the row-major ones PyTorch shows)
+        if A.size and last != 1 and A.strides[A.ndim - 1] != a:
             raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
                                f"{A.strides[A.ndim - 1] // a}")
-        if last == 1 and A.strides[A.ndim - 1] != a:
-            A = A.reshape(A.shape[:A.ndim - 1] + (1,))  # numpy wants the size-1 axis contiguous
+        if b > a and A.size:
+            for i in range(A.ndim - 1):
+                if A.shape[i] != 1 and (A.strides[i] // a) % (b // a):
+                    raise RuntimeError(f"self.stride({i}) must be divisible by {b // a} {what}, "
+                                       f"but got {A.strides[i] // a}")
+        if last == 1 and A.strides[A.ndim - 1] != a or not A.size:
+            A = A.reshape(A.shape[:A.ndim - 1] + (last,))  # numpy wants the last axis contiguous
     return wrap_result(A.view(dt.np_dtype), x)
 
 
@@ -454,6 +476,11 @@ def _T(TensorBase input):
 def _mT(TensorBase input):
     """The last two dims swapped (a batch of matrices transposed)."""
     cdef Py_ssize_t ndim = input._array.ndim
+    if ndim == 0:
+        # (PyTorch deprecates it there and returns the tensor itself, as for Tensor.H)
+        warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in "
+                  "these cases.")
+        return input
     if ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {ndim}-D tensor.")
@@ -563,8 +590,36 @@ def expand(TensorBase input, *sizes, size=None):
                 raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
                                    f"size ({have}) at non-singleton dimension {i}.  Target sizes: "
                                    f"{list(sz)}.  Tensor sizes: {list(shape)}")
-    out = np.broadcast_to(A, tuple(target))
-    return shape_result(OP_EXPAND, input, out, shape)
+    return shape_result(OP_EXPAND, input, expanded_view(A, tuple(target)), shape)
+
+
+cdef object expanded_view(object A, tuple sizes):
+    """A read-only view of A stretched to `sizes`, of PyTorch's expand strides: a stretched dim
+    0, a kept dim its own, a new leading dim the size times the stride of the dim after it (0
+    after a 0-d A).  numpy's broadcast_to gives every size-1 dim stride 0, which
+    Tensor.stride() showed (x.expand(1, 1, 5) is (5, 5, 1) in PyTorch)."""
+    cdef cnp.ndarray a = <cnp.ndarray>A
+    cdef int nd_ = cnp.PyArray_NDIM(a), n = len(sizes), lead = n - nd_, k
+    cdef cnp.npy_intp dims[64]
+    cdef cnp.npy_intp steps[64]
+    if n >= 64:
+        return np.broadcast_to(A, sizes)
+    for k in range(nd_):
+        dims[lead + k] = sizes[lead + k]
+        steps[lead + k] = (cnp.PyArray_STRIDE(a, k) if cnp.PyArray_DIM(a, k) == sizes[lead + k]
+                           else 0)
+    cdef cnp.npy_intp next_size = dims[lead] if nd_ else 1
+    cdef cnp.npy_intp next_step = steps[lead] if nd_ else 0
+    for k in range(lead - 1, -1, -1):
+        dims[k] = sizes[k]
+        steps[k] = next_size * next_step if sizes[k] == 1 else 0
+        next_size, next_step = dims[k], steps[k]
+    cdef object descr = a.dtype
+    Py_INCREF(descr)                    # (stolen by PyArray_NewFromDescr)
+    out = array_from_descr(<void*>np.ndarray, <void*>descr, n, dims, steps,
+                           cnp.PyArray_DATA(a), 0, NULL)
+    cnp.set_array_base(<cnp.ndarray>out, A)
+    return out
 
 
 def expand_as(TensorBase input, TensorBase other):

@@ -963,6 +963,10 @@ cdef class TensorBase:
             return
         SETITEM_OP(self, key, value)
 
+    def __delitem__(self, key):
+        # (without it, Cython's slot raises NotImplementedError; PyTorch's is a TypeError)
+        raise TypeError("Tensor does not support deleting items")
+
     # -- in place (ops_inplace.pxi) ----------------------------------------------------------------
 
     def __iadd__(self, other):

@@ -48,9 +48,10 @@ def _real_parts(arr):
     arr = np.asarray(arr)
     if arr.dtype.kind != "c":
         return arr
-    part = arr.real                                     # a view: same strides, part dtype
-    return np.lib.stride_tricks.as_strided(part, arr.shape + (2,),
-                                           arr.strides + (part.itemsize,))
+    # A size-1 last dim of stride one complex element, read as two reals: a numpy view whose
+    # .base chain leads to arr's memory owner, so storage_offset() and untyped_storage() see
+    # the storage (numpy's stride_tricks.as_strided hides it behind a buffer object).
+    return np.expand_dims(arr, -1).view(arr.real.dtype)
 
 
 # PyTorch refuses in-place writes (with grad mode on) to a view that is not an ordinary one:
