@@ -421,8 +421,11 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         from ._legacy import _check_int_range
         _check_int_range(numbers, target)
     if target is not None:
-        if arr.dtype.kind == "c" and target.kind != "c":
-            # PyTorch's one warning for any complex -> real cast, not numpy's ComplexWarning
+        if arr.dtype.kind == "c" and target.kind not in "cb" and isinstance(data, np.ndarray):
+            # PyTorch's one warning for a complex array cast to a real dtype, not numpy's
+            # ComplexWarning (to bool it is a test of nonzero, no warning: 1j is True); a
+            # sequence of numpy complex scalars PyTorch reads one by one with float(), which
+            # gives numpy's ComplexWarning, as the cast below does
             _core.warn_once("Casting complex values to real discards the imaginary part")
             arr = arr.real
         with _core.IeeeResults():

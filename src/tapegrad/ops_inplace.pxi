@@ -795,7 +795,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     if recording:
         view_reads_base(self)
     nkey = setitem_key(key, advanced, self._array.ndim)
-    if (not advanced and isinstance(value, TensorBase) and self._array.dtype.kind != "c"
+    if (not advanced and isinstance(value, TensorBase) and self._array.dtype.kind not in "cb"
             and (<TensorBase>value)._array.dtype.kind == "c"):
         # a basic key writes as copy_ does: PyTorch's one-time UserWarning (numpy's own
         # ComplexWarning came at every write), the real part written
@@ -867,7 +867,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                                    "without overflow")
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
-    if V.dtype.kind == "c" and A.dtype.kind != "c" and not advanced:
+    if V.dtype.kind == "c" and A.dtype.kind not in "cb" and not advanced:
         # a complex value into a real tensor (copy_, x[k] = z): PyTorch's one warning for any
         # complex -> real cast, where numpy raises its ComplexWarning on every assignment
         # (an advanced key is PyTorch's index_put_, which checks the dtypes further on)
@@ -1494,7 +1494,7 @@ def copy_(TensorBase self, src, non_blocking=False):
     # (a copy onto itself that autograd sees is an in-place op in PyTorch, its checks and
     # record included: a leaf's view copied onto itself is refused; fuzz seed 50015864)
     if isinstance(src, TensorBase):
-        if (<TensorBase>src)._array.dtype.kind == "c" and self._array.dtype.kind != "c":
+        if (<TensorBase>src)._array.dtype.kind == "c" and self._array.dtype.kind not in "cb":
             # PyTorch's one-time UserWarning, not numpy's ComplexWarning at every copy; the
             # real part is what is written (and what the gradient flows back to)
             warn_once("Casting complex values to real discards the imaginary part")
@@ -1508,7 +1508,8 @@ def copy_(TensorBase self, src, non_blocking=False):
             raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast "
                                f"shape {list(out_shape)}")
     elif isinstance(src, (bool, int, float, complex, np.bool_, np.number)):
-        if isinstance(src, (complex, np.complexfloating)) and self._array.dtype.kind != "c":
+        if (isinstance(src, (complex, np.complexfloating))
+                and self._array.dtype.kind not in "cb"):
             warn_once("Casting complex values to real discards the imaginary part")
             src = src.real
     else:

@@ -1296,7 +1296,7 @@ cdef object convert(TensorBase x, object np_dt, bint copy):
     A = x._array
     if A.dtype == np_dt and not copy:
         return x
-    if dtype_kind(<cnp.ndarray>A) == c'c' and np_dt.kind != "c":
+    if dtype_kind(<cnp.ndarray>A) == c'c' and np_dt.kind not in "cb":   # (to bool: nonzero)
         warn_once("Casting complex values to real discards the imaginary part")
         A = A.real
     with IeeeResults():                                 # overflow to inf, NaN to int: as PyTorch
