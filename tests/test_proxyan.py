@@ -1,0 +1,82 @@
+"""Faults found by running held-out NLP scripts (a char-level LSTM language model, word2vec with
+negative sampling, a small GPT with weight tying and scaled_dot_product_attention) under
+tapegrad; each case replays the script's call in both libraries and compares with PyTorch."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _run(fn, lib):
+    """('ok', array) or ('err', exception type name, first line of the message)."""
+    try:
+        r = fn(lib)
+    except Exception as e:     # noqa: BLE001  (the exception is what is compared)
+        return ("err", type(e).__name__, str(e).split("\n")[0])
+    return ("ok", r.detach().double().numpy())
+
+
+def _same(torch, fn, atol=1e-5):
+    mine, theirs = _run(fn, tg), _run(fn, torch)
+    assert mine[0] == theirs[0], (mine, theirs)
+    if mine[0] == "err":
+        assert mine[1:] == theirs[1:]
+    else:
+        np.testing.assert_allclose(mine[1], theirs[1], atol=atol, rtol=1e-5)
+
+
+_RNG = np.random.RandomState(0)
+_Q, _K, _V = (_RNG.randn(2, 2, 4, 8).astype(np.float32) for _ in range(3))
+_FLOAT_MASK = _RNG.randn(4, 4).astype(np.float32)
+_BOOL_MASK = _RNG.rand(4, 4) > 0.3
+
+
+def _sdpa(q=_Q, k=_K, v=_V, mask=_FLOAT_MASK, mask_grad=False, **kw):
+    def call(T):
+        m = T.from_numpy(np.array(mask))
+        return T.nn.functional.scaled_dot_product_attention(
+            T.from_numpy(q.copy()), T.from_numpy(k.copy()), T.from_numpy(v.copy()),
+            attn_mask=m.requires_grad_() if mask_grad else m, is_causal=True, **kw)
+    return call
+
+
+# PyTorch's CPU flash kernel takes an explicit mask together with is_causal=True and applies
+# both (a GPT with a padding mask, HF-style); only its math kernel refuses the pair.  tapegrad
+# refused every such call.
+CAUSAL_WITH_MASK_CASES = {
+    "float_mask": _sdpa(),
+    "bool_mask": _sdpa(mask=_BOOL_MASK),
+    "padding_mask_4d": _sdpa(mask=np.array([[1, 1, 1, 0], [1, 1, 1, 1]], bool).reshape(2, 1, 1, 4)),
+    "row_fully_masked": _sdpa(mask=np.arange(4)[None, :].repeat(4, 0) > 0),
+    "float64": _sdpa(_Q.astype(np.float64), _K.astype(np.float64), _V.astype(np.float64),
+                     _FLOAT_MASK.astype(np.float64)),
+    "shorter_query": _sdpa(q=_Q[:, :, :2], mask=_FLOAT_MASK[:2]),
+    "shorter_key": _sdpa(k=_K[:, :, :2], v=_V[:, :, :2], mask=_FLOAT_MASK[:, :2]),
+    "gqa": _sdpa(q=_RNG.randn(2, 4, 4, 8).astype(np.float32), enable_gqa=True),
+    "scale": _sdpa(scale=0.1),
+    # the math kernel's cases still raise
+    "three_dims": _sdpa(_Q[0], _K[0], _V[0]),
+    "dropout": _sdpa(dropout_p=0.5),
+    "mask_requires_grad": _sdpa(mask_grad=True),
+    "value_head_size_differs": _sdpa(v=_RNG.randn(2, 2, 4, 6).astype(np.float32)),
+    "batch_broadcast": _sdpa(q=_Q[:1]),
+    "heads_differ_without_gqa": _sdpa(q=_RNG.randn(2, 4, 4, 8).astype(np.float32)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAUSAL_WITH_MASK_CASES))
+def test_sdpa_causal_with_explicit_mask(torch, name):
+    _same(torch, CAUSAL_WITH_MASK_CASES[name])
+
+
+def test_sdpa_causal_with_mask_gradients(torch):
+    def grads(T):
+        q = T.from_numpy(_Q.copy()).requires_grad_()
+        k = T.from_numpy(_K.copy()).requires_grad_()
+        out = T.nn.functional.scaled_dot_product_attention(
+            q, k, T.from_numpy(_V.copy()), attn_mask=T.from_numpy(_FLOAT_MASK), is_causal=True)
+        out.square().sum().backward()
+        return T.cat([q.grad.flatten(), k.grad.flatten()])
+    _same(torch, grads)
