@@ -3,6 +3,8 @@ negative sampling, a small GPT with weight tying and scaled_dot_product_attentio
 tapegrad; each case replays the script's call in both libraries and compares with PyTorch."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,9 @@ import tapegrad as tg
 def _run(fn, lib):
     """('ok', array) or ('err', exception type name, first line of the message)."""
     try:
-        r = fn(lib)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # (torch's one-time sparse-invariants notice)
+            r = fn(lib)
     except Exception as e:     # noqa: BLE001  (the exception is what is compared)
         return ("err", type(e).__name__, str(e).split("\n")[0])
     return ("ok", r.detach().double().numpy())
@@ -80,3 +84,55 @@ def test_sdpa_causal_with_mask_gradients(torch):
         out.square().sum().backward()
         return T.cat([q.grad.flatten(), k.grad.flatten()])
     _same(torch, grads)
+
+
+# A training loop that logs the gradient norm by hand (`p.grad.data.norm(2)`) over a word2vec
+# model with nn.Embedding(sparse=True): the sparse gradient had no norm at all.
+_IDX = np.array([[1, 2, 1, 4]])
+_VALS = np.array([[1., -2], [3, 4], [-5, 0.5], [0, 2]], dtype=np.float32)
+
+
+def _sparse_norm(*args, **kwargs):
+    def call(T):
+        s = T.sparse_coo_tensor(T.from_numpy(_IDX), T.from_numpy(_VALS), (6, 2))
+        return s.norm(*args, **kwargs)
+    return call
+
+
+SPARSE_NORM_CASES = {
+    "default": _sparse_norm(),
+    "p2": _sparse_norm(2),
+    "p1": _sparse_norm(1),
+    "p3": _sparse_norm(3),
+    "inf": _sparse_norm(float("inf")),
+    "zero": _sparse_norm(0),
+    "minus_one_reads_stored_zero": _sparse_norm(-1),
+    "all_dims": _sparse_norm(2, dim=(1, 0)),
+    "negative_dims": _sparse_norm(dim=[-1, 0]),
+    "one_dim": _sparse_norm(dim=0),
+    "repeated_dim": _sparse_norm(dim=(0, 0)),
+    "dim_out_of_range": _sparse_norm(dim=5),
+    "keepdim": _sparse_norm(keepdim=True),
+    "dtype_none": _sparse_norm("fro", dtype=None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPARSE_NORM_CASES))
+def test_sparse_norm(torch, name):
+    _same(torch, SPARSE_NORM_CASES[name])
+
+
+@pytest.mark.parametrize("p", ["fro", 2])
+def test_sparse_norm_refuses_dtype(torch, p):
+    _same(torch, lambda T: T.sparse_coo_tensor(T.from_numpy(_IDX), T.from_numpy(_VALS), (6, 2))
+          .norm(p, dtype=T.float64))
+
+
+def test_sparse_embedding_grad_norm(torch):
+    def grad_norm(T):
+        emb = T.nn.Embedding(5, 3, sparse=True)
+        with T.no_grad():
+            emb.weight.copy_(T.from_numpy(np.arange(15, dtype=np.float32).reshape(5, 3) / 7))
+        (emb(T.tensor([[1, 2, 1]])) ** 2).sum().backward()
+        return T.stack([emb.weight.grad.data.norm(2), emb.weight.grad.norm(1)])
+    _same(torch, grad_norm)
