@@ -136,3 +136,41 @@ def test_sparse_embedding_grad_norm(torch):
         (emb(T.tensor([[1, 2, 1]])) ** 2).sum().backward()
         return T.stack([emb.weight.grad.data.norm(2), emb.weight.grad.norm(1)])
     _same(torch, grad_norm)
+
+
+# Text-classification scripts build their bags from whatever integer tensor the tokens came in
+# (bytes read as uint8, say) with int64 offsets: PyTorch promotes indices and offsets to one
+# type before its Long/Int check, so those bags are taken (and float offsets are refused).
+_TABLE = np.arange(12, dtype=np.float32).reshape(6, 2)
+
+
+def _bag(index_dtype, offsets_dtype="int64", shape=(4,), offsets=(0, 2)):
+    def call(T):
+        index = T.tensor([1, 0, 5, 2], dtype=getattr(T, index_dtype)).reshape(shape)
+        offs = None if offsets is None else T.tensor(offsets, dtype=getattr(T, offsets_dtype))
+        return T.nn.functional.embedding_bag(index % 2 if index_dtype == "bool" else index,
+                                             T.from_numpy(_TABLE), offs)
+    return call
+
+
+EMBEDDING_BAG_INDEX_DTYPE_CASES = {
+    "uint8_with_long_offsets": _bag("uint8"),
+    "int16_with_long_offsets": _bag("int16"),
+    "int8_with_int32_offsets": _bag("int8", "int32"),
+    "int32_with_int32_offsets": _bag("int32", "int32"),
+    "long_with_float_offsets": _bag("int64", "float32"),
+    "uint8_2d": _bag("uint8", shape=(2, 2), offsets=None),
+    "float_2d": _bag("float32", shape=(2, 2), offsets=None),
+    "float_with_long_offsets": _bag("float64"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMBEDDING_BAG_INDEX_DTYPE_CASES))
+def test_embedding_bag_index_dtypes(torch, name):
+    _same(torch, EMBEDDING_BAG_INDEX_DTYPE_CASES[name])
+
+
+@pytest.mark.parametrize("dtype", ["bool", "complex64", "uint8"])
+def test_embedding_index_dtype_message(torch, dtype):
+    _same(torch, lambda T: T.nn.functional.embedding(T.zeros(2, dtype=getattr(T, dtype)),
+                                                     T.from_numpy(_TABLE)))
