@@ -174,3 +174,23 @@ def test_embedding_bag_index_dtypes(torch, name):
 def test_embedding_index_dtype_message(torch, dtype):
     _same(torch, lambda T: T.nn.functional.embedding(T.zeros(2, dtype=getattr(T, dtype)),
                                                      T.from_numpy(_TABLE)))
+
+
+# A training script choosing `ptdtype = torch.float32` where bfloat16 is unsupported still wraps
+# its step in torch.autocast('cpu', dtype=ptdtype): PyTorch warns and disables that autocast
+# (only bfloat16 and float16 are CPU autocast dtypes); tapegrad raised NotImplementedError.
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+@pytest.mark.parametrize("form", ["autocast", "amp_autocast", "cpu_amp_autocast"])
+def test_cpu_autocast_with_unsupported_dtype_disables_itself(torch, dtype, form):
+    def run(T):
+        make = {"autocast": lambda d: T.autocast("cpu", dtype=d),
+                "amp_autocast": lambda d: T.amp.autocast(device_type="cpu", dtype=d),
+                "cpu_amp_autocast": lambda d: T.cpu.amp.autocast(dtype=d)}[form]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with make(getattr(T, dtype)):
+                product = T.ones(2, 2) @ T.ones(2, 2)
+                enabled = T.is_autocast_enabled()
+        messages = [str(w.message) for w in caught if "CPU autocast" in str(w.message)]
+        return str(product.dtype), enabled, messages
+    assert run(tg) == run(torch)
