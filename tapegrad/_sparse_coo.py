@@ -827,6 +827,27 @@ class SparseTensor:
                                       "supported")
         return sparse_sum(self, dim, dtype)
 
+    def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None):
+        """The p-norm of the stored entries once coalesced (a dense 0-d tensor): the unstored
+        zeros add nothing to a positive-order norm, and PyTorch reads only the stored entries
+        for the others too.  Only full reductions, as PyTorch's norm_sparse."""
+        if dtype is not None and p == "fro":
+            # (PyTorch's Python-level norm refuses this before reaching the sparse kernel)
+            raise ValueError("dtype argument is not supported in frobenius norm")
+        if keepdim:
+            raise RuntimeError("norm_sparse currently does not support keepdim=True")
+        if dim is not None:
+            ndim = len(self._size)
+            dims = [dim] if isinstance(dim, numbers.Integral) else list(dim)
+            # dims out of range are not an IndexError here: they just miss the full set
+            if sorted(d % ndim for d in dims if -ndim <= d < ndim) != list(range(ndim)):
+                raise RuntimeError("norm_sparse currently only supports full reductions, so "
+                                   "'dim' must either be empty or contain all dimensions of "
+                                   "the input")
+        if dtype is not None:
+            raise RuntimeError("norm_sparse currently does not support 'dtype' argument")
+        return _core._name_grad_fn(self.coalesce()._vals.norm(p), "NormBackward1")
+
     def t_(self):
         """Transpose a 2-D sparse tensor in place (swaps the rows of its index tensor)."""
         transposed = self.t()

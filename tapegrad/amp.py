@@ -4,8 +4,9 @@ Training scripts written for GPUs wrap their loop in ``autocast`` and ``GradScal
 recipe switches both with ``enabled=``.  ``GradScaler`` is complete (loss scaling, unscaling,
 skipping steps whose gradients are not finite, growth and backoff of the scale, state dicts),
 so a script using it on the CPU trains as under PyTorch.  ``autocast`` for ``'cuda'`` warns and
-disables itself, as PyTorch does without CUDA; a disabled autocast is a no-op; an enabled CPU
-autocast would run matmuls in bfloat16, which tapegrad does not have, so entering one raises
+disables itself, as PyTorch does without CUDA, and so does a CPU autocast asked for a dtype
+other than bfloat16 or float16; a disabled autocast is a no-op; an enabled CPU autocast would run
+matmuls in bfloat16 (or float16), which tapegrad does not do, so entering one raises
 ``NotImplementedError`` rather than silently computing in another precision.
 """
 from __future__ import annotations
@@ -44,6 +45,12 @@ class autocast:  # noqa: N801  (PyTorch's name)
         if self._enabled and device_type != "cpu":
             warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
                           UserWarning, stacklevel=2)
+            self._enabled = False
+        if self._enabled and dtype is not None and dtype not in (_core.bfloat16, _core.float16):
+            # (a script picking float32 when bfloat16 is unsupported runs in float32)
+            warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling "
+                          "autocast.\nCPU Autocast only supports dtypes of torch.bfloat16, "
+                          "torch.float16 currently.", UserWarning, stacklevel=2)
             self._enabled = False
 
     def __enter__(self):

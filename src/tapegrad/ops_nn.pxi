@@ -1522,10 +1522,14 @@ cdef object vjp_embedding(Record* r, object g):
 
 OP_EMBEDDING = register_op("EmbeddingBackward0", vjp_embedding)
 
-cdef dict NN_TENSOR_TYPE = {"float32": "FloatTensor", "float64": "DoubleTensor",
-                            "float16": "HalfTensor", "int64": "LongTensor", "int32": "IntTensor",
-                            "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-                            "bool": "BoolTensor"}
+# How PyTorch's argument checks name a dtype: its legacy tensor class where one exists, else
+# the backend's type name (there is no torch.BoolTensor in those messages)
+cdef dict NN_TENSOR_TYPE = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+                            "float16": "torch.HalfTensor", "int64": "torch.LongTensor",
+                            "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
+                            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+                            "bool": "CPUBoolType", "complex64": "CPUComplexFloatType",
+                            "complex128": "CPUComplexDoubleType"}
 
 
 # embedding(sparse=True) where the weight's gradient is recorded: a Python function over the
@@ -1568,7 +1572,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         raise RuntimeError("'weight' must be 2-D")
     if I.dtype != NP_INT64 and I.dtype != np.int32:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following "
-                           "scalar types: Long, Int; but got torch."
+                           "scalar types: Long, Int; but got "
                            f"{NN_TENSOR_TYPE.get(I.dtype.name, I.dtype.name)} instead (while "
                            "checking arguments for embedding)")
     idx = I.reshape(-1).astype(NP_INT64)

@@ -67,7 +67,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            f"query.dtype: {_c_name(query)} instead.")
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
-    if is_causal and attn_mask is not None:
+    # PyTorch's CPU flash kernel applies an explicit mask and the causal mask together; its
+    # math kernel, which every other case takes, refuses the pair
+    if is_causal and attn_mask is not None and not _pytorch_picks_flash_kernel(
+            query, key, value, attn_mask, dropout_p, enable_gqa):
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     L, E = query.shape[-2], query.shape[-1]
@@ -94,13 +97,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # Masks are added as a 0 / -inf bias, as PyTorch does: a NaN score at a masked position
     # stays NaN (nan + -inf), it is not overwritten as masked_fill would.
     bias = None
-    if is_causal:
-        bias = _bias(causal_mask_array(L, S), query._array.dtype)
-    elif attn_mask is not None:
+    if attn_mask is not None:
         if attn_mask.dtype.name == "bool":
-            bias = _bias(attn_mask._array, query._array.dtype)
+            allowed = attn_mask._array & causal_mask_array(L, S) if is_causal else attn_mask._array
+            bias = _bias(allowed, query._array.dtype)
         else:
             bias = attn_mask if attn_mask.dtype == query.dtype else attn_mask.to(query.dtype)
+            if is_causal:       # (a mask that requires grad never gets here: math kernel)
+                bias = bias + _bias(causal_mask_array(L, S), query._array.dtype)
+    elif is_causal:
+        bias = _bias(causal_mask_array(L, S), query._array.dtype)
 
     def attend(query, key, value, bias):
         if dropout_p == 0.0 and _fusable(query, key, value, bias):
@@ -178,6 +184,19 @@ def _pytorch_uses_flash_kernel(query, key, value):
     operands = (query, key, value)
     return (all(t.dim() == 4 and t.stride(-1) == 1 for t in operands)
             and query.shape[-1] == value.shape[-1])
+
+
+def _pytorch_picks_flash_kernel(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """Whether PyTorch's CPU dispatch runs its flash kernel on these arguments (rather than its
+    math kernel): the operands' conditions above, no dropout, a mask that does not require
+    grad, and query, key and value of one batch size and (unless grouped-query) one head count."""
+    if not (_pytorch_uses_flash_kernel(query, key, value) and key.shape[-1] == query.shape[-1]):
+        return False
+    if dropout_p > 0.0 or (attn_mask is not None and attn_mask.requires_grad):
+        return False
+    if not query.shape[0] == key.shape[0] == value.shape[0]:
+        return False
+    return enable_gqa or query.shape[1] == key.shape[1] == value.shape[1]
 
 
 def _materialized(g, like):

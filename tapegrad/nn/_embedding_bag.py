@@ -55,7 +55,12 @@ def _bags(input, offsets, include_last_offset: bool):
 
 
 def _legacy_type(t) -> str:
-    return f"torch.{_core.scalar_type_name_of(t._array.dtype)}Tensor"
+    """t's type as PyTorch's argument checks name it: the legacy class (torch.FloatTensor)
+    where one exists, else the backend's type (CPUBoolType, CPUComplexFloatType)."""
+    name = _core.scalar_type_name_of(t._array.dtype)
+    if t._array.dtype.kind in "bc":
+        return f"CPU{name}Type"
+    return f"torch.{name}Tensor"
 
 
 def _check_weight_dtypes(weight, per_sample_weights) -> None:
@@ -105,8 +110,17 @@ def _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_fre
     if isinstance(weight, _core.TensorBase) and weight.dim() != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.dim()}")
-    if not isinstance(input, _core.TensorBase) or input._array.dtype.kind not in "iu":
-        dtype = input.dtype if isinstance(input, _core.TensorBase) else type(input).__name__
+    if isinstance(input, _core.TensorBase) and isinstance(offsets, _core.TensorBase) and \
+            input.dim() == 1:
+        # PyTorch promotes indices and offsets to one type before checking it: uint8 indices
+        # with int64 offsets are taken, int64 indices with float offsets are not
+        from .._more_ops import promote_types
+        common = promote_types(input.dtype, offsets.dtype)
+        input, offsets = input.to(common), offsets.to(common)
+    if not isinstance(input, _core.TensorBase) or \
+            input._array.dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
+        dtype = _legacy_type(input) if isinstance(input, _core.TensorBase) \
+            else type(input).__name__
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
                            "following scalar types: Long, Int; but got "
                            f"{dtype} instead (while checking arguments for embedding_bag)")
