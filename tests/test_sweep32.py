@@ -35,3 +35,43 @@ def test_backward_pre_hook_alone_warns_when_no_input_requires_grad():
                                              "computed with respect to module outputs"):
             lin(lib.ones(1, 2)).sum().backward()
         assert seen == [1]
+
+
+def test_lazy_state_dict_holds_the_placeholders_themselves():
+    # a detached copy was a plain shape-(0,) tensor: a silent wrong shape for the parameter
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tapegrad):
+        sd = lib.nn.LazyLinear(3).state_dict()
+        assert [type(v).__name__ for v in sd.values()] == ["UninitializedParameter"] * 2
+        bn = lib.nn.LazyBatchNorm1d().state_dict()
+        assert type(bn["running_mean"]).__name__ == "UninitializedBuffer"
+        with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
+            sd["weight"].shape
+
+
+def test_loading_a_lazy_state_dict():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tapegrad):
+        # into an initialised module: refused outright, as PyTorch
+        with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
+            lib.nn.Linear(2, 3).load_state_dict(lib.nn.LazyLinear(3).state_dict())
+        # into a lazy one: it stays lazy, and its first forward sizes it
+        lazy = lib.nn.LazyLinear(3)
+        lazy.load_state_dict(lib.nn.LazyLinear(3).state_dict())
+        assert type(lazy.weight).__name__ == "UninitializedParameter"
+        assert tuple(lazy(lib.ones(2, 5)).shape) == (2, 3)
+        assert tuple(lazy.weight.shape) == (3, 5)
+
+
+def test_deepcopy_of_an_uninitialized_lazy_module():
+    torch = pytest.importorskip("torch")
+    import copy
+    for lib in (torch, tapegrad):
+        lazy = lib.nn.LazyLinear(3, dtype=lib.float64)
+        twin = copy.deepcopy(lazy)
+        assert type(twin).__name__ == "LazyLinear"
+        assert type(twin.weight).__name__ == "UninitializedParameter"
+        assert twin.weight is not lazy.weight
+        assert twin.weight.requires_grad and twin.weight.dtype == lib.float64
+        twin(lib.ones(2, 5, dtype=lib.float64))
+        assert tuple(twin.weight.shape) == (3, 5) and lazy.has_uninitialized_params()

@@ -91,6 +91,12 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __init__(self, requires_grad: bool = True, device=None, dtype=None):
         pass
 
+    # A copy is a fresh placeholder (Parameter's deep copy clones data, which has no shape yet).
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, dtype=self.dtype)
+        return memo[id(self)]
+
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """A lazy module's buffer whose shape is not known yet (e.g. LazyBatchNorm's running_mean).

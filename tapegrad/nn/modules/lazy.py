@@ -51,14 +51,24 @@ class LazyModuleMixin:
         """Whether some parameter or buffer is still a placeholder (no forward call yet)."""
         return any(is_lazy(t) for t in list(self._parameters.values()) + list(self._buffers.values()))
 
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        # A placeholder is saved as itself, as PyTorch's: its detached copy would be a plain
+        # shape-(0,) tensor, whose shape a reader could take for the parameter's.
+        for store in (self._parameters, self._buffers):
+            for name, value in store.items():
+                if is_lazy(value) and prefix + name in destination:
+                    destination[prefix + name] = value
+
     def _materialize_from(self, state_dict, prefix: str) -> None:
         """Replace each placeholder that `state_dict` holds an entry for with an empty tensor of
-        the saved shape (load_state_dict then copies the values in), as PyTorch's load hook.
+        the saved shape (load_state_dict then copies the values in), as PyTorch's load hook;
+        a saved placeholder leaves it a placeholder.
         The size attribute stays 0 and the class lazy until the first forward, as there."""
         for store, make in ((self._parameters, Parameter), (self._buffers, None)):
             for name, value in list(store.items()):
                 key = prefix + name
-                if is_lazy(value) and key in state_dict:
+                if is_lazy(value) and key in state_dict and not is_lazy(state_dict[key]):
                     empty = creation.empty(tuple(state_dict[key].shape), dtype=value.dtype)
                     store[name] = make(empty, value.requires_grad) if make else empty
 

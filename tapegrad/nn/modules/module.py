@@ -15,7 +15,7 @@ from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
 from ..._more_creation import typename
 from ...tensor import Tensor, as_dtype, parse_to
-from ..parameter import Buffer, Parameter
+from ..parameter import _UNINITIALIZED_MESSAGE, Buffer, Parameter, is_lazy
 from . import _hooks
 from ._hooks import (RemovableHandle, add_hook, call_with_hooks,  # noqa: F401 (PyTorch's names)
                      _global_backward_hooks, _global_backward_pre_hooks, _global_forward_hooks,
@@ -946,6 +946,12 @@ class Module:
                                   f"torch.Tensor or Tensor-like object from checkpoint but "
                                   f"received {type(src)}")
                 continue
+            if is_lazy(src):
+                # a lazy module's placeholder has no values: it fills another placeholder (as a
+                # no-op) but not an initialised tensor, which PyTorch refuses outright
+                if is_lazy(target):
+                    continue
+                raise RuntimeError(_UNINITIALIZED_MESSAGE)
             src_arr = src._array if isinstance(src, _core.TensorBase) else src
             if target._array.ndim == 0 and src_arr.ndim == 1:
                 # a scalar saved as a 1-element vector by old PyTorch versions (0.3)
