@@ -75,3 +75,51 @@ def test_deepcopy_of_an_uninitialized_lazy_module():
         assert twin.weight.requires_grad and twin.weight.dtype == lib.float64
         twin(lib.ones(2, 5, dtype=lib.float64))
         assert tuple(twin.weight.shape) == (3, 5) and lazy.has_uninitialized_params()
+
+
+def _registration_log(lib):
+    """What the global registration hooks see (and replace) over a module's life."""
+    module_mod = __import__(f"{lib.__name__}.nn.modules.module", fromlist=["_"])
+    log = []
+
+    def seen(value):
+        return type(value).__name__ if not isinstance(value, lib.Tensor) else \
+            (type(value).__name__, value.tolist())
+
+    handles = [
+        module_mod.register_module_buffer_registration_hook(
+            lambda m, n, b: log.append(("b", n, seen(b)))),
+        module_mod.register_module_parameter_registration_hook(
+            lambda m, n, p: log.append(("p", n, seen(p)))),
+        module_mod.register_module_module_registration_hook(
+            lambda m, n, s: log.append(("m", n, seen(s)))),
+    ]
+    try:
+        m = lib.nn.Module()
+        m.register_buffer("x", lib.ones(1))
+        m.x = lib.zeros(1)
+        m.register_buffer("y", None)
+        m.z = lib.nn.Buffer(lib.ones(2))
+        m.sub = lib.nn.ReLU()
+        m.sub = None
+        m.add_module("s2", None)
+        m.register_module("s3", lib.nn.Tanh())
+        m.weight = lib.nn.Parameter(lib.ones(1))
+        m.weight = None                      # a None parameter reaches no hook
+        m.register_parameter("q", None)
+        handles.append(module_mod.register_module_parameter_registration_hook(
+            lambda m, n, p: lib.nn.Parameter(p.detach() * 10) if n == "w" else None))
+        m.w = lib.nn.Parameter(lib.ones(1))
+        handles.append(module_mod.register_module_buffer_registration_hook(
+            lambda m, n, b: lib.full((1,), 7.0) if n == "k" else None))
+        m.register_buffer("k", lib.ones(1))
+    finally:
+        for handle in handles:
+            handle.remove()
+    lib.nn.Module().register_buffer("after_removal", lib.ones(1))
+    return log, m.w.tolist(), m.k.tolist()
+
+
+def test_global_registration_hooks_see_and_replace_what_modules_register():
+    torch = pytest.importorskip("torch")
+    assert _registration_log(tapegrad) == _registration_log(torch)

@@ -22,7 +22,12 @@ from ._hooks import (RemovableHandle, add_hook, call_with_hooks,  # noqa: F401 (
                      _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs,
                      _global_forward_pre_hooks, register_module_backward_hook,
                      register_module_forward_hook, register_module_forward_pre_hook,
-                     register_module_full_backward_hook, register_module_full_backward_pre_hook)
+                     register_module_full_backward_hook, register_module_full_backward_pre_hook,
+                     register_module_buffer_registration_hook,
+                     register_module_module_registration_hook,
+                     register_module_parameter_registration_hook)
+from ._hooks import (_global_buffer_registration_hooks, _global_module_registration_hooks,
+                     _global_parameter_registration_hooks, registered_value)
 
 # The type a self-returning method (train, to, apply, ...) hands back: the caller's own subclass.
 # PyTorch's module defines it too, and editors' auto-imports bring it into scripts.
@@ -257,6 +262,8 @@ class Module:
             # tensor's), which the parameter would hide, and a dotted name is refused.
             _discard(self, name, keep=params)
             _check_registration_name(self, "parameter", name, "_parameters")
+            if _global_parameter_registration_hooks:
+                value = registered_value(_global_parameter_registration_hooks, self, name, value)
             params[name] = value
         elif name in params:
             # before the module case, as PyTorch: a module does not replace a parameter
@@ -266,12 +273,16 @@ class Module:
             params[name] = None
         elif isinstance(value, Module):
             _discard(self, name, keep=modules)
+            if _global_module_registration_hooks:
+                value = registered_value(_global_module_registration_hooks, self, name, value)
             modules[name] = value
         elif name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{typename(value)}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
-            modules[name] = None
+            if _global_module_registration_hooks:
+                value = registered_value(_global_module_registration_hooks, self, name, value)
+            modules[name] = value
         elif isinstance(value, Buffer):
             # nn.Buffer registers itself, with the persistence it was made with.
             _register_assigned_buffer(self, name, value, value.persistent)
@@ -279,6 +290,8 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
                                 "(torch.nn.Buffer, torch.Tensor or None expected)")
+            if _global_buffer_registration_hooks:
+                value = registered_value(_global_buffer_registration_hooks, self, name, value)
             buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -322,6 +335,8 @@ class Module:
             raise TypeError(f"cannot assign '{typename(param)}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
         _discard(self, name, keep=self._parameters)
+        if param is not None and _global_parameter_registration_hooks:
+            param = registered_value(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -351,6 +366,8 @@ class Module:
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
         _discard(self, name, keep=self._buffers)
+        if _global_buffer_registration_hooks:
+            tensor = registered_value(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent_buffers_set.add(name)
@@ -365,6 +382,8 @@ class Module:
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         _check_registration_name(self, "module", name, "_modules")
         _discard(self, name, keep=self._modules)
+        if _global_module_registration_hooks:
+            module = registered_value(_global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
