@@ -123,3 +123,16 @@ def _registration_log(lib):
 def test_global_registration_hooks_see_and_replace_what_modules_register():
     torch = pytest.importorskip("torch")
     assert _registration_log(tapegrad) == _registration_log(torch)
+
+
+def test_pruning_amount_helpers_under_pytorchs_private_names():
+    torch_prune = pytest.importorskip("torch.nn.utils.prune")
+    import tapegrad.nn.utils.prune as prune
+    for lib_prune in (torch_prune, prune):
+        with pytest.raises(ValueError, match="should be smaller than the number of parameters"):
+            lib_prune._validate_pruning_amount(amount=20, tensor_size=19)
+        for amount, size in [(0.3, 0), (19, 20), (0, 0), (1, 1)]:
+            lib_prune._validate_pruning_amount(amount=amount, tensor_size=size)
+    cases = [(0, 15), (10, 15), (1, 15), (1.0, 15), (0.4, 17), (0.5, 5), (0.5, 7)]
+    assert [prune._compute_nparams_toprune(amount=a, tensor_size=n) for a, n in cases] == \
+        [torch_prune._compute_nparams_toprune(amount=a, tensor_size=n) for a, n in cases]
