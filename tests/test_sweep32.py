@@ -136,3 +136,60 @@ def test_pruning_amount_helpers_under_pytorchs_private_names():
     cases = [(0, 15), (10, 15), (1, 15), (1.0, 15), (0.4, 17), (0.5, 5), (0.5, 7)]
     assert [prune._compute_nparams_toprune(amount=a, tensor_size=n) for a, n in cases] == \
         [torch_prune._compute_nparams_toprune(amount=a, tensor_size=n) for a, n in cases]
+
+
+def _double_parametrization(lib):
+    class Double(lib.nn.Module):
+        def forward(self, X):
+            return 2.0 * X
+
+        def right_inverse(self, X):
+            return 0.5 * X
+    return Double
+
+
+def test_transfer_parametrizations_shares_the_original_tensors():
+    # the target got copies: a step on one module was silently not seen by the other
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tapegrad):
+        P = __import__(f"{lib.__name__}.nn.utils.parametrize", fromlist=["_"])
+        Double = _double_parametrization(lib)
+        source = lib.nn.Linear(3, 3)
+        P.register_parametrization(source, "weight", Double())
+        target = P.transfer_parametrizations_and_params(source, lib.nn.Linear(3, 3))
+        original = source.parametrizations.weight.original
+        assert target.parametrizations.weight.original is original
+        with lib.no_grad():
+            original.fill_(1.0)
+        assert target.weight.tolist() == [[2.0] * 3] * 3
+
+
+def test_parametrization_registered_on_a_parametrization_lists_original():
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, tapegrad):
+        P = __import__(f"{lib.__name__}.nn.utils.parametrize", fromlist=["_"])
+        Double = _double_parametrization(lib)
+        m = lib.nn.Linear(3, 3)
+        with lib.no_grad():
+            m.weight.copy_(lib.arange(9.0).reshape(3, 3))
+        P.register_parametrization(m, "weight", Double())
+        P.register_parametrization(m.parametrizations.weight, "original", Double())
+        m(lib.ones(1, 3)).sum().backward()
+        inner = m.parametrizations.weight.parametrizations.original.original
+        results.append((m.weight.tolist(), inner.tolist(), inner.grad.tolist()))
+    assert results[0] == results[1]
+
+
+def test_assigning_through_a_nested_parametrization_is_not_lost():
+    # PyTorch raises a KeyError here (its chain walk meets the nested `parametrizations`
+    # child); tapegrad wrote the value into a computed tensor, where it was lost
+    Double = _double_parametrization(tapegrad)
+    P = tapegrad.nn.utils.parametrize
+    m = tapegrad.nn.Linear(2, 2)
+    P.register_parametrization(m, "weight", Double())
+    P.register_parametrization(m.parametrizations.weight, "original", Double())
+    m.weight = tapegrad.ones(2, 2)
+    assert m.weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert m.parametrizations.weight.parametrizations.original.original.tolist() == \
+        [[0.25, 0.25], [0.25, 0.25]]
