@@ -193,3 +193,15 @@ def test_assigning_through_a_nested_parametrization_is_not_lost():
     assert m.weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
     assert m.parametrizations.weight.parametrizations.original.original.tolist() == \
         [[0.25, 0.25], [0.25, 0.25]]
+
+
+def test_state_dict_positional_arguments_warn_and_still_work():
+    torch = pytest.importorskip("torch")
+    from collections import OrderedDict
+    for lib in (torch, tapegrad):
+        m = lib.nn.Linear(2, 2)
+        destination = OrderedDict()
+        with pytest.warns(FutureWarning, match="Positional args are being deprecated"):
+            result = m.state_dict(destination, "pre.", True)
+        assert result is destination and list(result) == ["pre.weight", "pre.bias"]
+        assert result["pre.weight"] is m.weight        # keep_vars=True, read positionally

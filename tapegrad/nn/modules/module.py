@@ -798,7 +798,7 @@ class Module:
         (a strict load raises on what is left) and must return None."""
         return add_hook(_hook_table(self, "_load_state_dict_post_hooks"), hook, False, [])
 
-    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """The module's state: an ordered dict of dotted names to parameters and persistent buffers.
 
         Values are detached from the graph unless ``keep_vars=True``; they share storage with the
@@ -812,6 +812,17 @@ class Module:
         >>> list(tapegrad.nn.Linear(3, 2).state_dict())
         ['weight', 'bias']
         """
+        if args:
+            # PyTorch still reads (destination, prefix, keep_vars) positionally, with a warning
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
