@@ -205,3 +205,41 @@ def test_state_dict_positional_arguments_warn_and_still_work():
             result = m.state_dict(destination, "pre.", True)
         assert result is destination and list(result) == ["pre.weight", "pre.bias"]
         assert result["pre.weight"] is m.weight        # keep_vars=True, read positionally
+
+
+def test_lazy_placeholders_become_the_parameters_in_place():
+    # the first forward put new Parameter objects in the module: an optimizer made before it
+    # kept the placeholders and silently stepped nothing
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tapegrad):
+        m = lib.nn.LazyLinear(2)
+        placeholder = m.weight
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+        x = lib.ones(3, 4)
+        m(x)
+        assert m.weight is placeholder and type(placeholder).__name__ == "Parameter"
+        before = m.weight.detach().clone()
+        m(x).sum().backward()
+        opt.step()
+        assert (m.weight.detach() - before).abs().sum().item() == pytest.approx(0.1 * 3 * 8)
+        bn = lib.nn.LazyBatchNorm1d()
+        running_mean = bn.running_mean
+        bn(lib.ones(3, 5))
+        assert bn.running_mean is running_mean and type(running_mean).__name__ == "Tensor"
+        # loading a state dict materialises them in place too
+        lazy = lib.nn.LazyLinear(3)
+        bias = lazy.bias
+        lazy.load_state_dict(lib.nn.Linear(2, 3).state_dict())
+        assert lazy.bias is bias and tuple(bias.shape) == (3,)
+
+
+def test_uninitialized_parameter_materialize():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tapegrad):
+        p = lib.nn.UninitializedParameter(dtype=lib.float64)
+        p.materialize((2, 3))
+        assert type(p).__name__ == "Parameter" and tuple(p.shape) == (2, 3)
+        assert p.dtype == lib.float64 and p.requires_grad
+        b = lib.nn.UninitializedBuffer()
+        b.materialize((4,), dtype=lib.float16)
+        assert type(b).__name__ == "Tensor" and b.dtype == lib.float16 and not b.requires_grad
