@@ -81,15 +81,34 @@ class UninitializedTensorMixin:
 
     __str__ = __repr__
 
+    cls_to_become: type = Tensor      # what materialize() turns the placeholder into
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Become a ``cls_to_become`` of ``shape`` (values uninitialised) and of the
+        placeholder's dtype unless ``dtype`` is given - in place, as PyTorch's: an optimizer or
+        a hook that holds the placeholder then holds the real tensor."""
+        from ..creation import empty
+        self.data = empty(tuple(shape), device=device,
+                          dtype=self.dtype if dtype is None else dtype)
+        self.__class__ = self.cls_to_become
+
 
 class UninitializedParameter(UninitializedTensorMixin, Parameter):
     """A parameter whose shape is not known yet; reading its shape raises, as in PyTorch."""
+
+    cls_to_become = Parameter
 
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         return super().__new__(cls, _empty(dtype), requires_grad)
 
     def __init__(self, requires_grad: bool = True, device=None, dtype=None):
         pass
+
+    # A copy is a fresh placeholder (Parameter's deep copy clones data, which has no shape yet).
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, dtype=self.dtype)
+        return memo[id(self)]
 
 
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):

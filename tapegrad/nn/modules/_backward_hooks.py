@@ -150,8 +150,8 @@ def wrap_outputs(call, output):
         grad_output = call.run_pre_hooks(tuple(grad_output))
         call.grad_output = grad_output
         if call.grad_positions is None:     # no input identity will run: the hooks run here
-            if call.hooks:
-                warnings.warn(_OUTPUT_SIDE_WARNING, UserWarning, stacklevel=2)
+            # (PyTorch warns whenever this side fires, with backward pre-hooks alone too)
+            warnings.warn(_OUTPUT_SIDE_WARNING, UserWarning, stacklevel=2)
             call.run_hooks((None,) * call.n_args, replaceable=False)
         return tuple(grad_output[i] for i in positions)
 

@@ -68,6 +68,41 @@ def register_module_full_backward_pre_hook(hook) -> RemovableHandle:
     return add_hook(_global_backward_pre_hooks, hook, False, [])
 
 
+# -- registration hooks of every module (register_module_*_registration_hook) -----------------
+# hook(module, name, value) when a parameter, buffer or submodule is registered (by its
+# register_* method or by attribute assignment); a value it returns replaces the registered one.
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
+
+
+def register_module_parameter_registration_hook(hook) -> RemovableHandle:
+    """hook(module, name, param) -> None or a replacement, whenever a parameter (not None) is
+    registered on any module."""
+    return add_hook(_global_parameter_registration_hooks, hook, False, [])
+
+
+def register_module_buffer_registration_hook(hook) -> RemovableHandle:
+    """hook(module, name, buffer) -> None or a replacement, whenever a buffer is registered on
+    any module."""
+    return add_hook(_global_buffer_registration_hooks, hook, False, [])
+
+
+def register_module_module_registration_hook(hook) -> RemovableHandle:
+    """hook(module, name, submodule) -> None or a replacement, whenever a submodule is
+    registered on any module."""
+    return add_hook(_global_module_registration_hooks, hook, False, [])
+
+
+def registered_value(hooks: OrderedDict, module, name: str, value):
+    """value after the global registration hooks in `hooks` (each may replace it)."""
+    for hook in list(hooks.values()):
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
+
+
 def add_hook(hooks: OrderedDict, hook, prepend: bool, flags: list) -> RemovableHandle:
     """Store hook under a fresh handle id; flags pairs a side table with whether this hook is
     in it (with_kwargs, always_call)."""

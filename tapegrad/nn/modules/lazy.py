@@ -9,8 +9,9 @@ parameters are drawn at that moment, so the random stream is consumed where PyTo
 """
 from __future__ import annotations
 
-from ... import creation, random
-from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter, is_lazy
+from ... import random
+from ...grad_mode import no_grad
+from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
 from .module import Module
@@ -51,16 +52,25 @@ class LazyModuleMixin:
         """Whether some parameter or buffer is still a placeholder (no forward call yet)."""
         return any(is_lazy(t) for t in list(self._parameters.values()) + list(self._buffers.values()))
 
+    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        # A placeholder is saved as itself, as PyTorch's: its detached copy would be a plain
+        # shape-(0,) tensor, whose shape a reader could take for the parameter's.
+        for store in (self._parameters, self._buffers):
+            for name, value in store.items():
+                if is_lazy(value) and prefix + name in destination:
+                    destination[prefix + name] = value
+
     def _materialize_from(self, state_dict, prefix: str) -> None:
         """Replace each placeholder that `state_dict` holds an entry for with an empty tensor of
-        the saved shape (load_state_dict then copies the values in), as PyTorch's load hook.
+        the saved shape (load_state_dict then copies the values in), as PyTorch's load hook;
+        a saved placeholder leaves it a placeholder.
         The size attribute stays 0 and the class lazy until the first forward, as there."""
-        for store, make in ((self._parameters, Parameter), (self._buffers, None)):
-            for name, value in list(store.items()):
+        for store in (self._parameters, self._buffers):
+            for name, value in store.items():
                 key = prefix + name
-                if is_lazy(value) and key in state_dict:
-                    empty = creation.empty(tuple(state_dict[key].shape), dtype=value.dtype)
-                    store[name] = make(empty, value.requires_grad) if make else empty
+                if is_lazy(value) and key in state_dict and not is_lazy(state_dict[key]):
+                    value.materialize(state_dict[key].shape)
 
     def initialize_parameters(self, input) -> None:
         """Build the real parameters and buffers for `input`'s size (called by the first forward)."""
@@ -78,8 +88,17 @@ class LazyModuleMixin:
         if floating:
             kwargs = {**kwargs, "dtype": floating[0].dtype}
         built = self.cls_to_become(self._lazy_size(input), *args, **kwargs)
-        self._parameters.update(built._parameters)
-        self._buffers.update(built._buffers)
+        for store, made in ((self._parameters, built._parameters), (self._buffers, built._buffers)):
+            for name, value in made.items():
+                placeholder = store.get(name)
+                if is_lazy(placeholder) and value is not None:
+                    # the placeholder itself becomes the tensor (as PyTorch's materialize): an
+                    # optimizer made before this first call then steps the real parameters
+                    placeholder.materialize(value.shape, dtype=value.dtype)
+                    with no_grad():
+                        placeholder.copy_(value)
+                else:
+                    store[name] = value
         for key, value in built.__dict__.items():
             if not key.startswith("_") and key != "training":
                 object.__setattr__(self, key, value)

@@ -15,14 +15,19 @@ from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
 from ..._more_creation import typename
 from ...tensor import Tensor, as_dtype, parse_to
-from ..parameter import Buffer, Parameter
+from ..parameter import _UNINITIALIZED_MESSAGE, Buffer, Parameter, is_lazy
 from . import _hooks
 from ._hooks import (RemovableHandle, add_hook, call_with_hooks,  # noqa: F401 (PyTorch's names)
                      _global_backward_hooks, _global_backward_pre_hooks, _global_forward_hooks,
                      _global_forward_hooks_always_called, _global_forward_hooks_with_kwargs,
                      _global_forward_pre_hooks, register_module_backward_hook,
                      register_module_forward_hook, register_module_forward_pre_hook,
-                     register_module_full_backward_hook, register_module_full_backward_pre_hook)
+                     register_module_full_backward_hook, register_module_full_backward_pre_hook,
+                     register_module_buffer_registration_hook,
+                     register_module_module_registration_hook,
+                     register_module_parameter_registration_hook)
+from ._hooks import (_global_buffer_registration_hooks, _global_module_registration_hooks,
+                     _global_parameter_registration_hooks, registered_value)
 
 # The type a self-returning method (train, to, apply, ...) hands back: the caller's own subclass.
 # PyTorch's module defines it too, and editors' auto-imports bring it into scripts.
@@ -257,6 +262,8 @@ class Module:
             # tensor's), which the parameter would hide, and a dotted name is refused.
             _discard(self, name, keep=params)
             _check_registration_name(self, "parameter", name, "_parameters")
+            if _global_parameter_registration_hooks:
+                value = registered_value(_global_parameter_registration_hooks, self, name, value)
             params[name] = value
         elif name in params:
             # before the module case, as PyTorch: a module does not replace a parameter
@@ -266,12 +273,16 @@ class Module:
             params[name] = None
         elif isinstance(value, Module):
             _discard(self, name, keep=modules)
+            if _global_module_registration_hooks:
+                value = registered_value(_global_module_registration_hooks, self, name, value)
             modules[name] = value
         elif name in modules:
             if value is not None:
                 raise TypeError(f"cannot assign '{typename(value)}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
-            modules[name] = None
+            if _global_module_registration_hooks:
+                value = registered_value(_global_module_registration_hooks, self, name, value)
+            modules[name] = value
         elif isinstance(value, Buffer):
             # nn.Buffer registers itself, with the persistence it was made with.
             _register_assigned_buffer(self, name, value, value.persistent)
@@ -279,6 +290,8 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
                                 "(torch.nn.Buffer, torch.Tensor or None expected)")
+            if _global_buffer_registration_hooks:
+                value = registered_value(_global_buffer_registration_hooks, self, name, value)
             buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -322,6 +335,8 @@ class Module:
             raise TypeError(f"cannot assign '{typename(param)}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
         _discard(self, name, keep=self._parameters)
+        if param is not None and _global_parameter_registration_hooks:
+            param = registered_value(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
@@ -351,6 +366,8 @@ class Module:
             raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
         _discard(self, name, keep=self._buffers)
+        if _global_buffer_registration_hooks:
+            tensor = registered_value(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if not persistent:
             self._non_persistent_buffers_set.add(name)
@@ -365,6 +382,8 @@ class Module:
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         _check_registration_name(self, "module", name, "_modules")
         _discard(self, name, keep=self._modules)
+        if _global_module_registration_hooks:
+            module = registered_value(_global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -779,7 +798,7 @@ class Module:
         (a strict load raises on what is left) and must return None."""
         return add_hook(_hook_table(self, "_load_state_dict_post_hooks"), hook, False, [])
 
-    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False):
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """The module's state: an ordered dict of dotted names to parameters and persistent buffers.
 
         Values are detached from the graph unless ``keep_vars=True``; they share storage with the
@@ -793,6 +812,17 @@ class Module:
         >>> list(tapegrad.nn.Linear(3, 2).state_dict())
         ['weight', 'bias']
         """
+        if args:
+            # PyTorch still reads (destination, prefix, keep_vars) positionally, with a warning
+            warnings.warn("Positional args are being deprecated, use kwargs instead. Refer to "
+                          "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
@@ -946,6 +976,12 @@ class Module:
                                   f"torch.Tensor or Tensor-like object from checkpoint but "
                                   f"received {type(src)}")
                 continue
+            if is_lazy(src):
+                # a lazy module's placeholder has no values: it fills another placeholder (as a
+                # no-op) but not an initialised tensor, which PyTorch refuses outright
+                if is_lazy(target):
+                    continue
+                raise RuntimeError(_UNINITIALIZED_MESSAGE)
             src_arr = src._array if isinstance(src, _core.TensorBase) else src
             if target._array.ndim == 0 and src_arr.ndim == 1:
                 # a scalar saved as a 1-element vector by old PyTorch versions (0.3)

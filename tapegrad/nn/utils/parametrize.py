@@ -127,7 +127,7 @@ class ParametrizationList(ModuleList):
         """Store in the original tensor(s) what makes the chain produce ``value``: each
         parametrization's ``right_inverse``, last registered first."""
         with no_grad():
-            for parametrization in reversed(list(self)):
+            for parametrization in reversed(self._chain()):
                 if not hasattr(parametrization, "right_inverse"):
                     raise RuntimeError(f"parametrization {type(parametrization).__name__} does "
                                        "not implement right_inverse.")
@@ -140,7 +140,7 @@ class ParametrizationList(ModuleList):
                     raise ValueError(f"The tensor returned by `right_inverse` has dtype "
                                      f"{value.dtype} while `original` has dtype "
                                      f"{self.original.dtype}")
-                _overwrite(self.original, value)
+                self._store("original", value)
                 return
             if not isinstance(value, collections.abc.Sequence):
                 raise ValueError("'right_inverse' must return a sequence of tensors. Got "
@@ -156,10 +156,27 @@ class ParametrizationList(ModuleList):
                 if stored.dtype != part.dtype:
                     raise ValueError(f"Tensor {i} returned by `right_inverse` has dtype "
                                      f"{part.dtype} while `original{i}` has dtype {stored.dtype}")
-                _overwrite(stored, part)
+                self._store(f"original{i}", part)
+
+    def _store(self, name: str, value: Tensor) -> None:
+        """Write ``value`` into the original tensor ``name``: in place, or, when that tensor is
+        itself parametrized (its value computed), through its own right_inverse - writing into
+        the computed value would be lost."""
+        if is_parametrized(self, name):
+            setattr(self, name, value)
+        else:
+            _overwrite(getattr(self, name), value)
+
+    def _chain(self) -> list:
+        """The parametrizations, in order: the children under integer keys (a parametrization
+        registered on this list's own original tensor adds a `parametrizations` child)."""
+        chain = []
+        while str(len(chain)) in self._modules:
+            chain.append(self._modules[str(len(chain))])
+        return chain
 
     def forward(self) -> Tensor:
-        chain = list(self)
+        chain = self._chain()
         if self.is_tensor:
             value = chain[0](self.original)
         else:
@@ -347,8 +364,8 @@ def type_before_parametrizations(module: Module) -> type:
 def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
                                          tensor_name: str | None = None) -> Module:
     """Give ``to_module`` the parametrizations of ``from_module`` (all, or those of
-    ``tensor_name``), with their original tensors' values, registering parameters that
-    ``to_module`` lacks."""
+    ``tensor_name``) and their original tensors themselves (shared, not copied), registering
+    parameters that ``to_module`` lacks."""
     if not is_parametrized(from_module):
         return to_module
     names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
@@ -360,7 +377,8 @@ def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
         source, target = from_module.parametrizations[name], to_module.parametrizations[name]
         stored = (["original"] if source.is_tensor
                   else [f"original{i}" for i in range(source.ntensors)])
-        with no_grad():
-            for attr in stored:
-                _overwrite(getattr(target, attr), getattr(source, attr))
+        # The two modules then share the original tensors (the same objects, as PyTorch's): a
+        # step on one is seen by the other.
+        for attr in stored:
+            setattr(target, attr, getattr(source, attr))
     return to_module

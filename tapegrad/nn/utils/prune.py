@@ -422,11 +422,23 @@ def _validate_pruning_amount_init(amount) -> None:
 
 def _count_to_prune(amount, size: int) -> int:
     """How many of ``size`` entries/channels ``amount`` (a count or a fraction) prunes."""
-    n_prune = amount if isinstance(amount, numbers.Integral) else round(amount * size)
-    if isinstance(amount, numbers.Integral) and amount > size:
+    _validate_pruning_amount(amount, size)
+    return _compute_nparams_toprune(amount, size)
+
+
+# The two halves under PyTorch's private names (its own tests call them).
+def _validate_pruning_amount(amount, tensor_size: int) -> None:
+    """A count of units to prune may not exceed ``tensor_size`` (a fraction always fits)."""
+    if isinstance(amount, numbers.Integral) and amount > tensor_size:
         raise ValueError(f"amount={amount} should be smaller than the number of parameters to "
-                         f"prune={size}")
-    return n_prune
+                         f"prune={tensor_size}")
+
+
+def _compute_nparams_toprune(amount, tensor_size: int) -> int:
+    """``amount`` as a number of units: a count as it is, a fraction of ``tensor_size`` rounded."""
+    if isinstance(amount, numbers.Integral):
+        return amount
+    return round(amount * tensor_size)
 
 
 def _validate_structured_pruning(t) -> None:
