@@ -57,8 +57,15 @@ def stride(self, dim=None):
 
 def storage_offset(self) -> int:
     """How many elements into its storage this tensor's first element lies."""
-    from .tensor import _storage_and_geometry
-    _, offset, _ = _storage_and_geometry(self._array)
+    # (Measured from the memory's outermost array, whatever its dtype: set_ on a storage views
+    # its raw bytes as self's dtype, and that offset counts too.)
+    root = self._array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is self._array:
+        return 0
+    offset = (self._array.__array_interface__["data"][0]
+              - root.__array_interface__["data"][0])
     return offset // self._array.itemsize
 
 
