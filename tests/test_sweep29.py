@@ -56,3 +56,35 @@ def test_complex_dtype_names_in_messages(torch):
         assert kind == "RuntimeError" and "self.dtype = ComplexFloat and source.dtype = Float" in msg
         kind, msg = _outcome(lambda: z.masked_scatter(T.tensor([True, False, True]), T.ones(3)))
         assert kind == "RuntimeError" and "ComplexFloat and Float" in msg
+
+
+# -- uniform_ bounds (tapegrad filled with inf/nan or overflowed where PyTorch refuses) ----------
+
+@pytest.mark.parametrize("dtype, lo, hi", [
+    ("float32", 0, float("inf")), ("float32", -float("inf"), 0), ("float32", float("nan"), 0),
+    ("float32", 0, 1e39), ("float16", 0, 1e6), ("float16", -60000, 60000),
+    ("float64", -1e308, 1e308), ("float32", -3e38, 3e38), ("complex64", 0, float("inf")),
+    ("float32", 5, 2)])
+def test_uniform_bounds_are_checked(torch, dtype, lo, hi):
+    expected = _outcome(lambda: torch.empty(3, dtype=getattr(torch, dtype)).uniform_(lo, hi))
+    got = _outcome(lambda: tg.empty(3, dtype=getattr(tg, dtype)).uniform_(lo, hi))
+    assert expected[0] == "RuntimeError"
+    assert got == expected
+    if not dtype.startswith("complex"):
+        init = _outcome(lambda: tg.nn.init.uniform_(tg.empty(3, dtype=getattr(tg, dtype)), lo, hi))
+        assert init == expected
+
+
+def test_uniform_within_bounds_still_fills():
+    t = tg.empty(1000, dtype=tg.float16).uniform_(-30000, 30000)
+    assert float(t.min()) >= -30000 and float(t.max()) <= 30000
+
+
+# -- bernoulli_ with a tensor p: p expands to self (expand's errors) -----------------------------
+
+@pytest.mark.parametrize("self_shape, p_shape", [((5,), (3,)), ((5,), (2, 5)), ((2, 5), (5,))])
+def test_bernoulli_tensor_p_expands(torch, self_shape, p_shape):
+    expected = _outcome(lambda: tuple(torch.empty(self_shape).bernoulli_(
+        torch.full(p_shape, 0.5)).shape))
+    got = _outcome(lambda: tuple(tg.empty(self_shape).bernoulli_(tg.full(p_shape, 0.5)).shape))
+    assert got == expected
