@@ -1708,6 +1708,11 @@ def _in_place(name: str):
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:
                     _core._check_operands_overlap(self, (*args, *kwargs.values()))
+                elif name == "masked_fill":     # (the mask only: a 0-d value is read first)
+                    mask, _ = _masked_fill_arguments(*args, **kwargs)
+                    _core._check_operands_overlap(self, (mask,))
+                if name == "put":   # (an index or source sharing self's memory, even all of it)
+                    _core._check_operands_overlap(self, (*args, *kwargs.values()), True)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
             if str(error).startswith(name + "()"):
                 raise TypeError(name + "_" + str(error)[len(name):]) from None

@@ -47,10 +47,10 @@ def _in_place_source(self, *operands):
 
 
 def _refuse_shared_source(self, *operands):
-    """PyTorch's refusal of an index or scatter write (index_copy_, index_add_, scatter_,
-    scatter_add_, scatter_reduce_, index_put_ with accumulate) whose source shares any memory
-    with self, even all of it with the same layout: which value lands would depend on the
-    order of the writes."""
+    """PyTorch's refusal of an index or scatter write (index_copy_, index_add_, index_fill_,
+    scatter_, scatter_add_, scatter_reduce_, index_put_) whose source or index shares any memory
+    with self, even all of it with the same layout: which value lands, or where, would depend on
+    the order of the writes."""
     _core._check_operands_overlap(self, operands, True)
 
 
@@ -213,7 +213,7 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     with _leaf_error_first(self):
         source = _in_place_source(self, src, value)
         result = scatter(source, dim, index, src, reduce, value=value)
-        _refuse_shared_source(self, src)
+        _refuse_shared_source(self, src, index)
     return _write_in_place(self, source, result)
 
 
@@ -236,7 +236,7 @@ def scatter_add_(self, dim, index, src):
     with _leaf_error_first(self):
         source = _in_place_source(self, src)
         result = scatter_add(source, dim, index, src)
-        _refuse_shared_source(self, src)
+        _refuse_shared_source(self, src, index)
     return _write_in_place(self, source, result)
 
 
@@ -275,7 +275,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     with _leaf_error_first(self):
         source = _in_place_source(self, src)
         result = scatter_reduce(source, dim, index, src, reduce, include_self=include_self)
-        _refuse_shared_source(self, src)
+        _refuse_shared_source(self, src, index)
     return _write_in_place(self, source, result)
 
 
@@ -372,10 +372,11 @@ def index_put_(self, indices, values, accumulate=False):
         from ._shift_ops import _become_result, _write_back
         source = _core._in_place_operand(self) if _records(self, values) else self
         result = index_put(source, indices, values, accumulate)
-        _refuse_shared_source(self, values)
+        _refuse_shared_source(self, values, *indices)
         return _become_result(self, result) if source is not self else _write_back(self, result)
     _check_values(self, values, "index_put_")
     key = _check_index_put(self, _index_put_key(self, indices), values)
+    _refuse_shared_source(self, *indices)
     if _stretched(self):
         return _fill_stretched(self, tuple(indices), values, "index_put_")
     # (the write itself, as x[indices] = values: recorded as PyTorch's IndexPutBackward0 on
@@ -522,7 +523,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
     with _leaf_error_first(self):
         read = _in_place_source(self, source)
         result = index_add(read, dim, index, source, alpha=alpha)
-        _refuse_shared_source(self, source)
+        _refuse_shared_source(self, source, index)
     return _write_in_place(self, read, result)
 
 
@@ -543,7 +544,7 @@ def index_copy_(self, dim, index, source):
     with _leaf_error_first(self):
         read = _in_place_source(self, source)
         result = index_copy(read, dim, index, source)
-        _refuse_shared_source(self, source)
+        _refuse_shared_source(self, source, index)
     return _write_in_place(self, read, result)
 
 
@@ -608,6 +609,7 @@ def index_fill_(self, dim, index, value):
     with _leaf_error_first(self):
         read = _in_place_source(self, value)
         result = index_fill(read, dim, index, value)
+        _refuse_shared_source(self, index)
     if _stretched(self):
         d = dim % self.ndim
         return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,

@@ -79,6 +79,9 @@ def check_in_place_operand(self, other, floating=False) -> None:
     missing float kernel's)."""
     if not isinstance(other, (TensorBase, bool, int, float, complex, np.generic)):
         return
+    # (an operand partly sharing self's memory first, as TensorIterator checks overlap before
+    # shapes and dtypes: `x[1:] <<= x[:-1]` would read values the write already changed)
+    _core._check_operands_overlap(self, (other,))
     if isinstance(other, TensorBase) and other._array.shape != self._array.shape:
         from ._extra_ops import _broadcast_shapes
         _broadcast_shapes(self._array.shape, other._array.shape)   # (PyTorch's error if not)
@@ -173,6 +176,7 @@ def _imod(self, other):
 
 @_operator
 def _ipow(self, other):
+    _core._check_operands_overlap(self, (other,))
     source = _core._in_place_operand(self)
     result = source ** other
     if isinstance(result, _core.TensorBase):

@@ -88,3 +88,64 @@ def test_bernoulli_tensor_p_expands(torch, self_shape, p_shape):
         torch.full(p_shape, 0.5)).shape))
     got = _outcome(lambda: tuple(tg.empty(self_shape).bernoulli_(tg.full(p_shape, 0.5)).shape))
     assert got == expected
+
+
+# -- in-place writes whose index / mask / operand shares self's memory (test_*_mem_overlap) ------
+# PyTorch refuses them ("unsupported operation: some elements of the input tensor and the
+# written-to tensor refer to a single memory location"); tapegrad wrote order-dependent values.
+
+def _index_writes(T):
+    i = lambda: T.tensor([2, 1, 0])     # noqa: E731
+    return {
+        "index_add_": lambda a: a.index_add_(0, a, a.clone()),
+        "index_copy_": lambda a: a.index_copy_(0, a, a.clone()),
+        "index_fill_": lambda a: a.index_fill_(0, a, 0),
+        "put_ index": lambda a: a.put_(a, a.clone()),
+        "put_ source": lambda a: a.put_(a.clone(), a),
+        "put_ accumulate": lambda a: a.put_(a, a.clone(), accumulate=True),
+        "scatter_": lambda a: a.scatter_(0, a, a.clone()),
+        "scatter_ value": lambda a: a.scatter_(0, a, 5),
+        "scatter_add_": lambda a: a.scatter_add_(0, a, a.clone()),
+        "scatter_reduce_": lambda a: a.scatter_reduce_(0, a, a.clone(), "amax"),
+        "index_put_": lambda a: a.index_put_((a,), a.clone()),
+        "index_put_ accumulate": lambda a: a.index_put_((a,), a.clone(), accumulate=True),
+    }, i
+
+
+@pytest.mark.parametrize("case", list(_index_writes(tg)[0]))
+def test_index_sharing_self_is_refused(torch, case):
+    for T in (torch, tg):
+        ops, make = _index_writes(T)
+        a = make()
+        kind, msg = _outcome(lambda: ops[case](a))
+        assert kind == "RuntimeError" and "refer to a single memory location" in msg, (T, msg)
+        assert a.tolist() == [2, 1, 0]      # nothing written
+
+
+def test_masked_fill_mask_partly_sharing_self(torch):
+    for T in (torch, tg):
+        m = T.tensor([True, False, True, True])
+        kind, msg = _outcome(lambda: m[1:].masked_fill_(m[:-1], False))
+        assert kind == "RuntimeError" and "single memory location" in msg
+        assert m.tolist() == [True, False, True, True]
+        m.masked_fill_(m, False)            # the same memory, same layout: allowed
+        assert m.tolist() == [False] * 4
+        x = T.arange(6.)
+        x.masked_fill_(x > 2, x[1])         # a 0-d value inside self is read first
+        assert x.tolist() == [0.0, 1.0, 2.0, 1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("op", ["__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+                                "__irshift__"])
+def test_in_place_operators_refuse_partial_overlap(torch, op):
+    for T in (torch, tg):
+        for lhs, rhs in ((slice(None, -1), slice(1, None)), (slice(1, None), slice(None, -1))):
+            x = T.tensor([1, 2, 3, 4])
+            kind, msg = _outcome(lambda: getattr(x[lhs], op)(x[rhs]))
+            assert kind == "RuntimeError" and "single memory location" in msg
+            assert x.tolist() == [1, 2, 3, 4]
+        x = T.tensor([1, 2, 3, 4])
+        getattr(x, op)(x)                   # full overlap is fine
+        y = T.tensor([1, 2, 3, 4])
+        getattr(y, op)(T.tensor([1, 2, 3, 4]))
+        assert x.tolist() == y.tolist()
