@@ -1656,6 +1656,10 @@ _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh
 # (its value is read as a number) and ldexp (self.mul_ of a fresh power of two)
 _NO_OVERLAP_CHECK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_fill",
                                "ldexp"))
+# Index writes computed here (the others are in _scatter_ops) that PyTorch refuses when an index
+# or the source shares self's memory even with self's layout: the values written, or where,
+# would depend on the order of the writes
+_INDEX_WRITES = frozenset(("put", "index_reduce"))
 # In-place forms of binary ops whose operand is checked (shape, then cast of the promoted dtype)
 # before the op runs, as PyTorch's TensorIterator does (comparisons and fills cast their operand
 # instead, so they are not listed)
@@ -1711,7 +1715,7 @@ def _in_place(name: str):
                 elif name == "masked_fill":     # (the mask only: a 0-d value is read first)
                     mask, _ = _masked_fill_arguments(*args, **kwargs)
                     _core._check_operands_overlap(self, (mask,))
-                if name == "put":   # (an index or source sharing self's memory, even all of it)
+                if name in _INDEX_WRITES:   # (an index or source sharing any of self's memory)
                     _core._check_operands_overlap(self, (*args, *kwargs.values()), True)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
             if str(error).startswith(name + "()"):

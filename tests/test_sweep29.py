@@ -149,3 +149,51 @@ def test_in_place_operators_refuse_partial_overlap(torch, op):
         y = T.tensor([1, 2, 3, 4])
         getattr(y, op)(T.tensor([1, 2, 3, 4]))
         assert x.tolist() == y.tolist()
+
+
+def _setitem_sharing(T):
+    i = lambda: T.tensor([2, 1, 0])                 # noqa: E731
+    b = lambda: T.tensor([True, False, True])       # noqa: E731
+    return [
+        (i, lambda a: a.__setitem__(a, 7)),
+        (i, lambda a: a.__setitem__(a, T.tensor([7]))),
+        (i, lambda a: a.__setitem__(a, a.clone())),
+        (i, lambda a: a.__setitem__(a[:2], 5)),
+        (i, lambda a: a.__setitem__((Ellipsis, a), 9)),
+        (i, lambda a: a.view(3, 1).__setitem__((a, 0), 9)),
+        (b, lambda a: a.__setitem__(a, T.tensor([False, True]))),
+        (i, lambda a: a.index_reduce_(0, a, a.clone(), "prod", include_self=False)),
+        (lambda: T.tensor([2., 1., 0.]), lambda a: a.index_reduce_(0, a.long(), a, "amax")),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:index_reduce\\(\\) is in beta")
+@pytest.mark.parametrize("k", range(len(_setitem_sharing(tg))))
+def test_index_put_by_setitem_refuses_an_index_sharing_self(torch, k):
+    for T in (torch, tg):
+        make, write = _setitem_sharing(T)[k]
+        a = make()
+        before = a.tolist()
+        kind, msg = _outcome(lambda: write(a))
+        assert kind == "RuntimeError" and "single memory location" in msg
+        assert a.tolist() == before
+
+
+def test_setitem_index_sharing_self_still_allowed_where_pytorch_allows(torch):
+    for T in (torch, tg):
+        m = T.tensor([True, False, True])
+        m[m] = False                    # one mask and a number: masked_fill_, no check
+        assert m.tolist() == [False, False, False]
+        a = T.tensor([2, 1, 0])
+        a[a.clone()] = 7
+        assert a.tolist() == [7, 7, 7]
+        c = T.tensor([0, 1, 2])
+        c[c[0]] = 4                     # a 0-d index is a select, not index_put_
+        assert c.tolist() == [4, 1, 2]
+
+
+def test_contains_names_the_element_first(torch):
+    for T in (torch, tg):
+        kind, msg = _outcome(lambda: T.tensor([1, 2]) in T.tensor([1, 2, 3]))
+        assert kind == "RuntimeError"
+        assert "size of tensor a (2) must match the size of tensor b (3)" in msg

@@ -821,6 +821,11 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         # same layout (x[...] = x of an expand()ed x: no overlap refusal; fuzz seed 53006038)
         bump_version(self)
         return None
+    if advanced and not onto_base and index_put_key(nkey, V):
+        # PyTorch's index_put_ also refuses an index array sharing self's memory, a number
+        # value too (x[x] = 7: where the writes land would depend on the writes before them)
+        for k in (nkey if isinstance(nkey, tuple) else (nkey,)):
+            check_source_overlap(A, k, True)
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
         if index_put_key(nkey, V):
