@@ -197,3 +197,23 @@ def test_contains_names_the_element_first(torch):
         kind, msg = _outcome(lambda: T.tensor([1, 2]) in T.tensor([1, 2, 3]))
         assert kind == "RuntimeError"
         assert "size of tensor a (2) must match the size of tensor b (3)" in msg
+
+
+# -- dtype shortcuts honour memory_format (test_memory_format_type_shortcuts) --------------------
+
+@pytest.mark.parametrize("name", ["byte", "char", "double", "bool", "half", "int", "long",
+                                  "short", "float"])
+@pytest.mark.parametrize("fmt, shape", [("channels_last", (4, 3, 8, 8)),
+                                        ("channels_last_3d", (4, 3, 4, 4, 4))])
+def test_dtype_shortcut_memory_format(torch, name, fmt, shape):
+    def facts(T):
+        mf = getattr(T, fmt)
+        x = T.arange(float(np.prod(shape))).reshape(shape).contiguous(memory_format=mf)
+        out = []
+        for kw in ({}, {"memory_format": T.contiguous_format},
+                   {"memory_format": T.preserve_format}, {"memory_format": mf}):
+            y = getattr(x, name)(**kw)
+            out.append((y.is_contiguous(), y.is_contiguous(memory_format=mf), y.stride(),
+                        y.tolist() == getattr(x.contiguous(), name)().tolist()))
+        return out
+    assert facts(tg) == facts(torch)
