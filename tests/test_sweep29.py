@@ -217,3 +217,30 @@ def test_dtype_shortcut_memory_format(torch, name, fmt, shape):
                         y.tolist() == getattr(x.contiguous(), name)().tolist()))
         return out
     assert facts(tg) == facts(torch)
+
+
+# -- searchsorted / bucketize with NaN (or unordered) boundaries: PyTorch's binary search ---------
+
+def test_bucketize_nan_boundaries_follow_pytorch(torch):
+    # numpy's searchsorted orders NaN last; PyTorch's search moves right past a NaN boundary
+    # (SILENT before: [2, 2, 0, 2] where PyTorch gives [3, 3, 0, 3])
+    values = [float("nan"), float("inf"), -float("inf"), 2.0]
+    bounds = [0.0, 1.0, float("nan")]
+    for right in (False, True):
+        expected = torch.bucketize(torch.tensor(values), torch.tensor(bounds), right=right)
+        got = tg.bucketize(tg.tensor(values), tg.tensor(bounds), right=right)
+        assert got.tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_searchsorted_matches_on_nan_and_unsorted_rows(torch, seed):
+    rng = np.random.default_rng(seed)
+    b = rng.integers(-3, 4, (3, 6)).astype(float)
+    b[rng.random(b.shape) < 0.25] = np.nan
+    v = rng.integers(-4, 5, (3, 5)).astype(float)
+    v[rng.random(v.shape) < 0.2] = np.nan
+    for right in (False, True):
+        for bb, vv in ((b, v), (b[0], v[0]), (np.sort(b, -1), v)):
+            expected = torch.searchsorted(torch.tensor(bb), torch.tensor(vv), right=right)
+            got = tg.searchsorted(tg.tensor(bb), tg.tensor(vv), right=right)
+            assert got.tolist() == expected.tolist()
