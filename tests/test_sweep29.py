@@ -244,3 +244,37 @@ def test_searchsorted_matches_on_nan_and_unsorted_rows(torch, seed):
             expected = torch.searchsorted(torch.tensor(bb), torch.tensor(vv), right=right)
             got = tg.searchsorted(tg.tensor(bb), tg.tensor(vv), right=right)
             assert got.tolist() == expected.tolist()
+
+
+# -- torch._check family (TestTorch.test_check) ---------------------------------------------------
+
+@pytest.mark.parametrize("name, error", [("_check", RuntimeError), ("_check_index", IndexError),
+                                         ("_check_value", ValueError), ("_check_type", TypeError),
+                                         ("_check_not_implemented", NotImplementedError)])
+def test_check_family(torch, name, error):
+    for T in (torch, tg):
+        check = getattr(T, name)
+        assert check(True) is None
+        assert check(True, "not called, not checked") is None
+        cases = [(lambda: check(False), error, "Expected cond to be True"),
+                 (lambda: check(False, lambda: "message"), error, "message"),
+                 (lambda: check(False, lambda: T.arange(4)), error, str(T.arange(4))),
+                 (lambda: check("wrong type"), TypeError, "cond must be a bool"),
+                 (lambda: check(T.tensor(True)), TypeError, "cond must be a bool"),
+                 (lambda: check(False, "not callable"), TypeError, "message must be a callable")]
+        for fn, kind, phrase in cases:
+            with pytest.raises(kind) as info:
+                fn()
+            assert phrase in str(info.value)
+
+
+def test_check_tensor_all(torch):
+    for T in (torch, tg):
+        assert T._check_tensor_all(T.tensor([True, True])) is None
+        for fn, kind in ((lambda: T._check_tensor_all(T.tensor([True, False])), RuntimeError),
+                         (lambda: T._check_tensor_all(T.tensor([1])), TypeError),
+                         (lambda: T._check_tensor_all(True), TypeError)):
+            with pytest.raises(kind):
+                fn()
+        with pytest.raises(ValueError, match="msg"):
+            T._check_with(ValueError, False, lambda: "msg")
