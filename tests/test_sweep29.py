@@ -278,3 +278,12 @@ def test_check_tensor_all(torch):
                 fn()
         with pytest.raises(ValueError, match="msg"):
             T._check_with(ValueError, False, lambda: "msg")
+
+
+def test_setitem_too_many_indices_in_pytorch_words(torch):
+    # (numpy's "too many indices for array: array is 3-dimensional, but 4 were indexed" leaked)
+    for T in (torch, tg):
+        for key in ((1, 1, 1, 1), (1, 1, 1, (1, 1)), (3,) * 8, (1, T.tensor([0]), 1, 1)):
+            r = T.zeros(3, 3, 3)
+            with pytest.raises(IndexError, match="too many indices for tensor of dimension 3"):
+                r[key] = 1

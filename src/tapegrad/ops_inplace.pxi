@@ -748,6 +748,14 @@ cdef bint key_takes_view(TensorBase self, object key) except -1:
     return False
 
 
+cdef object index_error_like_torch(object e, Py_ssize_t ndim):
+    """numpy's IndexError from x[key] in PyTorch's words: its count of too many indices, its
+    'dimension' for numpy's 'axis'."""
+    if str(e).startswith("too many indices"):
+        return too_many_indices(ndim)
+    return IndexError(str(e).replace("axis", "dimension"))
+
+
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False,
                        bint is_copy=False, bint one_number=False):
     """self[key] = value.  `onto_base`: a write into a view or an in-place op on one, already
@@ -786,7 +794,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         try:
             self._array[nkey]
         except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
+            raise index_error_like_torch(e, self._array.ndim) from None
     if (self._requires_grad and grad_enabled() and is_leaf_c(self) and not onto_base
             and key_takes_view(self, key)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -811,7 +819,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                 return None
             if str(e).endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
                 raise IndexError("index is out of bounds for dimension with size 0") from None
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise index_error_like_torch(e, A.ndim) from None
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
     # size-1 dims
