@@ -148,10 +148,24 @@ def _dtype_name(arr: np.ndarray) -> str:
 
 # -- comparisons --------------------------------------------------------------------------------
 
+def _float_argument(value, fn: str, name: str, position: int) -> float:
+    """A `float` argument as PyTorch's parser reads it: a real number, or a zero-dim tensor that
+    does not require grad (its value); anything else is its TypeError."""
+    if (isinstance(value, TensorBase) and value._array.ndim == 0
+            and value._array.dtype.kind != "c" and not value.requires_grad):
+        return value.item()
+    if isinstance(value, (numbers.Real, np.floating, np.integer)):
+        return value
+    raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be float, not "
+                    f"{_type_name(value)}")
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (and exact equality, for infinities)."""
     _check_tensor(input, "isclose")
     _check_tensor(other, "isclose", "other", 2)
+    rtol = _float_argument(rtol, "isclose", "rtol", 3)
+    atol = _float_argument(atol, "isclose", "atol", 4)
     _core.check_bool("isclose", "equal_nan", equal_nan)
     a, b = input._array, other._array
     if a.dtype != b.dtype:

@@ -69,9 +69,12 @@ def _size_args(size, fn: str, position: int = 1) -> tuple:
     else:
         return size if type(size) is tuple else tuple(size)
     # A one-element integer tensor is an int there, as PyTorch's argument parser takes it
-    # (zeros(torch.tensor(3)) is zeros(3)); float and bool tensors stay refused.
+    # (zeros(torch.tensor(3)) is zeros(3)), and so is a 0-d integer numpy array (ones(np.array(3),
+    # 4)); float and bool ones stay refused.
     size = tuple(int(s._array.reshape(-1)[0]) if isinstance(s, _core.TensorBase)
-                 and s._array.size == 1 and s._array.dtype.kind in "iu" else s for s in size)
+                 and s._array.size == 1 and s._array.dtype.kind in "iu"
+                 else int(s) if isinstance(s, np.ndarray) and s.ndim == 0 and s.dtype.kind in "iu"
+                 else s for s in size)
     for i, s in enumerate(size):
         if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
             raise _size_type_error(fn, position, i, type(s).__name__, packed)

@@ -287,3 +287,26 @@ def test_setitem_too_many_indices_in_pytorch_words(torch):
             r = T.zeros(3, 3, 3)
             with pytest.raises(IndexError, match="too many indices for tensor of dimension 3"):
                 r[key] = 1
+
+
+# -- argument parsing (TestTorch.test_parsing_double / test_parsing_intlist) ----------------------
+
+def test_isclose_tolerances_as_zero_dim_tensors(torch):
+    for T in (torch, tg):
+        x = T.tensor([1.0, 2.0])
+        assert T.isclose(x, x + 0.5, T.tensor(1), T.tensor(0)).tolist() == [True, True]
+        assert T.isclose(x, x + 0.5, T.tensor(0.2), T.tensor(0.)).tolist() == [False, True]
+        for rtol in (T.tensor(1.5, requires_grad=True), T.tensor([1.0, 2.0]), "1", None, 1j):
+            with pytest.raises(TypeError, match=r"argument 'rtol' \(position 3\) must be float"):
+                T.isclose(x, x, rtol, 1.0)
+
+
+def test_factory_sizes_take_zero_dim_integer_arrays(torch):
+    for T in (torch, tg):
+        assert T.ones((np.array(3), np.int64(4))).shape == (3, 4)
+        assert T.ones(np.int64(3), np.array(4)).shape == (3, 4)
+        assert T.zeros(np.array(2)).shape == (2,)
+        assert T.randn((np.array(2), np.array(1))).shape == (2, 1)
+        for bad in ((np.array(3.), T.tensor(4)), (3., T.tensor(4))):
+            with pytest.raises(TypeError):
+                T.ones(bad)
