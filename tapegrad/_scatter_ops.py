@@ -197,6 +197,8 @@ def scatter(input, dim, index, src=None, reduce=None, *, value=None):
     if isinstance(src, TensorBase):
         _check_same_dtype(input, src)
         _, key, part = _scatter_key(input, dim, index, src, "scatter")
+        if _zero_dim_self_many_positions(input, index):    # (the last write lands)
+            return _one_element_form(scatter, input, index, src, (), "ScatterBackward0")
         return _overwrite(input, key, part, "ScatterBackward0")
     if not isinstance(src, numbers.Number):
         raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not "
@@ -225,8 +227,23 @@ def scatter_add(input, dim, index, src):
                         f"{_core.type_name(src)}")
     _check_same_dtype(input, src)
     _, key, part = _scatter_key(input, dim, index, src, "scatter_add")
+    if _zero_dim_self_many_positions(input, index):
+        return _one_element_form(scatter_add, input, index, src, (), "ScatterAddBackward0")
     from ._scatter_functions import accumulate
     return accumulate(input, key, part, "ScatterAddBackward0")
+
+
+def _zero_dim_self_many_positions(input, index) -> bool:
+    """A 0-d self that a 1-d index writes into (each of its entries names self's one element):
+    numpy cannot index a 0-d array with index arrays, so the op runs on self as one element."""
+    return input._array.ndim == 0 and index._array.ndim == 1
+
+
+def _one_element_form(op, input, index, src, args: tuple, node: str):
+    """op (scatter, scatter_add, scatter_reduce) on 0-d input seen as shape (1,), back to 0-d; the
+    grad_fn keeps PyTorch's name for op."""
+    out = op(input.reshape(1), 0, index, src.reshape(-1), *args)
+    return _core._name_grad_fn(out.reshape(()), node)
 
 
 def scatter_add_(self, dim, index, src):
@@ -264,6 +281,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
                                   f"implemented for '{_type_name(input._array)}'")
     _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
+    if _zero_dim_self_many_positions(input, index):
+        return _one_element_form(lambda *a: scatter_reduce(*a, include_self=include_self), input,
+                                 index, src, (reduce,), "ScatterReduceBackward0")
     from ._scatter_functions import scatter_reduce_apply
     return scatter_reduce_apply(input, key, part, reduce, include_self)
 

@@ -310,3 +310,30 @@ def test_factory_sizes_take_zero_dim_integer_arrays(torch):
         for bad in ((np.array(3.), T.tensor(4)), (3., T.tensor(4))):
             with pytest.raises(TypeError):
                 T.ones(bad)
+
+
+# -- scatter family on a 0-d self with a 1-d index (numpy's ValueError before) --------------------
+
+@pytest.mark.parametrize("call", [
+    lambda T, x, s: x.scatter_add(0, T.tensor([0, 0]), s),
+    lambda T, x, s: x.scatter_add(-1, T.tensor([0]), s[:1]),
+    lambda T, x, s: x.scatter(0, T.tensor([0, 0]), s),
+    lambda T, x, s: x.scatter_reduce(0, T.tensor([0, 0]), s, "amax"),
+    lambda T, x, s: x.scatter_reduce(0, T.tensor([0, 0]), s, "mean", include_self=False),
+    lambda T, x, s: x.scatter_reduce(0, T.tensor([0, 0]), s, "prod")])
+def test_scatter_into_zero_dim_self(torch, call):
+    def run(T):
+        x = T.tensor(5., dtype=T.float64, requires_grad=True)
+        s = T.tensor([7., 1.], dtype=T.float64, requires_grad=True)
+        y = call(T, x, s)
+        y.backward()
+        return (y.item(), y.shape, y.grad_fn.name(), x.grad.item(), s.grad.tolist())
+    assert run(tg) == run(torch)
+
+
+def test_scatter_into_zero_dim_self_errors(torch):
+    for T in (torch, tg):
+        with pytest.raises(RuntimeError, match="index 1 is out of bounds for dimension 0"):
+            T.tensor(5.).scatter_add(0, T.tensor([1]), T.tensor([7.]))
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            T.tensor(5.).scatter_add(1, T.tensor([0]), T.tensor([7.]))
