@@ -1714,6 +1714,8 @@ def _in_place(name: str):
         source = _core._in_place_operand(self) if records else self
         try:
             with _leaf_error_first(self):
+                if name == "addr" and self.ndim != 2:   # (addr_ writes a matrix, checked first)
+                    raise RuntimeError(f"2D tensor expected, got {self.ndim}D tensor for input")
                 if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
                     from ._shift_ops import check_in_place_operand
                     other = args[0] if args else kwargs["other"]
@@ -1721,7 +1723,8 @@ def _in_place(name: str):
                         raise TypeError(f"{name}_(): argument 'other' (position 1) must be "
                                         f"Tensor, not {_type_name(other)}")
                     floating = name in _FLOATING_RESULT and kwargs.get("rounding_mode") is None
-                    check_in_place_operand(self, other, floating=floating)
+                    # (the overlap check follows the call, below)
+                    check_in_place_operand(self, other, floating=floating, overlap=False)
                 result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:
@@ -1736,6 +1739,13 @@ def _in_place(name: str):
                 raise TypeError(name + "_" + str(error)[len(name):]) from None
             raise
         if result._array.shape != self._array.shape:
+            if name in ("addmm", "baddbmm"):    # (PyTorch's structured kernels' words)
+                raise RuntimeError(f"Bad in-place call: input tensor size {list(self.shape)} and "
+                                   f"output tensor size {list(result.shape)} should match")
+            if name == "addr":
+                vec1, vec2 = args[:2] if len(args) >= 2 else (kwargs.get("vec1"), kwargs.get("vec2"))
+                raise RuntimeError(f"size mismatch, input: {list(self.shape)}, v1: "
+                                   f"{list(vec1.shape)}, v2: {list(vec2.shape)}")
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
         if name == "masked_fill" and _stretched(self):

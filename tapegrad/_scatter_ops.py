@@ -310,16 +310,25 @@ def _index_put_key(self, indices):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got "
                          f"{len(indices)})")
     key = []
-    for d, ind in enumerate(indices):
+    dim = 0                 # (the first dim of self the next index covers: a mask covers several)
+    for ind in indices:
         if ind is None:
             key.append(slice(None))
+            dim += 1
             continue
         if not isinstance(ind, TensorBase):
             raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
         arr = ind._array
         if arr.dtype == np.bool_ or arr.dtype == np.uint8:
+            for i in range(arr.ndim):
+                if dim + i < len(shape) and arr.shape[i] != shape[dim + i]:
+                    raise IndexError(f"The shape of the mask {list(arr.shape)} at index {i} does "
+                                     f"not match the shape of the indexed tensor {list(shape)} "
+                                     f"at index {dim + i}")
             key.append(arr.astype(bool))
+            dim += arr.ndim
             continue
+        dim += 1
         if arr.dtype.kind not in "iu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         key.append(arr.astype(np.int64))

@@ -337,3 +337,24 @@ def test_scatter_into_zero_dim_self_errors(torch):
             T.tensor(5.).scatter_add(0, T.tensor([1]), T.tensor([7.]))
         with pytest.raises(IndexError, match="Dimension out of range"):
             T.tensor(5.).scatter_add(1, T.tensor([0]), T.tensor([7.]))
+
+
+# -- error wording where tapegrad's differed --------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.dist(T.ones(3).long(), T.ones(3).long()),
+    lambda T: T.dist(T.ones(3).int(), T.ones(3).int()),
+    lambda T: T.ones(3).addmm_(T.ones(2, 4), T.ones(4, 3)),
+    lambda T: T.ones(1, 3).baddbmm_(T.ones(1, 2, 4), T.ones(1, 4, 3)),
+    lambda T: T.ones(3).addr_(T.ones(2), T.ones(3)),
+    lambda T: T.ones(2, 3, 1).addr_(T.ones(2), T.ones(3)),
+    lambda T: T.ones(1, 3).addr_(T.ones(2), T.ones(3)),
+    lambda T: T.zeros(3, 4).index_put((T.tensor([True, False]),), T.tensor(1.)),
+    lambda T: T.zeros(3, 4).index_put((T.tensor([0, 1]), T.tensor([True, False, True])),
+                                      T.tensor(1.)),
+    lambda T: T.zeros(3, 4).index_put((T.ones(3, 3, dtype=T.bool),), T.tensor(1.),
+                                      accumulate=True)])
+def test_error_wording(torch, call):
+    expected = _outcome(lambda: call(torch))
+    assert expected[0] != "ok"
+    assert _outcome(lambda: call(tg)) == expected
