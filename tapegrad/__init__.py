@@ -153,6 +153,10 @@ def _assert(condition, message):
     assert condition, message
 
 
+from ._checks import (_check_with, _check, _check_index, _check_value, _check_type,  # noqa: E402
+                      _check_not_implemented, _check_tensor_all_with, _check_tensor_all)
+
+
 def is_floating_point(input) -> bool:
     """Whether ``input``'s dtype is a floating-point one (float16, float32, float64)."""
     _extra_ops._check_tensor(input, "is_floating_point")

@@ -148,10 +148,24 @@ def _dtype_name(arr: np.ndarray) -> str:
 
 # -- comparisons --------------------------------------------------------------------------------
 
+def _float_argument(value, fn: str, name: str, position: int) -> float:
+    """A `float` argument as PyTorch's parser reads it: a real number, or a zero-dim tensor that
+    does not require grad (its value); anything else is its TypeError."""
+    if (isinstance(value, TensorBase) and value._array.ndim == 0
+            and value._array.dtype.kind != "c" and not value.requires_grad):
+        return value.item()
+    if isinstance(value, (numbers.Real, np.floating, np.integer)):
+        return value
+    raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be float, not "
+                    f"{_type_name(value)}")
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (and exact equality, for infinities)."""
     _check_tensor(input, "isclose")
     _check_tensor(other, "isclose", "other", 2)
+    rtol = _float_argument(rtol, "isclose", "rtol", 3)
+    atol = _float_argument(atol, "isclose", "atol", 4)
     _core.check_bool("isclose", "equal_nan", equal_nan)
     a, b = input._array, other._array
     if a.dtype != b.dtype:
@@ -1673,6 +1687,10 @@ _NO_IN_PLACE_DERIVATIVE = {"asinh": "asinh", "arcsinh": "asinh", "acosh": "acosh
 # (its value is read as a number) and ldexp (self.mul_ of a fresh power of two)
 _NO_OVERLAP_CHECK = frozenset(("addmm", "addbmm", "baddbmm", "addmv", "addr", "masked_fill",
                                "ldexp"))
+# Index writes computed here (the others are in _scatter_ops) that PyTorch refuses when an index
+# or the source shares self's memory even with self's layout: the values written, or where,
+# would depend on the order of the writes
+_INDEX_WRITES = frozenset(("put", "index_reduce"))
 # In-place forms of binary ops whose operand is checked (shape, then cast of the promoted dtype)
 # before the op runs, as PyTorch's TensorIterator does (comparisons and fills cast their operand
 # instead, so they are not listed)
@@ -1717,6 +1735,8 @@ def _in_place(name: str):
         source = _core._in_place_operand(self) if records else self
         try:
             with _leaf_error_first(self):
+                if name == "addr" and self.ndim != 2:   # (addr_ writes a matrix, checked first)
+                    raise RuntimeError(f"2D tensor expected, got {self.ndim}D tensor for input")
                 if name in _BINARY_IN_PLACE and (args or "other" in kwargs):
                     from ._shift_ops import check_in_place_operand
                     other = args[0] if args else kwargs["other"]
@@ -1725,18 +1745,31 @@ def _in_place(name: str):
                                         f"Tensor, not {_type_name(other)}")
                     floating = name in _FLOATING_RESULT and kwargs.get("rounding_mode") is None
                     own_words = self._array.dtype.kind in "biu"
+                    # (the overlap check follows the call, below)
                     check_in_place_operand(self, other, floating=floating,
                                            cast_message=_CAST_MESSAGE.get(name) if own_words
-                                           else None)
+                                           else None, overlap=False)
                 result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:
                     _core._check_operands_overlap(self, (*args, *kwargs.values()))
+                elif name == "masked_fill":     # (the mask only: a 0-d value is read first)
+                    mask, _ = _masked_fill_arguments(*args, **kwargs)
+                    _core._check_operands_overlap(self, (mask,))
+                if name in _INDEX_WRITES:   # (an index or source sharing any of self's memory)
+                    _core._check_operands_overlap(self, (*args, *kwargs.values()), True)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
             if str(error).startswith(name + "()"):
                 raise TypeError(name + "_" + str(error)[len(name):]) from None
             raise
         if result._array.shape != self._array.shape:
+            if name in ("addmm", "baddbmm"):    # (PyTorch's structured kernels' words)
+                raise RuntimeError(f"Bad in-place call: input tensor size {list(self.shape)} and "
+                                   f"output tensor size {list(result.shape)} should match")
+            if name == "addr":
+                vec1, vec2 = args[:2] if len(args) >= 2 else (kwargs.get("vec1"), kwargs.get("vec2"))
+                raise RuntimeError(f"size mismatch, input: {list(self.shape)}, v1: "
+                                   f"{list(vec1.shape)}, v2: {list(vec2.shape)}")
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(result.shape)}")
         if name == "masked_fill" and _stretched(self):

@@ -92,22 +92,30 @@ def _storage_array(self, source, storage_offset, size, stride) -> np.ndarray:
             step *= max(n, 1)
     stride = [int(k) for k in stride]
     check_storage_bounds(size, stride, offset, np_dtype.itemsize, flat.size)
-    start = flat[offset:] if offset < flat.size else flat[:0]
-    return np.lib.stride_tricks.as_strided(start, tuple(size),
-                                           tuple(k * np_dtype.itemsize for k in stride))
+    numel = int(np.prod(size, dtype=np.int64))
+    # (an ndarray over the storage's own buffer, not stride_tricks: its base chain leads back to
+    # the storage, which is how storage_offset() and data_ptr() find where it starts)
+    return np.ndarray(tuple(size), np_dtype, buffer=flat,
+                      offset=offset * np_dtype.itemsize if numel else 0,
+                      strides=tuple(k * np_dtype.itemsize for k in stride))
 
 
 def set_(self, source=None, storage_offset=0, size=None, stride=None):
-    """Make self view `source`'s memory: a tensor (its storage, offset, sizes and strides), a
+    """Make self view `source`'s memory: a tensor (its storage, offset, sizes and strides, or,
+    given `size`, its storage at its own offset plus `storage_offset` with `size` and `stride`), a
     storage (with `storage_offset`, `size`, `stride`: default all of it, contiguous), or nothing
     (an empty tensor).  Not differentiable: a tensor that requires grad is refused."""
     from . import storage as storages
+    given = [source] + ([storage_offset] if size is not None or storage_offset != 0 else [])
     if not (source is None or isinstance(source, (_core.TensorBase, storages.UntypedStorage,
-                                                  storages.TypedStorage))):
+                                                  storages.TypedStorage))) or (
+            size is None and storage_offset != 0):
+        # (an offset only comes with a size: PyTorch has no (source, storage_offset) overload)
         raise TypeError(f"set_() received an invalid combination of arguments - got "
-                        f"({_type_name(source)}), but expected one of: (), (Storage source), "
-                        "(Storage source, int storage_offset, tuple of ints size, tuple of ints "
-                        "stride), (Tensor source)")
+                        f"({', '.join(_type_name(a) for a in given)}), but expected one of: (), "
+                        "(Storage source), (Storage source, int storage_offset, tuple of ints "
+                        "size, tuple of ints stride), (Tensor source), (Tensor source, int "
+                        "storage_offset, tuple of ints size, tuple of ints stride)")
     if _core.is_grad_enabled() and (self.requires_grad or (
             isinstance(source, _core.TensorBase) and source.requires_grad)):
         if self.requires_grad and self.is_leaf:
@@ -121,7 +129,11 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
             raise RuntimeError(f"Could not set tensor of type "
                                f"{_core.c_type_name_of(source._array.dtype)} to a tensor of "
                                f"type {_core.c_type_name_of(self._array.dtype)}")
-        arr = source._array
+        if size is None:
+            arr = source._array
+        else:   # PyTorch counts the offset from the source's own first element
+            arr = _storage_array(self, source.untyped_storage(),
+                                 source.storage_offset() + int(storage_offset), size, stride)
     elif source is None:
         arr = np.empty((0,), dtype=self._array.dtype)
     else:

@@ -598,17 +598,12 @@ def _binary_search(name: str, boundaries, values, out_int32: bool, right: bool, 
         if s.size and (s.min() < 0 or s.max() >= b.shape[-1]):
             raise RuntimeError("torch.searchsorted(): sorter index out of range")
         b = np.take_along_axis(b, s, -1)
-    side = "right" if right else "left"
     if b.ndim == 1:
-        found = np.searchsorted(b, v, side=side)
+        found = _bisect(b.reshape(1, -1), v.reshape(1, -1), right).reshape(v.shape)
     else:
         count = int(np.prod(b.shape[:-1]))
-        rows_b = b.reshape(count, b.shape[-1])
-        rows_v = v.reshape(count, v.shape[-1])
-        found = np.zeros(rows_v.shape, dtype=np.int64)
-        for i, (rb, rv) in enumerate(zip(rows_b, rows_v)):
-            found[i] = np.searchsorted(rb, rv, side=side)
-        found = found.reshape(v.shape)
+        found = _bisect(b.reshape(count, b.shape[-1]), v.reshape(count, -1),
+                        right).reshape(v.shape)
     result = _wrap(np.asarray(found, dtype=np.int32 if out_int32 else np.int64))
     if out is not None:
         wanted = np.int32 if out_int32 else np.int64
@@ -637,6 +632,28 @@ _BUCKETIZE_SIGNATURES = "".join(
 def _check_binary_search_flags(name: str, out_int32, right, overloads: str) -> None:
     _core.check_bool(name, "out_int32", out_int32, 0, overloads)
     _core.check_bool(name, "right", right, 0, overloads)
+
+
+def _bisect(rows_b: np.ndarray, rows_v: np.ndarray, right: bool) -> np.ndarray:
+    """For each value of row i of rows_v, PyTorch's binary search in row i of rows_b: the first
+    position whose boundary is >= the value (> with right), moving right while that comparison
+    is false.  Written as PyTorch's loop rather than numpy's searchsorted, which orders NaN last:
+    boundaries holding NaN (or out of order) then give PyTorch's positions, not numpy's."""
+    n = rows_b.shape[-1]
+    start = np.zeros(rows_v.shape, dtype=np.int64)
+    end = np.full(rows_v.shape, n, dtype=np.int64)
+    if n == 0:
+        return start
+    while True:
+        active = start < end
+        if not active.any():
+            return start
+        mid = start + ((end - start) >> 1)
+        bound = np.take_along_axis(rows_b, np.minimum(mid, n - 1), axis=-1)
+        with np.errstate(invalid="ignore"):
+            past = ~(bound > rows_v) if right else ~(bound >= rows_v)
+        start = np.where(active & past, mid + 1, start)
+        end = np.where(active & ~past, mid, end)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,

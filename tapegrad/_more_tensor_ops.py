@@ -108,11 +108,11 @@ def masked_scatter(input, mask, source):
     _check_tensor(source, "masked_scatter", "source", 3)
     if mask._array.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {_dtype_name(mask._array).capitalize()}")
+                           f"dtype {_dtype_name(mask._array)}")
     if source.dtype != input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
-                           f"got{_dtype_name(input._array).capitalize()} and "
-                           f"{_dtype_name(source._array).capitalize()}")
+                           f"got{_dtype_name(input._array)} and "
+                           f"{_dtype_name(source._array)}")
     shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
     target = input.expand(*shape) if shape != tuple(input.shape) else input
     chosen = _positions(target)[np.broadcast_to(mask._array, shape)]
@@ -126,7 +126,7 @@ def _masked_scatter_(self, mask, source):
     """In-place masked_scatter (mask broadcasts to self, not the other way)."""
     shape = np.broadcast_shapes(tuple(self.shape), tuple(mask.shape))
     if shape != tuple(self.shape):
-        raise RuntimeError(f"expand(CPU{_dtype_name(mask._array).capitalize()}Type"
+        raise RuntimeError(f"expand(CPU{_dtype_name(mask._array)}Type"
                            f"{{{list(mask.shape)}}}, "
                            f"size={list(self.shape)}): the number of sizes provided "
                            f"({self.dim()}) must be greater or equal to the number of "
@@ -141,11 +141,11 @@ def put(input, index, source, accumulate=False):
     _core.check_bool("put", "accumulate", accumulate)
     if index._array.dtype != np.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
-                           f"{_dtype_name(index._array).capitalize()}")
+                           f"{_dtype_name(index._array)}")
     if source.dtype != input.dtype:
         raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
-                           f"self.dtype = {_dtype_name(input._array).capitalize()} and "
-                           f"source.dtype = {_dtype_name(source._array).capitalize()}")
+                           f"self.dtype = {_dtype_name(input._array)} and "
+                           f"source.dtype = {_dtype_name(source._array)}")
     if source.numel() != index.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                          f"elements, but got source.numel() = {source.numel()}, index.numel() "

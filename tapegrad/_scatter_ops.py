@@ -47,10 +47,10 @@ def _in_place_source(self, *operands):
 
 
 def _refuse_shared_source(self, *operands):
-    """PyTorch's refusal of an index or scatter write (index_copy_, index_add_, scatter_,
-    scatter_add_, scatter_reduce_, index_put_ with accumulate) whose source shares any memory
-    with self, even all of it with the same layout: which value lands would depend on the
-    order of the writes."""
+    """PyTorch's refusal of an index or scatter write (index_copy_, index_add_, index_fill_,
+    scatter_, scatter_add_, scatter_reduce_, index_put_) whose source or index shares any memory
+    with self, even all of it with the same layout: which value lands, or where, would depend on
+    the order of the writes."""
     _core._check_operands_overlap(self, operands, True)
 
 
@@ -197,6 +197,8 @@ def scatter(input, dim, index, src=None, reduce=None, *, value=None):
     if isinstance(src, TensorBase):
         _check_same_dtype(input, src)
         _, key, part = _scatter_key(input, dim, index, src, "scatter")
+        if _zero_dim_self_many_positions(input, index):    # (the last write lands)
+            return _one_element_form(scatter, input, index, src, (), "ScatterBackward0")
         return _overwrite(input, key, part, "ScatterBackward0")
     if not isinstance(src, numbers.Number):
         raise TypeError(f"scatter(): argument 'src' must be Tensor or Number, not "
@@ -213,7 +215,7 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
     with _leaf_error_first(self):
         source = _in_place_source(self, src, value)
         result = scatter(source, dim, index, src, reduce, value=value)
-        _refuse_shared_source(self, src)
+        _refuse_shared_source(self, src, index)
     return _write_in_place(self, source, result)
 
 
@@ -225,8 +227,23 @@ def scatter_add(input, dim, index, src):
                         f"{_core.type_name(src)}")
     _check_same_dtype(input, src)
     _, key, part = _scatter_key(input, dim, index, src, "scatter_add")
+    if _zero_dim_self_many_positions(input, index):
+        return _one_element_form(scatter_add, input, index, src, (), "ScatterAddBackward0")
     from ._scatter_functions import accumulate
     return accumulate(input, key, part, "ScatterAddBackward0")
+
+
+def _zero_dim_self_many_positions(input, index) -> bool:
+    """A 0-d self that a 1-d index writes into (each of its entries names self's one element):
+    numpy cannot index a 0-d array with index arrays, so the op runs on self as one element."""
+    return input._array.ndim == 0 and index._array.ndim == 1
+
+
+def _one_element_form(op, input, index, src, args: tuple, node: str):
+    """op (scatter, scatter_add, scatter_reduce) on 0-d input seen as shape (1,), back to 0-d; the
+    grad_fn keeps PyTorch's name for op."""
+    out = op(input.reshape(1), 0, index, src.reshape(-1), *args)
+    return _core._name_grad_fn(out.reshape(()), node)
 
 
 def scatter_add_(self, dim, index, src):
@@ -236,7 +253,7 @@ def scatter_add_(self, dim, index, src):
     with _leaf_error_first(self):
         source = _in_place_source(self, src)
         result = scatter_add(source, dim, index, src)
-        _refuse_shared_source(self, src)
+        _refuse_shared_source(self, src, index)
     return _write_in_place(self, source, result)
 
 
@@ -264,6 +281,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
                                   f"implemented for '{_type_name(input._array)}'")
     _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
+    if _zero_dim_self_many_positions(input, index):
+        return _one_element_form(lambda *a: scatter_reduce(*a, include_self=include_self), input,
+                                 index, src, (reduce,), "ScatterReduceBackward0")
     from ._scatter_functions import scatter_reduce_apply
     return scatter_reduce_apply(input, key, part, reduce, include_self)
 
@@ -275,7 +295,7 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
     with _leaf_error_first(self):
         source = _in_place_source(self, src)
         result = scatter_reduce(source, dim, index, src, reduce, include_self=include_self)
-        _refuse_shared_source(self, src)
+        _refuse_shared_source(self, src, index)
     return _write_in_place(self, source, result)
 
 
@@ -294,9 +314,11 @@ def _index_put_key(self, indices):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)} (got "
                          f"{len(indices)})")
     key = []
-    for d, ind in enumerate(indices):
+    dim = 0                 # (the first dim of self the next index covers: a mask covers several)
+    for ind in indices:
         if ind is None:
             key.append(slice(None))
+            dim += 1
             continue
         if not isinstance(ind, TensorBase):
             raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
@@ -307,8 +329,15 @@ def _index_put_key(self, indices):
                           "dtype torch.bool instead.", UserWarning,
                           stacklevel=_core.user_stacklevel())
         if arr.dtype == np.bool_ or arr.dtype == np.uint8:
+            for i in range(arr.ndim):
+                if dim + i < len(shape) and arr.shape[i] != shape[dim + i]:
+                    raise IndexError(f"The shape of the mask {list(arr.shape)} at index {i} does "
+                                     f"not match the shape of the indexed tensor {list(shape)} "
+                                     f"at index {dim + i}")
             key.append(arr.astype(bool))
+            dim += arr.ndim
             continue
+        dim += 1
         if arr.dtype.kind not in "iu":
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         key.append(arr.astype(np.int64))
@@ -381,10 +410,11 @@ def index_put_(self, indices, values, accumulate=False):
         from ._shift_ops import _become_result, _write_back
         source = _core._in_place_operand(self) if _records(self, values) else self
         result = index_put(source, indices, values, accumulate)
-        _refuse_shared_source(self, values)
+        _refuse_shared_source(self, values, *indices)
         return _become_result(self, result) if source is not self else _write_back(self, result)
     _check_values(self, values, "index_put_")
     key = _check_index_put(self, _index_put_key(self, indices), values)
+    _refuse_shared_source(self, *indices)
     if _stretched(self):
         return _fill_stretched(self, tuple(indices), values, "index_put_")
     # (the write itself, as x[indices] = values: recorded as PyTorch's IndexPutBackward0 on
@@ -531,7 +561,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
     with _leaf_error_first(self):
         read = _in_place_source(self, source)
         result = index_add(read, dim, index, source, alpha=alpha)
-        _refuse_shared_source(self, source)
+        _refuse_shared_source(self, source, index)
     return _write_in_place(self, read, result)
 
 
@@ -552,7 +582,7 @@ def index_copy_(self, dim, index, source):
     with _leaf_error_first(self):
         read = _in_place_source(self, source)
         result = index_copy(read, dim, index, source)
-        _refuse_shared_source(self, source)
+        _refuse_shared_source(self, source, index)
     return _write_in_place(self, read, result)
 
 
@@ -617,6 +647,7 @@ def index_fill_(self, dim, index, value):
     with _leaf_error_first(self):
         read = _in_place_source(self, value)
         result = index_fill(read, dim, index, value)
+        _refuse_shared_source(self, index)
     if _stretched(self):
         d = dim % self.ndim
         return _fill_stretched(self, (slice(None),) * d + (index.reshape(-1),), value,

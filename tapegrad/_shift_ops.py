@@ -74,13 +74,19 @@ def bitwise_right_shift(input, other):
     return _shift(input, other, False, "bitwise_right_shift")
 
 
-def check_in_place_operand(self, other, floating=False, cast_message=None) -> None:
+def check_in_place_operand(self, other, floating=False, cast_message=None,
+                           overlap=True) -> None:
     """PyTorch's checks of `self.<op>_(other)` for a binary op, made (as its TensorIterator makes
     them) before the kernel is looked up: other must broadcast to self's shape, and the operands'
     promoted dtype must cast to self's (`int_tensor &= float_tensor` is the cast error, not the
     missing float kernel's)."""
     if not isinstance(other, (TensorBase, bool, int, float, complex, np.generic)):
         return
+    # (an operand partly sharing self's memory first, as TensorIterator checks overlap before
+    # shapes and dtypes: `x[1:] <<= x[:-1]` would read values the write already changed;
+    # `overlap`=False: the caller checks it, or the op, a composite, reads other first)
+    if overlap:
+        _core._check_operands_overlap(self, (other,))
     if isinstance(other, TensorBase) and other._array.shape != self._array.shape:
         from ._extra_ops import _broadcast_shapes
         _broadcast_shapes(self._array.shape, other._array.shape)   # (PyTorch's error if not)
@@ -176,6 +182,7 @@ def _imod(self, other):
 
 @_operator
 def _ipow(self, other):
+    _core._check_operands_overlap(self, (other,))
     source = _core._in_place_operand(self)
     result = source ** other
     if isinstance(result, _core.TensorBase):

@@ -198,7 +198,11 @@ def dist(input, other, p=2):
     _check_tensor(input, "dist")
     _check_tensor(other, "dist", "other", 2)
     from .linalg import vector_norm
-    result = _core._name_grad_fn(vector_norm(_core.sub(input, other), ord=p), "DistBackward0")
+    difference = _core.sub(input, other)
+    if difference._array.dtype.kind not in "fc":      # (PyTorch's dist is its norm() of it)
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
+                           f"Got {_core.scalar_type_name_of(difference._array.dtype)} instead.")
+    result = _core._name_grad_fn(vector_norm(difference, ord=p), "DistBackward0")
     # PyTorch's DistBackward0 saves both operands and the result: a later write into one
     # refuses the backward (the difference this norm saved is tapegrad's own)
     _core._guard_saved_version(result, input, other, result)

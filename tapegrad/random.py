@@ -750,10 +750,8 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     _no_extra(kwargs, "uniform_")
     _check_inplace(self)
     _check_float_input(self, "check_uniform_bounds", allow_complex=True)
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
-                           f"from={float(a):g} > to={float(b):g}")
     part = _complex_parts(self._array.dtype)
+    _check_uniform_bounds(a, b, part if part is not None else self._array.dtype)
     if part is not None:                # both parts from U[a, b)
         u = _numpy_rng(generator, "uniform_").random(self._array.shape + (2,), dtype=part)
         u = part.type(a) + part.type(b - a) * u
@@ -761,6 +759,23 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     ct = _compute_dtype(self._array.dtype)
     u = _numpy_rng(generator, "uniform_").random(self._array.shape, dtype=ct)
     return _fill(self, ct.type(a) + ct.type(b - a) * u, "UniformBackward0")
+
+
+def _check_uniform_bounds(a, b, real_dtype) -> None:
+    """PyTorch's check_uniform_bounds: both ends finite numbers of the (real) dtype, in order,
+    and to - from representable (the sample is from + (to - from) * U[0, 1))."""
+    dt = np.dtype(real_dtype)
+    top = float(np.finfo(dt).max)
+    for name, v in (("from", a), ("to", b)):
+        if not -top <= float(v) <= top:      # (nan fails too)
+            raise RuntimeError(f"{name} is out of bounds for {_C_NAMES[dt.name]}")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={float(a):g} > to={float(b):g}")
+    if float(b) - float(a) > top:
+        raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<"
+                           f"{_core.scalar_type_name_of(dt)}>::max(), but found to={float(b):g} "
+                           f"and from={float(a):g} which result in to-from to exceed the limit")
 
 
 def _random_default_bounds(dt) -> tuple:
@@ -834,7 +849,8 @@ def bernoulli_(self, p=0.5, *, generator=None):
         P = p._array
         if not bool(np.all((P >= 0) & (P <= 1))):
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-        P = np.broadcast_to(P, shape)
+        # (p expands to self's shape, with expand's errors, as in PyTorch)
+        P = p.detach().expand(shape)._array
         values = rng.random(shape) < P
     else:
         p = float(p)

@@ -406,7 +406,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if not isinstance(element, (_core.TensorBase, numbers.Number)):
             raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
                                f"passed in a {type(element)}.")
-        return bool((self == element).any())
+        # (element == self, as PyTorch writes it: a shape mismatch names element's size first)
+        return bool((element == self).any())
 
     __hash__ = object.__hash__
 

@@ -759,13 +759,14 @@ cdef bint key_takes_view(TensorBase self, object key) except -1:
     return False
 
 
-cdef str setitem_index_message(str msg, object key, Py_ssize_t ndim):
-    """numpy's IndexError for self[key] = value in PyTorch's words (as x[key] reads them)."""
-    if msg.startswith("too many indices for array"):
+cdef object index_error_like_torch(object e, object key, Py_ssize_t ndim):
+    """numpy's IndexError from self[key] = value in PyTorch's words (as x[key] reads them): a
+    slice of a 0-d tensor, its count of too many indices, its 'dimension' for numpy's 'axis'."""
+    if str(e).startswith("too many indices"):
         if ndim == 0 and type(key) is slice:
-            return "slice() cannot be applied to a 0-dim tensor."
-        return f"too many indices for tensor of dimension {ndim}"
-    return msg.replace("axis", "dimension")
+            return IndexError("slice() cannot be applied to a 0-dim tensor.")
+        return too_many_indices(ndim)
+    return IndexError(str(e).replace("axis", "dimension"))
 
 
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False,
@@ -812,7 +813,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         try:
             self._array[nkey]
         except IndexError as e:
-            raise IndexError(setitem_index_message(str(e), key, self._array.ndim)) from None
+            raise index_error_like_torch(e, key, self._array.ndim) from None
     if (self._requires_grad and grad_enabled() and is_leaf_c(self) and not onto_base
             and key_takes_view(self, key)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -837,7 +838,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                 return None
             if str(e).endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
                 raise IndexError("index is out of bounds for dimension with size 0") from None
-        raise IndexError(setitem_index_message(str(e), key, self._array.ndim)) from None
+        raise index_error_like_torch(e, key, A.ndim) from None
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
     # size-1 dims
@@ -847,6 +848,11 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         # same layout (x[...] = x of an expand()ed x: no overlap refusal; fuzz seed 53006038)
         bump_version(self)
         return None
+    if advanced and not onto_base and index_put_key(nkey, V):
+        # PyTorch's index_put_ also refuses an index array sharing self's memory, a number
+        # value too (x[x] = 7: where the writes land would depend on the writes before them)
+        for k in (nkey if isinstance(nkey, tuple) else (nkey,)):
+            check_source_overlap(A, k, True)
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
         if index_put_key(nkey, V):

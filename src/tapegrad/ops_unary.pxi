@@ -1428,41 +1428,49 @@ def type_as(TensorBase self, other):
     return convert(self, (<TensorBase>other)._array.dtype, False)
 
 
+cdef object shortcut(TensorBase self, object np_dt, object memory_format):
+    """self.float() and its siblings: convert's (layout kept), or to()'s for a memory_format
+    other than preserve_format (x.byte(memory_format=torch.contiguous_format) lays it out)."""
+    if memory_format is not None and getattr(memory_format, "_name", None) != "preserve_format":
+        return self.to(dtype_of_array(np.empty(0, np_dt)), memory_format=memory_format)
+    return convert(self, np_dt, False)
+
+
 def to_float(TensorBase self, memory_format=None):
     """self as float32 (self if it already is)."""
-    return convert(self, NP_FLOAT32, False)
+    return shortcut(self, NP_FLOAT32, memory_format)
 
 def to_double(TensorBase self, memory_format=None):
     """self as float64 (self if it already is)."""
-    return convert(self, np.dtype(np.float64), False)
+    return shortcut(self, np.dtype(np.float64), memory_format)
 
 def to_half(TensorBase self, memory_format=None):
     """self as float16 (self if it already is)."""
-    return convert(self, np.dtype(np.float16), False)
+    return shortcut(self, np.dtype(np.float16), memory_format)
 
 def to_long(TensorBase self, memory_format=None):
     """self as int64 (self if it already is); not differentiable."""
-    return convert(self, NP_INT64, False)
+    return shortcut(self, NP_INT64, memory_format)
 
 def to_int(TensorBase self, memory_format=None):
     """self as int32 (self if it already is); not differentiable."""
-    return convert(self, np.dtype(np.int32), False)
+    return shortcut(self, np.dtype(np.int32), memory_format)
 
 def to_short(TensorBase self, memory_format=None):
     """self as int16 (self if it already is); not differentiable."""
-    return convert(self, np.dtype(np.int16), False)
+    return shortcut(self, np.dtype(np.int16), memory_format)
 
 def to_char(TensorBase self, memory_format=None):
     """self as int8 (self if it already is); not differentiable."""
-    return convert(self, np.dtype(np.int8), False)
+    return shortcut(self, np.dtype(np.int8), memory_format)
 
 def to_byte(TensorBase self, memory_format=None):
     """self as uint8 (self if it already is); not differentiable."""
-    return convert(self, np.dtype(np.uint8), False)
+    return shortcut(self, np.dtype(np.uint8), memory_format)
 
 def to_bool(TensorBase self, memory_format=None):
     """self as bool (self if it already is); not differentiable."""
-    return convert(self, NP_BOOL, False)
+    return shortcut(self, NP_BOOL, memory_format)
 
 
 # -- registration ----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from .. import _core
-from ..random import _check_float_input, _numpy_rng
+from ..random import _check_float_input, _check_uniform_bounds, _numpy_rng
 
 
 def _fill(tensor, values):
@@ -100,9 +100,7 @@ def _check_normal(tensor, std: float) -> None:
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from U(a, b), without recording; returns it."""
     _check_float_input(tensor, "check_uniform_bounds")
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
-                           f"from={float(a):g} > to={float(b):g}")
+    _check_uniform_bounds(a, b, tensor._array.dtype)
     gen = _numpy_rng(generator, "uniform_")
     return _fill_drawn(tensor, lambda n: gen.uniform(a, b, n))
 
