@@ -1132,24 +1132,29 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
                 _complex_range(dt, start, end, steps))
         with _core.IeeeResults():
             return _make(np.power(dt.type(base), exps).astype(dt), requires_grad)
+    if steps == 0:
+        return _make(np.empty(0, dtype=dt), requires_grad)
+    if steps == 1:
+        # PyTorch fills the one value base ** start computed in double from start as given
+        # (4 ** 2.5 is 32 in int64), checked as any number written into the dtype
+        with _core.IeeeResults():
+            value = np.power(np.float64(base), np.float64(start))
+        return _make(np.full(1, _core._scalar_to_dtype(float(value), dt, True), dtype=dt),
+                     requires_grad)
+    # PyTorch's overflow error, on the endpoints as given (uint8 refuses -2.5, not -2)
+    _endpoints_as(dt, start, end)
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
     else:
         ct = np.dtype(np.float64)
         start, end = int(start), int(end)
-    if steps == 0:
-        return _make(np.empty(0, dtype=dt), requires_grad)
-    _endpoints_as(dt, start, end if steps > 1 else None)        # (PyTorch's overflow error)
     with _core.IeeeResults():
-        if steps == 1:
-            values = np.power(ct.type(base), np.full(1, start, dtype=ct))
-        else:
-            s, e = ct.type(start), ct.type(end)
-            step = (e - s) / ct.type(steps - 1)
-            idx = np.arange(steps)
-            exps = np.where(idx < steps // 2, s + step * idx.astype(ct),
-                            e - step * (steps - idx - 1).astype(ct)).astype(ct)
-            values = np.power(ct.type(base), exps)
+        s, e = ct.type(start), ct.type(end)
+        step = (e - s) / ct.type(steps - 1)
+        idx = np.arange(steps)
+        exps = np.where(idx < steps // 2, s + step * idx.astype(ct),
+                        e - step * (steps - idx - 1).astype(ct)).astype(ct)
+        values = np.power(ct.type(base), exps)
         values = values.astype(dt)      # (past an integer dtype's range: PyTorch's cast, quiet)
     return _make(values, requires_grad)
 

@@ -83,3 +83,26 @@ def test_linalg_out_casts_as_pytorch(op, out_dtype):
         assert str(got.dtype).split(".")[1] == str(want.dtype).split(".")[1]
         np.testing.assert_allclose(got.numpy().astype(np.complex128),
                                    want.numpy().astype(np.complex128), rtol=2e-3, atol=1e-3)
+
+
+# -- logspace ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "int8", "float32", "float64",
+                                   "float16"])
+@pytest.mark.parametrize("start,base", [(2.5, 4), (0.3, 10), (-1, 2), (40, 10), (0.5, -2),
+                                        (-3, 10), (-2.5, 2)])
+def test_logspace_of_one_step_is_base_to_the_start_as_given(dtype, start, base):
+    # SILENT: one step of an integer dtype raised base to the truncated start (int64 4 ** 2.5
+    # was 16; PyTorch fills base ** start computed in double: 32, checked as fill_ checks).
+    _same_outcome(lambda L: L.logspace(start, 3, 1, base=base, dtype=getattr(L, dtype)))
+    got = _outcome(lambda: tg.logspace(start, 3, 1, base=base, dtype=getattr(tg, dtype)))
+    if got[0] == "ok":
+        np.testing.assert_array_equal(
+            tg.logspace(start, 3, 1, base=base, dtype=getattr(tg, dtype)).numpy(),
+            torch.logspace(start, 3, 1, base=base, dtype=getattr(torch, dtype)).numpy())
+
+
+@pytest.mark.parametrize("start,end", [(-2.5, 3), (2.5, -1.5), (2.5, 300), (-1, 3.5)])
+def test_logspace_checks_the_endpoints_as_given(start, end):
+    # uint8 refused -2 but took -2.5 (truncated first); PyTorch refuses both.
+    _same_outcome(lambda L: L.logspace(start, end, 4, base=2, dtype=L.uint8).tolist())
