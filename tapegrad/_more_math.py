@@ -1387,6 +1387,26 @@ def _imag_property(self):
     return imag(self)
 
 
+def _set_real_property(self, value):
+    """`t.real = v`: v (a tensor broadcast as copy_ does, or a number) written into the real
+    part, as PyTorch's setter copies into the view t.real (a real t: into t itself)."""
+    _write_part(real(self), value)
+
+
+def _set_imag_property(self, value):
+    """`t.imag = v`: v written into the imaginary part (PyTorch's error for a real t)."""
+    _write_part(imag(self), value)
+
+
+def _write_part(part, value):
+    # a tensor is copied (copy_'s broadcast and its errors), a number filled in by the
+    # assignment that checks it (and refuses a str or None in PyTorch's words)
+    if isinstance(value, _core.TensorBase):
+        part.copy_(value)
+    else:
+        part[...] = value
+
+
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to `namespace` (tapegrad's globals), the methods, properties and
     in-place forms to `tensor_cls`; existing names win."""
@@ -1402,6 +1422,6 @@ def register(namespace: dict, tensor_cls) -> None:
     if not has_member(tensor_cls, "float_power_"):
         tensor_cls.float_power_ = _float_power_
     if not has_member(tensor_cls, "real"):
-        tensor_cls.real = property(_real_property)
+        tensor_cls.real = property(_real_property, _set_real_property)
     if not has_member(tensor_cls, "imag"):
-        tensor_cls.imag = property(_imag_property)
+        tensor_cls.imag = property(_imag_property, _set_imag_property)
