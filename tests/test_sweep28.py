@@ -137,3 +137,19 @@ def test_real_and_imag_can_be_assigned(case):
     assert _outcome(lambda: make(tg)) == _outcome(lambda: make(torch))
     if _outcome(lambda: make(torch))[0] == "ok":
         np.testing.assert_array_equal(make(tg).numpy(), make(torch).numpy())
+
+
+# -- istft ---------------------------------------------------------------------------------------
+
+def test_istft_padding_warning_is_shown_once():
+    # PyTorch's "The length of signal is shorter than the length parameter" is TORCH_WARN_ONCE
+    # (test_istft_round_trip_with_padding asserts it once per process); it came on every call.
+    window = tg.hamming_window(256, dtype=tg.float64)
+    spectrum = tg.stft(tg.ones(2, 500, dtype=tg.float64), 256, 254, window=window,
+                       pad_mode="constant", return_complex=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            tg.istft(spectrum, 256, 254, window=window, length=500)
+    shorter = [w for w in caught if "shorter than the length parameter" in str(w.message)]
+    assert len(shorter) == 1 and shorter[0].category is UserWarning
