@@ -871,7 +871,9 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
     matrix = ord is not None and (isinstance(ord, str) or A.ndim == 2 and dim is None or (
         dim is not None and not isinstance(dim, int) and len(dim) == 2))
     if matrix:
-        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+        # (an int dim is PyTorch's one-element list here: matrix_norm's "must be a 2-tuple")
+        return matrix_norm(A, ord, (-2, -1) if dim is None else
+                           (dim,) if isinstance(dim, int) else dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 

@@ -153,3 +153,38 @@ def test_istft_padding_warning_is_shown_once():
             tg.istft(spectrum, 256, 254, window=window, length=500)
     shorter = [w for w in caught if "shorter than the length parameter" in str(w.message)]
     assert len(shorter) == 1 and shorter[0].category is UserWarning
+
+
+# -- error types ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda L, A: L.norm(A, "nuc", dim=0),
+    lambda L, A: A.norm("nuc", 0, True),
+    lambda L, A: L.linalg.norm(A, "fro", dim=0),
+    lambda L, A: L.linalg.norm(A, "nuc", dim=1),
+    lambda L, A: L.linalg.matrix_norm(A, "fro", dim=0),
+    lambda L, A: L.norm(A, "fro", dim=0),
+    lambda L, A: L.norm(A, "nuc", dim=(0,)),
+])
+def test_string_norms_of_one_int_dim(call):
+    # linalg.norm / torch.norm with a matrix order and an int dim raised the parser's TypeError;
+    # PyTorch passes [dim] on: "linalg.matrix_norm: dim must be a 2-tuple. Got 0" (torch.norm's
+    # 'fro' is a vector norm then; matrix_norm itself refuses the int as TypeError).
+    _same_outcome(lambda L: call(L, L.ones(3, 4, 5)).tolist())
+
+
+@pytest.mark.parametrize("fn", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "int64", "float64"])
+def test_fftfreq_dtypes(fn, dtype):
+    # complex dtypes pass PyTorch's floating check and fail in arange (NotImplementedError)
+    _same_outcome(lambda L: getattr(L.fft, fn)(4, dtype=getattr(L, dtype)).tolist())
+    _same_outcome(lambda L: getattr(L.fft, fn)(4.0))
+
+
+@pytest.mark.parametrize("fn", ["ihfftn", "ihfft2"])
+@pytest.mark.parametrize("kw", [dict(dim=(0, 1, 0)), dict(dim=(2, -1)), dict(s=(1,), dim=(0, 1)),
+                                dict(dim=(3,)), dict(s=(10, 10, 10, 10)), dict(dim=[]), {}])
+def test_ihfftn_checks_dims_before_the_dtype(fn, kw):
+    # a complex input met the dtype refusal first (RuntimeError where PyTorch's is the dims'
+    # IndexError "Dimension out of range", or "ihfftn must transform at least one axis")
+    _same_outcome(lambda L: getattr(L.fft, fn)(L.ones(10, 10, 10, dtype=L.complex64), **kw))

@@ -965,9 +965,10 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
         if p == "nuc":
             # the nuclear norm is linalg.matrix_norm's (singular values, with their gradient);
             # without dim, over every dim, which only a matrix has two of (as PyTorch)
+            # (an int dim is torch.norm's one-element list: matrix_norm's "must be a 2-tuple")
             from tapegrad.linalg import matrix_norm
-            return matrix_norm(input, "nuc", tuple(range(ndim)) if dim is None else dim,
-                               keepdim, dtype=dtype)
+            return matrix_norm(input, "nuc", tuple(range(ndim)) if dim is None else
+                               (dim,) if isinstance(dim, int) else dim, keepdim, dtype=dtype)
         pv = 2.0
     elif p is None:
         pv = 2.0
