@@ -775,7 +775,7 @@ def _only_size(kwargs: dict, fn: str):
 
 def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=None, device=None,
          pin_memory: bool = False) -> Tensor:
-    """A tensor of shape ``size`` (an int or a sequence) filled with ``fill_value``.
+    """A tensor of shape ``size`` (a sequence of ints) filled with ``fill_value``.
 
     Without ``dtype``, the dtype follows the value as in PyTorch: bool for a bool, int64 for an
     int, the default float dtype for a float.
@@ -787,6 +787,9 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=No
     """
     _check_placement("full", device, pin_memory)
     sparse_factory_layout(layout, "full", "full")
+    if not isinstance(size, (tuple, list)):     # (PyTorch's parser takes no single int here)
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{_type_name(size)}")
     numpy_bool = isinstance(fill_value, np.bool_)   # (PyTorch's parser reads it as a float)
     fill_value = _number_argument(fill_value, "full")
     if dtype is None:                   # inferred as a tapegrad dtype: _filled checks `dtype=`
@@ -795,8 +798,7 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=No
             np.dtype(np.bool_) if isinstance(fill_value, bool) else
             np.dtype(np.int64) if isinstance(fill_value, int) else
             _default_complex() if isinstance(fill_value, complex) else _default_float())
-    return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
-                   fill_value, dtype, requires_grad, "full", True)
+    return _filled((tuple(size),), fill_value, dtype, requires_grad, "full", True)
 
 
 def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = False,

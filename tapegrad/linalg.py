@@ -986,6 +986,7 @@ def svd(A, full_matrices=True, *, driver=None):
     _core.check_bool("linalg_svd", "full_matrices", full_matrices)
     _check_matrix(A, "linalg.svd")
     _check_float(A, "linalg.svd")
+    _refuse_driver(driver)
     return _return_type("linalg_svd")(_SVD.apply(A, bool(full_matrices)))
 
 
@@ -994,7 +995,15 @@ def svdvals(A, *, driver=None):
     A = _as_tensor(A, "linalg_svdvals")
     _check_matrix(A, "linalg.svdvals")
     _check_float(A, "linalg.svdvals")
+    _refuse_driver(driver)
     return _SVD.apply(A, False)[1]
+
+
+def _refuse_driver(driver):
+    # the LAPACK driver choice is cuSOLVER's only: PyTorch refuses any on the CPU
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
 
 
 def _count_tolerance(S, atol, rtol, shape):
@@ -1184,6 +1193,7 @@ def matrix_rank(input, tol=None, hermitian=False, *, atol=None, rtol=None):
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
                            "2 dimensions.")
     _check_float(A, "torch.linalg.matrix_rank")
+    _refuse_complex_tolerance("torch.linalg.matrix_rank", atol, rtol)
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         tolerance = _count_tolerance(S, atol, rtol, A.shape)
@@ -1198,6 +1208,14 @@ _PINV_SIGNATURES = "".join(f" * (Tensor input, {rest})\n" for rest in (
     "float rcond, bool hermitian = False, *, Tensor out = None"))
 _MATRIX_RANK_SIGNATURES = _PINV_SIGNATURES.replace("Tensor rcond", "Tensor tol").replace(
     "float rcond", "float tol")
+
+
+def _refuse_complex_tolerance(fn, atol, rtol):
+    """PyTorch's refusal of a complex tolerance tensor (a real number compares the magnitudes)."""
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if isinstance(tol, _core.TensorBase) and tol.is_complex():
+            raise RuntimeError(f"{fn}: {name} tensor of complex type is not supported. Got "
+                               f"{_core.scalar_type_name_of(tol._array.dtype)}")
 
 
 def _legacy_tolerance(fn, name, value, atol, rtol, signatures, absolute):
@@ -1227,6 +1245,7 @@ def pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None):
             f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
             "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
             "types")
+    _refuse_complex_tolerance("torch.linalg.pinv", atol, rtol)
     return _PseudoInverse.apply(A, atol, rtol, hermitian)
 
 

@@ -188,3 +188,25 @@ def test_ihfftn_checks_dims_before_the_dtype(fn, kw):
     # a complex input met the dtype refusal first (RuntimeError where PyTorch's is the dims'
     # IndexError "Dimension out of range", or "ihfftn must transform at least one axis")
     _same_outcome(lambda L: getattr(L.fft, fn)(L.ones(10, 10, 10, dtype=L.complex64), **kw))
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.full(2, 3),
+    lambda L: L.full(np.int64(2), 3),
+    lambda L: L.full(L.tensor([2, 3]), 1),
+    lambda L: L.full(L.Size([2]), 1),
+    lambda L: L.linalg.svd(L.eye(3), driver="gesvd"),
+    lambda L: L.linalg.svdvals(L.eye(3), driver="gesvd"),
+    lambda L: L.linalg.svd(L.eye(3), driver=None).S,
+    lambda L: L.linalg.pinv(L.eye(3), rtol=L.tensor([0.1j])),
+    lambda L: L.linalg.pinv(L.eye(3), atol=L.tensor(1j), hermitian=True),
+    lambda L: L.linalg.matrix_rank(L.eye(3), atol=L.tensor(1j)),
+    lambda L: L.linalg.matrix_rank(L.eye(3), rtol=L.tensor([0.1j])),
+    lambda L: L.multinomial(L.ones(2 ** 24 + 1), 1),
+    lambda L: L.multinomial(L.ones(0, 2 ** 24 + 1), 1),
+    lambda L: L.multinomial(-L.ones(2 ** 24 + 1), 1),
+])
+def test_refusals_where_pytorch_refuses(call):
+    # each of these computed (full of an int size, an svd driver on the CPU, a complex
+    # tolerance, more than 2^24 categories) where PyTorch raises
+    _same_outcome(lambda L: call(L).shape)
