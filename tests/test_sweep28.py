@@ -210,3 +210,18 @@ def test_refusals_where_pytorch_refuses(call):
     # each of these computed (full of an int size, an svd driver on the CPU, a complex
     # tolerance, more than 2^24 categories) where PyTorch raises
     _same_outcome(lambda L: call(L).shape)
+
+
+@pytest.mark.parametrize("shifts,dims", [((), ()), ((), 1), ([], None), (1, ()), (1, []), ([1, 1], ()),
+                                         ((1, 2), (0,)), (-1, None), ([2], [1])])
+def test_roll_shifts_and_dims(shifts, dims):
+    # an empty shifts was accepted (PyTorch: "`shifts` required"); an empty dims with one
+    # shift raised "must align" where PyTorch rolls the flattened tensor
+    _same_outcome(lambda L: L.arange(8).view(2, 4).roll(shifts, dims).tolist())
+
+
+def test_roll_with_empty_dims_is_differentiable_as_the_flat_roll():
+    got, want = (lib.arange(6.).view(2, 3).requires_grad_() for lib in (tg, torch))
+    for x, lib in ((got, tg), (want, torch)):
+        (x.roll(1, ()) * lib.arange(6.).view(2, 3)).sum().backward()
+    np.testing.assert_array_equal(got.grad.numpy(), want.grad.numpy())
