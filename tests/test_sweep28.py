@@ -225,3 +225,19 @@ def test_roll_with_empty_dims_is_differentiable_as_the_flat_roll():
     for x, lib in ((got, tg), (want, torch)):
         (x.roll(1, ()) * lib.arange(6.).view(2, 3)).sum().backward()
     np.testing.assert_array_equal(got.grad.numpy(), want.grad.numpy())
+
+
+@pytest.mark.parametrize("base,expanded", [
+    ((3, 1, 3, 3), (3, 3, 3, 3)), ((1, 3, 3), (4, 3, 3)), ((3, 3), (3, 3, 3)), ((1, 1, 3, 3), (2, 2, 3, 3)),
+    ((1, 2, 3, 3), (4, 2, 3, 3)), ((2, 1, 3, 3), (2, 2, 3, 3)), ((3, 1), (3, 3)), ((1, 3, 1, 3, 3), (2, 3, 2, 3, 3))])
+@pytest.mark.parametrize("op", ["triu_", "tril_"])
+def test_triangle_in_place_on_expanded_tensors(base, expanded, op):
+    # tril_/triu_ wrote an expanded 4-d tensor whose inner batch dim shares memory; PyTorch
+    # writes in place only up to 3 dims or when the batch dims are a contiguous stack (the
+    # first may be expanded), else refuses ("more than one element ... single memory location")
+    def make(lib):
+        b = lib.arange(float(int(np.prod(base)))).reshape(base).clone().expand(*expanded)
+        return getattr(b, op)(1).tolist()
+    _same_outcome(make)
+    if _outcome(lambda: make(torch))[0] == "ok":
+        assert make(tg) == make(torch)
