@@ -73,6 +73,18 @@ arange empty eye full linspace logspace ones zeros sum prod nansum cumsum cumpro
 fft_fftfreq fft_rfftfreq
 """.split())
 
+# Those of them refuse a dtype= argument other than out's dtype, in these words (placeholders:
+# {dtype} / {out} as ScalarType names them, {dtype_c} / {out_c} as C does).
+DTYPE_ARGUMENT_MISMATCH = {
+    **dict.fromkeys("""arange empty eye full linspace logspace ones zeros range fft_fftfreq
+                       fft_rfftfreq""".split(),
+                    "dtype {dtype} does not match dtype of out parameter ({out})"),
+    **dict.fromkeys("sum prod cumsum cumprod".split(),
+                    "Expected out tensor to have dtype {dtype_c}, but got {out_c} instead"),
+    "nansum": "nansum: provided dtype must match dtype of result. Got {out} and {dtype}.",
+}
+assert set(DTYPE_ARGUMENT_MISMATCH) == DTYPE_FROM_OUT
+
 # The ops whose out PyTorch refuses in any dtype but the result's (where the others cast a
 # result into any out of the same kind), with PyTorch's message for each (read from torch 2.13's
 # errors; placeholders: {out} / {result} name dtypes as ScalarType does, "Float", {out_c} /
@@ -195,7 +207,8 @@ index_copy
 """.split()
 OVERLAP_CHECKED_OUT = {**dict.fromkeys(_PARTIAL_OVERLAP_REFUSED, False),
                        **dict.fromkeys(_ANY_OVERLAP_REFUSED, True)}
-_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT)
+_core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
+                     DTYPE_ARGUMENT_MISMATCH)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -241,3 +241,27 @@ def test_triangle_in_place_on_expanded_tensors(base, expanded, op):
     _same_outcome(make)
     if _outcome(lambda: make(torch))[0] == "ok":
         assert make(tg) == make(torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.zeros((2, 3), dtype=L.float32, out=L.empty(2, 3, dtype=L.float64)),
+    lambda L: L.ones((2,), dtype=L.int64, out=L.empty(2)),
+    lambda L: L.full((2,), 1., dtype=L.float64, out=L.empty(2)),
+    lambda L: L.empty((2,), dtype=L.float64, out=L.empty(2)),
+    lambda L: L.eye(2, dtype=L.float64, out=L.empty(2)),
+    lambda L: L.arange(3, dtype=L.float64, out=L.empty(2)),
+    lambda L: L.linspace(0, 1, 3, dtype=L.float64, out=L.empty(2)),
+    lambda L: L.logspace(0, 2, 3, dtype=L.float64, out=L.empty(2)),
+    lambda L: L.fft.fftfreq(3, dtype=L.float64, out=L.empty(3)),
+    lambda L: L.sum(L.ones(3), 0, dtype=L.float64, out=L.empty(())),
+    lambda L: L.cumprod(L.ones(3), 0, dtype=L.float64, out=L.empty(3)),
+    lambda L: L.nansum(L.ones(3), 0, dtype=L.float64, out=L.empty(())),
+    lambda L: L.sum(L.ones(3, dtype=L.int64), 0, dtype=L.int32, out=L.empty((), dtype=L.int64)),
+    lambda L: L.zeros(2, dtype=L.float64, out=L.empty(2, dtype=L.float64)),
+    lambda L: L.sum(L.ones(3), 0, dtype=L.float64, out=L.empty((), dtype=L.float64)),
+])
+def test_dtype_argument_must_be_outs_dtype(call):
+    # SILENT-ish: a dtype= other than out's was ignored (the values written in out's dtype);
+    # PyTorch refuses it (test_zeros_dtype_out_match): "dtype Float does not match dtype of
+    # out parameter (Double)", the sums in their own words
+    _same_outcome(lambda L: call(L).tolist())

@@ -1051,13 +1051,21 @@ cdef str RESIZED = (
 cdef dict overlap_checked_out = {}
 
 
+# The functions that compute in out's dtype (WithOut's dtype_from_out) refuse a dtype= argument
+# that is not out's: name -> PyTorch's message ({dtype} / {out} as ScalarType names them,
+# {dtype_c} / {out_c} as C does).  tapegrad/_out_arg.py's DTYPE_ARGUMENT_MISMATCH.
+cdef dict dtype_argument_mismatch = {}
+
+
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
-                   dict overlap_checked):
+                   dict overlap_checked, dict dtype_mismatch):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
+    global dtype_argument_mismatch
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
     overlap_checked_out = overlap_checked
+    dtype_argument_mismatch = dtype_mismatch
 
 
 cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same_too) except -1:
@@ -1220,9 +1228,28 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     out = kwargs.pop("out")
     if out is None:
         return fn(*args, **kwargs)
-    if dtype_from_out and kwargs.get("dtype") is None and isinstance(out, TensorBase):
-        kwargs["dtype"] = (<TensorBase>out).dtype
+    if dtype_from_out and isinstance(out, TensorBase):
+        given = kwargs.get("dtype")
+        if given is None:
+            kwargs["dtype"] = (<TensorBase>out).dtype
+        else:
+            refuse_other_dtype(name, given, (<TensorBase>out)._array.dtype)
     return write_out(name, out, args, fn, kwargs)
+
+
+cdef int refuse_other_dtype(str name, object given, object out_dtype) except -1:
+    """PyTorch's refusal of a dtype= that is not the out tensor's, for a function computing in
+    out's dtype (torch.zeros(2, dtype=torch.float64, out=float32_tensor))."""
+    message = dtype_argument_mismatch.get(name)
+    if message is None:
+        return 0
+    D = to_np_dtype(given, name)
+    if D != out_dtype:
+        raise RuntimeError((<str>message).format(
+            dtype=scalar_type_name(D), out=scalar_type_name(out_dtype),
+            dtype_c=C_TYPE_NAMES.get(D.name, D.name),
+            out_c=C_TYPE_NAMES.get(out_dtype.name, out_dtype.name)))
+    return 0
 
 
 # WithOut(name, fn, dtype_from_out): a public function given PyTorch's keyword-only out=
