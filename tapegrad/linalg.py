@@ -1041,7 +1041,10 @@ def cond(input, p=None):
     A = _as_tensor(input, "linalg_cond", "input")
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
-        raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
+        # (PyTorch names the tensor A for a string order only, its matrix_norm path)
+        raise RuntimeError(f"linalg.cond{f'(ord={p})' if isinstance(p, str) else ''}: The input "
+                           f"tensor {'A ' if isinstance(p, str) else ''}must have at least 2 "
+                           "dimensions.")
     if isinstance(p, str):
         _check_square(A, f"linalg.cond(ord={p})")
     if A.numel() == 0:
@@ -1529,6 +1532,8 @@ def lstsq(input, b, rcond=None, *, driver=None):
     # PyTorch's order of checks: rank, dtypes, shapes, driver, then a floating dtype
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
     if A.dtype != B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
                            f"dtype, but got input's dtype "

@@ -265,3 +265,17 @@ def test_dtype_argument_must_be_outs_dtype(call):
     # PyTorch refuses it (test_zeros_dtype_out_match): "dtype Float does not match dtype of
     # out parameter (Double)", the sums in their own words
     _same_outcome(lambda L: call(L).tolist())
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.linalg.lstsq(L.ones(2, 3), L.tensor(1.)),
+    lambda L: L.linalg.lstsq(L.ones(2, 3), L.tensor(1, dtype=L.int64)),
+    lambda L: L.linalg.cond(L.ones(3)),
+    lambda L: L.linalg.cond(L.ones(3), "fro"),
+    lambda L: L.linalg.cond(L.ones(3), "nuc"),
+    lambda L: L.linalg.cond(L.ones(3), 2),
+])
+def test_linalg_rank_messages(call):
+    # lstsq of a 0-d other gave the rank-difference message (PyTorch: "other must have at least
+    # 1 dimension", checked before the dtypes); cond named "tensor A" for every order
+    _same_outcome(call)
