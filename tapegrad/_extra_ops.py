@@ -1860,6 +1860,10 @@ def roll(input, shifts, dims=None):
                         f"{type(bad).__name__}")
     if not shifts:
         raise RuntimeError("`shifts` required")
+    if dims is not None and not (isinstance(dims, (int, np.integer)) or _one_int_tensor(dims)):
+        dims = list(dims)
+        if not dims:                # (PyTorch's default: an empty dims is dims=None)
+            dims = None
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")

@@ -19,7 +19,8 @@ import numpy as np
 
 from . import _core
 from ._extra_ops import _wrap
-from ._more_math import _LUFactor, _lu_factor_values, _permutation, lu_unpack
+from ._more_math import (_LUFactor, _lu_factor_values, _permutation, _zero_pivot_info,
+                         lu_unpack)
 
 _FACTOR_HINT = ("If you still want to perform the factorization, consider calling "
                 "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
@@ -41,15 +42,6 @@ def _check_lu_input(A, name: str, pivot: bool) -> None:
     _refuse_half(A, name)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-
-
-def _zero_pivot_info(lu_values: np.ndarray) -> np.ndarray:
-    """LAPACK getrf's info per matrix: the 1-based index of the first zero on U's diagonal."""
-    diagonal = np.diagonal(lu_values, axis1=-2, axis2=-1)
-    zero = diagonal == 0
-    if not zero.shape[-1]:                              # empty matrices: nothing to divide by
-        return np.zeros(zero.shape[:-1], dtype=np.int32)
-    return np.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype(np.int32)
 
 
 def _factor(A, name: str, pivot: bool):

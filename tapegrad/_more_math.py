@@ -1053,6 +1053,15 @@ def _batches(arr: np.ndarray, core: int) -> np.ndarray:
     return arr.reshape((int(np.prod(arr.shape[:split], dtype=np.int64)),) + arr.shape[split:])
 
 
+def _zero_pivot_info(lu_values: np.ndarray) -> np.ndarray:
+    """LAPACK getrf's info per matrix: the 1-based index of the first zero on U's diagonal."""
+    diagonal = np.diagonal(lu_values, axis1=-2, axis2=-1)
+    zero = diagonal == 0
+    if not zero.shape[-1]:                              # empty matrices: nothing to divide by
+        return np.zeros(zero.shape[:-1], dtype=np.int32)
+    return np.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype(np.int32)
+
+
 def _lu_factor_values(a: np.ndarray):
     """LAPACK getrf by partial pivoting on a copy of a (..., m, n): the packed LU (L below the
     diagonal, unit diagonal implied, U on and above) and the 1-based int32 pivots (row k was
@@ -1180,9 +1189,7 @@ def lu(A, pivot=True, get_infos=False):
     pivots_t = _wrap(pivots)
     if not get_infos:
         return packed, pivots_t
-    diagonal = np.diagonal(lu_values, axis1=-2, axis2=-1)
-    zero = diagonal == 0
-    info = np.where(zero.any(-1), zero.argmax(-1) + 1, 0).astype(np.int32)
+    info = _zero_pivot_info(lu_values)
     return _core.return_types._lu_with_info((packed, pivots_t, _wrap(info)))
 
 

@@ -91,14 +91,13 @@ EXACT_OUT_DTYPE = {
     **dict.fromkeys("""sort msort topk norm matmul mm bmm mv addmm addmv baddbmm tril
                        triu gather diag cross inverse argmax argmin aminmax renorm index_add
                        index_copy triangular_solve frobenius_norm qr svd lu_unpack isin
-                       linalg_cholesky linalg_cholesky_ex linalg_cond linalg_cross linalg_det
-                       linalg_eig linalg_eigh linalg_eigvals linalg_eigvalsh linalg_inv
+                       linalg_cholesky linalg_cholesky_ex linalg_cross linalg_det
+                       linalg_eigh linalg_eigvalsh linalg_inv
                        linalg_inv_ex linalg_lu linalg_lu_factor linalg_lu_factor_ex
-                       linalg_lu_solve linalg_matmul linalg_matrix_power linalg_matrix_rank
+                       linalg_lu_solve linalg_matmul linalg_matrix_power
                        linalg_qr linalg_slogdet linalg_solve linalg_solve_ex
-                       linalg_solve_triangular linalg_svd linalg_svdvals linalg_tensorinv
-                       linalg_tensorsolve linalg_vecdot linalg_vector_norm
-                       linalg_householder_product softmax log_softmax""".split(), _EXPECTED),
+                       linalg_solve_triangular linalg_svd linalg_svdvals
+                       linalg_vecdot linalg_vector_norm softmax log_softmax""".split(), _EXPECTED),
     **dict.fromkeys(("cummax", "cummin", "logcumsumexp"), _SCALAR_TYPE),
     "where": "Expected out type to be {result} but got {out}",
     **dict.fromkeys(("amax", "amin"), "Expected the dtype for input and out to match, but got "
@@ -159,9 +158,26 @@ OUT_RESIZE_WARNING = {
 # The ops whose refusal of an out their result cannot be cast to (a float result into an int64
 # out) is not TensorIterator's RuntimeError "result type Float can't be cast to the desired
 # output type Long": PyTorch's joins all go through cat's check, a TypeError in cat's words.
-UNCASTABLE_OUT = dict.fromkeys(
-    "cat concat concatenate stack hstack vstack dstack column_stack row_stack".split(),
-    (TypeError, "torch.cat(): input types can't be cast to the desired output type {out}"))
+# The linalg ops below cast into any out their result can be cast to (eig's complex64
+# eigenvalues into a complex128 out, matrix_rank's int64 into int32 or float64) and refuse the
+# others in their own words ({result} names the result's dtype, {out} the out's).
+_SAFELY_CASTABLE = "Expected {which} to be safely castable from {{result}} dtype, but got {which} " \
+                   "with dtype {{out}}"
+UNCASTABLE_OUT = {
+    **dict.fromkeys(
+        "cat concat concatenate stack hstack vstack dstack column_stack row_stack".split(),
+        (TypeError, "torch.cat(): input types can't be cast to the desired output type {out}")),
+    "linalg_eig": (RuntimeError, tuple("torch.linalg.eig: " + _SAFELY_CASTABLE.format(which=w)
+                                       for w in ("eigenvalues", "eigenvectors"))),
+    "linalg_eigvals": (RuntimeError,
+                       "torch.linalg.eigvals: " + _SAFELY_CASTABLE.format(which="eigenvalues")),
+    **{name: (RuntimeError, prefix + _SAFELY_CASTABLE.format(which="result"))
+       for name, prefix in (("linalg_cond", "linalg.cond: "),
+                            ("linalg_matrix_rank", "torch.linalg.matrix_rank: "),
+                            ("linalg_tensorinv", "tensorinv: "),
+                            ("linalg_tensorsolve", "tensorsolve: "),
+                            ("linalg_householder_product", "torch.linalg.householder_product: "))},
+}
 # The ops whose out PyTorch refuses when it partly shares memory with an input
 # (torch.exp(x[:4], out=x[2:]): "unsupported operation: some elements of the input tensor and
 # the written-to tensor refer to a single memory location"), each checked against torch 2.13:
@@ -197,7 +213,8 @@ DTYPE_ARG_MATCHES_OUT = {
                     "Expected out tensor to have dtype {dtype_c}, but got {out_c} instead"),
     **dict.fromkeys(("nansum", "nanmean"),
                     "nansum: provided dtype must match dtype of result. Got {out} and {dtype}."),
-    **dict.fromkeys("arange empty eye full linspace logspace ones zeros range".split(),
+    **dict.fromkeys("""arange empty eye full linspace logspace ones zeros range fft_fftfreq
+                       fft_rfftfreq""".split(),
                     "dtype {dtype} does not match dtype of out parameter ({out})"),
 }
 # The ops whose results PyTorch never differentiates (bool and index results, counts): an

@@ -19,8 +19,6 @@ The refusals carry PyTorch's messages, which print the resolved call ahead of th
 """
 from __future__ import annotations
 
-import warnings
-
 from . import _core
 from ._extra_ops import _check_tensor
 
@@ -242,7 +240,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if input.dim() == 2:
         signal = signal.squeeze(0)
     if end > total:
-        warnings.warn(_ISTFT_SHORT, UserWarning, stacklevel=2)
+        _core.warn_once(_ISTFT_SHORT)          # (PyTorch: TORCH_WARN_ONCE)
         signal = tg.nn.functional.pad(signal, [0, end - total])
     return signal
 

@@ -781,7 +781,7 @@ def _only_size(kwargs: dict, fn: str):
 
 def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=None, device=None,
          pin_memory: bool = False) -> Tensor:
-    """A tensor of shape ``size`` (an int or a sequence) filled with ``fill_value``.
+    """A tensor of shape ``size`` (a sequence of ints) filled with ``fill_value``.
 
     Without ``dtype``, the dtype follows the value as in PyTorch: bool for a bool, int64 for an
     int, the default float dtype for a float.
@@ -793,6 +793,9 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=No
     """
     _check_placement("full", device, pin_memory)
     sparse_factory_layout(layout, "full", "full")
+    if not isinstance(size, (tuple, list)):     # (PyTorch's parser takes no single int here)
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{_type_name(size)}")
     numpy_bool = isinstance(fill_value, np.bool_)   # (PyTorch's parser reads it as a float)
     fill_value = _number_argument(fill_value, "full")
     if dtype is None:                   # inferred as a tapegrad dtype: _filled checks `dtype=`
@@ -801,8 +804,7 @@ def full(size, fill_value, dtype=None, requires_grad: bool = False, *, layout=No
             np.dtype(np.bool_) if isinstance(fill_value, bool) else
             np.dtype(np.int64) if isinstance(fill_value, int) else
             _default_complex() if isinstance(fill_value, complex) else _default_float())
-    return _filled((size,) if not isinstance(size, (tuple, list)) else (tuple(size),),
-                   fill_value, dtype, requires_grad, "full", True)
+    return _filled((tuple(size),), fill_value, dtype, requires_grad, "full", True)
 
 
 def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = False,
@@ -1140,24 +1142,29 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
                 _complex_range(dt, start, end, steps))
         with _core.IeeeResults():
             return _make(np.power(dt.type(base), exps).astype(dt), requires_grad)
+    if steps == 0:
+        return _make(np.empty(0, dtype=dt), requires_grad)
+    if steps == 1:
+        # PyTorch fills the one value base ** start computed in double from start as given
+        # (4 ** 2.5 is 32 in int64), checked as any number written into the dtype
+        with _core.IeeeResults():
+            value = np.power(np.float64(base), np.float64(start))
+        return _make(np.full(1, _core._scalar_to_dtype(float(value), dt, True), dtype=dt),
+                     requires_grad)
+    # PyTorch's overflow error, on the endpoints as given (uint8 refuses -2.5, not -2)
+    _endpoints_as(dt, start, end)
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
     else:
         ct = np.dtype(np.float64)
         start, end = int(start), int(end)
-    if steps == 0:
-        return _make(np.empty(0, dtype=dt), requires_grad)
-    _endpoints_as(dt, start, end if steps > 1 else None)        # (PyTorch's overflow error)
     with _core.IeeeResults():
-        if steps == 1:
-            values = np.power(ct.type(base), np.full(1, start, dtype=ct))
-        else:
-            s, e = ct.type(start), ct.type(end)
-            step = (e - s) / ct.type(steps - 1)
-            idx = np.arange(steps)
-            exps = np.where(idx < steps // 2, s + step * idx.astype(ct),
-                            e - step * (steps - idx - 1).astype(ct)).astype(ct)
-            values = np.power(ct.type(base), exps)
+        s, e = ct.type(start), ct.type(end)
+        step = (e - s) / ct.type(steps - 1)
+        idx = np.arange(steps)
+        exps = np.where(idx < steps // 2, s + step * idx.astype(ct),
+                        e - step * (steps - idx - 1).astype(ct)).astype(ct)
+        values = np.power(ct.type(base), exps)
         values = values.astype(dt)      # (past an integer dtype's range: PyTorch's cast, quiet)
     return _make(values, requires_grad)
 

@@ -29,6 +29,9 @@ def _frequencies(fn: str, n, d, dtype, device, requires_grad, values: np.ndarray
     from .creation import _np_dtype, _default_float
     check_device(device, fn)
     np_dtype = _np_dtype(dtype) or _default_float()
+    if np.dtype(np_dtype).kind == "c":      # (passes this check, then fails in arange)
+        raise NotImplementedError(f'"arange_cpu" not implemented for '
+                                  f"'{_core.scalar_type_name_of(np.dtype(np_dtype))}'")
     if np.dtype(np_dtype).kind != "f":
         raise RuntimeError(f"{fn} requires a floating point or complex dtype")
     # PyTorch: arange in the result dtype, then one multiplication by 1 / (n * d) (inf for
@@ -44,7 +47,7 @@ def _frequencies(fn: str, n, d, dtype, device, requires_grad, values: np.ndarray
 
 def _check_n(fn: str, n) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"{fn}(): argument 'n' (position 1) must be int, not {_type_name(n)}")
+        raise TypeError(f"fft_{fn}(): argument 'n' (position 1) must be int, not {_type_name(n)}")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     return int(n)
@@ -382,6 +385,8 @@ def _c2c_call(fn, input, s, dim, norm, forward, default_dims):
 
 def _r2c_call(fn, input, s, dim, norm, forward, default_dims):
     _check_input(fn, input)
+    if fn in ("ihfft2", "ihfftn"):      # (PyTorch checks their dims before the input's dtype)
+        _check_some_axis(fn, _plan(fn, input, s, dim, default_dims)[0])
     x = _real_input(fn, input)
     dims, sizes = _plan(fn, x, s, dim, default_dims)
     _check_some_axis(fn, dims)

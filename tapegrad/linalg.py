@@ -871,7 +871,9 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
     matrix = ord is not None and (isinstance(ord, str) or A.ndim == 2 and dim is None or (
         dim is not None and not isinstance(dim, int) and len(dim) == 2))
     if matrix:
-        return matrix_norm(A, ord, (-2, -1) if dim is None else dim, keepdim, dtype=dtype)
+        # (an int dim is PyTorch's one-element list here: matrix_norm's "must be a 2-tuple")
+        return matrix_norm(A, ord, (-2, -1) if dim is None else
+                           (dim,) if isinstance(dim, int) else dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
@@ -984,6 +986,7 @@ def svd(A, full_matrices=True, *, driver=None):
     _core.check_bool("linalg_svd", "full_matrices", full_matrices)
     _check_matrix(A, "linalg.svd")
     _check_float(A, "linalg.svd")
+    _refuse_driver(driver)
     return _return_type("linalg_svd")(_SVD.apply(A, bool(full_matrices)))
 
 
@@ -992,7 +995,15 @@ def svdvals(A, *, driver=None):
     A = _as_tensor(A, "linalg_svdvals")
     _check_matrix(A, "linalg.svdvals")
     _check_float(A, "linalg.svdvals")
+    _refuse_driver(driver)
     return _SVD.apply(A, False)[1]
+
+
+def _refuse_driver(driver):
+    # the LAPACK driver choice is cuSOLVER's only: PyTorch refuses any on the CPU
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
 
 
 def _count_tolerance(S, atol, rtol, shape):
@@ -1030,7 +1041,10 @@ def cond(input, p=None):
     A = _as_tensor(input, "linalg_cond", "input")
     _check_float(A, "linalg.cond")
     if A.ndim < 2:
-        raise RuntimeError(f"linalg.cond: The input tensor A must have at least 2 dimensions.")
+        # (PyTorch names the tensor A for a string order only, its matrix_norm path)
+        raise RuntimeError(f"linalg.cond{f'(ord={p})' if isinstance(p, str) else ''}: The input "
+                           f"tensor {'A ' if isinstance(p, str) else ''}must have at least 2 "
+                           "dimensions.")
     if isinstance(p, str):
         _check_square(A, f"linalg.cond(ord={p})")
     if A.numel() == 0:
@@ -1182,6 +1196,7 @@ def matrix_rank(input, tol=None, hermitian=False, *, atol=None, rtol=None):
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least "
                            "2 dimensions.")
     _check_float(A, "torch.linalg.matrix_rank")
+    _refuse_complex_tolerance("torch.linalg.matrix_rank", atol, rtol)
     with no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         tolerance = _count_tolerance(S, atol, rtol, A.shape)
@@ -1196,6 +1211,14 @@ _PINV_SIGNATURES = "".join(f" * (Tensor input, {rest})\n" for rest in (
     "float rcond, bool hermitian = False, *, Tensor out = None"))
 _MATRIX_RANK_SIGNATURES = _PINV_SIGNATURES.replace("Tensor rcond", "Tensor tol").replace(
     "float rcond", "float tol")
+
+
+def _refuse_complex_tolerance(fn, atol, rtol):
+    """PyTorch's refusal of a complex tolerance tensor (a real number compares the magnitudes)."""
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if isinstance(tol, _core.TensorBase) and tol.is_complex():
+            raise RuntimeError(f"{fn}: {name} tensor of complex type is not supported. Got "
+                               f"{_core.scalar_type_name_of(tol._array.dtype)}")
 
 
 def _legacy_tolerance(fn, name, value, atol, rtol, signatures, absolute):
@@ -1225,6 +1248,7 @@ def pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None):
             f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
             "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
             "types")
+    _refuse_complex_tolerance("torch.linalg.pinv", atol, rtol)
     return _PseudoInverse.apply(A, atol, rtol, hermitian)
 
 
@@ -1508,6 +1532,8 @@ def lstsq(input, b, rcond=None, *, driver=None):
     # PyTorch's order of checks: rank, dtypes, shapes, driver, then a floating dtype
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
     if A.dtype != B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
                            f"dtype, but got input's dtype "

@@ -631,6 +631,8 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
                            "replacement")
     if n == 0:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if n > 1 << 24:
+        raise RuntimeError("number of categories cannot exceed 2^24")
     W = np.atleast_2d(P).astype(np.float64)
     if not bool(np.all(np.isfinite(W))) or bool(np.any(W < 0)):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")

@@ -5,7 +5,7 @@
 include "module_prelude.pxi"
 from tapegrad._ops_unary cimport *
 from tapegrad._ops_inplace cimport *
-from tapegrad._ops_shape cimport overlaps_itself, view_result
+from tapegrad._ops_shape cimport overlaps_itself, overlapping_write_message, view_result
 
 from tapegrad._core import NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, register_edges
 

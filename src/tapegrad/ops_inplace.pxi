@@ -1182,7 +1182,7 @@ cdef int refuse_out_before_kernel(str name, tuple outs, tuple operands, str miss
 
 
 cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs,
-                   object rule=None) except -1:
+                   object rule=None, Py_ssize_t index=0) except -1:
     """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
     dtype if it can be (unless `rule`, PyTorch's message for an op that allows no cast:
     exact_out_dtype), o resized (with PyTorch's warning unless it was empty) to res's shape; a
@@ -1210,8 +1210,13 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
     if not castable:
         refusal = uncastable_out.get(name)
         if refusal is not None:
-            raise (<tuple>refusal)[0]((<str>(<tuple>refusal)[1]).format(
-                out=scalar_type_name(A.dtype)))
+            # (one message, or one per result of a tuple-returning op: eig's eigenvalues and
+            # eigenvectors are named apart)
+            message = (<tuple>refusal)[1]
+            if isinstance(message, tuple):
+                message = (<tuple>message)[index]
+            raise (<tuple>refusal)[0]((<str>message).format(
+                out=scalar_type_name(A.dtype), result=scalar_type_name(R.dtype)))
         raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the desired "
                            f"output type {output_type_name(name, operands, kwargs, A.dtype)}")
     if A.shape != R.shape:
@@ -1281,7 +1286,7 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
         rule = None
     for k in range(len(outs)):
         store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
-                  rule[k] if isinstance(rule, tuple) else rule)
+                  rule[k] if isinstance(rule, tuple) else rule, k)
     if isinstance(out, TensorBase):
         return out
     if type(res) is tuple:

@@ -889,9 +889,31 @@ cdef object outside_triangle(int op, TensorBase input, object diagonal):
     A = input._array
     if A.ndim < 2 or not overlaps_itself(A):
         return None
+    if not batches_in_place(A):
+        # PyTorch computes such a tensor's triangle apart and copies it back: a copy into
+        # elements that share memory, which it refuses
+        raise RuntimeError(overlapping_write_message())
     keep = np.ones(A.shape[-2:], dtype=np.bool_)
     k = operator.index(diagonal)
     return ~(np.tril(keep, k) if op == OP_TRIL else np.triu(keep, k))
+
+
+cdef bint batches_in_place(object A):
+    """Whether PyTorch's tril_ / triu_ write self in place (its checkTrilTriuBatchContiguous):
+    up to 3 dims always; beyond, each batch dim must be laid out as in a contiguous stack of the
+    matrices, except the first, which may also be expanded (stride 0) or of size 1."""
+    if A.ndim <= 3:
+        return True
+    cdef Py_ssize_t expected = A.shape[A.ndim - 1] * A.shape[A.ndim - 2]
+    cdef int i
+    for i in range(A.ndim - 3, -1, -1):
+        stride = A.strides[i] // A.itemsize
+        if i == 0 and (stride == 0 or A.shape[0] == 1):
+            continue
+        if stride != expected:
+            return False
+        expected *= A.shape[i]
+    return True
 
 
 def tril_(TensorBase self, diagonal=0):

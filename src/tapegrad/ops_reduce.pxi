@@ -965,6 +965,7 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
         if p == "nuc":
             # the nuclear norm is linalg.matrix_norm's (singular values, with their gradient);
             # without dim, over every dim, which only a matrix has two of (as PyTorch)
+            # (an int dim is torch.norm's one-element list: matrix_norm's "must be a 2-tuple")
             from tapegrad.linalg import matrix_norm
             # (one int dim is PyTorch's one-element list, which matrix_norm refuses by its size)
             return matrix_norm(input, "nuc", tuple(range(ndim)) if dim is None else
