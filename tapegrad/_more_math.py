@@ -1404,10 +1404,12 @@ def _part_setter(getter):
     records the write (as any copy_ into a view)."""
     def set_part(self, value):
         part = getter(self)
-        if isinstance(value, (bool, int, float, complex, np.number)):
-            value = _creation.tensor(value, dtype=part.dtype)
-        elif not isinstance(value, _core.TensorBase):
-            raise TypeError(f"can't assign a {type(value).__name__} to a {part.type()}")
+        if not isinstance(value, _core.TensorBase):
+            # a number as PyTorch's fill of the part checks and converts it (a str or None, or
+            # a complex number for a real part, refused in its words)
+            number = _creation.empty((), dtype=part.dtype)
+            number[...] = value
+            value = number
         if part is not self and _core.is_grad_enabled() and (self.requires_grad
                                                              or value.requires_grad):
             # The core records no in-place write through a reinterpreting view: write the
