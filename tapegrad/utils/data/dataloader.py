@@ -6,6 +6,8 @@ import collections.abc
 import copy
 import functools
 import math
+import multiprocessing
+import multiprocessing.context
 import os
 import re
 import warnings
@@ -276,6 +278,12 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
 
     __repr__ = _object_repr
 
+    # The attributes the sampler chain was built from: set after __init__, they would be
+    # silently ignored (the BatchSampler keeps the old batch_size), so PyTorch refuses them.
+    _FROZEN_AFTER_INIT = frozenset(("batch_size", "batch_sampler", "sampler", "drop_last",
+                                    "dataset", "persistent_workers"))
+    _initialized = False
+
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,
                  sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
@@ -352,6 +360,38 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self.check_worker_number_rationality()
+        self._initialized = True
+
+    def __setattr__(self, attr, val) -> None:
+        if self._initialized and attr in self._FROZEN_AFTER_INIT:
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(attr, val)
+
+    @property
+    def multiprocessing_context(self):
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context) -> None:
+        """A start method's name becomes its context; checked here, as PyTorch does, so a
+        wrong one fails at construction, not at the first epoch."""
+        if context is not None:
+            if self.num_workers <= 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process "
+                                 f"loading (num_workers > 0), but got num_workers={self.num_workers}")
+            if isinstance(context, str):
+                methods = multiprocessing.get_all_start_methods()
+                if context not in methods:
+                    raise ValueError("multiprocessing_context option should specify a valid "
+                                     f"start method in {methods!r}, but got "
+                                     f"multiprocessing_context={context!r}")
+                context = multiprocessing.get_context(context)
+            if not isinstance(context, multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context object "
+                                "or a string specifying the start method, but got "
+                                f"multiprocessing_context={context}")
+        self._multiprocessing_context = context
 
     def check_worker_number_rationality(self) -> None:
         """Warn, as PyTorch does at construction and at each new workers' iterator, when more

@@ -1,0 +1,80 @@
+"""Sweep 30: data loading and serialization against the hand-written cases of PyTorch's
+test_dataloader.py and test_serialization.py; each case runs the same code under tapegrad and
+torch and compares values, types, aliasing and exception types and messages."""
+import io
+import multiprocessing
+import pickle
+
+import numpy as np
+import pytest
+
+import tapegrad
+from tapegrad.utils.data import DataLoader as TgDataLoader
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
+
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as exc:            # the type and message are what the tests compare
+        return type(exc).__name__, str(exc)
+    return None
+
+
+# -- DataLoader ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("attr, value", [("batch_size", 3), ("drop_last", True),
+                                         ("sampler", [0, 1]), ("batch_sampler", [[0]]),
+                                         ("dataset", range(3)), ("persistent_workers", True)])
+def test_loader_refuses_sampler_attributes_after_init(attr, value):
+    # Before, `loader.batch_size = 3` was accepted and silently ignored: the BatchSampler built
+    # in __init__ kept batching by 2.
+    want = _raised(lambda: setattr(TorchDataLoader(range(5), batch_size=2), attr, value))
+    got = _raised(lambda: setattr(TgDataLoader(range(5), batch_size=2), attr, value))
+    assert want is not None and got == want
+
+
+def test_loader_other_attributes_stay_settable():
+    loader = TgDataLoader(range(4), batch_size=2)
+    loader.collate_fn = lambda batch: batch
+    loader.timeout = 3
+    assert list(loader) == [[0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize("workers, context", [(0, "spawn"), (0, "fork"), (2, "bogus"), (2, 3)])
+def test_loader_checks_multiprocessing_context_at_construction(workers, context):
+    want = _raised(lambda: TorchDataLoader(range(4), num_workers=workers,
+                                           multiprocessing_context=context))
+    got = _raised(lambda: TgDataLoader(range(4), num_workers=workers,
+                                       multiprocessing_context=context))
+    assert want is not None and got == want
+
+
+def test_loader_multiprocessing_context_name_becomes_context():
+    loader = TgDataLoader(range(4), batch_size=2, num_workers=2, multiprocessing_context="fork")
+    want = TorchDataLoader(range(4), num_workers=2, multiprocessing_context="fork")
+    assert isinstance(loader.multiprocessing_context, multiprocessing.context.BaseContext)
+    assert (loader.multiprocessing_context.get_start_method()
+            == want.multiprocessing_context.get_start_method())
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
+
+
+@pytest.mark.parametrize("weights, count, replacement", [
+    ([-1., 1.], 2, True), ([float("nan"), 1.], 2, True), ([float("inf"), 1.], 2, True),
+    ([[1., 1.], [-1., 1.]], 2, True), ([[0., 0.], [-1., 1.]], 2, True), ([0., 0.], 2, True),
+    ([-1., 1.], 1, True), ([-1., 1.], 1, False), ([float("nan"), 1.], 2, False)])
+def test_multinomial_bad_weights_messages(weights, count, replacement):
+    # WeightedRandomSampler with a negative weight reaches these through torch.multinomial.
+    want = _raised(lambda: torch.multinomial(torch.tensor(weights), count, replacement))
+    got = _raised(lambda: tapegrad.multinomial(tapegrad.tensor(weights), count, replacement))
+    assert want is not None and got == want
+
+
+def test_weighted_sampler_negative_weight_message():
+    from tapegrad.utils.data import WeightedRandomSampler as TgSampler
+    from torch.utils.data import WeightedRandomSampler as TorchSampler
+    want = _raised(lambda: list(TorchSampler([-1., 1.], 2)))
+    got = _raised(lambda: list(TgSampler([-1., 1.], 2)))
+    assert want is not None and got == want
