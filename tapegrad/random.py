@@ -604,6 +604,22 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
 
 # -- sampling from tensors of parameters ------------------------------------------------------------
 
+def _check_cdf_rows(W: np.ndarray) -> None:
+    """PyTorch's with-replacement kernel (more than one sample) checks each row's entries in
+    order while it builds the row's CDF, then the row's sum: its messages name the first fault
+    it meets (a NaN fails its `>= 0` test, so it reads as "< 0")."""
+    for row in W:
+        bad = np.flatnonzero(~(row >= 0) | ~np.isfinite(row))
+        if bad.size:
+            if not row[bad[0]] >= 0:
+                raise RuntimeError("invalid multinomial distribution (encountering probability "
+                                   "entry < 0)")
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry = infinity or NaN)")
+        if not row.sum() > 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+
+
 def multinomial(input, num_samples, replacement: bool = False, *, generator=None, out=None
                 ) -> Tensor:
     """Indices drawn from the categorical distributions in the rows of `input` (non-negative
@@ -632,7 +648,9 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     if n == 0:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     W = np.atleast_2d(P).astype(np.float64)
-    if not bool(np.all(np.isfinite(W))) or bool(np.any(W < 0)):
+    if replacement and k > 1:
+        _check_cdf_rows(W)
+    elif not bool(np.all(np.isfinite(W))) or bool(np.any(W < 0)):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     totals = W.sum(axis=1)
     if bool(np.any(totals <= 0)):
