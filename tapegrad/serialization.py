@@ -33,6 +33,7 @@ import numpy as np
 from . import _core
 from ._checkpoint_npz import CheckpointError, load_npz
 from ._device import as_device, check_device, device
+from .tensor import _PickledStorage
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
            "safe_globals", "CheckpointError", "WeightsOnlyLoadError"]
@@ -67,6 +68,8 @@ class _ArrayPersistingPickler(pickle.Pickler):
         self.keys: dict[int, str] = {}
 
     def persistent_id(self, obj):
+        if type(obj) is _PickledStorage:
+            obj = obj.array            # a tensor's storage: persisted, so views share it on load
         if type(obj) is not np.ndarray or obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields:
             return None
         key = self.keys.get(id(obj))

@@ -78,3 +78,63 @@ def test_weighted_sampler_negative_weight_message():
     want = _raised(lambda: list(TorchSampler([-1., 1.], 2)))
     got = _raised(lambda: list(TgSampler([-1., 1.], 2)))
     assert want is not None and got == want
+
+
+# -- pickle --------------------------------------------------------------------------------------
+
+def _pickled_views(lib):
+    x = lib.arange(12.).view(3, 4)
+    a, b, c = pickle.loads(pickle.dumps([x, x[1:], x.t()]))
+    b[0, 0] = 100.
+    c[0, 0] = -1.
+    return a, b, c
+
+
+def test_pickled_views_do_not_share_memory():
+    # PyTorch pickles each tensor's storage by value: a view and its base unpickle as two
+    # buffers.  Before, tapegrad's shared one, so a write through one reached the other (SILENT).
+    for want, got in zip(_pickled_views(torch), _pickled_views(tapegrad)):
+        assert got.tolist() == want.tolist()
+        assert got.stride() == want.stride()
+        assert got.storage_offset() == want.storage_offset()
+
+
+def test_pickle_keeps_one_tensor_one_object_and_copy_shares():
+    for lib in (torch, tapegrad):
+        x = lib.arange(4.)
+        r = pickle.loads(pickle.dumps([x, x]))
+        assert r[0] is r[1]
+    import copy
+    x = tapegrad.arange(6.).view(2, 3)
+    y = copy.copy(x[1:])
+    y[0, 0] = 55.
+    assert x[1, 0].item() == 55.          # copy.copy shares the storage, as torch's
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.arange(3.).expand(4, 3),
+    lambda lib: lib.arange(3.).expand(4, 3)[1:, 1:],
+    lambda lib: lib.arange(6.).view(2, 3).t().contiguous().t(),
+    lambda lib: lib.arange(10.)[::3],
+    lambda lib: lib.tensor([True, False, True])[1:],
+    lambda lib: lib.tensor([1 + 2j, 3j]).flip(0),
+    lambda lib: lib.tensor(3, dtype=lib.int8),
+    lambda lib: lib.empty(2, 0),
+])
+def test_pickle_roundtrip_geometry(make):
+    want = pickle.loads(pickle.dumps(make(torch)))
+    got = pickle.loads(pickle.dumps(make(tapegrad)))
+    assert str(got.dtype) == str(want.dtype)
+    assert got.tolist() == want.tolist()
+    assert got.stride() == want.stride()
+
+
+def test_save_still_keeps_views_sharing():
+    for lib in (torch, tapegrad):
+        x = lib.arange(4.)
+        buf = io.BytesIO()
+        lib.save([x, x[1:]], buf)
+        buf.seek(0)
+        a, b = lib.load(buf)
+        b[0] = 9.
+        assert a.tolist() == [0., 9., 2., 3.]
