@@ -239,6 +239,7 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         ("builtins", "set"): set,
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
+        ("builtins", "bytearray"): bytearray,      # as PyTorch's allowlist (protocols < 5)
         # pickle protocols < 3 store bytes as _codecs.encode(text, "latin1")
         ("_codecs", "encode"): _latin1_encode,
     }

@@ -138,3 +138,17 @@ def test_save_still_keeps_views_sharing():
         a, b = lib.load(buf)
         b[0] = 9.
         assert a.tolist() == [0., 9., 2., 3.]
+
+
+# -- weights-only loading ------------------------------------------------------------------------
+
+def test_weights_only_load_accepts_bytearray(tmp_path):
+    # PyTorch's weights-only allowlist has builtins.bytearray (pickled as a global below
+    # protocol 5); tapegrad refused it with "Weights only load failed".
+    path = tmp_path / "torch_bytearray.pt"
+    torch.save({"b": bytearray(b"ab\x00")}, path)
+    assert tapegrad.load(path, weights_only=True) == torch.load(path, weights_only=True)
+    buf = io.BytesIO()
+    tapegrad.save(bytearray(b"xy"), buf, pickle_protocol=2)
+    buf.seek(0)
+    assert tapegrad.load(buf, weights_only=True) == bytearray(b"xy")
