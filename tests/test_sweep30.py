@@ -152,3 +152,102 @@ def test_weights_only_load_accepts_bytearray(tmp_path):
     tapegrad.save(bytearray(b"xy"), buf, pickle_protocol=2)
     buf.seek(0)
     assert tapegrad.load(buf, weights_only=True) == bytearray(b"xy")
+
+
+# -- collate: the collate_fn_map mechanism PyTorch documents for extending default_collate -------
+
+def test_collate_with_custom_type_map():
+    from tapegrad.utils.data._utils.collate import collate as tg_collate
+    from tapegrad.utils.data._utils.collate import default_collate_fn_map as tg_map
+    from torch.utils.data._utils.collate import collate as torch_collate
+    from torch.utils.data._utils.collate import default_collate_fn_map as torch_map
+
+    class Custom:
+        pass
+
+    def count(batch, *, collate_fn_map=None):
+        return len(batch)
+
+    for collate, base in ((torch_collate, torch_map), (tg_collate, tg_map)):
+        extended = dict(base)
+        extended[Custom] = count
+        assert collate([Custom(), Custom()], collate_fn_map=extended) == 2
+        assert collate([[Custom(), 1], [Custom(), 2]], collate_fn_map=extended)[0] == 2
+        batch = collate([{"a": Custom(), "b": 1.5}, {"a": Custom(), "b": 2.5}],
+                        collate_fn_map=extended)
+        assert batch["a"] == 2 and batch["b"].tolist() == [1.5, 2.5]
+    got = tg_collate([{"b": 1.5}, {"b": 2.5}], collate_fn_map=dict(tg_map))["b"]
+    want = torch_collate([{"b": 1.5}, {"b": 2.5}], collate_fn_map=dict(torch_map))["b"]
+    assert str(got.dtype) == str(want.dtype) and got.tolist() == want.tolist()
+
+
+def test_collate_tensor_override_and_missing_map():
+    from tapegrad.utils.data._utils.collate import collate as tg_collate
+    from torch.utils.data._utils.collate import collate as torch_collate
+
+    def tag(batch, *, collate_fn_map=None):
+        return "stacked"
+
+    assert tg_collate([tapegrad.ones(1), tapegrad.ones(1)],
+                      collate_fn_map={tapegrad.Tensor: tag}) == "stacked"
+    assert torch_collate([torch.ones(1), torch.ones(1)],
+                         collate_fn_map={torch.Tensor: tag}) == "stacked"
+    want = _raised(lambda: torch_collate([1, 2], collate_fn_map=None))
+    got = _raised(lambda: tapegrad.utils.data._utils.collate.collate([1, 2], collate_fn_map=None))
+    assert want is not None and got == want
+
+
+@pytest.mark.parametrize("samples", [
+    [1, 2], [1.5, 2.0], [True, False], [1, 2.5], ["a", "b"], [b"a", b"b"],
+    [np.float32(1.5), np.float32(2)], [np.bool_(True), np.bool_(False)], [np.str_("a"), np.str_("b")],
+    [np.array([1, 2], np.int16), np.array([3, 4], np.int16)], [np.array(1.0), np.array(2.0)],
+])
+def test_default_collate_map_types(samples):
+    from tapegrad.utils.data import default_collate as tg_default_collate
+    from torch.utils.data import default_collate as torch_default_collate
+    want = torch_default_collate(samples)
+    got = tg_default_collate(samples)
+    if isinstance(want, torch.Tensor):
+        assert str(got.dtype) == str(want.dtype) and got.tolist() == want.tolist()
+    else:
+        assert type(got) is type(want) and got == want
+
+
+# -- random_split, randperm, Sampler -------------------------------------------------------------
+
+def test_random_split_integer_tensor_lengths():
+    # PyTorch sums the lengths and hands the total to randperm, which takes an integer tensor;
+    # tapegrad's split raised numpy's AxisError for tensor lengths.
+    from tapegrad.utils.data import random_split as tg_split
+    from torch.utils.data import random_split as torch_split
+    want = torch_split(range(10), torch.tensor([4, 6]))
+    got = tg_split(range(10), tapegrad.tensor([4, 6]))
+    assert [len(p) for p in got] == [len(p) for p in want]
+    assert sorted(list(got[0]) + list(got[1])) == list(range(10))
+    want = _raised(lambda: torch_split(range(10), [5.0, 5]))
+    got = _raised(lambda: tg_split(range(10), [5.0, 5]))
+    assert want[0] == got[0] == "TypeError" and "randperm()" in got[1]
+
+
+@pytest.mark.parametrize("n", [lambda lib: lib.tensor(5), lambda lib: lib.tensor([5]),
+                               lambda lib: lib.tensor(5, dtype=lib.uint8)])
+def test_randperm_one_element_integer_tensor(n):
+    want = torch.randperm(n(torch))
+    got = tapegrad.randperm(n(tapegrad))
+    assert str(got.dtype) == str(want.dtype) and sorted(got.tolist()) == sorted(want.tolist())
+
+
+@pytest.mark.parametrize("n", [lambda lib: lib.tensor(5.), lambda lib: lib.tensor([5, 6]),
+                               lambda lib: 5.0])
+def test_randperm_refuses_other_n(n):
+    want = _raised(lambda: torch.randperm(n(torch)))
+    got = _raised(lambda: tapegrad.randperm(n(tapegrad)))
+    assert want is not None and got is not None and got[0] == want[0]
+
+
+def test_sampler_takes_no_data_source():
+    from tapegrad.utils.data import Sampler as TgSampler
+    from torch.utils.data import Sampler as TorchSampler
+    want = _raised(lambda: TorchSampler(range(3)))
+    got = _raised(lambda: TgSampler(range(3)))
+    assert want is not None and got == want

@@ -1,15 +1,12 @@
-"""DataLoader and the default collate functions; batches load in the main process
-(num_workers=0) or in worker processes (_multiprocessing.py, _worker.py)."""
+"""DataLoader; batches load in the main process (num_workers=0) or in worker processes
+(_multiprocessing.py, _worker.py), and are merged by the collate functions (_utils/collate.py)."""
 from __future__ import annotations
 
-import collections.abc
-import copy
 import functools
 import math
 import multiprocessing
 import multiprocessing.context
 import os
-import re
 import warnings
 from typing import Generic, TypeVar
 
@@ -18,136 +15,12 @@ import numpy as np
 from ... import _core
 from ..._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from ..._torch_names import object_repr as _object_repr
+from ._utils.collate import default_collate, default_convert
 from ._worker import get_worker_info
 from .dataset import IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _numpy_generator
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
-
-np_str_obj_array_pattern = re.compile(r"[SaUO]")
-
-default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, "
-                                  "numbers, dicts or lists; found {}")
-
-
-def _wrap(arr: np.ndarray):
-    return _core.wrap_array(arr)
-
-
-def _stack_tensors(batch):
-    """torch.stack(batch, 0), as PyTorch's collate calls it: the one stack, so the batch has
-    stack's layout (contiguous unless every sample is channels_last; a numpy-side stack kept the
-    samples' strides, and a transposed sample gave a batch whose view() raised) and records
-    when a sample requires grad (grad_fn=<StackBackward0>, as PyTorch's)."""
-    return _core.stack(batch, 0)
-
-
-def _as_tensor(data):
-    arr = np.asarray(data)
-    _core.numpy_dtype(arr.dtype)            # raises for dtypes tapegrad has no tensor type for
-    return _wrap(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
-
-
-def _is_numpy_value(elem) -> bool:
-    t = type(elem)
-    return t.__module__ == "numpy" and t.__name__ not in ("str_", "string_")
-
-
-def default_convert(data):
-    """Convert numpy arrays (and numpy scalars) in `data` to tensors, leaving the rest alone
-    (the collate function when automatic batching is off, i.e. batch_size=None)."""
-    elem_type = type(data)
-    if isinstance(data, _core.TensorBase):
-        return data
-    if _is_numpy_value(data):
-        if (isinstance(data, np.ndarray)
-                and np_str_obj_array_pattern.search(data.dtype.str) is not None):
-            return data
-        return _as_tensor(data)
-    if isinstance(data, collections.abc.Mapping):
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update({key: default_convert(data[key]) for key in data})
-                return clone
-            return elem_type({key: default_convert(data[key]) for key in data})
-        except TypeError:
-            return {key: default_convert(data[key]) for key in data}
-    if isinstance(data, tuple) and hasattr(data, "_fields"):       # namedtuple
-        return elem_type(*(default_convert(d) for d in data))
-    if isinstance(data, tuple):
-        return [default_convert(d) for d in data]
-    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, d in enumerate(data):
-                    clone[i] = default_convert(d)
-                return clone
-            return elem_type([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
-    return data
-
-
-def default_collate(batch):
-    """Merge a list of samples into a batch, as torch.utils.data.default_collate.
-
-    Tensors are stacked along a new first dimension; numpy arrays become stacked tensors; Python
-    floats a float64 tensor, ints an int64 tensor (bools a bool tensor); strings stay a list;
-    dicts, namedtuples, tuples and lists are collated field by field (tuples become lists).
-    """
-    elem = batch[0]
-    elem_type = type(elem)
-    if isinstance(elem, _core.TensorBase):
-        return _stack_tensors(batch)
-    if _is_numpy_value(elem):
-        if isinstance(elem, np.ndarray):
-            if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
-                raise TypeError(default_collate_err_msg_format.format(elem.dtype))
-            return default_collate([_as_tensor(b) for b in batch])
-        if isinstance(elem, (np.bool_, np.number, np.object_)):
-            return _as_tensor(np.array(batch))
-    if isinstance(elem, float):
-        return _wrap(np.array(batch, dtype=np.float64))
-    if isinstance(elem, int):
-        arr = np.array(batch)
-        if arr.dtype.kind == "f":
-            arr = arr.astype(np.float32)         # mixed ints and floats: PyTorch's inference
-        elif arr.dtype.kind in "iu":
-            arr = arr.astype(np.int64)
-        return _as_tensor(arr)
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, collections.abc.Mapping):
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = copy.copy(elem)
-                clone.update({key: default_collate([d[key] for d in batch]) for key in elem})
-                return clone
-            return elem_type({key: default_collate([d[key] for d in batch]) for key in elem})
-        except TypeError:
-            return {key: default_collate([d[key] for d in batch]) for key in elem}
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):       # namedtuple
-        return elem_type(*(default_collate(samples) for samples in zip(*batch)))
-    if isinstance(elem, collections.abc.Sequence):
-        it = iter(batch)
-        elem_size = len(next(it))
-        if not all(len(e) == elem_size for e in it):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = list(zip(*batch))
-        if isinstance(elem, tuple):
-            return [default_collate(samples) for samples in transposed]
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, samples in enumerate(transposed):
-                    clone[i] = default_collate(samples)
-                return clone
-            return elem_type([default_collate(samples) for samples in transposed])
-        except TypeError:
-            return [default_collate(samples) for samples in transposed]
-    raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
 def _tensor_source(dataset):
@@ -189,7 +62,7 @@ class _MapFetcher:
             idx = np.asarray(index, dtype=np.intp)
             if index_map is not None:
                 idx = index_map[idx]
-            return [_wrap(a[idx]) for a in arrays]
+            return [_core.wrap_array(a[idx]) for a in arrays]
         if isinstance(index, np.ndarray):
             # (the built-in samplers' batches are index arrays: a dataset gets Python ints and
             # lists, as PyTorch's, not numpy.int64 — whose `i + 1.0` is a float64 scalar)
