@@ -482,6 +482,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1 (int64 by default)."""
     sparse_factory_layout(layout, "randperm", "randperm.generator_out")
+    if isinstance(n, Tensor) and n.numel() == 1 and n._array.dtype.kind in "iu":
+        n = n.item()            # PyTorch's parser takes a one-element integer tensor as an int
     if not _is_int(n):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
                         f"{_type_name(n)}")
