@@ -423,8 +423,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     Files in the first tapegrad format (.npz) load as before.  A file that is not a tapegrad
     checkpoint, or is corrupt or truncated, raises RuntimeError naming the file and the problem.
     """
-    if weights_only is None:          # as PyTorch: a custom pickle module means a trusted file
-        weights_only = pickle_module is None
+    weights_only = _weights_only_choice(weights_only, pickle_module)
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     _check_unpickler_args(pickle_load_args, weights_only)
@@ -437,13 +436,48 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     name = _describe(f)
     if hasattr(f, "read"):
         map_storage = _storage_mapper(map_location)
-        if not (hasattr(f, "seek") and getattr(f, "seekable", lambda: True)()):
-            f = io.BytesIO(f.read())
+        _check_seekable(f)
+        if not hasattr(f, "seekable"):     # read/seek/tell suffice for PyTorch; zipfile asks
+            f = io.BytesIO(f.read())       # seekable() too
         return _load_from(f, name, map_storage, weights_only, pickle_module)
     # As PyTorch: a missing file is reported before a map_location naming another device.
     with open(os.fspath(f), "rb") as fh:
         map_storage = _storage_mapper(map_location)
         return _load_from(fh, name, map_storage, weights_only, pickle_module)
+
+
+def _weights_only_choice(weights_only, pickle_module) -> bool:
+    """weights_only as PyTorch settles it: unset means True, unless a pickle_module is given (a
+    trusted file); the environment's TORCH_FORCE_WEIGHTS_ONLY_LOAD forces True, and
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD forces False where the caller did not choose."""
+    unset = weights_only is None
+    if unset:
+        weights_only = pickle_module is None
+    flags = ("1", "y", "yes", "true")
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in flags
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in flags
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
+    if force:
+        return True
+    if force_no and unset:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the"
+                      "`weights_only` argument was not explicitly passed to `torch.load`, forcing "
+                      "weights_only=False.", UserWarning, stacklevel=3)
+        return False
+    return bool(weights_only)
+
+
+def _check_seekable(f) -> None:
+    """PyTorch's test of a file object: `f.seek(f.tell())`, its AttributeError or
+    UnsupportedOperation re-raised with advice (a pipe's OSError as it is)."""
+    try:
+        f.seek(f.tell())
+    except (io.UnsupportedOperation, AttributeError) as e:
+        raise type(e)(f"{e}. You can only torch.load from a file that is seekable. Please "
+                      "pre-load the data into a buffer like io.BytesIO and try to load from it "
+                      "instead.") from None
 
 
 def _check_unpickler_args(pickle_load_args: dict, weights_only: bool) -> None:
