@@ -320,3 +320,54 @@ def test_load_weights_only_environment_switches(monkeypatch, env, kwargs):
         got = _raised(lambda: load(tapegrad)) or load(tapegrad)
     assert (got[0] if isinstance(got, tuple) else got) == \
         (want[0] if isinstance(want, tuple) else want)
+
+
+# -- DataLoader's TensorDataset fast path ---------------------------------------------------------
+
+def _first_batch(lib, make, **loader_kwargs):
+    from tapegrad.utils.data import TensorDataset as TgTensorDataset
+    from torch.utils.data import TensorDataset as TorchTensorDataset
+    tensor_dataset, loader = ((TorchTensorDataset, TorchDataLoader) if lib is torch
+                              else (TgTensorDataset, TgDataLoader))
+    return next(iter(loader(tensor_dataset(make(lib)), **loader_kwargs)))[0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.ones(4, 2, requires_grad=True) * 2,
+    lambda lib: lib.nn.Parameter(lib.ones(3, 2)),
+])
+def test_tensor_dataset_batches_keep_the_graph(make):
+    # The fast path cut rows from the arrays, so the batch of a tensor requiring grad came out
+    # detached: requires_grad False, no grad_fn, backward raised (SILENT for a loss that also
+    # had other terms: this one's gradient was lost).
+    want = _first_batch(torch, make, batch_size=2)
+    got = _first_batch(tapegrad, make, batch_size=2)
+    assert got.requires_grad == want.requires_grad is True
+    assert type(got.grad_fn).__name__ == type(want.grad_fn).__name__ == "StackBackward0"
+
+
+def test_tensor_dataset_batch_gradient_reaches_the_source():
+    grads = []
+    for lib in (torch, tapegrad):
+        w = lib.ones(4, 2, requires_grad=True)
+        batch = _first_batch(lib, lambda _: w, batch_size=2)
+        (batch * lib.tensor([1., 2.])).sum().backward()
+        grads.append(w.grad.tolist())
+    assert grads[0] == grads[1]
+
+
+def test_tensor_dataset_channels_last_batch_layout():
+    want = _first_batch(torch, lambda lib: lib.arange(72.).view(4, 2, 3, 3).contiguous(
+        memory_format=lib.channels_last), batch_size=2)
+    got = _first_batch(tapegrad, lambda lib: lib.arange(72.).view(4, 2, 3, 3).contiguous(
+        memory_format=lib.channels_last), batch_size=2)
+    assert got.stride() == want.stride()
+    assert got.tolist() == want.tolist()
+
+
+def test_tensor_dataset_float_sampler_index_is_an_index_error():
+    def load(lib):
+        return _first_batch(lib, lambda lib: lib.arange(5), sampler=[1.0], batch_size=1)
+    want = _raised(lambda: load(torch))
+    got = _raised(lambda: load(tapegrad))
+    assert want is not None and got is not None and got[0] == want[0] == "IndexError"

@@ -25,18 +25,23 @@ __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"
 
 def _tensor_source(dataset):
     """(arrays, index map) when batches of `dataset` can be cut straight from its tensors' arrays:
-    a TensorDataset, or Subsets of one.  None otherwise."""
+    a TensorDataset, or Subsets of one, with integer indices.  None otherwise, and the batch
+    is built as PyTorch builds it (each sample indexed, then stacked), where cutting rows would
+    differ from that: a tensor requiring grad (the batch records StackBackward0), a source that
+    is not C-contiguous (stack decides the batch's layout), float indices (an IndexError)."""
     index_map = None
     while type(dataset) is Subset:
         ind = dataset.indices
-        ind = np.asarray(ind._array if isinstance(ind, _core.TensorBase) else ind, dtype=np.intp)
-        if ind.ndim != 1:
+        ind = np.asarray(ind._array if isinstance(ind, _core.TensorBase) else ind)
+        if ind.ndim != 1 or ind.dtype.kind not in "iu":
             return None
+        ind = ind.astype(np.intp, copy=False)
         index_map = ind if index_map is None else ind[index_map]
         dataset = dataset.dataset
     if type(dataset) is not TensorDataset:
         return None
-    if not all(isinstance(t, _core.TensorBase) and t._array.ndim >= 1 for t in dataset.tensors):
+    if not all(isinstance(t, _core.TensorBase) and t._array.ndim >= 1 and not t.requires_grad
+               and t._array.flags.c_contiguous for t in dataset.tensors):
         return None
     return [t._array for t in dataset.tensors], index_map
 
@@ -55,11 +60,12 @@ class _MapFetcher:
     def fetch(self, index):
         if not self.auto_collation:
             return self.collate_fn(self.dataset[index])
-        if self.source is not None:
+        idx = np.asarray(index) if self.source is not None else None
+        if idx is not None and idx.dtype.kind in "iu":
             # Fast path: gather the batch's rows from the arrays at once (what indexing each
             # sample and stacking them gives, without a Python call per sample).
             arrays, index_map = self.source
-            idx = np.asarray(index, dtype=np.intp)
+            idx = idx.astype(np.intp, copy=False)
             if index_map is not None:
                 idx = index_map[idx]
             return [_core.wrap_array(a[idx]) for a in arrays]
