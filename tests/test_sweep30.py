@@ -371,3 +371,30 @@ def test_tensor_dataset_float_sampler_index_is_an_index_error():
     want = _raised(lambda: load(torch))
     got = _raised(lambda: load(tapegrad))
     assert want is not None and got is not None and got[0] == want[0] == "IndexError"
+
+
+def test_extended_default_collate_map_reaches_tensor_dataset_batches():
+    # PyTorch documents extending default_collate by updating default_collate_fn_map in place;
+    # the TensorDataset fast path must then step aside and let the map's function run.
+    from tapegrad.utils.data import TensorDataset as TgTensorDataset
+    from tapegrad.utils.data._utils import collate as tg_collate_module
+    from torch.utils.data import TensorDataset as TorchTensorDataset
+    from torch.utils.data._utils import collate as torch_collate_module
+
+    def doubled(batch, *, collate_fn_map=None):
+        return [2 * t for t in batch]
+
+    results = []
+    for lib, module, dataset, loader in ((torch, torch_collate_module, TorchTensorDataset,
+                                          TorchDataLoader),
+                                         (tapegrad, tg_collate_module, TgTensorDataset,
+                                          TgDataLoader)):
+        saved = dict(module.default_collate_fn_map)
+        module.default_collate_fn_map[lib.Tensor] = doubled
+        try:
+            batch = next(iter(loader(dataset(lib.arange(4.)), batch_size=2)))
+        finally:
+            module.default_collate_fn_map.clear()
+            module.default_collate_fn_map.update(saved)
+        results.append([[t.item() for t in field] for field in batch])
+    assert results[1] == results[0] == [[0., 2.]]

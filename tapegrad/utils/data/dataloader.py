@@ -15,7 +15,7 @@ import numpy as np
 from ... import _core
 from ..._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from ..._torch_names import object_repr as _object_repr
-from ._utils.collate import default_collate, default_convert
+from ._utils.collate import default_collate, default_convert, default_map_unchanged
 from ._worker import get_worker_info
 from .dataset import IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler, _numpy_generator
@@ -340,8 +340,8 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
 
     # -- the epoch ----------------------------------------------------------------------------
     def _fast_path(self) -> bool:
-        return (self.collate_fn is default_collate and isinstance(self.batch_sampler, BatchSampler)
-                and self._auto_collation)
+        return (self.collate_fn is default_collate and default_map_unchanged()
+                and isinstance(self.batch_sampler, BatchSampler) and self._auto_collation)
 
     def _fetcher_factory(self):
         """A picklable callable making this loader's fetcher (in the main process or a worker)."""

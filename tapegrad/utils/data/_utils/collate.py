@@ -171,6 +171,14 @@ default_collate_fn_map: dict[type | tuple[type, ...], Callable] = {
     bytes: collate_str_fn,
 }
 
+# What the map holds until a user extends it; while it still does, the DataLoader may cut a
+# TensorDataset's batches straight from its arrays (what default_collate would give).
+_DEFAULT_MAP_ENTRIES = tuple(default_collate_fn_map.items())
+
+
+def default_map_unchanged() -> bool:
+    return tuple(default_collate_fn_map.items()) == _DEFAULT_MAP_ENTRIES
+
 
 def default_collate(batch):
     """Merge a list of samples into a batch, as torch.utils.data.default_collate.
