@@ -223,10 +223,30 @@ def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad,
     return _rebuild_tensor(cls.resolve(), storage, offset, shape, strides, requires_grad, state)
 
 
+def _checked_untyped_storage(array):
+    """storage._untyped_from_array for untrusted input: a persisted array of a tensor dtype."""
+    from .storage import _untyped_from_array
+    if isinstance(array, _StorageToken):
+        array.claimed = True
+        array = array.array
+    if type(array) is not np.ndarray or array.dtype.name not in _TENSOR_DTYPES:
+        raise CheckpointError("storage is not an array of a tensor dtype")
+    return _untyped_from_array(array)
+
+
+def _checked_typed_storage(untyped, dtype):
+    from .storage import UntypedStorage, _typed_over
+    if type(untyped) is not UntypedStorage or not isinstance(dtype, _core.dtype):
+        raise CheckpointError("malformed storage record")
+    return _typed_over(untyped, dtype)
+
+
 def _default_safe_globals() -> dict[tuple[str, str], object]:
     from .tensor import Size, Tensor
     return {
         ("tapegrad.tensor", "_rebuild_tensor"): _checked_rebuild_tensor,
+        ("tapegrad.storage", "_untyped_from_array"): _checked_untyped_storage,
+        ("tapegrad.storage", "_typed_over"): _checked_typed_storage,
         _qualified(Tensor): _TensorClass("Tensor"),
         ("tapegrad.nn.parameter", "Parameter"): _TensorClass("Parameter"),
         _qualified(Size): Size,

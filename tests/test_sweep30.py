@@ -439,3 +439,21 @@ def test_tensor_and_its_storage_saved_together_share_memory(tmp_path):
         got = tapegrad.load(path)
         got["t"][0] = 7.
         assert got["s"][0] == 7.
+
+
+def test_saved_storages_load_weights_only():
+    # PyTorch's weights-only unpickler accepts storages; tapegrad refused its own saved storage
+    # with "Weights only load failed".
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for lib in (torch, tapegrad):
+            x = lib.arange(4.)
+            buf = io.BytesIO()
+            lib.save({"t": x, "s": x.storage(), "u": x.untyped_storage()[4:8]}, buf)
+            buf.seek(0)
+            loaded = lib.load(buf, weights_only=True)
+            assert type(loaded["s"]).__name__ == "TypedStorage"
+            assert str(loaded["s"].dtype) == "torch.float32" and list(loaded["s"]) == [0., 1., 2., 3.]
+            assert len(loaded["u"]) == 4 and list(loaded["u"]) == list(x.untyped_storage()[4:8])
+            loaded["t"][0] = 9.
+            assert loaded["s"][0] == 9.             # the tensor and its storage share memory
