@@ -457,3 +457,22 @@ def test_saved_storages_load_weights_only():
             assert len(loaded["u"]) == 4 and list(loaded["u"]) == list(x.untyped_storage()[4:8])
             loaded["t"][0] = 9.
             assert loaded["s"][0] == 9.             # the tensor and its storage share memory
+
+
+def test_iterable_dataset_loader_samplers():
+    from tapegrad.utils.data import IterableDataset as TgIterable
+    from torch.utils.data import IterableDataset as TorchIterable
+
+    def facts(iterable_base, loader, **kwargs):
+        class Counting(iterable_base):
+            def __iter__(self):
+                return iter(range(5))
+        dl = loader(Counting(), **kwargs)
+        batch_sampler = dl.batch_sampler
+        return (type(dl.sampler).__name__, type(batch_sampler).__name__,
+                getattr(batch_sampler, "batch_size", None),
+                [b.tolist() if hasattr(b, "tolist") else b for b in dl])
+
+    for kwargs in ({"batch_size": 2}, {"batch_size": 2, "drop_last": True}, {"batch_size": None}):
+        assert facts(TgIterable, TgDataLoader, **kwargs) == facts(TorchIterable, TorchDataLoader,
+                                                                  **kwargs)

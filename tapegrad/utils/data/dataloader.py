@@ -18,7 +18,7 @@ from ..._torch_names import object_repr as _object_repr
 from ._utils.collate import default_collate, default_convert, default_map_unchanged
 from ._worker import get_worker_info
 from .dataset import IterableDataset, Subset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler, _numpy_generator
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _numpy_generator
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
@@ -223,10 +223,13 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
             raise ValueError("batch_size=None option disables auto-batching and is mutually "
                              "exclusive with drop_last")
 
-        if sampler is None and not self._iterable:
-            sampler = (RandomSampler(dataset, generator=generator) if shuffle
-                       else SequentialSampler(dataset))
-        if batch_size is not None and batch_sampler is None and not self._iterable:
+        if sampler is None:
+            if self._iterable:       # (what PyTorch sets; the iterable's fetcher ignores it)
+                sampler = _InfiniteConstantSampler()
+            else:
+                sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                           else SequentialSampler(dataset))
+        if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
 
         self.batch_size = batch_size
@@ -367,6 +370,13 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
             except StopIteration:
                 return
             yield batch
+
+
+class _InfiniteConstantSampler(Sampler):
+    """The sampler of a loader over an iterable-style dataset: None, forever."""
+
+    def __iter__(self):
+        return _infinite_none()
 
 
 def _infinite_none():
