@@ -476,3 +476,14 @@ def test_iterable_dataset_loader_samplers():
     for kwargs in ({"batch_size": 2}, {"batch_size": 2, "drop_last": True}, {"batch_size": None}):
         assert facts(TgIterable, TgDataLoader, **kwargs) == facts(TorchIterable, TorchDataLoader,
                                                                   **kwargs)
+
+
+def test_worker_info_is_a_frozen_dataclass():
+    import dataclasses
+    from tapegrad.utils.data._worker import WorkerInfo as TgWorkerInfo
+    from torch.utils.data._utils.worker import WorkerInfo as TorchWorkerInfo
+    want = TorchWorkerInfo(id=0, num_workers=2, seed=7, dataset=None)
+    got = TgWorkerInfo(id=0, num_workers=2, seed=7, dataset=None)
+    assert repr(got) == repr(want)
+    assert [f.name for f in dataclasses.fields(got)] == [f.name for f in dataclasses.fields(want)]
+    assert _raised(lambda: setattr(got, "id", 5)) == _raised(lambda: setattr(want, "id", 5))
