@@ -252,12 +252,13 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
 
     @property
     def multiprocessing_context(self):
+        """The workers' multiprocessing context (None: 'fork' on Linux, else the platform's)."""
         return self._multiprocessing_context
 
     @multiprocessing_context.setter
     def multiprocessing_context(self, context) -> None:
-        """A start method's name becomes its context; checked here, as PyTorch does, so a
-        wrong one fails at construction, not at the first epoch."""
+        # A start method's name becomes its context; checked here, as PyTorch does, so a
+        # wrong one fails at construction, not at the first epoch.
         if context is not None:
             if self.num_workers <= 0:
                 raise ValueError("multiprocessing_context can only be used with multi-process "
