@@ -265,4 +265,53 @@ def load_torch_archive(archive: zipfile.ZipFile, root: str, name: str, map_stora
     unpickler = cls(io.BytesIO(archive.read(f"{root}data.pkl")))
     unpickler.setup(archive, name, map_storage, allowed)
     unpickler.root = root
-    return unpickler.load()
+    return _bare_storages_as_objects(unpickler.load(), unpickler.loaded)
+
+
+def _bare_storages_as_objects(obj, loaded: dict):
+    """A storage saved on its own (torch.save(t.storage()), or one in a dict) loads, as in
+    PyTorch, as a TypedStorage: of its dtype, or of uint8 for an UntypedStorage.  The storages
+    the tensors were built over are arrays the unpickler keeps; those left as leaves of the
+    loaded containers are replaced by the storage objects viewing them."""
+    from ._core import _dtype_by_name
+    from .storage import TypedStorage, UntypedStorage, untyped_storage_of
+    from ._checkpoint_npz import CheckpointError
+    storages = {id(s): s for s in loaded.values()}
+    if not storages:
+        return obj
+    seen: set[int] = set()
+
+    def as_object(leaf):
+        if isinstance(leaf, _UntypedStorage):
+            raw = np.frombuffer(bytearray(leaf.raw), dtype=np.uint8)
+            return TypedStorage._over(UntypedStorage._viewing(raw), _dtype_by_name("uint8"))
+        try:
+            dtype = _dtype_by_name(leaf.dtype.name)
+        except Exception:
+            raise CheckpointError(f"a storage of {leaf.dtype} cannot be loaded") from None
+        return TypedStorage._over(untyped_storage_of(leaf), dtype)
+
+    def walk(node):
+        if id(node) in storages:
+            return as_object(node)
+        if id(node) in seen:
+            return node
+        if isinstance(node, dict):
+            seen.add(id(node))
+            for key, value in node.items():
+                new = walk(value)
+                if new is not value:
+                    node[key] = new
+        elif isinstance(node, list):
+            seen.add(id(node))
+            for i, value in enumerate(node):
+                new = walk(value)
+                if new is not value:
+                    node[i] = new
+        elif type(node) is tuple:
+            items = tuple(walk(value) for value in node)
+            if any(a is not b for a, b in zip(items, node)):
+                return items
+        return node
+
+    return walk(obj)

@@ -482,6 +482,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1 (int64 by default)."""
     sparse_factory_layout(layout, "randperm", "randperm.generator_out")
+    if isinstance(n, Tensor) and n.numel() == 1 and n._array.dtype.kind in "iu":
+        n = n.item()            # PyTorch's parser takes a one-element integer tensor as an int
     if not _is_int(n):
         raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
                         f"{_type_name(n)}")
@@ -604,6 +606,22 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
 
 # -- sampling from tensors of parameters ------------------------------------------------------------
 
+def _check_cdf_rows(W: np.ndarray) -> None:
+    """PyTorch's with-replacement kernel (more than one sample) checks each row's entries in
+    order while it builds the row's CDF, then the row's sum: its messages name the first fault
+    it meets (a NaN fails its `>= 0` test, so it reads as "< 0")."""
+    for row in W:
+        bad = np.flatnonzero(~(row >= 0) | ~np.isfinite(row))
+        if bad.size:
+            if not row[bad[0]] >= 0:
+                raise RuntimeError("invalid multinomial distribution (encountering probability "
+                                   "entry < 0)")
+            raise RuntimeError("invalid multinomial distribution (encountering probability "
+                               "entry = infinity or NaN)")
+        if not row.sum() > 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+
+
 def multinomial(input, num_samples, replacement: bool = False, *, generator=None, out=None
                 ) -> Tensor:
     """Indices drawn from the categorical distributions in the rows of `input` (non-negative
@@ -634,7 +652,9 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
     if n > 1 << 24:
         raise RuntimeError("number of categories cannot exceed 2^24")
     W = np.atleast_2d(P).astype(np.float64)
-    if not bool(np.all(np.isfinite(W))) or bool(np.any(W < 0)):
+    if replacement and k > 1:
+        _check_cdf_rows(W)
+    elif not bool(np.all(np.isfinite(W))) or bool(np.any(W < 0)):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     totals = W.sum(axis=1)
     if bool(np.any(totals <= 0)):

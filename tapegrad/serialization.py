@@ -33,6 +33,7 @@ import numpy as np
 from . import _core
 from ._checkpoint_npz import CheckpointError, load_npz
 from ._device import as_device, check_device, device
+from .tensor import _PickledStorage
 
 __all__ = ["save", "load", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
            "safe_globals", "CheckpointError", "WeightsOnlyLoadError"]
@@ -67,6 +68,8 @@ class _ArrayPersistingPickler(pickle.Pickler):
         self.keys: dict[int, str] = {}
 
     def persistent_id(self, obj):
+        if type(obj) is _PickledStorage:
+            obj = obj.array            # a tensor's storage: persisted, so views share it on load
         if type(obj) is not np.ndarray or obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields:
             return None
         key = self.keys.get(id(obj))
@@ -220,10 +223,30 @@ def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad,
     return _rebuild_tensor(cls.resolve(), storage, offset, shape, strides, requires_grad, state)
 
 
+def _checked_untyped_storage(array):
+    """storage._untyped_from_array for untrusted input: a persisted array of a tensor dtype."""
+    from .storage import _untyped_from_array
+    if isinstance(array, _StorageToken):
+        array.claimed = True
+        array = array.array
+    if type(array) is not np.ndarray or array.dtype.name not in _TENSOR_DTYPES:
+        raise CheckpointError("storage is not an array of a tensor dtype")
+    return _untyped_from_array(array)
+
+
+def _checked_typed_storage(untyped, dtype):
+    from .storage import UntypedStorage, _typed_over
+    if type(untyped) is not UntypedStorage or not isinstance(dtype, _core.dtype):
+        raise CheckpointError("malformed storage record")
+    return _typed_over(untyped, dtype)
+
+
 def _default_safe_globals() -> dict[tuple[str, str], object]:
     from .tensor import Size, Tensor
     return {
         ("tapegrad.tensor", "_rebuild_tensor"): _checked_rebuild_tensor,
+        ("tapegrad.storage", "_untyped_from_array"): _checked_untyped_storage,
+        ("tapegrad.storage", "_typed_over"): _checked_typed_storage,
         _qualified(Tensor): _TensorClass("Tensor"),
         ("tapegrad.nn.parameter", "Parameter"): _TensorClass("Parameter"),
         _qualified(Size): Size,
@@ -236,6 +259,7 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         ("builtins", "set"): set,
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
+        ("builtins", "bytearray"): bytearray,      # as PyTorch's allowlist (protocols < 5)
         # pickle protocols < 3 store bytes as _codecs.encode(text, "latin1")
         ("_codecs", "encode"): _latin1_encode,
     }
@@ -419,8 +443,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     Files in the first tapegrad format (.npz) load as before.  A file that is not a tapegrad
     checkpoint, or is corrupt or truncated, raises RuntimeError naming the file and the problem.
     """
-    if weights_only is None:          # as PyTorch: a custom pickle module means a trusted file
-        weights_only = pickle_module is None
+    weights_only = _weights_only_choice(weights_only, pickle_module)
     if weights_only and pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     _check_unpickler_args(pickle_load_args, weights_only)
@@ -433,13 +456,48 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     name = _describe(f)
     if hasattr(f, "read"):
         map_storage = _storage_mapper(map_location)
-        if not (hasattr(f, "seek") and getattr(f, "seekable", lambda: True)()):
-            f = io.BytesIO(f.read())
+        _check_seekable(f)
+        if not hasattr(f, "seekable"):     # read/seek/tell suffice for PyTorch; zipfile asks
+            f = io.BytesIO(f.read())       # seekable() too
         return _load_from(f, name, map_storage, weights_only, pickle_module)
     # As PyTorch: a missing file is reported before a map_location naming another device.
     with open(os.fspath(f), "rb") as fh:
         map_storage = _storage_mapper(map_location)
         return _load_from(fh, name, map_storage, weights_only, pickle_module)
+
+
+def _weights_only_choice(weights_only, pickle_module) -> bool:
+    """weights_only as PyTorch settles it: unset means True, unless a pickle_module is given (a
+    trusted file); the environment's TORCH_FORCE_WEIGHTS_ONLY_LOAD forces True, and
+    TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD forces False where the caller did not choose."""
+    unset = weights_only is None
+    if unset:
+        weights_only = pickle_module is None
+    flags = ("1", "y", "yes", "true")
+    force = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in flags
+    force_no = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in flags
+    if force and force_no:
+        raise RuntimeError("Only one of `TORCH_FORCE_WEIGHTS_ONLY_LOAD` or "
+                           "`TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD` should be set, but both were set.")
+    if force:
+        return True
+    if force_no and unset:
+        warnings.warn("Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD detected, since the"
+                      "`weights_only` argument was not explicitly passed to `torch.load`, forcing "
+                      "weights_only=False.", UserWarning, stacklevel=3)
+        return False
+    return bool(weights_only)
+
+
+def _check_seekable(f) -> None:
+    """PyTorch's test of a file object: `f.seek(f.tell())`, its AttributeError or
+    UnsupportedOperation re-raised with advice (a pipe's OSError as it is)."""
+    try:
+        f.seek(f.tell())
+    except (io.UnsupportedOperation, AttributeError) as e:
+        raise type(e)(f"{e}. You can only torch.load from a file that is seekable. Please "
+                      "pre-load the data into a buffer like io.BytesIO and try to load from it "
+                      "instead.") from None
 
 
 def _check_unpickler_args(pickle_load_args: dict, weights_only: bool) -> None:

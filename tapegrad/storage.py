@@ -293,6 +293,12 @@ class UntypedStorage(_StorageBase):
         self._bytes[...] = source._bytes
         return self
 
+    def __reduce_ex__(self, protocol):
+        # The buffer's array (tapegrad.save persists it beside the pickle): a storage loads
+        # with weights_only=True as in PyTorch, through the allowlisted rebuild.
+        whole = self._bytes.size == self._owner.nbytes
+        return (_untyped_from_array, (self._owner if whole else self._bytes,))
+
     def clone(self):
         """A copy of this storage in new memory."""
         copy = UntypedStorage.__new__(UntypedStorage)
@@ -365,6 +371,9 @@ class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
         storage._untyped = untyped
         storage._dtype_of = dtype
         return storage
+
+    def __reduce_ex__(self, protocol):
+        return (_typed_over, (self._untyped, self._dtype_of))
 
     @property
     def _values(self) -> np.ndarray:
@@ -496,6 +505,16 @@ ByteStorage = _legacy_class("uint8")
 BoolStorage = _legacy_class("bool")
 # PyTorch's torch.Storage is its default legacy storage type.
 Storage = FloatStorage
+
+
+def _untyped_from_array(root: np.ndarray) -> UntypedStorage:
+    """Inverse of UntypedStorage.__reduce_ex__."""
+    return UntypedStorage._viewing(root)
+
+
+def _typed_over(untyped: UntypedStorage, dtype) -> TypedStorage:
+    """Inverse of TypedStorage.__reduce_ex__."""
+    return TypedStorage._over(untyped, dtype)
 
 
 def untyped_storage_of(arr: np.ndarray) -> UntypedStorage:

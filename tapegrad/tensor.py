@@ -426,11 +426,14 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     # A tensor is saved as (storage, byte offset, shape, strides), as torch saves its storage and
     # view geometry: a view survives with its offset and strides, and copy.copy (which rebuilds from
     # the same arguments without copying them) shares the original's memory, as torch's does.
+    # The storage goes in a fresh _PickledStorage per tensor, so pickle writes each tensor's
+    # storage by value, as torch's does: two views of one buffer unpickle as two buffers.
     def __reduce_ex__(self, protocol):
         storage, offset, strides = _storage_and_geometry(self._array)
         state = dict(self.__dict__) if self.__dict__ else None
         return (_rebuild_tensor,
-                (type(self), storage, offset, self._array.shape, strides, self.requires_grad, state))
+                (type(self), _PickledStorage(storage), offset, self._array.shape, strides,
+                 self.requires_grad, state))
 
     def share_memory_(self):
         """Move the values into shared memory, for worker processes to update in place."""
@@ -936,8 +939,52 @@ def _storage_and_geometry(arr: np.ndarray):
     return root, offset, arr.strides
 
 
+class _PickledStorage:
+    """A tensor's storage as its __reduce_ex__ hands it out.  copy.copy passes it on unpickled
+    (the copy shares the memory); pickle writes its bytes afresh for each tensor, because
+    PyTorch pickles each tensor's storage by value (a storage object made per tensor, never
+    found in pickle's memo): tensors viewing one buffer do not share memory once unpickled.
+    tapegrad.save persists the array inside (serialization._ArrayPersistingPickler), which
+    keeps views sharing there, as torch.save does."""
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+    def __reduce__(self):
+        arr = self.array
+        if arr.flags.c_contiguous or arr.flags.f_contiguous:
+            fortran = not arr.flags.c_contiguous
+            return (_rebuild_storage, (arr.tobytes(order="F" if fortran else "C"), arr.dtype.str,
+                                       arr.shape, fortran))
+        # A root with its own strides (expand's zero strides, as_strided): the tensor's
+        # geometry is relative to them, so keep them over the memory they reach.
+        reach = 0 if 0 in arr.shape else 1 + sum((n - 1) * abs(st) for n, st in
+                                                 zip(arr.shape, arr.strides)) // arr.itemsize
+        if any(st < 0 for st in arr.strides) or any(st % arr.itemsize for st in arr.strides):
+            dense = np.ascontiguousarray(arr)            # (no root numpy makes has these)
+            return (_rebuild_storage, (dense.tobytes(), arr.dtype.str, arr.shape, False))
+        memory = np.lib.stride_tricks.as_strided(arr, (reach,), (arr.itemsize,))
+        return (_rebuild_strided_storage,
+                (memory.tobytes(), arr.dtype.str, arr.shape, arr.strides))
+
+
+def _rebuild_storage(data: bytes, dtype: str, shape, fortran: bool) -> np.ndarray:
+    """Inverse of _PickledStorage.__reduce__: a writable array of its own."""
+    flat = np.frombuffer(data, dtype=np.dtype(dtype)).copy()
+    return flat.reshape(shape, order="F" if fortran else "C")
+
+
+def _rebuild_strided_storage(data: bytes, dtype: str, shape, strides) -> np.ndarray:
+    """Inverse of _PickledStorage.__reduce__ for a root with its own strides."""
+    flat = np.frombuffer(data, dtype=np.dtype(dtype)).copy()
+    return np.lib.stride_tricks.as_strided(flat, tuple(shape), tuple(strides))
+
+
 def _rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state):
     """Inverse of Tensor.__reduce_ex__: a leaf of type cls viewing `storage` with that geometry."""
+    if isinstance(storage, _PickledStorage):
+        storage = storage.array
     if offset == 0 and tuple(shape) == storage.shape and tuple(strides) == storage.strides:
         arr = storage
     else:

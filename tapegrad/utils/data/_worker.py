@@ -6,6 +6,7 @@ batch with the same fetcher the main process uses with num_workers=0, and puts
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import random
@@ -26,25 +27,19 @@ STATUS_CHECK_INTERVAL = 1.0
 _worker_info = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class WorkerInfo:
-    """What `get_worker_info()` returns inside a worker: id, num_workers, seed, dataset."""
+    """What `get_worker_info()` returns inside a worker: id, num_workers, seed, dataset (the
+    worker's own copy).  Frozen, as PyTorch's dataclass: assigning a field is
+    dataclasses.FrozenInstanceError.  rng and worker_method are PyTorch's optional fields
+    (tapegrad's workers are processes)."""
 
-    __initialized = False
-
-    def __init__(self, **kwargs) -> None:
-        for k, v in kwargs.items():
-            setattr(self, k, v)
-        self.__keys = tuple(kwargs)
-        self.__initialized = True
-
-    def __setattr__(self, key, val):
-        if self.__initialized:
-            raise RuntimeError(f"Cannot assign attributes to {self.__class__.__name__} objects")
-        return super().__setattr__(key, val)
-
-    def __repr__(self) -> str:
-        items = [f"{k}={getattr(self, k)}" for k in self.__keys]
-        return f"{self.__class__.__name__}({', '.join(items)})"
+    id: int
+    num_workers: int
+    seed: int
+    dataset: object
+    rng: object = None
+    worker_method: str | None = "multiprocessing"
 
 
 def get_worker_info():

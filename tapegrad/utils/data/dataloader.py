@@ -1,13 +1,12 @@
-"""DataLoader and the default collate functions; batches load in the main process
-(num_workers=0) or in worker processes (_multiprocessing.py, _worker.py)."""
+"""DataLoader; batches load in the main process (num_workers=0) or in worker processes
+(_multiprocessing.py, _worker.py), and are merged by the collate functions (_utils/collate.py)."""
 from __future__ import annotations
 
-import collections.abc
-import copy
 import functools
 import math
+import multiprocessing
+import multiprocessing.context
 import os
-import re
 import warnings
 from typing import Generic, TypeVar
 
@@ -16,152 +15,33 @@ import numpy as np
 from ... import _core
 from ..._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from ..._torch_names import object_repr as _object_repr
+from ._utils.collate import default_collate, default_convert, default_map_unchanged
 from ._worker import get_worker_info
 from .dataset import IterableDataset, Subset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler, _numpy_generator
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _numpy_generator
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
-
-np_str_obj_array_pattern = re.compile(r"[SaUO]")
-
-default_collate_err_msg_format = ("default_collate: batch must contain tensors, numpy arrays, "
-                                  "numbers, dicts or lists; found {}")
-
-
-def _wrap(arr: np.ndarray):
-    return _core.wrap_array(arr)
-
-
-def _stack_tensors(batch):
-    """torch.stack(batch, 0), as PyTorch's collate calls it: the one stack, so the batch has
-    stack's layout (contiguous unless every sample is channels_last; a numpy-side stack kept the
-    samples' strides, and a transposed sample gave a batch whose view() raised) and records
-    when a sample requires grad (grad_fn=<StackBackward0>, as PyTorch's)."""
-    return _core.stack(batch, 0)
-
-
-def _as_tensor(data):
-    arr = np.asarray(data)
-    _core.numpy_dtype(arr.dtype)            # raises for dtypes tapegrad has no tensor type for
-    return _wrap(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
-
-
-def _is_numpy_value(elem) -> bool:
-    t = type(elem)
-    return t.__module__ == "numpy" and t.__name__ not in ("str_", "string_")
-
-
-def default_convert(data):
-    """Convert numpy arrays (and numpy scalars) in `data` to tensors, leaving the rest alone
-    (the collate function when automatic batching is off, i.e. batch_size=None)."""
-    elem_type = type(data)
-    if isinstance(data, _core.TensorBase):
-        return data
-    if _is_numpy_value(data):
-        if (isinstance(data, np.ndarray)
-                and np_str_obj_array_pattern.search(data.dtype.str) is not None):
-            return data
-        return _as_tensor(data)
-    if isinstance(data, collections.abc.Mapping):
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update({key: default_convert(data[key]) for key in data})
-                return clone
-            return elem_type({key: default_convert(data[key]) for key in data})
-        except TypeError:
-            return {key: default_convert(data[key]) for key in data}
-    if isinstance(data, tuple) and hasattr(data, "_fields"):       # namedtuple
-        return elem_type(*(default_convert(d) for d in data))
-    if isinstance(data, tuple):
-        return [default_convert(d) for d in data]
-    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, d in enumerate(data):
-                    clone[i] = default_convert(d)
-                return clone
-            return elem_type([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
-    return data
-
-
-def default_collate(batch):
-    """Merge a list of samples into a batch, as torch.utils.data.default_collate.
-
-    Tensors are stacked along a new first dimension; numpy arrays become stacked tensors; Python
-    floats a float64 tensor, ints an int64 tensor (bools a bool tensor); strings stay a list;
-    dicts, namedtuples, tuples and lists are collated field by field (tuples become lists).
-    """
-    elem = batch[0]
-    elem_type = type(elem)
-    if isinstance(elem, _core.TensorBase):
-        return _stack_tensors(batch)
-    if _is_numpy_value(elem):
-        if isinstance(elem, np.ndarray):
-            if np_str_obj_array_pattern.search(elem.dtype.str) is not None:
-                raise TypeError(default_collate_err_msg_format.format(elem.dtype))
-            return default_collate([_as_tensor(b) for b in batch])
-        if isinstance(elem, (np.bool_, np.number, np.object_)):
-            return _as_tensor(np.array(batch))
-    if isinstance(elem, float):
-        return _wrap(np.array(batch, dtype=np.float64))
-    if isinstance(elem, int):
-        arr = np.array(batch)
-        if arr.dtype.kind == "f":
-            arr = arr.astype(np.float32)         # mixed ints and floats: PyTorch's inference
-        elif arr.dtype.kind in "iu":
-            arr = arr.astype(np.int64)
-        return _as_tensor(arr)
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, collections.abc.Mapping):
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = copy.copy(elem)
-                clone.update({key: default_collate([d[key] for d in batch]) for key in elem})
-                return clone
-            return elem_type({key: default_collate([d[key] for d in batch]) for key in elem})
-        except TypeError:
-            return {key: default_collate([d[key] for d in batch]) for key in elem}
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):       # namedtuple
-        return elem_type(*(default_collate(samples) for samples in zip(*batch)))
-    if isinstance(elem, collections.abc.Sequence):
-        it = iter(batch)
-        elem_size = len(next(it))
-        if not all(len(e) == elem_size for e in it):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        transposed = list(zip(*batch))
-        if isinstance(elem, tuple):
-            return [default_collate(samples) for samples in transposed]
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, samples in enumerate(transposed):
-                    clone[i] = default_collate(samples)
-                return clone
-            return elem_type([default_collate(samples) for samples in transposed])
-        except TypeError:
-            return [default_collate(samples) for samples in transposed]
-    raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
 def _tensor_source(dataset):
     """(arrays, index map) when batches of `dataset` can be cut straight from its tensors' arrays:
-    a TensorDataset, or Subsets of one.  None otherwise."""
+    a TensorDataset, or Subsets of one, with integer indices.  None otherwise, and the batch
+    is built as PyTorch builds it (each sample indexed, then stacked), where cutting rows would
+    differ from that: a tensor requiring grad (the batch records StackBackward0), a source that
+    is not C-contiguous (stack decides the batch's layout), float indices (an IndexError)."""
     index_map = None
     while type(dataset) is Subset:
         ind = dataset.indices
-        ind = np.asarray(ind._array if isinstance(ind, _core.TensorBase) else ind, dtype=np.intp)
-        if ind.ndim != 1:
+        ind = np.asarray(ind._array if isinstance(ind, _core.TensorBase) else ind)
+        if ind.ndim != 1 or ind.dtype.kind not in "iu":
             return None
+        ind = ind.astype(np.intp, copy=False)
         index_map = ind if index_map is None else ind[index_map]
         dataset = dataset.dataset
     if type(dataset) is not TensorDataset:
         return None
-    if not all(isinstance(t, _core.TensorBase) and t._array.ndim >= 1 for t in dataset.tensors):
+    if not all(isinstance(t, _core.TensorBase) and t._array.ndim >= 1 and not t.requires_grad
+               and t._array.flags.c_contiguous for t in dataset.tensors):
         return None
     return [t._array for t in dataset.tensors], index_map
 
@@ -180,14 +60,15 @@ class _MapFetcher:
     def fetch(self, index):
         if not self.auto_collation:
             return self.collate_fn(self.dataset[index])
-        if self.source is not None:
+        idx = np.asarray(index) if self.source is not None else None
+        if idx is not None and idx.dtype.kind in "iu":
             # Fast path: gather the batch's rows from the arrays at once (what indexing each
             # sample and stacking them gives, without a Python call per sample).
             arrays, index_map = self.source
-            idx = np.asarray(index, dtype=np.intp)
+            idx = idx.astype(np.intp, copy=False)
             if index_map is not None:
                 idx = index_map[idx]
-            return [_wrap(a[idx]) for a in arrays]
+            return [_core.wrap_array(a[idx]) for a in arrays]
         if isinstance(index, np.ndarray):
             # (the built-in samplers' batches are index arrays: a dataset gets Python ints and
             # lists, as PyTorch's, not numpy.int64 — whose `i + 1.0` is a float64 scalar)
@@ -276,6 +157,12 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
 
     __repr__ = _object_repr
 
+    # The attributes the sampler chain was built from: set after __init__, they would be
+    # silently ignored (the BatchSampler keeps the old batch_size), so PyTorch refuses them.
+    _FROZEN_AFTER_INIT = frozenset(("batch_size", "batch_sampler", "sampler", "drop_last",
+                                    "dataset", "persistent_workers"))
+    _initialized = False
+
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool | None = None,
                  sampler=None, batch_sampler=None, num_workers: int = 0, collate_fn=None,
                  pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
@@ -336,10 +223,13 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
             raise ValueError("batch_size=None option disables auto-batching and is mutually "
                              "exclusive with drop_last")
 
-        if sampler is None and not self._iterable:
-            sampler = (RandomSampler(dataset, generator=generator) if shuffle
-                       else SequentialSampler(dataset))
-        if batch_size is not None and batch_sampler is None and not self._iterable:
+        if sampler is None:
+            if self._iterable:       # (what PyTorch sets; the iterable's fetcher ignores it)
+                sampler = _InfiniteConstantSampler()
+            else:
+                sampler = (RandomSampler(dataset, generator=generator) if shuffle
+                           else SequentialSampler(dataset))
+        if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
 
         self.batch_size = batch_size
@@ -352,6 +242,39 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self.check_worker_number_rationality()
+        self._initialized = True
+
+    def __setattr__(self, attr, val) -> None:
+        if self._initialized and attr in self._FROZEN_AFTER_INIT:
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(attr, val)
+
+    @property
+    def multiprocessing_context(self):
+        """The workers' multiprocessing context (None: 'fork' on Linux, else the platform's)."""
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context) -> None:
+        # A start method's name becomes its context; checked here, as PyTorch does, so a
+        # wrong one fails at construction, not at the first epoch.
+        if context is not None:
+            if self.num_workers <= 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process "
+                                 f"loading (num_workers > 0), but got num_workers={self.num_workers}")
+            if isinstance(context, str):
+                methods = multiprocessing.get_all_start_methods()
+                if context not in methods:
+                    raise ValueError("multiprocessing_context option should specify a valid "
+                                     f"start method in {methods!r}, but got "
+                                     f"multiprocessing_context={context!r}")
+                context = multiprocessing.get_context(context)
+            if not isinstance(context, multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context object "
+                                "or a string specifying the start method, but got "
+                                f"multiprocessing_context={context}")
+        self._multiprocessing_context = context
 
     def check_worker_number_rationality(self) -> None:
         """Warn, as PyTorch does at construction and at each new workers' iterator, when more
@@ -421,8 +344,8 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
 
     # -- the epoch ----------------------------------------------------------------------------
     def _fast_path(self) -> bool:
-        return (self.collate_fn is default_collate and isinstance(self.batch_sampler, BatchSampler)
-                and self._auto_collation)
+        return (self.collate_fn is default_collate and default_map_unchanged()
+                and isinstance(self.batch_sampler, BatchSampler) and self._auto_collation)
 
     def _fetcher_factory(self):
         """A picklable callable making this loader's fetcher (in the main process or a worker)."""
@@ -448,6 +371,13 @@ class DataLoader(Generic[_T_co], metaclass=_TorchNamedABCMeta):  # type(loader) 
             except StopIteration:
                 return
             yield batch
+
+
+class _InfiniteConstantSampler(Sampler):
+    """The sampler of a loader over an iterable-style dataset: None, forever."""
+
+    def __iter__(self):
+        return _infinite_none()
 
 
 def _infinite_none():

@@ -7,6 +7,7 @@ import math
 import warnings
 from typing import Generic, Iterable, TypeVar
 
+from ...random import randperm
 from .sampler import _numpy_generator
 from ..._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from ..._torch_names import object_repr as _object_repr
@@ -197,6 +198,8 @@ def random_split(dataset, lengths, generator=None) -> list[Subset]:
                               f"This might result in an empty dataset.", stacklevel=2)
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    indices = _numpy_generator(generator).permutation(sum(lengths)).tolist()
+    # randperm parses the total as PyTorch's does (an integer tensor of lengths is fine, a float
+    # length its TypeError)
+    indices = randperm(sum(lengths), generator=_numpy_generator(generator)).tolist()
     return [Subset(dataset, indices[offset - length:offset])
             for offset, length in zip(itertools.accumulate(lengths), lengths)]

@@ -43,8 +43,8 @@ class Sampler(Generic[_T_co]):
 
     __repr__ = _object_repr
 
-    def __init__(self, data_source=None) -> None:
-        pass
+    # No __init__: PyTorch removed the data_source argument, so Sampler(ds) is object's
+    # TypeError ("Sampler() takes no arguments"), as there.
 
     def __iter__(self):
         raise NotImplementedError
