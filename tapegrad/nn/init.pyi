@@ -23,7 +23,9 @@ __all__ = [
     'calculate_gain',
     'constant',
     'constant_',
+    'dirac',
     'dirac_',
+    'eye',
     'eye_',
     'kaiming_normal',
     'kaiming_normal_',
@@ -52,7 +54,11 @@ def constant(*args: Any, **kwargs: Any) -> Any: ...
 
 def constant_(tensor: Any, val: _float) -> Any: ...
 
+def dirac(*args: Any, **kwargs: Any) -> Any: ...
+
 def dirac_(tensor: Any, groups: _int = ...) -> Any: ...
+
+def eye(*args: Any, **kwargs: Any) -> Any: ...
 
 def eye_(tensor: Any) -> Any: ...
 

@@ -18,6 +18,8 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.utils.data import default_collate as default_collate
+from tapegrad.utils.data import default_convert as default_convert
 from tapegrad.utils.data import get_worker_info as get_worker_info
 
 __all__ = [
@@ -32,7 +34,9 @@ class DataLoader:
     def __iter__(self) -> Any: ...
     def __len__(self) -> _int: ...
     def __repr__(self, module: _str | None = ...) -> _str: ...
+    def __setattr__(self, attr: Any, val: Any) -> None: ...
     def check_worker_number_rationality(self) -> None: ...
+    multiprocessing_context: Any
     dataset: Any
     num_workers: Any
     prefetch_factor: Any
@@ -40,7 +44,6 @@ class DataLoader:
     pin_memory_device: Any
     timeout: Any
     worker_init_fn: Any
-    multiprocessing_context: Any
     in_order: Any
     persistent_workers: Any
     batch_size: Any
@@ -49,7 +52,3 @@ class DataLoader:
     batch_sampler: Any
     generator: Any
     collate_fn: Any
-
-def default_collate(batch: Any) -> Any: ...
-
-def default_convert(data: Any) -> Any: ...
