@@ -165,7 +165,15 @@ def _check_p(p) -> None:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _returns_input_unchanged(input, p, train) -> bool:
+    """ATen's dropout family hands back input itself when nothing would be dropped (eval, p == 0
+    or no elements), before any check of the input's shape."""
+    return not train or p == 0 or input.numel() == 0
+
+
 def _check_feature_input(input) -> None:
+    # ATen checks this only when it draws the per-channel mask: after the p == 0 / p == 1 /
+    # empty-input shortcuts, so a 1-D input with p == 1 is zeros, not an error
     if input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
 
@@ -213,12 +221,12 @@ def _finish(input, result, inplace):
 def _feature_dropout(input, p, train, inplace):
     _check_p(p)
     _core.check_bool("feature_dropout_" if inplace else "feature_dropout", "train", train, 3)
-    if not train:
+    if _returns_input_unchanged(input, p, train):
         return input
+    if p == 1:
+        return _finish(input, input * 0, inplace)
     _check_feature_input(input)
-    if p == 0:
-        return input
-    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+    scale = 1.0 / (1.0 - p)
     return _finish(input, input * _wrap(_feature_keep(input, p) * scale), inplace)
 
 
@@ -238,13 +246,11 @@ def _feature_alpha_dropout(input, p, train, inplace):
     _check_p(p)
     _core.check_bool("feature_alpha_dropout_" if inplace else "feature_alpha_dropout", "train",
                      train, 3)
-    if not train:
-        return input
-    _check_feature_input(input)
-    if p == 0:
+    if _returns_input_unchanged(input, p, train):
         return input
     if p == 1:
         return _finish(input, input * 0, inplace)
+    _check_feature_input(input)
     # as alpha_dropout: dropped slices take SELU's saturation value, then the affine map that
     # restores zero mean and unit variance
     saturation = _SELU_ALPHA * _SELU_SCALE

@@ -1,0 +1,101 @@
+"""Regressions found by the differential sweep of PyTorch's test/nn/test_convolution.py,
+test_pooling.py, test_embedding.py and test_dropout.py (sweep31)."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def _raises_like(call_torch, call_tg):
+    """Both raise the same exception type with the same message."""
+    with pytest.raises(Exception) as expected:
+        call_torch()
+    with pytest.raises(type(expected.value)) as got:
+        call_tg()
+    assert str(got.value) == str(expected.value)
+
+
+# -- embedding_bag -------------------------------------------------------------------------------
+
+BAGS = np.array([[1, 3, 2], [0, 2, 1]])
+WEIGHT = np.arange(12.0).reshape(4, 3) / 7
+
+
+@pytest.mark.parametrize("padding_idx", [-6, -5, 4, 5])
+def test_embedding_bag_refuses_a_padding_idx_outside_the_table(padding_idx):
+    # SILENT before: the index was taken modulo the table size, so some other row was left out
+    _raises_like(lambda: TF.embedding_bag(torch.tensor(BAGS), torch.tensor(WEIGHT),
+                                          padding_idx=padding_idx),
+                 lambda: F.embedding_bag(tg.tensor(BAGS), tg.tensor(WEIGHT),
+                                         padding_idx=padding_idx))
+
+
+@pytest.mark.parametrize("padding_idx", [-4, -1, 0, 3, "tensor"])
+def test_embedding_bag_padding_idx_in_range_matches(padding_idx):
+    def run(lib, fn):
+        p = lib.tensor(2) if padding_idx == "tensor" else padding_idx
+        w = lib.tensor(WEIGHT, requires_grad=True)
+        out = fn(lib.tensor(BAGS), w, padding_idx=p, mode="mean")
+        out.backward(lib.ones_like(out))
+        return out.detach().numpy(), w.grad.numpy()
+    for e, g in zip(run(torch, TF.embedding_bag), run(tg, F.embedding_bag)):
+        np.testing.assert_allclose(g, e, rtol=1e-12)
+
+
+def test_embedding_bag_padding_idx_of_a_wrong_type():
+    for bad in (1.0, True):
+        _raises_like(lambda: TF.embedding_bag(torch.tensor(BAGS), torch.tensor(WEIGHT),
+                                              padding_idx=bad),
+                     lambda: F.embedding_bag(tg.tensor(BAGS), tg.tensor(WEIGHT), padding_idx=bad))
+
+
+def test_embedding_bag_refuses_floating_offsets():
+    # SILENT before: float offsets were truncated to integers and the bags computed
+    _raises_like(lambda: TF.embedding_bag(torch.tensor([1, 2, 3]), torch.tensor(WEIGHT),
+                                          torch.tensor([0.0, 2.0])),
+                 lambda: F.embedding_bag(tg.tensor([1, 2, 3]), tg.tensor(WEIGHT),
+                                         tg.tensor([0.0, 2.0])))
+
+
+@pytest.mark.parametrize("mode, padding_idx", [("sum", 0), ("mean", 0), ("max", None),
+                                               ("max", 0), ("sum", None)])
+@pytest.mark.parametrize("index", [[[-1, 1]], [[1, 11]]])
+def test_embedding_bag_out_of_range_index_message(mode, padding_idx, index):
+    # PyTorch's max mode and padding_idx kernels say "Expected idx >= 0 && idx < num_embeddings"
+    _raises_like(lambda: TF.embedding_bag(torch.tensor(index), torch.ones(10, 2),
+                                          padding_idx=padding_idx, mode=mode),
+                 lambda: F.embedding_bag(tg.tensor(index), tg.ones(10, 2),
+                                         padding_idx=padding_idx, mode=mode))
+
+
+# -- feature dropout -----------------------------------------------------------------------------
+
+def test_feature_alpha_dropout_refuses_a_1d_input():
+    # SILENT before: F.feature_alpha_dropout of a 1-D input dropped single elements
+    _raises_like(lambda: TF.feature_alpha_dropout(torch.ones(5), 0.5, True),
+                 lambda: F.feature_alpha_dropout(tg.ones(5), 0.5, True))
+
+
+@pytest.mark.parametrize("name", ["feature_dropout", "feature_alpha_dropout"])
+@pytest.mark.parametrize("shape, p", [((3,), 0.0), ((3,), 1.0), ((0,), 0.5), ((), 1.0),
+                                      ((3,), 0.5), ((), 0.5)])
+def test_feature_dropout_checks_the_dims_only_when_it_draws(name, shape, p):
+    # ATen returns the input (p == 0, no elements) or zeros (p == 1) before the check
+    x = np.full(shape, 1.5)
+    try:
+        expected = getattr(torch, name)(torch.tensor(x), p, True)
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError, match="Feature dropout requires at least 2 dimensions"):
+            getattr(tg, name)(tg.tensor(x), p, True)
+        assert "at least 2 dimensions" in str(exc)
+        return
+    got = getattr(tg, name)(tg.tensor(x), p, True)
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    if name == "feature_alpha_dropout":     # F's checks follow the same order
+        np.testing.assert_array_equal(F.feature_alpha_dropout(tg.tensor(x), p, True).numpy(),
+                                      TF.feature_alpha_dropout(torch.tensor(x), p, True).numpy())
