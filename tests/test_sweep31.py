@@ -99,3 +99,70 @@ def test_feature_dropout_checks_the_dims_only_when_it_draws(name, shape, p):
     if name == "feature_alpha_dropout":     # F's checks follow the same order
         np.testing.assert_array_equal(F.feature_alpha_dropout(tg.tensor(x), p, True).numpy(),
                                       TF.feature_alpha_dropout(torch.tensor(x), p, True).numpy())
+
+
+# -- pooling with empty inputs -------------------------------------------------------------------
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool_of_an_empty_batch(nd):
+    # raised a numpy ValueError (reshape(0, -1)) where PyTorch gives an empty result
+    def run(lib, nn):
+        x = lib.ones(0, 10, *([10] * nd), requires_grad=True)
+        out, idx = getattr(nn, f"MaxPool{nd}d")(2, stride=2, return_indices=True)(x)
+        up = getattr(nn, f"MaxUnpool{nd}d")(2, stride=2)(out, idx)
+        up.sum().backward()
+        return tuple(up.shape), tuple(x.grad.shape)
+    assert run(tg, tg.nn) == run(torch, torch.nn)
+
+
+@pytest.mark.parametrize("shape, kwargs", [
+    ((0, 4, 50, 32), dict(kernel_size=3, output_ratio=(0.5, 0.5))),
+    ((0, 50, 32), dict(kernel_size=3, output_ratio=(0.5, 0.5))),
+    ((4, 5, 8, 8), dict(kernel_size=2, output_size=(0, 1))),
+    ((2, 3, 8, 8), dict(kernel_size=2, output_size=(1, 0))),
+])
+def test_fractional_max_pool2d_empty_batch_or_output(shape, kwargs):
+    def run(lib, fn):
+        x = lib.ones(*shape, requires_grad=True)
+        out, idx = fn(x, return_indices=True, **kwargs)
+        out.sum().backward()
+        return tuple(out.shape), tuple(idx.shape), str(idx.dtype), tuple(x.grad.shape)
+    assert run(tg, F.fractional_max_pool2d) == run(torch, TF.fractional_max_pool2d)
+
+
+@pytest.mark.parametrize("shape, kwargs", [
+    ((0, 4, 20, 12, 12), dict(kernel_size=3, output_ratio=(0.5, 0.5, 0.5))),
+    ((4, 5, 8, 8), dict(kernel_size=(3, 2, 2), output_size=(0, 1, 1))),
+])
+def test_fractional_max_pool3d_empty_batch_or_output(shape, kwargs):
+    def run(lib, fn):
+        out, idx = fn(lib.ones(*shape), return_indices=True, **kwargs)
+        return tuple(out.shape), tuple(idx.shape)
+    assert run(tg, F.fractional_max_pool3d) == run(torch, TF.fractional_max_pool3d)
+
+
+@pytest.mark.parametrize("fn, shape", [
+    ("fractional_max_pool2d", (1, 0, 50, 32)), ("fractional_max_pool2d", (2, 3, 0, 32)),
+    ("fractional_max_pool3d", (1, 0, 20, 12, 12)), ("fractional_max_pool3d", (2, 0, 12, 12)),
+])
+def test_fractional_max_pool_refuses_empty_planes(fn, shape):
+    # the 3-d pool silently returned an empty result for (1, 0, D, H, W)
+    _raises_like(lambda: getattr(TF, fn)(torch.ones(*shape), 2, output_size=1),
+                 lambda: getattr(F, fn)(tg.ones(*shape), 2, output_size=1))
+
+
+@pytest.mark.parametrize("samples_shape", [(3, 3, 2), (1, 3, 2), (2, 4, 2), (2, 3, 3), (2, 3)])
+def test_fractional_max_pool2d_random_samples_checks(samples_shape):
+    # PyTorch takes more samples than the batch needs (the first N), as the 3-d pool
+    samples = np.linspace(0.05, 0.95, int(np.prod(samples_shape))).reshape(samples_shape)
+    x = np.arange(2 * 3 * 8 * 8, dtype=np.float64).reshape(2, 3, 8, 8) % 11
+
+    def run(lib, fn):
+        return fn(lib.tensor(x), 2, output_size=3, _random_samples=lib.tensor(samples))
+    try:
+        expected = run(torch, TF.fractional_max_pool2d)
+    except RuntimeError:
+        _raises_like(lambda: run(torch, TF.fractional_max_pool2d),
+                     lambda: run(tg, F.fractional_max_pool2d))
+        return
+    np.testing.assert_array_equal(run(tg, F.fractional_max_pool2d).numpy(), expected.numpy())

@@ -19,9 +19,9 @@ from .._extra_ops import _check_tensor as _check_tensor_argument
 from .. import where as _where
 from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
-from ._conv_ops import (Geometry, _check_tensor, _compiled, _Fold, _Gather, _geom_tuple,
-                        _int_entry, _out_size, _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, col2im,
-                        empty_batch_safe, im2col)
+from ._conv_ops import (Geometry, _as_rows, _check_tensor, _compiled, _Fold, _Gather,
+                        _geom_tuple, _int_entry, _out_size, _padded, _ScatterAdd, _tuple, _Unfold,
+                        _windows, _wrap, col2im, empty_batch_safe, im2col)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -664,7 +664,7 @@ class _Scatter(Function):
         ctx.idx, ctx.in_shape = idx, tuple(x.shape)
         out = np.zeros((B, math.prod(out_shape) // B if B else 0), dtype=x._array.dtype)
         rows = np.arange(B, dtype=np.int64)[:, None]
-        out[rows, idx] = x._array.reshape(B, -1)
+        out[rows, idx] = x._array.reshape(idx.shape)     # (B may be 0: no -1 to infer)
         return _wrap(out.reshape(out_shape))
 
     @staticmethod
@@ -727,7 +727,7 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     lead = tuple(input.shape[:-nd])
     planes = math.prod(lead)
     plane = math.prod(out_sp)
-    idx = indices._array.astype(np.int64, copy=False).reshape(planes, -1)
+    idx = _as_rows(indices._array.astype(np.int64, copy=False), planes)
     bad = (idx < 0) | (idx >= plane)
     if bad.any():
         raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
