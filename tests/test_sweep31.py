@@ -166,3 +166,27 @@ def test_fractional_max_pool2d_random_samples_checks(samples_shape):
                      lambda: run(tg, F.fractional_max_pool2d))
         return
     np.testing.assert_array_equal(run(tg, F.fractional_max_pool2d).numpy(), expected.numpy())
+
+
+# -- convolution ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_transpose_refuses_a_padding_mode_set_after_construction(nd):
+    # SILENT before: padding_mode = "reflect" set on the module was ignored (zeros padding)
+    def call(nn, lib):
+        m = getattr(nn, f"ConvTranspose{nd}d")(2, 2, 3)
+        m.padding_mode = "reflect"
+        return m(lib.ones(1, 2, *([4] * nd)))
+    _raises_like(lambda: call(torch.nn, torch), lambda: call(tg.nn, tg))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_transpose_module_values(nd):
+    def run(nn, lib):
+        m = getattr(nn, f"ConvTranspose{nd}d")(2, 3, 3, stride=2, output_padding=1).double()
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(np.linspace(-1, 1, m.weight.numel()).reshape(m.weight.shape)))
+            m.bias.copy_(lib.tensor([0.5, -0.25, 1.0], dtype=lib.float64))
+        x = lib.tensor(np.linspace(-2, 3, 2 * 4 ** nd).reshape(1, 2, *([4] * nd)))
+        return m(x).detach().numpy()
+    np.testing.assert_allclose(run(tg.nn, tg), run(torch.nn, torch), rtol=1e-12, atol=1e-12)
