@@ -27,6 +27,7 @@ from .. import _core
 from .._extra_ops import _check_tensor as _check_tensor_argument
 from .._memory_format import follow_channels_last
 from .. import stack as _stack
+from ._complex_conv import by_real_parts
 from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
                         _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
 from ._conv_ops import conv2d, conv_transpose2d
@@ -65,6 +66,7 @@ def _conv3d_layout(out, input):
     return follow_channels_last(out, input) if out._array.dtype == np.float32 else out
 
 
+@by_real_parts
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d cross-correlation over (N, C, D, H, W) (or unbatched (C, D, H, W)) input with weight
     (O, C/groups, kd, kh, kw); padding is an int, a triple, 'valid' or 'same' (stride 1)."""
@@ -101,6 +103,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                                                                 "ConvolutionBackward0")
 
 
+@by_real_parts
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv3d in its input; weight is (C_in, C_out/groups, kd, kh, kw)."""
