@@ -260,3 +260,29 @@ def test_complex_convolution_module_and_mixed_dtypes():
         TF.conv2d(torch.tensor(x), torch.tensor(w.real))
     with pytest.raises(RuntimeError):
         F.conv2d(tg.tensor(x), tg.tensor(w.real))
+
+
+# -- in-place dropout into a view ----------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda F, lib, v: F.dropout(v, 1.0, True, inplace=True),
+    lambda F, lib, v: lib.dropout_(v, 1.0, True),
+])
+def test_inplace_dropout_into_a_view_of_a_non_leaf(call):
+    # raised "in-place operations on a view of a tensor that requires grad are not supported"
+    # where PyTorch records the write on the base (CopySlices), as its mul_ does
+    def run(lib, F):
+        x = lib.tensor(np.arange(12.0).reshape(4, 3) - 5, requires_grad=True)
+        y = x * 1.5
+        out = call(F, lib, y[1:3])
+        y.pow(2).sum().backward()
+        return out._version, y.detach().numpy(), x.grad.numpy(), y.grad_fn.name()
+    expected, got = run(torch, TF), run(tg, F)
+    assert got[0] == expected[0] and got[3] == expected[3]
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[2], expected[2])
+
+
+def test_inplace_dropout_into_a_view_of_a_leaf_still_refused():
+    _raises_like(lambda: TF.dropout(torch.ones(4, 4, requires_grad=True)[1:3], 0.5, True, True),
+                 lambda: F.dropout(tg.ones(4, 4, requires_grad=True)[1:3], 0.5, True, True))

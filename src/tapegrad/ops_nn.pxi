@@ -1477,6 +1477,11 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     cdef Record* r
     cdef TensorBase res
     if inplace:
+        if input._base is not None and grad_enabled() and (
+                input._requires_grad or (<TensorBase>input._base)._requires_grad):
+            # a view in a graph: PyTorch's dropout_ is input.mul_(noise), whose write into a
+            # view is recorded on its base (CopySlices); the generic in-place multiply does that
+            return input.mul_(wrap(noise))
         check_inplace(input, grad_enabled() and input._requires_grad)
         if not A.flags.writeable:
             A = overwritable(A, True)
