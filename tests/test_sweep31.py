@@ -286,3 +286,45 @@ def test_inplace_dropout_into_a_view_of_a_non_leaf(call):
 def test_inplace_dropout_into_a_view_of_a_leaf_still_refused():
     _raises_like(lambda: TF.dropout(torch.ones(4, 4, requires_grad=True)[1:3], 0.5, True, True),
                  lambda: F.dropout(tg.ones(4, 4, requires_grad=True)[1:3], 0.5, True, True))
+
+
+# -- dropout layout and argument order -----------------------------------------------------------
+
+def _is_contiguous_in(t, perm):
+    return t.permute(*perm).is_contiguous()
+
+
+@pytest.mark.parametrize("perm", [(0, 1, 2, 3), (0, 2, 3, 1), (3, 1, 0, 2), (1, 3, 2, 0)])
+@pytest.mark.parametrize("shift", [(0, 0), (1, 1)])
+def test_dropout_result_keeps_the_input_dim_order(perm, shift):
+    # the result was always row-major; PyTorch's (empty_like) follows the input's dim order
+    inverse = tuple(perm.index(d) for d in range(4))
+
+    def run(lib, F):
+        x = lib.ones(2, 3, 4, 5).permute(*perm).contiguous().permute(*inverse)
+        x = x[shift[0]:, shift[1]:]
+        out = F.dropout(x, 0.3, True)
+        return _is_contiguous_in(out, perm), sorted(set(np.round(out.numpy().ravel(), 5)))
+    assert run(tg, F) == run(torch, TF)
+
+
+@pytest.mark.parametrize("memory_format", ["contiguous_format", "channels_last"])
+def test_dropout_of_a_strided_input_keeps_its_memory_format(memory_format):
+    def run(lib, F):
+        fmt = getattr(lib, memory_format)
+        x = lib.empty(2, 3, 3, 6, memory_format=fmt)[..., ::2]
+        x.copy_(lib.ones(2, 3, 3, 3))
+        out = F.dropout(x, 1e-10, True)
+        return out.stride(), out.is_contiguous(memory_format=fmt), out.numpy().tolist()
+    assert run(tg, F) == run(torch, TF)
+
+
+@pytest.mark.parametrize("fn, shape", [("dropout1d", (2,)), ("dropout2d", (1, 2, 2)),
+                                       ("dropout2d", (1, 2)), ("dropout3d", (2, 2))])
+def test_channel_dropout_checks_p_before_the_rank(fn, shape):
+    # a rank warning or error came before the ValueError for p
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _raises_like(lambda: getattr(TF, fn)(torch.ones(*shape), 2.0),
+                     lambda: getattr(F, fn)(tg.ones(*shape), 2.0))

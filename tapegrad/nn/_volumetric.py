@@ -34,7 +34,7 @@ from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import check_avg_pool_flags, check_max_pool_flags
 from ._pool_ops import (_adaptive_bounds, _floating_kernel, _window_average, adaptive_max_pool2d,
                         avg_pool2d, integer_avg_pool, max_pool2d)
-from ._spatial_ops import _channel_dropout, _unbatched_channel_dropout
+from ._spatial_ops import _channel_dropout, _unbatched_channel_dropout, check_dropout_p
 
 _wrap = _core.wrap_array
 _pad = _core.NN_FUNCTIONS["pad"]
@@ -391,6 +391,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) (or (C, D, H, W)) input with probability p, scale
     by 1/(1-p)."""
+    check_dropout_p(p)
     if input.dim() not in (4, 5):
         warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is "
                       f"deprecated and will result in an error in a future release. To retain "
@@ -402,7 +403,5 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     # draws one mask value per entry of its first dim.
     if input.dim() != 5:
         _check_tensor(input)
-        if p < 0.0 or p > 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         return _unbatched_channel_dropout(input, p, training, inplace)
     return _channel_dropout(input, p, training, inplace, 5)
