@@ -328,3 +328,20 @@ def test_channel_dropout_checks_p_before_the_rank(fn, shape):
         warnings.simplefilter("error")
         _raises_like(lambda: getattr(TF, fn)(torch.ones(*shape), 2.0),
                      lambda: getattr(F, fn)(tg.ones(*shape), 2.0))
+
+
+# -- adaptive pooling checks ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn, shape, size", [
+    ("adaptive_max_pool1d", (2, 2, 2), 0x3FFFFFFFFFFFFFFF),
+    ("adaptive_avg_pool1d", (2, 2, 2), 0x3FFFFFFFFFFFFFFF),
+    ("adaptive_max_pool2d", (2, 2, 2), (0x3FFFFFFFFFFFFFFF, 4)),
+    ("adaptive_max_pool1d", (1, 0, 4), 3),
+    ("adaptive_max_pool1d", (1, 2, 0), 3),
+    ("adaptive_avg_pool1d", (1, 2, 0), 3),
+])
+def test_adaptive_pool_size_errors(fn, shape, size):
+    # an overflowing output size was numpy's ValueError ("array is too big"); the 1-d max pool's
+    # empty-input error named the 2-d pool
+    _raises_like(lambda: getattr(TF, fn)(torch.ones(*shape), size),
+                 lambda: getattr(F, fn)(tg.ones(*shape), size))

@@ -470,6 +470,9 @@ def check_sizes_fillable(input, output_size) -> None:
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
 def _adaptive_sizes(input, output_size, nd, name):
     _check_tensor_argument(input, name)
     if nd > 1:
@@ -489,13 +492,29 @@ def _adaptive_sizes(input, output_size, nd, name):
     # Average pooling allows empty batch and channel dims, max pooling only an empty dim 0; 1-d
     # pooling reports itself as the 2-d op, as PyTorch (which runs it as 2-d) does.
     first_checked = input.dim() - nd if "avg" in name else 1
-    name = name.replace("1d", "2d")
+    kernel_name = name.replace("1d", "2d") if "avg" in name else name   # (max_pool1d checks first)
     empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= first_checked]
     if empty:
-        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
-                           f"dimensions, but input has sizes {list(input.shape)} with dimension "
-                           f"{empty[0]} being empty")
+        shown, at = list(input.shape), empty[0]
+        if kernel_name != name:         # (the 2-d kernel sees a height of 1)
+            shown.insert(input.dim() - 1, 1)
+            at += at == input.dim() - 1
+        raise RuntimeError(f"{kernel_name}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {shown} with dimension {at} being "
+                           f"empty")
+    _check_result_size(input, out, nd, "avg" in name)
     return spatial, out
+
+
+def _check_result_size(input, out, nd, average) -> None:
+    """PyTorch's overflow checks of the result's size (numpy would raise a ValueError): the
+    average pools' element count, the max pools' byte count (1-d as 2-d, a height of 1)."""
+    sizes = list(input.shape[:-nd]) + ([1] if nd == 1 and not average else []) + list(out)
+    numel = math.prod(sizes)
+    if average and numel > _INT64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
+    if not average and numel * input._array.dtype.itemsize > _INT64_MAX:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={sizes}")
 
 
 def _shape_along(ndim, dim, n):
