@@ -345,3 +345,20 @@ def test_adaptive_pool_size_errors(fn, shape, size):
     # empty-input error named the 2-d pool
     _raises_like(lambda: getattr(TF, fn)(torch.ones(*shape), size),
                  lambda: getattr(F, fn)(tg.ones(*shape), size))
+
+
+def test_max_unpool2d_keeps_channels_last():
+    x = np.random.RandomState(3).randn(2, 3, 9, 9)
+
+    def run(lib, nn):
+        inp = lib.tensor(x).contiguous(memory_format=lib.channels_last)
+        out, ind = nn.MaxPool2d(3, stride=2, return_indices=True)(inp)
+        out.requires_grad_()
+        up = nn.MaxUnpool2d(3, stride=2)(out, ind)
+        up.backward(lib.ones_like(up))
+        return (up.is_contiguous(memory_format=lib.channels_last), up.detach().numpy(),
+                out.grad.numpy())
+    expected, got = run(torch, torch.nn), run(tg, tg.nn)
+    assert got[0] == expected[0]
+    np.testing.assert_array_equal(got[1], expected[1])
+    np.testing.assert_array_equal(got[2], expected[2])

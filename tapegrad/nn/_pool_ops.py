@@ -751,7 +751,8 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     if bad.any():
         raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
                            f"of size {'x'.join(map(str, out_sp))})")
-    return _Scatter.apply(input, idx, lead + out_sp)
+    # (PyTorch's 2-d unpooling, as its pooling, keeps a channels_last input's layout)
+    return _in_input_layout(_Scatter.apply(input, idx, lead + out_sp), input, nd)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
