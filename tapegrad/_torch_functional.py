@@ -65,6 +65,45 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                  dilation)
 
 
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """torch.convolution: the 1-, 2- or 3-d convolution (or transposed convolution) the weight's
+    rank names, of a batched input."""
+    if isinstance(weight, _core.TensorBase) and isinstance(input, _core.TensorBase) and \
+            input.dim() != weight.dim():
+        # (ATen's generic entry takes batched input only)
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-"
+                           f"dimensional weight {list(weight.shape)}, but got {input.dim()}-"
+                           f"dimensional input of size {list(input.shape)} instead")
+    nd = weight.dim() - 2 if isinstance(weight, _core.TensorBase) else 0
+    if nd not in (1, 2, 3):
+        raise RuntimeError("weight should have at least three dimensions" if nd < 1 else
+                           f"convolution of {nd} spatial dims is not supported")
+    F = _F()
+    if transposed:
+        return getattr(F, f"conv_transpose{nd}d")(input, weight, bias, stride, padding,
+                                                  output_padding, groups, dilation)
+    return getattr(F, f"conv{nd}d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """torch.conv_tbc: a 1-d convolution of (time, batch, channel) input with a (kernel width,
+    in channels, out channels) weight, zero-padded by `pad` in time; (time', batch, out)."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = _F().conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return _core._name_grad_fn(out.permute(2, 0, 1).contiguous(), "ConvTbcBackward0")
+
+
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """torch.conv3d: see :func:`tapegrad.nn.functional.conv3d`."""
     return _F().conv3d(input, weight, bias, stride, padding, dilation, groups)
@@ -512,7 +551,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
 
 
 FUNCTIONS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-             "conv_transpose3d", "max_pool1d", "max_pool3d", "rms_norm", "ctc_loss",
+             "conv_transpose3d", "convolution", "conv_tbc", "max_pool1d", "max_pool3d", "rms_norm", "ctc_loss",
              "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
              "adaptive_max_pool1d", "batch_norm", "instance_norm", "group_norm",
              "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",

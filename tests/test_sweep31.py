@@ -362,3 +362,54 @@ def test_max_unpool2d_keeps_channels_last():
     assert got[0] == expected[0]
     np.testing.assert_array_equal(got[1], expected[1])
     np.testing.assert_array_equal(got[2], expected[2])
+
+
+# -- torch.convolution, torch.conv_tbc (new public names) ----------------------------------------
+
+@pytest.mark.parametrize("args", [
+    ((1, 2, 5, 5), (3, 2, 3, 3), False, [1, 1], [0, 0], [1, 1], [0, 0], 1),
+    ((1, 2, 5, 5), (2, 3, 3, 3), True, [2, 2], [1, 1], [1, 1], [1, 1], 1),
+    ((2, 4, 7), (4, 2, 3), False, [2], [1], [2], [0], 2),
+    ((1, 2, 3, 4, 3), (2, 2, 2, 2, 2), True, [1, 2, 1], [0, 1, 0], [1, 1, 2], [0, 1, 0], 1),
+])
+def test_torch_convolution(args):
+    x_shape, w_shape, transposed, stride, padding, dilation, output_padding, groups = args
+    rs = np.random.RandomState(4)
+    x, w = rs.randn(*x_shape), rs.randn(*w_shape)
+
+    def run(lib):
+        X, W = lib.tensor(x, requires_grad=True), lib.tensor(w, requires_grad=True)
+        out = lib.convolution(X, W, None, stride, padding, dilation, transposed, output_padding,
+                              groups)
+        out.backward(lib.ones_like(out))
+        return out.detach().numpy(), X.grad.numpy(), W.grad.numpy(), out.grad_fn.name()
+    expected, got = run(torch), run(tg)
+    for g, e in zip(got[:3], expected[:3]):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    assert got[3] == expected[3]
+
+
+def test_torch_convolution_refuses_unbatched_input():
+    _raises_like(lambda: torch.convolution(torch.ones(2, 5, 5), torch.ones(2, 3, 3, 3), None,
+                                           [2, 2], [1, 1], [1, 1], True, [1, 1], 1),
+                 lambda: tg.convolution(tg.ones(2, 5, 5), tg.ones(2, 3, 3, 3), None,
+                                        [2, 2], [1, 1], [1, 1], True, [1, 1], 1))
+
+
+@pytest.mark.parametrize("pad", [0, 1, 2])
+def test_torch_conv_tbc(pad):
+    rs = np.random.RandomState(5)
+    x, w, b = rs.randn(5, 2, 3), rs.randn(3, 3, 4), rs.randn(4)
+
+    def run(lib):
+        X, W, B = (lib.tensor(a, requires_grad=True) for a in (x, w, b))
+        out = lib.conv_tbc(X, W, B, pad)
+        out.backward(lib.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape)))
+        return (out.detach().numpy(), X.grad.numpy(), W.grad.numpy(), B.grad.numpy(),
+                out.grad_fn.name(), out.stride())
+    expected, got = run(torch), run(tg)
+    for g, e in zip(got[:4], expected[:4]):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    assert got[4:] == expected[4:]
+    _raises_like(lambda: torch.conv_tbc(torch.tensor(x[0]), torch.tensor(w), torch.tensor(b)),
+                 lambda: tg.conv_tbc(tg.tensor(x[0]), tg.tensor(w), tg.tensor(b)))

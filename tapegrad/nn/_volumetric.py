@@ -173,7 +173,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if bias is not None:
         out = out + bias.reshape(1, O, 1, 1, 1)
     out = out.contiguous()
-    return out.squeeze(0) if unbatched else _conv3d_layout(out, input)
+    # (PyTorch's batched result is its Convolution node, as conv3d's; it was AliasBackward0)
+    return out.squeeze(0) if unbatched else _core._name_grad_fn(_conv3d_layout(out, input),
+                                                                "ConvolutionBackward0")
 
 
 # -- pooling ----------------------------------------------------------------------------------------
