@@ -65,6 +65,45 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                  dilation)
 
 
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """torch.convolution: the 1-, 2- or 3-d convolution (or transposed convolution) the weight's
+    rank names, of a batched input."""
+    if isinstance(weight, _core.TensorBase) and isinstance(input, _core.TensorBase) and \
+            input.dim() != weight.dim():
+        # (ATen's generic entry takes batched input only)
+        raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-"
+                           f"dimensional weight {list(weight.shape)}, but got {input.dim()}-"
+                           f"dimensional input of size {list(input.shape)} instead")
+    nd = weight.dim() - 2 if isinstance(weight, _core.TensorBase) else 0
+    if nd not in (1, 2, 3):
+        raise RuntimeError("weight should have at least three dimensions" if nd < 1 else
+                           f"convolution of {nd} spatial dims is not supported")
+    F = _F()
+    if transposed:
+        return getattr(F, f"conv_transpose{nd}d")(input, weight, bias, stride, padding,
+                                                  output_padding, groups, dilation)
+    return getattr(F, f"conv{nd}d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """torch.conv_tbc: a 1-d convolution of (time, batch, channel) input with a (kernel width,
+    in channels, out channels) weight, zero-padded by `pad` in time; (time', batch, out)."""
+    if input.dim() != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.dim() != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.dim() != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    out = _F().conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return _core._name_grad_fn(out.permute(2, 0, 1).contiguous(), "ConvTbcBackward0")
+
+
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """torch.conv3d: see :func:`tapegrad.nn.functional.conv3d`."""
     return _F().conv3d(input, weight, bias, stride, padding, dilation, groups)
@@ -165,7 +204,15 @@ def _check_p(p) -> None:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _returns_input_unchanged(input, p, train) -> bool:
+    """ATen's dropout family hands back input itself when nothing would be dropped (eval, p == 0
+    or no elements), before any check of the input's shape."""
+    return not train or p == 0 or input.numel() == 0
+
+
 def _check_feature_input(input) -> None:
+    # ATen checks this only when it draws the per-channel mask: after the p == 0 / p == 1 /
+    # empty-input shortcuts, so a 1-D input with p == 1 is zeros, not an error
     if input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
 
@@ -213,12 +260,12 @@ def _finish(input, result, inplace):
 def _feature_dropout(input, p, train, inplace):
     _check_p(p)
     _core.check_bool("feature_dropout_" if inplace else "feature_dropout", "train", train, 3)
-    if not train:
+    if _returns_input_unchanged(input, p, train):
         return input
+    if p == 1:
+        return _finish(input, input * 0, inplace)
     _check_feature_input(input)
-    if p == 0:
-        return input
-    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+    scale = 1.0 / (1.0 - p)
     return _finish(input, input * _wrap(_feature_keep(input, p) * scale), inplace)
 
 
@@ -238,13 +285,11 @@ def _feature_alpha_dropout(input, p, train, inplace):
     _check_p(p)
     _core.check_bool("feature_alpha_dropout_" if inplace else "feature_alpha_dropout", "train",
                      train, 3)
-    if not train:
-        return input
-    _check_feature_input(input)
-    if p == 0:
+    if _returns_input_unchanged(input, p, train):
         return input
     if p == 1:
         return _finish(input, input * 0, inplace)
+    _check_feature_input(input)
     # as alpha_dropout: dropped slices take SELU's saturation value, then the affine map that
     # restores zero mean and unit variance
     saturation = _SELU_ALPHA * _SELU_SCALE
@@ -506,7 +551,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
 
 
 FUNCTIONS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-             "conv_transpose3d", "max_pool1d", "max_pool3d", "rms_norm", "ctc_loss",
+             "conv_transpose3d", "convolution", "conv_tbc", "max_pool1d", "max_pool3d", "rms_norm", "ctc_loss",
              "max_pool2d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d",
              "adaptive_max_pool1d", "batch_norm", "instance_norm", "group_norm",
              "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",

@@ -1467,16 +1467,23 @@ def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     if inplace and input._requires_grad and grad_enabled() and is_leaf_c(input):
         raise RuntimeError(NN_LEAF_INPLACE)
     dt = A.dtype
+    # the mask in the input's layout (PyTorch's empty_like: a permuted or channels_last input,
+    # sliced or not, keeps its dim order), so the product and the result follow it
+    noise = np.empty_like(A)
     if p == 1.0:
-        noise = np.zeros(A.shape, dtype=dt)
+        noise[...] = 0
     else:
-        keep_mask = nn_generator().random(A.shape) < (1.0 - p)
-        noise = keep_mask.astype(dt)
+        noise[...] = nn_generator().random(A.shape) < (1.0 - p)
         noise /= dt.type(1.0 - p)
     cdef Py_ssize_t old
     cdef Record* r
     cdef TensorBase res
     if inplace:
+        if input._base is not None and grad_enabled() and (
+                input._requires_grad or (<TensorBase>input._base)._requires_grad):
+            # a view in a graph: PyTorch's dropout_ is input.mul_(noise), whose write into a
+            # view is recorded on its base (CopySlices); the generic in-place multiply does that
+            return input.mul_(wrap(noise))
         check_inplace(input, grad_enabled() and input._requires_grad)
         if not A.flags.writeable:
             A = overwritable(A, True)

@@ -39,6 +39,7 @@ from numpy.lib.stride_tricks import as_strided
 from .. import _core
 from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
+from ._complex_conv import by_real_parts
 from ..tensor import Tensor
 
 _wrap = _core.wrap_array
@@ -774,12 +775,14 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd):
     return out.squeeze(0) if unbatched else follow_channels_last(out, input, weight)
 
 
+@by_real_parts
 @empty_batch_safe(1)
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d cross-correlation over (N, C, L) (or unbatched (C, L)) input."""
     return _conv_nd(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+@by_real_parts
 @empty_batch_safe(2)
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d cross-correlation over (N, C, H, W) (or unbatched (C, H, W)) input; padding is an
@@ -847,6 +850,7 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     return out.squeeze(0) if unbatched else follow_channels_last(out, input, weight)
 
 
+@by_real_parts
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv1d in its input ("deconvolution"); weight is (C_in, C_out/groups, k)."""
@@ -854,6 +858,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
                               dilation, 1)
 
 
+@by_real_parts
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv2d in its input; weight is (C_in, C_out/groups, kh, kw)."""

@@ -9,6 +9,7 @@ zeros.
 """
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -61,6 +62,35 @@ def _legacy_type(t) -> str:
     if t._array.dtype.kind in "bc":
         return f"CPU{name}Type"
     return f"torch.{name}Tensor"
+
+
+def _check_index_dtype(t) -> None:
+    """Indices and offsets are Long or Int (PyTorch's message names 'indices' for either)."""
+    if not isinstance(t, _core.TensorBase) or \
+            t._array.dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
+        dtype = _legacy_type(t) if isinstance(t, _core.TensorBase) else type(t).__name__
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got "
+                           f"{dtype} instead (while checking arguments for embedding_bag)")
+
+
+def _checked_padding_idx(padding_idx, num_rows: int):
+    """padding_idx as a Python int (an integer tensor of one element is taken, a bool is not),
+    checked as ATen does: outside [-num_rows, num_rows) it names no row (unchecked, the modulo
+    below would quietly leave out some other row)."""
+    if padding_idx is None:
+        return None
+    try:
+        if isinstance(padding_idx, bool):
+            raise TypeError
+        padding_idx = operator.index(padding_idx)
+    except TypeError:
+        raise TypeError("embedding_bag(): argument 'padding_idx' (position 9) must be int, not "
+                        f"{type(padding_idx).__name__}") from None
+    if not -num_rows <= padding_idx < num_rows:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, {-num_rows} "
+                           f"through {num_rows - 1}, but got {padding_idx}")
+    return padding_idx
 
 
 def _check_weight_dtypes(weight, per_sample_weights) -> None:
@@ -117,13 +147,9 @@ def _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_fre
         from .._more_ops import promote_types
         common = promote_types(input.dtype, offsets.dtype)
         input, offsets = input.to(common), offsets.to(common)
-    if not isinstance(input, _core.TensorBase) or \
-            input._array.dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
-        dtype = _legacy_type(input) if isinstance(input, _core.TensorBase) \
-            else type(input).__name__
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
-                           "following scalar types: Long, Int; but got "
-                           f"{dtype} instead (while checking arguments for embedding_bag)")
+    _check_index_dtype(input)
+    if isinstance(offsets, _core.TensorBase):
+        _check_index_dtype(offsets)
     if mode not in _MODES:
         raise ValueError("mode has to be one of sum, mean or max")
     if mode == "max" and scale_grad_by_freq:
@@ -140,12 +166,18 @@ def _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_fre
                                  (8, "include_last_offset", include_last_offset)):
         _core.check_bool("embedding_bag", name, flag, position)
     _check_weight_dtypes(weight, per_sample_weights)
+    padding_idx = _checked_padding_idx(padding_idx, weight.shape[0])
     flat, bag_of, n_bags = _bags(input, offsets, include_last_offset)
     num_rows = weight.shape[0]
     values = flat._array.astype(np.int64)
     bad = (values < 0) | (values >= num_rows)
     if bad.any():
         at = int(np.argmax(bad))
+        # (PyTorch's kernel for max mode or a padding_idx words it differently from its
+        # index check)
+        if padding_idx is not None or mode == "max":
+            raise RuntimeError("embedding_bag: Expected idx >= 0 && idx < num_embeddings but "
+                               f"found idx to be {int(values[at])}")
         raise RuntimeError(f"Index {at} of input takes value {int(values[at])} which is not in "
                            f"the valid range [0, {num_rows})")
     keep = np.ones(values.shape, dtype=bool)

@@ -28,6 +28,8 @@ def _pair(value):
 
 def _window_starts(samples, size, out, kernel, dtype):
     """(planes, out) window starts along one axis from each plane's sample."""
+    if out == 0:
+        return np.zeros((samples.shape[0], 0), dtype=np.int64)
     if out == 1:
         return np.full((samples.shape[0], 1), size - kernel, dtype=np.int64)
     alpha = dtype.type(size - kernel) / dtype.type(out - 1)
@@ -35,6 +37,33 @@ def _window_starts(samples, size, out, kernel, dtype):
     u = samples.astype(dtype)[:, None]
     starts = ((i + u) * alpha).astype(np.int64) - (u * alpha).astype(np.int64)
     return np.concatenate([starts, np.full((samples.shape[0], 1), size - kernel, np.int64)], 1)
+
+
+def _check_nonempty_planes(input, name: str) -> None:
+    """PyTorch pools no empty plane: every dim but the first must be non-empty (an empty batch,
+    or the channels of an unbatched input, give an empty result)."""
+    for d in range(1, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got{list(input.shape)} with dimension {d} "
+                               f"being empty.")
+
+
+def _check_samples(samples, x, dtype, n_axes: int) -> None:
+    """PyTorch's checks of the given samples, shape (N' >= N, C, n_axes)."""
+    if samples.dtype != dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}"
+                           if n_axes == 2 else
+                           f"Expect _random_samples to be 3D, got {samples.ndim}D")
+    if samples.shape[0] < x.shape[0]:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != x.shape[1]:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != n_axes:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {n_axes}; got "
+                           f"{samples.shape[2]}.")
 
 
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
@@ -48,6 +77,7 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, out
     if input.dim() not in (3, 4):
         raise IndexError(f"Dimension out of range (expected to be in range of "
                          f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got -3)")
+    _check_nonempty_planes(input, "fractional_max_pool2d")
     kh, kw = _pair(kernel_size)
     H, W = input.shape[-2], input.shape[-1]
     if output_size is None:
@@ -67,12 +97,8 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, out
     if _random_samples is None:
         samples = default_generator._rng.random((N, C, 2)).astype(dtype)
     else:
-        if _random_samples._array.dtype != dtype:
-            raise RuntimeError("Expect _random_samples to have the same dtype as input")
-        samples = _random_samples._array
-        if samples.shape != (N, C, 2):
-            raise RuntimeError(f"Expect _random_samples to have shape ({N}, {C}, 2), but got "
-                               f"{list(samples.shape)}")
+        _check_samples(_random_samples._array, x, dtype, 2)
+        samples = _random_samples._array[:N]
     planes = N * C
     samples = samples.reshape(planes, 2)
     rows = _window_starts(samples[:, 1], H, Ho, kh, dtype)          # sample 1: the height
@@ -82,11 +108,14 @@ def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, out
     tap_c = cols[:, None, :, None, None] + np.arange(kw)[None, None, None, None, :]
     taps = (tap_r * W + tap_c).reshape(planes, Ho, Wo, kh * kw)
     flat = x._array.reshape(planes, H * W)
-    values = np.take_along_axis(flat, taps.reshape(planes, -1), 1).reshape(taps.shape)
+    # (sizes spelt out: an empty batch or output leaves -1 nothing to infer from)
+    values = np.take_along_axis(flat, taps.reshape(planes, Ho * Wo * kh * kw), 1) \
+        .reshape(taps.shape)
     # First maximum of each window (row-major, as PyTorch scans it).
-    chosen = np.argmax(values, axis=-1)
+    chosen = np.argmax(values, axis=-1) if values.size else \
+        np.zeros(taps.shape[:-1], dtype=np.int64)
     index = np.take_along_axis(taps, chosen[..., None], -1)[..., 0]
-    out = _core._name_grad_fn(_Gather.apply(x, index.reshape(planes, -1), (N, C, Ho, Wo)),
+    out = _core._name_grad_fn(_Gather.apply(x, index.reshape(planes, Ho * Wo), (N, C, Ho, Wo)),
                               "FractionalMaxPool2DBackward0")
     ind = _wrap(index.reshape(N, C, Ho, Wo).astype(np.int64))
     if unbatched:
@@ -106,21 +135,6 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
 
 def _triple(value):
     return tuple(value) if isinstance(value, (list, tuple)) else (value,) * 3
-
-
-def _check_samples_3d(samples, x, dtype):
-    """PyTorch's checks of fractional_max_pool3d's given samples (N' >= N, C, 3)."""
-    if samples.dtype != dtype:
-        raise RuntimeError("Expect _random_samples to have the same dtype as input")
-    if samples.ndim != 3:
-        raise RuntimeError(f"Expect _random_samples to be 3D, got {samples.ndim}D")
-    if samples.shape[0] < x.shape[0]:
-        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
-    if samples.shape[1] != x.shape[1]:
-        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
-    if samples.shape[2] != 3:
-        raise RuntimeError(f"Expect _random_samples.size(2) equals to 3; got "
-                           f"{samples.shape[2]}.")
 
 
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
@@ -143,6 +157,7 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
     if input.dim() not in (4, 5):
         raise RuntimeError(f"fractional_max_pool3d_out(): Expected 4D or 5D tensor, but got: "
                            f"{list(input.shape)}")
+    _check_nonempty_planes(input, "fractional_max_pool3d_out")
     in_sp = tuple(input.shape[-3:])
     for name, o, k, n in zip(("time", "height", "width"), out_sp, kernel, in_sp):
         if o + k - 1 >= n:              # (strictly smaller, unlike the 2-d kernel)
@@ -153,7 +168,7 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
     N, C = x.shape[:2]
     dtype = x._array.dtype
     if _random_samples is not None:         # (checked before the dtype dispatch, as PyTorch)
-        _check_samples_3d(_random_samples._array, x, dtype)
+        _check_samples(_random_samples._array, x, dtype, 3)
     if not input.is_floating_point():
         raise NotImplementedError(f"\"fractional_max_pool3d_out_frame\" not implemented for "
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")

@@ -10,6 +10,7 @@ from .. import _core
 from .._half_precision import refuse_half
 from ..creation import rand
 from ._conv_ops import _check_tensor
+from .._torch_functional import _check_feature_input, _returns_input_unchanged
 from ._extra_activations import _SELU_ALPHA, _SELU_SCALE, _finish
 from ._extra_losses import (_check_reduction, _check_vector_or_matrix, _reduction,
                             pairwise_distance)
@@ -104,12 +105,13 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
     # (PyTorch passes training on as its builtin feature_alpha_dropout's 3rd argument `train`)
     _core.check_bool("feature_alpha_dropout_" if inplace else "feature_alpha_dropout", "train",
                      training, 3)
-    if not training or p == 0:
+    if _returns_input_unchanged(input, p, training):
         return input
     saturation = _SELU_ALPHA * _SELU_SCALE
     if p == 1:
         result = input * 0
     else:
+        _check_feature_input(input)     # (a 1-D input has no channels to draw for)
         a = 1.0 / math.sqrt((saturation * saturation * p + 1) * (1 - p))
         shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
         keep = (rand(shape, dtype=input.dtype) >= p).to(input.dtype)

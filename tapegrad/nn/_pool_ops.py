@@ -19,9 +19,9 @@ from .._extra_ops import _check_tensor as _check_tensor_argument
 from .. import where as _where
 from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
-from ._conv_ops import (Geometry, _check_tensor, _compiled, _Fold, _Gather, _geom_tuple,
-                        _int_entry, _out_size, _padded, _ScatterAdd, _tuple, _Unfold, _windows, _wrap, col2im,
-                        empty_batch_safe, im2col)
+from ._conv_ops import (Geometry, _as_rows, _check_tensor, _compiled, _Fold, _Gather,
+                        _geom_tuple, _int_entry, _out_size, _padded, _ScatterAdd, _tuple, _Unfold,
+                        _windows, _wrap, col2im, empty_batch_safe, im2col)
 
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_unpool1d",
@@ -470,6 +470,9 @@ def check_sizes_fillable(input, output_size) -> None:
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
 def _adaptive_sizes(input, output_size, nd, name):
     _check_tensor_argument(input, name)
     if nd > 1:
@@ -489,13 +492,29 @@ def _adaptive_sizes(input, output_size, nd, name):
     # Average pooling allows empty batch and channel dims, max pooling only an empty dim 0; 1-d
     # pooling reports itself as the 2-d op, as PyTorch (which runs it as 2-d) does.
     first_checked = input.dim() - nd if "avg" in name else 1
-    name = name.replace("1d", "2d")
+    kernel_name = name.replace("1d", "2d") if "avg" in name else name   # (max_pool1d checks first)
     empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= first_checked]
     if empty:
-        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
-                           f"dimensions, but input has sizes {list(input.shape)} with dimension "
-                           f"{empty[0]} being empty")
+        shown, at = list(input.shape), empty[0]
+        if kernel_name != name:         # (the 2-d kernel sees a height of 1)
+            shown.insert(input.dim() - 1, 1)
+            at += at == input.dim() - 1
+        raise RuntimeError(f"{kernel_name}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {shown} with dimension {at} being "
+                           f"empty")
+    _check_result_size(input, out, nd, "avg" in name)
     return spatial, out
+
+
+def _check_result_size(input, out, nd, average) -> None:
+    """PyTorch's overflow checks of the result's size (numpy would raise a ValueError): the
+    average pools' element count, the max pools' byte count (1-d as 2-d, a height of 1)."""
+    sizes = list(input.shape[:-nd]) + ([1] if nd == 1 and not average else []) + list(out)
+    numel = math.prod(sizes)
+    if average and numel > _INT64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
+    if not average and numel * input._array.dtype.itemsize > _INT64_MAX:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={sizes}")
 
 
 def _shape_along(ndim, dim, n):
@@ -664,7 +683,7 @@ class _Scatter(Function):
         ctx.idx, ctx.in_shape = idx, tuple(x.shape)
         out = np.zeros((B, math.prod(out_shape) // B if B else 0), dtype=x._array.dtype)
         rows = np.arange(B, dtype=np.int64)[:, None]
-        out[rows, idx] = x._array.reshape(B, -1)
+        out[rows, idx] = x._array.reshape(idx.shape)     # (B may be 0: no -1 to infer)
         return _wrap(out.reshape(out_shape))
 
     @staticmethod
@@ -727,12 +746,13 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     lead = tuple(input.shape[:-nd])
     planes = math.prod(lead)
     plane = math.prod(out_sp)
-    idx = indices._array.astype(np.int64, copy=False).reshape(planes, -1)
+    idx = _as_rows(indices._array.astype(np.int64, copy=False), planes)
     bad = (idx < 0) | (idx >= plane)
     if bad.any():
         raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
                            f"of size {'x'.join(map(str, out_sp))})")
-    return _Scatter.apply(input, idx, lead + out_sp)
+    # (PyTorch's 2-d unpooling, as its pooling, keeps a channels_last input's layout)
+    return _in_input_layout(_Scatter.apply(input, idx, lead + out_sp), input, nd)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

@@ -511,11 +511,16 @@ def _padded(input, pad, mode, value):
 
 # -- channel dropout -------------------------------------------------------------------------------
 
+def check_dropout_p(p) -> None:
+    """F.dropout1d/2d/3d's first check, before any of the input's rank (NaN passes it)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def _channel_dropout(input, p, training, inplace, batched_dim):
     from ..creation import default_generator
     _check_tensor(input)
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_dropout_p(p)
     if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises
         raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
     # (PyTorch passes training on as its builtin feature_dropout's 3rd argument `train`)
@@ -550,6 +555,7 @@ def _unbatched_channel_dropout(input, p, training, inplace):
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, L) (or (C, L)) input with probability p, scale by 1/(1-p)."""
+    check_dropout_p(p)
     if input.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
                            f"input. Note that dropout1d exists to provide channel-wise dropout "
@@ -557,14 +563,13 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
                            f"optional batch dimension (i.e. 2D or 3D inputs).")
     if input.dim() == 2:
         _check_tensor(input)
-        if p < 0.0 or p > 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         return _unbatched_channel_dropout(input, p, training, inplace)
     return _channel_dropout(input, p, training, inplace, 3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, H, W) input with probability p, scale by 1/(1-p)."""
+    check_dropout_p(p)
     if input.dim() not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
                       f"deprecated and will result in an error in a future release. To retain "

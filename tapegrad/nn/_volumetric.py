@@ -27,13 +27,14 @@ from .. import _core
 from .._extra_ops import _check_tensor as _check_tensor_argument
 from .._memory_format import follow_channels_last
 from .. import stack as _stack
+from ._complex_conv import by_real_parts
 from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
                         _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
 from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import check_avg_pool_flags, check_max_pool_flags
 from ._pool_ops import (_adaptive_bounds, _floating_kernel, _window_average, adaptive_max_pool2d,
                         avg_pool2d, integer_avg_pool, max_pool2d)
-from ._spatial_ops import _channel_dropout, _unbatched_channel_dropout
+from ._spatial_ops import _channel_dropout, _unbatched_channel_dropout, check_dropout_p
 
 _wrap = _core.wrap_array
 _pad = _core.NN_FUNCTIONS["pad"]
@@ -65,6 +66,7 @@ def _conv3d_layout(out, input):
     return follow_channels_last(out, input) if out._array.dtype == np.float32 else out
 
 
+@by_real_parts
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-d cross-correlation over (N, C, D, H, W) (or unbatched (C, D, H, W)) input with weight
     (O, C/groups, kd, kh, kw); padding is an int, a triple, 'valid' or 'same' (stride 1)."""
@@ -103,6 +105,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                                                                 "ConvolutionBackward0")
 
 
+@by_real_parts
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv3d in its input; weight is (C_in, C_out/groups, kd, kh, kw)."""
@@ -174,7 +177,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if bias is not None:
         out = out + bias.reshape(1, O, 1, 1, 1)
     out = out.contiguous()
-    return out.squeeze(0) if unbatched else _conv3d_layout(out, input)
+    # (PyTorch's batched result is its Convolution node, as conv3d's; it was AliasBackward0)
+    return out.squeeze(0) if unbatched else _core._name_grad_fn(_conv3d_layout(out, input),
+                                                                "ConvolutionBackward0")
 
 
 # -- pooling ----------------------------------------------------------------------------------------
@@ -392,6 +397,7 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels of (N, C, D, H, W) (or (C, D, H, W)) input with probability p, scale
     by 1/(1-p)."""
+    check_dropout_p(p)
     if input.dim() not in (4, 5):
         warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is "
                       f"deprecated and will result in an error in a future release. To retain "
@@ -403,7 +409,5 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     # draws one mask value per entry of its first dim.
     if input.dim() != 5:
         _check_tensor(input)
-        if p < 0.0 or p > 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         return _unbatched_channel_dropout(input, p, training, inplace)
     return _channel_dropout(input, p, training, inplace, 5)

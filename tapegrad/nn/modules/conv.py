@@ -183,7 +183,12 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(o - lo for o, lo in zip(output_size, min_sizes))
 
     def forward(self, input, output_size=None):
-        fn = F.conv_transpose1d if self._nd == 1 else F.conv_transpose2d
+        if self.padding_mode != "zeros":
+            # (the attribute set after construction: PyTorch refuses it here too, rather than
+            # ignore it)
+            raise ValueError(f"Only `zeros` padding mode is supported for "
+                             f"{type(self).__name__}")
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[self._nd - 1]
         return fn(input, self.weight, self.bias, self.stride, self.padding,
                   self._output_padding(input, output_size), self.groups, self.dilation)
 
@@ -247,8 +252,3 @@ class Conv3d(_Conv):
 class ConvTranspose3d(_ConvTransposeNd):
     """3-d transposed convolution over (N, C_in, D, H, W) input (``F.conv_transpose3d``)."""
     _nd = 3
-
-    def forward(self, input, output_size=None):
-        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self._output_padding(input, output_size), self.groups,
-                                  self.dilation)
