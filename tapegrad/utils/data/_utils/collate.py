@@ -53,29 +53,34 @@ def default_convert(data):
             return data
         return _as_tensor(data)
     if isinstance(data, collections.abc.Mapping):
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update({key: default_convert(data[key]) for key in data})
-                return clone
-            return elem_type({key: default_convert(data[key]) for key in data})
-        except TypeError:
-            return {key: default_convert(data[key]) for key in data}
+        return _like(data, {key: default_convert(data[key]) for key in data})
     if isinstance(data, tuple) and hasattr(data, "_fields"):       # namedtuple
         return elem_type(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, d in enumerate(data):
-                    clone[i] = default_convert(d)
-                return clone
-            return elem_type([default_convert(d) for d in data])
-        except TypeError:
-            return [default_convert(d) for d in data]
+        return _like(data, [default_convert(d) for d in data])
     return data
+
+
+def _like(container, converted):
+    """`converted` (a dict or a list of `container`'s converted fields) in container's own type,
+    as PyTorch's collate keeps it: a mutable mapping or sequence is copied and refilled (keeping
+    its class and any state of its own), another type is built from it, and a type that cannot
+    be built that way gives the plain dict or list."""
+    try:
+        if isinstance(container, collections.abc.MutableMapping):
+            clone = copy.copy(container)
+            clone.update(converted)
+            return clone
+        if isinstance(container, collections.abc.MutableSequence):
+            clone = copy.copy(container)
+            for i, value in enumerate(converted):
+                clone[i] = value
+            return clone
+        return type(container)(converted)
+    except TypeError:
+        return converted
 
 
 def collate(batch, *, collate_fn_map: dict | None = None):
@@ -96,14 +101,7 @@ def collate(batch, *, collate_fn_map: dict | None = None):
         return collate(samples, collate_fn_map=collate_fn_map)
 
     if isinstance(elem, collections.abc.Mapping):
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = copy.copy(elem)
-                clone.update({key: fields([d[key] for d in batch]) for key in elem})
-                return clone
-            return elem_type({key: fields([d[key] for d in batch]) for key in elem})
-        except TypeError:
-            return {key: fields([d[key] for d in batch]) for key in elem}
+        return _like(elem, {key: fields([d[key] for d in batch]) for key in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):       # namedtuple
         return elem_type(*(fields(samples) for samples in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
@@ -114,15 +112,7 @@ def collate(batch, *, collate_fn_map: dict | None = None):
         transposed = list(zip(*batch))
         if isinstance(elem, tuple):
             return [fields(samples) for samples in transposed]
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, samples in enumerate(transposed):
-                    clone[i] = fields(samples)
-                return clone
-            return elem_type([fields(samples) for samples in transposed])
-        except TypeError:
-            return [fields(samples) for samples in transposed]
+        return _like(elem, [fields(samples) for samples in transposed])
     raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
