@@ -647,10 +647,53 @@ class SparseTensor:
             return NotImplemented
         return self._derived(self._idx, op(self._vals, other), grad_fn_name=grad_fn_name)
 
+    def _times_sparse(self, other):
+        """sparse * sparse of one shape, PyTorch's intersection product: the result keeps the
+        pattern of one operand (the "source": the uncoalesced one when exactly one is
+        coalesced, else the one with fewer entries, ``other`` on a tie; an empty operand
+        always), each source entry
+        times the other's coalesced value at its index, 0 where the other has none (such
+        entries stay stored, unless both operands are coalesced)."""
+        if self._size != other._size or self.sparse_dim() != other.sparse_dim():
+            raise RuntimeError("sparse_binary_op_intersection_cpu(): expects sparse inputs with "
+                               "equal dimensionality, number of sparse dimensions, and shape "
+                               "of sparse dimensions")
+        from .creation import tensor
+        if not other._nnz() or not self._nnz():
+            source, probe = (other, self) if not other._nnz() else (self, other)
+        elif self._coalesced != other._coalesced:
+            source, probe = (other, self) if self._coalesced else (self, other)
+        else:
+            source, probe = (other, self) if self._nnz() >= other._nnz() else (self, other)
+        probe = probe.coalesce()
+        sparse_shape = self._size[:self.sparse_dim()]
+        source_keys = np.ravel_multi_index(tuple(source._idx._array), sparse_shape) \
+            if source._nnz() else np.zeros(0, dtype=np.int64)
+        probe_keys = np.ravel_multi_index(tuple(probe._idx._array), sparse_shape) \
+            if probe._nnz() else np.zeros(0, dtype=np.int64)
+        # probe's keys are sorted (coalesced): a binary search finds each source entry's match
+        at = np.minimum(np.searchsorted(probe_keys, source_keys), max(len(probe_keys) - 1, 0))
+        found = (probe_keys[at] == source_keys) if len(probe_keys) else \
+            np.zeros(len(source_keys), dtype=bool)
+        if len(probe_keys):
+            matched = probe._vals.index_select(0, tensor(at.astype(np.int64)))
+        else:
+            matched = probe._vals.new_zeros((len(source_keys),) + tuple(probe._vals.shape[1:]))
+        found_t = tensor(found).reshape((-1,) + (1,) * (matched.dim() - 1))
+        values = source._vals * matched.where(found_t, matched.new_zeros(()))
+        indices = source._idx
+        if source._coalesced:
+            # both operands coalesced: PyTorch keeps only the common indices
+            keep = tensor(np.flatnonzero(found).astype(np.int64))
+            indices, values = indices.index_select(1, keep), values.index_select(0, keep)
+        return source._derived(indices, values, grad_fn_name="MulBackward0")
+
     def _times(self, other):
         """sparse * number / 0-d tensor, or sparse * a dense tensor of the same shape: the
         stored entries times the dense elements at their indices (a sparse result on self's
-        pattern, duplicates kept, as PyTorch's)."""
+        pattern, duplicates kept, as PyTorch's); sparse * sparse: ``_times_sparse``."""
+        if isinstance(other, SparseTensor):
+            return self._times_sparse(other)
         if isinstance(other, _core.TensorBase) and other.dim() > 0 and \
                 tuple(other.shape) == self._size:
             at_entries = other[tuple(self._idx[d] for d in range(self.sparse_dim()))]
@@ -988,17 +1031,32 @@ def sparse_sum(input, dim=None, dtype=None):
     return result
 
 
-def sparse_addmm(input, mat1, mat2, beta=1, alpha=1):
-    """``torch.sparse.addmm``: ``beta * input + alpha * (mat1 @ mat2)`` for a sparse COO (or
-    dense) ``mat1`` and dense ``input`` and ``mat2``; a dense result, its grad_fn named
-    SparseAddmmBackward0 as PyTorch's."""
-    if not isinstance(mat1, SparseTensor) and not isinstance(mat2, SparseTensor):
+def sparse_addmm(input, mat1, mat2, beta=1, alpha=1, grad_fn_name="SparseAddmmBackward0"):
+    """``torch.sparse.addmm`` (and ``torch.addmm`` with a sparse ``mat1``, whose result shows
+    ``grad_fn_name`` AddmmBackward0): ``beta * input + alpha * (mat1 @ mat2)`` for a sparse COO
+    ``mat1`` and dense ``input`` and ``mat2``; a dense result.  As PyTorch's, ``input`` must have
+    mat1's dtype (no promotion), ``beta=0`` ignores input's values (NaN included), and only
+    sparse @ dense is accepted."""
+    s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if not s1 and not s2:
         return input.addmm(mat1, mat2, beta=beta, alpha=alpha)
+    if not s1 or s2:
+        raise RuntimeError(f"addmm_sparse_dense: expected either 'mat1' to have sparse layout "
+                           f"and 'mat2' to have strided layout, got 'mat1' with layout "
+                           f"{'Sparse' if s1 else 'Strided'} and 'mat2' with layout Sparse")
+    if isinstance(input, _core.TensorBase) and input.dtype != mat1.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(mat1._vals)} but found "
+                           f"{_scalar_name(input)}")
     product = sparse_mm(mat1, mat2)
     # a factor of 1 is left out, so the default call adds exactly as input + mat1 @ mat2
-    scaled_input = input if beta == 1 else input * beta
     scaled_product = product if alpha == 1 else product * alpha
-    return _core._name_grad_fn(scaled_input + scaled_product, "SparseAddmmBackward0")
+    if beta == 0:
+        # input still sets the broadcast shape, but its values (even NaN) do not count
+        from .creation import zeros_like
+        scaled_input = zeros_like(input)
+    else:
+        scaled_input = input if beta == 1 else input * beta
+    return _core._name_grad_fn(scaled_input + scaled_product, grad_fn_name)
 
 
 def sparse_softmax(input, dim, dtype=None, *, log: bool = False):
@@ -1042,6 +1100,22 @@ def sparse_softmax(input, dim, dtype=None, *, log: bool = False):
     name = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
     return SparseTensor._make(source._idx, out, source._size, True, not out.requires_grad,
                               name if out.requires_grad else None)
+
+
+def sparse_mask(dense, mask):
+    """``Tensor.sparse_mask``: a sparse tensor on ``mask``'s pattern (its duplicates and
+    coalesced flag kept, its values ignored) holding ``dense``'s elements at those indices, in
+    dense's dtype.  Differentiable in ``dense``."""
+    if not isinstance(mask, SparseTensor):
+        raise NotImplementedError("Could not run 'aten::sparse_mask' with arguments from the "
+                                  "'CPU' backend.")
+    if tuple(dense.shape) != mask._size:
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(dense.shape)} but mask has size {list(mask._size)}")
+    at_entries = dense[tuple(mask._idx[d] for d in range(mask.sparse_dim()))]
+    requires = at_entries.requires_grad
+    return SparseTensor._make(mask._idx, at_entries, mask._size, mask._coalesced, not requires,
+                              "SparseMaskBackward0" if requires else None)
 
 
 def to_sparse(dense, sparse_dim=None):

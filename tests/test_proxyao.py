@@ -1,0 +1,166 @@
+"""Held-out proxy scripts (proxyao: GraphSAGE, LightGCN, NCF): the sparse COO idioms they and
+their variations use, against PyTorch."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+INDICES = [[0, 1, 1, 2, 0], [1, 0, 2, 1, 1]]      # (0, 1) stored twice: uncoalesced
+VALUES = [1., 2., 3., 4., 5.]
+DENSE = np.arange(6.).reshape(3, 2)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    # torch warns that sparse invariant checks are off; not what these tests are about
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _sparse(lib, indices=INDICES, values=VALUES, size=(3, 3), dtype=None, requires_grad=False):
+    vals = lib.tensor(values, dtype=dtype or lib.float64, requires_grad=requires_grad)
+    return lib.sparse_coo_tensor(lib.tensor(indices), vals, size), vals
+
+
+def _raises(fn, lib):
+    with pytest.raises(Exception) as info:
+        fn(lib)
+    return type(info.value), str(info.value)
+
+
+# -- torch.addmm / Tensor.addmm / torch.sparse.addmm with a sparse mat1 --------------------------
+
+@pytest.mark.parametrize("beta, alpha", [(1, 1), (0.5, 2), (0, 1), (0, -3)])
+def test_addmm_sparse_mat1_values_grads_and_grad_fn(beta, alpha):
+    results = []
+    for lib in (tapegrad, torch):
+        s, vals = _sparse(lib, requires_grad=True)
+        d = lib.tensor(DENSE, requires_grad=True)
+        bias = lib.full((3, 2), float("nan") if beta == 0 else 1.5, dtype=lib.float64)
+        out = lib.addmm(bias, s, d, beta=beta, alpha=alpha)
+        method = bias.addmm(s, d, beta=beta, alpha=alpha)
+        (out * lib.arange(6.).reshape(3, 2)).sum().backward()
+        results.append((out.detach().numpy(), method.detach().numpy(), out.grad_fn.name(),
+                        vals.grad.numpy(), d.grad.numpy()))
+    ours, theirs = results
+    # beta=0 ignores a NaN input, as PyTorch's (tapegrad propagated the NaN)
+    for a, b in zip(ours[:2] + ours[3:], theirs[:2] + theirs[3:]):
+        np.testing.assert_allclose(a, b)
+    assert ours[2] == theirs[2] == "AddmmBackward0"
+
+
+def test_sparse_addmm_broadcast_input_and_beta_zero_nan():
+    for beta in (1, 0):
+        outs = [lib.sparse.addmm(lib.full((2,), float("nan") if beta == 0 else 2.),
+                                 _sparse(lib, dtype=lib.float32)[0],
+                                 lib.tensor(DENSE, dtype=lib.float32), beta=beta).numpy()
+                for lib in (tapegrad, torch)]
+        np.testing.assert_allclose(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("case", ["input_dtype", "mat2_dtype", "dense_mat1", "sparse_both",
+                                  "mat2_rows"])
+@pytest.mark.parametrize("fn", ["addmm", "sparse.addmm"])
+def test_addmm_sparse_refusals_match_torch(case, fn):
+    def call(lib):
+        s = _sparse(lib, dtype=lib.float32)[0]
+        d = lib.tensor(DENSE, dtype=lib.float32)
+        bias = lib.ones(3, 2)
+        f = lib.addmm if fn == "addmm" else lib.sparse.addmm
+        if case == "input_dtype":        # tapegrad promoted silently to float64
+            return f(bias.double(), s, d)
+        if case == "mat2_dtype":
+            return f(bias, s, d.double())
+        if case == "dense_mat1":         # tapegrad computed dense @ sparse
+            return f(lib.ones(2, 3), d.t(), s)
+        if case == "sparse_both":
+            return f(lib.ones(3, 3), s, s)
+        return f(bias, s, lib.ones(2, 2))
+    ours, theirs = _raises(call, tapegrad), _raises(call, torch)
+    assert ours[0] is RuntimeError and theirs[0] is RuntimeError
+    if case in ("input_dtype", "mat2_dtype", "dense_mat1", "mat2_rows"):
+        assert ours[1] == theirs[1]
+
+
+# -- Tensor.sparse_mask ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("coalesce", [False, True])
+def test_sparse_mask_pattern_values_and_grad(coalesce):
+    results = []
+    for lib in (tapegrad, torch):
+        mask = _sparse(lib, dtype=lib.int64)[0]
+        mask = mask.coalesce() if coalesce else mask
+        x = lib.arange(9., dtype=lib.float64).reshape(3, 3).requires_grad_()
+        r = x.sparse_mask(mask)
+        (r.to_dense() * lib.arange(9.).reshape(3, 3)).sum().backward()
+        results.append((r._indices().tolist(), r._values().tolist(), r.is_coalesced(),
+                        r.dtype == lib.float64, r.grad_fn.name(), x.grad.numpy()))
+    ours, theirs = results
+    assert ours[:5] == theirs[:5]
+    np.testing.assert_allclose(ours[5], theirs[5])
+
+
+def test_sparse_mask_hybrid_mask_and_refusals():
+    outs = []
+    for lib in (tapegrad, torch):
+        mask = lib.sparse_coo_tensor(lib.tensor([[0, 2]]), lib.ones(2, 3), (3, 3))
+        outs.append(lib.arange(9.).reshape(3, 3).sparse_mask(mask).to_dense().numpy())
+    np.testing.assert_allclose(outs[0], outs[1])
+    for bad in ("dense_mask", "size"):
+        def call(lib):
+            x = lib.ones(3, 3)
+            if bad == "dense_mask":
+                return x.sparse_mask(lib.ones(3, 3))
+            return x.sparse_mask(_sparse(lib, size=(3, 4))[0])
+        ours, theirs = _raises(call, tapegrad), _raises(call, torch)
+        assert ours[0] is theirs[0]
+        assert theirs[1].startswith(ours[1].rstrip("."))
+
+
+# -- sparse * sparse (PyTorch's intersection product) --------------------------------------------
+
+OTHER = ([[0, 2, 1], [1, 2, 0]], [10., 20., 30.])
+
+
+@pytest.mark.parametrize("coalesce", [(False, False), (True, False), (False, True),
+                                      (True, True)])
+@pytest.mark.parametrize("swap", [False, True])
+def test_sparse_times_sparse_pattern_values_and_grads(coalesce, swap):
+    results = []
+    for lib in (tapegrad, torch):
+        a, va = _sparse(lib, requires_grad=True)
+        b, vb = _sparse(lib, *OTHER, requires_grad=True)
+        a = a.coalesce() if coalesce[0] else a
+        b = b.coalesce() if coalesce[1] else b
+        p = b * a if swap else a.mul(b)
+        (p.to_dense() * lib.arange(9.).reshape(3, 3)).sum().backward()
+        results.append((p._indices().tolist(), p._values().tolist(), p.is_coalesced(),
+                        p.grad_fn.name(), va.grad.numpy(), vb.grad.numpy()))
+    ours, theirs = results
+    assert ours[:4] == theirs[:4]
+    np.testing.assert_allclose(ours[4], theirs[4])
+    np.testing.assert_allclose(ours[5], theirs[5])
+
+
+def test_sparse_times_sparse_promotes_handles_empty_hybrid_and_refuses_shape():
+    for lib_pair in [(tapegrad, torch)]:
+        got = []
+        for lib in lib_pair:
+            a = _sparse(lib, dtype=lib.float32)[0]
+            b = _sparse(lib, *OTHER)[0]
+            empty = lib.sparse_coo_tensor(lib.zeros(2, 0, dtype=lib.int64), lib.zeros(0), (3, 3))
+            h = lib.sparse_coo_tensor(lib.tensor([[1, 2]]), lib.tensor([[1., 2.], [3., 4.]]),
+                                      (3, 2))
+            got.append(((a * b).dtype == lib.float64, (a * empty)._values().tolist(),
+                        (a * empty)._nnz(), (h * h)._values().tolist()))
+        assert got[0] == got[1]
+
+    def call(lib):
+        return _sparse(lib)[0] * _sparse(lib, size=(3, 4))[0]
+    ours, theirs = _raises(call, tapegrad), _raises(call, torch)
+    assert ours == theirs
