@@ -437,7 +437,9 @@ class SparseTensor:
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """The dense tensor this one represents (duplicates summed); differentiable in the
-        values."""
+        values.  PyTorch refuses a ``dtype`` here (convert the sparse tensor first)."""
+        if dtype is not None:
+            raise RuntimeError("dtype argument is not supported by sparse_to_dense")
         from .creation import tensor, zeros
         sd = self.sparse_dim()
         sparse_shape = self._size[:sd]
@@ -447,8 +449,7 @@ class SparseTensor:
             linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
             flat = flat.index_add(0, tensor(linear.astype(np.int64)), self._vals)
         # a fresh node even when flat already has the shape, so it can carry PyTorch's name
-        dense = _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
-        return dense if dtype is None else dense.to(dtype)
+        return _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         """Self: already sparse COO (a different ``sparse_dim`` is not supported)."""
@@ -691,9 +692,14 @@ class SparseTensor:
     def _times(self, other):
         """sparse * number / 0-d tensor, or sparse * a dense tensor of the same shape: the
         stored entries times the dense elements at their indices (a sparse result on self's
-        pattern, duplicates kept, as PyTorch's); sparse * sparse: ``_times_sparse``."""
+        pattern, duplicates kept, as PyTorch's; a dense operand broadcasting to self's shape is
+        expanded first); sparse * sparse: ``_times_sparse``."""
         if isinstance(other, SparseTensor):
             return self._times_sparse(other)
+        if isinstance(other, _core.TensorBase) and other.dim() > 0 and \
+                tuple(other.shape) != self._size and other.dim() <= len(self._size) and all(
+                    o in (1, s) for o, s in zip(reversed(other.shape), reversed(self._size))):
+            other = other.expand(self._size)     # PyTorch broadcasts the dense operand
         if isinstance(other, _core.TensorBase) and other.dim() > 0 and \
                 tuple(other.shape) == self._size:
             at_entries = other[tuple(self._idx[d] for d in range(self.sparse_dim()))]
@@ -826,10 +832,18 @@ class SparseTensor:
                 j += 1
             merged.append(keys_a[i - 1] if take_a else keys_b[j - 1])
         dense_shape = tuple(self._vals.shape[1:])
-        scaled = other._vals if alpha == 1 else other._vals * alpha
-        vals = zeros((len(merged),) + dense_shape, dtype=self.dtype)
-        vals = vals.index_add(0, tensor(pos_a, dtype=_core.int64), self._vals)
-        vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled.to(self.dtype))
+        # PyTorch promotes the two dtypes (int32 + float32 is float32, float16 + float32 too);
+        # tapegrad kept self's dtype: fractions dropped and float16 overflowing silently
+        from . import result_type
+        dtype = result_type(self._vals, other._vals)
+        if isinstance(alpha, float) and not (dtype.is_floating_point or dtype.is_complex):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
+        scaled = other._vals.to(dtype)
+        scaled = scaled if alpha == 1 else scaled * alpha
+        vals = zeros((len(merged),) + dense_shape, dtype=dtype)
+        vals = vals.index_add(0, tensor(pos_a, dtype=_core.int64), self._vals.to(dtype))
+        vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled)
         return self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
                              coalesced=self._coalesced and other._coalesced,
                              grad_fn_name=grad_fn_name)
@@ -903,6 +917,36 @@ class SparseTensor:
                 raise NotImplementedError(message)
             return unsupported
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+    # -- comparisons: PyTorch has no sparse kernels for them and raises; object's defaults gave
+    # a silent identity answer (``s == s2`` False, ``s < s2`` TypeError) ----------------------
+    def _refuse_comparison(self, other, op):
+        if not isinstance(other, (SparseTensor, _core.TensorBase, numbers.Number)):
+            return NotImplemented
+        overload = "Scalar" if isinstance(other, numbers.Number) else "Tensor"
+        raise NotImplementedError(f"Could not run 'aten::{op}.{overload}' with arguments from "
+                                  f"the 'SparseCPU' backend (tapegrad supports only a subset of "
+                                  f"operations on sparse tensors)")
+
+    def __eq__(self, other):
+        return self._refuse_comparison(other, "eq")
+
+    def __ne__(self, other):
+        return self._refuse_comparison(other, "ne")
+
+    def __lt__(self, other):
+        return self._refuse_comparison(other, "lt")
+
+    def __le__(self, other):
+        return self._refuse_comparison(other, "le")
+
+    def __gt__(self, other):
+        return self._refuse_comparison(other, "gt")
+
+    def __ge__(self, other):
+        return self._refuse_comparison(other, "ge")
+
+    __hash__ = object.__hash__      # hashable by identity, as every tensor
 
     def __reduce__(self):
         return (_rebuild_sparse, (self._idx.detach(), self._vals.detach(), self._size,
@@ -1051,9 +1095,10 @@ def sparse_addmm(input, mat1, mat2, beta=1, alpha=1, grad_fn_name="SparseAddmmBa
     # a factor of 1 is left out, so the default call adds exactly as input + mat1 @ mat2
     scaled_product = product if alpha == 1 else product * alpha
     if beta == 0:
-        # input still sets the broadcast shape, but its values (even NaN) do not count
-        from .creation import zeros_like
-        scaled_input = zeros_like(input)
+        # input still sets the broadcast shape and gets a zero gradient, but its values (even
+        # NaN) do not count: the dense addmm's zeroing
+        from .contractions import _zeroed
+        scaled_input = _zeroed(input)
     else:
         scaled_input = input if beta == 1 else input * beta
     return _core._name_grad_fn(scaled_input + scaled_product, grad_fn_name)

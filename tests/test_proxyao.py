@@ -164,3 +164,59 @@ def test_sparse_times_sparse_promotes_handles_empty_hybrid_and_refuses_shape():
         return _sparse(lib)[0] * _sparse(lib, size=(3, 4))[0]
     ours, theirs = _raises(call, tapegrad), _raises(call, torch)
     assert ours == theirs
+
+
+# -- sparse + sparse promotes dtypes; refusals PyTorch makes --------------------------------------
+
+@pytest.mark.parametrize("dtypes", [("int32", "float32"), ("float16", "float32"),
+                                    ("int64", "float64"), ("uint8", "int64"),
+                                    ("float32", "int32")])
+@pytest.mark.parametrize("op", ["add", "sub", "add_alpha"])
+def test_sparse_plus_sparse_promotes_dtype(dtypes, op):
+    got = []
+    for lib in (tapegrad, torch):
+        # 70000 overflows float16: tapegrad kept self's float16 and gave inf
+        a = _sparse(lib, values=[1, 2, 3, 4, 70000 if dtypes[0] in ("int32", "int64") else 5],
+                    dtype=getattr(lib, dtypes[0]))[0]
+        b = _sparse(lib, *OTHER, dtype=getattr(lib, dtypes[1]))[0]
+        b = lib.sparse_coo_tensor(b._indices(), b._values() * 3000, (3, 3))
+        r = a + b if op == "add" else a - b if op == "sub" else a.add(b, alpha=2)
+        got.append((str(r.dtype), r._indices().tolist(), r.to_dense().double().numpy()))
+    assert got[0][:2] == got[1][:2]
+    np.testing.assert_allclose(got[0][2], got[1][2])
+
+
+def test_sparse_integral_add_refuses_float_alpha():
+    def call(lib):
+        a = _sparse(lib, dtype=lib.int64)[0]
+        return a.add(a, alpha=2.5)
+    assert _raises(call, tapegrad) == _raises(call, torch)
+
+
+def test_sparse_to_dense_refuses_dtype_and_comparisons_refuse():
+    def to_dense(lib):
+        return _sparse(lib)[0].to_dense(lib.float32)
+    assert _raises(to_dense, tapegrad) == _raises(to_dense, torch)
+    for compare in (lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a < b,
+                    lambda a, b: a >= 1):
+        def call(lib):
+            s = _sparse(lib)[0]
+            return compare(s, s)
+        ours, theirs = _raises(call, tapegrad), _raises(call, torch)
+        assert ours[0] is theirs[0] is NotImplementedError
+        assert ours[1].split(" with")[0] == theirs[1].split(" with")[0]
+    for lib in (tapegrad, torch):
+        s = _sparse(lib)[0]
+        assert (s == None) is False and len({s, s}) == 1    # noqa: E711  (PyTorch's answers)
+
+
+@pytest.mark.parametrize("shape", [(3,), (3, 1), (1, 3), (1,)])
+def test_sparse_times_broadcasting_dense(shape):
+    got = []
+    for lib in (tapegrad, torch):
+        s, vals = _sparse(lib, requires_grad=True)
+        d = lib.arange(1., 1. + int(np.prod(shape)), dtype=lib.float64).reshape(shape)
+        r = s * d        # (PyTorch's backward to a broadcast dense operand fails: not tested)
+        (r.to_dense() * lib.arange(9.).reshape(3, 3)).sum().backward()
+        got.append((r._indices().tolist(), r._values().tolist(), vals.grad.tolist()))
+    assert got[0] == got[1]
