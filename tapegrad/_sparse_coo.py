@@ -807,6 +807,13 @@ class SparseTensor:
             return self._add_sparse(other, alpha)
         return self.__add__(other)
 
+    def sub(self, other, *, alpha=1):
+        """``self - alpha * other`` for a sparse ``other`` (sparse result); a dense ``other``
+        raises as in PyTorch."""
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, -alpha, "SubBackward0")
+        return self.__sub__(other)
+
     def _add_sparse(self, other, alpha, grad_fn_name="AddBackward0"):
         """Sparse + sparse as PyTorch forms it: one pass merging the two entry lists in their
         stored order, taking the smaller index first and summing entries whose indices are equal
@@ -951,6 +958,30 @@ class SparseTensor:
     def __reduce__(self):
         return (_rebuild_sparse, (self._idx.detach(), self._vals.detach(), self._size,
                                   self._coalesced, self.requires_grad and self._leaf))
+
+
+def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
+    """A public function's call (``torch.add(s, t)``, ``torch.t(s)``, ``torch.sum(s)``) with a
+    sparse tensor among its first two arguments, which the dense function refused with a
+    TypeError: ``(outcome,)`` of the sparse tensor's method of that name (the sparse tensor
+    first, as PyTorch's function dispatches to it), ``dense + sparse``'s for add/sub/mul with a
+    dense first operand; PyTorch's NotImplementedError for an op sparse tensors lack."""
+    first = args[0]
+    if isinstance(first, SparseTensor):
+        method = getattr(SparseTensor, name, None)
+        if callable(method) and not name.startswith("_"):
+            return (method(*args, **kwargs),)
+    elif name in ("add", "sub", "mul") and isinstance(first, _core.TensorBase) and \
+            len(args) == 2 and set(kwargs) <= {"alpha"}:
+        other = args[1]
+        alpha = kwargs.get("alpha", 1)
+        if name == "mul":
+            return (other * first,)
+        scaled = other if alpha == 1 else other * alpha
+        return (first + scaled if name == "add" else first + (-scaled),)
+    raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the "
+                              f"'SparseCPU' backend (tapegrad supports only a subset of "
+                              f"operations on sparse tensors)")
 
 
 def _rebuild_sparse(indices, values, size, coalesced, requires_grad):

@@ -220,3 +220,33 @@ def test_sparse_times_broadcasting_dense(shape):
         (r.to_dense() * lib.arange(9.).reshape(3, 3)).sum().backward()
         got.append((r._indices().tolist(), r._values().tolist(), vals.grad.tolist()))
     assert got[0] == got[1]
+
+
+# -- torch.<function>(sparse, ...): the functional forms of the sparse tensor's ops --------------
+
+@pytest.mark.parametrize("call", [
+    lambda L, s: L.add(s, s), lambda L, s: L.add(s, s, alpha=2), lambda L, s: L.sub(s, s),
+    lambda L, s: L.mul(s, 2), lambda L, s: L.div(s, 2), lambda L, s: L.neg(s),
+    lambda L, s: L.abs(s), lambda L, s: L.sqrt(s), lambda L, s: L.pow(s, 2), lambda L, s: L.t(s),
+    lambda L, s: L.transpose(s, 0, 1), lambda L, s: L.sum(s), lambda L, s: L.relu(s),
+    lambda L, s: L.tanh(s), lambda L, s: L.clone(s), lambda L, s: L.numel(s),
+    lambda L, s: L.add(L.zeros(3, 3), s), lambda L, s: L.add(L.zeros(3, 3), s, alpha=2),
+    lambda L, s: L.zeros(3, 3).add(s, alpha=-1), lambda L, s: L.sub(L.ones(3, 3), s),
+    lambda L, s: L.ones(3, 3).sub(s), lambda L, s: L.mul(L.full((3, 3), 2.), s),
+    lambda L, s: s.sub(s, alpha=3)])
+def test_functional_forms_on_sparse(call):
+    got = []
+    for lib in (tapegrad, torch):
+        r = call(lib, _sparse(lib)[0])
+        if lib.is_tensor(r):
+            r = (r.layout == lib.sparse_coo, str(r.dtype), r.to_dense().tolist()
+                 if r.layout == lib.sparse_coo else r.tolist())
+        got.append(r)
+    assert got[0] == got[1]
+
+
+def test_functional_form_sparse_lacks_is_not_implemented():
+    for call in (lambda L: L.softmax(_sparse(L)[0], 1), lambda L: L.mean(_sparse(L)[0])):
+        ours, theirs = _raises(call, tapegrad), _raises(call, torch)
+        assert ours[0] is theirs[0] is NotImplementedError
+        assert "SparseCPU" in ours[1]
