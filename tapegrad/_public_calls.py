@@ -531,8 +531,13 @@ def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
     take dense tensors only), the sparse tensor's own op (tapegrad._sparse_coo)."""
     # A sparse tensor exists only once tapegrad._sparse_coo is loaded: no import otherwise.
     sparse = sys.modules.get("tapegrad._sparse_coo")
-    if sparse is not None and any(isinstance(a, sparse.SparseTensor) for a in args[:2]):
-        return sparse.public_call_on_sparse(name, args, kwargs)
+    if sparse is not None and (
+            any(isinstance(a, sparse.SparseTensor) for a in args[:2]) or
+            (args and isinstance(args[0], (list, tuple)) and     # torch.cat([sparse, ...])
+             any(isinstance(a, sparse.SparseTensor) for a in args[0]))):
+        verdict = sparse.public_call_on_sparse(name, args, kwargs)
+        if verdict is not None:
+            return verdict
     return _reworded(entry, name, error, args, kwargs, False)
 
 

@@ -960,6 +960,58 @@ class SparseTensor:
                                   self._coalesced, self.requires_grad and self._leaf))
 
 
+def sparse_cat(tensors, dim=0, *, stack: bool = False):
+    """``torch.cat`` (``stack``: ``torch.stack``) of sparse COO tensors along a sparse dimension:
+    each tensor's indices along ``dim`` shifted past the ones before it (stack: a new leading
+    index row holding the tensor's position), the values concatenated in order, promoted to
+    one dtype; an uncoalesced result, as PyTorch's.  Differentiable in the values."""
+    from . import result_type
+    from .creation import tensor
+    tensors = list(tensors)
+    for k, t in enumerate(tensors):
+        if not isinstance(t, SparseTensor):
+            raise RuntimeError(f"Concatenating sparse tensors, but a dense tensor was found at "
+                               f"position {k}.")
+    first = tensors[0]
+    for t in tensors[1:]:
+        if t.sparse_dim() != first.sparse_dim() or t.dense_dim() != first.dense_dim():
+            raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: "
+                               f"len(size) = {len(first._size)}, sparse_dim = {t.sparse_dim()}, "
+                               f"dense_dim = {t.dense_dim()}")
+    n = first.dim() + (1 if stack else 0)
+    d = _core.normalize_dim(dim, n)
+    if d >= first.sparse_dim() + (1 if stack else 0):
+        raise NotImplementedError("tapegrad: cat of sparse tensors along a dense dimension is "
+                                  "not supported")
+    for t in tensors[1:]:
+        same = t._size == first._size if stack else \
+            t._size[:d] + t._size[d + 1:] == first._size[:d] + first._size[d + 1:]
+        if not same:
+            raise RuntimeError(f"{'stack' if stack else 'cat'}: sparse tensors must have the "
+                               f"same sizes except in dimension {d}, got {list(first._size)} "
+                               f"and {list(t._size)}")
+    dtype = first.dtype
+    for t in tensors[1:]:
+        dtype = result_type(tensor([], dtype=dtype), t._vals)
+    parts, offset = [], 0
+    for k, t in enumerate(tensors):
+        idx = t._idx._array
+        if stack:
+            idx = np.insert(idx, d, k, axis=0)
+        else:
+            idx = idx.copy()
+            idx[d] += offset
+            offset += t._size[d]
+        parts.append(idx)
+    size = (first._size[:d] + (len(tensors),) + first._size[d:]) if stack else \
+        first._size[:d] + (offset,) + first._size[d + 1:]
+    values = _core.cat([t._vals.to(dtype) for t in tensors], 0)
+    indices = tensor(np.concatenate(parts, axis=1).astype(np.int64))
+    requires = values.requires_grad
+    return SparseTensor._make(indices, values, size, False, not requires,
+                              ("StackBackward0" if stack else "CatBackward0") if requires else None)
+
+
 def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
     """A public function's call (``torch.add(s, t)``, ``torch.t(s)``, ``torch.sum(s)``) with a
     sparse tensor among its first two arguments, which the dense function refused with a
@@ -967,6 +1019,11 @@ def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
     first, as PyTorch's function dispatches to it), ``dense + sparse``'s for add/sub/mul with a
     dense first operand; PyTorch's NotImplementedError for an op sparse tensors lack."""
     first = args[0]
+    if name in ("cat", "concat", "concatenate", "stack") and isinstance(first, (list, tuple)):
+        if not first or not isinstance(first[0], SparseTensor):
+            return None                 # a dense first tensor: the dense function's refusal
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("axis", 0))
+        return (sparse_cat(first, dim, stack=name == "stack"),)
     if isinstance(first, SparseTensor):
         method = getattr(SparseTensor, name, None)
         if callable(method) and not name.startswith("_"):

@@ -250,3 +250,30 @@ def test_functional_form_sparse_lacks_is_not_implemented():
         ours, theirs = _raises(call, tapegrad), _raises(call, torch)
         assert ours[0] is theirs[0] is NotImplementedError
         assert "SparseCPU" in ours[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, s, c: L.cat([s, s]), lambda L, s, c: L.cat([c, c], 1),
+    lambda L, s, c: L.cat((c, s), dim=-1), lambda L, s, c: L.cat([c, c.double()]),
+    lambda L, s, c: L.cat([c]), lambda L, s, c: L.stack([c, c]), lambda L, s, c: L.stack([c, s], 1)])
+def test_cat_and_stack_of_sparse(call):
+    got = []
+    for lib in (tapegrad, torch):
+        s = lib.sparse_coo_tensor(lib.tensor([[0, 1, 0], [1, 0, 1]]), lib.tensor([1., 2., 3.]),
+                                  (2, 3))
+        r = call(lib, s, s.coalesce())
+        got.append((r.is_coalesced(), r._indices().tolist(), r._values().tolist(),
+                    tuple(r.shape), str(r.dtype)))
+    assert got[0] == got[1]
+
+
+def test_cat_of_sparse_with_dense_refused_and_grad_fn():
+    def call(lib):
+        return lib.cat([lib.eye(2).to_sparse(), lib.ones(2, 2)])
+    assert _raises(call, tapegrad) == _raises(call, torch)
+    names = []
+    for lib in (tapegrad, torch):
+        v = lib.tensor([1., 2.], requires_grad=True)
+        names.append(lib.cat([lib.sparse_coo_tensor(lib.tensor([[0, 1]]), v, (2,))] * 2)
+                     .grad_fn.name())
+    assert names[0] == names[1]
