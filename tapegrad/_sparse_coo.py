@@ -807,6 +807,62 @@ class SparseTensor:
             return self._add_sparse(other, alpha)
         return self.__add__(other)
 
+    # -- picking along a sparse dimension ---------------------------------------------------
+    def index_select(self, dim, index):
+        """The slices at ``index`` along the sparse dimension ``dim``: for each position j of
+        ``index``, the entries whose index there is ``index[j]`` (in stored order), moved to j;
+        an uncoalesced result, as PyTorch's.  Differentiable in the values."""
+        from .creation import tensor
+        d = _core.normalize_dim(dim, self.dim())
+        if d >= self.sparse_dim():
+            raise NotImplementedError("tapegrad: index_select of a sparse tensor along a dense "
+                                      "dimension is not supported")
+        picks = (index.detach()._array if isinstance(index, _core.TensorBase)
+                 else np.asarray(index)).reshape(-1).astype(np.int64)
+        bad = picks[(picks < -self._size[d]) | (picks >= self._size[d])]
+        if bad.size:
+            raise IndexError(f"index_select(): index contains {int(bad[0])} that is out of "
+                             f"range for tensor of size {list(self._size)} at dimension {d}")
+        picks = np.where(picks < 0, picks + self._size[d], picks)
+        # (position in index, entry) pairs, ordered by position then stored order
+        positions, entries = np.nonzero(picks[:, None] == self._idx._array[d][None, :])
+        idx = self._idx._array[:, entries].copy()
+        idx[d] = positions
+        values = self._vals.index_select(0, tensor(entries.astype(np.int64)))
+        size = self._size[:d] + (len(picks),) + self._size[d + 1:]
+        return self._derived(tensor(idx), values, size, coalesced=len(entries) <= 1,
+                             grad_fn_name="IndexSelectBackward0")
+
+    def select(self, dim, index):
+        """The slice at ``index`` along the sparse dimension ``dim`` (that dimension removed):
+        the entries whose index there is ``index``, in stored order, uncoalesced."""
+        from .creation import tensor
+        d = _core.normalize_dim(dim, self.dim())
+        n = self._size[d]
+        if not -n <= index < n:
+            raise IndexError(f"select(): index {index} out of range for tensor of size "
+                             f"{list(self._size)} at dimension {d}")
+        if d >= self.sparse_dim():
+            raise NotImplementedError("tapegrad: select of a sparse tensor along a dense "
+                                      "dimension is not supported")
+        entries = np.flatnonzero(self._idx._array[d] == index % n)
+        idx = np.delete(self._idx._array[:, entries], d, axis=0)
+        values = self._vals.index_select(0, tensor(entries.astype(np.int64)))
+        return self._derived(tensor(idx.astype(np.int64)), values,
+                             self._size[:d] + self._size[d + 1:], coalesced=len(entries) <= 1,
+                             grad_fn_name="SelectBackward0")
+
+    def __getitem__(self, key):
+        # PyTorch's sparse tensors take an integer index (select) and nothing else
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            if not -self._size[0] <= key < self._size[0]:
+                raise IndexError(f"index {key} is out of bounds for dimension 0 with size "
+                                 f"{self._size[0]}")
+            return self.select(0, int(key))
+        raise NotImplementedError("Could not run 'aten::index.Tensor' with arguments from the "
+                                  "'SparseCPU' backend (tapegrad supports only a subset of "
+                                  "operations on sparse tensors)")
+
     def sub(self, other, *, alpha=1):
         """``self - alpha * other`` for a sparse ``other`` (sparse result); a dense ``other``
         raises as in PyTorch."""

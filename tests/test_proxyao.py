@@ -277,3 +277,27 @@ def test_cat_of_sparse_with_dense_refused_and_grad_fn():
         names.append(lib.cat([lib.sparse_coo_tensor(lib.tensor([[0, 1]]), v, (2,))] * 2)
                      .grad_fn.name())
     assert names[0] == names[1]
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, s: s.index_select(0, L.tensor([2, 0])), lambda L, s: s.index_select(1, L.tensor([1, 1, 0])),
+    lambda L, s: s.coalesce().index_select(0, L.tensor([2, 0, 0])), lambda L, s: s[0],
+    lambda L, s: s[-1], lambda L, s: s.select(1, 1), lambda L, s: L.index_select(s, 0, L.tensor([1])),
+    lambda L, s: L.select(s, 0, 2), lambda L, s: s.index_select(-1, L.tensor([], dtype=L.int64))])
+def test_index_select_and_select_of_sparse(call):
+    got = []
+    for lib in (tapegrad, torch):
+        v = lib.tensor(VALUES, requires_grad=True)
+        r = call(lib, lib.sparse_coo_tensor(lib.tensor(INDICES), v, (3, 3)))
+        got.append((r.is_coalesced(), r._indices().tolist(), r._values().tolist(),
+                    tuple(r.shape), r.grad_fn.name()))
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("call", [lambda L, s: s.index_select(0, L.tensor([5])),
+                                  lambda L, s: s[3], lambda L, s: s[L.tensor([2, 0])]])
+def test_sparse_indexing_refusals(call):
+    ours = _raises(lambda L: call(L, _sparse(L)[0]), tapegrad)
+    theirs = _raises(lambda L: call(L, _sparse(L)[0]), torch)
+    assert ours[0] is theirs[0]
+    assert ours[1][:40] == theirs[1][:40]
