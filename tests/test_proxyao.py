@@ -301,3 +301,14 @@ def test_sparse_indexing_refusals(call):
     theirs = _raises(lambda L: call(L, _sparse(L)[0]), torch)
     assert ours[0] is theirs[0]
     assert ours[1][:40] == theirs[1][:40]
+
+
+def test_scatter_reduce_argument_warning_names_the_callers_line_once(fresh_once_warnings):
+    x = tapegrad.tensor([[1., 2.], [3., 4.]])
+    index = tapegrad.tensor([[0, 1], [0, 1]])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tapegrad.zeros(3, 2).scatter(0, index, x, reduce="add")     # through the public wrapper
+        tapegrad.scatter(tapegrad.zeros(3, 2), 0, index, x, reduce="multiply")
+    shown = [w for w in caught if "reduce argument of torch.scatter" in str(w.message)]
+    assert len(shown) == 1 and shown[0].filename == __file__
