@@ -591,10 +591,24 @@ class SparseTensor:
         return self._derived(self._idx, self._vals.to(as_dtype(dtype)),
                              grad_fn_name="ToCopyBackward0")
 
-    def type(self, dtype=None):
-        """The type name (``'torch.sparse.FloatTensor'``), or self converted to ``dtype``."""
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """The type name (``'torch.sparse.FloatTensor'``), or self converted to ``dtype``: a
+        dtype, a tensor type (``torch.DoubleTensor``, ``torch.sparse.DoubleTensor``) or its name
+        (the sparse tensor stays sparse, as PyTorch's)."""
         if dtype is None:
             return f"torch.sparse.{_scalar_name(self._vals)}Tensor"
+        from ._legacy import LegacyTensorClassMeta
+        if getattr(dtype, "is_cuda", False) is True or (
+                isinstance(dtype, str) and dtype.startswith("torch.cuda.")):
+            raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "
+                               "on the CPU only.")
+        if isinstance(dtype, LegacyTensorClassMeta):
+            dtype = dtype.dtype
+        elif isinstance(dtype, str):
+            # the dense type of that name gives the dtype (and the core's refusal of others)
+            from .creation import empty
+            dense_name = dtype.replace("torch.sparse.", "torch.", 1)
+            dtype = _core.TENSOR_METHODS["type"](empty(0), dense_name).dtype
         return self.to(dtype)
 
     def float(self):

@@ -312,3 +312,20 @@ def test_scatter_reduce_argument_warning_names_the_callers_line_once(fresh_once_
         tapegrad.scatter(tapegrad.zeros(3, 2), 0, index, x, reduce="multiply")
     shown = [w for w in caught if "reduce argument of torch.scatter" in str(w.message)]
     assert len(shown) == 1 and shown[0].filename == __file__
+
+
+@pytest.mark.parametrize("name", ["DoubleTensor", "LongTensor", "FloatTensor", "sparse.DoubleTensor",
+                                  "'torch.DoubleTensor'", "'torch.sparse.LongTensor'", "float64",
+                                  "'torch.Foo'"])
+def test_sparse_type_conversion(name):
+    got = []
+    for lib in (tapegrad, torch):
+        arg = name.strip("'") if name.startswith("'") else eval("lib." + name)
+        s = lib.sparse_coo_tensor(lib.tensor([[0, 1]]), lib.tensor([1.5, 2.]), (3,))
+        try:
+            r = s.type(arg)
+            got.append((r.layout == lib.sparse_coo, str(r.dtype), r is s,
+                        r.to_dense().tolist()))
+        except Exception as e:      # noqa: BLE001  (compared with PyTorch's)
+            got.append((type(e), str(e)))
+    assert got[0] == got[1]
