@@ -510,7 +510,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
 
         Examples
         --------
-        >>> m = tapegrad.sparse_coo_tensor([[0, 1], [1, 0]], [1., 1.], (2, 2))
+        >>> m = tapegrad.sparse_coo_tensor([[0, 1], [1, 0]], [1., 1.], (2, 2)).coalesce()
         >>> tapegrad.tensor([[1., 2.], [3., 4.]]).sparse_mask(m).values()
         tensor([2., 3.])
         """
