@@ -526,7 +526,18 @@ def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
     positional arguments (1 given)"), under the name of the function behind the entry
     (relu_nn, functional_softmax, or a helper the call reached: max_).  None, the error stands,
     when the arguments fit (the function raised for another reason); (outcome,) for a call
-    that named a parameter by PyTorch's NumPy alias, made again (_called_with_torch_names)."""
+    that named a parameter by PyTorch's NumPy alias, made again (_called_with_torch_names); and
+    for a call with a sparse COO tensor among its first two arguments (the compiled functions
+    take dense tensors only), the sparse tensor's own op (tapegrad._sparse_coo)."""
+    # A sparse tensor exists only once tapegrad._sparse_coo is loaded: no import otherwise.
+    sparse = sys.modules.get("tapegrad._sparse_coo")
+    if sparse is not None and (
+            any(isinstance(a, sparse.SparseTensor) for a in args[:2]) or
+            (args and isinstance(args[0], (list, tuple)) and     # torch.cat([sparse, ...])
+             any(isinstance(a, sparse.SparseTensor) for a in args[0]))):
+        verdict = sparse.public_call_on_sparse(name, args, kwargs)
+        if verdict is not None:
+            return verdict
     return _reworded(entry, name, error, args, kwargs, False)
 
 
@@ -540,6 +551,9 @@ def method_error(entry, name: str, error, args: tuple, kwargs: dict):
     names (x.add(x2=y))."""
     if not args or not isinstance(args[0], _core.TensorBase):
         return None
+    sparse = sys.modules.get("tapegrad._sparse_coo")      # (dense.add(sparse): binding_error's)
+    if sparse is not None and len(args) > 1 and isinstance(args[1], sparse.SparseTensor):
+        return sparse.public_call_on_sparse(name, args, kwargs)
     return _reworded(entry, name, error, args, kwargs, True)
 
 

@@ -155,21 +155,17 @@ def _overwrite(self, key, value, node: str):
     return _core._name_grad_fn(out, node)
 
 
-_warned_reduce_with_tensor_src = False
-
-
 def _scatter_reduce_two(self, dim, index, src, reduce, fname):
     """scatter/scatter_ with reduce='add' or 'multiply' (PyTorch's older API, no gradient)."""
     if reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     is_tensor = isinstance(src, TensorBase)
-    global _warned_reduce_with_tensor_src
-    if is_tensor and not _warned_reduce_with_tensor_src:
-        # Once per process, as PyTorch's TORCH_WARN_ONCE.
-        _warned_reduce_with_tensor_src = True
-        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
-                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
-                      "instead for more reduction options.", UserWarning, stacklevel=3)
+    if is_tensor:
+        # Once per process, as PyTorch's TORCH_WARN_ONCE, naming the user's line (a fixed
+        # stacklevel named a tapegrad wrapper's line when the call came through one)
+        _core.warn_once("The reduce argument of torch.scatter with Tensor src is deprecated "
+                        "and will be removed in a future PyTorch release. Use "
+                        "torch.scatter_reduce instead for more reduction options.")
     if is_tensor:
         _check_same_dtype(self, src)
     dim, key, part = _scatter_key(self, dim, index, src if is_tensor else None, fname)

@@ -437,7 +437,9 @@ class SparseTensor:
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """The dense tensor this one represents (duplicates summed); differentiable in the
-        values."""
+        values.  PyTorch refuses a ``dtype`` here (convert the sparse tensor first)."""
+        if dtype is not None:
+            raise RuntimeError("dtype argument is not supported by sparse_to_dense")
         from .creation import tensor, zeros
         sd = self.sparse_dim()
         sparse_shape = self._size[:sd]
@@ -447,8 +449,7 @@ class SparseTensor:
             linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
             flat = flat.index_add(0, tensor(linear.astype(np.int64)), self._vals)
         # a fresh node even when flat already has the shape, so it can carry PyTorch's name
-        dense = _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
-        return dense if dtype is None else dense.to(dtype)
+        return _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         """Self: already sparse COO (a different ``sparse_dim`` is not supported)."""
@@ -590,10 +591,24 @@ class SparseTensor:
         return self._derived(self._idx, self._vals.to(as_dtype(dtype)),
                              grad_fn_name="ToCopyBackward0")
 
-    def type(self, dtype=None):
-        """The type name (``'torch.sparse.FloatTensor'``), or self converted to ``dtype``."""
+    def type(self, dtype=None, non_blocking: bool = False, **kwargs):
+        """The type name (``'torch.sparse.FloatTensor'``), or self converted to ``dtype``: a
+        dtype, a tensor type (``torch.DoubleTensor``, ``torch.sparse.DoubleTensor``) or its name
+        (the sparse tensor stays sparse, as PyTorch's)."""
         if dtype is None:
             return f"torch.sparse.{_scalar_name(self._vals)}Tensor"
+        from ._legacy import LegacyTensorClassMeta
+        if getattr(dtype, "is_cuda", False) is True or (
+                isinstance(dtype, str) and dtype.startswith("torch.cuda.")):
+            raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "
+                               "on the CPU only.")
+        if isinstance(dtype, LegacyTensorClassMeta):
+            dtype = dtype.dtype
+        elif isinstance(dtype, str):
+            # the dense type of that name gives the dtype (and the core's refusal of others)
+            from .creation import empty
+            dense_name = dtype.replace("torch.sparse.", "torch.", 1)
+            dtype = _core.TENSOR_METHODS["type"](empty(0), dense_name).dtype
         return self.to(dtype)
 
     def float(self):
@@ -647,10 +662,58 @@ class SparseTensor:
             return NotImplemented
         return self._derived(self._idx, op(self._vals, other), grad_fn_name=grad_fn_name)
 
+    def _times_sparse(self, other):
+        """sparse * sparse of one shape, PyTorch's intersection product: the result keeps the
+        pattern of one operand (the "source": the uncoalesced one when exactly one is
+        coalesced, else the one with fewer entries, ``other`` on a tie; an empty operand
+        always), each source entry
+        times the other's coalesced value at its index, 0 where the other has none (such
+        entries stay stored, unless both operands are coalesced)."""
+        if self._size != other._size or self.sparse_dim() != other.sparse_dim():
+            raise RuntimeError("sparse_binary_op_intersection_cpu(): expects sparse inputs with "
+                               "equal dimensionality, number of sparse dimensions, and shape "
+                               "of sparse dimensions")
+        from .creation import tensor
+        if not other._nnz() or not self._nnz():
+            source, probe = (other, self) if not other._nnz() else (self, other)
+        elif self._coalesced != other._coalesced:
+            source, probe = (other, self) if self._coalesced else (self, other)
+        else:
+            source, probe = (other, self) if self._nnz() >= other._nnz() else (self, other)
+        probe = probe.coalesce()
+        sparse_shape = self._size[:self.sparse_dim()]
+        source_keys = np.ravel_multi_index(tuple(source._idx._array), sparse_shape) \
+            if source._nnz() else np.zeros(0, dtype=np.int64)
+        probe_keys = np.ravel_multi_index(tuple(probe._idx._array), sparse_shape) \
+            if probe._nnz() else np.zeros(0, dtype=np.int64)
+        # probe's keys are sorted (coalesced): a binary search finds each source entry's match
+        at = np.minimum(np.searchsorted(probe_keys, source_keys), max(len(probe_keys) - 1, 0))
+        found = (probe_keys[at] == source_keys) if len(probe_keys) else \
+            np.zeros(len(source_keys), dtype=bool)
+        if len(probe_keys):
+            matched = probe._vals.index_select(0, tensor(at.astype(np.int64)))
+        else:
+            matched = probe._vals.new_zeros((len(source_keys),) + tuple(probe._vals.shape[1:]))
+        found_t = tensor(found).reshape((-1,) + (1,) * (matched.dim() - 1))
+        values = source._vals * matched.where(found_t, matched.new_zeros(()))
+        indices = source._idx
+        if source._coalesced:
+            # both operands coalesced: PyTorch keeps only the common indices
+            keep = tensor(np.flatnonzero(found).astype(np.int64))
+            indices, values = indices.index_select(1, keep), values.index_select(0, keep)
+        return source._derived(indices, values, grad_fn_name="MulBackward0")
+
     def _times(self, other):
         """sparse * number / 0-d tensor, or sparse * a dense tensor of the same shape: the
         stored entries times the dense elements at their indices (a sparse result on self's
-        pattern, duplicates kept, as PyTorch's)."""
+        pattern, duplicates kept, as PyTorch's; a dense operand broadcasting to self's shape is
+        expanded first); sparse * sparse: ``_times_sparse``."""
+        if isinstance(other, SparseTensor):
+            return self._times_sparse(other)
+        if isinstance(other, _core.TensorBase) and other.dim() > 0 and \
+                tuple(other.shape) != self._size and other.dim() <= len(self._size) and all(
+                    o in (1, s) for o, s in zip(reversed(other.shape), reversed(self._size))):
+            other = other.expand(self._size)     # PyTorch broadcasts the dense operand
         if isinstance(other, _core.TensorBase) and other.dim() > 0 and \
                 tuple(other.shape) == self._size:
             at_entries = other[tuple(self._idx[d] for d in range(self.sparse_dim()))]
@@ -758,6 +821,69 @@ class SparseTensor:
             return self._add_sparse(other, alpha)
         return self.__add__(other)
 
+    # -- picking along a sparse dimension ---------------------------------------------------
+    def index_select(self, dim, index):
+        """The slices at ``index`` along the sparse dimension ``dim``: for each position j of
+        ``index``, the entries whose index there is ``index[j]`` (in stored order), moved to j;
+        an uncoalesced result, as PyTorch's.  Differentiable in the values."""
+        from .creation import tensor
+        d = _core.normalize_dim(dim, self.dim())
+        if d >= self.sparse_dim():
+            raise NotImplementedError("tapegrad: index_select of a sparse tensor along a dense "
+                                      "dimension is not supported")
+        picks = (index.detach()._array if isinstance(index, _core.TensorBase)
+                 else np.asarray(index)).reshape(-1).astype(np.int64)
+        bad = picks[(picks < -self._size[d]) | (picks >= self._size[d])]
+        if bad.size:
+            raise IndexError(f"index_select(): index contains {int(bad[0])} that is out of "
+                             f"range for tensor of size {list(self._size)} at dimension {d}")
+        picks = np.where(picks < 0, picks + self._size[d], picks)
+        # (position in index, entry) pairs, ordered by position then stored order
+        positions, entries = np.nonzero(picks[:, None] == self._idx._array[d][None, :])
+        idx = self._idx._array[:, entries].copy()
+        idx[d] = positions
+        values = self._vals.index_select(0, tensor(entries.astype(np.int64)))
+        size = self._size[:d] + (len(picks),) + self._size[d + 1:]
+        return self._derived(tensor(idx), values, size, coalesced=len(entries) <= 1,
+                             grad_fn_name="IndexSelectBackward0")
+
+    def select(self, dim, index):
+        """The slice at ``index`` along the sparse dimension ``dim`` (that dimension removed):
+        the entries whose index there is ``index``, in stored order, uncoalesced."""
+        from .creation import tensor
+        d = _core.normalize_dim(dim, self.dim())
+        n = self._size[d]
+        if not -n <= index < n:
+            raise IndexError(f"select(): index {index} out of range for tensor of size "
+                             f"{list(self._size)} at dimension {d}")
+        if d >= self.sparse_dim():
+            raise NotImplementedError("tapegrad: select of a sparse tensor along a dense "
+                                      "dimension is not supported")
+        entries = np.flatnonzero(self._idx._array[d] == index % n)
+        idx = np.delete(self._idx._array[:, entries], d, axis=0)
+        values = self._vals.index_select(0, tensor(entries.astype(np.int64)))
+        return self._derived(tensor(idx.astype(np.int64)), values,
+                             self._size[:d] + self._size[d + 1:], coalesced=len(entries) <= 1,
+                             grad_fn_name="SelectBackward0")
+
+    def __getitem__(self, key):
+        # PyTorch's sparse tensors take an integer index (select) and nothing else
+        if isinstance(key, numbers.Integral) and not isinstance(key, bool):
+            if not -self._size[0] <= key < self._size[0]:
+                raise IndexError(f"index {key} is out of bounds for dimension 0 with size "
+                                 f"{self._size[0]}")
+            return self.select(0, int(key))
+        raise NotImplementedError("Could not run 'aten::index.Tensor' with arguments from the "
+                                  "'SparseCPU' backend (tapegrad supports only a subset of "
+                                  "operations on sparse tensors)")
+
+    def sub(self, other, *, alpha=1):
+        """``self - alpha * other`` for a sparse ``other`` (sparse result); a dense ``other``
+        raises as in PyTorch."""
+        if isinstance(other, SparseTensor):
+            return self._add_sparse(other, -alpha, "SubBackward0")
+        return self.__sub__(other)
+
     def _add_sparse(self, other, alpha, grad_fn_name="AddBackward0"):
         """Sparse + sparse as PyTorch forms it: one pass merging the two entry lists in their
         stored order, taking the smaller index first and summing entries whose indices are equal
@@ -783,10 +909,18 @@ class SparseTensor:
                 j += 1
             merged.append(keys_a[i - 1] if take_a else keys_b[j - 1])
         dense_shape = tuple(self._vals.shape[1:])
-        scaled = other._vals if alpha == 1 else other._vals * alpha
-        vals = zeros((len(merged),) + dense_shape, dtype=self.dtype)
-        vals = vals.index_add(0, tensor(pos_a, dtype=_core.int64), self._vals)
-        vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled.to(self.dtype))
+        # PyTorch promotes the two dtypes (int32 + float32 is float32, float16 + float32 too);
+        # tapegrad kept self's dtype: fractions dropped and float16 overflowing silently
+        from . import result_type
+        dtype = result_type(self._vals, other._vals)
+        if isinstance(alpha, float) and not (dtype.is_floating_point or dtype.is_complex):
+            raise RuntimeError("For integral input tensors, argument alpha must not be a "
+                               "floating point number.")
+        scaled = other._vals.to(dtype)
+        scaled = scaled if alpha == 1 else scaled * alpha
+        vals = zeros((len(merged),) + dense_shape, dtype=dtype)
+        vals = vals.index_add(0, tensor(pos_a, dtype=_core.int64), self._vals.to(dtype))
+        vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled)
         return self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
                              coalesced=self._coalesced and other._coalesced,
                              grad_fn_name=grad_fn_name)
@@ -882,9 +1016,120 @@ class SparseTensor:
             return unsupported
         raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 
+    # -- comparisons: PyTorch has no sparse kernels for them and raises; object's defaults gave
+    # a silent identity answer (``s == s2`` False, ``s < s2`` TypeError) ----------------------
+    def _refuse_comparison(self, other, op):
+        if not isinstance(other, (SparseTensor, _core.TensorBase, numbers.Number)):
+            return NotImplemented
+        overload = "Scalar" if isinstance(other, numbers.Number) else "Tensor"
+        raise NotImplementedError(f"Could not run 'aten::{op}.{overload}' with arguments from "
+                                  f"the 'SparseCPU' backend (tapegrad supports only a subset of "
+                                  f"operations on sparse tensors)")
+
+    def __eq__(self, other):
+        return self._refuse_comparison(other, "eq")
+
+    def __ne__(self, other):
+        return self._refuse_comparison(other, "ne")
+
+    def __lt__(self, other):
+        return self._refuse_comparison(other, "lt")
+
+    def __le__(self, other):
+        return self._refuse_comparison(other, "le")
+
+    def __gt__(self, other):
+        return self._refuse_comparison(other, "gt")
+
+    def __ge__(self, other):
+        return self._refuse_comparison(other, "ge")
+
+    __hash__ = object.__hash__      # hashable by identity, as every tensor
+
     def __reduce__(self):
         return (_rebuild_sparse, (self._idx.detach(), self._vals.detach(), self._size,
                                   self._coalesced, self.requires_grad and self._leaf))
+
+
+def sparse_cat(tensors, dim=0, *, stack: bool = False):
+    """``torch.cat`` (``stack``: ``torch.stack``) of sparse COO tensors along a sparse dimension:
+    each tensor's indices along ``dim`` shifted past the ones before it (stack: a new leading
+    index row holding the tensor's position), the values concatenated in order, promoted to
+    one dtype; an uncoalesced result, as PyTorch's.  Differentiable in the values."""
+    from . import result_type
+    from .creation import tensor
+    tensors = list(tensors)
+    for k, t in enumerate(tensors):
+        if not isinstance(t, SparseTensor):
+            raise RuntimeError(f"Concatenating sparse tensors, but a dense tensor was found at "
+                               f"position {k}.")
+    first = tensors[0]
+    for t in tensors[1:]:
+        if t.sparse_dim() != first.sparse_dim() or t.dense_dim() != first.dense_dim():
+            raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: "
+                               f"len(size) = {len(first._size)}, sparse_dim = {t.sparse_dim()}, "
+                               f"dense_dim = {t.dense_dim()}")
+    n = first.dim() + (1 if stack else 0)
+    d = _core.normalize_dim(dim, n)
+    if d >= first.sparse_dim() + (1 if stack else 0):
+        raise NotImplementedError("tapegrad: cat of sparse tensors along a dense dimension is "
+                                  "not supported")
+    for t in tensors[1:]:
+        same = t._size == first._size if stack else \
+            t._size[:d] + t._size[d + 1:] == first._size[:d] + first._size[d + 1:]
+        if not same:
+            raise RuntimeError(f"{'stack' if stack else 'cat'}: sparse tensors must have the "
+                               f"same sizes except in dimension {d}, got {list(first._size)} "
+                               f"and {list(t._size)}")
+    dtype = first.dtype
+    for t in tensors[1:]:
+        dtype = result_type(tensor([], dtype=dtype), t._vals)
+    parts, offset = [], 0
+    for k, t in enumerate(tensors):
+        idx = t._idx._array
+        if stack:
+            idx = np.insert(idx, d, k, axis=0)
+        else:
+            idx = idx.copy()
+            idx[d] += offset
+            offset += t._size[d]
+        parts.append(idx)
+    size = (first._size[:d] + (len(tensors),) + first._size[d:]) if stack else \
+        first._size[:d] + (offset,) + first._size[d + 1:]
+    values = _core.cat([t._vals.to(dtype) for t in tensors], 0)
+    indices = tensor(np.concatenate(parts, axis=1).astype(np.int64))
+    requires = values.requires_grad
+    return SparseTensor._make(indices, values, size, False, not requires,
+                              ("StackBackward0" if stack else "CatBackward0") if requires else None)
+
+
+def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
+    """A public function's call (``torch.add(s, t)``, ``torch.t(s)``, ``torch.sum(s)``) with a
+    sparse tensor among its first two arguments, which the dense function refused with a
+    TypeError: ``(outcome,)`` of the sparse tensor's method of that name (the sparse tensor
+    first, as PyTorch's function dispatches to it), ``dense + sparse``'s for add/sub/mul with a
+    dense first operand; PyTorch's NotImplementedError for an op sparse tensors lack."""
+    first = args[0]
+    if name in ("cat", "concat", "concatenate", "stack") and isinstance(first, (list, tuple)):
+        if not first or not isinstance(first[0], SparseTensor):
+            return None                 # a dense first tensor: the dense function's refusal
+        dim = args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("axis", 0))
+        return (sparse_cat(first, dim, stack=name == "stack"),)
+    if isinstance(first, SparseTensor):
+        method = getattr(SparseTensor, name, None)
+        if callable(method) and not name.startswith("_"):
+            return (method(*args, **kwargs),)
+    elif name in ("add", "sub", "mul") and isinstance(first, _core.TensorBase) and \
+            len(args) == 2 and set(kwargs) <= {"alpha"}:
+        other = args[1]
+        alpha = kwargs.get("alpha", 1)
+        if name == "mul":
+            return (other * first,)
+        scaled = other if alpha == 1 else other * alpha
+        return (first + scaled if name == "add" else first + (-scaled),)
+    raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the "
+                              f"'SparseCPU' backend (tapegrad supports only a subset of "
+                              f"operations on sparse tensors)")
 
 
 def _rebuild_sparse(indices, values, size, coalesced, requires_grad):
@@ -1009,17 +1254,33 @@ def sparse_sum(input, dim=None, dtype=None):
     return result
 
 
-def sparse_addmm(input, mat1, mat2, beta=1, alpha=1):
-    """``torch.sparse.addmm``: ``beta * input + alpha * (mat1 @ mat2)`` for a sparse COO (or
-    dense) ``mat1`` and dense ``input`` and ``mat2``; a dense result, its grad_fn named
-    SparseAddmmBackward0 as PyTorch's."""
-    if not isinstance(mat1, SparseTensor) and not isinstance(mat2, SparseTensor):
+def sparse_addmm(input, mat1, mat2, beta=1, alpha=1, grad_fn_name="SparseAddmmBackward0"):
+    """``torch.sparse.addmm`` (and ``torch.addmm`` with a sparse ``mat1``, whose result shows
+    ``grad_fn_name`` AddmmBackward0): ``beta * input + alpha * (mat1 @ mat2)`` for a sparse COO
+    ``mat1`` and dense ``input`` and ``mat2``; a dense result.  As PyTorch's, ``input`` must have
+    mat1's dtype (no promotion), ``beta=0`` ignores input's values (NaN included), and only
+    sparse @ dense is accepted."""
+    s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    if not s1 and not s2:
         return input.addmm(mat1, mat2, beta=beta, alpha=alpha)
+    if not s1 or s2:
+        raise RuntimeError(f"addmm_sparse_dense: expected either 'mat1' to have sparse layout "
+                           f"and 'mat2' to have strided layout, got 'mat1' with layout "
+                           f"{'Sparse' if s1 else 'Strided'} and 'mat2' with layout Sparse")
+    if isinstance(input, _core.TensorBase) and input.dtype != mat1.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(mat1._vals)} but found "
+                           f"{_scalar_name(input)}")
     product = sparse_mm(mat1, mat2)
     # a factor of 1 is left out, so the default call adds exactly as input + mat1 @ mat2
-    scaled_input = input if beta == 1 else input * beta
     scaled_product = product if alpha == 1 else product * alpha
-    return _core._name_grad_fn(scaled_input + scaled_product, "SparseAddmmBackward0")
+    if beta == 0:
+        # input still sets the broadcast shape and gets a zero gradient, but its values (even
+        # NaN) do not count: the dense addmm's zeroing
+        from .contractions import _zeroed
+        scaled_input = _zeroed(input)
+    else:
+        scaled_input = input if beta == 1 else input * beta
+    return _core._name_grad_fn(scaled_input + scaled_product, grad_fn_name)
 
 
 def sparse_softmax(input, dim, dtype=None, *, log: bool = False):
@@ -1063,6 +1324,22 @@ def sparse_softmax(input, dim, dtype=None, *, log: bool = False):
     name = "SparseLogSoftmaxBackward0" if log else "SparseSoftmaxBackward0"
     return SparseTensor._make(source._idx, out, source._size, True, not out.requires_grad,
                               name if out.requires_grad else None)
+
+
+def sparse_mask(dense, mask):
+    """``Tensor.sparse_mask``: a sparse tensor on ``mask``'s pattern (its duplicates and
+    coalesced flag kept, its values ignored) holding ``dense``'s elements at those indices, in
+    dense's dtype.  Differentiable in ``dense``."""
+    if not isinstance(mask, SparseTensor):
+        raise NotImplementedError("Could not run 'aten::sparse_mask' with arguments from the "
+                                  "'CPU' backend.")
+    if tuple(dense.shape) != mask._size:
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(dense.shape)} but mask has size {list(mask._size)}")
+    at_entries = dense[tuple(mask._idx[d] for d in range(mask.sparse_dim()))]
+    requires = at_entries.requires_grad
+    return SparseTensor._make(mask._idx, at_entries, mask._size, mask._coalesced, not requires,
+                              "SparseMaskBackward0" if requires else None)
 
 
 def to_sparse(dense, sparse_dim=None):

@@ -7,6 +7,8 @@ _int_mm and _weight_int8pack_mm (int8 products, which have no gradient) sit besi
 """
 from __future__ import annotations
 
+import sys as _sys
+
 import numpy as np
 
 from . import _core
@@ -114,7 +116,14 @@ def _check_tensors(fn: str, named: tuple) -> None:
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, p).  PyTorch checks the
-    dtypes (input's, then mat1's, against mat2's) before the ranks."""
+    dtypes (input's, then mat1's, against mat2's) before the ranks.  A sparse COO mat1 (or
+    mat2, which PyTorch refuses) is tapegrad.sparse.addmm's case."""
+    if not (isinstance(mat1, _core.TensorBase) and isinstance(mat2, _core.TensorBase)):
+        # A sparse tensor exists only once tapegrad._sparse_coo is loaded: no import otherwise.
+        sparse = _sys.modules.get("tapegrad._sparse_coo")
+        if sparse is not None and (isinstance(mat1, sparse.SparseTensor) or
+                                   isinstance(mat2, sparse.SparseTensor)):
+            return sparse.sparse_addmm(input, mat1, mat2, beta, alpha, "AddmmBackward0")
     _check_tensors("addmm", ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
     if input.dtype != mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "

@@ -508,6 +508,19 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                                       f"only torch.sparse_coo")
         return to_sparse(self, sparse_dim)
 
+    def sparse_mask(self, mask):
+        """A sparse COO tensor on ``mask``'s indices (its values ignored) holding this tensor's
+        elements there; differentiable.
+
+        Examples
+        --------
+        >>> m = tapegrad.sparse_coo_tensor([[0, 1], [1, 0]], [1., 1.], (2, 2)).coalesce()
+        >>> tapegrad.tensor([[1., 2.], [3., 4.]]).sparse_mask(m).values()
+        tensor([2., 3.])
+        """
+        from ._sparse_coo import sparse_mask
+        return sparse_mask(self, mask)
+
     def to_sparse_coo(self):
         """The sparse COO form of this tensor, as ``to_sparse()``."""
         return self.to_sparse()
