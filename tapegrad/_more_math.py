@@ -56,7 +56,7 @@ def fmax(input, other):
     _complex.refuse_if_complex("fmax", input)
     _complex.refuse_if_complex("fmax", other)
     take_input = _core.logical_or(_core.ge(input, other), other.isnan())
-    return _core.where(take_input, input, other)
+    return _core._name_grad_fn(_core.where(take_input, input, other), "FmaxBackward0")
 
 
 def fmin(input, other):
@@ -65,7 +65,7 @@ def fmin(input, other):
     _complex.refuse_if_complex("fmin", input)
     _complex.refuse_if_complex("fmin", other)
     take_input = _core.logical_or(_core.le(input, other), other.isnan())
-    return _core.where(take_input, input, other)
+    return _core._name_grad_fn(_core.where(take_input, input, other), "FminBackward0")
 
 
 class _NotDifferentiable(Function):
@@ -138,7 +138,8 @@ def ldexp(input, other):
     # ldexp(float16 1e-3, 20) is 1049, not inf * 1e-3 from a float16 2 ** 20
     dtype = _floating_result_type(input, other)
     wide = float32 if dtype == float16 else dtype
-    return _core.mul(input.to(wide), _core.pow(2.0, other.to(wide))).to(dtype)
+    return _core._name_grad_fn(_core.mul(input.to(wide), _core.pow(2.0, other.to(wide))).to(dtype),
+                               "LdexpBackward0")
 
 
 class _Nextafter(Function):
@@ -192,7 +193,7 @@ def rsub(input, other, *, alpha=1):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                            "point number.")
     if isinstance(other, TensorBase):
-        return sub(other, input, alpha=alpha)
+        return _core._name_grad_fn(sub(other, input, alpha=alpha), "RsubBackward0")
     if alpha == 1 and type(alpha) is not bool:
         return input.__rsub__(other)        # `other - input`: PyTorch's RsubBackward1 node
     return sub(_scalar_like(other, input), input, alpha=alpha)

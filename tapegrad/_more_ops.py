@@ -657,7 +657,7 @@ def frexp(input, *, out=None):
     _, exponent = np.frexp(arr)
     with np.errstate(over="ignore"):
         scale = np.ldexp(np.ones_like(arr), -exponent)
-    mantissa = input * _wrap(scale)
+    mantissa = _core._name_grad_fn(input * _wrap(scale), "FrexpBackward0")
     return _core.return_types.frexp((mantissa, _wrap(exponent.astype(np.int32))))
 
 
