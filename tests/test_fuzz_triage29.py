@@ -125,3 +125,44 @@ def test_logdet_negative_determinant_gradient(torch, matrix, dtype):
         # (a masked gradient's zeros: PyTorch's slogdet backward gives +0, here +-0)
         np.testing.assert_allclose(np.abs(a) + 0.0, np.abs(b) + 0.0, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(np.sign(a[a != 0]), np.sign(b[a != 0]))
+
+
+# -- shuffles that move nothing returned a view of their input (65001325) ---------------------------
+# pixel_shuffle / pixel_unshuffle with factor 1 and channel_shuffle with 1 group or 1 channel per
+# group came out of reshape / permute as a view of the input: an in-place write into the result
+# silently changed the input (SILENT).  PyTorch's always write a new tensor.
+
+_SHUFFLES = {
+    "pixel_shuffle_1": lambda L, x: L.nn.functional.pixel_shuffle(x, 1),
+    "pixel_unshuffle_1": lambda L, x: L.nn.functional.pixel_unshuffle(x, 1),
+    "torch_pixel_shuffle_1": lambda L, x: L.pixel_shuffle(x, 1),
+    "channel_shuffle_1": lambda L, x: L.channel_shuffle(x, 1),
+    "channel_shuffle_all": lambda L, x: L.channel_shuffle(x, 4),
+    "channel_shuffle_2": lambda L, x: L.nn.functional.channel_shuffle(x, 2),
+    "module_channel_shuffle_1": lambda L, x: L.nn.ChannelShuffle(1)(x),
+    "pixel_shuffle_2": lambda L, x: L.nn.functional.pixel_shuffle(x, 2),
+    "pixel_unshuffle_h1": lambda L, x: L.nn.functional.pixel_unshuffle(x[..., :1, :1], 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SHUFFLES))
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_shuffle_result_is_a_new_tensor(torch, name, channels_last):
+    def run(L):
+        leaf = L.tensor(np.arange(1.0, 33.0).reshape(2, 4, 2, 2), requires_grad=True)
+        x = leaf * 1
+        if channels_last:
+            x = x.contiguous(memory_format=L.channels_last)
+        y = _SHUFFLES[name](L, x)
+        y.exp_()
+        w = L.tensor(np.linspace(-1, 1, y.numel()).reshape(y.shape), dtype=y.dtype)
+        (y * w).sum().backward()
+        return (type(y.grad_fn).__name__, y.shape, y.stride(), x.detach().numpy().copy(),
+                y.detach().numpy(), leaf.grad.numpy())
+    t, g = run(torch), run(tg)
+    # (a channels-last result is a view of its clone here: an in-place op on it shows
+    # AsStridedBackward0 where PyTorch's shows ExpBackward0, and a size-1 channel dim's stride
+    # differs; open, docs/differences.md)
+    assert g[1] == t[1] and (channels_last or (g[0], g[2]) == (t[0], t[2]))
+    for a, b in zip(g[3:], t[3:]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
