@@ -103,13 +103,14 @@ def heaviside(input, values):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     _check_broadcast(input, values)
     # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
-    result = _core.wrap_array(_core._iterator_layout(
+    result = _core._iterator_layout(
         np.heaviside(input._array, values._array).astype(input._array.dtype),
-        input._array, values._array), False)
-    if input.requires_grad or values.requires_grad:
-        return _NotDifferentiable.apply(input, result,
-                                        "derivative for aten::heaviside is not implemented")
-    return result
+        input._array, values._array)
+    # (either operand requiring grad makes the result require it; the array, not a tensor, goes
+    # to the Function: a tensor argument returned as it is became a view of an input there, and
+    # an in-place op on the result raised the custom-Function view error)
+    return without_derivative((input, values), result,
+                              "derivative for aten::heaviside is not implemented", RuntimeError)
 
 
 def logaddexp2(input, other):

@@ -166,3 +166,28 @@ def test_shuffle_result_is_a_new_tensor(torch, name, channels_last):
     assert g[1] == t[1] and (channels_last or (g[0], g[2]) == (t[0], t[2]))
     for a, b in zip(g[3:], t[3:]):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# -- heaviside's result (65000939, 65000957, 65001093) ----------------------------------------------
+# Only `input` was given to the no-derivative node, so `values` alone requiring grad left the
+# result without grad (PyTorch's requires grad; its backward raises); the result tensor itself
+# went to the node, which returned it as a view of an argument, so an in-place op on it raised
+# the custom-Function view error where PyTorch's runs.
+
+@pytest.mark.parametrize("grads", [(True, False), (False, True), (True, True), (False, False)])
+def test_heaviside_requires_grad_and_in_place(torch, grads):
+    def run(L):
+        a = L.tensor([0.0, 1.0, -1.0], dtype=L.float64, requires_grad=grads[0])
+        b = L.tensor([0.5, 0.5, 0.5], dtype=L.float64, requires_grad=grads[1])
+        y = L.heaviside(a * 1 if grads[0] else a, b)
+        out = [y.requires_grad, type(y.grad_fn).__name__ if y.grad_fn else None]
+        y.squeeze_()
+        y.mul_(2)
+        out.append(y.detach().numpy().tolist())
+        if y.requires_grad:
+            with pytest.raises(RuntimeError, match="derivative for aten::heaviside is not"):
+                y.sum().backward()
+        with L.no_grad():
+            out.append(L.heaviside(a, b).requires_grad)
+        return out
+    assert run(tg) == run(torch)
