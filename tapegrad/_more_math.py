@@ -75,7 +75,10 @@ class _NotDifferentiable(Function):
     @staticmethod
     def forward(ctx, input, values, message, error=RuntimeError):
         ctx.message, ctx.error = message, error
-        return values if isinstance(values, TensorBase) else _wrap(values)
+        # (a tensor's array in a tensor of its own, its layout kept: returned as it is, an
+        # argument of apply() counts as a view of it, and an in-place op on the result raised)
+        return _core.wrap_array(values._array, False) if isinstance(values, TensorBase) \
+            else _wrap(values)
 
     @staticmethod
     def backward(ctx, grad):
@@ -86,13 +89,14 @@ _torch_grad_fn_name(_NotDifferentiable, "NotImplemented")
 
 
 def without_derivative(inputs, values, message: str, error=NotImplementedError):
-    """``values`` (an ndarray computed from ``inputs``) as a tensor; when one of ``inputs``
-    requires grad, in the graph with a backward raising ``error(message)``, as PyTorch's ops
-    without a derivative formula (their result requires grad; only differentiating fails)."""
+    """``values`` (an ndarray computed from ``inputs``, or a tensor of its own) as a tensor; when
+    one of ``inputs`` requires grad, in the graph with a backward raising ``error(message)``, as
+    PyTorch's ops without a derivative formula (their result requires grad; only differentiating
+    fails)."""
     source = next((t for t in inputs if isinstance(t, TensorBase) and t.requires_grad), None)
     if source is not None and _core.is_grad_enabled():
         return _NotDifferentiable.apply(source, values, message, error)
-    return _wrap(values)
+    return values if isinstance(values, TensorBase) else _wrap(values)
 
 
 def heaviside(input, values):
@@ -103,12 +107,11 @@ def heaviside(input, values):
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     _check_broadcast(input, values)
     # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
-    result = _core._iterator_layout(
+    # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
+    result = _core.wrap_array(_core._iterator_layout(
         np.heaviside(input._array, values._array).astype(input._array.dtype),
-        input._array, values._array)
-    # (either operand requiring grad makes the result require it; the array, not a tensor, goes
-    # to the Function: a tensor argument returned as it is became a view of an input there, and
-    # an in-place op on the result raised the custom-Function view error)
+        input._array, values._array), False)
+    # (either operand requiring grad makes the result require it)
     return without_derivative((input, values), result,
                               "derivative for aten::heaviside is not implemented", RuntimeError)
 
