@@ -191,3 +191,19 @@ def test_heaviside_requires_grad_and_in_place(torch, grads):
             out.append(L.heaviside(a, b).requires_grad)
         return out
     assert run(tg) == run(torch)
+
+
+# -- embedding with an empty weight (65001884) ------------------------------------------------------
+# PyTorch's embedding is an index_select of the rows: indices into an empty weight raise its
+# RuntimeError (an empty dim) before any range check; here the range check's IndexError came first.
+
+@pytest.mark.parametrize("indices", [[0], [5], [[0, 1]], []])
+@pytest.mark.parametrize("rows", [0, 2])
+def test_embedding_empty_weight_error(torch, indices, rows):
+    def run(L):
+        w = L.zeros(rows, 3, requires_grad=True)
+        try:
+            return tuple(L.nn.functional.embedding(L.tensor(indices, dtype=L.long), w).shape)
+        except Exception as e:  # noqa: BLE001 - the error is the result compared
+            return type(e).__name__, str(e)
+    assert run(tg) == run(torch)
