@@ -207,3 +207,31 @@ def test_embedding_empty_weight_error(torch, indices, rows):
         except Exception as e:  # noqa: BLE001 - the error is the result compared
             return type(e).__name__, str(e)
     assert run(tg) == run(torch)
+
+
+# -- cov with no degrees of freedom (65002644, 65003018) --------------------------------------------
+# N - correction <= 0 divided the sums by a negative count (an empty observation dim: -0 where
+# PyTorch's is NaN); PyTorch warns and clamps the divisor to 0 (NaN or inf).
+
+@pytest.mark.parametrize("x", [[[1.0, 2.0, 3.0]], [[1.0], [2.0], [3.0]], [1.5], [[]], 2.0,
+                               [[1.0, 2.0], [3.0, 5.0]]])
+@pytest.mark.parametrize("correction", [0, 1, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cov_without_degrees_of_freedom(torch, x, correction, weighted):
+    import warnings
+
+    def run(L):
+        t = L.tensor(x, dtype=L.float64)
+        kw = {}
+        if weighted:
+            n = t.shape[-1] if t.dim() else 1
+            if n == 0:
+                pytest.skip("zero weights: an error of its own")
+            kw = dict(fweights=L.ones(n, dtype=L.long))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = L.cov(t, correction=correction, **kw).numpy()
+        return out, [str(m.message) for m in w if "degrees of freedom" in str(m.message)]
+    (g, gw), (t, tw) = run(tg), run(torch)
+    np.testing.assert_array_equal(g, t)
+    assert bool(gw) == bool(tw)
