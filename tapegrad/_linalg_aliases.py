@@ -46,10 +46,11 @@ def logdet(input):
     linalg._check_square(input, "logdet")
     linalg._check_float(input, "logdet")
     sign, logabsdet = linalg.slogdet(input)
-    # log(sign) is 0, -inf or nan: adding it gives PyTorch's results, and the sign carries no
-    # gradient.
-    # (PyTorch's logdet is itself composed: its result's node is a where's)
-    return _core._name_grad_fn(logabsdet + sign.log(), "WhereBackward0")
+    if input.is_complex():
+        return sign.log() + logabsdet       # (PyTorch's composition for complex matrices)
+    # PyTorch's where(sign == -1, nan, logabsdet): a negative determinant's NaN has gradient 0
+    # (adding log(sign) gave the same values but passed logabsdet's gradient through the NaN)
+    return _core.where(sign == -1, float("nan"), logabsdet)
 
 
 def cholesky(input, upper=False):

@@ -75,7 +75,10 @@ class _NotDifferentiable(Function):
     @staticmethod
     def forward(ctx, input, values, message, error=RuntimeError):
         ctx.message, ctx.error = message, error
-        return values if isinstance(values, TensorBase) else _wrap(values)
+        # (a tensor's array in a tensor of its own, its layout kept: returned as it is, an
+        # argument of apply() counts as a view of it, and an in-place op on the result raised)
+        return _core.wrap_array(values._array, False) if isinstance(values, TensorBase) \
+            else _wrap(values)
 
     @staticmethod
     def backward(ctx, grad):
@@ -86,13 +89,14 @@ _torch_grad_fn_name(_NotDifferentiable, "NotImplemented")
 
 
 def without_derivative(inputs, values, message: str, error=NotImplementedError):
-    """``values`` (an ndarray computed from ``inputs``) as a tensor; when one of ``inputs``
-    requires grad, in the graph with a backward raising ``error(message)``, as PyTorch's ops
-    without a derivative formula (their result requires grad; only differentiating fails)."""
+    """``values`` (an ndarray computed from ``inputs``, or a tensor of its own) as a tensor; when
+    one of ``inputs`` requires grad, in the graph with a backward raising ``error(message)``, as
+    PyTorch's ops without a derivative formula (their result requires grad; only differentiating
+    fails)."""
     source = next((t for t in inputs if isinstance(t, TensorBase) and t.requires_grad), None)
     if source is not None and _core.is_grad_enabled():
         return _NotDifferentiable.apply(source, values, message, error)
-    return _wrap(values)
+    return values if isinstance(values, TensorBase) else _wrap(values)
 
 
 def heaviside(input, values):
@@ -106,14 +110,13 @@ def heaviside(input, values):
     _check_broadcast(input, values)
     # (in the layout PyTorch's TensorIterator gives a binary op's result, not row-major)
     # PyTorch's rule: values where input == 0, else (input > 0); NaN input gives 0, where
-    # np.heaviside gives NaN
+    # np.heaviside gives NaN; in the layout PyTorch's TensorIterator gives a binary op's result
     x = input._array
     stepped = np.where(x == 0, values._array, (x > 0).astype(x.dtype)).astype(x.dtype)
     result = _core.wrap_array(_core._iterator_layout(stepped, input._array, values._array), False)
-    if input.requires_grad or values.requires_grad:
-        return _NotDifferentiable.apply(input, result,
-                                        "derivative for aten::heaviside is not implemented")
-    return result
+    # (either operand requiring grad makes the result require it)
+    return without_derivative((input, values), result,
+                              "derivative for aten::heaviside is not implemented", RuntimeError)
 
 
 def logaddexp2(input, other):
@@ -147,7 +150,8 @@ def ldexp(input, other):
     # ldexp(float16 1e-3, 20) is 1049, not inf * 1e-3 from a float16 2 ** 20
     dtype = _floating_result_type(input, other)
     wide = float32 if dtype == float16 else dtype
-    return _core.mul(input.to(wide), _core.pow(2.0, other.to(wide))).to(dtype)
+    return _core._name_grad_fn(_core.mul(input.to(wide), _core.pow(2.0, other.to(wide))).to(dtype),
+                               "LdexpBackward0")
 
 
 class _Nextafter(Function):
@@ -201,7 +205,7 @@ def rsub(input, other, *, alpha=1):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
                            "point number.")
     if isinstance(other, TensorBase):
-        return sub(other, input, alpha=alpha)
+        return _core._name_grad_fn(sub(other, input, alpha=alpha), "RsubBackward0")
     if alpha == 1 and type(alpha) is not bool:
         return input.__rsub__(other)        # `other - input`: PyTorch's RsubBackward1 node
     return sub(_scalar_like(other, input), input, alpha=alpha)

@@ -668,7 +668,9 @@ def frexp(input, *, out=None):
     # two factors of half the power each are finite and multiply exactly
     first = -exponent // 2
     ones = np.ones_like(arr)
-    mantissa = input * _wrap(np.ldexp(ones, first)) * _wrap(np.ldexp(ones, -exponent - first))
+    mantissa = _core._name_grad_fn(
+        input * _wrap(np.ldexp(ones, first)) * _wrap(np.ldexp(ones, -exponent - first)),
+        "FrexpBackward0")
     return _core.return_types.frexp((mantissa, _wrap(exponent.astype(np.int32))))
 
 

@@ -601,7 +601,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if weights is None:
         mean = x.mean(1, keepdim=True)
         centred = x - mean
-        result = _core.matmul(centred, _adjoint(centred)) / (x.shape[1] - correction)
+        result = _core.matmul(centred, _adjoint(centred)) / _cov_norm(x.shape[1] - correction)
     else:
         weights = weights.to(x.dtype)
         total = weights.sum()
@@ -611,10 +611,22 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = total - correction
         else:
             norm = total - correction * (weights * aweights.to(x.dtype)).sum() / total
-        result = _core.matmul(centred * weights, _adjoint(centred)) / norm
+        result = _core.matmul(centred * weights, _adjoint(centred)) / _cov_norm(norm)
     # (PyTorch squeezes every result: a matrix of two or more variables keeps its shape, and
     # its node is that squeeze)
     return result.squeeze()
+
+
+def _cov_norm(norm):
+    """cov's divisor as PyTorch's: one of no degrees of freedom (<= 0) warns and is clamped to
+    0, so the result is NaN (0 / 0) or inf, not the sums divided by a negative count (an empty
+    observation dim gave -0 where PyTorch's is NaN; fuzz 65002644)."""
+    if float(norm) <= 0:
+        import warnings
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=3)
+        return norm - norm          # (+0 as PyTorch's zero_(); norm * 0 of a negative is -0)
+    return norm
 
 
 def _check_cov_weights(name, w, kinds, kind_name, observations):

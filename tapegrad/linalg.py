@@ -748,7 +748,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
     ord = float(ord)
-    if x.dtype == _core.float16:
+    if x.dtype == _core.float16 and not math.isinf(ord):     # (a max / min is exact in float16)
         (wide,), half = widen_half(x)
         return narrow_half(vector_norm(wide, ord, dim, keepdim), half)
     dims = _normalize_dims(dim, x.ndim)
@@ -780,10 +780,10 @@ def _vector_norm_of(x, ord: float, dims, keepdim: bool):
     if x.ndim == 0:
         # (dim 0 or -1 of a 0-d tensor names the tensor itself: nothing to reduce)
         reduce, dims = {}, ()
-    if ord == math.inf:
-        return magnitude.amax(**reduce) if reduce else magnitude
-    if ord == -math.inf:
-        return magnitude.amin(**reduce) if reduce else magnitude
+    if math.isinf(ord):
+        # the core's norm, whose gradient is PyTorch's: 0 where a NaN makes the norm NaN (amax /
+        # amin of the magnitudes divided by a count of no matches there: NaN everywhere)
+        return _core.norm(x, ord, dims, keepdim) if reduce else magnitude
     if ord == 0:
         return _CountNonzero.apply(magnitude, reduce)
     if ord == 1:

@@ -1584,6 +1584,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                            "checking arguments for embedding)")
     idx = I.reshape(-1).astype(NP_INT64)
     n = W.shape[0]
+    if idx.size and n == 0:
+        # (PyTorch's embedding is an index_select of the rows, whose check of an empty dim
+        # comes before its range check)
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if idx.size and (int(np.minimum.reduce(idx)) < 0 or int(np.maximum.reduce(idx)) >= n):
         raise IndexError("index out of range in self")
     if max_norm is not None:

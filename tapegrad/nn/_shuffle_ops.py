@@ -2,6 +2,8 @@
 channel_shuffle, plus the bilinear form F.bilinear."""
 from __future__ import annotations
 
+import numpy as np
+
 import tapegrad as _tg
 
 from .. import _core
@@ -16,6 +18,16 @@ def _check_rank(input, name: str, factor_name: str, factor: int) -> None:
         raise RuntimeError(f"{name} expects a positive {factor_name}, but got {factor}")
 
 
+def _new_tensor(result, input):
+    """`result` in memory of its own.  PyTorch's shuffles always write a new tensor; one that
+    moves nothing (a factor or group count of 1, size-1 dims) came out of reshape / permute as a
+    view of the input, and an in-place write into the result silently changed the input
+    (fuzz 65001325)."""
+    if np.may_share_memory(result._array, input._array):
+        return result.clone(memory_format=_tg.contiguous_format)
+    return result
+
+
 def pixel_shuffle(input, upscale_factor: int):
     """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
     r = upscale_factor
@@ -28,8 +40,8 @@ def pixel_shuffle(input, upscale_factor: int):
     nb = len(batch)
     x = input.reshape(*batch, c // (r * r), r, r, h, w)
     order = list(range(nb)) + [nb, nb + 3, nb + 1, nb + 4, nb + 2]
-    return _core._name_grad_fn(follow_channels_last(
-        x.permute(*order).reshape(*batch, c // (r * r), h * r, w * r), input),
+    return _core._name_grad_fn(follow_channels_last(_new_tensor(
+        x.permute(*order).reshape(*batch, c // (r * r), h * r, w * r), input), input),
         "PixelShuffleBackward0")
 
 
@@ -46,8 +58,8 @@ def pixel_unshuffle(input, downscale_factor: int):
     nb = len(batch)
     x = input.reshape(*batch, c, h // r, r, w // r, r)
     order = list(range(nb)) + [nb, nb + 2, nb + 4, nb + 1, nb + 3]
-    return _core._name_grad_fn(follow_channels_last(
-        x.permute(*order).reshape(*batch, c * r * r, h // r, w // r), input),
+    return _core._name_grad_fn(follow_channels_last(_new_tensor(
+        x.permute(*order).reshape(*batch, c * r * r, h // r, w // r), input), input),
         "PixelUnshuffleBackward0")
 
 
@@ -64,8 +76,9 @@ def channel_shuffle(input, groups: int):
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
                            f"and {groups} groups.")
     x = input.reshape(n, groups, c // groups, *rest)
-    return _core._name_grad_fn(follow_channels_last(x.transpose(1, 2).reshape(n, c, *rest), input),
-                               "ChannelShuffleBackward0")
+    return _core._name_grad_fn(follow_channels_last(
+        _new_tensor(x.transpose(1, 2).reshape(n, c, *rest), input), input),
+        "ChannelShuffleBackward0")
 
 
 def bilinear(input1, input2, weight, bias=None):
