@@ -421,13 +421,10 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         from ._legacy import _check_int_range
         _check_int_range(numbers, target)
     if target is not None:
-        if arr.dtype.kind == "c" and target.kind not in "cb" and isinstance(data, np.ndarray):
-            # PyTorch's one warning for a complex array cast to a real dtype, not numpy's
-            # ComplexWarning (to bool it is a test of nonzero, no warning: 1j is True); a
-            # sequence of numpy complex scalars PyTorch reads one by one with float(), which
-            # gives numpy's ComplexWarning, as the cast below does
-            _core.warn_once("Casting complex values to real discards the imaginary part")
-            arr = arr.real
+        if arr.dtype.kind == "c" and isinstance(data, np.ndarray):
+            # (a sequence of numpy complex scalars PyTorch reads one by one with float(), which
+            # gives numpy's ComplexWarning, as the cast below does)
+            arr = _core.complex_cast_to(arr, target.kind)
         with _core.IeeeResults():
             arr = arr.astype(target, copy=False)
     if requires_grad and arr.dtype.kind not in "fc":

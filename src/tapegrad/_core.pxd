@@ -397,6 +397,7 @@ cpdef str type_name(object x)
 
 cpdef int user_stacklevel() except -1
 cpdef object warn_once(str message)
+cpdef object complex_cast_to(object value, str target_kind)
 
 cdef int np_category(int type_num) noexcept
 

@@ -190,6 +190,17 @@ cpdef object warn_once(str message):
         warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
 
 
+cpdef object complex_cast_to(object value, str target_kind):
+    """A complex value (a tensor, an array or a number) written into or cast to a dtype of kind
+    `target_kind`, as PyTorch converts it: to a real dtype its real part, with PyTorch's one
+    warning per process (not numpy's ComplexWarning at every write); to bool it stays whole, the
+    cast being a test of nonzero (1j is True), and to a complex dtype too."""
+    if target_kind == "b" or target_kind == "c":
+        return value
+    warn_once("Casting complex values to real discards the imaginary part")
+    return value.real
+
+
 def set_default_dtype(d):
     """Set the default floating point dtype (float32 at start; float64 or float16 allowed)."""
     global DEFAULT_FLOAT

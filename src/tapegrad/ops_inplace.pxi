@@ -796,12 +796,9 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     if recording:
         view_reads_base(self)
     nkey = setitem_key(key, advanced, self._array.ndim)
-    if (not advanced and isinstance(value, TensorBase) and self._array.dtype.kind not in "cb"
+    if (not advanced and isinstance(value, TensorBase)
             and (<TensorBase>value)._array.dtype.kind == "c"):
-        # a basic key writes as copy_ does: PyTorch's one-time UserWarning (numpy's own
-        # ComplexWarning came at every write), the real part written
-        warn_once("Casting complex values to real discards the imaginary part")
-        value = value.real
+        value = complex_cast_to(value, self._array.dtype.kind)     # (a basic key: as copy_)
     if BYTE_MASK in advanced and not index_put_key(
             nkey, (<TensorBase>value)._array if isinstance(value, TensorBase) else np.empty(1)):
         # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask)
@@ -873,12 +870,10 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                                    "without overflow")
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
-    if V.dtype.kind == "c" and A.dtype.kind not in "cb" and not advanced:
-        # a complex value into a real tensor (copy_, x[k] = z): PyTorch's one warning for any
-        # complex -> real cast, where numpy raises its ComplexWarning on every assignment
-        # (an advanced key is PyTorch's index_put_, which checks the dtypes further on)
-        warn_once("Casting complex values to real discards the imaginary part")
-        V = V.real
+    if V.dtype.kind == "c" and not advanced:
+        # a complex value into a tensor (copy_, x[k] = z); an advanced key is PyTorch's
+        # index_put_, which checks the dtypes further on
+        V = complex_cast_to(V, A.dtype.kind)
     if (check_overlap and not advanced and isinstance(T, np.ndarray)
             and not (given.ndim == 0 and T.ndim != 0)):
         # (PyTorch copies a value of the target's shape as it is, any other without its
@@ -1505,11 +1500,9 @@ def copy_(TensorBase self, src, non_blocking=False):
     # (a copy onto itself that autograd sees is an in-place op in PyTorch, its checks and
     # record included: a leaf's view copied onto itself is refused; fuzz seed 50015864)
     if isinstance(src, TensorBase):
-        if (<TensorBase>src)._array.dtype.kind == "c" and self._array.dtype.kind not in "cb":
-            # PyTorch's one-time UserWarning, not numpy's ComplexWarning at every copy; the
-            # real part is what is written (and what the gradient flows back to)
-            warn_once("Casting complex values to real discards the imaginary part")
-            src = src.real
+        if (<TensorBase>src)._array.dtype.kind == "c":
+            # (into a real tensor the real part is written, and the gradient flows back to it)
+            src = complex_cast_to(src, self._array.dtype.kind)
         if not records(self, src) and plain_copy(self, <TensorBase>src):
             return self
         # PyTorch broadcasts src to self's shape as a binary op would (no leading 1s dropped)
@@ -1519,10 +1512,8 @@ def copy_(TensorBase self, src, non_blocking=False):
             raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast "
                                f"shape {list(out_shape)}")
     elif isinstance(src, (bool, int, float, complex, np.bool_, np.number)):
-        if (isinstance(src, (complex, np.complexfloating))
-                and self._array.dtype.kind not in "cb"):
-            warn_once("Casting complex values to real discards the imaginary part")
-            src = src.real
+        if isinstance(src, (complex, np.complexfloating)):
+            src = complex_cast_to(src, self._array.dtype.kind)
     else:
         raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
                         f"{type_name(src)}")

@@ -1296,9 +1296,8 @@ cdef object convert(TensorBase x, object np_dt, bint copy):
     A = x._array
     if A.dtype == np_dt and not copy:
         return x
-    if dtype_kind(<cnp.ndarray>A) == c'c' and np_dt.kind not in "cb":   # (to bool: nonzero)
-        warn_once("Casting complex values to real discards the imaginary part")
-        A = A.real
+    if dtype_kind(<cnp.ndarray>A) == c'c':
+        A = complex_cast_to(A, np_dt.kind)
     with IeeeResults():                                 # overflow to inf, NaN to int: as PyTorch
         out = torch_copy_source(A).astype(np_dt)      # (PyTorch's layout: see torch_copy_source)
     cdef TensorBase res = wrap(out)
