@@ -217,6 +217,9 @@ KERNEL_FUNCTIONS = {
     "CumprodBackward0": [
         lambda x, w: (w * x).reshape(3, 4).cumprod(1),
         lambda x, w: w.reshape(3, 4).cumprod(0) * x.reshape(3, 4)],
+    "NativeGroupNormBackward0": [
+        lambda x, w: F.group_norm((w * x).reshape(1, 4, 3), 2, w[0], w[1]),
+        lambda x, w: F.group_norm(w.reshape(3, 2, 2) - x.reshape(3, 2, 2), 1)],
     "StackBackward0": [
         lambda x, w: GRUS[w.dtype](w.reshape(3, 1, 4) - x.reshape(3, 1, 4))[0],
         lambda x, w: RNNS[w.dtype](w.reshape(1, 3, 4))[1] * 1.0],

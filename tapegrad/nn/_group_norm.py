@@ -1,8 +1,8 @@
 """torch.nn.functional.group_norm and instance_norm, shared by GroupNorm and InstanceNorm1d/2d.
 
-Composed of the core's differentiable ops (reshape, mean, sub, mul, rsqrt), so gradients and
-create_graph come for free; instance_norm's running statistics are updated in place outside the
-graph, as batch_norm's are.
+Group norm is one autograd.Function (PyTorch's one node and its closed-form backward, written in
+differentiable ops so create_graph works); instance_norm is batch_norm over a regrouping, its
+running statistics updated in place outside the graph, as batch_norm's are.
 """
 from __future__ import annotations
 
@@ -13,34 +13,126 @@ import numpy as np
 from .. import _core
 from .._memory_format import follow_channels_last
 from .._half_precision import narrow_half, widen_half
+from .._extra_functions import _torch_grad_fn_name
+from ..autograd.function import KernelFunction
 from ..grad_mode import no_grad
 from ._batch_norm import batch_norm
 from ._norm_dtypes import check_parameter_dtypes
 
 
-def _normalise_groups(input, groups: int, eps: float, weight, bias):
-    """input (N, C, *) normalised over each of `groups` runs of channels and the spatial dims,
-    then scaled and shifted per channel, as PyTorch's kernel forms it: scale = rstd * weight,
-    shift = bias - mean * scale, x * scale + shift ((x - mean) * rstd * weight + bias gave
-    +-inf for an infinite weight where PyTorch's inf - inf gives NaN; fuzz 60720749's
-    sibling)."""
-    n, channels = input.shape[0], input.shape[1]
-    grouped = input.reshape(n, groups, -1)
-    mean = grouped.mean(2, keepdim=True)
-    # corrected by the residuals' mean, a constant group's mean is its value exactly (sum / n can
-    # be an ulp off, which 1 / sqrt(eps) amplifies; PyTorch's Welford moments give exactly 0).
-    # The correction is 0 in exact arithmetic, so it carries no derivative (detached).
-    mean = mean + (grouped - mean).mean(2, keepdim=True).detach()
+# PyTorch records group norm, its affine part included, as one node
+_GROUP_NORM_NODE = "NativeGroupNormBackward0"
+
+
+def _group_statistics(x, groups: int, eps: float):
+    """The mean and 1 / sqrt(var + eps) of each of `groups` runs of channels (and the spatial
+    dims) of x (N, C, *), each shaped (N, groups, 1, 1): on an ndarray as the forward kernel
+    computes them, on a tensor in differentiable ops (the create_graph backward)."""
+    grouped = x.reshape(x.shape[0], groups, 1, -1)
+    count = grouped.shape[3]
+    if isinstance(x, np.ndarray):
+        # (np.add.reduce: ndarray.mean's Python wrapper costs more than the sum at these sizes)
+        mean = np.add.reduce(grouped, axis=3, keepdims=True) / count
+        # corrected by the residuals' mean, a constant group's mean is its value exactly (sum /
+        # n can be an ulp off, which 1 / sqrt(eps) amplifies; PyTorch's Welford moments give 0)
+        mean += np.add.reduce(grouped - mean, axis=3, keepdims=True) / count
+        centred = grouped - mean
+        var = np.add.reduce(centred * centred, axis=3, keepdims=True) / count
+        return mean, 1 / np.sqrt(var + eps)      # PyTorch's kernel: 1 / sqrt(var + eps)
+    mean = grouped.mean(3, keepdim=True)
+    # (the correction is 0 in exact arithmetic, so it carries no derivative: detached)
+    mean = mean + (grouped - mean).mean(3, keepdim=True).detach()
     centred = grouped - mean
-    var = (centred * centred).mean(2, keepdim=True)
-    per_channel = (n, groups, channels // groups, 1)
-    scale = (var + eps).rsqrt().unsqueeze(2).expand(per_channel)
-    if weight is not None:
-        scale = scale * weight.reshape(1, groups, -1, 1)
-    shift = mean.unsqueeze(2) * scale
-    shift = bias.reshape(1, groups, -1, 1) - shift if bias is not None else -shift
-    x = input.reshape(n, groups, channels // groups, -1)
-    return (x * scale + shift).reshape(input.shape)
+    return mean, ((centred * centred).mean(3, keepdim=True) + eps).rsqrt()
+
+
+class GroupNormKernel(KernelFunction):
+    """Group norm as ONE node, as PyTorch records it (NativeGroupNormBackward0), whose backward
+    is PyTorch's closed form rather than the chain rule through the ops of the forward.  Composed,
+    the input's gradient arrived as several partial terms, each added into the input's adjoint on
+    its own: with a large upstream gradient (1e12 behind a normalize of zeros) the terms +g and -g
+    of a one-value group cancelled only after another use's contribution had been added to the
+    first and rounded away (fuzz 65006598: x.grad 0 where PyTorch gives that use's gradient).
+
+    The forward is x * scale + shift per (sample, channel), with scale = rstd * weight and shift
+    = bias - mean * scale, as PyTorch's kernel forms it ((x - mean) * rstd * weight + bias gave
+    +-inf for an infinite weight where PyTorch's inf - inf gives NaN, fuzz 60720749's sibling).
+    The create_graph backward is the same closed form in differentiable ops, its statistics
+    recomputed from x, so the second derivatives are that formula's derivatives, as PyTorch's
+    infinitely differentiable group norm backward.  A KernelFunction, so tapegrad.compile replays
+    the two kernels."""
+
+    saved_args = (0, 1)         # x and weight, as PyTorch's node saves them
+
+    @staticmethod
+    def kernel_forward(x, weight, bias, groups, eps):
+        n, channels = x.shape[0], x.shape[1]
+        # (inf - inf is NaN without a warning, as PyTorch's)
+        with np.errstate(all="ignore"):
+            mean, rstd = _group_statistics(x, groups, eps)
+            # scale and shift per (sample, channel), (N, G, C // G, 1)
+            per_channel = (n, groups, channels // groups, 1)
+            scale = (np.broadcast_to(rstd, per_channel) if weight is None
+                     else rstd * weight.reshape(1, groups, -1, 1))
+            shift = (-mean * scale if bias is None
+                     else bias.reshape(1, groups, -1, 1) - mean * scale)
+            per_sample_channel = (n, channels) + (1,) * (x.ndim - 2)
+            out = x * scale.reshape(per_sample_channel) + shift.reshape(per_sample_channel)
+        return out, (x, weight, mean, rstd, groups)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        x, weight, mean, rstd, groups = state
+        if grads[0] is None:
+            return (None,) * 5
+        with np.errstate(all="ignore"):
+            return _group_norm_backward(x, grads[0], weight, mean, rstd, groups, needs[:3]) + \
+                (None, None)
+
+    @staticmethod
+    def graph_backward(ctx, saved, grad):
+        x, weight = saved
+        groups, eps = ctx.params[3], ctx.params[4]
+        mean, rstd = _group_statistics(x, groups, eps)
+        return _group_norm_backward(x, grad, weight, mean, rstd, groups,
+                                    ctx.needs_input_grad[:3]) + (None, None)
+
+
+_torch_grad_fn_name(GroupNormKernel, _GROUP_NORM_NODE)
+
+
+def _group_norm_backward(x, dy, weight, mean, rstd, groups, wanted):
+    """PyTorch's closed form of group norm's gradients, for tensors or numpy arrays alike (only
+    reshape, sum(axis, keepdims) and broadcasting arithmetic): with the sums per (sample,
+    channel) ds = sum(dy * x), db = sum(dy) over the spatial dims, and their gamma-weighted sums
+    over each group's channels,
+        dx = rstd * gamma * dy + c2 * x + c3,
+        c2 = (sum(db gamma) * mean - sum(ds gamma)) * rstd^3 / m,  c3 = -c2 * mean - sum(db gamma) * rstd / m,
+        dgamma = sum over samples of (ds - db * mean) * rstd,  dbeta = sum over samples of db,
+    m the number of values in a group."""
+    n, channels = x.shape[0], x.shape[1]
+    x4 = x.reshape(n, groups, channels // groups, -1)
+    dy4 = dy.reshape(x4.shape)
+    mean4, rstd4 = mean, rstd                             # (N, G, 1, 1)
+    ds = (dy4 * x4).sum(axis=3, keepdims=True)           # (N, G, C // G, 1)
+    db = dy4.sum(axis=3, keepdims=True)
+    gamma = None if weight is None else weight.reshape(1, groups, -1, 1)
+    grad_x = grad_weight = grad_bias = None
+    if wanted[0]:
+        ds_gamma = ds if gamma is None else ds * gamma
+        db_gamma = db if gamma is None else db * gamma
+        sum_ds = ds_gamma.sum(axis=2, keepdims=True)      # (N, G, 1, 1)
+        sum_db = db_gamma.sum(axis=2, keepdims=True)
+        inv_count = 1.0 / (x4.shape[2] * x4.shape[3])
+        c2 = (sum_db * mean4 - sum_ds) * rstd4 * rstd4 * rstd4 * inv_count
+        c3 = -c2 * mean4 - sum_db * rstd4 * inv_count
+        scale = rstd4 if gamma is None else rstd4 * gamma
+        grad_x = (dy4 * scale + c2 * x4 + c3).reshape(x.shape)
+    if weight is not None and wanted[1]:
+        grad_weight = ((ds - db * mean4) * rstd4).sum(axis=(0, 3)).reshape(channels)
+    if wanted[2]:
+        grad_bias = db.sum(axis=(0, 3)).reshape(channels)
+    return grad_x, grad_weight, grad_bias
 
 
 def _affine(out, weight, bias):
@@ -50,10 +142,6 @@ def _affine(out, weight, bias):
     if bias is not None:
         out = out + bias.reshape(shape)
     return out
-
-
-# PyTorch records group norm, its affine part included, as one node
-_GROUP_NORM_NODE = "NativeGroupNormBackward0"
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
@@ -88,7 +176,8 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
         return _core._name_grad_fn(_affine(input * 1, weight, bias), _GROUP_NORM_NODE)
     given = (input, weight)
     (input, weight, bias), half = widen_half(input, weight, bias)
-    result = narrow_half(_normalise_groups(input, num_groups, eps, weight, bias), half or mixed)
+    result = narrow_half(GroupNormKernel.apply(input, weight, bias, num_groups, eps),
+                         half or mixed)
     _core._guard_saved_version(result, *given)    # PyTorch's node saves input and weight
     # (PyTorch keeps a channels_last layout)
     return _core._name_grad_fn(follow_channels_last(result, given[0]), _GROUP_NORM_NODE)

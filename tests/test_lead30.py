@@ -1,0 +1,68 @@
+"""The lead's own fixes of session 30, each checked against torch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+# -- group norm is one node with PyTorch's closed-form backward (fuzz 65006598) -----------------
+
+def _one_value_groups_then_normalize(lib, dtype):
+    """x used twice: through group norm of one-value groups (output 0, whose gradient is 0)
+    followed by normalize of those zeros (an upstream gradient ~1e12), and directly."""
+    F = lib.nn.functional
+    x = lib.tensor(np.array([0.3473537266254425, -0.18674172461032867], dtype=dtype)
+                   .reshape(2, 1, 1), requires_grad=True)
+    normalised = F.normalize(F.group_norm(x, 1).logsumexp(-2), dim=1)
+    direct = lib.transpose_copy(x, 0, -1)
+    weights = lib.tensor(np.array([1.0016157627105713, -0.5772937536239624], dtype=dtype)
+                         .reshape(direct.shape))
+    ((direct * weights).sum() + (normalised * lib.tensor([[-0.8, 1.1]], dtype=x.dtype)).sum()
+     ).backward()
+    return x.grad.flatten().tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_group_norm_gradient_keeps_the_other_uses_contribution(dtype, torch):
+    # SILENT before: the composed group norm added +g and -g (~1e14) into x's adjoint as separate
+    # terms, and the direct use's gradient (~1) added between them was rounded away: x.grad 0
+    got = _one_value_groups_then_normalize(tg, dtype)
+    want = _one_value_groups_then_normalize(torch, dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(got, [1.0016157627105713, -0.5772937536239624], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,groups,affine", [((2, 4, 3), 2, 2), ((3, 6, 2, 2), 3, 1),
+                                                 ((1, 4, 5), 4, 0), ((4, 8), 2, 2),
+                                                 ((2, 6, 3, 2, 2), 6, 1)])
+def test_group_norm_first_and_second_derivatives_match_torch(shape, groups, affine, dtype, torch):
+    rng = np.random.default_rng(len(shape) * 10 + groups)
+    x, gy = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    w, b = (rng.standard_normal(shape[1]).astype(dtype) for _ in range(2))
+    results = []
+    for lib in (torch, tg):
+        leaves = [lib.tensor(x, requires_grad=True)]
+        if affine:
+            leaves.append(lib.tensor(w, requires_grad=True))
+        if affine == 2:
+            leaves.append(lib.tensor(b, requires_grad=True))
+        y = lib.nn.functional.group_norm(leaves[0], groups, *leaves[1:])
+        grads = lib.autograd.grad(y, leaves, lib.tensor(gy), create_graph=True)
+        penalty = sum((g * g).sum() for g in grads) + (y * y * y).sum()
+        second = lib.autograd.grad(penalty, leaves)
+        results.append([type(y.grad_fn).__name__, [g.requires_grad for g in grads]]
+                       + [t.detach().numpy() for t in (y, *grads, *second)])
+    tol = 2e-4 if dtype == "float32" else 1e-10
+    assert results[0][:2] == results[1][:2]
+    for want, got in zip(results[0][2:], results[1][2:]):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_group_norm_gradcheck_and_gradgradcheck():
+    rng = np.random.default_rng(3)
+    args = tuple(tg.tensor(rng.standard_normal(s), requires_grad=True)
+                 for s in ((2, 4, 3), (4,), (4,)))
+    fn = lambda x, w, b: tg.nn.functional.group_norm(x, 2, w, b)     # noqa: E731
+    assert tg.autograd.gradcheck(fn, args)
+    assert tg.autograd.gradgradcheck(fn, args)
