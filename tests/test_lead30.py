@@ -66,3 +66,35 @@ def test_group_norm_gradcheck_and_gradgradcheck():
     fn = lambda x, w, b: tg.nn.functional.group_norm(x, 2, w, b)     # noqa: E731
     assert tg.autograd.gradcheck(fn, args)
     assert tg.autograd.gradgradcheck(fn, args)
+
+
+# -- a node post-hook sees nn.Linear's gradients in PyTorch's order -------------------------------
+
+def _linear_hook_view(lib, batch_shape):
+    lib.manual_seed(0)
+    m = lib.nn.Linear(2, 4)
+    with lib.no_grad():
+        m.weight.copy_(lib.arange(8.0).reshape(4, 2) / 8)
+        m.bias.copy_(lib.arange(4.0) / 4)
+    x = lib.ones(*batch_shape, 2, requires_grad=True)
+    seen = []
+
+    def hook(module, grad_input, grad_output):
+        seen.append([None if g is None else (tuple(g.shape), g.sum().item()) for g in grad_input])
+        # a replacement in the same (PyTorch's) order: the bias's gradient doubled, the input's
+        # zeroed
+        if len(grad_input) == 3:
+            return (grad_input[0] * 2, grad_input[1] * 0, grad_input[2])
+
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore")
+        m.register_backward_hook(hook)
+        (m(x) * lib.arange(4.0)).sum().backward()
+    return seen, m.bias.grad.tolist(), m.weight.grad.tolist(), x.grad.tolist()
+
+
+@pytest.mark.parametrize("batch_shape", [(3,), ()])
+def test_deprecated_module_backward_hook_on_linear_sees_torchs_grad_input(batch_shape, torch):
+    # before: (input, weight, bias) in the record's order, the weight's not transposed, so a
+    # hook indexing grad_input[0] as the bias (as the old tutorials do) read the input's
+    assert _linear_hook_view(tg, batch_shape) == _linear_hook_view(torch, batch_shape)

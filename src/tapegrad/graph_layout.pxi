@@ -120,3 +120,55 @@ cdef class EdgeNode:
 
     def __repr__(self):
         return f"<{type(self).__name__} object at {id(self):#x}>"
+
+
+# -- a node post-hook sees grad_inputs in the node's laid-out order -------------------------------
+# PyTorch's post-hook on nn.Linear's AddmmBackward0 receives (bias, input, weight.t()) gradients,
+# the last one transposed (the deprecated Module.register_backward_hook hangs there); the record
+# computes (input, weight, bias).  Where the layout is the record's own inputs reordered, with
+# at most a TBackward0 of one of them, the hook sees PyTorch's entries and what it returns is
+# mapped back; a layout with other nodes inside keeps the record's order (no gradient of theirs
+# exists to show).
+
+cdef object hook_in_layout(GradFn owner, object fn):
+    layout = OP_EDGES.get(TAPE.recs[owner._node].op)
+    entries = layout(owner) if layout is not None else None
+    if entries is None:
+        return fn
+    places = []
+    for entry in <tuple>entries:
+        if entry is None or type(entry) is int:
+            places.append(entry)
+        elif entry[0] == "TBackward0" and len(entry[1]) == 1 and type(entry[1][0]) is int:
+            places.append(("T", entry[1][0]))
+        else:
+            return fn
+    return LaidOutNodeHook(fn, tuple(places))
+
+
+cdef object transposed(object g):
+    return None if g is None else g.t()
+
+
+class LaidOutNodeHook:
+    """fn(grad_inputs, grad_outputs) called with the entries in the layout's order (see above)."""
+
+    def __init__(self, fn, places):
+        self.fn = fn
+        self.places = places
+        self.__name__ = hook_name(fn)
+
+    def __call__(self, grad_inputs, grad_outputs):
+        shown = tuple([None if p is None else
+                       grad_inputs[p] if type(p) is int else transposed(grad_inputs[p[1]])
+                       for p in self.places])
+        res = node_hook_result(self.fn, self.fn(shown, grad_outputs), shown)
+        out = list(grad_inputs)
+        for p, new in zip(self.places, res):
+            if p is None:
+                continue
+            if type(p) is int:
+                out[p] = new
+            else:
+                out[p[1]] = transposed(new)
+        return tuple(out)

@@ -266,7 +266,8 @@ cdef class GradFn:
         if not callable(fn):
             raise TypeError("register_hook(): argument 'fn' must be callable, got "
                             f"{type_name(fn)}")
-        return register_node_hook(self._node, fn)
+        # (in PyTorch's order where the op shows its inputs in another: graph_layout.pxi)
+        return register_node_hook(self._node, hook_in_layout(self, fn))
 
     def register_prehook(self, fn):
         """fn(grad_outputs) -> None or new grad_outputs, before this node runs (with the
