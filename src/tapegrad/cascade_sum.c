@@ -2,16 +2,14 @@
  *
  * Each lane is a C scalar and each addition a C `+` in a fixed order, so the result does not
  * depend on how the compiler vectorises the lanes (no -ffast-math here: it could reassociate). */
-#include <stdlib.h>
 #include <string.h>
 
 #include "cascade_sum.h"
 #include "threadpool.h"
-#include "vecmath.h"
 
 #define CASCADE_LEVELS 4      /* partial sums carried up four levels */
 #define CASCADE_ROWS 4        /* accumulators interleaved (ILP), and columns summed at once */
-#define MAX_LANES 16          /* float32 lanes of a 64-byte vector */
+#define MAX_LANES 8           /* float32 lanes of a 32-byte vector */
 #define MAX_BLOCKS 1024       /* chunks of a big full sum (threads PyTorch would use) */
 
 /* The cascade's level size, as a power of two: max(4, ceil(log2 size) / levels), where ATen's
@@ -93,10 +91,8 @@ static void row_sum_##SUFFIX(const T *x, ptrdiff_t size, ptrdiff_t stride, T *ou
 
 DEFINE_CASCADE(float, 1, f32_1)
 DEFINE_CASCADE(float, 8, f32_8)
-DEFINE_CASCADE(float, 16, f32_16)
 DEFINE_CASCADE(double, 1, f64_1)
 DEFINE_CASCADE(double, 4, f64_4)
-DEFINE_CASCADE(double, 8, f64_8)
 
 /* tg_parallel_for's min_parallel for items of `per_item` values each: split only where every
  * part gets at least PyTorch's grain of values. */
@@ -106,52 +102,24 @@ static ptrdiff_t parallel_min(ptrdiff_t per_item)
     return 2 * (items > 1 ? items : 1);
 }
 
-static int cascade_width_bytes = 0;
-
-int tg_cascade_width(void)
-{
-    if (cascade_width_bytes == 0) {
-        const char *capability = getenv("ATEN_CPU_CAPABILITY");
-        int wide = tg_vm_best_level() == TG_VM_AVX512;
-        if (capability && (strcmp(capability, "default") == 0 || strcmp(capability, "avx2") == 0))
-            wide = 0;
-        cascade_width_bytes = wide ? 64 : 32;
-    }
-    return cascade_width_bytes;
-}
-
-/* DEFINE_SUMS: the public kernels for one dtype; V_NARROW / V_WIDE are its lanes in a 32- and a
- * 64-byte vector.  run() is ATen's sum of one contiguous run: whole vectors through the
- * cascade, then the remaining values into a scalar, then the lanes; runs shorter than a vector
- * go through the scalar cascade.  Callers add the run's sum to a zero (PyTorch's output). */
-#define DEFINE_SUMS(T, SFX, V_NARROW, V_WIDE)                                                   \
-static void vec_row_sum_##SFX(int lanes, const T *x, ptrdiff_t size, ptrdiff_t stride, T *out)  \
-{                                                                                               \
-    if (lanes == V_WIDE)                                                                        \
-        row_sum_##SFX##_##V_WIDE(x, size, stride, out);                                         \
-    else                                                                                        \
-        row_sum_##SFX##_##V_NARROW(x, size, stride, out);                                       \
-}                                                                                               \
-                                                                                                \
-static void vec_multi_row_##SFX(int lanes, const T *x, ptrdiff_t size, ptrdiff_t row_stride,    \
-                                ptrdiff_t col_stride, T *out)                                   \
-{                                                                                               \
-    if (lanes == V_WIDE)                                                                        \
-        multi_row_##SFX##_##V_WIDE(x, size, row_stride, col_stride, out);                       \
-    else                                                                                        \
-        multi_row_##SFX##_##V_NARROW(x, size, row_stride, col_stride, out);                     \
-}                                                                                               \
-                                                                                                \
+/* DEFINE_SUMS: the public kernels for one dtype; LANES is its lanes in a 32-byte vector (ATen's
+ * AVX2 Vectorized, which its sum kernel runs on AVX-512 CPUs too: the kernel is registered with
+ * REGISTER_DISPATCH, whose AVX-512 slot is empty, so the AVX2 build is dispatched; its DEFAULT
+ * build's vectors are 32 bytes as well).  run() is ATen's sum of one contiguous run: whole
+ * vectors through the cascade, then the remaining values into a scalar, then the lanes; runs
+ * shorter than a vector go through the scalar cascade.  Callers add the run's sum to a zero
+ * (PyTorch's output). */
+#define DEFINE_SUMS(T, SFX, LANES)                                                              \
 static T run_##SFX(const T *x, ptrdiff_t n)                                                     \
 {                                                                                               \
-    const int lanes = tg_cascade_width() / (int)sizeof(T);                                      \
+    const int lanes = LANES;                                                                    \
     T total;                                                                                    \
     if (n >= lanes) {                                                                           \
         T vec[MAX_LANES];                                                                       \
         const ptrdiff_t whole = n / lanes;                                                      \
         ptrdiff_t k;                                                                            \
         int l;                                                                                  \
-        vec_row_sum_##SFX(lanes, x, whole, lanes, vec);                                         \
+        row_sum_##SFX##_##LANES(x, whole, lanes, vec);                                         \
         total = 0;                                                                              \
         for (k = whole * lanes; k < n; ++k)                                                     \
             total += x[k];                                                                      \
@@ -198,7 +166,7 @@ static void rows_part_##SFX(void *p, ptrdiff_t begin, ptrdiff_t end)            
 static void cols_part_##SFX(void *p, ptrdiff_t begin, ptrdiff_t end)                            \
 {                                                                                               \
     const sum_job_##SFX *job = (const sum_job_##SFX *)p;                                        \
-    const int lanes = tg_cascade_width() / (int)sizeof(T);                                      \
+    const int lanes = LANES;                                                                    \
     const ptrdiff_t rows = job->rows, cols = job->cols;                                         \
     const T *a = job->a;                                                                        \
     T *out = job->out;                                                                          \
@@ -209,13 +177,13 @@ static void cols_part_##SFX(void *p, ptrdiff_t begin, ptrdiff_t end)            
     if (cols >= lanes) {                                                                        \
         /* CASCADE_ROWS vectors of columns through one cascade each, rows in order */           \
         for (; j + CASCADE_ROWS * lanes <= end; j += CASCADE_ROWS * lanes) {                    \
-            vec_multi_row_##SFX(lanes, a + j, rows, cols, lanes, sums);                         \
+            multi_row_##SFX##_##LANES(a + j, rows, cols, lanes, sums);                         \
             for (m = 0; m < CASCADE_ROWS * lanes; ++m)                                          \
                 out[j + m] = zero + sums[m];                                                    \
         }                                                                                       \
         /* then one vector of columns at a time, rows interleaved CASCADE_ROWS ways */          \
         for (; j + lanes <= end; j += lanes) {                                                  \
-            vec_row_sum_##SFX(lanes, a + j, rows, cols, sums);                                  \
+            row_sum_##SFX##_##LANES(a + j, rows, cols, sums);                                  \
             for (m = 0; m < lanes; ++m)                                                         \
                 out[j + m] = zero + sums[m];                                                    \
         }                                                                                       \
@@ -291,7 +259,7 @@ void tg_cascade_rows_##SFX(ptrdiff_t rows, ptrdiff_t n, const T *a, T *out)     
                                                                                                 \
 void tg_cascade_cols_##SFX(ptrdiff_t rows, ptrdiff_t cols, const T *a, T *out)                  \
 {                                                                                               \
-    const int lanes = tg_cascade_width() / (int)sizeof(T);                                      \
+    const int lanes = LANES;                                                                    \
     sum_job_##SFX job;                                                                          \
     if (cols == 1) {                    /* one column is a contiguous run */                    \
         out[0] = (T)0 + run_##SFX(a, rows);                                                     \
@@ -307,8 +275,8 @@ void tg_cascade_cols_##SFX(ptrdiff_t rows, ptrdiff_t cols, const T *a, T *out)  
         tg_parallel_for(cols, parallel_min(rows), CASCADE_ROWS * lanes, cols_part_##SFX, &job); \
 }                                                                                               \
 
-DEFINE_SUMS(float, f32, 8, 16)
-DEFINE_SUMS(double, f64, 4, 8)
+DEFINE_SUMS(float, f32, 8)
+DEFINE_SUMS(double, f64, 4)
 
 /* Reduced dims in several blocks: PyTorch's iterator puts the reduced groups innermost, in
  * memory order, and its 2-d loop sums runs of the innermost one (R1): a contiguous run as run()

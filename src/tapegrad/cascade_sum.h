@@ -3,8 +3,9 @@
  * differ in the last place after ~10 elements.
  *
  * The order (ATen's cascade sum, read from its SumKernel.cpp and TensorIteratorReduce.cpp):
- *   - a reduced run of values is summed in "vector rows" of V lanes (V = vector width / element
- *     size: 32 bytes, or 64 where the CPU has AVX-512), each lane its own accumulator; four
+ *   - a reduced run of values is summed in "vector rows" of V lanes (V = 32 bytes / element
+ *     size: ATen's sum kernel is registered without an AVX-512 build, so AVX-512 CPUs run its
+ *     AVX2 one; measured on an AVX-512 Xeon with torch 2.13), each lane its own accumulator; four
  *     such accumulators interleave (ILP) and each is a four-level cascade that carries a level's
  *     partial sum up every 2^p values (p = max(4, ceil(log2 size) / 4)), so that only numbers of
  *     a similar magnitude are added;
@@ -26,10 +27,6 @@
 
 /* PyTorch's grain size: a full sum of more values than this splits into chunks. */
 #define TG_CASCADE_GRAIN 32768
-
-/* The vector width in bytes the sums emulate (32, or 64 on an AVX-512 CPU); the first call
- * decides, honouring ATEN_CPU_CAPABILITY=default/avx2 as PyTorch does. */
-int tg_cascade_width(void);
 
 /* The sum of n contiguous values split into `blocks` chunks when n > TG_CASCADE_GRAIN. */
 float tg_cascade_sum_f32(ptrdiff_t n, const float *a, int blocks);
