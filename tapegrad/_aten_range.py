@@ -13,8 +13,6 @@ gives 0.0 and 0.20000000000000018.  Facts from ATen's RangeFactoriesKernel.cpp, 
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 _GRAIN_SIZE = 32768        # at::internal::GRAIN_SIZE
@@ -22,29 +20,15 @@ _EXACT_BELOW = {4: 2.0 ** 24, 8: 2.0 ** 53}     # whole numbers float32 / float6
 _kernel_cache = None
 
 
-def _cpu_features() -> dict:
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:                             # numpy < 2
-        try:
-            from numpy.core._multiarray_umath import __cpu_features__
-        except ImportError:
-            return {}
-    return __cpu_features__
-
-
 def _kernel() -> tuple:
-    """(bytes per SIMD vector, fused multiply-add) of the ATen kernel the CPU dispatches to: AVX2
-    (32, fused) on a CPU with AVX2 and FMA, AVX-512 ones included (the range kernels are
-    registered with REGISTER_DISPATCH, whose AVX-512 slot is empty, so those CPUs run the AVX2
-    build: measured on an AVX-512 Xeon with torch 2.13), else DEFAULT (32, unfused).
-    ATEN_CPU_CAPABILITY=default lowers the choice, as it does for PyTorch."""
+    """(bytes per SIMD vector, fused multiply-add) of the ATen kernel the CPU dispatches to: its
+    AVX2 build (32, fused) on an AVX2 or AVX-512 CPU (the range kernels are registered with
+    REGISTER_DISPATCH, whose AVX-512 slot is empty, so AVX-512 CPUs run the AVX2 build: measured
+    on an AVX-512 Xeon with torch 2.13), else its DEFAULT build (32, unfused)."""
     global _kernel_cache
     if _kernel_cache is None:
-        has = _cpu_features()
-        wanted = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().lower()
-        fused = has.get("AVX2", False) and has.get("FMA3", False) and wanted != "default"
-        _kernel_cache = (32, fused)
+        from .backends.cpu import get_cpu_capability
+        _kernel_cache = (32, get_cpu_capability() != "DEFAULT")
     return _kernel_cache
 
 

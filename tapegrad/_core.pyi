@@ -70,6 +70,9 @@ class InferenceModeGuard:
     def __init__(self, *args: Any, **kwargs: Any) -> Any: ...
     mode: Any
 
+class LaidOutNodeHook:
+    def __init__(self, fn: Any, places: Any) -> Any: ...
+
 class LayoutPlan:
     ...
 

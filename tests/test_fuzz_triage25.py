@@ -128,6 +128,14 @@ def _det_derivatives(lib, arr, create_graph, dtype):
 @pytest.mark.parametrize("create_graph", [False, True])
 @pytest.mark.parametrize("dtype", ["float64", "complex128"])
 def test_det_gradient_at_singular_matrices_matches_torch(torch, arr, create_graph, dtype):
+    # The first derivative is 0 where the LU's determinant is exactly 0 (PyTorch's solve of
+    # conj(det) = 0): where the two libraries' LAPACKs round a singular matrix's determinant
+    # differently (MKL on an AVX-512 Xeon gives 2e-16 for arr6; OpenBLAS and MKL on AVX2 give
+    # 0), PyTorch's gradient is the adjugate instead, and the case says nothing about tapegrad's.
+    dets = [float(abs(lib.linalg.det(lib.tensor(arr, dtype=getattr(lib, dtype)))).max())
+            for lib in (tg, torch)]
+    if not create_graph and (dets[0] == 0) != (dets[1] == 0):
+        pytest.skip(f"the LAPACKs round det differently on this CPU: {dets}")
     expected = _det_derivatives(torch, arr, create_graph, dtype)
     got = _det_derivatives(tg, arr, create_graph, dtype)
     assert got[1] == expected[1]

@@ -98,3 +98,21 @@ def test_deprecated_module_backward_hook_on_linear_sees_torchs_grad_input(batch_
     # before: (input, weight, bias) in the record's order, the weight's not transposed, so a
     # hook indexing grad_input[0] as the bias (as the old tutorials do) read the input's
     assert _linear_hook_view(tg, batch_shape) == _linear_hook_view(torch, batch_shape)
+
+
+# -- what differs per CPU follows PyTorch on this CPU -------------------------------------------
+
+def test_cpu_capability_is_torchs(torch):
+    # before: always "DEFAULT"
+    assert tg.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
+
+
+@pytest.mark.parametrize("n", [17, 100, 1000, 50_000])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sums_and_arange_are_atens_bit_for_bit_on_this_cpu(n, dtype, torch):
+    # before: on an AVX-512 CPU tapegrad summed in 64-byte vectors, ATen (whose sum kernel has
+    # no AVX-512 build) in 32-byte ones: the last bit differed
+    a = np.random.default_rng(n).standard_normal(n).astype(dtype)
+    assert tg.tensor(a).sum().numpy().tobytes() == torch.tensor(a).sum().numpy().tobytes()
+    assert tg.arange(-1, 1, 2 / n, dtype=getattr(tg, dtype)).numpy().tobytes() == \
+        torch.arange(-1, 1, 2 / n, dtype=getattr(torch, dtype)).numpy().tobytes()
