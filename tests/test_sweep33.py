@@ -91,3 +91,33 @@ def test_cross_map_lrn2d_errors():
         with pytest.raises(RuntimeError, match="result type Long can't be cast to the desired "
                                                "output type Bool"):
             m(lib.ones(1, 3, 2, 2, dtype=lib.bool))
+
+
+def test_conv_transpose_output_padding_takes_torch_signature():
+    # common_nn ConvTranspose* run through PyTorch's own forward: a subclass that overrides
+    # forward calls self._output_padding(input, output_size, stride, padding, kernel_size,
+    # num_spatial_dims, dilation), which raised TypeError (the method took two arguments)
+    res = []
+    for lib in (torch, tapegrad):
+        lib.manual_seed(0)
+
+        class MyConvT(lib.nn.ConvTranspose2d):
+            def forward(self, x, output_size=None):
+                op = self._output_padding(x, output_size, self.stride, self.padding,
+                                          self.kernel_size, 2, self.dilation)
+                return lib.nn.functional.conv_transpose2d(x, self.weight, self.bias, self.stride,
+                                                          self.padding, op, self.groups,
+                                                          self.dilation)
+
+        m = MyConvT(2, 3, 3, stride=2, dilation=2)
+        x = lib.ones(1, 2, 4, 4)
+        assert tuple(m(x, output_size=[12, 11]).shape) == (1, 3, 12, 11)
+        # a dilation left out is 1 in PyTorch's signature, not the module's
+        assert m._output_padding(x, [10, 9], m.stride, m.padding, m.kernel_size, 2) == [1, 0]
+        assert m._output_padding(x, [12, 11], m.stride, m.padding, m.kernel_size, 2,
+                                 m.dilation) == [1, 0]
+        assert tuple(m._output_padding(x, None, m.stride, m.padding, m.kernel_size, 2)) == (0, 0)
+        with pytest.raises(ValueError, match=r"valid sizes range from \[9, 9\] to \[10, 10\]"):
+            m._output_padding(x, [20, 20], m.stride, m.padding, m.kernel_size, 2)
+        res.append(tuple(lib.nn.ConvTranspose2d(2, 3, 3, stride=2)(x, output_size=[10, 10]).shape))
+    assert res[0] == res[1] == (1, 3, 10, 10)
