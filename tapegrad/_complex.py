@@ -50,6 +50,9 @@ _SAFE_COMPILED_OPS = frozenset({
     "DotBackward0", "MvBackward0", "MmBackward0", "BmmBackward0",
     # overwrites: a zero gradient, or (fill_ with a tensor value) the summed one
     "ZeroBackward0", "FillBackward2", "FillBackward3",
+    # the link from a composed op's last record to the input it saved (graph_vjp.pxi): the
+    # adjoint passed through, zeros to the input
+    "ReadsInputBackward0",
 })
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _core
 from .._half_precision import narrow_half, widen_half
+from ..autograd.function import Function
 from ._conv_ops import _check_tensor
 
 
@@ -84,3 +85,71 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
         part = padded.narrow(1, offset, channels)
         window_sum = part if window_sum is None else window_sum + part
     return input / (window_sum * (alpha / size) + k) ** beta
+
+
+def _cross_map_window(channels: int, size: int) -> np.ndarray:
+    """The (channels, channels) 0/1 matrix W of PyTorch's legacy CrossMapLRN2d: channel c is
+    normalised by sum_j W[c, j] * x_j**2.  PyTorch builds these sums as a running sum over the
+    channels (the first over channels [0, pre_pad), each next one adding the channel entering
+    the window and, from channel pre_pad + 1 on, removing the one leaving it); that recurrence
+    never removes channel 0, so from channel pre_pad on channel 0 stays in every window.  The
+    matrix repeats the recurrence, so the values are PyTorch's; the gradient is the true
+    derivative of them (PyTorch's hand-written backward assumes centred windows)."""
+    pre_pad = int((size - 1) / 2 + 1)
+    w = np.zeros((channels, channels))
+    if channels == 0:
+        return w
+    w[0, :min(pre_pad, channels)] = 1.0
+    for c in range(1, channels):
+        w[c] = w[c - 1]
+        if c < channels - pre_pad + 1:
+            w[c, c + pre_pad - 1] += 1.0
+        if c > pre_pad:
+            w[c, c - pre_pad] -= 1.0
+    return w
+
+
+def _cross_map_scale(x, window, alpha: float, size: int, k: float):
+    """k + alpha / size * (window-weighted sum of squares over the channels) of 4-D x."""
+    n, c, h, w = x.shape
+    sums = window @ (x * x).reshape(n, c, h * w)
+    return (sums * (alpha / size) + k).reshape(n, c, h, w)
+
+
+class CrossMapLRN2d(Function):
+    """PyTorch's legacy (Lua torch) cross-channel LRN of a 4-D input: x * scale ** -beta.  One
+    node, CrossMapLRN2dBackward as in PyTorch; its backward is composed of differentiable ops,
+    so create_graph works (PyTorch's backward writes with out= and refuses there)."""
+
+    @staticmethod
+    def forward(ctx, input, size, alpha=1e-4, beta=0.75, k=1):
+        if input.dim() != 4:
+            raise ValueError(
+                f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        kind = input._array.dtype.kind
+        if kind in "biu":
+            # (PyTorch writes pow(input, 2), then pow(scale, -beta), into a tensor of the
+            # input's dtype; squares of bools promote to Long)
+            result = "Long" if kind == "b" else "Float"
+            raise RuntimeError(f"result type {result} can't be cast to the desired output type "
+                               f"{_core.scalar_type_name_of(input._array.dtype)}")
+        window = _core.wrap_array(_cross_map_window(input.shape[1], size)).to(input.dtype)
+        scale = _cross_map_scale(input, window, alpha, size, k)
+        output = input * scale ** -beta
+        ctx.save_for_backward(input)
+        ctx.window, ctx.size, ctx.alpha, ctx.beta, ctx.k = window, size, alpha, beta, k
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, = ctx.saved_tensors
+        size, alpha, beta = ctx.size, ctx.alpha, ctx.beta
+        scale = _cross_map_scale(input, ctx.window, alpha, size, ctx.k)
+        powered = scale ** -beta
+        # d/dx_j of x_c * scale_c ** -beta: the direct term, and through scale_c (which holds
+        # x_j ** 2 with weight alpha / size * W[c, j]) -beta * x_c * scale_c ** (-beta - 1).
+        n, c, h, w = input.shape
+        through = (grad_output * input * powered / scale).reshape(n, c, h * w)
+        spread = (ctx.window.transpose(0, 1) @ through).reshape(n, c, h, w)
+        grad_input = grad_output * powered - (2.0 * alpha * beta / size) * input * spread
+        return grad_input, None, None, None, None

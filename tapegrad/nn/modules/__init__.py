@@ -70,11 +70,11 @@ __all__ += ["Bilinear", "ChannelShuffle", "CircularPad1d", "CircularPad2d", "Con
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d"]
 
 # Normalisations and pools small LLM and AlexNet-style scripts use (issue 17).
-from .normalization import (BatchNorm3d, InstanceNorm3d, LocalResponseNorm,  # noqa: E402
-                            RMSNorm)
+from .normalization import (BatchNorm3d, CrossMapLRN2d, InstanceNorm3d,  # noqa: E402
+                            LocalResponseNorm, RMSNorm)
 from .pooling import LPPool1d, LPPool2d  # noqa: E402
-__all__ += ["BatchNorm3d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm", "LPPool1d",
-            "LPPool2d"]
+__all__ += ["BatchNorm3d", "CrossMapLRN2d", "InstanceNorm3d", "LocalResponseNorm", "RMSNorm",
+            "LPPool1d", "LPPool2d"]
 
 # 3-d layers (issue 17): 2-d ops over planes combined along the depth axis.
 from .conv import Conv3d, ConvTranspose3d  # noqa: E402

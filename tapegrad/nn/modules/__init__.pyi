@@ -139,6 +139,7 @@ from tapegrad.nn.modules.module import Module as Module
 from tapegrad.nn.modules.normalization import BatchNorm1d as BatchNorm1d
 from tapegrad.nn.modules.normalization import BatchNorm2d as BatchNorm2d
 from tapegrad.nn.modules.normalization import BatchNorm3d as BatchNorm3d
+from tapegrad.nn.modules.normalization import CrossMapLRN2d as CrossMapLRN2d
 from tapegrad.nn.modules.normalization import GroupNorm as GroupNorm
 from tapegrad.nn.modules.normalization import InstanceNorm1d as InstanceNorm1d
 from tapegrad.nn.modules.normalization import InstanceNorm2d as InstanceNorm2d
@@ -328,6 +329,7 @@ __all__ = [
     'ZeroPad1d',
     'ZeroPad2d',
     'BatchNorm3d',
+    'CrossMapLRN2d',
     'InstanceNorm3d',
     'LocalResponseNorm',
     'RMSNorm',

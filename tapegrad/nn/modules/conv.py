@@ -157,12 +157,20 @@ class _ConvTransposeNd(_ConvNd):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, device, dtype, output_padding)
 
-    def _output_padding(self, input, output_size):
+    def _output_padding(self, input, output_size, stride=None, padding=None, kernel_size=None,
+                        num_spatial_dims=None, dilation=None):
         """The output_padding that makes the output `output_size` (PyTorch's rule: any size in
-        [min, min + stride - 1])."""
+        [min, min + stride - 1]).  Takes PyTorch's signature too (subclasses that override
+        forward copy its call, passing the geometry): then a dilation left out is 1, as in
+        PyTorch; called with the input and size alone, the module's own geometry is used."""
         if output_size is None:
             return self.output_padding
-        nd = self._nd
+        if stride is None:
+            stride, padding, kernel_size = self.stride, self.padding, self.kernel_size
+            num_spatial_dims, dilation = self._nd, self.dilation
+        nd = num_spatial_dims
+        if dilation is None:
+            dilation = (1,) * nd
         requested = output_size
         output_size = list(output_size)
         # The sizes may lead with the input's non-spatial dims (batch and channels, or channels
@@ -175,12 +183,13 @@ class _ConvTransposeNd(_ConvNd):
                              f"have {nd} or {leading + nd} elements (got {len(output_size)})")
         spatial = type(input.shape)(input.shape[input.dim() - nd:])
         min_sizes = [(s - 1) * st - 2 * p + d * (k - 1) + 1 for s, st, p, d, k in
-                     zip(spatial, self.stride, self.padding, self.dilation, self.kernel_size)]
-        max_sizes = [m + st - 1 for m, st in zip(min_sizes, self.stride)]
+                     zip(spatial, stride, padding, dilation, kernel_size)]
+        max_sizes = [m + st - 1 for m, st in zip(min_sizes, stride)]
         if any(not lo <= o <= hi for o, lo, hi in zip(output_size, min_sizes, max_sizes)):
             raise ValueError(f"requested an output size of {requested}, but valid sizes range "
                              f"from {min_sizes} to {max_sizes} (for an input of {spatial})")
-        return tuple(o - lo for o, lo in zip(output_size, min_sizes))
+        # (a list, as PyTorch returns)
+        return [o - lo for o, lo in zip(output_size, min_sizes)]
 
     def forward(self, input, output_size=None):
         if self.padding_mode != "zeros":

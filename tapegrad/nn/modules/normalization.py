@@ -1,4 +1,4 @@
-"""LayerNorm, BatchNorm1d/2d, GroupNorm and InstanceNorm1d/2d."""
+"""LayerNorm, BatchNorm1d/2d, GroupNorm, InstanceNorm1d/2d, LocalResponseNorm, CrossMapLRN2d."""
 from __future__ import annotations
 
 import warnings
@@ -8,6 +8,7 @@ from ..._device import check_device
 from ...grad_mode import no_grad
 from .. import functional as F
 from .. import init
+from .._norm_extra import CrossMapLRN2d as _cross_map_lrn2d
 from ..parameter import Parameter
 from .module import Module
 
@@ -355,6 +356,23 @@ class RMSNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}")
+
+
+class CrossMapLRN2d(Module):
+    """PyTorch's legacy cross-channel LRN of 4-D input (Lua torch's SpatialCrossMapLRN)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        return _cross_map_lrn2d.apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 class LocalResponseNorm(Module):

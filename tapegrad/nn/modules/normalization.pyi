@@ -24,6 +24,7 @@ __all__ = [
     'BatchNorm1d',
     'BatchNorm2d',
     'BatchNorm3d',
+    'CrossMapLRN2d',
     'GroupNorm',
     'InstanceNorm1d',
     'InstanceNorm2d',
@@ -72,6 +73,15 @@ class BatchNorm3d(_Module):
     affine: Any
     track_running_stats: Any
     num_batches_tracked: Any
+
+class CrossMapLRN2d(_Module):
+    def __init__(self, size: _int, alpha: _float = ..., beta: _float = ..., k: _float = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any) -> Any: ...  # type: ignore[override]
+    size: Any
+    alpha: Any
+    beta: Any
+    k: Any
 
 class GroupNorm(_Module):
     def __init__(self, num_groups: _int, num_channels: _int, eps: _float = ..., affine: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
