@@ -415,9 +415,14 @@ class MixtureSameFamilyConstraint(Constraint):
         if v.ndim < self.event_dim:
             raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {v.ndim}")
         # a mixture dim of size 1 goes back in before the event, as the component expects; the
-        # component's answer over it is then dropped
+        # component's answer broadcasts it to the number of components (its parameters, such as
+        # a Binomial's per-component total_count, may vary along it), and a value is valid
+        # where it is inside every component's support (PyTorch's reduction)
         ok = np.asarray(self.base_constraint._satisfied(np.expand_dims(v, v.ndim - self.event_dim)))
-        return ok.reshape(ok.shape[:-1]) if ok.ndim else ok
+        if not ok.ndim:
+            return ok
+        keep = v.ndim - self.event_dim
+        return np.all(ok.reshape(ok.shape[:keep] + (-1,)), axis=-1)
 
     def __repr__(self):
         return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
