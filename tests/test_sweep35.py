@@ -175,3 +175,82 @@ def test_batch_mahalanobis_is_there_and_log_prob_reads_it():
     finally:
         module._batch_mahalanobis = original
     assert calls and tuple(lp.shape) == (4, 2)
+
+
+# -- a user Distribution without arg_constraints / support validates with PyTorch's warnings ----
+
+def test_subclass_without_constraints_warns_instead_of_raising():
+    # tapegrad raised NotImplementedError at construction (TestValidation's Delta)
+    messages = []
+    for lib in (torch, tapegrad):
+        class Delta(lib.distributions.Distribution):
+            def __init__(self, validate_args=True):
+                super().__init__(validate_args=validate_args)
+
+            def sample(self, sample_shape=()):
+                return lib.tensor(0.0).expand(sample_shape)
+
+            def log_prob(self, value):
+                if self._validate_args:
+                    self._validate_sample(value)
+                return value * 0
+
+        with pytest.warns(UserWarning, match="does not define `arg_constraints`") as first:
+            d = Delta()
+        with pytest.warns(UserWarning, match="does not define `support`") as second:
+            out = d.log_prob(d.sample((2,)))
+        assert tuple(out.shape) == (2,)
+        messages.append([str(w.message).split(">", 1)[1] for w in (*first, *second)])
+    assert messages[0] == messages[1]
+
+
+# -- Binomial built from logits keeps probs unbuilt through enumerate_support ------------------
+
+def test_binomial_enumerate_support_does_not_build_probs():
+    # TestLazyLogitsInitialization: PyTorch reads the given parameter's dtype (_param)
+    for lib in (torch, tapegrad):
+        d = lib.distributions.Binomial(10, logits=lib.tensor([0.3, -1.2], dtype=lib.float64))
+        values = d.enumerate_support()
+        assert values.dtype == lib.float64 and tuple(values.shape) == (11, 2)
+        assert "probs" not in d.__dict__
+        assert d._param is d.logits
+
+
+# -- support on the class: a dependent constraint with the static attributes PyTorch gives -----
+
+@pytest.mark.parametrize("name,is_discrete,event_dim", [
+    ("Binomial", True, 0), ("Categorical", True, 0), ("Multinomial", True, 1),
+    ("Uniform", False, 0), ("Pareto", False, 0), ("GeneralizedPareto", False, 0),
+    ("Independent", None, None), ("MixtureSameFamily", None, None),
+    ("TransformedDistribution", False, None)])
+def test_parameter_dependent_support_on_the_class(name, is_discrete, event_dim):
+    # the class attribute was a plain property object: AttributeError on .event_dim, not a
+    # Constraint, not is_dependent (TestDistributions.test_support_attributes,
+    # TestConstraints.test_support_constraints)
+    for lib in (torch, tapegrad):
+        support = getattr(lib.distributions, name).support
+        c = lib.distributions.constraints
+        assert isinstance(support, c.Constraint) and c.is_dependent(support)
+        assert repr(support) == "DependentProperty()"
+        for attr, expected in (("is_discrete", is_discrete), ("event_dim", event_dim)):
+            if expected is None:
+                with pytest.raises(NotImplementedError, match="cannot be determined statically"):
+                    getattr(support, attr)
+            else:
+                assert getattr(support, attr) == expected
+    # the instance still reads its own support
+    d = tapegrad.distributions.Binomial(tapegrad.tensor([3.0, 5.0]), tapegrad.tensor(0.5))
+    assert d.support.check(tapegrad.tensor([3.0, 5.0])).tolist() == [True, True]
+    assert d.support.check(tapegrad.tensor([4.0, 5.0])).tolist() == [False, True]
+
+
+def test_constraints_dependent_attributes_and_call():
+    for lib in (torch, tapegrad):
+        c = lib.distributions.constraints
+        with pytest.raises(NotImplementedError, match="event_dim cannot be determined"):
+            c.dependent.event_dim
+        with pytest.raises(NotImplementedError, match="is_discrete cannot be determined"):
+            c.dependent.is_discrete
+        refined = c.dependent(is_discrete=True, event_dim=1)
+        assert refined.is_discrete is True and refined.event_dim == 1
+        assert c.is_dependent(refined)
