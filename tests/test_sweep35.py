@@ -254,3 +254,27 @@ def test_constraints_dependent_attributes_and_call():
         refined = c.dependent(is_discrete=True, event_dim=1)
         assert refined.is_discrete is True and refined.event_dim == 1
         assert c.is_dependent(refined)
+
+
+# -- torch.distributions.dirichlet._Dirichlet_backward (TestRsample.test_dirichlet_tangent_field) --
+
+def test_dirichlet_backward_helper_matches_torch_and_the_rsample_gradient():
+    rng = np.random.default_rng(6)
+    x = rng.dirichlet([0.5, 1.0, 2.0], size=4)
+    alpha = np.broadcast_to([0.5, 1.0, 2.0], (4, 3)).copy()
+    up = rng.standard_normal((4, 3))
+    from torch.distributions.dirichlet import _Dirichlet_backward as torch_backward
+
+    from tapegrad.distributions.dirichlet import _Dirichlet_backward
+    t = torch_backward(torch.tensor(x), torch.tensor(alpha), torch.tensor(up))
+    g = _Dirichlet_backward(tapegrad.tensor(x), tapegrad.tensor(alpha), tapegrad.tensor(up))
+    assert g.dtype == tapegrad.float64 and tuple(g.shape) == (4, 3)
+    np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=2e-3, atol=1e-6)
+    # it is rsample's backward: the tangent field v[:, i] = dx_i / dalpha_0
+    tapegrad.manual_seed(7)
+    a = tapegrad.tensor([0.5, 1.0, 2.0], dtype=tapegrad.float64, requires_grad=True).expand(6, 3)
+    draw = tapegrad.distributions.Dirichlet(a).rsample()
+    for i in range(3):
+        v, = tapegrad.autograd.grad(draw[:, i].sum(), a, retain_graph=True)
+        e = tapegrad.eye(3, dtype=tapegrad.float64)[i].expand_as(draw)
+        np.testing.assert_allclose(v.numpy(), _Dirichlet_backward(draw, a, e).numpy(), rtol=1e-12)

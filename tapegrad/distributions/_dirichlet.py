@@ -123,6 +123,15 @@ def dirichlet_tangent(x, alpha, total):
     return out.reshape(shape)
 
 
+def dirichlet_vjp(x, alpha, up):
+    """The gradient with respect to alpha (broadcast to x's shape) of a loss whose gradient
+    with respect to the Dirichlet draw x is ``up``: g_i (up_i - sum_j x_j up_j), float64."""
+    alpha = np.asarray(alpha, dtype=np.float64)
+    up = np.asarray(up, dtype=np.float64)
+    return (dirichlet_tangent(x, alpha, alpha.sum(-1, keepdims=True))
+            * (up - (x * up).sum(-1, keepdims=True)))
+
+
 class _Dirichlet(Function):
     """A Dirichlet draw of ``shape`` (concentration broadcast to it), reparameterised."""
 
@@ -142,11 +151,7 @@ class _Dirichlet(Function):
     def backward(ctx, grad):
         concentration, = ctx.saved_tensors
         x = ctx.sample
-        alpha = concentration._array
-        up = grad._array.astype(np.float64)
-        g = (dirichlet_tangent(x, alpha, alpha.sum(-1, keepdims=True))
-             * (up - (x * up).sum(-1, keepdims=True)))
-        g = g.astype(concentration._array.dtype)
+        g = dirichlet_vjp(x, concentration._array, grad._array).astype(concentration._array.dtype)
         # sum the draw's broadcast dims back to the concentration's shape
         extra = g.ndim - concentration._array.ndim
         if extra:
