@@ -4,8 +4,9 @@ respect to alpha from implicit differentiation of the cdf (Figurnov et al., 2018
     dx/dalpha = -(dP(alpha, x)/dalpha) / p(x; alpha),
 
 P the regularised lower incomplete gamma function and p the density.  Gamma.rsample and the
-families built on it (Beta, Dirichlet, Chi2, StudentT, InverseGamma, FisherSnedecor, Wishart) use
-this, so their samples train the concentrations as PyTorch's do.
+families built on it (Chi2, StudentT, InverseGamma, FisherSnedecor, Wishart) use this, so their
+samples train the concentrations as PyTorch's do (Beta and Dirichlet have their own implicit
+gradient, in _dirichlet).
 """
 from __future__ import annotations
 

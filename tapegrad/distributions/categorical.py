@@ -55,7 +55,7 @@ class Categorical(Distribution):
         """The shape of the parameter given at construction: ``batch_shape + (num_classes,)``."""
         return self._param.shape
 
-    @property
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
 

@@ -56,11 +56,30 @@ class Constraint:
 
 
 class _Dependent(Constraint):
-    """A constraint that depends on other parameters: not checked by itself."""
+    """A constraint that depends on other parameters: not checked by itself.  Its is_discrete
+    and event_dim are known only where given (reading an unknown one raises PyTorch's
+    NotImplementedError); ``dependent(is_discrete=..., event_dim=...)`` gives them."""
 
-    def __init__(self, *, is_discrete=False, event_dim=0):
-        self.is_discrete = is_discrete
-        self.event_dim = event_dim
+    def __init__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        self._is_discrete = is_discrete
+        self._event_dim = event_dim
+
+    @property
+    def is_discrete(self):
+        if self._is_discrete is NotImplemented:
+            raise NotImplementedError(".is_discrete cannot be determined statically")
+        return self._is_discrete
+
+    @property
+    def event_dim(self):
+        if self._event_dim is NotImplemented:
+            raise NotImplementedError(".event_dim cannot be determined statically")
+        return self._event_dim
+
+    def __call__(self, *, is_discrete=NotImplemented, event_dim=NotImplemented):
+        return _Dependent(
+            is_discrete=self._is_discrete if is_discrete is NotImplemented else is_discrete,
+            event_dim=self._event_dim if event_dim is NotImplemented else event_dim)
 
     def _satisfied(self, value):
         raise ValueError("Cannot determine validity of dependent constraint")
@@ -75,12 +94,12 @@ class _DependentProperty(property, _Dependent):
     """A property whose value is a constraint computed from the instance (``support`` of a
     distribution whose bounds are parameters); on the class it reads as a dependent constraint."""
 
-    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
+    def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
         property.__init__(self, fn, doc=getattr(fn, "__doc__", None))
         _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
 
     def __call__(self, fn):
-        return _DependentProperty(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+        return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
 
 
 dependent_property = _DependentProperty
@@ -415,9 +434,14 @@ class MixtureSameFamilyConstraint(Constraint):
         if v.ndim < self.event_dim:
             raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {v.ndim}")
         # a mixture dim of size 1 goes back in before the event, as the component expects; the
-        # component's answer over it is then dropped
+        # component's answer broadcasts it to the number of components (its parameters, such as
+        # a Binomial's per-component total_count, may vary along it), and a value is valid
+        # where it is inside every component's support (PyTorch's reduction)
         ok = np.asarray(self.base_constraint._satisfied(np.expand_dims(v, v.ndim - self.event_dim)))
-        return ok.reshape(ok.shape[:-1]) if ok.ndim else ok
+        if not ok.ndim:
+            return ok
+        keep = v.ndim - self.event_dim
+        return np.all(ok.reshape(ok.shape[:keep] + (-1,)), axis=-1)
 
     def __repr__(self):
         return f"MixtureSameFamilyConstraint({self.base_constraint!r})"

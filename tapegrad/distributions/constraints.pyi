@@ -77,12 +77,13 @@ class cat(Constraint):
     dim: Any
 
 corr_cholesky: Any
-dependent: Any
+def dependent(*, is_discrete: Any = ..., event_dim: Any = ...) -> Any: ...
+
 class dependent_property(builtins.property, Constraint):
-    def __call__(self, fn: Any) -> Any: ...
+    def __call__(self, fn: Any) -> Any: ...  # type: ignore[override]
     def __init__(self, fn: Any = ..., *, is_discrete: Any = ..., event_dim: Any = ...) -> None: ...
-    is_discrete: Any
     event_dim: Any
+    is_discrete: Any
 
 class greater_than(Constraint):
     def __init__(self, lower_bound: Any) -> None: ...

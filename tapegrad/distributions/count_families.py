@@ -73,11 +73,17 @@ class Binomial(BinaryParameter, Distribution):
         super().__init__(param.shape, validate_args=validate_args)
 
     @property
-    def param_shape(self) -> Size:
-        """The shape of the parameter given at construction (``probs`` or ``logits``)."""
-        return self.__dict__.get("probs", self.__dict__.get("logits")).shape
+    def _param(self):
+        """The parameter given at construction (``probs`` or ``logits``), PyTorch's attribute:
+        reading it computes neither from the other."""
+        return self.__dict__.get("probs", self.__dict__.get("logits"))
 
     @property
+    def param_shape(self) -> Size:
+        """The shape of the parameter given at construction (``probs`` or ``logits``)."""
+        return self._param.shape
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
 
@@ -106,7 +112,7 @@ class Binomial(BinaryParameter, Distribution):
         if not self.total_count.min() == count:
             raise NotImplementedError(
                 "Inhomogeneous total count not supported by `enumerate_support`.")
-        values = arange(1 + count, dtype=self.probs.dtype)
+        values = arange(1 + count, dtype=self._param.dtype)
         values = values.view((-1,) + (1,) * len(self.batch_shape))
         return values.expand((-1,) + tuple(self.batch_shape)) if expand else values
 

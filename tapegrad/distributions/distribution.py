@@ -1,6 +1,8 @@
 """Distribution: the base class (shapes, argument and sample validation, sample via rsample)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _core
@@ -36,7 +38,15 @@ class Distribution:
         if validate_args is not None:
             self._validate_args = validate_args
         if self._validate_args:
-            for param, constraint in self.arg_constraints.items():
+            try:
+                arg_constraints = self.arg_constraints
+            except NotImplementedError:
+                # a user subclass without them still constructs, as in PyTorch, with its warning
+                arg_constraints = {}
+                warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set "
+                              f"`arg_constraints = {{}}` or initialize the distribution with "
+                              f"`validate_args=False` to turn off validation.", stacklevel=2)
+            for param, constraint in arg_constraints.items():
                 if isinstance(constraint, constraints._Dependent):
                     continue
                 # Only the parameter given (probs or logits) is checked, not the lazy other one.
@@ -175,7 +185,13 @@ class Distribution:
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: "
                                  f"{Size(actual)} vs {Size(expected)}.")
-        support = self.support
+        try:
+            support = self.support
+        except NotImplementedError:
+            warnings.warn(f"{self.__class__} does not define `support` to enable sample "
+                          f"validation. Please initialize the distribution with "
+                          f"`validate_args=False` to turn off validation.", stacklevel=2)
+            return
         if not bool(np.all(support._satisfied(value))):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
                              f"{actual}) to be within the support ({support!r}) of the "

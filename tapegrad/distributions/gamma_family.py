@@ -1,6 +1,7 @@
 """Gamma, Beta, Dirichlet and StudentT: log densities, moments and entropies from lgamma and
 digamma (recorded, so they train); reparameterised samples built on Gamma(alpha, 1) draws whose
-gradient in alpha is implicit (_standard_gamma), as PyTorch's."""
+gradient in alpha is implicit (_standard_gamma; Beta and Dirichlet through _dirichlet), as
+PyTorch's."""
 from __future__ import annotations
 
 import math
@@ -8,6 +9,7 @@ import math
 from .. import _core, arange, as_tensor, digamma, lgamma, stack, where, xlogy
 from ..tensor import Size
 from . import constraints
+from ._dirichlet import sample_dirichlet
 from ._params import expand_params, standard_normal_like
 from ._standard_gamma import regularized_gamma_p, standard_gamma
 from .distribution import Distribution
@@ -133,13 +135,8 @@ class Dirichlet(ExponentialFamily):
         return new
 
     def rsample(self, sample_shape=Size()):
-        # normalised independent Gamma draws; the gradient flows through each draw's
-        # implicit derivative and the normalisation
-        # (in float64: float32 draws of small concentrations underflow to the same tiny value,
-        # which would normalise to equal shares)
-        c = self.concentration
-        g = standard_gamma(c.double(), tuple(self._extended_shape(sample_shape)))
-        return (g / g.sum(-1, keepdim=True)).to(c.dtype)
+        # PyTorch's draw (clamped inside the simplex's open interior) and implicit gradient
+        return sample_dirichlet(self.concentration, self._extended_shape(sample_shape))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -199,11 +196,10 @@ class Beta(ExponentialFamily):
                              _instance)
 
     def rsample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        # normalised in float64, as Dirichlet's
-        g1 = standard_gamma(self.concentration1.double(), shape)
-        g0 = standard_gamma(self.concentration0.double(), shape)
-        return (g1 / (g1 + g0)).to(self.concentration1.dtype)
+        # PyTorch's: the first coordinate of a Dirichlet(concentration1, concentration0) draw
+        # (its clamp keeps it off 0 and 1; its implicit gradient)
+        concentration = stack([self.concentration1, self.concentration0], -1)
+        return sample_dirichlet(concentration, self._extended_shape(sample_shape) + (2,))[..., 0]
 
     def log_prob(self, value):
         if self._validate_args:

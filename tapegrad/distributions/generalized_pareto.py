@@ -93,7 +93,7 @@ class GeneralizedPareto(Distribution):
     def mode(self):
         return self.loc
 
-    @property
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
         upper = where(self.concentration < 0, self.loc - self.scale / self.concentration,
                       self.loc.new_full((), math.inf))

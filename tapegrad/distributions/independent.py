@@ -45,7 +45,7 @@ class Independent(Distribution):
     def has_rsample(self):
         return self.base_dist.has_rsample
 
-    @property
+    @constraints.dependent_property
     def support(self):
         support = self.base_dist.support
         if self.reinterpreted_batch_ndims:

@@ -16,7 +16,7 @@ from .half_normal import HalfNormal
 from .independent import Independent
 from .location_scale import Cauchy, Exponential, Geometric, Laplace
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
-from .multivariate_normal import MultivariateNormal
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .pareto import Pareto
@@ -233,7 +233,7 @@ def _kl_gaussian_vectors(p, q):
                           - p_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
     trace = linalg.solve_triangular(q_tril, p_tril, upper=False).pow(2).sum((-2, -1))
     diff = (q.loc - p.loc).expand(*(batch + (n,)))
-    mahalanobis = linalg.solve_triangular(q_tril, diff.unsqueeze(-1), upper=False).pow(2).sum((-2, -1))
+    mahalanobis = _batch_mahalanobis(q_tril, diff)
     return half_log_det_ratio + 0.5 * (trace + mahalanobis - n)
 
 

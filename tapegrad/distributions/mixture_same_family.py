@@ -61,7 +61,7 @@ class MixtureSameFamily(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    @property
+    @constraints.dependent_property
     def support(self):
         return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 

@@ -31,7 +31,7 @@ class Multinomial(CategoricalBacked):
         self.total_count = total_count
         self._init_from_categorical(Categorical(probs=probs, logits=logits), validate_args)
 
-    @property
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
 

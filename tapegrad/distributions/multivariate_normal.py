@@ -14,18 +14,28 @@ from .utils import lazy_property
 __all__ = ["MultivariateNormal"]
 
 
+def _batch_mahalanobis(bL, bx):
+    """The squared Mahalanobis distance x^T (L L^T)^-1 x of vectors ``bx`` for lower Cholesky
+    factors ``bL`` whose batch shape broadcasts to theirs: PyTorch's helper of this name, which
+    log_prob looks up here at each call (scripts call it, and replace it)."""
+    L = bL.expand(*(tuple(bx.shape[:-1]) + tuple(bL.shape[-2:])))
+    # (a triangular solve, as PyTorch's: an LU solve of the triangle loses digits)
+    return linalg.solve_triangular(L, bx.unsqueeze(-1), upper=False).squeeze(-1).pow(2).sum(-1)
+
+
 def _batch_broadcast(a: tuple, b: tuple) -> tuple:
     n = max(len(a), len(b))
     a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
     return tuple(max(x, y) for x, y in zip(a, b))
 
 
-def _the_one_matrix(covariance_matrix, precision_matrix, scale_tril):
-    """The one of the three matrix parameters given (MultivariateNormal's and Wishart's)."""
+def _the_one_matrix(covariance_matrix, precision_matrix, scale_tril, error=ValueError):
+    """The one of the three matrix parameters given (MultivariateNormal's and Wishart's); else
+    ``error``, the type each raises in PyTorch (ValueError, Wishart's AssertionError)."""
     given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
     if len(given) != 1:
-        raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril "
-                         "may be specified.")
+        raise error("Exactly one of covariance_matrix or precision_matrix or scale_tril "
+                    "may be specified.")
     return given[0]
 
 
@@ -118,11 +128,7 @@ class MultivariateNormal(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        diff = value - self.loc
-        L = self._tril.expand(*(tuple(diff.shape[:-1]) + tuple(self._tril.shape[-2:])))
-        # (a triangular solve, as PyTorch's: an LU solve of the triangle loses digits)
-        whitened = linalg.solve_triangular(L, diff.unsqueeze(-1), upper=False).squeeze(-1)
-        mahalanobis = whitened.pow(2).sum(-1)
+        mahalanobis = _batch_mahalanobis(self._tril, value - self.loc)
         k = self.event_shape[0]
         return -0.5 * (k * math.log(2 * math.pi) + mahalanobis) - self._half_log_det()
 

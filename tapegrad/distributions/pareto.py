@@ -41,7 +41,7 @@ class Pareto(TransformedDistribution):
         a = self.alpha.clamp(min=2)      # infinite for alpha <= 2
         return self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))
 
-    @property
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
         return constraints.greater_than_eq(self.scale)
 

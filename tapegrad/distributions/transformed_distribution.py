@@ -70,7 +70,7 @@ class TransformedDistribution(Distribution):
     def has_rsample(self):
         return self.base_dist.has_rsample
 
-    @property
+    @constraints.dependent_property(is_discrete=False)
     def support(self):
         if not self.transforms:
             return self.base_dist.support

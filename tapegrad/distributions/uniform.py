@@ -25,7 +25,7 @@ class Uniform(Distribution):
         return {"low": constraints.less_than(self.high),
                 "high": constraints.greater_than(self.low)}
 
-    @property
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
         return constraints.interval(self.low, self.high)
 

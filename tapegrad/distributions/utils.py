@@ -106,9 +106,16 @@ def vec_to_tril_matrix(vec, diag: int = 0):
         raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
                          f"lower triangular part of a square D x D matrix.")
     n = round(root)
+    inside = _tril_flat_index(n, diag)
+    if inside.size != m:
+        # (the test above, PyTorch's, lets such sizes through; its write into the triangle
+        # then refuses them)
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(vec.shape)} cannot be "
+                           f"broadcast to indexing result of shape "
+                           f"{list(vec.shape[:-1]) + [inside.size]}")
     # gather from vec with a zero appended: positions outside the triangle read the zero
     source = np.full(n * n, m, dtype=np.int64)
-    source[_tril_flat_index(n, diag)] = np.arange(m)
+    source[inside] = np.arange(m)
     from .. import cat
     padded = cat([vec, vec.new_zeros(tuple(vec.shape[:-1]) + (1,))], -1)
     return padded[..., _core_index(source)].reshape(tuple(vec.shape[:-1]) + (n, n))

@@ -46,7 +46,7 @@ class Wishart(ExponentialFamily):
 
     def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None,
                  validate_args=None):
-        param = _the_one_matrix(covariance_matrix, precision_matrix, scale_tril)
+        param = _the_one_matrix(covariance_matrix, precision_matrix, scale_tril, AssertionError)
         if param.dim() < 2:
             raise ValueError("scale_tril must be at least two-dimensional, with optional leading "
                              "batch dimensions")
