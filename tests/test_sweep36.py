@@ -76,3 +76,108 @@ def test_ema_fns_reject_bad_decay(name, decay):
     with pytest.raises(ValueError, match="Invalid decay value"):
         getattr(tg.optim.swa_utils, name)(decay)
 
+
+
+# -- SGD(differentiable=True): the step is recorded, gradients flow through it ---------------------
+# (PyTorch's test/optim/test_optim.py TestDifferentiableOptimizer; tapegrad refused the flag)
+
+_P = np.array([0.3, -1.2, 0.8, 2.0, -0.1])
+_G = np.array([0.5, 0.25, -1.5, 0.75, 1.0])
+_M = np.array([0.1, -0.2, 0.3, 0.0, 0.6])
+
+
+def _sgd_one_step(lib, kw):
+    def f(p, grad, mbuf):
+        p = p.clone()           # differentiable steps update a non-leaf in place
+        p.grad = grad
+        opt = lib.optim.SGD([p], differentiable=True, **kw)
+        if kw.get("momentum"):
+            opt.state[p]["momentum_buffer"] = mbuf.clone()
+        opt.step()
+        outs = [p]
+        if kw.get("momentum"):
+            outs.append(opt.state[p]["momentum_buffer"])
+        return tuple(outs)
+    return f
+
+
+@pytest.mark.parametrize("kw", [
+    dict(lr=0.9),
+    dict(lr=0.5, momentum=0.9),
+    dict(lr=0.5, momentum=0.9, nesterov=True, weight_decay=0.1),
+    dict(lr=0.3, momentum=0.8, dampening=0.3, maximize=True, weight_decay=0.2),
+])
+def test_sgd_differentiable_step_gradients(kw):
+    def run(lib):
+        ins = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in (_P, _G, _M)]
+        outs = _sgd_one_step(lib, kw)(*ins)
+        w = lib.tensor([1.0, -2.0, 3.0, 0.5, 1.5], dtype=lib.float64)
+        loss = sum((o * w).sum() * (i + 1) for i, o in enumerate(outs))
+        grads = lib.autograd.grad(loss, ins, allow_unused=True)
+        return ([o.detach().numpy() for o in outs], [None if g is None else g.numpy() for g in grads],
+                [type(o.grad_fn).__name__ for o in outs])
+    got, want = run(tg), run(torch)
+    for g, w in zip(got[0], want[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    for g, w in zip(got[1], want[1]):
+        assert (g is None) == (w is None)
+        if w is not None:
+            np.testing.assert_allclose(g, w, rtol=1e-12)
+    assert got[2] == want[2]
+    ins = tuple(tg.tensor(a, dtype=tg.float64, requires_grad=True) for a in (_P, _G, _M))
+    assert tg.autograd.gradcheck(_sgd_one_step(tg, kw), ins)
+
+
+def _sgd_meta_grads(lib, hyper):
+    """Two recorded SGD steps, then the last loss's gradient towards tensor hyper-parameters
+    (PyTorch's _multistep_backprop_diff_hyperparams_fn pattern)."""
+    params = lib.tensor(_P, dtype=lib.float64, requires_grad=True).clone()
+    params.grad = lib.tensor(_G, dtype=lib.float64, requires_grad=True)
+    hyp = {k: lib.tensor(v, dtype=lib.float64, requires_grad=True).clone() for k, v in hyper.items()}
+    kw = {"lr": 0.01}
+    kw.update(hyp)
+    opt = lib.optim.SGD([params], differentiable=True, **kw)
+    x = lib.tensor([1.0], dtype=lib.float64)
+    y = lib.tensor([2.0], dtype=lib.float64)
+    for _ in range(2):
+        loss = lib.nn.functional.mse_loss(x * lib.sum(params), y)
+        loss.backward(inputs=(params,), create_graph=True)
+        opt.step()
+        opt.zero_grad()
+    loss.backward(inputs=tuple(hyp.values()))
+    return float(loss), [h.grad.item() for h in hyp.values()], params.detach().numpy()
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+@pytest.mark.parametrize("hyper", [{"lr": 0.001}, {"weight_decay": 0.9},
+                                   {"weight_decay": 0.9, "lr": 0.001}])
+def test_sgd_differentiable_tensor_hyperparameters(hyper):
+    got, want = _sgd_meta_grads(tg, hyper), _sgd_meta_grads(torch, hyper)
+    assert got[0] == pytest.approx(want[0], rel=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-10)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+
+
+def test_sgd_differentiable_lr_gradcheck():
+    def f(lr):
+        p = tg.tensor(_P, dtype=tg.float64, requires_grad=True).clone()
+        p.grad = tg.tensor(_G, dtype=tg.float64)
+        opt = tg.optim.SGD([p], lr=lr, weight_decay=0.1, differentiable=True)
+        opt.step()
+        p.grad = tg.tensor(_M, dtype=tg.float64)
+        opt.step()
+        return p
+    assert tg.autograd.gradcheck(f, (tg.tensor(0.3, dtype=tg.float64, requires_grad=True),))
+
+
+def test_sgd_differentiable_errors():
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
+            lib.optim.SGD([lib.zeros(2, requires_grad=True)], lr=0.1, fused=True,
+                          differentiable=True)
+        leaf = lib.tensor([1.0, 2.0], requires_grad=True)
+        leaf.grad = lib.tensor([1.0, 1.0])
+        opt = lib.optim.SGD([leaf], lr=0.1, differentiable=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
+                                               "in an in-place operation"):
+            opt.step()
