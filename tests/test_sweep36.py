@@ -181,3 +181,108 @@ def test_sgd_differentiable_errors():
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used "
                                                "in an in-place operation"):
             opt.step()
+
+
+# -- Adam / AdamW(differentiable=True) -------------------------------------------------------------
+
+_A, _B, _C = (np.array([0.2, 0.7, -0.4, 0.1, 0.9]), np.array([0.3, 0.05, 0.6, 0.2, 0.4]),
+              np.array([0.5, 0.3, 0.9, 0.25, 0.6]))
+
+
+def _adam_one_step(lib, cls, kw):
+    def f(p, grad, exp_avg, exp_avg_sq, max_sq):
+        p = p.clone()
+        p.grad = grad
+        opt = getattr(lib.optim, cls)([p], differentiable=True, **kw)
+        state = opt.state[p]
+        state["step"] = lib.tensor(10.0, dtype=lib.float64)
+        state["exp_avg"] = exp_avg.clone()
+        state["exp_avg_sq"] = exp_avg_sq.clone()
+        state["max_exp_avg_sq"] = max_sq.clone()
+        opt.step()
+        return (p,) + tuple(v for v in state.values() if v.requires_grad)
+    return f
+
+
+@pytest.mark.parametrize("cls,kw", [
+    ("Adam", dict(lr=0.9, amsgrad=True)),
+    ("Adam", dict(lr=0.5, weight_decay=0.1, maximize=True)),
+    ("AdamW", dict(lr=0.9, amsgrad=True)),
+    ("AdamW", dict(lr=0.5, weight_decay=0.3)),
+])
+def test_adam_differentiable_step_gradients(cls, kw):
+    def run(lib):
+        ins = [lib.tensor(a, dtype=lib.float64, requires_grad=True) for a in (_P, _G, _A, _B, _C)]
+        outs = _adam_one_step(lib, cls, kw)(*ins)
+        w = lib.tensor([1.0, -2.0, 3.0, 0.5, 1.5], dtype=lib.float64)
+        loss = sum((o * w).sum() * (i + 1) for i, o in enumerate(outs))
+        grads = lib.autograd.grad(loss, ins, allow_unused=True)
+        return ([o.detach().numpy() for o in outs], [None if g is None else g.numpy() for g in grads],
+                [type(o.grad_fn).__name__ for o in outs])
+    got, want = run(tg), run(torch)
+    assert len(got[0]) == len(want[0])
+    for g, w in zip(got[0], want[0]):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    for g, w in zip(got[1], want[1]):
+        assert (g is None) == (w is None)
+        if w is not None:
+            np.testing.assert_allclose(g, w, rtol=1e-10)
+    assert got[2] == want[2]
+    ins = tuple(tg.tensor(a, dtype=tg.float64, requires_grad=True) for a in (_P, _G, _A, _B, _C))
+    assert tg.autograd.gradcheck(_adam_one_step(tg, cls, kw), ins)
+
+
+def _adam_meta_grads(lib, cls, hyper):
+    params = lib.tensor(_P, dtype=lib.float64, requires_grad=True).clone()
+    params.grad = lib.tensor(_G, dtype=lib.float64, requires_grad=True)
+    hyp = {k: lib.tensor(v, dtype=lib.float64, requires_grad=True).clone() for k, v in hyper.items()}
+    kw = {k: v for k, v in hyp.items() if not k.startswith("beta")}
+    if "beta1" in hyp:
+        kw["betas"] = (hyp["beta1"], hyp["beta2"])
+    opt = getattr(lib.optim, cls)([params], differentiable=True, **kw)
+    x = lib.tensor([1.0], dtype=lib.float64)
+    y = lib.tensor([2.0], dtype=lib.float64)
+    for _ in range(2):
+        loss = lib.nn.functional.mse_loss(x * lib.sum(params), y)
+        loss.backward(inputs=(params,), create_graph=True)
+        opt.step()
+        opt.zero_grad()
+    loss.backward(inputs=tuple(hyp.values()))
+    return float(loss), [h.grad.item() for h in hyp.values()], params.detach().numpy()
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+@pytest.mark.parametrize("cls", ["Adam", "AdamW"])
+@pytest.mark.parametrize("hyper", [{"lr": 0.001}, {"weight_decay": 0.999},
+                                   {"beta1": 0.9, "beta2": 0.999},
+                                   {"lr": 0.001, "weight_decay": 0.999, "beta1": 0.9,
+                                    "beta2": 0.999}])
+def test_adam_differentiable_tensor_hyperparameters(cls, hyper):
+    got, want = _adam_meta_grads(tg, cls, hyper), _adam_meta_grads(torch, cls, hyper)
+    assert got[0] == pytest.approx(want[0], rel=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-12)
+
+
+def test_adam_differentiable_default_state_float32():
+    """Lazily made state (float32 step and moments), three steps, gradient to the start point."""
+    def run(lib):
+        rng = np.random.RandomState(0)
+        w0 = lib.tensor(rng.randn(4).astype(np.float32), requires_grad=True)
+        p = w0 * 1.0
+        opt = lib.optim.AdamW([p], lr=0.1, amsgrad=True, differentiable=True)
+        for _ in range(3):
+            p.grad = lib.tensor(rng.randn(4).astype(np.float32))
+            opt.step()
+        (g,) = lib.autograd.grad(p.sum(), [w0])
+        return p.detach().numpy(), g.numpy(), str(opt.state[p]["step"].dtype)
+    got, want = run(tg), run(torch)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-4)
+    assert got[2] == want[2]
+
+
+def test_adam_fused_differentiable_refused():
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
+            lib.optim.Adam([lib.zeros(2, requires_grad=True)], fused=True, differentiable=True)
