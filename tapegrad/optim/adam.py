@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _real_view,
+from .optimizer import (Optimizer, _filled_state, _is_tensor, _real_view,
                         _scalar_pow, _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv,
                         addcmul, div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
@@ -46,7 +46,8 @@ class Adam(Optimizer):
         if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
                 or (b0_tensor and b1_tensor)):
             raise ValueError("betas must be either both floats or both Tensors")
-        _check_not_differentiable(differentiable)
+        if fused and differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         # Tensor betas stay (0-d) tensors in the group, as PyTorch keeps them (a state dict
@@ -78,6 +79,9 @@ class Adam(Optimizer):
                            "instead")
 
     def _update_group(self, group) -> None:
+        if group["differentiable"]:
+            self._update_group_differentiable(group)
+            return
         beta1, beta2 = (_to_scalar(b) for b in group["betas"])
         lr = _to_scalar(group["lr"])
         weight_decay = group["weight_decay"]
@@ -135,6 +139,69 @@ class Adam(Optimizer):
             div_scalar(denom, bias_correction2_sqrt, out=denom)
             add_scalar(denom, eps, out=denom)
             addcdiv(param, exp_avg, denom, -step_size, out=param)
+
+    def _update_group_differentiable(self, group) -> None:
+        """PyTorch's differentiable=True step: the update in recorded tensor operations
+        (Optimizer.step runs it with grad mode on), in the form PyTorch's differentiable
+        (capturable) branch computes it, so the new parameters and moments have gradients
+        towards the old ones, the gradients, and a tensor lr, betas or weight_decay that
+        requires grad."""
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        weight_decay, eps = group["weight_decay"], group["eps"]
+        amsgrad = group["amsgrad"]
+
+        def needs_grad(x):
+            return _is_tensor(x) and x.requires_grad
+
+        # PyTorch updates a complex parameter through its view_as_real views; tapegrad's tape
+        # does not record in-place writes through a view of a tensor that requires grad, so a
+        # complex parameter is refused before anything is updated.
+        if any(p.grad is not None and p.is_complex() for p in group["params"]):
+            raise NotImplementedError(f"tapegrad: {type(self).__name__}(differentiable=True) does "
+                                      "not support complex parameters")
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            if p.grad.is_sparse:
+                self._refuse_sparse_grad()
+            state = self.state[p]
+            if len(state) == 0:         # lazy state initialization
+                state["step"] = _step_tensor()
+                state["exp_avg"] = _filled_state(p)
+                state["exp_avg_sq"] = _filled_state(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = _filled_state(p)
+            grad = -p.grad if group["maximize"] else p.grad
+            step_t = state["step"]
+            step_t += 1
+            if weight_decay != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * weight_decay)
+                elif needs_grad(weight_decay):
+                    grad = grad.addcmul_(p.clone(), weight_decay)
+                else:
+                    grad = grad.add(p, alpha=weight_decay)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            max_sq = state.get("max_exp_avg_sq")
+            # (PyTorch casts a tensor beta1 to the parameter's dtype for this one operation)
+            exp_avg.lerp_(grad, 1 - (beta1.to(dtype=p.dtype) if _is_tensor(beta1) else beta1))
+            if needs_grad(beta2):
+                exp_avg_sq.lerp_(grad.square(), 1 - beta2)
+            else:
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=float(1 - beta2))
+            step = step_t
+            bias_correction1 = 1 - beta1 ** (step.clone() if needs_grad(beta1) else step)
+            bias_correction2 = 1 - beta2 ** (step.clone() if needs_grad(beta2) else step)
+            step_size_neg = (lr / bias_correction1).neg()
+            bias_correction2_sqrt = bias_correction2.sqrt()
+            if amsgrad:
+                max_sq.copy_(max_sq.clone().maximum(exp_avg_sq))
+                second = max_sq
+            else:
+                second = exp_avg_sq
+            denom = (second.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
+                eps / step_size_neg)
+            p.addcdiv_(exp_avg.clone(), denom)
 
 
 class AdamW(Adam):

@@ -348,8 +348,10 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        # PyTorch's built-in steps run with grad mode off (hooks and warnings see it off).
-        with no_grad(), _core.IeeeResults():  # inf/nan propagate silently, as in PyTorch
+        # PyTorch's built-in steps run with grad mode off (hooks and warnings see it off), on for
+        # an optimizer made with differentiable=True: its update is then recorded.
+        grad_mode = enable_grad() if self.defaults.get("differentiable") else no_grad()
+        with grad_mode, _core.IeeeResults():  # inf/nan propagate silently, as in PyTorch
             for group in self.param_groups:
                 if group.get("capturable"):
                     self._refuse_capturable(group)

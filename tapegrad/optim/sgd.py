@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from .optimizer import (Optimizer, _check_not_differentiable, _real_view, _state_tensor, _to_scalar,
-                        add_alpha, mul_scalar, neg)
+from .optimizer import (Optimizer, _is_tensor, _real_view, _state_tensor, _to_scalar, add_alpha,
+                        mul_scalar, neg)
 
 __all__ = ["SGD"]
 
@@ -34,8 +34,6 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if _to_scalar(weight_decay) < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        _check_not_differentiable(differentiable)
-
         defaults = {
             "lr": lr,
             "momentum": momentum,
@@ -50,6 +48,8 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        if fused and differentiable:
+            raise RuntimeError("`fused` does not support `differentiable`")
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
@@ -57,6 +57,9 @@ class SGD(Optimizer):
                        "differentiable": False, "fused": False}
 
     def _update_group(self, group) -> None:
+        if group["differentiable"]:
+            self._update_group_differentiable(group)
+            return
         lr = _to_scalar(group["lr"])
         momentum = group["momentum"]
         dampening = group["dampening"]
@@ -88,6 +91,38 @@ class SGD(Optimizer):
         for p, grad in sparse_grads:
             self._sparse_update(p, grad, lr, momentum, dampening, weight_decay, nesterov,
                                 maximize)
+
+    def _update_group_differentiable(self, group) -> None:
+        """PyTorch's differentiable=True step: the same update in tensor operations, recorded
+        (Optimizer.step runs it with grad mode on), so the new parameters and momentum buffers
+        have gradients towards the old ones, the gradients, and a tensor lr or weight_decay
+        that requires grad.  As in PyTorch, the first momentum buffer is a detached copy of the
+        gradient, and a weight_decay that requires grad is folded into p.grad in place."""
+        lr, weight_decay = group["lr"], group["weight_decay"]
+        momentum, dampening = group["momentum"], group["dampening"]
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            if group["maximize"]:
+                grad = -grad
+            if _is_tensor(weight_decay) and weight_decay.requires_grad:
+                grad = grad.addcmul_(p.clone(), weight_decay)
+            elif _to_scalar(weight_decay) != 0:
+                grad = grad.add(p, alpha=float(_to_scalar(weight_decay)))
+            if momentum != 0:
+                state = self.state[p]
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = grad.detach().clone()
+                    state["momentum_buffer"] = buf
+                else:
+                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+            if _is_tensor(lr) and lr.requires_grad:
+                p.addcmul_(grad, lr, value=-1)
+            else:
+                p.add_(grad, alpha=-float(_to_scalar(lr)))
 
     def _sparse_update(self, p, grad, lr, momentum, dampening, weight_decay, nesterov,
                        maximize) -> None:

@@ -12,7 +12,7 @@ from ..creation import tensor as _tensor
 from ..grad_mode import no_grad
 from ..nn.modules.module import Module
 from ..nn.modules.normalization import _BatchNorm
-from .lr_scheduler import LRScheduler
+from .lr_scheduler import LRScheduler, _per_group, _warn_get_lr_called_within_step
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn",
            "get_swa_multi_avg_fn", "get_ema_avg_fn", "get_swa_avg_fn"]
@@ -20,9 +20,16 @@ __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn",
 
 # -- averaging functions ---------------------------------------------------------------------------
 
+def _check_decay(decay) -> None:
+    if decay < 0.0 or decay > 1.0:
+        raise ValueError(f"Invalid decay value {decay} provided. Please provide a value in [0,1] "
+                         "range.")
+
+
 def get_ema_avg_fn(decay: float = 0.999):
     """``avg_fn(averaged, current, num_averaged)`` of an exponential moving average:
     ``decay * averaged + (1 - decay) * current``."""
+    _check_decay(decay)
     def ema_update(ema_param, current_param, num_averaged):
         return decay * ema_param + (1 - decay) * current_param
     return ema_update
@@ -39,6 +46,7 @@ def get_swa_avg_fn():
 def get_ema_multi_avg_fn(decay: float = 0.999):
     """``multi_avg_fn(averaged_list, current_list, num_averaged)`` updating each averaged tensor
     in place towards its current one by ``1 - decay``."""
+    _check_decay(decay)
     @no_grad()
     def ema_update(ema_param_list, current_param_list, _):
         for ema, current in zip(ema_param_list, current_param_list):
@@ -151,7 +159,7 @@ class SWALR(LRScheduler):
 
     def __init__(self, optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos",
                  last_epoch=-1) -> None:
-        swa_lrs = _per_group(optimizer, swa_lr)
+        swa_lrs = _per_group("swa_lr", optimizer, swa_lr)   # tensors copied, never aliased
         for lr, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
@@ -198,6 +206,7 @@ class SWALR(LRScheduler):
 
     def get_lr(self) -> list:
         """The annealed learning rate of each param group for the current step."""
+        _warn_get_lr_called_within_step(self)
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)
@@ -209,12 +218,3 @@ class SWALR(LRScheduler):
         alpha = self.anneal_func(t)
         return [g["swa_lr"] * alpha + lr * (1 - alpha) for g, lr in zip(groups, prev_lrs)]
 
-
-def _per_group(optimizer, value):
-    if isinstance(value, (list, tuple)):
-        if len(value) != len(optimizer.param_groups):
-            raise ValueError(f"swa_lr must have the same length as optimizer.param_groups. "
-                             f"swa_lr has {len(value)} values, param_groups has "
-                             f"{len(optimizer.param_groups)}.")
-        return list(value)
-    return [value] * len(optimizer.param_groups)
