@@ -1,0 +1,87 @@
+"""sweep37: MultiheadAttention / Transformer / scaled_dot_product_attention / RNNs against
+PyTorch (CPU math path): the differences a differential sweep of PyTorch's own test cases found."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as F
+
+torch = pytest.importorskip("torch")
+
+
+def _tg(t, requires_grad=False):
+    out = tg.tensor(t.detach().numpy().copy())
+    return out.requires_grad_(requires_grad)
+
+
+# -- scaled_dot_product_attention: nothing to compute ----------------------------------------------
+
+@pytest.mark.parametrize("shapes", [
+    ((2, 3, 0, 4), (2, 3, 6, 4), (2, 3, 6, 4)),      # no query rows
+    ((2, 3, 5, 4), (2, 3, 0, 4), (2, 3, 0, 4)),      # no keys
+    ((0, 3, 5, 4), (0, 3, 6, 4), (0, 3, 6, 4)),      # empty batch
+    ((2, 3, 5, 4), (2, 3, 6, 4), (2, 3, 6, 0)),      # empty value features
+    ((3, 5, 4), (3, 0, 4), (3, 0, 4)),
+    ((5, 4), (0, 4), (0, 4)),
+])
+def test_sdpa_empty_returns_zeros_before_mask_checks(shapes):
+    """PyTorch returns zeros for empty attention before it looks at the mask: an explicit mask with
+    is_causal=True (refused otherwise) is accepted there, and every input gets a zero gradient."""
+    rng = np.random.RandomState(3)
+    qs, ks, vs = shapes
+    arrs = [rng.randn(*s) for s in shapes]
+    mask = np.zeros((qs[-2], ks[-2]))
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in arrs)
+    gq, gk, gv = (tg.tensor(a, requires_grad=True) for a in arrs)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        tq, tk, tv, attn_mask=torch.tensor(mask), is_causal=True)
+    got = F.scaled_dot_product_attention(gq, gk, gv, attn_mask=tg.tensor(mask), is_causal=True)
+    assert tuple(got.shape) == tuple(want.shape)
+    assert got.dtype == tg.float64
+    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    assert type(got.grad_fn).__name__ == type(want.grad_fn).__name__ == "AddBackward0"
+    want.sum().backward()
+    got.sum().backward()
+    for t, g in ((tq, gq), (tk, gk), (tv, gv)):
+        assert g.grad is not None and tuple(g.grad.shape) == tuple(t.grad.shape)
+        np.testing.assert_array_equal(g.grad.numpy(), t.grad.numpy())
+
+
+def test_sdpa_empty_skips_shape_and_dropout_checks_but_not_dtype():
+    """The early return comes after the dtype checks (still raised) and before the dropout and
+    head-size checks (not raised)."""
+    q = np.ones((2, 3, 5, 4), dtype=np.float32)
+    e = np.ones((2, 3, 0, 4), dtype=np.float32)
+    want = torch.nn.functional.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(e)[..., :3], torch.tensor(e), dropout_p=2.0)
+    got = F.scaled_dot_product_attention(tg.tensor(q), tg.tensor(e)[..., :3], tg.tensor(e),
+                                         dropout_p=2.0)
+    assert tuple(got.shape) == tuple(want.shape) == (2, 3, 5, 4)
+    assert not got.requires_grad
+    with pytest.raises(RuntimeError, match="Expected attn_mask dtype to be bool or float"):
+        F.scaled_dot_product_attention(tg.tensor(q), tg.tensor(e), tg.tensor(e),
+                                       attn_mask=tg.zeros(5, 0, dtype=tg.int32))
+    with pytest.raises(RuntimeError, match="to have the same dtype"):
+        F.scaled_dot_product_attention(tg.tensor(q), tg.tensor(e).double(), tg.tensor(e))
+
+
+# -- MultiheadAttention: separate projections check the inputs' feature sizes ----------------------
+
+@pytest.mark.parametrize("which,match", [
+    ("key", r"expecting key weights shape of \(6, 6\), but got"),
+    ("value", r"expecting value weights shape of \(6, 6\), but got"),
+])
+def test_mha_separate_projection_shape_errors(which, match):
+    """kdim/vdim modules fed inputs of the wrong feature size raise PyTorch's AssertionError
+    naming the projection, not a matmul's RuntimeError."""
+    tm = torch.nn.MultiheadAttention(6, 2, kdim=4, vdim=5)
+    gm = tg.nn.MultiheadAttention(6, 2, kdim=4, vdim=5)
+    q, k, v = torch.randn(3, 2, 6), torch.randn(5, 2, 4), torch.randn(5, 2, 5)
+    args = {"query": q, "key": k, "value": v}
+    args[which] = torch.randn(5, 2, 6)
+    with pytest.raises(AssertionError, match=match):
+        tm(args["query"], args["key"], args["value"])
+    with pytest.raises(AssertionError, match=match):
+        gm(_tg(args["query"]), _tg(args["key"]), _tg(args["value"]))
