@@ -85,3 +85,74 @@ def test_mha_separate_projection_shape_errors(which, match):
         tm(args["query"], args["key"], args["value"])
     with pytest.raises(AssertionError, match=match):
         gm(_tg(args["query"]), _tg(args["key"]), _tg(args["value"]))
+
+
+# -- TransformerEncoder's nested-tensor inference path ---------------------------------------------
+
+def _encoder_pair(num_layers=1, norm=False):
+    torch.manual_seed(11)
+    t = torch.nn.TransformerEncoder(
+        torch.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), num_layers,
+        norm=torch.nn.LayerNorm(8) if norm else None).double().eval()
+    g = tg.nn.TransformerEncoder(
+        tg.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, dtype=tg.float64), num_layers,
+        norm=tg.nn.LayerNorm(8, dtype=tg.float64) if norm else None).eval()
+    g.load_state_dict({k: _tg(v) for k, v in t.state_dict().items()})
+    return t, g
+
+
+@pytest.mark.parametrize("num_layers,norm", [(1, False), (2, True)])
+@pytest.mark.parametrize("pad", [
+    [[0, 1], [0, 1], [1, 1]],                  # the last sequence is all padding
+    [[1, 1, 1, 1], [0, 0, 1, 1]],
+])
+def test_encoder_nested_path_fully_padded_sequence_is_zeros(num_layers, norm, pad):
+    """In eval without grad PyTorch runs the encoder on nested tensors: a sequence that is all
+    padding is empty there and comes back as zeros (then the norm's bias), not NaN."""
+    t, g = _encoder_pair(num_layers, norm)
+    pad = np.array(pad, dtype=bool)
+    x = np.random.RandomState(5).rand(pad.shape[0], pad.shape[1], 8)
+    with torch.no_grad():
+        want = t(torch.tensor(x), src_key_padding_mask=torch.tensor(pad))
+    with tg.no_grad():
+        got = g(tg.tensor(x), src_key_padding_mask=tg.tensor(pad))
+    assert not np.isnan(want.numpy()).any()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_encoder_nested_path_all_padding_raises():
+    t, g = _encoder_pair()
+    pad = np.ones((2, 3), dtype=bool)
+    x = np.random.RandomState(6).rand(2, 3, 8)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="at least one constituent tensor"):
+        t(torch.tensor(x), src_key_padding_mask=torch.tensor(pad))
+    with tg.no_grad(), pytest.raises(RuntimeError, match="at least one constituent tensor"):
+        g(tg.tensor(x), src_key_padding_mask=tg.tensor(pad))
+
+
+def test_encoder_nested_path_warns_once_per_process():
+    """PyTorch's nested path warns that nested tensors are a prototype, once per process."""
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import warnings
+        import tapegrad as tg
+        m = tg.nn.TransformerEncoder(tg.nn.TransformerEncoderLayer(8, 2, 16, batch_first=True),
+                                     1).eval()
+        x = tg.rand(2, 3, 8)
+        pad = tg.tensor([[False, False, True], [False, False, False]])
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            m.train()(x, src_key_padding_mask=pad)       # slow path: no warning
+            print(len(w))
+            m.eval()
+            with tg.no_grad():
+                m(x, src_key_padding_mask=pad)
+                m(x, src_key_padding_mask=pad)
+            print(len(w), w[-1].category.__name__, str(w[-1].message)[:25])
+    """)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == ["0", "1 UserWarning The PyTorch API of nested"]
