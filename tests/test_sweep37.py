@@ -156,3 +156,51 @@ def test_encoder_nested_path_warns_once_per_process():
                          timeout=300)
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == ["0", "1 UserWarning The PyTorch API of nested"]
+
+
+# -- RNN / GRU / LSTM: an initial state of another dtype ---------------------------------------------
+
+@pytest.mark.parametrize("cls", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("h_dtype,name", [(np.float32, "Float"), (np.int64, "Long")])
+def test_rnn_hidden_state_dtype_mismatch_is_runtime_error(cls, batched, h_dtype, name):
+    """A float64 module given a float32 (or int64) h0 raises PyTorch's matmul RuntimeError, not
+    tapegrad's internal kernel ValueError/TypeError."""
+    g = getattr(tg.nn, cls)(3, 4, num_layers=2).double()
+    t = getattr(torch.nn, cls)(3, 4, num_layers=2).double()
+    x = np.random.RandomState(1).randn(5, 2, 3)
+    h = np.ones((2, 2, 4))
+    if not batched:
+        x, h = x[:, 0], h[:, 0]
+    match = f"mat1 and mat2 must have the same dtype, but got {name} and Double"
+    th, gh = torch.tensor(h.astype(h_dtype)), tg.tensor(h.astype(h_dtype))
+    thx = (th, torch.tensor(h)) if cls == "LSTM" else th
+    ghx = (gh, tg.tensor(h)) if cls == "LSTM" else gh
+    with pytest.raises(RuntimeError, match=match):
+        t(torch.tensor(x), thx)
+    with pytest.raises(RuntimeError, match=match):
+        g(tg.tensor(x), ghx)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_lstm_cell_state_of_another_dtype_is_promoted(batched):
+    """An LSTM's c0 only meets gate values: PyTorch promotes a float32 c0 for a float64 module
+    (c_n float64) and its gradient comes back float32."""
+    torch.manual_seed(2)
+    t = torch.nn.LSTM(3, 4).double()
+    g = tg.nn.LSTM(3, 4).double()
+    g.load_state_dict({k: _tg(v) for k, v in t.state_dict().items()})
+    rng = np.random.RandomState(4)
+    x, h, c = rng.randn(5, 2, 3), rng.randn(1, 2, 4), rng.randn(1, 2, 4).astype(np.float32)
+    if not batched:
+        x, h, c = x[:, 0], h[:, 0], c[:, 0]
+    tc, gc = torch.tensor(c, requires_grad=True), tg.tensor(c, requires_grad=True)
+    tout, (th, tcn) = t(torch.tensor(x), (torch.tensor(h), tc))
+    gout, (gh, gcn) = g(tg.tensor(x), (tg.tensor(h), gc))
+    assert gcn.dtype == tg.float64 and tcn.dtype == torch.float64
+    np.testing.assert_allclose(gout.detach().numpy(), tout.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(gcn.detach().numpy(), tcn.detach().numpy(), rtol=1e-12)
+    (tout.sum() + tcn.sum()).backward()
+    (gout.sum() + gcn.sum()).backward()
+    assert gc.grad.dtype == tg.float32
+    np.testing.assert_allclose(gc.grad.numpy(), tc.grad.numpy(), rtol=1e-6)
