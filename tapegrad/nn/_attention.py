@@ -65,6 +65,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
                            f"dtype, but got attn_mask.dtype: {_c_name(attn_mask)} and  "
                            f"query.dtype: {_c_name(query)} instead.")
+    if value.numel() == 0 or query.shape[-2] == 0:
+        return _empty_attention(query, key, value)
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     # PyTorch's CPU flash kernel applies an explicit mask and the causal mask together; its
@@ -122,6 +124,16 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     # float16 computed in float32 and cast back, as PyTorch's CPU math kernel does (its node is
     # ToCopyBackward0 too): the float16 scores of 60000 * 1.5 were inf, the softmax NaN
     return in_float32_if_half(attend, query, key, value, bias)
+
+
+def _empty_attention(query, key, value):
+    """PyTorch's early return for attention with nothing to compute (no query rows, or an empty
+    value): zeros of the query's shape with the value's feature size, before any check of the
+    mask, dropout or the other shapes.  The zero-weighted sums of q, k and v tie the result to
+    them, so backward gives each its zero gradient (PyTorch's grad_fn is this AddBackward0)."""
+    shape = tuple(query.shape[:-1]) + (value.shape[-1],)
+    out = creation.zeros(*shape, dtype=query.dtype)
+    return out + (query.sum() + key.sum() + value.sum()) * 0
 
 
 def _check_mask_fits_scores(attn_mask, query, key):
@@ -463,6 +475,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         b_q = b_k = b_v = None
         if in_proj_bias is not None:
             b_q, b_k, b_v = in_proj_bias.chunk(3, 0)
+        if use_separate_proj_weight:
+            _check_projections(query, key, value, (w_q, w_k, w_v), (b_q, b_k, b_v))
         q = linear(query, w_q, b_q)
         k = linear(key, w_k, b_k)
         v = linear(value, w_v, b_v)
@@ -563,6 +577,19 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+def _check_projections(query, key, value, weights, biases):
+    """PyTorch's checks of separate q/k/v projections against the inputs' feature sizes (a key
+    of the wrong size is its AssertionError naming the weight, not a matmul's error)."""
+    eq = query.shape[-1]
+    for name, x, w in zip(("query", "key", "value"), (query, key, value), weights):
+        if tuple(w.shape) != (eq, x.shape[-1]):
+            raise AssertionError(f"expecting {name} weights shape of {(eq, x.shape[-1])}, but "
+                                 f"got {w.shape}")
+    for name, b in zip(("query", "key", "value"), biases):
+        if b is not None and tuple(b.shape) != (eq,):
+            raise AssertionError(f"expecting {name} bias shape of {(eq,)}, but got {b.shape}")
 
 
 def _merge_key_padding(attn_mask, key_padding_mask, bsz, num_heads, src_len):

@@ -583,6 +583,15 @@ class RNNBase(Module):
                                    f"{list(p.shape)}")
         if is_lstm and len(hx) != 2:        # PyTorch's kernel, after the size checks
             raise RuntimeError("lstm expects two hidden states")
+        # PyTorch's kernel multiplies h by weight_hh, which refuses another dtype; an LSTM's c
+        # only meets gate values, so it is promoted to theirs (c_n in the weights' dtype)
+        w = self.weight_ih_l0
+        if parts[0].dtype != w.dtype:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                               f"{_core.scalar_type_name_of(parts[0]._array.dtype)} and "
+                               f"{_core.scalar_type_name_of(w._array.dtype)}")
+        if is_lstm and parts[1].dtype != w.dtype:
+            parts[1] = parts[1].to(w.dtype)
         return parts
 
 

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ... import creation
+from ... import _core, creation
 from ..._device import check_device
 from .. import _attention
 from .. import functional as F
@@ -273,9 +273,17 @@ class TransformerEncoder(Module):
             output = layer(output, src_mask=mask, is_causal=is_causal,
                            src_key_padding_mask=src_key_padding_mask)
         if self._pads_with_zeros(src, mask, src_key_padding_mask):
-            # PyTorch's inference path runs on nested tensors and returns zeros at padding.
-            keep = ~_mask_bool(src_key_padding_mask)
-            output = output * creation.from_numpy(keep[:, :, None].astype(output._array.dtype))
+            # PyTorch's inference path runs on nested tensors and returns zeros at padding:
+            # a fully padded sequence is empty there, zeros too, not the NaN of its attention
+            # over no keys (so masked_fill, not a product with 0); all sequences empty is its
+            # to_padded_tensor's error.
+            pad = _mask_bool(src_key_padding_mask)
+            _core.warn_once(_NESTED_PROTOTYPE)      # (PyTorch: TORCH_WARN_ONCE, on that path)
+            if pad.all():
+                raise RuntimeError("to_padded_tensor: at least one constituent tensor should "
+                                   "have non-zero numel")
+            output = output.masked_fill(
+                creation.from_numpy(np.ascontiguousarray(pad[:, :, None])), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
@@ -291,6 +299,14 @@ class TransformerEncoder(Module):
         pad = _mask_bool(key_padding_mask)
         # Only left-aligned padding (each row: tokens, then padding) takes that path.
         return not self.mask_check or bool(np.all(pad[:, :-1] <= pad[:, 1:]))
+
+
+# What PyTorch's nested-tensor inference path warns, once per process.
+_NESTED_PROTOTYPE = (
+    "The PyTorch API of nested tensors is in prototype stage and will change in the near future. "
+    "We recommend specifying layout=torch.jagged when constructing a nested tensor, as this "
+    "layout receives active development, has better operator coverage, and works with "
+    "torch.compile.")
 
 
 def _canonical_pair(key_padding_mask, kpm_name, mask, mask_name, src):
