@@ -141,21 +141,37 @@ class CheckpointFunction(Function):
         ctx.run = run
         ctx.n_args = n_args
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
-        ctx.inputs = inputs        # kept as they are: non-tensor arguments pass through too
+        # The tensor inputs are saved for backward as PyTorch's CheckpointFunction saves them:
+        # so a second backward without retain_graph raises, and so does a recomputation from an
+        # input written in place since the forward (it would compute a silently wrong gradient).
+        # Non-tensor arguments pass through as they are.
+        ctx.tensor_positions = [i for i, v in enumerate(inputs) if is_tensor(v)]
+        ctx.inputs = [None if is_tensor(v) else v for v in inputs]
+        ctx.save_for_backward(*[inputs[i] for i in ctx.tensor_positions])
         # use_reentrant=False is no custom Function in PyTorch: an output that is (a view of) an
         # input is an ordinary view there, which in-place ops may write
         ctx._plain_output_views = getattr(run, "non_reentrant", False)
-        with no_grad():
-            return run(*inputs[:n_args])
+        with no_grad(), run.forward_context:
+            outputs = run(*inputs[:n_args])
+        if ctx._plain_output_views:
+            # an input returned as it is stays that very tensor without the custom Function
+            # (checkpoint() puts it back in place of the Function's output)
+            as_tuple = outputs if isinstance(outputs, tuple) else (outputs,)
+            run.returned_inputs = [(j, i) for j, out in enumerate(as_tuple) if is_tensor(out)
+                                   for i, inp in enumerate(inputs[:n_args]) if out is inp]
+        return outputs
 
     @staticmethod
     def backward(ctx, *grads):
-        detached = detach_variable(tuple(ctx.inputs))
+        inputs = list(ctx.inputs)
+        for i, saved in zip(ctx.tensor_positions, ctx.saved_tensors):
+            inputs[i] = saved
+        detached = detach_variable(tuple(inputs))
         current = get_rng_state()
         if ctx.rng_state is not None:
             set_rng_state(ctx.rng_state)
         try:
-            with enable_grad():
+            with enable_grad(), ctx.run.recompute_context:
                 outputs = ctx.run(*detached[:ctx.n_args])
         finally:
             set_rng_state(current)    # the recomputation must not advance the caller's stream
@@ -187,26 +203,43 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     dropout inside draws the same mask twice.  Omitting ``use_reentrant`` warns (UserWarning) and
     uses ``True``, as torch 2.13 does; see the module docstring for the two variants' difference.
     Keyword arguments are only accepted with ``use_reentrant=False`` (ValueError otherwise).
-    ``context_fn``, ``determinism_check`` and ``debug`` are accepted for signature parity
-    (a custom ``context_fn`` raises NotImplementedError).
+    ``context_fn`` (use_reentrant=False) returns two context managers: the forward runs inside
+    the first, the recomputation inside the second.  ``determinism_check`` and ``debug`` are
+    accepted for signature parity.
     """
     if use_reentrant is None:
         warnings.warn(_PASS_USE_REENTRANT, UserWarning, stacklevel=2)
         use_reentrant = True
-    if context_fn is not None and context_fn is not noop_context_fn:
-        raise NotImplementedError("tapegrad.utils.checkpoint: context_fn is not supported")
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if context_fn is None:
+        context_fn = noop_context_fn
+    if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
+    elif determinism_check not in ("default", "none"):
+        raise ValueError("determinism_check should be one of ['default', 'none'], but got "
+                         f"{determinism_check}")
     if not is_grad_enabled():  # nothing to backpropagate through: just call it
         return function(*args, **kwargs)
-    run = (lambda *a: function(*a[:len(args)], **kwargs)) if kwargs else function
-    if not use_reentrant:
-        run = functools.partial(run)
-        run.non_reentrant = True
-    extra = [] if use_reentrant else _module_parameters(function)
+    run = functools.partial((lambda *a: function(*a[:len(args)], **kwargs)) if kwargs
+                            else function)
+    run.forward_context, run.recompute_context = context_fn()
     if use_reentrant:
         check_backward_validity(args)
-    return CheckpointFunction.apply(run, preserve_rng_state, len(args), *args, *extra)
+        return CheckpointFunction.apply(run, preserve_rng_state, len(args), *args)
+    run.non_reentrant = True
+    out = CheckpointFunction.apply(run, preserve_rng_state, len(args), *args,
+                                   *_module_parameters(function))
+    if run.returned_inputs:
+        if not isinstance(out, tuple):
+            return args[run.returned_inputs[0][1]]
+        out = list(out)
+        for j, i in run.returned_inputs:
+            out[j] = args[i]
+        out = tuple(out)
+    return out
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

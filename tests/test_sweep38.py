@@ -1,0 +1,166 @@
+"""Regression tests of sweep38 (torch.autograd.functional, torch.utils.checkpoint, custom Function
+saved inputs), each compared against PyTorch."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(values, requires_grad=False, dtype="float32"):
+    a = np.asarray(values, dtype=dtype)
+    t = torch.tensor(a, requires_grad=requires_grad)
+    g = tapegrad.tensor(a, requires_grad=requires_grad)
+    return t, g
+
+
+# ---- custom Function: an input returned as it is and saved stays the input when read back
+
+def _returns_input_and_saves(lib):
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            seen.append((x.requires_grad, x.grad_fn is None, y.requires_grad))
+            return g, None
+    seen = []
+    return F, seen
+
+
+def test_function_saved_input_returned_as_is_reads_back_as_the_input():
+    out = []
+    for lib in (torch, tapegrad):
+        F, seen = _returns_input_and_saves(lib)
+        a = lib.ones(2)
+        b = lib.ones(2, requires_grad=True)
+        F.apply(a, b).sum().backward()
+        out.append(seen[0])
+    assert out[0] == out[1] == (False, True, True)
+
+
+# ---- checkpoint: saved inputs (second backward, in-place writes), returned inputs
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_input_written_in_place_after_forward_raises(use_reentrant):
+    # SILENT before: the recomputation read the written input and gave a wrong gradient
+    for lib in (torch, tapegrad):
+        x = lib.tensor([0.3, 0.7, 1.1], requires_grad=True)
+        y = x * 1
+        out = lib.utils.checkpoint.checkpoint(lambda a: a.sin(), y, use_reentrant=use_reentrant)
+        y.mul_(2)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_second_backward_without_retain_graph_raises(use_reentrant):
+    grads = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor([0.3, 0.7, 1.1], requires_grad=True)
+        out = lib.utils.checkpoint.checkpoint(lambda a: a.sin() * a, x,
+                                              use_reentrant=use_reentrant)
+        out.sum().backward(retain_graph=True)
+        out.sum().backward()
+        grads.append(x.grad.numpy())
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            out.sum().backward()
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+
+
+def test_checkpoint_non_reentrant_returned_input_is_the_input():
+    res = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = lib.tensor([4.0, 5.0, 6.0])
+        o = lib.utils.checkpoint.checkpoint(lambda a, b, c: (a, b, c * 2), x, y, x,
+                                            use_reentrant=False)
+        (o[0].sum() * 3 + o[2].sum()).backward()
+        res.append((o[0] is x, o[1] is y, o[1].requires_grad, o[2].grad_fn is None,
+                    x.grad.tolist()))
+    assert res[0] == res[1] == (True, True, False, False, [5.0, 5.0, 5.0])
+
+
+@pytest.mark.parametrize("use_reentrant, match", [
+    (False, "does not require grad"), (True, r"none of output has requires_grad=True")])
+def test_checkpoint_returned_input_without_grad_backward_error(use_reentrant, match):
+    # (PyTorch's reentrant variant is a custom Function: its output requires grad, and its
+    # backward finds nothing to differentiate; the non-reentrant one returns the input itself)
+    for lib in (torch, tapegrad):
+        a = lib.ones(1, 4)
+        b = lib.ones(1, 4, requires_grad=True)
+        out = lib.utils.checkpoint.checkpoint(lambda x, y: x, a, b, use_reentrant=use_reentrant)
+        assert out.requires_grad is use_reentrant
+        with pytest.raises(RuntimeError, match=match):
+            out.sum().backward()
+
+
+def test_checkpoint_context_fn_runs_forward_and_recomputation_in_its_contexts():
+    import contextlib
+    log = []
+
+    @contextlib.contextmanager
+    def tag(name):
+        log.append(name + "+")
+        yield
+        log.append(name + "-")
+
+    grads = []
+    for lib in (torch, tapegrad):
+        log.clear()
+        x = lib.tensor([0.3, 0.7, 1.1], requires_grad=True)
+        out = lib.utils.checkpoint.checkpoint(lambda a: a.sin(), x, use_reentrant=False,
+                                              context_fn=lambda: (tag("f"), tag("r")))
+        assert log == ["f+", "f-"]
+        out.sum().backward()
+        assert log[:3] == ["f+", "f-", "r+"]
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(use_reentrant=True, context_fn=lambda: (None, None)), "Passing `context_fn` or `debug`"),
+    (dict(use_reentrant=True, debug=True), "Passing `context_fn` or `debug`"),
+    (dict(use_reentrant=False, determinism_check="foo"), "determinism_check should be one of"),
+])
+def test_checkpoint_argument_errors(kwargs, match):
+    for lib in (torch, tapegrad):
+        x = lib.ones(3, requires_grad=True)
+        with pytest.raises(ValueError, match=match):
+            lib.utils.checkpoint.checkpoint(lambda a: a.sin(), x, **kwargs)
+
+
+# ---- torch.autograd.functional
+
+def test_jacobian_loop_complex_output_raises():
+    for lib in (torch, tapegrad):
+        x = lib.tensor([1 + 2j, 3 - 1j])
+        with pytest.raises(RuntimeError, match="only for real scalar outputs but got"):
+            lib.autograd.functional.jacobian(lambda a: a * 2, x)
+        y = lib.tensor([1.0, 2.0])
+        with pytest.raises(RuntimeError, match="only for real scalar outputs but got"):
+            lib.autograd.functional.jacobian(lambda a: a * (1 + 1j), y)
+
+
+def test_jacobian_forward_mode_returns_lists():
+    res = []
+    for lib in (torch, tapegrad):
+        x, y = (lib.tensor(np.arange(6.0, dtype="float32").reshape(3, 2) / 7),
+                lib.tensor(np.arange(6.0, dtype="float32").reshape(2, 3) / 5))
+        with warnings.catch_warnings():     # (torch's own vmap emits a jit DeprecationWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            jac = lib.autograd.functional.jacobian(lambda a, b: ((a * a) @ b, b.sum()), (x, y),
+                                                   strategy="forward-mode", vectorize=True)
+        res.append(jac)
+    assert type(res[1]) is type(res[0]) is list
+    assert all(type(r) is list for r in res[1])
+    for want_row, got_row in zip(*res):
+        for want, got in zip(want_row, got_row):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-7)
