@@ -265,3 +265,41 @@ def test_checkpoint_non_reentrant_keeps_no_activation_after_forward():
         x.grad.numpy(),
         (np.exp(np.sin(x.detach().numpy()) ** 2) * 2 * np.sin(x.detach().numpy())
          * np.cos(x.detach().numpy())), rtol=1e-5)
+
+
+# ---- grad-mode guards: clone(), decorating a class
+
+def _modes_of_clones(lib):
+    out = []
+    for guard in (lib.no_grad(), lib.enable_grad(), lib.inference_mode(),
+                  lib.inference_mode(False)):
+        copy = guard.clone()
+        with copy:
+            out.append((type(copy).__name__, lib.is_grad_enabled(),
+                        lib.is_inference_mode_enabled()))
+    guard = lib.set_grad_enabled(False)
+    copy = guard.clone()
+    out.append(lib.is_grad_enabled())
+    with copy:
+        out.append(lib.is_grad_enabled())
+    out.append(lib.is_grad_enabled())
+    lib.set_grad_enabled(True)
+    return out
+
+
+def test_grad_mode_guards_clone():
+    assert _modes_of_clones(tapegrad) == _modes_of_clones(torch)
+
+
+@pytest.mark.parametrize("guard", ["no_grad", "inference_mode"])
+def test_grad_mode_guard_decorating_a_class_warns(guard):
+    res = []
+    for lib in (torch, tapegrad):
+        with pytest.warns(FutureWarning, match="Decorating classes is deprecated"):
+            @getattr(lib, guard)()
+            class Scaled:
+                def __init__(self, x):
+                    self.y = x * 2
+        made = Scaled(lib.ones(2, requires_grad=True))
+        res.append((made.y.requires_grad, made.y.is_inference()))
+    assert res[0] == res[1]
