@@ -303,3 +303,59 @@ def test_grad_mode_guard_decorating_a_class_warns(guard):
         made = Scaled(lib.ones(2, requires_grad=True))
         res.append((made.y.requires_grad, made.y.is_inference()))
     assert res[0] == res[1]
+
+
+# ---- __torch_function__ on objects that are no Tensor (torch.overrides' Tensor-like types)
+
+def _scalar_like(lib):
+    class ScalarLike:
+        def __init__(self, n, value):
+            self.n, self.value = n, value
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is lib.mean:
+                return float(args[0].value) / args[0].n
+            if func is lib.add:
+                return ("add", types == (cls,))
+            if func is lib.nn.functional.relu:
+                return "relu"
+            return NotImplemented
+    return ScalarLike
+
+
+def test_torch_function_of_a_tensor_like_object_is_dispatched_to():
+    res = []
+    for lib in (torch, tapegrad):
+        S = _scalar_like(lib)
+        d = S(5, 2)
+        res.append((lib.mean(d), lib.add(d, 1), lib.add(lib.ones(2), d),
+                    lib.nn.functional.relu(d),
+                    lib.overrides.has_torch_function((d,)),
+                    lib.overrides.has_torch_function((lib.ones(1),))))
+    assert res[0] == res[1] == (0.4, ("add", True), ("add", True), "relu", True, False)
+
+
+def test_torch_function_all_not_implemented_raises():
+    for lib in (torch, tapegrad):
+        d = _scalar_like(lib)(5, 2)
+        with pytest.raises(TypeError, match="Multiple dispatch failed for 'torch.sum'; all "
+                                            "__torch_function__ handlers returned NotImplemented"):
+            lib.sum(d)
+
+
+def test_torch_function_wrapper_unwraps_and_calls():
+    res = []
+    for lib in (torch, tapegrad):
+        class Wrapper:
+            def __init__(self, t):
+                self.t = t
+
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                args = [a.t if isinstance(a, Wrapper) else a for a in args]
+                return Wrapper(func(*args, **(kwargs or {})))
+        w = lib.mul(Wrapper(lib.tensor([1.0, -2.0, 3.0])), 2)
+        r = lib.nn.functional.relu(w)
+        res.append((type(r).__name__, r.t.tolist()))
+    assert res[0] == res[1] == ("Wrapper", [2.0, 0.0, 6.0])
