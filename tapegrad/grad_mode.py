@@ -193,6 +193,7 @@ class inference_mode(_core.InferenceModeGuard):
         return inference_mode(self.mode)
 
     def clone(self):
+        """A new inference_mode guard of the same mode."""
         return type(self)(self.mode)
 
     def __repr__(self) -> str:
