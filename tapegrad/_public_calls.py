@@ -538,6 +538,12 @@ def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
         verdict = sparse.public_call_on_sparse(name, args, kwargs)
         if verdict is not None:
             return verdict
+    # An object with __torch_function__ among the refused arguments: PyTorch's dispatch to it
+    # (tapegrad.overrides), found here so that no ordinary call looks for it.
+    from .overrides import dispatch_refused_call
+    dispatched = dispatch_refused_call(entry, args, kwargs)
+    if dispatched is not None:
+        return dispatched
     return _reworded(entry, name, error, args, kwargs, False)
 
 

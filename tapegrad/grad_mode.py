@@ -54,6 +54,20 @@ def _wrap_generator(func, make_guard):
     return generator
 
 
+def _decoratable(func):
+    """What a guard decorates: a class is deprecated there (PyTorch warns, then decorates a
+    function that constructs it)."""
+    if not inspect.isclass(func):
+        return func
+    import warnings
+    warnings.warn("Decorating classes is deprecated and will be disabled in future versions. You "
+                  "should only decorate functions or methods. To preserve the current behavior "
+                  "of class decoration, you can directly decorate the `__init__` method and "
+                  "nothing else.", FutureWarning, stacklevel=3)
+    cls = func
+    return lambda *args, **kwargs: cls(*args, **kwargs)
+
+
 def _torch_object_repr(guard) -> str:
     """PyTorch's default repr of its guard objects, whose classes live in torch.autograd.grad_mode
     (a notebook cell ending in `torch.no_grad()` displays it); a user's subclass keeps its own."""
@@ -73,10 +87,15 @@ class _GradModeGuard(_core.GradModeGuard):
         """A fresh guard with the same effect, entered by each call of a decorated function."""
         return type(self)()
 
+    def clone(self):
+        """A new guard of the same kind and mode (PyTorch's decorators enter one per call)."""
+        return type(self)()
+
     def __repr__(self) -> str:
         return _torch_object_repr(self)
 
     def __call__(self, func):
+        func = _decoratable(func)
         if inspect.isgeneratorfunction(func):
             return _wrap_generator(func, self._clone)
         mode = self._mode
@@ -129,6 +148,10 @@ class set_grad_enabled(_GradModeGuard):
     def _clone(self):
         return _SetGradModeScope(self._mode)
 
+    def clone(self):
+        """A new set_grad_enabled of the same mode (which, as constructing one does, sets it)."""
+        return type(self)(self._mode)
+
     def __repr__(self) -> str:
         # PyTorch's set_grad_enabled names its mode (a notebook cell `torch.set_grad_enabled(True)`).
         return f"torch.autograd.grad_mode.set_grad_enabled(mode={self._mode})"
@@ -169,10 +192,15 @@ class inference_mode(_core.InferenceModeGuard):
         """A fresh guard with the same mode, entered by each call of a decorated function."""
         return inference_mode(self.mode)
 
+    def clone(self):
+        """A new inference_mode guard of the same mode."""
+        return type(self)(self.mode)
+
     def __repr__(self) -> str:
         return _torch_object_repr(self)
 
     def __call__(self, func):
+        func = _decoratable(func)
         if inspect.isgeneratorfunction(func):
             return _wrap_generator(func, self._clone)
         make_guard = self._clone

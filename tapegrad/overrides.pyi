@@ -21,6 +21,12 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
     'is_tensor_like',
+    'has_torch_function',
+    'handle_torch_function',
 ]
 
 def is_tensor_like(inp: Any) -> _bool: ...
+
+def has_torch_function(relevant_args: Any) -> _bool: ...
+
+def handle_torch_function(public_api: Any, relevant_args: Any, *args: Any, **kwargs: Any) -> Any: ...

@@ -470,7 +470,9 @@ def _finish_saved(ctx, result, out, args=()) -> None:
         # hook's copy if t dies before the backward, _HookPacked.on_graph)
         place = next((("input", j) for j, a in enumerate(args) if a is t), None)
         for j, (o, f) in enumerate(zip(outs, finals)):
-            if t is o and f is not None and f.requires_grad:
+            # (an input the forward returned as it is, not marked dirty, stays saved as the
+            # input: its output is another tensor, a view, as PyTorch's saved variable is)
+            if t is o and f is not None and f.requires_grad and (place is None or f is t):
                 holder = _SavedOutput(f, j)
                 anchor = f
                 place = ("output", j)

@@ -239,6 +239,10 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         for i, out in enumerate(outputs):
             per_input = tuple([] for _ in inputs)
             n = out.numel()
+            if not vectorize and n and out.requires_grad and out.is_complex():
+                # (PyTorch's per-element loop calls grad on each element with no grad_outputs)
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                                   f"but got {out.dtype}")
             for j in range(n):
                 if out.requires_grad:
                     onehot = np.zeros(n, dtype=out._array.dtype)
@@ -291,7 +295,8 @@ def _forward_mode_jacobian(func, inputs, strict, vectorize):
         return out
 
     per_output = jacfwd(over_all_inputs, argnums=tuple(range(len(inputs))))(*inputs)
-    jac = tuple(tuple(j.detach() for j in per_input) for per_input in per_output)
+    # (lists where reverse mode has tuples, as PyTorch's forward-mode result is)
+    jac = [[j.detach() for j in per_input] for per_input in per_output]
     return _tuple_postprocess(jac, (outputs_are_tuple[0], is_inputs_tuple))
 
 

@@ -1,22 +1,21 @@
 """Activation checkpointing (torch.utils.checkpoint): trade compute for memory.
 
-`checkpoint(fn, *args)` runs `fn` without recording (no intermediate activations are kept), and
-when backward reaches its outputs it re-runs `fn` with recording on, from the same inputs and
-the same random state (so dropout draws the same mask), and backpropagates through that
-recomputation.  The gradients are those of the un-checkpointed call.
+`checkpoint(fn, *args)` keeps none of `fn`'s intermediate activations; when backward needs them
+it re-runs `fn` from the same inputs and the same random state (so dropout draws the same mask).
+The gradients are those of the un-checkpointed call.  The two variants are PyTorch's:
 
-Both `use_reentrant` variants use this recomputation (a custom autograd Function whose backward
-calls backward on the recomputed graph).  What differs, as in torch: with use_reentrant=True
-(the default when the argument is omitted, after a warning) the outputs only require grad when
-some tensor input does; with use_reentrant=False the parameters of `fn` when it is a Module (or a
-bound method of one) are also inputs, so they get gradients even when no input requires grad.
-A plain closure over parameters, with no input requiring grad, gets none (torch's non-reentrant
-variant finds those through saved-tensor hooks, which tapegrad's tape does not have).
+- use_reentrant=True (the default when the argument is omitted, after a warning): a custom
+  autograd Function runs `fn` without recording; its backward re-runs `fn` recorded and calls
+  backward on that graph.  Its outputs require grad only when some tensor input does.
+- use_reentrant=False: `fn` runs recorded, under saved-tensor hooks that keep only a handle of
+  each value its operations save; the first unpack during a backward re-runs `fn` and answers the
+  handles with the values it saved, in order (_Recomputation).  The graph is the ordinary one,
+  so closures over parameters, nested inputs and outputs, create_graph and inputs returned as
+  they are behave as without checkpointing.
 """
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import warnings
 
@@ -141,16 +140,22 @@ class CheckpointFunction(Function):
         ctx.run = run
         ctx.n_args = n_args
         ctx.rng_state = get_rng_state() if preserve_rng_state else None
-        ctx.inputs = inputs        # kept as they are: non-tensor arguments pass through too
-        # use_reentrant=False is no custom Function in PyTorch: an output that is (a view of) an
-        # input is an ordinary view there, which in-place ops may write
-        ctx._plain_output_views = getattr(run, "non_reentrant", False)
+        # The tensor inputs are saved for backward as PyTorch's CheckpointFunction saves them:
+        # so a second backward without retain_graph raises, and so does a recomputation from an
+        # input written in place since the forward (it would compute a silently wrong gradient).
+        # Non-tensor arguments pass through as they are.
+        ctx.tensor_positions = [i for i, v in enumerate(inputs) if is_tensor(v)]
+        ctx.inputs = [None if is_tensor(v) else v for v in inputs]
+        ctx.save_for_backward(*[inputs[i] for i in ctx.tensor_positions])
         with no_grad():
             return run(*inputs[:n_args])
 
     @staticmethod
     def backward(ctx, *grads):
-        detached = detach_variable(tuple(ctx.inputs))
+        inputs = list(ctx.inputs)
+        for i, saved in zip(ctx.tensor_positions, ctx.saved_tensors):
+            inputs[i] = saved
+        detached = detach_variable(tuple(inputs))
         current = get_rng_state()
         if ctx.rng_state is not None:
             set_rng_state(ctx.rng_state)
@@ -170,14 +175,6 @@ class CheckpointFunction(Function):
         return (None, None, None) + tuple(input_grads)
 
 
-def _module_parameters(function):
-    from ..nn import Module
-    owner = function if isinstance(function, Module) else getattr(function, "__self__", None)
-    if isinstance(owner, Module):
-        return [p for p in owner.parameters() if p.requires_grad]
-    return []
-
-
 def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
                debug=False, preserve_rng_state=True, **kwargs):
     """Run ``function(*args, **kwargs)`` without keeping its activations; backward recomputes them.
@@ -187,26 +184,123 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     dropout inside draws the same mask twice.  Omitting ``use_reentrant`` warns (UserWarning) and
     uses ``True``, as torch 2.13 does; see the module docstring for the two variants' difference.
     Keyword arguments are only accepted with ``use_reentrant=False`` (ValueError otherwise).
-    ``context_fn``, ``determinism_check`` and ``debug`` are accepted for signature parity
-    (a custom ``context_fn`` raises NotImplementedError).
+    ``context_fn`` (use_reentrant=False) returns two context managers: the forward runs inside
+    the first, the recomputation inside the second.  ``determinism_check`` and ``debug`` are
+    accepted for signature parity.
     """
     if use_reentrant is None:
         warnings.warn(_PASS_USE_REENTRANT, UserWarning, stacklevel=2)
         use_reentrant = True
-    if context_fn is not None and context_fn is not noop_context_fn:
-        raise NotImplementedError("tapegrad.utils.checkpoint: context_fn is not supported")
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if context_fn is None:
+        context_fn = noop_context_fn
+    if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
+    elif determinism_check not in ("default", "none"):
+        raise ValueError("determinism_check should be one of ['default', 'none'], but got "
+                         f"{determinism_check}")
     if not is_grad_enabled():  # nothing to backpropagate through: just call it
         return function(*args, **kwargs)
-    run = (lambda *a: function(*a[:len(args)], **kwargs)) if kwargs else function
-    if not use_reentrant:
-        run = functools.partial(run)
-        run.non_reentrant = True
-    extra = [] if use_reentrant else _module_parameters(function)
     if use_reentrant:
+        run = (lambda *a: function(*a[:len(args)], **kwargs)) if kwargs else function
         check_backward_validity(args)
-    return CheckpointFunction.apply(run, preserve_rng_state, len(args), *args, *extra)
+        return CheckpointFunction.apply(run, preserve_rng_state, len(args), *args)
+    return _Recomputation(function, args, kwargs, preserve_rng_state, context_fn,
+                          determinism_check).run()
+
+
+class _Handle:
+    """What the graph keeps of a value saved inside a non-reentrant checkpoint: its place in the
+    order the region's operations saved values (the value itself is dropped)."""
+
+    __slots__ = ("index", "__weakref__")
+
+    def __init__(self, index):
+        self.index = index
+
+
+class _Recomputation:
+    """checkpoint(use_reentrant=False) as PyTorch builds it: the function runs with grad on, so
+    its operations are recorded as usual (outputs, closures over parameters, nested structures
+    all take part in the graph), but under saved-tensor hooks whose pack keeps only a _Handle.
+    The first unpack during a backward re-runs the function from the same inputs and random
+    state under hooks that collect what it saves, in the same order, and each handle is answered
+    with its recomputed value."""
+
+    def __init__(self, function, args, kwargs, preserve_rng_state, context_fn,
+                 determinism_check):
+        self.function, self.args, self.kwargs = function, args, kwargs
+        self.rng_state = get_rng_state() if preserve_rng_state else None
+        self.context_fn = context_fn
+        self.determinism_check = determinism_check
+        # the tensor inputs and their versions: a recomputation from an input written since
+        # would give other values (PyTorch's frame saves them for backward, version-checked)
+        self.inputs = [(t, t._version) for t in _tensors_in((args, kwargs))]
+        self.metadata = []          # (shape, dtype) of each value saved in the forward
+        self.recomputed = None
+
+    def run(self):
+        forward_context, self.recompute_context = self.context_fn()
+        from ..autograd.graph import saved_tensors_hooks
+        with saved_tensors_hooks(self._pack, self._unpack), forward_context:
+            return self.function(*self.args, **self.kwargs)
+
+    def _pack(self, tensor):
+        self.metadata.append((tuple(tensor.shape), tensor.dtype))
+        return _Handle(len(self.metadata) - 1)
+
+    def _unpack(self, handle):
+        if self.recomputed is None:
+            self._recompute()
+        if handle.index >= len(self.recomputed):
+            raise CheckpointError(
+                "torch.utils.checkpoint: trying to unpack a value saved during the forward pass "
+                "that the recomputation did not save: the checkpointed function took another "
+                "path when it was run again")
+        return self.recomputed[handle.index]
+
+    def _recompute(self):
+        from .. import _core
+        from ..autograd.graph import saved_tensors_hooks
+        for t, version in self.inputs:
+            if t._version != version:
+                raise _core.modified_in_place_error(t._array, _core._grad_fn_name_of(t),
+                                                    t._version, version)
+        recomputed = []
+
+        def collect(tensor):
+            # (detached, the recomputed graph is dropped; with its requires_grad, which a
+            # custom Function's backward sees on its saved tensors, as a nested reentrant
+            # checkpoint's does)
+            value = tensor.detach()
+            value.requires_grad = tensor.requires_grad
+            recomputed.append(value)
+
+        detached = detach_variable(tuple(self.args))
+        current = get_rng_state()
+        if self.rng_state is not None:
+            set_rng_state(self.rng_state)
+        try:
+            with enable_grad(), saved_tensors_hooks(collect, lambda _: None), \
+                    self.recompute_context:
+                # (held to the end of the block: pack runs for the last operations' values as
+                # the hooks' context exits, while their records live, as in the forward)
+                outputs = self.function(*detached, **self.kwargs)   # noqa: F841
+        finally:
+            set_rng_state(current)    # the recomputation must not advance the caller's stream
+        if self.determinism_check != "none":
+            for i, ((shape, dtype), t) in enumerate(zip(self.metadata, recomputed)):
+                if tuple(t.shape) != shape or t.dtype != dtype:
+                    raise CheckpointError(
+                        "torch.utils.checkpoint: Recomputed values for the following tensors "
+                        "have different metadata than during the forward pass.\n"
+                        f"tensor at position {i}:\nsaved metadata: {{'shape': "
+                        f"torch.Size({list(shape)}), 'dtype': {dtype}}}\nrecomputed metadata: "
+                        f"{{'shape': torch.Size({list(t.shape)}), 'dtype': {t.dtype}}}\n")
+        self.recomputed = recomputed
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
