@@ -107,6 +107,7 @@ class RecordExtra:
     hooks: Any
     metadata: Any
     node_hooks: Any
+    out_shape: Any
     post_hooks: Any
     read_input: Any
     trace: Any

@@ -160,12 +160,19 @@ class _Nextafter(Function):
 
     @staticmethod
     def forward(ctx, x, y):
-        ctx.moved = _wrap(np.not_equal(x._array, y._array).astype(x._array.dtype))
+        ctx.moved = _wrap(np.not_equal(x._array, y._array))
+        ctx.x_shape, ctx.y_shape = tuple(x.shape), tuple(y.shape)
         return _wrap(np.nextafter(x._array, y._array))
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * ctx.moved, grad * 0
+        # selected, not multiplied: a NaN or inf gradient gives 0 where x is y and to y, as
+        # PyTorch's (grad * 0 was NaN there; 65005907)
+        from .creation import zeros
+        from ._scatter_functions import _sum_to
+        grad_x = _sum_to(_core.where(ctx.moved, grad, 0.0), ctx.x_shape) \
+            if ctx.needs_input_grad[0] else None
+        return grad_x, zeros(ctx.y_shape, dtype=grad.dtype)
 
 
 _torch_grad_fn_name(_Nextafter, "NextafterBackward0")
@@ -635,8 +642,12 @@ def renorm(input, p, dim, maxnorm):
     others = tuple(i for i in range(input.dim()) if i != d)
 
     def rescaled(x):
-        norm = vector_norm(x, p, others, keepdim=True)
-        factor = _core.where(_core.gt(norm, maxnorm), maxnorm / (norm + 1e-7), _ones_like(norm))
+        over = _core.gt(vector_norm(x.detach(), p, others, keepdim=True), maxnorm)
+        # The norm is taken of the slices it rescales only (zeros elsewhere): a slice left as it
+        # is gets its gradient unchanged, as PyTorch's where(norm > maxnorm, ..., grad), not
+        # the norm's backward times zero, NaN for a slice holding NaN or inf (65005612).
+        norm = vector_norm(_core.where(over, x, 0.0), p, others, keepdim=True)
+        factor = _core.where(over, maxnorm / (norm + 1e-7), _ones_like(norm))
         return x * factor
 
     # (float16 in float32, PyTorch's opmath: a half norm underflows to 0 for slices of small

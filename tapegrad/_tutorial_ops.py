@@ -288,13 +288,16 @@ class _Copysign(_Function):
         negative = np.signbit(other._array)
         result = _wrap(np.where(negative, -magnitude, magnitude).astype(magnitude.dtype,
                                                                           copy=False))
-        ctx.save_for_backward(x, result)
+        # x only where its gradient is wanted, as PyTorch saves self (its version is then
+        # checked: a later write into x refuses only a backward that reads it; the result always)
+        ctx.save_for_backward(*((x,) if ctx.needs_input_grad[0] else ()), result)
         ctx.other_shape = tuple(other.shape)
         return result
 
     @staticmethod
     def backward(ctx, grad):
-        x, result = ctx.saved_tensors
+        *x, result = ctx.saved_tensors
+        x = x[0] if x else None
         grad_x = grad_other = None
         if ctx.needs_input_grad[0]:
             from ._scatter_functions import _sum_to
@@ -345,7 +348,10 @@ class _Hypot(_Function):
     @staticmethod
     def forward(ctx, x, y):
         h = _wrap(np.hypot(x._array, y._array))
-        ctx.save_for_backward(x, y, h)
+        # an operand only where its own gradient is wanted (that gradient is the only one that
+        # reads it), as PyTorch saves them: a later write into the other refuses nothing
+        x_grad, y_grad = ctx.needs_input_grad[:2]
+        ctx.save_for_backward(x if x_grad else None, y if y_grad else None, h)
         return h
 
     @staticmethod

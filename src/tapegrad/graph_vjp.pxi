@@ -1831,7 +1831,13 @@ cdef object graph_engine_run(tuple outputs, list grads, bint retain_graph, tuple
     return captured_results(inputs, captured, allow_unused)
 
 
-cdef object t_accumulate(dict adj, Py_ssize_t k, object g):
+cdef object t_accumulate(dict adj, Py_ssize_t k, object g, Record* producer, Py_ssize_t q):
+    """Add g, output q of `producer`'s recorded VJP (NULL: seed q), to record k's adjoint,
+    summed first to k's recorded shape where it needs it (_core's arriving_shape)."""
+    if TAPE.recs[k].extra != NULL:
+        shape = arriving_shape(k, g, producer, q)
+        if shape is not None:
+            g = t_sum_to(g, shape)
     prev = adj.get(k)
     adj[k] = g if prev is None else binary_op(OP_ADD, prev, g)
 
@@ -1843,7 +1849,13 @@ cdef int deliver_graph_grad(TensorBase t, object g) except -1:
     A = t._array
     cdef TensorBase G = <TensorBase>g
     if G._array.shape != A.shape:
-        G = <TensorBase>expand(G, tuple(A.shape))
+        if t._node >= 0 and TAPE.recs[t._node].extra != NULL and getattr(
+                <object>TAPE.recs[t._node].extra, "out_shape", None) is not None:
+            # (t's node keeps its recorded shape, which the gradient has: _core's
+            # keeps_recorded_shape)
+            A = G._array
+        else:
+            G = <TensorBase>expand(G, tuple(A.shape))
     if G._array.dtype != A.dtype:
         G = <TensorBase>convert(G, A.dtype, False)
     if t._grad is None:
@@ -1927,7 +1939,7 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
     prev_disabled = set_grad_disabled(0)    # the VJPs are recorded: gradients get a graph
     try:
         for j in range(nr):
-            t_accumulate(adj, <Py_ssize_t>roots[j], seeds[j])
+            t_accumulate(adj, <Py_ssize_t>roots[j], seeds[j], NULL, j)
         i = top
         while i >= lowest and i >= stop:
             g = adj.pop(i, None)
@@ -2047,7 +2059,7 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                         token = None
                 if rec.n_in == 1:
                     if grads is not None:
-                        t_accumulate(adj, ins[0], grads)
+                        t_accumulate(adj, ins[0], grads, &rec, 0)
                         if ins[0] < lowest:
                             lowest = ins[0]
                 else:
@@ -2058,7 +2070,7 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                         gk = (<tuple>grads)[q]
                         if gk is None:
                             continue
-                        t_accumulate(adj, k, gk)
+                        t_accumulate(adj, k, gk, &rec, q)
                         if k < lowest:
                             lowest = k
             finally:

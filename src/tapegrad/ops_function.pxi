@@ -54,6 +54,9 @@ cdef class RecordExtra:
                                         # output into (_note_written_view), or None
     cdef public object read_input       # an input PyTorch's node saves that no VJP of this
                                         # Python-level op reads (_guard_saved_version), or None
+    cdef public object out_shape        # the output's shape when recorded, kept once an
+                                        # unrecorded change gave its tensor another
+                                        # (note_output_shape), or None
 
     def __cinit__(self):
         self.hooks = {}
@@ -63,6 +66,7 @@ cdef class RecordExtra:
         self.trace = None
         self.written_view = None
         self.read_input = None
+        self.out_shape = None
 
 
 def _note_written_view(TensorBase view, TensorBase result):
@@ -108,6 +112,20 @@ cdef RecordExtra extra_of(Py_ssize_t i):
     ex = RecordExtra.__new__(RecordExtra)
     keep(&TAPE.recs[i].extra, ex)
     return ex
+
+
+cdef int note_output_shape(Py_ssize_t i, tuple shape) except -1:
+    """Record i's output tensor takes another shape without a record (`.data = `, which a
+    no_grad unsqueeze_ / t_ / squeeze_ does): keep `shape`, the one it was recorded with.
+    PyTorch's node keeps its output's metadata, and its engine checks each gradient reaching the
+    node against it (sweep.pxi: arriving_shape).  A leaf's gradient takes the leaf's new shape
+    (PyTorch's AccumulateGrad reads the variable), so a leaf keeps nothing."""
+    if TAPE.recs[i].op == OP_LEAF:
+        return 0
+    cdef RecordExtra ex = extra_of(i)
+    if ex.out_shape is None:            # (the first change: the recorded shape)
+        ex.out_shape = shape
+    return 0
 
 
 # -- hooks ---------------------------------------------------------------------------------------
@@ -284,7 +302,9 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
     cdef PyObject* out = TAPE.recs[i].out
     if not ex.hooks:
         return g
-    if out != NULL and g.shape != (<TensorBase>out)._array.shape:
+    # (the gradient in the tensor's shape, but for a node keeping the shape it was recorded
+    # with: the gradient has that one, sweep.pxi's arriving_shape)
+    if out != NULL and g.shape != (<TensorBase>out)._array.shape and ex.out_shape is None:
         full = np.empty((<TensorBase>out)._array.shape, dtype=g.dtype)
         full[...] = g
         g = full

@@ -120,12 +120,20 @@ cdef bint broadcasts_to(object g, object A) except -1:
         return False
 
 
+cdef bint keeps_recorded_shape(TensorBase t):
+    """Whether t's node keeps the shape t had when recorded, t having another since
+    (note_output_shape): the gradient reaching it has the recorded shape (arriving_shape), which
+    t's retained .grad and autograd.grad's result for t keep, as PyTorch's."""
+    return (t._node >= 0 and TAPE.recs[t._node].extra != NULL
+            and (<RecordExtra>TAPE.recs[t._node].extra).out_shape is not None)
+
+
 cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
     """Add adjoint `g` into t.grad: adopt it (or a copy) the first time, add in place afterwards."""
     cdef TensorBase grad
     A = t._array
     if g.shape != A.shape:
-        if not broadcasts_to(g, A):
+        if not broadcasts_to(g, A) or keeps_recorded_shape(t):
             # t.data = other of another shape since the graph was recorded: PyTorch's
             # AccumulateGrad takes the gradient as the graph made it
             A = g
@@ -236,6 +244,38 @@ cdef object materialized(object g):
     return np.zeros(g.shape, dtype=g.dtype) if type(g) is ZeroAdjoint else g
 
 
+cdef object arriving_shape(Py_ssize_t k, object g, Record* producer, Py_ssize_t q):
+    """The shape gradient g reaching record k (output q of `producer`'s VJP; NULL: backward's
+    seed q) is to be summed to, or None where g fits.  Only a record whose output an unrecorded
+    change reshaped since (note_output_shape; the caller checks that record k has an extra) has
+    one: PyTorch's engine checks each gradient against the shape its node recorded
+    (validate_outputs), sums one that broadcasts to it (a no_grad unsqueeze_(0)) and refuses
+    any other (a no_grad t_) with this message, rather than let it flow on in the wrong shape."""
+    shape = (<RecordExtra>TAPE.recs[k].extra).out_shape
+    if shape is None:
+        return None
+    got = tuple(g.shape)
+    if got == shape:
+        return None
+    cdef Py_ssize_t lead = len(got) - len(shape), d
+    if lead >= 0 and all(shape[d] == 1 or shape[d] == got[lead + d] for d in range(len(shape))):
+        return shape
+    who = "" if producer == NULL else f"Function {record_name(producer)} returned an "
+    raise RuntimeError(f"{who}invalid gradient at index {q} - got {list(got)} but expected "
+                       f"shape compatible with {list(shape)}")
+
+
+cdef object fit_arriving(Py_ssize_t k, object g, Record* producer, Py_ssize_t q):
+    """g fit to record k's recorded output shape (arriving_shape); the caller checks that
+    record k has an extra."""
+    shape = arriving_shape(k, g, producer, q)
+    if shape is None:
+        return g
+    if type(g) is ZeroAdjoint:
+        return np.broadcast_to(np.zeros((), dtype=g.dtype), shape).view(ZeroAdjoint)
+    return sum_to(g, shape)
+
+
 cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk) except -1:
     cdef object prev
     if adj[k] == NULL:
@@ -281,7 +321,9 @@ cdef inline void offer_owned_adjoints(PyObject** adj, char* owned, Record* rec,
     cdef Py_ssize_t k
     for q in range(2):
         k = ins[q]
-        if k >= 0 and adj[k] != NULL and owned[k] and (need == NULL or need[k]):
+        # (not to a record whose gradients are checked on arrival: arriving_shape)
+        if (k >= 0 and adj[k] != NULL and owned[k] and (need == NULL or need[k])
+                and TAPE.recs[k].extra == NULL):
             offer_accumulator(rec, q, adj[k])
 
 
@@ -362,7 +404,11 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     tapegrad_grad_disabled = 1          # hooks and Function backwards run without recording
     try:
         for j in range(nr):
-            accumulate(adj, owned, <Py_ssize_t>roots[j], seeds[j])
+            k = roots[j]
+            g = seeds[j]
+            if TAPE.recs[k].extra != NULL:
+                g = fit_arriving(k, g, NULL, j)
+            accumulate(adj, owned, k, g)
         # (real sgn's record: its gradient is a zero adjoint; -1 while no sgn was recorded)
         sgn_code = GRAD_FN_NAME_CODES.get("SgnBackward0", -1)
         if zero_keeping_known != len(OP_NAMES):
@@ -498,6 +544,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             if rec.n_in == 1:
                 k = ins[0]
                 if k >= 0 and grads is not None:
+                    if TAPE.recs[k].extra != NULL:
+                        grads = fit_arriving(k, grads, &rec, 0)
                     accumulate(adj, owned, k, grads)
                     if k < lowest:
                         lowest = k
@@ -509,6 +557,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     gk = (<tuple>grads)[q]
                     if gk is None or gk is ACCUMULATED:     # ACCUMULATED: already in adj[k]
                         continue
+                    if TAPE.recs[k].extra != NULL:
+                        gk = fit_arriving(k, gk, &rec, q)
                     accumulate(adj, owned, k, gk)
                     if k < lowest:
                         lowest = k
@@ -714,7 +764,7 @@ cdef tuple captured_results(tuple inputs, list captured, bint allow_unused):
         if isinstance(g, TensorBase):
             out.append(g)
             continue
-        if g.shape != A.shape and not broadcasts_to(g, A):
+        if g.shape != A.shape and (not broadcasts_to(g, A) or keeps_recorded_shape(t)):
             pass                        # (t.data = other of another shape: as deliver_grad)
         elif g.shape != A.shape or g.dtype != A.dtype:
             full = np.empty(A.shape, dtype=A.dtype)

@@ -836,6 +836,8 @@ cdef class TensorBase:
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
                                "point or complex dtype")
         old = self._array
+        if self._node >= 0 and old.shape != (<TensorBase>value)._array.shape:
+            note_output_shape(self._node, old.shape)
         self._array = (<TensorBase>value)._array
         rebind_saved_inputs(self, old, self._array)
 
