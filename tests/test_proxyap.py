@@ -47,3 +47,50 @@ def test_collectives_without_a_process_group_raise_value_error_as_torch(name, ar
     with pytest.raises(ValueError, match="Default process group has not been initialized") as ours:
         getattr(dist, name)(*args(tg))
     assert str(ours.value) == str(theirs.value)
+
+
+# ---- autograd.Function gradients for inputs that do not require grad (msurtsukov/neural-ode) ----
+
+def _adjoint_like(lib, t_grad):
+    class Scale(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, t):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            # the time grid t never requires grad; its "gradient" has the batch shape
+            return g * 3, t_grad(lib)
+
+    x = lib.tensor([1.0, -2.0], requires_grad=True)
+    t = lib.tensor([0.0, 1.0])
+    (Scale.apply(x, t) ** 2).sum().backward()
+    return x.grad.tolist()
+
+
+@pytest.mark.parametrize("t_grad", [
+    lambda lib: lib.ones(2, 4, 1),                      # not broadcastable to t's shape [2]
+    lambda lib: lib.ones(5),
+    lambda lib: lib.ones(2, dtype=lib.complex64),
+])
+def test_function_gradient_for_an_input_without_grad_is_dropped_unchecked(t_grad):
+    assert _adjoint_like(tg, t_grad) == _adjoint_like(torch, t_grad) == [18.0, -36.0]
+
+
+def test_function_gradient_checks_still_apply_to_inputs_that_require_grad():
+    class Bad(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, t):
+            return x * t
+
+        @staticmethod
+        def backward(ctx, g):
+            return (tg.ones(5), None) if Bad.bad_shape else (g, "not a tensor")
+
+    x = tg.ones(2, requires_grad=True)
+    Bad.bad_shape = True
+    with pytest.raises(RuntimeError, match=r"returned an invalid gradient at index 0 - got \[5\]"):
+        Bad.apply(x, tg.ones(2)).sum().backward()
+    Bad.bad_shape = False
+    with pytest.raises(RuntimeError, match=r"expected Variable or None \(got str\)"):
+        Bad.apply(x, tg.ones(2)).sum().backward()
