@@ -813,6 +813,7 @@ def _backward(ctx, grads, create_graph=False):
             raise RuntimeError(f"function {name} returned an incorrect number of gradients "
                                f"(expected {n}, got {len(result)})")
     out = []
+    needs = getattr(ctx, "needs_input_grad", None) or (True,) * n
     for i, (g, meta) in enumerate(zip(result, ctx._input_meta)):
         if meta is None:
             if g is not None:
@@ -826,6 +827,11 @@ def _backward(ctx, grads, create_graph=False):
             continue
         if not isinstance(g, Tensor):
             raise RuntimeError(f"expected Variable or None (got {_type_name(g)})")
+        if not needs[i]:
+            # PyTorch's engine drops a gradient for an input that did not require grad without
+            # checking its shape or dtype (a neural-ODE adjoint returns one for its time grid).
+            out.append(None)
+            continue
         shape, dtype = meta
         gshape = tuple(g._array.shape)
         if gshape != shape:

@@ -22,25 +22,117 @@ from tapegrad.distributed import rpc as rpc
 
 __all__ = [
     'rpc',
+    'Backend',
+    'GroupMember',
+    'ReduceOp',
+    'all_gather',
+    'all_gather_object',
+    'all_reduce',
+    'all_to_all',
     'barrier',
+    'broadcast',
+    'broadcast_object_list',
     'destroy_process_group',
+    'gather',
+    'get_backend',
     'get_rank',
     'get_world_size',
+    'group',
     'init_process_group',
+    'irecv',
     'is_available',
+    'is_gloo_available',
     'is_initialized',
+    'is_mpi_available',
+    'is_nccl_available',
+    'is_torchelastic_launched',
+    'isend',
+    'new_group',
+    'recv',
+    'reduce',
+    'reduce_scatter',
+    'scatter',
+    'send',
 ]
+
+class Backend(builtins.str):
+    FAKE: _str
+    GLOO: _str
+    MPI: _str
+    NCCL: _str
+    UCC: _str
+    UNDEFINED: _str
+    XCCL: _str
+
+class GroupMember:
+    NON_GROUP_MEMBER: _int
+    WORLD: Any
+
+class ReduceOp:
+    AVG: Any
+    BAND: Any
+    BOR: Any
+    BXOR: Any
+    MAX: Any
+    MIN: Any
+    PREMUL_SUM: Any
+    PRODUCT: Any
+    RedOpType: typing.ClassVar[builtins.type[Any]]
+    SUM: Any
+
+def all_gather(*args: Any, **kwargs: Any) -> None: ...
+
+def all_gather_object(*args: Any, **kwargs: Any) -> None: ...
+
+def all_reduce(*args: Any, **kwargs: Any) -> None: ...
+
+def all_to_all(*args: Any, **kwargs: Any) -> None: ...
 
 def barrier(group: Any = ..., *args: Any, **kwargs: Any) -> None: ...
 
+def broadcast(*args: Any, **kwargs: Any) -> None: ...
+
+def broadcast_object_list(*args: Any, **kwargs: Any) -> None: ...
+
 def destroy_process_group(group: Any = ...) -> None: ...
+
+def gather(*args: Any, **kwargs: Any) -> None: ...
+
+def get_backend(*args: Any, **kwargs: Any) -> None: ...
 
 def get_rank(group: Any = ...) -> _int: ...
 
 def get_world_size(group: Any = ...) -> _int: ...
 
+class group:
+    WORLD: Any
+
 def init_process_group(backend: Any = ..., *args: Any, **kwargs: Any) -> None: ...
+
+def irecv(*args: Any, **kwargs: Any) -> None: ...
 
 def is_available() -> _bool: ...
 
+def is_gloo_available() -> _bool: ...
+
 def is_initialized() -> _bool: ...
+
+def is_mpi_available() -> _bool: ...
+
+def is_nccl_available() -> _bool: ...
+
+def is_torchelastic_launched() -> _bool: ...
+
+def isend(*args: Any, **kwargs: Any) -> None: ...
+
+def new_group(*args: Any, **kwargs: Any) -> None: ...
+
+def recv(*args: Any, **kwargs: Any) -> None: ...
+
+def reduce(*args: Any, **kwargs: Any) -> None: ...
+
+def reduce_scatter(*args: Any, **kwargs: Any) -> None: ...
+
+def scatter(*args: Any, **kwargs: Any) -> None: ...
+
+def send(*args: Any, **kwargs: Any) -> None: ...

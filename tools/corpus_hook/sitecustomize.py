@@ -54,10 +54,18 @@ def _make_this_repos_tapegrad_importable() -> None:
     """This hook lives in <repo>/tools/corpus_hook.  A script outside the repo (`PYTHONPATH=
     tools/corpus_hook python /elsewhere/script.py`) has its own directory, not the repo, first on
     sys.path: without this, `import torch` would find no tapegrad and silently load the installed
-    PyTorch, so a comparison would set PyTorch against itself."""
-    if importlib.util.find_spec("tapegrad") is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        sys.path.append(os.path.dirname(os.path.dirname(here)))
+    PyTorch, so a comparison would set PyTorch against itself; or it would find another checkout's
+    tapegrad (an editable install of the main checkout, seen from a git worktree), so a helper
+    would measure that checkout instead of its own.  This repo's tapegrad goes first."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.dirname(os.path.dirname(here))
+    package = os.path.join(repo, "tapegrad")
+    if not os.path.isdir(package):
+        return
+    found = importlib.util.find_spec("tapegrad")
+    origin = os.path.abspath(found.origin) if found is not None and found.origin else ""
+    if not origin.startswith(package + os.sep):
+        sys.path.insert(0, repo)
 
 
 def install() -> None:
