@@ -107,11 +107,12 @@ def test_cpu_capability_is_torchs(torch):
     assert tg.backends.cpu.get_cpu_capability() == torch.backends.cpu.get_cpu_capability()
 
 
-@pytest.mark.parametrize("n", [17, 100, 1000, 50_000])
+@pytest.mark.parametrize("n", [17, 100, 1000, 30_000])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_sums_and_arange_are_atens_bit_for_bit_on_this_cpu(n, dtype, torch):
     # before: on an AVX-512 CPU tapegrad summed in 64-byte vectors, ATen (whose sum kernel has
-    # no AVX-512 build) in 32-byte ones: the last bit differed
+    # no AVX-512 build) in 32-byte ones: the last bit differed.  (Up to PyTorch's grain of
+    # 32,768 values: past it both split by thread count, which other tests change in torch.)
     a = np.random.default_rng(n).standard_normal(n).astype(dtype)
     assert tg.tensor(a).sum().numpy().tobytes() == torch.tensor(a).sum().numpy().tobytes()
     assert tg.arange(-1, 1, 2 / n, dtype=getattr(tg, dtype)).numpy().tobytes() == \
