@@ -11,6 +11,19 @@ from .optimizer import (Optimizer, _filled_state, _is_tensor, _real_view,
 __all__ = ["Adam", "AdamW"]
 
 
+def _state_of(optimizer, p, amsgrad: bool) -> dict:
+    """p's Adam state, created at its first step (PyTorch's lazy initialization): the step count
+    and the zero moments (and their running maximum with amsgrad)."""
+    state = optimizer.state[p]
+    if len(state) == 0:
+        state["step"] = _step_tensor()
+        state["exp_avg"] = _filled_state(p)
+        state["exp_avg_sq"] = _filled_state(p)
+        if amsgrad:
+            state["max_exp_avg_sq"] = _filled_state(p)
+    return state
+
+
 class Adam(Optimizer):
     """Implements the Adam algorithm, as torch.optim.Adam.
 
@@ -91,13 +104,7 @@ class Adam(Optimizer):
         decoupled = group["decoupled_weight_decay"]
         for p, param, grad in self._params_with_grad(group):
             _core._mark_written(p)      # in-place update: saved copies are now stale
-            state = self.state[p]
-            if len(state) == 0:         # lazy state initialization
-                state["step"] = _step_tensor()
-                state["exp_avg"] = _filled_state(p)
-                state["exp_avg_sq"] = _filled_state(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = _filled_state(p)
+            state = _state_of(self, p, amsgrad)
             exp_avg = _real_view(state["exp_avg"]._array)
             exp_avg_sq = _real_view(state["exp_avg_sq"]._array)
             step_t = state["step"]._array
@@ -164,13 +171,7 @@ class Adam(Optimizer):
                 continue
             if p.grad.is_sparse:
                 self._refuse_sparse_grad()
-            state = self.state[p]
-            if len(state) == 0:         # lazy state initialization
-                state["step"] = _step_tensor()
-                state["exp_avg"] = _filled_state(p)
-                state["exp_avg_sq"] = _filled_state(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = _filled_state(p)
+            state = _state_of(self, p, amsgrad)
             grad = -p.grad if group["maximize"] else p.grad
             step_t = state["step"]
             step_t += 1

@@ -358,25 +358,9 @@ class RMSNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}")
 
 
-class CrossMapLRN2d(Module):
-    """PyTorch's legacy cross-channel LRN of 4-D input (Lua torch's SpatialCrossMapLRN)."""
-
-    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
-        super().__init__()
-        self.size = size
-        self.alpha = alpha
-        self.beta = beta
-        self.k = k
-
-    def forward(self, input):
-        return _cross_map_lrn2d.apply(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self) -> str:
-        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
-
-
-class LocalResponseNorm(Module):
-    """Local response normalisation across neighbouring channels (``F.local_response_norm``)."""
+class _ResponseNormalization(Module):
+    """The parameters, and their repr, of the two cross-channel response normalisations: a
+    window of `size` channels, out = x / (k + alpha * mean of squares) ** beta."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
                  k: float = 1.0) -> None:
@@ -386,8 +370,22 @@ class LocalResponseNorm(Module):
         self.beta = beta
         self.k = k
 
-    def forward(self, input):
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(_ResponseNormalization):
+    """PyTorch's legacy cross-channel LRN of 4-D input (Lua torch's SpatialCrossMapLRN)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__(size, alpha, beta, k)
+
+    def forward(self, input):
+        return _cross_map_lrn2d.apply(input, self.size, self.alpha, self.beta, self.k)
+
+
+class LocalResponseNorm(_ResponseNormalization):
+    """Local response normalisation across neighbouring channels (``F.local_response_norm``)."""
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
