@@ -1,0 +1,172 @@
+"""Sparse COO sweep (session 30, from PyTorch's test/test_sparse.py): construction from a size
+alone, zero sparse dimensions, narrow_copy, hspmm, index_select's index checks and dense
+dimensions, floor division, in-place transpose, sparse.sum's repeated dims.  Every expectation
+is PyTorch's own result on the same data."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks:UserWarning")
+
+IDX = [[0, 1, 1, 2, 0], [2, 0, 2, 1, 2]]
+VALS = [1.5, -2.0, 3.0, 4.25, 0.5]
+
+
+def _coo(lib, dtype="float64", requires_grad=False, hybrid=False):
+    vals = np.arange(10.).reshape(5, 2) - 4 if hybrid else np.array(VALS)
+    size = (3, 4, 2) if hybrid else (3, 4)
+    return lib.sparse_coo_tensor(lib.tensor(IDX), lib.tensor(vals, dtype=getattr(lib, dtype)),
+                                 size, requires_grad=requires_grad)
+
+
+def _same_sparse(got, want):
+    assert got.is_sparse and want.is_sparse
+    assert tuple(got.shape) == tuple(want.shape)
+    assert str(got.dtype) == str(want.dtype)
+    assert (got.sparse_dim(), got.dense_dim()) == (want.sparse_dim(), want.dense_dim())
+    assert got.is_coalesced() == want.is_coalesced()
+    np.testing.assert_array_equal(got._indices().numpy(), want._indices().numpy())
+    np.testing.assert_allclose(got._values().numpy(), want._values().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.sparse_coo_tensor((2, 3), dtype=lib.float64),
+                                  lambda lib: lib.sparse_coo_tensor(lib.Size([2, 3])),
+                                  lambda lib: lib.sparse_coo_tensor([4])])
+def test_sparse_coo_tensor_from_a_size_alone_is_empty(make):
+    _same_sparse(make(tg), make(torch))
+
+
+def test_coalesce_and_to_dense_with_no_sparse_dimensions_sum_every_entry():
+    def make(lib):
+        return lib.sparse_coo_tensor(lib.zeros(0, 3, dtype=lib.long),
+                                     lib.tensor([[1., 2.], [3., 4.], [5., 6.]]), (2,))
+    _same_sparse(make(tg).coalesce(), make(torch).coalesce())
+    np.testing.assert_array_equal(make(tg).to_dense().numpy(), make(torch).to_dense().numpy())
+
+
+@pytest.mark.parametrize("x", [3.5, 0.0])
+def test_to_sparse_of_a_scalar(x):
+    _same_sparse(tg.tensor(x).to_sparse(), torch.tensor(x).to_sparse())
+    assert tg.tensor(x).to_sparse().to_dense().item() == x
+
+
+def test_to_sparse_of_a_scalar_is_differentiable():
+    a, b = tg.tensor(2.0, requires_grad=True), torch.tensor(2.0, requires_grad=True)
+    (tg.sparse.sum(a.to_sparse()) * 3).backward()
+    (torch.sparse.sum(b.to_sparse()) * 3).backward()
+    assert a.grad.item() == b.grad.item() == 3.0
+
+
+@pytest.mark.parametrize("dim,start,length", [(0, 1, 2), (1, 2, 2), (1, 0, 3), (0, 0, 0)])
+def test_narrow_copy_along_a_sparse_dimension(dim, start, length):
+    _same_sparse(_coo(tg).narrow_copy(dim, start, length),
+                 _coo(torch).narrow_copy(dim, start, length))
+    _same_sparse(tg.narrow_copy(_coo(tg), dim, start, length),
+                 torch.narrow_copy(_coo(torch), dim, start, length))
+
+
+def test_narrow_copy_along_a_dense_dimension_and_of_a_coalesced_tensor():
+    _same_sparse(_coo(tg, hybrid=True).narrow_copy(2, 1, 1),
+                 _coo(torch, hybrid=True).narrow_copy(2, 1, 1))
+    _same_sparse(_coo(tg).coalesce().narrow_copy(1, 2, 2),
+                 _coo(torch).coalesce().narrow_copy(1, 2, 2))
+
+
+@pytest.mark.parametrize("args,exc,phrase", [((0, 2, 3), RuntimeError, "Invalid range to narrow"),
+                                             ((0, -1, 1), RuntimeError, "Invalid range"),
+                                             ((0, 1, -1), RuntimeError, "length must be"),
+                                             ((2, 0, 1), RuntimeError, "Dimension 2 out of range"),
+                                             ((-1, 0, 1), RuntimeError, "Dimension -1 out of")])
+def test_narrow_copy_refusals(args, exc, phrase):
+    with pytest.raises(exc, match=phrase):
+        _coo(tg).narrow_copy(*args)
+    with pytest.raises(exc, match=phrase):
+        _coo(torch).narrow_copy(*args)
+
+
+def test_narrow_copy_gradient_reaches_the_kept_values():
+    vals = tg.tensor(VALS, dtype=tg.float64, requires_grad=True)
+
+    def f(v):
+        s = tg.sparse_coo_tensor(tg.tensor(IDX), v, (3, 4))
+        return s.narrow_copy(1, 1, 2).to_dense() * tg.tensor([[1., 2.], [3., 4.], [5., 6.]],
+                                                               dtype=tg.float64)
+    assert tg.autograd.gradcheck(f, (vals,))
+    f(vals).sum().backward()
+    # entries at column 1 and 2 are kept: (0,2)->col 1 weight 2, (1,2)->4, (2,1)->5, (0,2)->2
+    np.testing.assert_allclose(vals.grad.numpy(), [2., 0., 4., 5., 2.])
+
+
+def test_hspmm_matches_pytorch():
+    dense = np.arange(8.).reshape(4, 2) - 3
+    got = tg.hspmm(_coo(tg), tg.tensor(dense))
+    want = torch.hspmm(_coo(torch), torch.tensor(dense))
+    _same_sparse(got, want)
+    _same_sparse(_coo(tg).hspmm(tg.tensor(dense)), want)
+
+
+def test_hspmm_refusals():
+    with pytest.raises(RuntimeError, match="Expected dim 0 size 4, got 3"):
+        tg.hspmm(_coo(tg), tg.ones(3, 2, dtype=tg.float64))
+    with pytest.raises(RuntimeError, match="expected scalar type Double but found Float"):
+        tg.hspmm(_coo(tg), tg.ones(4, 2))
+    with pytest.raises(NotImplementedError, match="hspmm"):
+        tg.hspmm(tg.ones(2, 2), tg.ones(2, 2))
+
+
+def test_hspmm_gradient_by_finite_differences():
+    vals = tg.tensor(VALS, dtype=tg.float64, requires_grad=True)
+    dense = tg.tensor(np.arange(8.).reshape(4, 2) / 3, requires_grad=True)
+
+    def f(v, d):
+        return tg.hspmm(tg.sparse_coo_tensor(tg.tensor(IDX), v, (3, 4)), d).to_dense()
+    assert tg.autograd.gradcheck(f, (vals, dense))
+
+
+def test_index_select_refuses_a_float_or_2d_index():
+    for bad in (tg.tensor([1.]), tg.tensor([[0]])):
+        with pytest.raises(IndexError, match="must be 1-D strided"):
+            _coo(tg).index_select(0, bad)
+    with pytest.raises(IndexError, match="must be 1-D strided"):
+        _coo(torch).index_select(0, torch.tensor([1.]))
+
+
+def test_index_select_along_a_dense_dimension():
+    index = [1, 0, 1]
+    got = _coo(tg, hybrid=True).index_select(2, tg.tensor(index))
+    want = _coo(torch, hybrid=True).index_select(2, torch.tensor(index))
+    _same_sparse(got, want)
+    vals = tg.tensor(np.arange(10.).reshape(5, 2), requires_grad=True)
+    assert tg.autograd.gradcheck(
+        lambda v: tg.sparse_coo_tensor(tg.tensor(IDX), v, (3, 4, 2)).index_select(
+            2, tg.tensor(index)).to_dense(), (vals,))
+
+
+def test_floor_divide_coalesces_first():
+    _same_sparse(_coo(tg) // 2, _coo(torch) // 2)
+    _same_sparse(tg.floor_divide(_coo(tg), 2), torch.floor_divide(_coo(torch), 2))
+    _same_sparse(_coo(tg, "int64") // 2, _coo(torch, "int64") // 2)
+
+
+def test_transpose_in_place_and_of_dense_dimensions():
+    a, b = _coo(tg), _coo(torch)
+    assert a.transpose_(0, 1) is a
+    b.transpose_(0, 1)
+    _same_sparse(a, b)
+    with pytest.raises(RuntimeError, match="transposed dimensions must be sparse"):
+        tg.sparse_coo_tensor(tg.tensor(IDX), tg.ones(5, 2, 2), (3, 4, 2, 2)).transpose(2, 3)
+
+
+def test_sparse_sum_refuses_a_repeated_dim():
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
+        tg.sparse.sum(_coo(tg), [0, -2])
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
+        torch.sparse.sum(_coo(torch), [0, -2])
+
+
+def test_is_same_size():
+    assert _coo(tg).is_same_size(tg.zeros(3, 4)) is _coo(torch).is_same_size(torch.zeros(3, 4))
+    assert _coo(tg).is_same_size(_coo(tg).t()) is False
