@@ -272,13 +272,32 @@ class SparseTensor:
         self._check_inplace()
         if not isinstance(other, SparseTensor):
             return self.__add__(other)
-        grad = self._grad
-        self._replace_contents(self._add_sparse(other, alpha))
-        self._grad = grad
-        return self
+        return self._in_place(self._add_sparse(other, alpha))
 
     def __iadd__(self, other):
         return self.add_(other)
+
+    def _in_place(self, result):
+        """Make this object hold ``result`` (an out-of-place op's result on self), keeping
+        its sparse ``.grad``: the in-place form of an op (callers check ``_check_inplace``
+        before computing ``result``)."""
+        grad = self._grad
+        self._replace_contents(result)
+        self._grad = grad
+        return self
+
+    def mul_(self, other):
+        """Multiply the values by a number or a 0-d tensor, in place."""
+        self._check_inplace()
+        return self._in_place(self.mul(other))
+
+    def div_(self, other):
+        """Divide the values by a number or a 0-d tensor, in place."""
+        self._check_inplace()
+        return self._in_place(self.div(other))
+
+    __imul__ = mul_
+    __itruediv__ = div_
 
     def _append(self, other) -> None:
         """Append ``other``'s entries after this tensor's, in place (uncoalesced): how PyTorch's
@@ -808,6 +827,10 @@ class SparseTensor:
                              other)
 
     def __floordiv__(self, other):
+        if isinstance(other, SparseTensor) or (isinstance(other, _core.TensorBase) and
+                                               other.dim() != 0):
+            raise RuntimeError(f"Sparse floor division requires a scalar or zero-dim dense "
+                               f"tensor divisor (got shape {list(other.shape)} for divisor)")
         # floor is not linear: duplicates are summed first (PyTorch coalesces too)
         return self.coalesce()._scaled(other, lambda v, o: v // o, "DivBackward0")
 
@@ -1312,7 +1335,9 @@ def hspmm(mat1, mat2):
     if not isinstance(mat1, SparseTensor):
         raise NotImplementedError("Could not run 'aten::hspmm' with arguments from the 'CPU' "
                                   "backend.")
-    if isinstance(mat2, _core.TensorBase) and mat2.dim() == 2 and mat1.dim() == 2 and \
+    if isinstance(mat2, _core.TensorBase) and mat2.dim() != 2:
+        raise RuntimeError(f"hspmm: Argument #3: matrices expected, got {mat2.dim()}D tensor")
+    if isinstance(mat2, _core.TensorBase) and mat1.dim() == 2 and \
             mat2.shape[0] != mat1._size[1]:
         raise RuntimeError(f"hspmm: Argument #3: Expected dim 0 size {mat1._size[1]}, got "
                            f"{mat2.shape[0]}")
@@ -1320,7 +1345,7 @@ def hspmm(mat1, mat2):
     rows = np.unique(mat1._idx._array[0]).astype(np.int64)
     values = product.index_select(0, tensor(rows))
     return SparseTensor._make(tensor(rows.reshape(1, -1)), values, tuple(product.shape),
-                              False, not values.requires_grad,
+                              len(rows) <= 1, not values.requires_grad,
                               "HspmmBackward0" if values.requires_grad else None)
 
 

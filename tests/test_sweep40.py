@@ -170,3 +170,44 @@ def test_sparse_sum_refuses_a_repeated_dim():
 def test_is_same_size():
     assert _coo(tg).is_same_size(tg.zeros(3, 4)) is _coo(torch).is_same_size(torch.zeros(3, 4))
     assert _coo(tg).is_same_size(_coo(tg).t()) is False
+
+
+@pytest.mark.parametrize("op", ["mul_", "div_"])
+@pytest.mark.parametrize("factor", [2.5, "tensor"])
+def test_in_place_scaling(op, factor):
+    a, b = _coo(tg), _coo(torch)
+    fa = tg.tensor(2.5, dtype=tg.float64) if factor == "tensor" else factor
+    fb = torch.tensor(2.5, dtype=torch.float64) if factor == "tensor" else factor
+    assert getattr(a, op)(fa) is a
+    getattr(b, op)(fb)
+    np.testing.assert_allclose(a.to_dense().numpy(), b.to_dense().numpy())
+    np.testing.assert_array_equal(a._indices().numpy(), b._indices().numpy())
+
+
+def test_in_place_scaling_of_a_leaf_that_requires_grad_is_refused():
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        _coo(tg, requires_grad=True).mul_(2)
+
+
+def test_in_place_scaling_of_a_non_leaf_keeps_the_gradient_path():
+    vals = tg.tensor(VALS, dtype=tg.float64, requires_grad=True)
+    s = tg.sparse_coo_tensor(tg.tensor(IDX), vals * 1, (3, 4))
+    s.mul_(3.0)
+    s *= 2
+    s.to_dense().sum().backward()
+    np.testing.assert_allclose(vals.grad.numpy(), [6.0] * 5)
+
+
+def test_floor_division_by_a_tensor_with_dimensions_is_refused():
+    with pytest.raises(RuntimeError, match="requires a scalar or zero-dim dense tensor divisor"):
+        _coo(tg) // tg.ones(4, dtype=tg.float64)
+    with pytest.raises(RuntimeError, match="requires a scalar or zero-dim dense tensor divisor"):
+        _coo(tg) // _coo(tg)
+
+
+def test_hspmm_of_a_vector_and_of_an_empty_matrix():
+    with pytest.raises(RuntimeError, match="matrices expected, got 1D tensor"):
+        tg.hspmm(_coo(tg), tg.ones(4, dtype=tg.float64))
+    empty_tg = tg.sparse_coo_tensor(tg.zeros(2, 0, dtype=tg.long), tg.zeros(0), (3, 4))
+    empty_t = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0), (3, 4))
+    _same_sparse(tg.hspmm(empty_tg, tg.ones(4, 2)), torch.hspmm(empty_t, torch.ones(4, 2)))
