@@ -305,6 +305,7 @@ __all__ = [
     'double',
     'dropout',
     'dropout_',
+    'dsmm',
     'dsplit',
     'dstack',
     'dtype',
@@ -404,6 +405,7 @@ __all__ = [
     'histc',
     'histogram',
     'histogramdd',
+    'hsmm',
     'hsplit',
     'hspmm',
     'hstack',
@@ -1857,6 +1859,8 @@ def dropout(input: Any, p: Any, train: Any) -> Tensor: ...
 
 def dropout_(input: Any, p: Any, train: Any) -> Any: ...
 
+def dsmm(input: Any, mat2: Any) -> Any: ...
+
 def dsplit(input: Any, indices_or_sections: Any = ..., *, sections: Any = ..., indices: Any = ...) -> Any: ...
 
 def dstack(tensors: Any, *, out: Any = ...) -> Tensor: ...
@@ -2046,6 +2050,7 @@ def histogram(input: Any, bins: Any = ..., *, range: Any = ..., weight: Any = ..
 
 def histogramdd(input: Any, bins: Any, *, range: Any = ..., weight: Any = ..., density: Any = ...) -> Any: ...
 
+hsmm = hspmm
 def hsplit(input: Any, indices_or_sections: Any = ..., *, sections: Any = ..., indices: Any = ...) -> Any: ...
 
 def hspmm(mat1: Any, mat2: Any) -> Any: ...

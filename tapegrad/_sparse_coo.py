@@ -1042,6 +1042,43 @@ class SparseTensor:
         """``tapegrad.hspmm(self, mat2)``."""
         return hspmm(self, mat2)
 
+    hsmm = hspmm
+
+    def dsmm(self, mat2):
+        """``tapegrad.dsmm(self, mat2)``: the dense product ``self @ mat2``."""
+        return sparse_mm(self, mat2)
+
+    def bmm(self, mat2):
+        """Batched ``self[k] @ mat2[k]`` for a 3-D sparse ``self`` (three sparse dimensions) and
+        a dense ``mat2`` of shape (batch, m, p): a dense (batch, n, p) result.  Each stored
+        entry (k, r, c, v) adds v * mat2[k, c] to row r of batch k.  Differentiable in both."""
+        from .creation import tensor, zeros
+        if isinstance(mat2, SparseTensor):
+            raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
+        if self.sparse_dim() != 3:
+            raise RuntimeError(f"bmm_sparse: Tensor 'self' must have 3 sparse dims, but has "
+                               f"{self.sparse_dim()}")
+        if self.dense_dim() != 0:
+            raise RuntimeError(f"bmm_sparse: Tensor 'self' must have 0 dense dims, but has "
+                               f"{self.dense_dim()}")
+        if mat2.dim() != 3:
+            raise RuntimeError(f"bmm_sparse: Tensor 'mat2' must have 3 dims, but has "
+                               f"{mat2.dim()}")
+        batch, n, m = self._size
+        if mat2.shape[0] != batch:
+            raise RuntimeError("bmm_sparse: 'self.size(0)' and 'mat2.size(0)' must match")
+        if mat2.shape[1] != m:
+            raise RuntimeError("bmm_sparse: 'self.size(2)' and 'mat2.size(1)' must match")
+        if mat2.dtype != self.dtype:
+            raise RuntimeError(f"expected scalar type {_scalar_name(self._vals)} but found "
+                               f"{_scalar_name(mat2)}")
+        k, r, c = self._idx._array
+        p = mat2.shape[2]
+        sources = mat2.reshape(batch * m, p).index_select(0, tensor(k * m + c))
+        out = zeros((batch * n, p), dtype=self.dtype).index_add(
+            0, tensor(k * n + r), sources * self._vals.unsqueeze(1))
+        return _core._name_grad_fn(out.view(batch, n, p), "BmmBackward0")
+
     def mv(self, vec):
         """Matrix-vector product with a dense 1-D tensor (a dense 1-D result)."""
         return _core._name_grad_fn(sparse_mm(self, vec.unsqueeze(1)).squeeze(1), "MvBackward0")
@@ -1219,6 +1256,8 @@ def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
         method = getattr(SparseTensor, name, None)
         if callable(method) and not name.startswith("_"):
             return (method(*args, **kwargs),)
+    elif name == "bmm" and len(args) > 1 and isinstance(args[1], SparseTensor):
+        raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
     elif name in ("add", "sub", "mul") and isinstance(first, _core.TensorBase) and \
             len(args) == 2 and set(kwargs) <= {"alpha"}:
         other = args[1]
@@ -1320,6 +1359,14 @@ def sparse_mm_public(mat1, mat2):
     return sparse_mm(mat1, mat2, "SparseAddmmBackward0")
 
 
+def dsmm(input, mat2):
+    """``torch.dsmm``: the dense product of a sparse COO matrix and a dense one."""
+    if not isinstance(input, SparseTensor):
+        raise NotImplementedError("Could not run 'aten::dsmm' with arguments from the 'CPU' "
+                                  "backend.")
+    return sparse_mm(input, mat2)
+
+
 def spmm(input, mat2):
     """``torch.spmm``: the product of a sparse (or dense) matrix and a dense one, as
     ``tapegrad.sparse.mm``."""
@@ -1347,6 +1394,9 @@ def hspmm(mat1, mat2):
     return SparseTensor._make(tensor(rows.reshape(1, -1)), values, tuple(product.shape),
                               len(rows) <= 1, not values.requires_grad,
                               "HspmmBackward0" if values.requires_grad else None)
+
+
+hsmm = hspmm
 
 
 def sparse_sum(input, dim=None, dtype=None):

@@ -211,3 +211,52 @@ def test_hspmm_of_a_vector_and_of_an_empty_matrix():
     empty_tg = tg.sparse_coo_tensor(tg.zeros(2, 0, dtype=tg.long), tg.zeros(0), (3, 4))
     empty_t = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0), (3, 4))
     _same_sparse(tg.hspmm(empty_tg, tg.ones(4, 2)), torch.hspmm(empty_t, torch.ones(4, 2)))
+
+
+BATCH = np.zeros((3, 2, 4))
+BATCH[0, 1, 2], BATCH[2, 0, 0], BATCH[2, 1, 3] = 2.0, -1.0, 4.0
+RIGHT = np.arange(24.).reshape(3, 4, 2) / 5
+
+
+def test_bmm_of_a_sparse_batch_and_a_dense_one():
+    want = torch.bmm(torch.tensor(BATCH).to_sparse(), torch.tensor(RIGHT))
+    got = tg.bmm(tg.tensor(BATCH).to_sparse(), tg.tensor(RIGHT))
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    got = tg.stack([tg.tensor(BATCH[k]).to_sparse() for k in range(3)]).bmm(tg.tensor(RIGHT))
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+    empty = tg.sparse_coo_tensor(tg.zeros(3, 0, dtype=tg.long), tg.zeros(0, dtype=tg.float64),
+                                 (3, 2, 4))
+    np.testing.assert_array_equal(empty.bmm(tg.tensor(RIGHT)).numpy(), np.zeros((3, 2, 2)))
+
+
+def test_bmm_gradients_by_finite_differences_and_grad_fn():
+    right = tg.tensor(RIGHT, requires_grad=True)
+    vals = tg.tensor([2.0, -1.0, 4.0], dtype=tg.float64, requires_grad=True)
+    index = tg.tensor([[0, 2, 2], [1, 0, 1], [2, 0, 3]])
+
+    def f(v, r):
+        return tg.sparse_coo_tensor(index, v, (3, 2, 4)).bmm(r)
+    assert tg.autograd.gradcheck(f, (vals, right))
+    assert type(f(vals, right).grad_fn).__name__ == "BmmBackward0"
+
+
+@pytest.mark.parametrize("other,phrase", [
+    (np.ones((3, 5, 2)), r"'self.size\(2\)' and 'mat2.size\(1\)' must match"),
+    (np.ones((2, 4, 2)), r"'self.size\(0\)' and 'mat2.size\(0\)' must match"),
+    (np.ones((4, 2)), "Tensor 'mat2' must have 3 dims, but has 2"),
+    (np.ones((3, 4, 2), dtype=np.float32), "expected scalar type Double but found Float")])
+def test_bmm_refusals(other, phrase):
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match=phrase):
+            lib.tensor(BATCH).to_sparse().bmm(lib.tensor(other))
+    with pytest.raises(RuntimeError, match="must have 3 sparse dims, but has 2"):
+        tg.tensor(BATCH[0]).to_sparse().bmm(tg.tensor(RIGHT))
+    with pytest.raises(RuntimeError, match="Tensor 'mat2' must be dense"):
+        tg.bmm(tg.ones(3, 2, 4, dtype=tg.float64), tg.tensor(BATCH).to_sparse().transpose(1, 2))
+
+
+def test_dsmm_and_hsmm():
+    dense = np.arange(8.).reshape(4, 2) - 3
+    np.testing.assert_allclose(tg.dsmm(_coo(tg), tg.tensor(dense)).numpy(),
+                               torch.dsmm(_coo(torch), torch.tensor(dense)).numpy())
+    _same_sparse(tg.hsmm(_coo(tg), tg.tensor(dense)), torch.hsmm(_coo(torch), torch.tensor(dense)))
