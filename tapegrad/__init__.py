@@ -194,7 +194,7 @@ _LAZY = _lazy.table({
                   "set_autocast_cache_enabled", "clear_autocast_cache",
                   "autocast_increment_nesting", "autocast_decrement_nesting"),
     # Sparse COO tensors: a Python-level class over the recorded dense ops.
-    "_sparse_coo": ("sparse_coo_tensor", "spmm"),
+    "_sparse_coo": ("sparse_coo_tensor", "spmm", "hspmm", "hsmm", "dsmm"),
     "_threads": ("get_num_threads", "set_num_threads", "get_num_interop_threads",
                  "set_num_interop_threads"),
     "_type_info": ("finfo", "iinfo"),

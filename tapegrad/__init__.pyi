@@ -305,6 +305,7 @@ __all__ = [
     'double',
     'dropout',
     'dropout_',
+    'dsmm',
     'dsplit',
     'dstack',
     'dtype',
@@ -404,7 +405,9 @@ __all__ = [
     'histc',
     'histogram',
     'histogramdd',
+    'hsmm',
     'hsplit',
+    'hspmm',
     'hstack',
     'hypot',
     'i0',
@@ -1856,6 +1859,8 @@ def dropout(input: Any, p: Any, train: Any) -> Tensor: ...
 
 def dropout_(input: Any, p: Any, train: Any) -> Any: ...
 
+def dsmm(input: Any, mat2: Any) -> Any: ...
+
 def dsplit(input: Any, indices_or_sections: Any = ..., *, sections: Any = ..., indices: Any = ...) -> Any: ...
 
 def dstack(tensors: Any, *, out: Any = ...) -> Tensor: ...
@@ -2045,7 +2050,10 @@ def histogram(input: Any, bins: Any = ..., *, range: Any = ..., weight: Any = ..
 
 def histogramdd(input: Any, bins: Any, *, range: Any = ..., weight: Any = ..., density: Any = ...) -> Any: ...
 
+hsmm = hspmm
 def hsplit(input: Any, indices_or_sections: Any = ..., *, sections: Any = ..., indices: Any = ...) -> Any: ...
+
+def hspmm(mat1: Any, mat2: Any) -> Any: ...
 
 def hstack(tensors: Any, *, out: Any = ...) -> Tensor: ...
 
@@ -2557,7 +2565,7 @@ def solve(*args: Any, **kwargs: Any) -> Tensor: ...
 def sort(input: Any, dim: Any = ..., descending: Any = ..., *, stable: Any = ..., out: Any = ...) -> Any: ...
 
 sparse_coo: Any
-def sparse_coo_tensor(indices: Any, values: Any, size: Any = ..., *, dtype: Any = ..., device: Any = ..., pin_memory: _bool = ..., requires_grad: _bool = ..., check_invariants: Any = ..., is_coalesced: Any = ...) -> Any: ...
+def sparse_coo_tensor(indices: Any, values: Any = ..., size: Any = ..., *, dtype: Any = ..., device: Any = ..., pin_memory: _bool = ..., requires_grad: _bool = ..., check_invariants: Any = ..., is_coalesced: Any = ...) -> Any: ...
 
 def split(tensor: Tensor, split_size_or_sections: _int | Sequence[_int], dim: _int = 0) -> builtins.tuple[Tensor, ...]: ...
 

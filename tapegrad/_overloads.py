@@ -14,7 +14,7 @@ FUNCTIONS = frozenset((
     "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
     "blackman_window", "bmm", "bucketize", "clamp", "clamp_", "clamp_max", "clamp_max_",
     "clamp_min", "clamp_min_", "clip", "clip_", "conv1d", "conv2d", "conv3d", "copysign",
-    "count_nonzero", "ctc_loss", "cumulative_trapezoid", "div", "divide", "dsplit",
+    "count_nonzero", "ctc_loss", "cumulative_trapezoid", "div", "divide", "dsmm", "dsplit",
     "embedding_bag", "eq", "eye", "fill", "fill_", "float_power", "floor_divide", "fmod",
     "ge", "gradient", "greater", "greater_equal", "gt", "hamming_window", "hann_window",
     "histogram", "histogramdd", "hsplit", "index_fill", "is_autocast_enabled", "isin",

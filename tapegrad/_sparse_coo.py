@@ -80,7 +80,13 @@ def zeros_like_sparse(s, dtype=None, requires_grad: bool = False):
                              s.shape, requires_grad=requires_grad)
 
 
-def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
+def _is_size(obj) -> bool:
+    """Whether ``obj`` is a shape (a torch.Size or a sequence of ints), not index data."""
+    return isinstance(obj, (tuple, list)) and all(
+        isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in obj)
+
+
+def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=None,
                       pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants=None, is_coalesced=None):
     """A sparse tensor in COO format: element ``values[k]`` sits at ``indices[:, k]``.
@@ -103,6 +109,14 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None,
     check_device(device, "sparse_coo_tensor")
     if pin_memory:
         raise RuntimeError("Cannot access accelerator device when none is available.")
+    if values is None and size is None and _is_size(indices):
+        # sparse_coo_tensor(size): an empty tensor of that size, every dimension sparse
+        from .creation import zeros
+        size = tuple(int(n) for n in indices)
+        indices = zeros((len(size), 0), dtype=_core.int64)
+        values = zeros((0,), dtype=_core.get_default_dtype() if dtype is None else dtype)
+    if values is None:
+        raise TypeError("sparse_coo_tensor() missing required argument 'values' (pos 2)")
     idx = _as_index_tensor(indices)
     vals = _as_values_tensor(values, dtype)
     if vals.dim() == 0:
@@ -258,13 +272,32 @@ class SparseTensor:
         self._check_inplace()
         if not isinstance(other, SparseTensor):
             return self.__add__(other)
-        grad = self._grad
-        self._replace_contents(self._add_sparse(other, alpha))
-        self._grad = grad
-        return self
+        return self._in_place(self._add_sparse(other, alpha))
 
     def __iadd__(self, other):
         return self.add_(other)
+
+    def _in_place(self, result):
+        """Make this object hold ``result`` (an out-of-place op's result on self), keeping
+        its sparse ``.grad``: the in-place form of an op (callers check ``_check_inplace``
+        before computing ``result``)."""
+        grad = self._grad
+        self._replace_contents(result)
+        self._grad = grad
+        return self
+
+    def mul_(self, other):
+        """Multiply the values by a number or a 0-d tensor, in place."""
+        self._check_inplace()
+        return self._in_place(self.mul(other))
+
+    def div_(self, other):
+        """Divide the values by a number or a 0-d tensor, in place."""
+        self._check_inplace()
+        return self._in_place(self.div(other))
+
+    __imul__ = mul_
+    __itruediv__ = div_
 
     def _append(self, other) -> None:
         """Append ``other``'s entries after this tensor's, in place (uncoalesced): how PyTorch's
@@ -406,13 +439,22 @@ class SparseTensor:
 
     def _coalesce_plan(self):
         """(sorted unique linear index, inverse map, first occurrence) of the sparse indices."""
-        sparse_shape = self._size[:self.sparse_dim()]
-        linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
+        linear = self._linear_index()
         return np.unique(linear, return_index=True, return_inverse=True)
+
+    def _linear_index(self) -> np.ndarray:
+        """Each entry's row-major position among the sparse dimensions (all 0 when there are
+        none: every entry then sits at the one position and they all sum)."""
+        sparse_shape = self._size[:self.sparse_dim()]
+        if not sparse_shape:
+            return np.zeros(self._nnz(), dtype=np.int64)
+        return np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
 
     def _unravel(self, linear: np.ndarray):
         from .creation import tensor
         sparse_shape = self._size[:self.sparse_dim()]
+        if not sparse_shape:
+            return tensor(np.zeros((0, len(linear)), dtype=np.int64))
         rows = np.unravel_index(linear, sparse_shape)
         return tensor(np.stack(rows).reshape(len(sparse_shape), -1).astype(np.int64))
 
@@ -446,8 +488,7 @@ class SparseTensor:
         flat = zeros((int(np.prod(sparse_shape, dtype=np.int64)),) + self._size[sd:],
                      dtype=self.dtype)
         if self._nnz():
-            linear = np.ravel_multi_index(tuple(self._idx._array), sparse_shape)
-            flat = flat.index_add(0, tensor(linear.astype(np.int64)), self._vals)
+            flat = flat.index_add(0, tensor(self._linear_index().astype(np.int64)), self._vals)
         # a fresh node even when flat already has the shape, so it can carry PyTorch's name
         return _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
 
@@ -487,8 +528,8 @@ class SparseTensor:
             raise RuntimeError("transpose(): cannot transpose a sparse dimension with a dense "
                                "dimension")
         if d0 >= sd:
-            raise NotImplementedError("transpose of dense dimensions of a sparse tensor is not "
-                                      "supported in tapegrad")
+            raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse Got "
+                               f"sparse_dim: {sd}, d0: {d0}, d1: {d1}")
         order = list(range(sd))
         order[d0], order[d1] = order[d1], order[d0]
         size = list(self._size)
@@ -785,6 +826,18 @@ class SparseTensor:
         return self._checked(self._scaled(other, lambda v, o: v / o, "DivBackward0"), "div",
                              other)
 
+    def __floordiv__(self, other):
+        if isinstance(other, SparseTensor) or (isinstance(other, _core.TensorBase) and
+                                               other.dim() != 0):
+            raise RuntimeError(f"Sparse floor division requires a scalar or zero-dim dense "
+                               f"tensor divisor (got shape {list(other.shape)} for divisor)")
+        # floor is not linear: duplicates are summed first (PyTorch coalesces too)
+        return self.coalesce()._scaled(other, lambda v, o: v // o, "DivBackward0")
+
+    def floor_divide(self, other):
+        """Floor-divide the values (of the coalesced tensor) by a number or a 0-d tensor."""
+        return self._checked(self.__floordiv__(other), "floor_divide", other)
+
     def __neg__(self):
         return self._derived(self._idx, -self._vals, grad_fn_name="NegBackward0")
 
@@ -828,16 +881,21 @@ class SparseTensor:
         an uncoalesced result, as PyTorch's.  Differentiable in the values."""
         from .creation import tensor
         d = _core.normalize_dim(dim, self.dim())
-        if d >= self.sparse_dim():
-            raise NotImplementedError("tapegrad: index_select of a sparse tensor along a dense "
-                                      "dimension is not supported")
         picks = (index.detach()._array if isinstance(index, _core.TensorBase)
-                 else np.asarray(index)).reshape(-1).astype(np.int64)
+                 else np.asarray(index))
+        if picks.dtype.kind not in "iu" or picks.ndim > 1:
+            raise IndexError("index_select() argument index must be 1-D strided (non-sparse) "
+                             "long-tensor.")
+        picks = picks.reshape(-1).astype(np.int64)
         bad = picks[(picks < -self._size[d]) | (picks >= self._size[d])]
         if bad.size:
             raise IndexError(f"index_select(): index contains {int(bad[0])} that is out of "
                              f"range for tensor of size {list(self._size)} at dimension {d}")
         picks = np.where(picks < 0, picks + self._size[d], picks)
+        if d >= self.sparse_dim():      # a dense dimension: pick within every stored value
+            size = self._size[:d] + (len(picks),) + self._size[d + 1:]
+            values = self._vals.index_select(d - self.sparse_dim() + 1, tensor(picks))
+            return self._derived(self._idx, values, size, grad_fn_name="IndexSelectBackward0")
         # (position in index, entry) pairs, ordered by position then stored order
         positions, entries = np.nonzero(picks[:, None] == self._idx._array[d][None, :])
         idx = self._idx._array[:, entries].copy()
@@ -865,6 +923,37 @@ class SparseTensor:
         return self._derived(tensor(idx.astype(np.int64)), values,
                              self._size[:d] + self._size[d + 1:], coalesced=len(entries) <= 1,
                              grad_fn_name="SelectBackward0")
+
+    def narrow_copy(self, dim, start, length):
+        """The entries with ``start <= index < start + length`` along ``dim`` (a sparse
+        dimension: their indices shifted by ``start``, stored order kept; a dense one: every
+        value narrowed).  Differentiable in the values."""
+        from .creation import tensor
+        n = self.dim()
+        if not 0 <= dim < n:        # PyTorch's sparse narrow_copy takes no negative dim
+            raise RuntimeError(f"Dimension {dim} out of range. Expecting 0 <= dim < {n}.")
+        d = dim
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
+        if not (0 <= start and start + length <= self._size[d]):
+            raise RuntimeError(f"Invalid range to narrow. range(start, start+length) must be a "
+                               f"subset of range(0, {self._size[d]}).")
+        size = self._size[:d] + (length,) + self._size[d + 1:]
+        sd = self.sparse_dim()
+        if d >= sd:
+            values = self._vals.narrow(d - sd + 1, start, length)
+            return self._derived(self._idx, values.clone(), size,
+                                 grad_fn_name="NarrowCopyBackward0")
+        along = self._idx._array[d]
+        entries = np.flatnonzero((along >= start) & (along < start + length))
+        idx = self._idx._array[:, entries].copy()
+        idx[d] -= start
+        values = self._vals.index_select(0, tensor(entries.astype(np.int64)))
+        return self._derived(tensor(idx), values, size, grad_fn_name="NarrowCopyBackward0")
+
+    def is_same_size(self, other) -> bool:
+        """Whether ``other`` has the same shape."""
+        return tuple(self._size) == tuple(other.shape)
 
     def __getitem__(self, key):
         # PyTorch's sparse tensors take an integer index (select) and nothing else
@@ -949,6 +1038,47 @@ class SparseTensor:
         """``self @ other``: a matrix product, or a matrix-vector one for a 1-D ``other``."""
         return _sparse_product("matmul", self, other)
 
+    def hspmm(self, mat2):
+        """``tapegrad.hspmm(self, mat2)``."""
+        return hspmm(self, mat2)
+
+    hsmm = hspmm
+
+    def dsmm(self, mat2):
+        """``tapegrad.dsmm(self, mat2)``: the dense product ``self @ mat2``."""
+        return sparse_mm(self, mat2)
+
+    def bmm(self, mat2):
+        """Batched ``self[k] @ mat2[k]`` for a 3-D sparse ``self`` (three sparse dimensions) and
+        a dense ``mat2`` of shape (batch, m, p): a dense (batch, n, p) result.  Each stored
+        entry (k, r, c, v) adds v * mat2[k, c] to row r of batch k.  Differentiable in both."""
+        from .creation import tensor, zeros
+        if isinstance(mat2, SparseTensor):
+            raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
+        if self.sparse_dim() != 3:
+            raise RuntimeError(f"bmm_sparse: Tensor 'self' must have 3 sparse dims, but has "
+                               f"{self.sparse_dim()}")
+        if self.dense_dim() != 0:
+            raise RuntimeError(f"bmm_sparse: Tensor 'self' must have 0 dense dims, but has "
+                               f"{self.dense_dim()}")
+        if mat2.dim() != 3:
+            raise RuntimeError(f"bmm_sparse: Tensor 'mat2' must have 3 dims, but has "
+                               f"{mat2.dim()}")
+        batch, n, m = self._size
+        if mat2.shape[0] != batch:
+            raise RuntimeError("bmm_sparse: 'self.size(0)' and 'mat2.size(0)' must match")
+        if mat2.shape[1] != m:
+            raise RuntimeError("bmm_sparse: 'self.size(2)' and 'mat2.size(1)' must match")
+        if mat2.dtype != self.dtype:
+            raise RuntimeError(f"expected scalar type {_scalar_name(self._vals)} but found "
+                               f"{_scalar_name(mat2)}")
+        k, r, c = self._idx._array
+        p = mat2.shape[2]
+        sources = mat2.reshape(batch * m, p).index_select(0, tensor(k * m + c))
+        out = zeros((batch * n, p), dtype=self.dtype).index_add(
+            0, tensor(k * n + r), sources * self._vals.unsqueeze(1))
+        return _core._name_grad_fn(out.view(batch, n, p), "BmmBackward0")
+
     def mv(self, vec):
         """Matrix-vector product with a dense 1-D tensor (a dense 1-D result)."""
         return _core._name_grad_fn(sparse_mm(self, vec.unsqueeze(1)).squeeze(1), "MvBackward0")
@@ -984,7 +1114,14 @@ class SparseTensor:
 
     def t_(self):
         """Transpose a 2-D sparse tensor in place (swaps the rows of its index tensor)."""
-        transposed = self.t()
+        return self._take_layout(self.t())
+
+    def transpose_(self, dim0: int, dim1: int):
+        """Swap two sparse dimensions in place."""
+        return self._take_layout(self.transpose(dim0, dim1))
+
+    def _take_layout(self, transposed):
+        """Adopt ``transposed``'s indices and size (the values, and so the graph, unchanged)."""
         self._idx, self._size, self._coalesced = (transposed._idx, transposed._size,
                                                   transposed._coalesced)
         return self
@@ -1119,6 +1256,8 @@ def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
         method = getattr(SparseTensor, name, None)
         if callable(method) and not name.startswith("_"):
             return (method(*args, **kwargs),)
+    elif name == "bmm" and len(args) > 1 and isinstance(args[1], SparseTensor):
+        raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
     elif name in ("add", "sub", "mul") and isinstance(first, _core.TensorBase) and \
             len(args) == 2 and set(kwargs) <= {"alpha"}:
         other = args[1]
@@ -1220,10 +1359,44 @@ def sparse_mm_public(mat1, mat2):
     return sparse_mm(mat1, mat2, "SparseAddmmBackward0")
 
 
+def dsmm(input, mat2):
+    """``torch.dsmm``: the dense product of a sparse COO matrix and a dense one."""
+    if not isinstance(input, SparseTensor):
+        raise NotImplementedError("Could not run 'aten::dsmm' with arguments from the 'CPU' "
+                                  "backend.")
+    return sparse_mm(input, mat2)
+
+
 def spmm(input, mat2):
     """``torch.spmm``: the product of a sparse (or dense) matrix and a dense one, as
     ``tapegrad.sparse.mm``."""
     return sparse_mm(input, mat2)
+
+
+def hspmm(mat1, mat2):
+    """``torch.hspmm``: ``mat1 @ mat2`` for a sparse COO ``mat1`` and a dense ``mat2``, as a
+    hybrid sparse tensor (one sparse dimension, one dense): the product's rows where ``mat1``
+    stores an entry, in ascending order.  Differentiable in both operands (PyTorch records no
+    derivative for it)."""
+    from .creation import tensor
+    if not isinstance(mat1, SparseTensor):
+        raise NotImplementedError("Could not run 'aten::hspmm' with arguments from the 'CPU' "
+                                  "backend.")
+    if isinstance(mat2, _core.TensorBase) and mat2.dim() != 2:
+        raise RuntimeError(f"hspmm: Argument #3: matrices expected, got {mat2.dim()}D tensor")
+    if isinstance(mat2, _core.TensorBase) and mat1.dim() == 2 and \
+            mat2.shape[0] != mat1._size[1]:
+        raise RuntimeError(f"hspmm: Argument #3: Expected dim 0 size {mat1._size[1]}, got "
+                           f"{mat2.shape[0]}")
+    product = sparse_mm(mat1, mat2)
+    rows = np.unique(mat1._idx._array[0]).astype(np.int64)
+    values = product.index_select(0, tensor(rows))
+    return SparseTensor._make(tensor(rows.reshape(1, -1)), values, tuple(product.shape),
+                              len(rows) <= 1, not values.requires_grad,
+                              "HspmmBackward0" if values.requires_grad else None)
+
+
+hsmm = hspmm
 
 
 def sparse_sum(input, dim=None, dtype=None):
@@ -1237,7 +1410,11 @@ def sparse_sum(input, dim=None, dtype=None):
         return vals.sum()
     dims = [dim] if isinstance(dim, int) else list(dim)
     n = input.dim()
-    dims = sorted({_core.normalize_dim(d, n) for d in dims})
+    normalized = [_core.normalize_dim(d, n) for d in dims]
+    for k, d in enumerate(normalized):
+        if d in normalized[:k]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    dims = sorted(set(normalized))
     sd = input.sparse_dim()
     dense_dims = [d - sd + 1 for d in dims if d >= sd]
     if dense_dims:
@@ -1349,6 +1526,13 @@ def to_sparse(dense, sparse_dim=None):
     from .creation import tensor
     n = dense.dim()
     sd = n if sparse_dim is None else int(sparse_dim)
+    if n == 0 and sd == 0:
+        # a scalar: one entry at the empty index unless it is zero
+        keep = np.arange(int(dense._array != 0), dtype=np.int64)
+        values = dense.reshape(1)[tensor(keep)]
+        requires = values.requires_grad
+        return SparseTensor._make(tensor(np.zeros((0, len(keep)), dtype=np.int64)), values, (),
+                                  True, not requires, "ToSparseBackward1" if requires else None)
     if not 0 < sd <= n:
         raise RuntimeError(f"sparse_dim argument must be in [1, {n}] range, but got {sd}")
     arr = dense._array
