@@ -858,6 +858,11 @@ def _dispatching(name, original):
         level = _top_level(_leaves(args, kwargs))
         if level is None:
             return original(*args, **kwargs)
+        if kwargs.get("out") is not None:
+            # PyTorch's vmap has no batching rule for any op's out= variant, and its fallback
+            # refuses them (one out tensor cannot take the batch's results)
+            raise RuntimeError(f"Batching rule not implemented for aten::{name}.out; the "
+                               f"fallback path doesn't work on out= or view ops.")
         if _writes_unbatched(name, args, kwargs, level):
             raise unbatched_write_error()
         if rule is not None:
@@ -938,7 +943,10 @@ def redirect(fn):
     """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn.  Every
     transform calls its function through this: a public function handed over as an object
     (``jacfwd(tapegrad.sin)``) was taken before the namespaces were patched, and would meet
-    BatchedTensors unwrapped."""
+    BatchedTensors unwrapped.  A Tensor method taken from the class (``vmap(Tensor.acos_)``)
+    is called as a method of its first argument, so a BatchedTensor applies its rule (the
+    class's own function would refuse it, and the vmap would run as a loop: an in-place
+    method would then not return its input itself, as PyTorch's does)."""
     wrapper = _by_original.get(id(fn))
     if wrapper is None:
         name = getattr(fn, "__name__", None)
@@ -946,7 +954,25 @@ def redirect(fn):
             if vars(module).get(name) is fn:
                 wrapper = _wrapper_for(module, name, fn)
                 break
+        else:
+            if isinstance(name, str) and _tensor_method(name) is fn:
+                wrapper = _method_caller(name)
     return wrapper or fn
+
+
+def _tensor_method(name):
+    from .tensor import Tensor
+    for cls in Tensor.__mro__:
+        if name in vars(cls):
+            return vars(cls)[name]
+    return None
+
+
+def _method_caller(name):
+    def call(self, *args, **kwargs):
+        return getattr(self, name)(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 class _level:
