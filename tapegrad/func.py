@@ -984,7 +984,7 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
     # func runs once per sample here, where PyTorch runs it once: a write into an input that is
     # not mapped over would happen once per sample (the last sample's values would win).
     shared = [leaf for leaf, d in pairs if d is None and _is_tensor(leaf)]
-    versions = [leaf._version for leaf in shared]
+    versions = [_vmap._peel(leaf)[0]._version for leaf in shared]
     per_index = []
     for i in range(size):
         if randomness == "same":
@@ -993,7 +993,7 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
                   leaf.select(d, i).detach().requires_grad_() if probe else
                   leaf.select(d, i) for leaf, d in pairs]
         per_index.append(_vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs))
-        if size > 1 and [leaf._version for leaf in shared] != versions:
+        if size > 1 and [_vmap._peel(leaf)[0]._version for leaf in shared] != versions:
             raise _vmap.unbatched_write_error()
     return _stack_outputs(name, per_index, out_dims, probe)
 

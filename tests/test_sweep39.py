@@ -203,3 +203,74 @@ def test_vmap_over_batch_norm_after_replacement_and_its_gradient():
     eps = 1e-6
     fd = [(f(w0 + eps * e) - f(w0 - eps * e)) / (2 * eps) for e in np.eye(3)]
     np.testing.assert_allclose(out[1][1].numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+# -- nested vmaps: an operand batched only at the outer level ----------------------------------
+
+XA = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [-0.3, 0.8, 1.2], [0.9, -1.6, 0.4]])
+YB = np.array([[1.25, -0.5, 0.3], [-2.0, 0.75, 1.5]])
+
+
+@pytest.mark.parametrize("op", [
+    lambda lib, a, b: a + b, lambda lib, a, b: b - a, lambda lib, a, b: a * b,
+    lambda lib, a, b: b / (a.abs() + 1), lambda lib, a, b: a.abs() ** b,
+    lambda lib, a, b: (a < b).float(), lambda lib, a, b: ((a > 0) & (b > 0)).float(),
+    lambda lib, a, b: a.add(b, alpha=2), lambda lib, a, b: a.atan2(b),
+    lambda lib, a, b: a.maximum(b), lambda lib, a, b: a.max(b),
+], ids=["add", "rsub", "mul", "rdiv", "pow", "lt", "and", "add_alpha", "atan2", "maximum", "max"])
+def test_nested_vmap_binary_op_with_outer_only_operand(op):
+    # before: TypeError (BatchedTensor + BatchedTensor of different levels), then the loop's
+    # RuntimeError "Tensor._version of a batched tensor is not supported"
+    res = []
+    for lib in (torch, tg):
+        inner = lib.func.vmap(lambda a, b: op(lib, a, b), in_dims=(0, None))
+        res.append(lib.func.vmap(inner, in_dims=(None, 0))(lib.tensor(XA), lib.tensor(YB)))
+        res.append(lib.func.vmap(lib.func.vmap(lambda a, b: op(lib, a, b), in_dims=(None, 0)),
+                                 in_dims=(0, None))(lib.tensor(XA), lib.tensor(YB)))
+    for a, b in zip(res[:2], res[2:]):
+        assert tuple(b.shape) == tuple(a.shape)
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12)
+
+
+def test_nested_vmap_batch_rule_without_batched_input_and_its_gradient():
+    # test_vmap.py's test_batch_rule_does_not_need_to_handle_no_batched_input
+    x = np.arange(35.).reshape(7, 5) / 10
+    y = np.array([[1.0, 2.0], [-0.5, 0.25], [3.0, -1.0]])
+    out = []
+    for lib in (torch, tg):
+        def f(a, b):
+            return a + lib.dot(b, lib.ones(2, dtype=lib.float64))
+        out.append(lib.func.vmap(lib.func.vmap(f, in_dims=(0, None)), in_dims=(None, 0))(
+            lib.tensor(x), lib.tensor(y)))
+        w = lib.tensor([0.5, -1.0, 2.0, 0.0, 1.0])
+
+        def loss(w, xs):
+            return lib.func.vmap(lambda xi: (xi * w).sum())(xs).sum()
+        out.append(lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0))(
+            w, lib.tensor(np.stack([x, 2 * x]))))
+    for a, b in zip(out[:2], out[2:]):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name,a_shape,b_shape,match", [
+    ("dot", (4, 2, 3), (4, 3), "Got wrong shapes for dot"),
+    ("dot", (4, 3), (4, 2, 3), "Got wrong shapes for dot"),
+    ("mv", (4, 3), (4, 3), r"incorrect dims for mv\(a, b\)"),
+    ("mm", (4, 3), (4, 3, 3), r"incorrect dims for mm\(a, b\)"),
+    ("bmm", (4, 3, 3), (4, 3, 3), r"incorrect dims for bmm\(a, b\)"),
+])
+def test_vmap_of_fixed_rank_products_refuses_other_ranks(name, a_shape, b_shape, match):
+    # SILENT before: the rules ran matmul, another product, for samples of other ranks
+    for lib in (torch, tg):
+        a, b = lib.ones(a_shape, dtype=lib.float64), lib.ones(b_shape, dtype=lib.float64)
+        with pytest.raises(RuntimeError, match=match):
+            lib.func.vmap(getattr(lib, name))(a, b)
+        with pytest.raises(RuntimeError, match=match):
+            lib.func.vmap(getattr(lib.Tensor, name))(a, b)
+    res = []
+    for lib in (torch, tg):     # the right ranks still compute
+        m, v = lib.tensor(np.arange(36.).reshape(4, 3, 3)), lib.tensor(XA)
+        res += [lib.func.vmap(lib.dot)(v, v), lib.func.vmap(lib.mv)(m, v),
+                lib.func.vmap(lib.mm)(m, m), lib.func.vmap(lambda p: p.mm(p))(m)]
+    for a, b in zip(res[:4], res[4:]):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-12)
