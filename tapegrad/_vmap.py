@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import threading
 
 from . import _core
@@ -326,7 +327,14 @@ def _binary(name, reflected=False):
                 raise unbatched_write_error()
             getattr(va, name)(vb, *args, **kwargs)
             return a
-        if reflected:
+        if type(va) is BatchedTensor or type(vb) is BatchedTensor:
+            # an operand batched only at an outer level (nested vmaps): the op at that level,
+            # through Python's operator protocol (which reaches the BatchedTensor's rule on
+            # either side; the method of a plain tensor refuses a BatchedTensor) or the
+            # namespace's dispatching function
+            op = getattr(operator, name) if name.startswith("__") else function(name)
+            out = op(va, vb, *args, **kwargs)
+        elif reflected:
             out = getattr(vb, "__r" + name[2:])(va, *args, **kwargs)
         else:
             out = getattr(va, name)(vb, *args, **kwargs)
@@ -653,7 +661,24 @@ BatchedTensor.__getitem__ = _getitem
 BatchedTensor.__setitem__ = _setitem
 BatchedTensor.matmul = BatchedTensor.__matmul__ = _matmul
 BatchedTensor.__rmatmul__ = _rmatmul
-BatchedTensor.dot = _matmul
+
+
+def _fixed_ranks(name, rank_a, rank_b):
+    """dot/mv/mm/bmm: matmul of samples of exactly these ranks (PyTorch's batching rules'
+    refusal otherwise; matmul of other ranks would compute another product silently)."""
+    def rule(a, b):
+        if (_ndim(a), _ndim(b)) != (rank_a, rank_b):
+            if name == "dot":
+                raise RuntimeError("Got wrong shapes for dot")
+            raise RuntimeError(f"Shape mismatch: Got incorrect dims for {name}(a, b). a has dim "
+                               f"{_ndim(a)}and b has dim {_ndim(b)}but expected them to have dim "
+                               f"{rank_a} and dim {rank_b}")
+        return _matmul(a, b)
+    return rule
+
+
+for _name, _ranks in (("dot", (1, 1)), ("mv", (2, 1)), ("mm", (2, 2)), ("bmm", (3, 3))):
+    setattr(BatchedTensor, _name, _fixed_ranks(_name, *_ranks))
 BatchedTensor.__hash__ = object.__hash__
 # `t += batched` on a plain tensor t: the core asks this instead of rebinding t to t + batched
 BatchedTensor._inplace_into_plain_error = staticmethod(unbatched_write_error)
@@ -813,8 +838,10 @@ tanh""".split())
 _FUNCTION_RULES = {
     "stack": _stack_rule, "cat": _cat_rule, "concat": _cat_rule, "concatenate": _cat_rule,
     "linear": _linear_rule, "matmul": lambda o, a, k: _matmul(a[0], a[1]),
-    "mm": lambda o, a, k: _matmul(a[0], a[1]), "dot": lambda o, a, k: _matmul(a[0], a[1]),
-    "mv": lambda o, a, k: _matmul(a[0], a[1]), "bmm": lambda o, a, k: _matmul(a[0], a[1]),
+    "mm": lambda o, a, k: BatchedTensor.mm(a[0], a[1]),
+    "dot": lambda o, a, k: BatchedTensor.dot(a[0], a[1]),
+    "mv": lambda o, a, k: BatchedTensor.mv(a[0], a[1]),
+    "bmm": lambda o, a, k: BatchedTensor.bmm(a[0], a[1]),
     "cross_entropy": _cross_entropy_rule, "mse_loss": _pointwise_loss("mse_loss"),
     "l1_loss": _pointwise_loss("l1_loss"),
     "is_tensor": _is_tensor_rule, "where": _where_rule,
@@ -858,6 +885,11 @@ def _dispatching(name, original):
         level = _top_level(_leaves(args, kwargs))
         if level is None:
             return original(*args, **kwargs)
+        if kwargs.get("out") is not None:
+            # PyTorch's vmap has no batching rule for any op's out= variant, and its fallback
+            # refuses them (one out tensor cannot take the batch's results)
+            raise RuntimeError(f"Batching rule not implemented for aten::{name}.out; the "
+                               f"fallback path doesn't work on out= or view ops.")
         if _writes_unbatched(name, args, kwargs, level):
             raise unbatched_write_error()
         if rule is not None:
@@ -938,7 +970,10 @@ def redirect(fn):
     """The dispatching wrapper of a public function (``vmap(tapegrad.dot)``), else fn.  Every
     transform calls its function through this: a public function handed over as an object
     (``jacfwd(tapegrad.sin)``) was taken before the namespaces were patched, and would meet
-    BatchedTensors unwrapped."""
+    BatchedTensors unwrapped.  A Tensor method taken from the class (``vmap(Tensor.acos_)``)
+    is called as a method of its first argument, so a BatchedTensor applies its rule (the
+    class's own function would refuse it, and the vmap would run as a loop: an in-place
+    method would then not return its input itself, as PyTorch's does)."""
     wrapper = _by_original.get(id(fn))
     if wrapper is None:
         name = getattr(fn, "__name__", None)
@@ -946,7 +981,25 @@ def redirect(fn):
             if vars(module).get(name) is fn:
                 wrapper = _wrapper_for(module, name, fn)
                 break
+        else:
+            if isinstance(name, str) and _tensor_method(name) is fn:
+                wrapper = _method_caller(name)
     return wrapper or fn
+
+
+def _tensor_method(name):
+    from .tensor import Tensor
+    for cls in Tensor.__mro__:
+        if name in vars(cls):
+            return vars(cls)[name]
+    return None
+
+
+def _method_caller(name):
+    def call(self, *args, **kwargs):
+        return getattr(self, name)(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 class _level:

@@ -36,7 +36,8 @@ from .random import default_generator
 from .utils import _pytree
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
-           "functional_call", "stack_module_state", "vmap", "functionalize"]
+           "functional_call", "stack_module_state", "vmap", "functionalize",
+           "replace_all_batch_norm_modules_"]
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0
@@ -140,6 +141,32 @@ def _zero_filled_grad(outputs, inputs, grad_outputs=None, create_graph=True):
     return [_zeros_like(x) if g is None else g for g, x in zip(grads, inputs)]
 
 
+def _require_tensor_inputs(leaves) -> None:
+    """PyTorch's refusal of a non-tensor among the inputs a transform differentiates."""
+    for leaf in leaves:
+        if not _is_tensor(leaf):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(leaf)}")
+
+
+def _split_aux(result, api):
+    """(output, aux) of a function called with has_aux=True: it must return a 2-tuple, and
+    aux holds tensors only (as PyTorch checks; ``api`` names the transform in the message)."""
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if "
+                           f"has_aux is True")
+    for leaf in _flatten(result[1])[0]:
+        if not _is_tensor(leaf):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+    return result
+
+
+def _require_tensor_outputs(out_leaves, api) -> None:
+    for o in out_leaves:
+        if not _is_tensor(o):
+            raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(o)}")
+
+
 # -- grad ------------------------------------------------------------------------------------------
 
 def _argnums_tuple(argnums, n_args, name):
@@ -171,19 +198,13 @@ def grad_and_value(func, argnums=0, has_aux=False):
             flat = {}
             for a in nums:
                 leaves, rebuild = _flatten(args[a])
-                for leaf in leaves:
-                    if not _is_tensor(leaf):
-                        raise ValueError(f"Thing passed to transform API must be Tensor, got "
-                                         f"{type(leaf)}")
+                _require_tensor_inputs(leaves)
                 leaves = [_tracked(leaf) for leaf in leaves]
                 flat[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)
             result = _vmap.redirect(func)(*args, **kwargs)
             if has_aux:
-                if not (isinstance(result, tuple) and len(result) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be "
-                                       "a tuple: (output, aux) if has_aux is True")
-                output, aux = result
+                output, aux = _split_aux(result, "grad_and_value(f)(*args)")
             else:
                 output, aux = result, None
             if not _is_tensor(output):
@@ -209,10 +230,6 @@ def grad_and_value(func, argnums=0, has_aux=False):
         gradient = tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0]
         value = _finish(output, outer)
         if has_aux:
-            aux_leaves, _ = _flatten(aux)
-            for leaf in aux_leaves:
-                if not _is_tensor(leaf):
-                    raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
             return gradient, (value, _finished_aux(aux))
         return gradient, value
     return wrapper
@@ -238,18 +255,13 @@ def vjp(func, *primals, has_aux=False):
     primal (callable any number of times); with has_aux, ``(output, vjp_fn, aux)``."""
     with _transform_level():
         leaves, rebuild = _flatten(list(primals))
+        _require_tensor_inputs(leaves)
         leaves = [_tracked(x) for x in leaves]
         result = _vmap.redirect(func)(*rebuild(leaves))
     if has_aux:
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "
-                               "(output, aux) if has_aux is True")
-        result, aux = result
+        result, aux = _split_aux(result, "vjp(f, *primals)")
     out_leaves, out_rebuild = _flatten(result)
-    for o in out_leaves:
-        if not _is_tensor(o):
-            raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only "
-                               f"tensors, got unsupported type {type(o)}")
+    _require_tensor_outputs(out_leaves, "vjp(f, *primals)")
     _refuse_non_float_outputs(out_leaves)
 
     output_spec = _pytree.tree_structure(result)
@@ -342,6 +354,9 @@ def _dual_tangent(output):
     return _zeros_like(output) if tangent is None else _rewrapped(tangent, levels)
 
 
+_JVP = "jvp(f, primals, tangents)"
+
+
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """``(func(*primals), J v)`` for tangents v matching primals (both tuples); with has_aux,
     ``(output, jvp_out, aux)``."""
@@ -352,6 +367,13 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         raise RuntimeError("jvp(f, primals, tangents): Expected tangents to be a tuple. E.g. "
                            "it should be valid to call f(*primals).")
     leaves, rebuild = _flatten(list(primals))
+    if not leaves:
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to contain at least one "
+                           "Tensor.")
+    for p in leaves:
+        if not _is_tensor(p):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals to only contain "
+                               f"Tensors, got {type(p)}")
     tangent_leaves, _ = _flatten(list(tangents))
     if len(tangent_leaves) != len(leaves):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
@@ -372,8 +394,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             # (forward_ad has one level at a time)
             result = _vmap.redirect(func)(*rebuild(leaves))
             if has_aux:
-                result, aux = result
+                result, aux = _split_aux(result, _JVP)
             out_leaves, out_rebuild = _flatten(result)
+            _require_tensor_outputs(out_leaves, _JVP)
             jv = _jvp_of(out_leaves, leaves, tangent_leaves)
         else:
             # through dual tensors, so that a custom Function's jvp staticmethod gives its
@@ -383,8 +406,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                 duals = [_dual_of(x, t) for x, t in zip(leaves, tangent_leaves)]
                 result = _vmap.redirect(func)(*rebuild(duals))
                 if has_aux:
-                    result, aux = result
+                    result, aux = _split_aux(result, _JVP)
                 out_leaves, out_rebuild = _flatten(result)
+                _require_tensor_outputs(out_leaves, _JVP)
                 jv = [_dual_tangent(o) for o in out_leaves]
     outer = _depth == 0 and _outer(out_leaves)
     output = out_rebuild([_finish(o, outer) for o in out_leaves])
@@ -466,6 +490,7 @@ def _mapped_in_chunks(fn, stacks, total, chunk_size, randomness="error"):
 
 def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="error"):
     name = "jacfwd" if forward else "jacrev"
+    api = _JVP if forward else "vjp(f, *primals)"   # (PyTorch's Jacobians run through these)
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"{name}: `chunk_size` should be greater than 0.")
 
@@ -483,6 +508,13 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                         raise RuntimeError(f"{name}: Expected all inputs to be real but received "
                                            f"complex tensor at flattened input idx: {i}")
                 at += len(leaves)
+                if forward:
+                    for x in leaves:
+                        if _is_tensor(x) and not (x.is_floating_point() or x.is_complex()):
+                            raise ValueError(f"Expected primal to be floating point or complex, "
+                                             f"but got: {x.dtype}")
+                else:
+                    _require_tensor_inputs(leaves)
                 leaves = [_tracked(x) for x in leaves]
                 per_arg[a] = (leaves, rebuild)
                 args[a] = rebuild(leaves)
@@ -495,7 +527,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                     call[a] = per_arg[a][1](new_inputs[at:at + count])
                     at += count
                 result = _vmap.redirect(func)(*call)
-                return result if has_aux else (result, None)
+                return _split_aux(result, api) if has_aux else (result, None)
 
             # One evaluation: the outputs (and aux).  jacrev: vmap over the outputs' basis of
             # its vector-Jacobian product.  jacfwd: vmap over the inputs' basis of a
@@ -503,8 +535,9 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
             # (all columns in one batched evaluation and one pair of reverse sweeps).
             result, aux = outputs_at(inputs)
             out_leaves, out_rebuild = _flatten(result)
+            _require_tensor_outputs(out_leaves, api)
             if not forward:
-                _refuse_non_float_outputs([o for o in out_leaves if _is_tensor(o)])
+                _refuse_non_float_outputs(out_leaves)
 
             def evaluate():
                 tracked = [_tracked(x) for x in inputs]
@@ -717,6 +750,22 @@ def stack_module_state(models):
     return params, buffers
 
 
+def replace_all_batch_norm_modules_(root):
+    """``root`` with every batch-norm module in it (root included) made to keep no running
+    statistics: running_mean, running_var and num_batches_tracked set to None and
+    track_running_stats to False, so each normalises with its batch's own statistics (what a
+    vmap over a BatchNorm needs: one set of running statistics cannot take every sample's
+    update).  In place; returns root."""
+    from .nn.modules.normalization import _BatchNorm
+    for module in root.modules():       # (modules() starts with root itself)
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
+
+
 def _stacked_leaf(tensors, name):
     from . import stack
     requires_grad = [t.requires_grad for t in tensors]
@@ -782,6 +831,8 @@ def _mapped_leaves(func, in_dims, args):
                                  f"in_dim={d} for an input but the input is of type "
                                  f"{type(leaf)}. We cannot vmap over non-Tensor arguments, please "
                                  f"use None as the respective in_dim")
+            if isinstance(d, bool):     # (PyTorch reads the mapped size with size(d))
+                raise TypeError(f"size(): argument 'dim' (position 1) must be int, not bool")
             n = leaf.dim()
             if not -n <= d < n:
                 raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={d} "
@@ -933,7 +984,7 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
     # func runs once per sample here, where PyTorch runs it once: a write into an input that is
     # not mapped over would happen once per sample (the last sample's values would win).
     shared = [leaf for leaf, d in pairs if d is None and _is_tensor(leaf)]
-    versions = [leaf._version for leaf in shared]
+    versions = [_vmap._peel(leaf)[0]._version for leaf in shared]
     per_index = []
     for i in range(size):
         if randomness == "same":
@@ -942,7 +993,7 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
                   leaf.select(d, i).detach().requires_grad_() if probe else
                   leaf.select(d, i) for leaf, d in pairs]
         per_index.append(_vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs))
-        if size > 1 and [leaf._version for leaf in shared] != versions:
+        if size > 1 and [_vmap._peel(leaf)[0]._version for leaf in shared] != versions:
             raise _vmap.unbatched_write_error()
     return _stack_outputs(name, per_index, out_dims, probe)
 
