@@ -15,9 +15,6 @@ from . import _core
 # (kDLCPU, device 0): the only device tapegrad computes on.
 CPU_DEVICE = (1, 0)
 
-_SUPPORTED_DTYPES = tuple(np.dtype(d) for d in (np.float16, np.float32, np.float64, np.uint8,
-                                                 np.int8, np.int16, np.int32, np.int64, np.bool_))
-
 _INVALID_CAPSULE = ("from_dlpack received an invalid capsule. Note that DLTensor capsules can be "
                     "consumed only once, so you might have already constructed a tensor from it "
                     "once.")
@@ -27,6 +24,10 @@ def export_tensor(t, stream, max_version, dl_device, copy):
     """The capsule for Tensor.__dlpack__ (the DLPack producer protocol)."""
     if t.requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    return _export_array(t, stream, max_version, dl_device, copy)
+
+
+def _export_array(t, stream, max_version, dl_device, copy):
     if stream is not None and stream != -1:
         # PyTorch's CPU tensors accept no stream (-1 is its own "no stream" default).
         raise AssertionError("stream should be None on cpu.")
@@ -96,6 +97,11 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
                            f"{_type_name(ext_tensor)}, which has no __dlpack__)")
     try:
         arr = np.from_dlpack(producer, copy=copy)
+    except ValueError as e:
+        if producer is ext_tensor or "incorrect name" not in str(e):
+            raise
+        # A consumed capsule is renamed "used_dltensor" by its first importer.
+        raise RuntimeError(_INVALID_CAPSULE) from None
     except RuntimeError as e:
         if "dtype" not in str(e):
             raise
@@ -108,12 +114,15 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
         # A bare capsule is the legacy (unversioned) format, which has no read-only flag: its
         # producers (to_dlpack) hand out writable memory, but numpy imports it read-only.
         arr = np.asarray(_WritableView(arr))
-    if arr.dtype not in _SUPPORTED_DTYPES:
-        raise TypeError(f"from_dlpack: tapegrad has no dtype for {arr.dtype}; supported: "
-                        f"float16, float32, float64, uint8, int8, int16, int32, int64 and bool")
+    # wrap_array refuses a dtype tapegrad has no tensors of, naming the supported ones.
     return _core.wrap_array(arr, False)
 
 
 def to_dlpack(tensor):
-    """A DLPack capsule of `tensor` (legacy interface: prefer passing the tensor itself)."""
-    return export_tensor(tensor, None, None, None, None)
+    """A DLPack capsule of `tensor` (legacy interface: prefer passing the tensor itself).
+    Unlike __dlpack__, PyTorch's to_dlpack exports a tensor that requires grad: the consumer gets
+    its values, detached."""
+    if not isinstance(tensor, _core.TensorBase):
+        raise TypeError(f"to_dlpack(): argument 'data' (position 1) must be Tensor, not "
+                        f"{_type_name(tensor)}")
+    return _export_array(tensor, None, None, None, None)

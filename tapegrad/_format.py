@@ -191,7 +191,10 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int, force_newline: bo
 def tensor_repr(t) -> str:
     """The repr PyTorch gives tensor `t` (a tapegrad Tensor)."""
     a = t._array
-    prefix = "tensor("
+    cls = type(t)
+    # A user's Tensor subclass prints under its own name (M([1., 2.])), as in PyTorch; tapegrad's
+    # own classes (Tensor, Parameter, ...) print as tensor(.
+    prefix = "tensor(" if cls.__module__.startswith("tapegrad") else f"{cls.__name__}("
     indent = len(prefix)
     suffixes = []
     dtype_name = t.dtype.name

@@ -20,10 +20,22 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'handle_torch_function',
+    'has_torch_function',
+    'has_torch_function_unary',
+    'has_torch_function_variadic',
     'is_tensor_like',
     'has_torch_function',
     'handle_torch_function',
 ]
+
+def handle_torch_function(public_api: Any, relevant_args: Any, *args: Any, **kwargs: Any) -> Any: ...
+
+def has_torch_function(relevant_args: Any) -> _bool: ...
+
+def has_torch_function_unary(obj: Any) -> _bool: ...
+
+def has_torch_function_variadic(*args: Any) -> _bool: ...
 
 def is_tensor_like(inp: Any) -> _bool: ...
 

@@ -226,6 +226,44 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     # The compiled descriptor itself, so a warning still names the user's line.
     _grad = _core.TensorBase.grad
 
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """PyTorch's default override: run `func` with subclass dispatch off and return its
+        tensors as `cls`.  (tapegrad's own ops do not dispatch here; functions that use
+        torch.overrides.handle_torch_function do, and subclasses' overrides call it by super().)"""
+        from .overrides import _convert, _DisableTorchFunctionSubclass
+        if not all(issubclass(cls, t) for t in types):
+            return NotImplemented
+        with _DisableTorchFunctionSubclass():
+            result = func(*args, **(kwargs or {}))
+        return _convert(result, cls)
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None,
+                       dispatch_device=False, dispatch_layout=False, _extra_dispatch_keys=None,
+                       storage_size=None):
+        """A new leaf of class `cls` (a Tensor subclass) sharing `data`'s storage, detached from
+        its graph, requiring grad when `require_grad`: how Parameter and subclasses' __new__
+        wrap existing values (the dispatch_* arguments concern PyTorch's C++ dispatcher)."""
+        if not (isinstance(cls, type) and issubclass(cls, _core.TensorBase)):
+            raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
+                            "Tensor is not possible. Make sure your class inherits from Tensor.")
+        if not isinstance(data, _core.TensorBase):
+            raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, not "
+                            f"{_core.type_name(data)}")
+        flag = _core.check_bool("_make_subclass", "require_grad", require_grad, 3)
+        out = _core.TensorBase.__new__(cls)
+        out._array = data._array
+        # A subclass of an inference tensor is one too (it shares that storage), so making it
+        # require grad outside inference mode raises, as in PyTorch.
+        out._set_inference(data.is_inference())
+        if flag and not data._can_require_grad():
+            # (PyTorch's _make_subclass words it as its factory functions do)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        out.requires_grad = flag
+        return out
+
     # -- shape --------------------------------------------------------------------------------
     @property
     def shape(self) -> Size:

@@ -21,25 +21,18 @@ class Parameter(Tensor):
         if data.is_meta and not cls.is_meta:
             from .._meta import meta_parameter_class
             cls = meta_parameter_class()
-        p = _core.TensorBase.__new__(cls)
-        p._array = data._array
-        # A Parameter of an inference tensor is one too (it shares that storage), so making it
-        # require grad outside inference mode raises, as in PyTorch.
-        p._set_inference(data.is_inference())
-        # (PyTorch's parser names the call Parameter makes of it)
-        flag = _core.check_bool("_make_subclass", "require_grad", requires_grad, 3)
-        if flag and not data._can_require_grad():
-            # (PyTorch's _make_subclass words it as its factory functions do)
-            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
-                               "gradients")
-        p.requires_grad = flag
-        return p
+        return Tensor._make_subclass(cls, data, requires_grad)
 
-    def __init__(self, data=None, requires_grad: bool = True):
+    def __init__(self, *args, **kwargs):
+        # All the work is __new__'s; a subclass's __new__ may take other arguments (as PyTorch's
+        # Parameter has no __init__ of its own).
         pass
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+    # Parameters opt out of the __torch_function__ protocol, as PyTorch's do.
+    from ..overrides import _disabled_torch_function_impl as __torch_function__
 
     # print(param) shows the same as repr, as in PyTorch (Tensor has its own __str__).
     __str__ = __repr__

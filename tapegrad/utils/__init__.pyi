@@ -25,6 +25,7 @@ from tapegrad.utils import dlpack as dlpack
 from tapegrad.utils import hooks as hooks
 from tapegrad.utils import model_zoo as model_zoo
 from tapegrad.utils import viz as viz
+from tapegrad.utils import weak as weak
 
 __all__ = [
     'benchmark',
@@ -33,4 +34,5 @@ __all__ = [
     'dlpack',
     'hooks',
     'viz',
+    'weak',
 ]
