@@ -17,3 +17,27 @@ def test_sparse_module_exposes_the_package_as_torch():
     assert tapegrad.sparse.torch is tapegrad
     assert got.dtype == tapegrad.float32 and tuple(got.shape) == tuple(want.shape)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("shape, pad_mode, error", [
+    ((1, 1, 2, 40), "reflect", (NotImplementedError, "Padding size 2 is not supported for 4D")),
+    ((1, 1, 2, 40), "constant", (RuntimeError, r"stft\(torch.FloatTensor\[1, 1, 2, 56\]")),
+    ((), "reflect", (RuntimeError, "Padding size should be less than")),
+    ((), "constant", (RuntimeError, r"stft\(torch.FloatTensor\[1, 1, 17\]")),
+])
+def test_stft_centers_every_input_before_checking_its_rank(shape, pad_mode, error):
+    # torch.functional.stft pads any input (a >3D one as a whole), so the error a bad rank
+    # gets is F.pad's, or the refusal naming the padded shape.
+    for mod in (torch, tapegrad):
+        x = mod.ones(*shape) if shape else mod.tensor(1.0)
+        with pytest.raises(error[0], match=error[1]):
+            mod.stft(x, 16, 4, window=mod.hann_window(16), pad_mode=pad_mode, return_complex=True)
+
+
+def test_stft_center_padding_of_a_3d_signal_is_unchanged():
+    data = np.random.RandomState(1).randn(2, 1, 50)
+    want = torch.stft(torch.tensor(data).flatten(0, 1), 16, 4, window=torch.hann_window(16, dtype=torch.float64),
+                      return_complex=True)
+    got = tapegrad.stft(tapegrad.tensor(data).flatten(0, 1), 16, 4,
+                        window=tapegrad.hann_window(16, dtype=tapegrad.float64), return_complex=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
