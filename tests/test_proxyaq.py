@@ -41,3 +41,39 @@ def test_stft_center_padding_of_a_3d_signal_is_unchanged():
     got = tapegrad.stft(tapegrad.tensor(data).flatten(0, 1), 16, 4,
                         window=tapegrad.hann_window(16, dtype=tapegrad.float64), return_complex=True)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("input_lengths, target_lengths, phrase", [
+    ([12, -1, 9], [4, 2, 4], "Expected input_lengths to have value at least 0, but got value -1"),
+    ([12, 10, 9], [4, -2, 4], "Expected target_lengths to have value at least 0, but got value -2"),
+    ([13, -1, 9], [4, 2, 4], "Expected input_lengths to have value at most 12, but got value 13"),
+    ([-1, 13, 9], [4, 2, 4], "Expected input_lengths to have value at least 0, but got value -1"),
+])
+def test_ctc_loss_refuses_negative_lengths(input_lengths, target_lengths, phrase):
+    # A negative length used to be taken as an empty (target) or all-padding (input) sequence:
+    # a finite or inf loss where PyTorch refuses the call.
+    targets = [[1, 2, 2, 3], [4, 5, 1, 1], [3, 3, 3, 1]]
+    for mod in (torch, tapegrad):
+        log_probs = mod.zeros(12, 3, 6).log_softmax(2)
+        with pytest.raises(RuntimeError, match=phrase):
+            mod.nn.functional.ctc_loss(log_probs, mod.tensor(targets), mod.tensor(input_lengths),
+                                       mod.tensor(target_lengths), reduction="none")
+
+
+def test_ctc_loss_refuses_negative_length_of_concatenated_targets():
+    for mod in (torch, tapegrad):
+        log_probs = mod.zeros(12, 2, 6).log_softmax(2)
+        with pytest.raises(RuntimeError, match="target_lengths to have value at least 0, but got "
+                                               "value -1"):
+            mod.nn.functional.ctc_loss(log_probs, mod.tensor([1, 2, 3, 4]), mod.tensor([12, 10]),
+                                       mod.tensor([5, -1]))
+
+
+@pytest.mark.parametrize("label", [6, 11, -1])
+def test_ctc_loss_names_a_label_outside_the_classes(label):
+    # (PyTorch's CPU kernel reads such a label out of bounds: no reference value exists)
+    log_probs = tapegrad.zeros(12, 1, 6).log_softmax(2)
+    with pytest.raises(IndexError, match=f"target label {label} is out of bounds for log_probs "
+                                         "with 6 classes"):
+        tapegrad.nn.functional.ctc_loss(log_probs, tapegrad.tensor([[1, label]]),
+                                        tapegrad.tensor([12]), tapegrad.tensor([2]))
