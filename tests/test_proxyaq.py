@@ -77,3 +77,11 @@ def test_ctc_loss_names_a_label_outside_the_classes(label):
                                          "with 6 classes"):
         tapegrad.nn.functional.ctc_loss(log_probs, tapegrad.tensor([[1, label]]),
                                         tapegrad.tensor([12]), tapegrad.tensor([2]))
+
+
+def test_max_unpool1d_invalid_index_names_the_2d_volume():
+    # PyTorch unpools 1-d through its 2-d kernel: the refused index names a length x 1 volume.
+    for mod in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match=r"invalid max index: 9 \(output volumes are of "
+                                               r"size 4x1\)"):
+            mod.nn.functional.max_unpool1d(mod.ones(1, 1, 2), mod.tensor([[[9, 1]]]), 2)
