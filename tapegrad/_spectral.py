@@ -102,13 +102,17 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if window is None:
         _core.warn_once(_STFT_NO_WINDOW)
     signal = input
-    if center and 1 <= input.dim() <= 3:
-        # (as torch.functional.stft: F.pad on a 3D view of the signal, so reflect works)
+    if center:
+        # As torch.functional.stft: F.pad on a view of at least 3 dims, then its last
+        # input.dim() dims (all of them for a 0-d input, as `shape[-0:]` is the whole shape).  So
+        # a 1-3D signal pads by any mode, and a bad input fails as PyTorch's does: F.pad's own
+        # error for >3D non-constant padding or a too-short reflection, else the stft refusal
+        # below naming the padded shape.
         pad = n_fft // 2
         shape = list(input.shape)
         padded = tg.nn.functional.pad(input.reshape([1] * (3 - len(shape)) + shape), [pad, pad],
                                       pad_mode)
-        signal = padded.reshape(shape[:-1] + [padded.shape[-1]])
+        signal = padded.reshape(list(padded.shape)[-len(shape):] if shape else padded.shape)
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
 

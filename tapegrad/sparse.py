@@ -2,6 +2,9 @@
 tapegrad._sparse_coo for how they are built on the recorded dense ops)."""
 from __future__ import annotations
 
+# torch/sparse/__init__.py does `import torch`, and capsule-network scripts reach the package
+# through it (`torch.sparse.torch.eye(n).index_select(0, labels)` builds one-hot rows).
+import tapegrad as torch  # noqa: F401
 from ._sparse_coo import sparse_addmm, sparse_mm_public, sparse_softmax, sparse_sum
 from ._sparse_legacy import (BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                              FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)

@@ -183,6 +183,16 @@ def _lengths(value, name):
                     f"{_type_name(value)}")
 
 
+def _check_lengths(lengths, name, most=None):
+    """PyTorch's refusal of the first length below 0 (or above `most`), in sample order."""
+    bad = (lengths < 0) if most is None else (lengths < 0) | (lengths > most)
+    if bad.any():
+        value = int(lengths[np.argmax(bad)])
+        bound = "at least 0" if value < 0 else f"at most {most}"
+        raise RuntimeError(f"Expected {name} to have value {bound}, but got value {value} "
+                           f"(while checking arguments for ctc_loss_allocate_outputs)")
+
+
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """The CTC loss of log_probs (T, N, C) (or unbatched (T, C)) - log_softmax outputs - for
@@ -219,6 +229,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError("input_lengths must be of size batch_size")
     if tgt_len.size != n:
         raise RuntimeError("target_lengths must be of size batch_size")
+    # ATen's ctc_loss_allocate_outputs checks the lengths sample by sample: each target length,
+    # then each input length (at least 0, then at most T); a negative length must not reach the
+    # recursions, which would read it as an empty or shifted sequence.
+    _check_lengths(tgt_len, "target_lengths")
     if tgt.ndim == 1:           # concatenated targets: split them into padded rows
         if tgt.size < tgt_len.sum():
             raise RuntimeError(f"Expected tensor to have size at least {int(tgt_len.sum())} at "
@@ -236,12 +250,16 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                                f"1, but got size {tgt.shape[1]} for argument #2 'targets' (while "
                                f"checking arguments for ctc_loss_allocate_outputs)")
         tgt = tgt[:, :longest] if longest else tgt[:, :0]
-    if (in_len > T).any():
-        raise RuntimeError(f"Expected input_lengths to have value at most {T}, but got value "
-                           f"{int(in_len.max())} (while checking arguments for "
-                           f"ctc_loss_allocate_outputs)")
+    _check_lengths(in_len, "input_lengths", T)
     # Padding past each target's length must not read a class outside the table.
     tgt = np.where(np.arange(tgt.shape[1])[None, :] < tgt_len[:, None], tgt, blank)
+    # PyTorch's CPU kernel reads a label outside [0, C) out of bounds (an undefined result, a
+    # device assert on CUDA); refuse it by name rather than index (or wrap, for a negative
+    # label) numpy arrays with it.
+    outside = (tgt < 0) | (tgt >= C)
+    if outside.any():
+        raise IndexError(f"ctc_loss(): target label {int(tgt[outside][0])} is out of bounds for "
+                         f"log_probs with {C} classes")
     losses = _CtcLoss.apply(lp, tgt, in_len, tgt_len, int(blank), bool(zero_infinity))
     if reduction == "none":
         if unbatched:
