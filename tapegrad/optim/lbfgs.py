@@ -38,9 +38,11 @@ def _from_state(value):
     return value
 
 
-def _cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None):
+def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     """The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1 and g2, clipped to
-    `bounds` (default: the interval between x1 and x2); its midpoint if the cubic has none."""
+    `bounds` (default: the interval between x1 and x2); its midpoint if the cubic has none.
+    PyTorch's private name, which line searches written outside it import: it takes 0-d tensors
+    there (a tensor result then), numpy scalars and numbers here."""
     if bounds is not None:
         lo, hi = bounds
     else:
@@ -49,7 +51,7 @@ def _cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None):
     d2_square = d1 ** 2 - g1 * g2
     if d2_square < 0:
         return (lo + hi) / 2.0
-    d2 = np.sqrt(d2_square)
+    d2 = d2_square.sqrt() if isinstance(d2_square, _core.TensorBase) else np.sqrt(d2_square)
     if x1 <= x2:
         x = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
     else:
@@ -86,7 +88,7 @@ def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
             bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
             break
         # extrapolate, between 1.01 t and 10 t
-        t_next = _cubic_minimum(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
+        t_next = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
                                 bounds=(t + 0.01 * (t - t_prev), t * 10))
         t_prev, f_prev, g_prev, gtd_prev = t, f_new, g_new.copy(), gtd_new
         t = t_next
@@ -103,7 +105,7 @@ def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     while not done and ls_iter < max_ls:
         if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
             break
-        t = _cubic_minimum(bracket[0], bracket_f[0], bracket_gtd[0],
+        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0],
                            bracket[1], bracket_f[1], bracket_gtd[1])
         # keep t away from the bracket's ends (or move it there after two near-end guesses)
         b_min, b_max = min(bracket), max(bracket)
