@@ -120,3 +120,34 @@ def test_lbfgs_cubic_interpolate_with_tensor_slopes(args, bounds):
     theirs = theirs_fn(x1, f1, torch.tensor(g1), x2, f2, torch.tensor(g2), bounds=bounds)
     assert isinstance(ours, tg.Tensor) == isinstance(theirs, torch.Tensor)
     np.testing.assert_allclose(float(ours), float(theirs), rtol=1e-6)
+
+
+def _rosenbrock(v):
+    return (1 - v[0]) ** 2 + 100 * (v[1] - v[0] ** 2) ** 2
+
+
+@pytest.mark.parametrize("start,t0", [((-1.2, 1.0), 1.0), ((0.5, -0.3), 0.01), ((2.0, 2.0), 5.0)])
+def test_lbfgs_strong_wolfe_called_with_tensors(start, t0):
+    """Hand-written optimisers call torch.optim.lbfgs._strong_wolfe with PyTorch's arguments:
+    flat gradient tensors, an objective returning (float, tensor)."""
+    from tapegrad.optim.lbfgs import _strong_wolfe as ours_fn
+    from torch.optim.lbfgs import _strong_wolfe as theirs_fn
+
+    def run(lib, fn):
+        def obj(x, t, d):
+            xt = (x + t * d).detach().requires_grad_()
+            f = _rosenbrock(xt)
+            g, = lib.autograd.grad(f, xt)
+            return float(f.detach()), g
+        x = lib.tensor(start, dtype=lib.float64)
+        f, g = obj(x, 0.0, lib.zeros(2, dtype=lib.float64))
+        d = -g
+        return fn(obj, x, t0, d, f, g, g.dot(d))
+
+    of, og, ot, oevals = run(tg, ours_fn)
+    tf, tg_, tt, tevals = run(torch, theirs_fn)
+    assert oevals == tevals
+    assert isinstance(ot, tg.Tensor) == isinstance(tt, torch.Tensor)
+    np.testing.assert_allclose(of, tf, rtol=1e-12)
+    np.testing.assert_allclose(og.numpy(), tg_.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(float(ot), float(tt), rtol=1e-12)
