@@ -130,8 +130,6 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     return _core._name_grad_fn(diff.norm(p, dim, keepdim=keepdim), "NormBackward1")
 
 
-# (the matrix-product shortcut they select changes only rounding here: distances come from the
-# row differences whatever the mode)
 _CDIST_COMPUTE_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                         "donot_use_mm_for_euclid_dist")
 
@@ -157,10 +155,31 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None):
                            f"X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    if p == 2 and x1.numel() and x2.numel() and (
+            compute_mode == "use_mm_for_euclid_dist"
+            or (compute_mode != "donot_use_mm_for_euclid_dist"
+                and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
+        return _euclidean_distances(x1, x2)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if diff.numel():                                # (its kernel runs only with distances)
         refuse_half(diff, "cdist")
     return _core._name_grad_fn(row_distances(diff, p), "CdistBackward0")
+
+
+def _euclidean_distances(x1, x2):
+    """cdist's matrix-product path, in PyTorch's steps: the batch dims broadcast (inputs expanded
+    only where they differ), the distances of the product, viewed to the output shape.  (Half
+    precision too: PyTorch's kernel refuses it, its matrix product does not.)"""
+    from ._euclidean_dist import EuclideanDist, euclidean_dist_values
+    batch = tuple(_tg.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
+    if math.prod(batch) != 1:
+        x1 = x1.expand(batch + tuple(x1.shape[-2:]))
+        x2 = x2.expand(batch + tuple(x2.shape[-2:]))
+    if _tg.is_grad_enabled() and (x1.requires_grad or x2.requires_grad):
+        dist = EuclideanDist.apply(x1, x2)
+    else:                                       # (the Function's bookkeeping only when recording)
+        dist = euclidean_dist_values(x1, x2)
+    return dist.view(batch + (x1.shape[-2], x2.shape[-2]))
 
 
 def row_distances(diff, p: float):

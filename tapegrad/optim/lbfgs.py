@@ -38,9 +38,11 @@ def _from_state(value):
     return value
 
 
-def _cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None):
+def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     """The minimiser of the cubic through (x1, f1) and (x2, f2) with slopes g1 and g2, clipped to
-    `bounds` (default: the interval between x1 and x2); its midpoint if the cubic has none."""
+    `bounds` (default: the interval between x1 and x2); its midpoint if the cubic has none.
+    PyTorch's private name, which line searches written outside it import: it takes 0-d tensors
+    there (a tensor result then), numpy scalars and numbers here."""
     if bounds is not None:
         lo, hi = bounds
     else:
@@ -49,7 +51,7 @@ def _cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None):
     d2_square = d1 ** 2 - g1 * g2
     if d2_square < 0:
         return (lo + hi) / 2.0
-    d2 = np.sqrt(d2_square)
+    d2 = d2_square.sqrt() if isinstance(d2_square, _core.TensorBase) else np.sqrt(d2_square)
     if x1 <= x2:
         x = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
     else:
@@ -57,13 +59,19 @@ def _cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None):
     return min(max(x, lo), hi)
 
 
+def _copied(flat):
+    """A copy of a flat gradient: a numpy array in LBFGS.step, a tensor where a line search
+    written outside PyTorch calls _strong_wolfe itself (with PyTorch's arguments)."""
+    return flat.clone() if isinstance(flat, _core.TensorBase) else flat.copy()
+
+
 def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
                   max_ls=25):
     """A step t along d satisfying the strong Wolfe conditions: bracket a minimum, then zoom in by
     cubic interpolation.  evaluate(x, t, d) -> (loss, flat grad) at x + t*d.
     Returns (loss, flat grad, t, number of evaluations)."""
-    d_norm = np.abs(d).max()
-    g = g.copy()
+    d_norm = abs(d).max()
+    g = _copied(g)
     f_new, g_new = evaluate(x, t, d)
     evals = 1
     gtd_new = g_new.dot(d)
@@ -75,7 +83,7 @@ def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     while ls_iter < max_ls:
         if f_new > (f + c1 * t * gtd) or (ls_iter > 1 and f_new >= f_prev):
             bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            bracket_g, bracket_gtd = [g_prev, _copied(g_new)], [gtd_prev, gtd_new]
             break
         if abs(gtd_new) <= -c2 * gtd:
             bracket, bracket_f, bracket_g = [t], [f_new], [g_new]
@@ -83,12 +91,12 @@ def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
             break
         if gtd_new >= 0:
             bracket, bracket_f = [t_prev, t], [f_prev, f_new]
-            bracket_g, bracket_gtd = [g_prev, g_new.copy()], [gtd_prev, gtd_new]
+            bracket_g, bracket_gtd = [g_prev, _copied(g_new)], [gtd_prev, gtd_new]
             break
         # extrapolate, between 1.01 t and 10 t
-        t_next = _cubic_minimum(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
+        t_next = _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new,
                                 bounds=(t + 0.01 * (t - t_prev), t * 10))
-        t_prev, f_prev, g_prev, gtd_prev = t, f_new, g_new.copy(), gtd_new
+        t_prev, f_prev, g_prev, gtd_prev = t, f_new, _copied(g_new), gtd_new
         t = t_next
         f_new, g_new = evaluate(x, t, d)
         evals += 1
@@ -103,7 +111,7 @@ def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     while not done and ls_iter < max_ls:
         if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
             break
-        t = _cubic_minimum(bracket[0], bracket_f[0], bracket_gtd[0],
+        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0],
                            bracket[1], bracket_f[1], bracket_gtd[1])
         # keep t away from the bracket's ends (or move it there after two near-end guesses)
         b_min, b_max = min(bracket), max(bracket)
@@ -124,7 +132,7 @@ def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
 
         if f_new > (f + c1 * t * gtd) or f_new >= bracket_f[low]:
             bracket[high], bracket_f[high] = t, f_new
-            bracket_g[high], bracket_gtd[high] = g_new.copy(), gtd_new
+            bracket_g[high], bracket_gtd[high] = _copied(g_new), gtd_new
             low, high = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
         else:
             if abs(gtd_new) <= -c2 * gtd:
@@ -133,7 +141,7 @@ def _strong_wolfe(evaluate, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
                 bracket[high], bracket_f[high] = bracket[low], bracket_f[low]
                 bracket_g[high], bracket_gtd[high] = bracket_g[low], bracket_gtd[low]
             bracket[low], bracket_f[low] = t, f_new
-            bracket_g[low], bracket_gtd[low] = g_new.copy(), gtd_new
+            bracket_g[low], bracket_gtd[low] = _copied(g_new), gtd_new
 
     return bracket_f[low], bracket_g[low], bracket[low], evals
 

@@ -1,0 +1,46 @@
+"""The autograd.Function behind cdist's matrix-product path for p = 2 (loaded on first use).
+
+PyTorch computes p = 2 distances with one matrix product when compute_mode asks for it or either
+side has more than 25 rows: ||a||^2 - 2 a.b + ||b||^2, floored at 0, square-rooted.  Its values
+round differently from the row-difference kernel (they are what k-means and k-NN scripts print),
+and its node has its own derivative, which gives 0 where two rows coincide.
+"""
+from __future__ import annotations
+
+from .. import _core
+from .._extra_functions import _torch_grad_fn_name
+from ..autograd.function import Function
+
+
+def euclidean_dist_values(x1, x2):
+    """dist[..., i, j] = sqrt(max(0, |x1_i|^2 - 2 x1_i.x2_j + |x2_j|^2)) over (..., r, c) inputs,
+    in PyTorch's steps (one product of the padded rows); nothing recorded."""
+    import tapegrad as tg
+    with tg.no_grad():
+        n1 = x1.pow(2).sum(-1, keepdim=True)
+        n2 = x2.pow(2).sum(-1, keepdim=True)
+        left = tg.cat([x1.mul(-2), n1, tg.ones_like(n1)], -1)
+        right = tg.cat([x2, tg.ones_like(n2), n2], -1)
+        return left.matmul(right.mT).clamp_min_(0).sqrt_()
+
+
+class EuclideanDist(Function):
+    """euclidean_dist_values with PyTorch's derivative for it."""
+
+    @staticmethod
+    def forward(ctx, x1, x2):
+        dist = euclidean_dist_values(x1, x2)
+        ctx.save_for_backward(x1, x2, dist)
+        return dist
+
+    @staticmethod
+    def backward(ctx, grad):
+        x1, x2, dist = ctx.saved_tensors
+        # d dist_ij / d x1_i = (x1_i - x2_j) / dist_ij: the subgradient 0 where dist_ij is 0
+        ratio = (grad / dist).masked_fill(dist == 0, 0)
+        g1 = x1 * ratio.sum(-1, keepdim=True) - ratio.matmul(x2)
+        g2 = x2 * ratio.sum(-2).unsqueeze(-1) - ratio.mT.matmul(x1)
+        return g1, g2
+
+
+_torch_grad_fn_name(EuclideanDist, "EuclideanDistBackward0")
