@@ -401,6 +401,11 @@ def index_put_(self, indices, values, accumulate=False):
     indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
     """
     _core.check_bool("index_put_", "accumulate", accumulate)
+    if values is self and (accumulate or self.numel() != 1):
+        # PyTorch's index_put_ refuses values that are self before it looks at shapes or
+        # elements (x[k] = x, below, sees x without its leading size-1 dims: another tensor),
+        # unless one element and no accumulation make it masked_fill_ (fuzz 62705660)
+        _refuse_shared_source(self, values)
     if accumulate:
         # (self becomes the op's output when it records, as _extra_ops._in_place's ops do)
         from ._shift_ops import _become_result, _write_back
@@ -576,9 +581,12 @@ def index_copy_(self, dim, index, source):
     ``tapegrad.index_copy``. Returns self.
     """
     with _leaf_error_first(self):
+        # (PyTorch's index_copy_ refuses a shared source or index once dim is wrapped, before
+        # it checks the index: x.index_copy_(0, i, x) with i of the wrong length or dtype)
+        _index_arguments(self, dim, index, source, "index_copy")
+        _refuse_shared_source(self, source, index)
         read = _in_place_source(self, source)
         result = index_copy(read, dim, index, source)
-        _refuse_shared_source(self, source, index)
     return _write_in_place(self, read, result)
 
 

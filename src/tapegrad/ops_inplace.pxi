@@ -259,6 +259,10 @@ def _check_operands_overlap(TensorBase self, operands, bint same_too=False):
     `same_too`: an operand that is self's memory with self's layout is refused too (PyTorch's
     index and scatter writes: x.index_copy_(0, i, x))."""
     for x in operands:
+        if same_too and x is self:
+            # (PyTorch's overlap status of a tensor with itself is a full overlap before it
+            # looks at the elements: refused without any too, x.scatter_(0, i, x) of an empty x)
+            raise RuntimeError(SOURCE_OVERLAP)
         if isinstance(x, TensorBase) and (same_too or x is not self):
             check_source_overlap(self._array, (<TensorBase>x)._array, same_too)
 
@@ -853,9 +857,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     cdef bint check_overlap = isinstance(value, TensorBase) and not onto_base
     if check_overlap and advanced:
         if index_put_key(nkey, V):
-            if value is self:
+            if value is self and not (V.ndim and V.shape[0] == 1):
                 # (PyTorch's overlap test finds a tensor itself fully overlapping before it
-                # looks at sizes: refused even without elements; x[x > 0] = x, fuzz 63019660)
+                # looks at sizes: refused even without elements; x[x > 0] = x, fuzz 63019660.
+                # But x[k] = v writes v without its leading size-1 dims, a view, another
+                # tensor: its memory is compared, and an empty one shares none (x of shape
+                # (1, 0), fuzz 62705660); index_put_, which takes v as given, refuses it)
                 raise RuntimeError(SOURCE_OVERLAP)
             check_source_overlap(A, V, True)
         else:
