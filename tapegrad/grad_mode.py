@@ -83,13 +83,12 @@ class _GradModeGuard(_core.GradModeGuard):
 
     _mode: bool
 
-    def _clone(self):
-        """A fresh guard with the same effect, entered by each call of a decorated function."""
-        return type(self)()
-
     def clone(self):
         """A new guard of the same kind and mode (PyTorch's decorators enter one per call)."""
         return type(self)()
+
+    # a fresh guard with the same effect, entered by each call of a decorated function
+    _clone = clone
 
     def __repr__(self) -> str:
         return _torch_object_repr(self)
@@ -188,13 +187,12 @@ class inference_mode(_core.InferenceModeGuard):
     def __init__(self, mode: bool = True) -> None:
         super().__init__(mode)
 
-    def _clone(self):
-        """A fresh guard with the same mode, entered by each call of a decorated function."""
-        return inference_mode(self.mode)
-
     def clone(self):
         """A new inference_mode guard of the same mode."""
         return type(self)(self.mode)
+
+    # a fresh guard with the same mode, entered by each call of a decorated function
+    _clone = clone
 
     def __repr__(self) -> str:
         return _torch_object_repr(self)

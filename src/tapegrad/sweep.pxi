@@ -124,8 +124,7 @@ cdef bint keeps_recorded_shape(TensorBase t):
     """Whether t's node keeps the shape t had when recorded, t having another since
     (note_output_shape): the gradient reaching it has the recorded shape (arriving_shape), which
     t's retained .grad and autograd.grad's result for t keep, as PyTorch's."""
-    return (t._node >= 0 and TAPE.recs[t._node].extra != NULL
-            and (<RecordExtra>TAPE.recs[t._node].extra).out_shape is not None)
+    return t._node >= 0 and checks_arrival(t._node)
 
 
 cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
@@ -247,8 +246,8 @@ cdef object materialized(object g):
 cdef object arriving_shape(Py_ssize_t k, object g, Record* producer, Py_ssize_t q):
     """The shape gradient g reaching record k (output q of `producer`'s VJP; NULL: backward's
     seed q) is to be summed to, or None where g fits.  Only a record whose output an unrecorded
-    change reshaped since (note_output_shape; the caller checks that record k has an extra) has
-    one: PyTorch's engine checks each gradient against the shape its node recorded
+    change reshaped since (note_output_shape; the caller checks checks_arrival(k)) has one:
+    PyTorch's engine checks each gradient against the shape its node recorded
     (validate_outputs), sums one that broadcasts to it (a no_grad unsqueeze_(0)) and refuses
     any other (a no_grad t_) with this message, rather than let it flow on in the wrong shape."""
     shape = (<RecordExtra>TAPE.recs[k].extra).out_shape
@@ -265,9 +264,16 @@ cdef object arriving_shape(Py_ssize_t k, object g, Record* producer, Py_ssize_t 
                        f"shape compatible with {list(shape)}")
 
 
+cdef inline bint checks_arrival(Py_ssize_t k) noexcept:
+    """Whether record k's gradients are checked on arrival (its output was reshaped without a
+    record since: note_output_shape): the one test the sweep's hot loop makes, in C."""
+    return (TAPE.recs[k].extra != NULL
+            and (<RecordExtra>TAPE.recs[k].extra).out_shape is not None)
+
+
 cdef object fit_arriving(Py_ssize_t k, object g, Record* producer, Py_ssize_t q):
-    """g fit to record k's recorded output shape (arriving_shape); the caller checks that
-    record k has an extra."""
+    """g fit to record k's recorded output shape (arriving_shape); the caller checks
+    checks_arrival(k)."""
     shape = arriving_shape(k, g, producer, q)
     if shape is None:
         return g
@@ -323,7 +329,7 @@ cdef inline void offer_owned_adjoints(PyObject** adj, char* owned, Record* rec,
         k = ins[q]
         # (not to a record whose gradients are checked on arrival: arriving_shape)
         if (k >= 0 and adj[k] != NULL and owned[k] and (need == NULL or need[k])
-                and TAPE.recs[k].extra == NULL):
+                and not checks_arrival(k)):
             offer_accumulator(rec, q, adj[k])
 
 
@@ -406,7 +412,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
         for j in range(nr):
             k = roots[j]
             g = seeds[j]
-            if TAPE.recs[k].extra != NULL:
+            if checks_arrival(k):
                 g = fit_arriving(k, g, NULL, j)
             accumulate(adj, owned, k, g)
         # (real sgn's record: its gradient is a zero adjoint; -1 while no sgn was recorded)
@@ -544,7 +550,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             if rec.n_in == 1:
                 k = ins[0]
                 if k >= 0 and grads is not None:
-                    if TAPE.recs[k].extra != NULL:
+                    if checks_arrival(k):
                         grads = fit_arriving(k, grads, &rec, 0)
                     accumulate(adj, owned, k, grads)
                     if k < lowest:
@@ -557,7 +563,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     gk = (<tuple>grads)[q]
                     if gk is None or gk is ACCUMULATED:     # ACCUMULATED: already in adj[k]
                         continue
-                    if TAPE.recs[k].extra != NULL:
+                    if checks_arrival(k):
                         gk = fit_arriving(k, gk, &rec, q)
                     accumulate(adj, owned, k, gk)
                     if k < lowest:
