@@ -704,10 +704,15 @@ def factory(fn, name: str, kind: str):
     'data' (anything else: computed on the CPU, then given to the meta device)."""
     reads_tensors = kind in ("like", "size")      # (an input, full's fill_value)
     takes_requires_grad = "requires_grad" in inspect.signature(fn).parameters
+    from .overrides import _SUBCLASS_TYPES, _dispatch_subclass_call
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         # (this runs at every factory call: plain loops and type tests, no generators)
+        if kind == "like" and args and type(args[0]) in _SUBCLASS_TYPES \
+                and not _core._subclass_dispatch_set_off(None):
+            # (an input of a Tensor subclass: its __torch_function__, as the public entries do)
+            return _dispatch_subclass_call(wrapper, args, kwargs)
         if kwargs and takes_requires_grad and "requires_grad" in kwargs \
                 and type(kwargs["requires_grad"]) is not bool:
             check_requires_grad_argument(fn, name, args, kwargs)

@@ -1,20 +1,24 @@
-"""torch.overrides: the part of PyTorch's __torch_function__ protocol that tapegrad has.
+"""torch.overrides: PyTorch's __torch_function__ protocol.
 
-A public function (tapegrad.*, nn.functional, linalg, ...) called with an object that is no
-Tensor but whose type defines __torch_function__ (PyTorch's "Tensor-like" types: a ScalarTensor,
-a wrapper) dispatches to it as PyTorch's builtins do (dispatch_refused_call).  The public entry
-finds those only when the call refused its arguments with a TypeError
-(_public_calls.binding_error), so the ordinary call pays nothing.
+Tensor subclasses: a subclass of Tensor that keeps the protocol (nn.Parameter and its subclasses
+opt out) is registered when its class is made (Tensor.__init_subclass__ -> _register_subclass).
+From then on a public function's or Tensor method's call with one of its instances among the
+arguments goes to the subclass's __torch_function__ (out_arg_call.h finds them, for the C entries
+of public functions and methods; the class's other attributes -- operators, Python-level methods,
+tensor-valued properties -- are replaced on the subclass by dispatching ones, so a plain Tensor
+pays nothing), and Tensor's default __torch_function__ runs the call with the dispatch off and
+returns its tensors as the subclass: results keep their type, as in PyTorch.
 
-Otherwise tapegrad's own ops do not dispatch to __torch_function__ overrides (Tensor subclasses'
-included).  Also here: telling tensors from other objects (is_tensor_like), and the protocol as
-user code drives it -- a function that checks has_torch_function(...) and hands its arguments to handle_torch_function(...) reaches the
-__torch_function__ of a duck-typed tensor or of a Tensor subclass, and Tensor's default
-__torch_function__ (which a subclass's override calls through super()) runs the function with
-subclass dispatch off and returns its tensors as the subclass."""
+Tensor-like objects: a public function (tapegrad.*, nn.functional, linalg, ...) called with an
+object that is no Tensor but whose type defines __torch_function__ (a ScalarTensor, a wrapper)
+dispatches to it as PyTorch's builtins do (dispatch_refused_call).  The public entry finds those
+only when the call refused its arguments with a TypeError (_public_calls.binding_error), so the
+ordinary call pays nothing.
+
+Also here: telling tensors from other objects (is_tensor_like), and the protocol as user code
+drives it (has_torch_function, handle_torch_function)."""
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 from . import _core
@@ -23,24 +27,21 @@ from .tensor import Tensor
 __all__ = ["handle_torch_function", "has_torch_function", "has_torch_function_unary",
            "has_torch_function_variadic", "is_tensor_like"]
 
-_STATE = threading.local()      # .subclass_disabled: inside Tensor.__torch_function__'s call
-
-
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     """The __torch_function__ of a class that opts out of the protocol (nn.Parameter's)."""
     return func(*args, **(kwargs or {}))
 
 
 class _DisableTorchFunctionSubclass:
-    """While active, has_torch_function answers False: the function runs its plain path."""
+    """While active (in this thread), has_torch_function answers False and calls do not dispatch
+    to Tensor subclasses: the function runs its plain path."""
 
     def __enter__(self):
-        self.previous = getattr(_STATE, "subclass_disabled", False)
-        _STATE.subclass_disabled = True
+        self.previous = _core._subclass_dispatch_set_off(True)
         return self
 
     def __exit__(self, *exc):
-        _STATE.subclass_disabled = self.previous
+        _core._subclass_dispatch_set_off(self.previous)
         return False
 
 
@@ -51,7 +52,7 @@ def _overloads(arg) -> bool:
     method = getattr(cls, "__torch_function__", None)
     if method is None or getattr(method, "__func__", method) is _disabled_torch_function_impl:
         return False
-    return not getattr(_STATE, "subclass_disabled", False)
+    return not _core._subclass_dispatch_set_off(None)
 
 
 def has_torch_function(relevant_args) -> bool:
@@ -152,3 +153,100 @@ def dispatch_refused_call(entry, args, kwargs):
     raise TypeError(f"Multiple dispatch failed for '{qualified}'; all __torch_function__ handlers "
                     f"returned NotImplemented:\n\n{listed}\nFor more information, try re-running "
                     "with TORCH_LOGS=not_implemented")
+
+
+# -- Tensor subclasses ------------------------------------------------------------------------------
+
+_SUBCLASS_TYPES: set = set()    # the subclasses that dispatch (out_arg_call.h reads this set)
+
+# Tensor's attributes a subclass keeps as they are: object protocol, construction, copying and
+# pickling (their own code handles subclasses), and the protocol itself.
+_KEPT = frozenset((
+    "__new__", "__init__", "__init_subclass__", "__torch_function__", "__class__", "__dict__",
+    "__doc__", "__module__", "__getattribute__", "__getattr__", "__setattr__", "__delattr__",
+    "__dir__", "__sizeof__", "__reduce__", "__reduce_ex__", "__setstate__", "__getstate__",
+    "__deepcopy__", "__copy__", "__hash__", "__subclasshook__", "__weakref__", "__class_getitem__",
+    "__array_priority__", "__pyx_vtable__", "__qualname__", "as_subclass"))
+
+# Properties whose value is a tensor of the instance's kind (PyTorch converts them; .grad and
+# ._base it does not: get_default_nowrap_functions).
+_TENSOR_PROPERTIES = ("T", "mT", "H", "mH", "real", "imag", "data")
+
+# The operators PyTorch reports to __torch_function__ as the method they compute.
+_OPERATOR_METHODS = {
+    "__add__": "add", "__radd__": "add", "__sub__": "sub", "__mul__": "mul", "__rmul__": "mul",
+    "__truediv__": "div", "__neg__": "neg", "__pow__": "pow", "__matmul__": "matmul",
+    "__abs__": "abs", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+    "__ne__": "ne", "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_",
+    "__itruediv__": "div_"}
+
+
+def _dispatch_subclass_call(entry, args, kwargs):
+    """A public function's or Tensor method's call holding a dispatching subclass's instance
+    (out_arg_call.h): to the overriding __torch_function__s, `entry` as the function."""
+    return handle_torch_function(entry, _relevant(args, kwargs), *args, **kwargs)
+
+
+def _dispatching_method(func, plain):
+    """The subclass's version of a Tensor attribute `plain` (called as plain(self, ...)):
+    dispatches as `func` unless the dispatch is off."""
+    def method(self, *args, **kwargs):
+        if _core._subclass_dispatch_set_off(None):
+            return plain(self, *args, **kwargs)
+        return handle_torch_function(func, _relevant((self, *args), kwargs), self, *args,
+                                     **kwargs)
+    method.__name__ = method.__qualname__ = getattr(plain, "__name__", "method")
+    method.__doc__ = getattr(plain, "__doc__", None)
+    method._dispatches = True
+    return method
+
+
+class _DispatchingProperty(property):
+    """A tensor-valued property of a subclass, dispatching its reads."""
+
+
+def _dispatching_property(descriptor):
+    getter = descriptor.__get__
+    read = _dispatching_method(getter, getter)
+    write = None
+    if getattr(descriptor, "fset", None) is not None or (
+            not isinstance(descriptor, property) and hasattr(descriptor, "__set__")):
+        def write(self, value):
+            descriptor.__set__(self, value)
+    return _DispatchingProperty(read, write, doc=descriptor.__doc__)
+
+
+def _register_subclass(cls) -> None:
+    """Tensor.__init_subclass__: make `cls` dispatch to its __torch_function__ unless it opts
+    out (_disabled_torch_function_impl, as nn.Parameter) or is one of tapegrad's own."""
+    if cls.__module__.startswith("tapegrad"):
+        return
+    method = getattr(cls, "__torch_function__", None)
+    if method is None or getattr(method, "__func__", method) is _disabled_torch_function_impl:
+        return
+    if not _SUBCLASS_TYPES:
+        _core._set_subclass_dispatch(_SUBCLASS_TYPES, _dispatch_subclass_call)
+    own = set()                     # what the subclass (or a user class between) defines itself
+    for klass in cls.__mro__:
+        if klass is Tensor:
+            break
+        own.update(name for name, value in vars(klass).items()
+                   if not (getattr(value, "_dispatches", False)
+                           or isinstance(value, _DispatchingProperty)))
+    _SUBCLASS_TYPES.add(cls)
+    method_type = type(Tensor.add)          # tapegrad's C method entries dispatch by themselves
+    for klass in (_core.TensorBase, Tensor):
+        for name, value in vars(klass).items():
+            if name in own or name in _KEPT:
+                continue
+            if name in _TENSOR_PROPERTIES:
+                setattr(cls, name, _dispatching_property(value))
+                continue
+            if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
+                continue
+            if isinstance(value, method_type) or not callable(value) or isinstance(
+                    value, (staticmethod, classmethod, type)):
+                continue
+            plain = getattr(Tensor, name)
+            func = getattr(Tensor, _OPERATOR_METHODS.get(name, name))
+            setattr(cls, name, _dispatching_method(func, plain))

@@ -226,11 +226,17 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     # The compiled descriptor itself, so a warning still names the user's line.
     _grad = _core.TensorBase.grad
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass keeps PyTorch's __torch_function__ protocol: ops on its instances go to its
+        __torch_function__ (tapegrad.overrides)."""
+        super().__init_subclass__(**kwargs)
+        from .overrides import _register_subclass
+        _register_subclass(cls)
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """PyTorch's default override: run `func` with subclass dispatch off and return its
-        tensors as `cls`.  (tapegrad's own ops do not dispatch here; functions that use
-        torch.overrides.handle_torch_function do, and subclasses' overrides call it by super().)"""
+        tensors as `cls` (tapegrad.overrides)."""
         from .overrides import _convert, _DisableTorchFunctionSubclass
         if not all(issubclass(cls, t) for t in types):
             return NotImplemented

@@ -1314,6 +1314,8 @@ cdef extern from "out_arg_call.h":
                                       object method) except -1
     object tg_method_type()
     int tg_set_profiler(object open_event, object close_event) except -1
+    int tg_set_subclass_dispatch(object types, object tensor_base, object handler) except -1
+    int tg_subclass_dispatch_set_off(int off)
 
 
 cdef int refuse_dtype_other_than_out(str name, object dtype, object out_dt) except -1:
@@ -1368,6 +1370,20 @@ def _set_public_call_meta(tensor_cls, parameter_cls, entry):
     made): WithOut calls with a meta argument go to entry("call", (function, name, args,
     kwargs)) from then on (out_arg_call.h)."""
     tg_out_arg_set_meta(tensor_cls, parameter_cls, entry)
+
+
+def _set_subclass_dispatch(set types, handler):
+    """Called by tapegrad/overrides.py at the first Tensor subclass that keeps the
+    __torch_function__ protocol: public functions' and Tensor methods' calls with an instance of
+    a type in `types` (a set it keeps adding to) go to handler(entry, args, kwargs) from then on
+    (out_arg_call.h)."""
+    tg_set_subclass_dispatch(types, TensorBase, handler)
+
+
+def _subclass_dispatch_set_off(off):
+    """Turns that dispatch off (True) or on (False) for this thread, or leaves it (None);
+    returns the previous setting."""
+    return bool(tg_subclass_dispatch_set_off(-1 if off is None else (1 if off else 0)))
 
 
 def _capture_route():

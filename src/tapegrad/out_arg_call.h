@@ -110,6 +110,60 @@ tg_any_argument(PyObject *const *args, Py_ssize_t n, int (*is_kind)(PyObject *))
     return 0;
 }
 
+/* PyTorch's __torch_function__ dispatch for Tensor subclasses.  tapegrad/overrides.py registers
+ * each Tensor subclass that keeps the protocol (not nn.Parameter's kind, which opts out) in
+ * tg_subclass_types when the class is made; from then on a public function's or a Tensor
+ * method's call with an instance of one among its arguments goes to
+ * tg_subclass_handler(<entry>, args, kwargs) instead (handle_torch_function's way: the subclass's
+ * __torch_function__ with the entry as `func`).  Until the first such class the check is one
+ * NULL test.  Tensor's default __torch_function__ runs the call with the dispatch off
+ * (tg_subclass_dispatch_off, per thread as PyTorch's DisableTorchFunctionSubclass guard). */
+#if defined(_MSC_VER)
+#define TG_THREAD_LOCAL __declspec(thread)
+#else
+#define TG_THREAD_LOCAL __thread
+#endif
+static PyObject *tg_subclass_types = NULL;          /* a set of types */
+static PyObject *tg_subclass_handler = NULL;
+static PyTypeObject *tg_tensor_base_type = NULL;
+static TG_THREAD_LOCAL int tg_subclass_dispatch_off = 0;
+
+static int
+tg_is_dispatching_subclass(PyObject *a)
+{
+    PyTypeObject *t = Py_TYPE(a);
+    /* (a set lookup of a type cannot fail: types hash by identity) */
+    return PyType_IsSubtype(t, tg_tensor_base_type)
+           && PySet_Contains(tg_subclass_types, (PyObject *)t) == 1;
+}
+
+static int
+tg_set_subclass_dispatch(PyObject *types, PyObject *tensor_base, PyObject *handler)
+{
+    if (!PySet_Check(types) || !PyType_Check(tensor_base) || !PyCallable_Check(handler)) {
+        PyErr_SetString(PyExc_TypeError, "expected a set, the tensor base type and a callable");
+        return -1;
+    }
+    Py_INCREF(types);
+    Py_XSETREF(tg_subclass_types, types);
+    Py_INCREF(tensor_base);
+    Py_XSETREF(tg_tensor_base_type, (PyTypeObject *)tensor_base);
+    Py_INCREF(handler);
+    Py_XSETREF(tg_subclass_handler, handler);
+    return 0;
+}
+
+/* Turns the dispatch off (off=1) or back on for this thread (off=-1: leaves it); the previous
+ * setting. */
+static int
+tg_subclass_dispatch_set_off(int off)
+{
+    int previous = tg_subclass_dispatch_off;
+    if (off >= 0)
+        tg_subclass_dispatch_off = off;
+    return previous;
+}
+
 /* The number of arguments in a vectorcall's vector: positional, then one per keyword. */
 static inline Py_ssize_t
 tg_argument_count(size_t nargsf, PyObject *kwnames)
@@ -355,6 +409,26 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     return result;
 }
 
+/* Whether a call's arguments hold an instance of a dispatching Tensor subclass (and the dispatch
+ * is on); then tg_subclass_call sends it to the handler. */
+static inline int
+tg_dispatches_to_subclass(PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return tg_subclass_types != NULL && !tg_subclass_dispatch_off
+           && tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_dispatching_subclass);
+}
+
+static PyObject *
+tg_subclass_call(PyObject *entry, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *result, *head = PyTuple_Pack(1, entry);
+    if (head == NULL)
+        return NULL;
+    result = tg_out_arg_call_with(tg_subclass_handler, head, args, nargsf, kwnames, 1);
+    Py_DECREF(head);
+    return result;
+}
+
 /* A handler's verdict on a call: handler(function, name, error, args, kwargs), `error` what the
  * function raised (NULL: it returned).  A new reference to the exception to raise instead, to
  * None (the call's own outcome stands), or NULL with an error set.  argument_error (a call with
@@ -464,6 +538,8 @@ tg_out_arg_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
     TgOutArg *self = (TgOutArg *)callable;
     PyObject *head, *result;
 
+    if (tg_dispatches_to_subclass(args, nargsf, kwnames))
+        return tg_subclass_call(callable, args, nargsf, kwnames);
     if (tg_meta_type != NULL
             && tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_meta)) {
         /* the meta device: dispatch(<this function>, name, args, kwargs) */
@@ -736,6 +812,8 @@ tg_method_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     TgMethod *self = (TgMethod *)callable;
     vectorcallfunc fn_call = PyVectorcall_Function(self->fn);
     PyObject *result;
+    if (tg_dispatches_to_subclass(args, nargsf, kwnames))
+        return tg_subclass_call(callable, args, nargsf, kwnames);
     if (kwnames != NULL && self->refuses_out && tg_kwnames_name_out(kwnames)) {
         PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument 'out'",
                      self->name);
