@@ -220,3 +220,36 @@ def test_flop_counter_with_profiler_active():
     assert counter.get_total_flops() == 240
     assert sum(e.flops for e in prof.key_averages()) == 120
     assert a.grad is not None
+
+
+# -- torch._C names scripts call --------------------------------------------------------------
+
+def test_c_names_scripts_call():
+    for lib in (tapegrad, torch):
+        assert lib._C._get_tracing_state() is None
+        assert lib._C.Generator is lib.Generator
+        assert lib._C._LinAlgError is lib.linalg.LinAlgError
+        assert lib._C._log_api_usage_once("sweep43.test") is None
+        try:
+            assert lib._C._set_grad_enabled(False) is None
+            assert not lib.is_grad_enabled() and not lib._C.is_grad_enabled()
+            x = lib.ones(2, requires_grad=True)
+            assert not (x * 2).requires_grad
+        finally:
+            lib._C._set_grad_enabled(True)
+        assert (lib.ones(2, requires_grad=True) * 2).requires_grad
+
+
+@pytest.mark.parametrize("value", [1, None, "yes"])
+def test_c_set_grad_enabled_refuses_non_bool(value):
+    for lib in (tapegrad, torch):
+        with pytest.raises(TypeError, match=r"set_grad_enabled\(\): argument 'enabled' "
+                                            r"\(position 1\) must be bool"):
+            lib._C._set_grad_enabled(value)
+    assert tapegrad.is_grad_enabled()
+
+
+def test_c_log_api_usage_once_refuses_non_str():
+    for lib in (tapegrad, torch):
+        with pytest.raises(TypeError, match="bad argument type"):
+            lib._C._log_api_usage_once(3)
