@@ -249,6 +249,8 @@ _LAZY = _lazy.table({
 # importing them.
 _LAZY["_dynamo"] = ("_dynamo", None)
 _LAZY["_inductor"] = ("_inductor", None)
+# and scripts call a few names of its compiled module as torch._C.<name> (tapegrad/_C.py)
+_LAZY["_C"] = ("_C", None)
 
 
 # PyTorch's deprecated build flags: each warns and answers from the torch.backends function it

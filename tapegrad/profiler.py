@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 import functools
 import json
+import math
 import os
 import threading
 import time
@@ -167,12 +168,13 @@ def _op_open(name, operands):
     return opened
 
 
-def _op_close(token):
-    """Close what _op_open opened (innermost first)."""
+def _op_close(token, result=None):
+    """Close what _op_open opened (innermost first); `result` is the op's (None for a backward
+    node or a failed call): what a FlopCounterMode, which listens as a profiler, reads."""
     if token:
         end = _now_us()
         for profiler, event in reversed(token):
-            profiler._close(event, end)
+            profiler._close(event, end, result)
 
 
 class _OpEvent:
@@ -331,6 +333,9 @@ class FunctionEventAvg(_Figures):
                 f"cpu_time={self.cpu_time_str} input_shapes={self.input_shapes or ''}>")
 
 
+_FLOP_UNITS = ("FLOPs", "KFLOPs", "MFLOPs", "GFLOPs", "TFLOPs", "PFLOPs")
+
+
 def _format_time(us):
     if us >= 1e6:
         return f"{us / 1e6:.3f}s"
@@ -355,11 +360,13 @@ def _format_share(part, total):
 
 class EventList(list):
     """A list of events (or of their averages) with torch's summary table; from a profile that
-    measured memory, the table has torch's "CPU Mem" and "Self CPU Mem" columns."""
+    measured memory, the table has torch's "CPU Mem" and "Self CPU Mem" columns, from one that
+    counted FLOPs (with_flops) a "Total FLOPs" column when some event has any."""
 
-    def __init__(self, events=(), profile_memory=False):
+    def __init__(self, events=(), profile_memory=False, with_flops=False):
         super().__init__(events)
         self._profile_memory = profile_memory
+        self._with_flops = with_flops
 
     def table(self, sort_by=None, row_limit=100, max_src_column_width=75, max_name_column_width=55,
               max_shapes_column_width=80, header=None, top_level_events_only=False,
@@ -389,6 +396,12 @@ class EventList(list):
         if has_shapes:
             headers.append("Input Shapes")
             widths.append(shapes_width)
+        counted = [e.flops for e in events if e.flops > 0] if self._with_flops else []
+        if counted:
+            # one unit for the column, the one of its smallest count (FLOPs, KFLOPs, ...)
+            power = min(int(math.log10(min(counted)) / 3), len(_FLOP_UNITS) - 1)
+            headers.append(f"Total {_FLOP_UNITS[power]}")
+            widths.append(12)
 
         def line(cells):
             return "".join(f"{str(c):>{w}}  " for c, w in zip(cells, widths))
@@ -430,6 +443,8 @@ class EventList(list):
             cells.append(e.count)
             if has_shapes:
                 cells.append(str(e.input_shapes)[:shapes_width])
+            if counted:
+                cells.append(f"{e.flops / 1000 ** power:8.3f}" if e.flops > 0 else "--")
             out.append(line(cells))
         out.append(rule)
         out.append(f"Self CPU time total: {shown(total)}")
@@ -453,7 +468,7 @@ class EventList(list):
             # call's shapes only, and the table then has no Input Shapes column.
             for average in groups.values():
                 average.input_shapes = ""
-        return EventList(groups.values(), self._profile_memory)
+        return EventList(groups.values(), self._profile_memory, self._with_flops)
 
     def total_average(self):
         """All the events as one average, key "Total"."""
@@ -625,7 +640,7 @@ class profile:
         self._events.append(event)
         return event
 
-    def _close(self, event, end=None):
+    def _close(self, event, end=None, result=None):
         event.time_range.end = _now_us() if end is None else end
         self._measure_memory(event)
         stack = self._stacks.get(event.thread)
@@ -640,7 +655,7 @@ class profile:
     @property
     def function_events(self):
         """Every event recorded, in order of start (torch.autograd.profiler.profile's)."""
-        return EventList(self._events, self.profile_memory)
+        return EventList(self._events, self.profile_memory, self.with_flops)
 
     def events(self):
         """Every event recorded, in order of start (torch.profiler.profile's)."""

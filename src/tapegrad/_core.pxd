@@ -794,7 +794,7 @@ cdef int ANOMALY_MODE
 cdef int PROFILING
 cdef int set_core_profiler(object open_event, object close_event) except -1
 cdef object profiler_open(str name, object args)
-cdef int profiler_close(object token) except -1
+cdef int profiler_close(object token, object result=*) except -1
 cdef object profiled_call(str name, object fn, tuple args)
 cdef object profiled_binary(str name, int op, object a, object b)
 cdef str record_name(Record* r)

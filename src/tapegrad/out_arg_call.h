@@ -232,8 +232,12 @@ tg_profiled_call(vectorcallfunc body, PyObject *callable, PyObject *const *args,
         return NULL;
     result = body(callable, args, nargsf, kwnames);
     PyErr_Fetch(&type, &value, &tb);
-    closed = tg_profiler_close != NULL ? PyObject_CallOneArg(tg_profiler_close, token)
-                                       : Py_NewRef(Py_None);
+    if (tg_profiler_close != NULL) {    /* close(token, result): a FlopCounterMode reads it */
+        PyObject *close_args[2] = {token, result != NULL ? result : Py_None};
+        closed = PyObject_Vectorcall(tg_profiler_close, close_args, 2, NULL);
+    }
+    else
+        closed = Py_NewRef(Py_None);
     Py_DECREF(token);
     if (closed == NULL) {       /* (the profiler's own error wins) */
         Py_XDECREF(result);

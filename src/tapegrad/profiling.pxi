@@ -12,7 +12,8 @@
 # PROFILER_OPEN(name, args) -> token opens an event: `name` a public name ("add", "matmul"), args
 # the call's operands (record_shapes reads their shapes); args None opens a backward node's pair
 # of events, `name` its grad_fn name; a name with "::" in it is the event's own name.
-# PROFILER_CLOSE(token) closes what it opened.
+# PROFILER_CLOSE(token, result) closes what it opened; result is the op's (None for a backward
+# node, a failed call, or an op whose caller does not pass it): tapegrad.utils.flop_counter reads it.
 # ---------------------------------------------------------------------------------------------
 
 cdef int PROFILING = 0
@@ -36,29 +37,34 @@ cdef object profiler_open(str name, object args):
     return PROFILER_OPEN(name, args)
 
 
-cdef int profiler_close(object token) except -1:
-    """Close what profiler_open opened (an exception in flight stays set)."""
+cdef int profiler_close(object token, object result=None) except -1:
+    """Close what profiler_open opened, with the op's result when it has one (a FlopCounterMode
+    counts from its shape and hooks its node); an exception in flight stays set."""
     if token is not None and PROFILER_CLOSE is not None:
-        PROFILER_CLOSE(token)
+        PROFILER_CLOSE(token, result)
     return 0
 
 
 cdef object profiled_call(str name, object fn, tuple args):
     """fn(*args) as one event `name` (a caller that has tested PROFILING)."""
     token = profiler_open(name, args)
+    result = None
     try:
-        return fn(*args)
+        result = fn(*args)
+        return result
     finally:
-        profiler_close(token)
+        profiler_close(token, result)
 
 
 cdef object profiled_binary(str name, int op, object a, object b):
     """binary_op(op, a, b) as one event `name` (TensorBase's operator slots)."""
     token = profiler_open(name, (a, b))
+    result = None
     try:
-        return binary_op(op, a, b)
+        result = binary_op(op, a, b)
+        return result
     finally:
-        profiler_close(token)
+        profiler_close(token, result)
 
 
 cdef int profile_captured(Record* r) except -1:

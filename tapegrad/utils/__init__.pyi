@@ -22,6 +22,7 @@ from tapegrad.utils import benchmark as benchmark
 from tapegrad.utils import checkpoint as checkpoint
 from tapegrad.utils import data as data
 from tapegrad.utils import dlpack as dlpack
+from tapegrad.utils import flop_counter as flop_counter
 from tapegrad.utils import hooks as hooks
 from tapegrad.utils import model_zoo as model_zoo
 from tapegrad.utils import viz as viz

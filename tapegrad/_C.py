@@ -1,0 +1,35 @@
+"""tapegrad._C: the few names of PyTorch's compiled module that model and training scripts call
+directly (torch._C._get_tracing_state() in forward methods and distributions,
+torch._C._set_grad_enabled, torch._C.Generator ...), each the tapegrad function that does that
+job.  Not a copy of PyTorch's internals: a name not here is an AttributeError, as for any missing
+attribute."""
+from __future__ import annotations
+
+from . import _core
+from ._core import is_grad_enabled
+from .random import Generator
+from .linalg import LinAlgError as _LinAlgError
+
+__all__ = ["Generator", "is_grad_enabled", "_set_grad_enabled", "_get_tracing_state",
+           "_LinAlgError", "_log_api_usage_once"]
+
+
+def _get_tracing_state():
+    """PyTorch's TracingState while torch.jit.trace records a graph, else None.  tapegrad's
+    jit.trace runs the function eagerly and records no graph, so there is never a state: code
+    that asks takes its eager path, which is what tapegrad runs."""
+    return None
+
+
+def _set_grad_enabled(enabled):
+    """Turn gradient recording on or off for this thread (what torch.set_grad_enabled does
+    without a context); returns None, as PyTorch's."""
+    _core.check_bool("set_grad_enabled", "enabled", enabled, 1)
+    _core._set_grad_enabled(enabled)
+
+
+def _log_api_usage_once(event):
+    """PyTorch logs `event` to the usage logger a deployment may install; tapegrad has none, so
+    only the argument is checked."""
+    if not isinstance(event, str):
+        raise TypeError("bad argument type for built-in operation")

@@ -1,0 +1,401 @@
+"""torch.utils.flop_counter: FlopCounterMode counts the floating-point operations of the matrix
+products, convolutions and attention a block runs, forward and backward, per module.
+
+PyTorch counts the aten ops its dispatcher runs (aten.mm, aten.addmm, aten.bmm, aten.baddbmm,
+aten.convolution, aten.convolution_backward; on the CPU scaled_dot_product_attention runs as two
+aten.bmm).  tapegrad runs no aten decomposition, so the mode listens to the profiler's op events
+(tapegrad/profiler.py: every public call, with its positional operands and its result) and counts
+each counted call as the aten op PyTorch runs for it: torch.matmul of a 3-d and a 2-d tensor is
+one aten.mm over the folded rows, F.linear with a bias an aten.addmm, and so on.  An op called
+inside a counted one (tapegrad's own implementation of it) is not counted again.
+
+A backward is counted when the op's node runs while the mode is active, as the products PyTorch's
+backward runs: one per operand that requires grad (mm's two gradients are two aten.mm), under
+the modules the forward ran in.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import warnings
+from collections import defaultdict
+
+from .. import _profiler_flops, profiler as _profiler
+
+__all__ = ["FlopCounterMode"]
+
+
+class _AtenOp:
+    """The key a count is kept under: prints as PyTorch's op packet does (aten.mm)."""
+
+    __slots__ = ("__name__",)
+
+    def __init__(self, name):
+        self.__name__ = name
+
+    def __str__(self):
+        return f"aten.{self.__name__}"
+
+    def __repr__(self):
+        return f"<OpOverloadPacket(op='aten.{self.__name__}')>"
+
+    def __eq__(self, other):
+        return str(other) == str(self)
+
+    def __hash__(self):
+        return hash(str(self))
+
+
+_OPS = {name: _AtenOp(name) for name in ("mm", "addmm", "bmm", "baddbmm", "convolution",
+                                         "convolution_backward")}
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else None
+
+
+def _needs_grad(x) -> bool:
+    return bool(getattr(x, "requires_grad", False))
+
+
+def _matmul_counts(a, b, op=None):
+    """(forward op, flops of one product) of a matmul of shapes a and b as PyTorch runs it:
+    mm over the folded rows when b is 2-d (a 1-d a as one row), bmm over the broadcast batch
+    otherwise; (None, 0) for mv and dot (not counted)."""
+    if len(b) < 2:
+        return None, 0
+    if len(b) == 2:
+        rows = math.prod(a[:-1]) if len(a) > 1 else 1
+        return op or "mm", 2 * rows * a[-1] * b[-1]
+    a = (1, *a) if len(a) == 1 else a
+    batch = math.prod(_profiler_flops._broadcast(a[:-2], b[:-2]))
+    return op or "bmm", 2 * batch * a[-2] * a[-1] * b[-1]
+
+
+def _counts(name, operands, result):
+    """[(op, flops)] of the forward and [(op, flops, operand)] of the backward (one product per
+    operand that requires grad) of the public call `name`, or None when it counts nothing."""
+    if name == "aten::einsum":
+        if len(operands) == 2 and isinstance(operands[1], (list, tuple)):
+            operands = (operands[0], *operands[1])      # (einsum(equation, [a, b]))
+        return _einsum_counts(operands[0], operands[1:])
+    shapes = [_shape(x) for x in operands]
+    if len(shapes) < 2 or shapes[0] is None or shapes[1] is None:
+        return None
+    out = _shape(result)
+    if name in ("aten::mm", "aten::matmul", "aten::bmm"):
+        a, b = shapes[0], shapes[1]
+        if not a:
+            return None
+        op, flops = _matmul_counts(a, b)
+        if op is None:
+            return None
+        backward = "mm" if op == "mm" else "bmm"
+        return [(op, flops)], [(backward, flops, operands[0]), (backward, flops, operands[1])]
+    if name in ("aten::addmm", "aten::baddbmm"):
+        if len(shapes) < 3 or shapes[2] is None:
+            return None
+        a, b = shapes[1], shapes[2]
+        op, flops = _matmul_counts(a, b, name[6:])
+        backward = "mm" if op == "addmm" else "bmm"
+        return [(op, flops)], [(backward, flops, operands[1]), (backward, flops, operands[2])]
+    if name == "aten::linear":
+        x, w = shapes[0], shapes[1]
+        if not x or len(w) != 2:
+            return None     # (a 1-d weight: a dot product)
+        flops = 2 * math.prod(x[:-1]) * x[-1] * w[0]
+        has_bias = len(operands) > 2 and operands[2] is not None
+        return ([("addmm" if has_bias else "mm", flops)],
+                [("mm", flops, operands[0]), ("mm", flops, operands[1])])
+    if name.startswith("aten::conv") and out is not None:
+        x, w = shapes[0], shapes[1]
+        if name.startswith("aten::conv_transpose"):
+            flops = 2 * math.prod(x) * math.prod(w[1:])
+        elif name[-2:] in ("1d", "2d", "3d"):
+            flops = 2 * math.prod(out) * math.prod(w[1:])
+        else:
+            return None
+        return ([("convolution", flops)],
+                [("convolution_backward", flops, operands[0]),
+                 ("convolution_backward", flops, operands[1])])
+    if name == "aten::scaled_dot_product_attention" and len(shapes) >= 3 and shapes[2]:
+        q, k, v = shapes[:3]
+        batch = math.prod(_profiler_flops._broadcast(
+            _profiler_flops._broadcast(q[:-2], k[:-2]), v[:-2]))
+        scores = 2 * batch * q[-2] * q[-1] * k[-2]      # Q K^T
+        mixed = 2 * batch * q[-2] * k[-2] * v[-1]       # softmax(.) V
+        query, key, value = operands[:3]
+        # the backward's products: the weights' and V's gradients (mixed), Q's and K's (scores)
+        weights = _needs_grad(query) or _needs_grad(key)
+        return ([("bmm", scores), ("bmm", mixed)],
+                [("bmm", mixed, weights), ("bmm", mixed, value), ("bmm", scores, query),
+                 ("bmm", scores, key)])
+    return None
+
+
+def _einsum_labels(equation, shapes):
+    """(each operand's labels, the output's labels, label -> size) of an einsum equation; the
+    dims an ellipsis covers get labels of their own (counted from the right, broadcast)."""
+    inputs, arrow, output = equation.replace(" ", "").partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(shapes):
+        return None
+    sizes, labelled, ellipsis = {}, [], 0
+    for term, shape in zip(terms, shapes):
+        if "..." in term:
+            head, _, tail = term.partition("...")
+            covered = len(shape) - len(head) - len(tail)
+            ellipsis = max(ellipsis, covered)
+            labels = [*head, *(f"...{covered - i}" for i in range(covered)), *tail]
+        else:
+            labels = list(term)
+        if len(labels) != len(shape):
+            return None
+        for label, size in zip(labels, shape):
+            sizes[label] = max(sizes.get(label, 1), size)
+        labelled.append(labels)
+    dots = [f"...{ellipsis - i}" for i in range(ellipsis)]
+    if arrow:
+        head, _, tail = output.partition("...")
+        out = [*head, *(dots if "..." in output else []), *tail]
+    else:       # (implicit output: the labels used once, sorted, after the ellipsis' dims)
+        used = [label for labels in labelled for label in labels if not label.startswith("...")]
+        out = dots + sorted(label for label in set(used) if used.count(label) == 1)
+    return labelled, out, sizes
+
+
+def _einsum_counts(equation, operands):
+    """PyTorch's einsum contracts its operands left to right, each pair with one bmm over the
+    dims both share and no later operand or the output needs (2 * batch * rows * contracted *
+    columns FLOPs), or with a mul (not counted) when they share none such; a dim only one side
+    has and nothing later needs is summed out first."""
+    if not isinstance(equation, str) or len(operands) < 2:
+        return None
+    found = _einsum_labels(equation, [_shape(x) or () for x in operands])
+    if found is None:
+        return None
+    labelled, out, sizes = found
+    forward, backward = [], []
+    current, needs = labelled[0], _needs_grad(operands[0])
+    for k in range(1, len(labelled)):
+        later = set(out).union(*labelled[k + 1:])
+        other, other_needs = labelled[k], _needs_grad(operands[k])
+        left = [d for d in dict.fromkeys(current) if d in later or d in other]
+        right = [d for d in dict.fromkeys(other) if d in later or d in left]
+        contracted = [d for d in left if d in right and d not in later]
+        if contracted:
+            flops = 2 * math.prod(sizes[d] for d in dict.fromkeys(left + right))
+            forward.append(("bmm", flops))
+            backward += [("bmm", flops, needs), ("bmm", flops, other_needs)]
+        current = [d for d in dict.fromkeys(left + right) if d not in contracted]
+        needs = needs or other_needs
+    return (forward, backward) if forward else None
+
+
+_COUNTED = frozenset(("aten::einsum", "aten::mm", "aten::matmul", "aten::bmm", "aten::addmm", "aten::baddbmm",
+                      "aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d",
+                      "aten::conv_transpose1d", "aten::conv_transpose2d",
+                      "aten::conv_transpose3d", "aten::scaled_dot_product_attention"))
+
+_BACKWARD = "backward"      # (the marker of a backward node's event on a listener's stack)
+
+
+def get_suffix_str(number):
+    """The unit of the table's FLOP column for a total of `number`: '', K, M, B or T."""
+    return _SUFFIXES[max(0, min(len(_SUFFIXES) - 1, (len(str(number)) - 2) // 3))]
+
+
+_SUFFIXES = ["", "K", "M", "B", "T"]
+
+
+def convert_num_with_suffix(number, suffix):
+    return f"{number / 1000 ** _SUFFIXES.index(suffix):.3f}" + suffix
+
+
+def convert_to_percent_str(num, denom) -> str:
+    return "0%" if denom == 0 else f"{num / denom:.2%}"
+
+
+def _table(rows, header, align):
+    """rows as the `tabulate` package's "simple" format lays them out (the one PyTorch prints):
+    cells stripped of surrounding blanks (tabulate 0.10 does, whatever PyTorch asks), each column
+    as wide as its widest cell or its header plus 2, columns two spaces apart."""
+    rows = [[cell.strip() for cell in row] for row in rows]
+    for i in range(len(header)):
+        # a column of numbers only is printed as numbers (tabulate's "g"): "4960.000" as 4960
+        try:
+            numbers = [float(row[i]) for row in rows]
+        except ValueError:
+            continue
+        for row, number in zip(rows, numbers):
+            row[i] = format(number, "g")
+    widths = [max([len(h) + 2] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if a == "left" else c.rjust(w)
+                         for c, w, a in zip(cells, widths, align)).rstrip()
+    return "\n".join([line(header), "  ".join("-" * w for w in widths)]
+                     + [line(r) for r in rows])
+
+
+class FlopCounterMode:
+    """Count the FLOPs of the matrix products, convolutions and attention run inside a `with`
+    block (forward and backward), per module (``get_flop_counts()``), and print a table of them
+    at the end (``display=True``, modules down to ``depth``)."""
+
+    def __init__(self, mods=None, depth: int = 2, display: bool = True, custom_mapping=None):
+        if mods is not None:
+            warnings.warn("mods argument is not needed anymore, you can stop passing it",
+                          stacklevel=2)
+        if custom_mapping:
+            raise NotImplementedError("FlopCounterMode(custom_mapping=...): tapegrad counts "
+                                      "only the ops it knows the formulas of")
+        self.flop_counts = defaultdict(lambda: defaultdict(int))
+        self.depth = depth
+        self.display = display
+        self._listener = None
+
+    def get_total_flops(self) -> int:
+        return sum(self.flop_counts["Global"].values())
+
+    def get_flop_counts(self):
+        """{module name: {op: flops}}: "Global" for everything, then each module's own."""
+        return {k: dict(v) for k, v in self.flop_counts.items()}
+
+    def get_table(self, depth=None):
+        """The table display=True prints: Module, FLOP, % Total, down to `depth` modules."""
+        depth = self.depth if depth is None else depth
+        depth = 999999 if depth is None else depth
+        total = self.get_total_flops()
+        suffix = get_suffix_str(total)
+        global_subsumed = False
+
+        def rows_of(module, indent):
+            nonlocal global_subsumed
+            counts = self.flop_counts[module]
+            flops = sum(counts.values())
+            global_subsumed |= flops >= total
+            pad = " " * indent
+            return [[pad + module, convert_num_with_suffix(flops, suffix),
+                     convert_to_percent_str(flops, total)]] + [
+                [pad + " - " + str(op), convert_num_with_suffix(n, suffix),
+                 convert_to_percent_str(n, total)] for op, n in counts.items()]
+
+        rows = []
+        for module in sorted(self.flop_counts):
+            if module == "Global" or module.count(".") + 1 > depth:
+                continue
+            rows.extend(rows_of(module, module.count(".")))
+        # "Global" is shown only when some FLOPs ran outside every module shown
+        if "Global" in self.flop_counts and not global_subsumed:
+            for row in rows:
+                row[0] = " " + row[0]
+            rows = rows_of("Global", 0) + rows
+        if not rows:
+            rows = [["Global", "0", "0%"]]
+        return _table(rows, ["Module", "FLOP", "% Total"], ("left", "right", "right"))
+
+    def __enter__(self):
+        self.flop_counts.clear()
+        self._listener = _Listener(self)
+        self._listener.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._listener.stop()
+        self._listener = None
+        if self.display:
+            print(self.get_table(self.depth))
+        return False
+
+    def _add(self, parents, op, flops):
+        for parent in parents:
+            self.flop_counts[parent][_OPS[op]] += flops
+
+
+class _Listener:
+    """A FlopCounterMode's ear on the profiler's op events, and its module tracker (global
+    forward hooks: the names of the modules running, root by class name, children by path)."""
+
+    def __init__(self, counter):
+        self.counter = counter
+        self._recording = True          # (what the profiler's hooks ask of their listeners)
+        self._stacks = {}               # thread -> open events
+        self.parents = ["Global"]       # the modules running, outermost first
+        self._names = {}                # module -> its name
+        self._hooks = []
+        self.active = False
+
+    def start(self):
+        from ..nn.modules import _hooks
+        self._hooks = [_hooks.register_module_forward_pre_hook(self._enter_module),
+                       _hooks.register_module_forward_hook(self._leave_module)]
+        self.active = True
+        _profiler._active_profilers.append(self)
+        _profiler._sync_hooks()
+
+    def stop(self):
+        self.active = False
+        if self in _profiler._active_profilers:
+            _profiler._active_profilers.remove(self)
+        _profiler._sync_hooks()
+        for hook in self._hooks:
+            hook.remove()
+
+    def _name(self, module):
+        name = self._names.setdefault(module, type(module).__name__)
+        for child_name, child in module.named_children():
+            self._names.setdefault(child, f"{name}.{child_name}")
+        return name
+
+    def _enter_module(self, module, args):
+        self.parents.append(self._name(module))
+
+    def _leave_module(self, module, args, output):
+        name = self._name(module)
+        if name in self.parents[1:]:
+            del self.parents[len(self.parents) - 1 - self.parents[::-1].index(name)]
+
+    # -- the profiler's listener protocol (profiler._op_open / _op_close, record_function) --
+
+    def _open(self, name, operands=None, category="user_annotation"):
+        stack = self._stacks.setdefault(threading.get_ident(), [])
+        if category != "cpu_op":
+            event = None                        # (a record_function label)
+        elif operands is None:
+            event = _BACKWARD
+        else:
+            event = (name, operands) if name in _COUNTED else None
+        stack.append(event)
+        return event
+
+    def _close(self, event, end=None, result=None):
+        stack = self._stacks.get(threading.get_ident())
+        if not stack:
+            return
+        stack.pop()
+        if event is None or event is _BACKWARD or result is None:
+            return
+        # an op inside a counted op or a backward node is part of that one's count
+        if any(e is _BACKWARD or type(e) is tuple for e in stack):
+            return
+        counts = _counts(*event, result)
+        if counts is None:
+            return
+        forward, backward = counts
+        parents = tuple(dict.fromkeys(self.parents))
+        for op, flops in forward:
+            self.counter._add(parents, op, flops)
+        node = getattr(result, "grad_fn", None)
+        backward = [(op, flops) for op, flops, needed in backward
+                    if needed is True or _needs_grad(needed)]
+        if node is not None and backward:
+            node.register_prehook(self._backward_hook(parents, backward))
+
+    def _backward_hook(self, parents, backward):
+        def count(grad_outputs):
+            if self.active:
+                for op, flops in backward:
+                    self.counter._add(parents, op, flops)
+        return count
+
