@@ -9,9 +9,12 @@ from . import _core
 from ._core import is_grad_enabled
 from .random import Generator
 from .linalg import LinAlgError as _LinAlgError
+from .overrides import _disabled_torch_function_impl
+from .overrides import _DisableTorchFunctionSubclass as DisableTorchFunctionSubclass
 
 __all__ = ["Generator", "is_grad_enabled", "_set_grad_enabled", "_get_tracing_state",
-           "_LinAlgError", "_log_api_usage_once"]
+           "_LinAlgError", "_log_api_usage_once", "_disabled_torch_function_impl",
+           "DisableTorchFunctionSubclass"]
 
 
 def _get_tracing_state():
