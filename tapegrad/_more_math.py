@@ -735,9 +735,9 @@ def matrix_exp(input):
         return _core._name_grad_fn(input.clone(), "LinalgMatrixExpBackward0")
     # scale so the largest 1-norm is below 1/2: the Taylor tail is then below 1e-22
     norm = float(np.abs(input._array).sum(-2).max()) if input.numel() else 0.0
-    squarings = max(0, int(math.ceil(math.log2(norm))) + 1) if norm > 0.5 else 0
-    if not math.isfinite(norm):
-        squarings = 0
+    # (an infinite norm takes no squarings: log2(inf) has no integer ceiling)
+    squarings = (max(0, int(math.ceil(math.log2(norm))) + 1)
+                 if norm > 0.5 and math.isfinite(norm) else 0)
     scaled = input / (2.0 ** squarings) if squarings else input
     from .creation import eye
     identity = eye(n, dtype=input.dtype)
@@ -746,6 +746,11 @@ def matrix_exp(input):
         result = identity + _core.matmul(scaled, result) / k
     for _ in range(squarings):
         result = _core.matmul(result, result)
+    if not math.isfinite(norm):
+        # PyTorch's scaling of a matrix with an infinity or a NaN gives NaN everywhere in it
+        # (the Taylor sum of [[inf, 1], [1, 2]] alone has finite and infinite entries)
+        finite = np.isfinite(input._array).all((-2, -1))[..., None, None]
+        result = _core.where(_wrap(finite), result, float("nan"))
     return _core._name_grad_fn(result, "LinalgMatrixExpBackward0")
 
 

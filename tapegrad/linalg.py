@@ -564,7 +564,16 @@ class _Eig(Function):
     def forward(ctx, A):
         arr = A._array
         complex_dtype = np.result_type(arr.dtype, np.complex64)
-        values, vectors = np.linalg.eig(arr)
+        finite = np.isfinite(arr).all((-2, -1))
+        if finite.all():
+            values, vectors = np.linalg.eig(arr)
+        else:
+            # eigvals without grad: a matrix with an infinity or a NaN has NaN eigenvalues, the
+            # others their own, as PyTorch's (numpy's LinAlgError refuses the whole batch)
+            values, vectors = (np.array(f, dtype=complex_dtype) for f in
+                               np.linalg.eig(np.where(finite[..., None, None], arr, 0)))
+            values[~finite] = complex(np.nan, np.nan)
+            vectors[~finite] = complex(np.nan, np.nan)
         from . import from_numpy
         values = from_numpy(np.array(values, dtype=complex_dtype, order="C"))
         vectors = from_numpy(np.array(vectors, dtype=complex_dtype, order="C"))
@@ -614,7 +623,15 @@ def eig(input):
     A = _as_tensor(input, "linalg_eig", "input")
     _check_square(A, "linalg.eig")
     _check_float(A, "linalg.eig")
+    _check_finite_eig(A)
     return _return_type("linalg_eig")(_Eig.apply(A))
+
+
+def _check_finite_eig(A):
+    """PyTorch's linalg_eig refuses a NaN or an infinity (eigvals of a tensor that does not
+    require grad gives NaN eigenvalues instead)."""
+    if not np.isfinite(A._array).all():
+        raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
 
 
 def eigvals(input):
@@ -622,6 +639,8 @@ def eigvals(input):
     A = _as_tensor(input, "linalg_eigvals", "input")
     _check_square(A, "linalg.eigvals")
     _check_float(A, "linalg.eigvals")
+    if A.requires_grad and is_grad_enabled():      # (PyTorch's linalg_eig, for the backward)
+        _check_finite_eig(A)
     return _Eig.apply(A)[0]
 
 
@@ -881,7 +900,7 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
 # singular value decomposition
 
 def _svd_of_non_finite(arr, full_matrices):
-    """The SVD of matrices numpy's LAPACK refused (a NaN or an infinity), as PyTorch's: a NaN
+    """The SVD of matrices with a NaN or an infinity, as PyTorch's: a NaN
     raises its error naming the first matrix with one; a matrix with infinities only has NaN
     factors, without error, and the other matrices of the batch their own (fuzz 60620368)."""
     flat = arr.reshape((-1,) + arr.shape[-2:])
@@ -905,9 +924,11 @@ class _SVD(Function):
     @staticmethod
     def forward(ctx, A, full_matrices):
         arr = A._array
-        try:
+        # (non-finite input is checked first: numpy's LAPACK refuses a NaN but can loop forever
+        # on an infinity, a (3, 5) matrix with one inf: fuzz 60673301)
+        if np.isfinite(arr).all():
             U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
-        except np.linalg.LinAlgError:
+        else:
             U, S, Vh = _svd_of_non_finite(arr, full_matrices)
         U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
         ctx.save_for_backward(U, S, Vh)

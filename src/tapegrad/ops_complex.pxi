@@ -88,6 +88,8 @@ cdef object complex_binary(int op, object a, object b):
         B = operand_value(b, dt)
     with IeeeResults():
         out = nd(binary_forward(op, A, B))
+    if a_tensor and b_tensor:           # (numpy's layout of two layouts is row-major; fuzz 60673519)
+        out = operands_layout(out, <TensorBase>a, <TensorBase>b)
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():             # compile: the operator runs again
         capture_binary(kernel_of(op), a, b, True, False, res)

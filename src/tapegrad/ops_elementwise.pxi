@@ -74,7 +74,10 @@ cdef inline object operand_value(object x, object dt):
         a = (<TensorBase>x)._array
         if a.dtype is dt or a.dtype == dt:
             return a
-        return a.astype(dt)
+        # (an expanded operand's cast row-major, as PyTorch's: numpy's order "K" puts a
+        # stride-0 dim innermost, and the result of the op followed that cast: e + 1j of an
+        # expand e came out strided where PyTorch's is contiguous; fuzz 60673519)
+        return torch_copy_source(a).astype(dt)
     return x
 
 
@@ -419,6 +422,17 @@ cdef void broadcast_strides(cnp.ndarray X, int nd_, Py_ssize_t* shape, Py_ssize_
             out[k] = cnp.PyArray_STRIDE(X, k - off)
 
 
+cdef inline object operands_layout(object out, TensorBase a, TensorBase b):
+    """out, the result of a binary op of tensors a and b, in PyTorch's layout: iterator_layout
+    of the operands' own arrays (their strides, not those of a promoted cast of one), when one
+    of them is not row-major."""
+    A = a._array
+    B = b._array
+    if cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>B):
+        return out
+    return iterator_layout(out, A, B)
+
+
 cdef object iterator_layout(object out, object A, object B):
     """out, the result of a binary op of arrays A and B, in the layout PyTorch's TensorIterator
     gives it: dims ordered by the first operand's strides, a broadcast dim deferring to the
@@ -589,9 +603,8 @@ cdef object binary_general(int op, object a, object b):
             else:
                 out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
                                         (OP_DIV if op == OP_RDIV else op), A, B))
-    if a_tensor and b_tensor and not (cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
-                                      and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>B)):
-        out = iterator_layout(out, A, B)
+    if a_tensor and b_tensor:
+        out = operands_layout(out, <TensorBase>a, <TensorBase>b)
     cdef TensorBase res = wrap(out)
     if CAPTURE is not None and capturing():
         capture_binary(kop, a, b, promote, in_c, res)

@@ -887,7 +887,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         # leading size-1 dims, expanded; a 0-d value into a target of other shape is its fill_,
         # which reads the value first and checks no overlap: v.flatten()[...] = v of a 0-d v,
         # fuzz seed 62627564)
+        # A value that loses every dim written to one element (v[0] = v of a (1, 1) v) is
+        # PyTorch's expand of a 0-d tensor, all strides 0, which PyTorch compares literally with
+        # the target's: compared as the 0-d array itself, since same_strides takes a size-1
+        # dim's stride 0 for numpy's broadcast of any layout (fuzz 65016220)
         check_source_overlap(T, given if given.shape == T.shape
+                             else V if V.ndim == 0 and T.size == 1
                              else expanded_like_torch(V, T.shape), False)
     if (isinstance(value, TensorBase) and V.dtype != A.dtype and not onto_base
             and index_put_key(nkey, V)):
