@@ -88,3 +88,33 @@ def test_truncated_normal_subclass_in_drqv2_style():
     np.testing.assert_allclose(g[1], t[1], rtol=1e-6)
     np.testing.assert_allclose(g[2], t[2], rtol=1e-6)
     np.testing.assert_allclose(g[3], t[3], rtol=1e-5)
+
+
+def test_size_with_numpy_integers_prints_plain_numbers():
+    # torch.Size([np.prod(obs_shape)]) or shape + (np.int64(n),): numpy 2 would print
+    # np.int64(2) inside the list; PyTorch prints the number.
+    for lib in (torch, tapegrad):
+        s = lib.Size([np.int64(2), 3])
+        assert repr(s) == str(s) == "torch.Size([2, 3])"
+        assert f"{s + (np.int32(4),)}" == "torch.Size([2, 3, 4])"
+        assert str(lib.Size([2]) + (np.int64(3),)) == "torch.Size([2, 3])"
+        assert str([lib.Size([np.uint8(3)])]) == "[torch.Size([3])]"
+        n = lib.Size((np.int64(2), np.int64(3))).numel()
+        assert n == 6 and type(n) is int
+
+
+def test_legacy_constructor_reads_zero_d_integer_array_as_size():
+    # Tensor(np.array(2)) is PyTorch's uninitialised 2-element tensor (the parser takes a size
+    # from anything with __index__), not tensor(2.); float and bool 0-d arrays are data.
+    cases = [((np.array(2),), "Tensor"), ((np.array(2), 3), "Tensor"), ((3, np.array(2)), "LongTensor"),
+             ((np.array(2, dtype=np.uint8),), "LongTensor"), ((np.array(2.5),), "Tensor"),
+             ((np.array(True),), "Tensor"), ((np.array([2]),), "Tensor")]
+    for args, cls in cases:
+        t = getattr(torch, cls)(*args)
+        g = getattr(tapegrad, cls)(*args)
+        assert tuple(g.shape) == tuple(t.shape), args
+        assert str(g.dtype) == str(t.dtype)
+    with pytest.raises(RuntimeError, match=r"negative dimension -1: \[-1\]"):
+        tapegrad.Tensor(np.array(-1))
+    with pytest.raises(RuntimeError, match=r"negative dimension -1: \[-1\]"):
+        torch.Tensor(np.array(-1))
