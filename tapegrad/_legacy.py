@@ -48,12 +48,20 @@ def _check_legacy_device(device) -> None:
                            f"{d.type} was passed")
 
 
+def _is_size_int(x) -> bool:
+    """Whether the legacy constructor reads x as a size: an int as is_int says, or a 0-d integer
+    ndarray (PyTorch's size parser takes any integer with __index__ but bool, as zeros() does:
+    Tensor(np.array(2)) is an uninitialised tensor of 2 elements, not tensor(2.))."""
+    return is_int(x) or (isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iu")
+
+
 def _sized(shape, np_dt) -> np.ndarray:
+    shape = [int(s) for s in shape]
     for s in shape:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(shape)}")
-    return np.empty(tuple(int(s) for s in shape), dtype=np_dt)
+    return np.empty(tuple(shape), dtype=np_dt)
 
 
 def _check_int_range(values: np.ndarray, np_dt) -> None:
@@ -181,9 +189,9 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
         return _sized(size, data_dt)
     if not args:
         return np.empty(0, dtype=data_dt)
-    if is_int(args[0]):
+    if _is_size_int(args[0]):
         for i, s in enumerate(args):
-            if not is_int(s):
+            if not _is_size_int(s):
                 raise TypeError(f"new(): argument 'size' failed to unpack the object at pos "
                                 f"{i + 1} with error \"type must be tuple of ints,but got "
                                 f"{_type_name(s)}\"")

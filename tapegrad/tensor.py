@@ -34,7 +34,10 @@ class Size(tuple, metaclass=_TorchNamedClass):
     __module__ = "tapegrad"
 
     def __repr__(self) -> str:
-        return f"torch.Size({list(self)})"
+        # numpy integers a script put in (torch.Size([np.prod(shape)]), shape + (np.int64(3),))
+        # stay numpy integers, as in PyTorch, but print as the numbers they are: numpy 2's
+        # repr would show `np.int64(3)`
+        return f"torch.Size({[int(s) if isinstance(s, np.integer) else s for s in self]})"
 
     __str__ = __repr__
 
@@ -65,7 +68,7 @@ class Size(tuple, metaclass=_TorchNamedClass):
         n = 1
         for s in self:
             n *= s
-        return n
+        return int(n)       # a Python int even where a size is a numpy integer, as PyTorch's
 
 
 _TO_SIGNATURES = (

@@ -40,8 +40,20 @@ class Constraint:
         """A bool tensor that is True where ``value`` satisfies the constraint (one entry per
         event: ``event_dim`` trailing dims are reduced).
         """
-        answer = np.asarray(self._satisfied(value), dtype=bool)
+        answer = np.asarray(self._quietly_satisfied(value), dtype=bool)
         return _core.wrap_array(answer if answer.flags.c_contiguous else answer.copy(), False)
+
+    def _quietly_satisfied(self, value) -> np.ndarray:
+        """_satisfied with numpy's floating-point warnings silenced: a value holding both inf
+        and -inf (probs normalised by a zero sum) makes a simplex's sum warn "invalid value",
+        where PyTorch answers False without a warning.  Every reader of _satisfied goes
+        through here."""
+        with np.errstate(all="ignore"):
+            return self._satisfied(value)
+
+    def _holds(self, value) -> bool:
+        """Whether every entry of value satisfies the constraint (what validation asks)."""
+        return bool(np.all(self._quietly_satisfied(value)))
 
     def _satisfied(self, value) -> np.ndarray:
         """check's answer as a numpy bool array, what tapegrad's own validation reads; each

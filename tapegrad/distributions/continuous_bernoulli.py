@@ -35,7 +35,7 @@ class ContinuousBernoulli(ExponentialFamily):
         if probs is not None:
             (self.probs,) = broadcast_all(probs)
             if validate_args is not None and \
-                    not bool(np.all(self.arg_constraints["probs"]._satisfied(self.probs))):
+                    not self.arg_constraints["probs"]._holds(self.probs):
                 raise ValueError("The parameter probs has invalid values")
             self.probs = clamp_probs(self.probs)
         else:

@@ -54,7 +54,7 @@ class Distribution:
                                                              lazy_property):
                     continue
                 value = getattr(self, param)
-                if not bool(np.all(constraint._satisfied(value))):
+                if not constraint._holds(value):
                     raise ValueError(
                         f"Expected parameter {param} ({type(value).__name__} of shape "
                         f"{tuple(value.shape)}) of distribution {self!r} to satisfy the "
@@ -192,7 +192,7 @@ class Distribution:
                           f"validation. Please initialize the distribution with "
                           f"`validate_args=False` to turn off validation.", stacklevel=2)
             return
-        if not bool(np.all(support._satisfied(value))):
+        if not support._holds(value):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape "
                              f"{actual}) to be within the support ({support!r}) of the "
                              f"distribution {self!r}, but found invalid values:\n"

@@ -4,7 +4,7 @@ log-normaliser F by automatic differentiation (Bregman divergences)."""
 from __future__ import annotations
 
 from .distribution import Distribution
-from .transforms import _sum_rightmost
+from .utils import _sum_rightmost
 
 __all__ = ["ExponentialFamily"]
 

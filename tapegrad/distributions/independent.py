@@ -5,12 +5,9 @@ from __future__ import annotations
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
+from .utils import _sum_rightmost
 
 __all__ = ["Independent"]
-
-
-def _sum_rightmost(value, n: int):
-    return value.reshape(tuple(value.shape[:value.ndim - n]) + (-1,)).sum(-1) if n else value
 
 
 class Independent(Distribution):

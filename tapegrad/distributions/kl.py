@@ -21,7 +21,7 @@ from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .pareto import Pareto
 from .transformed_distribution import TransformedDistribution
-from .transforms import _sum_rightmost
+from .utils import _sum_rightmost
 from .uniform import Uniform
 
 from .utils import euler_constant as _EULER_GAMMA

@@ -7,7 +7,8 @@ from . import constraints
 from .distribution import Distribution
 from .independent import Independent
 from .normal import Normal
-from .transforms import ComposeTransform, ExpTransform, Transform, _sum_rightmost
+from .transforms import ComposeTransform, ExpTransform, Transform
+from .utils import _sum_rightmost
 
 __all__ = ["LogNormal", "TransformedDistribution"]
 

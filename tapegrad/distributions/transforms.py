@@ -20,7 +20,7 @@ from ..creation import _broadcast_shapes
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from .utils import tril_matrix_to_vec, vec_to_tril_matrix
+from .utils import _sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
            "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
@@ -28,13 +28,6 @@ __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform"
            "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftplusTransform",
            "TanhTransform", "SoftmaxTransform", "StackTransform", "StickBreakingTransform",
            "Transform", "identity_transform"]
-
-
-def _sum_rightmost(value, n: int):
-    """value summed over its n rightmost dims (n = 0: value itself)."""
-    if n == 0:
-        return value
-    return value.reshape(tuple(value.shape[:value.ndim - n]) + (-1,)).sum(-1)
 
 
 def _finfo(x):

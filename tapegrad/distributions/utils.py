@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _core
-from ..creation import _broadcast_shapes, tensor
+from ..creation import _broadcast_shapes, empty, tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "euler_constant", "is_tensor_like", "lazy_property",
            "logits_to_probs", "probs_to_logits", "tril_matrix_to_vec", "vec_to_tril_matrix"]
@@ -74,6 +74,21 @@ class lazy_property:
             value = self.wrapped(instance)
         instance.__dict__[self.wrapped.__name__] = value
         return value
+
+
+def _standard_normal(shape, dtype, device):
+    """N(0, 1) draws of `shape` from tapegrad's stream: what a script's own distribution
+    subclass calls in its rsample (PyTorch's private helper, used by the truncated-normal
+    policies of DrQ-style agents)."""
+    return empty(shape, dtype=dtype, device=device).normal_()
+
+
+def _sum_rightmost(value, dim: int):
+    """value summed over its `dim` rightmost dims (dim 0: value itself); Independent and the
+    transforms reduce event dims with it, and scripts' custom distributions import it."""
+    if dim == 0:
+        return value
+    return value.reshape(tuple(value.shape[:value.ndim - dim]) + (-1,)).sum(-1)
 
 
 def is_tensor_like(value) -> bool:
