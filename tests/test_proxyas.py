@@ -103,3 +103,25 @@ def test_cumsum_backward_of_negative_zero_adjoint_is_positive_zero():
         grads.append(x.grad)
     np.testing.assert_array_equal(_signbits(grads[0]), _signbits(grads[1]))
     assert str(grads[0]) == str(grads[1])
+
+
+# -- the printed class of a sparse gradient ------------------------------------------------------
+
+def test_sparse_embedding_bag_gradient_prints_as_torch_tensor():
+    """The text-classification tutorial's nn.EmbeddingBag(sparse=True): printing
+    type(emb.weight.grad) shows <class 'torch.Tensor'> in PyTorch (sparse tensors are Tensors);
+    tapegrad printed its own class name."""
+    texts = []
+    for lib in (tg, torch):
+        bag = lib.nn.EmbeddingBag(10, 3, sparse=True)
+        out = bag(lib.tensor([1, 2, 4, 5, 4, 3]), lib.tensor([0, 2]))
+        out.sum().backward()
+        grad = bag.weight.grad
+        assert grad.is_sparse
+        texts.append(repr(type(grad)).replace("tapegrad", "torch"))
+    assert texts[0] == texts[1] == "<class 'torch.Tensor'>"
+    assert repr(type(tg.ones(2).to_sparse())) == "<class 'torch.Tensor'>"
+
+    class Mine(type(tg.ones(2).to_sparse())):   # a user's subclass keeps its own name
+        pass
+    assert repr(Mine).endswith(".Mine'>")
