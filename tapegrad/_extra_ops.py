@@ -708,7 +708,12 @@ def _cumulative_array(running, arr: np.ndarray, axis: int, dtype=None) -> np.nda
 
 
 def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
-    return _cumulative_array(np.ndarray.cumsum, arr, axis, dtype)
+    out = _cumulative_array(np.ndarray.cumsum, arr, axis, dtype)
+    if out.ndim and out.dtype.kind in "fc":
+        # PyTorch's running sum starts from +0, numpy's from the first element: a leading run of
+        # -0 stays -0 in numpy's and is +0 in PyTorch's (adding +0 changes no other value)
+        np.add(out, 0.0, out=out)
+    return out
 
 
 @_numpy_dim_names

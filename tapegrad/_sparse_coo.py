@@ -28,6 +28,7 @@ import numpy as np
 from . import _core
 from ._device import CPU, check_device
 from ._layout import sparse_coo
+from ._torch_names import TorchTensorNamedClass
 
 
 def _np_dtype(t) -> np.dtype:
@@ -163,7 +164,7 @@ def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=Non
     return SparseTensor._make(idx, vals, size, coalesced, leaf, grad_fn_name)
 
 
-class SparseTensor:
+class SparseTensor(metaclass=TorchTensorNamedClass):
     """A sparse COO tensor, as ``torch.sparse_coo_tensor`` makes (layout ``torch.sparse_coo``).
 
     Not a subclass of ``tapegrad.Tensor`` (see the module docstring): dense ops that do not know

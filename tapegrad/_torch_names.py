@@ -37,6 +37,17 @@ class TorchNamedClass(type):
         return f"<class '{torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
 
 
+class TorchTensorNamedClass(type):
+    """A metaclass for tensor classes of ours that are not `tapegrad.Tensor` (the sparse COO
+    tensor, kept apart so dense ops cannot misread it): PyTorch's sparse tensors are
+    `torch.Tensor`, and `print(type(emb.weight.grad))` after a sparse=True embedding shows that."""
+
+    def __repr__(cls) -> str:
+        if torch_module_name(cls.__module__) == cls.__module__:     # a user's subclass
+            return super().__repr__()
+        return "<class 'torch.Tensor'>"
+
+
 class TorchNamedABCMeta(TorchNamedClass, abc.ABCMeta):
     """The same repr for base classes users subclass and print `type(...)` of: Dataset,
     DataLoader, Optimizer, LRScheduler.  Deriving from ABCMeta keeps `class MyData(Dataset, ABC)` legal,

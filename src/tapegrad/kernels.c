@@ -622,7 +622,7 @@ static T NAME(const T *a, ptrdiff_t n)                                          
 {                                                                                             \
     ptrdiff_t i;                                                                              \
     if (n < 8) {                                                                              \
-        T res = 0;                                                                            \
+        T res = -0.0;   /* the additive identity that keeps a sum of -0s at -0 (see below) */  \
         for (i = 0; i < n; i++) res += a[i];                                                  \
         return res;                                                                           \
     }                                                                                         \
@@ -643,6 +643,8 @@ static T NAME(const T *a, ptrdiff_t n)                                          
 PAIRWISE_SUM(float, pairwise_f32)
 PAIRWISE_SUM(double, pairwise_f64)
 
+/* The pairwise sums start from -0, the identity that changes no value: only a sum of zeros that
+ * are all -0 stays -0 there, and adding numpy's identity +0 here turns that into +0. */
 float tg_sum_f32(ptrdiff_t n, const float *a) { float zero = 0; return zero + pairwise_f32(a, n); }
 double tg_sum_f64(ptrdiff_t n, const double *a) { double zero = 0; return zero + pairwise_f64(a, n); }
 
@@ -669,25 +671,29 @@ void NAME(int log_, ptrdiff_t rows, ptrdiff_t cols, const T *x, T *out)         
 SOFTMAX_ROWS(float, tg_softmax_rows_f32, tg_sum_f32, expf, logf)
 SOFTMAX_ROWS(double, tg_softmax_rows_f64, tg_sum_f64, exp, log)
 
-/* Their VJPs, row by row (g the output's adjoint, y the saved output):
- *   softmax      out = g y - y sum(g y)        (g y staged in `out`)
- *   log_softmax  out = g - exp(y) sum(g) */
+/* Their VJPs, row by row (g the output's adjoint, y the saved output), PyTorch's formulas:
+ *   softmax      out = y (g - sum(g y))        (g y staged in `out`)
+ *   log_softmax  out = g - exp(y) sum(g)
+ * The row sums have no +0 identity added (pairwise_*, which starts from -0), as PyTorch's kernel
+ * sums a row from its elements: a row whose adjoints are all -0 (a masked row of -(y * mask))
+ * then has the sum -0 and the gradient -0 - (-0) = +0, where a +0 sum would leave -0 (a visible
+ * "-0." where PyTorch prints "0."). */
 #define SOFTMAX_GRAD_ROWS(T, NAME, SUM, EXP)                                                   \
 void NAME(int log_, ptrdiff_t rows, ptrdiff_t cols, const T *g, const T *y, T *out)           \
 {                                                                                             \
     for (ptrdiff_t r = 0; r < rows; r++, g += cols, y += cols, out += cols) {                 \
         if (log_) {                                                                           \
-            T s = SUM(cols, g);                                                               \
+            T s = SUM(g, cols);                                                               \
             for (ptrdiff_t j = 0; j < cols; j++) out[j] = g[j] - EXP(y[j]) * s;               \
         } else {                                                                              \
             for (ptrdiff_t j = 0; j < cols; j++) out[j] = g[j] * y[j];                        \
-            T s = SUM(cols, out);                                                             \
-            for (ptrdiff_t j = 0; j < cols; j++) out[j] = out[j] - y[j] * s;                  \
+            T s = SUM(out, cols);                                                             \
+            for (ptrdiff_t j = 0; j < cols; j++) out[j] = y[j] * (g[j] - s);                  \
         }                                                                                     \
     }                                                                                         \
 }
-SOFTMAX_GRAD_ROWS(float, tg_softmax_grad_rows_f32, tg_sum_f32, expf)
-SOFTMAX_GRAD_ROWS(double, tg_softmax_grad_rows_f64, tg_sum_f64, exp)
+SOFTMAX_GRAD_ROWS(float, tg_softmax_grad_rows_f32, pairwise_f32, expf)
+SOFTMAX_GRAD_ROWS(double, tg_softmax_grad_rows_f64, pairwise_f64, exp)
 
 /* Tiles of TILE x TILE elements: each tile's rows of src and of dst stay in L1 while it is copied,
  * where a plain double loop would touch a new cache line of dst for every element it writes.

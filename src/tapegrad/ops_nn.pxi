@@ -200,10 +200,13 @@ cdef object nn_softmax_grad_value(object g, object y, object axis, bint log):
         # of adjoints loses their digits)
         return nn_softmax_grad_value(g.astype(NP_FLOAT32), y.astype(NP_FLOAT32), axis,
                                      log).astype(NN_FLOAT16)
+    # PyTorch's formulas.  Its kernel sums a last-dim row from the row's elements (as the C
+    # kernel here, tg_softmax_grad_rows_*), any other dim into a +0 accumulator: an all -0 adjoint
+    # gives +0 there and -0 here, so the identity is -0 for the last dim, numpy's +0 otherwise.
+    zero = -0.0 if axis == y.ndim - 1 else 0.0
     if log:
-        return g - np.exp(y) * np.add.reduce(g, axis=axis, keepdims=True)
-    gy = g * y
-    return gy - y * np.add.reduce(gy, axis=axis, keepdims=True)
+        return g - np.exp(y) * np.add.reduce(g, axis=axis, keepdims=True, initial=zero)
+    return y * (g - np.add.reduce(g * y, axis=axis, keepdims=True, initial=zero))
 
 
 cdef object nn_softmax_grad(Record* r, object g, bint log):
