@@ -352,8 +352,9 @@ def _edge_pad_checks(shape, pad, n_dims, mode):
         for i in range(n_dims):
             dim, before, after = nd - 1 - i, pad[2 * i], pad[2 * i + 1]
             if before >= shape[dim] or after >= shape[dim]:
-                # (the argument number is the padded-dims count's: #4, #6, #8 in 1-3-D)
-                raise RuntimeError(f"Argument #{2 * n_dims + 2}: Padding size should be less "
+                # (the argument number follows the offending pad pair: #4 for the innermost
+                # dim's, #6 for the next, #8 for the third, whatever the padded-dims count)
+                raise RuntimeError(f"Argument #{2 * i + 4}: Padding size should be less "
                                    f"than the corresponding input dimension, but got: padding "
                                    f"({before}, {after}) at dimension {dim} of input "
                                    f"{list(shape)}")
