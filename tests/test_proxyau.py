@@ -65,3 +65,36 @@ def test_module_to_channels_last_on_5d_raises_as_tensor_to():
         m.to(memory_format=lib.channels_last_3d)
     assert m.weight.stride() == torch.nn.Conv3d(2, 3, 2).to(
         memory_format=torch.channels_last_3d).weight.stride()
+
+
+# uint8 images resampled: PyTorch's fixed-point kernels (int16 weights, rounding once per axis);
+# tapegrad rounded float passes and was off by one on some pixels (a silent value difference)
+@pytest.mark.parametrize("mode,kw", [
+    ("bilinear", dict(size=(3, 4))),
+    ("bilinear", dict(size=(3, 4), align_corners=True)),
+    ("bilinear", dict(size=(13, 11))),
+    ("bilinear", dict(size=(3, 4), antialias=True)),
+    ("bicubic", dict(size=(11, 13))),
+    ("bicubic", dict(size=(11, 13), align_corners=True)),
+    ("bicubic", dict(size=(12, 3), antialias=True)),
+    ("bilinear", dict(scale_factor=(1.7, 0.6))),
+    ("bicubic", dict(scale_factor=1.05)),
+])
+def test_uint8_interpolate_matches_pytorch_fixed_point_kernels(mode, kw):
+    img = np.random.RandomState(7).randint(0, 256, (2, 3, 6, 5)).astype(np.uint8)
+    want = torch.nn.functional.interpolate(torch.from_numpy(img), mode=mode, **kw)
+    got = tapegrad.nn.functional.interpolate(tapegrad.from_numpy(img), mode=mode, **kw)
+    assert got.dtype == tapegrad.uint8 and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_uint8_interpolate_clamped_border_taps_are_summed_before_rounding():
+    # bicubic taps clamped at a border read one pixel several times: PyTorch sums their weights
+    # and rounds the sum (rounding each tap gave one unit off here)
+    rs = np.random.RandomState(0)
+    for h, w, oh, ow in [(9, 9, 14, 18), (10, 9, 17, 16), (2, 5, 3, 14), (8, 9, 13, 14)]:
+        img = rs.randint(0, 256, (1, 3, h, w)).astype(np.uint8)
+        want = torch.nn.functional.interpolate(torch.from_numpy(img), size=(oh, ow), mode="bicubic")
+        got = tapegrad.nn.functional.interpolate(tapegrad.from_numpy(img), size=(oh, ow),
+                                                 mode="bicubic")
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
