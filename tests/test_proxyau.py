@@ -98,3 +98,31 @@ def test_uint8_interpolate_clamped_border_taps_are_summed_before_rounding():
         got = tapegrad.nn.functional.interpolate(tapegrad.from_numpy(img), size=(oh, ow),
                                                  mode="bicubic")
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("size", [[2, 3, 8, 8], [2, 3, 0, 8], "Size", (1, 3, 4)])
+def test_affine_grid_messages_show_size_as_passed(size):
+    import re
+    for lib in (torch, tapegrad):
+        s = lib.Size([2, 3, 8, 8]) if size == "Size" else size
+        theta = lib.zeros(2, 3, 3) if len(s) == 4 and 0 not in s else lib.zeros(2, 2, 3)
+        err = NotImplementedError if len(s) == 3 else ValueError
+        with pytest.raises(err, match=re.escape(f"size {s}" if len(s) != 4 or 0 not in s
+                                                else f"Got {s}")):
+            lib.nn.functional.affine_grid(theta, s, align_corners=False)
+
+
+def test_grid_sample_warns_about_align_corners_before_the_kernel_checks():
+    import warnings
+    for lib in (torch, tapegrad):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(RuntimeError, match="expected grid and input to have same batch"):
+                lib.nn.functional.grid_sample(lib.zeros(1, 1, 3, 3), lib.zeros(2, 2, 2, 2))
+        assert any("align_corners=False since 1.3.0" in str(w.message) for w in caught)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ValueError, match="expected mode to be"):
+                lib.nn.functional.grid_sample(lib.zeros(1, 1, 3, 3), lib.zeros(1, 2, 2, 2),
+                                              mode="area")
+        assert not caught
