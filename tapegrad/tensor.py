@@ -137,7 +137,7 @@ def parse_to(args: tuple, kwargs: dict):
     """The (device, dtype, non_blocking, copy) of a `to(...)` call (Tensor.to and Module.to), by
     PyTorch's three overloads: to(device=None, dtype=None, non_blocking=False, copy=False),
     to(dtype, non_blocking=False, copy=False), to(tensor, non_blocking=False, copy=False); each
-    also takes memory_format= (Tensor.to applies it; Module.to ignores it).  dtype is None when
+    also takes memory_format= (left to the caller: Tensor.to and Module.to apply it).  dtype is None when
     the call keeps the dtype; a dtype given as Python float/int/bool is returned as is."""
     if len(args) > 4:
         raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} were given")

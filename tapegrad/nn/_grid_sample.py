@@ -61,14 +61,15 @@ def affine_grid(theta, size, align_corners=None):
     _core.check_bool("affine_grid_generator", "align_corners", align_corners, 3)
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    given_size = size          # (PyTorch's messages show size as the caller passed it)
     size = tuple(int(s) for s in size)
     if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
-                                  f"affine transforms, respectively. Got size {list(size)}.")
+                                  f"affine transforms, respectively. Got size {given_size}.")
     nd = len(size) - 2
     if theta.dim() != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
         raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} "
-                         f"for size {size}. Got {theta.shape}.")
+                         f"for size {given_size}. Got {theta.shape}.")
     spatial = size[2:]
     if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
@@ -76,7 +77,7 @@ def affine_grid(theta, size, align_corners=None):
                       "See the documentation of affine_grid for details.", UserWarning,
                       stacklevel=2)
     elif min(size) <= 0:
-        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+        raise ValueError(f"Expected non-zero, positive output size. Got {given_size}")
     if theta.shape[0] != size[0]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}].")
@@ -231,7 +232,8 @@ class _ZeroGridGradient(Function):
         return g, _wrap(np.zeros(ctx.grid_shape, dtype=ctx.dtype))
 
 
-def _check_grid_sample(input, grid, mode, padding_mode):
+def _check_grid_sample_modes(input, grid, mode, padding_mode):
+    """grid_sample's own checks, which PyTorch makes before its align_corners warning."""
     _check_tensor(input)
     _check_tensor(grid, "grid")
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -240,6 +242,10 @@ def _check_grid_sample(input, grid, mode, padding_mode):
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
+
+
+def _check_grid_sample(input, grid, mode):
+    """The grid_sampler kernel's checks of shapes and dtypes (after the warning)."""
     if input.dim() != grid.dim() or input.dim() not in (4, 5) \
             or input.shape[0] != grid.shape[0]:
         if input.dim() in (4, 5) and input.dim() != grid.dim():
@@ -277,10 +283,11 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     width.  ``mode`` 'bilinear' (trilinear for 5-d), 'nearest' (ties to even) or 'bicubic'
     (4-d); ``padding_mode`` 'zeros', 'border' or 'reflection'.  Differentiable in the input and
     in the grid (nearest gives the grid zero gradient, as PyTorch)."""
-    _check_grid_sample(input, grid, mode, padding_mode)
+    _check_grid_sample_modes(input, grid, mode, padding_mode)
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
+    _check_grid_sample(input, grid, mode)
     _core.check_bool("grid_sampler", "align_corners", align_corners, 5)
     n, channels = input.shape[:2]
     spatial = tuple(input.shape[2:])

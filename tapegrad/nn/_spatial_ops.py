@@ -215,6 +215,37 @@ def _taps_along(x, dim, taps):
     return out
 
 
+def _axis_taps(mode, antialias, size, n, scale, align_corners):
+    """The (index, weight) taps of one axis of a weighted interpolation mode."""
+    if antialias:
+        return _antialias_taps(size, n, scale, align_corners, mode == "bicubic")
+    if mode == "bicubic":
+        return _cubic_taps(size, n, scale, align_corners)
+    lo, hi, w_lo, w_hi = _linear_taps(size, n, scale, align_corners)
+    return [(lo, w_lo), (hi, w_hi)]
+
+
+def _fixed_point_pass(arr, dim, taps, size):
+    """One axis of PyTorch's uint8 resampling (PIL's): the float64 weights of the taps that read
+    one source position are summed (a clamped border tap adds to the edge's), scaled by
+    2**precision (the largest precision that keeps the largest weight below 2**15) and rounded
+    half away from zero to integers; each output is the integer sum of pixel * weight, plus a
+    half, shifted right by the precision and clamped to 0..255."""
+    n = len(taps[0][0])
+    dense = np.zeros((n, size))
+    rows = np.arange(n)
+    for index, w in taps:
+        np.add.at(dense, (rows, index), w)
+    top = dense.max()
+    precision = 0
+    while precision < 22 and int(0.5 + top * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    scaled = dense * float(1 << precision)
+    weights = np.trunc(scaled + np.where(scaled < 0, -0.5, 0.5)).astype(np.int64)
+    acc = np.moveaxis(arr.astype(np.int64), dim, -1) @ weights.T + ((1 << precision) >> 1)
+    return np.moveaxis(np.clip(acc >> precision, 0, 255), -1, dim)
+
+
 def _check_upsample_align_corners(name: str, nd: int, align_corners) -> None:
     """PyTorch's interpolate passes align_corners on to its upsample builtin (`name`), whose
     parser takes a bool alone and lists both its signatures otherwise."""
@@ -268,48 +299,43 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return pool(input, out_sp)
     _interp_kernel_checks(input, mode, out_sp)
     spatial = tuple(input.shape[2:])
-    out = input
-    axes = range(nd)
-    # uint8 images cannot carry fractional weights: PyTorch's uint8 kernels resample one axis at a
-    # time, width first, rounding back to 0..255 after each pass (in fixed point, so a pixel may
-    # still differ from PyTorch's by one unit)
-    weighted_uint8 = input._array.dtype == np.uint8 and mode not in ("nearest", "nearest-exact")
-    if weighted_uint8:
-        out, axes = input.to(_core.float32), reversed(range(nd))
+    if input._array.dtype == np.uint8 and mode not in ("nearest", "nearest-exact"):
+        # uint8 images take PyTorch's integer kernels, not the float ones rounded: one axis at a
+        # time, width first, each pass in fixed point (weights scaled to int16, the sum rounded
+        # and clamped to 0..255); an axis whose size does not change is not passed over
+        arr = input._array
+        for axis in reversed(range(nd)):
+            s, n = spatial[axis], out_sp[axis]
+            if n != s:
+                taps = _axis_taps(mode, antialias, s, n, scales[axis], bool(align_corners))
+                arr = _fixed_point_pass(arr, 2 + axis, taps, s)
+        out = _wrap(np.ascontiguousarray(arr, dtype=np.uint8))
+        return follow_channels_last(out, input)
 
     def resampled(out):
         given = out
-        for axis in axes:
+        for axis in range(nd):
             s, n, f = spatial[axis], out_sp[axis], scales[axis]
             dim = 2 + axis
-            if antialias:
-                if n == s:
-                    # PyTorch's separable antialiased kernel passes over an axis whose size does
-                    # not change, whatever the scale_factor (its gradient does not: gradcheck
-                    # fails there; this one is the copy's)
-                    continue
-                out = _taps_along(out, dim, _antialias_taps(s, n, f, bool(align_corners),
-                                                            mode == "bicubic"))
-            elif mode in ("nearest", "nearest-exact"):
+            if antialias and n == s:
+                # PyTorch's separable antialiased kernel passes over an axis whose size does
+                # not change, whatever the scale_factor (its gradient does not: gradcheck
+                # fails there; this one is the copy's)
+                continue
+            if mode in ("nearest", "nearest-exact"):
                 idx = _nearest_index(s, n, f, mode == "nearest-exact",
                                      size_shortcuts=mode == "nearest" and nd == 2)
                 out = out.index_select(dim, _wrap(idx))
-            elif mode == "bicubic":
-                out = _taps_along(out, dim, _cubic_taps(s, n, f, bool(align_corners)))
             else:
-                lo, hi, w_lo, w_hi = _linear_taps(s, n, f, bool(align_corners))
-                out = _taps_along(out, dim, [(lo, w_lo), (hi, w_hi)])
-            if weighted_uint8:
-                out = out.round().clamp(0, 255)
+                out = _taps_along(out, dim, _axis_taps(mode, antialias, s, n, f,
+                                                       bool(align_corners)))
         # (every axis passed over: still a new tensor, never the input itself)
         return out.clone() if out is given else out
 
     # float16 weighted taps in float32, rounded once (PyTorch's kernels accumulate in float32,
     # its gradients exactly so): in float16, bicubic's negative taps times values near 65504
     # overflowed to +-inf and their sum to NaN
-    out = in_float32_if_half(resampled, out)
-    if weighted_uint8:
-        out = out.to(_core.uint8)
+    out = in_float32_if_half(resampled, input)
     out = follow_channels_last(out, input)     # PyTorch's kernels keep a channels_last layout
     return _core._name_grad_fn(out, _upsample_node(mode, nd, antialias))
 
@@ -352,8 +378,9 @@ def _edge_pad_checks(shape, pad, n_dims, mode):
         for i in range(n_dims):
             dim, before, after = nd - 1 - i, pad[2 * i], pad[2 * i + 1]
             if before >= shape[dim] or after >= shape[dim]:
-                # (the argument number is the padded-dims count's: #4, #6, #8 in 1-3-D)
-                raise RuntimeError(f"Argument #{2 * n_dims + 2}: Padding size should be less "
+                # (the argument number follows the offending pad pair: #4 for the innermost
+                # dim's, #6 for the next, #8 for the third, whatever the padded-dims count)
+                raise RuntimeError(f"Argument #{2 * i + 4}: Padding size should be less "
                                    f"than the corresponding input dimension, but got: padding "
                                    f"({before}, {after}) at dimension {dim} of input "
                                    f"{list(shape)}")

@@ -613,8 +613,9 @@ class Module:
 
 
     def to(self: T, *args, **kwargs) -> T:
-        """Module.to(device), to(dtype), to(device, dtype), to(tensor): floating parameters and
-        buffers converted in place to the dtype; the CPU is the only device."""
+        """Module.to(device), to(dtype), to(device, dtype), to(tensor), each with an optional
+        memory_format=: floating parameters and buffers converted in place to the dtype, 4-D and
+        5-D ones to the memory format; the CPU is the only device."""
         if "copy" in kwargs:
             # PyTorch's module argument parser has no copy= (Tensor.to has)
             raise RuntimeError(".to() does not accept copy argument")
@@ -624,17 +625,14 @@ class Module:
             from ..._meta import become_meta
             for t in _tensors(self):
                 become_meta(t)
-        if dtype is None:
-            return self
-        dt = as_dtype(dtype)
-        if not (dt.is_floating_point or dt.is_complex):
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
-                            f"desired dtype={dt}")
-        if dt.is_complex:
-            warnings.warn(_COMPLEX_MODULE_WARNING, UserWarning, stacklevel=2)
-        # as PyTorch's: floating and complex tensors take the dtype (complex to real drops the
-        # imaginary part), integer and bool ones keep theirs
-        return _cast(self, dt.np_dtype, kinds="fc")
+        memory_format = kwargs.get("memory_format")
+        if dtype is not None:
+            _module_to_dtype(self, dtype)
+        if memory_format is not None:
+            # as PyTorch's: 4-D and 5-D parameters, grads and buffers take the layout (a 5-D
+            # one asked for channels_last raises, as Tensor.to does); the Parameter objects stay
+            self._apply(lambda t: t.to(memory_format=memory_format) if t.dim() in (4, 5) else t)
+        return self
 
     def type(self: T, dst_type) -> T:
         """Convert every parameter and buffer (integer ones too) to dst_type: a dtype or a
@@ -1214,3 +1212,16 @@ def _assign_loaded(module, name: str, target, src) -> None:
         module._parameters[name] = src
     else:
         module._buffers[name] = src
+
+
+def _module_to_dtype(module, dtype):
+    """Module.to's dtype conversion, in place."""
+    dt = as_dtype(dtype)
+    if not (dt.is_floating_point or dt.is_complex):
+        raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got "
+                        f"desired dtype={dt}")
+    if dt.is_complex:
+        warnings.warn(_COMPLEX_MODULE_WARNING, UserWarning, stacklevel=3)
+    # as PyTorch's: floating and complex tensors take the dtype (complex to real drops the
+    # imaginary part), integer and bool ones keep theirs
+    _cast(module, dt.np_dtype, kinds="fc")
