@@ -177,9 +177,15 @@ def _c2c(a, dims, sizes, forward, norm):
 
 
 def _r2c(a, dims, sizes, forward, norm):
-    full = _c2c(a, dims, sizes, forward, norm)
-    last = dims[-1]
-    return full[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)]
+    """The onesided transform of a real signal: numpy's rfft along the last dim (half the work
+    of a full complex transform cut in half), then the forward complex DFT along the others.
+    The inverse direction (ihfft) is the conjugate of the scaled forward transform, conjugated
+    last as PyTorch's 1-D ihfft (so its zero imaginary parts are -0.0, as PyTorch prints them;
+    a complex product by the scale would make them +0.0)."""
+    a = _resize(a, dims, sizes)
+    n = int(np.prod(sizes))
+    out = _scale(norm, forward, n) * _unscaled(np.fft.rfft(a, axis=dims[-1]), dims[:-1], True)
+    return out if forward else np.conj(out)
 
 
 def _c2r(a, dims, sizes, forward, norm):
