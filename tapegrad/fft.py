@@ -247,8 +247,8 @@ def _adjoint_of(g, plan):
         # K DFT_back of a real g is its rfft along the last dim (then the DFT along the others),
         # conjugated when back is the inverse direction
         half = _unscaled(np.fft.rfft(g, axis=last), dims[:-1], True)
-        grad = _doubled(_scale(norm, forward, n) * (half if back else np.conj(half)), last,
-                        sizes[-1])
+        half = _scale(norm, forward, n) * half      # (scaled before the conj: a complex
+        grad = _doubled(half if back else np.conj(half), last, sizes[-1])   # product's 0j is +0.0)
     elif kind == "c2r":
         grad = _scale(norm, forward, n) * _unscaled(g.astype(_complex_dtype(g.dtype)), dims,
                                                    back)
