@@ -479,16 +479,24 @@ def copysign(input, other):
 
 def _sinc_values(x):
     at_zero = _core.eq(x, 0)
-    from .creation import ones_like
+    from .creation import ones_like, zeros_like
     one = ones_like(x)
     # The division runs on a copy with 1 at the zeros, so its gradient there is finite (where
     # would pass 0 * inf = nan back otherwise).
     scaled = _core.where(at_zero, one, x) * np.pi
-    return _core.where(at_zero, one, scaled.sin() / scaled)
+    # At the zeros, sin(s)/s's Taylor polynomial 1 - s^2/6 + s^4/120 in s = pi x, on x itself
+    # (0 there; 0 elsewhere, so no large power can overflow into the masked gradient): value
+    # 1 and derivatives exact up to order 5, where a constant 1 made the second derivative
+    # (a PINN's u_xx, a Hessian) silently 0 instead of -pi^2/3.  PyTorch's is nan there.
+    s = _core.where(at_zero, x, zeros_like(x)) * np.pi
+    s2 = s * s
+    series = 1 - s2 / 6 * (1 - s2 / 20)
+    return _core.where(at_zero, series, scaled.sin() / scaled)
 
 
 def sinc(input):
-    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's)."""
+    """sin(pi x) / (pi x), 1 at x = 0 (with gradient 0 there, as PyTorch's, and the true higher
+    derivatives: -pi^2/3 for the second, where PyTorch's double backward gives nan)."""
     x = _floating(input, "sinc")
     from ._half_precision import in_float32_if_half
     # (float16 in float32, as PyTorch: pi * x rounded to float16 lost sin's argument)

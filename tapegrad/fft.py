@@ -167,6 +167,15 @@ def _doubled(a, dim, n):
     return a
 
 
+def _halved(a, dim, n):
+    """The entries 1 .. n - (n // 2 + 1) along dim halved (undoing irfft's doubling of them)."""
+    count = n - (n // 2 + 1)
+    if count > 0:
+        a = a.copy()
+        a[(slice(None),) * dim + (slice(1, 1 + count),)] *= 0.5
+    return a
+
+
 def _complex_dtype(real_dt):
     return np.complex128 if real_dt == np.float64 else np.complex64
 
@@ -177,9 +186,15 @@ def _c2c(a, dims, sizes, forward, norm):
 
 
 def _r2c(a, dims, sizes, forward, norm):
-    full = _c2c(a, dims, sizes, forward, norm)
-    last = dims[-1]
-    return full[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)]
+    """The onesided transform of a real signal: numpy's rfft along the last dim (half the work
+    of a full complex transform cut in half), then the forward complex DFT along the others.
+    The inverse direction (ihfft) is the conjugate of the scaled forward transform, conjugated
+    last as PyTorch's 1-D ihfft (so its zero imaginary parts are -0.0, as PyTorch prints them;
+    a complex product by the scale would make them +0.0)."""
+    a = _resize(a, dims, sizes)
+    n = int(np.prod(sizes))
+    out = _scale(norm, forward, n) * _unscaled(np.fft.rfft(a, axis=dims[-1]), dims[:-1], True)
+    return out if forward else np.conj(out)
 
 
 def _c2r(a, dims, sizes, forward, norm):
@@ -226,17 +241,29 @@ def _adjoint_of(g, plan):
     kind, dims, sizes, forward, norm, in_shape, in_dtype, _ = plan
     g = g._array
     back = not forward
-    if kind == "c2r":
-        n = int(np.prod(sizes))
+    n = int(np.prod(sizes))
+    last = dims[-1]
+    if kind == "c2r" and g.dtype.kind != "c":
+        # K DFT_back of a real g is its rfft along the last dim (then the DFT along the others),
+        # conjugated when back is the inverse direction
+        half = _unscaled(np.fft.rfft(g, axis=last), dims[:-1], True)
+        half = _scale(norm, forward, n) * half      # (scaled before the conj: a complex
+        grad = _doubled(half if back else np.conj(half), last, sizes[-1])   # product's 0j is +0.0)
+    elif kind == "c2r":
         grad = _scale(norm, forward, n) * _unscaled(g.astype(_complex_dtype(g.dtype)), dims,
                                                    back)
-        last = dims[-1]
         grad = _doubled(grad[(slice(None),) * last + (slice(0, sizes[-1] // 2 + 1),)],
                         last, sizes[-1])
+    elif kind == "r2c" and in_dtype.kind != "c":
+        # the real part of DFT_back of the zero-filled half is an irfft of the half with its
+        # entries 1 .. n - (n // 2 + 1) halved (irfft counts each with its mirrored conjugate),
+        # conjugated first when back is the forward direction
+        h = _unscaled(g, dims[:-1], back)
+        h = _halved(np.conj(h) if back else h, last, sizes[-1])
+        grad = _scale(norm, forward, n) * np.fft.irfft(h, n=sizes[-1], axis=last, norm="forward")
     else:
         if kind == "r2c":                               # zero-fill the dropped half
             g = _resize(g, dims[-1:], sizes[-1:])
-        n = int(np.prod(sizes))
         grad = _scale(norm, forward, n) * _unscaled(g, dims, back)
     grad = _resize(grad, dims, [in_shape[d] for d in dims])
     if in_dtype.kind != "c":
