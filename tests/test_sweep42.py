@@ -174,3 +174,137 @@ def test_allow_mutation_on_saved_tensors_double_backward():
             g.sum().backward()
             out.append(x.grad.numpy())
     np.testing.assert_allclose(out[1], out[0])
+
+
+# ---- gradcheck / gradgradcheck options and failures
+
+def _x(lib, dtype="float64"):
+    return lib.tensor([[0.3, -0.7, 1.2], [0.5, 0.1, -0.4]], dtype=getattr(lib, dtype),
+                      requires_grad=True)
+
+
+def test_gradcheck_forward_ad_with_complex_values():
+    # the forward-mode Jacobian had one column per complex output element where the numerical
+    # one has two (numpy's broadcast ValueError), and missed a complex input's imaginary
+    # direction
+    cases = [
+        (lambda a: a * a.conj() + a.exp(), "complex128"),
+        (lambda a: a.abs(), "complex128"),
+        (lambda a: a * (1 + 2j), "float64"),
+    ]
+    for f, dtype in cases:
+        for lib in (torch, tapegrad):
+            x = lib.tensor([1 + 1j, 2 - 0.5j] if dtype == "complex128" else [0.3, -0.7],
+                           dtype=getattr(lib, dtype), requires_grad=True)
+            assert lib.autograd.gradcheck(f, (x,), check_forward_ad=True)
+
+
+def _wrong_conj_jvp(lib):
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, g):
+            return g.conj() * 2
+    return F
+
+
+def test_gradcheck_forward_ad_catches_wrong_complex_jvp():
+    for lib in (torch, tapegrad):
+        x = lib.tensor([1 + 1j, 2 - 0.5j], dtype=lib.complex128, requires_grad=True)
+        F = _wrong_conj_jvp(lib)
+        assert not lib.autograd.gradcheck(F.apply, (x,), check_forward_ad=True,
+                                          check_backward_ad=False, raise_exception=False)
+        with pytest.raises(RuntimeError, match="Jacobian computed with forward mode mismatch"):
+            lib.autograd.gradcheck(F.apply, (x,), check_forward_ad=True, check_backward_ad=False)
+
+
+def test_gradcheck_batched_checks():
+    F = tapegrad.nn.functional
+    w = tapegrad.tensor([[0.1, 0.2, 0.3]], dtype=tapegrad.float64, requires_grad=True)
+    assert tapegrad.autograd.gradcheck(lambda a, w: F.linear(a, w).softmax(-1) * a,
+                                       (_x(tapegrad), w), check_batched_grad=True,
+                                       check_forward_ad=True, check_batched_forward_grad=True)
+    assert tapegrad.autograd.gradgradcheck(lambda a: (a ** 3).sum(1) * a[:, 0], (_x(tapegrad),),
+                                           check_batched_grad=True)
+    for lib in (torch, tapegrad):
+        assert lib.autograd.gradcheck(lambda a, b: a @ b.t(), (_x(lib), _x(lib)),
+                                      check_batched_grad=True)
+
+
+def test_gradcheck_option_assertions():
+    for lib in (torch, tapegrad):
+        gc, ggc = lib.autograd.gradcheck, lib.autograd.gradgradcheck
+        x = _x(lib)
+        with pytest.raises(AssertionError, match="Expected at least one of check_forward_ad or "
+                                                 "check_backward_ad"):
+            gc(lambda a: a, (x,), check_backward_ad=False)
+        with pytest.raises(AssertionError, match="check_batched_grad=True requires "
+                                                 "check_backward_ad"):
+            gc(lambda a: a, (x,), check_batched_grad=True, check_backward_ad=False,
+               check_forward_ad=True)
+        with pytest.raises(AssertionError, match="check_batched_forward_grad=True requires "
+                                                 "check_forward_ad"):
+            gc(lambda a: a, (x,), check_batched_forward_grad=True)
+        with pytest.raises(AssertionError, match="Expected at least one of check_fwd_over_rev"):
+            ggc(lambda a: a, (x,), check_rev_over_rev=False)
+        with pytest.raises(AssertionError, match="check_undefined_grad=True requires "
+                                                 "check_rev_over_rev"):
+            ggc(lambda a: a, (x,), check_rev_over_rev=False, check_fwd_over_rev=True)
+        assert ggc(lambda a: a ** 3, (x,), check_rev_over_rev=False, check_fwd_over_rev=True,
+                   check_undefined_grad=False)
+        assert ggc(lambda a: a ** 3, (x,), gen_non_contig_grad_outputs=True)
+
+
+def _wrong_jvp_of_backward(lib):
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return G.apply(g)
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2
+
+    class G(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def backward(ctx, gg):
+            return gg * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 5                # wrong: the backward's forward derivative is 2
+    return F
+
+
+def test_gradgradcheck_fwd_over_rev_is_checked():
+    # gradgradcheck ignored check_fwd_over_rev: a wrong jvp of the backward passed
+    for lib in (torch, tapegrad):
+        F = _wrong_jvp_of_backward(lib)
+        assert lib.autograd.gradgradcheck(F.apply, (_x(lib),))
+        assert not lib.autograd.gradgradcheck(F.apply, (_x(lib),), check_fwd_over_rev=True,
+                                              raise_exception=False)
+
+
+def test_gradcheck_bad_inputs_and_outputs():
+    for lib in (torch, tapegrad):
+        x = lib.tensor([1.], dtype=lib.float64).expand(3).requires_grad_()
+        with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
+            lib.autograd.gradcheck(lambda a: a.exp(), (x,))
+        with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool "
+                                               "tensors is not supported"):
+            lib.autograd.gradcheck(lambda a: a > 0, (_x(lib),))
