@@ -308,3 +308,24 @@ def test_gradcheck_bad_inputs_and_outputs():
         with pytest.raises(RuntimeError, match="Subtraction, the `-` operator, with two bool "
                                                "tensors is not supported"):
             lib.autograd.gradcheck(lambda a: a > 0, (_x(lib),))
+
+
+# ---- backward / grad: a complex grad_output for a real output (or the reverse) is refused; it
+# lost its imaginary part silently (with numpy's ComplexWarning)
+
+@pytest.mark.parametrize("out_dtype,grad_dtype", [("float32", "complex64"),
+                                                  ("complex64", "float32")])
+def test_backward_complex_grad_output_for_real_output_is_refused(out_dtype, grad_dtype):
+    for lib in (torch, tapegrad):
+        x = lib.ones(2, dtype=getattr(lib, out_dtype), requires_grad=True)
+        g = lib.ones(2, dtype=getattr(lib, grad_dtype))
+        match = (rf"Mismatch in dtype: grad_output\[0\] has a dtype of torch.{grad_dtype} and "
+                 rf"output\[0\] has a dtype of torch.{out_dtype}")
+        with pytest.raises(RuntimeError, match=match):
+            (x * 2).backward(g)
+        with pytest.raises(RuntimeError, match=match):
+            lib.autograd.grad(x * 2, x, g)
+    # other dtype mismatches are cast, as PyTorch does
+    x = tapegrad.ones(2, requires_grad=True)
+    (x * 2).backward(tapegrad.ones(2, dtype=tapegrad.float64))
+    assert x.grad.dtype == tapegrad.float32
