@@ -329,3 +329,16 @@ def test_backward_complex_grad_output_for_real_output_is_refused(out_dtype, grad
     x = tapegrad.ones(2, requires_grad=True)
     (x * 2).backward(tapegrad.ones(2, dtype=tapegrad.float64))
     assert x.grad.dtype == tapegrad.float32
+
+
+def test_make_dual_inside_vmap_raises_runtime_error():
+    for lib in (torch, tapegrad):
+        fa = lib.autograd.forward_ad
+        x = lib.tensor([0.3, -0.7], dtype=lib.float64)
+
+        def jvp(tangent):
+            with fa.dual_level():
+                return fa.unpack_dual(fa.make_dual(x, tangent).sin()).tangent
+        with pytest.raises(RuntimeError, match="Batching rule not implemented for "
+                                               "aten::_make_dual"):
+            lib.vmap(jvp)(lib.ones(2, 2, dtype=lib.float64))

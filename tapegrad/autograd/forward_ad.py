@@ -94,6 +94,12 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
                            "make sure to enter_dual_level() first.")
     if not isinstance(tensor, _core.TensorBase) or not isinstance(tangent, _core.TensorBase):
+        from .._vmap import BatchedTensor
+        if isinstance(tensor, BatchedTensor) or isinstance(tangent, BatchedTensor):
+            # (inside a vmap: PyTorch's vmap has no rule for it either; gradcheck's batched
+            # forward check makes its dual outside the vmap)
+            raise RuntimeError("Batching rule not implemented for aten::_make_dual; the fallback "
+                               "path doesn't work on out= or view ops.")
         raise TypeError("make_dual(): expected tensor and tangent to be Tensors")
     if tuple(tangent.shape) != tuple(tensor.shape):
         raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
