@@ -342,3 +342,20 @@ def test_make_dual_inside_vmap_raises_runtime_error():
         with pytest.raises(RuntimeError, match="Batching rule not implemented for "
                                                "aten::_make_dual"):
             lib.vmap(jvp)(lib.ones(2, 2, dtype=lib.float64))
+
+
+# ---- grad_fn._saved_* of repeat, tril/triu, index_select (missing: AttributeError)
+
+def test_saved_attributes_of_repeat_tril_index_select():
+    out = []
+    for lib in (torch, tapegrad):
+        m = lib.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        r = m.repeat(2, 1, 3)
+        lo, up = m.tril(), m.triu(1)
+        s = m.index_select(1, lib.tensor([1, 1, 0]))
+        out.append((r.grad_fn._saved_repeats, tuple(r.grad_fn._saved_self_sym_sizes),
+                    lo.grad_fn._saved_diagonal, up.grad_fn._saved_diagonal,
+                    s.grad_fn._saved_dim, s.grad_fn._saved_index.tolist(),
+                    str(s.grad_fn._saved_index.dtype).split(".")[-1],
+                    tuple(s.grad_fn._saved_self_sym_sizes)))
+    assert out[1] == out[0]
