@@ -274,6 +274,16 @@ _EXAMPLES = [
         "_saved_step": _const(1),
         "_saved_self_sym_sizes": _aux(0, tuple)}),
     (lambda x, y, m, v: _cat()([x, y]), {"_saved_dim": _aux(0, int)}),
+    # (the payload: (shape padded to the repeats' length, repeats, the input's shape))
+    (lambda x, y, m, v: x.repeat(2, 1), {"_saved_repeats": _aux(1, _dims),
+                                         "_saved_self_sym_sizes": _aux(2, tuple)}),
+    (lambda x, y, m, v: x.tril(), {"_saved_diagonal": _Value(lambda fn: int(fn._scalar))}),
+    (lambda x, y, m, v: x.triu(), {"_saved_diagonal": _Value(lambda fn: int(fn._scalar))}),
+    # (the payload's key: the index array at the dim, then Ellipsis)
+    (lambda x, y, m, v: x.index_select(1, _index()), {
+        "_saved_dim": _Value(lambda fn: len(fn._aux[3]) - 2),
+        "_saved_index": _Value(lambda fn: _as_tensor(fn._aux[3][-2])),
+        "_saved_self_sym_sizes": _aux(0, tuple)}),
     (lambda x, y, m, v: _stack()([x, y]), {"_saved_dim": _aux(0, int)}),
     (lambda x, y, m, v: _where()(x > 0, x, y), {"_saved_condition": _Slot(0)}),
     (lambda x, y, m, v: x.split(2, 1)[0], _SPLIT),
@@ -317,6 +327,11 @@ def _cat():
 def _bmm():
     from . import bmm
     return bmm
+
+
+def _index():
+    from . import tensor
+    return tensor([2, 0])
 
 
 def _stack():

@@ -504,9 +504,10 @@ cdef object vjp_setitem(Record* r, object g):
             # numpy lays out x[:, idx] with the index's dims first (strided); PyTorch's index
             # (index_copy's index_select) is row-major, and its .view(-1) works
             picked = np.ascontiguousarray(picked)
-        gv = sum_to(nd(picked), squeezed_shape).reshape(value_shape)
-        if value_dtype is not None:                     # (a value of another dtype was cast)
-            gv = gv.astype(value_dtype)
+        # (a value of another dtype was cast: its own dtype, a real value of a complex
+        # destination the real part, as the graph VJP's t_cast)
+        gv = fit_grad(sum_to(nd(picked), squeezed_shape).reshape(value_shape), None,
+                      value_dtype)
     return (gx, gv)
 
 

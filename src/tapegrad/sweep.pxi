@@ -619,6 +619,13 @@ cdef list make_grads(tuple outputs, tuple grads):
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                    f"torch.Size({list(G.shape)}) and output[{i}] has a shape of "
                                    f"torch.Size({list(A.shape)}).")
+            if (cnp.PyArray_ISCOMPLEX(<cnp.ndarray>G) != cnp.PyArray_ISCOMPLEX(<cnp.ndarray>A)):
+                # (a complex gradient would lose its imaginary part, silently, in the cast to a
+                # real output's dtype; a real one for a complex output is refused as well)
+                raise RuntimeError(f"For complex Tensors, both grad_output and output are "
+                                   f"required to have the same dtype. Mismatch in dtype: "
+                                   f"grad_output[{i}] has a dtype of {dtype_of_array(G)} and "
+                                   f"output[{i}] has a dtype of {dtype_of_array(A)}.")
             new.append(grad)
         elif grad is None:
             if (<TensorBase>out)._requires_grad:

@@ -36,7 +36,8 @@ from ..grad_mode import enable_grad
 __all__ = ["dual_level", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual",
            "UnpackedDualTensor"]
 
-# The open levels (PyTorch allows one at a time on CPU), each a list of (dual, tangent).
+# The open levels (PyTorch allows one at a time on CPU), each a list of tangent sources
+# (dual, tangent, dual's version when it became a source: _check_unwritten).
 _levels: list = []
 # How many unpack sweeps are running (custom Functions with a jvp cut their inputs off then).
 _unpacking = 0
@@ -56,8 +57,7 @@ class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 def enter_dual_level() -> int:
     """Open a forward-AD level and return its index (use ``dual_level()`` as a context)."""
     if _levels:
-        raise RuntimeError("Currently only a single dual level is supported and there is "
-                           "already one active.")
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
     global _next_serial
     _levels.append([])
     _next_serial += 1
@@ -67,6 +67,8 @@ def enter_dual_level() -> int:
 
 def exit_dual_level(*, level=None) -> None:
     """Close the current level: its dual tensors lose their tangents."""
+    if not _levels and level is None:
+        raise RuntimeError("Dual level must be a positive number.")    # (PyTorch's level -1)
     if not _levels or (level is not None and level != len(_levels) - 1):
         raise RuntimeError("Trying to exit a forward AD level that was not the last one that "
                            "was created. This is not supported.")
@@ -92,6 +94,12 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
                            "make sure to enter_dual_level() first.")
     if not isinstance(tensor, _core.TensorBase) or not isinstance(tangent, _core.TensorBase):
+        from .._vmap import BatchedTensor
+        if isinstance(tensor, BatchedTensor) or isinstance(tangent, BatchedTensor):
+            # (inside a vmap: PyTorch's vmap has no rule for it either; gradcheck's batched
+            # forward check makes its dual outside the vmap)
+            raise RuntimeError("Batching rule not implemented for aten::_make_dual; the fallback "
+                               "path doesn't work on out= or view ops.")
         raise TypeError("make_dual(): expected tensor and tangent to be Tensors")
     if tuple(tangent.shape) != tuple(tensor.shape):
         raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
@@ -107,7 +115,7 @@ def make_dual(tensor, tangent, *, level=None):
     with enable_grad():
         dual = tensor.view_as(tensor) if tensor.requires_grad else \
             _transform_leaves.mark(tensor.detach().requires_grad_())
-    _levels[-1].append((dual, tangent))    # the object itself: unpack_dual hands it back
+    _levels[-1].append((dual, tangent, dual._version))  # the object: unpack_dual hands it back
     return dual
 
 
@@ -117,12 +125,32 @@ def unpack_dual(tensor, *, level=None):
     if not _levels or not isinstance(tensor, _core.TensorBase):
         return UnpackedDualTensor(tensor, None)
     duals = _levels[-1]
-    for dual, tangent in reversed(duals):   # (the latest: an input a Function wrote in place)
+    _check_unwritten(duals)
+    for dual, tangent, _ in reversed(duals):   # (the latest: an input a Function wrote in place)
         if dual is tensor:
             return UnpackedDualTensor(_primal(tensor), tangent)
     if not tensor.requires_grad or not duals:
         return UnpackedDualTensor(tensor, None)
     return UnpackedDualTensor(_primal(tensor), _tangent_of(tensor, duals))
+
+
+def _check_unwritten(duals) -> None:
+    """Refuse to unpack once a tangent source was written in place after it became one.  Its
+    tangent is the sweeps' gradient with respect to the source's record, and a recorded write
+    moves the tensor onto a new record (a write under no_grad records nothing): the tangents
+    from that tensor, and of results computed from it before the write, would silently be
+    wrong.  (PyTorch propagates the tangent through the write; an input a Function wrote in
+    place has a later entry, taken after the write.)"""
+    latest = {}
+    for entry in duals:
+        latest[id(entry[0])] = entry
+    for dual, _, version in latest.values():
+        if dual._version != version:
+            raise RuntimeError(
+                "tapegrad: a dual tensor (or its primal) was modified by an in-place operation "
+                "after make_dual; forward AD in tapegrad cannot follow that write and its "
+                "tangents would be wrong. Use the out-of-place form (d = d * 2), or write "
+                "before make_dual.")
 
 
 def _primal(tensor):
@@ -150,7 +178,7 @@ def _tangent_of(tensor, duals):
     depends on none of them), by two reverse passes through a dummy cotangent u."""
     global _unpacking
     from . import grad as _grad
-    inputs = [d for d, _ in duals]
+    inputs = [d for d, _, _ in duals]
     _unpacking += 1
     try:
         with enable_grad():
@@ -161,7 +189,7 @@ def _tangent_of(tensor, duals):
             grads = _grad([tensor], inputs, [u], retain_graph=True, create_graph=True,
                           allow_unused=True)
             total = None
-            for g, (_, tangent) in zip(grads, duals):
+            for g, (_, tangent, _) in zip(grads, duals):
                 if g is not None and g.requires_grad:
                     term = tangent_pairing(g, tangent)
                     total = term if total is None else total + term
@@ -260,4 +288,4 @@ def _function_jvp(cls, ctx, args, tangents, out) -> None:
                                f"size {list(t.shape)}.")
         if t.requires_grad and not _keeps_graph(t):
             t = t.detach()              # (a native op's jvp ran recorded: see above)
-        level.append((o, t))
+        level.append((o, t, o._version))

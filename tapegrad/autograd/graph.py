@@ -10,6 +10,7 @@
 - GradientEdge, get_gradient_edge(tensor)        (node, output_nr): where a tensor's gradient goes
 - increment_version(tensor)                      bump a tensor's version counter
 - register_multi_grad_hook(tensors, fn, mode)    one hook over the gradients of several tensors
+- allow_mutation_on_saved_tensors()              values saved inside survive later in-place writes
 
 How the saved-value hooks reach the compiled records, and when pack runs, is
 src/tapegrad/saved_hooks.pxi; what differs from PyTorch is in docs/differences.md.
@@ -27,7 +28,7 @@ from .._torch_names import object_repr as _object_repr
 
 __all__ = ["saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
            "register_multi_grad_hook", "Node", "GradientEdge", "get_gradient_edge",
-           "increment_version"]
+           "increment_version", "allow_mutation_on_saved_tensors"]
 
 
 class saved_tensors_hooks:
@@ -132,6 +133,72 @@ def increment_version(tensor) -> None:
     tensors = (tensor,) if isinstance(tensor, Tensor) else tuple(tensor)
     for t in tensors:
         _core._mark_written(t)
+
+
+# Whether an allow_mutation_on_saved_tensors block is open (PyTorch's module flag: one at a time).
+_allow_mutation_on_saved_tensors_enabled: bool = False
+
+
+class _Handle:
+    """What the block's pack hook returns for a saved value: the key of its copy."""
+
+    __repr__ = _object_repr
+
+
+class _AllowMutationOnSavedContext:
+    """What allow_mutation_on_saved_tensors yields: the copies of the values saved inside the
+    block (``cloned``, by handle); the block clears them when it exits."""
+
+    __repr__ = _object_repr
+
+    def __init__(self) -> None:
+        import weakref
+        self.cloned = weakref.WeakKeyDictionary()
+
+    def clear(self) -> None:
+        self.cloned.clear()
+
+
+class _swap_with_cloned(saved_tensors_hooks):
+    """The block's saved-value hooks.  PyTorch keeps each saved value and copies it just before
+    an in-place write reaches it (a dispatch mode sees every write); tapegrad has no such mode,
+    and copies each value when it is packed (before any later write: saved_hooks.pxi packs
+    pending values ahead of each in-place write), which gives backward the same values at the
+    cost of one copy per saved value."""
+
+    def __init__(self, ctx: _AllowMutationOnSavedContext) -> None:
+        def pack_hook(tensor):
+            handle = _Handle()
+            ctx.cloned[handle] = tensor.detach().clone()
+            return handle
+
+        def unpack_hook(handle):
+            if not _allow_mutation_on_saved_tensors_enabled or handle not in ctx.cloned:
+                raise AssertionError("Trying to backward outside of the "
+                                     "'allow_mutation_on_saved_tensors' context in which the "
+                                     "graph was originally recorded.")
+            return ctx.cloned[handle]
+
+        super().__init__(pack_hook, unpack_hook)
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors():
+    """Context manager inside which tensors saved for backward may be modified in place: the
+    backward (run inside the same block) uses their values as saved, where it would otherwise
+    raise the "modified by an inplace operation" error.  Yields the block's state, cleared on
+    exit.  Blocks do not nest."""
+    global _allow_mutation_on_saved_tensors_enabled
+    ctx = _AllowMutationOnSavedContext()
+    with _swap_with_cloned(ctx):
+        try:
+            if _allow_mutation_on_saved_tensors_enabled:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _allow_mutation_on_saved_tensors_enabled = True
+            yield ctx
+        finally:
+            ctx.clear()
+            _allow_mutation_on_saved_tensors_enabled = False
 
 
 class _MultiHandle:

@@ -28,6 +28,7 @@ __all__ = [
     'GradientEdge',
     'get_gradient_edge',
     'increment_version',
+    'allow_mutation_on_saved_tensors',
 ]
 
 class saved_tensors_hooks:
@@ -57,3 +58,5 @@ class GradientEdge(builtins.tuple[Any, ...]):
 def get_gradient_edge(tensor: Any) -> Any: ...
 
 def increment_version(tensor: Any) -> None: ...
+
+def allow_mutation_on_saved_tensors() -> Any: ...
