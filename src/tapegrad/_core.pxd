@@ -439,8 +439,8 @@ cdef int register_replay(int op, replay_fn forward) except -1
 cdef int OP_LEAF
 
 cdef class CompiledBackward:
-    cdef object backward(self, list g)
-    cdef object backward_one(self, object g)
+    cdef object backward(self, list g, list seeds)
+    cdef object backward_one(self, object g, object seed)
     cdef object graph_backward(self, list g)
     cdef release(self)
 

@@ -384,14 +384,27 @@ def _set_function_runtime(backward, release):
     FUNCTION_RELEASE = release
 
 
+# The seeds of the compiled call's record the sweep runs next (take_compiled_seeds, sweep.pxi),
+# read and cleared by its vjp_function.
+cdef list COMPILED_SEEDS = None
+
+
+cdef inline void set_compiled_seeds(list seeds) noexcept:
+    global COMPILED_SEEDS
+    COMPILED_SEEDS = seeds
+
+
 cdef object vjp_function(Record* r, object g):
     """g: a list with one entry (ndarray or None) per output of the forward; or, for a
     tapegrad.compile'd call's one-output record (scalar ONE_RECORD), that output's adjoint."""
+    global COMPILED_SEEDS
     ctx = <object>r.aux
     if isinstance(ctx, CompiledBackward):     # a tapegrad.compile'd call (replay.pxi): no Python
+        seeds = COMPILED_SEEDS
+        COMPILED_SEEDS = None
         if r.scalar == ONE_RECORD and r.n_in == 1:
-            return (<CompiledBackward>ctx).backward_one(g)
-        res = (<CompiledBackward>ctx).backward([g] if r.scalar == ONE_RECORD else <list>g)
+            return (<CompiledBackward>ctx).backward_one(g, None if seeds is None else seeds[0])
+        res = (<CompiledBackward>ctx).backward([g] if r.scalar == ONE_RECORD else <list>g, seeds)
     else:
         res = FUNCTION_BACKWARD(ctx, g, False)
     return res[0] if r.n_in == 1 else res

@@ -108,14 +108,19 @@ GRAPH_ENGINE_RUN = graph_engine_missing
 
 cdef class CompiledBackward:
     """What the core knows of a tapegrad.compile'd call's backward (a custom Function record's
-    ctx): the replay module's CompiledFunctionBackward subclasses it."""
+    ctx): the replay module's CompiledFunctionBackward subclasses it.
 
-    cdef object backward(self, list g):
+    seeds: one entry per input, the adjoint the sweep had summed for it so far (None where
+    none): the backward adds its contributions to that value, in the order the eager sweep
+    would (the later uses' total first), and returns the sum, so a replayed call's input that
+    is also used outside the call gets the eager gradient bit for bit (take_compiled_seeds)."""
+
+    cdef object backward(self, list g, list seeds):
         raise NotImplementedError
 
-    cdef object backward_one(self, object g):
-        """backward([g])[0] for a call with one input and one output (vjp_function)."""
-        return self.backward([g])[0]
+    cdef object backward_one(self, object g, object seed):
+        """backward([g], [seed])[0] for a call with one input and one output (vjp_function)."""
+        return self.backward([g], [seed])[0]
 
     cdef object graph_backward(self, list g):
         """backward with create_graph=True: g and the result are tensors (or None)."""

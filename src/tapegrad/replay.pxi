@@ -237,15 +237,15 @@ cdef class BufferSet(CompiledBackward):
             raise RuntimeError(BACKWARD_TWICE)
         return self.program
 
-    cdef object backward(self, list g):
+    cdef object backward(self, list g, list seeds):
         cdef Program program = self.owner()
         self.check_versions()
-        return program.backward_c(self, g)
+        return program.backward_c(self, g, seeds)
 
-    cdef object backward_one(self, object g):
+    cdef object backward_one(self, object g, object seed):
         cdef Program program = self.owner()
         self.check_versions()
-        return program.backward_one(self, g)
+        return program.backward_one(self, g, seed)
 
     cdef object rerun(self):
         """The Program's outputs of the call computed eagerly again: the same values as the
@@ -949,13 +949,14 @@ cdef class Program:
 
     def backward(self, Lease lease, list out_grads):
         """Gradients of the externals (None where none flows) given the outputs' gradients."""
-        return list(self.backward_c(lease.buffers, out_grads))
+        return list(self.backward_c(lease.buffers, out_grads, None))
 
-    cdef tuple backward_c(self, BufferSet bs, list out_grads):
+    cdef tuple backward_c(self, BufferSet bs, list out_grads, list seeds):
         """Gradients of the externals (None where none flows) given the outputs' gradients (the
-        first len(self.outputs) entries of out_grads)."""
+        first len(self.outputs) entries of out_grads), each the sum of its seed (the adjoint the
+        eager sweep had for it, CompiledBackward) and the steps' contributions."""
         cdef Py_ssize_t j, k
-        self.sweep_steps(bs, out_grads, None)
+        self.sweep_steps(bs, out_grads, None, seeds, None)
         cdef tuple res = PyTuple_New(self.n_ext)
         for k in range(self.n_ext):
             g = self.hand_out(bs, k)
@@ -965,18 +966,20 @@ cdef class Program:
         self.drop_given(bs)
         return res
 
-    cdef object backward_one(self, BufferSet bs, object g):
+    cdef object backward_one(self, BufferSet bs, object g, object seed):
         """backward_c of a program with one output and one external (a replayed call's
         one-record node): its gradient given the output's, without a list or a tuple around
         either (a replay at size 1 pays for each object it makes)."""
-        self.sweep_steps(bs, None, g)
+        self.sweep_steps(bs, None, g, None, seed)
         g = self.hand_out(bs, 0)
         self.drop_given(bs)
         return g
 
-    cdef int sweep_steps(self, BufferSet bs, list out_grads, object g0) except -1:
+    cdef int sweep_steps(self, BufferSet bs, list out_grads, object g0, list seeds,
+                         object seed0) except -1:
         """The backward of every step, from the outputs' gradients (out_grads; or, out_grads
-        None, g0 the one output's) to the adjoints of the externals."""
+        None, g0 the one output's) to the adjoints of the externals, which start from their
+        seeds (seeds, one per external, or seed0 for external 0; None: none)."""
         if bs is None:
             raise RuntimeError(
                 "Trying to backward through the graph a second time (or directly access saved "
@@ -992,6 +995,14 @@ cdef class Program:
         withdraw_adjoint()
         memset(bs.touched, 0, self.n_slots)
         self.drop_given(bs)                 # left by a backward that raised
+        # The seeds first: the eager sweep had summed them (the uses after the call) before the
+        # call's own records added theirs.  Adopted as given arrays, which no step writes into.
+        if seeds is not None:
+            for k in range(min(len(seeds), self.n_ext)):
+                if seeds[k] is not None and self.grad[k]:
+                    self.give_array(bs, k, seeds[k])
+        elif seed0 is not None and self.grad[0]:
+            self.give_array(bs, 0, seed0)
         for j in range(len(self.outputs) if out_grads is not None else 1):
             g = out_grads[j] if out_grads is not None else g0
             k = self.outputs[j]
@@ -1569,11 +1580,11 @@ cdef class CompiledFunctionBackward(CompiledBackward):
             raise RuntimeError(BACKWARD_TWICE)
         return self.state
 
-    cdef object backward(self, list g):
-        return self.held().backward(g)
+    cdef object backward(self, list g, list seeds):
+        return self.held().backward(g, seeds)
 
-    cdef object backward_one(self, object g):
-        return self.held().backward_one(g)
+    cdef object backward_one(self, object g, object seed):
+        return self.held().backward_one(g, seed)
 
     cdef object graph_backward(self, list g):
         return self.held().graph_backward(g)

@@ -319,6 +319,43 @@ cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk)
     return 0
 
 
+cdef list take_compiled_seeds(PyObject** adj, char* owned, Record* rec, char* need):
+    """The adjoints a tapegrad.compile'd call's inputs have so far (the later uses' total), taken
+    out of the table (one entry per input, None where none): the replay's backward adds its
+    contributions to them in the eager sweep's order and returns the sums (CompiledBackward).
+    Summing them after, as for any node, rounded (a + b) + c as a + (b + c) where an input
+    is also used after the call (fuzz 65020624)."""
+    cdef Py_ssize_t* ins = rec_inputs(rec)
+    cdef Py_ssize_t q, k
+    cdef list seeds = None
+    cdef object a
+    for q in range(rec.n_in):
+        k = ins[q]
+        if k < 0 or adj[k] == NULL or (need != NULL and not need[k]) or checks_arrival(k):
+            continue
+        a = <object>adj[k]
+        if not cnp.PyArray_CheckExact(a):         # (a ZeroAdjoint: adds nothing)
+            continue
+        if seeds is None:
+            seeds = [None] * rec.n_in
+        seeds[q] = a
+        adj[k] = NULL
+        owned[k] = 0
+        Py_DECREF(a)        # (the table's reference; `a` and the list hold theirs)
+    return seeds
+
+
+cdef int return_unused_seeds(PyObject** adj, char* owned, Record* rec, list seeds,
+                             object grads) except -1:
+    """Put back the seeds of the inputs a compiled call's backward gave no gradient (None)."""
+    cdef Py_ssize_t* ins = rec_inputs(rec)
+    cdef Py_ssize_t q
+    for q in range(rec.n_in):
+        if seeds[q] is not None and (grads if rec.n_in == 1 else (<tuple>grads)[q]) is None:
+            accumulate(adj, owned, ins[q], seeds[q])
+    return 0
+
+
 cdef inline void offer_owned_adjoints(PyObject** adj, char* owned, Record* rec,
                                       char* need) noexcept:
     """Offer a multiplication's VJP the adjoints of its inputs that the sweep owns (kernels.pxi:
@@ -354,6 +391,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     cdef vjp_fn vjp
     cdef list captured = None
     cdef object token = None            # the profiler's event of the node running (PROFILING)
+    cdef list compiled_seeds = None     # a compiled call's inputs' adjoints (take_compiled_seeds)
     for j in range(nr):
         k = roots[j]
         if k > top:
@@ -525,7 +563,16 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 if (rec.op == OP_MUL and rec.aux == NULL and not ANOMALY_MODE and not node_hooked
                         and not zero):
                     offer_owned_adjoints(adj, owned, &rec, need)
+                compiled_seeds = None
+                if (rec.op == OP_FUNCTION and rec.aux != NULL and not ANOMALY_MODE
+                        and not node_hooked and not zero
+                        and isinstance(<object>rec.aux, CompiledBackward)):
+                    compiled_seeds = take_compiled_seeds(adj, owned, &rec, need)
+                    set_compiled_seeds(compiled_seeds)
                 grads = vjp(&rec, g)
+                if compiled_seeds is not None:
+                    return_unused_seeds(adj, owned, &rec, compiled_seeds, grads)
+                    compiled_seeds = None
                 if zero or rec.name == sgn_code:
                     grads = zero_adjoints_like(grads, zero and ZERO_KEEPING[rec.op] == 2)
                 if node_hooked:
@@ -539,6 +586,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             finally:
                 withdraw_adjoint()
                 withdraw_accumulators()
+                set_compiled_seeds(None)
                 for q in range(MAX_SAVED):
                     Py_XDECREF(rec.saved[q])
                 Py_XDECREF(rec.aux)
