@@ -75,3 +75,24 @@ def test_hooks_on_the_input_see_the_full_gradient():
         (compiled(x, t).sum() + (x * 10).sum()).backward()
         np.testing.assert_allclose(seen[-1], np.exp([0.5, 1.0]) - [2.0, 3.0] + 10)
     assert len(seen) == 3
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_create_graph_through_the_call_is_eager_bit_for_bit_too(dtype):
+    """The same with create_graph=True (the graph sweep seeds the re-run call's recorded
+    backward), first and second derivatives."""
+    rng = np.random.default_rng(7)
+    compiled = tg.compile(one_output)
+    for _ in range(30):
+        xv = rng.standard_normal(3).astype(dtype)
+        tv = rng.standard_normal(3).astype(dtype)
+        got = []
+        for f in (one_output, compiled):
+            x = tg.tensor(xv, requires_grad=True)
+            t = tg.tensor(tv)
+            g, = tg.autograd.grad((f(x, t) * -1.3 + x * 0.7).sum(), x, create_graph=True)
+            h, = tg.autograd.grad((g * g).sum(), x)
+            got.append((g.detach().numpy().copy(), h.numpy().copy()))
+        np.testing.assert_array_equal(got[0][0], got[1][0])
+        np.testing.assert_array_equal(got[0][1], got[1][1])
+    assert compiled.stats["replays"] >= 29

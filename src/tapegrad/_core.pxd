@@ -441,7 +441,7 @@ cdef int OP_LEAF
 cdef class CompiledBackward:
     cdef object backward(self, list g, list seeds)
     cdef object backward_one(self, object g, object seed)
-    cdef object graph_backward(self, list g)
+    cdef object graph_backward(self, list g, list seeds)
     cdef release(self)
 
 cdef Tape TAPE

@@ -2025,8 +2025,22 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                     check_saved_versions(&rec)
                     if rec.op == OP_FUNCTION:
                         if isinstance(<object>rec.aux, CompiledBackward):
+                            # the inputs' adjoints so far are its seeds (as the plain sweep's
+                            # take_compiled_seeds): summed onto in the eager order
+                            gseeds = None
+                            if not ANOMALY_MODE and not has_node_hooks(&rec):
+                                for q in range(rec.n_in):
+                                    k = ins[q]
+                                    if wantp[q] and TAPE.recs[k].extra == NULL and k in adj:
+                                        if gseeds is None:
+                                            gseeds = [None] * rec.n_in
+                                        gseeds[q] = adj.pop(k)
                             grads = (<CompiledBackward>rec.aux).graph_backward(
-                                [g] if rec.scalar == ONE_RECORD else <list>g)
+                                [g] if rec.scalar == ONE_RECORD else <list>g, gseeds)
+                            if gseeds is not None:      # (those the call gave nothing: back)
+                                for q in range(rec.n_in):
+                                    if gseeds[q] is not None and (<tuple>grads)[q] is None:
+                                        adj[ins[q]] = gseeds[q]
                         else:
                             # + the record's own index: a saved output that died without a
                             # gradient is revived as a new output of this record

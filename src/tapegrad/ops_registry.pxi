@@ -122,8 +122,8 @@ cdef class CompiledBackward:
         """backward([g], [seed])[0] for a call with one input and one output (vjp_function)."""
         return self.backward([g], [seed])[0]
 
-    cdef object graph_backward(self, list g):
-        """backward with create_graph=True: g and the result are tensors (or None)."""
+    cdef object graph_backward(self, list g, list seeds):
+        """backward with create_graph=True: g, seeds and the result are tensors (or None)."""
         raise NotImplementedError
 
     cdef release(self):

@@ -265,9 +265,11 @@ cdef class BufferSet(CompiledBackward):
         finally:
             restore_state(kept)
 
-    cdef object graph_backward(self, list g):
+    cdef object graph_backward(self, list g, list seeds):
         """create_graph=True: the call run again eagerly on the same externals (its values are
-        the replay's: same ops, same inputs), then its recorded backward, itself recorded."""
+        the replay's: same ops, same inputs), then its recorded backward, itself recorded.  An
+        input's seed (its adjoint so far, CompiledBackward) is that input's own gradient in the
+        backward, so the call's contributions are summed onto it in the eager order."""
         cdef Program program = self.owner()
         if program.rerun_kind == RERUN_NONE:
             raise RuntimeError(
@@ -281,12 +283,19 @@ cdef class BufferSet(CompiledBackward):
             outs = self.rerun()
         finally:
             _set_grad_enabled(was)
-        cdef list roots = [], seeds = []
+        cdef list given = seeds
+        cdef list roots = []
+        seeds = []
         cdef Py_ssize_t j
         for j in range(self.n_out):
             if g[j] is not None and (<TensorBase>outs[j])._requires_grad:
                 roots.append(outs[j])
                 seeds.append(g[j])
+        if given is not None:
+            for j in range(min(len(given), len(self.inputs))):
+                if given[j] is not None and (<TensorBase>self.inputs[j])._requires_grad:
+                    roots.append(self.inputs[j])
+                    seeds.append(given[j])
         wanted = [t for t in self.inputs if (<TensorBase>t)._requires_grad]
         if not roots or not wanted:
             return (None,) * len(self.inputs)
@@ -1586,8 +1595,8 @@ cdef class CompiledFunctionBackward(CompiledBackward):
     cdef object backward_one(self, object g, object seed):
         return self.held().backward_one(g, seed)
 
-    cdef object graph_backward(self, list g):
-        return self.held().graph_backward(g)
+    cdef object graph_backward(self, list g, list seeds):
+        return self.held().graph_backward(g, seeds)
 
     cdef release(self):
         cdef BufferSet state = self.state
