@@ -113,13 +113,23 @@ def _open_for_save(path, zipfile_writer: bool):
     RuntimeError (a missing parent directory named first), the legacy format open()'s OSError."""
     if not zipfile_writer:
         return open(path, "wb")
-    parent = os.path.dirname(path)
-    if parent and not os.path.exists(parent):
+    parent = _zip_writer_parent(os.fsdecode(path))
+    if parent and not os.path.isdir(parent):
         raise RuntimeError(f"Parent directory {parent} does not exist.")
     try:
         return open(path, "wb")
     except OSError as e:
         raise RuntimeError(f"open file failed with strerror: {e.strerror}") from None
+
+
+def _zip_writer_parent(path: str) -> str:
+    """The parent directory PyTorch's zip writer checks: up to the last '/', or failing one the
+    last backslash, on every OS.  So a Windows-style 'models\\net.pt' with no 'models' directory
+    fails on Linux too, instead of silently writing a file named 'models\\net.pt'."""
+    end = path.rfind("/")
+    if end < 0:
+        end = path.rfind("\\")
+    return path[:end] if end > 0 else ""
 
 
 def _write_archive(fh, pickled: bytes, arrays: list) -> None:
