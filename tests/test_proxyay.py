@@ -108,3 +108,24 @@ def test_ctc_loss_integral_lengths_of_any_kind_agree():
             out[lib] = (loss.item(), lp.grad.numpy())
         np.testing.assert_allclose(out[tapegrad][0], out[torch][0], rtol=1e-10)
         np.testing.assert_allclose(out[tapegrad][1], out[torch][1], rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int16", "bool", "float32"])
+def test_multi_margin_loss_refuses_a_non_long_target(dtype):
+    # SILENT before for the integer dtypes: an int32 target was computed with
+    for lib in (torch, tapegrad):
+        target = lib.tensor([0, 1]).to(getattr(lib, dtype))
+        with pytest.raises(RuntimeError, match="expected scalar type Long but found"):
+            lib.nn.functional.multi_margin_loss(lib.zeros(2, 3), target)
+
+
+def test_multi_margin_loss_target_checks_keep_their_order():
+    for lib in (torch, tapegrad):
+        # the shape check, then the half refusal, come before the dtype check
+        with pytest.raises(RuntimeError, match="target tensor should be 1-D"):
+            lib.nn.functional.multi_margin_loss(lib.zeros(2, 3), lib.tensor([0, 1, 1], dtype=lib.int32))
+        with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+            lib.nn.functional.multi_margin_loss(lib.zeros(2, 3, dtype=lib.half),
+                                                lib.tensor([0, 1], dtype=lib.int32))
+        with pytest.raises(RuntimeError, match="expected scalar type Long but found Int"):
+            lib.nn.functional.multi_margin_loss(lib.zeros(2, 3), lib.tensor([0, 5], dtype=lib.int32))
