@@ -178,13 +178,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         if flag is not None or name != "onesided":
             _core.check_bool("istft", name, flag)
     tg = _tg()
+    # PyTorch warns about the missing window before it looks at the input's dtype
+    if window is None:
+        _core.warn_once(_ISTFT_NO_WINDOW)
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    if window is None:
-        _core.warn_once(_ISTFT_NO_WINDOW)
     type_name = ("CPUComplexFloatType" if input.dtype == tg.complex64 else "CPUComplexDoubleType")
 
     def refuse(reason, sep=" : "):

@@ -174,13 +174,55 @@ _CtcLoss._backward_cls.__name__ = "CtcLossBackward0"
 _CtcLoss._backward_cls.__qualname__ = "CtcLossBackward0"
 
 
-def _lengths(value, name):
-    if isinstance(value, _core.TensorBase):
-        return np.asarray(value._array, dtype=np.int64).reshape(-1)
-    if isinstance(value, (list, tuple)):
-        return np.asarray([int(v) for v in value], dtype=np.int64)
-    raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints or Tensor, not "
-                    f"{_type_name(value)}")
+_OVERLOADS = "".join(
+    f" * (Tensor log_probs, Tensor targets, {lengths} input_lengths, {lengths} target_lengths, "
+    "int blank = 0, int reduction = at::Reduction::Mean, bool zero_infinity = False)\n"
+    for lengths in ("tuple of ints", "Tensor"))
+
+
+def _int_list(value, name, position):
+    """A sequence of lengths as PyTorch's int-list parser takes it: its first item decides
+    whether the sequence is one (an int, or anything with __index__ such as a 0-d integer
+    tensor); a later float is an unpacking error naming its position, never truncated."""
+    out = []
+    for item in value:
+        if isinstance(item, (float, complex)) or not hasattr(item, "__index__"):
+            raise TypeError(f"ctc_loss(): argument '{name}' failed to unpack the object at pos "
+                            f"{position} with error \"type must be tuple of ints,but got "
+                            f"{_type_name(item)}\"")
+        out.append(item.__index__())
+    return np.asarray(out, dtype=np.int64)
+
+
+def _is_int_list(value) -> bool:
+    if not isinstance(value, (list, tuple)):
+        return False
+    first = value[0] if len(value) else 0
+    return not isinstance(first, (float, complex)) and hasattr(first, "__index__")
+
+
+def _parse_lengths(input_lengths, target_lengths, blank, zero_infinity):
+    """(input_lengths, target_lengths) as int64 arrays, as torch.ctc_loss's two overloads take
+    them: both int sequences or both tensors, the tensors of an integral dtype.  A float length
+    is refused, never truncated (10.5 must not become 10)."""
+    if isinstance(input_lengths, _core.TensorBase) and isinstance(target_lengths,
+                                                                  _core.TensorBase):
+        _core.check_bool("ctc_loss", "zero_infinity", zero_infinity, 0, _OVERLOADS)
+        for name, lengths in (("input_lengths", input_lengths), ("target_lengths", target_lengths)):
+            if lengths.dtype.is_floating_point or lengths.dtype.is_complex or \
+                    lengths._array.dtype == np.bool_:
+                raise RuntimeError(f"{name} must be integral")
+        return (np.asarray(input_lengths._array, dtype=np.int64).reshape(-1),
+                np.asarray(target_lengths._array, dtype=np.int64).reshape(-1))
+    if _is_int_list(input_lengths) and _is_int_list(target_lengths):
+        _core.check_bool("ctc_loss", "zero_infinity", zero_infinity, 0, _OVERLOADS)
+        return (_int_list(input_lengths, "input_lengths", 2),
+                _int_list(target_lengths, "target_lengths", 3))
+    got = ", ".join(["Tensor", "Tensor"] + [
+        "Tensor" if isinstance(v, _core.TensorBase) else _type_name(v)
+        for v in (input_lengths, target_lengths, blank)] + ["int", _type_name(zero_infinity)])
+    raise TypeError(f"ctc_loss() received an invalid combination of arguments - got ({got}), but "
+                    f"expected one of:\n{_OVERLOADS}")
 
 
 def _check_lengths(lengths, name, most=None):
@@ -204,11 +246,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     _check_tensor(targets, "targets")
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    # (PyTorch passes zero_infinity on to its builtin ctc_loss, which lists its signatures)
-    _core.check_bool("ctc_loss", "zero_infinity", zero_infinity, 0, "".join(
-        f" * (Tensor log_probs, Tensor targets, {lengths} input_lengths, {lengths} "
-        "target_lengths, int blank = 0, int reduction = at::Reduction::Mean, bool zero_infinity "
-        "= False)\n" for lengths in ("tuple of ints", "Tensor")))
+    # torch.ctc_loss's argument parser and its integral-lengths check come before the rest
+    in_len, tgt_len = _parse_lengths(input_lengths, target_lengths, blank, zero_infinity)
     unbatched = log_probs.dim() == 2
     lp = log_probs.unsqueeze(1) if unbatched else log_probs
     if lp.dim() != 3:
@@ -218,8 +257,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise NotImplementedError(f'"ctc_loss_cpu" not implemented for '
                            f"'{_core.scalar_type_name_of(lp._array.dtype)}'")
     T, n, C = lp.shape
-    in_len = _lengths(input_lengths, "input_lengths")
-    tgt_len = _lengths(target_lengths, "target_lengths")
     tgt = np.asarray(targets._array).astype(np.int64)
     if unbatched:
         tgt = tgt.reshape(1, -1)

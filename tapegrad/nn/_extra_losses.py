@@ -325,6 +325,11 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
                            f"{list(weight.shape)}")
     refuse_half(x, "multi_margin_loss_cpu_kernel")     # (before the target's range)
     labels = y._array
+    if labels.dtype != np.int64 and labels.size:
+        # Class indices are Long: PyTorch's kernel refuses another dtype (an int32 target had
+        # been computed with; a float one failed in gather); it checks no empty target.
+        raise RuntimeError(f"expected scalar type Long but found "
+                           f"{_core.scalar_type_name_of(labels.dtype)}")
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
         raise RuntimeError("target out of range")
     x_y = x.gather(1, y.unsqueeze(1))
