@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -76,15 +77,42 @@ def zeros_like_sparse(s, dtype=None, requires_grad: bool = False):
     and its zero_()): ``s``'s dtype unless ``dtype`` is given."""
     from .creation import zeros
     sparse_dim = s.sparse_dim()
-    return sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
-                             zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),
-                             s.shape, requires_grad=requires_grad)
+    return _sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
+                              zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),
+                              s.shape, requires_grad=requires_grad)
 
 
 def _is_size(obj) -> bool:
     """Whether ``obj`` is a shape (a torch.Size or a sequence of ints), not index data."""
     return isinstance(obj, (tuple, list)) and all(
         isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in obj)
+
+
+# torch.sparse.check_sparse_tensor_invariants' global flag.  tapegrad checks the indices whatever
+# its value (see _check_index_bounds); the flag is kept for is_enabled() and for the warning below.
+_invariant_checks = {"enabled": False, "explicit": False, "warned": False}
+
+
+def set_invariant_checks(enabled: bool) -> None:
+    _invariant_checks["enabled"] = bool(enabled)
+    _invariant_checks["explicit"] = True
+
+
+def _warn_if_invariant_checks_implicit() -> None:
+    """PyTorch warns once per process (TORCH_WARN_ONCE) when torch.sparse_coo_tensor is called
+    without check_invariants while the global flag has never been set explicitly (by
+    check_sparse_tensor_invariants.enable/disable or its context manager): the script sees the
+    same UserWarning on the same line under tapegrad.  Internal constructions (legacy
+    constructors, unpickling, sparse gradients) build through _sparse_coo_tensor and stay silent,
+    as they do in PyTorch."""
+    if not _invariant_checks["explicit"] and not _invariant_checks["warned"]:
+        _invariant_checks["warned"] = True
+        warnings.warn("Sparse invariant checks are implicitly disabled. Memory errors (e.g. "
+                      "SEGFAULT) will occur when operating on a sparse tensor which violates the "
+                      "invariants, but checks incur performance overhead. To silence this "
+                      "warning, explicitly opt in or out. See "
+                      "`torch.sparse.check_sparse_tensor_invariants.__doc__` for guidance. ",
+                      UserWarning, stacklevel=3)
 
 
 def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=None,
@@ -107,6 +135,18 @@ def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=Non
     tensor([[0., 3.],
             [4., 0.]])
     """
+    if check_invariants is None:
+        _warn_if_invariant_checks_implicit()
+    return _sparse_coo_tensor(indices, values, size, dtype=dtype, device=device,
+                              pin_memory=pin_memory, requires_grad=requires_grad,
+                              is_coalesced=is_coalesced)
+
+
+def _sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=None,
+                       pin_memory: bool = False, requires_grad: bool = False,
+                       check_invariants=None, is_coalesced=None):
+    """sparse_coo_tensor without its warning: the builder tapegrad's own constructions use
+    (``check_invariants`` is accepted and needs nothing: the indices are always checked)."""
     check_device(device, "sparse_coo_tensor")
     if pin_memory:
         raise RuntimeError("Cannot access accelerator device when none is available.")
@@ -184,7 +224,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
 
     def __init__(self, *args, **kwargs):
         """``SparseTensor(indices, values, size)``: the same as ``tapegrad.sparse_coo_tensor``."""
-        made = sparse_coo_tensor(*args, **kwargs)
+        made = _sparse_coo_tensor(*args, **kwargs)
         self.__dict__.update(made.__dict__)
         if self._leaf and self._vals.requires_grad:
             self._track_grad()      # the hook made registered follows `made`, not self
@@ -1274,8 +1314,8 @@ def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
 
 def _rebuild_sparse(indices, values, size, coalesced, requires_grad):
     """Inverse of SparseTensor.__reduce__."""
-    return sparse_coo_tensor(indices, values, size, requires_grad=requires_grad,
-                             is_coalesced=coalesced)
+    return _sparse_coo_tensor(indices, values, size, requires_grad=requires_grad,
+                              is_coalesced=coalesced)
 
 
 def _check_2d_dense(dense, sparse_rows: int):
