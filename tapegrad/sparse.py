@@ -30,14 +30,17 @@ class check_sparse_tensor_invariants:  # noqa: N801  (PyTorch's name)
 
     @staticmethod
     def is_enabled() -> bool:
+        """Whether the switch is on (off unless enabled)."""
         return _invariant_checks["enabled"]
 
     @staticmethod
     def enable() -> None:
+        """Turn the switch on (an explicit choice: no more "implicitly disabled" warning)."""
         set_invariant_checks(True)
 
     @staticmethod
     def disable() -> None:
+        """Turn the switch off (an explicit choice: no more "implicitly disabled" warning)."""
         set_invariant_checks(False)
 
     def __init__(self, enable=True):
