@@ -673,7 +673,9 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     scatter_reduce's; an empty segment gives ``initial``, or the reduction's identity (nan for
     mean).  With ``initial``, max/min take it as a constant: it wins ties without taking the
     gradient, which stays split evenly among the tied data, as in PyTorch; mean divides
-    ``initial + sum`` by the segment's length.
+    ``initial + sum`` by the segment's length.  (PyTorch's own backward splits a tie's gradient
+    only when it is positive, a negative one reaching every tied element in full; tapegrad
+    always splits, as amax and scatter_reduce do.)
 
     Examples
     --------
