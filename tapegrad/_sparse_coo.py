@@ -274,16 +274,21 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         dense = self._vals.grad
         if dense is None:
             return
-        from .creation import tensor
         self._vals.grad = None
-        unique, first, _ = self._coalesce_plan()
-        contribution = SparseTensor._make(self._unravel(unique),
-                                          dense.detach()[tensor(first.astype(np.int64))],
-                                          self._size, True, True, None)
+        contribution = self._grad_from_values(dense.detach())
         if self._grad is None:
             self._grad = contribution
         else:
             self._grad._replace_contents(self._grad._add_sparse(contribution, 1))
+
+    def _grad_from_values(self, values_grad):
+        """The sparse gradient of this tensor, given the gradient of its stored values: on the
+        coalesced pattern (as PyTorch gives it), each entry the gradient of the first stored
+        value at that position (duplicates' values all carry the position's gradient)."""
+        from .creation import tensor
+        unique, first, _ = self._coalesce_plan()
+        return SparseTensor._make(self._unravel(unique), values_grad[tensor(first.astype(np.int64))],
+                                  self._size, True, True, None)
 
     def _replace_contents(self, other) -> None:
         """Make this object hold ``other``'s entries (an in-place op's result)."""
@@ -1589,3 +1594,31 @@ def to_sparse(dense, sparse_dim=None):
 
 
 _core._set_sparse_product(_sparse_product)
+
+
+def grad_inputs_through_values(inputs):
+    """autograd.grad with sparse COO ``inputs``: each is differentiated through its stored
+    values (their own recorded node, so only the uses through this sparse tensor count).
+    Returns the inputs with those values in place of the sparse tensors and a function that
+    turns the values' gradients back into sparse ones (None stays None); None when no input is
+    sparse."""
+    seq = [inputs] if isinstance(inputs, (SparseTensor, _core.TensorBase)) else list(inputs)
+    if not any(isinstance(x, SparseTensor) for x in seq):
+        return None
+    for x in seq:
+        if isinstance(x, SparseTensor) and not x.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    replaced = [x._vals if isinstance(x, SparseTensor) else x for x in seq]
+
+    def rebuild(grads, materialize: bool):
+        out = []
+        for x, g in zip(seq, grads):
+            if g is not None:
+                out.append(x._grad_from_values(g) if isinstance(x, SparseTensor) else g)
+            elif not materialize:
+                out.append(None)
+            else:
+                out.append(zeros_like_sparse(x) if isinstance(x, SparseTensor)
+                           else x.new_zeros(x.shape))
+        return tuple(out)
+    return replaced, rebuild

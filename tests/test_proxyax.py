@@ -173,3 +173,62 @@ def test_segment_reduce_gradcheck():
         assert tg.autograd.gradcheck(
             lambda t: tg.segment_reduce(t, reduce, lengths=tg.tensor(lengths), axis=axis,
                                         initial=None if reduce != "amin" else 5.0), (x,))
+
+
+# -- torch.autograd.grad with respect to a sparse COO tensor -----------------------------------
+
+EI = [[0, 1, 2, 2, 0], [1, 2, 0, 1, 1]]      # (0, 1) twice: an uncoalesced input
+
+
+def _sparse_grad_case(lib, leaf: bool):
+    vals = lib.tensor([1., 2., 3., 4., 5.], dtype=lib.float64, requires_grad=not leaf)
+    s = lib.sparse_coo_tensor(lib.tensor(EI), vals, (3, 3), requires_grad=leaf,
+                              check_invariants=False)
+    m = lib.arange(6., dtype=lib.float64).reshape(3, 2)
+    out = lib.sparse.mm(s, m).pow(2).sum()
+    if not leaf:
+        out = out + vals.sum()          # a use of the values outside the sparse tensor
+    return lib.autograd.grad(out, s)[0]
+
+
+@pytest.mark.parametrize("leaf", [False, True])
+def test_grad_with_respect_to_sparse_tensor(leaf):
+    ref, got = _sparse_grad_case(torch, leaf), _sparse_grad_case(tg, leaf)
+    assert got.is_sparse and got.is_coalesced() == ref.is_coalesced()
+    np.testing.assert_array_equal(got.indices().numpy(), ref.indices().numpy())
+    np.testing.assert_allclose(got.values().numpy(), ref.values().numpy())
+
+
+def test_grad_sparse_unused_and_materialized():
+    res = {}
+    for lib in (torch, tg):
+        vals = lib.tensor([1., 2., 3., 4., 5.], requires_grad=True)
+        s = lib.sparse_coo_tensor(lib.tensor(EI), vals, (3, 3), check_invariants=False)
+        w = lib.ones(3, requires_grad=True)
+        unused = lib.autograd.grad((w * 2).sum(), [w, s], allow_unused=True, retain_graph=True)
+        filled = lib.autograd.grad((w * 2).sum(), (w, s), materialize_grads=True)
+        res[lib.__name__] = (unused[1], filled[1].is_sparse, filled[1]._nnz(), tuple(filled[1].shape))
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            lib.autograd.grad((w * 2).sum(), [w, lib.eye(2).to_sparse()])
+        with pytest.raises(ValueError, match="Expected allow_unused to be True"):
+            lib.autograd.grad((w * 2).sum(), [w, s], allow_unused=False, materialize_grads=True)
+    assert res["tapegrad"] == res["torch"] == (None, True, 0, (3, 3))
+
+
+def test_grad_sparse_matches_finite_differences():
+    vals = tg.tensor([0.5, -1.0, 2.0, 0.3, 1.5], dtype=tg.float64, requires_grad=True)
+    m = tg.tensor([[0.2, -0.4], [1.0, 0.5], [-0.3, 0.8]], dtype=tg.float64)
+
+    def loss(v):
+        s = tg.sparse_coo_tensor(tg.tensor(EI), v, (3, 3), check_invariants=False)
+        return tg.sparse.mm(s, m).tanh().sum(), s
+    out, s = loss(vals)
+    g = tg.autograd.grad(out, s)[0].to_dense().numpy()
+    eps = 1e-6
+    dense = tg.sparse_coo_tensor(tg.tensor(EI), vals.detach(), (3, 3), check_invariants=False).to_dense()
+    for r, c in {(0, 1), (1, 2), (2, 0), (2, 1)}:
+        up, down = dense.clone(), dense.clone()
+        up[r, c] += eps
+        down[r, c] -= eps
+        fd = ((up @ m).tanh().sum() - (down @ m).tanh().sum()).item() / (2 * eps)
+        assert abs(fd - g[r, c]) < 1e-6
