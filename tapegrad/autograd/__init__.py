@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from .. import _core, _lazy, _sparse_coo
+from .. import _core, _lazy
 from ..grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from .function import Function, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
@@ -42,9 +42,6 @@ __all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomal
            "graph", "SavedTensor", "is_multithreading_enabled", "set_multithreading_enabled"]
 
 
-_SparseTensor = _sparse_coo.SparseTensor
-
-
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The sum of the gradients of `outputs` with respect to each of `inputs`, as a tuple (a
@@ -62,11 +59,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)
-    # Sparse COO inputs are differentiated through their values (a cheap test first: this is
-    # every grad call's path).
-    if type(inputs) is _SparseTensor or (type(inputs) in (list, tuple)
-                                         and _SparseTensor in map(type, inputs)):
-        through_values = _sparse_coo.grad_inputs_through_values(inputs)
+    # Sparse COO inputs are differentiated through their values (cheap tests first: this is
+    # every grad call's path, and no sparse tensor exists before tapegrad._sparse_coo loads).
+    sparse_coo = sys.modules.get("tapegrad._sparse_coo")
+    if sparse_coo is not None and (
+            type(inputs) is sparse_coo.SparseTensor
+            or (type(inputs) in (list, tuple) and sparse_coo.SparseTensor in map(type, inputs))):
+        through_values = sparse_coo.grad_inputs_through_values(inputs)
         if through_values is not None:
             replaced, rebuild = through_values
             if materialize_grads and allow_unused is False:
