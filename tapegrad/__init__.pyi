@@ -637,6 +637,7 @@ __all__ = [
     'scatter_reduce',
     'searchsorted',
     'seed',
+    'segment_reduce',
     'select',
     'select_copy',
     'select_scatter',
@@ -2484,6 +2485,8 @@ def scatter_add(input: Any, dim: Any, index: Any, src: Any) -> Tensor: ...
 def scatter_reduce(input: Any, dim: Any, index: Any, src: Any, reduce: Any, *, include_self: Any = ...) -> Tensor: ...
 
 def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: Any = ..., right: Any = ..., side: Any = ..., sorter: Any = ..., out: Any = ...) -> Any: ...
+
+def segment_reduce(data: Any, reduce: Any, *, lengths: Any = ..., indices: Any = ..., offsets: Any = ..., axis: Any = ..., unsafe: Any = ..., initial: Any = ...) -> Any: ...
 
 def select(input: Any, dim: Any = ..., index: Any = ..., *, axis: Any = ...) -> Tensor: ...
 

@@ -659,8 +659,98 @@ def index_fill_(self, dim, index, value):
     return _write_in_place(self, read, result)
 
 
+_SEGMENT_REDUCTIONS = {"sum": "sum", "prod": "prod", "mean": "sum", "max": "amax",
+                       "amax": "amax", "min": "amin", "amin": "amin"}
+
+
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0,
+                   unsafe=False, initial=None):
+    """``torch.segment_reduce``: reduce consecutive segments of ``data`` along ``axis``, their
+    lengths given by ``lengths`` (or by ``offsets``, whose differences are the lengths).  A
+    ``lengths`` of shape ``data.shape[:axis] + (n,)`` gives each leading row its own segments.
+
+    Built as a scatter_reduce of ``data`` into one slot per segment, so the gradient is
+    scatter_reduce's; an empty segment gives ``initial``, or the reduction's identity (nan for
+    mean).  With ``initial``, max/min take it as a constant: it wins ties without taking the
+    gradient, which stays split evenly among the tied data, as in PyTorch; mean divides
+    ``initial + sum`` by the segment's length.  (PyTorch's own backward splits a tie's gradient
+    only when it is positive, a negative one reaching every tied element in full; tapegrad
+    always splits, as amax and scatter_reduce do.)
+
+    Examples
+    --------
+    >>> tapegrad.segment_reduce(tapegrad.tensor([1., 2., 3.]), "sum", lengths=tapegrad.tensor([1, 2]))
+    tensor([1., 5.])
+    """
+    from .creation import arange, full, tensor
+    if reduce not in _SEGMENT_REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, "
+                           f"got {reduce}")
+    if indices is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    if _np_kind(data) not in "fc":
+        raise NotImplementedError(f'"_segment_reduce_cpu" not implemented for '
+                                  f"'{_type_name(data._array)}'")
+    if lengths is None:
+        if _np_kind(offsets) not in "iu":
+            raise NotImplementedError(f'"_segment_reduce_cpu_kernel1" not implemented for '
+                                      f"'{_type_name(offsets._array)}'")
+        counts = np.diff(offsets._array, axis=-1)
+    else:
+        if _np_kind(lengths) not in "iu":
+            raise NotImplementedError(f'"_segment_reduce_lengths_cpu_kernel1" not implemented '
+                                      f"for '{_type_name(lengths._array)}'")
+        counts = np.asarray(lengths._array)
+    if data.dim() < counts.ndim:
+        raise RuntimeError("Expected data.dim() >= lengths_value.dim() to be true, but got false.")
+    axis = _norm_dim(axis, data.dim())
+    if axis != counts.ndim - 1:
+        raise RuntimeError(f"Expected axis == lengths_value.dim() - 1 to be true, but got false. "
+                           f"(axis {axis}, lengths of {counts.ndim} dims)")
+    if counts.shape[:-1] != tuple(data.shape[:axis]):
+        raise RuntimeError(f"segment_reduce(): lengths of shape {list(counts.shape)} do not fit "
+                           f"data of shape {list(data.shape)} along axis {axis}")
+    if (counts < 0).any():
+        raise RuntimeError("segment_reduce(): lengths contains negative value!")
+    if not unsafe and (counts.sum(axis=-1) != data.shape[axis]).any():
+        raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
+                           "data.size(lengths.dim()-1) when !unsafe.")
+    n_seg = counts.shape[-1]
+    # Each position along axis names its segment; rows of a multi-dimensional lengths differ.
+    # Positions past the last segment (unsafe=True with short lengths) go to one extra slot,
+    # dropped below.
+    size = data.shape[axis]
+    rows = counts.reshape(-1, n_seg)
+    seg = np.stack([np.pad(np.repeat(np.arange(n_seg), r)[:size], (0, max(0, size - int(r.sum()))),
+                           constant_values=n_seg) for r in rows])
+    seg = seg.reshape(counts.shape[:-1] + (size,) + (1,) * (data.dim() - axis - 1))
+    index = tensor(np.ascontiguousarray(np.broadcast_to(seg, tuple(data.shape))))
+    out_shape = tuple(data.shape[:axis]) + (n_seg + 1,) + tuple(data.shape[axis + 1:])
+    kind = _SEGMENT_REDUCTIONS[reduce]
+    identity = {"sum": 0.0, "prod": 1.0, "amax": -np.inf, "amin": np.inf}[kind]
+    fill = identity if initial is None or kind in ("amax", "amin") else initial
+    out = full(out_shape, fill, dtype=data.dtype).scatter_reduce(axis, index, data, kind)
+    out = out.narrow(axis, 0, n_seg)
+    count = tensor(counts.reshape(counts.shape + (1,) * (data.dim() - axis - 1)))
+    empty = count == 0
+    if reduce == "mean":
+        out = out / count.clamp(min=1)
+        out = out.masked_fill(empty, np.nan if initial is None else initial)
+    elif kind in ("amax", "amin") and initial is not None:
+        keep = out >= initial if kind == "amax" else out <= initial
+        out = out.where(keep, full((), initial, dtype=data.dtype))
+    return _core._name_grad_fn(out, "SegmentReduceBackward0") if out.requires_grad else out
+
+
+def _np_kind(t) -> str:
+    return np.dtype(t._array.dtype).kind
+
+
 FUNCTIONS = ("scatter", "scatter_add", "scatter_reduce", "index_put", "index_put_", "index_add",
-             "index_copy", "index_fill")
+             "index_copy", "index_fill",
+             "segment_reduce")
 METHODS = ("scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
            "scatter_reduce_", "index_put", "index_put_", "index_add", "index_add_", "index_copy",
            "index_copy_", "index_fill", "index_fill_")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -76,15 +77,42 @@ def zeros_like_sparse(s, dtype=None, requires_grad: bool = False):
     and its zero_()): ``s``'s dtype unless ``dtype`` is given."""
     from .creation import zeros
     sparse_dim = s.sparse_dim()
-    return sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
-                             zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),
-                             s.shape, requires_grad=requires_grad)
+    return _sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
+                              zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),
+                              s.shape, requires_grad=requires_grad)
 
 
 def _is_size(obj) -> bool:
     """Whether ``obj`` is a shape (a torch.Size or a sequence of ints), not index data."""
     return isinstance(obj, (tuple, list)) and all(
         isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in obj)
+
+
+# torch.sparse.check_sparse_tensor_invariants' global flag.  tapegrad checks the indices whatever
+# its value (see _check_index_bounds); the flag is kept for is_enabled() and for the warning below.
+_invariant_checks = {"enabled": False, "explicit": False, "warned": False}
+
+
+def set_invariant_checks(enabled: bool) -> None:
+    _invariant_checks["enabled"] = bool(enabled)
+    _invariant_checks["explicit"] = True
+
+
+def _warn_if_invariant_checks_implicit() -> None:
+    """PyTorch warns once per process (TORCH_WARN_ONCE) when torch.sparse_coo_tensor is called
+    without check_invariants while the global flag has never been set explicitly (by
+    check_sparse_tensor_invariants.enable/disable or its context manager): the script sees the
+    same UserWarning on the same line under tapegrad.  Internal constructions (legacy
+    constructors, unpickling, sparse gradients) build through _sparse_coo_tensor and stay silent,
+    as they do in PyTorch."""
+    if not _invariant_checks["explicit"] and not _invariant_checks["warned"]:
+        _invariant_checks["warned"] = True
+        warnings.warn("Sparse invariant checks are implicitly disabled. Memory errors (e.g. "
+                      "SEGFAULT) will occur when operating on a sparse tensor which violates the "
+                      "invariants, but checks incur performance overhead. To silence this "
+                      "warning, explicitly opt in or out. See "
+                      "`torch.sparse.check_sparse_tensor_invariants.__doc__` for guidance. ",
+                      UserWarning, stacklevel=3)
 
 
 def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=None,
@@ -107,6 +135,18 @@ def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=Non
     tensor([[0., 3.],
             [4., 0.]])
     """
+    if check_invariants is None:
+        _warn_if_invariant_checks_implicit()
+    return _sparse_coo_tensor(indices, values, size, dtype=dtype, device=device,
+                              pin_memory=pin_memory, requires_grad=requires_grad,
+                              is_coalesced=is_coalesced)
+
+
+def _sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=None,
+                       pin_memory: bool = False, requires_grad: bool = False,
+                       check_invariants=None, is_coalesced=None):
+    """sparse_coo_tensor without its warning: the builder tapegrad's own constructions use
+    (``check_invariants`` is accepted and needs nothing: the indices are always checked)."""
     check_device(device, "sparse_coo_tensor")
     if pin_memory:
         raise RuntimeError("Cannot access accelerator device when none is available.")
@@ -184,7 +224,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
 
     def __init__(self, *args, **kwargs):
         """``SparseTensor(indices, values, size)``: the same as ``tapegrad.sparse_coo_tensor``."""
-        made = sparse_coo_tensor(*args, **kwargs)
+        made = _sparse_coo_tensor(*args, **kwargs)
         self.__dict__.update(made.__dict__)
         if self._leaf and self._vals.requires_grad:
             self._track_grad()      # the hook made registered follows `made`, not self
@@ -234,16 +274,21 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         dense = self._vals.grad
         if dense is None:
             return
-        from .creation import tensor
         self._vals.grad = None
-        unique, first, _ = self._coalesce_plan()
-        contribution = SparseTensor._make(self._unravel(unique),
-                                          dense.detach()[tensor(first.astype(np.int64))],
-                                          self._size, True, True, None)
+        contribution = self._grad_from_values(dense.detach())
         if self._grad is None:
             self._grad = contribution
         else:
             self._grad._replace_contents(self._grad._add_sparse(contribution, 1))
+
+    def _grad_from_values(self, values_grad):
+        """The sparse gradient of this tensor, given the gradient of its stored values: on the
+        coalesced pattern (as PyTorch gives it), each entry the gradient of the first stored
+        value at that position (duplicates' values all carry the position's gradient)."""
+        from .creation import tensor
+        unique, first, _ = self._coalesce_plan()
+        return SparseTensor._make(self._unravel(unique), values_grad[tensor(first.astype(np.int64))],
+                                  self._size, True, True, None)
 
     def _replace_contents(self, other) -> None:
         """Make this object hold ``other``'s entries (an in-place op's result)."""
@@ -1274,8 +1319,8 @@ def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
 
 def _rebuild_sparse(indices, values, size, coalesced, requires_grad):
     """Inverse of SparseTensor.__reduce__."""
-    return sparse_coo_tensor(indices, values, size, requires_grad=requires_grad,
-                             is_coalesced=coalesced)
+    return _sparse_coo_tensor(indices, values, size, requires_grad=requires_grad,
+                              is_coalesced=coalesced)
 
 
 def _check_2d_dense(dense, sparse_rows: int):
@@ -1549,3 +1594,31 @@ def to_sparse(dense, sparse_dim=None):
 
 
 _core._set_sparse_product(_sparse_product)
+
+
+def grad_inputs_through_values(inputs):
+    """autograd.grad with sparse COO ``inputs``: each is differentiated through its stored
+    values (their own recorded node, so only the uses through this sparse tensor count).
+    Returns the inputs with those values in place of the sparse tensors and a function that
+    turns the values' gradients back into sparse ones (None stays None); None when no input is
+    sparse."""
+    seq = [inputs] if isinstance(inputs, (SparseTensor, _core.TensorBase)) else list(inputs)
+    if not any(isinstance(x, SparseTensor) for x in seq):
+        return None
+    for x in seq:
+        if isinstance(x, SparseTensor) and not x.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    replaced = [x._vals if isinstance(x, SparseTensor) else x for x in seq]
+
+    def rebuild(grads, materialize: bool):
+        out = []
+        for x, g in zip(seq, grads):
+            if g is not None:
+                out.append(x._grad_from_values(g) if isinstance(x, SparseTensor) else g)
+            elif not materialize:
+                out.append(None)
+            else:
+                out.append(zeros_like_sparse(x) if isinstance(x, SparseTensor)
+                           else x.new_zeros(x.shape))
+        return tuple(out)
+    return replaced, rebuild

@@ -30,7 +30,7 @@ import weakref
 import numpy as np
 
 from . import _core
-from ._sparse_coo import SparseTensor, sparse_coo_tensor
+from ._sparse_coo import SparseTensor, _sparse_coo_tensor
 from .grad_mode import no_grad
 
 _SCALE_GRAD_ERROR = "embedding_backward: scale_grad_by_freq not supported with sparse gradients"
@@ -134,9 +134,9 @@ def _sparse_from(weight, entries: list):
     dim = weight._array.shape[1]
     values = (np.concatenate([e[2] for e in entries]) if entries
               else np.zeros((0, dim), weight._array.dtype))
-    return sparse_coo_tensor(tensor(indices.reshape(1, -1)),
-                             tensor(values.astype(weight._array.dtype, copy=False)),
-                             tuple(weight._array.shape))
+    return _sparse_coo_tensor(tensor(indices.reshape(1, -1)),
+                              tensor(values.astype(weight._array.dtype, copy=False)),
+                              tuple(weight._array.shape))
 
 
 def _accumulate(weight, grad) -> None:

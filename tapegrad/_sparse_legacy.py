@@ -75,7 +75,7 @@ class SparseTypedTensorMeta(LegacyTensorClassMeta):
 
     def __call__(cls, *args, device=None):
         from . import zeros
-        from ._sparse_coo import sparse_coo_tensor
+        from ._sparse_coo import _sparse_coo_tensor
         check_device(device, "new")
         if len(args) > 3:
             raise TypeError(f"new() takes 3 positional arguments but {len(args)} were given")
@@ -86,13 +86,13 @@ class SparseTypedTensorMeta(LegacyTensorClassMeta):
         _warn_once(form)
         if form in ("empty", "shape"):
             shape = (0,) if form == "empty" else tuple(args[0] if len(args) == 1 and not is_int(args[0]) else args)
-            return sparse_coo_tensor(zeros((len(shape), 0), dtype=_core.int64),
-                                     zeros((0,), dtype=cls.dtype), shape)
+            return _sparse_coo_tensor(zeros((len(shape), 0), dtype=_core.int64),
+                                      zeros((0,), dtype=cls.dtype), shape)
         indices, values = args[0], args[1]
         if indices.dtype != _core.int64:
             raise RuntimeError("indices must be an int64 tensor")
         # The values keep their own dtype (PyTorch's legacy constructors do not convert them).
-        return sparse_coo_tensor(indices, values, *(tuple(args[2]),) if form.endswith("shape") else ())
+        return _sparse_coo_tensor(indices, values, *(tuple(args[2]),) if form.endswith("shape") else ())
 
     def __instancecheck__(cls, obj) -> bool:
         return bool(getattr(obj, "is_sparse", False)) and obj.dtype == cls.dtype

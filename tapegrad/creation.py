@@ -684,11 +684,11 @@ def _filled(size, value, dtype, requires_grad, fn: str, user_value: bool = False
 def _sparse_zeros(shape: tuple, dtype, requires_grad: bool):
     """A sparse COO tensor of `shape` with no entries (zeros and empty with layout=sparse_coo):
     every dimension sparse, the default float dtype unless `dtype` is given."""
-    from ._sparse_coo import sparse_coo_tensor
+    from ._sparse_coo import _sparse_coo_tensor
     dt = _core.np_dtype_to_dtype(_np_dtype(dtype) or _default_float())
-    return sparse_coo_tensor(_make(np.zeros((len(shape), 0), dtype=np.int64), False),
-                             _make(np.zeros(0, dtype=dt.np_dtype), False), shape,
-                             requires_grad=requires_grad)
+    return _sparse_coo_tensor(_make(np.zeros((len(shape), 0), dtype=np.int64), False),
+                              _make(np.zeros(0, dtype=dt.np_dtype), False), shape,
+                              requires_grad=requires_grad)
 
 
 def _in_layout_of(result: Tensor, input: Tensor, memory_format, fn: str) -> Tensor:

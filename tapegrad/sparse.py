@@ -5,11 +5,64 @@ from __future__ import annotations
 # torch/sparse/__init__.py does `import torch`, and capsule-network scripts reach the package
 # through it (`torch.sparse.torch.eye(n).index_select(0, labels)` builds one-hot rows).
 import tapegrad as torch  # noqa: F401
-from ._sparse_coo import sparse_addmm, sparse_mm_public, sparse_softmax, sparse_sum
+from ._sparse_coo import (_invariant_checks, set_invariant_checks, sparse_addmm,
+                          sparse_mm_public, sparse_softmax, sparse_sum)
 from ._sparse_legacy import (BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                              FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 
-__all__ = ["addmm", "log_softmax", "mm", "softmax", "sum"]
+__all__ = ["addmm", "check_sparse_tensor_invariants", "log_softmax", "mm", "softmax", "sum"]
+
+
+class check_sparse_tensor_invariants:  # noqa: N801  (PyTorch's name)
+    """``torch.sparse.check_sparse_tensor_invariants``: the global switch for checking sparse
+    tensors' invariants in their constructors, as a context manager (``with
+    check_sparse_tensor_invariants():``), a decorator (``@check_sparse_tensor_invariants()``)
+    or procedurally (``enable()``, ``disable()``, ``is_enabled()``).  tapegrad checks indices
+    against the size whatever the switch says; setting it explicitly (either way) silences the
+    one-time "implicitly disabled" warning of ``sparse_coo_tensor``, as in PyTorch.
+
+    Examples
+    --------
+    >>> with tapegrad.sparse.check_sparse_tensor_invariants():
+    ...     tapegrad.sparse.check_sparse_tensor_invariants.is_enabled()
+    True
+    """
+
+    @staticmethod
+    def is_enabled() -> bool:
+        """Whether the switch is on (off unless enabled)."""
+        return _invariant_checks["enabled"]
+
+    @staticmethod
+    def enable() -> None:
+        """Turn the switch on (an explicit choice: no more "implicitly disabled" warning)."""
+        set_invariant_checks(True)
+
+    @staticmethod
+    def disable() -> None:
+        """Turn the switch off (an explicit choice: no more "implicitly disabled" warning)."""
+        set_invariant_checks(False)
+
+    def __init__(self, enable=True):
+        self.state = enable
+        self.saved_state = None
+
+    def __enter__(self):
+        if self.saved_state is not None:
+            raise RuntimeError("This context manager instance is already activated. Use a "
+                               "different context manager instance for context nesting.")
+        self.saved_state = self.is_enabled()
+        set_invariant_checks(self.state)
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        set_invariant_checks(self.saved_state)
+        self.saved_state = None
+
+    def __call__(self, fn):
+        def with_checks(*args, **kwargs):
+            with type(self)(self.state):
+                return fn(*args, **kwargs)
+        return with_checks
 
 
 def mm(mat1, mat2, reduce=None):

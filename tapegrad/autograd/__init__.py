@@ -59,6 +59,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if is_grads_batched:
         return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)
+    # Sparse COO inputs are differentiated through their values (cheap tests first: this is
+    # every grad call's path, and no sparse tensor exists before tapegrad._sparse_coo loads).
+    sparse_coo = sys.modules.get("tapegrad._sparse_coo")
+    if sparse_coo is not None and (
+            type(inputs) is sparse_coo.SparseTensor
+            or (type(inputs) in (list, tuple) and sparse_coo.SparseTensor in map(type, inputs))):
+        through_values = sparse_coo.grad_inputs_through_values(inputs)
+        if through_values is not None:
+            replaced, rebuild = through_values
+            if materialize_grads and allow_unused is False:
+                raise ValueError("Expected allow_unused to be True or not passed when "
+                                 "materialize_grads=True, but got: allow_unused=False.")
+            # unused inputs come back as None, materialized by rebuild (a sparse input's zero
+            # gradient has no entries, as in PyTorch)
+            return rebuild(grad(outputs, replaced, grad_outputs, retain_graph, create_graph,
+                                True, allow_unused or materialize_grads, False, False),
+                           materialize_grads)
     # Gradients of a weight looked up with embedding(sparse=True) are sparse: no sweep gives
     # them (tapegrad/_sparse_embedding.py, loaded by the first such lookup).
     sparse_lookups = sys.modules.get("tapegrad._sparse_embedding")
