@@ -204,6 +204,14 @@ def _fmt(arr):
     return repr(tensor(arr))
 
 
+def _refuse_option_combinations(*rules) -> None:
+    """PyTorch's AssertionError for the first (violated, message) rule that holds: options that
+    need another option (gradcheck's and gradgradcheck's)."""
+    for violated, message in rules:
+        if violated:
+            raise AssertionError(message)
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
               check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
@@ -212,15 +220,13 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     central finite differences.  Returns True, or raises GradcheckError (returns False with
     raise_exception=False).  fast_mode runs the full (slow mode) check; ``check_forward_ad``
     also compares the forward-mode Jacobian (dual tensors, one per input element)."""
-    if not (check_forward_ad or check_backward_ad):
-        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to "
-                             "be True")
-    if check_batched_grad and not check_backward_ad:
-        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be "
-                             "True")
-    if check_batched_forward_grad and not check_forward_ad:
-        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad "
-                             "to be True")
+    _refuse_option_combinations(
+        (not (check_forward_ad or check_backward_ad),
+         "Expected at least one of check_forward_ad or check_backward_ad to be True"),
+        (check_batched_grad and not check_backward_ad,
+         "Setting check_batched_grad=True requires check_backward_ad to be True"),
+        (check_batched_forward_grad and not check_forward_ad,
+         "Setting check_batched_forward_grad=True requires check_forward_ad to be True"))
     try:
         return _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
                           check_grad_dtypes, check_batched_grad, check_batched_forward_grad,
@@ -396,15 +402,13 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     check_fwd_over_rev / check_rev_over_rev are gradcheck's check_forward_ad /
     check_backward_ad of that function."""
     from . import grad as autograd_grad
-    if not (check_fwd_over_rev or check_rev_over_rev):
-        raise AssertionError("Expected at least one of check_fwd_over_rev or check_rev_over_rev "
-                             "to be True")
-    if check_undefined_grad and not check_rev_over_rev:
-        raise AssertionError("Setting check_undefined_grad=True requires check_rev_over_rev to "
-                             "be True")
-    if check_batched_grad and not check_rev_over_rev:
-        raise AssertionError("Setting check_batched_grad=True requires check_rev_over_rev to be "
-                             "True")
+    _refuse_option_combinations(
+        (not (check_fwd_over_rev or check_rev_over_rev),
+         "Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True"),
+        (check_undefined_grad and not check_rev_over_rev,
+         "Setting check_undefined_grad=True requires check_rev_over_rev to be True"),
+        (check_batched_grad and not check_rev_over_rev,
+         "Setting check_batched_grad=True requires check_rev_over_rev to be True"))
     tupled = _as_tuple(inputs)
     if grad_outputs is None:
         num_outputs = [o for o in _as_tuple(func(*tupled)) if _is_tensor(o) and o.requires_grad]
