@@ -586,7 +586,9 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             finally:
                 withdraw_adjoint()
                 withdraw_accumulators()
-                set_compiled_seeds(None)
+                if compiled_seeds is not None:  # (a VJP that raised before taking them)
+                    set_compiled_seeds(None)
+                    compiled_seeds = None
                 for q in range(MAX_SAVED):
                     Py_XDECREF(rec.saved[q])
                 Py_XDECREF(rec.aux)
