@@ -51,7 +51,7 @@ class ASGD(Optimizer):
             state = self.state[p]
             if len(state) == 0:
                 state["step"] = _step_tensor()
-                state["eta"] = _step_tensor(lr)         # float32 scalars, as in PyTorch
+                state["eta"] = _step_tensor(lr)         # scalars as PyTorch keeps them
                 state["mu"] = _step_tensor(1.0)
                 state["ax"] = _filled_state(p)
             step_t = state["step"]._array
@@ -78,11 +78,13 @@ class ASGD(Optimizer):
             else:
                 np.copyto(ax, param)
 
-            # PyTorch makes the new values float32 tensors before copying them into the state
-            # (which is float64 after a float64 model's load_state_dict)
+            # PyTorch makes the new values tensors of the default dtype (torch.as_tensor of a
+            # Python float) before copying them into the state, whose dtype may differ (a state
+            # made under another default, or loaded from a checkpoint)
             step = step_t.item()
-            eta_t[...] = np.float32(lr / _scalar_pow(1 + lambd * lr * step, alpha))
-            mu_t[...] = np.float32(1 / max(1, step - t0))
+            rounded = _core.get_default_dtype().np_dtype.type
+            eta_t[...] = rounded(lr / _scalar_pow(1 + lambd * lr * step, alpha))
+            mu_t[...] = rounded(1 / max(1, step - t0))
 
     @staticmethod
     def _foreach_update(param, grad, ax, step_t, eta_t, mu_t, lr, lambd, alpha, t0) -> None:

@@ -583,9 +583,18 @@ def _filled_state(p, value: float = 0.0):
                                          else value))
 
 
+def _scalar_dtype() -> np.dtype:
+    """The dtype PyTorch keeps an optimizer's scalar state in (the step counter, ASGD's eta and
+    mu, NAdam's mu_product): float64 while the default dtype is float64, else float32, read at
+    the state's creation as PyTorch's _get_scalar_dtype."""
+    default = _core.get_default_dtype().np_dtype
+    return _F64 if default == _F64 else _F32
+
+
 def _step_tensor(value: float = 0.0):
-    """A step counter as PyTorch keeps it: a 0-d float32 tensor."""
-    return _core.wrap_array(np.array(value, dtype=np.float32))
+    """A step counter (or another scalar state) as PyTorch keeps it: a 0-d tensor of
+    _scalar_dtype()."""
+    return _core.wrap_array(np.array(value, dtype=_scalar_dtype()))
 
 
 def _check_lr(lr) -> None:

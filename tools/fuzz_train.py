@@ -1,0 +1,448 @@
+"""Differential fuzzer of random small TRAINING LOOPS, against PyTorch.
+
+    python tools/fuzz_train.py --seeds 0:300          # one line per failing seed, then a summary
+    python tools/fuzz_train.py --repro 17             # the program as a script, and its findings
+
+tools/fuzz.py draws programs of single ops; this draws what users run: a model built from
+nn modules, a loss, an optimizer (param groups now and then), a scheduler, gradient clipping or
+accumulation, a few steps, an evaluation pass.  The program is Python source over `torch`, `nn`
+and `F`, run once with PyTorch and once with tapegrad.  Both start from the same parameter values
+(`init(model)` fills every parameter from a seeded numpy stream by name) and the same data; after
+every step the loss, every parameter, every gradient and every buffer must agree (float64: rtol
+1e-7; float32: rtol 2e-4), and a program that raises must raise the same builtin exception type
+in both.  No dropout with p > 0 and no random draws inside the loop: the two random streams differ.
+
+A finding prints as a runnable script (`--repro`): the same source with `import torch`, the
+initial values drawn the same way.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import sys
+import traceback
+import warnings
+import zlib
+
+import numpy as np
+
+# -- the program generator ----------------------------------------------------------------------
+
+ACTIVATIONS = ["nn.ReLU()", "nn.GELU()", "nn.GELU(approximate='tanh')", "nn.Tanh()", "nn.SiLU()",
+               "nn.LeakyReLU(0.1)", "nn.ELU()", "nn.Softplus()", "nn.Mish()", "nn.Hardswish()",
+               "nn.Sigmoid()", "nn.PReLU()", "nn.SELU()", "nn.CELU(0.5)", "nn.Hardtanh()",
+               "nn.ReLU6()", "nn.LogSigmoid()", "nn.Softsign()", "nn.Tanhshrink()"]
+
+
+class Program:
+    """The source lines of one program and what its data needs: `x` (shape, kind: 'float' or
+    'tokens' with a vocabulary size) and `y` (shape, kind: 'class' with a class count, 'float',
+    'binary')."""
+
+    def __init__(self, seed):
+        self.seed = seed
+        self.lines: list[str] = []
+        self.x = self.y = None
+
+    def add(self, line):
+        self.lines.append(line)
+
+    def source(self):
+        return "\n".join(self.lines)
+
+
+def gen_mlp(r, p, n):
+    feats = r.randint(1, 6)
+    p.x = ((n, feats), "float")
+    layers, width = [], feats
+    for _ in range(r.randint(1, 3)):
+        out = r.randint(2, 7)
+        kind = r.random()
+        # A bias right before a batch norm gets an exactly-zero gradient (rounding noise instead):
+        # models leave it out, and so does this.
+        layers.append(f"nn.Linear({width}, {out}, bias={kind >= 0.25 and r.random() < 0.8})")
+        width = out
+        if kind < 0.25:
+            layers.append(f"nn.BatchNorm1d({width}, momentum={r.choice([0.1, 0.5, None])}, "
+                          f"affine={r.random() < 0.8})")
+        elif kind < 0.45:
+            layers.append(f"nn.LayerNorm({width}, elementwise_affine={r.random() < 0.8})")
+        elif kind < 0.5:
+            layers.append("nn.Dropout(0.0)")
+        layers.append(r.choice(ACTIVATIONS))
+    return layers, width
+
+
+def gen_cnn(r, p, n):
+    cin, size = r.randint(1, 3), r.randint(5, 9)
+    p.x = ((n, cin, size, size), "float")
+    layers, c = [], cin
+    for _ in range(r.randint(1, 2)):
+        out = r.choice([2, 4, 6])
+        groups = r.choice([g for g in (1, 2) if c % g == 0 and out % g == 0])
+        k = r.choice([1, 2, 3])
+        pad = r.choice([0, 1, "'same'"]) if k > 1 else 0
+        stride = 1 if pad == "'same'" else r.choice([1, 1, 2])
+        mode = r.choice(["'zeros'", "'zeros'", "'reflect'", "'circular'", "'replicate'"])
+        if pad in (0, "'same'") or size <= 1:
+            mode = "'zeros'"
+        norm = r.random()
+        layers.append(f"nn.Conv2d({c}, {out}, {k}, stride={stride}, padding={pad}, "
+                      f"groups={groups}, padding_mode={mode}, bias={norm >= 0.55})")
+        if pad == "'same'":
+            pad = 0
+            new = size
+        else:
+            new = (size + 2 * pad - k) // stride + 1
+        size, c = new, out
+        if norm < 0.3:
+            layers.append(f"nn.BatchNorm2d({c})")
+        elif norm < 0.45:
+            layers.append(f"nn.GroupNorm({r.choice([g for g in (1, 2) if c % g == 0])}, {c})")
+        elif norm < 0.55:
+            layers.append(f"nn.InstanceNorm2d({c}, affine=True)")
+        layers.append(r.choice(ACTIVATIONS[:8]))
+        if size >= 4 and r.random() < 0.5:
+            pool = r.choice(["nn.MaxPool2d(2)", "nn.AvgPool2d(2)", "nn.MaxPool2d(3, 1, 1)",
+                             "nn.AvgPool2d(3, 2, 1, count_include_pad=False)", "nn.LPPool2d(2, 2)"])
+            layers.append(pool)
+            size = {"nn.MaxPool2d(2)": size // 2, "nn.AvgPool2d(2)": size // 2,
+                    "nn.MaxPool2d(3, 1, 1)": size, "nn.LPPool2d(2, 2)": size // 2}.get(
+                        pool, (size + 2 - 3) // 2 + 1)
+    if r.random() < 0.5:
+        out = r.choice([1, 2])
+        layers.append(f"nn.AdaptiveAvgPool2d({out})" if r.random() < 0.6
+                      else f"nn.AdaptiveMaxPool2d({out})")
+        size = out
+    layers.append("nn.Flatten()")
+    return layers, c * size * size
+
+
+def gen_conv1d(r, p, n):
+    cin, length = r.randint(1, 3), r.randint(6, 12)
+    p.x = ((n, cin, length), "float")
+    out, k, dil = r.choice([2, 3, 4]), r.choice([2, 3]), r.choice([1, 2])
+    layers = [f"nn.Conv1d({cin}, {out}, {k}, dilation={dil})", r.choice(ACTIVATIONS[:6])]
+    length = length - dil * (k - 1)
+    if r.random() < 0.5:
+        layers.append(f"nn.MaxPool1d(2)")
+        length //= 2
+    layers.append("nn.Flatten()")
+    return layers, out * length
+
+
+def gen_sequence(r, p, n, module):
+    """A model class over token ids: Embedding, then an RNN, a GRU, an LSTM or a transformer
+    encoder layer, then a pooled Linear head.  Returns the class source and the head width."""
+    vocab, length, emb = r.randint(4, 9), r.randint(2, 6), r.choice([4, 6, 8])
+    p.x = ((n, length), ("tokens", vocab))
+    pad = r.choice([None, 0])
+    lines = ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+             f"        self.emb = nn.Embedding({vocab}, {emb}, padding_idx={pad})"]
+    if module == "transformer":
+        heads = r.choice([h for h in (1, 2, 4) if emb % h == 0])
+        lines.append(f"        self.body = nn.TransformerEncoderLayer({emb}, {heads}, "
+                     f"dim_feedforward={r.choice([8, 12])}, dropout=0.0, batch_first=True, "
+                     f"norm_first={r.random() < 0.5}, activation={r.choice(['relu', 'gelu'])!r})")
+        width = emb
+        body = "h = self.body(h)"
+    else:
+        cls = {"rnn": "nn.RNN", "gru": "nn.GRU", "lstm": "nn.LSTM"}[module]
+        hidden, layers, bi = r.choice([3, 5]), r.choice([1, 2]), r.random() < 0.4
+        extra = f", nonlinearity='relu'" if module == "rnn" and r.random() < 0.3 else ""
+        proj = ""
+        if module == "lstm" and r.random() < 0.2:
+            proj = f", proj_size={hidden - 1}"
+            out_hidden = hidden - 1
+        else:
+            out_hidden = hidden
+        lines.append(f"        self.body = {cls}({emb}, {hidden}, num_layers={layers}, "
+                     f"batch_first=True, bidirectional={bi}{extra}{proj})")
+        width = out_hidden * (2 if bi else 1)
+        body = "h, _ = self.body(h)"
+    pool = r.choice(["h.mean(1)", "h[:, -1]", "h.amax(1)", "h.sum(1)"])
+    lines += ["        self.head = nn.Linear({w}, {{OUT}})".format(w=width),
+              "    def forward(self, x):", "        h = self.emb(x)", f"        {body}",
+              f"        return self.head({pool})"]
+    return lines
+
+
+LOSSES = {
+    "ce": ("nn.CrossEntropyLoss(label_smoothing={ls})", "class"),
+    "ce_w": ("nn.CrossEntropyLoss(weight=torch.linspace(0.5, 1.5, {C}))", "class"),
+    "nll": ("lambda z, y: F.nll_loss(F.log_softmax(z, 1), y)", "class"),
+    "mse": ("nn.MSELoss()", "float"),
+    "l1": ("nn.L1Loss(reduction='sum')", "float"),
+    "smoothl1": ("nn.SmoothL1Loss(beta=0.5)", "float"),
+    "huber": ("nn.HuberLoss(delta=0.7)", "float"),
+    "bce": ("nn.BCEWithLogitsLoss(pos_weight=torch.full(({C},), 1.5))", "binary"),
+    "bce_sig": ("lambda z, y: F.binary_cross_entropy(torch.sigmoid(z), y)", "binary"),
+    "kl": ("lambda z, y: F.kl_div(F.log_softmax(z, -1), F.softmax(y, -1), reduction='batchmean')",
+           "float"),
+    "mm": ("nn.MultiMarginLoss()", "class"),
+    "gauss": ("lambda z, y: F.gaussian_nll_loss(z, y, torch.ones_like(z) * 0.5)", "float"),
+}
+
+OPTIMIZERS = [
+    "torch.optim.SGD({P}, lr=0.05)",
+    "torch.optim.SGD({P}, lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3)",
+    "torch.optim.SGD({P}, lr=0.05, momentum=0.5, dampening=0.1)",
+    "torch.optim.Adam({P}, lr=0.01)",
+    "torch.optim.Adam({P}, lr=0.01, amsgrad=True, weight_decay=1e-2)",
+    "torch.optim.AdamW({P}, lr=0.01, weight_decay=0.1)",
+    "torch.optim.AdamW({P}, lr=0.01, betas=(0.8, 0.9), amsgrad=True)",
+    "torch.optim.RMSprop({P}, lr=0.01)",
+    "torch.optim.RMSprop({P}, lr=0.01, momentum=0.9, centered=True)",
+    "torch.optim.Adagrad({P}, lr=0.1, lr_decay=0.01)",
+    "torch.optim.Adadelta({P}, lr=1.0)",
+    "torch.optim.Adamax({P}, lr=0.02)",
+    "torch.optim.NAdam({P}, lr=0.01)",
+    "torch.optim.NAdam({P}, lr=0.01, decoupled_weight_decay=True, weight_decay=0.01)",
+    "torch.optim.RAdam({P}, lr=0.01)",
+    "torch.optim.RAdam({P}, lr=0.01, decoupled_weight_decay=True, weight_decay=0.01)",
+    "torch.optim.ASGD({P}, lr=0.01)",
+    "torch.optim.Rprop({P}, lr=0.01)",
+    "torch.optim.Adam({P}, lr=0.01, maximize=True)",
+]
+
+SCHEDULERS = [
+    None, None,
+    "torch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)",
+    "torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3)",
+    "torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps={STEPS})",
+    "torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)",
+    "torch.optim.lr_scheduler.LambdaLR(opt, lambda e: 1 / (1 + e))",
+    "torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)",
+    "torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)",
+]
+
+
+def generate(seed) -> Program:
+    r = random.Random(seed)
+    p = Program(seed)
+    n = r.choice([1, 2, 3, 4, 6])
+    dtype = "torch.float64" if r.random() < 0.8 else "torch.float32"
+    p.add(f"torch.set_default_dtype({dtype})")
+    family = r.choice(["mlp", "mlp", "cnn", "conv1d", "rnn", "gru", "lstm", "transformer"])
+    loss_name = r.choice(sorted(LOSSES))
+    loss_src, target = LOSSES[loss_name]
+    classes = r.randint(2, 4)
+    if family in ("mlp", "cnn", "conv1d"):
+        layers, width = {"mlp": gen_mlp, "cnn": gen_cnn, "conv1d": gen_conv1d}[family](r, p, n)
+        layers.append(f"nn.Linear({width}, {classes})")
+        p.add("model = nn.Sequential(\n    " + ",\n    ".join(layers) + ")")
+    else:
+        for line in gen_sequence(r, p, n, family):
+            p.add(line.replace("{OUT}", str(classes)))
+        p.add("model = Net()")
+    p.y = ((n,), ("class", classes)) if target == "class" else ((n, classes), target)
+    p.add("init(model)")
+    p.add("loss_fn = " + loss_src.format(ls=r.choice([0.0, 0.1]), C=classes))
+    params = "model.parameters()"
+    if r.random() < 0.25:
+        p.add("decay = [q for n_, q in model.named_parameters() if q.ndim > 1]")
+        p.add("no_decay = [q for n_, q in model.named_parameters() if q.ndim <= 1]")
+        params = "[{'params': decay}, {'params': no_decay, 'weight_decay': 0.0, 'lr': 0.003}]"
+    p.add("opt = " + r.choice(OPTIMIZERS).format(P=params))
+    steps = r.randint(2, 4)
+    sched = r.choice(SCHEDULERS)
+    if sched:
+        p.add("sched = " + sched.format(STEPS=steps))
+    clip = r.choice([None, None, "torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)",
+                     "torch.nn.utils.clip_grad_value_(model.parameters(), 0.05)",
+                     "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, norm_type=1.0)"])
+    accumulate = r.random() < 0.2 and n >= 2
+    set_to_none = r.random() < 0.8
+    p.add(f"for step in range({steps}):")
+    p.add("    model.train()")
+    p.add(f"    opt.zero_grad(set_to_none={set_to_none})")
+    if accumulate:
+        p.add("    for part in (slice(0, 1), slice(1, None)):")
+        p.add("        loss = loss_fn(model(X[part]), Y[part])")
+        p.add("        loss.backward()")
+    else:
+        p.add("    loss = loss_fn(model(X), Y)")
+        p.add("    loss.backward()")
+    if clip:
+        p.add(f"    total = {clip}")
+    p.add("    record('grads', model, loss)")
+    p.add("    opt.step()")
+    if sched:
+        p.add("    sched.step()")
+    p.add("    record('step', model, loss)")
+    p.add("model.eval()")
+    p.add("with torch.no_grad():")
+    p.add("    record('eval', model, loss_fn(model(X), Y))")
+    return p
+
+
+# -- running and comparing ----------------------------------------------------------------------
+
+def data(p: Program):
+    """The numpy inputs and targets of program `p` (seeded by its seed)."""
+    rng = np.random.default_rng(p.seed)
+    (xs, xk), (ys, yk) = p.x, p.y
+    x = (rng.integers(0, xk[1], size=xs) if isinstance(xk, tuple)
+         else rng.standard_normal(xs))
+    if isinstance(yk, tuple):
+        y = rng.integers(0, yk[1], size=ys)
+    elif yk == "binary":
+        y = (rng.random(ys) < 0.5).astype(np.float64)
+    else:
+        y = rng.standard_normal(ys)
+    return x, y
+
+
+def init_values(name, shape, seed):
+    """The starting value of parameter `name`: the same in both libraries."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
+    return rng.uniform(-1, 1, size=shape) / np.sqrt(fan_in)
+
+
+def run(lib, p: Program):
+    """Run `p` under `lib` (torch or tapegrad): its records [(label, {name: array})] and the
+    exception it raised (None)."""
+    records = []
+    x, y = data(p)
+
+    def init(model):
+        with lib.no_grad():
+            for name, q in model.named_parameters():
+                q.copy_(lib.tensor(init_values(name, tuple(q.shape), p.seed)))
+
+    def record(label, model, loss):
+        snap = {"loss": np.array(loss.detach().numpy(), dtype=np.float64)}
+        for name, q in model.named_parameters():
+            snap[name] = q.detach().numpy().copy()
+            if label == "grads":
+                snap[name + ".grad"] = None if q.grad is None else q.grad.numpy().copy()
+        for name, b in model.named_buffers():
+            snap[name] = b.numpy().copy()
+        records.append((label, snap))
+
+    default = lib.get_default_dtype()
+    try:
+        dtype = lib.float64 if "float64" in p.lines[0] else lib.float32
+        X = lib.tensor(x) if x.dtype.kind == "i" else lib.tensor(x, dtype=dtype)
+        Y = (lib.tensor(y) if y.dtype.kind == "i" else lib.tensor(y, dtype=dtype))
+        ns = {"torch": lib, "nn": lib.nn, "F": lib.nn.functional, "X": X, "Y": Y,
+              "init": init, "record": record}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(p.source(), f"<train {p.seed}>", "exec"), ns)
+        return records, None
+    except Exception as e:   # noqa: BLE001 - compared across libraries
+        return records, e
+    finally:
+        lib.set_default_dtype(default)
+
+
+def compare(p: Program, t, g) -> list[str]:
+    (t_rec, t_err), (g_rec, g_err) = t, g
+    out = []
+    if (t_err is None) != (g_err is None):
+        which = "torch" if t_err else "tapegrad"
+        err = t_err or g_err
+        out.append(f"only {which} raised {type(err).__name__}: {str(err)[:200]}")
+    elif t_err is not None and type(t_err).__name__ != type(g_err).__name__:
+        out.append(f"raised {type(g_err).__name__} where torch raised {type(t_err).__name__}: "
+                   f"{str(g_err)[:150]} / {str(t_err)[:150]}")
+    f64 = "float64" in p.lines[0]
+    rtol, atol = (1e-7, 1e-9) if f64 else (2e-4, 1e-5)
+    # Elements whose gradient is rounding noise around an exact zero (a bias before a norm layer,
+    # attention's key bias): adaptive optimizers scale the noise up to a full step whose sign is
+    # the noise's, so after such a gradient that element's later values are not compared.
+    noise: dict[str, np.ndarray] = {}
+    for i, ((label, ts), (_, gs)) in enumerate(zip(t_rec, g_rec)):
+        for name in ts:
+            tv, gv = ts[name], gs.get(name, "missing")
+            if name.endswith(".grad") and tv is not None:
+                base = name[:-5]
+                tiny = np.abs(tv) <= (1e-10 if f64 else 1e-5) * (1 + np.abs(tv).max(initial=0))
+                noise[base] = noise.get(base, np.zeros(tv.shape, bool)) | tiny
+                if not isinstance(gv, str) and gv is not None and tv.shape == gv.shape:
+                    gv = np.where(tiny, tv, gv)
+            elif name in noise and not isinstance(gv, str) and gv is not None \
+                    and tv.shape == gv.shape:
+                gv = np.where(noise[name], tv, gv)
+            if isinstance(gv, str):
+                out.append(f"record {i} ({label}): {name} missing in tapegrad")
+            elif (tv is None) != (gv is None):
+                out.append(f"record {i} ({label}): {name} is None in "
+                           f"{'torch' if tv is None else 'tapegrad'} only")
+            elif tv is not None:
+                if tv.shape != gv.shape or tv.dtype != gv.dtype:
+                    out.append(f"record {i} ({label}): {name} {gv.dtype}{gv.shape} vs torch "
+                               f"{tv.dtype}{tv.shape}")
+                elif not np.allclose(gv, tv, rtol=rtol, atol=atol, equal_nan=True):
+                    err = np.max(np.abs(gv.astype(np.float64) - tv))
+                    out.append(f"record {i} ({label}): {name} differs (max abs {err:.3g})")
+        if out:
+            break   # later records inherit the first difference
+    if len(t_rec) != len(g_rec) and not out:
+        out.append(f"{len(g_rec)} records vs torch's {len(t_rec)}")
+    return out
+
+
+def check(seed):
+    import tapegrad
+    import torch
+    p = generate(seed)
+    return p, compare(p, run(torch, p), run(tapegrad, p))
+
+
+def script(p: Program) -> str:
+    """`p` as a standalone PyTorch script (swap the import for tapegrad)."""
+    x, y = p.x, p.y
+    return "\n".join([
+        "import numpy as np, zlib", "import torch", "import torch.nn as nn",
+        "import torch.nn.functional as F",
+        f"SEED = {p.seed}",
+        "def init(model):",
+        "    with torch.no_grad():",
+        "        for name, q in model.named_parameters():",
+        "            rng = np.random.default_rng([SEED, zlib.crc32(name.encode())])",
+        "            fan_in = int(np.prod(q.shape[1:])) if q.ndim > 1 else max(q.shape[0] if q.ndim else 1, 1)",
+        "            q.copy_(torch.tensor(rng.uniform(-1, 1, size=tuple(q.shape)) / np.sqrt(fan_in)))",
+        "def record(label, model, loss):",
+        "    print(label, float(loss), [float(q.detach().double().abs().sum()) for q in model.parameters()])",
+        f"# data: x {x}, y {y}, drawn by tools/fuzz_train.py data()",
+        "import sys; sys.path.insert(0, 'tools'); import fuzz_train",
+        f"_x, _y = fuzz_train.data(fuzz_train.generate(SEED))",
+        "_dt = torch.float64 if " + repr("float64" in p.lines[0]) + " else torch.float32",
+        "X = torch.tensor(_x) if _x.dtype.kind == 'i' else torch.tensor(_x, dtype=_dt)",
+        "Y = torch.tensor(_y) if _y.dtype.kind == 'i' else torch.tensor(_y, dtype=_dt)",
+        p.source()])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", help="A:B, run seeds A..B-1 in process")
+    ap.add_argument("--repro", type=int, help="print one program and its findings")
+    args = ap.parse_args(argv)
+    if args.repro is not None:
+        p, findings = check(args.repro)
+        print(script(p))
+        print("\n# findings:")
+        for f in findings or ["none"]:
+            print("#", f)
+        return 0
+    a, b = (int(v) for v in (args.seeds or "0:100").split(":"))
+    failing = 0
+    for seed in range(a, b):
+        try:
+            p, findings = check(seed)
+        except Exception:   # noqa: BLE001 - a harness failure is a finding too
+            findings = ["harness: " + traceback.format_exc(limit=2).replace("\n", " | ")[-300:]]
+        if findings:
+            failing += 1
+            print(f"{seed}: {findings[0]}" + (f" (+{len(findings) - 1})" if len(findings) > 1 else ""),
+                  flush=True)
+    print(f"{failing} of {b - a} seeds differ")
+    return 1 if failing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
