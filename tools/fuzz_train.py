@@ -18,7 +18,7 @@ initial values drawn the same way.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import io
 import random
 import sys
 import traceback
@@ -132,6 +132,55 @@ def gen_conv1d(r, p, n):
     return layers, out * length
 
 
+def gen_autoencoder(r, p, n):
+    """A convolutional autoencoder: Conv2d down, ConvTranspose2d or Upsample + Conv2d up."""
+    c, size = r.randint(1, 2), r.choice([4, 6, 8])
+    p.x = ((n, c, size, size), "float")
+    hidden = r.choice([2, 3, 4])
+    up = r.choice([f"nn.ConvTranspose2d({hidden}, {c}, 2, stride=2)",
+                   f"nn.ConvTranspose2d({hidden}, {c}, 3, stride=2, padding=1, output_padding=1)",
+                   f"nn.Upsample(scale_factor=2, mode={r.choice(['nearest', 'bilinear'])!r}), "
+                   f"nn.Conv2d({hidden}, {c}, 3, padding=1)"])
+    return [f"nn.Conv2d({c}, {hidden}, 3, stride=2, padding=1)", r.choice(ACTIVATIONS[:6]), up]
+
+
+def gen_cell_loop(r, p, n):
+    """A recurrent cell stepped by hand over time, as char-RNN scripts write it."""
+    feats, length, hidden = r.randint(1, 4), r.randint(2, 5), r.choice([3, 4])
+    p.x = ((n, length, feats), "float")
+    cell = r.choice(["RNNCell", "GRUCell", "LSTMCell"])
+    state = "(h, c)" if cell == "LSTMCell" else "h"
+    init = ("h = torch.zeros(x.shape[0], {H}); c = torch.zeros_like(h)" if cell == "LSTMCell"
+            else "h = torch.zeros(x.shape[0], {H})").format(H=hidden)
+    step = "h, c = self.cell(x[:, t], (h, c))" if cell == "LSTMCell" else "h = self.cell(x[:, t], h)"
+    return ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+            f"        self.cell = nn.{cell}({feats}, {hidden})",
+            "        self.head = nn.Linear({H}, {{OUT}})".format(H=hidden),
+            "    def forward(self, x):", f"        {init}",
+            "        for t in range(x.shape[1]):", f"            {step}",
+            "        return self.head(h)"]
+
+
+def gen_attention(r, p, n):
+    """nn.MultiheadAttention over embedded tokens with a key padding mask (or a causal mask)."""
+    vocab, length, emb = r.randint(4, 9), r.randint(2, 5), r.choice([4, 6, 8])
+    p.x = ((n, length), ("tokens", vocab))
+    heads = r.choice([h for h in (1, 2) if emb % h == 0])
+    mask = r.choice(["key_padding_mask=(x == 0)", "attn_mask=torch.triu(torch.ones(x.shape[1], "
+                     "x.shape[1], dtype=torch.bool), 1)", "need_weights=False"])
+    if "key_padding" in mask:
+        # (a row of padding only would make the softmax all -inf: keep one real token per row)
+        mask += " & (torch.arange(x.shape[1]) > 0)"
+    return ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+            f"        self.emb = nn.Embedding({vocab}, {emb})",
+            f"        self.attn = nn.MultiheadAttention({emb}, {heads}, batch_first=True, "
+            f"bias={r.random() < 0.8})",
+            f"        self.head = nn.Linear({emb}, {{OUT}})",
+            "    def forward(self, x):", "        h = self.emb(x)",
+            f"        h, _ = self.attn(h, h, h, {mask})",
+            "        return self.head(h.mean(1))"]
+
+
 def gen_sequence(r, p, n, module):
     """A model class over token ids: Embedding, then an RNN, a GRU, an LSTM or a transformer
     encoder layer, then a pooled Linear head.  Returns the class source and the head width."""
@@ -224,11 +273,19 @@ def generate(seed) -> Program:
     n = r.choice([1, 2, 3, 4, 6])
     dtype = "torch.float64" if r.random() < 0.8 else "torch.float32"
     p.add(f"torch.set_default_dtype({dtype})")
-    family = r.choice(["mlp", "mlp", "cnn", "conv1d", "rnn", "gru", "lstm", "transformer"])
+    family = r.choice(["mlp", "mlp", "cnn", "conv1d", "rnn", "gru", "lstm", "transformer",
+                       "autoencoder", "cell", "attention"])
     loss_name = r.choice(sorted(LOSSES))
     loss_src, target = LOSSES[loss_name]
     classes = r.randint(2, 4)
-    if family in ("mlp", "cnn", "conv1d"):
+    if family == "autoencoder":
+        p.add("model = nn.Sequential(\n    " + ",\n    ".join(gen_autoencoder(r, p, n)) + ")")
+        loss_src, target = r.choice([("nn.MSELoss()", "input"), ("nn.L1Loss()", "input")])
+    elif family in ("cell", "attention"):
+        for line in {"cell": gen_cell_loop, "attention": gen_attention}[family](r, p, n):
+            p.add(line.replace("{OUT}", str(classes)))
+        p.add("model = Net()")
+    elif family in ("mlp", "cnn", "conv1d"):
         layers, width = {"mlp": gen_mlp, "cnn": gen_cnn, "conv1d": gen_conv1d}[family](r, p, n)
         layers.append(f"nn.Linear({width}, {classes})")
         p.add("model = nn.Sequential(\n    " + ",\n    ".join(layers) + ")")
@@ -236,7 +293,8 @@ def generate(seed) -> Program:
         for line in gen_sequence(r, p, n, family):
             p.add(line.replace("{OUT}", str(classes)))
         p.add("model = Net()")
-    p.y = ((n,), ("class", classes)) if target == "class" else ((n, classes), target)
+    p.y = (((n,), ("class", classes)) if target == "class" else
+           (p.x[0], "float") if target == "input" else ((n, classes), target))
     p.add("init(model)")
     p.add("loss_fn = " + loss_src.format(ls=r.choice([0.0, 0.1]), C=classes))
     params = "model.parameters()"
@@ -244,11 +302,37 @@ def generate(seed) -> Program:
         p.add("decay = [q for n_, q in model.named_parameters() if q.ndim > 1]")
         p.add("no_decay = [q for n_, q in model.named_parameters() if q.ndim <= 1]")
         params = "[{'params': decay}, {'params': no_decay, 'weight_decay': 0.0, 'lr': 0.003}]"
-    p.add("opt = " + r.choice(OPTIMIZERS).format(P=params))
+    if r.random() < 0.15:
+        p.add("next(iter(model.parameters())).requires_grad_(False)")
+    lbfgs = r.random() < 0.08
+    if lbfgs:
+        p.add("opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=4, history_size=3"
+              + r.choice([")", ", line_search_fn='strong_wolfe')"]))
+    else:
+        p.add("opt = " + r.choice(OPTIMIZERS).format(P=params))
     steps = r.randint(2, 4)
-    sched = r.choice(SCHEDULERS)
+    sched = None if lbfgs else r.choice(SCHEDULERS + [
+        "torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)"])
     if sched:
         p.add("sched = " + sched.format(STEPS=steps))
+    ema = r.random() < 0.15
+    if ema:
+        p.add("ema = torch.optim.swa_utils.AveragedModel(model, multi_avg_fn="
+              "torch.optim.swa_utils.get_ema_multi_avg_fn(0.9))")
+    if lbfgs:
+        p.add("def closure():")
+        p.add("    opt.zero_grad()")
+        p.add("    loss = loss_fn(model(X), Y)")
+        p.add("    loss.backward()")
+        p.add("    return loss")
+        p.add(f"for step in range({steps}):")
+        p.add("    loss = opt.step(closure)")
+        p.add("    record('step', model, loss)")
+        p.add("model.eval()")
+        p.add("with torch.no_grad():")
+        p.add("    record('eval', model, loss_fn(model(X), Y))")
+        return p
+    checkpoint = r.random() < 0.15
     clip = r.choice([None, None, "torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)",
                      "torch.nn.utils.clip_grad_value_(model.parameters(), 0.05)",
                      "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, norm_type=1.0)"])
@@ -269,8 +353,23 @@ def generate(seed) -> Program:
     p.add("    record('grads', model, loss)")
     p.add("    opt.step()")
     if sched:
-        p.add("    sched.step()")
+        p.add("    sched.step(loss.item())" if "Plateau" in sched else "    sched.step()")
+    if ema:
+        p.add("    ema.update_parameters(model)")
+        p.add("    record('ema', ema.module, loss)")
     p.add("    record('step', model, loss)")
+    if checkpoint:
+        # a save and load of model and optimizer (and scheduler) state in the middle of training
+        p.add("    if step == 0:")
+        p.add("        buf = io.BytesIO()")
+        p.add("        torch.save({'model': model.state_dict(), 'opt': opt.state_dict()"
+              + (", 'sched': sched.state_dict()" if sched else "") + "}, buf)")
+        p.add("        buf.seek(0)")
+        p.add("        ck = torch.load(buf)")
+        p.add("        model.load_state_dict(ck['model'])")
+        p.add("        opt.load_state_dict(ck['opt'])")
+        if sched:
+            p.add("        sched.load_state_dict(ck['sched'])")
     p.add("model.eval()")
     p.add("with torch.no_grad():")
     p.add("    record('eval', model, loss_fn(model(X), Y))")
@@ -327,7 +426,7 @@ def run(lib, p: Program):
         dtype = lib.float64 if "float64" in p.lines[0] else lib.float32
         X = lib.tensor(x) if x.dtype.kind == "i" else lib.tensor(x, dtype=dtype)
         Y = (lib.tensor(y) if y.dtype.kind == "i" else lib.tensor(y, dtype=dtype))
-        ns = {"torch": lib, "nn": lib.nn, "F": lib.nn.functional, "X": X, "Y": Y,
+        ns = {"torch": lib, "nn": lib.nn, "F": lib.nn.functional, "X": X, "Y": Y, "io": io,
               "init": init, "record": record}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -397,7 +496,7 @@ def script(p: Program) -> str:
     """`p` as a standalone PyTorch script (swap the import for tapegrad)."""
     x, y = p.x, p.y
     return "\n".join([
-        "import numpy as np, zlib", "import torch", "import torch.nn as nn",
+        "import io, numpy as np, zlib", "import torch", "import torch.nn as nn",
         "import torch.nn.functional as F",
         f"SEED = {p.seed}",
         "def init(model):",
@@ -438,8 +537,9 @@ def main(argv=None):
             findings = ["harness: " + traceback.format_exc(limit=2).replace("\n", " | ")[-300:]]
         if findings:
             failing += 1
-            print(f"{seed}: {findings[0]}" + (f" (+{len(findings) - 1})" if len(findings) > 1 else ""),
-                  flush=True)
+            dtype = "float64" if "float64" in generate(seed).lines[0] else "float32"
+            more = f" (+{len(findings) - 1})" if len(findings) > 1 else ""
+            print(f"{seed} [{dtype}]: {findings[0]}{more}", flush=True)
     print(f"{failing} of {b - a} seeds differ")
     return 1 if failing else 0
 
