@@ -1,0 +1,64 @@
+"""Regressions of the session-32 fuzz findings (fuzz20: compile-mode programs 62720000.., programs
+60680000.. and 65030000.., surface 60815000..) and of earlier runs' leftovers (62710754,
+60671885), each an explicit case compared with PyTorch (or, for compile, with eager tapegrad)."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def arr(t):
+    return t.detach().numpy()
+
+
+# -- SILENT: a retained .grad is replaced, not added to in place (from 60671885) -----------------
+# PyTorch's retains_grad hook sets a non-leaf's .grad to a row-major clone of its gradient, then
+# to grad + g, a new tensor, at each later backward; tapegrad added into the old tensor, so a
+# .grad read after one backward changed with the next (and after a create_graph pass the .grad
+# kept requires_grad through a plain pass; its layout followed the tensor's).
+
+def test_retained_grad_read_after_one_backward_keeps_its_value():
+    def run(L):
+        x = L.tensor([1., 2., -1.], requires_grad=True)
+        y = x * 3
+        y.retain_grad()
+        (y * L.tensor([1., 2., 3.])).sum().backward(retain_graph=True)
+        first = y.grad
+        leaf_first = x.grad
+        (y * L.tensor([0.5, -1., 4.])).sum().backward()
+        return first, y.grad, first is y.grad, leaf_first is x.grad
+    got, want = run(tg), run(torch)
+    np.testing.assert_array_equal(arr(got[0]), arr(want[0]))       # [1, 2, 3], not the sum
+    np.testing.assert_array_equal(arr(got[1]), arr(want[1]))
+    assert got[2:] == want[2:] == (False, True)       # (a leaf's .grad is added to in place)
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_retained_grad_after_create_graph_then_plain_pass():
+    def run(L):
+        x = L.tensor([1., 2.], requires_grad=True)
+        y = x * 3
+        y.retain_grad()
+        (y ** 3).sum().backward(create_graph=True)
+        after1 = (y.grad.requires_grad, type(y.grad.grad_fn).__name__)
+        (y ** 2).sum().backward()
+        return after1, (y.grad.requires_grad, y.grad.grad_fn), arr(y.grad), arr(x.grad)
+    got, want = run(tg), run(torch)
+    assert got[0] == want[0] == (True, "CloneBackward0")
+    assert got[1] == want[1] == (False, None)
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_array_equal(got[3], want[3])
+
+
+def test_retained_grad_of_a_transposed_tensor_is_row_major():
+    def run(L):
+        x = L.ones(2, 3, requires_grad=True)
+        y = x.t() * 2
+        y.retain_grad()
+        (y * L.arange(6.).reshape(3, 2)).sum().backward()
+        return y.is_contiguous(), y.grad.is_contiguous(), y.grad.stride(), arr(y.grad)
+    got, want = run(tg), run(torch)
+    assert got[:3] == want[:3] == (False, True, (2, 1))
+    np.testing.assert_array_equal(got[3], want[3])
