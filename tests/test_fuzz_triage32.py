@@ -62,3 +62,27 @@ def test_retained_grad_of_a_transposed_tensor_is_row_major():
     got, want = run(tg), run(torch)
     assert got[:3] == want[:3] == (False, True, (2, 1))
     np.testing.assert_array_equal(got[3], want[3])
+
+
+# -- SILENT: gather of a non-contiguous input with a negative index (fuzz 62720522) --------------
+# Its copy loop's numpy route (taken for an expanded or transposed input) counted -1 from the
+# end where PyTorch raises.
+
+@pytest.mark.parametrize("make, dim, index", [
+    (lambda L: L.tensor(0.5).expand(2), -1, [-1, -2]),
+    (lambda L: L.tensor([[1., 2., 3.], [4., 5., 6.]]).t(), 0, [[-1, 0], [1, 0]]),
+])
+def test_gather_of_a_strided_input_refuses_a_negative_index(make, dim, index):
+    with pytest.raises(RuntimeError) as want:
+        torch.gather(make(torch), dim, torch.tensor(index))
+    with pytest.raises(RuntimeError, match="is out of bounds for dimension") as got:
+        tg.gather(make(tg), dim, tg.tensor(index))
+    assert str(got.value) == str(want.value)
+
+
+def test_gather_of_a_strided_input_in_range_still_gathers():
+    def run(L):
+        src = L.tensor([[1., 2., 3.], [4., 5., 6.]]).t()
+        return L.gather(src, 0, L.tensor([[2, 0], [1, 0]])), L.gather(src, 1, L.tensor([[1], [0]]))
+    for g, w in zip(run(tg), run(torch)):
+        np.testing.assert_array_equal(arr(g), arr(w))
