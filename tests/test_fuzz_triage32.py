@@ -137,3 +137,46 @@ def test_compiled_poisson_nll_loss_beside_a_mask_of_its_input():
         return (rng.standard_normal((3, 3)), np.abs(rng.standard_normal((3, 3))) + 0.2,
                 np.array([[0, 0, 1], [1, 1, 1], [1, 0, 0]], bool))
     _compiled_vs_eager(program, make)
+
+
+# -- huber / smooth_l1 second derivatives with an infinite upstream gradient (62710754) ---------
+# PyTorch's double backward multiplies by the mask |d| < delta (inf * 0 = NaN outside it);
+# tapegrad's first derivative was a where() (0 there).
+
+@pytest.mark.parametrize("loss, kw", [("huber_loss", {"delta": 0.3}),
+                                      ("smooth_l1_loss", {"beta": 0.3})])
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+def test_huber_second_derivative_under_an_infinite_gradient(loss, kw, reduction):
+    def run(L):
+        x = L.zeros(4)
+        y = L.tensor([1., 0.1, 0.05, -2.], requires_grad=True)
+        out = getattr(L.nn.functional, loss)(x, y, reduction=reduction, **kw)
+        g, = L.autograd.grad(L.nn.functional.mse_loss(out, L.tensor(-float("inf"))), y,
+                             create_graph=True)
+        g2, = L.autograd.grad((g * L.tensor([1., 2., 3., 4.])).sum(), y)
+        return arr(g), arr(g2)
+    got, want = run(tg), run(torch)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])          # [nan, inf, inf, nan]
+    assert np.isnan(got[1][[0, 3]]).all()
+
+
+@pytest.mark.parametrize("loss, kw", [("huber_loss", {"delta": 0.7}),
+                                      ("smooth_l1_loss", {"beta": 0.7})])
+def test_huber_second_derivatives_finite(loss, kw):
+    f = getattr(tg.nn.functional, loss)
+    x = tg.tensor([0.5, -0.2, 3., 0.1, -1.5], dtype=tg.float64, requires_grad=True)
+    y = tg.tensor([1., 0.1, 0.2, -0.3, 0.9], dtype=tg.float64, requires_grad=True)
+    w = tg.tensor([1., -2., 3., 0.5, 1.5], dtype=tg.float64)
+    assert tg.autograd.gradgradcheck(lambda a, b: (f(a, b, reduction="none", **kw) * w).sum(),
+                                     (x, y))
+
+    def run(L):
+        a = L.tensor(arr(x), requires_grad=True)
+        b = L.tensor(arr(y), requires_grad=True)
+        g = L.autograd.grad((getattr(L.nn.functional, loss)(a, b, reduction="mean", **kw)
+                             * L.tensor(arr(w))).sum(), (a, b), create_graph=True)
+        return [arr(t) for t in g] + [arr(t) for t in L.autograd.grad(
+            sum((t * t * t).sum() for t in g), (a, b))]
+    for g, w_ in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(g, w_, rtol=1e-12, atol=1e-15)

@@ -1368,12 +1368,15 @@ cdef object t_pointwise_deriv(int kind, object D, object d, double param):
         return g_mul(D, 2)
     if kind == NN_L1:
         return sign(<TensorBase>D)
+    # smooth_l1 / huber: the value is the clamped d (finite at d = +-inf); its derivative is
+    # PyTorch's *_loss_double_backward, a product with the mask |d| < beta, not a where(): an
+    # infinite upstream gradient outside the mask gives inf * 0 = NaN there, as PyTorch's
     if kind == NN_SMOOTH_L1:
         q = d / param
-        return g_where(np.logical_and(q > -1, q < 1), g_div(D, param),
-                       wrap(nd(np.minimum(np.maximum(q, -1), 1))))
-    return g_where(np.logical_and(d > -param, d < param), D,
-                   wrap(nd(np.minimum(np.maximum(d, -param), param))))
+        mask = wrap(nd(np.logical_and(q > -1, q < 1).astype(d.dtype)))
+        return exact(np.minimum(np.maximum(q, -1), 1), g_div(g_mul(D, mask), param))
+    mask = wrap(nd(np.logical_and(d > -param, d < param).astype(d.dtype)))
+    return exact(np.minimum(np.maximum(d, -param), param), g_mul(D, mask))
 
 cdef object t_pointwise_loss(int kind, object D, object d, double param):
     """The unweighted per-element loss f(d), recorded."""
