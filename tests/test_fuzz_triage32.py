@@ -180,3 +180,36 @@ def test_huber_second_derivatives_finite(loss, kw):
             sum((t * t * t).sum() for t in g), (a, b))]
     for g, w_ in zip(run(tg), run(torch)):
         np.testing.assert_allclose(g, w_, rtol=1e-12, atol=1e-15)
+
+
+# -- cumprod's create_graph backward reads its saved result (60671885) ---------------------------
+# PyTorch's CumprodBackward0 saves the result and its formula reads it, so a second derivative
+# passes through the result: its retained .grad and hooks see that term.  tapegrad recomputed
+# cumprod(x), which reached x but not the result.
+
+def test_cumprod_second_derivative_reaches_the_result():
+    def run(L):
+        v0 = L.tensor([2.1, 0.76, -1.3], dtype=L.float64, requires_grad=True)
+        v1 = v0.cumprod(-1)
+        v1.retain_grad()
+        seen = []
+        v1.register_hook(lambda g: seen.append(arr(g).copy()))
+        loss = (v1.sin() * L.tensor([0.3, -1.2, 0.7], dtype=L.float64)).sum()
+        g, = L.autograd.grad(loss, [v0], create_graph=True)
+        first = arr(v1.grad).copy()
+        g2, = L.autograd.grad((g * L.tensor([1.5, -0.4, 0.9], dtype=L.float64)).sum(), [v0])
+        return arr(g), arr(g2), first, arr(v1.grad), seen
+    got, want = run(tg), run(torch)
+    for g, w in zip(got[:4], want[:4]):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+    assert len(got[4]) == len(want[4]) == 2
+    for g, w in zip(got[4], want[4]):
+        np.testing.assert_allclose(g, w, rtol=1e-13, atol=1e-15)
+
+
+def test_cumprod_gradgradcheck_with_and_without_zeros():
+    for values in ([1.2, -0.7, 0.9, 2.0], [1.2, 0.0, 0.9, 2.0]):
+        x = tg.tensor(values, dtype=tg.float64, requires_grad=True)
+        assert tg.autograd.gradgradcheck(lambda a: a.cumprod(0), (x,))
+    x = tg.tensor([[0.5, -1.1], [1.3, 0.8], [-0.6, 1.7]], dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradgradcheck(lambda a: a.cumprod(0), (x,))
