@@ -329,6 +329,7 @@ class Cumprod(KernelFunction):
     k on (O(n^2) along the dim, as PyTorch's)."""
 
     saved_args = (0,)
+    saved_outputs = (0,)        # PyTorch's CumprodBackward0 saves self and its result
 
     @staticmethod
     def kernel_forward(x, dim):
@@ -348,12 +349,14 @@ class Cumprod(KernelFunction):
     @staticmethod
     def graph_backward(ctx, saved, g):
         from . import cumprod, eye, where
-        x, = saved
+        x, out = saved
         dim = ctx.params[1]
         if x.shape[dim] == 1:               # the identity: a gradient independent of x
             return g, None
         if not bool((x == 0).any()):        # PyTorch's choice: without zeros, its first form
-            w = cumprod(x, dim) * g if not x.is_complex() else cumprod(x, dim).conj() * g
+            # (on the saved result itself, as PyTorch's: its second derivative reaches the
+            # result's history, so a hook or retained .grad on it sees that term)
+            w = out * g if not x.is_complex() else out.conj() * g
             return flip(cumsum(flip(w, (dim,)), dim), (dim,)) / (x.conj() if x.is_complex() else x), None
         n = x.shape[dim]
         xs = x.movedim(dim, -1).unsqueeze(-2)               # (..., 1, n): x_j along the last dim

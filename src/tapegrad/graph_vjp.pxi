@@ -1368,12 +1368,15 @@ cdef object t_pointwise_deriv(int kind, object D, object d, double param):
         return g_mul(D, 2)
     if kind == NN_L1:
         return sign(<TensorBase>D)
+    # smooth_l1 / huber: the value is the clamped d (finite at d = +-inf); its derivative is
+    # PyTorch's *_loss_double_backward, a product with the mask |d| < beta, not a where(): an
+    # infinite upstream gradient outside the mask gives inf * 0 = NaN there, as PyTorch's
     if kind == NN_SMOOTH_L1:
         q = d / param
-        return g_where(np.logical_and(q > -1, q < 1), g_div(D, param),
-                       wrap(nd(np.minimum(np.maximum(q, -1), 1))))
-    return g_where(np.logical_and(d > -param, d < param), D,
-                   wrap(nd(np.minimum(np.maximum(d, -param), param))))
+        mask = wrap(nd(np.logical_and(q > -1, q < 1).astype(d.dtype)))
+        return exact(np.minimum(np.maximum(q, -1), 1), g_div(g_mul(D, mask), param))
+    mask = wrap(nd(np.logical_and(d > -param, d < param).astype(d.dtype)))
+    return exact(np.minimum(np.maximum(d, -param), param), g_mul(D, mask))
 
 cdef object t_pointwise_loss(int kind, object D, object d, double param):
     """The unweighted per-element loss f(d), recorded."""
@@ -1842,10 +1845,12 @@ cdef object t_accumulate(dict adj, Py_ssize_t k, object g, Record* producer, Py_
     adj[k] = g if prev is None else binary_op(OP_ADD, prev, g)
 
 
-cdef int deliver_graph_grad(TensorBase t, object g) except -1:
+cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False) except -1:
     """.grad accumulation with create_graph: a recorded copy the first time, then an
     out-of-place recorded sum (PyTorch's AccumulateGrad under grad mode).  The copy is PyTorch's
-    (clone_obey_contract): a new tensor laid out as the leaf, copy_'d into (CopyBackwards)."""
+    (clone_obey_contract): a new tensor laid out as the leaf, copy_'d into (CopyBackwards).  A
+    non-leaf's retained .grad (`retained`): its retains_grad hook's row-major clone
+    (CloneBackward0) the first time."""
     A = t._array
     cdef TensorBase G = <TensorBase>g
     if G._array.shape != A.shape:
@@ -1858,7 +1863,12 @@ cdef int deliver_graph_grad(TensorBase t, object g) except -1:
             G = <TensorBase>expand(G, tuple(A.shape))
     if G._array.dtype != A.dtype:
         G = <TensorBase>convert(G, A.dtype, False)
-    if t._grad is None:
+    if t._grad is None and retained:
+        E = wrap(np.array(G._array, order="C", copy=True))
+        if G._requires_grad:
+            record_from(OP_CLONE, <TensorBase>E, (G,))
+        t._grad = E
+    elif t._grad is None:
         # PyTorch's gradient layout contract: a leaf's first .grad has the leaf's strides when
         # the leaf is laid out densely (transposed, permuted), else row-major (a matmul VJP's
         # transposed result would otherwise stay transposed, and grad.view(n, -1) in an
@@ -1973,7 +1983,7 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                 i -= 1
                 continue
             if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
-                deliver_graph_grad(<TensorBase>rec.out, g)
+                deliver_graph_grad(<TensorBase>rec.out, g, True)
             if mode == SWEEP_CAPTURE and slot[i] >= 0:
                 captured[slot[i]] = g
             if rec.op == OP_FN_OUTPUT:

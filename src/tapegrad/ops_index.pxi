@@ -705,6 +705,11 @@ cdef object values_at_positions(object A, object idx, int axis):
     argmax's, a sort's): one C loop of element copies, where numpy builds its index grids in
     Python (~5 us of a small max(dim)'s 11).  A position out of range is an IndexError."""
     if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) or cnp.PyArray_TYPE(<cnp.ndarray>idx) != cnp.NPY_INT64:
+        # (numpy counts a negative position from the end: gather of an expanded input with
+        # index -1 gave the last value, where PyTorch raises; fuzz 62720522)
+        if idx.size and idx.min() < 0:
+            raise IndexError(f"position {idx.min()} out of range for a dim of size "
+                             f"{A.shape[axis]}")
         return np.take_along_axis(A, idx, axis=axis)
     idx = np.ascontiguousarray(idx)     # (a sliced sort order: topk's)
     cdef Py_ssize_t outer = 1, inner = 1, d, o, j, i, at

@@ -1065,10 +1065,33 @@ cdef class Program:
             roots = tuple([outs[j] for j in range(s.n_out) if bs.touched[s.out + j]])
             gs = tuple([wrap(self.adjoint(bs, s.out + j)) for j in range(s.n_out)
                         if bs.touched[s.out + j]])
+        # A slot that already holds an adjoint (from the steps after this one) seeds the nested
+        # sweep with it, so the op's records add their contributions to it one by one, as the
+        # eager sweep adds them: their subtotal added at the end would associate the sum
+        # differently (last bits apart from eager: cosine_embedding_loss, logsumexp)
+        cdef list seeded = []
+        cdef TensorBase p
+        for j in range(len(ks)):
+            p = <TensorBase>proxies[ks[j]]
+            if bs.touched[ks[j]] and p._array.dtype == self.adj_dtypes[ks[j]]:
+                seeded.append(ks[j])
+        if seeded:
+            roots = tuple(roots) + tuple([proxies[k] for k in seeded])
+            gs = tuple(gs) + tuple([wrap(np.array(self.adjoint(bs, k))) for k in seeded])
         grads = _grad(roots, tuple([proxies[k] for k in ks]), gs, True, False, True, False)
         for j in range(len(ks)):
             if grads[j] is not None:
+                if ks[j] in seeded:         # the seed is in it: it replaces the adjoint
+                    self.forget_adjoint(bs, ks[j])
                 self.give_array(bs, ks[j], (<TensorBase>grads[j])._array)
+        return 0
+
+    cdef int forget_adjoint(self, BufferSet bs, Py_ssize_t k) except -1:
+        """Slot k holds no adjoint any more (the next give() sets it)."""
+        if bs.given[k] is not None:
+            list_set(bs.given, k, None)
+            bs.aptr[k] = cnp.PyArray_DATA(<cnp.ndarray>bs.adj[k])
+        bs.touched[k] = 0
         return 0
 
     cdef bint backward_records(self, BufferSet bs, TensorBase res, dict proxies, list ks,

@@ -127,8 +127,11 @@ cdef bint keeps_recorded_shape(TensorBase t):
     return t._node >= 0 and checks_arrival(t._node)
 
 
-cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
-    """Add adjoint `g` into t.grad: adopt it (or a copy) the first time, add in place afterwards."""
+cdef int deliver_grad(TensorBase t, object g, bint owned, bint retained=False) except -1:
+    """Add adjoint `g` into t.grad: adopt it (or a copy) the first time, add in place afterwards.
+    A non-leaf's retained .grad (`retained`) is PyTorch's retains_grad hook's instead: a
+    row-major copy the first time, then a new tensor, grad + g (a .grad read after one backward
+    keeps its value through the next, as PyTorch's)."""
     cdef TensorBase grad
     A = t._array
     if g.shape != A.shape:
@@ -142,7 +145,8 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
             g = full
             owned = True
     if t._grad is None:
-        if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) and dense_layout(<cnp.ndarray>A):
+        if (not retained and not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
+                and dense_layout(<cnp.ndarray>A)):
             # PyTorch's gradient layout contract: a leaf laid out densely (a transposed or
             # permuted tensor) gets its .grad with its own strides; any other leaf a row-major one
             if owned and g.dtype == A.dtype and g.strides == A.strides and g.flags.writeable:
@@ -161,6 +165,10 @@ cdef int deliver_grad(TensorBase t, object g, bint owned) except -1:
         dense = np.array(t._grad.to_dense()._array, dtype=A.dtype, order="C", copy=True)
         np.add(dense, g, out=dense, casting="unsafe")
         t._grad = wrap(dense)
+    elif retained:
+        total = np.array((<TensorBase>t._grad)._array, copy=True, order="K")
+        np.add(total, g, out=total, casting="unsafe")
+        t._grad = wrap(total)
     else:
         grad = <TensorBase>t._grad
         if not grad._array.flags.writeable and any(
@@ -512,7 +520,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 i -= 1
                 continue
             if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
-                deliver_grad(<TensorBase>rec.out, g, False)
+                deliver_grad(<TensorBase>rec.out, g, False, True)
             if slot != NULL and mode == SWEEP_CAPTURE and slot[i] >= 0:
                 captured[slot[i]] = g
             if rec.op == OP_FN_OUTPUT:

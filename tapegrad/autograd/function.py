@@ -598,6 +598,9 @@ class KernelFunction(Function):
             needs: needs_input_grad; grads: one ndarray (or None: no gradient) per output;
         saved_args: the positions of the tensor arguments the backward reads (saved for
             backward: version-checked as any saved tensor, and given to graph_backward);
+        saved_outputs: the positions of the outputs PyTorch's node saves (given to
+            graph_backward after the arguments: a create_graph gradient through one reaches
+            the output's own history, its hooks and retained .grad, as PyTorch's);
         graph_backward(ctx, saved, *grads) -> the create_graph backward, in differentiable ops
             (saved: ctx.saved_tensors; ctx.params: the positional arguments, None for tensors).
 
@@ -607,6 +610,7 @@ class KernelFunction(Function):
     not sit inside the same library op, or the replay would keep the capture's decision."""
 
     saved_args = ()
+    saved_outputs = ()
     # What a create_graph gradient that does not depend on its own saved input gets from it:
     # None (left as it is), "zeros" or "none" (see tied_to_saved), as PyTorch's double backward.
     saved_input_derivative = None
@@ -629,9 +633,12 @@ class KernelFunction(Function):
             state = _state_apart(state, arrays + list(outs if isinstance(outs, tuple) else (outs,)))
         ctx.kernel_state = state
         ctx.params = tuple(None if isinstance(a, Tensor) else a for a in args)
-        ctx.save_for_backward(*[args[j] for j in cls.saved_args])
         wrap = _core.wrap_array
-        return tuple(wrap(o) for o in outs) if isinstance(outs, tuple) else wrap(outs)
+        res = tuple(wrap(o) for o in outs) if isinstance(outs, tuple) else wrap(outs)
+        res_t = res if isinstance(res, tuple) else (res,)
+        ctx.save_for_backward(*[args[j] for j in cls.saved_args],
+                              *[res_t[k] for k in cls.saved_outputs])
+        return res
 
     @staticmethod
     def backward(ctx, *grads):
@@ -692,7 +699,8 @@ def _note_kernel_call(cls, args, out):
     from ..tensor import Tensor
     tensors = [j for j, a in enumerate(args) if isinstance(a, Tensor)]
     n_out = len(out) if isinstance(out, tuple) else 1
-    saved = tuple(j in cls.saved_args for j in tensors) + (False,) * n_out
+    saved = tuple(j in cls.saved_args for j in tensors) + tuple(k in cls.saved_outputs
+                                                                for k in range(n_out))
     _core._capture_kernel(cls, args, out, saved)
 
 
