@@ -960,6 +960,10 @@ cdef object reshaped_if_needed(object g, tuple shape):
         return g
     return reshape_to(<TensorBase>g, shape)
 
+cdef inline object t_node(object x):
+    """x.t() of a 2-D tensor, recorded as PyTorch's TBackward0 (not TransposeBackward0)."""
+    return permuted(OP_T, <TensorBase>x, [1, 0])
+
 cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
     shape_a, shape_b, trans_b, bias_shape, bias_dtype, layout = <tuple>r.aux
     cdef Py_ssize_t na = len(shape_a), nb = len(shape_b)
@@ -995,13 +999,16 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
             # input's rows, as the eager VJP and PyTorch compute it, so it comes out laid out as
             # W (C-contiguous), not as a transposed view of A^T @ G: a captured gradient then
             # supports g.view(-1) (flat_grad in TRPO / natural-gradient code).
+            # PyTorch's graph is the gradient of W^T (its mm backward) under the TBackward0 of
+            # the weight: the result's grad_fn is TBackward0, as a printed gradient shows.
             rows = shape_prod(shape_a, 0, na - 1)
-            G2 = reshape_to(<TensorBase>G, (rows, shape_b[1]))
-            A2 = reshape_to(<TensorBase>A, (rows, shape_b[0]))
+            G2 = reshaped_if_needed(G, (rows, shape_b[1]))
+            A2 = reshaped_if_needed(A, (rows, shape_b[0]))
             if <int>layout & B_COLUMN_MAJOR:
-                gb = matmul(transpose(<TensorBase>G2, 0, 1), A2)
+                # W^T is column-major: its gradient (G^T A)^T, laid out as W^T, then its t()
+                gb = t_node(t_node(matmul(t_node(G2), A2)))
             else:                       # a W laid out otherwise: (A^T G)^T, as eager
-                gb = transpose(<TensorBase>matmul(transpose(<TensorBase>A2, 0, 1), G2), 0, 1)
+                gb = t_node(matmul(t_node(A2), G2))
         elif nb == 2 and <int>layout & B_COLUMN_MAJOR:
             # (G^T A)^T over A's rows: laid out as B, as eager and PyTorch's mm backward
             rows = shape_prod(shape_a, 0, na - 1)
@@ -1038,7 +1045,30 @@ cdef object gv_dropout(Py_ssize_t i, Record* r, object G, char* want):
     return g_mul(G, wrap(<object>r.saved[0]))          # the (scaled) mask is a constant
 
 cdef object gv_reshape(Py_ssize_t i, Record* r, object G, char* want):
-    return reshape_to(<TensorBase>G, <tuple>r.aux)
+    # PyTorch undoes an unsqueeze with squeeze(dim), a squeeze with unsqueeze (one per removed
+    # dim; none when it removed none), a view with a view: the gradient's grad_fn shows which
+    cdef tuple shape = <tuple>r.aux
+    cdef tuple gshape = tuple((<TensorBase>G)._array.shape)
+    cdef Py_ssize_t d
+    if r.op == OP_UNSQUEEZE or r.op == OP_UNSQUEEZE_INPLACE:
+        for d in range(len(gshape)):
+            if gshape[d] == 1 and gshape[:d] + gshape[d + 1:] == shape:
+                return G.squeeze(d)
+    elif r.op in (OP_SQUEEZE, OP_SQUEEZE_DIM, OP_SQUEEZE_DIMS, OP_SQUEEZE_INPLACE,
+                  OP_SQUEEZE_DIM_INPLACE, OP_SQUEEZE_DIMS_INPLACE):
+        if gshape == shape:
+            return G
+        if len(shape) > len(gshape):
+            res, k = G, 0
+            for d in range(len(shape)):          # re-insert the removed size-1 dims in order
+                if k < len(gshape) and shape[d] == gshape[k] and \
+                        (shape[d] != 1 or len(shape) - d == len(gshape) - k):
+                    k += 1
+                else:
+                    res = res.unsqueeze(d)
+            if tuple(res.shape) == shape:
+                return res
+    return reshape_to(<TensorBase>G, shape)
 
 cdef object gv_permute(Py_ssize_t i, Record* r, object G, char* want):
     # A transpose (or t()) is its own inverse, and PyTorch's VJP of one is the same op: the
