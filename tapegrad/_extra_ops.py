@@ -588,6 +588,21 @@ def _sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     return (arr.shape[axis] - 1) - order[backwards]
 
 
+def _unstable_sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """The order of PyTorch's sort with stable=False along `axis`: std::sort's among ties
+    (_stl_order), except where PyTorch sorts by fbgemm's radix sort, which is stable: a 1-d
+    integer tensor, ascending, of at least GRAIN_SIZE (32768) elements."""
+    if (arr.ndim == 1 and arr.dtype.kind in "iu" and not descending
+            and arr.shape[0] >= 32768) or arr.ndim == 0:
+        return _sort_order(arr, axis, descending)
+    from ._stl_order import sort_order
+    rows = np.moveaxis(arr, axis, -1)
+    shape = rows.shape
+    rows = rows.reshape(-1, shape[-1])
+    order = sort_order(rows, _sort_order(rows, 1, descending), descending)
+    return np.moveaxis(order.reshape(shape), -1, axis)
+
+
 def values_at(input, dim: int, positions: np.ndarray):
     """input's values at `positions` along dim (numpy indices of input's shape but along dim),
     differentiable: the values of sort, topk, kthvalue and median.  An advanced index, not a
@@ -645,7 +660,11 @@ def sort(input, dim=-1, descending=False, *, stable=False):
                                descending=descending, stable=stable)
         return _core.return_types.sort((_core._name_grad_fn(values.permute(*back), "SortBackward0"),
                                         indices.permute(*back)))
-    order = _sort_order(input._array.reshape(input._array.shape or (1,)), d, bool(descending))
+    arr = input._array.reshape(input._array.shape or (1,))
+    if stable:
+        order = _sort_order(arr, d, bool(descending))
+    else:
+        order = _unstable_sort_order(arr, d, bool(descending))
     order = order.reshape(input._array.shape)
     values = _core._name_grad_fn(values_at(input, d, order), "SortBackward0")
     return _core.return_types.sort((values, _index_tensor(order)))
@@ -657,6 +676,17 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     """The indices that sort input along dim (stably)."""
     _check_tensor(input, "argsort")
     return sort(input, dim=dim, descending=descending, stable=stable)[1]
+
+
+def _topk_positions(arr: np.ndarray, d: int, k: int, largest: bool, sorted_: bool) -> np.ndarray:
+    """The positions along d of the k elements PyTorch's CPU topk returns, in its order (its
+    choice among ties, and its order with sorted=False: _stl_order)."""
+    from ._stl_order import topk_order
+    rows = np.moveaxis(arr, d, -1)
+    shape = rows.shape
+    rows = rows.reshape(-1, shape[-1])
+    order = topk_order(rows, _sort_order(rows, 1, largest), k, largest, sorted_)
+    return np.moveaxis(order.reshape(shape[:-1] + (k,)), -1, d)
 
 
 @_numpy_dim_names
@@ -674,7 +704,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     arr = input._array.reshape(input._array.shape or (1,))
     if k < 0 or k > arr.shape[d]:
         raise RuntimeError("selected index k out of range")
-    order = _sort_order(arr, d, bool(largest))[(slice(None),) * d + (slice(0, k),)]
+    order = _topk_positions(arr, d, k, bool(largest), bool(sorted))
     if input.ndim == 0:         # PyTorch returns the element and index 0 for k = 0 and 1 alike
         order = np.zeros((), dtype=np.int64)
     values = _core._name_grad_fn(values_at(input, d, order), "TopkBackward0")

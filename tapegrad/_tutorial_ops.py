@@ -89,39 +89,16 @@ def cross(input, other, dim=None):
 
 def _mode_index(row: np.ndarray) -> int:
     """Position in row of its most frequent value (the smallest among equally frequent ones),
-    at that value's last occurrence, as PyTorch's CPU kernel answers."""
-    if row.dtype.kind == "f" and np.isnan(row).any():
-        return _mode_index_with_nan(row)
+    as PyTorch's CPU kernel answers: at that value's last occurrence in the order std::sort
+    leaves the row's (value, position) pairs in (_stl_order.mode_position), which is the
+    value's last position in the row when std::sort sorts by insertion (up to 16 elements) or
+    the value occurs once."""
     values, counts = np.unique(row, return_counts=True)
+    if (row.dtype.kind == "f" and np.isnan(row).any()) or (row.shape[0] > 16 and counts.max() > 1):
+        from ._stl_order import mode_position
+        return mode_position(row)
     winner = values[np.argmax(counts)]
     return int(np.flatnonzero(row == winner)[-1])
-
-
-def _mode_index_with_nan(row: np.ndarray) -> int:
-    """_mode_index of a row holding NaN, replaying PyTorch's CPU kernel: it sorts the (value,
-    position) pairs with std::sort by `<`, then takes the first longest run of values that are
-    not `!=` (its last pair: a NaN is a run of its own).  `<` does not order NaN: libstdc++ sorts
-    a row of up to 16 by insertion, which moves a value left past larger ones and stops at a NaN
-    ([nan, 1] stays, so its mode is the NaN: fuzz seed 60652517).  (Beyond 16 the order is
-    undefined behaviour in C++; the same replay gives an answer there.)"""
-    pairs = list(enumerate(row.tolist()))
-    for i in range(1, len(pairs)):
-        item = pairs[i]
-        if item[1] < pairs[0][1]:
-            j = 0                       # (libstdc++: smaller than the first goes to the front)
-        else:
-            j = i                       # (stops at 1 at the latest: item is not < pairs[0])
-            while item[1] < pairs[j - 1][1]:
-                j -= 1
-        pairs.insert(j, pairs.pop(i))
-    best, best_count, count = 0, 0, 0
-    for k, (position, value) in enumerate(pairs):
-        count += 1
-        if k == len(pairs) - 1 or value != pairs[k + 1][1]:
-            if count > best_count:
-                best, best_count = position, count
-            count = 0
-    return best
 
 
 def mode(input, dim=-1, keepdim=False):

@@ -150,7 +150,10 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
                 "exportability.")
         sorted_indices = None
     else:
-        order = np.argsort(-lengths, kind="stable")
+        # PyTorch's torch.sort(lengths, descending=True): std::sort, so equal lengths of a
+        # batch over 16 leave their order (and sorted_indices) to its steps
+        from ..._extra_ops import _unstable_sort_order
+        order = _unstable_sort_order(lengths, 0, True)
         lengths = lengths[order]
         sorted_indices = creation.from_numpy(order.astype(np.int64))
         input = input.index_select(0 if batch_first else 1, sorted_indices)
