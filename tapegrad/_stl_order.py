@@ -23,6 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 _INSERTION_THRESHOLD = 16       # libstdc++'s _S_threshold for std::sort
+# The replays run in Python, ~1 us per element and level: a call whose rows to replay hold more
+# than this many elements in all keeps numpy's stable order instead (the order among equal values
+# PyTorch leaves unspecified), so a large sort with ties costs milliseconds, not seconds.  The
+# printed cases that made this worth doing (a batch's tied logits, a small ranking) fit easily.
+REPLAY_BUDGET = 4096
+
+
+def within_budget(rows: int, width: int) -> bool:
+    """Whether replaying `rows` rows of `width` elements stays within REPLAY_BUDGET."""
+    return rows * width <= REPLAY_BUDGET
 
 
 def sort_order(rows: np.ndarray, order: np.ndarray, descending: bool) -> np.ndarray:
@@ -33,7 +43,7 @@ def sort_order(rows: np.ndarray, order: np.ndarray, descending: bool) -> np.ndar
     if n <= _INSERTION_THRESHOLD:
         return order
     redo = _rows_with_ties(rows, order, n)
-    if redo.size == 0:
+    if redo.size == 0 or not within_budget(redo.size, n):
         return order
     order = order.copy()
     less = _greater if descending else _less
@@ -84,7 +94,7 @@ def topk_order(rows: np.ndarray, order: np.ndarray, k: int, largest: bool,
         redo = np.arange(rows.shape[0])
     else:
         redo = _rows_with_ties(rows, order, min(k + 1, n))
-    if redo.size == 0:
+    if redo.size == 0 or not within_budget(redo.size, n):
         return result
     result = result.copy()
     less = _greater if largest else _less

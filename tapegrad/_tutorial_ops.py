@@ -95,8 +95,9 @@ def _mode_index(row: np.ndarray) -> int:
     the value occurs once."""
     values, counts = np.unique(row, return_counts=True)
     if (row.dtype.kind == "f" and np.isnan(row).any()) or (row.shape[0] > 16 and counts.max() > 1):
-        from ._stl_order import mode_position
-        return mode_position(row)
+        from ._stl_order import mode_position, within_budget
+        if within_budget(1, row.shape[0]):
+            return mode_position(row)
     winner = values[np.argmax(counts)]
     return int(np.flatnonzero(row == winner)[-1])
 
