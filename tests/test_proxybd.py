@@ -9,6 +9,7 @@ import pytest
 import tapegrad
 
 torch = pytest.importorskip("torch")
+import torch.utils.benchmark  # noqa: E402,F401  (a submodule torch does not import itself)
 
 
 def both(fn):
@@ -181,3 +182,69 @@ def test_default_device_inside_meta_context(lib):
     finally:
         lib.set_default_device(None)
     assert str(lib.get_default_device()) == "cpu"
+
+
+def _fuzz(lib, seed, n, **tensor_kw):
+    b = lib.utils.benchmark
+    fz = b.Fuzzer(
+        parameters=[b.FuzzedParameter("k0", minval=1, maxval=10000, distribution="loguniform"),
+                    b.FuzzedParameter("k1", 2, 40, distribution="uniform"),
+                    b.FuzzedParameter("k2", 1, 3, distribution="uniform", strict=True)],
+        tensors=[b.FuzzedTensor("x", size=("k0", "k1", 4), steps=(1, 2, 1), dim_parameter="k2",
+                                min_elements=16, max_elements=50000, **tensor_kw)],
+        seed=seed)
+    rows = []
+    for tensors, props, params in fz.take(n):
+        x = tensors["x"]
+        rows.append((params, tuple(x.shape), x.stride(), str(x.dtype), props["x"]["numel"],
+                     [int(i) for i in props["x"]["order"]], props["x"]["is_contiguous"],
+                     props["x"]["steps"], props["x"]["dtype"]))
+    return rows, round(fz.rejection_rate, 6)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_fuzzer_draws_match_pytorch(seed):
+    # the same seed gives the same parameters, shapes, layouts and strides as PyTorch's Fuzzer
+    assert _fuzz(tapegrad, seed, 8) == _fuzz(torch, seed, 8)
+    assert _fuzz(tapegrad, seed, 5, dtype=tapegrad.float64, probability_contiguous=0.0) == \
+        _fuzz(torch, seed, 5, dtype=torch.float64, probability_contiguous=0.0)
+
+
+def test_fuzzer_allocation_limit_integer_tensors_and_errors():
+    def run(lib):
+        b = lib.utils.benchmark
+        fz = b.Fuzzer(parameters=[b.FuzzedParameter("n", 1, 300, distribution="uniform")],
+                      tensors=[b.FuzzedTensor("i", size=("n", "n"), dtype=lib.int16,
+                                              max_allocation_bytes=2000)],
+                      constraints=[lambda p: p["n"] % 3 == 0], seed=3)
+        out = []
+        for t, _, p in fz.take(4):
+            i = t["i"]
+            out.append((p["n"], str(i.dtype), bool(((i >= 1) & (i < 127)).all())))
+        with pytest.raises(ValueError, match="Duplicate names in parameters and tensors"):
+            b.Fuzzer(parameters=[b.FuzzedParameter("a", 1, 2, distribution="uniform")],
+                     tensors=[b.FuzzedTensor("a", size=(2,))])
+        with pytest.raises(AssertionError, match="Unknown distribution: normal"):
+            b.FuzzedParameter("a", 1, 2, distribution="normal")
+        never = b.Fuzzer(parameters=[b.FuzzedParameter("a", 1, 2, distribution="uniform")],
+                         tensors=[b.FuzzedTensor("t", size=("a",), min_elements=5)], seed=1)
+        with pytest.raises(ValueError, match="Failed to generate a set of valid parameters"):
+            next(never.take(1))
+        return out, repr(b.ParameterAlias("n"))
+    assert run(tapegrad) == run(torch)
+
+
+def test_fuzzer_parameter_alias_resolution():
+    # (PyTorch's own check of a dict distribution is inverted in 2.x, so the dict choice with an
+    # alias is exercised through the resolution step directly)
+    b = tapegrad.utils.benchmark
+    params = b.Fuzzer._resolve_aliases({"a": 3, "b": b.ParameterAlias("c"),
+                                        "c": b.ParameterAlias("a")})
+    assert params == {"a": 3, "b": 3, "c": 3}
+    with pytest.raises(ValueError, match="ParameterAlias cycle detected"):
+        b.Fuzzer._resolve_aliases({"a": b.ParameterAlias("b"), "b": b.ParameterAlias("a")})
+    choice = b.FuzzedParameter("y", distribution={1: 0.5, b.ParameterAlias("x"): 0.5})
+    draws = {repr(choice.sample(np.random.RandomState(s))) for s in range(20)}
+    assert draws == {"1", "ParameterAlias[alias_to: x]"}
+    with pytest.raises(AssertionError, match="Distribution is not normalized"):
+        b.FuzzedParameter("y", distribution={1: 0.5, 2: 0.2})
