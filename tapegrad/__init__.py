@@ -124,6 +124,7 @@ from . import _foreach
 _foreach.register(globals())
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
+from . import __future__  # noqa: F401  (torch.__future__'s switches, read by nn.Module)
 from ._complex import complex, polar, view_as_real, view_as_complex  # noqa: A004
 
 

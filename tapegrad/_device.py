@@ -139,7 +139,7 @@ def get_default_device() -> device:
     """The device factories use by default: the CPU, or the error an unavailable device gives."""
     if _default is None:
         return CPU
-    check_device(_default)
+    check_device(_default, allow_meta=True)     # (meta needs no backend: PyTorch names it)
     return _default
 
 

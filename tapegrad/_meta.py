@@ -635,7 +635,8 @@ _KEEP = frozenset((
     "__array_priority__", "__weakref__", "__dict__", "__module__", "__doc__",
     "__copy__", "__bool__", "__float__", "__int__", "__index__", "__complex__", "__array__",
     "__dlpack__", "__dlpack_device__", "__array_wrap__", "__array_function__",
-    "__array_ufunc__", "__torch_function__", "__deepcopy__", "__reduce_ex__"))
+    "__array_ufunc__", "__torch_function__", "__deepcopy__", "__reduce_ex__",
+    "module_load"))     # (not an op: it composes copy_ / detach, which dispatch themselves)
 
 # Tensor properties that are ops (their result is a tensor).
 _PROPERTY_OPS = ("T", "mT", "H", "mH", "data", "real", "imag")

@@ -572,6 +572,19 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """The sparse COO form of this tensor, as ``to_sparse()``."""
         return self.to_sparse()
 
+    def module_load(self, other, assign=False):
+        """How load_state_dict transforms the state dict's `other` before swapping it into this
+        parameter or buffer (when torch.__future__.get_swap_module_params_on_conversion()):
+        `other` detached (assign=True) or this tensor's values copied from it, detached.  A
+        tensor subclass overrides it through __torch_function__."""
+        from .overrides import handle_torch_function, has_torch_function_variadic
+        if has_torch_function_variadic(self, other):
+            return handle_torch_function(Tensor.module_load, (self, other), self, other,
+                                         assign=assign)
+        if assign:
+            return other.detach()
+        return self.copy_(other).detach()
+
     def to_dense(self, dtype=None, *, masked_grad=None):
         """Self (a dense tensor), or a copy converted to ``dtype``."""
         if dtype is None:

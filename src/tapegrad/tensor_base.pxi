@@ -66,6 +66,29 @@ def wrap_array(object arr, bint requires_grad=False):
     return t
 
 
+def _swap_tensor_impl(TensorBase a, TensorBase b):
+    """torch.utils.swap_tensors' last step (torch._C._swap_tensor_impl): exchange everything the
+    two tensor objects hold at the C level (value, grad, autograd state, view state), so each
+    object keeps its identity and takes the other's content; the records the two produced are
+    pointed at their new owners.  The facade swaps the Python-level class and __dict__."""
+    capture_unsupported("torch.utils.swap_tensors")
+    a._array, b._array = b._array, a._array
+    a._grad, b._grad = b._grad, a._grad
+    a._requires_grad, b._requires_grad = b._requires_grad, a._requires_grad
+    a._inference, b._inference = b._inference, a._inference
+    a._node, b._node = b._node, a._node
+    a._version, b._version = b._version, a._version
+    a._base, b._base = b._base, a._base
+    a._gen, b._gen = b._gen, a._gen
+    a._view_kind, b._view_kind = b._view_kind, a._view_kind
+    a._view_output, b._view_output = b._view_output, a._view_output
+    a._view_version, b._view_version = b._view_version, a._view_version
+    # a record's `out` is its output tensor (borrowed): it follows the content
+    for t, other in ((a, b), (b, a)):
+        if t._node >= 0 and TAPE.recs[t._node].out == <PyObject*>other:
+            TAPE.recs[t._node].out = <PyObject*>t
+
+
 # PyTorch's numpy dtype refusal lists the types tensor_from_numpy takes.
 cdef str NUMPY_TYPES_TAKEN = ("float64, float32, float16, complex64, complex128, int64, int32, "
                               "int16, int8, uint64, uint32, uint16, uint8, and bool")

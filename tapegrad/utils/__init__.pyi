@@ -36,4 +36,7 @@ __all__ = [
     'hooks',
     'viz',
     'weak',
+    'swap_tensors',
 ]
+
+def swap_tensors(t1: Any, t2: Any) -> None: ...

@@ -12,7 +12,8 @@ grows the block size by tens until the timer's overhead is negligible, then reco
 `min_run_time` has passed; `adaptive_autorange` records until the interquartile range falls below
 `threshold` of the median.  `torch` (here tapegrad) is added to the statement's globals when it is
 not given, as PyTorch does.  `Compare` (tapegrad/utils/_benchmark_compare.py) prints many
-Measurements as one table.  Not here: the C++ language and Callgrind counts
+Measurements as one table; `Fuzzer` (tapegrad/utils/_benchmark_fuzzer.py) draws reproducible
+benchmark inputs.  Not here: the C++ language and Callgrind counts
 (`collect_callgrind`), which need PyTorch's C++ toolchain.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ import timeit as _timeit_module
 from typing import Any, Callable
 
 __all__ = ["Timer", "Measurement", "TaskSpec", "Language", "select_unit", "timer", "Compare",
-           "Colorize"]
+           "Colorize", "Fuzzer", "FuzzedParameter", "FuzzedTensor", "ParameterAlias"]
 
 timer = _timeit_module.default_timer
 
@@ -287,3 +288,4 @@ class Timer:
 
 
 from ._benchmark_compare import Colorize, Compare  # noqa: E402  (it reads Measurement)
+from ._benchmark_fuzzer import Fuzzer, FuzzedParameter, FuzzedTensor, ParameterAlias  # noqa: E402

@@ -28,6 +28,10 @@ __all__ = [
     'timer',
     'Compare',
     'Colorize',
+    'Fuzzer',
+    'FuzzedParameter',
+    'FuzzedTensor',
+    'ParameterAlias',
 ]
 
 class Timer:
@@ -100,3 +104,26 @@ class Colorize(enum.Enum):
     COLUMNWISE: Any
     NONE: Any
     ROWWISE: Any
+
+class Fuzzer:
+    def __init__(self, parameters: Any, tensors: Any, constraints: Any = ..., seed: Any = ...) -> None: ...
+    rejection_rate: Any
+    def take(self, n: Any) -> Any: ...
+
+class FuzzedParameter:
+    def __init__(self, name: _str, minval: Any = ..., maxval: Any = ..., distribution: Any = ..., strict: _bool = ...) -> None: ...
+    name: Any
+    def sample(self, state: Any) -> Any: ...
+    strict: Any
+
+class FuzzedTensor:
+    def __init__(self, name: _str, size: Any, steps: Any = ..., probability_contiguous: _float = ..., min_elements: Any = ..., max_elements: Any = ..., max_allocation_bytes: Any = ..., dim_parameter: Any = ..., roll_parameter: Any = ..., dtype: Any = ..., cuda: Any = ..., tensor_constructor: Callable[..., Any] | None = ...) -> None: ...
+    @staticmethod
+    def default_tensor_constructor(size: Any, dtype: Any, **kwargs: Any) -> Any: ...
+    name: Any
+    def satisfies_constraints(self, params: Any) -> _bool: ...
+
+class ParameterAlias:
+    def __init__(self, alias_to: Any) -> None: ...
+    def __repr__(self) -> _str: ...
+    alias_to: Any

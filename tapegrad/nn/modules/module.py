@@ -672,18 +672,48 @@ class Module:
         if recurse:
             for child in self.children():
                 child._apply(fn)
+        from ... import __future__ as future
+        from ...utils import swap_tensors
+        swap = future.get_swap_module_params_on_conversion()
+        overwrite = future.get_overwrite_module_params_on_conversion()
         for key, param in self._parameters.items():
             if param is None:
                 continue
             with no_grad():
                 applied = fn(param)
-            param.data = applied
-            if param.grad is not None:
+            param_grad = param.grad
+            if swap:
+                # torch.__future__: the Parameter object takes the converted content, so a
+                # subclass's own conversion result (and its type) is what the module holds
+                try:
+                    param.grad = None
+                    swap_tensors(param, Parameter(applied, requires_grad=param.requires_grad))
+                except Exception as e:
+                    param.grad = param_grad
+                    raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}") from e
+                out_param = param
+            elif overwrite:
+                out_param = self._parameters[key] = Parameter(applied, param.requires_grad)
+            else:
+                param.data = applied
+                out_param = param
+            if param_grad is not None:
                 with no_grad():
-                    grad_applied = fn(param.grad)
-                # (the grad object is kept too, as PyTorch's param.grad.data = ...: a reference
-                # a script holds to it sees the converted values)
-                param.grad.data = grad_applied
+                    grad_applied = fn(param_grad)
+                if swap:
+                    grad_applied.requires_grad_(param_grad.requires_grad)
+                    try:
+                        swap_tensors(param_grad, grad_applied)
+                    except Exception as e:
+                        raise RuntimeError(
+                            f"_apply(): Couldn't swap {self._get_name()}.{key}.grad") from e
+                    out_param.grad = param_grad
+                elif out_param is param:
+                    # (the grad object is kept too, as PyTorch's param.grad.data = ...: a
+                    # reference a script holds to it sees the converted values)
+                    param.grad.data = grad_applied
+                else:
+                    out_param.grad = grad_applied.requires_grad_(param_grad.requires_grad)
         for key, buf in self._buffers.items():
             if buf is not None:
                 self._buffers[key] = fn(buf)
@@ -997,9 +1027,13 @@ class Module:
                                   f"items in the state dictionary to their corresponding key in "
                                   f"the module instead of copying them in place?)",
                                   UserWarning, stacklevel=3)
-                continue
+                if not _swap_on():         # (swapped in: module_load's copy into meta is a no-op)
+                    continue
             try:
-                if assign:
+                if _swap_on():
+                    with no_grad():
+                        _swap_loaded(target, src, assign)
+                elif assign:
                     _assign_loaded(self, name, target, src)
                 else:
                     # copy_ (as PyTorch's): casts as a copy does and bumps the version, so a
@@ -1009,8 +1043,9 @@ class Module:
                     with no_grad():
                         target.copy_(src)
             except Exception as ex:     # collected with the other problems, as PyTorch's
+                action = "swapping" if _swap_on() else "copying"
                 error_msgs.append(
-                    f'While copying the parameter named "{key}", whose dimensions in the model '
+                    f'While {action} the parameter named "{key}", whose dimensions in the model '
                     f"are torch.Size({list(target._array.shape)}) and whose dimensions in the "
                     f"checkpoint are torch.Size({list(src_arr.shape)}), an exception occurred "
                     f": {ex.args}.")
@@ -1171,6 +1206,20 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
     """Convert parameters and buffers whose numpy kind is in `kinds` (all when None) in place:
     each keeps its identity (optimizers hold them), as PyTorch's conversions do; so do grads."""
     np_dtype = np.dtype(np_dtype)
+    from ... import __future__ as future
+    if (future.get_swap_module_params_on_conversion()
+            or future.get_overwrite_module_params_on_conversion()):
+        # torch.__future__'s switches: the conversion makes new tensors, which _apply swaps
+        # into the old objects or puts in their place, as PyTorch's conversions then do
+        def convert(t):
+            arr = t._array
+            if kinds is not None and arr.dtype.kind not in kinds:
+                return t
+            if arr.dtype.kind == "c" and np_dtype.kind != "c":
+                _core.warn_once("Casting complex values to real discards the imaginary part")
+                arr = arr.real
+            return _core.wrap_array(arr.astype(np_dtype))
+        return module._apply(convert)
     for t in _tensors(module):
         if kinds is not None and t._array.dtype.kind not in kinds:
             continue
@@ -1196,6 +1245,30 @@ def _check_move(module, device, fn: str) -> None:
         as_device(device)
     if next(_tensors(module), None) is not None:
         check_device(device, fn, allow_meta=True)
+
+
+def _swap_on() -> bool:
+    """torch.__future__.get_swap_module_params_on_conversion()."""
+    from ... import __future__ as future
+    return future.get_swap_module_params_on_conversion()
+
+
+def _swap_loaded(target, src, assign: bool) -> None:
+    """load_state_dict under torch.__future__'s swap switch: target.module_load(src) (a
+    subclass's override decides the value) is swapped into the module's tensor object."""
+    from ...utils import swap_tensors
+    if not isinstance(src, _core.TensorBase):
+        src = _core.wrap_array(src)
+    new = target.module_load(src, assign=assign)
+    if new is src or new is target:
+        raise RuntimeError("module_load returned one of self or other, please .detach() the "
+                           "result if returning one of the inputs in module_load")
+    if isinstance(target, Parameter):
+        if isinstance(new, Parameter):
+            new.requires_grad_(target.requires_grad)
+        else:
+            new = Parameter(new, requires_grad=target.requires_grad)
+    swap_tensors(target, new)
 
 
 def _assign_loaded(module, name: str, target, src) -> None:
