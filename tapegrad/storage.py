@@ -17,6 +17,7 @@ reach the tensors that view it.
 from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
+from tapegrad._torch_names import TorchNamedClass
 import ctypes
 import warnings
 import weakref
@@ -168,8 +169,9 @@ def _values_from_buffer(buffer, byte_order, count: int, offset: int, dtype) -> n
     return np.frombuffer(raw, np_dtype.newbyteorder(order), count, offset).astype(np_dtype)
 
 
-class _StorageBase:
-    """What both storage kinds answer alike (they live on the CPU, in this process)."""
+class _StorageBase(metaclass=TorchNamedClass):
+    """What both storage kinds answer alike (they live on the CPU, in this process).  The
+    metaclass prints the classes under PyTorch's names (`<class 'torch.storage.UntypedStorage'>`)."""
 
     __slots__ = ()
 
@@ -319,7 +321,7 @@ class UntypedStorage(_StorageBase):
     __str__ = __repr__
 
 
-class _LegacyStorageType(type):
+class _LegacyStorageType(TorchNamedClass):
     """Metaclass of FloatStorage & co.: calling one builds a TypedStorage of its dtype, and
     isinstance() compares the dtype, as PyTorch's legacy storage names do."""
 
@@ -461,23 +463,30 @@ class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
 
 
 def _converter(method: str, np_name: str):
-    """TypedStorage.<method>(): a copy in another dtype (self when it already has it)."""
+    """<storage>.<method>(): a TypedStorage copy in another dtype.  A typed storage converts its
+    values (and is itself when it has the dtype already); an untyped one converts each of its
+    bytes to one value, as PyTorch does (`untyped_storage().int()` of an int64 scalar 10 is the
+    8 values 10, 0, ..., 0)."""
     def convert(self):
         import tapegrad
         dtype = getattr(tapegrad, np_name)
-        if dtype == self._dtype_of:
-            return self
-        values = self._values.astype(dtype.np_dtype)
-        return TypedStorage._over(UntypedStorage._viewing(values), dtype)
+        if isinstance(self, TypedStorage):
+            if dtype == self._dtype_of:
+                return self
+            values = self._values
+        else:
+            values = self._bytes
+            warn_typed_storage(stacklevel=3)    # PyTorch makes the copy through a TypedStorage
+        return TypedStorage._over(UntypedStorage._viewing(values.astype(dtype.np_dtype)), dtype)
     convert.__name__ = convert.__qualname__ = method
-    convert.__doc__ = f"A copy of this storage as {np_name} (itself if it is {np_name} already)."
+    convert.__doc__ = f"A copy of this storage as {np_name} (a typed {np_name} storage: itself)."
     return convert
 
 
 for _method, _np_name in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                           ("long", "int64"), ("int", "int32"), ("short", "int16"),
                           ("char", "int8"), ("byte", "uint8"), ("bool", "bool")):
-    setattr(TypedStorage, _method, _converter(_method, _np_name))
+    setattr(_StorageBase, _method, _converter(_method, _np_name))
 del _method, _np_name
 
 _LEGACY_NAMES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
