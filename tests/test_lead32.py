@@ -61,3 +61,18 @@ def test_scalar_state_stays_float32_under_the_float32_default():
     opt.step()
     assert opt.state[w]["step"].dtype == tapegrad.float32
     assert opt.state[w]["mu_product"].dtype == tapegrad.float32
+
+
+def test_lbfgs_cubic_interpolation_of_a_degenerate_bracket_takes_the_midpoint():
+    # x1 == x2 makes the cubic's coefficients NaN; PyTorch's `if d2_square >= 0` then takes the
+    # bracket's midpoint, where tapegrad's `if d2_square < 0` went on and returned NaN as the
+    # line search's next step
+    import warnings
+    from torch.optim.lbfgs import _cubic_interpolate as torch_cubic
+    from tapegrad.optim.lbfgs import _cubic_interpolate
+    args = (1.0, 2.0, -1.0, 1.0, 2.0, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ours = _cubic_interpolate(*(np.float64(a) for a in args), bounds=(0.5, 2.0))
+    theirs = torch_cubic(*(torch.tensor(a, dtype=torch.float64) for a in args), bounds=(0.5, 2.0))
+    assert float(ours) == float(theirs) == 1.25

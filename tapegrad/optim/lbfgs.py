@@ -49,7 +49,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
         lo, hi = (x1, x2) if x1 <= x2 else (x2, x1)
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 ** 2 - g1 * g2
-    if d2_square < 0:
+    if not d2_square >= 0:      # (NaN too: x1 == x2 or an infinite f, as PyTorch's test reads)
         return (lo + hi) / 2.0
     d2 = d2_square.sqrt() if isinstance(d2_square, _core.TensorBase) else np.sqrt(d2_square)
     if x1 <= x2:
