@@ -126,12 +126,6 @@ cdef int nn_finish_inplace(TensorBase t, Py_ssize_t old) except -1:
 
 # -- softmax / log_softmax -----------------------------------------------------------------------
 
-cdef enum:
-    # Above this many elements numpy's SIMD exp beats the C rows' libm exp (measured: 640
-    # elements 5 us in C vs 11 us in numpy; 6,400: 37 vs 20 us).
-    NN_SOFTMAX_C_MAX_SIZE = 2048
-
-
 cdef bint softmax_rows_layout(object X, int* t, ptrdiff_t* rows, ptrdiff_t* cols) noexcept:
     """True when the C softmax rows take X: a C-contiguous float32/float64 array of at least one
     dim with 1 to TG_SUM_MAX_N columns (its type number, rows and columns in *t, *rows, *cols)."""
@@ -147,11 +141,10 @@ cdef bint softmax_rows_layout(object X, int* t, ptrdiff_t* rows, ptrdiff_t* cols
 
 cdef object nn_softmax_rows_c(object X, bint log):
     """(log_)softmax over the last axis in C (kernels.c), or None unless the rows take X
-    (softmax_rows_layout) and it has at most NN_SOFTMAX_C_MAX_SIZE elements (then the numpy
-    formula, nn_softmax_numpy)."""
+    (softmax_rows_layout; then the numpy formula, nn_softmax_numpy)."""
     cdef int t = -1
     cdef ptrdiff_t rows, cols
-    if not softmax_rows_layout(X, &t, &rows, &cols) or rows * cols > NN_SOFTMAX_C_MAX_SIZE:
+    if not softmax_rows_layout(X, &t, &rows, &cols):
         return None
     cdef cnp.ndarray x = <cnp.ndarray>X
     cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(x),
@@ -166,14 +159,13 @@ cdef object nn_softmax_rows_c(object X, bint log):
 
 
 cdef object nn_softmax_grad_rows_c(object G, object Y, bint log):
-    """The VJP of (log_)softmax over the last axis in C, or None (see nn_softmax_rows_c; softmax's
-    VJP has no exp, so any size)."""
+    """The VJP of (log_)softmax over the last axis in C, or None (see nn_softmax_rows_c)."""
     cdef int tg_ = -1, ty = -1
     cdef ptrdiff_t rows, cols
     if not softmax_rows_layout(Y, &ty, &rows, &cols) or not kernel_array(G, &tg_) or tg_ != ty:
         return None
     cdef cnp.ndarray g = <cnp.ndarray>G, y = <cnp.ndarray>Y
-    if not same_shape(g, y) or (log and rows * cols > NN_SOFTMAX_C_MAX_SIZE):
+    if not same_shape(g, y):
         return None
     cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_SimpleNew(cnp.PyArray_NDIM(y),
                                                               cnp.PyArray_DIMS(y), ty)
