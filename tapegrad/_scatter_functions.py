@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._ops_shape import _add_at
 from .autograd.function import Function
 
 
@@ -37,6 +38,15 @@ def _sum_to(t, shape):
     return t
 
 
+def _indexed_shape(arr: np.ndarray, key) -> tuple:
+    """arr[key].shape without the gather: the broadcast shape of a key of integer arrays, one
+    per dim (scatter_add's); arr[key].shape for any other key."""
+    if (isinstance(key, tuple) and len(key) == arr.ndim
+            and all(isinstance(k, np.ndarray) and k.dtype.kind in "iu" for k in key)):
+        return np.broadcast_shapes(*[k.shape for k in key])
+    return arr[key].shape
+
+
 class _Accumulate(Function):
     """self with `values` added at `key` (repeated positions accumulate)."""
 
@@ -44,8 +54,7 @@ class _Accumulate(Function):
     def forward(ctx, x, values, key):
         ctx.key, ctx.values_shape = key, values.shape
         out = x._array.copy()
-        target_shape = out[key].shape
-        np.add.at(out, key, np.broadcast_to(values._array, target_shape))
+        _add_at(out, key, np.broadcast_to(values._array, _indexed_shape(out, key)))
         return _wrap(out)
 
     @staticmethod

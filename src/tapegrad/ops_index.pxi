@@ -272,6 +272,30 @@ cdef bint scatter_add_c(object Z, object key, object G) except -1:
     return True
 
 
+def _add_at(object Z, object key, object G):
+    """np.add.at(Z, key, G) (the accumulate of scatter_add, index_add, index_put): in C
+    (scatter_add_c, every addition in numpy's order and dtype) when key is a tuple of integer
+    arrays, one per dim of Z, broadcasting to G's shape (scatter_add's key), through their flat
+    positions (np.ravel_multi_index); numpy's np.add.at (and its errors: negative or
+    out-of-range positions) for anything else.  (np.add.at took ~1 ms for a 64 x 1000 float32
+    scatter_add, 15x PyTorch.)"""
+    cdef int tz = -1
+    if (isinstance(key, tuple) and cnp.PyArray_Check(Z) and cnp.PyArray_Check(G)
+            and len(<tuple>key) == (<cnp.ndarray>Z).ndim and kernel_array(Z, &tz)
+            and (<cnp.ndarray>G).dtype == Z.dtype
+            and all([cnp.PyArray_Check(k) and (<cnp.ndarray>k).dtype.kind == "i" for k in key])
+            and np.broadcast_shapes(G.shape, *[k.shape for k in key]) == G.shape):
+        try:
+            flat = np.ravel_multi_index(key, Z.shape)
+        except ValueError:              # a negative or out-of-range position: numpy's own path
+            flat = None
+        if flat is not None:
+            flat = np.ascontiguousarray(np.broadcast_to(flat, G.shape), dtype=np.int64)
+            if scatter_add_c(Z.reshape(-1), flat.reshape(-1), np.ascontiguousarray(G).reshape(-1)):
+                return
+    np.add.at(Z, key, G)
+
+
 cdef void scatter_rows(const int64_t* off, Py_ssize_t m, Py_ssize_t inner, const real_t* g,
                        real_t* z) noexcept nogil:
     """z[off[i] + t] += g[i, t], rows in order (repeated offsets accumulate as np.add.at)."""
