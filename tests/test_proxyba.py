@@ -1,0 +1,129 @@
+"""What the session-32 proxy of public probabilistic / Bayesian deep-learning scripts (Gaussian
+processes by hand, MMD, Sinkhorn, HMC, Bayes by backprop, mixture density networks) found
+tapegrad doing differently from PyTorch."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+# -- cdist / pdist: the row kernel's p = 2 derivative ------------------------------------------
+
+def _grid(lib, requires_grad=True):
+    return lib.arange(6.0).view(3, 2).requires_grad_(requires_grad)
+
+
+def test_cdist_squared_gradient_rounds_as_the_kernel():
+    # PyTorch's kernel gives grad * diff / dist: the gradient of a squared distance of points on
+    # a grid is a whole number there (the norm's diff * (grad / dist) was one ulp off: -23.9999981)
+    got = []
+    for lib in (torch, tg):
+        x = _grid(lib)
+        (g,) = lib.autograd.grad((lib.cdist(x, x) ** 2).sum(), x)
+        got.append(g.numpy())
+    np.testing.assert_array_equal(got[1], got[0])
+    np.testing.assert_array_equal(got[1], [[-24.0, -24.0], [0.0, 0.0], [24.0, 24.0]])
+    _check_cdist_gradient_is_zero_at_coincident_rows_and_twice_differentiable()
+    _check_cdist_keeps_its_grad_fn_name()
+
+
+def test_pdist_squared_gradient_rounds_as_the_kernel():
+    got = []
+    for lib in (torch, tg):
+        x = _grid(lib)
+        (g,) = lib.autograd.grad((lib.nn.functional.pdist(x) ** 2).sum(), x)
+        got.append(g.numpy())
+    np.testing.assert_array_equal(got[1], got[0])
+
+
+def _check_cdist_gradient_is_zero_at_coincident_rows_and_twice_differentiable():
+    x = tg.tensor([[0.0, 1.0], [2.0, 3.0]], dtype=tg.float64, requires_grad=True)
+    y = tg.tensor([[0.0, 1.0], [1.0, -1.0], [0.5, 0.5]], dtype=tg.float64, requires_grad=True)
+    (gx,) = tg.autograd.grad(tg.cdist(x, y)[0, 0], x)      # rows 0 of x and y coincide
+    np.testing.assert_array_equal(gx.numpy(), np.zeros((2, 2)))
+    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
+    yt = torch.tensor(y.detach().numpy(), requires_grad=True)
+    want = torch.autograd.grad(torch.cdist(xt, yt).sum(), (xt, yt))
+    have = tg.autograd.grad(tg.cdist(x, y).sum(), (x, y))
+    for h, w in zip(have, want):
+        np.testing.assert_allclose(h.numpy(), w.numpy(), rtol=1e-12, atol=1e-15)
+    x2 = tg.tensor([[0.3, 1.0], [2.0, -3.0]], dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(lambda a, b: tg.cdist(a, b), (x2, y))
+    # (PyTorch refuses a second derivative here; tapegrad's is right)
+    assert tg.autograd.gradgradcheck(lambda a, b: tg.cdist(a, b), (x2, y))
+    assert tg.autograd.gradgradcheck(lambda a: tg.nn.functional.pdist(a), (x2,))
+
+
+def _check_cdist_keeps_its_grad_fn_name():
+    x = _grid(tg)
+    assert type(tg.cdist(x, x + 1).grad_fn).__name__ == "CdistBackward0"
+    with tg.no_grad():
+        assert tg.cdist(x, x + 1).grad_fn is None
+
+
+# -- Distribution.sample_n: deprecated in PyTorch, which warns -----------------------------------
+
+def test_sample_n_warns_future_warning():
+    for lib in (torch, tg):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = lib.distributions.Normal(lib.zeros(2), 1.0).sample_n(3)
+        assert tuple(s.shape) == (3, 2)
+        assert [w.category for w in caught] == [FutureWarning]
+        assert "`sample_n(n)` will be deprecated. Use `sample((n,))` instead." in str(caught[0].message)
+        assert caught[0].filename == __file__
+
+
+# -- grad_fn names of the triangular / Cholesky helpers of hand-written GPs --------------------
+
+def _names(lib):
+    A = (lib.eye(3) * 2 + 0.1 * lib.ones(3, 3)).requires_grad_()
+    L = lib.linalg.cholesky(A).detach().requires_grad_()
+    b = lib.ones(3, 2, requires_grad=True)
+    name = lambda t: type(t.grad_fn).__name__
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = lib.triangular_solve(b, L, upper=False)
+        ts_t = lib.triangular_solve(b, L, upper=False, transpose=True)
+        return [name(ts.solution), name(ts.cloned_coefficient), name(ts_t.solution),
+                name(lib.cholesky_inverse(L)), name(lib.cholesky_inverse(L.mT, upper=True)),
+                name(lib.linalg.cholesky(A, upper=True)), name(lib.cholesky(A, upper=True)),
+                name(lib.linalg.cholesky_ex(A, upper=True).L),
+                name(lib.linalg.solve_triangular(L, b.mT, upper=False, left=False)),
+                name(lib.linalg.solve_triangular(L, b, upper=False))]
+
+
+def test_linalg_grad_fn_names_match():
+    assert _names(tg) == _names(torch)
+    _check_renamed_linalg_results_keep_their_gradients()
+
+
+def _check_renamed_linalg_results_keep_their_gradients():
+    rs = np.random.RandomState(3)
+    a = rs.randn(3, 3)
+    spd = a @ a.T + 3 * np.eye(3)
+    b = rs.randn(2, 3)
+    for upper in (False, True):
+        grads = []
+        for lib in (torch, tg):
+            A = lib.tensor(spd, requires_grad=True)
+            B = lib.tensor(b, requires_grad=True)
+            U = lib.linalg.cholesky(A, upper=upper)
+            X = lib.linalg.solve_triangular(U, B, upper=upper, left=False)
+            inv = lib.cholesky_inverse(U, upper=upper)
+            loss = (X ** 2).sum() + (inv * lib.tensor(b.T @ b)).sum()
+            grads.append([g.numpy() for g in lib.autograd.grad(loss, (A, B))])
+        for h, w in zip(grads[1], grads[0]):
+            np.testing.assert_allclose(h, w, rtol=1e-10, atol=1e-12)
+    L = tg.linalg.cholesky(tg.tensor(spd)).requires_grad_()
+    bb = tg.tensor(b.T, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # (triangular_solve's deprecation)
+        assert tg.autograd.gradcheck(
+            lambda l, y: tg.triangular_solve(y, l, upper=False).solution, (L, bb))
