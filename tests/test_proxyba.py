@@ -151,3 +151,72 @@ def test_tanh_transform_inverse_is_atanh():
     loc = tg.tensor([0.3, -0.2], dtype=tg.float64, requires_grad=True)
     scale = tg.tensor([0.9, 1.3], dtype=tg.float64, requires_grad=True)
     assert tg.autograd.gradcheck(td, (loc, scale))
+
+
+# -- old SGLD optimizers: torch.optim.optimizer's private helpers, the scalar-first add_ --------
+
+def test_use_grad_for_differentiable_and_private_optimizer_helpers():
+    from tapegrad.optim.optimizer import (Optimizer, _default_to_fused_or_foreach, _get_scalar_dtype,
+                                          _get_value, _use_grad_for_differentiable)
+    seen = []
+
+    class Langevin(Optimizer):
+        def __init__(self, params, lr, differentiable=False):
+            super().__init__(params, dict(lr=lr, differentiable=differentiable))
+
+        @_use_grad_for_differentiable
+        def step(self):
+            """my step"""
+            seen.append(tg.is_grad_enabled())
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.add_(p.grad, alpha=-group["lr"])
+
+    p = tg.nn.Parameter(tg.tensor([1.0, -2.0]))
+    opt = Langevin([p], lr=0.25)
+    (p ** 2).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(p.detach().numpy(), [0.5, -1.0])
+    assert seen == [False] and tg.is_grad_enabled()
+    assert Langevin.step.__doc__ == "my step"
+    q = tg.tensor([1.0], requires_grad=True)
+    r = q.clone()                              # a non-leaf parameter: its update is recorded
+    r.grad = tg.tensor([2.0])
+    Langevin([r], lr=0.5, differentiable=True).step()
+    assert seen[-1] is True and r.grad_fn is not None
+    assert _get_value(tg.tensor(3.0)) == 3.0 and _get_value(2) == 2
+    assert _get_scalar_dtype() == tg.float32
+    assert _default_to_fused_or_foreach([p], False) == (False, False)
+    for lib in (torch, tg):
+        from importlib import import_module
+        mod = import_module(lib.__name__ + ".optim.optimizer")
+        assert mod._get_scalar_dtype() == lib.float32
+        assert mod._default_to_fused_or_foreach([lib.zeros(1)], False) == (False, False)
+
+
+def test_scalar_first_inplace_add_warns_method_signature_at_the_calling_line():
+    from tapegrad import _deprecated_overloads
+    _deprecated_overloads._warned.clear()       # (PyTorch, and tapegrad, warn once per process)
+    p = tg.zeros(2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p.add_(-0.5, tg.ones(2)); line = _line()
+    np.testing.assert_array_equal(p.numpy(), [-0.5, -0.5])
+    # PyTorch's words for the method form (no input, no out)
+    assert [str(w.message) for w in caught] == [
+        "This overload of add_ is deprecated:\n\tadd_(Number alpha, Tensor other)\nConsider using "
+        "one of the following signatures instead:\n\tadd_(Tensor other, *, Number alpha = 1)"]
+    assert (caught[0].filename, caught[0].lineno) == (__file__, line)
+    _deprecated_overloads._warned.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tg.add(tg.ones(2), 3, tg.ones(2)); line = _line()
+    assert str(caught[0].message).startswith(
+        "This overload of add is deprecated:\n\tadd(Tensor input, Number alpha, Tensor other, *, "
+        "Tensor out = None)")
+    assert (caught[0].filename, caught[0].lineno) == (__file__, line)
+
+
+def _line():
+    import sys
+    return sys._getframe(1).f_lineno
