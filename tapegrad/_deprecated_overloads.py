@@ -40,12 +40,19 @@ def scalar_first(name: str, scale_keyword: str, scale, scale_given, tensors: tup
     if not _warned:
         _warned.append(name)
         old = ", ".join(f"Tensor {t}" for t in _NAMES[name.rstrip("_")])
-        out = ", *, Tensor out = None" if not name.endswith("_") else ""
-        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}(Tensor input, Number "
-                      f"{scale_keyword}, {old}{out})\nConsider using one of the following "
-                      f"signatures instead:\n\t{name}(Tensor input, {old}, *, Number "
-                      f"{scale_keyword} = 1{', Tensor out = None' if out else ''})",
-                      UserWarning, stacklevel=3)
+        if name.endswith("_"):
+            # an in-place method: PyTorch's method signatures, without input or out
+            deprecated, current = (f"Number {scale_keyword}, {old}",
+                                   f"{old}, *, Number {scale_keyword} = 1")
+        else:
+            deprecated, current = (f"Tensor input, Number {scale_keyword}, {old}, *, Tensor out "
+                                   f"= None", f"Tensor input, {old}, *, Number {scale_keyword} = "
+                                   f"1, Tensor out = None")
+        from ._core import user_stacklevel
+        # (at the line that called in: the compiled add_/sub_ have no frames of their own)
+        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({deprecated})\n"
+                      f"Consider using one of the following signatures instead:\n\t{name}("
+                      f"{current})", UserWarning, stacklevel=user_stacklevel())
     return scale, tensors
 
 

@@ -849,7 +849,7 @@ def cholesky_inverse(input, upper=False):
     from .creation import eye
     n = input.shape[-1]
     identity = eye(n, dtype=input.dtype).expand(*input.shape)
-    return cholesky_solve(identity, input, upper)
+    return _core._name_grad_fn(cholesky_solve(identity, input, upper), "CholeskyInverseBackward0")
 
 
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
@@ -883,7 +883,10 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
     coefficient = A.mT if transpose else A
     solution = solve_triangular(coefficient, input, upper=bool(upper) != bool(transpose),
                                 unitriangular=unitriangular)
-    return _core.return_types.triangular_solve((solution, A.clone()))
+    # both outputs come from PyTorch's one TriangularSolveBackward0 node
+    name = "TriangularSolveBackward0"
+    return _core.return_types.triangular_solve((_core._name_grad_fn(solution, name),
+                                                _core._name_grad_fn(A.clone(), name)))
 
 
 def qr(input, some=True):

@@ -444,7 +444,9 @@ def _cholesky(A, upper, name):
         # of A^H, which reads that triangle, adjointed (A^H is formed inside _Cholesky, whose
         # gradient follows PyTorch's convention for the upper factor).
         # (resolved: PyTorch's factor is a plain tensor, not a conjugate view)
-        return _adjoint(_Cholesky.apply(A, name, True)).resolve_conj()
+        # (PyTorch's node is the factorisation's own, not the adjoint's view)
+        return _core._name_grad_fn(_adjoint(_Cholesky.apply(A, name, True)).resolve_conj(),
+                                   "LinalgCholeskyExBackward0")
     return _Cholesky.apply(A, name)
 
 
@@ -1124,8 +1126,10 @@ def solve_triangular(input, B, *, upper, left=True, unitriangular=False):
         triangle, B, upper = triangle.mT, B.mT, not upper
     A_b, B_b = _broadcast_batch(triangle, B)
     result = _TriangularSolve.apply(A_b, B_b, upper)
-    result = result if left else result.mT
-    return result
+    if left:
+        return result
+    # (PyTorch's node is the solve's own for either side, not the transpose's)
+    return _core._name_grad_fn(result.mT, "LinalgSolveTriangularBackward0")
 
 
 def _check_triangular_operands(A, B, left):

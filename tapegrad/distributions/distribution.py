@@ -122,7 +122,10 @@ class Distribution:
         raise NotImplementedError
 
     def sample_n(self, n: int):
-        """``n`` samples: ``sample((n,))``, shape ``(n,) + batch_shape + event_shape``."""
+        """``n`` samples: ``sample((n,))``, shape ``(n,) + batch_shape + event_shape``.  Deprecated
+        in PyTorch, which warns (FutureWarning) on every call."""
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
         return self.sample(Size((n,)))
 
     def log_prob(self, value):

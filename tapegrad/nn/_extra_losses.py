@@ -189,6 +189,9 @@ def row_distances(diff, p: float):
     from ..contractions import _zeroed          # (zeros in the graph; NaN/inf do not leak)
     if diff.shape[-1] == 0:                     # (rows of no coordinates are 0 apart, any p)
         return diff.abs().sum(-1)
+    if p == 2 and diff.requires_grad and _tg.is_grad_enabled():
+        from ._euclidean_dist import RowTwoNorm
+        return RowTwoNorm.apply(diff)
     dist = diff.norm(p, -1)
     if p == 0 and diff.requires_grad:
         dist = dist + _zeroed(diff).sum(-1)

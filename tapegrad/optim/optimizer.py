@@ -115,6 +115,37 @@ _HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
                 "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks")
 
 
+def _use_grad_for_differentiable(func):
+    """Run an optimizer's step with grad mode on only for an optimizer made with
+    differentiable=True (off otherwise), as the built-in steps run: PyTorch's private decorator,
+    which third-party optimizers (SGLD samplers, copies of torch.optim's steps) import."""
+    @functools.wraps(func)
+    def _use_grad(self, *args, **kwargs):
+        from ..grad_mode import set_grad_enabled
+        with set_grad_enabled(bool(self.defaults["differentiable"])):
+            return func(self, *args, **kwargs)
+    return _use_grad
+
+
+def _get_value(x):
+    """A step count or hyper-parameter as a Python number (.item() of a tensor), as PyTorch's
+    private helper gives it outside compilation."""
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _get_scalar_dtype(is_fused=None):
+    """The dtype of PyTorch's tensor step counts: float64 under a float64 default dtype,
+    float32 otherwise."""
+    from .. import float32, float64, get_default_dtype
+    return float64 if get_default_dtype() == float64 else float32
+
+
+def _default_to_fused_or_foreach(params, differentiable: bool, use_fused: bool = False):
+    """(fused, foreach) as PyTorch chooses them: both False for CPU tensors (its foreach and
+    fused kernels are for accelerators), which is all tapegrad holds."""
+    return False, False
+
+
 class _RequiredParameter:
     """Singleton class representing a required parameter for an Optimizer."""
 
