@@ -65,3 +65,20 @@ def test_type_info_fields_are_read_only():
         assert f.eps == torch.finfo(torch.float32).eps and i.max == 32767
         with pytest.raises(TypeError, match="cannot pickle"):
             pickle.dumps(f)
+
+
+# ---- complex views ---------------------------------------------------------------------------
+
+def test_view_as_real_refuses_a_lazy_conjugate():
+    for mod in (torch, tapegrad):
+        z = mod.tensor([1 + 2j, 3 - 4j]).conj()
+        with pytest.raises(RuntimeError, match="unresolved conjugated tensors"):
+            mod.view_as_real(z)
+        np.testing.assert_array_equal(mod.view_as_real(z.resolve_conj()).numpy(),
+                                      [[1.0, -2.0], [3.0, 4.0]])
+
+
+def test_view_as_complex_of_0d_names_the_dimension_count():
+    for mod in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match="must have one or more dimensions"):
+            mod.view_as_complex(mod.tensor(1.0))
