@@ -210,3 +210,26 @@ def test_per_sample_grads_refusals():
         call(lin)(mod.ones(4, 3)).sum().backward()
         with pytest.raises(RuntimeError, match="accumulates the gradients"):
             call(lin)
+
+
+# ---- lazy modules ----------------------------------------------------------------------------
+
+def test_uninitialized_parameter_size_numel():
+    for mod in (torch, tapegrad):
+        p = mod.nn.parameter.UninitializedParameter()
+        assert tuple(p.size()) == (0,) and p.size(0) == 0
+        with pytest.raises(ValueError, match="Attempted to use an uninitialized parameter in "
+                                             "<method 'numel'"):
+            p.numel()
+        with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized"):
+            p.shape
+
+
+def test_lazy_linear_of_zero_features_does_not_warn():
+    import warnings
+    for mod in (torch, tapegrad):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            lin = mod.nn.LazyLinear(3)
+            out = lin(mod.ones(2, 0))
+        assert tuple(out.shape) == (2, 3) and tuple(lin.weight.shape) == (3, 0)
