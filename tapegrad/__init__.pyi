@@ -1942,6 +1942,15 @@ class finfo:
     __hash__: typing.ClassVar[None]  # type: ignore[assignment]
     def __init__(self, type: Any = ...) -> None: ...
     def __repr__(self) -> _str: ...
+    def __setattr__(self, name: Any, value: Any) -> None: ...
+    bits: Any
+    dtype: Any
+    eps: Any
+    max: Any
+    min: Any
+    resolution: Any
+    smallest_normal: Any
+    tiny: Any
 
 def fix(input: Any, *, out: Any = ...) -> Tensor: ...
 
@@ -2074,6 +2083,11 @@ class iinfo:
     __hash__: typing.ClassVar[None]  # type: ignore[assignment]
     def __init__(self, type: Any) -> None: ...
     def __repr__(self) -> _str: ...
+    def __setattr__(self, name: Any, value: Any) -> None: ...
+    bits: Any
+    dtype: Any
+    max: Any
+    min: Any
 
 def imag(input: Any) -> Any: ...
 

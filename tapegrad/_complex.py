@@ -765,6 +765,12 @@ def view_as_real(input):
     _check_tensor(input, "view_as_real")
     if input._array.dtype.kind != "c":
         raise RuntimeError("view_as_real is only supported for complex tensors")
+    if input.is_conj():
+        # PyTorch refuses: a real view of a lazily conjugated tensor cannot alias its memory
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To "
+                           "resolve the conjugate tensor so you can view it as real, use "
+                           "self.resolve_conj(); however, be warned that the resulting tensor "
+                           "will NOT alias the original.")
     return _view_of(_ViewAsReal, input)
 
 
@@ -778,7 +784,9 @@ def view_as_complex(input):
                            f"tensors, but got a tensor of scalar type: {_scalar_type(a.dtype)}")
     if a.dtype == np.float16:
         raise TypeError(_core.NO_COMPLEX32)
-    if a.ndim == 0 or a.shape[-1] != 2:
+    if a.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if a.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     if a.size == 0:
         pass        # (no element to read; tapegrad's empty results have zero strides, seed 56000183)

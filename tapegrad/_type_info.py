@@ -11,26 +11,52 @@ from . import _core
 
 
 def _check_dtype(type_, fn: str):
-    if not isinstance(type_, _core.dtype):
+    # PyTorch's argument parser takes Python's float/int/bool/complex as float64/int64/bool/
+    # complex128 here as for any dtype argument
+    if not (isinstance(type_, _core.dtype) or type_ in (float, int, bool, complex)):
         raise TypeError(f"{fn}(): argument 'type' (position 1) must be torch.dtype, not "
                         f"{_type_name(type_)}")
     return np.dtype(_core.np_dtype_of(type_))
 
 
-class finfo(metaclass=TorchNamedClass):
-    """Limits of a floating point dtype (default: float32): bits, eps, max, min, tiny,
+class _Limits:
+    """Read-only fields, as PyTorch's finfo/iinfo attributes are: a script that assigns one
+    gets PyTorch's AttributeError instead of silently changing the limits it reads later."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        if name in type(self).__slots__:
+            raise AttributeError(f"attribute '{name}' of 'torch.{type(self).__name__}' objects "
+                                 "is not writable")
+        raise AttributeError(f"'torch.{type(self).__name__}' object has no attribute '{name}'")
+
+    def _set(self, **fields) -> None:
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle 'torch.{type(self).__name__}' object")
+
+
+_NO_TYPE = object()
+
+
+class finfo(_Limits, metaclass=TorchNamedClass):
+    """Limits of a floating point dtype (default: the default dtype): bits, eps, max, min, tiny,
     smallest_normal, resolution, dtype (its name)."""
 
     __module__ = "tapegrad"
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
     __hash__ = None    # as in PyTorch: comparable, not hashable
 
-    def __init__(self, type=None):  # noqa: A002  (PyTorch's parameter name)
+    def __init__(self, type=_NO_TYPE):  # noqa: A002  (PyTorch's parameter name)
+        if type is _NO_TYPE:            # finfo() is the default dtype's (None is refused)
+            type = _core.get_default_dtype()
         if type is _core.bfloat16:
             self._bfloat16()
             return
-        if type is None:
-            np_dtype = np.dtype(np.float32)
-        elif type is _core.complex32:   # (a name only in tapegrad: its parts are float16)
+        if type is _core.complex32:   # (a name only in tapegrad: its parts are float16)
             np_dtype = np.dtype(np.float16)
         else:
             np_dtype = _check_dtype(type, "finfo")
@@ -40,24 +66,17 @@ class finfo(metaclass=TorchNamedClass):
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo "
                             "to handle 'torch.finfo'")
         info = np.finfo(np_dtype)
-        self.bits = int(info.bits)
-        self.eps = float(info.eps)
-        self.max = float(info.max)
-        self.min = float(info.min)
-        self.tiny = float(info.smallest_normal)
-        self.smallest_normal = self.tiny
-        self.resolution = 10.0 ** -int(info.precision)   # PyTorch's: exactly 1e-06, not float32's
-        self.dtype = np_dtype.name
+        self._set(bits=int(info.bits), eps=float(info.eps), max=float(info.max),
+                  min=float(info.min), tiny=float(info.smallest_normal),
+                  smallest_normal=float(info.smallest_normal),
+                  # PyTorch's: exactly 1e-06, not float32's
+                  resolution=10.0 ** -int(info.precision), dtype=np_dtype.name)
 
     def _bfloat16(self) -> None:
         # float32's exponent range with 8 significand bits (numpy has no bfloat16 to ask)
-        self.bits = 16
-        self.eps = 2.0 ** -7
-        self.max = (2 - 2.0 ** -7) * 2.0 ** 127
-        self.min = -self.max
-        self.tiny = self.smallest_normal = 2.0 ** -126
-        self.resolution = 0.01
-        self.dtype = "bfloat16"
+        big = (2 - 2.0 ** -7) * 2.0 ** 127
+        self._set(bits=16, eps=2.0 ** -7, max=big, min=-big, tiny=2.0 ** -126,
+                  smallest_normal=2.0 ** -126, resolution=0.01, dtype="bfloat16")
 
     def __eq__(self, other):
         return isinstance(other, finfo) and other.dtype == self.dtype
@@ -68,24 +87,23 @@ class finfo(metaclass=TorchNamedClass):
                 f"tiny={self.tiny:g}, dtype={self.dtype})")
 
 
-class iinfo(metaclass=TorchNamedClass):
+class iinfo(_Limits, metaclass=TorchNamedClass):
     """Limits of an integer dtype: bits, max, min, dtype (its name)."""
 
     __module__ = "tapegrad"
+    __slots__ = ("bits", "max", "min", "dtype")
     __hash__ = None
 
     def __init__(self, type):  # noqa: A002
-        np_dtype = _check_dtype(type, "iinfo")
+        # (bfloat16 has no numpy dtype to ask: it is a float type, refused as the others are)
+        np_dtype = np.dtype(np.float32) if type is _core.bfloat16 else _check_dtype(type, "iinfo")
         if np_dtype.kind == "b":
             raise TypeError("torch.bool is not supported by torch.iinfo")
         if np_dtype.kind not in "iu":
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
                             "handle 'torch.iinfo'")
         info = np.iinfo(np_dtype)
-        self.bits = int(info.bits)
-        self.max = int(info.max)
-        self.min = int(info.min)
-        self.dtype = np_dtype.name
+        self._set(bits=int(info.bits), max=int(info.max), min=int(info.min), dtype=np_dtype.name)
 
     def __eq__(self, other):
         return isinstance(other, iinfo) and other.dtype == self.dtype

@@ -19,6 +19,7 @@ Also here: telling tensors from other objects (is_tensor_like), and the protocol
 drives it (has_torch_function, handle_torch_function)."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from . import _core
@@ -45,9 +46,21 @@ class _DisableTorchFunctionSubclass:
         return False
 
 
+@functools.lru_cache(maxsize=None)
+def _plain_own_class(cls) -> bool:
+    """Whether `cls` is one of tapegrad's own Tensor classes that keeps Tensor's behaviour: all but
+    those that define a __torch_function__ of their own (nn.utils' ExpandedWeight, which makes
+    the layer functions record per-sample gradients, as PyTorch's does).  Cached per class:
+    has_torch_function asks it of every Parameter argument."""
+    return cls.__module__.startswith("tapegrad") and not any(
+        "__torch_function__" in vars(klass) for klass in cls.__mro__
+        if klass is not Tensor and klass.__module__.startswith("tapegrad")
+        and issubclass(klass, Tensor))
+
+
 def _overloads(arg) -> bool:
     cls = type(arg)
-    if cls is Tensor or (isinstance(arg, _core.TensorBase) and cls.__module__.startswith("tapegrad")):
+    if cls is Tensor or (isinstance(arg, _core.TensorBase) and _plain_own_class(cls)):
         return False        # (tapegrad's own tensor classes, meta tensors' included, are plain)
     method = getattr(cls, "__torch_function__", None)
     if method is None or getattr(method, "__func__", method) is _disabled_torch_function_impl:
@@ -218,8 +231,8 @@ def _dispatching_property(descriptor):
 
 def _register_subclass(cls) -> None:
     """Tensor.__init_subclass__: make `cls` dispatch to its __torch_function__ unless it opts
-    out (_disabled_torch_function_impl, as nn.Parameter) or is one of tapegrad's own."""
-    if cls.__module__.startswith("tapegrad"):
+    out (_disabled_torch_function_impl, as nn.Parameter) or is one of tapegrad's own plain ones."""
+    if _plain_own_class(cls):
         return
     method = getattr(cls, "__torch_function__", None)
     if method is None or getattr(method, "__func__", method) is _disabled_torch_function_impl:

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from ..grad_mode import no_grad
 from ..random import _check_float_input, _check_uniform_bounds, _numpy_rng
 
 
@@ -99,6 +100,9 @@ def _check_normal(tensor, std: float) -> None:
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from U(a, b), without recording; returns it."""
+    if tensor.is_complex():             # both parts from U(a, b): Tensor.uniform_'s complex draw
+        with no_grad():
+            return tensor.uniform_(a, b, generator=generator)
     _check_float_input(tensor, "check_uniform_bounds")
     _check_uniform_bounds(a, b, tensor._array.dtype)
     gen = _numpy_rng(generator, "uniform_")
@@ -107,6 +111,9 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from N(mean, std**2), without recording; returns it."""
+    if tensor.is_complex():             # Tensor.normal_'s complex draw (each part std/sqrt(2))
+        with no_grad():
+            return tensor.normal_(mean, std, generator=generator)
     _check_normal(tensor, std)
     gen = _numpy_rng(generator, "normal_")
     return _fill_drawn(tensor, lambda n: gen.normal(mean, std, n))

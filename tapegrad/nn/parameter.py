@@ -55,6 +55,14 @@ _UNINITIALIZED_MESSAGE = (
     "Call `forward` to initialize the parameters before accessing their attributes.")
 
 
+def _uninitialized_use(what: str) -> str:
+    return (f"Attempted to use an uninitialized parameter in {what}. This error happens when you "
+            "are using a `LazyModule` or explicitly manipulating "
+            "`torch.nn.parameter.UninitializedParameter` objects. When using LazyModules Call "
+            "`forward` with a dummy batch to initialize the parameters before calling torch "
+            "functions")
+
+
 class UninitializedTensorMixin:
     """What both lazy placeholders share (PyTorch's UninitializedTensorMixin): reading the
     shape raises until the module's first forward gives it one."""
@@ -63,11 +71,9 @@ class UninitializedTensorMixin:
     def shape(self):
         raise RuntimeError(_UNINITIALIZED_MESSAGE)
 
-    def size(self, dim=None):
-        raise RuntimeError(_UNINITIALIZED_MESSAGE)
-
+    # (PyTorch lets size() read the placeholder's empty shape; other uses name the function)
     def numel(self):
-        raise RuntimeError(_UNINITIALIZED_MESSAGE)
+        raise ValueError(_uninitialized_use("<method 'numel' of 'torch._C.TensorBase' objects>"))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"

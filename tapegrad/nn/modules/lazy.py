@@ -9,6 +9,8 @@ parameters are drawn at that moment, so the random stream is consumed where PyTo
 """
 from __future__ import annotations
 
+import warnings
+
 from ... import random
 from ...grad_mode import no_grad
 from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
@@ -87,7 +89,15 @@ class LazyModuleMixin:
                     if is_lazy(t) and t.dtype.is_floating_point]
         if floating:
             kwargs = {**kwargs, "dtype": floating[0].dtype}
-        built = self.cls_to_become(self._lazy_size(input), *args, **kwargs)
+        size = self._lazy_size(input)
+        if size == 0:
+            # PyTorch's lazy modules skip reset_parameters for a zero size: nothing to draw, and
+            # no "zero-element tensors" warning from the initialisers
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Initializing zero-element tensors is a no-op")
+                built = self.cls_to_become(size, *args, **kwargs)
+        else:
+            built = self.cls_to_become(size, *args, **kwargs)
         for store, made in ((self._parameters, built._parameters), (self._buffers, built._buffers)):
             for name, value in made.items():
                 placeholder = store.get(name)

@@ -47,8 +47,12 @@ _torch_grad_fn_name(WeightNormInterface, "WeightNormInterfaceBackward0")
 
 def _weight_norm(v: Tensor, g: Tensor, dim: int) -> Tensor:
     """``v * (g / ||v||)``, the norm taken over every dimension but ``dim`` (over all of them
-    when ``dim == -1``), as PyTorch's ``torch._weight_norm``; differentiable in ``v`` and ``g``."""
-    return WeightNormInterface.apply(v, g, dim)
+    when ``dim == -1``), as PyTorch's ``torch._weight_norm``; differentiable in ``v`` and ``g``.
+    PyTorch fuses only a first or last ``dim`` into one WeightNormInterfaceBackward0 node; the
+    whole-tensor norm (-1) and a middle dim are recorded op by op (grad_fn MulBackward0)."""
+    if dim == 0 or dim == v.dim() - 1:
+        return WeightNormInterface.apply(v, g, dim)
+    return v * (g / _tg.norm_except_dim(v, 2, dim))
 
 
 class WeightNorm:
