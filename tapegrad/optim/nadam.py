@@ -67,7 +67,7 @@ class NAdam(Optimizer):
                 state["exp_avg_sq"] = _filled_state(p)
             exp_avg = _real_view(state["exp_avg"]._array)
             exp_avg_sq = _real_view(state["exp_avg_sq"]._array)
-            mu_product_t = state["mu_product"]._array      # a scalar of _scalar_dtype(), as PyTorch's
+            mu_product_t = state["mu_product"]._array      # a scalar of _get_scalar_dtype(), as PyTorch's
             step_t = state["step"]._array
 
             if maximize:

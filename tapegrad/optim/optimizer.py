@@ -134,9 +134,13 @@ def _get_value(x):
 
 
 def _get_scalar_dtype(is_fused=None):
-    """The dtype of PyTorch's tensor step counts: float64 under a float64 default dtype,
-    float32 otherwise."""
+    """The dtype PyTorch keeps an optimizer's scalar state in (the step counter, ASGD's eta and
+    mu, NAdam's mu_product), read when the state is created: float32 for a fused optimizer,
+    else float64 while the default dtype is float64, float32 otherwise.  (PyTorch's private
+    name, which optimizers written outside it import.)"""
     from .. import float32, float64, get_default_dtype
+    if is_fused:
+        return float32
     return float64 if get_default_dtype() == float64 else float32
 
 
@@ -614,18 +618,10 @@ def _filled_state(p, value: float = 0.0):
                                          else value))
 
 
-def _scalar_dtype() -> np.dtype:
-    """The dtype PyTorch keeps an optimizer's scalar state in (the step counter, ASGD's eta and
-    mu, NAdam's mu_product): float64 while the default dtype is float64, else float32, read at
-    the state's creation as PyTorch's _get_scalar_dtype."""
-    default = _core.get_default_dtype().np_dtype
-    return _F64 if default == _F64 else _F32
-
-
 def _step_tensor(value: float = 0.0):
     """A step counter (or another scalar state) as PyTorch keeps it: a 0-d tensor of
-    _scalar_dtype()."""
-    return _core.wrap_array(np.array(value, dtype=_scalar_dtype()))
+    _get_scalar_dtype()."""
+    return _core.wrap_array(np.array(value, dtype=_get_scalar_dtype().np_dtype))
 
 
 def _check_lr(lr) -> None:
