@@ -685,8 +685,48 @@ def _topk_positions(arr: np.ndarray, d: int, k: int, largest: bool, sorted_: boo
     rows = np.moveaxis(arr, d, -1)
     shape = rows.shape
     rows = rows.reshape(-1, shape[-1])
-    order = topk_order(rows, _sort_order(rows, 1, largest), k, largest, sorted_)
+    # topk_order reads the stable order's first k + 1 (the k and the one that may tie with them)
+    order = topk_order(rows, _stable_head(rows, min(k + 1, shape[-1]), largest), k, largest,
+                       sorted_)
     return np.moveaxis(order.reshape(shape[:-1] + (k,)), -1, d)
+
+
+def _stable_head(rows: np.ndarray, k: int, largest: bool) -> np.ndarray:
+    """The first k columns of _sort_order(rows, 1, largest) for the (m, n) rows, in O(n) per row
+    where k is small: a partition picks each row's k best, and only they are sorted (stably, by
+    index first, so equal values keep their index order as in the stable order).  The partition
+    is free to pick any of several elements equal to the k-th best value t; a row where it left
+    one out (more elements equal t than it picked) takes those better than t and the first (by
+    index) of those equal to t instead.  NaN is the largest value."""
+    m, n = rows.shape
+    if k * 8 >= n or n <= 64:       # a partition and its masks cost more than a short sort
+        return _sort_order(rows, 1, largest)[:, :k]
+    kth = n - k if largest else k - 1
+    part = np.argpartition(rows, kth, axis=1)
+    head = part[:, kth:] if largest else part[:, :k]
+    t = np.take_along_axis(rows, part[:, kth, None], 1)
+    equal = rows == t
+    picked = np.take_along_axis(rows, head, 1) == t
+    t_nan = np.isnan(t) if rows.dtype.kind == "f" else None
+    if t_nan is not None and t_nan.any():        # NaNs are equal in PyTorch's order
+        equal |= np.isnan(rows) & t_nan
+        picked |= np.isnan(np.take_along_axis(rows, head, 1)) & t_nan
+    # (one total count first: the per-row counts cost more than the rest together)
+    if np.count_nonzero(equal) != np.count_nonzero(picked):
+        left_out = np.flatnonzero(np.count_nonzero(equal, axis=1) !=
+                                  np.count_nonzero(picked, axis=1))
+        sub, sub_t, sub_equal = rows[left_out], t[left_out], equal[left_out]
+        better = sub > sub_t if largest else sub < sub_t
+        if t_nan is not None:
+            nan, sub_t_nan = np.isnan(sub), t_nan[left_out]
+            better |= (nan & ~sub_t_nan) if largest else (sub_t_nan & ~nan)
+        need = k - np.count_nonzero(better, axis=1)[:, None]
+        chosen = better | (sub_equal & (np.cumsum(sub_equal, axis=1) <= need))
+        head = head.copy()
+        head[left_out] = np.nonzero(chosen)[1].reshape(len(left_out), k)
+    head = np.sort(head, axis=1)
+    return np.take_along_axis(head, _sort_order(np.take_along_axis(rows, head, 1), 1, largest),
+                              1)
 
 
 @_numpy_dim_names

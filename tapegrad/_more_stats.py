@@ -30,17 +30,43 @@ def _median_order(arr: np.ndarray, ignore_nan: bool) -> np.ndarray:
     """Index, along the last axis of arr, of each row's lower median.  NaN sorts last; median
     answers a NaN (the first one) for a row holding any, nanmedian skips them (a row of NaNs
     answers the element PyTorch's selection leaves first: _all_equal_selection)."""
-    order = np.argsort(arr, axis=-1, kind="stable")
     n = arr.shape[-1]
     valid = (~np.isnan(arr)).sum(-1) if arr.dtype.kind == "f" else np.full(arr.shape[:-1], n)
     if ignore_nan:
         rank = np.maximum(valid - 1, 0) // 2
     else:
         rank = np.where(valid < n, valid, (n - 1) // 2)
-    position = np.take_along_axis(order, rank[..., None], -1)[..., 0]
+    position = _stable_rank_position(arr, rank)
     if ignore_nan and n:
         position = np.where(valid == 0, _all_equal_selection(n), position)
     return position
+
+
+def _stable_rank_position(arr: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Index, along the last axis of arr, of the element at position `rank` (one per row, the
+    shape of arr without its last axis) of the row's stable ascending order (NaN last), in O(n)
+    per row: a partition finds the value t there; of the elements equal to t, the answer is
+    the one whose occurrence (by index) is rank minus the count of elements below t."""
+    n = arr.shape[-1]
+    rows, ranks = arr.reshape(-1, n), np.asarray(rank).reshape(-1, 1)
+    if rows.size == 0:
+        return np.zeros(rank.shape, dtype=np.int64)
+    t = np.take_along_axis(np.partition(rows, np.unique(ranks), axis=1), ranks, 1)
+    equal = rows == t
+    nan = rows.dtype.kind == "f" and np.isnan(t).any()
+    if nan:                             # NaNs are equal in the order
+        equal |= np.isnan(rows) & np.isnan(t)
+    position = equal.argmax(1)
+    # (one total count first: the per-row counts and cumsum cost more than the rest together)
+    if np.count_nonzero(equal) != len(rows):
+        tied = np.flatnonzero(np.count_nonzero(equal, axis=1) > 1)
+        sub, sub_t, sub_equal = rows[tied], t[tied], equal[tied]
+        below = sub < sub_t
+        if nan:
+            below |= np.isnan(sub_t) & ~np.isnan(sub)
+        occurrence = ranks[tied] - np.count_nonzero(below, axis=1)[:, None] + 1
+        position[tied] = (sub_equal & (np.cumsum(sub_equal, axis=1) == occurrence)).argmax(1)
+    return position.reshape(np.shape(rank))
 
 
 def _all_equal_selection(n: int) -> int:
@@ -223,12 +249,14 @@ def _kth_positions(arr: np.ndarray, k: int, axis: int) -> np.ndarray:
     quickselect decides which, so those rows (only) replay it."""
     moved = np.moveaxis(arr, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
-    position = np.argsort(rows, axis=-1, kind="stable")[:, k]
-    chosen = rows[np.arange(len(rows)), position][:, None]
+    chosen = np.partition(rows, k, axis=-1)[:, k, None]
     same = rows == chosen
     if rows.dtype.kind == "f":
         same |= np.isnan(rows) & np.isnan(chosen)
-    for row in np.flatnonzero(same.sum(-1) > 1):
+    position = same.argmax(-1)          # (the only one, where one element holds the value)
+    tied = (np.flatnonzero(np.count_nonzero(same, axis=1) > 1)
+            if np.count_nonzero(same) != len(rows) else ())       # (one total count first)
+    for row in tied:
         position[row] = _quick_select_index(rows[row].tolist(), k)
     return np.expand_dims(position.reshape(moved.shape[:-1]), axis)
 

@@ -83,8 +83,9 @@ def _rows_with_ties(rows: np.ndarray, order: np.ndarray, width: int) -> np.ndarr
 def topk_order(rows: np.ndarray, order: np.ndarray, k: int, largest: bool,
                sorted_: bool) -> np.ndarray:
     """The (m, k) indices PyTorch's topk returns for each of the m rows of `rows` (m, n), given
-    `order`, the rows' stable sort (largest first when `largest`), of which the first k are
-    the answer wherever the algorithms have no choice to make."""
+    `order`, the first min(k + 1, n) columns of the rows' stable sort (largest first when
+    `largest`; only those are read, so a caller can select them without sorting whole rows), of
+    which the first k are the answer wherever the algorithms have no choice to make."""
     n = rows.shape[1]
     result = order[:, :k]
     if k == 0:
