@@ -102,3 +102,86 @@ def test_functional_call_refuses_what_is_not_a_tensor(kind, exc, phrase):
         _with_attr(torch, kind)
     with pytest.raises(exc, match=phrase):
         _with_attr(tapegrad, kind)
+
+
+# -- torch.testing ---------------------------------------------------------------------------------
+
+def _raises_alike(call, exc, phrase):
+    for lib in (torch, tapegrad):
+        with pytest.raises(exc, match=phrase):
+            call(lib)
+
+
+def _sparse(lib, indices, values):
+    return lib.sparse_coo_tensor(lib.tensor(indices), lib.tensor(values), (3, 3))
+
+
+def test_assert_close_sparse_coo_compares_entries():
+    for lib in (torch, tapegrad):
+        lib.testing.assert_close(_sparse(lib, [[0, 2], [1, 2]], [1., 2.]),
+                                 _sparse(lib, [[0, 2], [1, 2]], [1., 2.]))
+        lib.testing.assert_close(_sparse(lib, [[0], [0]], [3.]),
+                                 lib.tensor([[3., 0, 0], [0, 0, 0], [0, 0, 0]]),
+                                 check_layout=False)
+    _raises_alike(lambda lib: lib.testing.assert_close(_sparse(lib, [[0, 1], [0, 1]], [1., 2.]),
+                                                       _sparse(lib, [[0], [0]], [1.])),
+                  AssertionError, "number of specified values in sparse COO tensors does not "
+                                  "match: 2 != 1")
+    _raises_alike(lambda lib: lib.testing.assert_close(_sparse(lib, [[0, 1], [0, 1]], [1., 2.]),
+                                                       _sparse(lib, [[0, 1], [0, 2]], [1., 2.])),
+                  AssertionError, "Sparse COO indices are not equal")
+    _raises_alike(lambda lib: lib.testing.assert_close(_sparse(lib, [[0, 1], [0, 1]], [1., 2.]),
+                                                       _sparse(lib, [[0, 1], [0, 1]], [1., 2.5])),
+                  AssertionError, r"Sparse COO values are not close!\n\nMismatched elements: "
+                                  r"1 / 2 \(50.0%\)\nGreatest absolute difference: 0.5 at index "
+                                  r"\(1,\)")
+
+
+def test_assert_allclose_deprecated_with_own_tolerances():
+    for lib in (torch, tapegrad):
+        with pytest.warns(FutureWarning, match="assert_allclose\\(\\)` is deprecated"):
+            # float32 default rtol 1e-4 (assert_close's is 1.3e-6); NaNs equal; dtypes promoted
+            lib.testing.assert_allclose(lib.tensor([1., float("nan")]),
+                                        [1.00005, float("nan")])
+            lib.testing.assert_allclose(lib.tensor([1.]), lib.tensor([1], dtype=lib.int64))
+    with pytest.warns(FutureWarning):
+        _raises_alike(lambda lib: lib.testing.assert_allclose(lib.tensor([1., 2.]),
+                                                              lib.tensor([1., 3.])),
+                      AssertionError, r"Greatest relative difference: 0.33333\d* at index \(1,\) "
+                                      r"\(up to 0.0001 allowed\)")
+        _raises_alike(lambda lib: lib.testing.assert_allclose(lib.tensor([1.]), lib.tensor([2.]),
+                                                              msg="hello"),
+                      AssertionError, "^hello$")
+
+
+def test_make_tensor_complex_and_memory_format():
+    for lib in (torch, tapegrad):
+        t = lib.testing.make_tensor((50,), dtype=lib.complex64, device="cpu", low=-1, high=1,
+                                    requires_grad=True)
+        assert t.dtype == lib.complex64 and t.requires_grad
+        assert bool((t.real.abs() <= 1).all()) and bool((t.imag.abs() <= 1).all())
+        assert bool((t.imag != 0).any())
+        c = lib.testing.make_tensor((2, 3, 4, 5), dtype=lib.float32, device="cpu",
+                                    memory_format=lib.channels_last)
+        assert c.stride() == (60, 1, 15, 3)
+        n = lib.testing.make_tensor((2, 3), dtype=lib.float32, device="cpu", noncontiguous=True)
+        assert n.stride() == (6, 2) and n.storage_offset() == 1
+    _raises_alike(lambda lib: lib.testing.make_tensor((2, 3, 4, 5), dtype=lib.float32,
+                                                      device="cpu", noncontiguous=True,
+                                                      memory_format=lib.channels_last),
+                  ValueError, "`noncontiguous` and `memory_format` are mutually exclusive")
+
+
+@pytest.mark.parametrize("kwargs,phrase", [
+    (dict(dtype="uint8", low=-10, high=-2),
+     r"interval specified by `low` and `high` is \[-10, -2\), but torch.uint8 only supports "
+     r"\[0, 256\)"),
+    (dict(dtype="int8", low=200, high=300), r"torch.int8 only supports \[-128, 128\)"),
+    (dict(dtype="float32", low=float("nan")), r"cannot be NaN, but got low=nan and high=9"),
+])
+def test_make_tensor_bound_errors(kwargs, phrase):
+    kwargs = dict(kwargs)
+    name = kwargs.pop("dtype")
+    _raises_alike(lambda lib: lib.testing.make_tensor((2,), dtype=getattr(lib, name),
+                                                      device="cpu", **kwargs),
+                  ValueError, phrase)
