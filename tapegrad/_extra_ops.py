@@ -593,7 +593,7 @@ def _unstable_sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.nda
     (_stl_order), except where PyTorch sorts by fbgemm's radix sort, which is stable: a 1-d
     integer tensor, ascending, of at least GRAIN_SIZE (32768) elements."""
     if (arr.ndim == 1 and arr.dtype.kind in "iu" and not descending
-            and arr.shape[0] >= 32768) or arr.ndim == 0:
+            and arr.shape[0] >= 32768) or arr.ndim == 0 or arr.size == 0:
         return _sort_order(arr, axis, descending)
     from ._stl_order import sort_order
     rows = np.moveaxis(arr, axis, -1)
@@ -684,7 +684,7 @@ def _topk_positions(arr: np.ndarray, d: int, k: int, largest: bool, sorted_: boo
     from ._stl_order import topk_order
     rows = np.moveaxis(arr, d, -1)
     shape = rows.shape
-    rows = rows.reshape(-1, shape[-1])
+    rows = rows.reshape(math.prod(shape[:-1]), shape[-1])     # (-1 is ambiguous when empty)
     order = topk_order(rows, _sort_order(rows, 1, largest), k, largest, sorted_)
     return np.moveaxis(order.reshape(shape[:-1] + (k,)), -1, d)
 

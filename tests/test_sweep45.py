@@ -185,3 +185,46 @@ def test_make_tensor_bound_errors(kwargs, phrase):
     _raises_alike(lambda lib: lib.testing.make_tensor((2,), dtype=getattr(lib, name),
                                                       device="cpu", **kwargs),
                   ValueError, phrase)
+
+
+# -- sorting empty tensors, pad_sequence's input checks --------------------------------------------
+
+@pytest.mark.parametrize("shape,kwargs", [
+    ((0,), dict(descending=True)), ((0,), {}), ((0, 3), dict(dim=0, descending=True)),
+    ((3, 0), dict(dim=1)),
+])
+def test_sort_of_empty_tensor(shape, kwargs):
+    # PyTorch's unstable sort order (std::sort's ties) reshaped an empty array to (-1, 0)
+    x = tapegrad.ones(shape, requires_grad=True)
+    values, indices = tapegrad.sort(x, **kwargs)
+    tv, ti = torch.sort(torch.ones(shape), **kwargs)
+    assert tuple(values.shape) == tuple(tv.shape) and tuple(indices.shape) == tuple(ti.shape)
+    assert indices.dtype == tapegrad.int64
+    values.sum().backward()
+    assert tuple(x.grad.shape) == shape
+
+
+@pytest.mark.parametrize("shape,k,dim", [((0, 3), 0, 0), ((3, 0), 0, 1)])
+def test_topk_of_empty_tensor(shape, k, dim):
+    v, i = tapegrad.topk(tapegrad.ones(shape), k, dim=dim)
+    tv, ti = torch.topk(torch.ones(shape), k, dim=dim)
+    assert tuple(v.shape) == tuple(tv.shape) and tuple(i.shape) == tuple(ti.shape)
+
+
+def test_pack_padded_sequence_empty_batch_unsorted():
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match="Cannot pack empty tensors"):
+            lib.nn.utils.rnn.pack_padded_sequence(lib.ones(3, 0), [], enforce_sorted=False)
+
+
+@pytest.mark.parametrize("make,exc,phrase", [
+    (lambda lib: 5, RuntimeError,
+     r"pad_sequence: Expected iterable for input sequences, but got arg of type: <class 'int'>"),
+    (lambda lib: ["ab"], TypeError, "expected Tensor as element 0 in argument 0, but got str"),
+    (lambda lib: [lib.ones(1), 3], TypeError,
+     "expected Tensor as element 1 in argument 0, but got int"),
+])
+def test_pad_sequence_refuses_non_tensors(make, exc, phrase):
+    for lib in (torch, tapegrad):
+        with pytest.raises(exc, match=phrase):
+            lib.nn.utils.rnn.pad_sequence(make(lib))
