@@ -228,3 +228,26 @@ def test_pad_sequence_refuses_non_tensors(make, exc, phrase):
     for lib in (torch, tapegrad):
         with pytest.raises(exc, match=phrase):
             lib.nn.utils.rnn.pad_sequence(make(lib))
+
+
+def _member_reference(lib):
+    class Module(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = lib.nn.Linear(1, 1)
+
+        def forward(self, x):
+            return self.l1(x), tuple(self.parameters())
+    m = Module()
+    extra = lib.nn.Parameter(lib.tensor([1.]))
+    w = lib.tensor([[2.]])
+    out, params = lib.func.functional_call(m, {"l1.weight": w, "l1.extra": extra},
+                                           (lib.tensor([[0.5]]),))
+    return [p is w for p in params], [p is extra for p in params], hasattr(m.l1, "extra")
+
+
+def test_functional_call_new_parameter_attribute_is_registered_during_the_call():
+    # A Parameter given under a new name is set through Module.__setattr__ (so forward's
+    # self.parameters() sees it, as in PyTorch) and deleted afterwards.
+    assert _member_reference(tapegrad) == _member_reference(torch)
+    assert _member_reference(tapegrad) == ([True, False, False], [False, False, True], False)
