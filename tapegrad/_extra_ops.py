@@ -160,6 +160,15 @@ def _float_argument(value, fn: str, name: str, position: int) -> float:
                     f"{_type_name(value)}")
 
 
+def check_tolerances(rtol: float, atol: float) -> None:
+    """isclose's refusal of negative tolerances (assert_close's tensor comparison shares it);
+    PyTorch prints the doubles as C++ streams do (%g: -1, not -1.0)."""
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (and exact equality, for infinities)."""
     _check_tensor(input, "isclose")
@@ -170,10 +179,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = input._array, other._array
     if a.dtype != b.dtype:
         raise RuntimeError(f"{_dtype_name(a)} did not match {_dtype_name(b)}")
-    if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
-    if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    check_tolerances(rtol, atol)
     _broadcast_shapes(a.shape, b.shape)
     close = a == b
     if equal_nan and a.dtype.kind in "fc":

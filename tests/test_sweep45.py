@@ -251,3 +251,17 @@ def test_functional_call_new_parameter_attribute_is_registered_during_the_call()
     # self.parameters() sees it, as in PyTorch) and deleted afterwards.
     assert _member_reference(tapegrad) == _member_reference(torch)
     assert _member_reference(tapegrad) == ([True, False, False], [False, False, True], False)
+
+
+@pytest.mark.parametrize("rtol,atol,phrase", [
+    (-1., 0., "rtol must be greater than or equal to zero, but got -1$"),
+    (0., -1.5, "atol must be greater than or equal to zero, but got -1.5$"),
+])
+def test_negative_tolerances_refused(rtol, atol, phrase):
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match=phrase):
+            lib.isclose(lib.ones(1), lib.ones(1), rtol=rtol, atol=atol)
+    with pytest.raises(RuntimeError):
+        torch.testing.assert_close(torch.ones(1), torch.ones(1), rtol=rtol, atol=atol)
+    with pytest.raises(RuntimeError, match=phrase):
+        tapegrad.testing.assert_close(tapegrad.ones(1), tapegrad.ones(1), rtol=rtol, atol=atol)
