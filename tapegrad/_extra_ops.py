@@ -160,6 +160,15 @@ def _float_argument(value, fn: str, name: str, position: int) -> float:
                     f"{_type_name(value)}")
 
 
+def check_tolerances(rtol: float, atol: float) -> None:
+    """isclose's refusal of negative tolerances (assert_close's tensor comparison shares it);
+    PyTorch prints the doubles as C++ streams do (%g: -1, not -1.0)."""
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol:g}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol:g}")
+
+
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (and exact equality, for infinities)."""
     _check_tensor(input, "isclose")
@@ -170,10 +179,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = input._array, other._array
     if a.dtype != b.dtype:
         raise RuntimeError(f"{_dtype_name(a)} did not match {_dtype_name(b)}")
-    if rtol < 0:
-        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
-    if atol < 0:
-        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    check_tolerances(rtol, atol)
     _broadcast_shapes(a.shape, b.shape)
     close = a == b
     if equal_nan and a.dtype.kind in "fc":
@@ -593,7 +599,7 @@ def _unstable_sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.nda
     (_stl_order), except where PyTorch sorts by fbgemm's radix sort, which is stable: a 1-d
     integer tensor, ascending, of at least GRAIN_SIZE (32768) elements."""
     if (arr.ndim == 1 and arr.dtype.kind in "iu" and not descending
-            and arr.shape[0] >= 32768) or arr.ndim == 0:
+            and arr.shape[0] >= 32768) or arr.ndim == 0 or arr.size == 0:
         return _sort_order(arr, axis, descending)
     from ._stl_order import sort_order
     rows = np.moveaxis(arr, axis, -1)
@@ -684,7 +690,7 @@ def _topk_positions(arr: np.ndarray, d: int, k: int, largest: bool, sorted_: boo
     from ._stl_order import topk_order
     rows = np.moveaxis(arr, d, -1)
     shape = rows.shape
-    rows = rows.reshape(-1, shape[-1])
+    rows = rows.reshape(math.prod(shape[:-1]), shape[-1])     # (-1 is ambiguous when empty)
     # topk_order reads the stable order's first k + 1 (the k and the one that may tie with them)
     order = topk_order(rows, _stable_head(rows, min(k + 1, shape[-1]), largest), k, largest,
                        sorted_)

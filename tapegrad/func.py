@@ -685,25 +685,47 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     saved = []
     try:
         for name, value in replacements.items():
-            *path, leaf = name.split(".")
-            owner = module
-            for part in path:
-                owner = getattr(owner, part)
-            store = owner._parameters if leaf in owner._parameters else \
-                owner._buffers if leaf in owner._buffers else None
-            if store is None:
-                saved.append((owner.__dict__, leaf, owner.__dict__.get(leaf, _MISSING)))
-                owner.__dict__[leaf] = value
-            else:
-                saved.append((store, leaf, store[leaf]))
-                store[leaf] = value
+            saved.append((name, _swap_tensor(module, name, value)))
         return module(*args, **(kwargs or {}))
     finally:
-        for store, leaf, old in reversed(saved):
-            if old is _MISSING:
-                store.pop(leaf, None)
+        restored = {name: _swap_tensor(module, name, old) for name, old in reversed(saved)}
+        # As PyTorch, a tensor forward assigned in place of a given one (`self.buf = buf + x`)
+        # is written back into the caller's dict (when one dict was given).
+        if isinstance(parameter_and_buffer_dicts, dict):
+            parameter_and_buffer_dicts.update({k: restored[k] for k in parameter_and_buffer_dicts
+                                               if k in restored})
+
+
+def _swap_tensor(module, name: str, value):
+    """Put value under the dotted name (a parameter, a buffer, or any other attribute, such as a
+    parametrized tensor, whose setter then runs: PyTorch's swap goes through setattr); return what
+    was there (_MISSING when nothing: restoring _MISSING deletes the attribute)."""
+    from .tensor import Tensor
+    if value is not _MISSING and value is not None and not isinstance(value, Tensor):
+        raise TypeError(f"{value} is not an instance of torch.Tensor")
+    *path, leaf = name.split(".")
+    owner = module
+    for part in path:
+        try:
+            owner = getattr(owner, part)
+        except AttributeError:
+            raise AttributeError(f"{owner._get_name()} has no attribute `{part}`") from None
+    for store in (owner._parameters, owner._buffers):
+        if leaf in store:
+            old = store[leaf]
+            if value is _MISSING:
+                del store[leaf]
             else:
-                store[leaf] = old
+                store[leaf] = value
+            return old
+    old = getattr(owner, leaf) if hasattr(owner, leaf) else _MISSING
+    if old is not _MISSING and old is not None and not isinstance(old, Tensor):
+        raise TypeError(f"attribute `{leaf}`: {old} is not an instance of torch.Tensor")
+    if value is not _MISSING:
+        setattr(owner, leaf, value)
+    elif hasattr(owner, leaf):
+        delattr(owner, leaf)
+    return old
 
 
 _MISSING = object()

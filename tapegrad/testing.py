@@ -151,18 +151,40 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
         attribute("dtype", actual.dtype, expected.dtype)
     if check_layout:
         attribute("layout", actual.layout, expected.layout)
-    if check_stride:
+    strided = _dtype_named("strided")
+    if check_stride and actual.layout == strided:
         attribute("stride()", actual.stride(), expected.stride())
     if rtol is None:
         rtol, atol = _default_tolerances(_dtype_name(actual.dtype), _dtype_name(expected.dtype))
+    from ._extra_ops import check_tolerances
+    check_tolerances(rtol, atol)       # PyTorch compares tensors with isclose, which refuses
     if actual.dtype != expected.dtype:  # only with check_dtype=False: compare in the promoted dtype
         from . import promote_types
         common = promote_types(actual.dtype, expected.dtype)
         actual, expected = actual.to(common), expected.to(common)
+    if actual.layout != expected.layout:    # only with check_layout=False: compare dense
+        actual = actual if actual.layout == strided else actual.to_dense()
+        expected = expected if expected.layout == strided else expected.to_dense()
+    if actual.is_sparse:
+        # sparse COO: the stored entries, not the dense tensors they stand for
+        for what, a, e in (("sparse dimensions", actual.sparse_dim(), expected.sparse_dim()),
+                           ("specified values", actual._nnz(), expected._nnz())):
+            if a != e:
+                _fail(f"The number of {what} in sparse COO tensors does not match: {a} != {e}",
+                      msg)
+        _compare_values(actual._indices(), expected._indices(), 0, 0, False, msg,
+                        "Sparse COO indices")
+        _compare_values(actual._values(), expected._values(), rtol, atol, equal_nan, msg,
+                        "Sparse COO values")
+        return
+    _compare_values(actual, expected, rtol, atol, equal_nan, msg, "Tensor-likes")
+
+
+def _compare_values(actual, expected, rtol, atol, equal_nan, msg, kind):
     a, e = actual.numpy(), expected.numpy()
     mismatch = ~_isclose(a, e, rtol, atol, equal_nan)
     if mismatch.any():
-        _fail(_mismatch_report("Tensor-likes", a, e, mismatch, rtol, atol,
+        _fail(_mismatch_report(kind, a, e, mismatch, rtol, atol,
                                equal=(rtol == 0 and atol == 0)), msg)
 
 
@@ -287,61 +309,108 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
         raise AssertionError(str(error)) from None
 
 
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+    """The deprecated torch.testing.assert_allclose: assert_close with NaNs equal, dtypes
+    compared after promotion, non-tensors converted (expected to actual's dtype), and its own
+    looser default tolerances (float16 1e-3/1e-3, float32 1e-4/1e-5, float64 1e-5/1e-8)."""
+    import warnings
+
+    from . import is_tensor, tensor
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed "
+                  "in a future release. Please use `torch.testing.assert_close()` instead. You "
+                  "can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning, stacklevel=2)
+    if not is_tensor(actual):
+        actual = tensor(actual)
+    if not is_tensor(expected):
+        expected = tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        precisions = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+        pairs = [precisions.get(_dtype_name(t.dtype), (0.0, 0.0)) for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True,
+                 check_dtype=False, check_stride=False, msg=msg or None)
+
+
 def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
                 noncontiguous=False, exclude_zero=False, memory_format=None):
     """A tensor of the given shape and dtype filled with uniform random values (torch.testing).
 
-    Floats are drawn from [low, high) (default [-9, 9)), integers from [low, high) clamped to
-    the dtype's range (default [-9, 10), uint8 [0, 10)), bool is a fair coin.  ``exclude_zero``
-    replaces zeros by the smallest positive step of the dtype (1 for integers, eps for floats);
-    ``noncontiguous`` returns a strided view of a tensor twice as long in its last dimension.
-    ``requires_grad`` is only allowed for floating dtypes.  ``memory_format`` is accepted for
-    signature parity; tapegrad tensors are always row-major.
+    Floats are drawn from [low, high) (default [-9, 9)), complex numbers have real and imaginary
+    parts drawn so, integers come from [low, high) (default [-9, 10)), bool is a fair coin; the
+    bounds are clamped to the dtype's range.  ``exclude_zero`` replaces zeros by the smallest
+    positive step of the dtype (1 for integers, tiny for floats); ``noncontiguous`` returns a
+    strided view of a tensor twice as long in its last dimension; ``memory_format`` lays the
+    result out so (exclusive with ``noncontiguous``).  ``requires_grad`` is only allowed for
+    floating and complex dtypes.
     """
     import math
     import warnings
 
-    from . import finfo, iinfo, randint, rand, zeros
+    from . import empty, finfo, iinfo, randint, rand
     if len(shape) == 1 and hasattr(shape[0], "__len__"):   # make_tensor((2, 3), ...)
         shape = tuple(shape[0])
     shape = tuple(int(s) for s in shape)
-    floating = dtype.is_floating_point
-    if requires_grad and not floating:
+    if noncontiguous and memory_format is not None:
+        raise ValueError("The parameters `noncontiguous` and `memory_format` are mutually "
+                         f"exclusive, but got noncontiguous={noncontiguous} and "
+                         f"memory_format={memory_format}")
+    is_bool = dtype == _dtype_named("bool")
+    inexact = dtype.is_floating_point or dtype.is_complex
+    if requires_grad and not inexact:
         raise ValueError("`requires_grad=True` is not supported for boolean and integral dtypes, "
                          f"but got dtype={dtype}")
-    for bound in (low, high):
-        if bound is not None and isinstance(bound, float) and math.isnan(bound):
-            raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
-    if dtype == _dtype_named("bool"):
-        result = randint(0, 2, shape, dtype=dtype)
-    elif floating:
+    if is_bool:
+        lowest, highest, default = 0, 2, (0, 2)
+    elif inexact:
         info = finfo(dtype)
-        lo = max(-9.0 if low is None else float(low), info.min)
-        hi = min(9.0 if high is None else float(high), info.max)
-        if lo > hi or (low is not None and high is not None and low > high):
-            raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
-        if lo == hi:
-            warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
-                          "complex types is deprecated since 2.1 and will be removed in 2.3. Use "
-                          "`torch.full(...)` instead.", FutureWarning, stacklevel=2)
-        result = (rand(shape, dtype=_dtype_named("float64")) * (hi - lo) + lo).to(dtype)
+        lowest, highest, default = info.min, info.max, (-9, 9)
     else:
         info = iinfo(dtype)
-        default_low = 0 if info.min == 0 else -9
-        lo = max(default_low if low is None else math.ceil(low), info.min)
-        hi = min(10 if high is None else math.ceil(high), info.max)
-        if low is not None and high is not None and low >= high:
-            raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
-        result = randint(lo, max(hi, lo + 1), shape, dtype=dtype)
-    if exclude_zero and dtype != _dtype_named("bool"):
-        step = 1 if not floating else finfo(dtype).tiny
-        result = result.masked_fill(result == 0, step)
-    if noncontiguous and result.numel() > 1:
-        wide = zeros(shape[:-1] + (shape[-1] * 2,), dtype=dtype)
-        wide[..., ::2] = result
-        result = wide[..., ::2]
-    if requires_grad:
-        result.requires_grad_(True)
+        # randint's bounds are int64: its exclusive top cannot be int64's maximum + 1
+        lowest = info.min
+        highest = info.max + (0 if dtype == _dtype_named("int64") else 1)
+        default = (-9, 10)
+    low = default[0] if low is None else low
+    high = default[1] if high is None else high
+    if any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
+        raise ValueError(f"`low` and `high` cannot be NaN, but got low={low} and high={high}")
+    if low == high and inexact:
+        warnings.warn("Passing `low==high` to `torch.testing.make_tensor` for floating or "
+                      "complex types is deprecated since 2.1 and will be removed in 2.3. Use "
+                      "`torch.full(...)` instead.", FutureWarning, stacklevel=2)
+    elif low >= high:
+        raise ValueError(f"`low` must be less than `high`, but got {low} >= {high}")
+    elif high < lowest or low >= highest:
+        raise ValueError(f"The value interval specified by `low` and `high` is [{low}, {high}), "
+                         f"but {dtype} only supports [{lowest}, {highest})")
+    low, high = min(max(low, lowest), highest), min(max(high, lowest), highest)
+    full = shape
+    noncontiguous = noncontiguous and math.prod(shape) > 1
+    if noncontiguous:       # twice as wide, so the strided view holds distinct values
+        full = shape[:-1] + (shape[-1] * 2,)
+    if not inexact:
+        result = randint(math.ceil(low), math.ceil(high), full, dtype=dtype)
+    else:
+        # uniform in [low, high) computed in float64 (an infinite bound's span overflows: a
+        # float64 draw from the finite part of the range keeps it finite), then rounded
+        parts = 2 if dtype.is_complex else 1
+        f64 = _dtype_named("float64")
+        u = rand(full + (parts,), dtype=f64)
+        values = u * float(high) - u * float(low) + float(low)
+        if dtype.is_complex:
+            values = _dtype_named("complex")(values[..., 0], values[..., 1])
+        else:
+            values = values[..., 0]
+        result = values.to(dtype)
+    if noncontiguous:       # offset by one, so an offset mistake shows too
+        result = result[..., 1::2]
+    elif memory_format is not None:
+        result = result.clone(memory_format=memory_format)
+    if exclude_zero:
+        result = result.masked_fill(result == 0, 1 if not inexact else finfo(dtype).tiny)
+    if inexact:
+        result.requires_grad_(requires_grad)
     return result
 
 

@@ -20,11 +20,14 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'assert_allclose',
     'assert_close',
     'count_python_calls',
     'make_tensor',
     'numeric_grad',
 ]
+
+def assert_allclose(actual: Any, expected: Any, rtol: Any = ..., atol: Any = ..., equal_nan: Any = ..., msg: Any = ...) -> None: ...
 
 def assert_close(actual: Any, expected: Any, *, allow_subclasses: Any = ..., rtol: Any = ..., atol: Any = ..., equal_nan: Any = ..., check_device: Any = ..., check_dtype: Any = ..., check_layout: Any = ..., check_stride: Any = ..., msg: Any = ...) -> None: ...
 

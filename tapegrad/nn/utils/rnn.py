@@ -227,9 +227,17 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                            f"{padding_side}.")
     if isinstance(sequences, Tensor):
         sequences = list(sequences.unbind(0))
-    sequences = list(sequences)
+    try:
+        sequences = list(sequences)
+    except TypeError:
+        raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg of "
+                           f"type: {type(sequences)}") from None
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
+    for i, s in enumerate(sequences):
+        if not isinstance(s, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{_core.type_name(s)}")
     for s in sequences:
         if s.dim() == 0:
             raise RuntimeError("pad_sequence: every sequence needs at least one dimension "
