@@ -1,0 +1,168 @@
+"""Regression tests from the small-LLM proxy task (session 32, proxybe): hand-written
+quantisation-aware training (torch.fake_quantize_per_tensor_affine /
+fake_quantize_per_channel_affine) and error messages met by Llama-style code."""
+import numpy as np
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+# float32 values chosen to hit the kernels' rounding corners: 0.05 / 0.1 is a float32 tie
+# (rounded half to even to 0), 12.8 / 0.1 + 3 is out of range, NaN goes to quant_min
+VALUES = [-1.3, -0.25, 0.05, 0.15, 0.25, 0.35, 12.8, 13.0, 20.0, float("nan"), float("inf"),
+          -float("inf"), 6e4]
+
+
+def _both(values, dtype="float32", requires_grad=False):
+    a = np.array(values, dtype=dtype)
+    return (tapegrad.tensor(a, requires_grad=requires_grad),
+            torch.tensor(a, requires_grad=requires_grad))
+
+
+def _same(ours, theirs):
+    assert str(ours.dtype) == str(theirs.dtype)
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("scale,zero_point,qmin,qmax", [(0.1, 3, -128, 127), (0.3, 5, 0, 15),
+                                                        (0.0, 0, 0, 255), (-0.1, 0, 0, 255)])
+def test_fake_quantize_per_tensor_values_and_straight_through_grad(dtype, scale, zero_point,
+                                                                     qmin, qmax):
+    a, b = _both(VALUES, dtype, requires_grad=True)
+    ya = tapegrad.fake_quantize_per_tensor_affine(a, scale, zero_point, qmin, qmax)
+    yb = torch.fake_quantize_per_tensor_affine(b, scale, zero_point, qmin, qmax)
+    _same(ya, yb)
+    assert type(ya.grad_fn).__name__ == "FakeQuantizePerTensorAffineCachemaskBackward0"
+    weights = np.arange(len(VALUES), dtype=dtype)
+    (ya * tapegrad.tensor(weights)).sum().backward()
+    (yb * torch.tensor(weights)).sum().backward()
+    _same(a.grad, b.grad)
+
+
+def test_fake_quantize_per_tensor_tensor_qparams():
+    a, b = _both(VALUES, requires_grad=True)
+    # a float tensor zero point is read as an int (1.6 -> 1)
+    ya = tapegrad.fake_quantize_per_tensor_affine(a, tapegrad.tensor(0.3), tapegrad.tensor(1.6),
+                                                  -128, 127)
+    yb = torch.fake_quantize_per_tensor_affine(b, torch.tensor(0.3), torch.tensor(1.6), -128, 127)
+    _same(ya, yb)
+    assert type(ya.grad_fn).__name__ == type(yb.grad_fn).__name__ == \
+        "FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0"
+    # one 0-d tensor with a Python number is the (float, int) overload
+    ya = tapegrad.fake_quantize_per_tensor_affine(a, 0.1, tapegrad.tensor(2), -128, 127)
+    yb = torch.fake_quantize_per_tensor_affine(b, 0.1, torch.tensor(2), -128, 127)
+    _same(ya, yb)
+    assert type(ya.grad_fn).__name__ == "FakeQuantizePerTensorAffineCachemaskBackward0"
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda t, x: t.fake_quantize_per_tensor_affine(x, 0.1, 0, 5, 3), RuntimeError,
+     "`quant_min` should be less than or"),
+    (lambda t, x: t.fake_quantize_per_tensor_affine(x, 0.1, 200, -128, 127), RuntimeError,
+     "`zero_point` must be between `quant_min` and `quant_max`"),
+    (lambda t, x: t.fake_quantize_per_tensor_affine(x, 0.1, 0.5, -128, 127), TypeError,
+     "invalid combination of arguments"),
+    (lambda t, x: t.fake_quantize_per_tensor_affine(x, t.tensor([0.1, 0.2]), 0, -128, 127),
+     TypeError, "invalid combination of arguments"),
+    (lambda t, x: t.fake_quantize_per_tensor_affine(x, t.tensor([0.1, 0.2]), t.tensor(0), 0, 9),
+     RuntimeError, "a Tensor with 2 elements cannot be converted to Scalar"),
+    (lambda t, x: t.fake_quantize_per_tensor_affine(x.int(), 0.1, 0, -128, 127),
+     NotImplementedError, "not implemented for 'Int'"),
+    (lambda t, x: t.fake_quantize_per_tensor_affine(
+        x, t.tensor(0.1, requires_grad=True), t.tensor(0), -128, 127), RuntimeError,
+     "is not differentiable with respect to argument 'scale'"),
+])
+def test_fake_quantize_per_tensor_errors(call, error, match):
+    a, b = _both([0.5, -1.0])
+    with pytest.raises(error, match=match):
+        call(torch, b)
+    with pytest.raises(error, match=match):
+        call(tapegrad, a)
+
+
+W = [[-1.3, 0.05, 0.15, 13.0], [0.25, -0.35, 2.0, -3.0]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("zp_dtype,zp", [("int32", [3, -2]), ("float32", [0.5, 1.6]),
+                                         ("float16", [0.5, 1.6])])
+def test_fake_quantize_per_channel_values_and_grad(dtype, zp_dtype, zp):
+    a, b = _both(W, dtype, requires_grad=True)
+    scale = np.array([0.1, 0.02], dtype="float32")
+    zpa = np.array(zp, dtype=zp_dtype)
+    for axis, (xa, xb) in ((0, (a, b)), (1, (a.t(), b.t()))):
+        ya = tapegrad.fake_quantize_per_channel_affine(xa, tapegrad.tensor(scale),
+                                                       tapegrad.tensor(zpa), axis, -8, 7)
+        yb = torch.fake_quantize_per_channel_affine(xb, torch.tensor(scale), torch.tensor(zpa),
+                                                    axis, -8, 7)
+        _same(ya, yb)
+    assert type(ya.grad_fn).__name__ == "FakeQuantizePerChannelAffineCachemaskBackward0"
+    weights = np.arange(8, dtype=dtype).reshape(4, 2)
+    (ya * tapegrad.tensor(weights)).sum().backward()
+    (yb * torch.tensor(weights)).sum().backward()
+    _same(a.grad, b.grad)
+
+
+@pytest.mark.parametrize("args,error,match", [
+    (lambda t: (t.tensor([0.1, 0.2], dtype=t.float64), t.tensor([0, 0], dtype=t.int32), 0),
+     RuntimeError, "Scale must be Float or BFloat16, found Double"),
+    (lambda t: (t.tensor([0.1, 0.2]), t.tensor([0, 0]), 0), RuntimeError,
+     "Zero-point must be Int32, Float or Half, found Long"),
+    (lambda t: (t.tensor([[0.1], [0.2]]), t.tensor([0, 0], dtype=t.int32), 0), RuntimeError,
+     "scale should be a 1-D tensor"),
+    (lambda t: (t.tensor([0.1]), t.tensor([0, 0], dtype=t.int32), 0), RuntimeError,
+     "scale and zero-point need to have the same dimensions"),
+    (lambda t: (t.tensor([0.1, 0.2]), t.tensor([0, 0], dtype=t.int32), 1), RuntimeError,
+     "dimensions of scale and zero-point are not consistent with input tensor"),
+    (lambda t: (t.tensor([0.1, 0.2]), t.tensor([0, 0], dtype=t.int32), 2), IndexError,
+     "Dimension out of range"),
+    (lambda t: (t.tensor([0.1, 0.2]), t.tensor([0, 0], dtype=t.int32), -2), RuntimeError,
+     "`axis` must be between 0 and number of dimensions of input"),
+    (lambda t: (t.tensor([0.1, 0.2]), t.tensor([300, 0], dtype=t.int32), 0), RuntimeError,
+     "`zero_point` must be between"),
+    (lambda t: (0.1, t.tensor([0, 0], dtype=t.int32), 0), TypeError,
+     "argument 'scale' \\(position 2\\) must be Tensor, not float"),
+])
+def test_fake_quantize_per_channel_errors(args, error, match):
+    a, b = _both(W)
+    with pytest.raises(error, match=match):
+        torch.fake_quantize_per_channel_affine(b, *args(torch), -128, 127)
+    with pytest.raises(error, match=match):
+        tapegrad.fake_quantize_per_channel_affine(a, *args(tapegrad), -128, 127)
+
+
+def test_fake_quantize_qat_linear_matches_torch():
+    """A QAT-style linear layer (weight fake-quantised per output channel, activations per
+    tensor) trained two SGD steps in float64: losses and weights as PyTorch's.  (The gradient is
+    the straight-through estimator, not the derivative of the piecewise-constant forward, so a
+    finite-difference check does not apply; torch is the reference.)"""
+    w0 = np.array([[0.31, -0.42, 0.13], [0.22, 0.57, -0.64]])
+    xs = np.array([[1.0, 2.0, -1.0], [0.5, -0.25, 3.0]])
+    results = []
+    for t in (tapegrad, torch):
+        w = t.tensor(w0, requires_grad=True)
+        x = t.tensor(xs)
+        scale = t.tensor([0.01, 0.02])
+        zp = t.tensor([0, 0], dtype=t.int32)
+        opt = t.optim.SGD([w], lr=0.1)
+        losses = []
+        for _ in range(2):
+            xq = t.fake_quantize_per_tensor_affine(x, 0.05, 0, -128, 127)
+            wq = t.fake_quantize_per_channel_affine(w, scale, zp, 0, -128, 127)
+            loss = (xq @ wq.t()).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        results.append((losses, w.detach().numpy().copy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-12)
+
+
+def test_unflatten_error_names_the_wrapped_dim():
+    with pytest.raises(RuntimeError, match="don't multiply up to the size of dim 1 \\(8\\)"):
+        torch.unflatten(torch.zeros(2, 8), -1, (3, -1))
+    with pytest.raises(RuntimeError, match="don't multiply up to the size of dim 1 \\(8\\)"):
+        tapegrad.unflatten(tapegrad.zeros(2, 8), -1, (3, -1))
