@@ -765,6 +765,11 @@ def view_as_real(input):
     _check_tensor(input, "view_as_real")
     if input._array.dtype.kind != "c":
         raise RuntimeError("view_as_real is only supported for complex tensors")
+    if getattr(input, "_conj_bit", False):      # (set by conj(): see _more_math.is_conj)
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors.  To "
+                           "resolve the conjugate tensor so you can view it as real, use "
+                           "self.resolve_conj(); however, be warned that the resulting tensor "
+                           "will NOT alias the original.")
     return _view_of(_ViewAsReal, input)
 
 

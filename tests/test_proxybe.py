@@ -166,3 +166,33 @@ def test_unflatten_error_names_the_wrapped_dim():
         torch.unflatten(torch.zeros(2, 8), -1, (3, -1))
     with pytest.raises(RuntimeError, match="don't multiply up to the size of dim 1 \\(8\\)"):
         tapegrad.unflatten(tapegrad.zeros(2, 8), -1, (3, -1))
+
+
+def test_view_as_real_refuses_an_unresolved_conjugate():
+    for t in (torch, tapegrad):
+        c = t.polar(t.ones(2), t.tensor([0.5, 1.0]))
+        with pytest.raises(RuntimeError, match="view_as_real doesn't work on unresolved "
+                                               "conjugated tensors"):
+            t.view_as_real(c.conj())
+    ours = tapegrad.view_as_real(tapegrad.polar(tapegrad.ones(2), tapegrad.tensor([0.5, 1.0]))
+                                 .conj().resolve_conj())
+    theirs = torch.view_as_real(torch.polar(torch.ones(2), torch.tensor([0.5, 1.0]))
+                                .conj().resolve_conj())
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_cuda_matmul_allow_tf32_is_the_float32_matmul_precision():
+    for t in (torch, tapegrad):
+        saved = t.get_float32_matmul_precision()
+        try:
+            t.set_float32_matmul_precision("highest")
+            assert t.backends.cuda.matmul.allow_tf32 is False
+            t.set_float32_matmul_precision("medium")
+            assert t.backends.cuda.matmul.allow_tf32 is True
+            t.set_float32_matmul_precision("highest")
+            t.backends.cuda.matmul.allow_tf32 = True      # nanoGPT's line
+            assert t.get_float32_matmul_precision() == "high"
+            t.backends.cuda.matmul.allow_tf32 = False
+            assert t.get_float32_matmul_precision() == "highest"
+        finally:
+            t.set_float32_matmul_precision(saved)
