@@ -196,3 +196,64 @@ def test_cuda_matmul_allow_tf32_is_the_float32_matmul_precision():
             assert t.get_float32_matmul_precision() == "highest"
         finally:
             t.set_float32_matmul_precision(saved)
+
+
+def _train_override_models(t):
+    """loralib's pattern: a Linear that merges its low-rank update on eval() and unmerges on
+    train(); and a block that keeps its BatchNorm in eval mode whatever train() is asked."""
+    class MergingLinear(t.nn.Linear):
+        def __init__(self):
+            super().__init__(3, 2)
+            self.delta = t.nn.Parameter(t.full((2, 3), 0.5))
+            self.merged = False
+
+        def train(self, mode=True):
+            super().train(mode)
+            with t.no_grad():
+                if not mode and not self.merged:
+                    self.weight += self.delta
+                    self.merged = True
+                elif mode and self.merged:
+                    self.weight -= self.delta
+                    self.merged = False
+            return self
+
+        def forward(self, x):
+            w = self.weight if self.merged else self.weight + self.delta
+            return t.nn.functional.linear(x, w, self.bias)
+
+    class FrozenBN(t.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = t.nn.BatchNorm1d(2)
+
+        def train(self, mode=True):
+            super().train(mode)
+            self.bn.eval()
+            return self
+
+        def forward(self, x):
+            return self.bn(x)
+
+    return t.nn.Sequential(t.nn.Sequential(MergingLinear()), FrozenBN())
+
+
+def test_module_eval_and_train_call_each_childs_train_override():
+    # SILENT before: model.eval() set .training on every submodule directly, so an overridden
+    # train() never ran (no merge; a "frozen" BatchNorm went back to batch statistics)
+    for t in (torch, tapegrad):
+        model = _train_override_models(t)
+        with t.no_grad():
+            model[0][0].weight.copy_(t.tensor([[0.1, 0.2, 0.3], [-0.1, 0.0, 0.4]]))
+            model[0][0].bias.zero_()
+        model.eval()
+        assert model[0][0].merged is True
+        assert model[0][0].weight.detach().numpy()[0, 0] == pytest.approx(0.6)
+        model.train()
+        assert model[0][0].merged is False
+        assert model[1].training is True and model[1].bn.training is False
+        x = t.tensor([[1.0, 2.0, 3.0], [0.0, -1.0, 2.0]])
+        out = model(x)                    # BatchNorm in eval: running stats (0, 1)
+        assert model[1].bn.running_mean.abs().sum().item() == 0.0
+        np.testing.assert_allclose(out.detach().numpy(),
+                                   (model[0](x) / np.sqrt(1 + 1e-5)).detach().numpy(), rtol=1e-6)

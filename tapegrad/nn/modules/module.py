@@ -560,8 +560,11 @@ class Module:
         """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        self.training = mode
+        # through each child's own train(), as PyTorch: a subclass that overrides it (LoRA's
+        # merge on eval, a frozen BatchNorm kept in eval) runs its override from model.eval()
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self: T) -> T:
