@@ -257,3 +257,44 @@ def test_module_eval_and_train_call_each_childs_train_override():
         assert model[1].bn.running_mean.abs().sum().item() == 0.0
         np.testing.assert_allclose(out.detach().numpy(),
                                    (model[0](x) / np.sqrt(1 + 1e-5)).detach().numpy(), rtol=1e-6)
+
+
+def _cache_module(t):
+    """A rotary-cache module keeping its cos table as a plain attribute, converted by an
+    overridden _apply (the hook PyTorch's to()/half()/double() run), and an apply() override."""
+    class RopeCache(t.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = t.nn.Linear(2, 2)
+            self.cos = t.cos(t.arange(4.0))
+            self.visits = 0
+
+        def _apply(self, fn, recurse=True):
+            super()._apply(fn, recurse)
+            self.cos = fn(self.cos)
+            return self
+
+        def apply(self, fn):
+            self.visits += 1
+            return super().apply(fn)
+
+    return t.nn.Sequential(t.nn.Sequential(RopeCache()))
+
+
+@pytest.mark.parametrize("convert,dtype", [(lambda m: m.double(), "float64"),
+                                           (lambda m: m.half(), "float16"),
+                                           (lambda m, **k: m.to(k["t"].float64), "float64")])
+def test_module_conversions_run_a_childs_apply_override(convert, dtype):
+    # SILENT before: float()/half()/double()/to(dtype) converted parameters and buffers
+    # directly, so an overridden _apply never ran (the cache kept its old dtype)
+    for t in (torch, tapegrad):
+        model = _cache_module(t)
+        try:
+            convert(model, t=t)
+        except TypeError:
+            convert(model)
+        cache = model[0][0]
+        assert str(cache.cos.dtype) == f"torch.{dtype}"
+        assert str(cache.proj.weight.dtype) == f"torch.{dtype}"
+        model.apply(lambda m: None)
+        assert cache.visits == 1
