@@ -122,6 +122,8 @@ from . import _native_ops
 _native_ops.register(globals())
 from . import _foreach
 _foreach.register(globals())
+from . import _fake_quantize
+_fake_quantize.register(globals())
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
 from . import __future__  # noqa: F401  (torch.__future__'s switches, read by nn.Module)

@@ -335,6 +335,8 @@ __all__ = [
     'expm1',
     'expm1_',
     'eye',
+    'fake_quantize_per_channel_affine',
+    'fake_quantize_per_tensor_affine',
     'feature_alpha_dropout',
     'feature_alpha_dropout_',
     'feature_dropout',
@@ -1924,6 +1926,10 @@ def expm1(input: Any, *, out: Any = ...) -> Tensor: ...
 def expm1_(self: Any, *args: Any, **kwargs: Any) -> Tensor: ...
 
 def eye(n: Any, m: Any = ..., dtype: Any = ..., requires_grad: _bool = ..., *, layout: Any = ..., device: Any = ..., pin_memory: _bool = ..., out: Any = ...) -> Tensor: ...
+
+def fake_quantize_per_channel_affine(input: Any, scale: Any, zero_point: Any, axis: Any, quant_min: Any, quant_max: Any) -> Any: ...
+
+def fake_quantize_per_tensor_affine(input: Any, scale: Any, zero_point: Any, quant_min: Any, quant_max: Any) -> Any: ...
 
 def feature_alpha_dropout(input: Any, p: Any, train: Any) -> Any: ...
 

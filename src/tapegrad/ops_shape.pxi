@@ -315,7 +315,7 @@ def unflatten(TensorBase input, dim, sizes):
         resolved = None
     if resolved is None or (-1 not in sz and resolved != sz):
         raise RuntimeError(f"unflatten: Provided sizes {list(sz)} don't multiply up to the size of "
-                           f"dim {dim} ({size}) in the input tensor")
+                           f"dim {d} ({size}) in the input tensor")
     return view_to(input, A.shape[:d] + resolved + A.shape[d + 1:])
 
 

@@ -9,9 +9,20 @@ class _MatmulFlags:
     """torch.backends.cuda.matmul: settable flags that have no effect without CUDA."""
 
     def __init__(self) -> None:
-        self.allow_tf32 = False
         self.allow_fp16_reduced_precision_reduction = True
         self.allow_bf16_reduced_precision_reduction = True
+
+    # PyTorch keeps one setting behind both spellings: allow_tf32 reads "not 'highest'" from
+    # torch.get_float32_matmul_precision(), and setting it sets that precision ('high' / 'highest')
+    @property
+    def allow_tf32(self) -> bool:
+        from .._settings import get_float32_matmul_precision
+        return get_float32_matmul_precision() != "highest"
+
+    @allow_tf32.setter
+    def allow_tf32(self, value) -> None:
+        from .._settings import set_float32_matmul_precision
+        set_float32_matmul_precision("high" if value else "highest")
 
 
 matmul = _MatmulFlags()

@@ -560,8 +560,11 @@ class Module:
         """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+        self.training = mode
+        # through each child's own train(), as PyTorch: a subclass that overrides it (LoRA's
+        # merge on eval, a frozen BatchNorm kept in eval) runs its override from model.eval()
+        for module in self.children():
+            module.train(mode)
         return self
 
     def eval(self: T) -> T:
@@ -597,15 +600,10 @@ class Module:
         # Post-order as PyTorch: each child's subtree in registration order, then the parent (so
         # an init that prints or draws random numbers visits layers first to last).  A module
         # registered under two parents is visited under each, as PyTorch's recursion does.
-        stack = [(self, iter(self.children()))]
-        while stack:
-            module, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                stack.pop()
-                fn(module)
-            else:
-                stack.append((child, iter(child.children())))
+        # Through each child's own apply(), so a subclass's override runs, as PyTorch's.
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
         return self
 
     # -- dtype and device ---------------------------------------------------------------------
@@ -1208,9 +1206,12 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
     np_dtype = np.dtype(np_dtype)
     from ... import __future__ as future
     if (future.get_swap_module_params_on_conversion()
-            or future.get_overwrite_module_params_on_conversion()):
+            or future.get_overwrite_module_params_on_conversion()
+            or any(type(m)._apply is not Module._apply for m in module.modules())):
         # torch.__future__'s switches: the conversion makes new tensors, which _apply swaps
-        # into the old objects or puts in their place, as PyTorch's conversions then do
+        # into the old objects or puts in their place, as PyTorch's conversions then do.  A
+        # module overriding _apply (to convert a plain tensor attribute, a cache) is converted
+        # through it too, as PyTorch's float()/half()/to(dtype) all are.
         def convert(t):
             arr = t._array
             if kinds is not None and arr.dtype.kind not in kinds:
