@@ -579,7 +579,8 @@ def generate(seed) -> Program:
         "torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)"])
     if not lbfgs and e.random() < 0.25:
         sched = e.choice(EXT_SCHEDULERS).replace("{MODE}", repr(e.choice(
-            ["triangular", "triangular2", "exp_range"]))).replace("{CM}", str(e.random() < 0.5))
+            ["triangular", "triangular2", "exp_range"]))).replace(
+            "{CM}", str(e.random() < 0.5 and ("momentum=" in p.lines[-1] or "Adam" in p.lines[-1])))
     freeze_bn = "BatchNorm" in p.source() and e.random() < 0.4 and not lbfgs
     if sched:
         p.add("sched = " + sched.format(STEPS=steps))
@@ -684,14 +685,19 @@ LOSS_CALL = re.compile(r"loss_fn\(model\((X(?:\[part\])?)\), (Y(?:\[part\])?)\)"
 
 
 def compiled_source(p: Program) -> str:
-    """`p` with its model's forward and loss as one function under torch.compile: every
-    `loss_fn(model(X), Y)` becomes `fwd(X, Y)` (training, accumulation parts, the LBFGS closure,
-    the no_grad evaluation: each signature its own capture)."""
+    """`p` with its model's forward and loss as one function under torch.compile (every third
+    seed: the model compiled as a module, the loss eager): every `loss_fn(model(X), Y)` becomes
+    `fwd(X, Y)` (training, accumulation parts, the LBFGS closure, the no_grad evaluation: each
+    signature its own capture)."""
     out = []
     for line in p.lines:
         out.append(LOSS_CALL.sub(r"fwd(\1, \2)", line))
         if line.startswith("loss_fn = "):
-            out.append("fwd = torch.compile(lambda a, b: loss_fn(model(a), b))")
+            if p.seed % 3 == 2:     # the module compiled (an OptimizedModule), the loss eager
+                out.append("cmodel = torch.compile(model)")
+                out.append("fwd = lambda a, b: loss_fn(cmodel(a), b)")
+            else:
+                out.append("fwd = torch.compile(lambda a, b: loss_fn(model(a), b))")
     return "\n".join(out)
 
 
