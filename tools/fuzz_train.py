@@ -14,12 +14,27 @@ in both.  No dropout with p > 0 and no random draws inside the loop: the two ran
 
 A finding prints as a runnable script (`--repro`): the same source with `import torch`, the
 initial values drawn the same way.
+
+    python tools/fuzz_train.py --compile --seeds 0:100   # compiled vs eager tapegrad
+
+--compile runs each program twice under tapegrad, the second time with every
+`loss_fn(model(X), Y)` as one function under tapegrad.compile (compiled_source): the records
+must be equal bit for bit (np.array_equal, every dtype), and the same exception type raised.
+
+Seeds: the generator draws the original families, losses, optimizers and schedulers from the
+seed's first stream exactly as before; a second stream (generate's `e`) adds the extensions
+(Conv1d/ConvTranspose1d/pool stacks, PixelShuffle, Embedding(max_norm) and EmbeddingBag,
+weight_norm / spectral_norm parametrizations, a custom autograd.Function, GRU/LSTM over packed
+sequences, weight tying, SparseAdam, Adafactor, CyclicLR / PolynomialLR / SequentialLR /
+ChainedScheduler, BatchNorm put in eval mode mid-training).  Seeds that draw none of them are
+the programs of the first version; the others changed meaning with this extension.
 """
 from __future__ import annotations
 
 import argparse
 import io
 import random
+import re
 import sys
 import traceback
 import warnings
@@ -44,6 +59,9 @@ class Program:
         self.seed = seed
         self.lines: list[str] = []
         self.x = self.y = None
+        self.preamble: list[str] = []   # classes the model needs (a custom autograd.Function)
+        self.classes = None             # a family that fixes the class count (weight tying)
+        self.spectral = self.sparse = self.no_split = False
 
     def add(self, line):
         self.lines.append(line)
@@ -217,6 +235,215 @@ def gen_sequence(r, p, n, module):
     return lines
 
 
+
+# -- extended families (drawn from the seed's second stream, see generate) ------------------------
+
+STE_SRC = ["class STE(torch.autograd.Function):",
+           "    # a straight-through estimator: rounds forward, passes the gradient where |x| <= 1.5",
+           "    @staticmethod",
+           "    def forward(ctx, x):",
+           "        ctx.save_for_backward(x)",
+           "        return torch.round(x * 4) / 4",
+           "    @staticmethod",
+           "    def backward(ctx, g):",
+           "        x, = ctx.saved_tensors",
+           "        return g * (x.abs() <= 1.5).to(g.dtype)",
+           "class Quant(nn.Module):",
+           "    def forward(self, x):",
+           "        return STE.apply(x)"]
+
+
+def gen_conv1d_stack(r, p, n):
+    """Conv1d / ConvTranspose1d / MaxPool1d / AvgPool1d (and BatchNorm1d over channels)."""
+    c, length = r.randint(1, 3), r.randint(8, 14)
+    p.x = ((n, c, length), "float")
+    layers = []
+    for _ in range(r.randint(1, 3)):
+        kind = r.choice(["conv", "conv", "convT", "maxpool", "avgpool"])
+        if kind in ("maxpool", "avgpool") and length < 3:
+            kind = "conv"
+        norm = r.random() < 0.25
+        if kind == "conv":
+            out, k, s = r.choice([2, 3, 4]), r.choice([1, 2, 3]), r.choice([1, 1, 2])
+            pad = r.choice([0, 1]) if k > 1 else 0
+            if (length + 2 * pad - k) // s + 1 < 1:
+                s, pad = 1, 1
+            # (no bias right before a batch norm: its gradient is rounding noise, see gen_mlp)
+            layers.append(f"nn.Conv1d({c}, {out}, {k}, stride={s}, padding={pad}, "
+                          f"bias={r.random() < 0.7 and not norm})")
+            length, c = (length + 2 * pad - k) // s + 1, out
+        elif kind == "convT":
+            out, k, s = r.choice([2, 3]), r.choice([2, 3]), r.choice([1, 2])
+            pad = r.choice([0, 1])
+            op = 1 if s == 2 and r.random() < 0.5 else 0
+            layers.append(f"nn.ConvTranspose1d({c}, {out}, {k}, stride={s}, padding={pad}, "
+                          f"output_padding={op})")
+            length, c = (length - 1) * s - 2 * pad + k + op, out
+        elif kind == "maxpool":
+            pool = r.choice(["nn.MaxPool1d(2)", "nn.MaxPool1d(3, 2, 1)", "nn.MaxPool1d(2, 1)"])
+            layers.append(pool)
+            length = {"nn.MaxPool1d(2)": length // 2, "nn.MaxPool1d(3, 2, 1)": (length - 1) // 2 + 1,
+                      "nn.MaxPool1d(2, 1)": length - 1}[pool]
+        else:
+            pool = r.choice(["nn.AvgPool1d(2)", "nn.AvgPool1d(3, 1, 1, count_include_pad=False)",
+                             "nn.AvgPool1d(3, 2, 1)"])
+            layers.append(pool)
+            length = {"nn.AvgPool1d(2)": length // 2,
+                      "nn.AvgPool1d(3, 1, 1, count_include_pad=False)": length,
+                      "nn.AvgPool1d(3, 2, 1)": (length - 1) // 2 + 1}[pool]
+        if kind.startswith("conv"):
+            if norm and kind == "conv":
+                layers.append(f"nn.BatchNorm1d({c})")
+            layers.append(r.choice(ACTIVATIONS[:8]))
+    layers.append("nn.Flatten()")
+    return layers, c * length
+
+
+def gen_pixel_shuffle(r, p, n):
+    c, size, h = r.randint(1, 2), r.randint(3, 5), r.choice([1, 2])
+    p.x = ((n, c, size, size), "float")
+    layers = [f"nn.Conv2d({c}, {4 * h}, 3, padding=1)", "nn.PixelShuffle(2)",
+              r.choice(ACTIVATIONS[:6])]
+    if r.random() < 0.5:
+        layers += ["nn.PixelUnshuffle(2)", f"nn.Conv2d({4 * h}, 2, 1)"]
+        width = 2 * size * size
+    else:
+        layers += ["nn.AvgPool2d(2)"]
+        width = h * size * size
+    layers.append("nn.Flatten()")
+    return layers, width
+
+
+def gen_param_mlp(r, p, n):
+    """An MLP whose Linears are parametrized (weight_norm, spectral_norm) and which quantizes
+    through a custom autograd.Function (straight-through estimator)."""
+    feats = r.randint(2, 5)
+    p.x = ((n, feats), "float")
+    layers, width = [], feats
+    for _ in range(r.randint(1, 3)):
+        out = r.randint(2, 6)
+        lin = f"nn.Linear({width}, {out})"
+        wrap = r.random()
+        if wrap < 0.35:
+            lin = f"nn.utils.parametrizations.weight_norm({lin}, dim={r.choice([0, 1, None])})"
+        elif wrap < 0.6:
+            lin = f"nn.utils.parametrizations.spectral_norm({lin})"
+            p.spectral = True
+        layers.append(lin)
+        width = out
+        layers.append("Quant()" if r.random() < 0.35 else r.choice(ACTIVATIONS))
+    if any(l == "Quant()" for l in layers):
+        p.preamble += STE_SRC
+    return layers, width
+
+
+def gen_embedding(r, p, n):
+    """Embedding(max_norm=...) or EmbeddingBag (2-D input, or 1-D with offsets; per-sample
+    weights in sum mode)."""
+    vocab, length, emb = r.randint(4, 9), r.randint(2, 5), r.choice([3, 4, 6])
+    p.x = ((n, length), ("tokens", vocab))
+    norm = r.choice(["None", "0.5", "0.8"])
+    ntype = r.choice([2.0, 2.0, 1.0])
+    if r.random() < 0.5:
+        layer = (f"nn.Embedding({vocab}, {emb}, max_norm={norm}, norm_type={ntype}, "
+                 f"padding_idx={r.choice([None, 0])})")
+        body = "h = torch.tanh(self.emb(x)).mean(1)"
+    else:
+        mode = r.choice(["'sum'", "'mean'", "'max'"])
+        pad = r.choice([None, 0]) if mode != "'max'" else None
+        layer = (f"nn.EmbeddingBag({vocab}, {emb}, mode={mode}, max_norm={norm}, "
+                 f"norm_type={ntype}, padding_idx={pad})")
+        psw = ", per_sample_weights=torch.linspace(0.5, 1.5, x.numel()).reshape(x.shape)" \
+            if mode == "'sum'" and r.random() < 0.5 else ""
+        if r.random() < 0.5:
+            body = f"h = self.emb(x{psw})"
+        else:
+            body = (f"h = self.emb(x.flatten(), torch.arange(0, x.numel(), x.shape[1])"
+                    f"{psw.replace('.reshape(x.shape)', '')})")
+    return ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+            f"        self.emb = {layer}", f"        self.head = nn.Linear({emb}, {{OUT}})",
+            "    def forward(self, x):", f"        {body}", "        return self.head(h)"]
+
+
+def gen_packed(r, p, n):
+    """A GRU / LSTM over pack_padded_sequence of embedded tokens."""
+    vocab, length, emb, hidden = r.randint(4, 9), r.randint(2, 5), r.choice([3, 4]), r.choice([3, 4])
+    p.x = ((n, length), ("tokens", vocab))
+    p.no_split = True     # the lengths are the whole batch's
+    lens = [r.randint(1, length) for _ in range(n)]
+    sort = r.random() < 0.5
+    if sort:
+        lens.sort(reverse=True)
+    cls = r.choice(["GRU", "LSTM"])
+    layers, bi = r.choice([1, 2]), r.random() < 0.4
+    width = hidden * (2 if bi else 1)
+    lines = ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+             f"        self.emb = nn.Embedding({vocab}, {emb})",
+             f"        self.body = nn.{cls}({emb}, {hidden}, num_layers={layers}, "
+             f"batch_first=True, bidirectional={bi})",
+             f"        self.head = nn.Linear({width}, {{OUT}})",
+             "    def forward(self, x):", "        h = self.emb(x)",
+             f"        packed = nn.utils.rnn.pack_padded_sequence(h, {lens}, batch_first=True, "
+             f"enforce_sorted={sort})",
+             "        out, hn = self.body(packed)"]
+    if r.random() < 0.5:
+        lines += ["        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)",
+                  f"        h = out.sum(1) / torch.tensor({lens}, dtype=out.dtype)[:, None]"]
+    else:
+        if cls == "LSTM":
+            lines.append("        hn = hn[0]")
+        lines.append("        h = torch.cat([hn[-2], hn[-1]], 1)" if bi else "        h = hn[-1]")
+    lines.append("        return self.head(h)")
+    return lines
+
+
+def gen_tied(r, p, n):
+    """A tiny language model whose output layer shares the embedding's weight."""
+    vocab, length, emb = r.randint(3, 6), r.randint(2, 5), r.choice([3, 4, 6])
+    p.x = ((n, length), ("tokens", vocab))
+    p.classes = vocab
+    return ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+            f"        self.emb = nn.Embedding({vocab}, {emb})",
+            f"        self.mix = nn.Linear({emb}, {emb})",
+            f"        self.head = nn.Linear({emb}, {vocab}, bias={r.random() < 0.5})",
+            "        self.head.weight = self.emb.weight",
+            "    def forward(self, x):",
+            "        return self.head(torch.tanh(self.mix(self.emb(x).mean(1))))"]
+
+
+def gen_sparse(r, p, n):
+    """A sparse-gradient Embedding trained by SparseAdam, the rest by a dense optimizer."""
+    vocab, length, emb = r.randint(4, 9), r.randint(2, 5), r.choice([3, 4])
+    p.x = ((n, length), ("tokens", vocab))
+    p.sparse = True
+    return ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+            f"        self.emb = nn.Embedding({vocab}, {emb}, sparse=True)",
+            f"        self.head = nn.Linear({emb}, {{OUT}})",
+            "    def forward(self, x):", "        return self.head(torch.tanh(self.emb(x)).sum(1))"]
+
+
+EXT_OPTIMIZERS = [
+    "torch.optim.Adafactor({P}, lr=0.01)",
+    "torch.optim.Adafactor({P}, lr=0.02, beta2_decay=-0.6, weight_decay=0.01)",
+    "torch.optim.Adafactor({P}, lr=0.01, maximize=True, eps=(None, 1e-3))",
+]
+
+EXT_SCHEDULERS = [
+    "torch.optim.lr_scheduler.CyclicLR(opt, base_lr=0.001, max_lr=0.02, step_size_up=2, "
+    "mode={MODE}, cycle_momentum={CM})",
+    "torch.optim.lr_scheduler.PolynomialLR(opt, total_iters=3, power=2.0)",
+    "torch.optim.lr_scheduler.SequentialLR(opt, [torch.optim.lr_scheduler.LinearLR(opt, "
+    "start_factor=0.5, total_iters=2), torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.8)], "
+    "milestones=[2])",
+    "torch.optim.lr_scheduler.ChainedScheduler([torch.optim.lr_scheduler.ConstantLR(opt, "
+    "factor=0.5, total_iters=2), torch.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)])",
+]
+
+EXT_FAMILIES = {"conv1d_stack": gen_conv1d_stack, "pixel_shuffle": gen_pixel_shuffle,
+                "param_mlp": gen_param_mlp, "embedding": gen_embedding, "packed": gen_packed,
+                "tied": gen_tied, "sparse": gen_sparse}
+
+
 LOSSES = {
     "ce": ("nn.CrossEntropyLoss(label_smoothing={ls})", "class"),
     "ce_w": ("nn.CrossEntropyLoss(weight=torch.linspace(0.5, 1.5, {C}))", "class"),
@@ -268,17 +495,41 @@ SCHEDULERS = [
 
 
 def generate(seed) -> Program:
+    """Program `seed`.  Its draws come from two streams: `r` (the seed) draws what the first
+    version of this generator drew, in the same order; `e` (the string "ext-<seed>") draws the
+    extensions: about half the seeds swap the model for an extended family, and independently a
+    seed may swap its optimizer (Adafactor) or scheduler (CyclicLR, PolynomialLR, SequentialLR,
+    ChainedScheduler), or put its BatchNorms in eval mode mid-training.  A seed with none of
+    these is the program the first version drew."""
     r = random.Random(seed)
+    e = random.Random(f"ext-{seed}")
     p = Program(seed)
     n = r.choice([1, 2, 3, 4, 6])
     dtype = "torch.float64" if r.random() < 0.8 else "torch.float32"
     p.add(f"torch.set_default_dtype({dtype})")
     family = r.choice(["mlp", "mlp", "cnn", "conv1d", "rnn", "gru", "lstm", "transformer",
                        "autoencoder", "cell", "attention"])
+    if e.random() < 0.5:
+        family = e.choice(sorted(EXT_FAMILIES))
     loss_name = r.choice(sorted(LOSSES))
     loss_src, target = LOSSES[loss_name]
     classes = r.randint(2, 4)
-    if family == "autoencoder":
+    if family in EXT_FAMILIES:
+        made = EXT_FAMILIES[family](e, p, n)
+        classes = p.classes or classes
+        lines = made if isinstance(made, list) else None   # a Net class, or (layers, width)
+        if p.preamble:
+            for line in p.preamble:
+                p.add(line)
+        if lines is None:
+            layers, width = made
+            layers.append(f"nn.Linear({width}, {classes})")
+            p.add("model = nn.Sequential(\n    " + ",\n    ".join(layers) + ")")
+        else:
+            for line in lines:
+                p.add(line.replace("{OUT}", str(classes)))
+            p.add("model = Net()")
+    elif family == "autoencoder":
         p.add("model = nn.Sequential(\n    " + ",\n    ".join(gen_autoencoder(r, p, n)) + ")")
         loss_src, target = r.choice([("nn.MSELoss()", "input"), ("nn.L1Loss()", "input")])
     elif family in ("cell", "attention"):
@@ -296,6 +547,13 @@ def generate(seed) -> Program:
     p.y = (((n,), ("class", classes)) if target == "class" else
            (p.x[0], "float") if target == "input" else ((n, classes), target))
     p.add("init(model)")
+    if p.spectral:
+        # spectral_norm starts its power iteration from a random u, v: both the same here
+        p.add("for m in model.modules():")
+        p.add("    if isinstance(m, nn.Linear) and hasattr(m, 'parametrizations'):")
+        p.add("        for pz in m.parametrizations.weight:")
+        p.add("            if hasattr(pz, '_u'):")
+        p.add("                fill(pz._u, 'u'); fill(pz._v, 'v')")
     p.add("loss_fn = " + loss_src.format(ls=r.choice([0.0, 0.1]), C=classes))
     params = "model.parameters()"
     if r.random() < 0.25:
@@ -304,15 +562,26 @@ def generate(seed) -> Program:
         params = "[{'params': decay}, {'params': no_decay, 'weight_decay': 0.0, 'lr': 0.003}]"
     if r.random() < 0.15:
         p.add("next(iter(model.parameters())).requires_grad_(False)")
-    lbfgs = r.random() < 0.08
-    if lbfgs:
+    lbfgs = r.random() < 0.08 and not p.sparse
+    ext_opt = e.random() < 0.15
+    if p.sparse:
+        p.add("opt = torch.optim.SparseAdam(model.emb.parameters(), lr=0.01)")
+        p.add("opt2 = " + (e.choice(EXT_OPTIMIZERS) if ext_opt else r.choice(OPTIMIZERS)).format(
+            P="model.head.parameters()"))
+    elif lbfgs:
         p.add("opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=4, history_size=3"
               + r.choice([")", ", line_search_fn='strong_wolfe')"]))
     else:
-        p.add("opt = " + r.choice(OPTIMIZERS).format(P=params))
+        choice = r.choice(OPTIMIZERS)
+        p.add("opt = " + (e.choice(EXT_OPTIMIZERS) if ext_opt else choice).format(P=params))
     steps = r.randint(2, 4)
     sched = None if lbfgs else r.choice(SCHEDULERS + [
         "torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)"])
+    if not lbfgs and e.random() < 0.25:
+        sched = e.choice(EXT_SCHEDULERS).replace("{MODE}", repr(e.choice(
+            ["triangular", "triangular2", "exp_range"]))).replace(
+            "{CM}", str(e.random() < 0.5 and ("momentum=" in p.lines[-1] or "Adam" in p.lines[-1])))
+    freeze_bn = "BatchNorm" in p.source() and e.random() < 0.4 and not lbfgs
     if sched:
         p.add("sched = " + sched.format(STEPS=steps))
     ema = r.random() < 0.15
@@ -336,11 +605,21 @@ def generate(seed) -> Program:
     clip = r.choice([None, None, "torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)",
                      "torch.nn.utils.clip_grad_value_(model.parameters(), 0.05)",
                      "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, norm_type=1.0)"])
-    accumulate = r.random() < 0.2 and n >= 2
+    accumulate = r.random() < 0.2 and n >= 2 and not p.no_split
     set_to_none = r.random() < 0.8
+    if p.sparse:
+        clip = None   # (clip_grad_norm_ of sparse gradients is not what this draws)
     p.add(f"for step in range({steps}):")
     p.add("    model.train()")
+    if freeze_bn:
+        # fine-tuning style: the batch norms use (and stop updating) their running statistics
+        p.add(f"    if step >= {e.randint(1, 2)}:")
+        p.add("        for m in model.modules():")
+        p.add("            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):")
+        p.add("                m.eval()")
     p.add(f"    opt.zero_grad(set_to_none={set_to_none})")
+    if p.sparse:
+        p.add(f"    opt2.zero_grad(set_to_none={set_to_none})")
     if accumulate:
         p.add("    for part in (slice(0, 1), slice(1, None)):")
         p.add("        loss = loss_fn(model(X[part]), Y[part])")
@@ -352,6 +631,8 @@ def generate(seed) -> Program:
         p.add(f"    total = {clip}")
     p.add("    record('grads', model, loss)")
     p.add("    opt.step()")
+    if p.sparse:
+        p.add("    opt2.step()")
     if sched:
         p.add("    sched.step(loss.item())" if "Plateau" in sched else "    sched.step()")
     if ema:
@@ -400,9 +681,29 @@ def init_values(name, shape, seed):
     return rng.uniform(-1, 1, size=shape) / np.sqrt(fan_in)
 
 
-def run(lib, p: Program):
+LOSS_CALL = re.compile(r"loss_fn\(model\((X(?:\[part\])?)\), (Y(?:\[part\])?)\)")
+
+
+def compiled_source(p: Program) -> str:
+    """`p` with its model's forward and loss as one function under torch.compile (every third
+    seed: the model compiled as a module, the loss eager): every `loss_fn(model(X), Y)` becomes
+    `fwd(X, Y)` (training, accumulation parts, the LBFGS closure, the no_grad evaluation: each
+    signature its own capture)."""
+    out = []
+    for line in p.lines:
+        out.append(LOSS_CALL.sub(r"fwd(\1, \2)", line))
+        if line.startswith("loss_fn = "):
+            if p.seed % 3 == 2:     # the module compiled (an OptimizedModule), the loss eager
+                out.append("cmodel = torch.compile(model)")
+                out.append("fwd = lambda a, b: loss_fn(cmodel(a), b)")
+            else:
+                out.append("fwd = torch.compile(lambda a, b: loss_fn(model(a), b))")
+    return "\n".join(out)
+
+
+def run(lib, p: Program, compiled=False):
     """Run `p` under `lib` (torch or tapegrad): its records [(label, {name: array})] and the
-    exception it raised (None)."""
+    exception it raised (None).  `compiled`: the forward and loss under lib.compile."""
     records = []
     x, y = data(p)
 
@@ -411,12 +712,19 @@ def run(lib, p: Program):
             for name, q in model.named_parameters():
                 q.copy_(lib.tensor(init_values(name, tuple(q.shape), p.seed)))
 
+    def fill(t, name):
+        with lib.no_grad():
+            t.copy_(lib.tensor(init_values(name, tuple(t.shape), p.seed)))
+
     def record(label, model, loss):
         snap = {"loss": np.array(loss.detach().numpy(), dtype=np.float64)}
         for name, q in model.named_parameters():
             snap[name] = q.detach().numpy().copy()
             if label == "grads":
-                snap[name + ".grad"] = None if q.grad is None else q.grad.numpy().copy()
+                g = q.grad
+                if g is not None and g.is_sparse:
+                    g = g.to_dense()
+                snap[name + ".grad"] = None if g is None else g.numpy().copy()
         for name, b in model.named_buffers():
             snap[name] = b.numpy().copy()
         records.append((label, snap))
@@ -427,10 +735,11 @@ def run(lib, p: Program):
         X = lib.tensor(x) if x.dtype.kind == "i" else lib.tensor(x, dtype=dtype)
         Y = (lib.tensor(y) if y.dtype.kind == "i" else lib.tensor(y, dtype=dtype))
         ns = {"torch": lib, "nn": lib.nn, "F": lib.nn.functional, "X": X, "Y": Y, "io": io,
-              "init": init, "record": record}
+              "init": init, "record": record, "fill": fill}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            exec(compile(p.source(), f"<train {p.seed}>", "exec"), ns)
+            src = compiled_source(p) if compiled else p.source()
+            exec(compile(src, f"<train {p.seed}>", "exec"), ns)
         return records, None
     except Exception as e:   # noqa: BLE001 - compared across libraries
         return records, e
@@ -438,9 +747,13 @@ def run(lib, p: Program):
         lib.set_default_dtype(default)
 
 
-def compare(p: Program, t, g) -> list[str]:
+def compare(p: Program, t, g, exact=False) -> list[str]:
+    """Findings of tapegrad's run `g` against the reference run `t` (torch's; or, `exact`,
+    eager tapegrad's, which compiled tapegrad must equal bit for bit)."""
     (t_rec, t_err), (g_rec, g_err) = t, g
     out = []
+    if exact:
+        return compare_exact(t, g)
     if (t_err is None) != (g_err is None):
         which = "torch" if t_err else "tapegrad"
         err = t_err or g_err
@@ -454,12 +767,18 @@ def compare(p: Program, t, g) -> list[str]:
     # attention's key bias): adaptive optimizers scale the noise up to a full step whose sign is
     # the noise's, so after such a gradient that element's later values are not compared.
     noise: dict[str, np.ndarray] = {}
+    # Adafactor steps every element of a parameter by its RMS and its row and column second
+    # moments: noise in one element (a 1e-18 gradient clamped to eps1**2 = 5e-32 is a step of
+    # 1e-18 / 2.2e-16) moves them all, so noise masks the whole parameter.
+    coupled = "Adafactor" in p.source()
     for i, ((label, ts), (_, gs)) in enumerate(zip(t_rec, g_rec)):
         for name in ts:
             tv, gv = ts[name], gs.get(name, "missing")
             if name.endswith(".grad") and tv is not None:
                 base = name[:-5]
                 tiny = np.abs(tv) <= (1e-10 if f64 else 1e-5) * (1 + np.abs(tv).max(initial=0))
+                if coupled and tiny.any():
+                    tiny = np.ones(tv.shape, bool)
                 noise[base] = noise.get(base, np.zeros(tv.shape, bool)) | tiny
                 if not isinstance(gv, str) and gv is not None and tv.shape == gv.shape:
                     gv = np.where(tiny, tv, gv)
@@ -485,15 +804,50 @@ def compare(p: Program, t, g) -> list[str]:
     return out
 
 
-def check(seed):
+def compare_exact(e, c) -> list[str]:
+    """Compiled run `c` against eager run `e` (both tapegrad): the same exception type, the
+    same records, every array equal bit for bit (NaNs where NaNs are)."""
+    (e_rec, e_err), (c_rec, c_err) = e, c
+    out = []
+    if (e_err is None) != (c_err is None) or (
+            e_err is not None and type(e_err) is not type(c_err)):
+        out.append(f"eager raised {type(e_err).__name__}: {str(e_err)[:150]}, compiled raised "
+                   f"{type(c_err).__name__}: {str(c_err)[:150]}")
+    for i, ((label, es), (_, cs)) in enumerate(zip(e_rec, c_rec)):
+        for name, ev in es.items():
+            cv = cs.get(name, "missing")
+            if isinstance(cv, str):
+                out.append(f"record {i} ({label}): {name} missing when compiled")
+            elif (ev is None) != (cv is None):
+                out.append(f"record {i} ({label}): {name} is None "
+                           f"{'eager' if ev is None else 'compiled'} only")
+            elif ev is not None and (ev.shape != cv.shape or ev.dtype != cv.dtype or
+                                     not np.array_equal(ev, cv, equal_nan=ev.dtype.kind in "fc")):
+                how = (f"{cv.dtype}{cv.shape} vs eager {ev.dtype}{ev.shape}"
+                       if ev.shape != cv.shape or ev.dtype != cv.dtype else
+                       f"max abs {np.max(np.abs(cv.astype(np.float64) - ev)):.3g}")
+                out.append(f"record {i} ({label}): {name} differs ({how})")
+        if out:
+            break
+    if len(e_rec) != len(c_rec) and not out:
+        out.append(f"{len(c_rec)} records compiled vs eager's {len(e_rec)}")
+    return out
+
+
+def check(seed, compiled=False):
+    """Program `seed` and its findings: tapegrad against torch, or (`compiled`) tapegrad's
+    compiled forward against tapegrad eager."""
     import tapegrad
-    import torch
     p = generate(seed)
+    if compiled:
+        return p, compare(p, run(tapegrad, p), run(tapegrad, p, compiled=True), exact=True)
+    import torch
     return p, compare(p, run(torch, p), run(tapegrad, p))
 
 
-def script(p: Program) -> str:
-    """`p` as a standalone PyTorch script (swap the import for tapegrad)."""
+def script(p: Program, compiled=False) -> str:
+    """`p` as a standalone PyTorch script (swap the import for tapegrad); `compiled`: with the
+    forward and loss under torch.compile."""
     x, y = p.x, p.y
     return "\n".join([
         "import io, numpy as np, zlib", "import torch", "import torch.nn as nn",
@@ -505,6 +859,11 @@ def script(p: Program) -> str:
         "            rng = np.random.default_rng([SEED, zlib.crc32(name.encode())])",
         "            fan_in = int(np.prod(q.shape[1:])) if q.ndim > 1 else max(q.shape[0] if q.ndim else 1, 1)",
         "            q.copy_(torch.tensor(rng.uniform(-1, 1, size=tuple(q.shape)) / np.sqrt(fan_in)))",
+        "def fill(t, name):",
+        "    with torch.no_grad():",
+        "        rng = np.random.default_rng([SEED, zlib.crc32(name.encode())])",
+        "        fan_in = int(np.prod(t.shape[1:])) if t.ndim > 1 else max(t.shape[0] if t.ndim else 1, 1)",
+        "        t.copy_(torch.tensor(rng.uniform(-1, 1, size=tuple(t.shape)) / np.sqrt(fan_in)))",
         "def record(label, model, loss):",
         "    print(label, float(loss), [float(q.detach().double().abs().sum()) for q in model.parameters()])",
         f"# data: x {x}, y {y}, drawn by tools/fuzz_train.py data()",
@@ -513,17 +872,20 @@ def script(p: Program) -> str:
         "_dt = torch.float64 if " + repr("float64" in p.lines[0]) + " else torch.float32",
         "X = torch.tensor(_x) if _x.dtype.kind == 'i' else torch.tensor(_x, dtype=_dt)",
         "Y = torch.tensor(_y) if _y.dtype.kind == 'i' else torch.tensor(_y, dtype=_dt)",
-        p.source()])
+        compiled_source(p) if compiled else p.source()])
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", help="A:B, run seeds A..B-1 in process")
     ap.add_argument("--repro", type=int, help="print one program and its findings")
+    ap.add_argument("--compile", action="store_true",
+                    help="compare the loop with forward + loss under tapegrad.compile against "
+                         "tapegrad eager, bit for bit (no torch run)")
     args = ap.parse_args(argv)
     if args.repro is not None:
-        p, findings = check(args.repro)
-        print(script(p))
+        p, findings = check(args.repro, args.compile)
+        print(script(p, args.compile))
         print("\n# findings:")
         for f in findings or ["none"]:
             print("#", f)
@@ -532,7 +894,7 @@ def main(argv=None):
     failing = 0
     for seed in range(a, b):
         try:
-            p, findings = check(seed)
+            p, findings = check(seed, args.compile)
         except Exception:   # noqa: BLE001 - a harness failure is a finding too
             findings = ["harness: " + traceback.format_exc(limit=2).replace("\n", " | ")[-300:]]
         if findings:

@@ -112,6 +112,26 @@ cdef bint made_here(object res, set made) except -1:
     return some
 
 
+cdef int forget_steps(Capture cap, Py_ssize_t n_steps, Py_ssize_t n_created) except -1:
+    """Drop the steps noted since n_steps and the tensors made since n_created, and every claim
+    on them: each result of a multi-output step (a kernel Function's values and indices) is
+    claimed, not only the step's last element.  A claim left behind names a tensor the capture no
+    longer holds: its address, reused by a later op's result, would make that result look noted
+    already (no step: a replay returns the capture's tensor, or the plan finds a read of a tensor
+    "made after it")."""
+    cdef tuple st
+    for st in cap.steps[n_steps:]:
+        cap.claimed.discard(oid(st[len(st) - 1]))
+        if <Py_ssize_t>st[0] == SK_OP or <Py_ssize_t>st[0] == SK_CALL:   # all their results
+            for o in <tuple>(<tuple>st[5])[3 if <Py_ssize_t>st[0] == SK_OP else 4]:
+                cap.claimed.discard(oid(o))
+    for t in cap.created[n_created:]:
+        cap.claimed.discard(oid(t))
+    del cap.steps[n_steps:]
+    del cap.created[n_created:]
+    return 0
+
+
 cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, object res,
                           Py_ssize_t n_created, Py_ssize_t n_steps, Py_ssize_t n_unsupported,
                           Py_ssize_t n_reads, list versions):
@@ -135,10 +155,7 @@ cdef object collapse_call(Capture cap, object fn, tuple args, dict kwargs, objec
     for j in range(len(versions)):
         if version_of(<TensorBase>tensors[j]).value != <Py_ssize_t>versions[j]:
             return res                  # an in-place op: its write stays noted as unsupported
-    for st in cap.steps[n_steps:]:
-        cap.claimed.discard(oid(st[len(st) - 1]))
-    del cap.steps[n_steps:]
-    del cap.created[n_created:]
+    forget_steps(cap, n_steps, n_created)
     del cap.unsupported[n_unsupported:]
     del cap.reads[n_reads:]
     outs = call_outputs(res)
@@ -303,10 +320,7 @@ def _capture_inplace_call(fn, tuple args, dict kwargs, list effects):
         if tensors[j] is not target and version_of(
                 <TensorBase>tensors[j]).value != <Py_ssize_t>versions[j]:
             return res
-    for st in cap.steps[n_steps:]:      # what the op did inside is its own business
-        cap.claimed.discard(oid(st[len(st) - 1]))
-    del cap.steps[n_steps:]
-    del cap.created[n_created:]
+    forget_steps(cap, n_steps, n_created)   # what the op did inside is its own business
     del cap.unsupported[n_unsupported:]
     effects.append((fn, args, kwargs or {}, tuple(tensors), target))
     return res

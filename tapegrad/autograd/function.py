@@ -386,9 +386,17 @@ class Function(metaclass=FunctionMeta):
             raise RuntimeError("Some elements marked as dirty during the forward method were not "
                                "returned as output. The inputs that are modified inplace must all "
                                "be outputs of the Function.")
-        if _core.is_grad_enabled() and any(ctx.needs_input_grad):     # (the call records)
+        recording = _core.is_grad_enabled() and any(ctx.needs_input_grad)
+        if recording:
             _refuse_saved_non_tensors(ctx)
         out = _core._function_record(ctx, args, result, dirty, non_diff)
+        if recording and _core._capturing_ops() and not issubclass(cls, KernelFunction):
+            # Under tapegrad.compile the capture saw forward's own ops (run under no_grad) make
+            # the outputs: a replay would differentiate those ops instead of calling backward.
+            # A KernelFunction is noted as its own replay step (KernelFunction.apply); inside a
+            # library op (depth > 0) the op is re-run whole, Function and all.
+            _core._capture_unsupported(f"it calls the custom autograd.Function {cls.__name__} "
+                                       "(its backward is Python a replay does not run)")
         _finish_saved(ctx, result, out, args)
         if tangents is not None:
             forward_ad._function_jvp(cls, ctx, args, tangents, out)  # eagerly, as PyTorch
