@@ -42,15 +42,26 @@ def sort_order(rows: np.ndarray, order: np.ndarray, descending: bool) -> np.ndar
     n = rows.shape[1]
     if n <= _INSERTION_THRESHOLD:
         return order
-    redo = _rows_with_ties(rows, order, n)
+    def reorder(pairs, less):
+        _sort(pairs, 0, n, less)
+        return pairs
+    return _replayed(rows, order, _rows_with_ties(rows, order, n), descending, reorder)
+
+
+def _replayed(rows: np.ndarray, order: np.ndarray, redo: np.ndarray, first_larger: bool,
+              reorder) -> np.ndarray:
+    """`order` with each row r in `redo` replaced by the indices of reorder(pairs, less), the
+    row's (value, index) pairs as a library algorithm leaves them (less: PyTorch's comparison,
+    larger first when `first_larger`), cut to order's width; `order` itself when there is no
+    row to replay or they exceed REPLAY_BUDGET."""
+    n, width = rows.shape[1], order.shape[1]
     if redo.size == 0 or not within_budget(redo.size, n):
         return order
     order = order.copy()
-    less = _greater if descending else _less
+    less = _greater if first_larger else _less
     for r in redo:
-        pairs = list(zip(rows[r].tolist(), range(n)))
-        _sort(pairs, 0, n, less)
-        order[r] = [index for _, index in pairs]
+        pairs = reorder(list(zip(rows[r].tolist(), range(n))), less)
+        order[r] = [index for _, index in pairs[:width]]
     return order
 
 
@@ -95,20 +106,16 @@ def topk_order(rows: np.ndarray, order: np.ndarray, k: int, largest: bool,
         redo = np.arange(rows.shape[0])
     else:
         redo = _rows_with_ties(rows, order, min(k + 1, n))
-    if redo.size == 0 or not within_budget(redo.size, n):
-        return result
-    result = result.copy()
-    less = _greater if largest else _less
-    for r in redo:
-        pairs = list(zip(rows[r].tolist(), range(n)))
+
+    def reorder(pairs, less):
         if partial:
             _partial_sort(pairs, 0, k, n, less)
         else:
             _nth_element(pairs, k - 1, n, less)
             if sorted_:
                 _sort(pairs, 0, k - 1, less)
-        result[r] = [index for _, index in pairs[:k]]
-    return result
+        return pairs
+    return _replayed(rows, result, redo, largest, reorder)
 
 
 # PyTorch's comparisons: NaN first for the largest, last for the smallest (x != x is NaN);
