@@ -49,13 +49,13 @@ class _DisableTorchFunctionSubclass:
 @functools.lru_cache(maxsize=None)
 def _plain_own_class(cls) -> bool:
     """Whether `cls` is one of tapegrad's own Tensor classes that keeps Tensor's behaviour: all but
-    those that define a __torch_function__ of their own (nn.utils' ExpandedWeight, which makes
-    the layer functions record per-sample gradients, as PyTorch's does).  Cached per class:
+    those that define a __torch_function__ of their own or take one from a mixin (nn.utils'
+    ExpandedWeight, which makes the layer functions record per-sample gradients, as PyTorch's
+    does; the lazy modules' placeholders, which refuse ops).  Cached per class:
     has_torch_function asks it of every Parameter argument."""
     return cls.__module__.startswith("tapegrad") and not any(
         "__torch_function__" in vars(klass) for klass in cls.__mro__
-        if klass is not Tensor and klass.__module__.startswith("tapegrad")
-        and issubclass(klass, Tensor))
+        if klass is not Tensor and klass.__module__.startswith("tapegrad"))
 
 
 def _overloads(arg) -> bool:

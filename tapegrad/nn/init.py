@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _core
 from ..grad_mode import no_grad
+from ..overrides import handle_torch_function, has_torch_function_variadic
 from ..random import _check_float_input, _check_uniform_bounds, _numpy_rng
 
 
@@ -98,8 +99,15 @@ def _check_normal(tensor, std: float) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
 
 
+# A tensor subclass with a __torch_function__ (a logging or metadata tensor, a lazy module's
+# placeholder, which refuses) sees what PyTorch's initialisers show it: uniform_, normal_,
+# constant_ and kaiming_uniform_ dispatch as themselves; zeros_ and ones_ call zero_ / fill_.
+
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from U(a, b), without recording; returns it."""
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(uniform_, (tensor,), tensor=tensor, a=a, b=b,
+                                     generator=generator)
     if tensor.is_complex():             # both parts from U(a, b): Tensor.uniform_'s complex draw
         with no_grad():
             return tensor.uniform_(a, b, generator=generator)
@@ -111,6 +119,9 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from N(mean, std**2), without recording; returns it."""
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(normal_, (tensor,), tensor=tensor, mean=mean, std=std,
+                                     generator=generator)
     if tensor.is_complex():             # Tensor.normal_'s complex draw (each part std/sqrt(2))
         with no_grad():
             return tensor.normal_(mean, std, generator=generator)
@@ -121,16 +132,24 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 
 def constant_(tensor, val: float):
     """Fill ``tensor`` in place with ``val``, without recording; returns it."""
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(constant_, (tensor,), tensor=tensor, val=val)
     return _fill(tensor, val)
 
 
 def zeros_(tensor):
     """Fill ``tensor`` in place with zeros, without recording; returns it."""
+    if has_torch_function_variadic(tensor):
+        with no_grad():
+            return tensor.zero_()
     return _fill(tensor, 0)
 
 
 def ones_(tensor):
     """Fill ``tensor`` in place with ones, without recording; returns it."""
+    if has_torch_function_variadic(tensor):
+        with no_grad():
+            return tensor.fill_(1.0)
     return _fill(tensor, 1)
 
 
@@ -157,6 +176,9 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in",
     a), fan = fan_in (``mode='fan_in'``) or fan_out; in place. ``nn.Linear`` uses it with
     ``a=sqrt(5)``. A zero-element tensor warns and is returned unchanged, as PyTorch.
     """
+    if has_torch_function_variadic(tensor):
+        return handle_torch_function(kaiming_uniform_, (tensor,), tensor=tensor, a=a, mode=mode,
+                                     nonlinearity=nonlinearity, generator=generator)
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tapegrad._core import type_name as _type_name
 import copy
+import types
 
 from .. import _core
 from ..tensor import Tensor
@@ -55,12 +56,29 @@ _UNINITIALIZED_MESSAGE = (
     "Call `forward` to initialize the parameters before accessing their attributes.")
 
 
-def _uninitialized_use(what: str) -> str:
+def _uninitialized_use(what: str, kind: str = "UninitializedParameter") -> str:
     return (f"Attempted to use an uninitialized parameter in {what}. This error happens when you "
-            "are using a `LazyModule` or explicitly manipulating "
-            "`torch.nn.parameter.UninitializedParameter` objects. When using LazyModules Call "
-            "`forward` with a dummy batch to initialize the parameters before calling torch "
-            "functions")
+            f"are using a `LazyModule` or explicitly manipulating `torch.nn.parameter.{kind}` "
+            "objects. When using LazyModules Call `forward` with a dummy batch to initialize the "
+            "parameters before calling torch functions")
+
+
+def _describe(func) -> str:
+    """`func` as PyTorch's message prints it: a Tensor method as the C method it is there."""
+    name = getattr(func, "__name__", None)
+    if name is not None and getattr(Tensor, name, None) is func:
+        return f"<method '{name}' of 'torch._C.TensorBase' objects>"
+    if name is not None and not isinstance(func, types.FunctionType):
+        return f"<built-in method {name}>"      # a C entry (a torch function)
+    return repr(func)
+
+
+# What a placeholder still allows (PyTorch's UninitializedTensorMixin._allowed_methods): what a
+# module's conversions (to, float, ...) and load_state_dict's copy into it need; property reads
+# (method-wrappers: dtype, requires_grad, data...) pass too.
+_ALLOWED_METHOD_NAMES = ("__hash__", "size", "copy_", "is_complex", "is_floating_point", "half",
+                         "float", "double", "char", "short", "int", "long", "cuda", "cpu", "to",
+                         "get_device")
 
 
 class UninitializedTensorMixin:
@@ -73,7 +91,17 @@ class UninitializedTensorMixin:
 
     # (PyTorch lets size() read the placeholder's empty shape; other uses name the function)
     def numel(self):
-        raise ValueError(_uninitialized_use("<method 'numel' of 'torch._C.TensorBase' objects>"))
+        raise ValueError(_uninitialized_use("<method 'numel' of 'torch._C.TensorBase' objects>",
+                                            type(self).__name__))
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Any op but the allowed ones on a placeholder raises ValueError naming the op, as in
+        PyTorch (an op on the empty placeholder would otherwise compute on no elements)."""
+        if (type(func).__name__ == "method-wrapper"
+                or any(func is getattr(Tensor, name) for name in _ALLOWED_METHOD_NAMES)):
+            return super().__torch_function__(func, types, args, kwargs)
+        raise ValueError(_uninitialized_use(_describe(func), cls.__name__))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"

@@ -54,15 +54,6 @@ class LazyModuleMixin:
         """Whether some parameter or buffer is still a placeholder (no forward call yet)."""
         return any(is_lazy(t) for t in list(self._parameters.values()) + list(self._buffers.values()))
 
-    def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        # A placeholder is saved as itself, as PyTorch's: its detached copy would be a plain
-        # shape-(0,) tensor, whose shape a reader could take for the parameter's.
-        for store in (self._parameters, self._buffers):
-            for name, value in store.items():
-                if is_lazy(value) and prefix + name in destination:
-                    destination[prefix + name] = value
-
     def _materialize_from(self, state_dict, prefix: str) -> None:
         """Replace each placeholder that `state_dict` holds an entry for with an empty tensor of
         the saved shape (load_state_dict then copies the values in), as PyTorch's load hook;

@@ -878,12 +878,14 @@ class Module:
     def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
         """Writes this module's own parameters, persistent buffers and extra state (not its
         children's) into ``destination`` under ``prefix``; override to change what is saved."""
+        # A lazy module's placeholder is saved as itself, as PyTorch's: it refuses detach(), and
+        # a detached copy would be a plain shape-(0,) tensor a reader could take for the values.
         for name, p in self._parameters.items():
             if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
+                destination[prefix + name] = p if keep_vars or is_lazy(p) else p.detach()
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
+                destination[prefix + name] = b if keep_vars or is_lazy(b) else b.detach()
         if type(self).get_extra_state is not Module.get_extra_state:
             destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
 

@@ -1,0 +1,67 @@
+"""Session 33 (lead): lazy modules' placeholders refuse ops as PyTorch's do; nn.init's
+initialisers dispatch to a tensor subclass's __torch_function__."""
+import pytest
+
+import tapegrad
+from tapegrad import nn
+
+torch = pytest.importorskip("torch")
+
+USE = "Attempted to use an uninitialized parameter in"
+
+
+@pytest.mark.parametrize("use", [lambda lib, p: p + 1, lambda lib, p: p.sum(),
+                                 lambda lib, p: p * p, lambda lib, p: lib.mm(p, p),
+                                 lambda lib, p: p.detach(), lambda lib, p: p.clone(),
+                                 lambda lib, p: lib.nn.init.zeros_(p),
+                                 lambda lib, p: lib.nn.init.kaiming_uniform_(p)])
+@pytest.mark.parametrize("kind", ["UninitializedParameter", "UninitializedBuffer"])
+def test_a_placeholder_refuses_ops(use, kind):
+    # Before: an op on the shape-(0,) placeholder computed on no elements (p + 1 -> tensor([])).
+    for lib in (tapegrad, torch):
+        placeholder = getattr(lib.nn.parameter, kind)()
+        with pytest.raises(ValueError, match=USE + ".*" + f"torch.nn.parameter.{kind}"):
+            use(lib, placeholder)
+
+
+def test_a_placeholder_allows_what_modules_need():
+    p = nn.parameter.UninitializedParameter()
+    assert p.size() == torch.nn.parameter.UninitializedParameter().size()
+    assert p.dtype == tapegrad.float32 and p.requires_grad and p.is_floating_point()
+    assert isinstance(hash(p), int)
+    with pytest.raises(ValueError, match=r"<method 'add' of 'torch._C.TensorBase' objects>"):
+        p.add(1)
+    p.materialize((2, 3))
+    assert type(p) is nn.Parameter and (p + 1).shape == (2, 3)
+
+
+def test_lazy_modules_convert_save_and_initialise():
+    model = nn.Sequential(nn.LazyLinear(3), nn.ReLU(), nn.LazyBatchNorm1d())
+    model.to(tapegrad.float64)
+    model.half().float()
+    saved = model.state_dict()
+    assert {type(v).__name__ for v in saved.values()} >= {"UninitializedParameter",
+                                                          "UninitializedBuffer"}
+    assert len(tapegrad.optim.SGD(model.parameters(), lr=0.1).param_groups[0]["params"]) == 4
+    assert model(tapegrad.ones(4, 5)).shape == (4, 3)
+    assert type(model[0].weight) is nn.Parameter and model[2].running_mean.shape == (3,)
+
+
+def test_init_functions_dispatch_to_a_subclass():
+    def calls(lib, init):
+        seen = []
+
+        class Logged(lib.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                seen.append(func.__name__)
+                return super().__torch_function__(func, types, args, kwargs or {})
+
+        out = init(lib, lib.ones(2, 3).as_subclass(Logged))
+        return type(out).__name__, seen
+
+    for init in (lambda lib, t: lib.nn.init.uniform_(t), lambda lib, t: lib.nn.init.normal_(t),
+                 lambda lib, t: lib.nn.init.constant_(t, 0.5),
+                 lambda lib, t: lib.nn.init.kaiming_uniform_(t),
+                 lambda lib, t: lib.nn.init.zeros_(t), lambda lib, t: lib.nn.init.ones_(t)):
+        assert calls(tapegrad, init) == calls(torch, init)
