@@ -218,7 +218,12 @@ def tensor_repr(t) -> str:
         suffixes.append(f"grad_fn=<{type(grad_fn).__name__}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    return _add_suffixes(prefix + body, suffixes, indent)
+    text = _add_suffixes(prefix + body, suffixes, indent)
+    # A user subclass's instance made a Parameter (nn.Parameter keeps its class and flags it)
+    # says so, as PyTorch's repr does; a plain Parameter says "Parameter containing:" instead.
+    if getattr(t, "_is_param", False) and not cls.__module__.startswith("tapegrad"):
+        text = f"Parameter({text})"
+    return text
 
 
 def _body(a: np.ndarray, indent: int) -> str:

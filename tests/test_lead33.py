@@ -65,3 +65,27 @@ def test_init_functions_dispatch_to_a_subclass():
                  lambda lib, t: lib.nn.init.kaiming_uniform_(t),
                  lambda lib, t: lib.nn.init.zeros_(t), lambda lib, t: lib.nn.init.ones_(t)):
         assert calls(tapegrad, init) == calls(torch, init)
+
+
+@pytest.mark.parametrize("with_torch_function", [False, True])
+def test_a_parameter_of_a_user_subclass_keeps_its_class(with_torch_function):
+    # Before: nn.Parameter(x) turned a user's subclass instance into a plain Parameter (its
+    # class, and with it the subclass's behaviour, lost), where PyTorch keeps the class and flags it.
+    def run(lib):
+        body = {}
+        if with_torch_function:
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return super(Custom, cls).__torch_function__(func, types, args, kwargs or {})
+            body["__torch_function__"] = classmethod(__torch_function__)
+        Custom = type("Custom", (lib.Tensor,), body)
+        p = lib.nn.Parameter(lib.ones(2).as_subclass(Custom))
+        module = lib.nn.Module()
+        module.w = p
+        (module.w * 2).sum().backward()
+        frozen = lib.nn.Parameter(lib.ones(2).as_subclass(Custom), requires_grad=False)
+        return (type(p).__name__, isinstance(p, lib.nn.Parameter), p.requires_grad, p.is_leaf,
+                list(dict(module.named_parameters())), repr(p), p.grad.tolist(),
+                type(frozen).__name__, frozen.requires_grad,
+                isinstance(lib.ones(1), lib.nn.Parameter),
+                isinstance(lib.nn.Parameter(lib.ones(1)), lib.nn.parameter.Buffer))
+    assert run(tapegrad) == run(torch)

@@ -10,8 +10,24 @@ from .. import _core
 from ..tensor import Tensor
 
 
-class Parameter(Tensor):
+class _FlaggedInstanceMeta(type(Tensor)):
+    """isinstance(t, Parameter) / isinstance(t, Buffer) also holds for a tensor that keeps its
+    own class and carries the flag the class names (``_instance_flag``), as PyTorch's metaclasses
+    make it: a Buffer is a plain tensor flagged ``_is_buffer``, a Parameter of a user's tensor
+    subclass an instance of that subclass flagged ``_is_param``.  Derived from Tensor's
+    metaclass (the one that prints the class under torch's name), as a subclass's must be."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        flag = cls.__dict__.get("_instance_flag")
+        if flag is not None and isinstance(instance, Tensor) and getattr(instance, flag, False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_FlaggedInstanceMeta):
     """A tensor that is a module parameter: it shares `data`'s storage and requires grad."""
+
+    _instance_flag = "_is_param"
 
     def __new__(cls, data=None, requires_grad: bool = True):
         if data is None:
@@ -22,6 +38,8 @@ class Parameter(Tensor):
         if data.is_meta and not cls.is_meta:
             from .._meta import meta_parameter_class
             cls = meta_parameter_class()
+        if not type(data).__module__.startswith("tapegrad"):
+            return _custom_tensor_parameter(data, requires_grad)
         return Tensor._make_subclass(cls, data, requires_grad)
 
     def __init__(self, *args, **kwargs):
@@ -48,6 +66,20 @@ class Parameter(Tensor):
         if self.__dict__:
             result.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return result
+
+
+def _custom_tensor_parameter(data, requires_grad):
+    """nn.Parameter(x) of a user's Tensor subclass: x detached, still of its class, flagged a
+    parameter (PyTorch's path for custom tensors; its subclass behaviour is kept)."""
+    t = data.detach().requires_grad_(requires_grad)
+    if type(t) is not type(data):
+        raise RuntimeError(
+            f"Creating a Parameter from an instance of type {type(data).__name__} requires that "
+            f"detach() returns an instance of the same type, but return type {type(t).__name__} "
+            "was found instead. To use the type as a Parameter, please correct the detach() "
+            "semantics defined by its __torch_dispatch__() implementation.")
+    t._is_param = True
+    return t
 
 
 _UNINITIALIZED_MESSAGE = (
@@ -162,25 +194,15 @@ def _empty(dtype):
     return empty(0, dtype=dtype)
 
 
-class _BufferMeta(type(Tensor)):
-    """isinstance(t, Buffer) holds for any tensor made by Buffer(...) (it returns a plain Tensor
-    flagged as a buffer, as PyTorch's does).  Derived from Tensor's metaclass (the one that prints
-    the class under torch's name), as a subclass's metaclass must be."""
-
-    def __instancecheck__(cls, instance) -> bool:
-        if cls is Buffer and isinstance(instance, Tensor) and getattr(instance, "_is_buffer",
-                                                                      False):
-            return True
-        return super().__instancecheck__(instance)
-
-
-class Buffer(Tensor, metaclass=_BufferMeta):
+class Buffer(Tensor, metaclass=_FlaggedInstanceMeta):
     """A tensor that a Module registers as a buffer when assigned as its attribute (module state
     that is not a parameter, such as running statistics); plain tensors assigned so stay plain
     attributes.  ``persistent=False`` keeps it out of ``state_dict()``.
 
     ``Buffer(data)`` returns ``data`` detached (keeping its ``requires_grad``), marked as a buffer.
     """
+
+    _instance_flag = "_is_buffer"
 
     def __new__(cls, data=None, *, persistent: bool = True):
         if data is None:
