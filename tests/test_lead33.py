@@ -1,5 +1,6 @@
 """Session 33 (lead): lazy modules' placeholders refuse ops as PyTorch's do; nn.init's
 initialisers dispatch to a tensor subclass's __torch_function__."""
+import numpy as np
 import pytest
 
 import tapegrad
@@ -89,3 +90,49 @@ def test_a_parameter_of_a_user_subclass_keeps_its_class(with_torch_function):
                 isinstance(lib.ones(1), lib.nn.Parameter),
                 isinstance(lib.nn.Parameter(lib.ones(1)), lib.nn.parameter.Buffer))
     assert run(tapegrad) == run(torch)
+
+
+# -- create_graph gradients carry the node PyTorch records for the adjoint -----------------------
+# Before: every view or selection's gradient printed IndexBackwardBackward0 (the recorded
+# scatter), softmax's AddBackward0, gather's ViewBackward0, where PyTorch prints the backward's
+# own op.  Values and higher derivatives are unchanged (compared too).
+
+_ADJOINTS = {
+    "x[1:]": lambda L, x: x[1:], "x[0]": lambda L, x: x[0], "x[:, 1]": lambda L, x: x[:, 1],
+    "x[0, 1:]": lambda L, x: x[0, 1:], "x[1:, 0]": lambda L, x: x[1:, 0],
+    "x[..., 2]": lambda L, x: x[..., 2], "x[None, 0]": lambda L, x: x[None, 0],
+    "x[:, None, 1:]": lambda L, x: x[:, None, 1:], "x[:]": lambda L, x: x[:],
+    "x[:, :]": lambda L, x: x[:, :], "x[...]": lambda L, x: x[...],
+    "x[[0, 1], [2, 0]]": lambda L, x: x[[0, 1], [2, 0]], "x[x > 0]": lambda L, x: x[x > 0],
+    "x[[0, 1], 1:]": lambda L, x: x[[0, 1], 1:], "x[0, [0, 2]]": lambda L, x: x[0, [0, 2]],
+    "x[True]": lambda L, x: x[True], "narrow": lambda L, x: x.narrow(1, 1, 2),
+    "select": lambda L, x: x.select(1, 2), "unbind": lambda L, x: x.unbind(1)[0],
+    "split": lambda L, x: x.split([1, 3], 1)[1], "chunk": lambda L, x: x.chunk(2, 1)[1],
+    "diagonal": lambda L, x: x.diagonal(), "unfold": lambda L, x: x.unfold(1, 2, 1),
+    "flip": lambda L, x: x.flip(0), "softmax": lambda L, x: L.softmax(x, -1)[:, 0],
+    "log_softmax": lambda L, x: L.log_softmax(x, 0)[1],
+    "cross_entropy": lambda L, x: L.nn.functional.cross_entropy(x, L.tensor([0, 3])),
+    "gather": lambda L, x: x.gather(1, L.tensor([[0], [2]])),
+    "index_select": lambda L, x: x.index_select(1, L.tensor([0, 2])),
+    "masked_select": lambda L, x: x.masked_select(x > 0),
+    "masked_fill": lambda L, x: x.masked_fill(x > 1, 0.0),
+    "pad": lambda L, x: L.nn.functional.pad(x, (1, 2)), "repeat": lambda L, x: x.repeat(2, 1),
+}
+
+
+def _second_order(L, name):
+    x = L.tensor([[0.5, -1.0, 2.0, 4.0], [1.5, 0.3, -0.7, 2.0]], dtype=L.float64,
+                 requires_grad=True)
+    y = _ADJOINTS[name](L, x)
+    g, = L.autograd.grad((y * y.detach().cos()).sum() + y.pow(3).sum(), x, create_graph=True)
+    hvp, = L.autograd.grad((g * g.detach().sin()).sum(), x)
+    return type(g.grad_fn).__name__, g.detach().numpy(), hvp.numpy()
+
+
+@pytest.mark.parametrize("name", sorted(_ADJOINTS))
+def test_create_graph_gradient_node_names(name):
+    got_name, got, got_hvp = _second_order(tapegrad, name)
+    want_name, want, want_hvp = _second_order(torch, name)
+    assert got_name == want_name
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got_hvp, want_hvp, rtol=1e-12, atol=1e-12)

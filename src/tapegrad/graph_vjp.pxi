@@ -927,7 +927,7 @@ cdef object gv_repeat(Py_ssize_t i, Record* r, object G, char* want):
         inter.append(padded[j])
     S = reduce_op(OP_SUM, reshape_to(<TensorBase>G, tuple(inter)), tuple(range(0, 2 * n, 2)),
                   False)
-    return reshape_to(<TensorBase>S, tuple(shape))
+    return reshaped_if_needed(S, tuple(shape))    # (PyTorch's last node is the sum, SumBackward1)
 
 
 cdef int check_grad_shape(Record* r, object G, tuple shape) except -1:
@@ -1101,7 +1101,9 @@ cdef object gv_softmax_family(Py_ssize_t i, Record* r, object G, bint log):
         graph = g_sub(GY, g_mul(Y, reduce_op(OP_SUM, <TensorBase>GY, axis, True)))
     # the compiled VJP's values (its C row kernels round differently from this numpy graph)
     value = nn_softmax_grad_value((<TensorBase>G)._array, (<TensorBase>Y)._array, axis, log)
-    return t_cast(exact(value, graph), in_dt)
+    res = _name_grad_fn(exact(value, graph), "LogSoftmaxBackwardDataBackward0" if log
+                        else "SoftmaxBackwardDataBackward0")
+    return t_cast(res, in_dt)
 
 cdef object gv_softmax(Py_ssize_t i, Record* r, object G, char* want):
     return gv_softmax_family(i, r, G, False)
@@ -1184,15 +1186,75 @@ cdef object gv_stack(Py_ssize_t i, Record* r, object G, char* want):
             grads.append(t_cast(piece, dtypes[j]))
     return grads[0] if n == 1 else tuple(grads)
 
+# The node PyTorch records for the gradient of a view or selection under create_graph, by the
+# forward node's name (a printed higher-order gradient shows it): the adjoint of unbind stacks
+# the outputs' gradients, split's concatenates them, gather's scatter-adds, ...  Indexing is
+# named by its key (index_adjoint_name).
+cdef dict ADJOINT_NAMES = {
+    "UnbindBackward0": "StackBackward0", "SplitBackward0": "CatBackward0",
+    "SplitWithSizesBackward0": "CatBackward0", "UnsafeSplitBackward0": "CatBackward0",
+    "UnsafeSplitWithSizesBackward0": "CatBackward0",
+    "DiagonalBackward0": "DiagonalBackwardBackward0", "UnfoldBackward0": "UnfoldBackwardBackward0",
+    "AsStridedBackward0": "AsStridedBackward0", "FlipBackward0": "FlipBackward0",
+    "MaskedSelectBackward0": "MaskedScatterBackward0", "TakeBackward0": "PutBackward0",
+    "GatherBackward0": "ScatterAddBackward0", "IndexSelectBackward0": "IndexAddBackward0",
+    "ConstantPadNdBackward0": "ConstantPadNdBackward0"}
+
+
+cdef object first_basic_adjoint(object key1, tuple shape):
+    """PyTorch applies a key's basic part dim by dim, skipping full slices, so the gradient's
+    last node is the backward of the first int (a select), slice or None (an unsqueeze) in it;
+    None when there is none."""
+    if key1 is None:
+        return None
+    cdef tuple key = key1 if type(key1) is tuple else (key1,)
+    cdef Py_ssize_t d = 0
+    cdef Py_ssize_t consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    for k in key:
+        if k is Ellipsis:
+            d += len(shape) - consumed
+        elif k is None:
+            return "SqueezeBackward1"
+        elif type(k) is slice:
+            if (<slice>k).indices(shape[d]) != (0, shape[d], 1):
+                return "SliceBackwardBackward0"
+            d += 1
+        else:
+            return "SelectBackwardBackward0"
+    return None
+
+
+cdef object index_adjoint_name(Record* r, tuple aux):
+    """The name PyTorch gives the create_graph gradient of indexing record r (aux: its
+    index_aux); None to keep the recorded scatter's own."""
+    name = ADJOINT_NAMES.get(record_name(r))
+    if name is not None or r.op == OP_AS_STRIDED or r.op == OP_UNFOLD:
+        return name
+    name = first_basic_adjoint(aux[2], tuple(aux[0]))
+    if name is not None:
+        return name
+    if aux[4] is not None:
+        return "IndexPutImplBackward0"          # the advanced part: index's backward
+    if r.op == OP_SLICE:
+        return "SliceBackwardBackward0"         # x[:] alone is a slice in PyTorch too
+    return None
+
+
 cdef object gv_scatter_basic(Py_ssize_t i, Record* r, object G, char* want):
     shape, dt, key = (<tuple>r.aux)[:3]
-    return recorded_index_scatter(G, (shape, dt, key, None, None))
+    res = recorded_index_scatter(G, (shape, dt, key, None, None))
+    name = ADJOINT_NAMES.get(record_name(r))
+    return res if name is None else _name_grad_fn(res, name)
 
 cdef object gv_index(Py_ssize_t i, Record* r, object G, char* want):
     cdef tuple aux = index_aux(r)
     if isinstance(aux[2], str):
         return recorded_real_numbers_scatter(G, aux)
-    return recorded_index_scatter(G, aux)
+    if r.op == OP_ALIAS and record_name(r) == "AliasBackward0":
+        return G                                # x[:, :] and x[...] are x: no node of their own
+    res = recorded_index_scatter(G, aux)
+    name = index_adjoint_name(r, aux)
+    return res if name is None else _name_grad_fn(res, name)
 
 
 cdef object recorded_real_numbers_scatter(object G, tuple aux):
@@ -1212,19 +1274,27 @@ cdef object gv_index_scatter(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_pad(Py_ssize_t i, Record* r, object G, char* want):
     in_shape, dt, src, dst = <tuple>r.aux
     cropped = recorded_index(G, (None, None, dst, None, None))
-    return recorded_index_scatter(cropped, (tuple(in_shape), dt, src, None, None))
+    return _name_grad_fn(recorded_index_scatter(cropped, (tuple(in_shape), dt, src, None, None)),
+                         "ConstantPadNdBackward0")     # (its backward is a pad, by -pads)
 
 cdef object gv_take(Py_ssize_t i, Record* r, object G, char* want):
     """gather / index_select: G added at the gathered positions (the pair is closed)."""
     shape, shape1, dt, idx, gshape = <tuple>r.aux
     Z = recorded_index_scatter(reshape_to(<TensorBase>G, tuple(gshape)),
                                (tuple(shape1), dt, None, tuple(shape1), idx))
-    return reshape_to(<TensorBase>Z, tuple(shape))
+    res = reshaped_if_needed(Z, tuple(shape))
+    name = ADJOINT_NAMES.get(record_name(r))
+    return res if name is None else _name_grad_fn(res, name)
 
 cdef object gv_masked_fill(Py_ssize_t i, Record* r, object G, char* want):
     M = <object>r.saved[0]
     shape, vdt = <tuple>r.aux
-    gi = t_sum_to(g_where(M, 0, G), shape) if want[0] else None
+    gi = None
+    if want[0]:
+        kept = g_where(M, 0, G)
+        gi = t_sum_to(kept, shape)
+        if gi is kept:                          # PyTorch's adjoint: G.masked_fill(mask, 0)
+            _name_grad_fn(gi, "MaskedFillBackward0")
     if r.n_in == 1:
         return gi
     gv = None
@@ -1236,8 +1306,9 @@ cdef object gv_masked_fill(Py_ssize_t i, Record* r, object G, char* want):
 cdef object gv_masked_select(Py_ssize_t i, Record* r, object G, char* want):
     M = <object>r.saved[0]
     shape, dt = <tuple>r.aux
-    return t_sum_to(recorded_index_scatter(G, (tuple(M.shape), dt, None, tuple(M.shape), M)),
-                    shape)
+    Z = recorded_index_scatter(G, (tuple(M.shape), dt, None, tuple(M.shape), M))
+    res = t_sum_to(Z, shape)
+    return _name_grad_fn(res, "MaskedScatterBackward0") if res is Z else res
 
 cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
     key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
