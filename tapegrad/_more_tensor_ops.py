@@ -295,7 +295,8 @@ def narrow_copy(input, dim, start, length, *, out=None):
                            f"({input.shape[dim]}).")
     view = input.narrow(dim, start, length)
     # (contiguous() copies a strided view into row-major order; a row-major view needs a copy)
-    return view.clone() if view.is_contiguous() else view.contiguous()
+    copy = view.clone() if view.is_contiguous() else view.contiguous()
+    return _core._name_grad_fn(copy, "NarrowCopyBackward0")
 
 
 def unsafe_split(input, split_size, dim=0):

@@ -835,7 +835,7 @@ cdef object gv_prod(Py_ssize_t i, Record* r, object G, char* want):
     if A.ndim == 0:
         return t_cast(Gk, in_dt)                                # (as the compiled VJP)
     if not np.logical_or.reduce(np.equal(A, 0), axis=None):
-        return t_cast(g_div(g_mul(Gk, own_output_kept(i, r, 1, aux)), X), in_dt)  # prod / x
+        return t_cast(g_mul(Gk, g_div(own_output_kept(i, r, 1, aux), X)), in_dt)  # prod / x
     # With zeros: the product of the other elements (its value from the compiled VJP).
     F = t_cast(g_mul(Gk, others_product(X, aux[3])), in_dt)
     if aux[3] < 0 and np.add.reduce(np.equal(A, 0), axis=None, dtype=NP_INT64) > 1:

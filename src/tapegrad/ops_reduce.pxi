@@ -261,8 +261,9 @@ cdef object vjp_prod(Record* r, object g):
         # NaN for a NaN or infinite x)
         gx = nd(np.array(gk, copy=True))
     elif not np.logical_or.reduce(np.equal(A, 0), axis=None):
-        # no zero: d prod / d x_i = prod / x_i (PyTorch's formula)
-        gx = np.divide(np.multiply(gk, outk), A)
+        # no zero: d prod / d x_i = prod / x_i, times the adjoint (PyTorch's formula and order:
+        # grad * (result / input))
+        gx = np.multiply(gk, np.divide(outk, A))
     elif axis < 0 and np.add.reduce(np.equal(A, 0), axis=None, dtype=NP_INT64) > 1:
         # every product of the others holds a zero: PyTorch returns zeros, whatever the adjoint
         # (a NaN/inf adjoint gives 0 there, not NaN)
