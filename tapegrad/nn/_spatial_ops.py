@@ -1,7 +1,8 @@
 """Resampling, padding modes and channel dropout for tapegrad.nn.functional.
 
 interpolate is separable: nearest modes are an index_select per axis, linear modes two weighted
-index_select taps per axis, bicubic four ('area' is adaptive average pooling, as in PyTorch); the
+index_select taps per axis, bicubic four, the antialiased modes (bilinear, bicubic, lanczos) a
+window per output ('area' is adaptive average pooling, as in PyTorch); the
 non-constant F.pad modes are an index_select per padded dim.  All of it is the core's
 differentiable ops, so gradients (and create_graph) come from the core.
 """
@@ -29,9 +30,10 @@ _INTERP_DIMS = {"nearest": None, "nearest-exact": None, "area": None, "linear": 
                 "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
-def _interp_kernel_checks(input, mode, out_sp):
+def _interp_kernel_checks(input, mode, out_sp, antialias=False):
     """PyTorch's interpolation kernels' checks: every size positive, then a dtype they have
-    (floating point; uint8 too for the nearest, bilinear and bicubic 2-d kernels)."""
+    (floating point; uint8 too for the nearest, bilinear and bicubic 2-d kernels; float32,
+    float64 and uint8 for the antialiased ones, which check only when an axis changes size)."""
     nd = len(out_sp)
     labels = ("D", "H", "W")[3 - nd:]
     ins = ", ".join(f"{k}: {v}" for k, v in zip(labels, input.shape[2:]))
@@ -44,6 +46,12 @@ def _interp_kernel_checks(input, mode, out_sp):
         # pool, which takes it; surface 60719313)
         raise RuntimeError(f"Non-empty {input.ndim}D data tensor expected but got a tensor with "
                            f"sizes {list(input.shape)}")
+    if antialias:
+        if (tuple(out_sp) == tuple(input.shape[2:])
+                or input._array.dtype in (np.float32, np.float64, np.uint8)):
+            return
+        raise NotImplementedError(f'"compute_index_ranges_weights" not implemented for '
+                                  f"'{_core.scalar_type_name_of(input._array.dtype)}'")
     if input._array.dtype.kind == "f":
         return
     nearest = mode in ("nearest", "nearest-exact")
@@ -161,10 +169,19 @@ def _cubic_taps(size, n, scale, align_corners):
     return list(zip(taps, weights))
 
 
-def _antialias_filter(bicubic: bool):
-    """PyTorch's antialiasing filters (PIL's): the triangle, or the cubic kernel with A = -0.5."""
-    if not bicubic:
+# The half width of each antialiasing filter's support, in output steps (it is stretched by the
+# downsampling step).
+_ANTIALIAS_HALF_WIDTH = {"bilinear": 1.0, "bicubic": 2.0, "lanczos": 3.0}
+
+
+def _antialias_filter(mode: str):
+    """PyTorch's antialiasing filters (PIL's): the triangle, the cubic kernel with A = -0.5, or
+    Lanczos-3 (the sinc windowed by a sinc three times wider)."""
+    if mode == "bilinear":
         return lambda d: np.maximum(1.0 - np.abs(d), 0.0)
+    if mode == "lanczos":
+        # np.sinc(x) is sin(pi x) / (pi x), 1 at 0
+        return lambda d: np.where(np.abs(d) < 3.0, np.sinc(d) * np.sinc(d / 3.0), 0.0)
     a = -0.5
 
     def cubic(d):
@@ -175,21 +192,21 @@ def _antialias_filter(bicubic: bool):
     return cubic
 
 
-def _antialias_taps(size, n, scale, align_corners, bicubic: bool):
+def _antialias_taps(size, n, scale, align_corners, mode: str):
     """Per output position along one axis: PyTorch's antialiased taps. When downsampling by
     step s > 1 the filter is stretched by s (its support covers every source position the
     output stands for), so each output averages a window instead of sampling two or four
     points; the weights are normalised to sum to 1. Windows differ in width: the shorter
     ones are padded with zero-weight taps at their first position."""
     step = _source_scale(size, n, scale, align_corners)
-    half_width = 2.0 if bicubic else 1.0
+    half_width = _ANTIALIAS_HALF_WIDTH[mode]
     stretch = step if step >= 1.0 else 1.0
     support = half_width * stretch
     centers = step * (np.arange(n, dtype=np.float64) + 0.5)
     # (C casts of the window ends: truncation toward zero)
     first = np.maximum((centers - support + 0.5).astype(np.int64), 0)
     stop = np.minimum((centers + support + 0.5).astype(np.int64), size)
-    kernel = _antialias_filter(bicubic)
+    kernel = _antialias_filter(mode)
     indices, weights = [], []
     for j in range(int((stop - first).max())):
         index = first + j
@@ -218,7 +235,7 @@ def _taps_along(x, dim, taps):
 def _axis_taps(mode, antialias, size, n, scale, align_corners):
     """The (index, weight) taps of one axis of a weighted interpolation mode."""
     if antialias:
-        return _antialias_taps(size, n, scale, align_corners, mode == "bicubic")
+        return _antialias_taps(size, n, scale, align_corners, mode)
     if mode == "bicubic":
         return _cubic_taps(size, n, scale, align_corners)
     lo, hi, w_lo, w_hi = _linear_taps(size, n, scale, align_corners)
@@ -260,7 +277,8 @@ def _check_upsample_align_corners(name: str, nd: int, align_corners) -> None:
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resample (N, C, L), (N, C, H, W) or (N, C, D, H, W) input: mode 'nearest',
-    'nearest-exact', 'area', 'linear' (3-D), 'bilinear' or 'bicubic' (4-D) or 'trilinear' (5-D),
+    'nearest-exact', 'area', 'linear' (3-D), 'bilinear', 'bicubic' or 'lanczos' (4-D, antialiased)
+    or 'trilinear' (5-D),
     to `size` or by `scale_factor`."""
     _check_tensor(input)
     if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
@@ -280,9 +298,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("Lanczos mode does not support align_corners=True")
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
-    if mode == "lanczos" and nd == 2:
-        raise NotImplementedError("tapegrad's interpolate does not support mode='lanczos'")
     want = _INTERP_DIMS.get(mode, 0)
+    if mode == "lanczos" and nd == 2:
+        want = 2        # (lanczos at another rank is PyTorch's "Input Error" below)
     if want == 0 or nd not in (1, 2, 3) or (mode == "bicubic" and nd != 2):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
@@ -297,7 +315,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         from ._volumetric import adaptive_avg_pool3d
         pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1]
         return pool(input, out_sp)
-    _interp_kernel_checks(input, mode, out_sp)
+    _interp_kernel_checks(input, mode, out_sp, antialias)
     spatial = tuple(input.shape[2:])
     if input._array.dtype == np.uint8 and mode not in ("nearest", "nearest-exact"):
         # uint8 images take PyTorch's integer kernels, not the float ones rounded: one axis at a
