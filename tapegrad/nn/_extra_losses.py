@@ -23,11 +23,14 @@ _KL_MEAN_WARNING = (
 
 
 def _reduction(size_average, reduce, reduction: str) -> str:
-    # The legacy size_average / reduce flags override reduction, as in PyTorch.
+    # The legacy size_average / reduce flags override reduction, as in PyTorch.  Its warning
+    # names the loss's own code (the loss module's __init__ or the functional loss), as
+    # PyTorch's does, not the caller's line: under the default filter it prints once per
+    # process and message however many losses a script builds.
     if size_average is None and reduce is None:
         return reduction
     result = _legacy.legacy_string(size_average, reduce)
-    warnings.warn(_legacy._FLAGS_WARNING.format(result), stacklevel=3)
+    warnings.warn(_legacy._FLAGS_WARNING.format(result), stacklevel=2)
     return result
 
 

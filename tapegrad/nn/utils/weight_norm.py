@@ -113,8 +113,10 @@ def weight_norm(module, name: str = "weight", dim: int = 0):
     >>> m.weight_g.size(), m.weight_v.size()
     (torch.Size([40, 1]), torch.Size([40, 20]))
     """
+    # PyTorch raises this from inside its own weight_norm.py, not at the caller's line, so under
+    # the default filter a model building many weight-normed layers prints it once per process.
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
-                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
+                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=1)
     WeightNorm.apply(module, name, dim)
     return module
 
