@@ -97,3 +97,62 @@ def test_device_strings_that_parse():
     for spec in ["cpu", "cpu:0", "cpu:10", "meta", "cuda:0"]:
         assert str(tapegrad.device(spec)) == str(torch.device(spec))
     _same_error(lambda lib: lib.device("cpu:0", 0))
+
+
+# -- index arrays that do not broadcast, and masks in masked_scatter: PyTorch's words ------------
+
+I2, I3 = [0, 1], [0, 1, 2]
+
+
+def _index_put(lib, key, value, accumulate=False, inplace=True):
+    x = lib.zeros(3, 4)
+    key = tuple(lib.tensor(k) for k in key)
+    if inplace:
+        return x.index_put_(key, lib.tensor(value), accumulate=accumulate)
+    return x.index_put(key, lib.tensor(value), accumulate=accumulate)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: _index_put(lib, (I2, I3), 1.0),
+    lambda lib: _index_put(lib, (I2, I3), 1.0, accumulate=True, inplace=False),
+    lambda lib: _index_put(lib, ([0, 1], [True, False, True, True]), 1.0),
+    _setter((3, 4), lambda lib: (lib.tensor(I2), lib.tensor(I3))),
+    _setter((3, 4), lambda lib: (lib.tensor(I2), lib.tensor(I3)), lambda lib: lib.ones(2)),
+    _setter((3, 4), lambda lib: (lib.tensor([[0], [1]]), lib.tensor([[0, 1, 2]] * 3))),
+    _setter((3, 4), lambda lib: ([0, 1], [0, 1, 2])),
+])
+def test_index_arrays_that_do_not_broadcast(fn):
+    kind, message = _same_error(fn)
+    assert kind is IndexError and "indexing tensors" in message
+
+
+@pytest.mark.parametrize("mask", [[True, False], [[True], [False]]])
+def test_masked_scatter_mask_that_does_not_broadcast(mask):
+    def out_of_place(lib):
+        x = lib.arange(12.).reshape(3, 4)
+        return x.masked_scatter(lib.tensor(mask), lib.ones(20))
+
+    def in_place(lib):
+        x = lib.arange(12.).reshape(3, 4)
+        return x.masked_scatter_(lib.tensor(mask), lib.ones(20))
+
+    for fn in (out_of_place, in_place):
+        kind, _ = _same_error(fn)
+        assert kind is RuntimeError
+
+
+def test_masked_scatter_broadcast_mask_values_and_grad():
+    results = []
+    for lib in (tapegrad, torch):
+        x = lib.arange(12., dtype=lib.float64).reshape(3, 4).requires_grad_()
+        src = lib.arange(100., 120., dtype=lib.float64).requires_grad_()
+        y = x.masked_scatter(lib.tensor([True, False, True, False]), src)
+        (y * lib.arange(12., dtype=lib.float64).reshape(3, 4)).sum().backward()
+        results.append((y.tolist(), x.grad.tolist(), src.grad.tolist()))
+    assert results[0] == results[1]
+
+
+def test_take_along_dim_shapes_that_do_not_broadcast():
+    kind, _ = _same_error(lambda lib: lib.take_along_dim(lib.arange(12.).reshape(3, 4),
+                                                          lib.tensor([[0, 1]]), dim=0))
+    assert kind is RuntimeError

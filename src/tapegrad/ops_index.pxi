@@ -312,6 +312,22 @@ cdef object mask_shape_error(object mask_shape, Py_ssize_t i, object B_shape, Py
                       f"shape of the indexed tensor {list(B_shape)} at index {d}")
 
 
+cpdef object index_shapes_error(tuple key):
+    """PyTorch's IndexError for the index arrays of numpy key `key` that do not broadcast
+    together, each named by its shape; a boolean mask stands for its nonzero() arrays, one of
+    its count per dim, as PyTorch turns it into them before broadcasting.  (numpy's own words,
+    "indexing arrays ... (2,) (3,)", would leak otherwise.)"""
+    cdef list shapes = []
+    for k in key:
+        if isinstance(k, np.ndarray):
+            if k.dtype.kind == "b":
+                shapes.extend([[int(np.count_nonzero(k))]] * k.ndim)
+            else:
+                shapes.append(list(k.shape))
+    return IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                      "shapes " + ", ".join([str(sh) for sh in shapes]))
+
+
 cdef object mask_mismatch(object A, tuple key):
     """The IndexError PyTorch raises for x[key] = v (key: setitem_key's numpy key into A) when a
     boolean mask does not fit the dims it covers, or covers more dims than A has; None when the
@@ -677,9 +693,7 @@ cdef object index_op(TensorBase x, object key):
         except IndexError as e:
             msg = str(e)
             if msg.startswith("shape mismatch"):
-                shapes = ", ".join(str(list(a.shape)) for a in tkey2 if isinstance(a, np.ndarray))
-                raise IndexError("shape mismatch: indexing tensors could not be broadcast "
-                                 f"together with shapes {shapes}") from None
+                raise index_shapes_error(tkey2) from None
             if msg.endswith(" with size 0"):        # (PyTorch's message: no index, no dim)
                 msg = "index is out of bounds for dimension with size 0"
             raise IndexError(numpy_index_message(msg)) from None

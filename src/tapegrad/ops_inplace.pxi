@@ -839,6 +839,8 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         err = mask_mismatch(A, tkey)
         if err is not None:
             raise err from None
+        if str(e).startswith("shape mismatch"):         # (index arrays that do not broadcast)
+            raise index_shapes_error(tkey) from None
         # an index out of range where nothing is written: PyTorch writes nothing, as x[key]
         # reads nothing (empty_index_result); a dim of size 0 indexed is refused in both
         if all(isinstance(k, (slice, np.ndarray)) for k in tkey):
