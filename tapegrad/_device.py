@@ -8,6 +8,8 @@ the error PyTorch raises for a backend that is not built in.
 """
 from __future__ import annotations
 
+import re
+
 from ._torch_names import TorchNamedClass
 
 from tapegrad._core import type_name as _type_name
@@ -18,6 +20,9 @@ _KNOWN_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "idee
                 "privateuseone")
 
 _NO_CUDA = "Torch not compiled with CUDA enabled"
+
+# A device string's form: its type, then optionally ':' and an ordinal (0 or no leading zero).
+_DEVICE_STRING = re.compile(r"([a-zA-Z_]+)(?::([1-9][0-9]*|0))?")
 
 
 class device(metaclass=TorchNamedClass):
@@ -46,16 +51,22 @@ class device(metaclass=TorchNamedClass):
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments - got "
                             f"({_type_name(type)})")
-        kind, sep, ordinal = type.partition(":")
+        # PyTorch parses the string's form first (a name of letters and underscores, then
+        # optionally ':' and an ordinal without leading zeros), then the name: `x.to("float32")`
+        # is an invalid string, `x.to("gpu")` an unknown device type (named without its ordinal)
+        if not type:
+            raise RuntimeError("Device string must not be empty")
+        form = _DEVICE_STRING.fullmatch(type)
+        if form is None:
+            raise RuntimeError(f"Invalid device string: '{type}'")
+        kind, ordinal = form.group(1), form.group(2)
         if kind not in _KNOWN_TYPES:
             raise RuntimeError(f"Expected one of {', '.join(_KNOWN_TYPES)} device type at start "
-                               f"of device string: {type}")
-        if sep:
+                               f"of device string: {kind}")
+        if ordinal is not None:
             if index is not None:
                 raise RuntimeError(f"type (string) must not include an index because index was "
                                    f"passed explicitly: {type}")
-            if not ordinal.isdigit() or (len(ordinal) > 1 and ordinal[0] == "0"):
-                raise RuntimeError(f"Invalid device string: '{type}'")
             index = int(ordinal)
         if index is not None:
             if isinstance(index, bool) or not isinstance(index, int):

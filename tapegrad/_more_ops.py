@@ -306,8 +306,10 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     others_in = list(input.shape)
     others_ix = list(indices.shape)
     others_in[d] = others_ix[d] = 1
-    from ._extra_ops import broadcast_shapes
-    common = list(broadcast_shapes(others_in, others_ix))
+    # (PyTorch's infer_size message: torch.broadcast_shapes words its refusal otherwise)
+    from ._extra_ops import _broadcast_shapes
+    _broadcast_shapes(others_in, others_ix)
+    common = list(np.broadcast_shapes(tuple(others_in), tuple(others_ix)))
     input_shape, index_shape = list(common), list(common)
     input_shape[d], index_shape[d] = input.shape[d], indices.shape[d]
     return input.expand(*input_shape).gather(d, indices.expand(*index_shape))

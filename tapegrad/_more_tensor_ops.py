@@ -21,7 +21,8 @@ from . import _core, _memory_format, _ops_shape
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._out_arg import compute_then_write
-from ._extra_ops import _check_tensor, _dim, _dtype_name, _in_place, _index_tensor, _wrap
+from ._extra_ops import (_broadcast_shapes, _check_tensor, _dim, _dtype_name, _in_place,
+                         _index_tensor, _wrap)
 from ._more_ops import _distinct_dims
 from .autograd.function import Function
 
@@ -113,6 +114,7 @@ def masked_scatter(input, mask, source):
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got{_dtype_name(input._array)} and "
                            f"{_dtype_name(source._array)}")
+    _broadcast_shapes(mask._array.shape, input._array.shape)    # (PyTorch's error, not numpy's)
     shape = np.broadcast_shapes(tuple(input.shape), tuple(mask.shape))
     target = input.expand(*shape) if shape != tuple(input.shape) else input
     chosen = _positions(target)[np.broadcast_to(mask._array, shape)]
@@ -124,13 +126,13 @@ def masked_scatter(input, mask, source):
 
 def _masked_scatter_(self, mask, source):
     """In-place masked_scatter (mask broadcasts to self, not the other way)."""
-    shape = np.broadcast_shapes(tuple(self.shape), tuple(mask.shape))
-    if shape != tuple(self.shape):
+    if mask.dim() > self.dim():
         raise RuntimeError(f"expand(CPU{_dtype_name(mask._array)}Type"
                            f"{{{list(mask.shape)}}}, "
                            f"size={list(self.shape)}): the number of sizes provided "
                            f"({self.dim()}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({mask.dim()})")
+    mask.expand(*self.shape)        # (a mask that does not expand: expand's own refusal)
     return _in_place("masked_scatter")(self, mask, source)
 
 

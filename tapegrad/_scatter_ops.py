@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from . import _core
+from . import _core, _ops_shape
 from ._class_members import has_member
 from ._extra_ops import _fill_stretched, _leaf_error_first, _numpy_dim_names, _stretched
 from .grad_mode import is_grad_enabled
@@ -358,6 +358,8 @@ def _check_index_put(self, key, values):
     try:
         target = np.broadcast_to(np.empty((), np.int8), probe_shape)[probe_key].shape
     except IndexError as e:
+        if str(e).startswith("shape mismatch"):         # (index arrays that do not broadcast)
+            raise _ops_shape.index_shapes_error(tuple(key)) from None
         raise IndexError(str(e).replace("axis", "dimension")) from None
     vshape = values._array.shape
     while len(vshape) > len(target) and vshape[0] == 1:

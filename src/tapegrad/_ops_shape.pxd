@@ -81,6 +81,10 @@ cdef bint scatter_add_c(object Z, object key, object G) except -1
 
 cdef object scatter_index(tuple aux, object g)
 
+cpdef object index_shapes_error(tuple key)
+
+cdef object mask_mismatch(object A, tuple key)
+
 cdef object empty_index_result(object B, tuple key)
 
 cdef object advanced_index(object B, object key)

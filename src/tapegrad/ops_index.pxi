@@ -305,6 +305,73 @@ cdef void scatter_rows(const int64_t* off, Py_ssize_t m, Py_ssize_t inner, const
             z[off[i] + t] += g[i * inner + t]
 
 
+cdef object mask_shape_error(object mask_shape, Py_ssize_t i, object B_shape, Py_ssize_t d):
+    """PyTorch's refusal of a boolean mask whose dim i does not match dim d of the tensor it
+    indexes (B: the tensor after the key's integers, slices and Nones)."""
+    return IndexError(f"The shape of the mask {list(mask_shape)} at index {i} does not match the "
+                      f"shape of the indexed tensor {list(B_shape)} at index {d}")
+
+
+cpdef object index_shapes_error(tuple key):
+    """PyTorch's IndexError for the index arrays of numpy key `key` that do not broadcast
+    together, each named by its shape; a boolean mask stands for its nonzero() arrays, one of
+    its count per dim, as PyTorch turns it into them before broadcasting.  (numpy's own words,
+    "indexing arrays ... (2,) (3,)", would leak otherwise.)"""
+    cdef list shapes = []
+    for k in key:
+        if isinstance(k, np.ndarray):
+            if k.dtype.kind == "b":
+                shapes.extend([[int(np.count_nonzero(k))]] * k.ndim)
+            else:
+                shapes.append(list(k.shape))
+    return IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                      "shapes " + ", ".join([str(sh) for sh in shapes]))
+
+
+cdef object mask_mismatch(object A, tuple key):
+    """The IndexError PyTorch raises for x[key] = v (key: setitem_key's numpy key into A) when a
+    boolean mask does not fit the dims it covers, or covers more dims than A has; None when the
+    masks fit.  numpy's own refusal would leak its words ("boolean index did not match indexed
+    array along axis 0 ..."), so the write checks here first, as x[key] does in index_op."""
+    cdef Py_ssize_t consumed = 0, d = 0, i
+    cdef list basic = [], masks = []
+    for k in key:
+        if isinstance(k, np.ndarray):
+            consumed += k.ndim if k.dtype.kind == "b" else 1
+        elif not (k is None or k is Ellipsis or isinstance(k, bool)):
+            consumed += 1
+    if consumed > A.ndim:
+        return too_many_indices(A.ndim)
+    for k in key:
+        if k is Ellipsis:
+            basic.extend([slice(None)] * (A.ndim - consumed))
+            d += A.ndim - consumed
+        elif k is None or isinstance(k, (bool, slice)):      # (a bool: a new dim of 1 or 0)
+            basic.append(k)
+            d += 1
+        elif isinstance(k, np.ndarray):
+            if k.dtype.kind == "b":
+                masks.append((k, d))
+                basic.extend([slice(None)] * k.ndim)
+                d += k.ndim
+            else:
+                basic.append(slice(None))
+                d += 1
+        else:
+            basic.append(k)                         # (an integer: its dim goes)
+    if not masks:
+        return None
+    try:
+        B_shape = A[tuple(basic)].shape
+    except IndexError:
+        return None                                 # (an integer out of range: its own error)
+    for m, d in masks:
+        for i in range(m.ndim):
+            if m.shape[i] != B_shape[d + i]:
+                return mask_shape_error(m.shape, i, B_shape, d + i)
+    return None
+
+
 cdef object empty_index_result(object B, tuple key):
     """B[key] when it holds no element although an index is out of range: PyTorch checks each
     index as its kernel reads it, so it raises only when an element is read (x[[5]] of shape
@@ -619,18 +686,14 @@ cdef object index_op(TensorBase x, object key):
         for m, ad, bd in masks:
             for i in range(m.ndim):
                 if m.shape[i] != B.shape[bd + i]:
-                    raise IndexError(f"The shape of the mask {list(m.shape)} at index {i} does not "
-                                     f"match the shape of the indexed tensor {list(B.shape)} at "
-                                     f"index {bd + i}")
+                    raise mask_shape_error(m.shape, i, B.shape, bd + i)
         tkey2 = tuple(key2)
         try:
             out = advanced_index(B, tkey2)
         except IndexError as e:
             msg = str(e)
             if msg.startswith("shape mismatch"):
-                shapes = ", ".join(str(list(a.shape)) for a in tkey2 if isinstance(a, np.ndarray))
-                raise IndexError("shape mismatch: indexing tensors could not be broadcast "
-                                 f"together with shapes {shapes}") from None
+                raise index_shapes_error(tkey2) from None
             if msg.endswith(" with size 0"):        # (PyTorch's message: no index, no dim)
                 msg = "index is out of bounds for dimension with size 0"
             raise IndexError(numpy_index_message(msg)) from None

@@ -806,7 +806,11 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         value = complex_cast_to(value, self._array.dtype.kind)     # (a basic key: as copy_)
     if BYTE_MASK in advanced and not index_put_key(
             nkey, (<TensorBase>value)._array if isinstance(value, TensorBase) else np.empty(1)):
-        # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask)
+        # (PyTorch's masked_fill_ path of a one-element value refuses a byte mask, after
+        # checking the mask's shape)
+        err = mask_mismatch(self._array, nkey if isinstance(nkey, tuple) else (nkey,))
+        if err is not None:
+            raise err
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            "unsigned char")
     if not advanced:
@@ -830,9 +834,15 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     try:
         T = A[nkey]                    # (a view of A for a basic key)
     except IndexError as e:
+        tkey = nkey if isinstance(nkey, tuple) else (nkey,)
+        # a mask that does not fit its dims: PyTorch's refusal, not numpy's words
+        err = mask_mismatch(A, tkey)
+        if err is not None:
+            raise err from None
+        if str(e).startswith("shape mismatch"):         # (index arrays that do not broadcast)
+            raise index_shapes_error(tkey) from None
         # an index out of range where nothing is written: PyTorch writes nothing, as x[key]
         # reads nothing (empty_index_result); a dim of size 0 indexed is refused in both
-        tkey = nkey if isinstance(nkey, tuple) else (nkey,)
         if all(isinstance(k, (slice, np.ndarray)) for k in tkey):
             T = empty_index_result(A, tkey)
             if T is not None:
