@@ -621,16 +621,33 @@ def gen_gan(p, r, n, dtype):
     """A GAN loop: generator G and discriminator D, two optimizers, fake.detach() in D's step,
     D's requires_grad_ toggled off for G's step, a gradient penalty through
     autograd.grad(create_graph=True) (WGAN-GP) or weight clipping under no_grad (WGAN), or the
-    non-saturating BCE loss."""
+    non-saturating BCE loss.  A third of the critics score sequences by causal self-attention
+    (scaled_dot_product_attention on one tensor: the penalty differentiates it twice)."""
     zdim, feats, hidden = r.randint(1, 4), r.randint(1, 4), r.randint(3, 6)
     p.x = ((n, zdim), "float")          # the (fixed) noise
     p.y = ((n, feats), "float")         # the real samples
     steps, style = r.randint(2, 4), r.choice(["bce", "wgan_gp", "wgan_clip", "bce_gp"])
     dact = r.choice(["nn.LeakyReLU(0.2)", "nn.Tanh()", "nn.Softplus()", "nn.SiLU()"])
+    seq = r.choice([None, None, r.randint(2, 4)])     # a sequence critic's length
     p.add(f"torch.set_default_dtype({dtype})")
-    p.add(f"G = nn.Sequential(nn.Linear({zdim}, {hidden}), {r.choice(ACTIVATIONS[:8])}, "
-          f"nn.Linear({hidden}, {feats}))")
-    p.add(f"D = nn.Sequential(nn.Linear({feats}, {hidden}), {dact}, nn.Linear({hidden}, 1))")
+    if seq:
+        p.y = ((n, seq, feats), "float")
+        p.add("class Critic(nn.Module):")
+        p.add("    def __init__(self):")
+        p.add("        super().__init__()")
+        p.add(f"        self.proj = nn.Linear({feats}, {hidden})")
+        p.add(f"        self.out = nn.Linear({hidden}, 1)")
+        p.add("    def forward(self, s):")
+        p.add(f"        h = {dact}(self.proj(s))")
+        p.add(f"        h = F.scaled_dot_product_attention(h, h, h, is_causal={r.random() < 0.5})")
+        p.add("        return self.out(h.mean(1))")
+        p.add(f"G = nn.Sequential(nn.Linear({zdim}, {hidden}), {r.choice(ACTIVATIONS[:8])}, "
+              f"nn.Linear({hidden}, {seq * feats}), nn.Unflatten(1, ({seq}, {feats})))")
+        p.add("D = Critic()")
+    else:
+        p.add(f"G = nn.Sequential(nn.Linear({zdim}, {hidden}), {r.choice(ACTIVATIONS[:8])}, "
+              f"nn.Linear({hidden}, {feats}))")
+        p.add(f"D = nn.Sequential(nn.Linear({feats}, {hidden}), {dact}, nn.Linear({hidden}, 1))")
     p.add("model = nn.ModuleDict({'G': G, 'D': D})")
     p.add("Gc, Dc = G, D")     # (the calls' names: --compile makes them torch.compile(G), (D))
     p.add("init(model)")
@@ -650,10 +667,10 @@ def gen_gan(p, r, n, dtype):
     else:
         p.add("    lossD = d_fake.mean() - d_real.mean()")
     if style.endswith("gp"):
-        p.add(f"    alpha = torch.linspace(0.2, 0.8, {n}).reshape(-1, 1)")
+        p.add(f"    alpha = torch.linspace(0.2, 0.8, {n}).reshape(-1, {'1, 1' if seq else '1'})")
         p.add("    xi = (alpha * Y + (1 - alpha) * fake.detach()).requires_grad_(True)")
         p.add("    gi, = torch.autograd.grad(Dc(xi).sum(), xi, create_graph=True)")
-        p.add(f"    lossD = lossD + {r.choice([1.0, 10.0])} * ((gi.norm(2, dim=1) - 1) ** 2).mean()")
+        p.add(f"    lossD = lossD + {r.choice([1.0, 10.0])} * ((gi.flatten(1).norm(2, dim=1) - 1) ** 2).mean()")
     p.add("    lossD.backward()")
     p.add("    record('gradsD', model, lossD)")
     p.add("    optD.step()")
