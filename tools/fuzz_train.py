@@ -28,6 +28,19 @@ weight_norm / spectral_norm parametrizations, a custom autograd.Function, GRU/LS
 sequences, weight tying, SparseAdam, Adafactor, CyclicLR / PolynomialLR / SequentialLR /
 ChainedScheduler, BatchNorm put in eval mode mid-training).  Seeds that draw none of them are
 the programs of the first version; the others changed meaning with this extension.
+
+A third stream ("s33-<seed>", session 33) draws whole new loops and loop modifiers: a GAN
+(gen_gan: two models and optimizers, detach, requires_grad_ toggling, a gradient penalty through
+autograd.grad(create_graph=True), WGAN weight clipping), torch.func-style training (gen_func:
+functional_call with a parameter dict, func.grad_and_value, per-example gradients by
+vmap(grad)), a tiny GPT decoder (gen_gpt: learned positions, causal attention by hand, by
+scaled_dot_product_attention(is_causal=True) or by TransformerDecoderLayer, weight tying,
+cross_entropy with label_smoothing and ignore_index), a module of raw Parameters with nn.init
+calls (gen_custom), and, in the usual loop, add_param_group mid-training, the lr changed by hand
+in param_groups, the optimizer's state_dict loaded into a fresh optimizer, in-place weight edits
+under no_grad and clip_grad_value_.  About 40% of seeds draw one of the new models and about a
+third of the rest a modifier: seeds 0-2999 changed meaning with this extension (the old
+programs are no longer drawn exactly); new runs start at 3000.
 """
 from __future__ import annotations
 
@@ -62,6 +75,8 @@ class Program:
         self.preamble: list[str] = []   # classes the model needs (a custom autograd.Function)
         self.classes = None             # a family that fixes the class count (weight tying)
         self.spectral = self.sparse = self.no_split = False
+        self.loss = None                # a family's own loss (gpt: next-token cross_entropy)
+        self.after_init: list[str] = [] # deterministic nn.init calls after init(model)
 
     def add(self, line):
         self.lines.append(line)
@@ -494,6 +509,253 @@ SCHEDULERS = [
 ]
 
 
+
+# -- session-33 extensions (drawn from the seed's third stream "s33-<seed>", see generate) -------
+
+def gen_gpt(r, p, n):
+    """A tiny GPT-style decoder over tokens: token + learned positional embeddings, one block of
+    causal self-attention (written by hand with masked_fill(-inf) + softmax, or
+    F.scaled_dot_product_attention(is_causal=True), or nn.TransformerDecoderLayer with a causal
+    tgt_mask), an MLP, a final LayerNorm and a head (tied to the token embedding or not).
+    Next-token targets: cross_entropy over every position with label smoothing and an
+    ignore_index."""
+    vocab, length, emb = r.randint(4, 8), r.randint(2, 5), r.choice([4, 6, 8])
+    heads = r.choice([h for h in (1, 2) if emb % h == 0])
+    p.x = ((n, length), ("tokens", vocab))
+    p.y = ((n, length), ("class", vocab))
+    tied, bias = r.random() < 0.5, r.random() < 0.6
+    attn = r.choice(["hand", "sdpa", "decoder"])
+    pos = r.choice(["param", "embedding"])
+    lines = ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+             f"        self.tok = nn.Embedding({vocab}, {emb})",
+             (f"        self.pos = nn.Parameter(torch.zeros({length}, {emb}))" if pos == "param"
+              else f"        self.pos = nn.Embedding({length}, {emb})")]
+    if attn == "decoder":
+        lines.append(f"        self.block = nn.TransformerDecoderLayer({emb}, {heads}, "
+                     f"dim_feedforward={r.choice([8, 12])}, dropout=0.0, batch_first=True, "
+                     f"norm_first={r.random() < 0.5}, activation={r.choice(['relu', 'gelu'])!r})")
+    else:
+        lines += [f"        self.ln1 = nn.LayerNorm({emb})",
+                  f"        self.qkv = nn.Linear({emb}, {3 * emb}, bias={bias})",
+                  f"        self.proj = nn.Linear({emb}, {emb}, bias={bias})",
+                  f"        self.ln2 = nn.LayerNorm({emb})",
+                  f"        self.fc1 = nn.Linear({emb}, {2 * emb})",
+                  f"        self.fc2 = nn.Linear({2 * emb}, {emb})"]
+        if attn == "hand":
+            lines.append(f"        self.register_buffer('mask', torch.tril(torch.ones({length}, "
+                         f"{length})).view(1, 1, {length}, {length}))")
+    lines += [f"        self.ln_f = nn.LayerNorm({emb})",
+              f"        self.head = nn.Linear({emb}, {vocab}, bias=False)"]
+    if tied:
+        lines.append("        self.head.weight = self.tok.weight")
+    lines += ["    def forward(self, x):", "        B, T = x.shape",
+              ("        h = self.tok(x) + self.pos[:T]" if pos == "param"
+               else "        h = self.tok(x) + self.pos(torch.arange(T))")]
+    if attn == "decoder":
+        lines.append("        mask = nn.Transformer.generate_square_subsequent_mask(T)")
+        lines.append("        h = self.block(h, h, tgt_mask=mask, tgt_is_causal=True)")
+    else:
+        hd = emb // heads
+        lines += ["        q, k, v = self.qkv(self.ln1(h)).split(%d, dim=2)" % emb,
+                  f"        q = q.view(B, T, {heads}, {hd}).transpose(1, 2)",
+                  f"        k = k.view(B, T, {heads}, {hd}).transpose(1, 2)",
+                  f"        v = v.view(B, T, {heads}, {hd}).transpose(1, 2)"]
+        if attn == "hand":
+            lines += [f"        att = (q @ k.transpose(-2, -1)) * {hd ** -0.5!r}",
+                      "        att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float('-inf'))",
+                      "        y = F.softmax(att, dim=-1) @ v"]
+        else:
+            lines.append("        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)")
+        lines += [f"        y = y.transpose(1, 2).contiguous().view(B, T, {emb})",
+                  "        h = h + self.proj(y)",
+                  f"        h = h + self.fc2(F.{r.choice(['gelu', 'relu', 'silu'])}"
+                  "(self.fc1(self.ln2(h))))"]
+    lines.append("        return self.head(self.ln_f(h))")
+    p.loss = (f"lambda z, y: F.cross_entropy(z.reshape(-1, {vocab}), y.reshape(-1), "
+              f"label_smoothing={r.choice([0.0, 0.1, 0.2])}, "
+              f"ignore_index={r.choice([-100, 0, vocab - 1])})")
+    return lines
+
+
+INIT_RANDOM = ["nn.init.kaiming_uniform_({W}, a=5 ** 0.5, generator=gen)",
+               "nn.init.xavier_normal_({W}, generator=gen)",
+               "nn.init.orthogonal_({W}, generator=gen)",
+               "nn.init.trunc_normal_({W}, std=0.02, generator=gen)",
+               "nn.init.normal_({W}, 0.0, 0.1, generator=gen)"]
+
+
+def gen_custom(r, p, n):
+    """A module of raw nn.Parameters filled by nn.init under a seeded generator (their random
+    values differ between the libraries, so `init(model)` overwrites them; after it, the
+    deterministic inits run: zeros_, ones_, constant_, eye_)."""
+    feats, hidden = r.randint(2, 5), r.randint(2, 6)
+    p.x = ((n, feats), "float")
+    act = r.choice(["torch.tanh", "F.gelu", "F.softplus", "torch.sigmoid"])
+    lines = ["class Net(nn.Module):", "    def __init__(self):", "        super().__init__()",
+             f"        gen = torch.Generator().manual_seed({p.seed})",
+             f"        self.w1 = nn.Parameter(torch.empty({feats}, {hidden}))",
+             "        " + r.choice(INIT_RANDOM).format(W="self.w1"),
+             f"        self.b1 = nn.Parameter(torch.empty({hidden}))",
+             "        nn.init.uniform_(self.b1, -0.1, 0.1, generator=gen)",
+             "        self.scale = nn.Parameter(torch.ones(()))",
+             f"        self.mix = nn.Parameter(torch.empty({hidden}, {hidden}))",
+             f"        self.w2 = nn.Parameter(torch.empty({hidden}, {{OUT}}))",
+             "        " + r.choice(INIT_RANDOM).format(W="self.w2"),
+             "    def forward(self, x):",
+             f"        h = {act}(x @ self.w1 + self.b1) * self.scale",
+             "        h = h + h @ self.mix",
+             "        return h @ self.w2"]
+    p.after_init = [r.choice(["nn.init.zeros_(model.b1)", "nn.init.constant_(model.b1, 0.05)"]),
+                    r.choice(["nn.init.ones_(model.scale)", "nn.init.constant_(model.scale, 0.7)"]),
+                    r.choice(["nn.init.eye_(model.mix)", "nn.init.zeros_(model.mix)"])]
+    return lines
+
+
+GAN_OPTS = ["torch.optim.Adam({P}, lr=0.01, betas=(0.5, 0.999))",
+            "torch.optim.RMSprop({P}, lr=0.005)",
+            "torch.optim.SGD({P}, lr=0.05, momentum=0.5)",
+            "torch.optim.AdamW({P}, lr=0.01, betas=(0.0, 0.9), weight_decay=0.01)"]
+
+
+def gen_gan(p, r, n, dtype):
+    """A GAN loop: generator G and discriminator D, two optimizers, fake.detach() in D's step,
+    D's requires_grad_ toggled off for G's step, a gradient penalty through
+    autograd.grad(create_graph=True) (WGAN-GP) or weight clipping under no_grad (WGAN), or the
+    non-saturating BCE loss.  A third of the critics score sequences by causal self-attention
+    (scaled_dot_product_attention on one tensor: the penalty differentiates it twice)."""
+    zdim, feats, hidden = r.randint(1, 4), r.randint(1, 4), r.randint(3, 6)
+    p.x = ((n, zdim), "float")          # the (fixed) noise
+    p.y = ((n, feats), "float")         # the real samples
+    steps, style = r.randint(2, 4), r.choice(["bce", "wgan_gp", "wgan_clip", "bce_gp"])
+    dact = r.choice(["nn.LeakyReLU(0.2)", "nn.Tanh()", "nn.Softplus()", "nn.SiLU()"])
+    seq = r.choice([None, None, r.randint(2, 4)])     # a sequence critic's length
+    p.add(f"torch.set_default_dtype({dtype})")
+    if seq:
+        p.y = ((n, seq, feats), "float")
+        p.add("class Critic(nn.Module):")
+        p.add("    def __init__(self):")
+        p.add("        super().__init__()")
+        p.add(f"        self.proj = nn.Linear({feats}, {hidden})")
+        p.add(f"        self.out = nn.Linear({hidden}, 1)")
+        p.add("    def forward(self, s):")
+        p.add(f"        h = {dact}(self.proj(s))")
+        p.add(f"        h = F.scaled_dot_product_attention(h, h, h, is_causal={r.random() < 0.5})")
+        p.add("        return self.out(h.mean(1))")
+        p.add(f"G = nn.Sequential(nn.Linear({zdim}, {hidden}), {r.choice(ACTIVATIONS[:8])}, "
+              f"nn.Linear({hidden}, {seq * feats}), nn.Unflatten(1, ({seq}, {feats})))")
+        p.add("D = Critic()")
+    else:
+        p.add(f"G = nn.Sequential(nn.Linear({zdim}, {hidden}), {r.choice(ACTIVATIONS[:8])}, "
+              f"nn.Linear({hidden}, {feats}))")
+        p.add(f"D = nn.Sequential(nn.Linear({feats}, {hidden}), {dact}, nn.Linear({hidden}, 1))")
+    p.add("model = nn.ModuleDict({'G': G, 'D': D})")
+    p.add("Gc, Dc = G, D")     # (the calls' names: --compile makes them torch.compile(G), (D))
+    p.add("init(model)")
+    p.add("loss_fn = lambda z, y: z.mean()")
+    p.add("optG = " + r.choice(GAN_OPTS).format(P="G.parameters()"))
+    p.add("optD = " + r.choice(GAN_OPTS).format(P="D.parameters()"))
+    set_to_none = r.random() < 0.6
+    p.add(f"for step in range({steps}):")
+    p.add("    for q in D.parameters():")
+    p.add("        q.requires_grad_(True)")
+    p.add(f"    optD.zero_grad(set_to_none={set_to_none})")
+    p.add("    fake = Gc(X)")
+    p.add("    d_real, d_fake = Dc(Y), Dc(fake.detach())")
+    if style.startswith("bce"):
+        p.add("    lossD = F.binary_cross_entropy_with_logits(d_real, torch.ones_like(d_real)) + "
+              "F.binary_cross_entropy_with_logits(d_fake, torch.zeros_like(d_fake))")
+    else:
+        p.add("    lossD = d_fake.mean() - d_real.mean()")
+    if style.endswith("gp"):
+        p.add(f"    alpha = torch.linspace(0.2, 0.8, {n}).reshape(-1, {'1, 1' if seq else '1'})")
+        p.add("    xi = (alpha * Y + (1 - alpha) * fake.detach()).requires_grad_(True)")
+        p.add("    gi, = torch.autograd.grad(Dc(xi).sum(), xi, create_graph=True)")
+        p.add(f"    lossD = lossD + {r.choice([1.0, 10.0])} * ((gi.flatten(1).norm(2, dim=1) - 1) ** 2).mean()")
+    p.add("    lossD.backward()")
+    p.add("    record('gradsD', model, lossD)")
+    p.add("    optD.step()")
+    if style == "wgan_clip":
+        p.add("    with torch.no_grad():")
+        p.add("        for q in D.parameters():")
+        p.add(f"            q.clamp_({-r.choice([0.1, 0.3])}, {r.choice([0.1, 0.3])})")
+    p.add("    for q in D.parameters():")
+    p.add("        q.requires_grad_(False)")
+    p.add(f"    optG.zero_grad(set_to_none={set_to_none})")
+    p.add("    d_gen = Dc(Gc(X))")
+    p.add("    lossG = " + ("F.binary_cross_entropy_with_logits(d_gen, torch.ones_like(d_gen))"
+                           if style.startswith("bce") else "-d_gen.mean()"))
+    p.add("    lossG.backward()")
+    p.add("    record('grads', model, lossG)")
+    p.add("    optG.step()")
+    p.add("    record('step', model, lossG)")
+    p.add("model.eval()")
+    p.add("with torch.no_grad():")
+    p.add("    record('eval', model, Dc(Gc(X)).mean())")
+    return p
+
+
+def gen_func(p, r, n, dtype):
+    """torch.func-style training of an MLP: functional_call with a parameter dict and
+    autograd.grad (a hand-written SGD step), torch.func.grad of a functional loss, or per-example
+    gradients by vmap(grad(...)) clipped and averaged (DP-SGD style), the last two stepped by an
+    optimizer through .grad."""
+    feats, hidden, classes = r.randint(1, 5), r.randint(2, 6), r.randint(2, 4)
+    p.x = ((n, feats), "float")
+    loss, target = r.choice([("F.mse_loss(z, y)", "float"), ("F.cross_entropy(z, y)", "class"),
+                             ("F.huber_loss(z, y, delta=0.5)", "float"),
+                             ("F.cross_entropy(z, y, label_smoothing=0.1)", "class")])
+    p.y = ((n,), ("class", classes)) if target == "class" else ((n, classes), "float")
+    steps, style = r.randint(2, 4), r.choice(["call", "grad", "vmap"])
+    norm = r.choice(["", f"nn.LayerNorm({hidden}), "])
+    p.add(f"torch.set_default_dtype({dtype})")
+    p.add(f"model = nn.Sequential(nn.Linear({feats}, {hidden}), {norm}{r.choice(ACTIVATIONS[:8])}, "
+          f"nn.Linear({hidden}, {classes}))")
+    p.add("init(model)")
+    p.add(f"loss_fn = lambda z, y: {loss}")
+    if style == "call":
+        lr = r.choice([0.05, 0.1])
+        p.add("params = dict(model.named_parameters())")
+        p.add(f"for step in range({steps}):")
+        p.add("    loss = loss_fn(torch.func.functional_call(model, params, (X,)), Y)")
+        p.add("    grads = torch.autograd.grad(loss, list(params.values()))")
+        p.add("    for q, g in zip(params.values(), grads):")
+        p.add("        q.grad = g")
+        p.add("    record('grads', model, loss)")
+        p.add("    with torch.no_grad():")
+        p.add("        for q, g in zip(params.values(), grads):")
+        p.add(f"            q.sub_({lr} * g)")
+        p.add("    record('step', model, loss)")
+    else:
+        p.add("def compute_loss(ps, x, y):")
+        if style == "grad":
+            p.add("    return loss_fn(torch.func.functional_call(model, ps, (x,)), y)")
+        else:
+            p.add("    return loss_fn(torch.func.functional_call(model, ps, (x[None],)), y[None])")
+        p.add("opt = " + r.choice(OPTIMIZERS[:8]).format(P="model.parameters()"))
+        p.add(f"for step in range({steps}):")
+        p.add("    params = {k: q.detach() for k, q in model.named_parameters()}")
+        if style == "grad":
+            p.add("    grads, loss = torch.func.grad_and_value(compute_loss)(params, X, Y)")
+        else:
+            p.add("    pe = torch.func.vmap(torch.func.grad(compute_loss), in_dims=(None, 0, 0))"
+                  "(params, X, Y)")
+            p.add(f"    norms = torch.stack([g.reshape({n}, -1).pow(2).sum(1) for g in pe.values()])"
+                  ".sum(0).sqrt()")
+            p.add(f"    factor = (1.0 / (norms + 1e-6)).clamp(max={r.choice([1.0, 2.0])})")
+            p.add("    grads = {k: (g * factor.reshape(-1, *[1] * (g.ndim - 1))).mean(0) "
+                  "for k, g in pe.items()}")
+            p.add("    loss = loss_fn(model(X), Y)")
+        p.add("    for k, q in model.named_parameters():")
+        p.add("        q.grad = grads[k]")
+        p.add("    record('grads', model, loss)")
+        p.add("    opt.step()")
+        p.add("    record('step', model, loss)")
+    p.add("model.eval()")
+    p.add("with torch.no_grad():")
+    p.add("    record('eval', model, loss_fn(model(X), Y))")
+    return p
+
+
 def generate(seed) -> Program:
     """Program `seed`.  Its draws come from two streams: `r` (the seed) draws what the first
     version of this generator drew, in the same order; `e` (the string "ext-<seed>") draws the
@@ -503,18 +765,33 @@ def generate(seed) -> Program:
     these is the program the first version drew."""
     r = random.Random(seed)
     e = random.Random(f"ext-{seed}")
+    s = random.Random(f"s33-{seed}")
+    kind = s.random()
+    mods = [s.random() for _ in range(5)]   # the loop's session-33 modifiers, drawn below
     p = Program(seed)
     n = r.choice([1, 2, 3, 4, 6])
     dtype = "torch.float64" if r.random() < 0.8 else "torch.float32"
+    if kind < 0.1:
+        return gen_gan(p, s, n, dtype)
+    if kind < 0.2:
+        return gen_func(p, s, n, dtype)
     p.add(f"torch.set_default_dtype({dtype})")
     family = r.choice(["mlp", "mlp", "cnn", "conv1d", "rnn", "gru", "lstm", "transformer",
                        "autoencoder", "cell", "attention"])
     if e.random() < 0.5:
         family = e.choice(sorted(EXT_FAMILIES))
+    if kind < 0.32:
+        family = "gpt"
+    elif kind < 0.4:
+        family = "custom"
     loss_name = r.choice(sorted(LOSSES))
     loss_src, target = LOSSES[loss_name]
     classes = r.randint(2, 4)
-    if family in EXT_FAMILIES:
+    if family in ("gpt", "custom"):
+        for line in {"gpt": gen_gpt, "custom": gen_custom}[family](s, p, n):
+            p.add(line.replace("{OUT}", str(classes)))
+        p.add("model = Net()")
+    elif family in EXT_FAMILIES:
         made = EXT_FAMILIES[family](e, p, n)
         classes = p.classes or classes
         lines = made if isinstance(made, list) else None   # a Net class, or (layers, width)
@@ -544,9 +821,11 @@ def generate(seed) -> Program:
         for line in gen_sequence(r, p, n, family):
             p.add(line.replace("{OUT}", str(classes)))
         p.add("model = Net()")
-    p.y = (((n,), ("class", classes)) if target == "class" else
+    p.y = p.y or (((n,), ("class", classes)) if target == "class" else
            (p.x[0], "float") if target == "input" else ((n, classes), target))
     p.add("init(model)")
+    for line in p.after_init:
+        p.add(line)
     if p.spectral:
         # spectral_norm starts its power iteration from a random u, v: both the same here
         p.add("for m in model.modules():")
@@ -554,7 +833,7 @@ def generate(seed) -> Program:
         p.add("        for pz in m.parametrizations.weight:")
         p.add("            if hasattr(pz, '_u'):")
         p.add("                fill(pz._u, 'u'); fill(pz._v, 'v')")
-    p.add("loss_fn = " + loss_src.format(ls=r.choice([0.0, 0.1]), C=classes))
+    p.add("loss_fn = " + (p.loss or loss_src.format(ls=r.choice([0.0, 0.1]), C=classes)))
     params = "model.parameters()"
     if r.random() < 0.25:
         p.add("decay = [q for n_, q in model.named_parameters() if q.ndim > 1]")
@@ -564,6 +843,7 @@ def generate(seed) -> Program:
         p.add("next(iter(model.parameters())).requires_grad_(False)")
     lbfgs = r.random() < 0.08 and not p.sparse
     ext_opt = e.random() < 0.15
+    add_group = False
     if p.sparse:
         p.add("opt = torch.optim.SparseAdam(model.emb.parameters(), lr=0.01)")
         p.add("opt2 = " + (e.choice(EXT_OPTIMIZERS) if ext_opt else r.choice(OPTIMIZERS)).format(
@@ -573,7 +853,15 @@ def generate(seed) -> Program:
               + r.choice([")", ", line_search_fn='strong_wolfe')"]))
     else:
         choice = r.choice(OPTIMIZERS)
-        p.add("opt = " + (e.choice(EXT_OPTIMIZERS) if ext_opt else choice).format(P=params))
+        # session 33: the last parameter joins the optimizer mid-training (add_param_group)
+        add_group = mods[0] < 0.15 and params == "model.parameters()"
+        if add_group:
+            p.add("params_all = list(model.parameters())")
+            p.add("first, late = ((params_all[:-1], params_all[-1:]) if len(params_all) > 1 "
+                  "else (params_all, []))")
+            params = "first"
+        ctor = (e.choice(EXT_OPTIMIZERS) if ext_opt else choice).format(P=params)
+        p.add("opt = " + ctor)
     steps = r.randint(2, 4)
     sched = None if lbfgs else r.choice(SCHEDULERS + [
         "torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0, factor=0.5)"])
@@ -582,6 +870,8 @@ def generate(seed) -> Program:
             ["triangular", "triangular2", "exp_range"]))).replace(
             "{CM}", str(e.random() < 0.5 and ("momentum=" in p.lines[-1] or "Adam" in p.lines[-1])))
     freeze_bn = "BatchNorm" in p.source() and e.random() < 0.4 and not lbfgs
+    if add_group:
+        sched = None    # (a scheduler's per-group lists do not follow an added group)
     if sched:
         p.add("sched = " + sched.format(STEPS=steps))
     ema = r.random() < 0.15
@@ -607,6 +897,8 @@ def generate(seed) -> Program:
                      "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, norm_type=1.0)"])
     accumulate = r.random() < 0.2 and n >= 2 and not p.no_split
     set_to_none = r.random() < 0.8
+    if mods[4] < 0.1:
+        clip = f"torch.nn.utils.clip_grad_value_(model.parameters(), clip_value={s.choice([0.01, 0.2])}, foreach={s.choice([None, False, True])})"
     if p.sparse:
         clip = None   # (clip_grad_norm_ of sparse gradients is not what this draws)
     p.add(f"for step in range({steps}):")
@@ -638,7 +930,29 @@ def generate(seed) -> Program:
     if ema:
         p.add("    ema.update_parameters(model)")
         p.add("    record('ema', ema.module, loss)")
-    p.add("    record('step', model, loss)")
+    # session 33's modifiers: weights edited in place under no_grad (WGAN-style clipping, a
+    # max-norm renorm of every matrix), the learning rate changed by hand, a parameter group
+    # added, the optimizer's state loaded into a fresh one
+    if mods[3] < 0.12:
+        edit = s.choice(["q.clamp_(-0.25, 0.25)", "q.renorm_(2, 0, 0.4) if q.ndim > 1 else q",
+                         "q.mul_(0.98)", "q.data.clamp_(-0.3, 0.3)",
+                         "q.copy_(torch.where(q.abs() < 0.01, torch.zeros_like(q), q))"])
+        p.add("    with torch.no_grad():")
+        p.add("        for q in model.parameters():")
+        p.add(f"            {edit}")
+        p.add("    record('edit', model, loss)")
+    if mods[1] < 0.15:
+        p.add("    if step == 1:")
+        p.add("        for g in opt.param_groups:")
+        p.add(f"            g['lr'] = g['lr'] * {s.choice([0.5, 2.0])}")
+    if add_group:
+        p.add("    if step == 0 and late:")
+        p.add(f"        opt.add_param_group({{'params': late, 'lr': {s.choice([0.003, 0.02])}}})")
+    elif mods[2] < 0.12 and not p.sparse and not sched:
+        p.add("    if step == 0:")
+        p.add(f"        fresh = {ctor}")
+        p.add("        fresh.load_state_dict(opt.state_dict())")
+        p.add("        opt = fresh")
     if checkpoint:
         # a save and load of model and optimizer (and scheduler) state in the middle of training
         p.add("    if step == 0:")
@@ -691,6 +1005,9 @@ def compiled_source(p: Program) -> str:
     signature its own capture)."""
     out = []
     for line in p.lines:
+        if line == "Gc, Dc = G, D":   # a GAN's two models, each compiled as a module
+            out.append("Gc, Dc = torch.compile(G), torch.compile(D)")
+            continue
         out.append(LOSS_CALL.sub(r"fwd(\1, \2)", line))
         if line.startswith("loss_fn = "):
             if p.seed % 3 == 2:     # the module compiled (an OptimizedModule), the loss eager
