@@ -109,6 +109,10 @@ KNOWN = {
     (r"^linalg\.eigh$", r".", "value", r"out\[1\]"):
         "eigenvectors are unique only up to sign; gradients are compared through the "
         "sample's output_process_fn_grad",
+    (r"^special\.bessel_(j0|y1)$", r"float64", "value", r"^out:"):
+        "PyTorch's float64 Bessel kernels lose digits near the functions' zeros; tapegrad's "
+        "agree with mpmath there (j0(-5.5812): torch 0.0206635239, tapegrad and mpmath "
+        "0.0206636636)",
     (r"^(linalg\.)?svd$", r".", "value", r"out\[[02]\]"):
         "singular vectors are unique only up to sign; gradients are compared through the "
         "sample's output_process_fn_grad",
