@@ -1039,12 +1039,16 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         if d in dims[:i]:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     if isinstance(spacing, (list, tuple)):
-        if len(spacing) != len(dims):
-            where = (f"'self.dim() = {input.dim()}', since dim argument was not given"
-                     if dim is None else f"'len(dim) = {len(dims)}'")
+        if len(spacing) != len(dims) and dim is None:
             raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or "
-                               f"a list of length equal to {where}, but got a list of length "
+                               f"a list of length equal to 'self.dim() = {input.dim()}', since "
+                               f"dim argument was not given, but got a list of length "
                                f"{len(spacing)}")
+        if len(spacing) != len(dims):       # (PyTorch's own wording when dim is given)
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "
+                               f"it's spacing and dim arguments to have the same length, but got "
+                               f"a spacing argument of length {len(spacing)} and a dim argument "
+                               f"of length {len(dims)}.")
         spacings = list(spacing)
     else:
         spacings = [spacing] * len(dims)

@@ -321,11 +321,15 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
     # Ranks in the input's dtype, as PyTorch computes them (float32 rounding included).
     if ignore_nan:
         count = (~np.isnan(values)).sum(-1, keepdims=True).astype(arr.dtype)
-        ranks = np.maximum(qs.reshape(-1) * (count - 1), 0)
+        slope = count - 1
+        ranks = np.maximum(qs.reshape(-1) * slope, 0)
+        fixed = qs.reshape(-1) * slope < 0      # (ranks clamped to 0: constant in q)
     else:
-        ranks = qs.reshape(-1) * np.array(n - 1, dtype=arr.dtype)
+        slope = np.array(n - 1, dtype=arr.dtype)
+        ranks = qs.reshape(-1) * slope
         ranks = np.broadcast_to(ranks, values.shape[:-1] + ranks.shape)
-        ranks = np.where(np.isnan(values).any(-1, keepdims=True), arr.dtype.type(n - 1), ranks)
+        fixed = np.isnan(values).any(-1, keepdims=True)     # (a NaN row's rank is n - 1)
+        ranks = np.where(fixed, arr.dtype.type(n - 1), ranks)
     ranks = ranks.astype(arr.dtype)
     if interpolation in ("lower", "higher", "nearest"):
         pick = {"lower": np.floor, "higher": np.ceil, "nearest": np.round}[interpolation]
@@ -333,9 +337,18 @@ def _quantile(name: str, input, q, dim, keepdim: bool, interpolation: str, out,
     else:
         below = np.floor(ranks)
         weights = ranks - below if interpolation == "linear" else np.where(ranks > below, 0.5, 0)
+        weights = _wrap(weights.astype(arr.dtype))
+        if interpolation == "linear" and isinstance(q, TensorBase) and q.requires_grad \
+                and _core.is_grad_enabled():
+            # the linear weight is q * slope - floor(rank), so q has a gradient (PyTorch's
+            # ranks are tensor ops on q); the same products in the same dtype give the same
+            # weights bit for bit, constant where the rank did not come from q
+            from . import where
+            moving = q.reshape(-1) * _wrap(slope.astype(arr.dtype)) - _wrap(below.astype(arr.dtype))
+            weights = where(_wrap(np.asarray(fixed)), weights, moving)
         low = ordered.gather(-1, _index_tensor(below))
         high = ordered.gather(-1, _index_tensor(np.ceil(ranks)))
-        result = lerp(low, high, _wrap(weights.astype(arr.dtype)))
+        result = lerp(low, high, weights)
     # result: (..., len(q)) -> (len(q), ...) with the reduced dim kept or dropped.
     result = result.movedim(-1, 0)
     if keepdim:
@@ -630,7 +643,9 @@ def _binary_search(name: str, boundaries, values, out_int32: bool, right: bool, 
         found = _bisect(b.reshape(1, -1), v.reshape(1, -1), right).reshape(v.shape)
     else:
         count = int(np.prod(b.shape[:-1]))
-        found = _bisect(b.reshape(count, b.shape[-1]), v.reshape(count, -1),
+        # (an empty batch has no rows: numpy cannot infer a -1 of a zero-row reshape)
+        found = _bisect(b.reshape(count, b.shape[-1]),
+                        v.reshape(count, v.size // count if count else 0),
                         right).reshape(v.shape)
     result = _wrap(np.asarray(found, dtype=np.int32 if out_int32 else np.int64))
     if out is not None:

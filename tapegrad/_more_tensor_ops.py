@@ -345,6 +345,10 @@ def _sum_to_size(self, *size, **keywords):
     extra = len(shape) - len(target)
     if extra < 0 or any(t != 1 and t != s for t, s in zip(target, shape[extra:])):
         raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(shape)}}}.")
+    if not target:
+        # (PyTorch's sum_to of an empty size is a full sum(), even of a 0-d tensor: a bool or
+        # integer 0-d tensor comes back as int64 through SumBackward0, not as itself)
+        return self.sum()
     result = self.sum(tuple(range(extra))) if extra else self
     kept = tuple(i for i, (t, s) in enumerate(zip(target, shape[extra:])) if t == 1 and s != 1)
     return result.sum(kept, keepdim=True) if kept else result

@@ -595,14 +595,16 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         centred = x - mean
         result = _core.matmul(centred, _adjoint(centred)) / _cov_norm(x.shape[1] - correction)
     else:
-        weights = weights.to(x.dtype)
+        # (the weights' total and the divisor stay in the weights' dtype, as PyTorch computes
+        # them: a float32 aweights of a float64 input rounds the divisor to float32; casting
+        # the weights up first gave a divisor PyTorch does not use, off by ~1e-5 relative)
         total = weights.sum()
         mean = (x * weights).sum(1, keepdim=True) / total
         centred = x - mean
         if aweights is None or correction == 0:
             norm = total - correction
         else:
-            norm = total - correction * (weights * aweights.to(x.dtype)).sum() / total
+            norm = total - correction * (weights * aweights).sum() / total
         result = _core.matmul(centred * weights, _adjoint(centred)) / _cov_norm(norm)
     # (PyTorch squeezes every result: a matrix of two or more variables keeps its shape, and
     # its node is that squeeze)

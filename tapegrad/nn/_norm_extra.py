@@ -84,6 +84,10 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     for offset in range(size):
         part = padded.narrow(1, offset, channels)
         window_sum = part if window_sum is None else window_sum + part
+    if not (input.is_floating_point() or input.is_complex()):
+        # (PyTorch averages with avg_pool on the integer squares, whose integer division
+        # truncates the window mean before alpha scales it: int64 input gave values ~1e-5 off)
+        return input / ((window_sum // size) * alpha + k) ** beta
     return input / (window_sum * (alpha / size) + k) ** beta
 
 
