@@ -476,6 +476,11 @@ class Renderer:
         members: dict[str, object] = {}
         for owner in reversed([cls] + folded):      # cls's own definitions win
             for attr, value in vars(owner).items():
+                # (the Tensor methods a __torch_function__ subclass's registration wraps to
+                # dispatch are Tensor's own, stated there: tapegrad.overrides._register_subclass)
+                if getattr(value, "_dispatches", False) or type(value).__name__ == \
+                        "_DispatchingProperty":
+                    continue
                 members[attr] = value
         lines: list[str] = []
         done = set()
