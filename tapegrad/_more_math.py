@@ -776,7 +776,9 @@ class _CholeskySolve(Function):
         # product L L^H squared the factor's condition number (fuzz 60624567's sibling)
         Y = _substitute(lower, B, upper=False)
         X = _substitute(np.conj(np.swapaxes(lower, -1, -2)), Y, upper=True)
-        result = _wrap(X.astype(np.result_type(b._array, factor._array)))
+        from .linalg import _lapack_layout                  # (column-major, as PyTorch's)
+        result = _core.wrap_array(
+            _lapack_layout(X, np.result_type(b._array, factor._array)), False)
         ctx.save_for_backward(factor, result)
         ctx.upper = upper
         ctx.b_shape = tuple(b.shape)
@@ -913,7 +915,8 @@ def geqrf(input):
     from .linalg import _refuse_half
     _refuse_half(input, "geqrf")
     h, tau = np.linalg.qr(input._array, mode="raw")
-    a_values = np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(input._array.dtype)
+    from .linalg import _lapack_layout                  # (numpy's raw h is geqrf's a transposed)
+    a_values = _core.wrap_array(_lapack_layout(np.swapaxes(h, -1, -2), input._array.dtype), False)
     tau_values = tau.astype(input._array.dtype)
     message = "the derivative for 'geqrf' is not implemented."
     a = without_derivative((input,), a_values, message)
@@ -932,7 +935,6 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     """op(Q) @ input3 (``left``) or input3 @ op(Q), Q the full product of the Householder
     reflectors geqrf stores in (input, input2 = tau), op the conjugate transpose when
     ``transpose``; differentiable in all three."""
-    from .linalg import _apply_reflectors
     name = "torch.ormqr"
     _check_tensor(input, "ormqr")
     _check_tensor(input2, "ormqr", "input2", 2)
@@ -959,8 +961,9 @@ def ormqr(input, input2, input3, left=True, transpose=False):
                                f"{_core.scalar_type_name_of(input._array.dtype)} and {label} has "
                                f"dtype {_core.scalar_type_name_of(t._array.dtype)}")
     _check_float("ormqr", input)
+    from .linalg import _apply_reflectors, _in_lapack_layout
     result = _apply_reflectors(input, input2, input3, left=bool(left), adjoint=bool(transpose))
-    return _core._name_grad_fn(result, "OrmqrBackward0")
+    return _in_lapack_layout(result, "OrmqrBackward0")
 
 
 # -- numerical gradient --------------------------------------------------------------------------
@@ -1139,7 +1142,8 @@ class _LUFactor(Function):
 
     @staticmethod
     def forward(ctx, a, lu_values, pivots):
-        lu = _wrap(lu_values)
+        from .linalg import _lapack_layout
+        lu = _core.wrap_array(_lapack_layout(lu_values), False)     # (column-major, as PyTorch's)
         ctx.save_for_backward(lu)
         ctx.perm = _permutation(pivots, a.shape[-2])
         return lu
