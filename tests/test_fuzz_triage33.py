@@ -158,3 +158,24 @@ def test_solve_of_vectors_is_the_solves_own_output_not_a_view():
     assert g[:4] == t[:4]
     np.testing.assert_allclose(g[4], t[4], rtol=1e-10)
     np.testing.assert_allclose(g[5], t[5], rtol=1e-9)
+
+
+@pytest.mark.parametrize("op", ["complex", "polar"])
+def test_complex_and_polar_results_take_the_binary_op_layout(op):
+    # complex(inv(A), b): PyTorch's TensorIterator follows the column-major operand, so a flat
+    # view() raises there (fuzz 60616918); it was row-major here
+    def run(lib):
+        A = lib.tensor(_values(3, 3, 9), requires_grad=True)
+        X = lib.linalg.inv(A)
+        b = lib.tensor(np.array([0.5, 1.5, 2.0]), requires_grad=True)
+        z = getattr(lib, op)(X.abs() if op == "polar" else X, b)
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            z.view(-1)
+        w = lib.tensor(np.arange(9.0).reshape(3, 3))
+        (z.real * w + z.imag).sum().backward()
+        return z.stride(), z.detach().numpy().copy(), A.grad.numpy().copy(), b.grad.numpy().copy()
+
+    t, g = _both(run)
+    assert g[0] == t[0]
+    for x, y in zip(g[1:], t[1:]):
+        np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)

@@ -2071,19 +2071,6 @@ def known_for(prog, cat, msg):
         # after one (y.t_().mul_(2)) is PyTorch's INTERNAL ASSERT.  tapegrad's retained grad
         # is the gradient of y as it is (65002247)
         return True
-    m = re.match(r"step \d+ `v\d+ = (v\d+)\.(view|flatten|reshape|ravel)\(", msg)
-    if m and ((cat == "missing-error" and m.group(2) == "view"
-               and "view size is not compatible" in msg)
-              or (cat == "requires_grad" and m.group(2) != "view"
-                  and "(no_grad): torch False vs tapegrad True" in msg)):
-        # known (docs/differences.md, session 19): PyTorch's LAPACK-backed linalg results are
-        # column-major (a flat view() of one raises there); tapegrad's are row-major
-        # (solve_triangular: 60648852, 60653096); so flatten / reshape of one is a copy in
-        # PyTorch and a view here, which under no_grad keeps requires_grad (inv: 60661760)
-        defs = {st.out: st.code for st in prog.steps if st.out}
-        if re.search(r"\blinalg\.|matrix_power|cholesky|\blu_|triangular_solve|inverse\(",
-                     defs.get(m.group(1), "")):
-            return True
     if (cat == "grad" and any(re.search(r"\b(F\.elu|ELU|F\.celu|CELU|F\.selu|SELU)\(", s.code)
                               for s in prog.steps)
             and any(re.search(r"\bnan\b", s.code) for s in prog.steps)):
