@@ -1535,7 +1535,8 @@ def _qr_backward_tall(Q, R, grad_Q, grad_R):
         from . import eye
         identity = eye(M.shape[-1], dtype=M.real.dtype)
         symmetric = symmetric - 1j * identity * M.diagonal(0, -2, -1).imag.unsqueeze(-2)
-    return (grad_Q + Q @ symmetric) @ _adjoint(inv(R))
+    # (a triangular solve, as PyTorch's: a singular R gives inf / NaN, where inv(R) raised)
+    return solve_triangular(_adjoint(R), grad_Q + Q @ symmetric, upper=False, left=False)
 
 
 class _QR(Function):

@@ -179,3 +179,42 @@ def test_complex_and_polar_results_take_the_binary_op_layout(op):
     assert g[0] == t[0]
     for x, y in zip(g[1:], t[1:]):
         np.testing.assert_allclose(x, y, rtol=1e-9, atol=1e-12)
+
+
+def test_qr_backward_of_a_singular_r_is_nan_not_an_error():
+    # R with a zero on its diagonal: PyTorch's backward solves with R^H (inf / NaN), tapegrad's
+    # inverted R and raised "the input matrix is singular" (fuzz 65100249)
+    def run(lib):
+        a = lib.tensor(np.array([[0.0, 0.0], [0.75, 3.0], [0.0, 0.0]]), requires_grad=True)
+        R = lib.linalg.qr(a)[1]
+        (R * lib.tensor(np.array([[0.5, -1.0], [2.0, 0.25]]))).sum().backward()
+        return a.grad.numpy().copy()
+
+    t, g = _both(run)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(t))
+    np.testing.assert_allclose(g, t, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 5), (2, 4, 3)])
+def test_qr_gradients_after_the_triangular_solve(shape):
+    a = _values(*shape[-2:], 10, shape[:-2])
+    w_q, w_r = np.random.default_rng(11).standard_normal((2, 25))
+
+    def f(x):
+        Q, R = tapegrad.linalg.qr(x)
+        return ((Q * tapegrad.tensor(w_q[:Q.numel()].reshape(Q.shape))).sum()
+                + (R * tapegrad.tensor(w_r[:R.numel()].reshape(R.shape))).sum())
+
+    x = tapegrad.tensor(a, requires_grad=True)
+    assert tapegrad.autograd.gradcheck(f, [x])
+    assert tapegrad.autograd.gradgradcheck(f, [x])
+
+    def run(lib):
+        x = lib.tensor(a, requires_grad=True)
+        Q, R = lib.linalg.qr(x)
+        ((Q * lib.tensor(w_q[:Q.numel()].reshape(Q.shape))).sum()
+         + (R * lib.tensor(w_r[:R.numel()].reshape(R.shape))).sum()).backward()
+        return x.grad.numpy().copy()
+
+    t, g = _both(run)
+    np.testing.assert_allclose(g, t, rtol=1e-9, atol=1e-12)
