@@ -914,8 +914,9 @@ def geqrf(input):
     _check_float("geqrf", input)
     from .linalg import _refuse_half
     _refuse_half(input, "geqrf")
-    h, tau = np.linalg.qr(input._array, mode="raw")
-    from .linalg import _lapack_layout                  # (numpy's raw h is geqrf's a transposed)
+    from .linalg import _householder_input, _lapack_layout
+    h, tau = np.linalg.qr(_householder_input(input._array), mode="raw")
+    # (numpy's raw h is geqrf's a transposed)
     a_values = _core.wrap_array(_lapack_layout(np.swapaxes(h, -1, -2), input._array.dtype), False)
     tau_values = tau.astype(input._array.dtype)
     message = "the derivative for 'geqrf' is not implemented."

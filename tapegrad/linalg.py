@@ -1539,10 +1539,19 @@ def _qr_backward_tall(Q, R, grad_Q, grad_R):
     return solve_triangular(_adjoint(R), grad_Q + Q @ symmetric, upper=False, left=False)
 
 
+def _householder_input(arr: np.ndarray) -> np.ndarray:
+    """arr with its zeros made +0.0, for a Householder QR (geqrf): LAPACK's reflector takes the
+    sign of each column's leading entry, and numpy's LAPACK reads -0.0 as negative where
+    PyTorch's reads it as positive, so a -0.0 there flipped a whole row of R and column of Q
+    (qr([[-0.0], [0.5]]): R = 0.5 here, -0.5 in PyTorch; fuzz 65100597)."""
+    return arr + 0.0
+
+
 class _QR(Function):
     @staticmethod
     def forward(ctx, A, mode):
-        Q, R = np.linalg.qr(A._array, mode="complete" if mode == "complete" else "reduced")
+        Q, R = np.linalg.qr(_householder_input(A._array),
+                            mode="complete" if mode == "complete" else "reduced")
         Q, R = _tensor(Q, A, lapack=True), _tensor(R, A, lapack=True)
         ctx.save_for_backward(Q, R)
         _keep_factored_input(ctx, A)

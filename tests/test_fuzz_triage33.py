@@ -218,3 +218,21 @@ def test_qr_gradients_after_the_triangular_solve(shape):
 
     t, g = _both(run)
     np.testing.assert_allclose(g, t, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_qr_and_geqrf_of_a_negative_zero_pivot_match_pytorch(dtype):
+    # SILENT before: numpy's LAPACK read a leading -0.0 as negative, PyTorch's as positive, so
+    # R's row and Q's column came out negated (fuzz 65100597: householder_product(*geqrf(x)))
+    x = np.array([[-0.0, 1.0], [0.5, 2.0], [0.0, 1.0]], dtype=dtype)
+
+    def run(lib):
+        A = lib.tensor(x, requires_grad=dtype != "complex128")
+        Q, R = lib.linalg.qr(A)
+        a, tau = lib.geqrf(A.detach())
+        H = lib.linalg.householder_product(a, tau)
+        return [t.detach().numpy().copy() for t in (Q, R, a, tau, H)]
+
+    t, g = _both(run)
+    for x_g, x_t in zip(g, t):
+        np.testing.assert_allclose(x_g, x_t, rtol=1e-5, atol=1e-6)
