@@ -949,12 +949,26 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     side = -2 if left else -1
     if input3.shape[side] != input.shape[-2]:
         raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
-    if input2.shape[-1] > input3.shape[side]:
-        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
-                           f"other.shape[{side}]")
-    if input2.shape[-1] > input.shape[-1]:
-        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
-                           "input.shape[-1]")
+    if input2.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    if input2.shape[-1] != min(input3.shape[side], input.shape[-1]):
+        # (PyTorch's: exactly one reflector per column of Q's product, no fewer)
+        raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           "input.shape[-1])")
+    # (no broadcasting: tau's and other's batches are input's, as PyTorch's checks; 65101118)
+    if input.dim() - input2.dim() != 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {input2.dim()} and input.ndim is equal to "
+                           f"{input.dim()}")
+    if input.dim() != input3.dim():
+        raise RuntimeError(f"{name}: Expected other to have the same number of dimensions as "
+                           f"input, but got other.ndim equal to {input3.dim()} and input.ndim is "
+                           f"equal to {input.dim()}")
+    batch = list(input.shape[:-2])
+    for label, t, keep in (("tau", input2, 1), ("other", input3, 2)):
+        if list(t.shape[:-keep]) != batch:
+            raise RuntimeError(f"{name}: Expected batch dimensions of {label} to be equal to "
+                               f"input.shape[:-2], but got {list(t.shape[:-keep])}")
     for label, t in (("tau", input2), ("other", input3)):
         if t.dtype != input.dtype:
             raise RuntimeError(f"{name}: Expected input and {label} to have the same dtype, "

@@ -236,3 +236,33 @@ def test_qr_and_geqrf_of_a_negative_zero_pivot_match_pytorch(dtype):
     t, g = _both(run)
     for x_g, x_t in zip(g, t):
         np.testing.assert_allclose(x_g, x_t, rtol=1e-5, atol=1e-6)
+
+
+ORMQR_REFUSALS = {
+    # (input, tau, other, left): PyTorch's checks, no broadcasting of the batches (65101118)
+    "other more dims": ((3, 3), (3,), (2, 3, 3), True),
+    "other fewer dims": ((2, 3, 3), (2, 3), (3, 3), True),
+    "tau dims": ((2, 3, 3), (3,), (2, 3, 3), True),
+    "tau batch": ((2, 3, 3), (4, 3), (2, 3, 3), True),
+    "other batch of one": ((2, 3, 3), (2, 3), (1, 3, 3), True),
+    "tau longer than input's columns": ((3, 2), (3,), (3, 3), True),
+    "tau shorter than its reflectors": ((4, 3), (2,), (4, 3), True),
+    "right side, tau shorter": ((4, 3), (2,), (2, 4), False),
+    "0-d tau": ((4, 3), (), (4, 3), True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ORMQR_REFUSALS))
+def test_ormqr_refuses_as_pytorch(name):
+    a_shape, tau_shape, c_shape, left = ORMQR_REFUSALS[name]
+
+    def run(lib):
+        try:
+            lib.ormqr(lib.ones(a_shape, dtype=lib.float64), lib.ones(tau_shape, dtype=lib.float64),
+                      lib.ones(c_shape, dtype=lib.float64), left)
+        except (RuntimeError, IndexError) as e:
+            return type(e), str(e)
+        return None
+
+    t, g = _both(run)
+    assert t is not None and g == t
