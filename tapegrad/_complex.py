@@ -115,6 +115,10 @@ class _Op(Function):
     # whether the output is a view of the first operand's storage (.real, .imag): it then shares
     # that storage's version counter, as PyTorch's views do
     views_input = False
+    # whether the op is elementwise in two tensors: its output is then laid out as PyTorch's
+    # TensorIterator lays a binary op's out (complex() of a column-major inv is column-major:
+    # a flat view() of it raises, its flatten() copies), not row-major
+    binary_layout = False
 
     @classmethod
     def forward(cls, ctx, np_dt, *operands):
@@ -127,7 +131,9 @@ class _Op(Function):
                        else x._array.dtype for x in operands)
         values = tuple(_value(x, dt) for x, dt in zip(operands, dtypes))
         with _IeeeResults():
-            res = _wrap(cls.compute(ctx, *values))
+            out = cls.compute(ctx, *values)
+            res = _core.wrap_array(_core._iterator_layout(out, *values), False) \
+                if cls.binary_layout else _wrap(out)
         if cls.views_input:
             _core._reinterpreting_view(res, operands[0], _core.is_grad_enabled())
             # a view op's output is an ordinary view (PyTorch's .real / .imag), not the view a
@@ -615,6 +621,7 @@ def _compare(name, a, b):
 class _Complex(_Op):
     reads_inputs = reads_output = False
     cast_operands = False
+    binary_layout = True
 
     @staticmethod
     def compute(ctx, re, im):
@@ -635,6 +642,7 @@ class _Polar(_Op):
     angle} where abs is negative."""
     cast_operands = False
     reads_inputs = False
+    binary_layout = True
 
     @staticmethod
     def compute(ctx, r, theta):

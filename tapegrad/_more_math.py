@@ -776,7 +776,9 @@ class _CholeskySolve(Function):
         # product L L^H squared the factor's condition number (fuzz 60624567's sibling)
         Y = _substitute(lower, B, upper=False)
         X = _substitute(np.conj(np.swapaxes(lower, -1, -2)), Y, upper=True)
-        result = _wrap(X.astype(np.result_type(b._array, factor._array)))
+        from .linalg import _lapack_layout                  # (column-major, as PyTorch's)
+        result = _core.wrap_array(
+            _lapack_layout(X, np.result_type(b._array, factor._array)), False)
         ctx.save_for_backward(factor, result)
         ctx.upper = upper
         ctx.b_shape = tuple(b.shape)
@@ -912,8 +914,10 @@ def geqrf(input):
     _check_float("geqrf", input)
     from .linalg import _refuse_half
     _refuse_half(input, "geqrf")
-    h, tau = np.linalg.qr(input._array, mode="raw")
-    a_values = np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(input._array.dtype)
+    from .linalg import _householder_input, _lapack_layout
+    h, tau = np.linalg.qr(_householder_input(input._array), mode="raw")
+    # (numpy's raw h is geqrf's a transposed)
+    a_values = _core.wrap_array(_lapack_layout(np.swapaxes(h, -1, -2), input._array.dtype), False)
     tau_values = tau.astype(input._array.dtype)
     message = "the derivative for 'geqrf' is not implemented."
     a = without_derivative((input,), a_values, message)
@@ -932,7 +936,6 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     """op(Q) @ input3 (``left``) or input3 @ op(Q), Q the full product of the Householder
     reflectors geqrf stores in (input, input2 = tau), op the conjugate transpose when
     ``transpose``; differentiable in all three."""
-    from .linalg import _apply_reflectors
     name = "torch.ormqr"
     _check_tensor(input, "ormqr")
     _check_tensor(input2, "ormqr", "input2", 2)
@@ -946,12 +949,26 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     side = -2 if left else -1
     if input3.shape[side] != input.shape[-2]:
         raise RuntimeError(f"{name}: other.shape[{side}] must be equal to input.shape[-2]")
-    if input2.shape[-1] > input3.shape[side]:
-        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
-                           f"other.shape[{side}]")
-    if input2.shape[-1] > input.shape[-1]:
-        raise RuntimeError(f"{name}: tau.shape[-1] must be less than or equal to "
-                           "input.shape[-1]")
+    if input2.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    if input2.shape[-1] != min(input3.shape[side], input.shape[-1]):
+        # (PyTorch's: exactly one reflector per column of Q's product, no fewer)
+        raise RuntimeError(f"{name}: tau.shape[-1] must be equal to min(other.shape[{side}], "
+                           "input.shape[-1])")
+    # (no broadcasting: tau's and other's batches are input's, as PyTorch's checks; 65101118)
+    if input.dim() - input2.dim() != 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {input2.dim()} and input.ndim is equal to "
+                           f"{input.dim()}")
+    if input.dim() != input3.dim():
+        raise RuntimeError(f"{name}: Expected other to have the same number of dimensions as "
+                           f"input, but got other.ndim equal to {input3.dim()} and input.ndim is "
+                           f"equal to {input.dim()}")
+    batch = list(input.shape[:-2])
+    for label, t, keep in (("tau", input2, 1), ("other", input3, 2)):
+        if list(t.shape[:-keep]) != batch:
+            raise RuntimeError(f"{name}: Expected batch dimensions of {label} to be equal to "
+                               f"input.shape[:-2], but got {list(t.shape[:-keep])}")
     for label, t in (("tau", input2), ("other", input3)):
         if t.dtype != input.dtype:
             raise RuntimeError(f"{name}: Expected input and {label} to have the same dtype, "
@@ -959,8 +976,9 @@ def ormqr(input, input2, input3, left=True, transpose=False):
                                f"{_core.scalar_type_name_of(input._array.dtype)} and {label} has "
                                f"dtype {_core.scalar_type_name_of(t._array.dtype)}")
     _check_float("ormqr", input)
+    from .linalg import _apply_reflectors, _in_lapack_layout
     result = _apply_reflectors(input, input2, input3, left=bool(left), adjoint=bool(transpose))
-    return _core._name_grad_fn(result, "OrmqrBackward0")
+    return _in_lapack_layout(result, "OrmqrBackward0")
 
 
 # -- numerical gradient --------------------------------------------------------------------------
@@ -1143,7 +1161,8 @@ class _LUFactor(Function):
 
     @staticmethod
     def forward(ctx, a, lu_values, pivots):
-        lu = _wrap(lu_values)
+        from .linalg import _lapack_layout
+        lu = _core.wrap_array(_lapack_layout(lu_values), False)     # (column-major, as PyTorch's)
         ctx.save_for_backward(lu)
         ctx.perm = _permutation(pivots, a.shape[-2])
         return lu

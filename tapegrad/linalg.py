@@ -160,15 +160,38 @@ def _return_type(name):
     return getattr(_core.return_types, name)
 
 
-def _tensor(array, like, real=False):
+def _tensor(array, like, real=False, lapack=False):
     """array as a tensor of like's dtype (real: of its real counterpart, as the singular values
-    and Hermitian eigenvalues of a complex matrix are)."""
+    and Hermitian eigenvalues of a complex matrix are); `lapack`: laid out as LAPACK returns it
+    (_lapack_layout), for the factors and solutions PyTorch returns that way."""
     from . import from_numpy
     dtype = like._array.dtype
     if real and dtype.kind == "c":
         dtype = np.empty(0, dtype).real.dtype
+    if lapack:
+        return from_numpy(_lapack_layout(array, dtype))
     # np.array, not ascontiguousarray: the latter turns a 0-d result (det of one matrix) 1-d.
     return from_numpy(np.array(array, dtype=dtype, order="C"))
+
+
+def _lapack_layout(array, dtype=None, rows=None) -> np.ndarray:
+    """A copy of a (..., m, n) array with each matrix column-major and the batch outside, row-major
+    (strides (..., m * n, 1, m)): the layout of PyTorch's LAPACK-backed results (lu_factor's LU,
+    inv, solve, cholesky, qr, svd's U and Vh, the eigenvectors).  A flat view() of such a result
+    raises and its flatten() / reshape(-1) is a copy, so an in-place op on that copy leaves the
+    result alone; a row-major result here made those a view, and the write went through (fuzz
+    65013473)."""
+    array = np.asarray(array, dtype=dtype)
+    if array.ndim < 2:
+        return np.array(array, order="C")
+    m, n = array.shape[-2:]
+    if rows is None or rows <= m:
+        return np.ascontiguousarray(np.swapaxes(array, -1, -2)).swapaxes(-1, -2)
+    # the first m rows of a (..., rows, n) buffer, as lstsq's solution of a tall system (LAPACK
+    # solves in place in B's buffer of max(m, n) rows)
+    buffer = np.zeros(array.shape[:-2] + (n, rows), dtype=array.dtype)
+    buffer[..., :m] = np.swapaxes(array, -1, -2)
+    return buffer.swapaxes(-1, -2)[..., :m, :]
 
 
 def _adjoint(M):
@@ -182,6 +205,25 @@ def _conj(x):
 
 
 # ---------------------------------------------------------------------------------------------
+class _LapackLayout(Function):
+    """A composite's result (householder_product, ormqr, lstsq: built from recorded ops) copied
+    into _lapack_layout, the layout PyTorch's LAPACK call gives it; the gradient passes through.
+    The caller names the node after the op."""
+
+    @staticmethod
+    def forward(ctx, x, rows=None):
+        return _core.wrap_array(_lapack_layout(x.resolve_conj()._array, rows=rows), False)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+def _in_lapack_layout(result, grad_fn_name):
+    """result laid out as PyTorch's LAPACK-backed op lays it out, its node named grad_fn_name."""
+    return _core._name_grad_fn(_LapackLayout.apply(result), grad_fn_name)
+
+
 # inverse, determinant, solve
 
 class _Inverse(Function):
@@ -192,7 +234,7 @@ class _Inverse(Function):
             out = np.linalg.inv(arr) if arr.size else np.empty_like(arr)
         except np.linalg.LinAlgError:
             _raise_singular_inv(arr, "linalg.inv")
-        out = _tensor(out, A)
+        out = _tensor(out, A, lapack=True)
         ctx.save_for_backward(out)
         return out
 
@@ -317,7 +359,7 @@ class _Solve(Function):
             index = next((i for i, m in enumerate(flat) if _lu_first_zero_pivot(m)), 0)
             raise LinAlgError(f"torch.linalg.solve: {_batch_prefix(index, arr.ndim > 2)}The "
                               "solver failed because the input matrix is singular.") from None
-        X = _tensor(X, A)
+        X = _tensor(X, A, lapack=True)
         ctx.save_for_backward(A, X)
         return X
 
@@ -364,10 +406,15 @@ def solve(A, B, *, left=True):
     _core.check_bool("linalg_solve", "left", left)
     vector = _check_solve_operands(A, B, left, "linalg_solve")
     if not left:
-        return solve(A.mT, B.mT).mT
+        # (PyTorch's node is the solve's own for either side, not the transpose's)
+        return _core._name_grad_fn(solve(A.mT, B.mT).mT, "LinalgSolveExBackward0")
     A_b, B_b = _broadcast_batch(A, B.unsqueeze(-1) if vector else B)
     X = _Solve.apply(A_b, B_b)
-    return X.squeeze(-1) if vector else X
+    if vector:
+        # (PyTorch's vector solutions are its solve's own output, not a view of the matrix
+        # one, and laid out as LAPACK's matrix of them: strides (1, n) for (n, 3))
+        return _in_lapack_layout(X.squeeze(-1), "LinalgSolveExBackward0")
+    return X
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,7 +453,8 @@ class _Cholesky(Function):
                         f"positive-definite (the leading minor of order {order} is not "
                         "positive-definite).") from None
             raise
-        L = _tensor(L, A)
+        # (the upper factor is this one's adjoint: row-major here, so that it is column-major)
+        L = _tensor(L, A, lapack=not upper)
         ctx.save_for_backward(L)
         return L
 
@@ -475,7 +523,7 @@ class _Eigh(Function):
     def forward(ctx, A, uplo):
         arr = A._array
         values, vectors = np.linalg.eigh(arr, UPLO=uplo)
-        values, vectors = _tensor(values, A, real=True), _tensor(vectors, A)
+        values, vectors = _tensor(values, A, real=True), _tensor(vectors, A, lapack=True)
         ctx.save_for_backward(values, vectors)
         _keep_factored_input(ctx, A)
         ctx.uplo = uplo
@@ -578,7 +626,7 @@ class _Eig(Function):
             vectors[~finite] = complex(np.nan, np.nan)
         from . import from_numpy
         values = from_numpy(np.array(values, dtype=complex_dtype, order="C"))
-        vectors = from_numpy(np.array(vectors, dtype=complex_dtype, order="C"))
+        vectors = from_numpy(_lapack_layout(vectors, complex_dtype))
         ctx.save_for_backward(values, vectors)
         _keep_factored_input(ctx, A)
         ctx.set_materialize_grads(False)     # (eigvals: no division by the gaps, below)
@@ -932,7 +980,8 @@ class _SVD(Function):
             U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
         else:
             U, S, Vh = _svd_of_non_finite(arr, full_matrices)
-        U, S, Vh = _tensor(U, A), _tensor(S, A, real=True), _tensor(Vh, A)
+        U, S, Vh = (_tensor(U, A, lapack=True), _tensor(S, A, real=True),
+                     _tensor(Vh, A, lapack=True))
         ctx.save_for_backward(U, S, Vh)
         _keep_factored_input(ctx, A)
         ctx.full_matrices = full_matrices
@@ -1125,7 +1174,7 @@ def solve_triangular(input, B, *, upper, left=True, unitriangular=False):
     if not left:                                    # X A = B: A^T X^T = B^T
         triangle, B, upper = triangle.mT, B.mT, not upper
     A_b, B_b = _broadcast_batch(triangle, B)
-    result = _TriangularSolve.apply(A_b, B_b, upper)
+    result = _TriangularSolve.apply(A_b, B_b, upper, left)
     if left:
         return result
     # (PyTorch's node is the solve's own for either side, not the transpose's)
@@ -1172,8 +1221,10 @@ class _TriangularSolve(Function):
     triangle), each solve by substitution."""
 
     @staticmethod
-    def forward(ctx, T, B, upper):
-        X = _tensor(_substitute(T._array, B._array, upper), T)
+    def forward(ctx, T, B, upper, column_major=True):
+        # (column_major=False for X A = B, solved as A^T X^T = B^T: X^T row-major makes the X the
+        # caller returns column-major, as PyTorch's for either side)
+        X = _tensor(_substitute(T._array, B._array, upper), T, lapack=column_major)
         ctx.save_for_backward(T, X)
         ctx.upper = upper
         return X
@@ -1182,7 +1233,7 @@ class _TriangularSolve(Function):
     def backward(ctx, grad):
         T, X = ctx.saved_tensors
         grad_B = _TriangularSolve.apply(_adjoint(T), grad, not ctx.upper)
-        return -(grad_B @ _adjoint(X)), grad_B, None
+        return -(grad_B @ _adjoint(X)), grad_B, None, None
 
 
 _torch_grad_fn_name(_TriangularSolve, "LinalgSolveTriangularBackward0")
@@ -1484,14 +1535,24 @@ def _qr_backward_tall(Q, R, grad_Q, grad_R):
         from . import eye
         identity = eye(M.shape[-1], dtype=M.real.dtype)
         symmetric = symmetric - 1j * identity * M.diagonal(0, -2, -1).imag.unsqueeze(-2)
-    return (grad_Q + Q @ symmetric) @ _adjoint(inv(R))
+    # (a triangular solve, as PyTorch's: a singular R gives inf / NaN, where inv(R) raised)
+    return solve_triangular(_adjoint(R), grad_Q + Q @ symmetric, upper=False, left=False)
+
+
+def _householder_input(arr: np.ndarray) -> np.ndarray:
+    """arr with its zeros made +0.0, for a Householder QR (geqrf): LAPACK's reflector takes the
+    sign of each column's leading entry, and numpy's LAPACK reads -0.0 as negative where
+    PyTorch's reads it as positive, so a -0.0 there flipped a whole row of R and column of Q
+    (qr([[-0.0], [0.5]]): R = 0.5 here, -0.5 in PyTorch; fuzz 65100597)."""
+    return arr + 0.0
 
 
 class _QR(Function):
     @staticmethod
     def forward(ctx, A, mode):
-        Q, R = np.linalg.qr(A._array, mode="complete" if mode == "complete" else "reduced")
-        Q, R = _tensor(Q, A), _tensor(R, A)
+        Q, R = np.linalg.qr(_householder_input(A._array),
+                            mode="complete" if mode == "complete" else "reduced")
+        Q, R = _tensor(Q, A, lapack=True), _tensor(R, A, lapack=True)
         ctx.save_for_backward(Q, R)
         _keep_factored_input(ctx, A)
         ctx.mode = mode
@@ -1590,7 +1651,8 @@ def lstsq(input, b, rcond=None, *, driver=None):
         quick = _gels_quick_returns(A)
         _refuse_rank_deficient_gels(rank, quick, min(m, n))
     B_matrix = B.unsqueeze(-1) if vector else B
-    solution = pinv(A, rtol=rtol) @ B_matrix
+    # (laid out in LAPACK's buffer of max(m, n) rows, as PyTorch's)
+    solution = _LapackLayout.apply(pinv(A, rtol=rtol) @ B_matrix, max(m, n))
     # (gels refused the rank-deficient matrices it did not return quickly on)
     full_rank = driver == "gels" or not rank.numel() or bool((rank == min(m, n)).all())
     if m > n and full_rank and driver != "gelsy":
@@ -1686,7 +1748,7 @@ def householder_product(input, tau):
         Q = Q + A[..., :0, :0].sum((-2, -1), keepdim=True) + \
             tau[..., :0].sum(-1, keepdim=True).unsqueeze(-1)
     Q = _apply_reflectors(A, tau, Q, left=True, adjoint=False)
-    return _core._name_grad_fn(Q, "LinalgHouseholderProductBackward0")
+    return _in_lapack_layout(Q, "LinalgHouseholderProductBackward0")
 
 
 def _apply_reflectors(A, tau, C, *, left, adjoint):

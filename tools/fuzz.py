@@ -28,7 +28,9 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     from WIDE_EXTRA / EXTRA_INPLACE (g_extra: logaddexp, fmax, ldexp, cross, tile, rot90,
     block_diag, kthvalue, cov, cdist, kron, tensordot, embedding, pixel_shuffle, pdist, the
     view-changing in-place methods t_ / unsqueeze_ / squeeze_, index_add_ / scatter_ / put_, ...),
-    so the programs of lower seeds stay what they were;
+    and seeds >= LINALG_FROM (65,100,000) from WIDE_LINALG (g_linalg: the solves on factors, the
+    `_ex` variants, lu / lu_unpack, qr, svd's and eigh's factors through abs(), lstsq,
+    householder_product, ormqr, geqrf), so the programs of lower seeds stay what they were;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
 
@@ -1005,6 +1007,53 @@ def g_extra(g):
         g.add(fmt.format(**fill), nograd=r.random() < 0.08)
 
 
+# (session 33) The linalg family beyond WIDE's entries: the factorisations' other outputs, the
+# solves on factors, the `_ex` variants and the composites PyTorch computes through LAPACK, whose
+# results PyTorch lays out column-major (a later flatten() is a copy, a flat view() raises).
+# Sign-ambiguous factors (svd's U / Vh, eigh's vectors) enter through abs().  Drawn only by
+# seeds >= LINALG_FROM, so lower seeds' programs stay what they were.  ({s}: a square (batch of)
+# matrix of {a}'s dtype, its side {a}'s last dim; {a}.mT: a right-hand side of {s}.)
+LINALG_FROM = 65_100_000
+SPD = "{s} @ {s}.mT + torch.eye({n}, dtype={s}.dtype)"
+TRI = "{s}.tril() + 3 * torch.eye({n}, dtype={s}.dtype)"
+WIDE_LINALG = [
+    ("torch.linalg.inv_ex({s})[0]", 0), ("torch.linalg.solve({s}, {a}.mT)", 2),
+    ("torch.linalg.solve({s}, {a}, left=False)", 2), ("torch.linalg.solve_ex({s}, {a}.mT)[0]", 2),
+    ("torch.linalg.solve({s}, {w})", 0),
+    (f"torch.linalg.cholesky({SPD}, upper=True)", 0), (f"torch.linalg.cholesky_ex({SPD})[0]", 0),
+    (f"torch.cholesky_solve({{a}}.mT, torch.linalg.cholesky({SPD}))", 2),
+    (f"torch.cholesky_inverse(torch.linalg.cholesky({SPD}))", 0),
+    ("torch.linalg.lu_solve(*torch.linalg.lu_factor({s}), {a}.mT)", 2),
+    ("torch.linalg.lu_factor_ex({s})[0]", 0), ("torch.linalg.lu({a})[{k01} + 1]", 2),
+    ("torch.lu_unpack(*torch.linalg.lu_factor({s}))[{k01} + 1]", 0),
+    (f"torch.linalg.solve_triangular({TRI}, {{a}}, upper=False, left=False)", 2),
+    (f"torch.linalg.solve_triangular({TRI}, {{a}}.mT, upper=False, unitriangular=True)", 2),
+    ("torch.linalg.qr({a})[{k01}]", 2), ("torch.linalg.qr({a}, mode='complete')[1]", 2),
+    ("torch.linalg.svd({a})[0].abs()", 2), ("torch.linalg.svd({a}, full_matrices=False)[2].abs()", 2),
+    ("torch.linalg.eigh({s} + {s}.mT)[1].abs()", 0), ("torch.linalg.lstsq({s}, {a}.mT).solution", 2),
+    ("torch.linalg.lstsq({a}, {tg}).solution", 2),
+    ("torch.linalg.householder_product(*torch.geqrf({a}))", 2),
+    ("torch.ormqr(*torch.geqrf({s}), {a}.mT)", 2), ("torch.geqrf({a})[0]", 2),
+    ("torch.complex({s}, {s}.mT)", 0), ("torch.linalg.tensorinv({s}, ind=1)", 0),
+]
+
+
+def g_linalg(g):
+    """One op of WIDE_LINALG (drawn only by seeds >= LINALG_FROM)."""
+    r = g.r
+    a = g.pick_float()
+    if a is None:
+        return
+    m = g.meta[a]
+    choices = [code for code, least in WIDE_LINALG if m.nd >= least]
+    if not choices:
+        return
+    fmt = r.choice(choices)
+    fill = wide_fill(g, a, fmt)
+    if fill is not None:
+        g.add(fmt.format(**fill), nograd=r.random() < 0.08)
+
+
 def _partner_shape(r, shape):
     """A shape that broadcasts with `shape` (a suffix of it, some dims 1)."""
     sh = [1 if r.random() < 0.3 else d for d in shape[r.randint(0, len(shape)):]]
@@ -1376,7 +1425,8 @@ def generate(seed):
     for _ in range(r.randint(1, 3)):
         g.leaf(g.shape())
     n = r.randint(1, MAX_STEPS)
-    ops = OPS + ([(g_extra, 8)] if seed >= EXTRA_FROM else [])
+    ops = OPS + ([(g_extra, 8)] if seed >= EXTRA_FROM else []) \
+        + ([(g_linalg, 4)] if seed >= LINALG_FROM else [])
     fns = [f for f, _ in ops]
     weights = [w for _, w in ops]
     for _ in range(n):
@@ -1763,9 +1813,9 @@ KNOWN = [
     # torch's bug: addmv with an empty (0, m) matrix and a 1-element input returns a [1, m]
     # gradient for the matrix at backward (seed 62600415); tapegrad's is (0, m)
     ("missing-error", r"AddmvBackward0 returned an invalid gradient"),
-    # torch has no double backward for cdist (p != 2 and its large-input path; 65001696);
-    # tapegrad's cdist is a composite of differentiable ops
-    ("missing-error", r"the derivative for '_cdist_backward' is not implemented"),
+    # torch has no double backward for cdist (p != 2 and its large-input path; 65001696) nor for
+    # pdist (65100022); tapegrad's are composites of differentiable ops
+    ("missing-error", r"the derivative for '_(cdist|pdist)_backward' is not implemented"),
     # torch's backend quirk: a grouped float32 conv_transpose whose output size is 0 returns an
     # empty tensor (the mkldnn path skips the size check its other paths make; 62601143)
     ("crash", r"Calculated output size per channel: \((0|0 x \d+|\d+ x 0)\)"),
@@ -1994,6 +2044,12 @@ def known_for(prog, cat, msg):
         # b[...] = 0.5 under no_grad: a.grad is 0.5, not b's old value; 65006225, 65008398);
         # tapegrad's version check refuses it, as for any other op saving its operands
         return True
+    if cat == "grad" and msg.startswith("G2") and re.search(r"torch .*\bnan\b.* vs tapegrad", msg) \
+            and any(re.search(r"\brenorm_?\(", s.code) for s in prog.steps):
+        # torch's bug: renorm's double backward at a zero sub-tensor (norm 0, below maxnorm, so
+        # renorm is the identity there) is NaN (the norm's derivative x / |x| at 0);
+        # gradgradcheck fails in PyTorch on [[0, 0], [1, 2]] and passes here (65030866)
+        return True
     if cat == "grad" and any(re.search(r"scatter_reduce\(.*'(prod|am(ax|in))'", s.code)
                              for s in prog.steps):
         # torch's bug (KNOWN: ScatterReduceBackward0): with an index smaller than src, 'prod'
@@ -2071,19 +2127,6 @@ def known_for(prog, cat, msg):
         # after one (y.t_().mul_(2)) is PyTorch's INTERNAL ASSERT.  tapegrad's retained grad
         # is the gradient of y as it is (65002247)
         return True
-    m = re.match(r"step \d+ `v\d+ = (v\d+)\.(view|flatten|reshape|ravel)\(", msg)
-    if m and ((cat == "missing-error" and m.group(2) == "view"
-               and "view size is not compatible" in msg)
-              or (cat == "requires_grad" and m.group(2) != "view"
-                  and "(no_grad): torch False vs tapegrad True" in msg)):
-        # known (docs/differences.md, session 19): PyTorch's LAPACK-backed linalg results are
-        # column-major (a flat view() of one raises there); tapegrad's are row-major
-        # (solve_triangular: 60648852, 60653096); so flatten / reshape of one is a copy in
-        # PyTorch and a view here, which under no_grad keeps requires_grad (inv: 60661760)
-        defs = {st.out: st.code for st in prog.steps if st.out}
-        if re.search(r"\blinalg\.|matrix_power|cholesky|\blu_|triangular_solve|inverse\(",
-                     defs.get(m.group(1), "")):
-            return True
     if (cat == "grad" and any(re.search(r"\b(F\.elu|ELU|F\.celu|CELU|F\.selu|SELU)\(", s.code)
                               for s in prog.steps)
             and any(re.search(r"\bnan\b", s.code) for s in prog.steps)):
