@@ -381,6 +381,13 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         _core._mark_written(dense)
         return dense
 
+    def new(self, *args, device=None):
+        """PyTorch's legacy ``Tensor.new`` on a sparse tensor: ``new(indices, values[, size])``
+        a sparse COO tensor of those (the values' own dtype), ``new(*sizes)`` and ``new()`` an
+        empty one of this dtype (dlrm's row-wise sparse Adagrad builds its updates so)."""
+        from ._sparse_legacy import legacy_sparse_new
+        return legacy_sparse_new(self.dtype, args, device, "SparseTensor.new", warn=False)
+
     def _derived(self, indices, values, size=None, coalesced=None, grad_fn_name=None):
         """A result of an op on self: a leaf only when nothing requires grad."""
         requires = values.requires_grad
