@@ -123,7 +123,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         sparse = _sys.modules.get("tapegrad._sparse_coo")
         if sparse is not None and (isinstance(mat1, sparse.SparseTensor) or
                                    isinstance(mat2, sparse.SparseTensor)):
-            return sparse.sparse_addmm(input, mat1, mat2, beta, alpha, "AddmmBackward0")
+            return sparse.sparse_addmm(input, mat1, mat2, beta, alpha, "AddmmBackward0",
+                                       masked_grad=False)
     _check_tensors("addmm", ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
     if input.dtype != mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "

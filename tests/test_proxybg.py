@@ -157,3 +157,58 @@ def test_embedding_bag_repr_shows_its_arguments_as_given():
         theirs = torch.nn.EmbeddingBag(n, d, mode="sum", **kwargs)
         assert repr(ours) == repr(theirs)
     assert repr(tapegrad.nn.Embedding(n, d)) == repr(torch.nn.Embedding(n, d))
+
+
+_PRODUCTS = {
+    "torch.mm": lambda m, s, x: m.mm(s, x),
+    "matmul": lambda m, s, x: m.matmul(s, x),
+    "@": lambda m, s, x: s @ x,
+    "Tensor.mm": lambda m, s, x: s.mm(x),
+    "spmm": lambda m, s, x: m.spmm(s, x),
+    "dsmm": lambda m, s, x: m.dsmm(s, x),
+    "torch.addmm": lambda m, s, x: m.addmm(m.ones(4, 3), s, x, beta=0.5, alpha=2.0),
+    "mv": lambda m, s, x: m.mv(s, x[:, 1]),
+    "matrix @ vector": lambda m, s, x: s @ x[:, 2],
+    "dense @ sparse": lambda m, s, x: m.mm(x.t(), s),
+}
+
+
+@pytest.mark.parametrize("name", list(_PRODUCTS))
+def test_leaf_sparse_operand_gets_pytorch_gradient_layout(name):
+    # SILENT: torch.mm & co. give a leaf sparse operand the full dense gradient
+    # (grad_out @ mat2.T); tapegrad gave the gradient masked to the operand's pattern
+    i = np.array([[0, 1, 1, 3, 2], [1, 0, 2, 3, 2]], dtype=np.int64)
+    v = np.array([1., 2., 3., 4., 5.], dtype=np.float32)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 10
+    grads = []
+    for mod in (tapegrad, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = mod.sparse_coo_tensor(mod.tensor(i), mod.tensor(v), (4, 4), requires_grad=True)
+        out = _PRODUCTS[name](mod, s, mod.tensor(x))
+        out.pow(2).sum().backward()
+        grads.append(s.grad)
+    ours, theirs = grads
+    assert ours.is_sparse == theirs.is_sparse
+    assert str(ours.dtype) == str(theirs.dtype) and tuple(ours.shape) == tuple(theirs.shape)
+    to_np = (lambda g: g.to_dense().numpy()) if theirs.is_sparse else (lambda g: g.numpy())
+    np.testing.assert_allclose(to_np(ours), to_np(theirs), rtol=1e-6, atol=1e-6)
+
+
+def test_dense_and_masked_sparse_gradients_accumulate_as_torch():
+    i = np.array([[0, 1, 2], [1, 0, 2]], dtype=np.int64)
+    v = np.array([1., -2., 3.], dtype=np.float32)
+    x = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
+    grads = []
+    for mod in (tapegrad, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = mod.sparse_coo_tensor(mod.tensor(i), mod.tensor(v), (3, 3), requires_grad=True)
+        xt = mod.tensor(x)
+        (mod.sparse.mm(s, xt).sum() + (s @ xt).pow(2).sum()).backward()
+        (s.mm(xt) * 3).sum().backward()         # a second backward adds into the dense .grad
+        grads.append(s.grad)
+    ours, theirs = grads
+    assert not theirs.is_sparse and not ours.is_sparse
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+
