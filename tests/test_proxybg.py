@@ -212,3 +212,61 @@ def test_dense_and_masked_sparse_gradients_accumulate_as_torch():
     assert not theirs.is_sparse and not ours.is_sparse
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
 
+
+
+_OLD_FORMS = [
+    # (call, the same call in the current signature), each as f(mod, a, b, v, B)
+    (lambda m, a, b, v, B: m.addmm(1, a, -2, a, b.t()),
+     lambda m, a, b, v, B: m.addmm(a, a, b.t(), beta=1, alpha=-2)),
+    (lambda m, a, b, v, B: m.addmm(0.5, a, a, b), lambda m, a, b, v, B: m.addmm(a, a, b, beta=0.5)),
+    (lambda m, a, b, v, B: a.addmm(0.5, -1, a, b),
+     lambda m, a, b, v, B: a.addmm(a, b, beta=0.5, alpha=-1)),
+    (lambda m, a, b, v, B: a.addmm(0.5, a, b), lambda m, a, b, v, B: a.addmm(a, b, beta=0.5)),
+    (lambda m, a, b, v, B: a.clone().addmm_(2, 3, a, b),
+     lambda m, a, b, v, B: a.clone().addmm_(a, b, beta=2, alpha=3)),
+    (lambda m, a, b, v, B: m.addmv(2, v, 3, a, v), lambda m, a, b, v, B: m.addmv(v, a, v, beta=2, alpha=3)),
+    (lambda m, a, b, v, B: v.addmv(2, a, v), lambda m, a, b, v, B: v.addmv(a, v, beta=2)),
+    (lambda m, a, b, v, B: m.addr(2, a, 3, v, v), lambda m, a, b, v, B: m.addr(a, v, v, beta=2, alpha=3)),
+    (lambda m, a, b, v, B: a.clone().addr_(2, 3, v, v),
+     lambda m, a, b, v, B: a.clone().addr_(v, v, beta=2, alpha=3)),
+    (lambda m, a, b, v, B: m.addbmm(2, a, 3, B, B), lambda m, a, b, v, B: m.addbmm(a, B, B, beta=2, alpha=3)),
+    (lambda m, a, b, v, B: m.baddbmm(2, B, 3, B, B),
+     lambda m, a, b, v, B: m.baddbmm(B, B, B, beta=2, alpha=3)),
+    (lambda m, a, b, v, B: B.clone().baddbmm_(0.5, B, B),
+     lambda m, a, b, v, B: B.clone().baddbmm_(B, B, beta=0.5)),
+]
+
+
+@pytest.mark.parametrize("k", range(len(_OLD_FORMS)))
+def test_deprecated_scale_first_product_forms(k):
+    # torch.addmm(1, sq + sq.t(), -2, x, x.t()): pre-1.0 metric-learning distance code
+    old, new = _OLD_FORMS[k]
+    a = np.array([[1., 2.], [3., -4.]], dtype=np.float32)
+    b = np.array([[0.5, -1.], [2., 1.5]], dtype=np.float32)
+    v = np.array([1., -2.], dtype=np.float32)
+    results = []
+    for mod in (tapegrad, torch):
+        args = (mod.tensor(a), mod.tensor(b), mod.tensor(v), mod.stack([mod.tensor(a), mod.tensor(b)]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            results.append(old(mod, *args).numpy())
+        np.testing.assert_array_equal(results[-1], new(mod, *args).numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
+
+
+def test_deprecated_scale_first_product_gradient_and_errors():
+    x = np.array([[0.3, -1.2, 0.5], [1.1, 0.4, -0.7], [0.0, 0.9, 0.2]], dtype=np.float32)
+    grads = []
+    for mod in (tapegrad, torch):
+        e = mod.tensor(x, requires_grad=True)
+        sq = e.pow(2).sum(dim=1, keepdim=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = mod.addmm(1, sq + sq.t(), -2, e, e.t())
+        d.clamp(min=1e-6).sqrt().sum().backward()
+        grads.append(e.grad.numpy())
+        for bad in (lambda: mod.addmm(1, e, -2, e, e.t(), beta=2),
+                    lambda: mod.addmm(e, e, e.t(), 3)):
+            with pytest.raises(TypeError, match="addmm\\(\\) received an invalid combination"):
+                bad()
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5)
