@@ -58,3 +58,59 @@ def scalar_first(name: str, scale_keyword: str, scale, scale_given, tensors: tup
 
 _NAMES = {"add": ("other",), "sub": ("other",), "addcmul": ("tensor1", "tensor2"),
           "addcdiv": ("tensor1", "tensor2")}
+
+
+# The scaled products' old forms: torch.addmm(beta, input, [alpha,] mat1, mat2) and
+# input.addmm(beta, [alpha,] mat1, mat2) (and addmv, addr, addbmm, baddbmm), as pre-1.0 metric
+# learning code computes squared distances: torch.addmm(1, sq + sq.t(), -2, x, x.t()).
+_PRODUCT_NAMES = {"addmm": ("mat1", "mat2"), "addmv": ("mat", "vec"), "addr": ("vec1", "vec2"),
+                  "addbmm": ("batch1", "batch2"), "baddbmm": ("batch1", "batch2")}
+_OUT_DTYPE_FORM = ("addmm", "baddbmm")      # (their current forms include an out_dtype one)
+
+
+def scale_first_product(name: str, input, first, second, third, fourth, beta, alpha):
+    """(input, t1, t2, beta, alpha) of an old-form call name(input, first, second, third[,
+    fourth]) (the positional arguments as the current signature received them, ``fourth``
+    NOT_GIVEN for the four-argument forms).  A number in input's place is the function form
+    (beta, input, [alpha,] t1, t2); a tensor there is the method form, self first (self, beta,
+    [alpha,] t1, t2).  The keywords must be left at their defaults.  Warns once, as PyTorch."""
+    from ._core import TensorBase, type_name
+    function_form = isinstance(input, Number)
+    if function_form:
+        scales, tensors = ((input, second), (first, third, fourth)) if fourth is not NOT_GIVEN \
+            else ((input,), (first, second, third))
+    else:
+        scales, tensors = ((first, second), (input, third, fourth)) if fourth is not NOT_GIVEN \
+            else ((first,), (input, second, third))
+    if beta != 1 or alpha != 1 or \
+            not all(isinstance(s, Number) and not isinstance(s, bool) for s in scales) or \
+            not all(isinstance(t, TensorBase) for t in tensors):
+        given = (input, first, second, third) + (() if fourth is NOT_GIVEN else (fourth,))
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({', '.join(type_name(a) for a in given)}), but expected "
+                        f"({name}(Tensor input, Tensor {_PRODUCT_NAMES[name][0]}, Tensor "
+                        f"{_PRODUCT_NAMES[name][1]}, *, Number beta = 1, Number alpha = 1))")
+    if not _warned:
+        _warned.append(name)
+        t1, t2 = _PRODUCT_NAMES[name]
+        numbers = "Number beta, " + ("Number alpha, " if len(scales) == 2 else "")
+        if function_form:
+            old = (f"Number beta, Tensor input, " + ("Number alpha, " if len(scales) == 2 else "")
+                   + f"Tensor {t1}, Tensor {t2}, *, Tensor out = None")
+            current = (f"Tensor input, Tensor {t1}, Tensor {t2}, *, Number beta = 1, Number "
+                       f"alpha = 1, Tensor out = None")
+            currents = [current]
+            if name in _OUT_DTYPE_FORM:
+                currents.append(current.replace(f"Tensor {t2}, *", f"Tensor {t2}, torch.dtype "
+                                                                   f"out_dtype, *"))
+        else:
+            old = f"{numbers}Tensor {t1}, Tensor {t2}"
+            currents = [f"Tensor {t1}, Tensor {t2}, *, Number beta = 1, Number alpha = 1"]
+        from ._core import user_stacklevel
+        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider using "
+                      f"one of the following signatures instead:" +
+                      "".join(f"\n\t{name}({c})" for c in currents),
+                      UserWarning, stacklevel=user_stacklevel())
+    beta = scales[0]
+    alpha = scales[1] if len(scales) == 2 else 1
+    return tensors[0], tensors[1], tensors[2], beta, alpha

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ._deprecated_overloads import NOT_GIVEN, scale_first_product
 from . import _complex, _core, creation as _creation
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
@@ -661,8 +662,12 @@ def _ones_like(t):
     return ones_like(t)
 
 
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def addbmm(input, batch1, batch2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=1,
+           alpha=1):
     """beta * input + alpha * sum over b of batch1[b] @ batch2[b]."""
+    if old_third is not NOT_GIVEN:      # PyTorch's deprecated scale-first forms
+        input, batch1, batch2, beta, alpha = scale_first_product(
+            "addbmm", input, batch1, batch2, old_third, old_fourth, beta, alpha)
     _check_tensor(input, "addbmm")
     _check_tensor(batch1, "addbmm", "batch1", 2)
     _check_tensor(batch2, "addbmm", "batch2", 3)

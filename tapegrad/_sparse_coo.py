@@ -278,8 +278,43 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         contribution = self._grad_from_values(dense.detach())
         if self._grad is None:
             self._grad = contribution
+        elif not isinstance(self._grad, SparseTensor):
+            self._grad.add_(contribution)       # a dense .grad (see _dense_grad_stand_in)
         else:
             self._grad._replace_contents(self._grad._add_sparse(contribution, 1))
+
+    def _dense_grad_stand_in(self):
+        """A dense leaf equal to this tensor whose gradient goes into this tensor's ``.grad``,
+        for the products PyTorch differentiates as dense ones (torch.mm, matmul, ``@``, mv,
+        spmm, dsmm, torch.addmm, bmm): there a leaf sparse operand gets the full dense gradient
+        (``grad_out @ mat2.T``), not one masked to its pattern as torch.sparse.mm gives.  None
+        unless this is a leaf that requires grad and grad mode is on (a non-leaf's values get
+        the masked gradient either way)."""
+        if not (self._leaf and self._vals.requires_grad and _core.is_grad_enabled()):
+            return None
+        stand_in = self.to_dense().detach().requires_grad_(True)
+        owner = weakref.ref(self)
+
+        def hand_over(_leaf):
+            # The hook (kept by the tape's leaf record) holds the stand-in: a leaf's gradient
+            # is accumulated only while its Python tensor lives (as _sparse_embedding's).
+            live = owner()
+            if live is not None and stand_in.grad is not None:
+                live._add_dense_grad(stand_in.grad.detach())
+            stand_in.grad = None
+        stand_in.register_post_accumulate_grad_hook(hand_over)
+        return stand_in
+
+    def _add_dense_grad(self, grad) -> None:
+        """Accumulate a dense gradient into ``.grad`` as PyTorch's AccumulateGrad does: it
+        becomes the gradient, or is added to one already there (a sparse one turns dense)."""
+        self._fold_grad()
+        if self._grad is None:
+            self._grad = grad
+        elif isinstance(self._grad, SparseTensor):
+            self._grad = grad + self._grad
+        else:
+            self._grad.add_(grad)
 
     def _grad_from_values(self, values_grad):
         """The sparse gradient of this tensor, given the gradient of its stored values: on the
@@ -380,6 +415,13 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         np.add.at(target, tuple(self._idx._array), values)
         _core._mark_written(dense)
         return dense
+
+    def new(self, *args, device=None):
+        """PyTorch's legacy ``Tensor.new`` on a sparse tensor: ``new(indices, values[, size])``
+        a sparse COO tensor of those (the values' own dtype), ``new(*sizes)`` and ``new()`` an
+        empty one of this dtype (dlrm's row-wise sparse Adagrad builds its updates so)."""
+        from ._sparse_legacy import legacy_sparse_new
+        return legacy_sparse_new(self.dtype, args, device, "SparseTensor.new", warn=False)
 
     def _derived(self, indices, values, size=None, coalesced=None, grad_fn_name=None):
         """A result of an op on self: a leaf only when nothing requires grad."""
@@ -1118,6 +1160,9 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         if mat2.dtype != self.dtype:
             raise RuntimeError(f"expected scalar type {_scalar_name(self._vals)} but found "
                                f"{_scalar_name(mat2)}")
+        stand_in = self._dense_grad_stand_in()
+        if stand_in is not None:
+            return _core._name_grad_fn(stand_in.bmm(mat2), "BmmBackward0")
         k, r, c = self._idx._array
         p = mat2.shape[2]
         sources = mat2.reshape(batch * m, p).index_select(0, tensor(k * m + c))
@@ -1348,14 +1393,16 @@ def _sparse_product(name: str, a, b):
     return sparse_mm(a, b)
 
 
-def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0"):
+def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool = False):
     """``mat1 @ mat2`` where either may be sparse COO (2-D, no dense dimensions).
 
     sparse @ dense and dense @ sparse give a dense result, sparse @ sparse a sparse one, dense
     @ dense the ordinary product.  Differentiable in both operands (the sparse operand's
     gradient reaches its values).  The result's grad_fn shows as ``grad_fn_name``: torch.mm,
     ``@`` and torch.spmm record MmBackward0, torch.sparse.mm its own nodes (see
-    ``sparse_mm_public``)."""
+    ``sparse_mm_public``).  A leaf sparse operand that requires grad gets a dense ``.grad``
+    unless ``masked_grad`` (torch.sparse.mm's and torch.sparse.addmm's gradient, on the
+    operand's pattern)."""
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if not s1 and not s2:
         return mat1.mm(mat2)
@@ -1364,7 +1411,11 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0"):
         if mat1.dim() != 2:
             raise RuntimeError(f"sparse.mm: expected a 2-D dense matrix, got a {mat1.dim()}-D "
                                f"tensor of shape {list(mat1.shape)}")
-        return _core._name_grad_fn(sparse_mm(mat2.t(), mat1.t()).t(), grad_fn_name)
+        stand_in = None if masked_grad else mat2._dense_grad_stand_in()
+        if stand_in is not None:
+            return _core._name_grad_fn(mat1.mm(stand_in), grad_fn_name)
+        return _core._name_grad_fn(sparse_mm(mat2.t(), mat1.t(), masked_grad=True).t(),
+                                   grad_fn_name)
     if s2:
         product = to_sparse(sparse_mm(mat1, mat2.to_dense()))
         product._rename_grad_fn(grad_fn_name)
@@ -1385,6 +1436,9 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0"):
     if mat2.dtype != mat1.dtype:
         raise RuntimeError(f"expected scalar type {_scalar_name(mat1._vals)} but found "
                            f"{_scalar_name(mat2)}")
+    stand_in = None if masked_grad else mat1._dense_grad_stand_in()
+    if stand_in is not None:
+        return _core._name_grad_fn(stand_in.mm(mat2), grad_fn_name)
     from .creation import zeros
     rows, cols = mat1._idx[0], mat1._idx[1]
     # Each stored entry (r, c, v) adds v * mat2[c] to row r of the result.
@@ -1399,10 +1453,10 @@ def sparse_mm_public(mat1, mat2):
     the final transpose's TransposeBackward0 for dense @ sparse)."""
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if s1 and s2:
-        return sparse_mm(mat1, mat2, "SparseSparseMatmulBackward0")
+        return sparse_mm(mat1, mat2, "SparseSparseMatmulBackward0", masked_grad=True)
     if s2:
-        return sparse_mm(mat1, mat2, "TransposeBackward0")
-    return sparse_mm(mat1, mat2, "SparseAddmmBackward0")
+        return sparse_mm(mat1, mat2, "TransposeBackward0", masked_grad=True)
+    return sparse_mm(mat1, mat2, "SparseAddmmBackward0", masked_grad=True)
 
 
 def dsmm(input, mat2):
@@ -1434,7 +1488,7 @@ def hspmm(mat1, mat2):
             mat2.shape[0] != mat1._size[1]:
         raise RuntimeError(f"hspmm: Argument #3: Expected dim 0 size {mat1._size[1]}, got "
                            f"{mat2.shape[0]}")
-    product = sparse_mm(mat1, mat2)
+    product = sparse_mm(mat1, mat2, masked_grad=True)
     rows = np.unique(mat1._idx._array[0]).astype(np.int64)
     values = product.index_select(0, tensor(rows))
     return SparseTensor._make(tensor(rows.reshape(1, -1)), values, tuple(product.shape),
@@ -1477,12 +1531,14 @@ def sparse_sum(input, dim=None, dtype=None):
     return result
 
 
-def sparse_addmm(input, mat1, mat2, beta=1, alpha=1, grad_fn_name="SparseAddmmBackward0"):
+def sparse_addmm(input, mat1, mat2, beta=1, alpha=1, grad_fn_name="SparseAddmmBackward0",
+                 masked_grad: bool = True):
     """``torch.sparse.addmm`` (and ``torch.addmm`` with a sparse ``mat1``, whose result shows
     ``grad_fn_name`` AddmmBackward0): ``beta * input + alpha * (mat1 @ mat2)`` for a sparse COO
     ``mat1`` and dense ``input`` and ``mat2``; a dense result.  As PyTorch's, ``input`` must have
     mat1's dtype (no promotion), ``beta=0`` ignores input's values (NaN included), and only
-    sparse @ dense is accepted."""
+    sparse @ dense is accepted.  A leaf ``mat1`` gets the gradient on its pattern
+    (``masked_grad``, torch.sparse.addmm's) or a dense one (torch.addmm's)."""
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if not s1 and not s2:
         return input.addmm(mat1, mat2, beta=beta, alpha=alpha)
@@ -1493,7 +1549,7 @@ def sparse_addmm(input, mat1, mat2, beta=1, alpha=1, grad_fn_name="SparseAddmmBa
     if isinstance(input, _core.TensorBase) and input.dtype != mat1.dtype:
         raise RuntimeError(f"expected scalar type {_scalar_name(mat1._vals)} but found "
                            f"{_scalar_name(input)}")
-    product = sparse_mm(mat1, mat2)
+    product = sparse_mm(mat1, mat2, masked_grad=masked_grad)
     # a factor of 1 is left out, so the default call adds exactly as input + mat1 @ mat2
     scaled_product = product if alpha == 1 else product * alpha
     if beta == 0:

@@ -17,7 +17,8 @@ _SIGNATURES = (" * (*, torch.device device = None)\n"
                " * (Tensor indices, Tensor values, tuple of ints size, *, torch.device device = None)\n"
                " * (tuple of ints size, *, torch.device device = None)\n")
 
-_SEQUENCE_REFUSED = ("torch.sparse.SparseTensor(sequence) only accepts sizes.  Please use "
+# {who}: "torch.sparse.SparseTensor" for the typed classes, "SparseTensor.new" for Tensor.new
+_SEQUENCE_REFUSED = ("{who}(sequence) only accepts sizes.  Please use "
                      "torch.sparse_coo_tensor() or construct a strided tensor and convert it to "
                      "sparse via to_sparse.")
 _DEPRECATED = {
@@ -36,15 +37,15 @@ _DEPRECATED = {
 _warned: set[str] = set()
 
 
-def _warn_once(form: str) -> None:
+def _warn_once(form: str, stacklevel: int) -> None:
     """PyTorch's TORCH_WARN_ONCE: each form's deprecation warning once per process, whatever the
-    warning filters."""
+    warning filters (``stacklevel`` counts from the caller: the script's frame)."""
     if form not in _warned:
         _warned.add(form)
-        warnings.warn(_DEPRECATED[form], UserWarning, stacklevel=3)
+        warnings.warn(_DEPRECATED[form], UserWarning, stacklevel=stacklevel + 1)
 
 
-def _form(args: tuple) -> str | None:
+def _form(args: tuple, who: str) -> str | None:
     """Which of the four signatures args match (None: no match)."""
     if not args:
         return "empty"
@@ -52,7 +53,7 @@ def _form(args: tuple) -> str | None:
         return "shape"
     if len(args) == 1 and isinstance(args[0], (tuple, list)) and all(is_int(a) for a in args[0]):
         if not isinstance(args[0], Size):       # PyTorch takes its sizes as a torch.Size only
-            raise TypeError(_SEQUENCE_REFUSED)
+            raise TypeError(_SEQUENCE_REFUSED.format(who=who))
         return "shape"
     if len(args) in (2, 3) and all(isinstance(a, _core.TensorBase) for a in args[:2]):
         if len(args) == 2:
@@ -66,6 +67,37 @@ def _arg_types(args: tuple) -> str:
     return ", ".join("Tensor" if isinstance(a, _core.TensorBase) else _core.type_name(a) for a in args)
 
 
+def legacy_sparse_new(dtype, args: tuple, device, who: str, warn: bool):
+    """PyTorch's legacy constructor for the sparse COO layout, shared by the typed classes
+    (torch.sparse.FloatTensor(...), which warn each form's deprecation once) and a sparse
+    tensor's ``new(...)`` (dlrm's RWSAdagrad: ``grad.new(indices, values, size)``, no warning):
+    ``(indices, values[, size])`` builds sparse_coo_tensor from them, the values keeping their
+    own dtype; ``(*sizes)``, ``(Size)`` and ``()`` an empty tensor of ``dtype``."""
+    from . import zeros
+    from ._sparse_coo import _sparse_coo_tensor
+    check_device(device, "new")
+    if len(args) > 3:
+        raise TypeError(f"new() takes 3 positional arguments but {len(args)} were given")
+    form = _form(args, who)
+    if form is None:
+        raise TypeError(f"new() received an invalid combination of arguments - got "
+                        f"({_arg_types(args)}), but expected one of:\n{_SIGNATURES}")
+    if warn:
+        _warn_once(form, stacklevel=3)      # over this function and the class's __call__
+    if form in ("empty", "shape"):
+        shape = (0,) if form == "empty" else tuple(args[0] if len(args) == 1 and not is_int(args[0]) else args)
+        return _sparse_coo_tensor(zeros((len(shape), 0), dtype=_core.int64),
+                                  zeros((0,), dtype=dtype), shape)
+    indices, values = args[0], args[1]
+    if indices.dtype != _core.int64:
+        # PyTorch's two forms check in different places, with different messages
+        raise RuntimeError("indices must be an int64 tensor" if form.endswith("shape") else
+                           f"expected scalar type Long but found "
+                           f"{_core.scalar_type_name_of(indices._array.dtype)}")
+    # The values keep their own dtype (PyTorch's legacy constructors do not convert them).
+    return _sparse_coo_tensor(indices, values, *(tuple(args[2]),) if form.endswith("shape") else ())
+
+
 class SparseTypedTensorMeta(LegacyTensorClassMeta):
     """The metaclass of torch.sparse.FloatTensor, ...: none of them is a class of the tensors it
     makes (as in PyTorch).  Not a TypedTensorMeta: Tensor.type() and Module.type() take those as
@@ -74,25 +106,7 @@ class SparseTypedTensorMeta(LegacyTensorClassMeta):
     is_sparse = True
 
     def __call__(cls, *args, device=None):
-        from . import zeros
-        from ._sparse_coo import _sparse_coo_tensor
-        check_device(device, "new")
-        if len(args) > 3:
-            raise TypeError(f"new() takes 3 positional arguments but {len(args)} were given")
-        form = _form(args)
-        if form is None:
-            raise TypeError(f"new() received an invalid combination of arguments - got "
-                            f"({_arg_types(args)}), but expected one of:\n{_SIGNATURES}")
-        _warn_once(form)
-        if form in ("empty", "shape"):
-            shape = (0,) if form == "empty" else tuple(args[0] if len(args) == 1 and not is_int(args[0]) else args)
-            return _sparse_coo_tensor(zeros((len(shape), 0), dtype=_core.int64),
-                                      zeros((0,), dtype=cls.dtype), shape)
-        indices, values = args[0], args[1]
-        if indices.dtype != _core.int64:
-            raise RuntimeError("indices must be an int64 tensor")
-        # The values keep their own dtype (PyTorch's legacy constructors do not convert them).
-        return _sparse_coo_tensor(indices, values, *(tuple(args[2]),) if form.endswith("shape") else ())
+        return legacy_sparse_new(cls.dtype, args, device, "torch.sparse.SparseTensor", warn=True)
 
     def __instancecheck__(cls, obj) -> bool:
         return bool(getattr(obj, "is_sparse", False)) and obj.dtype == cls.dtype

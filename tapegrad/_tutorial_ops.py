@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._deprecated_overloads import NOT_GIVEN, scale_first_product
 from . import _core
 from ._class_members import has_member
 from .creation import has_numpy_strides
@@ -485,8 +486,11 @@ def sinc(input):
     return _core._name_grad_fn(result, "SincBackward0")
 
 
-def addmv(input, mat, vec, *, beta=1, alpha=1):
+def addmv(input, mat, vec, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec): all three of one dtype, as PyTorch (no promotion)."""
+    if old_third is not NOT_GIVEN:      # PyTorch's deprecated scale-first forms
+        input, mat, vec, beta, alpha = scale_first_product(
+            "addmv", input, mat, vec, old_third, old_fourth, beta, alpha)
     _check_addmv(input, mat, vec)
     from .contractions import _scaled_sum, in_float32_if_half
     return _core._name_grad_fn(in_float32_if_half(
@@ -512,9 +516,12 @@ def _check_addmv(input, mat, vec) -> None:
                            f"{names[1]}, and {names[2]}")
 
 
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
+def addr(input, vec1, vec2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=1, alpha=1):
     """beta * input + alpha * outer(vec1, vec2); PyTorch checks beta and alpha against the
     result's dtype as add's alpha (no float factor for integers, bool ones only for bool)."""
+    if old_third is not NOT_GIVEN:      # PyTorch's deprecated scale-first forms
+        input, vec1, vec2, beta, alpha = scale_first_product(
+            "addr", input, vec1, vec2, old_third, old_fourth, beta, alpha)
     product = _core.mul(vec1.unsqueeze(1), vec2.unsqueeze(0))
     from .contractions import _scaled_sum
     kind = np.result_type(input._array.dtype, product._array.dtype).kind

@@ -11,6 +11,7 @@ import sys as _sys
 
 import numpy as np
 
+from ._deprecated_overloads import NOT_GIVEN, scale_first_product
 from . import _core
 from ._half_precision import in_float32_if_half
 from .tensor import Tensor
@@ -114,16 +115,20 @@ def _check_tensors(fn: str, named: tuple) -> None:
         _check_tensor(t, fn, name, position)
 
 
-def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+def addmm(input, mat1, mat2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to (n, p).  PyTorch checks the
     dtypes (input's, then mat1's, against mat2's) before the ranks.  A sparse COO mat1 (or
     mat2, which PyTorch refuses) is tapegrad.sparse.addmm's case."""
+    if old_third is not NOT_GIVEN:      # PyTorch's deprecated scale-first forms
+        input, mat1, mat2, beta, alpha = scale_first_product(
+            "addmm", input, mat1, mat2, old_third, old_fourth, beta, alpha)
     if not (isinstance(mat1, _core.TensorBase) and isinstance(mat2, _core.TensorBase)):
         # A sparse tensor exists only once tapegrad._sparse_coo is loaded: no import otherwise.
         sparse = _sys.modules.get("tapegrad._sparse_coo")
         if sparse is not None and (isinstance(mat1, sparse.SparseTensor) or
                                    isinstance(mat2, sparse.SparseTensor)):
-            return sparse.sparse_addmm(input, mat1, mat2, beta, alpha, "AddmmBackward0")
+            return sparse.sparse_addmm(input, mat1, mat2, beta, alpha, "AddmmBackward0",
+                                       masked_grad=False)
     _check_tensors("addmm", ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
     if input.dtype != mat2.dtype:
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
@@ -143,8 +148,12 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
         "AddmmBackward0")
 
 
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input, batch1, batch2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=1,
+            alpha=1):
     """beta * input + alpha * (batch1 @ batch2) per batch; input broadcasts to (b, n, p)."""
+    if old_third is not NOT_GIVEN:      # PyTorch's deprecated scale-first forms
+        input, batch1, batch2, beta, alpha = scale_first_product(
+            "baddbmm", input, batch1, batch2, old_third, old_fourth, beta, alpha)
     _check_tensors("baddbmm", ((input, "input"), (batch1, "batch1"), (batch2, "batch2")))
     # (PyTorch reads the result's size, batch1.size(0), size(1) and batch2.size(2), before it
     # checks the ranks: a batch of fewer dims gives that read's IndexError)

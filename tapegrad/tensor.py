@@ -879,17 +879,19 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     # -- ops as methods -------------------------------------------------------------------------
     # addmm / baddbmm live in tapegrad.contractions, which loads on first use: the methods are
     # here so that `x.addmm(...)` works before anything has touched `tapegrad.addmm`.
-    def addmm(self, mat1, mat2, *, beta=1, alpha=1):
-        """``beta * self + alpha * (mat1 @ mat2)``, as ``tapegrad.addmm(self, mat1, mat2)``."""
+    def addmm(self, mat1, mat2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=1, alpha=1):
+        """``beta * self + alpha * (mat1 @ mat2)``, as ``tapegrad.addmm(self, mat1, mat2)``
+        (the deprecated ``self.addmm(beta, [alpha,] mat1, mat2)`` too)."""
         from .contractions import addmm
-        return addmm(self, mat1, mat2, beta=beta, alpha=alpha)
+        return addmm(self, mat1, mat2, old_third, old_fourth, beta=beta, alpha=alpha)
 
-    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+    def baddbmm(self, batch1, batch2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=1,
+                alpha=1):
         """``beta * self + alpha * (batch1 @ batch2)`` over a batch of matrices, as
-        ``tapegrad.baddbmm(self, batch1, batch2)``.
+        ``tapegrad.baddbmm(self, batch1, batch2)`` (the deprecated scale-first forms too).
         """
         from .contractions import baddbmm
-        return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+        return baddbmm(self, batch1, batch2, old_third, old_fourth, beta=beta, alpha=alpha)
 
     @_compiled_op
     def exp(self):

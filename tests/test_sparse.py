@@ -57,10 +57,14 @@ def test_mm_values_and_gradients():
 def test_leaf_sparse_gets_sparse_grad_on_its_pattern():
     s = _sparse(tg, requires_grad=True)
     assert s.is_leaf and s.requires_grad
-    tg.spmm(s, tg.ones(3, 2)).sum().backward()
+    tg.sparse.mm(s, tg.ones(3, 2)).sum().backward()
     g = s.grad
     assert g.is_sparse and g.is_coalesced()
     assert g.indices().tolist() == [[0, 1, 1], [2, 0, 2]] and g.values().tolist() == [2., 2., 2.]
+    # torch.spmm (as torch.mm) gives a leaf the dense gradient, as PyTorch's
+    s = _sparse(tg, requires_grad=True)
+    tg.spmm(s, tg.ones(3, 2)).sum().backward()
+    assert not s.grad.is_sparse and s.grad.tolist() == [[2., 2., 2.], [2., 2., 2.]]
 
 
 def test_errors():
@@ -192,14 +196,8 @@ def test_parity_gradients(quiet_torch, fn):
     assert (ours_d is None) == (torch_d is None)
     if torch_d is not None:
         _same(ours_d, torch_d)
-    if torch_leaf.is_sparse:
-        _same(ours_leaf, torch_leaf)
-    else:
-        # torch.spmm gives a leaf a dense gradient; tapegrad's is always sparse, on the leaf's
-        # pattern (documented difference): compare it with torch's gradient at that pattern.
-        mask = np.zeros((2, 3))
-        mask[tuple(np.array(IDX))] = 1
-        np.testing.assert_allclose(ours_leaf.to_dense().numpy(), torch_leaf.numpy() * mask)
+    assert ours_leaf.is_sparse == torch_leaf.is_sparse     # torch.spmm's is dense
+    _same(ours_leaf, torch_leaf)
 
 
 def test_parity_errors(quiet_torch):

@@ -1,6 +1,7 @@
 """LayerNorm, BatchNorm1d/2d, GroupNorm, InstanceNorm1d/2d, LocalResponseNorm, CrossMapLRN2d."""
 from __future__ import annotations
 
+import numbers
 import warnings
 
 from ... import creation
@@ -19,7 +20,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, int):
+        if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
@@ -333,7 +334,7 @@ class RMSNorm(Module):
                  elementwise_affine: bool = True, device=None, dtype=None) -> None:
         super().__init__()
         check_device(device, allow_meta=True)
-        if isinstance(normalized_shape, int):
+        if isinstance(normalized_shape, numbers.Integral):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps

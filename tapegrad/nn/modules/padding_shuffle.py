@@ -1,6 +1,7 @@
 """Padding modules over F.pad, the pixel / channel shuffles and nn.Bilinear."""
 from __future__ import annotations
 
+import collections.abc
 import math
 
 from .. import _shuffle_ops as S
@@ -10,9 +11,10 @@ from .module import Module
 
 
 def _pad_tuple(padding, n_sides: int) -> tuple:
-    if isinstance(padding, int):
-        return (padding,) * n_sides
-    return tuple(padding)
+    # PyTorch's _ntuple: any non-iterable (a numpy integer too) is repeated on every side
+    if isinstance(padding, collections.abc.Iterable):
+        return tuple(padding)
+    return (padding,) * n_sides
 
 
 class _PadNd(Module):

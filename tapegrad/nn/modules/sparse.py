@@ -20,7 +20,8 @@ def _set_up_table(module, num_embeddings: int, embedding_dim: int, padding_idx, 
     if padding_idx is not None:
         if not -num_embeddings <= padding_idx < num_embeddings:
             raise AssertionError(padding_message)
-        padding_idx = padding_idx % num_embeddings
+        if padding_idx < 0:     # a non-negative one is kept as given (so it shows so in the repr)
+            padding_idx = num_embeddings + padding_idx
     module.padding_idx = padding_idx
     module.max_norm = max_norm
     module.norm_type = norm_type
@@ -35,14 +36,16 @@ def _set_up_table(module, num_embeddings: int, embedding_dim: int, padding_idx, 
         module.weight = Parameter(weight, requires_grad=not freeze)
 
 
-def _norm_options_repr(module) -> str:
+def _norm_options_repr(module, show=str) -> str:
+    """The max_norm options' part of the repr, each value shown by ``show``: PyTorch's
+    Embedding formats them with str, its EmbeddingBag with repr (``np.int64(7)`` stays so)."""
     s = ""
     if module.max_norm is not None:
-        s += f", max_norm={module.max_norm}"
+        s += f", max_norm={show(module.max_norm)}"
     if module.norm_type != 2:
-        s += f", norm_type={module.norm_type}"
+        s += f", norm_type={show(module.norm_type)}"
     if module.scale_grad_by_freq is not False:
-        s += f", scale_grad_by_freq={module.scale_grad_by_freq}"
+        s += f", scale_grad_by_freq={show(module.scale_grad_by_freq)}"
     return s
 
 
@@ -140,8 +143,8 @@ class EmbeddingBag(_LookupTable):
                                per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = f"{self.num_embeddings}, {self.embedding_dim}" + _norm_options_repr(self)
-        s += f", mode='{self.mode}'"
+        s = f"{self.num_embeddings!r}, {self.embedding_dim!r}" + _norm_options_repr(self, repr)
+        s += f", mode={self.mode!r}"
         if self.padding_idx is not None:
-            s += f", padding_idx={self.padding_idx}"
+            s += f", padding_idx={self.padding_idx!r}"
         return s
