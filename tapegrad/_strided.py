@@ -103,7 +103,12 @@ def strided(input, size, stride, storage_offset=None, unfold: bool = False, key=
     out = np.ndarray(tuple(size), arr.dtype, buffer=storage, offset=offset * itemsize if numel
                      else 0,
                      strides=tuple(s * itemsize for s in stride))
-    if not storage.flags.writeable:
+    if not storage.flags.writeable or any(n > 1 and st == 0 for n, st in zip(size, stride)):
+        # A layout where several elements are one memory location (a zero stride over more
+        # than one element) is read-only, as expand()'s: PyTorch refuses elementwise writes
+        # into it ("more than one element of the written-to tensor refers to a single memory
+        # location") and writes a single value where it allows (fill_, x[i] = v); numpy would
+        # silently let the last of the aliased writes win.
         out.flags.writeable = False
     return strided_view(input, out, key, unfold)
 

@@ -1,5 +1,9 @@
 """Session 33 (lead): lazy modules' placeholders refuse ops as PyTorch's do; nn.init's
-initialisers dispatch to a tensor subclass's __torch_function__."""
+initialisers dispatch to a tensor subclass's __torch_function__; nn.Parameter of a user's
+subclass; create_graph gradients' node names; prod's and float32 atan2's rounding; zero-stride
+as_strided views refuse elementwise writes.  Each case is checked against torch."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -169,3 +173,28 @@ def test_float32_atan2_rounds_as_pytorchs_kernels():
     assert got.dtype == np.float32 and np.mean(got == want) > 0.95
     assert tapegrad.atan2(tapegrad.tensor(1.0), tapegrad.tensor(1.0)).item() == \
         torch.atan2(torch.tensor(1.0), torch.tensor(1.0)).item()
+
+
+@pytest.mark.parametrize("write", ["add_", "mul_", "relu_", "out", "take_out", "exp_out",
+                                   "fill_", "setitem", "zero_", "masked_fill_"])
+def test_zero_stride_as_strided_refuses_elementwise_writes(write):
+    # Before: a view whose elements are one memory location (as_strided with a zero stride)
+    # took in-place ops, the last aliased write winning (add_ left 1.0 where PyTorch raises);
+    # now it is read-only as expand()'s, with PyTorch's refusals and its single-value writes.
+    def run(L):
+        base = L.zeros(1)
+        view = base.as_strided((3,), (0,))
+        ops = {"add_": lambda: view.add_(1), "mul_": lambda: view.mul_(2),
+               "relu_": lambda: view.relu_(), "out": lambda: L.add(L.ones(3), 1, out=view),
+               "take_out": lambda: L.take(L.arange(6.0), L.tensor([0, 2, 1]), out=view),
+               "exp_out": lambda: L.exp(L.ones(3), out=view), "fill_": lambda: view.fill_(2.0),
+               "setitem": lambda: view.__setitem__(0, 5.0), "zero_": lambda: view.zero_(),
+               "masked_fill_": lambda: view.masked_fill_(L.tensor([True, False, True]), 3.0)}
+        try:
+            with warnings.catch_warnings():     # (masked_fill_ warns of the expanded self in both)
+                warnings.simplefilter("ignore")
+                ops[write]()
+        except RuntimeError as e:
+            return "more than one element of the written-to tensor" in str(e)
+        return base.tolist()
+    assert run(tapegrad) == run(torch)
