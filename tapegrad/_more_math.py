@@ -1125,6 +1125,14 @@ def _lu_factor_values(a: np.ndarray):
     lu = _batches(lu, 2)
     pivots = np.zeros((lu.shape[0], k_count), dtype=np.int32)
     rows = np.arange(lu.shape[0])
+    # The rounding of PyTorch's getrf (MKL), which these steps reproduce bit for bit up to 4x4
+    # (and in most matrices up to 16x16): a column of more than one element is scaled by the
+    # pivot's reciprocal (without LAPACK's getf2 test for a tiny pivot: a subnormal one's
+    # reciprocal overflows, and the column turns NaN, as PyTorch's), a single element divided
+    # by it, and the trailing update is a fused multiply-add, one rounding, which the wider
+    # dtype below gives for real matrices.  Beyond 16 columns MKL's blocked algorithm rounds
+    # otherwise anyway: there the plain update saves the widening.
+    wide = _FMA_WIDE.get(lu.dtype) if k_count <= 16 else None
     for k in range(k_count):
         column = lu[:, k:, k]
         magnitude = (np.abs(column.real) + np.abs(column.imag) if lu.dtype.kind == "c"
@@ -1135,11 +1143,30 @@ def _lu_factor_values(a: np.ndarray):
         lu[rows, k] = lu[rows, p]
         lu[rows, p] = top
         pivot = lu[:, k, k]
-        safe = np.where(pivot == 0, 1, pivot)           # a zero column stays zero (LAPACK)
-        lu[:, k + 1:, k] = np.where(pivot[:, None] == 0, lu[:, k + 1:, k],
-                                    lu[:, k + 1:, k] / safe[:, None])
-        lu[:, k + 1:, k + 1:] -= lu[:, k + 1:, k, None] * lu[:, k, None, k + 1:]
+        below = lu[:, k + 1:, k]
+        zero = pivot == 0                               # a zero column stays zero (LAPACK)
+        safe = np.where(zero, 1, pivot) if zero.any() else pivot
+        with np.errstate(all="ignore"):     # (a subnormal pivot's reciprocal is inf: NaNs)
+            if m - k - 1 > 1:
+                below *= (1 / safe)[:, None]
+            else:
+                below /= safe[:, None]
+            if wide is None:
+                lu[:, k + 1:, k + 1:] -= lu[:, k + 1:, k, None] * lu[:, k, None, k + 1:]
+            else:
+                lu[:, k + 1:, k + 1:] = (lu[:, k + 1:, k + 1:].astype(wide)
+                                         - lu[:, k + 1:, k, None].astype(wide)
+                                         * lu[:, k, None, k + 1:].astype(wide))
     return lu.reshape(batch + (m, n)), pivots.reshape(batch + (k_count,))
+
+
+# The dtype whose product of two elements is exact (float32's in float64) or nearly so
+# (float64's in the x87 extended double, 64 bits of 106), so that a - l u computed in it and
+# rounded back is getrf's fused multiply-add.  Where longdouble is double, float64's update
+# rounds twice, as before.
+_FMA_WIDE = {np.dtype(np.float32): np.float64,
+             np.dtype(np.float64): (np.longdouble if np.finfo(np.longdouble).nmant > 52
+                                    else None)}
 
 
 def _permutation(pivots: np.ndarray, m: int) -> np.ndarray:

@@ -257,10 +257,30 @@ def inv(A):
     return _Inverse.apply(A)
 
 
+def _det_factors(A):
+    """(the diagonal of U, the permutation's sign) of A = P L U as PyTorch's det and slogdet
+    take them: getrf of A^T for a contiguous real A (det A^T = det A; PyTorch's layout saving),
+    of A itself otherwise, and the sign +1 or -1 (an int64 array) by the parity of the pivots
+    that swap.  Their products, as PyTorch forms them, give det's and slogdet's bits (and det's
+    -0. of a singular matrix whose permutation is odd), which numpy's det, exp(log|det|), did
+    not."""
+    from ._more_math import _lu_factor_values
+    arr = A._array
+    if A.is_contiguous() and arr.dtype.kind != "c":
+        arr = np.swapaxes(arr, -1, -2)
+    lu, pivots = _lu_factor_values(arr)
+    swaps = (pivots != np.arange(1, pivots.shape[-1] + 1, dtype=pivots.dtype)).sum(-1)
+    return np.diagonal(lu, axis1=-2, axis2=-1), 1 - 2 * (swaps % 2).astype(np.int64)
+
+
 class _Determinant(Function):
     @staticmethod
     def forward(ctx, A):
-        out = _tensor(np.linalg.det(A._array), A)
+        diagonal, sign = _det_factors(A)
+        product = np.ones(diagonal.shape[:-1], dtype=diagonal.dtype)
+        for k in range(diagonal.shape[-1]):          # in order, as PyTorch's prod of n values
+            product = product * diagonal[..., k]
+        out = _tensor(sign * product, A)
         ctx.save_for_backward(A, out)       # the result too, as PyTorch (a write into it raises)
         return out
 
@@ -272,10 +292,38 @@ class _Determinant(Function):
         if A.shape[-1] == 1:
             # d det = dA: PyTorch's adjoint is G itself, without a graph to A (fuzz 60652007)
             return grad.unsqueeze(-1).unsqueeze(-1).expand(A.shape)
+        from .func import transforming
+        if not (is_grad_enabled() or transforming()):
+            return _det_backward_by_lu(A, grad * _conj(result))
         singular = (result == 0).detach()
         if bool(singular.any()):
             return _singular_det_backward(A, grad, singular)
-        return (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
+        try:
+            return (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
+        except LinAlgError:
+            # a determinant the LU of A^T leaves nonzero where A's own LU meets a zero pivot
+            # (a numerically singular A): the adjugate, as for a singular one
+            return _singular_det_backward(A, grad, singular | True)
+
+
+def _det_backward_by_lu(A, scale):
+    """det's first-order gradient as PyTorch's: X with A^H X = scale I (scale = G conj(det)),
+    solved with the forward's LU (of A^T for a contiguous real A, of A otherwise) whose zero
+    pivots are nudged to eps, so that a singular matrix gets the signed zeros of 0 * (a finite
+    inverse) and a numerically singular one PyTorch's finite values."""
+    from . import eye, from_numpy
+    from ._linalg_factor import lu_solve
+    from ._more_math import _lu_factor_values
+    use_transpose = A.is_contiguous() and not A.is_complex()
+    arr = np.swapaxes(A._array, -1, -2) if use_transpose else A._array
+    lu, pivots = _lu_factor_values(arr)
+    diagonal = np.diagonal(lu, axis1=-2, axis2=-1).copy()
+    eps = np.finfo(diagonal.real.dtype).eps
+    n = lu.shape[-1]
+    lu[..., range(n), range(n)] = np.where(diagonal == 0, eps, diagonal)
+    identity = eye(n, dtype=A.dtype)
+    rhs = scale.unsqueeze(-1).unsqueeze(-1) * identity
+    return lu_solve(from_numpy(lu), from_numpy(pivots), rhs, adjoint=not use_transpose)
 
 
 def _singular_det_backward(A, grad, singular):
@@ -312,8 +360,15 @@ def det(A):
 class _LogAbsDet(Function):
     @staticmethod
     def forward(ctx, A):
-        sign, logabsdet = np.linalg.slogdet(A._array)
-        sign = _tensor(sign, A)
+        from . import from_numpy
+        diagonal, permutation_sign = _det_factors(A)
+        diagonal = from_numpy(np.array(diagonal))            # (a copy: the view is read-only)
+        # PyTorch's sgn(diag U).prod() * the permutation's sign, sum(log|diag U|): tapegrad's
+        # sgn, log and sum round as PyTorch's
+        sign = diagonal.sgn().prod(-1) * from_numpy(np.array(permutation_sign))
+        logabsdet = diagonal.abs().log().sum(-1)
+        sign = _tensor(sign._array, A)
+        logabsdet = logabsdet._array
         # (a real sign is recorded too, as PyTorch's: it requires grad, with a zero gradient)
         if A.is_complex():
             ctx.save_for_backward(A, sign)
@@ -1199,19 +1254,33 @@ def _substitute(T, B, upper, block=64):
     trsm: accurate for the ill-conditioned triangles an LU solve with pivoting gets wrong (a
     random triangle's condition grows exponentially with its size; fuzz 60624567).  Blocked as
     trsm: the rows already solved enter each block of rows through one product, the block is
-    solved row by row.  A zero on the diagonal gives inf/NaN, no error, as PyTorch's."""
+    solved column by column as MKL's trsm rounds (bit for bit in real triangles of 1, 2, 4 and
+    16 rows; not yet in 3 or 6): each solved row is scaled by its diagonal's reciprocal and
+    taken off the rows still to solve by a fused multiply-add (one rounding, through the wider
+    dtype of the LU's update).
+    A zero on the diagonal gives inf/NaN, no error, as PyTorch's."""
+    from ._more_math import _FMA_WIDE
     n = T.shape[-1]
-    X = np.zeros(B.shape, dtype=np.result_type(T, B))
+    X = np.array(B, dtype=np.result_type(T, B))
+    wide = _FMA_WIDE.get(X.dtype) if n <= 16 else None
     starts = range(0, n, block)
     with np.errstate(all="ignore"):
         for start in (reversed(starts) if upper else starts):
             stop = min(start + block, n)
             solved = slice(stop, n) if upper else slice(0, start)
-            rest = B[..., start:stop, :] - T[..., start:stop, solved] @ X[..., solved, :]
-            for i in (range(stop - 1, start - 1, -1) if upper else range(start, stop)):
-                inner = slice(i + 1, stop) if upper else slice(start, i)
-                row = rest[..., i - start, :] - (T[..., i:i + 1, inner] @ X[..., inner, :])[..., 0, :]
-                X[..., i, :] = row / T[..., i, i:i + 1]
+            if solved.start != solved.stop:
+                X[..., start:stop, :] -= T[..., start:stop, solved] @ X[..., solved, :]
+            for j in (range(stop - 1, start - 1, -1) if upper else range(start, stop)):
+                X[..., j, :] *= (1 / T[..., j, j])[..., None]
+                rest = slice(start, j) if upper else slice(j + 1, stop)
+                if rest.start == rest.stop:
+                    continue
+                if wide is None:
+                    X[..., rest, :] -= T[..., rest, j, None] * X[..., j, None, :]
+                else:
+                    X[..., rest, :] = (X[..., rest, :].astype(wide)
+                                       - T[..., rest, j, None].astype(wide)
+                                       * X[..., j, None, :].astype(wide))
     return X
 
 
