@@ -353,8 +353,12 @@ class Exp2(Function):
 
     @staticmethod
     def forward(ctx, x):
+        arr = x._array
         with np.errstate(over="ignore"):        # (overflow to inf is the answer, as in PyTorch)
-            result = _wrap(np.exp2(x._array))
+            # float32 evaluated in float64 and rounded once, which PyTorch's kernel matches in
+            # ~93% of elements (numpy's float32 loop in ~76%)
+            result = _wrap(np.exp2(arr, dtype=np.float64).astype(np.float32)
+                           if arr.dtype == np.float32 else np.exp2(arr))
         ctx.save_for_backward(result)           # (PyTorch's node saves the result alone)
         return result
 
