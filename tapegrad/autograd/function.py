@@ -653,7 +653,13 @@ class KernelFunction(Function):
         cls = ctx._forward_cls
         saved = ctx.saved_tensors       # (checks the versions of what the backward reads)
         if _core.is_grad_enabled():     # create_graph
-            res = cls.graph_backward(ctx, saved, *grads)
+            # graph_backward gets a fresh alias of each saved tensor that requires grad: one that
+            # re-runs a composite and asks autograd.grad for the gradients by its inputs must
+            # get each input's direct gradient only, not the paths through another input that
+            # depends on it (attention's q, k, v all the same h, or k = f(q); an RNN's h0 = f(x))
+            grad_saved = tuple(t.view_as(t) if t is not None and t.requires_grad else t
+                               for t in saved)
+            res = cls.graph_backward(ctx, grad_saved, *grads)
             if cls.saved_input_derivative is None:
                 return res
             # PyTorch's backward node reads the saved inputs, so each input's gradient requires
