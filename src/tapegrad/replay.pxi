@@ -247,19 +247,20 @@ cdef class BufferSet(CompiledBackward):
         self.check_versions()
         return program.backward_one(self, g, seed)
 
-    cdef object rerun(self):
-        """The Program's outputs of the call computed eagerly again: the same values as the
-        replay's, its random draws included (the global stream is set back to its state before
-        the replay's forward for the re-run, then restored)."""
+    cdef object rerun(self, tuple args, dict kwargs):
+        """The Program's outputs of the call computed eagerly again (on args, kwargs: the call's
+        own, or aliases of its tensors): the same values as the replay's, its random draws
+        included (the global stream is set back to its state before the replay's forward for
+        the re-run, then restored)."""
         cdef list kept = self.program.state_before_rerun(self.inputs)
         try:
             if self.rng_state is None:
-                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
+                return self.plan.program_outputs(self.call(*args, **(kwargs or {})))
             bits = self.program.global_rng().bit_generator
             now = bits.state
             bits.state = self.rng_state
             try:
-                return self.plan.program_outputs(self.call(*self.args, **(self.kwargs or {})))
+                return self.plan.program_outputs(self.call(*args, **(kwargs or {})))
             finally:
                 bits.state = now
         finally:
@@ -278,11 +279,24 @@ cdef class BufferSet(CompiledBackward):
                 "(compiled.fn) for higher-order derivatives")
         self.check_versions()
         cdef bint was = grad_enabled()
+        # The re-run reads each argument tensor that takes a gradient through an alias (one
+        # per tensor, so `a is b` in the call still holds) whose gate is closed while the
+        # gradients are asked for, by the aliases: each input, an argument computed from
+        # another one (f(x, g(x))) or a parameter the call reads that an argument is computed
+        # from (f(x, w.sum())), gets its direct gradient only; the sweep carries it on through
+        # its history.  (By the arguments themselves, x's gradient included the path through
+        # g(x), which the sweep added again: SILENT.)
+        cdef dict aliases = {}
+        cdef list gate = [True]
         _set_grad_enabled(True)
         try:
-            outs = self.rerun()
+            args = aliased_args(self.args, aliases, gate)
+            kwargs = ({k: aliased_args(v, aliases, gate) for k, v in (<dict>self.kwargs).items()}
+                      if self.kwargs else self.kwargs)
+            outs = self.rerun(args, kwargs)
         finally:
             _set_grad_enabled(was)
+        cdef list inputs = [aliases.get(oid(t), t) for t in self.inputs]
         cdef list given = seeds
         cdef list roots = []
         seeds = []
@@ -292,16 +306,20 @@ cdef class BufferSet(CompiledBackward):
                 roots.append(outs[j])
                 seeds.append(g[j])
         if given is not None:
-            for j in range(min(len(given), len(self.inputs))):
-                if given[j] is not None and (<TensorBase>self.inputs[j])._requires_grad:
-                    roots.append(self.inputs[j])
+            for j in range(min(len(given), len(inputs))):
+                if given[j] is not None and (<TensorBase>inputs[j])._requires_grad:
+                    roots.append(inputs[j])
                     seeds.append(given[j])
-        wanted = [t for t in self.inputs if (<TensorBase>t)._requires_grad]
+        wanted = [t for t in inputs if (<TensorBase>t)._requires_grad]
         if not roots or not wanted:
-            return (None,) * len(self.inputs)
-        grads = _grad(tuple(roots), tuple(wanted), tuple(seeds), True, True, True, False)
+            return (None,) * len(inputs)
+        gate[0] = False
+        try:
+            grads = _grad(tuple(roots), tuple(wanted), tuple(seeds), True, True, True, False)
+        finally:
+            gate[0] = True
         found = {id(t): gr for t, gr in zip(wanted, grads)}
-        return tuple([found.get(id(t)) for t in self.inputs])
+        return tuple([found.get(id(t)) for t in inputs])
 
     cdef release(self):
         """The graph was freed (backward without retain_graph, or its record died): the set can
@@ -1998,6 +2016,22 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
 
 
 # -- the per-call checks of tapegrad.compile, in C (they run at every replayed call) ---------------
+
+cdef object aliased_args(object a, dict aliases, list gate):
+    """a (a call's argument, lists and tuples walked as flatten_into walks them) with each
+    tensor that requires grad replaced by its gated alias (autograd.function.GatedAlias), one
+    per tensor: aliases maps oid(tensor) -> alias."""
+    if type(a) is list or type(a) is tuple:
+        items = [aliased_args(b, aliases, gate) for b in <object>a]
+        return items if type(a) is list else tuple(items)
+    if isinstance(a, TensorBase) and (<TensorBase>a)._requires_grad:
+        alias = aliases.get(oid(a))
+        if alias is None:
+            from tapegrad.autograd.function import GatedAlias
+            alias = aliases[oid(a)] = GatedAlias.apply(a, gate)
+        return alias
+    return a
+
 
 cdef int flatten_into(object items, list flat, list nesting) except -1:
     for a in items:

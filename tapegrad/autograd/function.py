@@ -568,6 +568,15 @@ def tied_to_saved(gradient, saved, node=None, derivative="zeros"):
     return tied if node is None else _core._name_grad_fn(tied, node)
 
 
+def fresh_alias(t):
+    """t as a node of its own (a view of it): a backward that re-runs a composite from the
+    tensors it was given (a KernelFunction's graph_backward, a compiled call's create_graph
+    re-run) and asks autograd.grad for the gradient by each of them must take them through
+    their aliases, or a tensor another one depends on (k = f(q), h0 = f(x), the same tensor in
+    two places) gets the paths through the other as well, which the sweep then adds again."""
+    return t.view_as(t)
+
+
 def linked_to_node(gradient, saved, node):
     """gradient, as an output of a backward node that reads the tensors `saved`: linked (no
     derivative through the link) to the first of them that requires grad, when gradient itself
@@ -591,6 +600,24 @@ class _LinkedWithoutGradient(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad, None
+
+
+class GatedAlias(Function):
+    """t's values as a node of its own whose backward passes the gradient on to t only while
+    gate[0] is true.  A compiled call's create_graph re-run (replay.pxi) reads its argument
+    tensors through these and closes the gate while it asks for the gradients by its inputs:
+    a view (fresh_alias) would still let a parameter the call reads directly collect the paths
+    through an argument computed from it (f(x, w.sum()) with f reading w), which the sweep then
+    adds again; once the gate is open the gradients' own graph reaches t's history as usual."""
+
+    @staticmethod
+    def forward(ctx, t, gate):
+        ctx.gate = gate
+        return _core.wrap_array(t._array)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad if ctx.gate[0] else None), None
 
 
 class KernelFunction(Function):
@@ -657,7 +684,7 @@ class KernelFunction(Function):
             # re-runs a composite and asks autograd.grad for the gradients by its inputs must
             # get each input's direct gradient only, not the paths through another input that
             # depends on it (attention's q, k, v all the same h, or k = f(q); an RNN's h0 = f(x))
-            grad_saved = tuple(t.view_as(t) if t is not None and t.requires_grad else t
+            grad_saved = tuple(fresh_alias(t) if t is not None and t.requires_grad else t
                                for t in saved)
             res = cls.graph_backward(ctx, grad_saved, *grads)
             if cls.saved_input_derivative is None:
