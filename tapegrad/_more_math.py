@@ -983,7 +983,7 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     _check_float("ormqr", input)
     from .linalg import _apply_reflectors, _in_lapack_layout
     result = _apply_reflectors(input, input2, input3, left=bool(left), adjoint=bool(transpose))
-    return _in_lapack_layout(result, "OrmqrBackward0")
+    return _in_lapack_layout(result, "OrmqrBackward0", (input, input2, input3))
 
 
 # -- numerical gradient --------------------------------------------------------------------------

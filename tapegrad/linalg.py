@@ -208,20 +208,27 @@ def _conj(x):
 class _LapackLayout(Function):
     """A composite's result (householder_product, ormqr, lstsq: built from recorded ops) copied
     into _lapack_layout, the layout PyTorch's LAPACK call gives it; the gradient passes through.
-    The caller names the node after the op."""
+    The caller names the node after the op.  PyTorch's node of the op saves its result and
+    some operands (`guard`): the node saves them too, only so that an in-place write to one of
+    them before the backward raises as PyTorch's does (the composite's own records saved
+    copies, so its gradient would silently use the values from before the write)."""
 
     @staticmethod
-    def forward(ctx, x, rows=None):
-        return _core.wrap_array(_lapack_layout(x.resolve_conj()._array, rows=rows), False)
+    def forward(ctx, x, rows=None, guard=()):
+        out = _core.wrap_array(_lapack_layout(x.resolve_conj()._array, rows=rows), False)
+        ctx.save_for_backward(out, *guard)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, None
+        ctx.saved_tensors           # (the version check of the guarded tensors)
+        return grad, None, None
 
 
-def _in_lapack_layout(result, grad_fn_name):
-    """result laid out as PyTorch's LAPACK-backed op lays it out, its node named grad_fn_name."""
-    return _core._name_grad_fn(_LapackLayout.apply(result), grad_fn_name)
+def _in_lapack_layout(result, grad_fn_name, guard=()):
+    """result laid out as PyTorch's LAPACK-backed op lays it out, its node named grad_fn_name;
+    guard: the operands PyTorch's node saves (besides the result)."""
+    return _core._name_grad_fn(_LapackLayout.apply(result, None, tuple(guard)), grad_fn_name)
 
 
 # inverse, determinant, solve
@@ -468,7 +475,7 @@ def solve(A, B, *, left=True):
     if vector:
         # (PyTorch's vector solutions are its solve's own output, not a view of the matrix
         # one, and laid out as LAPACK's matrix of them: strides (1, n) for (n, 3))
-        return _in_lapack_layout(X.squeeze(-1), "LinalgSolveExBackward0")
+        return _in_lapack_layout(X.squeeze(-1), "LinalgSolveExBackward0", (A,))
     return X
 
 
@@ -1721,7 +1728,7 @@ def lstsq(input, b, rcond=None, *, driver=None):
         _refuse_rank_deficient_gels(rank, quick, min(m, n))
     B_matrix = B.unsqueeze(-1) if vector else B
     # (laid out in LAPACK's buffer of max(m, n) rows, as PyTorch's)
-    solution = _LapackLayout.apply(pinv(A, rtol=rtol) @ B_matrix, max(m, n))
+    solution = _LapackLayout.apply(pinv(A, rtol=rtol) @ B_matrix, max(m, n), (A, B))
     # (gels refused the rank-deficient matrices it did not return quickly on)
     full_rank = driver == "gels" or not rank.numel() or bool((rank == min(m, n)).all())
     if m > n and full_rank and driver != "gelsy":
@@ -1817,7 +1824,7 @@ def householder_product(input, tau):
         Q = Q + A[..., :0, :0].sum((-2, -1), keepdim=True) + \
             tau[..., :0].sum(-1, keepdim=True).unsqueeze(-1)
     Q = _apply_reflectors(A, tau, Q, left=True, adjoint=False)
-    return _in_lapack_layout(Q, "LinalgHouseholderProductBackward0")
+    return _in_lapack_layout(Q, "LinalgHouseholderProductBackward0", (A, tau))
 
 
 def _apply_reflectors(A, tau, C, *, left, adjoint):

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import random
 import re
 import sys
@@ -54,6 +55,12 @@ import warnings
 import zlib
 
 import numpy as np
+
+# Run as `python tools/fuzz_train.py`, sys.path[0] is tools/: the tree's own tapegrad first, not
+# the one the venv's editable install points at (another worktree's).
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
 
 # -- the program generator ----------------------------------------------------------------------
 

@@ -159,8 +159,11 @@ class FunctionCtx:
             else:
                 t = holder.get(self) if isinstance(holder, _SavedOutput) else holder
             if version.value != expected:
-                raise _modified_in_place_error(t._array, _core._grad_fn_name_of(t),
-                                              version.value, expected)
+                # (PyTorch names the node a saved output came from, this one, whatever wrote
+                # it since: "output 0 of F", not of the CopySlices of a setitem)
+                name = self.name() if isinstance(holder, _SavedOutput) else \
+                    _core._grad_fn_name_of(t)
+                raise _modified_in_place_error(t._array, name, version.value, expected)
             out.append(t)
         return tuple(out)
 
