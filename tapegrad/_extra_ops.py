@@ -232,7 +232,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
             error = np.abs(a - b)
             allowed = atol + np.abs(rtol * b)
             close = close | (np.isfinite(error) & (error <= allowed))
-    return _wrap(close)
+    return _wrap_like(close, input, other)
 
 
 def _refuse_if_complex(name, input) -> None:
@@ -1002,7 +1002,7 @@ def divide(input, other, *, rounding_mode=None):
     if (b == 0).any():
         raise RuntimeError("ZeroDivisionError")
     floor = a // b
-    return _wrap((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype))
+    return _wrap_like((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype), input, other)
 
 
 def true_divide(input, other):

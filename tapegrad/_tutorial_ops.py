@@ -552,7 +552,8 @@ def _integer_pair(name, fn, input, other):
     if dt.kind not in "iu":
         raise NotImplementedError(f'"{name}_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(dt)}'")
-    return _wrap(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))))
+    return _wrap_like(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))),
+                      input, other)
 
 
 def gcd(input, other):

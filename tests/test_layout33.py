@@ -217,3 +217,25 @@ def test_lerp_tensor_weight_takes_input_layout(kind, swap):
     _same_layout(got, expected)
     assert type(got.grad_fn).__name__ == "LerpBackward1"
     np.testing.assert_allclose(g_grad.numpy(), t_grad.numpy(), rtol=1e-12)
+
+
+def _ints(lib, shape, lo, seed):
+    return lib.tensor(np.random.default_rng(seed).integers(lo, 9, shape))
+
+
+INTEGER_AND_BOOL = {
+    "isclose": lambda lib, a, b: lib.isclose(a.t().double(), b.double()),
+    "div_trunc": lambda lib, a, b: lib.div(a.t(), b, rounding_mode="trunc"),
+    "gcd": lambda lib, a, b: lib.gcd(a.t(), b),
+    "lcm": lambda lib, a, b: lib.lcm(a.t(), b),
+    "bitwise_left_shift": lambda lib, a, b: lib.bitwise_left_shift(a.t().abs(), b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(INTEGER_AND_BOOL))
+def test_integer_and_bool_results_take_iterator_layout(name):
+    expected = INTEGER_AND_BOOL[name](torch, _ints(torch, (5, 6), -9, 0), _ints(torch, (6, 5), 1, 1))
+    got = INTEGER_AND_BOOL[name](tapegrad, _ints(tapegrad, (5, 6), -9, 0),
+                                 _ints(tapegrad, (6, 5), 1, 1))
+    assert got.stride() == expected.stride()
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
