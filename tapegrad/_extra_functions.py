@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from . import _core
-from ._extra_ops import (_cumsum_array, _cumulative_array, addcdiv_values, _log_values, _wrap, _xlog, _xlogy_values,
+from ._extra_ops import (_cumsum_array, _cumulative_array, addcdiv_values, _log_values, _wrap, _wrap_like, _xlog, _xlogy_values,
                          cumsum, flip, nan_to_num_values, nansum_values)
 from .autograd.function import Function, KernelFunction
 
@@ -158,7 +158,7 @@ class _LogBase(Function):
     @classmethod
     def forward(cls, ctx, x):
         ctx.save_for_backward(x)
-        return _wrap(_log_values(cls.ufunc, x._array))
+        return _wrap_like(_log_values(cls.ufunc, x._array), x)
 
     @classmethod
     def backward(cls, ctx, grad):
@@ -193,7 +193,7 @@ class _UnaryFloat(Function):
 
     @classmethod
     def forward(cls, ctx, x):
-        y = _wrap(_log_values(cls.ufunc, x._array))
+        y = _wrap_like(_log_values(cls.ufunc, x._array), x)
         ctx.save_for_backward(y if cls.saves_result else x)
         return y
 
@@ -252,7 +252,7 @@ class Xlogy(Function):
     def forward(cls, ctx, x, y):
         ctx.save_for_backward(x, y)
         ctx.save_for_forward(x, y)
-        return _wrap(_xlogy_values(x._array, y._array, cls.log))
+        return _wrap_like(_xlogy_values(x._array, y._array, cls.log), x, y)
 
     @classmethod
     def jvp(cls, ctx, tx, ty):

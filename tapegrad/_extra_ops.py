@@ -51,6 +51,46 @@ def _wrap(arr) -> TensorBase:
     return _core.wrap_array(arr if arr.flags.c_contiguous else arr.copy(), False)
 
 
+def _wrap_like(arr, *operands) -> TensorBase:
+    """The tensor of an elementwise op's result `arr` computed from `operands` (tensors; numbers
+    and None are skipped), laid out as PyTorch's TensorIterator lays it out: in the stride order
+    of the operands (the core's _iterator_layout, over the first two tensors' own arrays).  numpy
+    drops that order in np.where, a float64 detour, a boolean-mask fill, or with operands of
+    different layouts, and _wrap makes it row-major: a transposed, permuted or column-major
+    (linalg) input then gave a row-major result, so stride() and .view() differed and
+    flatten() / reshape(-1) aliased where PyTorch's copy (SILENT).  Row-major operands (the
+    common case) cost the flag tests only."""
+    arrays = [x._array for x in operands if isinstance(x, TensorBase)]
+    arr = np.asarray(arr)
+    if arr.ndim < 2 or all(a.flags.c_contiguous for a in arrays) or not arrays:
+        return _wrap(arr)
+    # (iterator_layout returns arr itself only when arr is already dense in that order; then it
+    # may still be an operand's own memory, which the result must not alias)
+    laid = _core._iterator_layout(arr, arrays[0], arrays[1] if len(arrays) > 1 else arrays[0])
+    if laid is arr and any(np.may_share_memory(arr, a) for a in arrays):
+        laid = np.copy(arr, order="K")
+    return _core.wrap_array(laid, False)
+
+
+def _relaid(result, *operands):
+    """`result`, a (possibly recorded) tensor composed of several ops from `operands`, in the
+    layout _wrap_like gives the same values: a recorded copy into that layout when the
+    composition's last op left another (lerp's `where` follows its condition, made from the
+    weight, where PyTorch's lerp kernel follows input)."""
+    arrays = [x._array for x in operands if isinstance(x, TensorBase)]
+    arr = result._array
+    if arr.ndim < 2 or not arrays or all(a.flags.c_contiguous for a in arrays):
+        return result if arr.flags.c_contiguous else result.contiguous()
+    laid = _core._iterator_layout(arr, arrays[0], arrays[1] if len(arrays) > 1 else arrays[0])
+    if laid is arr:
+        return result
+    from ._more_creation import empty_strided
+    copy = empty_strided(tuple(arr.shape), tuple(s // arr.itemsize for s in laid.strides),
+                         dtype=result.dtype)
+    copy.copy_(result)
+    return copy
+
+
 def _index_tensor(arr) -> TensorBase:
     return _wrap(np.asarray(arr, dtype=np.int64))
 
@@ -192,7 +232,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
             error = np.abs(a - b)
             allowed = atol + np.abs(rtol * b)
             close = close | (np.isfinite(error) & (error <= allowed))
-    return _wrap(close)
+    return _wrap_like(close, input, other)
 
 
 def _refuse_if_complex(name, input) -> None:
@@ -852,7 +892,7 @@ def log10(input):
     if _records(input):
         from ._extra_functions import Log10
         return Log10.apply(input)
-    return _wrap(_log_values(np.log10, input._array))
+    return _wrap_like(_log_values(np.log10, input._array), input)
 
 
 def log2(input):
@@ -864,7 +904,7 @@ def log2(input):
     if _records(input):
         from ._extra_functions import Log2
         return Log2.apply(input)
-    return _wrap(_log_values(np.log2, input._array))
+    return _wrap_like(_log_values(np.log2, input._array), input)
 
 
 # -- tangent and inverse hyperbolic functions ------------------------------------------------------
@@ -880,7 +920,7 @@ def _unary_float(name: str, ufunc, input):
     if _records(input):
         from . import _extra_functions
         return getattr(_extra_functions, name.capitalize()).apply(input)
-    return _wrap(_log_values(ufunc, input._array))
+    return _wrap_like(_log_values(ufunc, input._array), input)
 
 
 def tan(input):
@@ -962,7 +1002,7 @@ def divide(input, other, *, rounding_mode=None):
     if (b == 0).any():
         raise RuntimeError("ZeroDivisionError")
     floor = a // b
-    return _wrap((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype))
+    return _wrap_like((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype), input, other)
 
 
 def true_divide(input, other):
@@ -1211,8 +1251,8 @@ def lerp(input, end, weight):
     def interpolate_by(input, end, weight):
         diff = end - input
         return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-    return _core._name_grad_fn(in_float32_if_half(interpolate_by, input, end, weight),
-                               "LerpBackward1")
+    return _core._name_grad_fn(_relaid(in_float32_if_half(interpolate_by, input, end, weight),
+                                       input, end), "LerpBackward1")
 
 
 def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
@@ -1386,7 +1426,7 @@ def _xlog(input, other, _name):
     op = Xlogy if _name == "xlogy" else Xlog1py     # (its logarithm and its gradients)
     if _records(input, other):
         return op.apply(input, other)
-    return _wrap(_xlogy_values(input._array, other._array, op.log))
+    return _wrap_like(_xlogy_values(input._array, other._array, op.log), input, other)
 
 
 def sgn(input):
@@ -1406,7 +1446,7 @@ def signbit(input):
     """True where the sign bit is set (including -0.0)."""
     _check_tensor(input, "signbit")
     _refuse_if_complex("signbit", input)
-    return _wrap(np.signbit(input._array))
+    return _wrap_like(np.signbit(input._array), input)
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):

@@ -26,7 +26,7 @@ from . import _complex, _core, creation as _creation
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_tensor_or_number, _dtype_name,
-                         _in_place, _wrap, register_family)
+                         _in_place, _wrap, _wrap_like, register_family)
 from ._incomplete_gamma import continued_fraction, series_sum
 from ._special_functions import _lgamma_values, _polygamma_values
 from ._special_bessel import I1
@@ -161,9 +161,9 @@ class _Nextafter(Function):
 
     @staticmethod
     def forward(ctx, x, y):
-        ctx.moved = _wrap(np.not_equal(x._array, y._array))
+        ctx.moved = _wrap_like(np.not_equal(x._array, y._array), x, y)
         ctx.x_shape, ctx.y_shape = tuple(x.shape), tuple(y.shape)
-        return _wrap(np.nextafter(x._array, y._array))
+        return _wrap_like(np.nextafter(x._array, y._array), x, y)
 
     @staticmethod
     def backward(ctx, grad):
@@ -236,7 +236,7 @@ class I0(Function):
         ctx.save_for_backward(x)
         with np.errstate(over="ignore"):         # inf beyond |x| ~ 713, as PyTorch
             values = np.i0(x._array.astype(np.float64))
-        return _wrap(values.astype(x._array.dtype))
+        return _wrap_like(values.astype(x._array.dtype), x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -329,7 +329,7 @@ class Polygamma(Function):
     def forward(ctx, x, n):
         ctx.save_for_backward(x)
         ctx.n = n
-        return _wrap(_polygamma_any(n, x._array))
+        return _wrap_like(_polygamma_any(n, x._array), x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -380,7 +380,7 @@ class _Zeta(Function):
     @staticmethod
     def forward(ctx, x, q):
         ctx.save_for_backward(x, q)
-        return _wrap(_zeta_values(x._array, q._array).astype(x._array.dtype))
+        return _wrap_like(_zeta_values(x._array, q._array).astype(x._array.dtype), x, q)
 
     @staticmethod
     def backward(ctx, grad):
@@ -422,7 +422,9 @@ def mvlgamma(input, p):
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     from . import lgamma
-    x = _float_of(input)
+    # (row-major: PyTorch sums lgamma over a new last dim, a reduction, whose result is
+    # contiguous whatever input's layout)
+    x = _float_of(input).contiguous()
     total = lgamma(x)
     for j in range(1, p):
         total = total + lgamma(x - j / 2)
@@ -465,7 +467,7 @@ class _IncompleteGamma(Function):
         ctx.save_for_backward(a, x)
         ctx.upper = upper
         dtype = np.result_type(a._array, x._array)
-        return _wrap(_regularized_gamma(a._array, x._array, upper).astype(dtype))
+        return _wrap_like(_regularized_gamma(a._array, x._array, upper).astype(dtype), a, x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -533,8 +535,8 @@ class _Angle(Function):
     @staticmethod
     def forward(ctx, x):
         arr = x._array
-        return _wrap(np.where(arr < 0, np.pi, np.where(np.isnan(arr), np.nan, 0.0))
-                     .astype(arr.dtype))
+        return _wrap_like(np.where(arr < 0, np.pi, np.where(np.isnan(arr), np.nan, 0.0))
+                          .astype(arr.dtype), x)
 
     @staticmethod
     def backward(ctx, grad):
@@ -618,8 +620,8 @@ def isreal(input):
     tensor)."""
     _check_tensor(input, "isreal")
     if _is_complex(input):
-        return _wrap(input._array.imag == 0)
-    return _wrap(np.ones(input._array.shape, dtype=np.bool_))
+        return _wrap_like(input._array.imag == 0, input)
+    return _wrap_like(np.ones(input._array.shape, dtype=np.bool_), input)
 
 
 # -- renorm, addbmm, chain_matmul ----------------------------------------------------------------

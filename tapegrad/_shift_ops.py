@@ -60,8 +60,8 @@ def _shift(input, other, left: bool, name: str):
         out = np.where(valid, np.left_shift(a, amount), 0)
     else:
         out = np.where(valid, np.right_shift(a, amount), np.where(a < 0, -1, 0))
-    # (np.array, not ascontiguousarray, which would make a zero-dim result 1-dim)
-    return _core.wrap_array(np.array(out, dtype=dt, order="C"), False)
+    from ._extra_ops import _wrap_like
+    return _wrap_like(np.asarray(out, dtype=dt), input, other)
 
 
 def bitwise_left_shift(input, other):

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _core
 from ._extra_functions import _torch_grad_fn_name
-from ._extra_ops import _check_broadcast, _check_tensor_or_number, _wrap
+from ._extra_ops import _check_broadcast, _check_tensor_or_number, _wrap, _wrap_like
 from ._special_functions import _float_input
 from .autograd.function import Function
 
@@ -593,7 +593,7 @@ def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
     `no_half_backward`: the name of PyTorch's backward kernel, which has no float16 version
     (its backward raises NotImplementedError there; fuzz 60658522: i1e)."""
     def forward(ctx, x):
-        result = _wrap(values(x._array))
+        result = _wrap_like(values(x._array), x)
         ctx.save_for_backward(x, result) if saves_result else ctx.save_for_backward(x)
         return result
 
@@ -701,7 +701,7 @@ def _unary_function(name: str, values=None, function=None, doc: str = "", half=F
             raise NotImplementedError(f"\"{torch_name}_cpu\" not implemented for 'Half'")
         if function is not None:
             return function.apply(x)
-        return _wrap(values(x._array))
+        return _wrap_like(values(x._array), x)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc
     return op
@@ -770,7 +770,7 @@ def _polynomial_function(name: str, kind: str, doc: str):
         x_arr = input._array if isinstance(input, TensorBase) else np.asarray(float(input))
         n_arr = n._array if isinstance(n, TensorBase) else np.asarray(n, dtype=np.float64)
         values = _polynomial_values(kind, x_arr, n_arr.astype(np.float64))
-        return _wrap(values.astype(dtype.np_dtype))
+        return _wrap_like(values.astype(dtype.np_dtype), input, n)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = doc + " n is truncated to an integer; 0 for n < 0 (no derivative)."
     return op

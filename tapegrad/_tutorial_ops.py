@@ -18,7 +18,8 @@ from . import _core
 from ._class_members import has_member
 from .creation import has_numpy_strides
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_unique_dim_of_empty, _dim,
-                         _no_dims, _refuse_if_complex, _wrap, divide, register_family, values_at)
+                         _no_dims, _refuse_if_complex, _wrap, _wrap_like, divide, register_family,
+                         values_at)
 
 _core_div = _core.div
 
@@ -239,7 +240,7 @@ class _Logit(_Function):
             lo, hi = x.dtype.type(eps), x.dtype.type(1 - eps)
             x = np.where(x < lo, lo, np.where(x > hi, hi, x))
         with np.errstate(divide="ignore", invalid="ignore"):
-            return _wrap(np.log(x / (1 - x)).astype(x.dtype, copy=False))
+            return _wrap_like(np.log(x / (1 - x)).astype(x.dtype, copy=False), input)
 
     @staticmethod
     def backward(ctx, grad):
@@ -265,8 +266,8 @@ class _Copysign(_Function):
     def forward(ctx, x, other):
         magnitude = np.abs(x._array)
         negative = np.signbit(other._array)
-        result = _wrap(np.where(negative, -magnitude, magnitude).astype(magnitude.dtype,
-                                                                          copy=False))
+        result = _wrap_like(np.where(negative, -magnitude, magnitude).astype(magnitude.dtype,
+                                                                               copy=False), x, other)
         # x only where its gradient is wanted, as PyTorch saves self (its version is then
         # checked: a later write into x refuses only a backward that reads it; the result always)
         ctx.save_for_backward(*((x,) if ctx.needs_input_grad[0] else ()), result)
@@ -326,7 +327,7 @@ class _Hypot(_Function):
 
     @staticmethod
     def forward(ctx, x, y):
-        h = _wrap(np.hypot(x._array, y._array))
+        h = _wrap_like(np.hypot(x._array, y._array), x, y)
         # an operand only where its own gradient is wanted (that gradient is the only one that
         # reads it), as PyTorch saves them: a later write into the other refuses nothing
         x_grad, y_grad = ctx.needs_input_grad[:2]
@@ -365,7 +366,7 @@ class _LogAddExp(_Function):
     def forward(cls, ctx, x, y):
         ctx.save_for_backward(x, y)
         with np.errstate(all="ignore"):
-            return _wrap(cls.values(x._array, y._array))
+            return _wrap_like(cls.values(x._array, y._array), x, y)
 
     @classmethod
     def backward(cls, ctx, grad):
@@ -551,7 +552,8 @@ def _integer_pair(name, fn, input, other):
     if dt.kind not in "iu":
         raise NotImplementedError(f'"{name}_cpu" not implemented for '
                                   f"'{_core.scalar_type_name_of(dt)}'")
-    return _wrap(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))))
+    return _wrap_like(np.asarray(fn(input._array.astype(dt, copy=False), b.astype(dt, copy=False))),
+                      input, other)
 
 
 def gcd(input, other):

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ._extra_ops import _wrap, _xlog
+from ._extra_ops import _wrap, _wrap_like, _xlog
 from ._extra_functions import _torch_grad_fn_name
 from .autograd.function import Function
 from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
@@ -56,7 +56,7 @@ class _Entr(Function):
         with np.errstate(divide="ignore", invalid="ignore"):
             values = np.where(arr > 0, -arr * np.log(np.where(arr > 0, arr, 1)),
                               np.where(arr == 0, 0.0, np.where(np.isnan(arr), arr, -np.inf)))
-        return _wrap(values.astype(arr.dtype))
+        return _wrap_like(values.astype(arr.dtype), x)
 
     @staticmethod
     def backward(ctx, grad):

@@ -14,6 +14,8 @@ cdef Record* record1(int op, TensorBase res, TensorBase x) except? NULL
 
 cdef object sign_numpy(object A)
 
+cdef object operand_layout(object out, object a, object b)
+
 cdef object ucall(int kop, object A)
 
 cdef int OP_ABS

@@ -303,7 +303,7 @@ cdef object binary_math(int op, object a, object b, str name):
                     out = nd(np.asarray(np.where(zero, np.copysign(out, A), out)))
             else:                                       # Python's float //, as PyTorch's
                 out = nd(np.asarray(np.floor_divide(A, B)))
-    out = np.asarray(out, dtype=dt)
+    out = operand_layout(np.asarray(out, dtype=dt), a, b)
     cdef TensorBase res = wrap(out)
     cdef str aten = None
     if op == OP_FLOOR_DIVIDE or (op == OP_REMAINDER and not a_tensor):

@@ -1140,6 +1140,8 @@ cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object 
         div = dt.type(f.size) if dt != np.float16 else np.float32(f.size)   # (inf in float16)
         if w is None:
             out = nn_reduce(f, red)
+            if red == NN_RED_NONE:              # (the elementwise loss: its operands' layout)
+                out = operand_layout(out, input, target)
         else:
             wc = w.astype(dt, copy=False)
             fw = nd(f * wc)
@@ -1339,6 +1341,8 @@ def binary_cross_entropy(TensorBase input, target, weight=None, size_average=Non
             L = L * wc
         L = nd(np.asarray(L, dtype=dt))
         out = nd(nn_reduce(L, red))
+        if red == NN_RED_NONE:                  # (the elementwise loss: its operands' layout)
+            out = operand_layout(out, input, target)
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_BCE, res, (input, target))
     if r != NULL:

@@ -32,6 +32,23 @@ cdef object masked(object mask, object g, tuple shape, object dt):
     return out
 
 
+cdef object operand_layout(object out, object a, object b):
+    """out, the numpy result of an elementwise op of a and b (tensors, numbers or None), in the
+    layout PyTorch's TensorIterator gives it (_core._iterator_layout, over the operands' own
+    arrays).  numpy lays a result of operands with different layouts out row-major, and a copy
+    (np.where, a float64 detour) loses even one operand's layout, so a transposed or column-major
+    input gave a row-major result: stride() differed and flatten() aliased where PyTorch's
+    copies.  Only when an operand is not row-major (the common case pays two flag tests)."""
+    A = (<TensorBase>a)._array if isinstance(a, TensorBase) else None
+    B = (<TensorBase>b)._array if isinstance(b, TensorBase) else None
+    if ((A is None or cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A))
+            and (B is None or cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>B))):
+        return out
+    if not cnp.PyArray_Check(out):
+        return out
+    return _core_iterator_layout(out, B if A is None else A, A if B is None else B)
+
+
 cdef object promote2(object a, object b):
     """torch.result_type(a, b) for a tensor and a tensor or Python scalar (see promote_operands)."""
     cdef cnp.ndarray A
@@ -819,6 +836,7 @@ cdef object clamp_tensor(TensorBase input, object lo, object hi, int variant):
         out = max_nan(out, L)
     if H is not None:
         out = min_nan(out, H)
+    out = operand_layout(out, input, lo if lo is not None else hi)
     cdef TensorBase res = wrap(out)
     cdef int op = OP_CLAMP_MIN_T if variant == CLAMP_MIN_ONLY else (
         OP_CLAMP_MAX_T if variant == CLAMP_MAX_ONLY else OP_CLAMP_T)
@@ -896,6 +914,7 @@ cdef object maximum_op(int op, TensorBase input, object other):
     out = fast_binary(TG_MAX if op == OP_MAXIMUM else TG_MIN, A, B)
     if out is None:                                     # numpy's maximum/minimum propagate NaN
         out = max_nan(A, B) if op == OP_MAXIMUM else min_nan(A, B)
+    out = operand_layout(out, input, other)
     cdef TensorBase res = wrap(out)
     r = record_from(op, res, (input, other))
     if r != NULL:
@@ -995,6 +1014,7 @@ cdef object where_record(object condition, object input, object other, object ba
     out = nd(np.where(C, X, Y))
     if out.dtype != dt:
         out = out.astype(dt)
+    out = operand_layout(out, condition, x if isinstance(x, TensorBase) else y)
     cdef TensorBase res = wrap(out)
     r = record_from(OP_WHERE, res, (x, y))
     if r != NULL:
@@ -1074,7 +1094,7 @@ cdef object elementwise_nograd(int which, object a, object b, bint dunder):
         b2 = wrapped_int(b2, dt)
     A = operand_value(a2, dt)
     B = operand_value(b2, dt)
-    return wrap(nd((<object>CMP_UFUNCS[which])(A, B)))
+    return wrap(operand_layout(nd((<object>CMP_UFUNCS[which])(A, B)), a2, b2))
 
 
 def eq(TensorBase input, other):

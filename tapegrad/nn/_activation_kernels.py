@@ -96,8 +96,10 @@ class LogSigmoidKernel(Function):
         x_pos = _tg.where(negative, zero, x)
         # (0 - log1p(...), not a negation: where exp(-x) underflows the result is +0, as
         # PyTorch's min(x, 0) - log1p(exp(-|x|)) gives, not -0)
+        # (made row-major at the end: PyTorch's log_sigmoid allocates its result contiguous
+        # whatever x's layout, where `where` would follow x's)
         return _tg.where(negative, x_neg - _tg.log1p(_tg.exp(x_neg)),
-                         0.0 - _tg.log1p(_tg.exp(-x_pos)))
+                         0.0 - _tg.log1p(_tg.exp(-x_pos))).contiguous()
 
     @staticmethod
     def backward(ctx, grad):

@@ -278,6 +278,10 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     else:
         slope = _tg.rand(input.shape, dtype=input.dtype) * (upper - lower) + lower
         out = _tg.where(input > 0, input, input * slope)
+    if not inplace:
+        # row-major whatever input's layout: PyTorch's rrelu_with_noise allocates its result
+        # contiguous (leaky_relu and where would keep a column-major input's layout)
+        out = out.contiguous()
     return _finish(input, out, inplace, "RreluWithNoiseBackward0", "RreluWithNoiseBackward1")
 
 
