@@ -775,21 +775,28 @@ _ACCUMULATOR = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.float32)
 
 
 def _cumulative_array(running, arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
-    """running (np.cumsum or np.cumprod) along axis at PyTorch's accumulator precision."""
+    """running (cumsum or cumprod: the numpy function or ndarray method) along axis at PyTorch's
+    accumulator precision.  A float running sum gets + 0 on each value: PyTorch's starts from
+    +0, numpy's from the first element, so a leading run of -0 stays -0 in numpy's and is +0 in
+    PyTorch's (adding +0 changes no other value)."""
     out, acc = _cumulative_dtype(arr, dtype)
     if arr.ndim == 0:
         return arr.astype(out)
+    product = running is np.ndarray.cumprod or running is np.cumprod
+    if out == arr.dtype:
+        # float32 / float64 in a C loop (None for the other dtypes and layouts: numpy's below)
+        fast = _core._running(arr, axis, product)
+        if fast is not None:
+            return fast
     with _core.IeeeResults():               # a float16 total beyond 65504 is inf
-        return running(arr.astype(acc, copy=False), axis=axis).astype(out, copy=False)
+        result = running(arr.astype(acc, copy=False), axis=axis).astype(out, copy=False)
+    if not product and result.dtype.kind in "fc":
+        np.add(result, 0.0, out=result)
+    return result
 
 
 def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
-    out = _cumulative_array(np.ndarray.cumsum, arr, axis, dtype)
-    if out.ndim and out.dtype.kind in "fc":
-        # PyTorch's running sum starts from +0, numpy's from the first element: a leading run of
-        # -0 stays -0 in numpy's and is +0 in PyTorch's (adding +0 changes no other value)
-        np.add(out, 0.0, out=out)
-    return out
+    return _cumulative_array(np.ndarray.cumsum, arr, axis, dtype)
 
 
 @_numpy_dim_names
