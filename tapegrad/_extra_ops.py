@@ -546,6 +546,31 @@ def _check_unique_dim_of_empty(shape, axis):
                            "be applied ")
 
 
+def _unique_integers(arr: np.ndarray, inverse: bool, counts: bool):
+    """np.unique(arr.reshape(-1), return_inverse=True, return_counts=True) of integers or bools,
+    computing only what is asked for (None for the others): a sort, or an argsort for the inverse
+    (equal integers are equal bits, so the order among them changes nothing).  np.unique always
+    argsorted, 4x the plain sort for 1000 labels."""
+    flat = arr.reshape(-1)
+    if inverse:
+        order = flat.argsort(kind="stable")
+        ordered = flat[order]
+    else:
+        ordered = np.sort(flat)
+    first = np.empty(ordered.shape, dtype=np.bool_)     # each value's first place in the order
+    if ordered.size:
+        first[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    where_inverse = where_counts = None
+    if inverse:
+        where_inverse = np.empty(flat.shape, dtype=np.intp)
+        where_inverse[order] = np.cumsum(first) - 1
+        where_inverse = where_inverse.reshape(arr.shape)
+    if counts:
+        where_counts = np.diff(np.append(np.flatnonzero(first), ordered.size))
+    return ordered[first], where_inverse, where_counts
+
+
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted; along `dim`, the distinct slices), optionally with the inverse
     indices and the counts.  NaNs are all distinct, as in PyTorch."""
@@ -556,7 +581,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         _core.check_bool("_unique2" if dim is None else "unique_dim", name, flag)
     _refuse_if_complex("unique" if dim is None else "unique_dim", input)
     arr = input._array
-    if dim is None:
+    if dim is None and arr.dtype.kind in "biu":
+        values, inverse, counts = _unique_integers(arr, return_inverse, return_counts)
+    elif dim is None:
         values, inverse, counts = np.unique(arr.reshape(-1), return_inverse=True,
                                             return_counts=True, equal_nan=False)
         inverse = inverse.reshape(arr.shape)
