@@ -150,14 +150,18 @@ KERNEL_HEADERS = ["kernels.h", "cascade_sum.h", "vecmath.h", "vecmath_levels.h",
                   "vecmath_one_lane.h", "vecmath_consts.h", "vecmath_tables.h", "vecmath_f32n.h",
                   "threadpool.h"]
 KERNELS = ("tapegrad_kernels", {
-    "sources": [os.path.join(SRC, f) for f in KERNEL_SOURCES + ["nn_kernels.c"]],
+    "sources": [os.path.join(SRC, f)
+                for f in KERNEL_SOURCES + ["nn_kernels.c", "scan_kernels.c", "index_kernels.c"]],
     "include_dirs": [SRC],
     "cflags": KERNELS_ARGS,
 })
 
 # Hand-written C that only some modules read, so that an edit of it rebuilds only them: the nn
-# kernels (linked from the same static library) and the out= wrapper's type (a header).
-MODULE_C_FILES = {"_ops_nn": ("nn_kernels.h", "nn_kernels.c"), "_ops_inplace": ("out_arg_call.h",)}
+# kernels, the running sums and products, the index copies (linked from the same static library),
+# and the out= wrapper's type (a header).
+MODULE_C_FILES = {"_ops_nn": ("nn_kernels.h", "nn_kernels.c"), "_ops_inplace": ("out_arg_call.h",),
+                  "_ops_reduce": ("scan_kernels.h", "scan_kernels.c"),
+                  "_ops_shape": ("index_kernels.h", "index_kernels.c")}
 
 directives = {
     "language_level": 3,

@@ -1037,3 +1037,57 @@ TENSOR_METHODS.update(_REDUCE_OPS)
 TENSOR_METHODS.update(count_nonzero=count_nonzero_method)
 TORCH_FUNCTIONS.update(_REDUCE_OPS)
 TORCH_FUNCTIONS.update(return_types=return_types)
+
+
+# -- running sums and products (cumsum, cumprod) ---------------------------------------------------
+
+cdef extern from "scan_kernels.h" nogil:
+    void tg_cumsum_f32(const float* x, float* y, double* acc, ptrdiff_t outer, ptrdiff_t n,
+                       ptrdiff_t inner)
+    void tg_cumsum_f64(const double* x, double* y, double* acc, ptrdiff_t outer, ptrdiff_t n,
+                       ptrdiff_t inner)
+    void tg_cumprod_f32(const float* x, float* y, double* acc, ptrdiff_t outer, ptrdiff_t n,
+                        ptrdiff_t inner)
+    void tg_cumprod_f64(const double* x, double* y, double* acc, ptrdiff_t outer, ptrdiff_t n,
+                        ptrdiff_t inner)
+
+
+def _running(object arr, Py_ssize_t axis, bint product):
+    """The running sum (product) of arr along axis in C: float32 accumulated in double and
+    rounded to float32, float64 in double; + 0 on each sum (cumsum's: scan_kernels.h).  The
+    same values as numpy's cumsum / cumprod at that precision (each a left-to-right
+    combination), in a C-contiguous result; numpy's accumulate walks every row through its
+    generic strided loop (a 64 x 1000 float32 cumsum along dim 1 took 4x PyTorch's time).
+    None unless arr is a C-contiguous float32 or float64 array with elements and dims (numpy's
+    path then)."""
+    if not cnp.PyArray_Check(arr):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    cdef int t = cnp.PyArray_TYPE(a)
+    cdef int nd_ = cnp.PyArray_NDIM(a), j
+    if ((t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64) or nd_ == 0 or cnp.PyArray_SIZE(a) == 0
+            or not cnp.PyArray_IS_C_CONTIGUOUS(a) or axis < 0 or axis >= nd_):
+        return None
+    cdef Py_ssize_t outer = 1, inner = 1, n = cnp.PyArray_DIMS(a)[axis]
+    for j in range(axis):
+        outer *= cnp.PyArray_DIMS(a)[j]
+    for j in range(axis + 1, nd_):
+        inner *= cnp.PyArray_DIMS(a)[j]
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty(arr.shape, dtype=arr.dtype)
+    cdef double* acc = NULL
+    if inner > 1:
+        acc = <double*>malloc(inner * sizeof(double))
+        if acc == NULL:
+            raise MemoryError()
+    cdef void* X = cnp.PyArray_DATA(a)
+    cdef void* Y = cnp.PyArray_DATA(out)
+    if t == cnp.NPY_FLOAT32 and product:
+        tg_cumprod_f32(<const float*>X, <float*>Y, acc, outer, n, inner)
+    elif t == cnp.NPY_FLOAT32:
+        tg_cumsum_f32(<const float*>X, <float*>Y, acc, outer, n, inner)
+    elif product:
+        tg_cumprod_f64(<const double*>X, <double*>Y, acc, outer, n, inner)
+    else:
+        tg_cumsum_f64(<const double*>X, <double*>Y, acc, outer, n, inner)
+    free(acc)
+    return out
