@@ -75,3 +75,60 @@ def test_64_dims_still_work():
     assert y.dim() == 64 and tapegrad.zeros([1] * 64).dim() == 64
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0])
+
+
+# -- convolution argument checks ------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn,kw", [
+    ("conv2d", {"stride": [2]}),
+    ("conv2d", {"padding": [1]}),
+    ("conv2d", {"dilation": [2]}),
+    ("conv_transpose2d", {"stride": [2]}),
+    ("conv3d", {"stride": [2]}),
+])
+def test_conv_one_element_list_is_expanded(fn, kw):
+    # PyTorch expands a one-element stride/padding/dilation list as it does an int; tapegrad
+    # raised "expected stride to be a single integer value or a list of 2 values"
+    nd = 3 if fn.endswith("3d") else 2
+    x = np.arange(2 * 5 ** nd, dtype=np.float64).reshape((1, 2) + (5,) * nd) / 10
+    w = np.linspace(-1, 1, 2 * 2 * 3 ** nd).reshape((2, 2) + (3,) * nd)
+    outs, grads = [], []
+    for lib in (torch, tapegrad):
+        xt = lib.tensor(x, requires_grad=True)
+        wt = lib.tensor(w, requires_grad=True)
+        out = getattr(lib.nn.functional, fn)(xt, wt, **kw)
+        out.sum().backward()
+        outs.append(out.detach().numpy())
+        grads.append((xt.grad.numpy(), wt.grad.numpy()))
+    np.testing.assert_allclose(outs[1], outs[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("fn,kw,msg", [
+    ("conv2d", {"stride": [-1]}, "non-positive stride is not supported"),
+    ("conv3d", {"stride": [-1]}, "non-positive stride is not supported"),
+    ("conv2d", {"padding": [-1]}, "negative padding is not supported"),
+    ("conv2d", {"dilation": [-1]}, "^dilation should be greater than zero$"),
+    ("conv3d", {"dilation": -1}, "^dilation should be greater than zero$"),
+    ("conv2d", {"dilation": 0}, r"dilation should be greater than zero, but got \[0, 0\]"),
+    ("conv2d", {"stride": -1, "padding": -1}, "negative padding is not supported"),
+    ("conv2d", {"stride": -1, "dilation": -1}, "non-positive stride is not supported"),
+    ("conv2d", {"padding": -1, "groups": 0}, "non-positive groups is not supported"),
+    ("conv_transpose2d", {"stride": 0, "groups": 0}, "non-positive groups is not supported"),
+])
+def test_conv_argument_checks_in_pytorch_order(fn, kw, msg):
+    nd = 3 if fn.endswith("3d") else 2
+    for lib in (torch, tapegrad):
+        x = lib.ones((1, 1) + (4,) * nd)
+        w = lib.ones((1, 1) + (2,) * nd)
+        with pytest.raises(RuntimeError, match=msg):
+            getattr(lib.nn.functional, fn)(x, w, **kw)
+
+
+def test_conv_same_padding_with_weight_of_other_rank():
+    msg = (r"Expected 3-dimensional input for 3-dimensional weight\[1, 2, 2\], but got "
+           r"4-dimensional input of size \[1, 1, 4, 3\] instead")
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match=msg):
+            lib.nn.functional.conv2d(lib.ones(1, 1, 4, 3), lib.ones(1, 2, 2), padding="same")
