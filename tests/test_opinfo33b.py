@@ -132,3 +132,60 @@ def test_conv_same_padding_with_weight_of_other_rank():
     for lib in (torch, tapegrad):
         with pytest.raises(RuntimeError, match=msg):
             lib.nn.functional.conv2d(lib.ones(1, 1, 4, 3), lib.ones(1, 2, 2), padding="same")
+
+
+# -- norms, losses, adaptive pools: check order and words ---------------------------------------
+
+def test_rms_norm_empty_normalized_shape():
+    msg = "Expected normalized_shape to be at least 1-dimensional"
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match=msg):
+            lib.nn.functional.rms_norm(lib.ones(1, 2, 3), [])
+
+
+def test_norm_modules_with_empty_normalized_shape_have_a_0d_weight():
+    # tapegrad's RMSNorm([]) / LayerNorm([]) called ones() without a size (TypeError)
+    for cls in ("RMSNorm", "LayerNorm"):
+        m, ref = getattr(tapegrad.nn, cls)([]), getattr(torch.nn, cls)([])
+        assert tuple(m.weight.shape) == tuple(ref.weight.shape) == ()
+        np.testing.assert_array_equal(m.weight.detach().numpy(), ref.weight.detach().numpy())
+
+
+@pytest.mark.parametrize("target_shape,dtype,msg", [
+    ((4,), "float32", r"inconsistent target size: \[4\] for input of size: \[5, 4\]"),
+    ((), "float32", r"inconsistent target size: \[\] for input of size: \[5, 4\]"),
+    ((5, 4), "float32", "expected scalar type Long but found Float"),
+])
+def test_multilabel_margin_loss_checks_target_size_before_dtype(target_shape, dtype, msg):
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match=msg):
+            lib.nn.functional.multilabel_margin_loss(
+                lib.ones(5, 4), lib.zeros(target_shape, dtype=getattr(lib, dtype)))
+
+
+@pytest.mark.parametrize("fn,shape,size,msg", [
+    ("adaptive_avg_pool1d", (1, 2, 4), (2, 2),
+     r"adaptive_avg_pool1d\(\) argument 'output_size' should contain one int \(got 2\)"),
+    ("adaptive_max_pool1d", (1, 2, 4), (2, 2),
+     r"adaptive_max_pool1d\(\) argument 'output_size' should contain one int \(got 2\)"),
+    ("adaptive_max_pool1d", (1, 2, 4), -1,
+     r"Trying to create tensor with negative dimension -1: \[1, 2, 1, -1\]"),
+    ("adaptive_max_pool1d", (2, 4), -1,
+     r"Trying to create tensor with negative dimension -1: \[2, 1, -1\]"),
+    ("adaptive_avg_pool1d", (1, 2, 4), -1,
+     r"elements of output_size must be greater than or equal to 0 but received \{1, -1\}"),
+    ("adaptive_max_pool2d", (1, 2, 4, 4), (-1, 0),
+     r"Trying to create tensor with negative dimension -1: \[1, 2, -1, 0\]"),
+    ("adaptive_max_pool2d", (1, 2, 4, 4), (2, 2, 2),
+     r"adaptive_max_pool2d\(\): internal error: output_size.size\(\) must be 2"),
+    ("adaptive_avg_pool2d", (1, 2, 4, 4), (2, 2, 2), "adaptive_avg_pool2d: output_size must be 2"),
+    ("adaptive_max_pool3d", (1, 2, 4, 4, 4), (-1, 0, 2),
+     r"Trying to create tensor with negative dimension -1: \[1, 2, -1, 0, 2\]"),
+    ("adaptive_max_pool3d", (1, 2, 4, 4, 4), (2, 2),
+     r"adaptive_max_pool3d\(\): internal error: output_size.size\(\) must be 3"),
+    ("adaptive_avg_pool3d", (1, 2, 4, 4, 4), (2, 2), "adaptive_avg_pool3d: output_size must be 3"),
+])
+def test_adaptive_pool_output_size_errors(fn, shape, size, msg):
+    for lib in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match=msg):
+            getattr(lib.nn.functional, fn)(lib.ones(shape), size)
