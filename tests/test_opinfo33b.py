@@ -189,3 +189,40 @@ def test_adaptive_pool_output_size_errors(fn, shape, size, msg):
     for lib in (torch, tapegrad):
         with pytest.raises(RuntimeError, match=msg):
             getattr(lib.nn.functional, fn)(lib.ones(shape), size)
+
+
+# -- remainder's gradient with respect to the divisor ---------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_remainder_divisor_gradient_uses_the_floor_quotient_of_the_forward(dtype):
+    # -0.25 / -0.001 rounds to 250.0, but the floored quotient (the one remainder's value
+    # -0.001 comes from, PyTorch's div(rounding_mode='floor')) is 249: tapegrad used
+    # floor(a / b) and gave the divisor the gradient -250 (SILENT)
+    a = [-0.25, 0.3, 1.0, 7.5, -3.0]
+    b = [-0.001, 0.1, 0.1, -2.0, 0.7]
+    res = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor(a, dtype=getattr(lib, dtype), requires_grad=True)
+        y = lib.tensor(b, dtype=getattr(lib, dtype), requires_grad=True)
+        out = lib.remainder(x, y)
+        gx, gy = lib.autograd.grad(out.sum(), [x, y])
+        res.append((out.detach().numpy(), gx.numpy(), gy.numpy()))
+    for t, g in zip(res[0], res[1]):
+        np.testing.assert_array_equal(g, t)
+
+
+def test_remainder_divisor_second_order_gradient_uses_the_floor_quotient():
+    # the graph-mode VJP (create_graph=True) computes the same quotient
+    res = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor([-0.25, 0.3, 1.0], dtype=lib.float64, requires_grad=True)
+        y = lib.tensor([-0.001, 0.1, 0.1], dtype=lib.float64, requires_grad=True)
+        (gy,) = lib.autograd.grad(lib.remainder(x, y).sum(), [y], create_graph=True)
+        res.append(gy.detach().numpy())
+    np.testing.assert_array_equal(res[1], res[0])
+
+
+def test_remainder_gradcheck():
+    x = tapegrad.tensor([2.3, -1.7, 0.45], dtype=tapegrad.float64, requires_grad=True)
+    y = tapegrad.tensor([0.7, 0.6, -0.2], dtype=tapegrad.float64, requires_grad=True)
+    assert tapegrad.autograd.gradcheck(tapegrad.remainder, (x, y))
