@@ -559,7 +559,24 @@ def run_sample(torch, tg, op, variant, sample, seed, check_grad=True):
             g_loss = g_loss + (go * tg.tensor(w.numpy().copy())).sum()
     t_leaves = [a for a, _ in leaves]
     g_leaves = [b for _, b in leaves]
-    t_grads = torch.autograd.grad(t_loss, t_leaves, allow_unused=True)
+    try:
+        t_grads = torch.autograd.grad(t_loss, t_leaves, allow_unused=True)
+    except _Timeout:
+        raise
+    except Exception as te:     # torch's backward refuses (remainder(number, t)): so must tapegrad's
+        if not isinstance(g_loss, tg.Tensor):
+            return diffs + [("grad", "torch's backward raised %s; tapegrad's output does not "
+                                     "require grad" % _exc_line(te))]
+        try:
+            tg.autograd.grad(g_loss, g_leaves, allow_unused=True)
+        except _Timeout:
+            raise
+        except Exception as ge:
+            if _same_exc_type(te, ge):
+                return diffs
+            return diffs + [("grad", "backward: torch %s | tapegrad %s"
+                             % (_exc_line(te), _exc_line(ge)))]
+        return diffs + [("grad", "backward: torch raised %s, tapegrad computed" % _exc_line(te))]
     if not isinstance(g_loss, tg.Tensor):
         if any(g is not None and bool(g.ne(0).any()) for g in t_grads):
             return diffs + [("grad", "tapegrad output does not require grad")]
