@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from . import _core
+from . import _core, _ops_shape
 from ._aten_range import aten_float_range
 from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
@@ -63,6 +63,8 @@ def _size_args(size, fn: str, position: int = 1) -> tuple:
     packed = len(size) == 1 and isinstance(size[0], (tuple, list))
     if packed:
         size = tuple(size[0])
+    if len(size) > 64:
+        _ops_shape.check_ndim(len(size))
     for s in size:                      # (the common case first: plain non-negative ints)
         if type(s) is not int or s < 0:
             break

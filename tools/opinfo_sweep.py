@@ -16,7 +16,9 @@ Run it (from the worktree, with the venv active)::
 The full name of an OpInfo is ``name`` or ``name.variant_test_name`` (``max.reduction_with_dim``).
 
 What it compares, per (OpInfo, dtype, sample):
-  * dtypes float64, float32, int64 and bool, those the OpInfo supports on CPU (``--dtypes``);
+  * dtypes float64, float32, int64 and bool, those the OpInfo supports on CPU (``--dtypes``;
+    complex64 and complex128 too: complex outputs are compared as values, and their gradients
+    through the real loss Re(sum(out_i * w_i)) with complex ``w_i``);
   * inputs are converted torch -> tapegrad through numpy, keeping ``requires_grad`` and the
     sample's strides (a non-contiguous sample is rebuilt with ``as_strided`` over a copy of its
     storage), and keeping aliasing (one torch tensor passed twice becomes one tapegrad tensor);
@@ -78,7 +80,6 @@ SKIP = {
     r"^nn\.functional\.scaled_dot_product_attention$":
         "samples draw dropout masks from the RNG",
     r"^to_sparse(\.|$)|^sparse\.": "sparse layouts: tapegrad is dense-only",
-    r"^(view_as_complex|view_as_real)$": "complex outputs: outside the float/int/bool sweep",
     r"^max_pool2d_with_indices_backward$": "wraps torch.ops.aten's backward kernel: aten internal",
     r"^(svd_lowrank|pca_lowrank)$": "random output (randomised range finder draws from the RNG)",
     r"^nn\.functional\.multi_head_attention_forward$":
@@ -125,6 +126,14 @@ KINDS = ("missing-name", "raised", "no-raise", "error-type", "error-msg", "type"
 
 class _Timeout(Exception):
     pass
+
+
+class _NoSuchDtype(Exception):
+    """A sample holds a tensor of a dtype tapegrad deliberately does not have (bfloat16,
+    complex32: numpy has no such types): the case is counted as unsupported, not compared."""
+
+
+NO_SUCH_DTYPES = ("bfloat16", "complex32")
 
 
 def _alarm(signum, frame):
@@ -227,8 +236,7 @@ def resolve(op, tg):
     elif name.startswith("__") or type(fn).__name__ in ("method_descriptor", "wrapper_descriptor"):
         meth = fn.__name__ if hasattr(fn, "__name__") else name
         if hasattr(tg.Tensor, meth):
-            func = Variant("function", lambda x, *a, _m=meth, **k: getattr(x, _m)(*a, **k),
-                           "x.%s" % meth)
+            func = Variant("function", getattr(tg.Tensor, meth), "x.%s" % meth)
     else:
         target = _chain(tg, name)
         if target is None and hasattr(fn, "__name__"):
@@ -252,8 +260,9 @@ def resolve(op, tg):
             if meth is None or not hasattr(tg.Tensor, meth):
                 var = Variant(kind, None, "x.%s" % meth)        # missing on tapegrad.Tensor
             else:
-                var = Variant(kind, lambda x, *a, _m=meth, **k: getattr(x, _m)(*a, **k),
-                              "x.%s" % meth)
+                # through the class, as torch's variant (torch.Tensor.mul) is called: a self
+                # that is no tensor (a Python scalar sample) is refused alike
+                var = Variant(kind, getattr(tg.Tensor, meth), "x.%s" % meth)
         if kind == "method":
             method = var
         else:
@@ -275,6 +284,12 @@ class Converter:
         if key in self.memo:
             return self.memo[key]
         d = t.detach()
+        if str(d.dtype).split(".")[-1] in NO_SUCH_DTYPES:
+            raise _NoSuchDtype(str(d.dtype))
+        if d.dim() > 64:
+            # numpy (tapegrad's storage, and the conversion's) holds at most 64 dims: tapegrad
+            # refuses such a tensor where it is made, which is what the case then sees
+            return tg.zeros(tuple(d.shape), dtype=self(d.dtype))
         if d.dtype in (torch.bfloat16, torch.float16):
             arr_dtype = str(d.dtype).split(".")[-1]
         else:
@@ -341,7 +356,8 @@ class Converter:
 # -- comparison -------------------------------------------------------------------------------
 
 def _tol(dtname):
-    return {"float32": 1e-5, "float64": 1e-7, "float16": 1e-3, "bfloat16": 1e-2}.get(dtname, 0.0)
+    return {"float32": 1e-5, "float64": 1e-7, "float16": 1e-3, "bfloat16": 1e-2,
+            "complex64": 1e-5, "complex128": 1e-7}.get(dtname, 0.0)
 
 
 def _np(t, torch_side):
@@ -382,12 +398,13 @@ def compare(a, b, torch, tg, path="out", check_rg=True, scaled=False):
         out = []
         if check_rg and a.requires_grad != b.requires_grad:
             out.append(("requires_grad", "%s: %s vs %s" % (path, a.requires_grad, b.requires_grad)))
-        if a.is_complex() or da in ("complex32", "float8_e4m3fn", "float8_e5m2", "qint8"):
+        if da in ("complex32", "float8_e4m3fn", "float8_e5m2", "qint8"):
             return out
         va, vb = _np(a, True), _np(b, False)
         if not _values_equal(va, vb, da, scaled):
             with np.errstate(all="ignore"):
-                err = np.nanmax(np.abs(va.astype(float) - vb.astype(float))) if va.size else 0
+                kind = complex if va.dtype.kind == "c" else float
+                err = np.nanmax(np.abs(va.astype(kind) - vb.astype(kind))) if va.size else 0
             out.append(("value", "%s: max abs diff %.3g" % (path, err)))
         return out
     if isinstance(a, (tuple, list)):
@@ -512,7 +529,7 @@ def run_sample(torch, tg, op, variant, sample, seed, check_grad=True):
     pt, pg = _process_fn(sample, tg)
     try:
         t_outs = [o for o in _flat_tensors(pt(t_out), torch, [])
-                  if o.requires_grad and o.is_floating_point()]
+                  if o.requires_grad and (o.is_floating_point() or o.is_complex())]
     except Exception:
         return diffs
     if not t_outs:
@@ -528,15 +545,38 @@ def run_sample(torch, tg, op, variant, sample, seed, check_grad=True):
     t_loss = 0
     g_loss = 0
     for to, go in zip(t_all, g_outs_all):
-        if not (to.requires_grad and to.is_floating_point()):
+        if not (to.requires_grad and (to.is_floating_point() or to.is_complex())):
             continue
         w = torch.randn(to.shape, dtype=to.dtype, generator=gen)
+        if to.is_complex():
+            # a real loss, Re(sum(out * w)): its gradient is conj(w) through the op's vjp
+            t_loss = t_loss + (to * w).sum().real
+            if go.requires_grad:
+                g_loss = g_loss + (go * tg.tensor(w.numpy().copy())).sum().real
+            continue
         t_loss = t_loss + (to * w).sum()
         if go.requires_grad:
             g_loss = g_loss + (go * tg.tensor(w.numpy().copy())).sum()
     t_leaves = [a for a, _ in leaves]
     g_leaves = [b for _, b in leaves]
-    t_grads = torch.autograd.grad(t_loss, t_leaves, allow_unused=True)
+    try:
+        t_grads = torch.autograd.grad(t_loss, t_leaves, allow_unused=True)
+    except _Timeout:
+        raise
+    except Exception as te:     # torch's backward refuses (remainder(number, t)): so must tapegrad's
+        if not isinstance(g_loss, tg.Tensor):
+            return diffs + [("grad", "torch's backward raised %s; tapegrad's output does not "
+                                     "require grad" % _exc_line(te))]
+        try:
+            tg.autograd.grad(g_loss, g_leaves, allow_unused=True)
+        except _Timeout:
+            raise
+        except Exception as ge:
+            if _same_exc_type(te, ge):
+                return diffs
+            return diffs + [("grad", "backward: torch %s | tapegrad %s"
+                             % (_exc_line(te), _exc_line(ge)))]
+        return diffs + [("grad", "backward: torch raised %s, tapegrad computed" % _exc_line(te))]
     if not isinstance(g_loss, tg.Tensor):
         if any(g is not None and bool(g.ne(0).any()) for g in t_grads):
             return diffs + [("grad", "tapegrad output does not require grad")]
@@ -626,11 +666,45 @@ def _samples(torch, op, dtype, reference, requires_grad):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if reference:
-            return list(op.reference_inputs("cpu", getattr(torch, dtype),
-                                            requires_grad=requires_grad))
-        # (the generator itself: OpInfo.sample_inputs wraps it in a tracker that walks the
-        # Python stack per call, most of a small sweep's time; for real dtypes it adds nothing)
-        return list(op.sample_inputs_func(op, "cpu", getattr(torch, dtype), requires_grad))
+            samples = list(op.reference_inputs("cpu", getattr(torch, dtype),
+                                               requires_grad=requires_grad))
+        else:
+            # (the generator itself: OpInfo.sample_inputs wraps it in a tracker that walks the
+            # Python stack per call, most of a small sweep's time; for real dtypes it adds
+            # nothing)
+            samples = list(op.sample_inputs_func(op, "cpu", getattr(torch, dtype),
+                                                 requires_grad))
+    for s in samples:
+        _leafify(torch, s)
+    return samples
+
+
+def _leafify(torch, sample):
+    """Makes each of a sample's tensors that is a view made without grad tracking of a tensor
+    requiring grad (reference_inputs' ``make_arg(500).as_strided(...)``: it requires grad, but
+    no gradient reaches it, torch.autograd.grad gives None) a leaf of the same storage and
+    strides, so both sides' gradients are with respect to the same, used, leaf.  One tensor
+    passed twice stays one."""
+    memo = {}
+
+    def fix(v):
+        if isinstance(v, torch.Tensor):
+            if v.requires_grad and v.grad_fn is None and v._base is not None:
+                if id(v) not in memo:
+                    memo[id(v)] = v.detach().requires_grad_()
+                return memo[id(v)]
+            return v
+        if isinstance(v, tuple) and hasattr(v, "_fields"):
+            return type(v)(*[fix(x) for x in v])
+        if isinstance(v, (list, tuple)):
+            return type(v)(fix(x) for x in v)
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items()}
+        return v
+
+    sample.input = fix(sample.input)
+    sample.args = fix(sample.args)
+    sample.kwargs = fix(sample.kwargs)
 
 
 def op_dtypes(torch, op, wanted):
@@ -647,7 +721,7 @@ def sweep(only=None, skip=None, dtypes=DTYPES, reference=False, errors=False, va
     from torch.testing._internal.common_methods_invocations import op_db
     diffs = []
     stats = {"opinfos": 0, "resolved": 0, "skipped": 0, "missing": 0, "samples": 0, "cases": 0,
-             "errors": 0}
+             "errors": 0, "unsupported": 0}
     skipped = {}
     missing_seen = set()
 
@@ -690,7 +764,7 @@ def sweep(only=None, skip=None, dtypes=DTYPES, reference=False, errors=False, va
             if time.monotonic() - started > per_op_timeout:
                 report(name, dtype, "-", "function", "timeout", "per-op budget exhausted")
                 break
-            rg = op.supports_autograd and dtype.startswith("float")
+            rg = op.supports_autograd and dtype.startswith(("float", "complex"))
             try:
                 with _time_limit(per_sample_timeout * 4):
                     samples = _samples(torch, op, dtype, False, rg)
@@ -704,15 +778,15 @@ def sweep(only=None, skip=None, dtypes=DTYPES, reference=False, errors=False, va
             for idx, sample in enumerate(samples[:max_samples]):
                 stats["samples"] += 1
                 for var in vars_:
-                    if var.kind == "inplace" and dtype != "float64" and dtype != "int64" \
-                            and dtype != "bool" and dtype != "float32":
-                        continue
                     stats["cases"] += 1
                     try:
                         with _time_limit(per_sample_timeout):
                             found = run_sample(torch, tg, op, var, sample, _seed(name, idx))
                     except _Timeout:
                         found = [("timeout", "over %gs" % per_sample_timeout)]
+                    except _NoSuchDtype:
+                        stats["unsupported"] += 1
+                        found = []
                     except Exception as e:       # the harness itself: reported, never fatal
                         found = [("raised", "harness: %s" % _exc_line(e))]
                     for kind, detail in found:
@@ -739,6 +813,9 @@ def sweep(only=None, skip=None, dtypes=DTYPES, reference=False, errors=False, va
                         found = run_error(torch, tg, op, func, ei)
                 except _Timeout:
                     found = [("timeout", "over %gs" % per_sample_timeout)]
+                except _NoSuchDtype:
+                    stats["unsupported"] += 1
+                    found = []
                 except Exception as e:
                     found = [("raised", "harness: %s" % _exc_line(e))]
                 for kind, detail in found:
@@ -772,7 +849,7 @@ def run_error(torch, tg, op, func, ei):
     conv = Converter(torch, tg)
     try:
         func.call(conv(s.input), *conv(list(s.args)), **conv(dict(s.kwargs)))
-    except _Timeout:
+    except (_Timeout, _NoSuchDtype):
         raise
     except Exception as e:
         if not isinstance(e, ei.error_type):
@@ -787,7 +864,8 @@ def run_error(torch, tg, op, func, ei):
 def summary(result, out=sys.stdout):
     st = result["stats"]
     print("\nOpInfos %(opinfos)d: resolved %(resolved)d, skipped %(skipped)d, missing %(missing)d;"
-          " samples %(samples)d, cases (sample x variant) %(cases)d, error inputs %(errors)d" % st,
+          " samples %(samples)d, cases (sample x variant) %(cases)d, error inputs %(errors)d,"
+          " cases with a bfloat16/complex32 tensor (not compared) %(unsupported)d" % st,
           file=out)
     by_kind = {}
     by_op = {}
@@ -843,7 +921,7 @@ def repro(spec, reference=False, out=sys.stdout):
     if not ops:
         raise SystemExit("no OpInfo named %r" % opname)
     op = ops[0]
-    rg = op.supports_autograd and dtype.startswith("float")
+    rg = op.supports_autograd and dtype.startswith(("float", "complex"))
     samples = _samples(torch, op, dtype, False, rg)
     if reference:
         samples += _samples(torch, op, dtype, True, rg)

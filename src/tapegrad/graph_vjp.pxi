@@ -650,8 +650,12 @@ cdef object gv_math2(Py_ssize_t i, Record* r, object G, char* want):
         ga = G
     if want[1]:                                         # the quotient is piecewise constant
         with IeeeResults():
-            q = np.divide(<object>r.saved[0], <object>r.saved[1])
-            q = np.trunc(q) if r.op == OP_FMOD or r.op == OP_FMOD_T else np.floor(q)
+            # (the compiled VJP's quotient, vjp_math2 in ops_math.pxi: floor_divide, not
+            # floor(a / b), for remainder)
+            if r.op == OP_FMOD or r.op == OP_FMOD_T:
+                q = np.trunc(np.divide(<object>r.saved[0], <object>r.saved[1]))
+            else:
+                q = np.floor_divide(<object>r.saved[0], <object>r.saved[1])
         Q = wrap(nd(np.asarray(q)))
         B = in_value(r, 1, saved_value(r, 1))
         if isinstance(B, TensorBase) and (<TensorBase>B)._requires_grad:

@@ -1328,7 +1328,7 @@ cdef extern from "out_arg_call.h":
     object tg_out_arg_capture_route()
     int tg_out_arg_set_argument_error(object ndarray_type, object handler, object binding,
                                       object method) except -1
-    object tg_method_type()
+    object tg_method_type(object tensor_base)
     int tg_set_profiler(object open_event, object close_event) except -1
     int tg_set_subclass_dispatch(object types, object tensor_base, object handler) except -1
     int tg_subclass_dispatch_set_off(int off)
@@ -1420,7 +1420,7 @@ def _set_argument_error(handler, binding, method):
 # TensorMethod(name, fn): a method of Tensor (tapegrad/_public_calls.py install_methods), a C
 # method descriptor that calls fn with the caller's vector and hands a call that raised a
 # TypeError to method_error, for PyTorch's wording of a method's argument errors.
-TensorMethod = tg_method_type()
+TensorMethod = tg_method_type(TensorBase)
 
 
 def _set_profiler(open_event, close_event):

@@ -221,8 +221,17 @@ cdef object vjp_math2(Record* r, object g):
             if needs_grad(r, 0):
                 ga = g
             if needs_grad(r, 1):                        # (a, b saved only for this one)
-                q = np.divide(<object>r.saved[0], <object>r.saved[1])
-                q = np.trunc(q) if op == OP_FMOD or op == OP_FMOD_T else np.floor(q)
+                A = <object>r.saved[0]
+                B = <object>r.saved[1]
+                # remainder's quotient is PyTorch's div(rounding_mode='floor'), the quotient its
+                # forward (numpy's remainder) is consistent with: floor_divide, which rounds as
+                # Python's // does; floor(a / b) differs where a / b rounds up to an integer
+                # (-0.25 / -0.001: floor 250, floor_divide 249) and gave b a wrong gradient.
+                # fmod's is trunc(a / b), as PyTorch's div(rounding_mode='trunc') computes it.
+                if op == OP_FMOD or op == OP_FMOD_T:
+                    q = np.trunc(np.divide(A, B))
+                else:
+                    q = np.floor_divide(A, B)
                 gb = nd(np.multiply(np.negative(g), q))
     return fit_binary_grads(r, ga, gb)
 

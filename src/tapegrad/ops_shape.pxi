@@ -22,6 +22,15 @@ cdef str VIEW_ERROR = (
 
 # -- argument helpers ----------------------------------------------------------------------------
 
+def check_ndim(Py_ssize_t ndim):
+    """Refuses a shape of more than 64 dims with PyTorch's RuntimeError (it refuses them in its
+    reductions and TensorIterator; tapegrad's storage, a numpy array, cannot hold them at all, so
+    tapegrad refuses where the shape is asked for instead of leaking numpy's ValueError)."""
+    if ndim > 64:
+        raise RuntimeError(f"only tensors with up to 64 dims are supported (a shape of {ndim} "
+                           "dims was asked for)")
+
+
 cdef object int_arg(object v, str fname, str argname, int pos):
     """An int argument (Python or numpy int, or an integer tensor of one element); PyTorch's
     TypeError otherwise (bools and floats are not ints)."""
@@ -79,6 +88,7 @@ cdef Py_ssize_t wrap_dim(object dim, Py_ssize_t ndim, str fname="dim", str argna
 cdef tuple infer_size(tuple shape, Py_ssize_t numel):
     """PyTorch's infer_size: resolve one -1 in `shape` for a tensor of `numel` elements."""
     cdef Py_ssize_t newsize = 1, infer = -1, i
+    check_ndim(len(shape))
     for i in range(len(shape)):
         s = shape[i]
         if s == -1:
@@ -359,6 +369,7 @@ def unsqueeze(TensorBase input, dim=DIM_NOT_GIVEN, *, axis=None):
         dim = axis_alias("unsqueeze", dim, axis, DIM_NOT_GIVEN)
     A = input._array
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim + 1, "unsqueeze", "dim", 1)
+    check_ndim(A.ndim + 1)
     return shape_result(OP_UNSQUEEZE, input, unsqueezed(A, d), A.shape, d)
 
 
@@ -567,6 +578,7 @@ def expand(TensorBase input, *sizes, size=None):
     cdef tuple sz = int_list_arg(sizes, "expand", "size")
     cdef Py_ssize_t ndim = A.ndim, n = len(sz), lead = n - ndim, i
     shape = A.shape
+    check_ndim(n)
     if n < ndim:
         raise RuntimeError(f"expand({x_type_name(input)}{{{list(shape)}}}, size={list(sz)}): the "
                            f"number of sizes provided ({n}) must be greater or equal to the number "
@@ -652,6 +664,7 @@ OP_REPEAT = register_op("RepeatBackward0", vjp_repeat)
 cdef TensorBase repeat_impl(TensorBase x, tuple reps):
     A = x._array
     cdef Py_ssize_t ndim = A.ndim, n = len(reps), i
+    check_ndim(n)
     if n < ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")

@@ -810,6 +810,21 @@ typedef struct {
     char refuses_out;           /* fn takes out= as the function, which PyTorch's method has not */
 } TgMethod;
 
+/* PyTorch's descriptor errors for a method called through the class without a tensor. */
+static PyObject *
+tg_method_bad_self(TgMethod *self, PyObject *first)
+{
+    if (first == NULL)
+        PyErr_Format(PyExc_TypeError,
+                     "unbound method TensorBase.%U() needs an argument",
+                     self->name);
+    else
+        PyErr_Format(PyExc_TypeError,
+                     "descriptor '%U' for 'torch._C.TensorBase' objects doesn't apply to a "
+                     "'%s' object", self->name, Py_TYPE(first)->tp_name);
+    return NULL;
+}
+
 static inline PyObject *
 tg_method_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -818,6 +833,10 @@ tg_method_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
     PyObject *result;
     if (tg_dispatches_to_subclass(args, nargsf, kwnames))
         return tg_subclass_call(callable, args, nargsf, kwnames);
+    /* Tensor.add(2.0, t) is refused, as PyTorch's method descriptor refuses a self that is no
+     * tensor: fn would take 2.0 as its input and compute 2.0 + t. */
+    if (PyVectorcall_NARGS(nargsf) == 0 || !PyObject_TypeCheck(args[0], tg_tensor_base_type))
+        return tg_method_bad_self(self, PyVectorcall_NARGS(nargsf) ? args[0] : NULL);
     if (kwnames != NULL && self->refuses_out && tg_kwnames_name_out(kwnames)) {
         PyErr_Format(PyExc_TypeError, "%U() got an unexpected keyword argument 'out'",
                      self->name);
@@ -911,11 +930,18 @@ static PyTypeObject TgMethod_Type = {
     .tp_new = tg_method_new,
 };
 
+/* The type TensorMethod's calls require of self (TensorBase), given before any call. */
 static PyObject *
-tg_method_type(void)
+tg_method_type(PyObject *tensor_base)
 {
+    if (!PyType_Check(tensor_base)) {
+        PyErr_SetString(PyExc_TypeError, "expected the tensor base type");
+        return NULL;
+    }
     if (PyType_Ready(&TgMethod_Type) < 0)
         return NULL;
+    Py_INCREF(tensor_base);
+    Py_XSETREF(tg_tensor_base_type, (PyTypeObject *)tensor_base);
     Py_INCREF(&TgMethod_Type);
     return (PyObject *)&TgMethod_Type;
 }

@@ -515,7 +515,7 @@ class _ScatterAdd(Function):
 
 def _tuple(value, n, name, what="convolution"):
     if isinstance(value, (list, tuple)):
-        if len(value) == 1 and n > 1 and what != "convolution":
+        if len(value) == 1 and n > 1:       # (PyTorch expands one value as it does an int)
             return (_int_entry(value[0], name, 1),) * n
         if len(value) != n:
             raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
@@ -588,12 +588,15 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
                            f"{name}, but got input of size: {list(input.shape)}")
     if weight.dim() < 3:
         raise RuntimeError("weight should have at least three dimensions")
-    if weight.dim() != nd + 2 and len(stride) == 1:
-        # a single stride value (1-d) is expanded to the weight's dims: the input's rank is off
+    if weight.dim() != nd + 2 and (len(stride) == 1 or padding == "same"):
+        # a single stride value (1-d) is expanded to the weight's dims, and padding='same' takes
+        # its dims from the weight: the input's rank is off ('same''s check words it without
+        # the space before the weight's shape)
         shape = list(input.shape) if input.dim() == nd + 2 else [1] + list(input.shape)
+        space = "" if padding == "same" else " "
         raise RuntimeError(f"Expected {weight.dim()}-dimensional input for {weight.dim()}-"
-                           f"dimensional weight {list(weight.shape)}, but got {len(shape)}-"
-                           f"dimensional input of size {shape} instead")
+                           f"dimensional weight{space}{list(weight.shape)}, but got "
+                           f"{len(shape)}-dimensional input of size {shape} instead")
     if weight.dim() != nd + 2:
         # PyTorch infers the dimensionality from the weight, so it reports the stride.
         raise RuntimeError(f"expected stride to be a single integer value or a list of "
@@ -620,14 +623,18 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
     if input._array.dtype.kind not in "fiu":
         raise NotImplementedError(f'"slow_conv2d_cpu" not implemented for '
                            f"'{_core.scalar_type_name_of(input._array.dtype)}'")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(d <= 0 for d in dilation):
-        raise RuntimeError("non-positive dilation is not supported")
-    if not isinstance(padding, str) and any(p < 0 for p in padding):
-        raise RuntimeError("negative padding is not supported")
+    # PyTorch 2.13's order: groups, padding, stride, then dilation (a negative one refused by
+    # the shape check, a zero one by the kernel, which lists it)
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
+    if not isinstance(padding, str) and any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d < 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    if any(d == 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
     unbatched = input.dim() == nd + 1
     if unbatched:
         input = input.unsqueeze(0)

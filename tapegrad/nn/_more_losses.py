@@ -60,16 +60,17 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     _check_tensor(input)
     _check_tensor(target, "target")
     _check_vector_or_matrix(input)
-    if target._array.dtype != np.int64 and target.numel():
-        # Class indices are Long: PyTorch refuses another dtype (a float target would otherwise
-        # be truncated to indices silently); its kernel checks no empty target.
-        raise RuntimeError(f"expected scalar type Long but found "
-                           f"{_core.scalar_type_name_of(target._array.dtype)}")
     unbatched = input.dim() <= 1
     x = input.reshape(1, -1) if unbatched else input
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    if target._array.dtype != np.int64 and target.numel():
+        # Class indices are Long: PyTorch refuses another dtype (a float target would otherwise
+        # be truncated to indices silently), after the size check; its kernel checks no empty
+        # target.
+        raise RuntimeError(f"expected scalar type Long but found "
+                           f"{_core.scalar_type_name_of(target._array.dtype)}")
     labels = np.asarray(target._array).astype(np.int64).reshape(x.shape[0], -1) \
         if target.numel() else np.zeros((x.shape[0], 0), np.int64)
     n, classes = x.shape

@@ -26,7 +26,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     _check_tensor(input)
     shape = _normalized_shape(normalized_shape)
     n = len(shape)
-    if n == 0 or tuple(input.shape[input.dim() - n:]) != shape or input.dim() < n:
+    if n == 0:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    if tuple(input.shape[input.dim() - n:]) != shape or input.dim() < n:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*{', '.join(map(str, shape))}], but got input of size"
                            f"{list(input.shape)}")

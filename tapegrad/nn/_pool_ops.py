@@ -473,6 +473,28 @@ def check_sizes_fillable(input, output_size) -> None:
 _INT64_MAX = 2 ** 63 - 1
 
 
+def adaptive_size_count_error(name, nd, got):
+    """PyTorch's words for an output_size of the wrong length: 1-d's argument parser, the max
+    pools' kernels (an internal check), the average pools' own check."""
+    if nd == 1:
+        return RuntimeError(f"{name}() argument 'output_size' should contain one int (got {got})")
+    if "max" in name:
+        return RuntimeError(f"{name}(): internal error: output_size.size() must be {nd}")
+    return RuntimeError(f"{name}: output_size must be {nd}")
+
+
+def adaptive_negative_size_error(input, name, out):
+    """A negative output size (`out` as the kernel sees it: 1-d as 2-d): the average pools check
+    it, the max pools fail allocating their output of that shape."""
+    if "max" in name:
+        spatial_dims = 1 if "1d" in name else len(out)
+        shape = list(input.shape[:input.dim() - spatial_dims]) + list(out)
+        neg = next(o for o in shape if o < 0)
+        return RuntimeError(f"Trying to create tensor with negative dimension {neg}: {shape}")
+    return RuntimeError(f"{name.replace('1d', '2d')}: elements of output_size must be greater "
+                        f"than or equal to 0 but received {{{', '.join(map(str, out))}}}")
+
+
 def _adaptive_sizes(input, output_size, nd, name):
     _check_tensor_argument(input, name)
     if nd > 1:
@@ -482,13 +504,13 @@ def _adaptive_sizes(input, output_size, nd, name):
                            f"{list(input.shape)}")
     sizes = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
     if len(sizes) != nd:
-        raise RuntimeError(f"{name}: output_size must be {nd}")
+        raise adaptive_size_count_error(name, nd, len(sizes))
     spatial = tuple(input.shape[-nd:])
     out = tuple(s if o is None else _int_entry(o, "output_size", i + 1)
                 for i, (o, s) in enumerate(zip(sizes, spatial)))
     if any(o < 0 for o in out):
-        raise RuntimeError(f"{name.replace('1d', '2d')}: elements of output_size must be greater "
-                           f"than or equal to 0 but received {{{', '.join(map(str, out))}}}")
+        # (1-d runs as 2-d of height 1 in PyTorch, and its messages show that height)
+        raise adaptive_negative_size_error(input, name, ((1,) if nd == 1 else ()) + out)
     # Average pooling allows empty batch and channel dims, max pooling only an empty dim 0; 1-d
     # pooling reports itself as the 2-d op, as PyTorch (which runs it as 2-d) does.
     first_checked = input.dim() - nd if "avg" in name else 1

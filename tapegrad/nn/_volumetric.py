@@ -314,14 +314,15 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def _adaptive3d_sizes(input, output_size, name):
     _check_tensor_argument(input, name)
-    from ._pool_ops import check_sizes_fillable
+    from ._pool_ops import (adaptive_negative_size_error, adaptive_size_count_error,
+                            check_sizes_fillable)
     check_sizes_fillable(input, output_size)
     if input.dim() not in (4, 5):
         raise RuntimeError(f"{name}(): Expected 4D or 5D tensor, but got"
                            f"{':' if 'max' in name else ''} {list(input.shape)}")
     sizes = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,) * 3
     if len(sizes) != 3:
-        raise RuntimeError(f"{name}: output_size must be 3")
+        raise adaptive_size_count_error(name, 3, len(sizes))
     spatial = tuple(input.shape[-3:])
     empty = [i for i, s in enumerate(input.shape) if s == 0 and i >= 1]
     if empty:
@@ -330,8 +331,7 @@ def _adaptive3d_sizes(input, output_size, name):
                            f"{empty[0]} being empty")
     out = tuple(s if o is None else int(o) for o, s in zip(sizes, spatial))
     if any(o < 0 for o in out):
-        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 "
-                           f"but received {{{', '.join(map(str, out))}}}")
+        raise adaptive_negative_size_error(input, name, out)
     return spatial, out
 
 

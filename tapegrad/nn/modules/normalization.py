@@ -26,10 +26,10 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(creation.ones(*self.normalized_shape, device=device,
+            self.weight = Parameter(creation.ones(self.normalized_shape, device=device,
                                                   dtype=dtype))
             if bias:
-                self.bias = Parameter(creation.zeros(*self.normalized_shape, device=device,
+                self.bias = Parameter(creation.zeros(self.normalized_shape, device=device,
                                                      dtype=dtype))
             else:
                 self.register_parameter("bias", None)
@@ -340,7 +340,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(creation.ones(*self.normalized_shape, device=device,
+            self.weight = Parameter(creation.ones(self.normalized_shape, device=device,
                                                   dtype=dtype))
         else:
             self.register_parameter("weight", None)
