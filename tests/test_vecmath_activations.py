@@ -198,8 +198,7 @@ def test_result_does_not_depend_on_position_or_length(vm, level, dtype):
 
 def test_avx512_level_gives_the_avx2_bits(vm):
     """The AVX-512 level runs vecmath_impl.h's algorithms with the same IEEE operations as the
-    AVX2 level: the same bits for every kernel and both dtypes, except sigmoid, for which the
-    AVX-512 level has algorithms of its own (vecmath_avx512.c)."""
+    AVX2 level: the same bits for every kernel and both dtypes."""
     if "avx512" not in vm.levels():
         pytest.skip("no AVX-512 on this machine")
     results = {}
@@ -209,8 +208,6 @@ def test_avx512_level_gives_the_avx2_bits(vm):
             out = {}
             for dtype in DTYPES:
                 for name in vs.KERNELS:
-                    if name == "sigmoid":
-                        continue
                     x = np.concatenate([vs.random_inputs(name, dtype, 3000, rng_for("lv", name)),
                                         vs.edge_inputs(name, dtype)])
                     out[name, dtype] = vm(name, x)
@@ -255,8 +252,7 @@ np.savez(sys.argv[2], **out)
 
 def test_eager_ops_give_the_same_bits_at_the_avx2_and_avx512_levels(tmp_path, vm):
     """The elementwise kernels (kernels.c: its AVX-512 version rounds as the AVX2 one) and vecmath's
-    kernels at the two levels, through tapegrad's ops and their gradients (sigmoid aside: the
-    AVX-512 level has algorithms of its own)."""
+    kernels at the two levels, through tapegrad's ops and their gradients."""
     import subprocess
     tg = pytest.importorskip("tapegrad")
     if "avx512" not in vm.levels():      # (vm skips outside a source tree: no C sources)
@@ -271,6 +267,4 @@ def test_eager_ops_give_the_same_bits_at_the_avx2_and_avx512_levels(tmp_path, vm
         runs[level] = np.load(path)
     a, b = runs["avx2"], runs["avx512"]
     for key in a.files:
-        if key.startswith("sigmoid-"):
-            continue
         np.testing.assert_array_equal(b[key], a[key], err_msg=key)

@@ -116,37 +116,6 @@ ln2_hi16 = split(LN2, 16)          # float log: k * ln2_hi16 exact for |k| < 2^8
 print(f"#define VM_LN2_HI16_F {hexd(ln2_hi16)}f\n"
       f"#define VM_LN2_LO16_F {hexd(to_float32(LN2 - ln2_hi16))}f")
 print(f"#define VM_INV_LN2 {hexd(1 / LN2)}")
-# float32 sigmoid at the AVX-512 level (vecmath_avx512.c): e^x = 2^(n/32) e^r with |r| <= ln2/64
-# and 2^(j/32), j = n mod 32, a float pair (hi + lo) out of a 32-entry table held in two registers.
-ln2_32_hi_f = to_float32(LN2 / 32)  # FMA: x - n ln2_32_hi_f is exact for the |x| <= 87 reduced
-print(f"#define VM_INV_LN2_32_F {hexd(to_float32(32 / LN2))}f\n"
-      f"#define VM_LN2_32_HI_F {hexd(ln2_32_hi_f)}f\n"
-      f"#define VM_LN2_32_LO_F {hexd(to_float32(LN2 / 32 - ln2_32_hi_f))}f")
-# float64 sigmoid at the AVX-512 level: the same with 2^(j/16) as a double pair (16 entries: two
-# registers each), |r| <= ln2/32.
-print(f"#define VM_INV_LN2_16 {hexd(16 / LN2)}\n#define VM_LN2_16_HI {hexd(LN2 / 16)}\n"
-      f"#define VM_LN2_16_LO {hexd(LN2 / 16 - mp.mpf(float(LN2 / 16)))}")
-exp2_16 = [mp.mpf(2) ** (mp.mpf(j) / 16) for j in range(16)]
-for name, vals in (("HI", [float(v) for v in exp2_16]),
-                   ("LO", [float(v - mp.mpf(float(v))) for v in exp2_16])):
-    print(f"#define VM_EXP2_16_{name} {{ \\")
-    for i in range(0, 16, 4):
-        print("    " + " ".join(f"{hexd(v)}," for v in vals[i:i + 4]) + " \\")
-    print("}")
-# The same pairs interleaved (hi_j, lo_j) for the AVX2 level, which reads one row per lane with a
-# 16-byte load (vd_lookup2): 4-lane gathers cost more than the kernel's arithmetic there.
-print("#define VM_EXP2_16_PAIRS { \\")
-for i in range(0, 16, 2):
-    print("    " + " ".join(f"{hexd(float(v))}, {hexd(float(v - mp.mpf(float(v))))},"
-                            for v in exp2_16[i:i + 2]) + " \\")
-print("}")
-exp2_32 = [mp.mpf(2) ** (mp.mpf(j) / 32) for j in range(32)]
-exp2_32_hi = [to_float32(v) for v in exp2_32]
-for name, vals in (("HI", exp2_32_hi), ("LO", [to_float32(v - h) for v, h in zip(exp2_32, exp2_32_hi)])):
-    print(f"#define VM_EXP2_32_{name}_F {{ \\")
-    for i in range(0, 32, 4):
-        print("    " + " ".join(f"{hexd(v)}f," for v in vals[i:i + 4]) + " \\")
-    print("}")
 pio2 = mp.pi / 2
 parts, rest = [], pio2
 for _ in range(3):                 # n * part exact for |n| < 2^25

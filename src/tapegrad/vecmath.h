@@ -4,7 +4,7 @@
  * Levels.  TG_VM_SCALAR is portable C99 (any compiler, any CPU); TG_VM_AVX2 uses AVX2 + FMA
  * intrinsics (x86-64 with GCC, Clang or MSVC, chosen only when the CPU and OS support it);
  * TG_VM_AVX512 (x86-64 with GCC or Clang; F, DQ, VL, BW) the same algorithms on 8 double and
- * 16 float lanes, with the AVX2 level's bits (sigmoid aside: its own, vecmath_avx512.c).  The first
+ * 16 float lanes, with the AVX2 level's bits.  The first
  * call picks the best level available, unless the environment variable TAPEGRAD_SIMD names one
  * ("scalar", "avx2" or "avx512"; an unavailable or unknown name falls back to the best available).
  *

@@ -15,13 +15,10 @@
  *
  * exp, log and log1p stay within 1 ulp by the same means as the float64 kernels, scaled down:
  * Cody-Waite reduction with FMA, the result's leading term kept exact and the polynomial only in a
- * correction of weight <= 0.17 (exp) or 0.03 (log), one final rounding; sigmoid is within 1 ulp
- * too (a float-float e^-|x| and a corrected quotient); tests/test_vecmath.py and
- * tools/ulp_check.py hold them to the bound.  Every operation is the same IEEE operation at both
- * widths, so both levels give the same bits.  sigmoid_f32n is not a loop of its own: each level
- * has a faster float32 sigmoid (a table of 2^(j/8) in vecmath_avx2.c, of 2^(j/32) in
- * vecmath_avx512.c) and calls this one only for x < -87 and NaN (with the level's reciprocal
- * estimate: those lanes may differ between the levels in the last bit). */
+ * correction of weight <= 0.17 (exp) or 0.03 (log), one final rounding; tests/test_vecmath.py and
+ * tools/ulp_check.py hold them to the bound.  sigmoid and silu are PyTorch's float formulas on that
+ * exp.  Every operation is the same IEEE operation at both widths, so both levels give the same
+ * bits. */
 
 static const float exp_p_f32n[] = VM_EXP_P_F32N;
 static const float log_q_f32n[] = VM_LOG_Q_F32N;
@@ -111,38 +108,12 @@ static inline vf exp_le0_short_f32n(vf x)
     return scale_f32n(vf_add(vf_set(1.0f), vf_fma(r2, p, r)), t, n);
 }
 
-/* sigmoid x = num / (1 + t), t = e^-|x| = th + tl (float-float), num = 1 or t by the sign of x.
- * One division, then one correction step on num / (d + dl) with d = 1 + th's rounding error dl
- * (the step needs 1/d only to 2^-12: the reciprocal estimate): one final rounding. */
+/* sigmoid x = 1 / (1 + e^-x) in float, PyTorch's formula and rounding (vecmath_impl.h's
+ * sigmoid_f64_core): 0 where e^-x overflows, NaN for NaN. */
 static inline vf sigmoid_f32n(vf x)
 {
-    vf xc = vf_max(vf_set(-110.0f), vf_or(x, vf_set(-0.0f)));  /* -|x| */
-    vf t, n, s1, w;
-    exp_f32n_parts(xc, &t, &n, &s1, &w);
-    vf e = vf_add(s1, w);
-    vf el = vf_add(vf_sub(s1, e), w);
-    /* 2^n from t's bits, valid for n >= -126; below, th is scaled in two steps and the result is
-     * th itself (tl, meaningless there, is dropped). */
-    vf pow2n = vf_bits(vfi_shl(vfi_add(vf_as_int(t), vfi_set(127)), 23));
-    vf th = vf_mul(e, pow2n);
-    vf tl = vf_mul(el, pow2n);
-    vfm tiny = vf_lt(n, vf_set(-125.0f));
-    if (vfm_any(tiny)) {
-        th = scale_f32n(e, t, n);
-        tl = vf_clear(tiny, tl);
-    }
-    vfm neg = vf_lt(x, vf_set(0.0f));
     vf one = vf_set(1.0f);
-    vf num = vf_select(neg, th, one);
-    vf numl = vf_keep(neg, tl);
-    vf d = vf_add(one, th);
-    vf dl = vf_add(vf_add(vf_sub(one, d), th), tl);
-    vf y = vf_div(num, d);
-    vf r = vf_rcp(d);  /* 1/d to 2^-12 suffices for the correction step */
-    vf res = vf_fnma(y, dl, vf_add(vf_fnma(y, d, num), numl));
-    /* 0 where e^-x overflows float, as PyTorch's (see VM_SIGMOID_ZERO_F32) */
-    vfm zero = vf_lt(x, vf_set(-VM_SIGMOID_ZERO_F32));
-    return vf_clear(zero, vf_fma(res, r, y));  /* NaN flows through */
+    return vf_div(one, vf_add(one, exp_f32n(vf_sub(vf_set(0.0f), x))));
 }
 
 /* log of u > 0 plus a small correction `corr` (log1p's c / u), as in log_positive. */
@@ -383,6 +354,7 @@ void VM_XCAT3(tg_vm_gelu_grad_f32, _, VM_LEVEL_NAME)(const float *g, const float
 VF_LOOP(exp, exp_f32n)
 VF_LOOP(log, log_f32n)
 VF_LOOP(log1p, log1p_f32n)
+VF_LOOP(sigmoid, sigmoid_f32n)
 VF_LOOP(silu, silu_f32n)
 VF_LOOP(gelu, gelu_f32n)
 VF_ACT_LOOP(softplus)

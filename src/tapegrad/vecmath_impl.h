@@ -122,28 +122,6 @@ static inline vd scale_pow2(vd e, vd n)
     return vd_mul(vd_mul(e, pow2i(n1)), pow2i(n2));
 }
 
-/* nonpositive: the caller guarantees x <= 0 (or NaN), which drops the upper clamp and check. */
-static inline vd exp_core_ext(vd x, int nonpositive, const double *p, int np)
-{
-    /* Beyond these bounds the result is 0 or inf anyway; clamping keeps n in pow2i's range.
-     * x is the second operand, so NaN passes through (and the whole computation keeps it). */
-    vd xc = vd_max(vd_set(-750.0), x);
-    if (!nonpositive) xc = vd_min(vd_set(710.0), xc);
-    vd t = vd_fma(xc, vd_set(VM_INV_LN2), vd_set(VM_MAGIC));
-    vd n = vd_sub(t, vd_set(VM_MAGIC));
-    vd rl = vd_mul(n, vd_set(-VM_LN2_LO));
-    vd rh = vd_fma(n, vd_set(-VM_LN2_HI), xc);
-    vd e = vd_add(vd_set(1.0), vd_add(rh, expm1_tail(rh, rl, p, np)));
-    /* Results that overflow or fall below the normal range (rare) take the two-step scaling;
-     * otherwise 2^n comes straight from t's low bits. */
-    vm out = vd_lt(xc, vd_set(-708.0));
-    if (!nonpositive) out = vm_or(out, vd_gt(xc, vd_set(709.0)));
-    if (vm_any(out)) return scale_pow2(e, n);
-    return vd_mul(e, vi_as_vd(vi_shl(vi_add(vd_as_vi(t), vi_set(1023)), 52)));
-}
-
-static inline vd exp_core(vd x, const double *p, int np) { return exp_core_ext(x, 0, p, np); }
-
 static inline vd expm1_core(vd x, const double *p, int np)
 {
     vd xc = vd_min(vd_max(x, vd_set(-50.0)), vd_set(710.0));
@@ -191,15 +169,6 @@ static inline vd log_positive(vd u, vd corr, const double *q, int nq)
     vd r = vd_mul(z, poly(z, q, nq));
     vd t = vd_fma(s, vd_add(hfsq, r), vd_fma(k, vd_set(VM_LN2_LO), corr));
     return vd_fma(k, vd_set(VM_LN2_HI), vd_sub(f, vd_sub(hfsq, t)));
-}
-
-static inline vd log_core(vd x, const double *q, int nq)
-{
-    vd y = log_positive(x, vd_set(0.0), q, nq);
-    y = vd_select(vd_eq(x, vd_set(INFINITY)), x, y);
-    y = vd_select(vd_eq(x, vd_set(0.0)), vd_set(-INFINITY), y);
-    y = vd_select(vd_lt(x, vd_set(0.0)), vd_set(NAN), y);
-    return nan_passthrough(x, y);
 }
 
 static inline vd log1p_core(vd x, const double *q, int nq)
@@ -305,16 +274,15 @@ static inline vd sincos_core(vd x, int which, const double *s, int ns, const dou
     return which == 0 ? ys : yc;
 }
 
-/* sigmoid(x) is 0 for x below minus these: where float64's / float32's e^-x overflows (ln of the
- * largest finite value, rounded down to the dtype), as PyTorch's 1 / (1 + e^-x) gives. */
-#define VM_SIGMOID_ZERO_F64 0x1.62e42fefa39efp+9
+/* float's e^x overflows above this (ln of the largest finite float, rounded down): where PyTorch's
+ * float32 1 / (1 + e^-x) is 0. */
 #define VM_SIGMOID_ZERO_F32 0x1.62e42ep+6
 
-/* ---- tanh, sigmoid -------------------------------------------------------------------------
+/* ---- tanh -------------------------------------------------------------------------------
  * tanh|x| = e / (e + 2), e = expm1(2|x|) (no cancellation near 0); tanh 20 rounds to 1 already.
- * sigmoid x = n / (1 + t), t = exp(-|x|) <= 1, n = 1 for x >= 0 and t for x < 0.
- * The rounding of the denominator alone can cost 1 ulp of the quotient, so the float64 kernels
- * (precise = 1) keep it (Fast2Sum) and correct the quotient by one Newton step. */
+ * The rounding of the denominator alone can cost 1 ulp of the quotient, so the float64 kernel
+ * (precise = 1) keeps it (Fast2Sum) and corrects the quotient by one Newton step.  sigmoid: with
+ * exp, below. */
 static inline vd div_sum(vd num, vd a, vd b, int precise)
 {
     vd d = vd_add(a, b);
@@ -335,27 +303,6 @@ static inline vd tanh_core(vd x, int precise, const double *p, int np)
     vd t = div_sum(e, e, vd_set(2.0), precise);
     vd sign = vd_and(x, vd_set(-0.0));
     return nan_passthrough(x, vd_or(t, sign));
-}
-
-/* float64: y0 = n / d, then one Newton step on n / (d + dl) with d's rounding error dl (Fast2Sum,
- * 1 >= t).  The step needs 1 / d, which is y0 itself for x >= 0 (n = 1) and 1 - y0 for x < 0
- * (y0 = t / (1 + t)): no second division. */
-static inline vd sigmoid_core(vd x, const double *p, int np)
-{
-    /* 0 - |x|: keeps a NaN's payload (and makes it positive). */
-    vd t = exp_core_ext(vd_sub(vd_set(0.0), vd_abs(x)), 1, p, np);
-    vm neg = vd_lt(x, vd_set(0.0));
-    vd num = vd_select(neg, t, vd_set(1.0));
-    vd one = vd_set(1.0);
-    vd d = vd_add(one, t);
-    vd dl = vd_add(vd_sub(one, d), t);
-    vd y = vd_div(num, d);
-    vd r = vd_select(neg, vd_sub(one, y), y);
-    vd residual = vd_fnma(y, dl, vd_fnma_exact(y, d, num));
-    /* PyTorch's 1 / (1 + e^-x) is 0 where e^-x overflows: so is ours (for x below it the true
-     * value is subnormal, and exactly PyTorch's special values are the contract). */
-    return vd_select(vd_lt(x, vd_set(-VM_SIGMOID_ZERO_F64)), vd_set(0.0),
-                     vd_fma(residual, r, y));  /* NaN flows through */
 }
 
 /* ---- float32 kernels -------------------------------------------------------------------------
@@ -464,11 +411,23 @@ static inline vd sincos_f32_core(vd x, int which)
     return which == 0 ? ys : yc;
 }
 
-/* sigmoid = 1 / (1 + e^-x): with x clamped to +-200 in exp, e^-x stays finite in double. */
+/* e^z as float's e^z: inf where it overflows float (z > VM_SIGMOID_ZERO_F32), 0 where it rounds
+ * to 0 (e^z < 2^-150); elsewhere within 1 ulp, not yet rounded to float. */
+#define VM_EXP_ZERO_F32 (-0x1.9fe368f2a9ee1p+6)  /* -150 ln 2 */
+static inline vd exp_f32_as_float(vd z)
+{
+    vd e = vd_select(vd_gt(z, vd_set(VM_SIGMOID_ZERO_F32)), vd_set(INFINITY), exp_f32_core(z));
+    return vd_select(vd_lt(z, vd_set(VM_EXP_ZERO_F32)), vd_set(0.0), e);
+}
+
+/* PyTorch's float32 sigmoid: 1 / (1 + e^-x), each operation rounded to float (a float sum or
+ * quotient rounded first to double gives the float result: double has more than twice float's
+ * precision). */
 static inline vd sigmoid_f32_core(vd x)
 {
-    vd y = vd_div(vd_set(1.0), vd_add(vd_set(1.0), exp_f32_core(vd_sub(vd_set(0.0), x))));
-    return vd_select(vd_lt(x, vd_set(-VM_SIGMOID_ZERO_F32)), vd_set(0.0), y);  /* as float64's */
+    vd e = vd_round_f32(exp_f32_as_float(vd_sub(vd_set(0.0), x)));
+    vd d = vd_round_f32(vd_add(vd_set(1.0), e));
+    return vd_div(vd_set(1.0), d);
 }
 
 /* ---- erf ---------------------------------------------------------------------------------
@@ -712,6 +671,37 @@ static inline vd pow_core(vd x, const pow_exponent *pe)
     return pow_specials(x, ax, pow_abs(ax, pe), pe);
 }
 
+/* ---- float64 exp and log, nearly correctly rounded --------------------------------------------
+ * pow's table-driven halves (below) serve exp and log too: e^x is pow_exp(x, 0) and log x is
+ * pow_log's double-double rounded once, each within ~0.501 ulp, so a result is the correctly
+ * rounded one except within ~0.001 ulp of a midpoint.  PyTorch's float64 exp and log (MKL VML / the
+ * SVML kernels numpy uses on AVX-512 CPUs, glibc's elsewhere) are nearly correctly rounded too:
+ * the short polynomials above (within 1 ulp) gave other bits in 3-5% of inputs.  Their reduction
+ * stays for expm1 and tanh. */
+#ifndef VM_POW_ONLY
+static inline vd exp_f64_core(vd x)
+{
+    vd zk = vd_fma_exact(x, vd_set(VM_POW_N_OVER_LN2), vd_set(VM_MAGIC));
+    return nan_passthrough(x, pow_exp(x, vd_set(0.0), zk));
+}
+
+/* sigmoid x = 1 / (1 + e^-x), PyTorch's formula and order of operations (its float64 kernel
+ * rounds the exponential, the sum and the quotient; so does this one, on this library's exp):
+ * 0 where e^-x overflows, 1 at +inf, NaN for NaN. */
+static inline vd sigmoid_f64_core(vd x)
+{
+    vd one = vd_set(1.0);
+    return vd_div(one, vd_add(one, exp_f64_core(vd_sub(vd_set(0.0), x))));
+}
+
+static inline vd log_f64_core(vd x)
+{
+    vd unused;
+    /* pow_log reads |x|; the specials patch negative, zero, infinite and NaN inputs. */
+    return log_specials(x, pow_log(vd_abs(x), &unused));
+}
+#endif
+
 /* ---- float32 pow ----------------------------------------------------------------------------
  * Its own algorithm, evaluated in double: a float x is a normal double (or 0, inf, NaN), and
  * where the float result is neither 0 nor inf, |t| = |y log2|x|| <= 150, so t needs an absolute
@@ -832,22 +822,21 @@ VM_POW_LOOP(f32, float, vd_load_f32, vd_load_f32_part_one, vd_store_f32, vd_stor
 #define VM_UNARY(name, expr64, expr32)                                                        \
     static inline vd name##_v64(vd x) { return expr64; }                                       \
     static inline vd name##_v32(vd x) { return expr32; }
-VM_UNARY(exp, exp_core(x, VM_P(exp_p_f64)), exp_f32_core(x))
+VM_UNARY(exp, exp_f64_core(x), exp_f32_core(x))
 VM_UNARY(expm1, expm1_core(x, VM_P(exp_p_f64)), expm1_f32_core(x))
-VM_UNARY(log, log_core(x, VM_P(log_q_f64)), log_f32_core(x))
+VM_UNARY(log, log_f64_core(x), log_f32_core(x))
 VM_UNARY(log1p, log1p_core(x, VM_P(log_q_f64)), log1p_f32_core(x))
 VM_UNARY(sin, sincos_core(x, 0, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 0))
 VM_UNARY(cos, sincos_core(x, 1, VM_P(sin_s_f64), VM_P(cos_c_f64)), sincos_f32_core(x, 1))
 VM_UNARY(tanh, tanh_core(x, 1, VM_P(exp_p_f64)), tanh_core(x, 0, VM_P(exp_p_f32)))
-VM_UNARY(sigmoid, sigmoid_core(x, VM_P(exp_p_f64)), sigmoid_f32_core(x))
+VM_UNARY(sigmoid, sigmoid_f64_core(x), sigmoid_f32_core(x))
 VM_UNARY(erf, erf_f64_core(x), erf_f32_core(x))
 
-/* silu x = x / (1 + e^-x) for float64, e^-x the exp kernel's.  float32 (the portable level's; the
- * others have native float code, vecmath_f32n.h): x sigmoid(x) in double, rounded once;
- * sigmoid_f32_core is 0 where float's e^-x overflows, so that x = -inf gives NaN and x < -88.7
- * gives -0, as PyTorch's float formula. */
-VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_core(vd_sub(vd_set(0.0), x), VM_P(exp_p_f64)))),
-         vd_mul(x, sigmoid_f32_core(x)))
+/* silu x = x / (1 + e^-x), PyTorch's formula, each operation rounded to the dtype (float32 at the
+ * portable level as sigmoid_f32_core; the others have native float code, vecmath_f32n.h): x = -inf
+ * gives NaN and x < -88.7 gives -0 in float32, as PyTorch's. */
+VM_UNARY(silu, vd_div(x, vd_add(vd_set(1.0), exp_f64_core(vd_sub(vd_set(0.0), x)))),
+         vd_div(x, vd_round_f32(vd_add(vd_set(1.0), vd_round_f32(exp_f32_as_float(vd_sub(vd_set(0.0), x)))))))
 
 /* Four vectors per iteration (their dependency chains -- a polynomial is one long chain -- overlap
  * in the out-of-order window), then one, then the tail padded with zeros into one more vector
@@ -905,12 +894,6 @@ TG_VM_KERNELS(VM_LOOPS)
  * product), and e^z is inf where float's e^z overflows (z > VM_SIGMOID_ZERO_F32) and 0 where it
  * rounds to 0 (e^z < 2^-150), so that the formulas give PyTorch's inf and NaN there (g = inf
  * times e^-inf is NaN). */
-#define VM_EXP_ZERO_F32 (-0x1.9fe368f2a9ee1p+6)  /* -150 ln 2 */
-static inline vd exp_f32_as_float(vd z)
-{
-    vd e = vd_select(vd_gt(z, vd_set(VM_SIGMOID_ZERO_F32)), vd_set(INFINITY), exp_f32_core(z));
-    return vd_select(vd_lt(z, vd_set(VM_EXP_ZERO_F32)), vd_set(0.0), e);
-}
 
 /* elu: x > 0 ? x : alpha (e^x - 1) */
 static inline vd elu_v64(vd x, double alpha, double unused)
@@ -928,7 +911,7 @@ static inline vd elu_v32(vd x, double alpha, double unused)
 static inline vd softplus_v64(vd x, double beta, double threshold)
 {
     vd z = vd_mul(x, vd_set(beta));
-    vd y = vd_div(log1p_core(exp_core(z, VM_P(exp_p_f64)), VM_P(log_q_f64)), vd_set(beta));
+    vd y = vd_div(log1p_core(exp_f64_core(z), VM_P(log_q_f64)), vd_set(beta));
     return vd_select(vd_gt(z, vd_set(threshold)), x, y);
 }
 static inline vd softplus_v32(vd x, double beta, double threshold)
@@ -943,7 +926,7 @@ static inline vd softplus_v32(vd x, double beta, double threshold)
 static inline vd elu_grad_v64(vd g, vd x, double alpha, double unused)
 {
     (void)unused;
-    vd e = exp_core(x, VM_P(exp_p_f64));
+    vd e = exp_f64_core(x);
     return vd_select(vd_gt(x, vd_set(0.0)), g, vd_mul(vd_mul(g, vd_set(alpha)), e));
 }
 static inline vd elu_grad_v32(vd g, vd x, double alpha, double unused)
@@ -957,7 +940,7 @@ static inline vd elu_grad_v32(vd g, vd x, double alpha, double unused)
 static inline vd softplus_grad_v64(vd g, vd x, double beta, double threshold)
 {
     vd z = vd_mul(x, vd_set(beta));
-    vd e = exp_core(z, VM_P(exp_p_f64));
+    vd e = exp_f64_core(z);
     vd y = vd_div(vd_mul(g, e), vd_add(e, vd_set(1.0)));
     return vd_select(vd_gt(z, vd_set(threshold)), g, y);
 }
@@ -979,14 +962,17 @@ static inline vd silu_grad_v64(vd g, vd x, double unused0, double unused1)
 {
     (void)unused0;
     (void)unused1;
-    vd e = exp_core(vd_sub(vd_set(0.0), x), VM_P(exp_p_f64));
+    vd e = exp_f64_core(vd_sub(vd_set(0.0), x));
     return silu_grad_of(g, x, vd_div(vd_set(1.0), vd_add(vd_set(1.0), e)));
 }
 static inline vd silu_grad_v32(vd g, vd x, double unused0, double unused1)
 {
     (void)unused0;
     (void)unused1;
-    return silu_grad_of(g, x, sigmoid_f32_core(x));
+    /* s in double (not PyTorch's float-rounded sigmoid): the formula is evaluated in double and
+     * rounded once, as this level's other float32 kernels */
+    vd one = vd_set(1.0);
+    return silu_grad_of(g, x, vd_div(one, vd_add(one, exp_f32_as_float(vd_sub(vd_set(0.0), x)))));
 }
 
 /* The loops: VM_LOOPS' shape (four vectors per iteration, the tail through a masked load) with
