@@ -104,6 +104,8 @@ def test_ops_are_within_the_ulp_bound_of_mpmath(name, dtype, bound):
     fn = (lambda v: 1 / (1 + mpmath.exp(-v))) if name == "sigmoid" \
         else getattr(mpmath, MPMATH_FNS[name])
     want = np.array([float(fn(mpmath.mpf(float(v)))) for v in x])
+    if name == "sigmoid":
+        bound = 2.5   # PyTorch's formula 1 / (1 + e^-x): three roundings, as PyTorch's own
     assert ulps(got, want, dtype).max() <= bound
 
 
