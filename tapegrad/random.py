@@ -720,13 +720,18 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
         idx = np.stack([np.searchsorted(cdf[i], u[i], side="right") for i in range(W.shape[0])])
         idx = np.minimum(idx, n - 1)
     else:
-        # Exponential races: category j finishes at E_j / w_j; the first k to finish are a draw
-        # without replacement in proportion to the weights (zero weights never finish, so they
-        # come last, in random order, as PyTorch fills with them once the rest is exhausted).
-        with np.errstate(divide="ignore"):
-            clocks = rng.standard_exponential(W.shape) / W
-        ties = rng.random(W.shape)      # orders the zero-weight categories among themselves
-        idx = np.lexsort((ties, clocks), axis=1)[:, :k]
+        # PyTorch's draw: the k largest of w_j / E_j (E_j ~ Exp(1), in the input's dtype) by
+        # topk -- a draw without replacement in proportion to the weights.  The zero weights all
+        # tie at 0, so once the rest is exhausted they fill the sample in the order topk's
+        # algorithm leaves ties in (not at random): [0, 1, 0] gives [1, 0] every time.
+        # (k == 1 is PyTorch's argmax: no order to reproduce, and the common sampling call.)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = (np.atleast_2d(P) / rng.standard_exponential(W.shape)).astype(P.dtype)
+        if k == 1:
+            idx = np.argmax(keys, axis=1)[:, None]
+        else:
+            from ._extra_ops import _topk_positions
+            idx = _topk_positions(keys, 1, k, True, True)
     idx = idx.astype(np.int64)
     if P.ndim == 1:
         idx = idx[0]

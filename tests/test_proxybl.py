@@ -3,6 +3,8 @@ Monte Carlo scripts unchanged: functorch's deprecation warning for vmap, randint
 binding and messages (Monte Carlo site picks), and the type name PyTorch's messages give a dtype."""
 import warnings
 
+import numpy as np
+
 import pytest
 
 import tapegrad
@@ -92,3 +94,47 @@ def test_dtype_type_name_in_messages_is_torch_dtype():
         assert str(got.value) == str(expected.value)
         assert "torch.dtype" in str(got.value)
     assert tapegrad._core.type_name(tapegrad.float16) == "torch.dtype"
+
+
+# -- multinomial without replacement: PyTorch's topk of w / Exp(1) -------------------------------
+
+@pytest.mark.parametrize("weights,k", [([0., 1., 0.], 2), ([0., 1., 0., 0., 2.], 4),
+                                       ([[0., 1., 0.], [1., 0., 0.]], 3),
+                                       ([[0.5, 0., 0., 0.25, 0., 0.]], 6)])
+def test_multinomial_fills_with_zero_weights_in_pytorchs_order(weights, k):
+    # once the positive weights are exhausted, the zero-weight categories come in the order
+    # topk leaves its ties in -- the same every time, not at random
+    ours = tapegrad.tensor(weights)
+    theirs = torch.tensor(weights)
+    positive = (theirs > 0).sum(-1, keepdim=True)
+    for seed in range(6):
+        tapegrad.manual_seed(seed)
+        torch.manual_seed(seed)
+        a = tapegrad.multinomial(ours, k)
+        b = torch.multinomial(theirs, k)
+        assert a.dtype == tapegrad.int64 and tuple(a.shape) == tuple(b.shape)
+        np_a, np_b = a.numpy(), b.numpy()
+        # the random part: the positive categories, in some order, first
+        for row_a, row_b, npos in zip(np_a.reshape(-1, k), np_b.reshape(-1, k), positive.flatten()):
+            assert sorted(row_a[:npos]) == sorted(row_b[:npos])
+            assert list(row_a[npos:]) == list(row_b[npos:])
+
+
+def test_multinomial_without_replacement_frequencies():
+    tapegrad.manual_seed(0)
+    w = tapegrad.tensor([1., 2., 3., 0.])
+    first = tapegrad.stack([tapegrad.multinomial(w, 2) for _ in range(3000)])
+    freq = np.bincount(first[:, 0].numpy(), minlength=4) / 3000
+    np.testing.assert_allclose(freq, [1 / 6, 2 / 6, 3 / 6, 0], atol=0.03)
+    assert (first[:, 0] != first[:, 1]).all()
+    assert (first != 3).all()          # the zero weight is never drawn while others remain
+    one = tapegrad.stack([tapegrad.multinomial(w, 1) for _ in range(3000)]).flatten()
+    np.testing.assert_allclose(np.bincount(one.numpy(), minlength=4) / 3000,
+                               [1 / 6, 2 / 6, 3 / 6, 0], atol=0.03)
+    # P(second | first): the draw is sequential in proportion to the remaining weights
+    second_given_2 = first[first[:, 0] == 2][:, 1].numpy()
+    np.testing.assert_allclose(np.bincount(second_given_2, minlength=4) / len(second_given_2),
+                               [1 / 3, 2 / 3, 0, 0], atol=0.05)
+    # and past the positive weights the zero ones follow in topk's order, every time
+    assert all(tapegrad.multinomial(tapegrad.tensor([0., 1., 0.]), 2).tolist() == [1, 0]
+               for _ in range(50))
