@@ -35,12 +35,14 @@ def _warn_deprecated(name: str, replacement: str) -> None:
                   FutureWarning, stacklevel=3)
 
 
-def _alias(name: str):
+def _alias(name: str, replacement: str | None = None):
+    """``replacement``: the name PyTorch's warning points to (torch.func.<name> unless given)."""
     target = getattr(_func, name)
+    replacement = replacement or f"torch.func.{name}"
 
     @functools.wraps(target)
     def deprecated(*args, **kwargs):
-        _warn_deprecated(name, f"torch.func.{name}")
+        _warn_deprecated(name, replacement)
         return target(*args, **kwargs)
     return deprecated
 
@@ -52,7 +54,8 @@ jvp = _alias("jvp")
 jacrev = _alias("jacrev")
 jacfwd = _alias("jacfwd")
 hessian = _alias("hessian")
-vmap = _alias("vmap")
+# vmap is also top-level torch.vmap, and PyTorch's warning names that spelling.
+vmap = _alias("vmap", "torch.vmap")
 
 
 def functionalize(func, *, remove="mutations"):

@@ -439,36 +439,87 @@ def _integers(rng: np.random.Generator, low: int, high: int, shape, dt) -> np.nd
     return rng.integers(low, high, shape, dtype=np.int64).astype(dt)
 
 
+# PyTorch's randint overloads, as its argument parser lists them when a call matches none.
+_RANDINT_SIGNATURES = tuple(
+    f"({head}, *, {gen}Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+    f"torch.device device = None, bool pin_memory = False, bool requires_grad = False)"
+    for head in ("int high, tuple of ints size", "int low, int high, tuple of ints size")
+    for gen in ("torch.Generator generator, ", ""))
+
+
+def _randint_mismatch(args: tuple, keywords: dict) -> TypeError:
+    """PyTorch's "invalid combination of arguments" TypeError for a randint call (the positional
+    argument types, then the keywords given as name=type)."""
+    got = ", ".join([_type_name(a) for a in args] +
+                    [f"{k}={_type_name(v)}" for k, v in keywords.items()])
+    lines = "".join(f"\n * {signature}" for signature in _RANDINT_SIGNATURES)
+    return TypeError(f"randint() received an invalid combination of arguments - got ({got}), "
+                     f"but expected one of:{lines}\n")
+
+
+def _index_like(v) -> bool:
+    """An element PyTorch's parser takes in a tuple of ints: an int (not bool) or a one-element
+    integer tensor / 0-d integer ndarray."""
+    if isinstance(v, (Tensor, np.ndarray)):
+        return v.size == 1 if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "iu" \
+            else isinstance(v, Tensor) and v.numel() == 1 and v._array.dtype.kind in "iu"
+    return _is_int(v)
+
+
+def _randint_bounds(args: tuple, low, high, size, generator, extra: dict):
+    """(low, high, size) of a randint call, bound as PyTorch's parser binds them: the
+    (high, size) overload names the offending argument (and its position) in its TypeError; a
+    call to the (low, high, size) overload, or one matching neither, gets the "invalid
+    combination" TypeError listing the overloads."""
+    keywords = {k: v for k, v in (("low", low), ("high", high), ("size", size),
+                                  ("generator", generator)) if v is not None}
+    keywords.update(extra)
+    n = len(args)
+    three = n == 3 or low is not None or (n == 2 and size is not None)
+    names = ("low", "high", "size") if three else ("high", "size")
+    bound = dict(zip(names, args))
+    if n > len(names) or any(k in bound for k in ("low", "high", "size") if k in keywords) or \
+            (generator is not None and not isinstance(generator, (Generator, np.random.Generator))):
+        raise _randint_mismatch(args, keywords)
+    bound.update({k: keywords[k] for k in ("low", "high", "size") if k in keywords})
+    if "high" not in bound or "size" not in bound:
+        raise _randint_mismatch(args, keywords)
+    for name in ("low", "high"):
+        v = bound.get(name)
+        if isinstance(v, Tensor) and v.numel() == 1 and v._array.dtype.kind in "iu":
+            bound[name] = v.item()     # PyTorch's parser takes it as an int (via __index__)
+    size = bound["size"]
+    # Only the size's first element decides the overload here; a later non-int gets
+    # _size_args's "failed to unpack" message, as from PyTorch's parser.
+    size_ok = isinstance(size, (tuple, list)) and (not size or _index_like(size[0]))
+    for name in names[:len(names) - 1]:
+        if not _is_int(bound[name]):
+            if three:
+                raise _randint_mismatch(args, keywords)
+            where = f" (position {names.index(name) + 1})" if name not in keywords else ""
+            raise TypeError(f"randint(): argument '{name}'{where} must be int, not "
+                            f"{_type_name(bound[name])}")
+    if not size_ok:
+        if three:
+            raise _randint_mismatch(args, keywords)
+        if "size" in keywords:
+            raise TypeError(f"randint(): argument 'size' must be tuple of ints, not "
+                            f"{_type_name(size)}")
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"randint(): argument 'size' (position 2) must be tuple of ints, "
+                            f"not {_type_name(size)}")
+    return bound.get("low", 0), bound["high"], size
+
+
 def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
             layout=None, device=None, requires_grad: bool = False, pin_memory: bool = False
             ) -> Tensor:
     """randint(high, size) or randint(low, high, size): uniform integers in [low, high) (low
     defaults to 0), int64 by default."""
     sparse_factory_layout(layout, "randint", "random_.from")
-    args = list(args)
-    if size is None and args and isinstance(args[len(args) - 1], (tuple, list)):
-        size = args.pop()
-    if size is None:
-        if len(args) >= 2 and _is_int(args[len(args) - 1]):
-            raise TypeError(f"randint(): argument 'size' (position {len(args)}) must be tuple of "
-                            f"ints, not {type(args[len(args) - 1]).__name__}")
-        raise TypeError("randint() missing required argument 'size'")
-    if len(args) == 2:
-        low, high = args
-    elif len(args) == 1:
-        if high is None:
-            high = args[0]
-        else:
-            low = args[0]
-    elif len(args) > 2:
-        raise TypeError(f"randint() takes at most 3 positional arguments ({len(args) + 1} given)")
-    if low is None:
-        low = 0
-    if high is None:
-        raise TypeError("randint() missing required argument 'high'")
-    for name, v in (("low", low), ("high", high)):
-        if not _is_int(v):
-            raise TypeError(f"randint(): argument '{name}' must be int, not {_type_name(v)}")
+    extra = {k: v for k, v in (("out", out), ("dtype", dtype), ("device", device))
+             if v is not None}
+    low, high, size = _randint_bounds(args, low, high, size, generator, extra)
     low, high = _as_long(low), _as_long(high)
     dt = _np_dtype(_out_dtype(out, dtype, "randint")) or np.dtype(np.int64)
     _check_int_range(low, high, dt)
@@ -669,13 +720,18 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
         idx = np.stack([np.searchsorted(cdf[i], u[i], side="right") for i in range(W.shape[0])])
         idx = np.minimum(idx, n - 1)
     else:
-        # Exponential races: category j finishes at E_j / w_j; the first k to finish are a draw
-        # without replacement in proportion to the weights (zero weights never finish, so they
-        # come last, in random order, as PyTorch fills with them once the rest is exhausted).
-        with np.errstate(divide="ignore"):
-            clocks = rng.standard_exponential(W.shape) / W
-        ties = rng.random(W.shape)      # orders the zero-weight categories among themselves
-        idx = np.lexsort((ties, clocks), axis=1)[:, :k]
+        # PyTorch's draw: the k largest of w_j / E_j (E_j ~ Exp(1), in the input's dtype) by
+        # topk -- a draw without replacement in proportion to the weights.  The zero weights all
+        # tie at 0, so once the rest is exhausted they fill the sample in the order topk's
+        # algorithm leaves ties in (not at random): [0, 1, 0] gives [1, 0] every time.
+        # (k == 1 is PyTorch's argmax: no order to reproduce, and the common sampling call.)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = (np.atleast_2d(P) / rng.standard_exponential(W.shape)).astype(P.dtype)
+        if k == 1:
+            idx = np.argmax(keys, axis=1)[:, None]
+        else:
+            from ._extra_ops import _topk_positions
+            idx = _topk_positions(keys, 1, k, True, True)
     idx = idx.astype(np.int64)
     if P.ndim == 1:
         idx = idx[0]

@@ -154,9 +154,14 @@ cpdef str type_name(object x):
     """The name PyTorch's messages give x's type ("must be Tensor, not numpy.ndarray"): the C
     type's tp_name, as its argument parser prints it: a class defined in Python by its name
     (Tensor, Parameter), a compiled one outside builtins with its module (numpy.ndarray,
-    numpy.float64).  The one helper for every such message, Python and compiled."""
+    numpy.float64).  The one helper for every such message, Python and compiled.  A class
+    compiled here (dtype) is PyTorch's `torch.` class of the same name, as its messages print it
+    ("dtype=torch.dtype"), not tapegrad's module path."""
     cdef object t = type(x)
-    return (<PyTypeObject*>t).tp_name.decode("utf-8")
+    cdef str name = (<PyTypeObject*>t).tp_name.decode("utf-8")
+    if name.startswith("tapegrad._core."):
+        return "torch." + name[15:]
+    return name
 
 
 cpdef int user_stacklevel() except -1:
