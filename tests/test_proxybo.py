@@ -220,3 +220,57 @@ def test_with_args_factories_and_torch_quantization_alias():
         warnings.simplefilter("ignore")
         a = q.default_fake_quant()
     assert (a.quant_min, a.quant_max) == (0, 127)     # reduce_range halves the range
+
+
+def test_fake_quantize_learnable_per_tensor_affine_as_torch():
+    """LSQ: the scale and zero point are Parameters learned with the weights."""
+    def run(lib):
+        f = lib._fake_quantize_learnable_per_tensor_affine
+        x = lib.tensor([[0.1, 0.26, 3.0], [-1.0, 0.05, 0.35]], requires_grad=True)
+        s = lib.tensor([0.1], requires_grad=True)
+        z = lib.tensor([2.4], requires_grad=True)
+        out = []
+        for qmin, qmax, gf in ((0, 15, 1.0), (-8, 7, 0.5)):
+            x.grad = s.grad = z.grad = None
+            y = f(x, s, z, qmin, qmax, gf)
+            (y * lib.arange(6.0).view(2, 3)).sum().backward()
+            out += [y, x.grad, s.grad, z.grad]
+        out.append(f(x, s, lib.tensor([30.0]), 0, 15, 1.0))     # zero point clamped into range
+        out.append(f(x.double(), s, z, 0, 15))                  # float64 quantises in float64
+        return out, y.grad_fn.name()
+    t, g = _both(run)
+    assert g[1] == t[1]
+    for a, b in zip(t[0], g[0]):
+        assert str(a.dtype) == str(b.dtype) and tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+    x = tapegrad.tensor([0.3, -0.2], requires_grad=True)
+    s, z = tapegrad.tensor([0.1], requires_grad=True), tapegrad.tensor([0.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="quantization range should include 0"):
+        tapegrad._fake_quantize_learnable_per_tensor_affine(x, s, z, 2, 15, 1.0).sum().backward()
+    with pytest.raises(RuntimeError, match="ScalarType::Float"):
+        tapegrad._fake_quantize_learnable_per_tensor_affine(x.double(), s, z, 0, 15).sum().backward()
+
+
+def test_fake_quantize_learnable_gradients_match_the_ste_composition():
+    # LSQ's gradients are those of the straight-through composition
+    #   y = (clamp(round_ste(x / s) + z, qmin, qmax) - z) * s,  round_ste(v) = v + (round(v) - v).detach()
+    # (no finite-difference check applies: round's true derivative is 0 almost everywhere);
+    # the composition is differentiated here by tapegrad's own autograd in float64
+    xs = [0.123, -0.31, 0.77, 2.9, -0.52]
+    w = [1.0, 2.0, -1.0, 0.5, 3.0]
+    x = tapegrad.tensor(xs, requires_grad=True)
+    s = tapegrad.tensor([0.1], requires_grad=True)
+    z = tapegrad.tensor([1.0], requires_grad=True)
+    y = tapegrad._fake_quantize_learnable_per_tensor_affine(x, s, z, -4, 12, 0.5)
+    (y * tapegrad.tensor(w)).sum().backward()
+    x2 = tapegrad.tensor(xs, dtype=tapegrad.float64, requires_grad=True)
+    s2 = tapegrad.tensor([0.1], dtype=tapegrad.float64, requires_grad=True)
+    z2 = tapegrad.tensor([1.0], dtype=tapegrad.float64, requires_grad=True)
+    v = x2 / s2
+    q = tapegrad.clamp(v + (v.round() - v).detach() + z2, -4, 12)
+    y2 = (q - z2) * s2
+    (y2 * tapegrad.tensor(w, dtype=tapegrad.float64)).sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), y2.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(s.grad.numpy(), 0.5 * s2.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(z.grad.numpy(), 0.5 * z2.grad.numpy(), rtol=1e-5, atol=1e-7)
