@@ -15,6 +15,9 @@ def _qscheme_by_name(name: str):
 
 
 class qscheme(metaclass=TorchNamedClass):
+    """A quantisation scheme: per tensor or per channel, affine (with a zero point) or
+    symmetric; its only values are torch.per_tensor_affine and the four others below."""
+
     __module__ = "tapegrad"
     __slots__ = ("name",)
 
