@@ -20,6 +20,7 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad import accelerator as accelerator
 from tapegrad import amp as amp
+from tapegrad import ao as ao
 from tapegrad import autograd as autograd
 from tapegrad import backends as backends
 from tapegrad import bench as bench
@@ -47,6 +48,7 @@ from tapegrad import onnx as onnx
 from tapegrad import optim as optim
 from tapegrad import overrides as overrides
 from tapegrad import profiler as profiler
+from tapegrad import quantization as quantization
 from tapegrad import quasirandom as quasirandom
 from tapegrad import random as random
 from tapegrad import replay as replay
@@ -576,6 +578,11 @@ __all__ = [
     'pairwise_distance',
     'pca_lowrank',
     'pdist',
+    'per_channel_affine',
+    'per_channel_affine_float_qparams',
+    'per_channel_symmetric',
+    'per_tensor_affine',
+    'per_tensor_symmetric',
     'permute',
     'permute_copy',
     'pi',
@@ -593,8 +600,14 @@ __all__ = [
     'prod',
     'promote_types',
     'put',
+    'qint32',
+    'qint8',
     'qr',
+    'qscheme',
     'quantile',
+    'quint2x4',
+    'quint4x2',
+    'quint8',
     'rad2deg',
     'rad2deg_',
     'rand',
@@ -2086,6 +2099,7 @@ def igammac(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 
 class iinfo:
     def __eq__(self, other: Any) -> Any: ...
+    def __getattr__(self, name: Any) -> Any: ...
     __hash__: typing.ClassVar[None]  # type: ignore[assignment]
     def __init__(self, type: Any) -> None: ...
     def __repr__(self) -> _str: ...
@@ -2387,6 +2401,11 @@ def pca_lowrank(A: Tensor, q: _int | None = ..., center: _bool = ..., niter: _in
 
 def pdist(input: Any, p: Any = ...) -> Any: ...
 
+per_channel_affine: Any
+per_channel_affine_float_qparams: Any
+per_channel_symmetric: Any
+per_tensor_affine: Any
+per_tensor_symmetric: Any
 def permute(input: Any, dims: Any) -> Tensor: ...
 
 def permute_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
@@ -2419,10 +2438,19 @@ def promote_types(type1: Any, type2: Any) -> Any: ...
 
 def put(input: Any, index: Any, source: Any, accumulate: Any = ...) -> Any: ...
 
+qint32: dtype
+qint8: dtype
 def qr(input: Any, some: Any = ..., *, out: Any = ...) -> Any: ...
+
+class qscheme:
+    def __repr__(self) -> _str: ...
+    name: Any
 
 def quantile(input: Any, q: Any, dim: Any = ..., keepdim: Any = ..., *, interpolation: Any = ..., out: Any = ...) -> Any: ...
 
+quint2x4: dtype
+quint4x2: dtype
+quint8: dtype
 def rad2deg(input: Any, *, out: Any = ...) -> Any: ...
 
 def rad2deg_(self: Any, *args: Any, **kwargs: Any) -> Any: ...

@@ -208,7 +208,82 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, 
                                          float_zero_point, wide)
 
 
-FUNCTIONS = ("fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine")
+class _FakeQuantizeLearnablePerTensor(Function):
+    """Learned-step-size (LSQ) fake quantisation: the forward of fake_quantize_per_tensor_affine
+    with the zero point rounded half to even and clamped into range; the backward also
+    differentiates the scale and zero point, per element as PyTorch's kernel does, where
+    q = nearbyint(x / scale) + z with z = trunc(clamp(zero_point + 0.5)):
+      in range:  dx = dy,  dscale = dy * (fq(x) - x) / scale,     dz = 0
+      clamped:   dx = 0,   dscale = dy * (bound - z),             dz = -dy * scale
+    dscale and dz times grad_factor, summed into the one-element scale / zero_point."""
+
+    @staticmethod
+    def forward(ctx, x, scale, zero_point, quant_min, quant_max, grad_factor):
+        scale_value = np.float32(_scalar_of(scale.reshape(-1)[0]))
+        zp = np.float32(_scalar_of(zero_point.reshape(-1)[0]))
+        zp_forward = int(min(max(np.rint(zp), quant_min), quant_max))
+        ctx.save_for_backward(x, scale, zero_point)
+        ctx.qrange = (quant_min, quant_max, grad_factor)
+        out, _ = _quantise(x._array, scale_value, zp_forward, quant_min, quant_max, False,
+                           np.float32)
+        return _wrap(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, scale, zero_point = ctx.saved_tensors
+        quant_min, quant_max, grad_factor = ctx.qrange
+        for name, t in (("dY", grad), ("X", x), ("scale", scale), ("zero_point", zero_point)):
+            if t._array.dtype != np.float32:
+                raise RuntimeError(f"Expected {name}_.scalar_type() == ScalarType::Float to be "
+                                   "true, but got false.")
+        if not (quant_min <= 0 <= quant_max):
+            raise RuntimeError("`quant_min` should be less than or         equal to `quant_max`, "
+                               "and the quantization range should include 0.")
+        scale_value = np.float32(_scalar_of(scale.reshape(-1)[0]))
+        zp = float(np.trunc(min(max(np.float32(_scalar_of(zero_point.reshape(-1)[0]))
+                                    + np.float32(0.5), quant_min), quant_max)))
+        if not quant_min <= zp <= quant_max:
+            raise RuntimeError("`zero_point` must be between `quant_min` and `quant_max`.")
+        dy = grad._array
+        gf = np.float32(grad_factor)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            inv_scale = np.float32(1.0) / scale_value
+            q = np.rint(x._array * inv_scale) + np.float32(zp)
+            low, high = q < quant_min, q > quant_max
+            inside = ~(low | high)
+            fq = ((np.clip(q, quant_min, quant_max) - np.float32(zp)) * scale_value).astype(np.float32)
+            d_scale = np.where(inside, dy * (fq - x._array) * inv_scale,
+                               dy * np.where(low, np.float32(quant_min - zp),
+                                             np.float32(quant_max - zp))) * gf
+            d_zero = np.where(inside, np.float32(0.0), dy * np.float32(-1.0) * scale_value * gf)
+        dx = np.where(inside, dy, np.float32(0.0)).astype(np.float32)
+        return (_wrap(dx), _wrap(np.asarray([d_scale.sum()], dtype=np.float32)),
+                _wrap(np.asarray([d_zero.sum()], dtype=np.float32)), None, None, None)
+
+
+_torch_grad_fn_name(_FakeQuantizeLearnablePerTensor,
+                    "FakeQuantizeLearnablePerTensorAffineBackward0")
+
+
+def _fake_quantize_learnable_per_tensor_affine(input, scale, zero_point, quant_min, quant_max,
+                                               grad_factor=1.0):
+    """Fake quantisation whose scale and zero point (one-element tensors, usually Parameters)
+    are learned too (LSQ, torch.ao.quantization's _LearnableFakeQuantize); see
+    _FakeQuantizeLearnablePerTensor for the gradients."""
+    _check_tensor(input, "_fake_quantize_learnable_per_tensor_affine")
+    _check_tensor(scale, "_fake_quantize_learnable_per_tensor_affine", "scale", 2)
+    _check_tensor(zero_point, "_fake_quantize_learnable_per_tensor_affine", "zero_point", 3)
+    quant_min, quant_max = int(quant_min), int(quant_max)
+    _check_floating_input(input, "fake_quantize_tensor_cachemask_kernel_type_handling")
+    _check_range(quant_min, quant_max)
+    # (a float64 input quantises in float64 as the per-tensor forward does; PyTorch's backward
+    # then refuses it, as the backward here does)
+    return _FakeQuantizeLearnablePerTensor.apply(input, scale, zero_point, quant_min, quant_max,
+                                                 float(grad_factor))
+
+
+FUNCTIONS = ("fake_quantize_per_tensor_affine", "fake_quantize_per_channel_affine",
+             "_fake_quantize_learnable_per_tensor_affine")
 
 
 def register(namespace: dict) -> None:

@@ -87,14 +87,34 @@ class finfo(_Limits, metaclass=TorchNamedClass):
                 f"tiny={self.tiny:g}, dtype={self.dtype})")
 
 
+# A quantized dtype's values live in an integer type: (its numpy twin, PyTorch's ScalarType name).
+_QUANTIZED_STORAGE = {"qint8": (np.int8, "QInt8"), "quint8": (np.uint8, "QUInt8"),
+                      "qint32": (np.int32, "QInt32"), "quint4x2": (np.uint8, "QUInt4x2"),
+                      "quint2x4": (np.uint8, "QUInt2x4")}
+
+
 class iinfo(_Limits, metaclass=TorchNamedClass):
     """Limits of an integer dtype: bits, max, min, dtype (its name)."""
 
     __module__ = "tapegrad"
-    __slots__ = ("bits", "max", "min", "dtype")
+    __slots__ = ("bits", "max", "min", "dtype", "_quantized")
     __hash__ = None
 
+    def __getattr__(self, name):
+        # (reached only for an unset slot: the dtype of a quantized dtype's limits)
+        if name == "dtype" and hasattr(self, "_quantized"):
+            raise NotImplementedError(f"\"dtype\" not implemented for '{self._quantized}'")
+        raise AttributeError(f"'torch.iinfo' object has no attribute '{name}'")
+
     def __init__(self, type):  # noqa: A002
+        if isinstance(type, _core.dtype) and type.name in _QUANTIZED_STORAGE:
+            # PyTorch answers a quantized dtype's limits from the integer type that holds its
+            # values (FakeQuantize checks quant_min / quant_max against them), but has no dtype
+            # name to give: reading .dtype (or the repr) raises, see __getattr__.
+            info = np.iinfo(_QUANTIZED_STORAGE[type.name][0])
+            self._set(bits=int(info.bits), max=int(info.max), min=int(info.min))
+            object.__setattr__(self, "_quantized", _QUANTIZED_STORAGE[type.name][1])
+            return
         # (bfloat16 has no numpy dtype to ask: it is a float type, refused as the others are)
         np_dtype = np.dtype(np.float32) if type is _core.bfloat16 else _check_dtype(type, "iinfo")
         if np_dtype.kind == "b":

@@ -55,6 +55,8 @@ cdef class dtype:
 
     @property
     def is_signed(self):
+        if self.name in QUANTIZED_NAMES:
+            raise RuntimeError("isSignedType not supported for quantized types")
         return self.name != "bool" and not self.name.startswith("uint")
 
     def to_complex(self):
@@ -111,6 +113,21 @@ complex64 = dtype("complex64", np.complex64, CAT_COMPLEX)
 complex128 = dtype("complex128", np.complex128, CAT_COMPLEX)
 complex32 = dtype("complex32", NoNumpyDtype(NO_COMPLEX32), CAT_COMPLEX, 4)
 
+# PyTorch's quantized dtypes as names only, like bfloat16: the observers and fake-quantise
+# modules of torch.ao.quantization take them as configuration (dtype=torch.qint8 picks the
+# integer range), while quantized tensors themselves (torch.quantize_per_tensor), which PyTorch
+# deprecates, are not provided.  Neither floating nor complex; is_signed raises as PyTorch's does.
+NO_QUANTIZED = ("tapegrad has no quantized tensors: torch.qint8, quint8, qint32, quint4x2 and "
+                "quint2x4 exist as configuration for torch.ao.quantization's observers and "
+                "fake-quantize modules (quantisation-aware training in float); use "
+                "torch.fake_quantize_per_tensor_affine for the quantise-dequantise step")
+qint8 = dtype("qint8", NoNumpyDtype(NO_QUANTIZED), CAT_INT, 1)
+quint8 = dtype("quint8", NoNumpyDtype(NO_QUANTIZED), CAT_INT, 1)
+qint32 = dtype("qint32", NoNumpyDtype(NO_QUANTIZED), CAT_INT, 4)
+quint4x2 = dtype("quint4x2", NoNumpyDtype(NO_QUANTIZED), CAT_INT, 1)
+quint2x4 = dtype("quint2x4", NoNumpyDtype(NO_QUANTIZED), CAT_INT, 1)
+QUANTIZED_NAMES = frozenset(("qint8", "quint8", "qint32", "quint4x2", "quint2x4"))
+
 # A dict literal, built one item at a time: a 9-item tuple display would hold each item in its
 # own temporary of the module's load function, stored again at each of its 500 error exits.
 cdef dict DTYPE_OF_NAME = {"float16": float16, "float32": float32, "float64": float64,
@@ -133,7 +150,7 @@ cdef int LONGLONG_NUM = (np.dtype(np.longlong).num if np.dtype(np.longlong).num 
                          else -1)
 cdef int ULONGLONG_NUM = (np.dtype(np.ulonglong).num if np.dtype(np.ulonglong).num != np.dtype(np.uint64).num
                           else -1)
-for _name_only in (bfloat16, complex32):
+for _name_only in (bfloat16, complex32, qint8, quint8, qint32, quint4x2, quint2x4):
     DTYPE_OF_NAME[_name_only.name] = _name_only
 # dtype.to_complex / to_real (PyTorch pairs bfloat16 with complex64, having no complex bfloat16)
 FLOAT_OF_COMPLEX = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}

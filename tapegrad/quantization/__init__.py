@@ -1,0 +1,10 @@
+"""torch.quantization: PyTorch's older name for torch.ao.quantization (the same objects)."""
+from tapegrad.ao.quantization import *  # noqa: F401,F403
+from tapegrad.ao.quantization import (  # noqa: F401
+    FakeQuantize, FakeQuantizeBase, MinMaxObserver, MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver, ObserverBase, PerChannelMinMaxObserver,
+    UniformQuantizationObserverBase, default_fake_quant, default_observer,
+    default_per_channel_weight_fake_quant, default_per_channel_weight_observer,
+    default_weight_fake_quant, default_weight_observer, disable_fake_quant, disable_observer,
+    enable_fake_quant, enable_observer, fake_quantize, observer,
+)
