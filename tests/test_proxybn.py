@@ -100,3 +100,37 @@ def test_grid_sample_warp_with_zero_homogeneous_coordinate():
     expected, got = _both(run)
     assert np.isfinite(_np(expected)).all()
     np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-5)
+
+
+# -- grid_sample of an input holding inf/NaN ----------------------------------------------------
+# Taps outside the input are not read by PyTorch; they must not pick up an inf/NaN pixel
+# (tapegrad reads a stand-in pixel for them and multiplied it by 0: inf * 0 = NaN everywhere).
+
+@pytest.mark.parametrize("kw", [dict(), dict(mode="nearest"), dict(mode="bicubic"),
+                                dict(padding_mode="border"), dict(padding_mode="reflection")])
+def test_grid_sample_nonfinite_input_stays_local(kw):
+    img = np.linspace(0, 1, 2 * 2 * 4 * 5, dtype=np.float32).reshape(2, 2, 4, 5)
+    img[0, 0, 0, 0] = np.nan
+    img[1, 1, 0, 0] = np.inf
+    img[1, 0, 2, 3] = -np.inf
+    grid = np.stack(np.meshgrid(np.linspace(-1.6, 1.4, 6), np.linspace(-1.3, 1.7, 5)), -1)
+    grid = np.broadcast_to(grid[None], (2, 5, 6, 2)).astype(np.float32)
+
+    def run(T):
+        return T.nn.functional.grid_sample(T.tensor(img), T.tensor(grid.copy()),
+                                           align_corners=False, **kw)
+    expected, got = _both(run)
+    np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-5, equal_nan=True)
+
+
+def test_grid_sample_3d_nonfinite_input_stays_local():
+    vol = np.linspace(0, 1, 2 * 3 * 4, dtype=np.float32).reshape(1, 1, 2, 3, 4)
+    vol[0, 0, 0, 0, 0] = np.nan
+    grid = np.array([[[[[1.5, 0.2, 0.1], [-0.3, 1.8, -0.2], [0.2, 0.3, 0.4]]]]], np.float32)
+
+    def run(T):
+        return T.nn.functional.grid_sample(T.tensor(vol), T.tensor(grid),
+                                           align_corners=False)
+    expected, got = _both(run)
+    assert np.isfinite(_np(expected)).all()
+    np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-5)

@@ -331,6 +331,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     values = _Gather.apply(input.reshape(n * channels, plane), rows,
                            (n, channels, taps, points))
     mask = _wrap(inside.astype(dtype).reshape(n, 1, taps, points))
+    if not np.isfinite(input._array).all():
+        # a masked tap read the plane's 0th value: an inf/NaN there must not leak in through
+        # `* mask` (inf * 0), since PyTorch does not read outside taps at all
+        values = values.masked_fill(_wrap(~inside.reshape(n, 1, taps, points)), 0.0)
     if weights[0] is None:                                     # nearest: one tap
         out = values.select(2, 0) * mask.select(2, 0)
         if grid.requires_grad:
