@@ -134,3 +134,18 @@ def test_grid_sample_3d_nonfinite_input_stays_local():
     expected, got = _both(run)
     assert np.isfinite(_np(expected)).all()
     np.testing.assert_allclose(_np(got), _np(expected), rtol=1e-5)
+
+
+# -- kaiser_window's overloads ----------------------------------------------------------------
+
+def test_kaiser_window_beta_needs_periodic():
+    # PyTorch's overloads are (N), (N, periodic), (N, periodic, beta): beta alone is refused
+    for T in (torch, tapegrad):
+        with pytest.raises(TypeError, match=r"kaiser_window\(\) received an invalid combination "
+                                            r"of arguments - got \(int, beta=float\)"):
+            T.kaiser_window(6, beta=5.0)
+    for kw in [dict(periodic=False, beta=5.0), dict(beta=3.0, periodic=True), dict()]:
+        np.testing.assert_allclose(tapegrad.kaiser_window(7, **kw).numpy(),
+                                   torch.kaiser_window(7, **kw).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(tapegrad.kaiser_window(6, True, 2.5).numpy(),
+                               torch.kaiser_window(6, True, 2.5).numpy(), rtol=1e-6)
