@@ -345,9 +345,24 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     return _window("bartlett_window", window_length, periodic, dtype, requires_grad, _bartlett)
 
 
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+_KAISER_TAIL = ("*, torch.dtype dtype = None, torch.layout layout = None, torch.device device = "
+                "None, bool pin_memory = False, bool requires_grad = False")
+
+
+def kaiser_window(window_length, periodic=None, beta=None, *, dtype=None, layout=None,
                   device=None, pin_memory: bool = False, requires_grad=False):
-    """The Kaiser window I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
+    """The Kaiser window I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta) (periodic=True,
+    beta=12.0 by default).  PyTorch's overloads take beta only after periodic: a beta without a
+    periodic is its "invalid combination of arguments" TypeError, not a window."""
+    if periodic is None and beta is not None:
+        got = f"{_type_name(window_length)}, beta={_type_name(beta)}"
+        lines = "".join(f"\n * ({args}{_KAISER_TAIL})" for args in (
+            "int window_length, ", "int window_length, bool periodic, ",
+            "int window_length, bool periodic, float beta, "))
+        raise TypeError(f"kaiser_window() received an invalid combination of arguments - got "
+                        f"({got}), but expected one of:{lines}\n")
+    periodic = True if periodic is None else periodic
+    beta = 12.0 if beta is None else beta
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "kaiser_window", "kaiser_window")
     _check_cpu(device)

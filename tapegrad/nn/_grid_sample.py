@@ -116,9 +116,16 @@ def _unnormalise(coord, size: int, align_corners: bool):
     return (coord + 1.0) * (size / 2.0) - 0.5
 
 
-def _fold_slope_offset(c: np.ndarray, size: int, padding_mode: str, align_corners: bool):
+def _fold_slope_offset(c: np.ndarray, size: int, padding_mode: str, align_corners: bool,
+                       nan_to_far_edge: bool = False):
     """(slope, offset) of the padding mode's fold at each coordinate value c: the folded
-    coordinate is c * slope + offset (slope 0 where a border clip holds it)."""
+    coordinate is c * slope + offset (slope 0 where a border clip holds it).
+
+    The clip also catches non-finite coordinates, as PyTorch's kernels do: +-inf clip to the
+    far/near edge (reflection first turns them into NaN), and a NaN lands on pixel 0 in 2-d
+    (its vectorised clamp is written to send NaN to 0) but on the far edge size - 1 in 3-d
+    (its scalar min(size - 1, max(c, 0)) keeps the limit when a comparison with NaN fails):
+    ``nan_to_far_edge`` picks the 3-d rule."""
     slope = np.ones_like(c)
     offset = np.zeros_like(c)
     if padding_mode == "reflection":
@@ -131,14 +138,17 @@ def _fold_slope_offset(c: np.ndarray, size: int, padding_mode: str, align_corner
         mirrored = np.where(d < 0, -1.0, 1.0).astype(c.dtype)
         d = np.abs(d)
         flips = np.floor(d / span)
-        extra = np.fmod(d, span)
-        odd = np.fmod(flips, 2) != 0
+        with np.errstate(invalid="ignore"):       # an inf folds to NaN, clipped below
+            extra = np.fmod(d, span)
+            odd = np.fmod(flips, 2) != 0
         folded = np.where(odd, span - extra + low, extra + low)
         slope = np.where(odd, -mirrored, mirrored).astype(c.dtype)
         offset = (folded - c * slope).astype(c.dtype)
     if padding_mode in ("border", "reflection"):
         value = c * slope + offset
-        low_clip, high_clip = value <= 0, value >= size - 1
+        nan = np.isnan(value)
+        low_clip = (value <= 0) | (nan & (not nan_to_far_edge))
+        high_clip = (value >= size - 1) | (nan & nan_to_far_edge)
         slope = np.where(low_clip | high_clip, 0, slope).astype(c.dtype)
         offset = np.where(low_clip, 0, np.where(high_clip, size - 1, offset)).astype(c.dtype)
     return slope, offset
@@ -155,7 +165,12 @@ def _source_coordinates(grid, spatial, padding_mode, align_corners):
     for axis, size in enumerate(spatial):
         c = _unnormalise(flat.select(2, nd - 1 - axis), size, align_corners)
         if padding_mode != "zeros":
-            slope, offset = _fold_slope_offset(c._array, size, padding_mode, align_corners)
+            slope, offset = _fold_slope_offset(c._array, size, padding_mode, align_corners,
+                                               nd == 3)
+            finite = np.isfinite(c._array)
+            if not finite.all():
+                # a clipped inf/NaN has slope 0, but inf * 0 would be NaN again
+                c = c.masked_fill(_wrap(~finite), 0.0)
             c = c * _wrap(slope) + _wrap(offset)
         coords.append(c)
     return coords
@@ -164,8 +179,17 @@ def _source_coordinates(grid, spatial, padding_mode, align_corners):
 def _fold_positions(p: np.ndarray, size: int, padding_mode, align_corners, dtype):
     """Integer tap positions p folded by the padding mode (they stay integers)."""
     value = p.astype(dtype)
-    slope, offset = _fold_slope_offset(value, size, padding_mode, align_corners)
+    slope, offset = _fold_slope_offset(value, size, padding_mode, align_corners)  # (2-d only)
     return np.rint(value * slope + offset).astype(np.int64)
+
+
+def _tap_position(p: np.ndarray) -> np.ndarray:
+    """Integral-valued coordinates as int64 tap positions.  A coordinate left huge or
+    non-finite (zeros padding; bicubic, which folds its taps later) becomes a position far
+    outside on its own side (NaN on the low side), so that it is masked or clipped like the
+    value itself (a masked tap's flat index may wrap around; it is never read)."""
+    far = 2.0 ** 62
+    return np.where(np.isnan(p), -far, np.clip(p, -far, far)).astype(np.int64)
 
 
 def _cubic_weights(t):
@@ -185,13 +209,13 @@ def _taps(coords, spatial, mode, padding_mode, align_corners, dtype):
     """Every interpolation tap: flat plane positions (N, T, Q) (int64), whether each lies
     inside the input, and the differentiable weights (N, T, Q) (None for nearest)."""
     if mode == "nearest":
-        per_axis = [([np.rint(c._array).astype(np.int64)], None) for c in coords]
+        per_axis = [([_tap_position(np.rint(c._array))], None) for c in coords]
     else:
         per_axis = []
         for c, size in zip(coords, spatial):
             floor = np.floor(c._array)
             t = c - _wrap(floor.astype(dtype))
-            base = floor.astype(np.int64)
+            base = _tap_position(floor)
             if mode == "bilinear":
                 per_axis.append(([base, base + 1], [1.0 - t, t]))
             else:
@@ -307,12 +331,20 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     values = _Gather.apply(input.reshape(n * channels, plane), rows,
                            (n, channels, taps, points))
     mask = _wrap(inside.astype(dtype).reshape(n, 1, taps, points))
+    if not np.isfinite(input._array).all():
+        # a masked tap read the plane's 0th value: an inf/NaN there must not leak in through
+        # `* mask` (inf * 0), since PyTorch does not read outside taps at all
+        values = values.masked_fill(_wrap(~inside.reshape(n, 1, taps, points)), 0.0)
     if weights[0] is None:                                     # nearest: one tap
         out = values.select(2, 0) * mask.select(2, 0)
         if grid.requires_grad:
             out = _ZeroGridGradient.apply(out, grid)
     else:
         w = _stack(weights, 1).unsqueeze(1)               # (N, 1, T, Q)
+        if len(spatial) == 3 and not np.isfinite(w._array).all():
+            # PyTorch's 3-d kernel reads only the taps inside the input: an outside tap's
+            # NaN weight (from a non-finite coordinate) adds nothing there
+            w = w.masked_fill(_wrap(~inside.reshape(n, 1, taps, points)), 0.0)
         out = (values * (w * mask)).sum(2)
     return _core._name_grad_fn(out.reshape((n, channels) + out_spatial),
                                f"GridSampler{len(spatial)}DBackward0")
