@@ -116,3 +116,37 @@ def test_setitem_of_a_complex_number_through_a_mask_into_a_real_tensor_does_not_
 
     t, g = _both(run)
     np.testing.assert_array_equal(g.numpy(), t.numpy())
+
+
+# -- conj() of a tensor without history, then a recorded write into the tensor ------------------
+
+@pytest.mark.parametrize("through", ["itself", "reshape", "slice"])
+def test_conj_taken_before_a_recorded_write_gets_the_writes_history(through):
+    # SILENT before (fuzz 65203012): z.conj() taken while nothing required grad stayed without
+    # history after z.mul_(w) with w requiring grad, so w's gradient through the conj was lost
+    # (alone: "does not require grad"; beside another loss term: silently missing)
+    def run(lib):
+        z = lib.tensor(np.array([1 + 2j, 3 - 1j, 0.5j, 2], dtype=np.complex64))
+        c = z.conj()
+        w = lib.tensor([1.0, -2.0, 3.0, 0.5], requires_grad=True)
+        u = lib.tensor([0.5, 1.5, -1.0, 2.0], requires_grad=True)
+        target = {"itself": z, "reshape": z.reshape(-1), "slice": z[:]}[through]
+        target.mul_(w)
+        assert c.requires_grad and c.grad_fn.name() == "ConjBackward0"
+        weights = lib.tensor(np.array([1 - 1j, 2, 1j, 3], dtype=np.complex64))
+        loss = (c * weights).real.sum() + (u * u).sum()
+        loss.backward()
+        return c.detach().resolve_conj(), w.grad, u.grad
+
+    for t, g in zip(*_both(run)):
+        np.testing.assert_allclose(g.numpy(), t.numpy(), rtol=1e-6)
+
+
+def test_conj_taken_under_no_grad_stays_a_no_grad_view_after_the_write():
+    for lib in (torch, tapegrad):
+        z = lib.tensor(np.array([1 + 2j, 3 - 1j], dtype=np.complex64))
+        with lib.no_grad():
+            c = z.conj()
+        z.mul_(lib.tensor([1.0, 2.0], requires_grad=True))
+        with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+            (c * 2).real.sum().backward()
