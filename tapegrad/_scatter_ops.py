@@ -395,8 +395,8 @@ def _is_masked_fill(self, indices, values, accumulate):
     value through the cast), and a uint8 mask is refused by masked_fill_.  Any other key or
     value is index_put_'s, whose dtypes must match (_check_values)."""
     if accumulate or not isinstance(values, TensorBase) or not isinstance(indices, (tuple, list)) \
-            or values._array.size != 1:
-        return False
+            or values._array.size != 1 or len(indices) > self._array.ndim:
+        return False            # (too many indices: _index_put_key's IndexError)
     given = [i for i in indices if i is not None]
     if len(given) != 1 or not isinstance(given[0], TensorBase) \
             or given[0]._array.dtype not in (np.bool_, np.uint8) or given[0]._array.ndim == 0:
@@ -411,10 +411,14 @@ def _is_masked_fill(self, indices, values, accumulate):
 def index_put(input, indices, values, accumulate=False):
     """input with values written (or, accumulate=True, added) at the advanced index `indices`."""
     _core.check_bool("index_put", "accumulate", accumulate)
-    if not _is_masked_fill(input, indices, values, accumulate):
+    # (PyTorch's order: the indices' count, masked_fill_'s refusal of a uint8 mask, the masks'
+    # shapes, then the values' dtype)
+    masked_fill = _is_masked_fill(input, indices, values, accumulate)
+    key = _index_put_key(input, indices)
+    if not masked_fill:
         # (a masked fill casts the value: the core's write, x[mask] = value, does it)
         _check_values(input, values, "index_put")
-    key = _check_index_put(input, _index_put_key(input, indices), values)
+    key = _check_index_put(input, key, values)
     if not accumulate:
         return _overwrite(input, key, values, "IndexPutBackward0")
     from ._scatter_functions import accumulate as accumulate_at
@@ -438,9 +442,11 @@ def index_put_(self, indices, values, accumulate=False):
         result = index_put(source, indices, values, accumulate)
         _refuse_shared_source(self, values, *indices)
         return _become_result(self, result) if source is not self else _write_back(self, result)
-    if not _is_masked_fill(self, indices, values, accumulate):
+    masked_fill = _is_masked_fill(self, indices, values, accumulate)
+    key = _index_put_key(self, indices)
+    if not masked_fill:
         _check_values(self, values, "index_put_")
-    key = _check_index_put(self, _index_put_key(self, indices), values)
+    key = _check_index_put(self, key, values)
     _refuse_shared_source(self, *indices)
     if _stretched(self):
         return _fill_stretched(self, tuple(indices), values, "index_put_")

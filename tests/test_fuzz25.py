@@ -150,3 +150,13 @@ def test_conj_taken_under_no_grad_stays_a_no_grad_view_after_the_write():
         z.mul_(lib.tensor([1.0, 2.0], requires_grad=True))
         with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
             (c * 2).real.sum().backward()
+
+
+@pytest.mark.parametrize("fn", ["index_put", "index_put_"])
+def test_index_put_checks_the_index_count_before_the_value_dtype(fn):
+    # before: a 0-d self with one mask and a value of another dtype raised the dtype mismatch
+    # (RuntimeError); PyTorch counts the indices first (IndexError; fuzz 65203603)
+    for lib in (torch, tapegrad):
+        x = lib.tensor(1.0, dtype=lib.float64)
+        with pytest.raises(IndexError, match="too many indices for tensor of dimension 0"):
+            getattr(x, fn)((lib.tensor(True),), lib.tensor(1j))
