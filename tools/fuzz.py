@@ -1141,6 +1141,13 @@ WIDE_CPLX = [
     ("{c}.reshape(-1)", 0), ("{c}.transpose(0, -1)", 1), ("{c}[..., ::2]", 1), ("{c}.mT", 2),
     ("{c}[0]", 1), ("{c}.unsqueeze(0).expand(2, *{c}.shape)", 0), ("{c}.flip({d})", 1),
     ("{c}.roll(1, {d})", 1), ("{c}.conj().mT", 2), ("{c}.view(-1)[1:]", 0),
+    # with integer and bool operands ({iv}: an int leaf, {bv}: a bool leaf, broadcasting)
+    ("{c} * {iv}", 0), ("{iv} / {c}", 0), ("{c} ** {iv}", 0), ("{c} ** 3", 0), ("{c} ** -2", 0),
+    ("torch.where({bv}, {c}, {iv})", 0), ("{c} + {bv}", 0), ("{c}.pow({iv}.abs() % 4)", 0),
+    ("torch.take({c}, {iv}.abs() % max({c}.numel(), 1))", 0),
+    ("{c}.reshape(-1)[{iv}.reshape(-1).abs() % max({c}.numel(), 1)]", 0),
+    ("{c}.masked_fill({bv}, 2j)", 0), ("{c}.sum({d}, dtype=torch.complex128)", 1),
+    ("{c}.index_put(({bv}.expand_as({c}),), torch.tensor(1j))", 0),
 ]
 # in place on complex non-leaves and their views ({t}: the target, a complex variable that
 # mostly does not require grad as a leaf)
@@ -1177,6 +1184,9 @@ def _cplx_fill(g, c, fmt):
             fill[name] = g.leaf(sh, rdt, rg=r.random() < 0.8)
         elif name == "fo":
             fill[name] = g.leaf(_partner_shape(r, sh), FLOATS[rdt == "float32"])
+        elif name in ("iv", "bv"):
+            fill[name] = g.leaf(_partner_shape(r, sh), r.choice(INTS) if name == "iv" else None,
+                                kind="ints" if name == "iv" else "bool")
         else:
             raise KeyError(f"_cplx_fill: no placeholder {name!r} (in {fmt!r})")
         if fill[name] is None:
@@ -1278,6 +1288,15 @@ WIDE_INT = [
     ("{i}.reshape(-1).flip(0)", 0), ("torch.cat([{i}, {u}.to({i}.dtype)], -1)", 1),
     ("torch.cat([{i}, {f}])", 0), ("{i}.mT.contiguous()", 2), ("{i} @ {i}.mT", 2),
     ("{i}.float() @ {f}.mT", 2),
+    # integers as indices of float values that require grad, and the grad refusal
+    ("{i}.requires_grad_()", 0), ("torch.take_along_dim({f}, {i}.argsort(dim=-1, stable=True), -1)", 1),
+    ("{f}.index_select(0, {i}.reshape(-1).abs() % max({f}.shape[0], 1))", 1),
+    ("{f}.gather(-1, {i}.argsort(dim=-1, stable=True))", 1),
+    ("{f}.scatter_add(-1, {i}.argsort(dim=-1, stable=True), {f})", 1),
+    ("torch.bucketize({f}, {f}.reshape(-1).sort().values)", 0), ("{i}.to(torch.float16) * 0.5", 0),
+    ("torch.bitwise_xor({b}, {b})", 0), ("{i}.view({i}.dtype)[..., :1]", 1),
+    ("{f}[{i}.reshape(-1).abs() % max({f}.shape[0], 1)] if {f}.dim() else {f}", 0),
+    ("{i}.bincount() if {i}.dim() == 1 else {i}.histc(4)", 0),
 ]
 INT_INPLACE = [
     "{t}.add_(2)", "{t}.mul_({j})", "{t}.floor_divide_({j})", "{t}.remainder_(3)", "{t}.add_(1.5)",
