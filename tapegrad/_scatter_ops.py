@@ -387,11 +387,38 @@ def _check_values(self, values, fname):
                            f"{_type_name(values._array)} for the source.")
 
 
+def _is_masked_fill(self, indices, values, accumulate):
+    """Whether PyTorch's index_put_ takes this write as masked_fill_ with the value's number: one
+    mask index (the other entries None), a one-element value, no accumulation.  The value's
+    dtype then need not be self's (x[mask] = value's cast: a float32 0-d value into float64, 2.7
+    into int64 as 2, a complex one only when its imaginary part is 0; the gradient reaches the
+    value through the cast), and a uint8 mask is refused by masked_fill_.  Any other key or
+    value is index_put_'s, whose dtypes must match (_check_values)."""
+    if accumulate or not isinstance(values, TensorBase) or not isinstance(indices, (tuple, list)) \
+            or values._array.size != 1 or len(indices) > self._array.ndim:
+        return False            # (too many indices: _index_put_key's IndexError)
+    given = [i for i in indices if i is not None]
+    if len(given) != 1 or not isinstance(given[0], TensorBase) \
+            or given[0]._array.dtype not in (np.bool_, np.uint8) or given[0]._array.ndim == 0:
+        # (a 0-d mask: the core writes it as index_put_, which checks the dtypes)
+        return False
+    if given[0]._array.dtype == np.uint8:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char")
+    return True
+
+
 def index_put(input, indices, values, accumulate=False):
     """input with values written (or, accumulate=True, added) at the advanced index `indices`."""
     _core.check_bool("index_put", "accumulate", accumulate)
-    _check_values(input, values, "index_put")
-    key = _check_index_put(input, _index_put_key(input, indices), values)
+    # (PyTorch's order: the indices' count, masked_fill_'s refusal of a uint8 mask, the masks'
+    # shapes, then the values' dtype)
+    masked_fill = _is_masked_fill(input, indices, values, accumulate)
+    key = _index_put_key(input, indices)
+    if not masked_fill:
+        # (a masked fill casts the value: the core's write, x[mask] = value, does it)
+        _check_values(input, values, "index_put")
+    key = _check_index_put(input, key, values)
     if not accumulate:
         return _overwrite(input, key, values, "IndexPutBackward0")
     from ._scatter_functions import accumulate as accumulate_at
@@ -415,8 +442,11 @@ def index_put_(self, indices, values, accumulate=False):
         result = index_put(source, indices, values, accumulate)
         _refuse_shared_source(self, values, *indices)
         return _become_result(self, result) if source is not self else _write_back(self, result)
-    _check_values(self, values, "index_put_")
-    key = _check_index_put(self, _index_put_key(self, indices), values)
+    masked_fill = _is_masked_fill(self, indices, values, accumulate)
+    key = _index_put_key(self, indices)
+    if not masked_fill:
+        _check_values(self, values, "index_put_")
+    key = _check_index_put(self, key, values)
     _refuse_shared_source(self, *indices)
     if _stretched(self):
         return _fill_stretched(self, tuple(indices), values, "index_put_")

@@ -562,9 +562,19 @@ def gcd(input, other):
     return result
 
 
+def _lcm(a, b):
+    # PyTorch's |a / gcd * b|: the product wraps on overflow before the absolute value is taken,
+    # numpy's |a| / gcd * |b| after, so a wrapped int32 / int64 result differs in sign (int8 /
+    # int16 are computed in C's int there, which does not wrap, and narrowed as numpy's are)
+    result = np.lcm(a, b)
+    if result.dtype in (np.int32, np.int64):
+        result = np.abs(result)
+    return result
+
+
 def lcm(input, other):
     """The least common multiple of integer tensors, elementwise (non-negative)."""
-    result = _integer_pair("lcm", np.lcm, input, other)
+    result = _integer_pair("lcm", _lcm, input, other)
     return result
 
 

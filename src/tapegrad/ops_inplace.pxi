@@ -886,6 +886,10 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                 raise RuntimeError(f"value cannot be converted to type "
                                    f"{C_TYPE_NAMES.get(A.dtype.name, A.dtype.name)} "
                                    "without overflow")
+            if V.dtype.kind == "c" and A.dtype.kind != "c":
+                # (a real number then, converted without a warning: numpy's ComplexWarning
+                # leaked out of the write below, an error under -W error)
+                V = V.real
     given = V
     V = fit_value(V, np.shape(T), bool(advanced), value)
     if V.dtype.kind == "c" and not advanced:

@@ -261,7 +261,19 @@ cdef int rebase_conj_mirrors(TensorBase t) except -1:
             continue
         src = link.source()
         mir = link.mirror()
-        if src is None or mir is None or mir._node < 0 or TAPE.recs[mir._node].op == OP_LEAF:
+        if src is None or mir is None:
+            continue
+        if mir._node < 0:
+            # a conj() taken while its source had no history (nothing required grad): PyTorch's
+            # lazy conj view gets one from this write (ConjBackward0 of the source's new
+            # history), or its gradient would be lost (fuzz 65203012); one taken under no_grad
+            # (its _base set) stays a no_grad view
+            if mir._base is None and not mir._requires_grad:
+                inp[0] = node_for_input(src)
+                if inp[0] >= 0:
+                    record_op(OP_COMPLEX_CONJ, mir, 1, inp)
+            continue
+        if TAPE.recs[mir._node].op == OP_LEAF:
             continue
         old = mir._node
         inp[0] = node_for_input(src)
