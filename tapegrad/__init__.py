@@ -187,6 +187,7 @@ def is_complex(input) -> bool:
 # tests/test_lazy_imports.py fails then).
 _LAZY = _lazy.table({
     "_default_tensor_type": ("set_default_tensor_type",),
+    "_lobpcg": ("lobpcg",),
     "_lowrank": ("svd_lowrank", "pca_lowrank"),
     "_legacy": ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
                 "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"),
