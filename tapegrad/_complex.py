@@ -893,6 +893,16 @@ class _ProdDim(_Op):
         return (_regrow(g, dim, keepdim) * _cj(m, _others(m, z, dim)),)
 
 
+def _prod_dtype(x, dim, keepdim, dtype):
+    """prod(x, dim, dtype=...) with a complex input or dtype: x cast to dtype first, as PyTorch
+    casts (a complex input cast to a real dtype drops its imaginary part, with its warning; the
+    cast's gradient is the real adjoint), then the product in that dtype."""
+    z = x.to(dtype)
+    if not z.is_complex():
+        return z.prod() if dim is None else z.prod(dim, keepdim)
+    return _prod(z, dim, keepdim)
+
+
 def _prod(z, dim, keepdim):
     if dim is None:
         return _ProdAll.apply(z._array.dtype, z)
@@ -1009,7 +1019,7 @@ def dispatch(name, *args):
 
 # the entry points other than the binary and one-input ops, by the name the core calls them
 _ENTRIES = {"compare": _compare, "refuse": refuse, "var_std": _var_std,
-            "norm": _norm, "prod": _prod, "logsumexp": _logsumexp, "linear": _linear,
+            "norm": _norm, "prod": _prod, "prod_dtype": _prod_dtype, "logsumexp": _logsumexp, "linear": _linear,
             "l1_loss": _l1_loss}
 
 

@@ -33,10 +33,11 @@ class LogCumSumExp(Function):
         if x.ndim == 0:
             return tangent
         d = ctx.dim
-        if x.is_complex() or tangent.is_complex():
-            shift = float(x.real.max().item()) if x.numel() else 0.0
-            return (tangent * (x - shift).exp()).cumsum(d) * (shift - y).exp()
         from . import where
+        if x.is_complex() or tangent.is_complex():
+            # log t + x summed in log space, as backward (a shift by one number overflows where
+            # the slices differ in scale: 0 * inf, NaN)
+            return (logcumsumexp(_log_or_lowest(tangent) + x, d) - y).exp()
         lowest = float(np.finfo(x._array.dtype).min)
         log_abs = tangent.abs().log() + x
         positive = logcumsumexp(where(tangent > 0, log_abs, lowest), d)
@@ -49,17 +50,16 @@ class LogCumSumExp(Function):
         if x.ndim == 0:
             return grad, None
         d = ctx.dim
-        if x.is_complex():
-            # dy_i/dx_j = exp(x_j - y_i), and the gradient of a holomorphic function is grad
-            # times its conjugate derivative: a reversed cumsum of grad * conj(exp(-y)) times
-            # conj(exp(x)), both shifted by the largest real part of x so that neither overflows
-            shift = float(x.real.max().item()) if x.numel() else 0.0
-            weighted = grad * (shift - y).exp().conj()
-            tails = flip(flip(weighted, (d,)).cumsum(d), (d,))
-            return tails * (x - shift).exp().conj(), None
 
         def reversed_logcumsumexp(t):
             return flip(logcumsumexp(flip(t, (d,)), d), (d,))
+
+        if x.is_complex():
+            # dy_i/dx_j = exp(x_j - y_i), and the gradient of a holomorphic function is grad
+            # times its conjugate derivative: sum over i >= j of exp(log g_i - conj(y_i) +
+            # conj(x_j)), summed in log space (complex logs need no sign split), so that nothing
+            # overflows where slices differ in scale (a shift by one number gave 0 * inf, NaN)
+            return (reversed_logcumsumexp(_log_or_lowest(grad) - y.conj()) + x.conj()).exp(), None
 
         # log|g| where g has the sign, the lowest finite value elsewhere: `where` keeps log's
         # derivative at g = 0 out of the graph, so create_graph stays finite.
@@ -69,6 +69,14 @@ class LogCumSumExp(Function):
         positive = reversed_logcumsumexp(where(grad > 0, log_abs, lowest) - y)
         negative = reversed_logcumsumexp(where(grad < 0, log_abs, lowest) - y)
         return (x + positive).exp() - (x + negative).exp(), None
+
+
+def _log_or_lowest(t):
+    """log(t) where t != 0, the lowest finite real elsewhere (exp of it is 0): `where` keeps
+    log's infinite derivative at 0 out of the graph, so create_graph stays finite."""
+    from . import where
+    lowest = float(np.finfo(t._array.real.dtype).min)
+    return where(t != 0, t.log(), lowest)
 
 
 _torch_grad_fn_name(LogCumSumExp, "LogcumsumexpBackward0")

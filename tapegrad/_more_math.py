@@ -435,14 +435,17 @@ def _regularized_gamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     """P(a, x) (upper=False) or Q(a, x) = 1 - P(a, x) in float64, elementwise."""
     a, x = np.broadcast_arrays(a.astype(np.float64), x.astype(np.float64))
     out = np.full(a.shape, np.nan)
-    valid = (a >= 0) & (x >= 0) & ~np.isnan(a) & ~np.isnan(x) & ~((a == 0) & (x == 0))
-    # edges: a = 0 puts all mass at 0, x = 0 none, x = inf all of it, a = inf none below a
-    # finite x (PyTorch's: nan at a = x = inf)
-    lower_edge = np.where(a == 0, 1.0, np.where(x == 0, 0.0, np.where(
-        np.isinf(a), np.where(np.isinf(x), np.nan, 0.0), np.where(np.isinf(x), 1.0, np.nan))))
-    edge = valid & ((a == 0) | (x == 0) | np.isinf(x) | np.isinf(a))
+    # PyTorch's edge cases, tested in its order (a NaN fails every comparison, so a NaN
+    # reaches a value where a test before it holds: P(nan, 0) = 0, P(inf, nan) = 0,
+    # P(nan, inf) = 1): a < 0 or x < 0 is NaN; a = 0 puts all mass at 0; x = 0 none; a = inf
+    # none below a finite x (NaN at x = inf); x = inf all of it
+    lower_edge = np.select(
+        [(a < 0) | (x < 0), a == 0, x == 0, np.isinf(a), np.isinf(x)],
+        [np.nan, np.where(x > 0, 1.0, np.nan), 0.0, np.where(np.isinf(x), np.nan, 0.0), 1.0],
+        np.nan)
+    edge = (a < 0) | (x < 0) | (a == 0) | (x == 0) | np.isinf(a) | np.isinf(x)
     out[edge] = lower_edge[edge]
-    inner = valid & ~edge & np.isfinite(a)
+    inner = ~edge & ~np.isnan(a) & ~np.isnan(x)
     av, xv = a[inner], x[inner]
     # log of x^a e^-x / Gamma(a), shared by the series and the continued fraction
     log_prefix = av * np.log(xv) - xv - _lgamma_values(av)

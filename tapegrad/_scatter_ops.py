@@ -100,21 +100,34 @@ def _scatter_key(self, dim: int, index, src, fname: str):
         raise TypeError(f"{fname}(): argument 'index' (position 2) must be Tensor, not "
                         f"{_core.type_name(index)}")
     idx = index._array
-    if idx.dtype not in (np.int64, np.int32):
+    if idx.dtype not in (np.int64, np.int32) and idx.size:
         # PyTorch names scatter() here for the whole family.
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     shape = self._array.shape
     dim = _norm_dim(dim, len(shape))
+    if not idx.size and len(shape):
+        # PyTorch checks no shapes for an empty index: nothing is written, nothing read
+        empty = np.zeros(0, dtype=np.intp)
+        return dim, (empty,) * len(shape), (None if src is None else src.reshape(-1)[:0])
     if idx.ndim != len(shape) and not (idx.ndim <= 1 and len(shape) <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    ishape = idx.shape if idx.ndim else (1,) * min(len(shape), 1)
+    sshape = shape if len(shape) else (1,)
+    too_big = any(ishape[d] > sshape[d] for d in range(len(ishape)) if d != dim)
+    if src is not None and not too_big:
+        # PyTorch's order: index against src dim by dim (reading a size src lacks is its
+        # IndexError), then the ranks, then the sizes' message
+        sdims = src._array.shape
+        for d in range(len(ishape)):
+            if sdims and d >= len(sdims):
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[{-len(sdims)}, {len(sdims) - 1}], but got {d})")
+            if ishape[d] > (sdims[d] if sdims else 1):
+                too_big = True
+                break
     if src is not None and src._array.ndim != idx.ndim and not (idx.ndim <= 1
                                                                  and src._array.ndim <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
-    ishape = idx.shape if idx.ndim else (1,) * min(len(shape), 1)
-    sshape = shape if len(shape) else (1,)
-    srcshape = None if src is None else (src._array.shape or (1,))
-    too_big = any(ishape[d] > sshape[d] for d in range(len(ishape)) if d != dim) or (
-        srcshape is not None and any(ishape[d] > srcshape[d] for d in range(len(ishape))))
     if too_big:
         msg = (f"Expected index {list(idx.shape)} to be no larger than self {list(shape)} "
                f"apart from dimension {dim}")

@@ -476,7 +476,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-06
 
 def constant_pad_nd(input, pad, value=0):
     """torch.constant_pad_nd: F.pad with mode 'constant' (negative pads crop)."""
-    return _F().pad(input, list(pad), "constant", value)
+    from .nn._spatial_ops import padded_like_torch
+    return padded_like_torch(input, list(pad), "constant", value)
 
 
 def _linear_gates(input, hx, w_ih, w_hh, b_ih, b_hh):

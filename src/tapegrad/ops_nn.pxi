@@ -2141,13 +2141,15 @@ def pad(TensorBase input, pad, mode="constant", value=None):
     src_t = tuple(src)
     dst_t = tuple(dst)
     dt = A.dtype
-    # PyTorch's pad reads `value` as a double and fills with it as fill_ does: checked against
-    # the dtype's range (its RuntimeError), truncated toward zero for an integer tensor
-    if isinstance(value, (complex, np.complexfloating)) or \
-            not isinstance(value, (int, float, np.number)):
+    # F.pad reads `value` as a double (F.pad refuses a complex one before this), and
+    # torch.constant_pad_nd as a Scalar (a complex one fills a complex tensor); both fill as
+    # fill_ does: checked against the dtype's range (its RuntimeError), truncated toward zero
+    # for an integer tensor
+    if not isinstance(value, (int, float, complex, np.number)):
         raise TypeError(f"pad(): argument 'value' (position 4) must be float, not "
                         f"{type_name(value)}")
-    fill = scalar_to_dtype(float(value), dt)
+    fill = scalar_to_dtype(value if isinstance(value, (complex, np.complexfloating))
+                           else float(value), dt)
     out = np.full(out_shape, fill, dtype=dt)
     out[dst_t] = A[src_t]
     out = nd(out)

@@ -304,6 +304,11 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, ke
     else:
         ax = single_axis(dim, ndim, "prod")
         axes = (ax,) if ndim > 0 else ()
+    if dtype is not None and (dtype_kind(<cnp.ndarray>A) == c'c' or
+                              to_np_dtype(dtype, "prod").kind == "c"):
+        # PyTorch casts first (a complex input cast to a real dtype drops its imaginary part):
+        # the compiled VJP below is real-valued, so the complex product goes to _complex.py
+        return complex_call("prod_dtype", (input, dim, bool(keepdim), dtype))
     if dtype is not None:
         A = A.astype(to_np_dtype(dtype, "prod"))
     elif A.dtype.kind in "biu":

@@ -488,6 +488,16 @@ def pad(input, pad, mode="constant", value=None):
     as index selections along each padded dim (differentiable, gradients add up at the
     repeated positions); a channels_last input gives a channels_last result, as PyTorch's
     (except for 'circular', whose result PyTorch makes contiguous)."""
+    if isinstance(value, (complex, np.complexfloating)):
+        # F.pad's value is a float (torch.constant_pad_nd's a Scalar, a complex one allowed)
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not "
+                        f"{_type_name(value)}")
+    return padded_like_torch(input, pad, mode, value)
+
+
+def padded_like_torch(input, pad, mode, value):
+    """F.pad's work after its argument parsing (torch.constant_pad_nd's too, whose value may
+    be complex)."""
     out = _padded(input, pad, mode, value)
     if mode in ("reflect", "replicate") and out is not input:
         # PyTorch's node for the whole pad (here index selections along each padded dim)
