@@ -87,3 +87,21 @@ def test_recorded_setitem_advanced_and_cast_values_match_torch():
             exp = res
     for g, e in zip(got, exp):
         np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.parametrize("shape, key", [
+    ((0,), (Ellipsis, 0)),                  # VaR of an empty return series: sorted[..., k]
+    ((2, 3, 4), (Ellipsis, 7)),
+    ((3,), (Ellipsis, 3)),
+    ((2, 3, 4), (None, 5)),
+    ((2, 3, 4), (None, None, 0, 7)),
+    ((2, 3, 4), (True, 5)),
+    ((2, 3, 4), (0, Ellipsis, 0, -9)),
+    ((2, 3, 4), (1, -5)),
+])
+def test_int_index_out_of_range_names_the_key_position_as_torch(shape, key):
+    with pytest.raises(IndexError) as exp:
+        torch.zeros(shape)[key]
+    with pytest.raises(IndexError) as got:
+        tapegrad.zeros(shape)[key]
+    assert str(got.value) == str(exp.value)
