@@ -587,6 +587,7 @@ cdef object index_op(TensorBase x, object key):
 
     # dims the key consumes; PyTorch's errors for too many
     cdef Py_ssize_t consumed = key_dims(kinds, vals), n_ellipsis = kinds.count(K_ELLIPSIS)
+    cdef Py_ssize_t ins_at = -1, ins_n = 0        # (the `:`s a first of two `...` became)
     if n_ellipsis > 1:
         # PyTorch moves its dim pointer past ndim - (dims the key names) dims at every `...`, so
         # the first one covers that many dims and a later one runs off the end; only `...` and
@@ -597,6 +598,7 @@ cdef object index_op(TensorBase x, object key):
             if kinds[i] != K_ELLIPSIS and not (kinds[i] == K_SLICE and vals[i] == slice(None)):
                 raise IndexError("an index can only have a single ellipsis ('...')")
         if consumed <= ndim:
+            ins_at, ins_n = first, ndim - consumed
             kinds = kinds[:first] + [K_SLICE] * (ndim - consumed) + kinds[first + 1:second]
             vals = vals[:first] + [slice(None)] * (ndim - consumed) + vals[first + 1:second]
             n = len(kinds)
@@ -625,6 +627,12 @@ cdef object index_op(TensorBase x, object key):
         k = kinds[i]
         v = vals[i]
         if k == K_INT:
+            if not -shape[adim] <= v < shape[adim]:
+                # PyTorch names the item's place in the key, not the dim it indexes: they
+                # differ after a `...`, None or True (x[..., 7] of a (2, 3, 4) x: dimension 1)
+                raise IndexError(f"index {v} is out of bounds for dimension "
+                                 f"{i - ins_n + 1 if 0 <= ins_at < i else i} with size "
+                                 f"{shape[adim]}")
             key1.append(v)
             op = OP_SELECT
             basic = True

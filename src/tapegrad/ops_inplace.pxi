@@ -952,11 +952,14 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                 assign_unrecorded(A, T, nkey, V, bool(advanced))
         bump_version(self)
         return None
-    # Recorded: the new value of self is a function of its old value and `value`.
-    new = A.copy()
+    # Recorded: the new value of self is a function of its old value and `value`.  Written in
+    # place before recording (the record saves no value of self, its VJP reads only the key):
+    # a copy of all of self per write made a loop that fills a path tensor column by column
+    # (x[:, t] = f(x[:, t - 1]), each write recorded) quadratic in the number of columns.
+    # numpy buffers a value that overlaps A, so `value` is read whole before the write.
     with IeeeResults():
-        new[nkey] = V
-    result = wrap(new)
+        writable(A)[nkey] = V
+    result = wrap(A)
     cdef int op = OP_SETITEM
     if is_copy:
         op = OP_COPY
@@ -968,7 +971,6 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     if r != NULL:
         keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape,
                       V.dtype if V.dtype != A.dtype else None))
-    np.copyto(writable(A), new)
     bump_version(self)
     adopt_record(self, result)
     return None
