@@ -24,14 +24,26 @@ CASES = [
     ("log", np.float64, 1e-3, 100.0, 0.999),
     ("sigmoid", np.float64, -8.0, 8.0, 0.95),
     ("sigmoid", np.float32, -8.0, 8.0, 0.94),
+    # digamma: PyTorch's Cephes recurrence and series rounded per operation (float32 in float),
+    # 99.93% / 99.98% measured (the former nearly correctly rounded kernel: 60% / 79%)
+    ("digamma", np.float64, 0.01, 50.0, 0.999),
+    ("digamma", np.float32, 0.01, 50.0, 0.998),
+    ("digamma", np.float64, -20.0, 0.0, 0.99),
 ]
 
 
+def _resolve(module, dotted):
+    """module.nn.functional.selu for "nn.functional.selu"."""
+    for part in dotted.split("."):
+        module = getattr(module, part)
+    return module
+
+
 @pytest.mark.parametrize("op,dtype,low,high,share", CASES,
-                         ids=[f"{c[0]}-{np.dtype(c[1]).name}" for c in CASES])
+                         ids=[f"{c[0]}-{np.dtype(c[1]).name}-{c[2]}" for c in CASES])
 def test_share_of_results_bit_identical_to_pytorch(op, dtype, low, high, share):
     x = np.random.default_rng(34).uniform(low, high, 100_000).astype(dtype)
-    ours = getattr(tg, op)(tg.tensor(x)).numpy()
-    theirs = getattr(torch, op)(torch.from_numpy(x)).numpy()
+    ours = _resolve(tg, op)(tg.tensor(x)).numpy()
+    theirs = _resolve(torch, op)(torch.from_numpy(x)).numpy()
     same = np.mean(ours == theirs)
     assert same >= share, f"{op} {np.dtype(dtype).name}: {same:.4f} of results are PyTorch's bits"
