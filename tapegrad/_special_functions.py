@@ -1,11 +1,10 @@
 """erfinv, lgamma and digamma as autograd.Functions (behind Normal.icdf and the log densities of
 Gamma, Beta, Dirichlet, Poisson, Binomial and StudentT).
 
-lgamma: math.lgamma per element (inf at the poles 0, -1, ...).  digamma and trigamma: the
-recurrence psi(x) = psi(x + 1) - 1/x up to x >= 16, then the asymptotic series; below 0.5 the
-reflection formula (trigamma at the negative poles PyTorch's finite value, see
-_trigamma_at_poles).  lgamma's gradient is digamma, digamma's is trigamma (itself not
-differentiable: asking for that third derivative raises).
+lgamma: math.lgamma per element (inf at the poles 0, -1, ...).  digamma and trigamma: PyTorch's
+algorithms, rounded as its kernels round them (_polygamma_values; trigamma at the negative poles
+PyTorch's finite value, see _trigamma_torch).  lgamma's gradient is digamma, digamma's is
+trigamma (itself not differentiable: asking for that third derivative raises).
 
 numpy has no erfinv: a rational first guess (Giles, "Approximating the erfinv function", 2010)
 is polished by Newton steps on erf, computed in float64 and cast, so float32 and float64 results
@@ -140,50 +139,103 @@ _EULER_GAMMA = 0.5772156649015329
 
 
 def _polygamma_values(order: int, x: np.ndarray) -> np.ndarray:
-    """digamma (order 0) or trigamma (order 1) of x elementwise, in x's dtype."""
+    """digamma (order 0) or trigamma (order 1, _trigamma_values) of x elementwise, in x's dtype.
+
+    digamma is PyTorch's algorithm rounded operation by operation as its CPU kernel rounds it
+    (float64 in double, float32 and the half types in float), so that the results are PyTorch's
+    bits, not only values within a few ulp (a nearly correctly rounded digamma gave other last
+    bits in 20-40% of values, and a gradient through lgamma or a Gamma log density drifts by
+    that much): Cephes' psi, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, psi(10) as
+    a constant, else log(x) - 0.5/x - z P(z), z = 1/x^2; below 0 the reflection
+    psi(1 - x) - pi / tan(pi r), r = x - trunc(x).  Like PyTorch's, it loses relative digits
+    next to its positive root (1.4616...), where the recurrence and the series cancel."""
+    if order == 1:
+        return _trigamma_values(x)
+    dt = np.float64 if x.dtype == np.float64 else np.float32
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return _digamma_torch(x.astype(dt)).astype(x.dtype)
+
+
+# Cephes' psi: the asymptotic series' coefficients (Bernoulli numbers B_2k / 2k, highest first)
+# and psi(10) = H_9 - euler_gamma.
+_PSI_SERIES = (8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+               -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+               8.33333333333333333333E-2)
+_PSI_10 = 2.25175258906672110764
+
+
+def _log_as_libm(x: np.ndarray) -> np.ndarray:
+    """log(x) with the C library's bits (PyTorch's scalar kernels call log / logf): numpy's float64
+    log gives them; its float32 log (a SIMD kernel) does not in 7% of values, log in double rounded
+    once to float does (logf is correctly rounded but for rare double-rounding cases)."""
+    return np.log(x) if x.dtype == np.float64 else np.log(x.astype(np.float64)).astype(x.dtype)
+
+
+def _digamma_torch(x: np.ndarray) -> np.ndarray:
+    """digamma in x's dtype (float32 or float64), PyTorch's calc_digamma (see _polygamma_values)."""
+    dt = x.dtype.type
+    out = np.full(x.shape, np.nan, dtype=x.dtype)
+    zero = x == 0
+    out[zero] = np.copysign(dt(np.inf), -x[zero])            # psi(+-0) = -+inf
+    negative = (x < 0) & (x != np.trunc(x))                  # (negative integers: nan)
+    positive = x > 0
+    w = np.where(negative, dt(1) - x, x)[negative | positive]
+    r = x[negative | positive]
+    acc = np.zeros_like(w)
+    while True:                                              # push w up to at least 10
+        small = w < 10
+        if not small.any():
+            break
+        acc[small] = acc[small] - dt(1) / w[small]
+        w[small] = w[small] + dt(1)
+    z = dt(1) / (w * w)
+    poly = np.zeros_like(w)
+    for coefficient in _PSI_SERIES:
+        poly = poly * z + dt(coefficient)
+    series = np.where(w < dt(1e17), z * poly, dt(0))
+    value = np.where(w == 10, acc + dt(_PSI_10), acc + _log_as_libm(w) - dt(0.5) / w - series)
+    # the reflection's pi / tan(pi r) at r = x - trunc(x), in double also for float32 (rounded once)
+    reflected = r < 0
+    frac = (r[reflected].astype(np.float64) - np.trunc(r[reflected].astype(np.float64)))
+    value[reflected] = value[reflected] - (math.pi / np.tan(math.pi * frac)).astype(dt)
+    out[negative | positive] = value
+    return out
+
+
+def _trigamma_values(x: np.ndarray) -> np.ndarray:
+    """trigamma of x elementwise, in x's dtype, to full float64 precision: PyTorch's own is good
+    to ~1e-10 relatively only (its series stops early; docs/differences.md), a difference
+    tapegrad keeps.  The recurrence psi'(x) = psi'(x + 1) + 1/x^2 up to x >= 16, then the
+    asymptotic series; below 0.5 the reflection formula."""
     x64 = x.astype(np.float64)
     out = np.full(x64.shape, np.nan)
     poles = (x64 <= 0) & (x64 == np.floor(x64)) & np.isfinite(x64)     # (-inf gives nan)
-    if order == 0:
-        zero = x64 == 0                     # PyTorch: digamma(+-0) = -+inf, other poles nan
-        out[zero] = np.copysign(np.inf, -x64[zero])
-    else:
-        if poles.any():
-            out[poles] = _trigamma_at_poles(x[poles])
+    if poles.any():
+        out[poles] = _trigamma_at_poles(x[poles])
     ok = np.isfinite(x64) & ~poles
     z = x64[ok]
     reflect = z < 0.5
     w = np.where(reflect, 1.0 - z, z)
-    w_start = w
-    # The reflection's tan(pi z) and sin(pi z)^2 have period pi: taken at z's exact offset from
-    # the nearest integer, not at the rounded product pi z, they keep their digits next to a
-    # pole (digamma(-3 + 1e-9) had lost 7 of them).
+    # The reflection's sin(pi z)^2 has period pi: taken at z's exact offset from the nearest
+    # integer, not at the rounded product pi z, it keeps its digits next to a pole.
     offset = np.where(reflect, z - np.round(z), 0.5)       # (0.5: no pole where unused)
     acc = np.zeros_like(w)
     while True:                              # shift every argument up to at least 16
         small = w < 16
         if not small.any():
             break
-        acc = acc - np.where(small, 1 / w, 0) if order == 0 else acc + np.where(small, 1 / w ** 2, 0)
+        acc = acc + np.where(small, 1 / w ** 2, 0)
         w = np.where(small, w + 1, w)
     inv2 = 1 / (w * w)
     # The asymptotic series through the Bernoulli number B12: its first omitted term is below
-    # 1e-17 of the result for w >= 16.  (Stopping at B10 with w >= 10 left 1e-14 absolute
-    # errors: digamma(0.5) was 51 ulps off, trigamma 1e-11 relatively.)
-    if order == 0:
-        series = np.log(w) - 0.5 / w - inv2 * (1 / 12 - inv2 * (1 / 120 - inv2 * (1 / 252 - inv2 * (
-            1 / 240 - inv2 * (1 / 132 - inv2 * 691 / 32760)))))
-        value = acc + series
-        near_root = w_start < _DIGAMMA_ROOT + 1.6
-        value[near_root] = _digamma_near_root(w_start[near_root])
-        value = np.where(reflect, value - math.pi / np.tan(math.pi * offset), value)
-    else:
-        series = 1 / w + inv2 / 2 + inv2 / w * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 * (
-            1 / 30 - inv2 * (5 / 66 - inv2 * 691 / 2730)))))
-        value = acc + series
-        value = np.where(reflect, (math.pi / np.sin(math.pi * offset)) ** 2 - value, value)
+    # 1e-17 of the result for w >= 16.  (Stopping at B10 with w >= 10 left trigamma 1e-11
+    # relatively off.)
+    series = 1 / w + inv2 / 2 + inv2 / w * (1 / 6 - inv2 * (1 / 30 - inv2 * (1 / 42 - inv2 * (
+        1 / 30 - inv2 * (5 / 66 - inv2 * 691 / 2730)))))
+    value = acc + series
+    value = np.where(reflect, (math.pi / np.sin(math.pi * offset)) ** 2 - value, value)
     out[ok] = value
-    out[np.isposinf(x64)] = np.inf if order == 0 else 0.0
+    out[np.isposinf(x64)] = 0.0
     with np.errstate(over="ignore"):        # (a pole's finite trigamma is inf in float16)
         return out.astype(x.dtype)
 
@@ -200,40 +252,8 @@ def _trigamma_at_poles(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         s = np.sin(pi * xs)
         term = (pi * pi) / (s * s)
-        rest = _polygamma_values(1, (1 - xs.astype(np.float64)).astype(dt)).astype(dt)
+        rest = _trigamma_values((1 - xs.astype(np.float64)).astype(dt)).astype(dt)
         return (term - rest).astype(np.float64)
-
-
-# The positive zero of digamma, split into the nearest double and the rest of its digits.
-_DIGAMMA_ROOT = 1.4616321449683622
-_DIGAMMA_ROOT_REST = 9.549995429965697e-17
-_ROOT_TAYLOR_TERMS = 48
-_root_taylor = []
-
-
-def _digamma_near_root(w: np.ndarray) -> np.ndarray:
-    """digamma for 0 < w < root + 1.6, to a few ulps although the value passes through zero at
-    the root, where the recurrence and the asymptotic series cancel each other's digits
-    (digamma(2) was 14 ulps off, near the root thousands).  w is moved by one unit into
-    |w - root| <= 0.6 (digamma(w) = digamma(w + 1) - 1/w, = digamma(w - 1) + 1/(w - 1)), where
-    the Taylor series about the double nearest the root converges like 0.41 ** k:
-    digamma(root + h) = digamma(root) + sum_k (-1) ** (k + 1) zeta(k + 1, root) h ** k, h exact
-    (Sterbenz), digamma(root) = -rest * zeta(2, root) from the root's remaining digits."""
-    if not _root_taylor:
-        from ._more_math import _hurwitz_zeta
-        orders = np.arange(1, _ROOT_TAYLOR_TERMS + 1, dtype=np.float64)
-        signs = np.where(orders % 2 == 1, 1.0, -1.0)
-        _root_taylor.extend(signs * _hurwitz_zeta(orders + 1, np.full(orders.shape, _DIGAMMA_ROOT)))
-    below = w < _DIGAMMA_ROOT - 0.6
-    above = w > _DIGAMMA_ROOT + 0.6
-    centre = np.where(below, w + 1, np.where(above, w - 1, w))
-    h = centre - _DIGAMMA_ROOT
-    series = np.zeros_like(h)
-    for coefficient in reversed(_root_taylor):
-        series = (series + coefficient) * h
-    value = series - _DIGAMMA_ROOT_REST * _root_taylor[0]
-    return np.where(below, value - 1 / np.where(below, w, 1.0),
-                    np.where(above, value + 1 / np.where(above, centre, 1.0), value))
 
 
 class Trigamma(Function):

@@ -904,7 +904,9 @@ static inline vd elu_v64(vd x, double alpha, double unused)
 static inline vd elu_v32(vd x, double alpha, double unused)
 {
     (void)unused;
-    return vd_select(vd_gt(x, vd_set(0.0)), x, vd_mul(vd_set(alpha), expm1_f32_core(x)));
+    /* expm1 rounded to float before the product, as PyTorch rounds it (the product of two floats
+     * is exact in double: one rounding, as float's product) */
+    return vd_select(vd_gt(x, vd_set(0.0)), x, vd_mul(vd_set(alpha), vd_round_f32(expm1_f32_core(x))));
 }
 
 /* softplus: z = x beta; z > threshold ? x : log1p(e^z) / beta */
