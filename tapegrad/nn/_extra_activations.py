@@ -116,29 +116,14 @@ def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-def _selu_values(x):
-    """selu as PyTorch's elu kernel computes it: x > 0 ? x * scale : expm1(x) * (alpha * scale),
-    the coefficients rounded to x's dtype and their product in that dtype, expm1 rounded before
-    the product (the elu kernel's rounding).  scale * elu(x, alpha) rounded the coefficient's
-    product twice: other last bits in 15-20% of results.  Here elu(x, alpha * scale) times a
-    factor, scale where x > 0 and 1 elsewhere: the products are exact where the factor is 1,
-    and the gradient and its own derivative stay elu's (a `where` of two arms gave NaN second
-    derivatives at infinite x).  The factor is made by ops on x, (x > 0) (scale - 1) + 1 (each
-    step exact: scale - 1 is, by Sterbenz), not by a constant of x's values, so a replayed step
-    recomputes it."""
-    one_of = np.float64 if x._array.dtype == np.float64 else np.float32
-    negative_coefficient = float(one_of(_SELU_ALPHA) * one_of(_SELU_SCALE))
-    factor = (x > 0).to(x.dtype) * float(one_of(_SELU_SCALE) - one_of(1.0)) + 1.0
-    return _compiled("elu")(x, alpha=negative_coefficient) * factor
-
-
 @recording_inplace(node="EluBackward1")
 def selu(input, inplace: bool = False):
     """Elementwise ``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))`` with PyTorch's constants
     alpha = 1.6733 and scale = 1.0507.
     """
     # (float16 in float32, rounded once, as PyTorch's opmath: see _half_precision)
-    out = in_float32_if_half(_selu_values, input)
+    out = in_float32_if_half(lambda x: _compiled("elu")(x, alpha=_SELU_ALPHA) * _SELU_SCALE,
+                             input)
     return _finish(input, out, inplace, "EluBackward0")
 
 
