@@ -11,8 +11,8 @@ import tapegrad as torch
 from tapegrad import nn
 
 from .observer import (MovingAverageMinMaxObserver, MovingAveragePerChannelMinMaxObserver,
-                       _is_float_qparams, _with_args, _with_callable_args, is_per_channel,
-                       is_per_tensor)
+                       _is_float_qparams, _take_saved_shapes, _with_args, _with_callable_args,
+                       is_per_channel, is_per_tensor)
 
 __all__ = ["FakeQuantizeBase", "FakeQuantize", "default_fake_quant", "default_weight_fake_quant",
            "default_per_channel_weight_fake_quant", "disable_fake_quant", "disable_observer",
@@ -131,12 +131,7 @@ class FakeQuantize(FakeQuantizeBase):
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
-        # A per-channel module's scale / zero_point have one entry per channel once observed: a
-        # fresh module takes the saved shapes before the copy.
-        for name in ("scale", "zero_point"):
-            key = prefix + name
-            if key in state_dict:
-                getattr(self, name).resize_(state_dict[key].shape)
+        _take_saved_shapes(self, state_dict, prefix, ("scale", "zero_point"))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 

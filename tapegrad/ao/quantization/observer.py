@@ -137,6 +137,16 @@ def check_min_max_valid(min_val, max_val) -> bool:
     return True
 
 
+def _take_saved_shapes(module, state_dict, prefix, names):
+    """Resize the module's per-channel buffers `names` to their saved shapes before a state dict
+    loads into them: a fresh module's are empty (one entry per channel once observed), and the
+    copy that follows needs the saved channel count."""
+    for name in names:
+        key = prefix + name
+        if key in state_dict:
+            getattr(module, name).resize_(state_dict[key].shape)
+
+
 class ObserverBase(ABC, nn.Module):
     """An observer: dtype is the quantized dtype its qparams are for."""
 
@@ -228,6 +238,19 @@ class UniformQuantizationObserverBase(ObserverBase):
     def reset_min_max_vals(self):
         raise NotImplementedError("Cannot reset min/max values in the given observer.")
 
+    def _observe(self, x_orig):
+        """Fold x_orig's range into min_val / max_val by the subclass's _current_range and
+        _combine: the forward of the min/max observers, per tensor and per channel (whose
+        buffers take their channel count at the first observation)."""
+        if x_orig.numel() == 0:
+            return x_orig
+        min_val, max_val = self._combine(*self._current_range(x_orig))
+        for buffer, value in ((self.min_val, min_val), (self.max_val, max_val)):
+            if buffer.shape != value.shape:
+                buffer.resize_(value.shape)
+            buffer.copy_(value)
+        return x_orig
+
 
 class MinMaxObserver(UniformQuantizationObserverBase):
     """The running minimum and maximum of everything observed (per tensor)."""
@@ -260,12 +283,7 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         return torch.min(min_cur, self.min_val), torch.max(max_cur, self.max_val)
 
     def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        min_val, max_val = self._combine(*self._current_range(x_orig))
-        self.min_val.copy_(min_val)
-        self.max_val.copy_(max_val)
-        return x_orig
+        return self._observe(x_orig)
 
     def calculate_qparams(self):
         return self._calculate_qparams(self.min_val, self.max_val)
@@ -348,14 +366,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         return torch.min(min_cur, self.min_val), torch.max(max_cur, self.max_val)
 
     def forward(self, x_orig):
-        if x_orig.numel() == 0:
-            return x_orig
-        min_val, max_val = self._combine(*self._current_range(x_orig))
-        self.min_val.resize_(min_val.shape)
-        self.max_val.resize_(max_val.shape)
-        self.min_val.copy_(min_val)
-        self.max_val.copy_(max_val)
-        return x_orig
+        return self._observe(x_orig)
 
     def calculate_qparams(self):
         return self._calculate_qparams(self.min_val, self.max_val)
@@ -365,12 +376,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
-        # A fresh observer's min_val / max_val are empty: take the saved channel count first,
-        # so the copy that follows fits.
-        for name in ("min_val", "max_val"):
-            key = prefix + name
-            if key in state_dict:
-                getattr(self, name).resize_(state_dict[key].shape)
+        _take_saved_shapes(self, state_dict, prefix, ("min_val", "max_val"))
         super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
                                       unexpected_keys, error_msgs)
 
