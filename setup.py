@@ -154,6 +154,10 @@ KERNELS = ("tapegrad_kernels", {
                 for f in KERNEL_SOURCES + ["nn_kernels.c", "scan_kernels.c", "index_kernels.c"]],
     "include_dirs": [SRC],
     "cflags": KERNELS_ARGS,
+    # build_clib recompiles the library when a source is newer than its object; the headers the
+    # sources include count too (an edit of vecmath_impl.h alone linked the stale objects).
+    "obj_deps": {"": [os.path.join(SRC, f)
+                      for f in KERNEL_HEADERS + ["nn_kernels.h", "scan_kernels.h", "index_kernels.h"]]},
 })
 
 # Hand-written C that only some modules read, so that an edit of it rebuilds only them: the nn
