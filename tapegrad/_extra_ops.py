@@ -1362,7 +1362,12 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     _check_tensor(tensor2, "addcdiv", "tensor2", 3)
     if tensor1._array.dtype.kind in "biu" and tensor2._array.dtype.kind in "biu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future "
-                           " release addcdiv will perform a true division of tensor1 and tensor2.")
+                           " release addcdiv will perform a true division of tensor1 and tensor2. "
+                           "The historic addcdiv behavior can be implemented as (input + value * "
+                           "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and "
+                           "as (input + value * tensor1 / tensor2) for float inputs. The future "
+                           "addcdiv behavior is just the latter implementation: (input + value * "
+                           "tensor1 / tensor2), for all dtypes.")
     tensor1, tensor2 = _in_common_dtype(input, tensor1, tensor2)
     if _records(input, tensor1, tensor2):
         from ._extra_functions import Addcdiv

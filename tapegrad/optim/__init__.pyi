@@ -23,6 +23,7 @@ from tapegrad.optim import adafactor as adafactor
 from tapegrad.optim import adagrad as adagrad
 from tapegrad.optim import adam as adam
 from tapegrad.optim import adamax as adamax
+from tapegrad.optim import adamw as adamw
 from tapegrad.optim import asgd as asgd
 from tapegrad.optim import lbfgs as lbfgs
 from tapegrad.optim import lr_scheduler as lr_scheduler

@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled
                         _step_tensor, _to_scalar, add_alpha, add_scalar, addcmul, mul_scalar, neg,
                         sqrt)
 
-__all__ = ["Adadelta"]
+__all__ = ["Adadelta", "adadelta"]
 
 
 class Adadelta(Optimizer):
@@ -75,3 +75,7 @@ class Adadelta(Optimizer):
             mul_scalar(acc_delta, rho, out=acc_delta)
             addcmul(acc_delta, delta, delta, 1 - rho, out=acc_delta)
             add_alpha(param, delta, -lr, out=param)
+
+
+# the functional form of the update (PyTorch's torch.optim.adadelta.adadelta), which runs the class's
+from ._functional import adadelta  # noqa: E402,F401

@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'Adadelta',
+    'adadelta',
 ]
 
 class Adadelta(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., rho: Any = ..., eps: Any = ..., weight_decay: Any = ..., foreach: Any = ..., *, capturable: Any = ..., maximize: Any = ..., differentiable: Any = ...) -> None: ...
+
+def adadelta(params: Any, grads: Any, square_avgs: Any, acc_deltas: Any, state_steps: Any, capturable: Any = ..., foreach: Any = ..., differentiable: Any = ..., has_complex: Any = ..., *, lr: Any, rho: Any, eps: Any, weight_decay: Any, maximize: Any) -> None: ...

@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _re
                         _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul, neg,
                         sqrt)
 
-__all__ = ["Adagrad"]
+__all__ = ["Adagrad", "adagrad"]
 
 
 class Adagrad(Optimizer):
@@ -131,3 +131,7 @@ class Adagrad(Optimizer):
         std += p._array.dtype.type(eps)
         _core._mark_written(p)
         p._array[rows] += p._array.dtype.type(-clr) * (values / std)
+
+
+# the functional form of the update (PyTorch's torch.optim.adagrad.adagrad), which runs the class's
+from ._functional import adagrad  # noqa: E402,F401

@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'Adagrad',
+    'adagrad',
 ]
 
 class Adagrad(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., lr_decay: Any = ..., weight_decay: Any = ..., initial_accumulator_value: Any = ..., eps: Any = ..., foreach: Any = ..., *, maximize: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...
+
+def adagrad(params: Any, grads: Any, state_sums: Any, state_steps: Any, fused: Any = ..., grad_scale: Any = ..., found_inf: Any = ..., has_sparse_grad: Any = ..., foreach: Any = ..., differentiable: Any = ..., has_complex: Any = ..., *, lr: Any, weight_decay: Any, lr_decay: Any, eps: Any, maximize: Any) -> None: ...

@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _filled_state, _is_tensor, _real_view,
                         _scalar_pow, _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv,
                         addcmul, div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
-__all__ = ["Adam", "AdamW"]
+__all__ = ["Adam", "AdamW", "adam"]
 
 
 def _state_of(optimizer, p, amsgrad: bool) -> dict:
@@ -223,3 +223,7 @@ class AdamW(Adam):
         super().__setstate__(state)
         for group in self.param_groups:
             group["decoupled_weight_decay"] = True
+
+
+# the functional form of the update (PyTorch's torch.optim.adam.adam), which runs the class's
+from ._functional import adam  # noqa: E402,F401

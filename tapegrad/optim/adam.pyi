@@ -23,6 +23,7 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 __all__ = [
     'Adam',
     'AdamW',
+    'adam',
 ]
 
 class Adam(_Optimizer):
@@ -30,3 +31,5 @@ class Adam(_Optimizer):
 
 class AdamW(Adam):
     def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., amsgrad: Any = ..., *, maximize: Any = ..., foreach: Any = ..., capturable: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...
+
+def adam(params: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, max_exp_avg_sqs: Any, state_steps: Any, foreach: Any = ..., capturable: Any = ..., differentiable: Any = ..., fused: Any = ..., grad_scale: Any = ..., found_inf: Any = ..., has_complex: Any = ..., decoupled_weight_decay: Any = ..., *, amsgrad: Any, beta1: Any, beta2: Any, lr: Any, weight_decay: Any, eps: Any, maximize: Any) -> None: ...

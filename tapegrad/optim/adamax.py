@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _check_betas, _check_lr, _check_not_different
                         _filled_state, _real_view, _step_tensor, _to_scalar, add_alpha, add_scalar,
                         addcdiv, lerp_scalar, mul_scalar, neg)
 
-__all__ = ["Adamax"]
+__all__ = ["Adamax", "adamax"]
 
 
 class Adamax(Optimizer):
@@ -70,3 +70,7 @@ class Adamax(Optimizer):
             np.maximum(exp_inf, add_scalar(np.abs(grad), eps), out=exp_inf)
             clr = lr / (1 - beta1 ** step_t.item())
             addcdiv(param, exp_avg, exp_inf, -clr, out=param)
+
+
+# the functional form of the update (PyTorch's torch.optim.adamax.adamax), which runs the class's
+from ._functional import adamax  # noqa: E402,F401

@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'Adamax',
+    'adamax',
 ]
 
 class Adamax(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., foreach: Any = ..., *, maximize: Any = ..., differentiable: Any = ..., capturable: Any = ...) -> None: ...
+
+def adamax(params: Any, grads: Any, exp_avgs: Any, exp_infs: Any, state_steps: Any, foreach: Any = ..., maximize: Any = ..., differentiable: Any = ..., capturable: Any = ..., has_complex: Any = ..., *, eps: Any, beta1: Any, beta2: Any, lr: Any, weight_decay: Any) -> None: ...

@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled
                         _real_view, _scalar_pow, _step_tensor, _to_scalar, add_alpha, addcmul,
                         mul_scalar, neg)
 
-__all__ = ["ASGD"]
+__all__ = ["ASGD", "asgd"]
 
 
 class ASGD(Optimizer):
@@ -101,3 +101,7 @@ class ASGD(Optimizer):
         eta_t[...] = lr / base if isinstance(lr, np.generic) else lr * (1 / base)
         since_t0 = step - t0
         mu_t[...] = 1 / since_t0 if since_t0 > 1 else 1.0
+
+
+# the functional form of the update (PyTorch's torch.optim.asgd.asgd), which runs the class's
+from ._functional import asgd  # noqa: E402,F401

@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'ASGD',
+    'asgd',
 ]
 
 class ASGD(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., lambd: Any = ..., alpha: Any = ..., t0: Any = ..., weight_decay: Any = ..., foreach: Any = ..., maximize: Any = ..., differentiable: Any = ..., capturable: Any = ...) -> None: ...
+
+def asgd(params: Any, grads: Any, axs: Any, mus: Any, etas: Any, state_steps: Any, foreach: Any = ..., maximize: Any = ..., differentiable: Any = ..., capturable: Any = ..., has_complex: Any = ..., *, lambd: Any, lr: Any, t0: Any, alpha: Any, weight_decay: Any) -> None: ...

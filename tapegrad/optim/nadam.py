@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _check_betas, _check_lr, _check_not_different
                         _filled_state, _real_view, _step_tensor, _to_scalar, add_alpha, add_scalar,
                         addcdiv, addcmul, div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
-__all__ = ["NAdam"]
+__all__ = ["NAdam", "nadam"]
 
 
 class NAdam(Optimizer):
@@ -94,3 +94,7 @@ class NAdam(Optimizer):
             add_scalar(denom, eps, out=denom)
             addcdiv(param, grad, denom, -lr * (1.0 - mu) / (1.0 - mu_product), out=param)
             addcdiv(param, exp_avg, denom, (-lr * mu_next) / (1.0 - mu_product_next), out=param)
+
+
+# the functional form of the update (PyTorch's torch.optim.nadam.nadam), which runs the class's
+from ._functional import nadam  # noqa: E402,F401

@@ -150,6 +150,70 @@ def _default_to_fused_or_foreach(params, differentiable: bool, use_fused: bool =
     return False, False
 
 
+# The rest of the private names torch.optim's own modules import from torch.optim.optimizer.
+# Optimizers written outside PyTorch as edited copies of torch.optim's classes (an Adam variant
+# made from torch/optim/adam.py) import them too, so they must exist and behave as on CPU.
+
+StateDict = dict[str, Any]
+DeviceDict = dict[Any, Tensor]
+DeviceDtypeDict = dict[Any, Tensor]
+TensorListList = list[list[Tensor | None]]
+
+# docstring fragments the classes' docs are assembled from
+_params_doc = ("params (iterable): iterable of parameters or named_parameters to optimize or "
+               "iterable of dicts defining parameter groups.")
+_foreach_doc = ("foreach (bool, optional): whether the foreach implementation of the optimizer "
+                "is used (default: None).")
+_fused_doc = ("fused (bool, optional): whether the fused implementation is used "
+              "(default: None).")
+_capturable_doc = ("capturable (bool, optional): whether this instance is safe to capture in "
+                   "a graph (default: False).")
+_differentiable_doc = ("differentiable (bool, optional): whether autograd should occur through "
+                       "the optimizer step (default: False).")
+_maximize_doc = ("maximize (bool, optional): maximize the objective with respect to the params, "
+                 "instead of minimizing (default: False).")
+
+
+def _stack_if_compiling(x):
+    """PyTorch stacks a list of tensors under torch.compile; eagerly it is the list itself."""
+    return x
+
+
+def _disable_dynamo_if_unsupported(single_tensor_fn=None):
+    """PyTorch's decorator that keeps torch.compile out of an update function: eagerly (all
+    tapegrad runs) the function is returned as it is."""
+    def wrapper(func):
+        return func
+    return wrapper
+
+
+def _get_capturable_supported_devices(supports_xla: bool = True) -> list[str]:
+    """The device types a capturable=True step supports (none of them is the CPU)."""
+    devices = ["cuda", "xpu", "hpu", "privateuseone"]
+    return devices + ["xla"] if supports_xla else devices
+
+
+def _device_dtype_check_for_fused(p, cuda_unsupported: bool = False) -> None:
+    """PyTorch's check of a parameter for fused=True: a floating-point tensor (on a supported
+    device, which the CPU is)."""
+    if not p.is_floating_point():
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of "
+                           "supported devices: ['mps', 'cuda', 'xpu', 'hpu', 'cpu', 'mtia', "
+                           f"'privateuseone'] but {p.dtype} and {p.device.type}")
+
+
+def _view_as_real(params, *state_and_grads) -> None:
+    """Replace, in the given lists, each complex parameter and its matching state or gradient
+    tensors by their view_as_real views (the lists are changed in place, as PyTorch's helper
+    does; the update then treats real and imaginary parts as independent reals)."""
+    from .. import view_as_real
+    for i, p in enumerate(params):
+        if p.is_complex():
+            params[i] = view_as_real(params[i])
+            for s in state_and_grads:
+                s[i] = view_as_real(s[i])
+
+
 class _RequiredParameter:
     """Singleton class representing a required parameter for an Optimizer."""
 

@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _check_betas, _check_lr, _check_not_different
                         _filled_state, _real_view, _step_tensor, _to_scalar, add_alpha, add_scalar,
                         addcmul, div_scalar, lerp_scalar, mul_scalar, neg, sqrt)
 
-__all__ = ["RAdam"]
+__all__ = ["RAdam", "radam"]
 
 
 class RAdam(Optimizer):
@@ -91,3 +91,7 @@ class RAdam(Optimizer):
                 np.multiply(update, adaptive_lr, out=update)
                 mul_scalar(update, rect, out=update)
             add_alpha(param, update, -1.0, out=param)
+
+
+# the functional form of the update (PyTorch's torch.optim.radam.radam), which runs the class's
+from ._functional import radam  # noqa: E402,F401

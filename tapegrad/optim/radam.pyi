@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'RAdam',
+    'radam',
 ]
 
 class RAdam(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., betas: Any = ..., eps: Any = ..., weight_decay: Any = ..., decoupled_weight_decay: Any = ..., *, foreach: Any = ..., maximize: Any = ..., capturable: Any = ..., differentiable: Any = ...) -> None: ...
+
+def radam(params: Any, grads: Any, exp_avgs: Any, exp_avg_sqs: Any, state_steps: Any, decoupled_weight_decay: Any = ..., foreach: Any = ..., differentiable: Any = ..., capturable: Any = ..., has_complex: Any = ..., maximize: Any = ..., *, beta1: Any, beta2: Any, lr: Any, weight_decay: Any, eps: Any) -> None: ...

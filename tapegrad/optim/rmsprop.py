@@ -8,7 +8,7 @@ from .optimizer import (Optimizer, _check_not_differentiable, _filled_state, _re
                         _step_tensor, _to_scalar, add_alpha, add_scalar, addcdiv, addcmul,
                         lerp_scalar, mul_scalar, neg, sqrt)
 
-__all__ = ["RMSprop"]
+__all__ = ["RMSprop", "rmsprop"]
 
 
 class RMSprop(Optimizer):
@@ -107,3 +107,7 @@ class RMSprop(Optimizer):
                 add_alpha(param, buf, -lr, out=param)
             else:
                 addcdiv(param, grad, avg, -lr, out=param)
+
+
+# the functional form of the update (PyTorch's torch.optim.rmsprop.rmsprop), which runs the class's
+from ._functional import rmsprop  # noqa: E402,F401

@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'RMSprop',
+    'rmsprop',
 ]
 
 class RMSprop(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., alpha: Any = ..., eps: Any = ..., weight_decay: Any = ..., momentum: Any = ..., centered: Any = ..., capturable: Any = ..., foreach: Any = ..., maximize: Any = ..., differentiable: Any = ...) -> None: ...
+
+def rmsprop(params: Any, grads: Any, square_avgs: Any, grad_avgs: Any, momentum_buffer_list: Any, state_steps: Any, foreach: Any = ..., maximize: Any = ..., differentiable: Any = ..., capturable: Any = ..., has_complex: Any = ..., *, lr: Any, alpha: Any, eps: Any, weight_decay: Any, momentum: Any, centered: Any) -> None: ...

@@ -7,7 +7,7 @@ from .. import _core
 from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled_state, _real_view,
                         _step_tensor, _to_scalar, addcmul, neg)
 
-__all__ = ["Rprop"]
+__all__ = ["Rprop", "rprop"]
 
 
 class Rprop(Optimizer):
@@ -73,3 +73,7 @@ class Rprop(Optimizer):
             grad[factor == factor.dtype.type(etaminus)] = 0   # a flipped sign skips this step
             addcmul(param, np.sign(grad), step_size, value=-1, out=param)
             np.copyto(prev, grad)
+
+
+# the functional form of the update (PyTorch's torch.optim.rprop.rprop), which runs the class's
+from ._functional import rprop  # noqa: E402,F401

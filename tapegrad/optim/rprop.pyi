@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'Rprop',
+    'rprop',
 ]
 
 class Rprop(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., etas: Any = ..., step_sizes: Any = ..., *, capturable: Any = ..., foreach: Any = ..., maximize: Any = ..., differentiable: Any = ...) -> None: ...
+
+def rprop(params: Any, grads: Any, prevs: Any, step_sizes: Any, state_steps: Any, foreach: Any = ..., capturable: Any = ..., maximize: Any = ..., differentiable: Any = ..., has_complex: Any = ..., *, step_size_min: Any, step_size_max: Any, etaminus: Any, etaplus: Any) -> None: ...

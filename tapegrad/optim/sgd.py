@@ -7,7 +7,7 @@ from .. import _core
 from .optimizer import (Optimizer, _is_tensor, _real_view, _state_tensor, _to_scalar, add_alpha,
                         mul_scalar, neg)
 
-__all__ = ["SGD"]
+__all__ = ["SGD", "sgd"]
 
 
 class SGD(Optimizer):
@@ -147,3 +147,7 @@ class SGD(Optimizer):
                 buf._replace_contents((buf * momentum).add(grad, alpha=1 - dampening))
             grad = grad.add(buf, alpha=momentum) if nesterov else buf
         p.add_(grad, alpha=-lr)
+
+
+# the functional form of the update (PyTorch's torch.optim.sgd.sgd), which runs the class's
+from ._functional import sgd  # noqa: E402,F401

@@ -22,7 +22,10 @@ from tapegrad.optim.optimizer import Optimizer as _Optimizer
 
 __all__ = [
     'SGD',
+    'sgd',
 ]
 
 class SGD(_Optimizer):
     def __init__(self, params: Any, lr: Any = ..., momentum: Any = ..., dampening: Any = ..., weight_decay: Any = ..., nesterov: Any = ..., *, maximize: Any = ..., foreach: Any = ..., differentiable: Any = ..., fused: Any = ...) -> None: ...
+
+def sgd(params: Any, d_p_list: Any, momentum_buffer_list: Any, has_sparse_grad: Any = ..., foreach: Any = ..., fused: Any = ..., grad_scale: Any = ..., found_inf: Any = ..., *, weight_decay: Any, momentum: Any, lr: Any, dampening: Any, nesterov: Any, maximize: Any) -> None: ...

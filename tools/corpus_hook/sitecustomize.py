@@ -26,11 +26,18 @@ class _AliasLoader(importlib.abc.Loader):
         self.target = target
 
     def create_module(self, spec):
-        return importlib.import_module(self.target)
+        module = importlib.import_module(self.target)
+        self.target_spec = module.__spec__
+        return module
 
     def exec_module(self, module):
         # The target module executed when create_module imported it; nothing is left to run.
-        pass
+        # The import system has meanwhile set module.__spec__ to the alias's spec ("torch.x"),
+        # while __package__ stays "tapegrad.x": a relative import the module makes later (a
+        # function importing a sibling on first use) then warns "__package__ != __spec__.parent"
+        # (ImportWarning), which a script that records its warnings would see.  The module keeps
+        # its own spec.
+        module.__spec__ = self.target_spec
 
 
 class TorchToTapegradFinder(importlib.abc.MetaPathFinder):
