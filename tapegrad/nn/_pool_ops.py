@@ -607,8 +607,39 @@ def refuse_empty_backward(input, result, kind: str, nd: int):
         "being empty", RuntimeError)
 
 
+def global_average(input, output_size, nd):
+    """PyTorch's adaptive average pools to size 1 along all `nd` dims: before any check of the
+    input's rank or sizes, ATen takes one mean over the last `nd` dims (MeanBackward1), so any
+    input with at least `nd` dims pools (an empty window is a NaN mean) and a smaller one fails
+    as that mean does.  None when the size is not all ones (the pooling kernel's path)."""
+    check_sizes_fillable(input, output_size)
+    sizes = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
+    if len(sizes) != nd:
+        return None
+    # (a None keeps that dim's size, filled from the input's last dims as PyTorch's Python does)
+    for o, s in zip(sizes, tuple(input.shape[-nd:]) if input.dim() >= nd else (None,) * nd):
+        if not (o is None and s == 1 or o is not None and not isinstance(o, bool)
+                and isinstance(o, (int, np.integer)) and o == 1):
+            return None
+    return _in_input_layout(input.mean(tuple(range(-1, -nd - 1, -1)), keepdim=True), input, nd)
+
+
+def _check_rank_1d(input, name) -> None:
+    """PyTorch's 1-d adaptive pools check the rank first, with ATen's checkDimRange message."""
+    _check_tensor_argument(input, name)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor "
+                           f"for argument #1 'self' (while checking arguments for {name})")
+
+
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
+    _check_rank_1d(input, "adaptive_avg_pool1d")
+    # (PyTorch runs it as the 2-d pool of height 1: size 1 is that pool's global mean)
+    if not isinstance(output_size, (list, tuple)) or len(output_size) == 1:
+        one = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
+        if isinstance(one, (int, np.integer)) and not isinstance(one, bool) and one == 1:
+            return _core._name_grad_fn(input.mean(-1, keepdim=True), "SqueezeBackward1")
     (L,), (Lo,) = _adaptive_sizes(input, output_size, 1, "adaptive_avg_pool1d")
     _floating_kernel(input, "adaptive_avg_pool2d")      # (PyTorch runs it as the 2-d one)
     # (PyTorch's result is the squeeze of its 2-d pooling's)
@@ -619,11 +650,11 @@ def adaptive_avg_pool1d(input, output_size):
 
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to an (H_out, W_out) grid (None keeps that dimension)."""
+    mean = global_average(input, output_size, 2)
+    if mean is not None:
+        return mean
     (H, W), (Ho, Wo) = _adaptive_sizes(input, output_size, 2, "adaptive_avg_pool2d")
     _floating_kernel(input, "adaptive_avg_pool2d")
-    if Ho == 1 and Wo == 1:
-        # PyTorch's global average: one mean over both dims (its MeanBackward1, its rounding)
-        return input.mean((-1, -2), keepdim=True)
     # (any other size is one AdaptiveAvgPool2D node in PyTorch, whatever ops compute it here)
     result = _in_input_layout(refuse_empty_backward(
         input, _window_average(_window_average(input, -1, Wo), -2, Ho), "avg", 2), input, 2)
@@ -682,6 +713,7 @@ def _adaptive_max_of(input, output_size, return_indices, nd, name):
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Max pooling over the last dim of an (N, C, L) or (C, L) input into ``output_size``
     windows of (near) equal size; ``return_indices=True`` also returns the argmax positions."""
+    _check_rank_1d(input, "adaptive_max_pool1d")
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 

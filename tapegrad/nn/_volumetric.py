@@ -338,6 +338,10 @@ def _adaptive3d_sizes(input, output_size, name):
 def adaptive_avg_pool3d(input, output_size):
     """Average pooling of (N, C, D, H, W) or (C, D, H, W) to ``output_size`` (an int or a
     triple; None keeps that size)."""
+    from ._pool_ops import global_average
+    mean = global_average(input, output_size, 3)
+    if mean is not None:
+        return mean
     _, (Do, Ho, Wo) = _adaptive3d_sizes(input, output_size, "adaptive_avg_pool3d")
     _floating_kernel(input, "adaptive_avg_pool3d_cpu")
     from ._pool_ops import refuse_empty_backward
