@@ -125,3 +125,35 @@ def test_gradcheck_mismatch_prints_numerical_in_output_dtype_analytical_in_input
     ours = _mismatch_message(tg, getattr(tg, out_name), getattr(tg, in_name))
     theirs = _mismatch_message(torch, getattr(torch, out_name), getattr(torch, in_name))
     assert ours == theirs
+
+
+# -- grad_fn names of ops whose derivative PyTorch declares not implemented -------------------
+
+_NOT_IMPLEMENTED_NODES = [
+    ("unique", lambda lib, x: lib.unique(x)),
+    ("unique counts", lambda lib, x: lib.unique(x, sorted=False, return_counts=True)[0]),
+    ("unique dim", lambda lib, x: lib.unique(x, dim=0)),
+    ("Tensor.unique", lambda lib, x: x.unique(return_inverse=True)[0]),
+    ("unique_consecutive", lambda lib, x: lib.unique_consecutive(x)),
+    ("geqrf a", lambda lib, x: lib.geqrf(x.reshape(2, 2))[0]),
+    ("geqrf tau", lambda lib, x: lib.geqrf(x.reshape(2, 2))[1]),
+    ("asinh_", lambda lib, x: (x * 1).asinh_()),
+    ("acosh_", lambda lib, x: (x + 1).acosh_()),
+    ("atanh_", lambda lib, x: (x * 0.1).atanh_()),
+    ("detach_copy", lambda lib, x: lib.detach_copy(x)),
+    ("heaviside", lambda lib, x: lib.heaviside(x, lib.tensor(0.5))),
+]
+
+
+@pytest.mark.parametrize("case", _NOT_IMPLEMENTED_NODES, ids=[c[0] for c in _NOT_IMPLEMENTED_NODES])
+def test_not_implemented_derivative_node_names(case):
+    _, f = case
+    seen = []
+    for lib in (tg, torch):
+        x = lib.tensor([1.0, 2.0, 1.0, 3.0], requires_grad=True)
+        out = f(lib, x)
+        assert out.requires_grad
+        with pytest.raises((NotImplementedError, RuntimeError)) as info:
+            out.sum().backward()
+        seen.append((type(out.grad_fn).__name__, info.type, str(info.value)))
+    assert seen[0] == seen[1]
