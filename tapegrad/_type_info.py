@@ -45,6 +45,7 @@ _NO_TYPE = object()
 class finfo(_Limits, metaclass=TorchNamedClass):
     """Limits of a floating point dtype (default: the default dtype): bits, eps, max, min, tiny,
     smallest_normal, resolution, dtype (its name)."""
+    _c_type_name = "torch.finfo"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
     __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
@@ -89,6 +90,7 @@ class finfo(_Limits, metaclass=TorchNamedClass):
 
 class iinfo(_Limits, metaclass=TorchNamedClass):
     """Limits of an integer dtype: bits, max, min, dtype (its name)."""
+    _c_type_name = "torch.iinfo"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
     __slots__ = ("bits", "max", "min", "dtype")

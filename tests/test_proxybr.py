@@ -157,3 +157,40 @@ def test_not_implemented_derivative_node_names(case):
             out.sum().backward()
         seen.append((type(out.grad_fn).__name__, info.type, str(info.value)))
     assert seen[0] == seen[1]
+
+
+# -- the names PyTorch's argument errors give its own C types ----------------------------------
+
+def _type_error(lib, make, call):
+    obj = make(lib)
+    with pytest.raises(TypeError) as info:
+        call(lib, obj)
+    return str(info.value).split("\n")[0]
+
+
+_OBJECTS = {
+    "dtype": lambda lib: lib.float32,
+    "device": lambda lib: lib.device("cpu"),
+    "Size": lambda lib: lib.Size([2]),
+    "layout": lambda lib: lib.strided,
+    "memory_format": lambda lib: lib.contiguous_format,
+    "Generator": lambda lib: lib.Generator(),
+    "finfo": lambda lib: lib.finfo(lib.float32),
+    "iinfo": lambda lib: lib.iinfo(lib.int8),
+}
+_CALLS = {
+    "zeros": lambda lib, o: lib.zeros(o),
+    "unsqueeze": lambda lib, o: lib.ones(2).unsqueeze(o),
+    "view later": lambda lib, o: lib.ones(2).view(2, o),
+    "sum": lambda lib, o: lib.ones(2).sum(o),
+}
+
+
+@pytest.mark.parametrize("call", list(_CALLS))
+@pytest.mark.parametrize("obj", list(_OBJECTS))
+def test_argument_errors_name_torch_types_as_pytorch(obj, call):
+    if (obj, call) in {("dtype", "sum"), ("Size", "sum"), ("Size", "zeros")}:
+        pytest.skip("a valid call")
+    ours = _type_error(tg, _OBJECTS[obj], _CALLS[call])
+    theirs = _type_error(torch, _OBJECTS[obj], _CALLS[call])
+    assert ours == theirs

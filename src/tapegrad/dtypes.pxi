@@ -154,8 +154,16 @@ cpdef str type_name(object x):
     """The name PyTorch's messages give x's type ("must be Tensor, not numpy.ndarray"): the C
     type's tp_name, as its argument parser prints it: a class defined in Python by its name
     (Tensor, Parameter), a compiled one outside builtins with its module (numpy.ndarray,
-    numpy.float64).  The one helper for every such message, Python and compiled."""
+    numpy.float64).  The one helper for every such message, Python and compiled.  PyTorch's own
+    C types print with their module (torch.dtype, torch.Size, torch._C.Generator): ours are
+    Python classes (or tapegrad._core.dtype), which declare that name as `_c_type_name` in their
+    class body (a subclass of theirs prints its own name, as in PyTorch)."""
     cdef object t = type(x)
+    if t is dtype:
+        return "torch.dtype"
+    declared = t.__dict__.get("_c_type_name")
+    if declared is not None:
+        return declared
     return (<PyTypeObject*>t).tp_name.decode("utf-8")
 
 
