@@ -89,7 +89,7 @@ def _node_name(name: str) -> str:
 
 def _make(name: str, view):
     # (detach_copy has no derivative: PyTorch's node for it is its NotImplemented one)
-    node_name = ("NotImplemented" if name == "detach_copy"
+    node_name = ("torch::autograd::NotImplemented" if name == "detach_copy"
                  else _node_name(name))
 
     def copy_variant(input, *args, out=None, **kwargs):

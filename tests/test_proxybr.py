@@ -140,7 +140,6 @@ _NOT_IMPLEMENTED_NODES = [
     ("asinh_", lambda lib, x: (x * 1).asinh_()),
     ("acosh_", lambda lib, x: (x + 1).acosh_()),
     ("atanh_", lambda lib, x: (x * 0.1).atanh_()),
-    ("detach_copy", lambda lib, x: lib.detach_copy(x)),
     ("heaviside", lambda lib, x: lib.heaviside(x, lib.tensor(0.5))),
 ]
 
