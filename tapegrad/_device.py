@@ -30,6 +30,7 @@ class device(metaclass=TorchNamedClass):
 
     Immutable and hashable; equal when type and index are equal (`device('cpu') != 'cpu'`, as in
     PyTorch: compare `t.device.type == 'cpu'` instead)."""
+    _c_type_name = "torch.device"  # (its name in PyTorch's messages)
 
     __slots__ = ("_type", "_index")
     __module__ = "tapegrad"

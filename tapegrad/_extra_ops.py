@@ -637,7 +637,8 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         inverse = inverse.reshape(-1)
     from ._more_math import without_derivative
     out = without_derivative((input,), values, "the derivative for '%s' is not implemented."
-                             % ("_unique2" if dim is None else "unique_dim"))
+                             % ("_unique2" if dim is None else "unique_dim"),
+                             node="Unique2Backward0" if dim is None else "UniqueDimBackward0")
     if not (return_inverse or return_counts):
         return out
     result = [out]
@@ -1939,7 +1940,8 @@ def _in_place(name: str):
             from ._more_math import without_derivative
             result = without_derivative(
                 (source,), result.detach()._array, "the derivative for 'inplace version of "
-                f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.")
+                f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.",
+                node=f"{_NO_IN_PLACE_DERIVATIVE[name].capitalize()}Backward1")
         op = (name, (self, *args), kwargs)
         if source is not self:
             out = _become_result(self, result, op)

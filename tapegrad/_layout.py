@@ -8,6 +8,7 @@ from ._torch_names import TorchNamedClass
 class layout(metaclass=TorchNamedClass):
     """A tensor memory layout; the two instances are ``tapegrad.strided`` and
     ``tapegrad.sparse_coo``, printed as PyTorch prints them (``torch.strided``)."""
+    _c_type_name = "torch.layout"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
 

@@ -27,6 +27,7 @@ TensorBase = _core.TensorBase
 class memory_format(metaclass=TorchNamedClass):  # noqa: N801  (PyTorch's name)
     """A memory layout a tensor can be asked for (torch.memory_format); its values are the
     module constants contiguous_format, channels_last, channels_last_3d, preserve_format."""
+    _c_type_name = "torch.memory_format"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
 

@@ -89,14 +89,18 @@ class _NotDifferentiable(Function):
 _torch_grad_fn_name(_NotDifferentiable, "NotImplemented")
 
 
-def without_derivative(inputs, values, message: str, error=NotImplementedError):
+def without_derivative(inputs, values, message: str, error=NotImplementedError,
+                       node: str | None = None):
     """``values`` (an ndarray computed from ``inputs``, or a tensor of its own) as a tensor; when
     one of ``inputs`` requires grad, in the graph with a backward raising ``error(message)``, as
     PyTorch's ops without a derivative formula (their result requires grad; only differentiating
-    fails)."""
+    fails).  Its grad_fn is PyTorch's generic NotImplemented node, or ``node`` for an op whose
+    derivatives.yaml entry says not_implemented (PyTorch names that node after the op:
+    Unique2Backward0)."""
     source = next((t for t in inputs if isinstance(t, TensorBase) and t.requires_grad), None)
     if source is not None and _core.is_grad_enabled():
-        return _NotDifferentiable.apply(source, values, message, error)
+        out = _NotDifferentiable.apply(source, values, message, error)
+        return out if node is None else _core._name_grad_fn(out, node)
     return values if isinstance(values, TensorBase) else _wrap(values)
 
 
@@ -930,8 +934,8 @@ def geqrf(input):
     a_values = _core.wrap_array(_lapack_layout(np.swapaxes(h, -1, -2), input._array.dtype), False)
     tau_values = tau.astype(input._array.dtype)
     message = "the derivative for 'geqrf' is not implemented."
-    a = without_derivative((input,), a_values, message)
-    t = without_derivative((input,), tau_values, message)
+    a = without_derivative((input,), a_values, message, node="GeqrfBackward0")
+    t = without_derivative((input,), tau_values, message, node="GeqrfBackward0")
     return _core.return_types.geqrf((a, t))
 
 

@@ -743,7 +743,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     run_index = np.cumsum(starts) - 1
     from ._more_math import without_derivative
     outputs = [without_derivative((input,), np.ascontiguousarray(values),
-                                  "the derivative for 'unique_consecutive' is not implemented.")]
+                                  "the derivative for 'unique_consecutive' is not implemented.",
+                                  node="UniqueConsecutiveBackward0")]
     if return_inverse:
         outputs.append(_wrap(run_index.reshape(inverse_shape).astype(np.int64)))
     if return_counts:

@@ -45,6 +45,7 @@ _NO_TYPE = object()
 class finfo(_Limits, metaclass=TorchNamedClass):
     """Limits of a floating point dtype (default: the default dtype): bits, eps, max, min, tiny,
     smallest_normal, resolution, dtype (its name)."""
+    _c_type_name = "torch.finfo"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
     __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
@@ -95,6 +96,7 @@ _QUANTIZED_STORAGE = {"qint8": (np.int8, "QInt8"), "quint8": (np.uint8, "QUInt8"
 
 class iinfo(_Limits, metaclass=TorchNamedClass):
     """Limits of an integer dtype: bits, max, min, dtype (its name)."""
+    _c_type_name = "torch.iinfo"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
     __slots__ = ("bits", "max", "min", "dtype", "_quantized")

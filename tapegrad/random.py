@@ -56,6 +56,7 @@ class Generator:
 
     Pass it as `generator=` to any sampling function to draw from a stream independent of the
     global one (`tapegrad.default_generator`)."""
+    _c_type_name = "torch._C.Generator"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
 

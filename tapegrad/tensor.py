@@ -30,6 +30,7 @@ _NUMPY_CONJ_BIT = ("Can't call numpy() on Tensor that has conjugate bit set. "
 
 class Size(tuple, metaclass=_TorchNamedClass):
     """A tensor's shape: a tuple that prints as PyTorch prints it."""
+    _c_type_name = "torch.Size"  # (its name in PyTorch's messages)
 
     __module__ = "tapegrad"
 

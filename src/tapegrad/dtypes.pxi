@@ -171,13 +171,18 @@ cpdef str type_name(object x):
     """The name PyTorch's messages give x's type ("must be Tensor, not numpy.ndarray"): the C
     type's tp_name, as its argument parser prints it: a class defined in Python by its name
     (Tensor, Parameter), a compiled one outside builtins with its module (numpy.ndarray,
-    numpy.float64).  The one helper for every such message, Python and compiled.  A class
-    compiled here (dtype) is PyTorch's `torch.` class of the same name, as its messages print it
-    ("dtype=torch.dtype"), not tapegrad's module path."""
+    numpy.float64).  The one helper for every such message, Python and compiled.  PyTorch's own
+    C types print with their module (torch.dtype, torch.Size, torch._C.Generator): ours are
+    Python classes, which declare that name as `_c_type_name` in their class body (a subclass of
+    theirs prints its own name, as in PyTorch), or classes compiled here (dtype), printed as
+    PyTorch's `torch.` class of the same name, not by tapegrad's module path."""
     cdef object t = type(x)
+    declared = t.__dict__.get("_c_type_name")
+    if declared is not None:
+        return declared
     cdef str name = (<PyTypeObject*>t).tp_name.decode("utf-8")
     if name.startswith("tapegrad._core."):
-        return "torch." + name[15:]
+        return "torch." + name[len("tapegrad._core."):]
     return name
 
 

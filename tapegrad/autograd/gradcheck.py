@@ -7,7 +7,9 @@ every output, the numerical Jacobian (one column per perturbed input element,
 |analytical - numerical| <= atol + rtol * |numerical|.  A mismatch raises GradcheckError (a
 RuntimeError) with PyTorch's "Jacobian mismatch for output j with respect to input i" message, or
 returns False with raise_exception=False.  The analytical Jacobian is computed twice to detect a
-non-reentrant backward (nondet_tol), and backward must map zero output gradients to zero.
+non-reentrant backward (nondet_tol); then, as PyTorch's, backward must map zero output gradients
+to zero input gradients ("backward not multiplied by grad_output") and, on fresh calls, handle
+undefined output gradients (check_undefined_grad).
 check_batched_grad compares a vmap over the backward with one backward per grad_output (two random
 ones), check_batched_forward_grad a vmap over the function of a dual input with one forward-mode
 evaluation per tangent, as PyTorch's.
@@ -93,6 +95,14 @@ def _jacobian_row(columns, dx, dy):
     return np.concatenate([dx.real + 1j * dy.real, dx.imag + 1j * dy.imag])
 
 
+def _jacobian_dtype(own, other) -> np.dtype:
+    """A Jacobian's dtype: `own` (the output's for the numerical one, the input's for the
+    analytical one, as PyTorch's, which prints them so), complex when either side is."""
+    if np.dtype(own).kind == "c" or np.dtype(other).kind == "c":
+        return np.result_type(own, other)
+    return np.dtype(own)
+
+
 def _numerical_jacobian(func, inputs, outputs, eps):
     """{(input index, output index): ndarray (input numel, output columns)} (see the module
     docstring for complex values)."""
@@ -102,8 +112,9 @@ def _numerical_jacobian(func, inputs, outputs, eps):
             continue
         arr = inp._array
         complex_input = arr.dtype.kind == "c"
+        # in the output's dtype (the analytical Jacobian is in the input's), as PyTorch's
         cols = {j: np.zeros((arr.size, _columns(out)),
-                            dtype=np.result_type(out._array.dtype, arr.dtype))
+                            dtype=_jacobian_dtype(out._array.dtype, arr.dtype))
                 for j, out in enumerate(outputs) if _is_tensor(out)}
 
         def derivative(idx, step):
@@ -139,7 +150,7 @@ def _analytical_jacobian(inputs, outputs):
         if not _is_tensor(out):
             continue
         cols = {i: np.zeros((inputs[i]._array.size, _columns(out)),
-                            dtype=np.result_type(out._array.dtype, inputs[i]._array.dtype))
+                            dtype=_jacobian_dtype(inputs[i]._array.dtype, out._array.dtype))
                 for i in diff_idx}
         size = out._array.size
         if out.requires_grad:
@@ -170,8 +181,9 @@ def _forward_jacobian(func, inputs, outputs):
         if not (_is_tensor(inp) and inp.requires_grad):
             continue
         arr = inp._array
+        # in the output's dtype (the analytical Jacobian is in the input's), as PyTorch's
         cols = {j: np.zeros((arr.size, _columns(out)),
-                            dtype=np.result_type(out._array.dtype, arr.dtype))
+                            dtype=_jacobian_dtype(out._array.dtype, arr.dtype))
                 for j, out in enumerate(outputs) if _is_tensor(out)}
 
         def derivative(k, direction):
@@ -289,18 +301,73 @@ def _gradcheck(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
         for x, g in zip(diff, grads):
             if g is not None and g.dtype != x.dtype:
                 raise GradcheckError("Gradient has dtype mismatch")
+    _test_backward_mul_by_grad_output(tupled, outputs)
     if check_undefined_grad:
-        from . import grad as autograd_grad
-        diff = [x for x in tupled if _is_tensor(x) and x.requires_grad]
-        outs = [o for o in outputs if _is_tensor(o) and o.requires_grad]
-        zeros = [_core.wrap_array(np.zeros(o._array.shape, o._array.dtype)) for o in outs]
-        grads = autograd_grad(outs, diff, zeros, retain_graph=True, allow_unused=True)
-        for g in grads:
-            if g is not None and np.any(g._array != 0):
-                raise GradcheckError(
-                    'Expected backward function to handle undefined output grads. Please look at '
-                    '"Notes about undefined output gradients" in "tools/autograd/derivatives.yaml"')
+        _test_undefined_backward_mode(func, tupled, outputs)
     return True
+
+
+def _differentiable(outputs):
+    return [o for o in outputs if _is_tensor(o) and o.requires_grad]
+
+
+def _zero_grads(outs):
+    return [_core.wrap_array(np.zeros(o._array.shape, o._array.dtype)) for o in outs]
+
+
+def _test_backward_mul_by_grad_output(inputs, outputs) -> None:
+    """PyTorch's check that backward scales by grad_output: zero grad_outputs must give zero
+    input gradients of the inputs' dtypes and shapes (a backward that ignores grad_output passes
+    the one-hot Jacobian sweeps of a scalar output).  The last use of the first call's graph, so
+    it is not retained (as PyTorch's)."""
+    from . import grad as autograd_grad
+    diff = [x for x in inputs if _is_tensor(x) and x.requires_grad]
+    outs = _differentiable(outputs)
+    grads = autograd_grad(outs, diff, _zero_grads(outs), allow_unused=True)
+    for g, x in zip(grads, diff):
+        if g is None:
+            continue
+        if np.any(g._array != 0):
+            raise GradcheckError("backward not multiplied by grad_output")
+        if g.dtype != x.dtype:
+            raise GradcheckError("grad is incorrect type")
+        if tuple(g.shape) != tuple(x.shape):
+            raise GradcheckError("grad is incorrect size")
+
+
+_UNDEFINED_NOTE = 'Please look at "Notes about undefined output gradients" in ' \
+    '"tools/autograd/derivatives.yaml"'
+
+
+def _test_undefined_backward_mode(func, inputs, outputs) -> None:
+    """PyTorch's undefined-output-gradient check: on a fresh call of func, all output gradients
+    undefined, then (with several differentiable outputs) one at a time on a fresh call each;
+    every input gradient must be None or zero.  PyTorch marks an output's gradient undefined
+    (a custom Function receives zeros, or None after ctx.set_materialize_grads(False)); here it
+    is a zero gradient, which is what a materializing backward receives, with the same forward
+    and backward calls."""
+    from . import grad as autograd_grad
+    diff = [x for x in inputs if _is_tensor(x) and x.requires_grad]
+    rounds = 1 + (len(outputs) if len(_differentiable(outputs)) > 1 else 0)
+    # (all the calls first, then the sweeps: PyTorch's order, seen by a printing Function)
+    for outs in [_differentiable(_outputs(func, inputs)) for _ in range(rounds)]:
+        try:
+            grads = autograd_grad(outs, diff, _zero_grads(outs), allow_unused=True)
+        except RuntimeError as e:
+            _warn_bc_breaking()
+            raise GradcheckError("Expected backward function to handle undefined output grads. "
+                                 + _UNDEFINED_NOTE) from e
+        if any(g is not None and np.any(g._array != 0) for g in grads):
+            _warn_bc_breaking()
+            raise GradcheckError("Expected all input grads to be undefined or zero when all "
+                                 "output grads are undefined or zero. " + _UNDEFINED_NOTE)
+
+
+def _warn_bc_breaking() -> None:
+    warnings.warn("Backwards compatibility: New undefined gradient support checking feature is "
+                  "enabled by default, but it may break existing callers of this function. If "
+                  "this is true for you, you can call this function with "
+                  '"check_undefined_grad=False" to disable the feature', stacklevel=4)
 
 
 FAILED_BATCHED_GRAD_MSG = (
