@@ -65,6 +65,7 @@ from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuf
 
 from ._extra_activations import alpha_dropout, gumbel_softmax  # noqa: E402
 from .._torch_functional import pdist  # noqa: E402,F401  (torch.pdist, also F.pdist)
+from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
 
 # inplace=True on a tensor in a graph: the compiled relu, leaky_relu, elu and silu record it
 # themselves (through _graph_inplace.activation_in_graph, on that path only), the composed
