@@ -171,3 +171,108 @@ def test_linear_cross_entropy_loss_module():
             lib.nn.LinearCrossEntropyLoss(5, 4, weight=lib.ones(3))
         with pytest.raises(RuntimeError, match="expected label_smoothing to be in range"):
             lib.nn.LinearCrossEntropyLoss(5, 4, label_smoothing=1.5)
+
+
+# ---------------------------------------------------------------- cond / while_loop
+
+def test_cond_values_and_gradients_through_taken_branch():
+    x = np.array([0.5, -1.0, 2.0])
+    for pred in (True, False):
+        tx, px = _pair(x, True)
+        outs = []
+        for lib, v in ((tapegrad, tx), (torch, px)):
+            out = lib.cond(lib.tensor(pred), lambda a, b: ((a * a * b).sum(), a.exp()),
+                           lambda a, b: ((a ** 3).sum(), a.sin()), [v, lib.tensor(x * 2)])
+            assert isinstance(out, tuple) and len(out) == 2
+            (out[0] + out[1].sum()).backward()
+            outs.append([o.detach().numpy() for o in out])
+        for a, e in zip(*outs):
+            np.testing.assert_allclose(a, e, rtol=1e-12)
+        np.testing.assert_allclose(tx.grad.numpy(), px.grad.numpy(), rtol=1e-12)
+    # A Python predicate just picks the branch, whatever the operands are.
+    assert tapegrad.cond(1, lambda a, k: a * k, lambda a, k: a, (tapegrad.ones(2), 3)).sum() == 6
+    assert tapegrad.cond(False, lambda: 1, lambda: 2) == 2
+
+
+def test_cond_gradcheck():
+    x = tapegrad.tensor(np.array([0.3, 0.7]), requires_grad=True)
+    for p in (True, False):
+        assert tapegrad.autograd.gradcheck(
+            lambda a: tapegrad.cond(tapegrad.tensor(p), lambda v: v.exp() * v,
+                                    lambda v: v.tanh(), (a,)), (x,))
+
+
+@pytest.mark.parametrize("case,match", [
+    ("pred_str", "Expected pred to be bool or tensor"),
+    ("pred_two", "Expected pred to be bool or single-element tensor"),
+    ("not_callable", "Expect both branches to be callable"),
+    ("operand_tensor", "Expect operands to be a tuple"),
+    ("operand_int", "Expect operands to be a tuple"),
+    ("shape", "expected same dim"),
+    ("dtype", "expected same dtype"),
+    ("alias", "aliasing"),
+    ("mutation", "input mutation"),
+])
+def test_cond_errors(case, match):
+    for lib in (tapegrad, torch):
+        x = lib.ones(3)
+        p = lib.tensor(True)
+        args = {
+            "pred_str": ("yes", lambda a: a.cos(), lambda a: a.sin(), (x,)),
+            "pred_two": (lib.tensor([True, False]), lambda a: a.cos(), lambda a: a.sin(), (x,)),
+            "not_callable": (p, 3, lambda a: a.sin(), (x,)),
+            "operand_tensor": (p, lambda a: a.cos(), lambda a: a.sin(), x),
+            "operand_int": (p, lambda a, k: a * k, lambda a, k: a + k, (x, 2)),
+            "shape": (p, lambda a: a.cos(), lambda a: a.sum(), (x,)),
+            "dtype": (p, lambda a: a.cos(), lambda a: a.double(), (x,)),
+            "alias": (p, lambda a: a, lambda a: a.sin(), (x,)),
+            "mutation": (p, lambda a: a.add_(1), lambda a: a.sin(), (x,)),
+        }[case]
+        with pytest.raises(RuntimeError, match=match):
+            lib.cond(*args)
+
+
+def test_while_loop_values_and_gradients():
+    x = np.array([1.0, 2.0, 3.0])
+    tx, px = _pair(x, True)
+    res = []
+    for lib, v in ((tapegrad, tx), (torch, px)):
+        # (PyTorch's autograd form needs every carry a tensor: the counter is one here; tapegrad
+        # also takes an int counter with a tensor that requires grad.)
+        i, y = lib.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * a.sin() + 1),
+                              (lib.tensor(0), v))
+        assert int(i) == 3
+        y.sum().backward()
+        res.append(y.detach().numpy())
+        out = lib.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2),
+                             [lib.tensor(0), v.detach()])
+        assert isinstance(out, tuple) and int(out[0]) == 3
+        np.testing.assert_allclose(out[1].numpy(), x * 8)
+        none = lib.while_loop(lambda a: a.sum() < 0, lambda a: (a * 2,), (v.detach(),))
+        assert isinstance(none, tuple) and len(none) == 1
+        assert none[0].data_ptr() != v.data_ptr()     # a copy, not the input
+    np.testing.assert_allclose(res[0], res[1], rtol=1e-12)
+    np.testing.assert_allclose(tx.grad.numpy(), px.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("case,exc,match", [
+    ("not_callable", RuntimeError, "Expect cond_fn and body_fn to be callable"),
+    ("str_carry", AssertionError, "can only be of"),
+    ("shape", RuntimeError, "same metadata"),
+    ("dtype", RuntimeError, "same metadata"),
+    ("cond_float", RuntimeError, "to return a scalar tensor or a bool"),
+    ("alias", RuntimeError, "aliasing"),
+])
+def test_while_loop_errors(case, exc, match):
+    for lib in (tapegrad, torch):
+        x = lib.ones(3)
+        args = {
+            "not_callable": (3, lambda a: (a * 2,), (x,)),
+            "str_carry": (lambda a, s: a.sum() < 30, lambda a, s: (a * 2, s), (x, "s")),
+            "shape": (lambda a: a.sum() < 30, lambda a: (lib.cat([a, a]),), (x,)),
+            "dtype": (lambda a: a.sum() < 30, lambda a: (a.double() * 2,), (x,)),
+            "cond_float": (lambda a: a.sum(), lambda a: (a * 2,), (x,)),
+            "alias": (lambda a, b: a.sum() < 30, lambda a, b: (a * 2, b), (x, x.clone())),
+        }[case]
+        with pytest.raises(exc, match=match):
+            lib.while_loop(*args)
