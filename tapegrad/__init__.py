@@ -184,6 +184,7 @@ def is_complex(input) -> bool:
 _LAZY = _lazy.table({
     "_default_tensor_type": ("set_default_tensor_type",),
     "_lowrank": ("svd_lowrank", "pca_lowrank"),
+    "_lobpcg": ("lobpcg",),
     "_legacy": ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
                 "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"),
     # The global switches PyTorch scripts set at their top.

@@ -485,6 +485,7 @@ __all__ = [
     'lgamma',
     'linspace',
     'load',
+    'lobpcg',
     'log',
     'log10',
     'log10_',
@@ -2220,6 +2221,8 @@ def less_equal(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 def lgamma(input: Any, *, out: Any = ...) -> Any: ...
 
 def linspace(start: Any, end: Any, steps: Any, dtype: Any = ..., requires_grad: _bool = ..., *, layout: Any = ..., device: Any = ..., pin_memory: _bool = ..., out: Any = ...) -> Tensor: ...
+
+def lobpcg(A: Any, k: Any = ..., B: Any = ..., X: Any = ..., n: Any = ..., iK: Any = ..., niter: Any = ..., tol: Any = ..., largest: Any = ..., method: Any = ..., tracker: Any = ..., ortho_iparams: Any = ..., ortho_fparams: Any = ..., ortho_bparams: Any = ...) -> Any: ...
 
 def log(input: Any, *, out: Any = ...) -> Tensor: ...
 

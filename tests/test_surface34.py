@@ -409,3 +409,42 @@ def test_functional_conv_tbc_and_helpers():
         lt = lib.ones(2).as_subclass(Logged)
         assert F_.has_torch_function((lt,)) and lib.autograd.has_torch_function((lt,))
         assert lib.autograd.handle_torch_function(lib.add, (lt,), lt, 1).sum().item() == 4.0
+
+
+# ---------------------------------------------------------------- lobpcg
+
+def test_lobpcg_eigenpairs_match_torch_and_gradient():
+    rng = np.random.default_rng(9)
+    M = rng.standard_normal((9, 9))
+    A = M @ M.T + np.eye(9)
+    Bm = np.diag(np.arange(1.0, 10.0))
+    for kw in (dict(k=2), dict(k=2, largest=False), dict(X=3)):
+        args = {}
+        for lib in (tapegrad, torch):
+            a = lib.tensor(A, requires_grad=True)
+            extra = dict(kw)
+            if extra.pop("B", None):
+                extra["B"] = lib.tensor(Bm)
+            if "X" in extra:
+                extra["X"] = lib.tensor(rng.standard_normal((9, extra["X"])))
+            E, X = lib.lobpcg(a, **extra)
+            (E * lib.arange(1.0, E.shape[0] + 1, dtype=lib.float64)).sum().backward()
+            # eigenvectors up to sign: compare the projectors
+            P = X @ X.mT
+            args[lib.__name__] = (E.detach().numpy(), P.detach().numpy(), a.grad.numpy())
+        for got, want in zip(args["tapegrad"], args["torch"]):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    res = []
+    for lib in (tapegrad, torch):
+        with pytest.raises(ValueError, match="smaller than 3 x the number of requested"):
+            lib.lobpcg(lib.tensor(A), k=4)
+        # the generalized problem: B-orthonormal eigenvectors; no backward (PyTorch's neither)
+        a = lib.tensor(A, requires_grad=True)
+        E, X = lib.lobpcg(a, k=2, B=lib.tensor(Bm))
+        res.append((E.detach().numpy(), (X @ X.mT).detach().numpy()))
+        with pytest.raises(ValueError, match="does not support backward with B != I"):
+            E.sum().backward()
+    for got, want in zip(*res):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8)
+    a = tapegrad.tensor(A[:6, :6], requires_grad=True)
+    assert tapegrad.autograd.gradcheck(lambda m: tapegrad.lobpcg(m, k=2)[0], (a,))
