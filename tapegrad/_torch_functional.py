@@ -533,28 +533,25 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return (1 - z) * n + z * hx
 
 
-def _sequence(mode, args, kwargs):
+def _sequence(mode, args):
     """ATen's stacked recurrent layers (torch.lstm, torch.gru, torch.rnn_tanh, torch.rnn_relu),
     run by the layers' own loop (nn.modules.rnn._run_layers) over weights given as a flat list
-    per layer and direction (w_ih, w_hh[, b_ih, b_hh][, w_hr]).  Two overloads, as ATen's:
-    (input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first) and,
-    for a packed batch, (data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
-    bidirectional).  hx is the (h, c) pair for LSTM, one tensor otherwise."""
+    per layer and direction (w_ih, w_hh[, b_ih, b_hh][, w_hr]).  Two overloads of nine
+    arguments, as ATen's: (input, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first) and, for a packed batch, (data, batch_sizes, hx, params,
+    has_biases, num_layers, dropout, train, bidirectional).  hx is the (h, c) pair for LSTM, one
+    tensor otherwise."""
     from .nn.modules.rnn import _run_layers
     names = ("input", "hx", "params", "has_biases", "num_layers", "dropout", "train",
              "bidirectional", "batch_first")
-    packed = len(args) > 2 and isinstance(args[1], TensorBase) and (
-        mode == "LSTM" or isinstance(args[2], TensorBase))
+    packed = isinstance(args[1], TensorBase) and (mode == "LSTM"
+                                                  or isinstance(args[2], TensorBase))
     if packed:
         names = ("data", "batch_sizes") + names[1:-1]
+    elif args[-1] is None:
+        raise TypeError(f"{mode.lower()}() missing 1 required positional argument: "
+                        "'batch_first'")
     bound = dict(zip(names, args))
-    for key, value in kwargs.items():
-        if key not in names or key in bound:
-            raise TypeError(f"{mode.lower()}() got an unexpected or repeated argument '{key}'")
-        bound[key] = value
-    missing = [n for n in names if n not in bound]
-    if missing:
-        raise TypeError(f"{mode.lower()}() missing required argument '{missing[0]}'")
     data = bound["data" if packed else "input"]
     hx, params = bound["hx"], list(bound["params"])
     has_biases, num_layers = bool(bound["has_biases"]), int(bound["num_layers"])
@@ -626,34 +623,42 @@ def _sequence(mode, args, kwargs):
     return (output, *final)
 
 
-def lstm(*args, **kwargs):
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
     """torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first) -> (output, h_n, c_n): the stacked LSTM of nn.LSTM over weights given as a
     flat list (w_ih, w_hh[, b_ih, b_hh][, w_hr] per layer and direction); hx is [h_0, c_0].
     Also ATen's packed form (data, batch_sizes, hx, params, has_biases, num_layers, dropout,
     train, bidirectional)."""
-    return _sequence("LSTM", args, kwargs)
+    return _sequence("LSTM", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
 
 
-def gru(*args, **kwargs):
+def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
     """torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first) -> (output, h_n): nn.GRU's stacked layers over a flat weight list; also the
     packed form (data, batch_sizes, hx, params, ...)."""
-    return _sequence("GRU", args, kwargs)
+    return _sequence("GRU", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
 
 
-def rnn_tanh(*args, **kwargs):
+def rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
     """torch.rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first) -> (output, h_n): nn.RNN's (tanh) stacked layers over a flat weight list;
     also the packed form (data, batch_sizes, hx, params, ...)."""
-    return _sequence("RNN_TANH", args, kwargs)
+    return _sequence("RNN_TANH", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
 
 
-def rnn_relu(*args, **kwargs):
+def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
     """torch.rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first) -> (output, h_n): nn.RNN's (relu) stacked layers over a flat weight list;
     also the packed form (data, batch_sizes, hx, params, ...)."""
-    return _sequence("RNN_RELU", args, kwargs)
+    return _sequence("RNN_RELU", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
 
 
 def embedding_renorm_(weight, indices, max_norm, norm_type):
