@@ -131,6 +131,7 @@ from . import _fake_quantize
 _fake_quantize.register(globals())
 from . import _memory_format
 _memory_format.register(globals(), Tensor)
+from ._control_flow import cond, while_loop  # noqa: E402  (torch.cond / torch.while_loop)
 from . import __future__  # noqa: F401  (torch.__future__'s switches, read by nn.Module)
 from ._complex import complex, polar, view_as_real, view_as_complex  # noqa: A004
 

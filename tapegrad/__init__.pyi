@@ -175,6 +175,7 @@ __all__ = [
     'argwhere',
     'as_strided',
     'as_strided_copy',
+    'as_strided_scatter',
     'as_tensor',
     'asarray',
     'asin',
@@ -254,6 +255,7 @@ __all__ = [
     'complex64',
     'concat',
     'concatenate',
+    'cond',
     'conj',
     'conj_physical',
     'conj_physical_',
@@ -394,6 +396,7 @@ __all__ = [
     'greater',
     'greater_equal',
     'group_norm',
+    'gru',
     'gru_cell',
     'gt',
     'half',
@@ -507,6 +510,7 @@ __all__ = [
     'logspace',
     'logsumexp',
     'long',
+    'lstm',
     'lstm_cell',
     'lstsq',
     'lt',
@@ -634,7 +638,9 @@ __all__ = [
     'resolve_neg',
     'result_type',
     'rms_norm',
+    'rnn_relu',
     'rnn_relu_cell',
+    'rnn_tanh',
     'rnn_tanh_cell',
     'roll',
     'rot90',
@@ -783,6 +789,7 @@ __all__ = [
     'vsplit',
     'vstack',
     'where',
+    'while_loop',
     'xlogy',
     'xlogy_',
     'zero_',
@@ -979,6 +986,7 @@ class Tensor:
     def argwhere(self) -> Any: ...
     def as_strided(self, size: Any, stride: Any, storage_offset: Any = ...) -> Any: ...
     def as_strided_(self, size: Any, stride: Any, storage_offset: Any = ...) -> Tensor: ...
+    def as_strided_scatter(self, src: Any, size: Any, stride: Any, storage_offset: Any = ...) -> Any: ...
     def as_subclass(self, cls: Any) -> Any: ...
     def asin(self) -> Tensor: ...
     def asin_(self, *args: Any, **kwargs: Any) -> Tensor: ...
@@ -1622,6 +1630,8 @@ def as_strided(input: Any, size: Any, stride: Any, storage_offset: Any = ...) ->
 
 def as_strided_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
+def as_strided_scatter(input: Any, src: Any, size: Any, stride: Any, storage_offset: Any = ...) -> Any: ...
+
 def asarray(obj: Any, *, dtype: Any = ..., device: Any = ..., copy: Any = ..., requires_grad: Any = ...) -> Any: ...
 
 def asin(input: Any, *, out: Any = ...) -> Tensor: ...
@@ -1763,6 +1773,8 @@ complex64: dtype
 def concat(tensors: Any, dim: Any = ..., *, axis: Any = ..., out: Any = ...) -> Tensor: ...
 
 def concatenate(tensors: Any, dim: Any = ..., *, axis: Any = ..., out: Any = ...) -> Tensor: ...
+
+def cond(pred: Any, true_fn: Any, false_fn: Any, operands: Any = ...) -> Any: ...
 
 def conj(input: Any) -> Any: ...
 
@@ -2056,6 +2068,8 @@ def greater_equal(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 
 def group_norm(input: Any, num_groups: Any, weight: Any = ..., bias: Any = ..., eps: Any = ..., cudnn_enabled: Any = ...) -> Tensor: ...
 
+def gru(input: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout: Any, train: Any, bidirectional: Any, batch_first: Any = ...) -> Any: ...
+
 def gru_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = ..., b_hh: Any = ...) -> Any: ...
 
 def gt(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
@@ -2267,6 +2281,8 @@ def logspace(start: Any, end: Any, steps: Any, base: _float = ..., dtype: Any = 
 def logsumexp(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ..., out: Any = ...) -> Tensor: ...
 
 long: dtype
+def lstm(input: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout: Any, train: Any, bidirectional: Any, batch_first: Any = ...) -> Any: ...
+
 def lstm_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = ..., b_hh: Any = ...) -> Any: ...
 
 def lstsq(*args: Any, **kwargs: Any) -> None: ...
@@ -2504,7 +2520,11 @@ def result_type(a: Any, b: Any) -> Any: ...
 
 def rms_norm(input: Any, normalized_shape: Any, weight: Any = ..., eps: Any = ...) -> Any: ...
 
+def rnn_relu(input: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout: Any, train: Any, bidirectional: Any, batch_first: Any = ...) -> Any: ...
+
 def rnn_relu_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = ..., b_hh: Any = ...) -> Any: ...
+
+def rnn_tanh(input: Any, hx: Any, params: Any, has_biases: Any, num_layers: Any, dropout: Any, train: Any, bidirectional: Any, batch_first: Any = ...) -> Any: ...
 
 def rnn_tanh_cell(input: Any, hx: Any, w_ih: Any, w_hh: Any, b_ih: Any = ..., b_hh: Any = ...) -> Any: ...
 
@@ -2782,6 +2802,8 @@ def vsplit(input: Any, indices_or_sections: Any = ..., *, sections: Any = ..., i
 def vstack(tensors: Any, *, out: Any = ...) -> Tensor: ...
 
 def where(condition: Any, input: Any = ..., other: Any = ..., *, out: Any = ...) -> Tensor: ...
+
+def while_loop(cond_fn: Any, body_fn: Any, carried_inputs: Any) -> Any: ...
 
 def xlogy(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 

@@ -35,7 +35,12 @@ NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device"
                      "set_grad_enabled", "inference_mode", "compile", "vmap", "get_rng_state",
                      "set_rng_state", "initial_seed", "from_dlpack", "to_dlpack",
                      "is_grad_enabled", "is_inference_mode_enabled", "is_anomaly_enabled",
-                     "is_anomaly_check_nan_enabled"))
+                     "is_anomaly_check_nan_enabled",
+                     # (the __torch_function__ protocol's own helpers, F re-exports them: behind
+                     # the entry a subclass argument would dispatch them to itself, endlessly)
+                     "has_torch_function", "has_torch_function_unary",
+                     "has_torch_function_variadic", "handle_torch_function",
+                     "assert_int_or_pair"))
 
 # id(function) -> its entry: an alias (F.relu in two places, tapegrad.ger and outer) is one
 # object; the entries that take out= apart (torch.sigmoid takes out=, F.sigmoid does not)

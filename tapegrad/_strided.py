@@ -169,8 +169,36 @@ def as_strided_method(self, size, stride, storage_offset=None):
     return as_strided(self, size, stride, storage_offset)
 
 
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of ``input`` (fresh storage, input's layout) with ``src`` written into the
+    elements ``input.as_strided(size, stride, storage_offset)`` selects: ``out = input.clone();
+    out.as_strided(...).copy_(src)``, recorded as those ops, so ``input``'s gradient is zero at
+    the written elements and ``src``'s is the gradient read through the same window."""
+    size, stride = _int_list(size, "size"), _int_list(stride, "stride")
+    if tuple(src.shape) != tuple(size):
+        raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(size)}")
+    if input.requires_grad and not input.is_contiguous():
+        # (PyTorch's internal assert: its backward reads the input's storage as contiguous)
+        raise RuntimeError("!self.requires_grad() || self.is_contiguous() INTERNAL ASSERT "
+                           "FAILED: as_strided_scatter is currently only supported for "
+                           "contiguous inputs")
+    out = input.clone()
+    out.as_strided(size, stride, storage_offset).copy_(src)
+    return out
+
+
+def as_strided_scatter_method(self, src, size, stride, storage_offset=None):
+    """``Tensor.as_strided_scatter(src, size, stride, storage_offset=None)``: see
+    ``tapegrad.as_strided_scatter``."""
+    return as_strided_scatter(self, src, size, stride, storage_offset)
+
+
 def register(namespace: dict, tensor_cls) -> None:
-    """Add ``as_strided`` to tapegrad and to Tensor."""
+    """Add ``as_strided`` and ``as_strided_scatter`` to tapegrad and to Tensor."""
     namespace.setdefault("as_strided", as_strided)
+    namespace.setdefault("as_strided_scatter", as_strided_scatter)
     if not has_member(tensor_cls, "as_strided"):
         tensor_cls.as_strided = as_strided_method
+    if not has_member(tensor_cls, "as_strided_scatter"):
+        tensor_cls.as_strided_scatter = as_strided_scatter_method

@@ -534,6 +534,134 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return (1 - z) * n + z * hx
 
 
+def _sequence(mode, args):
+    """ATen's stacked recurrent layers (torch.lstm, torch.gru, torch.rnn_tanh, torch.rnn_relu),
+    run by the layers' own loop (nn.modules.rnn._run_layers) over weights given as a flat list
+    per layer and direction (w_ih, w_hh[, b_ih, b_hh][, w_hr]).  Two overloads of nine
+    arguments, as ATen's: (input, hx, params, has_biases, num_layers, dropout, train,
+    bidirectional, batch_first) and, for a packed batch, (data, batch_sizes, hx, params,
+    has_biases, num_layers, dropout, train, bidirectional).  hx is the (h, c) pair for LSTM, one
+    tensor otherwise."""
+    from .nn.modules.rnn import _run_layers
+    names = ("input", "hx", "params", "has_biases", "num_layers", "dropout", "train",
+             "bidirectional", "batch_first")
+    packed = isinstance(args[1], TensorBase) and (mode == "LSTM"
+                                                  or isinstance(args[2], TensorBase))
+    if packed:
+        names = ("data", "batch_sizes") + names[1:-1]
+    elif args[-1] is None:
+        raise TypeError(f"{mode.lower()}() missing 1 required positional argument: "
+                        "'batch_first'")
+    bound = dict(zip(names, args))
+    data = bound["data" if packed else "input"]
+    hx, params = bound["hx"], list(bound["params"])
+    has_biases, num_layers = bool(bound["has_biases"]), int(bound["num_layers"])
+    dropout, train = float(bound["dropout"]), bool(bound["train"])
+    bidirectional = bool(bound["bidirectional"])
+    batch_first = False if packed else bool(bound["batch_first"])
+    if mode == "LSTM":
+        state = list(hx)
+        if len(state) != 2:
+            raise RuntimeError("lstm expects two hidden states")
+    else:
+        if not isinstance(hx, TensorBase):
+            raise TypeError(f"{mode.lower()}(): argument 'hx' must be Tensor, not "
+                            f"{type(hx).__name__}")
+        state = [hx]
+    for t in state:
+        if t.dim() != 3:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-t.dim()}, {t.dim() - 1}], but got 2)")
+    # An LSTM with projections has an h narrower than its c, and a w_hr per direction.
+    proj = mode == "LSTM" and state[0].shape[2] != state[1].shape[2]
+    stride = (4 if has_biases else 2) + proj
+    if len(params) % stride:
+        raise RuntimeError(f"MatrixRef: ArrayRef size {len(params)} not divisible by stride "
+                           f"{stride}" if mode == "LSTM"
+                           else "got an incorrect number of RNN parameters")
+    num_directions = 2 if bidirectional else 1
+    groups = [params[k:k + stride] for k in range(0, len(params), stride)]
+    # (ATen's LSTM uses the first groups it needs; its other RNNs refuse extra ones)
+    if len(groups) > num_layers * num_directions and mode != "LSTM":
+        raise RuntimeError("Expected more weights in stacked_rnn")
+    if len(groups) < num_layers * num_directions:
+        raise RuntimeError(f"{mode.lower()}: expected {num_layers * num_directions} groups of "
+                           f"{stride} weights (num_layers * directions), got {len(groups)}")
+
+    def direction_weights(layer, direction):
+        group = groups[layer * num_directions + direction]
+        w_ih, w_hh = group[0], group[1]
+        b_ih, b_hh = (group[2], group[3]) if has_biases else (None, None)
+        return w_ih, w_hh, b_ih, b_hh, group[-1] if proj else None
+
+    if not packed:
+        if data.dim() != 3:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-data.dim()}, {data.dim() - 1}], but got 2)")
+        if batch_first:
+            data = data.transpose(0, 1)
+        batch_sizes = None
+        batch = data.shape[1]
+    else:
+        batch_sizes = [int(b) for b in bound["batch_sizes"].tolist()]
+        batch = batch_sizes[0]
+    w = groups[0][0]
+    for t in [data] + state[:1]:
+        if t.dtype != w.dtype:
+            raise RuntimeError(
+                f"mat1 and mat2 must have the same dtype, but got "
+                f"{_core.scalar_type_name_of(t._array.dtype)} and "
+                f"{_core.scalar_type_name_of(w._array.dtype)}")
+    for t in state:
+        if t.shape[1] != batch:
+            raise RuntimeError(f"The size of tensor a ({t.shape[1]}) must match the size of "
+                               f"tensor b ({batch}) at non-singleton dimension 0")
+    output, final = _run_layers(mode, data, state, direction_weights, num_layers,
+                                bidirectional, dropout, train, True, batch_sizes)
+    if batch_first:
+        # (as the layers: ATen's GRU and RNN transpose their fresh output in place)
+        output = output.transpose(0, 1) if mode == "LSTM" else output.transpose_(0, 1)
+    return (output, *final)
+
+
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
+    """torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first) -> (output, h_n, c_n): the stacked LSTM of nn.LSTM over weights given as a
+    flat list (w_ih, w_hh[, b_ih, b_hh][, w_hr] per layer and direction); hx is [h_0, c_0].
+    Also ATen's packed form (data, batch_sizes, hx, params, has_biases, num_layers, dropout,
+    train, bidirectional)."""
+    return _sequence("LSTM", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
+
+
+def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
+    """torch.gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first) -> (output, h_n): nn.GRU's stacked layers over a flat weight list; also the
+    packed form (data, batch_sizes, hx, params, ...)."""
+    return _sequence("GRU", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
+
+
+def rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
+    """torch.rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first) -> (output, h_n): nn.RNN's (tanh) stacked layers over a flat weight list;
+    also the packed form (data, batch_sizes, hx, params, ...)."""
+    return _sequence("RNN_TANH", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
+
+
+def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+        batch_first=None):
+    """torch.rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first) -> (output, h_n): nn.RNN's (relu) stacked layers over a flat weight list;
+    also the packed form (data, batch_sizes, hx, params, ...)."""
+    return _sequence("RNN_RELU", (input, hx, params, has_biases, num_layers, dropout, train,
+                           bidirectional, batch_first))
+
+
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """Rescale in place, without recording, the rows of weight named by indices whose
     norm_type-norm exceeds max_norm, to norm max_norm (factor max_norm / (norm + 1e-7))."""
@@ -562,7 +690,8 @@ FUNCTIONS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d
              "pairwise_distance", "pdist", "kl_div", "binary_cross_entropy_with_logits",
              "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
              "cosine_embedding_loss", "triplet_margin_loss", "constant_pad_nd", "rnn_tanh_cell",
-             "rnn_relu_cell", "lstm_cell", "gru_cell", "embedding_renorm_")
+             "rnn_relu_cell", "lstm_cell", "gru_cell", "embedding_renorm_", "lstm", "gru",
+             "rnn_tanh", "rnn_relu")
 # Tensor methods PyTorch has among these (Tensor.prelu, Tensor.hardshrink)
 METHODS = ("prelu", "hardshrink")
 

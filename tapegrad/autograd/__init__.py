@@ -25,6 +25,8 @@ from .variable import Variable
 from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
 from .._saved_attrs import SavedTensor
 from . import function, anomaly_mode, grad_mode
+# (torch.autograd re-exports these three of torch.overrides)
+from ..overrides import handle_torch_function, has_torch_function, is_tensor_like  # noqa: F401
 
 # Loaded on first use (PEP 562, tapegrad/_lazy.py): the op families import autograd.function
 # while `import tapegrad` runs, and these would come with it (the profiler brings json and enum

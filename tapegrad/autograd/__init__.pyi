@@ -39,6 +39,9 @@ from tapegrad.grad_mode import enable_grad as enable_grad
 from tapegrad.grad_mode import inference_mode as inference_mode
 from tapegrad.grad_mode import no_grad as no_grad
 from tapegrad.grad_mode import set_grad_enabled as set_grad_enabled
+from tapegrad.overrides import handle_torch_function as handle_torch_function
+from tapegrad.overrides import has_torch_function as has_torch_function
+from tapegrad.overrides import is_tensor_like as is_tensor_like
 
 __all__ = [
     'grad',

@@ -92,11 +92,13 @@ from tapegrad.nn.modules.linear import Flatten as Flatten
 from tapegrad.nn.modules.linear import Identity as Identity
 from tapegrad.nn.modules.linear import Linear as Linear
 from tapegrad.nn.modules.linear import Unflatten as Unflatten
+from tapegrad.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions as LinearCrossEntropyOptions
 from tapegrad.nn.modules.loss import BCELoss as BCELoss
 from tapegrad.nn.modules.loss import BCEWithLogitsLoss as BCEWithLogitsLoss
 from tapegrad.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
 from tapegrad.nn.modules.loss import HuberLoss as HuberLoss
 from tapegrad.nn.modules.loss import L1Loss as L1Loss
+from tapegrad.nn.modules.loss import LinearCrossEntropyLoss as LinearCrossEntropyLoss
 from tapegrad.nn.modules.loss import MSELoss as MSELoss
 from tapegrad.nn.modules.loss import NLLLoss as NLLLoss
 from tapegrad.nn.modules.loss import NLLLoss2d as NLLLoss2d
@@ -285,6 +287,8 @@ __all__ = [
     'LazyModuleMixin',
     'LeakyReLU',
     'Linear',
+    'LinearCrossEntropyLoss',
+    'LinearCrossEntropyOptions',
     'LocalResponseNorm',
     'LogSigmoid',
     'LogSoftmax',

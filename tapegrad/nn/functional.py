@@ -65,6 +65,27 @@ from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuf
 
 from ._extra_activations import alpha_dropout, gumbel_softmax  # noqa: E402
 from .._torch_functional import pdist  # noqa: E402,F401  (torch.pdist, also F.pdist)
+from ._linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
+from .._torch_functional import conv_tbc  # noqa: E402,F401  (F.conv_tbc is torch.conv_tbc)
+
+# __torch_function__ helpers PyTorch's functional module imports and scripts reach through it
+# (assigned, not from-imported: public names of this module, as in PyTorch's stubs).
+from .. import overrides as _overrides  # noqa: E402
+handle_torch_function = _overrides.handle_torch_function
+has_torch_function = _overrides.has_torch_function
+has_torch_function_unary = _overrides.has_torch_function_unary
+has_torch_function_variadic = _overrides.has_torch_function_variadic
+
+# The mode numbers of grid_sample's interpolation and padding arguments (ATen's enums).
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def assert_int_or_pair(arg, arg_name: str, message: str) -> None:
+    """AssertionError with ``message.format(arg_name)`` unless ``arg`` is an int or has two
+    elements (a kernel size, stride or padding of a 2-d op)."""
+    if not (isinstance(arg, int) or len(arg) == 2):
+        raise AssertionError(message.format(arg_name))
 
 # inplace=True on a tensor in a graph: the compiled relu, leaky_relu, elu and silu record it
 # themselves (through _graph_inplace.activation_in_graph, on that path only), the composed

@@ -18,10 +18,17 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad import conv_tbc as conv_tbc
 from tapegrad import pdist as pdist
+from tapegrad.overrides import handle_torch_function as handle_torch_function
+from tapegrad.overrides import has_torch_function as has_torch_function
+from tapegrad.overrides import has_torch_function_unary as has_torch_function_unary
+from tapegrad.overrides import has_torch_function_variadic as has_torch_function_variadic
 from tapegrad import Tensor as _Tensor
 
 __all__ = [
+    'GRID_SAMPLE_INTERPOLATION_MODES',
+    'GRID_SAMPLE_PADDING_MODES',
     'adaptive_avg_pool1d',
     'adaptive_avg_pool2d',
     'adaptive_avg_pool3d',
@@ -33,6 +40,7 @@ __all__ = [
     'adaptive_max_pool3d_with_indices',
     'affine_grid',
     'alpha_dropout',
+    'assert_int_or_pair',
     'avg_pool1d',
     'avg_pool2d',
     'avg_pool3d',
@@ -46,6 +54,7 @@ __all__ = [
     'conv1d',
     'conv2d',
     'conv3d',
+    'conv_tbc',
     'conv_transpose1d',
     'conv_transpose2d',
     'conv_transpose3d',
@@ -73,11 +82,15 @@ __all__ = [
     'grid_sample',
     'group_norm',
     'gumbel_softmax',
+    'handle_torch_function',
     'hardshrink',
     'hardsigmoid',
     'hardswish',
     'hardtanh',
     'hardtanh_',
+    'has_torch_function',
+    'has_torch_function_unary',
+    'has_torch_function_variadic',
     'hinge_embedding_loss',
     'huber_loss',
     'instance_norm',
@@ -88,6 +101,7 @@ __all__ = [
     'leaky_relu',
     'leaky_relu_',
     'linear',
+    'linear_cross_entropy',
     'local_response_norm',
     'log_softmax',
     'logsigmoid',
@@ -150,6 +164,8 @@ __all__ = [
     'upsample_nearest',
 ]
 
+GRID_SAMPLE_INTERPOLATION_MODES: Any
+GRID_SAMPLE_PADDING_MODES: Any
 def adaptive_avg_pool1d(input: Any, output_size: Any) -> _Tensor: ...
 
 def adaptive_avg_pool2d(input: Any, output_size: Any) -> _Tensor: ...
@@ -171,6 +187,8 @@ def adaptive_max_pool3d_with_indices(input: Any, output_size: Any, return_indice
 def affine_grid(theta: Any, size: Any, align_corners: Any = ...) -> Any: ...
 
 def alpha_dropout(input: Any, p: _float = ..., training: _bool = ..., inplace: _bool = ...) -> _Tensor: ...
+
+def assert_int_or_pair(arg: Any, arg_name: _str, message: _str) -> None: ...
 
 def avg_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., ceil_mode: Any = ..., count_include_pad: Any = ...) -> _Tensor: ...
 
@@ -281,6 +299,8 @@ def leaky_relu(input: Any, negative_slope: Any = ..., inplace: Any = ...) -> _Te
 def leaky_relu_(input: Any, negative_slope: _float = ...) -> Any: ...
 
 def linear(input: Any, weight: Any, bias: Any = ...) -> _Tensor: ...
+
+def linear_cross_entropy(input: Any, linear_weight: Any, target: Any, *, linear_bias: Any = ..., weight: Any = ..., reduction: _str = ..., ignore_index: Any = ..., label_smoothing: _float = ..., options: Any = ...) -> Any: ...
 
 def local_response_norm(input: Any, size: _int, alpha: _float = ..., beta: _float = ..., k: _float = ...) -> Any: ...
 

@@ -112,6 +112,11 @@ __all__ += ["AdaptiveLogSoftmaxWithLoss", "Container", "LazyConvTranspose1d",
 from .upsampling import UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
 __all__ += ["UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
+# The fused linear + cross entropy criterion (PyTorch 2.1x) and its chunking options.
+from .loss import LinearCrossEntropyLoss  # noqa: E402
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: E402
+__all__ += ["LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
+
 # Parameter containers (issue 15).
 from .param_containers import ParameterDict, ParameterList  # noqa: E402
 __all__ += ["ParameterDict", "ParameterList"]
@@ -120,8 +125,8 @@ __all__ += ["ParameterDict", "ParameterList"]
 # safe_globals lists) resolve here too.  Classes tapegrad defines in another file are added to
 # the file PyTorch defines them in; files tapegrad lacks are small re-exporting modules.
 from . import (activation, batchnorm, channelshuffle, container, conv, distance,  # noqa: E402
-               dropout, flatten, fold, instancenorm, linear, loss, padding, pixelshuffle,
-               upsampling)
+               dropout, flatten, fold, instancenorm, linear, linear_cross_entropy_options,
+               loss, padding, pixelshuffle, upsampling)
 from . import activation_extra as _activation_extra, lazy as _lazy  # noqa: E402
 from . import loss_extra as _loss_extra, padding_shuffle as _padding_shuffle  # noqa: E402
 from . import param_containers as _param_containers, transformer as _transformer  # noqa: E402

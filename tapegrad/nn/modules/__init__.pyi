@@ -35,6 +35,7 @@ from tapegrad.nn.modules import fold as fold
 from tapegrad.nn.modules import instancenorm as instancenorm
 from tapegrad.nn.modules import lazy as lazy
 from tapegrad.nn.modules import linear as linear
+from tapegrad.nn.modules import linear_cross_entropy_options as linear_cross_entropy_options
 from tapegrad.nn.modules import loss as loss
 from tapegrad.nn.modules import loss_extra as loss_extra
 from tapegrad.nn.modules import module as module
@@ -114,11 +115,13 @@ from tapegrad.nn.modules.linear import Flatten as Flatten
 from tapegrad.nn.modules.linear import Identity as Identity
 from tapegrad.nn.modules.linear import Linear as Linear
 from tapegrad.nn.modules.linear import Unflatten as Unflatten
+from tapegrad.nn.modules.linear_cross_entropy_options import LinearCrossEntropyOptions as LinearCrossEntropyOptions
 from tapegrad.nn.modules.loss import BCELoss as BCELoss
 from tapegrad.nn.modules.loss import BCEWithLogitsLoss as BCEWithLogitsLoss
 from tapegrad.nn.modules.loss import CrossEntropyLoss as CrossEntropyLoss
 from tapegrad.nn.modules.loss import HuberLoss as HuberLoss
 from tapegrad.nn.modules.loss import L1Loss as L1Loss
+from tapegrad.nn.modules.loss import LinearCrossEntropyLoss as LinearCrossEntropyLoss
 from tapegrad.nn.modules.loss import MSELoss as MSELoss
 from tapegrad.nn.modules.loss import NLLLoss as NLLLoss
 from tapegrad.nn.modules.loss import NLLLoss2d as NLLLoss2d
@@ -370,6 +373,8 @@ __all__ = [
     'SyncBatchNorm',
     'UpsamplingBilinear2d',
     'UpsamplingNearest2d',
+    'LinearCrossEntropyLoss',
+    'LinearCrossEntropyOptions',
     'ParameterDict',
     'ParameterList',
 ]

@@ -1,10 +1,13 @@
 """Loss modules: thin wrappers around tapegrad.nn.functional with a `reduction`."""
 from __future__ import annotations
 
+import math
 import warnings
 
 from .. import functional as F
 from .._extra_losses import _reduction
+from .linear import Linear
+from .linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401
 from .module import Module
 
 
@@ -140,3 +143,49 @@ class NLLLoss2d(NLLLoss):
                       "replacement and see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss "
                       "for more details.", FutureWarning, stacklevel=2)
         super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Cross entropy of ``input`` mapped to logits by an owned ``Linear`` (``self.linear``):
+    ``F.linear_cross_entropy`` with the module's weight reshaped to
+    (num_classes, *out_features, in_features).  The Linear stores it flat, with
+    ``num_classes * prod(out_features)`` outputs (and a bias of that length when
+    ``bias=True``), as PyTorch's does, so state_dict keys are ``linear.weight`` /
+    ``linear.bias`` (and ``weight``, the per-class rescaling buffer).
+    """
+
+    def __init__(self, in_features: int, num_classes: int, *, out_features=(),
+                 bias: bool = False, device=None, dtype=None, reduction: str = "mean",
+                 weight=None, ignore_index=None, label_smoothing: float = 0.0,
+                 options=None) -> None:
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got "
+                               f"{tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError("expected label_smoothing to be in range [0, 1], got "
+                               f"{label_smoothing}")
+        super().__init__(weight=weight, size_average=None, reduce=None, reduction=reduction)
+        self.num_classes = num_classes
+        self.out_features = out_features
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+        self.linear = Linear(in_features, math.prod(out_features, start=num_classes), bias=bias,
+                             device=device, dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        linear_weight = self.linear.weight.reshape(
+            (self.num_classes, *self.out_features, self.linear.in_features))
+        linear_bias = (self.linear.bias.reshape((self.num_classes, *self.out_features))
+                       if self.linear.bias is not None else None)
+        return F.linear_cross_entropy(input, linear_weight, target, linear_bias=linear_bias,
+                                      weight=self.weight, reduction=self.reduction,
+                                      ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing,
+                                      options=self.options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

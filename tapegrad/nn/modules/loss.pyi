@@ -44,6 +44,7 @@ __all__ = [
     'HuberLoss',
     'KLDivLoss',
     'L1Loss',
+    'LinearCrossEntropyLoss',
     'MSELoss',
     'MarginRankingLoss',
     'MultiLabelMarginLoss',
@@ -84,6 +85,18 @@ class HuberLoss(_Module):
 class L1Loss(_Module):
     def __init__(self, size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> None: ...
     def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
+    reduction: Any
+
+class LinearCrossEntropyLoss(_Module):
+    def __init__(self, in_features: _int, num_classes: _int, *, out_features: Any = ..., bias: _bool = ..., device: Any = ..., dtype: Any = ..., reduction: _str = ..., weight: Any = ..., ignore_index: Any = ..., label_smoothing: _float = ..., options: Any = ...) -> None: ...
+    def extra_repr(self) -> _str: ...
+    def forward(self, input: Any, target: Any) -> Any: ...  # type: ignore[override]
+    num_classes: Any
+    out_features: Any
+    ignore_index: Any
+    label_smoothing: Any
+    linear: Any
+    options: Any
     reduction: Any
 
 class MSELoss(_Module):

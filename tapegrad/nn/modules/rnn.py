@@ -262,6 +262,48 @@ def _shape_str(shape):
     return "(" + ", ".join(str(s) for s in shape) + (",)" if len(shape) == 1 else ")")
 
 
+def _run_layers(mode, data, state, direction_weights, num_layers, bidirectional, dropout,
+                train, hx_given, batch_sizes):
+    """The stacked layers of an RNN/LSTM/GRU over a (T, B, I) input or a packed batch's data
+    (``batch_sizes`` not None): ``direction_weights(layer, direction)`` gives (w_ih, w_hh, b_ih,
+    b_hh, w_hr); ``state`` is the list of (L * D, B, H) initial states (h, and c for LSTM);
+    dropout between layers when ``train``.  Returns (output, list of final states).  The
+    layers (RNNBase.forward) and the functional torch.lstm & co. both run through here."""
+    packed = batch_sizes is not None
+    num_directions = 2 if bidirectional else 1
+    layer_input = data
+    finals = [[] for _ in state]
+    for layer in range(num_layers):
+        direction_outputs = []
+        for direction in range(num_directions):
+            w_ih, w_hh, b_ih, b_hh, w_hr = direction_weights(layer, direction)
+            idx = layer * num_directions + direction
+            if batch_sizes is None and _compiles(layer_input, w_hr):
+                # (no hx: the sequence starts from zeros of its own, so a replay runs no
+                # zeros and indexing steps for the initial state)
+                init_state = ((None,) * len(state) if not hx_given
+                              else tuple(s[idx] for s in state))
+                out, last = _compiled_direction(
+                    mode, layer_input, init_state, (w_ih, b_ih, b_hh, w_hh, w_hr),
+                    direction == 1)
+                direction_outputs.append(out)
+            else:
+                init_state = tuple(s[idx] for s in state)
+                proj = _input_projection(mode, layer_input, w_ih, b_ih, b_hh)
+                weights = (w_hh, _hidden_bias(mode, b_ih, b_hh), w_hr)
+                steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
+                outs, last = _run_direction(mode, steps, init_state, weights,
+                                            direction == 1, batch_sizes)
+                direction_outputs.append(_cat(outs, 0) if packed else _stack(outs, 0))
+            for k, s in enumerate(last):
+                finals[k].append(s)
+        layer_input = (direction_outputs[0] if num_directions == 1
+                       else _cat(direction_outputs, -1))
+        if dropout > 0 and train and layer < num_layers - 1:
+            layer_input = F.dropout(layer_input, dropout, True)
+    return layer_input, [_stack(f, 0) for f in finals]
+
+
 # -- the multi-layer modules --------------------------------------------------------------------
 
 class RNNBase(Module):
@@ -494,39 +536,9 @@ class RNNBase(Module):
         if packed and sorted_indices is not None:
             state = [s.index_select(1, sorted_indices) for s in state]
 
-        num_directions = 2 if self.bidirectional else 1
-        layer_input = data
-        finals = [[] for _ in state]
-        for layer in range(self.num_layers):
-            direction_outputs = []
-            for direction in range(num_directions):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_weights(layer, direction)
-                idx = layer * num_directions + direction
-                if not packed and _compiles(layer_input, w_hr):
-                    # (no hx: the sequence starts from zeros of its own, so a replay runs no
-                    # zeros and indexing steps for the initial state)
-                    init_state = ((None,) * len(state) if hx is None
-                                  else tuple(s[idx] for s in state))
-                    out, last = _compiled_direction(
-                        self.mode, layer_input, init_state, (w_ih, b_ih, b_hh, w_hh, w_hr),
-                        direction == 1)
-                    direction_outputs.append(out)
-                else:
-                    init_state = tuple(s[idx] for s in state)
-                    proj = _input_projection(self.mode, layer_input, w_ih, b_ih, b_hh)
-                    weights = (w_hh, _hidden_bias(self.mode, b_ih, b_hh), w_hr)
-                    steps = (proj.split(batch_sizes, 0) if packed else proj.unbind(0))
-                    outs, last = _run_direction(self.mode, steps, init_state, weights,
-                                                direction == 1, batch_sizes)
-                    direction_outputs.append(_cat(outs, 0) if packed else _stack(outs, 0))
-                for k, s in enumerate(last):
-                    finals[k].append(s)
-            layer_input = (direction_outputs[0] if num_directions == 1
-                           else _cat(direction_outputs, -1))
-            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                layer_input = F.dropout(layer_input, self.dropout, True)
-        output = layer_input
-        final = [_stack(f, 0) for f in finals]
+        output, final = _run_layers(self.mode, data, state, self._direction_weights,
+                                    self.num_layers, self.bidirectional, self.dropout,
+                                    self.training, hx is not None, batch_sizes)
         if packed:
             if unsorted_indices is not None:
                 final = [s.index_select(1, unsorted_indices) for s in final]
