@@ -537,7 +537,7 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def _sequence(mode, args):
     """ATen's stacked recurrent layers (torch.lstm, torch.gru, torch.rnn_tanh, torch.rnn_relu),
     run by the layers' own loop (nn.modules.rnn._run_layers) over weights given as a flat list
-    per layer and direction (w_ih, w_hh[, b_ih, b_hh][, w_hr]).  Two overloads of nine
+    per layer and direction (`w_ih, w_hh[, b_ih, b_hh][, w_hr]`).  Two overloads of nine
     arguments, as ATen's: (input, hx, params, has_biases, num_layers, dropout, train,
     bidirectional, batch_first) and, for a packed batch, (data, batch_sizes, hx, params,
     has_biases, num_layers, dropout, train, bidirectional).  hx is the (h, c) pair for LSTM, one
@@ -628,7 +628,7 @@ def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectiona
         batch_first=None):
     """torch.lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
     batch_first) -> (output, h_n, c_n): the stacked LSTM of nn.LSTM over weights given as a
-    flat list (w_ih, w_hh[, b_ih, b_hh][, w_hr] per layer and direction); hx is [h_0, c_0].
+    flat list (`w_ih, w_hh[, b_ih, b_hh][, w_hr]` per layer and direction); hx is [h_0, c_0].
     Also ATen's packed form (data, batch_sizes, hx, params, has_biases, num_layers, dropout,
     train, bidirectional)."""
     return _sequence("LSTM", (input, hx, params, has_biases, num_layers, dropout, train,
