@@ -238,10 +238,13 @@ class UniformQuantizationObserverBase(ObserverBase):
     def reset_min_max_vals(self):
         raise NotImplementedError("Cannot reset min/max values in the given observer.")
 
-    def _observe(self, x_orig):
-        """Fold x_orig's range into min_val / max_val by the subclass's _current_range and
-        _combine: the forward of the min/max observers, per tensor and per channel (whose
-        buffers take their channel count at the first observation)."""
+
+class _RunningRange:
+    """What the min/max observers share (per tensor and per channel): forward folds the input's
+    range into min_val / max_val by the class's _current_range and _combine (per-channel buffers
+    take their channel count at the first observation), and the qparams and repr of that range."""
+
+    def forward(self, x_orig):
         if x_orig.numel() == 0:
             return x_orig
         min_val, max_val = self._combine(*self._current_range(x_orig))
@@ -251,8 +254,14 @@ class UniformQuantizationObserverBase(ObserverBase):
             buffer.copy_(value)
         return x_orig
 
+    def calculate_qparams(self):
+        return self._calculate_qparams(self.min_val, self.max_val)
 
-class MinMaxObserver(UniformQuantizationObserverBase):
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class MinMaxObserver(_RunningRange, UniformQuantizationObserverBase):
     """The running minimum and maximum of everything observed (per tensor)."""
 
     min_val: torch.Tensor
@@ -281,15 +290,6 @@ class MinMaxObserver(UniformQuantizationObserverBase):
 
     def _combine(self, min_cur, max_cur):
         return torch.min(min_cur, self.min_val), torch.max(max_cur, self.max_val)
-
-    def forward(self, x_orig):
-        return self._observe(x_orig)
-
-    def calculate_qparams(self):
-        return self._calculate_qparams(self.min_val, self.max_val)
-
-    def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}"
 
     def reset_min_max_vals(self):
         self.min_val.copy_(torch.tensor(float("inf")))
@@ -324,7 +324,7 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         return self.min_val + c * (min_cur - self.min_val), self.max_val + c * (max_cur - self.max_val)
 
 
-class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
+class PerChannelMinMaxObserver(_RunningRange, UniformQuantizationObserverBase):
     """The running minimum and maximum of each slice along ch_axis (a weight's output channels):
     min_val / max_val start empty and take the channel count from the first tensor."""
 
@@ -364,15 +364,6 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         if self.min_val.numel() == 0 or self.max_val.numel() == 0:
             return min_cur, max_cur
         return torch.min(min_cur, self.min_val), torch.max(max_cur, self.max_val)
-
-    def forward(self, x_orig):
-        return self._observe(x_orig)
-
-    def calculate_qparams(self):
-        return self._calculate_qparams(self.min_val, self.max_val)
-
-    def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}"
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs):
