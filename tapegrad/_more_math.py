@@ -27,7 +27,7 @@ from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import (_check_broadcast, _check_tensor, _check_tensor_or_number, _dtype_name,
                          _in_place, _wrap, _wrap_like, register_family)
-from ._incomplete_gamma import continued_fraction, series_sum
+from ._incomplete_gamma import regularized_gamma
 from ._special_functions import _lgamma_values, _polygamma_values
 from ._special_bessel import I1
 from .autograd.function import Function
@@ -450,17 +450,7 @@ def _regularized_gamma(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     edge = (a < 0) | (x < 0) | (a == 0) | (x == 0) | np.isinf(a) | np.isinf(x)
     out[edge] = lower_edge[edge]
     inner = ~edge & ~np.isnan(a) & ~np.isnan(x)
-    av, xv = a[inner], x[inner]
-    # log of x^a e^-x / Gamma(a), shared by the series and the continued fraction
-    log_prefix = av * np.log(xv) - xv - _lgamma_values(av)
-    series = xv < av + 1
-    lower = np.empty_like(av)
-    lower[series] = np.exp(log_prefix[series]) * series_sum(av[series], xv[series])
-    upper_cf = np.exp(log_prefix[~series]) * continued_fraction(av[~series], xv[~series])
-    values = np.empty_like(av)
-    values[series] = (1 - lower[series]) if upper else lower[series]
-    values[~series] = upper_cf if upper else 1 - upper_cf
-    out[inner] = values
+    out[inner] = regularized_gamma(a[inner], x[inner], upper)
     if upper:
         out[edge] = 1 - out[edge]
     return out

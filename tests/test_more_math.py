@@ -444,3 +444,66 @@ def test_gradient_values_and_errors():
         tg.gradient(tg.tensor([1.0, 2.0]), edge_order=2)
     with pytest.raises(RuntimeError, match="a list of length equal to 'self.dim\\(\\) = 2'"):
         tg.gradient(tg.ones(2, 3), spacing=[1.0])
+
+
+# P(a, x) to 20 digits (a 40-digit mpmath sum of the power series, run once by hand): large a
+# next to the centre, where the capped series and continued fraction stopped short
+_IGAMMA_LARGE_A = [
+    (1e6, 1e6, 0.50013298076087259124),
+    (2.5e7, 2.5e7 - 2.6e4, 9.8717197613253463551e-8),
+    (3e5, 3e5 + 2e3, 0.99986578796672873784),
+    (4e6, 4e6 - 1.2e4, 9.5169678030915064288e-10),
+    (50.0, 41.5, 0.1093476101965515381),
+]
+
+
+@pytest.mark.parametrize("a, x, expected", _IGAMMA_LARGE_A)
+def test_igamma_large_a_near_the_centre(a, x, expected):
+    # SILENT before: P(1e6, 1e6) was 0.477 (the 2000-term series cut off), P(1e8, 1e8) 0.079
+    a_t, x_t = tg.tensor([a], dtype=tg.float64), tg.tensor([x], dtype=tg.float64)
+    assert tg.igamma(a_t, x_t).item() == pytest.approx(expected, rel=1e-13)
+    assert tg.igammac(a_t, x_t).item() == pytest.approx(1 - expected, rel=1e-13)
+    assert tg.special.gammainc(a_t, x_t).item() == pytest.approx(expected, rel=1e-13)
+
+
+def test_igamma_large_a_against_torch(torch):
+    # where torch's own expansion applies (|x - a| / a < 4.5 / sqrt(a)) it is accurate to ~1e-9
+    # (it takes pi in float for the expansion's sqrt(2 pi a)); at 1e8 and 1e10 tapegrad was off
+    # by 0.4 and 0.5
+    a = np.array([1e3, 1e5, 1e6, 1e7, 1e8, 1e10, 1e10])
+    x = np.array([1e3 + 20, 1e5 - 300, 1e6, 1e7 + 3e3, 1e8, 1e10, 1e10 + 3e5])
+    expected = torch.igamma(torch.tensor(a), torch.tensor(x)).numpy()
+    got = tg.igamma(tg.tensor(a), tg.tensor(x)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-8)
+    expected = torch.igammac(torch.tensor(a), torch.tensor(x)).numpy()
+    np.testing.assert_allclose(tg.igammac(tg.tensor(a), tg.tensor(x)).numpy(), expected, rtol=1e-8)
+
+
+def test_gamma_cdf_large_concentration(torch):
+    # the sibling: Gamma.cdf shares the incomplete gamma function (SILENT before as igamma's)
+    concentration = [1e6, 1e8]
+    values = [1e6 + 500.0, 1e8 - 4e3]
+    expected = torch.distributions.Gamma(torch.tensor(concentration, dtype=torch.float64),
+                                         1.0).cdf(torch.tensor(values, dtype=torch.float64))
+    got = tg.distributions.Gamma(tg.tensor(concentration, dtype=tg.float64),
+                                 1.0).cdf(tg.tensor(values, dtype=tg.float64))
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-8)
+
+
+def test_temme_coefficients_regenerate():
+    # the table is tools/igamma_coeffs.py's output (exact rationals rounded once), and its first
+    # entries are the known ones: c_0 = -1/3 + eta/12 - 2 eta^2/135 ..., c_1 = -1/540 - ...
+    import importlib.util
+    import pathlib
+    from tapegrad._temme_coeffs import TEMME_D
+    path = pathlib.Path(__file__).resolve().parents[1] / "tools" / "igamma_coeffs.py"
+    if not path.exists():
+        pytest.skip("tools/ is not beside the tests (installed-wheel run)")
+    spec = importlib.util.spec_from_file_location("igamma_coeffs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.temme_coefficients()
+    assert [[float(v) for v in row] for row in rows] == [list(row) for row in TEMME_D]
+    assert rows[0][:3] == [-module.Fraction(1, 3), module.Fraction(1, 12),
+                           -module.Fraction(2, 135)]
+    assert rows[1][0] == -module.Fraction(1, 540)

@@ -13,44 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import random as _random
-from .._incomplete_gamma import continued_fraction, series_sum
+from .._incomplete_gamma import log_prefactor, regularized_gamma
 from ..autograd.function import Function
 from ..creation import _make
-
-
-def _lgamma(a: np.ndarray) -> np.ndarray:
-    """log Gamma(a) elementwise, by tapegrad's compiled kernel (float64 in, float64 out)."""
-    from .. import lgamma
-    return lgamma(_make(np.ascontiguousarray(a, dtype=np.float64), False))._array
 
 
 _LARGE_ALPHA = 1e4
 
 
-def _log_prefactor(alpha, x):
-    """log(x^alpha e^-x / Gamma(alpha))."""
-    return alpha * np.log(x) - x - _lgamma(alpha)
-
-
-def _lower_regularized(alpha, x):
-    """P(alpha, x) by its power series (for x < alpha + 1, where it converges fast)."""
-    return np.exp(_log_prefactor(alpha, x)) * series_sum(alpha, x)
-
-
-def _upper_regularized(alpha, x):
-    """Q(alpha, x) = 1 - P by its continued fraction (for x >= alpha + 1)."""
-    return np.exp(_log_prefactor(alpha, x)) * continued_fraction(alpha, x)
-
-
 def _regularized_gamma_p(alpha, x):
     """P(alpha, x), elementwise, float64 (alpha > 0, x > 0)."""
-    series = x < alpha + 1
-    out = np.empty_like(x)
-    if series.any():
-        out[series] = _lower_regularized(alpha[series], x[series])
-    if (~series).any():
-        out[~series] = 1 - _upper_regularized(alpha[~series], x[~series])
-    return out
+    return regularized_gamma(alpha, x, upper=False)
 
 
 def _dp_dalpha(alpha, x, h):
@@ -88,7 +61,7 @@ def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
         # 1e-5 the truncation (1e-10) and rounding (1e-11) errors stay far below float32's
         h = 1e-5 * np.maximum(a, 1e-3)
         dp_dalpha = _dp_dalpha(a, xs, h)
-        density = np.exp(_log_prefactor(a, xs) - np.log(xs))
+        density = np.exp(log_prefactor(a, xs) - np.log(xs))
         with np.errstate(divide="ignore", invalid="ignore"):
             out[small] = np.nan_to_num(-dp_dalpha / density, nan=0.0, posinf=0.0, neginf=0.0)
     return out.reshape(shape)
