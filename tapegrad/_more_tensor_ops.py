@@ -177,12 +177,13 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     scatter_reduce, whose reduction it shares."""
     from ._scatter_ops import (_check_bounds, _check_index_func, _index_out_of_range_in_self,
                                _positions_key)
-    _core.warn_once("index_reduce() is in beta and the API may change at any time.")
     _check_tensor(input, "index_reduce")
     if reduce not in _INDEX_REDUCTIONS:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     d = _check_index_func(input, dim, index, source, "index_reduce")
+    # (PyTorch's kernel warns, after the argument checks of its meta function)
+    _core.warn_once("index_reduce() is in beta and the API may change at any time.")
     if input._array.dtype.kind in "bc":     # PyTorch's kernel is built for real numbers only
         raise NotImplementedError(f'"index_func_" not implemented for '
                                   f"'{_dtype_name(input._array)}'")

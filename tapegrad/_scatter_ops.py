@@ -560,6 +560,10 @@ def _check_index_func(self, dim, index, source, fname: str) -> int:
     if dim != 0 and dim >= len(sshape):
         raise RuntimeError(f"{fname}_(): Indexing dim {dim} is out of bounds of the source "
                            f"tensor with dim {len(sshape)}")
+    if not sshape and idx.size != 1:
+        # (PyTorch's check reads source.size(dim) unless there is one index: a 0-d source
+        # has no dim to read)
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     slices = sshape[dim] if sshape else 1
     if idx.size != slices:
         raise RuntimeError(f"{fname}_(): Number of indices ({idx.size}) should be equal to "

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from .. import _core
+from .._core import type_name as _type_name
 from .._extra_ops import _check_tensor as _check_tensor_argument
 from .. import where as _where
 from .._memory_format import follow_channels_last
@@ -98,11 +99,13 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
         raise RuntimeError(f"{name}() padding must be non-negative, but got {negative}"
                            if own_1d_kernel else
                            f"pad must be non-negative, but got pad: {negative}")
-    if any(p > k // 2 for p, k in zip(padding, kernel)):
-        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                           f"pad={padding[-1] if nd == 1 else padding[0]}, kernel_size="
-                           f"{kernel[-1] if nd == 1 else kernel[0]} and dilation="
-                           f"{dilation[-1] if nd == 1 else dilation[0]}")
+    too_wide = [(p, k, d) for p, k, d in zip(padding, kernel, dilation) if p > k // 2]
+    if too_wide:        # (PyTorch names the first dim that fails)
+        p, k, d = too_wide[0]
+        raise RuntimeError(f"{name}() padding should be at most half of kernel size, but got "
+                           f"padding={p} and kernel_size={k}" if own_1d_kernel else
+                           f"pad should be at most half of effective kernel size, but got "
+                           f"pad={p}, kernel_size={k} and dilation={d}")
     spatial = tuple(x.shape)[-nd:]
     out_sp = tuple(_out_size(s, 2 * p, k, st, d, ceil_mode, p)
                    for s, p, k, st, d in zip(spatial, padding, kernel, stride, dilation))
@@ -624,9 +627,22 @@ def global_average(input, output_size, nd):
     return _in_input_layout(input.mean(tuple(range(-1, -nd - 1, -1)), keepdim=True), input, nd)
 
 
-def _check_rank_1d(input, name) -> None:
-    """PyTorch's 1-d adaptive pools check the rank first, with ATen's checkDimRange message."""
+def _check_rank_1d(input, name, output_size) -> None:
+    """PyTorch's 1-d adaptive pools parse `output_size` as an int list of one (no None there, as
+    the 2-d and 3-d ones take), then check the rank, with ATen's checkDimRange message."""
     _check_tensor_argument(input, name)
+    packed = isinstance(output_size, (list, tuple))
+    for i, one in enumerate(output_size if packed else (output_size,)):
+        if hasattr(one, "__index__") and not isinstance(one, bool):
+            continue
+        if i > 0:   # (the parser took the argument for an int list from its first element)
+            raise TypeError(f"{name}(): argument 'output_size' failed to unpack the object at "
+                            f"pos {i + 1} with error \"type must be tuple of ints,but got "
+                            f"{_type_name(one)}\"")
+        found = (f"but found element of type {_type_name(one)} at pos 0" if packed
+                 else f"not {_type_name(one)}")
+        raise TypeError(f"{name}(): argument 'output_size' (position 2) must be tuple of "
+                        f"ints, {found}")
     if input.dim() not in (2, 3):
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor "
                            f"for argument #1 'self' (while checking arguments for {name})")
@@ -634,7 +650,7 @@ def _check_rank_1d(input, name) -> None:
 
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to `output_size` positions (each window spans floor..ceil of its share)."""
-    _check_rank_1d(input, "adaptive_avg_pool1d")
+    _check_rank_1d(input, "adaptive_avg_pool1d", output_size)
     # (PyTorch runs it as the 2-d pool of height 1: size 1 is that pool's global mean)
     if not isinstance(output_size, (list, tuple)) or len(output_size) == 1:
         one = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
@@ -713,7 +729,7 @@ def _adaptive_max_of(input, output_size, return_indices, nd, name):
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Max pooling over the last dim of an (N, C, L) or (C, L) input into ``output_size``
     windows of (near) equal size; ``return_indices=True`` also returns the argmax positions."""
-    _check_rank_1d(input, "adaptive_max_pool1d")
+    _check_rank_1d(input, "adaptive_max_pool1d", output_size)
     return _adaptive_max(input, output_size, return_indices, 1, "adaptive_max_pool1d")
 
 

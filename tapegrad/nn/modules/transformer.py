@@ -94,9 +94,11 @@ class MultiheadAttention(Module):
         is_batched = query.dim() == 3
         # PyTorch's inference fast path computes the attention weights even when they are not
         # returned: a query that may attend nothing gives NaN there (its other paths give the
-        # attention kernel's zeros).
+        # attention kernel's zeros).  A floating-point mask keeps it off that path.
         weights_wanted = need_weights
         if (not need_weights and (attn_mask is not None or key_padding_mask is not None)
+                and not any(m is not None and m.is_floating_point()
+                            for m in (attn_mask, key_padding_mask))
                 and self._takes_fast_path(query, key, value)):
             need_weights = True
         if self.batch_first and is_batched:
@@ -226,6 +228,12 @@ class TransformerEncoderLayer(Module):
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         src_key_padding_mask, src_mask = _canonical_pair(
             src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask", src)
+        if self._takes_fast_path(src):
+            # PyTorch's fused encoder-layer kernel reads its (float) masks as boolean: every
+            # nonzero entry is masked out, a soft -0.5 as much as -inf; a query left with no
+            # key gives NaN there (MultiheadAttention's fast path, which bool masks take).
+            src_key_padding_mask, src_mask = (None if m is None else m != 0
+                                              for m in (src_key_padding_mask, src_mask))
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -242,6 +250,21 @@ class TransformerEncoderLayer(Module):
 
     def _ff_block(self, x):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def _takes_fast_path(self, src):
+        """Whether PyTorch's forward runs its fused inference kernel (its
+        why_not_sparsity_fast_path checks, beyond those of the attention's own fast path)."""
+        if (not self.activation_relu_or_gelu or self.norm1.eps != self.norm2.eps
+                or not self.self_attn._takes_fast_path(src, src, src)
+                or any(len(getattr(m, "_forward_hooks", {}))
+                       + len(getattr(m, "_forward_pre_hooks", {})) for m in self.modules())):
+            return False
+        from ...grad_mode import is_grad_enabled
+        return not (is_grad_enabled() and any(
+            p is not None and p.requires_grad
+            for p in (self.norm1.weight, self.norm1.bias, self.norm2.weight, self.norm2.bias,
+                      self.linear1.weight, self.linear1.bias, self.linear2.weight,
+                      self.linear2.bias)))
 
 
 class TransformerEncoder(Module):
@@ -268,16 +291,23 @@ class TransformerEncoder(Module):
         first = self.layers[0]
         is_causal = _detect_is_causal_mask(mask, is_causal,
                                            _seq_len(src, first.self_attn.batch_first))
+        nested = self._pads_with_zeros(src, mask, src_key_padding_mask)
+        if nested:
+            # PyTorch's inference path runs on nested tensors: the padded positions (every
+            # nonzero entry of the mask, a float mask's soft -0.5 as well as -inf) are dropped
+            # from the sequences, so the layers see them as keys masked out entirely.
+            pad = _mask_bool(src_key_padding_mask)
+            src_key_padding_mask = _attention._canonical_mask(
+                creation.from_numpy(np.ascontiguousarray(pad)), "src_key_padding_mask",
+                None, "", src.dtype)
         output = src
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=is_causal,
                            src_key_padding_mask=src_key_padding_mask)
-        if self._pads_with_zeros(src, mask, src_key_padding_mask):
-            # PyTorch's inference path runs on nested tensors and returns zeros at padding:
-            # a fully padded sequence is empty there, zeros too, not the NaN of its attention
-            # over no keys (so masked_fill, not a product with 0); all sequences empty is its
-            # to_padded_tensor's error.
-            pad = _mask_bool(src_key_padding_mask)
+        if nested:
+            # ...and it returns zeros at padding: a fully padded sequence is empty there,
+            # zeros too, not the NaN of its attention over no keys (so masked_fill, not a
+            # product with 0); all sequences empty is its to_padded_tensor's error.
             _core.warn_once(_NESTED_PROTOTYPE)      # (PyTorch: TORCH_WARN_ONCE, on that path)
             if pad.all():
                 raise RuntimeError("to_padded_tensor: at least one constituent tensor should "
@@ -317,8 +347,10 @@ def _canonical_pair(key_padding_mask, kpm_name, mask, mask_name, src):
 
 
 def _mask_bool(mask):
+    """The padded positions as PyTorch's nested path reads a key padding mask: its
+    logical_not() keeps the zeros, so every nonzero entry of a float mask is padding."""
     arr = mask._array
-    return arr if arr.dtype == bool else np.isneginf(arr)
+    return arr if arr.dtype == bool else arr != 0
 
 
 def _why_no_nested_tensor(layer):
