@@ -482,11 +482,23 @@ def solve(A, B, *, left=True):
 # ---------------------------------------------------------------------------------------------
 # Cholesky and the symmetric eigendecomposition
 
+def _lapack_cholesky(arr):
+    """np.linalg.cholesky of each trailing matrix of `arr`, raising np.linalg.LinAlgError also
+    where a pivot is NaN.  PyTorch's LAPACK stops at the first pivot that is not > 0, NaN
+    included (a NaN kernel entry raises LinAlgError, cholesky_ex reports it in info); numpy's
+    OpenBLAS potrf tests only `<= 0` and carries the NaN on into the factor.  A NaN anywhere in
+    the lower triangle reaches a later pivot, so the factor's diagonal shows every such case."""
+    L = np.linalg.cholesky(arr)
+    if np.isnan(np.diagonal(L, axis1=-2, axis2=-1)).any():
+        raise np.linalg.LinAlgError("Matrix is not positive definite (a NaN pivot)")
+    return L
+
+
 def _not_positive_definite_order(matrix):
     """The order of the first leading minor of `matrix` that is not positive-definite."""
     for order in range(1, matrix.shape[0] + 1):
         try:
-            np.linalg.cholesky(matrix[:order, :order])
+            _lapack_cholesky(matrix[:order, :order])
         except np.linalg.LinAlgError:
             return order
     return matrix.shape[0]
@@ -501,12 +513,12 @@ class _Cholesky(Function):
         lower = np.tril(arr)
         symmetric = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))   # Hermitian
         try:
-            L = np.linalg.cholesky(symmetric)
+            L = _lapack_cholesky(symmetric)
         except np.linalg.LinAlgError:
             flat = symmetric.reshape((-1,) + symmetric.shape[-2:])
             for index, matrix in enumerate(flat):
                 try:
-                    np.linalg.cholesky(matrix)
+                    _lapack_cholesky(matrix)
                 except np.linalg.LinAlgError:
                     order = _not_positive_definite_order(matrix)
                     raise LinAlgError(
