@@ -101,3 +101,24 @@ def test_mvn_jitter_retry_loop():
     assert tapegrad.autograd.gradcheck(
         lambda ls: fit(tapegrad, ls)[1],
         (tapegrad.tensor(0.8, dtype=tapegrad.float64, requires_grad=True),))
+
+
+def _raised(fn):
+    with pytest.raises(Exception) as info:
+        fn()
+    return type(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("which", ["parameters_to_vector", "vector_to_parameters"])
+def test_convert_parameters_none_entry_fails_on_device(which):
+    # an ES loop flattening `p.grad for p in model.parameters()` before any backward: PyTorch's
+    # device check reads `.device` first, so the error names it (tapegrad named `view`/`numel`)
+    def call(lib):
+        model = lib.nn.Linear(2, 1)
+        grads = [p.grad for p in model.parameters()]
+        if which == "parameters_to_vector":
+            return lambda: lib.nn.utils.parameters_to_vector(grads)
+        return lambda: lib.nn.utils.vector_to_parameters(lib.zeros(3), grads)
+    expected, got = _raised(call(torch)), _raised(call(tapegrad))
+    assert got == expected
+    assert expected == (AttributeError, "'NoneType' object has no attribute 'device'")
