@@ -122,3 +122,26 @@ def test_convert_parameters_none_entry_fails_on_device(which):
     expected, got = _raised(call(torch)), _raised(call(tapegrad))
     assert got == expected
     assert expected == (AttributeError, "'NoneType' object has no attribute 'device'")
+
+
+# (matrix, right-hand side): a NaN pivot on the diagonal, in a 2x2, a 3x3 and the first of a
+# batch of two (the second matrix's solution stays finite, as in PyTorch)
+SPREAD_CASES = [
+    ([[NAN, 0.5], [0.5, 1.0]], [1.0, 1.0]),
+    ([[4.0, 0.3, 0.1], [0.2, NAN, 0.4], [0.1, 0.5, 3.0]], [1.0, 2.0, 3.0]),
+    ([[[NAN, 0.5], [0.5, 1.0]], [[2.0, 0.0], [0.5, 1.0]]], [1.0, 1.0]),
+]
+
+
+@pytest.mark.parametrize("A,b", SPREAD_CASES)
+def test_solve_and_inv_spread_nan_as_pytorch(A, b):
+    # SILENT before: numpy's OpenBLAS skips zero rhs entries, so a NaN in A left entries of
+    # inv / solve finite that PyTorch's getrs gives as NaN
+    def run(lib):
+        At, bt = lib.tensor(A), lib.tensor(b)
+        return [lib.linalg.solve(At, bt).numpy(), lib.linalg.inv(At).numpy(),
+                lib.inverse(At).numpy(), lib.linalg.matrix_power(At, -2).numpy(),
+                lib.linalg.solve(At, bt.unsqueeze(-1).expand(*At.shape[:-1], 2)).numpy()]
+    for got, expected in zip(run(tapegrad), run(torch)):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
