@@ -224,7 +224,7 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
     _core.check_bool("linalg_cholesky_ex", "upper", upper)
     _core.check_bool("linalg_cholesky_ex", "check_errors", check_errors)
     from . import linalg
-    from .linalg import _as_tensor, _check_float, _check_square
+    from .linalg import _as_tensor, _check_float, _check_square, _lapack_cholesky
     A = _as_tensor(input, "linalg_cholesky_ex", "input")
     _check_square(A, "linalg.cholesky_ex")
     _check_float(A, "linalg.cholesky_ex")
@@ -237,7 +237,7 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
     infos = np.zeros(flat.shape[0], dtype=np.int32)
     for index, matrix in enumerate(flat):
         try:
-            np.linalg.cholesky(matrix)
+            _lapack_cholesky(matrix)
         except np.linalg.LinAlgError:
             infos[index] = _failed_cholesky(matrix)[1]
     info = infos.reshape(arr.shape[:-2])
@@ -249,7 +249,7 @@ def cholesky_ex(input, *, upper: bool = False, check_errors: bool = False):
     factors = np.empty_like(flat)
     for index, matrix in enumerate(flat):
         factors[index] = (_failed_cholesky(matrix)[0] if infos[index]
-                          else np.linalg.cholesky(matrix))
+                          else _lapack_cholesky(matrix))
     L = _wrap(factors.reshape(arr.shape))
     return _return("linalg_cholesky_ex", (L.mH.resolve_conj() if upper else L, _wrap(info)))
 

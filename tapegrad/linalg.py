@@ -233,6 +233,23 @@ def _in_lapack_layout(result, grad_fn_name, guard=()):
 
 # inverse, determinant, solve
 
+def _spread_nan_as_getrs(X, a, b=None):
+    """X = a^-1 b (b None: a^-1) with NaN spread as PyTorch's LAPACK (getrf, getrs) spreads
+    it: a NaN anywhere in a matrix reaches every entry of its solution, a NaN in a column of b
+    every entry of that column (each substitution step multiplies by every factor entry, zeros
+    included).  numpy's OpenBLAS skips the zero entries of a right-hand side (0 * NaN is never
+    formed), leaving entries finite that PyTorch gives as NaN -- a NaN kernel or covariance
+    then reached the result only in part."""
+    if not np.isnan(a.sum() if b is None else a.sum() + b.sum()):    # (the common case)
+        return X
+    mask = np.isnan(a).any(axis=(-2, -1))[..., None, None]
+    if b is not None:
+        mask = mask | np.isnan(b).any(axis=-2, keepdims=True)
+    if not mask.any():
+        return X
+    return np.where(mask, complex(math.nan, math.nan) if np.iscomplexobj(X) else math.nan, X)
+
+
 class _Inverse(Function):
     @staticmethod
     def forward(ctx, A):
@@ -241,7 +258,7 @@ class _Inverse(Function):
             out = np.linalg.inv(arr) if arr.size else np.empty_like(arr)
         except np.linalg.LinAlgError:
             _raise_singular_inv(arr, "linalg.inv")
-        out = _tensor(out, A, lapack=True)
+        out = _tensor(_spread_nan_as_getrs(out, arr), A, lapack=True)
         ctx.save_for_backward(out)
         return out
 
@@ -421,7 +438,7 @@ class _Solve(Function):
             index = next((i for i, m in enumerate(flat) if _lu_first_zero_pivot(m)), 0)
             raise LinAlgError(f"torch.linalg.solve: {_batch_prefix(index, arr.ndim > 2)}The "
                               "solver failed because the input matrix is singular.") from None
-        X = _tensor(X, A, lapack=True)
+        X = _tensor(_spread_nan_as_getrs(X, A._array, B._array), A, lapack=True)
         ctx.save_for_backward(A, X)
         return X
 
@@ -482,11 +499,23 @@ def solve(A, B, *, left=True):
 # ---------------------------------------------------------------------------------------------
 # Cholesky and the symmetric eigendecomposition
 
+def _lapack_cholesky(arr):
+    """np.linalg.cholesky of each trailing matrix of `arr`, raising np.linalg.LinAlgError also
+    where a pivot is NaN.  PyTorch's LAPACK stops at the first pivot that is not > 0, NaN
+    included (a NaN kernel entry raises LinAlgError, cholesky_ex reports it in info); numpy's
+    OpenBLAS potrf tests only `<= 0` and carries the NaN on into the factor.  A NaN anywhere in
+    the lower triangle reaches a later pivot, so the factor's diagonal shows every such case."""
+    L = np.linalg.cholesky(arr)
+    if np.isnan(np.diagonal(L, axis1=-2, axis2=-1)).any():
+        raise np.linalg.LinAlgError("Matrix is not positive definite (a NaN pivot)")
+    return L
+
+
 def _not_positive_definite_order(matrix):
     """The order of the first leading minor of `matrix` that is not positive-definite."""
     for order in range(1, matrix.shape[0] + 1):
         try:
-            np.linalg.cholesky(matrix[:order, :order])
+            _lapack_cholesky(matrix[:order, :order])
         except np.linalg.LinAlgError:
             return order
     return matrix.shape[0]
@@ -501,12 +530,12 @@ class _Cholesky(Function):
         lower = np.tril(arr)
         symmetric = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))   # Hermitian
         try:
-            L = np.linalg.cholesky(symmetric)
+            L = _lapack_cholesky(symmetric)
         except np.linalg.LinAlgError:
             flat = symmetric.reshape((-1,) + symmetric.shape[-2:])
             for index, matrix in enumerate(flat):
                 try:
-                    np.linalg.cholesky(matrix)
+                    _lapack_cholesky(matrix)
                 except np.linalg.LinAlgError:
                     order = _not_positive_definite_order(matrix)
                     raise LinAlgError(

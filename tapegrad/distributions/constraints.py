@@ -235,17 +235,18 @@ def _cholesky_succeeds(v):
     triangle) succeeds, PyTorch's test of positive definiteness (cholesky_ex's info == 0).  It
     differs from "smallest eigenvalue > 0" at the rounding edge: a singular [[2, 2], [2, 2]]
     factors (its last pivot rounds positive)."""
+    from ..linalg import _lapack_cholesky
     n = v.shape[-1]
     flat = v.reshape(-1, n, n)
     try:
-        np.linalg.cholesky(flat)
+        _lapack_cholesky(flat)
         return np.ones(v.shape[:-2], dtype=bool)
     except np.linalg.LinAlgError:
         pass
     answer = np.ones(len(flat), dtype=bool)
     for i, matrix in enumerate(flat):
         try:
-            np.linalg.cholesky(matrix)
+            _lapack_cholesky(matrix)
         except np.linalg.LinAlgError:
             answer[i] = False
     return answer.reshape(v.shape[:-2])

@@ -70,6 +70,10 @@ class MultivariateNormal(Distribution):
         setattr(self, self._given_matrix, matrix.expand(*(batch + (-1, -1))))
         self.loc = loc.expand(*(batch + (-1,)))
         super().__init__(Size(batch), Size(event), validate_args=validate_args)
+        # PyTorch factors a covariance or precision matrix here, in __init__: one that is not
+        # positive-definite raises LinAlgError at construction even with validate_args=False
+        # (a jitter-retry loop around the constructor relies on it), not at a later sample.
+        self._tril
 
     @lazy_property
     def _tril(self):

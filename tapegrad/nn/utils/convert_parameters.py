@@ -6,11 +6,23 @@ import tapegrad as _tg
 from ...tensor import Tensor
 
 
+def _check_param_device(param) -> None:
+    """PyTorch's same-device check, which reads each parameter's device before anything else
+    (so a None in the iterable -- a .grad never set -- fails naming `device`).  Its only
+    refusal, parameters on two CUDA/PrivateUse1 devices or one of those mixed with the CPU,
+    cannot arise: tapegrad's devices (cpu, meta) are all the CPU class to that check."""
+    param.device
+
+
 def parameters_to_vector(parameters) -> Tensor:
     """The parameters, each flattened, concatenated in iteration order (differentiable).  A
     parameter whose storage is not one dense run refuses, as PyTorch's (its flattening is a
     view)."""
-    return _tg.cat([p.view(-1) for p in parameters])
+    flat = []
+    for p in parameters:
+        _check_param_device(p)
+        flat.append(p.view(-1))
+    return _tg.cat(flat)
 
 
 def vector_to_parameters(vec, parameters) -> None:
@@ -19,6 +31,7 @@ def vector_to_parameters(vec, parameters) -> None:
         raise TypeError(f"expected torch.Tensor, but got: {_type_name(vec)}")
     offset = 0
     for param in parameters:
+        _check_param_device(param)
         n = param.numel()
         param.data = vec[offset:offset + n].view_as(param).data
         offset += n
