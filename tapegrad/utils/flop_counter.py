@@ -109,15 +109,21 @@ def _counts(name, operands, result):
                 [("mm", flops, operands[0]), ("mm", flops, operands[1])])
     if name.startswith("aten::conv") and out is not None:
         x, w = shapes[0], shapes[1]
+        channel = len(x) - len(w) + 1        # 1 batched, 0 unbatched
         if name.startswith("aten::conv_transpose"):
             flops = 2 * math.prod(x) * math.prod(w[1:])
+            groups = out[channel] // w[1]        # (weight: in, out / groups, *kernel)
         elif name[-2:] in ("1d", "2d", "3d"):
             flops = 2 * math.prod(out) * math.prod(w[1:])
+            groups = x[channel] // w[1]          # (weight: out, in / groups, *kernel)
         else:
             return None
+        # PyTorch counts the weight's gradient as one convolution over all the input channels
+        # (its formula transposes batch and channels and leaves the groups out): `groups` times
+        # the forward's products; the input's gradient as many as the forward.
         return ([("convolution", flops)],
                 [("convolution_backward", flops, operands[0]),
-                 ("convolution_backward", flops, operands[1])])
+                 ("convolution_backward", flops * groups, operands[1])])
     if name == "aten::scaled_dot_product_attention" and len(shapes) >= 3 and shapes[2]:
         q, k, v = shapes[:3]
         batch = math.prod(_profiler_flops._broadcast(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import warnings
 
+from ... import _core
 from ...autograd.function import Function
 from ...grad_mode import is_grad_enabled
 from ...tensor import Tensor
@@ -150,8 +151,9 @@ def wrap_outputs(call, output):
         grad_output = call.run_pre_hooks(tuple(grad_output))
         call.grad_output = grad_output
         if call.grad_positions is None:     # no input identity will run: the hooks run here
-            # (PyTorch warns whenever this side fires, with backward pre-hooks alone too)
-            warnings.warn(_OUTPUT_SIDE_WARNING, UserWarning, stacklevel=2)
+            # (PyTorch warns whenever this side fires, with backward pre-hooks alone too, naming
+            # the user's line that called backward)
+            warnings.warn(_OUTPUT_SIDE_WARNING, UserWarning, stacklevel=_core.user_stacklevel())
             call.run_hooks((None,) * call.n_args, replaceable=False)
         return tuple(grad_output[i] for i in positions)
 
