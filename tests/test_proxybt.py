@@ -122,3 +122,26 @@ def test_rbm_gibbs_step_prints_and_backpropagates_as_pytorch():
     assert g[0] == t[0] == "BernoulliBackward0" and g[1] == t[1]
     assert g[2].split(" object")[0] == t[2].split(" object")[0]
     assert g[3:] == t[3:]
+
+
+def test_not_implemented_node_prints_as_pytorchs():
+    # an op without a derivative formula (bernoulli(input, p), heaviside, binomial) records
+    # PyTorch's C++ NotImplemented node: `<NotImplemented object at 0x...>` (tapegrad printed
+    # it with a module, `<torch.autograd.function.NotImplemented object at ...>`), while a
+    # user Function's node keeps its module
+    for lib in (torch, tg):
+        p = _probs(lib)
+        for out in (lib.bernoulli(p, 0.5), lib.heaviside(p, lib.tensor(0.0))):
+            assert repr(out.grad_fn).startswith("<NotImplemented object at 0x")
+            assert "grad_fn=<NotImplemented>" in repr(out)
+
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+        assert repr(Twice.apply(p).grad_fn).startswith("<torch.autograd.function.TwiceBackward "
+                                                       "object at 0x")
