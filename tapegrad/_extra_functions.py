@@ -17,9 +17,12 @@ from .autograd.function import Function, KernelFunction
 
 
 def _torch_grad_fn_name(function_cls, name: str) -> None:
-    """Give a Function's grad_fn the class name PyTorch's built-in op has (e.g. CumsumBackward0)."""
+    """Give a Function's grad_fn the class name PyTorch's built-in op has (e.g. CumsumBackward0),
+    and its repr PyTorch's C++ node's (no module, also for a name without a digit: the
+    NotImplemented node of an op without a derivative)."""
     function_cls._backward_cls.__name__ = name
     function_cls._backward_cls.__qualname__ = name
+    function_cls._backward_cls._builtin_node = True
 
 
 class Cumsum(Function):

@@ -297,34 +297,11 @@ def _c_order(values: np.ndarray) -> np.ndarray:
     return values if values.flags.c_contiguous else values.copy(order="C")
 
 
-def _zero_grad_function(name: str):
-    """An autograd.Function passing drawn values through with a zero gradient to the parameters
-    they were drawn from: PyTorch records such samples (BernoulliBackward0, PoissonBackward0) and
-    the core has no record of those names."""
-    fn_class = _ZERO_GRAD_FUNCTIONS.get(name)
-    if fn_class is None:
-        from .autograd import Function
-
-        def forward(ctx, params, values):
-            ctx.params_shape, ctx.params_dtype = params._array.shape, params._array.dtype
-            return _make(values, False)
-
-        def backward(ctx, grad):
-            return _make(np.zeros(ctx.params_shape, dtype=ctx.params_dtype), False), None
-
-        fn_class = type(name, (Function,), {"forward": staticmethod(forward),
-                                            "backward": staticmethod(backward)})
-        _ZERO_GRAD_FUNCTIONS[name] = fn_class
-    return fn_class
-
-
-_ZERO_GRAD_FUNCTIONS: dict = {}
-
-
-def _maybe_zero_grad(values: np.ndarray, params, name: str):
-    if params.requires_grad and _core.is_grad_enabled():
-        return _zero_grad_function(name).apply(params, values)
-    return _make(values, False)
+def _sample_of(values: np.ndarray, params, name: str):
+    """A sample drawn from the tensor `params`: in grad mode, recorded as PyTorch records it (the
+    core's zero-gradient record `name`, e.g. BernoulliBackward0), so it prints and backpropagates
+    as PyTorch's."""
+    return _core._random_result(values, name, (params,))
 
 
 # -- factories --------------------------------------------------------------------------------------
@@ -771,7 +748,12 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
         return _finish(values.astype(out._array.dtype), False, out)
-    return _maybe_zero_grad(values, input, "Bernoulli")
+    if p is not None:
+        # PyTorch's bernoulli(input, p) has no derivative formula: a NotImplemented node
+        from ._more_math import without_derivative
+        return without_derivative((input,), values, "derivative for aten::bernoulli is not "
+                                  "implemented", RuntimeError)
+    return _sample_of(values, input, "BernoulliBackward0")
 
 
 # numpy's Poisson sampler refuses rates above this.
@@ -793,15 +775,14 @@ def poisson(input, generator=None) -> Tensor:
     counts = np.asarray(_numpy_rng(generator, "poisson").poisson(np.where(huge, 0.0, rates)),
                         dtype=np.float64)
     counts[huge] = rates[huge]          # past numpy's range the relative spread is below 1e-9
-    return _maybe_zero_grad(counts.astype(A.dtype), input, "Poisson")
+    return _sample_of(counts.astype(A.dtype), input, "PoissonBackward0")
 
 
 # -- in-place samplers (Tensor methods) -------------------------------------------------------------
 
 def _fill(t, values: np.ndarray, record: str):
-    # The core names zero-gradient overwrite records NormalBackward0 and UniformBackward0 only;
-    # the other samplers' records (ExponentialBackward0, ...) appear as FillBackward2 until the
-    # core registers their names.  The gradient (zero) is the same.
+    # record: the sampler's zero-gradient node as PyTorch names it (NormalBackward0,
+    # BernoulliBackward2, ...), one of the core's overwrite records
     return _core._overwrite_(t, values, record)
 
 
@@ -871,6 +852,9 @@ def _random_default_bounds(dt) -> tuple:
 def random_(self, *args, generator=None, **kwargs):
     """random_(), random_(to) or random_(from, to): integers drawn uniformly from [from, to), in
     the tensor's dtype (without bounds: every integer the dtype represents exactly, from 0)."""
+    # PyTorch's node names its overload: RandomBackward0 (from, to), 1 (to), 2 (no bounds)
+    record = ("RandomBackward2", "RandomBackward1", "RandomBackward0")[
+        min(len(args) + ("from" in kwargs) + ("to" in kwargs), 2)]
     if "from" in kwargs:
         args = (kwargs.pop("from"),) + args
     if "to" in kwargs:
@@ -896,7 +880,7 @@ def random_(self, *args, generator=None, **kwargs):
     high = default_high if high is None else _as_long(high)
     _check_int_range(low, high, dt)
     values = _integers(_numpy_rng(generator, "random_"), low, high, self._array.shape, dt)
-    return _fill(self, values, "FillBackward2")
+    return _fill(self, values, record)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
@@ -910,7 +894,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     ct = _compute_dtype(self._array.dtype)
     e = _numpy_rng(generator, "exponential_").standard_exponential(self._array.shape, dtype=ct)
-    return _fill(self, e / ct.type(lambd), "FillBackward2")
+    return _fill(self, e / ct.type(lambd), "ExponentialBackward0")
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -936,7 +920,8 @@ def bernoulli_(self, p=0.5, *, generator=None):
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
         values = rng.random(shape) < p
-    return _fill(self, values.astype(self._array.dtype), "FillBackward2")
+    record = "BernoulliBackward1" if isinstance(p, _core.TensorBase) else "BernoulliBackward2"
+    return _fill(self, values.astype(self._array.dtype), record)
 
 
 def geometric_(self, p, *, generator=None):
@@ -948,7 +933,7 @@ def geometric_(self, p, *, generator=None):
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     counts = _numpy_rng(generator, "geometric_").geometric(p, self._array.shape)
-    return _fill(self, counts.astype(self._array.dtype), "FillBackward2")
+    return _fill(self, counts.astype(self._array.dtype), "GeometricBackward0")
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
@@ -960,7 +945,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     ct = _compute_dtype(self._array.dtype)
     z = _numpy_rng(generator, "log_normal_").standard_normal(self._array.shape, dtype=ct)
     with np.errstate(over="ignore"):
-        return _fill(self, np.exp(ct.type(mean) + ct.type(std) * z), "FillBackward2")
+        return _fill(self, np.exp(ct.type(mean) + ct.type(std) * z), "LogNormalBackward0")
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
@@ -976,7 +961,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     u = _numpy_rng(generator, "cauchy_").random(self._array.shape, dtype=ct)
     with np.errstate(over="ignore"):
         return _fill(self, ct.type(median) + ct.type(sigma) * np.tan(ct.type(np.pi) * (u - ct.type(0.5))),
-                     "FillBackward2")
+                     "CauchyBackward0")
 
 
 def _multinomial_method(self, num_samples, replacement=False, *, generator=None):

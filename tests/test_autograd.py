@@ -1448,7 +1448,15 @@ def overwrite_scenario(a, b):
     w.fill_(2.5)
     n = tg.normal(a, b.sum() * a)                  # NormalBackward1/2/3: zero gradients
     m = tg.normal(1.0, a) + tg.normal(a, 1.0)
-    return ((y + a) ** 2 + z ** 2 + u * a + v * a + w * a + (n + m) * 0).sum()
+    # every sampler's own zero-gradient node (BernoulliBackward0/1/2, PoissonBackward0, ...)
+    draws = tg.bernoulli(a.sigmoid()) + tg.poisson(a.abs())
+    for fill in (lambda r: r.bernoulli_(0.5), lambda r: r.bernoulli_(tg.full_like(r, 0.5)),
+                 lambda r: r.exponential_(), lambda r: r.geometric_(0.5),
+                 lambda r: r.log_normal_(0.0, 0.5), lambda r: r.cauchy_(0.0, 0.01),
+                 lambda r: r.random_(0, 3), lambda r: r.random_(3), lambda r: r.random_(0, 2)):
+        draws = draws + fill(a * 6)
+    draws = draws + (a * 7).random_().clamp(0, 1)
+    return ((y + a) ** 2 + z ** 2 + u * a + v * a + w * a + (n + m + draws) * 0).sum()
 
 
 F = tg.nn.functional

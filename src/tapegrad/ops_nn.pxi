@@ -2162,9 +2162,12 @@ def pad(TensorBase input, pad, mode="constant", value=None):
 
 # -- in-place overwrites and random ops (front ends in tapegrad/creation.py) ---------------------
 # The overwritten value does not depend on the old one: its gradient is zero (PyTorch's
-# ZeroBackward0 / FillBackward2 / NormalBackward0 / UniformBackward0); fill_ with a tensor value
-# (FillBackward3) passes the summed gradient to the value.  torch.normal(mean, std) with tensor
-# arguments has zero gradients too (NormalBackward1/2/3).  aux: per input (shape, dtype, summed).
+# ZeroBackward0 / FillBackward2 / NormalBackward0 / UniformBackward0, and each sampler's own:
+# BernoulliBackward1/2 for bernoulli_ with a tensor / a number, ExponentialBackward0, ...);
+# fill_ with a tensor value (FillBackward3) passes the summed gradient to the value.  A sample
+# drawn from tensor parameters has zero gradients to them too (torch.normal(mean, std):
+# NormalBackward1/2/3, torch.bernoulli: BernoulliBackward0, torch.poisson: PoissonBackward0).
+# aux: per input (shape, dtype, summed).
 
 cdef object vjp_overwrite(Record* r, object g):
     cdef tuple specs = <tuple>r.aux
@@ -2187,7 +2190,11 @@ cdef object vjp_overwrite(Record* r, object g):
 NN_OVERWRITE_OPS = {
     name: register_op(name, vjp_overwrite)
     for name in ("ZeroBackward0", "FillBackward2", "FillBackward3", "NormalBackward0",
-                 "UniformBackward0", "NormalBackward1", "NormalBackward2", "NormalBackward3")}
+                 "UniformBackward0", "NormalBackward1", "NormalBackward2", "NormalBackward3",
+                 "BernoulliBackward0", "BernoulliBackward1", "BernoulliBackward2",
+                 "PoissonBackward0", "ExponentialBackward0", "GeometricBackward0",
+                 "LogNormalBackward0", "CauchyBackward0", "RandomBackward0", "RandomBackward1",
+                 "RandomBackward2")}
 
 
 cdef tuple nn_overwrite_specs(tuple inputs, tuple summed):

@@ -226,9 +226,10 @@ class BackwardCFunction(FunctionCtx, metaclass=_TorchNamedClass):
 
     def __repr__(self):
         cls = type(self)
-        if cls.__qualname__[-1].isdigit():
-            # a built-in op's node (CumsumBackward0, StackBackward0 of a GRU layer) prints as
-            # PyTorch's C++ nodes do, without a module; a user Function's is `<Name>Backward`
+        if cls.__dict__.get("_builtin_node") or cls.__qualname__[-1].isdigit():
+            # a built-in op's node (CumsumBackward0, StackBackward0 of a GRU layer,
+            # NotImplemented) prints as PyTorch's C++ nodes do, without a module; a user
+            # Function's is `<Name>Backward`
             return f"<{cls.__qualname__} object at {id(self):#x}>"
         return _object_repr(self)
 
