@@ -778,6 +778,10 @@ cdef object run_node_hooks(Record* rec, object grads, object g, bint graph)
 
 cdef object FUNCTION_BACKWARD
 
+cdef object UNDEFINED_GRAD
+
+cdef list undefined_passes_to(Py_ssize_t i, char* need, bint retain_graph)
+
 cdef int OP_FUNCTION
 
 cdef int OP_FN_OUTPUT
