@@ -91,12 +91,19 @@ cdef enum:
                                     # of such an output
 
 
+cdef enum:
+    INFERENCE_TENSOR = 1
+    INFERENCE_DETACHED = 2
+
+
 cdef class TensorBase:
     cdef public object _array       # the value: a numpy ndarray (0-d for scalars), never a numpy scalar
     cdef object _grad               # accumulated gradient (a Tensor) or None
     cdef bint _requires_grad
-    cdef bint _inference            # created in inference mode: never saved for backward, and
-                                    # written in place or made to require grad only inside it
+    cdef char _inference            # created in inference mode (INFERENCE_TENSOR): never saved
+                                    # for backward, and written in place or made to require grad
+                                    # only inside it; INFERENCE_DETACHED: its detach() / .data,
+                                    # which PyTorch lets take in-place writes anywhere
     cdef Py_ssize_t _node           # tape record producing this tensor (or its LEAF record), -1 if none
     cdef Version _version           # shared by every tensor viewing the same storage; None until needed
     cdef object _base               # the tensor this one is a view of, or None
