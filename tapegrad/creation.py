@@ -1232,8 +1232,7 @@ def _check_inplace(t) -> None:
     """PyTorch's error for an in-place op on a leaf that requires grad (outside no_grad); checked
     before any random draw so that a failing call leaves the generator untouched.  An inference
     tensor may be written in place only inside inference mode."""
-    if t.is_inference() and not _core.is_inference_mode_enabled():
-        raise RuntimeError(_core.INFERENCE_INPLACE)
+    _core.refuse_inference_write(t)
     if t.requires_grad and t.is_leaf and t._base is None and _core.is_grad_enabled():
         # (a view taken in no_grad is a leaf too: _overwrite_ names PyTorch's rule for it)
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "

@@ -151,3 +151,27 @@ def test_python_constructors_follow_inference_mode(torch):
         with lib.inference_mode():
             p = lib.nn.Parameter(made[0])
         assert p.is_inference() and p.requires_grad
+
+
+def test_detach_and_data_of_an_inference_tensor_take_writes(torch):
+    # PyTorch's detach() / .data of an inference tensor is still an inference tensor, but takes
+    # in-place writes outside inference mode (an eval loop's `out.detach().clamp_(0, 1)`); the
+    # tensor itself and views of the detached one still refuse them.  tapegrad refused them all.
+    for lib in (tg, torch):
+        with lib.inference_mode():
+            x = lib.ones(3)
+        y = x.detach()
+        y.add_(1)
+        x.data.mul_(3)
+        y.detach().sub_(1)
+        assert y.is_inference() and x.data.is_inference(), lib
+        assert x.tolist() == [5.0, 5.0, 5.0], lib
+        y.normal_()                     # (a random fill, written in Python)
+        for write in (lambda: x.add_(1), lambda: y.view(3).add_(1), lambda: x.normal_()):
+            with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside"):
+                write()
+        with pytest.raises(RuntimeError, match="Setting requires_grad=True on inference tensor"):
+            y.requires_grad_()
+        w = lib.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+            (w * y).sum()

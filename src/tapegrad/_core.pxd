@@ -91,12 +91,19 @@ cdef enum:
                                     # of such an output
 
 
+cdef enum:
+    INFERENCE_TENSOR = 1
+    INFERENCE_DETACHED = 2
+
+
 cdef class TensorBase:
     cdef public object _array       # the value: a numpy ndarray (0-d for scalars), never a numpy scalar
     cdef object _grad               # accumulated gradient (a Tensor) or None
     cdef bint _requires_grad
-    cdef bint _inference            # created in inference mode: never saved for backward, and
-                                    # written in place or made to require grad only inside it
+    cdef char _inference            # created in inference mode (INFERENCE_TENSOR): never saved
+                                    # for backward, and written in place or made to require grad
+                                    # only inside it; INFERENCE_DETACHED: its detach() / .data,
+                                    # which PyTorch lets take in-place writes anywhere
     cdef Py_ssize_t _node           # tape record producing this tensor (or its LEAF record), -1 if none
     cdef Version _version           # shared by every tensor viewing the same storage; None until needed
     cdef object _base               # the tensor this one is a view of, or None
@@ -777,6 +784,10 @@ cdef bint has_node_hooks(Record* rec) noexcept
 cdef object run_node_hooks(Record* rec, object grads, object g, bint graph)
 
 cdef object FUNCTION_BACKWARD
+
+cdef object UNDEFINED_GRAD
+
+cdef list undefined_passes_to(Py_ssize_t i, char* need, bint retain_graph)
 
 cdef int OP_FUNCTION
 

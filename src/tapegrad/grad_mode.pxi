@@ -32,7 +32,7 @@ cdef inline bint grad_enabled() noexcept:
 
 
 cdef inline bint inference_mode_on() noexcept:
-    return tapegrad_grad_disabled & INFERENCE_ON
+    return (tapegrad_grad_disabled & INFERENCE_ON) != 0     # (0 or 1: stored as a tensor's flag)
 
 
 def is_grad_enabled():

@@ -1942,12 +1942,16 @@ cdef object graph_engine_run(tuple outputs, list grads, bint retain_graph, tuple
 cdef object t_accumulate(dict adj, Py_ssize_t k, object g, Record* producer, Py_ssize_t q):
     """Add g, output q of `producer`'s recorded VJP (NULL: seed q), to record k's adjoint,
     summed first to k's recorded shape where it needs it (_core's arriving_shape)."""
-    if TAPE.recs[k].extra != NULL:
+    if TAPE.recs[k].extra != NULL and g is not UNDEFINED_GRAD:
         shape = arriving_shape(k, g, producer, q)
         if shape is not None:
             g = t_sum_to(g, shape)
     prev = adj.get(k)
-    adj[k] = g if prev is None else binary_op(OP_ADD, prev, g)
+    if g is UNDEFINED_GRAD:             # (adds nothing; the first real gradient replaces it)
+        if prev is None:
+            adj[k] = g
+        return None
+    adj[k] = g if prev is None or prev is UNDEFINED_GRAD else binary_op(OP_ADD, prev, g)
 
 
 cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False) except -1:
@@ -1989,6 +1993,30 @@ cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False) except 
     else:
         t._grad = binary_op(OP_ADD, t._grad, G)
     return 0
+
+
+cdef Py_ssize_t graph_pass_undefined(dict adj, Py_ssize_t i, char* need, bint retain_graph,
+                                     Py_ssize_t lowest) except -2:
+    """graph_sweep's pass_undefined (sweep.pxi): record i got only the undefined gradient."""
+    cdef list to = undefined_passes_to(i, need, retain_graph)
+    cdef Py_ssize_t k, n_out
+    if to is None:                      # a custom Function's output: its Function's slot
+        k = TAPE.recs[i].inp[0]
+        if need != NULL and not need[k]:
+            return lowest
+        n_out = <Py_ssize_t>TAPE.recs[k].scalar
+        lst = adj.get(k)
+        if lst is None:
+            lst = [None] * n_out + [-1] * n_out
+            adj[k] = lst
+        lst[n_out + <Py_ssize_t>TAPE.recs[i].scalar] = i
+        return k if k < lowest else lowest
+    for k in to:
+        if k not in adj:
+            adj[k] = UNDEFINED_GRAD
+        if k < lowest:
+            lowest = k
+    return lowest
 
 
 cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, list targets):
@@ -2059,6 +2087,10 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
         while i >= lowest and i >= stop:
             g = adj.pop(i, None)
             if g is None or (need != NULL and not need[i]):
+                i -= 1
+                continue
+            if g is UNDEFINED_GRAD:
+                lowest = graph_pass_undefined(adj, i, need, retain_graph, lowest)
                 i -= 1
                 continue
             if TAPE.recs[i].extra != NULL:
@@ -2160,6 +2192,9 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                             # + the record's own index: a saved output that died without a
                             # gradient is revived as a new output of this record
                             grads = FUNCTION_BACKWARD(<object>rec.aux, g + [i], True)
+                            # (its None: PyTorch's undefined gradient, as in sweep.pxi)
+                            grads = tuple([UNDEFINED_GRAD if gk is None else gk
+                                           for gk in grads])
                         if rec.n_in == 1:
                             grads = grads[0]
                     else:

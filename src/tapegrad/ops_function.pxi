@@ -296,6 +296,59 @@ cdef int run_leaf_node_hooks(Py_ssize_t i, object g) except -1:
     return 0
 
 
+class UndefinedGradient:
+    """PyTorch's undefined gradient: what reaches a node when every backward that feeds it
+    returned None for it (a custom Function dropping an input's gradient).  PyTorch's engine
+    still runs the node: a built-in node passes the undefined gradient on without computing, a
+    custom Function's backward gets zeros (materialize_grads; None without), a tensor hook gets
+    None, and a leaf's .grad stays as it was.  The sweeps (sweep.pxi, graph_vjp.pxi) carry this
+    one object in the adjoint table for it, so the Functions upstream run as PyTorch's do."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<undefined gradient>"
+
+
+UNDEFINED_GRAD = UndefinedGradient()
+
+
+cdef int hooks_see_undefined(Py_ssize_t i) except -1:
+    """Run record i's tensor hooks on the undefined gradient (None, as PyTorch's); a hook may
+    not replace it."""
+    cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    if not ex.hooks:
+        return 0
+    for fn in list(ex.hooks.values()):
+        if fn(None) is not None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return 0
+
+
+cdef list undefined_passes_to(Py_ssize_t i, char* need, bint retain_graph):
+    """The records record i passes the undefined gradient on to (its inputs that lead to a
+    target), after its hooks saw it; a custom Function output passes it to its Function's slot
+    (the caller's business: returns None).  The node counts as run: its saved values go."""
+    if TAPE.recs[i].extra != NULL:
+        hooks_see_undefined(i)
+    cdef Record* rec = &TAPE.recs[i]
+    if rec.op == OP_FN_OUTPUT:
+        return None
+    cdef list out = []
+    cdef Py_ssize_t* ins
+    cdef Py_ssize_t q, k
+    if rec.op != OP_LEAF:
+        ins = rec_inputs(rec)
+        for q in range(rec.n_in):
+            k = ins[q]
+            if k >= 0 and (need == NULL or need[k]):
+                out.append(k)
+        if not retain_graph:
+            TAPE.release_saved(i)
+            if rec.op == OP_FUNCTION:
+                release_function_ctx(i)
+    return out
+
+
 cdef object run_tensor_hooks(Py_ssize_t i, object g):
     """Run record i's tensor hooks on its total adjoint `g`; returns the gradient to use."""
     cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
@@ -525,7 +578,8 @@ cdef int route_function_output(PyObject** adj, Py_ssize_t k, Py_ssize_t j, objec
     else:
         lst = <list>adj[k]
     prev = lst[j]
-    lst[j] = g if prev is None else nd(prev + g)
+    if g is not UNDEFINED_GRAD:         # (undefined: the slot stays None, its record noted)
+        lst[j] = g if prev is None else nd(prev + g)
     lst[n_out + j] = i
     return 0
 

@@ -298,9 +298,9 @@ cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk)
         owned[k] = 0
         return 0
     prev = <object>adj[k]
-    if type(gk) is ZeroAdjoint:         # (adds nothing)
+    if type(gk) is ZeroAdjoint or gk is UNDEFINED_GRAD:       # (adds nothing)
         return 0
-    if type(prev) is ZeroAdjoint:       # (replaced by the first real contribution)
+    if type(prev) is ZeroAdjoint or prev is UNDEFINED_GRAD:   # (replaced by the first real one)
         Py_INCREF(gk)
         Py_DECREF(prev)     # `prev` (a local) still holds a reference until the function returns
         adj[k] = <PyObject*>gk
@@ -325,6 +325,36 @@ cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk)
     adj[k] = <PyObject*>summed
     owned[k] = 1
     return 0
+
+
+cdef object undefined_for_none(object grads, Py_ssize_t n_in):
+    """A custom Function's results with each None as the undefined gradient."""
+    if n_in == 1:
+        return UNDEFINED_GRAD if grads is None else grads
+    for gk in <tuple>grads:             # (by identity: `None in` would compare arrays)
+        if gk is None:
+            return tuple([UNDEFINED_GRAD if gk is None else gk for gk in <tuple>grads])
+    return grads
+
+
+cdef Py_ssize_t pass_undefined(PyObject** adj, char* owned, Py_ssize_t i, char* need,
+                               bint retain_graph, Py_ssize_t lowest) except -2:
+    """Record i got only the undefined gradient: pass it on (undefined_passes_to) to the inputs
+    that have no gradient yet; returns the new lowest record to visit."""
+    cdef list to = undefined_passes_to(i, need, retain_graph)
+    cdef Py_ssize_t k
+    if to is None:                      # a custom Function's output: its Function's slot
+        k = TAPE.recs[i].inp[0]
+        if need == NULL or need[k]:
+            route_function_output(adj, k, <Py_ssize_t>TAPE.recs[i].scalar, UNDEFINED_GRAD, i)
+            return k if k < lowest else lowest
+        return lowest
+    for k in to:
+        if adj[k] == NULL:
+            accumulate(adj, owned, k, UNDEFINED_GRAD)
+        if k < lowest:
+            lowest = k
+    return lowest
 
 
 cdef list take_compiled_seeds(PyObject** adj, char* owned, Record* rec, char* need):
@@ -479,6 +509,10 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             if need != NULL and not need[i]:
                 i -= 1
                 continue
+            if g is UNDEFINED_GRAD:
+                lowest = pass_undefined(adj, owned, i, need, retain_graph, lowest)
+                i -= 1
+                continue
             zero = type(g) is ZeroAdjoint
             if TAPE.recs[i].extra != NULL:
                 # (a hook sees zeros; the zero adjoint goes on unless it returns another)
@@ -605,10 +639,15 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     profiler_close(token)
                     token = None
             ins = rec_inputs(&rec)
+            if (rec.op == OP_FUNCTION and rec.aux != NULL
+                    and not isinstance(<object>rec.aux, CompiledBackward)):
+                # (a custom Function's None: PyTorch's undefined gradient, which still runs the
+                # Functions upstream; a built-in VJP's None is no gradient at all)
+                grads = undefined_for_none(grads, rec.n_in)
             if rec.n_in == 1:
                 k = ins[0]
                 if k >= 0 and grads is not None:
-                    if checks_arrival(k):
+                    if checks_arrival(k) and grads is not UNDEFINED_GRAD:
                         grads = fit_arriving(k, grads, &rec, 0)
                     accumulate(adj, owned, k, grads)
                     if k < lowest:
@@ -621,7 +660,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                     gk = (<tuple>grads)[q]
                     if gk is None or gk is ACCUMULATED:     # ACCUMULATED: already in adj[k]
                         continue
-                    if checks_arrival(k):
+                    if checks_arrival(k) and gk is not UNDEFINED_GRAD:
                         gk = fit_arriving(k, gk, &rec, q)
                     accumulate(adj, owned, k, gk)
                     if k < lowest:

@@ -140,7 +140,9 @@ cdef inline TensorBase alias(TensorBase t):
     """A graph-free tensor on t's storage that shares t's version counter (detach)."""
     cdef TensorBase a = wrap(t._array)
     a._version = version_of(t)
-    a._inference = t._inference
+    # (PyTorch's detach of an inference tensor is an inference tensor that takes in-place writes
+    # outside inference mode; its views do not)
+    a._inference = INFERENCE_DETACHED if t._inference else 0
     return a
 
 
@@ -198,7 +200,9 @@ cdef list no_grad_views_of(TensorBase leaf):
 cdef int become_view(TensorBase v, TensorBase base, bint grad_mode) except -1:
     """Make new tensor v, on base's storage, a view of base taken with grad mode `grad_mode`."""
     v._version = version_of(base)
-    v._inference = base._inference      # a view is an inference tensor iff its base is one
+    # (a view is an inference tensor iff its base is one; a writable detached one's views are not
+    # writable, as PyTorch's)
+    v._inference = INFERENCE_TENSOR if base._inference else 0
     v._base = base if base._base is None else base._base
     v._gen = ((<TensorBase>v._base)._gen << 1) | (not grad_mode)
     init_view(v, base)
@@ -736,7 +740,7 @@ cdef class TensorBase:
 
     def is_inference(self):
         """True for a tensor created in inference mode (or a view of one)."""
-        return self._inference
+        return self._inference != 0
 
     def _set_inference(self, bint flag):
         """For tensors made by a Python constructor (ops' results get it from wrap): whether
@@ -1055,7 +1059,7 @@ cdef class TensorBase:
     @property
     def _version_value(self):
         """How many in-place writes this tensor's storage has seen (torch: t._version)."""
-        if self._inference:
+        if self._inference == INFERENCE_TENSOR:
             raise RuntimeError("Inference tensors do not track version counter.")
         return 0 if self._version is None else self._version.value
 

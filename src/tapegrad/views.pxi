@@ -373,9 +373,15 @@ INFERENCE_INPLACE = (
 
 
 cdef inline int check_inference_write(TensorBase t) except -1:
-    if t._inference and not inference_mode_on():
+    if t._inference == INFERENCE_TENSOR and not inference_mode_on():
         raise RuntimeError(INFERENCE_INPLACE)
     return 0
+
+
+def refuse_inference_write(TensorBase t):
+    """PyTorch's refusal of an in-place write into an inference tensor outside inference mode
+    (for writers in Python: the random in-place fills)."""
+    check_inference_write(t)
 
 
 cdef int bump_version(TensorBase t) except -1:
