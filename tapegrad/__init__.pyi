@@ -41,6 +41,7 @@ from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit
 from tapegrad import linalg as linalg
+from tapegrad import masked as masked
 from tapegrad import mps as mps
 from tapegrad import multiprocessing as multiprocessing
 from tapegrad import nn as nn
