@@ -160,12 +160,7 @@ def _count(input, mask, dims, keepdim):
     """How many elements each slice keeps (int64)."""
     tg = _torch()
     if mask is None:
-        n = 1
-        for d in dims:
-            n *= input.shape[d]
-        shape = [1 if d in dims else s for d, s in enumerate(input.shape)] if keepdim else \
-            [s for d, s in enumerate(input.shape) if d not in dims]
-        return tg.full(shape, n, dtype=tg.int64)
+        return tg.sum(tg.ones(tuple(input.shape), dtype=tg.int64), dims, bool(keepdim))
     return tg.sum(_input_mask(input, mask), dims, bool(keepdim))
 
 

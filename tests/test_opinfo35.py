@@ -120,3 +120,17 @@ def test_masked_gradcheck_float64():
                lambda t: tapegrad.masked.prod(t, 0, mask=mask)):
         x = tapegrad.tensor(_X, requires_grad=True)
         assert tapegrad.autograd.gradcheck(fn, (x,), eps=1e-6, atol=1e-6)
+
+
+def test_masked_mean_var_of_zero_dim_input():
+    # a 0-d input reduced over dim 0 (PyTorch accepts dim 0 and -1 on a scalar): the count of
+    # kept elements is 1 (IndexError before: the count read input.shape[0])
+    for name in ("mean", "var", "std"):
+        t = getattr(torch.masked, name)(torch.tensor(2.5, dtype=torch.float64), 0)
+        g = getattr(tapegrad.masked, name)(tapegrad.tensor(2.5, dtype=tapegrad.float64), 0)
+        assert tuple(g.shape) == tuple(t.shape) == ()
+        np.testing.assert_array_equal(g.numpy(), t.numpy())
+    t = torch.masked.mean(torch.tensor(2.5), -1, keepdim=True, mask=torch.tensor(True))
+    g = tapegrad.masked.mean(tapegrad.tensor(2.5), -1, keepdim=True, mask=tapegrad.tensor(True))
+    assert tuple(g.shape) == tuple(t.shape)
+    np.testing.assert_array_equal(g.numpy(), t.numpy())
