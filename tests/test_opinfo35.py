@@ -134,3 +134,71 @@ def test_masked_mean_var_of_zero_dim_input():
     g = tapegrad.masked.mean(tapegrad.tensor(2.5), -1, keepdim=True, mask=tapegrad.tensor(True))
     assert tuple(g.shape) == tuple(t.shape)
     np.testing.assert_array_equal(g.numpy(), t.numpy())
+
+
+# -- native_batch_norm / native_group_norm (missing before) --------------------------------------
+
+_XN = np.linspace(-2.0, 3.0, 2 * 4 * 3).reshape(2, 4, 3) ** 2 - 1.5
+_WN = np.array([0.5, -1.0, 2.0, 1.5])
+_BN = np.array([0.1, 0.0, -0.3, 0.7])
+
+
+def _native_bn(lib, training):
+    x = lib.tensor(_XN, requires_grad=True)
+    w = lib.tensor(_WN, requires_grad=True)
+    b = lib.tensor(_BN, requires_grad=True)
+    rm = lib.tensor([0.5, -0.5, 0.0, 1.0], dtype=lib.float64)
+    rv = lib.tensor([1.0, 2.0, 0.5, 1.5], dtype=lib.float64)
+    out = lib.native_batch_norm(x, w, b, rm, rv, training, 0.2, 1e-5)
+    (out[0] * lib.tensor(np.cos(np.arange(24.0)).reshape(2, 4, 3))).sum().backward()
+    return out, (x.grad, w.grad, b.grad), (rm, rv)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_native_batch_norm_matches_torch(training):
+    t_out, t_grads, t_run = _native_bn(torch, training)
+    g_out, g_grads, g_run = _native_bn(tapegrad, training)
+    for a, b in zip(g_out, t_out):
+        assert tuple(a.shape) == tuple(b.shape) and a.requires_grad == b.requires_grad
+        assert str(a.dtype) == str(b.dtype)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-12, atol=1e-12)
+    for a, b in zip(g_grads + g_run, t_grads + t_run):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_native_group_norm_matches_torch_and_gradcheck():
+    res = []
+    for lib in (torch, tapegrad):
+        x = lib.tensor(_XN, requires_grad=True)
+        w = lib.tensor(_WN, requires_grad=True)
+        out = lib.native_group_norm(x, w, None, 2, 4, 3, 2, 1e-5)
+        assert [o.requires_grad for o in out] == [True, True, True]
+        (out[0].sum() * 0.5 + (out[1] * 2).sum() + (out[2] * lib.tensor([[1.0, -1.0]])).sum()
+         ).backward()
+        res.append(([o.detach().numpy() for o in out], x.grad.numpy(), w.grad.numpy()))
+    (t_out, t_gx, t_gw), (g_out, g_gx, g_gw) = res
+    for a, b in zip(g_out, t_out):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(g_gx, t_gx, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(g_gw, t_gw, rtol=1e-9, atol=1e-12)
+    x = tapegrad.tensor(_XN, requires_grad=True)
+    assert tapegrad.autograd.gradcheck(
+        lambda t: tapegrad.native_group_norm(t, None, None, 2, 4, 3, 2, 1e-5)[2], (x,))
+    with pytest.raises(RuntimeError, match=r"X.numel\(\) == N \* C \* HxW"):
+        tapegrad.native_group_norm(x, None, None, 2, 4, 4, 2, 1e-5)
+
+
+# -- max_pool1d's own kernel: its argument checks' order and wording ----------------------------
+
+@pytest.mark.parametrize("kwargs", [
+    dict(kernel_size=0), dict(kernel_size=2, dilation=0), dict(kernel_size=2, padding=2),
+    dict(kernel_size=0, stride=0, dilation=0), dict(kernel_size=2, padding=-1, dilation=0),
+    dict(kernel_size=2, padding=2, dilation=0), dict(kernel_size=2, stride=0, padding=-1),
+])
+def test_max_pool1d_argument_errors_match_torch(kwargs):
+    x = np.arange(54.0).reshape(3, 3, 6)
+    with pytest.raises(RuntimeError) as t_err:
+        torch.nn.functional.max_pool1d(torch.tensor(x), **kwargs)
+    with pytest.raises(RuntimeError) as g_err:
+        tapegrad.nn.functional.max_pool1d(tapegrad.tensor(x), **kwargs)
+    assert str(g_err.value) == str(t_err.value)
