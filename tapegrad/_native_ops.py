@@ -48,7 +48,8 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     if input.numel() != N * C * HxW:
         raise RuntimeError("Expected X.numel() == N * C * HxW to be true, but got false.")
     output = F.group_norm(input, group, weight, bias, eps)
-    groups = input.reshape(N, group, -1)
+    # (explicit sizes: -1 is ambiguous for an empty batch)
+    groups = input.reshape(N, group, (C // group) * HxW)
     mean = groups.mean(dim=-1)
     rstd = tapegrad.rsqrt(groups.var(dim=-1, unbiased=False) + eps)
     return output, mean, rstd

@@ -202,3 +202,11 @@ def test_max_pool1d_argument_errors_match_torch(kwargs):
     with pytest.raises(RuntimeError) as g_err:
         tapegrad.nn.functional.max_pool1d(tapegrad.tensor(x), **kwargs)
     assert str(g_err.value) == str(t_err.value)
+
+
+def test_native_group_norm_empty_batch():
+    # N = 0: the statistics are (0, group) (a reshape with -1 was ambiguous there)
+    for lib in (torch, tapegrad):
+        out = lib.native_group_norm(lib.zeros(0, 4, 3, requires_grad=True), None, None, 0, 4, 3,
+                                    2, 1e-5)
+        assert [tuple(o.shape) for o in out] == [(0, 4, 3), (0, 2), (0, 2)]
