@@ -234,6 +234,7 @@ _LAZY = _lazy.table({
     "hub": (),
     "jit": (),
     "linalg": (),
+    "masked": (),
     "mps": (),
     "multiprocessing": (),
     "nn": (),

@@ -41,6 +41,7 @@ from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit
 from tapegrad import linalg as linalg
+from tapegrad import masked as masked
 from tapegrad import mps as mps
 from tapegrad import multiprocessing as multiprocessing
 from tapegrad import nn as nn
@@ -557,7 +558,9 @@ __all__ = [
     'nansum',
     'narrow',
     'narrow_copy',
+    'native_batch_norm',
     'native_dropout',
+    'native_group_norm',
     'native_layer_norm',
     'ne',
     'neg',
@@ -2373,7 +2376,11 @@ def narrow(input: Any, dim: Any = ..., start: Any = ..., length: Any = ..., *, a
 
 def narrow_copy(input: Any, dim: Any, start: Any, length: Any, *, out: Any = ...) -> Any: ...
 
+def native_batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: Any, momentum: Any, eps: Any) -> Any: ...
+
 def native_dropout(input: Any, p: Any, train: Any) -> Any: ...
+
+def native_group_norm(input: Any, weight: Any, bias: Any, N: Any, C: Any, HxW: Any, group: Any, eps: Any) -> Any: ...
 
 def native_layer_norm(input: Any, normalized_shape: Any, weight: Any, bias: Any, eps: Any) -> Any: ...
 

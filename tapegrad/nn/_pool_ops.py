@@ -84,9 +84,10 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
         else _tuple(stride, nd, "stride", what)
     padding = _tuple(padding, nd, "padding", what)
     dilation = _tuple(dilation, nd, "dilation", what)
+    if own_1d_kernel:
+        _check_1d_kernel_args(name, kernel[0], stride[0], padding[0], dilation[0])
     if any(s <= 0 for s in stride):
-        raise RuntimeError(f"{name}() stride must be greater than zero, but got {stride[0]}"
-                           if own_1d_kernel else "stride should not be zero")
+        raise RuntimeError("stride should not be zero")
     if any(k <= 0 for k in kernel):
         raise RuntimeError(f"kernel size should be greater than zero, but got "
                            + ("kH: %d kW: %d" % ((1,) * (2 - nd) + kernel)
@@ -96,15 +97,11 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
                            f"{dilation[0]} dilationW: {dilation[-1]}")
     if any(p < 0 for p in padding):
         negative = next(p for p in padding if p < 0)
-        raise RuntimeError(f"{name}() padding must be non-negative, but got {negative}"
-                           if own_1d_kernel else
-                           f"pad must be non-negative, but got pad: {negative}")
+        raise RuntimeError(f"pad must be non-negative, but got pad: {negative}")
     too_wide = [(p, k, d) for p, k, d in zip(padding, kernel, dilation) if p > k // 2]
     if too_wide:        # (PyTorch names the first dim that fails)
         p, k, d = too_wide[0]
-        raise RuntimeError(f"{name}() padding should be at most half of kernel size, but got "
-                           f"padding={p} and kernel_size={k}" if own_1d_kernel else
-                           f"pad should be at most half of effective kernel size, but got "
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                            f"pad={p}, kernel_size={k} and dilation={d}")
     spatial = tuple(x.shape)[-nd:]
     out_sp = tuple(_out_size(s, 2 * p, k, st, d, ceil_mode, p)
@@ -125,6 +122,22 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
                         (0, 0, padding[0], padding[0]), (1,) + dilation)
     return Geometry(spatial, out_sp, kernel, stride,
                     (padding[0], padding[0], padding[1], padding[1]), dilation)
+
+
+def _check_1d_kernel_args(name, kernel, stride, padding, dilation):
+    """PyTorch's 1-d max-pool kernel checks its arguments in this order, each message naming
+    the function (its 2-d kernel, which the other pools use, has other order and wording)."""
+    if kernel <= 0:
+        raise RuntimeError(f"{name}() kernel_size must be greater than zero, but got {kernel}")
+    if stride <= 0:
+        raise RuntimeError(f"{name}() stride must be greater than zero, but got {stride}")
+    if padding < 0:
+        raise RuntimeError(f"{name}() padding must be non-negative, but got {padding}")
+    if padding > kernel // 2:
+        raise RuntimeError(f"{name}() padding should be at most half of kernel size, but got "
+                           f"padding={padding} and kernel_size={kernel}")
+    if dilation <= 0:
+        raise RuntimeError(f"{name}() dilation must be greater than zero, but got {dilation}")
 
 
 def _lowest(dtype):
