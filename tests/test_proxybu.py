@@ -100,3 +100,27 @@ def test_normal_complex_mean_and_result_dtype():
             lib.normal(lib.zeros(2, dtype=lib.cfloat, requires_grad=True), 1.0)
         with pytest.raises(NotImplementedError, match="normal_kernel_cpu"):
             lib.normal(lib.zeros(2, dtype=lib.int64), 1.0)
+
+
+def test_adadelta_complex_parameter_bitwise():
+    # PyTorch's adadelta adds the weight decay and the step to a complex parameter with complex
+    # arithmetic (alpha as alpha + 0j): a zero real part of -2j stayed -0.0 here (printed
+    # "-0.0000-1.9903j" against PyTorch's "0.0000-1.9903j"), and other parts differed in the
+    # last bit (fma on the real views)
+    out = {}
+    for lib in (torch, tapegrad):
+        rows = []
+        for dt in (lib.complex64, lib.complex128):
+            for wd in (0.0, 0.1):
+                p = lib.nn.Parameter(lib.tensor([1 + 1j, -2j, 0.3 - 0.7j, 1e-3 + 2.5j], dtype=dt))
+                opt = lib.optim.Adadelta([p], lr=1.0, weight_decay=wd)
+                for _ in range(4):
+                    opt.zero_grad()
+                    (p.abs() ** 2 + p.real * lib.tensor([0.3, 0.0, 0.3, 0.3])).sum().backward()
+                    opt.step()
+                rows.append(lib.view_as_real(p.detach()).numpy().copy())
+        out[lib.__name__] = rows
+    for a, b in zip(out["torch"], out["tapegrad"]):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(np.signbit(b), np.signbit(a))
+        np.testing.assert_array_equal(b, a)
