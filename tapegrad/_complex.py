@@ -514,7 +514,9 @@ def conj_physical(z):
     return _core._complex_op("conj_physical", z)
 
 
-@_op("RealBackward0")
+# PyTorch computes z.real and z.imag as view_as_real(z).select(-1, 0 or 1), so their node is a
+# SelectBackward0 (what a printed tensor shows as its grad_fn).
+@_op("SelectBackward0")
 class _Real(_Op):
     reads_inputs = reads_output = False
     graph = True
@@ -523,7 +525,7 @@ class _Real(_Op):
     vjp = staticmethod(lambda ctx, g, m: (m.real(g) + 0j,))
 
 
-@_op("ImagBackward0")
+@_op("SelectBackward0")
 class _Imag(_Op):
     reads_inputs = reads_output = False
     graph = True

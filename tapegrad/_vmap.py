@@ -601,7 +601,7 @@ _UNARY = """abs absolute acos arccos acosh asin arcsin asinh atan arctan atanh c
 clone contiguous cos cosh deg2rad detach digamma double erf erfc erfinv exp exp2 expm1 fix float
 floor frac half int lgamma log log10 log1p log2 logit long neg negative bool nan_to_num
 rad2deg reciprocal relu round rsqrt sigmoid sign sgn sin sinc sinh sqrt square tan tanh trunc
-positive cpu conj __neg__ __pos__ __abs__ __invert__ abs_ clamp_ exp_ neg_ relu_
+positive cpu conj conj_physical resolve_conj resolve_neg angle __neg__ __pos__ __abs__ __invert__ abs_ clamp_ exp_ neg_ relu_
 sigmoid_ tanh_ sqrt_ log_ zero_ fill_ clamp_min clamp_max masked_fill
 pin_memory bfloat16 short byte char cfloat cdouble detach_ uniform_ normal_ tril triu
 """.split()
@@ -643,6 +643,12 @@ BatchedTensor.movedim = BatchedTensor.moveaxis = _movedim
 BatchedTensor.t = _t
 BatchedTensor.T = property(lambda self: self.permute(*reversed(range(self.dim()))))
 BatchedTensor.mT = property(lambda self: self.transpose(-2, -1))
+# real / imag are elementwise views of the batch's value; mH / H conjugate-transpose the sample
+BatchedTensor.real = property(lambda self: BatchedTensor(self.value.real, self.level))
+BatchedTensor.imag = property(lambda self: BatchedTensor(self.value.imag, self.level))
+BatchedTensor.mH = property(lambda self: self.conj().transpose(-2, -1))
+BatchedTensor.H = property(lambda self: self.conj().T if self.dim() == 2 else
+                           _loop(lambda x: x.H, "H", (self,), {}))
 BatchedTensor.unsqueeze = _unsqueeze
 BatchedTensor.squeeze = _squeeze
 BatchedTensor.flatten = _flatten

@@ -1120,7 +1120,7 @@ class _SVD(Function):
         core = core + S.unsqueeze(-1) * ((VtgV - _adjoint(VtgV)) / gaps * off_diagonal)
         core = core + identity * grad_S.unsqueeze(-2)
         if UtgU.is_complex():
-            _check_phase_invariant(UtgU + VtgV, "linalg_svd_backward", "singular vectors")
+            _check_phase_invariant(UtgU + VtgV, "svd_backward", "singular vectors")
             phase = (UtgU - VtgV).diagonal(0, -2, -1).imag * (0.5 * inverse_S)
             core = core + 1j * identity * phase.unsqueeze(-2)
         grad_A = U @ core @ Vh

@@ -241,6 +241,13 @@ _BELOW_ONE = {np.dtype(t): np.nextafter(t(1), t(0)) for t in (np.float16, np.flo
 
 
 def _standard_normal(rng: np.random.Generator, shape, dt) -> np.ndarray:
+    """Standard normal samples of dtype dt; a complex dt has PyTorch's complex normal: real and
+    imaginary parts independent, each of variance 1/2 (the complex sample's variance is 1)."""
+    dt = np.dtype(dt)
+    if dt.kind == "c":
+        part = np.float64 if dt == np.complex128 else np.float32
+        pairs = rng.standard_normal(tuple(shape) + (2,)).astype(part) * part(np.sqrt(0.5))
+        return (pairs[..., 0] + 1j * pairs[..., 1]).astype(dt)
     return rng.standard_normal(shape).astype(dt, copy=False)
 
 
@@ -355,13 +362,9 @@ def _randn(shape, generator, out, dtype, device, requires_grad):
     """randn() of a parsed shape (randn_like's draw too, without the public entry's checks)."""
     requested = _np_dtype(_out_dtype(out, dtype, "randn"))
     if requested is not None and requested.kind == "c":
-        # PyTorch's complex normal: real and imaginary parts independent, each of variance 1/2
         _check_factory(requested, requires_grad, device)
-        part = np.float64 if requested == np.complex128 else np.float32
-        pairs = _standard_normal(_numpy_rng(generator, "randn"), tuple(shape) + (2,), part)
-        pairs = pairs * part(np.sqrt(0.5))
-        return _finish((pairs[..., 0] + 1j * pairs[..., 1]).astype(requested), requires_grad,
-                       out)
+        return _finish(_standard_normal(_numpy_rng(generator, "randn"), shape, requested),
+                       requires_grad, out)
     dt = _float_dtype(_out_dtype(out, dtype, "randn"), "normal_kernel_cpu", shape)
     _check_factory(dt, requires_grad, device)
     return _finish(_standard_normal(_numpy_rng(generator, "randn"), shape, dt), requires_grad,
@@ -550,7 +553,16 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
         if not std >= 0:                # NaN too, as PyTorch
             raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
         shape = _size_args((tuple(size),), "normal", 3)
-        dt = _float_dtype(_out_dtype(out, dtype, "normal"), "normal_kernel_cpu", shape)
+        asked = _out_dtype(out, dtype, "normal")
+        requested = _np_dtype(asked)
+        if requested is not None and requested.kind == "c":
+            # as normal_ on a complex tensor: each part N(mean, std^2 / 2)
+            _check_factory(requested, requires_grad, device)
+            parts = _numpy_rng(generator, "normal").normal(mean, std / math.sqrt(2),
+                                                           tuple(shape) + (2,))
+            return _finish((parts[..., 0] + 1j * parts[..., 1]).astype(requested),
+                           requires_grad, out)
+        dt = _float_dtype(asked, "normal_kernel_cpu", shape)
         _check_factory(dt, requires_grad, device)
         values = _numpy_rng(generator, "normal").normal(mean, std, shape).astype(dt)
         return _finish(values, requires_grad, out)
@@ -560,8 +572,11 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     check_device(device)
     M = mean._array if mt else mean
     S = std._array if st else std
+    if st and S.dtype.kind == "c":
+        raise RuntimeError("normal expects standard deviation to be non-complex")
     for x in (mean, std):
-        if isinstance(x, _core.TensorBase) and x._array.dtype.kind != "f":
+        # a complex mean gives complex samples (PyTorch's complex normal about it)
+        if isinstance(x, _core.TensorBase) and x._array.dtype.kind not in "fc":
             raise NotImplementedError(f'"normal_kernel_cpu" not implemented for '
                                       f"'{_scalar_name(x._array.dtype)}'")
     if st:
@@ -570,7 +585,13 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     elif not std >= 0:                  # NaN too, as PyTorch
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
     shape = _broadcast_shapes(M.shape if mt else (), S.shape if st else ())
-    dt = np.result_type(M, S) if mt and st else (M.dtype if mt else S.dtype)
+    # the mean's dtype when it is a tensor (PyTorch's normal(Tensor, Tensor) does not promote:
+    # a float32 mean with a float64 std gives float32)
+    dt = M.dtype if mt else S.dtype
+    if dt.kind == "c" and _core.is_grad_enabled() and any(
+            isinstance(x, _core.TensorBase) and x.requires_grad for x in (mean, std)):
+        raise RuntimeError("normal does not support automatic differentiation for outputs with "
+                           "complex dtype.")
     values = (M + S * _standard_normal(_numpy_rng(generator, "normal"), shape, dt)).astype(dt)
     if out is not None:
         if out.requires_grad and _core.is_grad_enabled():   # this overload's message: no aten::

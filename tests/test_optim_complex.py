@@ -62,6 +62,11 @@ def _run(lib, name, kwargs, params, grads, as_real=False):
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 @pytest.mark.parametrize("name,kwargs", CONFIGS, ids=IDS)
 def test_complex_parameter_updates_as_its_real_view(name, kwargs, dtype):
+    if name == "Adadelta" and kwargs.get("weight_decay"):
+        # PyTorch's adadelta adds the weight decay to a complex gradient in complex arithmetic
+        # (before its real views): its state differs from a real-view run's in the last bits, in
+        # PyTorch as here (test_proxybu.py checks the complex updates bit for bit against it)
+        pytest.skip("PyTorch's adadelta decays a complex gradient in complex arithmetic")
     params, grads = _data(dtype)
     ours, states = _run(tg, name, kwargs, params, grads)
     real, real_states = _run(tg, name, kwargs, params, grads, as_real=True)

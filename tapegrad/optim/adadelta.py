@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import _core
 from .optimizer import (Optimizer, _check_lr, _check_not_differentiable, _filled_state, _real_view,
-                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcmul, mul_scalar, neg,
-                        sqrt)
+                        _step_tensor, _to_scalar, add_alpha, add_scalar, addcmul, complex_add_alpha,
+                        mul_scalar, neg, sqrt)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -63,8 +63,11 @@ class Adadelta(Optimizer):
             np.add(step_t, 1, out=step_t)
             if maximize:
                 grad = neg(grad)
+            # PyTorch's adadelta adds the weight decay and the step to a complex parameter as
+            # complex numbers (its other updates go through the real views)
+            add = complex_add_alpha if p._array.dtype.kind == "c" else add_alpha
             if weight_decay != 0:
-                grad = add_alpha(grad, param, weight_decay)
+                grad = add(grad, param, weight_decay)
 
             mul_scalar(square_avg, rho, out=square_avg)
             addcmul(square_avg, grad, grad, 1 - rho, out=square_avg)
@@ -74,7 +77,7 @@ class Adadelta(Optimizer):
             np.multiply(delta, grad, out=delta)
             mul_scalar(acc_delta, rho, out=acc_delta)
             addcmul(acc_delta, delta, delta, 1 - rho, out=acc_delta)
-            add_alpha(param, delta, -lr, out=param)
+            add(param, delta, -lr, out=param)
 
 
 # the functional form of the update (PyTorch's torch.optim.adadelta.adadelta), which runs the class's

@@ -772,6 +772,22 @@ def add_alpha(c: np.ndarray, a: np.ndarray, alpha, out=None) -> np.ndarray:
     return fma(a, dt.type(alpha) if dt.itemsize < 4 else alpha, c, out=out)
 
 
+def complex_add_alpha(c: np.ndarray, a: np.ndarray, alpha, out=None) -> np.ndarray:
+    """PyTorch's `c.add(a, alpha=alpha)` on complex tensors, given their real views (..., 2):
+    alpha multiplies as the complex number alpha + 0j, so the parts are c_r + (alpha a_r - 0 a_i)
+    and c_i + (alpha a_i + 0 a_r), each rounded twice.  (The real views' fma differs in the last
+    bit and in the signs of zero parts.)"""
+    dt = c.dtype
+    al, zero = dt.type(alpha), dt.type(0)
+    re = c[..., 0] + (al * a[..., 0] - zero * a[..., 1])
+    im = c[..., 1] + (al * a[..., 1] + zero * a[..., 0])
+    if out is None:
+        out = np.empty_like(c)
+    out[..., 0] = re
+    out[..., 1] = im
+    return out
+
+
 def mul_scalar(a: np.ndarray, s, out=None) -> np.ndarray:
     """a * s (PyTorch's `a.mul(s)`)."""
     dt = a.dtype
