@@ -2,6 +2,8 @@
 
     python tools/fuzz.py --seconds 600                # subprocess-isolated batches, both kinds
     python tools/fuzz.py --kind programs --seconds 600
+    python tools/fuzz.py --kind transforms --seconds 600   # tools/fuzz_transforms.py: vmap,
+                                                      # grad, jvp, jacrev, hessian, forward AD...
     python tools/fuzz.py --repro 1234                 # one program: its findings, then a
                                                       # minimal program printing the failure
     python tools/fuzz.py --seeds 0:200                # in process, one line per failing seed
@@ -2660,6 +2662,9 @@ def checker(kind):
             verdict = {}
             return _summary(*check_seed(seed, verdict=verdict), verdict)
         return check
+    if kind == "transforms":
+        import fuzz_transforms      # the function transforms (torch.func, forward AD, ...)
+        return fuzz_transforms.summary
     return lambda seed: _summary_surface(*surface.check_seed(seed))
 
 
@@ -2803,7 +2808,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--kind", default="programs,surface",
-                    help="programs, surface, or both (comma-separated)")
+                    help="programs, surface, transforms (comma-separated)")
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--timeout", type=float, default=300, help="seconds one program may take")
