@@ -9,10 +9,14 @@
     python tools/fuzz.py --seeds 0:200                # in process, one line per failing seed
     python tools/fuzz.py --report FILE.jsonl          # a run's findings grouped by verdict
 
-One mechanism, two program generators: this file generates multi-step programs (`programs`);
-tools/fuzz_surface.py generates one op of the wide surface plus a short chain (`surface`).  Both
-share the leaf values, the comparison, the known-difference filter and the subprocess driver
-(crash and hang detection by seed).
+One mechanism, three program generators: this file generates multi-step programs (`programs`);
+tools/fuzz_surface.py generates one op of the wide surface plus a short chain (`surface`);
+tools/fuzz_transforms.py generates pure functions of 1-3 float tensors and wraps each in every
+function transform - vmap (in_dims / out_dims / nested / randomness, and against a Python loop),
+grad / grad_and_value (argnums, has_aux), vjp, jvp, jacrev, jacfwd, hessian, functional_call,
+forward_ad and autograd.functional (`transforms`, a kind of its own: the seeds of the other two
+keep their programs).  They share the leaf values and the subprocess driver (crash and hang
+detection by seed); the first two also the comparison and the known-difference filter.
 
 A program here is Python source, one statement per step, over variables v0, v1, ...:
 
