@@ -288,6 +288,7 @@ def draw_plan(r, inputs, out_nd):
     if isinstance(argnums, tuple) and r.random() < 0.3:
         argnums = argnums[::-1]
     return {"B": B, "B2": r.randint(1, 2), "in_dims": tuple(in_dims), "out_dims": out_dims,
+            "out_nd": out_nd,
             "in_dims2": tuple(in_dims2), "argnums": argnums, "has_aux": r.random() < 0.4,
             "randomness": r.choice(["error", "different", "same"]),
             "key": r.randrange(2 ** 32), "hidden": r.randint(1, 3)}
@@ -324,10 +325,20 @@ def _scalar(L, f, prog):
     return fs
 
 
+def _out_dims(L, out_dims, out_nd):
+    """torch's vmap is given a negative out_dims as its positive equivalent: PyTorch's vmap of an
+    output that does not depend on the mapped inputs at a negative out_dims segfaults or makes
+    a batch dim of 2**35 (see _torch_bug); tapegrad's is checked at the negative one."""
+    if L.__name__ == "torch" and out_dims < 0:
+        return out_dims + out_nd + 1
+    return out_dims
+
+
 def t_vmap(L, prog, ns):
     p = prog.plan
     xs = _batched(prog, L, p["in_dims"], p["B"], 1)
-    return L.func.vmap(ns["f"], in_dims=p["in_dims"], out_dims=p["out_dims"],
+    return L.func.vmap(ns["f"], in_dims=p["in_dims"],
+                       out_dims=_out_dims(L, p["out_dims"], p["out_nd"]),
                        randomness=p["randomness"])(*xs)
 
 
@@ -353,7 +364,8 @@ def t_vmap_nested(L, prog, ns):
     # the outer level maps a new leading dim of the mapped inputs (B copies, scaled)
     xs = [x if d is None else L.stack([x * (1 + 0.5 * j) for j in range(p["B"])])
           for x, d in zip(xs, p["in_dims2"])]
-    return L.func.vmap(inner, in_dims=outer_dims, out_dims=-1 if p["B"] == 2 else 0)(*xs)
+    return L.func.vmap(inner, in_dims=outer_dims,
+                       out_dims=_out_dims(L, -1, p["out_nd"] + 1) if p["B"] == 2 else 0)(*xs)
 
 
 def _xs(L, prog):
