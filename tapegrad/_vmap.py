@@ -46,6 +46,13 @@ _by_original: dict = {}   # id(original function) -> its dispatching wrapper
 _users = 0
 
 
+class DataDependentError(RuntimeError):
+    """PyTorch's vmap refusal of an operation whose result depends on a batched tensor's data
+    (.item(), a Python conversion, a boolean mask).  A transform that batches only for speed
+    (jacfwd's columns, whose primals PyTorch does not batch) catches it and computes without the
+    batch."""
+
+
 class BatchedTensor:
     """One sample of a batch (see the module docstring).  ``value``'s dim 0 is the batch."""
 
@@ -103,12 +110,12 @@ class BatchedTensor:
 
     # -- data-dependent Python conversions: PyTorch's vmap refuses them -----------------------------
     def item(self):
-        raise RuntimeError("vmap: It looks like you're calling .item() on a Tensor. We don't "
+        raise DataDependentError("vmap: It looks like you're calling .item() on a Tensor. We don't "
                            "support vmap over calling .item() on a Tensor, please try to rewrite "
                            "what you're doing with other operations.")
 
     def _data_dependent(self, *args):
-        raise RuntimeError("vmap: It looks like you're attempting to use a Tensor in some "
+        raise DataDependentError("vmap: It looks like you're attempting to use a Tensor in some "
                            "data-dependent control flow. We don't support that yet, please "
                            "shout over at https://github.com/pytorch/functorch/issues/257 .")
 
@@ -532,9 +539,9 @@ def _getitem(self, index):
     # Batched or boolean indices, and advanced indices split by slices or mixed with integers
     # (numpy then moves their dims first, before the batch dim), have no rule.
     if any(_is_batched(it) and it.dtype is _bool_dtype() for it in items):
-        raise RuntimeError("vmap: We do not support batching operators that can support "
-                           "dynamic shape. Attempting to batch over indexing with a boolean "
-                           "mask.")
+        raise DataDependentError("vmap: We do not support batching operators that can "
+                                 "support dynamic shape. Attempting to batch over indexing "
+                                 "with a boolean mask.")
     if any(_is_batched(it) for it in items) or \
             any(getattr(items[i], "dtype", None) is _bool_dtype() or
                 isinstance(items[i], bool) for i in advanced) or \

@@ -558,8 +558,16 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                             duals = [_dual_of(_tracked(x), t) for x, t in zip(inputs, tangents)]
                             outs = _flatten(outputs_at(duals)[0])[0]
                             return tuple(_dual_tangent(o) for o in outs)
-                cols = _mapped_in_chunks(columns, stacks, total, chunk_size, randomness) if \
-                    total else [zeros((0,) + tuple(o.shape), dtype=o.dtype) for o in out_leaves]
+                try:
+                    cols = _mapped_in_chunks(columns, stacks, total, chunk_size, randomness) \
+                        if total else [zeros((0,) + tuple(o.shape), dtype=o.dtype)
+                                       for o in out_leaves]
+                except _vmap.DataDependentError:
+                    # func reads its inputs' data (.item(), a mask): the batched evaluation
+                    # batches the primals with the tangents, and vmap refuses; PyTorch batches
+                    # only the tangents, so the Jacobian exists: one column at a time, unbatched
+                    per_col = [columns(*[s[k] for s in stacks]) for k in range(total)]
+                    cols = [_stack([c[i] for c in per_col]) for i in range(len(out_leaves))]
                 at = 0
                 for j, x in enumerate(inputs):
                     n = x.numel()
@@ -590,12 +598,19 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                                                        [p[1] for p in pairs], create_graph))
                 if not total:
                     grads = [zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
-                elif batched:
-                    grads = _mapped_in_chunks(rows, stacks, total, chunk_size)
                 else:
-                    # vmap of rows over an unbatched graph is a sweep per row: run directly
-                    per_row = [rows(*[s[k] for s in stacks]) for k in range(total)]
-                    grads = [_stack([r[j] for r in per_row]) for j in range(len(inputs))]
+                    grads = None
+                    if batched:
+                        try:
+                            grads = _mapped_in_chunks(rows, stacks, total, chunk_size)
+                        except _vmap.DataDependentError:
+                            # func reads its inputs' data, which the batched evaluation batches
+                            # (see jacfwd's columns): one row at a time, each its own evaluation
+                            pass
+                    if grads is None:
+                        # vmap of rows over an unbatched graph is a sweep per row: run directly
+                        per_row = [rows(*[s[k] for s in stacks]) for k in range(total)]
+                        grads = [_stack([r[j] for r in per_row]) for j in range(len(inputs))]
                 at = 0
                 for i, o in enumerate(out_leaves):
                     m = o.numel()

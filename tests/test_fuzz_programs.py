@@ -70,3 +70,36 @@ def test_an_op_amplifying_its_inputs_last_bit_is_not_a_finding():
     findings = fuzz.check_program(prog)
     assert [c for c, _ in findings] == ["value"]
     assert not any(fuzz.known_for(prog, c, m) for c, m in findings)
+
+
+# -- the function transforms (tools/fuzz_transforms.py, `fuzz.py --kind transforms`) -------------
+
+import fuzz_transforms  # noqa: E402
+
+# torch-raises: tapegrad computes what torch.func refuses (vmap's loop for randomness=
+# 'different'/'same', in-place writes into captured tensors under grad): reported, not failures
+TRANSFORM_FAILURES = ("value", "tapegrad-raises")
+
+
+def test_fuzz_transforms_fixed_seeds():
+    failures = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in range(1, 13):
+            _, found = fuzz_transforms.check_seed(seed)
+            failures += [f"seed {seed} [{name}] [{cat}] {msg[:300]}" for name, cat, msg in found
+                         if cat in TRANSFORM_FAILURES]
+    assert not failures, "\n".join(failures)
+
+
+def test_fuzz_transforms_reports_a_planted_difference():
+    # a program whose value depends on the library: every transform reports it
+    prog = fuzz_transforms.generate(3)
+    prog.body = prog.body + ["w = x0 * (2.0 if torch.__name__ == 'torch' else 2.5)"]
+    prog.ret, prog.random = "w", False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = fuzz_transforms.check_program(prog, ["vmap", "grad", "jvp", "jacrev",
+                                                     "forward_ad", "F.hvp"])
+    assert {name for name, cat, _ in found if cat == "value"} >= {"vmap", "grad", "jvp",
+                                                                   "jacrev", "forward_ad"}

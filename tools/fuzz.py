@@ -2,15 +2,21 @@
 
     python tools/fuzz.py --seconds 600                # subprocess-isolated batches, both kinds
     python tools/fuzz.py --kind programs --seconds 600
+    python tools/fuzz.py --kind transforms --seconds 600   # tools/fuzz_transforms.py: vmap,
+                                                      # grad, jvp, jacrev, hessian, forward AD...
     python tools/fuzz.py --repro 1234                 # one program: its findings, then a
                                                       # minimal program printing the failure
     python tools/fuzz.py --seeds 0:200                # in process, one line per failing seed
     python tools/fuzz.py --report FILE.jsonl          # a run's findings grouped by verdict
 
-One mechanism, two program generators: this file generates multi-step programs (`programs`);
-tools/fuzz_surface.py generates one op of the wide surface plus a short chain (`surface`).  Both
-share the leaf values, the comparison, the known-difference filter and the subprocess driver
-(crash and hang detection by seed).
+One mechanism, three program generators: this file generates multi-step programs (`programs`);
+tools/fuzz_surface.py generates one op of the wide surface plus a short chain (`surface`);
+tools/fuzz_transforms.py generates pure functions of 1-3 float tensors and wraps each in every
+function transform - vmap (in_dims / out_dims / nested / randomness, and against a Python loop),
+grad / grad_and_value (argnums, has_aux), vjp, jvp, jacrev, jacfwd, hessian, functional_call,
+forward_ad and autograd.functional (`transforms`, a kind of its own: the seeds of the other two
+keep their programs).  They share the leaf values and the subprocess driver (crash and hang
+detection by seed); the first two also the comparison and the known-difference filter.
 
 A program here is Python source, one statement per step, over variables v0, v1, ...:
 
@@ -2660,6 +2666,9 @@ def checker(kind):
             verdict = {}
             return _summary(*check_seed(seed, verdict=verdict), verdict)
         return check
+    if kind == "transforms":
+        import fuzz_transforms      # the function transforms (torch.func, forward AD, ...)
+        return fuzz_transforms.summary
     return lambda seed: _summary_surface(*surface.check_seed(seed))
 
 
@@ -2803,7 +2812,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--kind", default="programs,surface",
-                    help="programs, surface, or both (comma-separated)")
+                    help="programs, surface, transforms (comma-separated)")
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--timeout", type=float, default=300, help="seconds one program may take")
