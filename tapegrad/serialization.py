@@ -432,6 +432,46 @@ class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
 
     dispatch[pickle.FROZENSET[0]] = load_frozenset
 
+    # Items go only into the exact builtin containers, as PyTorch's weights-only unpickler
+    # allows: a list or dict subclass (a config AttrDict), even one the user allowlisted, would
+    # otherwise run its own append/__setitem__ during the load.
+    def _check_container(self, opcode, allowed, what):
+        target = self.stack[-1]
+        if type(target) not in allowed:
+            raise WeightsOnlyLoadError(
+                f"{_WEIGHTS_ONLY_HELP}Can only {opcode} {what}, but got {type(target)} "
+                f"(loading {self.name}).")
+
+    def load_append(self):
+        item = self.stack.pop()
+        self._check_container("append to", (list,), "lists")
+        self.stack[-1].append(item)
+
+    def load_appends(self):
+        items = self.pop_mark()
+        self._check_container("extend", (list,), "lists")
+        self.stack[-1].extend(items)
+
+    def load_setitem(self):
+        value = self.stack.pop()
+        key = self.stack.pop()
+        self._check_container("SETITEM for", (dict, OrderedDict, Counter),
+                              "dict, collections.OrderedDict, collections.Counter")
+        self.stack[-1][key] = value
+
+    def load_setitems(self):
+        items = self.pop_mark()
+        self._check_container("SETITEMS for", (dict, OrderedDict, Counter),
+                              "dict, collections.OrderedDict, collections.Counter")
+        target = self.stack[-1]
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
+    dispatch[pickle.APPEND[0]] = load_append
+    dispatch[pickle.APPENDS[0]] = load_appends
+    dispatch[pickle.SETITEM[0]] = load_setitem
+    dispatch[pickle.SETITEMS[0]] = load_setitems
+
     def persistent_load(self, pid):
         array = super().persistent_load(pid)
         if any(g in _user_safe_globals for g in _NDARRAY_GLOBALS):

@@ -48,3 +48,31 @@ def test_weights_only_error_names_builtins_bare(value, name):
             _round_trip(lib, {"v": value})
         assert f"GLOBAL {name} was not an allowed global" in str(info.value)
         assert f"safe_globals([{name}])" in str(info.value)
+
+
+class _Config(dict):
+    """A config object saved in a checkpoint (as pytorch-template saves its ConfigParser)."""
+
+
+class _History(list):
+    pass
+
+
+@pytest.mark.parametrize("make, phrase", [
+    (lambda: _Config(arch="Linear"), "Can only SETITEM"),
+    (lambda: _History([0.5, 0.25]), "Can only extend lists"),
+    (lambda: _History([0.5]), "Can only append to lists"),
+])
+def test_weights_only_load_fills_only_builtin_containers(make, phrase):
+    # even allowlisted, a dict/list subclass gets no items in a weights-only load under torch
+    for lib in (torch, tg):
+        with lib.serialization.safe_globals([_Config, _History]):
+            with pytest.raises(pickle.UnpicklingError, match=phrase):
+                _round_trip(lib, {"config": make(), "epoch": 3})
+        out = _round_trip(lib, {"config": make(), "epoch": 3}, weights_only=False)
+        assert type(out["config"]) is type(make()) and out["config"] == make()
+    # empty ones (no items to add) and the builtin containers load
+    with tg.serialization.safe_globals([_Config, _History]):
+        out = _round_trip(tg, {"c": _Config(), "h": _History(), "l": [1, [2]], "d": {"a": {}}})
+    assert type(out["c"]) is _Config and type(out["h"]) is _History
+    assert out["l"] == [1, [2]] and out["d"] == {"a": {}}
