@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import pickle
 
+import numpy as np
 import pytest
 
 import tapegrad as tg
@@ -76,3 +77,76 @@ def test_weights_only_load_fills_only_builtin_containers(make, phrase):
         out = _round_trip(tg, {"c": _Config(), "h": _History(), "l": [1, [2]], "d": {"a": {}}})
     assert type(out["c"]) is _Config and type(out["h"]) is _History
     assert out["l"] == [1, [2]] and out["d"] == {"a": {}}
+
+
+@pytest.fixture
+def deterministic_mode():
+    yield
+    for lib in (torch, tg):
+        lib.use_deterministic_algorithms(False)
+        lib.utils.deterministic.fill_uninitialized_memory = True
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "complex64", "int8",
+                                   "uint8", "int32", "int64", "bool"])
+def test_deterministic_mode_fills_empty(deterministic_mode, dtype):
+    # PyTorch fills uninitialised memory with NaN / the largest integer / True
+    results = []
+    for lib in (torch, tg):
+        lib.use_deterministic_algorithms(True)
+        dt = getattr(lib, dtype)
+        x = lib.ones(2, 3, dtype=dt)
+        made = [lib.empty(2, 3, dtype=dt), lib.empty_like(x), lib.empty_like(x.t()),
+                x.new_empty((4,)), lib.empty_strided((2, 2), (1, 2), dtype=dt),
+                lib.empty_permuted((2, 3), (1, 0), dtype=dt)]
+        results.append([np.asarray(t.tolist(), dtype=complex).ravel() for t in made])
+    for ours, theirs in zip(results[1], results[0]):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_deterministic_mode_fills_legacy_and_resize(deterministic_mode):
+    out = []
+    for lib in (torch, tg):
+        lib.use_deterministic_algorithms(True)
+        grown = lib.ones(2)
+        grown.resize_(4)
+        like = lib.ones(3)
+        like.resize_as_(lib.ones(5))
+        out.append([grown.tolist(), like.tolist(), lib.Tensor(2).tolist(),
+                    lib.LongTensor(2).tolist(), lib.ones(1).new(2).tolist()])
+    assert repr(out[1]) == repr(out[0])          # (nan == nan is False: compare the reprs)
+    assert repr(out[0][0]) == "[1.0, 1.0, nan, nan]"
+
+
+def test_fill_uninitialized_memory_switch(deterministic_mode):
+    for lib in (torch, tg):
+        assert lib.utils.deterministic.fill_uninitialized_memory is True
+        with pytest.raises(RuntimeError, match="expected a bool, but got int"):
+            lib.utils.deterministic.fill_uninitialized_memory = 1
+        lib.use_deterministic_algorithms(True)
+        lib.utils.deterministic.fill_uninitialized_memory = False
+        assert lib.utils.deterministic.fill_uninitialized_memory is False
+        assert lib.empty(3).shape == (3,)
+    tg.utils.deterministic.fill_uninitialized_memory = True
+    tg.use_deterministic_algorithms(False)
+    assert tg.empty(0).shape == (0,)
+
+
+def test_generator_clone_state():
+    states = []
+    for lib in (torch, tg):
+        g = lib.Generator().manual_seed(11)
+        lib.rand(4, generator=g)
+        clone = g.clone_state()
+        assert type(clone) is type(g) and clone is not g
+        assert clone.initial_seed() == 11
+        a = lib.rand(3, generator=g)
+        b = lib.rand(3, generator=clone)
+        assert lib.equal(a, b)
+        with pytest.raises(NotImplementedError, match="graphsafe_get_state is not supported"):
+            g.graphsafe_get_state()
+        with pytest.raises(NotImplementedError, match="graphsafe_set_state is not supported"):
+            g.graphsafe_set_state(clone)
+        with pytest.raises(TypeError, match="expected a Generator, but got int"):
+            g.graphsafe_set_state(1)
+        states.append(a.shape)
