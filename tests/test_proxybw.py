@@ -150,3 +150,34 @@ def test_generator_clone_state():
         with pytest.raises(TypeError, match="expected a Generator, but got int"):
             g.graphsafe_set_state(1)
         states.append(a.shape)
+
+
+@pytest.mark.parametrize("call, exc, phrase", [
+    (lambda lib: lib.zeros(3).index_put_(lib.tensor([1]), lib.tensor(2.0)), TypeError,
+     r"index_put_\(\): argument 'indices' \(position 1\) must be tuple of Tensors, not Tensor"),
+    (lambda lib: lib.zeros(3).index_put_(lib.tensor([1]), lib.tensor(2.0), accumulate=True),
+     TypeError, r"index_put_\(\): argument 'indices' \(position 1\) must be tuple of Tensors"),
+    (lambda lib: lib.zeros(3).index_put_([1], lib.tensor(2.0)), TypeError,
+     "expected Tensor as element 0 in argument 0, but got int"),
+    (lambda lib: lib.zeros(3).index_put_([[1]], lib.tensor(2.0), True), TypeError,
+     "expected Tensor as element 0 in argument 0, but got list"),
+    (lambda lib: lib.zeros(3).index_put([1], lib.tensor(2.0)), TypeError,
+     "expected Tensor as element 0 in argument 0, but got int"),
+])
+def test_index_put_indices_errors(call, exc, phrase):
+    # a confusion-matrix update written with a bare index tensor instead of a tuple
+    for lib in (torch, tg):
+        with pytest.raises(exc, match=phrase):
+            call(lib)
+
+
+def test_confusion_matrix_index_put_accumulate():
+    target = [0, 1, 2, 2, 1, 0, 0, 1]
+    pred = [0, 2, 2, 1, 1, 0, 1, 1]
+    out = []
+    for lib in (torch, tg):
+        cm = lib.zeros(3, 3, dtype=lib.long)
+        t, p = lib.tensor(target), lib.tensor(pred)
+        cm.index_put_((t, p), lib.ones_like(t), accumulate=True)
+        out.append(cm.tolist())
+    assert out[1] == out[0]
