@@ -141,9 +141,11 @@ class Generator:
 
     # CUDA-graph-safe state exchange: PyTorch's CPU generator refuses it, as this one does.
     def graphsafe_get_state(self):
+        """CUDA graphs' state exchange: unsupported by a CPU generator (NotImplementedError)."""
         raise NotImplementedError("graphsafe_get_state is not supported in this Generator")
 
     def graphsafe_set_state(self, state):
+        """CUDA graphs' state exchange: unsupported by a CPU generator (NotImplementedError)."""
         if not isinstance(state, Generator):
             raise TypeError(f"expected a Generator, but got {_type_name(state)}")
         raise NotImplementedError("graphsafe_set_state is not supported in this Generator")
