@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _core
+from ._uninitialised import uninitialised
 from ._device import as_device, is_device_like
 from ._torch_names import torch_module_name
 from .tensor import Size, invalid_arguments, is_int
@@ -61,7 +62,7 @@ def _sized(shape, np_dt) -> np.ndarray:
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
                                f"{list(shape)}")
-    return np.empty(tuple(shape), dtype=np_dt)
+    return uninitialised(tuple(shape), np_dt)
 
 
 def _check_int_range(values: np.ndarray, np_dt) -> None:

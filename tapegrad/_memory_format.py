@@ -20,6 +20,7 @@ from ._torch_names import TorchNamedClass
 
 from tapegrad._core import type_name as _type_name
 from . import _core
+from ._uninitialised import uninitialised
 
 TensorBase = _core.TensorBase
 
@@ -80,9 +81,9 @@ def empty_array(shape: tuple, dtype, fmt, fn: str) -> np.ndarray:
     """An uninitialised array of `shape` in the layout memory_format=fmt names."""
     order = array_order(fmt, shape, fn)
     if order is None:
-        return np.empty(shape, dtype=dtype)
+        return uninitialised(shape, dtype)
     back = tuple(order.index(d) for d in range(len(shape)))
-    return np.empty(tuple(shape[d] for d in order), dtype=dtype).transpose(back)
+    return uninitialised(tuple(shape[d] for d in order), dtype).transpose(back)
 
 
 def _is_channels_last(t, layout) -> bool:

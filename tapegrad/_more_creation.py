@@ -21,6 +21,7 @@ import numpy as np
 from . import _core
 from ._device import check_unpinned
 from ._layout import sparse_factory_layout
+from ._uninitialised import uninitialised
 from ._class_members import has_member
 from ._extra_ops import _check_tensor, _wrap
 from .storage import buffer_element_count
@@ -227,7 +228,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
         raise RuntimeError("as_strided: Negative strides are not supported at the moment, got "
                            f"strides: {list(stride)}")
     extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
-    storage = _wrap(np.empty(extent, dtype=np_dt))
+    storage = _wrap(uninitialised(extent, np_dt))
     result = storage.as_strided(size, stride) if size else storage.reshape(())
     if requires_grad:
         result = result.detach().requires_grad_(True)
@@ -255,7 +256,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     if sorted(order) != list(range(len(size))):
         raise RuntimeError("Duplicate dim not allowed")
     np_dt = _np_dtype(dtype, "empty_permuted") or _default_dtype().np_dtype
-    physical = _wrap(np.empty(tuple(size[d] for d in order), dtype=np_dt))
+    physical = _wrap(uninitialised(tuple(size[d] for d in order), np_dt))
     result = physical.permute(tuple(np.argsort(order).tolist()))    # (a tuple: 0-d has none)
     if requires_grad:
         result = result.detach().requires_grad_(True)

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from . import _core, _memory_format, _ops_shape
+from ._uninitialised import uninitialised
 from ._class_members import has_member
 from ._extra_functions import _torch_grad_fn_name
 from ._out_arg import compute_then_write
@@ -358,7 +359,7 @@ def _sum_to_size(self, *size, **keywords):
 def _resized_array(arr: np.ndarray, shape: tuple) -> np.ndarray:
     """arr's elements in row order, as many as `shape` holds, in a new array of that shape;
     elements beyond arr's are uninitialised, as PyTorch's resize_ leaves them."""
-    out = np.empty(shape, dtype=arr.dtype)
+    out = uninitialised(shape, arr.dtype)
     count = min(out.size, arr.size)
     out.reshape(-1)[:count] = arr.reshape(-1)[:count]
     return out

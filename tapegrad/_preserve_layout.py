@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._memory_format import array_order, empty_array
+from ._uninitialised import uninitialised
 
 
 def _inner_to_outer(shape, strides) -> list:
@@ -90,8 +91,8 @@ def empty_preserving(t, dtype) -> np.ndarray:
     order = preserved_order(t)
     shape = t._array.shape
     if order is None:
-        return np.empty(shape, dtype=dtype)
-    return np.empty(tuple(shape[d] for d in order), dtype=dtype).transpose(inverse(order))
+        return uninitialised(shape, dtype)
+    return uninitialised(tuple(shape[d] for d in order), dtype).transpose(inverse(order))
 
 
 def _keeps_layout(memory_format) -> bool:

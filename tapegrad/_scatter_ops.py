@@ -310,10 +310,20 @@ def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
 
 # -- index_put ------------------------------------------------------------------------------------
 
-def _index_put_key(self, indices):
+def _check_indices(indices, fn: str) -> None:
+    """PyTorch's binding checks of index_put(_)'s `indices`: a tuple or list of Tensors (None
+    allowed) -- checked first, so the message names the function the user called."""
     if not isinstance(indices, (tuple, list)):
-        raise TypeError(f"index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
+        raise TypeError(f"{fn}(): argument 'indices' (position 1) must be tuple of Tensors, "
                         f"not {_core.type_name(indices)}")
+    for i, ind in enumerate(indices):
+        if ind is not None and not isinstance(ind, TensorBase):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{_core.type_name(ind)}")
+
+
+def _index_put_key(self, indices):
+    _check_indices(indices, "index_put")
     shape = self._array.shape
     if not indices:
         # (PyTorch refuses an empty index list, as aten.index does; numpy would read it as
@@ -329,8 +339,6 @@ def _index_put_key(self, indices):
             key.append(slice(None))
             dim += 1
             continue
-        if not isinstance(ind, TensorBase):
-            raise TypeError("index_put(): argument 'indices' must be tuple of Tensors")
         arr = ind._array
         if arr.dtype == np.uint8:
             # (PyTorch's deprecation warning, as x[mask] gives it: at every call)
@@ -443,6 +451,7 @@ def index_put_(self, indices, values, accumulate=False):
     indexing), or ``+=`` with ``accumulate=True`` (repeated indices then add up). Returns self.
     """
     _core.check_bool("index_put_", "accumulate", accumulate)
+    _check_indices(indices, "index_put_")
     if values is self and (accumulate or self.numel() != 1):
         # PyTorch's index_put_ refuses values that are self before it looks at shapes or
         # elements (x[k] = x, below, sees x without its leading size-1 dims: another tensor),

@@ -3,7 +3,11 @@ float32 matmul precision, flush-denormal, warn-always, and the autocast state qu
 
 What each means for tapegrad:
 - deterministic algorithms: every tapegrad kernel is deterministic already (numpy on the CPU,
-  fixed reduction order), so the flags are stored and reported, and nothing needs to change.
+  fixed reduction order), so the flags are stored and reported.  The one visible effect is
+  PyTorch's: uninitialised memory (empty, empty_like, new_empty, resize_ growing a tensor, ...)
+  is filled with NaN (the largest value for integers, True for bool) unless
+  torch.utils.deterministic.fill_uninitialized_memory is False (tapegrad._uninitialised, which
+  holds the deterministic flag: the factories read it without importing this module).
 - float32 matmul precision: 'high' and 'medium' *allow* PyTorch to use TF32 / bfloat16 inside
   float32 matmuls; tapegrad always computes at 'highest', which every setting permits.  The
   setting is stored and reported, as PyTorch's.
@@ -21,9 +25,9 @@ import threading
 import warnings
 
 from . import _core
+from ._uninitialised import flags as _fill_flags
 
-_state = {"deterministic": False, "warn_only": False, "matmul_precision": "highest",
-          "warn_always": False}
+_state = {"warn_only": False, "matmul_precision": "highest", "warn_always": False}
 _PRECISIONS = ("highest", "high", "medium")
 _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 
@@ -42,13 +46,13 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
                         "bool, not {}")
     _require_bool(warn_only, "_set_deterministic_algorithms(): argument 'warn_only' must be "
                              "bool, not {}")
-    _state["deterministic"] = mode
+    _fill_flags["deterministic"] = mode
     _state["warn_only"] = warn_only if mode else False
 
 
 def are_deterministic_algorithms_enabled() -> bool:
     """Whether use_deterministic_algorithms(True) is in effect."""
-    return _state["deterministic"]
+    return _fill_flags["deterministic"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
@@ -73,7 +77,7 @@ def set_deterministic_debug_mode(debug_mode):
 
 def get_deterministic_debug_mode() -> int:
     """0 when deterministic mode is off, 1 when it only warns, 2 when it is on."""
-    if not _state["deterministic"]:
+    if not _fill_flags["deterministic"]:
         return 0
     return 1 if _state["warn_only"] else 2
 

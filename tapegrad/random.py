@@ -133,6 +133,23 @@ class Generator:
         self._initial_seed = int.from_bytes(raw[0:8], "little")
         return self
 
+    def clone_state(self) -> "Generator":
+        """A new Generator at this one's current state (and initial seed): the two then draw
+        the same stream independently."""
+        clone = Generator(self._device)
+        return clone.set_state(self.get_state())
+
+    # CUDA-graph-safe state exchange: PyTorch's CPU generator refuses it, as this one does.
+    def graphsafe_get_state(self):
+        """CUDA graphs' state exchange: unsupported by a CPU generator (NotImplementedError)."""
+        raise NotImplementedError("graphsafe_get_state is not supported in this Generator")
+
+    def graphsafe_set_state(self, state):
+        """CUDA graphs' state exchange: unsupported by a CPU generator (NotImplementedError)."""
+        if not isinstance(state, Generator):
+            raise TypeError(f"expected a Generator, but got {_type_name(state)}")
+        raise NotImplementedError("graphsafe_set_state is not supported in this Generator")
+
     def __repr__(self) -> str:
         # PyTorch's Generator is the extension type torch._C.Generator: notebooks that end a
         # cell with torch.manual_seed(0) display this line.

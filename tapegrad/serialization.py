@@ -30,7 +30,7 @@ from collections import Counter, OrderedDict
 
 import numpy as np
 
-from . import _core
+from . import _core, _layout
 from ._checkpoint_npz import CheckpointError, load_npz
 from ._device import as_device, check_device, device
 from .tensor import _PickledStorage
@@ -263,11 +263,15 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         # files written before Size took the package's name (2026-12) pickled its defining module
         ("tapegrad.tensor", "Size"): Size,
         _qualified(device): device,
+        # a layout pickles as its module attribute (layout.__reduce__); PyTorch allows layouts
+        ("tapegrad", "strided"): _layout.strided,
+        ("tapegrad", "sparse_coo"): _layout.sparse_coo,
         ("tapegrad._core", "_dtype_by_name"): _core._dtype_by_name,
         ("collections", "OrderedDict"): OrderedDict,
         ("collections", "Counter"): Counter,
+        # (PyTorch's allowlist has set but not frozenset: a checkpoint holding a frozenset
+        # fails its weights-only load, so it fails here too)
         ("builtins", "set"): set,
-        ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
         ("builtins", "bytearray"): bytearray,      # as PyTorch's allowlist (protocols < 5)
         # pickle protocols < 3 store bytes as _codecs.encode(text, "latin1")
@@ -306,12 +310,14 @@ _NDARRAY_GLOBALS = (("numpy._core.multiarray", "_reconstruct"),
 
 
 def _unsupported_global(module: str, name: str, loading: str) -> WeightsOnlyLoadError:
+    # (a builtin is named bare, `range`, as PyTorch names it: that is how the user spells it in
+    # add_safe_globals([range]))
+    path = name if module == "builtins" else f"{module}.{name}"
     return WeightsOnlyLoadError(
-        f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {module}.{name} was not an "
+        f"{_WEIGHTS_ONLY_HELP}Unsupported global: GLOBAL {path} was not an "
         f"allowed global by default. Please use `tapegrad.serialization.add_safe_globals"
-        f"([{module}.{name}])` or the `tapegrad.serialization.safe_globals([{module}."
-        f"{name}])` context manager to allowlist this global if you trust this "
-        f"class/function.\n\nCheck the documentation of tapegrad.load to learn more "
+        f"([{path}])` or the `tapegrad.serialization.safe_globals([{path}])` context "
+        f"manager to allowlist this global if you trust this class/function.\n\nCheck the documentation of tapegrad.load to learn more "
         f"about types accepted by default with weights_only (loading {loading}).")
 
 
@@ -415,6 +421,56 @@ class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
         pickle._Unpickler.load_build(self)
 
     dispatch[pickle.BUILD[0]] = load_build
+
+    def load_frozenset(self):
+        # PyTorch pickles with protocol 2, where a frozenset is the global builtins.frozenset,
+        # which its allowlist lacks; this file's protocol has an opcode for it instead, so the
+        # same refusal is made here (unless the user allowed frozenset).
+        if ("builtins", "frozenset") not in _user_safe_globals:
+            raise _unsupported_global("builtins", "frozenset", self.name)
+        pickle._Unpickler.load_frozenset(self)
+
+    dispatch[pickle.FROZENSET[0]] = load_frozenset
+
+    # Items go only into the exact builtin containers, as PyTorch's weights-only unpickler
+    # allows: a list or dict subclass (a config AttrDict), even one the user allowlisted, would
+    # otherwise run its own append/__setitem__ during the load.
+    def _check_container(self, opcode, allowed, what):
+        target = self.stack[-1]
+        if type(target) not in allowed:
+            raise WeightsOnlyLoadError(
+                f"{_WEIGHTS_ONLY_HELP}Can only {opcode} {what}, but got {type(target)} "
+                f"(loading {self.name}).")
+
+    def load_append(self):
+        item = self.stack.pop()
+        self._check_container("append to", (list,), "lists")
+        self.stack[-1].append(item)
+
+    def load_appends(self):
+        items = self.pop_mark()
+        self._check_container("extend", (list,), "lists")
+        self.stack[-1].extend(items)
+
+    def load_setitem(self):
+        value = self.stack.pop()
+        key = self.stack.pop()
+        self._check_container("SETITEM for", (dict, OrderedDict, Counter),
+                              "dict, collections.OrderedDict, collections.Counter")
+        self.stack[-1][key] = value
+
+    def load_setitems(self):
+        items = self.pop_mark()
+        self._check_container("SETITEMS for", (dict, OrderedDict, Counter),
+                              "dict, collections.OrderedDict, collections.Counter")
+        target = self.stack[-1]
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
+    dispatch[pickle.APPEND[0]] = load_append
+    dispatch[pickle.APPENDS[0]] = load_appends
+    dispatch[pickle.SETITEM[0]] = load_setitem
+    dispatch[pickle.SETITEMS[0]] = load_setitems
 
     def persistent_load(self, pid):
         array = super().persistent_load(pid)

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 
 from . import _core, _dlpack
+from ._uninitialised import uninitialised
 from ._device import CPU, as_device, check_device, is_device_like
 from ._device import device as _device_type
 from ._format import tensor_repr
@@ -874,7 +875,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if fn == "new_full":            # (new_zeros' 0 and new_ones' 1 fit every dtype)
             value = creation._fill_scalar(creation._number_argument(value, fn), dt,
                                           math.prod(shape))
-        arr = np.empty(shape, dtype=dt) if value is None else np.full(shape, value, dtype=dt)
+        arr = (uninitialised(shape, dt) if value is None
+               else np.full(shape, value, dtype=dt))
         return _core.wrap_array(arr, requires_grad)
 
     # -- ops as methods -------------------------------------------------------------------------

@@ -70,7 +70,7 @@ class _Evil:
 
 def test_weights_only_never_runs_code(tmp_path):
     data = _bytes_of({"w": tg.ones(2), "x": _Evil()})
-    with pytest.raises(pickle.UnpicklingError, match="GLOBAL builtins.exec"):
+    with pytest.raises(pickle.UnpicklingError, match="GLOBAL exec was not"):
         tg.load(io.BytesIO(data))
     assert not hasattr(builtins, "_tapegrad_pwned")
 

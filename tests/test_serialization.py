@@ -83,8 +83,9 @@ def test_other_values(tmp_path):
            "counter": Counter([3, 3, 7]), "dtype": tg.float64, "size": tg.Size([2, 3]),
            "complex": 1 - 2j, "view": tg.tensor([[1.0, 2.0], [3.0, 4.0]])[:, 1]}
     with tg.serialization.safe_globals([np._core.multiarray._reconstruct,
-                                        np._core.multiarray.scalar, np.dtype]):
-        out = _round_trip(obj, tmp_path)      # numpy values need the allowlist, as under torch
+                                        np._core.multiarray.scalar, np.dtype, frozenset]):
+        out = _round_trip(obj, tmp_path)      # numpy values and frozensets need the allowlist,
+                                              # as under torch
     assert out["np"].dtype == np.int16 and out["np"].tolist() == [[0, 1, 2], [3, 4, 5]]
     assert type(out["npf"]) is np.float64 and out["npf"] == 0.1
     assert type(out["npb"]) is np.bool_

@@ -1,12 +1,14 @@
 """tapegrad.utils: data loading (utils.data), DLPack exchange (utils.dlpack), timing (utils.benchmark), graph drawing
 (utils.viz), activation checkpointing (utils.checkpoint), hook handles (utils.hooks), identity-keyed
-weak dictionaries (utils.weak), and swap_tensors."""
+weak dictionaries (utils.weak), the deterministic-mode memory fill (utils.deterministic), and
+swap_tensors."""
 import copyreg
 import weakref
 
-from . import benchmark, checkpoint, data, dlpack, hooks, viz, weak
+from . import benchmark, checkpoint, data, deterministic, dlpack, hooks, viz, weak
 
-__all__ = ["benchmark", "checkpoint", "data", "dlpack", "hooks", "viz", "weak", "swap_tensors"]
+__all__ = ["benchmark", "checkpoint", "data", "deterministic", "dlpack", "hooks", "viz", "weak",
+           "swap_tensors"]
 
 
 def swap_tensors(t1, t2):

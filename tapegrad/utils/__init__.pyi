@@ -21,6 +21,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.utils import benchmark as benchmark
 from tapegrad.utils import checkpoint as checkpoint
 from tapegrad.utils import data as data
+from tapegrad.utils import deterministic as deterministic
 from tapegrad.utils import dlpack as dlpack
 from tapegrad.utils import flop_counter as flop_counter
 from tapegrad.utils import hooks as hooks
@@ -32,6 +33,7 @@ __all__ = [
     'benchmark',
     'checkpoint',
     'data',
+    'deterministic',
     'dlpack',
     'hooks',
     'viz',
