@@ -44,7 +44,8 @@ from . import _core
 __all__ = ["TorchPickler", "write_checkpoint", "archive_name"]
 
 _ALIGNMENT = 64
-_U32 = 0xFFFFFFFF
+_U32 = 0xFFFFFFFF           # a 32-bit field's "see the zip64 extra field" value
+_ZIP64_FROM = _U32          # sizes and offsets from which an entry needs zip64 fields
 
 
 class _Global:
@@ -308,7 +309,7 @@ class _ZipWriter:
         view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
         size = len(view)
         offset = self.pos
-        big_size, big_offset = size >= _U32, offset >= _U32
+        big_size, big_offset = size >= _ZIP64_FROM, offset >= _ZIP64_FROM
         zip64 = b""
         start = offset + 30 + len(full) + 4
         if big_size or big_offset:           # the zip64 extra field precedes the padding
@@ -349,7 +350,8 @@ class _ZipWriter:
                                 cd_size, cd_offset))
         self._write(struct.pack("<IIQI", 0x07064B50, 0, eocd64, 1))
         self._write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, min(n, 0xFFFF), min(n, 0xFFFF),
-                                min(cd_size, _U32), min(cd_offset, _U32), 0))
+                                cd_size if cd_size < _ZIP64_FROM else _U32,
+                                cd_offset if cd_offset < _ZIP64_FROM else _U32, 0))
 
 
 def write_checkpoint(obj, fh, root: str, pickle_protocol: int = 2,

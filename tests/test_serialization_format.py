@@ -265,3 +265,17 @@ def test_numpy_arrays_pickled_as_torch_pickles_them():
     with serialization.safe_globals(globals_):
         out = tg.load(buf)["a"]
     assert out.dtype == np.int16 and out.tolist() == [0, 1, 2]
+
+
+def test_zip64_fields_past_four_gigabytes(monkeypatch):
+    # entries and offsets past 4 GiB carry zip64 fields (tried here from 100 bytes on)
+    from tapegrad import _torch_format
+    monkeypatch.setattr(_torch_format, "_ZIP64_FROM", 100)
+    buf = io.BytesIO()
+    tg.save({"w": tg.arange(50.0), "v": tg.ones(3)}, buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        assert z.testzip() is None and z.getinfo("archive/data/0").file_size == 200
+    buf.seek(0)
+    assert torch.load(buf)["w"].tolist() == list(range(50))
+    buf.seek(0)
+    assert tg.load(buf)["v"].tolist() == [1.0, 1.0, 1.0]
