@@ -1,6 +1,9 @@
 """tapegrad.save / tapegrad.load: whole-object checkpoints, loaded weights-only by default.
 
-The format (as PyTorch's since 1.6, in spirit): a zip archive holding
+`save` writes PyTorch's own format (_torch_format.py): torch.load reads the file, and it is
+byte for byte what torch.save writes for the same object (but for its random serialization id),
+so scripts printing a checkpoint's size print PyTorch's number.  `load` reads that format
+(_torch_checkpoint.py), and still reads the files earlier tapegrad versions wrote: a zip of
 
     archive/format          b"tapegrad-pickle 1": tells this format from the others
     archive/data.pkl        the pickled object, in which every numpy array (a tensor's storage,
@@ -84,28 +87,32 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=None, _use_new_zipfile_se
          _disable_byteorder_record=False) -> None:
     """Save any picklable `obj` (a state dict, a whole model, an optimizer, ...) to `f`.
 
-    `f` is a path (str or os.PathLike) or a binary file object open for writing.  Load it back
-    with `tapegrad.load`; objects other than tensors and plain containers need
-    `weights_only=False` there.
+    `f` is a path (str or os.PathLike) or a binary file object open for writing.  The file is
+    PyTorch's own format (see _torch_format.py): torch.load reads it, and it has the size
+    torch.save's file has.  Load it back with `tapegrad.load`; objects other than tensors and
+    plain containers need `weights_only=False` there.
     """
+    from ._torch_format import archive_name, write_checkpoint
     if not (hasattr(f, "write") or isinstance(f, (str, os.PathLike))):
         raise AttributeError("expected 'f' to be string, path, or a file-like object with a "
                              "'write' attribute")
-    protocol = pickle_protocol if pickle_protocol is not None else pickle.DEFAULT_PROTOCOL
-    buf = io.BytesIO()
-    pickler_cls = getattr(pickle_module, "Pickler", pickle.Pickler)
-    if pickler_cls is pickle.Pickler:
-        pickler = _ArrayPersistingPickler(buf, protocol)
-    else:                                  # a user's pickle module: persist through it as well
-        pickler = type("_Persisting", (pickler_cls,),
-                       {"persistent_id": _ArrayPersistingPickler.persistent_id})(buf, protocol)
-        pickler.arrays, pickler.keys = [], {}
-    pickler.dump(obj)
+    protocol = pickle_protocol if pickle_protocol is not None else 2   # PyTorch's default
     if hasattr(f, "write"):
-        _write_archive(f, buf.getvalue(), pickler.arrays)
+        write_checkpoint(obj, f, "archive", protocol, not _disable_byteorder_record)
         return
+    root = archive_name(f)
     with _open_for_save(os.fspath(f), _use_new_zipfile_serialization) as fh:
-        _write_archive(fh, buf.getvalue(), pickler.arrays)
+        write_checkpoint(obj, fh, root, protocol, not _disable_byteorder_record)
+
+
+def _save_tapegrad_format(obj, fh, protocol=pickle.DEFAULT_PROTOCOL) -> None:
+    """Write `obj` in the format tapegrad.save wrote before it wrote PyTorch's (2026-12): a
+    zip of data.pkl and .npy arrays.  tapegrad.load still reads such files; tests write them
+    with this."""
+    buf = io.BytesIO()
+    pickler = _ArrayPersistingPickler(buf, protocol)
+    pickler.dump(obj)
+    _write_archive(fh, buf.getvalue(), pickler.arrays)
 
 
 def _open_for_save(path, zipfile_writer: bool):
@@ -298,8 +305,37 @@ def _numpy_scalar(spec, data=None):
 # history saved as an ndarray, a np.float64 loss): a script that loads them under PyTorch fails,
 # so it must fail here too.  Once the user allowlists numpy's own global (add_safe_globals), the
 # value loads, read by these checked stand-ins rather than by numpy's unpickling code.
+class _NdarrayClass:
+    """What a weights-only load resolves `numpy.ndarray` to once numpy's `_reconstruct` is
+    allowlisted: a token only _checked_reconstruct accepts."""
+
+
+def _checked_reconstruct(cls, shape, dtype_code):
+    """numpy's _reconstruct(ndarray, (0,), b'b') for untrusted input: an empty ndarray that only
+    the checked BUILD of _WeightsOnlyUnpickler fills (with plain numeric values)."""
+    if not isinstance(cls, _NdarrayClass):
+        raise CheckpointError(f"numpy array of class {cls!r:.60} is not allowed")
+    return np.ndarray((0,), np.uint8)
+
+
+def _checked_ndarray_state(state) -> tuple:
+    """ndarray.__setstate__'s (version, shape, dtype, fortran, bytes), checked."""
+    ok = isinstance(state, tuple) and len(state) == 5
+    if ok:
+        version, shape, spec, fortran, data = state
+        dtype = spec.dtype if isinstance(spec, _DtypeSpec) else None
+        ok = (type(version) is int and type(shape) is tuple and dtype is not None
+              and all(type(n) is int and n >= 0 for n in shape) and type(fortran) is bool
+              and isinstance(data, bytes) and len(data) == int(np.prod(shape)) * dtype.itemsize)
+    if not ok:
+        raise CheckpointError("malformed numpy array record")
+    return (version, shape, dtype, fortran, data)
+
+
 _NUMPY_STAND_INS = {
     ("numpy", "dtype"): _DtypeSpec,
+    ("numpy._core.multiarray", "_reconstruct"): _checked_reconstruct,
+    ("numpy.core.multiarray", "_reconstruct"): _checked_reconstruct,
     ("numpy._core.multiarray", "scalar"): _numpy_scalar,
     ("numpy.core.multiarray", "scalar"): _numpy_scalar,
 }
@@ -368,6 +404,9 @@ class _ArchiveReading:
         elif module in _compat_pickle.IMPORT_MAPPING:
             module = _compat_pickle.IMPORT_MAPPING[module]
         found = self.allowed.get((module, name))
+        if (found is None and (module, name) == ("numpy", "ndarray")
+                and any(g in _user_safe_globals for g in _NDARRAY_GLOBALS)):
+            found = _NdarrayClass()        # (a pickled array names it for _reconstruct)
         if found is None and (module, name) in _user_safe_globals:
             found = _NUMPY_STAND_INS.get((module, name), _user_safe_globals[(module, name)])
         if found is None:
@@ -411,6 +450,11 @@ class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
                 and all(type(k) is str for k in state)):
             self.stack.pop()
             target.__dict__.update(state)
+            return
+        if type(target) is np.ndarray and target.size == 0 and target.dtype == np.uint8 \
+                and isinstance(state, tuple):   # a pickled array (see _checked_reconstruct)
+            self.stack.pop()
+            target.__setstate__(_checked_ndarray_state(state))
             return
         user_classes = tuple(g for g in _user_safe_globals.values() if isinstance(g, type))
         if (isinstance(target, _core.TensorBase)        # never, even for allowed subclasses

@@ -1022,8 +1022,8 @@ class _PickledStorage:
     (the copy shares the memory); pickle writes its bytes afresh for each tensor, because
     PyTorch pickles each tensor's storage by value (a storage object made per tensor, never
     found in pickle's memo): tensors viewing one buffer do not share memory once unpickled.
-    tapegrad.save persists the array inside (serialization._ArrayPersistingPickler), which
-    keeps views sharing there, as torch.save does."""
+    tapegrad.save does not pickle tensors through this: it writes PyTorch's records
+    (_torch_format.py), where views share one storage, as torch.save's do."""
     __slots__ = ("array",)
 
     def __init__(self, array: np.ndarray) -> None:
