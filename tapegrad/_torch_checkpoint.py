@@ -247,10 +247,12 @@ def torch_archive_root(archive: zipfile.ZipFile) -> str | None:
 
 class _TrustedTorchArchiveUnpickler(_TorchArchiveUnpickler):
     """weights_only=False: tensors and storages as above, every other global resolved (torch's to
-    tapegrad's counterpart), and BUILD as plain pickle runs it."""
+    tapegrad's counterpart), and the opcodes the weights-only unpickler restricts (BUILD, items into containers) as plain
+    pickle runs them."""
 
     dispatch = dict(_TorchArchiveUnpickler.dispatch)
-    dispatch[pickle.BUILD[0]] = pickle._Unpickler.load_build
+    dispatch.update({code[0]: pickle._Unpickler.dispatch[code[0]]
+                     for code in _ser._WeightsOnlyUnpickler.RESTRICTED_OPCODES})
 
     def find_class(self, module, name):
         found = self.allowed.get((module, name))

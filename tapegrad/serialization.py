@@ -516,6 +516,10 @@ class _WeightsOnlyUnpickler(_ArchiveReading, pickle._Unpickler):
     dispatch[pickle.SETITEM[0]] = load_setitem
     dispatch[pickle.SETITEMS[0]] = load_setitems
 
+    # the opcodes above, which a trusted (weights_only=False) load runs as plain pickle does
+    RESTRICTED_OPCODES = (pickle.BUILD, pickle.FROZENSET, pickle.APPEND, pickle.APPENDS,
+                          pickle.SETITEM, pickle.SETITEMS)
+
     def persistent_load(self, pid):
         array = super().persistent_load(pid)
         if any(g in _user_safe_globals for g in _NDARRAY_GLOBALS):
