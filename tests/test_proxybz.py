@@ -62,3 +62,43 @@ def test_repeat_interleave_count_mismatch_names_the_dim_given(dim):
     with pytest.raises(RuntimeError) as eg:
         tapegrad.zeros(2, 2, 3).repeat_interleave(tapegrad.tensor(counts), dim=dim)
     assert str(eg.value) == str(et.value)
+
+
+@pytest.mark.parametrize("maker,L,S", [("causal_lower_right", 4, 6), ("causal_upper_left", 4, 6),
+                                       ("causal_lower_right", 5, 5)])
+def test_causal_bias_as_sdpa_mask(maker, L, S):
+    from torch.nn.attention import bias as tbias
+    from tapegrad.nn.attention import bias as gbias
+    tb, gb = getattr(tbias, maker)(L, S), getattr(gbias, maker)(L, S)
+    np.testing.assert_array_equal(gb._materialize().numpy(), tb._materialize().numpy())
+    assert repr(gb) == repr(tb)
+    assert (gb.seq_len_q, gb.seq_len_kv, int(gb.variant)) == (tb.seq_len_q, tb.seq_len_kv,
+                                                               int(tb.variant))
+    (qt, kt, vt), (qg, kg, vg) = _pair((1, 2, L, 8), (1, 2, S, 8), (1, 2, S, 3))
+    qt.requires_grad_(); qg.requires_grad_()
+    ot = torch.nn.functional.scaled_dot_product_attention(qt, kt, vt, attn_mask=tb, scale=0.4)
+    og = tapegrad.nn.functional.scaled_dot_product_attention(qg, kg, vg, attn_mask=gb, scale=0.4)
+    np.testing.assert_allclose(og.detach().numpy(), ot.detach().numpy(), rtol=1e-10)
+    ot.sum().backward(); og.sum().backward()
+    np.testing.assert_allclose(qg.grad.numpy(), qt.grad.numpy(), rtol=1e-9, atol=1e-12)
+    assert tapegrad.autograd.gradcheck(
+        lambda q: tapegrad.nn.functional.scaled_dot_product_attention(q, kg, vg, attn_mask=gb),
+        (qg.detach().requires_grad_(),))
+
+
+def test_causal_bias_errors():
+    from tapegrad.nn.attention import bias as gbias
+    from torch.nn.attention import bias as tbias
+    with pytest.raises(AssertionError, match="only supports 2D tensors"):
+        gbias.causal_lower_right(2, 3, 4)
+    with pytest.raises(AssertionError, match="variant must be a CausalVariant"):
+        gbias.CausalBias(1, 2, 3)
+    with pytest.warns(UserWarning, match="will produce NaNs"):
+        gbias.causal_lower_right(6, 4)
+    q = tapegrad.zeros(1, 1, 3, 2)
+    qt = torch.zeros(1, 1, 3, 2)
+    with pytest.raises(ValueError, match="should not be used with causal=True"):
+        torch.nn.functional.scaled_dot_product_attention(qt, qt, qt, attn_mask=tbias.causal_upper_left(3, 3), is_causal=True)
+    with pytest.raises(ValueError, match="should not be used with causal=True"):
+        tapegrad.nn.functional.scaled_dot_product_attention(
+            q, q, q, attn_mask=gbias.causal_upper_left(3, 3), is_causal=True)
