@@ -111,7 +111,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     d = 0 if dim is None else _dim(dim, input.ndim)
     length = source._array.shape[d]
     if isinstance(repeats, TensorBase):
-        counts = _repeat_counts(repeats, length)
+        counts = _repeat_counts(repeats, length, 0 if dim is None else dim)
     else:
         if isinstance(repeats, np.ndarray) and repeats.ndim == 0 and repeats.dtype.kind in "iu":
             repeats = int(repeats)      # PyTorch's SymInt takes it through __index__
@@ -138,8 +138,10 @@ def _check_count_dtype(arr) -> None:
                                   f"'{_dtype_name(arr)}'")
 
 
-def _repeat_counts(repeats, length):
-    """repeats as an int64 vector of `length` counts (a 0-d or 1-element tensor broadcasts)."""
+def _repeat_counts(repeats, length, dim=0):
+    """repeats as an int64 vector of `length` counts (a 0-d or 1-element tensor broadcasts).
+
+    `dim` is the caller's dim as given (PyTorch's message names it unnormalized: input.size(-1))."""
     arr = repeats._array
     _check_count_dtype(arr)
     if arr.ndim > 1:
@@ -152,7 +154,7 @@ def _repeat_counts(repeats, length):
         return np.full(length, int(arr.reshape(-1)[0]), dtype=np.int64)
     if arr.shape[0] != length:
         raise RuntimeError(f"repeats must have the same size as input along dim, but got "
-                           f"repeats.size(0) = {arr.shape[0]} and input.size(0) = {length}")
+                           f"repeats.size(0) = {arr.shape[0]} and input.size({dim}) = {length}")
     return arr.astype(np.int64)
 
 

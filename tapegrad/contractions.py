@@ -360,8 +360,13 @@ def _sum_out(t, labels, keep):
     return t, [lab for k, lab in enumerate(labels) if k not in dims]
 
 
-def _contract_pair(a, la, b, lb, needed):
-    """Contract two operands with unique labels; labels in `needed` survive, shared others sum."""
+def _contract_pair(a, la, b, lb, needed, order):
+    """Contract two operands with unique labels; labels in `needed` survive, shared others sum.
+
+    `order` ranks all labels, the output's first in output order: a pair with nothing to sum
+    multiplies its operands laid out in that order, as PyTorch's einsum does, so the product
+    has PyTorch's grad_fn (MulBackward0) and strides (einsum('se,ec->sec') is contiguous and
+    takes .view())."""
     size_a = dict(zip(la, a.shape))
     size_b = dict(zip(lb, b.shape))
     common = [lab for lab in la if lab in size_b]
@@ -378,6 +383,20 @@ def _contract_pair(a, la, b, lb, needed):
                 size_a[lab] = 1
     a_only = [lab for lab in la if lab not in size_b]
     b_only = [lab for lab in lb if lab not in size_a]
+    # PyTorch contracts with bmm only over subscripts longer than 1 on both sides (the others
+    # were summed out above, or are 1 on both): without one it multiplies instead (promoting
+    # mixed dtypes, as bmm would not).
+    summed = [lab for lab in contract if size_a[lab] != 1]
+    if not summed:
+        kept = sorted(batch + a_only + b_only, key=order.index)
+
+        def laid_out(t, lt, size):
+            # (the subscripts kept, in `order`; 1 for the other operand's; size-1 contracted
+            # subscripts dropped: a view of t)
+            t = t.permute(tuple(lt.index(lab) for lab in kept if lab in size)
+                          + tuple(lt.index(lab) for lab in contract))
+            return t.reshape(tuple(size[lab] if lab in size else 1 for lab in kept))
+        return laid_out(a, la, size_a) * laid_out(b, lb, size_b), kept
     # (the broadcast size: a 1 takes the other side's, 0 included, where max gave 1 against 0)
     batch_sizes = [size_b[lab] if size_a[lab] == 1 else size_a[lab] for lab in batch]
     a = a.permute(tuple(la.index(lab) for lab in batch + a_only + contract))
@@ -386,13 +405,10 @@ def _contract_pair(a, la, b, lb, needed):
         a = a.expand(*batch_sizes, *a.shape[len(batch):])
     if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):
         b = b.expand(*batch_sizes, *b.shape[len(batch):])
-    # PyTorch contracts with bmm only over subscripts longer than 1 on both sides (the others
-    # were summed out above, or are 1 on both): without one it multiplies instead.
-    summed = [lab for lab in contract if size_a[lab] != 1]
-    if summed and a._array.dtype == np.bool_:
+    if a._array.dtype == np.bool_:
         # bmm's dtype check (on the first operand) comes before its operands' comparison.
         raise NotImplementedError('"bmm" not implemented for \'Bool\'')
-    if summed and a.dtype != b.dtype:
+    if a.dtype != b.dtype:
         out_sizes = batch_sizes + [size_a[lab] for lab in a_only] + [size_b[lab] for lab in b_only]
         if b._array.dtype == np.bool_ or (0 not in out_sizes and
                                           all(size_a[lab] for lab in summed)):
@@ -400,13 +416,6 @@ def _contract_pair(a, la, b, lb, needed):
         # PyTorch's bmm compares dtypes only when it multiplies anything: an empty product
         # (nothing to sum, or an empty output) is zeros in the second operand's dtype
         a = a.to(b.dtype)
-    elif a.dtype != b.dtype or a._array.dtype == np.bool_:
-        # No summed subscript: PyTorch multiplies (with type promotion) instead of a bmm.
-        sa = [size_a[lab] for lab in a_only]
-        sb = [size_b[lab] for lab in b_only]
-        out = a.reshape(tuple(batch_sizes + sa + [1] * len(sb))) \
-            * b.reshape(tuple(batch_sizes + [1] * len(sa) + sb))
-        return out, batch + a_only + b_only
     M = int(np.prod([size_a[lab] for lab in a_only], dtype=np.int64))
     K = int(np.prod([size_a[lab] for lab in contract], dtype=np.int64))
     N = int(np.prod([size_b[lab] for lab in b_only], dtype=np.int64))
@@ -501,6 +510,9 @@ def einsum(*args):
         t, labels = _take_diagonals(t, labels)
         terms.append((t, labels))
     keep_out = set(out_labels)
+    order = list(out_labels)
+    for labels in expanded:
+        order.extend(lab for lab in labels if lab not in order)
     result, res_labels = terms[0]
     for idx in range(len(terms)):
         if idx > 0:
@@ -508,7 +520,8 @@ def einsum(*args):
                 else set()
             t, labels = terms[idx]
             t, labels = _sum_out(t, labels, keep_out | later | set(res_labels))
-            result, res_labels = _contract_pair(result, res_labels, t, labels, keep_out | later)
+            result, res_labels = _contract_pair(result, res_labels, t, labels, keep_out | later,
+                                                 order)
         else:
             rest = set().union(*[set(l) for _, l in terms[1:]]) if len(terms) > 1 else set()
             result, res_labels = _sum_out(result, res_labels, keep_out | rest)

@@ -21,6 +21,7 @@ from .._half_precision import in_float32_if_half
 from ..autograd.function import KernelFunction
 from ..grad_mode import enable_grad
 from .attention import check_cpu_backend
+from .attention.bias import CausalBias
 
 _F = _core.NN_FUNCTIONS
 _T = _core.TORCH_FUNCTIONS
@@ -47,7 +48,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """softmax(Q K^T * scale + mask) V over the last two dims; leading dims broadcast.
 
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., L, S).
-    A query row that may attend nothing gives zeros (as PyTorch's math kernel), not NaN."""
+    A query row that may attend nothing gives zeros (as PyTorch's math kernel), not NaN.
+    attn_mask may also be a torch.nn.attention.bias.CausalBias, which runs its own dispatch."""
+    if isinstance(attn_mask, CausalBias):
+        return attn_mask._dispatch(query, key, value, dropout_p=dropout_p, is_causal=is_causal,
+                                   scale=scale, enable_gqa=enable_gqa)
     check_cpu_backend()
     _core.check_bool("scaled_dot_product_attention", "is_causal", is_causal)
     _core.check_bool("scaled_dot_product_attention", "enable_gqa", enable_gqa)
