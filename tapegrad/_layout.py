@@ -27,6 +27,12 @@ class layout(metaclass=TorchNamedClass):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+# The compressed layouts (tapegrad._sparse_compressed: CSR and CSC tensors; the blocked BSR and
+# BSC layouts exist as names only).
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 
 
 _Layout = layout
@@ -48,6 +54,11 @@ def sparse_factory_layout(requested, fn: str, kernel: str | None = None) -> bool
         raise TypeError(f"{fn}(): argument 'layout' must be torch.layout, not "
                         f"{type_name(requested)}")
     if kernel is None:
+        if requested is not sparse_coo:
+            # (the callers build COO tensors: a compressed one would come back in the wrong
+            # layout)
+            raise NotImplementedError(f"tapegrad: {fn}(layout={requested}) is not supported; "
+                                      f"only torch.strided and torch.sparse_coo")
         return True
     if kernel == "full":
         raise RuntimeError("full(...) is not implemented for sparse layout")

@@ -219,6 +219,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
     is_cpu = True
     is_quantized = False
     is_meta = False
+    _backend = "SparseCPU"      # (PyTorch's dispatch key, in its refusals)
     # numpy arrays on the left defer to the reflected operators, as for Tensor.
     __array_priority__ = 1000
 
@@ -582,12 +583,27 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         """Self: already sparse COO (a different ``sparse_dim`` is not supported)."""
+        if layout is not None and layout is not sparse_coo:
+            from ._sparse_compressed import to_compressed
+            return to_compressed(self, layout, dense_dim)
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
             raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
                                f"argument !=self.sparse_dim() is not supported")
         return self
 
     to_sparse_coo = to_sparse
+
+    def to_sparse_csr(self, dense_dim=None):
+        """The CSR form of a COO tensor with two sparse dimensions; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_csr
+        return to_compressed(self, sparse_csr, dense_dim)
+
+    def to_sparse_csc(self, dense_dim=None):
+        """The CSC form of a COO tensor with two sparse dimensions; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_csc
+        return to_compressed(self, sparse_csc, dense_dim)
 
     def t(self):
         """The transpose of a 2-D (or 1-D) sparse tensor with no dense dimensions."""
@@ -1233,7 +1249,8 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         # when such an op is called on a sparse tensor; so does tapegrad (at the call).
         from .tensor import Tensor
         if not name.startswith("__") and hasattr(Tensor, name):
-            message = (f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend "
+            message = (f"Could not run 'aten::{name}' with arguments from the "
+                       f"'{self._backend}' backend "
                        f"(tapegrad supports only a subset of operations on sparse tensors)")
             if not callable(getattr(Tensor, name)):
                 # a property (T, real, ...): raise at the access, not hand back a function
@@ -1430,6 +1447,9 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool =
                            f"got {mat1.sparse_dim()} sparse and {mat1.dense_dim()} dense "
                            f"dimensions")
     _check_2d_dense(mat2, mat1._size[0])
+    if mat1.is_sparse_csr and mat2.shape[0] != mat1._size[1]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1._size[0]}x"
+                           f"{mat1._size[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     if mat2.shape[0] != mat1._size[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1._size[1]}, "
                            f"got {mat2.shape[0]}")
