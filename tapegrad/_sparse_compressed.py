@@ -518,6 +518,23 @@ def _rebuild_compressed(layout_name, cidx, pidx, values, size, requires_grad):
     return _build(layout, cidx, pidx, values, size, None, None, False, requires_grad)
 
 
+def empty_compressed(size: tuple, layout, dtype, requires_grad: bool, fn: str,
+                     index_dtype=None):
+    """A compressed tensor of ``size`` with no entries (zeros, empty, zeros_like and zero_ in a
+    compressed layout); its indices int64 unless ``index_dtype``."""
+    from .creation import zeros
+    if len(size) != 2:
+        if len(size) < 2:
+            raise RuntimeError(f"{fn}: Only batched sparse compressed (non-block) tensors are "
+                               f"supported, but got size {list(size)}")
+        raise NotImplementedError(f"tapegrad: batched sparse compressed tensors (size "
+                                  f"{list(size)}) are not supported")
+    index_dtype = index_dtype or _core.int64
+    n = size[_LAYOUTS[layout][3]]
+    return _build(layout, zeros(n + 1, dtype=index_dtype), zeros(0, dtype=index_dtype),
+                  zeros(0, dtype=dtype), size, None, None, False, requires_grad)
+
+
 def coo_to_compressed(coo, layout, index_dtype=None, grad_fn_name=None):
     """A COO tensor (2 sparse dimensions) in a compressed layout: its coalesced entries sorted
     along the compressed dimension; differentiable in the values."""

@@ -76,6 +76,10 @@ def zeros_like_sparse(s, dtype=None, requires_grad: bool = False):
     """A sparse tensor of ``s``'s size with no entries (PyTorch's zeros_like of a sparse tensor,
     and its zero_()): ``s``'s dtype unless ``dtype`` is given."""
     from .creation import zeros
+    if s.layout is not sparse_coo:
+        from ._sparse_compressed import empty_compressed
+        return empty_compressed(s._size, s.layout, dtype or s.dtype, requires_grad, "zeros_like",
+                                s._cidx.dtype)
     sparse_dim = s.sparse_dim()
     return _sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
                               zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),

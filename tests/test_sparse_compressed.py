@@ -279,3 +279,24 @@ def test_pickle_round_trip():
     c = tapegrad.tensor(DENSE).to_sparse_csc()
     back = pickle.loads(pickle.dumps(c))
     assert repr(back) == repr(c)
+
+
+def test_empty_factories_in_compressed_layouts():
+    """zeros/empty/zeros_like/zero_ with a compressed layout gave a COO tensor, or failed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for make in (lambda m: m.zeros(2, 3, layout=m.sparse_csr),
+                     lambda m: m.zeros(2, 3, layout=m.sparse_csc, dtype=m.float64),
+                     lambda m: m.zeros(2, 3, layout=m.sparse_csr, requires_grad=True),
+                     lambda m: m.zeros_like(m.ones(2, 2), layout=m.sparse_csr),
+                     lambda m: m.zeros_like(m.sparse_csr_tensor(
+                         m.tensor([0, 1], dtype=m.int32), m.tensor([0], dtype=m.int32), [1.],
+                         (1, 2))),
+                     lambda m: m.tensor(DENSE).to_sparse_csc().zero_()):
+            assert repr(make(tapegrad)) == repr(make(torch))
+        for m in (torch, tapegrad):
+            with pytest.raises(RuntimeError, match="Only batched sparse compressed"):
+                m.zeros(3, layout=m.sparse_csr)
+            with pytest.raises(RuntimeError, match="expected sparse compressed \\(non-block\\) "
+                                                   "tensor layout but got SparseBsr"):
+                m.zeros(2, 3, layout=m.sparse_bsr)
