@@ -238,7 +238,6 @@ class SparseCompressedTensor(SparseTensor):
     entry's (row, column) in storage order, which is what the COO operations read."""
 
     is_sparse = False
-    is_sparse_csr = True
     _backend = "SparseCsrCPU"
 
     def __init__(self, *args, **kwargs):
@@ -258,6 +257,11 @@ class SparseCompressedTensor(SparseTensor):
     @property
     def layout(self):
         return self._layout
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        """True for the CSR layout only (PyTorch's: a CSC tensor says False)."""
+        return self._layout is sparse_csr
 
     def _derived(self, indices, values, size=None, coalesced=None, grad_fn_name=None):
         """An op's result: on this tensor's own entries (``indices`` its ``_idx``, the size

@@ -1451,7 +1451,7 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool =
                            f"got {mat1.sparse_dim()} sparse and {mat1.dense_dim()} dense "
                            f"dimensions")
     _check_2d_dense(mat2, mat1._size[0])
-    if mat1.is_sparse_csr and mat2.shape[0] != mat1._size[1]:
+    if mat1.layout is not sparse_coo and mat2.shape[0] != mat1._size[1]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1._size[0]}x"
                            f"{mat1._size[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     if mat2.shape[0] != mat1._size[1]:

@@ -25,7 +25,7 @@ def test_dense_to_compressed_repr_and_parts(layout_name):
     ours, theirs = _pair(layout_name)
     assert repr(ours) == repr(theirs)
     assert str(ours.layout) == str(theirs.layout)
-    assert ours.is_sparse_csr and not ours.is_sparse
+    assert ours.is_sparse_csr == theirs.is_sparse_csr and not ours.is_sparse
     assert ours._nnz() == theirs._nnz() and tuple(ours.shape) == tuple(theirs.shape)
     names = (("crow_indices", "col_indices") if layout_name == "sparse_csr"
              else ("ccol_indices", "row_indices"))
@@ -122,6 +122,8 @@ def test_values_requiring_grad_show_pytorchs_node():
     (lambda m: m.tensor([[0., 1.]]).to_sparse_csr() + m.tensor([[0., 1.]]).to_sparse_csc(),
      RuntimeError, r"crow_indices expected sparse row compressed tensor layout but got SparseCsc"),
     (lambda m: m.tensor([[0., 1.]]).to_sparse_csr() @ m.ones(3, 2), RuntimeError,
+     r"mat1 and mat2 shapes cannot be multiplied \(1x2 and 3x2\)"),
+    (lambda m: m.tensor([[0., 1.]]).to_sparse_csc() @ m.ones(3, 2), RuntimeError,
      r"mat1 and mat2 shapes cannot be multiplied \(1x2 and 3x2\)"),
 ])
 def test_refusals_as_pytorchs(call, exc, phrase):
