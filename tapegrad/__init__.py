@@ -209,8 +209,9 @@ _LAZY = _lazy.table({
                   "autocast_increment_nesting", "autocast_decrement_nesting"),
     # Sparse COO tensors: a Python-level class over the recorded dense ops.
     "_sparse_coo": ("sparse_coo_tensor", "spmm", "hspmm", "hsmm", "dsmm"),
-    # Sparse CSR and CSC tensors: SparseTensor with compressed indices.
-    "_sparse_compressed": ("sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor"),
+    # Sparse CSR, CSC, BSR and BSC tensors: SparseTensor with compressed indices.
+    "_sparse_compressed": ("sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+                           "sparse_bsr_tensor", "sparse_bsc_tensor"),
     "_threads": ("get_num_threads", "set_num_threads", "get_num_interop_threads",
                  "set_num_interop_threads"),
     "_type_info": ("finfo", "iinfo"),

@@ -32,10 +32,14 @@ from ._sparse_coo import (SparseTensor, _scalar_name, _warn_if_invariant_checks_
 _LAYOUTS = {
     sparse_csr: ("SparseCsr", "crow_indices", "col_indices", 0),
     sparse_csc: ("SparseCsc", "ccol_indices", "row_indices", 1),
+    sparse_bsr: ("SparseBsr", "crow_indices", "col_indices", 0),
+    sparse_bsc: ("SparseBsc", "ccol_indices", "row_indices", 1),
 }
-_OTHER = {sparse_csr: sparse_csc, sparse_csc: sparse_csr}
-_LAYOUT_NAMES = {sparse_coo: "Sparse", sparse_bsr: "SparseBsr", sparse_bsc: "SparseBsc",
-                 **{k: v[0] for k, v in _LAYOUTS.items()}}
+# The transposed layout (the same index arrays read the other way).
+_OTHER = {sparse_csr: sparse_csc, sparse_csc: sparse_csr, sparse_bsr: sparse_bsc,
+          sparse_bsc: sparse_bsr}
+_BLOCKED = (sparse_bsr, sparse_bsc)
+_LAYOUT_NAMES = {sparse_coo: "Sparse", **{k: v[0] for k, v in _LAYOUTS.items()}}
 
 
 def _layout_name(x) -> str:
@@ -60,8 +64,8 @@ def _check_invariants(layout, cidx: np.ndarray, pidx: np.ndarray, nnz: int, size
     cname, pname = _LAYOUTS[layout][1], _LAYOUTS[layout][2]
     compressed_dim = _LAYOUTS[layout][3]
     n_compressed, n_plain = size[compressed_dim], size[1 - compressed_dim]
-    plain_word = "ncols" if layout is sparse_csr else "nrows"
-    compressed_word = "rows" if layout is sparse_csr else "columns"
+    plain_word = "ncols" if compressed_dim == 0 else "nrows"
+    compressed_word = "rows" if compressed_dim == 0 else "columns"
     if cidx.shape[-1] != n_compressed + 1:
         raise RuntimeError(f"{cname}.shape[-1] must be equal to the number of "
                            f"{compressed_word} + 1 (={n_compressed + 1}), but got "
@@ -89,12 +93,19 @@ def _check_invariants(layout, cidx: np.ndarray, pidx: np.ndarray, nnz: int, size
                                f"last dimension values` is not satisfied.")
 
 
-def _coo_indices(layout, cidx: np.ndarray, pidx: np.ndarray):
-    """Each stored entry's (row, column), in storage order, as an int64 (2, nnz) tensor."""
+def _coo_indices(layout, cidx: np.ndarray, pidx: np.ndarray, blocksize):
+    """Each stored element's (row, column), in storage order, as an int64 (2, n) tensor: for
+    the blocked layouts block by block, each block's elements row-major (the order of the
+    flattened block values)."""
     from .creation import tensor
     outer = np.repeat(np.arange(len(cidx) - 1, dtype=np.int64), np.diff(cidx))
     inner = pidx.astype(np.int64)
-    rows, cols = (outer, inner) if layout is sparse_csr else (inner, outer)
+    rows, cols = (outer, inner) if _LAYOUTS[layout][3] == 0 else (inner, outer)
+    if blocksize is not None:
+        bh, bw = blocksize
+        i, j = np.divmod(np.arange(bh * bw, dtype=np.int64), bw)
+        rows = (rows[:, None] * bh + i).ravel()
+        cols = (cols[:, None] * bw + j).ravel()
     return tensor(np.stack([rows, cols]).reshape(2, -1))
 
 
@@ -102,9 +113,6 @@ def _compressed_layout(layout, fn: str):
     """The layout argument of sparse_compressed_tensor; PyTorch's refusal of another."""
     if layout in _LAYOUTS:
         return layout
-    if layout in (sparse_bsr, sparse_bsc):
-        raise NotImplementedError(f"tapegrad: {fn} with layout {layout} (blocked) is not "
-                                  f"supported; only torch.sparse_csr and torch.sparse_csc")
     got = "none" if layout is None else _LAYOUT_NAMES.get(layout, "Strided")
     raise RuntimeError(f"{fn} expected sparse compressed tensor layout but got {got}")
 
@@ -136,7 +144,7 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
 
 def _layout_factory(layout):
     cname, pname = _LAYOUTS[layout][1], _LAYOUTS[layout][2]
-    fn = f"sparse_{'csr' if layout is sparse_csr else 'csc'}_tensor"
+    fn = f"{layout._name}_tensor"
 
     def factory(compressed_indices, plain_indices, values, size=None, *, dtype=None,
                 layout=None, device=None, pin_memory: bool = False, requires_grad: bool = False,
@@ -153,12 +161,16 @@ def _layout_factory(layout):
     factory.__module__ = "tapegrad"
     factory.__doc__ = (f"A sparse {_LAYOUTS[layout][0][6:].upper()} tensor from its {cname}, "
                        f"{pname} and values (``sparse_compressed_tensor`` with "
-                       f"``layout={layout}``).")
+                       f"``layout={layout}``)" + (
+                           "; each value a block, of the shape values.shape[1:3]."
+                           if layout in _BLOCKED else "."))
     return factory
 
 
 sparse_csr_tensor = _layout_factory(sparse_csr)
 sparse_csc_tensor = _layout_factory(sparse_csc)
+sparse_bsr_tensor = _layout_factory(sparse_bsr)
+sparse_bsc_tensor = _layout_factory(sparse_bsc)
 
 
 def _build(layout, compressed_indices, plain_indices, values, size, dtype, device, pin_memory,
@@ -183,16 +195,20 @@ def _build(layout, compressed_indices, plain_indices, values, size, dtype, devic
     if cidx.dim() != 1:
         raise NotImplementedError(f"tapegrad: batched sparse compressed tensors ({cname} of "
                                   f"{cidx.dim()} dimensions) are not supported")
-    if vals.dim() == 0:
-        raise RuntimeError(f"values must have at least 1 dimension (the nnz one), got 0")
+    block_dims = 2 if layout in _BLOCKED else 0
+    if vals.dim() <= block_dims:
+        raise RuntimeError(f"values must have dimensionality > sum of batch and block "
+                           f"dimensionalities (=0 + {block_dims}) but got {vals.dim()}")
     nnz = vals.shape[0]
+    blocksize = tuple(vals.shape[1:3]) if block_dims else None
+    bh, bw = blocksize or (1, 1)
     c_arr, p_arr = cidx._array, pidx._array
-    dense_shape = tuple(vals.shape[1:])
+    dense_shape = tuple(vals.shape[1 + block_dims:])
     if size is None:
         n_compressed = max(len(c_arr) - 1, 0)
         n_plain = int(p_arr.max()) + 1 if p_arr.size else 0
         base = (n_compressed, n_plain) if compressed_dim == 0 else (n_plain, n_compressed)
-        size = base + dense_shape
+        size = (base[0] * bh, base[1] * bw) + dense_shape
     else:
         size = tuple(int(s) for s in size)
         if len(size) != 2 + len(dense_shape):
@@ -202,17 +218,25 @@ def _build(layout, compressed_indices, plain_indices, values, size, dtype, devic
         if size[2:] != dense_shape:
             raise RuntimeError(f"values.shape[1:] must be equal to size[2:] (={list(size[2:])})"
                                f", but got {list(dense_shape)}")
-    _check_invariants(layout, c_arr, p_arr, nnz, size)
+        for d, b in enumerate((bh, bw)):
+            if size[d] % b:
+                raise RuntimeError(f"tensor shape[{d}] (={size[d]}) must be divisible with "
+                                   f"blocksize[{d}] (={b}) as defined by values shape")
+    _check_invariants(layout, c_arr, p_arr, nnz, (size[0] // bh, size[1] // bw))
     leaf = not vals.requires_grad
     if requires_grad:
         if vals._array.dtype.kind not in "fc":
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                                "gradients")
-        vals = vals.detach().requires_grad_(True)
+        vals = vals.detach()
         leaf = True
+    if blocksize is not None:
+        vals = vals.reshape((-1,) + dense_shape)    # the elements, block by block
+    if requires_grad:
+        vals = vals.requires_grad_(True)
     return SparseCompressedTensor._make_compressed(
         layout, cidx, pidx, vals, size, leaf,
-        None if leaf else "SparseCompressedTensorBackward0")
+        None if leaf else "SparseCompressedTensorBackward0", blocksize)
 
 
 _beta_warned = False
@@ -233,9 +257,10 @@ def _warn_beta() -> None:
 
 
 class SparseCompressedTensor(SparseTensor):
-    """A sparse CSR or CSC tensor (layout ``torch.sparse_csr`` / ``torch.sparse_csc``), as
-    ``torch.sparse_csr_tensor`` / ``sparse_csc_tensor`` make.  ``_idx`` holds each stored
-    entry's (row, column) in storage order, which is what the COO operations read."""
+    """A sparse CSR, CSC, BSR or BSC tensor (layout ``torch.sparse_csr`` ...), as
+    ``torch.sparse_csr_tensor`` ... make.  ``_idx`` holds each stored element's (row, column)
+    in storage order and ``_vals`` the elements (a blocked tensor's block values flattened
+    block by block, ``_blocksize`` their shape), which is what the COO operations read."""
 
     is_sparse = False
     _backend = "SparseCsrCPU"
@@ -245,14 +270,33 @@ class SparseCompressedTensor(SparseTensor):
                         "sparse_csr_tensor or sparse_csc_tensor")
 
     @classmethod
-    def _make_compressed(cls, layout, cidx, pidx, vals, size, leaf, grad_fn_name):
+    def _make_compressed(cls, layout, cidx, pidx, vals, size, leaf, grad_fn_name,
+                         blocksize=None):
+        """``vals``: the stored elements (for a blocked layout its block values flattened,
+        blocks of shape ``blocksize``)."""
         if not _beta_warned:
             _warn_beta()
-        s = cls._make(_coo_indices(layout, cidx._array, pidx._array), vals, size,
+        s = cls._make(_coo_indices(layout, cidx._array, pidx._array, blocksize), vals, size,
                       # (row-major storage order, no duplicates: what coalesced means to COO)
                       layout is sparse_csr or vals.shape[0] <= 1, leaf, grad_fn_name)
-        s._layout, s._cidx, s._pidx = layout, cidx, pidx
+        s._layout, s._cidx, s._pidx, s._blocksize = layout, cidx, pidx, blocksize
         return s
+
+    def _like_self(self, vals, leaf, grad_fn_name, layout=None, blocksize=None, size=None):
+        """A tensor of this structure (or the transposed one) holding elements ``vals``."""
+        return SparseCompressedTensor._make_compressed(
+            layout or self._layout, self._cidx, self._pidx, vals, size or self._size, leaf,
+            None if leaf else grad_fn_name, blocksize or self._blocksize)
+
+    def _blocks(self, vals):
+        """The elements ``vals`` as block values (nnz, *blocksize, *dense): a view."""
+        if self._blocksize is None:
+            return vals
+        return vals.view((self._pidx.shape[0],) + self._blocksize + tuple(vals.shape[1:]))
+
+    def _nnz(self) -> int:
+        """The number of stored values (blocks, for a blocked layout)."""
+        return self._pidx.shape[0]
 
     @property
     def layout(self):
@@ -268,10 +312,7 @@ class SparseCompressedTensor(SparseTensor):
         unchanged) the same compressed structure, else a COO tensor."""
         if indices is not self._idx or (size is not None and tuple(size) != self._size):
             return super()._derived(indices, values, size, coalesced, grad_fn_name)
-        requires = values.requires_grad
-        return SparseCompressedTensor._make_compressed(
-            self._layout, self._cidx, self._pidx, values, self._size, not requires,
-            grad_fn_name if requires else None)
+        return self._like_self(values, not values.requires_grad, grad_fn_name)
 
     def _map_values(self, fn, grad_fn_name):
         # no duplicates to sum: the values as stored
@@ -279,8 +320,7 @@ class SparseCompressedTensor(SparseTensor):
 
     def _grad_from_values(self, values_grad):
         """A leaf's gradient, on its own pattern and layout (as PyTorch gives it)."""
-        return SparseCompressedTensor._make_compressed(self._layout, self._cidx, self._pidx,
-                                                       values_grad, self._size, True, None)
+        return self._like_self(values_grad, True, None)
 
     def _fold_grad(self) -> None:
         dense = self._vals.grad
@@ -293,7 +333,8 @@ class SparseCompressedTensor(SparseTensor):
 
     def _replace_contents(self, other) -> None:
         super()._replace_contents(other)
-        self._layout, self._cidx, self._pidx = other._layout, other._cidx, other._pidx
+        self._layout, self._cidx, self._pidx, self._blocksize = (
+            other._layout, other._cidx, other._pidx, other._blocksize)
 
     # -- the compressed structure ---------------------------------------------------------------
     def _refuse_layout(self, fn: str, expected: str):
@@ -302,33 +343,34 @@ class SparseCompressedTensor(SparseTensor):
 
     def crow_indices(self):
         """The compressed row indices of a CSR tensor (len: rows + 1)."""
-        if self._layout is not sparse_csr:
+        if _LAYOUTS[self._layout][3] != 0:
             self._refuse_layout("crow_indices", "sparse row compressed")
         return self._cidx
 
     def col_indices(self):
         """The column of each stored value of a CSR tensor."""
-        if self._layout is not sparse_csr:
+        if _LAYOUTS[self._layout][3] != 0:
             self._refuse_layout("col_indices", "sparse row compressed")
         return self._pidx
 
     def ccol_indices(self):
         """The compressed column indices of a CSC tensor (len: columns + 1)."""
-        if self._layout is not sparse_csc:
+        if _LAYOUTS[self._layout][3] != 1:
             self._refuse_layout("ccol_indices", "sparse column compressed")
         return self._cidx
 
     def row_indices(self):
         """The row of each stored value of a CSC tensor."""
-        if self._layout is not sparse_csc:
+        if _LAYOUTS[self._layout][3] != 1:
             self._refuse_layout("row_indices", "sparse column compressed")
         return self._pidx
 
     def values(self):
-        """The stored values, differentiable."""
+        """The stored values (blocks, for a blocked layout), differentiable."""
         if not self._vals.requires_grad:
-            return self._vals
-        return _core._name_grad_fn(self._vals.view(self._vals.shape), "ValuesBackward0")
+            return self._blocks(self._vals)
+        return _core._name_grad_fn(self._blocks(self._vals.view(self._vals.shape)),
+                                   "ValuesBackward0")
 
     def sparse_dim(self) -> int:
         return 2
@@ -350,8 +392,9 @@ class SparseCompressedTensor(SparseTensor):
 
     # -- conversions ----------------------------------------------------------------------------
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
-        """The COO form (``layout``: another layout), its entries in this tensor's storage
-        order: coalesced from CSR, not from CSC (as PyTorch's); differentiable."""
+        """The COO form (``layout``: another layout), its elements in this tensor's storage
+        order (block by block for a blocked layout): coalesced from CSR only, as PyTorch's;
+        differentiable."""
         if layout is not None and layout is not sparse_coo:
             return self._to_layout(layout, dense_dim, blocksize)
         if sparse_dim is not None and sparse_dim != 2:
@@ -364,15 +407,26 @@ class SparseCompressedTensor(SparseTensor):
     to_sparse_coo = to_sparse
 
     def _to_layout(self, layout, dense_dim, blocksize):
-        name = "to_sparse_csr" if layout is sparse_csr else "to_sparse_csc"
+        name = f"to_{layout._name}" if layout in _LAYOUTS else "to_sparse"
         if layout not in _LAYOUTS:
-            if layout in (sparse_bsr, sparse_bsc):
-                raise NotImplementedError(f"tapegrad: conversion to {layout} is not supported")
             raise RuntimeError(f"to_sparse: unexpected layout {layout}")
         if dense_dim is not None:
             raise RuntimeError(f"{name}: conversion from {_LAYOUTS[self._layout][0]} to "
                                f"{_LAYOUTS[layout][0]} with dense_dim argument given is not "
                                f"supported")
+        if self._blocksize is not None and layout not in _BLOCKED:
+            raise RuntimeError(f"sparse_compressed_to_{layout._name}: expected SparseCsr or "
+                               f"SparseCsc layout but got {_LAYOUTS[self._layout][0]}")
+        if layout in _BLOCKED:
+            blocksize = _blocksize_arg(blocksize, name, self._layout)
+            if layout is self._layout:
+                if blocksize != self._blocksize:
+                    raise RuntimeError(f"{name}: conversion from {_LAYOUTS[layout][0]} to "
+                                       f"{_LAYOUTS[layout][0]} with blocksize changed from "
+                                       f"{list(self._blocksize)} to {list(blocksize)} is not "
+                                       f"supported")
+                return self
+            return dense_to_blocked(self.to_dense(), layout, blocksize)
         if layout is self._layout:
             return self
         return coo_to_compressed(self.to_sparse(), layout, self._cidx.dtype)
@@ -385,16 +439,22 @@ class SparseCompressedTensor(SparseTensor):
         """Self if CSC, else the CSC form; differentiable."""
         return self._to_layout(sparse_csc, dense_dim, None)
 
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        """Self if BSR with these blocks, else the BSR form; differentiable."""
+        return self._to_layout(sparse_bsr, dense_dim, blocksize)
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        """Self if BSC with these blocks, else the BSC form; differentiable."""
+        return self._to_layout(sparse_bsc, dense_dim, blocksize)
+
     def detach(self):
-        return SparseCompressedTensor._make_compressed(self._layout, self._cidx, self._pidx,
-                                                       self._vals.detach(), self._size, True,
-                                                       None)
+        return self._like_self(self._vals.detach(), True, None)
 
     def clone(self):
         requires = self._vals.requires_grad
         return SparseCompressedTensor._make_compressed(
             self._layout, self._cidx.clone(), self._pidx.clone(), self._vals.clone(),
-            self._size, not requires, "CloneBackward0" if requires else None)
+            self._size, not requires, "CloneBackward0" if requires else None, self._blocksize)
 
     def numpy(self, *, force: bool = False):
         raise TypeError(f"can't convert {_LAYOUTS[self._layout][0]} layout tensor to numpy. Use "
@@ -425,12 +485,15 @@ class SparseCompressedTensor(SparseTensor):
         return self._transposed("TBackward0")
 
     def _transposed(self, grad_fn_name):
-        vals = self._vals
-        requires = vals.requires_grad
+        vals, blocksize = self._vals, self._blocksize
+        if blocksize is not None:
+            # the other layout's blocks are these ones transposed
+            dense = tuple(vals.shape[1:])
+            vals = self._blocks(vals).transpose(1, 2).reshape((-1,) + dense)
+            blocksize = blocksize[::-1]
         size = (self._size[1], self._size[0]) + self._size[2:]
-        return SparseCompressedTensor._make_compressed(
-            _OTHER[self._layout], self._cidx, self._pidx, vals, size, not requires,
-            grad_fn_name if requires else None)
+        return self._like_self(vals, not vals.requires_grad, grad_fn_name, _OTHER[self._layout],
+                               blocksize, size)
 
     @property
     def T(self):
@@ -466,6 +529,9 @@ class SparseCompressedTensor(SparseTensor):
     def add(self, other, *, alpha=1):
         """``self + alpha * other``: with a dense ``other`` a dense result (PyTorch adds the
         compressed tensor into it), with a tensor of this layout one of this layout."""
+        if self._blocksize is not None:
+            raise NotImplementedError(f"tapegrad: addition of {_LAYOUTS[self._layout][0]} "
+                                      f"tensors is not supported")
         if isinstance(other, SparseCompressedTensor) and other._layout is self._layout:
             coo = self.to_sparse()._add_sparse(other.to_sparse(), alpha)
             return coo_to_compressed(coo, self._layout, self._cidx.dtype, "AddBackward0")
@@ -493,6 +559,12 @@ class SparseCompressedTensor(SparseTensor):
             return NotImplemented
         self._unsupported_layout()
 
+    def mv(self, vec):
+        if self._layout is sparse_bsc:
+            raise RuntimeError("torch.addmv: operation not supported for mat with SparseBsc "
+                               "layout")
+        return super().mv(vec)
+
     def bmm(self, mat2):
         raise NotImplementedError(f"tapegrad: bmm of a {_LAYOUTS[self._layout][0]} tensor "
                                   f"(batched compressed tensors) is not supported")
@@ -506,19 +578,20 @@ class SparseCompressedTensor(SparseTensor):
             suffixes.append("requires_grad=True")
         _, cname, pname, _ = _LAYOUTS[self._layout]
         return sparse_compressed_repr(((cname, self._cidx), (pname, self._pidx)),
-                                      self._vals.detach(), self._size, self._layout, suffixes)
+                                      self._blocks(self._vals.detach()), self._size,
+                                      self._layout, suffixes)
 
     __str__ = __repr__
 
     def __reduce__(self):
         return (_rebuild_compressed, (self._layout._name, self._cidx, self._pidx,
-                                      self._vals.detach(), self._size,
+                                      self._blocks(self._vals.detach()), self._size,
                                       self.requires_grad and self._leaf))
 
 
 def _rebuild_compressed(layout_name, cidx, pidx, values, size, requires_grad):
     """Inverse of SparseCompressedTensor.__reduce__."""
-    layout = {"sparse_csr": sparse_csr, "sparse_csc": sparse_csc}[layout_name]
+    layout = {lay._name: lay for lay in _LAYOUTS}[layout_name]
     return _build(layout, cidx, pidx, values, size, None, None, False, requires_grad)
 
 
@@ -569,17 +642,31 @@ def coo_to_compressed(coo, layout, index_dtype=None, grad_fn_name=None):
         grad_fn_name if requires else None)
 
 
-def to_compressed(x, layout, dense_dim=None):
+def to_compressed(x, layout, dense_dim=None, blocksize=None):
     """``Tensor.to_sparse_csr`` / ``to_sparse_csc`` (and ``to_sparse(layout=...)``) of a dense
     or COO tensor: a dense 2-D tensor's non-zero elements (``dense_dim`` trailing dimensions
     kept dense, stored when any element is non-zero); differentiable."""
     if isinstance(x, SparseCompressedTensor):
-        return x._to_layout(layout, dense_dim, None)
+        return x._to_layout(layout, dense_dim, blocksize)
     if layout not in _LAYOUTS:
-        if layout in (sparse_bsr, sparse_bsc):
-            raise NotImplementedError(f"tapegrad: conversion to {layout} is not supported")
         raise RuntimeError(f"to_sparse: unexpected layout {layout}")
-    suffix = "csr" if layout is sparse_csr else "csc"
+    suffix = layout._name[7:]
+    if layout in _BLOCKED:
+        if blocksize is None:
+            source = "Sparse" if isinstance(x, SparseTensor) else "Strided"
+            raise RuntimeError(f"{'sparse' if source == 'Sparse' else 'dense'}_to_sparse: "
+                               f"conversion from {source} to {_LAYOUTS[layout][0]} without "
+                               f"blocksize argument given is not supported")
+        blocksize = _blocksize_arg(blocksize, f"to_sparse_{suffix}", layout)
+        if isinstance(x, SparseTensor):
+            x = x.to_dense()
+        elif x.dim() < 2:
+            raise IndexError(f"dense_to_sparse_{suffix}: expected a tensor of at least 2 "
+                             f"dimensions, got {x.dim()}")
+        if dense_dim not in (None, 0) or x.dim() != 2:
+            raise NotImplementedError(f"tapegrad: {_LAYOUTS[layout][0]} tensors with dense "
+                                      f"or batch dimensions are not supported")
+        return dense_to_blocked(x, layout, blocksize)
     if isinstance(x, SparseTensor):
         if dense_dim is not None:
             raise RuntimeError(f"to_sparse_{suffix}: conversion from Sparse to "
@@ -600,3 +687,44 @@ def to_compressed(x, layout, dense_dim=None):
                                   f"{n}-dimensional tensor with dense_dim={dd}) are not "
                                   f"supported")
     return coo_to_compressed(_dense_to_coo(x, 2), layout)
+
+
+def _blocksize_arg(blocksize, fn: str, layout):
+    """A blocksize argument as a pair of ints (an int n: (n, n))."""
+    if blocksize is None:
+        raise TypeError(f"{fn}() missing 1 required positional argument: 'blocksize'")
+    if isinstance(blocksize, numbers.Integral):
+        return (int(blocksize), int(blocksize))
+    blocksize = tuple(int(b) for b in blocksize)
+    if len(blocksize) != 2:
+        raise RuntimeError(f"{fn}: blocksize needs to be a tuple of size 2, but got "
+                           f"{len(blocksize)}")
+    return blocksize
+
+
+def dense_to_blocked(x, layout, blocksize):
+    """A dense 2-D tensor in a blocked layout: the blocks holding a non-zero element, in
+    row-major (BSR) or column-major (BSC) order of the block grid; differentiable."""
+    from .creation import tensor
+    bh, bw = blocksize
+    rows, cols = x.shape[0], x.shape[1]
+    if rows % bh or cols % bw:
+        raise RuntimeError(f"dense_to_{layout._name}: tensor sparse size ({rows},{cols}) must "
+                           f"be divisible by given blocksize ({bh},{bw})")
+    grid = x.reshape(rows // bh, bh, cols // bw, bw).permute(0, 2, 1, 3)
+    occupied = (x._array.reshape(rows // bh, bh, cols // bw, bw) != 0).any(axis=(1, 3))
+    brow, bcol = np.nonzero(occupied)
+    compressed_dim = _LAYOUTS[layout][3]
+    if compressed_dim == 1:
+        order = np.lexsort((brow, bcol))
+        brow, bcol = brow[order], bcol[order]
+    outer, inner = (brow, bcol) if compressed_dim == 0 else (bcol, brow)
+    n = occupied.shape[compressed_dim]
+    cidx = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(outer, minlength=n), out=cidx[1:])
+    blocks = grid[tensor(brow.astype(np.int64)), tensor(bcol.astype(np.int64))]
+    flat = blocks.reshape(-1)
+    name = "ToSparseBsrBackward0" if layout is sparse_bsr else "ToSparseBscBackward0"
+    return SparseCompressedTensor._make_compressed(
+        layout, tensor(cidx), tensor(inner.astype(np.int64)), flat, (rows, cols),
+        not flat.requires_grad, name if flat.requires_grad else None, (bh, bw))

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _core
 from ._device import CPU, check_device
-from ._layout import sparse_coo
+from ._layout import sparse_coo, sparse_bsr, sparse_bsc
 from ._torch_names import TorchTensorNamedClass
 
 
@@ -589,7 +589,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         """Self: already sparse COO (a different ``sparse_dim`` is not supported)."""
         if layout is not None and layout is not sparse_coo:
             from ._sparse_compressed import to_compressed
-            return to_compressed(self, layout, dense_dim)
+            return to_compressed(self, layout, dense_dim, blocksize)
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
             raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
                                f"argument !=self.sparse_dim() is not supported")
@@ -608,6 +608,18 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         from ._sparse_compressed import to_compressed
         from ._layout import sparse_csc
         return to_compressed(self, sparse_csc, dense_dim)
+
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        """The BSR form (blocks of shape ``blocksize``) of a 2-D COO tensor; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_bsr
+        return to_compressed(self, sparse_bsr, dense_dim, blocksize)
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        """The BSC form (blocks of shape ``blocksize``) of a 2-D COO tensor; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_bsc
+        return to_compressed(self, sparse_bsc, dense_dim, blocksize)
 
     def t(self):
         """The transpose of a 2-D (or 1-D) sparse tensor with no dense dimensions."""
@@ -1427,6 +1439,14 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool =
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if not s1 and not s2:
         return mat1.mm(mat2)
+    if (s1 and not s2 and mat1.layout is sparse_bsc) or (s2 and not s1 and
+                                                          mat2.layout is sparse_bsr):
+        # PyTorch has no CPU kernel for these (BSR @ dense and dense @ BSC it computes)
+        operands = "SparseBsc @ Strided" if s1 else "Strided @ SparseBsr"
+        raise RuntimeError(f"addmm: computation on CPU is not implemented for Strided + "
+                           f"{operands}")
+    if s1 and not s2 and mat1.layout is sparse_bsr and len(set(mat1._blocksize)) != 1:
+        raise RuntimeError("MKL Sparse doesn't support matrices with non-square blocks.")
     if not s1:
         # dense @ sparse = (sparse^T @ dense^T)^T
         if mat1.dim() != 2:

@@ -302,3 +302,116 @@ def test_empty_factories_in_compressed_layouts():
             with pytest.raises(RuntimeError, match="expected sparse compressed \\(non-block\\) "
                                                    "tensor layout but got SparseBsr"):
                 m.zeros(2, 3, layout=m.sparse_bsr)
+
+
+BLOCKY = [[0., 1., 0., 0.], [2., 0., 0., 0.], [0., 0., 5., 6.], [0., 0., 7., 0.],
+          [0., 0., 0., 0.], [0., 3., 0., 0.]]
+
+
+def test_blocked_layouts_convert_print_and_multiply():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for make in (lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)),
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsc((2, 2)),
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsr((3, 1)),
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsr(2),
+                     lambda m: m.tensor(BLOCKY).to_sparse(layout=m.sparse_bsc, blocksize=(2, 2)),
+                     lambda m: m.tensor(BLOCKY).to_sparse().to_sparse_bsr((2, 2)),
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)).t(),
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsc((2, 1)).transpose(0, 1),
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)) * 2,
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)).double(),
+                     lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)).to_sparse_bsc((2, 2)),
+                     lambda m: m.sparse_bsr_tensor([0, 1, 2], [0, 1],
+                                                   m.arange(8.).reshape(2, 2, 2)),
+                     lambda m: m.sparse_bsc_tensor([0, 1, 2], [0, 1],
+                                                   m.arange(8.).reshape(2, 2, 2), (4, 4),
+                                                   requires_grad=True),
+                     lambda m: m.sparse_compressed_tensor([0, 2], [0, 1], m.ones(2, 1, 3),
+                                                          layout=m.sparse_bsr)):
+            ours, theirs = make(tapegrad), make(torch)
+            assert repr(ours) == repr(theirs)
+            assert ours._nnz() == theirs._nnz() and ours.is_sparse_csr == theirs.is_sparse_csr
+            np.testing.assert_array_equal(ours.to_dense().detach().numpy(),
+                                          theirs.to_dense().detach().numpy())
+            assert repr(ours.to_sparse()) == repr(theirs.to_sparse())
+            np.testing.assert_array_equal(ours.crow_indices().numpy() if
+                                          ours.layout is tapegrad.sparse_bsr else
+                                          ours.ccol_indices().numpy(),
+                                          theirs.crow_indices().numpy() if
+                                          theirs.layout is torch.sparse_bsr else
+                                          theirs.ccol_indices().numpy())
+            rhs = np.arange(ours.shape[1] * 2.).reshape(-1, 2)
+            if ours.layout is tapegrad.sparse_bsc:      # (no CPU kernel in PyTorch)
+                for m, c in ((torch, theirs), (tapegrad, ours)):
+                    with pytest.raises(RuntimeError, match="addmm: computation on CPU is not "
+                                       "implemented for Strided \\+ SparseBsc @ Strided"):
+                        c @ m.tensor(rhs, dtype=c.dtype)
+                    with pytest.raises(RuntimeError, match="operation not supported for mat "
+                                       "with SparseBsc layout"):
+                        m.mv(c, m.ones(c.shape[1], dtype=c.dtype))
+                    with pytest.raises(RuntimeError, match="Strided @ SparseBsr"):
+                        m.ones(1, c.shape[1], dtype=c.dtype) @ c.t()
+                lhs = np.arange(ours.shape[0] * 2.).reshape(2, -1)
+                np.testing.assert_allclose((tapegrad.tensor(lhs, dtype=ours.dtype) @ ours)
+                                           .detach().numpy(),
+                                           (torch.tensor(lhs, dtype=theirs.dtype) @ theirs)
+                                           .detach().numpy())
+                continue
+            if len(set(ours.values().shape[1:3])) != 1:    # (PyTorch's MKL kernel refuses)
+                for m, c in ((torch, theirs), (tapegrad, ours)):
+                    with pytest.raises(RuntimeError, match="non-square blocks"):
+                        c @ m.tensor(rhs, dtype=c.dtype)
+                continue
+            np.testing.assert_allclose((ours @ tapegrad.tensor(rhs, dtype=ours.dtype))
+                                       .detach().numpy(),
+                                       (theirs @ torch.tensor(rhs, dtype=theirs.dtype))
+                                       .detach().numpy())
+
+
+def test_blocked_gradients_reach_the_block_values():
+    weights = np.arange(16.).reshape(4, 4)
+    grads = []
+    for m in (tapegrad, torch):
+        v = m.tensor(np.arange(8.).reshape(2, 2, 2), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b = m.sparse_bsr_tensor([0, 1, 2], [0, 1], v, (4, 4))
+        assert "grad_fn=<SparseCompressedTensorBackward0>" in repr(b)
+        (b.to_dense() * m.tensor(weights)).sum().backward()
+        grads.append(v.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    x = tapegrad.tensor(np.arange(6.).reshape(6, 1).repeat(4, 1), requires_grad=True)
+    assert tapegrad.autograd.gradcheck(lambda d: d.to_sparse_bsr((2, 2)).to_dense(), (x,))
+    rhs = np.arange(8.).reshape(4, 2)
+    b = tapegrad.tensor(BLOCKY, dtype=tapegrad.float64).to_sparse_bsr((2, 2))
+    assert tapegrad.autograd.gradcheck(lambda r: b @ r,
+                                       (tapegrad.tensor(rhs, requires_grad=True),))
+
+
+@pytest.mark.parametrize("call, exc, phrase", [
+    (lambda m: m.tensor(BLOCKY).to_sparse_bsr((4, 2)), RuntimeError,
+     r"dense_to_sparse_bsr: tensor sparse size \(6,4\) must be divisible by given blocksize "
+     r"\(4,2\)"),
+    (lambda m: m.tensor(BLOCKY).to_sparse(layout=m.sparse_bsr), RuntimeError,
+     r"conversion from Strided to SparseBsr without blocksize argument given is not supported"),
+    (lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)).to_sparse_bsr((1, 1)), RuntimeError,
+     r"with blocksize changed from \[2, 2\] to \[1, 1\] is not supported"),
+    (lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)).to_sparse_csr(), RuntimeError,
+     r"expected SparseCsr or SparseCsc layout but got SparseBsr"),
+    (lambda m: m.sparse_bsr_tensor([0, 1], [0], [1., 2.]), RuntimeError,
+     r"values must have dimensionality > sum of batch and block dimensionalities"),
+    (lambda m: m.sparse_bsr_tensor([0, 1, 2], [0, 1], m.ones(2, 2, 2), (4, 5)), RuntimeError,
+     r"tensor shape\[1\] \(=5\) must be divisible with blocksize\[1\] \(=2\)"),
+    (lambda m: m.tensor(BLOCKY).to_sparse_bsr((2, 2)).sum(0, keepdim=True), RuntimeError,
+     r"only compressed sparse format supported for sum.dim_IntList is CSR, but got layout "
+     r"SparseBsr"),
+])
+def test_blocked_refusals_as_pytorchs(call, exc, phrase):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.sparse.check_sparse_tensor_invariants():
+            with pytest.raises(exc, match=phrase):
+                call(torch)
+        with pytest.raises(exc, match=phrase):
+            call(tapegrad)
