@@ -142,35 +142,62 @@ def sparse_compressed_tensor(compressed_indices, plain_indices, values, size=Non
                   pin_memory, requires_grad)
 
 
-def _layout_factory(layout):
-    cname, pname = _LAYOUTS[layout][1], _LAYOUTS[layout][2]
-    fn = f"{layout._name}_tensor"
-
-    def factory(compressed_indices, plain_indices, values, size=None, *, dtype=None,
-                layout=None, device=None, pin_memory: bool = False, requires_grad: bool = False,
-                check_invariants=None):
-        if layout is not None and layout is not factory.layout:
-            raise RuntimeError(f"{fn}: layout must be {_LAYOUTS[factory.layout][0]} but got "
-                               f"{_LAYOUT_NAMES.get(layout, 'Strided')}")
-        if check_invariants is None:
-            _warn_if_invariant_checks_implicit()
-        return _build(factory.layout, compressed_indices, plain_indices, values, size, dtype,
-                      device, pin_memory, requires_grad)
-    factory.layout = layout
-    factory.__name__ = factory.__qualname__ = fn
-    factory.__module__ = "tapegrad"
-    factory.__doc__ = (f"A sparse {_LAYOUTS[layout][0][6:].upper()} tensor from its {cname}, "
-                       f"{pname} and values (``sparse_compressed_tensor`` with "
-                       f"``layout={layout}``)" + (
-                           "; each value a block, of the shape values.shape[1:3]."
-                           if layout in _BLOCKED else "."))
-    return factory
+def _layout_factory(layout, compressed_indices, plain_indices, values, size, dtype, layout_arg,
+                    device, pin_memory, requires_grad, check_invariants):
+    """sparse_csr_tensor and its siblings: sparse_compressed_tensor with their layout."""
+    if layout_arg is not None and layout_arg is not layout:
+        raise RuntimeError(f"{layout._name}_tensor: layout must be {_LAYOUTS[layout][0]} but "
+                           f"got {_LAYOUT_NAMES.get(layout_arg, 'Strided')}")
+    if check_invariants is None:
+        _warn_if_invariant_checks_implicit()
+    return _build(layout, compressed_indices, plain_indices, values, size, dtype, device,
+                  pin_memory, requires_grad)
 
 
-sparse_csr_tensor = _layout_factory(sparse_csr)
-sparse_csc_tensor = _layout_factory(sparse_csc)
-sparse_bsr_tensor = _layout_factory(sparse_bsr)
-sparse_bsc_tensor = _layout_factory(sparse_bsc)
+# One function per layout, its index arguments named as PyTorch's (scripts pass them by name).
+def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants=None):
+    """A sparse CSR tensor: row ``i`` holds ``values[crow_indices[i]:crow_indices[i + 1]]`` at
+    the columns ``col_indices`` of that slice (``sparse_compressed_tensor`` with
+    ``layout=torch.sparse_csr``).
+
+    Examples
+    --------
+    >>> tapegrad.sparse_csr_tensor([0, 1, 1], [1], [4.], (2, 2)).to_dense()
+    tensor([[0., 4.],
+            [0., 0.]])
+    """
+    return _layout_factory(sparse_csr, crow_indices, col_indices, values, size, dtype, layout,
+                           device, pin_memory, requires_grad, check_invariants)
+
+
+def sparse_csc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants=None):
+    """A sparse CSC tensor: column ``j`` holds ``values[ccol_indices[j]:ccol_indices[j + 1]]``
+    at the rows ``row_indices`` of that slice (``sparse_compressed_tensor`` with
+    ``layout=torch.sparse_csc``)."""
+    return _layout_factory(sparse_csc, ccol_indices, row_indices, values, size, dtype, layout,
+                           device, pin_memory, requires_grad, check_invariants)
+
+
+def sparse_bsr_tensor(crow_indices, col_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants=None):
+    """A sparse BSR tensor: as ``sparse_csr_tensor`` over a grid of blocks, each value a block
+    of shape ``values.shape[1:3]``."""
+    return _layout_factory(sparse_bsr, crow_indices, col_indices, values, size, dtype, layout,
+                           device, pin_memory, requires_grad, check_invariants)
+
+
+def sparse_bsc_tensor(ccol_indices, row_indices, values, size=None, *, dtype=None, layout=None,
+                      device=None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants=None):
+    """A sparse BSC tensor: as ``sparse_csc_tensor`` over a grid of blocks, each value a block
+    of shape ``values.shape[1:3]``."""
+    return _layout_factory(sparse_bsc, ccol_indices, row_indices, values, size, dtype, layout,
+                           device, pin_memory, requires_grad, check_invariants)
 
 
 def _build(layout, compressed_indices, plain_indices, values, size, dtype, device, pin_memory,

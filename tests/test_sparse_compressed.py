@@ -415,3 +415,23 @@ def test_blocked_refusals_as_pytorchs(call, exc, phrase):
                 call(torch)
         with pytest.raises(exc, match=phrase):
             call(tapegrad)
+
+
+def test_factories_take_pytorchs_argument_names():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for make in (lambda m: m.sparse_csr_tensor(crow_indices=[0, 1], col_indices=[1],
+                                                   values=[2.], size=(1, 2)),
+                     lambda m: m.sparse_csc_tensor(ccol_indices=[0, 0, 1], row_indices=[0],
+                                                   values=[2.], size=(1, 2)),
+                     lambda m: m.sparse_bsr_tensor(crow_indices=[0, 1], col_indices=[0],
+                                                   values=m.ones(1, 1, 2)),
+                     lambda m: m.sparse_bsc_tensor(ccol_indices=[0, 1], row_indices=[0],
+                                                   values=m.ones(1, 1, 2)),
+                     lambda m: m.sparse_compressed_tensor(compressed_indices=[0, 1],
+                                                          plain_indices=[0], values=[1.],
+                                                          layout=m.sparse_csc)):
+            assert repr(make(tapegrad)) == repr(make(torch))
+        for m in (torch, tapegrad):
+            with pytest.raises(TypeError, match="invalid combination of arguments"):
+                m.sparse_csr_tensor()
