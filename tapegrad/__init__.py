@@ -52,7 +52,8 @@ from ._core import (
 globals().update(_core.TORCH_FUNCTIONS)
 
 from .tensor import Size, Tensor
-from ._layout import layout, strided, sparse_coo
+from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
+                      sparse_bsc)
 from ._device import device, set_default_device, get_default_device
 from .creation import (
     tensor,
@@ -208,6 +209,9 @@ _LAZY = _lazy.table({
                   "autocast_increment_nesting", "autocast_decrement_nesting"),
     # Sparse COO tensors: a Python-level class over the recorded dense ops.
     "_sparse_coo": ("sparse_coo_tensor", "spmm", "hspmm", "hsmm", "dsmm"),
+    # Sparse CSR, CSC, BSR and BSC tensors: SparseTensor with compressed indices.
+    "_sparse_compressed": ("sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+                           "sparse_bsr_tensor", "sparse_bsc_tensor"),
     "_threads": ("get_num_threads", "set_num_threads", "get_num_interop_threads",
                  "set_num_interop_threads"),
     "_type_info": ("finfo", "iinfo"),

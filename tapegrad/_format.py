@@ -236,6 +236,26 @@ def _body(a: np.ndarray, indent: int) -> str:
     return _tensor_str(a, indent, summarize, fmt)
 
 
+def sparse_compressed_repr(indices, values, size: tuple, layout, suffixes: list[str]) -> str:
+    """The repr PyTorch gives a sparse CSR/CSC tensor: its two index tensors (``indices``: pairs
+    of name and tensor) and its values, each printed without a dtype, then size, nnz, the dtype
+    when not implied, the layout and the autograd suffixes, wrapped as for a dense tensor."""
+    prefix = "tensor("
+    indent = len(prefix)
+    lines = []
+    for name, idx in indices:
+        head = name + "=tensor("
+        lines.append(head + _body(idx._array, indent + len(head)) + ")")
+    values_prefix = "values=tensor("
+    lines.append(values_prefix + _body(values._array, indent + len(values_prefix)) + ")")
+    text = prefix + (",\n" + " " * indent).join(lines)
+    head = ["size=" + str(tuple(size)), "nnz=" + str(values._array.shape[0])]
+    if values.dtype.name not in _implied_dtypes():
+        head.append("dtype=" + repr(values.dtype))
+    head.append("layout=" + repr(layout))
+    return _add_suffixes(text, head + suffixes, indent)
+
+
 def sparse_coo_repr(indices, values, size: tuple, suffixes: list[str]) -> str:
     """The repr PyTorch gives a sparse COO tensor: its indices and values (each printed without
     a dtype), then size, nnz, the dtype when not implied, the layout and the autograd suffixes."""

@@ -27,16 +27,23 @@ class layout(metaclass=TorchNamedClass):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+# The compressed layouts (tapegrad._sparse_compressed: CSR and CSC tensors; the blocked BSR and
+# BSC layouts exist as names only).
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 
 
 _Layout = layout
 
 
-def sparse_factory_layout(requested, fn: str, kernel: str | None = None) -> bool:
+def sparse_factory_layout(requested, fn: str, kernel: str | None = None):
     """The `layout=` argument of factory `fn`: False for a dense result (None, torch.strided).
 
-    torch.sparse_coo is True where the factory makes sparse tensors (`kernel` None: zeros, empty
-    and zeros_like give one with no entries, which the caller builds); elsewhere PyTorch refuses
+    A sparse layout (COO, CSR, CSC) is returned where the factory makes sparse tensors (`kernel`
+    None: zeros, empty and zeros_like give one with no entries, which the caller builds in that
+    layout; the blocked ones are refused as PyTorch's zeros does); elsewhere PyTorch refuses
     it with its dispatcher's NotImplementedError naming the factory's ATen `kernel` (the *_like
     factories and the random ones reach empty_strided or their sampler first), or with the
     RuntimeError of the fill factories ("full": ones, full) and the windows ("hann_window" ...).
@@ -48,7 +55,10 @@ def sparse_factory_layout(requested, fn: str, kernel: str | None = None) -> bool
         raise TypeError(f"{fn}(): argument 'layout' must be torch.layout, not "
                         f"{type_name(requested)}")
     if kernel is None:
-        return True
+        if requested in (sparse_bsr, sparse_bsc):
+            raise RuntimeError(f"zeros_sparse_compressed expected sparse compressed (non-block) "
+                               f"tensor layout but got Sparse{requested._name[7:].capitalize()}")
+        return requested
     if kernel == "full":
         raise RuntimeError("full(...) is not implemented for sparse layout")
     if kernel.endswith("_window"):

@@ -25,7 +25,9 @@ FUNCTIONS = frozenset((
     "prod", "quantile", "rand", "rand_like", "randint", "randint_like", "randn", "randn_like",
     "randperm", "remainder", "repeat_interleave", "result_type", "rnn_relu", "rnn_tanh",
     "round", "round_", "rsub",
-    "scatter", "searchsorted", "set_autocast_enabled", "sort", "sparse_coo_tensor", "spmm",
+    "scatter", "searchsorted", "set_autocast_enabled", "sort", "sparse_bsc_tensor",
+    "sparse_bsr_tensor", "sparse_compressed_tensor", "sparse_coo_tensor", "sparse_csc_tensor",
+    "sparse_csr_tensor", "spmm",
     "squeeze", "squeeze_copy", "std", "std_mean", "sub", "subtract", "sum", "tensor_split",
     "trapezoid", "trapz", "true_divide", "var", "var_mean", "view_copy", "vsplit", "where",
     "xlogy", "xlogy_"))

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _core
 from ._device import CPU, check_device
-from ._layout import sparse_coo
+from ._layout import sparse_coo, sparse_bsr, sparse_bsc
 from ._torch_names import TorchTensorNamedClass
 
 
@@ -76,6 +76,10 @@ def zeros_like_sparse(s, dtype=None, requires_grad: bool = False):
     """A sparse tensor of ``s``'s size with no entries (PyTorch's zeros_like of a sparse tensor,
     and its zero_()): ``s``'s dtype unless ``dtype`` is given."""
     from .creation import zeros
+    if s.layout is not sparse_coo:
+        from ._sparse_compressed import empty_compressed
+        return empty_compressed(s._size, s.layout, dtype or s.dtype, requires_grad, "zeros_like",
+                                s._cidx.dtype)
     sparse_dim = s.sparse_dim()
     return _sparse_coo_tensor(zeros((sparse_dim, 0), dtype=_core.int64),
                               zeros((0,) + tuple(s.shape[sparse_dim:]), dtype=dtype or s.dtype),
@@ -219,6 +223,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
     is_cpu = True
     is_quantized = False
     is_meta = False
+    _backend = "SparseCPU"      # (PyTorch's dispatch key, in its refusals)
     # numpy arrays on the left defer to the reflected operators, as for Tensor.
     __array_priority__ = 1000
 
@@ -582,12 +587,39 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
 
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         """Self: already sparse COO (a different ``sparse_dim`` is not supported)."""
+        if layout is not None and layout is not sparse_coo:
+            from ._sparse_compressed import to_compressed
+            return to_compressed(self, layout, dense_dim, blocksize)
         if sparse_dim is not None and sparse_dim != self.sparse_dim():
             raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim "
                                f"argument !=self.sparse_dim() is not supported")
         return self
 
     to_sparse_coo = to_sparse
+
+    def to_sparse_csr(self, dense_dim=None):
+        """The CSR form of a COO tensor with two sparse dimensions; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_csr
+        return to_compressed(self, sparse_csr, dense_dim)
+
+    def to_sparse_csc(self, dense_dim=None):
+        """The CSC form of a COO tensor with two sparse dimensions; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_csc
+        return to_compressed(self, sparse_csc, dense_dim)
+
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        """The BSR form (blocks of shape ``blocksize``) of a 2-D COO tensor; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_bsr
+        return to_compressed(self, sparse_bsr, dense_dim, blocksize)
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        """The BSC form (blocks of shape ``blocksize``) of a 2-D COO tensor; differentiable."""
+        from ._sparse_compressed import to_compressed
+        from ._layout import sparse_bsc
+        return to_compressed(self, sparse_bsc, dense_dim, blocksize)
 
     def t(self):
         """The transpose of a 2-D (or 1-D) sparse tensor with no dense dimensions."""
@@ -1233,7 +1265,8 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         # when such an op is called on a sparse tensor; so does tapegrad (at the call).
         from .tensor import Tensor
         if not name.startswith("__") and hasattr(Tensor, name):
-            message = (f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend "
+            message = (f"Could not run 'aten::{name}' with arguments from the "
+                       f"'{self._backend}' backend "
                        f"(tapegrad supports only a subset of operations on sparse tensors)")
             if not callable(getattr(Tensor, name)):
                 # a property (T, real, ...): raise at the access, not hand back a function
@@ -1406,6 +1439,14 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool =
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
     if not s1 and not s2:
         return mat1.mm(mat2)
+    if (s1 and not s2 and mat1.layout is sparse_bsc) or (s2 and not s1 and
+                                                          mat2.layout is sparse_bsr):
+        # PyTorch has no CPU kernel for these (BSR @ dense and dense @ BSC it computes)
+        operands = "SparseBsc @ Strided" if s1 else "Strided @ SparseBsr"
+        raise RuntimeError(f"addmm: computation on CPU is not implemented for Strided + "
+                           f"{operands}")
+    if s1 and not s2 and mat1.layout is sparse_bsr and len(set(mat1._blocksize)) != 1:
+        raise RuntimeError("MKL Sparse doesn't support matrices with non-square blocks.")
     if not s1:
         # dense @ sparse = (sparse^T @ dense^T)^T
         if mat1.dim() != 2:
@@ -1430,6 +1471,9 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool =
                            f"got {mat1.sparse_dim()} sparse and {mat1.dense_dim()} dense "
                            f"dimensions")
     _check_2d_dense(mat2, mat1._size[0])
+    if mat1.layout is not sparse_coo and mat2.shape[0] != mat1._size[1]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1._size[0]}x"
+                           f"{mat1._size[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     if mat2.shape[0] != mat1._size[1]:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1._size[1]}, "
                            f"got {mat2.shape[0]}")

@@ -14,7 +14,7 @@ from . import _core, _ops_shape
 from ._aten_range import aten_float_range
 from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
-from ._layout import sparse_factory_layout
+from ._layout import sparse_factory_layout, sparse_coo, strided
 from ._memory_format import empty_array
 from ._preserve_layout import empty_like_layout, like_layout
 from .tensor import Tensor, is_int
@@ -683,11 +683,14 @@ def _filled(size, value, dtype, requires_grad, fn: str, user_value: bool = False
     return _make(arr, requires_grad)
 
 
-def _sparse_zeros(shape: tuple, dtype, requires_grad: bool):
-    """A sparse COO tensor of `shape` with no entries (zeros and empty with layout=sparse_coo):
-    every dimension sparse, the default float dtype unless `dtype` is given."""
+def _sparse_zeros(shape: tuple, dtype, requires_grad: bool, layout, fn: str):
+    """A sparse tensor of `shape` in `layout` with no entries (zeros and empty with a sparse
+    layout): for COO every dimension sparse; the default float dtype unless `dtype` is given."""
     from ._sparse_coo import _sparse_coo_tensor
     dt = _core.np_dtype_to_dtype(_np_dtype(dtype) or _default_float())
+    if layout is not sparse_coo:
+        from ._sparse_compressed import empty_compressed
+        return empty_compressed(tuple(shape), layout, dt, requires_grad, fn)
     return _sparse_coo_tensor(_make(np.zeros((len(shape), 0), dtype=np.int64), False),
                               _make(np.zeros(0, dtype=dt.np_dtype), False), shape,
                               requires_grad=requires_grad)
@@ -743,8 +746,10 @@ def zeros(*size, dtype=None, layout=None, device=None, requires_grad: bool = Fal
     """
     _check_placement("zeros", device, pin_memory)
     shape = _keyword_size(size, _only_size(kwargs, "zeros"), "zeros")
-    if sparse_factory_layout(layout, "zeros"):
-        return _sparse_zeros(_size_args(shape, "zeros"), dtype, requires_grad)
+    sparse_layout = sparse_factory_layout(layout, "zeros")
+    if sparse_layout:
+        return _sparse_zeros(_size_args(shape, "zeros"), dtype, requires_grad, sparse_layout,
+                             "torch.zeros")
     try:
         return _filled(shape, 0, dtype, requires_grad, "zeros")
     except RuntimeError as e:
@@ -813,8 +818,9 @@ def empty(*size, dtype=None, layout=None, device=None, requires_grad: bool = Fal
     """
     _check_placement("empty", device, pin_memory)
     shape = _size_args(_keyword_size(size, _only_size(kwargs, "empty"), "empty"), "empty")
-    if sparse_factory_layout(layout, "empty"):
-        return _sparse_zeros(shape, dtype, requires_grad)
+    sparse_layout = sparse_factory_layout(layout, "empty")
+    if sparse_layout:
+        return _sparse_zeros(shape, dtype, requires_grad, sparse_layout, "torch.empty")
     dt = _np_dtype(dtype, "empty") or _default_float()
     _check_requires_grad(dt, requires_grad)
     if getattr(memory_format, "_name", None) == "preserve_format":    # no input to preserve
@@ -843,14 +849,16 @@ def zeros_like(input: Tensor, dtype=None, *, layout=None, device=None,
     if _plain_like_call(input, dtype, layout, device, pin_memory, requires_grad, memory_format):
         return _make(np.zeros(input._array.shape, input._array.dtype), False)
     check_unpinned(pin_memory)
-    if getattr(input, "is_sparse", False) is True and not isinstance(input, Tensor):
+    if getattr(input, "layout", strided) is not strided and not isinstance(input, Tensor):
         from ._sparse_coo import zeros_like_sparse
         check_device(device, "zeros_like")
         return zeros_like_sparse(input, dtype, requires_grad)
     _check_tensor(input, "zeros_like")
     check_device(device, "zeros_like")
-    if sparse_factory_layout(layout, "zeros_like"):
-        return _sparse_zeros(tuple(input.shape), dtype or input.dtype, requires_grad)
+    sparse_layout = sparse_factory_layout(layout, "zeros_like")
+    if sparse_layout:
+        return _sparse_zeros(tuple(input.shape), dtype or input.dtype, requires_grad,
+                             sparse_layout, "torch.zeros_like")
     return _in_layout_of(_filled(input.shape, 0, dtype or input.dtype,
                                  requires_grad, "zeros_like"),
                          input, memory_format, "zeros_like")

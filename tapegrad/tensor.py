@@ -18,7 +18,7 @@ from ._device import CPU, as_device, check_device, is_device_like
 from ._device import device as _device_type
 from ._format import tensor_repr
 from ._deprecated_overloads import NOT_GIVEN
-from ._layout import sparse_coo, strided
+from ._layout import sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, strided
 from ._torch_names import TorchNamedClass as _TorchNamedClass
 
 
@@ -553,9 +553,38 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         from ._sparse_coo import to_sparse
         if layout is not None and layout is not sparse_coo:
-            raise NotImplementedError(f"tapegrad: to_sparse(layout={layout}) is not supported; "
-                                      f"only torch.sparse_coo")
+            from ._sparse_compressed import to_compressed
+            return to_compressed(self, layout, dense_dim, blocksize)
         return to_sparse(self, sparse_dim)
+
+    def to_sparse_csr(self, dense_dim=None):
+        """The sparse CSR form of this 2-D tensor (its non-zero elements; ``dense_dim``
+        trailing dimensions kept dense); differentiable.
+
+        Examples
+        --------
+        >>> tapegrad.tensor([[0., 2.], [3., 0.]]).to_sparse_csr().crow_indices()
+        tensor([0, 1, 2])
+        """
+        from ._sparse_compressed import to_compressed
+        return to_compressed(self, sparse_csr, dense_dim)
+
+    def to_sparse_csc(self, dense_dim=None):
+        """The sparse CSC form of this 2-D tensor, as ``to_sparse_csr`` by columns."""
+        from ._sparse_compressed import to_compressed
+        return to_compressed(self, sparse_csc, dense_dim)
+
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        """The sparse BSR form of this 2-D tensor: its blocks of shape ``blocksize`` (a pair,
+        or an int for square blocks) holding a non-zero element, by block rows;
+        differentiable."""
+        from ._sparse_compressed import to_compressed
+        return to_compressed(self, sparse_bsr, dense_dim, blocksize)
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        """The sparse BSC form of this 2-D tensor, as ``to_sparse_bsr`` by block columns."""
+        from ._sparse_compressed import to_compressed
+        return to_compressed(self, sparse_bsc, dense_dim, blocksize)
 
     def sparse_mask(self, mask):
         """A sparse COO tensor on ``mask``'s indices (its values ignored) holding this tensor's
