@@ -37,6 +37,20 @@ def fresh_once_warnings():
     tg._core.WARNED_ONCE.clear()
 
 
+# PyTorch's default argument validation of torch.distributions as a fresh process has it
+_TORCH_VALIDATES = None if _torch is None else _torch.distributions.Distribution._validate_args
+
+
+@pytest.fixture(autouse=True)
+def torch_validates_distribution_args():
+    """PyTorch's first import of its dynamo (a torch.compile, and torch modules that import it)
+    switches off torch.distributions' default argument validation for the whole process; each
+    test gets it back, so a test's torch oracle does not depend on which tests ran before."""
+    yield
+    if _torch is not None:
+        _torch.distributions.Distribution.set_default_validate_args(_TORCH_VALIDATES)
+
+
 @pytest.fixture
 def gradcheck():
     return check_grads

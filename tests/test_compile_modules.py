@@ -106,13 +106,9 @@ def _compile_outcomes(lib):
 
 
 def test_torch_compile_conventions_match_torch(torch):
-    # Importing PyTorch's dynamo (its first torch.compile) switches off torch.distributions'
-    # default argument validation for the whole process: restore it for the tests after this.
-    validating = torch.distributions.Distribution._validate_args
-    try:
-        expected = _compile_outcomes(torch)
-    finally:
-        torch.distributions.Distribution.set_default_validate_args(validating)
+    # (its first torch.compile switches off torch.distributions' default argument validation:
+    # conftest's torch_validates_distribution_args restores it after each test)
+    expected = _compile_outcomes(torch)
     assert _compile_outcomes(tg) == expected
 
 
