@@ -11,7 +11,8 @@ import tapegrad
 
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning"),
+              pytest.mark.filterwarnings("ignore:torch.ao.quantization is deprecated")]
 
 
 def _both(fn):
@@ -196,3 +197,150 @@ def test_deprecation_warning_as_pytorch():
     mod._warned = False
     with pytest.warns(UserWarning, match="quantized tensor creation functions .* are deprecated"):
         tapegrad.quantize_per_tensor(tapegrad.tensor(X), 0.1, 0, tapegrad.quint8)
+
+
+# -- dynamic quantization ---------------------------------------------------------------------
+
+def _mlp(lib, rng, k, hidden, n, bias=True):
+    m = lib.nn.Sequential(lib.nn.Linear(k, hidden, bias=bias), lib.nn.ReLU(),
+                          lib.nn.Linear(hidden, n))
+    return m
+
+
+def _mlp_state(rng, k, hidden, n, bias=True):
+    sd = {"0.weight": rng.normal(0, 1 / np.sqrt(k), (hidden, k)).astype(np.float32),
+          "2.weight": rng.normal(0, 0.3, (n, hidden)).astype(np.float32),
+          "2.bias": rng.normal(0, 0.1, n).astype(np.float32)}
+    if bias:
+        sd["0.bias"] = rng.normal(0, 0.1, hidden).astype(np.float32)
+    return sd
+
+
+def test_quantize_dynamic_linear_is_bit_for_bit_pytorchs_fbgemm():
+    # input ranges that exercise the zero point from either end, all-positive / all-negative
+    # inputs (zero joins the range), tiny ranges (FBGEMM's smallest scale) and column counts that
+    # are not multiples of the vector width
+    rng = np.random.default_rng(3)
+    for trial in range(24):
+        k, hidden, n = (int(v) for v in rng.integers(1, 40, 3))
+        bias = trial % 4 != 0
+        sd = _mlp_state(rng, k, hidden, n, bias)
+        shape = tuple(int(v) for v in rng.integers(1, 7, 1 + trial % 2)) + (k,)
+        x = (rng.normal(0, [1e-6, 1e-2, 1.0, 30.0][trial % 4], shape)
+             + [0.0, 2.0, -5.0][trial % 3]).astype(np.float32)
+        outs = []
+        for lib in (torch, tapegrad):
+            m = _mlp(lib, rng, k, hidden, n, bias)
+            m.load_state_dict({key: lib.tensor(v) for key, v in sd.items()})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                q = lib.ao.quantization.quantize_dynamic(m, {lib.nn.Linear}, dtype=lib.qint8)
+                outs.append((q(lib.tensor(x)).numpy(), repr(q), q[0].weight().int_repr().numpy(),
+                             q[0].weight().q_scale()))
+        (t_out, t_repr, t_w, t_s), (g_out, g_repr, g_w, g_s) = outs
+        np.testing.assert_array_equal(g_out, t_out)
+        assert g_repr == t_repr
+        np.testing.assert_array_equal(g_w, t_w)
+        assert g_s == t_s
+
+
+@pytest.mark.parametrize("how", ["set", "dict", "default", "alias", "name"])
+def test_quantize_dynamic_spec_forms_and_module_surface(how):
+    rng = np.random.default_rng(5)
+    sd = _mlp_state(rng, 4, 3, 2)
+    results = []
+    for lib in (torch, tapegrad):
+        m = _mlp(lib, rng, 4, 3, 2)
+        m.load_state_dict({key: lib.tensor(v) for key, v in sd.items()})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            spec = {"set": {lib.nn.Linear}, "default": None, "alias": {lib.nn.Linear},
+                    "dict": {lib.nn.Linear: lib.ao.quantization.default_dynamic_qconfig},
+                    "name": {"2"}}[how]
+            api = lib.quantization if how == "alias" else lib.ao.quantization
+            q = api.quantize_dynamic(m, spec) if spec is not None else api.quantize_dynamic(m)
+            x = lib.tensor(np.array([[0.5, -1.0, 2.0, 0.25], [1.5, 0.0, -0.3, 0.7]], np.float32))
+            results.append((repr(q), q(x).detach().numpy(), list(q.state_dict()), q is m, q.training,
+                            list(q.parameters()) == [] if how != "name" else None,
+                            repr(q[2].weight()) if how == "name" else repr(q[0].bias())))
+    t, g = results
+    assert g[0] == t[0]
+    if how == "name":       # (layer 0 stays float: float32 Linear agrees to rounding only)
+        np.testing.assert_allclose(g[1], t[1], rtol=1e-6, atol=1e-7)
+    else:
+        np.testing.assert_array_equal(g[1], t[1])
+    assert g[2:] == t[2:]
+
+
+def test_quantize_dynamic_errors_and_edge_inputs():
+    rng = np.random.default_rng(6)
+    sd = _mlp_state(rng, 4, 3, 2)
+    for lib in (torch, tapegrad):
+        m = _mlp(lib, rng, 4, 3, 2)
+        m.load_state_dict({key: lib.tensor(v) for key, v in sd.items()})
+        q = lib.ao.quantization.quantize_dynamic(m, {lib.nn.Linear})
+        with pytest.raises(RuntimeError, match="larger than or equal to 2"):
+            q(lib.zeros(4))
+        with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+            q(lib.zeros(2, 4, dtype=lib.float64))
+        with pytest.raises(RuntimeError, match="packB should be equal to K: 5"):
+            q(lib.zeros(2, 5))
+        assert tuple(q(lib.zeros(0, 4)).shape) == (0, 2)
+        with pytest.raises(ValueError, match="Don't know how to quantize with default settings"):
+            lib.ao.quantization.quantize_dynamic(m, dtype=lib.float32)
+        with pytest.raises(AssertionError, match="only supported dtypes for dynamic quantized"):
+            lib.ao.quantization.quantize_dynamic(m, {lib.nn.Linear}, dtype=lib.quint8)
+        root = lib.nn.Linear(4, 3)        # the model itself is not swapped, only its children
+        assert type(lib.ao.quantization.quantize_dynamic(root)) is type(root)
+    assert not hasattr(q, "qconfig") and not hasattr(q[0], "qconfig")
+
+
+def test_quantize_dynamic_refuses_lstm_rather_than_leaving_it_float():
+    m = tapegrad.nn.Sequential(tapegrad.nn.LSTM(4, 3))
+    with pytest.raises(NotImplementedError, match="nn.LSTM"):
+        tapegrad.ao.quantization.quantize_dynamic(m)
+
+
+def test_quantized_model_state_dict_save_load_roundtrip():
+    rng = np.random.default_rng(8)
+    sd = _mlp_state(rng, 6, 5, 3)
+    x = rng.normal(0, 1, (4, 6)).astype(np.float32)
+    m = _mlp(tapegrad, rng, 6, 5, 3)
+    m.load_state_dict({key: tapegrad.tensor(v) for key, v in sd.items()})
+    q = tapegrad.ao.quantization.quantize_dynamic(m, {tapegrad.nn.Linear})
+    buf = io.BytesIO()
+    tapegrad.save(q.state_dict(), buf)
+    buf.seek(0)
+    fresh = tapegrad.ao.quantization.quantize_dynamic(_mlp(tapegrad, rng, 6, 5, 3),
+                                                      {tapegrad.nn.Linear})
+    assert repr(fresh.load_state_dict(tapegrad.load(buf))) == "<All keys matched successfully>"
+    np.testing.assert_array_equal(fresh(tapegrad.tensor(x)).numpy(),
+                                  q(tapegrad.tensor(x)).numpy())
+    # print_size_of_model: the quantized file is about a quarter of the float one (PyTorch's
+    # files are 1073373 and 272909 bytes for this model; the archive formats differ a little)
+    big = tapegrad.nn.Sequential(tapegrad.nn.Linear(512, 512), tapegrad.nn.ReLU(),
+                                 tapegrad.nn.Linear(512, 10))
+    sizes = []
+    for model in (big, tapegrad.ao.quantization.quantize_dynamic(big, {tapegrad.nn.Linear})):
+        out = io.BytesIO()
+        tapegrad.save(model.state_dict(), out)
+        sizes.append(out.getbuffer().nbytes)
+    assert round(sizes[0] / 1e6, 2) == 1.07 and round(sizes[1] / 1e6, 2) == 0.27
+
+
+def test_quantize_dynamic_deprecation_warning_as_pytorch():
+    m = tapegrad.nn.Sequential(tapegrad.nn.Linear(4, 3))
+    with pytest.warns(DeprecationWarning, match="torch.ao.quantization is deprecated") as record:
+        tapegrad.ao.quantization.quantize_dynamic(m, {tapegrad.nn.Linear})
+    assert len([w for w in record if w.category is DeprecationWarning]) == 2  # (and convert's)
+
+
+def test_dynamic_linear_module_and_qconfig_surface():
+    t_mod = torch.ao.nn.quantized.dynamic.Linear(4, 3)
+    g_mod = tapegrad.ao.nn.quantized.dynamic.Linear(4, 3)
+    assert repr(g_mod) == repr(t_mod)
+    assert dict(g_mod.state_dict()._metadata) == dict(t_mod.state_dict()._metadata)
+    assert (repr(tapegrad.ao.quantization.default_dynamic_qconfig.activation())
+            == repr(torch.ao.quantization.default_dynamic_qconfig.activation()))
+    with pytest.raises(Exception, match="should not be called for PlaceholderObserver"):
+        tapegrad.ao.quantization.default_dynamic_qconfig.activation().calculate_qparams()
