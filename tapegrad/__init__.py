@@ -153,7 +153,10 @@ def is_tensor(obj) -> bool:
         return True
     # No sparse tensor exists before tapegrad._sparse_coo (lazy) is loaded: no import per call.
     sparse = _sys.modules.get(__name__ + "._sparse_coo")
-    return sparse is not None and isinstance(obj, sparse.SparseTensor)
+    if sparse is not None and isinstance(obj, sparse.SparseTensor):
+        return True
+    quantized = _sys.modules.get(__name__ + "._quantized")    # (likewise)
+    return quantized is not None and isinstance(obj, quantized.QuantizedTensor)
 
 
 def _assert(condition, message):
@@ -207,6 +210,10 @@ _LAZY = _lazy.table({
                   "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "is_autocast_cache_enabled",
                   "set_autocast_cache_enabled", "clear_autocast_cache",
                   "autocast_increment_nesting", "autocast_decrement_nesting"),
+    # Quantized tensors: integers plus qparams, a class of their own (issue quant35).
+    "_quantized": ("quantize_per_tensor", "quantize_per_channel", "dequantize", "int_repr",
+                   "q_scale", "q_zero_point", "q_per_channel_scales",
+                   "q_per_channel_zero_points", "q_per_channel_axis"),
     # Sparse COO tensors: a Python-level class over the recorded dense ops.
     "_sparse_coo": ("sparse_coo_tensor", "spmm", "hspmm", "hsmm", "dsmm"),
     # Sparse CSR, CSC, BSR and BSC tensors: SparseTensor with compressed indices.

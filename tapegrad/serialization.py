@@ -240,6 +240,33 @@ def _checked_rebuild_tensor(cls, storage, offset, shape, strides, requires_grad,
     return _rebuild_tensor(cls.resolve(), storage, offset, shape, strides, requires_grad, state)
 
 
+def _checked_rebuild_quantized(ints, dtype_name, scheme_name, scale, zero_point, axis):
+    """_quantized._rebuild for untrusted input: the integers of a quantized dtype, and qparams
+    that fit them (one scale and zero point, or one per channel along a valid axis)."""
+    from ._quantized import _STORAGE, _rebuild
+    def claimed(value):
+        if isinstance(value, _StorageToken):
+            value.claimed = True
+            return value.array
+        return value
+    ints, scale, zero_point = claimed(ints), claimed(scale), claimed(zero_point)
+    if (type(dtype_name) is not str or dtype_name not in _STORAGE or type(ints) is not np.ndarray
+            or ints.dtype != _STORAGE[dtype_name][0]):
+        raise CheckpointError("malformed quantized tensor record")
+    if scheme_name == "per_tensor_affine":
+        ok = type(scale) is float and type(zero_point) is int and axis is None
+    elif scheme_name == "per_channel_affine":
+        ok = (type(axis) is int and 0 <= axis < ints.ndim and type(scale) is np.ndarray
+              and type(zero_point) is np.ndarray and scale.dtype == np.float64
+              and zero_point.dtype == np.int64
+              and scale.shape == zero_point.shape == (ints.shape[axis],))
+    else:
+        ok = False
+    if not ok:
+        raise CheckpointError("malformed quantized tensor qparams")
+    return _rebuild(ints, dtype_name, scheme_name, scale, zero_point, axis)
+
+
 def _checked_untyped_storage(array):
     """storage._untyped_from_array for untrusted input: a persisted array of a tensor dtype."""
     from .storage import _untyped_from_array
@@ -263,6 +290,7 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
     return {
         ("tapegrad.tensor", "_rebuild_tensor"): _checked_rebuild_tensor,
         ("tapegrad.storage", "_untyped_from_array"): _checked_untyped_storage,
+        ("tapegrad._quantized", "_rebuild"): _checked_rebuild_quantized,
         ("tapegrad.storage", "_typed_over"): _checked_typed_storage,
         _qualified(Tensor): _TensorClass("Tensor"),
         ("tapegrad.nn.parameter", "Parameter"): _TensorClass("Parameter"),

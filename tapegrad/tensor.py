@@ -542,6 +542,28 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     is_maia = False
     layout = strided
 
+    def dequantize(self):
+        """A float tensor is its own dequantization (PyTorch returns it unchanged); quantized
+        tensors (tapegrad._quantized) have their own."""
+        return self
+
+    def _quantized_only(name):
+        def method(self, *args, **kwargs):
+            from ._quantized import _not_implemented
+            raise _not_implemented(name, "CPU")
+        method.__name__ = name
+        method.__doc__ = f"{name}() of a quantized tensor; a dense one raises, as in PyTorch."
+        return method
+
+    int_repr = _quantized_only("int_repr")
+    q_scale = _quantized_only("q_scale")
+    q_zero_point = _quantized_only("q_zero_point")
+    q_per_channel_scales = _quantized_only("q_per_channel_scales")
+    q_per_channel_zero_points = _quantized_only("q_per_channel_zero_points")
+    q_per_channel_axis = _quantized_only("q_per_channel_axis")
+    qscheme = _quantized_only("qscheme")
+    del _quantized_only
+
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         """The sparse COO form of this tensor (its non-zero elements; the first ``sparse_dim``
         dimensions sparse, default all), coalesced; differentiable.

@@ -1,3 +1,4 @@
 """torch.ao: PyTorch's architecture-optimisation namespace; tapegrad provides its quantization
-package's float side (observers, fake quantisation) for quantisation-aware training."""
-from . import quantization  # noqa: F401
+package (observers, fake quantisation, dynamic quantization of Linear) and the quantized modules
+of ao.nn that dynamic quantization swaps in."""
+from . import nn, quantization  # noqa: F401

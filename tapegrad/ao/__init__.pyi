@@ -18,8 +18,10 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.ao import nn as nn
 from tapegrad.ao import quantization as quantization
 
 __all__ = [
+    'nn',
     'quantization',
 ]

@@ -7,4 +7,7 @@ from tapegrad.ao.quantization import (  # noqa: F401
     default_per_channel_weight_fake_quant, default_per_channel_weight_observer,
     default_weight_fake_quant, default_weight_observer, disable_fake_quant, disable_observer,
     enable_fake_quant, enable_observer, fake_quantize, observer,
+    PlaceholderObserver, QConfig, convert, default_dynamic_qconfig, default_dynamic_quant_observer,
+    float_qparams_weight_only_qconfig, per_channel_dynamic_qconfig, propagate_qconfig_, qconfig,
+    quantize, quantize_dynamic, swap_module,
 )

@@ -30,6 +30,13 @@ from tapegrad.ao.quantization.observer import MovingAveragePerChannelMinMaxObser
 from tapegrad.ao.quantization.observer import ObserverBase as ObserverBase
 from tapegrad.ao.quantization.observer import PerChannelMinMaxObserver as PerChannelMinMaxObserver
 from tapegrad.ao.quantization.observer import UniformQuantizationObserverBase as UniformQuantizationObserverBase
+from tapegrad.ao.quantization.qconfig import QConfig as QConfig
+from tapegrad.ao.quantization.quantize import convert as convert
+from tapegrad.ao.quantization.quantize import get_default_dynamic_quant_module_mappings as get_default_dynamic_quant_module_mappings
+from tapegrad.ao.quantization.quantize import propagate_qconfig_ as propagate_qconfig_
+from tapegrad.ao.quantization.quantize import quantize_dynamic as quantize_dynamic
+from tapegrad.ao.quantization.quantize import swap_module as swap_module
+from tapegrad.ao.quantization.observer import ObserverBase as _ObserverBase
 
 __all__ = [
     'FakeQuantize',
@@ -39,18 +46,49 @@ __all__ = [
     'MovingAveragePerChannelMinMaxObserver',
     'ObserverBase',
     'PerChannelMinMaxObserver',
+    'PlaceholderObserver',
+    'QConfig',
     'UniformQuantizationObserverBase',
+    'convert',
+    'default_dynamic_qconfig',
+    'default_dynamic_quant_observer',
     'default_observer',
     'default_per_channel_weight_observer',
+    'default_placeholder_observer',
     'default_weight_observer',
     'disable_fake_quant',
     'disable_observer',
     'enable_fake_quant',
     'enable_observer',
+    'float_qparams_weight_only_qconfig',
+    'get_default_dynamic_quant_module_mappings',
+    'per_channel_dynamic_qconfig',
+    'propagate_qconfig_',
+    'quantize_dynamic',
+    'swap_module',
 ]
+
+class PlaceholderObserver(_ObserverBase):
+    def __init__(self, dtype: Any = ..., custom_op_name: _str = ..., compute_dtype: Any = ..., quant_min: Any = ..., quant_max: Any = ..., qscheme: Any = ..., eps: Any = ..., is_dynamic: _bool = ...) -> None: ...
+    def calculate_qparams(self) -> None: ...  # type: ignore[override]
+    def extra_repr(self) -> _str: ...
+    def forward(self, x: Any) -> Any: ...
+    quant_min: Any
+    quant_max: Any
+    qscheme: Any
+    eps: Any
+    custom_op: Any
+    is_dynamic: Any
+
+default_dynamic_qconfig: Any
+def default_dynamic_quant_observer(*args: Any, **keywords: Any) -> Any: ...
 
 def default_observer(*args: Any, **keywords: Any) -> Any: ...
 
 def default_per_channel_weight_observer(*args: Any, **keywords: Any) -> Any: ...
 
+default_placeholder_observer = PlaceholderObserver
 def default_weight_observer(*args: Any, **keywords: Any) -> Any: ...
+
+float_qparams_weight_only_qconfig: Any
+per_channel_dynamic_qconfig: Any

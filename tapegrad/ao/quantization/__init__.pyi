@@ -20,6 +20,8 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.ao.quantization import fake_quantize as fake_quantize
 from tapegrad.ao.quantization import observer as observer
+from tapegrad.ao.quantization import qconfig as qconfig
+from tapegrad.ao.quantization import quantize as quantize
 from tapegrad.ao.quantization.fake_quantize import FakeQuantize as FakeQuantize
 from tapegrad.ao.quantization.fake_quantize import FakeQuantizeBase as FakeQuantizeBase
 from tapegrad.ao.quantization.fake_quantize import disable_fake_quant as disable_fake_quant
@@ -32,6 +34,15 @@ from tapegrad.ao.quantization.observer import MovingAveragePerChannelMinMaxObser
 from tapegrad.ao.quantization.observer import ObserverBase as ObserverBase
 from tapegrad.ao.quantization.observer import PerChannelMinMaxObserver as PerChannelMinMaxObserver
 from tapegrad.ao.quantization.observer import UniformQuantizationObserverBase as UniformQuantizationObserverBase
+from tapegrad.ao.quantization.qconfig import QConfig as QConfig
+from tapegrad.ao.quantization.quantize import convert as convert
+from tapegrad.ao.quantization.quantize import get_default_dynamic_quant_module_mappings as get_default_dynamic_quant_module_mappings
+from tapegrad.ao.quantization.quantize import propagate_qconfig_ as propagate_qconfig_
+from tapegrad.ao.quantization.quantize import quantize_dynamic as quantize_dynamic
+from tapegrad.ao.quantization.quantize import swap_module as swap_module
+from tapegrad.quantization import PlaceholderObserver as PlaceholderObserver
+from tapegrad.quantization import PlaceholderObserver as default_placeholder_observer
+from tapegrad.quantization import default_dynamic_quant_observer as default_dynamic_quant_observer
 from tapegrad.quantization import default_observer as default_observer
 from tapegrad.quantization import default_per_channel_weight_observer as default_per_channel_weight_observer
 from tapegrad.quantization import default_weight_observer as default_weight_observer
@@ -44,14 +55,32 @@ __all__ = [
     'MovingAveragePerChannelMinMaxObserver',
     'ObserverBase',
     'PerChannelMinMaxObserver',
+    'PlaceholderObserver',
+    'QConfig',
     'UniformQuantizationObserverBase',
+    'convert',
+    'default_dynamic_qconfig',
+    'default_dynamic_quant_observer',
     'default_observer',
     'default_per_channel_weight_observer',
+    'default_placeholder_observer',
     'default_weight_observer',
     'disable_fake_quant',
     'disable_observer',
     'enable_fake_quant',
     'enable_observer',
     'fake_quantize',
+    'float_qparams_weight_only_qconfig',
+    'get_default_dynamic_quant_module_mappings',
     'observer',
+    'per_channel_dynamic_qconfig',
+    'propagate_qconfig_',
+    'qconfig',
+    'quantize',
+    'quantize_dynamic',
+    'swap_module',
 ]
+
+default_dynamic_qconfig: Any
+float_qparams_weight_only_qconfig: Any
+per_channel_dynamic_qconfig: Any

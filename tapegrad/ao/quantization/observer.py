@@ -407,3 +407,35 @@ default_weight_observer = MinMaxObserver.with_args(dtype=torch.qint8,
                                                    qscheme=torch.per_tensor_symmetric)
 default_per_channel_weight_observer = PerChannelMinMaxObserver.with_args(
     dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
+
+
+class PlaceholderObserver(ObserverBase):
+    """An observer that records nothing: it carries the dtype (and, for dynamic quantization,
+    is_dynamic=True) of a tensor whose qparams are chosen elsewhere, e.g. per call by a dynamic
+    quantized kernel."""
+
+    def __init__(self, dtype=torch.float32, custom_op_name: str = "", compute_dtype=None,
+                 quant_min=None, quant_max=None, qscheme=None, eps=None,
+                 is_dynamic: bool = False) -> None:
+        super().__init__(dtype=dtype, is_dynamic=is_dynamic)
+        if qscheme is None:
+            qscheme = torch.per_tensor_affine
+        if eps is None:
+            eps = torch.finfo(torch.float32).eps
+        self.quant_min, self.quant_max = quant_min, quant_max
+        self.qscheme, self.eps = qscheme, eps
+        self.custom_op = custom_op_name
+        if compute_dtype:
+            is_dynamic = True
+            warnings.warn("Please use `is_dynamic` instead of `compute_dtype`. `compute_dtype` "
+                          "will be deprecated in a future release of PyTorch.")
+            self.is_dynamic = is_dynamic
+
+    def forward(self, x):
+        return x
+
+    def extra_repr(self) -> str:
+        return f"dtype={self.dtype}, is_dynamic={self.is_dynamic}"
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for PlaceholderObserver")  # noqa: TRY002

@@ -1,0 +1,556 @@
+"""Quantized tensors (torch.quantize_per_tensor / quantize_per_channel): integers plus the affine
+map back to floats, ``x = (q - zero_point) * scale``.
+
+A QuantizedTensor holds a numpy integer array (uint8 for quint8, int8 for qint8, int32 for
+qint32) and its qparams: one scale and zero point (per_tensor_affine), or one per slice along
+``axis`` (per_channel_affine).  It is not a ``tapegrad.Tensor`` for the reason SparseTensor is not
+one (see _sparse_coo.py): the compiled core reads a Tensor's ndarray directly, so integers posing
+as a Tensor would be silently misread as values by every op that does not know them.  As its own
+class, arithmetic raises as it does in PyTorch (QuantizedCPU has no kernels for it) and the shape
+ops PyTorch allows (view, reshape, transpose, select, indexing, clone) move the integers.
+
+Rounding, checked bit for bit against PyTorch 2.13 on x86 (FBGEMM):
+- per tensor, quint8 / qint8: ``rint(fma(x, 1/scale, zero_point))`` in float32 (FBGEMM's AVX2
+  quantize uses a fused multiply-add);
+- per tensor qint32, and per channel (every dtype): ``rint(zero_point + x * (1/scale))`` with the
+  product rounded to float32 first (ATen's scalar quantize_val);
+then clamped to the dtype's range; rint rounds half to even.  ``1/scale`` is taken in float32.
+"""
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+
+from . import _core
+from ._device import CPU
+from ._qscheme import per_channel_affine, per_tensor_affine
+from ._torch_names import TorchTensorNamedClass
+
+# quantized dtype name -> (numpy integer type of its values, PyTorch's ScalarType name)
+_STORAGE = {"quint8": (np.uint8, "QUInt8"), "qint8": (np.int8, "QInt8"),
+            "qint32": (np.int32, "QInt32")}
+
+_DEPRECATION = ("torch.quantize_per_tensor, torch.quantize_per_channel and other quantized tensor "
+                "creation functions that produce tensors with dtype torch.quint8, torch.qint8, "
+                "and torch.qint32 are deprecated and will be removed in a future PyTorch release. "
+                "Please see https://github.com/pytorch/pytorch/issues/184982 for more "
+                "information.")
+_warned = False
+
+
+def _warn_deprecated() -> None:
+    # PyTorch warns once per process (TORCH_WARN_ONCE)
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(_DEPRECATION, UserWarning, stacklevel=3)
+
+
+def _not_implemented(op: str, backend: str = "QuantizedCPU"):
+    return NotImplementedError(
+        f"Could not run 'aten::{op}' with arguments from the '{backend}' backend. This could be "
+        "because the operator doesn't exist for this backend, or was omitted during the "
+        "selective/custom build process (if using custom build).")
+
+
+def _float_input(t, who="Quantize"):
+    from .tensor import Tensor
+    if not isinstance(t, Tensor):
+        raise TypeError(f"quantize_per_tensor(): argument 'input' (position 1) must be Tensor, "
+                        f"not {type(t).__name__}")
+    a = t.detach()._array
+    if a.dtype != np.float32:
+        raise RuntimeError(f"{who} only works on Float Tensor, got "
+                           f"{_core.scalar_type_name_of(a.dtype)}")
+    return a
+
+
+def _storage_of(dtype):
+    if not isinstance(dtype, _core.dtype) or dtype.name not in _STORAGE:
+        name = _core.scalar_type_name_of(np.dtype(dtype.name)) if isinstance(
+            dtype, _core.dtype) and dtype.name in np.sctypeDict else str(dtype)
+        raise RuntimeError(f"ScalarType {name} is not supported in new_qtensor.")
+    return _STORAGE[dtype.name][0]
+
+
+def _scalar(v, kind):
+    from .tensor import Tensor
+    if isinstance(v, Tensor):
+        return kind(v.item())
+    return kind(v)
+
+
+def _round_clamp(v: np.ndarray, np_type) -> np.ndarray:
+    info = np.iinfo(np_type)
+    return np.clip(np.rint(v), info.min, info.max).astype(np_type)
+
+
+def _quantize_array(a: np.ndarray, scale: float, zero_point: int, dtype) -> np.ndarray:
+    np_type = _storage_of(dtype)
+    inv = np.float32(1.0) / np.float32(scale)
+    if np_type is np.int32:
+        v = np.float32(zero_point) + a * inv
+    else:
+        # a fused multiply-add: the float64 product of two float32 values is exact, one
+        # rounding to float32 after adding the zero point
+        v = (a.astype(np.float64) * np.float64(inv) + zero_point).astype(np.float32)
+    return _round_clamp(v, np_type)
+
+
+def _check_zero_point(zero_point: int, np_type, who: str) -> None:
+    info = np.iinfo(np_type)
+    if zero_point > info.max:
+        raise RuntimeError(f"{who} zero_point {zero_point} is above upper bound.")
+    if zero_point < info.min:
+        raise RuntimeError(f"{who} zero_point {zero_point} is below lower bound.")
+
+
+def quantize_per_tensor(input, scale, zero_point, dtype):  # noqa: A002
+    """Quantize a float32 tensor (or each tensor of a list, with a tensor of scales and one of
+    zero points) to a per_tensor_affine quantized tensor of `dtype` (quint8, qint8, qint32)."""
+    if isinstance(input, (list, tuple)):
+        scales = scale.detach()._array.reshape(-1)
+        zps = zero_point.detach()._array.reshape(-1)
+        return tuple(quantize_per_tensor(t, float(s), int(z), dtype)
+                     for t, s, z in zip(input, scales, zps))
+    _warn_deprecated()
+    a = _float_input(input)
+    np_type = _storage_of(dtype)
+    scale, zero_point = _scalar(scale, float), _scalar(zero_point, int)
+    _check_zero_point(zero_point, np_type, "quantize_tensor_per_tensor_affine")
+    return QuantizedTensor._make(_quantize_array(a, scale, zero_point, dtype), dtype,
+                                 per_tensor_affine, scale, zero_point)
+
+
+def quantize_per_channel(input, scales, zero_points, axis, dtype):  # noqa: A002
+    """Quantize a float32 tensor with one scale and zero point per slice along `axis`
+    (per_channel_affine)."""
+    _warn_deprecated()
+    a = _float_input(input)
+    np_type = _storage_of(dtype)
+    axis = int(axis)
+    if not 0 <= axis < a.ndim:
+        raise RuntimeError("Channel axis out of range in per channel affine quantization. Got: "
+                           f"{axis}Expected: [0, {a.ndim})")
+    s = np.asarray(scales.detach()._array, dtype=np.float64).reshape(-1)
+    z = np.asarray(zero_points.detach()._array, dtype=np.int64).reshape(-1)
+    if s.size != a.shape[axis]:
+        raise RuntimeError(f"length of scales must equal to channel, expected {a.shape[axis]} "
+                           f"got, {s.size}")
+    if z.size != a.shape[axis]:
+        raise RuntimeError(f"length of zero_points must equal to channel expected "
+                           f"{a.shape[axis]} got, {z.size}")
+    for zp in z:
+        _check_zero_point(int(zp), np_type, "quantize_tensor_per_channel_affine")
+    shape = [1] * a.ndim
+    shape[axis] = -1
+    inv = (np.float32(1.0) / s.astype(np.float32)).reshape(shape)
+    v = z.astype(np.float32).reshape(shape) + a * inv
+    return QuantizedTensor._make(_round_clamp(v, np_type), dtype, per_channel_affine,
+                                 s, z, axis)
+
+
+def _rebuild(ints, dtype_name, scheme_name, scale, zero_point, axis):
+    # (torch.save / pickle: the integers are an ndarray, saved beside the pickle)
+    from ._qscheme import _qscheme_by_name
+    return QuantizedTensor._make(ints, getattr(_core, dtype_name), _qscheme_by_name(scheme_name),
+                                 scale, zero_point, axis)
+
+
+class QuantizedTensor(metaclass=TorchTensorNamedClass):
+    """A quantized tensor: integers (``int_repr()``) and the affine qparams that map them back to
+    float32 (``dequantize()``)."""
+
+    __module__ = "tapegrad"
+    __slots__ = ("_ints", "_dtype", "_qscheme", "_scale", "_zero_point", "_axis", "__weakref__")
+    is_quantized = True
+    is_sparse = False
+    is_cuda = False
+    is_cpu = True
+    is_meta = False
+    requires_grad = False
+    grad = None
+    grad_fn = None
+    is_leaf = True
+    device = CPU
+
+    @classmethod
+    def _make(cls, ints, dtype, scheme, scale, zero_point, axis=None):
+        self = object.__new__(cls)
+        self._ints, self._dtype, self._qscheme = ints, dtype, scheme
+        self._scale, self._zero_point, self._axis = scale, zero_point, axis
+        return self
+
+    def _like(self, ints, axis=None):
+        return QuantizedTensor._make(ints, self._dtype, self._qscheme, self._scale,
+                                     self._zero_point, axis if axis is not None else self._axis)
+
+    def __reduce__(self):
+        return (_rebuild, (self._ints, self._dtype.name, self._qscheme.name, self._scale,
+                           self._zero_point, self._axis))
+
+    # -- what it is ------------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        from .tensor import Size
+        return Size(self._ints.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._ints.ndim
+
+    @property
+    def layout(self):
+        from ._layout import strided
+        return strided
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self._ints.shape[dim]
+
+    def dim(self) -> int:
+        return self._ints.ndim
+
+    def numel(self) -> int:
+        return int(self._ints.size)
+
+    def __len__(self) -> int:
+        if self._ints.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._ints.shape[0]
+
+    def element_size(self) -> int:
+        return self._ints.itemsize
+
+    def stride(self, dim=None):
+        if self._ints.size == 0:        # (numpy gives an empty array zero strides)
+            st, step = [], 1
+            for size in reversed(self._ints.shape):
+                st.insert(0, step)
+                step *= max(size, 1)
+            st = tuple(st)
+        else:
+            st = tuple(s // self._ints.itemsize for s in self._ints.strides)
+        return st if dim is None else st[dim]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._ints.flags.c_contiguous)
+
+    def qscheme(self):
+        return self._qscheme
+
+    def q_scale(self) -> float:
+        if self._qscheme is not per_tensor_affine:
+            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
+                               "but got false.")
+        return self._scale
+
+    def q_zero_point(self) -> int:
+        if self._qscheme is not per_tensor_affine:
+            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
+                               "but got false.")
+        return self._zero_point
+
+    def _per_channel(self):
+        if self._qscheme is not per_channel_affine:
+            raise RuntimeError("Expected quantizer->qscheme() == kPerChannelAffine || "
+                               "quantizer->qscheme() == kPerChannelAffineFloatQParams to be "
+                               "true, but got false.")
+
+    def q_per_channel_scales(self):
+        from .creation import tensor
+        self._per_channel()
+        return tensor(self._scale.copy())
+
+    def q_per_channel_zero_points(self):
+        from .creation import tensor
+        self._per_channel()
+        return tensor(self._zero_point.copy())
+
+    def q_per_channel_axis(self) -> int:
+        self._per_channel()
+        return self._axis
+
+    # -- back to plain tensors -------------------------------------------------------------------
+    def int_repr(self):
+        from .creation import tensor
+        return tensor(np.array(self._ints, order="C", copy=True))
+
+    def dequantize(self):
+        from .creation import tensor
+        # PyTorch multiplies by the scale in float32 per tensor, in float64 per channel
+        if self._qscheme is per_tensor_affine:
+            values = (self._ints.astype(np.float32) - np.float32(self._zero_point)) \
+                * np.float32(self._scale)
+        else:
+            shape = [1] * self._ints.ndim
+            shape[self._axis] = -1
+            values = (self._ints.astype(np.float64) - self._zero_point.reshape(shape)) \
+                * self._scale.reshape(shape)
+        return tensor(values.astype(np.float32))
+
+    def item(self) -> float:
+        if self._ints.size != 1:
+            raise RuntimeError(f"a Tensor with {self._ints.size} elements cannot be converted "
+                               "to Scalar")
+        return float(self.dequantize()._array.reshape(-1)[0])
+
+    def __float__(self) -> float:
+        return self.item()
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    # -- shape ops (they move the integers; qparams follow) ---------------------------------------
+    def _uniform_only(self):
+        if self._qscheme is not per_tensor_affine:
+            raise RuntimeError("Setting strides is possible only on uniformly quantized tensor")
+
+    def clone(self, memory_format=None):
+        return self._like(self._ints.copy(),)
+
+    def detach(self):
+        return self._like(self._ints)
+
+    def contiguous(self, memory_format=None):
+        return self if self._ints.flags.c_contiguous else self._like(
+            np.ascontiguousarray(self._ints))
+
+    def _new_shape(self, shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if self._qscheme is not per_tensor_affine:
+            # PyTorch keeps the axis and the scales whatever the new shape, which can leave a
+            # tensor whose channel count differs from its scales; tapegrad refuses instead.
+            raise RuntimeError("view / reshape of a per-channel quantized tensor is not "
+                               "supported by tapegrad")
+        return tuple(int(s) for s in shape)
+
+    def view(self, *shape):
+        shape = self._new_shape(shape)
+        try:
+            ints = self._ints.view()
+            ints.shape = shape
+        except AttributeError:
+            raise RuntimeError("view size is not compatible with input tensor's size and stride "
+                               "(at least one dimension spans across two contiguous subspaces). "
+                               "Use .reshape(...) instead.") from None
+        except ValueError:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size "
+                               f"{self._ints.size}") from None
+        return self._like(ints)
+
+    def reshape(self, *shape):
+        shape = self._new_shape(shape)
+        try:
+            return self._like(self._ints.reshape(shape))
+        except ValueError:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size "
+                               f"{self._ints.size}") from None
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        n = self._ints.ndim
+        if n == 0:
+            return self.reshape(1)
+        s, e = start_dim % n, end_dim % n
+        shape = self._ints.shape
+        return self.reshape(shape[:s] + (-1,) + shape[e + 1:])
+
+    def transpose(self, dim0, dim1):
+        self._uniform_only()
+        return self._like(np.swapaxes(self._ints, dim0, dim1))
+
+    def t(self):
+        if self._ints.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self._ints.ndim}D")
+        return self.transpose(0, -1) if self._ints.ndim == 2 else self
+
+    def permute(self, *dims):
+        self._uniform_only()
+        if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+            dims = tuple(dims[0])
+        return self._like(np.transpose(self._ints, dims))
+
+    def unsqueeze(self, dim):
+        n = self._ints.ndim + 1
+        d = dim % n
+        axis = self._axis
+        if axis is not None and d <= axis:
+            axis += 1
+        return self._like(np.expand_dims(self._ints, d), axis)
+
+    def select(self, dim, index):
+        n = self._ints.ndim
+        if n == 0:
+            raise IndexError("select() cannot be applied to a 0-dim tensor.")
+        d = dim % n
+        if not -self._ints.shape[d] <= index < self._ints.shape[d]:
+            raise IndexError(f"select(): index {index} out of range for tensor of size "
+                             f"{list(self._ints.shape)} at dimension {dim}")
+        return self[(slice(None),) * d + (index,)]
+
+    def _sub_qparams(self, key):
+        """The qparams of self[key] (basic indexing: ints, slices, None, Ellipsis).  Per channel:
+        indexing the channel axis keeps the selected channels' scales (one left: per tensor, as
+        PyTorch's create_subtensor_quantizer does); the axis moves with the dimensions before it.
+        (PyTorch lowers the axis on every select, also of a dimension after it, leaving the
+        scales on the wrong dimension; tapegrad keeps them on the channels.)"""
+        if self._qscheme is per_tensor_affine:
+            return self._scale, self._zero_point, None
+        if not isinstance(key, tuple):
+            key = (key,)
+        n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+        expanded = []
+        for k in key:
+            if k is Ellipsis:
+                expanded += [slice(None)] * (self._ints.ndim - n_real)
+            else:
+                expanded.append(k)
+        scales, zps, axis = self._scale, self._zero_point, self._axis
+        in_dim = out_dim = 0
+        new_axis = None
+        for k in expanded:
+            if k is None:
+                out_dim += 1
+                continue
+            if isinstance(k, (numbers.Integral, np.integer)) and not isinstance(k, bool):
+                if in_dim == axis:
+                    scales, zps = scales[int(k):int(k) + 1 or None], zps[int(k):int(k) + 1 or None]
+                in_dim += 1
+            elif isinstance(k, slice):
+                if in_dim == axis:
+                    scales, zps, new_axis = scales[k], zps[k], out_dim
+                in_dim += 1
+                out_dim += 1
+            else:
+                raise RuntimeError("tapegrad indexes a per-channel quantized tensor with "
+                                   "integers, slices, None and Ellipsis only")
+        if in_dim <= axis:          # the axis is after every indexed dimension
+            new_axis = out_dim + axis - in_dim
+        if scales.size == 1 or new_axis is None:
+            return float(scales[0]), int(zps[0]), None
+        return scales, zps, new_axis
+
+    def __getitem__(self, key):
+        from .tensor import Tensor
+        if isinstance(key, Tensor):
+            key = key._array
+        elif isinstance(key, tuple):
+            key = tuple(k._array if isinstance(k, Tensor) else k for k in key)
+        elif isinstance(key, list):
+            key = np.asarray(key)
+        scale, zero_point, axis = self._sub_qparams(key)
+        try:
+            ints = self._ints[key]
+        except IndexError as e:
+            raise IndexError(str(e).replace(" axis ", " dimension ")) from None
+        scheme = per_tensor_affine if axis is None else per_channel_affine
+        return QuantizedTensor._make(ints, self._dtype, scheme, scale, zero_point, axis)
+
+    def __setitem__(self, key, value):
+        if self._qscheme is not per_tensor_affine:
+            raise RuntimeError("assignment into a per-channel quantized tensor is not "
+                               "supported by tapegrad")
+        from .tensor import Tensor
+        if isinstance(value, QuantizedTensor):
+            value = value.dequantize()
+        v = np.asarray(value._array if isinstance(value, Tensor) else value, dtype=np.float32)
+        self._ints[key] = _quantize_array(v, self._scale, self._zero_point, self._dtype)
+
+    # -- printing --------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        from . import _format
+        a = self.dequantize()._array
+        indent = len("tensor(")
+        body = "[]" if a.size == 0 else _format._body(a, indent)
+        suffixes = ["size=" + str(tuple(a.shape)), "dtype=" + repr(self._dtype),
+                    "quantization_scheme=" + repr(self._qscheme)]
+        if self._qscheme is per_tensor_affine:
+            suffixes += [f"scale={self._scale!r}", f"zero_point={self._zero_point!r}"]
+        else:
+            suffixes += ["scale=" + repr(self.q_per_channel_scales()),
+                         "zero_point=" + repr(self.q_per_channel_zero_points()),
+                         f"axis={self._axis}"]
+        return _format._add_suffixes("tensor(" + body, suffixes, indent)
+
+    __str__ = __repr__
+
+    # -- what PyTorch's QuantizedCPU backend has no kernel for ------------------------------------
+    def _binary(op):
+        def method(self, other):
+            if isinstance(other, (numbers.Number, np.generic)):
+                # PyTorch first allocates a result like self: quantized, which it cannot do
+                raise RuntimeError("empty_strided not supported on quantized tensors yet see "
+                                   "https://github.com/pytorch/pytorch/issues/74540")
+            if isinstance(other, QuantizedTensor):
+                raise _not_implemented(op)
+            other_dtype = getattr(other, "dtype", None)
+            if isinstance(other_dtype, _core.dtype):
+                raise RuntimeError("promoteTypes with quantized numbers is not handled yet; "
+                                   "figure out what the correct rules should be, offending "
+                                   f"types: {_core.scalar_type_name_of(other._array.dtype)} "
+                                   f"{_STORAGE[self._dtype.name][1]}")
+            return NotImplemented
+        method.__name__ = op
+        return method
+
+    __add__ = __radd__ = _binary("add.out")
+    __sub__ = __rsub__ = _binary("sub.out")
+    __mul__ = __rmul__ = _binary("mul.out")
+    __truediv__ = __rtruediv__ = _binary("div.out")
+    __matmul__ = __rmatmul__ = _binary("mm.out")
+    del _binary
+
+    def sum(self, *args, **kwargs):
+        raise _not_implemented("sum.IntList_out")
+
+    def mean(self, *args, **kwargs):
+        raise _not_implemented("mean.out")
+
+    def numpy(self, *, force=False):
+        raise TypeError(f"Got unsupported ScalarType {_STORAGE[self._dtype.name][1]}")
+
+    def tolist(self):
+        raise RuntimeError("load_scalar: invalid type")
+
+    def float(self):
+        raise RuntimeError("empty_strided not supported on quantized tensors yet see "
+                           "https://github.com/pytorch/pytorch/issues/74540")
+
+    def to(self, *args, **kwargs):
+        raise RuntimeError("Creation of quantized tensor requires quantized dtype like "
+                           "torch.quint8")
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        return self
+
+
+def dequantize(tensor):
+    """torch.dequantize: a quantized tensor's float32 values (each of a list's tensors)."""
+    if isinstance(tensor, (list, tuple)):
+        return tuple(dequantize(t) for t in tensor)
+    return tensor.dequantize()
+
+
+def _method_as_function(name):
+    def function(input):  # noqa: A002
+        return getattr(input, name)()
+    function.__name__ = name
+    function.__doc__ = f"torch.{name}(input): input.{name}() of a quantized tensor."
+    return function
+
+
+int_repr = _method_as_function("int_repr")
+q_scale = _method_as_function("q_scale")
+q_zero_point = _method_as_function("q_zero_point")
+q_per_channel_scales = _method_as_function("q_per_channel_scales")
+q_per_channel_zero_points = _method_as_function("q_per_channel_zero_points")
+q_per_channel_axis = _method_as_function("q_per_channel_axis")

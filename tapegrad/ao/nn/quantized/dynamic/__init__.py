@@ -1,0 +1,5 @@
+"""torch.ao.nn.quantized.dynamic: modules whose weights are stored quantized and whose inputs are
+quantized on the fly, per call (dynamic quantization)."""
+from .linear import Linear  # noqa: F401
+
+__all__ = ["Linear"]

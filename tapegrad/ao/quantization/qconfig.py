@@ -1,0 +1,37 @@
+"""QConfig: how to observe (and so quantize) a module's activations and weights; the
+dynamic-quantization defaults that quantize_dynamic applies."""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import tapegrad as torch
+
+from .observer import (PerChannelMinMaxObserver, PlaceholderObserver,
+                       default_per_channel_weight_observer, default_weight_observer)
+
+
+class QConfig(namedtuple("QConfig", ["activation", "weight"])):
+    """The observer classes (or with_args partials) for a module's activation and weight; each
+    is instantiated per module, so they must be classes, not instances."""
+
+    __slots__ = ()
+
+    def __new__(cls, activation, weight):
+        if isinstance(activation, torch.nn.Module) or isinstance(weight, torch.nn.Module):
+            raise ValueError("QConfig received observer instance, please pass observer class "
+                             "instead. Use MyObserver.with_args(x=1) to override arguments to "
+                             "constructor if needed")
+        return super().__new__(cls, activation, weight)
+
+
+default_dynamic_quant_observer = PlaceholderObserver.with_args(
+    dtype=torch.quint8, quant_min=0, quant_max=255, is_dynamic=True)
+default_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
+                                  weight=default_weight_observer)
+per_channel_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
+                                      weight=default_per_channel_weight_observer)
+default_placeholder_observer = PlaceholderObserver
+float_qparams_weight_only_qconfig = QConfig(
+    activation=default_placeholder_observer,
+    weight=PerChannelMinMaxObserver.with_args(dtype=torch.quint8,
+                                              qscheme=torch.per_channel_affine_float_qparams))

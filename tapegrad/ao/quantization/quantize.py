@@ -1,0 +1,141 @@
+"""quantize_dynamic: swap a model's Linear layers for dynamically quantized ones
+(torch.ao.nn.quantized.dynamic.Linear), as PyTorch's eager-mode API does: give each submodule a
+qconfig (by type or by dotted name, inherited from its parent), then replace the children whose
+type has a dynamic counterpart and a qconfig."""
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import warnings
+
+import tapegrad as torch
+from tapegrad import nn
+
+from .qconfig import (default_dynamic_qconfig, float_qparams_weight_only_qconfig,
+                      per_channel_dynamic_qconfig)
+
+# The recurrent layers PyTorch's default dynamic mapping also quantizes: tapegrad has no
+# quantized kernels for them, and leaving them in float would silently change the numbers a
+# PyTorch script prints, so converting one raises.
+_UNSUPPORTED = ("LSTM", "GRU", "LSTMCell", "RNNCell", "GRUCell")
+
+
+_DEPRECATION = (
+    "torch.ao.quantization is deprecated and will be removed in 2.10. \nFor migrations of users: "
+    "\n1. Eager mode quantization (torch.ao.quantization.quantize, "
+    "torch.ao.quantization.quantize_dynamic), please migrate to use torchao eager mode quantize_ "
+    "API instead \n2. FX graph mode quantization (torch.ao.quantization.quantize_fx.prepare_fx,"
+    "torch.ao.quantization.quantize_fx.convert_fx, please migrate to use torchao pt2e "
+    "quantization API instead (prepare_pt2e, convert_pt2e) \n3. pt2e quantization has been "
+    "migrated to torchao (https://github.com/pytorch/ao/tree/main/torchao/quantization/pt2e) "
+    "\nsee https://github.com/pytorch/ao/issues/2259 for more details")
+
+
+def _deprecated(function):
+    # PyTorch 2.13 marks its eager-mode entry points deprecated: a DeprecationWarning per call,
+    # attributed to the caller (so a script's own calls show it, under Python's default filters)
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        warnings.warn(_DEPRECATION, DeprecationWarning, stacklevel=2)
+        return function(*args, **kwargs)
+    return wrapper
+
+
+def get_default_dynamic_quant_module_mappings() -> dict:
+    """Float module type -> its dynamic quantized counterpart."""
+    from tapegrad.ao.nn.quantized import dynamic
+    return {nn.Linear: dynamic.Linear}
+
+
+def _default_spec(dtype) -> dict:
+    if dtype is torch.qint8:
+        types = [nn.Linear] + [getattr(nn, name) for name in _UNSUPPORTED]
+        return dict.fromkeys(types, default_dynamic_qconfig)
+    if dtype is torch.float16:
+        raise NotImplementedError("tapegrad: float16 dynamic quantization is not supported")
+    raise ValueError(f"Don't know how to quantize with default settings for {dtype}. Provide "
+                     "full qconfig please")
+
+
+def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=None) -> None:
+    """Set `qconfig` on module and every submodule: its type's entry, else its dotted name's,
+    else its own qconfig attribute, else its parent's."""
+    qconfig_dict = qconfig_dict or {}
+    stack = [(module, None, "")]
+    while stack:
+        mod, parent_qconfig, prefix = stack.pop()
+        qconfig = qconfig_dict.get(type(mod), parent_qconfig)
+        qconfig = qconfig_dict.get(prefix, qconfig)
+        qconfig = getattr(mod, "qconfig", qconfig)
+        mod.qconfig = qconfig
+        for name, child in reversed(list(mod.named_children())):
+            stack.append((child, qconfig, f"{prefix}.{name}" if prefix else name))
+
+
+def _remove_qconfig(module) -> None:
+    for mod in module.modules():
+        if "qconfig" in mod.__dict__:
+            del mod.qconfig
+
+
+def swap_module(mod, mapping):
+    """mod's quantized counterpart when mapping has its type and it has a qconfig, else mod."""
+    if getattr(mod, "qconfig", None) is None:
+        return mod
+    if type(mod).__name__ in _UNSUPPORTED and type(mod) is getattr(nn, type(mod).__name__):
+        raise NotImplementedError(f"tapegrad: dynamic quantization of nn.{type(mod).__name__} "
+                                  "is not supported (only nn.Linear)")
+    if type(mod) in mapping:
+        return mapping[type(mod)].from_float(mod)
+    return mod
+
+
+@_deprecated
+def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = True):
+    """Replace module's descendants (not module itself, as in PyTorch) by their quantized
+    counterparts."""
+    if mapping is None:
+        mapping = get_default_dynamic_quant_module_mappings()
+    if not inplace:
+        module = copy.deepcopy(module)
+    stack = [module]
+    while stack:
+        mod = stack.pop()
+        for name, child in list(mod.named_children()):
+            new = swap_module(child, mapping)
+            if new is child:
+                stack.append(child)
+            else:
+                setattr(mod, name, new)
+    if remove_qconfig:
+        _remove_qconfig(module)
+    return module
+
+
+@_deprecated
+def quantize_dynamic(model, qconfig_spec=None, dtype=torch.qint8, mapping=None,
+                     inplace: bool = False):
+    """A copy of model (or model itself, inplace=True) in eval mode whose Linear layers (those
+    qconfig_spec selects: a set of types or dotted names, or a dict of them to QConfigs; by
+    default every Linear) are dynamically quantized: int8 weights, inputs quantized per call."""
+    if qconfig_spec is None:
+        qconfig_spec = _default_spec(dtype)
+    elif isinstance(qconfig_spec, set):
+        if dtype is torch.qint8:
+            default = default_dynamic_qconfig
+        elif dtype is torch.quint8:
+            default = float_qparams_weight_only_qconfig    # (for embeddings, as PyTorch's)
+        elif dtype is torch.float16:
+            raise NotImplementedError("tapegrad: float16 dynamic quantization is not supported")
+        else:
+            raise RuntimeError(f"Unknown dtype specified for quantize_dynamic: {dtype}")
+        qconfig_spec = dict(zip(qconfig_spec, itertools.repeat(default)))
+    if mapping is None:
+        mapping = get_default_dynamic_quant_module_mappings()
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+    propagate_qconfig_(model, qconfig_spec)
+    convert(model, mapping, inplace=True)
+    return model
