@@ -33,6 +33,8 @@ _STORAGE_DTYPES = {
     "CharStorage": np.int8, "ByteStorage": np.uint8, "BoolStorage": np.bool_,
     "ComplexFloatStorage": np.complex64, "ComplexDoubleStorage": np.complex128,
     "BFloat16Storage": None,
+    # a quantized tensor's integers (quint8, qint8, qint32: _rebuild_qtensor)
+    "QUInt8Storage": np.uint8, "QInt8Storage": np.int8, "QInt32Storage": np.int32,
 }
 
 
@@ -91,6 +93,27 @@ def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_ho
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _rebuild_qtensor(storage, offset, size, stride, qparams, requires_grad, backward_hooks):
+    """A quantized tensor: its integers from the storage, its scheme and qparams."""
+    from ._quantized import QuantizedTensor
+    from ._qscheme import per_channel_affine, per_tensor_affine
+    import tapegrad
+    ints = _rebuild_tensor_v2(storage, offset, size, stride, False, backward_hooks)._array
+    dtype = {"uint8": tapegrad.quint8, "int8": tapegrad.qint8,
+             "int32": tapegrad.qint32}.get(ints.dtype.name)
+    if dtype is None or not isinstance(qparams, tuple) or not qparams:
+        raise _ser.CheckpointError("malformed quantized tensor record")
+    if qparams[0] is per_tensor_affine and len(qparams) == 3:
+        scale, zero_point, axis = float(qparams[1]), int(qparams[2]), None
+    elif qparams[0] is per_channel_affine and len(qparams) == 4:
+        scale = np.asarray(qparams[1]._array, dtype=np.float64)
+        zero_point = np.asarray(qparams[2]._array, dtype=np.int64)
+        axis = int(qparams[3])
+    else:
+        raise _ser.CheckpointError(f"unsupported quantization scheme {qparams[0]!r:.60}")
+    return QuantizedTensor._make(np.array(ints), dtype, qparams[0], scale, zero_point, axis)
 
 
 def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, backward_hooks, dtype,
@@ -185,7 +208,10 @@ def _torch_globals() -> dict:
              ("torch.serialization", "_get_layout"): _get_layout,
              ("torch", "Size"): Size,
              ("torch", "device"): device,
-             ("torch.storage", "UntypedStorage"): _UNTYPED}
+             ("torch.storage", "UntypedStorage"): _UNTYPED,
+             ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
+             ("torch", "per_tensor_affine"): tapegrad.per_tensor_affine,
+             ("torch", "per_channel_affine"): tapegrad.per_channel_affine}
     names.update({("torch", k): _StorageType(v) for k, v in _STORAGE_DTYPES.items()})
     # a dtype pickles as the global torch.<its name> (float64, not its alias double)
     names.update({("torch", d.name): d for d in vars(tapegrad).values()

@@ -89,24 +89,30 @@ _STORAGE_CLASSES = {
 }
 
 
-class _StorageRecord:
-    """One storage of the checkpoint: its key, the bytes to write, and its pickled id."""
+# a quantized dtype's integers -> PyTorch's storage class for them
+_QUANTIZED_STORAGE_CLASSES = {"quint8": "QUInt8Storage", "qint8": "QInt8Storage",
+                              "qint32": "QInt32Storage"}
 
-    __slots__ = ("key", "root", "flat", "dtype", "pid_untyped", "pid_typed")
+
+class _StorageRecord:
+    """One storage of the checkpoint: its key, the bytes to write, and its pickled id (a
+    quantized tensor's integers name their quantized storage class: `storage_class`)."""
+
+    __slots__ = ("key", "root", "flat", "dtype", "pid_untyped", "pid_typed", "storage_class")
 
     def __init__(self, key: str, root: np.ndarray, flat: np.ndarray) -> None:
         self.key, self.root, self.flat = key, root, flat       # root kept alive: ids stay unique
         self.dtype = flat.dtype
         self.pid_typed = None
         self.pid_untyped = None
+        self.storage_class = _STORAGE_CLASSES.get(self.dtype.name)
 
     def pid(self, untyped: bool):
         # one tuple per use, as PyTorch's persistent_id builds one per storage it meets
         if untyped:
             return ("storage", _glob("torch.storage", "UntypedStorage"), self.key, "cpu",
                     self.flat.nbytes)
-        return ("storage", _glob("torch", _STORAGE_CLASSES[self.dtype.name]), self.key, "cpu",
-                self.flat.size)
+        return ("storage", _glob("torch", self.storage_class), self.key, "cpu", self.flat.size)
 
 
 class _StorageRef:
@@ -205,6 +211,8 @@ class TorchPickler(pickle._Pickler):
         if isinstance(obj, _core.TensorBase):
             return self._reduce_tensor(obj)
         t = type(obj)
+        if getattr(t, "is_quantized", False) is True:
+            return self._reduce_quantized(obj)
         if t is _DataOf:
             return self._rebuild(self._tensor_args(obj.tensor, False))   # .data
         from .tensor import Size
@@ -241,8 +249,35 @@ class TorchPickler(pickle._Pickler):
         cls = _glob("torch", "Tensor") if type(t) is Tensor else type(t)
         return (_glob("torch._tensor", "_rebuild_from_type_v2"), (func, cls, args, state or {}))
 
+    def _reduce_quantized(self, q):
+        """PyTorch's torch._utils._rebuild_qtensor(storage, offset, size, stride, qparams,
+        requires_grad, hooks): the integers (row-major) in a storage of the quantized class,
+        qparams (per_tensor_affine, scale, zero_point) or (per_channel_affine, scales float64,
+        zero_points int64, axis)."""
+        from .creation import tensor
+        ints = np.ascontiguousarray(q._ints)
+        record = self._new_record(ints.reshape(-1), ints)
+        record.storage_class = _QUANTIZED_STORAGE_CLASSES[q.dtype.name]
+        scheme = q.qscheme()
+        if q._axis is None:
+            qparams = (_glob("torch", scheme.name), float(q._scale), int(q._zero_point))
+        else:
+            qparams = (_glob("torch", scheme.name),
+                       tensor(np.asarray(q._scale, dtype=np.float64)),
+                       tensor(np.asarray(q._zero_point, dtype=np.int64)), int(q._axis))
+        size = tuple(int(n) for n in ints.shape)
+        stride = tuple(st // ints.itemsize for st in ints.strides) if ints.size else \
+            tuple(int(np.prod(size[d + 1:])) for d in range(len(size)))
+        return (_glob("torch._utils", "_rebuild_qtensor"),
+                (_StorageRef(record, False), 0, size, stride, qparams, False, OrderedDict()))
+
     def save_dtype(self, obj):
-        self.save_global(_glob(_DTYPE_MODULE, obj.name))
+        g = _glob(_DTYPE_MODULE, obj.name)
+        memo = self.memo.get(id(g))
+        if memo is not None:            # (a dtype met again: a reference, as pickle's save does)
+            self.write(self.get(memo[0]))
+            return
+        self.save_global(g)
 
     dispatch[_core.dtype] = save_dtype
 

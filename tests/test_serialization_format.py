@@ -279,3 +279,45 @@ def test_zip64_fields_past_four_gigabytes(monkeypatch):
     assert torch.load(buf)["w"].tolist() == list(range(50))
     buf.seek(0)
     assert tg.load(buf)["v"].tolist() == [1.0, 1.0, 1.0]
+
+
+def _pickles(lib, obj):
+    buf = io.BytesIO()
+    lib.save(obj, buf)
+    return zipfile.ZipFile(io.BytesIO(buf.getvalue())).read("archive/data.pkl"), buf
+
+
+def test_a_dtype_met_twice_is_a_memo_reference_as_torch_writes_it():
+    # (the second torch.float32 raised an AssertionError in the pickler: its global was
+    # memoised but the dtype object was not looked up)
+    torch = pytest.importorskip("torch")
+    ours, _ = _pickles(tg, {"a": tg.float32, "b": [tg.int64, tg.float32]})
+    theirs, _ = _pickles(torch, {"a": torch.float32, "b": [torch.int64, torch.float32]})
+    assert ours == theirs
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")     # (torch's own save warns)
+def test_quantized_tensors_saved_as_torch_saves_them():
+    # torch._utils._rebuild_qtensor over a QUInt8Storage / QInt8Storage, qparams per tensor and
+    # per channel: the same pickle; each library loads the other's file
+    torch = pytest.importorskip("torch")
+
+    def objects(lib):
+        return {"q": lib.quantize_per_tensor(lib.tensor([1.0, 2.5, -1.0]), 0.1, 3, lib.quint8),
+                "qc": lib.quantize_per_channel(lib.tensor([[1.0, 2.5], [-1.0, 0.5]]),
+                                               lib.tensor([0.1, 0.2]), lib.tensor([1, 2]), 0,
+                                               lib.qint8)}
+    ours, buf = _pickles(tg, objects(tg))
+    theirs, tbuf = _pickles(torch, objects(torch))
+    assert ours == theirs
+    for weights_only in (True, False):
+        buf.seek(0)
+        tbuf.seek(0)
+        from_ours = torch.load(buf, weights_only=weights_only)
+        from_theirs = tg.load(tbuf, weights_only=weights_only)
+        for key in ("q", "qc"):
+            assert repr(from_ours[key]) == repr(objects(torch)[key])
+            assert repr(from_theirs[key]) == repr(objects(tg)[key])
+            np.testing.assert_array_equal(from_theirs[key].int_repr().numpy(),
+                                          from_ours[key].int_repr().numpy())
