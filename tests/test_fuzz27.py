@@ -274,3 +274,54 @@ def test_compiled_step_with_none_returning_function():
         assert np.array_equal(le, lc) and np.array_equal(we, wc)
         np.testing.assert_allclose(le, lt, rtol=1e-12)
         np.testing.assert_allclose(we, wt, rtol=1e-12)
+
+
+def test_module_full_backward_hook_and_checkpoint_around_none_function():
+    """A module's full backward hooks (their BackwardHookFunction materializes the dropped
+    gradient as zeros) and checkpoint (both variants) around a Function returning None."""
+    def run(L):
+        class Gate(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, m):
+                ctx.save_for_backward(m)
+                return x * m, m.sum()
+
+            @staticmethod
+            def backward(ctx, g, gs):
+                m, = ctx.saved_tensors
+                return g * m, None
+
+        class M(L.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = L.nn.Linear(3, 2, dtype=L.float64)
+                with L.no_grad():
+                    self.lin.weight.copy_(L.tensor([[0.1, 0.2, -0.3], [0.4, -0.5, 0.6]]))
+                    self.lin.bias.fill_(0.1)
+
+            def forward(self, x, m):
+                return Gate.apply(self.lin(x), m)[0]
+        mod = M()
+        log = []
+        mod.register_full_backward_hook(
+            lambda _m, gi, go: log.append([None if t is None else _np(t).copy() for t in gi]))
+        x = L.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], dtype=L.float64, requires_grad=True)
+        m = L.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=L.float64, requires_grad=True)
+        (mod(x, m) ** 2).sum().backward()
+        out = [x.grad.clone(), m.grad.clone(), mod.lin.weight.grad]
+
+        def f(x, m):
+            return Gate.apply(x.sin(), m)[0].exp()
+        for reentrant in (False, True):
+            x.grad = None
+            m.grad = None
+            y = L.utils.checkpoint.checkpoint(f, x[:, :2], m, use_reentrant=reentrant)
+            y.sum().backward()
+            out += [x.grad, m.grad]
+        return out, log
+    (t, tlog), (g, glog) = run(torch), run(tapegrad)
+    for a, b in zip(t, g):
+        _same(a, b)
+    assert len(tlog) == len(glog) == 1
+    for a, b in zip(tlog[0], glog[0]):
+        np.testing.assert_allclose(b, a, rtol=1e-12)
