@@ -324,6 +324,30 @@ cdef int hooks_see_undefined(Py_ssize_t i) except -1:
     return 0
 
 
+from cpython.ref cimport Py_XINCREF, Py_XDECREF
+
+
+cdef int check_saved_before_passing(Py_ssize_t i) except -1:
+    """A node passing the undefined gradient on still unpacks its saved values first, as
+    PyTorch's generated nodes do before they look at the gradient: freed values (a backward
+    without retain_graph) raise, values overwritten in place raise, unpack hooks run."""
+    cdef Record r = TAPE.recs[i]        # (a private copy, as the sweeps' own: unpack_saved)
+    cdef int q
+    if r.flags & RF_RELEASED:
+        raise RuntimeError(BACKWARD_TWICE)
+    if not (r.flags & RF_PACKED):
+        return check_saved_versions(&r)
+    for q in range(MAX_SAVED):
+        Py_XINCREF(r.saved[q])
+    try:
+        unpack_saved(&r)
+        check_saved_versions(&r)
+    finally:
+        for q in range(MAX_SAVED):
+            Py_XDECREF(r.saved[q])
+    return 0
+
+
 cdef list undefined_passes_to(Py_ssize_t i, char* need, bint retain_graph):
     """The records record i passes the undefined gradient on to (its inputs that lead to a
     target), after its hooks saw it; a custom Function output passes it to its Function's slot
@@ -337,6 +361,8 @@ cdef list undefined_passes_to(Py_ssize_t i, char* need, bint retain_graph):
     cdef Py_ssize_t* ins
     cdef Py_ssize_t q, k
     if rec.op != OP_LEAF:
+        check_saved_before_passing(i)
+        rec = &TAPE.recs[i]             # (an unpack hook may have grown the tape)
         ins = rec_inputs(rec)
         for q in range(rec.n_in):
             k = ins[q]
