@@ -78,7 +78,7 @@ from .creation import (
     normal,
 )
 from . import random
-from .random import (
+from ._random import (
     Generator,
     default_generator,
     seed,
@@ -327,6 +327,10 @@ from . import _out_arg, _public_calls  # noqa: E402
 _public_calls.install(globals(), _out_arg.OUT_FUNCTIONS)
 _public_calls.install_methods(Tensor)  # Tensor's methods: PyTorch's wording of their arg errors
 _repoint(globals(), __name__)
+
+# The attributes Python set for two internal modules imported above: torch has no torch.creation
+# or torch.grad_mode, so neither does hasattr/dir here (`import tapegrad.creation` still works).
+del creation, grad_mode  # noqa: F821
 
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.

@@ -1,7 +1,7 @@
 """PyTorch's tuple-returning `native_*` entry points, built on the functional ops:
 native_layer_norm -> (output, mean, rstd), native_dropout -> (output, mask).  Only the output
 carries a gradient (PyTorch's mean, rstd and mask do not require grad)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):

@@ -13,7 +13,7 @@ input and the grid (and create_graph works) without a hand-written VJP:
 - all taps of all points are read by ONE gather of the (N*C, D*H*W) input planes (its adjoint,
   the input gradient, a bincount scatter-add), then weighted and summed over the taps.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 
