@@ -239,6 +239,9 @@ _LAZY = _lazy.table({
     "nn": (),
     "nn._embedding_bag_aten": ("embedding_bag",),   # torch.embedding_bag (weight first)
     "nn._extra_losses": ("cdist",),     # with the nn distances (composed of differentiable ops)
+    # the kernels behind F.affine_grid and F.grid_sample, PyTorch's enum ints for the modes
+    "nn._grid_sample": ("affine_grid_generator", "grid_sampler", "grid_sampler_2d",
+                        "grid_sampler_3d"),
     "onnx": (),
     "optim": (),
     "overrides": (),

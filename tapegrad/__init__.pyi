@@ -137,6 +137,7 @@ __all__ = [
     'addmv_',
     'addr',
     'adjoint',
+    'affine_grid_generator',
     'alias_copy',
     'all',
     'allclose',
@@ -388,6 +389,9 @@ __all__ = [
     'gradient',
     'greater',
     'greater_equal',
+    'grid_sampler',
+    'grid_sampler_2d',
+    'grid_sampler_3d',
     'group_norm',
     'gru',
     'gru_cell',
@@ -1561,6 +1565,8 @@ def addr(input: Any, vec1: Any, vec2: Any, old_third: Any = ..., old_fourth: Any
 
 def adjoint(input: Any) -> Any: ...
 
+def affine_grid_generator(theta: Any, size: Any, align_corners: Any) -> Any: ...
+
 def alias_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def all(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ..., out: Any = ...) -> Tensor: ...
@@ -2060,6 +2066,12 @@ def gradient(input: Any, *, spacing: Any = ..., dim: Any = ..., edge_order: Any 
 def greater(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 
 def greater_equal(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
+
+def grid_sampler(input: Any, grid: Any, interpolation_mode: Any, padding_mode: Any, align_corners: Any) -> Any: ...
+
+def grid_sampler_2d(input: Any, grid: Any, interpolation_mode: Any, padding_mode: Any, align_corners: Any) -> Any: ...
+
+def grid_sampler_3d(input: Any, grid: Any, interpolation_mode: Any, padding_mode: Any, align_corners: Any) -> Any: ...
 
 def group_norm(input: Any, num_groups: Any, weight: Any = ..., bias: Any = ..., eps: Any = ..., cudnn_enabled: Any = ...) -> Tensor: ...
 
