@@ -256,7 +256,7 @@ class DistributedSampler(Sampler[_T_co]):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            generator = random.Generator()
+            generator = _random.Generator()
             generator.manual_seed(self.seed + self.epoch)
             from ... import randperm
             indices = randperm(n, generator=generator).tolist()
