@@ -3,11 +3,11 @@ directly (torch._C._get_tracing_state() in forward methods and distributions,
 torch._C._set_grad_enabled, torch._C.Generator ...), each the tapegrad function that does that
 job.  Not a copy of PyTorch's internals: a name not here is an AttributeError, as for any missing
 attribute."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import _core
 from ._core import is_grad_enabled
-from .random import Generator
+from ._random import Generator
 from .linalg import LinAlgError as _LinAlgError
 from .overrides import _disabled_torch_function_impl
 from .overrides import _DisableTorchFunctionSubclass as DisableTorchFunctionSubclass

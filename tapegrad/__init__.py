@@ -79,7 +79,7 @@ from .creation import (
     normal,
 )
 from . import random
-from .random import (
+from ._random import (
     Generator,
     default_generator,
     seed,
@@ -251,6 +251,9 @@ _LAZY = _lazy.table({
     "nn": (),
     "nn._embedding_bag_aten": ("embedding_bag",),   # torch.embedding_bag (weight first)
     "nn._extra_losses": ("cdist",),     # with the nn distances (composed of differentiable ops)
+    # the kernels behind F.affine_grid and F.grid_sample, PyTorch's enum ints for the modes
+    "nn._grid_sample": ("affine_grid_generator", "grid_sampler", "grid_sampler_2d",
+                        "grid_sampler_3d"),
     "onnx": (),
     "optim": (),
     "overrides": (),
@@ -339,6 +342,10 @@ from . import _out_arg, _public_calls  # noqa: E402
 _public_calls.install(globals(), _out_arg.OUT_FUNCTIONS)
 _public_calls.install_methods(Tensor)  # Tensor's methods: PyTorch's wording of their arg errors
 _repoint(globals(), __name__)
+
+# The attributes Python set for two internal modules imported above: torch has no torch.creation
+# or torch.grad_mode, so neither does hasattr/dir here (`import tapegrad.creation` still works).
+del creation, grad_mode  # noqa: F821
 
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.

@@ -27,7 +27,6 @@ from tapegrad import bench as bench
 from tapegrad import compiler as compiler
 from tapegrad import contractions as contractions
 from tapegrad import cpu as cpu
-from tapegrad import creation as creation
 from tapegrad import cuda as cuda
 from tapegrad import demo as demo
 from tapegrad import demo_chars as demo_chars
@@ -37,7 +36,6 @@ from tapegrad import examples as examples
 from tapegrad import fft as fft
 from tapegrad import func as func
 from tapegrad import functional as functional
-from tapegrad import grad_mode as grad_mode
 from tapegrad import hub as hub
 from tapegrad import jit as jit
 from tapegrad import linalg as linalg
@@ -85,11 +83,6 @@ from tapegrad.grad_mode import inference_mode as inference_mode
 from tapegrad.grad_mode import is_inference as is_inference
 from tapegrad.grad_mode import no_grad as no_grad
 from tapegrad.grad_mode import set_grad_enabled as set_grad_enabled
-from tapegrad.random import get_rng_state as get_rng_state
-from tapegrad.random import initial_seed as initial_seed
-from tapegrad.random import manual_seed as manual_seed
-from tapegrad.random import seed as seed
-from tapegrad.random import set_rng_state as set_rng_state
 from tapegrad.replay import compile as compile
 from tapegrad.serialization import load as load
 from tapegrad.serialization import save as save
@@ -145,6 +138,7 @@ __all__ = [
     'addmv_',
     'addr',
     'adjoint',
+    'affine_grid_generator',
     'alias_copy',
     'all',
     'allclose',
@@ -397,6 +391,9 @@ __all__ = [
     'gradient',
     'greater',
     'greater_equal',
+    'grid_sampler',
+    'grid_sampler_2d',
+    'grid_sampler_3d',
     'group_norm',
     'gru',
     'gru_cell',
@@ -1604,6 +1601,8 @@ def addr(input: Any, vec1: Any, vec2: Any, old_third: Any = ..., old_fourth: Any
 
 def adjoint(input: Any) -> Any: ...
 
+def affine_grid_generator(theta: Any, size: Any, align_corners: Any) -> Any: ...
+
 def alias_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 
 def all(input: Any, dim: Any = ..., keepdim: Any = ..., *, axis: Any = ..., keepdims: Any = ..., out: Any = ...) -> Tensor: ...
@@ -2098,11 +2097,19 @@ def get_num_interop_threads() -> _int: ...
 
 def get_num_threads() -> _int: ...
 
+def get_rng_state() -> Tensor: ...
+
 def gradient(input: Any, *, spacing: Any = ..., dim: Any = ..., edge_order: Any = ...) -> Any: ...
 
 def greater(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
 
 def greater_equal(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
+
+def grid_sampler(input: Any, grid: Any, interpolation_mode: Any, padding_mode: Any, align_corners: Any) -> Any: ...
+
+def grid_sampler_2d(input: Any, grid: Any, interpolation_mode: Any, padding_mode: Any, align_corners: Any) -> Any: ...
+
+def grid_sampler_3d(input: Any, grid: Any, interpolation_mode: Any, padding_mode: Any, align_corners: Any) -> Any: ...
 
 def group_norm(input: Any, num_groups: Any, weight: Any = ..., bias: Any = ..., eps: Any = ..., cudnn_enabled: Any = ...) -> Tensor: ...
 
@@ -2179,6 +2186,8 @@ def index_reduce(input: Any, dim: Any, index: Any, source: Any, reduce: Any, *, 
 def index_select(input: Any, dim: Any = ..., index: Any = ..., *, axis: Any = ..., out: Any = ...) -> Tensor: ...
 
 inf: _float
+def initial_seed() -> _int: ...
+
 def inner(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 
 def instance_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, use_input_stats: Any, momentum: Any, eps: Any, cudnn_enabled: Any) -> Tensor: ...
@@ -2334,6 +2343,8 @@ def lu(A: Any, pivot: Any = ..., get_infos: Any = ..., *, out: Any = ...) -> Any
 def lu_solve(b: Any, LU_data: Any, LU_pivots: Any, *, out: Any = ...) -> Any: ...
 
 def lu_unpack(LU_data: Any, LU_pivots: Any, unpack_data: Any = ..., unpack_pivots: Any = ...) -> Any: ...
+
+def manual_seed(seed: _int) -> Generator: ...
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: Any = ..., reduction: Any = ...) -> Tensor: ...
 
@@ -2616,6 +2627,8 @@ def scatter_reduce(input: Any, dim: Any, index: Any, src: Any, reduce: Any, *, i
 
 def searchsorted(sorted_sequence: Any, input: Any, *, out_int32: Any = ..., right: Any = ..., side: Any = ..., sorter: Any = ..., out: Any = ...) -> Any: ...
 
+def seed() -> _int: ...
+
 def segment_reduce(data: Any, reduce: Any, *, lengths: Any = ..., indices: Any = ..., offsets: Any = ..., axis: Any = ..., unsafe: Any = ..., initial: Any = ...) -> Any: ...
 
 def select(input: Any, dim: Any = ..., index: Any = ..., *, axis: Any = ...) -> Tensor: ...
@@ -2659,6 +2672,8 @@ def set_num_interop_threads(n: _int) -> None: ...
 def set_num_threads(n: _int) -> None: ...
 
 def set_printoptions(precision: Any = ..., threshold: Any = ..., edgeitems: Any = ..., linewidth: Any = ..., profile: Any = ..., sci_mode: Any = ...) -> None: ...
+
+def set_rng_state(new_state: Any) -> None: ...
 
 def set_warn_always(b: Any) -> None: ...
 

@@ -11,7 +11,7 @@ torch.arange(-1, 1, 0.1, dtype=torch.float64)[12] is 0.20000000000000007, where 
 gives 0.0 and 0.20000000000000018.  Facts from ATen's RangeFactoriesKernel.cpp, cpu/Loops.h
 (vectorized_loop), Parallel-inl.h (chunking) and the values it prints; no code taken.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

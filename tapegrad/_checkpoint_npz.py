@@ -11,7 +11,7 @@ never code.  Saved objects may nest dicts (OrderedDict, Counter), lists, tuples 
 tensors, numpy arrays and scalars, Python numbers, strings, bytes, None and bools; optimizer,
 scheduler and module state dicts are of this kind.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import io
 import json

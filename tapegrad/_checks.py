@@ -3,7 +3,7 @@ export-friendly models) write instead of ``assert``, so that they survive ``pyth
 the exception type they raise.  Each takes a condition that must be a Python bool (a tensor is
 refused: ``_check_tensor_all`` is the tensor form) and an optional callable returning the
 message, called only when the check fails."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import builtins
 

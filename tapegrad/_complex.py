@@ -17,7 +17,7 @@ part of that (its imaginary direction does not exist).
 Each op here is an autograd.Function: its forward and its VJP side by side, recorded as one node
 named as PyTorch names it (PowBackward0, ...).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import builtins
 

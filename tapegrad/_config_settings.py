@@ -7,7 +7,7 @@ writes and its replay (tapegrad/replay.py) computes the same whatever they say. 
 reading or assigning a name that is not a setting raises AttributeError ("<name> does not
 exist"), so a misspelt setting is not silently ignored.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import sys
 import types

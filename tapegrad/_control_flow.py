@@ -6,7 +6,7 @@ or dtype, outputs aliasing an input, mutation of an input.  tapegrad has no trac
 branch (each loop iteration) runs eagerly and records its ops on the tape as usual, so
 gradients flow through it; the same contracts are checked on the real values.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

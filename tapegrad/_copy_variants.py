@@ -3,7 +3,7 @@ each is its view op followed by a contiguous copy, so one generic definition ser
 The gradient is the view's gradient (the copy passes it through); a tuple-returning view
 (unbind, split) gives a tuple of copies.  `out=` writes through the shared out-argument path.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import _core
 from ._out_arg import compute_then_write

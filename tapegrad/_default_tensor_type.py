@@ -1,6 +1,6 @@
 """set_default_tensor_type: PyTorch's deprecated way to set the default dtype, through a legacy
 tensor type (torch.DoubleTensor, tapegrad._legacy's classes) or its name ('torch.DoubleTensor')."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import _core, _legacy
 

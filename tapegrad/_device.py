@@ -6,7 +6,7 @@ compare as PyTorch's do, and asking for an accelerator fails the way a PyTorch b
 backend fails: CUDA with AssertionError "Torch not compiled with CUDA enabled", the others with
 the error PyTorch raises for a backend that is not built in.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import re
 

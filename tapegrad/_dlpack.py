@@ -5,7 +5,7 @@ A tensor's values are a numpy array, so both directions go through numpy's own D
 PyTorch's rules on top: a tensor that requires grad is not exported, a CPU-only stream check, and
 the layouts and dtypes a consumer or tapegrad cannot take are refused with a clear error.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import numpy as np

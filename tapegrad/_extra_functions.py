@@ -4,7 +4,7 @@ inverse hyperbolic and tangent functions (loaded on first recorded use).
 Each forward is the numpy kernel _extra_ops uses when nothing records, so recorded and unrecorded
 calls give the same values; each backward is made of recorded ops, so create_graph works.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -11,7 +11,7 @@ counting, unique) return tensors that do not require grad, as in PyTorch.
 Every function is registered in the tapegrad namespace and, where PyTorch has one, as a Tensor
 method (see `register`, called by tapegrad/__init__.py); names that already exist are left alone.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import builtins

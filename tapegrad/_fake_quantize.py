@@ -14,7 +14,7 @@ scale in float32 whatever the input dtype; the per-channel kernel forms it in th
   q = nearbyint(x * inv_scale + zero_point).
 fmax/fmin take a NaN q to quant_min, an infinite one to the nearer bound.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

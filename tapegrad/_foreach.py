@@ -8,7 +8,7 @@ per-tensor op's.  What belongs to the family alone is checked here: the argument
 scalar, a list of scalars, a list of tensors, one tensor), the lists' lengths, and the results
 (a tuple of new tensors; an in-place variant hands back the list it was given).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numbers
 

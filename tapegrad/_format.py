@@ -8,7 +8,7 @@ more than 1000 elements show the first and last 3 entries of each dimension arou
 `set_printoptions` changes those numbers (and can force or forbid scientific notation), as
 torch.set_printoptions does.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -13,7 +13,7 @@ module with the parameters (and buffers) it is given, through ``func.functional_
 keeps a stateless deep copy of the module, this one keeps the module itself (whose own tensors
 functional_call restores after each call), so later changes to the module's structure show.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import warnings

@@ -6,7 +6,7 @@ overflow (a norm of [300] is inf), and cancellations in normalisation gradients 
 digit.  The composites that square or normalise widen their float16 operands to float32 here
 and narrow the result back, so values and gradients are PyTorch's to rounding.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

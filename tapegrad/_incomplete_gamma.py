@@ -14,7 +14,7 @@ Shared by torch.special.gammainc / gammaincc (_more_math) and Gamma's cdf and th
 gradient of its samples (distributions/_standard_gamma).  Entries that have converged leave the
 working arrays, so the slow ones do not hold up the rest.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

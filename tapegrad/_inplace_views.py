@@ -9,7 +9,7 @@ _inplace_view, which also applies PyTorch's in-place refusals: a leaf that requi
 of one, a view taken in no_grad or an output of split/chunk/unbind); otherwise the tensor simply
 takes the view's layout.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import numpy as np

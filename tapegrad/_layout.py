@@ -1,6 +1,6 @@
 """torch.layout: how a tensor's elements are stored.  Every tapegrad.Tensor is strided (dense);
 a tapegrad.sparse SparseTensor reports sparse_coo."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ._torch_names import TorchNamedClass
 

@@ -7,7 +7,7 @@ that into name -> (submodule, attribute or None); load() imports on the first ac
 the value in the package's namespace, so later lookups are plain attribute reads and never come
 back here.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import importlib
 

@@ -6,7 +6,7 @@ made by the compiled core with TensorBase's own allocator, which does not call _
 op path pays nothing for these constructors.  Every path below either returns a fully
 initialised tensor or raises: none leaves an empty object behind.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import sys

@@ -5,7 +5,7 @@ the matching Tensor methods, all forwarding to tapegrad.linalg.
 tapegrad.linalg is imported on the first call, not here, so that `import tapegrad` stays free of
 the autograd machinery linalg needs.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import _core
 from ._class_members import has_member

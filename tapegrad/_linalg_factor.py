@@ -11,7 +11,7 @@ specifies; tapegrad's are computed the same way where LAPACK's unblocked algorit
 (a zero pivot divides, giving inf/nan; Cholesky stops at the failing minor, keeping its
 diagonal value) and are not differentiable.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

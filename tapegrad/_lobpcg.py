@@ -13,7 +13,7 @@ X diag(gE) X^T plus, per eigenvector x_i, -(A - lambda_i)^+ gX_i x_i^T with the 
 taken on the complement of x_i; A is symmetrized first ((A + A^T) / 2, recorded), as PyTorch does,
 so the gradient reaching A is symmetric.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -3,7 +3,7 @@ Tropp 2009, algorithms 4.4 and 5.1) built from differentiable ops (matmul, QR, S
 factors carry gradients as PyTorch's do.  The Gaussian test matrix comes from tapegrad's random
 stream: the factors equal PyTorch's up to the signs of singular vector pairs whenever q reaches
 the rank, and are approximations otherwise."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import tapegrad as _tg
 from .tensor import Tensor

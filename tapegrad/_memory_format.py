@@ -12,7 +12,7 @@ The factories that take memory_format= (empty and the *_like family) allocate in
 names, through array_order: a script that prints .stride() or .dim_order() of such a tensor, or
 calls .view() on it, sees PyTorch's answer.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

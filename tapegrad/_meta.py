@@ -29,7 +29,7 @@ Where a meta tensor enters decides how it is seen, and CPU tensors pay nothing f
   rebound; Tensor methods, operators and Module.__call__ are not wrapped.  Backward through meta
   tensors is not supported (PyTorch computes meta gradients): it raises NotImplementedError.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import inspect
@@ -800,13 +800,13 @@ _FACTORIES = {
 def install_factories() -> None:
     """Wrap the creation functions wherever tapegrad and its layers look them up."""
     import tapegrad
-    from . import creation, random
+    from . import _random, creation
     for kind, names in _FACTORIES.items():
         for name in names:
             fn = getattr(tapegrad, name, None)
             if fn is None or hasattr(fn, "__meta_dispatch__"):
                 continue
             wrapped = factory(fn, name, kind)
-            for mod in (tapegrad, creation, random):
+            for mod in (tapegrad, creation, _random):
                 if getattr(mod, name, None) is fn:
                     setattr(mod, name, wrapped)

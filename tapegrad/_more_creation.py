@@ -8,7 +8,7 @@ the one asked for; frombuffer views the buffer's bytes.  Windows are computed in
 cast, so float32 results are the correctly rounded values (PyTorch computes in the target dtype:
 they can differ in the last bit).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import collections.abc
 
@@ -443,7 +443,7 @@ def binomial(count, prob, generator=None):
     number of successes in floor(count) trials (negative counts give 0, prob is clipped to
     [0, 1], as PyTorch's sampler does; NaN in either gives NaN).  No derivative: backward
     raises, as PyTorch's."""
-    from .random import _numpy_rng
+    from ._random import _numpy_rng
     if not isinstance(count, TensorBase) or not isinstance(prob, TensorBase):
         bad, position = ("count", 1) if not isinstance(count, TensorBase) else ("prob", 2)
         raise TypeError(f"binomial(): argument '{bad}' (position {position}) must be Tensor, not "

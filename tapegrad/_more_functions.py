@@ -1,7 +1,7 @@
 """The autograd.Functions behind _more_stats (loaded on first recorded use, so that
 `import tapegrad` does not load autograd).  Each forward is the numpy kernel _more_stats uses
 when nothing records; each backward is made of recorded ops, so create_graph works."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

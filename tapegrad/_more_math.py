@@ -14,7 +14,7 @@ special.i1, tapegrad/_special_bessel.py, itself differentiable): polygamma of or
 function: shifted direct sum plus Euler-Maclaurin tail) and the regularised incomplete gamma
 functions (power series below a + 1, Lentz's continued fraction above).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math

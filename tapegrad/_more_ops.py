@@ -9,7 +9,7 @@ Functions are registered in the tapegrad namespace and, where PyTorch has one, a
 methods by `register` (called from tapegrad/__init__.py); names that already exist are left
 alone.  Statistics (median, quantile, ...) live in _more_stats.py.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import itertools

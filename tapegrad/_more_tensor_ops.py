@@ -9,7 +9,7 @@ indexing applied to an arange of the input's size), and the recorded index_copy 
 scatter_reduce) writes the values there, so the gradient is PyTorch's: the input's gradient is
 zero in the region, the source receives the region's gradient.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import operator

@@ -3,7 +3,7 @@ native_layer_norm -> (output, mean, rstd), native_batch_norm -> (output, save_me
 save_invstd), native_group_norm -> (output, mean, rstd), native_dropout -> (output, mask).  Only
 the output carries a gradient (PyTorch's statistics and mask do not require grad), except
 native_group_norm's mean and rstd, which do in PyTorch."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):

@@ -5,7 +5,7 @@ torch.compile(model)` is followed by `model.parameters()`, `model.train()`, `mod
 (keys prefixed `_orig_mod.`) and attribute reads that reach the wrapped module.  Here its forward
 is the wrapped module's call through tapegrad.compile (capture once, replay; the capture guards
 every submodule's training flag)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .nn.modules.module import Module
 

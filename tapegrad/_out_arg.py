@@ -14,7 +14,7 @@ The names are the public functions whose PyTorch signature has ``out`` (read fro
 signatures when this list was written); those of them that already take ``out`` themselves (the
 core's add, mul, matmul ...) are left alone.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -7,7 +7,7 @@ declared module holds another object of that name (the compiled ``relu`` a Tenso
 say), so the path is wrong for the public one.  For those, the namespace that exports the
 function becomes its declared module, which is where a user's code got it from.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import sys
 

@@ -11,7 +11,7 @@ or raise where it works.
 (the common case: callers then do nothing extra).  An op computed on ``t.permute(order)`` (which
 is then laid out row-major) and permuted back with ``inverse(order)`` comes out in the layout
 PyTorch gives."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

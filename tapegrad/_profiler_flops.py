@@ -6,7 +6,7 @@ op already counted (addmm's inner add) counts 0: its work is in the outer count.
 PyTorch counts a linear layer's or a matmul's FLOPs on the aten::addmm / aten::mm / aten::bmm
 event it runs inside them; tapegrad records no such inner event, so the same count goes on the
 aten::linear / aten::matmul event itself: the totals agree, the key carrying them differs."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -2,7 +2,7 @@
 method, an optimizer's step and zero_grad, a custom Function's forward) before they make an event.
 tapegrad.profiler is loaded on first use and sets RECORDING while one of its profilers is
 active (the compiled core has its own flag), so until then the answer is one attribute read."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import contextlib
 import sys

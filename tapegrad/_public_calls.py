@@ -15,7 +15,7 @@ nothing is rebound, or has to be undone, at run time.  The nn layers that keep a
 class attribute (pooling's `_fn`) or as a default argument (TransformerEncoderLayer's
 `activation=F.relu`) are pointed at the same objects once, when tapegrad.nn loads.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import inspect
 import re

@@ -2,7 +2,7 @@
 maps floats to integers, named by the observers and fake-quantize modules of
 tapegrad.ao.quantization.  Values compare by identity, print as PyTorch prints them and pickle
 by name (a saved FakeQuantize module holds one)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ._torch_names import TorchNamedClass
 

@@ -12,7 +12,7 @@ whose grad_fn is the node, and any of them raises PyTorch's error once backward 
 graph or after an in-place write overwrote the value.  Non-tensor attributes stay readable.
 Negative dims read back normalised (PyTorch shows the argument as given).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math

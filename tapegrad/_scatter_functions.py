@@ -7,7 +7,7 @@ create_graph works).  `scatter_reduce_apply` follows PyTorch's derivative formul
 reduction; its backward is computed in numpy, or with recorded ops under create_graph (the
 'prod' one through scatter_reduce itself, so derivatives of any order exist, as PyTorch's).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -13,7 +13,7 @@ records the copy when a gradient must flow through it.
 Every op turns its arguments into one numpy advanced-index key into self (see _scatter_key and
 _index_dim_key) after checking them as PyTorch does, with its exception types and messages.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numbers
 import warnings

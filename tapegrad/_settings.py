@@ -18,7 +18,7 @@ What each means for tapegrad:
   an enabled ``autocast('cpu')``, and the per-device dtypes default to PyTorch's (bfloat16 for
   the CPU, float16 for CUDA).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import threading

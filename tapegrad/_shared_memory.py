@@ -12,7 +12,7 @@ Any other tensor travels as a copy of its own elements: a view of a larger buffe
 big dataset tensor) does not drag the whole buffer along, as plain pickling (which keeps the
 storage, for tapegrad.save) would.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import atexit
 from multiprocessing import shared_memory

@@ -10,7 +10,7 @@ PyTorch's check that the result type casts to self's dtype, so the project's in-
 (leaf, view and version checks, recording on non-leaves) apply; **= first clones self so the
 power's saved input is not the tensor being overwritten.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import numpy as np

@@ -17,7 +17,7 @@ Gradients: a leaf sparse tensor (``requires_grad=True``) keeps a leaf values ten
 is a coalesced sparse tensor on its own (coalesced) pattern, as PyTorch gives for torch.sparse.mm,
 to_dense and torch.sparse.sum.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import numbers

@@ -22,7 +22,7 @@ tapegrad always concatenates: the same coalesced gradient, docs/differences.md.)
 weight's the same way (``grad_through_lookups``).  A ``tapegrad.compile``'d call runs eagerly:
 a replay could not make the hidden leaf.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import itertools
 import weakref

@@ -3,7 +3,7 @@ called by scripts written for PyTorch 0.x (tkipf/pygcn's sparse_mx_to_torch_spar
 ``torch.sparse.FloatTensor(indices, values, shape)``).  Each form warns as PyTorch does and
 builds the sparse COO tensor sparse_coo_tensor would; isinstance(t, torch.sparse.FloatTensor)
 asks whether t is a sparse float32 tensor."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

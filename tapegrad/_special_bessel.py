@@ -24,7 +24,7 @@ i0e, i1, i1e, erfcx and log_ndtr are differentiable (autograd Functions whose ba
 written with the same Functions, so higher derivatives work); the others give results that do
 not require grad, as PyTorch's (no derivative formula).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import decimal
 import math

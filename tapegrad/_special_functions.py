@@ -10,7 +10,7 @@ numpy has no erfinv: a rational first guess (Giles, "Approximating the erfinv fu
 is polished by Newton steps on erf, computed in float64 and cast, so float32 and float64 results
 are correctly rounded to within an ulp or two.  Gradient: sqrt(pi) / 2 * exp(erfinv(x) ** 2).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

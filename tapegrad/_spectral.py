@@ -17,7 +17,7 @@ PyTorch's semantics, checked against torch 2.13 (tests/test_spectral.py):
          padded beyond the signal, with PyTorch's warning).
 The refusals carry PyTorch's messages, which print the resolved call ahead of the reason.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import _core
 from ._extra_ops import _check_tensor

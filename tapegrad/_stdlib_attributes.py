@@ -8,7 +8,7 @@ more than the rest of tapegrad's import.  Instead each package gets a module-lev
 (PEP 562) that imports the submodule when the attribute is first read, and only where the
 package has no __getattr__ of its own: the same attribute, paid for by the scripts that use it.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import importlib
 import sys

@@ -18,7 +18,7 @@ introsort with its 16-element insertion-sort threshold, introselect, and the bin
 sort.  PyTorch's comparisons put NaN above every number (below, for the k smallest); mode's is a
 plain `<`.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

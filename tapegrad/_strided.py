@@ -7,7 +7,7 @@ AsStridedBackward0: scattered into the input's shape, with the elements that ove
 repeat accumulating.  tapegrad expresses that gradient with the input's element indices, so the
 view may only reach storage elements that the input itself covers.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import numpy as np

@@ -7,7 +7,7 @@ the BLAS/OpenMP pools through it; otherwise numpy's pools keep their size (set O
 OPENBLAS_NUM_THREADS before starting Python for that).  tapegrad has no inter-op pool: its size is
 recorded only.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import os

@@ -14,7 +14,7 @@ trusts it: other globals of torch resolve to tapegrad's counterpart at the same 
 (`torch.nn.modules.linear.Linear` -> `tapegrad.nn.modules.linear.Linear`), and any global outside
 torch (numpy arrays and scalars, the user's own classes) as plain pickle resolves it.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import importlib
 import io

@@ -12,7 +12,7 @@ imported on first call, so `import tapegrad` stays light.
 
 pdist (torch.pdist and F.pdist) is built here: the p-norm distances of the row pairs i < j.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math

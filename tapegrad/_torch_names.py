@@ -6,7 +6,7 @@ changes: `__module__` stays in tapegrad, so pickle still finds our classes (rena
 would make an unpickler import PyTorch itself).  Classes outside the package (a user's subclass)
 print as usual.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import abc
 

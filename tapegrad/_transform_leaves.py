@@ -2,7 +2,7 @@
 cotangents, forward_ad's dual tensors of primals that do not require grad), and whether a
 result's graph reaches any other leaf that requires grad: a tensor of the caller's, through which
 the result must stay differentiable (PyTorch's transforms compose with autograd)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import weakref
 

@@ -9,7 +9,7 @@ the methods to Tensor; `div` and `Tensor.div_` replace the compiled ones there, 
 `rounding_mode`, and hand every call without one straight back to them (with one, to
 tapegrad.divide and Tensor.divide_).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -1,6 +1,6 @@
 """torch.finfo / torch.iinfo: the numerical limits of tapegrad's dtypes (numpy's, which are the
 same IEEE and two's-complement types), with PyTorch's attribute names, types and repr."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ._torch_names import TorchNamedClass
 

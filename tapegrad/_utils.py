@@ -2,7 +2,7 @@
 precision, DDP-style gradient bucketing): one flat buffer from a list of tensors, and views of a
 flat buffer shaped as a list of tensors.  Both record on the graph as PyTorch's do (a cat of
 flattened views; narrow-then-view of the buffer)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import cat
 

@@ -22,7 +22,7 @@ without a rule at the speed of a loop.  A function of random numbers runs wholly
 (``randomness='same'`` or ``'different'``: each call draws as PyTorch's semantics say), as do
 data-dependent calls (``.item()``, ``bool(x)``, which raise as PyTorch's).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import math

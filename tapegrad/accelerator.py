@@ -1,5 +1,5 @@
 """tapegrad.accelerator: the torch.accelerator API on a machine without one."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 _NONE = "Cannot access accelerator device when none is available."
 

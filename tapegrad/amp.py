@@ -9,13 +9,13 @@ other than bfloat16 or float16; a disabled autocast is a no-op; an enabled CPU a
 matmuls in bfloat16 (or float16), which tapegrad does not do, so entering one raises
 ``NotImplementedError`` rather than silently computing in another precision.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-import functools
-import warnings
+import functools as _functools
+import warnings as _warnings
 
 from . import _core
-from .grad_mode import no_grad
+from .grad_mode import no_grad as _no_grad
 
 __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]
 
@@ -43,12 +43,12 @@ class autocast:  # noqa: N801  (PyTorch's name)
         self.fast_dtype = dtype
         self._enabled = bool(enabled)
         if self._enabled and device_type != "cpu":
-            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
+            _warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
                           UserWarning, stacklevel=2)
             self._enabled = False
         if self._enabled and dtype is not None and dtype not in (_core.bfloat16, _core.float16):
             # (a script picking float32 when bfloat16 is unsupported runs in float32)
-            warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling "
+            _warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling "
                           "autocast.\nCPU Autocast only supports dtypes of torch.bfloat16, "
                           "torch.float16 currently.", UserWarning, stacklevel=2)
             self._enabled = False
@@ -65,7 +65,7 @@ class autocast:  # noqa: N801  (PyTorch's name)
         return False
 
     def __call__(self, func):
-        @functools.wraps(func)
+        @_functools.wraps(func)
         def decorated(*args, **kwargs):
             with self:
                 return func(*args, **kwargs)
@@ -95,9 +95,9 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
     autocast was on, for ``custom_bwd``.  (tapegrad's autocast is never enabled: see above.)"""
     _check_device_type(device_type)
     if fwd is None:
-        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+        return _functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
 
-    @functools.wraps(fwd)
+    @_functools.wraps(fwd)
     def decorated_forward(ctx, *args, **kwargs):
         from . import get_autocast_dtype, is_autocast_enabled
         ctx._dtype = get_autocast_dtype(device_type)
@@ -116,9 +116,9 @@ def custom_bwd(bwd=None, *, device_type: str):
     ``custom_fwd`` forward ran under."""
     _check_device_type(device_type)
     if bwd is None:
-        return functools.partial(custom_bwd, device_type=device_type)
+        return _functools.partial(custom_bwd, device_type=device_type)
 
-    @functools.wraps(bwd)
+    @_functools.wraps(bwd)
     def decorated_backward(ctx, *args, **kwargs):
         with autocast(device_type=device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
             return bwd(ctx, *args, **kwargs)
@@ -140,7 +140,7 @@ class GradScaler:
         self._device = device
         self._enabled = bool(enabled)
         if self._enabled and device == "cuda":
-            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
+            _warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
                           "Disabling.", UserWarning, stacklevel=2)
             self._enabled = False
         if self._enabled:
@@ -193,7 +193,7 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         inv_scale = 1.0 / self._scale
         found_inf = False
-        with no_grad():
+        with _no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     if p.grad is None:
@@ -319,7 +319,7 @@ class _DeviceGradScaler(GradScaler):
                  backoff_factor: float = 0.5, growth_interval: int = 2000,
                  enabled: bool = True) -> None:
         device = self._device
-        warnings.warn(f"`torch.{device}.amp.GradScaler(args...)` is deprecated. Please use "
+        _warnings.warn(f"`torch.{device}.amp.GradScaler(args...)` is deprecated. Please use "
                       f"`torch.amp.GradScaler('{device}', args...)` instead.", FutureWarning,
                       stacklevel=2)
         super().__init__(device, init_scale, growth_factor, backoff_factor, growth_interval,
@@ -335,7 +335,7 @@ class _DeviceAutocast(autocast):  # noqa: N801  (PyTorch's name)
 
     def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True) -> None:
         device = self._device
-        warnings.warn(f"`torch.{device}.amp.autocast(args...)` is deprecated. Please use "
+        _warnings.warn(f"`torch.{device}.amp.autocast(args...)` is deprecated. Please use "
                       f"`torch.amp.autocast('{device}', args...)` instead.", FutureWarning,
                       stacklevel=2)
         if dtype is None and self._default_dtype is not None:

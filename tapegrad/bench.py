@@ -23,7 +23,7 @@ table and the bench/ suite measuring the same code.  It costs 42 KB of source (1
 wheel) and nothing at `import tapegrad`: it loads only when the command (or bench/) imports it
 (tapegrad/__init__.py's lazy submodules; tests/test_packaging.py checks that).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import argparse
 import ctypes

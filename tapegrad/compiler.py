@@ -7,7 +7,7 @@ the True branch.  ``disable(fn)`` keeps ``fn`` out of compiled code: a compiled 
 calls it is not replayed but runs eagerly on every call (PyTorch breaks the graph around it; the
 results are the same).  ``reset()`` forgets every capture.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 

@@ -5,7 +5,7 @@ repeated subscript (a diagonal), sum for a subscript nobody else needs, and per 
 one permute + reshape + (b)mm.  Gradients, create_graph and higher order come from those ops.
 _int_mm and _weight_int8pack_mm (int8 products, which have no gradient) sit beside them.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import sys as _sys
 

@@ -1,6 +1,6 @@
 """Tensor creation functions (tensor, zeros, ones, arange, linspace, eye, ...); the random ones live in
-tapegrad.random and are re-exported here."""
-from __future__ import annotations
+tapegrad._random and are re-exported here."""
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math
@@ -1275,9 +1275,9 @@ for _name, _fn in (("zero_", zero_), ("fill_", fill_)):
         setattr(Tensor, _name, _fn)
 del _name, _fn
 
-# The random functions live in tapegrad.random; these names stay importable from here (the compiled
+# The random functions live in tapegrad._random; these names stay importable from here (the compiled
 # core's dropout looks up `default_generator` here: a function returning the global numpy Generator).
-from .random import (  # noqa: E402,F401  (re-exports)
+from ._random import (  # noqa: E402,F401  (re-exports)
     _global_numpy_generator as default_generator,
     manual_seed,
     normal,

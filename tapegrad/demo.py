@@ -4,7 +4,7 @@ Written the way a PyTorch user writes a training script (only the import differs
 as a check that tapegrad runs such scripts unchanged. `python -m tapegrad demo chars` (a
 character-level GRU, tapegrad/demo_chars.py) shares this module's command line and plotting.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import argparse
 import gzip

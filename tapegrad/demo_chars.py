@@ -4,7 +4,7 @@ Written the way a PyTorch user writes a char-RNN script (only the import differs
 of the text as batches, an Embedding -> GRU -> Linear model, Adam with gradient clipping, then
 sampling one character at a time with `multinomial` at a temperature, carrying the GRU's state.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import sys
 import time

@@ -1,5 +1,5 @@
 """The autograd examples of the seed document, printing what PyTorch prints."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import tapegrad as torch
 

@@ -8,37 +8,39 @@ formulas (the onesided transforms' halving and doubling included).  ``fftfreq``/
 PyTorch's.  Values are numpy.fft's (pocketfft, as PyTorch's CPU build): equal to PyTorch's up to
 rounding.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
-import numpy as np
-from ._layout import sparse_factory_layout
+import numpy as _np
+from ._layout import sparse_factory_layout as _sparse_factory_layout
 
 from . import _core
-from ._device import check_device
+from ._device import check_device as _check_device
 from ._extra_functions import _torch_grad_fn_name
 from ._extra_ops import _check_tensor
-from .autograd.function import Function
+from .autograd.function import Function as _Function
 
+# torch.fft's __all__: hfft2/ihfft2/hfftn/ihfftn are attributes only (`from torch.fft import *`
+# does not bind them)
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift", "fft", "ifft", "rfft", "irfft",
            "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft",
-           "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn"]
+           "ihfft"]
 
 
-def _frequencies(fn: str, n, d, dtype, device, requires_grad, values: np.ndarray):
+def _frequencies(fn: str, n, d, dtype, device, requires_grad, values: _np.ndarray):
     from .creation import _np_dtype, _default_float
-    check_device(device, fn)
+    _check_device(device, fn)
     np_dtype = _np_dtype(dtype) or _default_float()
-    if np.dtype(np_dtype).kind == "c":      # (passes this check, then fails in arange)
+    if _np.dtype(np_dtype).kind == "c":      # (passes this check, then fails in arange)
         raise NotImplementedError(f'"arange_cpu" not implemented for '
-                                  f"'{_core.scalar_type_name_of(np.dtype(np_dtype))}'")
-    if np.dtype(np_dtype).kind != "f":
+                                  f"'{_core.scalar_type_name_of(_np.dtype(np_dtype))}'")
+    if _np.dtype(np_dtype).kind != "f":
         raise RuntimeError(f"{fn} requires a floating point or complex dtype")
     # PyTorch: arange in the result dtype, then one multiplication by 1 / (n * d) (inf for
     # n = 0: rfftfreq(0) is [nan], as PyTorch's)
-    with np.errstate(all="ignore"):
-        scale = np.float64(1.0) / (np.float64(n) * np.float64(d))
-        arr = values.astype(np_dtype) * np.asarray(scale, dtype=np_dtype)
+    with _np.errstate(all="ignore"):
+        scale = _np.float64(1.0) / (_np.float64(n) * _np.float64(d))
+        arr = values.astype(np_dtype) * _np.asarray(scale, dtype=np_dtype)
     t = _core.wrap_array(arr.astype(np_dtype, copy=False))
     if requires_grad:
         t.requires_grad = True
@@ -46,7 +48,7 @@ def _frequencies(fn: str, n, d, dtype, device, requires_grad, values: np.ndarray
 
 
 def _check_n(fn: str, n) -> int:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    if isinstance(n, bool) or not isinstance(n, (int, _np.integer)):
         raise TypeError(f"fft_{fn}(): argument 'n' (position 1) must be int, not {_type_name(n)}")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
@@ -63,9 +65,9 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None,
     >>> tapegrad.fft.fftfreq(4)
     tensor([ 0.0000,  0.2500, -0.5000, -0.2500])
     """
-    sparse_factory_layout(layout, "fftfreq", "arange.start_out")
+    _sparse_factory_layout(layout, "fftfreq", "arange.start_out")
     n = _check_n("fftfreq", n)
-    values = np.concatenate([np.arange((n + 1) // 2), np.arange(-(n // 2), 0)])
+    values = _np.concatenate([_np.arange((n + 1) // 2), _np.arange(-(n // 2), 0)])
     return _frequencies("fftfreq", n, d, dtype, device, requires_grad, values)
 
 
@@ -79,9 +81,9 @@ def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None,
     >>> tapegrad.fft.rfftfreq(5)
     tensor([0.0000, 0.2000, 0.4000])
     """
-    sparse_factory_layout(layout, "rfftfreq", "arange.start_out")
+    _sparse_factory_layout(layout, "rfftfreq", "arange.start_out")
     n = _check_n("rfftfreq", n)
-    return _frequencies("rfftfreq", n, d, dtype, device, requires_grad, np.arange(n // 2 + 1))
+    return _frequencies("rfftfreq", n, d, dtype, device, requires_grad, _np.arange(n // 2 + 1))
 
 
 def _shift(input, dim, sign: int):
@@ -131,7 +133,7 @@ def _scale(norm, forward: bool, n: int) -> float:
     if norm not in _NORMS:
         raise RuntimeError(f'Invalid normalization mode: "{norm}"')
     if norm == "ortho":
-        return 1.0 / np.sqrt(n) if n else 1.0
+        return 1.0 / _np.sqrt(n) if n else 1.0
     scaled = forward if norm == "forward" else not forward
     return 1.0 / n if scaled and n else 1.0
 
@@ -141,8 +143,8 @@ def _unscaled(a, dims, forward: bool):
     if not dims:
         return a
     if forward:
-        return np.fft.fftn(a, axes=dims, norm="backward")
-    return np.fft.ifftn(a, axes=dims, norm="forward")
+        return _np.fft.fftn(a, axes=dims, norm="backward")
+    return _np.fft.ifftn(a, axes=dims, norm="forward")
 
 
 def _resize(a, dims, sizes):
@@ -154,7 +156,7 @@ def _resize(a, dims, sizes):
         elif n > m:
             pad = [(0, 0)] * a.ndim
             pad[d] = (0, n - m)
-            a = np.pad(a, pad)
+            a = _np.pad(a, pad)
     return a
 
 
@@ -177,11 +179,11 @@ def _halved(a, dim, n):
 
 
 def _complex_dtype(real_dt):
-    return np.complex128 if real_dt == np.float64 else np.complex64
+    return _np.complex128 if real_dt == _np.float64 else _np.complex64
 
 
 def _c2c(a, dims, sizes, forward, norm):
-    n = int(np.prod(sizes))
+    n = int(_np.prod(sizes))
     return _scale(norm, forward, n) * _unscaled(_resize(a, dims, sizes), dims, forward)
 
 
@@ -192,23 +194,23 @@ def _r2c(a, dims, sizes, forward, norm):
     last as PyTorch's 1-D ihfft (so its zero imaginary parts are -0.0, as PyTorch prints them;
     a complex product by the scale would make them +0.0)."""
     a = _resize(a, dims, sizes)
-    n = int(np.prod(sizes))
-    out = _scale(norm, forward, n) * _unscaled(np.fft.rfft(a, axis=dims[-1]), dims[:-1], True)
-    return out if forward else np.conj(out)
+    n = int(_np.prod(sizes))
+    out = _scale(norm, forward, n) * _unscaled(_np.fft.rfft(a, axis=dims[-1]), dims[:-1], True)
+    return out if forward else _np.conj(out)
 
 
 def _c2r(a, dims, sizes, forward, norm):
     """sizes: the output's signal sizes (the last one the real length n)."""
-    n = int(np.prod(sizes))
+    n = int(_np.prod(sizes))
     half = list(sizes[:-1]) + [sizes[-1] // 2 + 1]
     a = _resize(a, dims, half)
     if forward:         # hfft: C2R of the conjugate, i.e. the other direction's C2R
-        a = np.conj(a)
-    out = np.fft.irfftn(a, s=sizes, axes=dims, norm="forward")
+        a = _np.conj(a)
+    out = _np.fft.irfftn(a, s=sizes, axes=dims, norm="forward")
     return _scale(norm, forward, n) * out
 
 
-class _Transform(Function):
+class _Transform(_Function):
     """One FFT as one node: ctx.kind is c2c, r2c or c2r (the forward above, the VJP below)."""
 
     @staticmethod
@@ -218,7 +220,7 @@ class _Transform(Function):
         transform = {"c2c": _c2c, "r2c": _r2c, "c2r": _c2r}[kind]
         out = transform(x._array, dims, sizes, forward, norm)
         # (asarray with order "C": ascontiguousarray would make a 0-d result 1-d)
-        return _core.wrap_array(np.asarray(out, dtype=out_dtype, order="C"))
+        return _core.wrap_array(_np.asarray(out, dtype=out_dtype, order="C"))
 
     @staticmethod
     def backward(ctx, g):
@@ -241,14 +243,14 @@ def _adjoint_of(g, plan):
     kind, dims, sizes, forward, norm, in_shape, in_dtype, _ = plan
     g = g._array
     back = not forward
-    n = int(np.prod(sizes))
+    n = int(_np.prod(sizes))
     last = dims[-1]
     if kind == "c2r" and g.dtype.kind != "c":
         # K DFT_back of a real g is its rfft along the last dim (then the DFT along the others),
         # conjugated when back is the inverse direction
-        half = _unscaled(np.fft.rfft(g, axis=last), dims[:-1], True)
+        half = _unscaled(_np.fft.rfft(g, axis=last), dims[:-1], True)
         half = _scale(norm, forward, n) * half      # (scaled before the conj: a complex
-        grad = _doubled(half if back else np.conj(half), last, sizes[-1])   # product's 0j is +0.0)
+        grad = _doubled(half if back else _np.conj(half), last, sizes[-1])   # product's 0j is +0.0)
     elif kind == "c2r":
         grad = _scale(norm, forward, n) * _unscaled(g.astype(_complex_dtype(g.dtype)), dims,
                                                    back)
@@ -259,8 +261,8 @@ def _adjoint_of(g, plan):
         # entries 1 .. n - (n // 2 + 1) halved (irfft counts each with its mirrored conjugate),
         # conjugated first when back is the forward direction
         h = _unscaled(g, dims[:-1], back)
-        h = _halved(np.conj(h) if back else h, last, sizes[-1])
-        grad = _scale(norm, forward, n) * np.fft.irfft(h, n=sizes[-1], axis=last, norm="forward")
+        h = _halved(_np.conj(h) if back else h, last, sizes[-1])
+        grad = _scale(norm, forward, n) * _np.fft.irfft(h, n=sizes[-1], axis=last, norm="forward")
     else:
         if kind == "r2c":                               # zero-fill the dropped half
             g = _resize(g, dims[-1:], sizes[-1:])
@@ -268,10 +270,10 @@ def _adjoint_of(g, plan):
     grad = _resize(grad, dims, [in_shape[d] for d in dims])
     if in_dtype.kind != "c":
         grad = grad.real
-    return _core.wrap_array(np.asarray(grad, dtype=in_dtype, order="C"))
+    return _core.wrap_array(_np.asarray(grad, dtype=in_dtype, order="C"))
 
 
-class _TransformAdjoint(Function):
+class _TransformAdjoint(_Function):
     """A transform's VJP recorded as a node (backward with create_graph=True).  The VJP is
     linear in the gradient and is the transform's transpose, so its own VJP is the transform:
     higher derivatives chain through these two nodes."""
@@ -308,7 +310,7 @@ _torch_grad_fn_name(_TransformConj, "ConjBackward0")
 
 def _check_input(fn: str, input):
     _check_tensor(input, "fft_" + fn)
-    if input._array.dtype == np.float16:       # PyTorch's CPU transforms have no half kernels
+    if input._array.dtype == _np.float16:       # PyTorch's CPU transforms have no half kernels
         raise RuntimeError("Unsupported dtype Half")
 
 
@@ -325,7 +327,7 @@ def _transform_dim(dim, ndim: int) -> int:
 def _dims_arg(fn: str, dim) -> tuple:
     """An n-D transform's dim argument (an int or a sequence of ints) as a tuple, with the
     TypeError of PyTorch's argument parser for anything else (a float, a bool)."""
-    is_int = lambda d: hasattr(d, "__index__") and not isinstance(d, (bool, np.bool_))  # noqa
+    is_int = lambda d: hasattr(d, "__index__") and not isinstance(d, (bool, _np.bool_))  # noqa
     if is_int(dim):
         return (dim,)
     if isinstance(dim, (tuple, list)) and all(is_int(d) for d in dim):
@@ -344,7 +346,7 @@ def _plan(fn: str, input, s, dim, default_dims):
     size along that dim), as torch.fft's n / s and dim arguments give them."""
     ndim = input.ndim
     if fn in _ONE_DIM_TRANSFORMS and dim is not None and (
-            isinstance(dim, (bool, np.bool_)) or not hasattr(dim, "__index__")):
+            isinstance(dim, (bool, _np.bool_)) or not hasattr(dim, "__index__")):
         raise TypeError(f"fft_{fn}(): argument 'dim' must be int, not {_type_name(dim)}")
     if dim is None:
         if s is not None:
@@ -393,10 +395,10 @@ def _complex_input(input):
     if a.dtype.kind == "c":
         return input, a.dtype
     if a.dtype.kind != "f":
-        return input, np.dtype(_complex_dtype(_core.get_default_dtype().np_dtype))
-    if a.dtype == np.float16:
+        return input, _np.dtype(_complex_dtype(_core.get_default_dtype().np_dtype))
+    if a.dtype == _np.float16:
         raise TypeError(_core.NO_COMPLEX32)
-    return input, np.dtype(_complex_dtype(a.dtype))
+    return input, _np.dtype(_complex_dtype(a.dtype))
 
 
 def _c2c_call(fn, input, s, dim, norm, forward, default_dims):
@@ -436,7 +438,7 @@ def _c2r_call(fn, input, s, dim, norm, forward, default_dims):
     x, cdt = _complex_input(input)
     _core._complex_in_use()
     return _TransformC2R.apply(x, "c2r", dims, sizes, forward, norm,
-                               np.float64 if cdt == np.complex128 else np.float32)
+                               _np.float64 if cdt == _np.complex128 else _np.float32)
 
 
 def _check_points(sizes):
@@ -451,7 +453,7 @@ def _check_points(sizes):
 def _one(n):
     """The 1-D transforms' n as a one-entry s (where -1 is not "the input's size", as it is in
     s: PyTorch refuses it)."""
-    if n is not None and not isinstance(n, bool) and isinstance(n, (int, np.integer)) and n < 1:
+    if n is not None and not isinstance(n, bool) and isinstance(n, (int, _np.integer)) and n < 1:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
     return None if n is None else (n,)
 

@@ -21,18 +21,19 @@ once for all samples), so jacrev/jacfwd/hessian under vmap, and vmap of vjp/grad
 A function that draws random numbers with randomness='same' or 'different' runs as a loop over
 the samples (each call draws as PyTorch's semantics say).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-import collections.abc
-import contextlib
-import functools
+import collections.abc as _collections_abc
+import contextlib as _contextlib
+import functools as _functools
 
-from . import _core, _transform_leaves, _vmap, eye, zeros
+from . import _core, _transform_leaves, _vmap
+from . import eye as _eye, zeros as _zeros
 from .autograd import grad as _plain_grad
-from .autograd import forward_ad
-from .autograd.forward_ad import tangent_pairing
-from .grad_mode import enable_grad
-from .random import default_generator
+from .autograd import forward_ad as _forward_ad
+from .autograd.forward_ad import tangent_pairing as _tangent_pairing
+from .grad_mode import enable_grad as _enable_grad
+from ._random import default_generator as _default_generator
 from .utils import _pytree
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
@@ -43,18 +44,18 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
 _depth = 0
 
 
-@contextlib.contextmanager
+@_contextlib.contextmanager
 def _transform_level():
     global _depth
     _depth += 1
     try:
-        with enable_grad():
+        with _enable_grad():
             yield
     finally:
         _depth -= 1
 
 
-def transforming() -> bool:
+def _transforming() -> bool:
     """Whether a transform (grad, vjp, jacrev...) is running.  PyTorch's transforms always
     differentiate with grad mode on, so a backward formula that PyTorch picks by grad mode
     (linalg.det's at a singular matrix) takes its graph-mode branch inside one."""
@@ -190,7 +191,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     argument may be a tensor or a nest of tuples/lists/dicts of tensors, and its gradient has the
     same structure.  ``has_aux=True``: func returns ``(output, aux)`` and the value is
     ``(output, aux)``."""
-    @functools.wraps(func)
+    @_functools.wraps(func)
     def wrapper(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "grad")
         with _transform_level():
@@ -241,7 +242,7 @@ def grad(func, argnums=0, has_aux=False):
     ``grad(grad(f))`` is the second derivative."""
     both = grad_and_value(func, argnums, has_aux)
 
-    @functools.wraps(func)
+    @_functools.wraps(func)
     def wrapper(*args, **kwargs):
         gradient, value = both(*args, **kwargs)
         return (gradient, value[1]) if has_aux else gradient
@@ -310,13 +311,13 @@ def _jvp_of(outputs, inputs, tangents):
         if not out.requires_grad:
             results.append(_zeros_like(out))
             continue
-        u = _internal(_ones_like(out).requires_grad_())     # (see forward_ad._tangent_of)
+        u = _internal(_ones_like(out).requires_grad_())     # (see _forward_ad._tangent_of)
         gs = _autograd_grad([out], inputs, [u], retain_graph=True, create_graph=True,
                             allow_unused=True)
         total = None
         for g, t in zip(gs, tangents):
             if g is not None and g.requires_grad:
-                term = tangent_pairing(g, t)
+                term = _tangent_pairing(g, t)
                 total = term if total is None else total + term
         if total is None:
             results.append(_zeros_like(out))
@@ -337,11 +338,11 @@ def _dual_of(x, tangent):
     """x (a tracked input) as a dual tensor of the open forward-AD level; inside a vmap, the
     tensor under x's BatchedTensors is made dual, with the tangent batched as x is."""
     if not _vmap.active():
-        return forward_ad.make_dual(x, tangent)
+        return _forward_ad.make_dual(x, tangent)
     value, levels = _vmap._peel(x)
     tangent_value, tangent_levels = _vmap._peel(_vmap.at_all_levels(tangent, leaf=False))
     assert tangent_levels == levels, (levels, tangent_levels)   # (x is at every level)
-    return _rewrapped(forward_ad.make_dual(value, tangent_value), levels)
+    return _rewrapped(_forward_ad.make_dual(value, tangent_value), levels)
 
 
 def _dual_tangent(output):
@@ -350,7 +351,7 @@ def _dual_tangent(output):
     if not _is_tensor(output):
         return None
     value, levels = _vmap._peel(output)
-    tangent = forward_ad.unpack_dual(value).tangent
+    tangent = _forward_ad.unpack_dual(value).tangent
     return _zeros_like(output) if tangent is None else _rewrapped(tangent, levels)
 
 
@@ -390,7 +391,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"of size {list(t.shape)}.")
     with _transform_level():
         leaves = [_tracked(x) for x in leaves]
-        if forward_ad._levels:
+        if _forward_ad._levels:
             # (forward_ad has one level at a time)
             result = _vmap.redirect(func)(*rebuild(leaves))
             if has_aux:
@@ -402,7 +403,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             # through dual tensors, so that a custom Function's jvp staticmethod gives its
             # outputs' tangents, as in PyTorch (J v from its backward would ignore it, and be
             # zero where that backward is not differentiable)
-            with forward_ad.dual_level():
+            with _forward_ad.dual_level():
                 duals = [_dual_of(x, t) for x, t in zip(leaves, tangent_leaves)]
                 result = _vmap.redirect(func)(*rebuild(duals))
                 if has_aux:
@@ -455,7 +456,7 @@ def functionalize(func, *, remove="mutations"):
             "remove='mutations_and_views': In addition to the above, all aliasing operators "
             "{view} will be replaced with their non-aliasing counterparts, {view}_copy.\n")
 
-    @functools.wraps(func)
+    @_functools.wraps(func)
     def wrapper(*args, **kwargs):
         return func(*args, **kwargs)
     return wrapper
@@ -470,8 +471,8 @@ def _basis_stacks(tensors, dtype_of):
     stacks, at = [], 0
     for t in tensors:
         n = t.numel()
-        part = eye(total, dtype=dtype_of(t))[:, at:at + n] if total else \
-            zeros((0, 0), dtype=dtype_of(t))
+        part = _eye(total, dtype=dtype_of(t))[:, at:at + n] if total else \
+            _zeros((0, 0), dtype=dtype_of(t))
         stacks.append(part.reshape((total,) + tuple(t.shape)))
         at += n
     return stacks, total
@@ -494,7 +495,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"{name}: `chunk_size` should be greater than 0.")
 
-    @functools.wraps(func)
+    @_functools.wraps(func)
     def wrapper(*args):
         nums = _argnums_tuple(argnums, len(args), name)
         with _transform_level():
@@ -550,17 +551,17 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
 
                 def columns(*tangents):
                     with _transform_level():
-                        if forward_ad._levels:      # (one level at a time)
+                        if _forward_ad._levels:      # (one level at a time)
                             tracked, outs = evaluate()
                             return tuple(_jvp_of(outs, tracked, list(tangents)))
                         # through dual tensors, as jvp (a custom Function's jvp staticmethod)
-                        with forward_ad.dual_level():
+                        with _forward_ad.dual_level():
                             duals = [_dual_of(_tracked(x), t) for x, t in zip(inputs, tangents)]
                             outs = _flatten(outputs_at(duals)[0])[0]
                             return tuple(_dual_tangent(o) for o in outs)
                 try:
                     cols = _mapped_in_chunks(columns, stacks, total, chunk_size, randomness) \
-                        if total else [zeros((0,) + tuple(o.shape), dtype=o.dtype)
+                        if total else [_zeros((0,) + tuple(o.shape), dtype=o.dtype)
                                        for o in out_leaves]
                 except _vmap.DataDependentError:
                     # func reads its inputs' data (.item(), a mask): the batched evaluation
@@ -597,7 +598,7 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                         return tuple(_zero_filled_grad([p[0] for p in pairs], tracked,
                                                        [p[1] for p in pairs], create_graph))
                 if not total:
-                    grads = [zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
+                    grads = [_zeros((0,) + tuple(x.shape), dtype=x.dtype) for x in inputs]
                 else:
                     grads = None
                     if batched:
@@ -663,7 +664,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     (``strict=True`` requires exactly the module's names)."""
     if isinstance(parameter_and_buffer_dicts, dict):
         replacements = dict(parameter_and_buffer_dicts)
-    elif isinstance(parameter_and_buffer_dicts, collections.abc.Sequence):
+    elif isinstance(parameter_and_buffer_dicts, _collections_abc.Sequence):
         if not all(isinstance(d, dict) for d in parameter_and_buffer_dicts):
             raise ValueError("Expected all elements of parameter_and_buffer_dicts to be "
                              "dictionaries")
@@ -898,7 +899,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                          f"{chunk_size})")
     name = _func_name(func)
 
-    @functools.wraps(func)
+    @_functools.wraps(func)
     def wrapper(*args, **kwargs):
         pairs, rebuilders = _mapped_leaves(func, in_dims, args)
         sizes = [leaf.shape[d] for leaf, d in pairs if d is not None]
@@ -915,7 +916,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if randomness != "error":
             return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, randomness,
                                  kwargs)
-        state = default_generator.get_state()
+        state = _default_generator.get_state()
         with _vmap._level(sizes[0]) as level:
             leaves = [leaf if d is None else
                       _vmap.BatchedTensor(leaf.movedim(d, 0) if d else leaf, level)
@@ -928,10 +929,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 # A function the namespaces' wrappers do not reach (bound to another name
                 # before vmap, a plain tensor's method) met a BatchedTensor: run func once per
                 # sample instead, outside this level (its samples are plain tensors).
-                default_generator.set_state(state)
+                _default_generator.set_state(state)
             else:
-                if not _same_state(state, default_generator.get_state()):
-                    default_generator.set_state(state)
+                if not _same_state(state, _default_generator.get_state()):
+                    _default_generator.set_state(state)
                     raise RuntimeError("vmap: called random operation while in randomness error "
                                        "mode. Please either use the 'same' or 'different' "
                                        "randomness flags on vmap or perform the randomness "
@@ -994,11 +995,11 @@ def _vmap_in_chunks(func, name, pairs, rebuilders, size, in_dims, out_dims, rand
                     chunk_size, kwargs):
     """vmap over ``chunk_size`` samples at a time, the chunks' outputs concatenated."""
     whole = vmap(func, in_dims, out_dims, randomness)
-    state = default_generator.get_state()
+    state = _default_generator.get_state()
     per_chunk = []
     for start in range(0, size, chunk_size):
         if randomness == "same":
-            default_generator.set_state(state)
+            _default_generator.set_state(state)
         n = min(chunk_size, size - start)
         leaves = [leaf if d is None else leaf.narrow(d, start, n) for leaf, d in pairs]
         per_chunk.append(whole(*_rebuild_args(rebuilders, leaves), **kwargs))
@@ -1015,7 +1016,7 @@ def _vmap_in_chunks(func, name, pairs, rebuilders, size, in_dims, out_dims, rand
 def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwargs):
     """vmap as a loop over the samples (random functions: each call draws its own numbers,
     or, with randomness='same', the same ones)."""
-    state = default_generator.get_state()
+    state = _default_generator.get_state()
     probe = _has_none(out_dims) and not any(leaf.requires_grad for leaf, d in pairs
                                             if d is not None)
     # func runs once per sample here, where PyTorch runs it once: a write into an input that is
@@ -1025,7 +1026,7 @@ def _vmap_by_loop(func, name, pairs, rebuilders, size, out_dims, randomness, kwa
     per_index = []
     for i in range(size):
         if randomness == "same":
-            default_generator.set_state(state)
+            _default_generator.set_state(state)
         leaves = [leaf if d is None else
                   leaf.select(d, i).detach().requires_grad_() if probe else
                   leaf.select(d, i) for leaf, d in pairs]

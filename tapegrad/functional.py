@@ -1,7 +1,7 @@
 """torch.functional: the module PyTorch defines its tensor-level helpers in (einsum, split, norm,
 meshgrid, unique, ...).  Scripts import it directly (``import torch.functional as F``); its names
 are tapegrad's own top-level functions, so both spellings reach one implementation."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes,
                broadcast_tensors, cartesian_prod, cdist, chain_matmul, einsum, lu, meshgrid,

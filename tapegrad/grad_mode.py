@@ -4,7 +4,7 @@ decorators, with or without parentheses where PyTorch allows it).
 Grad mode and inference mode are two bits of a C thread-local word in the core, read on every op;
 these classes only flip them and restore them, so both are per thread, as in PyTorch.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import functools

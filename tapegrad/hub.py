@@ -1,7 +1,7 @@
 """tapegrad.hub: torch.hub's entry points.  Models are loaded from a LOCAL directory holding a
 `hubconf.py` (`load(dir, name, source="local")`), as torch does; fetching repositories from
 GitHub or weights from URLs is not supported (tapegrad does no network access), and says so."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import importlib.util
 import os

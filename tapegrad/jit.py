@@ -11,7 +11,7 @@ original's parameters, buffers and submodules; its forward and other methods are
 class's, bound to it.  `save` / `load` store such a module with tapegrad.save (pickle): unlike a
 TorchScript archive, loading needs the module's class to be importable.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import contextlib

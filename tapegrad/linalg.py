@@ -1,23 +1,23 @@
 """tapegrad.linalg: PyTorch's torch.linalg over numpy.linalg.
 
-Forwards run in numpy on the (batched) arrays; each factorisation is an autograd Function whose
+Forwards run in numpy on the (batched) arrays; each factorisation is an autograd _Function whose
 backward is written with tapegrad's own differentiable ops, so gradients of gradients
 (create_graph=True) go through the same rules.  Norms are composites of existing reductions.
 Errors mirror PyTorch's: shape and dtype problems are RuntimeError, numerical failures (singular,
 not positive-definite) are LinAlgError, a RuntimeError subclass.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
-import math
+import math as _math
 
-import numpy as np
+import numpy as _np
 
 from . import _core
-from ._half_precision import narrow_half, widen_half
+from ._half_precision import narrow_half as _narrow_half, widen_half as _widen_half
 from ._extra_functions import _torch_grad_fn_name
-from .autograd.function import Function
-from .grad_mode import is_grad_enabled, no_grad
+from .autograd.function import Function as _Function
+from .grad_mode import is_grad_enabled as _is_grad_enabled, no_grad as _no_grad
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet",
            "solve", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "matrix_rank", "pinv",
@@ -112,7 +112,7 @@ _HALF_REFUSED_BY_KERNEL = {       # the CPU kernel PyTorch's dispatch names
 
 def _refuse_half(A, name):
     """PyTorch's error for a float16 input of the linear algebra function `name`."""
-    if A._array.dtype != np.float16:
+    if A._array.dtype != _np.float16:
         return
     if name in _HALF_REFUSED_BY_CHECK:
         raise RuntimeError(_HALF_REFUSED_BY_CHECK[name])
@@ -138,7 +138,7 @@ def _lu_first_zero_pivot(matrix):
     LAPACK's getrf reports and PyTorch's message names), or 0 when there is none."""
     from ._more_math import _lu_factor_values
     from ._linalg_factor import _zero_pivot_info
-    return int(_zero_pivot_info(_lu_factor_values(np.asarray(matrix))[0]))
+    return int(_zero_pivot_info(_lu_factor_values(_np.asarray(matrix))[0]))
 
 
 def _raise_singular_inv(arr, name):
@@ -167,30 +167,30 @@ def _tensor(array, like, real=False, lapack=False):
     from . import from_numpy
     dtype = like._array.dtype
     if real and dtype.kind == "c":
-        dtype = np.empty(0, dtype).real.dtype
+        dtype = _np.empty(0, dtype).real.dtype
     if lapack:
         return from_numpy(_lapack_layout(array, dtype))
     # np.array, not ascontiguousarray: the latter turns a 0-d result (det of one matrix) 1-d.
-    return from_numpy(np.array(array, dtype=dtype, order="C"))
+    return from_numpy(_np.array(array, dtype=dtype, order="C"))
 
 
-def _lapack_layout(array, dtype=None, rows=None) -> np.ndarray:
+def _lapack_layout(array, dtype=None, rows=None) -> _np.ndarray:
     """A copy of a (..., m, n) array with each matrix column-major and the batch outside, row-major
     (strides (..., m * n, 1, m)): the layout of PyTorch's LAPACK-backed results (lu_factor's LU,
     inv, solve, cholesky, qr, svd's U and Vh, the eigenvectors).  A flat view() of such a result
     raises and its flatten() / reshape(-1) is a copy, so an in-place op on that copy leaves the
     result alone; a row-major result here made those a view, and the write went through (fuzz
     65013473)."""
-    array = np.asarray(array, dtype=dtype)
+    array = _np.asarray(array, dtype=dtype)
     if array.ndim < 2:
-        return np.array(array, order="C")
+        return _np.array(array, order="C")
     m, n = array.shape[-2:]
     if rows is None or rows <= m:
-        return np.ascontiguousarray(np.swapaxes(array, -1, -2)).swapaxes(-1, -2)
+        return _np.ascontiguousarray(_np.swapaxes(array, -1, -2)).swapaxes(-1, -2)
     # the first m rows of a (..., rows, n) buffer, as lstsq's solution of a tall system (LAPACK
     # solves in place in B's buffer of max(m, n) rows)
-    buffer = np.zeros(array.shape[:-2] + (n, rows), dtype=array.dtype)
-    buffer[..., :m] = np.swapaxes(array, -1, -2)
+    buffer = _np.zeros(array.shape[:-2] + (n, rows), dtype=array.dtype)
+    buffer[..., :m] = _np.swapaxes(array, -1, -2)
     return buffer.swapaxes(-1, -2)[..., :m, :]
 
 
@@ -205,7 +205,7 @@ def _conj(x):
 
 
 # ---------------------------------------------------------------------------------------------
-class _LapackLayout(Function):
+class _LapackLayout(_Function):
     """A composite's result (householder_product, ormqr, lstsq: built from recorded ops) copied
     into _lapack_layout, the layout PyTorch's LAPACK call gives it; the gradient passes through.
     The caller names the node after the op.  PyTorch's node of the op saves its result and
@@ -240,23 +240,23 @@ def _spread_nan_as_getrs(X, a, b=None):
     included).  numpy's OpenBLAS skips the zero entries of a right-hand side (0 * NaN is never
     formed), leaving entries finite that PyTorch gives as NaN -- a NaN kernel or covariance
     then reached the result only in part."""
-    if not np.isnan(a.sum() if b is None else a.sum() + b.sum()):    # (the common case)
+    if not _np.isnan(a.sum() if b is None else a.sum() + b.sum()):    # (the common case)
         return X
-    mask = np.isnan(a).any(axis=(-2, -1))[..., None, None]
+    mask = _np.isnan(a).any(axis=(-2, -1))[..., None, None]
     if b is not None:
-        mask = mask | np.isnan(b).any(axis=-2, keepdims=True)
+        mask = mask | _np.isnan(b).any(axis=-2, keepdims=True)
     if not mask.any():
         return X
-    return np.where(mask, complex(math.nan, math.nan) if np.iscomplexobj(X) else math.nan, X)
+    return _np.where(mask, complex(_math.nan, _math.nan) if _np.iscomplexobj(X) else _math.nan, X)
 
 
-class _Inverse(Function):
+class _Inverse(_Function):
     @staticmethod
     def forward(ctx, A):
         arr = A._array
         try:
-            out = np.linalg.inv(arr) if arr.size else np.empty_like(arr)
-        except np.linalg.LinAlgError:
+            out = _np.linalg.inv(arr) if arr.size else _np.empty_like(arr)
+        except _np.linalg.LinAlgError:
             _raise_singular_inv(arr, "linalg.inv")
         out = _tensor(_spread_nan_as_getrs(out, arr), A, lapack=True)
         ctx.save_for_backward(out)
@@ -291,17 +291,17 @@ def _det_factors(A):
     from ._more_math import _lu_factor_values
     arr = A._array
     if A.is_contiguous() and arr.dtype.kind != "c":
-        arr = np.swapaxes(arr, -1, -2)
+        arr = _np.swapaxes(arr, -1, -2)
     lu, pivots = _lu_factor_values(arr)
-    swaps = (pivots != np.arange(1, pivots.shape[-1] + 1, dtype=pivots.dtype)).sum(-1)
-    return np.diagonal(lu, axis1=-2, axis2=-1), 1 - 2 * (swaps % 2).astype(np.int64)
+    swaps = (pivots != _np.arange(1, pivots.shape[-1] + 1, dtype=pivots.dtype)).sum(-1)
+    return _np.diagonal(lu, axis1=-2, axis2=-1), 1 - 2 * (swaps % 2).astype(_np.int64)
 
 
-class _Determinant(Function):
+class _Determinant(_Function):
     @staticmethod
     def forward(ctx, A):
         diagonal, sign = _det_factors(A)
-        product = np.ones(diagonal.shape[:-1], dtype=diagonal.dtype)
+        product = _np.ones(diagonal.shape[:-1], dtype=diagonal.dtype)
         for k in range(diagonal.shape[-1]):          # in order, as PyTorch's prod of n values
             product = product * diagonal[..., k]
         out = _tensor(sign * product, A)
@@ -316,8 +316,8 @@ class _Determinant(Function):
         if A.shape[-1] == 1:
             # d det = dA: PyTorch's adjoint is G itself, without a graph to A (fuzz 60652007)
             return grad.unsqueeze(-1).unsqueeze(-1).expand(A.shape)
-        from .func import transforming
-        if not (is_grad_enabled() or transforming()):
+        from .func import _transforming
+        if not (_is_grad_enabled() or _transforming()):
             return _det_backward_by_lu(A, grad * _conj(result))
         singular = (result == 0).detach()
         if bool(singular.any()):
@@ -339,12 +339,12 @@ def _det_backward_by_lu(A, scale):
     from ._linalg_factor import lu_solve
     from ._more_math import _lu_factor_values
     use_transpose = A.is_contiguous() and not A.is_complex()
-    arr = np.swapaxes(A._array, -1, -2) if use_transpose else A._array
+    arr = _np.swapaxes(A._array, -1, -2) if use_transpose else A._array
     lu, pivots = _lu_factor_values(arr)
-    diagonal = np.diagonal(lu, axis1=-2, axis2=-1).copy()
-    eps = np.finfo(diagonal.real.dtype).eps
+    diagonal = _np.diagonal(lu, axis1=-2, axis2=-1).copy()
+    eps = _np.finfo(diagonal.real.dtype).eps
     n = lu.shape[-1]
-    lu[..., range(n), range(n)] = np.where(diagonal == 0, eps, diagonal)
+    lu[..., range(n), range(n)] = _np.where(diagonal == 0, eps, diagonal)
     identity = eye(n, dtype=A.dtype)
     rhs = scale.unsqueeze(-1).unsqueeze(-1) * identity
     return lu_solve(from_numpy(lu), from_numpy(pivots), rhs, adjoint=not use_transpose)
@@ -356,9 +356,9 @@ def _singular_det_backward(A, grad, singular):
     nudged: zeros.  Under create_graph PyTorch takes the formula valid for every matrix, the
     adjugate through the SVD A = U S V^H: U diag(G conj(det U det V^H) prod_{j != i} S_j) V^H."""
     from . import eye, where, zeros_like
-    from .func import transforming
+    from .func import _transforming
     n = A.shape[-1]
-    if not (is_grad_enabled() or transforming()):
+    if not (_is_grad_enabled() or _transforming()):
         mask = singular.unsqueeze(-1).unsqueeze(-1)
         safe = where(mask, eye(n, dtype=A.dtype), A)
         scale = (grad * _conj(det(safe))).unsqueeze(-1).unsqueeze(-1)
@@ -381,15 +381,15 @@ def det(A):
     return _Determinant.apply(A)
 
 
-class _LogAbsDet(Function):
+class _LogAbsDet(_Function):
     @staticmethod
     def forward(ctx, A):
         from . import from_numpy
         diagonal, permutation_sign = _det_factors(A)
-        diagonal = from_numpy(np.array(diagonal))            # (a copy: the view is read-only)
+        diagonal = from_numpy(_np.array(diagonal))            # (a copy: the view is read-only)
         # PyTorch's sgn(diag U).prod() * the permutation's sign, sum(log|diag U|): tapegrad's
         # sgn, log and sum round as PyTorch's
-        sign = diagonal.sgn().prod(-1) * from_numpy(np.array(permutation_sign))
+        sign = diagonal.sgn().prod(-1) * from_numpy(_np.array(permutation_sign))
         logabsdet = diagonal.abs().log().sum(-1)
         sign = _tensor(sign._array, A)
         logabsdet = logabsdet._array
@@ -425,14 +425,14 @@ def slogdet(A):
 
 
 
-class _Solve(Function):
+class _Solve(_Function):
     """X = A^-1 B for matrices with equal batch shapes (the caller broadcasts)."""
 
     @staticmethod
     def forward(ctx, A, B):
         try:
-            X = np.linalg.solve(A._array, B._array)
-        except np.linalg.LinAlgError:
+            X = _np.linalg.solve(A._array, B._array)
+        except _np.linalg.LinAlgError:
             arr = A._array
             flat = arr.reshape((-1,) + arr.shape[-2:])
             index = next((i for i, m in enumerate(flat) if _lu_first_zero_pivot(m)), 0)
@@ -505,9 +505,9 @@ def _lapack_cholesky(arr):
     included (a NaN kernel entry raises LinAlgError, cholesky_ex reports it in info); numpy's
     OpenBLAS potrf tests only `<= 0` and carries the NaN on into the factor.  A NaN anywhere in
     the lower triangle reaches a later pivot, so the factor's diagonal shows every such case."""
-    L = np.linalg.cholesky(arr)
-    if np.isnan(np.diagonal(L, axis1=-2, axis2=-1)).any():
-        raise np.linalg.LinAlgError("Matrix is not positive definite (a NaN pivot)")
+    L = _np.linalg.cholesky(arr)
+    if _np.isnan(_np.diagonal(L, axis1=-2, axis2=-1)).any():
+        raise _np.linalg.LinAlgError("Matrix is not positive definite (a NaN pivot)")
     return L
 
 
@@ -516,27 +516,27 @@ def _not_positive_definite_order(matrix):
     for order in range(1, matrix.shape[0] + 1):
         try:
             _lapack_cholesky(matrix[:order, :order])
-        except np.linalg.LinAlgError:
+        except _np.linalg.LinAlgError:
             return order
     return matrix.shape[0]
 
 
-class _Cholesky(Function):
+class _Cholesky(_Function):
     @staticmethod
     def forward(ctx, A, name, upper=False):
         # PyTorch reads only the lower triangle; the upper factor reads the upper one, i.e. the
         # lower triangle of A^H, and is returned (by _cholesky) as the adjoint of its factor.
-        arr = np.conj(np.swapaxes(A._array, -1, -2)) if upper else A._array
-        lower = np.tril(arr)
-        symmetric = lower + np.conj(np.swapaxes(np.tril(arr, -1), -1, -2))   # Hermitian
+        arr = _np.conj(_np.swapaxes(A._array, -1, -2)) if upper else A._array
+        lower = _np.tril(arr)
+        symmetric = lower + _np.conj(_np.swapaxes(_np.tril(arr, -1), -1, -2))   # Hermitian
         try:
             L = _lapack_cholesky(symmetric)
-        except np.linalg.LinAlgError:
+        except _np.linalg.LinAlgError:
             flat = symmetric.reshape((-1,) + symmetric.shape[-2:])
             for index, matrix in enumerate(flat):
                 try:
                     _lapack_cholesky(matrix)
-                except np.linalg.LinAlgError:
+                except _np.linalg.LinAlgError:
                     order = _not_positive_definite_order(matrix)
                     raise LinAlgError(
                         f"{name}: {_batch_prefix(index, arr.ndim > 2)}The "
@@ -609,11 +609,11 @@ def _factored_input(ctx):
     return A
 
 
-class _Eigh(Function):
+class _Eigh(_Function):
     @staticmethod
     def forward(ctx, A, uplo):
         arr = A._array
-        values, vectors = np.linalg.eigh(arr, UPLO=uplo)
+        values, vectors = _np.linalg.eigh(arr, UPLO=uplo)
         values, vectors = _tensor(values, A, real=True), _tensor(vectors, A, lapack=True)
         ctx.save_for_backward(values, vectors)
         _keep_factored_input(ctx, A)
@@ -624,9 +624,9 @@ class _Eigh(Function):
     @staticmethod
     def backward(ctx, grad_values, grad_vectors):
         # gA = V (diag(gλ) + skew(V^H gV) / E) V^H with E_ij = λj - λi off the diagonal.
-        with no_grad():     # the outputs are re-derived below when the graph is needed
+        with _no_grad():     # the outputs are re-derived below when the graph is needed
             values, vectors = ctx.saved_tensors
-        if is_grad_enabled():
+        if _is_grad_enabled():
             # create_graph: a saved output the loss did not use has no graph left (tapegrad
             # refuses to hand it out under grad mode), so recompute the factors through the
             # Function itself; reading them under no_grad above still checks their versions.
@@ -656,8 +656,8 @@ _torch_grad_fn_name(_Eigh, "LinalgEighBackward0")
 def _check_phase_invariant(VhgV, name, what):
     """Complex eigenvectors and singular vectors are defined up to a phase e^{i phi} each: a loss
     that depends on the phases (Im diag(V^H gV) != 0) has no gradient; PyTorch's check."""
-    imaginary = np.imag(np.diagonal(VhgV._array, 0, -2, -1))
-    if not np.allclose(imaginary, 0, rtol=1e-2, atol=1e-2):
+    imaginary = _np.imag(_np.diagonal(VhgV._array, 0, -2, -1))
+    if not _np.allclose(imaginary, 0, rtol=1e-2, atol=1e-2):
         raise RuntimeError(f"{name}: The {what} in the complex case are specified up to "
                            "multiplication by e^{i phi}. The specified loss function depends on "
                            "this phase term, making it ill-defined.")
@@ -697,26 +697,26 @@ def eigvalsh(input, UPLO="L"):
     return _Eigh.apply(A, uplo)[0]
 
 
-class _Eig(Function):
+class _Eig(_Function):
     """The eigendecomposition of a general square matrix: complex eigenvalues and unit-norm
     eigenvectors (LAPACK's geev, as PyTorch's)."""
 
     @staticmethod
     def forward(ctx, A):
         arr = A._array
-        complex_dtype = np.result_type(arr.dtype, np.complex64)
-        finite = np.isfinite(arr).all((-2, -1))
+        complex_dtype = _np.result_type(arr.dtype, _np.complex64)
+        finite = _np.isfinite(arr).all((-2, -1))
         if finite.all():
-            values, vectors = np.linalg.eig(arr)
+            values, vectors = _np.linalg.eig(arr)
         else:
             # eigvals without grad: a matrix with an infinity or a NaN has NaN eigenvalues, the
             # others their own, as PyTorch's (numpy's LinAlgError refuses the whole batch)
-            values, vectors = (np.array(f, dtype=complex_dtype) for f in
-                               np.linalg.eig(np.where(finite[..., None, None], arr, 0)))
-            values[~finite] = complex(np.nan, np.nan)
-            vectors[~finite] = complex(np.nan, np.nan)
+            values, vectors = (_np.array(f, dtype=complex_dtype) for f in
+                               _np.linalg.eig(_np.where(finite[..., None, None], arr, 0)))
+            values[~finite] = complex(_np.nan, _np.nan)
+            vectors[~finite] = complex(_np.nan, _np.nan)
         from . import from_numpy
-        values = from_numpy(np.array(values, dtype=complex_dtype, order="C"))
+        values = from_numpy(_np.array(values, dtype=complex_dtype, order="C"))
         vectors = from_numpy(_lapack_layout(vectors, complex_dtype))
         ctx.save_for_backward(values, vectors)
         _keep_factored_input(ctx, A)
@@ -728,9 +728,9 @@ class _Eig(Function):
         # gA = V^-H (diag(gλ) + (V^H gV - V^H V Re diag(V^H gV)) / conj(E)) V^H, with
         # E_ij = λj - λi off the diagonal; each eigenvector is defined up to a phase, so a loss
         # must have Im diag(V^H gV) = 0 (PyTorch's check).  A real A takes the real part.
-        with no_grad():     # the outputs are re-derived below when the graph is needed
+        with _no_grad():     # the outputs are re-derived below when the graph is needed
             values, vectors = ctx.saved_tensors
-        if is_grad_enabled():
+        if _is_grad_enabled():
             values, vectors = _Eig.apply(_factored_input(ctx))  # create_graph: _Eigh.backward
         from . import eye, zeros_like
         if grad_values is None:
@@ -771,7 +771,7 @@ def eig(input):
 def _check_finite_eig(A):
     """PyTorch's linalg_eig refuses a NaN or an infinity (eigvals of a tensor that does not
     require grad gives NaN eigenvalues instead)."""
-    if not np.isfinite(A._array).all():
+    if not _np.isfinite(A._array).all():
         raise RuntimeError("torch.linalg.eig: input tensor should not contain infs or NaNs.")
 
 
@@ -780,7 +780,7 @@ def eigvals(input):
     A = _as_tensor(input, "linalg_eigvals", "input")
     _check_square(A, "linalg.eigvals")
     _check_float(A, "linalg.eigvals")
-    if A.requires_grad and is_grad_enabled():      # (PyTorch's linalg_eig, for the backward)
+    if A.requires_grad and _is_grad_enabled():      # (PyTorch's linalg_eig, for the backward)
         _check_finite_eig(A)
     return _Eig.apply(A)[0]
 
@@ -802,14 +802,14 @@ def _normalize_dims(dim, ndim):
     return tuple(int(d) % max(ndim, 1) for d in dims)
 
 
-class _EuclideanNorm(Function):
+class _EuclideanNorm(_Function):
     """sqrt(sum(x^2)) over dims, whose gradient x / norm is 0 (not nan) where the norm is 0,
     as PyTorch's."""
 
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         arr = x._array
-        out = _tensor(np.sqrt(np.sum(arr * arr, axis=dims, keepdims=keepdim)), x)
+        out = _tensor(_np.sqrt(_np.sum(arr * arr, axis=dims, keepdims=keepdim)), x)
         ctx.save_for_backward(x, out)
         ctx.dims, ctx.keepdim = dims, keepdim
         return out
@@ -844,15 +844,15 @@ def _with_reduced_dims(ctx, *tensors):
     return tensors
 
 
-class _PNorm(Function):
+class _PNorm(_Function):
     """(sum |x|^p)^(1/p) over dims for a real x and any other p, with PyTorch's gradient
     sgn(x) |x|^(p-1) grad / norm^(p-1): 0, not nan, at the zeros of x when p < 1 and where the
     norm is 0 (the composite of pow and sum gave inf * 0 there)."""
 
     @staticmethod
     def forward(ctx, x, ord, dims, keepdim):
-        with np.errstate(divide="ignore", over="ignore"):
-            total = np.sum(np.abs(x._array) ** ord, axis=dims, keepdims=keepdim)
+        with _np.errstate(divide="ignore", over="ignore"):
+            total = _np.sum(_np.abs(x._array) ** ord, axis=dims, keepdims=keepdim)
             out = _tensor(total ** (1.0 / ord), x)
         ctx.save_for_backward(x, out)
         ctx.ord, ctx.dims, ctx.keepdim = ord, dims, keepdim
@@ -878,13 +878,13 @@ class _PNorm(Function):
 _torch_grad_fn_name(_PNorm, "LinalgVectorNormBackward0")
 
 
-class _CountNonzero(Function):
+class _CountNonzero(_Function):
     """The 0-norm (the count of non-zeros): in the graph, but without a gradient, as PyTorch's
     (its backward gives none: a leaf's .grad stays None, autograd.grad needs allow_unused)."""
 
     @staticmethod
     def forward(ctx, magnitude, reduce):
-        with no_grad():
+        with _no_grad():
             # (x != 0, as PyTorch counts: a NaN is not zero; its sign() is NaN's 0)
             return (magnitude != 0).to(magnitude.dtype).sum(**reduce)
 
@@ -908,13 +908,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, str):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not str")
     ord = float(ord)
-    if x.dtype == _core.float16 and not math.isinf(ord):     # (a max / min is exact in float16)
-        (wide,), half = widen_half(x)
-        return narrow_half(vector_norm(wide, ord, dim, keepdim), half)
+    if x.dtype == _core.float16 and not _math.isinf(ord):     # (a max / min is exact in float16)
+        (wide,), half = _widen_half(x)
+        return _narrow_half(vector_norm(wide, ord, dim, keepdim), half)
     dims = _normalize_dims(dim, x.ndim)
     # The max/min norms and the negative orders (a min in disguise) have no identity to
     # give an empty reduction.
-    if (math.isinf(ord) or ord < 0) and x.numel() == 0:
+    if (_math.isinf(ord) or ord < 0) and x.numel() == 0:
         if dim is None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty "
                                "tensor because the operation does not have an identity")
@@ -940,7 +940,7 @@ def _vector_norm_of(x, ord: float, dims, keepdim: bool):
     if x.ndim == 0:
         # (dim 0 or -1 of a 0-d tensor names the tensor itself: nothing to reduce)
         reduce, dims = {}, ()
-    if math.isinf(ord):
+    if _math.isinf(ord):
         # the core's norm, whose gradient is PyTorch's: 0 where a NaN makes the norm NaN (amax /
         # amin of the magnitudes divided by a count of no matches there: NaN everywhere)
         return _core.norm(x, ord, dims, keepdim) if reduce else magnitude
@@ -1000,10 +1000,10 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
             for d in sorted((rows, cols)):
                 result = result.unsqueeze(d)
         return result
-    if ord not in (math.inf, -math.inf, 1, -1):
+    if ord not in (_math.inf, -_math.inf, 1, -1):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
     # inf sums along rows (over columns) and takes the max over rows; 1 the reverse.
-    sum_dim, pick_dim = (cols, rows) if abs(ord) == math.inf else (rows, cols)
+    sum_dim, pick_dim = (cols, rows) if abs(ord) == _math.inf else (rows, cols)
     sums = A.abs().sum(dim=sum_dim, keepdim=True)
     if A.shape[pick_dim] == 0 and ord > 0:
         # PyTorch gives a constant 0 for an empty max (norms are non-negative; no gradient);
@@ -1045,30 +1045,30 @@ def _svd_of_non_finite(arr, full_matrices):
     raises its error naming the first matrix with one; a matrix with infinities only has NaN
     factors, without error, and the other matrices of the batch their own (fuzz 60620368)."""
     flat = arr.reshape((-1,) + arr.shape[-2:])
-    index = next((i for i, m in enumerate(flat) if np.isnan(m).any()), None)
+    index = next((i for i, m in enumerate(flat) if _np.isnan(m).any()), None)
     if index is not None:
         raise LinAlgError(f"linalg.svd: {_batch_prefix(index, arr.ndim > 2)}The algorithm "
                           "failed to converge because the input matrix contained non-finite "
                           "values.") from None
     parts = []
     for m in flat:
-        finite = np.isfinite(m).all()
-        factors = np.linalg.svd(m if finite else np.zeros_like(m), full_matrices=full_matrices)
-        parts.append([f if finite else np.full_like(f, np.nan) for f in factors])
+        finite = _np.isfinite(m).all()
+        factors = _np.linalg.svd(m if finite else _np.zeros_like(m), full_matrices=full_matrices)
+        parts.append([f if finite else _np.full_like(f, _np.nan) for f in factors])
     batch = arr.shape[:-2]
-    return tuple(np.stack([p[j] for p in parts]).reshape(batch + parts[0][j].shape)
-                 if parts else np.linalg.svd(arr, full_matrices=full_matrices)[j]
+    return tuple(_np.stack([p[j] for p in parts]).reshape(batch + parts[0][j].shape)
+                 if parts else _np.linalg.svd(arr, full_matrices=full_matrices)[j]
                  for j in range(3))
 
 
-class _SVD(Function):
+class _SVD(_Function):
     @staticmethod
     def forward(ctx, A, full_matrices):
         arr = A._array
         # (non-finite input is checked first: numpy's LAPACK refuses a NaN but can loop forever
         # on an infinity, a (3, 5) matrix with one inf: fuzz 60673301)
-        if np.isfinite(arr).all():
-            U, S, Vh = np.linalg.svd(arr, full_matrices=full_matrices)
+        if _np.isfinite(arr).all():
+            U, S, Vh = _np.linalg.svd(arr, full_matrices=full_matrices)
         else:
             U, S, Vh = _svd_of_non_finite(arr, full_matrices)
         U, S, Vh = (_tensor(U, A, lapack=True), _tensor(S, A, real=True),
@@ -1089,9 +1089,9 @@ class _SVD(Function):
         # diagonal (each pair of singular vectors is defined up to a common phase, so a loss
         # must have Im diag(U^H gU + V^H gV) = 0, which PyTorch checks).  Full matrices only
         # contribute through their first k columns (the rest is an arbitrary basis).
-        with no_grad():     # the outputs are re-derived below when the graph is needed
+        with _no_grad():     # the outputs are re-derived below when the graph is needed
             U, S, Vh = ctx.saved_tensors
-        if is_grad_enabled():
+        if _is_grad_enabled():
             # create_graph: see _Eigh.backward.
             U, S, Vh = _SVD.apply(_factored_input(ctx), ctx.full_matrices)
         m, n = U.shape[-2], Vh.shape[-1]
@@ -1174,7 +1174,7 @@ def _count_tolerance(S, atol, rtol, shape):
     rtol defaults to eps * max(m, n) unless a positive atol is given; either may be a tensor
     that broadcasts against the batch shape (one tolerance per matrix)."""
     from . import where
-    eps = np.finfo(S._array.dtype).eps
+    eps = _np.finfo(S._array.dtype).eps
     default_rtol = eps * max(shape[-2], shape[-1])
 
     def per_matrix(tol):
@@ -1226,19 +1226,19 @@ def cond(input, p=None):
         S = svdvals(A)
         result = S.sum(-1) * S.reciprocal().sum(-1)
     else:
-        if p not in ("fro", 1, -1, math.inf, -math.inf):
+        if p not in ("fro", 1, -1, _math.inf, -_math.inf):
             raise RuntimeError(f"linalg.cond got an invalid norm type: {p if isinstance(p, str) else f'{p:g}'}")
         if not isinstance(p, str):      # (PyTorch names the order as an integer: ord=inf, ord=-1)
-            _check_square(A, f"linalg.cond(ord={p if abs(p) == math.inf else int(p)})")
+            _check_square(A, f"linalg.cond(ord={p if abs(p) == _math.inf else int(p)})")
         # As PyTorch: a matrix whose LU meets a zero pivot has condition number inf (not a
         # LinAlgError), in a batch alongside the finite ones.
         inverse, info = inv_ex(A)
         from . import where
         singular = info > 0
         result = matrix_norm(A, ord=p) * matrix_norm(
-            where(singular.unsqueeze(-1).unsqueeze(-1), math.inf, inverse), ord=p)
+            where(singular.unsqueeze(-1).unsqueeze(-1), _math.inf, inverse), ord=p)
         if bool(singular.any()):
-            result = where(singular, math.inf, result)
+            result = where(singular, _math.inf, result)
     return result
 
 
@@ -1297,10 +1297,10 @@ def _substitute(T, B, upper, block=64):
     A zero on the diagonal gives inf/NaN, no error, as PyTorch's."""
     from ._more_math import _FMA_WIDE
     n = T.shape[-1]
-    X = np.array(B, dtype=np.result_type(T, B))
+    X = _np.array(B, dtype=_np.result_type(T, B))
     wide = _FMA_WIDE.get(X.dtype) if n <= 16 else None
     starts = range(0, n, block)
-    with np.errstate(all="ignore"):
+    with _np.errstate(all="ignore"):
         for start in (reversed(starts) if upper else starts):
             stop = min(start + block, n)
             solved = slice(stop, n) if upper else slice(0, start)
@@ -1320,7 +1320,7 @@ def _substitute(T, B, upper, block=64):
     return X
 
 
-class _TriangularSolve(Function):
+class _TriangularSolve(_Function):
     """X = T^-1 B for a triangular T (the caller takes the triangle and broadcasts the batch):
     _Solve's gradients (gB = T^-H G, gT = -gB X^H, which the caller's triu/tril keeps in the
     triangle), each solve by substitution."""
@@ -1378,7 +1378,7 @@ def matrix_rank(input, tol=None, hermitian=False, *, atol=None, rtol=None):
                            "2 dimensions.")
     _check_float(A, "torch.linalg.matrix_rank")
     _refuse_complex_tolerance("torch.linalg.matrix_rank", atol, rtol)
-    with no_grad():
+    with _no_grad():
         S = eigvalsh(A).abs() if hermitian else svdvals(A)
         tolerance = _count_tolerance(S, atol, rtol, A.shape)
         return (S > tolerance).sum(dim=-1)
@@ -1424,7 +1424,7 @@ def pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None):
     atol, rtol = _legacy_tolerance("linalg_pinv", "rcond", rcond, atol, rtol, _PINV_SIGNATURES,
                                    absolute=False)
     _core.check_bool("linalg_pinv", "hermitian", hermitian, 0, _PINV_SIGNATURES)
-    if A.ndim < 2 or A._array.dtype.kind not in "fc" or A._array.dtype == np.float16:
+    if A.ndim < 2 or A._array.dtype.kind not in "fc" or A._array.dtype == _np.float16:
         raise RuntimeError(
             f"linalg.pinv({_core.scalar_type_name_of(A._array.dtype)}{{{list(A.shape)}}}): "
             "expected a tensor with 2 or more dimensions of float, double, cfloat or cdouble "
@@ -1433,7 +1433,7 @@ def pinv(input, rcond=None, hermitian=False, *, atol=None, rtol=None):
     return _PseudoInverse.apply(A, atol, rtol, hermitian)
 
 
-class _PseudoInverse(Function):
+class _PseudoInverse(_Function):
     """pinv's forward through the SVD (eigh when hermitian); its gradient from the
     pseudo-inverse P itself, dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P, as
     PyTorch differentiates it.  Differentiating through the factorisation instead is wrong at
@@ -1479,7 +1479,7 @@ def matrix_power(input, n):
     """A to the integer power n by repeated squaring (n < 0 inverts first; n = 0 gives the
     identity), as torch.linalg.matrix_power."""
     A = _as_tensor(input, "linalg_matrix_power", "input")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+    if isinstance(n, bool) or not isinstance(n, (int, _np.integer)):
         raise TypeError("linalg_matrix_power(): argument 'n' (position 2) must be int, not "
                         f"{_type_name(n)}")
     _check_square(A, "linalg.matrix_power")
@@ -1605,7 +1605,7 @@ def cross(input, other, *, dim=-1):
     _check_tensor(input, "linalg_cross")
     _check_tensor(other, "linalg_cross", "other", 2)
     _same_scalar_type(input, other)
-    if input._array.dtype == np.bool_:
+    if input._array.dtype == _np.bool_:
         raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
@@ -1644,7 +1644,7 @@ def _qr_backward_tall(Q, R, grad_Q, grad_R):
     return solve_triangular(_adjoint(R), grad_Q + Q @ symmetric, upper=False, left=False)
 
 
-def _householder_input(arr: np.ndarray) -> np.ndarray:
+def _householder_input(arr: _np.ndarray) -> _np.ndarray:
     """arr with its zeros made +0.0, for a Householder QR (geqrf): LAPACK's reflector takes the
     sign of each column's leading entry, and numpy's LAPACK reads -0.0 as negative where
     PyTorch's reads it as positive, so a -0.0 there flipped a whole row of R and column of Q
@@ -1652,10 +1652,10 @@ def _householder_input(arr: np.ndarray) -> np.ndarray:
     return arr + 0.0
 
 
-class _QR(Function):
+class _QR(_Function):
     @staticmethod
     def forward(ctx, A, mode):
-        Q, R = np.linalg.qr(_householder_input(A._array),
+        Q, R = _np.linalg.qr(_householder_input(A._array),
                             mode="complete" if mode == "complete" else "reduced")
         Q, R = _tensor(Q, A, lapack=True), _tensor(R, A, lapack=True)
         ctx.save_for_backward(Q, R)
@@ -1665,7 +1665,7 @@ class _QR(Function):
 
     @staticmethod
     def backward(ctx, grad_Q, grad_R):
-        with no_grad():     # the outputs are re-derived below when the graph is needed
+        with _no_grad():     # the outputs are re-derived below when the graph is needed
             Q, R = ctx.saved_tensors
         m, n = Q.shape[-2], R.shape[-1]
         if ctx.mode == "r":
@@ -1675,7 +1675,7 @@ class _QR(Function):
         if ctx.mode == "complete" and m > n:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
                                "and nrows > ncols.")
-        if is_grad_enabled():
+        if _is_grad_enabled():
             # create_graph: see _Eigh.backward.
             Q, R = _QR.apply(_factored_input(ctx), ctx.mode)
         if m >= n:
@@ -1745,11 +1745,11 @@ def lstsq(input, b, rcond=None, *, driver=None):
                            "(gels, gelsy, gelsd, gelss)")
     _check_float(A, "torch.linalg.lstsq")
     m, n = A.shape[-2], A.shape[-1]
-    eps = np.finfo(A._array.dtype).eps
+    eps = _np.finfo(A._array.dtype).eps
     rtol = eps * max(m, n) if rcond is None else rcond
     from . import empty
     real = A.real.dtype if A.is_complex() else A.dtype
-    with no_grad():
+    with _no_grad():
         rank = matrix_rank(A, rtol=rtol)
     quick = None
     if driver == "gels":
@@ -1774,7 +1774,7 @@ def lstsq(input, b, rcond=None, *, driver=None):
         solution = solution.squeeze(-1)
     _core._name_grad_fn(solution, "LinalgLstsqBackward0")
     if driver in ("gelsd", "gelss"):
-        with no_grad():
+        with _no_grad():
             singular_values = svdvals(A)
     else:
         singular_values = empty(0, dtype=real)
@@ -1788,9 +1788,9 @@ def _gels_quick_returns(A):
     """Per matrix of A (flattened batch), whether LAPACK's gels returns at once without
     factoring: an empty or all-zero matrix (its solution zero, its B zeroed)."""
     m, n = A.shape[-2], A.shape[-1]
-    count = int(np.prod(A.shape[:-2], dtype=np.int64))
+    count = int(_np.prod(A.shape[:-2], dtype=_np.int64))
     flat = A._array.reshape((count, m * n))
-    return ~(np.abs(flat).max(axis=-1, initial=0) > 0)
+    return ~(_np.abs(flat).max(axis=-1, initial=0) > 0)
 
 
 def _wrap_mask(mask, batch_shape):

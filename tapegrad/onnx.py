@@ -5,7 +5,7 @@ import must succeed.  tapegrad records no traceable program that an ONNX graph c
 from, so :func:`export` raises ``NotImplementedError`` (a script that asks for an export learns
 it cannot have one; no file is written).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 __all__ = ["export", "is_in_onnx_export"]
 

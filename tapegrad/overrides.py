@@ -17,7 +17,7 @@ ordinary call pays nothing.
 
 Also here: telling tensors from other objects (is_tensor_like), and the protocol as user code
 drives it (has_torch_function, handle_torch_function)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 from collections.abc import Sequence

@@ -23,7 +23,7 @@ profiler's own overhead per event.
 The summary `key_averages().table(...)` has torch's layout (Name, Self CPU %, Self CPU, CPU
 total %, CPU total, CPU time avg, # of Calls, and Input Shapes when recorded) and footer.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import enum
 import functools

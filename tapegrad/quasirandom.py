@@ -11,7 +11,7 @@ Scrambling (a random linear matrix scramble of the direction numbers and a rando
 draws its bits from tapegrad's generators, so scrambled points differ from PyTorch's as every
 random stream does.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from functools import lru_cache
 from pathlib import Path

@@ -18,29 +18,19 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad import Generator as Generator
-from tapegrad import Tensor as _Tensor
+from tapegrad import get_rng_state as get_rng_state
+from tapegrad import initial_seed as initial_seed
+from tapegrad import manual_seed as manual_seed
+from tapegrad import seed as seed
+from tapegrad import set_rng_state as set_rng_state
 
 __all__ = [
-    'Generator',
-    'default_generator',
+    'set_rng_state',
+    'get_rng_state',
     'manual_seed',
     'seed',
     'initial_seed',
-    'get_rng_state',
-    'set_rng_state',
     'fork_rng',
 ]
-
-default_generator: Any
-def manual_seed(seed: Any) -> Any: ...
-
-def seed() -> _int: ...
-
-def initial_seed() -> _int: ...
-
-def get_rng_state() -> _Tensor: ...
-
-def set_rng_state(new_state: Any) -> None: ...
 
 def fork_rng(devices: Any = ..., enabled: Any = ..., _caller: Any = ..., _devices_kw: Any = ..., device_type: Any = ...) -> Any: ...

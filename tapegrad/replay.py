@@ -49,7 +49,7 @@ capture (or raise, with on_guard_failure="raise"):
 Not guarded: numbers and tensors reached through attributes (`self.scale`, rebinding
 `model.weight` to a new Parameter) - call `.reset()` after changing those.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import types
@@ -251,12 +251,12 @@ _FUSE = True
 
 
 def _global_rng():
-    from .random import _global_numpy_generator
+    from ._random import _global_numpy_generator
     return _global_numpy_generator()
 
 
 def _holds_generator(obj) -> bool:
-    from .random import Generator
+    from ._random import Generator
     if isinstance(obj, (Generator, np.random.Generator)):
         return True
     if isinstance(obj, (tuple, list)):

@@ -19,7 +19,7 @@ which runs the pickle as Python's unpickler does.
 
 Checkpoints in the first tapegrad format (a pickle-free .npz, see _checkpoint_npz.py) still load.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import _compat_pickle

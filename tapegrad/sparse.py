@@ -1,12 +1,16 @@
 """tapegrad.sparse: the torch.sparse functions for sparse COO tensors (see
 tapegrad._sparse_coo for how they are built on the recorded dense ops)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 # torch/sparse/__init__.py does `import torch`, and capsule-network scripts reach the package
 # through it (`torch.sparse.torch.eye(n).index_select(0, labels)` builds one-hot rows).
 import tapegrad as torch  # noqa: F401
-from ._sparse_coo import (_invariant_checks, set_invariant_checks, sparse_addmm,
-                          sparse_mm_public, sparse_softmax, sparse_sum)
+from ._sparse_coo import _invariant_checks
+from ._sparse_coo import set_invariant_checks as _set_invariant_checks
+from ._sparse_coo import sparse_addmm as _sparse_addmm
+from ._sparse_coo import sparse_mm_public as _sparse_mm_public
+from ._sparse_coo import sparse_softmax as _sparse_softmax
+from ._sparse_coo import sparse_sum as _sparse_sum
 from ._sparse_legacy import (BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                              FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 
@@ -36,12 +40,12 @@ class check_sparse_tensor_invariants:  # noqa: N801  (PyTorch's name)
     @staticmethod
     def enable() -> None:
         """Turn the switch on (an explicit choice: no more "implicitly disabled" warning)."""
-        set_invariant_checks(True)
+        _set_invariant_checks(True)
 
     @staticmethod
     def disable() -> None:
         """Turn the switch off (an explicit choice: no more "implicitly disabled" warning)."""
-        set_invariant_checks(False)
+        _set_invariant_checks(False)
 
     def __init__(self, enable=True):
         self.state = enable
@@ -52,10 +56,10 @@ class check_sparse_tensor_invariants:  # noqa: N801  (PyTorch's name)
             raise RuntimeError("This context manager instance is already activated. Use a "
                                "different context manager instance for context nesting.")
         self.saved_state = self.is_enabled()
-        set_invariant_checks(self.state)
+        _set_invariant_checks(self.state)
 
     def __exit__(self, exc_type, exc_value, traceback):
-        set_invariant_checks(self.saved_state)
+        _set_invariant_checks(self.saved_state)
         self.saved_state = None
 
     def __call__(self, fn):
@@ -80,7 +84,7 @@ def mm(mat1, mat2, reduce=None):
     if reduce is not None:
         raise NotImplementedError("Could not run 'aten::_sparse_mm_reduce_impl' with arguments "
                                   "from the 'SparseCPU' backend")
-    return sparse_mm_public(mat1, mat2)
+    return _sparse_mm_public(mat1, mat2)
 
 
 def sum(input, dim=None, dtype=None):  # noqa: A001  (PyTorch's name)
@@ -94,7 +98,7 @@ def sum(input, dim=None, dtype=None):  # noqa: A001  (PyTorch's name)
     >>> tapegrad.sparse.sum(s)
     tensor(12.)
     """
-    return sparse_sum(input, dim, dtype)
+    return _sparse_sum(input, dim, dtype)
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
@@ -108,7 +112,7 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
     tensor([[3.],
             [4.]])
     """
-    return sparse_addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+    return _sparse_addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def softmax(input, dim, *, dtype=None):
@@ -123,7 +127,7 @@ def softmax(input, dim, *, dtype=None):
     tensor([[0.5000, 0.0000, 0.5000],
             [0.0000, 1.0000, 0.0000]])
     """
-    return sparse_softmax(input, dim, dtype)
+    return _sparse_softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
@@ -136,4 +140,4 @@ def log_softmax(input, dim, *, dtype=None):
     >>> tapegrad.sparse.log_softmax(s, 1).values()
     tensor([-0.6931, -0.6931])
     """
-    return sparse_softmax(input, dim, dtype, log=True)
+    return _sparse_softmax(input, dim, dtype, log=True)

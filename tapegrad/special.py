@@ -1,18 +1,20 @@
 """tapegrad.special: the torch.special functions small scripts use, as names for tapegrad's ops
 (expit is sigmoid, gammaln is lgamma, psi is digamma, ...) plus entr, ndtr, ndtri and xlog1py
 composed from them (recorded, differentiable)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-import math
+import math as _math
 
-import numpy as np
+import numpy as _np
 
 from ._extra_ops import _wrap, _wrap_like, _xlog
 from ._extra_functions import _torch_grad_fn_name
-from .autograd.function import Function
-from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p,
-               log_softmax, logit, logsumexp, mvlgamma, polygamma, round, sigmoid, sinc, softmax,
-               xlogy)
+from .autograd.function import Function as _Function
+from . import (digamma, erf, erfc, erfinv, exp2, expm1, i0, log1p, log_softmax, logit,
+               logsumexp, polygamma, round, sinc, softmax, xlogy)
+# (torch.special names these gammainc, gammaincc, gammaln, multigammaln and expit only)
+from . import igamma as _igamma, igammac as _igammac, lgamma as _lgamma, mvlgamma as _mvlgamma
+from . import sigmoid as _sigmoid
 from ._more_math import zeta
 
 # torch.special's softmax and log_softmax take no out= (torch's own do): the functions behind
@@ -20,7 +22,7 @@ from ._more_math import zeta
 softmax = softmax.__out_arg_of__
 log_softmax = log_softmax.__out_arg_of__
 from ._special_functions import _float_input, ndtri  # noqa: F401  (ndtri: with erfinv, its first guess)
-from . import float16
+from . import float16 as _float16
 from . import _core
 from . import _special_bessel
 from ._special_bessel import (  # noqa: F401
@@ -37,15 +39,15 @@ __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1",
            "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
            "xlog1py", "xlogy", "zeta", *_special_bessel.NAMES]
 
-expit = sigmoid
-gammaln = lgamma
+expit = _sigmoid
+gammaln = _lgamma
 psi = digamma
-gammainc = igamma           # the regularized lower incomplete gamma function
-gammaincc = igammac         # and the upper one
-multigammaln = mvlgamma     # (input, p): the log of the multivariate gamma function
+gammainc = _igamma          # the regularized lower incomplete gamma function
+gammaincc = _igammac        # and the upper one
+multigammaln = _mvlgamma    # (input, p): the log of the multivariate gamma function
 
 
-class _Entr(Function):
+class _Entr(_Function):
     """-x log x (0 at 0, -inf below, NaN at NaN: fuzz 60620763); gradient -(log x + 1): +inf at
     0, nan below, as PyTorch."""
 
@@ -53,9 +55,9 @@ class _Entr(Function):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         arr = x._array
-        with np.errstate(divide="ignore", invalid="ignore"):
-            values = np.where(arr > 0, -arr * np.log(np.where(arr > 0, arr, 1)),
-                              np.where(arr == 0, 0.0, np.where(np.isnan(arr), arr, -np.inf)))
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            values = _np.where(arr > 0, -arr * _np.log(_np.where(arr > 0, arr, 1)),
+                              _np.where(arr == 0, 0.0, _np.where(_np.isnan(arr), arr, -_np.inf)))
         return _wrap_like(values.astype(arr.dtype), x)
 
     @staticmethod
@@ -79,7 +81,7 @@ def ndtr(input):
     """The standard normal cumulative distribution function."""
     # (bool has no negation: integers and bool go to the default float dtype first)
     input = _float_input(input, "erf_vml_cpu", "special_ndtr")
-    result = 0.5 * erfc(-input / math.sqrt(2.0))
+    result = 0.5 * erfc(-input / _math.sqrt(2.0))
     return result
 
 

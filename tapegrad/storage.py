@@ -14,7 +14,7 @@ reach the tensors that view it.
 - `FloatStorage`, `DoubleStorage`, ...: PyTorch's legacy typed names.  Calling one builds a
   `TypedStorage` of its dtype; `isinstance(s, FloatStorage)` asks the dtype.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 from tapegrad._torch_names import TorchNamedClass

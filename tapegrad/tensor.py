@@ -3,7 +3,7 @@
 Everything on the per-op path (arithmetic, recording, backward) is compiled in TensorBase; this
 class adds the conveniences PyTorch users expect: shape and size queries, conversions, repr.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import copy as _copy

@@ -1,11 +1,11 @@
 """Testing helpers (as torch.testing is to PyTorch): finite differences and a count of the
 Python-level calls a piece of code makes, used by tapegrad's own tests."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-import gc
-import sys
+import gc as _gc
+import sys as _sys
 
-import numpy as np
+import numpy as _np
 
 
 def numeric_grad(f, arrays, eps: float = 1e-6):
@@ -14,8 +14,8 @@ def numeric_grad(f, arrays, eps: float = 1e-6):
     The arrays are perturbed in place, one element at a time, and restored."""
     grads = []
     for a in arrays:
-        g = np.zeros_like(a)
-        it = np.nditer(a, flags=["multi_index"])
+        g = _np.zeros_like(a)
+        it = _np.nditer(a, flags=["multi_index"])
         for _ in it:
             i = it.multi_index
             old = a[i]
@@ -40,13 +40,13 @@ def count_python_calls(fn) -> int:
         if event in ("call", "c_call"):
             calls += 1
 
-    gc.disable()
-    sys.setprofile(profiler)
+    _gc.disable()
+    _sys.setprofile(profiler)
     try:
         fn()
     finally:
-        sys.setprofile(None)
-        gc.enable()
+        _sys.setprofile(None)
+        _gc.enable()
     return calls
 
 
@@ -84,7 +84,7 @@ def _fail(default_msg, msg):
 
 def _is_tensor_like(value) -> bool:
     from . import is_tensor
-    return is_tensor(value) or isinstance(value, np.ndarray)
+    return is_tensor(value) or isinstance(value, _np.ndarray)
 
 
 def _as_tensor(value):
@@ -101,34 +101,34 @@ def _mismatch_report(kind, actual, expected, mismatch, rtol, atol, equal):
     if actual.ndim == 0:  # a 0-dim tensor is reported like a pair of Python scalars
         a, e = actual.item(), expected.item()
         diff = abs(a - e)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel = float(np.float64(diff) / np.float64(abs(e)))
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            rel = float(_np.float64(diff) / _np.float64(abs(e)))
         suffix = ("", "") if equal else (f" (up to {atol} allowed)", f" (up to {rtol} allowed)")
         return (f"Scalars are not {check}!\n\nExpected {e} but got {a}.\nAbsolute difference: "
                 f"{diff}{suffix[0]}\nRelative difference: {rel}{suffix[1]}")
     else:
         header = (f"{kind} are not {check}!\n\nMismatched elements: {int(mismatch.sum())} / "
                   f"{mismatch.size} ({100.0 * mismatch.sum() / mismatch.size:.1f}%)\n")
-    exact = not (np.issubdtype(actual.dtype, np.floating) or np.issubdtype(actual.dtype, np.complexfloating))
+    exact = not (_np.issubdtype(actual.dtype, _np.floating) or _np.issubdtype(actual.dtype, _np.complexfloating))
     if exact:  # integers and bool: differences as int64, relative ones in the default float
-        a, e = actual.astype(np.int64), expected.astype(np.int64)
-        abs_diff = np.asarray(np.abs(a - e))
+        a, e = actual.astype(_np.int64), expected.astype(_np.int64)
+        abs_diff = _np.asarray(_np.abs(a - e))
         abs_diff[~mismatch] = 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel_diff = np.asarray(abs_diff / np.abs(e), dtype=np.float32)
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            rel_diff = _np.asarray(abs_diff / _np.abs(e), dtype=_np.float32)
     else:
-        with np.errstate(invalid="ignore", over="ignore"):
-            abs_diff = np.asarray(np.abs(actual - expected))
+        with _np.errstate(invalid="ignore", over="ignore"):
+            abs_diff = _np.asarray(_np.abs(actual - expected))
         abs_diff[~mismatch] = 0
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rel_diff = np.asarray(abs_diff / np.abs(expected), dtype=abs_diff.dtype)
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            rel_diff = _np.asarray(abs_diff / _np.abs(expected), dtype=abs_diff.dtype)
     rel_diff[~mismatch] = 0
     lines = []
     for name, diff, tol in (("absolute", abs_diff, atol), ("relative", rel_diff, rtol)):
         flat = diff.reshape(-1)
-        nan = np.isnan(flat) if flat.dtype.kind == "f" else np.zeros(flat.shape, bool)
-        where = int(np.argmax(nan)) if nan.any() else int(np.argmax(flat))   # max propagates NaN
-        index = tuple(int(i) for i in np.unravel_index(where, diff.shape))
+        nan = _np.isnan(flat) if flat.dtype.kind == "f" else _np.zeros(flat.shape, bool)
+        where = int(_np.argmax(nan)) if nan.any() else int(_np.argmax(flat))   # max propagates NaN
+        index = tuple(int(i) for i in _np.unravel_index(where, diff.shape))
         line = f"Greatest {name} difference: {flat[where].item()} at index {index}"
         if not equal:
             line += f" (up to {tol} allowed)"
@@ -189,14 +189,14 @@ def _compare_values(actual, expected, rtol, atol, equal_nan, msg, kind):
 
 
 def _isclose(a, e, rtol, atol, equal_nan):
-    if not np.issubdtype(a.dtype, np.inexact):
+    if not _np.issubdtype(a.dtype, _np.inexact):
         if rtol == 0 and atol == 0:
             return a == e
-        a, e = a.astype(np.float64), e.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        close = (a == e) | (np.isfinite(a) & np.isfinite(e) & (np.abs(a - e) <= atol + rtol * np.abs(e)))
+        a, e = a.astype(_np.float64), e.astype(_np.float64)
+    with _np.errstate(invalid="ignore", over="ignore"):
+        close = (a == e) | (_np.isfinite(a) & _np.isfinite(e) & (_np.abs(a - e) <= atol + rtol * _np.abs(e)))
     if equal_nan:
-        close |= np.isnan(a) & np.isnan(e)
+        close |= _np.isnan(a) & _np.isnan(e)
     return close
 
 
@@ -229,7 +229,7 @@ def _tensor_pair(actual, expected, allow_subclasses) -> bool:
     is never paired with an array), of one type unless subclasses are allowed."""
     from . import is_tensor
     if not (is_tensor(actual) and is_tensor(expected) or
-            isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray)):
+            isinstance(actual, _np.ndarray) and isinstance(expected, _np.ndarray)):
         return False
     return allow_subclasses or type(actual) is type(expected)
 
@@ -237,8 +237,8 @@ def _tensor_pair(actual, expected, allow_subclasses) -> bool:
 def _compare(actual, expected, path, allow_subclasses=True, **options):
     from collections.abc import Mapping, Sequence
     # numpy scalars compare as the Python numbers they hold (np.float32(1) is close to 1.0)
-    actual = actual.item() if isinstance(actual, np.generic) else actual
-    expected = expected.item() if isinstance(expected, np.generic) else expected
+    actual = actual.item() if isinstance(actual, _np.generic) else actual
+    expected = expected.item() if isinstance(expected, _np.generic) else expected
     if actual is None or expected is None:
         if actual is not expected:
             raise AssertionError(f"None mismatch: {actual} is not {expected}")

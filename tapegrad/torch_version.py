@@ -7,7 +7,7 @@ Scripts test the version they run under: `torch.__version__ >= "1.8"`, `< (2, 0)
 comparison for something that is not a version.  This type does the same without depending on
 the `packaging` distribution: the PEP 440 ordering is written out below.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import re
 from collections.abc import Iterable

@@ -1,6 +1,6 @@
 """torch.types: the aliases PyTorch's signatures are annotated with (`Number`, `Device`,
 `_size`...), for scripts that annotate their own code with them."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from typing import Union
 

@@ -191,7 +191,8 @@ def test_gradcheck_check_forward_ad():
         def jvp(ctx, g):
             return g
 
-    with pytest.raises(tg.autograd.GradcheckError, match="forward mode mismatch"):
+    from tapegrad.autograd.gradcheck import GradcheckError   # (torch.autograd has no such name)
+    with pytest.raises(GradcheckError, match="forward mode mismatch"):
         tg.autograd.gradcheck(BadJvp.apply, (x,), check_forward_ad=True, check_backward_ad=False,
                               check_undefined_grad=False)
     assert not tg.autograd.gradcheck(BadJvp.apply, (x,), check_forward_ad=True,

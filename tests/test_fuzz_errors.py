@@ -198,7 +198,7 @@ def test_scatter_reduce_prod_second_derivative_by_finite_differences(include_sel
 
 
 def test_once_differentiable_results_raise_when_differentiated():
-    from tapegrad.autograd import Function, once_differentiable
+    from tapegrad.autograd.function import Function, once_differentiable
 
     class Square(Function):
         @staticmethod

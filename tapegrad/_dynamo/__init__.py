@@ -6,7 +6,7 @@ function that must stay eager, ``torch._dynamo.reset()`` between experiments, se
 ``torch._dynamo.config`` (``suppress_errors``, ``cache_size_limit``).  tapegrad's compiler is
 tapegrad.replay; these are the same controls over it, as in torch.compiler (tapegrad/compiler.py).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import compiler as _compiler
 from . import config

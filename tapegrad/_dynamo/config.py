@@ -1,7 +1,7 @@
 """torch._dynamo.config: the settings scripts assign before calling torch.compile
 (``suppress_errors``, ``cache_size_limit``).  Kept as set; they change nothing tapegrad computes
 (tapegrad/_config_settings.py)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .._config_settings import install
 

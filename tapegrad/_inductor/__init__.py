@@ -2,7 +2,7 @@
 through ``torch._inductor.config`` (``coordinate_descent_tuning``, ``triton.unique_kernel_names``),
 reached as an attribute without importing it; tapegrad has one back end, its replay
 (tapegrad/replay.py), and keeps these settings without acting on them."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import config
 

@@ -1,6 +1,6 @@
 """torch._inductor.config: the back-end settings scripts assign before torch.compile.  Kept as
 set; they change nothing tapegrad computes (tapegrad/_config_settings.py)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .._config_settings import install
 

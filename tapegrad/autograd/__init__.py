@@ -11,16 +11,15 @@
 - SavedTensor                     grad_fn._raw_saved_* handles (register_hooks)
 - is_multithreading_enabled / set_multithreading_enabled
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-import sys
+import sys as _sys
 
 from .. import _core, _lazy
 from ..grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
-from .function import Function, once_differentiable
+from .function import Function
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
-from .._core import RemovableHandle
-from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from .gradcheck import gradcheck, gradgradcheck
 from .variable import Variable
 from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
 from .._saved_attrs import SavedTensor
@@ -38,10 +37,11 @@ _LAZY = _lazy.table({
     "profiler": (),
 })
 
-__all__ = ["grad", "backward", "Function", "once_differentiable", "detect_anomaly",
-           "set_detect_anomaly", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-           "gradcheck", "gradgradcheck", "functional", "Variable", "profiler", "forward_ad",
-           "graph", "SavedTensor", "is_multithreading_enabled", "set_multithreading_enabled"]
+# torch.autograd's __all__ (what `from torch.autograd import *` binds; its submodules and
+# SavedTensor are attributes only), less NestedIOFunction and enforce_grad_layout_policy
+__all__ = ["Variable", "Function", "backward", "grad_mode", "detect_anomaly", "enable_grad",
+           "grad", "gradcheck", "gradgradcheck", "inference_mode", "no_grad", "set_detect_anomaly",
+           "set_grad_enabled", "set_multithreading_enabled", "variable"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -63,7 +63,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                              allow_unused, materialize_grads)
     # Sparse COO inputs are differentiated through their values (cheap tests first: this is
     # every grad call's path, and no sparse tensor exists before tapegrad._sparse_coo loads).
-    sparse_coo = sys.modules.get("tapegrad._sparse_coo")
+    sparse_coo = _sys.modules.get("tapegrad._sparse_coo")
     if sparse_coo is not None and (
             type(inputs) is sparse_coo.SparseTensor
             or (type(inputs) in (list, tuple) and sparse_coo.SparseTensor in map(type, inputs))):
@@ -80,7 +80,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                            materialize_grads)
     # Gradients of a weight looked up with embedding(sparse=True) are sparse: no sweep gives
     # them (tapegrad/_sparse_embedding.py, loaded by the first such lookup).
-    sparse_lookups = sys.modules.get("tapegrad._sparse_embedding")
+    sparse_lookups = _sys.modules.get("tapegrad._sparse_embedding")
     if sparse_lookups is not None:
         result = sparse_lookups.grad_through_lookups(outputs, inputs, grad_outputs, retain_graph,
                                                      create_graph, allow_unused,

@@ -29,9 +29,7 @@ from tapegrad.autograd import variable as variable
 from tapegrad.autograd.anomaly_mode import detect_anomaly as detect_anomaly
 from tapegrad.autograd.anomaly_mode import set_detect_anomaly as set_detect_anomaly
 from tapegrad.autograd.function import Function as Function
-from tapegrad.autograd.function import once_differentiable as once_differentiable
 from tapegrad.autograd.grad_mode import set_multithreading_enabled as set_multithreading_enabled
-from tapegrad.autograd.gradcheck import GradcheckError as GradcheckError
 from tapegrad.autograd.gradcheck import gradcheck as gradcheck
 from tapegrad.autograd.gradcheck import gradgradcheck as gradgradcheck
 from tapegrad.autograd.variable import Variable as Variable
@@ -44,31 +42,26 @@ from tapegrad.overrides import has_torch_function as has_torch_function
 from tapegrad.overrides import is_tensor_like as is_tensor_like
 
 __all__ = [
-    'grad',
-    'backward',
+    'Variable',
     'Function',
-    'once_differentiable',
+    'backward',
+    'grad_mode',
     'detect_anomaly',
-    'set_detect_anomaly',
-    'no_grad',
     'enable_grad',
-    'set_grad_enabled',
-    'inference_mode',
+    'grad',
     'gradcheck',
     'gradgradcheck',
-    'functional',
-    'Variable',
-    'profiler',
-    'forward_ad',
-    'graph',
-    'SavedTensor',
-    'is_multithreading_enabled',
+    'inference_mode',
+    'no_grad',
+    'set_detect_anomaly',
+    'set_grad_enabled',
     'set_multithreading_enabled',
+    'variable',
 ]
 
-def grad(outputs: Any, inputs: Any, grad_outputs: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., only_inputs: Any = ..., allow_unused: Any = ..., is_grads_batched: Any = ..., materialize_grads: Any = ...) -> Any: ...
-
 def backward(tensors: Any, grad_tensors: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., grad_variables: Any = ..., inputs: Any = ...) -> None: ...
+
+def grad(outputs: Any, inputs: Any, grad_outputs: Any = ..., retain_graph: Any = ..., create_graph: Any = ..., only_inputs: Any = ..., allow_unused: Any = ..., is_grads_batched: Any = ..., materialize_grads: Any = ...) -> Any: ...
 
 class SavedTensor:
     def __init__(self, fn: Any, reader: Any) -> None: ...
@@ -76,10 +69,3 @@ class SavedTensor:
     def register_hooks(self, pack_hook: Any, unpack_hook: Any) -> None: ...
 
 def is_multithreading_enabled() -> _bool: ...
-
-class RemovableHandle:
-    def __enter__(self) -> Any: ...
-    def __exit__(self, *exc: Any) -> Any: ...
-    def __repr__(self) -> Any: ...
-    id: Any
-    def remove(self) -> Any: ...

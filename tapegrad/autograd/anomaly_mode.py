@@ -6,7 +6,7 @@ ran (a UserWarning with the full forward traceback is also emitted, as PyTorch d
 check_nan (the default), a backward op that returns NaN raises
 "Function 'XBackward0' returned nan values in its 0th output."
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import warnings

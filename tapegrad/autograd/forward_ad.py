@@ -23,7 +23,7 @@ count the inputs' tangents twice, or call a ``backward`` the Function may not ha
 passes no gradient to its inputs while an unpack sweep runs (``_unpacking``).  A Function without
 ``jvp`` applied to inputs with tangents raises PyTorch's NotImplementedError.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import contextlib
 import sys

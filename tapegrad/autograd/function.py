@@ -20,7 +20,7 @@ output (see src/tapegrad/ops_function.pxi).  The ctx is the outputs' grad_fn, an
 sweep calls Python for a built-in mechanism): it materialises missing output gradients, calls the
 user's backward and checks what it returns as PyTorch's engine does.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import functools

@@ -6,7 +6,7 @@ supports create_graph (see tapegrad._core._graph_vjp_ops()).
 
 The helpers and error messages follow PyTorch's module, so results and failures match.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -1,7 +1,7 @@
 """torch.autograd.grad_mode: where PyTorch defines its grad-mode guards (scripts import them from
 here, and their objects print under this module's name); ours live in tapegrad.grad_mode.
 Also the engine's multithreading switch."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 

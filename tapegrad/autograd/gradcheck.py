@@ -18,7 +18,7 @@ Complex values are compared in PyTorch's convention (a gradient is dL/dx + i dL/
 loss L of z = x + iy): each complex output element k gives two columns, the gradient of Re y_k
 (seed 1) and of Im y_k (seed i), and a complex input's numerical rows are d/dx + i d/dy of them.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

@@ -15,7 +15,7 @@
 How the saved-value hooks reach the compiled records, and when pack runs, is
 src/tapegrad/saved_hooks.pxi; what differs from PyTorch is in docs/differences.md.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import abc
 import contextlib

@@ -2,7 +2,7 @@
 
 `Variable(t, requires_grad=...)` returns a new tensor sharing t's storage, detached from t's
 graph, with the requested requires_grad; `isinstance(x, Variable)` holds for every tensor."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import warnings

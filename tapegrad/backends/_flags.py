@@ -1,7 +1,7 @@
 """The flags of a torch.backends module (cudnn.benchmark, mkldnn.enabled): settable module
 attributes that accept only a bool, as PyTorch's (`set_benchmark_cudnn expects a bool, but got
 int`), remembered with no effect on tapegrad's computation."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import sys

@@ -5,7 +5,7 @@ things PyTorch does differently per CPU (which of ATen's kernels a float operati
 words a convolution's dtype error uses), so they are read once here, from numpy's record of the
 features it detected at import.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import os

@@ -2,7 +2,7 @@
 (`torch.backends.cudnn.deterministic = True`, `benchmark = False`) for reproducibility, so the
 flags exist, remember what is set, and check the type as PyTorch does (a bool), with no effect on
 tapegrad's computation (which is deterministic on the CPU)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import sys
 from contextlib import contextmanager

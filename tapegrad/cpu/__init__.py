@@ -5,7 +5,7 @@ The CPU runs every op synchronously in the calling thread, so synchronize is imm
 stream is only the default one: Stream and stream() exist so that code written for streams runs
 unchanged, with nothing to order.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import amp  # noqa: F401  (torch.cpu.amp.autocast / GradScaler; also importable as a module)
 

@@ -5,7 +5,7 @@ PyTorch warns (FutureWarning) that they are deprecated and otherwise behaves as
 the CPU; an enabled CPU autocast is refused by tapegrad.amp (no bfloat16), a disabled one
 (``enabled=False``, the usual ``enabled=use_amp`` guard) is a no-op.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..amp import _DeviceAutocast, _DeviceGradScaler
 

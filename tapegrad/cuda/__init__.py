@@ -5,10 +5,10 @@ it (`torch.cuda.empty_cache()`) whatever machine they run on, so those calls ans
 exactly as they do in PyTorch's CPU build; the calls that need a GPU raise its AssertionError, or
 the AttributeError of its missing `torch._C` bindings where PyTorch calls one without initialising.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import _legacy
-from .._device import _NO_CUDA, check_device
+from .._device import _NO_CUDA, check_device as _check_device
 from . import amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast; also importable as a module)
 
 

@@ -37,7 +37,6 @@ __all__ = [
     'ShortTensor',
     'Stream',
     'amp',
-    'check_device',
     'current_device',
     'current_stream',
     'default_generators',
@@ -125,8 +124,6 @@ class ShortTensor:
 
 class Stream:
     ...
-
-def check_device(spec: Any, fn: _str = ..., allow_meta: _bool = ...) -> None: ...
 
 def current_device() -> _int: ...
 

@@ -3,7 +3,7 @@
 PyTorch warns (FutureWarning) that they are deprecated, then, having no CUDA, disables them:
 the scaler passes everything through and the autocast region is a no-op.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

@@ -2,7 +2,7 @@
 (so ``from torch.distributed import init_process_group`` works in a script that only uses it
 when launched by torchrun), ``is_available()`` is False, and every call that needs a process
 group raises the error PyTorch raises when none was initialised."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import enum
 

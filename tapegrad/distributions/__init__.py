@@ -16,10 +16,10 @@ from .normal import Normal
 from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .uniform import Uniform
 from .independent import Independent
-from .location_scale import Cauchy, Exponential, Geometric, Laplace
+from ._location_scale import Cauchy, Exponential, Geometric, Laplace
 from .multivariate_normal import MultivariateNormal
-from .gamma_family import Beta, Dirichlet, Gamma, StudentT
-from .count_families import Binomial, Poisson
+from ._gamma_family import Beta, Dirichlet, Gamma, StudentT
+from ._count_families import Binomial, Poisson
 from .multinomial import Multinomial
 from .transformed_distribution import LogNormal, TransformedDistribution
 from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,

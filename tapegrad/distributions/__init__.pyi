@@ -27,14 +27,12 @@ from tapegrad.distributions import chi2 as chi2
 from tapegrad.distributions import constraint_registry as constraint_registry
 from tapegrad.distributions import constraints as constraints
 from tapegrad.distributions import continuous_bernoulli as continuous_bernoulli
-from tapegrad.distributions import count_families as count_families
 from tapegrad.distributions import dirichlet as dirichlet
 from tapegrad.distributions import distribution as distribution
 from tapegrad.distributions import exp_family as exp_family
 from tapegrad.distributions import exponential as exponential
 from tapegrad.distributions import fishersnedecor as fishersnedecor
 from tapegrad.distributions import gamma as gamma
-from tapegrad.distributions import gamma_family as gamma_family
 from tapegrad.distributions import generalized_pareto as generalized_pareto
 from tapegrad.distributions import geometric as geometric
 from tapegrad.distributions import gumbel as gumbel
@@ -46,7 +44,6 @@ from tapegrad.distributions import kl as kl
 from tapegrad.distributions import kumaraswamy as kumaraswamy
 from tapegrad.distributions import laplace as laplace
 from tapegrad.distributions import lkj_cholesky as lkj_cholesky
-from tapegrad.distributions import location_scale as location_scale
 from tapegrad.distributions import log_normal as log_normal
 from tapegrad.distributions import logistic_normal as logistic_normal
 from tapegrad.distributions import lowrank_multivariate_normal as lowrank_multivariate_normal
@@ -72,15 +69,9 @@ from tapegrad.distributions.bernoulli import Bernoulli as Bernoulli
 from tapegrad.distributions.categorical import Categorical as Categorical
 from tapegrad.distributions.chi2 import Chi2 as Chi2
 from tapegrad.distributions.continuous_bernoulli import ContinuousBernoulli as ContinuousBernoulli
-from tapegrad.distributions.count_families import Binomial as Binomial
-from tapegrad.distributions.count_families import Poisson as Poisson
 from tapegrad.distributions.distribution import Distribution as Distribution
 from tapegrad.distributions.exp_family import ExponentialFamily as ExponentialFamily
 from tapegrad.distributions.fishersnedecor import FisherSnedecor as FisherSnedecor
-from tapegrad.distributions.gamma_family import Beta as Beta
-from tapegrad.distributions.gamma_family import Dirichlet as Dirichlet
-from tapegrad.distributions.gamma_family import Gamma as Gamma
-from tapegrad.distributions.gamma_family import StudentT as StudentT
 from tapegrad.distributions.generalized_pareto import GeneralizedPareto as GeneralizedPareto
 from tapegrad.distributions.gumbel import Gumbel as Gumbel
 from tapegrad.distributions.half_cauchy import HalfCauchy as HalfCauchy
@@ -91,10 +82,6 @@ from tapegrad.distributions.kl import kl_divergence as kl_divergence
 from tapegrad.distributions.kl import register_kl as register_kl
 from tapegrad.distributions.kumaraswamy import Kumaraswamy as Kumaraswamy
 from tapegrad.distributions.lkj_cholesky import LKJCholesky as LKJCholesky
-from tapegrad.distributions.location_scale import Cauchy as Cauchy
-from tapegrad.distributions.location_scale import Exponential as Exponential
-from tapegrad.distributions.location_scale import Geometric as Geometric
-from tapegrad.distributions.location_scale import Laplace as Laplace
 from tapegrad.distributions.logistic_normal import LogisticNormal as LogisticNormal
 from tapegrad.distributions.lowrank_multivariate_normal import LowRankMultivariateNormal as LowRankMultivariateNormal
 from tapegrad.distributions.mixture_same_family import MixtureSameFamily as MixtureSameFamily
@@ -132,6 +119,8 @@ from tapegrad.distributions.uniform import Uniform as Uniform
 from tapegrad.distributions.von_mises import VonMises as VonMises
 from tapegrad.distributions.weibull import Weibull as Weibull
 from tapegrad.distributions.wishart import Wishart as Wishart
+from tapegrad.distributions.distribution import Distribution as _Distribution
+from tapegrad.distributions.exp_family import ExponentialFamily as _ExponentialFamily
 
 __all__ = [
     'AbsTransform',
@@ -204,6 +193,164 @@ __all__ = [
     'transform_to',
     'transforms',
 ]
+
+class Beta(_ExponentialFamily):
+    def __init__(self, concentration1: Any, concentration0: Any, validate_args: Any = ...) -> None: ...
+    def __repr__(self) -> _str: ...
+    arg_constraints: Any
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_rsample: _bool
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+    concentration1: Any
+    concentration0: Any
+
+class Binomial(_Distribution):
+    def __init__(self, total_count: Any = ..., probs: Any = ..., logits: Any = ..., validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def entropy(self) -> Any: ...
+    def enumerate_support(self, expand: _bool = ...) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_enumerate_support: _bool
+    def log_prob(self, value: Any) -> Any: ...
+    logits: Any
+    mean: Any
+    mode: Any
+    param_shape: Any
+    probs: Any
+    def sample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+    total_count: Any
+
+class Cauchy(_Distribution):
+    def __init__(self, loc: Any, scale: Any, validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def cdf(self, value: Any) -> Any: ...
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_rsample: _bool
+    def icdf(self, value: Any) -> Any: ...
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+    loc: Any
+    scale: Any
+
+class Dirichlet(_ExponentialFamily):
+    def __init__(self, concentration: Any, validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_rsample: _bool
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+    concentration: Any
+
+class Exponential(_ExponentialFamily):
+    def __init__(self, rate: Any, validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def cdf(self, value: Any) -> Any: ...
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_rsample: _bool
+    def icdf(self, value: Any) -> Any: ...
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    stddev: Any
+    support: Any
+    variance: Any
+    rate: Any
+
+class Gamma(_ExponentialFamily):
+    def __init__(self, concentration: Any, rate: Any, validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def cdf(self, value: Any) -> Any: ...
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_rsample: _bool
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+    concentration: Any
+    rate: Any
+
+class Geometric(_Distribution):
+    def __init__(self, probs: Any = ..., logits: Any = ..., validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    def log_prob(self, value: Any) -> Any: ...
+    logits: Any
+    mean: Any
+    mode: Any
+    probs: Any
+    def sample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+
+class Laplace(_Distribution):
+    def __init__(self, loc: Any, scale: Any, validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def cdf(self, value: Any) -> Any: ...
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_rsample: _bool
+    def icdf(self, value: Any) -> Any: ...
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    stddev: Any
+    support: Any
+    variance: Any
+    loc: Any
+    scale: Any
+
+class Poisson(_ExponentialFamily):
+    def __init__(self, rate: Any, validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def sample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+    rate: Any
+
+class StudentT(_Distribution):
+    def __init__(self, df: Any, loc: Any = ..., scale: Any = ..., validate_args: Any = ...) -> None: ...
+    arg_constraints: Any
+    def entropy(self) -> Any: ...
+    def expand(self, batch_shape: Any, _instance: Any = ...) -> Any: ...
+    has_rsample: _bool
+    def log_prob(self, value: Any) -> Any: ...
+    mean: Any
+    mode: Any
+    def rsample(self, sample_shape: Any = ...) -> Any: ...
+    support: Any
+    variance: Any
+    df: Any
+    loc: Any
+    scale: Any
 
 def biject_to(constraint: Any) -> Any: ...
 

@@ -1,6 +1,6 @@
 """The part Multinomial and OneHotCategorical share: both are a Categorical seen through another
 event (count vectors, one-hot vectors), so their parameters, shapes and expand() are its."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..tensor import Size
 from . import constraints

@@ -22,11 +22,11 @@ converges fast, and on the other side through I_x(a, b) = 1 - I_{1-x}(b, a).  Th
 derivative of the prefactor is analytic (digamma), that of K a central difference; the ratio to
 the density is taken in closed form, so nothing underflows at tiny x.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 
-from .. import random as _random
+from .. import _random
 from ..autograd.function import Function, once_differentiable
 from ..creation import _make
 

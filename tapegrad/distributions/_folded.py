@@ -1,6 +1,6 @@
 """The shared half of HalfNormal and HalfCauchy: |X| for X a distribution centred at 0 and
 symmetric about it, so every law of |X| follows from X's by folding at 0."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -1,8 +1,8 @@
 """Shared by the location-scale families: expand() that broadcasts named parameters, and
 reparameterised draws from the global stream."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-from .. import random as _random
+from .. import _random
 from ..creation import _make
 from ..tensor import Size
 from . import constraints

@@ -1,6 +1,6 @@
 """The shared half of RelaxedBernoulli and RelaxedOneHotCategorical: each is a transform of a
 base distribution (its logit, its log) that holds the temperature and the parameters."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import numbers

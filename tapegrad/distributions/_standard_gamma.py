@@ -8,11 +8,11 @@ families built on it (Chi2, StudentT, InverseGamma, FisherSnedecor, Wishart) use
 samples train the concentrations as PyTorch's do (Beta and Dirichlet have their own implicit
 gradient, in _dirichlet).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 
-from .. import random as _random
+from .. import _random
 from .._incomplete_gamma import log_prefactor, regularized_gamma
 from ..autograd.function import Function
 from ..creation import _make

@@ -1,9 +1,9 @@
 """Bernoulli(probs=|logits=): 0/1 outcomes, 1 with probability probs."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 
-from .. import random as _random
+from .. import _random
 from ..creation import _make
 from ..grad_mode import no_grad
 from ..nn import functional as F

@@ -1,5 +1,5 @@
 """torch.distributions.beta: PyTorch's import path for Beta
 (``from torch.distributions.beta import Beta``)."""
-from .gamma_family import Beta
+from ._gamma_family import Beta
 
 __all__ = ["Beta"]

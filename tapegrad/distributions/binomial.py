@@ -1,5 +1,5 @@
 """torch.distributions.binomial: PyTorch's import path for Binomial
 (``from torch.distributions.binomial import Binomial``)."""
-from .count_families import Binomial
+from ._count_families import Binomial
 
 __all__ = ["Binomial"]

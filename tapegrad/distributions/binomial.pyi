@@ -18,7 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.distributions.count_families import Binomial as Binomial
+from tapegrad.distributions import Binomial as Binomial
 
 __all__ = [
     'Binomial',

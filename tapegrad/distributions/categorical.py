@@ -1,9 +1,9 @@
 """Categorical(probs=|logits=): one of K categories per batch member (integer samples)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 
-from .. import random as _random
+from .. import _random
 from ..creation import _broadcast_shapes, _make
 from ..grad_mode import no_grad
 from ..tensor import Size

@@ -18,7 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.distributions.location_scale import Cauchy as Cauchy
+from tapegrad.distributions import Cauchy as Cauchy
 
 __all__ = [
     'Cauchy',

@@ -1,8 +1,8 @@
 """Chi2(df): the chi-squared law, Gamma(df / 2, 1 / 2)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import constraints
-from .gamma_family import Gamma
+from ._gamma_family import Gamma
 
 __all__ = ["Chi2"]
 

@@ -6,7 +6,7 @@ onto it, as torch.distributions.constraint_registry has them.
 constrained parameter: ``p = transform_to(c)(unconstrained)``.  Factories are registered per
 constraint class; a factory receives the constraint instance (its bounds).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numbers
 

@@ -5,7 +5,7 @@
 validation in Distribution reads (turning a False into PyTorch's ValueError).  The reprs are PyTorch's, since its
 error messages quote them.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -2,7 +2,7 @@
 p^x (1 - p)^(1 - x) (Loaiza-Ganem & Cunningham, 2019), the likelihood of VAEs on [0, 1] data;
 reparameterised through its inverse cdf.  Near p = 1/2 the closed forms are 0/0, so inside
 ``lims`` Taylor expansions are used, as PyTorch does."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import numbers

@@ -4,7 +4,7 @@ import numpy as np
 
 from ..creation import _make
 from ._dirichlet import dirichlet_vjp
-from .gamma_family import Dirichlet
+from ._gamma_family import Dirichlet
 
 __all__ = ["Dirichlet"]
 

@@ -18,7 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.distributions.gamma_family import Dirichlet as Dirichlet
+from tapegrad.distributions import Dirichlet as Dirichlet
 
 __all__ = [
     'Dirichlet',

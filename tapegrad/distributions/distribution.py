@@ -1,5 +1,5 @@
 """Distribution: the base class (shapes, argument and sample validation, sample via rsample)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

@@ -1,7 +1,7 @@
 """ExponentialFamily: the base of distributions with densities
 p(x; theta) = exp(<t(x), theta> - F(theta) + k(x)); entropy and same-family KL come from the
 log-normaliser F by automatic differentiation (Bregman divergences)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .distribution import Distribution
 from .utils import _sum_rightmost

@@ -18,7 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.distributions.location_scale import Exponential as Exponential
+from tapegrad.distributions import Exponential as Exponential
 
 __all__ = [
     'Exponential',

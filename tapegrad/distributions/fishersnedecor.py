@@ -1,5 +1,5 @@
 """FisherSnedecor(df1, df2): the F distribution, (X1 / df1) / (X2 / df2) for chi-squared X."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -1,5 +1,5 @@
 """torch.distributions.gamma: PyTorch's import path for Gamma
 (``from torch.distributions.gamma import Gamma``)."""
-from .gamma_family import Gamma
+from ._gamma_family import Gamma
 
 __all__ = ["Gamma"]

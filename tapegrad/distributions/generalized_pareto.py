@@ -1,6 +1,6 @@
 """GeneralizedPareto(loc, scale, concentration): the law of threshold exceedances (peaks over a
 threshold), reparameterised through its inverse cdf."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

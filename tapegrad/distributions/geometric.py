@@ -1,5 +1,5 @@
 """torch.distributions.geometric: PyTorch's import path for Geometric
 (``from torch.distributions.geometric import Geometric``)."""
-from .location_scale import Geometric
+from ._location_scale import Geometric
 
 __all__ = ["Geometric"]

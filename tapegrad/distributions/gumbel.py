@@ -1,5 +1,5 @@
 """Gumbel(loc, scale): the law of maxima, loc - scale log(-log U) for U uniform."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

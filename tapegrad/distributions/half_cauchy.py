@@ -1,11 +1,11 @@
 """HalfCauchy(scale): |X| for X ~ Cauchy(0, scale), reparameterised."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 
 from .. import full
 from ._folded import _FoldedAtZero
-from .location_scale import Cauchy
+from ._location_scale import Cauchy
 from .transforms import AbsTransform
 
 __all__ = ["HalfCauchy"]

@@ -1,5 +1,5 @@
 """HalfNormal(scale): |X| for X ~ Normal(0, scale), reparameterised."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -1,6 +1,6 @@
 """Independent(base, n): reinterprets the rightmost n batch dims of `base` as event dims, so
 log_prob sums over them (a diagonal Gaussian over vectors is Independent(Normal(...), 1))."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..tensor import Size
 from . import constraints

@@ -1,11 +1,11 @@
 """InverseGamma(concentration, rate): 1 / X for X ~ Gamma(concentration, rate)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 
 from .. import digamma, lgamma, where
 from . import constraints
-from .gamma_family import Gamma
+from ._gamma_family import Gamma
 from .transformed_distribution import TransformedDistribution
 from .transforms import PowerTransform
 

@@ -1,5 +1,5 @@
 """kl_divergence(p, q): KL(p || q) for registered pairs of distribution types."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 
@@ -8,13 +8,13 @@ from ..nn import functional as F
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .continuous_bernoulli import ContinuousBernoulli
-from .count_families import Binomial, Poisson
+from ._count_families import Binomial, Poisson
 from .exp_family import ExponentialFamily, bregman_kl
-from .gamma_family import Beta, Dirichlet, Gamma
+from ._gamma_family import Beta, Dirichlet, Gamma
 from .gumbel import Gumbel
 from .half_normal import HalfNormal
 from .independent import Independent
-from .location_scale import Cauchy, Exponential, Geometric, Laplace
+from ._location_scale import Cauchy, Exponential, Geometric, Laplace
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
 from .normal import Normal

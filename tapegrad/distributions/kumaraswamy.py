@@ -1,6 +1,6 @@
 """Kumaraswamy(concentration1, concentration0): a Beta-like law on (0, 1) with a closed-form
 cdf, (1 - (1 - U)^(1/b))^(1/a) for U uniform (reparameterised)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

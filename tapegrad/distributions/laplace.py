@@ -1,5 +1,5 @@
 """torch.distributions.laplace: PyTorch's import path for Laplace
 (``from torch.distributions.laplace import Laplace``)."""
-from .location_scale import Laplace
+from ._location_scale import Laplace
 
 __all__ = ["Laplace"]

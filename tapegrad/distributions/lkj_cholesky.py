@@ -1,6 +1,6 @@
 """LKJCholesky(dim, concentration): the LKJ prior over correlation matrices, expressed on their
 lower Cholesky factors (Lewandowski, Kurowicka & Joe, 2009), sampled by the onion method."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 
@@ -11,7 +11,7 @@ from ..creation import _make
 from ..tensor import Size
 from . import constraints
 from .distribution import Distribution
-from .gamma_family import Beta
+from ._gamma_family import Beta
 from .utils import broadcast_all
 
 __all__ = ["LKJCholesky"]
@@ -52,7 +52,7 @@ class LKJCholesky(Distribution):
         return new
 
     def sample(self, sample_shape=Size()):
-        from .. import random as _random
+        from .. import _random
         y = self._beta.sample(sample_shape)._array[..., None]
         shape = tuple(self._extended_shape(sample_shape))
         rng = _random._numpy_rng(None)

@@ -1,6 +1,6 @@
 """LogisticNormal(loc, scale): a Normal over R^(K-1) mapped onto the K-simplex by stick
 breaking (a reparameterised alternative to the Dirichlet)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import constraints
 from .normal import Normal

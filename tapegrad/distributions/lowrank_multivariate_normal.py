@@ -1,7 +1,7 @@
 """LowRankMultivariateNormal(loc, cov_factor, cov_diag): the Gaussian over vectors with
 covariance W W^T + diag(D), evaluated through the m x m capacitance matrix I + W^T D^-1 W
 (Woodbury, matrix determinant lemma) so an n-dim event costs O(n m^2), not O(n^3)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

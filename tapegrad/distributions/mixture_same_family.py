@@ -1,7 +1,7 @@
 """MixtureSameFamily(mixture, components): a finite mixture whose components are the last
 batch dim of one distribution (a Gaussian mixture is Categorical weights over a batch of
 Normals)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..grad_mode import no_grad
 from ..tensor import Size

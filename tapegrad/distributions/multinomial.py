@@ -1,17 +1,17 @@
 """Multinomial(total_count, probs | logits): counts of each of K categories in total_count draws."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 
 from .. import lgamma, tensor
-from .. import random as _random
+from .. import _random
 from ..creation import _make
 from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
 from ._categorical_backed import CategoricalBacked
 from .categorical import Categorical
-from .count_families import Binomial
+from ._count_families import Binomial
 from .utils import broadcast_all
 
 __all__ = ["Multinomial"]

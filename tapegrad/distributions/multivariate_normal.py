@@ -1,6 +1,6 @@
 """MultivariateNormal(loc, covariance_matrix | precision_matrix | scale_tril): the Gaussian over
 vectors, parameterised internally by the Cholesky factor L (covariance L L^T), reparameterised."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

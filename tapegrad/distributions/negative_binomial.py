@@ -1,5 +1,5 @@
 """NegativeBinomial(total_count, probs | logits): successes before total_count failures."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -1,5 +1,5 @@
 """Normal(loc, scale): the Gaussian, reparameterised (rsample is differentiable)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -1,5 +1,5 @@
 """OneHotCategorical(probs=|logits=): a Categorical whose samples are one-hot vectors."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

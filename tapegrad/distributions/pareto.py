@@ -1,8 +1,8 @@
 """Pareto(scale, alpha): scale * exp(E) for E ~ Exponential(alpha)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import constraints
-from .location_scale import Exponential
+from ._location_scale import Exponential
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
 from .utils import broadcast_all

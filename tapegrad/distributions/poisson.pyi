@@ -18,7 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.distributions.count_families import Poisson as Poisson
+from tapegrad.distributions import Poisson as Poisson
 
 __all__ = [
     'Poisson',

@@ -1,6 +1,6 @@
 """RelaxedBernoulli (the binary Concrete / Gumbel-softmax distribution) and LogitRelaxedBernoulli,
 its logit: continuous, reparameterised relaxations of Bernoulli at a temperature."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..tensor import Size
 from . import constraints

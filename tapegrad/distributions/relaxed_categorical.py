@@ -1,6 +1,6 @@
 """RelaxedOneHotCategorical (the Concrete / Gumbel-softmax distribution) and
 ExpRelaxedCategorical, its log: reparameterised relaxations of OneHotCategorical."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -1,6 +1,6 @@
 """TransformedDistribution(base, transforms): the law of T_n(...T_1(x)) for x ~ base, with the
 change-of-variables log_prob; LogNormal is Normal pushed through exp."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..tensor import Size
 from . import constraints

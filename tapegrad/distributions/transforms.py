@@ -7,7 +7,7 @@ dims; its log_abs_det_jacobian has the batch shape (the event dims reduced).  Wi
 transform remembers its last (x, y) pair, so `T.inv(T(x))` returns x itself (PyTorch's caching,
 which TransformedDistribution.log_prob of its own rsample relies on for exactness).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import numbers

@@ -1,7 +1,7 @@
 """Uniform(low, high): the continuous uniform distribution on [low, high), reparameterised."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
-from .. import random as _random
+from .. import _random
 from ..creation import _make
 from ..tensor import Size
 from . import constraints

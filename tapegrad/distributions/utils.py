@@ -1,5 +1,5 @@
 """Helpers the distributions share: broadcasting parameters, probs <-> logits, lazy properties."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -1,5 +1,5 @@
 """VonMises(loc, concentration): the circular normal distribution over angles."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -1,9 +1,9 @@
 """Weibull(scale, concentration): scale * E^(1/concentration) for E ~ Exponential(1)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import lgamma
 from . import constraints
-from .location_scale import Exponential
+from ._location_scale import Exponential
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, PowerTransform
 from .utils import broadcast_all

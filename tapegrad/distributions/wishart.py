@@ -1,6 +1,6 @@
 """Wishart(df, covariance_matrix | precision_matrix | scale_tril): the law of sums of df outer
 products of N(0, Sigma) vectors, over positive definite matrices."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import numbers
@@ -133,7 +133,7 @@ class Wishart(ExponentialFamily):
         ``max_try_correction`` is PyTorch's budget of redraws for samples it finds singular
         (which happens only by underflow for df > p - 1); accepted for scripts that pass it, and
         unused: the diagonal of A is kept at least machine epsilon, so no draw is singular."""
-        from .. import random as _random
+        from .. import _random
         sample_shape = tuple(Size(sample_shape))
         p = self._event_shape[-1]
         batch = tuple(self._batch_shape)

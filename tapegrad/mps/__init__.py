@@ -5,7 +5,7 @@ use), so these answer as PyTorch's CPU build answers: not available, no devices,
 every call that needs the Metal device raises PyTorch's RuntimeError naming the backend call it
 could not execute.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 __all__ = ["current_allocated_memory", "device_count", "driver_allocated_memory", "empty_cache",
            "get_rng_state", "is_available", "manual_seed", "recommended_max_memory", "seed",

@@ -1,7 +1,7 @@
 """torch.multiprocessing: Python's multiprocessing, with tapegrad tensors that were moved to
 shared memory (Tensor.share_memory_, Module.share_memory) passed between processes by
 reference to their segment rather than by copy (see tapegrad/_shared_memory.py)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import multiprocessing
 from multiprocessing import *  # noqa: F401,F403  (the same names torch.multiprocessing exports)

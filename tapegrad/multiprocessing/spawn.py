@@ -1,6 +1,6 @@
 """torch.multiprocessing.spawn / start_processes: run fn(i, *args) in nprocs new processes
 (i = 0..nprocs-1), join them, and raise in the parent what a child raised or how it exited."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import multiprocessing
 import multiprocessing.connection

@@ -87,7 +87,6 @@ from tapegrad.nn.modules.lazy import LazyInstanceNorm1d as LazyInstanceNorm1d
 from tapegrad.nn.modules.lazy import LazyInstanceNorm2d as LazyInstanceNorm2d
 from tapegrad.nn.modules.lazy import LazyInstanceNorm3d as LazyInstanceNorm3d
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
-from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
 from tapegrad.nn.modules.linear import Identity as Identity
 from tapegrad.nn.modules.linear import Linear as Linear
@@ -284,7 +283,6 @@ __all__ = [
     'LazyInstanceNorm2d',
     'LazyInstanceNorm3d',
     'LazyLinear',
-    'LazyModuleMixin',
     'LeakyReLU',
     'Linear',
     'LinearCrossEntropyLoss',

@@ -13,7 +13,7 @@ under create_graph are the Functions below (GeluBackwardBackward0, ...): the com
 hands each the eager gradient's value and the Function supplies PyTorch's double-backward formula
 as one product grad_grad * grad * f''(x), so an infinite factor meets f'' once (inf, or NaN where
 f'' or the mask is 0) rather than each term of f'' separately (fuzz14)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import tapegrad as _tg
 from .._extra_functions import _torch_grad_fn_name

@@ -9,7 +9,7 @@ differentiable ops (matmul, softmax, masked_fill, dropout, linear); so is the fu
 backward under create_graph, so gradients of any order work.  Masks are constants: they are built
 with numpy and enter as added tensors (a bool mask as a 0 / -inf bias, as PyTorch adds it).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

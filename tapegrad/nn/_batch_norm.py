@@ -4,7 +4,7 @@ The normalisation is one record of the compiled core (_native_batch_norm, grad_f
 NativeBatchNormBackward0 as PyTorch's, with a compiled VJP and a recorded one for create_graph);
 the running statistics are updated in place here, outside the graph.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -5,7 +5,7 @@ conv(x, w) = (conv(a, c) - conv(b, d) + p) + i (conv(a, d) + conv(b, c) + q).
 The four real convolutions are recorded, so gradients follow from theirs (with PyTorch's
 convention for complex leaves, the one of `.real`/`.imag`/`complex`).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 

@@ -25,7 +25,7 @@ these and the core's differentiable ops (sum, mul, matmul, index_select).  The c
 family is made of KernelFunctions (tapegrad/autograd/function.py): tapegrad.compile replays each
 call as one step running the same array kernels on its buffers.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import functools

@@ -11,7 +11,7 @@ and class (the posterior of the class over all alignments).  It is the gradient 
 to the logits when log_probs = log_softmax(logits) (the exp term then vanishes through the
 log_softmax), which is how CTC is used; frames past an input's length get zero.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import numpy as np

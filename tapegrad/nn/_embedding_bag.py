@@ -7,7 +7,7 @@ scatter_reduce's amax (max), all recorded, so gradients and weights follow PyTor
 equal to padding_idx are left out of their bag (a mean divides by the rest); an empty bag is
 zeros.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import operator
 import warnings

@@ -1,6 +1,6 @@
 """torch.embedding_bag, the low-level form of F.embedding_bag (weight first, mode as a number,
 and the bookkeeping tensors PyTorch's backward uses returned alongside the output)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import numpy as np

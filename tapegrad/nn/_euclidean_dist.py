@@ -5,7 +5,7 @@ side has more than 25 rows: ||a||^2 - 2 a.b + ||b||^2, floored at 0, square-root
 round differently from the row-difference kernel (they are what k-means and k-NN scripts print),
 and its node has its own derivative, which gives 0 where two rows coincide.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import _core
 from .._extra_functions import _torch_grad_fn_name

@@ -1,7 +1,7 @@
 """Activation functions PyTorch has in torch.nn.functional beyond the compiled ones, composed of
 differentiable ops. Each piecewise function is built with where() so that the gradient at a
 breakpoint is the one PyTorch's own backward formula gives there (not the one a clamp would)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import warnings

@@ -1,7 +1,7 @@
 """Losses and distances PyTorch has in torch.nn.functional beyond the compiled ones, composed of
 differentiable ops: kl_div, margin / embedding / triplet losses, Poisson and Gaussian NLL,
 cosine_similarity, pairwise_distance, cdist."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import warnings

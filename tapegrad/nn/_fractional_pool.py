@@ -7,12 +7,12 @@ the last window ending at the input's edge.  All windows of all planes are read 
 their taps, the first maximum of each chosen, and the output is a
 differentiable gather of those elements (its gradient a scatter-add).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 
 from .. import _core
-from ..random import default_generator
+from .._random import default_generator
 from ._conv_ops import _check_tensor, _Gather
 
 _wrap = _core.wrap_array

@@ -9,7 +9,7 @@ written back with ``copy_``; either way the input's later uses see the new value
 gradient flows through the activation, as with PyTorch's in-place kernel.  The leaf rule is ``copy_``'s own: a leaf
 that requires grad is refused with PyTorch's message.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import inspect

@@ -13,7 +13,7 @@ input and the grid (and create_graph works) without a hand-written VJP:
 - all taps of all points are read by ONE gather of the (N*C, D*H*W) input planes (its adjoint,
   the input gradient, a bincount scatter-add), then weighted and summed over the taps.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 
@@ -78,15 +78,37 @@ def affine_grid(theta, size, align_corners=None):
                       stacklevel=2)
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {given_size}")
-    if theta.shape[0] != size[0]:
+    return affine_grid_generator(theta, size, align_corners)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    """``torch.affine_grid_generator``: the kernel behind F.affine_grid, without its argument
+    checks and warnings (an integer theta gives an integer grid, the base coordinates truncated
+    to its dtype, as PyTorch's)."""
+    _check_tensor(theta, "theta")
+    _core.check_bool("affine_grid_generator", "align_corners", align_corners, 3)
+    size = tuple(int(s) for s in size)
+    if len(size) not in (4, 5):
+        raise RuntimeError("AffineGridGenerator needs 4d (spatial) or 5d (volumetric) inputs.")
+    nd = len(size) - 2
+    if theta.dim() != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if theta.shape[0] != size[0] or theta.shape[2] != nd + 1:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, {nd + 1}].")
+                           f"[{size[0]}, {nd + 1}] but got: [{theta.shape[0]}, "
+                           f"{theta.shape[2]}].")
+    spatial = size[2:]
+    if theta.shape[1] != nd:
+        raise RuntimeError(f"shape '{list(size[:1] + spatial + (nd,))}' is invalid for input of "
+                           f"size {size[0] * int(np.prod(spatial)) * theta.shape[1]}")
     dtype = theta._array.dtype
-    # Homogeneous base coordinates (x, y[, z], 1) of every output point, x along the last dim.
-    axes = [_base_coordinates(n, align_corners, theta.dtype) for n in spatial]
+    # Homogeneous base coordinates (x, y[, z], 1) of every output point, x along the last dim;
+    # held in theta's dtype, as PyTorch's base grid is (an integer theta truncates them).
+    float_dtype = theta.dtype if theta.is_floating_point() else None
+    axes = [_base_coordinates(n, align_corners, float_dtype) for n in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")                 # one array per spatial dim
-    base = np.stack(list(mesh[::-1]) + [np.ones(spatial, dtype=dtype)], axis=-1).reshape(-1, nd + 1)
-    grid = _AffineGrid.apply(theta, base)                    # (N, points, nd)
+    base = np.stack(list(mesh[::-1]) + [np.ones(spatial)], axis=-1).reshape(-1, nd + 1)
+    grid = _AffineGrid.apply(theta, base.astype(dtype, copy=False))   # (N, points, nd)
     return _core._name_grad_fn(grid.reshape((size[0],) + spatial + (nd,)),
                                "AffineGridGeneratorBackward0")
 
@@ -348,3 +370,52 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         out = (values * (w * mask)).sum(2)
     return _core._name_grad_fn(out.reshape((n, channels) + out_spatial),
                                f"GridSampler{len(spatial)}DBackward0")
+
+
+# PyTorch's enums behind grid_sampler's int arguments (GridSamplerInterpolation, GridSamplerPadding)
+_INTERPOLATION_MODES = ("bilinear", "nearest", "bicubic")
+_PADDING_MODES = ("zeros", "border", "reflection")
+
+
+def _grid_sampler(fn, input, grid, interpolation_mode, padding_mode, align_corners, ndim=None):
+    from .._extra_ops import _int_argument
+    _check_tensor(input)
+    _check_tensor(grid, "grid")
+    interpolation = _int_argument(interpolation_mode, fn, "interpolation_mode", 3)
+    padding = _int_argument(padding_mode, fn, "padding_mode", 4)
+    _core.check_bool(fn, "align_corners", align_corners, 5)
+    # (PyTorch casts any int to its enum and its kernel's switch then reads an unnamed value:
+    # what comes out is not defined, so an int outside the enums is refused here)
+    if not 0 <= interpolation < len(_INTERPOLATION_MODES):
+        raise RuntimeError(f"{fn}(): expected interpolation_mode to be 0 (bilinear), 1 (nearest) "
+                           f"or 2 (bicubic), but got: {interpolation}")
+    if not 0 <= padding < len(_PADDING_MODES):
+        raise RuntimeError(f"{fn}(): expected padding_mode to be 0 (zeros), 1 (border) or "
+                           f"2 (reflection), but got: {padding}")
+    if ndim is not None and (input.dim() != ndim or grid.dim() != ndim):
+        raise RuntimeError(f"grid_sampler(): expected {ndim}D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and grid "
+                           f"with sizes {list(grid.shape)}")
+    return grid_sample(input, grid, _INTERPOLATION_MODES[interpolation], _PADDING_MODES[padding],
+                       align_corners)
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``torch.grid_sampler``: F.grid_sample with PyTorch's enum values for the modes
+    (interpolation 0 bilinear, 1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection)
+    and align_corners required; 4-d or 5-d input."""
+    return _grid_sampler("grid_sampler", input, grid, interpolation_mode, padding_mode,
+                         align_corners)
+
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``torch.grid_sampler_2d``: grid_sampler for a 4-d input (N, C, H, W) and grid."""
+    return _grid_sampler("grid_sampler_2d", input, grid, interpolation_mode, padding_mode,
+                         align_corners, 4)
+
+
+def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """``torch.grid_sampler_3d``: grid_sampler for a 5-d input (N, C, D, H, W) and grid
+    (bilinear, that is trilinear, or nearest)."""
+    return _grid_sampler("grid_sampler_3d", input, grid, interpolation_mode, padding_mode,
+                         align_corners, 5)

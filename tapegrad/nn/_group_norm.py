@@ -4,7 +4,7 @@ Group norm is one autograd.Function (PyTorch's one node and its closed-form back
 differentiable ops so create_graph works); instance_norm is batch_norm over a regrouping, its
 running statistics updated in place outside the graph, as batch_norm's are.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

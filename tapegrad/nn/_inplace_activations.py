@@ -1,6 +1,6 @@
 """The trailing-underscore activations of torch.nn.functional (relu_, leaky_relu_, elu_, ...):
 each is its functional form with ``inplace=True``, writing into and returning `input`."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 
 def relu_(input):

@@ -1,6 +1,6 @@
 """reduction='elementwise_mean', the name PyTorch 0.4 gave 'mean': still accepted by most losses
 (with PyTorch's deprecation warning), and written in old tutorials that must run unchanged."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import inspect

@@ -7,7 +7,7 @@ recorded linear and cross_entropy ops.  PyTorch's chunked path (``options``) is 
 of the same values; tapegrad validates and resolves the options as PyTorch does and computes
 the reference form.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import warnings

@@ -1,6 +1,6 @@
 """triplet_margin_with_distance_loss, multilabel_margin_loss and feature_alpha_dropout for
 tapegrad.nn.functional, composed of the core's differentiable ops."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

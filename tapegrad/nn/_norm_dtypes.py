@@ -2,7 +2,7 @@
 apply to their parameter tensors: the same dtype as the input, or the one "mixed" form of a
 float16 input with float32 parameters. Nothing is promoted: a float64 weight on a float32 input
 raises there, where a promoting computation would silently give a float64 result."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import _core
 

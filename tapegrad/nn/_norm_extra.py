@@ -1,6 +1,6 @@
 """torch.nn.functional.rms_norm and local_response_norm, composed of the core's differentiable
 ops (so gradients, create_graph and float16-in-float32 numerics come from those ops)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

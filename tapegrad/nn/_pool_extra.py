@@ -1,7 +1,7 @@
 """Power-average (LP) pooling and the ``*_with_indices`` spellings of max pooling, for
 tapegrad.nn.functional: compositions of the pooling ops in _pool_ops.py and the core's
 differentiable elementwise ops."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import _core
 from ._pool_ops import (adaptive_max_pool1d, adaptive_max_pool2d, avg_pool1d, avg_pool2d,

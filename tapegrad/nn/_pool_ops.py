@@ -8,7 +8,7 @@ differentiable gather of the chosen elements (its adjoint a scatter-add); averag
 unfold (the C im2col for float32/float64) then a sum; adaptive average pooling is a sum of
 index_select taps per axis (a loop over the longest window's length, never per element).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

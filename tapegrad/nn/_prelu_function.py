@@ -2,7 +2,7 @@
 every model output) and the weight's gradient is reduced straight to the weight's shape.  Its
 backward is a Function too, PyTorch's PreluKernelBackwardBackward0, whose derivatives are
 PyTorch's formulas rather than the derivatives of the masked products that compute it."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import where
 from .._extra_functions import _torch_grad_fn_name

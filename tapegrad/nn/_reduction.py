@@ -2,7 +2,7 @@
 read as a ``reduction`` name, and reduction names as the enum the C++ losses take.  Custom losses
 copied from PyTorch's own (``_Reduction.legacy_get_string(size_average, reduce)``) import it; the
 built-in losses read the flags through the same rule (_extra_losses._reduction)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

@@ -1,6 +1,6 @@
 """Channel rearrangements composed of reshape / permute: pixel_shuffle, pixel_unshuffle,
 channel_shuffle, plus the bilinear form F.bilinear."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

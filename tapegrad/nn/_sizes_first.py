@@ -3,7 +3,7 @@ and without logits) do is compare ``target.size()`` with ``input.size()``: an ar
 not a tensor fails right there, with Python's own error (a list: AttributeError "'list' object
 has no attribute 'size'"), before any argument check of the compiled op.  Scripts meet it by
 passing lists (a course notebook calls F.binary_cross_entropy(p, q) on lists on purpose)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 

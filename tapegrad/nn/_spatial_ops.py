@@ -6,7 +6,7 @@ window per output ('area' is adaptive average pooling, as in PyTorch); the
 non-constant F.pad modes are an index_select per padded dim.  All of it is the core's
 differentiable ops, so gradients (and create_graph) come from the core.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math

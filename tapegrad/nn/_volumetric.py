@@ -17,7 +17,7 @@ reduction), one per depth tap of the kernel, never one per window or element:
 
 Gradients (and create_graph) come from the 2-d ops' Functions and the core ops.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

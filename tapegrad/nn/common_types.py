@@ -1,6 +1,6 @@
 """torch.nn.common_types: the type aliases layer signatures are annotated with (`_size_2_t` is
 an int or a pair of ints), for scripts that annotate their own layers with them."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from typing import TypeVar, Union
 

@@ -1,15 +1,23 @@
 """nn.init: in-place parameter initialisers (no gradient is recorded), as PyTorch's."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import warnings
 
-import numpy as np
+import numpy as _np
 
 from .. import _core
-from ..grad_mode import no_grad
-from ..overrides import handle_torch_function, has_torch_function_variadic
-from ..random import _check_float_input, _check_uniform_bounds, _numpy_rng
+from ..grad_mode import no_grad as _no_grad
+from ..overrides import handle_torch_function as _handle_torch_function
+from ..overrides import has_torch_function_variadic as _has_torch_function_variadic
+from .._random import _check_float_input, _check_uniform_bounds, _numpy_rng
+
+# torch.nn.init's __all__: `from torch.nn.init import *` binds the initialisers only
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_",
+           "zeros_", "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_",
+           "kaiming_normal_", "orthogonal_", "sparse_", "uniform", "normal", "constant", "eye",
+           "dirac", "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal",
+           "orthogonal", "sparse"]
 
 
 def _fill(tensor, values):
@@ -19,7 +27,7 @@ def _fill(tensor, values):
         # an expand()ed view (numpy marks it read-only): as PyTorch, one value is written into
         # elements that share memory, values per element are refused there
         from ..grad_mode import no_grad
-        with no_grad():
+        with _no_grad():
             return _core._overwrite_(tensor, values, "FillBackward2")
     tensor._array[...] = values
     _core._mark_written(tensor)
@@ -105,11 +113,11 @@ def _check_normal(tensor, std: float) -> None:
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from U(a, b), without recording; returns it."""
-    if has_torch_function_variadic(tensor):
-        return handle_torch_function(uniform_, (tensor,), tensor=tensor, a=a, b=b,
+    if _has_torch_function_variadic(tensor):
+        return _handle_torch_function(uniform_, (tensor,), tensor=tensor, a=a, b=b,
                                      generator=generator)
     if tensor.is_complex():             # both parts from U(a, b): Tensor.uniform_'s complex draw
-        with no_grad():
+        with _no_grad():
             return tensor.uniform_(a, b, generator=generator)
     _check_float_input(tensor, "check_uniform_bounds")
     _check_uniform_bounds(a, b, tensor._array.dtype)
@@ -119,11 +127,11 @@ def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
     """Fill ``tensor`` in place with draws from N(mean, std**2), without recording; returns it."""
-    if has_torch_function_variadic(tensor):
-        return handle_torch_function(normal_, (tensor,), tensor=tensor, mean=mean, std=std,
+    if _has_torch_function_variadic(tensor):
+        return _handle_torch_function(normal_, (tensor,), tensor=tensor, mean=mean, std=std,
                                      generator=generator)
     if tensor.is_complex():             # Tensor.normal_'s complex draw (each part std/sqrt(2))
-        with no_grad():
+        with _no_grad():
             return tensor.normal_(mean, std, generator=generator)
     _check_normal(tensor, std)
     gen = _numpy_rng(generator, "normal_")
@@ -132,23 +140,23 @@ def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
 
 def constant_(tensor, val: float):
     """Fill ``tensor`` in place with ``val``, without recording; returns it."""
-    if has_torch_function_variadic(tensor):
-        return handle_torch_function(constant_, (tensor,), tensor=tensor, val=val)
+    if _has_torch_function_variadic(tensor):
+        return _handle_torch_function(constant_, (tensor,), tensor=tensor, val=val)
     return _fill(tensor, val)
 
 
 def zeros_(tensor):
     """Fill ``tensor`` in place with zeros, without recording; returns it."""
-    if has_torch_function_variadic(tensor):
-        with no_grad():
+    if _has_torch_function_variadic(tensor):
+        with _no_grad():
             return tensor.zero_()
     return _fill(tensor, 0)
 
 
 def ones_(tensor):
     """Fill ``tensor`` in place with ones, without recording; returns it."""
-    if has_torch_function_variadic(tensor):
-        with no_grad():
+    if _has_torch_function_variadic(tensor):
+        with _no_grad():
             return tensor.fill_(1.0)
     return _fill(tensor, 1)
 
@@ -176,8 +184,8 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in",
     a), fan = fan_in (``mode='fan_in'``) or fan_out; in place. ``nn.Linear`` uses it with
     ``a=sqrt(5)``. A zero-element tensor warns and is returned unchanged, as PyTorch.
     """
-    if has_torch_function_variadic(tensor):
-        return handle_torch_function(kaiming_uniform_, (tensor,), tensor=tensor, a=a, mode=mode,
+    if _has_torch_function_variadic(tensor):
+        return _handle_torch_function(kaiming_uniform_, (tensor,), tensor=tensor, a=a, mode=mode,
                                      nonlinearity=nonlinearity, generator=generator)
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
@@ -212,8 +220,8 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
     flat = _numpy_rng(generator, "orthogonal_").normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))
+    q, r = _np.linalg.qr(flat)
+    q = q * _np.sign(_np.diag(r))
     if rows < cols:
         q = q.T
     return _fill(tensor, gain * q.reshape(tensor.shape))
@@ -236,7 +244,7 @@ def eye_(tensor):
     """Fill a 2-D tensor with the identity matrix (ones on the diagonal of a non-square one)."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _fill(tensor, np.eye(*tensor.shape))
+    return _fill(tensor, _np.eye(*tensor.shape))
 
 
 def dirac_(tensor, groups: int = 1):
@@ -250,7 +258,7 @@ def dirac_(tensor, groups: int = 1):
     if sizes[0] % groups != 0:
         raise ValueError("dim 0 must be divisible by groups")
     out_per_group = sizes[0] // groups
-    values = np.zeros(tuple(sizes), dtype=tensor._array.dtype)
+    values = _np.zeros(tuple(sizes), dtype=tensor._array.dtype)
     centre = tuple(k // 2 for k in sizes[2:])
     for g in range(groups):
         for d in range(min(out_per_group, sizes[1])):

@@ -1,6 +1,6 @@
 """nn.Parameter: a leaf tensor that a Module registers as one of its parameters; the lazy
 modules' placeholders, UninitializedParameter and UninitializedBuffer."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import copy

@@ -4,6 +4,8 @@ The updates follow PyTorch's single-tensor implementations operation for operati
 parameters' numpy arrays in place (float32 results agree with PyTorch's bit for bit, up to
 PyTorch's own not-quite-correctly-rounded square root).
 """
+from types import ModuleType as _ModuleType
+
 from .optimizer import Optimizer
 from .sgd import SGD
 
@@ -26,8 +28,27 @@ def __getattr__(name):
     module = importlib.import_module(f".{_LAZY[name] or name}", __name__)
     value = module if _LAZY[name] is None else getattr(module, name)
     globals()[name] = value
+    _hide_submodules()
     return value
 
 
+def _hide_submodules():
+    """Drop the package attributes Python sets for each imported submodule (optimizer, sgd, adam,
+    ...): torch.optim deletes its own, so `hasattr(torch.optim, "sgd")` is False there and a
+    script's dir()/tab completion shows the optimizers and lr_scheduler/swa_utils only.  The
+    modules stay importable (`from torch.optim.adam import adam`)."""
+    namespace = globals()
+    for key, value in list(namespace.items()):
+        if isinstance(value, _ModuleType) and not key.startswith("_") and key not in __all__:
+            del namespace[key]
+
+
+_hide_submodules()
+
+
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    # (less a submodule imported directly, `import tapegrad.optim.adam`, before any lookup here
+    # hid it)
+    return sorted(name for name in set(globals()) | set(__all__)
+                  if name in __all__ or not isinstance(globals().get(name), _ModuleType)
+                  or name.startswith("_"))

@@ -18,23 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
-from tapegrad.optim import adadelta as adadelta
-from tapegrad.optim import adafactor as adafactor
-from tapegrad.optim import adagrad as adagrad
-from tapegrad.optim import adam as adam
-from tapegrad.optim import adamax as adamax
-from tapegrad.optim import adamw as adamw
-from tapegrad.optim import asgd as asgd
-from tapegrad.optim import lbfgs as lbfgs
 from tapegrad.optim import lr_scheduler as lr_scheduler
-from tapegrad.optim import muon as muon
-from tapegrad.optim import nadam as nadam
-from tapegrad.optim import optimizer as optimizer
-from tapegrad.optim import radam as radam
-from tapegrad.optim import rmsprop as rmsprop
-from tapegrad.optim import rprop as rprop
-from tapegrad.optim import sgd as sgd
-from tapegrad.optim import sparse_adam as sparse_adam
 from tapegrad.optim import swa_utils as swa_utils
 from tapegrad.optim.adadelta import Adadelta as Adadelta
 from tapegrad.optim.adafactor import Adafactor as Adafactor

@@ -8,7 +8,7 @@ parameter *is* the caller's tensors (so the in-place updates land in them), the 
 instead of ``.grad``, and a parameter group made of the class's defaults and the given
 hyper-parameters.  No second copy of any algorithm exists.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import importlib
 

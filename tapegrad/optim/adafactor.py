@@ -1,7 +1,7 @@
 """Adafactor (PyTorch's single-tensor update): Adam-like steps whose second-moment estimate of a
 matrix gradient is factored into per-row and per-column running means (memory O(rows + cols)),
 with a relative step size and update clipping."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

@@ -5,7 +5,7 @@ that PyTorch keeps as 0-d tensors (dot products, the curvature ratios, sometimes
 are numpy scalars of the parameters' dtype here, so float32 arithmetic stays float32 as in
 PyTorch; the state dict holds them as 0-d tensors, in PyTorch's layout.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

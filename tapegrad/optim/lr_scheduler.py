@@ -4,7 +4,7 @@ Each scheduler's `step()` updates `group["lr"]` of its optimizer's param groups 
 recursive ("chainable") formula, so lr sequences agree with PyTorch's to the last bit; `step(epoch)`
 uses the closed form where PyTorch has one.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math
@@ -16,7 +16,7 @@ from functools import wraps
 from math import inf
 from weakref import ref
 
-import numpy as np
+import numpy as _np
 
 from .. import _core
 from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
@@ -57,7 +57,7 @@ def _is_tensor(x) -> bool:
 
 
 def _clone(x):
-    return _core.wrap_array(np.array(x._array, copy=True)) if _is_tensor(x) else x
+    return _core.wrap_array(_np.array(x._array, copy=True)) if _is_tensor(x) else x
 
 
 def _param_groups_val_list(optimizer: Optimizer, key: str) -> list:

@@ -8,7 +8,7 @@ where the float32 sums inside a product run in another order than PyTorch's kern
 result can differ in its last bfloat16 bit (and the iteration carries that on): a few bfloat16
 ulps of the orthogonalized update, times the learning rate.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -8,7 +8,7 @@ PyTorch's bit for bit, except where PyTorch's square root (MKL's, not always cor
 differs from numpy's by an ulp.  float64 uses plain numpy arithmetic (numpy has no fused
 multiply-add, and emulating one costs ~10x): results agree with PyTorch's to ~1e-16 relative.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import copy
 import functools

@@ -1,5 +1,5 @@
 """RMSprop (PyTorch's single-tensor update, bit for bit in float32)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

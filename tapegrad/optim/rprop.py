@@ -1,5 +1,5 @@
 """Rprop (PyTorch's single-tensor update, operation for operation)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

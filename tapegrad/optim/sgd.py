@@ -1,5 +1,5 @@
 """SGD: stochastic gradient descent with optional momentum (PyTorch's update, bit for bit)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numpy as np
 

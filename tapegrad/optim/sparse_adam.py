@@ -5,7 +5,7 @@ The gradients it takes are the sparse COO ones ``nn.Embedding(sparse=True)`` giv
 (tapegrad/_sparse_embedding.py); a step coalesces one into (row indices, row values) and
 ``sparse_adam_rows`` updates those rows, PyTorch's operations in its order.  A dense gradient
 raises PyTorch's error."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

@@ -1,7 +1,7 @@
 """Stochastic weight averaging and exponential moving averages of a model's weights, as
 torch.optim.swa_utils has them: AveragedModel, the SWALR schedule, update_bn and the averaging
 functions (SWA's running mean, EMA)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import copy
 import itertools

@@ -5,7 +5,7 @@ values round as PyTorch's do); ``sym=False`` gives the periodic window (one samp
 longer), for spectral analysis.  With ``requires_grad=True`` the grid requires grad and the
 window is computed from it, as in PyTorch.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 from collections.abc import Iterable

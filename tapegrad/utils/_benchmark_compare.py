@@ -9,7 +9,7 @@ Measurements of one TaskSpec are merged first (Measurement.merge), so repeated r
 make one cell.  The layout rules (widths, centring, separators) are PyTorch's, so a script's
 printed table matches it line for line.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import enum
 import math

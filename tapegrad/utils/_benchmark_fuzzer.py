@@ -8,7 +8,7 @@ All choices come from one numpy RandomState seeded with `seed`, drawn in PyTorch
 given seed yields the same sizes, layouts and parameters as under PyTorch (the tensor values come
 from tapegrad's own random stream, seeded from that state as PyTorch seeds its own).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import itertools

@@ -11,7 +11,7 @@ same nests as PyTorch's.
 
 None is a leaf, as in PyTorch's Python implementation; dicts keep their insertion order.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import dataclasses
 from collections import OrderedDict, defaultdict, deque, namedtuple

@@ -16,7 +16,7 @@ Measurements as one table; `Fuzzer` (tapegrad/utils/_benchmark_fuzzer.py) draws 
 benchmark inputs.  Not here: the C++ language and Callgrind counts
 (`collect_callgrind`), which need PyTorch's C++ toolchain.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import dataclasses
 import enum

@@ -13,7 +13,7 @@ The gradients are those of the un-checkpointed call.  The two variants are PyTor
   so closures over parameters, nested inputs and outputs, create_graph and inputs returned as
   they are behave as without checkpointing.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import contextlib
 import importlib

@@ -13,7 +13,7 @@ A backward is counted when the op's node runs while the mode is active, as the p
 backward runs: one per operand that requires grad (mm's two gradients are two aten.mm), under
 the modules the forward ran in.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import threading

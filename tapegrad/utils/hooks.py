@@ -1,5 +1,5 @@
 """torch.utils.hooks: RemovableHandle, the handle every Module.register_*hook returns."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import weakref
 from collections import OrderedDict

@@ -20,7 +20,7 @@ What the picture shows
 Edges point the way the values flowed in the forward pass (an input towards the operation that
 used it), so the output is at the bottom.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 from collections.abc import Mapping

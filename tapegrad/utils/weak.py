@@ -4,7 +4,7 @@ A Tensor's `==` is elementwise and its hash is its id, so `weakref.WeakKeyDictio
 tensor up by equality without comparing values.  These containers key on object identity instead:
 an entry lives as long as its key object and disappears when the key is garbage collected.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import copy as _copy
 import weakref

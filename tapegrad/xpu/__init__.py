@@ -4,7 +4,7 @@ As tapegrad.cuda does for CUDA: probing, seeding, tidying and the memory counter
 nothing as in PyTorch's CPU build (they are CUDA's answers, shared from tapegrad.cuda); the calls
 that need a device raise PyTorch's `AssertionError: Torch not compiled with XPU enabled`.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..cuda import (device_count, empty_cache, get_arch_list, is_bf16_supported,  # noqa: F401
                     is_initialized, manual_seed, manual_seed_all, max_memory_allocated,

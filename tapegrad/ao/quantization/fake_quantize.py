@@ -3,7 +3,7 @@ its observer and copying the observer's scale / zero point into its own buffers)
 the input quantised and dequantised in float, with the straight-through gradient of
 torch.fake_quantize_per_tensor_affine / per_channel_affine.  Either step can be switched off
 (disable_observer freezes the qparams, disable_fake_quant passes the input through)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from abc import ABC, abstractmethod
 

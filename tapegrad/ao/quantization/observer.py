@@ -13,7 +13,7 @@ PyTorch computes bit for bit and fake quantisation rounds the same values the sa
              above eps else 1, zero_point = -min_val / scale (float)
 A per-tensor result has shape [1], a per-channel one shape [channels].
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import warnings

@@ -2,7 +2,7 @@
 against exist (``isinstance(out, torch.distributed.rpc.api.RRef)``, as rasbt's training helpers
 do, is False), ``is_available()`` is False, and making an RRef raises PyTorch's error for an
 uninitialised RPC framework."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from . import api
 from .api import RRef

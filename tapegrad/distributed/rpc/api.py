@@ -1,6 +1,6 @@
 """torch.distributed.rpc.api: the RRef type (a remote reference), which no value in a tapegrad
 program is."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 __all__ = ["RRef"]
 

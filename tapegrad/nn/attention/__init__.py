@@ -6,7 +6,7 @@ them.  On the CPU PyTorch runs the math kernel or its CPU flash kernel (same val
 F.scaled_dot_product_attention computes when either is on and otherwise raises PyTorch's "No
 viable backend" error.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import contextlib

@@ -33,15 +33,16 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  
                       MaxUnpool1d, MaxUnpool2d, Upsample)
 from .normalization import BatchNorm2d, GroupNorm, InstanceNorm1d, InstanceNorm2d  # noqa: E402
 from .dropout import Dropout1d, Dropout2d  # noqa: E402
+# (LazyModuleMixin is torch.nn.modules.lazy's, reached through the layer modules only)
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyConv1d, LazyConv2d,  # noqa: E402
-                   LazyLinear, LazyModuleMixin)
+                   LazyLinear)
 
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold",
             "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "MaxUnpool1d", "MaxUnpool2d",
             "Upsample", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
             "Dropout1d", "Dropout2d", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyBatchNorm1d",
-            "LazyBatchNorm2d", "LazyModuleMixin"]
+            "LazyBatchNorm2d"]
 
 # Activations composed of differentiable ops.
 from .activation_extra import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,  # noqa: E402

@@ -110,7 +110,6 @@ from tapegrad.nn.modules.lazy import LazyInstanceNorm1d as LazyInstanceNorm1d
 from tapegrad.nn.modules.lazy import LazyInstanceNorm2d as LazyInstanceNorm2d
 from tapegrad.nn.modules.lazy import LazyInstanceNorm3d as LazyInstanceNorm3d
 from tapegrad.nn.modules.lazy import LazyLinear as LazyLinear
-from tapegrad.nn.modules.lazy import LazyModuleMixin as LazyModuleMixin
 from tapegrad.nn.modules.linear import Flatten as Flatten
 from tapegrad.nn.modules.linear import Identity as Identity
 from tapegrad.nn.modules.linear import Linear as Linear
@@ -286,7 +285,6 @@ __all__ = [
     'LazyConv2d',
     'LazyBatchNorm1d',
     'LazyBatchNorm2d',
-    'LazyModuleMixin',
     'CELU',
     'GLU',
     'SELU',

@@ -12,7 +12,7 @@ through one identity autograd.Function and the tensors of its output through ano
 When no input requires grad there is no input identity: the hooks run from the output
 identity's backward with grad_input all None, and may not replace it.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

@@ -1,5 +1,5 @@
 """Forward hooks of nn.Module: the handles and the call path that runs them around forward()."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from collections import OrderedDict
 

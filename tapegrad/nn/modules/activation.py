@@ -1,5 +1,5 @@
 """Activation modules: thin wrappers around tapegrad.nn.functional."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import functional as F
 from .module import Module

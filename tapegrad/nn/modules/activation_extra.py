@@ -1,5 +1,5 @@
 """Activation modules over tapegrad.nn._extra_activations (Hardtanh ... Softmax2d, PReLU)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

@@ -1,7 +1,7 @@
 """nn.AdaptiveLogSoftmaxWithLoss (Grave et al., "Efficient softmax approximation for GPUs"):
 frequent classes (the shortlist) are scored by a head layer, rarer ones in clusters, each cluster
 one head entry whose probability is shared out by a smaller tail network."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from collections import namedtuple
 

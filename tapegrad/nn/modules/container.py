@@ -1,5 +1,5 @@
 """Containers: Sequential, ModuleList, ModuleDict."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import operator
 import warnings

@@ -1,5 +1,5 @@
 """Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, Unfold, Fold."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

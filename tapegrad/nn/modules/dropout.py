@@ -1,6 +1,6 @@
 """Dropout modules, each a direct subclass of PyTorch's private _DropoutNd (p, inplace and the
 repr): `isinstance(m, nn.Dropout)` is False for a Dropout2d, as in PyTorch."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import _extra_activations as A
 from .. import functional as F

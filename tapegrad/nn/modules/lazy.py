@@ -7,7 +7,7 @@ initialised parameters and buffers and its size attributes, and changes its own 
 PyTorch does; hooks and submodule registrations on the lazy module stay where they are. The
 parameters are drawn at that moment, so the random stream is consumed where PyTorch consumes it.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

@@ -1,5 +1,5 @@
 """Identity, Linear, Flatten, Unflatten."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

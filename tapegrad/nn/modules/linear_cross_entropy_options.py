@@ -5,7 +5,7 @@ tapegrad evaluates linear_cross_entropy by its reference definition (linear, the
 cross_entropy) whatever the options say, so the options only need to be validated and resolved
 as PyTorch does: a script that builds them, or passes conflicting ones, sees PyTorch's errors.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import dataclasses
 

@@ -1,5 +1,5 @@
 """Loss modules: thin wrappers around tapegrad.nn.functional with a `reduction`."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import warnings

@@ -1,5 +1,5 @@
 """Loss and distance modules over tapegrad.nn._extra_losses (KLDivLoss ... PairwiseDistance)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import _extra_losses as L
 from .. import functional as F

@@ -1,5 +1,5 @@
 """nn.Module: parameters, buffers and submodules registered by attribute assignment."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 from collections import OrderedDict, namedtuple

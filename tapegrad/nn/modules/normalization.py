@@ -1,5 +1,5 @@
 """LayerNorm, BatchNorm1d/2d, GroupNorm, InstanceNorm1d/2d, LocalResponseNorm, CrossMapLRN2d."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numbers
 import warnings

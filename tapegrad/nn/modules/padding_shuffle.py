@@ -1,5 +1,5 @@
 """Padding modules over F.pad, the pixel / channel shuffles and nn.Bilinear."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import collections.abc
 import math

@@ -5,7 +5,7 @@ As in PyTorch, an item is stored as an attribute of the container (named by its 
 key): a tensor becomes a Parameter (so it is registered), any other object is kept as a plain
 attribute (and printed as "Object of type: ...").
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 from collections import OrderedDict

@@ -1,5 +1,5 @@
 """Max, average and adaptive pooling layers, and Upsample."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import functional as F
 from .module import Module

@@ -10,7 +10,7 @@ the sequence record's backward under create_graph, so gradients of any order wor
 Gate layouts are PyTorch's, so state dicts interchange: LSTM rows (i, f, g, o), GRU rows (r, z, n)
 with n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math

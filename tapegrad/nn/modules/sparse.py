@@ -1,5 +1,5 @@
 """Embedding and EmbeddingBag."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ... import creation
 from .. import functional as F

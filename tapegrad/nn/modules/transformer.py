@@ -4,7 +4,7 @@ The math lives in tapegrad.nn._attention (functional, differentiable ops only). 
 (in_proj_weight, in_proj_bias, out_proj.*, linear1, norm1, ...) match PyTorch's so state dicts
 interchange.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import copy
 import warnings

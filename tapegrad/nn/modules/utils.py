@@ -1,6 +1,6 @@
 """torch.nn.modules.utils: the argument normalisers custom layers import (`_pair(3)` is (3, 3))
 and the helper that strips a DataParallel/DDP "module." prefix from a saved state dict."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from itertools import repeat
 from collections.abc import Iterable

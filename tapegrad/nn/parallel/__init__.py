@@ -7,7 +7,7 @@ GPUs" (``nn.DataParallel(model)``, ``import torch.nn.parallel``) run unchanged.
 DistributedDataParallel needs a process group, which tapegrad cannot create, so constructing
 one raises PyTorch's uninitialised-group error.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from ..modules.module import Module
 

@@ -11,10 +11,12 @@ __all__ += ["parameters_to_vector", "vector_to_parameters"]
 
 # Reparametrizations: the parametrize machinery, its ready-made parametrizations, and the older
 # hook-based weight and spectral norms.
-from . import parametrize, parametrizations, prune  # noqa: E402
+# (prune is not loaded here: torch.nn.utils has it only once a script imports
+# torch.nn.utils.prune, and neither lists it in __all__)
+from . import parametrize, parametrizations  # noqa: E402
 from .weight_norm import weight_norm, remove_weight_norm  # noqa: E402
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: E402
-__all__ += ["parametrize", "parametrizations", "prune", "weight_norm", "remove_weight_norm",
+__all__ += ["parametrize", "parametrizations", "weight_norm", "remove_weight_norm",
             "spectral_norm", "remove_spectral_norm"]
 
 # Folding eval-mode batch norms into the layer before them; the old functional_call.

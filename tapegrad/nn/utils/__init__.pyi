@@ -53,7 +53,6 @@ __all__ = [
     'vector_to_parameters',
     'parametrize',
     'parametrizations',
-    'prune',
     'weight_norm',
     'remove_weight_norm',
     'spectral_norm',

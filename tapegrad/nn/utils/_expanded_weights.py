@@ -10,7 +10,7 @@ each sample's gradient to its own row; a hook on that leaf hands the rows to ``g
 are the layer's, every sample seeing the same weight.  Any other function given an
 ExpandedWeight is refused, as in PyTorch: the batch dimension of its other inputs is unknown.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 

@@ -2,7 +2,7 @@
 fills each trainable parameter's ``grad_sample`` (one gradient per sample of the batch) instead
 of its ``grad``.  The parameters are passed to the module as ExpandedWeights (see
 _expanded_weights), which the layer functions handle."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 

@@ -1,7 +1,7 @@
 """The removal step shared by the reparametrizations that work through a forward pre-hook
 (weight_norm, spectral_norm, pruning): find the hook, let it undo what it installed, drop it."""
 
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from collections.abc import Callable
 

@@ -1,5 +1,5 @@
 """Gradient clipping, vectorised per parameter as PyTorch's."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 import warnings

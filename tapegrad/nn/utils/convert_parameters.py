@@ -1,5 +1,5 @@
 """Flatten parameters into one vector and write a vector back (torch.nn.utils's pair)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import tapegrad as _tg

@@ -1,7 +1,7 @@
 """Folding an eval-mode batch norm into the convolution or linear layer before it, for
 inference: y = bn(conv(x)) becomes one conv whose weight is scaled per output channel by
 gamma / sqrt(running_var + eps) and whose bias is shifted accordingly."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import copy
 

@@ -1,7 +1,7 @@
 """torch.nn.utils.parametrizations: orthogonal, weight_norm and spectral_norm as
 parametrizations (``nn.utils.parametrize``): the stored tensors live under
 ``module.parametrizations.<name>``, and ``module.<name>`` is recomputed on access."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from enum import Enum, auto
 

@@ -9,7 +9,7 @@ parametrization's ``right_inverse`` returns several) and runs the chain of param
 them.  Assigning to the property runs the chain's ``right_inverse`` backwards into the originals.
 Removing the last parametrization restores the original class.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import collections.abc
 import contextlib

@@ -7,7 +7,7 @@ gradient reaches ``<name>_orig`` through the product, so pruned entries get zero
 Pruning the same tensor again combines the masks in a ``PruningContainer``: the new method only
 acts on what the earlier ones left.  ``remove`` makes the pruning permanent.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numbers
 from abc import ABC, abstractmethod

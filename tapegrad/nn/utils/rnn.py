@@ -4,7 +4,7 @@ A packed batch stores the sequences sorted by decreasing length, time-major: `da
 each step t, the rows of the `batch_sizes[t]` sequences still running.  Packing and unpacking are
 built from differentiable ops (select, slice, cat, stack, index_select), so gradients flow through.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import numbers
 from collections import namedtuple

@@ -2,7 +2,7 @@
 ``name`` moves to ``name_orig``, buffers ``name_u``/``name_v`` hold the power method's singular
 vector estimates, and a forward pre-hook sets ``name = name_orig / sigma`` before each call (one
 more power iteration first, in training mode)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import tapegrad as _tg
 from ...grad_mode import no_grad

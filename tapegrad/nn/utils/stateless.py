@@ -1,6 +1,6 @@
 """torch.nn.utils.stateless: the pre-2.0 home of `functional_call`, deprecated in favour of
 `torch.func.functional_call` (the same function, after PyTorch's FutureWarning)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

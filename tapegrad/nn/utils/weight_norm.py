@@ -3,7 +3,7 @@
 recomputes ``name = g * v / ||v||`` before every call.  PyTorch deprecates it in favour of
 ``nn.utils.parametrizations.weight_norm``; both are here, and both compute with
 ``_weight_norm``."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import warnings
 

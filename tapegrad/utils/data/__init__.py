@@ -5,7 +5,7 @@ tapegrad's seeded generator (or the tapegrad.Generator passed as `generator=`), 
 makes epochs repeatable; the orders differ from PyTorch's, whose random streams tapegrad does
 not reproduce.
 """
-from ._worker import WorkerInfo, get_worker_info
+from ._worker import get_worker_info
 from .dataloader import DataLoader, default_collate, default_convert
 from . import _utils  # torch.utils.data._utils.collate, reached as an attribute
 from . import distributed  # torch.utils.data.distributed.DistributedSampler, reached as an attribute

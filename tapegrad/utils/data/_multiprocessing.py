@@ -10,7 +10,7 @@ worker (PyTorch's behaviour: without get_worker_info() the data is duplicated).
 Workers end when the epoch ends (unless persistent_workers), when an exception propagates, and
 when the iterator is garbage collected (a `break` out of the loop): nothing is left running.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import itertools
 import multiprocessing

@@ -4,7 +4,7 @@ A worker receives (epoch, task index, sampler index) messages on its own index q
 batch with the same fetcher the main process uses with num_workers=0, and puts
 (epoch, task index, batch) on the shared result queue.  None on the index queue ends the worker.
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import dataclasses
 import os
@@ -85,7 +85,7 @@ class ExceptionWrapper:
 def seed_worker(base_seed: int, worker_id: int) -> int:
     """Seed this worker's random streams as PyTorch does: tapegrad's generator and `random` with
     base_seed + worker_id, numpy's global state with a hash of both."""
-    from ...random import manual_seed
+    from ..._random import manual_seed
     seed = base_seed + worker_id
     random.seed(seed)
     manual_seed(seed)

@@ -1,6 +1,6 @@
 """DataLoader; batches load in the main process (num_workers=0) or in worker processes
 (_multiprocessing.py, _worker.py), and are merged by the collate functions (_utils/collate.py)."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import functools
 import math

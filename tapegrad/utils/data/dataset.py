@@ -1,5 +1,5 @@
 """Datasets: the map-style base class, TensorDataset, Subset, ConcatDataset, random_split."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import bisect
 import itertools
@@ -7,7 +7,7 @@ import math
 import warnings
 from typing import Generic, Iterable, TypeVar
 
-from ...random import randperm
+from ..._random import randperm
 from .sampler import _numpy_generator
 from ..._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from ..._torch_names import object_repr as _object_repr

@@ -1,5 +1,5 @@
 """Samplers: the orders in which a DataLoader visits a map-style dataset's indices."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math
@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from ... import random
+from ... import _random
 from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["BatchSampler", "DistributedSampler", "RandomSampler", "Sampler", "SequentialSampler", "SubsetRandomSampler",
@@ -17,8 +17,8 @@ __all__ = ["BatchSampler", "DistributedSampler", "RandomSampler", "Sampler", "Se
 def _numpy_generator(generator) -> np.random.Generator:
     """The numpy Generator behind `generator`: a tapegrad.Generator's stream, a numpy Generator,
     or None for tapegrad's global stream (seeded by manual_seed)."""
-    if generator is None or isinstance(generator, (random.Generator, np.random.Generator)):
-        return random._numpy_rng(generator)
+    if generator is None or isinstance(generator, (_random.Generator, np.random.Generator)):
+        return _random._numpy_rng(generator)
     for attr in ("_generator", "_rng", "generator"):     # a wrapper holding a numpy Generator
         inner = getattr(generator, attr, None)
         if isinstance(inner, np.random.Generator):
@@ -30,7 +30,7 @@ def _numpy_generator(generator) -> np.random.Generator:
 def _fresh_generator(generator) -> np.random.Generator:
     """PyTorch's samplers without a generator seed a new one from the default stream each epoch."""
     if generator is None:
-        seed = int(random._numpy_rng(None).integers(0, 2 ** 63 - 1))
+        seed = int(_random._numpy_rng(None).integers(0, 2 ** 63 - 1))
         return np.random.default_rng(seed)
     return _numpy_generator(generator)
 
@@ -256,7 +256,7 @@ class DistributedSampler(Sampler[_T_co]):
     def __iter__(self):
         n = len(self.dataset)
         if self.shuffle:
-            generator = random.Generator()
+            generator = _random.Generator()
             generator.manual_seed(self.seed + self.epoch)
             from ... import randperm
             indices = randperm(n, generator=generator).tolist()

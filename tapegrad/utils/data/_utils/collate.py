@@ -8,7 +8,7 @@ numpy arrays and scalars, Python numbers, strings), which users extend, as PyTor
 adding their own types to a copy of the map or to the map itself.  `default_convert` is the
 collate function when automatic batching is off (batch_size=None).
 """
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import collections.abc
 import copy

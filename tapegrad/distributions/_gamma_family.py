@@ -2,7 +2,7 @@
 digamma (recorded, so they train); reparameterised samples built on Gamma(alpha, 1) draws whose
 gradient in alpha is implicit (_standard_gamma; Beta and Dirichlet through _dirichlet), as
 PyTorch's."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

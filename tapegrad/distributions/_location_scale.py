@@ -1,6 +1,6 @@
 """Exponential, Laplace, Cauchy (continuous, reparameterised by the inverse cdf) and Geometric
 (the number of failures before the first success): log_prob, cdf, icdf, entropy, moments."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 import math
 

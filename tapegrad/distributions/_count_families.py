@@ -1,6 +1,6 @@
 """Poisson and Binomial counts: log probabilities from lgamma (recorded, so rates and
 probabilities train), moments, numpy-drawn samples."""
-from __future__ import annotations
+from __future__ import annotations as _annotations
 
 from .. import arange, lgamma, poisson, xlogy
 from ..grad_mode import no_grad
