@@ -109,20 +109,27 @@ class BatchedTensor:
         return f"BatchedTensor(lvl={self.level}, bdim=0, value=\n{self.value!r}\n)"
 
     # -- data-dependent Python conversions: PyTorch's vmap refuses them -----------------------------
-    def item(self):
-        raise DataDependentError("vmap: It looks like you're calling .item() on a Tensor. We don't "
-                           "support vmap over calling .item() on a Tensor, please try to rewrite "
-                           "what you're doing with other operations.")
+    # Three different refusals, as PyTorch words them: bool() is control flow; float()/int()/
+    # __index__ go through .item(); tolist()/numpy()/np.asarray read the (absent) storage.
+    def item(self, *args):
+        raise DataDependentError(
+            "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+            "calling .item() on a Tensor, please try to rewrite what you're doing with other "
+            "operations. If error is occurring somewhere inside PyTorch internals, please file a "
+            "bug report.")
 
     def _data_dependent(self, *args):
-        raise DataDependentError("vmap: It looks like you're attempting to use a Tensor in some "
-                           "data-dependent control flow. We don't support that yet, please "
-                           "shout over at https://github.com/pytorch/functorch/issues/257 .")
+        raise DataDependentError(
+            "vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
+            "flow. We don't support that yet, please file an issue at "
+            "https://github.com/pytorch/pytorch/issues .")
 
-    __bool__ = __float__ = __int__ = __index__ = tolist = numpy = _data_dependent
+    def _no_storage(self, *args, **kwargs):
+        raise DataDependentError("Cannot access data pointer of Tensor that doesn't have storage")
 
-    def __array__(self, *args, **kwargs):
-        self._data_dependent()
+    __bool__ = _data_dependent
+    __float__ = __int__ = __index__ = item
+    tolist = numpy = __array__ = _no_storage
 
     def __iter__(self):
         return iter(self.unbind(0))
