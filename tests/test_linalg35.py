@@ -193,3 +193,51 @@ def test_ldl_out_arguments():
     want = torch.linalg.ldl_factor(torch.from_numpy(a))
     np.testing.assert_allclose(LD.numpy(), want.LD.numpy(), rtol=1e-12)
     np.testing.assert_array_equal(piv.numpy(), want.pivots.numpy())
+
+
+# -- 2-d/3-d pools: PyTorch's argument-check order (padding before the input's empty dims) ----
+
+@pytest.mark.parametrize("name, shape, kwargs", [
+    ("max_pool2d", (0, 1, 49), dict(kernel_size=2, stride=50, padding=-1, return_indices=True)),
+    ("max_pool2d", (0, 1, 49), dict(kernel_size=(3, 2), stride=50, padding=4)),
+    ("max_pool2d", (1, 0, 10), dict(kernel_size=1)),
+    ("max_pool2d", (2, 1, 10, 0), dict(kernel_size=1)),
+    ("max_pool2d", (0, 0, 4, 4), dict(kernel_size=1)),
+    ("max_pool2d", (1, 4, 4), dict(kernel_size=3, padding=2, dilation=2)),
+    ("max_pool2d", (1, 4, 4), dict(kernel_size=2, padding=-1, dilation=0)),
+    ("max_pool2d", (1, 4, 4), dict(kernel_size=0, stride=50, padding=1)),
+    ("max_pool2d", (1, 4, 4), dict(kernel_size=2, stride=-1)),
+    ("avg_pool2d", (0, 1, 49), dict(kernel_size=2, stride=50, padding=-1)),
+    ("avg_pool2d", (0, 1, 49), dict(kernel_size=(3, 2), stride=50, padding=4)),
+    ("avg_pool2d", (1, 1, 1, 4, 4), dict(kernel_size=2)),
+    ("avg_pool2d", (4, 4), dict(kernel_size=2, divisor_override=0)),
+    ("max_pool3d", (0, 1, 49, 50), dict(kernel_size=2, stride=50, padding=-1)),
+    ("max_pool3d", (0, 1, 49, 50), dict(kernel_size=(3, 2, 2), stride=50, padding=4)),
+    ("max_pool3d", (0, 1, 2, 10), dict(kernel_size=1)),
+    ("max_pool3d", (2, 1, 0, 1, 2), dict(kernel_size=1, return_indices=True)),
+    ("max_pool3d", (1, 4, 4, 4), dict(kernel_size=3, padding=2, dilation=2)),
+    ("max_pool3d", (1, 4, 4, 4), dict(kernel_size=2, dilation=0)),
+    ("avg_pool3d", (0, 1, 49, 50), dict(kernel_size=2, stride=50, padding=-1)),
+    ("avg_pool3d", (0, 1, 49, 50), dict(kernel_size=(3, 2, 2), stride=50, padding=4)),
+    ("avg_pool3d", (2, 1, 0, 1, 2), dict(kernel_size=1)),
+    ("avg_pool3d", (1, 2, 4, 4), dict(kernel_size=3, padding=1)),   # (T=2 < kT=3: refused)
+])
+def test_pool_errors_in_torch_order(name, shape, kwargs):
+    def outcome(module):
+        try:
+            getattr(module.nn.functional, name)(module.zeros(shape), **kwargs)
+        except Exception as error:      # (compared: type and message)
+            return type(error), str(error)
+        return None
+    want = outcome(torch)
+    assert want is not None
+    assert outcome(tapegrad) == want
+
+
+def test_pool_dtype_refused_after_the_window_checks():
+    for module in (torch, tapegrad):
+        with pytest.raises(RuntimeError, match="pad must be non-negative"):
+            module.nn.functional.max_pool2d(module.zeros(1, 4, 4, dtype=module.bool), 2, padding=-1)
+        with pytest.raises(RuntimeError, match="pad must be non-negative"):
+            module.nn.functional.max_pool3d(module.zeros(1, 4, 4, 4, dtype=module.bool), 2,
+                                            padding=-1)
