@@ -105,6 +105,7 @@ RETURN_TYPES = {
     "linalg_lu_factor": ("LU", "pivots"), "linalg_lu_factor_ex": ("LU", "pivots", "info"),
     "linalg_lu": ("P", "L", "U"), "linalg_inv_ex": ("inverse", "info"),
     "linalg_solve_ex": ("result", "info"), "linalg_cholesky_ex": ("L", "info"),
+    "linalg_ldl_factor": ("LD", "pivots"), "linalg_ldl_factor_ex": ("LD", "pivots", "info"),
 }
 
 

@@ -46,7 +46,7 @@ div take conj_physical isin cross lu softmax log_softmax
 # messages do: "linalg_norm(): argument 'out' must be Tensor, not int").
 LINALG_OUT_FUNCTIONS = """
 cholesky cholesky_ex cond cross det eig eigh eigvals eigvalsh householder_product inv inv_ex
-lu lu_factor lu_factor_ex lu_solve matmul matrix_norm matrix_power matrix_rank multi_dot
+ldl_factor ldl_factor_ex ldl_solve lu lu_factor lu_factor_ex lu_solve matmul matrix_norm matrix_power matrix_rank multi_dot
 norm pinv qr slogdet solve solve_ex solve_triangular svd svdvals tensorinv tensorsolve vecdot
 vector_norm
 """.split()

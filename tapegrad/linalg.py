@@ -107,6 +107,8 @@ _HALF_REFUSED_BY_KERNEL = {       # the CPU kernel PyTorch's dispatch names
     "torch.linalg.householder_product": "orgqr_cpu", "cholesky": "cholesky_cpu",
     "geqrf": "geqrf_cpu", "cholesky_solve": "cholesky_solve_cpu",
     "cholesky_inverse": "cholesky_inverse_out_cpu", "linalg.lu_solve": "linalg.lu_solve_cpu",
+    "torch.linalg.ldl_factor_ex": "ldl_factor_kernel_cpu",
+    "torch.linalg.ldl_solve": "ldl_solve_kernel_cpu",
 }
 
 
@@ -1882,6 +1884,9 @@ from ._linalg_factor import (cholesky_ex, diagonal, inv_ex, lu, lu_factor,  # no
                              vander)
 __all__ += ["cholesky_ex", "diagonal", "inv_ex", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
             "matmul", "solve_ex", "tensorinv", "tensorsolve", "vander"]
+# The LDL family (Bunch-Kaufman; its own module).
+from ._linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: E402
+__all__ += ["ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 from . import _out_arg  # noqa: E402
 from ._public_calls import install as _install_public_calls  # noqa: E402

@@ -60,6 +60,9 @@ __all__ = [
     'tensorinv',
     'tensorsolve',
     'vander',
+    'ldl_factor',
+    'ldl_factor_ex',
+    'ldl_solve',
 ]
 
 class LinAlgError(builtins.RuntimeError):
@@ -140,3 +143,9 @@ def tensorinv(input: Any, ind: _int = ..., *, out: Any = ...) -> Any: ...
 def tensorsolve(input: Any, other: Any, dims: Any = ..., *, out: Any = ...) -> Any: ...
 
 def vander(x: Any, *, N: Any = ...) -> Any: ...
+
+def ldl_factor(A: Any, *, hermitian: _bool = ..., out: Any = ...) -> Any: ...
+
+def ldl_factor_ex(A: Any, *, hermitian: _bool = ..., check_errors: _bool = ..., out: Any = ...) -> Any: ...
+
+def ldl_solve(LD: Any, pivots: Any, B: Any, *, hermitian: _bool = ..., out: Any = ...) -> Any: ...

@@ -650,15 +650,17 @@ def _same_padding(kernel, dilation):
 
 
 
-def empty_batch_safe(nd):
+def empty_batch_safe(nd, planes_refused=False):
     """Decorator for a window op whose numpy kernels reshape per sample: an input with an empty
     batch (N = 0, which PyTorch accepts) runs with one zero sample appended and keeps the
-    first 0 rows of every output - PyTorch's shapes and dtypes, zero gradients for weights."""
+    first 0 rows of every output - PyTorch's shapes and dtypes, zero gradients for weights.
+    planes_refused: the op refuses other empty dims (after its argument checks), naming the
+    input's shape: such an input goes to it as it is."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(input, *args, **kwargs):
             if not (isinstance(input, _core.TensorBase) and input.dim() == nd + 2
-                    and input.shape[0] == 0):
+                    and input.shape[0] == 0) or (planes_refused and 0 in input.shape[1:]):
                 return fn(input, *args, **kwargs)
             from .. import cat
             dummy = _wrap(np.zeros((1,) + tuple(input.shape[1:]), dtype=input._array.dtype))

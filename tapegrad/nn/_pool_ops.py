@@ -32,30 +32,34 @@ __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg
 # -- pooling ---------------------------------------------------------------------------------------
 
 def _pool_input(input, nd, name, views=True, op=None):
-    """(input batched, whether it was unbatched) after PyTorch's refusals; `op`: the builtin
-    PyTorch's argument parser names for a non-tensor input (max_pool2d_with_indices), if not
-    `name`."""
+    """(input batched, whether it was unbatched) after PyTorch's refusals of its dims; `op`: the
+    builtin PyTorch's argument parser names for a non-tensor input (max_pool2d_with_indices),
+    if not `name`.  A 2-d pool's empty dims are refused later, by pool_window_checks (PyTorch
+    checks its padding first)."""
     _check_tensor_argument(input, op or name)
-    if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[1:]):
+    if nd == 2:
+        if name.startswith("avg"):
+            if input.dim() < 3:     # (PyTorch's avg_pool2d reads input.size(-3) first)
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got "
+                                 f"-3)")
+        elif input.dim() not in (3, 4):
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    elif input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[1:]):
         if name.startswith("avg") and input.dim() < nd + 1:
-            raise (IndexError(f"Dimension out of range (expected to be in range of "
-                              f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got "
-                              f"{-(nd + 1)})") if nd == 2 else
-                   RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional "
-                                f"tensor for argument #1 'self' (while checking arguments for "
-                                f"{name})"))
-        raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected for "
-                           f"input" if nd == 2 else
-                           f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional "
+                               f"tensor for argument #1 'self' (while checking arguments for "
+                               f"{name})")
+        raise RuntimeError(f"{name}: Expected 2D or 3D (batch mode) tensor with optional 0 dim "
                            f"batch size for input, but got:{list(input.shape)}")
     unbatched = input.dim() == nd + 1
-    if unbatched and input.shape[0] == 0:
+    if nd == 1 and unbatched and input.shape[0] == 0:
         # An unbatched input's first dim is its channels, which may not be empty either (only a
         # batch may be); PyTorch's kernels see a 1-d pool's input as 2-d, (C, 1, L).
         if name == "max_pool1d" and (op or name) == name:
             raise RuntimeError(f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional "
                                f"0 dim batch size for input, but got:{list(input.shape)}")
-        seen = list(input.shape[:1]) + [1] * (nd == 1) + list(input.shape[1:])
+        seen = list(input.shape[:1]) + [1] + list(input.shape[1:])
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
                            f"for input, but got:{seen}")
     if not views:       # (the caller's kernel takes the input as it is)
@@ -73,9 +77,10 @@ def _pool_output(out, nd, unbatched):
 
 
 def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
-                   own_1d_kernel=False):
+                   own_1d_kernel=False, input_shape=None):
     """The window geometry of a max/avg pool (1-d pools are 2-d pools of height 1); x: the
-    input, with its batch dim or not.  own_1d_kernel: PyTorch runs the pool with its 1-d kernel
+    input, with its batch dim or not (input_shape: the caller's input's, which a 2-d pool's
+    messages name).  own_1d_kernel: PyTorch runs the pool with its 1-d kernel
     (max_pool1d without indices), whose argument messages name it; its other pools run the
     2-d kernel, whose messages are generic."""
     what = "pooling"
@@ -84,14 +89,18 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
         else _tuple(stride, nd, "stride", what)
     padding = _tuple(padding, nd, "padding", what)
     dilation = _tuple(dilation, nd, "dilation", what)
+    if nd == 2:
+        out_sp = pool_window_checks(tuple(input_shape or x.shape), 2, kernel, stride, padding, dilation,
+                                    ceil_mode, avg=name.startswith("avg"))
+        return Geometry(tuple(x.shape)[-2:], out_sp, kernel, stride,
+                        (padding[0], padding[0], padding[1], padding[1]), dilation)
     if own_1d_kernel:
         _check_1d_kernel_args(name, kernel[0], stride[0], padding[0], dilation[0])
     if any(s <= 0 for s in stride):
         raise RuntimeError("stride should not be zero")
     if any(k <= 0 for k in kernel):
-        raise RuntimeError(f"kernel size should be greater than zero, but got "
-                           + ("kH: %d kW: %d" % ((1,) * (2 - nd) + kernel)
-                              if nd == 2 else f"kW: {kernel[0]}"))
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: 1 "
+                           f"kW: {kernel[0]}")
     if any(d <= 0 for d in dilation):
         raise RuntimeError(f"dilation should be greater than zero, but got dilationH: "
                            f"{dilation[0]} dilationW: {dilation[-1]}")
@@ -111,17 +120,71 @@ def _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mod
             raise RuntimeError(f"{name}() Invalid computed output size: {min(out_sp)}")
         # (a 1-d pool runs PyTorch's 2-d kernel on a height-1 view, which its message shows;
         # x is that (N, C, 1, L) view here)
-        height = (1,) if nd == 1 else ()
-        C = x.shape[x.dim() - nd - 1 - len(height)]
-        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C,) + height + spatial))}). "
+        C = x.shape[x.dim() - 3]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (C, 1) + spatial))}). "
                            f"Calculated output size: "
-                           f"({'x'.join(map(str, (C,) + height + out_sp))}). "
+                           f"({'x'.join(map(str, (C, 1) + out_sp))}). "
                            f"Output size is too small")
-    if nd == 1:
-        return Geometry((1,) + spatial, (1,) + out_sp, (1,) + kernel, (1,) + stride,
-                        (0, 0, padding[0], padding[0]), (1,) + dilation)
-    return Geometry(spatial, out_sp, kernel, stride,
-                    (padding[0], padding[0], padding[1], padding[1]), dilation)
+    return Geometry((1,) + spatial, (1,) + out_sp, (1,) + kernel, (1,) + stride,
+                    (0, 0, padding[0], padding[0]), (1,) + dilation)
+
+
+def _c_half(value: int) -> int:
+    """value / 2 in C (rounded toward zero), as PyTorch's checks compute it."""
+    return value // 2 if value >= 0 else -(-value // 2)
+
+
+def pool_window_checks(shape, nd, kernel, stride, padding, dilation, ceil_mode, *, avg,
+                       fn_name=None):
+    """The output sizes of a 2-d or 3-d max/avg pool of an input of `shape`, after PyTorch's
+    checks in its order: each dim's stride, padding and padding against the effective kernel
+    (while it computes the output size), then the kernel, stride and dilation signs, the
+    input's empty dims, (avg_pool3d) the input against the kernel, the padding against the
+    kernel, and the output size.  `fn_name`: the 3-d kernel its empty-dims message names."""
+    out = []
+    for size, k, s, p, d in zip(shape[-nd:], kernel, stride, padding, dilation):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > _c_half((k - 1) * d + 1):
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+        out.append(_out_size(size, 2 * p, k, s, d, ceil_mode, p))
+    axes = "THW"[-nd:]
+    for values, what, prefix in ((kernel, "kernel size", "k"), (stride, "stride", "d"),
+                                 (dilation, "dilation", "dilation")):
+        if any(v <= 0 for v in values):
+            got = " ".join(f"{prefix}{a}: {v}" for a, v in zip(axes, values))
+            raise RuntimeError(f"{what} should be greater than zero, but got {got}")
+    shape = tuple(shape)
+    if nd == 2:
+        if not ((len(shape) == 3 and all(shape)) or (len(shape) == 4 and all(shape[1:]))):
+            raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
+                               f"size for input, but got:{list(shape)}")
+        (kH, kW), (padH, padW) = kernel, padding
+        if not (_c_half(kW) >= padW and _c_half(kH) >= padH):
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but "
+                               f"got padW = {padW}, padH = {padH}, kW = {kW}, kH = {kH}")
+    else:
+        empty = [n for i, n in enumerate(shape) if n == 0 and not (len(shape) == 5 and i == 0)]
+        if empty:
+            raise RuntimeError(f"{fn_name}: Expected input's non-batch dimensions to have "
+                               f"positive length, but input has a shape of {list(shape)} and "
+                               f"non-batch dimension 0 has length zero!")
+        (kT, kH, kW), (pT, pH, pW) = kernel, padding
+        if avg and not all(n >= k for n, k in zip(shape[-3:], kernel)):
+            raise RuntimeError(f"input image (T: {shape[-3]} H: {shape[-2]} W: {shape[-1]}) "
+                               f"smaller than kernel size (kT: {kT} kH: {kH} kW: {kW})")
+        if not (_c_half(kT) >= pT and _c_half(kW) >= pW and _c_half(kH) >= pH):
+            raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but "
+                               f"got kT: {kT} kW: {kW} kH: {kH} padT: {pT} padW: {pW} padH: {pH}")
+    if any(o < 1 for o in out):
+        planes = shape[-nd - 1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (planes,) + shape[-nd:]))}). "
+                           f"Calculated output size: ({'x'.join(map(str, [planes] + out))}). "
+                           f"Output size is too small")
+    return tuple(out)
 
 
 def _check_1d_kernel_args(name, kernel, stride, padding, dilation):
@@ -197,13 +260,7 @@ def _in_input_layout(result, input, nd):
     return follow_channels_last(result, input)
 
 
-def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
-                 return_indices):
-    # (a 2-d input as it is, batched or not: the kernel takes both, and a capture notes one
-    # step without views around it; PyTorch's graph has none either)
-    direct = isinstance(input, _core.TensorBase) and nd == 2 and _compiled(input._array)
-    x, unbatched = _pool_input(input, nd, name, views=not direct,
-                               op=name + "_with_indices" if return_indices else name)
+def _refuse_max_pool_dtype(x, nd, name, return_indices):
     if x._array.dtype == np.bool_:
         raise NotImplementedError(f'"{name}{"_impl" if nd == 1 else ""}" not implemented for '
                                   f"'Bool'")
@@ -212,8 +269,20 @@ def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_m
         # for floating types only; the indexed one goes through max_pool2d, which takes integers
         raise NotImplementedError(f'"max_pool1d_impl" not implemented for '
                                   f"'{_core.scalar_type_name_of(x._array.dtype)}'")
+
+
+def _max_pool_of(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
+                 return_indices):
+    # (a 2-d input as it is, batched or not: the kernel takes both, and a capture notes one
+    # step without views around it; PyTorch's graph has none either)
+    direct = isinstance(input, _core.TensorBase) and nd == 2 and _compiled(input._array)
+    x, unbatched = _pool_input(input, nd, name, views=not direct,
+                               op=name + "_with_indices" if return_indices else name)
+    if nd == 1:     # (PyTorch's 1-d pools refuse a dtype first, its 2-d kernel last)
+        _refuse_max_pool_dtype(x, nd, name, return_indices)
     g = _pool_geometry(x, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
-                       own_1d_kernel=nd == 1 and not return_indices)
+                       own_1d_kernel=nd == 1 and not return_indices, input_shape=input.shape)
+    _refuse_max_pool_dtype(x, nd, name, return_indices)
     if direct:
         N, C = (1, x.shape[0]) if unbatched else x.shape[:2]
         out, idx = _MaxPool2d.apply(x, _geom_tuple(g, N, C))
@@ -317,7 +386,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices)
 
 
-@empty_batch_safe(2)
+@empty_batch_safe(2, planes_refused=True)
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """2-d max pooling over (N, C, H, W) or (C, H, W); stride defaults to kernel_size."""
@@ -424,24 +493,31 @@ def _avg_pool(input, nd, name, kernel_size, stride, padding, ceil_mode, count_in
     return _in_input_layout(result, input, nd)
 
 
+def _refuse_avg_pool_dtype(x):
+    if x._array.dtype.kind != "f":
+        # PyTorch pools 1-d inputs with its 2-d kernel, whose name the message carries.
+        raise NotImplementedError(f'"avg_pool2d" not implemented for '
+                                  f"'{_core.scalar_type_name_of(x._array.dtype)}'")
+
+
 def _avg_pool_of(input, nd, name, kernel_size, stride, padding, ceil_mode, count_include_pad,
                  divisor_override):
     # (a 2-d input as it is, batched or not: one kernel step, as _max_pool)
     direct = (isinstance(input, _core.TensorBase) and nd == 2
               and input._array.dtype in (np.float32, np.float64))
+    if nd == 2 and divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")      # (PyTorch's first check)
     x, unbatched = _pool_input(input, nd, name, views=not direct)
     if x._array.dtype == np.int64:
         def pool(t, divisor):
             return _avg_pool(t, nd, name, kernel_size, stride, padding, ceil_mode,
                              count_include_pad, divisor)
         return integer_avg_pool(pool, input, divisor_override)
-    if x._array.dtype.kind != "f":
-        # PyTorch pools 1-d inputs with its 2-d kernel, whose name the message carries.
-        raise NotImplementedError(f'"avg_pool2d" not implemented for '
-                                  f"'{_core.scalar_type_name_of(x._array.dtype)}'")
-    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, 1, ceil_mode)
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
+    if nd == 1:     # (a 1-d pool refuses a dtype first, the 2-d one after its shape checks)
+        _refuse_avg_pool_dtype(x)
+    g = _pool_geometry(x, nd, name, kernel_size, stride, padding, 1, ceil_mode,
+                       input_shape=input.shape)
+    _refuse_avg_pool_dtype(x)
     if direct:
         return _AvgPool2d.apply(x, g, bool(count_include_pad), divisor_override)
     N, C, H, W = x.shape

@@ -185,30 +185,27 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # -- pooling ----------------------------------------------------------------------------------------
 
 def _pool3d_input(input, op):
-    """`op`: the builtin PyTorch's argument parser names for a non-tensor input."""
+    """`op`: the builtin PyTorch's argument parser names for a non-tensor input.  Empty dims
+    are refused later, by pool_window_checks (PyTorch checks the padding first)."""
     _check_tensor_argument(input, op)
-    if input.dim() not in (4, 5) or any(s == 0 for s in input.shape[-4:]):
+    if input.dim() not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
     unbatched = input.dim() == 4
     return (input.unsqueeze(0) if unbatched else input), unbatched
 
 
-def _pool3d_args(kernel_size, stride, padding, dilation):
+def _pool3d_args(input, kernel_size, stride, padding, dilation, ceil_mode, fn_name):
+    """(kernel, stride, padding, dilation) of a 3-d pool of `input`, after PyTorch's checks
+    (pool_window_checks; fn_name: the kernel its empty-input message names, avg_pool3d()
+    also checking the input against the kernel)."""
+    from ._pool_ops import pool_window_checks
     kernel = _tuple(kernel_size, 3, "kernel_size", "pooling")
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
         else _tuple(stride, 3, "stride", "pooling")
     padding = _tuple(padding, 3, "padding", "pooling")
     dilation = _tuple(dilation, 3, "dilation", "pooling")
-    if any(s <= 0 for s in stride):
-        raise RuntimeError("stride should not be zero")
-    if any(k <= 0 for k in kernel):
-        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {kernel[0]} "
-                           f"kH: {kernel[1]} kW: {kernel[2]}")
-    if any(p > k // 2 for p, k in zip(padding, kernel)):
-        at = next(i for i, (p, k) in enumerate(zip(padding, kernel)) if p > k // 2)
-        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                           f"pad={padding[at]}, kernel_size={kernel[at]} and dilation="
-                           f"{dilation[at]}")
+    pool_window_checks(tuple(input.shape), 3, kernel, stride, padding, dilation, ceil_mode,
+                       avg=fn_name.startswith("avg"), fn_name=fn_name)
     return kernel, stride, padding, dilation
 
 
@@ -223,15 +220,12 @@ def _depth_window_geometry(D, k, s, p, d, ceil_mode):
 def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     check_max_pool_flags("max_pool3d", ceil_mode, return_indices)
     x, unbatched = _pool3d_input(input, "max_pool3d")
-    kernel, stride, padding, dilation = _pool3d_args(kernel_size, stride, padding, dilation)
+    kernel, stride, padding, dilation = _pool3d_args(
+        input, kernel_size, stride, padding, dilation, ceil_mode,
+        "max_pool3d_with_indices_out_cpu_template()")
     N, C, D, H, W = x.shape
-    Do = _out_size(D, 2 * padding[0], kernel[0], stride[0], dilation[0], ceil_mode, padding[0])
     Ho = _out_size(H, 2 * padding[1], kernel[1], stride[1], dilation[1], ceil_mode, padding[1])
     Wo = _out_size(W, 2 * padding[2], kernel[2], stride[2], dilation[2], ceil_mode, padding[2])
-    if Do <= 0 or Ho <= 0 or Wo <= 0:
-        raise RuntimeError(f"Given input size: ({C}x{D}x{H}x{W}). Calculated output size: "
-                           f"({C}x{max(Do, 0)}x{max(Ho, 0)}x{max(Wo, 0)}). Output size is too "
-                           f"small")
     if x._array.dtype == np.bool_:
         raise NotImplementedError("\"max_pool3d\" not implemented for 'Bool'")
     planes, plane_idx = max_pool2d(x.reshape(N, C * D, H, W), kernel[1:], stride[1:],
@@ -276,7 +270,10 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     divisor_override and ceil_mode as PyTorch)."""
     check_avg_pool_flags("avg_pool3d", ceil_mode, count_include_pad)
     x, unbatched = _pool3d_input(input, "avg_pool3d")
-    kernel, stride, padding, _ = _pool3d_args(kernel_size, stride, padding, 1)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    kernel, stride, padding, _ = _pool3d_args(input, kernel_size, stride, padding, 1, ceil_mode,
+                                              "avg_pool3d()")
     if x._array.dtype == np.int64:
         def pool(t, divisor):
             return avg_pool3d(t, kernel, stride, padding, ceil_mode, count_include_pad, divisor)
@@ -284,14 +281,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if x._array.dtype.kind != "f" or x._array.dtype == np.float16:   # (float and double only)
         raise NotImplementedError(f'"avg_pool3d_out_frame" not implemented for '
                                   f"'{_core.scalar_type_name_of(x._array.dtype)}'")
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
     N, C, D, H, W = x.shape
-    sizes = [_out_size(n, 2 * p, k, s, 1, ceil_mode, p)
-             for n, p, k, s in zip((D, H, W), padding, kernel, stride)]
-    if any(o <= 0 for o in sizes):
-        raise RuntimeError(f"input image (T: {D} H: {H} W: {W}) smaller than kernel size (kT: "
-                           f"{kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
     # The 2-d pool averages each plane (its divisor is the height x width factor of the 3-d
     # divisor, which separates per axis); the depth factor divides the depth sum below.
     planes = avg_pool2d(x.reshape(N, C * D, H, W), kernel[1:], stride[1:], padding[1:],
