@@ -53,6 +53,10 @@ class DataDependentError(RuntimeError):
     batch."""
 
 
+# (a script printing type(e).__name__ sees PyTorch's class)
+DataDependentError.__name__ = DataDependentError.__qualname__ = "RuntimeError"
+
+
 class BatchedTensor:
     """One sample of a batch (see the module docstring).  ``value``'s dim 0 is the batch."""
 

@@ -33,3 +33,11 @@ def test_vmap_data_dependent_conversion_messages_match_torch(name):
     with pytest.raises(RuntimeError) as got:
         tg_vmap(lambda z: (fn(z), z)[1])(tapegrad.tensor(values))
     assert str(got.value) == str(expected.value)
+
+
+def test_vmap_refusal_class_prints_as_runtime_error():
+    # (the refusal is a RuntimeError subclass that jacfwd catches; a script printing
+    # type(e).__name__ saw 'DataDependentError' -- corpus func_jacobians_tour)
+    with pytest.raises(RuntimeError) as info:
+        tg_vmap(lambda a: a * a.sum().item())(tapegrad.ones(2, 3))
+    assert type(info.value).__name__ == "RuntimeError"
