@@ -543,7 +543,7 @@ def dequantize(tensor):
 def _method_as_function(name):
     def function(input):  # noqa: A002
         return getattr(input, name)()
-    function.__name__ = name
+    function.__name__ = function.__qualname__ = name     # (its module-level name, as tensor.py's)
     function.__doc__ = f"torch.{name}(input): input.{name}() of a quantized tensor."
     return function
 

@@ -552,6 +552,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
             from ._quantized import _not_implemented
             raise _not_implemented(name, "CPU")
         method.__name__ = name
+        # (where it lives: the docs build inspects it, and the factory's <locals> name sent its
+        # alias resolution round in circles for minutes)
+        method.__qualname__ = f"Tensor.{name}"
         method.__doc__ = f"{name}() of a quantized tensor; a dense one raises, as in PyTorch."
         return method
 
