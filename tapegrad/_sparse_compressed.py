@@ -598,15 +598,10 @@ class SparseCompressedTensor(SparseTensor):
 
     def __repr__(self) -> str:
         from ._format import sparse_compressed_repr
-        suffixes = []
-        if self._grad_fn_name is not None:
-            suffixes.append(f"grad_fn=<{self._grad_fn_name}>")
-        elif self.requires_grad:
-            suffixes.append("requires_grad=True")
         _, cname, pname, _ = _LAYOUTS[self._layout]
         return sparse_compressed_repr(((cname, self._cidx), (pname, self._pidx)),
                                       self._blocks(self._vals.detach()), self._size,
-                                      self._layout, suffixes)
+                                      self._layout, self._repr_suffixes())
 
     __str__ = __repr__
 

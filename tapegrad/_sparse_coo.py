@@ -1249,14 +1249,15 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
                                                   transposed._coalesced)
         return self
 
+    def _repr_suffixes(self):
+        """The trailing ``grad_fn=<...>`` / ``requires_grad=True`` of every sparse layout's repr."""
+        if self._grad_fn_name is not None:
+            return [f"grad_fn=<{self._grad_fn_name}>"]
+        return ["requires_grad=True"] if self.requires_grad else []
+
     def __repr__(self) -> str:
         from ._format import sparse_coo_repr
-        suffixes = []
-        if self._grad_fn_name is not None:
-            suffixes.append(f"grad_fn=<{self._grad_fn_name}>")
-        elif self.requires_grad:
-            suffixes.append("requires_grad=True")
-        return sparse_coo_repr(self._idx, self._vals.detach(), self._size, suffixes)
+        return sparse_coo_repr(self._idx, self._vals.detach(), self._size, self._repr_suffixes())
 
     __str__ = __repr__
 
