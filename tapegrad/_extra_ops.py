@@ -1745,6 +1745,48 @@ def aminmax(input, *, dim=None, keepdim=False):
                         _core._name_grad_fn(high, "AminmaxBackward0")))
 
 
+@_numpy_dim_names
+def hash_tensor(input, dim=None, *, keepdim=False, mode=0, out=None):
+    """The xor of input's elements along dim (all of them by default), each first widened to 64
+    bits (floats to float64, integers to int64, bool to 0/1) and read as its bit pattern: a
+    uint64 tensor (PyTorch's mode 0, the only one it has).  Never differentiable."""
+    _check_tensor(input, "hash_tensor")
+    _core.check_bool("hash_tensor", "keepdim", keepdim)
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    a = input._array
+    # (dim None or [] reduces every dim; a 0-d input has none to reduce, whatever dim says)
+    dims = (() if dim is None else _core._normalize_dims(dim, input.ndim, True)) or \
+        tuple(range(input.ndim))
+    dims = dims if input.ndim else ()
+    if a.size == 0 and (dim is None or (not isinstance(dim, (int, np.integer)) and
+                                        not len(dim))):
+        raise RuntimeError("hash_tensor: Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           "argument.")
+    for d in dims:
+        if a.shape[d] == 0:
+            raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero size.")
+    # (after the dims' checks, and only for a non-empty result, as PyTorch: an empty input that
+    # got this far kept an empty dim, so its result is empty)
+    if a.dtype.kind == "c" and a.size:
+        raise NotImplementedError(f"\"xor_sum_cpu\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(a.dtype)}'")
+    if a.dtype.kind == "c":
+        a = a.real                                  # (empty: only the result's shape matters)
+    wide = np.float64 if a.dtype.kind == "f" else np.uint64 if a.dtype.kind == "u" else np.int64
+    bits = np.array(a, dtype=wide, order="C").view(np.uint64)
+    hashed = np.bitwise_xor.reduce(bits, axis=dims, keepdims=keepdim) if dims else bits.copy()
+    result = _wrap(np.asarray(hashed, dtype=np.uint64))
+    if out is None:
+        return result
+    from ._out_arg import write_into
+    if out.dtype != _core.uint64:
+        raise RuntimeError(f"Expected result to be of dtype uint64, but got "
+                           f"{_core.scalar_type_name_of(out._array.dtype)}")
+    return write_into("hash_tensor", out, result)
+
+
 def scalar_tensor(s, *, dtype=None, device=None, layout=None, requires_grad=False,
                   pin_memory=False):
     """A 0-d tensor holding s, of the default float dtype unless dtype is given."""
@@ -2154,7 +2196,7 @@ FUNCTIONS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "
              "column_stack", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
              "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
              "signbit", "nan_to_num", "nansum", "nanmean", "can_cast", "tril_indices",
-             "triu_indices", "rot90", "diff", "aminmax",
+             "triu_indices", "rot90", "diff", "aminmax", "hash_tensor",
              "scalar_tensor")
 METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "unique", "sort",
            "argsort", "topk", "cumsum", "cumprod", "log10", "log2", "flip", "roll", "diag",
@@ -2163,7 +2205,7 @@ METHODS = ("isclose", "allclose", "equal", "bincount", "histc", "histogram", "un
            "broadcast_to", "ravel", "fliplr", "flipud", "is_same_size", "is_signed",
            "is_nonzero", "lerp", "addcmul", "addcdiv", "logaddexp", "xlogy", "sgn",
            "signbit", "nan_to_num", "nansum", "nanmean", "rot90", "diff",
-           "aminmax")
+           "aminmax", "hash_tensor")
 CONSTANTS = {"inf": inf, "nan": nan, "pi": pi, "e": e}
 
 
