@@ -196,6 +196,8 @@ _LAZY = _lazy.table({
     "_lowrank": ("svd_lowrank", "pca_lowrank"),
     "_legacy": ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
                 "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"),
+    # torch.ops: operators by namespace (torch.library's registry, and aten's names)
+    "_ops": ("ops",),
     # torch.qscheme's values: the quantisation schemes torch.ao.quantization's observers take.
     "_qscheme": ("qscheme", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
                  "per_channel_symmetric", "per_channel_affine_float_qparams"),
@@ -244,6 +246,7 @@ _LAZY = _lazy.table({
     "functional": (),           # torch.functional: einsum, split, norm, ... under their module
     "hub": (),
     "jit": (),
+    "library": (),
     "linalg": (),
     "masked": (),
     "mps": (),
@@ -351,4 +354,5 @@ del creation, grad_mode  # noqa: F821
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.
 __all__ = sorted({name for name, value in globals().items()
                   if not name.startswith("_") and type(value) is not type(_core)}
-                 | {name for name, (_, attribute) in _LAZY.items() if attribute})
+                 | {name for name, (_, attribute) in _LAZY.items() if attribute}
+                 - {"ops"})         # (torch.ops is a module object, out of PyTorch's __all__)

@@ -38,6 +38,7 @@ from tapegrad import func as func
 from tapegrad import functional as functional
 from tapegrad import hub as hub
 from tapegrad import jit as jit
+from tapegrad import library as library
 from tapegrad import linalg as linalg
 from tapegrad import masked as masked
 from tapegrad import mps as mps
@@ -580,6 +581,7 @@ __all__ = [
     'numel',
     'ones',
     'ones_like',
+    'ops',
     'orgqr',
     'ormqr',
     'outer',
@@ -2467,6 +2469,7 @@ def numel(input: Tensor) -> _int: ...
 
 def ones(*size: Any, dtype: Any = ..., layout: Any = ..., device: Any = ..., requires_grad: _bool = ..., pin_memory: _bool = ..., out: Any = ..., **kwargs: Any) -> Tensor: ...
 
+ops: Any  # a module built at run time
 def orgqr(input: Any, input2: Any) -> Any: ...
 
 def ormqr(input: Any, input2: Any, input3: Any, left: Any = ..., transpose: Any = ...) -> Any: ...
