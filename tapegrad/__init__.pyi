@@ -581,7 +581,6 @@ __all__ = [
     'numel',
     'ones',
     'ones_like',
-    'ops',
     'orgqr',
     'ormqr',
     'outer',
@@ -2469,7 +2468,6 @@ def numel(input: Tensor) -> _int: ...
 
 def ones(*size: Any, dtype: Any = ..., layout: Any = ..., device: Any = ..., requires_grad: _bool = ..., pin_memory: _bool = ..., out: Any = ..., **kwargs: Any) -> Tensor: ...
 
-ops: Any  # a module built at run time
 def orgqr(input: Any, input2: Any) -> Any: ...
 
 def ormqr(input: Any, input2: Any, input3: Any, left: Any = ..., transpose: Any = ...) -> Any: ...
@@ -2907,4 +2905,5 @@ def zero_(input: Any) -> Any: ...
 
 def zeros(*size: Any, dtype: Any = ..., layout: Any = ..., device: Any = ..., requires_grad: _bool = ..., pin_memory: _bool = ..., out: Any = ..., **kwargs: Any) -> Tensor: ...
 
+ops: Any  # a module built at run time
 return_types: Any  # a module built at run time

@@ -15,6 +15,7 @@ parsing plays the part of PyTorch's overload resolution.  Their schemas are not 
 """
 from __future__ import annotations as _annotations
 
+import sys
 import types
 
 from . import _core
@@ -305,7 +306,7 @@ class _OpNamespace(types.ModuleType):
     """torch.ops.<ns>: its operators as attributes (AttributeError for one not defined)."""
 
     def __init__(self, name: str):
-        super().__init__("torch.ops." + name)
+        super().__init__("tapegrad.ops." + name)
         self.name = name
 
     def __getattr__(self, opname: str):
@@ -331,7 +332,7 @@ class _Ops(types.ModuleType):
     """torch.ops: a namespace per library, made on first use."""
 
     def __init__(self):
-        super().__init__("torch.ops")
+        super().__init__("tapegrad.ops")
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
@@ -346,3 +347,5 @@ class _Ops(types.ModuleType):
 
 
 ops = _Ops()
+# (`import tapegrad.ops` finds it, as `import torch.ops` does)
+sys.modules.setdefault("tapegrad.ops", ops)
