@@ -365,3 +365,18 @@ def test_causal_bias_with_sdpa_matches_torch():
         got = tg.nn.functional.scaled_dot_product_attention(_tg(q), _tg(k), _tg(v),
                                                             attn_mask=gmake(3, 5))
         _close(ref, got)
+
+
+def test_score_mod_result_dtype_follows_torch_vmap_promotion():
+    # PyTorch calls a score_mod on 0-d tensors (vmap): a captured 0-d float64 tensor promotes
+    # the float32 score to float64 (and the logsumexp with it), as does a float64 table
+    q = _values(24, 1, 2, 4, 4)
+    for make in (lambda lib: lib.tensor(2.0, dtype=lib.float64),
+                 lambda lib: lib.tensor([1.0, 2.0], dtype=lib.float64)):
+        tc, gc = make(torch), make(tg)
+        to, tl = TF.flex_attention(q, q, q, return_lse=True,
+                                   score_mod=lambda s, b, h, qi, ki: s * tc[h] if tc.dim() else s * tc)
+        go, gl = GF.flex_attention(_tg(q), _tg(q), _tg(q), return_lse=True,
+                                   score_mod=lambda s, b, h, qi, ki: s * gc[h] if gc.dim() else s * gc)
+        _close(to, go)
+        _close(tl, gl)

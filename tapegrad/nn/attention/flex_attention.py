@@ -552,6 +552,18 @@ def _check_block_mask_lengths(block_mask, query, key):
             f"upper left corner, which does not work for all mask_mods!")
 
 
+def _score_mod_dtype(score_mod, working):
+    """The dtype PyTorch's vmapped score_mod returns.  Under vmap every argument is a 0-d
+    tensor, so a captured 0-d tensor takes part in type promotion as an equal (score * a float64
+    0-d tensor is float64), where on the index grids the dimensioned score would win: one call
+    on 0-d zeros gives PyTorch's dtype.  (Not under no_grad: a view of a captured tensor that
+    requires grad taken under no_grad would make a compiled caller run eagerly; the probe's few
+    records are dropped with it.)"""
+    zero = _tg.zeros((), dtype=_tg.int64)
+    probe = score_mod(_tg.zeros((), dtype=working), zero, zero, zero, zero)
+    return probe.dtype if isinstance(probe, Tensor) else working
+
+
 def _fill_order_like(query):
     """PyTorch lays the output out in the query's stride order (its _permute_strides), with the
     last dim innermost: that order outermost first, or None for the row-major one."""
@@ -584,7 +596,9 @@ def _attention(query, key, value, score_mod, mask_mod, scale):
     if score_mod is not _identity or mask_mod is not noop_mask:
         idx = _index_grids(B, H, M, N)
         if score_mod is not _identity:
-            scores = _as_grid(score_mod(scores, *idx), grid, "score_mod")
+            modded = _as_grid(score_mod(scores, *idx), grid, "score_mod")
+            dtype = _score_mod_dtype(score_mod, working)
+            scores = modded if modded.dtype == dtype else modded.to(dtype)
         if mask_mod is not noop_mask:
             allowed = _as_grid(mask_mod(*idx), grid, "mask_mod")
             scores = _tg.where(allowed, scores, _tg.tensor(-math.inf, dtype=working))
