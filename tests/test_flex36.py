@@ -380,3 +380,17 @@ def test_score_mod_result_dtype_follows_torch_vmap_promotion():
                                    score_mod=lambda s, b, h, qi, ki: s * gc[h] if gc.dim() else s * gc)
         _close(to, go)
         _close(tl, gl)
+
+
+def test_compiled_flex_attention_without_block_mask_replays():
+    # (the default one-block BlockMask is built without numpy: a compiled caller replays)
+    compiled = tg.compile(GF.flex_attention)
+    q = tg.randn(1, 2, 6, 4)
+
+    def softcap(s, b, h, q_idx, kv_idx):
+        return 2.0 * tg.tanh(s / 2.0)
+    for _ in range(3):
+        q = tg.randn(1, 2, 6, 4)
+        np.testing.assert_array_equal(compiled(q, q, q, score_mod=softcap).numpy(),
+                                      GF.flex_attention(q, q, q, score_mod=softcap).numpy())
+    assert compiled.stats["replays"] == 2 and compiled.explain().startswith("replayed")

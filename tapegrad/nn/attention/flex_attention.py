@@ -487,11 +487,16 @@ def create_block_mask(mask_mod, B, H, Q_LEN, KV_LEN, device=None,
 
 
 def _create_empty_block_mask(query, key) -> BlockMask:
-    """The BlockMask flex_attention uses when given none: one block covering everything."""
-    return BlockMask.from_kv_blocks(
-        kv_num_blocks=_tg.ones([1, 1, 1], dtype=_tg.int32),
-        kv_indices=_tg.zeros([1, 1, 1, 1], dtype=_tg.int32),
-        BLOCK_SIZE=_LARGE_SPARSE_BLOCK_SIZE, seq_lengths=(1, 1))
+    """The BlockMask flex_attention uses when given none: one block covering everything.
+    (Its transposed q lists are the same single block: written directly, not transposed with
+    numpy, so that a compiled function calling flex_attention without a mask replays.)"""
+    def one():
+        return _tg.ones([1, 1, 1], dtype=_tg.int32)
+
+    def zero():
+        return _tg.zeros([1, 1, 1, 1], dtype=_tg.int32)
+    return BlockMask((1, 1), one(), zero(), None, None, one(), zero(), None, None,
+                     BLOCK_SIZE=(_LARGE_SPARSE_BLOCK_SIZE, _LARGE_SPARSE_BLOCK_SIZE))
 
 
 # -- flex_attention ------------------------------------------------------------------------------
