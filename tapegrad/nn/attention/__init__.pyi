@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.attention import bias as bias
+from tapegrad.nn.attention import flex_attention as flex_attention
 
 __all__ = [
     'SDPBackend',
