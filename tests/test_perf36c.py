@@ -161,3 +161,36 @@ def test_relu_max_pool_gradient_matches_torch_and_finite_differences():
     np.testing.assert_allclose(wt.grad.numpy(), tw.grad.numpy(), rtol=1e-10, atol=1e-12)
     assert tg.autograd.gradcheck(fn, (tg.from_numpy(xa[:1, :, :4, :4].copy()).requires_grad_(True),
                                       tg.from_numpy(w.copy()).requires_grad_(True)))
+
+
+def _unbatched(x):
+    return F.max_pool2d(F.relu(x * 2), 2)
+
+
+def _with_indices(x):
+    return F.max_pool2d(F.relu(x * 2), 2, return_indices=True)
+
+
+def _ceil_padded(x):
+    return F.max_pool2d(F.relu(x + 1), 3, 2, 1, ceil_mode=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("f, shape", [(_unbatched, (3, 6, 6)), (_with_indices, (2, 3, 6, 6)),
+                                      (_ceil_padded, (2, 3, 7, 7))])
+def test_folded_relu_pool_variants_equal_eager(f, shape, dtype):
+    rng = np.random.default_rng(4)
+    fn = tg.compile(f)
+    for _ in range(3):
+        xa = rng.standard_normal(shape).astype(dtype)
+        res = []
+        for g in (fn, f):
+            x = tg.from_numpy(xa.copy()).requires_grad_(True)
+            out = g(x)
+            outs = out if isinstance(out, tuple) else (out,)
+            (outs[0] * outs[0]).sum().backward()
+            res.append([o.detach().numpy().copy() for o in outs] + [x.grad.numpy().copy()])
+        for a, b in zip(*res):
+            assert a.dtype == b.dtype
+            np.testing.assert_array_equal(a, b)
+    assert fn.explain() == "replayed: 2 steps" and fn.stats["replays"] == 2
