@@ -651,6 +651,9 @@ def _plan_from(capture, flat, result, effects=()):
     roots = outputs + [t for t, _, _ in guard_reads] + effect_reads
     (ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, grad_dtypes,
      typenums) = _core._plan_steps(capture.steps, claimed, roots, is_grad_enabled())
+    if _FUSE:
+        program_steps = _core._fuse_relu_kernels(program_steps, grad, len(ext),
+                                                 {root_slot[id(t)] for t in roots})
     # The C steps compute in one float dtype; re-run ops may mix any (their adjoints, computed by
     # their own VJPs, keep their slots' dtypes).
     if len(dtypes) > 1 or not dtypes <= _FLOAT_TYPENUMS.keys():

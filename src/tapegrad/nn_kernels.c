@@ -385,14 +385,30 @@ void tg_max_pool2d_##SFX(const T* x, T* y, int64_t* idx, const tg_window* g)    
     }                                                                                             \
 }                                                                                                 \
                                                                                                   \
-void tg_max_pool2d_grad_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_window* g)         \
+void tg_relu_max_pool2d_##SFX(const T* x, T* y, int64_t* idx, const tg_window* g, T* plane)     \
+{                                                                                                 \
+    const ptrdiff_t planes = g->N * g->C, HW = g->H * g->W, L = g->Ho * g->Wo;                    \
+    tg_window one = *g;                                                                           \
+    one.N = 1;                                                                                    \
+    one.C = 1;                                                                                    \
+    for (ptrdiff_t p = 0; p < planes; p++) {                                                      \
+        const T* src = x + p * HW;                                                                \
+        for (ptrdiff_t i = 0; i < HW; i++)          /* TG_RELU's formula (kernels.c) */          \
+            plane[i] = src[i] < (T)0 ? (T)0 : src[i];                                             \
+        tg_max_pool2d_##SFX(plane, y + p * L, idx + p * L, &one);                                 \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+void tg_max_pool2d_grad_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_window* g,         \
+                              const T* xmask)                                                     \
 {                                                                                                 \
     const ptrdiff_t planes = g->N * g->C, HW = g->H * g->W, L = g->Ho * g->Wo;                    \
     memset(gx, 0, (size_t)(planes * HW) * sizeof(T));                                             \
     for (ptrdiff_t p = 0; p < planes; p++)                                                        \
         for (ptrdiff_t k = 0; k < L; k++) {                                                       \
             const int64_t at = idx[p * L + k];                                                    \
-            if (at >= 0 && at < HW)                                                               \
+            /* (a NaN passes its gradient, as relu's does) */                                    \
+            if (at >= 0 && at < HW && !(xmask && xmask[p * HW + at] <= (T)0))                     \
                 gx[p * HW + at] += gy[p * L + k];                                                 \
         }                                                                                         \
 }

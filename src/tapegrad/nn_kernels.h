@@ -73,10 +73,24 @@ void tg_conv2d_grad_weight_f64(const double* x, const double* gy, double* gw, co
 void tg_max_pool2d_f32(const float* x, float* y, int64_t* idx, const tg_window* g);
 void tg_max_pool2d_f64(const double* x, double* y, int64_t* idx, const tg_window* g);
 
+/* Max pooling of relu(x), bit for bit tg_max_pool2d on the output of the relu kernel
+ * (x < 0 ? 0 : x, kernels.c's TG_RELU): each plane's relu goes to `plane` (H*W elements, stays in
+ * cache) and is pooled from there, so a replay whose relu output only feeds the pooling never
+ * writes nor re-reads the full-size relu output. */
+void tg_relu_max_pool2d_f32(const float* x, float* y, int64_t* idx, const tg_window* g,
+                            float* plane);
+void tg_relu_max_pool2d_f64(const double* x, double* y, int64_t* idx, const tg_window* g,
+                            double* plane);
+
 /* The gradient of max pooling: gx (zeroed here first; N*C planes of H*W) += gy at idx.  Indices
- * outside the plane (windows with no real element) are dropped. */
-void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g);
-void tg_max_pool2d_grad_f64(const double* gy, const int64_t* idx, double* gx, const tg_window* g);
+ * outside the plane (windows with no real element) are dropped.  With `xmask` (the input x of
+ * tg_relu_max_pool2d, else NULL) nothing goes to a position where x <= 0: relu's gradient
+ * (TG_RELU_GRAD: 0 where relu's output <= 0, i.e. where x <= 0; a NaN passes) applied to the
+ * pooling's, per contribution (a position gets all of its windows' or none). */
+void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g,
+                            const float* xmask);
+void tg_max_pool2d_grad_f64(const double* gy, const int64_t* idx, double* gx, const tg_window* g,
+                            const double* xmask);
 
 /* -- recurrent cells: one time step of B rows, hidden size H ----------------------------------
  * The hidden-side matmul (h W_hh^T) is done by the caller's BLAS; these fuse the rest of a step.

@@ -38,9 +38,14 @@ cdef extern from "nn_kernels.h" nogil:
                                    const tg_window* g, ptrdiff_t O, ptrdiff_t G, double* work)
     void tg_max_pool2d_f32(const float* x, float* y, int64_t* idx, const tg_window* g)
     void tg_max_pool2d_f64(const double* x, double* y, int64_t* idx, const tg_window* g)
-    void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g)
+    void tg_relu_max_pool2d_f32(const float* x, float* y, int64_t* idx, const tg_window* g,
+                                float* plane)
+    void tg_relu_max_pool2d_f64(const double* x, double* y, int64_t* idx, const tg_window* g,
+                                double* plane)
+    void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g,
+                                const float* xmask)
     void tg_max_pool2d_grad_f64(const double* gy, const int64_t* idx, double* gx,
-                                const tg_window* g)
+                                const tg_window* g, const double* xmask)
     void tg_lstm_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh,
                          const float* c0, float* acts, float* c, float* tc, float* h)
     void tg_lstm_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
@@ -297,25 +302,35 @@ def _conv2d_grad_weight_fused(x, gy, tuple geom, Py_ssize_t O, Py_ssize_t groups
     return gw
 
 
-def _max_pool2d_arrays(x, tuple geom):
+def _max_pool2d_arrays(x, tuple geom, bint relu=False):
     """(maxima (N, C, Ho, Wo), their flat positions h*W + w in each plane, int64) of x's windows,
-    by PyTorch's rules (nn_kernels.h)."""
+    by PyTorch's rules (nn_kernels.h); of relu(x)'s windows when `relu` (bit for bit the pooling
+    of the relu kernel's output, which is never made: a replay's fused relu + max-pool step)."""
     cdef tg_window g
     nk_window(geom, &g)
     cdef bint f32 = nk_is_f32(x)
     nk_same(x, f32, g.N * g.C * g.H * g.W)
     y = nk_buffer((g.N, g.C, g.Ho, g.Wo), x.dtype)
     idx = nk_buffer((g.N, g.C, g.Ho, g.Wo), NK_I64)
-    if f32:
+    if relu:
+        plane = nk_buffer((g.H * g.W,), x.dtype)
+        if f32:
+            tg_relu_max_pool2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(y), <int64_t*>nk_ptr(idx),
+                                   &g, <float*>nk_ptr(plane))
+        else:
+            tg_relu_max_pool2d_f64(<double*>nk_ptr(x), <double*>nk_ptr(y),
+                                   <int64_t*>nk_ptr(idx), &g, <double*>nk_ptr(plane))
+    elif f32:
         tg_max_pool2d_f32(<float*>nk_ptr(x), <float*>nk_ptr(y), <int64_t*>nk_ptr(idx), &g)
     else:
         tg_max_pool2d_f64(<double*>nk_ptr(x), <double*>nk_ptr(y), <int64_t*>nk_ptr(idx), &g)
     return y, idx
 
 
-def _max_pool2d_grad_array(gy, idx, tuple geom):
+def _max_pool2d_grad_array(gy, idx, tuple geom, xmask=None):
     """The input gradient (N, C, H, W) of max pooling: gy added at idx (out-of-plane indices
-    dropped)."""
+    dropped); with `xmask` (the x of _max_pool2d_arrays(x, geom, relu=True)) the gradient in x of
+    relu followed by the pooling: nothing goes where x <= 0."""
     cdef tg_window g
     nk_window(geom, &g)
     cdef bint f32 = nk_is_f32(gy)
@@ -323,13 +338,17 @@ def _max_pool2d_grad_array(gy, idx, tuple geom):
     if (not isinstance(idx, cnp.ndarray) or idx.dtype != np.int64 or idx.size != gy.size
             or not idx.flags.c_contiguous):
         raise ValueError("tapegrad: max-pool indices must be C-contiguous int64 of gy's size")
+    cdef void* pm = NULL
+    if xmask is not None:
+        nk_same(xmask, f32, g.N * g.C * g.H * g.W)
+        pm = nk_ptr(xmask)
     gx = nk_buffer((g.N, g.C, g.H, g.W), gy.dtype)
     if f32:
         tg_max_pool2d_grad_f32(<float*>nk_ptr(gy), <int64_t*>nk_ptr(idx), <float*>nk_ptr(gx),
-                               &g)
+                               &g, <const float*>pm)
     else:
         tg_max_pool2d_grad_f64(<double*>nk_ptr(gy), <int64_t*>nk_ptr(idx),
-                               <double*>nk_ptr(gx), &g)
+                               <double*>nk_ptr(gx), &g, <const double*>pm)
     return gx
 
 

@@ -1805,6 +1805,56 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
         free(code)
 
 
+def _fuse_relu_kernels(list program, list grad, Py_ssize_t n_ext, set keep):
+    """Fold each relu step into the kernel step that alone reads its output, when that step's
+    Function has a variant taking relu's input instead (KernelFunction.relu_fused: max pooling,
+    whose variant pools relu(x) plane by plane from a cache-sized buffer and masks its gradient
+    with x): a replay then never writes the full-size relu output, reads it back, nor runs relu's
+    gradient as a pass of its own.  The variant computes what the two steps compute, element for
+    element, so values and gradients stay eager's bit for bit.  Only when relu's input is an
+    intermediate slot relu alone reads (its adjoint is then that one contribution, with no other
+    to be summed in another order) and neither slot is in `keep` (returned, guarded, read by an
+    in-place effect).  program: _plan_steps' steps; grad: its slot flags (the relu output's is
+    cleared: no adjoint buffer).  Returns the steps."""
+    cdef dict readers = {}              # slot -> the steps reading it
+    cdef Py_ssize_t i, j, a, out
+    cdef set dropped = set()
+    for i in range(len(program)):
+        st = <tuple>program[i]
+        kind = st[0]
+        slots = ((<tuple>st[8])[0] if kind == SK_OP else (<tuple>st[8])[3] if kind == SK_CALL
+                 else (st[3], st[4]))
+        for k in slots:
+            if k >= 0:
+                readers.setdefault(k, []).append(i)
+    for i in range(len(program)):
+        st = <tuple>program[i]
+        if st[0] != SK_UNARY or st[1] != OP_RELU:
+            continue
+        a, out = st[3], st[5]
+        if a < n_ext or a in keep or out in keep or readers.get(a) != [i]:
+            continue
+        r = readers.get(out)
+        if r is None or len(<list>r) != 1:
+            continue
+        j = (<list>r)[0]
+        pst = <tuple>program[j]
+        if pst[0] != SK_OP or OP_NAMES[pst[1]] != "KernelFunctionBackward":
+            continue
+        in_slots, n_rec_in, attrs, out_slots, saved_mask = <tuple>pst[8]
+        fused = getattr((<tuple>attrs)[0], "relu_fused", None)
+        # (relu's output must be the step's first tensor, read once: the variant's x)
+        if fused is None or in_slots[0] != out or list(in_slots).count(out) != 1:
+            continue
+        program[j] = pst[:8] + (((a,) + tuple(in_slots[1:]), n_rec_in,
+                                 (fused,) + tuple(attrs[1:]), out_slots, saved_mask),)
+        grad[out] = False
+        dropped.add(i)
+    if not dropped:
+        return program
+    return [program[i] for i in range(len(program)) if i not in dropped]
+
+
 cdef inline Py_ssize_t plan_operand(dict where, set claimed, list ext, object o) except? -2:
     """An operand's code for _plan_steps: external k (>= 0, a new one for a tensor no step made),
     step j's result as -(j + 1), or TG_NO_TENSOR."""

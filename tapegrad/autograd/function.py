@@ -641,7 +641,11 @@ class KernelFunction(Function):
             graph_backward after the arguments: a create_graph gradient through one reaches
             the output's own history, its hooks and retained .grad, as PyTorch's);
         graph_backward(ctx, saved, *grads) -> the create_graph backward, in differentiable ops
-            (saved: ctx.saved_tensors; ctx.params: the positional arguments, None for tensors).
+            (saved: ctx.saved_tensors; ctx.params: the positional arguments, None for tensors);
+        relu_fused: optionally, a class with the same two kernels taking relu's input in place of
+            the first argument (computing the Function of relu(x) and relu's gradient, bit for bit
+            as the two ops would): a replay folds a relu whose output only this Function reads
+            into its step (src/tapegrad/replay.pxi, _fuse_relu_kernels).
 
     forward and backward (without create_graph) call the kernels, so eager and replayed results
     are the same calls on the same arrays: bit for bit equal.  A replay runs the kernels alone:
@@ -650,6 +654,7 @@ class KernelFunction(Function):
 
     saved_args = ()
     saved_outputs = ()
+    relu_fused = None
     # What a create_graph gradient that does not depend on its own saved input gets from it:
     # None (left as it is), "zeros" or "none" (see tied_to_saved), as PyTorch's double backward.
     saved_input_derivative = None

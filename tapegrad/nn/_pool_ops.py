@@ -373,6 +373,33 @@ class _MaxPool2d(KernelFunction):
         return _ScatterAdd.apply(g, idx, tuple(in_shape)), None
 
 
+class _ReluMaxPool2d:
+    """The kernels of _MaxPool2d on relu(x), given x: a replay's step for a relu whose output only
+    the pooling reads (KernelFunction.relu_fused).  The forward pools each plane's relu from a
+    cache-sized buffer (the full relu output is never written), the backward adds the pooling's
+    gradient only where x > 0 (or is NaN): relu's gradient (TG_RELU_GRAD) of the pooling's, for
+    each position gets all of its windows' gradients or none.  Bit for bit the two steps."""
+
+    @staticmethod
+    def kernel_forward(x, geom):
+        flat = x.ndim == 3
+        x4 = np.ascontiguousarray(x[None] if flat else x)
+        values, idx = _core._max_pool2d_arrays(x4, geom, True)
+        return ((values[0], idx[0]) if flat else (values, idx)), (idx, geom, x4, flat)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        idx, geom, x4, flat = state
+        g = grads[0]
+        if g is None or not needs[0]:
+            return None, None
+        gx = _core._max_pool2d_grad_array(np.ascontiguousarray(g[None] if flat else g), idx,
+                                          geom, x4)
+        return (gx[0] if flat else gx), None
+
+
+_MaxPool2d.relu_fused = _ReluMaxPool2d
+
 # PyTorch's name for max pooling's grad_fn.
 _MaxPool2d._backward_cls.__name__ = "MaxPool2DWithIndicesBackward0"
 _MaxPool2d._backward_cls.__qualname__ = "MaxPool2DWithIndicesBackward0"
