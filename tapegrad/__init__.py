@@ -213,7 +213,7 @@ _LAZY = _lazy.table({
                   "set_autocast_cache_enabled", "clear_autocast_cache",
                   "autocast_increment_nesting", "autocast_decrement_nesting"),
     # Quantized tensors: integers plus qparams, a class of their own (issue quant35).
-    "_quantized": ("quantize_per_tensor", "quantize_per_channel", "dequantize", "int_repr",
+    "_quantized": ("quantize_per_tensor", "quantize_per_tensor_dynamic", "quantize_per_channel", "dequantize", "int_repr",
                    "q_scale", "q_zero_point", "q_per_channel_scales",
                    "q_per_channel_zero_points", "q_per_channel_axis"),
     # Sparse COO tensors: a Python-level class over the recorded dense ops.

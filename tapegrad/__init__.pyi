@@ -621,6 +621,7 @@ __all__ = [
     'quantile',
     'quantize_per_channel',
     'quantize_per_tensor',
+    'quantize_per_tensor_dynamic',
     'quint2x4',
     'quint4x2',
     'quint8',
@@ -2540,6 +2541,8 @@ def quantile(input: Any, q: Any, dim: Any = ..., keepdim: Any = ..., *, interpol
 def quantize_per_channel(input: Any, scales: Any, zero_points: Any, axis: Any, dtype: Any) -> Any: ...
 
 def quantize_per_tensor(input: Any, scale: Any, zero_point: Any, dtype: Any) -> Any: ...
+
+def quantize_per_tensor_dynamic(input: Any, dtype: Any, reduce_range: Any) -> Any: ...
 
 quint2x4: dtype
 quint4x2: dtype

@@ -99,6 +99,41 @@ def _quantize_array(a: np.ndarray, scale: float, zero_point: int, dtype) -> np.n
     return _round_clamp(v, np_type)
 
 
+_SMALL_SCALE = np.float32(6.1e-5)   # FBGEMM: no scale in float16's subnormal range
+
+
+def _choose_qparams(x_min, x_max, qmin: int, qmax: int, reduce_range: bool):
+    """FBGEMM's ChooseQuantizationParams (affine, no sparsity preservation), as PyTorch's dynamic
+    quantization picks qparams (quantized::linear_dynamic's input, quantize_per_tensor_dynamic):
+    the scale (double, used in float32) and the integer zero point for values in
+    [x_min, x_max] over qmin..qmax (halved by reduce_range)."""
+    if reduce_range:
+        qmin, qmax = qmin // 2, qmax // 2
+    x_min = np.float32(min(x_min, np.float32(0)))
+    x_max = np.float32(max(x_max, np.float32(0)))
+    scale = (float(x_max) - float(x_min)) / (qmax - qmin)
+    if np.float32(scale) == 0 or np.isinf(np.float32(1) / np.float32(scale)):
+        scale = 0.1
+    if scale < _SMALL_SCALE:
+        # the range grows to the smallest scale's, in float32 as FBGEMM computes it
+        old = np.float32(scale)
+        scale = float(_SMALL_SCALE)
+        if x_min == 0:
+            x_max = np.float32(_SMALL_SCALE * np.float32(qmax - qmin))
+        elif x_max == 0:
+            x_min = np.float32(-_SMALL_SCALE * np.float32(qmax - qmin))
+        else:
+            grow = np.float32(_SMALL_SCALE / old)
+            x_min, x_max = np.float32(x_min * grow), np.float32(x_max * grow)
+    # the zero point from whichever end adds the smaller terms (the smaller rounding error)
+    from_min, from_max = qmin - float(x_min) / scale, qmax - float(x_max) / scale
+    err_min = abs(qmin) - abs(float(x_min) / scale)
+    err_max = abs(qmax) - abs(float(x_max) / scale)
+    zero_point = from_min if err_min < err_max else from_max
+    zero_point = qmin if zero_point < qmin else qmax if zero_point > qmax else int(np.rint(zero_point))
+    return scale, zero_point
+
+
 def _check_zero_point(zero_point: int, np_type, who: str) -> None:
     info = np.iinfo(np_type)
     if zero_point > info.max:
@@ -122,6 +157,26 @@ def quantize_per_tensor(input, scale, zero_point, dtype):  # noqa: A002
     _check_zero_point(zero_point, np_type, "quantize_tensor_per_tensor_affine")
     return QuantizedTensor._make(_quantize_array(a, scale, zero_point, dtype), dtype,
                                  per_tensor_affine, scale, zero_point)
+
+
+def quantize_per_tensor_dynamic(input, dtype, reduce_range):  # noqa: A002
+    """Quantize a float32 tensor to quint8 or qint8 with a scale and zero point chosen from its
+    range [min(x, 0), max(x, 0)] (reduce_range: one bit less, as x86 kernels need); float16
+    gives a plain half tensor."""
+    if not isinstance(dtype, _core.dtype) or dtype.name not in ("qint8", "quint8", "float16"):
+        name = _STORAGE[dtype.name][1] if isinstance(dtype, _core.dtype) and dtype.name in _STORAGE \
+            else _core.scalar_type_name_of(np.dtype(dtype.name)) if isinstance(dtype, _core.dtype) \
+            else str(dtype)
+        raise RuntimeError(f"dtype {name}not supported")
+    if dtype.name == "float16":
+        return input.contiguous().to(dtype)
+    # (min and max first: an empty input fails there, as in PyTorch, before the dtype check)
+    x_min, x_max = float(input.min()), float(input.max())
+    _float_input(input)
+    qmin, qmax = (-128, 127) if dtype.name == "qint8" else (0, 255)
+    scale, zero_point = _choose_qparams(np.float32(x_min), np.float32(x_max), qmin, qmax,
+                                       bool(reduce_range))
+    return quantize_per_tensor(input, scale, zero_point, dtype)
 
 
 def quantize_per_channel(input, scales, zero_points, axis, dtype):  # noqa: A002

@@ -3,7 +3,6 @@ modules' placeholders, UninitializedParameter and UninitializedBuffer."""
 from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
-import copy
 import types
 
 from .. import _core
@@ -57,14 +56,14 @@ class Parameter(Tensor, metaclass=_FlaggedInstanceMeta):
     __str__ = __repr__
 
     # Pickling is Tensor.__reduce_ex__ (it rebuilds type(self) with requires_grad). A deep copy
-    # is a fresh Parameter on cloned data without .grad, as torch's Parameter.__deepcopy__ makes.
+    # is a fresh Parameter on cloned data, as torch's Parameter.__deepcopy__ makes: without .grad
+    # and without the attributes code set on it (an Opacus-style p.grad_sample stays behind, so
+    # a deep-copied client model starts clean and `hasattr(p, "grad_sample")` is False).
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
         result = type(self)(Tensor.detach(self).clone(), self.requires_grad)
         memo[id(self)] = result
-        if self.__dict__:
-            result.__dict__.update(copy.deepcopy(self.__dict__, memo))
         return result
 
 

@@ -19,37 +19,8 @@ import numpy as np
 import tapegrad as torch
 from tapegrad import nn
 
-_SMALL_SCALE = np.float32(6.1e-5)   # FBGEMM: no scale in float16's subnormal range
-
-
-def _input_qparams(x_min, x_max, qmin: int, qmax: int, reduce_range: bool):
-    """FBGEMM's ChooseQuantizationParams (affine, no sparsity preservation): the scale (double,
-    used in float32) and the integer zero point for values in [x_min, x_max]."""
-    if reduce_range:
-        qmin, qmax = qmin // 2, qmax // 2
-    x_min = np.float32(min(x_min, np.float32(0)))
-    x_max = np.float32(max(x_max, np.float32(0)))
-    scale = (float(x_max) - float(x_min)) / (qmax - qmin)
-    if np.float32(scale) == 0 or np.isinf(np.float32(1) / np.float32(scale)):
-        scale = 0.1
-    if scale < _SMALL_SCALE:
-        # the range grows to the smallest scale's, in float32 as FBGEMM computes it
-        old = np.float32(scale)
-        scale = float(_SMALL_SCALE)
-        if x_min == 0:
-            x_max = np.float32(_SMALL_SCALE * np.float32(qmax - qmin))
-        elif x_max == 0:
-            x_min = np.float32(-_SMALL_SCALE * np.float32(qmax - qmin))
-        else:
-            grow = np.float32(_SMALL_SCALE / old)
-            x_min, x_max = np.float32(x_min * grow), np.float32(x_max * grow)
-    # the zero point from whichever end adds the smaller terms (the smaller rounding error)
-    from_min, from_max = qmin - float(x_min) / scale, qmax - float(x_max) / scale
-    err_min = abs(qmin) - abs(float(x_min) / scale)
-    err_max = abs(qmax) - abs(float(x_max) / scale)
-    zero_point = from_min if err_min < err_max else from_max
-    zero_point = qmin if zero_point < qmin else qmax if zero_point > qmax else int(np.rint(zero_point))
-    return scale, zero_point
+# FBGEMM's ChooseQuantizationParams, shared with torch.quantize_per_tensor_dynamic.
+from tapegrad._quantized import _choose_qparams as _input_qparams
 
 
 def _linear_dynamic(x, weight, bias, reduce_range: bool = True):
