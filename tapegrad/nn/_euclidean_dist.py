@@ -54,12 +54,16 @@ class RowTwoNorm(Function):
 
     @staticmethod
     def forward(ctx, diff):
-        ctx.save_for_backward(diff)
-        return diff.norm(2, -1)
+        dist = diff.norm(2, -1)
+        # dist is saved only for its version: PyTorch's kernel derivative reads its output, so
+        # an in-place change of the distances (d.pow_(2), C.mul_(scale)) before backward raises
+        # "modified by an inplace operation" there, and must here too
+        ctx.save_for_backward(diff, dist)
+        return dist
 
     @staticmethod
     def backward(ctx, grad):
-        diff, = ctx.saved_tensors
+        diff, _ = ctx.saved_tensors
         # recomputed from diff, so a create_graph backward differentiates through it; where dist
         # is 0 diff is 0 too, and the safe denominator leaves the kernel's 0 there
         dist = diff.norm(2, -1, keepdim=True)
