@@ -78,3 +78,20 @@ def test_pow_tensor_tensor_gradient_without_exponent_grad_unchanged():
     x = tg.tensor(_X, requires_grad=True)
     e = tg.tensor(np.abs(_X) + 0.5)
     assert tg.autograd.gradcheck(lambda a: tg.pow(a.abs() + 1, e), (x,))
+
+
+@pytest.mark.parametrize("container", ["ModuleList", "Sequential"])
+def test_container_index_must_be_an_integer_as_in_pytorch(container):
+    """Task heads picked by index (heads[t]): a float/str index raises PyTorch's TypeError of
+    operator.index, integer-like indices (a 0-d tensor, numpy ints, bool) select."""
+    for lib in (tg, torch):
+        cls = getattr(lib.nn, container)
+        mods = [lib.nn.Linear(1, 1), lib.nn.Tanh()]
+        m = cls(mods) if container == "ModuleList" else cls(*mods)
+        for bad in (1.0, "1"):
+            with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+                m[bad]
+        assert type(m[lib.tensor(1)]).__name__ == "Tanh"
+        assert type(m[np.int64(-1)]).__name__ == "Tanh"
+        with pytest.raises(IndexError, match="index 2 is out of range"):
+            m[2]
