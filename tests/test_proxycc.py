@@ -37,19 +37,32 @@ def test_cdist_output_changed_in_place_raises_at_backward(rows):
             d.sum().backward()
 
 
-def test_pdist_output_changed_in_place_raises_at_backward():
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, float("inf")])
+def test_cdist_output_changed_in_place_raises_at_backward_any_p(p):
+    for lib in (tg, torch):
+        x = lib.tensor(_X, requires_grad=True)
+        d = lib.cdist(x, x.detach() + 1, p=p)
+        d.mul_(2)
+        with pytest.raises(RuntimeError, match=_INPLACE):
+            d.sum().backward()
+
+
+@pytest.mark.parametrize("p", [0.0, 2.0, float("inf")])
+def test_pdist_output_changed_in_place_raises_at_backward(p):
     for lib, fn in ((tg, F.pdist), (torch, torch.nn.functional.pdist)):
         x = lib.tensor(_X, requires_grad=True)
-        d = fn(x)
+        d = fn(x, p)
         d.pow_(2)
         with pytest.raises(RuntimeError, match=_INPLACE):
             d.sum().backward()
 
 
-def test_cdist_gradients_unchanged_and_double_backward_kept():
-    (xt, dt), (xr, dr) = _both(lambda lib, x: lib.cdist(x, x.detach() + 1))
+@pytest.mark.parametrize("p", [0.0, 2.0, float("inf")])
+def test_cdist_gradients_unchanged_and_double_backward_kept(p):
+    (xt, dt), (xr, dr) = _both(lambda lib, x: lib.cdist(x, x.detach() + 1, p=p))
     dt.pow(2).sum().backward()
     dr.pow(2).sum().backward()
+    np.testing.assert_allclose(dt.detach().numpy(), dr.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(xt.grad.numpy(), xr.grad.numpy(), rtol=1e-12)
     assert dt.grad_fn.name() == dr.grad_fn.name() == "CdistBackward0"
     # (PyTorch has no derivative of _cdist_backward; tapegrad's recomputed one is kept, checked
