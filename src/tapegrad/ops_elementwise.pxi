@@ -648,7 +648,10 @@ cdef object record_binary(int op, object a, object b, object A, object B, object
             r.scalar = b
         elif op == OP_POW_R and isinstance(a, (int, float)):
             r.scalar = a
-        if inp[1] >= 0:
+        # tensor ** tensor keeps its output even when only the base needs a gradient: PyTorch's
+        # node saves its result either way, so an in-place change of it before backward raises
+        # "modified by an inplace operation" there too
+        if inp[1] >= 0 or op == OP_POW_T:
             keep_saved(r, 2, out, res)
     if promote or not same_shapes:
         # The VJP must sum each gradient back to its input's shape and cast it to its dtype.

@@ -1,4 +1,4 @@
-"""The autograd.Functions behind cdist's (and pdist's) p = 2 distances (loaded on first use).
+"""The autograd.Functions behind cdist's (and pdist's) distances (loaded on first use).
 
 PyTorch computes p = 2 distances with one matrix product when compute_mode asks for it or either
 side has more than 25 rows: ||a||^2 - 2 a.b + ||b||^2, floored at 0, square-rooted.  Its values
@@ -54,13 +54,34 @@ class RowTwoNorm(Function):
 
     @staticmethod
     def forward(ctx, diff):
-        ctx.save_for_backward(diff)
-        return diff.norm(2, -1)
+        dist = diff.norm(2, -1)
+        # dist is saved only for its version: PyTorch's kernel derivative reads its output, so
+        # an in-place change of the distances (d.pow_(2), C.mul_(scale)) before backward raises
+        # "modified by an inplace operation" there, and must here too
+        ctx.save_for_backward(diff, dist)
+        return dist
 
     @staticmethod
     def backward(ctx, grad):
-        diff, = ctx.saved_tensors
+        diff, _ = ctx.saved_tensors
         # recomputed from diff, so a create_graph backward differentiates through it; where dist
         # is 0 diff is 0 too, and the safe denominator leaves the kernel's 0 there
         dist = diff.norm(2, -1, keepdim=True)
         return (grad.unsqueeze(-1) * diff) / dist.masked_fill(dist == 0, 1)
+
+
+class KeepsOutput(Function):
+    """The identity whose node saves its output: the last step of cdist's / pdist's composed
+    p = 0 and p = inf distances, whose PyTorch kernel node saves its result, so that changing the
+    distances in place before backward raises "modified by an inplace operation" as there."""
+
+    @staticmethod
+    def forward(ctx, dist):
+        out = dist.clone()
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        ctx.saved_tensors                       # (unpacking is what checks the saved version)
+        return grad

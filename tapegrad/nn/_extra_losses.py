@@ -206,6 +206,9 @@ def row_distances(diff, p: float):
         tied = magnitude.detach() == dist.detach().unsqueeze(-1)
         at_max = _tg.where(tied, magnitude, _zeroed(magnitude))
         dist = dist.detach() + (at_max - at_max.detach()).sum(-1)
+    if (p == 0 or p == math.inf) and dist.requires_grad:
+        from ._euclidean_dist import KeepsOutput
+        dist = KeepsOutput.apply(dist)
     return dist
 
 

@@ -64,9 +64,7 @@ class Sequential(Module):
         if isinstance(idx, slice):
             return Sequential(OrderedDict(list(self._modules.items())[idx]))
         items = list(self._modules.values())
-        if not -len(items) <= idx < len(items):
-            raise IndexError(f"index {idx} is out of range")
-        return items[idx]
+        return items[_absolute_index(idx, len(items))]
 
     def __setitem__(self, idx, module: Module) -> None:
         key = list(self._modules)[_absolute_index(idx, len(self))]
@@ -165,9 +163,7 @@ class ModuleList(Module):
         items = list(self._modules.values())
         if isinstance(idx, slice):
             return ModuleList(items[idx])
-        if not -len(items) <= idx < len(items):
-            raise IndexError(f"index {idx} is out of range")
-        return items[idx]
+        return items[_absolute_index(idx, len(items))]
 
     def __setitem__(self, idx: int, module: Module) -> None:
         key = list(self._modules)[_absolute_index(idx, len(self))]
