@@ -1471,6 +1471,14 @@ def _sparse_product(name: str, a, b):
     sa, sb = isinstance(a, SparseTensor), isinstance(b, SparseTensor)
     if not (sa or sb):
         return NotImplemented
+    if name == "matmul" and (sa != sb) and (a if sa else b).dim() == 1 and \
+            isinstance(b if sa else a, _core.TensorBase) and (b if sa else a).dim() == 2:
+        # a sparse vector with a dense matrix: PyTorch's matmul multiplies it as a dense one
+        # (vector @ matrix through a row, matrix @ vector as mv), the gradient dense too
+        if sa:
+            return _core._name_grad_fn(a._dense_for_grad().unsqueeze(0).mm(b).squeeze(0),
+                                       "SqueezeBackward4")
+        return _core._name_grad_fn(a.mv(b._dense_for_grad()), "MvBackward0")
     if name == "mv" or (name == "matmul" and sa and not sb and b.dim() == 1):
         if not sa:
             raise TypeError(f"mv(): argument 'input' (position 1) must be Tensor, not "
@@ -1552,6 +1560,13 @@ def sparse_mm_public(mat1, mat2):
     (SparseAddmmBackward0 for sparse @ dense, SparseSparseMatmulBackward0 for sparse @ sparse,
     the final transpose's TransposeBackward0 for dense @ sparse)."""
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    dims = [x.dim() for x in (mat1, mat2) if isinstance(x, _core.TensorBase)]
+    if any(n != 2 for n in dims):
+        if not (s1 or s2):      # (PyTorch's dense path reads the operands' dim -2)
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but "
+                             "got -2)")
+        if s1 and mat1.layout is not sparse_coo and mat2.dim() != 2:
+            raise RuntimeError(f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
     if s1 and s2:
         return sparse_mm(mat1, mat2, "SparseSparseMatmulBackward0", masked_grad=True)
     if s2:
