@@ -428,8 +428,10 @@ class SparseCompressedTensor(SparseTensor):
             raise RuntimeError(f"sparse dim argument for to_sparse must be equal to 2 but "
                                f"got {sparse_dim}")       # (unbatched tensors only here)
         requires = self._vals.requires_grad
-        return SparseTensor._make(self._idx, self._vals, self._size, self._coalesced,
-                                  not requires, "ToSparseBackward1" if requires else None)
+        return self._carry_twin(
+            SparseTensor._make(self._idx, self._vals, self._size, self._coalesced,
+                               not requires, "ToSparseBackward1" if requires else None),
+            lambda t: t)
 
     to_sparse_coo = to_sparse
 
@@ -479,9 +481,10 @@ class SparseCompressedTensor(SparseTensor):
 
     def clone(self):
         requires = self._vals.requires_grad
-        return SparseCompressedTensor._make_compressed(
+        return self._carry_twin(SparseCompressedTensor._make_compressed(
             self._layout, self._cidx.clone(), self._pidx.clone(), self._vals.clone(),
-            self._size, not requires, "CloneBackward0" if requires else None, self._blocksize)
+            self._size, not requires, "CloneBackward0" if requires else None, self._blocksize),
+            lambda t: t)
 
     def numpy(self, *, force: bool = False):
         raise TypeError(f"can't convert {_LAYOUTS[self._layout][0]} layout tensor to numpy. Use "
@@ -519,8 +522,9 @@ class SparseCompressedTensor(SparseTensor):
             vals = self._blocks(vals).transpose(1, 2).reshape((-1,) + dense)
             blocksize = blocksize[::-1]
         size = (self._size[1], self._size[0]) + self._size[2:]
-        return self._like_self(vals, not vals.requires_grad, grad_fn_name, _OTHER[self._layout],
-                               blocksize, size)
+        return self._carry_twin(
+            self._like_self(vals, not vals.requires_grad, grad_fn_name, _OTHER[self._layout],
+                            blocksize, size), lambda t: t.transpose(0, 1))
 
     @property
     def T(self):
@@ -540,6 +544,9 @@ class SparseCompressedTensor(SparseTensor):
         """The sum of all elements (a dense 0-d tensor); over ``dim`` only for CSR and with
         keepdim=True (PyTorch's rules), a CSR tensor."""
         vals = self._vals if dtype is None else self._vals.to(dtype)
+        twin = self._dense_twin() if dim is None else None
+        if twin is not None:        # PyTorch's dense gradient (see _dense_twin)
+            return twin.sum(dtype=dtype)
         if dim is None:
             return vals.sum()
         if self._layout is not sparse_csr:
@@ -568,7 +575,7 @@ class SparseCompressedTensor(SparseTensor):
                 "row" if self._layout is sparse_csr else "column") + " compressed")
         if isinstance(other, _core.TensorBase):
             scaled = other if alpha == 1 else other * alpha
-            return _core._name_grad_fn(self.to_dense() + scaled, "AddBackward0")
+            return _core._name_grad_fn(self._dense_for_grad() + scaled, "AddBackward0")
         return super().add(other, alpha=alpha)
 
     def __add__(self, other):
@@ -659,9 +666,9 @@ def coo_to_compressed(coo, layout, index_dtype=None, grad_fn_name=None):
     requires = vals.requires_grad
     if grad_fn_name is None:
         grad_fn_name = "ToSparseCsrBackward0" if layout is sparse_csr else "ToSparseCscBackward0"
-    return SparseCompressedTensor._make_compressed(
+    return coo._carry_twin(SparseCompressedTensor._make_compressed(
         layout, tensor(cidx), tensor(inner.astype(np_dtype)), vals, coo._size, not requires,
-        grad_fn_name if requires else None)
+        grad_fn_name if requires else None), lambda t: t)
 
 
 def to_compressed(x, layout, dense_dim=None, blocksize=None):
@@ -747,6 +754,9 @@ def dense_to_blocked(x, layout, blocksize):
     blocks = grid[tensor(brow.astype(np.int64)), tensor(bcol.astype(np.int64))]
     flat = blocks.reshape(-1)
     name = "ToSparseBsrBackward0" if layout is sparse_bsr else "ToSparseBscBackward0"
-    return SparseCompressedTensor._make_compressed(
+    result = SparseCompressedTensor._make_compressed(
         layout, tensor(cidx), tensor(inner.astype(np.int64)), flat, (rows, cols),
         not flat.requires_grad, name if flat.requires_grad else None, (bh, bw))
+    if flat.requires_grad and not isinstance(x, SparseTensor):
+        result._twin = x.clone()    # the dense-gradient path to x (see SparseTensor._dense_twin)
+    return result

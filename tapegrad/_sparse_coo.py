@@ -224,6 +224,10 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
     is_quantized = False
     is_meta = False
     _backend = "SparseCPU"      # (PyTorch's dispatch key, in its refusals)
+    # A dense tensor on the graph equal to this one, for a tensor made from a dense tensor that
+    # requires grad (to_sparse) and the results of the ops PyTorch differentiates as dense ones
+    # on it (see _dense_twin); None otherwise.
+    _twin = None
     # numpy arrays on the left defer to the reflected operators, as for Tensor.
     __array_priority__ = 1000
 
@@ -288,6 +292,39 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         else:
             self._grad._replace_contents(self._grad._add_sparse(contribution, 1))
 
+    def _dense_twin(self):
+        """The dense tensor through which the ops PyTorch differentiates as dense ones (sum,
+        torch.mm / matmul / ``@`` / mv / addmm / bmm, and through t / transpose, scalar
+        products, negation, sparse + sparse, coalesce and layout conversions) take their
+        gradient: PyTorch's gradient of a sparse operand there is the full dense one, which
+        ToSparseBackward hands unmasked to a dense origin (``d.to_sparse().sum()`` gives d a
+        gradient of ones everywhere) and AccumulateGrad to a leaf.  A tensor made from a dense
+        one has its twin (a copy of that dense tensor, on its graph), a leaf its stand-in;
+        None for a tensor built from values (PyTorch's constructor masks the gradient to the
+        values: the values' path gives the same) or when nothing records."""
+        if not _core.is_grad_enabled():
+            return None
+        if self._twin is not None:
+            return self._twin
+        return self._dense_grad_stand_in()
+
+    def _carry_twin(self, result, fn, other=None):
+        """``result`` (an op's sparse result on self, and ``other`` when given) with the twin
+        ``fn(self's twin[, other's twin])``, when either operand has one (an operand without one
+        takes part through its values: its dense form)."""
+        a = self._dense_twin()
+        b = None if other is None else other._dense_twin()
+        if a is None and b is None:
+            return result
+        if result is NotImplemented or not isinstance(result, SparseTensor):
+            return result
+        if other is None:
+            twin = fn(a)
+        else:
+            twin = fn(self.to_dense() if a is None else a, other.to_dense() if b is None else b)
+        result._twin = twin
+        return result
+
     def _dense_grad_stand_in(self):
         """A dense leaf equal to this tensor whose gradient goes into this tensor's ``.grad``,
         for the products PyTorch differentiates as dense ones (torch.mm, matmul, ``@``, mv,
@@ -335,6 +372,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         self._idx, self._vals, self._size = other._idx, other._vals, other._size
         self._coalesced, self._leaf, self._grad_fn_name = (other._coalesced, other._leaf,
                                                            other._grad_fn_name)
+        self._twin = other._twin        # (a stale twin would give sum / mm the old values)
         if self._leaf and self._vals.requires_grad:
             self._track_grad()
 
@@ -392,6 +430,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         self._idx = cat([self._idx, other._idx.to(self._idx.dtype)], 1)
         self._vals = cat([self._vals.detach(), other._vals.detach().to(self.dtype)], 0)
         self._coalesced = self._idx.shape[1] <= 1
+        self._twin = None
 
     def _add_into_dense(self, dense, sign: int):
         """``dense += sign * self`` in place, for the core's in-place add (``add_``, ``sub_``,
@@ -567,8 +606,8 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         unique, _, inverse = self._coalesce_plan()
         summed = zeros((len(unique),) + tuple(self._vals.shape[1:]), dtype=self.dtype)
         summed = summed.index_add(0, tensor(inverse.astype(np.int64)), self._vals)
-        return self._derived(self._unravel(unique), summed, coalesced=True,
-                             grad_fn_name="CoalesceBackward0")
+        return self._carry_twin(self._derived(self._unravel(unique), summed, coalesced=True,
+                                              grad_fn_name="CoalesceBackward0"), lambda t: t)
 
     def to_dense(self, dtype=None, *, masked_grad=None):
         """The dense tensor this one represents (duplicates summed); differentiable in the
@@ -580,8 +619,9 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         sparse_shape = self._size[:sd]
         flat = zeros((int(np.prod(sparse_shape, dtype=np.int64)),) + self._size[sd:],
                      dtype=self.dtype)
-        if self._nnz():
-            flat = flat.index_add(0, tensor(self._linear_index().astype(np.int64)), self._vals)
+        # also with no stored entries: the result must stay on the graph of the values (PyTorch's
+        # to_dense of an empty sparse tensor requires grad, and its values' .grad is zeros)
+        flat = flat.index_add(0, tensor(self._linear_index().astype(np.int64)), self._vals)
         # a fresh node even when flat already has the shape, so it can carry PyTorch's name
         return _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
 
@@ -654,9 +694,10 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         order[d0], order[d1] = order[d1], order[d0]
         size = list(self._size)
         size[d0], size[d1] = size[d1], size[d0]
-        return self._derived(tensor(self._idx._array[order]), self._vals, tuple(size),
-                             coalesced=False if d0 != d1 else None,
-                             grad_fn_name="TransposeBackward0")
+        return self._carry_twin(
+            self._derived(tensor(self._idx._array[order]), self._vals, tuple(size),
+                          coalesced=False if d0 != d1 else None,
+                          grad_fn_name="TransposeBackward0"), lambda t: t.transpose(d0, d1))
 
     # -- autograd -------------------------------------------------------------------------------
     @property
@@ -821,7 +862,9 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
                 isinstance(other, numbers.Number) or
                 (isinstance(other, _core.TensorBase) and other.dim() == 0)):
             return NotImplemented
-        return self._derived(self._idx, op(self._vals, other), grad_fn_name=grad_fn_name)
+        return self._carry_twin(
+            self._derived(self._idx, op(self._vals, other), grad_fn_name=grad_fn_name),
+            lambda t: op(t, other))
 
     def _times_sparse(self, other):
         """sparse * sparse of one shape, PyTorch's intersection product: the result keeps the
@@ -959,7 +1002,8 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         return self._checked(self.__floordiv__(other), "floor_divide", other)
 
     def __neg__(self):
-        return self._derived(self._idx, -self._vals, grad_fn_name="NegBackward0")
+        return self._carry_twin(self._derived(self._idx, -self._vals, grad_fn_name="NegBackward0"),
+                                lambda t: -t)
 
     def neg(self):
         """Negate the values."""
@@ -1130,18 +1174,26 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         vals = zeros((len(merged),) + dense_shape, dtype=dtype)
         vals = vals.index_add(0, tensor(pos_a, dtype=_core.int64), self._vals.to(dtype))
         vals = vals.index_add(0, tensor(pos_b, dtype=_core.int64), scaled)
-        return self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
-                             coalesced=self._coalesced and other._coalesced,
-                             grad_fn_name=grad_fn_name)
+        result = self._derived(self._unravel(np.asarray(merged, dtype=np.int64)), vals,
+                               coalesced=self._coalesced and other._coalesced,
+                               grad_fn_name=grad_fn_name)
+        return self._carry_twin(result, lambda a, b: a.to(dtype) + (
+            b.to(dtype) if alpha == 1 else b.to(dtype) * alpha), other)
+
+    def _dense_for_grad(self):
+        """This tensor as a dense operand of an op PyTorch differentiates densely (dense +
+        sparse): its twin, else its dense form (the values' masked path)."""
+        twin = self._dense_twin()
+        return self.to_dense() if twin is None else twin
 
     def __radd__(self, other):
         if isinstance(other, _core.TensorBase):
-            return other + self.to_dense()
+            return other + self._dense_for_grad()
         return NotImplemented
 
     def __rsub__(self, other):
         if isinstance(other, _core.TensorBase):
-            return other - self.to_dense()
+            return other - self._dense_for_grad()
         return NotImplemented
 
     def __matmul__(self, other):
@@ -1192,7 +1244,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         if mat2.dtype != self.dtype:
             raise RuntimeError(f"expected scalar type {_scalar_name(self._vals)} but found "
                                f"{_scalar_name(mat2)}")
-        stand_in = self._dense_grad_stand_in()
+        stand_in = self._dense_twin()
         if stand_in is not None:
             return _core._name_grad_fn(stand_in.bmm(mat2), "BmmBackward0")
         k, r, c = self._idx._array
@@ -1212,6 +1264,9 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         if keepdim:
             raise NotImplementedError("tapegrad: sum(keepdim=True) of a sparse tensor is not "
                                       "supported")
+        twin = self._dense_twin() if dim is None else None
+        if twin is not None:        # (torch.sparse.sum's gradient is the masked one)
+            return twin.sum(dtype=dtype)
         return sparse_sum(self, dim, dtype)
 
     def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None):
@@ -1416,6 +1471,14 @@ def _sparse_product(name: str, a, b):
     sa, sb = isinstance(a, SparseTensor), isinstance(b, SparseTensor)
     if not (sa or sb):
         return NotImplemented
+    if name == "matmul" and (sa != sb) and (a if sa else b).dim() == 1 and \
+            isinstance(b if sa else a, _core.TensorBase) and (b if sa else a).dim() == 2:
+        # a sparse vector with a dense matrix: PyTorch's matmul multiplies it as a dense one
+        # (vector @ matrix through a row, matrix @ vector as mv), the gradient dense too
+        if sa:
+            return _core._name_grad_fn(a._dense_for_grad().unsqueeze(0).mm(b).squeeze(0),
+                                       "SqueezeBackward4")
+        return _core._name_grad_fn(a.mv(b._dense_for_grad()), "MvBackward0")
     if name == "mv" or (name == "matmul" and sa and not sb and b.dim() == 1):
         if not sa:
             raise TypeError(f"mv(): argument 'input' (position 1) must be Tensor, not "
@@ -1453,7 +1516,7 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool =
         if mat1.dim() != 2:
             raise RuntimeError(f"sparse.mm: expected a 2-D dense matrix, got a {mat1.dim()}-D "
                                f"tensor of shape {list(mat1.shape)}")
-        stand_in = None if masked_grad else mat2._dense_grad_stand_in()
+        stand_in = None if masked_grad else mat2._dense_twin()
         if stand_in is not None:
             return _core._name_grad_fn(mat1.mm(stand_in), grad_fn_name)
         return _core._name_grad_fn(sparse_mm(mat2.t(), mat1.t(), masked_grad=True).t(),
@@ -1481,7 +1544,7 @@ def sparse_mm(mat1, mat2, grad_fn_name: str = "MmBackward0", masked_grad: bool =
     if mat2.dtype != mat1.dtype:
         raise RuntimeError(f"expected scalar type {_scalar_name(mat1._vals)} but found "
                            f"{_scalar_name(mat2)}")
-    stand_in = None if masked_grad else mat1._dense_grad_stand_in()
+    stand_in = None if masked_grad else mat1._dense_twin()
     if stand_in is not None:
         return _core._name_grad_fn(stand_in.mm(mat2), grad_fn_name)
     from .creation import zeros
@@ -1497,6 +1560,13 @@ def sparse_mm_public(mat1, mat2):
     (SparseAddmmBackward0 for sparse @ dense, SparseSparseMatmulBackward0 for sparse @ sparse,
     the final transpose's TransposeBackward0 for dense @ sparse)."""
     s1, s2 = isinstance(mat1, SparseTensor), isinstance(mat2, SparseTensor)
+    dims = [x.dim() for x in (mat1, mat2) if isinstance(x, _core.TensorBase)]
+    if any(n != 2 for n in dims):
+        if not (s1 or s2):      # (PyTorch's dense path reads the operands' dim -2)
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but "
+                             "got -2)")
+        if s1 and mat1.layout is not sparse_coo and mat2.dim() != 2:
+            raise RuntimeError(f"mat2 must be a matrix, got {mat2.dim()}-D tensor")
     if s1 and s2:
         return sparse_mm(mat1, mat2, "SparseSparseMatmulBackward0", masked_grad=True)
     if s2:
@@ -1690,8 +1760,13 @@ def to_sparse(dense, sparse_dim=None):
     idx = tensor(np.stack(where).reshape(sd, -1).astype(np.int64))
     values = dense[tuple(tensor(w.astype(np.int64)) for w in where)]
     requires = values.requires_grad
-    return SparseTensor._make(idx, values, tuple(dense.shape), True, not requires,
-                              "ToSparseBackward1" if requires else None)
+    result = SparseTensor._make(idx, values, tuple(dense.shape), True, not requires,
+                                "ToSparseBackward1" if requires else None)
+    if requires:
+        # the dense-gradient path to `dense` (see _dense_twin); a copy, so a later in-place
+        # write to `dense` does not reach this tensor's products
+        result._twin = dense.clone()
+    return result
 
 
 _core._set_sparse_product(_sparse_product)

@@ -4,6 +4,8 @@
     python tools/fuzz.py --kind programs --seconds 600
     python tools/fuzz.py --kind transforms --seconds 600   # tools/fuzz_transforms.py: vmap,
                                                       # grad, jvp, jacrev, hessian, forward AD...
+    python tools/fuzz.py --kind formats --seconds 600      # tools/fuzz_formats.py: save/load
+                                                      # across libraries, sparse, torch.masked
     python tools/fuzz.py --repro 1234                 # one program: its findings, then a
                                                       # minimal program printing the failure
     python tools/fuzz.py --seeds 0:200                # in process, one line per failing seed
@@ -2669,6 +2671,9 @@ def checker(kind):
     if kind == "transforms":
         import fuzz_transforms      # the function transforms (torch.func, forward AD, ...)
         return fuzz_transforms.summary
+    if kind == "formats":
+        import fuzz_formats         # checkpoint format, sparse layouts, torch.masked
+        return fuzz_formats.summary
     return lambda seed: _summary_surface(*surface.check_seed(seed))
 
 
@@ -2812,7 +2817,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--kind", default="programs,surface",
-                    help="programs, surface, transforms (comma-separated)")
+                    help="programs, surface, transforms, formats (comma-separated)")
     ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--timeout", type=float, default=300, help="seconds one program may take")
