@@ -324,12 +324,34 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
     def _new_shape(self, shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
         if self._qscheme is not per_tensor_affine:
-            # PyTorch keeps the axis and the scales whatever the new shape, which can leave a
-            # tensor whose channel count differs from its scales; tapegrad refuses instead.
-            raise RuntimeError("view / reshape of a per-channel quantized tensor is not "
-                               "supported by tapegrad")
-        return tuple(int(s) for s in shape)
+            self._check_channels_kept(shape)
+        return shape
+
+    def _check_channels_kept(self, shape) -> None:
+        """A per-channel tensor keeps its axis and scales through view / reshape (as PyTorch's):
+        the new shape must hold the channels at the same axis.  PyTorch raises (at the first
+        use) when the axis is out of range or its size is not the channel count; tapegrad also
+        when the dimensions before the axis regroup to a different count, which would silently
+        give elements other channels' scales."""
+        n = self._ints.size
+        if -1 in shape:
+            known = int(np.prod([s for s in shape if s != -1]))
+            shape = tuple(n // known if s == -1 and known else s for s in shape)
+        if int(np.prod(shape)) != n:
+            return                          # (numpy's reshape refuses it, with its message)
+        axis, channels = self._axis, self._scale.size
+        if axis >= len(shape):
+            raise RuntimeError("Channel axis out of range in per channel affine dequantization. "
+                               f"Got:{axis} Expected: [0, {len(shape)})")
+        if shape[axis] != channels:
+            raise RuntimeError(f"length of scales must equal to channel, expected "
+                               f"{shape[axis]} got, {channels}")
+        if int(np.prod(shape[:axis])) != int(np.prod(self._ints.shape[:axis])):
+            raise RuntimeError("tapegrad: this view / reshape of a per-channel quantized tensor "
+                               "regroups the dimensions before its channel axis, moving "
+                               "elements to other channels' scales")
 
     def view(self, *shape):
         shape = self._new_shape(shape)
@@ -463,6 +485,67 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         v = np.asarray(value._array if isinstance(value, Tensor) else value, dtype=np.float32)
         self._ints[key] = _quantize_array(v, self._scale, self._zero_point, self._dtype)
 
+    # -- ops PyTorch's QuantizedCPU backend has -------------------------------------------------
+    def _per_tensor_only(self):
+        if self._qscheme is not per_tensor_affine:
+            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
+                               "but got false.")
+
+    def relu(self):
+        """max(q, zero_point) on the integers: the quantized value of 0 is the zero point."""
+        self._per_tensor_only()
+        return self._like(np.maximum(self._ints, self._ints.dtype.type(self._zero_point)))
+
+    def relu_(self):
+        self._per_tensor_only()
+        np.maximum(self._ints, self._ints.dtype.type(self._zero_point), out=self._ints)
+        return self
+
+    def equal(self, other) -> bool:
+        """Same dtype, scheme, qparams, shape and integers (a float tensor: False)."""
+        if not isinstance(other, QuantizedTensor):
+            return False
+        if (self._dtype is not other._dtype or self._qscheme is not other._qscheme
+                or self._ints.shape != other._ints.shape or self._axis != other._axis):
+            return False
+        if not (np.array_equal(self._scale, other._scale)
+                and np.array_equal(self._zero_point, other._zero_point)):
+            return False
+        return bool(np.array_equal(self._ints, other._ints))
+
+    def _compare(op):
+        # PyTorch compares quantized tensors by their dequantized values
+        def method(self, other):
+            from .tensor import Tensor
+            if isinstance(other, QuantizedTensor):
+                other = other.dequantize()
+            elif not isinstance(other, (Tensor, numbers.Number, np.generic)):
+                return NotImplemented
+            return getattr(self.dequantize(), op)(other)
+        method.__name__ = op
+        return method
+
+    eq = __eq__ = _compare("eq")
+    ne = __ne__ = _compare("ne")
+    lt = __lt__ = _compare("lt")
+    le = __le__ = _compare("le")
+    gt = __gt__ = _compare("gt")
+    ge = __ge__ = _compare("ge")
+    del _compare
+    __hash__ = object.__hash__          # (by identity, as a Tensor's)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """The public functions' calls with a quantized tensor among their arguments (a
+        refused call, tapegrad.overrides.dispatch_refused_call): the ops above, else PyTorch's
+        missing-kernel error."""
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        handler = _FUNCTIONS.get(name)
+        if handler is None:
+            raise _not_implemented(name)
+        return handler(*args, **kwargs)
+
     # -- printing --------------------------------------------------------------------------------
     def __repr__(self) -> str:
         from . import _format
@@ -531,6 +614,209 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         if requires_grad:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         return self
+
+
+def _relu_function(input, inplace=False):  # noqa: A002
+    return input.relu_() if inplace else input.relu()
+
+
+def _need_quantized(t):
+    if not isinstance(t, QuantizedTensor):
+        # (PyTorch asks the float tensor for its qscheme, which the CPU backend lacks)
+        raise _not_implemented("qscheme", "CPU")
+    return t
+
+
+def _cat_requantized(tensors, dim, scale, zero_point):
+    """quantized cat: the inputs' dequantized values, concatenated, quantized per tensor with
+    (scale, zero_point) to the first input's dtype (PyTorch's quantized_cat_impl)."""
+    from . import cat as float_cat
+    tensors = [_need_quantized(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    dtype = tensors[0]._dtype
+    if any(t._dtype is not dtype for t in tensors):
+        raise RuntimeError("All dtypes must be the same.")
+    if any(t._qscheme is not per_tensor_affine for t in tensors):
+        raise RuntimeError("Only per-tensor quantization is supported in 'cat'!")
+    values = float_cat([t.dequantize() for t in tensors], dim)._array
+    return QuantizedTensor._make(_quantize_array(values, scale, zero_point, dtype), dtype,
+                                 per_tensor_affine, scale, zero_point)
+
+
+def cat(tensors, dim=0, *, out=None):
+    """torch.cat of quantized tensors: requantized with the first tensor's qparams."""
+    if out is not None:
+        raise _not_implemented("cat.out")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    first = _need_quantized(tensors[0])
+    return _cat_requantized(tensors, dim, first._scale, first._zero_point)
+
+
+def equal(input, other) -> bool:  # noqa: A002
+    return input.equal(other) if isinstance(input, QuantizedTensor) else False
+
+
+def _comparison(op):
+    def function(input, other, *, out=None):  # noqa: A002
+        if out is not None:
+            raise _not_implemented(f"{op}.Tensor_out")
+        if not isinstance(input, QuantizedTensor):
+            from .creation import tensor as _tensor
+            other = other.dequantize()
+            return getattr(_tensor(input) if not hasattr(input, "_array") else input, op)(other)
+        return getattr(input, op)(other)
+    return function
+
+
+def _binary_operands(a, b, what: str):
+    _need_quantized(a)
+    _need_quantized(b)
+    # (PyTorch's checks, in its order: Add compares the schemes before the dtypes, Mul after)
+    if a._qscheme is not per_tensor_affine:
+        raise RuntimeError(f"Only per tensor quantization is supported in {what}.")
+    same_scheme = f"Both inputs to {what} must have the same quantization scheme."
+    if what == "Add" and b._qscheme is not a._qscheme:
+        raise RuntimeError(same_scheme)
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"{what} operands should have same data type.")
+    if b._qscheme is not a._qscheme:
+        raise RuntimeError(same_scheme)
+    from ._extra_ops import _broadcast_shapes
+    _broadcast_shapes(a._ints.shape, b._ints.shape)
+    shape = np.broadcast_shapes(a._ints.shape, b._ints.shape)
+    return (np.broadcast_to(a._ints, shape).reshape(-1),
+            np.broadcast_to(b._ints, shape).reshape(-1), shape)
+
+
+def _clamped(values, np_type):
+    info = np.iinfo(np_type)
+    return np.clip(values, info.min, info.max).astype(np_type)
+
+
+def quantized_add(a, b, scale: float, zero_point: int, relu: bool = False):
+    """quantized::add (add_relu): (a + b) requantized to (scale, zero_point), as PyTorch's x86
+    kernel computes it, bit for bit (checked on 8-bit types): over the flat elements, blocks of
+    64 (16 for qint32) go through the AVX2 path (dequantize as fma(q, s, -zp * s), quantize as
+    rint(v * (1/scale)) + zero_point; qint32: as the scalar path) and the remainder through
+    the scalar one (dequantize as s * (q - zp), quantize as rint(zero_point + v * (1/scale)),
+    all float32).  Broadcast operands take the same split over the result's elements (PyTorch's
+    TensorIterator may split them otherwise: a tie can then round the other way)."""
+    x, y, shape = _binary_operands(a, b, "Add")
+    np_type = _STORAGE[a._dtype.name][0]
+    f32 = np.float32
+    block = 64 if np_type is not np.int32 else 16      # two vectors of 32 (8 for qint32) lanes
+    n = x.size
+    nv = n // block * block
+    sa, sb = f32(a._scale), f32(b._scale)
+    inv = f32(1) / f32(scale)
+    c = np.empty(n, f32)
+    # (a float64 product of float32 operands is exact: one rounding, as an fma's)
+    c[:nv] = ((x[:nv].astype(np.float64) * sa + f32(-f32(a._zero_point) * sa)).astype(f32)
+              + (y[:nv].astype(np.float64) * sb + f32(-f32(b._zero_point) * sb)).astype(f32))
+    c[nv:] = (sa * (x[nv:].astype(f32) - f32(a._zero_point))
+              + sb * (y[nv:].astype(f32) - f32(b._zero_point)))
+    if relu:
+        np.maximum(c, f32(0), out=c)
+    q = np.rint(f32(zero_point) + c * inv)
+    if np_type is not np.int32:     # (qint32's vector path quantizes element by element)
+        q[:nv] = np.rint(c[:nv] * inv) + zero_point
+    return QuantizedTensor._make(_clamped(q, np_type).reshape(shape), a._dtype,
+                                 per_tensor_affine, float(scale), int(zero_point))
+
+
+def quantized_mul(a, b, scale: float, zero_point: int, relu: bool = False):
+    """quantized::mul (mul_relu): the integer product (a - za) * (b - zb) requantized by the
+    float32 multiplier sa * sb / scale: zero_point + rint(product * multiplier), bit for bit
+    with PyTorch's kernel."""
+    x, y, shape = _binary_operands(a, b, "Mul")
+    np_type = _STORAGE[a._dtype.name][0]
+    f32 = np.float32
+    multiplier = f32(f32(a._scale) * f32(b._scale)) * (f32(1) / f32(scale))
+    product = (x.astype(np.int64) - a._zero_point) * (y.astype(np.int64) - b._zero_point)
+    q = np.rint(product.astype(f32) * multiplier) + zero_point
+    if relu:
+        q = np.maximum(q, zero_point)
+    return QuantizedTensor._make(_clamped(q, np_type).reshape(shape), a._dtype,
+                                 per_tensor_affine, float(scale), int(zero_point))
+
+
+def _scalar_operand(a, what: str):
+    _need_quantized(a)
+    if a._qscheme is not per_tensor_affine:
+        raise RuntimeError(f"Only per tensor quantization is supported in {what}.")
+    return _STORAGE[a._dtype.name][0]
+
+
+def quantized_add_scalar(a, c, relu: bool = False):
+    """quantized::add_scalar: a + c by moving the zero point by c_q = round(c / scale) (the
+    integers unchanged); when the moved zero point leaves the dtype's range, the integers are
+    requantized to the scale that keeps it at the range's end (PyTorch's rules)."""
+    np_type = _scalar_operand(a, "Add")
+    info = np.iinfo(np_type)
+    q_min, q_max = int(info.min), int(info.max)
+    s, z = float(a._scale), int(a._zero_point)
+    c_q = int(np.rint(float(c) / s))
+    if q_min <= z - c_q <= q_max:
+        out = a._like(a._ints.copy())
+        out._zero_point = z - c_q
+        return out.relu_() if relu else out
+    if q_min > z - c_q:
+        s_new, z_new = (float(q_max) - (z - c_q)) / (float(q_max) - q_min) * s, q_min
+    else:
+        s_new, z_new = (float(z - c_q) - q_min) / (float(q_max) - q_min) * s, q_max
+    f32 = np.float32
+    multiplier = f32(s) * (f32(1) / f32(s_new))
+    shifted = a._ints.astype(np.int64) - z + c_q
+    q = np.rint(shifted.astype(f32) * multiplier) + z_new
+    if relu:
+        q = np.maximum(q, z_new)
+    return QuantizedTensor._make(_clamped(q, np_type), a._dtype, per_tensor_affine, s_new,
+                                 z_new)
+
+
+def quantized_mul_scalar(a, c, relu: bool = False):
+    """quantized::mul_scalar: a * c by rescaling (c > 0), a zero tensor of scale 1 (c == 0), or
+    the integers mirrored in the dtype's range with scale |c| * scale (c < 0)."""
+    np_type = _scalar_operand(a, "Mul")
+    info = np.iinfo(np_type)
+    q_min, q_max = int(info.min), int(info.max)
+    c = float(c)
+    if c > 0:
+        out = a.relu() if relu else a._like(a._ints.copy())
+        return QuantizedTensor._make(out._ints, a._dtype, per_tensor_affine,
+                                     c * float(a._scale), int(a._zero_point))
+    if c == 0:
+        return QuantizedTensor._make(np.zeros_like(a._ints), a._dtype, per_tensor_affine,
+                                     1.0, 0)
+    z_new = q_max - (int(a._zero_point) - q_min)
+    ints = (q_max + q_min - a._ints.astype(np.int64)).astype(np_type)
+    if relu:
+        ints = np.maximum(ints, np_type(z_new))
+    return QuantizedTensor._make(ints, a._dtype, per_tensor_affine, abs(c) * float(a._scale),
+                                 z_new)
+
+
+# The public functions a quantized tensor answers (QuantizedTensor.__torch_function__), by name.
+_FUNCTIONS = {
+    "relu": _relu_function,
+    "relu_": lambda input: input.relu_(),  # noqa: A002
+    "cat": cat, "concat": cat, "concatenate": cat,
+    "equal": equal,
+    **{op: _comparison(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "flatten": lambda input, start_dim=0, end_dim=-1: input.flatten(start_dim, end_dim),  # noqa: A002
+    "reshape": lambda input, shape: input.reshape(shape),  # noqa: A002
+    "transpose": lambda input, dim0, dim1: input.transpose(dim0, dim1),  # noqa: A002
+    "permute": lambda input, dims: input.permute(dims),  # noqa: A002
+    "unsqueeze": lambda input, dim: input.unsqueeze(dim),  # noqa: A002
+    "select": lambda input, dim, index: input.select(dim, index),  # noqa: A002
+    "clone": lambda input, *, memory_format=None: input.clone(),  # noqa: A002
+    "int_repr": lambda input: input.int_repr(),  # noqa: A002
+    "dequantize": lambda input: input.dequantize(),  # noqa: A002
+    "numel": lambda input: input.numel(),  # noqa: A002
+}
 
 
 def dequantize(tensor):
