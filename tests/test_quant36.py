@@ -317,3 +317,53 @@ def test_quantize_dequantize_modules_and_float_functional():
                     _qrepr(f.cat([qa, qa]))])
     # the scale is the float32 buffer's: 0.10000000149011612
     assert got[0] == got[1] and got[1][1] == float(np.float32(0.1))
+
+
+def test_nn_quantized_is_the_older_name_of_ao_nn_quantized():
+    import tapegrad.nn.quantized.dynamic as dynamic
+    for T in (torch, tapegrad):
+        assert T.nn.quantized.FloatFunctional is T.ao.nn.quantized.FloatFunctional
+        assert T.nn.quantized.QFunctional is T.ao.nn.quantized.QFunctional
+        assert T.nn.quantized.dynamic.LSTM is T.ao.nn.quantized.dynamic.LSTM
+        assert T.nn.quantized.dynamic.Linear is T.ao.nn.quantized.dynamic.Linear
+    assert dynamic.GRU is tapegrad.ao.nn.quantized.dynamic.GRU
+
+
+def test_dynamic_lstm_tutorial_print_size_of_model(tmp_path):
+    # the word-language-model tutorial: quantize {LSTM, Linear}, print the model, compare the
+    # checkpoint sizes written by torch.save(model.state_dict(), path)
+    def build(T):
+        T.manual_seed(0)
+
+        class LM(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = T.nn.Dropout(0.5)
+                self.encoder = T.nn.Embedding(60, 16)
+                self.rnn = T.nn.LSTM(16, 24, 2, dropout=0.5)
+                self.decoder = T.nn.Linear(24, 60)
+
+            def forward(self, x, hidden):
+                out, hidden = self.rnn(self.drop(self.encoder(x)), hidden)
+                return self.decoder(self.drop(out)).view(-1, 60), hidden
+        return LM().eval()
+    m, mt = build(torch), build(tapegrad)
+    mt.load_state_dict({k: tapegrad.tensor(v.numpy()) for k, v in m.state_dict().items()})
+    q = torch.ao.quantization.quantize_dynamic(m, {torch.nn.LSTM, torch.nn.Linear},
+                                               dtype=torch.qint8)
+    qt = tapegrad.quantization.quantize_dynamic(mt, {tapegrad.nn.LSTM, tapegrad.nn.Linear},
+                                                dtype=tapegrad.qint8)
+    assert str(qt) == str(q)
+    sizes = []
+    for T, model in ((torch, q), (tapegrad, qt)):
+        path = tmp_path / f"{T.__name__}.p"
+        T.save(model.state_dict(), str(path))
+        sizes.append(path.stat().st_size)
+    assert abs(sizes[1] - sizes[0]) < 0.08 * sizes[0]
+    x = np.random.default_rng(4).integers(0, 60, (7, 3))
+    h = (torch.zeros(2, 3, 24), torch.zeros(2, 3, 24))
+    ht = (tapegrad.zeros(2, 3, 24), tapegrad.zeros(2, 3, 24))
+    for _ in range(3):      # the hidden state carried over batches
+        out, h = q(torch.tensor(x), h)
+        out_t, ht = qt(tapegrad.tensor(x), ht)
+        np.testing.assert_allclose(_np(out_t), _np(out), rtol=0, atol=5e-6)
