@@ -367,3 +367,38 @@ def test_dynamic_lstm_tutorial_print_size_of_model(tmp_path):
         out, h = q(torch.tensor(x), h)
         out_t, ht = qt(tapegrad.tensor(x), ht)
         np.testing.assert_allclose(_np(out_t), _np(out), rtol=0, atol=5e-6)
+
+
+@pytest.mark.parametrize("cls", ["LSTM", "GRU"])
+@pytest.mark.parametrize("enforce_sorted", [True, False])
+def test_dynamic_rnn_packed_sequence(cls, enforce_sorted):
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+    import tapegrad.nn.utils.rnn as trnn
+    torch.manual_seed(0)
+    m = getattr(torch.nn, cls)(5, 6, num_layers=2, bidirectional=True)
+    mt = getattr(tapegrad.nn, cls)(5, 6, num_layers=2, bidirectional=True)
+    mt.load_state_dict({k: tapegrad.tensor(v.numpy()) for k, v in m.state_dict().items()})
+    q = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(m), {getattr(torch.nn, cls)})[0]
+    qt = tapegrad.ao.quantization.quantize_dynamic(tapegrad.nn.Sequential(mt),
+                                                   {getattr(tapegrad.nn, cls)})[0]
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((7, 4, 5)) * 1.5).astype(np.float32)
+    lengths = [7, 5, 5, 2] if enforce_sorted else [3, 7, 1, 5]
+    h0 = rng.standard_normal((4, 4, 6)).astype(np.float32)
+    packed = pack_padded_sequence(torch.tensor(x), torch.tensor(lengths),
+                                  enforce_sorted=enforce_sorted)
+    packed_t = trnn.pack_padded_sequence(tapegrad.tensor(x), tapegrad.tensor(lengths),
+                                         enforce_sorted=enforce_sorted)
+    if cls == "LSTM":
+        out, h = q(packed, (torch.tensor(h0), torch.tensor(h0 * 0.5)))
+        out_t, h_t = qt(packed_t, (tapegrad.tensor(h0), tapegrad.tensor(h0 * 0.5)))
+    else:
+        out, h = q(packed, torch.tensor(h0))
+        out_t, h_t = qt(packed_t, tapegrad.tensor(h0))
+        h, h_t = (h,), (h_t,)
+    assert type(out_t) is trnn.PackedSequence
+    np.testing.assert_array_equal(out_t.batch_sizes.numpy(), out.batch_sizes.numpy())
+    np.testing.assert_allclose(trnn.pad_packed_sequence(out_t)[0].numpy(),
+                               _np(pad_packed_sequence(out)[0]), rtol=0, atol=2e-6)
+    for a, b in zip(h, h_t):
+        np.testing.assert_allclose(b.numpy(), _np(a), rtol=0, atol=2e-6)

@@ -2,8 +2,8 @@
 float16) and whose gate products are dynamic quantized linears, as PyTorch's quantized_lstm /
 quantized_gru compute them on CPU:
 
-- per layer and direction, the input projection of the WHOLE sequence is one dynamic linear
-  (one input range for all steps), with bias_ih; each step's hidden projection is another (its
+- per layer and direction, the input projection of the WHOLE sequence (of a PackedSequence:
+  all its rows) is one dynamic linear (one input range for all steps), with bias_ih; each step's hidden projection is another (its
   own range), with bias_hh; both quantize their input over 0..127 (reduce_range, as
   make_quantized_cell_params_dynamic(..., reduce_range=True) in PyTorch's version-2 modules);
 - the cells then combine the float32 gates as ATen's LSTMCell / GRUCell do.
@@ -175,7 +175,10 @@ class RNNBase(nn.Module):
                                f"{self.input_size}, got {input.size(-1)}")
 
     def get_expected_hidden_size(self, input, batch_sizes) -> tuple:  # noqa: A002
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
         return (self.num_layers * (2 if self.bidirectional else 1), mini_batch,
                 self.hidden_size)
 
@@ -260,10 +263,55 @@ class RNNBase(nn.Module):
         return qmod
 
     # -- forward ---------------------------------------------------------------------------------
-    def _run(self, x, states):
-        """x: (seq, batch, features) float32; states: per state kind a list over layers *
-        directions of (batch, hidden) tensors.  Returns the last layer's output and the final
-        states in the same layout."""
+    def _step(self, igates, state, cell):
+        if self.mode == "LSTM":
+            return list(_lstm_cell(igates, state[0], state[1], cell))
+        return [_gru_cell(igates, state[0], cell)]
+
+    def _direction(self, igates, state, cell, batch_sizes, reverse):
+        """One layer-direction over the steps: igates (total rows, gates), the step t's rows
+        being the next batch_sizes[t] (all of a padded batch's rows at each step); state: the
+        initial (batch, hidden) tensors.  Returns the outputs, stacked by rows, and the final
+        states (a sequence that ends early keeps the state of its last step, as PyTorch's
+        PackedLayer / ReversedPackedLayer)."""
+        steps = len(batch_sizes)
+        outputs = [None] * steps
+        if not reverse:
+            offset, last, finished = 0, batch_sizes[0] if steps else 0, []
+            current = state
+            for t in range(steps):
+                b = batch_sizes[t]
+                if b < last:
+                    finished.append([s[b:last] for s in current])
+                    current = [s[:b] for s in current]
+                last = b
+                current = self._step(igates[offset:offset + b], current, cell)
+                offset += b
+                outputs[t] = current[0]
+            finished.append(current)
+            finals = [torch.cat([f[i] for f in reversed(finished)], 0)
+                      for i in range(len(state))]
+        else:
+            offset = igates.shape[0]
+            last = batch_sizes[-1] if steps else 0
+            current = [s[:last] for s in state]
+            for t in reversed(range(steps)):
+                b = batch_sizes[t]
+                if b > last:
+                    current = [torch.cat([c, s[last:b]], 0) for c, s in zip(current, state)]
+                current = self._step(igates[offset - b:offset], current, cell)
+                offset -= b
+                last = b
+                outputs[t] = current[0]
+            finals = current
+        out = (torch.cat(outputs, 0) if outputs else
+               torch.zeros(0, self.hidden_size))
+        return out, finals
+
+    def _run(self, x, batch_sizes, states):
+        """x: the rows of all steps, (total, features) float32, step t's being the next
+        batch_sizes[t]; states: per state kind a list over layers * directions of
+        (batch, hidden) tensors.  Returns the last layer's output rows and the final states."""
         num_directions = 2 if self.bidirectional else 1
         params = [p.param for p in self._all_weight_values]
         finals = [[] for _ in states]
@@ -273,21 +321,13 @@ class RNNBase(nn.Module):
             for direction in range(num_directions):
                 index = layer * num_directions + direction
                 cell = params[index]
-                # the input projection of the whole sequence: one dynamic linear
-                igates = cell.linear_ih(layer_input).unbind(0)
-                steps = range(len(igates)) if direction == 0 else reversed(range(len(igates)))
-                state = [s[index] for s in states]
-                out = [None] * len(igates)
-                for t in steps:
-                    if self.mode == "LSTM":
-                        state = list(_lstm_cell(igates[t], state[0], state[1], cell))
-                    else:
-                        state = [_gru_cell(igates[t], state[0], cell)]
-                    out[t] = state[0]
+                # the input projection of all steps at once: one dynamic linear
+                igates = cell.linear_ih(layer_input)
+                out, state = self._direction(igates, [s[index] for s in states], cell,
+                                             batch_sizes, direction == 1)
                 for f, s in zip(finals, state):
                     f.append(s)
-                outputs.append(torch.stack(out, 0) if out else
-                               torch.zeros(0, x.shape[1], self.hidden_size))
+                outputs.append(out)
             layer_input = outputs[0] if num_directions == 1 else torch.cat(outputs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_input = nn.functional.dropout(layer_input, self.dropout, True)
@@ -295,23 +335,41 @@ class RNNBase(nn.Module):
 
     def _forward(self, input, hx, n_states):  # noqa: A002
         from tapegrad.nn.utils.rnn import PackedSequence
-        if isinstance(input, PackedSequence):
-            raise NotImplementedError("tapegrad: the dynamic quantized LSTM / GRU take padded "
-                                      "tensors, not a PackedSequence")
-        self.check_input(input, None)
-        expected = self.get_expected_hidden_size(input, None)
-        if hx is None:
-            zeros = torch.zeros(*expected, dtype=input.dtype)
-            hx = (zeros,) * n_states
-        elif n_states == 1:
-            self.check_hidden_size(hx, expected)
-            hx = (hx,)
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            data, batch_sizes, sorted_indices, unsorted_indices = input
+            sizes = [int(b) for b in batch_sizes.tolist()]
+            self.check_input(data, batch_sizes)
+            expected = (self.num_layers * (2 if self.bidirectional else 1),
+                        sizes[0] if sizes else 0, self.hidden_size)
         else:
+            data, sorted_indices, unsorted_indices = input, None, None
+            self.check_input(data, None)
+            expected = self.get_expected_hidden_size(data, None)
+        if hx is None:
+            zeros = torch.zeros(*expected, dtype=data.dtype)
+            hx = (zeros,) * n_states
+        else:
+            hx = (hx,) if n_states == 1 else tuple(hx)
+            if sorted_indices is not None:
+                hx = tuple(h.index_select(1, sorted_indices) for h in hx)
             for i, h in enumerate(hx):
-                self.check_hidden_size(h, expected, f"Expected hidden[{i}] size {{}}, got {{}}")
+                self.check_hidden_size(h, expected, "Expected hidden size {}, got {}"
+                                       if n_states == 1 else
+                                       f"Expected hidden[{i}] size {{}}, got {{}}")
         with torch.no_grad():
-            x = input.transpose(0, 1) if self.batch_first else input
-            out, finals = self._run(x, [list(h.unbind(0)) for h in hx])
+            states = [list(h.unbind(0)) for h in hx]
+            if packed:
+                out, finals = self._run(data, sizes, states)
+                out = PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices)
+                if unsorted_indices is not None:
+                    finals = [h.index_select(1, unsorted_indices) for h in finals]
+                return out, finals
+            x = data.transpose(0, 1) if self.batch_first else data
+            steps, batch = x.shape[0], x.shape[1]
+            out, finals = self._run(x.reshape(steps * batch, x.shape[2]), [batch] * steps,
+                                    states)
+            out = out.reshape(steps, batch, out.shape[-1])
             if self.batch_first:
                 out = out.transpose(0, 1)
         return out, finals
