@@ -485,7 +485,114 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         v = np.asarray(value._array if isinstance(value, Tensor) else value, dtype=np.float32)
         self._ints[key] = _quantize_array(v, self._scale, self._zero_point, self._dtype)
 
+    @property
+    def T(self):  # noqa: N802
+        return self._like(self._ints) if self._ints.ndim < 2 else self.permute(
+            *range(self._ints.ndim - 1, -1, -1))
+
+    @property
+    def mT(self):  # noqa: N802
+        if self._ints.ndim < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                               f"Got {self._ints.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    def squeeze(self, dim=None):
+        shape = self._ints.shape
+        n = len(shape)
+        if dim is None:
+            dims = [d for d in range(n) if shape[d] == 1]
+        else:
+            dims = [d % n for d in (dim if isinstance(dim, (tuple, list)) else (dim,))
+                    if n and shape[d % n] == 1]
+        axis = self._axis
+        if axis is not None:
+            if axis in dims:        # (one channel: its scale serves the whole tensor)
+                return QuantizedTensor._make(np.squeeze(self._ints, tuple(dims)), self._dtype,
+                                             per_tensor_affine, float(self._scale[0]),
+                                             int(self._zero_point[0]))
+            axis -= sum(1 for d in dims if d < axis)
+        return self._like(np.squeeze(self._ints, tuple(dims)), axis)
+
+    def narrow(self, dim, start, length):
+        n = self._ints.ndim
+        d = dim % n
+        start = start % self._ints.shape[d] if start < 0 else start
+        if start + length > self._ints.shape[d]:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                               f"({self._ints.shape[d]}).")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def split(self, split_size, dim=0):
+        size = self._ints.shape[dim]
+        if isinstance(split_size, int):
+            sizes = [min(split_size, size - i) for i in range(0, size, split_size)] or [0]
+        else:
+            sizes = list(split_size)
+        out, start = [], 0
+        for length in sizes:
+            out.append(self.narrow(dim, start, length))
+            start += length
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        size = self._ints.shape[dim]
+        return self.split(max(-(-size // chunks), 1), dim)
+
+    def expand(self, *sizes):
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        self._uniform_only()        # (a broadcast view sets zero strides)
+        lead = len(sizes) - self._ints.ndim
+        shape = tuple(self._ints.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+        return self._like(np.broadcast_to(self._ints, shape))
+
+    def fill_(self, value):
+        self._per_tensor_only()
+        self._ints[...] = _quantize_array(np.asarray(value, np.float32), self._scale,
+                                          self._zero_point, self._dtype)
+        return self
+
     # -- ops PyTorch's QuantizedCPU backend has -------------------------------------------------
+    def _quantize_bound(self, value) -> int:
+        # (PyTorch's scalar quantize_val: rint(zero_point + value * (1/scale)), clamped)
+        f32 = np.float32
+        info = np.iinfo(self._ints.dtype)
+        v = np.rint(f32(self._zero_point) + f32(value) * (f32(1) / f32(self._scale)))
+        return int(min(max(v, info.min), info.max))
+
+    def clamp(self, min=None, max=None):  # noqa: A002
+        """The integers clamped between the bounds' quantized values."""
+        self._per_tensor_only()
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        lo = None if min is None else self._quantize_bound(float(min))
+        hi = None if max is None else self._quantize_bound(float(max))
+        return self._like(np.clip(self._ints, lo, hi).astype(self._ints.dtype))
+
+    def _extreme(self, np_reduce, dim=None, keepdim=False):
+        self._per_tensor_only()
+        if dim is None:
+            if self._ints.size == 0:
+                raise RuntimeError("max(): Expected reduction dim to be specified for "
+                                   "input.numel() == 0. Specify the reduction dim with the "
+                                   "'dim' argument.")
+            return self._like(np.asarray(np_reduce(self._ints)))
+        from .creation import tensor
+        arg = np.argmax if np_reduce is np.max else np.argmin
+        indices = np.asarray(arg(self._ints, axis=dim))
+        values = np.asarray(np_reduce(self._ints, axis=dim))
+        if keepdim:
+            indices, values = np.expand_dims(indices, dim), np.expand_dims(values, dim)
+        kind = _core.return_types.max if np_reduce is np.max else _core.return_types.min
+        return kind((self._like(values), tensor(indices.astype(np.int64))))
+
+    def max(self, dim=None, keepdim=False):
+        return self._extreme(np.max, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return self._extreme(np.min, dim, keepdim)
+
     def _per_tensor_only(self):
         if self._qscheme is not per_tensor_affine:
             raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
@@ -618,6 +725,12 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
 
 def _relu_function(input, inplace=False):  # noqa: A002
     return input.relu_() if inplace else input.relu()
+
+
+def _dropout_function(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if training and p > 0:
+        raise _not_implemented("bernoulli_.float")
+    return input
 
 
 def _need_quantized(t):
@@ -806,6 +919,20 @@ _FUNCTIONS = {
     "cat": cat, "concat": cat, "concatenate": cat,
     "equal": equal,
     **{op: _comparison(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "stack": lambda tensors, dim=0, *, out=None: cat([t.unsqueeze(dim) for t in tensors], dim,
+                                                      out=out),
+    "clamp": lambda input, min=None, max=None, *, out=None: input.clamp(min, max),  # noqa: A002
+    "hardtanh": lambda input, min_val=-1.0, max_val=1.0, inplace=False: input.clamp(  # noqa: A002
+        min_val, max_val),
+    "relu6": lambda input, inplace=False: input.clamp(0.0, 6.0),  # noqa: A002
+    "max": lambda input, dim=None, keepdim=False: input.max(dim, keepdim),  # noqa: A002
+    "min": lambda input, dim=None, keepdim=False: input.min(dim, keepdim),  # noqa: A002
+    "dropout": _dropout_function,
+    "squeeze": lambda input, dim=None: input.squeeze(dim),  # noqa: A002
+    "narrow": lambda input, dim, start, length: input.narrow(dim, start, length),  # noqa: A002
+    "split": lambda tensor, split_size_or_sections, dim=0: tensor.split(
+        split_size_or_sections, dim),
+    "chunk": lambda input, chunks, dim=0: input.chunk(chunks, dim),  # noqa: A002
     "flatten": lambda input, start_dim=0, end_dim=-1: input.flatten(start_dim, end_dim),  # noqa: A002
     "reshape": lambda input, shape: input.reshape(shape),  # noqa: A002
     "transpose": lambda input, dim0, dim1: input.transpose(dim0, dim1),  # noqa: A002

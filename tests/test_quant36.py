@@ -402,3 +402,36 @@ def test_dynamic_rnn_packed_sequence(cls, enforce_sorted):
                                _np(pad_packed_sequence(out)[0]), rtol=0, atol=2e-6)
     for a, b in zip(h, h_t):
         np.testing.assert_allclose(b.numpy(), _np(a), rtol=0, atol=2e-6)
+
+
+def test_more_quantized_tensor_ops():
+    got = []
+    for T in (torch, tapegrad):
+        F = T.nn.functional
+        a = _q(T, [[-1.0, 0.5, 2.0], [0.26, -0.3, 7.1]], 0.1, 10, "quint8")
+        a8 = _q(T, A, 0.05, -3, "qint8")
+        pc = T.quantize_per_channel(T.ones(2, 1, 3), T.tensor([0.1, 0.2]), T.tensor([0, 1]), 0,
+                                    T.quint8)
+
+        def cv(r):
+            if isinstance(r, tuple):
+                return [cv(x) for x in r]
+            if not r.is_quantized:
+                return r.numpy().tolist()
+            scales = (r.q_scale() if r.qscheme() == T.per_tensor_affine
+                      else r.q_per_channel_scales().numpy().tolist())
+            return (tuple(r.shape), r.int_repr().numpy().tolist(), str(r.dtype), scales)
+        row = [cv(r) for r in (
+            T.max(a), a.min(), a.max(0), T.min(a, 1, keepdim=True), a8.clamp(-0.26, 0.33),
+            T.clamp(a, min=0.55), F.relu6(a8), F.relu6(a), F.hardtanh(a8, -0.5, 0.75),
+            pc.squeeze(1), pc.squeeze(), pc.narrow(0, 1, 1), a.split(2, 1), a.chunk(3, 1),
+            T.stack([a, a], 1), a.T, a.mT, a[0:1].expand(3, 3), F.dropout(a, 0.5, False),
+            a8.clone().fill_(-0.125))]
+        for f, err, phrase in ((lambda: pc.expand(4, 2, 1, 3), RuntimeError, "Setting strides"),
+                               (lambda: F.dropout(a, 0.5, True), NotImplementedError,
+                                "aten::bernoulli_"),
+                               (lambda: T.exp(a), NotImplementedError, "aten::exp")):
+            with pytest.raises(err, match=phrase):
+                f()
+        got.append(row)
+    assert got[0] == got[1]
