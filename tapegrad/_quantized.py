@@ -379,12 +379,34 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
     def _new_shape(self, shape):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
         if self._qscheme is not per_tensor_affine:
-            # PyTorch keeps the axis and the scales whatever the new shape, which can leave a
-            # tensor whose channel count differs from its scales; tapegrad refuses instead.
-            raise RuntimeError("view / reshape of a per-channel quantized tensor is not "
-                               "supported by tapegrad")
-        return tuple(int(s) for s in shape)
+            self._check_channels_kept(shape)
+        return shape
+
+    def _check_channels_kept(self, shape) -> None:
+        """A per-channel tensor keeps its axis and scales through view / reshape (as PyTorch's):
+        the new shape must hold the channels at the same axis.  PyTorch raises (at the first
+        use) when the axis is out of range or its size is not the channel count; tapegrad also
+        when the dimensions before the axis regroup to a different count, which would silently
+        give elements other channels' scales."""
+        n = self._ints.size
+        if -1 in shape:
+            known = int(np.prod([s for s in shape if s != -1]))
+            shape = tuple(n // known if s == -1 and known else s for s in shape)
+        if int(np.prod(shape)) != n:
+            return                          # (numpy's reshape refuses it, with its message)
+        axis, channels = self._axis, self._scale.size
+        if axis >= len(shape):
+            raise RuntimeError("Channel axis out of range in per channel affine dequantization. "
+                               f"Got:{axis} Expected: [0, {len(shape)})")
+        if shape[axis] != channels:
+            raise RuntimeError(f"length of scales must equal to channel, expected "
+                               f"{shape[axis]} got, {channels}")
+        if int(np.prod(shape[:axis])) != int(np.prod(self._ints.shape[:axis])):
+            raise RuntimeError("tapegrad: this view / reshape of a per-channel quantized tensor "
+                               "regroups the dimensions before its channel axis, moving "
+                               "elements to other channels' scales")
 
     def view(self, *shape):
         shape = self._new_shape(shape)
@@ -518,6 +540,174 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         v = np.asarray(value._array if isinstance(value, Tensor) else value, dtype=np.float32)
         self._ints[key] = _quantize_array(v, self._scale, self._zero_point, self._dtype)
 
+    @property
+    def T(self):  # noqa: N802
+        return self._like(self._ints) if self._ints.ndim < 2 else self.permute(
+            *range(self._ints.ndim - 1, -1, -1))
+
+    @property
+    def mT(self):  # noqa: N802
+        if self._ints.ndim < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                               f"Got {self._ints.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    def squeeze(self, dim=None):
+        shape = self._ints.shape
+        n = len(shape)
+        if dim is None:
+            dims = [d for d in range(n) if shape[d] == 1]
+        else:
+            dims = [d % n for d in (dim if isinstance(dim, (tuple, list)) else (dim,))
+                    if n and shape[d % n] == 1]
+        axis = self._axis
+        if axis is not None:
+            if axis in dims:        # (one channel: its scale serves the whole tensor)
+                return QuantizedTensor._make(np.squeeze(self._ints, tuple(dims)), self._dtype,
+                                             per_tensor_affine, float(self._scale[0]),
+                                             int(self._zero_point[0]))
+            axis -= sum(1 for d in dims if d < axis)
+        return self._like(np.squeeze(self._ints, tuple(dims)), axis)
+
+    def narrow(self, dim, start, length):
+        n = self._ints.ndim
+        d = dim % n
+        start = start % self._ints.shape[d] if start < 0 else start
+        if start + length > self._ints.shape[d]:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                               f"({self._ints.shape[d]}).")
+        return self[(slice(None),) * d + (slice(start, start + length),)]
+
+    def split(self, split_size, dim=0):
+        size = self._ints.shape[dim]
+        if isinstance(split_size, int):
+            sizes = [min(split_size, size - i) for i in range(0, size, split_size)] or [0]
+        else:
+            sizes = list(split_size)
+        out, start = [], 0
+        for length in sizes:
+            out.append(self.narrow(dim, start, length))
+            start += length
+        return tuple(out)
+
+    def chunk(self, chunks, dim=0):
+        size = self._ints.shape[dim]
+        return self.split(max(-(-size // chunks), 1), dim)
+
+    def expand(self, *sizes):
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        self._uniform_only()        # (a broadcast view sets zero strides)
+        lead = len(sizes) - self._ints.ndim
+        shape = tuple(self._ints.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+        return self._like(np.broadcast_to(self._ints, shape))
+
+    def fill_(self, value):
+        self._per_tensor_only()
+        self._ints[...] = _quantize_array(np.asarray(value, np.float32), self._scale,
+                                          self._zero_point, self._dtype)
+        return self
+
+    # -- ops PyTorch's QuantizedCPU backend has -------------------------------------------------
+    def _quantize_bound(self, value) -> int:
+        # (PyTorch's scalar quantize_val: rint(zero_point + value * (1/scale)), clamped)
+        f32 = np.float32
+        info = np.iinfo(self._ints.dtype)
+        v = np.rint(f32(self._zero_point) + f32(value) * (f32(1) / f32(self._scale)))
+        return int(min(max(v, info.min), info.max))
+
+    def clamp(self, min=None, max=None):  # noqa: A002
+        """The integers clamped between the bounds' quantized values."""
+        self._per_tensor_only()
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        lo = None if min is None else self._quantize_bound(float(min))
+        hi = None if max is None else self._quantize_bound(float(max))
+        return self._like(np.clip(self._ints, lo, hi).astype(self._ints.dtype))
+
+    def _extreme(self, np_reduce, dim=None, keepdim=False):
+        self._per_tensor_only()
+        if dim is None:
+            if self._ints.size == 0:
+                raise RuntimeError("max(): Expected reduction dim to be specified for "
+                                   "input.numel() == 0. Specify the reduction dim with the "
+                                   "'dim' argument.")
+            return self._like(np.asarray(np_reduce(self._ints)))
+        from .creation import tensor
+        arg = np.argmax if np_reduce is np.max else np.argmin
+        indices = np.asarray(arg(self._ints, axis=dim))
+        values = np.asarray(np_reduce(self._ints, axis=dim))
+        if keepdim:
+            indices, values = np.expand_dims(indices, dim), np.expand_dims(values, dim)
+        kind = _core.return_types.max if np_reduce is np.max else _core.return_types.min
+        return kind((self._like(values), tensor(indices.astype(np.int64))))
+
+    def max(self, dim=None, keepdim=False):
+        return self._extreme(np.max, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        return self._extreme(np.min, dim, keepdim)
+
+    def _per_tensor_only(self):
+        if self._qscheme is not per_tensor_affine:
+            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
+                               "but got false.")
+
+    def relu(self):
+        """max(q, zero_point) on the integers: the quantized value of 0 is the zero point."""
+        self._per_tensor_only()
+        return self._like(np.maximum(self._ints, self._ints.dtype.type(self._zero_point)))
+
+    def relu_(self):
+        self._per_tensor_only()
+        np.maximum(self._ints, self._ints.dtype.type(self._zero_point), out=self._ints)
+        return self
+
+    def equal(self, other) -> bool:
+        """Same dtype, scheme, qparams, shape and integers (a float tensor: False)."""
+        if not isinstance(other, QuantizedTensor):
+            return False
+        if (self._dtype is not other._dtype or self._qscheme is not other._qscheme
+                or self._ints.shape != other._ints.shape or self._axis != other._axis):
+            return False
+        if not (np.array_equal(self._scale, other._scale)
+                and np.array_equal(self._zero_point, other._zero_point)):
+            return False
+        return bool(np.array_equal(self._ints, other._ints))
+
+    def _compare(op):
+        # PyTorch compares quantized tensors by their dequantized values
+        def method(self, other):
+            from .tensor import Tensor
+            if isinstance(other, QuantizedTensor):
+                other = other.dequantize()
+            elif not isinstance(other, (Tensor, numbers.Number, np.generic)):
+                return NotImplemented
+            return getattr(self.dequantize(), op)(other)
+        method.__name__ = op
+        return method
+
+    eq = __eq__ = _compare("eq")
+    ne = __ne__ = _compare("ne")
+    lt = __lt__ = _compare("lt")
+    le = __le__ = _compare("le")
+    gt = __gt__ = _compare("gt")
+    ge = __ge__ = _compare("ge")
+    del _compare
+    __hash__ = object.__hash__          # (by identity, as a Tensor's)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """The public functions' calls with a quantized tensor among their arguments (a
+        refused call, tapegrad.overrides.dispatch_refused_call): the ops above, else PyTorch's
+        missing-kernel error."""
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        handler = _FUNCTIONS.get(name)
+        if handler is None:
+            raise _not_implemented(name)
+        return handler(*args, **kwargs)
+
     # -- printing --------------------------------------------------------------------------------
     def __repr__(self) -> str:
         from . import _format
@@ -586,6 +776,229 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         if requires_grad:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         return self
+
+
+def _relu_function(input, inplace=False):  # noqa: A002
+    return input.relu_() if inplace else input.relu()
+
+
+def _dropout_function(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if training and p > 0:
+        raise _not_implemented("bernoulli_.float")
+    return input
+
+
+def _need_quantized(t):
+    if not isinstance(t, QuantizedTensor):
+        # (PyTorch asks the float tensor for its qscheme, which the CPU backend lacks)
+        raise _not_implemented("qscheme", "CPU")
+    return t
+
+
+def _cat_requantized(tensors, dim, scale, zero_point):
+    """quantized cat: the inputs' dequantized values, concatenated, quantized per tensor with
+    (scale, zero_point) to the first input's dtype (PyTorch's quantized_cat_impl)."""
+    from . import cat as float_cat
+    tensors = [_need_quantized(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    dtype = tensors[0]._dtype
+    if any(t._dtype is not dtype for t in tensors):
+        raise RuntimeError("All dtypes must be the same.")
+    if any(t._qscheme is not per_tensor_affine for t in tensors):
+        raise RuntimeError("Only per-tensor quantization is supported in 'cat'!")
+    values = float_cat([t.dequantize() for t in tensors], dim)._array
+    return QuantizedTensor._make(_quantize_array(values, scale, zero_point, dtype), dtype,
+                                 per_tensor_affine, scale, zero_point)
+
+
+def cat(tensors, dim=0, *, out=None):
+    """torch.cat of quantized tensors: requantized with the first tensor's qparams."""
+    if out is not None:
+        raise _not_implemented("cat.out")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    first = _need_quantized(tensors[0])
+    return _cat_requantized(tensors, dim, first._scale, first._zero_point)
+
+
+def equal(input, other) -> bool:  # noqa: A002
+    return input.equal(other) if isinstance(input, QuantizedTensor) else False
+
+
+def _comparison(op):
+    def function(input, other, *, out=None):  # noqa: A002
+        if out is not None:
+            raise _not_implemented(f"{op}.Tensor_out")
+        if not isinstance(input, QuantizedTensor):
+            from .creation import tensor as _tensor
+            other = other.dequantize()
+            return getattr(_tensor(input) if not hasattr(input, "_array") else input, op)(other)
+        return getattr(input, op)(other)
+    return function
+
+
+def _binary_operands(a, b, what: str):
+    _need_quantized(a)
+    _need_quantized(b)
+    # (PyTorch's checks, in its order: Add compares the schemes before the dtypes, Mul after)
+    if a._qscheme is not per_tensor_affine:
+        raise RuntimeError(f"Only per tensor quantization is supported in {what}.")
+    same_scheme = f"Both inputs to {what} must have the same quantization scheme."
+    if what == "Add" and b._qscheme is not a._qscheme:
+        raise RuntimeError(same_scheme)
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"{what} operands should have same data type.")
+    if b._qscheme is not a._qscheme:
+        raise RuntimeError(same_scheme)
+    from ._extra_ops import _broadcast_shapes
+    _broadcast_shapes(a._ints.shape, b._ints.shape)
+    shape = np.broadcast_shapes(a._ints.shape, b._ints.shape)
+    return (np.broadcast_to(a._ints, shape).reshape(-1),
+            np.broadcast_to(b._ints, shape).reshape(-1), shape)
+
+
+def _clamped(values, np_type):
+    info = np.iinfo(np_type)
+    return np.clip(values, info.min, info.max).astype(np_type)
+
+
+def quantized_add(a, b, scale: float, zero_point: int, relu: bool = False):
+    """quantized::add (add_relu): (a + b) requantized to (scale, zero_point), as PyTorch's x86
+    kernel computes it, bit for bit (checked on 8-bit types): over the flat elements, blocks of
+    64 (16 for qint32) go through the AVX2 path (dequantize as fma(q, s, -zp * s), quantize as
+    rint(v * (1/scale)) + zero_point; qint32: as the scalar path) and the remainder through
+    the scalar one (dequantize as s * (q - zp), quantize as rint(zero_point + v * (1/scale)),
+    all float32).  Broadcast operands take the same split over the result's elements (PyTorch's
+    TensorIterator may split them otherwise: a tie can then round the other way)."""
+    x, y, shape = _binary_operands(a, b, "Add")
+    np_type = _STORAGE[a._dtype.name][0]
+    f32 = np.float32
+    block = 64 if np_type is not np.int32 else 16      # two vectors of 32 (8 for qint32) lanes
+    n = x.size
+    nv = n // block * block
+    sa, sb = f32(a._scale), f32(b._scale)
+    inv = f32(1) / f32(scale)
+    c = np.empty(n, f32)
+    # (a float64 product of float32 operands is exact: one rounding, as an fma's)
+    c[:nv] = ((x[:nv].astype(np.float64) * sa + f32(-f32(a._zero_point) * sa)).astype(f32)
+              + (y[:nv].astype(np.float64) * sb + f32(-f32(b._zero_point) * sb)).astype(f32))
+    c[nv:] = (sa * (x[nv:].astype(f32) - f32(a._zero_point))
+              + sb * (y[nv:].astype(f32) - f32(b._zero_point)))
+    if relu:
+        np.maximum(c, f32(0), out=c)
+    q = np.rint(f32(zero_point) + c * inv)
+    if np_type is not np.int32:     # (qint32's vector path quantizes element by element)
+        q[:nv] = np.rint(c[:nv] * inv) + zero_point
+    return QuantizedTensor._make(_clamped(q, np_type).reshape(shape), a._dtype,
+                                 per_tensor_affine, float(scale), int(zero_point))
+
+
+def quantized_mul(a, b, scale: float, zero_point: int, relu: bool = False):
+    """quantized::mul (mul_relu): the integer product (a - za) * (b - zb) requantized by the
+    float32 multiplier sa * sb / scale: zero_point + rint(product * multiplier), bit for bit
+    with PyTorch's kernel."""
+    x, y, shape = _binary_operands(a, b, "Mul")
+    np_type = _STORAGE[a._dtype.name][0]
+    f32 = np.float32
+    multiplier = f32(f32(a._scale) * f32(b._scale)) * (f32(1) / f32(scale))
+    product = (x.astype(np.int64) - a._zero_point) * (y.astype(np.int64) - b._zero_point)
+    q = np.rint(product.astype(f32) * multiplier) + zero_point
+    if relu:
+        q = np.maximum(q, zero_point)
+    return QuantizedTensor._make(_clamped(q, np_type).reshape(shape), a._dtype,
+                                 per_tensor_affine, float(scale), int(zero_point))
+
+
+def _scalar_operand(a, what: str):
+    _need_quantized(a)
+    if a._qscheme is not per_tensor_affine:
+        raise RuntimeError(f"Only per tensor quantization is supported in {what}.")
+    return _STORAGE[a._dtype.name][0]
+
+
+def quantized_add_scalar(a, c, relu: bool = False):
+    """quantized::add_scalar: a + c by moving the zero point by c_q = round(c / scale) (the
+    integers unchanged); when the moved zero point leaves the dtype's range, the integers are
+    requantized to the scale that keeps it at the range's end (PyTorch's rules)."""
+    np_type = _scalar_operand(a, "Add")
+    info = np.iinfo(np_type)
+    q_min, q_max = int(info.min), int(info.max)
+    s, z = float(a._scale), int(a._zero_point)
+    c_q = int(np.rint(float(c) / s))
+    if q_min <= z - c_q <= q_max:
+        out = a._like(a._ints.copy())
+        out._zero_point = z - c_q
+        return out.relu_() if relu else out
+    if q_min > z - c_q:
+        s_new, z_new = (float(q_max) - (z - c_q)) / (float(q_max) - q_min) * s, q_min
+    else:
+        s_new, z_new = (float(z - c_q) - q_min) / (float(q_max) - q_min) * s, q_max
+    f32 = np.float32
+    multiplier = f32(s) * (f32(1) / f32(s_new))
+    shifted = a._ints.astype(np.int64) - z + c_q
+    q = np.rint(shifted.astype(f32) * multiplier) + z_new
+    if relu:
+        q = np.maximum(q, z_new)
+    return QuantizedTensor._make(_clamped(q, np_type), a._dtype, per_tensor_affine, s_new,
+                                 z_new)
+
+
+def quantized_mul_scalar(a, c, relu: bool = False):
+    """quantized::mul_scalar: a * c by rescaling (c > 0), a zero tensor of scale 1 (c == 0), or
+    the integers mirrored in the dtype's range with scale |c| * scale (c < 0)."""
+    np_type = _scalar_operand(a, "Mul")
+    info = np.iinfo(np_type)
+    q_min, q_max = int(info.min), int(info.max)
+    c = float(c)
+    if c > 0:
+        out = a.relu() if relu else a._like(a._ints.copy())
+        return QuantizedTensor._make(out._ints, a._dtype, per_tensor_affine,
+                                     c * float(a._scale), int(a._zero_point))
+    if c == 0:
+        return QuantizedTensor._make(np.zeros_like(a._ints), a._dtype, per_tensor_affine,
+                                     1.0, 0)
+    z_new = q_max - (int(a._zero_point) - q_min)
+    ints = (q_max + q_min - a._ints.astype(np.int64)).astype(np_type)
+    if relu:
+        ints = np.maximum(ints, np_type(z_new))
+    return QuantizedTensor._make(ints, a._dtype, per_tensor_affine, abs(c) * float(a._scale),
+                                 z_new)
+
+
+# The public functions a quantized tensor answers (QuantizedTensor.__torch_function__), by name.
+_FUNCTIONS = {
+    "relu": _relu_function,
+    "relu_": lambda input: input.relu_(),  # noqa: A002
+    "cat": cat, "concat": cat, "concatenate": cat,
+    "equal": equal,
+    **{op: _comparison(op) for op in ("eq", "ne", "lt", "le", "gt", "ge")},
+    "stack": lambda tensors, dim=0, *, out=None: cat([t.unsqueeze(dim) for t in tensors], dim,
+                                                      out=out),
+    "clamp": lambda input, min=None, max=None, *, out=None: input.clamp(min, max),  # noqa: A002
+    "hardtanh": lambda input, min_val=-1.0, max_val=1.0, inplace=False: input.clamp(  # noqa: A002
+        min_val, max_val),
+    "relu6": lambda input, inplace=False: input.clamp(0.0, 6.0),  # noqa: A002
+    "max": lambda input, dim=None, keepdim=False: input.max(dim, keepdim),  # noqa: A002
+    "min": lambda input, dim=None, keepdim=False: input.min(dim, keepdim),  # noqa: A002
+    "dropout": _dropout_function,
+    "squeeze": lambda input, dim=None: input.squeeze(dim),  # noqa: A002
+    "narrow": lambda input, dim, start, length: input.narrow(dim, start, length),  # noqa: A002
+    "split": lambda tensor, split_size_or_sections, dim=0: tensor.split(
+        split_size_or_sections, dim),
+    "chunk": lambda input, chunks, dim=0: input.chunk(chunks, dim),  # noqa: A002
+    "flatten": lambda input, start_dim=0, end_dim=-1: input.flatten(start_dim, end_dim),  # noqa: A002
+    "reshape": lambda input, shape: input.reshape(shape),  # noqa: A002
+    "transpose": lambda input, dim0, dim1: input.transpose(dim0, dim1),  # noqa: A002
+    "permute": lambda input, dims: input.permute(dims),  # noqa: A002
+    "unsqueeze": lambda input, dim: input.unsqueeze(dim),  # noqa: A002
+    "select": lambda input, dim, index: input.select(dim, index),  # noqa: A002
+    "clone": lambda input, *, memory_format=None: input.clone(),  # noqa: A002
+    "int_repr": lambda input: input.int_repr(),  # noqa: A002
+    "dequantize": lambda input: input.dequantize(),  # noqa: A002
+    "numel": lambda input: input.numel(),  # noqa: A002
+}
 
 
 def dequantize(tensor):

@@ -295,9 +295,9 @@ def test_quantize_dynamic_errors_and_edge_inputs():
     assert not hasattr(q, "qconfig") and not hasattr(q[0], "qconfig")
 
 
-def test_quantize_dynamic_refuses_lstm_rather_than_leaving_it_float():
-    m = tapegrad.nn.Sequential(tapegrad.nn.LSTM(4, 3))
-    with pytest.raises(NotImplementedError, match="nn.LSTM"):
+def test_quantize_dynamic_refuses_lstm_cell_rather_than_leaving_it_float():
+    m = tapegrad.nn.Sequential(tapegrad.nn.LSTMCell(4, 3))
+    with pytest.raises(NotImplementedError, match="nn.LSTMCell"):
         tapegrad.ao.quantization.quantize_dynamic(m)
 
 

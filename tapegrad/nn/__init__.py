@@ -11,3 +11,12 @@ from .parallel import DataParallel  # noqa: E402
 from .._public_calls import redirect_layers as _redirect_layers  # noqa: E402
 from . import modules as _modules  # noqa: E402
 _redirect_layers(_modules)  # layers holding F.relu & co. hold the objects F holds
+
+# torch.nn.quantized (the older name of torch.ao.nn.quantized): loaded on first use, as it
+# imports the quantization package.
+from .. import _lazy  # noqa: E402
+_LAZY = _lazy.table({"quantized": ()})
+
+
+def __getattr__(name):
+    return _lazy.load(globals(), _LAZY, name)

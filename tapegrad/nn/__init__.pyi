@@ -26,6 +26,7 @@ from tapegrad.nn import init as init
 from tapegrad.nn import modules as modules
 from tapegrad.nn import parallel as parallel
 from tapegrad.nn import parameter as parameter
+from tapegrad.nn import quantized as quantized
 from tapegrad.nn import utils as utils
 from tapegrad.nn.modules.activation import ELU as ELU
 from tapegrad.nn.modules.activation import GELU as GELU
@@ -371,6 +372,7 @@ __all__ = [
     'modules',
     'parallel',
     'parameter',
+    'quantized',
     'utils',
 ]
 

@@ -60,6 +60,7 @@ __all__ = [
     'disable_observer',
     'enable_fake_quant',
     'enable_observer',
+    'float16_dynamic_qconfig',
     'float_qparams_weight_only_qconfig',
     'get_default_dynamic_quant_module_mappings',
     'per_channel_dynamic_qconfig',
@@ -90,5 +91,6 @@ def default_per_channel_weight_observer(*args: Any, **keywords: Any) -> Any: ...
 default_placeholder_observer = PlaceholderObserver
 def default_weight_observer(*args: Any, **keywords: Any) -> Any: ...
 
+float16_dynamic_qconfig: Any
 float_qparams_weight_only_qconfig: Any
 per_channel_dynamic_qconfig: Any

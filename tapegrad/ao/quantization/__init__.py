@@ -32,6 +32,7 @@ from .qconfig import (  # noqa: F401
     default_dynamic_qconfig,
     default_dynamic_quant_observer,
     default_placeholder_observer,
+    float16_dynamic_qconfig,
     float_qparams_weight_only_qconfig,
     per_channel_dynamic_qconfig,
 )

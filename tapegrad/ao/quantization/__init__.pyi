@@ -70,6 +70,7 @@ __all__ = [
     'enable_fake_quant',
     'enable_observer',
     'fake_quantize',
+    'float16_dynamic_qconfig',
     'float_qparams_weight_only_qconfig',
     'get_default_dynamic_quant_module_mappings',
     'observer',
@@ -82,5 +83,6 @@ __all__ = [
 ]
 
 default_dynamic_qconfig: Any
+float16_dynamic_qconfig: Any
 float_qparams_weight_only_qconfig: Any
 per_channel_dynamic_qconfig: Any

@@ -31,6 +31,9 @@ default_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
 per_channel_dynamic_qconfig = QConfig(activation=default_dynamic_quant_observer,
                                       weight=default_per_channel_weight_observer)
 default_placeholder_observer = PlaceholderObserver
+float16_dynamic_qconfig = QConfig(
+    activation=PlaceholderObserver.with_args(dtype=torch.float16, is_dynamic=True),
+    weight=PlaceholderObserver.with_args(dtype=torch.float16))
 float_qparams_weight_only_qconfig = QConfig(
     activation=default_placeholder_observer,
     weight=PerChannelMinMaxObserver.with_args(dtype=torch.quint8,

@@ -26,6 +26,7 @@ __all__ = [
     'default_dynamic_qconfig',
     'default_dynamic_quant_observer',
     'default_placeholder_observer',
+    'float16_dynamic_qconfig',
     'float_qparams_weight_only_qconfig',
     'per_channel_dynamic_qconfig',
 ]
@@ -36,5 +37,6 @@ class QConfig(builtins.tuple[Any, ...]):
     weight: Any
 
 default_dynamic_qconfig: Any
+float16_dynamic_qconfig: Any
 float_qparams_weight_only_qconfig: Any
 per_channel_dynamic_qconfig: Any

@@ -1,5 +1,5 @@
-"""quantize_dynamic: swap a model's Linear layers for dynamically quantized ones
-(torch.ao.nn.quantized.dynamic.Linear), as PyTorch's eager-mode API does: give each submodule a
+"""quantize_dynamic: swap a model's Linear, LSTM and GRU layers for dynamically quantized ones
+(torch.ao.nn.quantized.dynamic.Linear / LSTM / GRU), as PyTorch's eager-mode API does: give each submodule a
 qconfig (by type or by dotted name, inherited from its parent), then replace the children whose
 type has a dynamic counterpart and a qconfig."""
 from __future__ import annotations
@@ -12,13 +12,13 @@ import warnings
 import tapegrad as torch
 from tapegrad import nn
 
-from .qconfig import (default_dynamic_qconfig, float_qparams_weight_only_qconfig,
-                      per_channel_dynamic_qconfig)
+from .qconfig import (default_dynamic_qconfig, float16_dynamic_qconfig,
+                      float_qparams_weight_only_qconfig, per_channel_dynamic_qconfig)
 
-# The recurrent layers PyTorch's default dynamic mapping also quantizes: tapegrad has no
+# The recurrent cells PyTorch's default dynamic mapping also quantizes: tapegrad has no
 # quantized kernels for them, and leaving them in float would silently change the numbers a
 # PyTorch script prints, so converting one raises.
-_UNSUPPORTED = ("LSTM", "GRU", "LSTMCell", "RNNCell", "GRUCell")
+_UNSUPPORTED = ("LSTMCell", "RNNCell", "GRUCell")
 
 
 _DEPRECATION = (
@@ -45,15 +45,15 @@ def _deprecated(function):
 def get_default_dynamic_quant_module_mappings() -> dict:
     """Float module type -> its dynamic quantized counterpart."""
     from tapegrad.ao.nn.quantized import dynamic
-    return {nn.Linear: dynamic.Linear}
+    return {nn.Linear: dynamic.Linear, nn.LSTM: dynamic.LSTM, nn.GRU: dynamic.GRU}
 
 
 def _default_spec(dtype) -> dict:
+    types = [nn.Linear, nn.LSTM, nn.GRU] + [getattr(nn, name) for name in _UNSUPPORTED]
     if dtype is torch.qint8:
-        types = [nn.Linear] + [getattr(nn, name) for name in _UNSUPPORTED]
         return dict.fromkeys(types, default_dynamic_qconfig)
     if dtype is torch.float16:
-        raise NotImplementedError("tapegrad: float16 dynamic quantization is not supported")
+        return dict.fromkeys(types, float16_dynamic_qconfig)
     raise ValueError(f"Don't know how to quantize with default settings for {dtype}. Provide "
                      "full qconfig please")
 
@@ -85,7 +85,7 @@ def swap_module(mod, mapping):
         return mod
     if type(mod).__name__ in _UNSUPPORTED and type(mod) is getattr(nn, type(mod).__name__):
         raise NotImplementedError(f"tapegrad: dynamic quantization of nn.{type(mod).__name__} "
-                                  "is not supported (only nn.Linear)")
+                                  "is not supported (nn.Linear, nn.LSTM and nn.GRU are)")
     if type(mod) in mapping:
         return mapping[type(mod)].from_float(mod)
     return mod
@@ -116,9 +116,10 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
 @_deprecated
 def quantize_dynamic(model, qconfig_spec=None, dtype=torch.qint8, mapping=None,
                      inplace: bool = False):
-    """A copy of model (or model itself, inplace=True) in eval mode whose Linear layers (those
-    qconfig_spec selects: a set of types or dotted names, or a dict of them to QConfigs; by
-    default every Linear) are dynamically quantized: int8 weights, inputs quantized per call."""
+    """A copy of model (or model itself, inplace=True) in eval mode whose Linear, LSTM and GRU
+    layers (those qconfig_spec selects: a set of types or dotted names, or a dict of them to
+    QConfigs; by default all of them) are dynamically quantized: int8 weights, inputs quantized
+    per call (or, dtype=torch.float16, float16 weights)."""
     if qconfig_spec is None:
         qconfig_spec = _default_spec(dtype)
     elif isinstance(qconfig_spec, set):
@@ -127,7 +128,7 @@ def quantize_dynamic(model, qconfig_spec=None, dtype=torch.qint8, mapping=None,
         elif dtype is torch.quint8:
             default = float_qparams_weight_only_qconfig    # (for embeddings, as PyTorch's)
         elif dtype is torch.float16:
-            raise NotImplementedError("tapegrad: float16 dynamic quantization is not supported")
+            default = float16_dynamic_qconfig
         else:
             raise RuntimeError(f"Unknown dtype specified for quantize_dynamic: {dtype}")
         qconfig_spec = dict(zip(qconfig_spec, itertools.repeat(default)))

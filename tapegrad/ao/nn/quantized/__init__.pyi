@@ -19,7 +19,17 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.ao.nn.quantized import dynamic as dynamic
+from tapegrad.ao.nn.quantized import modules as modules
+from tapegrad.ao.nn.quantized.modules import DeQuantize as DeQuantize
+from tapegrad.ao.nn.quantized.modules import FXFloatFunctional as FXFloatFunctional
+from tapegrad.ao.nn.quantized.modules import FloatFunctional as FloatFunctional
+from tapegrad.ao.nn.quantized.modules import QFunctional as QFunctional
+from tapegrad.ao.nn.quantized.modules import Quantize as Quantize
 
 __all__ = [
-    'dynamic',
+    'DeQuantize',
+    'FloatFunctional',
+    'FXFloatFunctional',
+    'QFunctional',
+    'Quantize',
 ]

@@ -19,8 +19,13 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.ao.nn.quantized.dynamic import linear as linear
+from tapegrad.ao.nn.quantized.dynamic import rnn as rnn
 from tapegrad.ao.nn.quantized.dynamic.linear import Linear as Linear
+from tapegrad.ao.nn.quantized.dynamic.rnn import GRU as GRU
+from tapegrad.ao.nn.quantized.dynamic.rnn import LSTM as LSTM
 
 __all__ = [
     'Linear',
+    'LSTM',
+    'GRU',
 ]

@@ -11,6 +11,9 @@ quantized to uint8 on every call (dynamic quantization), as PyTorch's FBGEMM ker
    53 bits hold any int32 accumulator);
 4. the result is dequantized as fma(acc, float32(x_scale * w_scale), bias) in float32.
 
+With dtype=torch.float16 the weight is only rounded to float16 (saturated to its range) and the
+product is a float32 one (quantized::linear_dynamic_fp16).
+
 The forward is not differentiable (PyTorch's is not either: the weight is integers)."""
 from __future__ import annotations
 
@@ -61,6 +64,32 @@ def _linear_dynamic(x, weight, bias, reduce_range: bool = True):
     return torch.tensor(out.astype(np.float32).reshape(a.shape[:-1] + (n_out,)))
 
 
+_FP16_MAX = float(np.finfo(np.float16).max)
+
+
+def _fp16_weight(weight):
+    """quantized::linear_prepack_fp16's weight: float32 holding float16 values, the values
+    beyond float16's range saturated to its largest (PyTorch clamps before rounding)."""
+    a = weight.detach()._array.astype(np.float32)
+    return torch.tensor(np.clip(a, -_FP16_MAX, _FP16_MAX).astype(np.float16).astype(np.float32))
+
+
+def _linear_dynamic_fp16(x, weight, bias):
+    """quantized::linear_dynamic_fp16: a float32 product with the float16-rounded weight (FBGEMM
+    widens the weight to float32 in its kernel; the input stays float32), plus the bias."""
+    from tapegrad.tensor import Tensor
+    if not isinstance(x, Tensor):
+        raise TypeError(f"linear_dynamic_fp16(): argument 'X' must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.dim() < 2:
+        raise RuntimeError("The dimension of input tensor should be larger than or equal to 2")
+    if x.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"The number of rows in the packB should be equal to K: "
+                           f"{x.shape[-1]}")
+    with torch.no_grad():
+        return torch.nn.functional.linear(x.detach().float(), weight, bias)
+
+
 class LinearPackedParams(nn.Module):
     """The packed (weight, bias) of a quantized Linear; saved as `dtype` and `_packed_params`."""
 
@@ -69,13 +98,16 @@ class LinearPackedParams(nn.Module):
     def __init__(self, dtype=torch.qint8):
         super().__init__()
         self.dtype = dtype
-        weight = torch.quantize_per_tensor(torch.zeros(1, 1), 1.0, 0, torch.qint8)
+        weight = torch.zeros(1, 1)
+        if dtype is torch.qint8:
+            weight = torch.quantize_per_tensor(weight, 1.0, 0, torch.qint8)
         self.set_weight_bias(weight, None)
 
     def set_weight_bias(self, weight, bias) -> None:
-        if self.dtype is not torch.qint8:
-            raise RuntimeError("tapegrad: only qint8 dynamic quantized Linear weights are "
-                               "supported")
+        if self.dtype is torch.float16:
+            weight = _fp16_weight(weight)
+        elif self.dtype is not torch.qint8:
+            raise RuntimeError("Unsupported dtype on dynamic quantized linear!")
         self._packed_params = (weight, bias)
 
     def _weight_bias(self):
@@ -115,12 +147,13 @@ class Linear(nn.Module):
     def __init__(self, in_features: int, out_features: int, bias_: bool = True,
                  dtype=torch.qint8):
         super().__init__()
-        if dtype is not torch.qint8:
-            raise RuntimeError("tapegrad: only qint8 dynamic quantized Linear is supported")
+        if dtype not in (torch.qint8, torch.float16):
+            raise RuntimeError("Unsupported dtype specified for quantized Linear!")
         self.in_features, self.out_features = in_features, out_features
         bias = torch.zeros(out_features) if bias_ else None
-        weight = torch.quantize_per_tensor(torch.zeros(out_features, in_features), 1.0, 0,
-                                           torch.qint8)
+        weight = torch.zeros(out_features, in_features)
+        if dtype is torch.qint8:
+            weight = torch.quantize_per_tensor(weight, 1.0, 0, torch.qint8)
         self._packed_params = LinearPackedParams(dtype)
         self._packed_params.set_weight_bias(weight, bias)
         self.scale = 1.0
@@ -130,8 +163,11 @@ class Linear(nn.Module):
         return "DynamicQuantizedLinear"
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"dtype={self._packed_params.dtype}, qscheme={self.weight().qscheme()}")
+        s = (f"in_features={self.in_features}, out_features={self.out_features}, "
+             f"dtype={self._packed_params.dtype}")
+        if self._packed_params.dtype is torch.qint8:
+            s += f", qscheme={self.weight().qscheme()}"
+        return s
 
     def __repr__(self) -> str:
         # the packed parameters are state, not a submodule to print (PyTorch hides them too)
@@ -139,6 +175,8 @@ class Linear(nn.Module):
 
     def forward(self, x):
         weight, bias = self._packed_params._weight_bias()
+        if self._packed_params.dtype is torch.float16:
+            return _linear_dynamic_fp16(x, weight, bias)
         return _linear_dynamic(x, weight, bias, reduce_range=True)
 
     def weight(self):
@@ -177,11 +215,14 @@ class Linear(nn.Module):
             raise AssertionError("Input float module must have qconfig defined")
         weight_observer = mod.qconfig.weight()
         dtype = weight_observer.dtype
-        if dtype is not torch.qint8:
+        if dtype not in (torch.qint8, torch.float16):
             raise AssertionError("The only supported dtypes for dynamic quantized linear are "
                                  f"qint8 and float16, got: {dtype}")
         weight_observer(mod.weight)
-        qweight = _quantize_weight(mod.weight.float(), weight_observer)
+        if dtype is torch.qint8:
+            qweight = _quantize_weight(mod.weight.float(), weight_observer)
+        else:
+            qweight = mod.weight.float()
         qlinear = cls(mod.in_features, mod.out_features, dtype=dtype)
         qlinear.set_weight_bias(qweight, mod.bias)
         return qlinear
