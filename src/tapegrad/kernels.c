@@ -753,5 +753,47 @@ void NAME(ptrdiff_t rows, ptrdiff_t cols, const T *src, T *dst)                 
         }                                                                                      \
     }                                                                                          \
 }
-TRANSPOSE(uint32_t, tg_transpose_4)
 TRANSPOSE(uint64_t, tg_transpose_8)
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* 4-byte elements in 4 x 4 blocks transposed in registers (SSE2, the x86-64 baseline): the plain
+ * tile loop above copies one element per load and store, ~1 ns an element here (15 us of the MLP
+ * benchmark's 64 x 256 layer output, a twentieth of its step); the blocks copy four per load and
+ * store.  A copy: the same bits whichever loop moves them. */
+void tg_transpose_4(ptrdiff_t rows, ptrdiff_t cols, const uint32_t *src, uint32_t *dst)
+{
+    for (ptrdiff_t i0 = 0; i0 < rows; i0 += TRANSPOSE_TILE) {
+        const ptrdiff_t i1 = i0 + TRANSPOSE_TILE < rows ? i0 + TRANSPOSE_TILE : rows;
+        const ptrdiff_t i4 = i0 + ((i1 - i0) & ~(ptrdiff_t)3);
+        for (ptrdiff_t j0 = 0; j0 < cols; j0 += TRANSPOSE_TILE) {
+            const ptrdiff_t j1 = j0 + TRANSPOSE_TILE < cols ? j0 + TRANSPOSE_TILE : cols;
+            const ptrdiff_t j4 = j0 + ((j1 - j0) & ~(ptrdiff_t)3);
+            for (ptrdiff_t i = i0; i < i4; i += 4) {
+                for (ptrdiff_t j = j0; j < j4; j += 4) {
+                    const uint32_t *s = src + i * cols + j;
+                    __m128i r0 = _mm_loadu_si128((const __m128i *)s);
+                    __m128i r1 = _mm_loadu_si128((const __m128i *)(s + cols));
+                    __m128i r2 = _mm_loadu_si128((const __m128i *)(s + 2 * cols));
+                    __m128i r3 = _mm_loadu_si128((const __m128i *)(s + 3 * cols));
+                    __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpackhi_epi32(r0, r1);
+                    __m128i t2 = _mm_unpacklo_epi32(r2, r3), t3 = _mm_unpackhi_epi32(r2, r3);
+                    uint32_t *d = dst + j * rows + i;
+                    _mm_storeu_si128((__m128i *)d, _mm_unpacklo_epi64(t0, t2));
+                    _mm_storeu_si128((__m128i *)(d + rows), _mm_unpackhi_epi64(t0, t2));
+                    _mm_storeu_si128((__m128i *)(d + 2 * rows), _mm_unpacklo_epi64(t1, t3));
+                    _mm_storeu_si128((__m128i *)(d + 3 * rows), _mm_unpackhi_epi64(t1, t3));
+                }
+                for (ptrdiff_t j = j4; j < j1; j++)         /* the tile's last columns */
+                    for (ptrdiff_t q = i; q < i + 4; q++)
+                        dst[j * rows + q] = src[q * cols + j];
+            }
+            for (ptrdiff_t j = j0; j < j1; j++)             /* the tile's last rows */
+                for (ptrdiff_t i = i4; i < i1; i++)
+                    dst[j * rows + i] = src[i * cols + j];
+        }
+    }
+}
+#else
+TRANSPOSE(uint32_t, tg_transpose_4)
+#endif
