@@ -135,17 +135,14 @@ class CompiledFunction(_core.CompiledCall):
         for plan in self._plans.values():
             if plan.program is not None:
                 groups = plan.program.fused_groups
-                fused = sum(last - first + 1 for first, last, _, _ in groups)
-                streamed = sum(1 for *_, stream in groups if stream)
+                fused = sum(last - first + 1 for first, last, _ in groups)
                 # ops without a C step or a registered replay step run their eager code on
                 # tensors at each replay (the slower kind of step): named here
                 rerun = list(dict.fromkeys(getattr(c[0], "__name__", repr(c[0]))
                                            for c in plan.program.calls()))
                 lines.append(f"replayed: {plan.program.n_steps} steps"
                              + (f" ({fused} of them fused into {len(groups)} loop"
-                                f"{'s' if len(groups) > 1 else ''} over blocks"
-                                + (f", {streamed} streaming its full-size values out"
-                                   if streamed else "") + ")" if groups else "")
+                                f"{'s' if len(groups) > 1 else ''} over blocks)" if groups else "")
                              + (f"; ops re-run on tensors: {', '.join(rerun)}" if rerun else ""))
             else:
                 lines.append(f"eager: {plan.reason}")

@@ -1,13 +1,11 @@
 """Replay speed (issue 19), session 36: the paths added for speed give eager's bits.
 
-- fusion.pxi streams a big group's full-size values (those the backward reads, the outputs, the
-  partners of sin / cos) out of block rows with non-temporal stores once they outgrow the caches
-  (FUSE_STREAM_BYTES, 64 MiB): values and gradients must equal eager's bit for bit, at odd sizes,
-  at sizes straddling a block, with intermediates returned or read twice, over several calls.
 - vecmath's tanh evaluates expm1 without the branch its argument never takes, and the AVX-512
   level's exp table lookups gather on CPUs with fast gathers: the same bits (tests/test_vecmath.py
-  holds the kernels to their ulp bounds; here, eager against the replay and against torch's
-  reference points that exercise tanh's special cases).
+  holds the kernels to their ulp bounds; here, the fused replay against eager at odd sizes and
+  sizes straddling a block, float32 and float64, and tanh's special points against torch).
+- kernels.c runs x ** e for PyTorch's special-cased exponents in a loop per exponent: the exact
+  expressions, compiled equal to eager.
 """
 from __future__ import annotations
 
@@ -15,9 +13,6 @@ import numpy as np
 import pytest
 
 import tapegrad as tg
-
-STREAM_BYTES = 64 << 20     # fusion's FUSE_STREAM_BYTES
-
 
 def mixed(x, w):
     """5 cycles of * + tanh sin sigmoid exp (all of them keep a full-size value or a partner)."""
@@ -56,7 +51,7 @@ def assert_same(got, want, what):
         assert np.array_equal(g, e, equal_nan=True), (what, np.flatnonzero(g != e)[:5])
 
 
-def check_bit_identical(fn, size, dt, calls=3, streamed=None):
+def check_bit_identical(fn, size, dt, calls=3):
     compiled = tg.compile(fn)
     rng = np.random.default_rng(size)
     for call in range(calls):
@@ -67,34 +62,23 @@ def check_bit_identical(fn, size, dt, calls=3, streamed=None):
         assert_same(got[1], want[1], ("grads", size, dt, call))
     assert compiled.stats["replays"] == calls - 1, compiled.explain()
     assert "fused" in compiled.explain(), compiled.explain()
-    if streamed is not None:
-        assert ("streaming" in compiled.explain()) == streamed, compiled.explain()
 
 
-def streams(fn, size, dt):
-    """Whether fn's fused group is big enough to stream (its full-size values, counted on an
-    eager call: the kept values and partners of `mixed` and `mixed_with_escapes` are 21 and 26)."""
-    per = {mixed: 21, mixed_with_escapes: 26}[fn]
-    return per * size * (8 if dt == tg.float64 else 4) >= STREAM_BYTES
-
-
-# float64 at 250,001 elements: the 21 full-size values of `mixed` are ~42 MB, below the streaming
-# threshold; at 450,003, ~76 MB, above it.  float32 at 900,007: ~76 MB.
+# sizes around the blocks (a few thousand elements) and big ones (many blocks, several lanes)
 @pytest.mark.parametrize("size", [1025, 8191, 8193, 16_385, 250_001, 450_003])
 def test_mixed_chain_bit_identical_float64(size):
-    check_bit_identical(mixed, size, tg.float64, streamed=streams(mixed, size, tg.float64))
+    check_bit_identical(mixed, size, tg.float64)
 
 
 @pytest.mark.parametrize("size", [1031, 8192, 24_577, 900_007])
 def test_mixed_chain_bit_identical_float32(size):
-    check_bit_identical(mixed, size, tg.float32, streamed=streams(mixed, size, tg.float32))
+    check_bit_identical(mixed, size, tg.float32)
 
 
 @pytest.mark.parametrize("dt,size", [(tg.float64, 8193), (tg.float64, 450_003),
                                      (tg.float32, 4097), (tg.float32, 900_007)])
-def test_streamed_group_with_escaping_values_bit_identical(dt, size):
-    check_bit_identical(mixed_with_escapes, size, dt,
-                        streamed=streams(mixed_with_escapes, size, dt))
+def test_group_with_escaping_values_bit_identical(dt, size):
+    check_bit_identical(mixed_with_escapes, size, dt)
 
 
 @pytest.fixture
@@ -105,10 +89,9 @@ def threads():
 
 
 @pytest.mark.parametrize("n_threads", [2, 3])
-def test_streamed_group_over_threads_bit_identical(threads, n_threads):
-    """Lanes on pool threads stream their blocks' values out too (each lane fences its stores)."""
+def test_group_over_threads_bit_identical(threads, n_threads):
     threads(n_threads)
-    check_bit_identical(mixed_with_escapes, 450_003, tg.float64, calls=2, streamed=True)
+    check_bit_identical(mixed_with_escapes, 450_003, tg.float64, calls=2)
 
 
 TANH_POINTS = [0.0, -0.0, 1e-300, -5e-324, 2.0 ** -54, 2.0 ** -55, -(2.0 ** -54), 2.0 ** -27,

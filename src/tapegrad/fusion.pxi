@@ -28,13 +28,6 @@
 # A contribution to a one-element slot (a parameter broadcast over the group) is written at full
 # size and summed after the loop, by the same summation eager uses (give_full), in the sweep's
 # order.
-# Streaming: in a group whose full-size values (kept values, partners) outgrow the caches
-# (FUSE_STREAM_BYTES), a full-size value is computed into a block row (the group's readers read it
-# there) and copied out with non-temporal stores, which write whole cache lines without first
-# reading them from memory: an ordinary store reads each line before it writes it, so the
-# forward's full-size values cost twice their size in memory traffic (the mixed chain at 1e6: 1.6
-# GB of values written per call; streamed, the forward went from ~375 to ~300 ms).  Below the
-# threshold the values stay in ordinary stores, whose lines the cache keeps for the backward.
 # ---------------------------------------------------------------------------------------------
 
 cdef inline bint fusable_unary(Step* s) noexcept:
@@ -108,7 +101,7 @@ cdef int form_groups(Program p, object observed) except -1:
         p.steps[i].bc_a = p.steps[i].bc_b = p.steps[i].partner = -1
     p.n_partner = 0
     for k in range(p.n_slots):
-        p.vrow[k] = p.arow[k] = p.frow[k] = -1
+        p.vrow[k] = p.arow[k] = -1
     i = 0
     while i < n:
         if not fusable_step(p, &p.steps[i]):
@@ -145,8 +138,6 @@ cdef int form_groups(Program p, object observed) except -1:
         if any_grad:
             for i in range(first, last + 1):
                 kept.update(k for k in backward_reads(p, &p.steps[i]) if k in members)
-        n_partners = sum(1 for i in range(first, last + 1) if p.steps[i].partner >= 0)
-        stream = (len(kept) + n_partners) * p.steps[first].n * item >= FUSE_STREAM_BYTES
         # forward value rows: a slot not kept lives in a row until its last reader in the group
         last_use = {}
         for i in range(first, last + 1):
@@ -164,18 +155,9 @@ cdef int form_groups(Program p, object observed) except -1:
                     else:
                         p.vrow[s.out] = n_vrows
                         n_vrows += 1
-            elif stream and s.out in last_use:  # kept, read in the group: from a row (streaming)
-                if free:
-                    p.frow[s.out] = free.pop()
-                else:
-                    p.frow[s.out] = n_vrows
-                    n_vrows += 1
             for k in set(step_reads(p, i)):
-                if k in members and last_use[k] == i:
-                    if p.vrow[k] >= 0:
-                        free.append(p.vrow[k])
-                    elif p.frow[k] >= 0:
-                        free.append(p.frow[k])
+                if k in members and p.vrow[k] >= 0 and last_use[k] == i:
+                    free.append(p.vrow[k])
         # adjoint rows (reverse order): a member no step outside the group reads gets its
         # gradient from the group only, in a row from its last reader's step to its own
         free, n_arows = [], 0
@@ -212,7 +194,6 @@ cdef int form_groups(Program p, object observed) except -1:
         G.scratch = n_vrows + n_arows
         G.n_bc = len(bc)
         G.bc_base = p.n_bc
-        G.stream = stream
         p.n_bc += len(bc)
         p.bc_slots.extend(bc)
         block = (FUSE_ROW_BYTES // item) // G.n_rows
@@ -249,7 +230,6 @@ cdef struct FusedRun:
     FuseGroup* G
     int* vrow
     int* arow
-    int* frow
     void** ptr
     void** aptr
     void** bcp
@@ -284,18 +264,9 @@ cdef inline char* value_at(Lane* L, Py_ssize_t k, Py_ssize_t o) noexcept nogil:
     return <char*>r.ptr[k] + o * r.item
 
 
-cdef inline char* forward_value_at(Lane* L, Py_ssize_t k, Py_ssize_t o) noexcept nogil:
-    """value_at in the forward: a streamed value's row (see the top of this file) first."""
-    cdef FusedRun* r = L.r
-    if r.frow[k] >= 0:
-        return L.rowp + r.frow[k] * r.row_len
-    return value_at(L, k, o)
-
-
 cdef inline const void* operand_at(Lane* L, Step* s, bint second, Py_ssize_t o,
-                                   Py_ssize_t* stride, bint forward=False) noexcept nogil:
-    """A binary step's operand a (or b) for the block at o, and its element stride (forward:
-    as the forward reads it, forward_value_at)."""
+                                   Py_ssize_t* stride) noexcept nogil:
+    """A binary step's operand a (or b) for the block at o, and its element stride."""
     cdef Py_ssize_t k = s.b if second else s.a
     cdef Py_ssize_t st = s.stride_b if second else s.stride_a
     if k < 0:
@@ -307,8 +278,6 @@ cdef inline const void* operand_at(Lane* L, Step* s, bint second, Py_ssize_t o,
         stride[0] = 0
         return L.r.ptr[k]
     stride[0] = 1
-    if forward:
-        return forward_value_at(L, k, o)
     return value_at(L, k, o)
 
 
@@ -343,7 +312,7 @@ cdef int prepare_run(Program p, BufferSet bs, FuseGroup* G, FusedRun* r) except 
     cdef Py_ssize_t lanes = 1, threads = pooled_threads()
     r.steps = p.steps
     r.G = G
-    r.vrow, r.arow, r.frow = p.vrow, p.arow, p.frow
+    r.vrow, r.arow = p.vrow, p.arow
     r.ptr, r.aptr, r.bcp, r.pptr = bs.ptr, bs.aptr, bs.bcp, bs.pptr
     r.f64, r.item = p.f64, p.item
     r.n_slots, r.n_bc = p.n_slots, max(p.n_bc, 1)
@@ -383,41 +352,6 @@ cdef inline void run_lanes(FusedRun* r, tg_range_fn fn) noexcept:
 
 # -- forward ----------------------------------------------------------------------------------
 
-cdef extern from *:
-    """
-    /* dst[0 .. bytes) = src[0 .. bytes) with non-temporal stores (whole 64-byte lines written
-       without reading them first; fusion.pxi says why), ordinary ones for the unaligned head and
-       the tail.  tg_stream_fence orders the stores before what follows (another thread's reads). */
-    #if defined(__SSE2__) || defined(_M_X64)
-    #include <emmintrin.h>
-    static void tg_stream_copy(char *dst, const char *src, size_t bytes)
-    {
-        size_t head = (size_t)(-(uintptr_t)dst) & 63;
-        if (head > bytes) head = bytes;
-        memcpy(dst, src, head);
-        dst += head; src += head; bytes -= head;
-        for (; bytes >= 64; bytes -= 64, dst += 64, src += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)src);
-            __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
-            __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
-            _mm_stream_si128((__m128i *)dst, a);
-            _mm_stream_si128((__m128i *)(dst + 16), b);
-            _mm_stream_si128((__m128i *)(dst + 32), c);
-            _mm_stream_si128((__m128i *)(dst + 48), d);
-        }
-        memcpy(dst, src, bytes);
-    }
-    static void tg_stream_fence(void) { _mm_sfence(); }
-    #else
-    static void tg_stream_copy(char *dst, const char *src, size_t bytes) { memcpy(dst, src, bytes); }
-    static void tg_stream_fence(void) { }
-    #endif
-    """
-    void tg_stream_copy(char* dst, const char* src, size_t bytes) noexcept nogil
-    void tg_stream_fence() noexcept nogil
-
-
 cdef void forward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogil:
     cdef FusedRun* r = <FusedRun*>ctx
     cdef FuseGroup* G = r.G
@@ -426,10 +360,7 @@ cdef void forward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogi
     cdef Step* s
     cdef const void* pa
     cdef const void* pb
-    cdef char* dst
-    cdef char* pdst
     cdef bint f64 = r.f64
-    cdef bint streamed
     for j in range(begin, end):
         lane_at(r, j, &L)
         lane_blocks(r, j, &b0, &b1)
@@ -438,34 +369,18 @@ cdef void forward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogi
             m = G.block if G.n - o > G.block else G.n - o
             for i in range(G.first, G.last + 1):
                 s = &r.steps[i]
-                # where the result goes: its row, or (streaming a full-size value) its forward
-                # row or the first scratch row, copied out below, or its full-size buffer
-                streamed = G.stream and r.vrow[s.out] < 0
-                if not streamed:
-                    dst = value_at(&L, s.out, o)
-                elif r.frow[s.out] >= 0:
-                    dst = L.rowp + r.frow[s.out] * r.row_len
-                else:
-                    dst = L.rowp + r.scratch_row * r.row_len
                 if s.kind == SK_BINARY:
-                    pa = operand_at(&L, s, False, o, &sa, True)
-                    pb = operand_at(&L, s, True, o, &sb, True)
-                    k_binary(f64, s.kop, m, pa, sa, pb, sb, dst)
+                    pa = operand_at(&L, s, False, o, &sa)
+                    pb = operand_at(&L, s, True, o, &sb)
+                    k_binary(f64, s.kop, m, pa, sa, pb, sb, value_at(&L, s.out, o))
                 elif s.partner < 0:
-                    k_unary(f64, s.kop, m, forward_value_at(&L, s.a, o), dst)
+                    k_unary(f64, s.kop, m, value_at(&L, s.a, o), value_at(&L, s.out, o))
+                elif s.kop == TG_SIN:
+                    k_sincos(f64, m, value_at(&L, s.a, o), value_at(&L, s.out, o),
+                             partner_at(r, s, o))
                 else:
-                    pdst = (L.rowp + (r.scratch_row + 1) * r.row_len if G.stream
-                            else partner_at(r, s, o))
-                    if s.kop == TG_SIN:
-                        k_sincos(f64, m, forward_value_at(&L, s.a, o), dst, pdst)
-                    else:
-                        k_sincos(f64, m, forward_value_at(&L, s.a, o), pdst, dst)
-                    if G.stream:
-                        tg_stream_copy(partner_at(r, s, o), pdst, m * r.item)
-                if streamed:
-                    tg_stream_copy(<char*>r.ptr[s.out] + o * r.item, dst, m * r.item)
-        if G.stream:
-            tg_stream_fence()
+                    k_sincos(f64, m, value_at(&L, s.a, o), partner_at(r, s, o),
+                             value_at(&L, s.out, o))
 
 
 cdef int fused_forward(Program p, BufferSet bs, FuseGroup* G) except -1:

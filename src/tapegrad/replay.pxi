@@ -51,8 +51,6 @@ cdef enum:
     FUSE_ROW_BYTES = 196608     # the rows of one group's block stay in L2 (512 KiB here)
     FUSE_MAX_BLOCK = 8192
     FUSE_MIN_BLOCK = 256
-    FUSE_STREAM_BYTES = 64 << 20    # a group's full-size values above which its forward streams
-                                    # them out (fusion.pxi)
 
 
 cdef struct FuseGroup:
@@ -63,8 +61,6 @@ cdef struct FuseGroup:
     int scratch                 # index of the first scratch row
     int n_bc                    # contributions to one-element slots (full-size buffers)
     int bc_base                 # index of its first one among the program's
-    bint stream                 # its forward writes the values kept at full size through block
-                                # rows and non-temporal stores (fusion.pxi)
 
 
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
@@ -431,8 +427,6 @@ cdef class Program:
     cdef Py_ssize_t n_groups
     cdef int* vrow              # slot -> its value row in its group's block, or -1 (full buffer)
     cdef int* arow              # slot -> its adjoint row in its group's block, or -1
-    cdef int* frow              # slot kept at full size -> the row its group's forward computes
-                                # it into before streaming it out (fusion.pxi), or -1
     cdef Py_ssize_t n_bc        # contributions to one-element slots in groups
     cdef list bc_slots          # -> (slot, the step's out slot)
     cdef Py_ssize_t n_partner   # the partner buffers of fused sin / cos steps (Step.partner)
@@ -448,7 +442,6 @@ cdef class Program:
         self.groups = NULL
         self.vrow = NULL
         self.arow = NULL
-        self.frow = NULL
 
     def __dealloc__(self):
         free(self.steps)
@@ -456,7 +449,6 @@ cdef class Program:
         free(self.groups)
         free(self.vrow)
         free(self.arow)
-        free(self.frow)
 
     def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
                  list outputs, list typenums=None, observed=(), bint fuse=True):
@@ -553,11 +545,10 @@ cdef class Program:
         self.group_writes = []
         self.vrow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
         self.arow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
-        self.frow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
-        if self.vrow == NULL or self.arow == NULL or self.frow == NULL:
+        if self.vrow == NULL or self.arow == NULL:
             raise MemoryError()
         for k in range(self.n_slots):
-            self.vrow[k] = self.arow[k] = self.frow[k] = -1
+            self.vrow[k] = self.arow[k] = -1
         for i in range(self.n_steps):
             self.steps[i].group = -1
             self.steps[i].bc_a = self.steps[i].bc_b = -1
@@ -1369,10 +1360,9 @@ cdef class Program:
 
     @property
     def fused_groups(self):
-        """(first step, last step, elements per block, whether it streams its full-size values
-        out) of each fused group (fusion.pxi)."""
-        return [(self.groups[g].first, self.groups[g].last, self.groups[g].block,
-                 bool(self.groups[g].stream)) for g in range(self.n_groups)]
+        """(first step, last step, elements per block) of each fused group (fusion.pxi)."""
+        return [(self.groups[g].first, self.groups[g].last, self.groups[g].block)
+                for g in range(self.n_groups)]
 
     cdef bint deterministic(self):
         """Whether every step is a C step (no op re-run whole, which might draw random values)."""
