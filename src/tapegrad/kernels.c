@@ -153,11 +153,30 @@ static void vm_none_f32(const float *x, float *y, size_t n) { (void)x; (void)y; 
 /* A contiguous base to any other number exponent: vecmath's vector pow (C99 pow's values within
  * its ulp bound; vecmath.h), what PyTorch's vectorised pow is to its scalar one.  A tensor
  * exponent stays with the C library's pow, as numpy's and PyTorch's elementwise pow. */
+/* A contiguous base to a number exponent of POW_FAST's gets a loop of its own expression: in the
+ * one loop over POW_FAST's chain of tests GCC vectorised x ** 2 only, and x ** 3 and x ** 1 (the
+ * gradient of x ** 2) ran scalar, 16-28x slower (2,000 float32: 1.2 and 2.1 us against 75 ns,
+ * most of a replayed polynomial fit's step).  The same operations per element, so the same bits. */
+#define POW_BY(T, E, EXPR)                                                      \
+        if (Y0 == (T)(E)) {                                                     \
+            for (ptrdiff_t i = 0; i < n; i++) { const T X = a[i]; out[i] = (EXPR); } \
+            return 0;                                                           \
+        }
 #define POW_CASE(T, SUF, POW)                                                   \
     case TG_POW:                                                                \
         if (POW_GENERAL(TG_POW, sa, sb, T, b)) {                                \
             tg_vm_pow_##SUF(a, b[0], out, (size_t)n);                           \
             return 0;                                                           \
+        }                                                                       \
+        if (sa == 1 && sb == 0) {                                               \
+            const T Y0 = b[0];                                                  \
+            POW_BY(T, 2, X * X)                                                 \
+            POW_BY(T, 3, X * X * X)                                             \
+            POW_BY(T, 1, X)                                                     \
+            POW_BY(T, 0.5, SQRT_OF(T, X))                                       \
+            POW_BY(T, -0.5, (T)1 / SQRT_OF(T, X))                               \
+            POW_BY(T, -1, (T)1 / X)                                             \
+            POW_BY(T, -2, (T)1 / (X * X))                                       \
         }                                                                       \
         BINARY_LOOPS(T, POW_FAST(T, POW, X, Y))
 

@@ -165,6 +165,22 @@ static int cpu_has_avx512(void)
 /* Resolved on first use (-1 until then; read inline by tg_vm_level_fast).  A race between two
  * first calls is benign: both store the same value. */
 int tg_vm_active_level = -1;
+int tg_vm_fast_gather = 0;
+
+/* Whether 8-lane gathers beat loads and shuffles (vecmath_levels.h): Intel's cores with AVX512-FP16
+ * (Sapphire Rapids and later), whose gathers are neither microcoded (AMD Zen 4) nor slowed by the
+ * Gather Data Sampling mitigation (Skylake to Tiger Lake, none of which has AVX512-FP16).
+ * Measured on Sapphire Rapids: exp 0.90 -> 0.68 ns per float64, sigmoid 1.09 -> 0.81. */
+static int cpu_has_fast_gather(void)
+{
+#if TG_VM_BUILD_AVX512 && ((defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12) || \
+                           (defined(__clang__) && __clang_major__ >= 16))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512fp16");
+#else
+    return 0;
+#endif
+}
 
 int tg_vm_best_level(void)
 {
@@ -180,6 +196,7 @@ const char *tg_vm_level_name(int level)
 int tg_vm_set_level(int level)
 {
     if (level < 0 || level > tg_vm_best_level()) return -1;
+    tg_vm_fast_gather = level == TG_VM_AVX512 && cpu_has_fast_gather();
     tg_vm_active_level = level;
     return level;
 }

@@ -132,10 +132,17 @@ static inline void vd_lookup4(const double *t, vi i, vd *a, vd *b, vd *c, vd *d)
     *c = _mm512_permutex2var_pd(lo01, second, lo23);
     *d = _mm512_permutex2var_pd(hi01, second, hi23);
 }
-/* Row i (two doubles) of each lane: even and odd lanes' rows as pairs in two registers (16-byte
- * loads, inserted), then unpacked within 128-bit blocks. */
+/* Row i (two doubles) of each lane: on CPUs whose gathers are fast (tg_vm_fast_gather), two
+ * 8-lane gathers; else even and odd lanes' rows as pairs in two registers (16-byte loads,
+ * inserted), then unpacked within 128-bit blocks.  The same values either way. */
 static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
 {
+    if (tg_vm_fast_gather) {
+        vi i2 = _mm512_slli_epi64(i, 1);
+        *a = _mm512_i64gather_pd(i2, t, 8);
+        *b = _mm512_i64gather_pd(i2, t + 1, 8);
+        return;
+    }
     int64_t idx[8];
     vm_indices(i, idx);
 #define VM_PAIR(j, k) _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(t + 2 * idx[j])), \

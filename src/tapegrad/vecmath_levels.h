@@ -54,6 +54,11 @@
 /* The level in use, -1 until the first call resolves it (vecmath.c). */
 extern int tg_vm_active_level;
 
+/* Whether the CPU's AVX-512 gathers are fast (set with the level, vecmath.c): the AVX-512 level's
+ * table lookups (exp, sigmoid, pow) then gather, ~25% faster on Sapphire Rapids than the loads
+ * and shuffles that serve CPUs where a gather is microcoded or slowed by the GDS mitigation. */
+extern int tg_vm_fast_gather;
+
 /* tg_vm_level() for the kernels' per-call dispatch: one load once resolved, inline, where the
  * exported function (kept for callers through an FFI) cost a call per kernel call. */
 static inline int tg_vm_level_fast(void)
