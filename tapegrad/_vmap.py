@@ -225,9 +225,12 @@ def _ndim(x) -> int:
 def _pad_batched(v, rank):
     """v (dim 0 the batch) with size-1 dims after the batch up to ``rank`` sample dims, so that
     broadcasting against unbatched operands aligns the sample dims."""
-    while v.dim() - 1 < rank:
-        v = v.unsqueeze(1)
-    return v
+    missing = rank - (v.dim() - 1)
+    if missing <= 0:
+        return v
+    # one view, as PyTorch's batching rules pad (its gradient is then a ViewBackward0)
+    shape = tuple(v.shape)
+    return v.view(shape[:1] + (1,) * missing + shape[1:])
 
 
 def unbatched_write_error(name="inplace arithmetic"):
@@ -583,6 +586,10 @@ def _setitem(self, index, value):
 
 def _matmul(a, b):
     level = _top_level((a, b))
+    if level is None:
+        # neither operand batched (the linear rule's x @ W.T when only the bias is): the plain
+        # product; wrapping it as a sample of no level would hide its real shape
+        return a @ b
     ra, rb = _ndim(a), _ndim(b)
     if ra == 0 or rb == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "

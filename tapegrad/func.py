@@ -717,7 +717,10 @@ def _swap_tensor(module, name: str, value):
     parametrized tensor, whose setter then runs: PyTorch's swap goes through setattr); return what
     was there (_MISSING when nothing: restoring _MISSING deletes the attribute)."""
     from .tensor import Tensor
-    if value is not _MISSING and value is not None and not isinstance(value, Tensor):
+    # (a BatchedTensor is a sample's tensor under vmap: the module then runs once on the whole
+    # batch of parameters, as PyTorch's vmap over functional_call does)
+    if value is not _MISSING and value is not None and \
+            not isinstance(value, (Tensor, _vmap.BatchedTensor)):
         raise TypeError(f"{value} is not an instance of torch.Tensor")
     *path, leaf = name.split(".")
     owner = module

@@ -113,6 +113,10 @@ cdef object t_sum_to(object G, object shape):
             axes.append(lead + i)
     if axes:
         G = reduce_op(OP_SUM, <TensorBase>G, tuple(axes), True)
+    # PyTorch's sum_to views only when leading dims were summed away: a keepdim sum alone is
+    # already of the shape (and its grad_fn stays SumBackward1)
+    if lead == 0:
+        return G
     return reshape_to(<TensorBase>G, shape)
 
 
