@@ -36,3 +36,21 @@ def _log_api_usage_once(event):
     only the argument is checked."""
     if not isinstance(event, str):
         raise TypeError("bad argument type for built-in operation")
+
+
+def __getattr__(name):
+    # torch._C._nn: the compiled home of the nn.functional builtins (F.linear is
+    # torch._C._nn.linear), which torch.fx's generated code names; built on first use from
+    # nn.functional so that importing _C does not import nn.
+    if name == "_nn":
+        import types
+
+        from .fx.node import F_BUILTINS
+        from .nn import functional
+        module = types.ModuleType("torch._C._nn")
+        for fn_name in F_BUILTINS["torch._C._nn"]:
+            if hasattr(functional, fn_name):
+                setattr(module, fn_name, getattr(functional, fn_name))
+        globals()["_nn"] = module
+        return module
+    raise AttributeError(f"module 'torch._C' has no attribute '{name}'")
