@@ -10,7 +10,7 @@ import operator
 import sys
 
 from .graph import Graph
-from .node import F_BUILTINS, Node, map_aggregate
+from .node import F_BUILTINS, Node, _public_table, map_aggregate
 from .proxy import ParameterProxy, Proxy, TraceError
 
 __all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "PH"]
@@ -359,6 +359,7 @@ class Tracer(TracerBase):
                 return orig_call(mod, *a2, **k2)
             return tracer.call_module(mod, forward, a, k)
 
+        _public_table()         # built from the unpatched namespaces
         with _Patcher() as patcher:
             patcher.patch(Module, "__getattr__", module_getattr_wrapper)
             patcher.patch(Module, "__call__", module_call_wrapper)

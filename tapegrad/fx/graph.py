@@ -10,7 +10,8 @@ import re
 from collections import defaultdict
 from contextlib import contextmanager
 
-from .node import Node, _format_arg, _get_qualified_name, _is_from_torch, _type_repr, map_arg
+from .node import (Node, _format_arg, _get_qualified_name, _is_from_torch, _public_table, _type_repr,
+                   map_arg)
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -159,7 +160,13 @@ class Graph:
 
     # -- creating nodes ----------------------------------------------------------------------
     def _target_to_str(self, target) -> str:
-        op = target.__name__ if callable(target) else target
+        if callable(target):
+            # a tapegrad function is named by its public name (F.softmax's own __name__ may
+            # differ), as PyTorch's function of that name is
+            public = _public_table().get(id(target))
+            op = public.rsplit(".", 1)[-1] if public else target.__name__
+        else:
+            op = target
         if op.startswith("__") and op.endswith("__") and len(op) > 4:
             op = op[2:-2]
         return _snake_case(op)

@@ -88,7 +88,7 @@ class Proxy:
         if name is not None and getattr(Tensor, name, None) is orig_method:
             return tracer.create_proxy("call_method", name, args, kwargs)
         return tracer.create_proxy("call_function", orig_method, args, kwargs,
-                                   name=tracer.graph._target_to_str(name))
+                                   name=tracer.graph._target_to_str(orig_method))
 
 
 class Attribute(Proxy):
