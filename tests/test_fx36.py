@@ -302,3 +302,57 @@ def test_fx36_graph_by_hand_and_graphmodule_from_dict():
         with pytest.raises(RuntimeError, match="still had 1 users"):
             g.erase_node(x)
     assert results[tapegrad] == results[torch]
+
+
+def _unpacking(lib):
+    nn = lib.nn
+
+    class A(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.att = nn.MultiheadAttention(4, 2, batch_first=True)
+            self.ln = nn.LayerNorm(4)
+            self.emb = nn.Embedding(10, 4)
+
+        def forward(self, idx, mask=None):
+            h = self.emb(idx)
+            a, _ = self.att(h, h, h, need_weights=False)
+            return self.ln(h + a).transpose(1, 2).contiguous()
+    return A()
+
+
+def _likes(lib):
+    import math
+
+    def f(x, y=2):
+        z = lib.ones_like(x) * lib.where(x > 0, x, -x) + lib.zeros_like(x)
+        z = z * math.sqrt(x.shape[0]) + abs(x) + x.abs() ** 0.5
+        return lib.add(z, other=y, alpha=2) + lib.hstack([x, x]).sum()
+    return f
+
+
+@pytest.mark.parametrize("build", [_unpacking, _likes])
+def test_fx36_unpacking_likes_math_abs_as_pytorch(build):
+    # a call_module's tuple unpacked (getitem nodes), torch.*_like / hstack recorded though
+    # tapegrad's take only tensors, math.sqrt autowrapped, abs() as operator.abs
+    ours = tapegrad.fx.symbolic_trace(build(tapegrad))
+    theirs = torch.fx.symbolic_trace(build(torch))
+    assert _texts(ours) == _texts(theirs)
+    if build is _likes:
+        x = tapegrad.tensor([[1.0, -2.0], [0.5, 3.0]])
+        np.testing.assert_allclose(ours(x).numpy(), build(tapegrad)(x).numpy(), rtol=1e-6)
+
+
+def test_fx36_concrete_args_specialise_as_pytorch():
+    def f(lib):
+        def g(x, flag):
+            if flag:
+                return x + 1
+            return x - 1
+        return g
+    ours = tapegrad.fx.symbolic_trace(f(tapegrad), concrete_args={"flag": False})
+    theirs = torch.fx.symbolic_trace(f(torch), concrete_args={"flag": False})
+    assert _texts(ours) == _texts(theirs)
+    np.testing.assert_allclose(ours(tapegrad.ones(2), False).numpy(), [0.0, 0.0])
+    with pytest.raises(AssertionError, match="flag has been specialized to have value False"):
+        ours(tapegrad.ones(2), True)

@@ -16,6 +16,10 @@ from .proxy import ParameterProxy, Proxy, TraceError
 __all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "PH"]
 
 
+def _assert_is_none(value, msg):
+    assert value is None, msg
+
+
 class _PH:
     def __repr__(self):
         return "PH"
@@ -132,6 +136,58 @@ def _functional_names():
             if not name.startswith("_") and name not in builtin and callable(obj)
             and not isinstance(obj, (type, types.ModuleType))
             and (getattr(obj, "__module__", None) or "").startswith("tapegrad")]
+
+
+def _torch_names():
+    """tapegrad's top-level functions (PyTorch's torch.* builtins and Python functions that
+    dispatch __torch_function__)."""
+    import types
+
+    import tapegrad
+    return [name for name, obj in vars(tapegrad).items()
+            if (not name.startswith("_") or name == "_assert") and callable(obj)
+            and not isinstance(obj, (type, types.ModuleType))]
+
+
+# What a function raises when it meets a Proxy it does not dispatch on (reading .ndim, asking
+# bool() of a comparison, refusing the argument's type).
+_REFUSALS = (TypeError, AttributeError, ValueError, RuntimeError)
+
+
+@functools.lru_cache(maxsize=None)
+def _refusal_recorder(original):
+    """A stand-in for a torch.* function during a trace: a call with a Proxy argument runs the
+    function (which records itself when it dispatches __torch_function__, or answers without
+    looking at the values: torch.is_tensor); when it refuses the Proxy instead, the nodes it
+    made on the way are removed and the call is recorded as PyTorch's dispatch records it (the
+    *_like factories, hstack, torch._assert are Python functions in tapegrad that take only
+    tensors)."""
+    def patched(*args, **kwargs):
+        proxy = _has_proxy(args, kwargs)
+        if proxy is None:
+            return original(*args, **kwargs)
+        graph = proxy.tracer.graph
+        mark = graph._root._prev
+        namespace = graph._graph_namespace
+        saved = (set(namespace._used), dict(namespace._base_count), dict(namespace._obj_to_name))
+        try:
+            return original(*args, **kwargs)
+        except _REFUSALS:
+            made = []
+            node = mark._next
+            while node is not graph._root:
+                made.append(node)
+                node = node._next
+            for node in reversed(made):
+                for user in list(node.users):
+                    user._update_args_kwargs((), {})
+                graph.erase_node(node)
+            namespace._used, base_count, namespace._obj_to_name = saved
+            namespace._base_count.clear()
+            namespace._base_count.update(base_count)
+        return proxy.tracer.create_proxy("call_function", original, args, kwargs)
+    patched.__wrapped__ = original
+    return patched
 
 
 class TracerBase:
@@ -294,8 +350,17 @@ class Tracer(TracerBase):
         for p in params:
             name = p.name
             if name in concrete_args and concrete_args[name] is not PH:
+                # the value is specialised: a placeholder (of the parameter's default) that the
+                # generated forward checks against it, as PyTorch's
                 value = concrete_args[name]
-                self.create_proxy("placeholder", name, (value,), {})
+                default = () if p.default is p.empty else (p.default,)
+                out = self.create_proxy("placeholder", f"{name}_1", default, {})
+                message = f"{name} has been specialized to have value {value} but got another value"
+                if type(value) in (bool, int, float, complex, str):
+                    import tapegrad
+                    self.create_proxy("call_function", tapegrad._assert, (out == value, message), {})
+                elif value is None:
+                    self.create_proxy("call_function", _assert_is_none, (out, message), {})
                 arg = value
             else:
                 if p.kind is p.VAR_POSITIONAL:
@@ -367,6 +432,9 @@ class Tracer(TracerBase):
                 original, patched = _functional_recorder(name)
                 if vars(functional).get(name) is original:
                     patcher.patch(functional, name, patched)
+            import tapegrad
+            for name in _torch_names():
+                patcher.patch(tapegrad, name, _refusal_recorder(vars(tapegrad)[name]))
             self._patch_wrapped(patcher, fn.__globals__)
             result = fn(*args, **kwargs)
             self.create_node("output", "output", (self.create_arg(result),), {},
@@ -394,9 +462,10 @@ class Tracer(TracerBase):
                 patcher.patch(globals_, name, recording(orig, name), is_dict=True)
             elif name in vars(builtins):
                 patcher.patch(globals_, name, recording(vars(builtins)[name], name), is_dict=True)
-        for name, value in list(fn_globals.items()):
-            if not name.startswith("_") and callable(value) and id(value) in self._autowrap_function_ids:
-                patcher.patch(fn_globals, name, recording(value, name), is_dict=True)
+        for space in [fn_globals] + [module.__dict__ for module in self._autowrap_modules]:
+            for name, value in list(space.items()):
+                if not name.startswith("_") and callable(value) and id(value) in self._autowrap_function_ids:
+                    patcher.patch(space, name, recording(value, name), is_dict=True)
 
 
 def symbolic_trace(root, concrete_args=None):

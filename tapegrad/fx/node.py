@@ -64,9 +64,6 @@ def _public_table():
 def _get_qualified_name(func) -> str:
     """The dotted name fx prints for a function target: `torch.flatten`, `operator.add`,
     `torch.nn.functional.relu`, `__main__.my_fn`."""
-    if getattr(func, "__module__", None) == "_operator" or func in vars(operator).values() and \
-            getattr(func, "__module__", None) in ("_operator", "operator"):
-        return f"operator.{func.__name__}"
     name = _public_table().get(id(func))
     if name is not None:
         return name
@@ -232,7 +229,8 @@ class Node:
         if self.op in ("placeholder", "output"):
             return True
         if self.op == "call_function":
-            return getattr(self.target, "__name__", "") in ("_assert",)
+            # (assertions are kept: PyTorch's side-effectful functions)
+            return getattr(self.target, "__name__", "") in ("_assert", "_assert_is_none")
         if self.op == "call_module":
             module = self.graph.owning_module
             if module is not None:

@@ -4,6 +4,7 @@ computing."""
 from __future__ import annotations as _annotations
 
 import operator
+import sys
 
 from .node import Node, map_aggregate
 
@@ -51,11 +52,16 @@ class Proxy:
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
 
     def __iter__(self):
-        raise TraceError("Proxy object cannot be iterated. This can be attempted when the Proxy "
-                         "is used in a loop or as a *args or **kwargs function argument. See the "
-                         "torch.fx docs on pytorch.org for a more detailed explanation of what "
-                         "types of control flow can be traced, and check out the Proxy docstring "
-                         "for help troubleshooting Proxy iteration errors")
+        # `a, b = proxy` (a call_module's tuple result unpacked): the caller's instruction says
+        # how many items; each is a getitem node, as PyTorch's Proxy makes them
+        import bisect
+        import dis
+        caller = sys._getframe(1)
+        instructions = list(dis.get_instructions(caller.f_code))
+        index = bisect.bisect_left([i.offset for i in instructions], caller.f_lasti)
+        if index < len(instructions) and instructions[index].opname == "UNPACK_SEQUENCE":
+            return (self[i] for i in range(instructions[index].argval))
+        return self.tracer.iter(self)
 
     def __bool__(self):
         return self.tracer.to_bool(self)
