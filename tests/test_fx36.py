@@ -194,7 +194,8 @@ def test_fx36_conv_bn_fusion_by_rewriting():
         x = lib.randn(2, 2, 5, 5)
         np.testing.assert_allclose(gm(x).detach().numpy(), m(x).detach().numpy(), atol=1e-5)
         results[lib] = (gm.code, str(gm), [n for n, _ in gm.named_modules()])
-    assert results[tapegrad] == results[torch]
+    for a, b in zip(results[tapegrad], results[torch]):
+        assert a == b
 
 
 def test_fx36_inserting_dead_code_interpreter():
@@ -301,7 +302,8 @@ def test_fx36_graph_by_hand_and_graphmodule_from_dict():
         results[lib] = (str(g), gm.code, out.detach().numpy().tolist(), [n.name for n in x.users])
         with pytest.raises(RuntimeError, match="still had 1 users"):
             g.erase_node(x)
-    assert results[tapegrad] == results[torch]
+    for a, b in zip(results[tapegrad], results[torch]):
+        assert a == b
 
 
 def _unpacking(lib):
@@ -356,3 +358,33 @@ def test_fx36_concrete_args_specialise_as_pytorch():
     np.testing.assert_allclose(ours(tapegrad.ones(2), False).numpy(), [0.0, 0.0])
     with pytest.raises(AssertionError, match="flag has been specialized to have value False"):
         ours(tapegrad.ones(2), True)
+
+
+def test_fx36_annotations_deepcopy_interpreter_error_as_pytorch():
+    def build(lib):
+        nn = lib.nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = nn.Linear(3, 2)
+                self.sub = nn.Module()
+                self.sub.p = nn.Parameter(lib.ones(2))
+
+            def forward(self, x: lib.Tensor, k: int = 2) -> lib.Tensor:
+                return self.l(x) * k + self.sub.p
+        return M()
+    results = {}
+    for lib in (tapegrad, torch):
+        gm = lib.fx.symbolic_trace(build(lib))
+        dup = copy.deepcopy(gm)
+        x = lib.ones(1, 3)
+        with pytest.raises(RuntimeError) as err:
+            lib.fx.Interpreter(gm).run()
+        call = [n for n in gm.graph.nodes if n.op == "call_module"][0]
+        results[lib] = (_texts(gm), type(dup).__name__, dup.code, dup.l is gm.l,
+                        bool(lib.equal(dup(x), gm(x))), str(err.value),
+                        list(call.meta["nn_module_stack"].keys()),
+                        [n for n, _ in gm.named_parameters()])
+    for a, b in zip(results[tapegrad], results[torch]):
+        assert a == b

@@ -67,6 +67,8 @@ class Tracer:
     submodule_paths: Any
     root: Any
     tensor_attrs: Any
+    module_stack: Any
+    num_calls: Any
     graph: Any
     record_stack_traces: Any
     scope: Any

@@ -3,6 +3,7 @@ graph, symbolic_trace, and wrap (functions recorded as calls instead of traced t
 from __future__ import annotations as _annotations
 
 import builtins
+import collections
 import functools
 import inspect
 import math
@@ -197,7 +198,11 @@ class TracerBase:
         self.scope = None
 
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
-        return self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        node = self.graph.create_node(kind, target, args, kwargs, name, type_expr)
+        module_stack = getattr(self, "module_stack", None)
+        if module_stack:
+            node.meta["nn_module_stack"] = collections.OrderedDict(module_stack)
+        return node
 
     def proxy(self, node):
         return Proxy(node, self)
@@ -318,9 +323,17 @@ class Tracer(TracerBase):
 
     def call_module(self, m, forward, args, kwargs):
         module_qualified_name = self.path_of_module(m)
-        if not self.is_leaf_module(m, module_qualified_name):
-            return forward(*args, **kwargs)
-        return self.create_proxy("call_module", module_qualified_name, args, kwargs)
+        # the modules being called, in node.meta["nn_module_stack"] of the nodes made meanwhile
+        calls = self.num_calls.get(module_qualified_name, 0)
+        key = f"{module_qualified_name}@{calls}" if calls > 0 else module_qualified_name
+        self.module_stack[key] = (module_qualified_name, type(m))
+        self.num_calls[module_qualified_name] = calls + 1
+        try:
+            if not self.is_leaf_module(m, module_qualified_name):
+                return forward(*args, **kwargs)
+            return self.create_proxy("call_module", module_qualified_name, args, kwargs)
+        finally:
+            self.module_stack.pop(key, None)
 
     def getattr(self, attr, attr_val, parameter_proxy_cache):
         from .. import Tensor
@@ -407,6 +420,8 @@ class Tracer(TracerBase):
                     collect(v, prefix + [k])
         collect(self.root, [])
         self.submodule_paths = {id(mod): name for name, mod in self.root.named_modules()}
+        self.module_stack = collections.OrderedDict()
+        self.num_calls = {}
         args, kwargs = self.create_args_for_root(fn, is_module, concrete_args)
         if is_module:
             args = [root] + args

@@ -308,7 +308,7 @@ class Graph:
     def __str__(self):
         placeholder_names = []
         maybe_return_typename = [""]
-        node_strs = [node.format_node(placeholder_names, maybe_return_typename) for node in self.nodes]
+        node_strs = [node.format_node(placeholder_names) for node in self.nodes]
         s = f"graph({', '.join(placeholder_names)}){maybe_return_typename[0]}:"
         for node_str in node_strs:
             if node_str:
@@ -370,6 +370,13 @@ class Graph:
             else:
                 body.append("\n")
 
+        def type_repr(t):
+            if isinstance(t, type) and t.__module__ != "builtins" and not t.__module__.startswith("tapegrad"):
+                return add_global(t.__qualname__, t)
+            return _type_repr(t)
+
+        return_annotation = ""
+
         def fmt(args, kwargs):
             args_s = ", ".join(repr(a) for a in args)
             kwargs_s = ", ".join(f"{k} = {v!r}" for k, v in kwargs.items())
@@ -379,7 +386,7 @@ class Graph:
 
         for node in self.nodes:
             if node.op == "placeholder":
-                hint = f": {_type_repr(node.type)}" if node.type else ""
+                hint = f" : {type_repr(node.type)}" if node.type else ""
                 default = f" = {node.args[0]!r}" if node.args else ""
                 free_vars.append(f"{node.target}{hint}{default}")
                 if node.target != node.name:
@@ -415,13 +422,15 @@ class Graph:
                 body.append(f"{node.name} = {_format_target(root_module, node.target)}")
                 delete_unused(node)
             elif node.op == "output":
+                if node.type is not None:
+                    return_annotation = f" -> {type_repr(node.type)}"
                 body.append(f"return {node.args[0]!r}")
                 delete_unused(node)
         if not body:
             body.append("pass\n")
         code = "".join(body).lstrip("\n")
         code = "\n".join("    " + line for line in code.split("\n"))
-        prologue = f"def forward({', '.join([root_module] + free_vars)}):"
+        prologue = f"def forward({', '.join([root_module] + free_vars)}){return_annotation}:"
         wraps = "\n".join(f'torch.fx._symbolic_trace.wrap("{name}")' for name in dict.fromkeys(wrap_stmts))
         src = f"\n{wraps}\n\n{prologue}\n{code}"
         return PythonCode(src, globals_)

@@ -180,11 +180,11 @@ class GraphModule(_get_module_base()):
 
     def __deepcopy__(self, memo):
         from ..nn import Module
-        res = Module.__new__(type(self))
+        res = type(self).__new__(type(self))       # a class of its own, as every GraphModule
         memo[id(self)] = res
         fake = Module()
         fake.__dict__ = copy.deepcopy(self.__dict__, memo)
-        GraphModule.__init__(res, fake, fake.__dict__["_graph"], type(self).__name__)
+        GraphModule.__init__(res, fake, fake.__dict__["_graph"])
         return res
 
     def __reduce__(self):

@@ -37,7 +37,20 @@ class Interpreter:
         for node in self.graph.nodes:
             if node in self.env:
                 continue
-            self.env[node] = self.run_node(node)
+            try:
+                self.env[node] = self.run_node(node)
+            except Exception as e:
+                if self.extra_traceback:
+                    # the failing node in the message, as PyTorch's
+                    msg = f"While executing {node.format_node()}"
+                    msg = f"{e.args[0]}\n\n{msg}" if e.args else str(msg)
+                    msg += f"\nOriginal traceback:\n{node.stack_trace}"
+                    msg += ("\nUse tlparse to see full graph. (https://github.com/pytorch/tlparse?"
+                            "tab=readme-ov-file#tlparse-parse-structured-pt2-logs)")
+                    e.args = (msg,) + e.args[1:]
+                    if isinstance(e, KeyError):
+                        raise RuntimeError(*e.args) from e
+                raise
             if self.garbage_collect_values:
                 for to_delete in self.user_to_last_uses.get(node, []):
                     del self.env[to_delete]

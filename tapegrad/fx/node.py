@@ -53,7 +53,7 @@ def _public_table():
         spaces.append(("torch.nn.functional", functional))
         for prefix, space in spaces:
             for name, obj in list(vars(space).items()):
-                if name.startswith("__") or isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+                if name.startswith("__") or isinstance(obj, types.ModuleType) or not callable(obj):
                     continue
                 table.setdefault(id(obj), (f"{prefix}.{name}", obj))
         _qualified = {key: name for key, (name, _obj) in table.items()}
@@ -103,10 +103,17 @@ def _format_arg(arg) -> str:
 
 
 def _type_repr(obj) -> str:
+    """An annotation as fx prints it (tapegrad's classes under PyTorch's names)."""
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return obj.__qualname__
-        return f"{obj.__module__}.{obj.__qualname__}"
+        module = obj.__module__
+        if module.startswith("tapegrad"):
+            public = _public_table().get(id(obj))
+            if public is not None:
+                return public
+            module = "torch" + module[len("tapegrad"):]
+        return f"{module}.{obj.__qualname__}"
     return repr(obj)
 
 
@@ -181,6 +188,14 @@ class Node:
     @kwargs.setter
     def kwargs(self, k):
         self._update_args_kwargs(self._args, map_arg(k, lambda x: x))
+
+    @property
+    def stack_trace(self):
+        return self.meta.get("stack_trace", None)
+
+    @stack_trace.setter
+    def stack_trace(self, trace):
+        self.meta["stack_trace"] = trace
 
     @property
     def all_input_nodes(self):
