@@ -333,14 +333,20 @@ def _likes(lib):
     return f
 
 
-@pytest.mark.parametrize("build", [_unpacking, _likes])
+def _sdpa(lib):
+    F = lib.nn.functional
+    return lambda q: (F.scaled_dot_product_attention(q, q, q, is_causal=True) + lib.linalg.norm(q)
+                      + lib.special.erf(q) + lib.fft.fft(q).real)
+
+
+@pytest.mark.parametrize("build", [_unpacking, _likes, _sdpa])
 def test_fx36_unpacking_likes_math_abs_as_pytorch(build):
-    # a call_module's tuple unpacked (getitem nodes), torch.*_like / hstack recorded though
-    # tapegrad's take only tensors, math.sqrt autowrapped, abs() as operator.abs
+    # a call_module's tuple unpacked (getitem nodes), torch.*_like / hstack / F.sdpa recorded
+    # though tapegrad's look at their tensors first, math.sqrt autowrapped, abs() as operator.abs
     ours = tapegrad.fx.symbolic_trace(build(tapegrad))
     theirs = torch.fx.symbolic_trace(build(torch))
     assert _texts(ours) == _texts(theirs)
-    if build is _likes:
+    if build in (_likes, _sdpa):
         x = tapegrad.tensor([[1.0, -2.0], [0.5, 3.0]])
         np.testing.assert_allclose(ours(x).numpy(), build(tapegrad)(x).numpy(), rtol=1e-6)
 

@@ -139,15 +139,24 @@ def _functional_names():
             and (getattr(obj, "__module__", None) or "").startswith("tapegrad")]
 
 
-def _torch_names():
-    """tapegrad's top-level functions (PyTorch's torch.* builtins and Python functions that
-    dispatch __torch_function__)."""
+def _dispatching_names():
+    """(namespace, name) of the public functions PyTorch dispatches __torch_function__ from as
+    compiled builtins or Python functions that hand over their arguments as given: torch.*,
+    nn.functional's builtins (F.linear, F.scaled_dot_product_attention), linalg, special, fft."""
     import types
 
     import tapegrad
-    return [name for name, obj in vars(tapegrad).items()
-            if (not name.startswith("_") or name == "_assert") and callable(obj)
-            and not isinstance(obj, (type, types.ModuleType))]
+    from ..nn import functional
+
+    def functions(space, names):
+        return [(space, name) for name in names
+                if callable(vars(space).get(name)) and not isinstance(vars(space)[name], (type, types.ModuleType))]
+    found = functions(tapegrad, [n for n in vars(tapegrad) if not n.startswith("_") or n == "_assert"])
+    found += functions(functional, [n for names in F_BUILTINS.values() for n in names])
+    for sub in ("linalg", "special", "fft"):
+        space = getattr(tapegrad, sub)
+        found += functions(space, [n for n in vars(space) if not n.startswith("_")])
+    return found
 
 
 # What a function raises when it meets a Proxy it does not dispatch on (reading .ndim, asking
@@ -447,9 +456,8 @@ class Tracer(TracerBase):
                 original, patched = _functional_recorder(name)
                 if vars(functional).get(name) is original:
                     patcher.patch(functional, name, patched)
-            import tapegrad
-            for name in _torch_names():
-                patcher.patch(tapegrad, name, _refusal_recorder(vars(tapegrad)[name]))
+            for space, name in _dispatching_names():
+                patcher.patch(space, name, _refusal_recorder(vars(space)[name]))
             self._patch_wrapped(patcher, fn.__globals__)
             result = fn(*args, **kwargs)
             self.create_node("output", "output", (self.create_arg(result),), {},

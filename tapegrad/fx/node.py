@@ -29,6 +29,10 @@ F_BUILTINS = {
                      "softplus", "softshrink"),
 }
 
+# torch.linalg, torch.special and torch.fft hold compiled builtins of torch._C._<name>, named
+# <name>_<function> there (fx prints torch._C._linalg.linalg_norm)
+SUBMODULE_BUILTINS = ("linalg", "special", "fft")
+
 _qualified = None
 
 
@@ -47,15 +51,18 @@ def _public_table():
                 obj = vars(functional).get(name)
                 if obj is not None:
                     table.setdefault(id(obj), (f"{module}.{name}", obj))
-        spaces = [("torch", tapegrad)]
-        for sub in ("linalg", "fft", "special"):
-            spaces.append((f"torch.{sub}", getattr(tapegrad, sub)))
-        spaces.append(("torch.nn.functional", functional))
-        for prefix, space in spaces:
+        spaces = [("torch", tapegrad, "{}")]
+        for sub in SUBMODULE_BUILTINS:
+            # PyTorch's torch.linalg.norm is the builtin torch._C._linalg.linalg_norm
+            spaces.append((f"torch._C._{sub}", getattr(tapegrad, sub), f"{sub}_{{}}"))
+        spaces.append(("torch.nn.functional", functional, "{}"))
+        for prefix, space, pattern in spaces:
             for name, obj in list(vars(space).items()):
                 if name.startswith("__") or isinstance(obj, types.ModuleType) or not callable(obj):
                     continue
-                table.setdefault(id(obj), (f"{prefix}.{name}", obj))
+                if pattern != "{}" and (name.startswith("_") or isinstance(obj, type)):
+                    continue
+                table.setdefault(id(obj), (f"{prefix}.{pattern.format(name)}", obj))
         _qualified = {key: name for key, (name, _obj) in table.items()}
         _qualified["_keep"] = [obj for _name, obj in table.values()]   # ids stay valid
     return _qualified
