@@ -36,3 +36,31 @@ def _log_api_usage_once(event):
     only the argument is checked."""
     if not isinstance(event, str):
         raise TypeError("bad argument type for built-in operation")
+
+
+def __getattr__(name):
+    # torch._C._nn, _linalg, _special, _fft: the compiled homes of the nn.functional builtins
+    # (F.linear is torch._C._nn.linear) and of torch.linalg / special / fft's functions
+    # (torch._C._linalg.linalg_norm), which torch.fx's generated code names; built on first use
+    # so that importing _C imports none of them.
+    import types
+
+    from .fx.node import F_BUILTINS, SUBMODULE_BUILTINS
+    if name == "_nn":
+        from .nn import functional
+        module = types.ModuleType("torch._C._nn")
+        for fn_name in F_BUILTINS["torch._C._nn"]:
+            if hasattr(functional, fn_name):
+                setattr(module, fn_name, getattr(functional, fn_name))
+    elif name[1:] in SUBMODULE_BUILTINS:
+        import importlib
+        sub = name[1:]
+        space = importlib.import_module(f"tapegrad.{sub}")
+        module = types.ModuleType(f"torch._C.{name}")
+        for fn_name, fn in vars(space).items():
+            if not fn_name.startswith("_") and callable(fn) and not isinstance(fn, (type, types.ModuleType)):
+                setattr(module, f"{sub}_{fn_name}", fn)
+    else:
+        raise AttributeError(f"module 'torch._C' has no attribute '{name}'")
+    globals()[name] = module
+    return module

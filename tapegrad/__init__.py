@@ -243,7 +243,8 @@ _LAZY = _lazy.table({
     "examples": (),
     "fft": (),
     "func": ("vmap",),          # torch.func's transforms (torch.vmap is torch.func.vmap)
-    "functional": (),           # torch.functional: einsum, split, norm, ... under their module
+    "functional": (),
+    "fx": (),           # torch.functional: einsum, split, norm, ... under their module
     "hub": (),
     "jit": (),
     "library": (),

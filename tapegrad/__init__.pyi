@@ -36,6 +36,7 @@ from tapegrad import examples as examples
 from tapegrad import fft as fft
 from tapegrad import func as func
 from tapegrad import functional as functional
+from tapegrad import fx as fx
 from tapegrad import hub as hub
 from tapegrad import jit as jit
 from tapegrad import library as library

@@ -1,0 +1,12 @@
+"""torch.fx: symbolic tracing of Modules into a Graph of Nodes, graph rewriting, GraphModule
+(a Module running generated code) and Interpreter."""
+from . import passes  # noqa: F401
+from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap
+from .graph import Graph
+from .graph_module import GraphModule
+from .interpreter import Interpreter, Transformer
+from .node import Node, map_arg
+from .proxy import Proxy
+
+__all__ = ["symbolic_trace", "Tracer", "wrap", "Graph", "GraphModule", "Interpreter",
+           "Transformer", "Node", "Proxy", "map_arg", "PH"]
