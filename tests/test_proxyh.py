@@ -93,8 +93,8 @@ def test_profile_memory_columns_and_sizes_match_torch(torch):
     a = {e.key: e for e in mine.key_averages()}
     b = {e.key: e for e in theirs.key_averages()}
     assert b["aten::mm"].cpu_memory_usage == 3 * 64 * 64 * 4
-    assert abs(a["aten::mm"].cpu_memory_usage - b["aten::mm"].cpu_memory_usage) < 1024
-    assert abs(a["aten::mm"].self_cpu_memory_usage - b["aten::mm"].self_cpu_memory_usage) < 1024
+    assert abs(a["aten::mm"].cpu_memory_usage - b["aten::mm"].cpu_memory_usage) < 2048
+    assert abs(a["aten::mm"].self_cpu_memory_usage - b["aten::mm"].self_cpu_memory_usage) < 2048
     assert 0 <= a["aten::view"].cpu_memory_usage < 1024 and b["aten::view"].cpu_memory_usage == 0
     block = next(e for e in mine.events() if e.name == "block")
     assert block.self_cpu_memory_usage == block.cpu_memory_usage - sum(
