@@ -331,7 +331,31 @@ def _align(a, b):
         va = _pad_batched(va, rank)
     if _is_batched(b) and b.level == level:
         vb = _pad_batched(vb, rank)
+    if _zero_dim_sample(a, level) or _zero_dim_sample(b, level):
+        va, vb = _promoted(a, b, va, vb)
     return level, va, vb
+
+
+def _zero_dim_sample(x, level) -> bool:
+    return type(x) is BatchedTensor and x.level == level and x.value.dim() == 1
+
+
+def _promoted(a, b, va, vb):
+    """va, vb in the dtype PyTorch's type promotion gives the samples a and b.  A 0-d sample's
+    value has a dim (the batch), so promotion on the values would rank it as dimensioned: with
+    a 0-d tensor of another dtype it would win within its category (float32 sample * float64
+    0-d: float32, where PyTorch gives float64), against a dimensioned one it would tie
+    (float64 sample + float32 vector: float64, where PyTorch gives float32)."""
+    if not all(isinstance(x, _core.TensorBase) or type(x) is BatchedTensor for x in (a, b)) or \
+            a.dtype == b.dtype:
+        return va, vb                   # (Python numbers promote as weakest either way)
+    from . import result_type, zeros
+
+    def proxy(x):
+        return zeros(() if x.dim() == 0 else (1,) * x.dim(), dtype=x.dtype)
+    dtype = result_type(proxy(a), proxy(b))
+    return (va if va.dtype == dtype else va.to(dtype)), (vb if vb.dtype == dtype else
+                                                         vb.to(dtype))
 
 
 def _binary(name, reflected=False):

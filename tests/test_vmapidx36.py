@@ -313,3 +313,18 @@ def test_flex_chained_mask_mod_and_create_mask_match_torch():
         out.append((mask.numpy(), score.numpy()))
     for t, g in zip(*out):
         np.testing.assert_array_equal(g, t)
+
+
+@pytest.mark.parametrize("sample, other, shape", [
+    ("float32", "float64", ()), ("float64", "float32", (3,)), ("int32", "int64", ()),
+    ("int64", "int32", (3,))])
+def test_zero_dim_sample_promotes_as_torch(sample, other, shape):
+    # SILENT before: a 0-d sample's value has the batch dim, and promotion on the values ranked
+    # it as dimensioned (float32 sample * float64 0-d tensor gave float32, PyTorch float64)
+    def build(T):
+        o = T.full(shape, 2, dtype=getattr(T, other))
+        x = T.arange(4).to(getattr(T, sample))
+        return lambda: (T.func.vmap(lambda s: s * o)(x), T.func.vmap(lambda s: o - s)(x),
+                        T.func.vmap(lambda s: T.maximum(s, o))(x),
+                        T.func.vmap(lambda s: s < o)(x))
+    _same(build)
