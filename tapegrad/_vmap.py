@@ -334,7 +334,31 @@ def _align(a, b):
         va = _pad_batched(va, rank)
     if _is_batched(b) and b.level == level:
         vb = _pad_batched(vb, rank)
+    if _zero_dim_sample(a, level) or _zero_dim_sample(b, level):
+        va, vb = _promoted(a, b, va, vb)
     return level, va, vb
+
+
+def _zero_dim_sample(x, level) -> bool:
+    return type(x) is BatchedTensor and x.level == level and x.value.dim() == 1
+
+
+def _promoted(a, b, va, vb):
+    """va, vb in the dtype PyTorch's type promotion gives the samples a and b.  A 0-d sample's
+    value has a dim (the batch), so promotion on the values would rank it as dimensioned: with
+    a 0-d tensor of another dtype it would win within its category (float32 sample * float64
+    0-d: float32, where PyTorch gives float64), against a dimensioned one it would tie
+    (float64 sample + float32 vector: float64, where PyTorch gives float32)."""
+    if not all(isinstance(x, _core.TensorBase) or type(x) is BatchedTensor for x in (a, b)) or \
+            a.dtype == b.dtype:
+        return va, vb                   # (Python numbers promote as weakest either way)
+    from . import result_type, zeros
+
+    def proxy(x):
+        return zeros(() if x.dim() == 0 else (1,) * x.dim(), dtype=x.dtype)
+    dtype = result_type(proxy(a), proxy(b))
+    return (va if va.dtype == dtype else va.to(dtype)), (vb if vb.dtype == dtype else
+                                                         vb.to(dtype))
 
 
 def _binary(name, reflected=False):
@@ -547,22 +571,112 @@ def _is_basic_index(item) -> bool:
     return item is None or item is Ellipsis or isinstance(item, (int, slice))
 
 
+def _key_items(index):
+    """A key as its items (a list holding slices, None or tensors is a tuple of items, as in
+    PyTorch's indexing; one of ints is one index tensor)."""
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and any(it is None or it is Ellipsis or
+                                       isinstance(it, (slice, _core.TensorBase, BatchedTensor))
+                                       for it in index):
+        return tuple(index)
+    return (index,)
+
+
+def _batched_key(x, items, level):
+    """The batching rule of x[items] at ``level`` (x and/or index tensors batched there): one
+    advanced-indexing call on the values.  Returns (physical key, the indexed value, dims): the
+    physical result's dims in the order ``dims`` (a permutation, None for the identity) are the
+    batch dim then the sample's result dims, as PyTorch's per-sample indexing lays them out.
+
+    Per sample, ints select, slices and None are basic, index tensors (and an unbatched bool
+    mask, as its nonzero() columns) are advanced: their broadcast shape replaces them where they
+    stand when they are adjacent (ints do not separate them), else it comes first.  On the
+    values, a batched x gets an arange over the batch as one more advanced index at dim 0; an
+    index tensor batched at ``level`` has its batch dim first, padded to the broadcast rank."""
+    from . import arange, broadcast_shapes, tensor as _tensor
+    x_batched = _is_batched(x) and x.level == level
+    size = _batch_size(level)
+    flat = []           # the sample's key, masks spread to their columns, lists as tensors
+    for it in items:
+        if _is_basic_index(it) and not isinstance(it, bool):
+            flat.append(it)
+            continue
+        if isinstance(it, (list, tuple)):
+            it = _tensor(it)
+        if not (isinstance(it, _core.TensorBase) or _is_batched(it)):
+            return None
+        if it.dtype is _bool_dtype() or str(it.dtype) == "torch.uint8":
+            if _is_batched(it):
+                raise DataDependentError("vmap: We do not support batching operators that can "
+                                         "support dynamic shape. Attempting to batch over "
+                                         "indexing with a boolean mask.")
+            if it.dim() == 0:
+                return None
+            flat.extend(it.nonzero().unbind(1))
+            continue
+        flat.append(it)
+    rank = x.dim()
+    consumed = sum(1 for it in flat if it is not None and it is not Ellipsis)
+    if sum(1 for it in flat if it is Ellipsis) > 1 or consumed > rank:
+        return None                 # (the per-sample call raises PyTorch's error)
+    slots = []          # per sample result slot: "d" a dim, "a" an advanced index
+    for it in flat:
+        if it is Ellipsis:
+            slots.extend("d" * (rank - consumed))
+        elif it is None or isinstance(it, slice):
+            slots.append("d")
+        elif not isinstance(it, int):
+            slots.append("a")
+    advanced = [it for it in flat if not (_is_basic_index(it))]
+    shape = tuple(broadcast_shapes(*[tuple(it.shape) for it in advanced]))
+    r = len(shape)
+    key = []
+    for it in flat:
+        if _is_batched(it) and it.level == level:
+            it = _pad_batched(it.value, r)
+        key.append(it)
+    first = slots.index("a")
+    adjacent = "".join(slots).strip("d").count("d") == 0
+    k = slots[:first].count("d") if adjacent else 0
+    if x_batched:
+        key.insert(0, arange(size).view((size,) + (1,) * r))
+        # the values' result: (batch, *shape, other dims); the sample's shape goes after k
+        # other dims
+        def order(n):
+            return [0] + list(range(r + 1, r + 1 + k)) + list(range(1, r + 1)) + \
+                list(range(r + 1 + k, n))
+        return tuple(key), x.value, (order if k else None)
+
+    # unbatched x: (k other dims, batch, *shape, other dims): the batch dim goes first
+    def order(n):
+        return [k] + list(range(k)) + list(range(k + 1, n))
+    return tuple(key), x, (order if k else None)
+
+
+def _inverse(dims):
+    out = [0] * len(dims)
+    for i, d in enumerate(dims):
+        out[d] = i
+    return out
+
+
 def _getitem(self, index):
-    items = index if isinstance(index, tuple) else (index,)
-    advanced = [i for i, it in enumerate(items) if not _is_basic_index(it)]
-    # Batched or boolean indices, and advanced indices split by slices or mixed with integers
-    # (numpy then moves their dims first, before the batch dim), have no rule.
-    if any(_is_batched(it) and it.dtype is _bool_dtype() for it in items):
-        raise DataDependentError("vmap: We do not support batching operators that can "
-                                 "support dynamic shape. Attempting to batch over indexing "
-                                 "with a boolean mask.")
-    if any(_is_batched(it) for it in items) or \
-            any(getattr(items[i], "dtype", None) is _bool_dtype() or
-                isinstance(items[i], bool) for i in advanced) or \
-            (advanced and (advanced != list(range(advanced[0], advanced[-1] + 1)) or
-                           any(isinstance(it, int) for it in items))):
+    items = _key_items(index)
+    level = _top_level(items + (self,))
+    if _is_batched(self) and level == self.level and all(_is_basic_index(it) for it in items):
+        return BatchedTensor(self.value[(slice(None),) + items], self.level)
+    rule = _batched_key(self, items, level)
+    if rule is None:        # (python bools, malformed keys: PyTorch's own errors per sample)
         return _loop(_core.TensorBase.__getitem__, "__getitem__", (self, index), {})
-    return BatchedTensor(self.value[(slice(None),) + items], self.level)
+    key, value, order = rule
+    out = value[key]
+    return BatchedTensor(out if order is None else out.permute(order(out.dim())), level)
+
+
+def _index_plain(x, index):
+    """x[index], x a plain tensor and an index item batched (the core asks the item's type)."""
+    return _getitem(x, index)
 
 
 def _bool_dtype():
@@ -571,17 +685,49 @@ def _bool_dtype():
 
 
 def _setitem(self, index, value):
-    items = index if isinstance(index, tuple) else (index,)
-    if any(not _is_basic_index(it) for it in items):
+    items = _key_items(index)
+    level = _top_level(items + (self, value))
+    if not (_is_batched(self) and self.level == level):
+        raise _unbatched_setitem_error(items)
+    if all(_is_basic_index(it) for it in items):
+        where = (slice(None),) + items
+        if _is_batched(value) and value.level == level:
+            value = _pad_batched(value.value, self.value[where].dim() - 1)
+        self.value[where] = value
+        return
+    rule = _batched_key(self, items, level)
+    if rule is None:
         for i in range(self.value.shape[0]):
             sample = self.value.select(0, i)
             sample[index] = value.value.select(0, i) if _is_batched(value) and \
-                value.level == self.level else value
+                value.level == level else value
         return
-    where = (slice(None),) + items
-    if _is_batched(value) and value.level == self.level:
-        value = _pad_batched(value.value, self.value[where].dim() - 1)
-    self.value[where] = value
+    key, target, order = rule
+    from . import no_grad
+    with no_grad():     # (only its shape: the sample's result shape, batch first)
+        shape = tuple(target.detach()[key].shape)
+    dims = None if order is None else order(len(shape))
+    if dims is not None:
+        shape = tuple(shape[d] for d in dims)
+    if _is_batched(value) and value.level == level:
+        v = _pad_batched(value.value, len(shape) - 1).expand(shape)
+    elif isinstance(value, _core.TensorBase) or _is_batched(value):
+        v = value.expand(shape[1:]).unsqueeze(0).expand(shape)
+    else:
+        target[key] = value
+        return
+    target[key] = v if dims is None else v.permute(_inverse(dims))
+
+
+def _unbatched_setitem_error(items):
+    """PyTorch's refusal of x[key] = v with x not batched where the key or v is: a basic key
+    writes by copy_ (its 'inplace arithmetic' wording), an advanced one by index_put_."""
+    basic = all(_is_basic_index(it) for it in items)
+    return unbatched_write_error() if basic else unbatched_write_error("index_put_")
+
+
+def _setitem_plain(x, index, value):
+    raise _unbatched_setitem_error(_key_items(index))
 
 
 def _matmul(a, b):
@@ -690,6 +836,9 @@ for _name in ("new_zeros", "new_ones", "new_full", "new_empty", "new_tensor"):
 BatchedTensor.type_as = _type_as
 BatchedTensor.__getitem__ = _getitem
 BatchedTensor.__setitem__ = _setitem
+# x[batched] and x[...] = batched on a plain tensor x: the core asks the index item's type
+BatchedTensor._index_plain = staticmethod(_index_plain)
+BatchedTensor._setitem_plain = staticmethod(_setitem_plain)
 BatchedTensor.matmul = BatchedTensor.__matmul__ = _matmul
 BatchedTensor.__rmatmul__ = _rmatmul
 

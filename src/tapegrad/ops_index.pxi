@@ -121,6 +121,17 @@ cdef object classify_item(object item, list kinds):
     raise bad_index_item_error(item)
 
 
+cdef object foreign_index_hook(tuple items):
+    """The indexing rule of a key item's type that indexes plain tensors itself (vmap's
+    BatchedTensor: x[batched_index] is a batched gather), or None.  Asked only once a key failed
+    to classify (or is a sequence of another kind), so ordinary keys pay nothing."""
+    for it in items:
+        hook = getattr(type(it), "_index_plain", None)
+        if hook is not None:
+            return hook
+    return None
+
+
 cdef object bad_index_item_error(object item):
     """PyTorch's refusal of an index entry of no index kind (x[key] and x[key] = v alike): a
     string is a sequence to it, read as index data - new()'s TypeError -; a float, a dict, an
@@ -571,6 +582,9 @@ cdef object index_op(TensorBase x, object key):
         return res
     cdef bint single = not isinstance(key, tuple)
     if is_other_sequence(key):
+        hook = foreign_index_hook((key,))
+        if hook is not None:
+            return hook(x, key)
         key = list(key)
     if isinstance(key, (list, str)) and sequence_as_tuple(key):
         key = tuple(key)
@@ -580,6 +594,9 @@ cdef object index_op(TensorBase x, object key):
     try:
         vals = [classify_item(it, kinds) for it in items]
     except (TypeError, IndexError, ValueError):
+        hook = foreign_index_hook(items)
+        if hook is not None:
+            return hook(x, key)
         if specified_dims(items) > ndim:    # PyTorch counts the key's dims before reading items
             raise too_many_indices(ndim) from None
         raise

@@ -1012,6 +1012,19 @@ cdef object user_setitem(TensorBase self, object key, object value):
         # PyTorch's t[False] = v returns before anything (python_variable_indexing.cpp): no
         # write, no record, no version bump (fuzz seed 54107820)
         return None
+    # vmap's BatchedTensor as the value or an index item: its type refuses the write (a plain
+    # tensor cannot hold every sample's result); asked only off the plain paths
+    if not isinstance(value, TensorBase) and not isinstance(value, (int, float, bool, complex)):
+        refusal = getattr(type(value), "_setitem_plain", None)
+        if refusal is not None:
+            return refusal(self, key, value)
+    if not isinstance(key, (int, slice, TensorBase)):
+        for it in (key if isinstance(key, tuple) else (key,)):
+            if it is None or it is Ellipsis or isinstance(it, (int, slice, TensorBase)):
+                continue
+            refusal = getattr(type(it), "_setitem_plain", None)
+            if refusal is not None:
+                return refusal(self, key, value)
     if not isinstance(value, TensorBase):
         value = setitem_scalar(self, value)
     return setitem_op(self, key, value, False)

@@ -175,9 +175,72 @@ def _as_grid(value, shape, what: str):
     return value
 
 
+def _vmapped(mod, score):
+    """``mod`` vmapped over the index dims as PyTorch's _vmap_for_bhqkv does (kv_idx innermost,
+    then q_idx, h, b; a score_mod's score is mapped at every level): each call sees 0-d index
+    tensors, so chained indexing of a captured table (``bias[h][q_idx - kv_idx]``) means what it
+    means per element."""
+    from ...func import vmap
+    lead = (0,) if score else ()
+    for k in (3, 2, 1, 0):
+        mod = vmap(mod, in_dims=lead + tuple(0 if i == k else None for i in range(4)))
+    return mod
+
+
+def _call_mod(mod, score, B, H, M, N):
+    """mod's (B, H, M, N) result with PyTorch's per-element (vmapped) semantics.
+
+    The call on broadcasting index grids gives them for elementwise ops, comparisons, where and
+    one indexing of a captured table by the indices, and costs a fraction of the vmapped call
+    (whose four levels of batching rules cost ~1.5-3 ms per call whatever the mod does).  A
+    mod written for 0-d indices may mean something else on grids: chained indexing
+    (``bias[h][q_idx - kv_idx]``: on grids the second index meets a grid dim) raises, returns a
+    shape that is not the grid's, or (``table[b][0]``) silently other values.  So the grid
+    result is checked at a few elements against the mod called on those 0-d indices, and any
+    failure or difference runs the vmapped call instead."""
+    grid = (B, H, M, N)
+    what = "mask_mod" if score is None else "score_mod"
+    lead = (score,) if score is not None else ()
+    try:
+        out = _as_grid(mod(*lead, *_index_grids(B, H, M, N)), grid, what)
+        if _matches_per_element(mod, score, out, grid):
+            return out
+    except (IndexError, RuntimeError, TypeError, ValueError):
+        pass
+    idx = (_tg.arange(B), _tg.arange(H), _tg.arange(M), _tg.arange(N))
+    return _as_grid(_vmapped(mod, score is not None)(*lead, *idx), grid, what)
+
+
+def _matches_per_element(mod, score, out, grid) -> bool:
+    """Whether the grid result ``out`` equals the mod called on 0-d indices at a few elements
+    (the corners and an interior point: a chained index reads other table entries there)."""
+    B, H, M, N = grid
+    points = {(0, 0, 0, 0), (B - 1, H - 1, M - 1, N - 1), (B // 2, (H - 1) // 2, M // 2, N // 3),
+              (B - 1, 0, M - 1, 0)}
+    expected, got = [], []
+    for p in points:
+        args = [_tg.tensor(i) for i in p]
+        if score is not None:
+            args.insert(0, score.detach()[p])
+        value = mod(*args)
+        if not isinstance(value, Tensor):
+            value = _tg.tensor(value)
+        if value.dim() != 0:
+            return False
+        expected.append(value.detach().to(out.dtype))
+        got.append(out.detach()[p])
+    got, expected = _tg.stack(got), _tg.stack(expected)
+    if got.dtype == _tg.bool:
+        return bool((got == expected).all())
+    # (a tolerance: a vectorised kernel on the grid and a scalar one may round differently;
+    # written with elementwise ops, as allclose is not seen by a compiled function's capture)
+    close = ((got - expected).abs() <= 1e-6 + 1e-5 * expected.abs()) | (got == expected) | \
+        (_tg.isnan(got) & _tg.isnan(expected))
+    return bool(close.all())
+
+
 def _mask_grid(mask_mod, B, H, M, N):
-    out = mask_mod(*_index_grids(B, H, M, N))
-    return _as_grid(out, (B, H, M, N), "mask_mod")
+    return _call_mod(mask_mod, None, B, H, M, N)
 
 
 def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None):
@@ -186,9 +249,7 @@ def create_mask(mod_fn, B, H, Q_LEN, KV_LEN, device=None):
     B = 1 if B is None else B
     H = 1 if H is None else H
     if _get_mod_type(mod_fn) == _ModificationType.SCORE_MOD:
-        grids = _index_grids(B, H, Q_LEN, KV_LEN)
-        out = _as_grid(mod_fn(_tg.zeros(B, H, Q_LEN, KV_LEN), *grids), (B, H, Q_LEN, KV_LEN),
-                       "score_mod")
+        out = _call_mod(mod_fn, _tg.zeros(B, H, Q_LEN, KV_LEN), B, H, Q_LEN, KV_LEN)
         return _tg.where(_tg.isneginf(out), False, True)
     return _mask_grid(mod_fn, B, H, Q_LEN, KV_LEN)
 
@@ -599,13 +660,12 @@ def _attention(query, key, value, score_mod, mask_mod, scale):
     B, H, M, N = scores.shape
     grid = (B, H, M, N)
     if score_mod is not _identity or mask_mod is not noop_mask:
-        idx = _index_grids(B, H, M, N)
         if score_mod is not _identity:
-            modded = _as_grid(score_mod(scores, *idx), grid, "score_mod")
+            modded = _call_mod(score_mod, scores, B, H, M, N)
             dtype = _score_mod_dtype(score_mod, working)
             scores = modded if modded.dtype == dtype else modded.to(dtype)
         if mask_mod is not noop_mask:
-            allowed = _as_grid(mask_mod(*idx), grid, "mask_mod")
+            allowed = _mask_grid(mask_mod, B, H, M, N)
             scores = _tg.where(allowed, scores, _tg.tensor(-math.inf, dtype=working))
     # A row with nothing to attend (every score -inf) gives zeros and a logsumexp of -inf, as
     # PyTorch's _safe_softmax; decided with tensor ops, so a compiled replay decides it anew.
