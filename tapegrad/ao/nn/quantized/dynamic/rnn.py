@@ -147,19 +147,9 @@ class RNNBase(nn.Module):
     def _get_name(self) -> str:
         return "DynamicQuantizedRNN"
 
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if self.num_layers != 1:
-            s += f", num_layers={self.num_layers}"
-        if self.bias is not True:
-            s += f", bias={self.bias}"
-        if self.batch_first is not False:
-            s += f", batch_first={self.batch_first}"
-        if self.dropout != 0:
-            s += f", dropout={self.dropout}"
-        if self.bidirectional is not False:
-            s += f", bidirectional={self.bidirectional}"
-        return s
+    # (the float RNN's: the same arguments, a proj_size of 0 never printed)
+    proj_size = 0
+    extra_repr = nn.RNNBase.extra_repr
 
     def __repr__(self) -> str:
         # the packed parameters are state, not submodules to print (PyTorch hides them too)
