@@ -50,6 +50,8 @@ from ._core import (
 )
 # Functions the compiled op families register for the tapegrad.* namespace.
 globals().update(_core.TORCH_FUNCTIONS)
+from ._torch_names import name_as_registered as _name_as_registered  # noqa: E402
+_name_as_registered(_core.TORCH_FUNCTIONS)
 
 from .tensor import Size, Tensor
 from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,

@@ -63,3 +63,13 @@ class TorchNamedABCMeta(TorchNamedClass, abc.ABCMeta):
                 for base in cls.__mro__):
             cls.__abstractmethods__ = frozenset()
         return cls
+
+
+def name_as_registered(functions: dict) -> None:
+    """Give each compiled function its public name where the op families had to name it apart
+    from a sibling of the same name (F.softmax is `functional_softmax` beside the tensor op
+    `softmax`; torch.embedding is `torch_embedding` beside F.embedding): `print(F.softmax)` and a
+    script listing `act.__name__` show PyTorch's names.  Other names (shared aliases) stay."""
+    for name, fn in functions.items():
+        if getattr(fn, "__name__", None) in ("functional_" + name, "torch_" + name):
+            fn.__name__ = fn.__qualname__ = name

@@ -6,6 +6,8 @@ exposes what those op families registered for this namespace.
 from .. import _core
 
 globals().update(_core.NN_FUNCTIONS)
+from .._torch_names import name_as_registered as _name_as_registered  # noqa: E402
+_name_as_registered(_core.NN_FUNCTIONS)
 
 # The compiled losses, accepting the legacy reduction='elementwise_mean' as PyTorch does.
 from ._legacy_reduction import accepting_legacy_mean as _accepting_legacy_mean  # noqa: E402
