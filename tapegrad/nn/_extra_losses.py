@@ -127,7 +127,8 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     _check_tensor(x1, "pairwise_distance", "x1", 1)
     _check_tensor(x2, "pairwise_distance", "x2", 2)
     _core.check_bool("pairwise_distance", "keepdim", keepdim)
-    diff = x1 - x2 + eps
+    # (PyTorch adds eps as a Scalar: its node is add's Scalar overload, AddBackward1)
+    diff = _core._name_grad_fn(x1 - x2 + eps, "AddBackward1")
     dim = -1 if diff.dim() > 0 else 0
     # (PyTorch's node is torch.norm's with a dim, NormBackward1, for every p)
     return _core._name_grad_fn(diff.norm(p, dim, keepdim=keepdim), "NormBackward1")
@@ -388,7 +389,9 @@ def _triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduc
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = _tg.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+    # (PyTorch's C++ adds the margin as a Scalar: AddBackward1)
+    shifted = _core._name_grad_fn(margin + d_pos, "AddBackward1")
+    return _reduce((shifted - d_neg).clamp_min(0), reduction)
 
 
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
