@@ -85,12 +85,7 @@ class CustomOpDef:
         self._entry.autograd = (backward, setup_context)
 
     def register_kernel(self, device_types, fn=None, /):
-        def register(func):
-            for device in (device_types,) if isinstance(device_types, (str, type(None))) \
-                    else device_types:
-                self._entry.kernels[_device_key(device)] = func
-            return func
-        return register if fn is None else register(fn)
+        return _kernel_registration(self._entry, device_types, fn)
 
     def _check_no_alias(self, args, kwonly, result):
         """PyTorch's rule for custom_op outputs: new tensors, never an input or a view of one."""
@@ -122,6 +117,17 @@ def custom_op(name: str, fn=None, /, *, mutates_args, device_types=None, schema=
             op.register_kernel(device_types, func)
         return op
     return wrap if fn is None else wrap(fn)
+
+
+def _kernel_registration(entry, device_types, fn):
+    """fn as entry's kernel for each of device_types ("cpu", "meta", None: every device); a
+    decorator without fn."""
+    def register(func):
+        for device in (device_types,) if isinstance(device_types, (str, type(None))) \
+                else device_types:
+            entry.kernels[_device_key(device)] = func
+        return func
+    return register if fn is None else register(fn)
 
 
 def _device_key(device) -> str:
@@ -228,16 +234,7 @@ def impl(qualname, types, func=None, *, lib=None):
 
 def register_kernel(op, device_types, func=None, /, *, lib=None):
     """func as op's kernel for device_types ("cpu" or None: every device)."""
-    if isinstance(op, CustomOpDef):
-        return op.register_kernel(device_types, func)
-    entry = _entry_of(op)
-
-    def register(fn):
-        for device in (device_types,) if isinstance(device_types, (str, type(None))) \
-                else device_types:
-            entry.kernels[_device_key(device)] = fn
-        return fn
-    return register if func is None else register(func)
+    return _kernel_registration(_entry_of(op), device_types, func)
 
 
 def register_fake(op, func=None, /, *, lib=None, _stacklevel=1):
@@ -296,10 +293,15 @@ def opcheck(op, args, kwargs=None, *, test_utils=_TESTS, raise_exception=True, a
     return results
 
 
-def _cloned(values):
-    return [v.detach().clone() if isinstance(v, _core.TensorBase) else
-            [t.detach().clone() for t in v] if isinstance(v, list) and v and
+def _map_tensors(values, fn):
+    """values with fn applied to each tensor, and to each tensor of a list of tensors."""
+    return [fn(v) if isinstance(v, _core.TensorBase) else
+            [fn(t) for t in v] if isinstance(v, list) and v and
             all(isinstance(t, _core.TensorBase) for t in v) else v for v in values]
+
+
+def _cloned(values):
+    return _map_tensors(values, lambda t: t.detach().clone())
 
 
 def _test_schema(entry, op, args, kwargs):
@@ -333,9 +335,7 @@ def _test_autograd_registration(entry, op, args, kwargs):
 
 
 def _to_meta(values):
-    return [v.to("meta") if isinstance(v, _core.TensorBase) else
-            [t.to("meta") for t in v] if isinstance(v, list) and v and
-            all(isinstance(t, _core.TensorBase) for t in v) else v for v in values]
+    return _map_tensors(values, lambda t: t.to("meta"))
 
 
 def _test_faketensor(entry, op, args, kwargs):

@@ -7,8 +7,6 @@ import collections
 import functools
 import inspect
 import math
-import operator
-import sys
 
 from .graph import Graph
 from .node import F_BUILTINS, Node, _public_table, map_aggregate

@@ -8,7 +8,6 @@ import keyword
 import math
 import re
 from collections import defaultdict
-from contextlib import contextmanager
 
 from .node import (Node, _format_arg, _get_qualified_name, _is_from_torch, _public_table, _type_repr,
                    map_arg)

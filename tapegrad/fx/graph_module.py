@@ -5,7 +5,7 @@ from __future__ import annotations as _annotations
 import copy
 import linecache
 
-from .graph import Graph, _format_target
+from .graph import Graph
 
 __all__ = ["GraphModule"]
 

@@ -4,8 +4,8 @@ printed names PyTorch gives targets."""
 from __future__ import annotations as _annotations
 
 import builtins
-import operator
 import types
+from .._torch_names import torch_module_name
 
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
 
@@ -74,11 +74,7 @@ def _get_qualified_name(func) -> str:
     name = _public_table().get(id(func))
     if name is not None:
         return name
-    module = getattr(func, "__module__", None) or ""
-    qual = func.__name__
-    if module.startswith("tapegrad"):
-        module = "torch" + module[len("tapegrad"):]
-    return f"{module}.{qual}"
+    return f"{torch_module_name(getattr(func, '__module__', None) or '')}.{func.__name__}"
 
 
 def _is_from_torch(obj) -> bool:
@@ -114,13 +110,10 @@ def _type_repr(obj) -> str:
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
             return obj.__qualname__
-        module = obj.__module__
-        if module.startswith("tapegrad"):
-            public = _public_table().get(id(obj))
-            if public is not None:
-                return public
-            module = "torch" + module[len("tapegrad"):]
-        return f"{module}.{obj.__qualname__}"
+        public = _public_table().get(id(obj))
+        if public is not None and obj.__module__.startswith("tapegrad"):
+            return public
+        return f"{torch_module_name(obj.__module__)}.{obj.__qualname__}"
     return repr(obj)
 
 

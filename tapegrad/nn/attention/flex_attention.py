@@ -658,15 +658,13 @@ def _attention(query, key, value, score_mod, mask_mod, scale):
     scores = _tg.matmul(query.to(working), key.to(working).transpose(-2, -1))
     scores = (scores * scale).to(working)
     B, H, M, N = scores.shape
-    grid = (B, H, M, N)
-    if score_mod is not _identity or mask_mod is not noop_mask:
-        if score_mod is not _identity:
-            modded = _call_mod(score_mod, scores, B, H, M, N)
-            dtype = _score_mod_dtype(score_mod, working)
-            scores = modded if modded.dtype == dtype else modded.to(dtype)
-        if mask_mod is not noop_mask:
-            allowed = _mask_grid(mask_mod, B, H, M, N)
-            scores = _tg.where(allowed, scores, _tg.tensor(-math.inf, dtype=working))
+    if score_mod is not _identity:
+        modded = _call_mod(score_mod, scores, B, H, M, N)
+        dtype = _score_mod_dtype(score_mod, working)
+        scores = modded if modded.dtype == dtype else modded.to(dtype)
+    if mask_mod is not noop_mask:
+        allowed = _mask_grid(mask_mod, B, H, M, N)
+        scores = _tg.where(allowed, scores, _tg.tensor(-math.inf, dtype=working))
     # A row with nothing to attend (every score -inf) gives zeros and a logsumexp of -inf, as
     # PyTorch's _safe_softmax; decided with tensor ops, so a compiled replay decides it anew.
     dead = _tg.isneginf(scores).all(dim=-1, keepdim=True)
