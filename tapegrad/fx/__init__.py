@@ -7,6 +7,7 @@ from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
 from .node import Node, map_arg
 from .proxy import Proxy
+from .subgraph_rewriter import replace_pattern
 
 __all__ = ["symbolic_trace", "Tracer", "wrap", "Graph", "GraphModule", "Interpreter",
-           "Transformer", "Node", "Proxy", "map_arg", "PH"]
+           "Transformer", "Node", "Proxy", "map_arg", "PH", "replace_pattern"]

@@ -24,6 +24,7 @@ from tapegrad.fx import interpreter as interpreter
 from tapegrad.fx import node as node
 from tapegrad.fx import passes as passes
 from tapegrad.fx import proxy as proxy
+from tapegrad.fx import subgraph_rewriter as subgraph_rewriter
 from tapegrad.fx.graph import Graph as Graph
 from tapegrad.fx.graph_module import GraphModule as GraphModule
 from tapegrad.fx.interpreter import Interpreter as Interpreter
@@ -31,6 +32,7 @@ from tapegrad.fx.interpreter import Transformer as Transformer
 from tapegrad.fx.node import Node as Node
 from tapegrad.fx.node import map_arg as map_arg
 from tapegrad.fx.proxy import Proxy as Proxy
+from tapegrad.fx.subgraph_rewriter import replace_pattern as replace_pattern
 
 __all__ = [
     'symbolic_trace',
@@ -44,6 +46,7 @@ __all__ = [
     'Proxy',
     'map_arg',
     'PH',
+    'replace_pattern',
 ]
 
 def symbolic_trace(root: Any, concrete_args: Any = ...) -> Any: ...

@@ -6,6 +6,7 @@ import builtins
 import collections
 import functools
 import inspect
+import types
 import math
 
 from .graph import Graph
@@ -367,6 +368,14 @@ class Tracer(TracerBase):
             concrete_args = {p.name: v for p, v in zip(params, concrete_args)}
         args = []
         kwargs = {}
+        # *args / **kwargs: one placeholder each, passed positionally to the function rebuilt
+        # without them (PyTorch's tracer does the same), so the Proxy stands for the tuple/dict
+        flatten = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params)
+        if flatten:      # the code object's order: positional, keyword-only, *args, **kwargs
+            kinds = inspect.Parameter
+            order = [kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY,
+                     kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD]
+            params.sort(key=lambda param: order.index(param.kind))
         for p in params:
             name = p.name
             if name in concrete_args and concrete_args[name] is not PH:
@@ -391,10 +400,8 @@ class Tracer(TracerBase):
                     default = () if p.default is p.empty else (p.default,)
                 arg = self.create_proxy("placeholder", name, default, {},
                                         type_expr=root_fn.__annotations__.get(p.name))
-            if p.kind is p.KEYWORD_ONLY:
+            if p.kind is p.KEYWORD_ONLY and not flatten:
                 kwargs[p.name] = arg
-            elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                raise NotImplementedError("symbolic tracing of *args / **kwargs")
             else:
                 args.append(arg)
         return args, kwargs
@@ -430,6 +437,8 @@ class Tracer(TracerBase):
         self.module_stack = collections.OrderedDict()
         self.num_calls = {}
         args, kwargs = self.create_args_for_root(fn, is_module, concrete_args)
+        if fn.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            fn = _without_variadic_parameters(fn)
         if is_module:
             args = [root] + args
         parameter_proxy_cache = {}
@@ -487,6 +496,18 @@ class Tracer(TracerBase):
             for name, value in list(space.items()):
                 if not name.startswith("_") and callable(value) and id(value) in self._autowrap_function_ids:
                     patcher.patch(space, name, recording(value, name), is_dict=True)
+
+
+def _without_variadic_parameters(fn):
+    """`fn` with its keyword-only, *args and **kwargs parameters made plain positional ones (in
+    the code object's order: positional, keyword-only, *args, **kwargs), so that the tracer can
+    bind one Proxy to each."""
+    code = fn.__code__
+    n = (code.co_argcount + code.co_kwonlyargcount
+         + bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS))
+    flat = code.replace(co_argcount=n, co_kwonlyargcount=0,
+                        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+    return types.FunctionType(flat, fn.__globals__, fn.__name__, None, fn.__closure__)
 
 
 def symbolic_trace(root, concrete_args=None):

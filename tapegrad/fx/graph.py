@@ -388,8 +388,9 @@ class Graph:
                 hint = f" : {type_repr(node.type)}" if node.type else ""
                 default = f" = {node.args[0]!r}" if node.args else ""
                 free_vars.append(f"{node.target}{hint}{default}")
-                if node.target != node.name:
-                    body.append(f"{node.name} = {node.target}")
+                raw_name = node.target.replace("*", "")    # *args / **kwargs bind args / kwargs
+                if raw_name != node.name:
+                    body.append(f"{node.name} = {raw_name}")
                     delete_unused(node)
                     body[-1] += "\n" if not body[-1].endswith("\n") else ""
             elif node.op == "call_method":

@@ -3,7 +3,9 @@ it holds the submodules, parameters, buffers and tensors the graph's nodes refer
 from __future__ import annotations as _annotations
 
 import copy
+import importlib
 import linecache
+import types
 
 from .graph import Graph
 
@@ -188,7 +190,14 @@ class GraphModule(_get_module_base()):
         return res
 
     def __reduce__(self):
-        raise NotImplementedError("pickling a GraphModule")
+        # As PyTorch: the attributes without the Graph, and forward's source; unpickling runs
+        # the source and traces it again (every submodule a leaf), which rebuilds the Graph.
+        body = dict(self.__dict__)
+        del body["_graph"]
+        python_code = self._graph.python_code(root_module="self")
+        globals_ = {name: _ModuleByName(value.__name__) if isinstance(value, types.ModuleType) else value
+                    for name, value in python_code.globals.items()}
+        return (_rebuild_graph_module, (body, python_code.src, globals_))
 
     def add_submodule(self, target: str, m) -> bool:
         from ..nn import Module
@@ -237,3 +246,39 @@ class GraphModule(_get_module_base()):
         to_delete = [name for name, _ in self.named_modules() if name and name not in used]
         for name in to_delete:
             self.delete_submodule(name)
+
+
+class _ModuleByName:
+    """A module in a pickled GraphModule's globals: modules do not pickle, their names do."""
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _rebuild_graph_module(body, src, globals_):
+    """The GraphModule that __reduce__ pickled: `src` run with `globals_`, traced again."""
+    from ..nn import Module
+    from ._symbolic_trace import Tracer
+    globals_ = {name: importlib.import_module(value.name) if isinstance(value, _ModuleByName) else value
+                for name, value in globals_.items()}
+    _exec_with_source(src, globals_)
+
+    class CodeOnlyModule(Module):
+        def __init__(self, attributes):
+            super().__init__()
+            self.__dict__ = attributes
+
+    CodeOnlyModule.forward = globals_["forward"]
+
+    class KeepModules(Tracer):
+        def is_leaf_module(self, m, module_qualified_name):
+            return True
+
+    root = CodeOnlyModule(body)
+    graph = KeepModules().trace(root)
+    graph._tracer_cls = body.get("_tracer_cls")
+    gm = GraphModule(root, graph)          # named GraphModule, as PyTorch's unpickled ones
+    for name, value in body.items():       # attributes the graph does not refer to (meta, ...)
+        if not hasattr(gm, name):
+            setattr(gm, name, value)
+    return gm

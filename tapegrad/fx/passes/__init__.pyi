@@ -19,7 +19,9 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.fx.passes import shape_prop as shape_prop
+from tapegrad.fx.passes import utils as utils
 
 __all__ = [
     'shape_prop',
+    'utils',
 ]

@@ -1,0 +1,1 @@
+"""torch.fx.passes.utils: helpers of graph passes (the subgraph matcher)."""
