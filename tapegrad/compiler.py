@@ -11,11 +11,11 @@ from __future__ import annotations as _annotations
 
 import functools
 
-from . import replay
+from . import _compile_stance, replay
 from .replay import compile, current_capture, reset_all
 
 __all__ = ["compile", "reset", "disable", "is_compiling", "is_dynamo_compiling", "is_exporting",
-           "allow_in_graph", "assume_constant_result", "list_backends",
+           "allow_in_graph", "assume_constant_result", "list_backends", "set_stance",
            "cudagraph_mark_step_begin"]
 
 
@@ -75,6 +75,16 @@ def assume_constant_result(fn):
     """``fn`` itself: the capture runs it once and keeps what its result led to; a replay checks
     the guards a capture records, not ``fn``."""
     return fn
+
+
+def set_stance(stance: str = "default", *, skip_guard_eval_unsafe: bool = False,
+               force_backend=None):
+    """Set how compiled functions behave: "default", "force_eager" (run them eagerly),
+    "eager_then_compile" (the first call eagerly), "eager_on_recompile" (run eagerly where
+    torch.compile would compile again), "fail_on_recompile" (raise there).  Usable as a
+    function call, a context manager or a decorator (tapegrad/_compile_stance.py)."""
+    return _compile_stance.set_stance(stance, skip_guard_eval_unsafe=skip_guard_eval_unsafe,
+                                      force_backend=force_backend)
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:

@@ -59,7 +59,7 @@ import weakref
 
 import numpy as np
 
-from . import _core, _meta
+from . import _compile_stance, _core, _meta
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -116,6 +116,7 @@ class CompiledFunction(_core.CompiledCall):
         self.cache_size = int(cache_size)
         self._plans = {}
         self.stats = {"captures": 0, "replays": 0, "eager": 0, "guard_failures": 0}
+        self._torch_cache = _compile_stance._CacheModel(fn)   # torch.compile's compilations
         functools.update_wrapper(self, fn)
         _COMPILED.add(self)
 
@@ -128,6 +129,11 @@ class CompiledFunction(_core.CompiledCall):
         """Forget every capture (the next call captures again)."""
         self._plans.clear()
         self._last_plan = None
+        self._torch_cache.reset()
+
+    def _stance_call(self, args, kwargs):
+        """A call while torch.compiler.set_stance holds a stance other than "default"."""
+        return _compile_stance.call_with_stance(self, args, kwargs)
 
     def explain(self):
         """One line per captured signature: replayed, or why it runs eagerly."""
@@ -169,6 +175,7 @@ class CompiledFunction(_core.CompiledCall):
             # compiled model): its ops run eagerly into the outer capture, as torch.compile
             # inlines a nested compiled function
             return self.fn(*args, **kwargs)
+        self._torch_cache.note_compile(args, kwargs)
         self._last_plan = None          # (the C path's shortcut to the plan it replayed last)
         env = _environment(self.fn)
         rng_before = _global_rng().bit_generator.state

@@ -2398,6 +2398,18 @@ cdef extern from *:
     Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
 
 
+# Set while torch.compiler.set_stance holds a stance other than "default": every call of a
+# compiled function then goes to its _stance_call (tapegrad/_compile_stance.py), which decides
+# whether it runs eagerly, raises, or takes the ordinary path (_default_call).
+cdef bint compile_stance_set = False
+
+
+def _set_compile_stance_active(bint on):
+    """Called by tapegrad/_compile_stance.py when the stance changes."""
+    global compile_stance_set
+    compile_stance_set = on
+
+
 cdef class CompiledCall:
     """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
     capture, explain() ...): a replayable signature is replayed here, anything else goes to
@@ -2435,8 +2447,17 @@ cdef class CompiledCall:
     def __call__(self, *args, **kwargs):
         return self.call(args, kwargs)
 
+    def _default_call(self, tuple args, dict kwargs):
+        """The call as the default stance makes it (_stance_call's way back)."""
+        return self.default_call(args, kwargs)
+
     cdef object call(self, tuple args, dict kwargs):
         """The call fn(*args, **kwargs) (kwargs None: no keywords)."""
+        if compile_stance_set:
+            return self._stance_call(args, {} if kwargs is None else kwargs)
+        return self.default_call(args, kwargs)
+
+    cdef object default_call(self, tuple args, dict kwargs):
         cdef ReplayPlan plan = self._last_plan
         if saved_hooks_on():            # a replay would bypass the pack and unpack hooks
             return self.fn(*args, **(kwargs or {}))
