@@ -25,6 +25,7 @@ from tapegrad.backends import mkl as mkl
 from tapegrad.backends import mkldnn as mkldnn
 from tapegrad.backends import mps as mps
 from tapegrad.backends import openmp as openmp
+from tapegrad.backends import opt_einsum as opt_einsum
 
 __all__ = [
     'cpu',
@@ -34,4 +35,5 @@ __all__ = [
     'mkldnn',
     'mps',
     'openmp',
+    'opt_einsum',
 ]
