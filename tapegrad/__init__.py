@@ -285,6 +285,7 @@ _LAZY = _lazy.table({
 # importing them.
 _LAZY["_dynamo"] = ("_dynamo", None)
 _LAZY["_inductor"] = ("_inductor", None)
+_LAZY["_logging"] = ("_logging", None)
 # and scripts call a few names of its compiled module as torch._C.<name> (tapegrad/_C.py)
 _LAZY["_C"] = ("_C", None)
 

@@ -263,7 +263,8 @@ class _CacheModel:
         """A capture ran for this call: record the compilation PyTorch would make, if it would
         make one (no compilation covers the call)."""
         self.invoked = True
-        if self.entries and self.failures(args, kwargs) is None:
+        failures = self.failures(args, kwargs) if self.entries else []
+        if failures is None:
             return
         if self.frame_id is None:
             self.frame_id = next(_frame_ids)
@@ -285,17 +286,28 @@ class _CacheModel:
                 if dynamic:
                     self.dynamic[name] = True
                 guards[name] = _ValueGuard(value, dynamic and type(value) is int)
-        self.entries.append((f"{self.frame_id}/{len(self.entries)}", guards))
+        compile_id = f"{self.frame_id}/{len(self.entries)}"
+        self.entries.append((compile_id, guards))
+        if failures:
+            from . import _logging
+            _logging._log_recompile(compile_id, self._where("Recompiling function {name} in {file}:{line}")
+                                    + self._triggered_by(failures))
+
+    def _where(self, form: str) -> str:
+        code = getattr(self._signature_target(), "__code__", None)
+        if code is None:
+            return ""
+        return form.format(name=code.co_name, file=code.co_filename, line=code.co_firstlineno)
+
+    @staticmethod
+    def _triggered_by(failures) -> str:
+        return "\n    triggered by the following guard failure(s):" + "".join(
+            f"\n    - {compile_id}: {text}" for compile_id, text in failures)
 
     def recompile_message(self, failures) -> str:
-        code = getattr(self._signature_target(), "__code__", None)
-        where = (f"filename: '{code.co_filename}', function name: '{code.co_name}', line number: "
-                 f"{code.co_firstlineno}" if code is not None else "")
+        where = self._where("filename: '{file}', function name: '{name}', line number: {line}")
         message = f"Detected recompile when torch.compile stance is 'fail_on_recompile'. {where}"
-        if failures:
-            message += "\n    triggered by the following guard failure(s):" + "".join(
-                f"\n    - {compile_id}: {text}" for compile_id, text in failures)
-        return message
+        return message + (self._triggered_by(failures) if failures else "")
 
     def reset(self) -> None:
         self.entries.clear()

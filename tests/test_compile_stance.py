@@ -165,3 +165,33 @@ def test_default_stance_after_context_leaves_the_fast_path_on():
     f(x)
     f(x)
     assert f.stats["replays"] >= 1
+
+
+def test_set_logs_recompiles_writes_pytorchs_lines(capsys):
+    tapegrad._logging.set_logs(recompiles=True)
+    try:
+        f = _branching()
+        f(tapegrad.ones(2))
+        f(tapegrad.ones(3))
+    finally:
+        tapegrad._logging.set_logs()
+    err = capsys.readouterr().err.splitlines()
+    frame = f._torch_cache.frame_id
+    assert [line.split("[__recompiles] ", 1)[-1] for line in err] == [
+        f"Recompiling function f in {f.fn.__code__.co_filename}:{f.fn.__code__.co_firstlineno}",
+        "    triggered by the following guard failure(s):",
+        f"    - {frame}/0: tensor 'x' size mismatch at index 0. expected 2, actual 3"]
+    assert all(f"[{frame}/1] [__recompiles]" in line for line in err)
+    f(tapegrad.ones(7))              # logs off again
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("settings", [dict(dynamo="info"), dict(dynamo=True), dict(bogus=1)])
+def test_set_logs_refusals_as_pytorch(settings):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(Exception) as expected:
+        torch._logging.set_logs(**settings)
+    torch._logging.set_logs()
+    with pytest.raises(type(expected.value)) as got:
+        tapegrad._logging.set_logs(**settings)
+    assert str(got.value) == str(expected.value)
