@@ -182,19 +182,23 @@ class _TensorGuard:
 
 
 class _ValueGuard:
-    """What a compilation checks of another argument: its type and value (an int made dynamic:
-    any int but 0 and 1)."""
+    """What a compilation checks of another argument: its value (a specialised int, bool, str or
+    None: PyTorch's EQUALS_MATCH, which checks the type too), or only its type (a float, which
+    PyTorch compiles as a dynamic value, and an int made dynamic by a changed value)."""
 
     def __init__(self, value, dynamic):
         self.type = type(value)
-        self.value = None if dynamic else value
+        self.dynamic = dynamic
+        self.value = value
 
     def failure(self, name, value):
-        if type(value) is not self.type:
-            return f"{name} == {self.value!r}" if self.value is not None else f"isinstance({name}, {self.type.__name__})"
-        if self.value is None:
-            return f"2 <= {name}" if value < 2 else None
-        return None if value == self.value else f"{name} == {self.value!r}"
+        if self.dynamic:
+            if type(value) is self.type:
+                return None
+            return f"___check_type_id({name}, {id(self.type)}), type={self.type!r}"
+        if type(value) is self.type and value == self.value:
+            return None
+        return f"{name} == {self.value!r}"
 
 
 class _CacheModel:
@@ -204,7 +208,7 @@ class _CacheModel:
 
     def __init__(self, fn):
         self.fn = fn
-        self.entries = []              # newest last: [(compile_id, {name: guard})]
+        self.entries = []              # newest last: (compile_id, [[name, guard, failures]])
         self.first_seen = {}           # name -> sizes (a tensor) or value
         self.dynamic = {}              # name -> set of dynamic dims (a tensor) or True (an int)
         self.frame_id = None
@@ -243,16 +247,23 @@ class _CacheModel:
 
     def failures(self, args, kwargs):
         """None when a compilation covers the call; else each compilation's first failing guard,
-        newest first, as [(compile_id, text)] (empty: nothing compiled yet)."""
-        arguments = [(n, v) for n, v in self._arguments(args, kwargs) if self._guarded(v)]
+        newest first, as [(compile_id, text)] (empty: nothing compiled yet).
+
+        A compilation checks its arguments' guards in argument order, except that (as PyTorch's
+        guard manager does, to fail fast) a guard that failed moves ahead of those that failed
+        less often: which failure is named depends on the calls before."""
+        values = dict(a for a in self._arguments(args, kwargs) if self._guarded(a[1]))
         found = []
         for compile_id, guards in reversed(self.entries):
             text = None
-            for name, value in arguments:
-                guard = guards.get(name)
-                if guard is not None:
-                    text = guard.failure(name, value)
+            for i, checked in enumerate(guards):
+                name, guard = checked[0], checked[1]
+                if name in values:
+                    text = guard.failure(name, values[name])
                     if text is not None:
+                        checked[2] += 1
+                        if i:
+                            guards.sort(key=lambda c: -c[2])     # (stable)
                         break
             if text is None:
                 return None
@@ -268,7 +279,7 @@ class _CacheModel:
             return
         if self.frame_id is None:
             self.frame_id = next(_frame_ids)
-        guards = {}
+        guards = []                 # [name, guard, failures so far]
         for name, value in self._arguments(args, kwargs):
             if not self._guarded(value):
                 continue
@@ -278,14 +289,14 @@ class _CacheModel:
                 dyn = self.dynamic.setdefault(name, set())
                 if isinstance(seen, tuple) and len(seen) == len(sizes):
                     dyn.update(d for d, (a, b) in enumerate(zip(seen, sizes)) if a != b)
-                guards[name] = _TensorGuard(value, dyn)
+                guards.append([name, _TensorGuard(value, dyn), 0])
             else:
+                # a float is dynamic from the start; an int once its value changed
                 seen = self.first_seen.setdefault(name, value)
-                dynamic = (type(value) is int and type(seen) is int and seen != value
-                           and value >= 2) or self.dynamic.get(name) is True
-                if dynamic:
+                if type(value) is int and type(seen) is int and seen != value:
                     self.dynamic[name] = True
-                guards[name] = _ValueGuard(value, dynamic and type(value) is int)
+                dynamic = type(value) is float or (type(value) is int and self.dynamic.get(name) is True)
+                guards.append([name, _ValueGuard(value, dynamic), 0])
         compile_id = f"{self.frame_id}/{len(self.entries)}"
         self.entries.append((compile_id, guards))
         if failures:
