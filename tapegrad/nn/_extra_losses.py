@@ -134,11 +134,12 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     return _core._name_grad_fn(diff.norm(p, dim, keepdim=keepdim), "NormBackward1")
 
 
-_CDIST_COMPUTE_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+# (None is not among them: PyTorch's Python wrapper refuses it with its ValueError)
+_CDIST_COMPUTE_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                         "donot_use_mm_for_euclid_dist")
 
 
-def cdist(x1, x2, p: float = 2.0, compute_mode=None):
+def cdist(x1, x2, p: float = 2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """p-norm distances between the rows of x1 (..., P, M) and x2 (..., R, M): (..., P, R)."""
     from .._extra_ops import _check_tensor
     _check_tensor(x1, "cdist", "x1", 1)

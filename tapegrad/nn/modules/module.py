@@ -493,12 +493,19 @@ class Module:
         for _, m in self.named_children():
             yield m
 
-    def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool = True):
+    def _named_members(self, get_members_fn, prefix: str = "", recurse: bool = True,
+                       remove_duplicate: bool = True):
+        # PyTorch's private signature: get_members_fn(module) -> iterable of (name, value).
+        # Meta-learning libraries (torchmeta's MetaModule) subclass Module and call it with a
+        # lambda; tapegrad's own callers pass the name of the member dict instead.
+        if isinstance(get_members_fn, str):
+            store = get_members_fn
+            get_members_fn = lambda module: getattr(module, store).items()
         seen = set()
         mods = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse
                 else [(prefix, self)])
         for mod_prefix, module in mods:
-            for name, value in getattr(module, store).items():
+            for name, value in get_members_fn(module):
                 if value is None or (remove_duplicate and id(value) in seen):
                     continue
                 seen.add(id(value))
