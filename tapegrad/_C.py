@@ -8,13 +8,21 @@ from __future__ import annotations as _annotations
 from . import _core
 from ._core import is_grad_enabled
 from ._random import Generator
+from .autograd.variable import _EngineBase
 from .linalg import LinAlgError as _LinAlgError
 from .overrides import _disabled_torch_function_impl
 from .overrides import _DisableTorchFunctionSubclass as DisableTorchFunctionSubclass
 
 __all__ = ["Generator", "is_grad_enabled", "_set_grad_enabled", "_get_tracing_state",
            "_LinAlgError", "_log_api_usage_once", "_disabled_torch_function_impl",
-           "DisableTorchFunctionSubclass"]
+           "DisableTorchFunctionSubclass", "_EngineBase", "_current_graph_task_id"]
+
+
+def _current_graph_task_id() -> int:
+    """An id of the backward pass running on this thread (the same throughout the pass), or -1
+    outside one."""
+    current = _core._backward_pass()
+    return -1 if current is None else id(current)
 
 
 def _get_tracing_state():

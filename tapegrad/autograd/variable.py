@@ -37,5 +37,30 @@ class _VariableMeta(type):
         return result
 
 
+class _EngineBase:
+    """The autograd engine as scripts reach it, Variable._execution_engine (PyTorch's
+    torch._C._EngineBase): queue_callback, and run_backward, the call behind backward / grad."""
+
+    def queue_callback(self, callback) -> None:
+        """Run callback() when the backward pass running on this thread ends (a hook's way to
+        act once all gradients are in: bucketing, logging); outside a backward, PyTorch's
+        RuntimeError."""
+        _core._queue_backward_callback(callback)
+
+    def run_backward(self, tensors, grad_tensors, keep_graph, create_graph, inputs=(),
+                     allow_unreachable=True, accumulate_grad=True):
+        """One backward pass: into .grad (accumulate_grad) or returning the gradients of
+        `inputs`, as torch.autograd.backward / grad call it."""
+        from . import backward, grad
+        if accumulate_grad:
+            backward(tensors, grad_tensors, retain_graph=keep_graph, create_graph=create_graph,
+                     inputs=tuple(inputs) or None)
+            return ()
+        return grad(tensors, inputs, grad_tensors, retain_graph=keep_graph,
+                    create_graph=create_graph, allow_unused=allow_unreachable)
+
+
 class Variable(metaclass=_VariableMeta):
     """Variable(data=None, requires_grad=False): a tensor (see the module docstring)."""
+
+    _execution_engine = _EngineBase()
