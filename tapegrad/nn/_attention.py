@@ -50,6 +50,14 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., L, S).
     A query row that may attend nothing gives zeros (as PyTorch's math kernel), not NaN.
     attn_mask may also be a torch.nn.attention.bias.CausalBias, which runs its own dispatch."""
+    if not isinstance(query, _core.TensorBase):
+        # a nested tensor (or another tensor-like object): its __torch_function__ computes it
+        from ..overrides import handle_torch_function, has_torch_function
+        if has_torch_function((query, key, value)):
+            return handle_torch_function(
+                scaled_dot_product_attention, (query, key, value), query, key, value,
+                attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                enable_gqa=enable_gqa)
     if isinstance(attn_mask, CausalBias):
         return attn_mask._dispatch(query, key, value, dropout_p=dropout_p, is_causal=is_causal,
                                    scale=scale, enable_gqa=enable_gqa)
