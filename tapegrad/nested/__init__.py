@@ -124,6 +124,8 @@ def as_nested_tensor(ts, dtype=None, device=None, layout=None):
     if isinstance(ts, Tensor) and ts.dim() < 2:
         raise RuntimeError("as_nested_tensor(): Expected tensor argument to have dim() > 1")
     layout = strided if layout is None else layout
+    if layout is strided and not isinstance(ts, Tensor):
+        _warn_prototype()
     parts = list(ts.unbind(0)) if isinstance(ts, Tensor) else _as_tensors(ts, dtype, False)
     if dtype is not None:
         parts = [p.to(dtype) for p in parts]

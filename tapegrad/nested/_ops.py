@@ -357,6 +357,19 @@ def _reshape(func, args, kwargs):
     return nt.with_values(values)
 
 
+@handles("unflatten")
+def _unflatten(func, args, kwargs):
+    nt = args[0]
+    dim = _dim(nt, _arg(args, kwargs, 1, "dim"))
+    sizes = tuple(_arg(args, kwargs, 2, "sizes"))
+    if nt._layout is strided:
+        return _per_component(nt, lambda c: c.unflatten(dim - 1, sizes))
+    if dim in (0, nt._ragged_idx):
+        raise RuntimeError(f"unflatten(): not supported for NestedTensor on dim={dim}")
+    ragged = nt._ragged_idx + (len(sizes) - 1 if dim < nt._ragged_idx else 0)
+    return nt.with_values(nt._values.unflatten(dim - 1, sizes), ragged)
+
+
 @handles("unsqueeze")
 def _unsqueeze(func, args, kwargs):
     nt = args[0]
@@ -412,13 +425,15 @@ def _sum_mean(func, args, kwargs):
         out = reduce(_T["cat"](nt.components(), r - 1) if nt._lengths is not None
                      else nt._values, inner, keepdim=keepdim, **extra)
         return out.unsqueeze(0) if keepdim else out
+    # (PyTorch's nodes: its nested sum's own, mean's the dense one)
+    node = "SumBackwardAutogradNestedTensor1" if name == "sum" else "MeanBackward1"
     if r in dims:       # over the ragged dim: one row per component, a dense result
         inner = [d - 1 for d in dims]
         rows = [reduce(c, inner, keepdim=keepdim, **extra) for c in nt.components()]
-        return _T["stack"](rows)
+        return _named(_T["stack"](rows), node)
     values = reduce(nt._values, [d - 1 for d in dims], keepdim=keepdim, **extra)
     ragged = r if keepdim else r - sum(1 for d in dims if d < r)
-    return nt.with_values(values, ragged)
+    return nt.with_values(_named(values, node), ragged)
 
 
 @handles("matmul", "bmm")
@@ -467,6 +482,11 @@ def _attention(func, args, kwargs):
     if not (q.batch_size() == k.batch_size() == v.batch_size()):
         raise RuntimeError("scaled_dot_product_attention(): query, key and value must have the "
                            "same batch size")
+    if any(t._layout is jagged and not _packed_contiguous(t) for t in (q, k, v)):
+        # (PyTorch's kernels read each of q, k, v as one buffer of its packed layout)
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found.")
+    from . import _warn_prototype
+    _warn_prototype()       # (PyTorch's math kernel goes through a strided nested tensor)
     from ..nn._attention import scaled_dot_product_attention as attend
     options = {key: bound[key] for key in ("dropout_p", "is_causal", "scale", "enable_gqa")
                if key in bound}
@@ -521,6 +541,13 @@ def _flatten(func, args, kwargs):
         raise RuntimeError(f"flatten(): not supported for NestedTensor on dim={start}")
     ragged = nt._ragged_idx - (end - start if nt._ragged_idx > end else 0)
     return nt.with_values(nt._values.flatten(start - 1, end - 1), ragged)
+
+
+def _packed_contiguous(nt) -> bool:
+    """Whether the values, with the packed dim moved first, are contiguous (a jagged tensor
+    transposed to (B, H, j, D) from a contiguous (B, j, H, D) one is)."""
+    return nt._lengths is None and \
+        nt._values.movedim(nt._ragged_idx - 1, 0).is_contiguous()
 
 
 @handles("clone")
