@@ -402,6 +402,10 @@ def _sum_mean(func, args, kwargs):
     extra = {} if dtype is None else {"dtype": dtype}
     reduce = _core.TORCH_FUNCTIONS[name]
     if nt._layout is strided:
+        if name == "mean" and nt.requires_grad and _core.is_grad_enabled():
+            # (PyTorch's autograd asks the sizes before the kernel is looked for)
+            raise RuntimeError("Internal error: NestedTensorImpl doesn't support sizes. Please "
+                               "file an issue.")
         if name == "mean" or dim is None:
             raise unsupported(name, strided, args, kwargs)
         dims = _reduce_dims(nt, dim)
@@ -412,9 +416,9 @@ def _sum_mean(func, args, kwargs):
             raise RuntimeError("NestedTensor always requires keepdim=True for now.")
         return _per_component(nt, lambda c: reduce(c, -1, keepdim=True, **extra))
     if dim is None:
-        if nt._lengths is not None:
-            return reduce(_T["cat"]([c.reshape(-1) for c in nt.components()]), **extra)
-        return reduce(nt._values, **extra)
+        flat = _T["cat"]([c.reshape(-1) for c in nt.components()]) \
+            if nt._lengths is not None else nt._values
+        return _named(reduce(flat, **extra), f"{name.capitalize()}BackwardAutogradNestedTensor0")
     dims = _reduce_dims(nt, dim)
     r = nt._ragged_idx
     if 0 in dims and r not in dims:
