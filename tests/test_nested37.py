@@ -307,3 +307,15 @@ def test_refusals_match_pytorch(layout, op, error, phrase):
         op(torch, theirs)
     with pytest.raises(error, match=phrase.replace("(", r"\(").replace(")", r"\)")):
         op(tg, mine)
+
+
+def test_jagged_padding_length_follows_pytorchs_cached_max_seqlen():
+    values = np.sin(np.arange(21.)).reshape(7, 3)
+    offsets = [0, 2, 6, 7]
+    for kwargs in ({}, {"max_seqlen": 5}):
+        mine = tg.nested.nested_tensor_from_jagged(tg.tensor(values), tg.tensor(offsets), **kwargs)
+        theirs = torch.nested.nested_tensor_from_jagged(torch.tensor(values),
+                                                        torch.tensor(offsets), **kwargs)
+        for op in (lambda x: x, lambda x: x.mean(-1, keepdim=True), lambda x: x.softmax(-1)):
+            close(tg.nested.to_padded_tensor(op(mine), 0.0),
+                  torch.nested.to_padded_tensor(op(theirs), 0.0))

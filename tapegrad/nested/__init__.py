@@ -83,8 +83,9 @@ def _pack(parts, layout, dtype):
                            "dim.")
     axis = differing[0] if differing else 0
     values = _T["cat"](list(parts), axis)
-    return NestedTensor.jagged_from_values(values, _offsets_of([s[axis] for s in shapes]),
-                                           axis + 1)
+    lengths = [s[axis] for s in shapes]
+    return NestedTensor.jagged_from_values(values, _offsets_of(lengths), axis + 1,
+                                           max_seqlen=max(lengths))
 
 
 def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -150,7 +151,8 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
     view = values.view(values.shape)
     if values.requires_grad:
         view = _core._name_grad_fn(view, "NestedViewFromJaggedBackward0")
-    return NestedTensor.jagged_from_values(view, offsets, jagged_dim, lengths)
+    return NestedTensor.jagged_from_values(view, offsets, jagged_dim, lengths,
+                                           max_seqlen=max_seqlen)
 
 
 def narrow(tensor, dim, start, length, layout=strided):

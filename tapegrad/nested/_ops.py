@@ -656,6 +656,13 @@ def to_padded_tensor(input, padding, output_size=None):
                                "Truncation is not supported.")
     else:
         target = widest
+        if input._layout is jagged:
+            # PyTorch pads the ragged dim to the cached max_seqlen, or without one to an upper
+            # bound it knows without reading the offsets: the packed length
+            axis = input._ragged_idx - 1
+            known = input._max_seqlen
+            target[axis] = max(target[axis], input._values.shape[axis] if known is None
+                               else int(known))
     pad = _core.NN_FUNCTIONS["pad"]
     rows = []
     for part in parts:

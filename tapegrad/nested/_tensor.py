@@ -102,6 +102,10 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
     _lengths = None
     _ragged_idx = 1
     _number = 0
+    # The longest component's length when known (PyTorch caches it from the tensor list or
+    # nested_tensor_from_jagged's max_seqlen, and keeps it through ops that keep the offsets);
+    # to_padded_tensor pads a jagged tensor without it to the packed length, as PyTorch does.
+    _max_seqlen = None
 
     @classmethod
     def strided_from_buffer(cls, buffer, sizes):
@@ -111,8 +115,10 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
         return nt
 
     @classmethod
-    def jagged_from_values(cls, values, offsets, ragged_idx: int = 1, lengths=None, number=None):
+    def jagged_from_values(cls, values, offsets, ragged_idx: int = 1, lengths=None, number=None,
+                           max_seqlen=None):
         nt = cls.__new__(cls)
+        nt._max_seqlen = max_seqlen
         nt._layout = jagged
         nt._values = values
         nt._offsets = offsets
@@ -127,7 +133,7 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
             return NestedTensor.strided_from_buffer(values, self._sizes)
         return NestedTensor.jagged_from_values(
             values, self._offsets, self._ragged_idx if ragged_idx is None else ragged_idx,
-            self._lengths, self._number)
+            self._lengths, self._number, self._max_seqlen)
 
     def from_components(self, components, grad_fn_name=None, ragged_idx=None):
         """A nested tensor of this one's layout and batch made of `components` (the results of an
