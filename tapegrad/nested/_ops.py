@@ -21,6 +21,7 @@ import numbers
 
 from .. import _core
 from .._layout import jagged, strided
+from ..tensor import Size
 from ._tensor import NestedTensor, dim_out_of_range
 
 _T = _core.TORCH_FUNCTIONS
@@ -160,14 +161,11 @@ def _strided_binary(func, name, base, args, kwargs):
                 raise RuntimeError("Expected both self and other to be nested, but got a nested "
                                    "self and non-nested other")
             raise unsupported(name, strided, args, kwargs)
-    elif others and not _is_scalar(others[0]):
-        if isinstance(others[0], _core.TensorBase):
-            first = "self" if isinstance(args[0], NestedTensor) else "other"
-            raise RuntimeError("Expected both self and other to be nested, but got a nested "
-                               f"{first} and non-nested {'other' if first == 'self' else 'self'}"
-                               if first == "self" else
-                               "Expected both self and other to be nested, but got a non-nested "
-                               "self and nested other")
+    elif others and isinstance(others[0], _core.TensorBase) and not _is_scalar(others[0]):
+        raise RuntimeError("Expected both self and other to be nested, but got a nested self "
+                           "and non-nested other" if isinstance(args[0], NestedTensor) else
+                           "Expected both self and other to be nested, but got a non-nested "
+                           "self and nested other")
     if len(nested) == 2 and nested[0]._sizes != nested[1]._sizes:
         raise RuntimeError(f"{base} does not support broadcasting when given a NestedTensor")
     return _elementwise(func, name, args, kwargs)
@@ -188,7 +186,7 @@ def _elementwise(func, name, args, kwargs):
     if nt._layout is jagged and dense:
         if any(d.dim() >= nt.dim() for d in dense):
             return _jagged_with_batched_dense(func, nt, args, kwargs)
-        _check_broadcast_misses_ragged(nt, dense)
+        _check_broadcast_misses_ragged(name, nt, dense)
 
     def unwrap(value):
         return value._values if isinstance(value, NestedTensor) else value
@@ -200,14 +198,18 @@ def _elementwise(func, name, args, kwargs):
     return nt.with_values(result)
 
 
-def _check_broadcast_misses_ragged(nt, dense) -> None:
+def _check_broadcast_misses_ragged(name, nt, dense) -> None:
     """A dense operand shorter than the nested tensor broadcasts over its trailing dims; one that
     reaches the ragged dim must have size 1 there (else it would pair with packed elements)."""
     packed_from_end = nt._values.dim() - (nt._ragged_idx - 1)
     for d in dense:
         if d.dim() >= packed_from_end and d.shape[d.dim() - packed_from_end] != 1:
-            raise RuntimeError(f"cannot call binary pointwise function with inputs of shapes "
-                               f"{_size_text(nt)} and {tuple(d.shape)}")
+            raise _shapes_error(name, nt, d)
+
+
+def _shapes_error(name, nt, dense):
+    return RuntimeError(f"cannot call binary pointwise function {name}.Tensor with inputs of "
+                        f"shapes {Size(nt.jagged_size())!r} and {dense.shape!r}")
 
 
 def _jagged_with_batched_dense(func, nt, args, kwargs):
@@ -219,8 +221,7 @@ def _jagged_with_batched_dense(func, nt, args, kwargs):
         if isinstance(a, _core.TensorBase) and not isinstance(a, NestedTensor) and a.dim() > 0:
             if a.dim() > nt.dim() or a.shape[0] not in (1, batch) or \
                     a.shape[nt._ragged_idx] != 1:
-                raise RuntimeError(f"cannot call binary pointwise function with inputs of shapes "
-                                   f"{_size_text(nt)} and {tuple(a.shape)}")
+                raise _shapes_error(getattr(func, "__name__", "op"), nt, a)
             rows[position] = a
     parts = []
     for i, component in enumerate(nt.components()):
@@ -594,6 +595,8 @@ def _narrow(func, args, kwargs):
         _arg(args, kwargs, 2, "start"), _arg(args, kwargs, 3, "length")
     if _dim(nt, dim) != 0:
         raise RuntimeError(f"narrow(): only dim=0 supported for nested tensors, but got: {dim}")
+    if nt._layout is jagged:
+        raise RuntimeError("narrow(): not supported for NestedTensor on dim=0")
     return nt.from_components(nt.components()[start:start + length])
 
 

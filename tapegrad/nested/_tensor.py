@@ -145,7 +145,7 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
             if components:
                 values = _core.TORCH_FUNCTIONS["cat"]([c.reshape(-1) for c in components])
             else:
-                values = self._values
+                values = self._values.narrow(0, 0, 0)
             made = NestedTensor.strided_from_buffer(values, [tuple(c.shape) for c in components])
         else:
             ragged_idx = self._ragged_idx if ragged_idx is None else ragged_idx
@@ -245,6 +245,8 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
     nelement = numel
 
     def __len__(self) -> int:
+        if self._layout is strided:
+            raise _internal_sizes_error()
         return self.batch_size()
 
     @property
@@ -262,10 +264,8 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
     # -- the jagged layout's parts ------------------------------------------------------------------
 
     def values(self):
-        """The packed values, as a view on the graph (PyTorch's NestedGetValuesBackward0)."""
-        if self._layout is strided:
-            raise RuntimeError("Nested tensor values() is only supported for the jagged layout "
-                               "(tapegrad: the strided layout keeps a buffer of its own)")
+        """The packed values (the strided layout's: its 1-D buffer), as a view on the graph
+        (PyTorch's NestedGetValuesBackward0)."""
         alias = self._values.view(self._values.shape)
         return _core._name_grad_fn(alias, "NestedGetValuesBackward0")
 
@@ -288,6 +288,8 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
         return tuple(parts)
 
     def __iter__(self):
+        if self._layout is strided:
+            raise _internal_sizes_error()
         return iter(self.unbind())
 
     def is_contiguous(self, memory_format=None) -> bool:
@@ -386,7 +388,11 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
         raise _internal_sizes_error()
 
     def tolist(self):
-        return [c.tolist() for c in self.components()]
+        if self._layout is jagged:
+            raise RuntimeError(".tolist() is not supported for tensor subclasses, got "
+                               "NestedTensor")
+        raise RuntimeError("Internal error: NestedTensorImpl doesn't support strides. Please "
+                           "file an issue.")
 
     def __bool__(self):
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
