@@ -55,7 +55,7 @@ _name_as_registered(_core.TORCH_FUNCTIONS)
 
 from .tensor import Size, Tensor
 from ._layout import (layout, strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
-                      sparse_bsc)
+                      sparse_bsc, jagged)
 from ._device import device, set_default_device, get_default_device
 from .creation import (
     tensor,
@@ -252,6 +252,7 @@ _LAZY = _lazy.table({
     "library": (),
     "linalg": (),
     "masked": (),
+    "nested": (),       # torch.nested: nested tensors of the strided and jagged layouts
     "mps": (),
     "multiprocessing": (),
     "nn": (),

@@ -44,6 +44,7 @@ from tapegrad import linalg as linalg
 from tapegrad import masked as masked
 from tapegrad import mps as mps
 from tapegrad import multiprocessing as multiprocessing
+from tapegrad import nested as nested
 from tapegrad import nn as nn
 from tapegrad import onnx as onnx
 from tapegrad import optim as optim
@@ -472,6 +473,7 @@ __all__ = [
     'isposinf',
     'isreal',
     'istft',
+    'jagged',
     'kaiser_window',
     'kl_div',
     'kron',
@@ -2256,6 +2258,7 @@ def isreal(input: Any) -> Any: ...
 
 def istft(input: Any, n_fft: Any, hop_length: Any = ..., win_length: Any = ..., window: Any = ..., center: Any = ..., normalized: Any = ..., onesided: Any = ..., length: Any = ..., return_complex: Any = ...) -> Any: ...
 
+jagged: Any
 def kaiser_window(window_length: Any, periodic: Any = ..., beta: Any = ..., *, dtype: Any = ..., layout: Any = ..., device: Any = ..., pin_memory: _bool = ..., requires_grad: Any = ...) -> Any: ...
 
 def kl_div(input: Any, target: Any, reduction: Any = ..., *, log_target: Any = ...) -> Tensor: ...

@@ -33,6 +33,9 @@ sparse_csr = layout("sparse_csr")
 sparse_csc = layout("sparse_csc")
 sparse_bsr = layout("sparse_bsr")
 sparse_bsc = layout("sparse_bsc")
+# Nested tensors of the jagged layout (tapegrad.nested: values packed along the ragged dim plus
+# offsets); nested tensors of the strided layout report torch.strided.
+jagged = layout("jagged")
 
 
 _Layout = layout

@@ -12,6 +12,7 @@ with numpy and enter as added tensors (a bool mask as a 0 / -inf bias, as PyTorc
 from __future__ import annotations as _annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -50,6 +51,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     attn_mask: bool (True = may attend) or float (added to the scores), broadcast to (..., L, S).
     A query row that may attend nothing gives zeros (as PyTorch's math kernel), not NaN.
     attn_mask may also be a torch.nn.attention.bias.CausalBias, which runs its own dispatch."""
+    if not isinstance(query, _core.TensorBase):
+        # nested tensors attend component by component (tapegrad.nested's ops); other
+        # tensor-like objects (fx proxies) find their way below
+        nested = sys.modules.get("tapegrad.nested._tensor")
+        if nested is not None and isinstance(query, nested.NestedTensor):
+            from ..nested._ops import call
+            return call(scaled_dot_product_attention, (query, key, value),
+                        {"attn_mask": attn_mask, "dropout_p": dropout_p, "is_causal": is_causal,
+                         "scale": scale, "enable_gqa": enable_gqa})
     if isinstance(attn_mask, CausalBias):
         return attn_mask._dispatch(query, key, value, dropout_p=dropout_p, is_causal=is_causal,
                                    scale=scale, enable_gqa=enable_gqa)
