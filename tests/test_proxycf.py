@@ -191,3 +191,24 @@ def test_a_group_of_several_processes_is_refused_not_awaited(tmp_path):
     assert not tg.distributed.is_initialized()
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         tg.nn.parallel.DistributedDataParallel(tg.nn.Linear(2, 2))
+
+
+def test_sync_batchnorm_with_a_group_rejects_cpu_input_as_torch(torch, tmp_path):
+    # PyTorch syncs statistics only for accelerator tensors: in training mode with a group it
+    # counts the batch, then raises; eval mode normalises with the running statistics.
+    def run(lib, path):
+        x = lib.arange(12.0).view(4, 3)
+        bn = lib.nn.SyncBatchNorm(3)
+        bn(x)
+        with _world_of_one(lib, path):
+            outcomes = _errors([lambda: bn(x), lambda: bn(x.view(4, 3, 1, 1))])
+            counted = bn.num_batches_tracked.item()
+            bn.eval()
+            evaluated = bn(x)[0].tolist()
+            model = lib.nn.SyncBatchNorm.convert_sync_batchnorm(
+                lib.nn.Sequential(lib.nn.Linear(3, 3), lib.nn.BatchNorm1d(3)))
+            outcomes += _errors([lambda: lib.nn.parallel.DistributedDataParallel(model)])
+        return outcomes, counted, evaluated
+    ours, theirs = run(tg, tmp_path / "a"), run(torch, tmp_path / "b")
+    assert ours[:2] == theirs[:2] and ours[1] == 3
+    assert np.allclose(ours[2], theirs[2], rtol=1e-6)

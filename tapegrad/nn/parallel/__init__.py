@@ -52,7 +52,11 @@ class DistributedDataParallel(Module):
                  broadcast_buffers: bool = True, process_group=None, bucket_cap_mb=None,
                  find_unused_parameters: bool = False, *args, **kwargs) -> None:
         from ... import distributed
+        from ..modules.normalization import SyncBatchNorm
         distributed.distributed_c10d._default_group()     # raises without a process group
+        if any(isinstance(m, SyncBatchNorm) for m in module.modules()):
+            # PyTorch hands SyncBatchNorm its group only for accelerator modules; ours are CPU ones
+            raise ValueError("SyncBatchNorm layers only work with GPU modules")
         super().__init__()
         self.module = module
         self.device_ids = None if not device_ids else list(device_ids)
