@@ -17,9 +17,8 @@ from __future__ import annotations as _annotations
 import enum
 import os
 import pickle
+import warnings
 from datetime import timedelta
-
-from typing_extensions import deprecated
 
 from .._torch_names import TorchNamedClass, object_repr
 
@@ -348,10 +347,11 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
     return _done(async_op)
 
 
-@deprecated("`torch.distributed.all_gather_into_tensor` is deprecated. "
-            "Please use `torch.distributed.all_gather_single` instead.", category=FutureWarning)
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """PyTorch 2.13's deprecated name of ``all_gather_single``."""
+    """PyTorch 2.13's deprecated name of ``all_gather_single`` (it warns, then gathers)."""
+    warnings.warn("`torch.distributed.all_gather_into_tensor` is deprecated. "
+                  "Please use `torch.distributed.all_gather_single` instead.", FutureWarning,
+                  stacklevel=2)
     return all_gather_single(output_tensor, input_tensor, group, async_op)
 
 
