@@ -18,15 +18,55 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.distributed import distributed_c10d as distributed_c10d
 from tapegrad.distributed import rpc as rpc
+from tapegrad.distributed.distributed_c10d import Backend as Backend
+from tapegrad.distributed.distributed_c10d import GroupMember as GroupMember
+from tapegrad.distributed.distributed_c10d import ProcessGroup as ProcessGroup
+from tapegrad.distributed.distributed_c10d import ReduceOp as ReduceOp
+from tapegrad.distributed.distributed_c10d import Work as Work
+from tapegrad.distributed.distributed_c10d import all_gather as all_gather
+from tapegrad.distributed.distributed_c10d import all_gather_into_tensor as all_gather_into_tensor
+from tapegrad.distributed.distributed_c10d import all_gather_object as all_gather_object
+from tapegrad.distributed.distributed_c10d import all_gather_single as all_gather_single
+from tapegrad.distributed.distributed_c10d import all_reduce as all_reduce
+from tapegrad.distributed.distributed_c10d import all_to_all as all_to_all
+from tapegrad.distributed.distributed_c10d import barrier as barrier
+from tapegrad.distributed.distributed_c10d import broadcast as broadcast
+from tapegrad.distributed.distributed_c10d import broadcast_object_list as broadcast_object_list
+from tapegrad.distributed.distributed_c10d import destroy_process_group as destroy_process_group
+from tapegrad.distributed.distributed_c10d import gather as gather
+from tapegrad.distributed.distributed_c10d import get_backend as get_backend
+from tapegrad.distributed.distributed_c10d import get_rank as get_rank
+from tapegrad.distributed.distributed_c10d import get_world_size as get_world_size
+from tapegrad.distributed.distributed_c10d import group as group
+from tapegrad.distributed.distributed_c10d import init_process_group as init_process_group
+from tapegrad.distributed.distributed_c10d import irecv as irecv
+from tapegrad.distributed.distributed_c10d import is_available as is_available
+from tapegrad.distributed.distributed_c10d import is_gloo_available as is_gloo_available
+from tapegrad.distributed.distributed_c10d import is_initialized as is_initialized
+from tapegrad.distributed.distributed_c10d import is_mpi_available as is_mpi_available
+from tapegrad.distributed.distributed_c10d import is_nccl_available as is_nccl_available
+from tapegrad.distributed.distributed_c10d import is_torchelastic_launched as is_torchelastic_launched
+from tapegrad.distributed.distributed_c10d import isend as isend
+from tapegrad.distributed.distributed_c10d import new_group as new_group
+from tapegrad.distributed.distributed_c10d import recv as recv
+from tapegrad.distributed.distributed_c10d import reduce as reduce
+from tapegrad.distributed.distributed_c10d import reduce_scatter as reduce_scatter
+from tapegrad.distributed.distributed_c10d import scatter as scatter
+from tapegrad.distributed.distributed_c10d import send as send
 
 __all__ = [
     'rpc',
     'Backend',
     'GroupMember',
+    'ProcessGroup',
     'ReduceOp',
+    'Work',
     'all_gather',
+    'all_gather_into_tensor',
     'all_gather_object',
+    'all_gather_single',
     'all_reduce',
     'all_to_all',
     'barrier',
@@ -54,85 +94,3 @@ __all__ = [
     'scatter',
     'send',
 ]
-
-class Backend(builtins.str):
-    FAKE: _str
-    GLOO: _str
-    MPI: _str
-    NCCL: _str
-    UCC: _str
-    UNDEFINED: _str
-    XCCL: _str
-
-class GroupMember:
-    NON_GROUP_MEMBER: _int
-    WORLD: Any
-
-class ReduceOp:
-    AVG: Any
-    BAND: Any
-    BOR: Any
-    BXOR: Any
-    MAX: Any
-    MIN: Any
-    PREMUL_SUM: Any
-    PRODUCT: Any
-    RedOpType: typing.ClassVar[builtins.type[Any]]
-    SUM: Any
-
-def all_gather(*args: Any, **kwargs: Any) -> None: ...
-
-def all_gather_object(*args: Any, **kwargs: Any) -> None: ...
-
-def all_reduce(*args: Any, **kwargs: Any) -> None: ...
-
-def all_to_all(*args: Any, **kwargs: Any) -> None: ...
-
-def barrier(group: Any = ..., *args: Any, **kwargs: Any) -> None: ...
-
-def broadcast(*args: Any, **kwargs: Any) -> None: ...
-
-def broadcast_object_list(*args: Any, **kwargs: Any) -> None: ...
-
-def destroy_process_group(group: Any = ...) -> None: ...
-
-def gather(*args: Any, **kwargs: Any) -> None: ...
-
-def get_backend(*args: Any, **kwargs: Any) -> None: ...
-
-def get_rank(group: Any = ...) -> _int: ...
-
-def get_world_size(group: Any = ...) -> _int: ...
-
-class group:
-    WORLD: Any
-
-def init_process_group(backend: Any = ..., *args: Any, **kwargs: Any) -> None: ...
-
-def irecv(*args: Any, **kwargs: Any) -> None: ...
-
-def is_available() -> _bool: ...
-
-def is_gloo_available() -> _bool: ...
-
-def is_initialized() -> _bool: ...
-
-def is_mpi_available() -> _bool: ...
-
-def is_nccl_available() -> _bool: ...
-
-def is_torchelastic_launched() -> _bool: ...
-
-def isend(*args: Any, **kwargs: Any) -> None: ...
-
-def new_group(*args: Any, **kwargs: Any) -> None: ...
-
-def recv(*args: Any, **kwargs: Any) -> None: ...
-
-def reduce(*args: Any, **kwargs: Any) -> None: ...
-
-def reduce_scatter(*args: Any, **kwargs: Any) -> None: ...
-
-def scatter(*args: Any, **kwargs: Any) -> None: ...
-
-def send(*args: Any, **kwargs: Any) -> None: ...

@@ -4,7 +4,7 @@ from __future__ import annotations as _annotations
 import numbers
 import warnings
 
-from ... import creation
+from ... import creation, distributed
 from ..._device import check_device
 from ...grad_mode import no_grad
 from .. import functional as F
@@ -128,6 +128,10 @@ class _BatchNorm(_NormBase):
 
     def forward(self, input):
         self._check_input_dim(input)
+        return self._normalise(input, self._count_batch())
+
+    def _count_batch(self) -> float:
+        """Count a training batch; return the running statistics' update factor."""
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
@@ -138,6 +142,9 @@ class _BatchNorm(_NormBase):
             # momentum=None: a cumulative moving average over the batches seen.
             factor = (1.0 / float(self.num_batches_tracked.item()) if self.momentum is None
                       else self.momentum)
+        return factor
+
+    def _normalise(self, input, factor: float):
         use_batch_stats = self.training or (self.running_mean is None
                                             and self.running_var is None)
         keep_running = not self.training or self.track_running_stats
@@ -164,9 +171,10 @@ class BatchNorm2d(_BatchNorm):
 
 class SyncBatchNorm(_BatchNorm):
     """Batch normalisation whose statistics, under data-parallel training, are gathered across
-    the processes of ``process_group``.  This build has no distributed backend, so no process
-    group can exist and the layer computes exactly what PyTorch's does without one: plain batch
-    normalisation over dim 1 of an input of any rank >= 2."""
+    the processes of ``process_group``.  Without a process group (or in eval mode) it computes
+    exactly what PyTorch's does: plain batch normalisation over dim 1 of an input of any rank
+    >= 2.  With one, PyTorch syncs only accelerator tensors and rejects CPU ones after counting
+    the batch; every tapegrad tensor is on the CPU, so training mode raises the same error."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, process_group=None,
@@ -181,6 +189,14 @@ class SyncBatchNorm(_BatchNorm):
             raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
         if input.size(1) == 0:
             raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = self._count_batch()
+        if self.training and distributed.is_initialized():
+            raise ValueError("SyncBatchNorm expected input tensor to be on GPU or XPU or "
+                             "privateuseone")
+        return self._normalise(input, factor)
 
     @classmethod
     def convert_sync_batchnorm(cls, module, process_group=None):

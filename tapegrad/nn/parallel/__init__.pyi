@@ -36,8 +36,15 @@ class DataParallel(_Module):
     dim: Any
 
 class DistributedDataParallel(_Module):
-    def __init__(self, module: Any, *args: Any, **kwargs: Any) -> None: ...
+    def __init__(self, module: Any, device_ids: Any = ..., output_device: Any = ..., dim: _int = ..., broadcast_buffers: _bool = ..., process_group: Any = ..., bucket_cap_mb: Any = ..., find_unused_parameters: _bool = ..., *args: Any, **kwargs: Any) -> None: ...
     def forward(self, *inputs: Any, **kwargs: Any) -> Any: ...  # type: ignore[override]
+    def no_sync(self) -> Any: ...
     module: Any
+    device_ids: Any
+    output_device: Any
+    dim: Any
+    broadcast_buffers: Any
+    find_unused_parameters: Any
+    require_backward_grad_sync: Any
 
 def data_parallel(module: Any, inputs: Any, device_ids: Any = ..., output_device: Any = ..., dim: Any = ..., module_kwargs: Any = ...) -> None: ...

@@ -227,8 +227,8 @@ class DistributedSampler(Sampler[_T_co]):
     data-parallel training: every ``num_replicas``-th index of the (shuffled, seeded with
     ``seed + epoch``) order, padded by repeating it so each replica gets the same count, or cut
     to a multiple of ``num_replicas`` with ``drop_last``.  Without an explicit
-    ``num_replicas``/``rank`` they come from the default process group, which this build never
-    has (``ValueError``, as PyTorch without ``init_process_group``)."""
+    ``num_replicas``/``rank`` they come from the default process group (``ValueError``, as
+    PyTorch's, before ``init_process_group``)."""
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle: bool = True,
                  seed: int = 0, drop_last: bool = False) -> None:
