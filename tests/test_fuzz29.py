@@ -80,3 +80,21 @@ def test_fuzz_65300208_program():
     t, g = _both(run)
     for a, b in zip(g, t):
         np.testing.assert_allclose(a, b, rtol=1e-6)
+
+
+# -- fft.ihfft's result is a conj() view in PyTorch (fuzz 65301814) ------------------------------
+
+def test_ihfft_carries_the_conjugate_bit():
+    def run(L):
+        x = L.tensor([0.34, 0.74, -0.2], dtype=L.float64, requires_grad=True)
+        y = L.fft.ihfft(x)
+        flags = (y.is_conj(), y.conj().is_conj(), L.fft.ihfft2(x.detach().reshape(1, 3)).is_conj(),
+                 L.fft.ihfftn(x.detach()).is_conj())
+        with pytest.raises(RuntimeError, match="unresolved conjugated"):
+            L.view_as_real(y)
+        z = y.exp_()                        # an in-place write keeps the bit
+        (L.view_as_real(z.conj()) * L.tensor([1.0, 2.0], dtype=L.float64)).sum().backward()
+        return flags, z.is_conj(), x.grad.numpy()
+    (tf, tz, tg), (gf, gz, gg) = _both(run)
+    assert gf == tf and gz == tz
+    np.testing.assert_allclose(gg, tg, rtol=1e-12)
