@@ -98,3 +98,18 @@ def test_ihfft_carries_the_conjugate_bit():
     (tf, tz, tg), (gf, gz, gg) = _both(run)
     assert gf == tf and gz == tz
     np.testing.assert_allclose(gg, tg, rtol=1e-12)
+
+
+# -- F.embedding_bag of a 2-D input with no columns (fuzz 60901006) -------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 0), (0, 0), (0, 3)])
+def test_embedding_bag_of_empty_rows_refuses_as_torch(shape):
+    def run(L):
+        w = L.tensor(np.arange(6.0).reshape(3, 2), requires_grad=True)
+        try:
+            out = L.nn.functional.embedding_bag(L.zeros(shape, dtype=L.int64), w, mode="max")
+        except RuntimeError as e:
+            return str(e)
+        return tuple(out.shape)
+    t, g = _both(run)
+    assert g == t
