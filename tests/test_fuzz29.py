@@ -113,3 +113,35 @@ def test_embedding_bag_of_empty_rows_refuses_as_torch(shape):
         return tuple(out.shape)
     t, g = _both(run)
     assert g == t
+
+
+# -- vmap refuses ops of data-dependent shape as PyTorch (fuzz transforms 2313) -------------------
+
+@pytest.mark.parametrize("body", [
+    "torch.nonzero(a)", "a.nonzero()", "a.nonzero(as_tuple=True)[0]", "torch.where(a > 0)[0]",
+    "torch.unique(a)", "torch.unique(a, dim=0)", "torch.unique_consecutive(a)",
+    "a[a.reshape(-1).nonzero()[:, 0]]"])
+def test_vmap_refuses_dynamic_shape_ops(body):
+    def run(L):
+        fn = eval(f"lambda a: {body}", {"torch": L})
+        try:
+            L.func.vmap(fn)(L.tensor([[1.0, 2.0], [3.0, 4.0]]))
+        except RuntimeError as e:
+            return str(e)
+        return "ran"
+    t, g = _both(run)
+    assert g == t
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")    # (torch's jacfwd: jit.script)
+@pytest.mark.filterwarnings("ignore::UserWarning")          # (torch's batching fallback)
+def test_jacfwd_and_unbatched_nonzero_still_compute():
+    def run(L):
+        x = L.tensor([1.0, -2.0, 3.0, 0.5], dtype=L.float64)
+        f = lambda a: a[a.nonzero()[:, 0]] * a.sum()    # noqa: E731
+        g = lambda a: a * L.nonzero(L.ones(3)).sum()     # noqa: E731
+        return (L.func.jacfwd(f)(x).numpy(), L.func.jacrev(f)(x).numpy(),
+                L.func.vmap(g)(x.reshape(2, 2)).numpy())
+    t, g = _both(run)
+    for a, b in zip(g, t):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
