@@ -554,9 +554,10 @@ def angle(input):
 
 
 def conj(input):
-    """The conjugate.  PyTorch's is a lazy view with the conjugate bit set; tapegrad's is a new
-    tensor with the bit set (is_conj() says True, as PyTorch's), which does not see later
-    writes to input.  A real tensor itself."""
+    """The conjugate.  PyTorch's is a lazy view with the conjugate bit set; tapegrad's holds its
+    values in its own storage with the bit set (is_conj() says True, as PyTorch's), kept in step
+    with input's storage by a conj link (views.pxi), so writes through either side, or through a
+    view of either, reach the other.  A real tensor itself."""
     _check_tensor(input, "conj")
     if not _is_complex(input):
         return input

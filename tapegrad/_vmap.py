@@ -255,12 +255,41 @@ def _writes_unbatched(name, args, kwargs, level) -> bool:
     return bool((inplace and unbatched(args[0])) or unbatched(kwargs.get("out")))
 
 
+def _dynamic_shape_op(name, args, kwargs):
+    """The aten op PyTorch's vmap names when it refuses ``name``'s call on a batched tensor,
+    whose result's shape depends on the sample's values (None: a shape of its own)."""
+    if name == "nonzero" and kwargs.get("as_tuple"):
+        return "aten::nonzero_numpy"
+    if name == "where" and len(args) + len(kwargs) == 1:
+        return "aten::where"            # (where(condition): nonzero's tuple)
+    if name == "unique":
+        return "aten::unique_dim" if kwargs.get("dim") is not None or len(args) > 4 else \
+            "aten::_unique2"
+    return {"nonzero": "aten::nonzero", "unique_consecutive": "aten::unique_consecutive"}.get(name)
+
+
+def _refuse_dynamic_shape(name, args, kwargs):
+    """PyTorch's vmap has no per-sample fallback for an op of data-dependent shape: refuse it as
+    PyTorch does (the loop would stack samples of equal shape and return what PyTorch refuses;
+    fuzz transforms 2313).  A DataDependentError, so jacfwd's columns still compute it."""
+    op = _dynamic_shape_op(name, args, kwargs)
+    if op == "aten::nonzero_numpy":
+        raise DataDependentError("Batching rule not implemented for aten::nonzero_numpy. We could "
+                                 "not generate a fallback.")
+    if op is not None:
+        raise DataDependentError(
+            "vmap: We do not support batching operators that can output dynamic shape. "
+            f"Attempted to vmap over {op}. Please file an issue at "
+            "https://github.com/pytorch/pytorch/issues if you need this feature.")
+
+
 def _loop(fn, name, args, kwargs):
     """Run ``fn`` once per sample of the innermost batched level among args, stack results."""
     level = _top_level(_leaves(args, kwargs))
     size = _batch_size(level)
     if _writes_unbatched(name, args, kwargs, level):
         raise unbatched_write_error()
+    _refuse_dynamic_shape(name, args, kwargs)
 
     def slice_at(x, i):
         if type(x) is BatchedTensor and x.level == level:

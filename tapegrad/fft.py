@@ -422,9 +422,15 @@ def _r2c_call(fn, input, s, dim, norm, forward, default_dims):
     sizes = _check_points([x.shape[d] if n is None else n for d, n in zip(dims, sizes)])
     _scale(norm, forward, 1)
     _core._complex_in_use()
-    # PyTorch's ihfft is the conjugate of an rfft: its node is ConjBackward0 for one dim
-    cls = _TransformR2C if forward else (_TransformConj if len(dims) == 1 else _Transform)
-    return cls.apply(x, "r2c", dims, sizes, forward, norm, _complex_dtype(x._array.dtype))
+    # PyTorch's ihfft is the conjugate of an rfft for one dim: a lazy conj() view, so its node
+    # is ConjBackward0 and it carries the conjugate bit (is_conj(); view_as_real and numpy()
+    # refuse it, and its conj() has none: 65301814); ihfft2 / ihfftn are plain results
+    conj_view = not forward and len(dims) == 1
+    cls = _TransformR2C if forward else (_TransformConj if conj_view else _Transform)
+    res = cls.apply(x, "r2c", dims, sizes, forward, norm, _complex_dtype(x._array.dtype))
+    if conj_view:
+        res._conj_bit = True
+    return res
 
 
 def _c2r_call(fn, input, s, dim, norm, forward, default_dims):

@@ -368,6 +368,20 @@ def t_vmap_nested(L, prog, ns):
                        out_dims=_out_dims(L, -1, p["out_nd"] + 1) if p["B"] == 2 else 0)(*xs)
 
 
+def vmap_nested_loop(L, prog, ns):
+    """t_vmap_nested with its outer level a Python loop stacked at the same out_dims: the
+    reference where PyTorch's nested vmap of an output not depending on the mapped inputs
+    places the rows wrongly (see _torch_bug)."""
+    p = prog.plan
+    inner = L.func.vmap(ns["f"], in_dims=p["in_dims2"])
+    xs = _batched(prog, L, p["in_dims2"], p["B2"], 2)
+    xs = [x if d is None else L.stack([x * (1 + 0.5 * j) for j in range(p["B"])])
+          for x, d in zip(xs, p["in_dims2"])]
+    rows = [inner(*[x if d is None else x[j] for x, d in zip(xs, p["in_dims2"])])
+            for j in range(p["B"])]
+    return L.stack(rows, -1 if p["B"] == 2 else 0)
+
+
 def _xs(L, prog):
     return [L.tensor(a) for a in prog.inputs]
 
@@ -636,7 +650,7 @@ def _torch_bug(prog, name, t, g=None, results=None):
       a negative out_dims gives a batch size of 2**35 and more, a positive one raises expand's
       size error or places the rows wrongly (vmap(lambda x, y: y.sum(), (0, None),
       out_dims=-1) of a batch of 1 has shape (34359738368,)); tapegrad agreeing with torch's
-      own Python loop of the program settles it;
+      own Python loop of the program settles it (for nested vmap: a loop of the outer level);
     - forward mode of a 0-d float32 tensor times a Python scalar: torch.func.jvp(lambda x:
       x * 1.0, (tensor(2.),), (tensor(1.),)) has a float64 tangent (forward_ad's is float32),
       and ops after it raise "Found dtype Double but expected Float";
@@ -657,6 +671,16 @@ def _torch_bug(prog, name, t, g=None, results=None):
         import torch
         loop = results.get("vmap-vs-loop", (run(torch, prog, "vmap-vs-loop"),))[0]
         return loop[0] == "ok" and not compare(loop[1], g[1], name, prog.random)
+    if name == "vmap-nested":
+        # (the nested form of the first bug: 2318, 2384)
+        import torch
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                loop = vmap_nested_loop(torch, prog, prog.namespace(torch))
+        except Exception:  # noqa: BLE001 - no reference: not settled as torch's
+            return False
+        return not compare(loop, g[1], name, prog.random)
     if name in ("jvp", "jacfwd", "hessian", "F.jvp") and prog.dtype == "float32":
         return all("dtype float32 where torch has float64" in m
                    for m in compare(t[1], g[1], name, prog.random))

@@ -170,9 +170,17 @@ cdef void history_rewritten(TensorBase t) noexcept:
 # CopySlices; tapegrad cannot), never lost. Costs nothing while no conj() mirror is alive.
 
 cdef class ConjLink:
-    """mirror = conj(source), kept in step (weak references: the link dies with either)."""
-    cdef object source
-    cdef object mirror
+    """mirror = conj(source), kept in step while the mirror's storage lives.  The link follows
+    storages, not tensor objects: a view of the mirror (z.conj().imag, z.conj()[0]) outlives the
+    conj() result it was taken from and must still see writes to the source, and the source's
+    other views must still see writes through it (PyTorch's lazy conj is one storage)."""
+    cdef object source               # weakref to the source tensor (its history, its _array)
+    cdef object mirror               # weakref to the mirror tensor (its history, its _array)
+    cdef object source_array         # the source's values once its tensor is gone (kept alive:
+                                     # PyTorch's conj view keeps the source storage alive too)
+    cdef object mirror_storage       # weakref to the array owning the mirror's memory: its death
+                                     # (no tensor views the mirror's values) ends the link
+    cdef object mirror_array         # the array the mirror tensor was created with, while it lives
     cdef Version source_version
     cdef Version mirror_version
 
@@ -196,8 +204,14 @@ def _link_conj(TensorBase source, TensorBase mirror):
     cdef ConjLink link = ConjLink()
     link.source_version = version_of(source)
     link.mirror_version = version_of(mirror)
-    link.source = weakref.ref(source, lambda _, l=link: forget_conj_link(l))
-    link.mirror = weakref.ref(mirror, lambda _, l=link: forget_conj_link(l))
+    link.source = weakref.ref(source)
+    link.mirror = weakref.ref(mirror)
+    link.source_array = source._array
+    owner = mirror._array
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    link.mirror_storage = weakref.ref(owner, lambda _, l=link: forget_conj_link(l))
+    link.mirror_array = weakref.ref(mirror._array)
     CONJ_LINKS.setdefault(link.source_version, []).append(link)
     CONJ_LINKS.setdefault(link.mirror_version, []).append(link)
 
@@ -222,26 +236,38 @@ def _is_conj_mirror(TensorBase t):
     return False
 
 
+cdef object link_source_array(ConjLink link):
+    """The source's values: its tensor's array while it lives (a set_() may replace it), then
+    the array it had."""
+    src = link.source()
+    return link.source_array if src is None else (<TensorBase>src)._array
+
+
+cdef object link_mirror_array(ConjLink link):
+    """The mirror's values: its tensor's array while it lives, then the array it was created
+    with while views of it hold it (None once no tensor views it)."""
+    mir = link.mirror()
+    return link.mirror_array() if mir is None else (<TensorBase>mir)._array
+
+
 cdef int sync_conj(Version v, ConjLink came_through=None) except -1:
     """After an in-place write to the storage of version v: copy the conjugate across each of its
     links, except the one the write came through; a side written that way passes it on across
     its own other links once (conj of conj of ...)."""
     cdef ConjLink link
-    cdef TensorBase src, mir, to, frm
     cdef Version tv
     for link in list(CONJ_LINKS.get(v, ())):
         if link is came_through:
             continue
-        src = link.source()
-        mir = link.mirror()
-        if src is None or mir is None or src._array.shape != mir._array.shape:
+        src_arr = link_source_array(link)
+        mir_arr = link_mirror_array(link)
+        if mir_arr is None or src_arr.shape != mir_arr.shape:
             continue
         if v is link.mirror_version:
-            to, frm = src, mir
+            to_arr, frm_arr, tv = src_arr, mir_arr, link.source_version
         else:
-            to, frm = mir, src
-        np.copyto(to._array, np.conjugate(frm._array))
-        tv = version_of(to)
+            to_arr, frm_arr, tv = mir_arr, src_arr, link.mirror_version
+        np.copyto(to_arr, np.conjugate(frm_arr))
         tv.value += 1
         if came_through is None and tv is not v and tv in CONJ_LINKS:
             sync_conj(tv, link)

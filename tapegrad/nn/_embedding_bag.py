@@ -28,6 +28,10 @@ def _bags(input, offsets, include_last_offset: bool):
                              "is a mini-batch of fixed length sequences. However, found offsets "
                              f"of type {type(offsets)}")
         n_bags, length = input.shape
+        if length == 0:
+            # (PyTorch's F.embedding_bag makes the offsets of a 2D input with
+            # arange(0, numel, length), which refuses a step of 0; 60901006)
+            raise RuntimeError("step must be nonzero")
         return input.reshape(-1), np.repeat(np.arange(n_bags), length), n_bags
     if input.dim() != 1:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
