@@ -508,7 +508,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if self.grad is not None:
             new.grad = _copy.deepcopy(self.grad, memo)
         if self.__dict__:
-            new.__dict__.update(_copy.deepcopy(self.__dict__, memo))
+            # (a grad_dtype setting is autograd's, not an attribute: PyTorch's copy has none)
+            attributes = {k: v for k, v in self.__dict__.items() if k != "_grad_dtype"}
+            new.__dict__.update(_copy.deepcopy(attributes, memo))
         return new
 
     def __repr__(self) -> str:

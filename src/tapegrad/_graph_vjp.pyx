@@ -10,7 +10,7 @@ from tapegrad._ops_inplace cimport *
 from tapegrad._ops_linalg cimport *
 from tapegrad._ops_nn cimport *
 
-from tapegrad._core import _name_grad_fn, div, log, neg
+from tapegrad._core import _grad_creation_dtype, _name_grad_fn, div, log, neg
 from tapegrad._ops_unary import (abs_, cos, cosh, erf, gt, log1p, reciprocal, sigmoid, sign, sin,
                                 sinh, softplus, sqrt, where)
 from tapegrad._ops_shape import cat, clone, contiguous, expand, t, transpose, unsqueeze

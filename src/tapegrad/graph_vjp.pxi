@@ -1940,7 +1940,13 @@ cdef object graph_engine_run(tuple outputs, list grads, bint retain_graph, tuple
         captured = graph_sweep(roots, seeds, retain_graph, mode, targets)
     if accumulate_grad:
         return None
-    return captured_results(inputs, captured, allow_unused)
+    cdef list results = list(captured_results(inputs, captured, allow_unused))
+    for i in range(len(results)):       # (a target with a Tensor.grad_dtype: cast to it)
+        if results[i] is not None:
+            dt = _grad_creation_dtype(<TensorBase>inputs[i])
+            if (<TensorBase>results[i])._array.dtype != dt:
+                results[i] = convert(<TensorBase>results[i], dt, False)
+    return tuple(results)
 
 
 cdef object t_accumulate(dict adj, Py_ssize_t k, object g, Record* producer, Py_ssize_t q):
@@ -1974,8 +1980,9 @@ cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False) except 
             A = G._array
         else:
             G = <TensorBase>expand(G, tuple(A.shape))
-    if G._array.dtype != A.dtype:
-        G = <TensorBase>convert(G, A.dtype, False)
+    dt = _grad_creation_dtype(t)       # the leaf's dtype, or its Tensor.grad_dtype
+    if G._array.dtype != dt:
+        G = <TensorBase>convert(G, dt, False)
     if t._grad is None and retained:
         E = wrap(np.array(G._array, order="C", copy=True))
         if G._requires_grad:
@@ -1987,9 +1994,9 @@ cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False) except 
         # transposed result would otherwise stay transposed, and grad.view(n, -1) in an
         # optimizer fail).
         if not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A) and dense_layout(<cnp.ndarray>A):
-            E = wrap(np.empty_like(A))
+            E = wrap(np.empty_like(A, dtype=dt))
         else:
-            E = wrap(np.empty(A.shape, dtype=A.dtype))
+            E = wrap(np.empty(A.shape, dtype=dt))
         setitem_op(E, Ellipsis, G, True, True)
         t._grad = E
     elif not isinstance(t._grad, TensorBase):      # a sparse .grad: the sum is dense

@@ -134,13 +134,14 @@ cdef int deliver_grad(TensorBase t, object g, bint owned, bint retained=False) e
     keeps its value through the next, as PyTorch's)."""
     cdef TensorBase grad
     A = t._array
+    dt = A.dtype if not GRAD_DTYPES_SET else grad_creation_dtype(t)    # (Tensor.grad_dtype)
     if g.shape != A.shape:
         if not broadcasts_to(g, A) or keeps_recorded_shape(t):
             # t.data = other of another shape since the graph was recorded: PyTorch's
             # AccumulateGrad takes the gradient as the graph made it
             A = g
         else:
-            full = np.empty(A.shape, dtype=A.dtype)
+            full = np.empty(A.shape, dtype=dt)
             full[...] = g
             g = full
             owned = True
@@ -149,20 +150,20 @@ cdef int deliver_grad(TensorBase t, object g, bint owned, bint retained=False) e
                 and dense_layout(<cnp.ndarray>A)):
             # PyTorch's gradient layout contract: a leaf laid out densely (a transposed or
             # permuted tensor) gets its .grad with its own strides; any other leaf a row-major one
-            if owned and g.dtype == A.dtype and g.strides == A.strides and g.flags.writeable:
+            if owned and g.dtype == dt and g.strides == A.strides and g.flags.writeable:
                 t._grad = wrap(g)
             else:
-                laid_out = np.empty_like(A)
+                laid_out = np.empty_like(A, dtype=dt)
                 np.copyto(laid_out, g, casting="unsafe")
                 t._grad = wrap(laid_out)
-        elif owned and g.dtype == A.dtype and g.flags.c_contiguous and g.flags.writeable:
+        elif owned and g.dtype == dt and g.flags.c_contiguous and g.flags.writeable:
             t._grad = wrap(g)
         else:
-            t._grad = wrap(np.array(g, dtype=A.dtype, order="C", copy=True))
+            t._grad = wrap(np.array(g, dtype=dt, order="C", copy=True))
     elif not isinstance(t._grad, TensorBase):
         # a sparse gradient (embedding(sparse=True)) meets a dense one: PyTorch's
         # AccumulateGrad makes a new dense .grad, their sum
-        dense = np.array(t._grad.to_dense()._array, dtype=A.dtype, order="C", copy=True)
+        dense = np.array(t._grad.to_dense()._array, dtype=dt, order="C", copy=True)
         np.add(dense, g, out=dense, casting="unsafe")
         t._grad = wrap(dense)
     elif retained:
@@ -870,14 +871,16 @@ cdef tuple captured_results(tuple inputs, list captured, bint allow_unused):
             continue
         t = <TensorBase>inputs[j]
         A = t._array
+        dt = A.dtype if not GRAD_DTYPES_SET else grad_creation_dtype(t)    # (Tensor.grad_dtype)
         g = materialized(g)             # (a non-leaf target reached by a zero adjoint only)
         if isinstance(g, TensorBase):
             out.append(g)
             continue
         if g.shape != A.shape and (not broadcasts_to(g, A) or keeps_recorded_shape(t)):
-            pass                        # (t.data = other of another shape: as deliver_grad)
-        elif g.shape != A.shape or g.dtype != A.dtype:
-            full = np.empty(A.shape, dtype=A.dtype)
+            if g.dtype != dt:
+                g = g.astype(dt)
+        elif g.shape != A.shape or g.dtype != dt:
+            full = np.empty(A.shape, dtype=dt)
             full[...] = g
             g = full
         out.append(wrap(nd(g)))                 # a VJP on 0-d arrays may give a numpy scalar

@@ -491,13 +491,51 @@ def _set_saved_attribute_reader(reader):
     SAVED_ATTRIBUTES = reader
 
 
+# -- Tensor.grad_dtype ----------------------------------------------------------------------------
+# The dtype a leaf's .grad has: by default the leaf's own; set to another dtype, the engine casts
+# the gradients it delivers (and autograd.grad's results) to it; set to None, a .grad of any
+# dtype may be assigned.  Rare, so it is kept in the tensor's instance __dict__ ("_grad_dtype":
+# a dtype or None; absent: the default), and looked up only once some tensor has set one.
+cdef bint GRAD_DTYPES_SET = False
+cdef object GRAD_DTYPE_DEFAULT = object()
+
+
+cdef object grad_dtype_setting(TensorBase t):
+    """t's grad_dtype as set: GRAD_DTYPE_DEFAULT, None, or a tapegrad dtype."""
+    if not GRAD_DTYPES_SET:
+        return GRAD_DTYPE_DEFAULT
+    attributes = getattr(t, "__dict__", None)
+    if attributes is None:
+        return GRAD_DTYPE_DEFAULT
+    return (<dict>attributes).get("_grad_dtype", GRAD_DTYPE_DEFAULT)
+
+
+cdef object grad_creation_dtype(TensorBase t):
+    """The numpy dtype of the gradients the engine gives t (its .grad, autograd.grad's result)."""
+    setting = grad_dtype_setting(t)
+    if setting is GRAD_DTYPE_DEFAULT or setting is None:
+        return t._array.dtype
+    return (<dtype>setting).np_dtype
+
+
+def _grad_creation_dtype(TensorBase t):
+    """grad_creation_dtype for the graph sweep's module."""
+    return grad_creation_dtype(t)
+
+
 cdef int check_grad_fits(TensorBase t, object gdt, tuple shape) except -1:
     """PyTorch's checks of a gradient assigned to t.grad (the dtype before the size)."""
-    if gdt != t._array.dtype:
+    setting = grad_dtype_setting(t)
+    wanted = t._array.dtype if setting is GRAD_DTYPE_DEFAULT else (
+        None if setting is None else (<dtype>setting).np_dtype)
+    if wanted is not None and gdt != wanted:
         raise RuntimeError(
             f"attempting to assign a gradient with dtype '{C_TYPE_NAMES[gdt.name]}' to a "
-            f"tensor with grad_dtype '{scalar_type_name(t._array.dtype)}'. The gradient "
-            "must match the tensor's grad_dtype (defaults to the tensor's dtype).")
+            f"tensor with grad_dtype '{scalar_type_name(wanted)}'. The gradient "
+            "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set "
+            "the tensor's grad_dtype attribute with a specific dtype, or None to allow any "
+            "dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+            "gradient may break downstream systems that assume they match.")
     if shape != t._array.shape:
         raise RuntimeError(f"attempting to assign a gradient of size '{list(shape)}' to a "
                            f"tensor of size '{list(t._array.shape)}'. Please ensure that the "
@@ -789,6 +827,34 @@ cdef class TensorBase:
             raise RuntimeError("can't assign Variable as its own grad")
         check_grad_fits(self, (<TensorBase>value)._array.dtype, (<TensorBase>value)._array.shape)
         self._grad = value
+
+    @property
+    def grad_dtype(self):
+        """The dtype .grad must have (default: the tensor's); None allows any.  Leaves only."""
+        if not is_leaf_c(self):
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        setting = grad_dtype_setting(self)
+        return self.dtype if setting is GRAD_DTYPE_DEFAULT else setting
+
+    @grad_dtype.setter
+    def grad_dtype(self, value):
+        global GRAD_DTYPES_SET
+        if not is_leaf_c(self):
+            self.grad                   # (PyTorch reads .grad first: its non-leaf warning)
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, dtype):
+            raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got "
+                               f"{type_name(value)}")
+        if (value is not None and isinstance(self._grad, TensorBase)
+                and (<TensorBase>self._grad)._array.dtype != (<dtype>value).np_dtype):
+            current = (<TensorBase>self._grad)._array.dtype
+            raise RuntimeError(
+                f"Cannot set grad_dtype to '{scalar_type_name((<dtype>value).np_dtype)}' because "
+                f"there is already a gradient with dtype '{C_TYPE_NAMES[current.name]}'. Please "
+                "clear the gradient (.grad = None) before changing grad_dtype, or ensure the new "
+                "grad_dtype matches the existing gradient's dtype.")
+        self.__dict__["_grad_dtype"] = value
+        GRAD_DTYPES_SET = True
 
     def retain_grad(self):
         """Ask backward() to populate .grad of this non-leaf tensor (a no-op on leaves, and,
