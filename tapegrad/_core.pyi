@@ -104,6 +104,9 @@ class Program:
     def outputs_checked(self, saved_out: Any) -> Any: ...
     rerun_kind: Any
 
+class ReadyOrder:
+    ...
+
 class RecordExtra:
     hooks: Any
     metadata: Any

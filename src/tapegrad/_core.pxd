@@ -831,6 +831,31 @@ cdef enum:
 
 cdef tuple captured_results(tuple inputs, list captured, bint allow_unused)
 
+# When a sweep delivers each leaf's gradient: PyTorch's ready queue, replayed (ready_order.pxi).
+cdef class ReadyOrder:
+    cdef Py_ssize_t n               # records [0, n) are the sweep's
+    cdef int* deps                  # owned: per node, edges still to arrive (PyTorch's dependencies)
+    cdef char* reach                # owned: per record, whether it is on a path from a root
+    cdef char* ran                  # owned: per record, whether it has run
+    cdef char* need                 # borrowed: the sweep's `need` (with targets) or NULL
+    cdef Py_ssize_t cursor          # the lowest record run so far
+    cdef long long* keys            # owned: the heap's keys (AccumulateGrad: the largest)
+    cdef Py_ssize_t* items          # owned: the heap's nodes: a record, or -(v + 1): extra node v
+    cdef Py_ssize_t size, cap
+    cdef list virtual_nodes         # extra node v: (its record, its ranked entries)
+
+    cdef int push(self, long long key, Py_ssize_t item) except -1
+    cdef void sift_up(self, Py_ssize_t hole, long long key, Py_ssize_t item) noexcept
+    cdef void remove_at(self, Py_ssize_t at) noexcept
+    cdef int arrive(self, Py_ssize_t k) except -1
+    cdef int push_entries(self, Py_ssize_t i, tuple entries) except -1
+    cdef int run_node(self, Py_ssize_t i, bint pushes) except -1
+    cdef list reached(self, Py_ssize_t i)
+    cdef list ran_record(self, Py_ssize_t i)
+    cdef list pop_ready(self)
+
+cdef ReadyOrder ready_order_for(list roots, Py_ssize_t n, char* need)
+
 # Entry points into higher modules, installed by them when they load (ops_registry.pxi).
 cdef object (*INDEX_OP)(TensorBase x, object key)
 cdef object (*SETITEM_OP)(TensorBase x, object key, object value)

@@ -36,6 +36,7 @@
 #   ops_complex.pxi     complex elementwise ops: forward, VJP and registration side by side
 #   ops_function.pxi    custom autograd.Function records, tensor hooks, anomaly mode
 #   graph_layout.pxi    what grad_fn.next_functions shows where an op registered PyTorch's layout
+#   ready_order.pxi     PyTorch's ready queue: when a sweep delivers each leaf's gradient
 #   sweep.pxi           the reverse sweep (backward)
 
 cimport numpy as cnp
@@ -65,4 +66,5 @@ include "ops_elementwise.pxi"
 include "ops_complex.pxi"
 include "ops_function.pxi"
 include "graph_layout.pxi"
+include "ready_order.pxi"
 include "sweep.pxi"

@@ -2030,6 +2030,56 @@ cdef Py_ssize_t graph_pass_undefined(dict adj, Py_ssize_t i, char* need, bint re
     return lowest
 
 
+cdef object graph_tensor_hooks(Py_ssize_t i, object g):
+    """Record i's tensor hooks on its gradient g (a tensor), as the node starts."""
+    if TAPE.recs[i].extra != NULL:
+        g = run_graph_hooks(i, g)
+        read = getattr(<object>TAPE.recs[i].extra, "read_input", None)
+        if read is not None:
+            g = linked_to_read_input(g, <TensorBase>read)
+    return g
+
+
+cdef int graph_accumulate_leaf(Py_ssize_t i, object g, int mode, Py_ssize_t* slot,
+                               list captured) except -1:
+    """LEAF record i's AccumulateGrad with create_graph (sweep.pxi's accumulate_leaf)."""
+    cdef Record* rec = &TAPE.recs[i]
+    cdef object token
+    if mode == SWEEP_CAPTURE:
+        if PROFILING and slot[i] >= 0:
+            profile_captured(rec)
+        # (a view taken under no_grad has no gradient accumulator in PyTorch: the gradient
+        # reaching it is dropped, for autograd.grad as for .grad)
+        if slot[i] >= 0 and not (rec.out != NULL and no_grad_view_drops_grad(<TensorBase>rec.out)):
+            captured[slot[i]] = g
+    elif leaf_takes_grad(rec):
+        if PROFILING:
+            token = profiler_open("torch::autograd::AccumulateGrad", None)
+            deliver_graph_grad(<TensorBase>rec.out, g)
+            profiler_close(token)
+        else:
+            deliver_graph_grad(<TensorBase>rec.out, g)
+        if TAPE.recs[i].extra != NULL:
+            run_post_accumulate_hooks(i)
+    return 0
+
+
+cdef int graph_deliver_ready_leaves(list ready, dict adj, char* need, int mode, Py_ssize_t* slot,
+                                    list captured) except -1:
+    """The leaves PyTorch's queue runs now (ReadyOrder, ready_order.pxi), in its order; one with
+    no gradient or only the undefined one is left to the walk."""
+    cdef Py_ssize_t k
+    for k in ready:
+        if need != NULL and not need[k]:
+            continue
+        g = adj.get(k)
+        if g is None or g is UNDEFINED_GRAD:
+            continue
+        del adj[k]
+        graph_accumulate_leaf(k, graph_tensor_hooks(k, g), mode, slot, captured)
+    return 0
+
+
 cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, list targets):
     """sweep() with tensor adjoints and each record's VJP recorded (GRAPH_VJP), grad mode on."""
     cdef Py_ssize_t nr = len(roots), nt = 0 if targets is None else len(targets)
@@ -2045,6 +2095,7 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
     cdef dict adj = {}
     cdef list captured = None
     cdef object token = None            # the profiler's event of the node running (PROFILING)
+    cdef ReadyOrder order = None        # when leaves are delivered, if Python can see it
     for j in range(nr):
         k = roots[j]
         if k > top:
@@ -2092,10 +2143,13 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
         TAPE.recs[<Py_ssize_t>roots[j]].refcnt += 1
     prev_disabled = set_grad_disabled(0)    # the VJPs are recorded: gradients get a graph
     try:
+        order = ready_order_for(roots, n, need)
         for j in range(nr):
             t_accumulate(adj, <Py_ssize_t>roots[j], seeds[j], NULL, j)
         i = top
         while i >= lowest and i >= stop:
+            if order is not None:
+                graph_deliver_ready_leaves(order.reached(i), adj, need, mode, slot, captured)
             g = adj.pop(i, None)
             if g is None or (need != NULL and not need[i]):
                 i -= 1
@@ -2104,30 +2158,10 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                 lowest = graph_pass_undefined(adj, i, need, retain_graph, lowest)
                 i -= 1
                 continue
-            if TAPE.recs[i].extra != NULL:
-                g = run_graph_hooks(i, g)
-                read = getattr(<object>TAPE.recs[i].extra, "read_input", None)
-                if read is not None:
-                    g = linked_to_read_input(g, <TensorBase>read)
+            g = graph_tensor_hooks(i, g)
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
-                if mode == SWEEP_CAPTURE:
-                    if PROFILING and slot[i] >= 0:
-                        profile_captured(&rec)
-                    # (a view taken under no_grad has no gradient accumulator in PyTorch: the
-                    # gradient reaching it is dropped, for autograd.grad as for .grad)
-                    if slot[i] >= 0 and not (rec.out != NULL and
-                                             no_grad_view_drops_grad(<TensorBase>rec.out)):
-                        captured[slot[i]] = g
-                elif leaf_takes_grad(&rec):
-                    if PROFILING:
-                        token = profiler_open("torch::autograd::AccumulateGrad", None)
-                    deliver_graph_grad(<TensorBase>rec.out, g)
-                    if PROFILING:
-                        profiler_close(token)
-                        token = None
-                    if rec.extra != NULL:
-                        run_post_accumulate_hooks(i)
+                graph_accumulate_leaf(i, g, mode, slot, captured)
                 i -= 1
                 continue
             if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
@@ -2251,6 +2285,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
             finally:
                 if wantp != &want[0]:
                     free(wantp)
+            if order is not None:
+                graph_deliver_ready_leaves(order.ran_record(i), adj, need, mode, slot, captured)
             if not retain_graph:
                 TAPE.release_saved(i)
                 if rec.op == OP_FUNCTION:

@@ -409,6 +409,68 @@ cdef inline void offer_owned_adjoints(PyObject** adj, char* owned, Record* rec,
             offer_accumulator(rec, q, adj[k])
 
 
+cdef int accumulate_leaf(Py_ssize_t i, object g, bint own, int mode, Py_ssize_t* slot,
+                         list captured) except -1:
+    """LEAF record i's AccumulateGrad, its tensor hooks already run on g: g into .grad (or into
+    autograd.grad's result), then the post-accumulate and node hooks."""
+    cdef Record* rec = &TAPE.recs[i]
+    cdef object token
+    if mode == SWEEP_CAPTURE:
+        if PROFILING and slot[i] >= 0:
+            profile_captured(rec)
+        # (a view taken under no_grad has no gradient accumulator in PyTorch: the gradient
+        # reaching it is dropped, for autograd.grad as for .grad)
+        if slot[i] >= 0 and not (rec.out != NULL and no_grad_view_drops_grad(<TensorBase>rec.out)):
+            captured[slot[i]] = g
+    elif leaf_takes_grad(rec):
+        # A fresh VJP result nobody else holds (a linear layer's weight gradient) is adopted as
+        # .grad rather than copied.
+        if PROFILING:
+            token = profiler_open("torch::autograd::AccumulateGrad", None)
+            deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
+            profiler_close(token)
+        else:
+            deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
+        if TAPE.recs[i].extra != NULL:
+            run_post_accumulate_hooks(i)
+            run_leaf_node_hooks(i, g)
+    return 0
+
+
+cdef int deliver_ready_leaves(list ready, PyObject** adj, char* owned, char* need, int mode,
+                              Py_ssize_t* slot, list captured) except -1:
+    """The leaves PyTorch's queue runs now (ReadyOrder.after), in its order: each one's whole
+    step, as the walk's below would take it (tensor hooks, then the accumulation).  A leaf with
+    no gradient, or only the undefined one, is left to the walk."""
+    cdef Py_ssize_t k
+    cdef bint own, zero
+    for k in ready:
+        if adj[k] == NULL or (need != NULL and not need[k]):
+            continue
+        g = <object>adj[k]
+        if g is UNDEFINED_GRAD:
+            continue
+        Py_DECREF(g)
+        adj[k] = NULL
+        own = owned[k]
+        if not cnp.PyArray_Check(g) and cnp.PyArray_IsAnyScalar(g):
+            g = nd(g)
+        zero = type(g) is ZeroAdjoint
+        if TAPE.recs[k].extra != NULL:
+            shown = materialized(g) if zero else g
+            h = run_tensor_hooks(k, shown)
+            if h is not shown:
+                g = h
+                own = False
+                zero = False
+            h = None
+            shown = None
+        if zero:
+            g = materialized(g)
+        accumulate_leaf(k, g, own, mode, slot, captured)
+    return 0
+
+
 cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targets):
     """Propagate seeds[j] (ndarrays) from records roots[j] down the tape.
 
@@ -431,6 +493,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     cdef list captured = None
     cdef object token = None            # the profiler's event of the node running (PROFILING)
     cdef list compiled_seeds = None     # a compiled call's inputs' adjoints (take_compiled_seeds)
+    cdef ReadyOrder order = None        # when leaves are delivered, if Python can see it
     for j in range(nr):
         k = roots[j]
         if k > top:
@@ -486,6 +549,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
     prev_disabled = tapegrad_grad_disabled
     tapegrad_grad_disabled = 1          # hooks and Function backwards run without recording
     try:
+        order = ready_order_for(roots, n, need)
         for j in range(nr):
             k = roots[j]
             g = seeds[j]
@@ -498,6 +562,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             note_zero_keeping_ops()
         i = top
         while i >= lowest and i >= stop:
+            if order is not None:
+                deliver_ready_leaves(order.reached(i), adj, owned, need, mode, slot, captured)
             if adj[i] == NULL:
                 i -= 1
                 continue
@@ -532,26 +598,7 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 zero = False
             rec = TAPE.recs[i]
             if rec.op == OP_LEAF:
-                if mode == SWEEP_CAPTURE:
-                    if PROFILING and slot[i] >= 0:
-                        profile_captured(&rec)
-                    # (a view taken under no_grad has no gradient accumulator in PyTorch: the
-                    # gradient reaching it is dropped, for autograd.grad as for .grad)
-                    if slot[i] >= 0 and not (rec.out != NULL and
-                                             no_grad_view_drops_grad(<TensorBase>rec.out)):
-                        captured[slot[i]] = g
-                elif leaf_takes_grad(&rec):
-                    # A fresh VJP result nobody else holds (a linear layer's weight gradient) is
-                    # adopted as .grad rather than copied.
-                    if PROFILING:
-                        token = profiler_open("torch::autograd::AccumulateGrad", None)
-                    deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
-                    if PROFILING:
-                        profiler_close(token)
-                        token = None
-                    if rec.extra != NULL:
-                        run_post_accumulate_hooks(i)
-                        run_leaf_node_hooks(i, g)
+                accumulate_leaf(i, g, own, mode, slot, captured)
                 i -= 1
                 continue
             if (rec.flags & RF_RETAIN_GRAD) and rec.out != NULL:
@@ -668,6 +715,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                         lowest = k
                 gk = None
             grads = None                # the adjoint table holds the results now (sole_reference)
+            if order is not None:
+                deliver_ready_leaves(order.ran_record(i), adj, owned, need, mode, slot, captured)
             if not retain_graph:
                 TAPE.release_saved(i)
                 if rec.op == OP_FUNCTION:
