@@ -56,3 +56,19 @@ def test_conv_padding_errors_are_value_errors():
             lib.nn.Conv1d(2, 2, 3, padding="causal")
         with pytest.raises(ValueError, match="padding='same' is not supported for strided"):
             lib.nn.Conv1d(2, 2, 3, padding="same", stride=2)
+
+
+@pytest.mark.parametrize("name", ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode"])
+def test_grad_mode_classes_print_pytorchs_path(name):
+    """print(torch.no_grad) (a DeepAR sampler printing its guard) showed tapegrad.grad_mode."""
+    ours, theirs = getattr(tg, name), getattr(torch, name)
+    assert repr(ours) == repr(theirs) == f"<class 'torch.autograd.grad_mode.{name}'>"
+    assert tg.typename(ours) == torch.typename(theirs)
+
+
+def test_grad_mode_guard_subclass_keeps_its_own_path():
+    for lib in (tg, torch):
+        class Quiet(lib.no_grad):
+            pass
+        assert repr(Quiet) == f"<class '{__name__}.test_grad_mode_guard_subclass_keeps_its_own_path.<locals>.Quiet'>"
+        assert repr(lib.no_grad()).startswith("<torch.autograd.grad_mode.no_grad object at 0x")
