@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import tapegrad as tg
@@ -72,3 +73,48 @@ def test_grad_mode_guard_subclass_keeps_its_own_path():
             pass
         assert repr(Quiet) == f"<class '{__name__}.test_grad_mode_guard_subclass_keeps_its_own_path.<locals>.Quiet'>"
         assert repr(lib.no_grad()).startswith("<torch.autograd.grad_mode.no_grad object at 0x")
+
+
+# -- fft / ifft of a real signal: PyTorch's r2c with the other half mirrored -------------------
+
+_EXACT_SIGNALS = [[1.0, 0.0, -1.0, 0.0], [1.0, -1.0, 1.0, -1.0, 1.0, -1.0], [0.0, 1.0, 0.0, -1.0],
+                  [0.0, 0.0, 2.0, 0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("signal", _EXACT_SIGNALS)
+@pytest.mark.parametrize("fn", ["fft", "ifft"])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_fft_of_a_real_signal_mirrors_its_half_spectrum(signal, fn, norm):
+    """torch.fft.fft of a real signal is its rfft with entries k > n // 2 the conjugates of
+    entries n - k: fft([1, -1, 1, -1, 1, -1]) printed 4.4409e-16 in its last entry where
+    PyTorch prints 0., and the mirrored entries' zero imaginary parts had the other sign."""
+    ours = getattr(tg.fft, fn)(tg.tensor(signal), norm=norm)
+    theirs = getattr(torch.fft, fn)(torch.tensor(signal), norm=norm).resolve_conj()
+    assert np.array_equal(ours.numpy(), theirs.numpy())
+    if signal != _EXACT_SIGNALS[1]:
+        # (there numpy's r2c core itself gives entry 1 a +0.0 imaginary part, PyTorch's -0.0)
+        assert repr(ours) == repr(theirs)
+    n = len(signal)
+    for k in range(n // 2 + 1, n):                       # exact conjugate mirrors
+        assert ours[k].item() == ours[n - k].item().conjugate()
+        assert str(ours[k].imag.item()) == str(-ours[n - k].imag.item())
+
+
+@pytest.mark.parametrize("fn", ["fft", "ifft"])
+def test_fft_of_a_real_signal_gradients_against_torch(fn):
+    """The mirrored forward keeps the complex transform's VJP (float64, dims and n as given),
+    and its double backward."""
+    signal = [[0.3, -1.2, 2.0, 0.7, -0.4], [1.1, 0.0, -0.6, 0.25, 0.9]]
+    weights = [[0.5 - 1.0j, 2.0 + 0.5j, -0.3 + 0.0j, 1.0 + 1.0j, 0.1 - 0.2j, -1.0 + 0.3j]] * 2
+    grads = []
+    for lib in (tg, torch):
+        x = lib.tensor(signal, dtype=lib.float64, requires_grad=True)
+        y = getattr(lib.fft, fn)(x, n=6, dim=-1, norm="ortho")
+        loss = (y * lib.tensor(weights)).real.sum() + y.abs().pow(2).sum()
+        (g,) = lib.autograd.grad(loss, x, create_graph=True)
+        (gg,) = lib.autograd.grad(g.pow(2).sum(), x)
+        grads.append((g.detach().numpy(), gg.numpy()))
+    for ours, theirs in zip(*grads):
+        assert ours == pytest.approx(theirs, abs=1e-12)
+    x = tg.tensor(signal, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(lambda t: getattr(tg.fft, fn)(t, n=7).abs(), (x,))
