@@ -11,8 +11,16 @@ from __future__ import annotations as _annotations
 import abc
 
 
+# Our modules whose PyTorch counterparts sit elsewhere than `torch` + the same path.
+_MOVED_MODULES = {
+    "tapegrad.grad_mode": "torch.autograd.grad_mode",
+}
+
+
 def torch_module_name(module: str) -> str:
     """PyTorch's name for one of our modules (`tapegrad.x` -> `torch.x`); others unchanged."""
+    if module in _MOVED_MODULES:
+        return _MOVED_MODULES[module]
     if module == "tapegrad" or module.startswith("tapegrad."):
         return "torch" + module[len("tapegrad"):]
     return module
@@ -29,8 +37,8 @@ def object_repr(obj, module: str | None = None) -> str:
 
 class TorchNamedClass(type):
     """A metaclass for the public classes whose PyTorch counterparts live in `torch` itself or a
-    submodule of the same path: Tensor, Size, device, finfo, iinfo, layout, memory_format, and
-    the autograd nodes.  (Not nn.Module: a metaclass there would conflict with a user's own, e.g.
+    submodule of the same path (or one in _MOVED_MODULES): Tensor, Size, device, finfo, iinfo,
+    layout, memory_format, the grad-mode guards, and the autograd nodes.  (Not nn.Module: a metaclass there would conflict with a user's own, e.g.
     `class Net(nn.Module, ABC)`.)"""
 
     def __repr__(cls) -> str:

@@ -187,6 +187,28 @@ def _c2c(a, dims, sizes, forward, norm):
     return _scale(norm, forward, n) * _unscaled(_resize(a, dims, sizes), dims, forward)
 
 
+def _r2c_full(a, dims, sizes, forward, norm):
+    """fft / ifft of a real signal as PyTorch's: its r2c, with the other half of the spectrum
+    filled in by conjugate symmetry.  Those entries are exact mirrors, where a complex transform
+    of the signal leaves rounding residue (4e-16 where PyTorch prints 0.) and other signs of
+    zero.  (PyTorch's n-D transforms of a real input are complex ones: those stay c2c.)"""
+    return _hermitian_completed(_r2c(a, dims, sizes, forward, norm), dims, sizes[-1])
+
+
+def _hermitian_completed(half, dims, n):
+    """The full spectrum of a real signal from its onesided half along dims[-1] (n entries
+    there in full): entry k > n // 2 is the conjugate of entry n - k at the negated indices
+    (i -> -i mod size) of the other dims, as PyTorch's _fft_fill_with_conjugate_symmetry_."""
+    last = dims[-1]
+    count = n - (n // 2 + 1)
+    if count == 0:
+        return half
+    mirror = half[(slice(None),) * last + (slice(count, 0, -1),)]   # entries n - k, k > n // 2
+    for d in dims[:-1]:
+        mirror = _np.roll(_np.flip(mirror, d), 1, d)
+    return _np.concatenate([half, _np.conj(mirror)], axis=last)
+
+
 def _r2c(a, dims, sizes, forward, norm):
     """The onesided transform of a real signal: numpy's rfft along the last dim (half the work
     of a full complex transform cut in half), then the forward complex DFT along the others.
@@ -217,7 +239,7 @@ class _Transform(_Function):
     def forward(ctx, x, kind, dims, sizes, forward, norm, out_dtype):
         ctx.kind, ctx.dims, ctx.sizes, ctx.forward, ctx.norm = kind, dims, sizes, forward, norm
         ctx.in_shape, ctx.in_dtype, ctx.out_dtype = x._array.shape, x._array.dtype, out_dtype
-        transform = {"c2c": _c2c, "r2c": _r2c, "c2r": _c2r}[kind]
+        transform = {"c2c": _c2c, "r2c": _r2c, "c2r": _c2r, "r2c_full": _r2c_full}[kind]
         out = transform(x._array, dims, sizes, forward, norm)
         # (asarray with order "C": ascontiguousarray would make a 0-d result 1-d)
         return _core.wrap_array(_np.asarray(out, dtype=out_dtype, order="C"))
@@ -407,9 +429,11 @@ def _c2c_call(fn, input, s, dim, norm, forward, default_dims):
     sizes = _check_points([input.shape[d] if n is None else n for d, n in zip(dims, sizes)])
     _scale(norm, forward, 1)
     x, out_dt = _complex_input(input)
-    cls = _Transform if input._array.dtype.kind == "c" else _TransformR2C
+    real = input._array.dtype.kind != "c"
+    cls = _TransformR2C if real else _Transform
+    kind = "r2c_full" if real and fn in _ONE_DIM_TRANSFORMS else "c2c"
     _core._complex_in_use()
-    return cls.apply(x, "c2c", dims, sizes, forward, norm, out_dt)
+    return cls.apply(x, kind, dims, sizes, forward, norm, out_dt)
 
 
 def _r2c_call(fn, input, s, dim, norm, forward, default_dims):

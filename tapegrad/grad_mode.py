@@ -12,6 +12,8 @@ import inspect
 import sys
 
 from . import _core
+from ._torch_names import TorchNamedClass as _TorchNamedClass
+from ._torch_names import object_repr as _object_repr
 
 is_grad_enabled = _core.is_grad_enabled
 is_inference_mode_enabled = _core.is_inference_mode_enabled
@@ -71,13 +73,10 @@ def _decoratable(func):
 def _torch_object_repr(guard) -> str:
     """PyTorch's default repr of its guard objects, whose classes live in torch.autograd.grad_mode
     (a notebook cell ending in `torch.no_grad()` displays it); a user's subclass keeps its own."""
-    cls = type(guard)
-    if cls.__module__ != __name__:
-        return object.__repr__(guard)
-    return f"<torch.autograd.grad_mode.{cls.__qualname__} object at {id(guard):#x}>"
+    return _object_repr(guard)
 
 
-class _GradModeGuard(_core.GradModeGuard):
+class _GradModeGuard(_core.GradModeGuard, metaclass=_TorchNamedClass):  # print(torch.no_grad)
     """Base: sets grad mode to `self._mode` on enter, restores the previous mode on exit (both
     compiled, in the core); also usable as a decorator."""
 
@@ -168,7 +167,7 @@ class _SetGradModeScope(_GradModeGuard):
         self._mode = mode
 
 
-class inference_mode(_core.InferenceModeGuard):
+class inference_mode(_core.InferenceModeGuard, metaclass=_TorchNamedClass):
     """inference_mode(mode=True): nothing records inside (even under enable_grad()), grad mode
     is off, is_inference_mode_enabled() is True, and tensors created inside are inference tensors
     (``is_inference()``): outside the mode they cannot be saved for backward, written in place or

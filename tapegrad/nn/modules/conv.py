@@ -10,7 +10,14 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+# PyTorch's errors print these sets themselves, whose order follows the string hashes
+# (PYTHONHASHSEED) and, where hashes collide, the insertion order.  A set literal is compiled to
+# a frozenset constant whose insertion order is fixed when the .pyc is written, so these are
+# built from tuples in the order PyTorch's compiled constants insert them (measured against the
+# installed PyTorch over many seeds: the padding modes' is not their source order), and our
+# text equals PyTorch's under every seed.
+_PADDING_MODES = set(("zeros", "reflect", "circular", "replicate"))
+_PADDING_STRINGS = set(("same", "valid"))
 
 
 def _ntuple(value, n):
@@ -36,14 +43,12 @@ class _ConvNd(Module):
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
         if isinstance(padding, str):
-            if padding not in ("valid", "same"):
-                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                                 f"{{'valid', 'same'}}")
+            if padding not in _PADDING_STRINGS:
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {_PADDING_STRINGS}")
             if padding == "same" and any(s != 1 for s in _ntuple(stride, nd)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         if padding_mode not in _PADDING_MODES:
-            raise ValueError("padding_mode must be one of {'zeros', 'replicate', 'reflect', "
-                             f"'circular'}}, but got padding_mode='{padding_mode}'")
+            raise ValueError(f"padding_mode must be one of {_PADDING_MODES}, but got padding_mode='{padding_mode}'")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _ntuple(kernel_size, nd)
