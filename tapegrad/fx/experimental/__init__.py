@@ -1,0 +1,1 @@
+"""torch.fx.experimental: symbolic_shapes' exception types, which torch.export raises."""
