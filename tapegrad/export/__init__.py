@@ -35,8 +35,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     kwargs = dict(kwargs or {})
     bound = inspect.signature(mod.forward).bind(*args, **kwargs)
     spec = resolve(dynamic_shapes, list(bound.arguments), list(bound.arguments.values()))
-    tracer = ExportTracer(mod, args, kwargs)
-    tracer.shape_spec = spec
+    tracer = ExportTracer(mod, args, kwargs, spec)
     graph = tracer.trace_export()
     state_dict = {}
     constants = dict(tracer.constants)
@@ -53,8 +52,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict=False,
     signature = ExportGraphSignature(tracer.input_specs, tracer.output_specs)
     del Tensor
     return ExportedProgram(graph_module, signature, state_dict, constants,
-                           dict(spec.range_constraints), names, tracer.out_spec, guards, example,
-                           spec.symbols)
+                           dict(spec.range_constraints), names, tracer.out_spec, guards, example)
 
 
 def _guards(names, values, spec):
@@ -65,20 +63,18 @@ def _guards(names, values, spec):
     for name in names:
         value = values[name]
         if not isinstance(value, Tensor):
-            guards.append(Guard(f"{name} == {value!r}", lambda v, n=name, c=value: v[n] == c))
+            guards.append(Guard(name, None, "==", value))
             continue
         for d, size in enumerate(value.shape):
-            source = f"{name}.size()[{d}]"
             dynamic = spec.dynamic.get((name, d))
             if dynamic is None:
-                guards.append(Guard(f"{source} == {size}",
-                                    lambda v, n=name, d=d, s=size: v[n].dim() > d and v[n].shape[d] == s))
+                guards.append(Guard(name, d, "==", size))
                 continue
             _symbol, lower, upper = dynamic
             if lower > 2:
-                guards.append(Guard(f"{source} >= {lower}", lambda v, n=name, d=d, b=lower: v[n].shape[d] >= b))
+                guards.append(Guard(name, d, ">=", lower))
             if upper is not None:
-                guards.append(Guard(f"{source} <= {upper}", lambda v, n=name, d=d, b=upper: v[n].shape[d] <= b))
+                guards.append(Guard(name, d, "<=", upper))
     return guards
 
 

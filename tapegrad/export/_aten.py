@@ -40,6 +40,7 @@ def _kernels():
         "mean.dim": lambda x, dim, keepdim=False, dtype=None: x.mean(dim, keepdim, dtype=dtype),
         "contiguous": lambda x, memory_format=None: x.contiguous(),
         "dropout": lambda x, p, train: F.dropout(x, p, train),
+        "numpy_T": lambda x: x.T,
         "sym_size.int": lambda x, dim: x.size(dim),
         "slice": lambda x, dim=0, start=None, end=None, step=1:
             x[(slice(None),) * (dim % x.dim()) + (slice(start, end, step),)],
@@ -80,6 +81,20 @@ sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 mul.Tensor(Tensor self, Tensor other) -> Tensor
 div.Tensor(Tensor self, Tensor other) -> Tensor
+reciprocal(Tensor self) -> Tensor
+numpy_T(Tensor(a) self) -> Tensor(a)
+gt.Scalar(Tensor self, Scalar other) -> Tensor
+gt.Tensor(Tensor self, Tensor other) -> Tensor
+lt.Scalar(Tensor self, Scalar other) -> Tensor
+lt.Tensor(Tensor self, Tensor other) -> Tensor
+ge.Scalar(Tensor self, Scalar other) -> Tensor
+ge.Tensor(Tensor self, Tensor other) -> Tensor
+le.Scalar(Tensor self, Scalar other) -> Tensor
+le.Tensor(Tensor self, Tensor other) -> Tensor
+eq.Scalar(Tensor self, Scalar other) -> Tensor
+eq.Tensor(Tensor self, Tensor other) -> Tensor
+ne.Scalar(Tensor self, Scalar other) -> Tensor
+ne.Tensor(Tensor self, Tensor other) -> Tensor
 pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor
 matmul(Tensor self, Tensor other) -> Tensor
 mm(Tensor self, Tensor mat2) -> Tensor

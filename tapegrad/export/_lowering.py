@@ -26,15 +26,34 @@ def _unary(aten):
     return lowering
 
 
+class Previous:
+    """In a lowering to several ops, the result of the op before."""
+
+
 def _binary(aten, reverse=None):
     """`a <op> b` with either side a tensor: the tensor first, as aten's Tensor overloads take it
-    (a commutative op swaps, a reversed subtraction is rsub.Scalar)."""
+    (a commutative op swaps, `1 - x` is rsub.Scalar, `2 / x` is reciprocal then mul)."""
     def lowering(input, other, *, alpha=1, out=None, rounding_mode=None):
         if not _is_tensor(input):
             if reverse is None:
                 return aten, "Tensor", (other, input), _alpha(alpha)
+            if reverse == "reciprocal":
+                return [("reciprocal", "default", (other,), {}),
+                        ("mul", "Tensor", (Previous, input), {})]
             return reverse, "Scalar", (other, input), _alpha(alpha)
         return aten, "Tensor", (input, other), _alpha(alpha)
+    return lowering
+
+
+# a comparison with the tensor on the right is the mirrored one with it on the left
+_MIRRORED = {"gt": "lt", "lt": "gt", "ge": "le", "le": "ge", "eq": "eq", "ne": "ne"}
+
+
+def _compare(aten):
+    def lowering(input, other, *, out=None):
+        if not _is_tensor(input):
+            return _compare(_MIRRORED[aten])(other, input)
+        return aten, "Tensor" if _is_tensor(other) else "Scalar", (input, other), {}
     return lowering
 
 
@@ -79,6 +98,13 @@ def _getitem(value, index):
     return "index_chain", None, (value, index if isinstance(index, tuple) else (index,)), {}
 
 
+def _attribute(value, name):
+    """`x.T` (the one tensor attribute export records as an op; metadata is read as values)."""
+    if name == "T":
+        return "numpy_T", "default", (value,), {}
+    raise NotImplementedError(f"torch.export in tapegrad does not record Tensor.{name}")
+
+
 def _dropout(input, p=0.5, training=True, inplace=False):
     return "dropout", "default", (input, p, training), {}
 
@@ -86,7 +112,9 @@ def _dropout(input, p=0.5, training=True, inplace=False):
 @functools.lru_cache(maxsize=None)
 def _table():
     table = {name: _unary(name) for name in
-             ("relu", "sigmoid", "tanh", "silu", "exp", "log", "sqrt", "neg", "abs", "t")}
+             ("relu", "sigmoid", "tanh", "silu", "exp", "log", "sqrt", "neg", "abs", "t",
+              "reciprocal")}
+    table.update({name: _compare(name) for name in _MIRRORED})
     table.update({
         "gelu": lambda input, approximate="none":
             ("gelu", "default", (input,), {} if approximate == "none" else {"approximate": approximate}),
@@ -113,7 +141,8 @@ def _table():
         "log_softmax": _softmax("log_softmax"),
         "add": _binary("add"), "__add__": _binary("add"), "iadd": _binary("add"),
         "sub": _binary("sub", reverse="rsub"), "mul": _binary("mul"), "imul": _binary("mul"),
-        "truediv": _binary("div"), "div": _binary("div"),
+        "truediv": _binary("div", reverse="reciprocal"), "div": _binary("div", reverse="reciprocal"),
+        "getattr": _attribute,
         "pow": lambda input, exponent: ("pow", "Tensor_Scalar", (input, exponent), {}),
         "matmul": lambda input, other: ("matmul", "default", (input, other), {}),
         "mm": lambda input, mat2: ("mm", "default", (input, mat2), {}),

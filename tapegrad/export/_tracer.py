@@ -12,6 +12,7 @@ from __future__ import annotations as _annotations
 import inspect
 
 from ..fx import Tracer
+from ..fx.graph import _snake_case
 from ..fx.node import _public_table, map_aggregate
 from ..fx.proxy import Proxy
 from . import _lowering
@@ -40,19 +41,48 @@ def _data_dependent(tracer):
 
 
 class ValueProxy(Proxy):
-    """A Proxy that knows its value on the example inputs."""
+    """A Proxy that knows its value on the example inputs (`value`) and, when some dims are
+    dynamic, on the same inputs with those dims at other sizes (`other`): a size that differs
+    between the two is symbolic, and code that makes the two runs disagree has specialised it."""
 
-    def __init__(self, node, tracer, value):
+    def __init__(self, node, tracer, value, other):
         super().__init__(node, tracer)
         self.value = value
+        self.other = other
 
     def __repr__(self):
         return f"ValueProxy({self.node.name})"
 
     def __getattr__(self, k):
+        if k in ("shape", "size") and self.value is not self.other and \
+                tuple(self.value.shape) != tuple(self.other.shape):
+            return self._symbolic_shape() if k == "shape" else self._symbolic_size
         if k in _METADATA:
             return getattr(self.value, k)
-        return super().__getattr__(k)
+        if k.startswith("__") or callable(getattr(self.value, k, None)):
+            return super().__getattr__(k)          # a method: recorded when called
+        # an attribute that is a tensor (x.T) is an op, recorded where the forward reads it
+        return self.tracer.create_proxy("call_function", getattr, (self, k), {})
+
+    def _symbolic_shape(self):
+        """The shape with each dynamic dim an aten.sym_size.int node (made once per dim)."""
+        from .. import ops
+        sizes = []
+        for d, (size, other) in enumerate(zip(self.value.shape, self.other.shape)):
+            if size == other:
+                sizes.append(size)
+                continue
+            key = (self.node, d)
+            if key not in self.tracer.sym_sizes:
+                self.tracer.sym_sizes[key] = self.tracer._record(
+                    ops.aten.sym_size.int, "sym_size_int_1",
+                    (self, d), {})
+            sizes.append(self.tracer.sym_sizes[key])
+        return tuple(sizes)
+
+    def _symbolic_size(self, dim=None):
+        shape = self._symbolic_shape()
+        return shape if dim is None else shape[dim]
 
     def __len__(self):
         return len(self.value)
@@ -60,10 +90,24 @@ class ValueProxy(Proxy):
     def __iter__(self):
         return (self[i] for i in range(len(self.value)))
 
-    def __bool__(self):
+    def _concrete(self, convert):
+        if isinstance(self.value, (int, float, bool)):      # a size: static unless dynamic
+            if self.value != self.other:
+                raise self.tracer.shape_spec.specialised_error()
+            return convert(self.value)
         raise _data_dependent(self.tracer)
 
-    __int__ = __float__ = __index__ = __bool__
+    def __bool__(self):
+        return self._concrete(bool)
+
+    def __int__(self):
+        return self._concrete(int)
+
+    def __index__(self):
+        return self._concrete(int)
+
+    def __float__(self):
+        return self._concrete(float)
 
     def item(self):
         raise _data_dependent(self.tracer)
@@ -73,6 +117,18 @@ class ValueProxy(Proxy):
 
 def _value(a):
     return map_aggregate(a, lambda x: x.value if isinstance(x, ValueProxy) else x)
+
+
+def _other(a):
+    return map_aggregate(a, lambda x: x.other if isinstance(x, ValueProxy) else x)
+
+
+def _has_tensor(args, kwargs):
+    from .. import Tensor
+    found = []
+    map_aggregate((args, kwargs), lambda x: found.append(x) if isinstance(
+        x.value if isinstance(x, ValueProxy) else x, Tensor) else None)
+    return bool(found)
 
 
 def _call_name(kind, target) -> str:
@@ -88,7 +144,7 @@ def _call_name(kind, target) -> str:
 class ExportTracer(Tracer):
     """Records `root`'s forward on example inputs as an aten-level Graph with lifted parameters."""
 
-    def __init__(self, root, args, kwargs):
+    def __init__(self, root, args, kwargs, shape_spec):
         super().__init__()
         self.example_args = tuple(args)
         self.example_kwargs = dict(kwargs or {})
@@ -98,16 +154,31 @@ class ExportTracer(Tracer):
         self.out_spec = None
         self.user_input_names = []
         self.unbacked_count = 0
+        self.sym_sizes = {}            # (node, dim) -> its sym_size.int proxy
+        self.shape_spec = shape_spec   # what dynamic_shapes said (dynamic_shapes.ShapeSpec)
         self.export_root = root
         from ._aten import aten_names
         aten_names()          # the kernels are looked up before the trace patches torch.*
 
     # -- inputs ----------------------------------------------------------------------------------
-    def _placeholder(self, name, value):
+    def _placeholder(self, name, value, other=None):
         node = self.graph.placeholder(name)
         node.meta["val"] = value
-        proxy = ValueProxy(node, self, value)
+        proxy = ValueProxy(node, self, value, value if other is None else other)
+        self._note_symbols(node, proxy)
         return proxy
+
+    def _note_symbols(self, node, proxy):
+        """node.meta["sym_shape"]: the symbolic size of each dim (or of an int), for printing."""
+        from .. import Tensor
+        if proxy.value is proxy.other:
+            return
+        expression = self.shape_spec.expression
+        if isinstance(proxy.value, Tensor):
+            node.meta["sym_shape"] = [str(a) if a == b else expression(a, b)
+                                      for a, b in zip(proxy.value.shape, proxy.other.shape)]
+        elif isinstance(proxy.value, int) and proxy.value != proxy.other:
+            node.meta["sym_int"] = expression(proxy.value, proxy.other)
 
     def create_args_for_root(self, root_fn, is_module, concrete_args=None):
         from .. import Tensor
@@ -132,7 +203,11 @@ class ExportTracer(Tracer):
             if isinstance(value, Tensor):
                 self.user_input_names.append(name)
                 self.input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(name), None))
-                return self._placeholder(name, value)
+                other = None
+                if any(key[0] == name for key in self.shape_spec.dynamic):
+                    import tapegrad
+                    other = tapegrad.ones(self.shape_spec.other_shape(name, value.shape), dtype=value.dtype)
+                return self._placeholder(name, value, other)
             if isinstance(value, (int, float, bool, str)) or value is None:
                 # specialised, as PyTorch's export specialises a scalar input
                 self.input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(name, value), None))
@@ -198,28 +273,52 @@ class ExportTracer(Tracer):
         if kind not in ("call_function", "call_method"):
             raise NotImplementedError(f"torch.export in tapegrad records no {kind} nodes")
         call = _call_name(kind, target)
+        if kind == "call_function" and getattr(target, "__module__", None) == "_operator" \
+                and not _has_tensor(args, kwargs):
+            # arithmetic on symbolic sizes (`x.size(0) * 2`): recorded as it is written
+            return self._record(target, target.__name__, args, kwargs)
         lowered = _lowering.lower(call, args, kwargs)
         if lowered is None:
             raise NotImplementedError(f"torch.export in tapegrad does not record {call} yet")
-        aten, overload, args, kwargs = lowered
+        result = None
+        for aten, overload, args, kwargs in lowered if isinstance(lowered, list) else [lowered]:
+            args = tuple(result if a is _lowering.Previous else a for a in args)
+            result = self._record_lowered(aten, overload, args, kwargs)
+        return result
+
+    def _record_lowered(self, aten, overload, args, kwargs):
         if aten == "index_chain":
             return self._index(*args)
         if callable(aten):                       # operator.getitem on an op's list of results
             return self._record(aten, "getitem", args, kwargs)
         from .. import ops
-        op = getattr(getattr(ops.aten, aten), overload)
         from ._aten import aten_op
+        op = getattr(getattr(ops.aten, aten), overload)
         args, kwargs = aten_op(aten, overload).normalize(args, kwargs)
-        return self._record(op, aten, args, kwargs)
+        return self._record(op, _snake_case(aten), args, kwargs)
 
     def _record(self, target, name, args, kwargs):
         import tapegrad
         with tapegrad.no_grad():
             value = target(*_value(args), **_value(kwargs))
+            other = value
+            if self.shape_spec.dynamic:
+                try:
+                    other = target(*_other(args), **_other(kwargs))
+                except Exception as error:   # a size the forward fixed fails the other sizes
+                    raise self.shape_spec.specialised_error() from error
         node = self.create_node("call_function", target, self.create_arg(args),
                                 self.create_arg(kwargs), name)
         node.meta["val"] = value
-        return ValueProxy(node, self, value)
+        proxy = ValueProxy(node, self, value, other)
+        self._note_symbols(node, proxy)
+        if isinstance(value, (list, tuple)):
+            # an op's list of results is taken apart at once, one getitem node each, as
+            # PyTorch's export does: the forward holds a list of proxies
+            import operator
+            return type(value)(self._record(operator.getitem, "getitem", (proxy, i), {})
+                               for i in range(len(value)))
+        return proxy
 
     def _index(self, value, index):
         """x[i, a:b, None, ...] as aten.select / aten.slice / aten.unsqueeze, dim by dim."""
@@ -268,4 +367,10 @@ class ExportTracer(Tracer):
 
     def trace_export(self):
         self.constants = {}
-        return self.trace(self.export_root)
+        graph = self.trace(self.export_root)
+        # sizes only the forward's Python looked at (`if x.size(0) > 1`) are not kept, as in
+        # PyTorch's graph (an unused tensor op is)
+        from .. import Tensor
+        graph.eliminate_dead_code(lambda node: node.op != "call_function"
+                                  or isinstance(node.meta.get("val"), (Tensor, list, tuple)))
+        return graph

@@ -57,8 +57,31 @@ class ShapeSpec:
 
     def __init__(self):
         self.dynamic = {}        # (input name, dim) -> (symbol, lower, upper or None)
-        self.symbols = {}        # example size -> symbol
+        self.sizes = {}          # symbol -> (example size, the other size export also runs, Dim name)
         self.range_constraints = {}
+
+    def other_shape(self, name, shape):
+        """`shape` of input `name` with each dynamic dim at its other size (see _tracer.py)."""
+        return [self.sizes[self.dynamic[(name, d)][0]][1] if (name, d) in self.dynamic else size
+                for d, size in enumerate(shape)]
+
+    def expression(self, size, other):
+        """The symbolic size a dim of sizes (example, other) has: "s77", "2*s77", "s77 + 1"."""
+        for symbol, (example, moved, _name) in self.sizes.items():
+            delta = moved - example
+            if (other - size) % delta:
+                continue
+            k = (other - size) // delta
+            c = size - k * example
+            if k == 0:
+                continue
+            term = symbol if k == 1 else f"{k}*{symbol}"
+            return term if c == 0 else f"{term} + {c}" if c > 0 else f"{term} - {-c}"
+        return "?"
+
+    def specialised_error(self):
+        """PyTorch's UserError for code that made the dynamic dims constants."""
+        return _specialised_error([(n, e) for e, _o, n in self.sizes.values() if n is not None])
 
 
 def _symbol(source, used):
@@ -110,29 +133,35 @@ def resolve(dynamic_shapes, names, values):
             if isinstance(dim, DimHint):
                 lower, upper, dim_name = 2, None, None
             else:
-                lower, upper, dim_name = max(dim.min, 2), dim.max, dim.__name__
-                if size < dim.min or (dim.max is not None and size > dim.max):
-                    raise ConstraintViolationError(f"{size} not in range [{dim.min}, "
-                                                   f"{'int_oo' if dim.max is None else dim.max}]" + _SUGGEST)
-            if size in (0, 1):
+                lower, upper, dim_name = dim.min, dim.max, dim.__name__
+            if size in (0, 1):               # PyTorch specialises sizes 0 and 1
                 if dim_name is not None:
                     specialised.append((dim_name, size))
                 continue
+            if size < lower or (upper is not None and size > upper):
+                raise ConstraintViolationError(f"{size} not in range [{lower}, "
+                                               f"{'int_oo' if upper is None else upper}]" + _SUGGEST)
             key = dim if dim_name is not None else (name, d)
             symbol = by_dim.get(key)
             if symbol is None:
                 symbol = by_dim[key] = _symbol(f"L['{name}'].size()[{d}]", used)
                 spec.range_constraints[symbol] = f"VR[{lower}, {'int_oo' if upper is None else upper}]"
+                other = size + 1 if upper is None or size + 1 <= upper else size - 1
+                spec.sizes[symbol] = (size, other, dim_name)
             spec.dynamic[(name, d)] = (symbol, lower, upper)
-            spec.symbols.setdefault(size, symbol)
     if specialised:
-        lines = "\n".join(f"  - You marked {n} as dynamic but your code specialized it to be a "
-                          f"constant ({s}). If you're using mark_dynamic, either remove it or use "
-                          "maybe_mark_dynamic. If you're using Dim.DYNAMIC, replace it with either "
-                          "Dim.STATIC or Dim.AUTO." for n, s in specialised)
-        fixes = "\n".join(f"  {n} = {s}" for n, s in specialised)
-        names_ = ", ".join(n for n, _s in specialised)
-        raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
-                        f"Constraints violated ({names_})! For more information, run with "
-                        f"TORCH_LOGS=\"+dynamic\".\n{lines}\nSuggested fixes:\n{fixes}" + _SUGGEST)
+        raise _specialised_error(specialised)
     return spec
+
+
+def _specialised_error(specialised):
+    from .._dynamo.exc import UserError, UserErrorType
+    lines = "\n".join(f"  - You marked {n} as dynamic but your code specialized it to be a "
+                      f"constant ({s}). If you're using mark_dynamic, either remove it or use "
+                      "maybe_mark_dynamic. If you're using Dim.DYNAMIC, replace it with either "
+                      "Dim.STATIC or Dim.AUTO." for n, s in specialised)
+    fixes = "\n".join(f"  {n} = {s}" for n, s in specialised)
+    names = ", ".join(n for n, _s in specialised)
+    return UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                     f"Constraints violated ({names})! For more information, run with "
+                     f"TORCH_LOGS=\"+dynamic\".\n{lines}\nSuggested fixes:\n{fixes}" + _SUGGEST)

@@ -16,28 +16,49 @@ _DTYPE_ABBREVIATIONS = {"float32": "f32", "float64": "f64", "float16": "f16", "b
                         "bool": "b8", "complex64": "c64", "complex128": "c128"}
 
 
-def _annotation(value, symbols) -> str | None:
-    """A node's value as export annotates it: "f32[2, s77]" (a tensor), None (anything else)."""
+def _annotation(node) -> str | None:
+    """A node's value as export annotates it: "f32[s77, 3]" (a tensor), "Sym(s77 + 1)" (a
+    symbolic size), None (anything else)."""
     from .. import Tensor
+    value = node.meta.get("val")
+    if "sym_int" in node.meta:
+        return f'"Sym({node.meta["sym_int"]})"'
     if not isinstance(value, Tensor):
         return None
     dtype = _DTYPE_ABBREVIATIONS.get(str(value.dtype).removeprefix("torch."), str(value.dtype))
-    return f'"{dtype}[{", ".join(symbols.get(size, str(size)) for size in value.shape)}]"'
+    sizes = node.meta.get("sym_shape") or [str(size) for size in value.shape]
+    return f'"{dtype}[{", ".join(sizes)}]"'
 
 
 class Guard:
-    """One check of module()'s inputs: `x.size()[0] <= 64`, `n == 3`."""
+    """One check of module()'s inputs: `x.size()[0] <= 64` (dim 0 of x, "<=", 64) or `n == 3`
+    (dim None).  Plain data, so a saved program keeps its guards."""
 
-    def __init__(self, text, check):
-        self.text = text
-        self.check = check
+    def __init__(self, name, dim, relation, bound):
+        self.name, self.dim, self.relation, self.bound = name, dim, relation, bound
+
+    @property
+    def text(self):
+        source = self.name if self.dim is None else f"{self.name}.size()[{self.dim}]"
+        return f"{source} {self.relation} {self.bound!r}"
+
+    def holds(self, value) -> bool:
+        if self.dim is not None:
+            if self.dim >= value.dim():
+                return False
+            value = value.shape[self.dim]
+        return {"==": value == self.bound, "<=": value <= self.bound,
+                ">=": value >= self.bound}[self.relation]
+
+    def as_data(self):
+        return (self.name, self.dim, self.relation, self.bound)
 
 
 class ExportedProgram:
     """The result of torch.export.export."""
 
     def __init__(self, graph_module, graph_signature, state_dict, constants, range_constraints,
-                 in_names, out_spec, guards, example_inputs, symbols):
+                 in_names, out_spec, guards, example_inputs):
         self._graph_module = graph_module
         self._graph_signature = graph_signature
         self._state_dict = state_dict
@@ -47,7 +68,6 @@ class ExportedProgram:
         self._out_spec = out_spec
         self._guards = guards
         self._example_inputs = example_inputs
-        self._symbols = symbols              # a dynamic dim's example size -> its symbol ("s77")
 
     @property
     def graph_module(self):
@@ -151,14 +171,14 @@ class ExportedProgram:
             if line.startswith("def forward("):
                 params = []
                 for p in line[len("def forward("):line.rindex(")")].split(", ")[1:]:
-                    note = _annotation(names[p].meta.get("val"), self._symbols) if p in names else None
+                    note = _annotation(names[p]) if p in names else None
                     params.append(p if note is None else f"{p}: {note}")
                 out.append(f"def forward(self, {', '.join(params)}):")
                 out.append("    # No stacktrace found for following nodes")
                 continue
             match = re.match(r"    (\w+) = ", line)
             if match and match.group(1) in names:
-                note = _annotation(names[match.group(1)].meta.get("val"), self._symbols)
+                note = _annotation(names[match.group(1)])
                 if note is not None:
                     line = f"    {match.group(1)}: {note} = {line[match.end():]}"
             out.append(line.rstrip() if line.strip() else "")
@@ -185,8 +205,9 @@ class _ExportedModule(_exported_module_base()):
     def __call__(self, *args, **kwargs):
         from ..utils._pytree import tree_unflatten
         flat = self._bind_inputs(args, kwargs)
+        values = dict(zip(self._export_in_names, flat))
         for guard in self._export_guards:
-            if not guard.check(dict(zip(self._export_in_names, flat))):
+            if not guard.holds(values[guard.name]):
                 raise AssertionError(f"Guard failed: {guard.text}")
         result = super().__call__(*flat)
         return tree_unflatten(list(result), self._export_out_spec)

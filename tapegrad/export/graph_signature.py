@@ -61,8 +61,7 @@ class OutputSpec:
 
     def __str__(self):
         target = "" if self.target is None else f" target='{self.target}'"
-        name = self.arg.name if isinstance(self.arg, TensorArgument) else self.arg.value
-        return f"{name}: {self.kind.name}{target}"
+        return f"{self.arg.name}: {self.kind.name}{target}"
 
 
 def _user_value(arg):
