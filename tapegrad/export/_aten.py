@@ -41,6 +41,12 @@ def _kernels():
         "contiguous": lambda x, memory_format=None: x.contiguous(),
         "dropout": lambda x, p, train: F.dropout(x, p, train),
         "numpy_T": lambda x: x.T,
+        "_native_batch_norm_legit_no_training": lambda x, w, b, mean, var, momentum, eps: (
+            F.batch_norm(x, mean, var, w, b, False, momentum, eps), tapegrad.empty(0), tapegrad.empty(0)),
+        "max_pool2d_with_indices": lambda x, k, s=(), p=0, d=1, c=False:
+            F.max_pool2d(x, k, list(s) or None, p, d, c, return_indices=True),
+        "split_with_sizes": lambda x, sizes, dim=0: tapegrad.split(x, list(sizes), dim),
+        "clone": lambda x, memory_format=None: x.clone(),
         "sym_size.int": lambda x, dim: x.size(dim),
         "slice": lambda x, dim=0, start=None, end=None, step=1:
             x[(slice(None),) * (dim % x.dim()) + (slice(start, end, step),)],
@@ -121,7 +127,15 @@ sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dty
 mean.default(Tensor self, *, ScalarType? dtype=None) -> Tensor
 mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 sym_size.int(Tensor self, int dim) -> SymInt
+convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor
+_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> Tensor[]
+max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor[]
+split_with_sizes(Tensor self, SymInt[] split_sizes, int dim=0) -> Tensor[]
+clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor
 """
+
+# ops export records in place (x.relu_(), F.relu(x, inplace=True), h += 1) as PyTorch's does
+_IN_PLACE = ("relu", "sigmoid", "tanh", "add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor")
 
 _LIST_LENGTH = re.compile(r"\[(\d+)\]")
 
@@ -195,7 +209,15 @@ def _table():
     from ..nn import functional as F
     special = _kernels()
     table = {}
-    for line in _SCHEMAS.strip().splitlines():
+    lines = _SCHEMAS.strip().splitlines()
+    for line in list(lines):
+        if line[:line.index("(")] in _IN_PLACE:
+            # relu_(Tensor self) -> Tensor: the in-place twin, run by Tensor.relu_
+            name, _, rest = line.partition(".") if "." in line[:line.index("(")] else line.partition("(")
+            twin = f"{name}_.{rest}" if "." in line[:line.index("(")] else f"{name}_({rest}"
+            special[twin[:twin.index("(")]] = getattr(tapegrad.Tensor, name + "_")
+            lines.append(twin)
+    for line in lines:
         name_overload = line[:line.index("(")]
         name = name_overload.partition(".")[0]
         kernel = special.get(name_overload) or special.get(name)

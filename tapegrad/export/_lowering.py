@@ -166,6 +166,7 @@ def _table():
         "getitem": _getitem,
     })
     for name in ("relu", "sigmoid", "tanh", "add", "sub", "mul", "div"):
+        # in place: _tracer.py records the in-place twin
         table[name + "_"] = table[name]          # in-place spellings on a fresh value
     return table
 
@@ -193,11 +194,16 @@ def _module_forwards():
         return forward
 
     def batch_norm(m, x):
-        if m.training or not m.track_running_stats:
-            # training updates the running stats (buffer mutations export would have to return)
-            raise NotImplementedError("torch.export in tapegrad records BatchNorm in eval mode "
-                                      "only: call model.eval() before exporting")
-        return F.batch_norm(x, m.running_mean, m.running_var, m.weight, m.bias, False,
+        # PyTorch's _BatchNorm.forward: in training the batch count and the running stats are
+        # updated in place (the graph mutates the buffers, as PyTorch's does)
+        training = m.training or m.running_mean is None
+        if m.training and m.track_running_stats:
+            if m.momentum is None:
+                raise NotImplementedError("torch.export in tapegrad records BatchNorm with "
+                                          "momentum=None (a cumulative average) in eval mode only")
+            m.num_batches_tracked.add_(1)
+        stats = (m.running_mean, m.running_var) if not m.training or m.track_running_stats else (None, None)
+        return F.batch_norm(x, *stats, m.weight, m.bias, training,
                             m.momentum if m.momentum is not None else 0.0, m.eps)
 
     return {
@@ -207,14 +213,14 @@ def _module_forwards():
         nn.BatchNorm1d: batch_norm,
         nn.BatchNorm2d: batch_norm,
         nn.LayerNorm: lambda m, x: F.layer_norm(x, m.normalized_shape, m.weight, m.bias, m.eps),
-        nn.ReLU: lambda m, x: F.relu(x),
+        nn.ReLU: lambda m, x: F.relu(x, inplace=m.inplace),
         nn.Sigmoid: lambda m, x: x.sigmoid(),
         nn.Tanh: lambda m, x: x.tanh(),
         nn.GELU: lambda m, x: F.gelu(x, approximate=m.approximate),
         nn.SiLU: lambda m, x: F.silu(x),
         nn.Softmax: lambda m, x: F.softmax(x, m.dim),
         nn.LogSoftmax: lambda m, x: F.log_softmax(x, m.dim),
-        nn.Dropout: lambda m, x: F.dropout(x, m.p, m.training),
+        nn.Dropout: lambda m, x: F.dropout(x, m.p, m.training, m.inplace),
         nn.Flatten: lambda m, x: x.flatten(m.start_dim, m.end_dim),
         nn.Identity: lambda m, x: x,
         nn.MaxPool2d: lambda m, x: F.max_pool2d(x, m.kernel_size, m.stride, m.padding, m.dilation,

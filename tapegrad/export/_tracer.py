@@ -16,6 +16,7 @@ from ..fx.graph import _snake_case
 from ..fx.node import _public_table, map_aggregate
 from ..fx.proxy import Proxy
 from . import _lowering
+from ._aten import aten_op
 from .graph_signature import (ConstantArgument, InputKind, InputSpec, OutputKind, OutputSpec,
                               TensorArgument)
 
@@ -57,6 +58,8 @@ class ValueProxy(Proxy):
         if k in ("shape", "size") and self.value is not self.other and \
                 tuple(self.value.shape) != tuple(self.other.shape):
             return self._symbolic_shape() if k == "shape" else self._symbolic_size
+        if k in ("numel", "nelement") and self._dynamic():
+            raise self.tracer.shape_spec.specialised_error()
         if k in _METADATA:
             return getattr(self.value, k)
         if k.startswith("__") or callable(getattr(self.value, k, None)):
@@ -84,11 +87,44 @@ class ValueProxy(Proxy):
         shape = self._symbolic_shape()
         return shape if dim is None else shape[dim]
 
+    # `h += 1` on a tensor the forward computed: the in-place add, as PyTorch records it
+    def __iadd__(self, other):
+        if not self._is_tensor():
+            return NotImplemented         # a size: Python falls back to `add`
+        return self.tracer.create_proxy("call_method", "add_", (self, other), {})
+
+    def __isub__(self, other):
+        if not self._is_tensor():
+            return NotImplemented         # a size: Python falls back to `sub`
+        return self.tracer.create_proxy("call_method", "sub_", (self, other), {})
+
+    def __imul__(self, other):
+        if not self._is_tensor():
+            return NotImplemented         # a size: Python falls back to `mul`
+        return self.tracer.create_proxy("call_method", "mul_", (self, other), {})
+
+    def __itruediv__(self, other):
+        if not self._is_tensor():
+            return NotImplemented         # a size: Python falls back to `div`
+        return self.tracer.create_proxy("call_method", "div_", (self, other), {})
+
+    def _is_tensor(self) -> bool:
+        from .. import Tensor
+        return isinstance(self.value, Tensor)
+
+    def _dynamic(self) -> bool:
+        from .. import Tensor
+        return isinstance(self.value, Tensor) and self.value is not self.other \
+            and tuple(self.value.shape) != tuple(self.other.shape)
+
     def __len__(self):
+        # Python wants an int: a dynamic first dim would be specialised
+        if self._dynamic() and self.value.shape[0] != self.other.shape[0]:
+            raise self.tracer.shape_spec.specialised_error()
         return len(self.value)
 
     def __iter__(self):
-        return (self[i] for i in range(len(self.value)))
+        return (self[i] for i in range(len(self)))
 
     def _concrete(self, convert):
         if isinstance(self.value, (int, float, bool)):      # a size: static unless dynamic
@@ -155,14 +191,22 @@ class ExportTracer(Tracer):
         self.user_input_names = []
         self.unbacked_count = 0
         self.sym_sizes = {}            # (node, dim) -> its sym_size.int proxy
+        self.parameter_nodes = set()
         self.shape_spec = shape_spec   # what dynamic_shapes said (dynamic_shapes.ShapeSpec)
         self.export_root = root
         from ._aten import aten_names
         aten_names()          # the kernels are looked up before the trace patches torch.*
 
     # -- inputs ----------------------------------------------------------------------------------
-    def _placeholder(self, name, value, other=None):
-        node = self.graph.placeholder(name)
+    def _placeholder(self, name, value, other=None, private=False):
+        """A placeholder (its node may be renamed, `input` -> `input_1`; its target keeps the
+        name).  `private`: trace on a copy, so in-place ops in the forward (a BatchNorm's
+        running stats, an input's add_) leave the caller's tensors as they were."""
+        from .. import Tensor
+        if private and isinstance(value, Tensor):
+            value = value.detach().clone()
+            other = None if other is None else other.clone()
+        node = self.graph.create_node("placeholder", name, name=name)
         node.meta["val"] = value
         proxy = ValueProxy(node, self, value, value if other is None else other)
         self._note_symbols(node, proxy)
@@ -188,10 +232,11 @@ class ExportTracer(Tracer):
         for name, param in root.named_parameters():
             node_name = "p_" + name.replace(".", "_")
             self.lifted[id(param)] = self._placeholder(node_name, param)
+            self.parameter_nodes.add(self.lifted[id(param)].node)
             self.input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(node_name), name))
         for name, buf in buffers.items():
             node_name = "b_" + name.replace(".", "_")
-            self.lifted[id(buf)] = self._placeholder(node_name, buf)
+            self.lifted[id(buf)] = self._placeholder(node_name, buf, private=True)
             self.input_specs.append(InputSpec(InputKind.BUFFER, TensorArgument(node_name), name,
                                               persistent=name not in non_persistent))
         sig = inspect.signature(root_fn)
@@ -207,7 +252,7 @@ class ExportTracer(Tracer):
                 if any(key[0] == name for key in self.shape_spec.dynamic):
                     import tapegrad
                     other = tapegrad.ones(self.shape_spec.other_shape(name, value.shape), dtype=value.dtype)
-                return self._placeholder(name, value, other)
+                return self._placeholder(name, value, other, private=True)
             if isinstance(value, (int, float, bool, str)) or value is None:
                 # specialised, as PyTorch's export specialises a scalar input
                 self.input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(name, value), None))
@@ -280,11 +325,31 @@ class ExportTracer(Tracer):
         lowered = _lowering.lower(call, args, kwargs)
         if lowered is None:
             raise NotImplementedError(f"torch.export in tapegrad does not record {call} yet")
+        in_place = (kind == "call_method" and call.endswith("_") and not call.startswith("_")) \
+            or kwargs.get("inplace") is True
+        target_proxy = args[0] if args else None
+        if in_place:
+            self._check_in_place(call, target_proxy)
         result = None
         for aten, overload, args, kwargs in lowered if isinstance(lowered, list) else [lowered]:
             args = tuple(result if a is _lowering.Previous else a for a in args)
+            if in_place and aten_op(aten + "_", overload) is not None:
+                aten += "_"                  # recorded as the in-place op (relu_, add_)
             result = self._record_lowered(aten, overload, args, kwargs)
+        if in_place:
+            # the mutated value's proxy now stands for the in-place node, so the forward's later
+            # uses of it name that node, as in PyTorch's graph
+            target_proxy.node, target_proxy.value, target_proxy.other = \
+                result.node, result.value, result.other
+            return target_proxy
         return result
+
+    def _check_in_place(self, call, proxy):
+        """In-place ops are recorded as such (the module runs them on its own buffers and on its
+        caller's inputs, as the eager forward does); one on a parameter is refused."""
+        if not isinstance(proxy, ValueProxy) or proxy.node in self.parameter_nodes:
+            raise NotImplementedError(f"torch.export in tapegrad does not record the in-place "
+                                      f"{call} of a parameter")
 
     def _record_lowered(self, aten, overload, args, kwargs):
         if aten == "index_chain":
@@ -316,8 +381,9 @@ class ExportTracer(Tracer):
             # an op's list of results is taken apart at once, one getitem node each, as
             # PyTorch's export does: the forward holds a list of proxies
             import operator
-            return type(value)(self._record(operator.getitem, "getitem", (proxy, i), {})
-                               for i in range(len(value)))
+            parts = type(value)(self._record(operator.getitem, "getitem", (proxy, i), {})
+                                for i in range(len(value)))
+            return parts
         return proxy
 
     def _index(self, value, index):

@@ -135,8 +135,8 @@ class ExportedProgram:
         root = {}
         kinds = {s.arg.name: s for s in self._graph_signature.input_specs}
         for node in self.graph.nodes:
-            if node.op == "placeholder" and kinds[node.name].kind is not InputKind.USER_INPUT:
-                spec = kinds[node.name]
+            if node.op == "placeholder" and kinds[node.target].kind is not InputKind.USER_INPUT:
+                spec = kinds[node.target]
                 value = self._lifted_value(spec)
                 if spec.kind is InputKind.PARAMETER and not isinstance(value, Parameter):
                     value = Parameter(value)
@@ -165,6 +165,7 @@ class ExportedProgram:
         """The graph module as export prints it: forward's arguments and each node's result
         annotated with dtype and shape."""
         names = {node.name: node for node in self.graph.nodes}
+        names.update({node.target: node for node in self.graph.nodes if node.op == "placeholder"})
         lines = self._graph_module.code.strip().split("\n")
         out = []
         for line in lines:
