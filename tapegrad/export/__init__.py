@@ -8,8 +8,8 @@ dynamic; a branch on a tensor's value raises PyTorch's data-dependent error.
 """
 from __future__ import annotations as _annotations
 
-from .dynamic_shapes import Dim, dims, ShapeSpec
-from .exported_program import ExportedProgram, Guard
+from .dynamic_shapes import Dim, dims
+from .exported_program import ExportedProgram
 from .graph_signature import (ConstantArgument, ExportGraphSignature, InputKind, InputSpec,
                               OutputKind, OutputSpec, TensorArgument)
 
@@ -59,6 +59,7 @@ def _guards(names, values, spec):
     """module()'s input checks: each static dim's size, each dynamic dim's range (its lower bound
     only above 2, as PyTorch's 0/1 specialisation leaves it), each scalar input's value."""
     from .. import Tensor
+    from .exported_program import Guard
     guards = []
     for name in names:
         value = values[name]
