@@ -289,3 +289,45 @@ def test_run_decompositions_and_kwargs_and_nested_outputs(torch):
         ep.module()(tapegrad.tensor(x), scale=4.0)
     np.testing.assert_allclose(tapegrad.export.unflatten(ep)(tapegrad.tensor(x), scale=3.0)["out"].detach().numpy(),
                                got["out"].detach().numpy())
+
+
+def test_guards_narrowing_a_dim_range_are_refused_as_pytorch(torch):
+    def branch(lib):
+        class ShapeBranch(lib.nn.Module):
+            def forward(self, x):
+                return x * 2 if x.shape[0] < 10 else x + 1
+        return ShapeBranch()
+
+    def message(lib, dim):
+        with pytest.raises(Exception) as info:
+            lib.export.export(branch(lib), (lib.randn(4, 2),), dynamic_shapes={"x": {0: dim}})
+        return type(info.value).__name__, str(info.value).splitlines()[:4]
+    assert message(tapegrad, Dim("n", max=20)) == message(torch, torch.export.Dim("n", max=20))
+    # a range the guard leaves whole is exported
+    ep = export(branch(tapegrad), (tapegrad.randn(4, 2),), dynamic_shapes={"x": {0: Dim("n", max=9)}})
+    assert str(ep.range_constraints) == "{s77: VR[0, 9]}"
+
+
+def test_shared_and_automatic_dims_take_pytorch_symbols(torch):
+    def pair(lib):
+        class Pair(lib.nn.Module):
+            def forward(self, c, a):
+                return lib.cat([c, a]).sum(1), c * a
+        return Pair()
+    for spec in ({"c": {0: "d"}, "a": {0: "d"}}, {"c": {0: "auto"}, "a": {0: "auto"}}):
+        results = []
+        for lib in (tapegrad, torch):
+            dim = lib.export.Dim("d", max=64)
+            shapes = {k: {0: dim if v[0] == "d" else lib.export.Dim.AUTO} for k, v in spec.items()}
+            ep = lib.export.export(pair(lib), (lib.randn(4, 3), lib.randn(4, 3)), dynamic_shapes=shapes)
+            results.append((str(ep.range_constraints), ep.graph_module.code))
+        assert results[0] == results[1]
+
+
+def test_max_over_a_dim_returns_named_values():
+    class Top(tapegrad.nn.Module):
+        def forward(self, x):
+            return x.max(dim=1).values, x.max(1)[1]
+    x = tapegrad.randn(3, 4)
+    values, indices = export(Top(), (x,)).module()(x)
+    assert values.tolist() == x.max(1).values.tolist() and indices.tolist() == x.argmax(1).tolist()

@@ -127,6 +127,12 @@ sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dty
 mean.default(Tensor self, *, ScalarType? dtype=None) -> Tensor
 mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 sym_size.int(Tensor self, int dim) -> SymInt
+max.default(Tensor self) -> Tensor
+max.dim(Tensor self, int dim, bool keepdim=False) -> Tensor[]
+min.default(Tensor self) -> Tensor
+min.dim(Tensor self, int dim, bool keepdim=False) -> Tensor[]
+argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
+argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor
 convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor
 _native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> Tensor[]
 max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor[]

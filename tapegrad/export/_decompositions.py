@@ -139,6 +139,23 @@ def _emit(graph, steps):
     return previous
 
 
+def _functional_twin(node):
+    """relu_ -> relu when nothing but this op reads the value it overwrites (so no view or later
+    reader could see the difference); an input's or buffer's mutation stays in place."""
+    from .._ops import OpOverload
+    from ._aten import aten_op
+    target = node.target
+    if not isinstance(target, OpOverload) or not target._opname.endswith("_"):
+        return None
+    mutated = node.args[0]
+    if mutated.op == "placeholder" or len(mutated.users) != 1:
+        return None
+    name = target._opname[:-1]
+    if aten_op(name, target._overloadname) is None:
+        return None
+    return [(name, target._overloadname, node.args, node.kwargs)]
+
+
 def decompose(graph_module, decomp_table=None):
     """A copy of `graph_module` with each op that has a rule decomposed."""
     from ..fx import GraphModule
@@ -146,7 +163,8 @@ def decompose(graph_module, decomp_table=None):
     graph = module.graph
     for node in list(graph.nodes):
         rule = _RULES.get(str(node.target).removeprefix("torch.ops.")) if node.op == "call_function" else None
-        steps = None if rule is None else _steps(rule, node)
+        steps = _functional_twin(node) if rule is None and node.op == "call_function" else \
+            None if rule is None else _steps(rule, node)
         if steps is None:
             continue
         with graph.inserting_before(node):
@@ -156,6 +174,9 @@ def decompose(graph_module, decomp_table=None):
                 replacement.meta[key] = node.meta[key]
         node.replace_all_uses_with(replacement)
         graph.erase_node(node)
+    # results of several-result ops nobody reads go (PyTorch's retrace keeps only those used)
+    import operator
+    graph.eliminate_dead_code(lambda n: not (n.op == "call_function" and n.target is operator.getitem))
     return GraphModule(module, _renamed(graph), "GraphModule")
 
 
@@ -175,8 +196,10 @@ def _renamed(graph):
             name = node.name
         elif node.target is operator.getitem and node.args[0] in reserved:
             name = reserved[node.args[0]][node.args[1]]
+        elif getattr(node.target, "_opname", None) in (None, "sym_size"):
+            name = node.name
         else:
-            name = _snake_case(getattr(node.target, "_opname", None) or node.name)
+            name = _snake_case(node.target._opname)
         taken = node.op == "call_function" and node.target is operator.getitem and node.args[0] in reserved
         new = renamed.create_node(node.op, node.target, _map(node.args, env), _map(node.kwargs, env),
                                   "_reserved" if taken else name)

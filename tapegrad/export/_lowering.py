@@ -83,6 +83,17 @@ def _reduction(aten):
     return lowering
 
 
+def _extremum(aten):
+    """max(x) is the reduction, max(x, dim) the (values, indices) pair."""
+    def lowering(input, dim=None, keepdim=False, *, out=None):
+        if dim is None:
+            return aten, "default", (input,), {}
+        if _is_tensor(dim):
+            raise NotImplementedError(f"torch.export in tapegrad records {aten} of one tensor only")
+        return aten, "dim", (input, dim, keepdim), {}
+    return lowering
+
+
 def _split(input, split_size_or_sections, dim=0):
     if not isinstance(split_size_or_sections, int):
         raise NotImplementedError("torch.export in tapegrad records split with one size only")
@@ -164,6 +175,10 @@ def _table():
         "sum": _reduction("sum"),
         "mean": _reduction("mean"),
         "getitem": _getitem,
+        "max": _extremum("max"),
+        "min": _extremum("min"),
+        "argmax": lambda input, dim=None, keepdim=False: ("argmax", "default", (input, dim, keepdim), {}),
+        "argmin": lambda input, dim=None, keepdim=False: ("argmin", "default", (input, dim, keepdim), {}),
     })
     for name in ("relu", "sigmoid", "tanh", "add", "sub", "mul", "div"):
         # in place: _tracer.py records the in-place twin

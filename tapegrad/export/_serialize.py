@@ -91,7 +91,7 @@ def save(ep, f):
                     for s in signature.output_specs],
         "state_dict": dict(ep.state_dict),
         "constants": dict(ep.constants),
-        "range_constraints": dict(ep.range_constraints),
+        "range_constraints": {str(symbol): [r.lower, r.upper] for symbol, r in ep.range_constraints.items()},
         "in_names": list(ep._in_names),
         # the outputs' nest with None for each leaf (None is a pytree leaf)
         "out_structure": tree_unflatten([None] * ep._out_spec.num_leaves, ep._out_spec),
@@ -134,6 +134,8 @@ def load(f):
     outputs = [OutputSpec(OutputKind[kind], argument(name, constant), target)
                for kind, name, constant, target in data["outputs"]]
     _leaves, out_spec = tree_flatten(data["out_structure"])
+    from .dynamic_shapes import Symbol, ValueRanges
+    ranges = {Symbol(symbol): ValueRanges(*bounds) for symbol, bounds in data["range_constraints"].items()}
     return ExportedProgram(GraphModule({}, graph, "GraphModule"), ExportGraphSignature(inputs, outputs),
-                           data["state_dict"], data["constants"], data["range_constraints"],
+                           data["state_dict"], data["constants"], ranges,
                            data["in_names"], out_spec, [Guard(*g) for g in data["guards"]], None)

@@ -75,12 +75,7 @@ class ValueProxy(Proxy):
             if size == other:
                 sizes.append(size)
                 continue
-            key = (self.node, d)
-            if key not in self.tracer.sym_sizes:
-                self.tracer.sym_sizes[key] = self.tracer._record(
-                    ops.aten.sym_size.int, "sym_size_int_1",
-                    (self, d), {})
-            sizes.append(self.tracer.sym_sizes[key])
+            sizes.append(self.tracer.sym_size(self, d, size, other))
         return tuple(sizes)
 
     def _symbolic_size(self, dim=None):
@@ -126,10 +121,14 @@ class ValueProxy(Proxy):
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
+    guard = None         # (symbol, relation, bound) of a comparison of a dynamic size
+
     def _concrete(self, convert):
         if isinstance(self.value, (int, float, bool)):      # a size: static unless dynamic
             if self.value != self.other:
                 raise self.tracer.shape_spec.specialised_error()
+            if self.guard is not None:
+                self.tracer.shape_spec.check_guard(*self.guard, bool(self.value))
             return convert(self.value)
         raise _data_dependent(self.tracer)
 
@@ -149,6 +148,16 @@ class ValueProxy(Proxy):
         raise _data_dependent(self.tracer)
 
     tolist = item
+
+
+class _nowhere:
+    """No change of insertion point."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
 
 
 def _value(a):
@@ -192,6 +201,7 @@ class ExportTracer(Tracer):
         self.unbacked_count = 0
         self.sym_sizes = {}            # (node, dim) -> its sym_size.int proxy
         self.parameter_nodes = set()
+        self.symbol_origins = {}       # symbol -> (the input proxy, dim) that defines it
         self.shape_spec = shape_spec   # what dynamic_shapes said (dynamic_shapes.ShapeSpec)
         self.export_root = root
         from ._aten import aten_names
@@ -252,7 +262,11 @@ class ExportTracer(Tracer):
                 if any(key[0] == name for key in self.shape_spec.dynamic):
                     import tapegrad
                     other = tapegrad.ones(self.shape_spec.other_shape(name, value.shape), dtype=value.dtype)
-                return self._placeholder(name, value, other, private=True)
+                proxy = self._placeholder(name, value, other, private=True)
+                for (input_name, d), (symbol, _lower, _upper) in self.shape_spec.dynamic.items():
+                    if input_name == name:
+                        self.symbol_origins.setdefault(symbol, (proxy, d))
+                return proxy
             if isinstance(value, (int, float, bool, str)) or value is None:
                 # specialised, as PyTorch's export specialises a scalar input
                 self.input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(name, value), None))
@@ -321,7 +335,9 @@ class ExportTracer(Tracer):
         if kind == "call_function" and getattr(target, "__module__", None) == "_operator" \
                 and not _has_tensor(args, kwargs):
             # arithmetic on symbolic sizes (`x.size(0) * 2`): recorded as it is written
-            return self._record(target, target.__name__, args, kwargs)
+            result = self._record(target, target.__name__, args, kwargs)
+            result.guard = self._guard_of(target, args)
+            return result
         lowered = _lowering.lower(call, args, kwargs)
         if lowered is None:
             raise NotImplementedError(f"torch.export in tapegrad does not record {call} yet")
@@ -343,6 +359,37 @@ class ExportTracer(Tracer):
                 result.node, result.value, result.other
             return target_proxy
         return result
+
+    def sym_size(self, proxy, d, size, other):
+        """A dynamic dim's size as a node: a size that is one symbol is read once, from the
+        input that defines it, at the top of the graph (as PyTorch binds its symbols); any
+        other from the tensor at hand."""
+        from .. import ops
+        symbol = self.shape_spec.expression(size, other)
+        key = symbol if symbol in self.symbol_origins else (proxy.node, d)
+        if key not in self.sym_sizes:
+            source, dim = self.symbol_origins.get(symbol, (proxy, d))
+            first_call = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+            with self.graph.inserting_before(first_call) if key == symbol and first_call is not None \
+                    else _nowhere():
+                self.sym_sizes[key] = self._record(ops.aten.sym_size.int, "sym_size_int_1", (source, dim), {})
+        return self.sym_sizes[key]
+
+    _RELATIONS = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+    _MIRROR = {">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+    def _guard_of(self, target, args):
+        """(symbol, relation, bound) of a comparison of a dynamic size with a constant."""
+        relation = self._RELATIONS.get(target.__name__)
+        if relation is None or len(args) != 2:
+            return None
+        left, right = args
+        if not isinstance(left, ValueProxy):
+            left, right, relation = right, left, self._MIRROR[relation]
+        symbol = left.node.meta.get("sym_int") if isinstance(left, ValueProxy) else None
+        if symbol not in self.shape_spec.sources or not isinstance(right, int):
+            return None
+        return symbol, relation, right
 
     def _check_in_place(self, call, proxy):
         """In-place ops are recorded as such (the module runs them on its own buffers and on its
@@ -381,8 +428,9 @@ class ExportTracer(Tracer):
             # an op's list of results is taken apart at once, one getitem node each, as
             # PyTorch's export does: the forward holds a list of proxies
             import operator
-            parts = type(value)(self._record(operator.getitem, "getitem", (proxy, i), {})
-                                for i in range(len(value)))
+            parts = [self._record(operator.getitem, "getitem", (proxy, i), {}) for i in range(len(value))]
+            # (values, indices) of max(dim) is a named tuple, as its value is
+            parts = type(value)(*parts) if hasattr(value, "_fields") else type(value)(parts)
             return parts
         return proxy
 

@@ -59,6 +59,7 @@ class ShapeSpec:
         self.dynamic = {}        # (input name, dim) -> (symbol, lower, upper or None)
         self.sizes = {}          # symbol -> (example size, the other size export also runs, Dim name)
         self.range_constraints = {}
+        self.sources = {}        # symbol -> (its first source, Dim name, the Dim or hint)
 
     def other_shape(self, name, shape):
         """`shape` of input `name` with each dynamic dim at its other size (see _tracer.py)."""
@@ -75,13 +76,71 @@ class ShapeSpec:
             c = size - k * example
             if k == 0:
                 continue
-            term = symbol if k == 1 else f"{k}*{symbol}"
+            term = str(symbol) if k == 1 else f"{k}*{symbol}"
             return term if c == 0 else f"{term} + {c}" if c > 0 else f"{term} - {-c}"
         return "?"
+
+    def check_guard(self, symbol, relation, bound, outcome):
+        """`symbol <relation> bound` was `outcome` on the example: the range of sizes that
+        agree must hold the declared range, or the code constrained the dim (PyTorch's error)."""
+        import math
+        source, name, dim = self.sources[symbol]
+        declared = self.range_constraints[symbol]
+        lower, upper = max(declared.lower, 2), math.inf if declared.upper is None else declared.upper
+        keep_lower, keep_upper = lower, upper
+        holds = {">": (bound + 1, math.inf), ">=": (bound, math.inf), "<": (-math.inf, bound - 1),
+                 "<=": (-math.inf, bound)}.get(relation)
+        if holds is None:
+            return
+        if not outcome:              # the negation: x > b false means x <= b
+            holds = {">": (-math.inf, bound), ">=": (-math.inf, bound - 1),
+                     "<": (bound, math.inf), "<=": (bound + 1, math.inf)}[relation]
+        lower, upper = max(lower, holds[0]), min(upper, holds[1])
+        if (lower, upper) == (keep_lower, keep_upper) or name is None:
+            return
+        from .._dynamo.exc import UserError, UserErrorType
+        if declared.lower > 0 and declared.upper is not None:
+            specified = f" in the specified range {declared.lower} <= {name} <= {declared.upper}"
+        elif declared.upper is not None:
+            specified = f" in the specified range {name} <= {declared.upper}"
+        elif declared.lower > 0:
+            specified = f" in the specified range {name} >= {declared.lower}"
+        else:
+            specified = ""
+        shown = "IntInfinity()" if upper == math.inf else upper
+        fix = ", ".join(f"{k}={v}" for k, v in (("min", lower if lower > 2 else None),
+                                                ("max", None if upper == math.inf else upper)) if v is not None)
+        raise UserError(UserErrorType.CONSTRAINT_VIOLATION,
+                        f"Constraints violated ({name})! For more information, run with "
+                        f"TORCH_LOGS=\"+dynamic\".\n  - Not all values of {name} = {source}{specified} "
+                        f"satisfy the generated guard {lower} <= {source} and {source} <= {shown}\n"
+                        f"Suggested fixes:\n  {name} = Dim('{name}', {fix})" + _SUGGEST)
 
     def specialised_error(self):
         """PyTorch's UserError for code that made the dynamic dims constants."""
         return _specialised_error([(n, e) for e, _o, n in self.sizes.values() if n is not None])
+
+
+class Symbol(str):
+    """A size symbol (`s77`): prints bare, as sympy's symbols do."""
+
+    def __repr__(self):
+        return str(self)
+
+
+class ValueRanges:
+    """A symbol's range, printed as PyTorch's `VR[2, 64]` (int_oo: unbounded)."""
+
+    def __init__(self, lower, upper):
+        self.lower, self.upper = lower, upper
+
+    def __repr__(self):
+        return f"VR[{self.lower}, {'int_oo' if self.upper is None else self.upper}]"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, ValueRanges) and (self.lower, self.upper) == (other.lower, other.upper)
 
 
 def _symbol(source, used):
@@ -120,6 +179,17 @@ def resolve(dynamic_shapes, names, values):
                             f"{len(names)}" + _SUGGEST)
     used = set()
     by_dim = {}                       # a Dim -> its symbol (equal Dims, equal sizes)
+    # inputs sharing a Dim share one symbol: PyTorch keeps the lowest-numbered of theirs
+    sources = {}
+    for name, shape in zip(names, per_input):
+        for d, dim in (dict(enumerate(shape)) if isinstance(shape, (tuple, list)) else shape or {}).items():
+            if isinstance(dim, Dim):
+                sources.setdefault(dim, []).append(f"L['{name}'].size()[{d}]")
+            elif isinstance(dim, DimHint) and dim is not Dim.STATIC:
+                # automatic dims of one size are taken as one (PyTorch unifies the dims its
+                # ops equate, which in practice are those)
+                size = values[names.index(name)].shape[d]
+                sources.setdefault(("auto", size), []).append(f"L['{name}'].size()[{d}]")
     specialised = []
     for name, value, shape in zip(names, values, per_input):
         if shape is None:
@@ -141,11 +211,14 @@ def resolve(dynamic_shapes, names, values):
             if size < lower or (upper is not None and size > upper):
                 raise ConstraintViolationError(f"{size} not in range [{lower}, "
                                                f"{'int_oo' if upper is None else upper}]" + _SUGGEST)
-            key = dim if dim_name is not None else (name, d)
+            key = dim if dim_name is not None else ("auto", size)
             symbol = by_dim.get(key)
             if symbol is None:
-                symbol = by_dim[key] = _symbol(f"L['{name}'].size()[{d}]", used)
-                spec.range_constraints[symbol] = f"VR[{lower}, {'int_oo' if upper is None else upper}]"
+                candidates = sources.get(key, [f"L['{name}'].size()[{d}]"])
+                source = min(candidates, key=lambda c: int(hashlib.sha256(c.encode()).hexdigest(), 16) % 100)
+                symbol = by_dim[key] = Symbol(_symbol(source, used))
+                spec.range_constraints[symbol] = ValueRanges(lower, upper)
+                spec.sources[symbol] = (f"L['{name}'].size()[{d}]", dim_name, dim)
                 other = size + 1 if upper is None or size + 1 <= upper else size - 1
                 spec.sizes[symbol] = (size, other, dim_name)
             spec.dynamic[(name, d)] = (symbol, lower, upper)
