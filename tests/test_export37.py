@@ -331,3 +331,32 @@ def test_max_over_a_dim_returns_named_values():
     x = tapegrad.randn(3, 4)
     values, indices = export(Top(), (x,)).module()(x)
     assert values.tolist() == x.max(1).values.tolist() and indices.tolist() == x.argmax(1).tolist()
+
+
+def test_call_options_that_change_results_are_recorded(torch):
+    # SILENT before: rounding_mode and return_indices were dropped by the lowering, so the
+    # program divided exactly and unpacked the pooled tensor's rows as (values, indices)
+    def model(lib):
+        F = lib.nn.functional
+
+        class Options(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = lib.nn.Embedding(10, 4, padding_idx=0)
+
+            def forward(self, idx, x):
+                pooled, where = F.max_pool2d(x, 2, return_indices=True)
+                return self.emb(idx).sum(1), lib.div(x, 3, rounding_mode="floor"), pooled, where, x[..., 0, None]
+        return Options()
+    ours, theirs = model(tapegrad), model(torch)
+    ours.load_state_dict({k: tapegrad.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    idx = np.array([[1, 2, 0], [3, 4, 5]])
+    x = np.random.default_rng(0).standard_normal((1, 2, 4, 4)).astype(np.float32)
+    ep = export(ours, (tapegrad.tensor(idx), tapegrad.tensor(x)))
+    tep = torch.export.export(theirs, (torch.tensor(idx), torch.tensor(x)))
+    assert ep.graph_module.code == tep.graph_module.code
+    for got, want in zip(ep.module()(tapegrad.tensor(idx), tapegrad.tensor(x)), theirs(torch.tensor(idx), torch.tensor(x))):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="keepdim"):
+        export(type("KeepAll", (tapegrad.nn.Module,), {"forward": lambda self, x: x.sum(keepdim=True)})(),
+               (tapegrad.randn(2, 2),))

@@ -40,6 +40,9 @@ def _kernels():
         "mean.dim": lambda x, dim, keepdim=False, dtype=None: x.mean(dim, keepdim, dtype=dtype),
         "contiguous": lambda x, memory_format=None: x.contiguous(),
         "dropout": lambda x, p, train: F.dropout(x, p, train),
+        "embedding": lambda weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False:
+            F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
+                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse),
         "numpy_T": lambda x: x.T,
         "_native_batch_norm_legit_no_training": lambda x, w, b, mean, var, momentum, eps: (
             F.batch_norm(x, mean, var, w, b, False, momentum, eps), tapegrad.empty(0), tapegrad.empty(0)),
@@ -87,6 +90,7 @@ sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor
 mul.Tensor(Tensor self, Tensor other) -> Tensor
 div.Tensor(Tensor self, Tensor other) -> Tensor
+div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor
 reciprocal(Tensor self) -> Tensor
 numpy_T(Tensor(a) self) -> Tensor(a)
 gt.Scalar(Tensor self, Scalar other) -> Tensor

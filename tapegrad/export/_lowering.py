@@ -21,7 +21,7 @@ def _sizes(size):
 
 
 def _unary(aten):
-    def lowering(input, inplace=False, *unused, **unused_kw):
+    def lowering(input, inplace=False):
         return aten, "default", (input,), {}
     return lowering
 
@@ -33,7 +33,12 @@ class Previous:
 def _binary(aten, reverse=None):
     """`a <op> b` with either side a tensor: the tensor first, as aten's Tensor overloads take it
     (a commutative op swaps, `1 - x` is rsub.Scalar, `2 / x` is reciprocal then mul)."""
-    def lowering(input, other, *, alpha=1, out=None, rounding_mode=None):
+    def lowering(input, other, *, alpha=1, rounding_mode=None):
+        if rounding_mode is not None:          # torch.div(x, y, rounding_mode="floor")
+            if not _is_tensor(input):
+                raise NotImplementedError("torch.export in tapegrad records a rounding division "
+                                          "with the tensor first only")
+            return aten, "Tensor_mode", (input, other), {"rounding_mode": rounding_mode}
         if not _is_tensor(input):
             if reverse is None:
                 return aten, "Tensor", (other, input), _alpha(alpha)
@@ -76,6 +81,9 @@ def _softmax(aten):
 def _reduction(aten):
     def lowering(input, dim=None, keepdim=False, *, dtype=None):
         if dim is None:
+            if keepdim:
+                raise NotImplementedError(f"torch.export in tapegrad records {aten}(keepdim=True) "
+                                          "over given dims only")
             return aten, "default", (input,), ({} if dtype is None else {"dtype": dtype})
         dim = [dim] if isinstance(dim, int) else list(dim)
         return aten, "dim" if aten == "mean" else "dim_IntList", (input, dim, keepdim), \
@@ -116,6 +124,15 @@ def _attribute(value, name):
     raise NotImplementedError(f"torch.export in tapegrad does not record Tensor.{name}")
 
 
+def _embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+               scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None:
+        # max_norm renormalises the weight in place, outside the graph
+        raise NotImplementedError("torch.export in tapegrad records embedding without max_norm only")
+    return "embedding", "default", (weight, input, -1 if padding_idx is None else padding_idx,
+                                     scale_grad_by_freq, sparse), {}
+
+
 def _dropout(input, p=0.5, training=True, inplace=False):
     return "dropout", "default", (input, p, training), {}
 
@@ -139,7 +156,9 @@ def _table():
                                        momentum, eps, False), {}),
         "max_pool2d": lambda input, kernel_size, stride=None, padding=0, dilation=1,
         ceil_mode=False, return_indices=False:
-            ("max_pool2d", "default", (input, kernel_size, stride or [], padding, dilation, ceil_mode), {}),
+            ("max_pool2d_with_indices" if return_indices else "max_pool2d", "default",
+             (input, kernel_size, stride or [], padding, dilation, ceil_mode), {}),
+        "embedding": _embedding,
         "avg_pool2d": lambda input, kernel_size, stride=None, padding=0, ceil_mode=False,
         count_include_pad=True, divisor_override=None:
             ("avg_pool2d", "default", (input, kernel_size, stride or [], padding, ceil_mode,
@@ -238,6 +257,8 @@ def _module_forwards():
         nn.Dropout: lambda m, x: F.dropout(x, m.p, m.training, m.inplace),
         nn.Flatten: lambda m, x: x.flatten(m.start_dim, m.end_dim),
         nn.Identity: lambda m, x: x,
+        nn.Embedding: lambda m, x: F.embedding(x, m.weight, m.padding_idx, m.max_norm, m.norm_type,
+                                               m.scale_grad_by_freq, m.sparse),
         nn.MaxPool2d: lambda m, x: F.max_pool2d(x, m.kernel_size, m.stride, m.padding, m.dilation,
                                                  m.ceil_mode),
         nn.AvgPool2d: lambda m, x: F.avg_pool2d(x, m.kernel_size, m.stride, m.padding, m.ceil_mode,

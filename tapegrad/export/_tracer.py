@@ -440,10 +440,8 @@ class ExportTracer(Tracer):
         from ._aten import aten_op
         if any(i is Ellipsis for i in index):
             at = index.index(Ellipsis)
-            rest = len(index) - at - 1
             explicit = sum(i is not None for i in index) - 1
             index = index[:at] + (slice(None),) * (value.value.dim() - explicit) + index[at + 1:]
-            del rest
         dim = 0
         for i in index:
             if i is None:
