@@ -55,7 +55,7 @@ _MIRRORED = {"gt": "lt", "lt": "gt", "ge": "le", "le": "ge", "eq": "eq", "ne": "
 
 
 def _compare(aten):
-    def lowering(input, other, *, out=None):
+    def lowering(input, other):
         if not _is_tensor(input):
             return _compare(_MIRRORED[aten])(other, input)
         return aten, "Tensor" if _is_tensor(other) else "Scalar", (input, other), {}
@@ -93,7 +93,7 @@ def _reduction(aten):
 
 def _extremum(aten):
     """max(x) is the reduction, max(x, dim) the (values, indices) pair."""
-    def lowering(input, dim=None, keepdim=False, *, out=None):
+    def lowering(input, dim=None, keepdim=False):
         if dim is None:
             return aten, "default", (input,), {}
         if _is_tensor(dim):
