@@ -243,6 +243,7 @@ _LAZY = _lazy.table({
     "distributed": (),
     "distributions": (),
     "examples": (),
+    "export": (),       # torch.export: export, ExportedProgram, Dim (tapegrad/export)
     "fft": (),
     "func": ("vmap",),          # torch.func's transforms (torch.vmap is torch.func.vmap)
     "functional": (),

@@ -33,6 +33,7 @@ from tapegrad import demo_chars as demo_chars
 from tapegrad import distributed as distributed
 from tapegrad import distributions as distributions
 from tapegrad import examples as examples
+from tapegrad import export as export
 from tapegrad import fft as fft
 from tapegrad import func as func
 from tapegrad import functional as functional

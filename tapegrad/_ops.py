@@ -296,6 +296,10 @@ def _registered_overload(packet, overload):
 
 def _aten_overload(packet, overload):
     import tapegrad
+    from .export._aten import aten_op
+    recorded = aten_op(packet._opname, overload)
+    if recorded is not None:            # an op torch.export records: aten's own arguments
+        return OpOverload(packet, overload, recorded)
     fn = getattr(tapegrad, packet._opname, None)
     if not callable(fn):
         fn = getattr(tapegrad.Tensor, packet._opname, None)
@@ -314,8 +318,9 @@ class _OpNamespace(types.ModuleType):
             raise AttributeError(opname)
         if self.name == "aten":
             import tapegrad
+            from .export._aten import aten_names
             known = callable(getattr(tapegrad, opname, None)) or \
-                callable(getattr(tapegrad.Tensor, opname, None))
+                callable(getattr(tapegrad.Tensor, opname, None)) or opname in aten_names()
             resolve = _aten_overload
         else:
             known = any(key.partition(".")[0] == f"{self.name}::{opname}" for key in _REGISTRY)

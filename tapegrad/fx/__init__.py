@@ -1,6 +1,6 @@
 """torch.fx: symbolic tracing of Modules into a Graph of Nodes, graph rewriting, GraphModule
 (a Module running generated code) and Interpreter."""
-from . import passes  # noqa: F401
+from . import experimental, passes  # noqa: F401  (attributes of torch.fx, as PyTorch's)
 from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap
 from .graph import Graph
 from .graph_module import GraphModule

@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.fx import experimental as experimental
 from tapegrad.fx import graph as graph
 from tapegrad.fx import graph_module as graph_module
 from tapegrad.fx import interpreter as interpreter

@@ -74,6 +74,9 @@ def _get_qualified_name(func) -> str:
     name = _public_table().get(id(func))
     if name is not None:
         return name
+    from .._ops import OpOverload
+    if isinstance(func, OpOverload):          # torch.ops.aten.linear.default
+        return f"torch.ops.{func}"
     return f"{torch_module_name(getattr(func, '__module__', None) or '')}.{func.__name__}"
 
 
