@@ -7,7 +7,7 @@ from ...torch_version import TorchVersion
 
 if not hasattr(tensorboard, "__version__") or TorchVersion(tensorboard.__version__) < "1.15":
     raise ImportError("TensorBoard logging requires TensorBoard version 1.15 or above")
-del tensorboard
+del tensorboard, TorchVersion
 
 from tensorboard.summary.writer.record_writer import RecordWriter  # noqa: E402
 
