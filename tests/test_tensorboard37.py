@@ -239,10 +239,16 @@ def test_graph_of_a_module(tmp_path):
     assert model.training  # the trace ran in eval mode and gave the mode back
 
 
+def _graph_nodes(tmp_path, model, args):
+    with SummaryWriter(tmp_path) as w:
+        w.add_graph(model, args)
+    return {n.name: n for n in _read(tmp_path).Graph().node}
+
+
 def test_graph_with_a_submodule_fx_cannot_enter(tmp_path):
     class DataDependent(tg.nn.Module):
         def forward(self, x):
-            return x * 2 if x.sum() > 0 else x  # control flow on a value: fx keeps it a leaf
+            return x * 2 if x.sum() > 0 else x  # a branch on a value: fx cannot enter it
 
     class Outer(tg.nn.Module):
         def __init__(self):
@@ -252,10 +258,27 @@ def test_graph_with_a_submodule_fx_cannot_enter(tmp_path):
         def forward(self, x):
             return self.inner(x) + 1
 
-    with pytest.raises(Exception):
-        tg.fx.symbolic_trace(DataDependent())
-    with SummaryWriter(tmp_path) as w:
-        try:
-            w.add_graph(Outer(), (tg.ones(2),))
-        except Exception as error:  # the fallback also fails: torch raises too (jit)
-            pytest.fail(f"add_graph failed: {error}")
+    nodes = _graph_nodes(tmp_path, Outer(), (tg.ones(2),))
+    call = nodes["Outer/DataDependent[inner]/inner"]
+    assert call.op == "DataDependent" and list(call.input) == ["input/x"]
+    assert list(nodes["Outer/add"].input) == ["Outer/DataDependent[inner]/inner"]
+
+
+def test_graph_of_a_forward_fx_cannot_trace_comes_from_the_tape(tmp_path):
+    class Recurrent(tg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = tg.nn.Linear(3, 3)
+
+        def forward(self, x):
+            h = tg.zeros(3)
+            for i in range(x.shape[0]):  # a loop over a size: fx cannot trace it, jit runs it
+                h = tg.tanh(self.cell(x[i]) + h)
+            return h
+
+    nodes = _graph_nodes(tmp_path, Recurrent(), tg.ones(2, 3))
+    ops = sorted(n.op for n in nodes.values())
+    assert ops.count("aten::addmm") == 2 and ops.count("aten::tanh") == 2  # two steps
+    assert nodes["Recurrent/addmm_1"].input[0] == "Recurrent/Linear[cell]/bias/bias"
+    assert list(nodes["output/output.1"].input) == ["Recurrent/tanh_2"]
+    assert [d.size for d in nodes["input/x"].attr["_output_shapes"].list.shape[0].dim] == [2, 3]

@@ -6,7 +6,9 @@ ops, prim::GetAttr parameter reads, "IO Node" inputs (input/<arg>) and outputs
 submodule, so Linear becomes aten::linear as in torch's inlined graph), and its nn_module_stack
 gives the same scopes.  What differs: node suffixes are fx's names (linear_1) rather than jit's
 value numbers, constants are not separate prim::Constant nodes, and ops keep the name they were
-called by (conv2d rather than jit's _convolution)."""
+called by (conv2d rather than jit's _convolution).  A forward fx cannot trace symbolically (a
+loop over a size, a branch on a value) is read from the tape of one run instead, as jit reads one
+run: ops named from their backward nodes, no module scopes, no shapes inside."""
 import contextlib
 import operator
 
@@ -53,9 +55,80 @@ def _trace(model):
 
     try:
         graph = ThroughSubmodules().trace(model)
-    except fx.proxy.TraceError:
+    except Exception:  # noqa: BLE001 - symbolic tracing fails as TraceError, TypeError, ...
         graph = SubmodulesAsCalls().trace(model)
     return fx.GraphModule(model, graph)
+
+
+def _backward_op_name(grad_fn):
+    """aten::<op> of a backward node's name (AddmmBackward0 -> aten::addmm)."""
+    import re
+    forward = re.sub(r"Backward\d*$", "", grad_fn.name())
+    return "aten::" + re.sub(r"(?<!^)(?=[A-Z])", "_", forward).lower()
+
+
+def _tape_nodes(model, args, root_name):
+    """NodeDefs of the recorded tape of one run of model(*args), for a forward fx cannot trace
+    symbolically (loops over a size, branches on values; torch's jit traces one run, too).
+    Ops come from the backward nodes' names, parameters from the leaves' AccumulateGrad; there
+    are no module scopes, and only ops on the way from a parameter or input to an output."""
+    import inspect
+
+    from ... import Tensor, enable_grad
+    arg_names = list(inspect.signature(model.forward).parameters)
+    inputs = [a.detach().requires_grad_() if isinstance(a, Tensor) and a.is_floating_point()
+              else a for a in args]
+    leaf_names = {id(p): f"{_module_scope(root_name, path.rpartition('.')[0], model)}/"
+                  f"{path.rpartition('.')[2]}/{path.rpartition('.')[2]}"
+                  for path, p in model.named_parameters()}
+    nodes = []
+    for i, value in enumerate(inputs):
+        if isinstance(value, Tensor) and value.requires_grad:
+            name = arg_names[i] if i < len(arg_names) else f"input.{i + 1}"
+            leaf_names[id(value)] = f"input/{name}"
+            nodes.append(_node_def(f"input/{name}", "IO Node", shape=list(value.shape)))
+    for path, p in model.named_parameters():
+        nodes.append(_node_def(leaf_names[id(p)], "prim::GetAttr",
+                               attributes=f"{{ name :  {path.rpartition('.')[2]} }}"))
+    with enable_grad():
+        outputs = model(*inputs)
+    outputs = list(outputs) if isinstance(outputs, (tuple, list)) else [outputs]
+    names, counts = {}, {}
+
+    def is_leaf(fn):  # torch names it torch::autograd::AccumulateGrad
+        return fn.name().endswith("AccumulateGrad")
+
+    def name_of(fn):
+        if is_leaf(fn):
+            return leaf_names.get(id(fn.variable))
+        if fn not in names:
+            op = _backward_op_name(fn)
+            counts[op] = counts.get(op, 0) + 1
+            names[fn] = f"{root_name}/{op[6:]}_{counts[op]}"
+        return names[fn]
+
+    # post-order over the backward graph (explicit stack: deep graphs need no recursion), so
+    # that each op is written after the ops it reads
+    done, stack = set(), [(out.grad_fn, False) for out in reversed(outputs)
+                          if isinstance(out, Tensor) and out.grad_fn is not None]
+    while stack:
+        fn, expanded = stack.pop()
+        if fn in done or is_leaf(fn):
+            continue
+        parents = [f for f, _ in fn.next_functions if f is not None]
+        if not expanded:
+            stack.append((fn, True))
+            stack.extend((f, False) for f in reversed(parents) if f not in done)
+            continue
+        done.add(fn)
+        inputs_read = [n for n in (name_of(f) for f in parents) if n is not None]
+        nodes.append(_node_def(name_of(fn), _backward_op_name(fn), inputs_read, attributes="{}"))
+    for i, out in enumerate(outputs, 1):
+        if isinstance(out, Tensor):
+            source = [name_of(out.grad_fn)] if out.grad_fn is not None else []
+            nodes.append(_node_def(f"output/output.{i}", "IO Node", source,
+                                   shape=list(out.shape)))
+    return nodes
 
 
 def _output_shapes(graph_module, args):
@@ -99,15 +172,10 @@ def _flat_node_inputs(node):
     return inputs
 
 
-def graph(model, args, verbose=False, use_strict_trace=True):
-    """(GraphDef, RunMetadata) of model run on args (a tensor or a tuple of them), as torch's
-    add_graph writes them."""
-    if not isinstance(args, (tuple, list)):
-        args = (args,)
-    root_name = type(model).__name__
-    with _eval_mode(model):
-        graph_module = _trace(model)
-        shapes = _output_shapes(graph_module, args)
+def _fx_nodes(model, args, root_name, verbose):
+    """NodeDefs of model's fx graph, with each value's shape from one run on args."""
+    graph_module = _trace(model)
+    shapes = _output_shapes(graph_module, args)
     if verbose:
         print(graph_module.graph)
     names, nodes = {}, []
@@ -126,7 +194,8 @@ def graph(model, args, verbose=False, use_strict_trace=True):
         elif node.op == "output":
             outputs = node.args[0] if isinstance(node.args[0], (tuple, list)) else [node.args[0]]
             for i, out in enumerate(outputs, 1):
-                nodes.append(_node_def(f"output/output.{i}", "IO Node", [names[out]],
+                nodes.append(_node_def(f"output/output.{i}", "IO Node",
+                                       [names[out]] if out in names else [],
                                        shape=shapes.get(out)))
         else:
             stack = node.meta.get("nn_module_stack") or {}
@@ -138,10 +207,25 @@ def graph(model, args, verbose=False, use_strict_trace=True):
             nodes.append(_node_def(names[node], _op_name(node, graph_module),
                                    [names[n] for n in _flat_node_inputs(node)],
                                    shape=shapes.get(node), attributes="{}"))
+    return nodes
+
+
+def graph(model, args, verbose=False, use_strict_trace=True):
+    """(GraphDef, RunMetadata) of model run on args (a tensor or a tuple of them), as torch's
+    add_graph writes them: from tapegrad.fx's trace, or when fx cannot trace the model's own
+    forward, from the tape of one run."""
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    root_name = type(model).__name__
+    with _eval_mode(model):
+        try:
+            nodes = _fx_nodes(model, args, root_name, verbose)
+        except Exception:  # noqa: BLE001 - any failure of symbolic tracing; a real error of
+            # the model raises again, as itself, from the run the tape records
+            nodes = _tape_nodes(model, args, root_name)
     run_metadata = RunMetadata(step_stats=StepStats(
         dev_stats=[DeviceStepStats(device="/device:CPU:0")]))
     return GraphDef(node=nodes, versions=VersionDef(producer=22)), run_metadata
-
 
 def onnx_graph(path):
     """The GraphDef of an ONNX file (needs the onnx package): its inputs and outputs as Variable
