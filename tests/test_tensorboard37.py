@@ -21,6 +21,18 @@ def _read(log_dir):
     return accumulator
 
 
+def _raw_events(log_dir):
+    """Every Event proto of the run's event file(s), wall times cleared, serialized."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+    found = []
+    for name in sorted(os.listdir(log_dir)):
+        if name.startswith("events.out.tfevents."):
+            for event in EventFileLoader(str(log_dir / name)).Load():
+                event.wall_time = 0
+                found.append(event.SerializeToString())
+    return found
+
+
 def _event_fields(events):
     """The fields of EventAccumulator records other than the wall time."""
     return [{k: v for k, v in dataclasses.asdict(e).items() if k != "wall_time"} for e in events]
@@ -104,6 +116,16 @@ def _log_everything(lib, writer_class, log_dir):
         w.add_scalars("pair", {"a": 1.5, "b": 2.5}, 1)
         w.add_hparams({"lr": 0.1, "layers": 2, "opt": "sgd", "tensor": lib.tensor([0.5])},
                       {"hparam/accuracy": 0.75}, run_name="hp_run")
+        w.add_hparams({"flag": True, "opt": "adam"}, {"m": 1.0}, run_name="hp_domains",
+                      hparam_domain_discrete={"flag": [True, False], "opt": ["adam", "sgd"]},
+                      global_step=5)
+        w.add_pr_curve("pr_weighted", lib.tensor([1, 0, 1]), np.array([0.2, 0.5, 0.9]), 1,
+                       weights=np.array([1.0, 2.0, 0.5]))
+        w.add_pr_curve_raw("pr_raw", [1, 2], [0, 1], [3, 2], [1, 0], [1.0, 0.6], [0.5, 1.0], 0,
+                           num_thresholds=2)
+        w.add_tensor("tensor_int32", lib.tensor([1, 2], dtype=lib.int32), 0)
+        w.add_tensor("tensor_half", lib.tensor([1.5, -2.0], dtype=lib.float16), 0)
+        w.add_tensor("tensor_bool", lib.tensor([True, False]), 0)
 
 
 def test_summaries_read_back_as_torchs(torch, tmp_path):
@@ -117,10 +139,15 @@ def test_summaries_read_back_as_torchs(torch, tmp_path):
     # add_scalars' runs and add_hparams' run are sub-directories with the same contents
     def runs(log_dir):
         return sorted(name for name in os.listdir(log_dir) if (log_dir / name).is_dir())
-    assert runs(tmp_path / "mine") == runs(tmp_path / "theirs") == ["hp_run", "pair_a", "pair_b"]
-    for run in ("pair_a", "pair_b", "hp_run"):
+    assert runs(tmp_path / "mine") == runs(tmp_path / "theirs") == ["hp_domains", "hp_run", "pair_a",
+                                                                   "pair_b"]
+    for run in ("pair_a", "pair_b", "hp_run", "hp_domains"):
         assert _everything_read(tmp_path / "mine" / run) == \
             _everything_read(tmp_path / "theirs" / run), run
+    # and byte for byte, event by event (the hparams plugin's summaries too, which
+    # EventAccumulator does not show)
+    for run in (".", "pair_a", "pair_b", "hp_run", "hp_domains"):
+        assert _raw_events(tmp_path / "mine" / run) == _raw_events(tmp_path / "theirs" / run), run
 
 
 def test_scalar_values_steps_and_walltime(tmp_path):
