@@ -139,8 +139,8 @@ def test_summaries_read_back_as_torchs(torch, tmp_path):
     # add_scalars' runs and add_hparams' run are sub-directories with the same contents
     def runs(log_dir):
         return sorted(name for name in os.listdir(log_dir) if (log_dir / name).is_dir())
-    assert runs(tmp_path / "mine") == runs(tmp_path / "theirs") == ["hp_domains", "hp_run", "pair_a",
-                                                                   "pair_b"]
+    assert runs(tmp_path / "mine") == runs(tmp_path / "theirs") == \
+        ["hp_domains", "hp_run", "pair_a", "pair_b"]
     for run in ("pair_a", "pair_b", "hp_run", "hp_domains"):
         assert _everything_read(tmp_path / "mine" / run) == \
             _everything_read(tmp_path / "theirs" / run), run

@@ -58,7 +58,8 @@ print("histogram step", histogram.step, "num", histogram.histogram_value.num,
       "min", round(histogram.histogram_value.min, 4))
 text = accumulator.Tensors("summary/text_summary")[0]
 print("text:", text.tensor_proto.string_val[0].decode())
-for run in sorted(name for name in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, name))):
+runs = [name for name in os.listdir(log_dir) if os.path.isdir(os.path.join(log_dir, name))]
+for run in sorted(runs):
     run_reader = EventAccumulator(os.path.join(log_dir, run))
     run_reader.Reload()
     values = [f"{e.value:.4f}" for e in run_reader.Scalars("Params")]

@@ -11,6 +11,7 @@ loop over a size, a branch on a value) is read from the tape of one run instead,
 run: ops named from their backward nodes, no module scopes, no shapes inside."""
 import contextlib
 import operator
+import re
 
 from tensorboard.compat.proto.attr_value_pb2 import AttrValue
 from tensorboard.compat.proto.config_pb2 import RunMetadata
@@ -60,11 +61,10 @@ def _trace(model):
     return fx.GraphModule(model, graph)
 
 
-def _backward_op_name(grad_fn):
-    """aten::<op> of a backward node's name (AddmmBackward0 -> aten::addmm)."""
-    import re
+def _forward_op_name(grad_fn):
+    """The op a backward node differentiates, by its name (AddmmBackward0 -> addmm)."""
     forward = re.sub(r"Backward\d*$", "", grad_fn.name())
-    return "aten::" + re.sub(r"(?<!^)(?=[A-Z])", "_", forward).lower()
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", forward).lower()
 
 
 def _tape_nodes(model, args, root_name):
@@ -102,9 +102,9 @@ def _tape_nodes(model, args, root_name):
         if is_leaf(fn):
             return leaf_names.get(id(fn.variable))
         if fn not in names:
-            op = _backward_op_name(fn)
+            op = _forward_op_name(fn)
             counts[op] = counts.get(op, 0) + 1
-            names[fn] = f"{root_name}/{op[6:]}_{counts[op]}"
+            names[fn] = f"{root_name}/{op}_{counts[op]}"
         return names[fn]
 
     # post-order over the backward graph (explicit stack: deep graphs need no recursion), so
@@ -122,7 +122,8 @@ def _tape_nodes(model, args, root_name):
             continue
         done.add(fn)
         inputs_read = [n for n in (name_of(f) for f in parents) if n is not None]
-        nodes.append(_node_def(name_of(fn), _backward_op_name(fn), inputs_read, attributes="{}"))
+        nodes.append(_node_def(name_of(fn), f"aten::{_forward_op_name(fn)}", inputs_read,
+                               attributes="{}"))
     for i, out in enumerate(outputs, 1):
         if isinstance(out, Tensor):
             source = [name_of(out.grad_fn)] if out.grad_fn is not None else []
