@@ -43,11 +43,31 @@ def test_pools_to_one_pixel_allocate_channels_last_results(pool):
     assert got.tolist() == expected.tolist()
 
 
-def test_a_one_pixel_channels_last_input_still_suggests_its_layout():
-    # numpy calls a (2, 8, 1, 1) array with strides (8, 1, 8, 8) C-contiguous as well
+_ONE_PIXEL_OPS = {
+    "conv": lambda m, x: m.nn.Conv2d(8, 4, 1)(x),
+    "depthwise": lambda m, x: m.nn.Conv2d(8, 8, 1, groups=8)(x),
+    "conv_transpose": lambda m, x: m.nn.ConvTranspose2d(8, 4, 1)(x),
+    "group_norm": lambda m, x: m.nn.GroupNorm(2, 8)(x),
+    "batch_norm": lambda m, x: m.nn.BatchNorm2d(8)(x),      # row-major: PyTorch's kernel
+    "max_pool": lambda m, x: m.nn.functional.max_pool2d(x, 1),
+    "adaptive_avg_pool": lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, 1),
+    "nearest": lambda m, x: m.nn.functional.interpolate(x, scale_factor=2),
+    "bilinear": lambda m, x: m.nn.functional.interpolate(x, scale_factor=2, mode="bilinear"),
+    "pad": lambda m, x: m.nn.functional.pad(x, (1, 1, 1, 1)),
+    "pixel_shuffle": lambda m, x: m.nn.functional.pixel_shuffle(x, 2),
+    "dropout2d": lambda m, x: m.nn.functional.dropout2d(x, 0.0),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_ONE_PIXEL_OPS))
+def test_a_one_pixel_channels_last_input_gives_pytorchs_layout(op):
+    # numpy calls a (2, 8, 1, 1) array with strides (8, 1, 8, 8) C-contiguous as well, which
+    # hid its layout from the ops that allocate by their input's
     t, g = _pair((2, 8, 1, 1))
     t, g = t.to(memory_format=torch.channels_last), g.to(memory_format=tg.channels_last)
-    assert TF.max_pool2d(g, 1).stride() == F.max_pool2d(t, 1).stride() == (8, 1, 8, 8)
+    expected, got = _ONE_PIXEL_OPS[op](torch, t), _ONE_PIXEL_OPS[op](tg, g)
+    assert got.stride() == expected.stride()
+    assert got.shape == expected.shape
 
 
 def test_layout_copies_carry_pytorchs_nodes_and_gradients():
@@ -63,3 +83,12 @@ def test_layout_copies_carry_pytorchs_nodes_and_gradients():
         (a * 1 + b * 2 + c * 3).pow(2).sum().backward()
     assert outs[0] == outs[1] == ["ToCopyBackward0", "CloneBackward0", "CloneBackward0"]
     assert g.grad.tolist() == t.grad.tolist()
+
+
+@pytest.mark.parametrize("dtype", [tg.float16, tg.bfloat16, None])
+def test_cpu_autocast_refusal_names_the_dtype_asked_for(dtype):
+    # (a float16 autocast was refused as if it had asked for bfloat16)
+    expected = dtype if dtype is not None else tg.bfloat16
+    with pytest.raises(NotImplementedError, match=f"cannot autocast on the CPU .*in {expected};"):
+        with tg.autocast("cpu", dtype=dtype):
+            pass
