@@ -101,14 +101,51 @@ def _is_channels_last(t, layout) -> bool:
 
 
 def _to_channels_last(t, layout):
-    rank, inner_to_outer, name = layout
-    if t.dim() != rank:
-        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+    """t itself if it reads as the layout (Tensor.contiguous: size-1 dims' strides free), else
+    a channels-last copy."""
+    _check_rank(t, layout)
     if _is_channels_last(t, layout):
         return t
-    order = tuple(reversed(inner_to_outer))           # outermost first: (0, 2, 3, 1) for 2-D
-    back = tuple(order.index(d) for d in range(rank))
-    return t.permute(*order).contiguous().permute(*back)
+    return _copy_channels_last(t, layout)
+
+
+def _check_rank(t, layout) -> None:
+    rank, _, name = layout
+    if t.dim() != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+
+
+def _dense_strides(shape: tuple, inner_to_outer: tuple) -> tuple:
+    """The strides a new tensor of `shape` allocated in the layout has, size-1 dims included:
+    PyTorch's empty(..., memory_format=) gives a (2, 8, 1, 1) channels_last tensor strides
+    (8, 1, 8, 8), not (8, 1, 1, 1)."""
+    strides = [0] * len(shape)
+    step = 1
+    for d in inner_to_outer:
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
+def _copy_channels_last(t, layout):
+    """t with the layout's dense strides, through recorded ops."""
+    order = tuple(reversed(layout[1]))                # outermost first: (0, 2, 3, 1) for 2-D
+    back = tuple(order.index(d) for d in range(layout[0]))
+    rows = t.permute(*order).contiguous()
+    if rows.stride() != _dense_strides(tuple(rows.shape), tuple(reversed(range(layout[0])))):
+        # numpy counts an array whose only odd strides are on size-1 dims as contiguous, so
+        # contiguous() kept them; a clone of a contiguous array is allocated afresh
+        rows = rows.clone()
+    return rows.permute(*back)
+
+
+def _fresh_channels_last(t, layout):
+    """t laid out as a newly allocated channels-last tensor, as PyTorch's results of clone,
+    to and the kernels that allocate by the input's format: t if its strides are already those,
+    else a copy."""
+    if t.stride() == _dense_strides(tuple(t.shape), layout[1]):
+        return t
+    return _copy_channels_last(t, layout)
 
 
 def suggested_channels_last(t):
@@ -140,11 +177,13 @@ def follow_channels_last(out, *sources):
     and group norms on the CPU; the values are the same, but a later ``.view()`` succeeds or
     fails by this layout."""
     for s in sources:
-        # (a row-major source never suggests channels-last: the common case costs one check)
-        if s is not None and not s._array.flags.c_contiguous and s.dim() == out.dim():
+        # (a row-major source never suggests channels-last: the common case costs a check or two)
+        # (numpy calls an (N, C, 1, 1) array with channels-last strides C-contiguous too)
+        if (s is not None and s.dim() == out.dim()
+                and (not s._array.flags.c_contiguous or 1 in s._array.shape[2:])):
             fmt = suggested_channels_last(s)
             if fmt is not None:
-                return out.contiguous(memory_format=fmt)
+                return _fresh_channels_last(out, _CHANNELS_LAST[id(fmt)])
     return out
 
 
@@ -160,7 +199,9 @@ def install(tensor_cls) -> None:
                 return self
             raise RuntimeError("preserve memory format is unsupported by the contiguous "
                                "operator")
-        return _to_channels_last(self, _CHANNELS_LAST[id(fmt)])
+        laid_out = _to_channels_last(self, _CHANNELS_LAST[id(fmt)])
+        # (PyTorch's contiguous is a clone into the format)
+        return laid_out if laid_out is self else _core._name_grad_fn(laid_out, "CloneBackward0")
 
     def is_contiguous(self, memory_format):
         fmt = check_memory_format(memory_format, "is_contiguous")
@@ -172,8 +213,11 @@ def install(tensor_cls) -> None:
         fmt = check_memory_format(memory_format, "clone")
         if fmt is contiguous_format:     # one recorded copy either way
             return self.clone() if core_is_contiguous(self) else self.contiguous()
-        laid_out = _to_channels_last(self, _CHANNELS_LAST[id(fmt)])
-        return self.clone() if laid_out is self else laid_out
+        layout = _CHANNELS_LAST[id(fmt)]
+        _check_rank(self, layout)
+        laid_out = _fresh_channels_last(self, layout)
+        return self.clone() if laid_out is self else _core._name_grad_fn(laid_out,
+                                                                         "CloneBackward0")
 
     _core._set_memory_format_layouts(contiguous_format, contiguous, is_contiguous,
                                      preserve_format, clone)
@@ -184,7 +228,13 @@ def apply_to_result(result, value):
     fmt = check_memory_format(value, "to")
     if fmt is preserve_format:
         return result
-    return result.contiguous(memory_format=fmt)
+    layout = _CHANNELS_LAST.get(id(fmt))
+    # PyTorch's to() keeps the tensor only when its suggested format is the one asked for, and
+    # otherwise copies into a new tensor (a (2, 8, 1, 1) row-major one reads as both)
+    if layout is None or suggested_channels_last(result) is fmt:
+        return result.contiguous(memory_format=fmt)
+    _check_rank(result, layout)
+    return _core._name_grad_fn(_copy_channels_last(result, layout), "ToCopyBackward0")
 
 
 def register(namespace: dict, tensor_cls) -> None:

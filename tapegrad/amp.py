@@ -55,10 +55,12 @@ class autocast:  # noqa: N801  (PyTorch's name)
 
     def __enter__(self):
         if self._enabled:
+            # (name the dtype asked for: float16 exists here, only the autocasting does not)
+            dtype = self.fast_dtype if self.fast_dtype is not None else _core.bfloat16
             raise NotImplementedError(
-                "tapegrad cannot autocast on the CPU (PyTorch computes matmuls and convolutions "
-                "there in bfloat16, a dtype tapegrad lacks); pass enabled=False or leave "
-                "autocast out")
+                f"tapegrad cannot autocast on the CPU (PyTorch computes matmuls and convolutions "
+                f"there in {dtype}; tapegrad does not cast ops' inputs to a lower precision); "
+                f"pass enabled=False or leave autocast out")
         return self
 
     def __exit__(self, exc_type, exc, tb):

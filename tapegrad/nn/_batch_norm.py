@@ -60,7 +60,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if training and input.numel() and (running_mean is not None or running_var is not None):
         # (an empty batch leaves the running statistics as they are, as PyTorch's kernel does)
         _update_running(running_mean, running_var, mean, var, count, momentum)
-    return follow_channels_last(out, input)       # (PyTorch keeps a channels_last layout)
+    # (PyTorch keeps a channels_last layout, but its CPU kernel asks is_contiguous() first:
+    # an (N, C, 1, 1) input reads as row-major whatever its layout, and gives a row-major out)
+    return out if input.is_contiguous() else follow_channels_last(out, input)
 
 
 def _float_argument(v, name: str, position: int) -> float:
