@@ -67,7 +67,8 @@ _UNAVAILABLE = re.compile(
 # PyTorch's marks for an example that needs what this machine lacks (CUDA, the DataLoader's
 # worker processes, matplotlib).  Its plain `+SKIP` marks are mostly about undefined names or
 # output that varies between runs, which both libraries see alike, so those examples run.
-_SKIP_MARK = re.compile(r"xdoctest:\s*\+REQUIRES\((?!env:TORCH_DOC\w*(AUTOGRAD|LAPACK|ANOMALY)|POSIX)")
+_SKIP_MARK = re.compile(
+    r"xdoctest:\s*\+REQUIRES\((?!env:TORCH_DOC\w*(AUTOGRAD|LAPACK|ANOMALY)|POSIX)")
 
 EXAMPLE_TIMEOUT_S = 20
 SEEDS = (0, 1)  # PyTorch runs with both; tapegrad with the first
@@ -111,7 +112,8 @@ def harvest() -> list[dict]:
     for root, module in targets:
         # The Tensor methods live on its compiled base class: dir() reaches them, vars() not.
         members = _members(module) if inspect.ismodule(module) else (
-            (f"torch.Tensor.{a}", getattr(module, a, None)) for a in dir(module) if not a.startswith("_"))
+            (f"torch.Tensor.{a}", getattr(module, a, None))
+            for a in dir(module) if not a.startswith("_"))
         for qual, obj in members:
             doc = obj if isinstance(obj, str) else getattr(obj, "__doc__", None)
             if not isinstance(doc, str) or ">>>" not in doc or doc in seen:
@@ -139,7 +141,7 @@ def harvest() -> list[dict]:
 # Worker (subprocess, under PyTorch or tapegrad)
 
 class _Timeout(BaseException):
-    """Raised by the alarm; a BaseException so that an example's `except Exception` cannot eat it."""
+    """Raised by the alarm; a BaseException, so an example's `except Exception` cannot eat it."""
 
 
 def _is_tensor(value, torch) -> bool:
@@ -383,7 +385,7 @@ def compare(examples, torch_runs, tapegrad_run):
     state), and one after a statement that depends on the random stream is compared by
     structure: its values derive from numbers tapegrad draws differently."""
     rows = []
-    for example, reference, other, actual in zip(examples, torch_runs[0], torch_runs[1], tapegrad_run):
+    for example, reference, other, actual in zip(examples, *torch_runs, tapegrad_run):
         diverged = random_dependent = False
         for i, source in enumerate(example["statements"] + [FINAL]):
             if i >= len(reference):
@@ -405,7 +407,8 @@ def compare(examples, torch_runs, tapegrad_run):
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", action="append", default=[], help="examples whose name contains this")
+    parser.add_argument("--only", action="append", default=[],
+                        help="examples whose name contains this")
     parser.add_argument("--show", type=int, default=0, help="list this many differences")
     parser.add_argument("--category", help="list differences of this category only")
     parser.add_argument("--json", help="write every difference to this file")
