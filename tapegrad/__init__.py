@@ -217,7 +217,8 @@ _LAZY = _lazy.table({
     # Quantized tensors: integers plus qparams, a class of their own (issue quant35).
     "_quantized": ("quantize_per_tensor", "quantize_per_tensor_dynamic", "quantize_per_channel", "dequantize", "int_repr",
                    "q_scale", "q_zero_point", "q_per_channel_scales",
-                   "q_per_channel_zero_points", "q_per_channel_axis"),
+                   "q_per_channel_zero_points", "q_per_channel_axis", "quantized_max_pool1d",
+                   "quantized_max_pool2d"),
     # Sparse COO tensors: a Python-level class over the recorded dense ops.
     "_sparse_coo": ("sparse_coo_tensor", "spmm", "hspmm", "hsmm", "dsmm"),
     # Sparse CSR, CSC, BSR and BSC tensors: SparseTensor with compressed indices.

@@ -564,6 +564,7 @@ __all__ = [
     'narrow',
     'narrow_copy',
     'native_batch_norm',
+    'native_channel_shuffle',
     'native_dropout',
     'native_group_norm',
     'native_layer_norm',
@@ -626,6 +627,8 @@ __all__ = [
     'quantize_per_channel',
     'quantize_per_tensor',
     'quantize_per_tensor_dynamic',
+    'quantized_max_pool1d',
+    'quantized_max_pool2d',
     'quint2x4',
     'quint4x2',
     'quint8',
@@ -2438,6 +2441,8 @@ def narrow_copy(input: Any, dim: Any, start: Any, length: Any, *, out: Any = ...
 
 def native_batch_norm(input: Any, weight: Any, bias: Any, running_mean: Any, running_var: Any, training: Any, momentum: Any, eps: Any) -> Any: ...
 
+def native_channel_shuffle(input: Any, groups: Any) -> Any: ...
+
 def native_dropout(input: Any, p: Any, train: Any) -> Any: ...
 
 def native_group_norm(input: Any, weight: Any, bias: Any, N: Any, C: Any, HxW: Any, group: Any, eps: Any) -> Any: ...
@@ -2549,6 +2554,10 @@ def quantize_per_channel(input: Any, scales: Any, zero_points: Any, axis: Any, d
 def quantize_per_tensor(input: Any, scale: Any, zero_point: Any, dtype: Any) -> Any: ...
 
 def quantize_per_tensor_dynamic(input: Any, dtype: Any, reduce_range: Any) -> Any: ...
+
+def quantized_max_pool1d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ...) -> Any: ...
+
+def quantized_max_pool2d(input: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., dilation: Any = ..., ceil_mode: Any = ...) -> Any: ...
 
 quint2x4: dtype
 quint4x2: dtype

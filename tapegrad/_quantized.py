@@ -1001,6 +1001,36 @@ _FUNCTIONS = {
 }
 
 
+def _max_pooled(pool_name: str, input, kernel_size, stride, padding, dilation,  # noqa: A002
+                ceil_mode):
+    """Max pooling of a quantized tensor: the affine map back to floats is increasing, so the
+    largest integer of each window is the quantized largest value, and the result keeps the
+    input's qparams.  The float pool runs on the integers (exact in float64), so shapes and bad
+    arguments behave as for a float tensor."""
+    if not isinstance(input, QuantizedTensor):
+        raise _not_implemented(f"quantized_{pool_name}", "CPU")
+    import tapegrad.nn.functional as F
+    from .creation import tensor
+    values = tensor(input._ints.astype(np.float64))
+    pooled = getattr(F, pool_name)(values, kernel_size, stride or None, padding, dilation,
+                                   ceil_mode)
+    return QuantizedTensor._make(pooled.numpy().astype(input._ints.dtype), input._dtype,
+                                 input._qscheme, input._scale, input._zero_point, input._axis)
+
+
+def quantized_max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1,  # noqa: A002
+                         ceil_mode=False):
+    """torch.quantized_max_pool1d: F.max_pool1d of a quantized (N, C, L) or (C, L) tensor."""
+    return _max_pooled("max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def quantized_max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1,  # noqa: A002
+                         ceil_mode=False):
+    """torch.quantized_max_pool2d: F.max_pool2d of a quantized (N, C, H, W) or (C, H, W)
+    tensor."""
+    return _max_pooled("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
 def dequantize(tensor):
     """torch.dequantize: a quantized tensor's float32 values (each of a list's tensors)."""
     if isinstance(tensor, (list, tuple)):

@@ -680,6 +680,12 @@ def to_compressed(x, layout, dense_dim=None, blocksize=None):
     if layout not in _LAYOUTS:
         raise RuntimeError(f"to_sparse: unexpected layout {layout}")
     suffix = layout._name[7:]
+    if layout not in _BLOCKED and blocksize is not None:
+        # (a blocksize for CSR/CSC used to be ignored: the tensor came back unblocked)
+        source, op = ("Sparse", "sparse_coo_to_sparse") if isinstance(x, SparseTensor) else \
+            ("Strided", "dense_to_sparse")
+        raise RuntimeError(f"{op}: conversion from {source} to {_LAYOUTS[layout][0]} with "
+                           f"blocksize argument given is not supported")
     if layout in _BLOCKED:
         if blocksize is None:
             source = "Sparse" if isinstance(x, SparseTensor) else "Strided"

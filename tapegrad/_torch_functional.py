@@ -385,6 +385,11 @@ def channel_shuffle(input, groups):
     return _F().channel_shuffle(input, groups)
 
 
+def native_channel_shuffle(input, groups):
+    """torch.native_channel_shuffle: see :func:`tapegrad.nn.functional.native_channel_shuffle`."""
+    return _F().native_channel_shuffle(input, groups)
+
+
 def bilinear(input1, input2, weight, bias=None):
     """torch.bilinear: see :func:`tapegrad.nn.functional.bilinear`."""
     return _F().bilinear(input1, input2, weight, bias)
@@ -686,7 +691,7 @@ FUNCTIONS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d
              "dropout_", "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
              "feature_alpha_dropout", "feature_alpha_dropout_", "prelu", "selu", "selu_", "celu",
              "celu_", "rrelu", "rrelu_", "threshold", "threshold_", "hardshrink", "pixel_shuffle",
-             "pixel_unshuffle", "channel_shuffle", "bilinear", "cosine_similarity",
+             "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "bilinear", "cosine_similarity",
              "pairwise_distance", "pdist", "kl_div", "binary_cross_entropy_with_logits",
              "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
              "cosine_embedding_loss", "triplet_margin_loss", "constant_pad_nd", "rnn_tanh_cell",

@@ -35,10 +35,11 @@ from .autograd.forward_ad import tangent_pairing as _tangent_pairing
 from .grad_mode import enable_grad as _enable_grad
 from ._random import default_generator as _default_generator
 from .utils import _pytree
+from ._rearrange import rearrange
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
            "functional_call", "stack_module_state", "vmap", "functionalize",
-           "replace_all_batch_norm_modules_"]
+           "replace_all_batch_norm_modules_", "rearrange"]
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0

@@ -33,6 +33,7 @@ __all__ = [
     'vmap',
     'functionalize',
     'replace_all_batch_norm_modules_',
+    'rearrange',
 ]
 
 def grad(func: Any, argnums: Any = ..., has_aux: Any = ...) -> Any: ...
@@ -60,3 +61,5 @@ def vmap(func: Any, in_dims: Any = ..., out_dims: Any = ..., randomness: Any = .
 def functionalize(func: Any, *, remove: Any = ...) -> Any: ...
 
 def replace_all_batch_norm_modules_(root: Any) -> Any: ...
+
+def rearrange(tensor: Any, pattern: _str, **axes_lengths: _int) -> Any: ...

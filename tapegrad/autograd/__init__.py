@@ -9,7 +9,7 @@
 - Variable                        the legacy constructor (returns a tensor)
 - graph                           saved-tensor hooks, Node, GradientEdge (autograd/graph.py)
 - SavedTensor                     grad_fn._raw_saved_* handles (register_hooks)
-- is_multithreading_enabled / set_multithreading_enabled
+- is_multithreading_enabled / set_multithreading_enabled, enforce_grad_layout_policy
 """
 from __future__ import annotations as _annotations
 
@@ -21,7 +21,8 @@ from .function import Function
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .gradcheck import gradcheck, gradgradcheck
 from .variable import Variable
-from .grad_mode import is_multithreading_enabled, set_multithreading_enabled
+from .grad_mode import (enforce_grad_layout_policy, is_multithreading_enabled,
+                        set_multithreading_enabled)
 from .._saved_attrs import SavedTensor
 from . import function, anomaly_mode, grad_mode
 # (torch.autograd re-exports these three of torch.overrides)
@@ -38,10 +39,11 @@ _LAZY = _lazy.table({
 })
 
 # torch.autograd's __all__ (what `from torch.autograd import *` binds; its submodules and
-# SavedTensor are attributes only), less NestedIOFunction and enforce_grad_layout_policy
+# SavedTensor are attributes only), less NestedIOFunction
 __all__ = ["Variable", "Function", "backward", "grad_mode", "detect_anomaly", "enable_grad",
            "grad", "gradcheck", "gradgradcheck", "inference_mode", "no_grad", "set_detect_anomaly",
-           "set_grad_enabled", "set_multithreading_enabled", "variable"]
+           "set_grad_enabled", "set_multithreading_enabled", "enforce_grad_layout_policy",
+           "variable"]
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

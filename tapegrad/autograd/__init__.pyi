@@ -29,6 +29,7 @@ from tapegrad.autograd import variable as variable
 from tapegrad.autograd.anomaly_mode import detect_anomaly as detect_anomaly
 from tapegrad.autograd.anomaly_mode import set_detect_anomaly as set_detect_anomaly
 from tapegrad.autograd.function import Function as Function
+from tapegrad.autograd.grad_mode import enforce_grad_layout_policy as enforce_grad_layout_policy
 from tapegrad.autograd.grad_mode import set_multithreading_enabled as set_multithreading_enabled
 from tapegrad.autograd.gradcheck import gradcheck as gradcheck
 from tapegrad.autograd.gradcheck import gradgradcheck as gradgradcheck
@@ -56,6 +57,7 @@ __all__ = [
     'set_detect_anomaly',
     'set_grad_enabled',
     'set_multithreading_enabled',
+    'enforce_grad_layout_policy',
     'variable',
 ]
 

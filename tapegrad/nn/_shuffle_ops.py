@@ -1,5 +1,5 @@
 """Channel rearrangements composed of reshape / permute: pixel_shuffle, pixel_unshuffle,
-channel_shuffle, plus the bilinear form F.bilinear."""
+channel_shuffle (and native_channel_shuffle), plus the bilinear form F.bilinear."""
 from __future__ import annotations as _annotations
 
 import numpy as np
@@ -81,6 +81,20 @@ def channel_shuffle(input, groups: int):
         "ChannelShuffleBackward0")
 
 
+def native_channel_shuffle(input, groups: int):
+    """channel_shuffle's kernel as PyTorch exposes it (torch.native_channel_shuffle): the same
+    values, its own check of the rank, and no derivative formula: the result requires grad when
+    the input does, and backward through it raises RuntimeError, as in PyTorch."""
+    from .._more_math import without_derivative
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    shuffled = channel_shuffle(input.detach(), groups)
+    return without_derivative((input,), shuffled,
+                              "derivative for aten::native_channel_shuffle is not implemented",
+                              RuntimeError)
+
+
 def bilinear(input1, input2, weight, bias=None):
     """out[..., o] = sum_ij input1[..., i] weight[o, i, j] input2[..., j] + bias[o]."""
     # PyTorch's first check; without it a float64 bias silently made a float32 bilinear float64
@@ -119,10 +133,9 @@ def bilinear(input1, input2, weight, bias=None):
     # through weight.permute(1, 0, 2) had given it permuted strides, so .view(-1) raised)
     o, i, j = weight.shape
     outer = (x1.unsqueeze(2) * x2.unsqueeze(1)).reshape(-1, i * j)
-    out = outer @ weight.reshape(o, i * j).t()
-    if bias is not None:
-        out = out + bias
-    return out.reshape(*lead, o)
+    out = (outer @ weight.reshape(o, i * j).t()).reshape(*lead, o)
+    # the bias goes on after the reshape, as in PyTorch, whose grad_fn is then AddBackward0
+    return out if bias is None else out + bias
 
 
-__all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "bilinear"]
+__all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "bilinear"]

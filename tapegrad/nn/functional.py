@@ -63,7 +63,8 @@ from ._extra_losses import (cosine_embedding_loss, cosine_similarity,  # noqa: E
                             poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
 
 # Channel rearrangements and the bilinear form (reshape / permute / matmul composites).
-from ._shuffle_ops import bilinear, channel_shuffle, pixel_shuffle, pixel_unshuffle  # noqa: E402
+from ._shuffle_ops import (bilinear, channel_shuffle, native_channel_shuffle,  # noqa: E402
+                           pixel_shuffle, pixel_unshuffle)
 
 from ._extra_activations import alpha_dropout, gumbel_softmax  # noqa: E402
 from .._torch_functional import pdist  # noqa: E402,F401  (torch.pdist, also F.pdist)

@@ -124,6 +124,7 @@ __all__ = [
     'multi_margin_loss',
     'multilabel_margin_loss',
     'multilabel_soft_margin_loss',
+    'native_channel_shuffle',
     'nll_loss',
     'normalize',
     'one_hot',
@@ -345,6 +346,8 @@ def multi_margin_loss(input: Any, target: Any, p: _int = ..., margin: _float = .
 def multilabel_margin_loss(input: Any, target: Any, size_average: Any = ..., reduce: Any = ..., reduction: Any = ...) -> Any: ...
 
 def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., reduce: Any = ..., reduction: _str = ...) -> _Tensor: ...
+
+def native_channel_shuffle(input: Any, groups: _int) -> Any: ...
 
 def nll_loss(input: Any, target: Any, weight: Any = ..., size_average: Any = ..., ignore_index: Any = ..., reduce: Any = ..., reduction: Any = ...) -> _Tensor: ...
 

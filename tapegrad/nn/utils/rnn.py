@@ -280,11 +280,17 @@ def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first: bool = False):
-    """Split a padded batch back into its list of sequences."""
+    """Split a padded batch back into its list of sequences.
+
+    As PyTorch does, a time-major batch is transposed IN PLACE (``transpose_``): the caller's
+    tensor is batch-major afterwards, and a leaf that requires grad is refused.  Each sequence
+    is taken with a boolean mask over the steps, so it is a copy (IndexBackward0), not a view.
+    """
     if not batch_first:
-        padded_sequences = padded_sequences.transpose(0, 1)
-    return [seq[:int(n)] for seq, n in zip(padded_sequences.unbind(0),
-                                           _lengths_array(lengths).tolist())]
+        padded_sequences.transpose_(0, 1)
+    steps = creation.arange(padded_sequences.shape[1])
+    return [seq[steps < int(n)] for seq, n in zip(padded_sequences.unbind(0),
+                                                  _lengths_array(lengths).tolist())]
 
 
 def unpack_sequence(packed_sequences: PackedSequence):
