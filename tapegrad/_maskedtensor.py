@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import warnings
 
+from . import _masked_grad_masks as _grad_masks
 from .tensor import Tensor
 
 __all__ = ["MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor"]
@@ -81,7 +82,8 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
     (printed ``--``, skipped by reductions, never given a gradient)."""
 
     __module__ = "tapegrad.masked"
-    __slots__ = ("_masked_data", "_masked_mask", "_layout", "__weakref__")
+    __slots__ = ("_masked_data", "_masked_mask", "_layout", "_order", "_grad_rule", "_grad_mask",
+                 "__weakref__")
 
     def __init__(self, data, mask, requires_grad=False):
         _check_members(data, mask)
@@ -95,16 +97,20 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
         if requires_grad:
             self._masked_data.requires_grad_(True)
 
-    def _init(self, data, mask, layout="strided"):
+    def _init(self, data, mask, layout="strided", grad_rule=None):
         _validate(data, mask)
         self._masked_data, self._masked_mask, self._layout = data, mask, layout
+        self._order = _grad_masks.next_order()
+        # (the rule that gives its inputs' gradient masks: tapegrad/_masked_grad_masks.py)
+        self._grad_rule = grad_rule if data.requires_grad else None
+        self._grad_mask = None
 
     @classmethod
-    def _wrap(cls, data, mask, layout="strided"):
+    def _wrap(cls, data, mask, layout="strided", grad_rule=None):
         """An op's result: data keeps its graph (PyTorch warns on every MaskedTensor made)."""
         warnings.warn(_PROTOTYPE_WARNING, UserWarning, stacklevel=3)
         self = object.__new__(cls)
-        self._init(data, mask, layout)
+        self._init(data, mask, layout, grad_rule)
         return self
 
     # -- what it is ------------------------------------------------------------------------------
@@ -163,29 +169,33 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
     @property
     def grad(self):
         g = self._masked_data.grad
-        return None if g is None else MaskedTensor._wrap(g, self._masked_mask, self._layout)
+        if g is None:
+            return None
+        mask = self._masked_mask if self._grad_mask is None else self._grad_mask
+        return MaskedTensor._wrap(g, mask, self._layout)
 
     @grad.setter
     def grad(self, value):
         self._masked_data.grad = None if value is None else _data_of(value)
+        self._grad_mask = value._masked_mask if is_masked_tensor(value) else None
 
     def requires_grad_(self, requires_grad=True):
         self._masked_data.requires_grad_(requires_grad)
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        if gradient is not None:
-            gradient = _masked_data_of(gradient, self._masked_mask)
-        inputs = None if inputs is None else [_data_of(i) for i in inputs]
-        self._masked_data.backward(gradient, retain_graph=retain_graph,
-                                   create_graph=create_graph, inputs=inputs)
+        data_inputs = None if inputs is None else [_data_of(i) for i in inputs]
+        self._masked_data.backward(_masked_data_of(gradient, self._masked_mask),
+                                   retain_graph=retain_graph, create_graph=create_graph,
+                                   inputs=data_inputs)
+        record_grad_masks([self], [gradient])
 
     def detach(self):
         return MaskedTensor._wrap(self._masked_data.detach(), self._masked_mask, self._layout)
 
     def clone(self):
         return MaskedTensor._wrap(self._masked_data.clone(), self._masked_mask.clone(),
-                                  self._layout)
+                                  self._layout, _grad_masks.same_mask(self))
 
     def item(self):
         return self._masked_data.item()
@@ -231,7 +241,9 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
 
     def __getitem__(self, index):
         index = _data_of(index) if is_masked_tensor(index) else index
-        return MaskedTensor._wrap(self._masked_data[index], self._masked_mask[index])
+        return MaskedTensor._wrap(self._masked_data[index], self._masked_mask[index],
+                                  grad_rule=_grad_masks.linear(lambda x: x[index], [self], [0],
+                                                               [self]))
 
     __hash__ = object.__hash__
 
@@ -290,14 +302,14 @@ def as_masked_tensor(data, mask):
 
 # -- autograd.grad / autograd.backward with MaskedTensors -------------------------------------------
 
-def _as_list(x):
+def as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
 def among(*groups) -> bool:
     """Whether a MaskedTensor is among the (tensor or sequence) arguments."""
     return any(is_masked_tensor(x) for group in groups if group is not None
-               for x in _as_list(group))
+               for x in as_list(group))
 
 
 def _gradient_for(output, gradient):
@@ -310,11 +322,29 @@ def _gradient_for(output, gradient):
 
 def backward_arguments(tensors, grad_tensors, inputs):
     """autograd.backward's arguments with each MaskedTensor replaced by its data."""
-    outputs = _as_list(tensors)
-    grads = [None] * len(outputs) if grad_tensors is None else _as_list(grad_tensors)
+    outputs = as_list(tensors)
+    grads = [None] * len(outputs) if grad_tensors is None else as_list(grad_tensors)
     grads = [_gradient_for(o, g) for o, g in zip(outputs, grads)]
-    inputs = None if inputs is None else [_data_of(i) for i in _as_list(inputs)]
+    inputs = None if inputs is None else [_data_of(i) for i in as_list(inputs)]
     return [_data_of(o) for o in outputs], grads, inputs
+
+
+def _gradient_masks(outputs, gradients):
+    """{id(leaf): (leaf, mask)}: the masks of the gradients that MaskedTensor outputs (with their
+    MaskedTensor gradients, if given) send back to the leaves."""
+    starts = []
+    for out, g in zip(outputs, gradients):
+        if is_masked_tensor(out) and out.requires_grad:
+            starts.append((out, g._masked_mask if is_masked_tensor(g) else out._masked_mask))
+    return _grad_masks.propagate(starts)
+
+
+def record_grad_masks(outputs, gradients):
+    """After a backward: each MaskedTensor leaf reached keeps its gradient's mask for .grad
+    (OR-ed over backward calls, as its gradient accumulates)."""
+    for leaf, mask in _gradient_masks(outputs, gradients).values():
+        if leaf.requires_grad and leaf.is_leaf:
+            leaf._grad_mask = mask if leaf._grad_mask is None else leaf._grad_mask | mask
 
 
 def grad_through_data(grad, outputs, inputs, grad_outputs, retain_graph, create_graph,
@@ -322,11 +352,18 @@ def grad_through_data(grad, outputs, inputs, grad_outputs, retain_graph, create_
     """autograd.grad (``grad``) on the MaskedTensors' data: a MaskedTensor input's gradient is a
     MaskedTensor with its mask (a plain input's stays a plain tensor)."""
     outs, grads, _ = backward_arguments(outputs, grad_outputs, None)
-    ins = _as_list(inputs)
+    ins = as_list(inputs)
     result = grad(outs, [_data_of(i) for i in ins], grads, retain_graph, create_graph,
                   allow_unused=allow_unused, materialize_grads=materialize_grads)
-    return tuple(MaskedTensor._wrap(g, i._masked_mask, i._layout)
-                 if is_masked_tensor(i) and g is not None else g for g, i in zip(result, ins))
+    outputs = as_list(outputs)
+    masks = _gradient_masks(outputs, [None] * len(outputs) if grad_outputs is None
+                            else as_list(grad_outputs))
+
+    def wrapped(g, i):
+        if not is_masked_tensor(i) or g is None:
+            return g
+        return MaskedTensor._wrap(g, masks.get(id(i), (i, i._masked_mask))[1], i._layout)
+    return tuple(wrapped(g, i) for g, i in zip(result, ins))
 
 
 # -- printing ----------------------------------------------------------------------------------------
@@ -381,7 +418,8 @@ def _unary(name):
         if any(_is_tensor(a) or is_masked_tensor(a) for a in args):
             raise TypeError("MaskedTensor unary ops do not support additional Tensor arguments")
         data = getattr(_tg(), name)(input._masked_data, *args, **kwargs)
-        return MaskedTensor._wrap(data, input._masked_mask, input._layout)
+        return MaskedTensor._wrap(data, input._masked_mask, input._layout,
+                                  _grad_masks.same_mask(input))
     op.__name__ = name
     return op
 
@@ -411,7 +449,8 @@ def _binary(name):
                                     *args)
         mask = masked._masked_mask.expand_as(data) if masked._layout == "strided" else \
             masked._masked_mask
-        return MaskedTensor._wrap(data, mask, masked._layout)
+        return MaskedTensor._wrap(data, mask, masked._layout, _grad_masks.same_mask(
+            *(a for a in (input, other) if is_masked_tensor(a))))
     op.__name__ = name
     return op
 
@@ -454,7 +493,8 @@ def _reduction(name):
         data, mask = input._masked_data, input._masked_mask
         if dim is None:
             result = _masked_reduce(name, data, mask, None, False, None)
-            return MaskedTensor._wrap(result, mask.any())
+            return MaskedTensor._wrap(result, mask.any(),
+                                      grad_rule=_grad_masks.reduction(input, None, False))
         if input._layout != "strided":
             raise _not_implemented(name)
         result = _masked_reduce(name, data, mask, dim, keepdim, dtype)
@@ -462,7 +502,8 @@ def _reduction(name):
         kept = mask
         for d in sorted((d % max(mask.dim(), 1) for d in dims), reverse=True):
             kept = tg.any(kept, dim=d, keepdim=keepdim)
-        return MaskedTensor._wrap(result, kept)
+        return MaskedTensor._wrap(result, kept,
+                                  grad_rule=_grad_masks.reduction(input, dims, keepdim))
     op.__name__ = name
     return op
 
@@ -493,7 +534,7 @@ def _softmax_like(log):
         lowest = tg.finfo(data.dtype).min
         kept = tg.where(mask, data, tg.tensor(lowest, dtype=data.dtype))
         result = tg.where(mask, tg.softmax(kept, dim), tg.zeros((), dtype=data.dtype))
-        return MaskedTensor._wrap(result, mask, input._layout)
+        return MaskedTensor._wrap(result, mask, input._layout, _grad_masks.same_mask(input))
     return op
 
 
@@ -505,7 +546,8 @@ def _where(condition, input, other):
     masks = [a._masked_mask if is_masked_tensor(a) else tg.ones((), dtype=tg.bool)
              for a in (input, other)]
     data = tg.where(condition, _data_of(input), _data_of(other))
-    return MaskedTensor._wrap(data, tg.where(condition, *masks))
+    return MaskedTensor._wrap(data, tg.where(condition, *masks), grad_rule=_grad_masks.selection(
+        condition, [a if is_masked_tensor(a) else None for a in (input, other)]))
 
 
 def _pass_through(name):
@@ -522,11 +564,28 @@ def _pass_through(name):
         fn = getattr(_tg(), name)
         data = fn(*part(args, "_masked_data"), **kwargs)
         mask = fn(*part(args, "_masked_mask"), **kwargs)
+        flat = list(_flatten(args))
+        parents = [a for a in flat if is_masked_tensor(a)]
+        positions = [i for i, a in enumerate(flat) if is_masked_tensor(a)]
+
+        def rule(pick=None):
+            run = (lambda *a: fn(*a, **kwargs)) if pick is None else \
+                (lambda *a: fn(*a, **kwargs)[pick])
+            return _grad_masks.linear(run, parents, positions, args)
         if isinstance(data, (list, tuple)):
-            return tuple(MaskedTensor._wrap(d, m) for d, m in zip(data, mask))
-        return MaskedTensor._wrap(data, mask)
+            return tuple(MaskedTensor._wrap(d, m, grad_rule=rule(i))
+                         for i, (d, m) in enumerate(zip(data, mask)))
+        return MaskedTensor._wrap(data, mask, grad_rule=rule())
     op.__name__ = name
     return op
+
+
+def _flatten(args):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from _flatten(a)
+        else:
+            yield a
 
 
 def _method(fn):
@@ -534,28 +593,32 @@ def _method(fn):
     def op(self, *args, **kwargs):
         if self._layout != "strided":
             raise _not_implemented(fn)
-        return MaskedTensor._wrap(getattr(self._masked_data, fn)(*args, **kwargs),
-                                  getattr(self._masked_mask, fn)(*args, **kwargs))
+        return MaskedTensor._wrap(
+            getattr(self._masked_data, fn)(*args, **kwargs),
+            getattr(self._masked_mask, fn)(*args, **kwargs),
+            grad_rule=_grad_masks.linear(lambda x: getattr(x, fn)(*args, **kwargs), [self],
+                                         [0], [self]))
     op.__name__ = fn
     return op
 
 
 def _to_layout(layout):
     def op(self, *args, **kwargs):
-        return MaskedTensor._wrap(self._masked_data, self._masked_mask, layout)
+        return MaskedTensor._wrap(self._masked_data, self._masked_mask, layout,
+                                  _grad_masks.same_mask(self))
     return op
 
 
 def _cast(method):
     def op(self, *args, **kwargs):
         return MaskedTensor._wrap(getattr(self._masked_data, method)(*args, **kwargs),
-                                  self._masked_mask, self._layout)
+                                  self._masked_mask, self._layout, _grad_masks.same_mask(self))
     return op
 
 
 def _contiguous(self, *args, **kwargs):
     return MaskedTensor._wrap(self._masked_data.contiguous(), self._masked_mask.contiguous(),
-                              self._layout)
+                              self._layout, _grad_masks.same_mask(self))
 
 
 _UNARY_NAMES = (
@@ -609,6 +672,13 @@ def _install_operators():
         setattr(MaskedTensor, dunder, lambda self, other, _n=name: _HANDLERS[_n](self, other))
     for dunder, name in {"__radd__": "add", "__rmul__": "mul"}.items():
         setattr(MaskedTensor, dunder, _reflected(name))
+    # mt @ x, x - mt: PyTorch's dispatcher has no mm or rsub rule: it warns, and Python's
+    # operator protocol then raises its TypeError
+    for dunder, name in {"__matmul__": "mm", "__rsub__": "rsub"}.items():
+        def refused(self, other, _name=name):
+            _not_implemented(_name)
+            return NotImplemented
+        setattr(MaskedTensor, dunder, refused)
     # x / mt: PyTorch's Tensor.__rtruediv__ is reciprocal() * x
     MaskedTensor.__rtruediv__ = lambda self, other: _HANDLERS["mul"](
         _HANDLERS["reciprocal"](self), other)

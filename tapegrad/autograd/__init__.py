@@ -161,7 +161,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                                "passed to `backward()`. Please only use `grad_tensors`.")
     masked = _sys.modules.get("tapegrad._maskedtensor")
     if masked is not None and masked.among(tensors, inputs, grad_tensors):
+        outputs, gradients = masked.as_list(tensors), grad_tensors
         tensors, grad_tensors, inputs = masked.backward_arguments(tensors, grad_tensors, inputs)
+        _core._backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+        masked.record_grad_masks(outputs, [None] * len(outputs) if gradients is None
+                                 else masked.as_list(gradients))
+        return
     _core._backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
 
 
