@@ -11,6 +11,10 @@ topological order, as on the tape: no recursion, no graph search), OR-ing the ma
 receives from several uses.
 
 A rule holds its inputs, as PyTorch's graph does, and only results that require grad get one.
+Plain tensors that require grad and enter a MaskedTensor op directly (``mt * b``, the data of
+``as_masked_tensor``) are inputs too: autograd.grad hands them a MaskedTensor gradient, as
+PyTorch does.  (Plain ops between a plain leaf and a MaskedTensor are not followed: that leaf's
+gradient stays a plain tensor.)
 """
 from __future__ import annotations
 
@@ -111,7 +115,8 @@ def propagate(starts):
             pending[key] = (node, pending[key][1] | mask)
         else:
             pending[key] = (node, mask)
-            heapq.heappush(heap, (-node._order, key))
+            # (a plain tensor has no order and no rule: it is reached last, as a leaf)
+            heapq.heappush(heap, (-getattr(node, "_order", -1), key))
 
     for node, mask in starts:
         receive(node, mask)
@@ -119,7 +124,7 @@ def propagate(starts):
     while heap:
         _, key = heapq.heappop(heap)
         node, mask = pending.pop(key)
-        rule = node._grad_rule
+        rule = getattr(node, "_grad_rule", None)
         if rule is None:
             leaves[key] = (node, mask)
             continue

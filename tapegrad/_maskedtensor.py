@@ -296,7 +296,8 @@ def as_masked_tensor(data, mask):
     dense_data, dense_mask = _dense(data), _dense(mask)
     _warn_construction(dense_data)
     self = object.__new__(MaskedTensor)
-    self._init(dense_data.clone(), dense_mask.detach().clone(), layout)
+    self._init(dense_data.clone(), dense_mask.detach().clone(), layout,
+               _grad_masks.same_mask(dense_data))
     return self
 
 
@@ -343,14 +344,14 @@ def record_grad_masks(outputs, gradients):
     """After a backward: each MaskedTensor leaf reached keeps its gradient's mask for .grad
     (OR-ed over backward calls, as its gradient accumulates)."""
     for leaf, mask in _gradient_masks(outputs, gradients).values():
-        if leaf.requires_grad and leaf.is_leaf:
+        if is_masked_tensor(leaf) and leaf.requires_grad and leaf.is_leaf:
             leaf._grad_mask = mask if leaf._grad_mask is None else leaf._grad_mask | mask
 
 
 def grad_through_data(grad, outputs, inputs, grad_outputs, retain_graph, create_graph,
                       allow_unused, materialize_grads):
     """autograd.grad (``grad``) on the MaskedTensors' data: a MaskedTensor input's gradient is a
-    MaskedTensor with its mask (a plain input's stays a plain tensor)."""
+    MaskedTensor with the mask its gradient arrived with (tapegrad/_masked_grad_masks.py)."""
     outs, grads, _ = backward_arguments(outputs, grad_outputs, None)
     ins = as_list(inputs)
     result = grad(outs, [_data_of(i) for i in ins], grads, retain_graph, create_graph,
@@ -360,9 +361,12 @@ def grad_through_data(grad, outputs, inputs, grad_outputs, retain_graph, create_
                             else as_list(grad_outputs))
 
     def wrapped(g, i):
-        if not is_masked_tensor(i) or g is None:
+        if g is None:
             return g
-        return MaskedTensor._wrap(g, masks.get(id(i), (i, i._masked_mask))[1], i._layout)
+        if is_masked_tensor(i):
+            return MaskedTensor._wrap(g, masks.get(id(i), (i, i._masked_mask))[1], i._layout)
+        # a plain input that a MaskedTensor op took directly: PyTorch's gradient is masked
+        return MaskedTensor._wrap(g, masks[id(i)][1]) if id(i) in masks else g
     return tuple(wrapped(g, i) for g, i in zip(result, ins))
 
 
@@ -404,6 +408,12 @@ def _masks_match(a, b) -> bool:
         return ma.dim() == mb.dim() and tuple(ma.shape) == tuple(mb.shape) and bool(
             _tg().equal(ma, mb))
     return True
+
+
+def _differentiated(x) -> bool:
+    """Whether x is an input of a gradient-mask rule: a MaskedTensor, or a plain tensor that
+    requires grad."""
+    return is_masked_tensor(x) or (_is_tensor(x) and x.requires_grad)
 
 
 def _first_masked(args):
@@ -450,7 +460,7 @@ def _binary(name):
         mask = masked._masked_mask.expand_as(data) if masked._layout == "strided" else \
             masked._masked_mask
         return MaskedTensor._wrap(data, mask, masked._layout, _grad_masks.same_mask(
-            *(a for a in (input, other) if is_masked_tensor(a))))
+            *(a for a in (input, other) if _differentiated(a))))
     op.__name__ = name
     return op
 
@@ -547,7 +557,7 @@ def _where(condition, input, other):
              for a in (input, other)]
     data = tg.where(condition, _data_of(input), _data_of(other))
     return MaskedTensor._wrap(data, tg.where(condition, *masks), grad_rule=_grad_masks.selection(
-        condition, [a if is_masked_tensor(a) else None for a in (input, other)]))
+        condition, [a if _differentiated(a) else None for a in (input, other)]))
 
 
 def _pass_through(name):
