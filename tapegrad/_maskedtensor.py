@@ -95,6 +95,10 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
         _warn_construction(data)
         self._init(data.detach().clone(), mask.detach().clone(), layout)
         if requires_grad:
+            if not self._masked_data.dtype.is_floating_point:
+                # (PyTorch's wrapper-subclass constructor words it so)
+                raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                                   "gradients")
             self._masked_data.requires_grad_(True)
 
     def _init(self, data, mask, layout="strided", grad_rule=None):
@@ -245,7 +249,7 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
                                   grad_rule=_grad_masks.linear(lambda x: x[index], [self], [0],
                                                                [self]))
 
-    __hash__ = object.__hash__
+    __hash__ = object.__hash__      # (by identity: __eq__ is elementwise)
 
     def __bool__(self):
         return bool(self._masked_data)
@@ -670,32 +674,41 @@ _HANDLERS.update(softmax=_softmax_like(False), log_softmax=_softmax_like(True), 
 _HANDLERS["pow"] = _unary("pow")
 
 
+def _operator(name):
+    def op(self, other):
+        return _HANDLERS[name](self, other)
+    return op
+
+
+def _refused_operator(name):
+    """mt @ x, x - mt: PyTorch's dispatcher has no mm or rsub rule: it warns, and Python's
+    operator protocol then raises its TypeError."""
+    def op(self, other):
+        _not_implemented(name)
+        return NotImplemented
+    return op
+
+
 def _install_operators():
     """The arithmetic and comparison operators, through the same table (PyTorch's MaskedTensor
-    has no reflected subtraction, division or power: `1 - mt` is a TypeError there too)."""
+    has no reflected subtraction or power: `1 - mt` is a TypeError there too)."""
     forward = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
                "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "pow",
                "__and__": "bitwise_and", "__or__": "bitwise_or", "__xor__": "bitwise_xor",
                "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt",
                "__ge__": "ge"}
     for dunder, name in forward.items():
-        setattr(MaskedTensor, dunder, lambda self, other, _n=name: _HANDLERS[_n](self, other))
+        setattr(MaskedTensor, dunder, _operator(name))
     for dunder, name in {"__radd__": "add", "__rmul__": "mul"}.items():
         setattr(MaskedTensor, dunder, _reflected(name))
-    # mt @ x, x - mt: PyTorch's dispatcher has no mm or rsub rule: it warns, and Python's
-    # operator protocol then raises its TypeError
     for dunder, name in {"__matmul__": "mm", "__rsub__": "rsub"}.items():
-        def refused(self, other, _name=name):
-            _not_implemented(_name)
-            return NotImplemented
-        setattr(MaskedTensor, dunder, refused)
+        setattr(MaskedTensor, dunder, _refused_operator(name))
     # x / mt: PyTorch's Tensor.__rtruediv__ is reciprocal() * x
     MaskedTensor.__rtruediv__ = lambda self, other: _HANDLERS["mul"](
         _HANDLERS["reciprocal"](self), other)
     MaskedTensor.__neg__ = lambda self: _HANDLERS["neg"](self)
     MaskedTensor.__abs__ = lambda self: _HANDLERS["abs"](self)
     MaskedTensor.__invert__ = lambda self: _HANDLERS["bitwise_not"](self)
-    MaskedTensor.__hash__ = object.__hash__
 
 
 _install_operators()
