@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor", "amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logaddexp",
+__all__ = ["MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor",
+           "amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logaddexp",
            "logsumexp", "mean", "median", "norm", "normalize", "prod", "softmax", "softmin",
            "std", "sum", "var"]
 
@@ -286,4 +287,6 @@ def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     return tg.divide(_kept("sum", input, mask), tg.maximum(nrm, nrm.new_full([], eps)))
 
 
-from ._maskedtensor import MaskedTensor, as_masked_tensor, is_masked_tensor, masked_tensor  # noqa: E402
+# (after the reductions: MaskedTensor's reductions call them)
+from ._maskedtensor import (MaskedTensor, as_masked_tensor, is_masked_tensor,  # noqa: E402
+                            masked_tensor)
