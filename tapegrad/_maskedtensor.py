@@ -82,18 +82,18 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
     (printed ``--``, skipped by reductions, never given a gradient)."""
 
     __module__ = "tapegrad.masked"
-    __slots__ = ("_masked_data", "_masked_mask", "_layout", "_order", "_grad_rule", "_grad_mask",
-                 "__weakref__")
+    __slots__ = ("_masked_data", "_masked_mask", "_layout", "_stored", "_order", "_grad_rule",
+                 "_grad_mask", "__weakref__")
 
     def __init__(self, data, mask, requires_grad=False):
         _check_members(data, mask)
-        layout = _layout_name(data)
+        storage = _storage_of(mask)
         data, mask = _dense(data), _dense(mask)
-        if layout != "strided":
-            # stored entries outside the mask's hold no value (PyTorch's sparse where with 0)
-            data = _tg().where(mask, data, _tg().zeros((), dtype=data.dtype))
+        if storage[1] is not None:
+            # data keeps the mask's stored entries only (PyTorch's sparse where with 0)
+            data = _tg().where(storage[1], data, _tg().zeros((), dtype=data.dtype))
         _warn_construction(data)
-        self._init(data.detach().clone(), mask.detach().clone(), layout)
+        self._init(data.detach().clone(), mask.detach().clone(), storage)
         if requires_grad:
             if not self._masked_data.dtype.is_floating_point:
                 # (PyTorch's wrapper-subclass constructor words it so)
@@ -101,21 +101,27 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
                                    "gradients")
             self._masked_data.requires_grad_(True)
 
-    def _init(self, data, mask, layout="strided", grad_rule=None):
+    def _init(self, data, mask, storage=("strided", None), grad_rule=None):
         _validate(data, mask)
-        self._masked_data, self._masked_mask, self._layout = data, mask, layout
+        self._masked_data, self._masked_mask = data, mask
+        # sparse layouts: the layout and the positions it stores (dense bool), else None
+        self._layout, self._stored = storage
         self._order = _grad_masks.next_order()
         # (the rule that gives its inputs' gradient masks: tapegrad/_masked_grad_masks.py)
         self._grad_rule = grad_rule if data.requires_grad else None
         self._grad_mask = None
 
     @classmethod
-    def _wrap(cls, data, mask, layout="strided", grad_rule=None):
+    def _wrap(cls, data, mask, storage=("strided", None), grad_rule=None):
         """An op's result: data keeps its graph (PyTorch warns on every MaskedTensor made)."""
         warnings.warn(_PROTOTYPE_WARNING, UserWarning, stacklevel=3)
         self = object.__new__(cls)
-        self._init(data, mask, layout, grad_rule)
+        self._init(data, mask, storage, grad_rule)
         return self
+
+    @property
+    def _storage(self):
+        return self._layout, self._stored
 
     # -- what it is ------------------------------------------------------------------------------
     shape = property(lambda self: self._masked_data.shape)
@@ -162,9 +168,7 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
     def _in_layout(self, dense):
         if self._layout == "strided":
             return dense
-        # the stored positions are the mask's True ones (to_sparse drops the False), which is
-        # also where sparse data keeps its values
-        stored = self._masked_mask
+        stored = self._stored
         coo = _tg().sparse_coo_tensor(stored.nonzero().t(), dense[stored],
                                       tuple(dense.shape)).coalesce()
         return coo if self._layout == "sparse_coo" else coo.to_sparse_csr()
@@ -176,7 +180,7 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
         if g is None:
             return None
         mask = self._masked_mask if self._grad_mask is None else self._grad_mask
-        return MaskedTensor._wrap(g, mask, self._layout)
+        return MaskedTensor._wrap(g, mask, self._storage)
 
     @grad.setter
     def grad(self, value):
@@ -195,11 +199,11 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
         record_grad_masks([self], [gradient])
 
     def detach(self):
-        return MaskedTensor._wrap(self._masked_data.detach(), self._masked_mask, self._layout)
+        return MaskedTensor._wrap(self._masked_data.detach(), self._masked_mask, self._storage)
 
     def clone(self):
         return MaskedTensor._wrap(self._masked_data.clone(), self._masked_mask.clone(),
-                                  self._layout, _grad_masks.same_mask(self))
+                                  self._storage, _grad_masks.same_mask(self))
 
     def item(self):
         return self._masked_data.item()
@@ -283,6 +287,18 @@ def _validate(data, mask):
         raise ValueError("data.size() must equal mask.size()")
 
 
+def _storage_of(mask):
+    """(layout name, stored positions as a dense bool tensor or None) of a mask."""
+    layout = _layout_name(mask)
+    if layout == "strided":
+        return layout, None
+    coo = (mask if layout == "sparse_coo" else mask.to_sparse_coo()).coalesce()
+    stored = _tg().sparse_coo_tensor(coo.indices(), _tg().ones(coo.indices().shape[1],
+                                                               dtype=_tg().bool),
+                                     tuple(mask.shape)).to_dense()
+    return layout, stored
+
+
 def _is_tensor(obj) -> bool:
     return _tg().is_tensor(obj)
 
@@ -296,11 +312,11 @@ def masked_tensor(data, mask, requires_grad=False):
 def as_masked_tensor(data, mask):
     """A MaskedTensor over ``data`` that stays in its graph: gradients flow back into ``data``."""
     _check_members(data, mask)
-    layout = _layout_name(data)
+    storage = _storage_of(mask)
     dense_data, dense_mask = _dense(data), _dense(mask)
     _warn_construction(dense_data)
     self = object.__new__(MaskedTensor)
-    self._init(dense_data.clone(), dense_mask.detach().clone(), layout,
+    self._init(dense_data.clone(), dense_mask.detach().clone(), storage,
                _grad_masks.same_mask(dense_data))
     return self
 
@@ -368,7 +384,7 @@ def grad_through_data(grad, outputs, inputs, grad_outputs, retain_graph, create_
         if g is None:
             return g
         if is_masked_tensor(i):
-            return MaskedTensor._wrap(g, masks.get(id(i), (i, i._masked_mask))[1], i._layout)
+            return MaskedTensor._wrap(g, masks.get(id(i), (i, i._masked_mask))[1], i._storage)
         # a plain input that a MaskedTensor op took directly: PyTorch's gradient is masked
         return MaskedTensor._wrap(g, masks[id(i)][1]) if id(i) in masks else g
     return tuple(wrapped(g, i) for g, i in zip(result, ins))
@@ -408,6 +424,14 @@ def _masked_data_of(x, mask):
 
 def _masks_match(a, b) -> bool:
     if is_masked_tensor(a) and is_masked_tensor(b):
+        if a._stored is not None and b._stored is not None:
+            # PyTorch compares sparse masks by their stored values and indices
+            na, nb = int(a._stored.sum()), int(b._stored.sum())
+            if na != nb:
+                raise RuntimeError(f"The size of tensor a ({na}) must match the size of tensor b "
+                                   f"({nb}) at non-singleton dimension 0")
+            if not bool(_tg().equal(a._stored, b._stored)):
+                return False
         ma, mb = a._masked_mask, b._masked_mask
         return ma.dim() == mb.dim() and tuple(ma.shape) == tuple(mb.shape) and bool(
             _tg().equal(ma, mb))
@@ -432,7 +456,7 @@ def _unary(name):
         if any(_is_tensor(a) or is_masked_tensor(a) for a in args):
             raise TypeError("MaskedTensor unary ops do not support additional Tensor arguments")
         data = getattr(_tg(), name)(input._masked_data, *args, **kwargs)
-        return MaskedTensor._wrap(data, input._masked_mask, input._layout,
+        return MaskedTensor._wrap(data, input._masked_mask, input._storage,
                                   _grad_masks.same_mask(input))
     op.__name__ = name
     return op
@@ -463,7 +487,7 @@ def _binary(name):
                                     *args)
         mask = masked._masked_mask.expand_as(data) if masked._layout == "strided" else \
             masked._masked_mask
-        return MaskedTensor._wrap(data, mask, masked._layout, _grad_masks.same_mask(
+        return MaskedTensor._wrap(data, mask, masked._storage, _grad_masks.same_mask(
             *(a for a in (input, other) if _differentiated(a))))
     op.__name__ = name
     return op
@@ -548,7 +572,7 @@ def _softmax_like(log):
         lowest = tg.finfo(data.dtype).min
         kept = tg.where(mask, data, tg.tensor(lowest, dtype=data.dtype))
         result = tg.where(mask, tg.softmax(kept, dim), tg.zeros((), dtype=data.dtype))
-        return MaskedTensor._wrap(result, mask, input._layout, _grad_masks.same_mask(input))
+        return MaskedTensor._wrap(result, mask, input._storage, _grad_masks.same_mask(input))
     return op
 
 
@@ -618,7 +642,10 @@ def _method(fn):
 
 def _to_layout(layout):
     def op(self, *args, **kwargs):
-        return MaskedTensor._wrap(self._masked_data, self._masked_mask, layout,
+        # (from dense: PyTorch's to_sparse keeps the specified entries)
+        stored = None if layout == "strided" else \
+            self._masked_mask if self._stored is None else self._stored
+        return MaskedTensor._wrap(self._masked_data, self._masked_mask, (layout, stored),
                                   _grad_masks.same_mask(self))
     return op
 
@@ -626,13 +653,13 @@ def _to_layout(layout):
 def _cast(method):
     def op(self, *args, **kwargs):
         return MaskedTensor._wrap(getattr(self._masked_data, method)(*args, **kwargs),
-                                  self._masked_mask, self._layout, _grad_masks.same_mask(self))
+                                  self._masked_mask, self._storage, _grad_masks.same_mask(self))
     return op
 
 
 def _contiguous(self, *args, **kwargs):
     return MaskedTensor._wrap(self._masked_data.contiguous(), self._masked_mask.contiguous(),
-                              self._layout, _grad_masks.same_mask(self))
+                              self._storage, _grad_masks.same_mask(self))
 
 
 _UNARY_NAMES = (

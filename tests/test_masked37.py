@@ -301,3 +301,23 @@ def test_get_data_is_differentiable():
         return mt.grad
     ours, theirs = both(run)
     assert_same(ours, theirs)
+
+
+def test_sparse_masks_keep_their_stored_entries():
+    # a sparse mask's stored False entries stay stored (data and mask come back with them), and
+    # binary ops compare the stored entries first, as PyTorch's sparse masks do
+    def run(T):
+        i = [[0, 1, 1], [2, 0, 2]]
+        explicit = T.masked.masked_tensor(T.sparse_coo_tensor(i, [3, 4, 5], (2, 3)),
+                                          T.sparse_coo_tensor(i, T.tensor([True, False, True]),
+                                                              (2, 3)))
+        implicit = T.masked.masked_tensor(T.tensor([[0, 0, 3], [4, 0, 5]]).to_sparse(),
+                                          T.tensor([[False, False, True],
+                                                    [False, False, True]]).to_sparse())
+        with pytest.raises(RuntimeError, match="The size of tensor a \\(2\\) must match"):
+            implicit + explicit
+        return (repr(explicit), repr(explicit.get_data()), repr(explicit.get_mask()),
+                repr(implicit.get_data()), repr(implicit.to_sparse_csr().get_data()),
+                repr(explicit * explicit), repr(implicit.sum()))
+    ours, theirs = both(run)
+    assert ours == theirs
