@@ -8,14 +8,15 @@ calls the ordinary op, so values, dtypes and gradients are those of the recorded
 shape and is read as bool; ``mask=None`` keeps every element.  mean, var and std divide by the
 number of kept elements, so a fully masked-out slice gives NaN, as PyTorch's does.
 
-PyTorch's MaskedTensor class (torch.masked.MaskedTensor, masked_tensor, as_masked_tensor) is not
-provided: these functions take plain tensors and masks.
+PyTorch's MaskedTensor class (torch.masked.MaskedTensor, masked_tensor, as_masked_tensor) lives in
+tapegrad/_maskedtensor.py; its reductions call these functions on its data and mask.
 """
 from __future__ import annotations
 
 import math
 
-__all__ = ["amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logaddexp",
+__all__ = ["MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor",
+           "amax", "amin", "argmax", "argmin", "cumprod", "cumsum", "log_softmax", "logaddexp",
            "logsumexp", "mean", "median", "norm", "normalize", "prod", "softmax", "softmin",
            "std", "sum", "var"]
 
@@ -284,3 +285,8 @@ def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     dtype = input.dtype if dtype is None else dtype
     nrm = norm(input, ord, dim, keepdim=True, dtype=dtype, mask=mask)
     return tg.divide(_kept("sum", input, mask), tg.maximum(nrm, nrm.new_full([], eps)))
+
+
+# (after the reductions: MaskedTensor's reductions call them)
+from ._maskedtensor import (MaskedTensor, as_masked_tensor, is_masked_tensor,  # noqa: E402
+                            masked_tensor)

@@ -89,6 +89,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                                      materialize_grads)
         if result is not None:
             return result
+    # MaskedTensors are differentiated through their data (tapegrad/_maskedtensor.py, loaded by
+    # the first one made)
+    masked = _sys.modules.get("tapegrad._maskedtensor")
+    if masked is not None and masked.among(outputs, inputs, grad_outputs):
+        return masked.grad_through_data(grad, outputs, inputs, grad_outputs, retain_graph,
+                                        create_graph, allow_unused, materialize_grads)
     return _core._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                        materialize_grads)
 
@@ -155,6 +161,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         else:
             raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
                                "passed to `backward()`. Please only use `grad_tensors`.")
+    masked = _sys.modules.get("tapegrad._maskedtensor")
+    if masked is not None and masked.among(tensors, inputs, grad_tensors):
+        outputs, gradients = masked.as_list(tensors), grad_tensors
+        tensors, grad_tensors, inputs = masked.backward_arguments(tensors, grad_tensors, inputs)
+        _core._backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
+        masked.record_grad_masks(outputs, [None] * len(outputs) if gradients is None
+                                 else masked.as_list(gradients))
+        return
     _core._backward(tensors, grad_tensors, retain_graph, create_graph, inputs)
 
 
