@@ -64,7 +64,14 @@ def test_every_name_in_each_stubs_all_resolves_in_a_fresh_process():
         f"modules = {modules!r}\n"
         "missing = []\n"
         "for name, names in modules.items():\n"
-        "    module = importlib.import_module(name)\n"
+        "    try:\n"
+        "        module = importlib.import_module(name)\n"
+        "    except ModuleNotFoundError as e:\n"
+        "        # a module over an optional package (utils.tensorboard) fails to import without\n"
+        "        # it, as PyTorch's does; a missing module of tapegrad's own is an error\n"
+        "        if (e.name or '').split('.')[0] == 'tapegrad':\n"
+        "            raise\n"
+        "        continue\n"
         "    missing += [f'{name}.{n}' for n in names if not hasattr(module, n)]\n"
         "print(json.dumps(missing))")
     assert missing == []
