@@ -38,8 +38,30 @@ cdef inline Py_ssize_t as_node(Py_ssize_t k) noexcept:
     return k
 
 
+cdef bint has_hooks(Record* r) noexcept:
+    """Whether a record carries hooks (its RecordExtra also holds data no Python reads during a
+    sweep: grad_fn.metadata, anomaly traces, recorded shapes)."""
+    cdef RecordExtra ex
+    if r.extra == NULL:
+        return False
+    ex = <RecordExtra>r.extra
+    return bool(ex.hooks) or bool(ex.post_hooks) or bool(ex.node_hooks)
+
+
 cdef bint runs_python(Record* r) noexcept:
-    return r.extra != NULL or r.op == OP_FUNCTION
+    """Whether running record r runs code that could see the order leaves are delivered in: its
+    hooks, or a custom Function's backward; not a replayed tapegrad.compile call
+    (CompiledBackward) nor one of the library's kernel Functions (convolutions, pooling,
+    recurrent layers, attention: their backward is tapegrad's array kernels), which are most of
+    the OP_FUNCTION records of a model's step."""
+    if has_hooks(r):
+        return True
+    if r.op != OP_FUNCTION or r.aux == NULL:
+        return False
+    ctx = <object>r.aux
+    if isinstance(ctx, CompiledBackward):
+        return False
+    return not getattr(getattr(type(ctx), "_forward_cls", None), "_backward_is_kernels", False)
 
 
 cdef ReadyOrder ready_order_for(list roots, Py_ssize_t n, char* need):
@@ -77,7 +99,7 @@ cdef ReadyOrder ready_order_for(list roots, Py_ssize_t n, char* need):
                     reach[k] = 1
                     if k < lowest:
                         lowest = k
-        elif reach[i] and TAPE.recs[i].extra != NULL:
+        elif reach[i] and has_hooks(&TAPE.recs[i]):
             observed = True             # (a leaf's own hooks)
         i -= 1
     if not observed:

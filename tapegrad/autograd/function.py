@@ -659,6 +659,13 @@ class KernelFunction(Function):
     # None (left as it is), "zeros" or "none" (see tied_to_saved), as PyTorch's double backward.
     saved_input_derivative = None
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # Its backward runs only the library's kernels (no user code) unless a subclass
+        # overrides it: the sweep need not replay PyTorch's delivery order for such a node
+        # (src/tapegrad/ready_order.pxi, runs_python).
+        cls._backward_is_kernels = cls.backward is KernelFunction.backward
+
     @classmethod
     def apply(cls, *args):
         out = Function.apply.__func__(cls, *args)
