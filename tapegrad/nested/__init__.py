@@ -7,7 +7,6 @@ constructors and conversions PyTorch's torch.nested exports.
 """
 from __future__ import annotations as _annotations
 
-import warnings
 
 import numpy as np
 
@@ -27,15 +26,12 @@ _PROTOTYPE_WARNING = (
     "We recommend specifying layout=torch.jagged when constructing a nested tensor, as this "
     "layout receives active development, has better operator coverage, and works with "
     "torch.compile.")
-_warned = False
 
 
 def _warn_prototype() -> None:
-    """PyTorch's TORCH_WARN_ONCE for a strided nested tensor: once per process."""
-    global _warned
-    if not _warned:
-        _warned = True
-        warnings.warn(_PROTOTYPE_WARNING, UserWarning, stacklevel=3)
+    """PyTorch's TORCH_WARN_ONCE for a strided nested tensor: once per process (the core's
+    once-per-process warnings, naming the user's line)."""
+    _core.warn_once(_PROTOTYPE_WARNING)
 
 
 def _as_tensors(tensor_list, dtype, detach: bool) -> list:
