@@ -291,6 +291,8 @@ _LAZY["_inductor"] = ("_inductor", None)
 _LAZY["_logging"] = ("_logging", None)
 # and scripts call a few names of its compiled module as torch._C.<name> (tapegrad/_C.py)
 _LAZY["_C"] = ("_C", None)
+# and torch.__config__.show() / parallel_info() in environment cells
+_LAZY["__config__"] = ("__config__", None)
 
 
 # PyTorch's deprecated build flags: each warns and answers from the torch.backends function it

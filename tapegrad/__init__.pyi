@@ -370,6 +370,7 @@ __all__ = [
     'frexp',
     'frobenius_norm',
     'from_dlpack',
+    'from_file',
     'from_numpy',
     'frombuffer',
     'full',
@@ -2072,6 +2073,8 @@ def frexp(input: Any, *, out: Any = ...) -> Any: ...
 def frobenius_norm(input: Any, dim: Any, keepdim: Any = ..., *, out: Any = ...) -> Any: ...
 
 def from_dlpack(ext_tensor: Any, *, device: Any = ..., copy: Any = ...) -> Tensor: ...
+
+def from_file(filename: Any, shared: Any = ..., size: Any = ..., *, dtype: Any = ..., layout: Any = ..., device: Any = ..., pin_memory: Any = ..., requires_grad: Any = ...) -> Any: ...
 
 def frombuffer(buffer: Any, *, dtype: Any, count: Any = ..., offset: Any = ..., requires_grad: Any = ...) -> Any: ...
 

@@ -14,6 +14,7 @@ import collections.abc
 
 from tapegrad._core import type_name as _type_name
 import math
+import os
 import warnings
 
 import numpy as np
@@ -205,6 +206,45 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
         # numpy refuses to write into a read-only buffer; tapegrad, as PyTorch, shares it anyway
         # (hence the warning above), so the tensor holds a private writable copy instead
         array = array.copy()
+    from .creation import from_numpy
+    return _finish(from_numpy(array), requires_grad)
+
+
+def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=None,
+              pin_memory=False, requires_grad=False):
+    """A 1-D tensor of `size` elements of `dtype` over a memory map of `filename`: with `shared`,
+    writes reach the file (created or extended to fit when needed); otherwise the map is private
+    (copy on write) and the file must already hold the `size` elements."""
+    sparse_factory_layout(layout, "from_file", "from_file")
+    _check_cpu(device)
+    np_dt = _np_dtype(dtype, "from_file") or _default_dtype().np_dtype
+    filename = os.fspath(filename)
+    size = int(size)
+    if size < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {size}: [{size}]")
+    needed = size * np_dt.itemsize
+    if shared:
+        try:
+            with open(filename, "ab"):      # (created when missing, left as it is otherwise)
+                pass
+        except OSError as e:
+            raise RuntimeError(f"unable to open file <{filename}> in read-write mode: "
+                               f"{e.strerror} ({e.errno})") from None
+        if os.path.getsize(filename) < needed:
+            os.truncate(filename, needed)   # (PyTorch grows a shared file to the mapping's size)
+    else:
+        try:
+            length = os.path.getsize(filename)
+        except OSError as e:
+            raise RuntimeError(f"unable to open file <{filename}> in read-only mode: "
+                               f"{e.strerror} ({e.errno})") from None
+        if length < needed:
+            raise RuntimeError(f"file <{filename}> size <{length}> is smaller than the required "
+                               f"mapping size <{needed}>")
+    if size == 0:
+        array = np.empty(0, dtype=np_dt)
+    else:
+        array = np.memmap(filename, dtype=np_dt, mode="r+" if shared else "c", shape=(size,))
     from .creation import from_numpy
     return _finish(from_numpy(array), requires_grad)
 
@@ -481,8 +521,9 @@ def _tensor_new(self, *args, **kwargs):
     return _core.wrap_array(value)
 
 
-FUNCTIONS = ("range", "asarray", "frombuffer", "empty_strided", "hann_window", "hamming_window",
-             "blackman_window", "bartlett_window", "kaiser_window", "unravel_index", "typename", "empty_permuted", "binomial")
+FUNCTIONS = ("range", "asarray", "frombuffer", "from_file", "empty_strided", "hann_window",
+             "hamming_window", "blackman_window", "bartlett_window", "kaiser_window",
+             "unravel_index", "typename", "empty_permuted", "binomial")
 
 
 def register(namespace: dict, tensor_cls) -> None:

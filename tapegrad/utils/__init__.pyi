@@ -20,6 +20,7 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.utils import benchmark as benchmark
 from tapegrad.utils import checkpoint as checkpoint
+from tapegrad.utils import collect_env as collect_env
 from tapegrad.utils import data as data
 from tapegrad.utils import deterministic as deterministic
 from tapegrad.utils import dlpack as dlpack

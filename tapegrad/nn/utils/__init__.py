@@ -39,3 +39,8 @@ def skip_init(module_cls, *args, **kwargs):
     final_device = kwargs.pop("device", "cpu")
     kwargs["device"] = "meta"
     return module_cls(*args, **kwargs).to_empty(device=final_device)
+
+# Convolution weights laid out in a memory format (channels_last).
+from .memory_format import (convert_conv2d_weight_memory_format,  # noqa: E402
+                            convert_conv3d_weight_memory_format)
+__all__ += ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]

@@ -21,6 +21,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.nn.utils import clip_grad as clip_grad
 from tapegrad.nn.utils import convert_parameters as convert_parameters
 from tapegrad.nn.utils import fusion as fusion
+from tapegrad.nn.utils import memory_format as memory_format
 from tapegrad.nn.utils import parametrizations as parametrizations
 from tapegrad.nn.utils import parametrize as parametrize
 from tapegrad.nn.utils import prune as prune
@@ -37,6 +38,8 @@ from tapegrad.nn.utils.fusion import fuse_conv_bn_eval as fuse_conv_bn_eval
 from tapegrad.nn.utils.fusion import fuse_conv_bn_weights as fuse_conv_bn_weights
 from tapegrad.nn.utils.fusion import fuse_linear_bn_eval as fuse_linear_bn_eval
 from tapegrad.nn.utils.fusion import fuse_linear_bn_weights as fuse_linear_bn_weights
+from tapegrad.nn.utils.memory_format import convert_conv2d_weight_memory_format as convert_conv2d_weight_memory_format
+from tapegrad.nn.utils.memory_format import convert_conv3d_weight_memory_format as convert_conv3d_weight_memory_format
 from tapegrad.nn.utils.spectral_norm import remove_spectral_norm as remove_spectral_norm
 from tapegrad.nn.utils.spectral_norm import spectral_norm as spectral_norm
 from tapegrad.nn.utils.weight_norm import remove_weight_norm as remove_weight_norm
@@ -64,6 +67,8 @@ __all__ = [
     'fuse_linear_bn_eval',
     'fuse_linear_bn_weights',
     'skip_init',
+    'convert_conv2d_weight_memory_format',
+    'convert_conv3d_weight_memory_format',
 ]
 
 def skip_init(module_cls: Any, *args: Any, **kwargs: Any) -> Any: ...
