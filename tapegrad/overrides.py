@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from . import _core
 from .tensor import Tensor
 
-__all__ = ["handle_torch_function", "has_torch_function", "has_torch_function_unary",
+__all__ = ["BaseTorchFunctionMode", "TorchFunctionMode", "handle_torch_function",
+           "has_torch_function", "has_torch_function_unary", "resolve_name",
            "has_torch_function_variadic", "is_tensor_like"]
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
@@ -71,20 +72,20 @@ def _overloads(arg) -> bool:
 def has_torch_function(relevant_args) -> bool:
     """Whether any of `relevant_args` (a sequence) defines a __torch_function__ override: a
     non-Tensor object with one, or an instance of a Tensor subclass (plain Tensors and Parameters
-    do not count)."""
+    do not count); always while a torch function mode is active."""
     if not isinstance(relevant_args, Sequence):
         raise TypeError("expected a sequence")
-    return any(_overloads(arg) for arg in relevant_args)
+    return bool(_mode_stack()) or any(_overloads(arg) for arg in relevant_args)
 
 
 def has_torch_function_unary(obj) -> bool:
     """has_torch_function((obj,))."""
-    return _overloads(obj)
+    return bool(_mode_stack()) or _overloads(obj)
 
 
 def has_torch_function_variadic(*args) -> bool:
     """has_torch_function(args)."""
-    return any(_overloads(arg) for arg in args)
+    return bool(_mode_stack()) or any(_overloads(arg) for arg in args)
 
 
 def _overloaded_args(relevant_args):
@@ -107,7 +108,10 @@ def _overloaded_args(relevant_args):
 
 def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     """Call the __torch_function__ overrides of `relevant_args`' types, subclasses first, with
-    (public_api, types, args, kwargs); the first result other than NotImplemented is returned."""
+    (public_api, types, args, kwargs); the first result other than NotImplemented is returned.
+    An active torch function mode comes first."""
+    if _mode_stack():
+        return _call_through_modes(public_api, list(relevant_args), args, kwargs, _USER_LEVEL)
     overloaded = _overloaded_args(relevant_args)
     types = tuple(type(arg) for arg in overloaded)
     for arg in overloaded:
@@ -263,3 +267,288 @@ def _register_subclass(cls) -> None:
             plain = getattr(Tensor, name)
             func = getattr(Tensor, _OPERATOR_METHODS.get(name, name))
             setattr(cls, name, _dispatching_method(func, plain))
+
+
+# -- torch function modes -----------------------------------------------------------------------
+# A TorchFunctionMode entered in a thread sees every public function's and Tensor method's call
+# made in that thread, before any Tensor subclass does: PyTorch's mode stack.  The C entries of
+# functions and methods check this thread's depth (out_arg_call.h, one NULL compare until a
+# program's first mode); Tensor's other attributes (operators, Python-level methods, properties)
+# are replaced on the Tensor class by dispatching ones while any thread has a mode, and put back
+# when the last mode exits, so a program without modes pays nothing.  The top mode is popped
+# while its __torch_function__ runs (calls it makes go to the modes below, or run plainly).
+
+import contextlib as _contextlib
+import threading as _threading
+
+_modes = _threading.local()
+_modes_lock = _threading.Lock()
+_modes_in_all_threads = 0           # the sum of every thread's depth
+_ABSENT = object()
+_mode_attributes: dict = {}         # name -> Tensor's own value before (or _ABSENT) while installed
+
+
+def _mode_stack() -> list:
+    stack = getattr(_modes, "stack", None)
+    if stack is None:
+        stack = _modes.stack = []
+    return stack
+
+
+def _depth_changed(change: int) -> None:
+    """This thread's stack grew or shrank by `change`: tell the C entries, and install or remove
+    Tensor's dispatching attributes as the first mode in any thread starts or the last ends."""
+    global _modes_in_all_threads
+    _core._set_function_modes(_dispatch_mode_call, len(_mode_stack()))
+    with _modes_lock:
+        before = _modes_in_all_threads
+        _modes_in_all_threads += change
+        if before == 0 and _modes_in_all_threads > 0:
+            _install_mode_attributes()
+        elif before > 0 and _modes_in_all_threads == 0:
+            _remove_mode_attributes()
+
+
+def _push_mode(mode) -> None:
+    _mode_stack().append(mode)
+    _depth_changed(1)
+
+
+def _pop_mode():
+    stack = _mode_stack()
+    if not stack:
+        raise RuntimeError("Trying to pop from an empty mode stack")
+    mode = stack.pop()
+    _depth_changed(-1)
+    return mode
+
+
+@_contextlib.contextmanager
+def _pop_mode_temporarily():
+    """The top mode, off the stack for the duration (what runs its __torch_function__)."""
+    mode = _pop_mode()
+    try:
+        yield mode
+    finally:
+        _push_mode(mode)
+
+
+def _get_current_function_mode():
+    stack = _mode_stack()
+    return stack[-1] if stack else None
+
+
+def _get_current_function_mode_stack() -> list:
+    return list(_mode_stack())
+
+
+def _is_torch_function_mode_enabled() -> bool:
+    return bool(_mode_stack())
+
+
+def _len_torch_function_stack() -> int:
+    return len(_mode_stack())
+
+
+class TorchFunctionMode:
+    """A context manager that intercepts the calls of public functions and Tensor methods (and
+    reads of Tensor's properties) made while it is active: each goes to its
+    ``__torch_function__(func, types, args, kwargs)``, during which the mode itself is inactive
+    (so calling ``func`` there runs it).  Returning ``NotImplemented`` passes the call on."""
+
+    def __init__(self):
+        pass
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        raise NotImplementedError
+
+    def __enter__(self):
+        _push_mode(self)
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        _pop_mode()
+
+    @classmethod
+    def push(cls, *args, **kwargs):
+        import warnings
+        warnings.warn("`Mode.push()` is no longer necessary and can be replaced with just "
+                      "`with Mode()`", stacklevel=2)
+        return cls(*args, **kwargs)
+
+
+class BaseTorchFunctionMode(TorchFunctionMode):
+    """A mode that runs every call as it is (a base for modes overriding a few functions)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if kwargs is None:
+            kwargs = {}
+        return func(*args, **kwargs)
+
+
+_C_LEVEL, _PROPERTY, _PYTHON_LEVEL, _USER_LEVEL = range(4)
+
+
+def _mode_types(relevant_args, level) -> tuple:
+    """The `types` PyTorch hands a mode: for a C-level function, method or operator and for
+    handle_torch_function called by library or user code, the overriding types; for a property
+    the instance's type; for a Python-level Tensor method the tensor types that keep the
+    protocol (plain Tensor too, not Parameter)."""
+    if level in (_C_LEVEL, _USER_LEVEL):
+        return tuple(type(arg) for arg in _overloaded_args(relevant_args))
+    tensors = [a for a in relevant_args if isinstance(a, _core.TensorBase)]
+    if level == _PROPERTY:
+        return (type(tensors[0]),) if tensors else ()
+    return tuple(dict.fromkeys(
+        type(a) for a in tensors
+        if getattr(getattr(type(a), "__torch_function__", None), "__func__", None)
+        is not _disabled_torch_function_impl))
+
+
+def _call_through_modes(public_api, relevant_args, args, kwargs, level):
+    """handle_torch_function with this thread's modes first: the top mode's result unless it
+    returns NotImplemented, then the subclasses' overrides, then (for a Tensor attribute that is
+    Python code in PyTorch) Tensor's default."""
+    types = _mode_types(relevant_args, level)
+    with _pop_mode_temporarily() as mode:
+        result = mode.__torch_function__(public_api, types, args, kwargs)
+    if result is not NotImplemented:
+        return result
+    overloaded = _overloaded_args(relevant_args)
+    for arg in overloaded:
+        result = arg.__torch_function__(public_api, types, args, kwargs)
+        if result is not NotImplemented:
+            return result
+    if level in (_PROPERTY, _PYTHON_LEVEL):
+        return public_api(*args, **(kwargs or {}))
+    name = resolve_name(public_api) or getattr(public_api, "__name__", repr(public_api))
+    listed = "".join(f"  - tensor subclass {type(arg)!r}\n" for arg in overloaded)
+    raise TypeError(f"Multiple dispatch failed for '{name}'; all __torch_function__ handlers "
+                    f"returned NotImplemented:\n\n  - mode object {mode!r}\n{listed}\n"
+                    "For more information, try re-running with TORCH_LOGS=not_implemented")
+
+
+def _dispatch_mode_call(entry, args, kwargs):
+    """A public function's or Tensor method's call while a mode is active (out_arg_call.h)."""
+    if type(entry) is type(Tensor.add) and entry.__name__ in _PYTHON_TENSOR_METHODS:
+        return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs,
+                                   _PYTHON_LEVEL)
+    return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs or None, _C_LEVEL)
+
+
+def _mode_dispatching_method(func, plain, level):
+    """Tensor's attribute `plain` while modes are active: through this thread's modes as `func`
+    when it has any, else as it was."""
+    def method(self, *args, **kwargs):
+        if not _mode_stack():
+            return plain(self, *args, **kwargs)
+        return _call_through_modes(func, _relevant((self, *args), kwargs), (self, *args),
+                                   kwargs if level == _PYTHON_LEVEL else kwargs or None, level)
+    method.__name__ = method.__qualname__ = getattr(plain, "__name__", "method")
+    method.__doc__ = getattr(plain, "__doc__", None)
+    method._mode_dispatches = True
+    return method
+
+
+def _mode_dispatching_property(descriptor):
+    getter = descriptor.__get__
+    read = _mode_dispatching_method(getter, getter, _PROPERTY)
+    write = None
+    if getattr(descriptor, "fset", None) is not None or (
+            not isinstance(descriptor, property) and hasattr(descriptor, "__set__")):
+        def write(self, value):
+            descriptor.__set__(self, value)
+    return property(read, write, doc=descriptor.__doc__)
+
+
+def _is_property(value) -> bool:
+    import types
+    return isinstance(value, (property, types.GetSetDescriptorType))
+
+
+# The Tensor methods PyTorch writes in Python (torch/_tensor.py; __neg__ and __abs__ there are
+# the C neg and abs): a mode sees them with the tensor types in `types` and their keyword
+# arguments as a dict (PyTorch's spell out their defaults, tapegrad's only what was passed); the
+# rest are C code.
+_PYTHON_TENSOR_METHODS = frozenset((
+    "__array__", "__array_wrap__", "__contains__", "__dir__", "__dlpack__",
+    "__dlpack_device__", "__floordiv__", "__format__", "__ipow__", "__iter__", "__len__",
+    "__pos__", "__pow__", "__rdiv__", "__repr__", "__reversed__", "__rfloordiv__",
+    "__rlshift__", "__rmatmul__", "__rmod__", "__rpow__", "__rrshift__", "__rsub__",
+    "__rtruediv__", "backward", "dim_order", "is_shared", "istft", "lu",
+    "module_load", "norm", "register_hook", "register_post_accumulate_grad_hook", "resize",
+    "resize_as", "share_memory_", "split", "stft", "storage", "storage_type", "to_sparse_coo",
+    "unflatten", "unique", "unique_consecutive"))
+
+
+def _install_mode_attributes() -> None:
+    method_type = type(Tensor.add)          # (the C method entries check the modes themselves)
+    replaced = {}
+    for klass in (_core.TensorBase, Tensor):
+        for name, value in vars(klass).items():
+            if name in _KEPT or name.startswith("_") and not (
+                    name.startswith("__") and name.endswith("__")):
+                continue
+            if _is_property(value):
+                replaced[name] = _mode_dispatching_property(value)
+                continue
+            if isinstance(value, method_type) or not callable(value) or isinstance(
+                    value, (staticmethod, classmethod, type)):
+                continue
+            plain = getattr(Tensor, name)
+            level = _PYTHON_LEVEL if name in _PYTHON_TENSOR_METHODS else _C_LEVEL
+            # (an operator PyTorch writes in Python, __pow__, is reported as itself)
+            func = plain if level == _PYTHON_LEVEL else getattr(
+                Tensor, _OPERATOR_METHODS.get(name, name))
+            replaced[name] = _mode_dispatching_method(func, plain, level)
+    for name, value in replaced.items():
+        _mode_attributes[name] = vars(Tensor).get(name, _ABSENT)
+        setattr(Tensor, name, value)
+
+
+def _remove_mode_attributes() -> None:
+    for name, before in _mode_attributes.items():
+        if before is _ABSENT:
+            delattr(Tensor, name)
+        else:
+            setattr(Tensor, name, before)
+    _mode_attributes.clear()
+
+
+# -- names of the overridable functions ----------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def _public_names() -> dict:
+    """id(function) -> its qualified name as PyTorch spells it (torch.*, torch.nn.functional.*,
+    torch.linalg.*, torch.fft.*, torch.special.*, torch.Tensor.*), with the objects kept alive."""
+    import tapegrad
+    from .nn import functional, init
+    names = {}
+    namespaces = [("torch", tapegrad), ("torch.nn.functional", functional),
+                  ("torch.nn.init", init)]
+    for sub in ("linalg", "fft", "special"):
+        namespaces.append((f"torch.{sub}", getattr(tapegrad, sub)))
+    for prefix, namespace in namespaces:
+        for name in dir(namespace):
+            if name.startswith("_"):
+                continue
+            value = getattr(namespace, name, None)
+            if callable(value) and not isinstance(value, type):
+                names.setdefault(id(value), (f"{prefix}.{name}", value))
+    for klass in (_core.TensorBase, Tensor):
+        for name, value in vars(klass).items():
+            if _is_property(value):
+                names.setdefault(id(value), (f"torch.Tensor.{name}", value))
+            elif callable(value):
+                names.setdefault(id(value), (f"torch.Tensor.{name}", value))
+    return names
+
+
+def resolve_name(f):
+    """The qualified name of an overridable function (``torch.Tensor.add``,
+    ``torch.nn.functional.linear``, ``torch.Tensor.shape.__get__``), or None."""
+    if type(f).__name__ == "method-wrapper" and getattr(f, "__name__", "") == "__get__":
+        found = _public_names().get(id(f.__self__))
+        return None if found is None else f"{found[0]}.__get__"
+    found = _public_names().get(id(f))
+    return None if found is None else found[0]

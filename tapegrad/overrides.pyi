@@ -20,18 +20,33 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
+    'BaseTorchFunctionMode',
+    'TorchFunctionMode',
     'handle_torch_function',
     'has_torch_function',
     'has_torch_function_unary',
+    'resolve_name',
     'has_torch_function_variadic',
     'is_tensor_like',
 ]
+
+class BaseTorchFunctionMode(TorchFunctionMode):
+    ...
+
+class TorchFunctionMode:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None: ...
+    def __init__(self) -> None: ...
+    @classmethod
+    def push(cls, *args: Any, **kwargs: Any) -> Any: ...
 
 def handle_torch_function(public_api: Any, relevant_args: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 def has_torch_function(relevant_args: Any) -> _bool: ...
 
 def has_torch_function_unary(obj: Any) -> _bool: ...
+
+def resolve_name(f: Any) -> Any: ...
 
 def has_torch_function_variadic(*args: Any) -> _bool: ...
 

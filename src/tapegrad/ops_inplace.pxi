@@ -1351,6 +1351,7 @@ cdef extern from "out_arg_call.h":
     int tg_set_profiler(object open_event, object close_event) except -1
     int tg_set_subclass_dispatch(object types, object tensor_base, object handler) except -1
     int tg_subclass_dispatch_set_off(int off)
+    int tg_set_function_modes(object handler, Py_ssize_t depth) except -1
 
 
 cdef int refuse_dtype_other_than_out(str name, object dtype, object out_dt) except -1:
@@ -1413,6 +1414,13 @@ def _set_subclass_dispatch(set types, handler):
     a type in `types` (a set it keeps adding to) go to handler(entry, args, kwargs) from then on
     (out_arg_call.h)."""
     tg_set_subclass_dispatch(types, TensorBase, handler)
+
+
+def _set_function_modes(handler, Py_ssize_t depth):
+    """Called by tapegrad/overrides.py as this thread's torch function mode stack changes:
+    while `depth` > 0, public functions' and Tensor methods' calls go to handler(entry, args,
+    kwargs) (out_arg_call.h)."""
+    tg_set_function_modes(handler, depth)
 
 
 def _subclass_dispatch_set_off(off):

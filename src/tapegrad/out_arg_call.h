@@ -413,18 +413,59 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     return result;
 }
 
-/* Whether a call's arguments hold an instance of a dispatching Tensor subclass (and the dispatch
- * is on); then tg_subclass_call sends it to the handler. */
+/* Whether a call goes to __torch_function__: a torch function mode is active in this thread, or
+ * the call's arguments hold an instance of a dispatching Tensor subclass (and that dispatch is
+ * on); then tg_subclass_call sends it to the mode's or the subclass's handler. */
+static inline int tg_in_function_mode(void);
+
 static inline int
 tg_dispatches_to_subclass(PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    if (tg_in_function_mode())
+        return 1;       /* (a mode comes first: tg_subclass_call hands the call to it) */
     return tg_subclass_types != NULL && !tg_subclass_dispatch_off
            && tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_dispatching_subclass);
+}
+
+/* PyTorch's torch function modes (tapegrad/overrides.py: TorchFunctionMode).  While this
+ * thread's mode stack is not empty, a public function's or Tensor method's call goes to
+ * tg_mode_handler(<entry>, args, kwargs) first (handle_torch_function's way: the top mode's
+ * __torch_function__, popped while it runs).  The handler is set at the first mode a program
+ * enters, so until then the check is one NULL compare; tg_function_modes is this thread's depth. */
+static PyObject *tg_mode_handler = NULL;
+static TG_THREAD_LOCAL Py_ssize_t tg_function_modes = 0;
+
+static int
+tg_set_function_modes(PyObject *handler, Py_ssize_t depth)
+{
+    if (!PyCallable_Check(handler) || depth < 0) {
+        PyErr_SetString(PyExc_TypeError, "expected a callable and a depth >= 0");
+        return -1;
+    }
+    Py_INCREF(handler);
+    Py_XSETREF(tg_mode_handler, handler);
+    tg_function_modes = depth;
+    return 0;
+}
+
+static inline int
+tg_in_function_mode(void)
+{
+    return tg_mode_handler != NULL && tg_function_modes > 0;
 }
 
 static PyObject *
 tg_subclass_call(PyObject *entry, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    if (tg_in_function_mode()) {
+        PyObject *result, *head = PyTuple_Pack(1, entry);
+        if (head == NULL)
+            return NULL;
+        result = tg_out_arg_call_with(tg_mode_handler, head, args, nargsf, kwnames, 1);
+        Py_DECREF(head);
+        return result;
+    }
+
     PyObject *result, *head = PyTuple_Pack(1, entry);
     if (head == NULL)
         return NULL;
