@@ -601,7 +601,7 @@ def install_methods(cls) -> None:
     to the compiled op of its name (tensor.py's _compiled_op: add, mul, sum ...) is that op
     itself behind one, with its docstring; the generic ones were made so (_extra_ops._method);
     another Python method stays a function (the interpreter inlines a call from Python into it,
-    not one through C: ~50 ns more a call)."""
+    not one through C: ~50 ns more a call), unless it is on a CPU autocast list."""
     for name, fn in list(vars(cls).items()):
         if name.startswith("_"):
             continue
@@ -610,6 +610,9 @@ def install_methods(cls) -> None:
                 op = getattr(_core, name)       # (a public entry's function)
                 op = getattr(op, "__out_arg_of__", op)
                 setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
+            elif policy_of("Tensor", name):
+                # (an op of the CPU autocast lists: its entry applies the policy)
+                setattr(cls, name, method_entry(name, fn))
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
 
