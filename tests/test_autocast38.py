@@ -315,3 +315,30 @@ def test_set_autocast_enabled_cpu_switches_the_ops():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         assert not tg.is_autocast_cpu_enabled()
+
+
+@pytest.mark.parametrize("need_weights,masked", [(True, True), (True, False), (False, False)])
+def test_multihead_attention_under_autocast_as_torch(need_weights, masked):
+    # PyTorch's composite reaches linear / bmm / baddbmm / sdpa through the dispatcher: each
+    # casts, so the output and the weights are float16
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(4, 2)
+    ours = tg.nn.MultiheadAttention(4, 2)
+    ours.load_state_dict({k: tg.tensor(v.detach().numpy()) for k, v in
+                          theirs.state_dict().items()})
+    s = np.random.default_rng(4).standard_normal((5, 2, 4)).astype(np.float32)
+    mask = np.random.default_rng(5).standard_normal((5, 5)).astype(np.float32)
+    outs = []
+    for L, m in ((tg, ours), (torch, theirs)):
+        x = L.tensor(s)
+        with L.autocast("cpu", dtype=L.float16):
+            outs.append(m(x, x, x, need_weights=need_weights,
+                          attn_mask=L.tensor(mask) if masked else None))
+    (o, w), (to, tw) = outs
+    assert _dtype_name(o) == _dtype_name(to) == "float16"
+    np.testing.assert_allclose(o.detach().double().numpy(), to.detach().double().numpy(),
+                               rtol=5e-3, atol=5e-3)
+    if need_weights:
+        assert _dtype_name(w) == _dtype_name(tw)
+        np.testing.assert_allclose(w.detach().double().numpy(), tw.detach().double().numpy(),
+                                   rtol=5e-3, atol=5e-3)
