@@ -92,16 +92,18 @@ def _check_device_type(device_type) -> None:
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
 
 
-def _cast_floating(value, dtype):
-    """value with its floating-point tensors other than float64 (also inside lists, tuples and
-    dicts) cast: PyTorch's custom_fwd keeps float64 tensors as they are."""
+def _cast_floating(value, dtype, device_type: str):
+    """value with its floating-point tensors on `device_type` other than float64 (also inside
+    lists, tuples and dicts) cast, as PyTorch's custom_fwd casts: a float64 tensor, or one on
+    another device (every tensor here is a CPU one: a 'cuda' custom_fwd casts none), stays."""
     if isinstance(value, _core.TensorBase):
-        return value.to(dtype) if value.is_floating_point() and \
-            value.dtype is not _core.float64 else value
+        eligible = (value.is_floating_point() and value.dtype is not _core.float64
+                    and value.device.type == device_type.split(":")[0])
+        return value.to(dtype) if eligible else value
     if isinstance(value, dict):
-        return {k: _cast_floating(v, dtype) for k, v in value.items()}
+        return {k: _cast_floating(v, dtype, device_type) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_cast_floating(v, dtype) for v in value)
+        return type(value)(_cast_floating(v, dtype, device_type) for v in value)
     return value
 
 
@@ -123,8 +125,8 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
         if cast_inputs is None or not enabled:
             return fwd(ctx, *args, **kwargs)
         with autocast(device_type=device_type, enabled=False):
-            return fwd(ctx, *_cast_floating(args, cast_inputs),
-                       **_cast_floating(kwargs, cast_inputs))
+            return fwd(ctx, *_cast_floating(args, cast_inputs, device_type),
+                       **_cast_floating(kwargs, cast_inputs, device_type))
     return decorated_forward
 
 

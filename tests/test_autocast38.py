@@ -342,3 +342,28 @@ def test_multihead_attention_under_autocast_as_torch(need_weights, masked):
         assert _dtype_name(w) == _dtype_name(tw)
         np.testing.assert_allclose(w.detach().double().numpy(), tw.detach().double().numpy(),
                                    rtol=5e-3, atol=5e-3)
+
+
+def test_cuda_custom_fwd_casts_no_cpu_tensor_as_torch():
+    # SILENT before: with CUDA autocast switched on by hand, custom_fwd(device_type='cuda',
+    # cast_inputs=float16) cast the CPU float32 input to float16, where PyTorch casts only
+    # tensors on the device the decorator names
+    results = []
+    for L in (tg, torch):
+        class Probe(L.autograd.Function):
+            @staticmethod
+            @L.amp.custom_fwd(device_type="cuda", cast_inputs=L.float16)
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            @L.amp.custom_bwd(device_type="cuda")
+            def backward(ctx, g):
+                return g
+
+        L.set_autocast_enabled("cuda", True)
+        try:
+            results.append(_dtype_name(Probe.apply(L.ones(2))))
+        finally:
+            L.set_autocast_enabled("cuda", False)
+    assert results == ["float32", "float32"]
