@@ -353,6 +353,8 @@ _stdlib_attributes.install()  # urllib.request & co., which PyTorch's import loa
 from . import _out_arg, _public_calls  # noqa: E402
 _public_calls.install(globals(), _out_arg.OUT_FUNCTIONS)
 _public_calls.install_methods(Tensor)  # Tensor's methods: PyTorch's wording of their arg errors
+from . import _autocast  # noqa: E402
+_autocast.install(matmul)  # CPU autocast: the listed entries' calls under autocast, and x @ y's
 _repoint(globals(), __name__)
 
 # The attributes Python set for two internal modules imported above: torch has no torch.creation

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _core
 from ._core import type_name
+from ._autocast import policy_of
 from ._out_arg import DTYPE_FROM_OUT
 
 # Public callables that are not ops on tensors (left as they are: also where PyTorch's are the
@@ -118,21 +119,31 @@ def install(namespace: dict, out_functions=(), prefix: str = "") -> None:
     add, mul, matmul ... do), under the name PyTorch's messages give them (`prefix` + name:
     "linalg_norm"); called at the end of each namespace module (and by tapegrad's __getattr__
     after a lazy load)."""
+    module = namespace.get("__name__")
     for name in out_functions:
         fn = namespace.get(name)
         if isinstance(fn, _core.WithOut):
             fn = fn.__wrapped__     # (another namespace's entry: this one's is its own object)
         if fn is None or _takes_out(fn):
             continue
-        namespace[name] = public_call(prefix + name, fn, out_arg=True)
-    module = namespace.get("__name__")
+        namespace[name] = _with_autocast_policy(public_call(prefix + name, fn, out_arg=True),
+                                                module, name)
     for name, fn in list(namespace.items()):
         if _is_op(name, fn):
-            namespace[name] = public_call(name, fn)
+            namespace[name] = _with_autocast_policy(public_call(name, fn), module, name)
             if module == "tapegrad.nn.functional" and name not in _PARSED_FUNCTIONAL:
                 _python_level.add(id(namespace[name]))
             if (module, name) in TORCH_READS_FIRST:
                 _reads_first.add(id(fn))
+
+
+def _with_autocast_policy(entry, module, name: str):
+    """entry, given the CPU autocast policy of `name` in `module` if PyTorch's lists have one
+    (tapegrad/_autocast.py; an entry shared by two namespaces keeps a policy either gave it)."""
+    policy = policy_of(module, name)
+    if policy:
+        entry._autocast_policy = policy
+    return entry
 
 
 # The public functions that take an ndarray for what it is (its data, or any object), not in a
@@ -576,7 +587,7 @@ def method_entry(name: str, op, like=None, refuses_out: bool | None = None):
     parameters have out; x.cummax(0, out=...) had written into out)."""
     if refuses_out is None:
         refuses_out = _takes_out(op)
-    method = _core.TensorMethod(name, op, refuses_out)
+    method = _with_autocast_policy(_core.TensorMethod(name, op, refuses_out), "Tensor", name)
     for attr in ("__name__", "__qualname__", "__doc__"):
         value = getattr(op if like is None else like, attr, None)
         if value is not None:
@@ -590,7 +601,7 @@ def install_methods(cls) -> None:
     to the compiled op of its name (tensor.py's _compiled_op: add, mul, sum ...) is that op
     itself behind one, with its docstring; the generic ones were made so (_extra_ops._method);
     another Python method stays a function (the interpreter inlines a call from Python into it,
-    not one through C: ~50 ns more a call)."""
+    not one through C: ~50 ns more a call), unless it is on a CPU autocast list."""
     for name, fn in list(vars(cls).items()):
         if name.startswith("_"):
             continue
@@ -599,6 +610,9 @@ def install_methods(cls) -> None:
                 op = getattr(_core, name)       # (a public entry's function)
                 op = getattr(op, "__out_arg_of__", op)
                 setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
+            elif policy_of("Tensor", name):
+                # (an op of the CPU autocast lists: its entry applies the policy)
+                setattr(cls, name, method_entry(name, fn))
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
 

@@ -13,10 +13,10 @@ What each means for tapegrad:
   setting is stored and reported, as PyTorch's.
 - flush denormal: numpy offers no switch for the FPU's flush-to-zero mode, so
   set_flush_denormal reports False ("not supported"), which PyTorch's contract allows.
-- autocast: tapegrad's CPU autocast cannot be enabled (tapegrad.amp explains why), so the
-  queries report it off for the CPU, enabling it for the CPU raises the same error as entering
-  an enabled ``autocast('cpu')``, and the per-device dtypes default to PyTorch's (bfloat16 for
-  the CPU, float16 for CUDA).
+- autocast: the per-thread state of torch.autocast (enabled per device type, the dtype, the
+  weight cache, the nesting depth).  The CPU's enabled flag is mirrored in the C flag the
+  autocast-listed ops test (tapegrad/_autocast.py); the per-device dtypes default to PyTorch's
+  (bfloat16 for the CPU, float16 for CUDA).
 """
 from __future__ import annotations as _annotations
 
@@ -148,21 +148,19 @@ def _table(name: str) -> dict:
 
 
 def is_autocast_enabled(device_type: str = "cuda") -> bool:
-    """Whether autocast is on for device_type (never for the CPU: tapegrad cannot autocast)."""
+    """Whether autocast is on for device_type in this thread."""
     return _table("enabled").get(_device_type(device_type), False)
 
 
 def set_autocast_enabled(device_type, enabled=None):
-    """Switch autocast for a device type (set_autocast_enabled(enabled) means CUDA).  Enabling
-    it for the CPU raises: tapegrad cannot autocast there (see tapegrad.amp)."""
+    """Switch autocast for a device type in this thread (set_autocast_enabled(enabled) means
+    CUDA).  The CPU's switch is also the C flag its autocast-listed ops test."""
     if enabled is None:
         device_type, enabled = "cuda", device_type
     kind = _device_type(device_type)
-    if enabled and kind == "cpu":
-        raise NotImplementedError(
-            "tapegrad cannot autocast on the CPU (PyTorch computes matmuls and convolutions there "
-            "in bfloat16, a dtype tapegrad lacks)")
     _table("enabled")[kind] = bool(enabled)
+    if kind == "cpu":
+        _core._set_autocast_on(bool(enabled))
 
 
 def get_autocast_dtype(device_type: str):
@@ -223,19 +221,21 @@ def set_autocast_gpu_dtype(dtype):
 
 
 def is_autocast_cache_enabled() -> bool:
-    """Whether autocast caches casted weights (on by default; tapegrad never casts)."""
+    """Whether autocast caches its casts of weights (on by default)."""
     return _table("cache").get("enabled", True)
 
 
 def set_autocast_cache_enabled(enabled):
-    """Switch autocast's weight cache (stored: tapegrad's autocast never casts)."""
+    """Switch autocast's weight cache (tapegrad/_autocast.py)."""
     _require_bool(enabled, "set_autocast_cache_enabled(): argument 'enabled' (position 1) must "
                            "be bool, not {}")
     _table("cache")["enabled"] = enabled
 
 
 def clear_autocast_cache():
-    """Empty autocast's weight cache: tapegrad's is always empty."""
+    """Empty autocast's weight cache (the outermost autocast region's exit does)."""
+    from ._autocast import clear_cache
+    clear_cache()
 
 
 def autocast_increment_nesting() -> int:

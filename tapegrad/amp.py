@@ -1,13 +1,14 @@
 """tapegrad.amp: GradScaler and autocast, as torch.amp behaves on a CPU-only machine.
 
-Training scripts written for GPUs wrap their loop in ``autocast`` and ``GradScaler``; the AMP
-recipe switches both with ``enabled=``.  ``GradScaler`` is complete (loss scaling, unscaling,
-skipping steps whose gradients are not finite, growth and backoff of the scale, state dicts),
-so a script using it on the CPU trains as under PyTorch.  ``autocast`` for ``'cuda'`` warns and
-disables itself, as PyTorch does without CUDA, and so does a CPU autocast asked for a dtype
-other than bfloat16 or float16; a disabled autocast is a no-op; an enabled CPU autocast would run
-matmuls in bfloat16 (or float16), which tapegrad does not do, so entering one raises
-``NotImplementedError`` rather than silently computing in another precision.
+Training scripts wrap their loop in ``autocast`` and ``GradScaler``; the AMP recipe switches
+both with ``enabled=``.  ``GradScaler`` is complete (loss scaling, unscaling, skipping steps
+whose gradients are not finite, growth and backoff of the scale, state dicts), so a script using
+it on the CPU trains as under PyTorch.  ``autocast('cpu', dtype=...)`` runs the ops of
+PyTorch's CPU autocast lists in float16 (or bfloat16) or float32, casting their inputs as
+PyTorch does (tapegrad/_autocast.py has the lists and the cast); ``autocast`` for ``'cuda'``
+warns and disables itself, as PyTorch does without CUDA, and so does a CPU autocast asked for a
+dtype other than bfloat16 or float16.  bfloat16: tapegrad has no bfloat16 tensors yet, so the
+first op of a bfloat16 region that would cast raises NotImplementedError.
 """
 from __future__ import annotations as _annotations
 
@@ -34,19 +35,23 @@ class autocast:  # noqa: N801  (PyTorch's name)
     """Context manager and decorator for mixed precision regions (see the module docstring)."""
 
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None):
+        from ._settings import get_autocast_dtype, is_autocast_cache_enabled
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         if device_type.split(":")[0] not in _DEVICE_TYPES:
             raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start "
                                f"of device string: {device_type}")
         self.device = device_type
-        self.fast_dtype = dtype
+        # (PyTorch's default is the dtype now in effect: a nested autocast keeps its outer one's)
+        self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
+        self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None \
+            else cache_enabled
         self._enabled = bool(enabled)
         if self._enabled and device_type != "cpu":
             _warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
                           UserWarning, stacklevel=2)
             self._enabled = False
-        if self._enabled and dtype is not None and dtype not in (_core.bfloat16, _core.float16):
+        if self._enabled and self.fast_dtype not in (_core.bfloat16, _core.float16):
             # (a script picking float32 when bfloat16 is unsupported runs in float32)
             _warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling "
                           "autocast.\nCPU Autocast only supports dtypes of torch.bfloat16, "
@@ -54,16 +59,24 @@ class autocast:  # noqa: N801  (PyTorch's name)
             self._enabled = False
 
     def __enter__(self):
-        if self._enabled:
-            # (name the dtype asked for: float16 exists here, only the autocasting does not)
-            dtype = self.fast_dtype if self.fast_dtype is not None else _core.bfloat16
-            raise NotImplementedError(
-                f"tapegrad cannot autocast on the CPU (PyTorch computes matmuls and convolutions "
-                f"there in {dtype}; tapegrad does not cast ops' inputs to a lower precision); "
-                f"pass enabled=False or leave autocast out")
+        from . import _settings
+        self.prev_cache_enabled = _settings.is_autocast_cache_enabled()
+        self.prev = _settings.is_autocast_enabled(self.device)
+        self.prev_fastdtype = _settings.get_autocast_dtype(self.device)
+        _settings.set_autocast_enabled(self.device, self._enabled)
+        _settings.set_autocast_dtype(self.device, self.fast_dtype)
+        _settings.autocast_increment_nesting()
+        _settings.set_autocast_cache_enabled(self._cache_enabled)
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        from . import _settings
+        # the weight cache lives until the outermost region exits
+        if _settings.autocast_decrement_nesting() == 0:
+            _settings.clear_autocast_cache()
+        _settings.set_autocast_enabled(self.device, self.prev)
+        _settings.set_autocast_dtype(self.device, self.prev_fastdtype)
+        _settings.set_autocast_cache_enabled(self.prev_cache_enabled)
         return False
 
     def __call__(self, func):
@@ -79,14 +92,18 @@ def _check_device_type(device_type) -> None:
         raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
 
 
-def _cast_floating(value, dtype):
-    """value with its floating-point tensors (also inside lists, tuples and dicts) cast."""
+def _cast_floating(value, dtype, device_type: str):
+    """value with its floating-point tensors on `device_type` other than float64 (also inside
+    lists, tuples and dicts) cast, as PyTorch's custom_fwd casts: a float64 tensor, or one on
+    another device (every tensor here is a CPU one: a 'cuda' custom_fwd casts none), stays."""
     if isinstance(value, _core.TensorBase):
-        return value.to(dtype) if value.is_floating_point() else value
+        eligible = (value.is_floating_point() and value.dtype is not _core.float64
+                    and value.device.type == device_type.split(":")[0])
+        return value.to(dtype) if eligible else value
     if isinstance(value, dict):
-        return {k: _cast_floating(v, dtype) for k, v in value.items()}
+        return {k: _cast_floating(v, dtype, device_type) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(_cast_floating(v, dtype) for v in value)
+        return type(value)(_cast_floating(v, dtype, device_type) for v in value)
     return value
 
 
@@ -94,7 +111,7 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
     """Decorate a custom Function's ``forward`` for autocast regions: inside an enabled
     autocast of ``device_type`` it runs with autocast off and its floating inputs cast to
     ``cast_inputs`` (if given); elsewhere it is called as is.  It records on ``ctx`` whether
-    autocast was on, for ``custom_bwd``.  (tapegrad's autocast is never enabled: see above.)"""
+    autocast was on, for ``custom_bwd``."""
     _check_device_type(device_type)
     if fwd is None:
         return _functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
@@ -108,8 +125,8 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
         if cast_inputs is None or not enabled:
             return fwd(ctx, *args, **kwargs)
         with autocast(device_type=device_type, enabled=False):
-            return fwd(ctx, *_cast_floating(args, cast_inputs),
-                       **_cast_floating(kwargs, cast_inputs))
+            return fwd(ctx, *_cast_floating(args, cast_inputs, device_type),
+                       **_cast_floating(kwargs, cast_inputs, device_type))
     return decorated_forward
 
 

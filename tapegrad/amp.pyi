@@ -51,6 +51,9 @@ class autocast:
     def __init__(self, device_type: _str, dtype: Any = ..., enabled: _bool = ..., cache_enabled: Any = ...) -> None: ...
     device: Any
     fast_dtype: Any
+    prev_cache_enabled: Any
+    prev: Any
+    prev_fastdtype: Any
 
 def custom_bwd(bwd: Any = ..., *, device_type: _str) -> Any: ...
 

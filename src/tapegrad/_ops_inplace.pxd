@@ -19,3 +19,8 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                        bint one_number=*)
 
 cdef object write_out(str name, object out, tuple operands, object fn, dict kwargs)
+
+# CPU autocast: the number of threads whose autocast flag is on, and the public matmul's entry
+# (Tensor.__matmul__ goes through it while the count is not 0; ops_inplace.pxi)
+cdef int AUTOCAST_THREADS
+cdef object AUTOCAST_MATMUL

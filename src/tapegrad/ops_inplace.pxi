@@ -1352,6 +1352,8 @@ cdef extern from "out_arg_call.h":
     int tg_set_subclass_dispatch(object types, object tensor_base, object handler) except -1
     int tg_subclass_dispatch_set_off(int off)
     int tg_set_function_modes(object handler, Py_ssize_t depth) except -1
+    int tg_autocast_set_on(int on)
+    int tg_autocast_set_handler(object handler) except -1
 
 
 cdef int refuse_dtype_other_than_out(str name, object dtype, object out_dt) except -1:
@@ -1461,6 +1463,42 @@ def _set_profiler(open_event, close_event):
     else:
         tg_set_profiler(open_event, close_event)
         set_core_profiler(open_event, close_event)
+
+
+# -- CPU autocast (tapegrad/_autocast.py) ---------------------------------------------------------
+# The entries of the ops on PyTorch's CPU autocast lists test this thread's flag (out_arg_call.h);
+# Tensor.__matmul__, which is no entry, tests AUTOCAST_THREADS, the number of threads whose flag
+# is on (one int read outside autocast), and then calls the public matmul's entry, which tests
+# the thread's own flag.
+
+cdef int AUTOCAST_THREADS = 0
+cdef object AUTOCAST_MATMUL = None
+
+
+def _set_autocast_handler(handler, matmul_entry):
+    """Called once by tapegrad/_autocast.py: an autocast-listed entry's call while this thread's
+    flag is on goes to handler(entry, policy, args, kwargs); `matmul_entry` is the public
+    matmul, which Tensor.__matmul__ calls while some thread autocasts."""
+    global AUTOCAST_MATMUL
+    tg_autocast_set_handler(handler)
+    AUTOCAST_MATMUL = matmul_entry
+
+
+def _set_autocast_on(on):
+    """Turn this thread's autocast flag on or off (None: leave it); returns the previous
+    setting.  tapegrad/_autocast.py's state keeps it equal to is_autocast_enabled('cpu')."""
+    global AUTOCAST_THREADS
+    cdef int previous = tg_autocast_set_on(-1 if on is None else (1 if on else 0))
+    if on is not None and bool(on) != bool(previous):
+        AUTOCAST_THREADS += 1 if on else -1
+    return bool(previous)
+
+
+def _exclude_autocast(exclude):
+    """While an autocast policy runs its op: this thread's flag off (exclude True) or back to
+    what it was (exclude False), leaving AUTOCAST_THREADS as it is (the thread's region goes on,
+    only its op's inner calls are not cast, as PyTorch's excluded dispatch key)."""
+    tg_autocast_set_on(0 if exclude else 1)
 
 
 def _set_capture_route(route):

@@ -534,6 +534,8 @@ def _matmul_op(self, other):
     """Tensor.__matmul__: self @ other (only tensors: an ndarray is numpy's, see as_operand)."""
     if not isinstance(other, TensorBase):
         return NotImplemented
+    if AUTOCAST_THREADS:        # (the entry casts if this thread autocasts, else calls matmul)
+        return AUTOCAST_MATMUL(self, other)
     if PROFILING:
         return profiled_call("matmul", matmul, (self, other))
     return matmul(self, other)
@@ -543,6 +545,8 @@ def _rmatmul_op(self, other):
     """Tensor.__rmatmul__: other @ self (only tensors; PyTorch refuses other operands)."""
     if not isinstance(other, TensorBase):
         return NotImplemented
+    if AUTOCAST_THREADS:
+        return AUTOCAST_MATMUL(other, self)
     if PROFILING:
         return profiled_call("matmul", matmul, (other, self))
     return matmul(other, self)

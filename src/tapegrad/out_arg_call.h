@@ -44,6 +44,7 @@ typedef struct {
     PyObject *name;             /* torch's name of the function (messages) */
     PyObject *dict;             /* __name__, __qualname__, __doc__, __signature__, __wrapped__ */
     vectorcallfunc vectorcall;
+    char autocast;              /* its CPU autocast policy (tapegrad/_autocast.py), 0: none */
 } TgEntry;
 
 typedef struct {
@@ -52,6 +53,7 @@ typedef struct {
     PyObject *name;
     PyObject *dict;
     vectorcallfunc vectorcall;
+    char autocast;
     char dtype_from_out;        /* the function computes in out's dtype (factories, sums) */
     char takes_out;             /* PyTorch's function has out= (else `out` is the function's) */
     char in_place;              /* its name ends in '_': it writes its input (fill_, resize_as_) */
@@ -413,6 +415,62 @@ tg_out_arg_call_with(PyObject *handler, PyObject *head, PyObject *const *args, s
     return result;
 }
 
+/* CPU autocast (tapegrad/_autocast.py).  An entry whose op is on one of PyTorch's CPU autocast
+ * lists carries its policy in `autocast` (set when the entry is made); while autocast is on in
+ * this thread (tg_autocast_on), a call of such an entry goes to
+ * handler(<entry>, policy, args, kwargs), which casts the floating tensor arguments and calls the
+ * entry again with the flag off (PyTorch's autocast kernel excludes its dispatch key the same way,
+ * so the op's inner ops are not cast again).  An entry with no policy tests only its own byte; one
+ * with a policy reads the thread-local flag too (initial-exec model, as grad_mode.pxi's word: no
+ * __tls_get_addr call). */
+#if defined(__GNUC__) && defined(__GLIBC__) && defined(__ELF__)
+#define TG_AUTOCAST_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define TG_AUTOCAST_TLS_MODEL
+#endif
+static TG_THREAD_LOCAL int tg_autocast_on TG_AUTOCAST_TLS_MODEL = 0;
+static PyObject *tg_autocast_handler = NULL;
+
+/* Sets this thread's flag (on: 1 or 0; -1 leaves it); returns its previous value. */
+static int
+tg_autocast_set_on(int on)
+{
+    int previous = tg_autocast_on;
+    if (on >= 0)
+        tg_autocast_on = on;
+    return previous;
+}
+
+static int
+tg_autocast_set_handler(PyObject *handler)
+{
+    if (!PyCallable_Check(handler)) {
+        PyErr_SetString(PyExc_TypeError, "the autocast handler must be callable");
+        return -1;
+    }
+    Py_INCREF(handler);
+    Py_XSETREF(tg_autocast_handler, handler);
+    return 0;
+}
+
+/* The call through the handler: handler(entry, policy, args, kwargs). */
+static PyObject *
+tg_autocast_call(PyObject *callable, int policy, PyObject *const *args, size_t nargsf,
+                 PyObject *kwnames)
+{
+    PyObject *head, *result;
+    if (tg_autocast_handler == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "tapegrad: autocast is on but has no handler");
+        return NULL;
+    }
+    head = Py_BuildValue("(Oi)", callable, policy);
+    if (head == NULL)
+        return NULL;
+    result = tg_out_arg_call_with(tg_autocast_handler, head, args, nargsf, kwnames, 1);
+    Py_DECREF(head);
+    return result;
+}
+
 /* Whether a call goes to __torch_function__: a torch function mode is active in this thread, or
  * the call's arguments hold an instance of a dispatching Tensor subclass (and that dispatch is
  * on); then tg_subclass_call sends it to the mode's or the subclass's handler. */
@@ -595,6 +653,8 @@ tg_out_arg_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObje
         Py_DECREF(head);
         return result;
     }
+    if (self->autocast && tg_autocast_on)
+        return tg_autocast_call(callable, self->autocast, args, nargsf, kwnames);
     if (tg_out_arg_refused_in_place(self, args, nargsf, kwnames) < 0)
         return NULL;
     if (!self->takes_out || kwnames == NULL || !tg_kwnames_name_out(kwnames)) {
@@ -733,6 +793,8 @@ static PyMemberDef tg_out_arg_members[] = {
     {"name", T_OBJECT, offsetof(TgOutArg, name), READONLY, NULL},
     {"dtype_from_out", T_BOOL, offsetof(TgOutArg, dtype_from_out), READONLY, NULL},
     {"takes_out", T_BOOL, offsetof(TgOutArg, takes_out), READONLY, NULL},
+    {"_autocast_policy", T_BYTE, offsetof(TgOutArg, autocast), 0,
+     "its CPU autocast policy (tapegrad/_autocast.py; 0: none)"},
     {NULL, 0, 0, 0, NULL}
 };
 
@@ -848,6 +910,7 @@ typedef struct {
     PyObject *name;
     PyObject *dict;
     vectorcallfunc vectorcall;
+    char autocast;
     char refuses_out;           /* fn takes out= as the function, which PyTorch's method has not */
 } TgMethod;
 
@@ -883,6 +946,8 @@ tg_method_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObjec
                      self->name);
         return NULL;
     }
+    if (self->autocast && tg_autocast_on)
+        return tg_autocast_call(callable, self->autocast, args, nargsf, kwnames);
     result = fn_call != NULL ? fn_call(self->fn, args, nargsf, kwnames)
                              : PyObject_Vectorcall(self->fn, args, nargsf, kwnames);
     if (result != NULL || tg_method_error == NULL || !PyErr_ExceptionMatches(PyExc_TypeError))
@@ -944,6 +1009,8 @@ static PyMemberDef tg_method_members[] = {
     {"__wrapped__", T_OBJECT, offsetof(TgMethod, fn), READONLY,
      "the method's function (its signature is the method's)"},
     {"name", T_OBJECT, offsetof(TgMethod, name), READONLY, NULL},
+    {"_autocast_policy", T_BYTE, offsetof(TgMethod, autocast), 0,
+     "its CPU autocast policy (tapegrad/_autocast.py; 0: none)"},
     {NULL, 0, 0, 0, NULL}
 };
 

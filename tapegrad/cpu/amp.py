@@ -2,8 +2,9 @@
 
 PyTorch warns (FutureWarning) that they are deprecated and otherwise behaves as
 ``torch.amp.GradScaler('cpu', ...)`` / ``torch.amp.autocast('cpu', ...)``: the scaler scales on
-the CPU; an enabled CPU autocast is refused by tapegrad.amp (no bfloat16), a disabled one
-(``enabled=False``, the usual ``enabled=use_amp`` guard) is a no-op.
+the CPU; the autocast casts the listed ops' inputs (tapegrad/_autocast.py) to its dtype,
+bfloat16 unless given (which tapegrad refuses at the first op that would cast: it has no
+bfloat16 tensors yet); a disabled one (``enabled=False``) is a no-op.
 """
 from __future__ import annotations as _annotations
 

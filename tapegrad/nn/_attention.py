@@ -476,7 +476,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
 
-    linear = _F["linear"]
+    # (the public entries, not the bare functions: PyTorch's composite reaches linear and bmm
+    # through the dispatcher, so CPU autocast casts at each of them; tapegrad/_autocast.py)
+    linear = sys.modules[__package__ + ".functional"].linear
+    bmm = sys.modules["tapegrad"].bmm
     if not use_separate_proj_weight and in_proj_weight is None:
         raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
     packed = not use_separate_proj_weight and query is key and key is value
@@ -562,13 +565,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     if need_weights:
         q_scaled = q * math.sqrt(1.0 / float(head_dim))
-        scores = _T["bmm"](q_scaled, k.transpose(-2, -1))
-        if attn_mask is not None:
-            scores = attn_mask + scores
+        if attn_mask is not None:       # (PyTorch's baddbmm: a float16 product under autocast
+            scores = sys.modules["tapegrad"].baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:                           # stays float16 with a float32 mask)
+            scores = bmm(q_scaled, k.transpose(-2, -1))
         weights = _F["softmax"](scores, -1)
         if dropout_p > 0.0:
             weights = _F["dropout"](weights, dropout_p, True)
-        out = _T["bmm"](weights, v)
+        out = bmm(weights, v)
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
         out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
