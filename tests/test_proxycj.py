@@ -35,6 +35,11 @@ def test_registration_errors_use_torch_typename(register, expected):
         register(nn.Module())
 
 
+def test_vector_to_parameters_names_a_non_tensor_as_torch_typename():
+    with pytest.raises(TypeError, match=rf"expected torch\.Tensor, but got: {__name__}\._NotAModule"):
+        nn.utils.vector_to_parameters(_NotAModule(), nn.Linear(1, 1).parameters())
+
+
 def test_registration_error_messages_match_torch():
     torch = pytest.importorskip("torch")
 
