@@ -1,7 +1,6 @@
 """nn.Module: parameters, buffers and submodules registered by attribute assignment."""
 from __future__ import annotations as _annotations
 
-from tapegrad._core import type_name as _type_name
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, TypeVar
@@ -363,7 +362,7 @@ class Module:
         """
         _check_registration_name(self, "buffer", name, "_buffers")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_type_name(tensor)}' object to buffer '{name}' "
+            raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
         _discard(self, name, keep=self._buffers)
         if _global_buffer_registration_hooks:
@@ -379,7 +378,7 @@ class Module:
         ``register_module`` is the same method.
         """
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+            raise TypeError(f"{typename(module)} is not a Module subclass")
         _check_registration_name(self, "module", name, "_modules")
         _discard(self, name, keep=self._modules)
         if _global_module_registration_hooks:
@@ -1142,7 +1141,7 @@ def _check_registration_name(module, kind: str, name, store: str) -> None:
     if store not in module.__dict__:
         raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
     if not isinstance(name, str):
-        raise TypeError(f"{kind} name should be a string. Got {_type_name(name)}")
+        raise TypeError(f"{kind} name should be a string. Got {typename(name)}")
     # add_module checks for a taken name before the name's form; the other two after.
     taken = hasattr(module, name) and name not in module.__dict__[store]
     if kind == "module" and taken:

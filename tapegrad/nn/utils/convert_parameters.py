@@ -1,8 +1,8 @@
 """Flatten parameters into one vector and write a vector back (torch.nn.utils's pair)."""
 from __future__ import annotations as _annotations
 
-from tapegrad._core import type_name as _type_name
 import tapegrad as _tg
+from ..._more_creation import typename
 from ...tensor import Tensor
 
 
@@ -28,7 +28,7 @@ def parameters_to_vector(parameters) -> Tensor:
 def vector_to_parameters(vec, parameters) -> None:
     """Overwrite each parameter's data with its consecutive slice of vec."""
     if not isinstance(vec, Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {_type_name(vec)}")
+        raise TypeError(f"expected torch.Tensor, but got: {typename(vec)}")      # torch.typename
     offset = 0
     for param in parameters:
         _check_param_device(param)
