@@ -305,7 +305,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 # -- windows -------------------------------------------------------------------------------------
 
-def _window(name: str, window_length, periodic, dtype, requires_grad, values_of):
+def _window(name: str, window_length, periodic, dtype, requires_grad, values_of, layout=None):
     """A window of window_length points: values_of(arange(N) in the window's dtype, N) with N
     one more for a periodic window (whose last point is dropped).  The formulas are PyTorch's,
     op for op in the window's dtype, so float32 and float16 windows round as its do."""
@@ -317,7 +317,8 @@ def _window(name: str, window_length, periodic, dtype, requires_grad, values_of)
     _np_dtype(dtype, name)                              # PyTorch's TypeError for a non-dtype
     dt = dtype or _default_dtype()
     if not (dt.is_floating_point or dt.is_complex):     # (arange refuses complex, as PyTorch's)
-        raise RuntimeError(f"{name} expects floating point dtypes, got: {dt}")
+        raise RuntimeError(f"{name} expects floating point dtypes, got: "
+                           f"{_window_options_text(dt, layout)}")
     from .autograd.grad_mode import no_grad
     with no_grad():
         if window_length <= 1:
@@ -326,6 +327,16 @@ def _window(name: str, window_length, periodic, dtype, requires_grad, values_of)
             n = window_length + 1 if periodic else window_length
             window = values_of(arange(n, dtype=dt), n)[:window_length].contiguous()
     return _finish(window, requires_grad)
+
+
+def _window_options_text(dt, layout) -> str:
+    """The TensorOptions PyTorch prints when a window is asked for an integer dtype (its C type
+    names; a layout the caller passed loses its "(default)" tag, a requires_grad never shows)."""
+    from ._legacy import _C_TYPE_NAMES
+    layout_text = "Strided" if layout is not None else "Strided (default)"
+    return (f"TensorOptions(dtype={_C_TYPE_NAMES.get(dt.np_dtype.name, dt.np_dtype.name)}, "
+            f"device=cpu, layout={layout_text}, requires_grad=false (default), "
+            f"pinned_memory=false, memory_format=(nullopt))")
 
 
 def _hamming(alpha, beta):
@@ -342,7 +353,7 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
     sparse_factory_layout(layout, "hann_window", "hann_window")
     _check_cpu(device)
     return _window("hann_window", window_length, periodic, dtype, requires_grad,
-                   _hamming(0.5, 0.5))
+                   _hamming(0.5, 0.5), layout)
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
@@ -352,7 +363,7 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
     sparse_factory_layout(layout, "hamming_window", "hamming_window")
     _check_cpu(device)
     return _window("hamming_window", window_length, periodic, dtype, requires_grad,
-                   _hamming(alpha, beta))
+                   _hamming(alpha, beta), layout)
 
 
 def _blackman(points, length):
@@ -366,7 +377,8 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "blackman_window", "blackman_window")
     _check_cpu(device)
-    return _window("blackman_window", window_length, periodic, dtype, requires_grad, _blackman)
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, _blackman,
+                   layout)
 
 
 def _bartlett(points, length):
@@ -383,7 +395,8 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "bartlett_window", "bartlett_window")
     _check_cpu(device)
-    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, _bartlett)
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, _bartlett,
+                   layout)
 
 
 _KAISER_TAIL = ("*, torch.dtype dtype = None, torch.layout layout = None, torch.device device = "
@@ -417,7 +430,7 @@ def kaiser_window(window_length, periodic=None, beta=None, *, dtype=None, layout
         ratio = (wide - half_span) / half_span
         shape = i0((1 - ratio.pow(2)).abs().sqrt().mul(beta))
         return (shape / i0(tensor(beta, dtype=wide.dtype))).to(points.dtype)
-    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, values, layout)
 
 
 # -- unravel_index, typename ---------------------------------------------------------------------

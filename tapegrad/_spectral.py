@@ -196,8 +196,16 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
             f"{'None' if length is None else length}, return_complex={int(bool(return_complex))})"
             f"{sep}{reason}")
 
-    # (PyTorch counts the dims of view_as_real(input): one more than the complex tensor's)
-    if input.dim() + 1 not in (3, 4):
+    # (PyTorch counts the dims of view_as_real(input): one more than the complex tensor's.  It
+    # reads that view's frame and frequency sizes, dims -2 and -3, before any check: a 0-d or
+    # 1-d spectrum fails on that read, as an IndexError, and an empty one before the dim count.)
+    real_dims = input.dim() + 1
+    if real_dims < 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-real_dims}, "
+                         f"{real_dims - 1}], but got {-real_dims - 1})")
+    if input.numel() == 0:
+        raise refuse("input tensor cannot be empty.")
+    if real_dims not in (3, 4):
         raise refuse(f"expected a tensor with 3 or 4 dimensions, but got {input.dim() + 1}")
     freq = input.shape[-2]
     one_sided = (freq != n_fft) if onesided is None else bool(onesided)
