@@ -20,10 +20,6 @@ from ._device import as_device, is_device_like
 from ._torch_names import torch_module_name
 from .tensor import Size, invalid_arguments, is_int
 
-# The C types PyTorch names in its legacy constructor's dtype-mismatch message.
-_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-                 "uint8": "unsigned char", "bool": "bool"}
 
 _SIGNATURES = ("\n * (*, torch.device device = None)\n * (torch.Storage storage)\n"
                " * (Tensor other)\n * (tuple of ints size, *, torch.device device = None)\n"
@@ -169,8 +165,8 @@ def _check_alias_dtype(other: _core.TensorBase, np_dt) -> None:
     if np_dt is not None and other._array.dtype != np_dt:
         opts = ("TensorOptions(dtype={}, device=cpu, layout=Strided, requires_grad=false "
                 "(default), pinned_memory=false (default), memory_format=(nullopt))")
-        raise TypeError(f"expected {opts.format(_C_TYPE_NAMES[np_dt.name])} (got "
-                        f"{opts.format(_C_TYPE_NAMES[other._array.dtype.name])})")
+        raise TypeError(f"expected {opts.format(_core.c_type_name_of(np_dt))} (got "
+                        f"{opts.format(_core.c_type_name_of(other._array.dtype))})")
 
 
 def legacy_value(np_dt, args: tuple, kwargs: dict):

@@ -332,9 +332,8 @@ def _window(name: str, window_length, periodic, dtype, requires_grad, values_of,
 def _window_options_text(dt, layout) -> str:
     """The TensorOptions PyTorch prints when a window is asked for an integer dtype (its C type
     names; a layout the caller passed loses its "(default)" tag, a requires_grad never shows)."""
-    from ._legacy import _C_TYPE_NAMES
     layout_text = "Strided" if layout is not None else "Strided (default)"
-    return (f"TensorOptions(dtype={_C_TYPE_NAMES.get(dt.np_dtype.name, dt.np_dtype.name)}, "
+    return (f"TensorOptions(dtype={_core.c_type_name_of(dt.np_dtype)}, "
             f"device=cpu, layout={layout_text}, requires_grad=false (default), "
             f"pinned_memory=false, memory_format=(nullopt))")
 

@@ -223,11 +223,6 @@ def _numpy_rng(generator, fn: str = "sampling function") -> np.random.Generator:
 
 # -- helpers shared by the sampling functions -------------------------------------------------------
 
-# C type names PyTorch's bound checks print.
-_C_NAMES = {"int8": "signed char", "int16": "short", "int32": "int", "int64": "long int",
-            "uint8": "unsigned char", "bool": "bool", "float16": "c10::Half", "float32": "float",
-            "float64": "double", "complex64": "c10::complex<float>",
-            "complex128": "c10::complex<double>"}
 
 
 def _scalar_name(dt) -> str:
@@ -415,9 +410,9 @@ def _check_int_range(low: int, high: int, dt) -> None:
         hi = float(np.finfo(dt).max)
         lo = -hi
     if not lo <= low <= hi:
-        raise RuntimeError(f"from is out of bounds for {_C_NAMES[dt.name]}")
+        raise RuntimeError(f"from is out of bounds for {_core.c_type_name_of(dt)}")
     if not lo <= high - 1 <= hi:
-        raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[dt.name]}")
+        raise RuntimeError(f"to - 1 is out of bounds for {_core.c_type_name_of(dt)}")
 
 
 def _as_long(v) -> int:
@@ -863,7 +858,7 @@ def _check_uniform_bounds(a, b, real_dtype) -> None:
     top = float(np.finfo(dt).max)
     for name, v in (("from", a), ("to", b)):
         if not -top <= float(v) <= top:      # (nan fails too)
-            raise RuntimeError(f"{name} is out of bounds for {_C_NAMES[dt.name]}")
+            raise RuntimeError(f"{name} is out of bounds for {_core.c_type_name_of(dt)}")
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={float(a):g} > to={float(b):g}")
@@ -989,7 +984,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     if self._array.dtype.kind != "f":
         raise RuntimeError(f"Cauchy distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
-                           f"{_C_NAMES[self._array.dtype.name]}")
+                           f"{_core.c_type_name_of(self._array.dtype)}")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
     ct = _compute_dtype(self._array.dtype)

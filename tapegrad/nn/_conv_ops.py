@@ -545,10 +545,8 @@ def _check_tensor(x, name="input"):
 
 
 def _ctype(arr):
-    """The C name PyTorch's messages use for a dtype (float, double, long...)."""
-    return {"f": "float", "d": "double", "e": "c10::Half", "l": "long int", "i": "int",
-            "h": "short", "b": "signed char", "B": "unsigned char", "?": "bool"}.get(
-        arr.dtype.char, str(arr.dtype))
+    """The C name PyTorch's messages use for a dtype (float, double, long int...)."""
+    return _core.c_type_name_of(arr.dtype)
 
 
 def _legacy(arr):
