@@ -1351,6 +1351,7 @@ cdef extern from "out_arg_call.h":
     int tg_set_profiler(object open_event, object close_event) except -1
     int tg_set_subclass_dispatch(object types, object tensor_base, object handler) except -1
     int tg_subclass_dispatch_set_off(int off)
+    int tg_set_dispatching_dtype(object dtype, object handler) except -1
 
 
 cdef int refuse_dtype_other_than_out(str name, object dtype, object out_dt) except -1:
@@ -1413,6 +1414,13 @@ def _set_subclass_dispatch(set types, handler):
     a type in `types` (a set it keeps adding to) go to handler(entry, args, kwargs) from then on
     (out_arg_call.h)."""
     tg_set_subclass_dispatch(types, TensorBase, handler)
+
+
+def _set_dispatching_dtype(dtype, handler):
+    """Called by tapegrad/_bfloat16.py when torch.bfloat16 is first used: a public function's or
+    Tensor method's call with `dtype` among its arguments (dtype=torch.bfloat16) goes to
+    handler(entry, args, kwargs), the subclass handler (out_arg_call.h), from then on."""
+    tg_set_dispatching_dtype(dtype, handler)
 
 
 def _subclass_dispatch_set_off(off):
