@@ -261,10 +261,14 @@ def _storage_args(values):
     return {k: (_core.float32 if v is bfloat16 else v) for k, v in values.items()}
 
 
-# Ops whose number operands (other, alpha) PyTorch casts to the op's dtype, bfloat16, before it
-# computes in float32 (mul and div, among others, keep the number as it is).
-_NUMBERS_CAST_OPS = frozenset(("add", "add_", "sub", "sub_", "rsub", "__rsub__", "subtract",
-                               "subtract_"))
+# Ops whose number operands (other, alpha, exponent) PyTorch casts to the op's dtype, bfloat16,
+# before it computes in float32: `x > 0.2` compares with 0.2001953125.  (mul and div, clamp and
+# the activations' parameters keep the number as it is.)
+_NUMBERS_CAST_OPS = frozenset((
+    "add", "add_", "sub", "sub_", "rsub", "__rsub__", "subtract", "subtract_", "pow", "pow_",
+    "__rpow__", "fmod", "fmod_", "remainder", "remainder_", "gt", "lt", "ge", "le", "eq", "ne", "gt_", "lt_", "ge_", "le_", "eq_", "ne_",
+    "greater", "less", "greater_equal", "less_equal", "not_equal", "__gt__", "__lt__",
+    "__ge__", "__le__", "__eq__", "__ne__"))
 
 
 def _bfloat16_number(v):
@@ -275,7 +279,7 @@ def _bfloat16_number(v):
 
 def _numbers_cast(args: tuple, kwargs: dict):
     return (tuple(_bfloat16_number(a) for a in args),
-            {k: (_bfloat16_number(v) if k in ("other", "alpha") else v)
+            {k: (_bfloat16_number(v) if k in ("other", "alpha", "exponent") else v)
              for k, v in kwargs.items()})
 
 
@@ -419,8 +423,28 @@ def _already(func, args, kwargs):
     return args[0]                          # t.bfloat16() of a bfloat16 tensor: t itself
 
 
-_OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16": _already, "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
+# PyTorch's ops that are Python compositions of other ops, each result rounded to bfloat16: run
+# as the same compositions here (tapegrad computes them in one kernel).
+_COMPOSED = {
+    "__rtruediv__": lambda x, other: x.reciprocal() * other,        # torch._tensor's __rdiv__
+    "__rdiv__": lambda x, other: x.reciprocal() * other,
+    "softsign": lambda x: x / (x.abs() + 1),                         # torch.nn.functional's
+    "tanhshrink": lambda x: x - x.tanh(),
+}
+
+
+def _composed(func, args, kwargs):
+    name = func.__name__
+    if kwargs or not is_bfloat16(args[0]) or not all(
+            is_bfloat16(a) or not isinstance(a, _core.TensorBase) for a in args):
+        return _computed(func, name, args, kwargs)
+    return _COMPOSED[name](*args)
+
+
+_OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16": _already,
+        "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
         "__str__": _repr, "element_size": _element_size, "type": _type}
+_OWN.update(dict.fromkeys(_COMPOSED, _composed))
 
 
 # Loading this module turns the dispatch of torch.bfloat16 itself on, and the core's data

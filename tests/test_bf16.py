@@ -73,6 +73,13 @@ def test_binary_ops_are_bit_identical(name):
     lambda x, y: x / 3.3, lambda x, y: x + y * 2, lambda x, y: x.add(y, alpha=0.3),
     lambda x, y: x.sub(y, alpha=1.7), lambda x, y: x + 257, lambda x, y: (x ** 2).clamp(0.5, 2),
     lambda x, y: torch_or_tg(x).where(x > 0.1, x, y),
+    # SILENT before: these computed with the number itself, PyTorch with it cast to bfloat16
+    # (x > 0.2 is False for x = bfloat16(0.2)), or as its Python composition of rounded ops
+    lambda x, y: x > 0.2, lambda x, y: x == 0.2, lambda x, y: x.le(0.3),
+    lambda x, y: x.abs() ** 0.3, lambda x, y: 0.3 ** x, lambda x, y: x.fmod(0.3),
+    lambda x, y: x.remainder(0.3), lambda x, y: 0.3 / x,
+    lambda x, y: torch_or_tg(x).nn.functional.softsign(x),
+    lambda x, y: torch_or_tg(x).nn.functional.tanhshrink(x),
 ])
 def test_scalar_operands_round_as_pytorch(expr):
     # add and sub cast their numbers (other, alpha) to bfloat16 first; mul and div do not
