@@ -374,6 +374,14 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
     return _result(result, to_bfloat16, requested, inputs)
 
 
+def module_call(call, parameters, args: tuple, kwargs: dict):
+    """A module's call that reaches its ops by internal names (the recurrent layers), with
+    bfloat16 parameters: run on the storage as an op, its parameters counted among its inputs."""
+    inputs = _tensors_in(kwargs.values(), _tensors_in(args, [p for p in parameters
+                                                             if p is not None]))
+    return _result(_run(call, args, kwargs), _promotes_to_bfloat16(inputs), None, inputs)
+
+
 def dtype_call(entry, args: tuple, kwargs: dict):
     """A call with torch.bfloat16 among its arguments and no bfloat16 tensor (overrides.py)."""
     return _torch_function(entry, args, kwargs)
