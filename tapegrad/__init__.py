@@ -10,7 +10,6 @@ from . import _core, _lazy
 from . import _modules  # noqa: F401  (the op families' extension modules, before any use of _core)
 from ._core import (
     bool_ as bool,  # noqa: A001  (PyTorch's name)
-    bfloat16,
     complex32,
     complex64,
     complex128,
@@ -286,6 +285,9 @@ _LAZY = _lazy.table({
 # PyTorch also makes its private compiler modules attributes on first use: scripts write
 # `@torch._dynamo.disable` or `torch._inductor.config.coordinate_descent_tuning = True` without
 # importing them.
+# torch.bfloat16: its first use loads the bfloat16 tensors (tapegrad/_bfloat16.py), so that a
+# program that never names it pays nothing for their dispatch.
+_LAZY["bfloat16"] = ("_bfloat16", "bfloat16")
 _LAZY["_dynamo"] = ("_dynamo", None)
 _LAZY["_inductor"] = ("_inductor", None)
 _LAZY["_logging"] = ("_logging", None)

@@ -698,6 +698,10 @@ def check_requires_grad_argument(fn, name: str, args: tuple, kwargs: dict) -> No
         raise invalid_arguments(name, args, kwargs, f"\n * {inspect.signature(fn)}\n")
 
 
+# [True] once tapegrad/_bfloat16.py is loaded: factories given dtype=torch.bfloat16 go there.
+bfloat16_route = [False]
+
+
 def factory(fn, name: str, kind: str):
     """Wrap creation function `fn` so that device='meta' (or a meta default device, or a meta
     input for *_like) makes a meta tensor without allocating.  `kind`: 'sizes' (fn(*size, ...)),
@@ -713,6 +717,10 @@ def factory(fn, name: str, kind: str):
         if kind == "like" and args and type(args[0]) in _SUBCLASS_TYPES \
                 and not _core._subclass_dispatch_set_off(None):
             # (an input of a Tensor subclass: its __torch_function__, as the public entries do)
+            return _dispatch_subclass_call(wrapper, args, kwargs)
+        if kwargs and bfloat16_route[0] and kwargs.get("dtype") is _core.bfloat16 \
+                and not _core._subclass_dispatch_set_off(None):
+            # (dtype=torch.bfloat16: made by tapegrad/_bfloat16.py, as the public entries do)
             return _dispatch_subclass_call(wrapper, args, kwargs)
         if kwargs and takes_requires_grad and "requires_grad" in kwargs \
                 and type(kwargs["requires_grad"]) is not bool:

@@ -19,6 +19,7 @@ from __future__ import annotations as _annotations
 import importlib
 import io
 import pickle
+import weakref
 import zipfile
 
 import numpy as np
@@ -36,6 +37,10 @@ _STORAGE_DTYPES = {
     # a quantized tensor's integers (quint8, qint8, qint32: _rebuild_qtensor)
     "QUInt8Storage": np.uint8, "QInt8Storage": np.int8, "QInt32Storage": np.int32,
 }
+
+
+# The storages read from BFloat16Storage (as float32 arrays): their tensors are bfloat16 ones.
+_BFLOAT16_STORAGES = weakref.WeakValueDictionary()
 
 
 class UnsupportedDtypeError(TypeError):
@@ -88,6 +93,9 @@ def _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, backward_ho
     t = _ser._checked_rebuild_tensor(
         _ser._TensorClass("Tensor"), storage, offset * item, tuple(size),
         tuple(int(s) * item for s in stride), False, None)
+    if _BFLOAT16_STORAGES.get(id(storage)) is storage:
+        from ._bfloat16 import mark
+        mark(t)
     if metadata:
         t = _apply_view_bits(t, metadata)
     if requires_grad:
@@ -241,9 +249,9 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
                 and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
             raise _ser.CheckpointError(f"unknown persistent id {pid!r:.80}")
         dtype, key, numel = pid[1].dtype, pid[2], pid[4]
-        if dtype is None:                  # BFloat16Storage
-            import tapegrad
-            _numpy_twin(tapegrad.bfloat16)
+        bfloat16 = dtype is None           # BFloat16Storage: two bytes an element
+        if bfloat16:
+            dtype = np.dtype(np.uint16)
         arr = self.loaded.get(key)
         if arr is None:
             try:
@@ -258,7 +266,11 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
             else:
                 arr = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder("<")).astype(
                     dtype, copy=False)          # (a copy only on a big-endian machine)
+                if bfloat16:                    # the float32 storage of bfloat16 tensors
+                    arr = (arr.astype(np.uint32) << np.uint32(16)).view(np.float32)
                 arr = self.map_storage(arr)
+                if bfloat16:
+                    _BFLOAT16_STORAGES[id(arr)] = arr
             self.loaded[key] = arr
         return arr
 

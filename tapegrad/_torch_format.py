@@ -174,6 +174,22 @@ class TorchPickler(pickle._Pickler):
                                "data as different types")
         return record
 
+    def _bfloat16_record(self, root: np.ndarray) -> _StorageRecord:
+        """The BFloat16Storage of a bfloat16 tensor's float32 storage `root`: the high halves of
+        its values (exactly bfloat16 ones), PyTorch's two bytes per element."""
+        record = self._by_root.get(id(root))
+        if record is None:
+            from .storage import _bytes_of
+            halves = (_bytes_of(root).view(np.uint32) >> np.uint32(16)).astype("<u2")
+            record = _StorageRecord(str(len(self.records)), root, halves)
+            record.storage_class = "BFloat16Storage"
+            self.records.append(record)
+            self._by_root[id(root)] = record
+        elif record.storage_class != "BFloat16Storage":
+            raise RuntimeError("Cannot save multiple tensors or storages that view the same "
+                               "data as different types")
+        return record
+
     def _new_record(self, flat: np.ndarray, root: np.ndarray) -> _StorageRecord:
         if flat.dtype.name not in _STORAGE_CLASSES and flat.dtype.name not in (
                 "uint16", "uint32", "uint64"):
@@ -196,8 +212,12 @@ class TorchPickler(pickle._Pickler):
             root = arr.copy(order="C")
             low, offset = root.__array_interface__["data"][0], 0
             arr = root
-        record = self._record_of_root(root, arr.dtype)
-        untyped = arr.dtype.name not in _STORAGE_CLASSES
+        if tensor.dtype is _core.bfloat16:
+            record = self._bfloat16_record(root)
+            untyped = False
+        else:
+            record = self._record_of_root(root, arr.dtype)
+            untyped = arr.dtype.name not in _STORAGE_CLASSES
         args = (_StorageRef(record, untyped), offset // item, tuple(int(n) for n in arr.shape),
                 # (an empty tensor's strides are the tensor's, numpy's are 0)
                 tuple(tensor.stride()) if arr.size == 0 else tuple(st // item for st in arr.strides),
@@ -244,9 +264,11 @@ class TorchPickler(pickle._Pickler):
             return (_glob("torch._utils", "_rebuild_parameter_with_state"),
                     (_DataOf(t), t.requires_grad, hooks, state))
         func, args = self._rebuild(self._tensor_args(t, t.requires_grad))
-        if type(t) is Tensor and state is None:
+        # (a bfloat16 tensor's class is its dtype, which the storage's type says)
+        plain = type(t) is Tensor or t.dtype is _core.bfloat16
+        if plain and state is None:
             return func, args
-        cls = _glob("torch", "Tensor") if type(t) is Tensor else type(t)
+        cls = _glob("torch", "Tensor") if plain else type(t)
         return (_glob("torch._tensor", "_rebuild_from_type_v2"), (func, cls, args, state or {}))
 
     def _reduce_quantized(self, q):

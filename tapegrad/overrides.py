@@ -200,8 +200,14 @@ _OPERATOR_METHODS = {
 
 def _dispatch_subclass_call(entry, args, kwargs):
     """A public function's or Tensor method's call holding a dispatching subclass's instance
-    (out_arg_call.h): to the overriding __torch_function__s, `entry` as the function."""
-    return handle_torch_function(entry, _relevant(args, kwargs), *args, **kwargs)
+    (out_arg_call.h): to the overriding __torch_function__s, `entry` as the function.  A call
+    whose only such argument is torch.bfloat16 itself (dtype=torch.bfloat16) goes to
+    tapegrad/_bfloat16.py."""
+    relevant = _relevant(args, kwargs)
+    if not _overloaded_args(relevant):
+        from ._bfloat16 import dtype_call
+        return dtype_call(entry, args, kwargs)
+    return handle_torch_function(entry, relevant, *args, **kwargs)
 
 
 def _dispatching_method(func, plain):

@@ -703,6 +703,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """Tensor.to(device), to(dtype), to(device, dtype), to(other), with non_blocking= and
         copy=: self when nothing changes (unless copy=True), else a converted copy."""
         device, dtype, _, copy = parse_to(args, kwargs)
+        if dtype is _core.bfloat16 and not _core._subclass_dispatch_set_off(None):
+            return _to_bfloat16(Tensor.to, (self, *args), kwargs)
         if args and isinstance(args[0], _core.TensorBase):
             device = args[0].device
         if device is not None and getattr(device, "type", device) in ("meta", "meta:0"):
@@ -733,12 +735,13 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                 isinstance(dtype, str) and dtype.startswith("torch.cuda."))):
             raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "
                                "on the CPU only.")
+        if dtype is _core.bfloat16 and not _core._subclass_dispatch_set_off(None):
+            return _to_bfloat16(Tensor.type, (self, dtype, non_blocking), kwargs)
         return _core_type(self, dtype, non_blocking, **kwargs)
 
     def bfloat16(self, memory_format=None):
-        """Raises TypeError: tapegrad has no bfloat16 tensors (``torch.bfloat16`` names the dtype
-        for checks only; see docs/differences.md)."""
-        return self.to(_core.bfloat16)
+        """self as bfloat16 (self when it already is)."""
+        return self.to(_core.bfloat16, memory_format=memory_format)
 
     def cfloat(self, memory_format=None):
         """self as complex64 (self when it already is)."""
@@ -1044,6 +1047,12 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
 
 
 # The compiled dtype conversion behind Tensor.to (which parses the device part first).
+def _to_bfloat16(method, args, kwargs):
+    """A plain tensor's conversion to bfloat16 (tapegrad/_bfloat16.py makes it)."""
+    from ._bfloat16 import dtype_call
+    return dtype_call(method, args, kwargs)
+
+
 _core_to = _core.TENSOR_METHODS["to"]
 _core_type = _core.TENSOR_METHODS["type"]
 _DEEPCOPY_NON_LEAF = (

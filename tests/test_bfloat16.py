@@ -1,4 +1,4 @@
-"""torch.bfloat16 as a dtype name with its limits; any tensor of it is refused (issue 15)."""
+"""torch.bfloat16 as a dtype with its limits; its tensors are tests/test_bf16.py's."""
 import pickle
 
 import pytest
@@ -30,13 +30,17 @@ def test_values_without_torch():
     lambda: tg.zeros(2, dtype=tg.bfloat16), lambda: tg.ones(2).to(tg.bfloat16),
     lambda: tg.ones(2).bfloat16(), lambda: tg.tensor([1.0], dtype=tg.bfloat16),
     lambda: tg.randn(2, dtype=tg.bfloat16), lambda: tg.arange(3, dtype=tg.bfloat16),
-    lambda: tg.nn.Linear(2, 2).to(tg.bfloat16), lambda: tg.ones(2).type(tg.bfloat16),
-    lambda: tg.set_default_dtype(tg.bfloat16), lambda: tg.promote_types(tg.bfloat16, tg.float16),
+    lambda: tg.nn.Linear(2, 2).to(tg.bfloat16).weight, lambda: tg.ones(2).type(tg.bfloat16),
 ])
-def test_every_bfloat16_tensor_is_refused_naming_it(make):
-    with pytest.raises(TypeError, match="tapegrad has no bfloat16 tensors"):
-        make()
+def test_every_way_in_makes_a_bfloat16_tensor(make):
+    assert make().dtype is tg.bfloat16
+
+
+def test_bfloat16_default_dtype_is_refused_naming_it():
+    with pytest.raises(TypeError, match="bfloat16 the default dtype"):
+        tg.set_default_dtype(tg.bfloat16)
     assert tg.get_default_dtype() == tg.float32
+    assert tg.promote_types(tg.bfloat16, tg.float16) == tg.float32
 
 
 def test_nanogpt_dtype_selection_path():

@@ -110,11 +110,12 @@ def test_other_backends_raise_as_a_cpu_build(torch):
             assert got[1].split(".")[0] == want[1].split(".")[0]
 
 
-def test_bfloat16_of_a_module_raises_only_with_floating_tensors():
+def test_bfloat16_of_a_module_converts_its_floating_tensors():
     assert isinstance(tg.nn.ReLU().bfloat16(), tg.nn.ReLU)
-    import pytest
-    with pytest.raises(TypeError, match="bfloat16"):
-        tg.nn.Linear(2, 2).bfloat16()
+    layer = tg.nn.Linear(2, 2)
+    weight = layer.weight
+    assert layer.bfloat16() is layer and layer.weight is weight
+    assert weight.dtype is tg.bfloat16 and isinstance(weight, tg.nn.Parameter)
 
 
 def test_module_class_attributes_match_torch(torch):

@@ -65,11 +65,11 @@ def test_reads_pytorch_files_of_more_dtypes(tmp_path, key):
         assert got == {"dev": tg.device("cpu")} if key == "device" else got[0] is tg.float64
 
 
-def test_pytorch_bfloat16_file_raises_the_bfloat16_type_error(tmp_path):
+def test_pytorch_bfloat16_file_loads_as_bfloat16(tmp_path):
     path = tmp_path / "bf.pt"
-    torch.save({"w": torch.ones(2, dtype=torch.bfloat16)}, path)
-    with pytest.raises(TypeError, match="no bfloat16 tensors"):
-        tg.load(path)
+    torch.save({"w": torch.tensor([0.1, -3.0], dtype=torch.bfloat16)}, path)
+    w = tg.load(path)["w"]
+    assert w.dtype is tg.bfloat16 and w.tolist() == [0.10009765625, -3.0]
 
 
 def test_pytorch_untyped_storage_views_keep_sharing(tmp_path):

@@ -9,10 +9,12 @@
 # ---------------------------------------------------------------------------------------------
 
 
-_NO_BFLOAT16 = ("tapegrad has no bfloat16 tensors: numpy, which holds tapegrad's values, has no "
-                "bfloat16 type, and computing in another precision would give other results "
-                "than PyTorch; torch.bfloat16 exists for dtype checks (torch.finfo, "
-                "is_floating_point, comparisons). Use torch.float32 (or float16)")
+_NO_BFLOAT16 = ("tapegrad cannot use torch.bfloat16 here: this call needs the dtype's numpy "
+                "twin, and numpy has no bfloat16. tapegrad's bfloat16 tensors (float32 storage "
+                "holding bfloat16 values, tapegrad/_bfloat16.py) are made by .to(torch.bfloat16), "
+                ".bfloat16(), Module.to(torch.bfloat16) and the creation functions' "
+                "dtype=torch.bfloat16, and computed by the ops on them; make this call in "
+                "torch.float32 and convert its result")
 
 
 class NoNumpyDtype:
@@ -99,7 +101,8 @@ int32 = dtype("int32", np.int32, CAT_INT)
 int64 = dtype("int64", np.int64, CAT_INT)
 bool_ = dtype("bool", np.bool_, CAT_BOOL)
 
-# PyTorch's bfloat16 as a name and its properties only: no tensor can have it (NoNumpyDtype).
+# PyTorch's bfloat16: no numpy twin (NoNumpyDtype); its tensors are float32 arrays under a
+# tensor class of their own, made and computed by tapegrad/_bfloat16.py.
 bfloat16 = dtype("bfloat16", NoNumpyDtype(_NO_BFLOAT16), CAT_FLOAT, 2)
 
 # Complex dtypes: numpy holds the values; the ops that know complex arithmetic and PyTorch's
@@ -237,7 +240,10 @@ def set_default_dtype(d):
     if (<dtype>d).category != CAT_FLOAT:
         raise TypeError("only floating-point types are supported as the default type")
     if isinstance((<dtype>d).np_dtype, NoNumpyDtype):
-        raise TypeError(_NO_BFLOAT16)
+        raise TypeError("tapegrad cannot make torch.bfloat16 the default dtype (its bfloat16 "
+                        "tensors are float32 storage under a class of their own, "
+                        "tapegrad/_bfloat16.py): make float32 tensors and convert them with "
+                        ".to(torch.bfloat16)")
     DEFAULT_FLOAT = (<dtype>d).np_dtype
     PROMOTION_CACHE.clear()                             # cached promotions used the old default
     return None
@@ -336,7 +342,7 @@ cdef inline long operand_code(object x) except -1:
 
 
 # torch's ScalarType names, for error messages
-SCALAR_TYPE_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble",
+SCALAR_TYPE_NAMES = {"bfloat16": "BFloat16", "complex64": "ComplexFloat", "complex128": "ComplexDouble",
                      "float32": "Float", "float64": "Double", "float16": "Half",
                                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                                "uint8": "Byte", "bool": "Bool", "uint16": "UInt16",
@@ -467,7 +473,7 @@ def numpy_dtype(d):
 
 
 # C++ type names PyTorch's messages use (masked_fill, grad assignment).
-C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+C_TYPE_NAMES = {"bfloat16": "c10::BFloat16", "float32": "float", "float64": "double", "float16": "c10::Half",
                           "int64": "long int", "int32": "int", "int16": "short int",
                           "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
                           "uint16": "short unsigned int", "uint32": "unsigned int",

@@ -1354,6 +1354,7 @@ cdef extern from "out_arg_call.h":
     int tg_set_function_modes(object handler, Py_ssize_t depth) except -1
     int tg_autocast_set_on(int on)
     int tg_autocast_set_handler(object handler) except -1
+    int tg_set_dispatching_dtype(object dtype, object handler) except -1
 
 
 cdef int refuse_dtype_other_than_out(str name, object dtype, object out_dt) except -1:
@@ -1423,6 +1424,13 @@ def _set_function_modes(handler, Py_ssize_t depth):
     while `depth` > 0, public functions' and Tensor methods' calls go to handler(entry, args,
     kwargs) (out_arg_call.h)."""
     tg_set_function_modes(handler, depth)
+
+
+def _set_dispatching_dtype(dtype, handler):
+    """Called by tapegrad/_bfloat16.py when torch.bfloat16 is first used: a public function's or
+    Tensor method's call with `dtype` among its arguments (dtype=torch.bfloat16) goes to
+    handler(entry, args, kwargs), the subclass handler (out_arg_call.h), from then on."""
+    tg_set_dispatching_dtype(dtype, handler)
 
 
 def _subclass_dispatch_set_off(off):

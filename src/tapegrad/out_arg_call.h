@@ -130,12 +130,19 @@ static PyObject *tg_subclass_handler = NULL;
 static PyTypeObject *tg_tensor_base_type = NULL;
 static TG_THREAD_LOCAL int tg_subclass_dispatch_off = 0;
 
+/* A dtype whose every use goes to the handler too (torch.bfloat16, from the first bfloat16
+ * tensor on: tapegrad/_bfloat16.py makes `zeros(3, dtype=torch.bfloat16)` there, whose arguments
+ * hold no tensor of its kind); NULL until then. */
+static PyObject *tg_dispatching_dtype = NULL;
+
 static int
 tg_is_dispatching_subclass(PyObject *a)
 {
     PyTypeObject *t = Py_TYPE(a);
+    if (a == tg_dispatching_dtype)
+        return 1;
     /* (a set lookup of a type cannot fail: types hash by identity) */
-    return PyType_IsSubtype(t, tg_tensor_base_type)
+    return tg_subclass_types != NULL && PyType_IsSubtype(t, tg_tensor_base_type)
            && PySet_Contains(tg_subclass_types, (PyObject *)t) == 1;
 }
 
@@ -152,6 +159,21 @@ tg_set_subclass_dispatch(PyObject *types, PyObject *tensor_base, PyObject *handl
     Py_XSETREF(tg_tensor_base_type, (PyTypeObject *)tensor_base);
     Py_INCREF(handler);
     Py_XSETREF(tg_subclass_handler, handler);
+    return 0;
+}
+
+/* `dtype`'s uses go to `handler` (the subclass handler) from now on. */
+static int
+tg_set_dispatching_dtype(PyObject *dtype, PyObject *handler)
+{
+    if (!PyCallable_Check(handler)) {
+        PyErr_SetString(PyExc_TypeError, "expected a callable handler");
+        return -1;
+    }
+    Py_INCREF(handler);
+    Py_XSETREF(tg_subclass_handler, handler);
+    Py_INCREF(dtype);
+    Py_XSETREF(tg_dispatching_dtype, dtype);
     return 0;
 }
 
@@ -481,7 +503,7 @@ tg_dispatches_to_subclass(PyObject *const *args, size_t nargsf, PyObject *kwname
 {
     if (tg_in_function_mode())
         return 1;       /* (a mode comes first: tg_subclass_call hands the call to it) */
-    return tg_subclass_types != NULL && !tg_subclass_dispatch_off
+    return (tg_subclass_types != NULL || tg_dispatching_dtype != NULL) && !tg_subclass_dispatch_off
            && tg_any_argument(args, tg_argument_count(nargsf, kwnames), tg_is_dispatching_subclass);
 }
 

@@ -132,6 +132,16 @@ def check_numpy_convertible(cnp.ndarray arr):
                         f"supported types are: {NUMPY_TYPES_TAKEN}.")
 
 
+# hook(tensor, value) after `tensor.data = value`: tapegrad/_bfloat16.py's, whose tensors carry
+# their dtype in their class (None until bfloat16 is first used).
+cdef object DATA_CLASS_HOOK = None
+
+
+def _set_data_class_hook(hook):
+    global DATA_CLASS_HOOK
+    DATA_CLASS_HOOK = hook
+
+
 cdef class Version:
     """The version counter of a storage, shared by the tensors that view it (tensor._version)."""
 
@@ -933,6 +943,8 @@ cdef class TensorBase:
             note_output_shape(self._node, old.shape)
         self._array = (<TensorBase>value)._array
         rebind_saved_inputs(self, old, self._array)
+        if DATA_CLASS_HOOK is not None:
+            DATA_CLASS_HOOK(self, value)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad (or only of

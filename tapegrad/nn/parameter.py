@@ -37,6 +37,8 @@ class Parameter(Tensor, metaclass=_FlaggedInstanceMeta):
         if data.is_meta and not cls.is_meta:
             from .._meta import meta_parameter_class
             cls = meta_parameter_class()
+        if cls is Parameter and data.dtype is _core.bfloat16:
+            from .._bfloat16 import BFloat16Parameter as cls    # (its class carries its dtype)
         if not type(data).__module__.startswith("tapegrad"):
             return _custom_tensor_parameter(data, requires_grad)
         return Tensor._make_subclass(cls, data, requires_grad)

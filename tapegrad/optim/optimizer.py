@@ -25,6 +25,7 @@ from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' fo
 from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
+from .._meta import bfloat16_route as _bfloat16_route
 from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -456,8 +457,28 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
                     self._refuse_capturable(group)
                 if self._STEPS_ARE_TENSORS:
                     self._check_step_tensors(group)
-                self._update_group(group)
+                if _bfloat16_route[0] and _has_bfloat16(group):
+                    self._update_bfloat16_group(group)
+                else:
+                    self._update_group(group)
         return loss
+
+    def _update_bfloat16_group(self, group: dict[str, Any]) -> None:
+        """A group holding bfloat16 parameters: the built-in updates compute on the numpy
+        arrays, which for bfloat16 are float32 storage that each op must round.  The optimizers
+        that have an update in tensor operations (the differentiable one) run it, so each op
+        rounds as PyTorch's single-tensor step does; the others run theirs and the parameters
+        and their state are rounded after it."""
+        tensor_update = getattr(self, "_update_group_differentiable", None)
+        if tensor_update is not None and not group["differentiable"]:
+            tensor_update(group)
+        else:
+            self._update_group(group)
+        from .._bfloat16 import round_tensors_in_place
+        round_tensors_in_place(p for p in group["params"] if p.dtype is _core.bfloat16)
+        round_tensors_in_place(v for p in group["params"] if p.dtype is _core.bfloat16
+                               for v in self.state.get(p, {}).values()
+                               if isinstance(v, _core.TensorBase) and v.dtype is _core.bfloat16)
 
     # What PyTorch's refusal of a capturable step names (NAdam and ASGD name their extra state,
     # Adadelta leaves out XLA).
@@ -669,7 +690,19 @@ def _state_tensor(values: np.ndarray, p):
     shape (PyTorch keeps a complex parameter's state complex)."""
     if p._array.dtype.kind == "c":
         values = np.ascontiguousarray(values).view(p._array.dtype)[..., 0]
-    return _core.wrap_array(values)
+    return _of_dtype_of(_core.wrap_array(values), p)
+
+
+def _has_bfloat16(group) -> bool:
+    return any(p.dtype is _core.bfloat16 for p in group["params"])
+
+
+def _of_dtype_of(state, p):
+    """State tensor `state` (float32 values computed for p) as a bfloat16 one when p is (PyTorch
+    keeps a parameter's state in its dtype)."""
+    if _bfloat16_route[0] and p.dtype is _core.bfloat16:
+        return state.to(_core.bfloat16)
+    return state
 
 
 def _filled_state(p, value: float = 0.0):
@@ -678,8 +711,8 @@ def _filled_state(p, value: float = 0.0):
     if _is_sparse_tensor(p):     # PyTorch's full_like(p, memory_format=preserve_format)
         raise RuntimeError("memory format option is only supported by strided tensors")
     arr = p._array
-    return _core.wrap_array(np.full_like(arr, complex(value, value) if arr.dtype.kind == "c"
-                                         else value))
+    return _of_dtype_of(_core.wrap_array(np.full_like(arr, complex(value, value)
+                                                      if arr.dtype.kind == "c" else value)), p)
 
 
 def _step_tensor(value: float = 0.0):

@@ -660,13 +660,8 @@ class Module:
         return _cast(self, np.float16)
 
     def bfloat16(self: T) -> T:
-        """Cast floating-point parameters and buffers to bfloat16: raises tapegrad's TypeError
-        (numpy has no bfloat16) when there is one to cast; a module without any is returned."""
-        from ... import bfloat16
-        for t in _tensors(self):
-            if t._array.dtype.kind == "f":
-                t.to(bfloat16)      # raises, naming the reason and what to use instead
-        return self
+        """Cast every floating-point parameter and buffer to bfloat16, in place; returns the module."""
+        return _cast(self, _core.bfloat16)
 
     def _apply(self, fn: Callable, recurse: bool = True) -> "Module":
         """Replace each parameter's and grad's value by ``fn(tensor)`` (under no_grad; the
@@ -1211,7 +1206,11 @@ _COMPLEX_MODULE_WARNING = (
 def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
     """Convert parameters and buffers whose numpy kind is in `kinds` (all when None) in place:
     each keeps its identity (optimizers hold them), as PyTorch's conversions do; so do grads."""
-    np_dtype = np.dtype(np_dtype)
+    # (bfloat16 is no numpy dtype: its tensors are float32 ones of their own class, which
+    # tapegrad/_bfloat16.py's cast_in_place converts to and from, grads too)
+    bfloat16 = np_dtype is _core.bfloat16
+    if not bfloat16:
+        np_dtype = np.dtype(np_dtype)
     from ... import __future__ as future
     if (future.get_swap_module_params_on_conversion()
             or future.get_overwrite_module_params_on_conversion()
@@ -1224,6 +1223,8 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
             arr = t._array
             if kinds is not None and arr.dtype.kind not in kinds:
                 return t
+            if bfloat16 or _bfloat16_tensor(t):
+                return t.to(_core.bfloat16 if bfloat16 else _core._dtype_by_name(np_dtype.name))
             if arr.dtype.kind == "c" and np_dtype.kind != "c":
                 _core.warn_once("Casting complex values to real discards the imaginary part")
                 arr = arr.real
@@ -1231,6 +1232,13 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
         return module._apply(convert)
     for t in _tensors(module):
         if kinds is not None and t._array.dtype.kind not in kinds:
+            continue
+        if bfloat16 or _bfloat16_tensor(t):
+            from ..._bfloat16 import cast_in_place
+            if t._array.dtype.kind == "c":
+                _core.warn_once("Casting complex values to real discards the imaginary part")
+                t._array = t._array.real
+            cast_in_place(t, np_dtype)
             continue
         if t._array.dtype.kind == "c" and np_dtype.kind != "c":
             _core.warn_once("Casting complex values to real discards the imaginary part")
@@ -1243,6 +1251,11 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
             t.grad.data = _core.wrap_array((grad.real if np_dtype.kind != "c" else grad)
                                            .astype(np_dtype))
     return module
+
+
+def _bfloat16_tensor(t) -> bool:
+    """Whether t is a bfloat16 tensor (a float32 array under a class of its own)."""
+    return t._array.dtype.kind == "f" and t.dtype is _core.bfloat16
 
 
 def _check_move(module, device, fn: str) -> None:
@@ -1306,4 +1319,4 @@ def _module_to_dtype(module, dtype):
         warnings.warn(_COMPLEX_MODULE_WARNING, UserWarning, stacklevel=3)
     # as PyTorch's: floating and complex tensors take the dtype (complex to real drops the
     # imaginary part), integer and bool ones keep theirs
-    _cast(module, dt.np_dtype, kinds="fc")
+    _cast(module, dt if dt is _core.bfloat16 else dt.np_dtype, kinds="fc")

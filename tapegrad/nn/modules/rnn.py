@@ -24,6 +24,7 @@ from ... import creation
 from ...autograd.function import KernelFunction
 from ...grad_mode import enable_grad
 from ..._device import check_device
+from ..._meta import bfloat16_route as _bfloat16_route
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -306,7 +307,20 @@ def _run_layers(mode, data, state, direction_weights, num_layers, bidirectional,
 
 # -- the multi-layer modules --------------------------------------------------------------------
 
-class RNNBase(Module):
+class _BFloat16Calls:
+    """The recurrent layers reach their fused steps by internal names, which the bfloat16
+    dispatch does not see: with bfloat16 parameters the whole call goes through it
+    (tapegrad/_bfloat16.py's module_call), so its outputs are bfloat16 as PyTorch's are."""
+
+    def _call_impl(self, *args, **kwargs):
+        if _bfloat16_route[0] and any(p is not None and p.dtype is _core.bfloat16
+                                      for p in self._parameters.values()):
+            from ..._bfloat16 import module_call
+            return module_call(super()._call_impl, self._parameters.values(), args, kwargs)
+        return super()._call_impl(*args, **kwargs)
+
+
+class RNNBase(_BFloat16Calls, Module):
     """The shared machinery of RNN, LSTM and GRU: parameters, checks, layers and directions."""
 
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
@@ -660,7 +674,7 @@ class GRU(RNNBase):
 
 # -- single-step cells --------------------------------------------------------------------------
 
-class RNNCellBase(Module):
+class RNNCellBase(_BFloat16Calls, Module):
     """Base of ``RNNCell``, ``LSTMCell`` and ``GRUCell``: holds ``weight_ih`` (gates*hidden_size,
     input_size), ``weight_hh``, and the biases, drawn from U(-1/sqrt(hidden_size),
     1/sqrt(hidden_size)).
