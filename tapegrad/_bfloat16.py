@@ -287,11 +287,43 @@ def _writes_inputs(name: str, kwargs: dict) -> bool:
     return name.endswith("_") or name in ("__setitem__", "backward") or "out" in kwargs
 
 
+_CAST_FUNCTION = None
+
+
+def _cast_function():
+    """The autograd Function of a float32 <-> bfloat16 conversion, made on first use: forward a
+    copy; backward the gradient rounded to bfloat16.  PyTorch's gradient there is a bfloat16
+    one on either side (computed by bfloat16 ops above a float32 -> bfloat16 cast, cast to
+    bfloat16 below a bfloat16 -> float32 one), so a float32 weight autocast casts gets
+    bfloat16-valued gradients, as PyTorch's."""
+    global _CAST_FUNCTION
+    if _CAST_FUNCTION is None:
+        from .autograd import Function
+
+        class ToCopyBackward0(Function):
+            @staticmethod
+            def forward(ctx, t):
+                return _run(Tensor.clone, (t,), {})
+
+            @staticmethod
+            def backward(ctx, grad):
+                rounded = _run(Tensor.clone, (grad,), {})
+                _round_in_place(rounded._array)
+                return rounded
+        _CAST_FUNCTION = ToCopyBackward0
+    return _CAST_FUNCTION
+
+
 def _copy(t):
     """A new tensor with t's values, recorded as PyTorch's dtype conversion (ToCopyBackward0)."""
-    c = _run(Tensor.clone, (t,), {})
-    if c.grad_fn is not None:
-        _core._name_grad_fn(c, "ToCopyBackward0")
+    if not (t.requires_grad and _core.is_grad_enabled()):
+        return _run(Tensor.clone, (t,), {})
+    previous = _core._subclass_dispatch_set_off(True)
+    try:
+        c = _cast_function().apply(t)
+    finally:
+        _core._subclass_dispatch_set_off(previous)
+    _core._name_grad_fn(c, "ToCopyBackward0")
     return c
 
 
@@ -350,6 +382,12 @@ def _run(func, args: tuple, kwargs: dict):
 
 def _torch_function(func, args: tuple, kwargs: dict):
     """An op with a bfloat16 tensor (or torch.bfloat16) among its arguments."""
+    policy = getattr(func, "_autocast_policy", 0)
+    if policy and _core._set_autocast_on(None):
+        # autocast casts first, as PyTorch's dispatcher does whatever the inputs' dtype (a
+        # bfloat16 activation meeting a float32 layer's weight); the cast call comes back here
+        from ._autocast import autocast_call
+        return autocast_call(func, policy, args, kwargs)
     name = getattr(func, "__name__", "")
     own = _OWN.get(name)
     if own is not None:
@@ -449,10 +487,24 @@ def _composed(func, args, kwargs):
     return _COMPOSED[name](*args)
 
 
+def _dtype_as_value(func, args, kwargs):
+    """A function that takes torch.bfloat16 as a value to keep or compare, not as the dtype of
+    its tensors (set_autocast_dtype(..., torch.bfloat16) stored float32): called as it is."""
+    previous = _core._subclass_dispatch_set_off(True)
+    try:
+        return func(*args, **kwargs)
+    finally:
+        _core._subclass_dispatch_set_off(previous)
+
+
+# Public functions whose dtype arguments are values, not their results' dtype.
+_DTYPE_AS_VALUE = ("set_autocast_dtype", "set_autocast_cpu_dtype", "set_autocast_gpu_dtype")
+
 _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16": _already,
         "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
         "__str__": _repr, "element_size": _element_size, "type": _type}
 _OWN.update(dict.fromkeys(_COMPOSED, _composed))
+_OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 
 
 # Loading this module turns the dispatch of torch.bfloat16 itself on, and the core's data

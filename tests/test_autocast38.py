@@ -367,3 +367,31 @@ def test_cuda_custom_fwd_casts_no_cpu_tensor_as_torch():
         finally:
             L.set_autocast_enabled("cuda", False)
     assert results == ["float32", "float32"]
+
+
+def test_bfloat16_autocast_as_torch():
+    """(session 38 merge) bfloat16 autocast once bfloat16 tensors exist: a bfloat16 activation
+    meeting a float32 layer is cast by the layer's policy (it went to the bfloat16 handler first,
+    which refused the mixed product), the autocast dtype set while torch.bfloat16 dispatches
+    stays bfloat16 (it was stored as float32), and a float32 weight's gradient through the cast
+    is bfloat16-valued, as PyTorch's."""
+    results = []
+    for lib in (tg, torch):
+        lib.set_autocast_dtype("cpu", lib.bfloat16)
+        assert lib.get_autocast_dtype("cpu") == lib.bfloat16
+        model = lib.nn.Sequential(lib.nn.Linear(4, 8), lib.nn.ReLU(), lib.nn.Linear(8, 2))
+        with lib.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(lib.linspace(-1, 1, p.numel()).reshape(p.shape) * (i + 1) / 3)
+        x = lib.linspace(-2, 2, 12).reshape(3, 4)
+        with lib.autocast("cpu", dtype=lib.bfloat16):
+            y = model(x)
+            loss = y.float().pow(2).mean()
+        loss.backward()
+        results.append((str(y.dtype), y.float().tolist(), loss.item(),
+                        model[2].weight.grad.tolist(), str(model[0].weight.grad.dtype)))
+    ours, theirs = results
+    assert ours[0] == theirs[0] == "torch.bfloat16" and ours[4] == theirs[4] == "torch.float32"
+    assert ours[1] == theirs[1]
+    assert ours[2] == pytest.approx(theirs[2], rel=1e-6)
+    assert np.array_equal(ours[3], theirs[3])       # last layer: one cast from the loss
