@@ -73,6 +73,8 @@ class _BFloat16Behaviour:
     runs (the dispatch off) the tensor is its float32 storage to the code computing it."""
 
     __slots__ = ()
+    _dtype_class = True         # (a dtype, not a user's subclass: torch function modes' `types`
+                                # leave it out, as PyTorch's have no bfloat16 class to list)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):

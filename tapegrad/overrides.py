@@ -400,13 +400,16 @@ def _mode_types(relevant_args, level) -> tuple:
     handle_torch_function called by library or user code, the overriding types; for a property
     the instance's type; for a Python-level Tensor method the tensor types that keep the
     protocol (plain Tensor too, not Parameter)."""
+    def shown(cls):     # (tapegrad's bfloat16 class stands for a dtype: PyTorch shows Tensor)
+        return Tensor if getattr(cls, "_dtype_class", False) else cls
     if level in (_C_LEVEL, _USER_LEVEL):
-        return tuple(type(arg) for arg in _overloaded_args(relevant_args))
+        return tuple(type(arg) for arg in _overloaded_args(relevant_args)
+                     if not getattr(type(arg), "_dtype_class", False))
     tensors = [a for a in relevant_args if isinstance(a, _core.TensorBase)]
     if level == _PROPERTY:
-        return (type(tensors[0]),) if tensors else ()
+        return (shown(type(tensors[0])),) if tensors else ()
     return tuple(dict.fromkeys(
-        type(a) for a in tensors
+        shown(type(a)) for a in tensors
         if getattr(getattr(type(a), "__torch_function__", None), "__func__", None)
         is not _disabled_torch_function_impl))
 

@@ -154,3 +154,16 @@ def test_gradients_unchanged_under_a_mode():
         (tapegrad.tanh(x) * x).sum().backward()
     expected = tapegrad.tanh(x.detach()) + x.detach() * (1 - tapegrad.tanh(x.detach()) ** 2)
     assert tapegrad.allclose(x.grad, expected)
+
+
+def test_bfloat16_tensors_inside_a_mode_as_torch():
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (tapegrad, torch):
+        Record = _recording_mode(lib)
+        x = lib.ones(3, dtype=lib.bfloat16) / 3
+        with Record() as mode:
+            y = (x * 3).sum()
+            z = lib.sin(x)
+        results.append((mode.calls, str(y.dtype), z.float().tolist()))
+    assert results[0] == results[1]
