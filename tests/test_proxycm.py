@@ -56,3 +56,57 @@ def test_vmap_training_batch_norm_of_one_value_per_channel_raises_value_error():
         vmap(lambda a: bn(a))(tg.ones(4, 2, 3))
     bn.eval()
     assert vmap(lambda a: bn(a[None]))(tg.ones(4, 3)).shape == (4, 1, 3)
+
+
+def _tanh_net():
+    net = tg.nn.Sequential(tg.nn.Linear(2, 4), tg.nn.Tanh(), tg.nn.Linear(4, 1))
+    with tg.no_grad():
+        for i, p in enumerate(net.parameters()):
+            p.copy_(tg.sin(tg.arange(p.numel(), dtype=tg.float32) * 0.77 + i).reshape(p.shape) * 0.6)
+    return net
+
+
+# (torch's own forward-mode jacobian warns that torch.jit.script is deprecated)
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_forward_mode_jacobian_keeps_the_parameters_graph():
+    # PyTorch's forward-mode jacobian is not detached: a loss on the Jacobian of an INR with
+    # respect to its input backpropagates into the parameters (it used to raise here).
+    from tapegrad.autograd.functional import hessian, jacobian
+    torch = pytest.importorskip("torch")
+    x = [[0.1, 0.2], [0.3, -0.5]]
+    ours, theirs = _tanh_net(), torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.Tanh(),
+                                                    torch.nn.Linear(4, 1))
+    with torch.no_grad():
+        for p, q in zip(theirs.parameters(), ours.parameters()):
+            p.copy_(torch.tensor(q.detach().numpy()))
+    J = jacobian(lambda p: ours(p).sum(0), tg.tensor(x), vectorize=True, strategy="forward-mode")
+    Jt = torch.autograd.functional.jacobian(lambda p: theirs(p).sum(0), torch.tensor(x),
+                                            vectorize=True, strategy="forward-mode")
+    assert J.requires_grad and J.grad_fn is not None
+    np.testing.assert_allclose(J.detach().numpy(), Jt.detach().numpy(), rtol=1e-5)
+    J.pow(2).sum().backward()
+    Jt.pow(2).sum().backward()
+    np.testing.assert_allclose(ours[0].weight.grad.numpy(), theirs[0].weight.grad.numpy(),
+                               rtol=1e-5, atol=1e-7)
+    H = hessian(lambda p: ours(p).sum(), tg.tensor(x[0]), vectorize=True,
+                outer_jacobian_strategy="forward-mode")
+    assert H.requires_grad
+    # a function of plain tensors only gives a plain Jacobian
+    J2 = jacobian(lambda p: (p ** 2).sum(0), tg.tensor(x), vectorize=True, strategy="forward-mode")
+    assert not J2.requires_grad
+
+
+def test_func_transforms_under_no_grad_return_plain_tensors():
+    # Under the caller's no_grad PyTorch records no graph for the results, even when they
+    # depend on parameters that require grad (jacfwd/jacrev used to return graph tensors).
+    from tapegrad.autograd.functional import jacobian
+    from tapegrad.func import grad, hessian, jacfwd, jacrev
+    net = _tanh_net()
+    x = tg.tensor([0.3, -0.2])
+    with tg.no_grad():
+        results = [jacfwd(net)(x), jacrev(net)(x), hessian(lambda p: net(p).sum())(x),
+                   grad(lambda p: net(p).sum())(x),
+                   jacobian(net, x, vectorize=True, strategy="forward-mode")]
+    assert [r.requires_grad for r in results] == [False] * 5
+    assert jacfwd(net)(x).requires_grad and jacrev(net)(x).requires_grad
+    np.testing.assert_allclose(results[0].numpy(), jacrev(net)(x).detach().numpy(), rtol=1e-5)
