@@ -1026,6 +1026,9 @@ def _running_stats_rule(stats_update_flag, position):
                  for i, key in ((1, "running_mean"), (2, "running_var"))]
         updates = args[position] if len(args) > position else kwargs.get(
             stats_update_flag, stats_update_flag == "use_input_stats")
+        if (updates and stats_update_flag == "training"
+                and math.prod(x.shape[:1] + x.shape[2:]) == 1):
+            return None        # (batch_norm refuses a sample of one value per channel first)
         if updates and any(v is not None and not (type(v) is BatchedTensor
                                                   and v.level == x.level) for v in stats):
             raise RuntimeError(

@@ -32,7 +32,7 @@ from . import eye as _eye, zeros as _zeros
 from .autograd import grad as _plain_grad
 from .autograd import forward_ad as _forward_ad
 from .autograd.forward_ad import tangent_pairing as _tangent_pairing
-from .grad_mode import enable_grad as _enable_grad
+from .grad_mode import enable_grad as _enable_grad, is_grad_enabled as _is_grad_enabled
 from ._random import default_generator as _default_generator
 from .utils import _pytree
 from ._rearrange import rearrange
@@ -43,11 +43,16 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfw
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0
+# Whether the code that called the outermost running (or last run) transform records a graph:
+# under its no_grad, PyTorch's results are plain even when they depend on parameters.
+_caller_records = True
 
 
 @_contextlib.contextmanager
 def _transform_level():
-    global _depth
+    global _depth, _caller_records
+    if _depth == 0:
+        _caller_records = _is_grad_enabled()
     _depth += 1
     try:
         with _enable_grad():
@@ -113,8 +118,9 @@ def _reaches_outer_leaf(t) -> bool:
 def _outer(outputs) -> bool:
     """Whether the function's outputs depend on tensors of the caller's that require grad:
     then so may the derivatives computed from their graph (which holds nothing else of the
-    caller's), and the results keep their graph."""
-    return any(_is_tensor(o) and o.requires_grad and _reaches_outer_leaf(o) for o in outputs)
+    caller's), and the results keep their graph; never when the caller runs under no_grad."""
+    return _caller_records and any(_is_tensor(o) and o.requires_grad and _reaches_outer_leaf(o)
+                                   for o in outputs)
 
 
 def _finish(t, outer):

@@ -295,8 +295,10 @@ def _forward_mode_jacobian(func, inputs, strict, vectorize):
         return out
 
     per_output = jacfwd(over_all_inputs, argnums=tuple(range(len(inputs))))(*inputs)
-    # (lists where reverse mode has tuples, as PyTorch's forward-mode result is)
-    jac = [[j.detach() for j in per_input] for per_input in per_output]
+    # (lists where reverse mode has tuples, as PyTorch's forward-mode result is).  Not
+    # detached: as PyTorch's, a Jacobian that depends on tensors requiring grad (the module's
+    # parameters) stays in their graph, so a loss on it backpropagates into them.
+    jac = [list(per_input) for per_input in per_output]
     return _tuple_postprocess(jac, (outputs_are_tuple[0], is_inputs_tuple))
 
 

@@ -352,13 +352,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                            (n, channels, taps * points)).reshape(n * channels, taps * points)
     values = _Gather.apply(input.reshape(n * channels, plane), rows,
                            (n, channels, taps, points))
-    mask = _wrap(inside.astype(dtype).reshape(n, 1, taps, points))
-    if not np.isfinite(input._array).all():
-        # a masked tap read the plane's 0th value: an inf/NaN there must not leak in through
-        # `* mask` (inf * 0), since PyTorch does not read outside taps at all
-        values = values.masked_fill(_wrap(~inside.reshape(n, 1, taps, points)), 0.0)
+    outside = _wrap(~inside.reshape(n, 1, taps, points))
+    # PyTorch does not read an outside tap at all: it adds an exact +0, where `value * 0` would
+    # give -0 for a negative value (printed "-0.") and NaN for an infinite one.  A masked tap read
+    # the plane's 0th value; masked_fill also stops its gradient.
+    values = values.masked_fill(outside, 0.0)
     if weights[0] is None:                                     # nearest: one tap
-        out = values.select(2, 0) * mask.select(2, 0)
+        out = values.select(2, 0)
         if grid.requires_grad:
             out = _ZeroGridGradient.apply(out, grid)
     else:
@@ -366,8 +366,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         if len(spatial) == 3 and not np.isfinite(w._array).all():
             # PyTorch's 3-d kernel reads only the taps inside the input: an outside tap's
             # NaN weight (from a non-finite coordinate) adds nothing there
-            w = w.masked_fill(_wrap(~inside.reshape(n, 1, taps, points)), 0.0)
-        out = (values * (w * mask)).sum(2)
+            w = w.masked_fill(outside, 0.0)
+        out = (values * w).sum(2)
     return _core._name_grad_fn(out.reshape((n, channels) + out_spatial),
                                f"GridSampler{len(spatial)}DBackward0")
 
