@@ -58,3 +58,46 @@ def test_circular_pad_grad_fn_is_copyslices_and_grads_match(pad):
     assert gy.grad_fn.name() == ey.grad_fn.name()
     np.testing.assert_allclose(gy.detach().numpy(), ey.detach().numpy())
     np.testing.assert_allclose(gg.numpy(), eg.numpy())
+
+
+# -- index_select's gradient along any dim (the C scatter behind interpolate's backward) --------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_index_select_grad_along_each_dim_matches_torch(dim, dtype):
+    x = np.cos(np.arange(3 * 4 * 5 * 6) * 0.7).reshape(3, 4, 5, 6).astype(dtype)
+    size = x.shape[dim]
+    index = np.array([size - 1, 0, 0, 1, size - 1, 2, 1], dtype=np.int64)   # repeats, unsorted
+
+    def run(T):
+        t = T.tensor(x, requires_grad=True)
+        y = t.index_select(dim, T.tensor(index))
+        w = T.tensor(np.sin(np.arange(y.numel()) * 1.3).reshape(tuple(y.shape)).astype(dtype))
+        (y * w.transpose(0, -1).contiguous().transpose(0, -1)).sum().backward()  # strided w
+        return t.grad.numpy()
+
+    np.testing.assert_allclose(run(tapegrad), run(torch), rtol=1e-6 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_trilinear_upsampling_grad_matches_torch(align_corners):
+    x = np.sin(np.arange(2 * 3 * 4 * 5 * 6) * 0.37).reshape(2, 3, 4, 5, 6)
+
+    def run(T):
+        t = T.tensor(x, requires_grad=True)
+        y = T.nn.functional.interpolate(t, size=(7, 9, 13), mode="trilinear",
+                                        align_corners=align_corners)
+        (y * T.cos(T.arange(y.numel(), dtype=T.float64)).reshape(y.shape)).sum().backward()
+        return y.detach().numpy(), t.grad.numpy()
+
+    (ey, eg), (gy, gg) = run(torch), run(tapegrad)
+    np.testing.assert_allclose(gy, ey, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(gg, eg, rtol=1e-12, atol=1e-14)
+
+
+def test_index_select_grad_int_and_inf_values():
+    # a non-float gradient path is refused as before; inf in the upstream gradient stays local
+    x = tapegrad.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    y = x.index_select(1, tapegrad.tensor([2, 2, 0]))
+    y.backward(tapegrad.tensor([[float("inf"), 1.0, 2.0]]))
+    assert x.grad.tolist() == [[2.0, 0.0, float("inf")]]
