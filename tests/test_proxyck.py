@@ -101,3 +101,32 @@ def test_index_select_grad_int_and_inf_values():
     y = x.index_select(1, tapegrad.tensor([2, 2, 0]))
     y.backward(tapegrad.tensor([[float("inf"), 1.0, 2.0]]))
     assert x.grad.tolist() == [[2.0, 0.0, float("inf")]]
+
+
+# -- max_unpool's invalid index: PyTorch names the last one its scan met --------------------------
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_max_unpool_names_last_invalid_index(nd):
+    idx = np.zeros((2, 3, 2, 2, 2), dtype=np.int64)
+    idx[0, 0, 0, 0, 0], idx[0, 0, 1, 1, 1], idx[1, 2, 0, 0, 0] = 500, -4, 300
+    idx[0, 0, 0, 0, 1] = 999
+    key = (Ellipsis,) + (0,) * (3 - nd)
+
+    def run(T):
+        fn = getattr(T.nn.functional, f"max_unpool{nd}d")
+        x = T.zeros((2, 3) + (2,) * nd)
+        return _raised(lambda: fn(x, T.tensor(idx[key]), 2, output_size=(4,) * nd))
+
+    with _one_thread():
+        expected = run(torch)
+    assert run(tapegrad) == expected
+
+
+class _one_thread:
+    """PyTorch's unpooling runs planes in parallel; which bad index it names then races."""
+    def __enter__(self):
+        self.n = torch.get_num_threads()
+        torch.set_num_threads(1)
+
+    def __exit__(self, *exc):
+        torch.set_num_threads(self.n)
