@@ -291,17 +291,10 @@ def _check_grid_sample_modes(input, grid, mode, padding_mode):
 
 
 def _check_grid_sample(input, grid, mode):
-    """The grid_sampler kernel's checks of shapes and dtypes (after the warning)."""
-    if input.dim() != grid.dim() or input.dim() not in (4, 5) \
-            or input.shape[0] != grid.shape[0]:
-        if input.dim() in (4, 5) and input.dim() != grid.dim():
-            raise RuntimeError(f"grid_sampler(): expected grid to have same number of dimensions "
-                               f"as input, but got input with sizes {list(input.shape)} and grid "
-                               f"with sizes {list(grid.shape)}")
-        if input.dim() in (4, 5):
-            raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch "
-                               f"size, but got input with sizes {list(input.shape)} and grid "
-                               f"with sizes {list(grid.shape)}")
+    """The grid_sampler kernel's checks of shapes and dtypes (after the warning), in PyTorch's
+    order: the common checks (batch, grid's last size, empty spatial dims) come first, and only then
+    the one on ranks, whose message names 4D for a 4-d input and 5D for any other."""
+    if input.shape[0] != grid.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
                            f"but got input with sizes {list(input.shape)} and grid with sizes "
                            f"{list(grid.shape)}")
@@ -309,12 +302,17 @@ def _check_grid_sample(input, grid, mode):
     if grid.shape[-1] != nd:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, "
                            f"but got grid with sizes {list(grid.shape)}")
-    if mode == "bicubic" and nd == 3:
-        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if any(s == 0 for s in input.shape[2:]):
         raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
                            f"dimensions, but input has sizes {list(input.shape)} with dimension "
                            f"{2 + [s for s in input.shape[2:]].index(0)} being empty")
+    if input.dim() != grid.dim() or input.dim() not in (4, 5):
+        rank = 4 if input.dim() == 4 else 5
+        raise RuntimeError(f"grid_sampler(): expected {rank}D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and grid "
+                           f"with sizes {list(grid.shape)}")
+    if mode == "bicubic" and nd == 3:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if not input.is_floating_point():
         raise NotImplementedError(f'"grid_sampler_{nd}d_cpu_kernel_impl" not implemented for '
                                   f"'{_core.scalar_type_name_of(input._array.dtype)}'")

@@ -937,7 +937,9 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, nd):
     if bad.any():
         # (1-d unpooling runs through PyTorch's 2-d kernel, whose volumes are length x 1)
         volume = out_sp + (1,) if nd == 1 else out_sp
-        raise RuntimeError(f"Found an invalid max index: {int(idx[bad][0])} (output volumes are "
+        # PyTorch's kernel scans on past a bad index and names the last one it met (in a
+        # single thread: the last in row-major order)
+        raise RuntimeError(f"Found an invalid max index: {int(idx[bad][-1])} (output volumes are "
                            f"of size {'x'.join(map(str, volume))})")
     # (PyTorch's 2-d unpooling, as its pooling, keeps a channels_last input's layout)
     return _in_input_layout(_Scatter.apply(input, idx, lead + out_sp), input, nd)

@@ -503,8 +503,10 @@ def padded_like_torch(input, pad, mode, value):
         # PyTorch's node for the whole pad (here index selections along each padded dim)
         kind = "Reflection" if mode == "reflect" else "Replication"
         out = _core._name_grad_fn(out, f"{kind}Pad{len(pad) // 2}DBackward0")
-    if mode == "circular":      # PyTorch builds circular padding from contiguous slices
-        return out
+    if mode == "circular":
+        # PyTorch builds circular padding by copying slices into a new contiguous tensor: its
+        # node is the last copy's CopySlices (here index selections along each padded dim)
+        return _core._name_grad_fn(out, "CopySlices") if out is not input else out
     return follow_channels_last(out, input)
 
 
