@@ -1,0 +1,97 @@
+"""Findings of differential fuzzing session 38 (tools/fuzz.py, new seeds), each against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad
+
+INF = float("inf")
+
+
+def _both(fn):
+    torch = pytest.importorskip("torch")
+    return fn(torch), fn(tapegrad)
+
+
+def _values(t):
+    t = t.detach()
+    if t.is_conj():
+        t = t.resolve_conj()
+    return t.numpy()
+
+
+def _same(t, g):
+    np.testing.assert_allclose(g, t, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+# -- the complex product's gradient (fuzz 65400117) ----------------------------------------------
+# PyTorch's prod_backward returns zeros for an input with two zeros or more (without multiplying
+# the upstream gradient, which log10 of the product 0 makes infinite), and g * conj(out / z)
+# for one without zeros; the complex path gave NaN in the first case and the exact product of
+# the others (finite at an infinite element, where PyTorch's is NaN) in the second.
+
+@pytest.mark.parametrize("values", [
+    [[0, 2, 0], [1, 0, 3], [1, 2, 3]],              # several zeros
+    [[0, 2, 1], [1, 5, 3], [1, 2, 3]],              # one zero
+    [[2, INF, 3], [1, 4, 3], [1, 2, 3]],            # no zero, an infinite element
+])
+@pytest.mark.parametrize("how", ["all", "all_mT", "dim0", "dim1", "row"])
+def test_complex_prod_grad_with_zeros_or_inf(values, how):
+    def run(L):
+        x = L.tensor(values, dtype=L.complex128, requires_grad=True)
+        y = {"all": lambda x: x.prod(), "all_mT": lambda x: x.mT.prod(),
+             "dim0": lambda x: x.prod(0), "dim1": lambda x: x.prod(1),
+             "row": lambda x: x[0].prod()}[how](x)
+        # an infinite upstream gradient (log of a zero product) and a finite one
+        gi, = L.autograd.grad(y, x, L.full_like(y, INF), retain_graph=True)
+        gf, = L.autograd.grad(y, x, L.ones_like(y) * (1 - 2j))
+        return _values(gi), _values(gf)
+    (ti, tf), (gi, gf) = _both(run)
+    _same(ti, gi)
+    _same(tf, gf)
+
+
+def test_complex_prod_of_log10_program():
+    """The fuzzer's program: the gradient of log10(prod(z)) with several zeros in z is 0."""
+    def run(L):
+        z = L.tensor([[1 - 0.5j, 0j], [0j, 2 + 1j]], dtype=L.complex128, requires_grad=True)
+        L.log10(z.mT.prod()).real.backward()
+        return _values(z.grad)
+    t, g = _both(run)
+    _same(t, g)
+    assert np.isfinite(g).all()
+
+
+# -- cumprod's second derivative with a zero and an infinite element (fuzz 61000311) -------------
+# The double-backward form computed each position's products of the others as a running product
+# through x_k replaced by 1, whose own backward divides by the outputs: NaN where an infinite
+# element follows (PyTorch's composition, a product before k times the running products after
+# k, gives the finite value).
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("values,dim", [
+    ([-0.4782543, 0.0, INF], 0),
+    ([0.0, 1.5, -2.0, 0.5], 0),
+    ([2.0, 0.0, 3.0, 0.0, 5.0], -1),
+    ([[0.0, 2.0, 3.0], [1.0, 0.0, INF]], 0),
+    ([[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]], -1),
+])
+def test_cumprod_double_backward_with_zeros(dtype, values, dim):
+    def run(L):
+        dt = getattr(L, dtype)
+        x = L.tensor(values, dtype=dt, requires_grad=True)
+        y = x.cumprod(dim)
+        w = L.arange(y.numel(), dtype=L.float64).reshape(y.shape).sin().to(dt)
+        g, = L.autograd.grad((y * w).real.sum(), x, create_graph=True)
+        w2 = L.arange(y.numel(), dtype=L.float64).reshape(y.shape).cos().to(dt)
+        g2, = L.autograd.grad((g * w2).real.sum(), x)
+        return _values(g2)
+    t, g = _both(run)
+    _same(t, g)
+
+
+def test_cumprod_double_backward_gradgradcheck():
+    x = tapegrad.tensor([0.7, 0.0, -1.3, 0.0, 2.1], dtype=tapegrad.float64, requires_grad=True)
+    assert tapegrad.autograd.gradgradcheck(lambda x: x.cumprod(0), (x,))
+    z = tapegrad.tensor([[0.7 + 0.2j, 0j, -1.3j], [1 + 1j, 0.5 - 0.1j, 0j]], dtype=tapegrad.complex128,
+                        requires_grad=True)
+    assert tapegrad.autograd.gradgradcheck(lambda z: z.cumprod(1), (z,))
