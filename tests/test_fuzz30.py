@@ -95,3 +95,38 @@ def test_cumprod_double_backward_gradgradcheck():
     z = tapegrad.tensor([[0.7 + 0.2j, 0j, -1.3j], [1 + 1j, 0.5 - 0.1j, 0j]], dtype=tapegrad.complex128,
                         requires_grad=True)
     assert tapegrad.autograd.gradgradcheck(lambda z: z.cumprod(1), (z,))
+
+
+# -- vmap with randomness='same' / 'different' refuses data-dependent calls (fuzz transforms
+# 2520, 2602, 2612) ---------------------------------------------------------------------------
+# Those modes ran the function once per sample, where .item(), boolean masks and nonzero are
+# plain calls, so tapegrad computed what PyTorch's vmap refuses; a function without random draws
+# now runs batched in every mode (random ones still run per sample).
+
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("body", ["item", "mask", "nonzero"])
+def test_vmap_randomness_modes_refuse_data_dependent_calls(randomness, body):
+    torch = pytest.importorskip("torch")
+    fn = {"item": lambda v: v * v.sum().item(), "mask": lambda v: v[v > 0],
+          "nonzero": lambda v: v.nonzero()}[body]
+    messages = []
+    for L in (torch, tapegrad):
+        x = L.tensor([[1.0, -2.0, 3.0], [0.5, 0.2, -1.0]])
+        with pytest.raises(RuntimeError) as info:
+            L.func.vmap(fn, randomness=randomness)(x)
+        messages.append(str(info.value).split(".")[0])
+    assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("randomness", ["same", "different"])
+def test_vmap_randomness_modes_values(randomness):
+    def run(L):
+        x = L.tensor([[1.0, -2.0, 3.0], [0.5, 0.2, -1.0]])
+        plain = L.func.vmap(lambda v: v.sin() * v.sum(), randomness=randomness)(x)
+        L.manual_seed(0)
+        drawn = L.func.vmap(lambda v: v * 0 + L.rand(()), randomness=randomness)(x)
+        # 'same': one draw for every sample; 'different': one per sample
+        return _values(plain), len(np.unique(_values(drawn)))
+    (tp, tn), (gp, gn) = _both(run)
+    _same(tp, gp)
+    assert gn == tn
