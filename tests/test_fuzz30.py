@@ -130,3 +130,40 @@ def test_vmap_randomness_modes_values(randomness):
     (tp, tn), (gp, gn) = _both(run)
     _same(tp, gp)
     assert gn == tn
+
+
+# -- index_put_ writing no element checks no index (fuzz 65500344) --------------------------------
+# PyTorch checks an index as its kernel writes through it: with nothing to write (a (2, 0) self
+# indexed on dim 0) an index out of range raises nothing, as x[key] reads nothing.
+
+@pytest.mark.parametrize("index", [[-3], [5]])
+@pytest.mark.parametrize("accumulate", [False, True])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_index_put_without_elements_skips_bounds(index, accumulate, inplace):
+    def run(L):
+        x = L.zeros(3, 0, requires_grad=True)
+        v = L.tensor(2.0, requires_grad=True)
+        y = (x * 1)[1:]
+        key = (L.tensor(index),)
+        y = y.index_put_(key, v, accumulate=accumulate) if inplace else \
+            y.index_put(key, v, accumulate=accumulate)
+        y.sum().backward()
+        return tuple(y.shape), tuple(x.grad.shape), v.grad.item()
+    t, g = _both(run)
+    assert g == t
+
+
+def test_index_put_into_dim_of_size_zero_still_refused():
+    torch = pytest.importorskip("torch")
+    for L in (torch, tapegrad):
+        with pytest.raises(IndexError, match="out of bounds for dimension with size 0"):
+            L.zeros(2, 0, 3).index_put((L.tensor([1]), L.tensor([0])), L.tensor(1.0))
+        with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 2"):
+            L.zeros(2, 3).index_put_((L.tensor([5]),), L.tensor(1.0))
+
+
+def test_put_into_empty_tensor_message():
+    torch = pytest.importorskip("torch")
+    for L in (torch, tapegrad):
+        with pytest.raises(IndexError, match=r"put_\(\): Tried to put elements into an empty"):
+            L.zeros(2, 0).put_(L.tensor([0]), L.tensor([1.0]))
