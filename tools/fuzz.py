@@ -1044,8 +1044,11 @@ def g_extra(g):
 # (session 38) Writes scripts make through views and indexing, which the tables above draw only
 # on whole variables: augmented assignments to basic, advanced and masked indexes, in-place
 # methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
-# grad, writes PyTorch refuses (overlapping views), and out= into tensors that require grad (its
-# error) or into a detached alias (the write must reach the version counter).  Drawn only by
+# grad, writes PyTorch refuses (expanded views), and out= into tensors that require grad (its
+# error) or into a detached alias (the write must reach the version counter).  Not drawn: writes
+# into overlapping views PyTorch cannot prove overlapping (unfold(...).mul_(2): its result
+# follows its loop order, 65500746) and out= views of another shape (PyTorch resizes the view's
+# storage, tapegrad refuses: 65500089).  Drawn only by
 # seeds >= WRITES_FROM, so the programs of lower seeds stay what they were.
 WRITES_FROM = 65_500_000
 VIEW_WRITES = [
@@ -1060,12 +1063,12 @@ VIEW_WRITES = [
     ("{a}.view(-1)[::2].fill_({tg}.sum())", 0), ("{a}.masked_fill_({m}, {tg}.mean())", 0),
     ("{a}.index_fill_({d}, {id}, {tg}.amax())", 1), ("{a}[0].clamp_(min={tg}[0])", 1),
     ("{a}.mT.masked_scatter_({m}.mT, {tg}.mT)", 2),
-    ("{a}.unsqueeze(0).expand(2, *{a}.shape).add_(1)", 0), ("{a}.unfold({d}, 2, 1).mul_(2)", 1),
+    ("{a}.unsqueeze(0).expand(2, *{a}.shape).add_(1)", 0),
     ("{a}.mT.scatter_reduce_(-1, {ix}.mT.clamp(max={a}.shape[-2] - 1), {tg}.mT, '{sr}', "
      "include_self={kd})", 2),
     ("torch.cumsum({t}, {d}, out={a})", 1), ("torch.mul({t}, 2, out={a}.detach())", 0),
     ("torch.add({a}.detach(), {t}, out=torch.empty(0, dtype={a}.dtype))", 0),
-    ("torch.exp({t}, out={a}.detach()[..., :1])", 1),
+    ("torch.exp({t}[..., :1], out={a}.detach()[..., :1])", 1),
 ]
 
 
