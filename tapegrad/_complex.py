@@ -871,6 +871,16 @@ class _ProdAll(_Op):
         flat = z.reshape(-1)
         if flat.shape[0] == 0:
             return (m.zeros_like(z),)
+        if m is np:
+            # PyTorch's prod_backward: without zeros g * conj(out / z) (NaN at an infinite
+            # element, as PyTorch's); two zeros make every product of the others 0, returned
+            # without multiplying (an infinite or NaN g gives 0, not NaN); under create_graph
+            # (below) the products of the others
+            zeros = np.count_nonzero(flat == 0)
+            if zeros == 0:
+                return (g * np.conj(np.prod(flat) / z),)
+            if zeros > 1:
+                return (np.zeros_like(z),)
         return ((g * _cj(m, _others(m, flat, 0))).reshape(z.shape),)
 
 
@@ -892,7 +902,12 @@ class _ProdDim(_Op):
             return (g,)
         if z.shape[dim] == 0:
             return (m.zeros_like(z),)
-        return (_regrow(g, dim, keepdim) * _cj(m, _others(m, z, dim)),)
+        g = _regrow(g, dim, keepdim)
+        if m is np and not (z == 0).any():
+            # PyTorch's prod_backward without a zero anywhere: g * conj(out / z) (NaN at an
+            # infinite element, as PyTorch's)
+            return (g * np.conj(np.prod(z, axis=dim, keepdims=True) / z),)
+        return (g * _cj(m, _others(m, z, dim)),)
 
 
 def _prod_dtype(x, dim, keepdim, dtype):

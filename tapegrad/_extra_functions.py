@@ -327,9 +327,9 @@ class Cumprod(KernelFunction):
     """cumprod of a float or complex tensor: numpy's running product forward; PyTorch's
     zero-aware gradient (cumprod_grad_array). With create_graph, an input without zeros takes the
     same first form in recorded ops; one with zeros PyTorch's double-backward form,
-    differentiable also in the zeros: for each position k the
-    running products of the input with x_k left out, summed against the upstream gradient from
-    k on (O(n^2) along the dim, as PyTorch's)."""
+    differentiable also in the zeros: for each position k the product of the input before k
+    times its running products after k, summed against the upstream gradient from k on (O(n^2)
+    along the dim, as PyTorch's)."""
 
     saved_args = (0,)
     saved_outputs = (0,)        # PyTorch's CumprodBackward0 saves self and its result
@@ -351,7 +351,7 @@ class Cumprod(KernelFunction):
 
     @staticmethod
     def graph_backward(ctx, saved, g):
-        from . import cumprod, eye, where
+        from . import cat, cumprod, ones_like, stack
         x, out = saved
         dim = ctx.params[1]
         if x.shape[dim] == 1:               # the identity: a gradient independent of x
@@ -361,18 +361,23 @@ class Cumprod(KernelFunction):
             # result's history, so a hook or retained .grad on it sees that term)
             w = out * g if not x.is_complex() else out.conj() * g
             return flip(cumsum(flip(w, (dim,)), dim), (dim,)) / (x.conj() if x.is_complex() else x), None
+        # position k receives sum_{j >= k} g_j * prod(x[:k]) * prod(x[k+1 : j+1]), composed
+        # as PyTorch's: the product before k (prod) times the running products after k
+        # (cumprod), never a running product through x_k replaced by 1 (whose own backward
+        # divides by the outputs: an infinite x_j beside a zero would give NaN where PyTorch's
+        # second derivative is finite)
+        xc = x.conj() if x.is_complex() else x
         n = x.shape[dim]
-        xs = x.movedim(dim, -1).unsqueeze(-2)               # (..., 1, n): x_j along the last dim
-        k_is_j = eye(n, dtype=bool)                         # row k, column j
-        others = cumprod(where(k_is_j, 1, xs.expand(xs.shape[:-2] + (n, n))), -1)
-        if others.is_complex():
-            others = others.conj()
-        from_k_on = _wrap(np.triu(np.ones((n, n), dtype=bool)))
-        gs = g.movedim(dim, -1).unsqueeze(-2)
-        # (the gradient is masked before the product: its derivative by the products must not
-        # meet an infinite gradient of an output before k as 0 * inf)
-        grad = (where(from_k_on, gs, 0) * others).sum(-1)
-        return grad.movedim(-1, dim), None
+        parts = []
+        for k in range(n):
+            after = cumprod(xc.narrow(dim, k + 1, n - k - 1), dim) if k < n - 1 else None
+            if k == 0:
+                omitted = cat([ones_like(xc.narrow(dim, 0, 1)), after], dim)
+            else:
+                before = xc.narrow(dim, 0, k).prod(dim, keepdim=True)
+                omitted = before if after is None else cat([before, before * after], dim)
+            parts.append((g.narrow(dim, k, n - k) * omitted).sum(dim))
+        return stack(parts, dim), None
 
 
 _torch_grad_fn_name(Cumprod, "CumprodBackward0")

@@ -155,6 +155,8 @@ def put(input, index, source, accumulate=False):
                          f"= {index.numel()}")
     n = input.numel()
     flat_index = index._array.reshape(-1)
+    if n == 0 and flat_index.size:
+        raise IndexError("put_(): Tried to put elements into an empty tensor")     # (take's)
     bad = (flat_index >= n) | (flat_index < -n)
     if bad.any():
         raise IndexError(f"out of range: tried to access index {int(flat_index[bad][0])} on a "

@@ -393,6 +393,12 @@ def _check_index_put(self, key, values):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(values._array.shape)} "
                            f"cannot be broadcast to indexing result of shape "
                            f"{list(target)}") from None
+    if 0 in target:
+        # nothing is written: PyTorch checks each index as its kernel writes through it, so
+        # an index out of range raises nothing (zeros(2, 0).index_put_(([5],), v); fuzz
+        # 65500344), as x[key] reads nothing (the core's empty_index_result); zeros stand in
+        return tuple(np.zeros_like(k) if isinstance(k, np.ndarray) and k.dtype != bool else k
+                     for k in key)
     return tuple(_check_bounds(k, shape[d], d, wrap=True, error=IndexError)
                  if isinstance(k, np.ndarray) and k.dtype != bool else k
                  for d, k in enumerate(key))

@@ -923,9 +923,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if chunk_size is not None and chunk_size < sizes[0]:
             return _vmap_in_chunks(func, name, pairs, rebuilders, sizes[0], in_dims, out_dims,
                                    randomness, chunk_size, kwargs)
-        if randomness != "error":
-            return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, randomness,
-                                 kwargs)
+        # func runs batched first in every randomness mode: PyTorch's refusals of data-dependent
+        # calls (.item(), nonzero, boolean masks) hold in 'same' and 'different' too, and a
+        # function that draws nothing gives the batched result.  One that draws random numbers
+        # runs again, once per sample, from the generator state before the batched run.
         state = _default_generator.get_state()
         with _vmap._level(sizes[0]) as level:
             leaves = [leaf if d is None else
@@ -933,22 +934,28 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                       for leaf, d in pairs]
             try:
                 result = _vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs)
-            except TypeError as exc:
-                if "BatchedTensor" not in str(exc):
+            except _vmap.DataDependentError:
+                _default_generator.set_state(state)
+                raise
+            except Exception as exc:
+                if randomness == "error" and not (isinstance(exc, TypeError)
+                                                  and "BatchedTensor" in str(exc)):
                     raise
                 # A function the namespaces' wrappers do not reach (bound to another name
-                # before vmap, a plain tensor's method) met a BatchedTensor: run func once per
-                # sample instead, outside this level (its samples are plain tensors).
+                # before vmap, a plain tensor's method) met a BatchedTensor, or a random op
+                # without a batched form: run func once per sample instead, outside this level
+                # (its samples are plain tensors).
                 _default_generator.set_state(state)
             else:
-                if not _same_state(state, _default_generator.get_state()):
-                    _default_generator.set_state(state)
+                if _same_state(state, _default_generator.get_state()):
+                    return _unbatch_outputs(name, result, out_dims, level, sizes[0])
+                _default_generator.set_state(state)
+                if randomness == "error":
                     raise RuntimeError("vmap: called random operation while in randomness error "
                                        "mode. Please either use the 'same' or 'different' "
                                        "randomness flags on vmap or perform the randomness "
                                        "operation out of vmap")
-                return _unbatch_outputs(name, result, out_dims, level, sizes[0])
-        return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, "error", kwargs)
+        return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, randomness, kwargs)
     return wrapper
 
 

@@ -46,7 +46,11 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     included) and WIDE_INT / INT_INPLACE (g_int: int8..int64, uint8 and bool leaves: floor /
     trunc division and remainder with negatives, bitwise ops and shifts, promotion with float
     scalars and tensors, reduction dtypes, argmax / topk / sort, clamp with float bounds,
-    comparisons, where with mixed dtypes), so the programs of lower seeds stay what they were;
+    comparisons, where with mixed dtypes), and seeds >= WRITES_FROM (65,500,000) from
+    VIEW_WRITES (g_writes: augmented assignments to basic / advanced / masked indexes, in-place
+    methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
+    grad, overlapping writes PyTorch refuses, out= into a tensor that requires grad or into a
+    detached alias), so the programs of lower seeds stay what they were;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
 
@@ -1037,6 +1041,53 @@ def g_extra(g):
         g.add(fmt.format(**fill), nograd=r.random() < 0.08)
 
 
+# (session 38) Writes scripts make through views and indexing, which the tables above draw only
+# on whole variables: augmented assignments to basic, advanced and masked indexes, in-place
+# methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
+# grad, writes PyTorch refuses (expanded views), and out= into tensors that require grad (its
+# error) or into a detached alias (the write must reach the version counter).  Not drawn: writes
+# into overlapping views PyTorch cannot prove overlapping (unfold(...).mul_(2): its result
+# follows its loop order, 65500746) and out= views of another shape (PyTorch resizes the view's
+# storage, tapegrad refuses: 65500089).  Drawn only by
+# seeds >= WRITES_FROM, so the programs of lower seeds stay what they were.
+WRITES_FROM = 65_500_000
+VIEW_WRITES = [
+    ("{a}[0] += {tg}[0]", 1), ("{a}[..., ::2] *= 2", 1), ("{a}[{i0}] *= -2", 1),
+    ("{a}[{i0}] -= 1.5", 1), ("{a}[{m}] += 1", 0), ("{a}[{m}] = {tg}[{m}]", 0),
+    ("{a}[:, {i1}] = {tg}[:, {i1}]", 2), ("{a}.mT[0] = {tg}.mT[-1].exp()", 2),
+    ("{a}.diagonal().mul_(2)", 2), ("{a}.diagonal().copy_({tg}.diagonal().tanh())", 2),
+    ("{a}.narrow({d}, 0, 1).copy_({tg}.narrow({d}, -1, 1))", 1),
+    ("{a}.select({d}, 0).cumsum_(0)", 2), ("{a}.mT.cumprod_(-1)", 2),
+    ("{a}.index_put_(({i0},), {src0}, accumulate=True)", 1),
+    ("{a}[1:].index_put_(({i0},), {tg}[0].sum(), accumulate=True)", 1),
+    ("{a}.view(-1)[::2].fill_({tg}.sum())", 0), ("{a}.masked_fill_({m}, {tg}.mean())", 0),
+    ("{a}.index_fill_({d}, {id}, {tg}.amax())", 1), ("{a}[0].clamp_(min={tg}[0])", 1),
+    ("{a}.mT.masked_scatter_({m}.mT, {tg}.mT)", 2),
+    ("{a}.unsqueeze(0).expand(2, *{a}.shape).add_(1)", 0),
+    ("{a}.mT.scatter_reduce_(-1, {ix}.mT.clamp(max={a}.shape[-2] - 1), {tg}.mT, '{sr}', "
+     "include_self={kd})", 2),
+    ("torch.cumsum({t}, {d}, out={a})", 1), ("torch.mul({t}, 2, out={a}.detach())", 0),
+    ("torch.add({a}.detach(), {t}, out=torch.empty(0, dtype={a}.dtype))", 0),
+    ("torch.exp({t}[..., :1], out={a}.detach()[..., :1])", 1),
+]
+
+
+def g_writes(g):
+    """One write of VIEW_WRITES (drawn only by seeds >= WRITES_FROM), on a non-leaf mostly (a
+    leaf that requires grad now and then, for PyTorch's error)."""
+    r = g.r
+    a = g.pick_float(lambda m: not (m.leaf and m.rg) or r.random() < 0.1)
+    if a is None:
+        return
+    m = g.meta[a]
+    fmt = r.choice([code for code, least in VIEW_WRITES if m.nd >= least])
+    fill = wide_fill(g, a, fmt)
+    if fill is not None:
+        code = fmt.format(**fill)
+        assign = re.match(r"v\d+[.\w]*\[[^\]]*\] [-+*]?= ", code)   # (a statement)
+        g.add(code, stmt=bool(assign), nograd=r.random() < 0.1)
+
+
 # (session 33) The linalg family beyond WIDE's entries: the factorisations' other outputs, the
 # solves on factors, the `_ex` variants and the composites PyTorch computes through LAPACK, whose
 # results PyTorch lays out column-major (a later flatten() is a copy, a flat view() raises).
@@ -1745,7 +1796,8 @@ def generate(seed):
     n = r.randint(1, MAX_STEPS)
     ops = OPS + ([(g_extra, 8)] if seed >= EXTRA_FROM else []) \
         + ([(g_linalg, 4)] if seed >= LINALG_FROM else []) \
-        + ([(g_complex2, 7), (g_int, 7)] if seed >= COMPLEX_FROM else [])
+        + ([(g_complex2, 7), (g_int, 7)] if seed >= COMPLEX_FROM else []) \
+        + ([(g_writes, 6)] if seed >= WRITES_FROM else [])
     if seed >= COMPLEX_FROM and r.random() < 0.5:
         # half of these seeds: a program mostly over complex or integer values (among ~80 of
         # weight, 14 would leave those paths a step or two per program)
@@ -2497,11 +2549,12 @@ def known_for(prog, cat, msg):
         # cast of real values)
         return True
     if cat == "value" and prog.cplx and re.match(
-            r"step \d+ `v\d+ = (v\d+ [-+] v\d+|torch\.(add|sub)\(|v\d+\.(add|sub)_?\()", msg) \
+            r"step \d+ `v\d+ = (v\d+(\.to\([^)]*\))? [-+] v\d+|torch\.(add|sub)\(|v\d+\.(add|sub)_?\()", msg) \
             and re.search(r"torch .*\bnan\b.* vs tapegrad", msg):
         # PyTorch's complex add / sub is a + alpha * b with alpha = 1 + 0j multiplied out, so an
         # infinite part of b meets alpha's 0 and turns b's other part NaN ((1.65+0j) +
-        # (-inf-0.454j) is -inf+nanj, b + a is -inf-0.454j; 62659141); tapegrad's is a + b
+        # (-inf-0.454j) is -inf+nanj, b + a is -inf-0.454j; 62659141; a cast operand the same:
+        # 0.5j.to(complex64) + -inf is -inf+nanj, 65400340); tapegrad's is a + b
         return True
     if cat == "grad" and prog.cplx and _nan_where_inf(msg):
         # the same add in PyTorch's engine: two complex gradient contributions are accumulated

@@ -1583,8 +1583,9 @@ def known(prog, cat, msg):
     # (session 25: 60758574; 60758836 with a float mask and non-finite keys and values); and for
     # gradients, a row whose scores are all -inf has probabilities 0 in torch's kernel (output
     # zeros, as tapegrad's), but its backward multiplies them by a dP holding the inf of v
-    # (0 * inf: NaN), where tapegrad's gradient of that row is 0 (60739464)
-    if cat in ("value", "grad") and prog.op in ("mha", "sdpa") and any(
+    # (0 * inf: NaN), where tapegrad's gradient of that row is 0 (60739464); compiled calls
+    # compared with torch's the same (61001226: an inf in a query row)
+    if cat in ("value", "grad", "compile") and prog.op in ("mha", "sdpa") and any(
             leaf.array.dtype.kind == "f" and not np.isfinite(leaf.array).all()
             for leaf in prog.case.leaves):
         return True
