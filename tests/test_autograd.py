@@ -515,6 +515,7 @@ def test_function_records_and_ctx_are_released_with_their_outputs():
     Cube, MulAdd, Exp, Scale = make_functions(tg)
     x = tg.tensor(B, requires_grad=True)
     x * 1.0                                     # x's LEAF record exists from here on
+    gc.collect()                                # (earlier tests' cyclic garbage: not counted)
     live = tg._core.tape().live_records
     y = Exp.apply(x)                            # saves its own output: no reference cycle
     p, q, _ = MulAdd.apply(y, x)

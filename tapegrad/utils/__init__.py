@@ -48,3 +48,12 @@ def swap_tensors(t1, t2):
             setattr(t1, slot, getattr(t2, slot))
             delattr(t2, slot)
     _core._swap_tensor_impl(t1, t2)
+
+
+def __getattr__(name):
+    # torch.utils.collect_env is an attribute after a bare `import torch`; loaded on first use
+    # here (it imports subprocess and locale, which nothing else at import needs)
+    if name == "collect_env":
+        import importlib
+        return importlib.import_module(".collect_env", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
