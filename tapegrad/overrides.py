@@ -228,15 +228,38 @@ class _DispatchingProperty(property):
     """A tensor-valued property of a subclass, dispatching its reads."""
 
 
+def _property_read_by(descriptor, read, kind=property):
+    """A property of `kind` over Tensor's `descriptor` whose reads go to `read` (writes, where
+    the descriptor takes them, to the descriptor)."""
+    writable = getattr(descriptor, "fset", None) is not None or (
+        not isinstance(descriptor, property) and hasattr(descriptor, "__set__"))
+
+    def write(self, value):
+        descriptor.__set__(self, value)
+    return kind(read, write if writable else None, doc=descriptor.__doc__)
+
+
 def _dispatching_property(descriptor):
     getter = descriptor.__get__
-    read = _dispatching_method(getter, getter)
-    write = None
-    if getattr(descriptor, "fset", None) is not None or (
-            not isinstance(descriptor, property) and hasattr(descriptor, "__set__")):
-        def write(self, value):
-            descriptor.__set__(self, value)
-    return _DispatchingProperty(read, write, doc=descriptor.__doc__)
+    return _property_read_by(descriptor, _dispatching_method(getter, getter),
+                             _DispatchingProperty)
+
+
+def _dispatched_attributes(is_property):
+    """Tensor's attributes a dispatch replaces, as (name, value, whether a property): its public
+    properties `is_property(name, value)` picks and its Python-level methods and operators; not
+    the object protocol (_KEPT) nor tapegrad's C method entries, which dispatch by themselves."""
+    method_type = type(Tensor.add)
+    for klass in (_core.TensorBase, Tensor):
+        for name, value in vars(klass).items():
+            if name in _KEPT or name.startswith("_") and not (
+                    name.startswith("__") and name.endswith("__")):
+                continue
+            if is_property(name, value):
+                yield name, value, True
+            elif callable(value) and not isinstance(
+                    value, (method_type, staticmethod, classmethod, type)):
+                yield name, value, False
 
 
 def _register_subclass(cls) -> None:
@@ -257,22 +280,15 @@ def _register_subclass(cls) -> None:
                    if not (getattr(value, "_dispatches", False)
                            or isinstance(value, _DispatchingProperty)))
     _SUBCLASS_TYPES.add(cls)
-    method_type = type(Tensor.add)          # tapegrad's C method entries dispatch by themselves
-    for klass in (_core.TensorBase, Tensor):
-        for name, value in vars(klass).items():
-            if name in own or name in _KEPT:
-                continue
-            if name in _TENSOR_PROPERTIES:
-                setattr(cls, name, _dispatching_property(value))
-                continue
-            if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
-                continue
-            if isinstance(value, method_type) or not callable(value) or isinstance(
-                    value, (staticmethod, classmethod, type)):
-                continue
-            plain = getattr(Tensor, name)
+    for name, value, is_property in _dispatched_attributes(
+            lambda name, value: name in _TENSOR_PROPERTIES):
+        if name in own:
+            continue
+        if is_property:
+            setattr(cls, name, _dispatching_property(value))
+        else:
             func = getattr(Tensor, _OPERATOR_METHODS.get(name, name))
-            setattr(cls, name, _dispatching_method(func, plain))
+            setattr(cls, name, _dispatching_method(func, getattr(Tensor, name)))
 
 
 # -- torch function modes -----------------------------------------------------------------------
@@ -461,13 +477,7 @@ def _mode_dispatching_method(func, plain, level):
 
 def _mode_dispatching_property(descriptor):
     getter = descriptor.__get__
-    read = _mode_dispatching_method(getter, getter, _PROPERTY)
-    write = None
-    if getattr(descriptor, "fset", None) is not None or (
-            not isinstance(descriptor, property) and hasattr(descriptor, "__set__")):
-        def write(self, value):
-            descriptor.__set__(self, value)
-    return property(read, write, doc=descriptor.__doc__)
+    return _property_read_by(descriptor, _mode_dispatching_method(getter, getter, _PROPERTY))
 
 
 def _is_property(value) -> bool:
@@ -491,25 +501,18 @@ _PYTHON_TENSOR_METHODS = frozenset((
 
 
 def _install_mode_attributes() -> None:
-    method_type = type(Tensor.add)          # (the C method entries check the modes themselves)
     replaced = {}
-    for klass in (_core.TensorBase, Tensor):
-        for name, value in vars(klass).items():
-            if name in _KEPT or name.startswith("_") and not (
-                    name.startswith("__") and name.endswith("__")):
-                continue
-            if _is_property(value):
-                replaced[name] = _mode_dispatching_property(value)
-                continue
-            if isinstance(value, method_type) or not callable(value) or isinstance(
-                    value, (staticmethod, classmethod, type)):
-                continue
-            plain = getattr(Tensor, name)
-            level = _PYTHON_LEVEL if name in _PYTHON_TENSOR_METHODS else _C_LEVEL
-            # (an operator PyTorch writes in Python, __pow__, is reported as itself)
-            func = plain if level == _PYTHON_LEVEL else getattr(
-                Tensor, _OPERATOR_METHODS.get(name, name))
-            replaced[name] = _mode_dispatching_method(func, plain, level)
+    for name, value, is_property in _dispatched_attributes(
+            lambda name, value: _is_property(value)):
+        if is_property:
+            replaced[name] = _mode_dispatching_property(value)
+            continue
+        plain = getattr(Tensor, name)
+        level = _PYTHON_LEVEL if name in _PYTHON_TENSOR_METHODS else _C_LEVEL
+        # (an operator PyTorch writes in Python, __pow__, is reported as itself)
+        func = plain if level == _PYTHON_LEVEL else getattr(
+            Tensor, _OPERATOR_METHODS.get(name, name))
+        replaced[name] = _mode_dispatching_method(func, plain, level)
     for name, value in replaced.items():
         _mode_attributes[name] = vars(Tensor).get(name, _ABSENT)
         setattr(Tensor, name, value)
