@@ -312,6 +312,9 @@ def _cast_function():
                 rounded = _run(Tensor.clone, (grad,), {})
                 _round_in_place(rounded._array)
                 return rounded
+        # (its backward runs no user code: no hook can see the order leaves are delivered in,
+        # so the sweep need not replay PyTorch's ready queue for it, ready_order.pxi)
+        ToCopyBackward0._backward_is_kernels = True
         _CAST_FUNCTION = ToCopyBackward0
     return _CAST_FUNCTION
 
