@@ -654,6 +654,28 @@ def _nan_to_num(func, args, kwargs):
     return _computed(func, func.__name__, args[:1], given)
 
 
+def _attention(func, args, kwargs):
+    """scaled_dot_product_attention: its result has the query's dtype whatever its mask's (a
+    float32 additive mask on bfloat16 operands is PyTorch's usual case), and it refuses
+    operands of two dtypes, or a bfloat16 mask on other operands, as PyTorch does."""
+    bound = _bound(func, args, kwargs)
+    operands = None if bound is None else [bound.get(n) for n in ("query", "key", "value")]
+    if operands is None or not all(isinstance(t, _core.TensorBase) for t in operands):
+        return _computed(func, func.__name__, args, kwargs)
+    q, k, v = operands
+    c = [_C_NAMES.get(_dtype_name(t), _dtype_name(t)) for t in operands]
+    if len(set(c)) > 1:
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {c[0]} key.dtype: {c[1]} and value.dtype: {c[2]} "
+                           f"instead.")
+    mask = bound.get("attn_mask")
+    if is_bfloat16(mask) and not is_bfloat16(q):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: c10::BFloat16 and  query.dtype: "
+                           f"{c[0]} instead.")
+    return _result(_run(func, args, kwargs), is_bfloat16(q), None, operands)
+
+
 def _already(func, args, kwargs):
     return args[0]                          # t.bfloat16() of a bfloat16 tensor: t itself
 
@@ -694,7 +716,7 @@ _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16"
         "__str__": _repr, "element_size": _element_size, "type": _type}
 _OWN.update(dict.fromkeys(_COMPOSED, _composed))
 _OWN.update(log_softmax=_log_softmax, cross_entropy=_cross_entropy, nan_to_num=_nan_to_num,
-            nan_to_num_=_nan_to_num)
+            nan_to_num_=_nan_to_num, scaled_dot_product_attention=_attention)
 _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_norm",
                            "rms_norm"), _norm))
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))

@@ -264,3 +264,38 @@ def test_writes_of_another_dtype_into_bfloat16_are_refused():
     a = tg.zeros(3, dtype=tg.bfloat16)
     a[a == 0] = tg.tensor([1 / 3])
     assert a.tolist() == [0.333984375] * 3
+
+
+# -- scaled_dot_product_attention of bfloat16 operands ------------------------------------------------
+
+def _qkv(lib):
+    n = 2 * 2 * 5 * 8
+    q = lib.sin(lib.arange(n, dtype=lib.float32) * 0.37).reshape(2, 2, 5, 8).bfloat16()
+    k = lib.cos(lib.arange(n, dtype=lib.float32) * 0.71).reshape(2, 2, 5, 8).bfloat16() * 2
+    v = lib.sin(lib.arange(n, dtype=lib.float32) * 1.3).reshape(2, 2, 5, 8).bfloat16()
+    return q, k, v
+
+
+def test_bfloat16_attention_rounds_as_pytorchs_flash_kernel_and_keeps_the_query_dtype():
+    torch = _torch()
+    results = []
+    for lib in (tg, torch):
+        q, k, v = _qkv(lib)
+        allowed = lib.ones(5, 5, dtype=lib.bool).tril()
+        float_mask = lib.zeros(5, 5) - 1.5 * (~allowed)        # float32 on bfloat16 operands
+        sdpa = lib.nn.functional.scaled_dot_product_attention
+        results.append([sdpa(q, k, v), sdpa(q, k, v, is_causal=True),
+                        sdpa(q, k, v, attn_mask=allowed), sdpa(q, k, v, attn_mask=float_mask),
+                        sdpa(q[:, :, -1:], k, v, scale=0.3)])
+    for ours, theirs in zip(*results):
+        assert str(ours.dtype) == str(theirs.dtype) == "torch.bfloat16"
+        _same(ours, theirs)
+
+
+def test_attention_refuses_operands_of_two_dtypes():
+    q = tg.ones(1, 1, 2, 4)
+    sdpa = F.scaled_dot_product_attention
+    with pytest.raises(RuntimeError, match="query.dtype: c10::BFloat16 key.dtype: float"):
+        sdpa(q.bfloat16(), q, q)
+    with pytest.raises(RuntimeError, match="attn_mask.dtype: c10::BFloat16 and  query.dtype"):
+        sdpa(q, q, q, attn_mask=tg.zeros(2, 2).bfloat16())
