@@ -194,6 +194,14 @@ def autocast_call(entry, policy: int, args: tuple, kwargs: dict):
         _core._exclude_autocast(False)
 
 
+def lower_precision_operands(name: str, values) -> list:
+    """values cast as an op of the lower_precision_fp policy casts its arguments, for an op
+    that runs by internal calls no entry sees (the recurrent layers' lstm, rnn_tanh and
+    rnn_relu, which PyTorch's CPU autocast runs in the autocast dtype; gru it leaves alone)."""
+    lower = _autocast_dtype()
+    return [_cast_value(v, lower, lower, name) for v in values]
+
+
 def install(matmul_entry) -> None:
     """Route listed entries' calls under autocast here (called once, by tapegrad/__init__)."""
     _core._set_autocast_handler(autocast_call, matmul_entry)

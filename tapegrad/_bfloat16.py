@@ -26,6 +26,9 @@ gradients can differ from PyTorch's in their last bits).
 """
 from __future__ import annotations as _annotations
 
+import inspect
+import warnings
+
 import numpy as np
 
 from . import _core, _meta
@@ -158,6 +161,20 @@ def round_tensors_in_place(tensors) -> None:
         _round_in_place(t._array)
 
 
+def as_bfloat16_gradient(g):
+    """The gradient of a bfloat16 output as a custom Function's backward receives it: rounded
+    and of dtype bfloat16 (the sweep's adjoints are float32); None and other dtypes
+    pass."""
+    if g is None or g._array.dtype != _F32 or is_bfloat16(g):
+        return g
+    if g.requires_grad and _core.is_grad_enabled():
+        return g.to(bfloat16)                           # (create_graph: a recorded cast)
+    rounded = _run(Tensor.clone, (g,), {})
+    _round_in_place(rounded._array)
+    mark(rounded)
+    return rounded
+
+
 def _sync_data_class(t, value) -> None:
     """`t.data = value`: t takes value's dtype, so its class follows (the core's data setter)."""
     if is_bfloat16(value) != is_bfloat16(t):
@@ -222,13 +239,82 @@ def _refuse_mixed(name: str, tensors) -> None:
         return
     a, b = names[0], next(n for n in names if n != names[0])
     if name in _CONV_OPS:
-        raise RuntimeError(f"Input type ({_C_NAMES.get(a, a)}) and bias type ({_C_NAMES.get(b, b)})"
-                           f" should be the same" if len(names) > 2 and names[-1] == b and
-                           names[0] == names[1] else
-                           f"Input type ({_C_NAMES.get(a, a)}) and weight type "
-                           f"({_C_NAMES.get(b, b)}) should be the same")
+        _refuse_mixed_convolution(name, names)
     raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                        f"{_C_NAMES.get(a, a)} != {_C_NAMES.get(b, b)}")
+
+
+def _refuse_mixed_convolution(name: str, names: list) -> None:
+    """PyTorch's refusal of a convolution with input, weight (and bias) of two floating dtypes,
+    in the words of the check that meets it first: the bias's dtype, then the weight's (in
+    the oneDNN words for a bfloat16 input, the native kernel's for another)."""
+    input, weight = names[0], names[1]
+    bias = names[2] if len(names) > 2 else None
+    if bias is not None and bias != input and not name.startswith("conv_transpose"):
+        raise RuntimeError(f"Input type ({_C_NAMES.get(input, input)}) and bias type "
+                           f"({_C_NAMES.get(bias, bias)}) should be the same")
+    other, what = (weight, "weight") if weight != input else (bias, "bias")
+    if input == "bfloat16":
+        tensor_type = f"torch.{_SCALAR_NAMES.get(other, other)}Tensor"
+        raise RuntimeError(f"Input type (CPUBFloat16Type) and {what} type ({tensor_type}) "
+                           f"should be the same or input should be a MKLDNN tensor and "
+                           f"{what} is a dense tensor")
+    raise RuntimeError(f"expected scalar type {_SCALAR_NAMES.get(input, input)} but found "
+                       f"{_SCALAR_NAMES.get(other, other)}")
+
+
+# Ops that refuse a source tensor of another dtype than self's, bfloat16 among them: name ->
+# (the source's position, its keyword, PyTorch's message).  The core refuses the other mixes
+# by the storage's dtype, which a bfloat16 tensor shares with float32.
+_INDEX_PUT = ("Index put requires the source and destination dtypes match, got {self} for "
+              "the destination and {source} for the source.")
+_SAME_DTYPE_SOURCE = {
+    "index_put_": (2, "values", _INDEX_PUT), "index_put": (2, "values", _INDEX_PUT),
+    "__setitem__": (2, "value", _INDEX_PUT),
+    "masked_scatter_": (2, "source", "masked_scatter: expected self and source to have same "
+                                     "dtypes but got{self} and {source}"),
+    "scatter_": (3, "src", "scatter(): Expected self.dtype to be equal to src.dtype"),
+    "index_copy_": (3, "source", "index_copy_(): self and source expected to have the same "
+                                 "dtype, but got (self) {self} and (source) {source}"),
+    "index_add_": (3, "source", "index_add_(): self ({self}) and source ({source}) must have "
+                                "the same scalar type"),
+    "isclose": (1, "other", "{self} did not match {source}"),
+    "allclose": (1, "other", "{self} did not match {source}"),
+}
+_SAME_DTYPE_SOURCE.update(masked_scatter=_SAME_DTYPE_SOURCE["masked_scatter_"],
+                          _masked_scatter_=_SAME_DTYPE_SOURCE["masked_scatter_"],
+                          scatter=_SAME_DTYPE_SOURCE["scatter_"],
+                          scatter_add=_SAME_DTYPE_SOURCE["scatter_"],
+                          scatter_add_=_SAME_DTYPE_SOURCE["scatter_"],
+                          index_copy=_SAME_DTYPE_SOURCE["index_copy_"],
+                          index_add=_SAME_DTYPE_SOURCE["index_add_"])
+
+
+def _advanced_write(key, value) -> bool:
+    """Whether `self[key] = value` is PyTorch's index_put (an index tensor or list), not a
+    copy into a view or, for one boolean mask and a one-element value, a masked_fill."""
+    parts = key if isinstance(key, tuple) else (key,)
+    indices = [k for k in parts if isinstance(k, list) or
+               isinstance(k, _core.TensorBase) and k._array.ndim]
+    if not indices:
+        return False
+    return not (len(parts) == 1 and isinstance(key, _core.TensorBase) and
+                key._array.dtype == np.bool_ and value._array.size == 1)
+
+
+def _refuse_other_source(name: str, args: tuple, kwargs: dict) -> None:
+    """PyTorch's refusal of a bfloat16 self with a float32 source, or the reverse."""
+    position, keyword, message = _SAME_DTYPE_SOURCE[name]
+    source = args[position] if len(args) > position else kwargs.get(keyword)
+    target = args[0] if args else kwargs.get("input")
+    if not (isinstance(source, _core.TensorBase) and isinstance(target, _core.TensorBase)) or \
+            is_bfloat16(source) == is_bfloat16(target) or \
+            source._array.dtype != _F32 or target._array.dtype != _F32:
+        return
+    if name == "__setitem__" and not _advanced_write(args[1], source):
+        return
+    raise RuntimeError(message.format(self=_SCALAR_NAMES[_dtype_name(target)],
+                                      source=_SCALAR_NAMES[_dtype_name(source)]))
 
 
 def _requested_dtype(name: str, args: tuple, kwargs: dict):
@@ -404,6 +490,8 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
     inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
     if name in _SAME_DTYPE_OPS or name in _CONV_OPS:
         _refuse_mixed(name, inputs)
+    if name in _SAME_DTYPE_SOURCE:
+        _refuse_other_source(name, args, kwargs)
     requested = _requested_dtype(name, args, kwargs)
     to_bfloat16 = requested is bfloat16 if requested is not None else \
         _promotes_to_bfloat16(inputs)
@@ -470,6 +558,127 @@ def _promote_types(func, args, kwargs):
     return _run(func, args, kwargs)
 
 
+def _norm(func, args, kwargs):
+    """A normalisation (layer_norm, group_norm, batch_norm, instance_norm, rms_norm): PyTorch's
+    CPU kernels take a bfloat16 input with float32 weight and bias (its "mixed dtype" form, a
+    bfloat16 activation meeting a float32 LayerNorm under autocast) and compute in float32,
+    the result rounded once to the input's dtype; any other mix of the two raises."""
+    name = func.__name__
+    try:
+        bound = inspect.signature(func).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return _computed(func, name, args, kwargs)          # (the op's own argument errors)
+    input = bound.get("input")
+    parameters = [p for p in (bound.get("weight"), bound.get("bias"))
+                  if isinstance(p, _core.TensorBase)]
+    if not isinstance(input, _core.TensorBase) or input._array.dtype != _F32 or \
+            not is_bfloat16(input) and not any(is_bfloat16(p) for p in parameters):
+        return _computed(func, name, args, kwargs)
+    same = is_bfloat16(input) and all(is_bfloat16(p) for p in parameters)
+    mixed = is_bfloat16(input) and all(not is_bfloat16(p) and p._array.dtype == _F32
+                                       for p in parameters)
+    if not (same or mixed):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if mixed and name == "rms_norm" and parameters:
+        warnings.warn("Mismatch dtype between input and weight: input dtype = c10::BFloat16, "
+                      "weight dtype = float, Cannot dispatch to fused implementation.",
+                      UserWarning, stacklevel=3)
+    # (the running statistics, of either dtype, do not decide the result's dtype)
+    result = _result(_run(func, args, kwargs), is_bfloat16(input), None, [input])
+    for statistic in (bound.get("running_mean"), bound.get("running_var")):
+        if is_bfloat16(statistic):
+            _round_in_place(statistic._array)       # (updated in training)
+    return result
+
+
+def _bound(func, args, kwargs):
+    """The call's arguments by name, or None when they do not fit (the op raises its error)."""
+    try:
+        return inspect.signature(func).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        return None
+
+
+def _log_softmax(func, args, kwargs):
+    """log_softmax of a bfloat16 tensor as PyTorch's CPU kernel computes it: in float32, but
+    with its sum of exponentials held in bfloat16 before the log (x - max - log(bf16(sum
+    exp(x - max)))), the result rounded once: printed log-probabilities and cross-entropy
+    losses then agree to the last bfloat16 bit."""
+    bound = _bound(func, args, kwargs)
+    x = None if bound is None else bound.get("input")
+    dim = None if bound is None else bound.get("dim")
+    if not is_bfloat16(x) or type(dim) is not int or bound.get("dtype") is not None or \
+            bound.get("out") is not None or bound.get("axis") is not None or not x._array.size:
+        return _computed(func, func.__name__, args, kwargs)
+    previous = _core._subclass_dispatch_set_off(True)
+    try:
+        shifted = x - x.amax(dim, keepdim=True).detach()
+        total = shifted.exp().sum(dim, keepdim=True)
+        # (the rounding as a constant offset: the gradient is log_softmax's own)
+        total = total + _core.wrap_array(round_to_bfloat16(total._array) - total._array)
+        result = shifted - total.log()
+    finally:
+        _core._subclass_dispatch_set_off(previous)
+    _round_in_place(result._array)
+    mark(result)
+    if result.grad_fn is not None:
+        _core._name_grad_fn(result, "LogSoftmaxBackward0")
+    return result
+
+
+def _cross_entropy(func, args, kwargs):
+    """cross_entropy of bfloat16 logits with class targets: PyTorch's nll_loss of its
+    log_softmax (module docstring of _log_softmax)."""
+    bound = _bound(func, args, kwargs)
+    if bound is None or not is_bfloat16(bound.get("input")) or \
+            bound.get("label_smoothing", 0.0) != 0.0 or \
+            not isinstance(bound.get("target"), _core.TensorBase) or \
+            bound["target"]._array.dtype.kind not in "iu" or bound["input"].dim() < 1:
+        return _computed(func, func.__name__, args, kwargs)
+    from .nn import functional as F
+    x = bound.pop("input")
+    bound.pop("label_smoothing", None)
+    return F.nll_loss(F.log_softmax(x, 1 if x.dim() > 1 else 0), **bound)
+
+
+_BFLOAT16_MAX = float(np.array(0x7F7F0000, dtype=np.uint32).view(_F32))     # 3.3895e+38
+
+
+def _nan_to_num(func, args, kwargs):
+    """nan_to_num of a bfloat16 tensor: infinities become bfloat16's largest finite values
+    (the float32 storage's would round back to infinity)."""
+    if not args or not is_bfloat16(args[0]) or len(args) > 4:
+        return _computed(func, func.__name__, args, kwargs)
+    given = dict(zip(("nan", "posinf", "neginf"), args[1:]), **kwargs)
+    if given.get("posinf") is None:
+        given["posinf"] = _BFLOAT16_MAX
+    if given.get("neginf") is None:
+        given["neginf"] = -_BFLOAT16_MAX
+    return _computed(func, func.__name__, args[:1], given)
+
+
+def _attention(func, args, kwargs):
+    """scaled_dot_product_attention: its result has the query's dtype whatever its mask's (a
+    float32 additive mask on bfloat16 operands is PyTorch's usual case), and it refuses
+    operands of two dtypes, or a bfloat16 mask on other operands, as PyTorch does."""
+    bound = _bound(func, args, kwargs)
+    operands = None if bound is None else [bound.get(n) for n in ("query", "key", "value")]
+    if operands is None or not all(isinstance(t, _core.TensorBase) for t in operands):
+        return _computed(func, func.__name__, args, kwargs)
+    q, k, v = operands
+    c = [_C_NAMES.get(_dtype_name(t), _dtype_name(t)) for t in operands]
+    if len(set(c)) > 1:
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got "
+                           f"query.dtype: {c[0]} key.dtype: {c[1]} and value.dtype: {c[2]} "
+                           f"instead.")
+    mask = bound.get("attn_mask")
+    if is_bfloat16(mask) and not is_bfloat16(q):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: c10::BFloat16 and  query.dtype: "
+                           f"{c[0]} instead.")
+    return _result(_run(func, args, kwargs), is_bfloat16(q), None, operands)
+
+
 def _already(func, args, kwargs):
     return args[0]                          # t.bfloat16() of a bfloat16 tensor: t itself
 
@@ -509,6 +718,10 @@ _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16"
         "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
         "__str__": _repr, "element_size": _element_size, "type": _type}
 _OWN.update(dict.fromkeys(_COMPOSED, _composed))
+_OWN.update(log_softmax=_log_softmax, cross_entropy=_cross_entropy, nan_to_num=_nan_to_num,
+            nan_to_num_=_nan_to_num, scaled_dot_product_attention=_attention)
+_OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_norm",
+                           "rms_norm"), _norm))
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 
 

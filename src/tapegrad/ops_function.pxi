@@ -775,6 +775,18 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
                             if isinstance(a, TensorBase) else None for a in args)
     ctx._output_meta = tuple(((<TensorBase>o)._array.shape, (<TensorBase>o)._array.dtype)
                              if isinstance(o, TensorBase) else None for o in final)
+    # the inputs and outputs of dtype bfloat16 (float32 storage, marked by their class): as
+    # PyTorch's engine, backward receives the outputs' gradients as bfloat16 tensors and what
+    # it returns for the inputs is cast to bfloat16 (autograd/function.py)
+    # (set only when there are some: a compiled function's ctx takes no new attributes)
+    bfloat16_outputs = tuple(j for j, o in enumerate(final)
+                             if getattr(type(o), "_dtype_class", False))
+    bfloat16_inputs = tuple(j for j, a in enumerate(args)
+                            if getattr(type(a), "_dtype_class", False))
+    if bfloat16_outputs:
+        ctx._bfloat16_outputs = bfloat16_outputs
+    if bfloat16_inputs:
+        ctx._bfloat16_inputs = bfloat16_inputs
     trace = anomaly_trace() if ANOMALY_MODE else None
     inp = <Py_ssize_t*>malloc(max(n_in, 1) * sizeof(Py_ssize_t))
     if inp == NULL:

@@ -863,6 +863,11 @@ def _backward(ctx, grads, create_graph=False):
             grad_outputs = [g if g is not None or meta is None or not ctx.materialize_grads
                             else wrap(np.zeros(meta[0], dtype=meta[1]))
                             for g, meta in zip(arrived, ctx._output_meta)]
+    bfloat16_outputs = ctx.__dict__.get("_bfloat16_outputs")
+    if bfloat16_outputs:
+        from .._bfloat16 import as_bfloat16_gradient
+        for j in bfloat16_outputs:
+            grad_outputs[j] = as_bfloat16_gradient(grad_outputs[j])
     ctx._output_nodes = grads[n_out:]
     try:
         result = cls.backward(ctx, *grad_outputs)
@@ -878,6 +883,9 @@ def _backward(ctx, grads, create_graph=False):
             raise RuntimeError(f"function {name} returned an incorrect number of gradients "
                                f"(expected {n}, got {len(result)})")
     out = []
+    bfloat16_inputs = ctx.__dict__.get("_bfloat16_inputs") or ()
+    if bfloat16_inputs:
+        from .._bfloat16 import round_to_bfloat16
     needs = getattr(ctx, "needs_input_grad", None) or (True,) * n
     for i, (g, meta) in enumerate(zip(result, ctx._input_meta)):
         if meta is None:
@@ -923,6 +931,8 @@ def _backward(ctx, grads, create_graph=False):
             if g._array.dtype != dtype:
                 g = g.to(_core.np_dtype_to_dtype(dtype)) if create_graph else wrap(
                     g._array.astype(dtype))
+        if i in bfloat16_inputs and g.dtype is not _core.bfloat16:
+            g = g.to(_core.bfloat16) if create_graph else wrap(round_to_bfloat16(g._array))
         out.append(g if create_graph else g._array)
     if post_hooks:
         out = _post_hooked(post_hooks, out, arrived, ctx._input_meta, create_graph)

@@ -133,12 +133,32 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                 # PyTorch's math kernel ends in a matmul: its node is what a print shows
                 out = _core._name_grad_fn(out, "MmBackward0" if out.dim() == 2
                                           else "UnsafeViewBackward0")
+            elif getattr(type(query), "_dtype_class", False):
+                _flash_bfloat16_values(out, query, key, value, bias, float(scale_factor))
             return out
         return _attention_composite(query, key, value, bias, scale_factor, dropout_p)
 
     # float16 computed in float32 and cast back, as PyTorch's CPU math kernel does (its node is
     # ToCopyBackward0 too): the float16 scores of 60000 * 1.5 were inf, the softmax NaN
     return in_float32_if_half(attend, query, key, value, bias)
+
+
+def _flash_bfloat16_values(out, query, key, value, bias, scale) -> None:
+    """The values PyTorch's CPU flash kernel gives bfloat16 operands, written into `out` (the
+    fused record's float32 result, which its backward does not read; the bfloat16 dispatch
+    rounds it after): the kernel rounds the unnormalised weights exp(s - max) to bfloat16
+    before their product with v, and divides by their float32 sum after it.  Recovered from
+    the probabilities p: the row's largest weight is exp(0) = 1, so its sum is 1 / max(p)."""
+    from .._bfloat16 import round_to_bfloat16
+    _, p = _core._attention_forward(query._array, key._array, value._array,
+                                    None if bias is None else
+                                    (bias._array if isinstance(bias, _core.TensorBase) else bias),
+                                    scale)
+    largest = p.max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        total = np.float32(1) / largest
+        values = np.matmul(round_to_bfloat16(p * total), value._array) / total
+    out._array[...] = np.where(largest > 0, values, out._array)
 
 
 def _empty_attention(query, key, value):

@@ -190,6 +190,19 @@ class Adam(Optimizer):
                 exp_avg_sq.lerp_(grad.square(), 1 - beta2)
             else:
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=float(1 - beta2))
+            if not group["differentiable"]:
+                # (the route of a group holding bfloat16 parameters, Optimizer's
+                # _update_bfloat16_group): PyTorch's plain single-tensor step, its bias
+                # corrections Python numbers and each tensor op rounded to the parameter's dtype
+                step = step_t.item()
+                step_size = _to_scalar(lr) / (1 - _to_scalar(beta1) ** step)
+                bias_correction2_sqrt = (1 - _to_scalar(beta2) ** step) ** 0.5
+                if amsgrad:
+                    max_sq.copy_(max_sq.maximum(exp_avg_sq))
+                denom = ((max_sq if amsgrad else exp_avg_sq).sqrt() / bias_correction2_sqrt
+                         ).add_(eps)
+                p.addcdiv_(exp_avg, denom, value=-step_size)
+                continue
             step = step_t
             bias_correction1 = 1 - beta1 ** (step.clone() if needs_grad(beta1) else step)
             bias_correction2 = 1 - beta2 ** (step.clone() if needs_grad(beta2) else step)

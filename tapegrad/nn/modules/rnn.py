@@ -550,9 +550,18 @@ class RNNBase(_BFloat16Calls, Module):
         if packed and sorted_indices is not None:
             state = [s.index_select(1, sorted_indices) for s in state]
 
-        output, final = _run_layers(self.mode, data, state, self._direction_weights,
-                                    self.num_layers, self.bidirectional, self.dropout,
-                                    self.training, hx is not None, batch_sizes)
+        run, weights = _run_layers, self._direction_weights
+        autocasting = self.mode != "GRU" and _core._set_autocast_on(None)
+        if autocasting:
+            data, state, run, weights = self._autocast_operands(data, state)
+            _core._exclude_autocast(True)
+        try:
+            output, final = run(self.mode, data, state, weights, self.num_layers,
+                                self.bidirectional, self.dropout, self.training,
+                                hx is not None, batch_sizes)
+        finally:
+            if autocasting:
+                _core._exclude_autocast(False)
         if packed:
             if unsorted_indices is not None:
                 final = [s.index_select(1, unsorted_indices) for s in final]
@@ -566,6 +575,25 @@ class RNNBase(_BFloat16Calls, Module):
                 output = output.squeeze(1)
                 final = [s.squeeze(1) for s in final]
         return (output, tuple(final)) if is_lstm else (output, final[0])
+
+    def _autocast_operands(self, data, state):
+        """PyTorch's CPU autocast runs lstm, rnn_tanh and rnn_relu (not gru) in its dtype: the
+        input, states and weights cast (the weights' casts recorded, so float32 parameters get
+        float32 gradients); with bfloat16 the layers run as the bfloat16 parameters' call does
+        (_BFloat16Calls), their fused steps unseen by the dispatch."""
+        from ..._autocast import lower_precision_operands
+        op = self.mode.lower()
+        data, *state = lower_precision_operands(op, [data, *state])
+        layers = [[lower_precision_operands(op, self._direction_weights(layer, direction))
+                   for direction in range(2 if self.bidirectional else 1)]
+                  for layer in range(self.num_layers)]
+        weights = lambda layer, direction: layers[layer][direction]  # noqa: E731
+        run = _run_layers
+        if data.dtype is _core.bfloat16:
+            from ..._bfloat16 import module_call
+            every = [w for layer in layers for direction in layer for w in direction]
+            run = lambda *args: module_call(_run_layers, every, args, {})  # noqa: E731
+        return data, state, run, weights
 
     def _initial_state(self, hx, data, batch, batched, is_lstm, packed=False):
         shapes = self._state_shapes(batch)
