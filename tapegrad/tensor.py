@@ -242,12 +242,12 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """PyTorch's default override: run `func` with subclass dispatch off and return its
         tensors as `cls` (tapegrad.overrides)."""
-        from .overrides import _convert, _DisableTorchFunctionSubclass
+        from .overrides import _convert, _DisableTorchFunctionSubclass, _wraps_result
         if not all(issubclass(cls, t) for t in types):
             return NotImplemented
         with _DisableTorchFunctionSubclass():
             result = func(*args, **(kwargs or {}))
-        return _convert(result, cls)
+        return _convert(result, cls) if _wraps_result(func) else result
 
     @staticmethod
     def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None,
