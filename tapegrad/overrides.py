@@ -47,6 +47,27 @@ class _DisableTorchFunctionSubclass:
         return False
 
 
+class _DisableTorchFunction:
+    """While active (in this thread), neither Tensor subclasses nor torch function modes see
+    calls (PyTorch's torch._C.DisableTorchFunction): the modes are set aside and put back."""
+
+    def __enter__(self):
+        self.previous = _core._subclass_dispatch_set_off(True)
+        stack = _mode_stack()
+        self.modes = stack[:]
+        if self.modes:
+            stack.clear()
+            _depth_changed(-len(self.modes))
+        return self
+
+    def __exit__(self, *exc):
+        if self.modes:
+            _mode_stack().extend(self.modes)
+            _depth_changed(len(self.modes))
+        _core._subclass_dispatch_set_off(self.previous)
+        return False
+
+
 @functools.lru_cache(maxsize=None)
 def _plain_own_class(cls) -> bool:
     """Whether `cls` is one of tapegrad's own Tensor classes that keeps Tensor's behaviour: all but
