@@ -27,7 +27,9 @@ from .tensor import Tensor
 
 __all__ = ["BaseTorchFunctionMode", "TorchFunctionMode", "handle_torch_function",
            "has_torch_function", "has_torch_function_unary", "resolve_name",
-           "has_torch_function_variadic", "is_tensor_like"]
+           "has_torch_function_variadic", "is_tensor_like", "get_overridable_functions",
+           "get_ignored_functions", "get_testing_overrides", "is_tensor_method_or_property",
+           "wrap_torch_function"]
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     """The __torch_function__ of a class that opts out of the protocol (nn.Parameter's)."""
@@ -727,3 +729,89 @@ def resolve_name(f):
         return None if found is None else f"{found[0]}.__get__"
     found = _public_names().get(id(f))
     return None if found is None else found[0]
+
+
+# -- the tables of overridable functions ---------------------------------------------------------
+
+def _is_ignored_name(name: str) -> bool:
+    """Whether the public function PyTorch calls `name` is one its overrides ignore: the query
+    helpers, and the factories (which take no tensor to dispatch on; a mode still sees them)."""
+    from ._meta import _FACTORIES
+    return name in _UNSEEN_BY_MODES or name.startswith("torch.") and name.count(".") == 1 \
+        and name[6:] in {factory for names in _FACTORIES.values() for factory in names}
+
+
+@functools.lru_cache(maxsize=1)
+def _ignored() -> frozenset:
+    return frozenset(id(value) for name, value in _public_names().values()
+                     if _is_ignored_name(name))
+
+
+def get_ignored_functions() -> set:
+    """The public functions __torch_function__ overrides never see (PyTorch's list, for the
+    functions tapegrad has): query helpers such as torch.is_tensor, and the factories."""
+    return {value for name, value in _public_names().values() if _is_ignored_name(name)}
+
+
+def get_overridable_functions() -> dict:
+    """{namespace: [functions]}: the public functions and Tensor methods a __torch_function__
+    override can see, keyed by torch, torch.Tensor, torch.nn.functional, torch.linalg, ..."""
+    import collections
+    import tapegrad
+    from .nn import functional, init
+    modules = {"torch": tapegrad, "torch.functional": tapegrad, "torch.Tensor": Tensor,
+               "torch.nn.functional": functional, "torch.nn.init": init,
+               "torch.linalg": tapegrad.linalg, "torch.fft": tapegrad.fft,
+               "torch.special": tapegrad.special}
+    ignored = _ignored()
+    table = collections.defaultdict(list)
+    for name, value in _public_names().values():
+        namespace = name.rpartition(".")[0]
+        if namespace in modules and id(value) not in ignored and callable(value):
+            table[modules[namespace]].append(value)
+    return table
+
+
+def is_tensor_method_or_property(func) -> bool:
+    """Whether `func` is a Tensor method or a property's getter (whose first argument is the
+    tensor), as opposed to a function of a namespace."""
+    found = _public_names().get(id(func))
+    return (found is not None and found[0].startswith("torch.Tensor.")) or \
+        getattr(func, "__name__", None) == "__get__"
+
+
+@functools.lru_cache(maxsize=1)
+def _testing_overrides() -> dict:
+    import inspect
+    overrides = {}
+    for functions in get_overridable_functions().values():
+        for func in functions:
+            def dummy(*args, **kwargs):
+                return -1
+            try:
+                dummy.__signature__ = inspect.signature(func)
+            except (TypeError, ValueError):
+                pass
+            dummy.__name__ = getattr(func, "__name__", "dummy")
+            overrides[func] = dummy
+    return overrides
+
+
+def get_testing_overrides() -> dict:
+    """{function: a dummy override with its signature, returning -1} for every overridable
+    function (what PyTorch's tests of the protocol build tensor-likes from)."""
+    return dict(_testing_overrides())
+
+
+def wrap_torch_function(dispatcher):
+    """A decorator making a user function overridable: `dispatcher(*args, **kwargs)` names the
+    arguments whose __torch_function__ (or an active mode) may take the call."""
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            relevant_args = dispatcher(*args, **kwargs)
+            if has_torch_function(relevant_args):
+                return handle_torch_function(wrapped, relevant_args, *args, **kwargs)
+            return func(*args, **kwargs)
+        return wrapped
+    return decorator

@@ -167,3 +167,96 @@ def test_tensor_like_refusal_messages(expr):
             eval(expr, {"torch": lib, "S": S})
         return str(info.value)
     assert message(tapegrad) == message(torch)
+
+
+# -- as_subclass, DisableTorchFunction, deepcopy, checkpoints of subclasses -----------------------
+
+def test_as_subclass_is_not_seen_by_modes_or_overrides():
+    def body(torch, x):
+        class Sub(torch.Tensor):
+            pass
+        s = x.as_subclass(Sub)
+        s.as_subclass(torch.Tensor)
+    _same_log(body)
+    _same_log(body, subclass=True)
+
+
+def test_disable_torch_function_turns_off_modes_and_overrides():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        seen = []
+
+        class Mode(lib.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append(lib.overrides.resolve_name(func))
+                return func(*args, **(kwargs or {}))
+        x = lib.ones(2)
+        with Mode():
+            with lib._C.DisableTorchFunction():
+                y = x + 1
+            z = x * 2
+        return seen, y.tolist(), z.tolist()
+    assert run(tapegrad) == run(torch)
+
+
+def test_deepcopy_of_a_users_subclass_refuses_as_pytorchs():
+    import copy
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tapegrad):
+        class Plain(lib.Tensor):
+            pass
+
+        class KeepsClass(lib.Tensor):
+            def new_empty(self, *args, **kwargs):
+                return super().new_empty(*args, **kwargs).as_subclass(KeepsClass)
+        with pytest.raises(RuntimeError, match="default implementation of __deepcopy__"):
+            copy.deepcopy(lib.ones(2).as_subclass(Plain))
+        assert type(copy.deepcopy(lib.ones(2).as_subclass(KeepsClass))) is KeepsClass
+        assert type(copy.deepcopy(lib.nn.Linear(2, 2)).weight) is lib.nn.Parameter
+
+
+class _Marked(tapegrad.Tensor):     # (module level: pickle finds it)
+    pass
+
+
+def test_trusted_checkpoint_keeps_a_tensor_subclass(tmp_path):
+    # weights_only=False refused a user's Tensor subclass ("tensor of type ... is not allowed")
+    t = tapegrad.arange(3.0).as_subclass(_Marked)
+    t.note = "kept"
+    tapegrad.save({"t": t}, tmp_path / "ck.pt")
+    loaded = tapegrad.load(tmp_path / "ck.pt", weights_only=False)["t"]
+    assert type(loaded) is _Marked and loaded.note == "kept" and loaded.tolist() == [0, 1, 2]
+    with pytest.raises(Exception, match="not allowed|Unsupported"):
+        tapegrad.load(tmp_path / "ck.pt")
+
+
+# -- torch.overrides' tables and decorator -------------------------------------------------------
+
+def test_overridable_and_ignored_function_tables():
+    ov = tapegrad.overrides.get_overridable_functions()
+    assert tapegrad.add in ov[tapegrad] and tapegrad.Tensor.add in ov[tapegrad.Tensor]
+    assert tapegrad.nn.functional.relu in ov[tapegrad.nn.functional]
+    ignored = tapegrad.overrides.get_ignored_functions()
+    assert tapegrad.is_tensor in ignored and tapegrad.zeros in ignored
+    assert tapegrad.add not in ignored and tapegrad.add not in ov[tapegrad.nn.functional]
+    tests = tapegrad.overrides.get_testing_overrides()
+    assert tests[tapegrad.add](1, 2) == -1
+    assert tapegrad.overrides.is_tensor_method_or_property(tapegrad.Tensor.add)
+    assert not tapegrad.overrides.is_tensor_method_or_property(tapegrad.add)
+
+
+def test_wrap_torch_function_dispatches_to_tensor_likes():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        class Loud:
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return ("handled", func.__name__, len(args))
+
+        @lib.overrides.wrap_torch_function(lambda a, b: (a, b))
+        def combine(a, b):
+            return a * 10 + b
+        return combine(lib.tensor(1.0), 2).item(), combine(Loud(), 2)
+    assert run(tapegrad) == run(torch)
