@@ -384,6 +384,7 @@ def _register_subclass(cls) -> None:
 # while its __torch_function__ runs (calls it makes go to the modes below, or run plainly).
 
 import contextlib as _contextlib
+import sys as _sys
 import threading as _threading
 
 _modes = _threading.local()
@@ -599,7 +600,10 @@ def _mode_dispatching_property(descriptor):
     getter = descriptor.__get__
 
     def read(self):
-        if not _mode_stack():
+        # (tapegrad's own Python code reading a property -- Function.apply's requires_grad,
+        # an optimizer's .grad -- is C code in PyTorch, which no mode sees)
+        if not _mode_stack() or _sys._getframe(1).f_globals.get("__name__", "").startswith(
+                "tapegrad."):
             return getter(self)
         return _call_through_modes(replacement.__get__, [self], (self,), None, _PROPERTY,
                                    plain=getter)

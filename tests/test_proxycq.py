@@ -260,3 +260,20 @@ def test_wrap_torch_function_dispatches_to_tensor_likes():
             return a * 10 + b
         return combine(lib.tensor(1.0), 2).item(), combine(Loud(), 2)
     assert run(tapegrad) == run(torch)
+
+
+def test_modes_do_not_see_tapegrads_own_property_reads():
+    # Function.apply read requires_grad through the public property: a mode logged it
+    def body(torch, x):
+        class Double(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+        y = Double.apply(x.requires_grad_())
+        y.requires_grad
+        y.sum()
+    _same_log(body)
