@@ -11,12 +11,13 @@ from ._random import Generator
 from .autograd.variable import _EngineBase
 from .linalg import LinAlgError as _LinAlgError
 from .overrides import _disabled_torch_function_impl
+from .overrides import _DisableTorchFunction as DisableTorchFunction
 from .overrides import _DisableTorchFunctionSubclass as DisableTorchFunctionSubclass
 from .overrides import _is_torch_function_mode_enabled, _len_torch_function_stack
 
 __all__ = ["Generator", "is_grad_enabled", "_set_grad_enabled", "_get_tracing_state",
            "_LinAlgError", "_log_api_usage_once", "_disabled_torch_function_impl",
-           "DisableTorchFunctionSubclass", "_EngineBase", "_current_graph_task_id",
+           "DisableTorchFunction", "DisableTorchFunctionSubclass", "_EngineBase", "_current_graph_task_id",
            "_is_torch_function_mode_enabled", "_len_torch_function_stack"]
 
 

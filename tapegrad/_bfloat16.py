@@ -354,7 +354,7 @@ def _storage_args(values):
 # the activations' parameters keep the number as it is.)
 _NUMBERS_CAST_OPS = frozenset((
     "add", "add_", "sub", "sub_", "rsub", "__rsub__", "subtract", "subtract_", "pow", "pow_",
-    "__rpow__", "fmod", "fmod_", "remainder", "remainder_", "gt", "lt", "ge", "le", "eq", "ne", "gt_", "lt_", "ge_", "le_", "eq_", "ne_",
+    "__pow__", "__rpow__", "fmod", "fmod_", "remainder", "remainder_", "gt", "lt", "ge", "le", "eq", "ne", "gt_", "lt_", "ge_", "le_", "eq_", "ne_",
     "greater", "less", "greater_equal", "less_equal", "not_equal", "__gt__", "__lt__",
     "__ge__", "__le__", "__eq__", "__ne__"))
 

@@ -709,11 +709,17 @@ def factory(fn, name: str, kind: str):
     'data' (anything else: computed on the CPU, then given to the meta device)."""
     reads_tensors = kind in ("like", "size")      # (an input, full's fill_value)
     takes_requires_grad = "requires_grad" in inspect.signature(fn).parameters
+    from . import overrides
     from .overrides import _SUBCLASS_TYPES, _dispatch_subclass_call
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         # (this runs at every factory call: plain loops and type tests, no generators)
+        if overrides._modes_in_all_threads and overrides._mode_stack():
+            # (a torch function mode sees the factory's call first, as PyTorch's do: a mode
+            # that sets a default dtype or device replaces it; the Python-level factories are
+            # not behind the C entry that asks the modes)
+            return overrides._dispatch_mode_call(wrapper, args, kwargs)
         if kind == "like" and args and type(args[0]) in _SUBCLASS_TYPES \
                 and not _core._subclass_dispatch_set_off(None):
             # (an input of a Tensor subclass: its __torch_function__, as the public entries do)

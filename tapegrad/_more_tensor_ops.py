@@ -610,7 +610,9 @@ def _as_subclass(self, cls):
     if not (isinstance(cls, type) and issubclass(cls, _core.TensorBase)):
         raise TypeError("Creating a Tensor subclass from a class that does not inherit from "
                         "Tensor is not possible. Make sure your class inherits from Tensor.")
-    out = self[...]
+    from .overrides import _DisableTorchFunction
+    with _DisableTorchFunction():   # (PyTorch's as_subclass is no call a mode or override sees)
+        out = self[...]
     out.__class__ = cls
     return out
 

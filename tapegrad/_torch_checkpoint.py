@@ -183,6 +183,17 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     return _set_attributes(func(*args), state)
 
 
+def _rebuild_subclass_from_type_v2(func, new_type, args, state):
+    """weights_only=False (a trusted pickle): as _rebuild_from_type_v2, and a tensor of a Tensor
+    subclass (the user's class, as pickle finds it) comes back as that class, as in PyTorch."""
+    if isinstance(new_type, type) and issubclass(new_type, _core.TensorBase):
+        t = func(*args)
+        if type(t) is not new_type:
+            t = t.as_subclass(new_type)
+        return _set_attributes(t, state)
+    return _rebuild_from_type_v2(func, new_type, args, state)
+
+
 def _get_layout(name):
     """torch.serialization._get_layout("torch.strided"): a layout pickles as its name."""
     import tapegrad
@@ -293,6 +304,8 @@ class _TrustedTorchArchiveUnpickler(_TorchArchiveUnpickler):
                      for code in _ser._WeightsOnlyUnpickler.RESTRICTED_OPCODES})
 
     def find_class(self, module, name):
+        if (module, name) == ("torch._tensor", "_rebuild_from_type_v2"):
+            return _rebuild_subclass_from_type_v2
         found = self.allowed.get((module, name))
         if found is not None:
             return found

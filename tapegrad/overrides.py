@@ -27,7 +27,9 @@ from .tensor import Tensor
 
 __all__ = ["BaseTorchFunctionMode", "TorchFunctionMode", "handle_torch_function",
            "has_torch_function", "has_torch_function_unary", "resolve_name",
-           "has_torch_function_variadic", "is_tensor_like"]
+           "has_torch_function_variadic", "is_tensor_like", "get_overridable_functions",
+           "get_ignored_functions", "get_testing_overrides", "is_tensor_method_or_property",
+           "wrap_torch_function"]
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     """The __torch_function__ of a class that opts out of the protocol (nn.Parameter's)."""
@@ -43,6 +45,27 @@ class _DisableTorchFunctionSubclass:
         return self
 
     def __exit__(self, *exc):
+        _core._subclass_dispatch_set_off(self.previous)
+        return False
+
+
+class _DisableTorchFunction:
+    """While active (in this thread), neither Tensor subclasses nor torch function modes see
+    calls (PyTorch's torch._C.DisableTorchFunction): the modes are set aside and put back."""
+
+    def __enter__(self):
+        self.previous = _core._subclass_dispatch_set_off(True)
+        stack = _mode_stack()
+        self.modes = stack[:]
+        if self.modes:
+            stack.clear()
+            _depth_changed(-len(self.modes))
+        return self
+
+    def __exit__(self, *exc):
+        if self.modes:
+            _mode_stack().extend(self.modes)
+            _depth_changed(len(self.modes))
         _core._subclass_dispatch_set_off(self.previous)
         return False
 
@@ -112,6 +135,13 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     An active torch function mode comes first."""
     if _mode_stack():
         return _call_through_modes(public_api, list(relevant_args), args, kwargs, _USER_LEVEL)
+    return _call_overrides(public_api, relevant_args, args, kwargs)
+
+
+def _call_overrides(public_api, relevant_args, args, kwargs):
+    """The overriding __torch_function__s of `relevant_args`' types, `kwargs` handed over as
+    given: None for a call without keywords of what PyTorch writes in C (its functions and most
+    Tensor methods), a dict for handle_torch_function and PyTorch's Python-level methods."""
     overloaded = _overloaded_args(relevant_args)
     types = tuple(type(arg) for arg in overloaded)
     for arg in overloaded:
@@ -163,9 +193,14 @@ def dispatch_refused_call(entry, args, kwargs):
         result = arg.__torch_function__(entry, types, args, kwargs)
         if result is not NotImplemented:
             return (result,)
-    name = getattr(entry, "__name__", repr(entry))
-    module = getattr(entry, "__module__", "") or ""
-    qualified = "torch." + name if module in ("tapegrad", "torch") else name
+    qualified = resolve_name(entry) or getattr(entry, "__name__", repr(entry))
+    if _python_level_function(entry):     # (handle_torch_function's words)
+        raise TypeError(f"no implementation found for '{qualified}' on types that implement "
+                        f"__torch_function__: {list(types)}")
+    namespace, _, name = qualified.rpartition(".")
+    if namespace in ("torch.linalg", "torch.special", "torch.fft"):
+        # (PyTorch's builtin there is named with its namespace: torch.linalg.linalg_norm)
+        qualified = f"{namespace}.{namespace[6:]}_{name}"
     listed = "".join(f"  - tensor subclass {t!r}\n" for t in types)
     raise TypeError(f"Multiple dispatch failed for '{qualified}'; all __torch_function__ handlers "
                     f"returned NotImplemented:\n\n{listed}\nFor more information, try re-running "
@@ -183,18 +218,31 @@ _KEPT = frozenset((
     "__doc__", "__module__", "__getattribute__", "__getattr__", "__setattr__", "__delattr__",
     "__dir__", "__sizeof__", "__reduce__", "__reduce_ex__", "__setstate__", "__getstate__",
     "__deepcopy__", "__copy__", "__hash__", "__subclasshook__", "__weakref__", "__class_getitem__",
-    "__array_priority__", "__pyx_vtable__", "__qualname__", "as_subclass"))
+    "__array_priority__", "__pyx_vtable__", "__qualname__", "as_subclass",
+    "__str__"))     # (str() reads type(self).__repr__, which dispatches: PyTorch's has no __str__)
 
-# Properties whose value is a tensor of the instance's kind (PyTorch converts them; .grad and
-# ._base it does not: get_default_nowrap_functions).
-_TENSOR_PROPERTIES = ("T", "mT", "H", "mH", "real", "imag", "data")
+# Properties whose reads Tensor's default __torch_function__ returns as they are (PyTorch's
+# get_default_nowrap_functions): a subclass's .grad is the plain tensor backward made.
+_NOWRAP_PROPERTIES = ("grad", "_base", "_grad")
+
+
+def _wraps_result(func) -> bool:
+    """Whether Tensor's default __torch_function__ returns `func`'s tensors as the subclass: all
+    but the reads of _NOWRAP_PROPERTIES (whose getter arrives as a descriptor's __get__)."""
+    owner = getattr(func, "__self__", None)
+    if owner is None or getattr(func, "__name__", None) != "__get__":
+        return True
+    return not any(owner is vars(klass).get(name) or owner is _mode_attributes.get(name)
+                   or owner is _mode_replacements.get(name)
+                   for name in _NOWRAP_PROPERTIES for klass in (_core.TensorBase, Tensor))
 
 # The operators PyTorch reports to __torch_function__ as the method they compute.
 _OPERATOR_METHODS = {
     "__add__": "add", "__radd__": "add", "__sub__": "sub", "__mul__": "mul", "__rmul__": "mul",
     "__truediv__": "div", "__neg__": "neg", "__pow__": "pow", "__matmul__": "matmul",
     "__abs__": "abs", "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
-    "__ne__": "ne", "__iadd__": "add_", "__isub__": "sub_", "__imul__": "mul_",
+    "__ne__": "ne", "__mod__": "remainder", "__pos__": "positive", "__iadd__": "add_",
+    "__isub__": "sub_", "__imul__": "mul_",
     "__itruediv__": "div_"}
 
 
@@ -207,17 +255,48 @@ def _dispatch_subclass_call(entry, args, kwargs):
     if not _overloaded_args(relevant):
         from ._bfloat16 import dtype_call
         return dtype_call(entry, args, kwargs)
-    return handle_torch_function(entry, relevant, *args, **kwargs)
+    if _mode_stack():
+        return handle_torch_function(entry, relevant, *args, **(kwargs or {}))
+    if resolve_name(entry) in _UNSEEN_BY_MODES:      # (PyTorch's overrides ignore them too)
+        return entry.__wrapped__(*args, **(kwargs or {}))
+    return _call_overrides(entry, relevant, args, kwargs or _kwargs_of(entry))
 
 
-def _dispatching_method(func, plain):
+def _kwargs_of(func):
+    """What a subclass's __torch_function__ gets as `kwargs` for a call of `func` made without
+    keywords: PyTorch's Python-level functions and Tensor methods pass {}, its C ones None."""
+    if type(func) is type(Tensor.add):
+        python_level = func.__name__ in _PYTHON_TENSOR_METHODS
+    else:
+        python_level = _python_level_function(func)
+    return {} if python_level else None
+
+
+def _python_level_function(entry) -> bool:
+    """Whether public function `entry` is Python code in PyTorch (torch/functional.py's, most of
+    nn.functional, nn.init): it hands __torch_function__ a dict of keywords and its tensors'
+    types, where PyTorch's C functions hand None and only the overriding types."""
+    from ._public_calls import _python_level
+    if id(entry) in _python_level:
+        return True
+    name = resolve_name(entry)
+    return name is not None and name.startswith(("torch.functional.", "torch.nn.init."))
+
+
+def _dispatching_method(func, plain, python_level=False):
     """The subclass's version of a Tensor attribute `plain` (called as plain(self, ...)):
-    dispatches as `func` unless the dispatch is off."""
+    dispatches as `func` unless the dispatch is off; `python_level`: an attribute PyTorch writes
+    in Python, whose override gets {} for no keywords (None: a C one's)."""
+    python_level_kwargs = {} if python_level else None
+
     def method(self, *args, **kwargs):
         if _core._subclass_dispatch_set_off(None):
             return plain(self, *args, **kwargs)
-        return handle_torch_function(func, _relevant((self, *args), kwargs), self, *args,
-                                     **kwargs)
+        if _mode_stack():
+            return handle_torch_function(func, _relevant((self, *args), kwargs), self, *args,
+                                         **kwargs)
+        return _call_overrides(func, _relevant((self, *args), kwargs), (self, *args),
+                               kwargs or python_level_kwargs)
     method.__name__ = method.__qualname__ = getattr(plain, "__name__", "method")
     method.__doc__ = getattr(plain, "__doc__", None)
     method._dispatches = True
@@ -281,11 +360,15 @@ def _register_subclass(cls) -> None:
                            or isinstance(value, _DispatchingProperty)))
     _SUBCLASS_TYPES.add(cls)
     for name, value, is_property in _dispatched_attributes(
-            lambda name, value: name in _TENSOR_PROPERTIES):
+            lambda name, value: _is_property(value)):
         if name in own:
             continue
         if is_property:
             setattr(cls, name, _dispatching_property(value))
+        elif name in _PYTHON_TENSOR_METHODS:
+            # (an operator PyTorch writes in Python, __pow__, is reported as itself)
+            plain = getattr(Tensor, name)
+            setattr(cls, name, _dispatching_method(plain, plain, python_level=True))
         else:
             func = getattr(Tensor, _OPERATOR_METHODS.get(name, name))
             setattr(cls, name, _dispatching_method(func, getattr(Tensor, name)))
@@ -301,6 +384,7 @@ def _register_subclass(cls) -> None:
 # while its __torch_function__ runs (calls it makes go to the modes below, or run plainly).
 
 import contextlib as _contextlib
+import sys as _sys
 import threading as _threading
 
 _modes = _threading.local()
@@ -430,10 +514,14 @@ def _mode_types(relevant_args, level) -> tuple:
         is not _disabled_torch_function_impl))
 
 
-def _call_through_modes(public_api, relevant_args, args, kwargs, level):
+def _call_through_modes(public_api, relevant_args, args, kwargs, level, plain=None):
     """handle_torch_function with this thread's modes first: the top mode's result unless it
     returns NotImplemented, then the subclasses' overrides, then (for a Tensor attribute that is
-    Python code in PyTorch) Tensor's default."""
+    Python code in PyTorch) Tensor's default: `plain`, where `public_api` would ask the modes
+    again."""
+    if level == _C_LEVEL and getattr(public_api, "__name__", None) in _SELF_TYPED_METHODS \
+            and not isinstance(public_api, _core.WithOut):      # (torch.exp is parsed)
+        level = _PROPERTY       # (the instance's type, as a property's read has)
     types = _mode_types(relevant_args, level)
     with _pop_mode_temporarily() as mode:
         result = mode.__torch_function__(public_api, types, args, kwargs)
@@ -445,7 +533,7 @@ def _call_through_modes(public_api, relevant_args, args, kwargs, level):
         if result is not NotImplemented:
             return result
     if level in (_PROPERTY, _PYTHON_LEVEL):
-        return public_api(*args, **(kwargs or {}))
+        return (plain or public_api)(*args, **(kwargs or {}))
     name = resolve_name(public_api) or getattr(public_api, "__name__", repr(public_api))
     listed = "".join(f"  - tensor subclass {type(arg)!r}\n" for arg in overloaded)
     raise TypeError(f"Multiple dispatch failed for '{name}'; all __torch_function__ handlers "
@@ -453,11 +541,41 @@ def _call_through_modes(public_api, relevant_args, args, kwargs, level):
                     "For more information, try re-running with TORCH_LOGS=not_implemented")
 
 
+# Public functions of the torch namespace that are Python code in PyTorch's torch/functional.py:
+# resolve_name spells them torch.functional.*, and a mode sees them as Python-level calls.
+_TORCH_FUNCTIONAL = frozenset((
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes",
+    "broadcast_tensors", "cartesian_prod", "cdist", "chain_matmul", "einsum", "istft", "lu",
+    "meshgrid", "norm", "pca_lowrank", "split", "stft", "svd_lowrank", "tensordot", "unique",
+    "unique_consecutive", "unravel_index"))
+
+# Public functions of the torch namespace neither a mode nor a subclass's override sees in
+# PyTorch (plain Python helpers there that answer questions, not ops): tapegrad's entries run
+# them as they are.
+_UNSEEN_BY_MODES = frozenset((
+    "torch.is_tensor", "torch.is_storage", "torch.get_default_dtype",
+    "torch.functional.broadcast_shapes", "torch.get_num_threads", "torch.set_num_threads",
+    "torch.get_num_interop_threads", "torch.set_num_interop_threads",
+    "torch.is_autocast_enabled", "torch.are_deterministic_algorithms_enabled",
+    "torch.use_deterministic_algorithms", "torch.get_float32_matmul_precision",
+    "torch.set_float32_matmul_precision", "torch.is_warn_always_enabled",
+    "torch.set_warn_always", "torch.from_numpy",
+    # (PyTorch's F.tanh and F.sigmoid call the Tensor method, which the mode sees)
+    "torch.nn.functional.tanh", "torch.nn.functional.sigmoid"))
+
+
 def _dispatch_mode_call(entry, args, kwargs):
     """A public function's or Tensor method's call while a mode is active (out_arg_call.h)."""
-    if type(entry) is type(Tensor.add) and entry.__name__ in _PYTHON_TENSOR_METHODS:
-        return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs,
-                                   _PYTHON_LEVEL)
+    if type(entry) is type(Tensor.add):
+        if entry.__name__ in _PYTHON_TENSOR_METHODS:
+            return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs,
+                                       _PYTHON_LEVEL)
+    else:
+        if resolve_name(entry) in _UNSEEN_BY_MODES:
+            return entry.__wrapped__(*args, **kwargs)
+        if _python_level_function(entry):
+            return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs,
+                                       _PYTHON_LEVEL)
     return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs or None, _C_LEVEL)
 
 
@@ -476,8 +594,22 @@ def _mode_dispatching_method(func, plain, level):
 
 
 def _mode_dispatching_property(descriptor):
+    """Tensor's property `descriptor` while modes are active.  A mode sees the read as this
+    property's __get__ (not the plain descriptor's): calling it in the mode's handler reads
+    through the modes below, as PyTorch's getter does."""
     getter = descriptor.__get__
-    return _property_read_by(descriptor, _mode_dispatching_method(getter, getter, _PROPERTY))
+
+    def read(self):
+        # (tapegrad's own Python code reading a property -- Function.apply's requires_grad,
+        # an optimizer's .grad -- is C code in PyTorch, which no mode sees)
+        if not _mode_stack() or _sys._getframe(1).f_globals.get("__name__", "").startswith(
+                "tapegrad."):
+            return getter(self)
+        return _call_through_modes(replacement.__get__, [self], (self,), None, _PROPERTY,
+                                   plain=getter)
+    read.__name__ = read.__qualname__ = getattr(descriptor, "__name__", "read")
+    replacement = _property_read_by(descriptor, read)
+    return replacement
 
 
 def _is_property(value) -> bool:
@@ -492,7 +624,7 @@ def _is_property(value) -> bool:
 _PYTHON_TENSOR_METHODS = frozenset((
     "__array__", "__array_wrap__", "__contains__", "__dir__", "__dlpack__",
     "__dlpack_device__", "__floordiv__", "__format__", "__ipow__", "__iter__", "__len__",
-    "__pos__", "__pow__", "__rdiv__", "__repr__", "__reversed__", "__rfloordiv__",
+    "__pow__", "__rdiv__", "__repr__", "__reversed__", "__rfloordiv__",
     "__rlshift__", "__rmatmul__", "__rmod__", "__rpow__", "__rrshift__", "__rsub__",
     "__rtruediv__", "backward", "dim_order", "is_shared", "istft", "lu",
     "module_load", "norm", "register_hook", "register_post_accumulate_grad_hook", "resize",
@@ -500,20 +632,51 @@ _PYTHON_TENSOR_METHODS = frozenset((
     "unflatten", "unique", "unique_consecutive"))
 
 
-def _install_mode_attributes() -> None:
-    replaced = {}
+_mode_replacements: dict = {}       # name -> Tensor's attribute while modes are active (made once)
+
+
+def _mode_replacement_attributes() -> dict:
+    """Tensor's dispatching attributes for the modes, made on first use (while Tensor holds its
+    own) and kept: the same objects each time modes start, so resolve_name knows them."""
+    if _mode_replacements:
+        return _mode_replacements
     for name, value, is_property in _dispatched_attributes(
             lambda name, value: _is_property(value)):
         if is_property:
-            replaced[name] = _mode_dispatching_property(value)
+            _mode_replacements[name] = _mode_dispatching_property(value)
             continue
         plain = getattr(Tensor, name)
         level = _PYTHON_LEVEL if name in _PYTHON_TENSOR_METHODS else _C_LEVEL
         # (an operator PyTorch writes in Python, __pow__, is reported as itself)
         func = plain if level == _PYTHON_LEVEL else getattr(
             Tensor, _OPERATOR_METHODS.get(name, name))
-        replaced[name] = _mode_dispatching_method(func, plain, level)
-    for name, value in replaced.items():
+        _mode_replacements[name] = _mode_dispatching_method(func, plain, level)
+    return _mode_replacements
+
+
+# The Tensor methods PyTorch binds without its argument parser (those taking no argument but
+# self, in every overload; and the number conversions): a mode sees them with the instance's type
+# in `types`, where a parsed method's call has only the overriding types.  Read from torch 2.13.
+_SELF_TYPED_METHODS = frozenset("""
+__bool__ __complex__ __float__ __index__ __int__ __invert__ abs abs_ absolute absolute_ acos
+acos_ acosh acosh_ adjoint angle arccos arccos_ arccosh arccosh_ arcsin arcsin_ arcsinh arcsinh_
+arctan arctan_ arctanh arctanh_ argwhere asin asin_ asinh asinh_ atan atan_ atanh atanh_
+bitwise_not bitwise_not_ ceil ceil_ conj conj_physical conj_physical_ const_data_ptr corrcoef
+cos cos_ cosh cosh_ data_ptr deg2rad deg2rad_ dense_dim dequantize det detach detach_ digamma
+digamma_ dim element_size erf erf_ erfc erfc_ erfinv erfinv_ exp exp2 exp2_ exp_ expm1 expm1_
+fix fix_ fliplr flipud floor floor_ frac frac_ frexp geqrf get_device i0 i0_ is_complex is_conj
+is_distributed is_floating_point is_inference is_neg is_nonzero is_signed isfinite isinf isnan
+isneginf isposinf isreal item lgamma lgamma_ log log10 log10_ log1p log1p_ log2 log2_ log_
+logdet logical_not logical_not_ matrix_exp msort neg neg_ negative negative_ new new_tensor
+numel positive rad2deg rad2deg_ ravel reciprocal reciprocal_ relu relu_ resolve_conj resolve_neg
+rsqrt rsqrt_ sgn sgn_ sigmoid sigmoid_ sign sign_ signbit sin sin_ sinc sinc_ sinh sinh_ slogdet
+sparse_dim sqrt sqrt_ square square_ storage_offset t t_ tan tan_ tanh tanh_ tolist trace trunc
+trunc_ untyped_storage zero_
+""".split())
+
+
+def _install_mode_attributes() -> None:
+    for name, value in _mode_replacement_attributes().items():
         _mode_attributes[name] = vars(Tensor).get(name, _ABSENT)
         setattr(Tensor, name, value)
 
@@ -546,13 +709,19 @@ def _public_names() -> dict:
                 continue
             value = getattr(namespace, name, None)
             if callable(value) and not isinstance(value, type):
-                names.setdefault(id(value), (f"{prefix}.{name}", value))
-    for klass in (_core.TensorBase, Tensor):
-        for name, value in vars(klass).items():
-            if _is_property(value):
-                names.setdefault(id(value), (f"torch.Tensor.{name}", value))
-            elif callable(value):
-                names.setdefault(id(value), (f"torch.Tensor.{name}", value))
+                home = "torch.functional" if prefix == "torch" and name in _TORCH_FUNCTIONAL \
+                    else prefix
+                names.setdefault(id(value), (f"{home}.{name}", value))
+    # Tensor's own attributes (those a mode's dispatch holds aside while installed, too) and
+    # the mode's dispatching properties, whose __get__ a mode is handed
+    own = [(name, value) for klass in (_core.TensorBase, Tensor)
+           for name, value in vars(klass).items()]
+    own += [(name, value) for name, value in _mode_attributes.items() if value is not _ABSENT]
+    own += [(name, value) for name, value in _mode_replacement_attributes().items()
+            if _is_property(value)]
+    for name, value in own:
+        if callable(value) or _is_property(value):
+            names.setdefault(id(value), (f"torch.Tensor.{name}", value))
     return names
 
 
@@ -564,3 +733,89 @@ def resolve_name(f):
         return None if found is None else f"{found[0]}.__get__"
     found = _public_names().get(id(f))
     return None if found is None else found[0]
+
+
+# -- the tables of overridable functions ---------------------------------------------------------
+
+def _is_ignored_name(name: str) -> bool:
+    """Whether the public function PyTorch calls `name` is one its overrides ignore: the query
+    helpers, and the factories (which take no tensor to dispatch on; a mode still sees them)."""
+    from ._meta import _FACTORIES
+    return name in _UNSEEN_BY_MODES or name.startswith("torch.") and name.count(".") == 1 \
+        and name[6:] in {factory for names in _FACTORIES.values() for factory in names}
+
+
+@functools.lru_cache(maxsize=1)
+def _ignored() -> frozenset:
+    return frozenset(id(value) for name, value in _public_names().values()
+                     if _is_ignored_name(name))
+
+
+def get_ignored_functions() -> set:
+    """The public functions __torch_function__ overrides never see (PyTorch's list, for the
+    functions tapegrad has): query helpers such as torch.is_tensor, and the factories."""
+    return {value for name, value in _public_names().values() if _is_ignored_name(name)}
+
+
+def get_overridable_functions() -> dict:
+    """{namespace: [functions]}: the public functions and Tensor methods a __torch_function__
+    override can see, keyed by torch, torch.Tensor, torch.nn.functional, torch.linalg, ..."""
+    import collections
+    import tapegrad
+    from .nn import functional, init
+    modules = {"torch": tapegrad, "torch.functional": tapegrad, "torch.Tensor": Tensor,
+               "torch.nn.functional": functional, "torch.nn.init": init,
+               "torch.linalg": tapegrad.linalg, "torch.fft": tapegrad.fft,
+               "torch.special": tapegrad.special}
+    ignored = _ignored()
+    table = collections.defaultdict(list)
+    for name, value in _public_names().values():
+        namespace = name.rpartition(".")[0]
+        if namespace in modules and id(value) not in ignored and callable(value):
+            table[modules[namespace]].append(value)
+    return table
+
+
+def is_tensor_method_or_property(func) -> bool:
+    """Whether `func` is a Tensor method or a property's getter (whose first argument is the
+    tensor), as opposed to a function of a namespace."""
+    found = _public_names().get(id(func))
+    return (found is not None and found[0].startswith("torch.Tensor.")) or \
+        getattr(func, "__name__", None) == "__get__"
+
+
+@functools.lru_cache(maxsize=1)
+def _testing_overrides() -> dict:
+    import inspect
+    overrides = {}
+    for functions in get_overridable_functions().values():
+        for func in functions:
+            def dummy(*args, **kwargs):
+                return -1
+            try:
+                dummy.__signature__ = inspect.signature(func)
+            except (TypeError, ValueError):
+                pass
+            dummy.__name__ = getattr(func, "__name__", "dummy")
+            overrides[func] = dummy
+    return overrides
+
+
+def get_testing_overrides() -> dict:
+    """{function: a dummy override with its signature, returning -1} for every overridable
+    function (what PyTorch's tests of the protocol build tensor-likes from)."""
+    return dict(_testing_overrides())
+
+
+def wrap_torch_function(dispatcher):
+    """A decorator making a user function overridable: `dispatcher(*args, **kwargs)` names the
+    arguments whose __torch_function__ (or an active mode) may take the call."""
+    def decorator(func):
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            relevant_args = dispatcher(*args, **kwargs)
+            if has_torch_function(relevant_args):
+                return handle_torch_function(wrapped, relevant_args, *args, **kwargs)
+            return func(*args, **kwargs)
+        return wrapped
+    return decorator

@@ -242,12 +242,12 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """PyTorch's default override: run `func` with subclass dispatch off and return its
         tensors as `cls` (tapegrad.overrides)."""
-        from .overrides import _convert, _DisableTorchFunctionSubclass
+        from .overrides import _convert, _DisableTorchFunctionSubclass, _wraps_result
         if not all(issubclass(cls, t) for t in types):
             return NotImplemented
         with _DisableTorchFunctionSubclass():
             result = func(*args, **(kwargs or {}))
-        return _convert(result, cls)
+        return _convert(result, cls) if _wraps_result(func) else result
 
     @staticmethod
     def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None,
@@ -499,6 +499,14 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
             raise RuntimeError(_DEEPCOPY_NON_LEAF)
         if id(self) in memo:
             return memo[id(self)]
+        if not type(self).__module__.startswith("tapegrad"):
+            # PyTorch's copy of a user's subclass is made by new_empty, run with the subclass
+            # dispatch off: unless the class's own new_empty keeps the class, it refuses
+            from .overrides import _DisableTorchFunctionSubclass
+            with _DisableTorchFunctionSubclass():
+                probe = self.new_empty([])
+            if type(probe) is not type(self):
+                raise RuntimeError(_DEEPCOPY_SUBCLASS)
         storage, offset, strides = _storage_and_geometry(self._array)
         # Going through the memo keeps tensors that view one storage aliased in the copy.
         new_storage = _copy.deepcopy(storage, memo)
@@ -1055,6 +1063,12 @@ def _to_bfloat16(method, args, kwargs):
 
 _core_to = _core.TENSOR_METHODS["to"]
 _core_type = _core.TENSOR_METHODS["type"]
+_DEEPCOPY_SUBCLASS = (
+    "The default implementation of __deepcopy__() for non-wrapper subclasses only works for "
+    "subclass types that implement new_empty() and for which that function returns another "
+    "instance of the same subclass. You should either properly implement new_empty() for your "
+    "subclass or override __deepcopy__() if it is intended behavior for new_empty() to return an "
+    "instance of a different type.")
 _DEEPCOPY_NON_LEAF = (
     "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
     "the moment.  If you were attempting to deepcopy a module, this may be because of a "

@@ -84,9 +84,11 @@ def test_one_installer_serves_both_kinds():
 
 
 def test_entries_with_and_without_out_of_one_function_are_apart():
-    # tapegrad.sigmoid and F.sigmoid wrap one function; only the first takes out=
-    assert tg.sigmoid.__wrapped__ is F.sigmoid.__wrapped__
-    assert tg.sigmoid is not F.sigmoid and tg.sigmoid.takes_out and not F.sigmoid.takes_out
+    # tapegrad.softmax and special.softmax wrap one function; only the first takes out=
+    # (F.sigmoid is PyTorch's Python function calling the method: tests/test_proxycq.py)
+    assert tg.softmax.__wrapped__ is tg.special.softmax.__wrapped__
+    assert tg.softmax is not tg.special.softmax and tg.softmax.takes_out and \
+        not tg.special.softmax.takes_out
     assert tg.ger.__wrapped__ is tg.outer.__wrapped__
 
 

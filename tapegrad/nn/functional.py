@@ -21,6 +21,21 @@ for _name in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cro
     globals()[_name] = _sizes_read_first(globals()[_name])
 del _name
 
+
+
+# F.tanh and F.sigmoid: PyTorch's are Python functions calling the method (deprecated there in
+# favour of torch.tanh / torch.sigmoid), so a torch function mode or a subclass's override sees
+# Tensor.tanh / Tensor.sigmoid (tapegrad.overrides._UNSEEN_BY_MODES lists these two).
+def tanh(input):
+    """tanh(input) -> Tensor: input.tanh() (use torch.tanh)."""
+    return input.tanh()
+
+
+def sigmoid(input):
+    """sigmoid(input) -> Tensor: input.sigmoid() (use torch.sigmoid)."""
+    return input.sigmoid()
+
+
 # Attention (issue 17, part 3): composed from the compiled ops above.
 from ._attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
 

@@ -1,6 +1,8 @@
 """Activation modules: thin wrappers around tapegrad.nn.functional."""
 from __future__ import annotations as _annotations
 
+import tapegrad as _tg
+
 from .. import functional as F
 from .module import Module
 
@@ -23,13 +25,13 @@ class ReLU(Module):
 class Tanh(Module):
     """Elementwise hyperbolic tangent. Input of any shape; the output has the same shape."""
     def forward(self, input):
-        return F.tanh(input)
+        return _tg.tanh(input)      # (PyTorch's module calls torch.tanh: what a mode sees)
 
 
 class Sigmoid(Module):
     """Elementwise ``1 / (1 + exp(-x))``. Input of any shape; the output has the same shape."""
     def forward(self, input):
-        return F.sigmoid(input)
+        return _tg.sigmoid(input)   # (PyTorch's module calls torch.sigmoid: what a mode sees)
 
 
 class GELU(Module):
