@@ -329,6 +329,29 @@ def _copy(t):
     return c
 
 
+def gradients_for(inputs, grads):
+    """autograd.grad's results with PyTorch's dtypes: the gradient of a bfloat16 input, which the
+    sweep computed in float32, as a bfloat16 tensor (rounded)."""
+    if isinstance(grads, dict):
+        return {k: _bfloat16_gradient(g) if is_bfloat16(inputs[k]) else g
+                for k, g in grads.items()}
+    inputs = (inputs,) if isinstance(inputs, _core.TensorBase) else tuple(inputs)
+    return type(grads)(_bfloat16_gradient(g) if is_bfloat16(x) else g
+                       for x, g in zip(inputs, grads))
+
+
+def _bfloat16_gradient(g):
+    if g is None or is_bfloat16(g) or g._array.dtype != _F32:
+        return g
+    # a copy, never g itself rounded: the sweep may hand back a tensor it was given (a
+    # grad_outputs entry, kept by reference); on a graph (create_graph) the copy is recorded as
+    # PyTorch's conversion
+    g = _copy(g)
+    _round_in_place(g._array)
+    mark(g)
+    return g
+
+
 def _shares_storage(r, t) -> bool:
     return np.may_share_memory(r._array, t._array)
 
