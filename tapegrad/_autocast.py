@@ -33,6 +33,7 @@ region that reaches no such op runs).
 """
 from __future__ import annotations as _annotations
 
+import contextlib
 import weakref
 
 from . import _core
@@ -190,6 +191,34 @@ def autocast_call(entry, policy: int, args: tuple, kwargs: dict):
     _core._exclude_autocast(True)
     try:
         return entry(*args, **kwargs)
+    finally:
+        _core._exclude_autocast(False)
+
+
+# -- compositions: what PyTorch's decomposition of an op reaches ----------------------------------
+# An op PyTorch composes of others in C++ (einsum, tensordot, bilinear) is cast where, and only
+# where, its decomposition calls a listed op; tapegrad's own composition may call other ops, so
+# such an op says what PyTorch's reaches.
+
+def lower_precision_operands(name: str, *tensors) -> tuple:
+    """The operands of a listed lower-precision op (bmm, mm) inside a composition, cast as
+    PyTorch's dispatcher casts them while this thread autocasts (unchanged when it does not)."""
+    if not _core._set_autocast_on(None):
+        return tensors
+    lower = _autocast_dtype()
+    return tuple(_cast(t, lower, lower, name) for t in tensors)
+
+
+@contextlib.contextmanager
+def uncast():
+    """The calls inside are not cast: a composition whose PyTorch decomposition reaches no
+    listed op (bilinear's _trilinear, a full tensordot's dot) runs in its inputs' dtypes."""
+    if not _core._set_autocast_on(None):
+        yield
+        return
+    _core._exclude_autocast(True)
+    try:
+        yield
     finally:
         _core._exclude_autocast(False)
 

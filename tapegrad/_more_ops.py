@@ -478,7 +478,12 @@ def tensordot(a, b, dims=2, out=None):
     contracted = math.prod(a.shape[d] for d in contract_a)
     left = a.permute(tuple(free_a + contract_a)).reshape(math.prod(shape_a), contracted)
     right = b.permute(tuple(contract_b + free_b)).reshape(contracted, math.prod(shape_b))
-    return left.mm(right).reshape(tuple(shape_a + shape_b))
+    if free_a or free_b:
+        return left.mm(right).reshape(tuple(shape_a + shape_b))
+    # a full contraction: PyTorch's is a dot, which autocast does not cast
+    from ._autocast import uncast
+    with uncast():
+        return left.mm(right).reshape(())
 
 
 def _tensordot_dims(a, b, dims):
