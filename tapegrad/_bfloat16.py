@@ -159,7 +159,11 @@ def round_tensors_in_place(tensors) -> None:
 
 
 def _sync_data_class(t, value) -> None:
-    """`t.data = value`: t takes value's dtype, so its class follows (the core's data setter)."""
+    """`t.data = value`: t takes value's dtype, so its class follows (the core's data setter).
+    While an op runs on the storage (the dispatch off), a float32 value is a bfloat16 tensor's
+    storage in a new layout (unsqueeze_, t_, transpose_ swap it in): t stays bfloat16."""
+    if is_bfloat16(t) and _dispatch_off() and value._array.dtype == _F32:
+        return
     if is_bfloat16(value) != is_bfloat16(t):
         mark(t, is_bfloat16(value))
 
