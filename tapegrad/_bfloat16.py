@@ -431,13 +431,21 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
     requested = _requested_dtype(name, args, kwargs)
     to_bfloat16 = requested is bfloat16 if requested is not None else \
         _promotes_to_bfloat16(inputs)
-    if to_bfloat16 and name in _NUMBERS_CAST_OPS:
+    out = kwargs.get("out")
+    # PyTorch computes an elementwise op in its inputs' dtype, bfloat16, and casts the result
+    # into a wider out= (a reduction accumulates in out's dtype: not rounded)
+    into_wider_out = not to_bfloat16 and isinstance(out, _core.TensorBase) and \
+        name in _meta._ELEMENTWISE and out._array.dtype.kind == "f" and not is_bfloat16(out) \
+        and _promotes_to_bfloat16([t for t in inputs if t is not out])
+    if (to_bfloat16 or into_wider_out) and name in _NUMBERS_CAST_OPS:
         args, kwargs = _numbers_cast(args, kwargs)
     result = _run(func, args, kwargs)
     if _writes_inputs(name, kwargs):
         for t in inputs:
             if is_bfloat16(t):
                 _round_in_place(t._array)
+    if into_wider_out:
+        out._array[...] = round_to_bfloat16(out._array)
     return _result(result, to_bfloat16, requested, inputs)
 
 
@@ -505,15 +513,26 @@ _COMPOSED = {
     "__rdiv__": lambda x, other: x.reciprocal() * other,
     "softsign": lambda x: x / (x.abs() + 1),                         # torch.nn.functional's
     "tanhshrink": lambda x: x - x.tanh(),
+    # (PyTorch's CPU logit kernel rounds x / (1 - x) to bfloat16 before its log)
+    "logit": lambda x, eps=None: _logit_ratio(x if eps is None else x.clamp(eps, 1 - eps)).log(),
 }
+
+
+def _logit_ratio(x):
+    return x / (1 - x)
 
 
 def _composed(func, args, kwargs):
     name = func.__name__
-    if kwargs or not is_bfloat16(args[0]) or not all(
-            is_bfloat16(a) or not isinstance(a, _core.TensorBase) for a in args):
+    # (keywords other than out= are the composition's: logit's eps)
+    if "out" in kwargs or not args or not is_bfloat16(args[0]) or not all(
+            is_bfloat16(a) or not isinstance(a, _core.TensorBase)
+            for a in (*args, *kwargs.values())):
         return _computed(func, name, args, kwargs)
-    return _COMPOSED[name](*args)
+    try:
+        return _COMPOSED[name](*args, **kwargs)
+    except TypeError:                   # a keyword the composition has not: the op's error
+        return _computed(func, name, args, kwargs)
 
 
 def _dtype_as_value(func, args, kwargs):
