@@ -73,6 +73,37 @@ def test_in_place_view_ops_keep_a_bfloat16_tensor_bfloat16(op, args):
         np.testing.assert_array_equal(gv, wv)
 
 
+@pytest.mark.parametrize("call", [
+    lambda L, x, y, o: L.exp(x, out=o), lambda L, x, y, o: L.add(x, y, out=o),
+    lambda L, x, y, o: L.mul(x, y, out=o), lambda L, x, y, o: L.sigmoid(x, out=o),
+    lambda L, x, y, o: L.pow(x, 1.7, out=o), lambda L, x, y, o: L.atan2(x, y, out=o),
+    lambda L, x, y, o: L.sum(x.reshape(2, 2), 1, out=o[:2]),       # (accumulates in out's dtype)
+    lambda L, x, y, o: L.cumsum(x, 0, out=o),
+])
+@pytest.mark.parametrize("out_dtype", ["float32", "float64"])
+def test_a_bfloat16_elementwise_op_into_a_wider_out_is_rounded_as_pytorch(call, out_dtype):
+    # SILENT (fuzz seed 65601304): exp(bfloat16, out=float32) wrote the float32 exp (2.0519
+    # where PyTorch computes in bfloat16 and casts: 2.046875)
+    def run(lib):
+        x = lib.tensor([0.72, 0.66, 0.537, 1.3]).to(lib.bfloat16)
+        y = lib.tensor([0.3, 0.1, 2.2, 1.0]).to(lib.bfloat16)
+        o = lib.zeros(4, dtype=getattr(lib, out_dtype))
+        call(lib, x, y, o)
+        return o.numpy()
+    np.testing.assert_array_equal(run(tapegrad), run(torch))
+
+
+def test_bfloat16_logit_rounds_its_ratio_as_pytorch():
+    # SILENT: PyTorch's logit kernel rounds x / (1 - x) to bfloat16 before the log (0.9414 at
+    # 0.71875 where one rounding gives 0.9375, up to 4 ulp apart)
+    def run(lib):
+        x = lib.tensor([0.72, 0.66, 0.537, 0.05, 0.93, 0.4, 1.0, 0.0]).to(lib.bfloat16)
+        return [_bits(r) for r in (lib.logit(x), x.logit(0.1), lib.special.logit(x, eps=0.2))]
+    for (w, wd), (g, gd) in zip(run(torch), run(tapegrad)):
+        assert gd == wd == "bfloat16"
+        np.testing.assert_array_equal(g, w)
+
+
 # -- autocast -------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
