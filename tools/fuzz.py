@@ -2162,7 +2162,8 @@ def compare_bfloat16(label, step, t, g, drifted, out):
             or t[1].shape != g[1].shape:
         return
     ulps = _bfloat16_ulps(t[1], g[1])
-    if step.exact or ulps > 1:
+    # (0: only a NaN's sign or payload differs, or a zero's sign, which compare_snaps reads)
+    if (step.exact and ulps) or ulps > 1:
         out.append(("value", f"{label} (bfloat16{t[3]}): {ulps} bfloat16 ulp apart "
                              f"({'elementwise: bit for bit' if step.exact else 'at most 1'}); "
                              f"torch {surface._short(t[1])} vs tapegrad {surface._short(g[1])}"))
