@@ -548,11 +548,61 @@ def _dtype_as_value(func, args, kwargs):
 # Public functions whose dtype arguments are values, not their results' dtype.
 _DTYPE_AS_VALUE = ("set_autocast_dtype", "set_autocast_cpu_dtype", "set_autocast_gpu_dtype")
 
+# Ops PyTorch's CPU build has no bfloat16 kernel for: their errors (tapegrad's float32 storage
+# would compute them).  name -> (exception class, message)
+_LOW_PRECISION = "{}: Low precision dtypes not supported. Got BFloat16"
+_NO_KERNEL = "\"{}\" not implemented for 'BFloat16'"
+_FLOAT_DOUBLE_ONLY = "This function doesn't handle types other than float and double"
+_NO_BFLOAT16_KERNEL = {
+    **dict.fromkeys(("inv", "inv_ex", "inverse", "tensorinv"),
+                    (RuntimeError, _LOW_PRECISION.format("linalg.inv"))),
+    "logdet": (RuntimeError, _LOW_PRECISION.format("logdet")),
+    "slogdet": (RuntimeError, _LOW_PRECISION.format("linalg.slogdet")),
+    **dict.fromkeys(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu"),
+                    (NotImplementedError, _NO_KERNEL.format("lu_cpu"))),
+    **dict.fromkeys(("cholesky", "cholesky_ex"),
+                    (NotImplementedError, _NO_KERNEL.format("cholesky_cpu"))),
+    "cholesky_inverse": (NotImplementedError, _NO_KERNEL.format("cholesky_inverse_out_cpu")),
+    **dict.fromkeys(("qr", "geqrf"), (NotImplementedError, _NO_KERNEL.format("geqrf_cpu"))),
+    **dict.fromkeys(("svd", "svdvals"),
+                    (NotImplementedError, _NO_KERNEL.format("linalg_svd_cpu"))),
+    **dict.fromkeys(("eigh", "eigvalsh"),
+                    (NotImplementedError, _NO_KERNEL.format("linalg_eigh_cpu"))),
+    "eig": (NotImplementedError, _NO_KERNEL.format("linalg_eig_out_cpu")),
+    **dict.fromkeys(("solve_triangular", "triangular_solve"),
+                    (NotImplementedError, _NO_KERNEL.format("triangular_solve_cpu"))),
+    "cdist": (NotImplementedError, _NO_KERNEL.format("cdist")),
+    "log_ndtr": (NotImplementedError, _NO_KERNEL.format("log_ndtr_cpu")),
+    **dict.fromkeys(("lstsq", "matrix_rank"), (RuntimeError, _FLOAT_DOUBLE_ONLY)),
+    "view_as_complex": (RuntimeError, "view_as_complex is only supported for half, float and "
+                                      "double tensors, but got a tensor of scalar type: BFloat16"),
+}
+
+
+def _no_kernel(func, args, kwargs):
+    if not any(is_bfloat16(t) for t in _tensors_in(kwargs.values(), _tensors_in(args, []))):
+        return _computed(func, func.__name__, args, kwargs)
+    error, message = _NO_BFLOAT16_KERNEL[func.__name__]
+    raise error(message)
+
+
+def _complex_parts(func, args, kwargs):
+    """torch.complex / torch.polar: half, float or double parts only."""
+    parts = _tensors_in(kwargs.values(), _tensors_in(args, []))[:2]
+    if len(parts) == 2 and any(is_bfloat16(t) for t in parts):
+        a, b = (_SCALAR_NAMES.get(_dtype_name(t), _dtype_name(t)) for t in parts)
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{a} and {b}")
+    return _computed(func, func.__name__, args, kwargs)
+
+
 _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16": _already,
         "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
         "__str__": _repr, "element_size": _element_size, "type": _type}
 _OWN.update(dict.fromkeys(_COMPOSED, _composed))
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
+_OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
+_OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
 
 
 # Loading this module turns the dispatch of torch.bfloat16 itself on, and the core's data
