@@ -478,12 +478,13 @@ def tensordot(a, b, dims=2, out=None):
     contracted = math.prod(a.shape[d] for d in contract_a)
     left = a.permute(tuple(free_a + contract_a)).reshape(math.prod(shape_a), contracted)
     right = b.permute(tuple(contract_b + free_b)).reshape(contracted, math.prod(shape_b))
-    if free_a or free_b:
+    if left.shape[0] != 1 or right.shape[1] != 1:
         return left.mm(right).reshape(tuple(shape_a + shape_b))
-    # a full contraction: PyTorch's is a dot, which autocast does not cast
+    # one output element (a full contraction, or free dims all of size 1): PyTorch's is a
+    # dot, which autocast does not cast
     from ._autocast import uncast
     with uncast():
-        return left.mm(right).reshape(())
+        return left.mm(right).reshape(tuple(shape_a + shape_b))
 
 
 def _tensordot_dims(a, b, dims):

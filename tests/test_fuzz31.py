@@ -167,6 +167,7 @@ def test_einsum_under_autocast_contracts_in_the_lower_dtype_as_pytorch(dtype, eq
     (lambda L, a, b: L.inner(a[0], b[:, 0]), 1e-6),          # fuzz seed 65600308: a dot
     (lambda L, a, b: L.tensordot(a, b.mT, 2), 1e-6),         # a full contraction
     (lambda L, a, b: L.tensordot(a[0], b[:, 0], 1), 1e-6),
+    (lambda L, a, b: L.inner(a[:1, None], b.mT[:1, None]), 1e-6),     # fuzz seed 65602764
     # (computed in bfloat16, returned in float32; the two decompositions round differently)
     (lambda L, a, b: L.nn.functional.bilinear(a, a, b.reshape(3, 4, 1).expand(3, 4, 4)), 2e-2),
     (lambda L, a, b: L.inner(a, b.mT), 1e-2),                # (an mm: cast, in both)
