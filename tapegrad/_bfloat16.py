@@ -579,8 +579,16 @@ _NO_BFLOAT16_KERNEL = {
 }
 
 
+# (those whose kernel PyTorch does not reach for empty inputs: they run)
+_RUN_WHEN_EMPTY = frozenset(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu",
+                             "cholesky", "cholesky_ex", "svd", "svdvals", "eigh", "eigvalsh",
+                             "cdist"))
+
+
 def _no_kernel(func, args, kwargs):
-    if not any(is_bfloat16(t) for t in _tensors_in(kwargs.values(), _tensors_in(args, []))):
+    tensors = [t for t in _tensors_in(kwargs.values(), _tensors_in(args, [])) if is_bfloat16(t)]
+    if not tensors or (func.__name__ in _RUN_WHEN_EMPTY and not any(t._array.size
+                                                                     for t in tensors)):
         return _computed(func, func.__name__, args, kwargs)
     error, message = _NO_BFLOAT16_KERNEL[func.__name__]
     raise error(message)
