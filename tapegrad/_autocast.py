@@ -33,6 +33,7 @@ region that reaches no such op runs).
 """
 from __future__ import annotations as _annotations
 
+import contextlib
 import weakref
 
 from . import _core
@@ -135,6 +136,10 @@ def _to(t, dtype, name: str):
     except TypeError as e:
         if dtype is not _core.bfloat16:
             raise
+        if _core._subclass_dispatch_set_off(None):
+            # a listed op inside a bfloat16 op's run on its float32 storage (inner's mm):
+            # the storage stands for bfloat16 values, and the bfloat16 op rounds its result
+            return t
         raise NotImplementedError(
             f"torch.autocast('cpu', dtype=torch.bfloat16) would run {name} in torch.bfloat16, "
             f"which tapegrad cannot yet ({e}); use dtype=torch.float16, or enabled=False"
@@ -194,12 +199,34 @@ def autocast_call(entry, policy: int, args: tuple, kwargs: dict):
         _core._exclude_autocast(False)
 
 
-def lower_precision_operands(name: str, values) -> list:
-    """values cast as an op of the lower_precision_fp policy casts its arguments, for an op
-    that runs by internal calls no entry sees (the recurrent layers' lstm, rnn_tanh and
-    rnn_relu, which PyTorch's CPU autocast runs in the autocast dtype; gru it leaves alone)."""
+# -- compositions: what PyTorch's decomposition of an op reaches ----------------------------------
+# An op PyTorch composes of others in C++ (einsum, tensordot, bilinear) is cast where, and only
+# where, its decomposition calls a listed op; tapegrad's own composition may call other ops, so
+# such an op says what PyTorch's reaches.
+
+def lower_precision_operands(name: str, *tensors) -> tuple:
+    """The operands of a listed lower-precision op (bmm, mm) inside a composition, cast as
+    PyTorch's dispatcher casts them while this thread autocasts (unchanged when it does not);
+    also the recurrent layers' lstm, rnn_tanh and rnn_relu, which PyTorch's CPU autocast runs in
+    the autocast dtype from internal calls no entry sees (gru it leaves alone)."""
+    if not _core._set_autocast_on(None):
+        return tensors
     lower = _autocast_dtype()
-    return [_cast_value(v, lower, lower, name) for v in values]
+    return tuple(_cast(t, lower, lower, name) for t in tensors)
+
+
+@contextlib.contextmanager
+def uncast():
+    """The calls inside are not cast: a composition whose PyTorch decomposition reaches no
+    listed op (bilinear's _trilinear, a full tensordot's dot) runs in its inputs' dtypes."""
+    if not _core._set_autocast_on(None):
+        yield
+        return
+    _core._exclude_autocast(True)
+    try:
+        yield
+    finally:
+        _core._exclude_autocast(False)
 
 
 def install(matmul_entry) -> None:

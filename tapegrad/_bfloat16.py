@@ -176,7 +176,11 @@ def as_bfloat16_gradient(g):
 
 
 def _sync_data_class(t, value) -> None:
-    """`t.data = value`: t takes value's dtype, so its class follows (the core's data setter)."""
+    """`t.data = value`: t takes value's dtype, so its class follows (the core's data setter).
+    While an op runs on the storage (the dispatch off), a float32 value is a bfloat16 tensor's
+    storage in a new layout (unsqueeze_, t_, transpose_ swap it in): t stays bfloat16."""
+    if is_bfloat16(t) and _dispatch_off() and value._array.dtype == _F32:
+        return
     if is_bfloat16(value) != is_bfloat16(t):
         mark(t, is_bfloat16(value))
 
@@ -418,6 +422,29 @@ def _copy(t):
     return c
 
 
+def gradients_for(inputs, grads):
+    """autograd.grad's results with PyTorch's dtypes: the gradient of a bfloat16 input, which the
+    sweep computed in float32, as a bfloat16 tensor (rounded)."""
+    if isinstance(grads, dict):
+        return {k: _bfloat16_gradient(g) if is_bfloat16(inputs[k]) else g
+                for k, g in grads.items()}
+    inputs = (inputs,) if isinstance(inputs, _core.TensorBase) else tuple(inputs)
+    return type(grads)(_bfloat16_gradient(g) if is_bfloat16(x) else g
+                       for x, g in zip(inputs, grads))
+
+
+def _bfloat16_gradient(g):
+    if g is None or is_bfloat16(g) or g._array.dtype != _F32:
+        return g
+    # a copy, never g itself rounded: the sweep may hand back a tensor it was given (a
+    # grad_outputs entry, kept by reference); on a graph (create_graph) the copy is recorded as
+    # PyTorch's conversion
+    g = _copy(g)
+    _round_in_place(g._array)
+    mark(g)
+    return g
+
+
 def _shares_storage(r, t) -> bool:
     return np.may_share_memory(r._array, t._array)
 
@@ -495,13 +522,21 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
     requested = _requested_dtype(name, args, kwargs)
     to_bfloat16 = requested is bfloat16 if requested is not None else \
         _promotes_to_bfloat16(inputs)
-    if to_bfloat16 and name in _NUMBERS_CAST_OPS:
+    out = kwargs.get("out")
+    # PyTorch computes an elementwise op in its inputs' dtype, bfloat16, and casts the result
+    # into a wider out= (a reduction accumulates in out's dtype: not rounded)
+    into_wider_out = not to_bfloat16 and isinstance(out, _core.TensorBase) and \
+        name in _meta._ELEMENTWISE and out._array.dtype.kind == "f" and not is_bfloat16(out) \
+        and _promotes_to_bfloat16([t for t in inputs if t is not out])
+    if (to_bfloat16 or into_wider_out) and name in _NUMBERS_CAST_OPS:
         args, kwargs = _numbers_cast(args, kwargs)
     result = _run(func, args, kwargs)
     if _writes_inputs(name, kwargs):
         for t in inputs:
             if is_bfloat16(t):
                 _round_in_place(t._array)
+    if into_wider_out:
+        out._array[...] = round_to_bfloat16(out._array)
     return _result(result, to_bfloat16, requested, inputs)
 
 
@@ -690,15 +725,26 @@ _COMPOSED = {
     "__rdiv__": lambda x, other: x.reciprocal() * other,
     "softsign": lambda x: x / (x.abs() + 1),                         # torch.nn.functional's
     "tanhshrink": lambda x: x - x.tanh(),
+    # (PyTorch's CPU logit kernel rounds x / (1 - x) to bfloat16 before its log)
+    "logit": lambda x, eps=None: _logit_ratio(x if eps is None else x.clamp(eps, 1 - eps)).log(),
 }
+
+
+def _logit_ratio(x):
+    return x / (1 - x)
 
 
 def _composed(func, args, kwargs):
     name = func.__name__
-    if kwargs or not is_bfloat16(args[0]) or not all(
-            is_bfloat16(a) or not isinstance(a, _core.TensorBase) for a in args):
+    # (keywords other than out= are the composition's: logit's eps)
+    if "out" in kwargs or not args or not is_bfloat16(args[0]) or not all(
+            is_bfloat16(a) or not isinstance(a, _core.TensorBase)
+            for a in (*args, *kwargs.values())):
         return _computed(func, name, args, kwargs)
-    return _COMPOSED[name](*args)
+    try:
+        return _COMPOSED[name](*args, **kwargs)
+    except TypeError:                   # a keyword the composition has not: the op's error
+        return _computed(func, name, args, kwargs)
 
 
 def _dtype_as_value(func, args, kwargs):
@@ -714,6 +760,62 @@ def _dtype_as_value(func, args, kwargs):
 # Public functions whose dtype arguments are values, not their results' dtype.
 _DTYPE_AS_VALUE = ("set_autocast_dtype", "set_autocast_cpu_dtype", "set_autocast_gpu_dtype")
 
+# Ops PyTorch's CPU build has no bfloat16 kernel for: their errors (tapegrad's float32 storage
+# would compute them).  name -> (exception class, message)
+_LOW_PRECISION = "{}: Low precision dtypes not supported. Got BFloat16"
+_NO_KERNEL = "\"{}\" not implemented for 'BFloat16'"
+_FLOAT_DOUBLE_ONLY = "This function doesn't handle types other than float and double"
+_NO_BFLOAT16_KERNEL = {
+    **dict.fromkeys(("inv", "inv_ex", "inverse", "tensorinv"),
+                    (RuntimeError, _LOW_PRECISION.format("linalg.inv"))),
+    "logdet": (RuntimeError, _LOW_PRECISION.format("logdet")),
+    "slogdet": (RuntimeError, _LOW_PRECISION.format("linalg.slogdet")),
+    **dict.fromkeys(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu"),
+                    (NotImplementedError, _NO_KERNEL.format("lu_cpu"))),
+    **dict.fromkeys(("cholesky", "cholesky_ex"),
+                    (NotImplementedError, _NO_KERNEL.format("cholesky_cpu"))),
+    "cholesky_inverse": (NotImplementedError, _NO_KERNEL.format("cholesky_inverse_out_cpu")),
+    **dict.fromkeys(("qr", "geqrf"), (NotImplementedError, _NO_KERNEL.format("geqrf_cpu"))),
+    **dict.fromkeys(("svd", "svdvals"),
+                    (NotImplementedError, _NO_KERNEL.format("linalg_svd_cpu"))),
+    **dict.fromkeys(("eigh", "eigvalsh"),
+                    (NotImplementedError, _NO_KERNEL.format("linalg_eigh_cpu"))),
+    "eig": (NotImplementedError, _NO_KERNEL.format("linalg_eig_out_cpu")),
+    **dict.fromkeys(("solve_triangular", "triangular_solve"),
+                    (NotImplementedError, _NO_KERNEL.format("triangular_solve_cpu"))),
+    "cdist": (NotImplementedError, _NO_KERNEL.format("cdist")),
+    "log_ndtr": (NotImplementedError, _NO_KERNEL.format("log_ndtr_cpu")),
+    **dict.fromkeys(("lstsq", "matrix_rank"), (RuntimeError, _FLOAT_DOUBLE_ONLY)),
+    "view_as_complex": (RuntimeError, "view_as_complex is only supported for half, float and "
+                                      "double tensors, but got a tensor of scalar type: BFloat16"),
+}
+
+
+# (those whose kernel PyTorch does not reach for empty inputs: they run)
+_RUN_WHEN_EMPTY = frozenset(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu",
+                             "cholesky", "cholesky_ex", "svd", "svdvals", "eigh", "eigvalsh",
+                             "cdist"))
+
+
+def _no_kernel(func, args, kwargs):
+    tensors = [t for t in _tensors_in(kwargs.values(), _tensors_in(args, [])) if is_bfloat16(t)]
+    if not tensors or (func.__name__ in _RUN_WHEN_EMPTY and not any(t._array.size
+                                                                     for t in tensors)):
+        return _computed(func, func.__name__, args, kwargs)
+    error, message = _NO_BFLOAT16_KERNEL[func.__name__]
+    raise error(message)
+
+
+def _complex_parts(func, args, kwargs):
+    """torch.complex / torch.polar: half, float or double parts only."""
+    parts = _tensors_in(kwargs.values(), _tensors_in(args, []))[:2]
+    if len(parts) == 2 and any(is_bfloat16(t) for t in parts):
+        a, b = (_SCALAR_NAMES.get(_dtype_name(t), _dtype_name(t)) for t in parts)
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{a} and {b}")
+    return _computed(func, func.__name__, args, kwargs)
+
+
 _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16": _already,
         "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
         "__str__": _repr, "element_size": _element_size, "type": _type}
@@ -723,6 +825,8 @@ _OWN.update(log_softmax=_log_softmax, cross_entropy=_cross_entropy, nan_to_num=_
 _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_norm",
                            "rms_norm"), _norm))
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
+_OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
+_OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
 
 
 # Loading this module turns the dispatch of torch.bfloat16 itself on, and the core's data

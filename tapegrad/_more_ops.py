@@ -478,7 +478,13 @@ def tensordot(a, b, dims=2, out=None):
     contracted = math.prod(a.shape[d] for d in contract_a)
     left = a.permute(tuple(free_a + contract_a)).reshape(math.prod(shape_a), contracted)
     right = b.permute(tuple(contract_b + free_b)).reshape(contracted, math.prod(shape_b))
-    return left.mm(right).reshape(tuple(shape_a + shape_b))
+    if left.shape[0] != 1 or right.shape[1] != 1:
+        return left.mm(right).reshape(tuple(shape_a + shape_b))
+    # one output element (a full contraction, or free dims all of size 1): PyTorch's is a
+    # dot, which autocast does not cast
+    from ._autocast import uncast
+    with uncast():
+        return left.mm(right).reshape(tuple(shape_a + shape_b))
 
 
 def _tensordot_dims(a, b, dims):

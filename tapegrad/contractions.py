@@ -18,6 +18,7 @@ from .tensor import Tensor
 
 _mm = _core.TORCH_FUNCTIONS["mm"]
 _bmm = _core.TORCH_FUNCTIONS["bmm"]
+from ._autocast import lower_precision_operands  # noqa: E402
 
 
 def _type_name(t) -> str:
@@ -405,6 +406,13 @@ def _contract_pair(a, la, b, lb, needed, order):
         a = a.expand(*batch_sizes, *a.shape[len(batch):])
     if any(size_b[lab] != s for lab, s in zip(batch, batch_sizes)):
         b = b.expand(*batch_sizes, *b.shape[len(batch):])
+    # (PyTorch's einsum reaches bmm through the dispatcher: autocast casts its operands, and
+    # a bfloat16 cast needs the public bmm, which computes bfloat16 tensors)
+    bmm = _bmm
+    cast_a, cast_b = lower_precision_operands("bmm", a, b)
+    if cast_a is not a or cast_b is not b:
+        from . import bmm
+        a, b = cast_a, cast_b
     if a._array.dtype == np.bool_:
         # bmm's dtype check (on the first operand) comes before its operands' comparison.
         raise NotImplementedError('"bmm" not implemented for \'Bool\'')
@@ -422,7 +430,7 @@ def _contract_pair(a, la, b, lb, needed, order):
     # (always bmm, a batch of one without batch subscripts, as PyTorch's: mm's backward lays a
     # column-major operand's gradient out column-major, bmm's does not)
     nb = int(np.prod(batch_sizes, dtype=np.int64))
-    out = _bmm(a.reshape(nb, M, K), b.reshape(nb, K, N))
+    out = bmm(a.reshape(nb, M, K), b.reshape(nb, K, N))
     shape = batch_sizes + [size_a[lab] for lab in a_only] + [size_b[lab] for lab in b_only]
     return out.reshape(tuple(shape)), batch + a_only + b_only
 

@@ -132,6 +132,8 @@ class Step:
     (saved-tensor hooks, parametrize.cached), outside no_grad; `uses`: the variables it reads
     (for shrinking)."""
 
+    exact = False       # drawn by an elementwise generator: bfloat16 results compared bit for bit
+
     def __init__(self, code, out=None, nograd=False, stmt=False, ctx=None):
         self.code, self.out, self.nograd, self.stmt = code, out, nograd, stmt
         self.uses = set(re.findall(r"\bv\d+\b", code + (ctx or ""))) - {out}
@@ -159,15 +161,18 @@ class Program:
     """`cplx`: the variables of complex dtype (in torch's run): their loss terms and second-order
     terms take the real part (backward needs a real scalar)."""
 
-    def __init__(self, seed, steps, mode, loss_vars, retained, weight_seed, cplx=frozenset()):
+    def __init__(self, seed, steps, mode, loss_vars, retained, weight_seed, cplx=frozenset(),
+                 context=None):
         self.seed, self.steps, self.mode = seed, steps, mode
         self.loss_vars, self.retained, self.weight_seed = loss_vars, retained, weight_seed
         self.cplx = frozenset(cplx)
+        self.context = context      # a key of CONTEXTS (seeds >= CONTEXT_FROM) or None
 
     def derive(self, **changes):
         """The same program with some fields replaced."""
         f = dict(seed=self.seed, steps=self.steps, mode=self.mode, loss_vars=self.loss_vars,
-                 retained=self.retained, weight_seed=self.weight_seed, cplx=self.cplx)
+                 retained=self.retained, weight_seed=self.weight_seed, cplx=self.cplx,
+                 context=self.context)
         f.update(changes)
         return Program(**f)
 
@@ -176,7 +181,8 @@ class Program:
 
     def grad_leaves(self):
         return [s.out for s in self.steps if s.is_leaf() and
-                ("requires_grad=True" in s.code or s.code.startswith("torch.nn.Parameter("))]
+                ("requires_grad=True" in s.code or s.code.endswith(".requires_grad_()")
+                 or s.code.startswith("torch.nn.Parameter("))]
 
     def term(self, v):
         """Source of loss term v: (v * W).sum(), of its real part for a complex v."""
@@ -207,20 +213,30 @@ class Program:
         if dtype in COMPLEXES:
             # a complex weight: Re(v * w) reads both the real and the imaginary part of v
             w = w + 1j * rng.standard_normal(shape)
-        return w.astype(dtype)
+        # (numpy has no bfloat16: a bfloat16 term's weight is float32, its product float32)
+        return w.astype("float32" if dtype == "bfloat16" else dtype)
 
     def script(self, live=None):
         live = live if live is not None else {s.out for s in self.steps if s.out}
         out = ["import numpy as np", "import torch            # or: import tapegrad as torch",
                "F = torch.nn.functional", "nan, inf = float('nan'), float('inf')"]
-        out += [s.source() for s in self.steps]
+        body = [s.source() for s in self.steps]
         tail = self.tail(live)
         if tail:
-            out.append(f"# W<k>: weights of the loss terms, np.random.default_rng"
-                       f"([{self.weight_seed}, k]).standard_normal(v<k>.shape) in v<k>'s dtype"
-                       + ("; WG[i]: the same with k = 1000 + i, in the shape of the i-th leaf"
-                          if self.mode == "grad2" else ""))
-            out += tail
+            tail = [f"# W<k>: weights of the loss terms, np.random.default_rng"
+                    f"([{self.weight_seed}, k]).standard_normal(v<k>.shape) in v<k>'s dtype"
+                    + ("; WG[i]: the same with k = 1000 + i, in the shape of the i-th leaf"
+                       if self.mode == "grad2" else "")] + tail
+        manager, with_tail = context_source(self.context)
+        if manager:
+            if self.context == "function-mode":
+                out += PASS_THROUGH_MODE.split("\n")
+            inside = body + (tail if with_tail else [])
+            out.append(f"with {manager}:")
+            out += ["    " + x for line in inside for x in line.split("\n")]
+            out += [] if with_tail else tail
+        else:
+            out += body + tail
         return "\n".join(out)
 
 
@@ -264,6 +280,8 @@ class Generator:
         self.ns = namespace(torch)
         self.meta = {}
         self.counter = 0
+        self.exact = False          # the current generator is elementwise (Step.exact)
+        self.bfloat16 = False       # float leaves converted with .to(torch.bfloat16)
 
     # variables
     def fresh(self):
@@ -277,6 +295,7 @@ class Generator:
         if not stmt and out is None:
             out = self.fresh()
         step = Step(code, out, nograd, stmt, ctx)
+        step.exact = self.exact
         self.steps.append(step)
         ok = run_step(self.torch, self.ns, step)[0] == "ok"
         self.meta = {}
@@ -306,9 +325,15 @@ class Generator:
              param=False):
         """A literal leaf (`param`: wrapped in nn.Parameter, for a module's weight)."""
         r = self.r
+        bf16 = dtype == "bfloat16"      # (a partner of a bfloat16 variable: drawn in float32)
+        if bf16:
+            dtype = "float32"
         if kind == "float" and int(np.prod(shape)) >= BIG and style is None and not param:
             dtype = dtype or r.choice(FLOATS)
             rg = r.random() < 0.8 if rg is None else rg
+            if self.bfloat16:
+                return self.add(self._to_bfloat16(
+                    f"torch.tensor({big_literal(r.randrange(2 ** 32), shape, dtype)})", rg, bf16))
             return self.add(f"torch.tensor({big_literal(r.randrange(2 ** 32), shape, dtype)}"
                             + (", requires_grad=True)" if rg else ")"))
         if kind == "complex":
@@ -358,8 +383,17 @@ class Generator:
         arr = np.asarray(arr, dtype=dtype)
         if param:
             return self.add(f"torch.nn.Parameter(torch.tensor({literal(arr)}))")
+        if kind == "float" and (self.bfloat16 or bf16):
+            return self.add(self._to_bfloat16(f"torch.tensor({literal(arr)})", rg, bf16))
         code = f"torch.tensor({literal(arr)}" + (", requires_grad=True)" if rg else ")")
         return self.add(code)
+
+    def _to_bfloat16(self, code, rg, always=False):
+        """A float leaf of a bfloat16 program: its values converted (one in eight stays in its
+        own dtype, for the promotions), then made to require grad (a bfloat16 leaf)."""
+        if always or self.r.random() < 0.875:
+            code += ".to(torch.bfloat16)"
+        return code + (".requires_grad_()" if rg else "")
 
     def shape(self, nd=None, lo=0, hi=4):
         nd = self.r.choice([0, 1, 2, 2, 3, 3]) if nd is None else nd
@@ -377,8 +411,9 @@ def big_literal(key, shape, dtype):
 
 
 def namespace(L):
-    return {"torch": L, "F": L.nn.functional, "np": np, "nan": float("nan"),
-            "inf": float("inf")}
+    ns = {"torch": L, "F": L.nn.functional, "np": np, "nan": float("nan"), "inf": float("inf")}
+    exec(PASS_THROUGH_MODE, ns)
+    return ns
 
 
 def run_step(L, ns, step):
@@ -1783,13 +1818,58 @@ def add_hooks(g, seed):
         g.add(f"{a}.register_hook({r.choice(HOOKS)})", stmt=True)
 
 
+# The contexts a program runs in, drawn (from a stream of their own) only by seeds >= CONTEXT_FROM,
+# so the programs of lower seeds stay what they were.  name: (weight, source of the context manager
+# around the body or None, whether the tail runs in it too).  "bfloat16" runs no context: its float
+# leaves are converted with .to(torch.bfloat16) (Generator._to_bfloat16), and its bfloat16 results
+# are compared bit for bit after an elementwise step, within one bfloat16 ulp after any other
+# (compare_bfloat16).  Autocast's tail (backward) runs outside the region, as PyTorch advises; a
+# function mode's inside it, and the program must give the same bits without the mode
+# (function_mode_check).
+CONTEXT_FROM = 65_600_000
+CONTEXTS = {
+    None: (2, None, False),
+    "bfloat16": (3, None, False),
+    "autocast-bf16": (2, "torch.autocast('cpu', dtype=torch.bfloat16)", False),
+    "autocast-fp16": (2, "torch.autocast('cpu', dtype=torch.float16)", False),
+    "function-mode": (2, "PassThroughMode()", True),
+}
+# the generators whose steps are elementwise (a bfloat16 result rounded once from float32)
+ELEMENTWISE = (g_binary, g_unary)
+PASS_THROUGH_MODE = """class PassThroughMode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))"""
+
+
+def context_source(context):
+    """(source of the context manager or None, whether the tail runs in it)."""
+    return CONTEXTS[context][1:]
+
+
+def draw_context(seed):
+    if seed < CONTEXT_FROM:
+        return None
+    names = list(CONTEXTS)
+    return random.Random(f"context {seed}").choices(names, [CONTEXTS[n][0] for n in names])[0]
+
+
 def in_threads(seed):
     """Whether this seed's program also runs in several threads at once (its own stream)."""
     return random.Random(f"threads {seed}").random() < 0.15
 
 
 def generate(seed):
-    g = Generator(seed)
+    context = draw_context(seed)
+    manager = context_source(context)[0]
+    with contextlib.ExitStack() as stack:
+        g = Generator(seed)
+        g.bfloat16 = context == "bfloat16"
+        if manager:
+            stack.enter_context(eval(manager, g.ns))
+        return _generate(g, seed, context)
+
+
+def _generate(g, seed, context):
     r = g.r
     for _ in range(r.randint(1, 3)):
         g.leaf(g.shape())
@@ -1798,7 +1878,7 @@ def generate(seed):
         + ([(g_linalg, 4)] if seed >= LINALG_FROM else []) \
         + ([(g_complex2, 7), (g_int, 7)] if seed >= COMPLEX_FROM else []) \
         + ([(g_writes, 6)] if seed >= WRITES_FROM else [])
-    if seed >= COMPLEX_FROM and r.random() < 0.5:
+    if seed >= COMPLEX_FROM and not context and r.random() < 0.5:
         # half of these seeds: a program mostly over complex or integer values (among ~80 of
         # weight, 14 would leave those paths a step or two per program)
         ops = [(g_complex2, 10), (g_complex, 3), (g_int, 10), (g_shape, 2), (g_binary, 1),
@@ -1807,9 +1887,14 @@ def generate(seed):
     fns = [f for f, _ in ops]
     weights = [w for _, w in ops]
     for _ in range(n):
-        r.choices(fns, weights)[0](g)
+        fn = r.choices(fns, weights)[0]
+        g.exact = fn in ELEMENTWISE
+        fn(g)
+    g.exact = False
     add_hooks(g, seed)
-    mode = r.choices(["backward", "grad2", "compile", "plain"], [6, 2, 2, 0.5])[0]
+    # (a program in a context is not compiled: tapegrad.compile's leaves are its own)
+    mode = r.choices(["backward", "grad2", "compile", "plain"],
+                     [6, 2, 0 if context else 2, 0.5])[0]
     # the loss terms: float outputs that require grad, decided from torch's run
     loss_vars = [k for k, m in g.meta.items() if (m.float or m.cplx) and m.rg and not m.leaf]
     if not loss_vars:
@@ -1818,7 +1903,7 @@ def generate(seed):
     retained = [s.code.split(".")[0] for s in g.steps if s.code.endswith(".retain_grad()")]
     add_saved_hooks(g, seed)
     return Program(seed, g.steps, mode, loss_vars, retained, r.randrange(2 ** 32),
-                   cplx={k for k, m in g.meta.items() if m.cplx})
+                   cplx={k for k, m in g.meta.items() if m.cplx}, context=context)
 
 
 # -- running and comparing --------------------------------------------------------------------------
@@ -1836,7 +1921,8 @@ def snap(x):
                 d = d.resolve_conj()
             if d.is_neg():
                 d = d.resolve_neg()
-            arr = d.numpy().copy()
+            # (numpy has no bfloat16: read as float32, which holds every bfloat16 exactly)
+            arr = (d.float() if str(d.dtype).endswith("bfloat16") else d).numpy().copy()
             if arr.dtype.kind == "c":
                 # compared, adjudicated and moved by FD as (real, imag) pairs: flat index i is
                 # part i % 2 of element i // 2
@@ -1865,15 +1951,27 @@ class Run:
 
 def execute(L, prog, live=None):
     """Run prog's body and tail with library L.  `live`: the loss variables to use (torch's)."""
+    manager, with_tail = context_source(prog.context)
+    with contextlib.ExitStack() as region:
+        ns = namespace(L)
+        if manager:
+            region.enter_context(eval(manager, ns))
+        return _execute(L, prog, live, ns, None if with_tail else region)
+
+
+def _execute(L, prog, live, ns, body_region):
+    """execute's run in `ns`; `body_region`: the context to leave after the body (None: none, or
+    the tail runs in it too)."""
     surface.mark_phase(L)
     res = Run()
-    ns = namespace(L)
     for step in prog.steps:
         out = run_step(L, ns, step)
         if out[0] == "ok":
             res.steps.append(("ok", snap(out[1]) if not step.stmt else ("none",)))
         else:
             res.steps.append(out)
+    if body_region is not None:
+        body_region.close()
     for k, v in ns.items():
         if re.fullmatch(r"v\d+", k) and is_tensor(v):
             res.final[k] = snap(v)
@@ -1923,7 +2021,9 @@ def tolerances(dtype):
 SINGLE = ("float32", "float16", "bfloat16", "complex64")     # dtypes with float32 tolerances
 
 
-def compare_snaps(label, t, g, out, grad=False, half=False):
+def compare_snaps(label, t, g, out, grad=False, half=False, low=None):
+    """`half`: the program rounds through float16 somewhere; `low`: the dtype an autocast
+    region computed in (either widens the tolerances of every float value to that dtype's)."""
     if t[0] != g[0]:
         if {t[0], g[0]} == {"none", "t"} and grad and label.startswith("G"):
             # allow_unused: None vs zeros is fine, a nonzero where torch has None is not
@@ -1938,7 +2038,7 @@ def compare_snaps(label, t, g, out, grad=False, half=False):
             out.append(("structure", f"{label}: {len(t[1])} vs {len(g[1])} elements"))
             return
         for i, (a, b) in enumerate(zip(t[1], g[1])):
-            compare_snaps(f"{label}[{i}]", a, b, out, grad, half)
+            compare_snaps(f"{label}[{i}]", a, b, out, grad, half, low)
         return
     if t[0] == "py":
         if t[1] != g[1] and not (isinstance(t[1], float) and np.isclose(t[1], g[1], equal_nan=True)):
@@ -1955,7 +2055,8 @@ def compare_snaps(label, t, g, out, grad=False, half=False):
         return
     if trg != grg and not grad:
         out.append(("requires_grad", f"{label}: torch {trg} vs tapegrad {grg}"))
-    rtol, atol = tolerances("float16" if half and tdt not in ("bfloat16",) else tdt)
+    low = low or ("float16" if half else None)
+    rtol, atol = tolerances(low if low and tdt != "bfloat16" else tdt)
     if grad:
         rtol, atol = rtol * 5, atol * 5
     if tdt in COMPLEXES:
@@ -1994,10 +2095,15 @@ def _kind(s):
             "unreadable": "an unreadable tensor"}[s[0]]
 
 
+AUTOCAST_DTYPE = {"autocast-bf16": "bfloat16", "autocast-fp16": "float16"}
+
+
 def compare_runs(prog, t, g):
     out = []
     # a float16 step rounds what follows it to 11 bits: its gradients, in any dtype, too
     half = any("half()" in s.code or "float16" in s.code for s in prog.steps)
+    low = AUTOCAST_DTYPE.get(prog.context)
+    drifted = set()     # (bfloat16 programs) variables whose bits differ from torch's
     for i, (step, a, b) in enumerate(zip(prog.steps, t.steps, g.steps)):
         # the statement first (the known-difference patterns read it), then what it runs in
         where = " ".join(w for w in ("(no_grad)" if step.nograd else "",
@@ -2014,12 +2120,14 @@ def compare_runs(prog, t, g):
                 out.append(("exception-type", f"{label}: torch {a[2]!r} vs tapegrad {b[2]!r}"))
             continue
         n = len(out)
-        compare_snaps(label, a[1], b[1], out)
+        compare_snaps(label, a[1], b[1], out, low=low)
+        if prog.context == "bfloat16":
+            compare_bfloat16(label, step, a[1], b[1], drifted, out)
         if len(out) > n:
             return out
     for k in sorted(t.final, key=lambda s: int(s[1:])):
         if k in g.final:
-            compare_snaps(f"final {k}", t.final[k], g.final[k], out)
+            compare_snaps(f"final {k}", t.final[k], g.final[k], out, low=low)
     if out:
         return out
     if (t.tail[0] == "err") != (g.tail[0] == "err"):
@@ -2032,10 +2140,48 @@ def compare_runs(prog, t, g):
         return out
     for k, s in t.grads.items():
         if k in g.grads:
-            compare_snaps(k, s, g.grads[k], out, grad=True, half=half)
+            compare_snaps(k, s, g.grads[k], out, grad=True, half=half, low=low)
         else:
             out.append(("grad-none", f"{k}: missing in tapegrad"))
     return out
+
+
+def compare_bfloat16(label, step, t, g, drifted, out):
+    """A step of a bfloat16 program whose inputs have torch's bits: a bfloat16 result must have
+    torch's bits after an elementwise step (both compute in float32 and round once) and be within
+    one bfloat16 ulp after any other (float32 accumulation in another order).  A step whose result
+    differs in any bit puts its variable in `drifted` (an in-place statement: all it reads)."""
+    if step.stmt:
+        drifted |= step.uses
+        return
+    if _bit_equal(t, g):
+        return
+    inputs_exact = not (step.uses & drifted)
+    drifted.add(step.out)
+    if not inputs_exact or t[0] != "t" or g[0] != "t" or t[2] != "bfloat16" \
+            or t[1].shape != g[1].shape:
+        return
+    ulps = _bfloat16_ulps(t[1], g[1])
+    # (0: only a NaN's sign or payload differs, or a zero's sign, which compare_snaps reads)
+    if (step.exact and ulps) or ulps > 1:
+        out.append(("value", f"{label} (bfloat16{t[3]}): {ulps} bfloat16 ulp apart "
+                             f"({'elementwise: bit for bit' if step.exact else 'at most 1'}); "
+                             f"torch {surface._short(t[1])} vs tapegrad {surface._short(g[1])}"))
+
+
+def _bfloat16_ulps(x, y):
+    """The largest distance of x from y (float32 arrays of bfloat16 values) in bfloat16 units in
+    the last place: 0 where both are NaN (or zeros of either sign), inf where one only is NaN."""
+    def line(a):
+        bits = np.ascontiguousarray(a, np.float32).view(np.int32).astype(np.int64) >> 16
+        return np.where(bits < 0, -(bits & 0x7FFF), bits)     # sign-magnitude to an integer line
+    if not x.size:
+        return 0
+    nx, ny = np.isnan(x), np.isnan(y)
+    if np.any(nx != ny):
+        return float("inf")
+    d = np.abs(line(x) - line(y))
+    return int(np.max(np.where(nx, 0, d)))
 
 
 # -- compiled vs eager ------------------------------------------------------------------------------
@@ -2625,9 +2771,50 @@ def check_program(prog, runs=None):
             runs[:] = [t_run, g_run]
         if prog.mode == "compile" and not findings:
             findings += compile_check(prog, t_run)
+        if not findings and prog.context == "function-mode":
+            findings += function_mode_check(prog, t_run, g_run)
         if not findings and prog.mode != "compile" and in_threads(prog.seed):
             findings += threads_check(prog, t_run)
     return findings
+
+
+def function_mode_check(prog, t_run, g_run):
+    """A pass-through TorchFunctionMode changes nothing: tapegrad's run without it must give the
+    same bits (values, written variables, gradients) and the same errors."""
+    import tapegrad
+    bare = execute(tapegrad, prog.derive(context=None), live=t_run.live)
+    pairs = [(f"step {i} `{s.code[:100]}`", a, b)
+             for i, (s, a, b) in enumerate(zip(prog.steps, g_run.steps, bare.steps))]
+    pairs += [(f"final {k}", g_run.final[k], bare.final.get(k)) for k in g_run.final]
+    pairs += [("tail", g_run.tail, bare.tail)]
+    pairs += [(k, g_run.grads[k], bare.grads.get(k)) for k in g_run.grads]
+    for label, a, b in pairs:
+        if not _same_outcome(a, b):
+            return [("function-mode", f"{label}: in the mode {_outcome(a)}, without it "
+                                      f"{_outcome(b)}")]
+    return []
+
+
+def _same_outcome(a, b):
+    """Two results of one library (a step's ("ok", snap) / ("err", kind, msg), or a snap): the
+    same error kind, or the same bits."""
+    if a is None or b is None or a[0] != b[0]:
+        return a is b
+    if a[0] in ("ok", "err"):
+        return a[1] == b[1] if a[0] == "err" else (len(a) == 1 or _same_outcome(a[1], b[1]))
+    if a[0] == "seq":
+        return len(a[1]) == len(b[1]) and all(map(_same_outcome, a[1], b[1]))
+    return _bit_equal(a, b) if a[0] == "t" else a == b
+
+
+def _outcome(a):
+    if a is None:
+        return "nothing"
+    if a[0] == "err":
+        return a[2]
+    s = a[1] if a[0] == "ok" and len(a) > 1 else a
+    return _desc(s) if isinstance(s, tuple) and s and s[0] in ("t", "none", "seq", "py",
+                                                                 "unreadable") else "ran"
 
 
 def threads_check(prog, t_run, n_threads=3):
@@ -2915,7 +3102,8 @@ def main(argv=None):
                 continue
             if findings:
                 cats = sorted({c for c, _ in findings})
-                print(f"seed {seed} {cats} {prog.mode} {len(prog.steps)} steps: "
+                print(f"seed {seed} {cats} {prog.mode}"
+                      + (f" [{prog.context}]" if prog.context else "") + f" {len(prog.steps)} steps: "
                       f"{findings[0][1][:400]}", flush=True)
         return 0
     drive(kinds, a.first, a.seconds, a.batch, a.out, a.timeout)

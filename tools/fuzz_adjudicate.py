@@ -51,7 +51,9 @@ def to_float64(prog):
         code = (s.code.replace("dtype='float32'", "dtype='float64'")
                 .replace(".float()", ".double()").replace("torch.float32", "torch.float64")
                 .replace("dtype='complex64'", "dtype='complex128'")
-                .replace("torch.complex64", "torch.complex128"))
+                .replace("torch.complex64", "torch.complex128")
+                # (a bfloat16 leaf: its rounded values, widened)
+                .replace(".to(torch.bfloat16)", ".to(torch.bfloat16).double()"))
         steps.append(Step(code, s.out, s.nograd, s.stmt, s.ctx))
     return prog.derive(steps=steps)
 

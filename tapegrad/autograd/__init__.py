@@ -95,8 +95,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if masked is not None and masked.among(outputs, inputs, grad_outputs):
         return masked.grad_through_data(grad, outputs, inputs, grad_outputs, retain_graph,
                                         create_graph, allow_unused, materialize_grads)
-    return _core._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
-                       materialize_grads)
+    grads = _core._grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                        materialize_grads)
+    # bfloat16 inputs' gradients (tapegrad/_bfloat16.py, loaded by the first use of bfloat16)
+    bfloat16 = _sys.modules.get("tapegrad._bfloat16")
+    if bfloat16 is not None:
+        grads = bfloat16.gradients_for(inputs, grads)
+    return grads
 
 
 def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,

@@ -134,6 +134,10 @@ def bilinear(input1, input2, weight, bias=None):
     o, i, j = weight.shape
     outer = (x1.unsqueeze(2) * x2.unsqueeze(1)).reshape(-1, i * j)
     out = (outer @ weight.reshape(o, i * j).t()).reshape(*lead, o)
+    if out.dtype != input1.dtype:
+        # (autocast cast the product: PyTorch's _trilinear computes it in the lower dtype too,
+        # and gives it back in the inputs' dtype)
+        out = out.to(input1.dtype)
     # the bias goes on after the reshape, as in PyTorch, whose grad_fn is then AddBackward0
     return out if bias is None else out + bias
 

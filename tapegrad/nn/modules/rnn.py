@@ -583,8 +583,8 @@ class RNNBase(_BFloat16Calls, Module):
         (_BFloat16Calls), their fused steps unseen by the dispatch."""
         from ..._autocast import lower_precision_operands
         op = self.mode.lower()
-        data, *state = lower_precision_operands(op, [data, *state])
-        layers = [[lower_precision_operands(op, self._direction_weights(layer, direction))
+        data, *state = lower_precision_operands(op, data, *state)
+        layers = [[list(lower_precision_operands(op, *self._direction_weights(layer, direction)))
                    for direction in range(2 if self.bidirectional else 1)]
                   for layer in range(self.num_layers)]
         weights = lambda layer, direction: layers[layer][direction]  # noqa: E731
