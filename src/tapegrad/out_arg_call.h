@@ -130,6 +130,20 @@ static PyObject *tg_subclass_handler = NULL;
 static PyTypeObject *tg_tensor_base_type = NULL;
 static TG_THREAD_LOCAL int tg_subclass_dispatch_off = 0;
 
+/* *slot = a new reference to `value`, which must be callable (`what` names it in the error):
+ * how the handlers below (subclass dtype, autocast, function modes) are installed. */
+static int
+tg_store_callable(PyObject **slot, PyObject *value, const char *what)
+{
+    if (!PyCallable_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be callable", what);
+        return -1;
+    }
+    Py_INCREF(value);
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
 /* A dtype whose every use goes to the handler too (torch.bfloat16, from the first bfloat16
  * tensor on: tapegrad/_bfloat16.py makes `zeros(3, dtype=torch.bfloat16)` there, whose arguments
  * hold no tensor of its kind); NULL until then. */
@@ -166,12 +180,8 @@ tg_set_subclass_dispatch(PyObject *types, PyObject *tensor_base, PyObject *handl
 static int
 tg_set_dispatching_dtype(PyObject *dtype, PyObject *handler)
 {
-    if (!PyCallable_Check(handler)) {
-        PyErr_SetString(PyExc_TypeError, "expected a callable handler");
+    if (tg_store_callable(&tg_subclass_handler, handler, "the subclass handler") < 0)
         return -1;
-    }
-    Py_INCREF(handler);
-    Py_XSETREF(tg_subclass_handler, handler);
     Py_INCREF(dtype);
     Py_XSETREF(tg_dispatching_dtype, dtype);
     return 0;
@@ -466,13 +476,7 @@ tg_autocast_set_on(int on)
 static int
 tg_autocast_set_handler(PyObject *handler)
 {
-    if (!PyCallable_Check(handler)) {
-        PyErr_SetString(PyExc_TypeError, "the autocast handler must be callable");
-        return -1;
-    }
-    Py_INCREF(handler);
-    Py_XSETREF(tg_autocast_handler, handler);
-    return 0;
+    return tg_store_callable(&tg_autocast_handler, handler, "the autocast handler");
 }
 
 /* The call through the handler: handler(entry, policy, args, kwargs). */
@@ -518,12 +522,12 @@ static TG_THREAD_LOCAL Py_ssize_t tg_function_modes = 0;
 static int
 tg_set_function_modes(PyObject *handler, Py_ssize_t depth)
 {
-    if (!PyCallable_Check(handler) || depth < 0) {
-        PyErr_SetString(PyExc_TypeError, "expected a callable and a depth >= 0");
+    if (depth < 0) {
+        PyErr_SetString(PyExc_ValueError, "the function modes' depth must be >= 0");
         return -1;
     }
-    Py_INCREF(handler);
-    Py_XSETREF(tg_mode_handler, handler);
+    if (tg_store_callable(&tg_mode_handler, handler, "the function modes' handler") < 0)
+        return -1;
     tg_function_modes = depth;
     return 0;
 }
