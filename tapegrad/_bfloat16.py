@@ -135,6 +135,7 @@ def mark(t, as_bfloat16: bool = True) -> None:
     parameter = isinstance(t, Parameter)
     if as_bfloat16:
         t.__class__ = BFloat16Parameter if parameter else BFloat16Tensor
+        _core.mark_bfloat16_gradient(t)     # (a result's gradient arrives rounded: the core)
     else:
         t.__class__ = Parameter if parameter else Tensor
 
@@ -829,9 +830,11 @@ _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
 
 
-# Loading this module turns the dispatch of torch.bfloat16 itself on, and the core's data
-# setter tells us of `t.data = value` (the class follows the dtype).
+# Loading this module turns the dispatch of torch.bfloat16 itself on, the core's data
+# setter tells us of `t.data = value` (the class follows the dtype), and the sweeps round the
+# gradients reaching bfloat16 results with our rounding (ops_function.pxi).
 _core._set_dispatching_dtype(bfloat16, __import__("tapegrad.overrides", fromlist=["x"])
                              ._dispatch_subclass_call)
 _core._set_data_class_hook(_sync_data_class)
 _meta.bfloat16_route[0] = True
+_core._set_bfloat16_gradient_rounding(round_to_bfloat16, _bfloat16_gradient)

@@ -57,6 +57,8 @@ cdef class RecordExtra:
     cdef public object out_shape        # the output's shape when recorded, kept once an
                                         # unrecorded change gave its tensor another
                                         # (note_output_shape), or None
+    cdef public bint bfloat16_gradient  # the output is a bfloat16 tensor (kept in float32):
+                                        # its gradient is rounded to bfloat16 as it arrives
 
     def __cinit__(self):
         self.hooks = {}
@@ -67,6 +69,7 @@ cdef class RecordExtra:
         self.written_view = None
         self.read_input = None
         self.out_shape = None
+        self.bfloat16_gradient = False
 
 
 def _note_written_view(TensorBase view, TensorBase result):
@@ -375,6 +378,33 @@ cdef list undefined_passes_to(Py_ssize_t i, char* need, bint retain_graph):
     return out
 
 
+# -- bfloat16 gradients -------------------------------------------------------------------------
+# A bfloat16 tensor is kept in float32 storage (tapegrad/_bfloat16.py), and the VJPs compute in
+# float32.  PyTorch's backward kernels of a bfloat16 op write bfloat16 gradients, so the gradient
+# reaching each bfloat16 tensor is a rounded one.  The record of such a tensor is marked
+# (mark_bfloat16_gradient) and the sweep rounds each contribution to its adjoint and each sum
+# (sweep.pxi's accumulate_bfloat16), as PyTorch's engine adds bfloat16 gradients: every node
+# above computes from the rounded values, as PyTorch's does.  A create_graph sweep rounds the
+# total as the node starts (run_graph_hooks).  The rounding functions are _bfloat16's, set when
+# it loads (one implementation of the rounding).
+
+cdef object ROUND_BFLOAT16_ARRAY = None     # ndarray -> new ndarray of bfloat16 values
+cdef object ROUND_BFLOAT16_TENSOR = None    # tensor -> bfloat16 tensor (recorded on a graph)
+
+
+def _set_bfloat16_gradient_rounding(array_fn, tensor_fn):
+    global ROUND_BFLOAT16_ARRAY, ROUND_BFLOAT16_TENSOR
+    ROUND_BFLOAT16_ARRAY = array_fn
+    ROUND_BFLOAT16_TENSOR = tensor_fn
+
+
+def mark_bfloat16_gradient(TensorBase t):
+    """Round the gradient reaching t's node to bfloat16 in every later backward (t a bfloat16
+    result with a history; a leaf's gradient is rounded when read, _bfloat16.py)."""
+    if t._node >= 0 and t._requires_grad and TAPE.recs[t._node].op != OP_LEAF:
+        extra_of(t._node).bfloat16_gradient = True
+
+
 cdef object run_tensor_hooks(Py_ssize_t i, object g):
     """Run record i's tensor hooks on its total adjoint `g`; returns the gradient to use."""
     cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
@@ -407,6 +437,8 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
 cdef object run_graph_hooks(Py_ssize_t i, object g):
     """run_tensor_hooks with create_graph: the gradient is a tensor (with a graph)."""
     cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
+    if ex.bfloat16_gradient and (<TensorBase>g)._array.dtype == np.float32:
+        g = ROUND_BFLOAT16_TENSOR(g)
     if not ex.hooks:
         return g
     cdef TensorBase G = <TensorBase>g

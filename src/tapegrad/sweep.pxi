@@ -291,8 +291,34 @@ cdef object fit_arriving(Py_ssize_t k, object g, Record* producer, Py_ssize_t q)
     return sum_to(g, shape)
 
 
+cdef inline bint is_bfloat16_record(Py_ssize_t k) noexcept:
+    """Whether record k's output is a bfloat16 tensor (mark_bfloat16_gradient)."""
+    return (TAPE.recs[k].extra != NULL
+            and (<RecordExtra>TAPE.recs[k].extra).bfloat16_gradient)
+
+
+cdef int accumulate_bfloat16(PyObject** adj, char* owned, Py_ssize_t k, object gk) except -1:
+    """accumulate() into a bfloat16 tensor's record: PyTorch's backward kernels write each
+    contribution in bfloat16 and its engine adds them in bfloat16, so each contribution is
+    rounded, and each sum."""
+    cdef object prev
+    gk = ROUND_BFLOAT16_ARRAY(gk)
+    if adj[k] != NULL:
+        prev = <object>adj[k]
+        if type(prev) is not ZeroAdjoint and prev is not UNDEFINED_GRAD:
+            gk = ROUND_BFLOAT16_ARRAY(prev + gk)
+        Py_DECREF(prev)     # `prev` (a local) still holds a reference until the function returns
+    Py_INCREF(gk)
+    adj[k] = <PyObject*>gk
+    owned[k] = 1
+    return 0
+
+
 cdef inline int accumulate(PyObject** adj, char* owned, Py_ssize_t k, object gk) except -1:
     cdef object prev
+    if (is_bfloat16_record(k) and type(gk) is not ZeroAdjoint and gk is not UNDEFINED_GRAD
+            and cnp.PyArray_Check(gk) and cnp.PyArray_TYPE(<cnp.ndarray>gk) == cnp.NPY_FLOAT32):
+        return accumulate_bfloat16(adj, owned, k, gk)
     if adj[k] == NULL:
         Py_INCREF(gk)
         adj[k] = <PyObject*>gk
@@ -370,7 +396,8 @@ cdef list take_compiled_seeds(PyObject** adj, char* owned, Record* rec, char* ne
     cdef object a
     for q in range(rec.n_in):
         k = ins[q]
-        if k < 0 or adj[k] == NULL or (need != NULL and not need[k]) or checks_arrival(k):
+        if (k < 0 or adj[k] == NULL or (need != NULL and not need[k]) or checks_arrival(k)
+                or is_bfloat16_record(k)):
             continue
         a = <object>adj[k]
         if not cnp.PyArray_CheckExact(a):         # (a ZeroAdjoint: adds nothing)
@@ -403,9 +430,10 @@ cdef inline void offer_owned_adjoints(PyObject** adj, char* owned, Record* rec,
     cdef Py_ssize_t k
     for q in range(2):
         k = ins[q]
-        # (not to a record whose gradients are checked on arrival: arriving_shape)
+        # (not to a record whose gradients are checked on arrival, arriving_shape, nor to a
+        # bfloat16 one's, whose contributions are rounded as they arrive)
         if (k >= 0 and adj[k] != NULL and owned[k] and (need == NULL or need[k])
-                and not checks_arrival(k)):
+                and not checks_arrival(k) and not is_bfloat16_record(k)):
             offer_accumulator(rec, q, adj[k])
 
 

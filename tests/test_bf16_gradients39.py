@@ -1,0 +1,47 @@
+"""bfloat16 gradients as PyTorch's: each contribution to a bfloat16 tensor's gradient and each
+sum of them is rounded to bfloat16 (PyTorch's backward kernels write bfloat16 and its engine
+adds in bfloat16), not summed in float32 and rounded once at the leaves."""
+import numpy as np
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _mlp_gradients(T, fan_out: int):
+    """A bfloat16 net whose backward formulas are single PyTorch kernels (mm, tanh_backward,
+    sigmoid_backward, mul, add), each hidden state used by `fan_out` consumers."""
+    rng = np.random.default_rng(7)
+    x = T.tensor(rng.standard_normal((8, 16)).astype(np.float32)).to(T.bfloat16)
+    ws = [T.tensor((rng.standard_normal((16, 16)) * 0.3).astype(np.float32))
+          .to(T.bfloat16).requires_grad_() for _ in range(3)]
+    h, kept = x, []
+    for w in ws:
+        a = h @ w
+        parts = [T.tanh(a) * 1.5, T.sigmoid(a) * h, h * 0.25][:fan_out]
+        h = parts[0]
+        for p in parts[1:]:
+            h = h + p
+        h.retain_grad()
+        kept.append(h)
+    (h * h).mean().backward()
+    return [t.grad.float().detach().numpy() for t in kept + ws]
+
+
+@pytest.mark.parametrize("fan_out", [1, 2, 3])
+def test_bfloat16_gradients_bit_identical_to_torch(fan_out):
+    for ours, theirs in zip(_mlp_gradients(tapegrad, fan_out), _mlp_gradients(torch, fan_out)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_bfloat16_gradient_rounding_leaves_float32_alone():
+    """A float32 tensor beside the bfloat16 ones keeps its unrounded gradient."""
+    w = tapegrad.tensor([[0.3, -1.1], [0.7, 0.2]], requires_grad=True)
+    b = (w * 1.0001).to(tapegrad.bfloat16)
+    y = (w * 1.0001) * 3.3
+    (b.float().sum() + y.sum()).backward()
+    assert w.grad.dtype == tapegrad.float32
+    wt = torch.tensor([[0.3, -1.1], [0.7, 0.2]], requires_grad=True)
+    ((wt * 1.0001).to(torch.bfloat16).float().sum() + ((wt * 1.0001) * 3.3).sum()).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), wt.grad.numpy())
