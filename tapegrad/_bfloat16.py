@@ -837,4 +837,5 @@ _core._set_dispatching_dtype(bfloat16, __import__("tapegrad.overrides", fromlist
                              ._dispatch_subclass_call)
 _core._set_data_class_hook(_sync_data_class)
 _meta.bfloat16_route[0] = True
-_core._set_bfloat16_gradient_rounding(round_to_bfloat16, _bfloat16_gradient)
+_core._set_bfloat16_gradient_rounding(round_to_bfloat16, _bfloat16_gradient,
+                                      (BFloat16Tensor, BFloat16Parameter))

@@ -45,3 +45,21 @@ def test_bfloat16_gradient_rounding_leaves_float32_alone():
     wt = torch.tensor([[0.3, -1.1], [0.7, 0.2]], requires_grad=True)
     ((wt * 1.0001).to(torch.bfloat16).float().sum() + ((wt * 1.0001) * 3.3).sum()).backward()
     np.testing.assert_array_equal(w.grad.numpy(), wt.grad.numpy())
+
+
+def _shared_weight_gradient(T, calls: int):
+    """A bfloat16 leaf used three times, its .grad accumulated over `calls` backwards."""
+    rng = np.random.default_rng(3)
+    w = T.tensor((rng.standard_normal((16, 16)) * 0.3).astype(np.float32)) \
+        .to(T.bfloat16).requires_grad_()
+    x = T.tensor(rng.standard_normal((8, 16)).astype(np.float32)).to(T.bfloat16)
+    for _ in range(calls):
+        y = T.tanh(x @ w) @ w + x * 0.3 @ w
+        (y * y).mean().backward()
+    return w.grad.float().numpy()
+
+
+@pytest.mark.parametrize("calls", [1, 3])
+def test_bfloat16_leaf_used_thrice_as_torch(calls):
+    np.testing.assert_array_equal(_shared_weight_gradient(tapegrad, calls),
+                                  _shared_weight_gradient(torch, calls))

@@ -390,17 +390,26 @@ cdef list undefined_passes_to(Py_ssize_t i, char* need, bint retain_graph):
 
 cdef object ROUND_BFLOAT16_ARRAY = None     # ndarray -> new ndarray of bfloat16 values
 cdef object ROUND_BFLOAT16_TENSOR = None    # tensor -> bfloat16 tensor (recorded on a graph)
+cdef object BFLOAT16_CLASS_REFS = None      # (tensor class, parameter class), kept alive
+cdef PyObject** BFLOAT16_CLASSES = NULL     # ... as the pointers the sweep compares types with
+cdef PyObject* BFLOAT16_CLASS_PAIR[2]
 
 
-def _set_bfloat16_gradient_rounding(array_fn, tensor_fn):
-    global ROUND_BFLOAT16_ARRAY, ROUND_BFLOAT16_TENSOR
+def _set_bfloat16_gradient_rounding(array_fn, tensor_fn, tuple classes not None):
+    global ROUND_BFLOAT16_ARRAY, ROUND_BFLOAT16_TENSOR, BFLOAT16_CLASS_REFS, BFLOAT16_CLASSES
+    if len(classes) != 2:
+        raise ValueError("expected the bfloat16 tensor and parameter classes")
     ROUND_BFLOAT16_ARRAY = array_fn
     ROUND_BFLOAT16_TENSOR = tensor_fn
+    BFLOAT16_CLASS_REFS = classes
+    BFLOAT16_CLASS_PAIR[0] = <PyObject*>classes[0]
+    BFLOAT16_CLASS_PAIR[1] = <PyObject*>classes[1]
+    BFLOAT16_CLASSES = BFLOAT16_CLASS_PAIR
 
 
 def mark_bfloat16_gradient(TensorBase t):
     """Round the gradient reaching t's node to bfloat16 in every later backward (t a bfloat16
-    result with a history; a leaf's gradient is rounded when read, _bfloat16.py)."""
+    result with a history; a leaf is known by its class, sweep.pxi's is_bfloat16_record)."""
     if t._node >= 0 and t._requires_grad and TAPE.recs[t._node].op != OP_LEAF:
         extra_of(t._node).bfloat16_gradient = True
 

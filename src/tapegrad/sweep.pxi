@@ -292,9 +292,15 @@ cdef object fit_arriving(Py_ssize_t k, object g, Record* producer, Py_ssize_t q)
 
 
 cdef inline bint is_bfloat16_record(Py_ssize_t k) noexcept:
-    """Whether record k's output is a bfloat16 tensor (mark_bfloat16_gradient)."""
-    return (TAPE.recs[k].extra != NULL
-            and (<RecordExtra>TAPE.recs[k].extra).bfloat16_gradient)
+    """Whether record k's output is a bfloat16 tensor: a result marked by
+    mark_bfloat16_gradient, or a leaf of a bfloat16 class (which a leaf can take after its
+    record exists: requires_grad_() after .to(torch.bfloat16))."""
+    cdef Record* r = &TAPE.recs[k]
+    if r.extra != NULL and (<RecordExtra>r.extra).bfloat16_gradient:
+        return True
+    return (r.op == OP_LEAF and r.out != NULL and BFLOAT16_CLASSES != NULL
+            and (<PyObject*>r.out.ob_type == BFLOAT16_CLASSES[0]
+                 or <PyObject*>r.out.ob_type == BFLOAT16_CLASSES[1]))
 
 
 cdef int accumulate_bfloat16(PyObject** adj, char* owned, Py_ssize_t k, object gk) except -1:
