@@ -817,6 +817,13 @@ def _complex_parts(func, args, kwargs):
     return _computed(func, func.__name__, args, kwargs)
 
 
+def _sweep(func, args, kwargs):
+    """Tensor.backward / autograd.backward / autograd.grad of bfloat16 tensors: the plain entry
+    (not the dispatching one) called with the dispatch on, so the tensor hooks and custom
+    Functions the sweep runs see bfloat16 tensors and compute in bfloat16, as PyTorch's."""
+    return getattr(func, "__wrapped__", func)(*args, **kwargs)
+
+
 _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16": _already,
         "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
         "__str__": _repr, "element_size": _element_size, "type": _type}
@@ -828,6 +835,7 @@ _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_n
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
+_OWN.update(backward=_sweep)
 
 
 # Loading this module turns the dispatch of torch.bfloat16 itself on, the core's data

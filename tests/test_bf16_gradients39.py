@@ -63,3 +63,37 @@ def _shared_weight_gradient(T, calls: int):
 def test_bfloat16_leaf_used_thrice_as_torch(calls):
     np.testing.assert_array_equal(_shared_weight_gradient(tapegrad, calls),
                                   _shared_weight_gradient(torch, calls))
+
+
+def _hooks_and_function_log(T):
+    log = []
+
+    class Scaled(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            r = g * 2 * x * 1.01            # computed in bfloat16 in PyTorch: rounded per op
+            log.append(("function", str(g.dtype), str(r.dtype), r.float().tolist()))
+            return r
+
+    a = T.tensor([0.3, 1.7, -2.2, 0.77]).to(T.bfloat16).requires_grad_()
+    y = a * 1.7
+    y.register_hook(lambda g: log.append(("y", str(g.dtype), g.float().tolist())))
+    b = Scaled.apply(T.tanh(y))
+    b.register_hook(lambda g: log.append(("b", str(g.dtype), g.float().tolist())))
+    a.register_hook(lambda g: log.append(("a", str(g.dtype), g.float().tolist())))
+    (b.sum() * 3).backward()
+    log.append(("grad", str(a.grad.dtype), a.grad.float().tolist()))
+    return log
+
+
+def test_bfloat16_hooks_and_function_backward_see_bfloat16_as_torch():
+    """Hooks on bfloat16 tensors (results, a custom Function's output, a leaf) receive bfloat16
+    gradients, and a custom Function's backward computes in bfloat16, when backward is called
+    on a bfloat16 loss (before: the sweep ran with bfloat16 off, so they saw float32)."""
+    assert _hooks_and_function_log(tapegrad) == _hooks_and_function_log(torch)

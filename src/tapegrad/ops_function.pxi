@@ -426,8 +426,12 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
         full = np.empty((<TensorBase>out)._array.shape, dtype=g.dtype)
         full[...] = g
         g = full
+    bfloat16 = is_bfloat16_record(i)
     for fn in list(ex.hooks.values()):  # a hook may remove itself (or others) meanwhile
-        res = fn(wrap(g))
+        shown = wrap(g)
+        if bfloat16:                    # (a bfloat16 tensor's gradient is one: PyTorch's dtype)
+            shown.__class__ = BFLOAT16_CLASS_REFS[0]
+        res = fn(shown)
         if res is None:
             continue
         if not isinstance(res, TensorBase):
@@ -881,6 +885,8 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
             olds.append(old)
         t._node = si
         t._requires_grad = True
+        if j in bfloat16_outputs:       # (its class came before its record: mark's call missed)
+            extra_of(si).bfloat16_gradient = True
         history_rewritten(t)            # a dirty base: its views taken before are stale
         if t._base is not None:         # a dirty view: this record is its history now
             t._view_version = version_of(t).value
