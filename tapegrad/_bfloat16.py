@@ -20,9 +20,10 @@ float32 storage with the dispatch off and decides each result's dtype as PyTorch
 `dtype=torch.bfloat16` with no bfloat16 tensor among the arguments (torch.zeros, x.to) reaches
 `dtype_call` the same way: the core sends calls holding torch.bfloat16 itself to the handler
 once this module is loaded, which happens on the first use of `tapegrad.bfloat16` (a lazy
-name): a program that never names bfloat16 pays nothing.  Gradients are accumulated in float32
-by the sweep and rounded when `.grad` is read (PyTorch rounds each backward op's result:
-gradients can differ from PyTorch's in their last bits).
+name): a program that never names bfloat16 pays nothing.  Gradients: the sweep rounds each
+contribution to a bfloat16 tensor's gradient and each sum of them (ops_function.pxi), as
+PyTorch's bfloat16 backward kernels and engine do; ops whose PyTorch backward formula is
+several bfloat16 ops are recorded with that formula (_BACKWARD_FORMULAS).
 """
 from __future__ import annotations as _annotations
 
@@ -748,6 +749,176 @@ def _composed(func, args, kwargs):
         return _computed(func, name, args, kwargs)
 
 
+# -- ops PyTorch computes as several bfloat16 ops ----------------------------------------------------
+# The core's VJPs compute in float32 and the sweep rounds what they return.  Where PyTorch's
+# backward formula (derivatives.yaml) is one kernel that is the same; where it is several ops,
+# each of PyTorch's rounds its bfloat16 result (sin's `grad * self.cos()` rounds cos(x) first).
+# These ops are recorded as a Function whose backward runs the formula on bfloat16 tensors,
+# named as PyTorch's node.  Each entry: (node name, saves the result (else the input),
+# formula(grad, saved, *numbers) for the one tensor input, forward(op, x, *numbers) or None
+# for the op itself).
+
+def _pow_forward(op, x, exponent):
+    """x ** exponent as PyTorch's CPU kernel computes it in bfloat16: exponents 3 and -2 as
+    x * x * x and 1 / (x * x), each product rounded (the others round once)."""
+    y = _computed(op, op.__name__, (x, exponent), {})
+    if exponent in (3, -2) and y is not x:
+        v = x._array
+        square = round_to_bfloat16(v * v)
+        y._array[...] = round_to_bfloat16(square * v if exponent == 3 else 1 / square)
+    return y
+
+
+def _rsqrt_forward(op, x):
+    """rsqrt as PyTorch's CPU kernel computes it in bfloat16: its vectorised loop rounds
+    1 / sqrt(x) once, but the elements after the last whole vector (the first ones when there
+    are fewer than a vector's 32 (AVX-512) or 16 bfloat16 values) go through its scalar loop,
+    whose bfloat16 sqrt is rounded before the division."""
+    y = _computed(op, "rsqrt", (x,), {})
+    v = x._array
+    if y is x or not v.flags.c_contiguous:      # (another iteration order: left rounded once)
+        return y
+    from .backends.cpu import get_cpu_capability
+    width = 32 if get_cpu_capability() == "AVX512" else 16
+    tail = (v.size // width) * width
+    if tail < v.size:
+        flat = y._array.reshape(-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            flat[tail:] = round_to_bfloat16(
+                1 / round_to_bfloat16(np.sqrt(v.reshape(-1)[tail:])))
+    return y
+
+
+def _pow_backward(grad, x, exponent):
+    """PyTorch's pow_backward: zeros for exponent 0, else grad * (exponent * x.pow(exponent - 1))."""
+    if exponent == 0:
+        return x.new_zeros(x.shape)
+    return grad * (exponent * x.pow(exponent - 1))
+
+
+_BACKWARD_FORMULAS = {
+    "sin": ("SinBackward0", False, lambda g, x: g * x.cos(), None),
+    "cos": ("CosBackward0", False, lambda g, x: g * -x.sin(), None),
+    "tan": ("TanBackward0", True, lambda g, y: g * (1 + y.pow(2)), None),
+    "sinh": ("SinhBackward0", False, lambda g, x: g * x.cosh(), None),
+    "cosh": ("CoshBackward0", False, lambda g, x: g * x.sinh(), None),
+    "rsqrt": ("RsqrtBackward0", True, lambda g, y: -0.5 * g * y.pow(3), _rsqrt_forward),
+    "reciprocal": ("ReciprocalBackward0", True, lambda g, y: -g * (y * y), None),
+    "log1p": ("Log1PBackward0", False, lambda g, x: g / (x + 1), None),
+    "expm1": ("Expm1Backward0", True, lambda g, y: g * (y + 1), None),
+    "atan": ("AtanBackward0", False, lambda g, x: g / (x * x + 1), None),
+    "pow": ("PowBackward0", False, _pow_backward, _pow_forward),
+    "__pow__": ("PowBackward0", False, _pow_backward, _pow_forward),
+}
+
+_FORMULA_FUNCTIONS: dict = {}
+
+
+def _formula_function(name: str):
+    """The autograd Function recording bfloat16 op `name` with PyTorch's backward formula."""
+    made = _FORMULA_FUNCTIONS.get(name)
+    if made is not None:
+        return made
+    from .autograd import Function
+    node, saves_result, formula, compute = _BACKWARD_FORMULAS[name]
+
+    class FormulaBackward(Function):
+        @staticmethod
+        def forward(ctx, op, x, *numbers):
+            y = compute(op, x, *numbers) if compute is not None else \
+                _computed(op, name, (x, *numbers), {})
+            ctx.save_for_backward(y if saves_result else x)
+            ctx.numbers = numbers
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            saved, = ctx.saved_tensors
+            return (None, formula(grad, saved, *ctx.numbers)) + (None,) * len(ctx.numbers)
+    FormulaBackward.__name__ = FormulaBackward.__qualname__ = node
+    FormulaBackward._backward_is_kernels = True     # (no user code: ready_order.pxi)
+    _FORMULA_FUNCTIONS[name] = FormulaBackward
+    return FormulaBackward
+
+
+# Products and quotients of two bfloat16 tensors of different shapes: PyTorch rounds the
+# full-size gradient (grad * other) before its engine sums it to the input's shape; the core's
+# VJP sums the float32 products.  (Same shapes: one rounding either way, the core's VJP serves.)
+_BINARY_FORMULAS = {
+    "mul": ("MulBackward0", lambda g, a, b, need: (g * b if need[1] else None,
+                                                   g * a if need[2] else None)),
+    "div": ("DivBackward0", lambda g, a, b, need: (g / b if need[1] else None,
+                                                   -g * ((a / b) / b) if need[2] else None)),
+}
+_BINARY_NAMES = {"mul": "mul", "__mul__": "mul", "__rmul__": "mul", "multiply": "mul",
+                 "div": "div", "__truediv__": "div", "divide": "div", "true_divide": "div"}
+
+
+def _binary_formula_function(kind: str):
+    made = _FORMULA_FUNCTIONS.get(kind)
+    if made is not None:
+        return made
+    from .autograd import Function
+    node, formula = _BINARY_FORMULAS[kind]
+
+    class BinaryFormulaBackward(Function):
+        @staticmethod
+        def forward(ctx, op, a, b):
+            ctx.save_for_backward(a, b)
+            return _computed(op, op.__name__, (a, b), {})
+
+        @staticmethod
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            ga, gb = formula(grad, a, b, ctx.needs_input_grad)
+            return (None, None if ga is None else ga.sum_to_size(a.shape),
+                    None if gb is None else gb.sum_to_size(b.shape))
+    BinaryFormulaBackward.__name__ = BinaryFormulaBackward.__qualname__ = node
+    BinaryFormulaBackward._backward_is_kernels = True
+    _FORMULA_FUNCTIONS[kind] = BinaryFormulaBackward
+    return BinaryFormulaBackward
+
+
+def _binary_with_formula(func, args, kwargs):
+    """mul / div of two bfloat16 tensors that broadcast, one requiring grad: recorded with
+    PyTorch's formula (_BINARY_FORMULAS); anything else as any op."""
+    name = func.__name__
+    if kwargs or len(args) != 2 or not (is_bfloat16(args[0]) and is_bfloat16(args[1])) or \
+            args[0].shape == args[1].shape or not _core.is_grad_enabled() or \
+            not (args[0].requires_grad or args[1].requires_grad):
+        return _computed(func, name, args, kwargs)
+    kind = _BINARY_NAMES[name]
+    previous = _core._subclass_dispatch_set_off(True)
+    try:
+        y = _binary_formula_function(kind).apply(func, *args)
+    finally:
+        _core._subclass_dispatch_set_off(previous)
+    return _core._name_grad_fn(y, _BINARY_FORMULAS[kind][0])
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _with_formula(func, args, kwargs):
+    """An op of _BACKWARD_FORMULAS on one bfloat16 tensor (and numbers): computed as PyTorch's,
+    recorded with PyTorch's formula when the tensor requires grad; with other arguments, as any
+    op."""
+    name = func.__name__
+    node, _, _, compute = _BACKWARD_FORMULAS[name]
+    if kwargs or not args or not is_bfloat16(args[0]) or \
+            not all(_is_number(a) for a in args[1:]):
+        return _computed(func, name, args, kwargs)
+    if not (args[0].requires_grad and _core.is_grad_enabled()):
+        return compute(func, *args) if compute is not None else _computed(func, name, args, {})
+    previous = _core._subclass_dispatch_set_off(True)
+    try:
+        y = _formula_function(name).apply(func, *args)
+    finally:
+        _core._subclass_dispatch_set_off(previous)
+    return _core._name_grad_fn(y, node)
+
+
 def _dtype_as_value(func, args, kwargs):
     """A function that takes torch.bfloat16 as a value to keep or compare, not as the dtype of
     its tensors (set_autocast_dtype(..., torch.bfloat16) stored float32): called as it is."""
@@ -836,6 +1007,8 @@ _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
 _OWN.update(backward=_sweep)
+_OWN.update(dict.fromkeys(_BACKWARD_FORMULAS, _with_formula))
+_OWN.update(dict.fromkeys(_BINARY_NAMES, _binary_with_formula))
 
 
 # Loading this module turns the dispatch of torch.bfloat16 itself on, the core's data

@@ -97,3 +97,103 @@ def test_bfloat16_hooks_and_function_backward_see_bfloat16_as_torch():
     gradients, and a custom Function's backward computes in bfloat16, when backward is called
     on a bfloat16 loss (before: the sweep ran with bfloat16 off, so they saw float32)."""
     assert _hooks_and_function_log(tapegrad) == _hooks_and_function_log(torch)
+
+
+_FORMULA_OPS = ["sin", "cos", "tan", "sinh", "cosh", "rsqrt", "reciprocal", "log1p", "expm1",
+                "atan"]
+
+
+def _formula_case(T, name):
+    rng = np.random.default_rng(5)
+    values = (rng.standard_normal(64) * 0.8).astype(np.float32)
+    if name in ("rsqrt", "log1p"):
+        values = np.abs(values) + 0.1
+    x = T.tensor(values).to(T.bfloat16).requires_grad_()
+    y = getattr(T, name)(x * 1.3)
+    (y * T.linspace(-1, 2, 64).to(T.bfloat16)).sum().backward()
+    return y.float().detach().numpy(), x.grad.float().numpy(), type(y.grad_fn).__name__
+
+
+@pytest.mark.parametrize("name", _FORMULA_OPS)
+def test_bfloat16_backward_formulas_of_several_ops_as_torch(name):
+    """Ops whose PyTorch backward formula is several bfloat16 ops (sin's grad * cos(x)):
+    gradients bit-identical, node named as PyTorch's."""
+    ours, theirs = _formula_case(tapegrad, name), _formula_case(torch, name)
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(ours[1], theirs[1])
+    assert ours[2] == theirs[2]
+
+
+@pytest.mark.parametrize("exponent", [2, 3, -2, 0.5, 1.5, 4, 0, -1])
+def test_bfloat16_pow_values_and_gradients_as_torch(exponent):
+    """PyTorch computes x ** 3 and x ** -2 in bfloat16 as x * x * x and 1 / (x * x), each
+    product rounded (one rounding gave other values in about a fifth of the elements), and
+    pow's backward as grad * (exponent * x.pow(exponent - 1)), each op rounded."""
+    def run(T):
+        rng = np.random.default_rng(2)
+        x = T.tensor(np.abs(rng.standard_normal(64)).astype(np.float32) + 0.1) \
+            .to(T.bfloat16).requires_grad_()
+        y = x.pow(exponent)
+        z = (x * 1.1) ** exponent
+        ((y + z) * T.linspace(-1, 2, 64).to(T.bfloat16)).sum().backward()
+        with T.no_grad():
+            w = x ** exponent
+        return [a.float().detach().numpy() for a in (y, z, w, x.grad)]
+    for ours, theirs in zip(run(tapegrad), run(torch)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("n", [7, 31, 32, 40, 97])
+def test_bfloat16_rsqrt_tail_elements_as_torch(n):
+    """PyTorch's bfloat16 rsqrt rounds sqrt(x) before dividing in its scalar loop, which takes
+    the elements after the last whole vector."""
+    rng = np.random.default_rng(n)
+    values = (rng.random(n) * 3 + 0.01).astype(np.float32)
+    ours = tapegrad.rsqrt(tapegrad.tensor(values).to(tapegrad.bfloat16)).float().numpy()
+    theirs = torch.rsqrt(torch.tensor(values).to(torch.bfloat16)).float().numpy()
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def _norm_case(T, which):
+    rng = np.random.default_rng(11)
+    x = T.tensor(rng.standard_normal((4, 32)).astype(np.float32)).to(T.bfloat16) \
+        .requires_grad_()
+    w = T.tensor((rng.standard_normal(32) * 0.2).astype(np.float32)).to(T.bfloat16) \
+        .requires_grad_()
+    if which == "rms":          # llama's RMSNorm, its temporaries dying as they are used
+        y = x * T.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    else:                       # a quotient and a product that broadcast
+        y = x / (x.abs().sum(-1, keepdim=True) + 1) * w
+    (y * T.linspace(-1, 2, 128).reshape(4, 32).to(T.bfloat16)).sum().backward()
+    return y.float().detach().numpy(), x.grad.float().numpy(), w.grad.float().numpy()
+
+
+@pytest.mark.parametrize("which", ["rms", "div"])
+def test_bfloat16_norms_by_hand_as_torch(which):
+    for ours, theirs in zip(_norm_case(tapegrad, which), _norm_case(torch, which)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_bfloat16_saved_output_revived_as_bfloat16():
+    """A custom Function's saved bfloat16 output, no longer referenced when backward runs,
+    comes back as a bfloat16 tensor (it came back float32: its backward computed unrounded)."""
+    def run(T):
+        seen = []
+
+        class Cube(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                y = x * x * x
+                ctx.save_for_backward(y)
+                return y
+
+            @staticmethod
+            def backward(ctx, g):
+                y, = ctx.saved_tensors
+                seen.append(str(y.dtype))
+                return g * y * 1.37
+
+        x = T.tensor([0.3, 1.7, -2.2, 0.77]).to(T.bfloat16).requires_grad_()
+        (Cube.apply(x) * 3).sum().backward()
+        return seen, x.grad.float().tolist()
+    assert run(tapegrad) == run(torch)

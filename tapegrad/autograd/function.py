@@ -57,12 +57,18 @@ class _SavedOutput:
     through the tape (output -> its record -> the Function record -> ctx -> output) that nothing
     could collect, so the ctx keeps a weak reference and a graph-free alias of its storage."""
 
-    __slots__ = ("ref", "alias", "index")
+    __slots__ = ("ref", "alias", "index", "cls")
 
     def __init__(self, out, index):
         self.ref = weakref.ref(out)
         self.alias = out.detach()
         self.index = index
+        # a bfloat16 output (float32 storage marked by its class: tapegrad/_bfloat16.py) comes
+        # back as one, or the formula in backward computes unrounded float32 with float32's
+        # dtype; a user's Tensor subclass comes back a plain tensor, as PyTorch's
+        self.cls = type(out) if getattr(type(out), "_dtype_class", False) else None
+        if self.cls is not None and type(self.alias) is not self.cls:
+            self.alias.__class__ = self.cls
 
     def get(self, ctx):
         out = self.ref()
@@ -72,6 +78,8 @@ class _SavedOutput:
         nodes = ctx.__dict__.get("_output_nodes")
         if nodes is not None and nodes[self.index] >= 0:
             out = _core._resurrect(nodes[self.index], self.alias)
+            if self.cls is not None and type(out) is not self.cls:
+                out.__class__ = self.cls
             self.ref = weakref.ref(out)
             return out
         if nodes is not None and _core.is_grad_enabled():
@@ -84,6 +92,8 @@ class _SavedOutput:
             n_out = len(ctx._output_meta)
             if len(nodes) > n_out and nodes[n_out] >= 0:
                 out = _core._revive_function_output(nodes[n_out], self.index, self.alias)
+                if self.cls is not None and type(out) is not self.cls:
+                    out.__class__ = self.cls
                 self.ref = weakref.ref(out)
                 return out
             raise RuntimeError(
