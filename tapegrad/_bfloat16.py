@@ -647,20 +647,62 @@ def _log_softmax(func, args, kwargs):
     if not is_bfloat16(x) or type(dim) is not int or bound.get("dtype") is not None or \
             bound.get("out") is not None or bound.get("axis") is not None or not x._array.size:
         return _computed(func, func.__name__, args, kwargs)
+    if x.requires_grad and _core.is_grad_enabled():
+        previous = _core._subclass_dispatch_set_off(True)
+        try:
+            result = _log_softmax_function().apply(x, dim)
+        finally:
+            _core._subclass_dispatch_set_off(previous)
+        return _core._name_grad_fn(result, "LogSoftmaxBackward0")
+    return _log_softmax_value(x, dim)
+
+
+def _log_softmax_value(x, dim):
+    """The bfloat16 log_softmax of x along dim (called where nothing records: x needs no
+    grad, or inside the Function's forward)."""
     previous = _core._subclass_dispatch_set_off(True)
     try:
-        shifted = x - x.amax(dim, keepdim=True).detach()
+        shifted = x - x.amax(dim, keepdim=True)
         total = shifted.exp().sum(dim, keepdim=True)
-        # (the rounding as a constant offset: the gradient is log_softmax's own)
-        total = total + _core.wrap_array(round_to_bfloat16(total._array) - total._array)
+        _round_in_place(total._array)
         result = shifted - total.log()
     finally:
         _core._subclass_dispatch_set_off(previous)
     _round_in_place(result._array)
     mark(result)
-    if result.grad_fn is not None:
-        _core._name_grad_fn(result, "LogSoftmaxBackward0")
     return result
+
+
+_LOG_SOFTMAX_FUNCTION = None
+
+
+def _log_softmax_function():
+    """log_softmax recorded with PyTorch's bfloat16 backward kernel: grad - exp(output) *
+    sum(grad), in float32 from the rounded output, rounded once."""
+    global _LOG_SOFTMAX_FUNCTION
+    if _LOG_SOFTMAX_FUNCTION is None:
+        from .autograd import Function
+
+        class LogSoftmaxBackward0(Function):
+            @staticmethod
+            def forward(ctx, x, dim):
+                y = _log_softmax_value(x, dim)
+                ctx.save_for_backward(y)
+                ctx.dim = dim
+                return y
+
+            @staticmethod
+            def backward(ctx, grad):
+                y, = ctx.saved_tensors
+                previous = _core._subclass_dispatch_set_off(True)
+                try:
+                    g = grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
+                finally:
+                    _core._subclass_dispatch_set_off(previous)
+                return as_bfloat16_gradient(g), None
+        LogSoftmaxBackward0._backward_is_kernels = True     # (no user code: ready_order.pxi)
+        _LOG_SOFTMAX_FUNCTION = LogSoftmaxBackward0
+    return _LOG_SOFTMAX_FUNCTION
 
 
 def _cross_entropy(func, args, kwargs):

@@ -197,3 +197,16 @@ def test_bfloat16_saved_output_revived_as_bfloat16():
         (Cube.apply(x) * 3).sum().backward()
         return seen, x.grad.float().tolist()
     assert run(tapegrad) == run(torch)
+
+
+def test_bfloat16_log_softmax_backward_as_torch():
+    """PyTorch's bfloat16 log_softmax backward: grad - exp(output) * sum(grad) in float32 from
+    the rounded output, rounded once (the composite's own graph used the unrounded softmax)."""
+    def run(T):
+        rng = np.random.default_rng(4)
+        x = T.tensor((rng.standard_normal((8, 10)) * 2).astype(np.float32)).to(T.bfloat16) \
+            .requires_grad_()
+        g = T.tensor(rng.standard_normal((8, 10)).astype(np.float32)).to(T.bfloat16)
+        T.nn.functional.log_softmax(x, 1).backward(g)
+        return x.grad.float().numpy()
+    np.testing.assert_array_equal(run(tapegrad), run(torch))
