@@ -366,8 +366,13 @@ _NUMBERS_CAST_OPS = frozenset((
 
 
 def _bfloat16_number(v):
+    """A number operand as PyTorch's add / sub / pow / comparisons take it beside bfloat16
+    tensors: cast to bfloat16; so is a 0-d tensor of another floating dtype (their
+    TensorIterator casts it to the common dtype: a recorded conversion when it requires grad)."""
     if type(v) is float or type(v) is int:
         return float(round_to_bfloat16(np.float32(v)))
+    if _is_other_zero_d(v):
+        return v.to(bfloat16)
     return v
 
 
@@ -883,9 +888,11 @@ def _formula_function(name: str):
     return FormulaBackward
 
 
-# Products and quotients of two bfloat16 tensors of different shapes: PyTorch rounds the
-# full-size gradient (grad * other) before its engine sums it to the input's shape; the core's
-# VJP sums the float32 products.  (Same shapes: one rounding either way, the core's VJP serves.)
+# Products and quotients of two bfloat16 tensors of different shapes, or of a bfloat16 tensor
+# and a 0-d tensor of another floating dtype (a learnt scale or temperature): PyTorch rounds the
+# full-size gradient (grad * other) before its engine sums it to the input's shape (and casts it
+# to the 0-d tensor's dtype); the core's VJP sums the float32 products.  (Same shapes: one
+# rounding either way, the core's VJP serves.)
 _BINARY_FORMULAS = {
     "mul": ("MulBackward0", lambda g, a, b, need: (g * b if need[1] else None,
                                                    g * a if need[2] else None)),
@@ -913,20 +920,51 @@ def _binary_formula_function(kind: str):
         def backward(ctx, grad):
             a, b = ctx.saved_tensors
             ga, gb = formula(grad, a, b, ctx.needs_input_grad)
-            return (None, None if ga is None else ga.sum_to_size(a.shape),
-                    None if gb is None else gb.sum_to_size(b.shape))
+            return None, _summed_to(ga, a), _summed_to(gb, b)
     BinaryFormulaBackward.__name__ = BinaryFormulaBackward.__qualname__ = node
     BinaryFormulaBackward._backward_is_kernels = True
     _FORMULA_FUNCTIONS[kind] = BinaryFormulaBackward
     return BinaryFormulaBackward
 
 
+def _summed_to(g, like):
+    """An operand's gradient: summed to its shape (in bfloat16), in its dtype."""
+    if g is None:
+        return None
+    g = g.sum_to_size(like.shape)
+    return g if is_bfloat16(like) else g.to(like.dtype)
+
+
+def _is_other_zero_d(t) -> bool:
+    """Whether t is a 0-d tensor of a floating dtype other than bfloat16."""
+    return isinstance(t, _core.TensorBase) and t._array.ndim == 0 and \
+        t._array.dtype.kind == "f" and not is_bfloat16(t)
+
+
+def _broadcast_operands(args) -> bool:
+    """Two operands _BINARY_FORMULAS takes: bfloat16 tensors of different shapes, or one with
+    dimensions beside a 0-d tensor of another floating dtype (the result is bfloat16)."""
+    a, b = args
+    if not (isinstance(a, _core.TensorBase) and isinstance(b, _core.TensorBase)) or \
+            a.shape == b.shape:
+        return False
+    if is_bfloat16(a) and is_bfloat16(b):
+        return True
+    other, wide = (b, a) if is_bfloat16(a) else (a, b)
+    return wide.dim() > 0 and _is_other_zero_d(other)
+
+
 def _binary_with_formula(func, args, kwargs):
-    """mul / div of two bfloat16 tensors that broadcast, one requiring grad: recorded with
-    PyTorch's formula (_BINARY_FORMULAS); anything else as any op."""
+    """mul / div of bfloat16 operands that broadcast (_broadcast_operands), one requiring grad:
+    recorded with PyTorch's formula (_BINARY_FORMULAS); anything else as any op."""
     name = func.__name__
-    if kwargs or len(args) != 2 or not (is_bfloat16(args[0]) and is_bfloat16(args[1])) or \
-            args[0].shape == args[1].shape or not _core.is_grad_enabled() or \
+    if len(args) == 2 and _is_other_zero_d(args[0]) and is_bfloat16(args[1]) and \
+            args[1].dim() > 0:
+        # (PyTorch's kernels take a 0-d second operand's value as it is, but cast a first one
+        # to the common dtype, bfloat16, as any operand)
+        args = (args[0].to(bfloat16), args[1])
+    if kwargs or len(args) != 2 or not _broadcast_operands(args) or \
+            not _core.is_grad_enabled() or \
             not (args[0].requires_grad or args[1].requires_grad):
         return _computed(func, name, args, kwargs)
     kind = _BINARY_NAMES[name]

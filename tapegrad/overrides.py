@@ -372,6 +372,36 @@ def _register_subclass(cls) -> None:
         else:
             func = getattr(Tensor, _OPERATOR_METHODS.get(name, name))
             setattr(cls, name, _dispatching_method(func, getattr(Tensor, name)))
+    for name, forward in _REFLECTED_OPERATORS.items():
+        if name not in own and hasattr(cls, name):
+            setattr(cls, name, _reflected_method(getattr(cls, name), forward))
+
+
+# A subclass's reflected operators are Python attributes (above), so Python asks the subclass
+# first in `t * s` (t a plain tensor, s the subclass's), where PyTorch's C slots run
+# t.__mul__(s): mul(t, s), t first.  The order matters to __torch_function__'s args and to
+# values (a 0-d first operand is cast to the common dtype, a second one is not).  The plain
+# tensor's operator does not dispatch by itself: the public function does.
+_REFLECTED_OPERATORS = {
+    "__radd__": "add", "__rsub__": "sub", "__rmul__": "mul", "__rtruediv__": "div",
+    "__rdiv__": "div", "__rpow__": "pow", "__rfloordiv__": "floor_divide",
+    "__rmod__": "remainder", "__rmatmul__": "matmul", "__rand__": "bitwise_and",
+    "__ror__": "bitwise_or", "__rxor__": "bitwise_xor", "__rlshift__": "bitwise_left_shift",
+    "__rrshift__": "bitwise_right_shift"}
+
+
+def _reflected_method(method, forward: str):
+    """`method` (the subclass's reflected operator), but with a tensor of another class on the
+    left, the forward operation with that tensor first (_REFLECTED_OPERATORS)."""
+    def reflected(self, other):
+        if isinstance(other, _core.TensorBase) and not isinstance(other, type(self)):
+            import tapegrad
+            return getattr(tapegrad, forward)(other, self)
+        return method(self, other)
+    reflected.__name__ = reflected.__qualname__ = getattr(method, "__name__", "reflected")
+    reflected.__doc__ = getattr(method, "__doc__", None)
+    reflected._dispatches = True
+    return reflected
 
 
 # -- torch function modes -----------------------------------------------------------------------
