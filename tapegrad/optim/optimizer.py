@@ -25,6 +25,7 @@ from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' fo
 from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
+from .._foreach import _get_foreach_kernels_supported_devices, _get_fused_kernels_supported_devices  # noqa: F401
 from .._meta import bfloat16_route as _bfloat16_route
 from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 
@@ -159,6 +160,21 @@ StateDict = dict[str, Any]
 DeviceDict = dict[Any, Tensor]
 DeviceDtypeDict = dict[Any, Tensor]
 TensorListList = list[list[Tensor | None]]
+
+
+def __getattr__(name):
+    # Names that would import tapegrad.nn / tapegrad.utils (0.3 s) with every optimizer: made on
+    # first use.
+    if name == "_foreach_supported_types":
+        # (torch.optim.optimizer's own list: a Parameter takes the foreach path too)
+        from ..nn.parameter import Parameter
+        value = [Tensor, Parameter]
+    elif name == "_group_tensors_by_device_and_dtype":
+        from ..utils._foreach_utils import _group_tensors_by_device_and_dtype as value
+    else:
+        raise AttributeError(f"module 'tapegrad.optim.optimizer' has no attribute '{name}'")
+    globals()[name] = value
+    return value
 
 # docstring fragments the classes' docs are assembled from
 _params_doc = ("params (iterable): iterable of parameters or named_parameters to optimize or "
