@@ -491,7 +491,7 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
     # -- gradients --------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
-        if "_zero_grad_profile_name" not in self.__dict__:
+        if not hasattr(self, "_zero_grad_profile_name"):
             _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
         with label(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):    # (PyTorch's)
             reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
