@@ -716,20 +716,20 @@ def _attention(func, args, kwargs):
 
 def _spaced(func, args, kwargs):
     """torch.linspace / logspace(..., dtype=torch.bfloat16): PyTorch's kernels compute in
-    bfloat16 arithmetic, each operation rounded (creation.sixteen_bit_linspace and
-    narrow_float_logspace), not in float32 rounded once: the float32 result, checked and made
+    bfloat16 arithmetic, each operation rounded (creation._sixteen_bit_linspace and
+    _narrow_float_logspace), not in float32 rounded once: the float32 result, checked and made
     as any factory's, gets those values."""
     name = func.__name__
     result = _computed(func, name, args, kwargs)
     if is_bfloat16(result) and result._array.size > 1 and "out" not in kwargs \
             and result._array.flags.writeable:     # (a meta tensor: no values)
-        from .creation import _range_endpoints, narrow_float_logspace, sixteen_bit_linspace
+        from .creation import _range_endpoints, _narrow_float_logspace, _sixteen_bit_linspace
         bound = inspect.signature(func).bind(*args, **kwargs).arguments
         start, end = _range_endpoints(name, bound["start"], bound["end"])
         steps = result._array.size
         result._array[...] = (
-            sixteen_bit_linspace(start, end, steps, round_to_bfloat16) if name == "linspace" else
-            narrow_float_logspace(start, end, steps, bound.get("base", 10.0), round_to_bfloat16))
+            _sixteen_bit_linspace(start, end, steps, round_to_bfloat16) if name == "linspace" else
+            _narrow_float_logspace(start, end, steps, bound.get("base", 10.0), round_to_bfloat16))
     return result
 
 

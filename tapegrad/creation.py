@@ -1083,7 +1083,7 @@ def _round_to_float16(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float64).astype(np.float32).astype(np.float16).astype(np.float32)
 
 
-def sixteen_bit_linspace(start, end, steps: int, round_to) -> np.ndarray:
+def _sixteen_bit_linspace(start, end, steps: int, round_to) -> np.ndarray:
     """linspace's values in a 16-bit float dtype (float16, bfloat16), as float32 values that
     `round_to` (float32 -> the dtype's nearest values) has rounded.  PyTorch's kernel computes
     in the dtype itself, whose arithmetic runs each operation in float32 and rounds its result:
@@ -1104,7 +1104,7 @@ def _round_to_float32(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float64).astype(np.float32)
 
 
-def narrow_float_logspace(start, end, steps: int, base, round_to) -> np.ndarray:
+def _narrow_float_logspace(start, end, steps: int, base, round_to) -> np.ndarray:
     """logspace's values in float32, float16 or bfloat16, as float32 values that `round_to`
     (float64 -> the dtype's nearest values, through float32 as C++'s casts go) has rounded.
     PyTorch's CPU kernel rounds start, end and end - start to the dtype, divides in double,
@@ -1144,7 +1144,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
     if dt.kind == "c":
         return _make(_complex_range(dt, start, end, steps), requires_grad)
     if dt == np.float16:
-        return _make(sixteen_bit_linspace(start, end, steps, _round_to_float16).astype(dt),
+        return _make(_sixteen_bit_linspace(start, end, steps, _round_to_float16).astype(dt),
                      requires_grad)
     # PyTorch computes in the result's precision (integers: double from integer start/end) with
     # fused multiply-adds: emulated by one wider multiply-add and one rounding.
@@ -1171,9 +1171,10 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     """`steps` values base**e for e evenly spaced from start to end inclusive (float32 default).
 
     As PyTorch: exponents counted up from start for the first half and down from end for the
-    second, in the result's precision (double from integer start/end for integer results), then
-    raised to `base`.  float64 and integer values match PyTorch's exactly; float32 and float16
-    ones may differ in the last place (PyTorch's vectorised pow rounds differently)."""
+    second (float32 and the 16-bit floats: in double from the dtype's endpoints, the power in
+    double rounded once; float64: in the result's precision; integer results: in double from
+    integer start/end), then raised to `base`.  Values match PyTorch's exactly (float64's may
+    differ in the last place where the C library's pow does)."""
     check_unpinned(pin_memory)
     check_device(device, "logspace")
     sparse_factory_layout(layout, "logspace", "logspace.out")
@@ -1205,7 +1206,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     _endpoints_as(dt, start, end)
     if dt in (np.float16, np.float32):
         round_to = _round_to_float16 if dt == np.float16 else _round_to_float32
-        return _make(narrow_float_logspace(start, end, steps, base, round_to).astype(dt),
+        return _make(_narrow_float_logspace(start, end, steps, base, round_to).astype(dt),
                      requires_grad)
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
