@@ -7,6 +7,7 @@ from __future__ import annotations as _annotations
 
 from . import _core
 from ._core import is_grad_enabled
+from ._foreach import group_by_device_and_dtype as _group_tensors_by_device_and_dtype
 from ._random import Generator
 from .autograd.variable import _EngineBase
 from .linalg import LinAlgError as _LinAlgError
@@ -18,7 +19,8 @@ from .overrides import _is_torch_function_mode_enabled, _len_torch_function_stac
 __all__ = ["Generator", "is_grad_enabled", "_set_grad_enabled", "_get_tracing_state",
            "_LinAlgError", "_log_api_usage_once", "_disabled_torch_function_impl",
            "DisableTorchFunction", "DisableTorchFunctionSubclass", "_EngineBase", "_current_graph_task_id",
-           "_is_torch_function_mode_enabled", "_len_torch_function_stack"]
+           "_is_torch_function_mode_enabled", "_len_torch_function_stack",
+           "_group_tensors_by_device_and_dtype", "_get_privateuse1_backend_name"]
 
 
 def _current_graph_task_id() -> int:
@@ -40,6 +42,11 @@ def _set_grad_enabled(enabled):
     without a context); returns None, as PyTorch's."""
     _core.check_bool("set_grad_enabled", "enabled", enabled, 1)
     _core._set_grad_enabled(enabled)
+
+
+def _get_privateuse1_backend_name() -> str:
+    """The name of the out-of-tree device backend (PyTorch's default, none being registered)."""
+    return "privateuseone"
 
 
 def _log_api_usage_once(event):

@@ -763,6 +763,25 @@ def _attention(func, args, kwargs):
     return _result(_run(func, args, kwargs), is_bfloat16(q), None, operands)
 
 
+def _spaced(func, args, kwargs):
+    """torch.linspace / logspace(..., dtype=torch.bfloat16): PyTorch's kernels compute in
+    bfloat16 arithmetic, each operation rounded (creation._sixteen_bit_linspace and
+    _narrow_float_logspace), not in float32 rounded once: the float32 result, checked and made
+    as any factory's, gets those values."""
+    name = func.__name__
+    result = _computed(func, name, args, kwargs)
+    if is_bfloat16(result) and result._array.size > 1 and "out" not in kwargs \
+            and result._array.flags.writeable:     # (a meta tensor: no values)
+        from .creation import _range_endpoints, _narrow_float_logspace, _sixteen_bit_linspace
+        bound = inspect.signature(func).bind(*args, **kwargs).arguments
+        start, end = _range_endpoints(name, bound["start"], bound["end"])
+        steps = result._array.size
+        result._array[...] = (
+            _sixteen_bit_linspace(start, end, steps, round_to_bfloat16) if name == "linspace" else
+            _narrow_float_logspace(start, end, steps, bound.get("base", 10.0), round_to_bfloat16))
+    return result
+
+
 def _already(func, args, kwargs):
     return args[0]                          # t.bfloat16() of a bfloat16 tensor: t itself
 
@@ -1080,7 +1099,8 @@ _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16"
         "__str__": _repr, "element_size": _element_size, "type": _type}
 _OWN.update(dict.fromkeys(_COMPOSED, _composed))
 _OWN.update(log_softmax=_log_softmax, cross_entropy=_cross_entropy, nan_to_num=_nan_to_num,
-            nan_to_num_=_nan_to_num, scaled_dot_product_attention=_attention)
+            nan_to_num_=_nan_to_num, scaled_dot_product_attention=_attention,
+            linspace=_spaced, logspace=_spaced)
 _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_norm",
                            "rms_norm"), _norm))
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))

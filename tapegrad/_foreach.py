@@ -257,6 +257,63 @@ def _all_functions() -> dict:
     return functions
 
 
+# ---- grouping tensor lists by device and dtype (torch.utils._foreach_utils) ----
+
+def _get_foreach_kernels_supported_devices() -> list[str]:
+    """The device types with foreach kernels beyond the CPU's reference loop."""
+    return ["cuda", "xpu", "mtia", "privateuseone"]
+
+
+def _get_fused_kernels_supported_devices() -> list[str]:
+    """The device types with fused optimizer kernels."""
+    return ["mps", "cuda", "xpu", "hpu", "cpu", "mtia", "privateuseone"]
+
+
+def _bad_nesting(condition: str) -> RuntimeError:
+    # PyTorch's message for a violated TORCH_CHECK in its C++ grouping
+    return RuntimeError(f"Expected {condition} to be true, but got false.  (Could this error message "
+                        "be improved?  If so, please report an enhancement request to PyTorch.)")
+
+
+def group_by_device_and_dtype(tensorlistlist, with_indices: bool):
+    """torch._C._group_tensors_by_device_and_dtype: {(device, dtype): (lists, indices)}.
+
+    The i-th tensors of all the lists go to the group of the i-th tensor of the first list (which
+    must be defined); an empty list other than the first stays empty in every group.  The grouped
+    lists hold the same tensor objects, so an in-place foreach op on a group updates the
+    caller's tensors.  `indices` are the positions in the first list when with_indices, else []."""
+    if not all(isinstance(t, (TensorBase, type(None))) for tensors in tensorlistlist for t in tensors):
+        raise TypeError("_group_tensors_by_device_and_dtype(): incompatible function arguments. The "
+                        "following argument types are supported:\n    1. (arg0: collections.abc.Sequence"
+                        "[collections.abc.Sequence[torch.Tensor | None]], arg1: bool) -> dict[tuple[torch."
+                        "device, torch.dtype], tuple[list[list[torch.Tensor | None]], list[int]]]")
+    lists = [list(tensors) for tensors in tensorlistlist]
+    if not lists:
+        raise _bad_nesting("!nested_tensorlist.empty()")
+    count = len(lists[0])
+    if count == 0:
+        raise _bad_nesting("!nested_tensorlist[0].empty()")
+    if any(len(tensors) not in (count, 0) for tensors in lists):
+        raise _bad_nesting("std::all_of( nested_tensorlist.cbegin(), nested_tensorlist.cend(), [&](const "
+                           "auto& tensorlist) -> bool { return tensorlist.size() == num_tensors || "
+                           "tensorlist.size() == 0; })")
+    groups: dict = {}
+    for i, first in enumerate(lists[0]):
+        if first is None:
+            raise RuntimeError("Tensors of the first list of nested Tensor lists are supposed to be "
+                               f"defined but the {i}-th Tensor is not.")
+        key = (first.device, first.dtype)
+        if key not in groups:
+            groups[key] = ([[] for _ in lists], [])
+        grouped, indices = groups[key]
+        for column, tensors in zip(grouped, lists):
+            if tensors:
+                column.append(tensors[i])
+        if with_indices:
+            indices.append(i)
+    return groups
+
+
 def register(namespace: dict) -> None:
     """Add the `_foreach_*` functions to `namespace` (existing names win)."""
     for name, function in _all_functions().items():

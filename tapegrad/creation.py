@@ -1079,6 +1079,46 @@ def _complex_range(dt: np.dtype, start, end, steps: int) -> np.ndarray:
                         e - step * (steps - idx - 1).astype(dt)).astype(dt)
 
 
+def _round_to_float16(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64).astype(np.float32).astype(np.float16).astype(np.float32)
+
+
+def _sixteen_bit_linspace(start, end, steps: int, round_to) -> np.ndarray:
+    """linspace's values in a 16-bit float dtype (float16, bfloat16), as float32 values that
+    `round_to` (float32 -> the dtype's nearest values) has rounded.  PyTorch's kernel computes
+    in the dtype itself, whose arithmetic runs each operation in float32 and rounds its result:
+    the step, each index (exact up to 2048 / 256 only), each product and each sum are rounded,
+    so a value can be several of the dtype's ulps from the exactly spaced one (bfloat16's
+    linspace(-1, 1, 12)[5] is -0.09375, not -0.0908).  `start` and `end` are numbers, steps > 1."""
+    f32 = np.float32
+    s, e = round_to(f32(start)), round_to(f32(end))
+    step = round_to(round_to(e - s) / round_to(f32(steps - 1)))
+    idx = np.arange(steps)
+    with _core.IeeeResults():
+        up = round_to(s + round_to(step * round_to(idx.astype(f32))))
+        down = round_to(e - round_to(step * round_to((steps - idx - 1).astype(f32))))
+    return np.where(idx < steps // 2, up, down)
+
+
+def _round_to_float32(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.float64).astype(np.float32)
+
+
+def _narrow_float_logspace(start, end, steps: int, base, round_to) -> np.ndarray:
+    """logspace's values in float32, float16 or bfloat16, as float32 values that `round_to`
+    (float64 -> the dtype's nearest values, through float32 as C++'s casts go) has rounded.
+    PyTorch's CPU kernel rounds start, end and end - start to the dtype, divides in double,
+    computes the exponents and the power in double, and rounds the power once.  (Its running
+    index is a float for float32, exact below 2 ** 24 steps.)"""
+    s, e = round_to(np.float64(start)), round_to(np.float64(end))
+    step = np.float64(round_to(np.float64(np.float32(e) - np.float32(s)))) / (steps - 1)
+    idx = np.arange(steps)
+    with _core.IeeeResults():
+        up = np.power(np.float64(base), np.float64(s) + step * idx)
+        down = np.power(np.float64(base), np.float64(e) - step * (steps - idx - 1))
+        return round_to(np.where(idx < steps // 2, up, down))
+
+
 def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layout=None,
              device=None, pin_memory: bool = False) -> Tensor:
     """`steps` values evenly spaced from start to end inclusive (float32 by default).
@@ -1103,8 +1143,11 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
         return _make(np.full(1, start, dtype=dt), requires_grad)
     if dt.kind == "c":
         return _make(_complex_range(dt, start, end, steps), requires_grad)
-    # PyTorch computes in the result's precision (half: float; integers: double from integer
-    # start/end) with fused multiply-adds: emulated by one wider multiply-add and one rounding.
+    if dt == np.float16:
+        return _make(_sixteen_bit_linspace(start, end, steps, _round_to_float16).astype(dt),
+                     requires_grad)
+    # PyTorch computes in the result's precision (integers: double from integer start/end) with
+    # fused multiply-adds: emulated by one wider multiply-add and one rounding.
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
     else:
@@ -1128,9 +1171,10 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     """`steps` values base**e for e evenly spaced from start to end inclusive (float32 default).
 
     As PyTorch: exponents counted up from start for the first half and down from end for the
-    second, in the result's precision (double from integer start/end for integer results), then
-    raised to `base`.  float64 and integer values match PyTorch's exactly; float32 and float16
-    ones may differ in the last place (PyTorch's vectorised pow rounds differently)."""
+    second (float32 and the 16-bit floats: in double from the dtype's endpoints, the power in
+    double rounded once; float64: in the result's precision; integer results: in double from
+    integer start/end), then raised to `base`.  Values match PyTorch's exactly (float64's may
+    differ in the last place where the C library's pow does)."""
     check_unpinned(pin_memory)
     check_device(device, "logspace")
     sparse_factory_layout(layout, "logspace", "logspace.out")
@@ -1160,6 +1204,10 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
                      requires_grad)
     # PyTorch's overflow error, on the endpoints as given (uint8 refuses -2.5, not -2)
     _endpoints_as(dt, start, end)
+    if dt in (np.float16, np.float32):
+        round_to = _round_to_float16 if dt == np.float16 else _round_to_float32
+        return _make(_narrow_float_logspace(start, end, steps, base, round_to).astype(dt),
+                     requires_grad)
     if dt.kind == "f":
         ct = dt if dt.itemsize >= 4 else np.dtype(np.float32)
     else:

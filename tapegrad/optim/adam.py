@@ -42,8 +42,11 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False) -> None:
-        if isinstance(lr, _core.TensorBase) and lr._array.size != 1:
-            raise ValueError("Tensor lr must be 1-element")
+        if isinstance(lr, _core.TensorBase):
+            if foreach and not capturable:
+                raise ValueError(_tensor_hyper_with_foreach("lr"))
+            if lr._array.size != 1:
+                raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= _to_scalar(lr):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -59,6 +62,12 @@ class Adam(Optimizer):
         if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
                 or (b0_tensor and b1_tensor)):
             raise ValueError("betas must be either both floats or both Tensors")
+        for i, beta in enumerate(betas):
+            if isinstance(beta, _core.TensorBase):
+                if foreach and not capturable:
+                    raise ValueError(_tensor_hyper_with_foreach(f"betas[{i}]"))
+                if beta._array.size != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
         if fused and differentiable:
             raise RuntimeError("`fused` does not support `differentiable`")
         if fused and foreach:
@@ -92,6 +101,8 @@ class Adam(Optimizer):
                            "instead")
 
     def _update_group(self, group) -> None:
+        if group["foreach"] and not group["capturable"]:
+            _refuse_tensor_hypers_for_foreach(group)
         if group["differentiable"]:
             self._update_group_differentiable(group)
             return
@@ -216,6 +227,23 @@ class Adam(Optimizer):
             denom = (second.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(
                 eps / step_size_neg)
             p.addcdiv_(exp_avg.clone(), denom)
+
+
+def _tensor_hyper_with_foreach(name: str) -> str:
+    return f"{name} as a Tensor is not supported for capturable=False and foreach=True"
+
+
+def _refuse_tensor_hypers_for_foreach(group) -> None:
+    """PyTorch's multi-tensor Adam takes a tensor lr or betas only when capturable: a group
+    given one after construction (a scheduler or a script writing group["lr"]) is refused at
+    the step, the lr while gathering the parameters (a RuntimeError), the betas in the update."""
+    if not any(p.grad is not None for p in group["params"]):
+        return
+    if _is_tensor(group["lr"]):
+        raise RuntimeError(_tensor_hyper_with_foreach("lr"))
+    for name, beta in zip(("beta1", "beta2"), group["betas"]):
+        if _is_tensor(beta):
+            raise ValueError(_tensor_hyper_with_foreach(name))
 
 
 class AdamW(Adam):

@@ -25,6 +25,7 @@ from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' fo
 from .._profiling import label, recording_profiler
 from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
+from .._foreach import _get_foreach_kernels_supported_devices, _get_fused_kernels_supported_devices  # noqa: F401
 from .._meta import bfloat16_route as _bfloat16_route
 from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 
@@ -80,8 +81,18 @@ def _with_step_hooks(step):
                     return hooked_step(self, *args, **kwargs)
             finally:
                 self._profiled_step = False
-        pre = state.get("_optimizer_step_pre_hooks") or _NO_HOOKS
-        post = state.get("_optimizer_step_post_hooks") or _NO_HOOKS
+        if "_optimizer_step_pre_hooks" in state:
+            pre, post = state["_optimizer_step_pre_hooks"], state.get("_optimizer_step_post_hooks")
+        elif _step_wrapped_in_torch(type(self)):
+            # An optimizer that skipped Optimizer.__init__ (a Lookahead-style wrapper) whose
+            # class PyTorch has since wrapped (another instance's __init__, or its own
+            # zero_grad): PyTorch's wrapper reads the tables by attribute, which raises its
+            # AttributeError unless the class supplies them (a __getattr__ delegating to the
+            # inner optimizer).
+            pre, post = self._optimizer_step_pre_hooks, self._optimizer_step_post_hooks
+        else:
+            return step(self, *args, **kwargs)     # (PyTorch runs an unwrapped step: no hooks)
+        pre, post = pre or _NO_HOOKS, post or _NO_HOOKS
         if not (pre or post or _global_step_pre_hooks or _global_step_post_hooks) or \
                 state.get("_running_step_hooks"):
             return step(self, *args, **kwargs)
@@ -110,6 +121,33 @@ def _run_with_hooks(self, step, pre, post, args, kwargs):
 
 
 _NO_HOOKS: OrderedDict = OrderedDict()   # (never written: the tables of an uninitialised one)
+
+
+# PyTorch wraps a class's step with its hook runner lazily, from an instance's Optimizer.__init__,
+# __setstate__ or first zero_grad (its _patch_step_function, which assigns the wrapper to the
+# instance's class); tapegrad's classes are wrapped when made, and this flag, in the class's own
+# __dict__, says whether PyTorch's would be by now.
+_WRAPPED_FLAG = "_step_wrapped_as_torch"
+
+
+def _step_wrapped_in_torch(cls) -> bool:
+    """Whether `cls.step` resolves to a step PyTorch has wrapped: the first class of the MRO that
+    defines a step or was flagged decides."""
+    for klass in cls.__mro__:
+        if klass.__dict__.get(_WRAPPED_FLAG):
+            return True
+        if "step" in klass.__dict__:
+            return False
+    return False
+
+
+def _wrap_step_as_torch(optimizer) -> None:
+    """What PyTorch's _patch_step_function leaves behind: the profiler name of zero_grad on the
+    instance, and the instance's class marked as wrapped."""
+    cls = type(optimizer)
+    optimizer._zero_grad_profile_name = f"Optimizer.zero_grad#{cls.__name__}.zero_grad"
+    if not _step_wrapped_in_torch(cls):
+        setattr(cls, _WRAPPED_FLAG, True)
 
 _HOOK_TABLES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
                 "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
@@ -159,6 +197,21 @@ StateDict = dict[str, Any]
 DeviceDict = dict[Any, Tensor]
 DeviceDtypeDict = dict[Any, Tensor]
 TensorListList = list[list[Tensor | None]]
+
+
+def __getattr__(name):
+    # Names that would import tapegrad.nn / tapegrad.utils (0.3 s) with every optimizer: made on
+    # first use.
+    if name == "_foreach_supported_types":
+        # (torch.optim.optimizer's own list: a Parameter takes the foreach path too)
+        from ..nn.parameter import Parameter
+        value = [Tensor, Parameter]
+    elif name == "_group_tensors_by_device_and_dtype":
+        from ..utils._foreach_utils import _group_tensors_by_device_and_dtype as value
+    else:
+        raise AttributeError(f"module 'tapegrad.optim.optimizer' has no attribute '{name}'")
+    globals()[name] = value
+    return value
 
 # docstring fragments the classes' docs are assembled from
 _params_doc = ("params (iterable): iterable of parameters or named_parameters to optimize or "
@@ -317,6 +370,7 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         # The hook tables before the state, in PyTorch's order: `vars(optimizer)` lists them so
         for table in _HOOK_TABLES:
             setattr(self, table, OrderedDict())
+        _wrap_step_as_torch(self)
         if _is_tensor(params):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + typename(params))
@@ -330,6 +384,8 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
             param_groups = [{"params": param_groups}]
         for param_group in param_groups:
             self.add_param_group(param_group)
+        # (PyTorch's once-only warning flag for a capturable step run uncaptured: vars() lists it)
+        self._warned_capturable_if_run_uncaptured = True
 
     # -- pickling and printing --------------------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -347,6 +403,7 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         self.__dict__.update(state)
         for table in _HOOK_TABLES:      # (hooks are not pickled, as in PyTorch)
             self.__dict__.setdefault(table, OrderedDict())
+        _wrap_step_as_torch(self)
         self.defaults.setdefault("differentiable", False)
         for group in self.param_groups:
             for key, value in self._GROUP_DEFAULTS.items():
@@ -434,6 +491,8 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
     # -- gradients --------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
+        if not hasattr(self, "_zero_grad_profile_name"):
+            _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
         with label(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):    # (PyTorch's)
             reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
