@@ -18,6 +18,12 @@
 # in a zero-initialised layer) do not count as trials.  Probing on the caller's operands rather
 # than on random ones of the same shapes keeps memory flat: a (256, 784) float32 probe weight
 # alone would add 0.8 MB to a small model's peak footprint.
+#
+# Linear's bias row rides along (product_a_bt's `bias`): the transposed way adds it while it
+# copies the (m, n) result back into (n, m) order, so the layer output is written once instead of
+# written and then read and written again by a separate bias pass (eager and replayed linear
+# alike).  Each element gets the one IEEE addition product + bias that add_into makes, so the
+# values are the same bits either way.
 # ---------------------------------------------------------------------------------------------
 
 from cpython.time cimport perf_counter_ns
@@ -49,19 +55,118 @@ cdef class LayoutPlan:
 cdef dict LAYOUT_PLANS = {}
 
 
-cdef object product_transposed(cnp.ndarray A, cnp.ndarray W):
-    """A @ W^T computed as the BLAS's W @ A^T, then transposed into a new C-contiguous array."""
+cdef extern from *:
+    """
+    /* dst (cols x rows, C order) = src (rows x cols, C order) transposed, with add[i] added to
+       every element of src's row i: the transposed product's copy back with linear's bias.  One
+       IEEE addition per element, product first, as add_into's kernel makes it.  Tiles as
+       tg_transpose_4 / tg_transpose_8 (kernels.c); float32 in 4 x 4 SSE register blocks. */
+    #define TG_ADD_TILE 32
+    /* (its loop variables are named apart from the callers' i and j, which its bounds read) */
+    #define TG_TRANSPOSE_ADD_TAIL(i0_, i1_, j0_, j1_)                                    \
+        for (ptrdiff_t tail_j = (j0_); tail_j < (j1_); tail_j++)                            \
+            for (ptrdiff_t tail_i = (i0_); tail_i < (i1_); tail_i++)                        \
+                dst[tail_j * rows + tail_i] = src[tail_i * cols + tail_j] + add[tail_i];
+    static void tg_transpose_add_f64(ptrdiff_t rows, ptrdiff_t cols, const double *src,
+                                     const double *add, double *dst)
+    {
+        for (ptrdiff_t i0 = 0; i0 < rows; i0 += TG_ADD_TILE) {
+            const ptrdiff_t i1 = i0 + TG_ADD_TILE < rows ? i0 + TG_ADD_TILE : rows;
+            for (ptrdiff_t j0 = 0; j0 < cols; j0 += TG_ADD_TILE) {
+                const ptrdiff_t j1 = j0 + TG_ADD_TILE < cols ? j0 + TG_ADD_TILE : cols;
+                TG_TRANSPOSE_ADD_TAIL(i0, i1, j0, j1)
+            }
+        }
+    }
+    #if defined(__SSE2__)
+    #include <xmmintrin.h>
+    static void tg_transpose_add_f32(ptrdiff_t rows, ptrdiff_t cols, const float *src,
+                                     const float *add, float *dst)
+    {
+        for (ptrdiff_t i0 = 0; i0 < rows; i0 += TG_ADD_TILE) {
+            const ptrdiff_t i1 = i0 + TG_ADD_TILE < rows ? i0 + TG_ADD_TILE : rows;
+            const ptrdiff_t i4 = i0 + ((i1 - i0) & ~(ptrdiff_t)3);
+            for (ptrdiff_t j0 = 0; j0 < cols; j0 += TG_ADD_TILE) {
+                const ptrdiff_t j1 = j0 + TG_ADD_TILE < cols ? j0 + TG_ADD_TILE : cols;
+                const ptrdiff_t j4 = j0 + ((j1 - j0) & ~(ptrdiff_t)3);
+                for (ptrdiff_t i = i0; i < i4; i += 4) {
+                    const __m128 b = _mm_loadu_ps(add + i);     /* the bias of rows i .. i+3 */
+                    for (ptrdiff_t j = j0; j < j4; j += 4) {
+                        const float *s = src + i * cols + j;
+                        __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + cols);
+                        __m128 r2 = _mm_loadu_ps(s + 2 * cols), r3 = _mm_loadu_ps(s + 3 * cols);
+                        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);      /* r_k: column j+k, rows i.. */
+                        float *d = dst + j * rows + i;
+                        _mm_storeu_ps(d, _mm_add_ps(r0, b));
+                        _mm_storeu_ps(d + rows, _mm_add_ps(r1, b));
+                        _mm_storeu_ps(d + 2 * rows, _mm_add_ps(r2, b));
+                        _mm_storeu_ps(d + 3 * rows, _mm_add_ps(r3, b));
+                    }
+                    TG_TRANSPOSE_ADD_TAIL(i, i + 4, j4, j1)     /* the tile's last columns */
+                }
+                TG_TRANSPOSE_ADD_TAIL(i4, i1, j0, j1)           /* the tile's last rows */
+            }
+        }
+    }
+    #else
+    static void tg_transpose_add_f32(ptrdiff_t rows, ptrdiff_t cols, const float *src,
+                                     const float *add, float *dst)
+    {
+        for (ptrdiff_t i0 = 0; i0 < rows; i0 += TG_ADD_TILE) {
+            const ptrdiff_t i1 = i0 + TG_ADD_TILE < rows ? i0 + TG_ADD_TILE : rows;
+            for (ptrdiff_t j0 = 0; j0 < cols; j0 += TG_ADD_TILE) {
+                const ptrdiff_t j1 = j0 + TG_ADD_TILE < cols ? j0 + TG_ADD_TILE : cols;
+                TG_TRANSPOSE_ADD_TAIL(i0, i1, j0, j1)
+            }
+        }
+    }
+    #endif
+    """
+    void tg_transpose_add_f32(ptrdiff_t rows, ptrdiff_t cols, const float* src,
+                              const float* add, float* dst) noexcept nogil
+    void tg_transpose_add_f64(ptrdiff_t rows, ptrdiff_t cols, const double* src,
+                              const double* add, double* dst) noexcept nogil
+
+
+cdef object product_transposed(cnp.ndarray A, cnp.ndarray W, object bias=None):
+    """A @ W^T computed as the BLAS's W @ A^T, then transposed into a new C-contiguous array;
+    `bias` (None, or a C-contiguous row of m values of A's dtype: bias_row) added on the way."""
     cdef cnp.npy_intp n = cnp.PyArray_DIM(A, 0), m = cnp.PyArray_DIM(W, 0)
     cdef cnp.ndarray t = <cnp.ndarray>nd(np.matmul(W, A.T))                 # (m, n), C order
     cdef cnp.npy_intp dims[2]
     dims[0] = n
     dims[1] = m
     cdef cnp.ndarray out = cnp.PyArray_EMPTY(2, dims, cnp.PyArray_TYPE(A), 0)
-    if cnp.PyArray_ITEMSIZE(A) == 4:
+    cdef bint f32 = cnp.PyArray_ITEMSIZE(A) == 4
+    if bias is not None:
+        if f32:
+            tg_transpose_add_f32(m, n, <const float*>cnp.PyArray_DATA(t),
+                                 <const float*>cnp.PyArray_DATA(<cnp.ndarray>bias),
+                                 <float*>cnp.PyArray_DATA(out))
+        else:
+            tg_transpose_add_f64(m, n, <const double*>cnp.PyArray_DATA(t),
+                                 <const double*>cnp.PyArray_DATA(<cnp.ndarray>bias),
+                                 <double*>cnp.PyArray_DATA(out))
+    elif f32:
         tg_transpose_4(m, n, <const uint32_t*>cnp.PyArray_DATA(t), <uint32_t*>cnp.PyArray_DATA(out))
     else:
         tg_transpose_8(m, n, <const uint64_t*>cnp.PyArray_DATA(t), <uint64_t*>cnp.PyArray_DATA(out))
     return out
+
+
+cdef bint bias_row(object C, object X, object W) except -1:
+    """Whether linear's bias C can ride along product_a_bt (its `bias`): a C-contiguous row of
+    W's rows (the result's columns) in the input's float dtype, X and W matrices' or batches'
+    operands of that dtype too."""
+    if not (cnp.PyArray_Check(C) and cnp.PyArray_Check(X) and cnp.PyArray_Check(W)):
+        return False
+    cdef cnp.ndarray c = <cnp.ndarray>C, w = <cnp.ndarray>W
+    cdef int t = cnp.PyArray_TYPE(c)
+    return (cnp.PyArray_NDIM(c) == 1 and cnp.PyArray_NDIM(w) == 2
+            and (t == cnp.NPY_FLOAT32 or t == cnp.NPY_FLOAT64)
+            and cnp.PyArray_TYPE(<cnp.ndarray>X) == t and cnp.PyArray_TYPE(w) == t
+            and cnp.PyArray_IS_C_CONTIGUOUS(c)
+            and cnp.PyArray_DIM(c, 0) == cnp.PyArray_DIM(w, 0))
 
 
 cdef bint mostly_nonzero(cnp.ndarray x):
@@ -100,23 +205,24 @@ cdef object probe_layouts(LayoutPlan plan, cnp.ndarray A, object B, cnp.ndarray 
     return direct
 
 
-cdef object product_a_bt(object A, object B):
+cdef object product_a_bt(object A, object B, object bias=None):
     """np.matmul(A, B) as an ndarray; the caller owns the errstate.  When A is a C-contiguous
     float32/float64 matrix and B the transpose of one (linear's W^T, `x @ w.t()`), with enough
-    work to matter, the shape's faster layout; otherwise numpy's call as it is."""
+    work to matter, the shape's faster layout; otherwise numpy's call as it is.  `bias` (None, or
+    a row that bias_row accepts): added to each row of the result, as add_into adds it."""
     if not (cnp.PyArray_Check(A) and cnp.PyArray_Check(B)):
-        return nd(np.matmul(A, B))
+        return plus_bias(nd(np.matmul(A, B)), bias)
     cdef cnp.ndarray a = <cnp.ndarray>A, b = <cnp.ndarray>B
     cdef int t = cnp.PyArray_TYPE(a)
     if (cnp.PyArray_NDIM(a) != 2 or cnp.PyArray_NDIM(b) != 2
             or (t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64) or cnp.PyArray_TYPE(b) != t
             or not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_IS_F_CONTIGUOUS(b)
             or cnp.PyArray_DIM(a, 1) != cnp.PyArray_DIM(b, 0)):
-        return nd(np.matmul(A, B))
+        return plus_bias(nd(np.matmul(A, B)), bias)
     cdef cnp.npy_intp n = cnp.PyArray_DIM(a, 0), k = cnp.PyArray_DIM(a, 1)
     cdef cnp.npy_intp m = cnp.PyArray_DIM(b, 1)
     if n * k * m < LAYOUT_MIN_WORK or n == 1 or m == 1:
-        return nd(np.matmul(A, B))
+        return plus_bias(nd(np.matmul(A, B)), bias)
     key = (n, k, m, t)
     cdef LayoutPlan plan = <LayoutPlan>LAYOUT_PLANS.get(key)
     if plan is None:
@@ -128,12 +234,20 @@ cdef object product_a_bt(object A, object B):
             plan.choice = LAYOUT_PROBING
             plan.best[0] = plan.best[1] = INT64_MAX
             LAYOUT_PLANS[key] = plan
-        return nd(np.matmul(A, B))
+        return plus_bias(nd(np.matmul(A, B)), bias)
     if plan.choice == LAYOUT_DIRECT or plan.choice == LAYOUT_DIFFERS:
-        return nd(np.matmul(A, B))
+        return plus_bias(nd(np.matmul(A, B)), bias)
     if plan.choice == LAYOUT_TRANSPOSED:
-        return product_transposed(a, <cnp.ndarray>b.T)
-    return probe_layouts(plan, a, B, <cnp.ndarray>b.T)
+        return product_transposed(a, <cnp.ndarray>b.T, bias)
+    # (probing compares the two products without the bias: its addition is the same in both)
+    return plus_bias(probe_layouts(plan, a, B, <cnp.ndarray>b.T), bias)
+
+
+cdef inline object plus_bias(object out, object bias):
+    """out + bias in place (out a fresh product) when there is a bias."""
+    if bias is not None:
+        add_into(out, bias)
+    return out
 
 
 def _matmul_layouts():
@@ -149,13 +263,34 @@ def _matmul_layouts():
     return out
 
 
-def _matmul_transposed(A, W):
+def _matmul_transposed(A, W, bias=None):
     """A @ W^T the transposed way (for tests): A (n, k) and W (m, k) float32/float64 matrices of
-    one dtype."""
+    one dtype; `bias`, m values of that dtype, added to each row on the way."""
     A = np.ascontiguousarray(A)
     W = np.ascontiguousarray(W)
     if (A.ndim != 2 or W.ndim != 2 or A.shape[1] != W.shape[1] or A.dtype != W.dtype
             or A.dtype.name not in ("float32", "float64")):
         raise ValueError(f"expected (n, k) and (m, k) float32/float64 matrices of one dtype, got "
                          f"{A.shape} {A.dtype} and {W.shape} {W.dtype}")
-    return product_transposed(A, W)
+    if bias is not None:
+        bias = np.ascontiguousarray(bias)
+        if not bias_row(bias, A, W):
+            raise ValueError(f"expected a bias of {W.shape[0]} {W.dtype} values, got "
+                             f"{bias.shape} {bias.dtype}")
+    return product_transposed(A, W, bias)
+
+
+def _set_matmul_layout(Py_ssize_t n, Py_ssize_t k, Py_ssize_t m, dtype, choice):
+    """Settle the plan of A (n, k) @ W^T (W (m, k)) in `dtype` to "direct" or "transposed", or
+    (None) forget it, so that the shape is measured again (for tests: which way a shape takes is
+    otherwise timed)."""
+    key = (n, k, m, np.dtype(dtype).num)
+    if choice is None:
+        LAYOUT_PLANS.pop(key, None)
+        return
+    if choice not in ("direct", "transposed"):
+        raise ValueError(f"choice must be 'direct', 'transposed' or None, got {choice!r}")
+    cdef LayoutPlan plan = LayoutPlan.__new__(LayoutPlan)
+    plan.choice = LAYOUT_DIRECT if choice == "direct" else LAYOUT_TRANSPOSED
+    plan.best[0] = plan.best[1] = INT64_MAX
+    LAYOUT_PLANS[key] = plan

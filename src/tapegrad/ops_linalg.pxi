@@ -94,19 +94,20 @@ cdef object product(object A, object B):
     return nd(np.matmul(A, B))
 
 
-cdef object folded_product(object A, object B):
+cdef object folded_product(object A, object B, object bias=None):
     """A @ B with a C-contiguous N-D A (N > 2) and a matrix B as one GEMM over A's rows folded into
     a matrix (numpy's matmul runs one small GEMM per leading index, which is slower for a layer's
-    (batch, seq, features) input); other operands as np.matmul.  The caller owns the errstate."""
+    (batch, seq, features) input); other operands as np.matmul.  The caller owns the errstate.
+    `bias`: a row added to the result's rows (product_a_bt's)."""
     if (cnp.PyArray_Check(A) and cnp.PyArray_Check(B) and cnp.PyArray_NDIM(<cnp.ndarray>A) > 2
             and cnp.PyArray_NDIM(<cnp.ndarray>B) == 2
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
             and last(A.shape) == B.shape[0]):
         nd_a = cnp.PyArray_NDIM(<cnp.ndarray>A)
         shape = A.shape
-        out = product_a_bt(A.reshape(shape_prod(shape, 0, nd_a - 1), last(shape)), B)
+        out = product_a_bt(A.reshape(shape_prod(shape, 0, nd_a - 1), last(shape)), B, bias)
         return out.reshape(shape[:nd_a - 1] + (B.shape[1],))
-    return product_a_bt(A, B)
+    return product_a_bt(A, B, bias)
 
 
 # -- the VJP --------------------------------------------------------------------------------------
@@ -796,17 +797,22 @@ cdef tuple linear_values(object X, object W, object C):
     # PyTorch's fused float16 addmm adds the bias to the float32 accumulator and rounds once
     # (the product rounded to float16 first was a float16 ulp off; fuzz 60634316)
     cdef bint half_fused = op != OP_LINEAR_ADD and X.dtype.itemsize == 2
+    # a bias row of the product's dtype is added by the product itself (product_a_bt: in its
+    # transposing copy when it takes that way), the same additions as add_into's below
+    cdef bint bias_in_product = (op != OP_LINEAR_ADD and not half_fused
+                                 and X.shape[dx - 1] != 0 and bias_row(C, X, W))
     with IeeeResults():                                 # one errstate for product and add
         if half_fused:
             out = folded_product(X.astype(NP_FLOAT32), W.T.astype(NP_FLOAT32))
         else:
-            out = folded_product(X, W.T)
+            out = folded_product(X, W.T, C if bias_in_product else None)
         if X.shape[dx - 1] == 0 and out.size:
             # no in_features: PyTorch's result is the bias itself, -0.0 kept; -0.0 is the zero
             # that adds to it without changing it (the empty product's +0.0 does not)
             out.fill(-0.0)
         if op != OP_LINEAR_ADD and out.ndim > 0:         # C expands to the product's shape
-            add_into(out, C)                            # the product is fresh: add in place
+            if not bias_in_product:
+                add_into(out, C)                        # the product is fresh: add in place
         else:
             out = nd(np.add(out, C, dtype=out.dtype, casting="unsafe"))
         if half_fused:
