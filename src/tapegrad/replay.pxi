@@ -42,8 +42,9 @@ cdef struct Step:
     int bc_a, bc_b      # in a group: index of a / b's full-size contribution buffer (a
                         # one-element slot's gradient, summed after the block loop), or -1
     int partner         # in a group, a sin (cos) whose input gets a gradient: index of the
-                        # full-size buffer its forward fills with the cos (sin) of its input, in
-                        # the same pass (tg_sincos), for its backward; or -1
+                        # buffer filled with the cos (sin) of its input in the same pass
+                        # (tg_sincos), for its backward (full-size, filled by the forward; a
+                        # block row in a recomputing group, filled by its backward); or -1
 
 
 cdef enum:
