@@ -11,8 +11,10 @@ PyTorch eager):
            forward + backward (issue targets: replay <= 0.1 us per op at size 1, <= 1/60 of
            PyTorch eager); at size 1,000,000 timed round-robin (test_mixed_chain_interleaved:
            issue target replay <= 0.5x PyTorch eager; the fused loops of src/tapegrad/fusion.pxi
-           run the 300 steps as one loop over cache-sized blocks and reach ~0.6-0.65x, the
-           transcendental kernels being ~75% of the time: README)
+           run the 300 steps as one loop over cache-sized blocks, the backward recomputing each
+           block's values instead of reading back 1.6 GB saved by the forward: 0.39-0.48x on a
+           loaded host where PyTorch took 1.0-1.25 s, the transcendental kernels (run twice)
+           being most of the time: README)
   call     `x * 2` and its backward at size 1, eager against replayed, round-robin in thread CPU
            time (test_call_path_interleaved: issue target replay < eager)
   poly     the polynomial fit iteration of test_training.py (forward + backward compiled, the

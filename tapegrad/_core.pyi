@@ -102,6 +102,7 @@ class Program:
     global_rng: Any
     n_steps: Any
     def outputs_checked(self, saved_out: Any) -> Any: ...
+    recomputed_groups: Any
     rerun_kind: Any
 
 class ReadyOrder:

@@ -142,13 +142,19 @@ class CompiledFunction(_core.CompiledCall):
             if plan.program is not None:
                 groups = plan.program.fused_groups
                 fused = sum(last - first + 1 for first, last, _ in groups)
+                recomputed = len(plan.program.recomputed_groups)
                 # ops without a C step or a registered replay step run their eager code on
                 # tensors at each replay (the slower kind of step): named here
                 rerun = list(dict.fromkeys(getattr(c[0], "__name__", repr(c[0]))
                                            for c in plan.program.calls()))
                 lines.append(f"replayed: {plan.program.n_steps} steps"
                              + (f" ({fused} of them fused into {len(groups)} loop"
-                                f"{'s' if len(groups) > 1 else ''} over blocks)" if groups else "")
+                                f"{'s' if len(groups) > 1 else ''} over blocks"
+                                + (f", {recomputed} recomputing its values in the backward"
+                                   if recomputed == 1 else
+                                   f", {recomputed} recomputing their values in the backward"
+                                   if recomputed else "")
+                                + ")" if groups else "")
                              + (f"; ops re-run on tensors: {', '.join(rerun)}" if rerun else ""))
             else:
                 lines.append(f"eager: {plan.reason}")
@@ -255,6 +261,10 @@ _MISS = object()
 # Whether captures fuse runs of elementwise steps (src/tapegrad/fusion.pxi); off only to measure
 # or test the fused loops against the step-by-step replay.
 _FUSE = True
+# The saved bytes above which a fused group's backward recomputes its values block by block
+# instead of reading them back (fusion.pxi; None: the core's threshold, < 0: never).  Set only
+# to measure or test the recomputing backward at small sizes.
+_RECOMPUTE_BYTES = None
 
 
 def _global_rng():
@@ -708,7 +718,7 @@ def _plan_from(capture, flat, result, effects=()):
                                  output_slots, typenums,
                                  [slot for slot, _, _ in plan.guards]
                                  + [k for k in effect_slots.values() if k >= len(ext)],
-                                 _FUSE)
+                                 _FUSE, *(() if _RECOMPUTE_BYTES is None else (_RECOMPUTE_BYTES,)))
     for fn, args, kwargs, _, _ in effects:
         plan.program.add_effect(fn, args, kwargs, effect_slots)
     plan.program.outputs_checked(plan.saved_out)

@@ -16,15 +16,27 @@
 # Memory: a value that nothing outside the group reads (not an output, not a value Python read,
 # not an operand of a step outside the group) and that the backward does not read lives only in
 # a block-sized row, reused once its last reader in the group has run; likewise the adjoint of a
-# value whose only readers are in the group.  Values the backward reads (a tanh's output, a
-# product's operands) are kept at full size, as eager keeps them, and read back block by block
-# (recomputing them per block instead would run the transcendental kernels, most of the work,
-# twice, and would need a copy of any input a user may overwrite in place before backward).
+# value whose only readers are in the group.
 # A sin (cos) whose input gets a gradient computes the cos (sin) its backward needs in the same
 # pass (tg_sincos: one argument reduction for both, the same bits as the cos / sin kernel) into a
-# full-size partner buffer: its backward reads that instead of running a second transcendental
-# kernel (in a chain of sin, tanh and the like at 1e6 elements, cos was a fifth of the replay's
-# time), and its input needs no keeping for it.
+# partner: its backward reads that instead of running a second transcendental kernel (in a chain
+# of sin, tanh and the like at 1e6 elements, cos was a fifth of the replay's time).
+#
+# The values the backward reads (a tanh's output, a product's operands, the partners) are kept
+# one of two ways, which the planner (form_groups) picks per group:
+# - saved: at full size, as eager keeps them, written by the forward and read back block by block
+#   by the backward.  For a small group they stay in cache and this is the fastest way.
+# - recomputed: when they would take more than the program's recompute_bytes
+#   (FUSE_RECOMPUTE_BYTES), the forward keeps none of them (nor the partners: it runs plain
+#   sin / cos) and copies the group's inputs instead (those a caller can reach or a re-run op
+#   made: a later in-place write must not change what the backward sees; eager raises for the
+#   writes it would see, by the version checks of the recorded call, unchanged); the backward
+#   runs each block's forward steps again, from the copies, into block rows of its own (every
+#   value of the group, so it reads no member at full size), then the VJPs over the block.  Same
+#   kernels on the same operands give the same bits, so results stay eager's.  Past the caches
+#   the backward's reads of the saved values (a stream per value: hundreds in a long chain) cost
+#   more than computing them again: the 300-op bench chain at 1e6 elements spent ~290 ms saving
+#   and reading 1.6 GB, against ~215 ms recomputing.
 # A contribution to a one-element slot (a parameter broadcast over the group) is written at full
 # size and summed after the loop, by the same summation eager uses (give_full), in the sweep's
 # order.
@@ -90,9 +102,45 @@ cdef list backward_reads(Program p, Step* s):
     return out
 
 
+cdef int value_rows(Program p, Py_ssize_t first, Py_ssize_t last, set members, set full,
+                    set pinned, int* rowmap) except -1:
+    """Lay out the value rows of steps first .. last's block in rowmap; returns how many rows.
+    A member in `full` keeps its full-size buffer (-1); one in `pinned`, or read by no step of
+    the group, has a row of its own; the others share rows, a row taken again once its value's
+    last reader in the group has run."""
+    cdef Py_ssize_t i, k, n_rows = 0
+    cdef dict last_use = {}
+    cdef list free = []
+    for i in range(first, last + 1):
+        for k in step_reads(p, i):
+            last_use[k] = i
+    for i in range(first, last + 1):
+        k = p.steps[i].out
+        if k not in full:
+            if free and k in last_use and k not in pinned:
+                rowmap[k] = free.pop()
+            else:
+                rowmap[k] = n_rows
+                n_rows += 1
+        for k in set(step_reads(p, i)):
+            if k in members and rowmap[k] >= 0 and last_use[k] == i and k not in pinned:
+                free.append(rowmap[k])
+    return n_rows
+
+
+cdef inline Py_ssize_t block_for(Py_ssize_t rows, Py_ssize_t item, Py_ssize_t n,
+                                 Py_ssize_t budget) noexcept:
+    """Elements per block when a block has `rows` rows: they fit in `budget` bytes."""
+    cdef Py_ssize_t block = (budget // item) // max(rows, 1)
+    block = max(FUSE_MIN_BLOCK, min(FUSE_MAX_BLOCK, block)) // 64 * 64
+    return block if block < n else n
+
+
 cdef int form_groups(Program p, object observed) except -1:
-    """Find the fused groups of p's steps and lay out their rows (sets p.groups, p.vrow,
-    p.arow, p.steps[i].group / bc_a / bc_b).  `observed`: slots Python reads (value guards)."""
+    """Find the fused groups of p's steps, decide which recompute in their backward, and lay out
+    their rows (sets p.groups, p.vrow, p.arow, p.prow, p.copy_slots,
+    p.steps[i].group / bc_a / bc_b / partner).  `observed`: slots Python reads (value
+    guards)."""
     cdef Py_ssize_t i, j, n = p.n_steps, k, g
     cdef Step* s
     cdef list spans = []
@@ -118,46 +166,67 @@ cdef int form_groups(Program p, object observed) except -1:
     p.groups = <FuseGroup*>calloc(len(spans), sizeof(FuseGroup))
     if p.groups == NULL:
         raise MemoryError()
-    cdef bint any_grad = any(p.grad)
-    cdef set seen = set(p.outputs) | set(observed)
-    cdef Py_ssize_t item = 8 if p.f64 else 4
-    for g, (first, last) in enumerate(spans):
+    for first, last in spans:
         for i in range(first, last + 1):
             s = &p.steps[i]
             if s.kind == SK_UNARY and (s.kop == TG_SIN or s.kop == TG_COS) and s.grad_a:
                 s.partner = p.n_partner
                 p.n_partner += 1
+    p.prow = <int*>malloc(max(p.n_partner, 1) * sizeof(int))
+    if p.prow == NULL:
+        raise MemoryError()
+    for k in range(p.n_partner):
+        p.prow[k] = -1
+    cdef bint any_grad = any(p.grad)
+    cdef set seen = set(p.outputs) | set(observed)
+    cdef Py_ssize_t item = 8 if p.f64 else 4
+    cdef Py_ssize_t n_vrows, n_brows, n_arows, n_partners
+    cdef bint recompute
+    cdef FuseGroup* G
+    for g, (first, last) in enumerate(spans):
+        G = &p.groups[g]
         # what is read outside the group: the outputs, the guards, other steps' operands
         members = {p.steps[i].out for i in range(first, last + 1)}
         outside = set(seen)
+        read_inside = set()
         for i in range(n):
             if i < first or i > last:
                 outside.update(step_reads(p, i))
+            else:
+                read_inside.update(step_reads(p, i))
         escaping = members & outside
-        kept = set(escaping)
+        unread = members - read_inside     # (cannot be, pruned: kept at full size)
+        saved = set()                      # members the backward reads
+        n_partners = 0
         if any_grad:
             for i in range(first, last + 1):
-                kept.update(k for k in backward_reads(p, &p.steps[i]) if k in members)
-        # forward value rows: a slot not kept lives in a row until its last reader in the group
-        last_use = {}
-        for i in range(first, last + 1):
-            for k in step_reads(p, i):
-                last_use[k] = i
-        free, n_vrows = [], 0
-        for i in range(first, last + 1):
-            s = &p.steps[i]
-            if s.out not in kept:
-                if s.out not in last_use:       # (read by nothing: cannot be, pruned) keep it
-                    kept.add(s.out)
-                else:
-                    if free:
-                        p.vrow[s.out] = free.pop()
-                    else:
-                        p.vrow[s.out] = n_vrows
-                        n_vrows += 1
-            for k in set(step_reads(p, i)):
-                if k in members and p.vrow[k] >= 0 and last_use[k] == i:
-                    free.append(p.vrow[k])
+                saved.update(k for k in backward_reads(p, &p.steps[i]) if k in members)
+                if p.steps[i].partner >= 0:
+                    n_partners += 1
+        # The planner: a group whose backward would read more saved bytes than
+        # p.recompute_bytes (past the caches, where writing them in the forward and reading
+        # them back costs about what computing them again does) recomputes them in its
+        # backward, block by block, from copies of its inputs taken by its forward.
+        recompute = (p.recompute_bytes >= 0 and (len(saved - escaping) + n_partners)
+                     * p.steps[first].n * item > p.recompute_bytes)
+        n_vrows = value_rows(p, first, last, members,
+                             escaping | unread | (set() if recompute else saved), set(), p.vrow)
+        if recompute:
+            # the backward's rows: every member (none read at full size, which the caller
+            # may have written to), the ones the VJPs read pinned; then the partners.  Its own
+            # map: a member of this group may be another group's input, read at full size there
+            G.brow = <int*>malloc(max(p.n_slots, 1) * sizeof(int))
+            if G.brow == NULL:
+                raise MemoryError()
+            for k in range(p.n_slots):
+                G.brow[k] = -1
+            n_brows = value_rows(p, first, last, members, set(), saved, G.brow)
+            for i in range(first, last + 1):
+                if p.steps[i].partner >= 0:
+                    p.prow[p.steps[i].partner] = n_brows
+                    n_brows += 1
+        else:
+            n_brows = n_vrows
         # adjoint rows (reverse order): a member no step outside the group reads gets its
         # gradient from the group only, in a row from its last reader's step to its own
         free, n_arows = [], 0
@@ -184,22 +253,36 @@ cdef int form_groups(Program p, object observed) except -1:
                     and s.kop != TG_POW):
                 s.bc_b = len(bc) + p.n_bc
                 bc.append((s.b, s.out))
-        # arow values so far count adjoint rows from 0: move them after the value rows
+        # arow values so far count adjoint rows from 0: move them after the backward's value rows
         for k in members:
             if p.arow[k] >= 0:
-                p.arow[k] += n_vrows
-        G = &p.groups[g]
+                p.arow[k] += n_brows
         G.first, G.last, G.n = first, last, p.steps[first].n
-        G.n_rows = n_vrows + n_arows + 2
-        G.scratch = n_vrows + n_arows
+        G.recompute = recompute
+        G.bscratch = n_brows + n_arows
+        G.bblock = block_for(G.bscratch + 2, item, G.n,
+                             FUSE_RECOMPUTE_ROW_BYTES if recompute else FUSE_ROW_BYTES)
+        if recompute:                   # the forward's rows: its values only
+            G.n_rows = n_vrows
+            G.scratch = -1
+            G.block = block_for(n_vrows, item, G.n, FUSE_ROW_BYTES)
+            G.copy_base = len(p.copy_slots)
+            # the inputs the backward reads again: copied by the forward unless the set owns
+            # their buffers (a value the caller can reach or a re-run op made may change)
+            p.copy_slots.extend(sorted(k for k in read_inside - members
+                                       if k < p.n_ext or k in p.fresh))
+            G.n_copies = len(p.copy_slots) - G.copy_base
+        else:
+            G.n_rows = G.bscratch + 2
+            G.scratch = G.bscratch
+            G.block = G.bblock
+            G.copy_base = G.n_copies = 0
+        p.rows_bytes = max(p.rows_bytes, G.n_rows * G.block * item,
+                           (G.bscratch + 2) * G.bblock * item)
         G.n_bc = len(bc)
         G.bc_base = p.n_bc
         p.n_bc += len(bc)
         p.bc_slots.extend(bc)
-        block = (FUSE_ROW_BYTES // item) // G.n_rows
-        block = max(FUSE_MIN_BLOCK, min(FUSE_MAX_BLOCK, block)) // 64 * 64
-        G.block = block if block < G.n else G.n
-        p.rows_bytes = max(p.rows_bytes, G.n_rows * G.block * item)
         for i in range(first, last + 1):
             p.steps[i].group = g
         p.group_writes.append(sorted(
@@ -228,9 +311,13 @@ cdef enum:
 cdef struct FusedRun:
     Step* steps
     FuseGroup* G
-    int* vrow
+    int* vrow                   # the value rows: Program.vrow, or the group's brow in a
+                                # recomputing backward
     int* arow
-    void** ptr
+    int* prow
+    bint partners               # sin / cos steps fill their partners (not in a recomputing
+                                # group's forward: its backward computes them)
+    void** ptr                  # slot -> data (a recomputing backward: its inputs' copies)
     void** aptr
     void** bcp
     void** pptr
@@ -238,7 +325,8 @@ cdef struct FusedRun:
     Py_ssize_t item
     Py_ssize_t n_slots
     Py_ssize_t n_bc             # the program's contributions to one-element slots (all groups)
-    Py_ssize_t row_len          # bytes of one row of this group
+    Py_ssize_t block            # elements per block of this run
+    Py_ssize_t row_len          # bytes of one row of this run
     int scratch_row
     Py_ssize_t n_blocks
     Py_ssize_t n_lanes
@@ -281,8 +369,12 @@ cdef inline const void* operand_at(Lane* L, Step* s, bint second, Py_ssize_t o,
     return value_at(L, k, o)
 
 
-cdef inline char* partner_at(FusedRun* r, Step* s, Py_ssize_t o) noexcept nogil:
-    """The block at o of step s's partner buffer (the cos of a sin's input, the sin of a cos's)."""
+cdef inline char* partner_at(Lane* L, Step* s, Py_ssize_t o) noexcept nogil:
+    """The block at o of step s's partner (the cos of a sin's input, the sin of a cos's): its
+    row in a recomputing backward, else its full-size buffer."""
+    cdef FusedRun* r = L.r
+    if r.prow[s.partner] >= 0:
+        return L.rowp + r.prow[s.partner] * r.row_len
     return <char*>r.pptr[s.partner] + o * r.item
 
 
@@ -306,19 +398,25 @@ cdef inline void lane_blocks(FusedRun* r, Py_ssize_t j, Py_ssize_t* b0, Py_ssize
     b1[0] = (j + 1) * r.n_blocks // r.n_lanes
 
 
-cdef int prepare_run(Program p, BufferSet bs, FuseGroup* G, FusedRun* r) except -1:
-    """r for group G: its lanes (one per pool thread when G is big enough, else one) and their
-    scratch, allocated in bs once and grown when the thread count grows."""
+cdef int prepare_run(Program p, BufferSet bs, FuseGroup* G, FusedRun* r,
+                     bint backward) except -1:
+    """r for group G's forward or backward: its lanes (one per pool thread when G is big
+    enough, else one) and their scratch, allocated in bs once and grown when the thread count
+    grows."""
     cdef Py_ssize_t lanes = 1, threads = pooled_threads()
+    cdef bint recomputing = backward and G.recompute
     r.steps = p.steps
     r.G = G
-    r.vrow, r.arow = p.vrow, p.arow
+    r.vrow = G.brow if recomputing else p.vrow
+    r.arow, r.prow = p.arow, p.prow
+    r.partners = backward or not G.recompute
     r.ptr, r.aptr, r.bcp, r.pptr = bs.ptr, bs.aptr, bs.bcp, bs.pptr
     r.f64, r.item = p.f64, p.item
     r.n_slots, r.n_bc = p.n_slots, max(p.n_bc, 1)
-    r.row_len = G.block * p.item
-    r.scratch_row = G.scratch
-    r.n_blocks = (G.n + G.block - 1) // G.block
+    r.block = G.bblock if backward else G.block
+    r.row_len = r.block * p.item
+    r.scratch_row = G.bscratch if backward else G.scratch
+    r.n_blocks = (G.n + r.block - 1) // r.block
     if threads > 1 and G.n >= FUSE_PARALLEL_MIN:
         lanes = min(threads, r.n_blocks)
     r.n_lanes = lanes
@@ -352,40 +450,49 @@ cdef inline void run_lanes(FusedRun* r, tg_range_fn fn) noexcept:
 
 # -- forward ----------------------------------------------------------------------------------
 
-cdef void forward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogil:
-    cdef FusedRun* r = <FusedRun*>ctx
+cdef void forward_block(Lane* L, Py_ssize_t o, Py_ssize_t m) noexcept nogil:
+    """The group's steps in order on the block [o, o + m) (the same kernels eager calls; a
+    sincos gives the bits of the sin and cos kernels)."""
+    cdef FusedRun* r = L.r
     cdef FuseGroup* G = r.G
-    cdef Lane L
-    cdef Py_ssize_t j, b, b0, b1, o, m, i, sa, sb
+    cdef Py_ssize_t i, sa, sb
     cdef Step* s
     cdef const void* pa
     cdef const void* pb
     cdef bint f64 = r.f64
+    for i in range(G.first, G.last + 1):
+        s = &r.steps[i]
+        if s.kind == SK_BINARY:
+            pa = operand_at(L, s, False, o, &sa)
+            pb = operand_at(L, s, True, o, &sb)
+            k_binary(f64, s.kop, m, pa, sa, pb, sb, value_at(L, s.out, o))
+        elif s.partner < 0 or not r.partners:
+            k_unary(f64, s.kop, m, value_at(L, s.a, o), value_at(L, s.out, o))
+        elif s.kop == TG_SIN:
+            k_sincos(f64, m, value_at(L, s.a, o), value_at(L, s.out, o), partner_at(L, s, o))
+        else:
+            k_sincos(f64, m, value_at(L, s.a, o), partner_at(L, s, o), value_at(L, s.out, o))
+
+
+cdef void forward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nogil:
+    cdef FusedRun* r = <FusedRun*>ctx
+    cdef Lane L
+    cdef Py_ssize_t j, b, b0, b1, o
     for j in range(begin, end):
         lane_at(r, j, &L)
         lane_blocks(r, j, &b0, &b1)
         for b in range(b0, b1):
-            o = b * G.block
-            m = G.block if G.n - o > G.block else G.n - o
-            for i in range(G.first, G.last + 1):
-                s = &r.steps[i]
-                if s.kind == SK_BINARY:
-                    pa = operand_at(&L, s, False, o, &sa)
-                    pb = operand_at(&L, s, True, o, &sb)
-                    k_binary(f64, s.kop, m, pa, sa, pb, sb, value_at(&L, s.out, o))
-                elif s.partner < 0:
-                    k_unary(f64, s.kop, m, value_at(&L, s.a, o), value_at(&L, s.out, o))
-                elif s.kop == TG_SIN:
-                    k_sincos(f64, m, value_at(&L, s.a, o), value_at(&L, s.out, o),
-                             partner_at(r, s, o))
-                else:
-                    k_sincos(f64, m, value_at(&L, s.a, o), partner_at(r, s, o),
-                             value_at(&L, s.out, o))
+            o = b * r.block
+            forward_block(&L, o, r.block if r.G.n - o > r.block else r.G.n - o)
 
 
 cdef int fused_forward(Program p, BufferSet bs, FuseGroup* G) except -1:
     cdef FusedRun r
-    prepare_run(p, bs, G, &r)
+    cdef Py_ssize_t j, k
+    for j in range(G.copy_base, G.copy_base + G.n_copies):
+        k = <Py_ssize_t>p.copy_slots[j]     # (a recomputing group's inputs, as they are now)
+        memcpy(bs.cptr[j], bs.ptr[k], <size_t>p.sizes[k] * p.item)
+    prepare_run(p, bs, G, &r, False)
     run_lanes(&r, forward_lanes)
     return 0
 
@@ -512,9 +619,9 @@ cdef void fused_backward_block(Lane* L, Py_ssize_t o, Py_ssize_t m) noexcept nog
         elif s.kop == TG_SIGMOID:
             k_binary(f64, TG_SIGMOID_GRAD, m, g, 1, value_at(L, s.out, o), 1, dst)
         elif s.kop == TG_SIN:                   # g * cos(x), cos(x) from the forward's pass
-            k_binary(f64, TG_MUL, m, g, 1, partner_at(L.r, s, o), 1, dst)
+            k_binary(f64, TG_MUL, m, g, 1, partner_at(L, s, o), 1, dst)
         else:                                   # cos: g * -sin(x), likewise
-            k_unary(f64, TG_NEG, m, partner_at(L.r, s, o), s1)
+            k_unary(f64, TG_NEG, m, partner_at(L, s, o), s1)
             k_binary(f64, TG_MUL, m, g, 1, s1, 1, dst)
         took_at(L, s.a, s.bc_a, dst, o, m)
 
@@ -529,8 +636,10 @@ cdef void backward_lanes(void* ctx, ptrdiff_t begin, ptrdiff_t end) noexcept nog
         memset(L.bcw, 0, r.n_bc)
         lane_blocks(r, j, &b0, &b1)
         for b in range(b0, b1):
-            o = b * G.block
-            m = G.block if G.n - o > G.block else G.n - o
+            o = b * r.block
+            m = r.block if G.n - o > r.block else G.n - o
+            if G.recompute:             # the block's values again, into its rows
+                forward_block(&L, o, m)
             # which adjoints hold a value: the same for every block (the sweep's pattern does
             # not depend on values), so each block starts from the state before the group
             memcpy(L.touched, r.touched0, r.n_slots)
@@ -542,6 +651,7 @@ cdef int fused_backward(Program p, BufferSet bs, Py_ssize_t g_index) except -1:
     cdef Py_ssize_t i, j, k
     cdef FusedRun r
     cdef bint any_out = False
+    cdef void** inputs = NULL
     for i in range(G.first, G.last + 1):
         if bs.touched[p.steps[i].out]:
             any_out = True
@@ -558,8 +668,17 @@ cdef int fused_backward(Program p, BufferSet bs, Py_ssize_t g_index) except -1:
         if bs.bc[i] is None:
             bs.bc[i] = np.empty(G.n, p.dtype)
             bs.bcp[i] = cnp.PyArray_DATA(<cnp.ndarray>bs.bc[i])
-    prepare_run(p, bs, G, &r)
+    prepare_run(p, bs, G, &r, True)
+    if G.recompute:                 # its inputs as the forward read them: their copies
+        inputs = <void**>malloc(p.n_slots * sizeof(void*))
+        if inputs == NULL:
+            raise MemoryError()
+        memcpy(inputs, bs.ptr, p.n_slots * sizeof(void*))
+        for j in range(G.copy_base, G.copy_base + G.n_copies):
+            inputs[<Py_ssize_t>p.copy_slots[j]] = bs.cptr[j]
+        r.ptr = inputs
     run_lanes(&r, backward_lanes)
+    free(inputs)
     # every block left the same flags: lane 0's (it ran at least one block) are the group's
     memcpy(bs.touched, r.touched, p.n_slots)
     for i in range(G.bc_base, G.bc_base + G.n_bc):

@@ -42,8 +42,9 @@ cdef struct Step:
     int bc_a, bc_b      # in a group: index of a / b's full-size contribution buffer (a
                         # one-element slot's gradient, summed after the block loop), or -1
     int partner         # in a group, a sin (cos) whose input gets a gradient: index of the
-                        # full-size buffer its forward fills with the cos (sin) of its input, in
-                        # the same pass (tg_sincos), for its backward; or -1
+                        # buffer filled with the cos (sin) of its input in the same pass
+                        # (tg_sincos), for its backward (full-size, filled by the forward; a
+                        # block row in a recomputing group, filled by its backward); or -1
 
 
 cdef enum:
@@ -51,6 +52,11 @@ cdef enum:
     FUSE_ROW_BYTES = 196608     # the rows of one group's block stay in L2 (512 KiB here)
     FUSE_MAX_BLOCK = 8192
     FUSE_MIN_BLOCK = 256
+    FUSE_RECOMPUTE_ROW_BYTES = 1048576  # a recomputing backward's block rows (all the group's
+                                        # values): half the L2 of a core here (2 MiB)
+    FUSE_RECOMPUTE_BYTES = 16777216     # saved values a group's backward would read, above which
+                                        # it recomputes them (fusion.pxi; measured crossover of
+                                        # the 300-op bench chain: ~16 MB, 10,000 elements)
 
 
 cdef struct FuseGroup:
@@ -61,6 +67,13 @@ cdef struct FuseGroup:
     int scratch                 # index of the first scratch row
     int n_bc                    # contributions to one-element slots (full-size buffers)
     int bc_base                 # index of its first one among the program's
+    bint recompute              # its backward recomputes its values block by block from its
+                                # inputs instead of reading full-size saved values (fusion.pxi)
+    int* brow                   # recompute: slot -> its value row in the backward's block, or -1
+                                # (not a member: its input's copy or its full-size buffer)
+    Py_ssize_t bblock           # elements per block of its backward (block unless recompute)
+    int bscratch                # its backward's first scratch row (scratch unless recompute)
+    int copy_base, n_copies     # recompute: its inputs the forward copies (Program.copy_slots)
 
 
 cdef inline void k_binary(bint f64, int kop, Py_ssize_t n, const void* a, Py_ssize_t sa,
@@ -186,8 +199,10 @@ cdef class BufferSet(CompiledBackward):
     cdef list bc                # contribution to a one-element slot -> its full-size buffer
     cdef void** bcp
     cdef char* bcw              # whether it was written in this backward
-    cdef list partners          # partner -> its full-size buffer (Step.partner)
-    cdef void** pptr
+    cdef list partners          # partner -> its full-size buffer (Step.partner; none for the
+    cdef void** pptr            # partners of recomputing groups, which live in block rows)
+    cdef list copies            # Program.copy_slots[j] -> its copy made by the forward
+    cdef void** cptr
     # the backward of the recorded call holding the set (Program.run), cleared by release():
     # an idle pooled set holding its Program would be a cycle (Program -> pool -> set -> Program)
     # that only the cyclic collector frees, with the last call's inputs
@@ -217,6 +232,7 @@ cdef class BufferSet(CompiledBackward):
         free(self.bcp)
         free(self.bcw)
         free(self.pptr)
+        free(self.cptr)
 
     cdef int check_versions(self) except -1:
         cdef Version v
@@ -427,6 +443,11 @@ cdef class Program:
     cdef Py_ssize_t n_groups
     cdef int* vrow              # slot -> its value row in its group's block, or -1 (full buffer)
     cdef int* arow              # slot -> its adjoint row in its group's block, or -1
+    cdef int* prow              # partner -> its row in a recomputing group's backward, or -1
+                                # (a full-size buffer the forward fills)
+    cdef list copy_slots        # -> a recomputing group's input slot, copied by its forward
+    cdef Py_ssize_t recompute_bytes     # a group whose backward would read more saved bytes
+                                        # than this recomputes them (fusion.pxi)
     cdef Py_ssize_t n_bc        # contributions to one-element slots in groups
     cdef list bc_slots          # -> (slot, the step's out slot)
     cdef Py_ssize_t n_partner   # the partner buffers of fused sin / cos steps (Step.partner)
@@ -442,6 +463,7 @@ cdef class Program:
         self.groups = NULL
         self.vrow = NULL
         self.arow = NULL
+        self.prow = NULL
 
     def __dealloc__(self):
         free(self.steps)
@@ -449,11 +471,19 @@ cdef class Program:
         free(self.groups)
         free(self.vrow)
         free(self.arow)
+        cdef Py_ssize_t g
+        if self.groups != NULL:
+            for g in range(self.n_groups):
+                free(self.groups[g].brow)
+        free(self.prow)
 
     def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
-                 list outputs, list typenums=None, observed=(), bint fuse=True):
+                 list outputs, list typenums=None, observed=(), bint fuse=True,
+                 Py_ssize_t recompute_bytes=FUSE_RECOMPUTE_BYTES):
         """steps: (kind, op, kop, a, b, out, ca, cb, aux) tuples in forward order; observed:
-        slots Python reads besides the outputs (value guards); fuse: form fused groups."""
+        slots Python reads besides the outputs (value guards); fuse: form fused groups;
+        recompute_bytes: the saved bytes above which a group's backward recomputes its values
+        (fusion.pxi; < 0: never)."""
         cdef Py_ssize_t i
         cdef Step* s
         self.dtype = np.dtype(dtype)
@@ -543,6 +573,8 @@ cdef class Program:
         self.effects = []
         self.bc_slots = []
         self.group_writes = []
+        self.copy_slots = []
+        self.recompute_bytes = recompute_bytes
         self.vrow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
         self.arow = <int*>malloc(max(self.n_slots, 1) * sizeof(int))
         if self.vrow == NULL or self.arow == NULL:
@@ -636,11 +668,19 @@ cdef class Program:
             raise MemoryError()
         bs.partners = []
         for i in range(self.n_steps):
-            if self.steps[i].partner >= 0:
+            if self.steps[i].partner >= 0 and self.prow[self.steps[i].partner] < 0:
                 arr = np.empty(self.steps[i].n, self.dtype)
                 bs.pptr[self.steps[i].partner] = cnp.PyArray_DATA(<cnp.ndarray>arr)
                 bs.partners.append(arr)
         bs.n_lanes = 0                  # the fused groups' rows: at their first run (fusion.pxi)
+        bs.cptr = <void**>calloc(max(len(self.copy_slots), 1), sizeof(void*))
+        if bs.cptr == NULL:
+            raise MemoryError()
+        bs.copies = []
+        for k in self.copy_slots:
+            arr = np.empty(self.sizes[k], self.dtype)
+            bs.cptr[len(bs.copies)] = cnp.PyArray_DATA(<cnp.ndarray>arr)
+            bs.copies.append(arr)
         for k in range(self.n_slots):
             if k >= self.n_ext and k not in self.fresh and self.vrow[k] < 0:
                 arr = np.empty(self.shapes[k], self.dtype)
@@ -1363,6 +1403,12 @@ cdef class Program:
         """(first step, last step, elements per block) of each fused group (fusion.pxi)."""
         return [(self.groups[g].first, self.groups[g].last, self.groups[g].block)
                 for g in range(self.n_groups)]
+
+    @property
+    def recomputed_groups(self):
+        """Indexes (into fused_groups) of the groups whose backward recomputes their values
+        block by block instead of reading saved full-size values (fusion.pxi)."""
+        return [g for g in range(self.n_groups) if self.groups[g].recompute]
 
     cdef bint deterministic(self):
         """Whether every step is a C step (no op re-run whole, which might draw random values)."""
