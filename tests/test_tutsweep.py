@@ -49,3 +49,39 @@ def test_new_profiler_keeps_the_object_repr():
     with tg.profiler.profile() as prof:
         tg.ones(2).exp()
     assert re.match(r"<[\w.]+\.profile object at 0x[0-9a-f]+>", str(prof))
+
+
+def _library_errors(module, tmp_path):
+    missing = str(tmp_path / "build" / "libinterpreter.so")
+    seen = []
+    for load in (module.ops.load_library, module.classes.load_library):
+        with pytest.raises(OSError) as info:
+            load(missing)
+        seen.append(str(info.value))
+    with pytest.raises(RuntimeError) as info:
+        module.classes.NativeInterpretation.ElementwiseInterpreter
+    seen.append(str(info.value))
+    return seen
+
+
+def test_loading_a_missing_library_is_oserror(tmp_path):
+    # examples/fx/native_interpreter: torch.classes.load_library('build/libinterpreter.so')
+    # before the library is built.
+    seen = _library_errors(tg, tmp_path)
+    assert seen[0] == seen[1] == f"Could not load this library: {tmp_path}/build/libinterpreter.so"
+    assert "'NativeInterpretation.ElementwiseInterpreter', but it does not exist" in seen[2]
+
+
+def test_library_errors_as_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    assert _library_errors(tg, tmp_path) == _library_errors(torch, tmp_path)
+
+
+def test_ops_and_classes_import_as_modules():
+    import subprocess
+    import sys
+    code = ("import tapegrad.ops, tapegrad.classes, tapegrad; "
+            "print(tapegrad.ops is tapegrad._ops.ops, tapegrad.classes is tapegrad._ops.classes, "
+            "'classes' in tapegrad.__all__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "False"]
