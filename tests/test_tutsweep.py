@@ -85,3 +85,93 @@ def test_ops_and_classes_import_as_modules():
             "'classes' in tapegrad.__all__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True", "False"]
+
+
+# -- torch.compile and the contexts a replay would skip (SILENT wrong results before) -------------
+# recipes_source/torch_compile_torch_function_modes.py: a TorchFunctionMode rewriting add into
+# mul, entered around or inside a compiled function.  tapegrad's compiled call replayed (or
+# captured through routes that bypass the mode) x + y * x whatever the mode said.
+
+def _add_to_mul_mode(module):
+    class AddToMultiplyMode(module.overrides.BaseTorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func == module.Tensor.add:
+                func = module.mul
+            return super().__torch_function__(func, types, args, kwargs)
+    return AddToMultiplyMode
+
+
+def _compiled_under_contexts(module):
+    mode = _add_to_mul_mode(module)
+    x = module.tensor([[1.0, 2.0], [3.0, 4.0]])
+    y = module.tensor([[0.5, 1.5], [2.0, 3.0]])
+
+    @module.compile(backend="eager")   # (torch: dynamo alone, fast)
+    def outside(x, y):
+        return x + y * x
+
+    @module.compile(backend="eager")
+    def inside(x, y):
+        with mode():
+            return x + y * x
+
+    @module.compile(backend="eager")
+    def casting(x):
+        with module.autocast("cpu", dtype=module.bfloat16):
+            return x @ x
+
+    @module.compile(backend="eager")
+    def plain_matmul(x):
+        return x @ x
+
+    class Sub(module.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is module.Tensor.add or func is module.add:
+                func = module.mul
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    @module.compile(backend="eager")
+    def adds(a, b):
+        return module.add(a, b)
+
+    seen = {"plain": outside(x, y).tolist()}
+    seen["plain again"] = outside(x, y).tolist()
+    with mode():
+        seen["mode outside"] = [outside(x, y).tolist() for _ in range(3)]
+    seen["plain after"] = outside(x, y).tolist()
+    seen["mode inside"] = [inside(x, y).tolist() for _ in range(3)]
+    seen["autocast inside"] = [str(casting(x).dtype) for _ in range(3)]
+    seen["matmul"] = [str(plain_matmul(x).dtype) for _ in range(2)]
+    with module.autocast("cpu", dtype=module.bfloat16):
+        seen["autocast outside"] = [str(plain_matmul(x).dtype) for _ in range(2)]
+    seen["adds plain"] = [adds(x, y).tolist() for _ in range(2)]
+    sub = x.as_subclass(Sub)
+    seen["adds subclass"] = [adds(sub, y).as_subclass(module.Tensor).tolist() for _ in range(2)]
+    return seen
+
+
+def test_compiled_functions_honour_modes_autocast_and_subclasses():
+    seen = _compiled_under_contexts(tg)
+    plus = [[1.5, 5.0], [9.0, 16.0]]          # x + y * x
+    times = [[0.5, 6.0], [18.0, 48.0]]        # x * (y * x)
+    assert seen["plain"] == seen["plain again"] == seen["plain after"] == plus
+    assert seen["mode outside"] == [times] * 3
+    assert seen["mode inside"] == [times] * 3
+    assert seen["autocast inside"] == ["torch.bfloat16"] * 3
+    assert seen["matmul"] == ["torch.float32"] * 2
+    assert seen["autocast outside"] == ["torch.bfloat16"] * 2
+    assert seen["adds plain"] == [[[1.5, 3.5], [5.0, 7.0]]] * 2
+    assert seen["adds subclass"] == [[[0.5, 3.0], [6.0, 12.0]]] * 2
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+def test_compiled_functions_under_contexts_as_torch():
+    torch = pytest.importorskip("torch")
+    ours = _compiled_under_contexts(tg)
+    theirs = _compiled_under_contexts(torch)
+    for key in ours:
+        if key.startswith("autocast") or key == "matmul":
+            assert [d.split(".")[1] for d in ours[key]] == [d.split(".")[1] for d in theirs[key]]
+        else:
+            assert ours[key] == theirs[key], key
