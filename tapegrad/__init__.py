@@ -198,7 +198,7 @@ _LAZY = _lazy.table({
     "_legacy": ("FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
                 "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"),
     # torch.ops: operators by namespace (torch.library's registry, and aten's names)
-    "_ops": ("ops",),
+    "_ops": ("ops", "classes"),
     # torch.qscheme's values: the quantisation schemes torch.ao.quantization's observers take.
     "_qscheme": ("qscheme", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
                  "per_channel_symmetric", "per_channel_affine_float_qparams"),
@@ -368,4 +368,4 @@ del creation, grad_mode  # noqa: F821
 __all__ = sorted({name for name, value in globals().items()
                   if not name.startswith("_") and type(value) is not type(_core)}
                  | {name for name, (_, attribute) in _LAZY.items() if attribute}
-                 - {"ops"})         # (torch.ops is a module object, out of PyTorch's __all__)
+                 - {"ops", "classes"})  # (module objects, out of PyTorch's __all__)

@@ -2926,5 +2926,6 @@ def zero_(input: Any) -> Any: ...
 
 def zeros(*size: Any, dtype: Any = ..., layout: Any = ..., device: Any = ..., requires_grad: _bool = ..., pin_memory: _bool = ..., out: Any = ..., **kwargs: Any) -> Tensor: ...
 
+classes: Any  # a module built at run time
 ops: Any  # a module built at run time
 return_types: Any  # a module built at run time

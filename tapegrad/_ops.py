@@ -15,6 +15,8 @@ parsing plays the part of PyTorch's overload resolution.  Their schemas are not 
 """
 from __future__ import annotations as _annotations
 
+import importlib.machinery
+import os
 import sys
 import types
 
@@ -346,11 +348,65 @@ class _Ops(types.ModuleType):
         setattr(self, name, namespace)
         return namespace
 
+    # the libraries load_library loaded: none can be (PyTorch's set of paths, always empty here)
+    loaded_libraries: set = set()
+
     def load_library(self, path):
+        # PyTorch resolves the path and dlopens it: a path that names no loadable file is its
+        # OSError (examples' fx/native_interpreter loads a library it has not built yet).
+        path = os.path.realpath(path)
+        if not os.path.isfile(path):
+            raise OSError(f"Could not load this library: {path}")
         raise RuntimeError(f"tapegrad cannot load the compiled operator library {path!r}: "
                            f"its kernels are written against PyTorch's C++ API")
 
 
-ops = _Ops()
+def _importable(module):
+    """`module` as sys.modules' entry for its name, with a spec, so that `import <name>` (and
+    importlib.util.find_spec, which the corpus hook's alias uses) finds it."""
+    module.__spec__ = importlib.machinery.ModuleSpec(module.__name__, None)
+    sys.modules.setdefault(module.__name__, module)
+    return module
+
+
 # (`import tapegrad.ops` finds it, as `import torch.ops` does)
-sys.modules.setdefault("tapegrad.ops", ops)
+ops = _importable(_Ops())
+
+
+class _ClassNamespace(types.ModuleType):
+    """torch.classes.<ns>: the TorchScript custom classes a loaded C++ library registered under
+    <ns>; tapegrad loads none, so each class asked for is PyTorch's "does not exist" error."""
+
+    def __init__(self, name: str):
+        super().__init__("tapegrad.classes." + name)
+        self.name = name
+
+    def __getattr__(self, classname: str):
+        if classname.startswith("__"):
+            raise AttributeError(classname)
+        raise RuntimeError(f"Tried to instantiate class '{self.name}.{classname}', but it does "
+                           f"not exist! Ensure that it is registered via torch::class_")
+
+
+class _Classes(types.ModuleType):
+    """torch.classes: a namespace per library of custom classes, made on first use."""
+
+    def __init__(self):
+        super().__init__("tapegrad.classes")
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        namespace = _ClassNamespace(name)
+        setattr(self, name, namespace)
+        return namespace
+
+    @property
+    def loaded_libraries(self):
+        return ops.loaded_libraries
+
+    def load_library(self, path):
+        ops.load_library(path)
+
+
+classes = _importable(_Classes())

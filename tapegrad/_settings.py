@@ -21,6 +21,7 @@ What each means for tapegrad:
 from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
+import sys
 import threading
 import warnings
 
@@ -160,7 +161,16 @@ def set_autocast_enabled(device_type, enabled=None):
     kind = _device_type(device_type)
     _table("enabled")[kind] = bool(enabled)
     if kind == "cpu":
-        _core._set_autocast_on(bool(enabled))
+        was_on = _core._set_autocast_on(bool(enabled))
+        if bool(enabled) != was_on:
+            # A compiled function's replay would skip the casts (its capture baked in the dtypes
+            # of the context it was made in): the calls leave the replay path while a thread
+            # autocasts (src/tapegrad/replay.pxi), and a region entered during a capture makes
+            # that function run eagerly (tapegrad/replay.py).
+            _core._note_replay_skipping_context(1 if enabled else -1)
+            replay = sys.modules.get("tapegrad.replay")
+            if enabled and replay is not None:
+                replay._replay_skipping_context_entered("an autocast region")
 
 
 def get_autocast_dtype(device_type: str):

@@ -351,6 +351,9 @@ def _register_subclass(cls) -> None:
         return
     if not _SUBCLASS_TYPES:
         _core._set_subclass_dispatch(_SUBCLASS_TYPES, _dispatch_subclass_call)
+        # (a compiled function's replay would skip an instance's __torch_function__: from now
+        # on its calls look at their arguments first, tapegrad/replay.py's _context_call)
+        _core._note_replay_skipping_context(1)
     own = set()                     # what the subclass (or a user class between) defines itself
     for klass in cls.__mro__:
         if klass is Tensor:
@@ -404,6 +407,18 @@ def _reflected_method(method, forward: str):
     return reflected
 
 
+def _holds_dispatching_instance(args, kwargs) -> bool:
+    """Whether a call's arguments (or the lists and tuples among them) hold an instance of a
+    Tensor subclass that dispatches to its __torch_function__."""
+    if not _SUBCLASS_TYPES:
+        return False
+    for value in (*args, *kwargs.values()):
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        if any(type(item) in _SUBCLASS_TYPES for item in items):
+            return True
+    return False
+
+
 # -- torch function modes -----------------------------------------------------------------------
 # A TorchFunctionMode entered in a thread sees every public function's and Tensor method's call
 # made in that thread, before any Tensor subclass does: PyTorch's mode stack.  The C entries of
@@ -441,13 +456,22 @@ def _depth_changed(change: int) -> None:
         _modes_in_all_threads += change
         if before == 0 and _modes_in_all_threads > 0:
             _install_mode_attributes()
+            _core._note_replay_skipping_context(1)     # (compiled calls: see _push_mode)
         elif before > 0 and _modes_in_all_threads == 0:
             _remove_mode_attributes()
+            _core._note_replay_skipping_context(-1)
 
 
 def _push_mode(mode) -> None:
     _mode_stack().append(mode)
     _depth_changed(1)
+    # A compiled function (tapegrad/replay.py) must not run the ops a mode should see past it:
+    # while any thread has a mode, its calls leave the replay path (src/tapegrad/replay.pxi), and
+    # a mode entered while the function captures ends that capture's routing.  (Only when the
+    # compiled functions' module is loaded: nothing can be capturing otherwise.)
+    replay = _sys.modules.get("tapegrad.replay")
+    if replay is not None:
+        replay._replay_skipping_context_entered("a torch function mode")
 
 
 def _pop_mode():

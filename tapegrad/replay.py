@@ -59,7 +59,8 @@ import weakref
 
 import numpy as np
 
-from . import _compile_stance, _core, _meta
+from . import _compile_stance, _core, _meta, _settings
+from . import overrides as _overrides
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
@@ -98,6 +99,26 @@ def current_capture():
     return getattr(_capture_state, "capture", None)
 
 
+def _stop_routing() -> None:
+    """End the routing of public calls into this thread's capture (once)."""
+    if getattr(_capture_state, "routing", False):
+        _capture_state.routing = False
+        _ROUTES.remove()
+        _route_public_calls(None)
+
+
+def _replay_skipping_context_entered(what: str) -> None:
+    """Called by tapegrad/overrides.py (a torch function mode starts) and tapegrad/_settings.py
+    (CPU autocast turns on) in this thread.  During a capture, the routes would take the calls
+    the function makes from now on past a mode (its __torch_function__ would never see them), and
+    a replay would skip the context at every later call: the capture stops routing, so the rest
+    of the call runs eagerly in the context, and notes why the function cannot replay (it then
+    runs eagerly at every call)."""
+    if current_capture() is not None and getattr(_capture_state, "routing", False):
+        _core._capture_unsupported(f"it enters {what} (a replay would run its ops past it)")
+        _stop_routing()
+
+
 def reset_all() -> None:
     """Forget the captures of every compiled function: each captures again on its next call."""
     for compiled in list(_COMPILED):
@@ -134,6 +155,18 @@ class CompiledFunction(_core.CompiledCall):
     def _stance_call(self, args, kwargs):
         """A call while torch.compiler.set_stance holds a stance other than "default"."""
         return _compile_stance.call_with_stance(self, args, kwargs)
+
+    def _context_call(self, args, kwargs):
+        """A call while some thread has a torch function mode or autocasts, or once a Tensor
+        subclass dispatches to its __torch_function__: in a thread in such a context, or with
+        such an instance among the arguments, the function runs eagerly, so the mode or the
+        subclass sees its calls and the casts happen (torch.compile traces through all three);
+        otherwise the call takes its ordinary path (the stance's, which may be "default")."""
+        if (_overrides._is_torch_function_mode_enabled() or _settings.is_autocast_enabled("cpu")
+                or _overrides._holds_dispatching_instance(args, kwargs)):
+            self.stats["eager"] += 1
+            return self.fn(*args, **kwargs)
+        return self._stance_call(args, kwargs)
 
     def explain(self):
         """One line per captured signature: replayed, or why it runs eagerly."""
@@ -192,11 +225,11 @@ class CompiledFunction(_core.CompiledCall):
         try:
             _route_public_calls(_core._capture_op_call)
             _ROUTES.install()
+            _capture_state.routing = True
             try:
                 result = self.fn(*args, **kwargs)
             finally:
-                _ROUTES.remove()
-                _route_public_calls(None)
+                _stop_routing()
         finally:
             _capture_state.capture = None
             _core._capture_end()

@@ -262,7 +262,9 @@ def test_profiler_times_nested_record_function_blocks():
                                 "CPU", "total", "CPU", "time", "avg", "#", "of", "Calls"]
     assert [line.split()[0] for line in lines[3:5]] == ["inner", "decorated"]
     assert lines[-1].startswith("Self CPU time total: ")
-    assert tg.autograd.profiler.profile is profile
+    # the legacy profiler records the same way; it only prints as its events (PyTorch's two
+    # classes differ there too)
+    assert issubclass(tg.autograd.profiler.profile, profile)
 
 
 def test_profiler_table_layout_matches_torch(torch):

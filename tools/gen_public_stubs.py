@@ -131,7 +131,10 @@ def public_modules() -> list[types.ModuleType]:
     """Every public module of the package, the package first, shallow before deep."""
     names = [PACKAGE] + [m.name for m in pkgutil.walk_packages(tapegrad.__path__, PACKAGE + ".")]
     names = sorted((n for n in names if is_public_module(n)), key=lambda n: (n.count("."), n))
-    return [importlib.import_module(n) for n in names]
+    modules = [importlib.import_module(n) for n in names]
+    # (tapegrad/ops.py and classes.py hand back module objects built at run time, which their
+    # parent's stub declares as such: they have no stub of their own)
+    return [m for m in modules if getattr(m, "__file__", None) is not None]
 
 
 def is_package(module: types.ModuleType) -> bool:

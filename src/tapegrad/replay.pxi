@@ -2456,6 +2456,19 @@ def _set_compile_stance_active(bint on):
     compile_stance_set = on
 
 
+# How many threads are in a context a replay would skip: a torch function mode (each thread with
+# one counts once, tapegrad/overrides.py) or CPU autocast (tapegrad/_settings.py).  While any is,
+# every call of a compiled function goes to its _context_call (tapegrad/replay.py), which runs the
+# function eagerly in a thread in such a context; otherwise a call costs one int test more.
+cdef Py_ssize_t replay_skipping_contexts = 0
+
+
+def _note_replay_skipping_context(int change):
+    """+1 when a thread enters a context a replay would skip, -1 when it leaves it."""
+    global replay_skipping_contexts
+    replay_skipping_contexts += change
+
+
 cdef class CompiledCall:
     """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
     capture, explain() ...): a replayable signature is replayed here, anything else goes to
@@ -2499,6 +2512,8 @@ cdef class CompiledCall:
 
     cdef object call(self, tuple args, dict kwargs):
         """The call fn(*args, **kwargs) (kwargs None: no keywords)."""
+        if replay_skipping_contexts > 0:
+            return self._context_call(args, {} if kwargs is None else kwargs)
         if compile_stance_set:
             return self._stance_call(args, {} if kwargs is None else kwargs)
         return self.default_call(args, kwargs)

@@ -21,8 +21,8 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.profiler import EventList as EventList
 from tapegrad.profiler import FunctionEvent as FunctionEvent
 from tapegrad.profiler import FunctionEventAvg as FunctionEventAvg
-from tapegrad.profiler import profile as profile
 from tapegrad.profiler import record_function as record_function
+from tapegrad.profiler import profile as _profile
 
 __all__ = [
     'profile',
@@ -31,3 +31,9 @@ __all__ = [
     'FunctionEvent',
     'FunctionEventAvg',
 ]
+
+class profile(_profile):
+    def __repr__(self) -> Any: ...
+    def __str__(self) -> Any: ...
+    def start(self) -> Any: ...
+    def stop(self) -> None: ...
