@@ -324,6 +324,19 @@ def _dispatching_property(descriptor):
                              _DispatchingProperty)
 
 
+def _unrouted(value):
+    """A Tensor attribute as it is outside a tapegrad.compile capture, which routes Tensor's
+    methods through its recorder while it runs (replay.py's _routed): a subclass registered
+    then (a first use of torch.bfloat16 inside a compiled function) must not keep the route."""
+    while getattr(value, "_capture_route", False):
+        value = value.__wrapped__
+    return value
+
+
+def _tensor_attribute(name: str):
+    return _unrouted(getattr(Tensor, name))
+
+
 def _dispatched_attributes(is_property):
     """Tensor's attributes a dispatch replaces, as (name, value, whether a property): its public
     properties `is_property(name, value)` picks and its Python-level methods and operators; not
@@ -331,6 +344,7 @@ def _dispatched_attributes(is_property):
     method_type = type(Tensor.add)
     for klass in (_core.TensorBase, Tensor):
         for name, value in vars(klass).items():
+            value = _unrouted(value)
             if name in _KEPT or name.startswith("_") and not (
                     name.startswith("__") and name.endswith("__")):
                 continue
@@ -370,11 +384,11 @@ def _register_subclass(cls) -> None:
             setattr(cls, name, _dispatching_property(value))
         elif name in _PYTHON_TENSOR_METHODS:
             # (an operator PyTorch writes in Python, __pow__, is reported as itself)
-            plain = getattr(Tensor, name)
+            plain = _tensor_attribute(name)
             setattr(cls, name, _dispatching_method(plain, plain, python_level=True))
         else:
-            func = getattr(Tensor, _OPERATOR_METHODS.get(name, name))
-            setattr(cls, name, _dispatching_method(func, getattr(Tensor, name)))
+            func = _tensor_attribute(_OPERATOR_METHODS.get(name, name))
+            setattr(cls, name, _dispatching_method(func, _tensor_attribute(name)))
     for name, forward in _REFLECTED_OPERATORS.items():
         if name not in own and hasattr(cls, name):
             setattr(cls, name, _reflected_method(getattr(cls, name), forward))
@@ -699,11 +713,11 @@ def _mode_replacement_attributes() -> dict:
         if is_property:
             _mode_replacements[name] = _mode_dispatching_property(value)
             continue
-        plain = getattr(Tensor, name)
+        plain = _tensor_attribute(name)
         level = _PYTHON_LEVEL if name in _PYTHON_TENSOR_METHODS else _C_LEVEL
         # (an operator PyTorch writes in Python, __pow__, is reported as itself)
-        func = plain if level == _PYTHON_LEVEL else getattr(
-            Tensor, _OPERATOR_METHODS.get(name, name))
+        func = plain if level == _PYTHON_LEVEL else _tensor_attribute(
+            _OPERATOR_METHODS.get(name, name))
         _mode_replacements[name] = _mode_dispatching_method(func, plain, level)
     return _mode_replacements
 

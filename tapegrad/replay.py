@@ -380,6 +380,7 @@ def _routed(fn):
         return call(fn, args, kwargs)
     routed.__wrapped__ = fn
     routed.__name__ = getattr(fn, "__name__", "op")
+    routed._capture_route = True        # (overrides' _tensor_attribute sees through it)
     return routed
 
 
@@ -415,6 +416,7 @@ def _routed_inplace(fn):
         return call(fn, args, kwargs, _effects)
     routed.__wrapped__ = fn
     routed.__name__ = getattr(fn, "__name__", "op")
+    routed._capture_route = True
     return routed
 
 

@@ -262,3 +262,40 @@ def test_subclass_reflected_operator_with_a_plain_tensor_on_the_left():
         products = [t * s, t - s, t / s, t + s, t ** s, 2.0 * s]
         return seen, [p.tolist() for p in products]
     assert run(tapegrad) == run(torch)
+
+
+def test_subclass_registered_during_a_compile_capture_keeps_plain_methods():
+    """torch.bfloat16 first named inside a compiled function (its class registered while the
+    capture routes Tensor's methods through its recorder): its operators did not keep the route
+    (a mode saw `x * 3` as an unnamed function)."""
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import tapegrad as lib
+        from tapegrad.overrides import TorchFunctionMode, resolve_name
+
+        @lib.compile
+        def casting(x):
+            with lib.autocast("cpu", dtype=lib.bfloat16):
+                return x @ x
+
+        casting(lib.ones(2, 2)); casting(lib.ones(2, 2))
+
+        class Record(TorchFunctionMode):
+            def __init__(self):
+                super().__init__()
+                self.calls = []
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                self.calls.append(resolve_name(func))
+                return func(*args, **(kwargs or {}))
+
+        x = lib.ones(3, dtype=lib.bfloat16) / 3
+        with Record() as mode:
+            (x * 3).sum()
+        print(mode.calls)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.stdout.strip() == "['torch.Tensor.mul', 'torch.Tensor.sum']", out.stderr
