@@ -2,8 +2,10 @@
 products, convolutions and attention a block runs, forward and backward, per module.
 
 PyTorch counts the aten ops its dispatcher runs (aten.mm, aten.addmm, aten.bmm, aten.baddbmm,
-aten.convolution, aten.convolution_backward; on the CPU scaled_dot_product_attention runs as two
-aten.bmm).  tapegrad runs no aten decomposition, so the mode listens to the profiler's op events
+aten.convolution, aten.convolution_backward).  On the CPU scaled_dot_product_attention runs
+either PyTorch's flash kernel, which its registry does not count, or its math kernel, two matmuls
+(aten.bmm, or aten.mm for 2-d operands): tapegrad/nn/_attention.py makes the same choice and
+opens the chosen kernel's event, and only the math kernel's is counted.  tapegrad runs no aten decomposition, so the mode listens to the profiler's op events
 (tapegrad/profiler.py: every public call, with its positional operands and its result) and counts
 each counted call as the aten op PyTorch runs for it: torch.matmul of a 3-d and a 2-d tensor is
 one aten.mm over the folded rows, F.linear with a bias an aten.addmm, and so on.  An op called
@@ -124,18 +126,25 @@ def _counts(name, operands, result):
         return ([("convolution", flops)],
                 [("convolution_backward", flops, operands[0]),
                  ("convolution_backward", flops * groups, operands[1])])
-    if name == "aten::scaled_dot_product_attention" and len(shapes) >= 3 and shapes[2]:
+    if name == "aten::_scaled_dot_product_attention_math" and len(shapes) >= 3 and shapes[2]:
+        # PyTorch's math kernel: two matmuls, scores = (q * scale) k^T and weights v, each run
+        # as matmul runs (bmm; mm for 2-d operands or a 2-d key/value).  Its flash kernel, which
+        # the event of aten::_scaled_dot_product_flash_attention_for_cpu stands for, counts 0
         q, k, v = shapes[:3]
-        batch = math.prod(_profiler_flops._broadcast(
-            _profiler_flops._broadcast(q[:-2], k[:-2]), v[:-2]))
-        scores = 2 * batch * q[-2] * q[-1] * k[-2]      # Q K^T
-        mixed = 2 * batch * q[-2] * k[-2] * v[-1]       # softmax(.) V
+        if len(k) < 2 or not q:
+            return None
+        scores_op, scores = _matmul_counts(q, (*k[:-2], k[-1], k[-2]))
+        scores_shape = (*_profiler_flops._broadcast(q[:-2], k[:-2]), q[-2] if len(q) > 1 else 1,
+                        k[-2])
+        mixed_op, mixed = _matmul_counts(scores_shape, v)
+        if scores_op is None or mixed_op is None:
+            return None
         query, key, value = operands[:3]
-        # the backward's products: the weights' and V's gradients (mixed), Q's and K's (scores)
+        # the backward's products: the weights' and v's gradients (mixed), q's and k's (scores)
         weights = _needs_grad(query) or _needs_grad(key)
-        return ([("bmm", scores), ("bmm", mixed)],
-                [("bmm", mixed, weights), ("bmm", mixed, value), ("bmm", scores, query),
-                 ("bmm", scores, key)])
+        return ([(scores_op, scores), (mixed_op, mixed)],
+                [(mixed_op, mixed, weights), (mixed_op, mixed, value),
+                 (scores_op, scores, query), (scores_op, scores, key)])
     return None
 
 
@@ -201,7 +210,7 @@ def _einsum_counts(equation, operands):
 _COUNTED = frozenset(("aten::einsum", "aten::mm", "aten::matmul", "aten::bmm", "aten::addmm", "aten::baddbmm",
                       "aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d",
                       "aten::conv_transpose1d", "aten::conv_transpose2d",
-                      "aten::conv_transpose3d", "aten::scaled_dot_product_attention"))
+                      "aten::conv_transpose3d", "aten::_scaled_dot_product_attention_math"))
 
 _BACKWARD = "backward"      # (the marker of a backward node's event on a listener's stack)
 
@@ -329,6 +338,7 @@ class _Listener:
         self._stacks = {}               # thread -> open events
         self.parents = ["Global"]       # the modules running, outermost first
         self._names = {}                # module -> its name
+        self._named_below = set()       # modules whose descendants have their names
         self._hooks = []
         self.active = False
 
@@ -349,9 +359,16 @@ class _Listener:
             hook.remove()
 
     def _name(self, module):
+        """The module's name as PyTorch's ModuleTracker gives it: a module first seen running is
+        named by its class, and every module under it by its path from there, at any depth (a
+        block inside a ModuleList, which never runs itself, is "GPT.blocks.0", not "Block"); a
+        module reached again under a later parent takes that one's path, as PyTorch's does."""
         name = self._names.setdefault(module, type(module).__name__)
-        for child_name, child in module.named_children():
-            self._names.setdefault(child, f"{name}.{child_name}")
+        if module not in self._named_below:
+            self._named_below.add(module)
+            for child_name, child in module.named_children():
+                self._names[child] = f"{name}.{child_name}"
+                self._name(child)
         return name
 
     def _enter_module(self, module, args):

@@ -1,0 +1,201 @@
+"""dispatch39: FlopCounterMode against PyTorch's on whole models (module names at any depth,
+attention as PyTorch's CPU kernel choice counts it, the printed table), and the kernel choice
+itself (which scaled_dot_product_attention calls PyTorch refuses, its grad_fn's name)."""
+import math
+from importlib import import_module
+
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _counts(lib, build):
+    """build(lib) run under lib's FlopCounterMode(display=False): (total, {module: {op: flops}})
+    with the ops as their printed names."""
+    mode = import_module(lib.__name__ + ".utils.flop_counter").FlopCounterMode
+    lib.manual_seed(0)
+    with mode(display=False) as counter:
+        build(lib)
+    return counter.get_total_flops(), {m: {str(k): v for k, v in d.items()}
+                                       for m, d in counter.get_flop_counts().items()}
+
+
+def _same_as_torch(build):
+    ours, theirs = _counts(tapegrad, build), _counts(torch, build)
+    assert ours == theirs
+
+
+# -- models, built the same way under either library -----------------------------------------
+
+def _attention_block(t, sdpa):
+    nn, F = t.nn, t.nn.functional
+
+    class Attention(nn.Module):
+        def __init__(self, width=16, heads=4):
+            super().__init__()
+            self.qkv, self.proj, self.heads = nn.Linear(width, 3 * width), nn.Linear(width, width), heads
+
+        def forward(self, x):
+            B, T, C = x.shape
+            q, k, v = self.qkv(x).split(C, dim=2)
+            q, k, v = (u.view(B, T, self.heads, C // self.heads).transpose(1, 2) for u in (q, k, v))
+            if sdpa:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                mask = t.tril(t.ones(T, T, dtype=t.bool))
+                y = scores.masked_fill(~mask, float("-inf")).softmax(-1) @ v
+            return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.attn, self.ln2 = nn.LayerNorm(16), Attention(), nn.LayerNorm(16)
+            self.mlp = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 16))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.mlp(self.ln2(x))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(30, 16)
+            self.blocks = nn.ModuleList([Block() for _ in range(2)])    # (never runs itself)
+            self.head = nn.Linear(16, 30, bias=False)
+
+        def forward(self, idx):
+            x = self.wte(idx)
+            for block in self.blocks:
+                x = block(x)
+            return self.head(x)
+
+    return GPT()
+
+
+@pytest.mark.parametrize("sdpa", [True, False], ids=["sdpa", "matmuls"])
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+def test_transformer_counts_by_module_as_torch(sdpa, backward):
+    # SILENT before: the blocks inside the ModuleList were counted under their class name
+    # ("Block.attn") instead of their path ("GPT.blocks.0.attn"), both blocks merged in one
+    # entry; and the causal SDPA counted two bmm where PyTorch's CPU flash kernel counts none
+    def build(t):
+        model = _attention_block(t, sdpa)
+        out = model(t.randint(0, 30, (2, 5)))
+        if backward:
+            out.sum().backward()
+    _same_as_torch(build)
+
+
+def test_nested_sequential_names_at_any_depth():
+    def build(t):
+        nn = t.nn
+        inner = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Sequential(nn.Linear(6, 6)))
+        model = nn.Sequential(nn.ModuleList([inner]), nn.Linear(6, 2))
+
+        x = t.randn(3, 4, requires_grad=True)
+        for layer in model[0]:
+            x = layer(x)
+        model[1](x).sum().backward()
+    _same_as_torch(build)
+
+
+SDPA_CASES = {
+    "flash": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {}),
+    "flash_causal": ((2, 4, 6, 8), (2, 4, 7, 8), (2, 4, 7, 8), {"is_causal": True}),
+    "flash_bool_mask": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"mask": (6, 6)}),
+    "flash_4d_mask": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"mask": (2, 1, 6, 6)}),
+    "flash_column_mask": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"mask": (6, 1)}),
+    "flash_gqa": ((2, 4, 6, 8), (2, 2, 6, 8), (2, 2, 6, 8), {"enable_gqa": True}),
+    "flash_float64": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"dtype": "float64"}),
+    "math_value_width": ((2, 4, 6, 8), (2, 4, 7, 8), (2, 4, 7, 5), {}),
+    "math_3d_mask": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"mask": (4, 6, 6)}),
+    "math_mask_grad": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"mask": (6, 6), "mask_grad": True}),
+    "math_dropout": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"dropout_p": 0.25}),
+    "math_3d": ((4, 6, 8), (4, 6, 8), (4, 6, 8), {}),
+    "math_2d": ((6, 8), (6, 8), (6, 8), {}),
+    "math_3d_query_2d_key": ((3, 6, 8), (5, 8), (5, 8), {}),
+    "math_5d": ((1, 2, 4, 6, 8), (1, 2, 4, 6, 8), (1, 2, 4, 6, 8), {}),
+    "math_broadcast_batch": ((2, 4, 6, 8), (1, 4, 6, 8), (1, 4, 6, 8), {}),
+    "math_broadcast_heads": ((2, 4, 6, 8), (2, 1, 6, 8), (2, 1, 6, 8), {}),
+    "math_strided_head_dim": ((2, 4, 6, 8), (2, 4, 6, 8), (2, 4, 6, 8), {"strided": True}),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("case", sorted(SDPA_CASES))
+def test_sdpa_counts_as_torch_cpu_kernel(case, grad):
+    # SILENT before: every call counted the math kernel's two bmm (and their backward), also
+    # where PyTorch runs its CPU flash kernel, which its registry does not count; 2-d operands
+    # counted as bmm where PyTorch's matmul runs mm
+    q_shape, k_shape, v_shape, options = SDPA_CASES[case]
+    options = dict(options)
+
+    def build(t):
+        dtype = getattr(t, options.get("dtype", "float32"))
+
+        def make(shape):
+            if options.get("strided"):       # (the head size not the innermost dim)
+                x = t.randn(*shape[:-2], shape[-1], shape[-2], dtype=dtype).transpose(-1, -2)
+            else:
+                x = t.randn(*shape, dtype=dtype)
+            return x.requires_grad_(grad)
+        q, k, v = make(q_shape), make(k_shape), make(v_shape)
+        kwargs = {name: options[name] for name in ("is_causal", "enable_gqa", "dropout_p")
+                  if name in options}
+        if "mask" in options:
+            kwargs["attn_mask"] = t.randn(*options["mask"]).requires_grad_(
+                options.get("mask_grad", False))
+        out = t.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs)
+        if grad:
+            out.sum().backward()
+    _same_as_torch(build)
+
+
+def test_sdpa_under_math_only_backend_counts_its_products():
+    def build(t):
+        from importlib import import_module
+        attention = import_module(t.__name__ + ".nn.attention")
+        q = t.randn(2, 4, 6, 8, requires_grad=True)
+        with attention.sdpa_kernel(attention.SDPBackend.MATH):
+            t.nn.functional.scaled_dot_product_attention(q, q, q).sum().backward()
+    _same_as_torch(build)
+
+
+def _sdpa_outcome(t, **kwargs):
+    """(grad_fn name, None) of an attention call, or (None, error type and message)."""
+    from importlib import import_module
+    attention = import_module(t.__name__ + ".nn.attention")
+    backends = kwargs.pop("backends", None)
+    mask = kwargs.pop("mask", None)
+    q = t.randn(2, 4, 6, 8, requires_grad=True)
+    if mask is not None:
+        kwargs["attn_mask"] = t.ones(*mask, dtype=t.bool)
+    try:
+        if backends is None:
+            out = t.nn.functional.scaled_dot_product_attention(q, q, q, **kwargs)
+        else:
+            with attention.sdpa_kernel([getattr(attention.SDPBackend, b) for b in backends]):
+                out = t.nn.functional.scaled_dot_product_attention(q, q, q, **kwargs)
+    except RuntimeError as error:
+        return None, str(error)
+    return type(out.grad_fn).__name__, None
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"mask": (4, 6, 6), "is_causal": True},         # (a 3-d mask: math kernel, which refuses)
+    {"mask": (4, 6, 6)},
+    {"mask": (6, 6), "is_causal": True},             # (flash kernel takes the pair)
+    {"backends": ["FLASH_ATTENTION"], "dropout_p": 0.5},
+    {"backends": ["FLASH_ATTENTION"]},
+    {"backends": ["MATH"]},
+], ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_sdpa_kernel_choice_as_torch(kwargs):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # (PyTorch warns why no flash kernel ran)
+        theirs = _sdpa_outcome(torch, **dict(kwargs))
+    ours = _sdpa_outcome(tapegrad, **dict(kwargs))
+    assert ours == theirs
