@@ -584,7 +584,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             if TAPE.recs[i].extra != NULL:
                 # (a hook sees zeros; the zero adjoint goes on unless it returns another)
                 shown = materialized(g) if zero else g
-                h = run_tensor_hooks(i, shown)
+                h = run_tensor_hooks(i, shown, HOOKS_ALL if TAPE.recs[i].op == OP_LEAF
+                                     else HOOKS_TENSOR)
                 if h is not shown:
                     g = h
                     own = 0
@@ -605,6 +606,17 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 deliver_grad(<TensorBase>rec.out, g, False, True)
             if slot != NULL and mode == SWEEP_CAPTURE and slot[i] >= 0:
                 captured[slot[i]] = g
+            if rec.extra != NULL and has_node_prehooks(i):
+                # the grad_fn's pre-hooks run last, as PyTorch's: they see the gradient the
+                # tensor hooks made, and what they return is not the retained .grad
+                shown = materialized(g) if zero else g
+                h = run_tensor_hooks(i, shown, HOOKS_NODE_PRE)
+                if h is not shown:
+                    g = h
+                    own = 0
+                    zero = False
+                h = None
+                shown = None
             if rec.op == OP_FN_OUTPUT:
                 # Output j of a custom Function: its total joins slot j of the Function record's
                 # adjoint (a list with one entry per output).
