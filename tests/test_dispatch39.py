@@ -199,3 +199,109 @@ def test_sdpa_kernel_choice_as_torch(kwargs):
         theirs = _sdpa_outcome(torch, **dict(kwargs))
     ours = _sdpa_outcome(tapegrad, **dict(kwargs))
     assert ours == theirs
+
+
+# -- a node's hooks in PyTorch's order: tensor hooks, the retained .grad, then pre-hooks ------
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_fn_prehook_sees_tensor_hooks_gradient(create_graph):
+    # SILENT before: hooks ran in registration order across both kinds, so a grad_fn pre-hook
+    # registered before a tensor hook ran first: the weight's gradient was (g * 2) + 1, not
+    # PyTorch's (g + 1) * 2, and the retained .grad took the pre-hook's change
+    def run(t):
+        w = t.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=t.float64, requires_grad=True)
+        y = t.tensor([[1.0, -1.0]], dtype=t.float64) @ w
+        seen = []
+        y.grad_fn.register_prehook(lambda g: seen.append(g[0].tolist()) or (g[0] * 2,))
+        y.register_hook(lambda g: g + 1)
+        y.grad_fn.register_prehook(lambda g: (g[0] * 3,))
+        y.register_hook(lambda g: g * 10)
+        y.retain_grad()
+        if create_graph:
+            (w_grad,) = t.autograd.grad(y.sum(), w, create_graph=True)
+            return w_grad.tolist(), seen
+        y.sum().backward()
+        return w.grad.tolist(), y.grad.tolist(), seen
+    assert run(tapegrad) == run(torch)
+
+
+# -- ModuleTracker: backward modules as PyTorch's multi-grad hooks see them ------------------
+
+def _two_branch(t):
+    nn = t.nn
+
+    class TwoBranch(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.head = nn.Linear(8, 16), nn.Linear(4, 16), nn.Linear(16, 1)
+
+        def forward(self, x, y):
+            return self.head(self.a(x) + self.b(y))
+    TwoBranch()(t.randn(3, 8), t.randn(3, 4)).sum().backward()
+
+
+def _reused_layer(t):
+    nn = t.nn
+
+    class Reuse(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc, self.out = nn.Linear(8, 8), nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.out(self.fc(t.relu(self.fc(x))))
+    Reuse()(t.randn(3, 8, requires_grad=True)).sum().backward()
+
+
+def _mlp_with_activation_module(t):
+    nn = t.nn
+    model = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 8))
+    model(t.randn(4, 16)).sum().backward()
+
+
+def _cnn(t):
+    nn, F = t.nn, t.nn.functional
+
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+            self.c2 = nn.Conv2d(8, 8, 3, padding=1, groups=4)
+            self.c3 = nn.Conv2d(8, 16, 1, bias=False)
+            self.bn = nn.BatchNorm2d(16)
+            self.head = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = F.relu(self.c2(F.relu(self.c1(x))))
+            return self.head(self.bn(self.c3(x)).mean((2, 3)))
+    CNN()(t.randn(2, 3, 12, 12)).sum().backward()
+
+
+@pytest.mark.parametrize("build", [_two_branch, _reused_layer, _mlp_with_activation_module, _cnn],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_backward_counted_under_modules_as_torch(build):
+    # before: a backward was counted under the modules its forward ran in; PyTorch's tracker
+    # follows the backward (a module whose inputs need no gradient stays entered until the
+    # backward ends: TwoBranch.a's weight gradient is counted under TwoBranch.b too)
+    _same_as_torch(build)
+
+
+def test_module_tracker_parents_as_torch():
+    def trace(t):
+        from importlib import import_module
+        tracker_module = import_module(t.__name__ + ".utils.module_tracker")
+        nn = t.nn
+        seen = []
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+        with tracker_module.ModuleTracker() as tracker:
+            def note(where):
+                return lambda *args: seen.append((where, tracker.is_bw, sorted(tracker.parents)))
+            model[1].register_forward_hook(note("tanh forward"))
+            x = t.randn(2, 3, requires_grad=True)
+            out = model(x)
+            out.register_hook(note("output grad"))
+            model[0].weight.register_hook(note("first weight grad"))
+            out.sum().backward()
+        seen.append(("after", tracker.is_bw, sorted(tracker.parents)))
+        return seen
+    assert trace(tapegrad) == trace(torch)

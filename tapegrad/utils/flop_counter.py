@@ -13,7 +13,7 @@ inside a counted one (tapegrad's own implementation of it) is not counted again.
 
 A backward is counted when the op's node runs while the mode is active, as the products PyTorch's
 backward runs: one per operand that requires grad (mm's two gradients are two aten.mm), under
-the modules the forward ran in.
+the modules a ModuleTracker (utils/module_tracker.py) says are running then, as PyTorch's.
 """
 from __future__ import annotations as _annotations
 
@@ -23,6 +23,7 @@ import warnings
 from collections import defaultdict
 
 from .. import _profiler_flops, profiler as _profiler
+from .module_tracker import ModuleTracker
 
 __all__ = ["FlopCounterMode"]
 
@@ -269,6 +270,7 @@ class FlopCounterMode:
         self.depth = depth
         self.display = display
         self._listener = None
+        self.mod_tracker = ModuleTracker()
 
     def get_total_flops(self) -> int:
         return sum(self.flop_counts["Global"].values())
@@ -312,40 +314,36 @@ class FlopCounterMode:
 
     def __enter__(self):
         self.flop_counts.clear()
-        self._listener = _Listener(self)
+        self.mod_tracker.__enter__()
+        self._listener = _Listener(self, self.mod_tracker)
         self._listener.start()
         return self
 
     def __exit__(self, *exc):
         self._listener.stop()
         self._listener = None
+        self.mod_tracker.__exit__()
         if self.display:
             print(self.get_table(self.depth))
         return False
 
     def _add(self, parents, op, flops):
-        for parent in parents:
+        for parent in set(parents):
             self.flop_counts[parent][_OPS[op]] += flops
 
 
 class _Listener:
-    """A FlopCounterMode's ear on the profiler's op events, and its module tracker (global
-    forward hooks: the names of the modules running, root by class name, children by path)."""
+    """A FlopCounterMode's ear on the profiler's op events; the modules a count is filed under
+    are its ModuleTracker's parents when the op runs (forward) or its node does (backward)."""
 
-    def __init__(self, counter):
+    def __init__(self, counter, tracker):
         self.counter = counter
+        self.tracker = tracker
         self._recording = True          # (what the profiler's hooks ask of their listeners)
         self._stacks = {}               # thread -> open events
-        self.parents = ["Global"]       # the modules running, outermost first
-        self._names = {}                # module -> its name
-        self._named_below = set()       # modules whose descendants have their names
-        self._hooks = []
         self.active = False
 
     def start(self):
-        from ..nn.modules import _hooks
-        self._hooks = [_hooks.register_module_forward_pre_hook(self._enter_module),
-                       _hooks.register_module_forward_hook(self._leave_module)]
         self.active = True
         _profiler._active_profilers.append(self)
         _profiler._sync_hooks()
@@ -355,29 +353,6 @@ class _Listener:
         if self in _profiler._active_profilers:
             _profiler._active_profilers.remove(self)
         _profiler._sync_hooks()
-        for hook in self._hooks:
-            hook.remove()
-
-    def _name(self, module):
-        """The module's name as PyTorch's ModuleTracker gives it: a module first seen running is
-        named by its class, and every module under it by its path from there, at any depth (a
-        block inside a ModuleList, which never runs itself, is "GPT.blocks.0", not "Block"); a
-        module reached again under a later parent takes that one's path, as PyTorch's does."""
-        name = self._names.setdefault(module, type(module).__name__)
-        if module not in self._named_below:
-            self._named_below.add(module)
-            for child_name, child in module.named_children():
-                self._names[child] = f"{name}.{child_name}"
-                self._name(child)
-        return name
-
-    def _enter_module(self, module, args):
-        self.parents.append(self._name(module))
-
-    def _leave_module(self, module, args, output):
-        name = self._name(module)
-        if name in self.parents[1:]:
-            del self.parents[len(self.parents) - 1 - self.parents[::-1].index(name)]
 
     # -- the profiler's listener protocol (profiler._op_open / _op_close, record_function) --
 
@@ -406,19 +381,18 @@ class _Listener:
         if counts is None:
             return
         forward, backward = counts
-        parents = tuple(dict.fromkeys(self.parents))
         for op, flops in forward:
-            self.counter._add(parents, op, flops)
+            self.counter._add(self.tracker.parents, op, flops)
         node = getattr(result, "grad_fn", None)
         backward = [(op, flops) for op, flops, needed in backward
                     if needed is True or _needs_grad(needed)]
         if node is not None and backward:
-            node.register_prehook(self._backward_hook(parents, backward))
+            node.register_prehook(self._backward_hook(backward))
 
-    def _backward_hook(self, parents, backward):
+    def _backward_hook(self, backward):
         def count(grad_outputs):
             if self.active:
                 for op, flops in backward:
-                    self.counter._add(parents, op, flops)
+                    self.counter._add(self.tracker.parents, op, flops)
         return count
 
