@@ -305,3 +305,70 @@ def test_module_tracker_parents_as_torch():
         seen.append(("after", tracker.is_bw, sorted(tracker.parents)))
         return seen
     assert trace(tapegrad) == trace(torch)
+
+
+# -- which product PyTorch runs: linear's addmm or matmul, matmul's fold or bmm -------------
+
+MATMUL_CASES = {
+    "linear_transposed_3d": lambda t, g: t.nn.functional.linear(
+        t.randn(4, 2, 3, requires_grad=g).transpose(0, 2), t.randn(5, 4, requires_grad=g),
+        t.randn(5, requires_grad=g)),
+    "linear_transposed_2d": lambda t, g: t.nn.functional.linear(
+        t.randn(4, 3, requires_grad=g).t(), t.randn(5, 4, requires_grad=g), t.randn(5)),
+    "linear_frozen_transposed": lambda t, g: t.nn.functional.linear(
+        t.randn(4, 2, 3, requires_grad=g).transpose(0, 2), t.randn(5, 4), t.randn(5)),
+    "linear_contiguous_3d": lambda t, g: t.nn.functional.linear(
+        t.randn(2, 3, 4, requires_grad=g), t.randn(5, 4, requires_grad=g), t.randn(5)),
+    "matmul_1d_3d": lambda t, g: t.randn(4, requires_grad=g) @ t.randn(2, 4, 5, requires_grad=g),
+    "matmul_3d_1d": lambda t, g: t.randn(2, 3, 4, requires_grad=g) @ t.randn(4, requires_grad=g),
+    "matmul_2d_3d": lambda t, g: t.randn(3, 4, requires_grad=g) @ t.randn(2, 4, 5),
+    "matmul_3d_2d_strided": lambda t, g: (t.randn(3, 2, 4, requires_grad=g).transpose(0, 1)
+                                          @ t.randn(4, 5)),
+    "matmul_3d_2d_grad_right": lambda t, g: (t.randn(3, 2, 4).transpose(0, 1)
+                                             @ t.randn(4, 5, requires_grad=g)),
+}
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no_grad", "grad"])
+@pytest.mark.parametrize("case", sorted(MATMUL_CASES))
+def test_product_kernel_as_torch(case, grad):
+    # before: linear with a bias always counted addmm (PyTorch: mm for a non-contiguous input
+    # of rank > 2, as nn.MultiheadAttention(batch_first=True) passes it), and matmul's fold
+    # was read from the shapes alone (PyTorch's also reads strides and requires_grad:
+    # 1-d @ 3-d with grad is an mv, counted 0)
+    def build(t):
+        out = MATMUL_CASES[case](t, grad)
+        if grad:
+            out.sum().backward()
+    _same_as_torch(build)
+
+
+def test_multihead_attention_batch_first_as_torch():
+    def build(t):
+        attention = t.nn.MultiheadAttention(16, 4, batch_first=True)
+        x = t.randn(2, 5, 16)
+        attention(x, x, x)[0].sum().backward()
+    _same_as_torch(build)
+
+
+def test_fused_kernels_count_nothing_as_torch():
+    # PyTorch's inference fast paths (fused encoder layer, fused attention) and F.bilinear
+    # (_trilinear) are kernels its registry has no formula for: before, tapegrad counted the
+    # products its compositions of them run
+    def build(t):
+        layer = t.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True).eval()
+        attention = t.nn.MultiheadAttention(16, 4, batch_first=True).eval()
+        x = t.randn(2, 5, 16)
+        with t.no_grad():
+            layer(x)
+            attention(x, x, x)
+        t.nn.functional.bilinear(t.randn(2, 3, requires_grad=True), t.randn(2, 4),
+                                 t.randn(5, 3, 4, requires_grad=True)).sum().backward()
+    _same_as_torch(build)
+
+
+def test_encoder_layer_training_by_module_as_torch():
+    def build(t):
+        layer = t.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
+        layer(t.randn(2, 5, 16)).sum().backward()
+    _same_as_torch(build)

@@ -276,14 +276,13 @@ def _pytorch_kernel_event(flash, query, key, value, attn_mask, dropout_p, is_cau
     """The profiler's event of the CPU kernel PyTorch's scaled_dot_product_attention runs (its
     operands as PyTorch passes them), or None when no profiler records.  FlopCounterMode counts
     the math kernel's products from it; the caller sets its `result` before closing it."""
-    profiler = _profiling.recording_profiler()
-    if profiler is None:
+    if not _profiling.RECORDING:
         return None
     if flash:
-        return profiler._OpEvent("aten::_scaled_dot_product_flash_attention_for_cpu",
-                                 (query, key, value, dropout_p, is_causal))
-    return profiler._OpEvent("aten::_scaled_dot_product_attention_math",
-                             (query, key, value, attn_mask, dropout_p, is_causal))
+        return _profiling.kernel_event("aten::_scaled_dot_product_flash_attention_for_cpu",
+                                       (query, key, value, dropout_p, is_causal))
+    return _profiling.kernel_event("aten::_scaled_dot_product_attention_math",
+                                   (query, key, value, attn_mask, dropout_p, is_causal))
 
 
 def _materialized(g, like):

@@ -22,7 +22,7 @@ import threading
 import warnings
 from collections import defaultdict
 
-from .. import _profiler_flops, profiler as _profiler
+from .. import _profiler_flops, grad_mode as _grad_mode, profiler as _profiler
 from .module_tracker import ModuleTracker
 
 __all__ = ["FlopCounterMode"]
@@ -62,17 +62,80 @@ def _needs_grad(x) -> bool:
 
 
 def _matmul_counts(a, b, op=None):
-    """(forward op, flops of one product) of a matmul of shapes a and b as PyTorch runs it:
-    mm over the folded rows when b is 2-d (a 1-d a as one row), bmm over the broadcast batch
-    otherwise; (None, 0) for mv and dot (not counted)."""
-    if len(b) < 2:
-        return None, 0
+    """(op, flops of one product) of a product of shapes a and b, 2-d or 3-d (mm, bmm, addmm,
+    baddbmm: `op` names it) or a matmul PyTorch folds into one mm over a's rows."""
     if len(b) == 2:
         rows = math.prod(a[:-1]) if len(a) > 1 else 1
         return op or "mm", 2 * rows * a[-1] * b[-1]
     a = (1, *a) if len(a) == 1 else a
     batch = math.prod(_profiler_flops._broadcast(a[:-2], b[:-2]))
     return op or "bmm", 2 * batch * a[-2] * a[-1] * b[-1]
+
+
+class _Operand:
+    """What PyTorch's matmul reads of an operand to choose its kernel: shape, strides, and
+    whether it requires grad."""
+
+    __slots__ = ("shape", "strides", "requires_grad")
+
+    def __init__(self, shape, strides, requires_grad):
+        self.shape, self.strides, self.requires_grad = tuple(shape), tuple(strides), requires_grad
+
+    @classmethod
+    def of(cls, tensor):
+        return cls(tensor.shape, tensor.stride(), tensor.requires_grad)
+
+    @classmethod
+    def contiguous(cls, shape, requires_grad):
+        strides, step = [], 1
+        for size in reversed(shape):
+            strides.append(step)
+            step *= max(size, 1)
+        return cls(shape, reversed(strides), requires_grad)
+
+    def mT(self):
+        return _Operand((*self.shape[:-2], self.shape[-1], self.shape[-2]),
+                        (*self.strides[:-2], self.strides[-1], self.strides[-2]),
+                        self.requires_grad)
+
+
+def _folds(a, b):
+    """PyTorch's matmul should_fold: whether a product of a >= 3-d operand with a 1-d or 2-d
+    one runs as one mm (or mv) over the big one's folded rows rather than as a bmm: always when
+    the small one requires grad (its gradient then stays small), never when the left operand is
+    2-d (the result would need a transposed copy), else when the big one's leading dims fold
+    without a copy."""
+    big, small = (a, b) if len(a.shape) >= len(b.shape) else (b.mT(), a)
+    if not (len(big.shape) >= 3 and len(small.shape) <= 2):
+        return False
+    if small.requires_grad:
+        return True
+    if len(a.shape) == 2:
+        return False
+    if math.prod(big.shape) == 0:
+        return True
+    return all(big.strides[i] == big.strides[i + 1] * big.shape[i + 1]
+               for i in range(len(big.shape) - 2))
+
+
+def _matmul_product(a, b):
+    """(op, flops) of matmul(a, b) as PyTorch dispatches it (a, b: _Operand): dot and mv count
+    nothing (op None); 2-d products and folded ones are one mm, the rest one bmm over the
+    broadcast batch."""
+    da, db = len(a.shape), len(b.shape)
+    if db == 1 and da <= 2 or (da, db) == (1, 1):
+        return None, 0                                  # (dot, mv)
+    if da <= 2 and db == 2:
+        return _matmul_counts(a.shape, b.shape)         # (mm; a 1-d a as one row)
+    if _folds(a, b):
+        if min(da, db) == 1:
+            return None, 0                              # (mv over the folded rows)
+        if da >= db:
+            return _matmul_counts(a.shape, b.shape)
+        return "mm", 2 * math.prod(b.shape[:-2]) * b.shape[-1] * a.shape[0] * a.shape[1]
+    a_shape = (1, *a.shape) if da == 1 else a.shape
+    b_shape = (*b.shape, 1) if db == 1 else b.shape
+    return _matmul_counts(a_shape, b_shape, "bmm")
 
 
 def _counts(name, operands, result):
@@ -88,9 +151,12 @@ def _counts(name, operands, result):
     out = _shape(result)
     if name in ("aten::mm", "aten::matmul", "aten::bmm"):
         a, b = shapes[0], shapes[1]
-        if not a:
+        if not a or not b:
             return None
-        op, flops = _matmul_counts(a, b)
+        if name == "aten::matmul":
+            op, flops = _matmul_product(_Operand.of(operands[0]), _Operand.of(operands[1]))
+        else:
+            op, flops = _matmul_counts(a, b)
         if op is None:
             return None
         backward = "mm" if op == "mm" else "bmm"
@@ -107,9 +173,19 @@ def _counts(name, operands, result):
         if not x or len(w) != 2:
             return None     # (a 1-d weight: a dot product)
         flops = 2 * math.prod(x[:-1]) * x[-1] * w[0]
-        has_bias = len(operands) > 2 and operands[2] is not None
-        return ([("addmm" if has_bias else "mm", flops)],
-                [("mm", flops, operands[0]), ("mm", flops, operands[1])])
+        bias = operands[2] if len(operands) > 2 else None
+        # PyTorch's linear runs addmm for a 2-d input with a bias, and for a contiguous input of
+        # another rank with a 1-d bias (its rows folded); any other input goes through matmul
+        # and then adds the bias: mm
+        fused = bias is not None and (len(x) == 2 or (operands[0].is_contiguous()
+                                                      and bias.dim() == 1))
+        op = "addmm" if fused else _matmul_product(_Operand.of(operands[0]),
+                                                   _Operand.of(operands[1]).mT())[0]
+        if op is None:
+            return None
+        backward = "mm" if op == "addmm" else op
+        return ([(op, flops)],
+                [(backward, flops, operands[0]), (backward, flops, operands[1])])
     if name.startswith("aten::conv") and out is not None:
         x, w = shapes[0], shapes[1]
         channel = len(x) - len(w) + 1        # 1 batched, 0 unbatched
@@ -134,13 +210,20 @@ def _counts(name, operands, result):
         q, k, v = shapes[:3]
         if len(k) < 2 or not q:
             return None
-        scores_op, scores = _matmul_counts(q, (*k[:-2], k[-1], k[-2]))
+        query, key, value = operands[:3]
+        # (the kernel scales q and k^T first: new tensors, q's contiguous, k^T's strided as
+        # k^T; the softmax's weights are contiguous; each requires grad as its source does)
+        recording = _grad_mode.is_grad_enabled()
+        scaled_q = _Operand.contiguous(q, recording and _needs_grad(query))
+        scaled_kt = _Operand(k, key.stride(), recording and _needs_grad(key)).mT()
+        scores_op, scores = _matmul_product(scaled_q, scaled_kt)
         scores_shape = (*_profiler_flops._broadcast(q[:-2], k[:-2]), q[-2] if len(q) > 1 else 1,
                         k[-2])
-        mixed_op, mixed = _matmul_counts(scores_shape, v)
+        weights_operand = _Operand.contiguous(scores_shape, scaled_q.requires_grad
+                                              or scaled_kt.requires_grad)
+        mixed_op, mixed = _matmul_product(weights_operand, _Operand.of(value))
         if scores_op is None or mixed_op is None:
             return None
-        query, key, value = operands[:3]
         # the backward's products: the weights' and v's gradients (mixed), q's and k's (scores)
         weights = _needs_grad(query) or _needs_grad(key)
         return ([(scores_op, scores), (mixed_op, mixed)],
@@ -212,6 +295,14 @@ _COUNTED = frozenset(("aten::einsum", "aten::mm", "aten::matmul", "aten::bmm", "
                       "aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d",
                       "aten::conv_transpose1d", "aten::conv_transpose2d",
                       "aten::conv_transpose3d", "aten::_scaled_dot_product_attention_math"))
+
+# Ops PyTorch runs as one kernel its registry has no formula for: they count nothing, nor do the
+# counted ops tapegrad's composition of them calls (F.bilinear is PyTorch's _trilinear; the
+# inference fast paths of MultiheadAttention and TransformerEncoderLayer, and attention's CPU
+# flash kernel, are fused kernels: their events come from tapegrad/_profiling.kernel_event).
+_UNCOUNTED_KERNELS = frozenset(("aten::bilinear", "aten::_native_multi_head_attention",
+                                "aten::_transformer_encoder_layer_fwd",
+                                "aten::_scaled_dot_product_flash_attention_for_cpu"))
 
 _BACKWARD = "backward"      # (the marker of a backward node's event on a listener's stack)
 
@@ -363,7 +454,9 @@ class _Listener:
         elif operands is None:
             event = _BACKWARD
         else:
-            event = (name, operands) if name in _COUNTED else None
+            # (an uncounted kernel's event is kept, as a counted one's: what runs in it is
+            # part of it)
+            event = (name, operands) if name in _COUNTED or name in _UNCOUNTED_KERNELS else None
         stack.append(event)
         return event
 
