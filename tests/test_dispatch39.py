@@ -372,3 +372,81 @@ def test_encoder_layer_training_by_module_as_torch():
         layer = t.nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
         layer(t.randn(2, 5, 16)).sum().backward()
     _same_as_torch(build)
+
+
+def test_model_returning_its_loss_not_entered_by_backward_as_torch():
+    # PyTorch's multi-grad hook over the tensor a backward starts from alone never fires: a
+    # model whose forward returns the loss is not entered by loss.backward() (its backward is
+    # filed under its submodules and Global only)
+    def build(t):
+        nn, F = t.nn, t.nn.functional
+
+        class WithLoss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body, self.head = nn.Linear(6, 8), nn.Linear(8, 3)
+
+            def forward(self, x, target):
+                return F.cross_entropy(self.head(t.tanh(self.body(x))), target)
+        WithLoss()(t.randn(4, 6), t.tensor([0, 2, 1, 0])).backward()
+    _same_as_torch(build)
+
+
+def test_multi_grad_hook_over_the_backward_root_never_fires():
+    def fired(t):
+        calls = []
+        x = t.randn(3, requires_grad=True)
+        y = x * 2
+        root = y.sum()
+        t.autograd.graph.register_multi_grad_hook([root], lambda grads: calls.append("root"))
+        t.autograd.graph.register_multi_grad_hook([y], lambda grads: calls.append("y"))
+        root.backward()
+        z = (x * 3).sum()
+        t.autograd.graph.register_multi_grad_hook([z], lambda grads: calls.append("z"))
+        t.autograd.backward([z, (x * 4).sum()])       # (two roots: PyTorch's hook fires)
+        return calls
+    assert fired(tapegrad) == fired(torch)
+
+
+# -- the printed table: PyTorch's text (recorded with PyTorch 2.13 and tabulate 0.10) --------
+
+TABLES = {
+    1: ("Module           FLOP    % Total\n------------  -------  ---------\n"
+        "Sequential    12.160K    100.00%\n- aten.addmm   4.480K     36.84%\n"
+        "- aten.mm      7.680K     63.16%"),
+    3: ("Module             FLOP    % Total\n--------------  -------  ---------\n"
+        "Sequential      12.160K    100.00%\n- aten.addmm     4.480K     36.84%\n"
+        "- aten.mm        7.680K     63.16%\nSequential.0     2.560K     21.05%\n"
+        "- aten.addmm     1.280K     10.53%\n- aten.mm        1.280K     10.53%\n"
+        "Sequential.2     9.600K     78.95%\n- aten.addmm     3.200K     26.32%\n"
+        "- aten.mm        6.400K     52.63%\nSequential.2.0   7.680K     63.16%\n"
+        "- aten.addmm     2.560K     21.05%\n- aten.mm        5.120K     42.11%\n"
+        "Sequential.2.1   1.920K     15.79%\n- aten.addmm     0.640K      5.26%\n"
+        "- aten.mm        1.280K     10.53%"),
+    None: ("Module           FLOP    % Total\n------------  -------  ---------\n"
+           "Sequential    12.160K    100.00%\n- aten.addmm   4.480K     36.84%\n"
+           "- aten.mm      7.680K     63.16%\nSequential.0   2.560K     21.05%\n"
+           "- aten.addmm   1.280K     10.53%\n- aten.mm      1.280K     10.53%\n"
+           "Sequential.2   9.600K     78.95%\n- aten.addmm   3.200K     26.32%\n"
+           "- aten.mm      6.400K     52.63%"),
+}
+
+
+def _nested_tables(t):
+    from importlib import import_module
+    mode = import_module(t.__name__ + ".utils.flop_counter").FlopCounterMode
+    nn = t.nn
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(),
+                          nn.Sequential(nn.Linear(16, 16), nn.Sequential(nn.Linear(16, 4))))
+    with mode(display=False) as counter:
+        model(t.randn(5, 8)).sum().backward()
+    return {depth: counter.get_table(depth) for depth in TABLES}
+
+
+def test_table_text_as_torch():
+    assert _nested_tables(tapegrad) == TABLES
+    try:
+        import tabulate  # noqa: F401  (PyTorch's get_table needs it)
+    except ImportError:
+        return
+    assert _nested_tables(torch) == TABLES

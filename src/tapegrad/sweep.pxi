@@ -829,10 +829,24 @@ cdef tuple normalize_inputs(object inputs, str fname):
 cdef object PASSES = threading.local()
 
 
+class _BackwardPass(list):
+    """One backward pass: the callbacks queued to run when it ends (the list itself), and the
+    tensors it started from (roots)."""
+    __slots__ = ("roots",)
+
+
 def _backward_pass():
     """The backward pass running on this thread (an object unique to it), or None."""
     stack = getattr(PASSES, "stack", None)
     return stack[len(stack) - 1] if stack else None
+
+
+def _is_sole_backward_root(tensor):
+    """Whether the backward pass running on this thread started from `tensor` alone: PyTorch's
+    engine then starts at its node, which it does not count among the nodes it will execute, so
+    a multi-grad hook over it does not wait for (or fire on) its gradient."""
+    current = _backward_pass()
+    return current is not None and len(current.roots) == 1 and current.roots[0] is tensor
 
 
 def _queue_backward_callback(callback):
@@ -849,7 +863,8 @@ cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create
     stack = getattr(PASSES, "stack", None)
     if stack is None:
         stack = PASSES.stack = []
-    cdef list callbacks = []
+    callbacks = _BackwardPass()
+    callbacks.roots = outputs
     stack.append(callbacks)
     try:
         result = engine_pass(outputs, grads, retain_graph, create_graph, inputs, allow_unused,

@@ -35,12 +35,15 @@ def _on_first_gradient(tensors, fn):
     """fn() once per backward pass, when the first of `tensors`' gradients is computed."""
     seen = {"pass": None}
 
-    def hook(grad):
-        current = _core._backward_pass()
-        if seen["pass"] is not current:
-            seen["pass"] = current
-            fn()
-    return [t.register_hook(hook) for t in tensors]
+    def make_hook(tensor):
+        def hook(grad):
+            current = _core._backward_pass()
+            if seen["pass"] is not current and not (len(tensors) == 1
+                                                    and _core._is_sole_backward_root(tensor)):
+                seen["pass"] = current
+                fn()
+        return hook
+    return [t.register_hook(make_hook(t)) for t in tensors]
 
 
 def _on_all_gradients(tensors, fn):
@@ -54,18 +57,24 @@ def _on_all_gradients(tensors, fn):
             state["pending"] = 0
             fn()
 
-    def hook(grad):
-        current = _core._backward_pass()
-        if state["pass"] is not current:
-            state["pass"], state["pending"] = current, len(tensors)
-            _core._queue_backward_callback(fire_once)
-        if state["pending"]:
-            state["pending"] -= 1
-            if not state["pending"]:
-                fn()
-    return [t.register_hook(hook) for t in tensors]
+    def make_hook(tensor):
+        def hook(grad):
+            current = _core._backward_pass()
+            if state["pass"] is not current:
+                state["pass"], state["pending"] = current, len(tensors)
+                _core._queue_backward_callback(fire_once)
+            if state["pending"]:
+                state["pending"] -= 1
+                if not state["pending"]:
+                    fn()
+        return hook
+    return [t.register_hook(make_hook(t)) for t in tensors]
 
 
+# (A module whose one output is the tensor a backward starts from alone is not entered, as
+# PyTorch's multi-grad hook over it never fires: its engine does not count that node among those
+# it will execute.  So a model whose forward returns the loss is not entered by loss.backward():
+# its backward FLOPs are filed under its submodules and Global, not under it.)
 class ModuleTracker:
     """Context manager: ``parents`` is the set of the names of the modules running (their
     forward, or their backward), "Global" always among them; ``is_bw`` whether a backward is
