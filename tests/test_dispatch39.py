@@ -450,3 +450,24 @@ def test_table_text_as_torch():
     except ImportError:
         return
     assert _nested_tables(torch) == TABLES
+
+
+def test_counting_leaves_no_records_alive():
+    # the tracker's tensor hooks must hold neither the tensors nor their handles: a cycle
+    # through a tensor's record is one the garbage collector cannot see
+    import gc
+    from tapegrad.utils.flop_counter import FlopCounterMode
+
+    def run():
+        nn = tapegrad.nn
+        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 1))
+        with FlopCounterMode(display=False):
+            model(tapegrad.randn(3, 4, requires_grad=True)).sum().backward()
+        with FlopCounterMode(display=False):
+            model(tapegrad.randn(3, 4)).sum().backward()        # (the model returns the root)
+    gc.collect()
+    before = tapegrad._core.tape().live_records
+    for _ in range(3):
+        run()
+    gc.collect()
+    assert tapegrad._core.tape().live_records <= before

@@ -831,8 +831,9 @@ cdef object PASSES = threading.local()
 
 class _BackwardPass(list):
     """One backward pass: the callbacks queued to run when it ends (the list itself), and the
-    tensors it started from (roots)."""
-    __slots__ = ("roots",)
+    ids of the tensors it started from (root_ids: ids, not the tensors, so that a hook that
+    keeps the pass to tell passes apart keeps no tensor, nor its records, alive)."""
+    __slots__ = ("root_ids",)
 
 
 def _backward_pass():
@@ -846,7 +847,7 @@ def _is_sole_backward_root(tensor):
     engine then starts at its node, which it does not count among the nodes it will execute, so
     a multi-grad hook over it does not wait for (or fire on) its gradient."""
     current = _backward_pass()
-    return current is not None and len(current.roots) == 1 and current.roots[0] is tensor
+    return current is not None and current.root_ids == (id(tensor),)
 
 
 def _queue_backward_callback(callback):
@@ -864,7 +865,7 @@ cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create
     if stack is None:
         stack = PASSES.stack = []
     callbacks = _BackwardPass()
-    callbacks.roots = outputs
+    callbacks.root_ids = tuple([id(t) for t in outputs])   # (alive throughout the pass)
     stack.append(callbacks)
     try:
         result = engine_pass(outputs, grads, retain_graph, create_graph, inputs, allow_unused,

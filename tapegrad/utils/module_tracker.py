@@ -35,15 +35,19 @@ def _on_first_gradient(tensors, fn):
     """fn() once per backward pass, when the first of `tensors`' gradients is computed."""
     seen = {"pass": None}
 
-    def make_hook(tensor):
-        def hook(grad):
-            current = _core._backward_pass()
-            if seen["pass"] is not current and not (len(tensors) == 1
-                                                    and _core._is_sole_backward_root(tensor)):
-                seen["pass"] = current
-                fn()
-        return hook
-    return [t.register_hook(make_hook(t)) for t in tensors]
+    # (the hook holds no tensor: a tensor's hook holding it is a cycle through its record,
+    # which the garbage collector cannot see)
+    alone = weakref.ref(tensors[0]) if len(tensors) == 1 else None
+
+    def hook(grad):
+        current = _core._backward_pass()
+        if seen["pass"] is current:
+            return
+        if alone is not None and _core._is_sole_backward_root(alone()):
+            return
+        seen["pass"] = current
+        fn()
+    return [t.register_hook(hook) for t in tensors]
 
 
 def _on_all_gradients(tensors, fn):
@@ -57,18 +61,18 @@ def _on_all_gradients(tensors, fn):
             state["pending"] = 0
             fn()
 
-    def make_hook(tensor):
-        def hook(grad):
-            current = _core._backward_pass()
-            if state["pass"] is not current:
-                state["pass"], state["pending"] = current, len(tensors)
-                _core._queue_backward_callback(fire_once)
-            if state["pending"]:
-                state["pending"] -= 1
-                if not state["pending"]:
-                    fn()
-        return hook
-    return [t.register_hook(make_hook(t)) for t in tensors]
+    count = len(tensors)
+
+    def hook(grad):
+        current = _core._backward_pass()
+        if state["pass"] is not current:
+            state["pass"], state["pending"] = current, count
+            _core._queue_backward_callback(fire_once)
+        if state["pending"]:
+            state["pending"] -= 1
+            if not state["pending"]:
+                fn()
+    return [t.register_hook(hook) for t in tensors]
 
 
 # (A module whose one output is the tensor a backward starts from alone is not entered, as
@@ -86,7 +90,6 @@ class ModuleTracker:
         self._known_modules = weakref.WeakKeyDictionary()
         self._seen_modules = weakref.WeakSet()
         self._has_callback = False
-        self._hooks = []
 
     @property
     def is_bw(self) -> bool:
@@ -141,15 +144,18 @@ class ModuleTracker:
         name = self._get_mod_name(mod)
         self._get_append_fn(name, False)()
         tensors = _grad_tensors(input)
-        if tensors:         # (backward: the module is left once its inputs' gradients are in)
-            self._hooks += _on_all_gradients(tensors, self._get_pop_fn(name, True))
+        # (backward: the module is left once its inputs' gradients are in.  The hooks' handles
+        # are not kept: the tracker would then hold the tensors' records, through a cycle the
+        # garbage collector cannot see, past the tensors' lives)
+        if tensors:
+            _on_all_gradients(tensors, self._get_pop_fn(name, True))
 
     def _fw_post_hook(self, mod, input, output) -> None:
         name = self._get_mod_name(mod)
         self._get_pop_fn(name, False)()
         tensors = _grad_tensors(output)
         if tensors:         # (backward: the module is entered with its outputs' gradients)
-            self._hooks += _on_first_gradient(tensors, self._get_append_fn(name, True))
+            _on_first_gradient(tensors, self._get_append_fn(name, True))
 
     def __enter__(self):
         from ..nn.modules import _hooks
