@@ -29,3 +29,11 @@ def op_event(name, self, args):
     """The profiler's event of a Python-level op self.<name>(*args) (named as the core names
     its ops: aten::<name>); callers test RECORDING first (a `with` costs ~200 ns)."""
     return sys.modules[_PROFILER]._OpEvent(name, (self, *args))
+
+
+def kernel_event(name, operands):
+    """The profiler's event of a kernel PyTorch runs as one aten op where tapegrad composes it
+    (aten::_transformer_encoder_layer_fwd), with `operands`, or a do-nothing context when none
+    records (FlopCounterMode reads the name: such a kernel counts as PyTorch's registry says)."""
+    profiler = recording_profiler()
+    return profiler._OpEvent(name, operands) if profiler is not None else NO_LABEL

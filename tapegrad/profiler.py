@@ -185,13 +185,14 @@ class _OpEvent:
         self.name = name
         self.operands = operands
         self.token = None
+        self.result = None          # (the op's result, set by a caller that has one to give)
 
     def __enter__(self):
         self.token = _op_open(self.name, self.operands)
         return self
 
     def __exit__(self, *exc):
-        _op_close(self.token)
+        _op_close(self.token, self.result)
         return False
 
 

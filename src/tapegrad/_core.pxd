@@ -775,7 +775,16 @@ cdef int OP_COMPLEX_ABS
 
 cdef object complex_unary(str name, TensorBase x)
 
-cdef object run_graph_hooks(Py_ssize_t i, object g)
+# Which of a record's hooks run_tensor_hooks / run_graph_hooks run: PyTorch runs a node's
+# tensor hooks, then delivers a retained .grad, then runs its grad_fn's pre-hooks.
+cdef enum:
+    HOOKS_ALL = 0
+    HOOKS_TENSOR = 1
+    HOOKS_NODE_PRE = 2
+
+cdef object run_graph_hooks(Py_ssize_t i, object g, int which=*)
+
+cdef bint has_node_prehooks(Py_ssize_t i) except -1
 
 cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1
 

@@ -2031,9 +2031,10 @@ cdef Py_ssize_t graph_pass_undefined(dict adj, Py_ssize_t i, char* need, bint re
 
 
 cdef object graph_tensor_hooks(Py_ssize_t i, object g):
-    """Record i's tensor hooks on its gradient g (a tensor), as the node starts."""
+    """Record i's tensor hooks on its gradient g (a tensor), as the node starts (a leaf's
+    AccumulateGrad pre-hooks too; another node's pre-hooks run after its retained .grad)."""
     if TAPE.recs[i].extra != NULL:
-        g = run_graph_hooks(i, g)
+        g = run_graph_hooks(i, g, HOOKS_ALL if TAPE.recs[i].op == OP_LEAF else HOOKS_TENSOR)
         read = getattr(<object>TAPE.recs[i].extra, "read_input", None)
         if read is not None:
             g = linked_to_read_input(g, <TensorBase>read)
@@ -2168,6 +2169,8 @@ cdef object graph_sweep(list roots, list seeds, bint retain_graph, int mode, lis
                 deliver_graph_grad(<TensorBase>rec.out, g, True)
             if mode == SWEEP_CAPTURE and slot[i] >= 0:
                 captured[slot[i]] = g
+            if rec.extra != NULL and has_node_prehooks(i):
+                g = run_graph_hooks(i, g, HOOKS_NODE_PRE)     # (last, as in sweep.pxi)
             if rec.op == OP_FN_OUTPUT:
                 k = rec.inp[0]
                 if need == NULL or need[k]:

@@ -414,8 +414,11 @@ def mark_bfloat16_gradient(TensorBase t):
         extra_of(t._node).bfloat16_gradient = True
 
 
-cdef object run_tensor_hooks(Py_ssize_t i, object g):
-    """Run record i's tensor hooks on its total adjoint `g`; returns the gradient to use."""
+cdef object run_tensor_hooks(Py_ssize_t i, object g, int which=HOOKS_ALL):
+    """Run record i's tensor hooks on its total adjoint `g`; returns the gradient to use.
+    which: HOOKS_TENSOR the tensor hooks only, HOOKS_NODE_PRE its grad_fn's pre-hooks only,
+    HOOKS_ALL both, in PyTorch's order: every tensor hook (in registration order), then every
+    pre-hook (a pre-hook sees the gradient the tensor hooks made, whichever came first)."""
     cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
     cdef PyObject* out = TAPE.recs[i].out
     if not ex.hooks:
@@ -427,7 +430,7 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
         full[...] = g
         g = full
     bfloat16 = is_bfloat16_record(i)
-    for fn in list(ex.hooks.values()):  # a hook may remove itself (or others) meanwhile
+    for fn in hook_chain(ex, which):    # (a copy: a hook may remove itself or others)
         shown = wrap(g)
         if bfloat16:                    # (a bfloat16 tensor's gradient is one: PyTorch's dtype)
             shown.__class__ = BFLOAT16_CLASS_REFS[0]
@@ -447,7 +450,28 @@ cdef object run_tensor_hooks(Py_ssize_t i, object g):
     return g
 
 
-cdef object run_graph_hooks(Py_ssize_t i, object g):
+cdef list hook_chain(RecordExtra ex, int which):
+    """The hooks of ex.hooks that `which` asks for (HOOKS_ALL: the tensor hooks, then the
+    pre-hooks), each group in registration order."""
+    hooks = list(ex.hooks.values())
+    tensor = [fn for fn in hooks if type(fn) is not NodePreHook]
+    if which == HOOKS_TENSOR:
+        return tensor
+    pre = [fn for fn in hooks if type(fn) is NodePreHook]
+    return pre if which == HOOKS_NODE_PRE else tensor + pre
+
+
+cdef bint has_node_prehooks(Py_ssize_t i) except -1:
+    cdef Record* rec = &TAPE.recs[i]
+    if rec.extra == NULL:
+        return False
+    for fn in (<RecordExtra>rec.extra).hooks.values():
+        if type(fn) is NodePreHook:
+            return True
+    return False
+
+
+cdef object run_graph_hooks(Py_ssize_t i, object g, int which=HOOKS_ALL):
     """run_tensor_hooks with create_graph: the gradient is a tensor (with a graph)."""
     cdef RecordExtra ex = <RecordExtra>TAPE.recs[i].extra
     if ex.bfloat16_gradient and (<TensorBase>g)._array.dtype == np.float32:
@@ -455,7 +479,7 @@ cdef object run_graph_hooks(Py_ssize_t i, object g):
     if not ex.hooks:
         return g
     cdef TensorBase G = <TensorBase>g
-    for fn in list(ex.hooks.values()):
+    for fn in hook_chain(ex, which):
         res = fn(G)
         if res is None:
             continue

@@ -618,7 +618,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
             if TAPE.recs[i].extra != NULL:
                 # (a hook sees zeros; the zero adjoint goes on unless it returns another)
                 shown = materialized(g) if zero else g
-                h = run_tensor_hooks(i, shown)
+                h = run_tensor_hooks(i, shown, HOOKS_ALL if TAPE.recs[i].op == OP_LEAF
+                                     else HOOKS_TENSOR)
                 if h is not shown:
                     g = h
                     own = 0
@@ -639,6 +640,17 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 deliver_grad(<TensorBase>rec.out, g, False, True)
             if slot != NULL and mode == SWEEP_CAPTURE and slot[i] >= 0:
                 captured[slot[i]] = g
+            if rec.extra != NULL and has_node_prehooks(i):
+                # the grad_fn's pre-hooks run last, as PyTorch's: they see the gradient the
+                # tensor hooks made, and what they return is not the retained .grad
+                shown = materialized(g) if zero else g
+                h = run_tensor_hooks(i, shown, HOOKS_NODE_PRE)
+                if h is not shown:
+                    g = h
+                    own = 0
+                    zero = False
+                h = None
+                shown = None
             if rec.op == OP_FN_OUTPUT:
                 # Output j of a custom Function: its total joins slot j of the Function record's
                 # adjoint (a list with one entry per output).
@@ -851,10 +863,25 @@ cdef tuple normalize_inputs(object inputs, str fname):
 cdef object PASSES = threading.local()
 
 
+class _BackwardPass(list):
+    """One backward pass: the callbacks queued to run when it ends (the list itself), and the
+    ids of the tensors it started from (root_ids: ids, not the tensors, so that a hook that
+    keeps the pass to tell passes apart keeps no tensor, nor its records, alive)."""
+    __slots__ = ("root_ids",)
+
+
 def _backward_pass():
     """The backward pass running on this thread (an object unique to it), or None."""
     stack = getattr(PASSES, "stack", None)
     return stack[len(stack) - 1] if stack else None
+
+
+def _is_sole_backward_root(tensor):
+    """Whether the backward pass running on this thread started from `tensor` alone: PyTorch's
+    engine then starts at its node, which it does not count among the nodes it will execute, so
+    a multi-grad hook over it does not wait for (or fire on) its gradient."""
+    current = _backward_pass()
+    return current is not None and current.root_ids == (id(tensor),)
 
 
 def _queue_backward_callback(callback):
@@ -871,7 +898,8 @@ cdef object engine_run(tuple outputs, list grads, bint retain_graph, bint create
     stack = getattr(PASSES, "stack", None)
     if stack is None:
         stack = PASSES.stack = []
-    cdef list callbacks = []
+    callbacks = _BackwardPass()
+    callbacks.root_ids = tuple([id(t) for t in outputs])   # (alive throughout the pass)
     stack.append(callbacks)
     try:
         result = engine_pass(outputs, grads, retain_graph, create_graph, inputs, allow_unused,

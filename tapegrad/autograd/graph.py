@@ -251,6 +251,10 @@ def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
 
     def make_hook(index):
         def hook(grad):
+            if len(tensors) == 1 and _core._is_sole_backward_root(tensors[0]):
+                # PyTorch's engine does not count the node a backward starts from alone among
+                # those it will execute: a hook over that one tensor never fires
+                return None
             with lock:
                 current = _core._backward_pass()
                 if state["pass"] is not current:

@@ -16,12 +16,12 @@ import sys
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _profiling
 from .. import creation
 from .._half_precision import in_float32_if_half
 from ..autograd.function import KernelFunction
 from ..grad_mode import enable_grad
-from .attention import check_cpu_backend
+from .attention import SDPBackend, _is_enabled, check_cpu_backend
 from .attention.bias import CausalBias
 
 _F = _core.NN_FUNCTIONS
@@ -86,8 +86,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     # PyTorch's CPU flash kernel applies an explicit mask and the causal mask together; its
     # math kernel, which every other case takes, refuses the pair
-    if is_causal and attn_mask is not None and not _pytorch_picks_flash_kernel(
-            query, key, value, attn_mask, dropout_p, enable_gqa):
+    flash = _pytorch_picks_flash_kernel(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if not flash and not _is_enabled(SDPBackend.MATH):
+        raise RuntimeError("No available kernel.  Aborting execution.")
+    if is_causal and attn_mask is not None and not flash:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     L, E = query.shape[-2], query.shape[-1]
@@ -129,7 +131,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if dropout_p == 0.0 and _fusable(query, key, value, bias):
             out = _core._capture_op_call(_FusedAttention.apply,
                                          (query, key, value, bias, float(scale_factor)), {})
-            if not _pytorch_uses_flash_kernel(query, key, value):
+            if not flash:
                 # PyTorch's math kernel ends in a matmul: its node is what a print shows
                 out = _core._name_grad_fn(out, "MmBackward0" if out.dim() == 2
                                           else "UnsafeViewBackward0")
@@ -140,7 +142,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     # float16 computed in float32 and cast back, as PyTorch's CPU math kernel does (its node is
     # ToCopyBackward0 too): the float16 scores of 60000 * 1.5 were inf, the softmax NaN
-    return in_float32_if_half(attend, query, key, value, bias)
+    event = _pytorch_kernel_event(flash, query, key, value, attn_mask, dropout_p, is_causal)
+    if event is None:
+        return in_float32_if_half(attend, query, key, value, bias)
+    with event:
+        event.result = in_float32_if_half(attend, query, key, value, bias)
+    return event.result
 
 
 def _flash_bfloat16_values(out, query, key, value, bias, scale) -> None:
@@ -224,26 +231,58 @@ def _fusable(query, key, value, bias):
     return True
 
 
-def _pytorch_uses_flash_kernel(query, key, value):
-    """Whether PyTorch's CPU dispatch picks its flash kernel (grad_fn
-    ScaledDotProductFlashAttentionForCpuBackward0) for operands the fused record computes: 4-D
-    query, key and value with one head size and unit stride along it; else its math kernel."""
-    operands = (query, key, value)
-    return (all(t.dim() == 4 and t.stride(-1) == 1 for t in operands)
-            and query.shape[-1] == value.shape[-1])
+_FLASH_DTYPES = ("float32", "float64", "bfloat16", "float16")
 
 
 def _pytorch_picks_flash_kernel(query, key, value, attn_mask, dropout_p, enable_gqa):
-    """Whether PyTorch's CPU dispatch runs its flash kernel on these arguments (rather than its
-    math kernel): the operands' conditions above, no dropout, a mask that does not require
-    grad, and query, key and value of one batch size and (unless grouped-query) one head count."""
-    if not (_pytorch_uses_flash_kernel(query, key, value) and key.shape[-1] == query.shape[-1]):
+    """Whether PyTorch's CPU dispatch runs its flash kernel on these arguments rather than its
+    math kernel (its select_sdp_backend_cpp, gate by gate): the flash backend enabled, no
+    dropout, 4-D query, key and value of one batch size and one head count (grouped-query: key's
+    and value's heads equal and dividing query's), a mask that does not require grad and is
+    2-D or 4-D of (batch or 1, heads or 1, L or 1, S or 1), one head size, non-empty sequences,
+    unit stride along the head size, and a floating dtype.  The choice shows: in the grad_fn's
+    name, in which mask/causal pairs are refused, and in FlopCounterMode's count (PyTorch's
+    counts the math kernel's bmm and nothing for the flash kernel)."""
+    from .attention import SDPBackend, _is_enabled
+    operands = (query, key, value)
+    if not _is_enabled(SDPBackend.FLASH_ATTENTION) or dropout_p > 0.0:
         return False
-    if dropout_p > 0.0 or (attn_mask is not None and attn_mask.requires_grad):
+    if not all(t.dim() == 4 for t in operands):
         return False
-    if not query.shape[0] == key.shape[0] == value.shape[0]:
+    (batch, heads, L, E), (kb, kh, S, ke), (vb, vh, _, ve) = (tuple(t.shape) for t in operands)
+    if not batch == kb == vb:
         return False
-    return enable_gqa or query.shape[1] == key.shape[1] == value.shape[1]
+    if enable_gqa:
+        if kh != vh or heads % kh:
+            return False
+    elif not heads == kh == vh:
+        return False
+    if attn_mask is not None:
+        if attn_mask.requires_grad or attn_mask.dim() not in (2, 4):
+            return False
+        shape = tuple(attn_mask.shape)
+        if shape[-2] not in (L, 1) or shape[-1] not in (S, 1):
+            return False
+        if attn_mask.dim() == 4 and (shape[0] not in (batch, 1) or shape[1] not in (heads, 1)):
+            return False
+    if not E == ke == ve or L == 0 or S == 0:
+        return False
+    if not all(t.stride(-1) == 1 for t in operands):
+        return False
+    return query.dtype.name in _FLASH_DTYPES
+
+
+def _pytorch_kernel_event(flash, query, key, value, attn_mask, dropout_p, is_causal):
+    """The profiler's event of the CPU kernel PyTorch's scaled_dot_product_attention runs (its
+    operands as PyTorch passes them), or None when no profiler records.  FlopCounterMode counts
+    the math kernel's products from it; the caller sets its `result` before closing it."""
+    if not _profiling.RECORDING:
+        return None
+    if flash:
+        return _profiling.kernel_event("aten::_scaled_dot_product_flash_attention_for_cpu",
+                                       (query, key, value, dropout_p, is_causal))
+    return _profiling.kernel_event("aten::_scaled_dot_product_attention_math",
+                                   (query, key, value, attn_mask, dropout_p, is_causal))
 
 
 def _materialized(g, like):

@@ -27,6 +27,7 @@ from tapegrad.utils import dlpack as dlpack
 from tapegrad.utils import flop_counter as flop_counter
 from tapegrad.utils import hooks as hooks
 from tapegrad.utils import model_zoo as model_zoo
+from tapegrad.utils import module_tracker as module_tracker
 from tapegrad.utils import viz as viz
 from tapegrad.utils import weak as weak
 

@@ -2,8 +2,10 @@
 products, convolutions and attention a block runs, forward and backward, per module.
 
 PyTorch counts the aten ops its dispatcher runs (aten.mm, aten.addmm, aten.bmm, aten.baddbmm,
-aten.convolution, aten.convolution_backward; on the CPU scaled_dot_product_attention runs as two
-aten.bmm).  tapegrad runs no aten decomposition, so the mode listens to the profiler's op events
+aten.convolution, aten.convolution_backward).  On the CPU scaled_dot_product_attention runs
+either PyTorch's flash kernel, which its registry does not count, or its math kernel, two matmuls
+(aten.bmm, or aten.mm for 2-d operands): tapegrad/nn/_attention.py makes the same choice and
+opens the chosen kernel's event, and only the math kernel's is counted.  tapegrad runs no aten decomposition, so the mode listens to the profiler's op events
 (tapegrad/profiler.py: every public call, with its positional operands and its result) and counts
 each counted call as the aten op PyTorch runs for it: torch.matmul of a 3-d and a 2-d tensor is
 one aten.mm over the folded rows, F.linear with a bias an aten.addmm, and so on.  An op called
@@ -11,7 +13,7 @@ inside a counted one (tapegrad's own implementation of it) is not counted again.
 
 A backward is counted when the op's node runs while the mode is active, as the products PyTorch's
 backward runs: one per operand that requires grad (mm's two gradients are two aten.mm), under
-the modules the forward ran in.
+the modules a ModuleTracker (utils/module_tracker.py) says are running then, as PyTorch's.
 """
 from __future__ import annotations as _annotations
 
@@ -20,7 +22,8 @@ import threading
 import warnings
 from collections import defaultdict
 
-from .. import _profiler_flops, profiler as _profiler
+from .. import _profiler_flops, grad_mode as _grad_mode, profiler as _profiler
+from .module_tracker import ModuleTracker
 
 __all__ = ["FlopCounterMode"]
 
@@ -59,17 +62,80 @@ def _needs_grad(x) -> bool:
 
 
 def _matmul_counts(a, b, op=None):
-    """(forward op, flops of one product) of a matmul of shapes a and b as PyTorch runs it:
-    mm over the folded rows when b is 2-d (a 1-d a as one row), bmm over the broadcast batch
-    otherwise; (None, 0) for mv and dot (not counted)."""
-    if len(b) < 2:
-        return None, 0
+    """(op, flops of one product) of a product of shapes a and b, 2-d or 3-d (mm, bmm, addmm,
+    baddbmm: `op` names it) or a matmul PyTorch folds into one mm over a's rows."""
     if len(b) == 2:
         rows = math.prod(a[:-1]) if len(a) > 1 else 1
         return op or "mm", 2 * rows * a[-1] * b[-1]
     a = (1, *a) if len(a) == 1 else a
     batch = math.prod(_profiler_flops._broadcast(a[:-2], b[:-2]))
     return op or "bmm", 2 * batch * a[-2] * a[-1] * b[-1]
+
+
+class _Operand:
+    """What PyTorch's matmul reads of an operand to choose its kernel: shape, strides, and
+    whether it requires grad."""
+
+    __slots__ = ("shape", "strides", "requires_grad")
+
+    def __init__(self, shape, strides, requires_grad):
+        self.shape, self.strides, self.requires_grad = tuple(shape), tuple(strides), requires_grad
+
+    @classmethod
+    def of(cls, tensor):
+        return cls(tensor.shape, tensor.stride(), tensor.requires_grad)
+
+    @classmethod
+    def contiguous(cls, shape, requires_grad):
+        strides, step = [], 1
+        for size in reversed(shape):
+            strides.append(step)
+            step *= max(size, 1)
+        return cls(shape, reversed(strides), requires_grad)
+
+    def mT(self):
+        return _Operand((*self.shape[:-2], self.shape[-1], self.shape[-2]),
+                        (*self.strides[:-2], self.strides[-1], self.strides[-2]),
+                        self.requires_grad)
+
+
+def _folds(a, b):
+    """PyTorch's matmul should_fold: whether a product of a >= 3-d operand with a 1-d or 2-d
+    one runs as one mm (or mv) over the big one's folded rows rather than as a bmm: always when
+    the small one requires grad (its gradient then stays small), never when the left operand is
+    2-d (the result would need a transposed copy), else when the big one's leading dims fold
+    without a copy."""
+    big, small = (a, b) if len(a.shape) >= len(b.shape) else (b.mT(), a)
+    if not (len(big.shape) >= 3 and len(small.shape) <= 2):
+        return False
+    if small.requires_grad:
+        return True
+    if len(a.shape) == 2:
+        return False
+    if math.prod(big.shape) == 0:
+        return True
+    return all(big.strides[i] == big.strides[i + 1] * big.shape[i + 1]
+               for i in range(len(big.shape) - 2))
+
+
+def _matmul_product(a, b):
+    """(op, flops) of matmul(a, b) as PyTorch dispatches it (a, b: _Operand): dot and mv count
+    nothing (op None); 2-d products and folded ones are one mm, the rest one bmm over the
+    broadcast batch."""
+    da, db = len(a.shape), len(b.shape)
+    if db == 1 and da <= 2 or (da, db) == (1, 1):
+        return None, 0                                  # (dot, mv)
+    if da <= 2 and db == 2:
+        return _matmul_counts(a.shape, b.shape)         # (mm; a 1-d a as one row)
+    if _folds(a, b):
+        if min(da, db) == 1:
+            return None, 0                              # (mv over the folded rows)
+        if da >= db:
+            return _matmul_counts(a.shape, b.shape)
+        return "mm", 2 * math.prod(b.shape[:-2]) * b.shape[-1] * a.shape[0] * a.shape[1]
+    a_shape = (1, *a.shape) if da == 1 else a.shape
+    b_shape = (*b.shape, 1) if db == 1 else b.shape
+    return _matmul_counts(a_shape, b_shape, "bmm")
 
 
 def _counts(name, operands, result):
@@ -85,9 +151,12 @@ def _counts(name, operands, result):
     out = _shape(result)
     if name in ("aten::mm", "aten::matmul", "aten::bmm"):
         a, b = shapes[0], shapes[1]
-        if not a:
+        if not a or not b:
             return None
-        op, flops = _matmul_counts(a, b)
+        if name == "aten::matmul":
+            op, flops = _matmul_product(_Operand.of(operands[0]), _Operand.of(operands[1]))
+        else:
+            op, flops = _matmul_counts(a, b)
         if op is None:
             return None
         backward = "mm" if op == "mm" else "bmm"
@@ -104,9 +173,19 @@ def _counts(name, operands, result):
         if not x or len(w) != 2:
             return None     # (a 1-d weight: a dot product)
         flops = 2 * math.prod(x[:-1]) * x[-1] * w[0]
-        has_bias = len(operands) > 2 and operands[2] is not None
-        return ([("addmm" if has_bias else "mm", flops)],
-                [("mm", flops, operands[0]), ("mm", flops, operands[1])])
+        bias = operands[2] if len(operands) > 2 else None
+        # PyTorch's linear runs addmm for a 2-d input with a bias, and for a contiguous input of
+        # another rank with a 1-d bias (its rows folded); any other input goes through matmul
+        # and then adds the bias: mm
+        fused = bias is not None and (len(x) == 2 or (operands[0].is_contiguous()
+                                                      and bias.dim() == 1))
+        op = "addmm" if fused else _matmul_product(_Operand.of(operands[0]),
+                                                   _Operand.of(operands[1]).mT())[0]
+        if op is None:
+            return None
+        backward = "mm" if op == "addmm" else op
+        return ([(op, flops)],
+                [(backward, flops, operands[0]), (backward, flops, operands[1])])
     if name.startswith("aten::conv") and out is not None:
         x, w = shapes[0], shapes[1]
         channel = len(x) - len(w) + 1        # 1 batched, 0 unbatched
@@ -124,18 +203,32 @@ def _counts(name, operands, result):
         return ([("convolution", flops)],
                 [("convolution_backward", flops, operands[0]),
                  ("convolution_backward", flops * groups, operands[1])])
-    if name == "aten::scaled_dot_product_attention" and len(shapes) >= 3 and shapes[2]:
+    if name == "aten::_scaled_dot_product_attention_math" and len(shapes) >= 3 and shapes[2]:
+        # PyTorch's math kernel: two matmuls, scores = (q * scale) k^T and weights v, each run
+        # as matmul runs (bmm; mm for 2-d operands or a 2-d key/value).  Its flash kernel, which
+        # the event of aten::_scaled_dot_product_flash_attention_for_cpu stands for, counts 0
         q, k, v = shapes[:3]
-        batch = math.prod(_profiler_flops._broadcast(
-            _profiler_flops._broadcast(q[:-2], k[:-2]), v[:-2]))
-        scores = 2 * batch * q[-2] * q[-1] * k[-2]      # Q K^T
-        mixed = 2 * batch * q[-2] * k[-2] * v[-1]       # softmax(.) V
+        if len(k) < 2 or not q:
+            return None
         query, key, value = operands[:3]
-        # the backward's products: the weights' and V's gradients (mixed), Q's and K's (scores)
+        # (the kernel scales q and k^T first: new tensors, q's contiguous, k^T's strided as
+        # k^T; the softmax's weights are contiguous; each requires grad as its source does)
+        recording = _grad_mode.is_grad_enabled()
+        scaled_q = _Operand.contiguous(q, recording and _needs_grad(query))
+        scaled_kt = _Operand(k, key.stride(), recording and _needs_grad(key)).mT()
+        scores_op, scores = _matmul_product(scaled_q, scaled_kt)
+        scores_shape = (*_profiler_flops._broadcast(q[:-2], k[:-2]), q[-2] if len(q) > 1 else 1,
+                        k[-2])
+        weights_operand = _Operand.contiguous(scores_shape, scaled_q.requires_grad
+                                              or scaled_kt.requires_grad)
+        mixed_op, mixed = _matmul_product(weights_operand, _Operand.of(value))
+        if scores_op is None or mixed_op is None:
+            return None
+        # the backward's products: the weights' and v's gradients (mixed), q's and k's (scores)
         weights = _needs_grad(query) or _needs_grad(key)
-        return ([("bmm", scores), ("bmm", mixed)],
-                [("bmm", mixed, weights), ("bmm", mixed, value), ("bmm", scores, query),
-                 ("bmm", scores, key)])
+        return ([(scores_op, scores), (mixed_op, mixed)],
+                [(mixed_op, mixed, weights), (mixed_op, mixed, value),
+                 (scores_op, scores, query), (scores_op, scores, key)])
     return None
 
 
@@ -201,7 +294,15 @@ def _einsum_counts(equation, operands):
 _COUNTED = frozenset(("aten::einsum", "aten::mm", "aten::matmul", "aten::bmm", "aten::addmm", "aten::baddbmm",
                       "aten::linear", "aten::conv1d", "aten::conv2d", "aten::conv3d",
                       "aten::conv_transpose1d", "aten::conv_transpose2d",
-                      "aten::conv_transpose3d", "aten::scaled_dot_product_attention"))
+                      "aten::conv_transpose3d", "aten::_scaled_dot_product_attention_math"))
+
+# Ops PyTorch runs as one kernel its registry has no formula for: they count nothing, nor do the
+# counted ops tapegrad's composition of them calls (F.bilinear is PyTorch's _trilinear; the
+# inference fast paths of MultiheadAttention and TransformerEncoderLayer, and attention's CPU
+# flash kernel, are fused kernels: their events come from tapegrad/_profiling.kernel_event).
+_UNCOUNTED_KERNELS = frozenset(("aten::bilinear", "aten::_native_multi_head_attention",
+                                "aten::_transformer_encoder_layer_fwd",
+                                "aten::_scaled_dot_product_flash_attention_for_cpu"))
 
 _BACKWARD = "backward"      # (the marker of a backward node's event on a listener's stack)
 
@@ -260,6 +361,7 @@ class FlopCounterMode:
         self.depth = depth
         self.display = display
         self._listener = None
+        self.mod_tracker = ModuleTracker()
 
     def get_total_flops(self) -> int:
         return sum(self.flop_counts["Global"].values())
@@ -303,39 +405,36 @@ class FlopCounterMode:
 
     def __enter__(self):
         self.flop_counts.clear()
-        self._listener = _Listener(self)
+        self.mod_tracker.__enter__()
+        self._listener = _Listener(self, self.mod_tracker)
         self._listener.start()
         return self
 
     def __exit__(self, *exc):
         self._listener.stop()
         self._listener = None
+        self.mod_tracker.__exit__()
         if self.display:
             print(self.get_table(self.depth))
         return False
 
     def _add(self, parents, op, flops):
-        for parent in parents:
+        for parent in set(parents):
             self.flop_counts[parent][_OPS[op]] += flops
 
 
 class _Listener:
-    """A FlopCounterMode's ear on the profiler's op events, and its module tracker (global
-    forward hooks: the names of the modules running, root by class name, children by path)."""
+    """A FlopCounterMode's ear on the profiler's op events; the modules a count is filed under
+    are its ModuleTracker's parents when the op runs (forward) or its node does (backward)."""
 
-    def __init__(self, counter):
+    def __init__(self, counter, tracker):
         self.counter = counter
+        self.tracker = tracker
         self._recording = True          # (what the profiler's hooks ask of their listeners)
         self._stacks = {}               # thread -> open events
-        self.parents = ["Global"]       # the modules running, outermost first
-        self._names = {}                # module -> its name
-        self._hooks = []
         self.active = False
 
     def start(self):
-        from ..nn.modules import _hooks
-        self._hooks = [_hooks.register_module_forward_pre_hook(self._enter_module),
-                       _hooks.register_module_forward_hook(self._leave_module)]
         self.active = True
         _profiler._active_profilers.append(self)
         _profiler._sync_hooks()
@@ -345,22 +444,6 @@ class _Listener:
         if self in _profiler._active_profilers:
             _profiler._active_profilers.remove(self)
         _profiler._sync_hooks()
-        for hook in self._hooks:
-            hook.remove()
-
-    def _name(self, module):
-        name = self._names.setdefault(module, type(module).__name__)
-        for child_name, child in module.named_children():
-            self._names.setdefault(child, f"{name}.{child_name}")
-        return name
-
-    def _enter_module(self, module, args):
-        self.parents.append(self._name(module))
-
-    def _leave_module(self, module, args, output):
-        name = self._name(module)
-        if name in self.parents[1:]:
-            del self.parents[len(self.parents) - 1 - self.parents[::-1].index(name)]
 
     # -- the profiler's listener protocol (profiler._op_open / _op_close, record_function) --
 
@@ -371,7 +454,9 @@ class _Listener:
         elif operands is None:
             event = _BACKWARD
         else:
-            event = (name, operands) if name in _COUNTED else None
+            # (an uncounted kernel's event is kept, as a counted one's: what runs in it is
+            # part of it)
+            event = (name, operands) if name in _COUNTED or name in _UNCOUNTED_KERNELS else None
         stack.append(event)
         return event
 
@@ -389,19 +474,18 @@ class _Listener:
         if counts is None:
             return
         forward, backward = counts
-        parents = tuple(dict.fromkeys(self.parents))
         for op, flops in forward:
-            self.counter._add(parents, op, flops)
+            self.counter._add(self.tracker.parents, op, flops)
         node = getattr(result, "grad_fn", None)
         backward = [(op, flops) for op, flops, needed in backward
                     if needed is True or _needs_grad(needed)]
         if node is not None and backward:
-            node.register_prehook(self._backward_hook(parents, backward))
+            node.register_prehook(self._backward_hook(backward))
 
-    def _backward_hook(self, parents, backward):
+    def _backward_hook(self, backward):
         def count(grad_outputs):
             if self.active:
                 for op, flops in backward:
-                    self.counter._add(parents, op, flops)
+                    self.counter._add(self.tracker.parents, op, flops)
         return count
 

@@ -33,3 +33,4 @@ class FlopCounterMode:
     flop_counts: Any
     depth: Any
     display: Any
+    mod_tracker: Any

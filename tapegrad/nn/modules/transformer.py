@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from ... import _core, creation
+from ... import _core, _profiling, creation
 from ..._device import check_device
 from .. import _attention
 from .. import functional as F
@@ -111,15 +111,18 @@ class MultiheadAttention(Module):
                     value = key
             else:
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
-        out, weights = _attention.multi_head_attention_forward(
-            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
-            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
-            self.out_proj.weight, self.out_proj.bias, training=self.training,
-            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
-            use_separate_proj_weight=not self._qkv_same_embed_dim,
-            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
-            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
-            is_causal=is_causal)
+        with (_profiling.kernel_event("aten::_native_multi_head_attention", (query, key, value))
+              if _profiling.RECORDING and self._takes_fast_path(query, key, value)
+              else _profiling.NO_LABEL):
+            out, weights = _attention.multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+                self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+                self.out_proj.weight, self.out_proj.bias, training=self.training,
+                key_padding_mask=key_padding_mask, need_weights=need_weights,
+                attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+                q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+                v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+                is_causal=is_causal)
         if self.batch_first and is_batched:
             out = out.transpose(1, 0)
         return out, (weights if weights_wanted else None)
@@ -228,19 +231,23 @@ class TransformerEncoderLayer(Module):
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         src_key_padding_mask, src_mask = _canonical_pair(
             src_key_padding_mask, "src_key_padding_mask", src_mask, "src_mask", src)
-        if self._takes_fast_path(src):
+        fast = self._takes_fast_path(src)
+        if fast:
             # PyTorch's fused encoder-layer kernel reads its (float) masks as boolean: every
             # nonzero entry is masked out, a soft -0.5 as much as -inf; a query left with no
             # key gives NaN there (MultiheadAttention's fast path, which bool masks take).
             src_key_padding_mask, src_mask = (None if m is None else m != 0
                                               for m in (src_key_padding_mask, src_mask))
-        x = src
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            x = x + self._ff_block(self.norm2(x))
-        else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
-            x = self.norm2(x + self._ff_block(x))
+        with (_profiling.kernel_event("aten::_transformer_encoder_layer_fwd", (src,))
+              if fast and _profiling.RECORDING else _profiling.NO_LABEL):
+            x = src
+            if self.norm_first:
+                x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+                x = x + self._ff_block(self.norm2(x))
+            else:
+                x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask,
+                                                  is_causal))
+                x = self.norm2(x + self._ff_block(x))
         return x
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
