@@ -233,11 +233,20 @@ def _pad_batched(v, rank):
     return v.view(shape[:1] + (1,) * missing + shape[1:])
 
 
+class UnbatchedWriteError(RuntimeError):
+    """PyTorch's vmap refusal of an in-place write into a tensor that is not mapped over.  Its
+    own class so that vmap never answers it by running the function once per sample (which would
+    make the forbidden write once per sample, silently)."""
+
+
+UnbatchedWriteError.__name__ = UnbatchedWriteError.__qualname__ = "RuntimeError"
+
+
 def unbatched_write_error(name="inplace arithmetic"):
     """PyTorch's refusal of an in-place write into a tensor that is not mapped over (at the
     innermost level) of values that are: one tensor cannot hold every sample's result, and
     writing each sample in turn would leave only the last one."""
-    return RuntimeError(
+    return UnbatchedWriteError(
         f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` "
         f"in extra_args that has more elements than `self`. This happened due to `other` being "
         f"vmapped over but `self` not being vmapped over in a vmap. Please try to use "
@@ -1170,12 +1179,16 @@ def _patch():
     for module in _namespaces():
         _patched[module] = module.__class__
         module.__class__ = _DispatchingModule
+    from . import _vmap_plain_writes
+    _vmap_plain_writes.guard_tensor_methods()
 
 
 def _unpatch():
     for module, cls in _patched.items():
         module.__class__ = cls
     _patched.clear()
+    from . import _vmap_plain_writes
+    _vmap_plain_writes.unguard_tensor_methods()
 
 
 def redirect(fn):
@@ -1229,10 +1242,12 @@ class _level:
         running = _running()
         self.id = (running[-1][0] + 1) if running else 1
         running.append([self.id, self.size])
+        _core._enter_transform(1)
         return self.id
 
     def __exit__(self, *exc):
         global _users
+        _core._enter_transform(-1)
         _running().pop()
         with _lock:
             _users -= 1

@@ -54,11 +54,13 @@ def _transform_level():
     if _depth == 0:
         _caller_records = _is_grad_enabled()
     _depth += 1
+    _core._enter_transform(1)
     try:
         with _enable_grad():
             yield
     finally:
         _depth -= 1
+        _core._enter_transform(-1)
 
 
 def _transforming() -> bool:
@@ -934,7 +936,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                       for leaf, d in pairs]
             try:
                 result = _vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs)
-            except _vmap.DataDependentError:
+            except (_vmap.DataDependentError, _vmap.UnbatchedWriteError):
+                # (never answered by the per-sample loop: a write into a tensor not mapped
+                # over would then happen once per sample, silently)
                 _default_generator.set_state(state)
                 raise
             except Exception as exc:

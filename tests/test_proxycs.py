@@ -1,0 +1,124 @@
+"""torch.func in research code (proxy corpus 'proxycs'): vmap's refusal of writes into captured
+tensors, backward() inside a transform, and the idioms the corpus scripts exercise."""
+import pytest
+
+import tapegrad as tg
+from tapegrad.func import grad, vmap
+
+
+# -- in-place writes into a tensor vmap does not map over -----------------------------------------
+
+def _captured_writes(lib):
+    """In-place ops writing a batched x into the captured tensor c, with ``lib``'s tensors."""
+    i = lib.tensor([0])
+    return {
+        "index_add_": lambda c, x: c.index_add_(0, i, x[:1]),
+        "index_copy_": lambda c, x: c.index_copy_(0, i, x[:1]),
+        "scatter_": lambda c, x: c.scatter_(0, i, x[:1]),
+        "scatter_add_": lambda c, x: c.scatter_add_(0, i, x[:1]),
+        "masked_fill_": lambda c, x: c.masked_fill_(x > 4, 1.0),
+        "copy_": lambda c, x: c.copy_(x),
+        "addcmul_": lambda c, x: c.addcmul_(x, x),
+        "lerp_": lambda c, x: c.lerp_(x, 0.5),
+        "clamp_": lambda c, x: c.clamp_(min=x),
+        "fill_": lambda c, x: c.fill_(x[0]),
+        "put_": lambda c, x: c.put_(i, x[:1]),
+        "add_": lambda c, x: c.add_(x),
+        "iadd": lambda c, x: c.__iadd__(x),
+        "sub_": lambda c, x: c.sub_(x),
+    }
+
+
+_PHRASES = {"index_add_": "vmap: index_add_(", "index_copy_": "vmap: aten::index_copy_(",
+            "scatter_": "vmap: aten::scatter_(", "scatter_add_": "vmap: scatter_add_(",
+            "masked_fill_": "vmap: inplace arithmetic(", "copy_": "vmap: inplace arithmetic(",
+            "addcmul_": "vmap: aten::addcmul_(", "lerp_": "vmap: aten::lerp_(",
+            "clamp_": "vmap: aten::clamp_(", "fill_": "vmap: fill_(", "put_": "vmap: aten::put_(",
+            "add_": "output with shape [3] doesn't match the broadcast shape [4, 3]",
+            "iadd": "output with shape [3] doesn't match the broadcast shape [4, 3]",
+            "sub_": "vmap: inplace arithmetic("}
+
+
+def _write_under_vmap(lib, name, randomness="error"):
+    """(error message or None, the captured tensor afterwards)."""
+    op = _captured_writes(lib)[name]
+    captured = lib.zeros(3)
+
+    def f(x):
+        op(captured, x)
+        return x * 2
+    try:
+        lib.func.vmap(f, randomness=randomness)(lib.arange(12.).reshape(4, 3))
+    except RuntimeError as e:
+        return str(e), captured.tolist()
+    return None, captured.tolist()
+
+
+@pytest.mark.parametrize("name", sorted(_PHRASES))
+@pytest.mark.parametrize("randomness", ["error", "different"])
+def test_write_into_captured_tensor_is_refused(name, randomness):
+    # SILENT before: the batched run failed on the plain tensor's method, vmap then ran the
+    # function once per sample, each sample wrote into the same captured tensor and every row
+    # of the result was its last state (index_add_ returned [18, 0, 0] four times).  With
+    # randomness='different' even add_'s refusal was answered by that loop.
+    message, captured = _write_under_vmap(tg, name, randomness)
+    assert message is not None and message.startswith(_PHRASES[name])
+    assert captured == [0.0, 0.0, 0.0]       # untouched
+
+
+@pytest.mark.parametrize("name", sorted(_PHRASES))
+def test_write_into_captured_tensor_matches_torch(name):
+    torch = pytest.importorskip("torch")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (PyTorch's "no batching rule" performance warning)
+        expected = _write_under_vmap(torch, name)
+    got = _write_under_vmap(tg, name)
+    assert got[1] == expected[1]
+    assert got[0].split(" is not possible")[0] == expected[0].split(" is not possible")[0]
+
+
+def test_writes_that_vmap_allows_still_work():
+    # into a tensor made from a batched one, into a batched input's clone, an unbatched value
+    # into a batched tensor, and a plain tensor's in-place op with plain arguments
+    def f(x):
+        y = tg.zeros_like(x)
+        y.copy_(x)
+        z = x.clone()
+        z += tg.ones(3)
+        z.index_add_(0, tg.tensor([0]), tg.ones(1))
+        w = tg.zeros(3)
+        w.add_(tg.ones(3))
+        return y + z + w
+    x = tg.arange(12.).reshape(4, 3)
+    out = vmap(f)(x)
+    expected = x + x + 1 + 1
+    expected[:, 0] += 1
+    assert tg.equal(out, expected)
+
+
+def test_tensor_class_restored_after_vmap():
+    before = dict(vars(tg.Tensor))
+    vmap(lambda x: x * 2)(tg.ones(2, 3))
+    try:
+        vmap(lambda x: tg.zeros(3).copy_(x))(tg.ones(2, 3))
+    except RuntimeError:
+        pass
+    assert dict(vars(tg.Tensor)) == before
+
+
+# -- backward() inside a transform ---------------------------------------------------------------
+
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_backward_inside_transform_is_refused(transform):
+    def uses_backward(x):
+        y = (x ** 2).sum()
+        y.backward()
+        return y
+    fn = grad(uses_backward) if transform == "grad" else vmap(uses_backward)
+    with pytest.raises(RuntimeError, match="backward\\(\\) called inside a functorch transform"):
+        fn(tg.ones(3) if transform == "grad" else tg.ones(2, 3))
+    # and backward works again afterwards
+    x = tg.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
