@@ -66,6 +66,7 @@ def test_write_into_captured_tensor_is_refused(name, randomness):
     assert captured == [0.0, 0.0, 0.0]       # untouched
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("name", sorted(_PHRASES))
 def test_write_into_captured_tensor_matches_torch(name):
     torch = pytest.importorskip("torch")
@@ -122,3 +123,32 @@ def test_backward_inside_transform_is_refused(transform):
     x = tg.ones(3, requires_grad=True)
     (x * 2).sum().backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+# -- transforms nested inside grad return plain results -------------------------------------------
+
+# torch.func's hessian (forward-mode) warns about torch.jit.script on first use (torch's own code)
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_grad_of_loss_with_inner_jacrev_returns_plain_gradient():
+    # the inner jacrev's fresh input, freed when it returned, was taken for a tensor of the
+    # caller's: grad's result then kept its graph (requires_grad, a grad_fn) unlike PyTorch's
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        w1 = lib.tensor([[0.3, -0.2], [0.1, 0.5], [-0.4, 0.2]], dtype=lib.float64)
+        w2 = lib.tensor([[0.7, -0.3, 0.2]], dtype=lib.float64)
+        x = lib.tensor([0.5, -1.0], dtype=lib.float64)
+
+        def u(p, z):
+            return (p["w2"] @ lib.tanh(p["w1"] @ z)).squeeze()
+
+        def loss(p):
+            du = lib.func.jacrev(u, argnums=1)(p, x)
+            d2u = lib.func.hessian(u, argnums=1)(p, x)
+            return u(p, x) * du[0] + d2u.trace()
+        g = lib.func.grad(loss)({"w1": w1, "w2": w2})
+        results.append(g)
+    for k in ("w1", "w2"):
+        assert not results[1][k].requires_grad and results[1][k].grad_fn is None
+        assert results[1][k].flatten().tolist() == pytest.approx(results[0][k].flatten().tolist(), rel=1e-10)
