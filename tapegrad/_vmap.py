@@ -976,25 +976,42 @@ def _like_rule(dispatch, args, kwargs):
     return BatchedTensor(dispatch(x.value, *args[1:], **kwargs), x.level)
 
 
-def _cross_entropy_rule(dispatch, args, kwargs):
-    """Class-index targets, sample logits (C,) or (N, C), no weight/ignore_index/smoothing
-    arguments: one call on the batch with reduction='none', reduced per sample."""
+def _class_index_loss_rule(dispatch, args, kwargs):
+    """cross_entropy / nll_loss with class-index targets, sample logits (C,) or (N, C), no class
+    weights or label smoothing: one call on the batch with reduction='none', then reduced per
+    sample as PyTorch's batching rule does (its nodes: the ignored targets masked by a where,
+    the mean a sum divided by the count of targets not ignored)."""
     logits = args[0] if args else kwargs.pop("input")
     target = args[1] if len(args) > 1 else kwargs.pop("target")
     reduction = kwargs.pop("reduction", "mean")
+    ignore_index = kwargs.pop("ignore_index", -100)
+    for key, neutral in (("weight", None), ("size_average", None), ("reduce", None),
+                         ("label_smoothing", 0.0)):
+        if kwargs.get(key, neutral) == neutral:
+            kwargs.pop(key, None)
     if len(args) > 2 or kwargs or reduction not in ("mean", "sum", "none") or \
-            target.dtype.is_floating_point or logits.dim() not in (1, 2):
+            not isinstance(ignore_index, int) or not _is_tensor_like(target) or \
+            target.dtype.is_floating_point or logits.dim() not in (1, 2) or \
+            target.dim() != logits.dim() - 1:
         return None
     level = _top_level((logits, target))
     lv, tv = _expanded(logits, level), _expanded(target, level)
-    if logits.dim() == 1:
-        return BatchedTensor(dispatch(lv, tv, reduction="none"), level)
-    size, n = lv.shape[0], lv.shape[1]
-    per = dispatch(lv.reshape(size * n, lv.shape[2]), tv.reshape(size * n),
-                   reduction="none").reshape(size, n)
+    size, n = lv.shape[0], (lv.shape[1] if logits.dim() == 2 else 1)
+    per = dispatch(lv.reshape(size * n, lv.shape[-1]), tv.reshape(size * n),
+                   reduction="none", ignore_index=ignore_index).reshape(size, n)
+    kept = tv.reshape(size, n) != ignore_index
     if reduction == "none":
-        return BatchedTensor(per, level)
-    return BatchedTensor(per.sum(1) if reduction == "sum" else per.mean(1), level)
+        per = per if logits.dim() == 2 else per.reshape(size)
+        kept = kept if logits.dim() == 2 else kept.reshape(size)
+        return BatchedTensor(function("where")(kept, per, 0.0), level)
+    total = per.sum(1)
+    if reduction == "sum":
+        return BatchedTensor(total, level)
+    return BatchedTensor(total / kept.sum(1), level)
+
+
+def _is_tensor_like(x) -> bool:
+    return isinstance(x, _core.TensorBase) or type(x) is BatchedTensor
 
 
 def _pointwise_loss(name):
@@ -1063,7 +1080,7 @@ _FUNCTION_RULES = {
     "dot": lambda o, a, k: BatchedTensor.dot(a[0], a[1]),
     "mv": lambda o, a, k: BatchedTensor.mv(a[0], a[1]),
     "bmm": lambda o, a, k: BatchedTensor.bmm(a[0], a[1]),
-    "cross_entropy": _cross_entropy_rule, "mse_loss": _pointwise_loss("mse_loss"),
+    "cross_entropy": _class_index_loss_rule, "nll_loss": _class_index_loss_rule, "mse_loss": _pointwise_loss("mse_loss"),
     "l1_loss": _pointwise_loss("l1_loss"),
     "is_tensor": _is_tensor_rule, "where": _where_rule,
     # F.batch_norm(input, running_mean, running_var, weight, bias, training, ...) and

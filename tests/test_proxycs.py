@@ -152,3 +152,32 @@ def test_grad_of_loss_with_inner_jacrev_returns_plain_gradient():
     for k in ("w1", "w2"):
         assert not results[1][k].requires_grad and results[1][k].grad_fn is None
         assert results[1][k].flatten().tolist() == pytest.approx(results[0][k].flatten().tolist(), rel=1e-10)
+
+
+# -- vmap of class-index losses --------------------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("loss", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("sample_dims", [1, 2])
+def test_vmap_class_index_loss_matches_torch(loss, reduction, sample_dims):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    logits = np.sin(np.arange(3 * 5 * 4).reshape(3, 5, 4) * 0.7)
+    targets = np.array([[0, 1, 2, 3, 0], [1, 1, 3, 0, 2], [3, 3, 3, 3, 3]])
+    results = []
+    for lib in (torch, tg):
+        x = lib.tensor(logits if sample_dims == 2 else logits[:, 0], dtype=lib.float64,
+                       requires_grad=True)
+        t = lib.tensor(targets if sample_dims == 2 else targets[:, 0])
+        def per_sample(xs, ts):
+            # (looked up inside: vmap's wrappers see the call, as F.cross_entropy(...) in a script)
+            return getattr(lib.nn.functional, loss)(xs, ts, reduction=reduction, ignore_index=3)
+        out = lib.func.vmap(per_sample)(x, t)
+        (g,) = lib.autograd.grad(out.nan_to_num().sum(), x)
+        results.append((out, g))
+    (out_t, g_t), (out_g, g_g) = results
+    assert out_g.grad_fn.name() == out_t.grad_fn.name()
+    assert out_g.shape == out_t.shape
+    np.testing.assert_allclose(out_g.detach().numpy(), out_t.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(g_g.numpy(), g_t.numpy(), rtol=1e-12)
