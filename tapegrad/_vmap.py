@@ -1014,6 +1014,25 @@ def _is_tensor_like(x) -> bool:
     return isinstance(x, _core.TensorBase) or type(x) is BatchedTensor
 
 
+def _attention_rule(dispatch, args, kwargs):
+    """scaled_dot_product_attention: its leading dims are batch dims already, so the batch
+    becomes one more of them (each operand padded to the others' rank, so that their sample
+    dims stay aligned; a batched mask likewise, an unbatched one broadcasts from the right)."""
+    args = list(args)
+    operands = []
+    for i, key in enumerate(("query", "key", "value")):
+        operands.append(args[i] if len(args) > i else kwargs.pop(key, None))
+    mask = args[3] if len(args) > 3 else kwargs.pop("attn_mask", None)
+    if any(not _is_tensor_like(t) or t.dim() < 2 for t in operands):
+        return None
+    level = _top_level(operands + [mask])
+    rank = max(t.dim() for t in operands)
+    values = [_pad_batched(_expanded(t, level), rank) for t in operands]
+    if type(mask) is BatchedTensor and mask.level == level:
+        mask = _pad_batched(mask.value, rank)
+    return BatchedTensor(dispatch(*values, mask, *args[4:], **kwargs), level)
+
+
 def _pointwise_loss(name):
     def rule(dispatch, args, kwargs):
         a = args[0] if args else kwargs.pop("input")
@@ -1080,6 +1099,7 @@ _FUNCTION_RULES = {
     "dot": lambda o, a, k: BatchedTensor.dot(a[0], a[1]),
     "mv": lambda o, a, k: BatchedTensor.mv(a[0], a[1]),
     "bmm": lambda o, a, k: BatchedTensor.bmm(a[0], a[1]),
+    "scaled_dot_product_attention": _attention_rule,
     "cross_entropy": _class_index_loss_rule, "nll_loss": _class_index_loss_rule, "mse_loss": _pointwise_loss("mse_loss"),
     "l1_loss": _pointwise_loss("l1_loss"),
     "is_tensor": _is_tensor_rule, "where": _where_rule,

@@ -181,3 +181,65 @@ def test_vmap_class_index_loss_matches_torch(loss, reduction, sample_dims):
     assert out_g.shape == out_t.shape
     np.testing.assert_allclose(out_g.detach().numpy(), out_t.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(g_g.numpy(), g_t.numpy(), rtol=1e-12)
+
+
+# -- attention under vmap ------------------------------------------------------------------------
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("mask", [None, "shared", "batched", "causal"])
+def test_vmap_scaled_dot_product_attention_matches_torch(mask):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    q = np.sin(np.arange(3 * 2 * 4 * 5).reshape(3, 2, 4, 5) * 0.3)
+    k = np.cos(np.arange(3 * 2 * 6 * 5).reshape(3, 2, 6, 5) * 0.2)
+    v = np.sin(np.arange(2 * 6 * 5).reshape(2, 6, 5) * 0.1)       # shared by the samples
+    m = np.arange(3 * 4 * 6).reshape(3, 4, 6) % 3 != 0
+    results = []
+    for lib in (torch, tg):
+        qt = lib.tensor(q, requires_grad=True)
+        kt = lib.tensor(k, requires_grad=True)
+        vt = lib.tensor(v, requires_grad=True)
+        F = lib.nn.functional
+        if mask == "batched":
+            out = lib.func.vmap(lambda a, b, mm: F.scaled_dot_product_attention(
+                a, b, vt, attn_mask=mm))(qt, kt, lib.tensor(m))
+        else:
+            shared = lib.tensor(m[0]) if mask == "shared" else None
+            out = lib.func.vmap(lambda a, b: F.scaled_dot_product_attention(
+                a, b, vt, attn_mask=shared, is_causal=mask == "causal"))(qt, kt)
+        grads = lib.autograd.grad((out * out).sum(), (qt, kt, vt))
+        results.append([out.detach().numpy()] + [g.numpy() for g in grads])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
+def test_per_sample_grads_through_multihead_attention():
+    # MultiheadAttention under vmap(grad): its fused path read the array a BatchedTensor has not
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    results = []
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        attn = lib.nn.MultiheadAttention(4, 2, batch_first=True).double()
+        with lib.no_grad():
+            for i, p in enumerate(attn.parameters()):
+                p.copy_(lib.linspace(-1, 1, p.numel()).reshape(p.shape).sin() * (0.3 + 0.1 * i))
+        params = {k: p.detach() for k, p in attn.named_parameters()}
+        x = lib.tensor(np.sin(np.arange(3 * 5 * 4).reshape(3, 5, 4) * 0.4))
+
+        def loss(p, sample):
+            out, _ = lib.func.functional_call(attn, p, (sample[None],) * 3,
+                                              {"need_weights": False})
+            return (out ** 2).sum()
+        g = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0))(params, x)
+        results.append({k: t.numpy() for k, t in g.items()})
+        if lib is tg:       # the same, sample by sample
+            for i in range(3):
+                gi = lib.func.grad(loss)(params, x[i])
+                for k in gi:
+                    np.testing.assert_allclose(g[k][i].numpy(), gi[k].numpy(), rtol=1e-12,
+                                               atol=1e-14)
+    # (PyTorch's float64 flash kernel differs from the math kernel by ~1e-8 relative)
+    for k in results[0]:
+        np.testing.assert_allclose(results[1][k], results[0][k], rtol=1e-6, atol=1e-9)
