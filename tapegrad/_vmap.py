@@ -141,6 +141,11 @@ class BatchedTensor:
     # -- anything without a rule: the loop ---------------------------------------------------------
     def __getattr__(self, name):
         attr = getattr(self.value, name)    # AttributeError as a tensor's, for unknown names
+        if not callable(attr) and name.startswith("_"):
+            # tapegrad's own code reading a tensor's internals (its array) was handed a batched
+            # tensor (a module calling a kernel directly, not through the namespaces): a
+            # TypeError naming BatchedTensor, on which vmap runs the function once per sample
+            raise TypeError(f"vmap: Tensor.{name} read from a BatchedTensor")
         if not callable(attr):
             raise RuntimeError(f"vmap: the attribute Tensor.{name} of a batched tensor is not "
                                f"supported")

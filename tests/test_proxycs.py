@@ -243,3 +243,63 @@ def test_per_sample_grads_through_multihead_attention():
     # (PyTorch's float64 flash kernel differs from the math kernel by ~1e-8 relative)
     for k in results[0]:
         np.testing.assert_allclose(results[1][k], results[0][k], rtol=1e-6, atol=1e-9)
+
+
+# -- modules under vmap(grad): per-sample gradients ----------------------------------------------
+
+def _per_sample_grads(lib, make_module, sample_shape):
+    import numpy as np
+    lib.manual_seed(0)
+    module = make_module(lib.nn).double()
+    with lib.no_grad():
+        for i, p in enumerate(module.parameters()):
+            p.copy_(lib.linspace(-1, 1, p.numel()).reshape(p.shape).sin() * (0.4 + 0.1 * i))
+    params = {k: p.detach() for k, p in module.named_parameters()}
+    n = 2 * int(np.prod(sample_shape))
+    x = lib.tensor(np.sin(np.arange(n).reshape((2,) + sample_shape) * 0.37))
+
+    def loss(p, sample):
+        return (lib.func.functional_call(module, p, (sample[None],)) ** 2).sum()
+    g = lib.func.vmap(lib.func.grad(loss), in_dims=(None, 0))(params, x)
+    return {k: t.numpy() for k, t in g.items()}
+
+
+_MODULES = {
+    # modules that called their kernel directly, which then read a BatchedTensor's array
+    "pixel_shuffle": (lambda nn: nn.Sequential(nn.Conv2d(1, 4, 1), nn.PixelShuffle(2)), (1, 3, 3)),
+    "pixel_unshuffle": (lambda nn: nn.Sequential(nn.Conv2d(1, 1, 1), nn.PixelUnshuffle(2)),
+                        (1, 4, 4)),
+    "channel_shuffle": (lambda nn: nn.Sequential(nn.Conv2d(4, 4, 1), nn.ChannelShuffle(2)),
+                        (4, 2, 2)),
+    "mish_hardswish": (lambda nn: nn.Sequential(nn.Linear(3, 4), nn.Mish(), nn.Linear(4, 4),
+                                                nn.Hardswish()), (3,)),
+}
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:There is a performance drop:UserWarning")
+@pytest.mark.parametrize("name", sorted(_MODULES))
+def test_per_sample_grads_of_modules_match_torch(name):
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    make, shape = _MODULES[name]
+    expected = _per_sample_grads(torch, make, shape)
+    got = _per_sample_grads(tg, make, shape)
+    for k in expected:
+        np.testing.assert_allclose(got[k], expected[k], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("make, op", [
+    (lambda nn: nn.LSTM(4, 6, batch_first=True), "lstm.input"),
+    (lambda nn: nn.GRU(4, 6, num_layers=2), "gru.input"),
+    (lambda nn: nn.RNN(4, 6), "rnn_tanh.input"),
+    (lambda nn: nn.LSTMCell(4, 6), "lstm_cell"),
+])
+def test_recurrent_layers_under_vmap_refused_as_pytorch(make, op):
+    # PyTorch has no batching rule nor fallback for its fused recurrent kernels
+    module = make(tg.nn)
+    x = tg.ones(2, 5, 4) if op != "lstm_cell" else tg.ones(2, 4)
+    with pytest.raises(RuntimeError, match=f"Batching rule not implemented for aten::{op}"):
+        vmap(module)(x)
+    cell = tg.nn.GRUCell(4, 6)          # (the GRU and RNN cells are composite ops: they map)
+    assert vmap(cell)(tg.ones(2, 4)).shape == (2, 6)
