@@ -904,7 +904,14 @@ for _name, _ranks in (("dot", (1, 1)), ("mv", (2, 1)), ("mm", (2, 2)), ("bmm", (
     setattr(BatchedTensor, _name, _fixed_ranks(_name, *_ranks))
 BatchedTensor.__hash__ = object.__hash__
 # `t += batched` on a plain tensor t: the core asks this instead of rebinding t to t + batched
-BatchedTensor._inplace_into_plain_error = staticmethod(unbatched_write_error)
+def _inplace_into_plain_error(self, other, is_add):
+    """The refusal of ``self (op)= other`` for a plain self (ops_inplace.pxi asks for it): in
+    PyTorch's words, add_'s (a shape mismatch) or binary arithmetic's."""
+    from ._vmap_plain_writes import refusal
+    return refusal("add_" if is_add else "mul_", self, (other,))
+
+
+BatchedTensor._inplace_into_plain_error = staticmethod(_inplace_into_plain_error)
 
 
 # -- module-level functions -----------------------------------------------------------------------
@@ -1221,16 +1228,16 @@ def _patch():
     for module in _namespaces():
         _patched[module] = module.__class__
         module.__class__ = _DispatchingModule
-    from . import _vmap_plain_writes
-    _vmap_plain_writes.guard_tensor_methods()
+    from . import _vmap_isinstance
+    _vmap_isinstance.install()
 
 
 def _unpatch():
     for module, cls in _patched.items():
         module.__class__ = cls
     _patched.clear()
-    from . import _vmap_plain_writes
-    _vmap_plain_writes.unguard_tensor_methods()
+    from . import _vmap_isinstance
+    _vmap_isinstance.uninstall()
 
 
 def redirect(fn):

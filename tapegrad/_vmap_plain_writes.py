@@ -9,12 +9,15 @@ TypeError, after which vmap ran the function once per sample: each sample then w
 same captured tensor (accumulating, or leaving the last sample's values), and every sample
 returned the last state -- silently wrong results.
 
-So while any vmap runs, the Tensor class's in-place methods are guarded: a call on a plain self
-with a BatchedTensor among its arguments raises PyTorch's error (an UnbatchedWriteError, which
-vmap never answers with its per-sample loop).  The guards are installed when the first vmap
-starts and removed when the last one ends, so ordinary code pays nothing.
+So before vmap answers a failed batched run with its per-sample loop, it runs the function
+batched once more with the Tensor class's in-place methods guarded: a call on a plain self with a
+BatchedTensor among its arguments raises PyTorch's error (an UnbatchedWriteError, which vmap
+never answers with the loop).  Installing the guards rewrites ~170 class attributes (~1.5 ms),
+so only that already slow path pays it; a batched run that succeeds never does.
 """
 from __future__ import annotations
+
+import contextlib
 
 from . import _vmap
 
@@ -48,7 +51,7 @@ def _physical_shape(x):
     return list(_vmap._peel(x)[0].shape) if type(x) is _vmap.BatchedTensor else list(x.shape)
 
 
-def _refusal(name, self, args):
+def refusal(name, self, args):
     """PyTorch's error for in-place ``name`` on the plain ``self`` with a batched argument."""
     if name in _SHAPE_CHECKED and args and type(args[0]) is _vmap.BatchedTensor:
         import numpy as np
@@ -68,7 +71,7 @@ def _guarded(name, method):
     def guarded(self, *args, **kwargs):
         if type(self) is not _vmap.BatchedTensor and (
                 _batched_in(args) or _batched_in(tuple(kwargs.values()))):
-            raise _refusal(name, self, args)
+            raise refusal(name, self, args)
         return method(self, *args, **kwargs)
     guarded.__name__ = guarded.__qualname__ = name
     guarded.__wrapped__ = method
@@ -83,11 +86,28 @@ def _inplace_names(cls):
                 yield name
 
 
-def guard_tensor_methods() -> None:
-    """Install the guards (the first vmap to start calls this, under vmap's lock)."""
+_depth = 0      # nested vmaps' retries share one installation
+
+
+@contextlib.contextmanager
+def guarded():
+    """The Tensor class's in-place methods guarded while the block runs."""
+    global _depth
+    with _vmap._lock:
+        if _depth == 0:
+            _guard_tensor_methods()
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _vmap._lock:
+            _depth -= 1
+            if _depth == 0:
+                _unguard_tensor_methods()
+
+
+def _guard_tensor_methods() -> None:
     from .tensor import Tensor
-    if _saved:
-        return
     if not _names:
         _names.extend(_inplace_names(Tensor))
     for name in _names:
@@ -96,8 +116,8 @@ def guard_tensor_methods() -> None:
         setattr(Tensor, name, _guarded(name, getattr(Tensor, name)))
 
 
-def unguard_tensor_methods() -> None:
-    """Restore the Tensor class as it was (the last vmap to end calls this)."""
+def _unguard_tensor_methods() -> None:
+    """Restore the Tensor class as it was."""
     from .tensor import Tensor
     for name, own in _saved.items():
         if own is None:

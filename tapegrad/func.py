@@ -948,7 +948,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 # A function the namespaces' wrappers do not reach (bound to another name
                 # before vmap, a plain tensor's method) met a BatchedTensor, or a random op
                 # without a batched form: run func once per sample instead, outside this level
-                # (its samples are plain tensors).
+                # (its samples are plain tensors) -- unless it writes batched values into a
+                # tensor not mapped over, which the loop would do once per sample.
+                _default_generator.set_state(state)
+                _refuse_unbatched_writes(func, rebuilders, leaves, kwargs)
                 _default_generator.set_state(state)
             else:
                 if _same_state(state, _default_generator.get_state()):
@@ -961,6 +964,20 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                                        "operation out of vmap")
         return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, randomness, kwargs)
     return wrapper
+
+
+def _refuse_unbatched_writes(func, rebuilders, leaves, kwargs):
+    """Run func batched again with plain tensors' in-place methods guarded
+    (tapegrad/_vmap_plain_writes.py): raises PyTorch's error if it writes a batched value into a
+    tensor not mapped over; any other failure is left to the per-sample loop."""
+    from . import _vmap_plain_writes
+    with _vmap_plain_writes.guarded():
+        try:
+            _vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs)
+        except _vmap.UnbatchedWriteError:
+            raise
+        except Exception:
+            pass
 
 
 def _rebuild_args(rebuilders, leaves):

@@ -303,3 +303,17 @@ def test_recurrent_layers_under_vmap_refused_as_pytorch(make, op):
         vmap(module)(x)
     cell = tg.nn.GRUCell(4, 6)          # (the GRU and RNN cells are composite ops: they map)
     assert vmap(cell)(tg.ones(2, 4)).shape == (2, 6)
+
+
+def test_isinstance_tensor_inside_vmap():
+    # PyTorch's batched tensors are Tensors: code converting non-tensors took the other branch
+    seen = []
+
+    def f(x):
+        seen.append((isinstance(x, tg.Tensor), tg.is_tensor(x),
+                     isinstance(x, tg.nn.Parameter), isinstance(x, tg.Size)))
+        return x if isinstance(x, tg.Tensor) else tg.tensor(x)
+    vmap(f)(tg.ones(2, 3))
+    assert seen == [(True, True, False, False)]
+    assert not isinstance(object(), tg.Tensor) and isinstance(tg.ones(1), tg.Tensor)
+    assert "__instancecheck__" not in vars(type(tg.Tensor))     # removed after the vmap
