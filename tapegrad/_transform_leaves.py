@@ -34,7 +34,10 @@ def reaches_outer_leaf(tensor) -> bool:
             continue
         seen[id(node)] = node          # (held, so that ids are not reused during the walk)
         if type(node).__name__ == "AccumulateGrad":
-            if not is_internal(node.variable):
+            # (a leaf already freed is an inner transform's own, gone with it: jacrev's fresh
+            # input inside grad; a tensor of the caller's is alive while the caller runs)
+            variable = node.variable
+            if variable is not None and not is_internal(variable):
                 return True
             continue
         stack.extend(f for f, _ in node.next_functions)

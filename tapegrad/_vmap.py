@@ -141,6 +141,11 @@ class BatchedTensor:
     # -- anything without a rule: the loop ---------------------------------------------------------
     def __getattr__(self, name):
         attr = getattr(self.value, name)    # AttributeError as a tensor's, for unknown names
+        if not callable(attr) and name.startswith("_"):
+            # tapegrad's own code reading a tensor's internals (its array) was handed a batched
+            # tensor (a module calling a kernel directly, not through the namespaces): a
+            # TypeError naming BatchedTensor, on which vmap runs the function once per sample
+            raise TypeError(f"vmap: Tensor.{name} read from a BatchedTensor")
         if not callable(attr):
             raise RuntimeError(f"vmap: the attribute Tensor.{name} of a batched tensor is not "
                                f"supported")
@@ -233,11 +238,20 @@ def _pad_batched(v, rank):
     return v.view(shape[:1] + (1,) * missing + shape[1:])
 
 
+class UnbatchedWriteError(RuntimeError):
+    """PyTorch's vmap refusal of an in-place write into a tensor that is not mapped over.  Its
+    own class so that vmap never answers it by running the function once per sample (which would
+    make the forbidden write once per sample, silently)."""
+
+
+UnbatchedWriteError.__name__ = UnbatchedWriteError.__qualname__ = "RuntimeError"
+
+
 def unbatched_write_error(name="inplace arithmetic"):
     """PyTorch's refusal of an in-place write into a tensor that is not mapped over (at the
     innermost level) of values that are: one tensor cannot hold every sample's result, and
     writing each sample in turn would leave only the last one."""
-    return RuntimeError(
+    return UnbatchedWriteError(
         f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` "
         f"in extra_args that has more elements than `self`. This happened due to `other` being "
         f"vmapped over but `self` not being vmapped over in a vmap. Please try to use "
@@ -890,7 +904,14 @@ for _name, _ranks in (("dot", (1, 1)), ("mv", (2, 1)), ("mm", (2, 2)), ("bmm", (
     setattr(BatchedTensor, _name, _fixed_ranks(_name, *_ranks))
 BatchedTensor.__hash__ = object.__hash__
 # `t += batched` on a plain tensor t: the core asks this instead of rebinding t to t + batched
-BatchedTensor._inplace_into_plain_error = staticmethod(unbatched_write_error)
+def _inplace_into_plain_error(self, other, is_add):
+    """The refusal of ``self (op)= other`` for a plain self (ops_inplace.pxi asks for it): in
+    PyTorch's words, add_'s (a shape mismatch) or binary arithmetic's."""
+    from ._vmap_plain_writes import refusal
+    return refusal("add_" if is_add else "mul_", self, (other,))
+
+
+BatchedTensor._inplace_into_plain_error = staticmethod(_inplace_into_plain_error)
 
 
 # -- module-level functions -----------------------------------------------------------------------
@@ -967,25 +988,61 @@ def _like_rule(dispatch, args, kwargs):
     return BatchedTensor(dispatch(x.value, *args[1:], **kwargs), x.level)
 
 
-def _cross_entropy_rule(dispatch, args, kwargs):
-    """Class-index targets, sample logits (C,) or (N, C), no weight/ignore_index/smoothing
-    arguments: one call on the batch with reduction='none', reduced per sample."""
+def _class_index_loss_rule(dispatch, args, kwargs):
+    """cross_entropy / nll_loss with class-index targets, sample logits (C,) or (N, C), no class
+    weights or label smoothing: one call on the batch with reduction='none', then reduced per
+    sample as PyTorch's batching rule does (its nodes: the ignored targets masked by a where,
+    the mean a sum divided by the count of targets not ignored)."""
     logits = args[0] if args else kwargs.pop("input")
     target = args[1] if len(args) > 1 else kwargs.pop("target")
     reduction = kwargs.pop("reduction", "mean")
+    ignore_index = kwargs.pop("ignore_index", -100)
+    for key, neutral in (("weight", None), ("size_average", None), ("reduce", None),
+                         ("label_smoothing", 0.0)):
+        if kwargs.get(key, neutral) == neutral:
+            kwargs.pop(key, None)
     if len(args) > 2 or kwargs or reduction not in ("mean", "sum", "none") or \
-            target.dtype.is_floating_point or logits.dim() not in (1, 2):
+            not isinstance(ignore_index, int) or not _is_tensor_like(target) or \
+            target.dtype.is_floating_point or logits.dim() not in (1, 2) or \
+            target.dim() != logits.dim() - 1:
         return None
     level = _top_level((logits, target))
     lv, tv = _expanded(logits, level), _expanded(target, level)
-    if logits.dim() == 1:
-        return BatchedTensor(dispatch(lv, tv, reduction="none"), level)
-    size, n = lv.shape[0], lv.shape[1]
-    per = dispatch(lv.reshape(size * n, lv.shape[2]), tv.reshape(size * n),
-                   reduction="none").reshape(size, n)
+    size, n = lv.shape[0], (lv.shape[1] if logits.dim() == 2 else 1)
+    per = dispatch(lv.reshape(size * n, lv.shape[-1]), tv.reshape(size * n),
+                   reduction="none", ignore_index=ignore_index).reshape(size, n)
+    kept = tv.reshape(size, n) != ignore_index
     if reduction == "none":
-        return BatchedTensor(per, level)
-    return BatchedTensor(per.sum(1) if reduction == "sum" else per.mean(1), level)
+        per = per if logits.dim() == 2 else per.reshape(size)
+        kept = kept if logits.dim() == 2 else kept.reshape(size)
+        return BatchedTensor(function("where")(kept, per, 0.0), level)
+    total = per.sum(1)
+    if reduction == "sum":
+        return BatchedTensor(total, level)
+    return BatchedTensor(total / kept.sum(1), level)
+
+
+def _is_tensor_like(x) -> bool:
+    return isinstance(x, _core.TensorBase) or type(x) is BatchedTensor
+
+
+def _attention_rule(dispatch, args, kwargs):
+    """scaled_dot_product_attention: its leading dims are batch dims already, so the batch
+    becomes one more of them (each operand padded to the others' rank, so that their sample
+    dims stay aligned; a batched mask likewise, an unbatched one broadcasts from the right)."""
+    args = list(args)
+    operands = []
+    for i, key in enumerate(("query", "key", "value")):
+        operands.append(args[i] if len(args) > i else kwargs.pop(key, None))
+    mask = args[3] if len(args) > 3 else kwargs.pop("attn_mask", None)
+    if any(not _is_tensor_like(t) or t.dim() < 2 for t in operands):
+        return None
+    level = _top_level(operands + [mask])
+    rank = max(t.dim() for t in operands)
+    values = [_pad_batched(_expanded(t, level), rank) for t in operands]
+    if type(mask) is BatchedTensor and mask.level == level:
+        mask = _pad_batched(mask.value, rank)
+    return BatchedTensor(dispatch(*values, mask, *args[4:], **kwargs), level)
 
 
 def _pointwise_loss(name):
@@ -1054,7 +1111,8 @@ _FUNCTION_RULES = {
     "dot": lambda o, a, k: BatchedTensor.dot(a[0], a[1]),
     "mv": lambda o, a, k: BatchedTensor.mv(a[0], a[1]),
     "bmm": lambda o, a, k: BatchedTensor.bmm(a[0], a[1]),
-    "cross_entropy": _cross_entropy_rule, "mse_loss": _pointwise_loss("mse_loss"),
+    "scaled_dot_product_attention": _attention_rule,
+    "cross_entropy": _class_index_loss_rule, "nll_loss": _class_index_loss_rule, "mse_loss": _pointwise_loss("mse_loss"),
     "l1_loss": _pointwise_loss("l1_loss"),
     "is_tensor": _is_tensor_rule, "where": _where_rule,
     # F.batch_norm(input, running_mean, running_var, weight, bias, training, ...) and
@@ -1170,12 +1228,16 @@ def _patch():
     for module in _namespaces():
         _patched[module] = module.__class__
         module.__class__ = _DispatchingModule
+    from . import _vmap_isinstance
+    _vmap_isinstance.install()
 
 
 def _unpatch():
     for module, cls in _patched.items():
         module.__class__ = cls
     _patched.clear()
+    from . import _vmap_isinstance
+    _vmap_isinstance.uninstall()
 
 
 def redirect(fn):
@@ -1229,10 +1291,12 @@ class _level:
         running = _running()
         self.id = (running[-1][0] + 1) if running else 1
         running.append([self.id, self.size])
+        _core._enter_transform(1)
         return self.id
 
     def __exit__(self, *exc):
         global _users
+        _core._enter_transform(-1)
         _running().pop()
         with _lock:
             _users -= 1

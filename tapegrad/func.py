@@ -54,11 +54,13 @@ def _transform_level():
     if _depth == 0:
         _caller_records = _is_grad_enabled()
     _depth += 1
+    _core._enter_transform(1)
     try:
         with _enable_grad():
             yield
     finally:
         _depth -= 1
+        _core._enter_transform(-1)
 
 
 def _transforming() -> bool:
@@ -934,7 +936,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                       for leaf, d in pairs]
             try:
                 result = _vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs)
-            except _vmap.DataDependentError:
+            except (_vmap.DataDependentError, _vmap.UnbatchedWriteError):
+                # (never answered by the per-sample loop: a write into a tensor not mapped
+                # over would then happen once per sample, silently)
                 _default_generator.set_state(state)
                 raise
             except Exception as exc:
@@ -944,7 +948,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 # A function the namespaces' wrappers do not reach (bound to another name
                 # before vmap, a plain tensor's method) met a BatchedTensor, or a random op
                 # without a batched form: run func once per sample instead, outside this level
-                # (its samples are plain tensors).
+                # (its samples are plain tensors) -- unless it writes batched values into a
+                # tensor not mapped over, which the loop would do once per sample.
+                _default_generator.set_state(state)
+                _refuse_unbatched_writes(func, rebuilders, leaves, kwargs)
                 _default_generator.set_state(state)
             else:
                 if _same_state(state, _default_generator.get_state()):
@@ -957,6 +964,20 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                                        "operation out of vmap")
         return _vmap_by_loop(func, name, pairs, rebuilders, sizes[0], out_dims, randomness, kwargs)
     return wrapper
+
+
+def _refuse_unbatched_writes(func, rebuilders, leaves, kwargs):
+    """Run func batched again with plain tensors' in-place methods guarded
+    (tapegrad/_vmap_plain_writes.py): raises PyTorch's error if it writes a batched value into a
+    tensor not mapped over; any other failure is left to the per-sample loop."""
+    from . import _vmap_plain_writes
+    with _vmap_plain_writes.guarded():
+        try:
+            _vmap.redirect(func)(*_rebuild_args(rebuilders, leaves), **kwargs)
+        except _vmap.UnbatchedWriteError:
+            raise
+        except Exception:
+            pass
 
 
 def _rebuild_args(rebuilders, leaves):

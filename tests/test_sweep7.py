@@ -127,6 +127,9 @@ def test_vmap_refuses_writing_mapped_values_into_an_unmapped_tensor(how):
     err = _error(lambda lib: _inplace_into_unmapped(lib, how), tg)
     # (out= under vmap: PyTorch's refusal of any out= variant, whichever tensor is mapped)
     prefix = "Batching rule not implemented for aten::add.out" if how == "out=" else "vmap: "
+    if how in ("add_", "iadd", "different"):
+        # (PyTorch 2.13 decomposes add_ first: its shape check refuses, in its own words)
+        prefix = "output with shape [3] doesn't match the broadcast shape [2, 3]"
     assert err is not None and err[0] == "RuntimeError" and err[1].startswith(prefix)
 
 

@@ -350,7 +350,7 @@ cdef object inplace_binary(int op, TensorBase self, object other):
         # cannot hold every sample's result, and PyTorch raises).
         refusal = getattr(type(other), "_inplace_into_plain_error", None)
         if refusal is not None:
-            raise refusal()
+            raise refusal(self, other, op == OP_ADD)
         # A sparse COO operand (tapegrad/_sparse_coo.py) adds its entries into self itself:
         # `p.add_(sparse_grad, alpha=-lr)` in SGD, `dense += sparse`.
         add_into_dense = getattr(type(other), "_add_into_dense", None)

@@ -1015,9 +1015,24 @@ def _set_sparse_lookup_leaves(fn):
     SPARSE_LOOKUP_LEAVES = fn
 
 
+# How many torch.func transforms (grad, vjp, jvp, jacrev, vmap ...) are running: PyTorch refuses
+# backward() inside one (its gradients would not reach the transform's own inputs).
+cdef int TRANSFORMS_RUNNING = 0
+
+
+def _enter_transform(int step):
+    """tapegrad/func.py and tapegrad/_vmap.py count their transforms in (+1) and out (-1)."""
+    global TRANSFORMS_RUNNING
+    TRANSFORMS_RUNNING += step
+
+
 cdef int backward_impl(object tensors, object grad_tensors, object retain_graph,
                        bint create_graph, object inputs) except -1:
     cdef tuple inputs_tuple = None
+    if TRANSFORMS_RUNNING > 0:
+        raise RuntimeError("backward() called inside a functorch transform. This is not "
+                           "supported, please use functorch.grad or functorch.vjp instead or "
+                           "call backward() outside of functorch transforms.")
     if inputs is not None:
         inputs_tuple = normalize_inputs(inputs, "backward")
         if len(inputs_tuple) == 0:

@@ -573,7 +573,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     if (packed and bias_k is None and bias_v is None and static_k is None and static_v is None
             and not add_zero_attn and not need_weights and (dropout_p == 0.0 or not training)
-            and qkv._array.dtype in _FUSED_DTYPES
+            # (a vmap's BatchedTensor has no array: its samples take the general path's ops)
+            and isinstance(qkv, _core.TensorBase) and qkv._array.dtype in _FUSED_DTYPES
             and not (attn_mask is not None and attn_mask.requires_grad)
             and not (key_padding_mask is not None and key_padding_mask.requires_grad)):
         # self-attention in one record, heads split and merged in place (_PackedSelfAttention)
@@ -649,7 +650,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     q = q.reshape(bsz, num_heads, tgt_len, head_dim)
     k = k.reshape(bsz, num_heads, src_len, head_dim)
     v = v.reshape(bsz, num_heads, src_len, head_dim)
-    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    # (through the namespace: under vmap its batching rule applies)
+    sdpa = sys.modules[__package__ + ".functional"].scaled_dot_product_attention
+    out = sdpa(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
     out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
     if not is_batched:

@@ -4,7 +4,6 @@ from __future__ import annotations as _annotations
 import collections.abc
 import math
 
-from .. import _shuffle_ops as S
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
@@ -169,7 +168,7 @@ class PixelShuffle(Module):
         self.upscale_factor = upscale_factor
 
     def forward(self, input):
-        return S.pixel_shuffle(input, self.upscale_factor)
+        return F.pixel_shuffle(input, self.upscale_factor)
 
     def extra_repr(self) -> str:
         return f"upscale_factor={self.upscale_factor}"
@@ -184,7 +183,7 @@ class PixelUnshuffle(Module):
         self.downscale_factor = downscale_factor
 
     def forward(self, input):
-        return S.pixel_unshuffle(input, self.downscale_factor)
+        return F.pixel_unshuffle(input, self.downscale_factor)
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
@@ -199,7 +198,7 @@ class ChannelShuffle(Module):
         self.groups = groups
 
     def forward(self, input):
-        return S.channel_shuffle(input, self.groups)
+        return F.channel_shuffle(input, self.groups)
 
     def extra_repr(self) -> str:
         return f"groups={self.groups}"
@@ -232,7 +231,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
-        return S.bilinear(input1, input2, self.weight, self.bias)
+        return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "

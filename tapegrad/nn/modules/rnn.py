@@ -142,6 +142,20 @@ def _run_direction(mode, steps, state, weights, reverse, batch_sizes):
 
 _MODE_CODES = {"LSTM": 0, "GRU": 1, "RNN_TANH": 2, "RNN_RELU": 3}
 
+def _refuse_under_vmap(op, module, input, hx):
+    """PyTorch's vmap has no batching rule for its fused recurrent kernels (aten::lstm,
+    aten::gru, aten::rnn_tanh, aten::lstm_cell ...) and cannot fall back to a per-sample loop:
+    a recurrent layer meeting a batched input, state or weight raises."""
+    from ... import _vmap
+    if not _vmap.active():
+        return
+    tensors = [input, *(hx if isinstance(hx, (tuple, list)) else (hx,)),
+               *module._parameters.values()]
+    if any(type(t) is _vmap.BatchedTensor for t in tensors):
+        raise RuntimeError(f"Batching rule not implemented for aten::{op}. We could not "
+                           f"generate a fallback.")
+
+
 
 class _RecurrentSequence(KernelFunction):
     """Outputs (T, B, H), the last h and (LSTM) the last c of one layer in one direction, from the
@@ -530,6 +544,8 @@ class RNNBase(_BFloat16Calls, Module):
         from ..utils.rnn import PackedSequence
         packed = isinstance(input, PackedSequence)
         is_lstm = self.mode == "LSTM"
+        _refuse_under_vmap(self.mode.lower() + (".data" if packed else ".input"), self,
+                           input.data if packed else input, hx)
         if packed:
             data, batch_sizes_t, sorted_indices, unsorted_indices = input
             batch_sizes = [int(b) for b in batch_sizes_t.tolist()]
@@ -837,6 +853,7 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):
+        _refuse_under_vmap("lstm_cell", self, input, hx)
         input, states, batched = self._prepare(input, hx, 2)
         h, c = self._step("LSTM", input, states)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
