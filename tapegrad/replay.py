@@ -704,8 +704,9 @@ def _plan_from(capture, flat, result, effects=()):
     (ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, grad_dtypes,
      typenums) = _core._plan_steps(capture.steps, claimed, roots, is_grad_enabled())
     if _FUSE:
-        program_steps = _core._fuse_relu_kernels(program_steps, grad, len(ext),
-                                                 {root_slot[id(t)] for t in roots})
+        kept = {root_slot[id(t)] for t in roots}
+        program_steps = _core._fuse_relu_kernels(program_steps, grad, len(ext), kept)
+        program_steps = _core._fuse_kernel_inputs(program_steps, grad, len(ext), kept)
     # The C steps compute in one float dtype; re-run ops may mix any (their adjoints, computed by
     # their own VJPs, keep their slots' dtypes).
     if len(dtypes) > 1 or not dtypes <= _FLOAT_TYPENUMS.keys():

@@ -411,6 +411,20 @@ void tg_max_pool2d_grad_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_w
             if (at >= 0 && at < HW && !(xmask && xmask[p * HW + at] <= (T)0))                     \
                 gx[p * HW + at] += gy[p * L + k];                                                 \
         }                                                                                         \
+}                                                                                                 \
+                                                                                                  \
+void tg_max_pool2d_grad_kept_##SFX(const T* gy, const int64_t* idx, T* gx, const tg_window* g,    \
+                                   const uint8_t* keep)                                           \
+{                                                                                                 \
+    const ptrdiff_t planes = g->N * g->C, HW = g->H * g->W, L = g->Ho * g->Wo;                    \
+    memset(gx, 0, (size_t)(planes * HW) * sizeof(T));                                             \
+    /* the same contributions in the same order as with xmask: keep[k] is that test's answer */  \
+    for (ptrdiff_t p = 0; p < planes; p++)                                                        \
+        for (ptrdiff_t k = 0; k < L; k++) {                                                       \
+            const int64_t at = idx[p * L + k];                                                    \
+            if (keep[p * L + k] && at >= 0 && at < HW)                                            \
+                gx[p * HW + at] += gy[p * L + k];                                                 \
+        }                                                                                         \
 }
 
 /* -- recurrent cells -------------------------------------------------------------------------- */
@@ -1274,6 +1288,17 @@ LAYER_NORM(double, f64, sqrt)
 #define DOT_MA 3                        /* the weight gradient's dot tile: 3 x 4 */
 #define DOT_MB 4
 
+/* The product tile is inlined into its two callers (the forward's blocks and the input
+ * gradient), which are not inlined themselves: GCC left to itself makes the tile a call once a
+ * third copy of a caller appears, ~10% slower. */
+#if defined(__GNUC__)
+#define CONV_NOINLINE __attribute__((noinline))
+#define CONV_INLINE inline __attribute__((always_inline))
+#else
+#define CONV_NOINLINE
+#define CONV_INLINE inline
+#endif
+
 static inline ptrdiff_t round_up(ptrdiff_t n, ptrdiff_t m)
 {
     return (n + m - 1) / m * m;
@@ -1310,6 +1335,26 @@ static conv_plan plan_conv(const tg_window* g, ptrdiff_t G, size_t elt, ptrdiff_
     return p;
 }
 
+/* Where tg_conv2d_relu_pool's epilogue writes: the pooled values (T), their positions and relu's
+ * gradient test per window. */
+typedef struct {
+    void* y;
+    int64_t* idx;
+    uint8_t* keep;
+} conv_pool_out;
+
+/* The forward's plan for tg_conv2d_relu_pool: blocks of an even number of output rows (at least
+ * two), so that the pooling's pairs of rows never straddle two blocks. */
+static conv_plan plan_conv_pooled(const tg_window* g, ptrdiff_t G, size_t elt, ptrdiff_t align)
+{
+    conv_plan p = plan_conv(g, G, elt, align, 0);
+    if (p.rows < g->Ho) {
+        p.rows = p.rows < 2 ? 2 : p.rows & ~(ptrdiff_t)1;
+        p.ld = round_up(p.rows * g->Wo, align);
+    }
+    return p;
+}
+
 /* Zero columns [from, to) of `rows` rows `ld` apart (a block's padding up to the tile width). */
 #define DEFINE_ZERO_TAIL(T, SFX)                                                                  \
 static inline void zero_tail_##SFX(T* buf, ptrdiff_t rows, ptrdiff_t ld, ptrdiff_t from,          \
@@ -1339,7 +1384,8 @@ ptrdiff_t tg_conv2d_work_size_##SFX(const tg_window* g, ptrdiff_t O, ptrdiff_t G
 /* The portable product tile: c (mr <= 6 rows, stride ldc; nb <= NR columns) = a (mr rows, stride
  * lda, K entries) @ b (K rows, stride ldb, NR readable columns) (+ bias[r] when bias). */
 #define DEFINE_CONV_TILE_C(T, SFX, PREFIX)                                                        \
-static void PREFIX##_conv_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,      \
+static CONV_INLINE void PREFIX##_conv_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K,          \
+                                           const T* restrict a,                                    \
                                ptrdiff_t lda, const T* restrict b, ptrdiff_t ldb, const T* bias,  \
                                T* restrict c, ptrdiff_t ldc)                                      \
 {                                                                                                 \
@@ -1381,12 +1427,22 @@ static void PREFIX##_dot_tile(ptrdiff_t ma, ptrdiff_t mb, ptrdiff_t len, const T
 
 /* The drivers, over one tile pair (PREFIX: the portable or the AVX2 copy). */
 #define DEFINE_CONV_DRIVERS(T, SFX, PREFIX)                                                       \
-static void PREFIX##_conv2d(const T* x, const T* w, const T* bias, T* y, const tg_window* g,      \
-                            ptrdiff_t O, ptrdiff_t G, T* work)                                    \
+/* The forward, and with `pool` the forward followed by relu and the 2x2 / stride 2 pooling     \
+ * (tg_conv2d_relu_pool): each block of output rows (then an even number of them) goes to a      \
+ * block buffer (Og rows of p.ld) instead of y, and its pairs of rows are relu'd and pooled from  \
+ * there while in cache (PREFIX##_pool2x2_row: tg_max_pool2d's fast path).  One driver, so the    \
+ * product tile is inlined here and in the input gradient only (CONV_INLINE).  The tile sums do   \
+ * not depend on the block cut, so the values are the plain forward's. */                        \
+static CONV_NOINLINE void PREFIX##_conv2d_blocks(const T* x, const T* w, const T* bias, T* y,    \
+                                   const tg_window* g, ptrdiff_t O, ptrdiff_t G, T* work,         \
+                                   const conv_pool_out* pool)                                     \
 {                                                                                                 \
     enum { NR = CONV_NR_##SFX };                                                                  \
-    const conv_plan p = plan_conv(g, G, sizeof(T), NR, 0);                                        \
-    const ptrdiff_t Cg = g->C / G, Og = O / G, HW = g->H * g->W;                                  \
+    const conv_plan p = pool ? plan_conv_pooled(g, G, sizeof(T), NR)                              \
+                             : plan_conv(g, G, sizeof(T), NR, 0);                                 \
+    const ptrdiff_t Cg = g->C / G, Og = O / G, HW = g->H * g->W, Wo = g->Wo;                      \
+    const ptrdiff_t Hp = g->Ho / 2, Wp = Wo / 2, Lp = Hp * Wp;                                    \
+    T* blk = work + p.K * p.ld;                                                                   \
     /* a tile's columns past the block's end are computed, never stored: they only need to hold  \
      * numbers (zero at first, stale columns of an earlier block after) */                       \
     memset(work, 0, (size_t)(p.K * p.ld) * sizeof(T));                                            \
@@ -1394,22 +1450,66 @@ static void PREFIX##_conv2d(const T* x, const T* w, const T* bias, T* y, const t
         for (ptrdiff_t gi = 0; gi < G; gi++)                                                      \
             for (ptrdiff_t ho0 = 0; ho0 < g->Ho; ho0 += p.rows) {                                 \
                 const ptrdiff_t ho1 = ho0 + p.rows < g->Ho ? ho0 + p.rows : g->Ho;                \
-                const ptrdiff_t Lb = (ho1 - ho0) * g->Wo;                                         \
+                const ptrdiff_t Lb = (ho1 - ho0) * Wo;                                            \
+                /* pooled: the pooled rows whose two input rows lie in this block (ho0 is even) */ \
+                const ptrdiff_t hp0 = ho0 / 2, hp1 = ho1 / 2 < Hp ? ho1 / 2 : Hp;                 \
+                if (pool && hp1 <= hp0)         /* (a last odd row the pooling drops) */          \
+                    continue;                                                                     \
                 im2col_block_##PREFIX(x + (n * g->C + gi * Cg) * HW, work, g, Cg, ho0, ho1, p.ld,  \
                                    (T)0);                                                         \
                 const T* wg = w + gi * Og * p.K;                                                  \
-                T* yb = y + (n * O + gi * Og) * p.L + ho0 * g->Wo;                                \
+                T* dst = pool ? blk : y + (n * O + gi * Og) * p.L + ho0 * Wo;                     \
+                const ptrdiff_t ldd = pool ? p.ld : p.L;                                          \
                 for (ptrdiff_t j0 = 0; j0 < Lb; j0 += NR) {                                       \
                     const ptrdiff_t nb = Lb - j0 < NR ? Lb - j0 : NR;                             \
                     for (ptrdiff_t o0 = 0; o0 < Og;) {                                            \
                         const ptrdiff_t mr = gemm_rows(Og - o0);                                  \
                         PREFIX##_conv_tile(mr, nb, p.K, wg + o0 * p.K, p.K, work + j0, p.ld,      \
                                            bias ? bias + gi * Og + o0 : NULL,                     \
-                                           yb + o0 * p.L + j0, p.L);                              \
+                                           dst + o0 * ldd + j0, ldd);                             \
                         o0 += mr;                                                                 \
                     }                                                                             \
                 }                                                                                 \
+                if (!pool)                                                                        \
+                    continue;                                                                     \
+                const ptrdiff_t used = (2 * hp1 - ho0) * Wo;                                      \
+                for (ptrdiff_t o = 0; o < Og; o++) {                                              \
+                    T* b = blk + o * p.ld;                                                        \
+                    for (ptrdiff_t q = 0; q < used; q++)    /* TG_RELU's formula (kernels.c) */   \
+                        b[q] = b[q] < (T)0 ? (T)0 : b[q];                                         \
+                    const ptrdiff_t plane = n * O + gi * Og + o;                                  \
+                    T* yp = (T*)pool->y + plane * Lp;                                             \
+                    for (ptrdiff_t hp = hp0; hp < hp1; hp++) {                                    \
+                        const T* r0 = b + (2 * hp - ho0) * Wo;                                    \
+                        PREFIX##_pool2x2_row(r0, r0 + Wo, yp + hp * Wp,                           \
+                                             pool->idx + plane * Lp + hp * Wp, Wp, Wo,            \
+                                             (int64_t)(2 * hp * Wo));                             \
+                    }                                                                             \
+                }                                                                                 \
             }                                                                                     \
+    if (!pool)                                                                                    \
+        return;                                                                                   \
+    /* relu's gradient at each chosen position: the pooled value is relu(conv) there, which is  \
+     * > 0 or NaN exactly where the convolution's output is (TG_RELU_GRAD) */                     \
+    const T* yp = (const T*)pool->y;                                                              \
+    uint8_t* keep = pool->keep;                                                                   \
+    const ptrdiff_t total = g->N * O * Lp;                                                        \
+    for (ptrdiff_t k = 0; k < total; k++)                                                         \
+        keep[k] = !(yp[k] <= (T)0);                                                               \
+}                                                                                                 \
+                                                                                                  \
+static void PREFIX##_conv2d(const T* x, const T* w, const T* bias, T* y, const tg_window* g,      \
+                            ptrdiff_t O, ptrdiff_t G, T* work)                                    \
+{                                                                                                 \
+    PREFIX##_conv2d_blocks(x, w, bias, y, g, O, G, work, NULL);                                   \
+}                                                                                                 \
+                                                                                                  \
+static void PREFIX##_conv2d_relu_pool(const T* x, const T* w, const T* bias, T* y, int64_t* idx,  \
+                                      uint8_t* keep, const tg_window* g, ptrdiff_t O,             \
+                                      ptrdiff_t G, T* work)                                       \
+{                                                                                                 \
+    const conv_pool_out pool = {y, idx, keep};                                                    \
+    PREFIX##_conv2d_blocks(x, w, bias, NULL, g, O, G, work, &pool);                               \
 }                                                                                                 \
                                                                                                   \
 static void PREFIX##_conv2d_grad_input(const T* gy, const T* w, T* gx, const tg_window* g,        \
@@ -1500,6 +1600,7 @@ static void PREFIX##_conv2d_grad_weight(const T* x, const T* gy, T* gw, const tg
     }                                                                                             \
 }
 
+
 DEFINE_ZERO_TAIL(float, f32)
 DEFINE_ZERO_TAIL(double, f64)
 DEFINE_CONV_WORK(float, f32)
@@ -1508,6 +1609,8 @@ DEFINE_CONV_TILE_C(float, f32, f32)
 DEFINE_CONV_TILE_C(double, f64, f64)
 DEFINE_DOT_TILE_C(float, f32, f32)
 DEFINE_DOT_TILE_C(double, f64, f64)
+#define f32_pool2x2_row pool2x2_row_f32     /* the portable drivers' pooling row */
+#define f64_pool2x2_row pool2x2_row_f64
 DEFINE_CONV_DRIVERS(float, f32, f32)
 DEFINE_CONV_DRIVERS(double, f64, f64)
 
@@ -1518,7 +1621,8 @@ DEFINE_CONV_DRIVERS(double, f64, f64)
  * its first row and their results are dropped), the bias broadcast into the store.  Dot tile:
  * 12 accumulators; each step loads the 3 `a` vectors and streams the 4 `b` ones, 16 registers. */
 #define HSW_CONV_TILES(T, SFX, V, W, SET0, SET1, LOAD, STORE, BCAST, FMA, ADD)                    \
-static void hsw_##SFX##_conv_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K, const T* restrict a,   \
+static CONV_INLINE void hsw_##SFX##_conv_tile(ptrdiff_t mr, ptrdiff_t nb, ptrdiff_t K,       \
+                                              const T* restrict a,                                 \
                                   ptrdiff_t lda, const T* restrict b, ptrdiff_t ldb,              \
                                   const T* bias, T* restrict c, ptrdiff_t ldc)                    \
 {                                                                                                 \
@@ -1628,6 +1732,120 @@ HSW_CONV_TILES(float, f32, __m256, 8, _mm256_setzero_ps, _mm256_set1_ps, _mm256_
                _mm256_storeu_ps, _mm256_broadcast_ss, _mm256_fmadd_ps, _mm256_add_ps)
 HSW_CONV_TILES(double, f64, __m256d, 4, _mm256_setzero_pd, _mm256_set1_pd, _mm256_loadu_pd,
                _mm256_storeu_pd, _mm256_broadcast_sd, _mm256_fmadd_pd, _mm256_add_pd)
+/* The 2x2 / stride 2 pooling row of pool2x2_row in AVX2, 8 (float) or 4 (double) windows at a
+ * time and the last ones through masked loads and stores (no scalar tail: its branches go either
+ * way at random on real data): the same taps in the same order, each a compare and two blends,
+ * so the same values and indices.  Lanes past the row's end read zeros and are not stored. */
+static inline __m256i hsw_lanes_below(ptrdiff_t n, int width)      /* width: 32 or 64 bits */
+{
+    const __m256i lane = width == 32 ? _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)
+                                     : _mm256_setr_epi64x(0, 1, 2, 3);
+    const __m256i bound = width == 32 ? _mm256_set1_epi32((int)(n < 8 ? n : 8))
+                                      : _mm256_set1_epi64x(n < 4 ? n : 4);
+    return width == 32 ? _mm256_cmpgt_epi32(bound, lane) : _mm256_cmpgt_epi64(bound, lane);
+}
+
+#define HSW_POOL_TAP(P, CAST, v, best, at, here)                                                  \
+    do {                                                                                          \
+        const __typeof__(best) take_ = _mm256_or_##P(_mm256_cmp_##P(v, best, _CMP_GT_OQ),         \
+                                                     _mm256_cmp_##P(v, v, _CMP_UNORD_Q));         \
+        best = _mm256_blendv_##P(best, v, take_);                                                 \
+        at = CAST(_mm256_blendv_##P(CAST##_back(at), CAST##_back(here), take_));                  \
+    } while (0)
+#define hsw_as_int_ps _mm256_castps_si256
+#define hsw_as_int_ps_back _mm256_castsi256_ps
+#define hsw_as_int_pd _mm256_castpd_si256
+#define hsw_as_int_pd_back _mm256_castsi256_pd
+
+static void hsw_f32_pool2x2_row(const float* r0, const float* r1, float* yo, int64_t* io,
+                                ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
+{
+    if (W + 1 > 0x7fffffff) {           /* (offsets held in 32 bits) */
+        pool2x2_row_f32(r0, r1, yo, io, Wo, W, row0);
+        return;
+    }
+    const __m256i off1 = _mm256_set1_epi32(1), offW = _mm256_set1_epi32((int)W),
+                  offW1 = _mm256_set1_epi32((int)W + 1);
+    const __m256i two_lanes = _mm256_setr_epi64x(0, 2, 4, 6);
+    for (ptrdiff_t w = 0; w < Wo; w += 8) {
+        const ptrdiff_t rem = Wo - w;
+        __m256 a0, a1, b0, b1;
+        if (rem >= 8) {
+            a0 = _mm256_loadu_ps(r0 + 2 * w); a1 = _mm256_loadu_ps(r0 + 2 * w + 8);
+            b0 = _mm256_loadu_ps(r1 + 2 * w); b1 = _mm256_loadu_ps(r1 + 2 * w + 8);
+        } else {                        /* the 2 * rem columns the windows read */
+            const __m256i m0 = hsw_lanes_below(2 * rem, 32), m1 = hsw_lanes_below(2 * rem - 8, 32);
+            a0 = _mm256_maskload_ps(r0 + 2 * w, m0); a1 = _mm256_maskload_ps(r0 + 2 * w + 8, m1);
+            b0 = _mm256_maskload_ps(r1 + 2 * w, m0); b1 = _mm256_maskload_ps(r1 + 2 * w + 8, m1);
+        }
+        /* even / odd columns, windows in order (the shuffles leave them as 0 1 4 5 2 3 6 7) */
+#define HSW_DEAL(x, y, sel) _mm256_castpd_ps(_mm256_permute4x64_pd(                               \
+            _mm256_castps_pd(_mm256_shuffle_ps(x, y, sel)), _MM_SHUFFLE(3, 1, 2, 0)))
+        __m256 best = HSW_DEAL(a0, a1, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m256 t1 = HSW_DEAL(a0, a1, _MM_SHUFFLE(3, 1, 3, 1));
+        const __m256 t2 = HSW_DEAL(b0, b1, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m256 t3 = HSW_DEAL(b0, b1, _MM_SHUFFLE(3, 1, 3, 1));
+#undef HSW_DEAL
+        __m256i at = _mm256_setzero_si256();
+        HSW_POOL_TAP(ps, hsw_as_int_ps, t1, best, at, off1);
+        HSW_POOL_TAP(ps, hsw_as_int_ps, t2, best, at, offW);
+        HSW_POOL_TAP(ps, hsw_as_int_ps, t3, best, at, offW1);
+        const __m256i base = _mm256_add_epi64(_mm256_set1_epi64x(row0 + 2 * w), two_lanes);
+        const __m256i lo = _mm256_add_epi64(base, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(at)));
+        const __m256i hi = _mm256_add_epi64(_mm256_add_epi64(base, _mm256_set1_epi64x(8)),
+                                            _mm256_cvtepi32_epi64(_mm256_extracti128_si256(at, 1)));
+        if (rem >= 8) {
+            _mm256_storeu_ps(yo + w, best);
+            _mm256_storeu_si256((__m256i*)(io + w), lo);
+            _mm256_storeu_si256((__m256i*)(io + w + 4), hi);
+        } else {
+            _mm256_maskstore_ps(yo + w, hsw_lanes_below(rem, 32), best);
+            _mm256_maskstore_epi64((long long*)(io + w), hsw_lanes_below(rem, 64), lo);
+            _mm256_maskstore_epi64((long long*)(io + w + 4), hsw_lanes_below(rem - 4, 64), hi);
+        }
+    }
+}
+
+static void hsw_f64_pool2x2_row(const double* r0, const double* r1, double* yo, int64_t* io,
+                                ptrdiff_t Wo, ptrdiff_t W, int64_t row0)
+{
+    const __m256i off1 = _mm256_set1_epi64x(1), offW = _mm256_set1_epi64x(W),
+                  offW1 = _mm256_set1_epi64x(W + 1);
+    const __m256i two_lanes = _mm256_setr_epi64x(0, 2, 4, 6);
+    for (ptrdiff_t w = 0; w < Wo; w += 4) {
+        const ptrdiff_t rem = Wo - w;
+        __m256d a0, a1, b0, b1;
+        if (rem >= 4) {
+            a0 = _mm256_loadu_pd(r0 + 2 * w); a1 = _mm256_loadu_pd(r0 + 2 * w + 4);
+            b0 = _mm256_loadu_pd(r1 + 2 * w); b1 = _mm256_loadu_pd(r1 + 2 * w + 4);
+        } else {
+            const __m256i m0 = hsw_lanes_below(2 * rem, 64), m1 = hsw_lanes_below(2 * rem - 4, 64);
+            a0 = _mm256_maskload_pd(r0 + 2 * w, m0); a1 = _mm256_maskload_pd(r0 + 2 * w + 4, m1);
+            b0 = _mm256_maskload_pd(r1 + 2 * w, m0); b1 = _mm256_maskload_pd(r1 + 2 * w + 4, m1);
+        }
+        /* unpack leaves the windows as 0 2 1 3 */
+#define HSW_DEAL(op, x, y) _mm256_permute4x64_pd(op(x, y), _MM_SHUFFLE(3, 1, 2, 0))
+        __m256d best = HSW_DEAL(_mm256_unpacklo_pd, a0, a1);
+        const __m256d t1 = HSW_DEAL(_mm256_unpackhi_pd, a0, a1);
+        const __m256d t2 = HSW_DEAL(_mm256_unpacklo_pd, b0, b1);
+        const __m256d t3 = HSW_DEAL(_mm256_unpackhi_pd, b0, b1);
+#undef HSW_DEAL
+        __m256i at = _mm256_setzero_si256();
+        HSW_POOL_TAP(pd, hsw_as_int_pd, t1, best, at, off1);
+        HSW_POOL_TAP(pd, hsw_as_int_pd, t2, best, at, offW);
+        HSW_POOL_TAP(pd, hsw_as_int_pd, t3, best, at, offW1);
+        const __m256i ix = _mm256_add_epi64(_mm256_add_epi64(_mm256_set1_epi64x(row0 + 2 * w),
+                                                             two_lanes), at);
+        if (rem >= 4) {
+            _mm256_storeu_pd(yo + w, best);
+            _mm256_storeu_si256((__m256i*)(io + w), ix);
+        } else {
+            _mm256_maskstore_pd(yo + w, hsw_lanes_below(rem, 64), best);
+            _mm256_maskstore_epi64((long long*)(io + w), hsw_lanes_below(rem, 64), ix);
+        }
+    }
+}
+
 DEFINE_IM2COL_BLOCK(float, im2col_block_hsw_f32)
 DEFINE_IM2COL_BLOCK(double, im2col_block_hsw_f64)
 DEFINE_COL2IM_BLOCK(float, col2im_block_hsw_f32)
@@ -1667,3 +1885,20 @@ void tg_conv2d_grad_weight_##SFX(const T* x, const T* gy, T* gw, const tg_window
 
 DEFINE_CONV_ENTRIES(float, f32)
 DEFINE_CONV_ENTRIES(double, f64)
+
+#define DEFINE_CONV_POOL_ENTRIES(T, SFX)                                                          \
+ptrdiff_t tg_conv2d_relu_pool_work_size_##SFX(const tg_window* g, ptrdiff_t O, ptrdiff_t G)       \
+{                                                                                                 \
+    const conv_plan p = plan_conv_pooled(g, G, sizeof(T), CONV_NR_##SFX);                         \
+    return p.K * p.ld + O / G * p.ld;                                                             \
+}                                                                                                 \
+                                                                                                  \
+void tg_conv2d_relu_pool_##SFX(const T* x, const T* w, const T* bias, T* y, int64_t* idx,         \
+                               uint8_t* keep, const tg_window* g, ptrdiff_t O, ptrdiff_t G,       \
+                               T* work)                                                           \
+{                                                                                                 \
+    CONV_CALL(SFX, conv2d_relu_pool, (x, w, bias, y, idx, keep, g, O, G, work));                  \
+}
+
+DEFINE_CONV_POOL_ENTRIES(float, f32)
+DEFINE_CONV_POOL_ENTRIES(double, f64)

@@ -65,6 +65,21 @@ void tg_conv2d_grad_weight_f32(const float* x, const float* gy, float* gw, const
 void tg_conv2d_grad_weight_f64(const double* x, const double* gy, double* gw, const tg_window* g,
                                ptrdiff_t O, ptrdiff_t G, double* work);
 
+/* y (N, O, Ho/2, Wo/2), idx = tg_relu_max_pool2d of tg_conv2d's output with the 2x2 / stride 2
+ * pooling (no padding, dilation 1; an odd last row or column dropped), bit for bit, without the
+ * full-size convolution output: each block of an even number of output rows is computed into the
+ * work buffer and relu'd and pooled from there while in cache.  keep[k] = relu's gradient test at
+ * window k's chosen position (1 where the convolution's output there is > 0 or NaN), for
+ * tg_max_pool2d_grad_kept.  work: tg_conv2d_relu_pool_work_size elements.  Ho, Wo >= 2. */
+ptrdiff_t tg_conv2d_relu_pool_work_size_f32(const tg_window* g, ptrdiff_t O, ptrdiff_t G);
+ptrdiff_t tg_conv2d_relu_pool_work_size_f64(const tg_window* g, ptrdiff_t O, ptrdiff_t G);
+void tg_conv2d_relu_pool_f32(const float* x, const float* w, const float* bias, float* y,
+                             int64_t* idx, uint8_t* keep, const tg_window* g, ptrdiff_t O,
+                             ptrdiff_t G, float* work);
+void tg_conv2d_relu_pool_f64(const double* x, const double* w, const double* bias, double* y,
+                             int64_t* idx, uint8_t* keep, const tg_window* g, ptrdiff_t O,
+                             ptrdiff_t G, double* work);
+
 /* Max pooling over the N*C planes of x: y the maximum of each window's real (non-padding)
  * elements, idx its flat position h*W + w in the plane.  PyTorch's rules: ties keep the first
  * position in row-major window order, a NaN replaces the running maximum (so the last NaN wins),
@@ -91,6 +106,12 @@ void tg_max_pool2d_grad_f32(const float* gy, const int64_t* idx, float* gx, cons
                             const float* xmask);
 void tg_max_pool2d_grad_f64(const double* gy, const int64_t* idx, double* gx, const tg_window* g,
                             const double* xmask);
+/* The same gradient of relu followed by max pooling with relu's test already made: nothing goes
+ * from the windows where keep[k] == 0 (tg_conv2d_relu_pool's keep). */
+void tg_max_pool2d_grad_kept_f32(const float* gy, const int64_t* idx, float* gx, const tg_window* g,
+                                 const uint8_t* keep);
+void tg_max_pool2d_grad_kept_f64(const double* gy, const int64_t* idx, double* gx,
+                                 const tg_window* g, const uint8_t* keep);
 
 /* -- recurrent cells: one time step of B rows, hidden size H ----------------------------------
  * The hidden-side matmul (h W_hh^T) is done by the caller's BLAS; these fuse the rest of a step.

@@ -10,6 +10,8 @@
 # pl, dh, dw); nn_kernels.h describes the layouts.
 # ---------------------------------------------------------------------------------------------
 
+from libc.stdint cimport uint8_t
+
 cdef extern from "nn_kernels.h" nogil:
     ctypedef struct tg_window:
         ptrdiff_t N, C, H, W, Ho, Wo, kh, kw, sh, sw, pt, pl, dh, dw
@@ -46,6 +48,18 @@ cdef extern from "nn_kernels.h" nogil:
                                 const float* xmask)
     void tg_max_pool2d_grad_f64(const double* gy, const int64_t* idx, double* gx,
                                 const tg_window* g, const double* xmask)
+    void tg_max_pool2d_grad_kept_f32(const float* gy, const int64_t* idx, float* gx,
+                                     const tg_window* g, const uint8_t* keep)
+    void tg_max_pool2d_grad_kept_f64(const double* gy, const int64_t* idx, double* gx,
+                                     const tg_window* g, const uint8_t* keep)
+    ptrdiff_t tg_conv2d_relu_pool_work_size_f32(const tg_window* g, ptrdiff_t O, ptrdiff_t G)
+    ptrdiff_t tg_conv2d_relu_pool_work_size_f64(const tg_window* g, ptrdiff_t O, ptrdiff_t G)
+    void tg_conv2d_relu_pool_f32(const float* x, const float* w, const float* bias, float* y,
+                                 int64_t* idx, uint8_t* keep, const tg_window* g, ptrdiff_t O,
+                                 ptrdiff_t G, float* work)
+    void tg_conv2d_relu_pool_f64(const double* x, const double* w, const double* bias,
+                                 double* y, int64_t* idx, uint8_t* keep, const tg_window* g,
+                                 ptrdiff_t O, ptrdiff_t G, double* work)
     void tg_lstm_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh,
                          const float* c0, float* acts, float* c, float* tc, float* h)
     void tg_lstm_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
@@ -262,6 +276,41 @@ def _conv2d_fused(x, w, bias, tuple geom, Py_ssize_t groups):
     return y
 
 
+def _conv2d_relu_max_pool2d_fused(x, w, bias, tuple geom, Py_ssize_t groups):
+    """(maxima (N, O, Ho/2, Wo/2), their flat positions in each (Ho, Wo) plane, int64, relu's
+    gradient test at each (uint8)) of the 2x2 / stride 2 max pooling of relu(conv(x, w) (+ bias)):
+    bit for bit _conv2d_fused followed by _max_pool2d_arrays(..., relu=True), without the
+    full-size convolution output (nn_kernels.h, tg_conv2d_relu_pool).  geom: the convolution's,
+    with Ho, Wo >= 2."""
+    cdef tg_window g
+    cdef ptrdiff_t O = w.shape[0], G = groups
+    nk_conv_shapes(geom, &g, O, G)
+    if g.Ho < 2 or g.Wo < 2:
+        raise ValueError(f"tapegrad: no 2x2 pooling window in a {g.Ho}x{g.Wo} convolution output")
+    cdef bint f32 = nk_is_f32(x)
+    nk_same(x, f32, g.N * g.C * g.H * g.W)
+    nk_same(w, f32, O * (g.C // G) * g.kh * g.kw)
+    if bias is not None:
+        nk_same(bias, f32, O)
+    cdef void* pb = NULL if bias is None else nk_ptr(bias)
+    shape = (g.N, O, g.Ho // 2, g.Wo // 2)
+    y = nk_buffer(shape, x.dtype)
+    idx = nk_buffer(shape, NK_I64)
+    keep = np.empty(shape, dtype=np.uint8)      # (kept by the backward: not a pooled buffer)
+    cdef uint8_t* pk = <uint8_t*>nk_ptr(keep)
+    if f32:
+        work = nk_buffer((tg_conv2d_relu_pool_work_size_f32(&g, O, G),), NK_F32)
+        tg_conv2d_relu_pool_f32(<float*>nk_ptr(x), <float*>nk_ptr(w), <float*>pb,
+                                <float*>nk_ptr(y), <int64_t*>nk_ptr(idx), pk, &g, O, G,
+                                <float*>nk_ptr(work))
+    else:
+        work = nk_buffer((tg_conv2d_relu_pool_work_size_f64(&g, O, G),), NK_F64)
+        tg_conv2d_relu_pool_f64(<double*>nk_ptr(x), <double*>nk_ptr(w), <double*>pb,
+                                <double*>nk_ptr(y), <int64_t*>nk_ptr(idx), pk, &g, O, G,
+                                <double*>nk_ptr(work))
+    return y, idx, keep
+
+
 def _conv2d_grad_input_fused(gy, w, tuple geom, Py_ssize_t groups):
     """gx (N, C, H, W): the adjoint of conv in x applied to gy (N, O, Ho, Wo), by the fused
     kernel (geom's N, C, H, W are gx's)."""
@@ -327,10 +376,11 @@ def _max_pool2d_arrays(x, tuple geom, bint relu=False):
     return y, idx
 
 
-def _max_pool2d_grad_array(gy, idx, tuple geom, xmask=None):
+def _max_pool2d_grad_array(gy, idx, tuple geom, xmask=None, keep=None):
     """The input gradient (N, C, H, W) of max pooling: gy added at idx (out-of-plane indices
     dropped); with `xmask` (the x of _max_pool2d_arrays(x, geom, relu=True)) the gradient in x of
-    relu followed by the pooling: nothing goes where x <= 0."""
+    relu followed by the pooling: nothing goes where x <= 0; with `keep` (uint8 of gy's size,
+    _conv2d_relu_max_pool2d_fused's) the same with relu's test already made per window."""
     cdef tg_window g
     nk_window(geom, &g)
     cdef bint f32 = nk_is_f32(gy)
@@ -343,6 +393,18 @@ def _max_pool2d_grad_array(gy, idx, tuple geom, xmask=None):
         nk_same(xmask, f32, g.N * g.C * g.H * g.W)
         pm = nk_ptr(xmask)
     gx = nk_buffer((g.N, g.C, g.H, g.W), gy.dtype)
+    if keep is not None:
+        if (not isinstance(keep, cnp.ndarray) or keep.dtype != np.uint8 or keep.size != gy.size
+                or not keep.flags.c_contiguous or xmask is not None):
+            raise ValueError("tapegrad: max-pool keep mask must be C-contiguous uint8 of gy's "
+                             "size (and no xmask)")
+        if f32:
+            tg_max_pool2d_grad_kept_f32(<float*>nk_ptr(gy), <int64_t*>nk_ptr(idx),
+                                        <float*>nk_ptr(gx), &g, <uint8_t*>nk_ptr(keep))
+        else:
+            tg_max_pool2d_grad_kept_f64(<double*>nk_ptr(gy), <int64_t*>nk_ptr(idx),
+                                        <double*>nk_ptr(gx), &g, <uint8_t*>nk_ptr(keep))
+        return gx
     if f32:
         tg_max_pool2d_grad_f32(<float*>nk_ptr(gy), <int64_t*>nk_ptr(idx), <float*>nk_ptr(gx),
                                &g, <const float*>pm)

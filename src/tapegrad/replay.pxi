@@ -1851,6 +1851,77 @@ def _plan_steps(list steps, set claimed, list roots, bint grad_mode):
         free(code)
 
 
+cdef dict slot_readers(list program):
+    """slot -> the indices of the program steps reading it (_plan_steps' steps)."""
+    cdef dict readers = {}
+    cdef Py_ssize_t i
+    for i in range(len(program)):
+        st = <tuple>program[i]
+        kind = st[0]
+        slots = ((<tuple>st[8])[0] if kind == SK_OP else (<tuple>st[8])[3] if kind == SK_CALL
+                 else (st[3], st[4]))
+        for k in slots:
+            if k >= 0:
+                readers.setdefault(k, []).append(i)
+    return readers
+
+
+cdef inline bint is_kernel_step(tuple st):
+    return st[0] == SK_OP and OP_NAMES[st[1]] == "KernelFunctionBackward"
+
+
+def _fuse_kernel_inputs(list program, list grad, Py_ssize_t n_ext, set keep):
+    """Fold each kernel step into the kernel step that makes its first argument, when its
+    Function has a variant computing both (KernelFunction.input_fused, {producer class: fused
+    class}: relu + max pooling after a convolution, whose variant pools each block of the
+    convolution's output rows while they are in cache): a replay then never writes the full-size
+    intermediate nor reads it back.  The fused class takes the producer's arguments followed by
+    the consumer's after its first, returns the consumer's outputs and the gradients of all its
+    arguments, computing element for element what the two steps compute, so values and gradients
+    stay eager's bit for bit.  Only when the intermediate slot is the producer's one output, read
+    by the consumer alone (once, its only tensor argument) and not in `keep`.  The fused step
+    takes the producer's place (its operands are read where eager read them; the consumer read
+    nothing else).  program: _plan_steps' steps after _fuse_relu_kernels; grad: its slot flags
+    (the intermediate's is cleared).  Returns the steps."""
+    cdef dict readers = slot_readers(program)
+    cdef dict producer = {}             # slot -> the kernel step whose one output it is
+    cdef Py_ssize_t i, j, a
+    cdef set dropped = set()
+    for i in range(len(program)):
+        st = <tuple>program[i]
+        if is_kernel_step(st) and len(<tuple>(<tuple>st[8])[3]) == 1:
+            producer[(<tuple>(<tuple>st[8])[3])[0]] = i
+    for j in range(len(program)):
+        st = <tuple>program[j]
+        if not is_kernel_step(st):
+            continue
+        in_slots, n_rec_in, attrs, out_slots, saved_mask = <tuple>st[8]
+        table = getattr((<tuple>attrs)[0], "input_fused", None)
+        if not table or len(<tuple>in_slots) != 1:
+            continue
+        a = (<tuple>in_slots)[0]
+        if a < n_ext or a in keep or readers.get(a) != [j] or a not in producer:
+            continue
+        i = producer[a]
+        if i in dropped:
+            continue
+        pst = <tuple>program[i]
+        p_in, p_n, p_attrs, p_out, p_saved = <tuple>pst[8]
+        fused = table.get((<tuple>p_attrs)[0])
+        if fused is None:
+            continue
+        # arguments: the producer's, then the consumer's after its first (no tensor among them)
+        fused_attrs = (fused, tuple(p_attrs[1]) + tuple(attrs[1][1:]), tuple(p_attrs[2]))
+        saved = tuple(p_saved[:len(p_in)]) + tuple(saved_mask[1:])
+        program[i] = pst[:5] + (st[5],) + pst[6:8] + ((p_in, p_n, fused_attrs, out_slots,
+                                                       saved),)
+        grad[a] = False
+        dropped.add(j)
+    if not dropped:
+        return program
+    return [program[i] for i in range(len(program)) if i not in dropped]
+
+
 def _fuse_relu_kernels(list program, list grad, Py_ssize_t n_ext, set keep):
     """Fold each relu step into the kernel step that alone reads its output, when that step's
     Function has a variant taking relu's input instead (KernelFunction.relu_fused: max pooling,
@@ -1862,17 +1933,9 @@ def _fuse_relu_kernels(list program, list grad, Py_ssize_t n_ext, set keep):
     to be summed in another order) and neither slot is in `keep` (returned, guarded, read by an
     in-place effect).  program: _plan_steps' steps; grad: its slot flags (the relu output's is
     cleared: no adjoint buffer).  Returns the steps."""
-    cdef dict readers = {}              # slot -> the steps reading it
+    cdef dict readers = slot_readers(program)
     cdef Py_ssize_t i, j, a, out
     cdef set dropped = set()
-    for i in range(len(program)):
-        st = <tuple>program[i]
-        kind = st[0]
-        slots = ((<tuple>st[8])[0] if kind == SK_OP else (<tuple>st[8])[3] if kind == SK_CALL
-                 else (st[3], st[4]))
-        for k in slots:
-            if k >= 0:
-                readers.setdefault(k, []).append(i)
     for i in range(len(program)):
         st = <tuple>program[i]
         if st[0] != SK_UNARY or st[1] != OP_RELU:

@@ -655,7 +655,11 @@ class KernelFunction(Function):
         relu_fused: optionally, a class with the same two kernels taking relu's input in place of
             the first argument (computing the Function of relu(x) and relu's gradient, bit for bit
             as the two ops would): a replay folds a relu whose output only this Function reads
-            into its step (src/tapegrad/replay.pxi, _fuse_relu_kernels).
+            into its step (src/tapegrad/replay.pxi, _fuse_relu_kernels).  Such a class may in
+            turn have input_fused, {producer Function: fused class}: kernels taking the
+            producer's arguments followed by its own after the first, computing both steps bit
+            for bit (relu + max pooling after a convolution); a replay folds the producer's step
+            into it when nothing else reads the producer's output (_fuse_kernel_inputs).
 
     forward and backward (without create_graph) call the kernels, so eager and replayed results
     are the same calls on the same arrays: bit for bit equal.  A replay runs the kernels alone:

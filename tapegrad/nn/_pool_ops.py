@@ -20,7 +20,7 @@ from .._extra_ops import _check_tensor as _check_tensor_argument
 from .. import where as _where
 from .._memory_format import follow_channels_last
 from ..autograd.function import Function, KernelFunction
-from ._conv_ops import (Geometry, _as_rows, _check_tensor, _compiled, _Fold, _Gather,
+from ._conv_ops import (Geometry, _as_rows, _check_tensor, _compiled, _Conv, _Fold, _Gather,
                         _geom_tuple, _int_entry, _out_size, _padded, _ScatterAdd, _tuple, _Unfold,
                         _windows, _wrap, col2im, empty_batch_safe, im2col)
 
@@ -399,6 +399,63 @@ class _ReluMaxPool2d:
 
 
 _MaxPool2d.relu_fused = _ReluMaxPool2d
+
+
+class _ConvReluMaxPool2d:
+    """The kernels of _Conv followed by _ReluMaxPool2d's: a replay's step for a convolution whose
+    output only a relu and a max pooling read (_ReluMaxPool2d.input_fused; src/tapegrad/
+    replay.pxi, _fuse_kernel_inputs).  Arguments: _Conv's, then the pooling's geometry.  For the
+    2x2 / stride 2 pooling (LeNet's, most CNNs') the forward is one C pass
+    (_conv2d_relu_max_pool2d_fused): each block of the convolution's output rows is relu'd and
+    pooled while in cache, the full-size output never written; relu's gradient test at each
+    window's chosen position is kept as a byte per window (no full-size output to test later),
+    and the backward scatters the pooling's gradient with it.  Other poolings and shapes run the
+    two steps' kernels one after the other.  Bit for bit the two steps either way."""
+
+    @staticmethod
+    def kernel_forward(*args):
+        conv_args, pool_geom = args[:-1], args[-1]
+        x, w, geom = conv_args[:3]
+        bias = conv_args[3] if len(conv_args) > 3 else None
+        if _pools_in_epilogue(x, w, bias, geom, pool_geom):
+            values, idx, keep = _core._conv2d_relu_max_pool2d_fused(
+                np.ascontiguousarray(x), np.ascontiguousarray(w),
+                None if bias is None else np.ascontiguousarray(bias),
+                _geom_tuple(geom, x.shape[0], x.shape[1]), geom.groups)
+            return (values, idx), ((x, w, geom), (idx, pool_geom, keep))
+        y, conv_state = _Conv.kernel_forward(*conv_args)
+        outs, pool_state = _ReluMaxPool2d.kernel_forward(y, pool_geom)
+        return outs, (conv_state, pool_state)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        conv_state, pool_state = state
+        conv_needs = needs[:-1]
+        if grads[0] is None or not any(conv_needs):
+            return (None,) * len(needs)
+        if len(pool_state) == 3:        # the fused forward's (indices, geometry, relu's test)
+            idx, pool_geom, keep = pool_state
+            gy = _core._max_pool2d_grad_array(np.ascontiguousarray(grads[0]), idx, pool_geom,
+                                              keep=keep)
+        else:
+            gy = _ReluMaxPool2d.kernel_backward(pool_state, (True, False), grads)[0]
+        return tuple(_Conv.kernel_backward(conv_state, conv_needs, [gy])) + (None,)
+
+
+def _pools_in_epilogue(x, w, bias, geom, pool_geom) -> bool:
+    """Whether _conv2d_relu_max_pool2d_fused computes conv(x, w) + bias, relu and the pooling
+    of `pool_geom`: a batched 2-d float convolution whose output the 2x2 / stride 2 pooling
+    (no padding, dilation 1, no ceil_mode overhang) reads, one dtype throughout."""
+    if x.ndim != 4 or not _compiled(x) or w.dtype != x.dtype or (
+            bias is not None and bias.dtype != x.dtype):
+        return False
+    N, O = x.shape[0], w.shape[0]
+    Ho, Wo = geom.out_hw
+    return (N > 0 and Ho >= 2 and Wo >= 2
+            and tuple(pool_geom) == (N, O, Ho, Wo, Ho // 2, Wo // 2, 2, 2, 2, 2, 0, 0, 1, 1))
+
+
+_ReluMaxPool2d.input_fused = {_Conv: _ConvReluMaxPool2d}
 
 # PyTorch's name for max pooling's grad_fn.
 _MaxPool2d._backward_cls.__name__ = "MaxPool2DWithIndicesBackward0"
