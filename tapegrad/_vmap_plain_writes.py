@@ -35,7 +35,7 @@ _INPLACE_DUNDERS = ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloo
 # Trailing-underscore methods that do not write values from their arguments into self.
 _NOT_WRITES = {"requires_grad_", "share_memory_", "retain_grad_", "rename_", "refine_names_"}
 
-_saved: dict = {}       # method name -> what vars(Tensor) held (None: inherited), while guarded
+_guards = None          # TemporaryAttributes(Tensor), made on first use
 _names: list = []       # the Tensor class's in-place method names, found once
 
 
@@ -107,21 +107,16 @@ def guarded():
 
 
 def _guard_tensor_methods() -> None:
+    global _guards
+    from ._class_attributes import TemporaryAttributes
     from .tensor import Tensor
-    if not _names:
+    if _guards is None:
+        _guards = TemporaryAttributes(Tensor)
         _names.extend(_inplace_names(Tensor))
     for name in _names:
-        own = vars(Tensor).get(name)
-        _saved[name] = own
-        setattr(Tensor, name, _guarded(name, getattr(Tensor, name)))
+        _guards.set(name, _guarded(name, getattr(Tensor, name)))
 
 
 def _unguard_tensor_methods() -> None:
     """Restore the Tensor class as it was."""
-    from .tensor import Tensor
-    for name, own in _saved.items():
-        if own is None:
-            delattr(Tensor, name)
-        else:
-            setattr(Tensor, name, own)
-    _saved.clear()
+    _guards.restore()

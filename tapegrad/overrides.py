@@ -232,7 +232,7 @@ def _wraps_result(func) -> bool:
     owner = getattr(func, "__self__", None)
     if owner is None or getattr(func, "__name__", None) != "__get__":
         return True
-    return not any(owner is vars(klass).get(name) or owner is _mode_attributes.get(name)
+    return not any(owner is vars(klass).get(name) or owner is _mode_attributes.replaced(name)
                    or owner is _mode_replacements.get(name)
                    for name in _NOWRAP_PROPERTIES for klass in (_core.TensorBase, Tensor))
 
@@ -446,11 +446,12 @@ import contextlib as _contextlib
 import sys as _sys
 import threading as _threading
 
+from ._class_attributes import TemporaryAttributes
+
 _modes = _threading.local()
 _modes_lock = _threading.Lock()
 _modes_in_all_threads = 0           # the sum of every thread's depth
-_ABSENT = object()
-_mode_attributes: dict = {}         # name -> Tensor's own value before (or _ABSENT) while installed
+_mode_attributes = TemporaryAttributes(Tensor)     # Tensor's attributes while modes run
 
 
 def _mode_stack() -> list:
@@ -745,17 +746,11 @@ trunc_ untyped_storage zero_
 
 def _install_mode_attributes() -> None:
     for name, value in _mode_replacement_attributes().items():
-        _mode_attributes[name] = vars(Tensor).get(name, _ABSENT)
-        setattr(Tensor, name, value)
+        _mode_attributes.set(name, value)
 
 
 def _remove_mode_attributes() -> None:
-    for name, before in _mode_attributes.items():
-        if before is _ABSENT:
-            delattr(Tensor, name)
-        else:
-            setattr(Tensor, name, before)
-    _mode_attributes.clear()
+    _mode_attributes.restore()
 
 
 # -- names of the overridable functions ----------------------------------------------------------
@@ -784,7 +779,7 @@ def _public_names() -> dict:
     # the mode's dispatching properties, whose __get__ a mode is handed
     own = [(name, value) for klass in (_core.TensorBase, Tensor)
            for name, value in vars(klass).items()]
-    own += [(name, value) for name, value in _mode_attributes.items() if value is not _ABSENT]
+    own += _mode_attributes.replaced_items()
     own += [(name, value) for name, value in _mode_replacement_attributes().items()
             if _is_property(value)]
     for name, value in own:
