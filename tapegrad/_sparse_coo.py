@@ -1798,3 +1798,69 @@ def grad_inputs_through_values(inputs):
                            else x.new_zeros(x.shape))
         return tuple(out)
     return replaced, rebuild
+
+
+def spdiags(diagonals, offsets, shape, layout=None):
+    """``torch.sparse.spdiags``: a 2-D sparse matrix with row ``d`` of ``diagonals`` along
+    diagonal ``offsets[d]`` (0 main, > 0 above, < 0 below).  As in PyTorch (and scipy), entry
+    ``(i, j)`` of a diagonal takes ``diagonals[d, j]``: the value is picked by its column, so a
+    diagonal above the main one skips the first values of its row.  Entries listed diagonal by
+    diagonal (an uncoalesced COO result); ``layout`` sparse_csr / sparse_csc converts it.
+    PyTorch has no derivative for it: the result requires grad, differentiating raises."""
+    from ._layout import sparse_csc, sparse_csr
+    from ._more_math import without_derivative
+    from .creation import tensor
+    from .tensor import Tensor
+    for name, arg in (("diagonals", diagonals), ("offsets", offsets)):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"_spdiags(): argument '{name}' (position "
+                            f"{1 if name == 'diagonals' else 2}) must be Tensor, not "
+                            f"{_type_name(arg)}")
+    if layout is not None and layout not in (sparse_coo, sparse_csr, sparse_csc):
+        raise RuntimeError(f"Only output layouts (Sparse, SparseCsc, SparseCsr) are supported, "
+                           f"got {_layout_name(layout)}")
+    shape = tuple(int(n) for n in shape)
+    if len(shape) != 2:
+        raise RuntimeError("Output shape must be 2d")
+    if diagonals.dim() > 2:
+        raise RuntimeError("Diagonals must be vector or matrix")
+    if offsets.dim() > 1:
+        raise RuntimeError("Offsets must be scalar or vector")
+    if offsets.dtype != _core.int64:
+        raise RuntimeError(f"Offset Tensor must have dtype Long but got "
+                           f"{_core.scalar_type_name_of(offsets._array.dtype)}")
+    diag_rows = diagonals.reshape(1, -1) if diagonals.dim() < 2 else diagonals
+    offs = offsets._array.reshape(-1).tolist()
+    if len(set(offs)) != len(offs):
+        raise RuntimeError("Offset tensor contains duplicate values")
+    if diag_rows.shape[0] != len(offs):
+        raise RuntimeError(f"Number of diagonals ({diag_rows.shape[0]}) does not match the "
+                           f"number of offsets ({len(offs)})")
+    rows, cols = shape
+    width = diag_rows.shape[1]
+    row_idx, col_idx, source = [], [], []
+    for d, k in enumerate(offs):
+        # columns j with 0 <= j - k < rows, j < cols, and j a column of `diagonals`
+        j = np.arange(max(k, 0), min(cols, rows + k, width), dtype=np.int64)
+        row_idx.append(j - k)
+        col_idx.append(j)
+        source.append(d * width + j)
+    flat_source = np.concatenate(source) if source else np.zeros(0, np.int64)
+    picked = diag_rows.detach().reshape(-1)[tensor(flat_source)]
+    values = without_derivative((diagonals,), picked,
+                                "derivative for aten::_spdiags is not implemented", RuntimeError)
+    indices = tensor(np.stack([np.concatenate(row_idx) if row_idx else np.zeros(0, np.int64),
+                               np.concatenate(col_idx) if col_idx else np.zeros(0, np.int64)]))
+    requires = values.requires_grad
+    result = SparseTensor._make(indices, values, shape, len(flat_source) <= 1, not requires,
+                                "NotImplemented" if requires else None)
+    if layout is sparse_csr or layout is sparse_csc:
+        from ._sparse_compressed import to_compressed
+        return to_compressed(result, layout)
+    return result
+
+
+def _layout_name(layout) -> str:
+    # PyTorch's C++ name of a layout in its messages (torch.strided is "Strided")
+    text = str(layout).rsplit(".", 1)[-1]
+    return "".join(part.capitalize() for part in text.split("_"))

@@ -11,6 +11,7 @@ from ._sparse_coo import sparse_addmm as _sparse_addmm
 from ._sparse_coo import sparse_mm_public as _sparse_mm_public
 from ._sparse_coo import sparse_softmax as _sparse_softmax
 from ._sparse_coo import sparse_sum as _sparse_sum
+from ._sparse_coo import spdiags as _spdiags
 from ._sparse_legacy import (BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                              FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 
@@ -141,3 +142,21 @@ def log_softmax(input, dim, *, dtype=None):
     tensor([-0.6931, -0.6931])
     """
     return _sparse_softmax(input, dim, dtype, log=True)
+
+
+
+def spdiags(diagonals, offsets, shape, layout=None):
+    """``torch.sparse.spdiags``: a 2-D sparse matrix with the rows of ``diagonals`` along the
+    diagonals ``offsets`` (an int64 tensor; 0 main, > 0 above, < 0 below); entry ``(i, j)``
+    takes ``diagonals[d, j]``, as scipy.sparse.spdiags.  A COO result unless ``layout`` is
+    ``torch.sparse_csr`` or ``torch.sparse_csc``.
+
+    Examples
+    --------
+    >>> tapegrad.sparse.spdiags(tapegrad.tensor([[1., 2., 3.], [4., 5., 6.]]),
+    ...                         tapegrad.tensor([0, 1]), (3, 3)).to_dense()
+    tensor([[1., 5., 0.],
+            [0., 2., 6.],
+            [0., 0., 3.]])
+    """
+    return _spdiags(diagonals, offsets, shape, layout)
