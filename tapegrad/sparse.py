@@ -12,6 +12,7 @@ from ._sparse_coo import sparse_mm_public as _sparse_mm_public
 from ._sparse_coo import sparse_softmax as _sparse_softmax
 from ._sparse_coo import sparse_sum as _sparse_sum
 from ._sparse_coo import spdiags as _spdiags
+from ._sparse_coo import SparseTensor as _SparseTensor
 from ._sparse_legacy import (BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                              FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 
@@ -160,3 +161,18 @@ def spdiags(diagonals, offsets, shape, layout=None):
             [0., 0., 3.]])
     """
     return _spdiags(diagonals, offsets, shape, layout)
+
+
+
+def spsolve(input, other, *, left=True):
+    """``torch.sparse.spsolve``: PyTorch solves a sparse CSR system only on CUDA (cuDSS); its
+    CPU build refuses every input with NotImplementedError, naming the backend of ``input``
+    (dense tensors are 'CPU'), and so does tapegrad.  Use ``torch.linalg.solve`` on
+    ``input.to_dense()``, or conjugate gradients with ``torch.sparse.mm``, on the CPU."""
+    from ._core import type_name
+    from ._quantized import _not_implemented
+    from .tensor import Tensor
+    if not isinstance(input, (Tensor, _SparseTensor)):
+        raise TypeError(f"_spsolve(): argument 'A' (position 1) must be Tensor, not "
+                        f"{type_name(input)}")
+    raise _not_implemented("_spsolve", getattr(input, "_backend", "CPU"))

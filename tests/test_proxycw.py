@@ -97,3 +97,19 @@ def test_spdiags_tridiagonal_solve_matches_dense():
     np.testing.assert_array_equal(A.to_dense().numpy(), expected)
     u = tg.linalg.solve(A.to_dense(), tg.ones(n, dtype=tg.float64))
     np.testing.assert_allclose((tg.sparse.mm(A, u[:, None])[:, 0]).numpy(), np.ones(n))
+
+
+@pytest.mark.parametrize("make, backend", [
+    (lambda m: m, "'CPU'"),
+    (lambda m: m.to_sparse(), "'SparseCPU'"),
+    (lambda m: m.to_sparse_csr(), "'SparseCsrCPU'"),
+])
+def test_spsolve_refused_on_cpu_as_pytorch(make, backend):
+    # PyTorch's CPU build has no kernel for aten::_spsolve (CUDA's cuDSS only)
+    A = make(tg.tensor([[4.0, 1.0], [1.0, 3.0]]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(NotImplementedError, match=f"aten::_spsolve' with arguments from the {backend}"):
+            tg.sparse.spsolve(A, tg.tensor([1.0, 2.0]))
+    with pytest.raises(TypeError, match="argument 'A' \\(position 1\\) must be Tensor, not list"):
+        tg.sparse.spsolve([[1.0]], tg.tensor([1.0]))
