@@ -741,6 +741,20 @@ def _nan_to_num(func, args, kwargs):
     return _computed(func, func.__name__, args[:1], given)
 
 
+def _close(func, args, kwargs):
+    """isclose / allclose: PyTorch computes |a - b| and atol + |rtol * b| with bfloat16 ops, each
+    result rounded to bfloat16 (which can move an element across the tolerance)."""
+    from ._extra_ops import close_elements
+    name = func.__name__
+    _refuse_other_source(name, args, kwargs)        # "BFloat16 did not match Float"
+    bound = inspect.signature(func).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = bound.arguments
+    close = _run(close_elements, (name, values["input"], values["other"], values["rtol"],
+                                  values["atol"], values["equal_nan"], round_to_bfloat16), {})
+    return bool(close._array.all()) if name == "allclose" else close
+
+
 def _attention(func, args, kwargs):
     """scaled_dot_product_attention: its result has the query's dtype whatever its mask's (a
     float32 additive mask on bfloat16 operands is PyTorch's usual case), and it refuses
@@ -1100,6 +1114,7 @@ _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16"
 _OWN.update(dict.fromkeys(_COMPOSED, _composed))
 _OWN.update(log_softmax=_log_softmax, cross_entropy=_cross_entropy, nan_to_num=_nan_to_num,
             nan_to_num_=_nan_to_num, scaled_dot_product_attention=_attention,
+            isclose=_close, allclose=_close,
             linspace=_spaced, logspace=_spaced)
 _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_norm",
                            "rms_norm"), _norm))

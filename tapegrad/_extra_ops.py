@@ -211,11 +211,33 @@ def check_tolerances(rtol: float, atol: float) -> None:
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Elementwise |input - other| <= atol + rtol * |other| (and exact equality, for infinities)."""
-    _check_tensor(input, "isclose")
-    _check_tensor(other, "isclose", "other", 2)
-    rtol = _float_argument(rtol, "isclose", "rtol", 3)
-    atol = _float_argument(atol, "isclose", "atol", 4)
-    _core.check_bool("isclose", "equal_nan", equal_nan)
+    return close_elements("isclose", input, other, rtol, atol, equal_nan)
+
+
+def unrounded(values):
+    return values
+
+
+def magnitude(values):
+    """|values|; of complex ones as hypot(re, im), PyTorch's std::abs (numpy's complex64 abs
+    can be one ulp off it, which shows in assert_close's reported relative difference)."""
+    if np.iscomplexobj(values):
+        return np.hypot(values.real, values.imag)
+    return np.abs(values)
+
+
+def close_elements(fn: str, input, other, rtol, atol, equal_nan, rounded=unrounded):
+    """isclose's mask, for isclose and allclose (`fn` names the caller in errors).
+
+    `rounded` rounds each arithmetic result to the compared dtype when the arrays hold it in a
+    wider one (bfloat16 on float32 storage, _bfloat16.py): PyTorch computes the error and the
+    allowed error with ops of the tensors' dtype, and rounding moves elements across the
+    tolerance."""
+    _check_tensor(input, fn)
+    _check_tensor(other, fn, "other", 2)
+    rtol = _float_argument(rtol, fn, "rtol", 3)
+    atol = _float_argument(atol, fn, "atol", 4)
+    _core.check_bool(fn, "equal_nan", equal_nan)
     a, b = input._array, other._array
     if a.dtype != b.dtype:
         raise RuntimeError(f"{_dtype_name(a)} did not match {_dtype_name(b)}")
@@ -229,8 +251,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
             default = _core.get_default_dtype().np_dtype
             a, b = a.astype(default), b.astype(default)
         with np.errstate(invalid="ignore", over="ignore"):
-            error = np.abs(a - b)
-            allowed = atol + np.abs(rtol * b)
+            error = rounded(magnitude(a - b))
+            allowed = rounded(atol + rounded(magnitude(rtol * b)))
             close = close | (np.isfinite(error) & (error <= allowed))
     return _wrap_like(close, input, other)
 
@@ -262,10 +284,7 @@ def _check_broadcast(input, other) -> None:
 
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """True when isclose(input, other, ...) holds everywhere."""
-    _check_tensor(input, "allclose")
-    _check_tensor(other, "allclose", "other", 2)
-    _core.check_bool("allclose", "equal_nan", equal_nan)
-    return bool(isclose(input, other, rtol, atol, equal_nan)._array.all())
+    return bool(close_elements("allclose", input, other, rtol, atol, equal_nan)._array.all())
 
 
 def equal(input, other) -> bool:

@@ -7,6 +7,8 @@ import sys as _sys
 
 import numpy as _np
 
+from ._extra_ops import magnitude as _magnitude, unrounded as _unrounded
+
 
 def numeric_grad(f, arrays, eps: float = 1e-6):
     """Central finite differences of scalar f(*arrays) with respect to each float64 array.
@@ -92,11 +94,24 @@ def _as_tensor(value):
     return value.detach() if is_tensor(value) else as_tensor(value)
 
 
-def _mismatch_report(kind, actual, expected, mismatch, rtol, atol, equal):
+def _comparable_arrays(actual, expected):
+    """The two tensors' values as numpy arrays, and the rounding each arithmetic result takes.
+
+    numpy has no bfloat16: a bfloat16 tensor is compared on its float32 storage, every
+    intermediate rounded to bfloat16, because PyTorch computes isclose and the mismatch report
+    with bfloat16 ops (rounding the difference can move it across the tolerance)."""
+    if _dtype_name(actual.dtype) == "bfloat16":
+        from ._bfloat16 import round_to_bfloat16
+        return actual.float().numpy(), expected.float().numpy(), round_to_bfloat16
+    return actual.numpy(), expected.numpy(), _unrounded
+
+
+def _mismatch_report(kind, actual, expected, mismatch, rtol, atol, equal, rounded=_unrounded):
     """torch's failure text: how many elements differ and where the greatest differences are.
 
     Only mismatching elements take part in the maxima (matches count as difference 0), so a
-    0/0 relative difference of two equal zeros never hides the real one."""
+    0/0 relative difference of two equal zeros never hides the real one.  `rounded` is the
+    rounding of the compared dtype when numpy computes in a wider one (bfloat16)."""
     check = "equal" if equal else "close"
     if actual.ndim == 0:  # a 0-dim tensor is reported like a pair of Python scalars
         a, e = actual.item(), expected.item()
@@ -108,7 +123,7 @@ def _mismatch_report(kind, actual, expected, mismatch, rtol, atol, equal):
                 f"{diff}{suffix[0]}\nRelative difference: {rel}{suffix[1]}")
     else:
         header = (f"{kind} are not {check}!\n\nMismatched elements: {int(mismatch.sum())} / "
-                  f"{mismatch.size} ({100.0 * mismatch.sum() / mismatch.size:.1f}%)\n")
+                  f"{mismatch.size} ({int(mismatch.sum()) / mismatch.size:.1%})\n")
     exact = not (_np.issubdtype(actual.dtype, _np.floating) or _np.issubdtype(actual.dtype, _np.complexfloating))
     if exact:  # integers and bool: differences as int64, relative ones in the default float
         a, e = actual.astype(_np.int64), expected.astype(_np.int64)
@@ -118,10 +133,10 @@ def _mismatch_report(kind, actual, expected, mismatch, rtol, atol, equal):
             rel_diff = _np.asarray(abs_diff / _np.abs(e), dtype=_np.float32)
     else:
         with _np.errstate(invalid="ignore", over="ignore"):
-            abs_diff = _np.asarray(_np.abs(actual - expected))
+            abs_diff = _np.asarray(rounded(_magnitude(actual - expected)))
         abs_diff[~mismatch] = 0
         with _np.errstate(divide="ignore", invalid="ignore"):
-            rel_diff = _np.asarray(abs_diff / _np.abs(expected), dtype=abs_diff.dtype)
+            rel_diff = _np.asarray(rounded(abs_diff / _magnitude(expected)), dtype=abs_diff.dtype)
     rel_diff[~mismatch] = 0
     lines = []
     for name, diff, tol in (("absolute", abs_diff, atol), ("relative", rel_diff, rtol)):
@@ -181,20 +196,23 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
 
 
 def _compare_values(actual, expected, rtol, atol, equal_nan, msg, kind):
-    a, e = actual.numpy(), expected.numpy()
-    mismatch = ~_isclose(a, e, rtol, atol, equal_nan)
+    a, e, rounded = _comparable_arrays(actual, expected)
+    mismatch = ~_isclose(a, e, rtol, atol, equal_nan, rounded)
     if mismatch.any():
         _fail(_mismatch_report(kind, a, e, mismatch, rtol, atol,
-                               equal=(rtol == 0 and atol == 0)), msg)
+                               equal=(rtol == 0 and atol == 0), rounded=rounded), msg)
 
 
-def _isclose(a, e, rtol, atol, equal_nan):
+def _isclose(a, e, rtol, atol, equal_nan, rounded=_unrounded):
+    """torch.isclose on arrays: |a - e| <= atol + |rtol * e|, each result rounded as `rounded`."""
     if not _np.issubdtype(a.dtype, _np.inexact):
         if rtol == 0 and atol == 0:
             return a == e
         a, e = a.astype(_np.float64), e.astype(_np.float64)
     with _np.errstate(invalid="ignore", over="ignore"):
-        close = (a == e) | (_np.isfinite(a) & _np.isfinite(e) & (_np.abs(a - e) <= atol + rtol * _np.abs(e)))
+        error = rounded(_magnitude(a - e))
+        allowed = rounded(atol + rounded(_magnitude(rtol * e)))
+        close = (a == e) | (_np.isfinite(a) & _np.isfinite(e) & (error <= allowed))
     if equal_nan:
         close |= _np.isnan(a) & _np.isnan(e)
     return close

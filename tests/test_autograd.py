@@ -1258,13 +1258,14 @@ def test_anomaly_error_names_the_op_and_the_forward_line(anomaly):
     line = sys._getframe().f_lineno - 1
     y.add_(1)                                       # overwrites ExpBackward0's saved output
     with pytest.warns(UserWarning, match="Error detected in ExpBackward0. Traceback of forward "
-                                         "call that caused the error"):
+                                         "call that caused the error") as warned:
         with pytest.raises(RuntimeError) as info:
             y.sum().backward()
+    # the error keeps PyTorch's own message; the forward call is in the warning only
     msg = str(info.value)
-    assert "modified by an inplace operation" in msg
-    assert f"Error detected in ExpBackward0 (forward call at {__file__}:{line})" in msg
-    assert "y = x.exp()" in msg
+    assert "modified by an inplace operation" in msg and "Error detected" not in msg
+    trace = str(warned[-1].message)
+    assert f'File "{__file__}", line {line}' in trace and "y = x.exp()" in trace
 
 
 def test_anomaly_in_a_custom_function_backward(anomaly):
@@ -1280,11 +1281,11 @@ def test_anomaly_in_a_custom_function_backward(anomaly):
     x = tg.tensor([1.0], requires_grad=True)
     y = Boom.apply(x).sum()
     line = sys._getframe().f_lineno - 1
-    with pytest.warns(UserWarning, match="Error detected in BoomBackward"):
-        with pytest.raises(ValueError, match="boom") as info:
+    with pytest.warns(UserWarning, match="Error detected in BoomBackward") as warned:
+        with pytest.raises(ValueError) as info:
             y.backward()
-    assert f"BoomBackward (forward call at {__file__}:{line})" in str(info.value)
-    assert isinstance(info.value.__cause__, ValueError)
+    assert str(info.value) == "boom"
+    assert f'File "{__file__}", line {line}' in str(warned[-1].message)
 
 
 def test_anomaly_nan_check(anomaly):

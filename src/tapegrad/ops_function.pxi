@@ -1052,29 +1052,18 @@ cdef str format_trace(list frames):
 
 
 cdef object anomaly_reraise(Record* r, object e):
-    """Re-raise error `e` from record r's VJP naming the op and where the forward created it
-    (PyTorch only warns with the forward traceback; tapegrad also puts it in the message)."""
+    """Warn of error `e` from record r's VJP naming the op and the forward call that created it,
+    then re-raise `e` unchanged: PyTorch keeps the error's own message (scripts print it) and
+    gives the traceback of the forward call in the warning only."""
     name = record_name(r)
     trace = (<RecordExtra>r.extra).trace if r.extra != NULL else None
     if trace is None:
         where = "  (no forward trace: the op was recorded while anomaly mode was off)\n"
-        origin = ""
     else:
-        frames = user_frames(trace)
-        where = format_trace(frames)
-        code, line = frames[len(frames) - 1]
-        origin = f" (forward call at {code.co_filename}:{line})"
+        where = format_trace(user_frames(trace))
     warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the error:\n"
                   f"{where}", UserWarning, stacklevel=2)
-    msg = (f"{e}\n\nError detected in {name}{origin}. Traceback of forward call that caused "
-           f"the error:\n{where}")
-    try:
-        new = type(e)(msg)
-    except Exception:
-        new = None
-    if new is None or type(new) is not type(e):
-        raise e
-    raise new from e
+    raise e
 
 
 cdef int anomaly_check_nan(Record* r, object grads) except -1:

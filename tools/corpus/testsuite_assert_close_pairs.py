@@ -1,0 +1,50 @@
+# more assert_close / testing helpers seen in project tests
+import numpy as np
+import torch
+from torch.testing import assert_close
+
+def chk(name, *args, **kw):
+    try:
+        assert_close(*args, **kw)
+        print("pass", name)
+    except Exception as e:
+        print("FAIL", name, type(e).__name__)
+        print("  " + str(e).replace("\n", "\n  "))
+
+chk("numpy vs numpy", np.array([1.0, 2.0]), np.array([1.0, 2.0]))
+chk("numpy mismatch", np.array([1.0, 2.0]), np.array([1.0, 2.1]))
+chk("tensor vs numpy", torch.tensor([1.0]), np.array([1.0]))
+chk("complex", torch.tensor([1 + 1j]), torch.tensor([1 + 1.1j]))
+chk("bool diff", torch.tensor([True, False, True]), torch.tensor([True, True, False]))
+chk("float64 tight", torch.tensor([1.0], dtype=torch.float64), torch.tensor([1.0 + 1e-8], dtype=torch.float64))
+chk("float16", torch.tensor([1.0], dtype=torch.float16), torch.tensor([1.001], dtype=torch.float16))
+chk("bfloat16", torch.tensor([1.0], dtype=torch.bfloat16), torch.tensor([1.01], dtype=torch.bfloat16))
+chk("int64 vs int32", torch.tensor([1]), torch.tensor([1], dtype=torch.int32))
+chk("int vs float", torch.tensor([1]), torch.tensor([1.0]), check_dtype=False)
+chk("scalar tensors", torch.tensor(1.0), torch.tensor(2.0))
+chk("3d", torch.zeros(2, 2, 2), torch.zeros(2, 2, 2).index_fill(2, torch.tensor([1]), 1e-3))
+chk("big rel", torch.tensor([1e-8]), torch.tensor([2e-8]))
+chk("atol only big", torch.tensor([100.0]), torch.tensor([100.5]), atol=1.0, rtol=0.0)
+chk("stride", torch.zeros(2, 3), torch.zeros(3, 2).t(), check_stride=True)
+chk("stride ok", torch.zeros(2, 3), torch.zeros(3, 2).t())
+chk("tuple vs list", (torch.ones(1),), [torch.ones(1)])
+chk("nested", {"a": [torch.ones(2), 1.0], "b": torch.zeros(1)}, {"a": [torch.ones(2), 1.0], "b": torch.ones(1)})
+chk("dict keys", {"a": torch.ones(1)}, {"b": torch.ones(1)})
+chk("int scalars", 3, 4)
+chk("int float scalars", 3, 3.0)
+chk("none", None, None)
+chk("inf vs -inf", torch.tensor([float("inf")]), torch.tensor([-float("inf")]))
+chk("nan vs num", torch.tensor([float("nan")]), torch.tensor([1.0]))
+chk("req grad", torch.ones(2, requires_grad=True), torch.ones(2))
+chk("many", torch.arange(100.0), torch.arange(100.0) * 1.0001)
+chk("int big", torch.tensor([10**10]), torch.tensor([10**10 + 1]))
+chk("param", torch.nn.Parameter(torch.ones(2)), torch.ones(2))
+chk("uint8", torch.tensor([255], dtype=torch.uint8), torch.tensor([0], dtype=torch.uint8))
+print(torch.testing.assert_close is assert_close)
+hb = torch.tensor([1.0, 3.0, 2.0, 100.0], dtype=torch.bfloat16)
+eb = torch.tensor([1.01, 1.0078125, 2.0, 101.0], dtype=torch.bfloat16)
+chk("bfloat16 fail", hb, eb)
+chk("bfloat16 vs float", hb.float(), eb.float())
+print(torch.isclose(hb, eb, rtol=0.0, atol=0.0078), torch.allclose(hb[:1], eb[:1], rtol=0, atol=0.0078))
+print(torch.isclose(hb, eb, rtol=0.0123, atol=0.0031))
+chk("23 of 80", torch.zeros(80), torch.cat([torch.ones(23), torch.zeros(57)]))
