@@ -25,7 +25,8 @@ from tapegrad import nn
 __all__ = ["ObserverBase", "UniformQuantizationObserverBase", "MinMaxObserver",
            "MovingAverageMinMaxObserver", "PerChannelMinMaxObserver",
            "MovingAveragePerChannelMinMaxObserver", "default_observer", "default_weight_observer",
-           "default_per_channel_weight_observer", "calculate_qmin_qmax", "check_min_max_valid",
+           "default_per_channel_weight_observer", "HistogramObserver", "default_histogram_observer",
+           "calculate_qmin_qmax", "check_min_max_valid",
            "validate_qmin_qmax", "is_per_tensor", "is_per_channel"]
 
 
@@ -439,3 +440,6 @@ class PlaceholderObserver(ObserverBase):
 
     def calculate_qparams(self):
         raise Exception("calculate_qparams should not be called for PlaceholderObserver")  # noqa: TRY002
+
+
+from .histogram_observer import HistogramObserver, default_histogram_observer  # noqa: E402,F401

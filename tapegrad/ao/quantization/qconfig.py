@@ -38,3 +38,40 @@ float_qparams_weight_only_qconfig = QConfig(
     activation=default_placeholder_observer,
     weight=PerChannelMinMaxObserver.with_args(dtype=torch.quint8,
                                               qscheme=torch.per_channel_affine_float_qparams))
+
+
+# -- static (post-training) quantization ------------------------------------------------------
+from .histogram_observer import HistogramObserver  # noqa: E402
+from .observer import default_observer  # noqa: E402
+
+default_qconfig = QConfig(activation=default_observer, weight=default_weight_observer)
+default_per_channel_qconfig = QConfig(activation=default_observer,
+                                      weight=default_per_channel_weight_observer)
+
+# Each backend's activation observer and weight observer (PyTorch's version-0 defaults): x86 and
+# fbgemm reduce the activation range by a bit (their int8 kernels' accumulation headroom).
+_BACKEND_QCONFIG_PARTS = {
+    "fbgemm": (True, default_per_channel_weight_observer),
+    "x86": (True, default_per_channel_weight_observer),
+    "qnnpack": (False, default_weight_observer),
+    "onednn": (False, default_per_channel_weight_observer),
+}
+
+
+def _check_backend(backend) -> None:
+    supported = list(_BACKEND_QCONFIG_PARTS)
+    if backend not in supported:
+        raise AssertionError(f"backend: {backend} not supported. backend must be one of "
+                             f"{supported}")
+
+
+def get_default_qconfig(backend="x86", version=0):
+    """The post-training static quantization qconfig of a backend: a histogram observer for
+    activations, min/max (per channel, except qnnpack) for weights."""
+    _check_backend(backend)
+    if version != 0:
+        raise AssertionError(f"Version number: {version} in get_default_qconfig is not "
+                             "supported. Version number must be 0")
+    reduce_range, weight = _BACKEND_QCONFIG_PARTS[backend]
+    return QConfig(activation=HistogramObserver.with_args(reduce_range=reduce_range),
+                   weight=weight)
