@@ -190,3 +190,79 @@ def test_quantized_engine_setting():
             quantized.engine = "nope"
     finally:
         quantized.engine = "x86"
+
+
+def _qat_run(lib, backend):
+    nn, tq = lib.nn, lib.ao.quantization
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant = tq.QuantStub()
+            self.conv = nn.Conv2d(1, 3, 3)
+            self.relu = nn.ReLU()
+            self.fc = nn.Linear(3 * 3 * 3, 2)
+            self.dequant = tq.DeQuantStub()
+
+        def forward(self, x):
+            x = self.relu(self.conv(self.quant(x)))
+            return self.dequant(self.fc(lib.flatten(x, 1)))
+
+    net = Net()
+    _fill(net, lib)
+    net.qconfig = tq.get_default_qat_qconfig(backend)
+    tq.fuse_modules_qat(net, [["conv", "relu"]], inplace=True)
+    qat = tq.prepare_qat(net.train())
+    opt = lib.optim.SGD(qat.parameters(), lr=0.05)
+    x = lib.tensor(np.sin(np.arange(2 * 25) * 0.9).reshape(2, 1, 5, 5), dtype=lib.float32)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = qat(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    grad = qat.conv.weight.grad.numpy().copy()
+    fq = qat.conv.weight_fake_quant
+    fq_qparams = (fq.scale.numpy().copy(), fq.zero_point.numpy().copy())
+    act = qat.fc.activation_post_process
+    act_qparams = (float(act.scale), int(act.zero_point))
+    quantized = tq.convert(qat.eval())
+    return losses, grad, fq_qparams, act_qparams, quantized(x).numpy(), repr(quantized)
+
+
+@pytest.mark.parametrize("backend", ["x86", "qnnpack"])
+def test_quantization_aware_training_matches_pytorch(backend):
+    torch = _torch()
+    expected = _qat_run(torch, backend)
+    actual = _qat_run(tapegrad, backend)
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5)
+    np.testing.assert_allclose(actual[1], expected[1], rtol=1e-4, atol=1e-6)
+    # the fused fake quantizer's qparams are ATen's choose_qparams (symmetric: max(|min|/128,
+    # max/127)), not the observers' formula
+    np.testing.assert_allclose(actual[2][0], expected[2][0], rtol=1e-6)
+    np.testing.assert_array_equal(actual[2][1], expected[2][1])
+    assert actual[3][1] == expected[3][1]
+    assert actual[3][0] == pytest.approx(expected[3][0], rel=1e-6)
+    np.testing.assert_allclose(actual[4], expected[4], rtol=1e-5, atol=1e-6)
+    assert _same_layout_text(actual[5], expected[5])
+
+
+def _same_layout_text(a: str, b: str) -> bool:
+    strip = __import__("re").compile(r"scale=[0-9.e-]+")
+    return strip.sub("", a) == strip.sub("", b)
+
+
+def test_prepare_qat_errors():
+    nn, tq = tapegrad.nn, tapegrad.ao.quantization
+    model = nn.Sequential(nn.Linear(2, 2))
+    model.qconfig = tq.get_default_qat_qconfig("x86")
+    with pytest.raises(AssertionError, match="training mode"):
+        tq.prepare_qat(model.eval())
+    conv_bn = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2))
+    conv_bn.qconfig = tq.get_default_qat_qconfig("x86")
+    fused = tq.fuse_modules_qat(conv_bn, ["0", "1"])
+    with pytest.raises(NotImplementedError, match="ConvBn2d"):
+        tq.prepare_qat(fused)
+    with pytest.raises(AssertionError, match="qconfig must be provided"):
+        tapegrad.ao.nn.qat.Linear(2, 2)

@@ -12,5 +12,6 @@ from tapegrad.ao.quantization import (  # noqa: F401
     quantize, quantize_dynamic, swap_module,
     DeQuantStub, HistogramObserver, QuantStub, QuantWrapper, default_histogram_observer,
     default_per_channel_qconfig, default_qconfig, fuse_modules, fuse_modules_qat,
-    get_default_qconfig, prepare,
+    get_default_qconfig, prepare, FusedMovingAvgObsFakeQuantize, default_qat_qconfig,
+    get_default_qat_qconfig, prepare_qat,
 )

@@ -19,9 +19,11 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.ao.nn import intrinsic as intrinsic
+from tapegrad.ao.nn import qat as qat
 from tapegrad.ao.nn import quantized as quantized
 
 __all__ = [
     'intrinsic',
+    'qat',
     'quantized',
 ]

@@ -10,6 +10,10 @@ their quantized modules."""
 from .fake_quantize import (  # noqa: F401
     FakeQuantize,
     FakeQuantizeBase,
+    FusedMovingAvgObsFakeQuantize,
+    default_fused_act_fake_quant,
+    default_fused_per_channel_wt_fake_quant,
+    default_fused_wt_fake_quant,
     default_fake_quant,
     default_per_channel_weight_fake_quant,
     default_weight_fake_quant,
@@ -38,7 +42,9 @@ from .observer import PlaceholderObserver  # noqa: F401
 from .qconfig import (  # noqa: F401
     QConfig,
     default_per_channel_qconfig,
+    default_qat_qconfig,
     default_qconfig,
+    get_default_qat_qconfig,
     get_default_qconfig,
     default_dynamic_qconfig,
     default_dynamic_quant_observer,
@@ -50,9 +56,11 @@ from .qconfig import (  # noqa: F401
 from .quantize import (  # noqa: F401
     convert,
     get_default_dynamic_quant_module_mappings,
+    get_default_qat_module_mappings,
     get_default_qconfig_propagation_list,
     get_default_static_quant_module_mappings,
     prepare,
+    prepare_qat,
     propagate_qconfig_,
     quantize_dynamic,
     swap_module,

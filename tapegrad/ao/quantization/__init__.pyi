@@ -26,6 +26,7 @@ from tapegrad.ao.quantization import quantize as quantize
 from tapegrad.ao.quantization import stubs as stubs
 from tapegrad.ao.quantization.fake_quantize import FakeQuantize as FakeQuantize
 from tapegrad.ao.quantization.fake_quantize import FakeQuantizeBase as FakeQuantizeBase
+from tapegrad.ao.quantization.fake_quantize import FusedMovingAvgObsFakeQuantize as FusedMovingAvgObsFakeQuantize
 from tapegrad.ao.quantization.fake_quantize import disable_fake_quant as disable_fake_quant
 from tapegrad.ao.quantization.fake_quantize import disable_observer as disable_observer
 from tapegrad.ao.quantization.fake_quantize import enable_fake_quant as enable_fake_quant
@@ -45,12 +46,15 @@ from tapegrad.ao.quantization.observer import ObserverBase as ObserverBase
 from tapegrad.ao.quantization.observer import PerChannelMinMaxObserver as PerChannelMinMaxObserver
 from tapegrad.ao.quantization.observer import UniformQuantizationObserverBase as UniformQuantizationObserverBase
 from tapegrad.ao.quantization.qconfig import QConfig as QConfig
+from tapegrad.ao.quantization.qconfig import get_default_qat_qconfig as get_default_qat_qconfig
 from tapegrad.ao.quantization.qconfig import get_default_qconfig as get_default_qconfig
 from tapegrad.ao.quantization.quantize import convert as convert
 from tapegrad.ao.quantization.quantize import get_default_dynamic_quant_module_mappings as get_default_dynamic_quant_module_mappings
+from tapegrad.ao.quantization.quantize import get_default_qat_module_mappings as get_default_qat_module_mappings
 from tapegrad.ao.quantization.quantize import get_default_qconfig_propagation_list as get_default_qconfig_propagation_list
 from tapegrad.ao.quantization.quantize import get_default_static_quant_module_mappings as get_default_static_quant_module_mappings
 from tapegrad.ao.quantization.quantize import prepare as prepare
+from tapegrad.ao.quantization.quantize import prepare_qat as prepare_qat
 from tapegrad.ao.quantization.quantize import propagate_qconfig_ as propagate_qconfig_
 from tapegrad.ao.quantization.quantize import quantize_dynamic as quantize_dynamic
 from tapegrad.ao.quantization.quantize import swap_module as swap_module
@@ -69,6 +73,7 @@ __all__ = [
     'DeQuantStub',
     'FakeQuantize',
     'FakeQuantizeBase',
+    'FusedMovingAvgObsFakeQuantize',
     'HistogramObserver',
     'MinMaxObserver',
     'MovingAverageMinMaxObserver',
@@ -88,6 +93,7 @@ __all__ = [
     'default_per_channel_qconfig',
     'default_per_channel_weight_observer',
     'default_placeholder_observer',
+    'default_qat_qconfig',
     'default_qconfig',
     'default_weight_observer',
     'disable_fake_quant',
@@ -104,6 +110,8 @@ __all__ = [
     'fuse_modules',
     'fuse_modules_qat',
     'get_default_dynamic_quant_module_mappings',
+    'get_default_qat_module_mappings',
+    'get_default_qat_qconfig',
     'get_default_qconfig',
     'get_default_qconfig_propagation_list',
     'get_default_static_quant_module_mappings',
@@ -112,6 +120,7 @@ __all__ = [
     'observer',
     'per_channel_dynamic_qconfig',
     'prepare',
+    'prepare_qat',
     'propagate_qconfig_',
     'qconfig',
     'quantize',
@@ -122,6 +131,7 @@ __all__ = [
 
 default_dynamic_qconfig: Any
 default_per_channel_qconfig: Any
+default_qat_qconfig: Any
 default_qconfig: Any
 float16_dynamic_qconfig: Any
 float_qparams_weight_only_qconfig: Any

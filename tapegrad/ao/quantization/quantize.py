@@ -48,10 +48,22 @@ def get_default_static_quant_module_mappings() -> dict:
     from tapegrad.ao.nn import quantized as nnq
     from tapegrad.ao.nn.intrinsic import quantized as nniq
 
+    from tapegrad.ao.nn import qat as nnqat
+
     from .stubs import DeQuantStub, QuantStub
     return {QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize, nn.Linear: nnq.Linear,
             nn.Conv2d: nnq.Conv2d, nni.LinearReLU: nniq.LinearReLU,
-            nni.ConvReLU2d: nniq.ConvReLU2d}
+            nni.ConvReLU2d: nniq.ConvReLU2d, nnqat.Linear: nnq.Linear,
+            nnqat.Conv2d: nnq.Conv2d, nnqat.LinearReLU: nniq.LinearReLU,
+            nnqat.ConvReLU2d: nniq.ConvReLU2d}
+
+
+def get_default_qat_module_mappings() -> dict:
+    """Float (or fused) module type -> its quantization-aware-training counterpart."""
+    from tapegrad.ao.nn import intrinsic as nni
+    from tapegrad.ao.nn import qat as nnqat
+    return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d, nni.LinearReLU: nnqat.LinearReLU,
+            nni.ConvReLU2d: nnqat.ConvReLU2d}
 
 
 # The float module types PyTorch's static mapping also quantizes, which tapegrad has no
@@ -64,6 +76,11 @@ _STATIC_UNSUPPORTED = (
     "ReLU6", "PReLU", "BNReLU2d", "BNReLU3d", "ConvReLU1d", "ConvReLU3d", "LinearLeakyReLU",
     "LinearTanh", "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d",
     "ConvBnReLU3d", "LinearBn1d", "FloatFunctional")
+# What PyTorch's QAT mapping also swaps, which tapegrad has no QAT modules for: prepare_qat
+# raises rather than train them without fake quantization.
+_QAT_UNSUPPORTED = ("Conv3d", "Embedding", "EmbeddingBag", "ConvBn1d", "ConvBn2d", "ConvBn3d",
+                    "ConvBnReLU1d", "ConvBnReLU2d", "ConvBnReLU3d", "ConvReLU1d", "ConvReLU3d",
+                    "LinearBn1d")
 
 
 def _is_static_unsupported(mod) -> bool:
@@ -80,8 +97,9 @@ def get_default_qconfig_propagation_list() -> set:
     from tapegrad.ao.nn import quantized as nnq
     unsupported = {getattr(ns, name) for name in _STATIC_UNSUPPORTED
                    for ns in (nn, nni, nnq) if hasattr(ns, name)}
+    qat = set(get_default_qat_module_mappings().values())
     return (set(get_default_static_quant_module_mappings())
-            | set(get_default_dynamic_quant_module_mappings()) | unsupported)
+            | set(get_default_dynamic_quant_module_mappings()) | unsupported | qat)
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
@@ -172,14 +190,14 @@ def _observer_forward_hook(module, input, output):  # noqa: A002
     return module.activation_post_process(output)
 
 
-def _add_observer(module, propagation_list) -> None:
+def _add_observer(module, propagation_list, non_leaf_types) -> None:
     from tapegrad.ao.nn.intrinsic import _FusedModule
 
     from .stubs import DeQuantStub
     stack = [module]
     while stack:
         mod = stack.pop()
-        observed = (isinstance(mod, _FusedModule)
+        observed = (isinstance(mod, _FusedModule) or type(mod) in non_leaf_types
                     or (not list(mod.children()) and type(mod) in propagation_list))
         if observed:
             if getattr(mod, "qconfig", None) is not None and not isinstance(mod, DeQuantStub):
@@ -204,7 +222,37 @@ def prepare(model, inplace=False, allow_list=None, observer_non_leaf_module_list
         warnings.warn("None of the submodule got qconfig applied. Make sure you passed correct "
                       "configuration through `qconfig_dict` or by assigning the `.qconfig` "
                       "attribute directly on submodules", stacklevel=2)
-    _add_observer(model, propagation_list)
+    _add_observer(model, propagation_list, set(observer_non_leaf_module_list or ()))
+    return model
+
+
+def _check_qat_supported(model) -> None:
+    from tapegrad.ao.nn import intrinsic as nni
+    for mod in model.modules():
+        name = type(mod).__name__
+        if (getattr(mod, "qconfig", None) is not None and name in _QAT_UNSUPPORTED
+                and type(mod) in (getattr(nn, name, None), getattr(nni, name, None))):
+            raise NotImplementedError(f"tapegrad: quantization-aware training of {name} is not "
+                                      "supported (Linear, Conv2d, LinearReLU and ConvReLU2d "
+                                      "are)")
+
+
+@_deprecated
+def prepare_qat(model, mapping=None, inplace=False):
+    """The model (a copy unless inplace) ready for quantization-aware training: its layers
+    swapped for QAT modules (fake-quantized weights) and fake-quantizing activation observers
+    attached, as the qconfigs say."""
+    if not model.training:
+        raise AssertionError("prepare_qat only works on models in training mode")
+    if mapping is None:
+        mapping = get_default_qat_module_mappings()
+    if not inplace:
+        model = copy.deepcopy(model)
+    propagate_qconfig_(model, qconfig_dict=None)
+    _check_qat_supported(model)
+    convert.__wrapped__(model, mapping=mapping, inplace=True, remove_qconfig=False)
+    prepare.__wrapped__(model, observer_non_leaf_module_list=set(mapping.values()),
+                        inplace=True)
     return model
 
 

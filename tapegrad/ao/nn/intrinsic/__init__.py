@@ -11,4 +11,4 @@ __all__ = ["BNReLU2d", "BNReLU3d", "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnRe
            "ConvBnReLU2d", "ConvBnReLU3d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d",
            "LinearBn1d", "LinearLeakyReLU", "LinearReLU", "LinearTanh"]
 
-from . import quantized  # noqa: E402,F401
+from . import qat, quantized  # noqa: E402,F401

@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.ao.nn.intrinsic import fused as fused
+from tapegrad.ao.nn.intrinsic import qat as qat
 from tapegrad.ao.nn.intrinsic import quantized as quantized
 from tapegrad.ao.nn.intrinsic.fused import BNReLU2d as BNReLU2d
 from tapegrad.ao.nn.intrinsic.fused import BNReLU3d as BNReLU3d

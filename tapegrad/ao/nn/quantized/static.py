@@ -18,18 +18,23 @@ __all__ = ["Linear", "Conv2d", "LinearReLU", "ConvReLU2d"]
 
 
 def _observed_parts(mod, float_type, fused_type):
-    """(the float layer, its activation observer, its weight observer after seeing the
-    weight) of an observed float or fused module."""
-    if type(mod) is not float_type and type(mod) is not fused_type:
-        raise AssertionError(f"nnq.{float_type.__name__}.from_float only works for "
-                             f"{float_type.__name__}, got: {type(mod)}")
-    if not hasattr(mod, "qconfig"):
-        raise AssertionError("Input float module must have qconfig defined")
+    """(the layer holding the weight, its activation observer, its weight observer after seeing
+    the weight) of an observed float, fused or QAT module. A QAT module's weight observer is its
+    weight fake-quantizer, which sees the weight once more (as PyTorch's)."""
+    if not hasattr(mod, "weight_fake_quant"):
+        if type(mod) is not float_type and type(mod) is not fused_type:
+            raise AssertionError(f"nnq.{float_type.__name__}.from_float only works for "
+                                 f"{float_type.__name__}, got: {type(mod)}")
+        if not hasattr(mod, "qconfig"):
+            raise AssertionError("Input float module must have qconfig defined")
     if not hasattr(mod, "activation_post_process"):
         raise AssertionError("Input float module must have observer attached")
     activation_observer = mod.activation_post_process
-    layer = mod[0] if type(mod) is fused_type else mod
-    weight_observer = mod.qconfig.weight()
+    if hasattr(mod, "weight_fake_quant"):
+        layer, weight_observer = mod, mod.weight_fake_quant
+    else:
+        layer = mod[0] if type(mod) is fused_type else mod
+        weight_observer = mod.qconfig.weight()
     weight_observer(layer.weight)
     if weight_observer.dtype is not torch.qint8:
         raise AssertionError("Weight observer must have dtype torch.qint8")
