@@ -266,3 +266,16 @@ def test_prepare_qat_errors():
         tq.prepare_qat(fused)
     with pytest.raises(AssertionError, match="qconfig must be provided"):
         tapegrad.ao.nn.qat.Linear(2, 2)
+
+
+def test_quantized_module_input_errors():
+    nnq = tapegrad.ao.nn.quantized
+    with pytest.raises(NotImplementedError, match="quantized::conv2d.new"):
+        nnq.Conv2d(1, 2, 3)(tapegrad.ones(1, 1, 4, 4))
+    qint8 = tapegrad.quantize_per_tensor(tapegrad.ones(1, 2), 1.0, 0, tapegrad.qint8)
+    with pytest.raises(RuntimeError, match="Expected input data type QUInt8 but got QInt8"):
+        nnq.Linear(2, 2)(qint8)
+    model = tapegrad.nn.Sequential(tapegrad.nn.Linear(2, 2))
+    model[0].qconfig = tapegrad.ao.quantization.default_qconfig
+    with pytest.raises(AttributeError, match="activation_post_process"):
+        tapegrad.ao.quantization.convert(model)      # never prepared: no observer

@@ -25,7 +25,11 @@ def _check_input(x, who: str):
             "the operator doesn't exist for this backend, or was omitted during the selective/"
             "custom build process (if using custom build).")
     if x.dtype is not torch.quint8:
-        raise RuntimeError(f"{who} (xnnpack): expected input to be quint8, got {x.dtype}")
+        raise RuntimeError("Expected input data type QUInt8 but got "
+                           + {torch.qint8: "QInt8", torch.qint32: "QInt32"}[x.dtype]
+                           if who.startswith("quantized::linear")
+                           else f"{who.split('.')[0]} (ONEDNN): data type of input should be "
+                           "QUint8.")
 
 
 def _weight_scales(weight, channels: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +80,7 @@ def quantized_linear(x, weight, bias, scale: float, zero_point: int, relu: bool 
 def quantized_conv(x, weight, bias, stride, padding, dilation, groups, scale: float,
                    zero_point: int, relu: bool = False):
     """Zero padding pads with the input's zero point (0 after centring)."""
-    _check_input(x, "quantized::conv2d_relu" if relu else "quantized::conv2d")
+    _check_input(x, "quantized::conv2d_relu.new" if relu else "quantized::conv2d.new")
     convolve = {3: torch.nn.functional.conv1d, 4: torch.nn.functional.conv2d,
                 5: torch.nn.functional.conv3d}[x.dim()]
     acc = convolve(torch.from_numpy(_centred(x)), torch.from_numpy(_weight_centred(weight)),
