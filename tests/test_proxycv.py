@@ -279,3 +279,13 @@ def test_quantized_module_input_errors():
     model[0].qconfig = tapegrad.ao.quantization.default_qconfig
     with pytest.raises(AttributeError, match="activation_post_process"):
         tapegrad.ao.quantization.convert(model)      # never prepared: no observer
+
+
+def test_qconfig_repr_names_pytorch_classes():
+    torch = _torch()
+    for name in ("get_default_qconfig", "get_default_qat_qconfig"):
+        for backend in ("x86", "qnnpack", "onednn"):
+            expected = repr(getattr(torch.ao.quantization, name)(backend))
+            assert repr(getattr(tapegrad.ao.quantization, name)(backend)) == expected
+    assert repr(tapegrad.ao.quantization.default_qat_qconfig) == \
+        repr(torch.ao.quantization.default_qat_qconfig)

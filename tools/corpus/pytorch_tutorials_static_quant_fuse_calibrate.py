@@ -26,6 +26,7 @@ print(m)
 fused = fuse_modules(m, [['conv', 'bn', 'relu']])
 print(fused)
 fused.qconfig = get_default_qconfig('x86')
+print(fused.qconfig)
 prepared = prepare(fused)
 print(prepared)
 for i in range(4):
