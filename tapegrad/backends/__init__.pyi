@@ -26,6 +26,7 @@ from tapegrad.backends import mkldnn as mkldnn
 from tapegrad.backends import mps as mps
 from tapegrad.backends import openmp as openmp
 from tapegrad.backends import opt_einsum as opt_einsum
+from tapegrad.backends import quantized as quantized
 
 __all__ = [
     'cpu',
@@ -36,4 +37,5 @@ __all__ = [
     'mps',
     'openmp',
     'opt_einsum',
+    'quantized',
 ]

@@ -10,4 +10,8 @@ from tapegrad.ao.quantization import (  # noqa: F401
     PlaceholderObserver, QConfig, convert, default_dynamic_qconfig, default_dynamic_quant_observer,
     float_qparams_weight_only_qconfig, per_channel_dynamic_qconfig, propagate_qconfig_, qconfig,
     quantize, quantize_dynamic, swap_module,
+    DeQuantStub, HistogramObserver, QuantStub, QuantWrapper, default_histogram_observer,
+    default_per_channel_qconfig, default_qconfig, fuse_modules, fuse_modules_qat,
+    get_default_qconfig, prepare, FusedMovingAvgObsFakeQuantize, default_qat_qconfig,
+    get_default_qat_qconfig, prepare_qat,
 )

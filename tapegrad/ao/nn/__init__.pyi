@@ -18,8 +18,12 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.ao.nn import intrinsic as intrinsic
+from tapegrad.ao.nn import qat as qat
 from tapegrad.ao.nn import quantized as quantized
 
 __all__ = [
+    'intrinsic',
+    'qat',
     'quantized',
 ]

@@ -19,15 +19,26 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.ao.quantization import fake_quantize as fake_quantize
+from tapegrad.ao.quantization import histogram_observer as histogram_observer
 from tapegrad.ao.quantization import observer as observer
 from tapegrad.ao.quantization import qconfig as qconfig
 from tapegrad.ao.quantization import quantize as quantize
+from tapegrad.ao.quantization import stubs as stubs
 from tapegrad.ao.quantization.fake_quantize import FakeQuantize as FakeQuantize
 from tapegrad.ao.quantization.fake_quantize import FakeQuantizeBase as FakeQuantizeBase
+from tapegrad.ao.quantization.fake_quantize import FusedMovingAvgObsFakeQuantize as FusedMovingAvgObsFakeQuantize
 from tapegrad.ao.quantization.fake_quantize import disable_fake_quant as disable_fake_quant
 from tapegrad.ao.quantization.fake_quantize import disable_observer as disable_observer
 from tapegrad.ao.quantization.fake_quantize import enable_fake_quant as enable_fake_quant
 from tapegrad.ao.quantization.fake_quantize import enable_observer as enable_observer
+from tapegrad.ao.quantization.fuse_modules import fuse_conv_bn as fuse_conv_bn
+from tapegrad.ao.quantization.fuse_modules import fuse_conv_bn_relu as fuse_conv_bn_relu
+from tapegrad.ao.quantization.fuse_modules import fuse_known_modules as fuse_known_modules
+from tapegrad.ao.quantization.fuse_modules import fuse_linear_bn as fuse_linear_bn
+from tapegrad.ao.quantization.fuse_modules import fuse_modules as fuse_modules
+from tapegrad.ao.quantization.fuse_modules import fuse_modules_qat as fuse_modules_qat
+from tapegrad.ao.quantization.fuse_modules import get_fuser_method as get_fuser_method
+from tapegrad.ao.quantization.observer import HistogramObserver as HistogramObserver
 from tapegrad.ao.quantization.observer import MinMaxObserver as MinMaxObserver
 from tapegrad.ao.quantization.observer import MovingAverageMinMaxObserver as MovingAverageMinMaxObserver
 from tapegrad.ao.quantization.observer import MovingAveragePerChannelMinMaxObserver as MovingAveragePerChannelMinMaxObserver
@@ -35,21 +46,35 @@ from tapegrad.ao.quantization.observer import ObserverBase as ObserverBase
 from tapegrad.ao.quantization.observer import PerChannelMinMaxObserver as PerChannelMinMaxObserver
 from tapegrad.ao.quantization.observer import UniformQuantizationObserverBase as UniformQuantizationObserverBase
 from tapegrad.ao.quantization.qconfig import QConfig as QConfig
+from tapegrad.ao.quantization.qconfig import get_default_qat_qconfig as get_default_qat_qconfig
+from tapegrad.ao.quantization.qconfig import get_default_qconfig as get_default_qconfig
 from tapegrad.ao.quantization.quantize import convert as convert
 from tapegrad.ao.quantization.quantize import get_default_dynamic_quant_module_mappings as get_default_dynamic_quant_module_mappings
+from tapegrad.ao.quantization.quantize import get_default_qat_module_mappings as get_default_qat_module_mappings
+from tapegrad.ao.quantization.quantize import get_default_qconfig_propagation_list as get_default_qconfig_propagation_list
+from tapegrad.ao.quantization.quantize import get_default_static_quant_module_mappings as get_default_static_quant_module_mappings
+from tapegrad.ao.quantization.quantize import prepare as prepare
+from tapegrad.ao.quantization.quantize import prepare_qat as prepare_qat
 from tapegrad.ao.quantization.quantize import propagate_qconfig_ as propagate_qconfig_
 from tapegrad.ao.quantization.quantize import quantize_dynamic as quantize_dynamic
 from tapegrad.ao.quantization.quantize import swap_module as swap_module
+from tapegrad.ao.quantization.stubs import DeQuantStub as DeQuantStub
+from tapegrad.ao.quantization.stubs import QuantStub as QuantStub
+from tapegrad.ao.quantization.stubs import QuantWrapper as QuantWrapper
 from tapegrad.quantization import PlaceholderObserver as PlaceholderObserver
 from tapegrad.quantization import PlaceholderObserver as default_placeholder_observer
 from tapegrad.quantization import default_dynamic_quant_observer as default_dynamic_quant_observer
+from tapegrad.quantization import default_histogram_observer as default_histogram_observer
 from tapegrad.quantization import default_observer as default_observer
 from tapegrad.quantization import default_per_channel_weight_observer as default_per_channel_weight_observer
 from tapegrad.quantization import default_weight_observer as default_weight_observer
 
 __all__ = [
+    'DeQuantStub',
     'FakeQuantize',
     'FakeQuantizeBase',
+    'FusedMovingAvgObsFakeQuantize',
+    'HistogramObserver',
     'MinMaxObserver',
     'MovingAverageMinMaxObserver',
     'MovingAveragePerChannelMinMaxObserver',
@@ -57,13 +82,19 @@ __all__ = [
     'PerChannelMinMaxObserver',
     'PlaceholderObserver',
     'QConfig',
+    'QuantStub',
+    'QuantWrapper',
     'UniformQuantizationObserverBase',
     'convert',
     'default_dynamic_qconfig',
     'default_dynamic_quant_observer',
+    'default_histogram_observer',
     'default_observer',
+    'default_per_channel_qconfig',
     'default_per_channel_weight_observer',
     'default_placeholder_observer',
+    'default_qat_qconfig',
+    'default_qconfig',
     'default_weight_observer',
     'disable_fake_quant',
     'disable_observer',
@@ -72,17 +103,36 @@ __all__ = [
     'fake_quantize',
     'float16_dynamic_qconfig',
     'float_qparams_weight_only_qconfig',
+    'fuse_conv_bn',
+    'fuse_conv_bn_relu',
+    'fuse_known_modules',
+    'fuse_linear_bn',
+    'fuse_modules',
+    'fuse_modules_qat',
     'get_default_dynamic_quant_module_mappings',
+    'get_default_qat_module_mappings',
+    'get_default_qat_qconfig',
+    'get_default_qconfig',
+    'get_default_qconfig_propagation_list',
+    'get_default_static_quant_module_mappings',
+    'get_fuser_method',
+    'histogram_observer',
     'observer',
     'per_channel_dynamic_qconfig',
+    'prepare',
+    'prepare_qat',
     'propagate_qconfig_',
     'qconfig',
     'quantize',
     'quantize_dynamic',
+    'stubs',
     'swap_module',
 ]
 
 default_dynamic_qconfig: Any
+default_per_channel_qconfig: Any
+default_qat_qconfig: Any
+default_qconfig: Any
 float16_dynamic_qconfig: Any
 float_qparams_weight_only_qconfig: Any
 per_channel_dynamic_qconfig: Any

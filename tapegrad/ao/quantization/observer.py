@@ -21,12 +21,20 @@ from abc import ABC, abstractmethod
 
 import tapegrad as torch
 from tapegrad import nn
+from tapegrad._torch_names import torch_module_name
 
 __all__ = ["ObserverBase", "UniformQuantizationObserverBase", "MinMaxObserver",
            "MovingAverageMinMaxObserver", "PerChannelMinMaxObserver",
            "MovingAveragePerChannelMinMaxObserver", "default_observer", "default_weight_observer",
-           "default_per_channel_weight_observer", "calculate_qmin_qmax", "check_min_max_valid",
+           "default_per_channel_weight_observer", "HistogramObserver", "default_histogram_observer",
+           "calculate_qmin_qmax", "check_min_max_valid",
            "validate_qmin_qmax", "is_per_tensor", "is_per_channel"]
+
+
+def _torch_named(value) -> str:
+    if isinstance(value, type) and torch_module_name(value.__module__) != value.__module__:
+        return f"<class '{torch_module_name(value.__module__)}.{value.__qualname__}'>"
+    return repr(value)
 
 
 class _PartialWrapper:
@@ -44,7 +52,11 @@ class _PartialWrapper:
         return self.p(*args, **keywords)
 
     def __repr__(self):
-        return repr(self.p) + repr(self.callable_args)
+        # functools.partial's repr, with our classes under PyTorch's names (`print(qconfig)`
+        # in a tutorial shows <class 'torch.ao.quantization.observer.HistogramObserver'>)
+        parts = [_torch_named(self.p.func), *map(repr, self.p.args),
+                 *(f"{key}={_torch_named(value)}" for key, value in self.p.keywords.items())]
+        return f"functools.partial({', '.join(parts)})" + repr(self.callable_args)
 
     def with_args(self, **kwargs):
         return _with_args(self, **kwargs)
@@ -439,3 +451,6 @@ class PlaceholderObserver(ObserverBase):
 
     def calculate_qparams(self):
         raise Exception("calculate_qparams should not be called for PlaceholderObserver")  # noqa: TRY002
+
+
+from .histogram_observer import HistogramObserver, default_histogram_observer  # noqa: E402,F401

@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.quantization import default_histogram_observer as default_histogram_observer
 from tapegrad.quantization import default_observer as default_observer
 from tapegrad.quantization import default_per_channel_weight_observer as default_per_channel_weight_observer
 from tapegrad.quantization import default_weight_observer as default_weight_observer
@@ -33,6 +34,8 @@ __all__ = [
     'default_observer',
     'default_weight_observer',
     'default_per_channel_weight_observer',
+    'HistogramObserver',
+    'default_histogram_observer',
     'calculate_qmin_qmax',
     'check_min_max_valid',
     'validate_qmin_qmax',
@@ -87,6 +90,13 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
 class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
     def __init__(self, averaging_constant: Any = ..., ch_axis: Any = ..., dtype: Any = ..., qscheme: Any = ..., reduce_range: Any = ..., quant_min: Any = ..., quant_max: Any = ..., eps: Any = ..., is_dynamic: Any = ..., **kwargs: Any) -> None: ...
     averaging_constant: Any
+
+class HistogramObserver(UniformQuantizationObserverBase):
+    def __init__(self, bins: _int = ..., dtype: Any = ..., qscheme: Any = ..., reduce_range: Any = ..., quant_min: Any = ..., quant_max: Any = ..., factory_kwargs: Any = ..., eps: Any = ..., is_dynamic: Any = ..., **kwargs: Any) -> None: ...
+    def calculate_qparams(self) -> Any: ...  # type: ignore[override]
+    def extra_repr(self) -> Any: ...  # type: ignore[override]
+    def forward(self, x_orig: Any) -> Any: ...  # type: ignore[override]
+    def reset_min_max_vals(self) -> None: ...
 
 def calculate_qmin_qmax(quant_min: Any, quant_max: Any, has_customized_qrange: _bool, dtype: Any, reduce_range: _bool) -> builtins.tuple[_int, _int]: ...
 

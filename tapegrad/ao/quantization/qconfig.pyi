@@ -25,9 +25,14 @@ __all__ = [
     'QConfig',
     'default_dynamic_qconfig',
     'default_dynamic_quant_observer',
+    'default_per_channel_qconfig',
     'default_placeholder_observer',
+    'default_qat_qconfig',
+    'default_qconfig',
     'float16_dynamic_qconfig',
     'float_qparams_weight_only_qconfig',
+    'get_default_qat_qconfig',
+    'get_default_qconfig',
     'per_channel_dynamic_qconfig',
 ]
 
@@ -37,6 +42,13 @@ class QConfig(builtins.tuple[Any, ...]):
     weight: Any
 
 default_dynamic_qconfig: Any
+default_per_channel_qconfig: Any
+default_qat_qconfig: Any
+default_qconfig: Any
 float16_dynamic_qconfig: Any
 float_qparams_weight_only_qconfig: Any
+def get_default_qat_qconfig(backend: Any = ..., version: Any = ...) -> Any: ...
+
+def get_default_qconfig(backend: Any = ..., version: Any = ...) -> Any: ...
+
 per_channel_dynamic_qconfig: Any

@@ -42,6 +42,66 @@ def _deprecated(function):
     return wrapper
 
 
+def get_default_static_quant_module_mappings() -> dict:
+    """Float (or fused) module type -> its static quantized counterpart (those tapegrad has)."""
+    from tapegrad.ao.nn import intrinsic as nni
+    from tapegrad.ao.nn import quantized as nnq
+    from tapegrad.ao.nn.intrinsic import quantized as nniq
+
+    from tapegrad.ao.nn import qat as nnqat
+
+    from .stubs import DeQuantStub, QuantStub
+    return {QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize, nn.Linear: nnq.Linear,
+            nn.Conv2d: nnq.Conv2d, nni.LinearReLU: nniq.LinearReLU,
+            nni.ConvReLU2d: nniq.ConvReLU2d, nnqat.Linear: nnq.Linear,
+            nnqat.Conv2d: nnq.Conv2d, nnqat.LinearReLU: nniq.LinearReLU,
+            nnqat.ConvReLU2d: nniq.ConvReLU2d}
+
+
+def get_default_qat_module_mappings() -> dict:
+    """Float (or fused) module type -> its quantization-aware-training counterpart."""
+    from tapegrad.ao.nn import intrinsic as nni
+    from tapegrad.ao.nn import qat as nnqat
+    return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d, nni.LinearReLU: nnqat.LinearReLU,
+            nni.ConvReLU2d: nnqat.ConvReLU2d}
+
+
+# The float module types PyTorch's static mapping also quantizes, which tapegrad has no
+# quantized modules for: prepare observes them as PyTorch does, and convert raises rather than
+# leave them in float (which would change the numbers a PyTorch script prints).
+_STATIC_UNSUPPORTED = (
+    "BatchNorm2d", "BatchNorm3d", "Dropout", "Conv1d", "Conv3d", "ConvTranspose1d",
+    "ConvTranspose2d", "ConvTranspose3d", "ELU", "Embedding", "EmbeddingBag", "GroupNorm",
+    "Hardswish", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LeakyReLU",
+    "ReLU6", "PReLU", "BNReLU2d", "BNReLU3d", "ConvReLU1d", "ConvReLU3d", "LinearLeakyReLU",
+    "LinearTanh", "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d",
+    "ConvBnReLU3d", "LinearBn1d", "FloatFunctional")
+# What PyTorch's QAT mapping also swaps, which tapegrad has no QAT modules for: prepare_qat
+# raises rather than train them without fake quantization.
+_QAT_UNSUPPORTED = ("Conv3d", "Embedding", "EmbeddingBag", "ConvBn1d", "ConvBn2d", "ConvBn3d",
+                    "ConvBnReLU1d", "ConvBnReLU2d", "ConvBnReLU3d", "ConvReLU1d", "ConvReLU3d",
+                    "LinearBn1d")
+
+
+def _is_static_unsupported(mod) -> bool:
+    from tapegrad.ao.nn import intrinsic as nni
+    from tapegrad.ao.nn import quantized as nnq
+    name = type(mod).__name__
+    return name in _STATIC_UNSUPPORTED and type(mod) in (
+        getattr(nn, name, None), getattr(nni, name, None), getattr(nnq, name, None))
+
+
+def get_default_qconfig_propagation_list() -> set:
+    """The module types prepare gives an activation observer (when they have a qconfig)."""
+    from tapegrad.ao.nn import intrinsic as nni
+    from tapegrad.ao.nn import quantized as nnq
+    unsupported = {getattr(ns, name) for name in _STATIC_UNSUPPORTED
+                   for ns in (nn, nni, nnq) if hasattr(ns, name)}
+    qat = set(get_default_qat_module_mappings().values())
+    return (set(get_default_static_quant_module_mappings())
+            | set(get_default_dynamic_quant_module_mappings()) | unsupported | qat)
+
+
 def get_default_dynamic_quant_module_mappings() -> dict:
     """Float module type -> its dynamic quantized counterpart."""
     from tapegrad.ao.nn.quantized import dynamic
@@ -87,7 +147,18 @@ def swap_module(mod, mapping):
         raise NotImplementedError(f"tapegrad: dynamic quantization of nn.{type(mod).__name__} "
                                   "is not supported (nn.Linear, nn.LSTM and nn.GRU are)")
     if type(mod) in mapping:
-        return mapping[type(mod)].from_float(mod)
+        new = mapping[type(mod)].from_float(mod)
+        # hooks other than the observer's stay with the module
+        for hook in mod._forward_pre_hooks.values():
+            new.register_forward_pre_hook(hook)
+        for hook in mod._forward_hooks.values():
+            if hook is not _observer_forward_hook:
+                new.register_forward_hook(hook)
+        return new
+    if _is_static_unsupported(mod) and hasattr(mod, "activation_post_process"):
+        raise NotImplementedError(f"tapegrad: static quantization of {type(mod).__name__} is "
+                                  "not supported (QuantStub, DeQuantStub, Linear, Conv2d, "
+                                  "LinearReLU and ConvReLU2d are)")
     return mod
 
 
@@ -95,8 +166,9 @@ def swap_module(mod, mapping):
 def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = True):
     """Replace module's descendants (not module itself, as in PyTorch) by their quantized
     counterparts."""
+    from tapegrad.ao.nn.intrinsic import _FusedModule
     if mapping is None:
-        mapping = get_default_dynamic_quant_module_mappings()
+        mapping = get_default_static_quant_module_mappings()
     if not inplace:
         module = copy.deepcopy(module)
     stack = [module]
@@ -104,13 +176,84 @@ def convert(module, mapping=None, inplace: bool = False, remove_qconfig: bool = 
         mod = stack.pop()
         for name, child in list(mod.named_children()):
             new = swap_module(child, mapping)
-            if new is child:
-                stack.append(child)
-            else:
+            if new is not child:
                 setattr(mod, name, new)
+            elif not isinstance(child, _FusedModule):   # (a fused module converts whole)
+                stack.append(child)
     if remove_qconfig:
         _remove_qconfig(module)
     return module
+
+
+# -- prepare: observers for calibration -----------------------------------------------------
+def _observer_forward_hook(module, input, output):  # noqa: A002
+    return module.activation_post_process(output)
+
+
+def _add_observer(module, propagation_list, non_leaf_types) -> None:
+    from tapegrad.ao.nn.intrinsic import _FusedModule
+
+    from .stubs import DeQuantStub
+    stack = [module]
+    while stack:
+        mod = stack.pop()
+        observed = (isinstance(mod, _FusedModule) or type(mod) in non_leaf_types
+                    or (not list(mod.children()) and type(mod) in propagation_list))
+        if observed:
+            if getattr(mod, "qconfig", None) is not None and not isinstance(mod, DeQuantStub):
+                mod.add_module("activation_post_process", mod.qconfig.activation())
+                mod.register_forward_hook(_observer_forward_hook, prepend=True)
+        else:
+            stack.extend(reversed(list(mod.children())))
+
+
+@_deprecated
+def prepare(model, inplace=False, allow_list=None, observer_non_leaf_module_list=None,
+            prepare_custom_config_dict=None):
+    """The model (a copy unless inplace) with an activation observer on each quantizable leaf
+    module (and fused module) that has a qconfig; running calibration data through it records
+    the ranges that convert turns into output scales and zero points."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    propagation_list = allow_list if allow_list is not None \
+        else get_default_qconfig_propagation_list()
+    propagate_qconfig_(model, qconfig_dict=None)
+    if not any(getattr(m, "qconfig", None) for m in model.modules()):
+        warnings.warn("None of the submodule got qconfig applied. Make sure you passed correct "
+                      "configuration through `qconfig_dict` or by assigning the `.qconfig` "
+                      "attribute directly on submodules", stacklevel=2)
+    _add_observer(model, propagation_list, set(observer_non_leaf_module_list or ()))
+    return model
+
+
+def _check_qat_supported(model) -> None:
+    from tapegrad.ao.nn import intrinsic as nni
+    for mod in model.modules():
+        name = type(mod).__name__
+        if (getattr(mod, "qconfig", None) is not None and name in _QAT_UNSUPPORTED
+                and type(mod) in (getattr(nn, name, None), getattr(nni, name, None))):
+            raise NotImplementedError(f"tapegrad: quantization-aware training of {name} is not "
+                                      "supported (Linear, Conv2d, LinearReLU and ConvReLU2d "
+                                      "are)")
+
+
+@_deprecated
+def prepare_qat(model, mapping=None, inplace=False):
+    """The model (a copy unless inplace) ready for quantization-aware training: its layers
+    swapped for QAT modules (fake-quantized weights) and fake-quantizing activation observers
+    attached, as the qconfigs say."""
+    if not model.training:
+        raise AssertionError("prepare_qat only works on models in training mode")
+    if mapping is None:
+        mapping = get_default_qat_module_mappings()
+    if not inplace:
+        model = copy.deepcopy(model)
+    propagate_qconfig_(model, qconfig_dict=None)
+    _check_qat_supported(model)
+    convert.__wrapped__(model, mapping=mapping, inplace=True, remove_qconfig=False)
+    prepare.__wrapped__(model, observer_non_leaf_module_list=set(mapping.values()),
+                        inplace=True)
+    return model
 
 
 @_deprecated

@@ -22,6 +22,11 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 __all__ = [
     'convert',
     'get_default_dynamic_quant_module_mappings',
+    'get_default_qat_module_mappings',
+    'get_default_qconfig_propagation_list',
+    'get_default_static_quant_module_mappings',
+    'prepare',
+    'prepare_qat',
     'propagate_qconfig_',
     'quantize_dynamic',
     'swap_module',
@@ -30,6 +35,16 @@ __all__ = [
 def convert(module: Any, mapping: Any = ..., inplace: _bool = ..., remove_qconfig: _bool = ...) -> Any: ...
 
 def get_default_dynamic_quant_module_mappings() -> builtins.dict[Any, Any]: ...
+
+def get_default_qat_module_mappings() -> builtins.dict[Any, Any]: ...
+
+def get_default_qconfig_propagation_list() -> builtins.set[Any]: ...
+
+def get_default_static_quant_module_mappings() -> builtins.dict[Any, Any]: ...
+
+def prepare(model: Any, inplace: Any = ..., allow_list: Any = ..., observer_non_leaf_module_list: Any = ..., prepare_custom_config_dict: Any = ...) -> Any: ...
+
+def prepare_qat(model: Any, mapping: Any = ..., inplace: Any = ...) -> Any: ...
 
 def propagate_qconfig_(module: Any, qconfig_dict: Any = ..., prepare_custom_config_dict: Any = ...) -> None: ...
 

@@ -23,12 +23,16 @@ from tapegrad.ao.nn.quantized.modules import FXFloatFunctional as FXFloatFunctio
 from tapegrad.ao.nn.quantized.modules import FloatFunctional as FloatFunctional
 from tapegrad.ao.nn.quantized.modules import QFunctional as QFunctional
 from tapegrad.ao.nn.quantized.modules import Quantize as Quantize
+from tapegrad.ao.nn.quantized.static import Conv2d as Conv2d
+from tapegrad.ao.nn.quantized.static import Linear as Linear
 from tapegrad.nn.quantized import dynamic as dynamic
 
 __all__ = [
+    'Conv2d',
     'DeQuantize',
     'FloatFunctional',
     'FXFloatFunctional',
+    'Linear',
     'QFunctional',
     'Quantize',
 ]

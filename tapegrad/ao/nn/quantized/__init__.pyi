@@ -20,16 +20,21 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.ao.nn.quantized import dynamic as dynamic
 from tapegrad.ao.nn.quantized import modules as modules
+from tapegrad.ao.nn.quantized import static as static
 from tapegrad.ao.nn.quantized.modules import DeQuantize as DeQuantize
 from tapegrad.ao.nn.quantized.modules import FXFloatFunctional as FXFloatFunctional
 from tapegrad.ao.nn.quantized.modules import FloatFunctional as FloatFunctional
 from tapegrad.ao.nn.quantized.modules import QFunctional as QFunctional
 from tapegrad.ao.nn.quantized.modules import Quantize as Quantize
+from tapegrad.ao.nn.quantized.static import Conv2d as Conv2d
+from tapegrad.ao.nn.quantized.static import Linear as Linear
 
 __all__ = [
+    'Conv2d',
     'DeQuantize',
     'FloatFunctional',
     'FXFloatFunctional',
+    'Linear',
     'QFunctional',
     'Quantize',
 ]
