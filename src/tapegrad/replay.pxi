@@ -466,15 +466,15 @@ cdef class Program:
         self.prow = NULL
 
     def __dealloc__(self):
-        free(self.steps)
-        free(self.adj_typenum)
-        free(self.groups)
-        free(self.vrow)
-        free(self.arow)
         cdef Py_ssize_t g
-        if self.groups != NULL:
+        if self.groups != NULL:         # (each group's row map first: it lives in the array)
             for g in range(self.n_groups):
                 free(self.groups[g].brow)
+        free(self.groups)
+        free(self.steps)
+        free(self.adj_typenum)
+        free(self.vrow)
+        free(self.arow)
         free(self.prow)
 
     def __init__(self, dtype, list shapes, list grad, Py_ssize_t n_ext, list steps,
