@@ -386,47 +386,58 @@ def _writes_inputs(name: str, kwargs: dict) -> bool:
     return name.endswith("_") or name in ("__setitem__", "backward") or "out" in kwargs
 
 
-_CAST_FUNCTION = None
+# -- ops recorded as autograd Functions of our own ------------------------------------------------
+# Where the core's node for an op would not give PyTorch's bfloat16 gradient (a conversion, a
+# backward formula of several bfloat16 ops, log_softmax's kernel), the op is recorded as a
+# Function named as PyTorch's node: one class per key, made on first use.
+
+_RECORDED: dict = {}
 
 
-def _cast_function():
-    """The autograd Function of a float32 <-> bfloat16 conversion, made on first use: forward a
-    copy; backward the gradient rounded to bfloat16.  PyTorch's gradient there is a bfloat16
-    one on either side (computed by bfloat16 ops above a float32 -> bfloat16 cast, cast to
-    bfloat16 below a bfloat16 -> float32 one), so a float32 weight autocast casts gets
-    bfloat16-valued gradients, as PyTorch's."""
-    global _CAST_FUNCTION
-    if _CAST_FUNCTION is None:
+def _recorded(key, node: str, forward, backward):
+    """The Function class for `key`: forward(ctx, *args) and backward(ctx, grad) as given."""
+    made = _RECORDED.get(key)
+    if made is None:
         from .autograd import Function
-
-        class ToCopyBackward0(Function):
-            @staticmethod
-            def forward(ctx, t):
-                return _run(Tensor.clone, (t,), {})
-
-            @staticmethod
-            def backward(ctx, grad):
-                rounded = _run(Tensor.clone, (grad,), {})
-                _round_in_place(rounded._array)
-                return rounded
+        made = type(node, (Function,), {"forward": staticmethod(forward),
+                                        "backward": staticmethod(backward)})
         # (its backward runs no user code: no hook can see the order leaves are delivered in,
         # so the sweep need not replay PyTorch's ready queue for it, ready_order.pxi)
-        ToCopyBackward0._backward_is_kernels = True
-        _CAST_FUNCTION = ToCopyBackward0
-    return _CAST_FUNCTION
+        made._backward_is_kernels = True
+        _RECORDED[key] = made
+    return made
+
+
+def _apply_recorded(function, node: str, *args):
+    """function.apply(*args) on the float32 storage (the dispatch off), its node named `node`."""
+    previous = _core._subclass_dispatch_set_off(True)
+    try:
+        result = function.apply(*args)
+    finally:
+        _core._subclass_dispatch_set_off(previous)
+    return _core._name_grad_fn(result, node)
+
+
+def _cast_forward(ctx, t):
+    return _run(Tensor.clone, (t,), {})
+
+
+def _cast_backward(ctx, grad):
+    """PyTorch's gradient on either side of a float32 <-> bfloat16 conversion is a bfloat16 one
+    (computed by bfloat16 ops above a float32 -> bfloat16 cast, cast to bfloat16 below a
+    bfloat16 -> float32 one), so a float32 weight autocast casts gets bfloat16-valued
+    gradients, as PyTorch's."""
+    rounded = _run(Tensor.clone, (grad,), {})
+    _round_in_place(rounded._array)
+    return rounded
 
 
 def _copy(t):
     """A new tensor with t's values, recorded as PyTorch's dtype conversion (ToCopyBackward0)."""
     if not (t.requires_grad and _core.is_grad_enabled()):
         return _run(Tensor.clone, (t,), {})
-    previous = _core._subclass_dispatch_set_off(True)
-    try:
-        c = _cast_function().apply(t)
-    finally:
-        _core._subclass_dispatch_set_off(previous)
-    _core._name_grad_fn(c, "ToCopyBackward0")
-    return c
+    return _apply_recorded(_recorded("cast", "ToCopyBackward0", _cast_forward, _cast_backward),
+                           "ToCopyBackward0", t)
 
 
 def gradients_for(inputs, grads):
@@ -653,12 +664,9 @@ def _log_softmax(func, args, kwargs):
             bound.get("out") is not None or bound.get("axis") is not None or not x._array.size:
         return _computed(func, func.__name__, args, kwargs)
     if x.requires_grad and _core.is_grad_enabled():
-        previous = _core._subclass_dispatch_set_off(True)
-        try:
-            result = _log_softmax_function().apply(x, dim)
-        finally:
-            _core._subclass_dispatch_set_off(previous)
-        return _core._name_grad_fn(result, "LogSoftmaxBackward0")
+        function = _recorded("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward,
+                             _log_softmax_backward)
+        return _apply_recorded(function, "LogSoftmaxBackward0", x, dim)
     return _log_softmax_value(x, dim)
 
 
@@ -678,36 +686,23 @@ def _log_softmax_value(x, dim):
     return result
 
 
-_LOG_SOFTMAX_FUNCTION = None
+def _log_softmax_forward(ctx, x, dim):
+    y = _log_softmax_value(x, dim)
+    ctx.save_for_backward(y)
+    ctx.dim = dim
+    return y
 
 
-def _log_softmax_function():
-    """log_softmax recorded with PyTorch's bfloat16 backward kernel: grad - exp(output) *
-    sum(grad), in float32 from the rounded output, rounded once."""
-    global _LOG_SOFTMAX_FUNCTION
-    if _LOG_SOFTMAX_FUNCTION is None:
-        from .autograd import Function
-
-        class LogSoftmaxBackward0(Function):
-            @staticmethod
-            def forward(ctx, x, dim):
-                y = _log_softmax_value(x, dim)
-                ctx.save_for_backward(y)
-                ctx.dim = dim
-                return y
-
-            @staticmethod
-            def backward(ctx, grad):
-                y, = ctx.saved_tensors
-                previous = _core._subclass_dispatch_set_off(True)
-                try:
-                    g = grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
-                finally:
-                    _core._subclass_dispatch_set_off(previous)
-                return as_bfloat16_gradient(g), None
-        LogSoftmaxBackward0._backward_is_kernels = True     # (no user code: ready_order.pxi)
-        _LOG_SOFTMAX_FUNCTION = LogSoftmaxBackward0
-    return _LOG_SOFTMAX_FUNCTION
+def _log_softmax_backward(ctx, grad):
+    """PyTorch's bfloat16 kernel: grad - exp(output) * sum(grad), in float32 from the rounded
+    output, rounded once."""
+    y, = ctx.saved_tensors
+    previous = _core._subclass_dispatch_set_off(True)
+    try:
+        g = grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
+    finally:
+        _core._subclass_dispatch_set_off(previous)
+    return as_bfloat16_gradient(g), None
 
 
 def _cross_entropy(func, args, kwargs):
@@ -891,34 +886,21 @@ _BACKWARD_FORMULAS = {
     "__pow__": ("PowBackward0", False, _pow_backward, _pow_forward),
 }
 
-_FORMULA_FUNCTIONS: dict = {}
-
-
 def _formula_function(name: str):
-    """The autograd Function recording bfloat16 op `name` with PyTorch's backward formula."""
-    made = _FORMULA_FUNCTIONS.get(name)
-    if made is not None:
-        return made
-    from .autograd import Function
+    """The Function recording bfloat16 op `name` with PyTorch's backward formula."""
     node, saves_result, formula, compute = _BACKWARD_FORMULAS[name]
 
-    class FormulaBackward(Function):
-        @staticmethod
-        def forward(ctx, op, x, *numbers):
-            y = compute(op, x, *numbers) if compute is not None else \
-                _computed(op, name, (x, *numbers), {})
-            ctx.save_for_backward(y if saves_result else x)
-            ctx.numbers = numbers
-            return y
+    def forward(ctx, op, x, *numbers):
+        y = compute(op, x, *numbers) if compute is not None else \
+            _computed(op, name, (x, *numbers), {})
+        ctx.save_for_backward(y if saves_result else x)
+        ctx.numbers = numbers
+        return y
 
-        @staticmethod
-        def backward(ctx, grad):
-            saved, = ctx.saved_tensors
-            return (None, formula(grad, saved, *ctx.numbers)) + (None,) * len(ctx.numbers)
-    FormulaBackward.__name__ = FormulaBackward.__qualname__ = node
-    FormulaBackward._backward_is_kernels = True     # (no user code: ready_order.pxi)
-    _FORMULA_FUNCTIONS[name] = FormulaBackward
-    return FormulaBackward
+    def backward(ctx, grad):
+        saved, = ctx.saved_tensors
+        return (None, formula(grad, saved, *ctx.numbers)) + (None,) * len(ctx.numbers)
+    return _recorded(name, node, forward, backward)
 
 
 # Products and quotients of two bfloat16 tensors of different shapes, or of a bfloat16 tensor
@@ -937,27 +919,18 @@ _BINARY_NAMES = {"mul": "mul", "__mul__": "mul", "__rmul__": "mul", "multiply": 
 
 
 def _binary_formula_function(kind: str):
-    made = _FORMULA_FUNCTIONS.get(kind)
-    if made is not None:
-        return made
-    from .autograd import Function
+    """The Function recording bfloat16 mul / div with PyTorch's backward formula."""
     node, formula = _BINARY_FORMULAS[kind]
 
-    class BinaryFormulaBackward(Function):
-        @staticmethod
-        def forward(ctx, op, a, b):
-            ctx.save_for_backward(a, b)
-            return _computed(op, op.__name__, (a, b), {})
+    def forward(ctx, op, a, b):
+        ctx.save_for_backward(a, b)
+        return _computed(op, op.__name__, (a, b), {})
 
-        @staticmethod
-        def backward(ctx, grad):
-            a, b = ctx.saved_tensors
-            ga, gb = formula(grad, a, b, ctx.needs_input_grad)
-            return None, _summed_to(ga, a), _summed_to(gb, b)
-    BinaryFormulaBackward.__name__ = BinaryFormulaBackward.__qualname__ = node
-    BinaryFormulaBackward._backward_is_kernels = True
-    _FORMULA_FUNCTIONS[kind] = BinaryFormulaBackward
-    return BinaryFormulaBackward
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        ga, gb = formula(grad, a, b, ctx.needs_input_grad)
+        return None, _summed_to(ga, a), _summed_to(gb, b)
+    return _recorded(("binary", kind), node, forward, backward)
 
 
 def _summed_to(g, like):
@@ -1001,12 +974,8 @@ def _binary_with_formula(func, args, kwargs):
             not (args[0].requires_grad or args[1].requires_grad):
         return _computed(func, name, args, kwargs)
     kind = _BINARY_NAMES[name]
-    previous = _core._subclass_dispatch_set_off(True)
-    try:
-        y = _binary_formula_function(kind).apply(func, *args)
-    finally:
-        _core._subclass_dispatch_set_off(previous)
-    return _core._name_grad_fn(y, _BINARY_FORMULAS[kind][0])
+    return _apply_recorded(_binary_formula_function(kind), _BINARY_FORMULAS[kind][0], func,
+                           *args)
 
 
 def _is_number(v) -> bool:
@@ -1024,12 +993,7 @@ def _with_formula(func, args, kwargs):
         return _computed(func, name, args, kwargs)
     if not (args[0].requires_grad and _core.is_grad_enabled()):
         return compute(func, *args) if compute is not None else _computed(func, name, args, {})
-    previous = _core._subclass_dispatch_set_off(True)
-    try:
-        y = _formula_function(name).apply(func, *args)
-    finally:
-        _core._subclass_dispatch_set_off(previous)
-    return _core._name_grad_fn(y, node)
+    return _apply_recorded(_formula_function(name), node, func, *args)
 
 
 def _dtype_as_value(func, args, kwargs):
