@@ -37,6 +37,8 @@ cdef int OP_AMAX
 
 cdef int OP_AMIN
 
+cdef object extremum_of_saved_input(object A, tuple axes, bint largest, bint absolute)
+
 cdef int OP_VAR
 
 cdef int OP_STD

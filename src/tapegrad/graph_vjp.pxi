@@ -767,8 +767,8 @@ cdef object gv_evenly(Py_ssize_t i, Record* r, object G, char* want):
     """amax/amin, max/min of all elements: the gradient split evenly among the extremal elements
     (a constant mask: its derivative is zero)."""
     A = <object>r.saved[0]
-    outk = <object>r.saved[1]
     cdef tuple aux = <tuple>r.aux
+    outk = extremum_of_saved_input(A, <tuple>aux[1], r.op == OP_MAX_ALL or r.op == OP_AMAX, False)
     mask = np.equal(A, outk)
     if r.op == OP_MAX_ALL or r.op == OP_MIN_ALL:
         mask = np.logical_or(mask, np.logical_and(np.isnan(A), np.isnan(outk)))
@@ -904,7 +904,7 @@ cdef object gv_norm(Py_ssize_t i, Record* r, object G, char* want):
     if p == 1:
         return g_mul(sign(<TensorBase>X), Gk)
     if p == INFINITY or p == -INFINITY:
-        mask = np.equal(np.abs(A), outk)
+        mask = np.equal(np.abs(A), extremum_of_saved_input(A, <tuple>aux[1], p > 0, True))
         count = np.maximum(np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype), 1)
         return g_mul(g_mul(sign(<TensorBase>X), mask_like(mask, X)), g_div(Gk, wrap(nd(count))))
     # PyTorch's norm_backward, term for term: its subgradient 0 at the zero vector (and, for

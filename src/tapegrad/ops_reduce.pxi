@@ -392,12 +392,25 @@ cdef void evenly_rows(const real_t* a, const real_t* m, const real_t* g, Py_ssiz
                 out[i * cols + c] = <real_t>is_tie(a[i * cols + c], m[i], nan_ties) * q
 
 
+cdef object extremum_of_saved_input(object A, tuple axes, bint largest, bint absolute):
+    """The max (min) of the saved input over `axes`, kept dims: what the forward computed, taken
+    again in the backward instead of read from the saved result.  Why: a bfloat16 composite
+    (pairwise_distance, matrix_norm: tapegrad/_bfloat16.py) rounds its result in place after its
+    last record saved it, so the saved result can equal no element (fuzz seed 65604069: zero or
+    NaN gradients).  NaN propagates, as the forward's."""
+    if absolute:
+        A = np.abs(A)
+    if largest:
+        return np.maximum.reduce(A, axis=axes, keepdims=True)
+    return np.minimum.reduce(A, axis=axes, keepdims=True)
+
+
 cdef object vjp_evenly(Record* r, object g):
     """amax/amin, and max/min of all elements: the gradient split evenly among the extremal
     elements (for max/min also among NaNs when the result is NaN, as PyTorch)."""
     A = <object>r.saved[0]
-    outk = <object>r.saved[1]
     cdef tuple aux = <tuple>r.aux
+    outk = extremum_of_saved_input(A, <tuple>aux[1], r.op == OP_MAX_ALL or r.op == OP_AMAX, False)
     gk = unreduce(g, aux)
     fast = evenly_rows_c(A, outk, gk, <tuple>aux[1], r.op == OP_MAX_ALL or r.op == OP_MIN_ALL)
     if fast is not None:
@@ -902,7 +915,7 @@ cdef object vjp_norm(Record* r, object g):
                          where=np.not_equal(outk, 0))          # (broadcast by the ufunc)
         return nd(np.multiply(gk, unit))
     if p == INFINITY or p == -INFINITY:
-        mask = np.equal(np.abs(A), outk)
+        mask = np.equal(np.abs(A), extremum_of_saved_input(A, <tuple>aux[1], p > 0, True))
         # a NaN norm matches no element: a zero gradient, as PyTorch's (not 0 * (g / 0))
         count = np.maximum(np.add.reduce(mask, axis=aux[1], keepdims=True, dtype=A.dtype), 1)
         return nd(np.multiply(np.multiply(sign_numpy(A), mask), np.divide(gk, count)))

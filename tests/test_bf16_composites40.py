@@ -1,0 +1,104 @@
+"""bfloat16 compositions and refusals as PyTorch's (session 40).
+
+Each case is checked against torch itself.  The silent ones: a composition computed on the
+float32 storage and rounded once at the end rounded its last record's saved result in place,
+so an extremum VJP (norm with p=+-inf, amax) found no element equal to it: zero or NaN gradients
+(fuzz seed 65604069)."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+X = np.array([[0.7967843, 0.5292143, -1.47597], [0.95748, 1.0544, 0.73911]], dtype=np.float32)
+
+CASES = {
+    "pairwise_inf": lambda T, x: T.nn.functional.pairwise_distance(x[0], x[1], p=float("inf")),
+    "pairwise_ninf": lambda T, x: T.nn.functional.pairwise_distance(x[0], x[1], p=-float("inf")),
+    "pairwise_2": lambda T, x: T.nn.functional.pairwise_distance(x[:1], x[1:] * 1.3),
+    "dist_inf": lambda T, x: T.dist(x[0], x[1] * 1.1, p=float("inf")),
+    "matrix_norm_inf": lambda T, x: T.linalg.matrix_norm(x * 1.3, ord=float("inf")),
+    "matrix_norm_1": lambda T, x: T.linalg.matrix_norm(x * 1.3, ord=1),
+    "matrix_norm_ninf": lambda T, x: T.linalg.matrix_norm(x * 1.3, ord=-float("inf")),
+    "amax_of_product": lambda T, x: (x * 1.37).amax(),
+    "vector_norm_inf": lambda T, x: T.linalg.vector_norm(x * 1.3, float("inf")),
+    "cosine_similarity": lambda T, x: T.nn.functional.cosine_similarity(x[:1], x[1:] * 1.3),
+}
+
+
+def _values_and_grad(T, name, dtype):
+    x = T.tensor(X).to(dtype).requires_grad_()
+    y = CASES[name](T, x)
+    y.float().sum().backward()
+    return y.float().detach().numpy(), x.grad.float().numpy()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bfloat16_composition_values_and_gradients(name):
+    want_y, want_g = _values_and_grad(torch, name, torch.bfloat16)
+    got_y, got_g = _values_and_grad(tg, name, tg.bfloat16)
+    np.testing.assert_array_equal(got_y, want_y)
+    if name == "cosine_similarity":     # (its norm's backward computes in float32: an ulp)
+        np.testing.assert_allclose(got_g, want_g, rtol=1e-2, atol=1e-2)
+    else:
+        np.testing.assert_array_equal(got_g, want_g)
+
+
+@pytest.mark.parametrize("name", ["pairwise_inf", "matrix_norm_inf", "amax_of_product"])
+def test_extremum_gradients_nonzero_float64_finite_differences(name):
+    x = tg.tensor(X.astype(np.float64)).requires_grad_()
+    CASES[name](tg, x).sum().backward()
+    eps, fd = 1e-6, np.zeros(X.size)
+    for i in range(X.size):
+        for sign in (1, -1):
+            a = X.astype(np.float64).ravel().copy()
+            a[i] += sign * eps
+            fd[i] += sign * CASES[name](tg, tg.tensor(a.reshape(X.shape))).sum().item()
+    np.testing.assert_allclose(x.grad.numpy().ravel(), fd / (2 * eps), atol=1e-6)
+
+
+def test_pairwise_distance_random_rows_bit_identical():
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((64, 16)).astype(np.float32) for _ in range(2))
+    for p in (2.0, 1.0, float("inf")):
+        (xt, yt), (xg, yg) = ((T.tensor(a).to(T.bfloat16).requires_grad_(),
+                               T.tensor(b).to(T.bfloat16).requires_grad_()) for T in (torch, tg))
+        rt = torch.nn.functional.pairwise_distance(xt, yt, p=p)
+        rg = tg.nn.functional.pairwise_distance(xg, yg, p=p)
+        rt.float().sum().backward()
+        rg.float().sum().backward()
+        np.testing.assert_array_equal(rg.float().detach().numpy(), rt.float().detach().numpy())
+        np.testing.assert_array_equal(xg.grad.float().numpy(), xt.grad.float().numpy())
+        assert rg.grad_fn.name() == rt.grad_fn.name()
+
+
+REFUSED = {
+    "multi_margin_loss": lambda T, x: T.nn.functional.multi_margin_loss(x, T.tensor([0, 2])),
+    "multilabel_margin_loss": lambda T, x: T.nn.functional.multilabel_margin_loss(
+        x, T.zeros(2, 3, dtype=T.long)),
+    "pdist": lambda T, x: T.nn.functional.pdist(x),
+    "quantile": lambda T, x: T.quantile(x, 0.3),
+    "nanquantile": lambda T, x: T.nanquantile(x, 0.3),
+    "rfft": lambda T, x: T.fft.rfft(x),
+    "fft2": lambda T, x: T.fft.fft2(x),
+    "histogram": lambda T, x: T.histogram(x),
+    "avg_pool3d": lambda T, x: T.nn.functional.avg_pool3d(x[None, None, None], 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_ops_without_a_bfloat16_kernel_refused_as_pytorch(name):
+    with pytest.raises(Exception) as want:
+        REFUSED[name](torch, torch.tensor(X).bfloat16())
+    with pytest.raises(type(want.value)) as got:
+        REFUSED[name](tg, tg.tensor(X).to(tg.bfloat16))
+    assert str(got.value) == str(want.value)
+
+
+def test_bincount_bfloat16_weights_count_in_float64():
+    w = np.array([0.1, 0.3, 0.2], dtype=np.float32)
+    want = torch.bincount(torch.tensor([0, 1, 1]), weights=torch.tensor(w).bfloat16())
+    got = tg.bincount(tg.tensor([0, 1, 1]), weights=tg.tensor(w).to(tg.bfloat16))
+    assert str(got.dtype) == str(want.dtype) == "torch.float64"
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
