@@ -138,6 +138,19 @@ def _scale(norm, forward: bool, n: int) -> float:
     return 1.0 / n if scaled and n else 1.0
 
 
+def _scaled(norm, forward: bool, n: int, a):
+    """a times the normalisation's real factor, part by part as PyTorch scales a complex tensor:
+    numpy's complex product with (factor + 0j) made 0 * inf a NaN in the other part (an inf
+    input's fft of length 1 came back inf+nanj; fuzz seed 65700815)."""
+    factor = _scale(norm, forward, n)
+    if factor == 1.0:
+        return a
+    if a.dtype.kind == "c":
+        parts = _np.multiply(_np.ascontiguousarray(a).view(a.real.dtype), factor)
+        return parts.astype(a.real.dtype, copy=False).view(a.dtype)
+    return factor * a
+
+
 def _unscaled(a, dims, forward: bool):
     """The unnormalised complex DFT of `a` over dims in the given direction."""
     if not dims:
@@ -184,7 +197,7 @@ def _complex_dtype(real_dt):
 
 def _c2c(a, dims, sizes, forward, norm):
     n = int(_np.prod(sizes))
-    return _scale(norm, forward, n) * _unscaled(_resize(a, dims, sizes), dims, forward)
+    return _scaled(norm, forward, n, _unscaled(_resize(a, dims, sizes), dims, forward))
 
 
 def _r2c_full(a, dims, sizes, forward, norm):
@@ -217,7 +230,7 @@ def _r2c(a, dims, sizes, forward, norm):
     a complex product by the scale would make them +0.0)."""
     a = _resize(a, dims, sizes)
     n = int(_np.prod(sizes))
-    out = _scale(norm, forward, n) * _unscaled(_np.fft.rfft(a, axis=dims[-1]), dims[:-1], True)
+    out = _scaled(norm, forward, n, _unscaled(_np.fft.rfft(a, axis=dims[-1]), dims[:-1], True))
     return out if forward else _np.conj(out)
 
 
@@ -229,7 +242,7 @@ def _c2r(a, dims, sizes, forward, norm):
     if forward:         # hfft: C2R of the conjugate, i.e. the other direction's C2R
         a = _np.conj(a)
     out = _np.fft.irfftn(a, s=sizes, axes=dims, norm="forward")
-    return _scale(norm, forward, n) * out
+    return _scaled(norm, forward, n, out)
 
 
 class _Transform(_Function):
@@ -284,11 +297,11 @@ def _adjoint_of(g, plan):
         # conjugated first when back is the forward direction
         h = _unscaled(g, dims[:-1], back)
         h = _halved(_np.conj(h) if back else h, last, sizes[-1])
-        grad = _scale(norm, forward, n) * _np.fft.irfft(h, n=sizes[-1], axis=last, norm="forward")
+        grad = _scaled(norm, forward, n, _np.fft.irfft(h, n=sizes[-1], axis=last, norm="forward"))
     else:
         if kind == "r2c":                               # zero-fill the dropped half
             g = _resize(g, dims[-1:], sizes[-1:])
-        grad = _scale(norm, forward, n) * _unscaled(g, dims, back)
+        grad = _scaled(norm, forward, n, _unscaled(g, dims, back))
     grad = _resize(grad, dims, [in_shape[d] for d in dims])
     if in_dtype.kind != "c":
         grad = grad.real

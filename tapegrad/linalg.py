@@ -1832,6 +1832,9 @@ def householder_product(input, tau):
     tau = _as_tensor(tau, "linalg_householder_product", "tau", 2)
     if A.ndim < 2:
         raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if tau.ndim != A.ndim - 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got "
+                           f"tau.ndim equal to {tau.ndim} and input.ndim is equal to {A.ndim}")
     m, n = A.shape[-2], A.shape[-1]
     if m < n:
         raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "

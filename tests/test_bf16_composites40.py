@@ -102,3 +102,64 @@ def test_bincount_bfloat16_weights_count_in_float64():
     got = tg.bincount(tg.tensor([0, 1, 1]), weights=tg.tensor(w).to(tg.bfloat16))
     assert str(got.dtype) == str(want.dtype) == "torch.float64"
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+SPECIAL_AND_LINALG_REFUSED = {
+    "ndtri": lambda T, x: T.special.ndtri(x),
+    "zeta": lambda T, x: T.special.zeta(x, x),
+    "chebyshev_polynomial_t": lambda T, x: T.special.chebyshev_polynomial_t(x, 3),
+    "hermite_polynomial_h": lambda T, x: T.special.hermite_polynomial_h(x, 2),
+    "airy_ai": lambda T, x: T.special.airy_ai(x),
+    "modified_bessel_k1": lambda T, x: T.special.modified_bessel_k1(x),
+    "spherical_bessel_j0": lambda T, x: T.special.spherical_bessel_j0(x),
+    "linalg_cond": lambda T, x: T.linalg.cond(x[:, :2]),
+    "linalg_eigvals": lambda T, x: T.linalg.eigvals(x[:, :2]),
+    "linalg_pinv": lambda T, x: T.linalg.pinv(x),
+    "linalg_vander": lambda T, x: T.linalg.vander(x[0]),
+    "linalg_ldl_factor": lambda T, x: T.linalg.ldl_factor(x[:, :2]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIAL_AND_LINALG_REFUSED))
+def test_special_and_linalg_without_bfloat16_kernel(name):
+    x = np.abs(X) + 0.1
+    with pytest.raises(Exception) as want:
+        SPECIAL_AND_LINALG_REFUSED[name](torch, torch.tensor(x).bfloat16())
+    with pytest.raises(type(want.value)) as got:
+        SPECIAL_AND_LINALG_REFUSED[name](tg, tg.tensor(x).to(tg.bfloat16))
+    assert str(got.value) == str(want.value)
+
+
+def test_torch_cond_with_bfloat16_operands_still_runs():
+    x = tg.ones(2).to(tg.bfloat16)
+    out = tg.cond(tg.tensor(True), lambda v: v * 2, lambda v: v * 3, (x,))
+    assert out.dtype == tg.bfloat16 and out.tolist() == [2.0, 2.0]
+
+
+def test_empty_bfloat16_views_keep_their_dtype_and_shuffles_copy():
+    v = tg.zeros(3, 4, 0).to(tg.bfloat16).requires_grad_()
+    w = tg.atan(v * 1)
+    assert w.expand_as(tg.empty((2, 3, 4, 0))).dtype == tg.bfloat16
+    assert w.reshape(0, 3).dtype == tg.bfloat16
+    for dt in (tg.float32, tg.bfloat16):
+        leaf = tg.zeros(0, 3, 2, dtype=dt).requires_grad_()
+        with tg.no_grad():
+            shuffled = tg.nn.functional.pixel_shuffle(leaf, 1)
+        assert not shuffled.requires_grad        # a new tensor, as PyTorch's (fuzz 65700470)
+
+
+def test_fft_scales_complex_parts_as_real_numbers():
+    for fn, norm in (("fft", None), ("ifft", None), ("fft", "ortho"), ("ifft", "forward")):
+        for values in ([float("inf")], [float("inf"), 1.0], [1.0, -2.0, 0.5]):
+            want = getattr(torch.fft, fn)(torch.tensor(values).to(torch.complex64), norm=norm)
+            got = getattr(tg.fft, fn)(tg.tensor(values).to(tg.complex64), norm=norm)
+            # (the transform's own rounding differs by an ulp from PyTorch's pocketfft build)
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+            assert not np.isnan(got.numpy().imag).any()
+
+
+def test_householder_product_checks_tau_rank_first():
+    for T in (torch, tg):
+        with pytest.raises(RuntimeError, match="Expected tau to have one dimension less than "
+                                               "input, but got tau.ndim equal to 2"):
+            T.linalg.householder_product(T.zeros(3, 3), T.zeros(3, 3))

@@ -23,7 +23,9 @@ def _new_tensor(result, input):
     moves nothing (a factor or group count of 1, size-1 dims) came out of reshape / permute as a
     view of the input, and an in-place write into the result silently changed the input
     (fuzz 65001325)."""
-    if np.may_share_memory(result._array, input._array):
+    # (numpy says an empty view shares nothing: under no_grad it was returned as the view, which
+    # requires grad as the input does; fuzz seed 65700470)
+    if result._array.size == 0 or np.may_share_memory(result._array, input._array):
         return result.clone(memory_format=_tg.contiguous_format)
     return result
 
