@@ -1121,7 +1121,7 @@ def _bincount(func, args, kwargs):
 # result as PyTorch's does.  Run on the float32 storage and rounded once at the end, the last
 # step's saved result was rounded after its record saved it: pairwise_distance(p=inf)'s norm then
 # matched no element of |x1 - x2 + eps| and its gradient was zero (fuzz seed 65604069).
-_PYTORCH_COMPOSITIONS = ("pairwise_distance", "cosine_similarity")
+_PYTORCH_COMPOSITIONS = ("pairwise_distance", "cosine_similarity", "matrix_power", "kl_div")
 
 
 def _composition(func, args, kwargs):

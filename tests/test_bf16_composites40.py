@@ -163,3 +163,38 @@ def test_householder_product_checks_tau_rank_first():
         with pytest.raises(RuntimeError, match="Expected tau to have one dimension less than "
                                                "input, but got tau.ndim equal to 2"):
             T.linalg.householder_product(T.zeros(3, 3), T.zeros(3, 3))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7])
+def test_matrix_power_bfloat16_as_pytorch_products(n):
+    a = np.random.default_rng(n).standard_normal((4, 4)).astype(np.float32)
+    results = []
+    for T in (torch, tg):
+        x = T.tensor(a).requires_grad_()
+        r = T.linalg.matrix_power(x.to(T.bfloat16), n)
+        r.float().sum().backward()
+        results.append((r.float().detach().numpy(), x.grad.numpy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_matrix_power_three_multiplies_in_pytorch_order_float32():
+    a = np.random.default_rng(3).standard_normal((5, 5)).astype(np.float32)
+    np.testing.assert_array_equal(tg.linalg.matrix_power(tg.tensor(a), 3).numpy(),
+                                  torch.linalg.matrix_power(torch.tensor(a), 3).numpy())
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "batchmean"])
+def test_kl_div_log_target_bfloat16_as_pytorch_composition(reduction):
+    rng = np.random.default_rng(0)
+    a = -np.abs(rng.standard_normal((8, 5))).astype(np.float32)
+    b = -np.abs(rng.standard_normal((8, 5))).astype(np.float32)
+    results = []
+    for T in (torch, tg):
+        x, y = (T.tensor(v).to(T.bfloat16).requires_grad_() for v in (a, b))
+        r = T.nn.functional.kl_div(x, y, reduction=reduction, log_target=True)
+        r.float().sum().backward()
+        results.append((r.float().detach().numpy(), x.grad.float().numpy(),
+                        y.grad.float().numpy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_array_equal(got, want)
