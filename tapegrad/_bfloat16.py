@@ -1121,11 +1121,17 @@ def _bincount(func, args, kwargs):
 # result as PyTorch's does.  Run on the float32 storage and rounded once at the end, the last
 # step's saved result was rounded after its record saved it: pairwise_distance(p=inf)'s norm then
 # matched no element of |x1 - x2 + eps| and its gradient was zero (fuzz seed 65604069).
-_PYTORCH_COMPOSITIONS = ("pairwise_distance", "cosine_similarity", "matrix_power", "kl_div")
+_PYTORCH_COMPOSITIONS = ("pairwise_distance", "cosine_similarity", "matrix_power", "kl_div",
+                         "normalize", "triplet_margin_loss", "cosine_embedding_loss",
+                         "poisson_nll_loss", "gaussian_nll_loss", "dist", "trapezoid",
+                         "cumulative_trapezoid")
 
 
 def _composition(func, args, kwargs):
-    return getattr(func, "__wrapped__", func)(*args, **kwargs)
+    plain = getattr(func, "__wrapped__", None)
+    if plain is None:           # (an entry that would dispatch to us again: on the storage)
+        return _computed(func, func.__name__, args, kwargs)
+    return plain(*args, **kwargs)
 
 
 def _sweep(func, args, kwargs):

@@ -198,3 +198,35 @@ def test_kl_div_log_target_bfloat16_as_pytorch_composition(reduction):
                         y.grad.float().numpy()))
     for got, want in zip(results[1], results[0]):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["normalize", "triplet_margin_loss", "poisson_nll_loss",
+                                  "dist", "trapezoid", "cumulative_trapezoid"])
+def test_more_compositions_bfloat16_forward_as_pytorch(name):
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((6, 8)).astype(np.float32) for _ in range(2))
+    calls = {
+        "normalize": lambda T, x, y: T.nn.functional.normalize(x, dim=1),
+        "triplet_margin_loss": lambda T, x, y: T.nn.functional.triplet_margin_loss(
+            x, y, y * 0.5, reduction="none"),
+        "poisson_nll_loss": lambda T, x, y: T.nn.functional.poisson_nll_loss(
+            x, y.abs(), reduction="none"),
+        "dist": lambda T, x, y: T.dist(x, y),
+        "trapezoid": lambda T, x, y: T.trapezoid(x, dim=1),
+        "cumulative_trapezoid": lambda T, x, y: T.cumulative_trapezoid(x, dim=1),
+    }
+    values = [calls[name](T, *(T.tensor(v).to(T.bfloat16) for v in (a, b))).float().numpy()
+              for T in (torch, tg)]
+    np.testing.assert_array_equal(values[1], values[0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda T, x, y: T.nn.functional.soft_margin_loss(x, y),
+    lambda T, x, y: T.nn.functional.multi_margin_loss(x, T.tensor([0, 1, 2]), weight=y[0])])
+def test_loss_arguments_without_derivative_refuse_requires_grad(call):
+    for T in (torch, tg):
+        x, y = T.ones(3, 4, requires_grad=True), T.ones(3, 4, requires_grad=True)
+        with pytest.raises(RuntimeError, match="is not differentiable with respect to argument"):
+            call(T, x, y)
+        with T.no_grad():
+            call(T, x, y)

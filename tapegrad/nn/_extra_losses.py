@@ -55,6 +55,14 @@ def _check_reduction(reduction: str, extra=(), *, legacy_mean: bool = True,
     return reduction
 
 
+def _refuse_gradient_of(arg, fname: str, name: str) -> None:
+    """PyTorch's autograd refusal of an argument its loss has no derivative for (a target, a
+    class weight) when that argument requires grad and grad mode is on."""
+    if isinstance(arg, _core.TensorBase) and arg.requires_grad and _tg.is_grad_enabled():
+        raise RuntimeError(f"The function '{fname}' is not differentiable with respect to "
+                           f"argument '{name}'. This input cannot have requires_grad True.")
+
+
 def _check_loss_operands(name: str, input, target) -> None:
     """PyTorch's binding TypeError when the input or target of a builtin loss is not a tensor."""
     from .._extra_ops import _check_tensor
@@ -274,6 +282,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     _check_loss_operands("soft_margin_loss", input, target)
+    _refuse_gradient_of(target, "soft_margin_loss", "target")
     # PyTorch computes into a tensor of input's dtype (neg, then mul_ by target, exp_, log1p_):
     # the loss has input's dtype whatever target's, and an integer input cannot hold exp's
     margin = -input * target
@@ -321,6 +330,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
+    _refuse_gradient_of(weight, "multi_margin_loss", "weight")
     _check_vector_or_matrix(input)
     squeeze = input.dim() <= 1
     x = input.reshape(1, -1) if squeeze else input
