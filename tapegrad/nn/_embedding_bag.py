@@ -202,9 +202,11 @@ def _reduced_bags(input, weight, offsets, max_norm, norm_type, scale_grad_by_fre
     bag_index = _core.wrap_array(np.ascontiguousarray(bag_of[kept]), False)
     zeros = creation.zeros(n_bags, weight.shape[1], dtype=weight.dtype)
     if mode == "max":
-        if rows.shape[0] == 0:          # nothing to pick: zeros, recorded
-            return zeros.scatter_reduce(0, bag_index.unsqueeze(1).expand(-1, weight.shape[1]),
-                                        rows, "amax", include_self=False)
+        if rows.shape[0] == 0:
+            # nothing to pick: zeros, recorded; by index_add, which saves no result (PyTorch
+            # keeps only the picked indices: a write into the result before backward is fine;
+            # scatter_reduce's amax saved it and raised, fuzz seed 61100125)
+            return zeros.index_add(0, bag_index, rows)
         return _bag_max(rows, bag_of[kept], zeros)
     if per_sample_weights is not None:
         weights = per_sample_weights.reshape(-1)
