@@ -49,3 +49,42 @@ def test_pca_lowrank_of_batched_sparse_is_refused_as_torch_does():
                                      (2, 2, 2))
         with pytest.raises(ValueError, match="expected to be 2-dimensional"):
             module.pca_lowrank(A)
+
+
+# -- linalg.lstsq: which B is a vector, and the batch PyTorch solves -------------------------
+
+def _lstsq_outcome(module, a_shape, b_shape):
+    A = module.arange(float(np.prod(a_shape))).reshape(a_shape).double().pow(1.7).sin()
+    B = module.arange(float(np.prod(b_shape))).reshape(b_shape).double().cos()
+    A.requires_grad_()
+    B.requires_grad_()
+    try:
+        result = module.linalg.lstsq(A, B, driver="gelsd")
+    except RuntimeError as e:
+        return ("error", str(e))
+    (result.solution.sum() + result.residuals.sum()).backward()
+    return ("ok", tuple(result.solution.shape), tuple(result.residuals.shape),
+            result.solution.detach().numpy(), A.grad.numpy(), B.grad.numpy())
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((1, 10, 3), (10, 2)),        # one A, an unbatched matrix B: solved 10 times, as PyTorch does
+    ((10, 10, 3), (10, 2)),
+    ((2, 10, 3), (2, 10)),        # a batch of vectors: exactly A's shape without its last dim
+    ((4, 10, 3), (1, 10, 2)),
+    ((4, 10, 3), (10, 2)),        # refused with PyTorch's broadcasting error
+    ((4, 10, 3), (1, 10)),        # a matrix with one row: the row-count error, not a vector's
+    ((4, 10, 3), (4, 9)),
+    ((5, 1, 10, 3), (5, 10, 2)),
+    ((2, 1, 10, 3), (3, 10, 2)),
+])
+def test_lstsq_right_hand_side_shapes_follow_torch(a_shape, b_shape):
+    expected = _lstsq_outcome(torch, a_shape, b_shape)
+    got = _lstsq_outcome(tg, a_shape, b_shape)
+    assert got[0] == expected[0]
+    if expected[0] == "error":
+        assert got[1] == expected[1]
+        return
+    assert got[1:3] == expected[1:3]
+    for g, e in zip(got[3:], expected[3:]):
+        np.testing.assert_allclose(g, e, rtol=1e-8, atol=1e-10)
