@@ -88,3 +88,60 @@ def test_lstsq_right_hand_side_shapes_follow_torch(a_shape, b_shape):
     assert got[1:3] == expected[1:3]
     for g, e in zip(got[3:], expected[3:]):
         np.testing.assert_allclose(g, e, rtol=1e-8, atol=1e-10)
+
+
+# -- cholesky_solve / lu_solve: batch broadcasting errors and lu_solve's graph node -----------
+
+def _spd(module, shape):
+    t = module.arange(float(np.prod(shape))).reshape(shape).double().pow(1.3).sin()
+    return t @ t.mT + 3 * module.eye(shape[-1], dtype=module.float64)
+
+
+_SOLVERS = {
+    "cholesky_solve": lambda m, A, B: m.cholesky_solve(B, m.linalg.cholesky(A)),
+    "linalg.lu_solve": lambda m, A, B: m.linalg.lu_solve(*m.linalg.lu_factor(A), B),
+    "linalg.lu_solve adjoint": lambda m, A, B: m.linalg.lu_solve(*m.linalg.lu_factor(A), B,
+                                                                 adjoint=True),
+    "lu_solve": lambda m, A, B: m.lu_solve(B, *m.linalg.lu_factor(A)),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("solver", sorted(_SOLVERS))
+@pytest.mark.parametrize("a_shape, b_shape", [((2, 3, 3), (4, 3, 2)), ((2, 1, 3, 3), (4, 3, 2)),
+                                              ((3, 3), (3,))])
+def test_batched_solvers_broadcast_or_refuse_as_torch(solver, a_shape, b_shape):
+    outcomes = []
+    for module in (torch, tg):
+        B = module.arange(float(np.prod(b_shape))).reshape(b_shape).double().cos()
+        try:
+            X = _SOLVERS[solver](module, _spd(module, a_shape), B)
+            outcomes.append(("ok", tuple(X.shape), X.numpy()))
+        except Exception as e:      # noqa: BLE001 (the exception is what is compared)
+            outcomes.append((type(e).__name__, str(e)))
+    (kind, *rest), (got_kind, *got_rest) = outcomes
+    assert got_kind == kind
+    if kind == "ok":
+        assert got_rest[0] == rest[0]
+        np.testing.assert_allclose(got_rest[1], rest[1], rtol=1e-10)
+    else:
+        assert got_rest == rest
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("kwargs", [{}, {"adjoint": True}, {"left": False}])
+def test_lu_solve_is_one_graph_node_as_in_torch(kwargs):
+    A = tg.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], requires_grad=True)
+    b = tg.tensor([[1.0], [2.0], [3.0]], requires_grad=True)
+    B = b if kwargs.get("left", True) else b.mT
+    LU, pivots = tg.linalg.lu_factor(A)
+    X = tg.linalg.lu_solve(LU, pivots, B, **kwargs)
+    assert type(X.grad_fn).__name__ == "LinalgLuSolveBackward0"
+    assert type(tg.lu_solve(b, LU, pivots).grad_fn).__name__ == "LinalgLuSolveBackward0"
+    X.sum().backward()
+    At = torch.tensor(A.detach().numpy(), requires_grad=True)
+    bt = torch.tensor(b.detach().numpy(), requires_grad=True)
+    Bt = bt if kwargs.get("left", True) else bt.mT
+    torch.linalg.lu_solve(*torch.linalg.lu_factor(At), Bt, **kwargs).sum().backward()
+    np.testing.assert_allclose(A.grad.numpy(), At.grad.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), bt.grad.numpy(), rtol=1e-5)
