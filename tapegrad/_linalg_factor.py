@@ -103,7 +103,6 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
     adjoint=True) from A's (LU, pivots) as lu_factor returns them."""
     _core.check_bool("linalg_lu_solve", "left", left)
     _core.check_bool("linalg_lu_solve", "adjoint", adjoint)
-    from .linalg import solve_triangular
     from ._more_math import _check_pivots
     check_lu_and_b_dtypes(LU, B)
     if B.dim() < 2:
@@ -116,13 +115,24 @@ def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False):
         equation = "AX = B" if left else "XA = B"
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                            f"{equation} ({LU.shape[-2]}x{n} and {B.shape[-2]}x{B.shape[-1]})")
-    if not left:
-        # X A = B  <=>  A^H X^H = B^H.
-        return lu_solve(LU, pivots, B.mH, adjoint=not adjoint).mH
     from .linalg import _refuse_half
     _refuse_half(LU, "linalg.lu_solve")
+    # (one node in PyTorch's graph, whatever the triangular solves and row moves behind it)
+    return _core._name_grad_fn(_lu_solved(LU, pivots, B, left, adjoint),
+                               "LinalgLuSolveBackward0")
+
+
+def _lu_solved(LU, pivots, B, left, adjoint):
+    """X of op(A) X = B (X op(A) = B when not left) from lu_factor's (LU, pivots)."""
+    from .linalg import solve_triangular
+    n = LU.shape[-1]
+    if not left:
+        # X A = B  <=>  A^H X^H = B^H.
+        return _lu_solved(LU, pivots, B.mH, True, not adjoint).mH
     perm = _permutation(pivots._array, n)
-    batch = np.broadcast_shapes(perm.shape[:-1], tuple(B.shape[:-2]), tuple(LU.shape[:-2]))
+    from .creation import _broadcast_shapes     # (PyTorch's broadcasting error, B as tensor a)
+    batch = _broadcast_shapes(tuple(B.shape[:-2]), tuple(LU.shape[:-2]))
+    batch = np.broadcast_shapes(perm.shape[:-1], batch)
     B = B.expand(*batch, *B.shape[-2:])
     index = _wrap(np.broadcast_to(perm[..., None], batch + (n, B.shape[-1])).astype(np.int64))
     if not adjoint:

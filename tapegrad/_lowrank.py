@@ -15,12 +15,18 @@ def _floating(A: Tensor):
     return A.dtype if A.is_floating_point() or A.is_complex() else _tg.float32
 
 
+def _adjoint(A):
+    """A's conjugate transpose; a sparse COO matrix (which has no .mH) by its transpose, as
+    PyTorch's svd_lowrank accepts sparse input (a TF-IDF or rating matrix, say)."""
+    return A.t() if getattr(A, "is_sparse", False) else A.mH
+
+
 def _range_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
     """An orthonormal (m, q) basis approximating the range of A - M: A applied to a Gaussian
     test matrix, then ``niter`` subspace (power) iterations, re-orthonormalised by QR at each
     application."""
     def apply(X, adjoint=False):
-        op, shift = (A.mH, None if M is None else M.mH) if adjoint else (A, M)
+        op, shift = (_adjoint(A), None if M is None else M.mH) if adjoint else (A, M)
         Y = op @ X
         return Y if shift is None else Y - shift @ X
 
@@ -39,7 +45,7 @@ def _svd_lowrank(A: Tensor, q: int | None, niter: int | None, M: Tensor | None):
     # Work on the tall orientation: the basis is m x q with m >= n.
     wide = m < n
     if wide:
-        A = A.mH
+        A = _adjoint(A)
         M = None if M is None else M.mH
     Q = _range_basis(A, q, niter, M)
     B = Q.mH @ A
@@ -78,4 +84,11 @@ def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int
         raise ValueError(f"niter(={niter}) must be non-negative integer")
     if not center:
         return _svd_lowrank(A, q, niter, None)
+    if getattr(A, "is_sparse", False):
+        # Centring would fill the matrix in: keep A sparse and pass the column means as the
+        # dense shift M that the range finder subtracts from every product.
+        if A.dim() != 2:
+            raise ValueError("pca_lowrank input is expected to be 2-dimensional tensor")
+        column_means = A.sum(dim=-2).to_dense() / m
+        return _svd_lowrank(A, q, niter, column_means.unsqueeze(0))
     return _svd_lowrank(A - A.mean(dim=(-2,), keepdim=True), q, niter, None)

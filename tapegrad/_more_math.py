@@ -842,6 +842,8 @@ def cholesky_solve(input, input2, upper=False):
     _check_float("cholesky_solve", input)
     from .linalg import _refuse_half
     _refuse_half(input, "cholesky_solve")
+    from .creation import _broadcast_shapes     # (PyTorch's broadcasting error, b as tensor a)
+    _broadcast_shapes(tuple(input.shape[:-2]), tuple(input2.shape[:-2]))
     return _CholeskySolve.apply(input, input2, bool(upper))
 
 
@@ -1316,20 +1318,18 @@ def lu_solve(b, LU_data, LU_pivots):  # noqa: N803
     from ._linalg_factor import check_lu_and_b_dtypes
     check_lu_and_b_dtypes(LU_data, b)
     _check_pivots(LU_pivots, "lu_solve")
+    if b.dim() < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
+                           "dimensions.")
     n = LU_data.shape[-1]
-    if b.dim() < 2 or b.shape[-2] != n:
+    if b.shape[-2] != n:
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({LU_data.shape[-2]}x{n} and "
                            f"{'x'.join(str(s) for s in b.shape[-2:])})")
-    from .linalg import _refuse_half, solve_triangular
-    _refuse_half(LU_data, "linalg.lu_solve")
-    perm = _permutation(LU_pivots._array, n)
-    shape = np.broadcast_shapes(perm.shape[:-1], tuple(b.shape[:-2]))
-    index = np.broadcast_to(perm[..., None], shape + (n, b.shape[-1]))
-    permuted = b.expand(*shape, *b.shape[-2:]).gather(-2, _wrap(
-        np.ascontiguousarray(index, dtype=np.int64)))
-    y = solve_triangular(LU_data, permuted, upper=False, unitriangular=True)
-    return solve_triangular(LU_data, y, upper=True)
+    # (the checks above keep this entry's order; the solve itself, batch broadcasting and its
+    # error included, is linalg.lu_solve's)
+    from ._linalg_factor import lu_solve as linalg_lu_solve
+    return linalg_lu_solve(LU_data, LU_pivots, b)
 
 
 # -- functions PyTorch removed in 1.9 (they still exist and raise) -------------------------------

@@ -1737,7 +1737,9 @@ def lstsq(input, b, rcond=None, *, driver=None):
     if not (A.ndim >= B.ndim and A.ndim - B.ndim <= 1):
         raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
                            "other.dim() and (input.dim() - other.dim()) <= 1")
-    vector = B.ndim == A.ndim - 1
+    # A vector right-hand side is 1-D or exactly A's shape without its last dim (linalg.solve's
+    # rule); any other B with one dim fewer than A is a matrix, (..., m, k).
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     if vector and B.shape[-1] != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-1)")
     if not vector and B.shape[-2] != A.shape[-2]:
@@ -1759,7 +1761,7 @@ def lstsq(input, b, rcond=None, *, driver=None):
     if driver == "gels":
         quick = _gels_quick_returns(A)
         _refuse_rank_deficient_gels(rank, quick, min(m, n))
-    B_matrix = B.unsqueeze(-1) if vector else B
+    B_matrix = _lstsq_broadcast_rhs(A, B.unsqueeze(-1) if vector else B)
     # (laid out in LAPACK's buffer of max(m, n) rows, as PyTorch's)
     solution = _LapackLayout.apply(pinv(A, rtol=rtol) @ B_matrix, max(m, n), (A, B))
     # (gels refused the rank-deficient matrices it did not return quickly on)
@@ -1786,6 +1788,18 @@ def lstsq(input, b, rcond=None, *, driver=None):
         rank = empty(0, dtype=rank.dtype)
     result = _return_type("linalg_lstsq")
     return result((solution, residuals, rank, singular_values))
+
+
+def _lstsq_broadcast_rhs(A, B):
+    """B (..., m, k) expanded to the batch PyTorch's lstsq solves: the broadcast of A's batch
+    dims with B's first A.ndim - 2 dims.  A matrix B with one dim fewer than A contributes its
+    own row dim there, so PyTorch solves a (1, m, n) A against an (m, k) B m times, and refuses
+    a (p, m, n) A with p not 1 or m; both as it does, with its broadcasting errors."""
+    from .creation import _broadcast_shapes
+    batch = _broadcast_shapes(tuple(A.shape[:A.ndim - 2]), tuple(B.shape[:A.ndim - 2]))
+    # (PyTorch copies B into the solution buffer: a copy_'s broadcast, the buffer as tensor a)
+    _broadcast_shapes(tuple(batch) + tuple(B.shape[-2:]), tuple(B.shape))
+    return B.expand(*batch, *B.shape[-2:])
 
 
 def _gels_quick_returns(A):
