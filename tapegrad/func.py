@@ -583,7 +583,9 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                     n = x.numel()
                     for i, o in enumerate(out_leaves):
                         part = cols[i].narrow(0, at, n).reshape((n, o.numel()))
-                        blocks[i][j] = part.t().reshape(tuple(o.shape) + tuple(x.shape))
+                        # splitting each of the transposed dims is always a view: PyTorch
+                        # unflattens with view(), so the block's grad_fn is ViewBackward0
+                        blocks[i][j] = part.t().view(tuple(o.shape) + tuple(x.shape))
                     at += n
             else:
                 stacks, total = _basis_stacks(out_leaves, lambda t: t.dtype)
