@@ -39,7 +39,7 @@ from ._rearrange import rearrange
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
            "functional_call", "stack_module_state", "vmap", "functionalize",
-           "replace_all_batch_norm_modules_", "rearrange"]
+           "replace_all_batch_norm_modules_", "rearrange", "debug_unwrap"]
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0
@@ -469,6 +469,18 @@ def functionalize(func, *, remove="mutations"):
     def wrapper(*args, **kwargs):
         return func(*args, **kwargs)
     return wrapper
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """The tensor underneath vmap's per-sample view of ``tensor`` (batch dim first), for
+    printing in a debugger; with ``recurse=False`` only the innermost vmap level is removed.
+    A tensor outside any vmap is returned as it is.  (grad's inputs are plain tracked
+    tensors here, with nothing to unwrap.)"""
+    while _vmap._is_batched(tensor):
+        tensor = tensor.value
+        if not recurse:
+            break
+    return tensor
 
 
 # -- Jacobians -------------------------------------------------------------------------------------

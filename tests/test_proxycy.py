@@ -35,3 +35,21 @@ def test_func_jacobians_are_views_as_in_pytorch():
         assert ours.stride() == theirs.stride()
         assert ours.is_contiguous() == theirs.is_contiguous()
         assert ours.detach().numpy() == pytest.approx(theirs.detach().numpy())
+
+
+def _unwrapped_shapes(T):
+    from importlib import import_module
+    func = import_module(T.__name__ + ".func")
+    seen = []
+    func.vmap(lambda r: seen.append(tuple(func.debug_unwrap(r).shape)) or r)(T.ones(3, 2))
+    func.vmap(func.vmap(lambda r: seen.extend([tuple(func.debug_unwrap(r).shape),
+                                               tuple(func.debug_unwrap(r, recurse=False).shape)])
+                        or r))(T.ones(4, 3, 2))
+    plain = T.ones(2)
+    seen.append(func.debug_unwrap(plain) is plain)
+    return seen
+
+
+def test_func_debug_unwrap_removes_vmap_levels():
+    torch = pytest.importorskip("torch")
+    assert _unwrapped_shapes(tg) == _unwrapped_shapes(torch) == [(3, 2), (4, 3, 2), (3, 2), True]
