@@ -39,7 +39,7 @@ from ._rearrange import rearrange
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian",
            "functional_call", "stack_module_state", "vmap", "functionalize",
-           "replace_all_batch_norm_modules_", "rearrange"]
+           "replace_all_batch_norm_modules_", "rearrange", "debug_unwrap"]
 
 # How many transforms are running: inside one, results keep their graph for the outer one.
 _depth = 0
@@ -471,6 +471,18 @@ def functionalize(func, *, remove="mutations"):
     return wrapper
 
 
+def debug_unwrap(tensor, *, recurse=True):
+    """The tensor underneath vmap's per-sample view of ``tensor`` (batch dim first), for
+    printing in a debugger; with ``recurse=False`` only the innermost vmap level is removed.
+    A tensor outside any vmap is returned as it is.  (grad's inputs are plain tracked
+    tensors here, with nothing to unwrap.)"""
+    while _vmap._is_batched(tensor):
+        tensor = tensor.value
+        if not recurse:
+            break
+    return tensor
+
+
 # -- Jacobians -------------------------------------------------------------------------------------
 
 def _basis_stacks(tensors, dtype_of):
@@ -583,7 +595,9 @@ def _jacobian(func, argnums, has_aux, forward, chunk_size=None, randomness="erro
                     n = x.numel()
                     for i, o in enumerate(out_leaves):
                         part = cols[i].narrow(0, at, n).reshape((n, o.numel()))
-                        blocks[i][j] = part.t().reshape(tuple(o.shape) + tuple(x.shape))
+                        # splitting each of the transposed dims is always a view: PyTorch
+                        # unflattens with view(), so the block's grad_fn is ViewBackward0
+                        blocks[i][j] = part.t().view(tuple(o.shape) + tuple(x.shape))
                     at += n
             else:
                 stacks, total = _basis_stacks(out_leaves, lambda t: t.dtype)
