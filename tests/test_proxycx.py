@@ -79,3 +79,59 @@ def test_pytorch_saved_sparse_checkpoint_loads(tmp_path):
             assert str(got.layout) == str(t.layout)
             np.testing.assert_array_equal(got.to_dense().numpy(), t.to_dense().numpy())
         assert loaded["coalesced"].is_coalesced() == expected["coalesced"].is_coalesced()
+
+
+# -- writes into inference tensors outside inference mode ----------------------------------------
+# PyTorch refuses them when the write bumps the version counter, after its kernel wrote: the
+# caught error leaves the cached activation changed, and an argument error comes first.
+
+_UNRECORDED_WRITES = {
+    "add_": lambda a, lib: a.add_(1),
+    "mul_": lambda a, lib: a.mul_(3),
+    "setitem": lambda a, lib: a.__setitem__(slice(0, 2), 5.0),
+    "view_fill_": lambda a, lib: a.view(3)[0].fill_(9),
+    "zero_": lambda a, lib: a.zero_(),
+    "sigmoid_": lambda a, lib: a.sigmoid_(),
+    "index_add_": lambda a, lib: a.index_add_(0, lib.tensor([0]), lib.ones(1)),
+    "copy_": lambda a, lib: a.copy_(lib.arange(3.0)),
+    "bad_shape": lambda a, lib: a.add_(lib.ones(4)),
+    "bad_dtype": lambda a, lib: a.add_(lib.tensor([1 + 1j])),
+}
+
+
+def _inference_write(lib, write):
+    with lib.inference_mode():
+        a = lib.ones(3) * 2
+    with pytest.raises(RuntimeError) as err:
+        write(a, lib)
+    return a.tolist(), str(err.value).split(".")[0]
+
+
+@pytest.mark.parametrize("name", sorted(_UNRECORDED_WRITES))
+def test_inference_tensor_write_outside_inference_mode_matches_pytorch(name):
+    torch = pytest.importorskip("torch")
+    write = _UNRECORDED_WRITES[name]
+    assert _inference_write(tapegrad, write) == _inference_write(torch, write)
+
+
+def test_inference_tensor_random_fill_writes_then_raises():
+    with tapegrad.inference_mode():
+        a = tapegrad.zeros(50)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        a.uniform_(1.0, 2.0)
+    assert (a >= 1.0).all()
+
+
+def test_recorded_write_into_inference_tensor_is_refused_with_pytorch_message():
+    # a write autograd would record (the operand requires grad) is refused before it is
+    # recorded: no history is attached to the inference tensor, and later graphs are unharmed
+    w = tapegrad.ones(3, requires_grad=True)
+    with tapegrad.inference_mode():
+        a = tapegrad.ones(3) * 2
+        v = a[1:]
+    for write in (lambda: a.add_(w), lambda: a.mul_(w), lambda: v.add_(w[1:])):
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside"):
+            write()
+    assert not a.requires_grad and a.grad_fn is None
+    (w * 2).sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
