@@ -213,6 +213,27 @@ def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
     return Parameter(data, requires_grad=bool(requires_grad))
 
 
+def _rebuild_sparse_tensor(layout, data):
+    """torch._utils._rebuild_sparse_tensor: a sparse tensor PyTorch saved as its layout and
+    (indices, values, size[, is_coalesced]) for COO, (compressed indices, plain indices,
+    values, size) for the compressed layouts."""
+    from ._sparse_compressed import _LAYOUTS, _build
+    from ._sparse_coo import _sparse_coo_tensor
+    import tapegrad
+    if not isinstance(data, tuple):
+        raise _ser.CheckpointError("malformed sparse tensor record")
+    if layout is tapegrad.sparse_coo and len(data) in (3, 4):
+        indices, values, size = data[:3]
+        coalesced = data[3] if len(data) == 4 else None    # (files before is_coalesced: 3)
+        _ser._check_sparse_parts((indices,), values, size, (coalesced,))
+        return _sparse_coo_tensor(indices, values, tuple(size), is_coalesced=coalesced)
+    if layout in _LAYOUTS and len(data) == 4:
+        cidx, pidx, values, size = data
+        _ser._check_sparse_parts((cidx, pidx), values, size, ())
+        return _build(layout, cidx, pidx, values, tuple(size), None, None, False, False)
+    raise NotImplementedError(f"rebuilding sparse tensor for layout {layout}")
+
+
 def _torch_globals() -> dict:
     import tapegrad
     from ._core import dtype as tensor_dtype
@@ -225,6 +246,7 @@ def _torch_globals() -> dict:
              ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
              ("torch", "Tensor"): _ser._TensorClass("Tensor"),
              ("torch.serialization", "_get_layout"): _get_layout,
+             ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
              ("torch", "Size"): Size,
              ("torch", "device"): device,
              ("torch.storage", "UntypedStorage"): _UNTYPED,

@@ -1286,9 +1286,9 @@ _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "in
 
 def _check_inplace(t) -> None:
     """PyTorch's error for an in-place op on a leaf that requires grad (outside no_grad); checked
-    before any random draw so that a failing call leaves the generator untouched.  An inference
-    tensor may be written in place only inside inference mode."""
-    _core.refuse_inference_write(t)
+    before any random draw so that a failing call leaves the generator untouched.  (An inference
+    tensor written outside inference mode is refused after the write, as PyTorch refuses it:
+    the write's bump_version raises.)"""
     if t.requires_grad and t.is_leaf and t._base is None and _core.is_grad_enabled():
         # (a view taken in no_grad is a leaf too: _overwrite_ names PyTorch's rule for it)
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "

@@ -267,6 +267,38 @@ def _checked_rebuild_quantized(ints, dtype_name, scheme_name, scale, zero_point,
     return _rebuild(ints, dtype_name, scheme_name, scale, zero_point, axis)
 
 
+def _check_sparse_parts(index_tensors, values, size, flags) -> None:
+    """The parts of a sparse tensor record, for untrusted input: dense integer index tensors and
+    a dense values tensor (already rebuilt by the checked tensor path), a size of ints, flags
+    that are bools or None.  The sparse constructors then check the indices against the size."""
+    def dense(t):
+        return isinstance(t, _core.TensorBase) and t.layout is _layout.strided
+    if not (all(dense(t) and t.dtype in (_core.int32, _core.int64) for t in index_tensors)
+            and dense(values)):
+        raise CheckpointError("malformed sparse tensor record: indices and values must be "
+                              "dense tensors, the indices int32 or int64")
+    if not (isinstance(size, tuple) and all(type(n) is int and n >= 0 for n in size)):
+        raise CheckpointError("malformed sparse tensor record: bad size")
+    if not all(f is None or type(f) is bool for f in flags):
+        raise CheckpointError("malformed sparse tensor record: bad flags")
+
+
+def _checked_rebuild_sparse(indices, values, size, coalesced, requires_grad):
+    """_sparse_coo._rebuild_sparse (what tapegrad.save writes for a COO tensor), checked."""
+    from ._sparse_coo import _rebuild_sparse
+    _check_sparse_parts((indices,), values, size, (coalesced, requires_grad))
+    return _rebuild_sparse(indices, values, tuple(size), coalesced, bool(requires_grad))
+
+
+def _checked_rebuild_compressed(layout_name, cidx, pidx, values, size, requires_grad):
+    """_sparse_compressed._rebuild_compressed (a CSR/CSC/BSR/BSC tensor), checked."""
+    from ._sparse_compressed import _LAYOUTS, _rebuild_compressed
+    if layout_name not in {lay._name for lay in _LAYOUTS}:
+        raise CheckpointError(f"malformed sparse tensor record: layout {layout_name!r:.40}")
+    _check_sparse_parts((cidx, pidx), values, size, (requires_grad,))
+    return _rebuild_compressed(layout_name, cidx, pidx, values, tuple(size), bool(requires_grad))
+
+
 def _checked_untyped_storage(array):
     """storage._untyped_from_array for untrusted input: a persisted array of a tensor dtype."""
     from .storage import _untyped_from_array
@@ -291,6 +323,9 @@ def _default_safe_globals() -> dict[tuple[str, str], object]:
         ("tapegrad.tensor", "_rebuild_tensor"): _checked_rebuild_tensor,
         ("tapegrad.storage", "_untyped_from_array"): _checked_untyped_storage,
         ("tapegrad._quantized", "_rebuild"): _checked_rebuild_quantized,
+        # sparse tensors pickle as their index and value tensors (PyTorch allows them too)
+        ("tapegrad._sparse_coo", "_rebuild_sparse"): _checked_rebuild_sparse,
+        ("tapegrad._sparse_compressed", "_rebuild_compressed"): _checked_rebuild_compressed,
         ("tapegrad.storage", "_typed_over"): _checked_typed_storage,
         _qualified(Tensor): _TensorClass("Tensor"),
         ("tapegrad.nn.parameter", "Parameter"): _TensorClass("Parameter"),

@@ -404,14 +404,11 @@ cdef inline int check_inference_write(TensorBase t) except -1:
     return 0
 
 
-def refuse_inference_write(TensorBase t):
-    """PyTorch's refusal of an in-place write into an inference tensor outside inference mode
-    (for writers in Python: the random in-place fills)."""
-    check_inference_write(t)
-
-
 cdef int bump_version(TensorBase t) except -1:
-    # (every in-place write ends here: the backstop for writers that call no check_inplace)
+    # Every in-place write ends here, and this is where an inference tensor's write outside
+    # inference mode is refused: PyTorch refuses it when it bumps the version, after its kernel
+    # wrote (the values change, the error follows, and an argument error such as a shape
+    # mismatch is raised first), and before the write is recorded in autograd's history.
     check_inference_write(t)
     cdef Version v = version_of(t)
     v.value += 1
@@ -427,7 +424,11 @@ cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except
     (via_base: the caller records a write into a view on its base when writes_through_view)."""
     if TAPE.pending_packs:
         flush_packs()                   # pack hooks see values as saved, not as written now
-    check_inference_write(t)
+    if recording:
+        # A write autograd would record is refused before anything is computed or saved (PyTorch
+        # names the inference tensor there too); an unrecorded one is refused by bump_version,
+        # after the write, as PyTorch refuses it.
+        check_inference_write(t)
     if not grad_enabled():
         return 0
     # (before the leaf check: a view taken in no_grad of a tensor that requires grad is a leaf
