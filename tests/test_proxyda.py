@@ -59,3 +59,95 @@ def test_distance_gradients_unchanged_by_the_saved_inputs(name):
     np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-12, atol=1e-12)
     if grads[0][1] is not None:
         np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-12, atol=1e-12)
+
+
+def _image(lib):
+    return lib.linspace(-1, 1, 32, dtype=lib.float64).reshape(1, 2, 4, 4)
+
+
+def _grid(lib):
+    return lib.linspace(-0.9, 0.9, 18, dtype=lib.float64).reshape(1, 3, 3, 2)
+
+
+def _volume(lib):
+    return lib.linspace(-1, 1, 54, dtype=lib.float64).reshape(1, 2, 3, 3, 3)
+
+
+def _grid3d(lib):
+    return lib.linspace(-0.9, 0.9, 12, dtype=lib.float64).reshape(1, 1, 2, 2, 3)
+
+
+def _rows(lib):
+    return lib.linspace(-1, 1, 12, dtype=lib.float64).reshape(4, 3)
+
+
+def _weights(lib):
+    return lib.linspace(0.2, 0.8, 12, dtype=lib.float64).reshape(4, 3)
+
+
+# op, the makers of its inputs: PyTorch's node for each saves inputs the composition here did
+# not keep (lerp's input and end only when the weight requires grad)
+_SAVING_OPS = {
+    "grid_sample bilinear": (lambda lib, i, g: lib.nn.functional.grid_sample(
+        i, g, align_corners=False), (_image, _grid)),
+    "grid_sample nearest": (lambda lib, i, g: lib.nn.functional.grid_sample(
+        i, g, mode="nearest", align_corners=False), (_image, _grid)),
+    "grid_sample bicubic": (lambda lib, i, g: lib.nn.functional.grid_sample(
+        i, g, mode="bicubic", padding_mode="border", align_corners=True), (_image, _grid)),
+    "grid_sample 3d": (lambda lib, i, g: lib.nn.functional.grid_sample(
+        i, g, padding_mode="reflection", align_corners=True), (_volume, _grid3d)),
+    "dist": (lambda lib, a, b: lib.dist(a, b), (_rows, _weights)),
+    "dist p=1": (lambda lib, a, b: lib.dist(a, b, 1), (_rows, _weights)),
+    "lerp": (lambda lib, a, b, w: lib.lerp(a, b, w), (_rows, _weights, _weights)),
+    "matrix_exp": (lambda lib, m: lib.matrix_exp(m + 2 * lib.eye(3, dtype=lib.float64)),
+                   (lambda lib: lib.linspace(0, 0.8, 9, dtype=lib.float64).reshape(3, 3),)),
+}
+
+
+def _requires_grad_patterns(count):
+    return [tuple(bool(mask >> k & 1) for k in range(count)) for mask in range(1, 2 ** count)]
+
+
+@pytest.mark.parametrize("name", list(_SAVING_OPS))
+def test_input_written_in_place_before_backward_raises_as_torch(name):
+    fn, makers = _SAVING_OPS[name]
+    for requires in _requires_grad_patterns(len(makers)):
+        for written in range(len(makers)):
+            outcomes = []
+            for lib in (torch, tg):
+                inputs = [make(lib).requires_grad_(r) for make, r in zip(makers, requires)]
+                out = fn(lib, *inputs)
+                with lib.no_grad():
+                    inputs[written].add_(0.01)
+                try:
+                    out.sum().backward()
+                    outcomes.append("computes")
+                except RuntimeError as e:
+                    assert _INPLACE in str(e)
+                    outcomes.append("raises")
+            assert outcomes[1] == outcomes[0], (requires, written)
+
+
+@pytest.mark.parametrize("name", list(_SAVING_OPS))
+def test_gradients_unchanged_by_the_version_guards(name):
+    fn, makers = _SAVING_OPS[name]
+    grads = []
+    for lib in (torch, tg):
+        inputs = [make(lib).requires_grad_() for make in makers]
+        fn(lib, *inputs).pow(2).sum().backward()
+        grads.append([x.grad.numpy() for x in inputs])
+    for have, want in zip(grads[1], grads[0]):
+        np.testing.assert_allclose(have, want, rtol=1e-10, atol=1e-12)
+
+
+def test_lerp_half_weight_tensor_still_differentiable():
+    got = []
+    for lib in (torch, tg):
+        a = lib.tensor([0.0, 1.0, 2.0], dtype=lib.float16, requires_grad=True)
+        b = lib.tensor([4.0, 3.0, 2.5], dtype=lib.float16, requires_grad=True)
+        w = lib.tensor([0.25, 0.5, 0.75], dtype=lib.float16, requires_grad=True)
+        out = lib.lerp(a, b, w)
+        out.sum().backward()
+        got.append([t.numpy().astype(np.float64) for t in (out.detach(), a.grad, b.grad, w.grad)])
+    for have, want in zip(*got):
+        np.testing.assert_array_equal(have, want)

@@ -85,29 +85,3 @@ class KeepsOutput(Function):
     def backward(ctx, grad):
         ctx.saved_tensors                       # (unpacking is what checks the saved version)
         return grad
-
-
-class SavesKernelInputs(Function):
-    """The identity on the inputs of cdist's / pdist's composed row kernel, saving them as
-    PyTorch's kernel node (CdistBackward0, PdistBackward0) does: changing an input in place
-    between the call and backward raises "modified by an inplace operation" there, where the
-    composed ops here (a subtraction saves nothing) had gone on with the gradient at the old
-    values.  The gradients pass unchanged (create_graph differentiates through them)."""
-
-    @staticmethod
-    def forward(ctx, *inputs):
-        ctx.save_for_backward(*inputs)
-        return tuple(x.clone() for x in inputs)
-
-    @staticmethod
-    def backward(ctx, *grads):
-        ctx.saved_tensors                       # (unpacking is what checks the saved versions)
-        return grads
-
-
-def saving_kernel_inputs(*inputs):
-    """``inputs`` through SavesKernelInputs when recording, as they are otherwise."""
-    import tapegrad as tg
-    if tg.is_grad_enabled() and any(x.requires_grad for x in inputs):
-        return SavesKernelInputs.apply(*inputs)
-    return inputs

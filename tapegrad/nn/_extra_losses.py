@@ -165,11 +165,13 @@ def cdist(x1, x2, p: float = 2.0, compute_mode="use_mm_for_euclid_dist_if_necess
             or (compute_mode != "donot_use_mm_for_euclid_dist"
                 and (x1.shape[-2] > 25 or x2.shape[-2] > 25))):
         return _euclidean_distances(x1, x2)
-    from ._euclidean_dist import saving_kernel_inputs
-    x1, x2 = saving_kernel_inputs(x1, x2)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if diff.numel():                                # (its kernel runs only with distances)
         refuse_half(diff, "cdist")
+    # PyTorch's CdistBackward0 saves both inputs: a later write into one (an ICP loop moving its
+    # points under no_grad) refuses the backward, where the difference here kept the old points.
+    # (The difference's record saves nothing, so it has the free slots; the norms' may not.)
+    _core._guard_saved_version(diff, x1, x2)
     return _core._name_grad_fn(row_distances(diff, p), "CdistBackward0")
 
 
