@@ -151,3 +151,34 @@ def test_lerp_half_weight_tensor_still_differentiable():
         got.append([t.numpy().astype(np.float64) for t in (out.detach(), a.grad, b.grad, w.grad)])
     for have, want in zip(*got):
         np.testing.assert_array_equal(have, want)
+
+
+@pytest.mark.parametrize("written", ["input", "mask"])
+def test_masked_select_input_written_before_backward_raises_as_torch(written):
+    # MaskedSelectBackward0 saves self as well as the mask (pts.masked_select(valid) of points
+    # moved in place afterwards)
+    outcomes = []
+    for lib in (torch, tg):
+        x = lib.linspace(-1, 1, 6).reshape(2, 3).requires_grad_()
+        mask = lib.tensor([True, False, True])
+        out = lib.masked_select(x, mask)
+        with lib.no_grad():
+            x.mul_(2) if written == "input" else mask.logical_not_()
+        try:
+            out.sum().backward()
+            outcomes.append("computes")
+        except RuntimeError as e:
+            assert _INPLACE in str(e)
+            outcomes.append("raises")
+    assert outcomes[1] == outcomes[0] == "raises"
+
+
+def test_soft_margin_loss_refuses_a_target_that_requires_grad():
+    for lib in (torch, tg):
+        target = lib.tensor([1.0, -1.0, 1.0], requires_grad=True)
+        with pytest.raises(RuntimeError, match="not differentiable with respect to argument "
+                                               "'target'"):
+            lib.nn.functional.soft_margin_loss(lib.zeros(3, requires_grad=True), target)
+        with lib.no_grad():                     # (only when recording)
+            loss = lib.nn.functional.soft_margin_loss(lib.zeros(3), target)
+        assert abs(loss.item() - np.log(2.0)) < 1e-6

@@ -278,6 +278,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: s
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     _check_loss_operands("soft_margin_loss", input, target)
+    if target.requires_grad and _tg.is_grad_enabled():
+        # (PyTorch's kernel has no derivative for the target, and refuses to record one)
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect "
+                           "to argument 'target'. This input cannot have requires_grad True.")
     # PyTorch computes into a tensor of input's dtype (neg, then mul_ by target, exp_, log1p_):
     # the loss has input's dtype whatever target's, and an integer input cannot hold exp's
     margin = -input * target
