@@ -1302,11 +1302,19 @@ def lerp(input, end, weight):
     if weight.dtype != input.dtype:         # a 0-d weight of another dtype, read as a scalar
         weight = weight.to(input.dtype)
 
-    def interpolate_by(input, end, weight):
-        diff = end - input
-        return where(weight.abs() < 0.5, input + weight * diff, end - diff * (1 - weight))
-    return _core._name_grad_fn(_relaid(in_float32_if_half(interpolate_by, input, end, weight),
-                                       input, end), "LerpBackward1")
+    def interpolate_by(start_, end_, weight_):
+        diff = end_ - start_
+        complement = 1 - weight_
+        # PyTorch's LerpBackward1 saves input and end when the weight requires grad (the
+        # weight's derivative, end - input, reads them): a write into one before backward
+        # raises there.  Guarded on the record of 1 - weight, which exists exactly then and
+        # saves nothing (the result's has too few free slots).
+        _core._guard_saved_version(complement, input, end)
+        return where(weight_.abs() < 0.5, start_ + weight_ * diff, end_ - diff * complement)
+    result = _core._name_grad_fn(_relaid(in_float32_if_half(interpolate_by, input, end, weight),
+                                         input, end), "LerpBackward1")
+    _core._guard_saved_version(result, weight)    # (saved whatever requires grad)
+    return result
 
 
 def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):

@@ -756,7 +756,9 @@ def matrix_exp(input):
         # (the Taylor sum of [[inf, 1], [1, 2]] alone has finite and infinite entries)
         finite = np.isfinite(input._array).all((-2, -1))[..., None, None]
         result = _core.where(_wrap(finite), result, float("nan"))
-    return _core._name_grad_fn(result, "LinalgMatrixExpBackward0")
+    result = _core._name_grad_fn(result, "LinalgMatrixExpBackward0")
+    _core._guard_saved_version(result, input)     # (PyTorch's node saves it: a write raises)
+    return result
 
 
 def _cholesky_factor(L, upper: bool):

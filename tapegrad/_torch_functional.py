@@ -422,9 +422,11 @@ def pdist(input, p=2.0):
         refuse_half(input, "pdist")
     first, second = np.triu_indices(input.shape[0], 1)
     from .nn._extra_losses import row_distances
-    return _core._name_grad_fn(
-        row_distances(input[_index_tensor(first)] - input[_index_tensor(second)], p),
-        "PdistBackward0")
+    diff = input[_index_tensor(first)] - input[_index_tensor(second)]
+    # (PyTorch's node saves the input: a write into it refuses the backward; the difference's
+    # record saves nothing, so it has a free slot for that check)
+    _core._guard_saved_version(diff, input)
+    return _core._name_grad_fn(row_distances(diff, p), "PdistBackward0")
 
 
 # -- losses (reduction as an int) ----------------------------------------------------------------

@@ -184,8 +184,11 @@ def dist(input, other, p=2):
                            f"Got {_core.scalar_type_name_of(difference._array.dtype)} instead.")
     result = _core._name_grad_fn(vector_norm(difference, ord=p), "DistBackward0")
     # PyTorch's DistBackward0 saves both operands and the result: a later write into one
-    # refuses the backward (the difference this norm saved is tapegrad's own)
-    _core._guard_saved_version(result, input, other, result)
+    # refuses the backward (the difference this norm saved is tapegrad's own).  The operands
+    # are guarded on the subtraction's record, which saves nothing: the norm's had one free
+    # slot, and a write into `other` went unnoticed.
+    _core._guard_saved_version(difference, input, other)
+    _core._guard_saved_version(result, result)
     return result
 
 

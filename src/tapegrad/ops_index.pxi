@@ -1188,6 +1188,7 @@ def masked_select(TensorBase input, mask):
     if r != NULL:
         save_value(r, 0, Mb, mask)
         keep(&r.aux, (A.shape, A.dtype))
+        guard_version(r, input)         # PyTorch's MaskedSelectBackward0 saves self: a write raises
     return res
 
 

@@ -176,6 +176,10 @@ def cdist(x1, x2, p: float = 2.0, compute_mode="use_mm_for_euclid_dist_if_necess
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     if diff.numel():                                # (its kernel runs only with distances)
         refuse_half(diff, "cdist")
+    # PyTorch's CdistBackward0 saves both inputs: a later write into one (an ICP loop moving its
+    # points under no_grad) refuses the backward, where the difference here kept the old points.
+    # (The difference's record saves nothing, so it has the free slots; the norms' may not.)
+    _core._guard_saved_version(diff, x1, x2)
     return _core._name_grad_fn(row_distances(diff, p), "CdistBackward0")
 
 

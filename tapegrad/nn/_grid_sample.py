@@ -366,8 +366,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             # NaN weight (from a non-finite coordinate) adds nothing there
             w = w.masked_fill(outside, 0.0)
         out = (values * w).sum(2)
-    return _core._name_grad_fn(out.reshape((n, channels) + out_spatial),
-                               f"GridSampler{len(spatial)}DBackward0")
+    result = _core._name_grad_fn(out.reshape((n, channels) + out_spatial),
+                                 f"GridSampler{len(spatial)}DBackward0")
+    # PyTorch's node saves the input and the grid: writing into either (a flow field or a
+    # feature volume updated under no_grad) before backward raises there, where the composition
+    # here had kept the values it read (its reshape record saves nothing: slots are free)
+    _core._guard_saved_version(result, input, grid)
+    return result
 
 
 # PyTorch's enums behind grid_sampler's int arguments (GridSamplerInterpolation, GridSamplerPadding)
