@@ -47,9 +47,10 @@ ASAN = os.environ.get("TAPEGRAD_ASAN") == "1"
 # code (deflated: unary 185 -> 181 KB, shape 210 -> 206, nn 306 -> 299 without its kernels,
 # replay 200 -> 195; 26 KB of the wheel) and per-op time unchanged (tools/compare_builds.py).
 # -g0 comes after the interpreter's CFLAGS (which carry -g): debug info made the .so 6x larger.
-GLUE = ("-O1 -falign-functions -falign-jumps -falign-loops -falign-labels -fstrict-aliasing "
-        "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions "
-        "-fcrossjumping")
+LAYOUT = ("-falign-functions -falign-jumps -falign-loops -falign-labels -fstrict-aliasing "
+          "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions "
+          "-fcrossjumping")
+GLUE = "-O1 " + LAYOUT
 # COLD: -Os, about 45% less machine code than GLUE at the same compile time, for a family whose
 # per-op time it leaves within 5% of GLUE's (tools/compare_builds.py, three runs with an A/A
 # control of +-5%).  _ops_reduce (its ops 1.01-1.05x) and _graph_vjp (create_graph only: the
@@ -63,8 +64,20 @@ GLUE = ("-O1 -falign-functions -falign-jumps -falign-loops -falign-labels -fstri
 # in 21, deflates 790 -> 760 KB, and its per-op time moved within the A/A noise of
 # tools/compare_builds.py (families: medians 1.011 and 1.002 against A/A 1.006 and 0.980; the
 # small suite 1.022 against 1.030; session 26).
-COLD = "-Os"
+SMALL = "-Os"
+# QUICK: -Og with GLUE's code layout, for the families off the per-op path.  -Og runs a short list
+# of GIMPLE passes: it compiles in ~60% of GLUE's and -Os's CPU time, and its code is 15-20% smaller
+# than GLUE's deflated (10-15% larger than -Os's).
+QUICK = "-Og " + LAYOUT
+COLD = QUICK
 KERNELS_ARGS = ["-O3", "-g0"]
+# Kernel sources compiled at another level than KERNELS_ARGS's -O3 (appended after it, so they
+# win; not in the debug and sanitizer builds).  nn_kernels.c (convolution, pooling, the fused
+# conv+relu+pool: 5.2 CPU-seconds at -O3, the second largest kernel file): -O2 with -O3's
+# vectoriser compiles in 3.5 and its loops stay vectorised (conv2d forward+backward and
+# conv+relu+pool within noise of -O3).  kernels.c and cascade_sum.c stay at -O3: at this level
+# cascade_sum.c's sums ran 1.2-1.45x slower (it needs -O3's loop transformations).
+KERNEL_SOURCE_LEVELS = {"nn_kernels.c": "-O2 -ftree-vectorize -fvect-cost-model=dynamic"}
 link_args = []
 # Every module that calls a kernel links the kernels' static library, and a linker copies archive
 # members whole: a module calling one transpose kernel carried all the vectorised math (~250 KB, in
@@ -117,10 +130,10 @@ MODULES = [
     ("_ops_unary", GLUE),
     ("_ops_reduce", COLD),
     ("_ops_shape", GLUE),
-    ("_ops_inplace", GLUE),
-    ("_ops_linalg", GLUE),
+    ("_ops_inplace", COLD),
+    ("_ops_linalg", COLD),
     ("_ops_nn", GLUE),
-    ("_replay", GLUE),
+    ("_replay", COLD),
     ("_graph_vjp", COLD),
 ]
 
@@ -154,6 +167,8 @@ KERNELS = ("tapegrad_kernels", {
                 for f in KERNEL_SOURCES + ["nn_kernels.c", "scan_kernels.c", "index_kernels.c"]],
     "include_dirs": [SRC],
     "cflags": KERNELS_ARGS,
+    "source_cflags": {} if DEBUG or ASAN else {os.path.join(SRC, f): level.split()
+                                                 for f, level in KERNEL_SOURCE_LEVELS.items()},
     # build_clib recompiles the library when a source is newer than its object; the headers the
     # sources include count too (an edit of vecmath_impl.h alone linked the stale objects).
     "obj_deps": {"": [os.path.join(SRC, f)
@@ -249,13 +264,41 @@ def sources_of(sources):
 
 class BuildClib(build_clib):
     """kernels.c as a static library: built when build_ext has a module to compile (it runs this
-    command itself then), not on every `build` (a second editable install compiles nothing)."""
+    command itself then), not on every `build` (a second editable install compiles nothing).
+
+    Its sources compile in parallel (build_ext's job count) and one by one: setuptools' own
+    build_clib compiles them in one sequence, and all of them again when any one is stale, so an
+    edit of nn_kernels.c recompiled every kernel (~20 CPU-seconds, serial, before the first
+    module started)."""
 
     wanted = False
+    jobs = 1
 
     def run(self):
         if self.wanted:
             super().run()
+
+    def build_libraries(self, libraries):
+        from concurrent.futures import ThreadPoolExecutor
+        from setuptools.modified import newer_group
+
+        for name, info in libraries:
+            sources = sorted(info["sources"])
+            objects = self.compiler.object_filenames(sources, output_dir=self.build_temp)
+            shared_deps = info.get("obj_deps", {}).get("", [])
+            stale = [src for src, obj in zip(sources, objects)
+                     if self.force or newer_group([src] + shared_deps, obj)]
+
+            def compile_one(src):
+                self.compiler.compile([src], output_dir=self.build_temp,
+                                      include_dirs=info.get("include_dirs"),
+                                      extra_postargs=info["cflags"] + info["source_cflags"].get(src, []),
+                                      debug=self.debug)
+
+            with ThreadPoolExecutor(max(1, self.jobs)) as pool:
+                list(pool.map(compile_one, stale))      # list(): re-raises a failed compile
+            self.compiler.create_static_lib(objects, name, output_dir=self.build_clib,
+                                            debug=self.debug)
 
 
 class BuildExt(build_ext):
@@ -282,6 +325,7 @@ class BuildExt(build_ext):
             self._check_compiler()
             clib = self.get_finalized_command("build_clib")
             clib.wanted = True
+            clib.jobs = self.parallel
             clib.run()                          # kernels.c, for the modules about to be linked
             try:
                 from Cython.Build import cythonize
@@ -363,5 +407,8 @@ class BuildExt(build_ext):
             os.remove(os.path.join(CACHE, f))
 
 
-setup(ext_modules=extensions(), libraries=[KERNELS],
-      cmdclass={"build_ext": BuildExt, "build_clib": BuildClib})
+# Guarded so that a test can import this file's build classes; pip's build backend and
+# `python setup.py` both run it as __main__.
+if __name__ == "__main__":
+    setup(ext_modules=extensions(), libraries=[KERNELS],
+          cmdclass={"build_ext": BuildExt, "build_clib": BuildClib})
