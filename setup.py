@@ -51,33 +51,23 @@ LAYOUT = ("-falign-functions -falign-jumps -falign-loops -falign-labels -fstrict
           "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions "
           "-fcrossjumping")
 GLUE = "-O1 " + LAYOUT
-# COLD: -Os, about 45% less machine code than GLUE at the same compile time, for a family whose
-# per-op time it leaves within 5% of GLUE's (tools/compare_builds.py, three runs with an A/A
-# control of +-5%).  _ops_reduce (its ops 1.01-1.05x) and _graph_vjp (create_graph only: the
-# double backward 0.94-1.01x in four lockstep runs of 100-800 rounds against an A/A control of
-# 0.96-1.04; 403 -> 232 KB stripped, 154 -> 106 KB deflated) qualify.  In the other families -Os
-# cost 2-10% per op: shape, nn and unary had an op over 5% in two or three of the runs; inplace
-# and linalg cost 2-3% (add_/mul_/clamp_, mm/bmm at 8x8) and would save 23 and 32 KB of the
-# wheel; replay's compiled call cost 4-8%.  They stay at GLUE.  (-O2 instead of GLUE is no help
-# to the wheel: 2-10% less code that deflates 3-10% larger.)  The core (recording, elementwise
-# arithmetic, the sweep) was at -O2: 42 of a clean build's 154 CPU-seconds.  At GLUE it compiles
-# in 21, deflates 790 -> 760 KB, and its per-op time moved within the A/A noise of
-# tools/compare_builds.py (families: medians 1.011 and 1.002 against A/A 1.006 and 0.980; the
-# small suite 1.022 against 1.030; session 26).
-SMALL = "-Os"
-# QUICK: -Og with GLUE's code layout, for the families off the per-op path.  -Og runs a short list
-# of GIMPLE passes: it compiles in ~60% of GLUE's and -Os's CPU time, and its code is 15-20% smaller
-# than GLUE's deflated (10-15% larger than -Os's).
-QUICK = "-Og " + LAYOUT
-COLD = QUICK
+# COLD: -Og with GLUE's code layout, for the families off the per-op path: reductions (their
+# work is in the kernels), in-place ops, linalg, replay (its plan is built once per compile; the
+# replayed steps run the kernels) and _graph_vjp (create_graph only).  -Og runs a short list of
+# optimisation passes: these five compile in ~60% of their CPU time at GLUE or -Os (clean build,
+# CPU-seconds: reduce 5.0 -> 3.0, graph_vjp 6.1 -> 3.6, inplace 5.5 -> 3.1, linalg 3.8 -> 2.2,
+# replay 8.4 -> 5.3), which brought issue 18's clean build back under its target after it grew
+# to 119-124 CPU-seconds (target 116).  Per-op time (tools/compare_builds.py, 150 rounds, against
+# an A/A control of median 1.020): median 0.999, every op 0.96-1.04 (inplace 1.030, linalg mm
+# 1.022, replay 0.989, double backward 0.977).  Code: 15-20% less than GLUE's, deflated (inplace
+# 154 -> 125 KB, linalg 123 -> 98, replay 215 -> 170), 10-15% more than -Os's (reduce 107 -> 114,
+# graph_vjp 129 -> 143, which were at -Os): the wheel's compiled modules 2,453 -> 2,340 KB.
+# -Os, which these two had, compiles no faster than GLUE; -Og on every module (the core and the
+# per-op families too) cost 2-9% per op (median 1.054 against A/A 1.022) and stays off them.
+# (Before: the core at -O2 was 42 of a clean build's 154 CPU-seconds; at GLUE 21, its per-op
+# time within the A/A noise, session 26.)
+COLD = "-Og " + LAYOUT
 KERNELS_ARGS = ["-O3", "-g0"]
-# Kernel sources compiled at another level than KERNELS_ARGS's -O3 (appended after it, so they
-# win; not in the debug and sanitizer builds).  nn_kernels.c (convolution, pooling, the fused
-# conv+relu+pool: 5.2 CPU-seconds at -O3, the second largest kernel file): -O2 with -O3's
-# vectoriser compiles in 3.5 and its loops stay vectorised (conv2d forward+backward and
-# conv+relu+pool within noise of -O3).  kernels.c and cascade_sum.c stay at -O3: at this level
-# cascade_sum.c's sums ran 1.2-1.45x slower (it needs -O3's loop transformations).
-KERNEL_SOURCE_LEVELS = {"nn_kernels.c": "-O2 -ftree-vectorize -fvect-cost-model=dynamic"}
 link_args = []
 # Every module that calls a kernel links the kernels' static library, and a linker copies archive
 # members whole: a module calling one transpose kernel carried all the vectorised math (~250 KB, in
@@ -167,8 +157,6 @@ KERNELS = ("tapegrad_kernels", {
                 for f in KERNEL_SOURCES + ["nn_kernels.c", "scan_kernels.c", "index_kernels.c"]],
     "include_dirs": [SRC],
     "cflags": KERNELS_ARGS,
-    "source_cflags": {} if DEBUG or ASAN else {os.path.join(SRC, f): level.split()
-                                                 for f, level in KERNEL_SOURCE_LEVELS.items()},
     # build_clib recompiles the library when a source is newer than its object; the headers the
     # sources include count too (an edit of vecmath_impl.h alone linked the stale objects).
     "obj_deps": {"": [os.path.join(SRC, f)
@@ -292,8 +280,7 @@ class BuildClib(build_clib):
             def compile_one(src):
                 self.compiler.compile([src], output_dir=self.build_temp,
                                       include_dirs=info.get("include_dirs"),
-                                      extra_postargs=info["cflags"] + info["source_cflags"].get(src, []),
-                                      debug=self.debug)
+                                      extra_postargs=info["cflags"], debug=self.debug)
 
             with ThreadPoolExecutor(max(1, self.jobs)) as pool:
                 list(pool.map(compile_one, stale))      # list(): re-raises a failed compile

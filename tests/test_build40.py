@@ -1,5 +1,5 @@
-"""setup.py's kernel library step: each kernel source compiles at its own level, in parallel, and
-only when it is stale (setuptools' build_clib recompiled every kernel when one changed)."""
+"""setup.py's kernel library step: the kernel sources compile in parallel, each only when it is
+stale (setuptools' build_clib recompiled every kernel when one changed)."""
 import importlib.util
 import os
 import threading
@@ -48,40 +48,34 @@ def kernel_step(setup, tmp_path, compiler):
     return step
 
 
-def test_only_stale_kernel_sources_recompile_each_at_its_level(tmp_path):
+def test_only_stale_kernel_sources_recompile(tmp_path):
     setup = load_setup()
-    fast, tuned, header = tmp_path / "fast.c", tmp_path / "tuned.c", tmp_path / "shared.h"
-    for path in (fast, tuned, header):
+    fast, edited, header = tmp_path / "fast.c", tmp_path / "edited.c", tmp_path / "shared.h"
+    for path in (fast, edited, header):
         path.write_text("/* */\n")
-    info = {"sources": [str(tuned), str(fast)], "cflags": ["-O3"],
-            "source_cflags": {str(tuned): ["-O2", "-ftree-vectorize"]},
-            "obj_deps": {"": [str(header)]}}
+    info = {"sources": [str(edited), str(fast)], "cflags": ["-O3"], "obj_deps": {"": [str(header)]}}
     compiler = RecordingCompiler()
     step = kernel_step(setup, tmp_path, compiler)
 
-    step.build_libraries([("kernels", info)])           # clean: both, each with its flags
-    assert sorted(compiler.compiled) == [((str(fast),), ("-O3",)),
-                                         ((str(tuned),), ("-O3", "-O2", "-ftree-vectorize"))]
-    assert compiler.archived == ("kernels", ["fast.o", "tuned.o"])
+    step.build_libraries([("kernels", info)])           # clean: both, each with the flags
+    assert sorted(compiler.compiled) == [((str(edited),), ("-O3",)), ((str(fast),), ("-O3",))]
+    assert compiler.archived == ("kernels", ["edited.o", "fast.o"])
 
     compiler.compiled.clear()
-    os.utime(tuned, (os.path.getmtime(tmp_path / "fast.o") + 10,) * 2)   # edit tuned.c only
+    os.utime(edited, (os.path.getmtime(tmp_path / "fast.o") + 10,) * 2)   # edit edited.c only
     step.build_libraries([("kernels", info)])
-    assert compiler.compiled == [((str(tuned),), ("-O3", "-O2", "-ftree-vectorize"))]
-    assert compiler.archived == ("kernels", ["fast.o", "tuned.o"])     # the archive keeps both
+    assert compiler.compiled == [((str(edited),), ("-O3",))]
+    assert compiler.archived == ("kernels", ["edited.o", "fast.o"])     # the archive keeps both
 
     compiler.compiled.clear()
-    later = os.path.getmtime(tmp_path / "tuned.o") + 10
+    later = os.path.getmtime(tmp_path / "edited.o") + 10
     os.utime(header, (later, later))                    # a shared header: every source
     step.build_libraries([("kernels", info)])
-    assert sorted(s for (s,), _ in compiler.compiled) == [str(fast), str(tuned)]
+    assert sorted(s for (s,), _ in compiler.compiled) == [str(edited), str(fast)]
 
 
-def test_the_build_levels_name_real_sources_and_modules():
+def test_the_module_levels_name_real_modules():
     setup = load_setup()
-    _, library = setup.KERNELS
-    for source in library["source_cflags"]:
-        assert source in library["sources"], source
     for name, level in setup.MODULES:
         assert os.path.exists(os.path.join(ROOT, setup.SRC, name + ".pyx")), name
-        assert level in (setup.GLUE, setup.QUICK, setup.SMALL), name
+        assert level in (setup.GLUE, setup.COLD), name
