@@ -47,23 +47,26 @@ ASAN = os.environ.get("TAPEGRAD_ASAN") == "1"
 # code (deflated: unary 185 -> 181 KB, shape 210 -> 206, nn 306 -> 299 without its kernels,
 # replay 200 -> 195; 26 KB of the wheel) and per-op time unchanged (tools/compare_builds.py).
 # -g0 comes after the interpreter's CFLAGS (which carry -g): debug info made the .so 6x larger.
-GLUE = ("-O1 -falign-functions -falign-jumps -falign-loops -falign-labels -fstrict-aliasing "
-        "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions "
-        "-fcrossjumping")
-# COLD: -Os, about 45% less machine code than GLUE at the same compile time, for a family whose
-# per-op time it leaves within 5% of GLUE's (tools/compare_builds.py, three runs with an A/A
-# control of +-5%).  _ops_reduce (its ops 1.01-1.05x) and _graph_vjp (create_graph only: the
-# double backward 0.94-1.01x in four lockstep runs of 100-800 rounds against an A/A control of
-# 0.96-1.04; 403 -> 232 KB stripped, 154 -> 106 KB deflated) qualify.  In the other families -Os
-# cost 2-10% per op: shape, nn and unary had an op over 5% in two or three of the runs; inplace
-# and linalg cost 2-3% (add_/mul_/clamp_, mm/bmm at 8x8) and would save 23 and 32 KB of the
-# wheel; replay's compiled call cost 4-8%.  They stay at GLUE.  (-O2 instead of GLUE is no help
-# to the wheel: 2-10% less code that deflates 3-10% larger.)  The core (recording, elementwise
-# arithmetic, the sweep) was at -O2: 42 of a clean build's 154 CPU-seconds.  At GLUE it compiles
-# in 21, deflates 790 -> 760 KB, and its per-op time moved within the A/A noise of
-# tools/compare_builds.py (families: medians 1.011 and 1.002 against A/A 1.006 and 0.980; the
-# small suite 1.022 against 1.030; session 26).
-COLD = "-Os"
+LAYOUT = ("-falign-functions -falign-jumps -falign-loops -falign-labels -fstrict-aliasing "
+          "-freorder-blocks-algorithm=stc -freorder-blocks-and-partition -freorder-functions "
+          "-fcrossjumping")
+GLUE = "-O1 " + LAYOUT
+# COLD: -Og with GLUE's code layout, for the families off the per-op path: reductions (their
+# work is in the kernels), in-place ops, linalg, replay (its plan is built once per compile; the
+# replayed steps run the kernels) and _graph_vjp (create_graph only).  -Og runs a short list of
+# optimisation passes: these five compile in ~60% of their CPU time at GLUE or -Os (clean build,
+# CPU-seconds: reduce 5.0 -> 3.0, graph_vjp 6.1 -> 3.6, inplace 5.5 -> 3.1, linalg 3.8 -> 2.2,
+# replay 8.4 -> 5.3), which brought issue 18's clean build back under its target after it grew
+# to 119-124 CPU-seconds (target 116).  Per-op time (tools/compare_builds.py, 150 rounds, against
+# an A/A control of median 1.020): median 0.999, every op 0.96-1.04 (inplace 1.030, linalg mm
+# 1.022, replay 0.989, double backward 0.977).  Code: 15-20% less than GLUE's, deflated (inplace
+# 154 -> 125 KB, linalg 123 -> 98, replay 215 -> 170), 10-15% more than -Os's (reduce 107 -> 114,
+# graph_vjp 129 -> 143, which were at -Os): the wheel's compiled modules 2,453 -> 2,340 KB.
+# -Os, which these two had, compiles no faster than GLUE; -Og on every module (the core and the
+# per-op families too) cost 2-9% per op (median 1.054 against A/A 1.022) and stays off them.
+# (Before: the core at -O2 was 42 of a clean build's 154 CPU-seconds; at GLUE 21, its per-op
+# time within the A/A noise, session 26.)
+COLD = "-Og " + LAYOUT
 KERNELS_ARGS = ["-O3", "-g0"]
 link_args = []
 # Every module that calls a kernel links the kernels' static library, and a linker copies archive
@@ -117,10 +120,10 @@ MODULES = [
     ("_ops_unary", GLUE),
     ("_ops_reduce", COLD),
     ("_ops_shape", GLUE),
-    ("_ops_inplace", GLUE),
-    ("_ops_linalg", GLUE),
+    ("_ops_inplace", COLD),
+    ("_ops_linalg", COLD),
     ("_ops_nn", GLUE),
-    ("_replay", GLUE),
+    ("_replay", COLD),
     ("_graph_vjp", COLD),
 ]
 
@@ -249,13 +252,40 @@ def sources_of(sources):
 
 class BuildClib(build_clib):
     """kernels.c as a static library: built when build_ext has a module to compile (it runs this
-    command itself then), not on every `build` (a second editable install compiles nothing)."""
+    command itself then), not on every `build` (a second editable install compiles nothing).
+
+    Its sources compile in parallel (build_ext's job count) and one by one: setuptools' own
+    build_clib compiles them in one sequence, and all of them again when any one is stale, so an
+    edit of nn_kernels.c recompiled every kernel (~20 CPU-seconds, serial, before the first
+    module started)."""
 
     wanted = False
+    jobs = 1
 
     def run(self):
         if self.wanted:
             super().run()
+
+    def build_libraries(self, libraries):
+        from concurrent.futures import ThreadPoolExecutor
+        from setuptools.modified import newer_group
+
+        for name, info in libraries:
+            sources = sorted(info["sources"])
+            objects = self.compiler.object_filenames(sources, output_dir=self.build_temp)
+            shared_deps = info.get("obj_deps", {}).get("", [])
+            stale = [src for src, obj in zip(sources, objects)
+                     if self.force or newer_group([src] + shared_deps, obj)]
+
+            def compile_one(src):
+                self.compiler.compile([src], output_dir=self.build_temp,
+                                      include_dirs=info.get("include_dirs"),
+                                      extra_postargs=info["cflags"], debug=self.debug)
+
+            with ThreadPoolExecutor(max(1, self.jobs)) as pool:
+                list(pool.map(compile_one, stale))      # list(): re-raises a failed compile
+            self.compiler.create_static_lib(objects, name, output_dir=self.build_clib,
+                                            debug=self.debug)
 
 
 class BuildExt(build_ext):
@@ -282,6 +312,7 @@ class BuildExt(build_ext):
             self._check_compiler()
             clib = self.get_finalized_command("build_clib")
             clib.wanted = True
+            clib.jobs = self.parallel
             clib.run()                          # kernels.c, for the modules about to be linked
             try:
                 from Cython.Build import cythonize
@@ -363,5 +394,8 @@ class BuildExt(build_ext):
             os.remove(os.path.join(CACHE, f))
 
 
-setup(ext_modules=extensions(), libraries=[KERNELS],
-      cmdclass={"build_ext": BuildExt, "build_clib": BuildClib})
+# Guarded so that a test can import this file's build classes; pip's build backend and
+# `python setup.py` both run it as __main__.
+if __name__ == "__main__":
+    setup(ext_modules=extensions(), libraries=[KERNELS],
+          cmdclass={"build_ext": BuildExt, "build_clib": BuildClib})
