@@ -219,7 +219,7 @@ cdef tuple index_aux(Record* r):
     """An indexing record's aux with its index arrays filled in (they are kept as a saved value,
     released with the record's other saved values, as in PyTorch)."""
     cdef tuple aux = <tuple>r.aux
-    if r.saved[0] != NULL:
+    if r.saved[0] != NULL and type(<object>r.saved[0]) is tuple:     # (its key, as index_op saves it)
         return aux[:4] + (resolve_index_key(r, <object>r.saved[0]),)
     return aux
 

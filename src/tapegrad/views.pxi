@@ -591,8 +591,29 @@ def _save_index_of(result, *indices):
     index tensor: writing it before backward raises there.  Under saved-tensor hooks the pack
     hook sees it, as PyTorch's."""
     cdef Py_ssize_t i = node_checking(result)
-    if i >= 0:
+    if i < 0:
+        return
+    if keeps_any_saved_value(&TAPE.recs[i]):
         save_indices(&TAPE.recs[i], indices)
+        return
+    for t in indices:                   # (the message then says "a tensor")
+        if isinstance(t, TensorBase):
+            guard_version(&TAPE.recs[i], <TensorBase>t)
+
+
+cdef bint keeps_any_saved_value(Record* r) except -1:
+    """Whether a value in a free saved slot of r leaves its VJP as it was: a Function's (its
+    saved tensors live in its ctx), an index write's (vjp_setitem reads only its key), an
+    advanced index's (vjp_index reads slot 0, its key).  Another op may read an optional slot
+    when it is set (embedding's scale, a view's index key): only a version goes there."""
+    if r.op == OP_FUNCTION:
+        return True
+    name = OP_NAMES[r.op]
+    if name == "IndexBackward0":
+        return r.saved[0] != NULL and type(<object>r.saved[0]) is tuple
+    if name == "CloneBackward0":        # (clone's; matmul's, which also has that name, saves)
+        return r.saved[0] == NULL and r.saved[1] == NULL and r.saved[2] == NULL
+    return name in ("CopySlices", "IndexPutBackward0", "CopyBackwards", "FillBackward3")
 
 
 def _reads_saved_input(result, TensorBase input):
