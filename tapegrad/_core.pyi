@@ -142,6 +142,9 @@ class ReplayPlan:
     sources: Any
     structure: Any
 
+class SavedIndex:
+    slot: Any
+
 class SlotRef:
     k: Any
 
@@ -239,6 +242,7 @@ class dtype:
 class no_grad_scope:
     ...
 
+BACKEND_TYPE_NAMES: dict
 COMPLEX_OF_FLOAT: dict
 CONJ_WRITE_REFUSAL: str
 FLOAT_OF_COMPLEX: dict
@@ -247,6 +251,7 @@ MEMORY_FORMAT_LAYOUTS: NoneType
 META_ENTRY: NoneType
 MOMENT_SIGNATURES: str
 NN_FUNCTIONS: dict
+NN_TENSOR_TYPE: dict
 NO_COMPLEX32: str
 NO_QUANTIZED: str
 OP_KERNEL: int
@@ -374,6 +379,7 @@ def _rnn_sequence_backward(mode: Any, saved: Any, out: Any, h0: Any, c0: Any, w_
 def _rnn_sequence_forward(mode: Any, gi: Any, h0: Any, c0: Any, w_hh: Any, b_hh: Any, reverse: Any) -> Any: ...
 def _running(arr: Any, axis: Any, product: Any) -> Any: ...
 def _same_binding(a: Any, b: Any) -> Any: ...
+def _save_index_of(result: Any, *indices: Any) -> Any: ...
 def _saved_hooks_active() -> Any: ...
 def _saved_hooks_disable(message: Any) -> Any: ...
 def _saved_hooks_pop() -> Any: ...

@@ -696,11 +696,15 @@ def _unstable_sort_order(arr: np.ndarray, axis: int, descending: bool) -> np.nda
     return np.moveaxis(order.reshape(shape), -1, axis)
 
 
-def values_at(input, dim: int, positions: np.ndarray):
-    """input's values at `positions` along dim (numpy indices of input's shape but along dim),
-    differentiable: the values of sort, topk, kthvalue and median.  An advanced index, not a
-    gather: PyTorch's backward of those saves only the indices, so an in-place write to input
-    after them must not fail their backward (gather's record guards its input's version)."""
+def values_at(input, dim: int, indices: TensorBase, keepdim: bool = True):
+    """input's values at `indices` along dim (an int64 tensor of input's shape but along dim,
+    without that dim unless keepdim), differentiable: the values of sort, topk, kthvalue and
+    median, with dim kept.  An advanced index, not a gather: PyTorch's backward of those saves
+    only the indices, so an in-place write to input after them must not fail their backward
+    (gather's record guards its input's version).  `indices` is the tensor the op returns: the
+    record saves it (_save_index_of), so writing it in place raises at backward, as PyTorch's;
+    before, the record kept a copy, and the write went unnoticed."""
+    positions = indices._array if keepdim else np.expand_dims(indices._array, dim)
     if input.ndim == 0:
         return input.clone()
     if not (input.requires_grad and is_grad_enabled()):
@@ -710,7 +714,9 @@ def values_at(input, dim: int, positions: np.ndarray):
         return _wrap(_values_at_positions(input._array, positions, dim))
     grid = list(np.indices(positions.shape, sparse=True))
     grid[dim] = positions
-    return input[tuple(_index_tensor(g) for g in grid)]
+    values = input[tuple(grid)]
+    _core._save_index_of(values, indices)
+    return values
 
 
 def _sort_overloads(fn):
@@ -759,8 +765,9 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     else:
         order = _unstable_sort_order(arr, d, bool(descending))
     order = order.reshape(input._array.shape)
-    values = _core._name_grad_fn(values_at(input, d, order), "SortBackward0")
-    return _core.return_types.sort((values, _index_tensor(order)))
+    indices = _index_tensor(order)
+    values = _core._name_grad_fn(values_at(input, d, indices), "SortBackward0")
+    return _core.return_types.sort((values, indices))
 
 
 @_sort_overloads
@@ -840,8 +847,9 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     order = _topk_positions(arr, d, k, bool(largest), bool(sorted))
     if input.ndim == 0:         # PyTorch returns the element and index 0 for k = 0 and 1 alike
         order = np.zeros((), dtype=np.int64)
-    values = _core._name_grad_fn(values_at(input, d, order), "TopkBackward0")
-    return _core.return_types.topk((values, _index_tensor(order)))
+    indices = _index_tensor(order)
+    values = _core._name_grad_fn(values_at(input, d, indices), "TopkBackward0")
+    return _core.return_types.topk((values, indices))
 
 
 # -- cumulative sums and products ------------------------------------------------------------------

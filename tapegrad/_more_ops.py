@@ -339,8 +339,13 @@ def take(input, index):
     flat_input = input.reshape(-1)
     if positions.ndim == 0:
         picked = flat_input.index_select(0, _index_tensor(positions.reshape(1) % max(n, 1)))
-        return _core._name_grad_fn(picked.reshape(()).clone(), "TakeBackward0")
-    return _core._name_grad_fn(flat_input[_index_tensor(positions % max(n, 1))], "TakeBackward0")
+        result = picked.reshape(()).clone()
+    else:
+        result = flat_input[_index_tensor(positions % max(n, 1))]
+    # (its key is positions wrapped into range, an array of its own: PyTorch's TakeBackward0
+    # saves index itself, so writing it before backward raises)
+    _core._save_index_of(result, index)
+    return _core._name_grad_fn(result, "TakeBackward0")
 
 
 # -- diagonals ---------------------------------------------------------------------------------

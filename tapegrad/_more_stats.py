@@ -142,12 +142,12 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
         raise IndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     rows = np.moveaxis(arr, d, -1)
     position = np.expand_dims(_median_order(rows, ignore_nan), d)
-    values = values_at(input, d, position)
-    indices = _index_tensor(position)
+    indices = _index_tensor(position if keepdim else np.squeeze(position, d))
+    values = values_at(input, d, indices, keepdim)
     if not keepdim:
         # (in place, as PyTorch: its values are no view, so an in-place write into the result
         # of a no_grad call is allowed; fuzz 63009249's siblings)
-        values, indices = values.squeeze_(d), indices.squeeze_(d)
+        values = values.squeeze_(d)
     return result_type((_core._name_grad_fn(values, node), indices))
 
 
@@ -188,11 +188,12 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
         return result_type((_core._name_grad_fn(input.clone(), "KthvalueBackward0"),
                             _index_tensor(0)))
     position = _kth_positions(arr, k - 1, d)
-    values, indices = values_at(input, d, position), _index_tensor(position)
+    indices = _index_tensor(position if keepdim else np.squeeze(position, d))
+    values = values_at(input, d, indices, keepdim)
     if not keepdim:
         # (in place, as PyTorch: its values are no view, so an in-place write into the result
         # of a no_grad call is allowed; fuzz 63009249's siblings)
-        values, indices = values.squeeze_(d), indices.squeeze_(d)
+        values = values.squeeze_(d)
     return result_type((_core._name_grad_fn(values, "KthvalueBackward0"), indices))
 
 

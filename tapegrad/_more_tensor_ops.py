@@ -121,8 +121,10 @@ def masked_scatter(input, mask, source):
     chosen = _positions(target)[np.broadcast_to(mask._array, shape)]
     if chosen.size > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    return _write_region(target, chosen, source.reshape(-1)[:chosen.size],
-                         "MaskedScatterBackward0")
+    result = _write_region(target, chosen, source.reshape(-1)[:chosen.size],
+                           "MaskedScatterBackward0")
+    _core._save_index_of(result, mask)      # (PyTorch's node saves the mask)
+    return result
 
 
 def _masked_scatter_(self, mask, source):
@@ -168,7 +170,9 @@ def put(input, index, source, accumulate=False):
         flat.index_copy(0, positions, values)
     # (a tensor of its own, not a view of the flat copy: PyTorch's put has no _base, and
     # put_ makes self the op's output only from a result that is not a view)
-    return _core._name_grad_fn(written.reshape(tuple(input.shape)).clone(), "PutBackward0")
+    result = _core._name_grad_fn(written.reshape(tuple(input.shape)).clone(), "PutBackward0")
+    _core._save_index_of(result, index)     # (PyTorch's node saves index)
+    return result
 
 
 _INDEX_REDUCTIONS = ("prod", "mean", "amax", "amin")
@@ -200,7 +204,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     spread = np.broadcast_to(positions.reshape(along), tuple(source.shape))
     from ._scatter_functions import scatter_reduce_apply
     key = _positions_key(input, d, spread)
-    return scatter_reduce_apply(input, key, source, reduce, include_self, index_reduce=True)
+    result = scatter_reduce_apply(input, key, source, reduce, include_self, index_reduce=True)
+    _core._save_index_of(result, index)     # (PyTorch's node saves index)
+    return result
 
 
 # -- fill, zero, detach, splits ------------------------------------------------------------------

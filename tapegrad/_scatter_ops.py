@@ -24,6 +24,7 @@ from . import _core, _ops_shape
 from ._class_members import has_member
 from ._extra_ops import _fill_stretched, _leaf_error_first, _numpy_dim_names, _stretched
 from .grad_mode import is_grad_enabled
+from ._saved_indices import saves_index_args
 
 TensorBase = _core.TensorBase
 
@@ -164,8 +165,20 @@ def _overwrite(self, key, value, node: str):
     its grad_fn named `node`: PyTorch's node for the op (ScatterBackward0, IndexCopyBackward0)."""
     out = self.clone()
     if key is not None:
-        out[key] = value
+        out[_read_only(key)] = value
     return _core._name_grad_fn(out, node)
+
+
+def _read_only(key):
+    """key with its numpy arrays as read-only views: arrays of the op's own, which the core's
+    x[key] = v then keeps as they are (it copies a caller's writeable array)."""
+    def frozen(part):
+        if not isinstance(part, np.ndarray):
+            return part
+        view = part.view()
+        view.flags.writeable = False
+        return view
+    return tuple(frozen(part) for part in key) if isinstance(key, tuple) else frozen(key)
 
 
 def _scatter_reduce_two(self, dim, index, src, reduce, fname):
@@ -195,6 +208,7 @@ def _scatter_reduce_two(self, dim, index, src, reduce, fname):
 
 
 @_numpy_dim_names
+@saves_index_args("index")
 def scatter(input, dim, index, src=None, reduce=None, *, value=None):
     """input with src's values (or one value) written at index along dim."""
     if src is None and value is None:
@@ -229,6 +243,7 @@ def scatter_(self, dim, index, src=None, reduce=None, *, value=None):
 
 
 @_numpy_dim_names
+@saves_index_args("index")
 def scatter_add(input, dim, index, src):
     """input plus src's values added at index along dim (repeated indices accumulate)."""
     if not isinstance(src, TensorBase):
@@ -272,6 +287,7 @@ _REDUCTION_ALIASES = {"max": "amax", "min": "amin"}
 
 
 @_numpy_dim_names
+@saves_index_args("index")
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """input with src's values reduced into it at index along dim ('sum', 'prod', 'mean',
     'amax', 'amin'); include_self=False leaves input's own value out where anything lands."""
@@ -435,6 +451,7 @@ def _is_masked_fill(self, indices, values, accumulate):
     return True
 
 
+@saves_index_args("indices")
 def index_put(input, indices, values, accumulate=False):
     """input with values written (or, accumulate=True, added) at the advanced index `indices`."""
     _core.check_bool("index_put", "accumulate", accumulate)
@@ -480,7 +497,7 @@ def index_put_(self, indices, values, accumulate=False):
         return _fill_stretched(self, tuple(indices), values, "index_put_")
     # (the write itself, as x[indices] = values: recorded as PyTorch's IndexPutBackward0 on
     # self's history, not as a copy of an out-of-place result)
-    self[key] = values
+    self[_read_only(key)] = values
     return self
 
 
@@ -604,6 +621,7 @@ def _slices_written(key, source, dim):
 
 
 @_numpy_dim_names
+@saves_index_args("index")
 def index_add(input, dim, index, source, *, alpha=1):
     """input plus alpha * source's slices added at index along dim (repeats accumulate)."""
     _check_index_func(input, dim, index, source, "index_add")
@@ -631,6 +649,7 @@ def index_add_(self, dim, index, source, *, alpha=1):
 
 
 @_numpy_dim_names
+@saves_index_args("index")
 def index_copy(input, dim, index, source):
     """input with source's slices written at index along dim."""
     _check_index_copy(input, dim, index, source)
@@ -678,6 +697,7 @@ def _check_fill_value(name: str, input, dim, index, value) -> None:
 
 
 @_numpy_dim_names
+@saves_index_args("index")
 def index_fill(input, dim, index, value):
     """input with the slices index names along dim set to value (a number or a 0-d tensor)."""
     _check_fill_value("index_fill", input, dim, index, value)
@@ -727,6 +747,7 @@ _SEGMENT_REDUCTIONS = {"sum": "sum", "prod": "prod", "mean": "sum", "max": "amax
                        "amax": "amax", "min": "amin", "amin": "amin"}
 
 
+@saves_index_args("lengths", "indices", "offsets")
 def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0,
                    unsafe=False, initial=None):
     """``torch.segment_reduce``: reduce consecutive segments of ``data`` along ``axis``, their

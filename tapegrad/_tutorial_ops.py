@@ -121,11 +121,11 @@ def mode(input, dim=-1, keepdim=False):
     rows = moved.reshape(-1, moved.shape[-1])
     picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
     position = np.expand_dims(picked, axis)
-    index = _wrap(position)
+    index = _wrap(position if keepdim else picked)
     # (PyTorch's ModeBackward0 saves only the indices: no gather, whose record guards input)
-    values = values_at(input, axis, position)
+    values = values_at(input, axis, index, keepdim)
     if not keepdim:         # (in place: PyTorch's values are no view, as median's)
-        values, index = values.squeeze_(axis), index.squeeze_(axis)
+        values = values.squeeze_(axis)
     return _core.return_types.mode((_core._name_grad_fn(values, "ModeBackward0"), index))
 
 

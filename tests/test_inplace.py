@@ -1,4 +1,6 @@
 """In-place ops: leaf rules, recorded writes on non-leaves, and version-counter safety."""
+import re
+
 import numpy as np
 import pytest
 
@@ -247,9 +249,10 @@ def test_inplace_write_to_weights_read_from_aux_keeps_the_gradient():
 
 
 @pytest.mark.parametrize("key", ["tensor", "tensor pair", "bool mask"])
-def test_inplace_write_to_an_index_tensor_keeps_the_gradient(key):
-    """Advanced indexing saves a copy of its index arrays: writing to the index tensor after the
-    forward does not move the gradient (PyTorch raises instead; either way no wrong gradient)."""
+def test_inplace_write_to_an_index_tensor_raises_at_backward(key):
+    """Advanced indexing saves its index tensors themselves, version-checked, as PyTorch's
+    IndexBackward0: writing to an index tensor after the forward makes backward raise PyTorch's
+    error (it used to read a copy and give the old gradient; tests/test_idxver40.py)."""
     x = tg.arange(6.0, requires_grad=True)
     if key == "tensor":
         idx = tg.tensor([0, 1, 1])
@@ -261,12 +264,12 @@ def test_inplace_write_to_an_index_tensor_keeps_the_gradient(key):
     else:
         idx = tg.tensor([True, False, True, False, False, True])
         y = x[idx]
-    want = np.zeros(6)
-    np.add.at(want, {"tensor": [0, 1, 1], "tensor pair": [0, 4], "bool mask": [0, 2, 5]}[key], 1)
     with tg.no_grad():
         idx.zero_()
-    (y * 1.0).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), want)
+    what = "CPUBoolType [6]" if key == "bool mask" else f"torch.LongTensor [{idx.numel()}]"
+    with pytest.raises(RuntimeError, match=re.escape(f"[{what}] is at version 1; expected "
+                                                     "version 0 instead")):
+        (y * 1.0).sum().backward()
 
 
 def test_unrecorded_inplace_arithmetic_in_c_equals_numpy():

@@ -636,6 +636,17 @@ cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) exc
 
 cdef int save_value(Record* r, int j, object value, object owner) except -1
 
+cdef class SavedIndex:
+    cdef readonly int slot          # the saved slot holding this part of an op's index key
+
+cdef int save_index(Record* r, int j, TensorBase owner) except -1
+
+cdef dict save_indices(Record* r, object owners, int first=*)
+
+cdef object saved_index_key(Record* r, object key, object owners, int first=*)
+
+cdef object resolve_index_key(Record* r, object key)
+
 cdef Record* record_from(int op, TensorBase result, tuple inputs) except? NULL
 
 

@@ -349,6 +349,18 @@ SCALAR_TYPE_NAMES = {"bfloat16": "BFloat16", "complex64": "ComplexFloat", "compl
                                "uint32": "UInt32", "uint64": "UInt64"}
 
 
+# How PyTorch's messages name a tensor's type (toString of its options): its legacy tensor class
+# where one exists, else the backend's type name (there is no torch.BoolTensor in those messages)
+BACKEND_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+                      "float16": "torch.HalfTensor", "int64": "torch.LongTensor",
+                      "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
+                      "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
+                      "bool": "CPUBoolType", "bfloat16": "CPUBFloat16Type",
+                      "complex64": "CPUComplexFloatType", "complex128": "CPUComplexDoubleType",
+                      "uint16": "CPUUInt16Type", "uint32": "CPUUInt32Type",
+                      "uint64": "CPUUInt64Type"}
+
+
 cdef inline str scalar_type_name(object np_dt):
     return SCALAR_TYPE_NAMES.get(np_dt.name, np_dt.name)
 

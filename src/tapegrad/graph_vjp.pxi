@@ -779,11 +779,13 @@ cdef object gv_evenly(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_select_dim(Py_ssize_t i, Record* r, object G, char* want):
     """max/min along a dim: the gradient to the index the forward returned."""
-    idxk = <object>r.saved[0]
     shape, axis, keepdim, dt = <tuple>r.aux
     cdef Py_ssize_t n = len(shape)
     if n == 0:
         return t_cast(G, dt)
+    idxk = <object>r.saved[0]
+    if not keepdim:
+        idxk = np.expand_dims(idxk, axis)
     Gk = G if keepdim else reshape_to(<TensorBase>G, tuple(idxk.shape))
     ar_shape = [1] * n
     ar_shape[axis] = shape[axis]
@@ -1256,6 +1258,8 @@ cdef object gv_scatter_basic(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_index(Py_ssize_t i, Record* r, object G, char* want):
     cdef tuple aux = index_aux(r)
+    if aux[4] is not None:
+        aux = aux[:4] + (owned_key(aux[4]),)
     if isinstance(aux[2], str):
         return recorded_real_numbers_scatter(G, aux)
     if r.op == OP_ALIAS and record_name(r) == "AliasBackward0":
@@ -1285,9 +1289,22 @@ cdef object gv_pad(Py_ssize_t i, Record* r, object G, char* want):
     return _name_grad_fn(recorded_index_scatter(cropped, (tuple(in_shape), dt, src, None, None)),
                          "ConstantPadNdBackward0")     # (its backward is a pad, by -pads)
 
+cdef object owned_key(object key):
+    """An index key with its arrays copied, for a record a create_graph gradient makes: the
+    first record's saved index tensors (record.pxi, save_index) are checked when it runs, not
+    when the gradient's own backward runs, and a write between the two must not move it."""
+    if cnp.PyArray_Check(key):
+        return np.array(key, copy=True)
+    if type(key) is not tuple:
+        return key
+    return tuple([np.array(part, copy=True) if cnp.PyArray_Check(part) else part
+                  for part in <tuple>key])
+
+
 cdef object gv_take(Py_ssize_t i, Record* r, object G, char* want):
     """gather / index_select: G added at the gathered positions (the pair is closed)."""
     shape, shape1, dt, idx, gshape = <tuple>r.aux
+    idx = owned_key(resolve_index_key(r, idx))
     Z = recorded_index_scatter(reshape_to(<TensorBase>G, tuple(gshape)),
                                (tuple(shape1), dt, None, tuple(shape1), idx))
     res = reshaped_if_needed(Z, tuple(shape))
@@ -1320,6 +1337,7 @@ cdef object gv_masked_select(Py_ssize_t i, Record* r, object G, char* want):
 
 cdef object gv_setitem(Py_ssize_t i, Record* r, object G, char* want):
     key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
+    key = owned_key(resolve_index_key(r, key))
     gx = gv = None
     if want[0] and key is Ellipsis:
         # a write of all of self (copy_, x[...] = v; not through a view) is PyTorch's
@@ -1362,7 +1380,7 @@ cdef object gv_overwrite(Py_ssize_t i, Record* r, object G, char* want):
 # -- nn: embedding, losses, layer_norm ----------------------------------------------------------
 
 cdef object gv_embedding(Py_ssize_t i, Record* r, object G, char* want):
-    idx = <object>r.saved[0]
+    idx = (<object>r.saved[0]).reshape(-1).astype(np.int64)     # (embedding_rows; owned_key)
     scale = saved_value(r, 1)
     wshape, dt, padding_idx = <tuple>r.aux
     G2 = reshape_to(<TensorBase>G, (idx.shape[0], wshape[1]))
@@ -1380,6 +1398,7 @@ cdef tuple t_nll_grad(tuple aux, object tc, object wv, object valid, object G):
     """(N, C, K) gradient of nll_loss, recorded (see nn_nll_grad); and the scaled adjoint."""
     shape3, red, total = aux[0], aux[2], aux[3]
     N, K = shape3[0], shape3[2]
+    tc = tc.reshape(N, K)                   # (saved in the target's shape: save_nll_target)
     if red == NN_RED_NONE:
         GS = reshape_to(<TensorBase>G, (N, K))
     elif red == NN_RED_MEAN:

@@ -935,7 +935,7 @@ def modified_in_place_error(arr, grad_fn_name, version, expected):
     "Mean1" for MeanBackward1, the namespace before a hand-written node's name), None for a
     leaf.  The one message of the sweeps and of custom Functions' saved_tensors."""
     what = ("a tensor" if arr is None else
-            f"[torch.{scalar_type_name(arr.dtype)}Tensor {list(arr.shape)}]")
+            f"[{BACKEND_TYPE_NAMES.get(arr.dtype.name, arr.dtype.name)} {list(arr.shape)}]")
     which = ""
     if grad_fn_name is not None:
         k = grad_fn_name.rfind("Backward")

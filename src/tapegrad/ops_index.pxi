@@ -219,8 +219,8 @@ cdef tuple index_aux(Record* r):
     """An indexing record's aux with its index arrays filled in (they are kept as a saved value,
     released with the record's other saved values, as in PyTorch)."""
     cdef tuple aux = <tuple>r.aux
-    if r.saved[0] != NULL:
-        return aux[:4] + (<object>r.saved[0],)
+    if r.saved[0] != NULL and type(<object>r.saved[0]) is tuple:     # (its key, as index_op saves it)
+        return aux[:4] + (resolve_index_key(r, <object>r.saved[0]),)
     return aux
 
 
@@ -733,10 +733,16 @@ cdef object index_op(TensorBase x, object key):
         keep(&r.aux, aux)
         if advanced:
             # Saved (not aux): freed by backward, so a second backward raises, as PyTorch's
-            # IndexBackward0 does.  Copies: an index tensor written in place before backward
-            # must not change where the gradient goes.
-            keep(&r.saved[0], tuple([np.array(part, copy=True) if cnp.PyArray_Check(part)
-                                     else part for part in tkey2]))
+            # IndexBackward0 does.  The index and mask tensors are saved themselves in slots 1
+            # and 2, version-checked (record.pxi, save_index); a numpy array of the caller's is
+            # copied (PyTorch makes a tensor of it).
+            callers = [id(it) for it in items if isinstance(it, np.ndarray)]
+            if callers:
+                tkey2 = tuple([np.array(part, copy=True) if id(part) in callers else part
+                               for part in tkey2])
+            keep(&r.saved[0], saved_index_key(
+                r, tkey2, [it for it in items if isinstance(it, TensorBase)
+                           and (<TensorBase>it)._array.ndim > 0], 1))
     return res
 
 
@@ -858,6 +864,7 @@ cdef object index_select_grad(object Z, Py_ssize_t d, object I, object G):
 cdef object vjp_take(Record* r, object g):
     """gather / index_select: add g at the gathered positions of zeros (np.add.at accumulates)."""
     shape, shape1, dt, idx, gshape = <tuple>r.aux
+    idx = resolve_index_key(r, idx)
     z = np.zeros(shape1, dtype=dt)
     g = g.reshape(gshape)
     cdef Py_ssize_t d = index_select_axis(idx)
@@ -974,7 +981,7 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
     idx = []
     for k in range(ndim):
         if k == d:
-            idx.append(I1.astype(np.intp))
+            idx.append(I1.astype(np.intp, copy=False))     # (int64: the index itself, saved)
         else:
             sh = [1] * ndim
             sh[k] = I1.shape[k]
@@ -985,7 +992,7 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
     res = wrap(out)
     r = record_from(OP_GATHER, res, (input,))
     if r != NULL:
-        keep(&r.aux, (A.shape, A1.shape, A.dtype, idx, I1.shape))
+        keep(&r.aux, (A.shape, A1.shape, A.dtype, saved_index_key(r, idx, (index,)), I1.shape))
         guard_version(r, input)         # PyTorch's GatherBackward saves self
     return res
 
@@ -1076,7 +1083,8 @@ def index_select(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, axis=None):
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                            f"{I.size} value(s)")
     A1 = A.reshape(1) if A.ndim == 0 else A
-    I1 = I.reshape(-1).astype(np.intp)
+    # (int64: the index itself, which the record saves; no copy)
+    I1 = (I if I.ndim == 1 else I.reshape(-1)).astype(np.intp, copy=False)
     size = A1.shape[d]
     if I1.size and (I1.min() < 0 or I1.max() >= size):
         # PyTorch's kernels: RuntimeError along an empty dim, and along dim 1 or in an empty
@@ -1096,7 +1104,8 @@ def index_select(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, axis=None):
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_INDEX_SELECT, res, (input,))
     if r != NULL:
-        keep(&r.aux, (A.shape, A1.shape, A.dtype, key, A1.shape[:d] + I1.shape + A1.shape[d + 1:]))
+        keep(&r.aux, (A.shape, A1.shape, A.dtype, saved_index_key(r, key, (index,)),
+                      A1.shape[:d] + I1.shape + A1.shape[d + 1:]))
     return res
 
 

@@ -494,6 +494,7 @@ cdef object zero_shared_elements(TensorBase self, object zeroed, bint recording)
 
 cdef object vjp_setitem(Record* r, object g):
     key, advanced, squeezed_shape, value_shape, value_dtype = <tuple>r.aux
+    key = resolve_index_key(r, key)
     gx = gv = None
     if needs_grad(r, 0):
         gx = np.array(g, copy=True)
@@ -933,6 +934,10 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         if bkey is not None:
             base_node = (<TensorBase>self._base)._node
             setitem_op(<TensorBase>self._base, bkey, value, True)
+            if (<TensorBase>self._base)._node != base_node:
+                # (bkey's arrays are the base's positions, made here: the index tensors the
+                # user wrote with are saved as PyTorch's CopySlices saves them, save_index)
+                save_indices(&TAPE.recs[(<TensorBase>self._base)._node], key_tensors(key))
             if ((<TensorBase>self._base)._node != base_node
                     and overlaps_itself(written_view(A, nkey, bool(advanced)))):
                 TAPE.recs[(<TensorBase>self._base)._node].op = OP_OVERLAPPING_SLICES
@@ -969,11 +974,38 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         op = OP_INDEX_PUT
     r = record_from(op, result, (self, value if isinstance(value, TensorBase) else None))
     if r != NULL:
-        keep(&r.aux, (nkey, bool(advanced), V.shape, value_shape,
+        # the index tensors are saved themselves, version-checked (record.pxi, save_index): a
+        # write into one before backward raises, as PyTorch's, where the VJP read the live
+        # array in the aux and sent the gradient through the new indices (fuzz seed 65605814)
+        keep(&r.aux, (saved_index_key(r, callers_arrays_copied(nkey, key), key_tensors(key)),
+                      bool(advanced), V.shape, value_shape,
                       V.dtype if V.dtype != A.dtype else None))
     bump_version(self)
     adopt_record(self, result)
     return None
+
+
+cdef list key_tensors(object key):
+    """The index and mask tensors (with dims) among the items of x[key] = v's key."""
+    if isinstance(key, list) and sequence_as_tuple(key):
+        key = tuple(key)
+    return [it for it in (key if type(key) is tuple else (key,))
+            if isinstance(it, TensorBase) and (<TensorBase>it)._array.ndim > 0]
+
+
+cdef object callers_arrays_copied(object nkey, object key):
+    """nkey with the parts that are writeable numpy arrays of the caller's (items of `key`)
+    copied, as PyTorch makes tensors of them: a later write into them cannot reach the record
+    (the library's own keys come read-only: _scatter_ops._overwrite)."""
+    if isinstance(key, list) and sequence_as_tuple(key):
+        key = tuple(key)
+    callers = [id(it) for it in (key if type(key) is tuple else (key,))
+               if isinstance(it, np.ndarray) and (<cnp.ndarray>it).flags.writeable]
+    if not callers:
+        return nkey
+    if type(nkey) is not tuple:
+        return np.array(nkey, copy=True) if id(nkey) in callers else nkey
+    return tuple([np.array(part, copy=True) if id(part) in callers else part for part in nkey])
 
 
 cdef object written_view(object A, object nkey, bint advanced):

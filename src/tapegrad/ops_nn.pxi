@@ -403,10 +403,25 @@ cdef object nn_index_grids(Py_ssize_t N, Py_ssize_t K):
     return (np.arange(N).reshape(N, 1), np.arange(K).reshape(1, K))
 
 
+cdef int save_nll_target(Record* r, object tc, object target) except -1:
+    """Slot 0 of an nll record: the class of each sample as its VJP reads them (tc, an array of
+    nll's own, 0 where ignored), shaped as the target tensor and saved under the target's
+    version, as PyTorch's node saves the target: a write into the target before backward
+    raises its error (the gradient, read from tc, stayed right, but PyTorch raises).  The VJPs
+    take it back to (N, K)."""
+    if isinstance(target, TensorBase):
+        r.flags |= RF_SAVED_NO_HISTORY     # (<< 0: slot 0; names no node, record.pxi)
+        return keep_saved(r, 0, tc.reshape((<TensorBase>target)._array.shape),
+                          <TensorBase>target)
+    keep(&r.saved[0], tc)
+    return 0
+
+
 cdef object nn_nll_grad(tuple aux, object tc, object wv, object valid, object g, object dt):
     """(N, C, K) gradient of the nll part: -w[t] * g at the targets, 0 elsewhere."""
     shape3, red, total = aux[0], aux[2], aux[3]
     N, K = shape3[0], shape3[2]
+    tc = tc.reshape(N, K)                   # (saved in the target's shape: save_nll_target)
     if red == NN_RED_NONE:
         gs = g.reshape(N, K)
     elif red == NN_RED_MEAN:
@@ -700,9 +715,7 @@ cdef object nn_nll_loss(TensorBase input, object target, object weight, object i
                                             else OP_NLL2D)
     cdef Record* r = record_from(op, res, (input,))
     if r != NULL:
-        if isinstance(target, TensorBase):
-            check_saveable(<TensorBase>target)  # PyTorch saves the target: no inference tensor
-        keep(&r.saved[0], tc)
+        save_nll_target(r, tc, target)
         keep(&r.saved[1], wv)
         keep(&r.saved[2], valid)
         keep(&r.aux, (shape3, input._array.shape, red, total))
@@ -845,7 +858,7 @@ cdef object nn_ce_smooth(TensorBase logp, object target, object weight, object i
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_CE_SMOOTH, res, (logp,))
     if r != NULL:
-        keep(&r.saved[0], tc)
+        save_nll_target(r, tc, target)
         keep(&r.saved[1], wv)
         keep(&r.saved[2], valid)
         # w (C class weights, read by the VJP) copied: a later in-place write to `weight`
@@ -1514,8 +1527,13 @@ def torch_dropout(TensorBase input, p, train):
 
 # -- embedding ----------------------------------------------------------------------------------
 
+cdef inline object embedding_rows(object I):
+    """The saved indices of an embedding (any shape, int64 or int32) as the flat int64 rows."""
+    return I.reshape(-1).astype(NP_INT64, copy=False)
+
+
 cdef object vjp_embedding(Record* r, object g):
-    idx = <object>r.saved[0]
+    idx = embedding_rows(<object>r.saved[0])
     scale = <object>r.saved[1] if r.saved[1] != NULL else None
     wshape, dt, padding_idx = <tuple>r.aux
     D = wshape[1]
@@ -1532,14 +1550,8 @@ cdef object vjp_embedding(Record* r, object g):
 
 OP_EMBEDDING = register_op("EmbeddingBackward0", vjp_embedding)
 
-# How PyTorch's argument checks name a dtype: its legacy tensor class where one exists, else
-# the backend's type name (there is no torch.BoolTensor in those messages)
-cdef dict NN_TENSOR_TYPE = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
-                            "float16": "torch.HalfTensor", "int64": "torch.LongTensor",
-                            "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
-                            "int8": "torch.CharTensor", "uint8": "torch.ByteTensor",
-                            "bool": "CPUBoolType", "complex64": "CPUComplexFloatType",
-                            "complex128": "CPUComplexDoubleType"}
+# How PyTorch's argument checks name a dtype (dtypes.pxi)
+from tapegrad._core import BACKEND_TYPE_NAMES as NN_TENSOR_TYPE
 
 
 # embedding(sparse=True) where the weight's gradient is recorded: a Python function over the
@@ -1585,7 +1597,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                            "scalar types: Long, Int; but got "
                            f"{NN_TENSOR_TYPE.get(I.dtype.name, I.dtype.name)} instead (while "
                            "checking arguments for embedding)")
-    idx = I.reshape(-1).astype(NP_INT64)
+    idx = I.reshape(-1).astype(NP_INT64, copy=False)     # (int64: no copy; the record saves I)
     n = W.shape[0]
     if idx.size and n == 0:
         # (PyTorch's embedding is an index_select of the rows, whose check of an empty dim
@@ -1604,12 +1616,16 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         # adjoints on to P (PyTorch sends the sparse gradient through the ops that allow it)
         if SPARSE_EMBEDDING is None:
             import tapegrad._sparse_embedding
-        return SPARSE_EMBEDDING(weight, idx, I.shape, padding_idx, bool(scale_grad_by_freq))
+        # (a copy: the lookup keeps its indices for backward, unguarded)
+        return SPARSE_EMBEDDING(weight, np.array(idx, copy=True), I.shape, padding_idx,
+                                bool(scale_grad_by_freq))
     out = nd(W[idx].reshape(I.shape + (W.shape[1],)))
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_EMBEDDING, res, (weight,))
     if r != NULL:
-        keep(&r.saved[0], idx)
+        # the indices tensor itself, as PyTorch's EmbeddingBackward0 saves it: writing it
+        # before backward raises (record.pxi, save_index); the VJP flattens it (embedding_rows)
+        save_index(r, 0, <TensorBase>input)
         if scale_grad_by_freq:
             counts = np.bincount(idx, minlength=n)
             keep(&r.saved[1], (1.0 / counts[idx]).astype(W.dtype).reshape(idx.shape[0], 1))

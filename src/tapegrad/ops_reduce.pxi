@@ -425,14 +425,19 @@ cdef object vjp_evenly(Record* r, object g):
     return nd(np.multiply(mask, np.divide(gk, count)))
 
 
+cdef object kept_indices(object idx, int axis, bint keepdim):
+    """max/min(dim)'s saved indices (the returned ones) with the reduced dim kept."""
+    return idx if keepdim else np.expand_dims(idx, axis)
+
+
 cdef object vjp_select_dim(Record* r, object g):
     """max/min along a dim: the gradient goes to the index the forward returned."""
-    idxk = <object>r.saved[0]
     cdef tuple aux = <tuple>r.aux
     shape, axis, keepdim, dt = aux[0], aux[1], aux[2], aux[3]
     cdef Py_ssize_t nd_ = len(shape), i
     if nd_ == 0:
         return nd(g.astype(dt, copy=True))
+    idxk = kept_indices(<object>r.saved[0], axis, keepdim)
     gk = g if keepdim else g.reshape(idxk.shape)
     ar_shape = [1] * nd_
     ar_shape[axis] = shape[axis]
@@ -577,7 +582,9 @@ cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name
     cdef TensorBase indices = wrap(idx)
     r = record_from(op, res, (x,))
     if r != NULL:
-        keep_saved(r, 0, idxk, indices)           # the returned indices share its storage
+        # the returned indices themselves, as PyTorch saves them: writing them raises at
+        # backward, naming no node (record.pxi, save_index)
+        save_index(r, 0, indices)
         keep(&r.aux, (shape, axis, keepdim, A.dtype))
     cls = return_types.max if op == OP_MAX_DIM else return_types.min
     return cls((res, indices))

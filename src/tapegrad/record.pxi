@@ -108,6 +108,88 @@ cdef int save_value(Record* r, int j, object value, object owner) except -1:
     return 0
 
 
+# -- index tensors saved for backward --------------------------------------------------------
+# An op that reads an index, mask or target tensor (x[idx], x[idx] = v, gather, scatter,
+# embedding, nll_loss's target, ...) saves it for its backward as PyTorch does: the tensor's own
+# array, in a saved slot, under the tensor's version, so a write into it before backward raises
+# PyTorch's error.  Before, the VJPs read a copy (no error where PyTorch raises) or the live array
+# (x[:, idx] = v kept it in its aux: the gradient went through the new indices, silently wrong;
+# fuzz seed 65605814).  No copy is made.  An index the op made itself (a mask's nonzero(), a
+# Python list's array) needs no check: nothing else can write it.
+
+cdef class SavedIndex:
+    """A part of an op's saved index key that is the array in saved slot `slot`: the VJP reads
+    it from the slot (resolve_index_key), so it sees what a saved-tensor hook unpacked."""
+    def __cinit__(self, int slot):
+        self.slot = slot
+
+    def __repr__(self):
+        return f"SavedIndex({self.slot})"
+
+
+cdef int save_index(Record* r, int j, TensorBase owner) except -1:
+    """Save owner's array (an index, mask or target: no gradient, no history) in slot j,
+    version-checked.  The in-place error names no node for it, as PyTorch's."""
+    r.flags |= RF_SAVED_NO_HISTORY << j
+    return keep_saved(r, j, owner._array, owner)
+
+
+cdef dict save_indices(Record* r, object owners, int first=0):
+    """save_index for each distinct tensor of `owners` (other entries, None, are skipped) in the
+    free slots of r from `first` on (no value, and no version guard_version put there).
+    Returns id(its array) -> its slot, or -1 for a tensor no slot was left for."""
+    cdef int j
+    cdef dict slot_of = {}
+    for o in owners:
+        if not isinstance(o, TensorBase) or id((<TensorBase>o)._array) in slot_of:
+            continue
+        slot_of[id((<TensorBase>o)._array)] = -1
+        for j in range(first, MAX_SAVED):
+            if r.saved[j] == NULL and r.ver[j] == NULL:
+                save_index(r, j, <TensorBase>o)
+                slot_of[id((<TensorBase>o)._array)] = j
+                break
+    return slot_of
+
+
+cdef object saved_index_key(Record* r, object key, object owners, int first=0):
+    """`key` (a numpy index: a tuple of parts, or one part) as r keeps it for its VJP: the
+    index tensors it was made from (`owners`) are saved in r (save_indices), and a part that is
+    one's array becomes SavedIndex(its slot).  When no slot is left, such a part is copied
+    instead (a write into the tensor then goes unnoticed, but cannot move the gradient)."""
+    cdef dict slot_of = save_indices(r, owners, first)
+    cdef int j
+    parts = key if type(key) is tuple else (key,)
+    out = []
+    for part in parts:
+        j = slot_of.get(id(part), -2) if cnp.PyArray_Check(part) else -2
+        out.append(part if j == -2 else SavedIndex(j) if j >= 0 else np.array(part, copy=True))
+    return tuple(out) if type(key) is tuple else out[0]
+
+
+cdef object resolve_index_key(Record* r, object key):
+    """The numpy key saved_index_key made, with each SavedIndex replaced by its slot's array."""
+    if type(key) is SavedIndex:
+        return saved_index_part(r, <SavedIndex>key)
+    if type(key) is not tuple:
+        return key
+    cdef bint any_saved = False
+    for part in <tuple>key:
+        if type(part) is SavedIndex:
+            any_saved = True
+            break
+    if not any_saved:
+        return key
+    return tuple([saved_index_part(r, <SavedIndex>part) if type(part) is SavedIndex else part
+                  for part in <tuple>key])
+
+
+cdef object saved_index_part(Record* r, SavedIndex part):
+    if r.saved[part.slot] == NULL:
+        raise RuntimeError(BACKWARD_TWICE)
+    return <object>r.saved[part.slot]
+
+
 cdef Record* record_from(int op, TensorBase result, tuple inputs) except? NULL:
     """Record `result = op(*inputs)` when grad mode is on and some tensor input requires grad.
 

@@ -85,6 +85,11 @@ cdef object saved_value_node_name(Record* r, int j):
     cdef Py_ssize_t me = -1, i, k
     cdef TensorBase t = None
     saved = <object>r.saved[j] if r.saved[j] != NULL else None
+    if (r.flags & (RF_SAVED_NO_HISTORY << j) and isinstance(saved, np.ndarray)
+            and saved.dtype.kind in "biu"):
+        # an index, mask or target (save_index): no history, ever, whatever tensor holds it now
+        # (sort's returned indices too: PyTorch names no node for them)
+        return None
     for i in range(TAPE.n - 1, -1, -1):
         if me < 0 and TAPE.recs[i].ver[j] == r.ver[j] and TAPE.recs[i].saved[j] == r.saved[j] \
                 and TAPE.recs[i].op == r.op:

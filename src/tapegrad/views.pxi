@@ -558,24 +558,63 @@ cdef int guard_version(Record* r, TensorBase t) except -1:
     return 0
 
 
+cdef Py_ssize_t node_checking(object result) except -2:
+    """The record whose backward checks the saved versions for `result` (a tensor, or the first
+    of a tuple) of a Python-level op, or -1 when nothing was recorded."""
+    if isinstance(result, tuple):
+        result = result[0]
+    if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0 or not grad_enabled():
+        return -1
+    cdef Py_ssize_t i = (<TensorBase>result)._node
+    if TAPE.recs[i].op == OP_FN_OUTPUT:
+        i = TAPE.recs[i].inp[0]         # an output of a Function: its node checks the versions
+    return -1 if TAPE.recs[i].op == OP_LEAF else i
+
+
 def _guard_saved_version(result, *tensors):
     """guard_version for the record of `result` (a tensor, or the first of a tuple), for each
     of `tensors` that is a tensor (the Python-level ops whose PyTorch node saves an input or
     output that their own record does not keep)."""
-    if isinstance(result, tuple):
-        result = result[0]
-    if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0 or not grad_enabled():
-        return
     if _saved_hooks_active() is not None:
         return                          # (saved under hooks: no version check, guard_version)
-    cdef Py_ssize_t i = (<TensorBase>result)._node
-    if TAPE.recs[i].op == OP_FN_OUTPUT:
-        i = TAPE.recs[i].inp[0]         # an output of a Function: its node checks the versions
-    if TAPE.recs[i].op == OP_LEAF:
+    cdef Py_ssize_t i = node_checking(result)
+    if i < 0:
         return
     for t in tensors:
         if isinstance(t, TensorBase):
             guard_version(&TAPE.recs[i], <TensorBase>t)
+
+
+def _save_index_of(result, *indices):
+    """save_index (record.pxi) into a free slot of the record of `result`, for each of
+    `indices` that is a tensor: the Python-level ops (scatter, index_add, embedding_bag,
+    ...) whose key into their input is a numpy array of their own, where PyTorch's node saves the
+    index tensor: writing it before backward raises there.  Under saved-tensor hooks the pack
+    hook sees it, as PyTorch's."""
+    cdef Py_ssize_t i = node_checking(result)
+    if i < 0:
+        return
+    if keeps_any_saved_value(&TAPE.recs[i]):
+        save_indices(&TAPE.recs[i], indices)
+        return
+    for t in indices:                   # (the message then says "a tensor")
+        if isinstance(t, TensorBase):
+            guard_version(&TAPE.recs[i], <TensorBase>t)
+
+
+cdef bint keeps_any_saved_value(Record* r) except -1:
+    """Whether a value in a free saved slot of r leaves its VJP as it was: a Function's (its
+    saved tensors live in its ctx), an index write's (vjp_setitem reads only its key), an
+    advanced index's (vjp_index reads slot 0, its key).  Another op may read an optional slot
+    when it is set (embedding's scale, a view's index key): only a version goes there."""
+    if r.op == OP_FUNCTION:
+        return True
+    name = OP_NAMES[r.op]
+    if name == "IndexBackward0":
+        return r.saved[0] != NULL and type(<object>r.saved[0]) is tuple
+    if name == "CloneBackward0":        # (clone's; matmul's, which also has that name, saves)
+        return r.saved[0] == NULL and r.saved[1] == NULL and r.saved[2] == NULL
+    return name in ("CopySlices", "IndexPutBackward0", "CopyBackwards", "FillBackward3")
 
 
 def _reads_saved_input(result, TensorBase input):

@@ -17,6 +17,7 @@ from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from .. import _core
+from .._saved_indices import saves_index_args
 from ..autograd.function import Function
 from ._conv_ops import _check_tensor
 
@@ -235,6 +236,7 @@ def _check_lengths(lengths, name, most=None):
                            f"(while checking arguments for ctc_loss_allocate_outputs)")
 
 
+@saves_index_args("targets")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """The CTC loss of log_probs (T, N, C) (or unbatched (T, C)) - log_softmax outputs - for

@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._saved_indices import saves_index_args
 from .. import creation
 
 _MODES = ("sum", "mean", "max")
@@ -113,6 +114,7 @@ def _check_weight_dtypes(weight, per_sample_weights) -> None:
                            "embedding_bag)")
 
 
+@saves_index_args("offsets")
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2,
                   scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
                   per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):

@@ -14,6 +14,7 @@ import numpy as np
 from .. import _core
 from .._random import default_generator
 from ._conv_ops import _check_tensor, _Gather
+from .._saved_indices import saves_returned_indices
 
 _wrap = _core.wrap_array
 
@@ -66,6 +67,7 @@ def _check_samples(samples, x, dtype, n_axes: int) -> None:
                            f"{samples.shape[2]}.")
 
 
+@saves_returned_indices
 def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
     """``fractional_max_pool2d`` returning ``(values, indices)`` (flat positions in each
@@ -137,6 +139,7 @@ def _triple(value):
     return tuple(value) if isinstance(value, (list, tuple)) else (value,) * 3
 
 
+@saves_returned_indices
 def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
                                        return_indices=False, _random_samples=None):
     """``fractional_max_pool3d`` returning ``(values, indices)`` (flat positions in each

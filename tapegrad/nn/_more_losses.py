@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .. import _core
+from .._saved_indices import saves_index_args
 from .._half_precision import refuse_half
 from ..creation import rand
 from ._conv_ops import _check_tensor
@@ -51,6 +52,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((to_positive - to_negative + margin).clamp_min(0), reduction)
 
 
+@saves_index_args("target")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-class multi-label hinge loss: for each sample, the mean over classes of
     ``max(0, 1 - (x[y] - x[i]))`` summed over its target classes y (the entries of its target

@@ -19,6 +19,7 @@ from .._core import type_name as _type_name
 from .._extra_ops import _check_tensor as _check_tensor_argument
 from .. import where as _where
 from .._memory_format import follow_channels_last
+from .._saved_indices import saves_returned_indices
 from ..autograd.function import Function, KernelFunction
 from ._conv_ops import (Geometry, _as_rows, _check_tensor, _compiled, _Conv, _Fold, _Gather,
                         _geom_tuple, _int_entry, _out_size, _padded, _ScatterAdd, _tuple, _Unfold,
@@ -241,6 +242,7 @@ def check_avg_pool_flags(name: str, ceil_mode, count_include_pad) -> None:
     _core.check_bool(name, "count_include_pad", count_include_pad)
 
 
+@saves_returned_indices
 def _max_pool(input, nd, name, kernel_size, stride, padding, dilation, ceil_mode,
               return_indices):
     check_max_pool_flags(name, ceil_mode, return_indices)
@@ -851,6 +853,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _core._name_grad_fn(result, "AdaptiveAvgPool2DBackward0")
 
 
+@saves_returned_indices
 def _adaptive_max(input, output_size, return_indices, nd, name):
     result = _adaptive_max_of(input, output_size, return_indices, nd, name)
     _core._reads_saved_input(result, input)    # PyTorch's node saves self: a write raises

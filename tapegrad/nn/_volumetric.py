@@ -32,6 +32,7 @@ from ._conv_ops import (_check_tensor, _conv_arguments, _conv_checks, _out_size,
                         _transposed_weight_check, _tuple, _weight_rows_check, empty_input_output)
 from ._conv_ops import conv2d, conv_transpose2d
 from ._pool_ops import check_avg_pool_flags, check_max_pool_flags
+from .._saved_indices import saves_returned_indices
 from ._pool_ops import (_adaptive_bounds, _floating_kernel, _window_average, adaptive_max_pool2d,
                         avg_pool2d, integer_avg_pool, max_pool2d)
 from ._spatial_ops import _channel_dropout, _unbatched_channel_dropout, check_dropout_p
@@ -217,6 +218,7 @@ def _depth_window_geometry(D, k, s, p, d, ceil_mode):
     return Do, after, [i * d for i in range(k)]
 
 
+@saves_returned_indices
 def _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     check_max_pool_flags("max_pool3d", ceil_mode, return_indices)
     x, unbatched = _pool3d_input(input, "max_pool3d")
@@ -379,6 +381,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return (values, index) if return_indices else values
 
 
+@saves_returned_indices
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     """``adaptive_max_pool3d`` returning ``(values, indices)``."""
     from ._pool_ops import refuse_empty_backward
