@@ -157,3 +157,54 @@ def test_fused_sin_cos_of_huge_arguments_match_pytorch():
     yt.backward(torch.ones(size, dtype=torch.float64))
     np.testing.assert_allclose(y.detach().numpy(), yt.detach().numpy(), rtol=0, atol=1e-15)
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=0, atol=1e-15)
+
+
+def sums_chain(lib, x, w):
+    """+ and - whose operands take over the adjoint's row in the fused backward: x + x, a
+    number + a member, member - member, a member - a closure tensor and back, interleaved with
+    steps that read the values (so the rows are reused around them)."""
+    for _ in range(3):
+        t = lib.tanh(x * 0.5)
+        u = lib.sin(t) + t                  # both operands members, t read twice
+        v = u + u                           # the same member twice
+        v = 0.25 + v                        # the member second
+        v = v - lib.sigmoid(t)              # - : first operand takes the row, second negated
+        v = w - v                           # a closure tensor first, the member negated
+        x = lib.exp(v * 0.1) - w
+    return x
+
+
+@pytest.mark.parametrize("dt", [tg.float32, tg.float64])
+@pytest.mark.parametrize("size", [2_048, 9_999])
+def test_sums_handing_their_adjoint_row_on_bit_identical_to_eager(dt, size):
+    eager = lambda x, w: sums_chain(tg, x, w)
+    compiled = tg.compile(eager)
+    rng = np.random.default_rng(size + 1)
+    for call in range(3):
+        base, wb, seed = (rng.uniform(-1.5, 1.5, size) for _ in range(3))
+        got = []
+        for fn in (compiled, eager):
+            x = tg.tensor(base, dtype=dt, requires_grad=True)
+            w = tg.tensor(wb, dtype=dt, requires_grad=True)
+            y = fn(x, w)
+            y.backward(tg.tensor(seed, dtype=dt))
+            got.append((y.detach().numpy().copy(), x.grad.numpy().copy(), w.grad.numpy().copy()))
+        for u, v in zip(*got):
+            assert np.array_equal(u, v, equal_nan=True), (call, dt, size)
+    assert "fused" in compiled.explain(), compiled.explain()
+
+
+def test_sums_handing_their_adjoint_row_on_match_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    base, wb = rng.uniform(-1.5, 1.5, 4_096), rng.uniform(-1.5, 1.5, 4_096)
+    compiled = tg.compile(lambda x, w: sums_chain(tg, x, w))
+    for _ in range(2):
+        x = tg.tensor(base, dtype=tg.float64, requires_grad=True)
+        w = tg.tensor(wb, dtype=tg.float64, requires_grad=True)
+        compiled(x, w).sum().backward()
+    xt = torch.tensor(base, requires_grad=True)
+    wt = torch.tensor(wb, requires_grad=True)
+    sums_chain(torch, xt, wt).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(w.grad.numpy(), wt.grad.numpy(), rtol=1e-12, atol=1e-13)
