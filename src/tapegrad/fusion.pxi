@@ -229,21 +229,29 @@ cdef int form_groups(Program p, object observed) except -1:
             n_brows = n_vrows
         # adjoint rows (reverse order): a member no step outside the group reads gets its
         # gradient from the group only, in a row from its last reader's step to its own
+        # An operand of + (either) or - (the first) whose first contribution this is takes
+        # over the row of the step's own adjoint, dead after the step: its contribution, the
+        # adjoint unchanged, is then already in place (no copy per block)
         free, n_arows = [], 0
         bc = []
         for i in range(last, first - 1, -1):
             s = &p.steps[i]
+            handed_on = False
             for k, want in ((s.a, s.grad_a), (s.b, s.grad_b and not (s.kind == SK_UNARY or
                                                                      s.kop == TG_POW))):
                 if k < 0 or not want:
                     continue
                 if k in members and k not in escaping and p.arow[k] < 0:
-                    if free:
+                    if (not handed_on and p.arow[s.out] >= 0 and s.kind == SK_BINARY
+                            and (s.kop == TG_ADD or (s.kop == TG_SUB and k == s.a))):
+                        p.arow[k] = p.arow[s.out]
+                        handed_on = True
+                    elif free:
                         p.arow[k] = free.pop()
                     else:
                         p.arow[k] = n_arows
                         n_arows += 1
-            if p.arow[s.out] >= 0:
+            if p.arow[s.out] >= 0 and not handed_on:
                 free.append(p.arow[s.out])
             # the one-element slots' contributions, in the sweep's order (a, then b)
             if s.grad_a and s.a >= 0 and p.sizes[s.a] == 1:
@@ -534,7 +542,7 @@ cdef inline void copy_or_negate(Lane* L, bint neg, Py_ssize_t m, const char* g,
                                 char* dst) noexcept nogil:
     if neg:
         k_unary(L.r.f64, TG_NEG, m, g, dst)
-    else:
+    elif dst != g:                      # (equal: the operand's adjoint took over g's row)
         memcpy(dst, g, m * L.r.item)
 
 

@@ -49,7 +49,9 @@ cdef struct Step:
 
 cdef enum:
     FUSE_MIN_N = 1024           # smaller steps: a block is the whole buffer, nothing to gain
-    FUSE_ROW_BYTES = 196608     # the rows of one group's block stay in L2 (512 KiB here)
+    FUSE_ROW_BYTES = 32768      # the rows of one group's block stay in L1 (48 KiB here): with
+                                # them in L2 (196608, earlier) a block of + and * steps ran at
+                                # L2's bandwidth (300-op chain of * + at 1e6: 67 -> 29 ms)
     FUSE_MAX_BLOCK = 8192
     FUSE_MIN_BLOCK = 256
     FUSE_RECOMPUTE_ROW_BYTES = 1048576  # a recomputing backward's block rows (all the group's
