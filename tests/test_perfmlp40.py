@@ -64,3 +64,96 @@ def test_an_argument_holding_a_dispatching_instance_still_runs_eagerly(context_c
     assert f.stats["eager"] == 1
     f(plain, y)                                 # and plain calls replay again
     assert len(context_calls) == 1
+
+
+# -- SGD's plain update in one C call (optim/sgd.py, _core._add_scaled_grads) -------------------
+
+def sgd_steps(lib, arrays, grads_per_step, **kw):
+    params = [lib.tensor(a, requires_grad=True) for a in arrays]
+    opt = lib.optim.SGD(params, lr=0.1, **kw)
+    for grads in grads_per_step:
+        opt.zero_grad()
+        for p, g in zip(params, grads):
+            p.grad = None if g is None else lib.tensor(g)
+        opt.step()
+    return [p.detach().numpy() for p in params]
+
+
+def bits(a):
+    a = np.ascontiguousarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_plain_sgd_update_equals_the_general_path_and_torch(dtype, monkeypatch):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    shapes = [(7, 5), (5,), (3, 1, 2), ()]
+    arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    arrays[0][0, 0] = np.nan
+    arrays[1][0] = -0.0
+    steps = [[rng.standard_normal(s).astype(dtype) for s in shapes] for _ in range(3)]
+    steps[1][2] = None                                      # a parameter without a gradient
+    fast = sgd_steps(tg, arrays, steps)
+    theirs = sgd_steps(torch, arrays, steps)
+    calls = []
+    monkeypatch.setattr(tg._core, "_add_scaled_grads", lambda *a: calls.append(a) or False)
+    general = sgd_steps(tg, arrays, steps)
+    assert len(calls) == 3
+    for f, g, t in zip(fast, general, theirs):
+        assert f.dtype == dtype
+        np.testing.assert_array_equal(bits(f), bits(g))
+        np.testing.assert_array_equal(bits(f), bits(t))
+
+
+def test_plain_sgd_update_bumps_versions():
+    w = tg.tensor([1.0, 2.0], requires_grad=True)
+    y = (w * w).sum()                   # saves w
+    w.grad = tg.ones(2)
+    tg.optim.SGD([w], lr=0.5).step()
+    assert w.tolist() == [0.5, 1.5]
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+@pytest.mark.parametrize("odd", ["complex", "float16", "strided", "readonly", "sparse"])
+def test_plain_sgd_update_leaves_other_groups_to_the_general_path(odd, monkeypatch):
+    """A group with one parameter the C call does not take: it writes nothing (not even the
+    plain parameter before it), and the general path updates the group as before."""
+    plain = tg.tensor([1.0, 2.0], requires_grad=True)
+    plain.grad = tg.tensor([1.0, 1.0])
+    if odd == "complex":
+        other = tg.tensor([1 + 1j, 2 - 1j], requires_grad=True)
+        other.grad = tg.tensor([1 + 0j, 0 + 1j])
+    elif odd == "float16":
+        other = tg.tensor([1.0, 2.0], dtype=tg.float16, requires_grad=True)
+        other.grad = tg.ones(2, dtype=tg.float16)
+    elif odd == "strided":
+        base = tg.zeros(2, 4)
+        other = base[:, ::2].detach().requires_grad_()
+        other.grad = tg.ones(2, 2)
+    elif odd == "readonly":
+        other = tg.tensor([1.0, 2.0], requires_grad=True)
+        other.grad = tg.ones(2)
+    else:
+        other = tg.nn.Embedding(3, 2, sparse=True)
+        other(tg.tensor([0, 2])).sum().backward()
+        other = other.weight
+    if odd == "readonly":
+        other._array.flags.writeable = False
+    with tg.no_grad():
+        want = [(plain - 0.1 * plain.grad).numpy().copy()]
+    opt = tg.optim.SGD([plain, other], lr=0.1)
+    seen = []
+    real = tg._core._add_scaled_grads
+    monkeypatch.setattr(tg._core, "_add_scaled_grads",
+                        lambda ps, a: seen.append(real(ps, a)) or seen[-1])
+    before = plain.detach().numpy().copy()
+    if odd == "readonly":
+        with pytest.raises(ValueError):         # numpy's refusal, from the general path
+            opt.step()
+        np.testing.assert_array_equal(plain.detach().numpy(), want[0])
+    else:
+        opt.step()
+        np.testing.assert_array_equal(plain.detach().numpy(), want[0])
+    assert seen == [False] and not np.array_equal(before, plain.detach().numpy())

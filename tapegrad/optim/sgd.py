@@ -66,6 +66,9 @@ class SGD(Optimizer):
         weight_decay = _to_scalar(group["weight_decay"])
         nesterov = group["nesterov"]
         maximize = group["maximize"]
+        if (momentum == 0 and weight_decay == 0 and not maximize
+                and _core._add_scaled_grads(group["params"], -lr)):
+            return                      # the plain update, every parameter in one C call
         sparse_grads = []
         for p, param, grad in self._params_with_grad(group, sparse_grads):
             _core._mark_written(p)      # in-place update: saved copies are now stale
