@@ -157,3 +157,127 @@ def test_plain_sgd_update_leaves_other_groups_to_the_general_path(odd, monkeypat
         opt.step()
         np.testing.assert_array_equal(plain.detach().numpy(), want[0])
     assert seen == [False] and not np.array_equal(before, plain.detach().numpy())
+
+
+# -- cross_entropy as one replay step (ops_nn.pxi: replay_cross_entropy) -----------------------
+
+F = tg.nn.functional
+
+
+def ce_run(fn, logits, targets, w):
+    """fn(logits @ w, target) and its backward per call: (losses, logits grads, w grads)."""
+    W = tg.tensor(w, requires_grad=True)
+    out = []
+    for x, t in zip(logits, targets):
+        X = tg.tensor(x, requires_grad=True)
+        loss = fn(X, W, tg.tensor(t))
+        loss.backward()
+        out.append((loss.detach().numpy().copy(), X.grad.numpy().copy(), W.grad.numpy().copy()))
+        W.grad = None
+    return out
+
+
+def ce_case(dtype, n, c, seed, ignore=()):
+    rng = np.random.default_rng(seed)
+    logits = [(rng.standard_normal((n, c)) * 4).astype(dtype) for _ in range(4)]
+    logits[1][0, :] = 80                            # a row of equal large values
+    targets = [rng.integers(0, c, n) for _ in range(4)]
+    for i in ignore:
+        targets[2][i] = -100
+    return logits, targets, rng.standard_normal((c, c)).astype(dtype)
+
+
+def assert_same_bits(got, want):
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(bits(a), bits(b))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("n,c,ignore", [(64, 10, ()), (5, 3, (0, 4)), (1, 7, ()),
+                                         (9, 1, ()), (4, 6, (0, 1, 2, 3))])
+def test_compiled_cross_entropy_is_one_step_equal_to_eager(dtype, reduction, n, c, ignore):
+    """Values and gradients (through a product before it) bit for bit over calls with changing
+    inputs, ignored targets included (all of them: a mean of nothing, NaN)."""
+    def fn(x, w, t):
+        return F.cross_entropy(x @ w, t, reduction=reduction)
+
+    logits, targets, w = ce_case(dtype, n, c, n * 100 + c, ignore)
+    compiled = tg.compile(fn)
+    got = ce_run(compiled, logits, targets, w)
+    assert_same_bits(got, ce_run(fn, logits, targets, w))
+    assert compiled.stats["replays"] == 3
+    assert compiled.explain() == "replayed: 2 steps"        # the product, cross_entropy
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_cross_entropy_matches_torch(dtype):
+    torch = pytest.importorskip("torch")
+    logits, targets, w = ce_case(dtype, 16, 5, 7, ignore=(3,))
+    compiled = tg.compile(lambda x, w, t: F.cross_entropy(x @ w, t))
+    got = ce_run(compiled, logits, targets, w)
+    for (loss, gx, gw), x, t in zip(got, logits, targets):
+        X = torch.tensor(x, requires_grad=True)
+        W = torch.tensor(w, requires_grad=True)
+        L = torch.nn.functional.cross_entropy(X @ W, torch.tensor(t))
+        L.backward()
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(loss, L.detach().numpy(), rtol=tol)
+        np.testing.assert_allclose(gx, X.grad.numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(gw, W.grad.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("case", ["none", "weight", "probabilities", "1-d", "3-d",
+                                  "smoothing", "int32 target"])
+def test_cross_entropy_outside_the_one_step_replays_as_before(case):
+    """Where the one step does not apply, the call replays as its records (or re-runs) and still
+    equals eager bit for bit."""
+    rng = np.random.default_rng(5)
+    shapes = {"1-d": (6,), "3-d": (4, 6, 3)}
+    shape = shapes.get(case, (4, 6))
+    xs = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    if case == "probabilities":
+        t = tg.tensor(rng.dirichlet(np.ones(6), 4).astype(np.float32))
+    elif case == "1-d":
+        t = tg.tensor(2)
+    elif case == "3-d":
+        t = tg.tensor(rng.integers(0, 6, (4, 3)))
+    elif case == "int32 target":
+        t = tg.tensor(rng.integers(0, 6, 4), dtype=tg.int32)
+    else:
+        t = tg.tensor(rng.integers(0, 6, 4))
+    kw = {"none": dict(reduction="none"), "weight": dict(weight=tg.linspace(0.5, 2, 6)),
+          "smoothing": dict(label_smoothing=0.1)}.get(case, {})
+
+    def fn(x):
+        return F.cross_entropy(x * 2, t, **kw).sum()
+
+    compiled = tg.compile(fn)
+    for x in xs:
+        a = tg.tensor(x, requires_grad=True)
+        b = tg.tensor(x, requires_grad=True)
+        try:
+            want = fn(b)
+        except Exception as e:              # (torch refuses an int32 target: so must both)
+            with pytest.raises(type(e)):
+                compiled(a)
+            return
+        got = compiled(a)
+        got.backward()
+        want.backward()
+        np.testing.assert_array_equal(bits(got.detach().numpy()), bits(want.detach().numpy()))
+        np.testing.assert_array_equal(bits(a.grad.numpy()), bits(b.grad.numpy()))
+
+
+def test_compiled_cross_entropy_refuses_a_target_out_of_bounds_as_eager():
+    compiled = tg.compile(lambda x, t: F.cross_entropy(x, t))
+    x = tg.randn(3, 4, requires_grad=True)
+    for _ in range(2):
+        compiled(x, tg.tensor([0, 1, 3])).backward()
+    with pytest.raises(IndexError, match="Target 4 is out of bounds."):
+        compiled(x, tg.tensor([0, 4, 3]))
+    with pytest.raises(IndexError, match="Target 4 is out of bounds."):
+        F.cross_entropy(x, tg.tensor([0, 4, 3]))
+    assert compiled.stats["replays"] >= 1
