@@ -281,3 +281,15 @@ def test_compiled_cross_entropy_refuses_a_target_out_of_bounds_as_eager():
     with pytest.raises(IndexError, match="Target 4 is out of bounds."):
         F.cross_entropy(x, tg.tensor([0, 4, 3]))
     assert compiled.stats["replays"] >= 1
+
+
+def test_functional_sgd_takes_its_own_gradients_not_p_grad():
+    """SILENT before: the functional sgd() hands its gradients through _params_with_grad; the
+    one-call update read p.grad (None, or a stale one) instead."""
+    from tapegrad.optim.sgd import sgd
+    p = tg.tensor([1.0, 2.0])
+    p.grad = tg.tensor([100.0, 100.0])              # stale: not the step's gradient
+    with tg.no_grad():
+        sgd([p], [tg.tensor([1.0, -1.0])], [None], weight_decay=0.0, momentum=0.0, lr=0.5,
+            dampening=0.0, nesterov=False, maximize=False)
+    assert p.tolist() == [0.5, 2.5]
