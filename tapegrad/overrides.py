@@ -366,8 +366,9 @@ def _register_subclass(cls) -> None:
     if not _SUBCLASS_TYPES:
         _core._set_subclass_dispatch(_SUBCLASS_TYPES, _dispatch_subclass_call)
         # (a compiled function's replay would skip an instance's __torch_function__: from now
-        # on its calls look at their arguments first, tapegrad/replay.py's _context_call)
-        _core._note_replay_skipping_context(1)
+        # on its calls look at their arguments first, in C, and one that holds an instance goes
+        # to tapegrad/replay.py's _context_call)
+        _core._set_replay_dispatching_subclasses(_SUBCLASS_TYPES)
     own = set()                     # what the subclass (or a user class between) defines itself
     for klass in cls.__mro__:
         if klass is Tensor:

@@ -1670,10 +1670,11 @@ def test_graph_vjps_give_the_compiled_vjps_values(name, dtype):
 
 def test_every_op_has_a_graph_vjp():
     assert tg._core._graph_vjp_missing() == []
-    # (KernelFunctionBackward: the records of a replay's kernel-Function steps, never on the
-    # tape; a create_graph backward through a replayed call re-runs it eagerly)
+    # (KernelFunctionBackward, CrossEntropyReplayStep: the records of a replay's kernel-Function
+    # and cross_entropy steps, never on the tape; a create_graph backward through a replayed call
+    # re-runs it eagerly)
     names = set(tg._core.op_names()) - {"AccumulateGrad", "FunctionBackward", "FunctionOutput",
-                                        "KernelFunctionBackward"}
+                                        "KernelFunctionBackward", "CrossEntropyReplayStep"}
     assert names <= set(tg._core._graph_vjp_ops())
 
 
@@ -1697,9 +1698,10 @@ def test_second_order_table_covers_every_op():
     # of a composite op's gradients to the input its PyTorch node saves: only graph VJPs make
     # them)
     # (NotImplemented is the grad_fn of ops without a derivative, floor_divide: backward raises;
-    # KernelFunctionBackward is a replay step's record, never on the tape)
+    # KernelFunctionBackward and CrossEntropyReplayStep are replay steps' records, never on the
+    # tape)
     names = set(tg._core.op_names()) - {"AccumulateGrad", "FunctionOutput",
-                                        "KernelFunctionBackward",
+                                        "KernelFunctionBackward", "CrossEntropyReplayStep",
                                         "IndexBackwardBackward0", "NotImplemented",
                                         "ThresholdBackwardBackward0",
                                         "LeakyReluBackwardBackward0",

@@ -286,7 +286,10 @@ NOT_REPLAYED = {
 
 def test_every_registered_op_has_a_case():
     names = set(tg._core.op_names())
-    missing = sorted(names - set(CASES) - set(NOT_REPLAYED) - {"KernelFunctionBackward"})
+    # (replay steps' records, no eager grad_fn: CrossEntropyReplayStep is tested by
+    # tests/test_perfmlp40.py, compiled against eager)
+    missing = sorted(names - set(CASES) - set(NOT_REPLAYED)
+                     - {"KernelFunctionBackward", "CrossEntropyReplayStep"})
     assert not missing, f"ops without a replay case (add one to CASES): {missing}"
     assert not set(CASES) & set(NOT_REPLAYED)
     assert set(CASES) | set(NOT_REPLAYED) <= names, "cases for ops no longer registered"

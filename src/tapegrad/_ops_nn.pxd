@@ -24,6 +24,7 @@ cdef int OP_LOG_SOFTMAX
 cdef object nn_index_grids(Py_ssize_t N, Py_ssize_t K)
 
 cdef int OP_NLL
+cdef int OP_CROSS_ENTROPY       # cross_entropy as one replay step (a replay record only)
 
 cdef int OP_NLL2D
 

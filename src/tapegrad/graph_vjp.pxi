@@ -1921,12 +1921,13 @@ def _graph_vjp_ops():
 def _graph_vjp_missing():
     """(opcode, grad_fn name) of the differentiable ops without a graph VJP (several opcodes may
     share a name, so _graph_vjp_ops() alone cannot tell); custom Functions are handled apart, and
-    so are kernel Functions' replay steps (KernelFunctionBackward: records of a replay's steps
-    only, never on the tape; a create_graph backward re-runs the call eagerly)."""
+    so are the ops of replay steps only (KernelFunctionBackward, CrossEntropyReplayStep:
+    records of a replay's steps, never on the tape; a create_graph backward re-runs the call
+    eagerly)."""
     return [(j, OP_NAMES[j]) for j in range(len(OP_NAMES))
             if OP_VJP[j] != NULL and GRAPH_VJP[j] == NULL
             and j != OP_FUNCTION and j != OP_FN_OUTPUT
-            and OP_NAMES[j] != "KernelFunctionBackward"]
+            and OP_NAMES[j] not in ("KernelFunctionBackward", "CrossEntropyReplayStep")]
 
 
 # -- create_graph: the sweep with recorded VJPs (graph_vjp.pxi) ---------------------------------

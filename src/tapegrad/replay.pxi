@@ -2534,6 +2534,51 @@ def _note_replay_skipping_context(int change):
     replay_skipping_contexts += change
 
 
+# The Tensor subclasses that dispatch to their __torch_function__ (tapegrad/overrides.py's set,
+# which it keeps adding to; None before the first): a call with an instance of one among its
+# arguments runs eagerly (_context_call), so that the subclass sees its calls.  Tested here, at C
+# cost, rather than counted as a context above: tapegrad.nn's own UninitializedParameter and
+# UninitializedBuffer keep the protocol, so any program that imports nn has such types, and
+# every compiled call of it took the Python detour (~30 us of an MLP step's call, caches cold).
+cdef set dispatching_subclasses = None
+
+
+def _set_replay_dispatching_subclasses(set types):
+    """Called by tapegrad/overrides.py at the first Tensor subclass that dispatches: compiled
+    calls look for instances of the types in `types` among their arguments from now on."""
+    global dispatching_subclasses
+    dispatching_subclasses = types
+
+
+cdef inline bint dispatching_item(object item) except -1:
+    return type(item) in dispatching_subclasses
+
+
+cdef bint holds_dispatching_instance(tuple args, dict kwargs) except -1:
+    """tapegrad/overrides.py's _holds_dispatching_instance in C: whether an argument, or an
+    item of a list or tuple argument, is an instance of a dispatching subclass (by exact type,
+    as there)."""
+    cdef object value
+    for value in args:
+        if holds_dispatching_value(value):
+            return True
+    if kwargs:
+        for value in kwargs.values():
+            if holds_dispatching_value(value):
+                return True
+    return False
+
+
+cdef bint holds_dispatching_value(object value) except -1:
+    cdef object item
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            if dispatching_item(item):
+                return True
+        return False
+    return dispatching_item(value)
+
+
 cdef class CompiledCall:
     """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
     capture, explain() ...): a replayable signature is replayed here, anything else goes to
@@ -2577,7 +2622,8 @@ cdef class CompiledCall:
 
     cdef object call(self, tuple args, dict kwargs):
         """The call fn(*args, **kwargs) (kwargs None: no keywords)."""
-        if replay_skipping_contexts > 0:
+        if replay_skipping_contexts > 0 or (
+                dispatching_subclasses and holds_dispatching_instance(args, kwargs)):
             return self._context_call(args, {} if kwargs is None else kwargs)
         if compile_stance_set:
             return self._stance_call(args, {} if kwargs is None else kwargs)

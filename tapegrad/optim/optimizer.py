@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _core
 from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' for a tensor
-from .._profiling import label, recording_profiler
+from .._profiling import recording_profiler
 from ..grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 from .._foreach import _get_foreach_kernels_supported_devices, _get_fused_kernels_supported_devices  # noqa: F401
@@ -493,7 +493,12 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
         if not hasattr(self, "_zero_grad_profile_name"):
             _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
-        with label(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):    # (PyTorch's)
+        profiler = recording_profiler()
+        if profiler is None:            # (no label to make: a training step's fixed cost)
+            for group in self.param_groups:
+                reset_grads(group["params"], set_to_none)
+            return
+        with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
             reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):

@@ -66,6 +66,13 @@ class SGD(Optimizer):
         weight_decay = _to_scalar(group["weight_decay"])
         nesterov = group["nesterov"]
         maximize = group["maximize"]
+        # The plain update, every parameter in one C call, reading each p.grad: not when the
+        # gradients come from elsewhere (the functional sgd() sets its own _params_with_grad on
+        # the instance: p.grad there is not the gradient)
+        if (momentum == 0 and weight_decay == 0 and not maximize
+                and "_params_with_grad" not in self.__dict__
+                and _core._add_scaled_grads(group["params"], -lr)):
+            return
         sparse_grads = []
         for p, param, grad in self._params_with_grad(group, sparse_grads):
             _core._mark_written(p)      # in-place update: saved copies are now stale
