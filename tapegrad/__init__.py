@@ -302,6 +302,11 @@ _LAZY = _lazy.table({
 # torch.bfloat16: its first use loads the bfloat16 tensors (tapegrad/_bfloat16.py), so that a
 # program that never names it pays nothing for their dispatch.
 _LAZY["bfloat16"] = ("_bfloat16", "bfloat16")
+# torch.float8_*: likewise, their first use loads the float8 tensors (tapegrad/_float8.py)
+for _float8_name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                     "float8_e8m0fnu"):
+    _LAZY[_float8_name] = ("_float8", _float8_name)
+del _float8_name
 _LAZY["_dynamo"] = ("_dynamo", None)
 _LAZY["_inductor"] = ("_inductor", None)
 _LAZY["_logging"] = ("_logging", None)
