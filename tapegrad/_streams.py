@@ -37,18 +37,23 @@ class Stream:
         self.device_type = _CPU_DEVICE_TYPE
 
     def query(self) -> bool:
+        """True: the CPU stream has no pending work."""
         return True
 
     def synchronize(self) -> None:
+        """Returns at once: every CPU op has finished when it returns."""
         return None
 
     def wait_event(self, event) -> None:
+        """PyTorch's RuntimeError: the CPU backend has no events."""
         raise RuntimeError(_NO_CPU_EVENTS)
 
     def wait_stream(self, stream) -> None:
+        """PyTorch's RuntimeError: the CPU backend has no events to wait with."""
         raise RuntimeError(_NO_CPU_EVENTS)
 
     def record_event(self, event=None):
+        """PyTorch's RuntimeError: the CPU backend records no events."""
         raise RuntimeError(_NO_CPU_EVENTS)
 
     def __enter__(self):
@@ -83,18 +88,24 @@ class Event:
         self._flag = 1 if enable_timing else 0
 
     def record(self, stream=None) -> None:
+        """PyTorch's RuntimeError: the CPU backend records no events."""
         raise RuntimeError(_NO_CPU_EVENTS)
 
     def query(self) -> bool:
+        """True: nothing to wait for."""
         return True
 
     def synchronize(self) -> None:
+        """Returns at once."""
         return None
 
     def wait(self, stream=None) -> None:
+        """Returns at once."""
         return None
 
     def elapsed_time(self, end_event) -> float:
+        """PyTorch's ValueError: timing needs two recorded events with enable_timing=True,
+        and no CPU event is ever recorded."""
         if not (self._flag and getattr(end_event, "_flag", 0)):
             raise ValueError("Both events must be created with argument 'enable_timing=True'.")
         # (record() always raises on the CPU, so no CPU event is ever recorded)
