@@ -185,6 +185,13 @@ def is_complex(input) -> bool:
     return input._array.dtype.kind == "c"
 
 
+def is_distributed(input) -> bool:
+    """Whether ``input`` is a distributed tensor of PyTorch's old THD backend: never, since that
+    backend is gone (``False`` for every tensor, ``TypeError`` for anything else, as PyTorch)."""
+    _extra_ops._check_tensor(input, "is_distributed")
+    return False
+
+
 # Loaded on first use (PEP 562, tapegrad/_lazy.py), keeping `import tapegrad` close to `import
 # numpy`: the public submodules, and the names of modules nothing at import needs.  One entry per
 # module, sorted: the module, then the names it provides here (a module whose name has no
@@ -223,8 +230,14 @@ _LAZY = _lazy.table({
     # Sparse CSR, CSC, BSR and BSC tensors: SparseTensor with compressed indices.
     "_sparse_compressed": ("sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
                            "sparse_bsr_tensor", "sparse_bsc_tensor"),
+    "_fork": ("fork", "wait"),       # (torch.jit.fork / wait: these, with a warning)
+    "_install_info": ("get_file_path",),
+    "_streams": ("Stream", "Event"),
+    # torch.SymInt & co. for isinstance checks and hints; the sym_* utilities on plain numbers
+    "_symbolic": ("SymInt", "SymFloat", "SymBool", "sym_int", "sym_float", "sym_not", "sym_max",
+                  "sym_min", "sym_ite", "sym_sum", "sym_sqrt"),
     "_threads": ("get_num_threads", "set_num_threads", "get_num_interop_threads",
-                 "set_num_interop_threads"),
+                 "set_num_interop_threads", "init_num_threads"),
     "_type_info": ("finfo", "iinfo"),
     "accelerator": (),
     "amp": ("autocast", "GradScaler"),
@@ -247,6 +260,7 @@ _LAZY = _lazy.table({
     "fft": (),
     "func": ("vmap",),          # torch.func's transforms (torch.vmap is torch.func.vmap)
     "functional": (),
+    "futures": (),
     "fx": (),           # torch.functional: einsum, split, norm, ... under their module
     "hub": (),
     "jit": (),
@@ -288,6 +302,11 @@ _LAZY = _lazy.table({
 # torch.bfloat16: its first use loads the bfloat16 tensors (tapegrad/_bfloat16.py), so that a
 # program that never names it pays nothing for their dispatch.
 _LAZY["bfloat16"] = ("_bfloat16", "bfloat16")
+# torch.float8_*: likewise, their first use loads the float8 tensors (tapegrad/_float8.py)
+for _float8_name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                     "float8_e8m0fnu"):
+    _LAZY[_float8_name] = ("_float8", _float8_name)
+del _float8_name
 _LAZY["_dynamo"] = ("_dynamo", None)
 _LAZY["_inductor"] = ("_inductor", None)
 _LAZY["_logging"] = ("_logging", None)

@@ -37,6 +37,7 @@ from tapegrad import export as export
 from tapegrad import fft as fft
 from tapegrad import func as func
 from tapegrad import functional as functional
+from tapegrad import futures as futures
 from tapegrad import fx as fx
 from tapegrad import hub as hub
 from tapegrad import jit as jit
@@ -104,6 +105,7 @@ __all__ = [
     'CharTensor',
     'DoubleStorage',
     'DoubleTensor',
+    'Event',
     'FloatStorage',
     'FloatTensor',
     'Generator',
@@ -119,6 +121,10 @@ __all__ = [
     'ShortTensor',
     'Size',
     'Storage',
+    'Stream',
+    'SymBool',
+    'SymFloat',
+    'SymInt',
     'Tensor',
     'TypedStorage',
     'UntypedStorage',
@@ -358,6 +364,11 @@ __all__ = [
     'float16',
     'float32',
     'float64',
+    'float8_e4m3fn',
+    'float8_e4m3fnuz',
+    'float8_e5m2',
+    'float8_e5m2fnuz',
+    'float8_e8m0fnu',
     'float_power',
     'floor',
     'floor_',
@@ -365,6 +376,7 @@ __all__ = [
     'fmax',
     'fmin',
     'fmod',
+    'fork',
     'frac',
     'frac_',
     'frexp',
@@ -389,6 +401,7 @@ __all__ = [
     'get_deterministic_debug_mode',
     'get_device',
     'get_device_module',
+    'get_file_path',
     'get_float32_matmul_precision',
     'get_num_interop_threads',
     'get_num_threads',
@@ -437,6 +450,7 @@ __all__ = [
     'index_select',
     'inf',
     'inference_mode',
+    'init_num_threads',
     'initial_seed',
     'inner',
     'instance_norm',
@@ -455,6 +469,7 @@ __all__ = [
     'is_complex',
     'is_conj',
     'is_deterministic_algorithms_warn_only_enabled',
+    'is_distributed',
     'is_floating_point',
     'is_grad_enabled',
     'is_inference',
@@ -756,6 +771,14 @@ __all__ = [
     'svd_lowrank',
     'swapaxes',
     'swapdims',
+    'sym_float',
+    'sym_int',
+    'sym_ite',
+    'sym_max',
+    'sym_min',
+    'sym_not',
+    'sym_sqrt',
+    'sym_sum',
     'symeig',
     't',
     't_copy',
@@ -817,6 +840,7 @@ __all__ = [
     'vmap',
     'vsplit',
     'vstack',
+    'wait',
     'where',
     'while_loop',
     'xlogy',
@@ -845,6 +869,17 @@ DoubleStorage: Any
 class DoubleTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
+
+class Event:
+    def __init__(self, device: Any = ..., *, enable_timing: _bool = ..., blocking: _bool = ..., interprocess: _bool = ...) -> None: ...
+    def __repr__(self) -> Any: ...
+    def elapsed_time(self, end_event: Any) -> _float: ...
+    def query(self) -> _bool: ...
+    def record(self, stream: Any = ...) -> None: ...
+    def synchronize(self) -> None: ...
+    def wait(self, stream: Any = ...) -> None: ...
+    device: Any
+    event_id: Any
 
 FloatStorage: Any
 class FloatTensor(Tensor):
@@ -895,6 +930,38 @@ class Size(builtins.tuple[_int, ...]):
     def numel(self) -> _int: ...
 
 Storage: Any
+class Stream:
+    def __enter__(self) -> Any: ...
+    def __eq__(self, other: Any) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    def __hash__(self) -> Any: ...
+    def __init__(self, device: Any = ..., *, priority: _int = ...) -> None: ...
+    def __repr__(self) -> Any: ...
+    def query(self) -> _bool: ...
+    def record_event(self, event: Any = ...) -> None: ...
+    def synchronize(self) -> None: ...
+    def wait_event(self, event: Any) -> None: ...
+    def wait_stream(self, stream: Any) -> None: ...
+    device: Any
+    stream_id: Any
+    device_index: Any
+    device_type: Any
+
+class SymBool:
+    def __init__(self, node: Any) -> None: ...
+    def __repr__(self) -> Any: ...
+    node: Any
+
+class SymFloat:
+    def __init__(self, node: Any) -> None: ...
+    def __repr__(self) -> Any: ...
+    node: Any
+
+class SymInt:
+    def __init__(self, node: Any) -> None: ...
+    def __repr__(self) -> Any: ...
+    node: Any
+
 class Tensor:
     H: Any
     T: Tensor
@@ -2050,6 +2117,11 @@ float: dtype
 float16: dtype
 float32: dtype
 float64: dtype
+float8_e4m3fn: dtype
+float8_e4m3fnuz: dtype
+float8_e5m2: dtype
+float8_e5m2fnuz: dtype
+float8_e8m0fnu: dtype
 def float_power(input: Any, exponent: Any, *, out: Any = ...) -> Any: ...
 
 def floor(input: Any, *, out: Any = ...) -> Tensor: ...
@@ -2063,6 +2135,8 @@ def fmax(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 def fmin(input: Any, other: Any, *, out: Any = ...) -> Any: ...
 
 def fmod(input: Any, other: Any, *, out: Any = ...) -> Tensor: ...
+
+def fork(func: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 def frac(input: Any, *, out: Any = ...) -> Tensor: ...
 
@@ -2105,6 +2179,8 @@ def get_default_dtype() -> dtype: ...
 def get_deterministic_debug_mode() -> _int: ...
 
 def get_device(input: Any) -> _int: ...
+
+def get_file_path(*path_components: _str) -> _str: ...
 
 def get_float32_matmul_precision() -> _str: ...
 
@@ -2203,6 +2279,8 @@ def index_reduce(input: Any, dim: Any, index: Any, source: Any, reduce: Any, *, 
 def index_select(input: Any, dim: Any = ..., index: Any = ..., *, axis: Any = ..., out: Any = ...) -> Tensor: ...
 
 inf: _float
+def init_num_threads() -> None: ...
+
 def initial_seed() -> _int: ...
 
 def inner(input: Any, other: Any, *, out: Any = ...) -> Any: ...
@@ -2229,6 +2307,8 @@ def is_complex(input: Tensor) -> _bool: ...
 def is_conj(input: Any) -> _bool: ...
 
 def is_deterministic_algorithms_warn_only_enabled() -> _bool: ...
+
+def is_distributed(input: Any) -> Any: ...
 
 def is_floating_point(input: Tensor) -> _bool: ...
 
@@ -2800,6 +2880,22 @@ def swapaxes(input: Any, axis0: Any, axis1: Any) -> Tensor: ...
 
 def swapdims(input: Any, dim0: Any, dim1: Any) -> Tensor: ...
 
+def sym_float(a: Any) -> Any: ...
+
+def sym_int(a: Any) -> Any: ...
+
+def sym_ite(b: Any, t: Any, f: Any) -> Any: ...
+
+def sym_max(a: Any, b: Any) -> Any: ...
+
+def sym_min(a: Any, b: Any) -> Any: ...
+
+def sym_not(a: Any) -> Any: ...
+
+def sym_sqrt(a: Any) -> Any: ...
+
+def sym_sum(*args: Any) -> Any: ...
+
 def symeig(*args: Any, **kwargs: Any) -> None: ...
 
 def t(input: Any) -> Tensor: ...
@@ -2913,6 +3009,8 @@ def view_copy(input: Any, *args: Any, out: Any = ..., **kwargs: Any) -> Any: ...
 def vsplit(input: Any, indices_or_sections: Any = ..., *, sections: Any = ..., indices: Any = ...) -> Any: ...
 
 def vstack(tensors: Any, *, out: Any = ...) -> Tensor: ...
+
+def wait(future: Any) -> Any: ...
 
 def where(condition: Any, input: Any = ..., other: Any = ..., *, out: Any = ...) -> Tensor: ...
 

@@ -1166,6 +1166,7 @@ _OWN.update(dict.fromkeys(_BINARY_NAMES, _binary_with_formula))
 _core._set_dispatching_dtype(bfloat16, __import__("tapegrad.overrides", fromlist=["x"])
                              ._dispatch_subclass_call)
 _core._set_data_class_hook(_sync_data_class)
+_meta.routed_dtypes.add(bfloat16)
 _meta.bfloat16_route[0] = True
 _core._set_bfloat16_gradient_rounding(round_to_bfloat16, _bfloat16_gradient,
                                       (BFloat16Tensor, BFloat16Parameter))

@@ -245,6 +245,7 @@ class no_grad_scope:
 BACKEND_TYPE_NAMES: dict
 COMPLEX_OF_FLOAT: dict
 CONJ_WRITE_REFUSAL: str
+FLOAT8_NAMES: tuple
 FLOAT_OF_COMPLEX: dict
 INFERENCE_INPLACE: str
 MEMORY_FORMAT_LAYOUTS: NoneType
@@ -253,6 +254,7 @@ MOMENT_SIGNATURES: str
 NN_FUNCTIONS: dict
 NN_TENSOR_TYPE: dict
 NO_COMPLEX32: str
+NO_FLOAT8: str
 NO_QUANTIZED: str
 OP_KERNEL: int
 QUANTIZED_NAMES: frozenset
@@ -485,6 +487,11 @@ def flatten(input: Any, start_dim: Any = ..., end_dim: Any = ...) -> Any: ...
 float16: Any
 float32: Any
 float64: Any
+float8_e4m3fn: Any
+float8_e4m3fnuz: Any
+float8_e5m2: Any
+float8_e5m2fnuz: Any
+float8_e8m0fnu: Any
 def floor(input: Any) -> Any: ...
 def floor_divide(input: Any, other: Any) -> Any: ...
 def fmod(input: Any, other: Any) -> Any: ...

@@ -698,7 +698,10 @@ def check_requires_grad_argument(fn, name: str, args: tuple, kwargs: dict) -> No
         raise invalid_arguments(name, args, kwargs, f"\n * {inspect.signature(fn)}\n")
 
 
-# [True] once tapegrad/_bfloat16.py is loaded: factories given dtype=torch.bfloat16 go there.
+# The dtypes numpy lacks whose module is loaded (tapegrad/_bfloat16.py, tapegrad/_float8.py):
+# factories given dtype= one of them go there.
+routed_dtypes = set()
+# [True] once tapegrad/_bfloat16.py is loaded (the optimizers and recurrent layers ask)
 bfloat16_route = [False]
 
 
@@ -724,9 +727,11 @@ def factory(fn, name: str, kind: str):
                 and not _core._subclass_dispatch_set_off(None):
             # (an input of a Tensor subclass: its __torch_function__, as the public entries do)
             return _dispatch_subclass_call(wrapper, args, kwargs)
-        if kwargs and bfloat16_route[0] and kwargs.get("dtype") is _core.bfloat16 \
+        if kwargs and routed_dtypes and isinstance(kwargs.get("dtype"), _core.dtype) \
+                and kwargs["dtype"] in routed_dtypes \
                 and not _core._subclass_dispatch_set_off(None):
-            # (dtype=torch.bfloat16: made by tapegrad/_bfloat16.py, as the public entries do)
+            # (dtype=torch.bfloat16 or a float8 dtype: made by its module, as the public
+            # entries do)
             return _dispatch_subclass_call(wrapper, args, kwargs)
         if kwargs and takes_requires_grad and "requires_grad" in kwargs \
                 and type(kwargs["requires_grad"]) is not bool:

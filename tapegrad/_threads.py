@@ -34,6 +34,12 @@ def _check_count(fn: str, n) -> int:
     return n
 
 
+def init_num_threads() -> None:
+    """Initialise the intra-op pool's size for this thread (PyTorch calls it from a new thread
+    before parallel work): tapegrad's pool is sized when first used, so there is nothing to do."""
+    return None
+
+
 def get_num_threads() -> int:
     """The number of threads used for intra-op parallelism (the C kernels' pool, BLAS): the value
     last given to ``set_num_threads``, else ``OMP_NUM_THREADS``, else the number of cores available

@@ -42,6 +42,15 @@ class _Limits:
 _NO_TYPE = object()
 
 
+# The float8 dtypes' (eps, max, smallest normal), as PyTorch's numeric_limits give them (its
+# fnuz formats' eps is 2^-3 for both, one bit below their mantissa's).
+_FLOAT8_LIMITS = {"float8_e4m3fn": (0.125, 448.0, 2.0 ** -6),
+                  "float8_e5m2": (0.25, 57344.0, 2.0 ** -14),
+                  "float8_e4m3fnuz": (0.125, 240.0, 2.0 ** -7),
+                  "float8_e5m2fnuz": (0.125, 57344.0, 2.0 ** -15),
+                  "float8_e8m0fnu": (1.0, 2.0 ** 127, 2.0 ** -127)}
+
+
 class finfo(_Limits, metaclass=TorchNamedClass):
     """Limits of a floating point dtype (default: the default dtype): bits, eps, max, min, tiny,
     smallest_normal, resolution, dtype (its name)."""
@@ -56,6 +65,13 @@ class finfo(_Limits, metaclass=TorchNamedClass):
             type = _core.get_default_dtype()
         if type is _core.bfloat16:
             self._bfloat16()
+            return
+        if isinstance(type, _core.dtype) and type.name in _FLOAT8_LIMITS:
+            eps, big, tiny = _FLOAT8_LIMITS[type.name]
+            # (e8m0fnu has no sign: its min is its smallest value)
+            self._set(bits=8, eps=eps, max=big, min=tiny if type.name == "float8_e8m0fnu"
+                      else -big, tiny=tiny, smallest_normal=tiny, resolution=1.0,
+                      dtype=type.name)
             return
         if type is _core.complex32:   # (a name only in tapegrad: its parts are float16)
             np_dtype = np.dtype(np.float16)
@@ -118,7 +134,9 @@ class iinfo(_Limits, metaclass=TorchNamedClass):
             object.__setattr__(self, "_quantized", _QUANTIZED_STORAGE[type.name][1])
             return
         # (bfloat16 has no numpy dtype to ask: it is a float type, refused as the others are)
-        np_dtype = np.dtype(np.float32) if type is _core.bfloat16 else _check_dtype(type, "iinfo")
+        np_dtype = np.dtype(np.float32) if type is _core.bfloat16 or (
+            isinstance(type, _core.dtype) and type.name in _FLOAT8_LIMITS) else \
+            _check_dtype(type, "iinfo")
         if np_dtype.kind == "b":
             raise TypeError("torch.bool is not supported by torch.iinfo")
         if np_dtype.kind not in "iu":

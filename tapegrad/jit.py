@@ -225,25 +225,27 @@ def annotate(the_type, the_value):
     return the_value
 
 
-class Future:
-    """The result of :func:`fork`: the call already ran (tapegrad runs forks eagerly)."""
-
-    def __init__(self, value):
-        self._value = value
-
-    def wait(self):
-        """The forked call's result."""
-        return self._value
+# torch.jit.fork's futures are torch.futures' and its calls torch.fork's (one implementation),
+# with TorchScript's deprecation warning (stacklevel 1, as PyTorch's).
+from . import _fork  # noqa: E402
+from .futures import Future  # noqa: E402
 
 
 def fork(func, *args, **kwargs):
-    """Run ``func(*args, **kwargs)`` (eagerly, in this thread) and return a :class:`Future`."""
-    return Future(func(*args, **kwargs))
+    """Run ``func(*args, **kwargs)`` (eagerly, in this thread) and return a completed
+    :class:`Future`; an exception it raises propagates here, as PyTorch's eager fork's does."""
+    import warnings
+    warnings.warn("`torch.jit.fork` is deprecated. Please use `torch.compile` instead.",
+                  DeprecationWarning)
+    return _fork.fork(func, *args, **kwargs)
 
 
 def wait(future):
-    """The result of a :func:`fork`."""
-    return future.wait()
+    """The result of a :func:`fork` (waits for a Future completed elsewhere)."""
+    import warnings
+    warnings.warn("`torch.jit.wait` is deprecated. Please use `torch.compile` instead.",
+                  DeprecationWarning)
+    return _fork.wait(future)
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):

@@ -18,6 +18,7 @@ _float: TypeAlias = builtins.float
 _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
+from tapegrad.futures import Future as Future
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [
@@ -99,10 +100,6 @@ def load(f: Any, map_location: Any = ..., _extra_files: Any = ..., _restore_shap
 def fork(func: Any, *args: Any, **kwargs: Any) -> Any: ...
 
 def wait(future: Any) -> Any: ...
-
-class Future:
-    def __init__(self, value: Any) -> None: ...
-    def wait(self) -> Any: ...
 
 def freeze(mod: Any, preserved_attrs: Any = ..., optimize_numerics: Any = ...) -> Any: ...
 

@@ -253,13 +253,24 @@ def _dispatch_subclass_call(entry, args, kwargs):
     tapegrad/_bfloat16.py."""
     relevant = _relevant(args, kwargs)
     if not _overloaded_args(relevant):
-        from ._bfloat16 import dtype_call
-        return dtype_call(entry, args, kwargs)
+        return _dispatching_dtype_handler(args, kwargs)(entry, args, kwargs)
     if _mode_stack():
         return handle_torch_function(entry, relevant, *args, **(kwargs or {}))
     if resolve_name(entry) in _UNSEEN_BY_MODES:      # (PyTorch's overrides ignore them too)
         return entry.__wrapped__(*args, **(kwargs or {}))
     return _call_overrides(entry, relevant, args, kwargs or _kwargs_of(entry))
+
+
+def _dispatching_dtype_handler(args, kwargs):
+    """The dtype_call of the module whose dtype the call names: a float8 dtype's
+    (tapegrad/_float8.py), else bfloat16's (the only other dispatching dtype)."""
+    from . import _core
+    for v in list(args) + list((kwargs or {}).values()):
+        if isinstance(v, _core.dtype) and v.name.startswith("float8_"):
+            from ._float8 import dtype_call
+            return dtype_call
+    from ._bfloat16 import dtype_call
+    return dtype_call
 
 
 def _kwargs_of(func):

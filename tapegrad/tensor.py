@@ -711,7 +711,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """Tensor.to(device), to(dtype), to(device, dtype), to(other), with non_blocking= and
         copy=: self when nothing changes (unless copy=True), else a converted copy."""
         device, dtype, _, copy = parse_to(args, kwargs)
-        if dtype is _core.bfloat16 and not _core._subclass_dispatch_set_off(None):
+        if _made_elsewhere(dtype):
             return _to_bfloat16(Tensor.to, (self, *args), kwargs)
         if args and isinstance(args[0], _core.TensorBase):
             device = args[0].device
@@ -743,7 +743,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                 isinstance(dtype, str) and dtype.startswith("torch.cuda."))):
             raise RuntimeError("Cannot initialize CUDA without ATen_cuda library. tapegrad runs "
                                "on the CPU only.")
-        if dtype is _core.bfloat16 and not _core._subclass_dispatch_set_off(None):
+        if _made_elsewhere(dtype):
             return _to_bfloat16(Tensor.type, (self, dtype, non_blocking), kwargs)
         return _core_type(self, dtype, non_blocking, **kwargs)
 
@@ -1055,10 +1055,20 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
 
 
 # The compiled dtype conversion behind Tensor.to (which parses the device part first).
+def _made_elsewhere(dtype) -> bool:
+    """Whether a conversion to `dtype` is made by the module of a dtype numpy lacks (bfloat16,
+    the float8 dtypes) rather than by the core (not while an op runs on such a tensor's
+    storage, the dispatch off)."""
+    return (dtype is _core.bfloat16 or (isinstance(dtype, _core.dtype)
+                                        and dtype.name.startswith("float8_"))) \
+        and not _core._subclass_dispatch_set_off(None)
+
+
 def _to_bfloat16(method, args, kwargs):
-    """A plain tensor's conversion to bfloat16 (tapegrad/_bfloat16.py makes it)."""
-    from ._bfloat16 import dtype_call
-    return dtype_call(method, args, kwargs)
+    """A plain tensor's conversion to bfloat16 or a float8 dtype (tapegrad/_bfloat16.py,
+    tapegrad/_float8.py make it)."""
+    from .overrides import _dispatching_dtype_handler
+    return _dispatching_dtype_handler(args, kwargs)(method, args, kwargs)
 
 
 _core_to = _core.TENSOR_METHODS["to"]

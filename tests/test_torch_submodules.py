@@ -220,7 +220,8 @@ def test_jit_functions_and_helpers(torch):
     assert tg.jit.is_scripting() is torch.jit.is_scripting() is False
     assert tg.jit.Final is torch.jit.Final
     assert tg.jit.annotate(list, [1]) == torch.jit.annotate(list, [1]) == [1]
-    assert tg.jit.fork(double, tg.tensor(1.)).wait().item() == 2.0
+    with pytest.warns(DeprecationWarning, match="jit.fork` is deprecated"):   # (as PyTorch's)
+        assert tg.jit.fork(double, tg.tensor(1.)).wait().item() == 2.0
     unused = tg.jit.unused(double)
     assert unused is double and tg.jit.ignore(drop=True)(double) is double
 

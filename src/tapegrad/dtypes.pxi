@@ -59,7 +59,7 @@ cdef class dtype:
     def is_signed(self):
         if self.name in QUANTIZED_NAMES:
             raise RuntimeError("isSignedType not supported for quantized types")
-        return self.name != "bool" and not self.name.startswith("uint")
+        return self.name not in ("bool", "float8_e8m0fnu") and not self.name.startswith("uint")
 
     def to_complex(self):
         """The complex dtype whose parts are this float dtype (a complex dtype itself);
@@ -104,6 +104,21 @@ bool_ = dtype("bool", np.bool_, CAT_BOOL)
 # PyTorch's bfloat16: no numpy twin (NoNumpyDtype); its tensors are float32 arrays under a
 # tensor class of their own, made and computed by tapegrad/_bfloat16.py.
 bfloat16 = dtype("bfloat16", NoNumpyDtype(_NO_BFLOAT16), CAT_FLOAT, 2)
+
+# PyTorch's float8 dtypes: no numpy twin either; a float8 tensor holds its bit patterns in a
+# uint8 array under a class of its own (tapegrad/_float8.py), so moves, views and bit views are
+# exact and element_size is 1.
+NO_FLOAT8 = ("tapegrad cannot use a float8 dtype here: numpy has no float8 type. tapegrad's float8 "
+             "tensors (their bits in uint8 storage, tapegrad/_float8.py) are made by .to(), "
+             "view(dtype) and the creation functions' dtype=, and run the ops PyTorch's CPU build "
+             "runs on them")
+FLOAT8_NAMES = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                "float8_e8m0fnu")
+float8_e4m3fn = dtype("float8_e4m3fn", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
+float8_e5m2 = dtype("float8_e5m2", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
+float8_e4m3fnuz = dtype("float8_e4m3fnuz", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
+float8_e5m2fnuz = dtype("float8_e5m2fnuz", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
+float8_e8m0fnu = dtype("float8_e8m0fnu", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
 
 # Complex dtypes: numpy holds the values; the ops that know complex arithmetic and PyTorch's
 # conjugate Wirtinger gradients live in tapegrad/_complex.py, reached through complex_hook below.
@@ -153,7 +168,8 @@ cdef int LONGLONG_NUM = (np.dtype(np.longlong).num if np.dtype(np.longlong).num 
                          else -1)
 cdef int ULONGLONG_NUM = (np.dtype(np.ulonglong).num if np.dtype(np.ulonglong).num != np.dtype(np.uint64).num
                           else -1)
-for _name_only in (bfloat16, complex32, qint8, quint8, qint32, quint4x2, quint2x4):
+for _name_only in (bfloat16, complex32, qint8, quint8, qint32, quint4x2, quint2x4,
+                   float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu):
     DTYPE_OF_NAME[_name_only.name] = _name_only
 # dtype.to_complex / to_real (PyTorch pairs bfloat16 with complex64, having no complex bfloat16)
 FLOAT_OF_COMPLEX = {"complex32": "float16", "complex64": "float32", "complex128": "float64"}
@@ -346,7 +362,10 @@ SCALAR_TYPE_NAMES = {"bfloat16": "BFloat16", "complex64": "ComplexFloat", "compl
                      "float32": "Float", "float64": "Double", "float16": "Half",
                                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
                                "uint8": "Byte", "bool": "Bool", "uint16": "UInt16",
-                               "uint32": "UInt32", "uint64": "UInt64"}
+                               "uint32": "UInt32", "uint64": "UInt64",
+                     "float8_e4m3fn": "Float8_e4m3fn", "float8_e5m2": "Float8_e5m2",
+                     "float8_e4m3fnuz": "Float8_e4m3fnuz", "float8_e5m2fnuz": "Float8_e5m2fnuz",
+                     "float8_e8m0fnu": "Float8_e8m0fnu"}
 
 
 # How PyTorch's messages name a tensor's type (toString of its options): its legacy tensor class

@@ -144,17 +144,22 @@ tg_store_callable(PyObject **slot, PyObject *value, const char *what)
     return 0;
 }
 
-/* A dtype whose every use goes to the handler too (torch.bfloat16, from the first bfloat16
+/* Dtypes whose every use goes to the handler too (torch.bfloat16, from the first bfloat16
  * tensor on: tapegrad/_bfloat16.py makes `zeros(3, dtype=torch.bfloat16)` there, whose arguments
- * hold no tensor of its kind); NULL until then. */
-static PyObject *tg_dispatching_dtype = NULL;
+ * hold no tensor of its kind; the float8 dtypes likewise, tapegrad/_float8.py).  A fixed array:
+ * the check is a few pointer compares; tg_dispatching_dtype is its first entry (NULL: none). */
+#define TG_MAX_DISPATCHING_DTYPES 8
+static PyObject *tg_dispatching_dtypes[TG_MAX_DISPATCHING_DTYPES] = {NULL};
+static int tg_n_dispatching_dtypes = 0;
+#define tg_dispatching_dtype (tg_dispatching_dtypes[0])
 
 static int
 tg_is_dispatching_subclass(PyObject *a)
 {
     PyTypeObject *t = Py_TYPE(a);
-    if (a == tg_dispatching_dtype)
-        return 1;
+    for (int i = 0; i < tg_n_dispatching_dtypes; i++)
+        if (a == tg_dispatching_dtypes[i])
+            return 1;
     /* (a set lookup of a type cannot fail: types hash by identity) */
     return tg_subclass_types != NULL && PyType_IsSubtype(t, tg_tensor_base_type)
            && PySet_Contains(tg_subclass_types, (PyObject *)t) == 1;
@@ -176,14 +181,22 @@ tg_set_subclass_dispatch(PyObject *types, PyObject *tensor_base, PyObject *handl
     return 0;
 }
 
-/* `dtype`'s uses go to `handler` (the subclass handler) from now on. */
+/* `dtype`'s uses go to `handler` (the subclass handler) from now on (a dtype already listed
+ * stays listed once). */
 static int
 tg_set_dispatching_dtype(PyObject *dtype, PyObject *handler)
 {
     if (tg_store_callable(&tg_subclass_handler, handler, "the subclass handler") < 0)
         return -1;
+    for (int i = 0; i < tg_n_dispatching_dtypes; i++)
+        if (tg_dispatching_dtypes[i] == dtype)
+            return 0;
+    if (tg_n_dispatching_dtypes == TG_MAX_DISPATCHING_DTYPES) {
+        PyErr_SetString(PyExc_RuntimeError, "too many dispatching dtypes");
+        return -1;
+    }
     Py_INCREF(dtype);
-    Py_XSETREF(tg_dispatching_dtype, dtype);
+    tg_dispatching_dtypes[tg_n_dispatching_dtypes++] = dtype;
     return 0;
 }
 

@@ -12,10 +12,10 @@ from .._public_calls import redirect_layers as _redirect_layers  # noqa: E402
 from . import modules as _modules  # noqa: E402
 _redirect_layers(_modules)  # layers holding F.relu & co. hold the objects F holds
 
-# torch.nn.quantized (the older name of torch.ao.nn.quantized): loaded on first use, as it
-# imports the quantization package.
+# torch.nn.quantized, intrinsic and qat (the older names of torch.ao.nn's): loaded on first
+# use, as they import the quantization package.
 from .. import _lazy  # noqa: E402
-_LAZY = _lazy.table({"quantized": ()})
+_LAZY = _lazy.table({"quantized": (), "intrinsic": (), "qat": ()})
 
 
 def __getattr__(name):

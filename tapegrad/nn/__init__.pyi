@@ -23,9 +23,11 @@ from tapegrad.nn import common_types as common_types
 from tapegrad.nn import functional as functional
 from tapegrad.nn import grad as grad
 from tapegrad.nn import init as init
+from tapegrad.nn import intrinsic as intrinsic
 from tapegrad.nn import modules as modules
 from tapegrad.nn import parallel as parallel
 from tapegrad.nn import parameter as parameter
+from tapegrad.nn import qat as qat
 from tapegrad.nn import quantized as quantized
 from tapegrad.nn import utils as utils
 from tapegrad.nn.modules.activation import ELU as ELU
@@ -369,9 +371,11 @@ __all__ = [
     'functional',
     'grad',
     'init',
+    'intrinsic',
     'modules',
     'parallel',
     'parameter',
+    'qat',
     'quantized',
     'utils',
 ]
