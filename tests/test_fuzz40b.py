@@ -58,3 +58,27 @@ def test_recurrent_cells_under_autocast_compute_in_the_autocast_dtype(low, cell)
     _assert_same(ours, theirs)
     for mine, reference in zip(our_grads, their_grads):
         _assert_same(mine, reference)
+
+
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_load_of_empty_views_past_their_storage_end(weights_only):
+    """PyTorch lets an empty view start past its storage's end (a one-element tensor's [1:] of
+    a step slice, an empty tensor's [1:]); loading its checkpoint raised numpy's 'strides is
+    incompatible' here (fuzz formats seeds 2283, 2556, 2619)."""
+    import io
+    base = torch.tensor([2], dtype=torch.int16)
+    past_end = base.flatten()[::3].reshape(-1)[1:]
+    empty = torch.tensor([], dtype=torch.float64).reshape((2, 0, 1)).requires_grad_(True)
+    obj = {"base": base, "past_end": past_end, "sliced": empty[::2][1:],
+           "boxes": torch.tensor([], dtype=torch.int8).reshape((1, 0, 0))[1:]}
+    assert past_end.storage_offset() == 3 and past_end.untyped_storage().nbytes() == 2
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    buffer.seek(0)
+    loaded = tg.load(buffer, weights_only=weights_only)
+    assert set(loaded) == set(obj)
+    for key, theirs in obj.items():
+        ours = loaded[key]
+        assert tuple(ours.shape) == tuple(theirs.shape) and str(ours.dtype) == str(theirs.dtype)
+        assert ours.requires_grad == theirs.requires_grad
+        np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
