@@ -82,3 +82,69 @@ def test_load_of_empty_views_past_their_storage_end(weights_only):
         assert tuple(ours.shape) == tuple(theirs.shape) and str(ours.dtype) == str(theirs.dtype)
         assert ours.requires_grad == theirs.requires_grad
         np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+
+
+def _raised(call):
+    try:
+        call()
+    except Exception as e:          # noqa: BLE001 - the exception is what is compared
+        return type(e), str(e)
+    return None
+
+
+_B = "bfloat16"
+_ARGUMENT_ERRORS_BEFORE_NO_KERNEL = {
+    # fuzz seed 66200096: the shape check before the missing kernel
+    "multilabel_margin_loss_3d": lambda T: T.nn.functional.multilabel_margin_loss(
+        T.ones(4, 2, 1, dtype=getattr(T, _B)), T.zeros(4, 2, 1, dtype=T.long)),
+    "multilabel_margin_loss_target": lambda T: T.nn.functional.multilabel_margin_loss(
+        T.ones(4, 2, dtype=getattr(T, _B)), T.zeros(4, 3, dtype=T.long)),
+    "multi_margin_loss_target": lambda T: T.nn.functional.multi_margin_loss(
+        T.ones(4, 2, dtype=getattr(T, _B)), T.zeros(3, dtype=T.long)),
+    "multi_margin_loss_p": lambda T: T.nn.functional.multi_margin_loss(
+        T.ones(4, 2, dtype=getattr(T, _B)), T.zeros(4, dtype=T.long), p=3),
+    # fuzz seed 66200385: the dtype comparison of a solve's operands
+    "solve_mixed": lambda T: T.linalg.solve(T.eye(2, dtype=getattr(T, _B)), T.ones(2, 1)),
+    "solve_mixed_reversed": lambda T: T.linalg.solve(T.eye(2), T.ones(2, 1, dtype=getattr(T, _B))),
+    "solve_ex_mixed": lambda T: T.linalg.solve_ex(T.eye(2, dtype=getattr(T, _B)), T.ones(2, 1)),
+    "triangular_solve_mixed": lambda T: T.triangular_solve(T.ones(2, 1),
+                                                           T.eye(2, dtype=getattr(T, _B))),
+    "cholesky_solve_mixed": lambda T: T.cholesky_solve(T.ones(2, 1, dtype=getattr(T, _B)),
+                                                       T.eye(2)),
+    "lu_solve_mixed": lambda T: T.linalg.lu_solve(T.eye(2, dtype=getattr(T, _B)),
+                                                  T.ones(2, dtype=T.int32), T.ones(2, 1)),
+    # (no bfloat16 kernel at all: these computed here)
+    "cholesky_solve": lambda T: T.cholesky_solve(T.ones(2, 1, dtype=getattr(T, _B)),
+                                                 T.eye(2, dtype=getattr(T, _B))),
+    "lu_solve": lambda T: T.linalg.lu_solve(T.eye(2, dtype=getattr(T, _B)),
+                                            T.ones(2, dtype=T.int32),
+                                            T.ones(2, 1, dtype=getattr(T, _B))),
+    "solve_shapes": lambda T: T.linalg.solve(T.eye(2, dtype=getattr(T, _B)),
+                                             T.ones(3, 1, dtype=getattr(T, _B))),
+    "det_not_square": lambda T: T.linalg.det(T.ones(2, 3, dtype=getattr(T, _B))),
+    "inv_not_square": lambda T: T.linalg.inv(T.ones(2, 3, dtype=getattr(T, _B))),
+    "eigh_not_square": lambda T: T.linalg.eigh(T.ones(2, 3, dtype=getattr(T, _B))),
+    "qr_1d": lambda T: T.linalg.qr(T.ones(2, dtype=getattr(T, _B))),
+    "pdist_3d": lambda T: T.nn.functional.pdist(T.ones(2, 2, 2, dtype=getattr(T, _B))),
+    "cdist_1d": lambda T: T.cdist(T.ones(2, dtype=getattr(T, _B)), T.ones(2, dtype=getattr(T, _B))),
+    "histogram_bins": lambda T: T.histogram(T.ones(2, dtype=getattr(T, _B)), bins=-1),
+    "avg_pool3d_2d": lambda T: T.nn.functional.avg_pool3d(T.ones(2, 2, dtype=getattr(T, _B)), 1),
+    # (the kernel is never reached: a singular A is not the solver's failure)
+    "solve_singular": lambda T: T.linalg.solve(T.zeros(2, 2, dtype=getattr(T, _B)),
+                                               T.ones(2, 1, dtype=getattr(T, _B))),
+    # the dtype checked first, as PyTorch's
+    "fft_dim": lambda T: T.fft.fft(T.ones(2, dtype=getattr(T, _B)), dim=3),
+    "ctc_lengths": lambda T: T.nn.functional.ctc_loss(
+        T.ones(3, 2, dtype=getattr(T, _B)), T.ones(1, 2, dtype=T.long), T.tensor([3]),
+        T.tensor([2, 1])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ARGUMENT_ERRORS_BEFORE_NO_KERNEL))
+def test_bfloat16_refusals_check_arguments_first(case):
+    """PyTorch checks an op's arguments (shapes, a solve's operand dtypes) before its dtype
+    dispatch finds no bfloat16 kernel: the same exception and words here."""
+    build = _ARGUMENT_ERRORS_BEFORE_NO_KERNEL[case]
+    theirs, ours = _raised(lambda: build(torch)), _raised(lambda: build(tg))
+    assert theirs is not None
+    assert ours == theirs
