@@ -615,7 +615,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if weights is None:
         mean = x.mean(1, keepdim=True)
         centred = x - mean
-        result = _core.matmul(centred, _adjoint(centred)) / _cov_norm(x.shape[1] - correction)
+        result = _cov_product(centred, centred) / _cov_norm(x.shape[1] - correction)
     else:
         # (the weights' total and the divisor stay in the weights' dtype, as PyTorch computes
         # them: a float32 aweights of a float64 input rounds the divisor to float32; casting
@@ -627,10 +627,23 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = total - correction
         else:
             norm = total - correction * (weights * aweights).sum() / total
-        result = _core.matmul(centred * weights, _adjoint(centred)) / _cov_norm(norm)
+        result = _cov_product(centred, centred * weights) / _cov_norm(norm)
     # (PyTorch squeezes every result: a matrix of two or more variables keeps its shape, and
     # its node is that squeeze)
     return result.squeeze()
+
+
+def _cov_product(centred, weighted):
+    """PyTorch's mm(centred, weighted^H): a listed op reached through the dispatcher, so
+    autocast casts its operands (cov of float32 under a bfloat16 autocast is bfloat16; it
+    stayed float32 here: fuzz 66200106)."""
+    from ._autocast import lower_precision_operands
+    cast_centred, cast_weighted = lower_precision_operands("mm", centred, weighted)
+    if cast_centred is centred and cast_weighted is weighted:
+        return _core.matmul(centred, _adjoint(weighted))
+    # (a bfloat16 cast needs the public mm, which computes bfloat16 tensors)
+    from . import mm
+    return mm(cast_centred, _adjoint(cast_weighted))
 
 
 def _cov_norm(norm):

@@ -1154,6 +1154,11 @@ def _rebuild_tensor(cls, storage, offset, shape, strides, requires_grad, state):
         storage = storage.array
     if offset == 0 and tuple(shape) == storage.shape and tuple(strides) == storage.strides:
         arr = storage
+    elif 0 in tuple(shape):
+        # (an empty view may start past its storage's end, as PyTorch allows - a one-element
+        # tensor's [1:][1:] - where numpy refuses the offset; it reads nothing, so its geometry
+        # is the contiguous one, as every empty tensor's here: fuzz formats 2283, 2556, 2619)
+        arr = storage.reshape(-1)[:0].reshape(shape)
     else:
         arr = np.ndarray(shape, storage.dtype, buffer=storage, offset=offset, strides=strides)
     t = _core.TensorBase.__new__(cls)

@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 
-from ... import _core, _ops_shape
+from ... import _core
 from ... import creation
 from ...autograd.function import KernelFunction
 from ...grad_mode import enable_grad
@@ -39,18 +39,21 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 # The operands are in PyTorch's order (its cells add the input's projection into the hidden one's,
 # and split the gates with unsafe_chunk), so a script walking grad_fn sees PyTorch's graph; the
 # values are the same either way (a sum or product of two values rounds the same in either order).
+# They call public ops (methods), not the core's: under a bfloat16 autocast the cells' linear
+# gives bfloat16 tensors, which only the public ops compute and round as bfloat16 (the core's
+# tanh and chunk returned float32: RNNCell's result was float32, GRU's and LSTM's values off).
 
 def _rnn_tanh_step(gi, state, w_hh, b_hh, w_hr):
-    return (_core.tanh(F.linear(state[0], w_hh, b_hh) + gi),)
+    return ((F.linear(state[0], w_hh, b_hh) + gi).tanh(),)
 
 
 def _rnn_relu_step(gi, state, w_hh, b_hh, w_hr):
-    return (_core.relu(F.linear(state[0], w_hh, b_hh) + gi),)
+    return ((F.linear(state[0], w_hh, b_hh) + gi).relu(),)
 
 
 def _lstm_step(gi, state, w_hh, b_hh, w_hr):
     h, c = state
-    i, f, g, o = _ops_shape._unsafe_chunk(F.linear(h, w_hh, b_hh) + gi, 4, -1)
+    i, f, g, o = (F.linear(h, w_hh, b_hh) + gi).unsafe_chunk(4, -1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     h = o.sigmoid() * c.tanh()
     if w_hr is not None:
@@ -60,8 +63,8 @@ def _lstm_step(gi, state, w_hh, b_hh, w_hr):
 
 def _gru_step(gi, state, w_hh, b_hh, w_hr):
     h = state[0]
-    i_r, i_z, i_n = _ops_shape._unsafe_chunk(gi, 3, -1)
-    h_r, h_z, h_n = _ops_shape._unsafe_chunk(F.linear(h, w_hh, b_hh), 3, -1)
+    i_r, i_z, i_n = gi.unsafe_chunk(3, -1)
+    h_r, h_z, h_n = F.linear(h, w_hh, b_hh).unsafe_chunk(3, -1)
     r = (h_r + i_r).sigmoid()
     z = (h_z + i_z).sigmoid()
     n = (i_n + h_n * r).tanh()
