@@ -45,3 +45,24 @@ def test_typename_matches_torch(torch):
         assert tg.typename(obj) == torch.typename(obj)
     assert tg.typename(tg.float32) == torch.typename(torch.float32)
     assert tg.typename(nn.Linear(1, 1)) == torch.typename(torch.nn.Linear(1, 1))
+
+
+@pytest.mark.parametrize("module, torch_name", [
+    ("tapegrad", "torch"), ("tapegrad.nn", "torch.nn"), ("tapegrad.nn.functional", "torch.nn.functional"),
+    ("tapegrad.optim", "torch.optim"), ("tapegrad.linalg", "torch.linalg"),
+    ("tapegrad.autograd", "torch.autograd"), ("tapegrad.utils.data", "torch.utils.data"),
+    ("tapegrad.distributions", "torch.distributions"),
+])
+def test_missing_module_attribute_names_the_torch_module(module, torch_name):
+    # "AttributeError: module 'torch' has no attribute 'X'" is what version-mismatch threads quote.
+    import importlib
+    mod = importlib.import_module(module)
+    with pytest.raises(AttributeError, match=rf"^module '{torch_name}' has no attribute 'flattern'$"):
+        getattr(mod, "flattern")
+    assert not hasattr(mod, "flattern")
+
+
+def test_lazy_names_still_load_behind_the_missing_name_report():
+    assert tg.optim.Adam.__name__ == "Adam"
+    assert callable(tg.nn.functional.relu)
+    assert "Tensor" in tg.__all__ and "nn" not in tg.__all__
