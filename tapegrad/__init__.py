@@ -385,6 +385,10 @@ del creation, grad_mode  # noqa: F821
 # `from tapegrad import *`: every public name, the lazy ones included (loading them then), and,
 # as PyTorch's __all__, no submodules.  Computed last, so a name added above is in it.
 __all__ = sorted({name for name, value in globals().items()
-                  if not name.startswith("_") and type(value) is not type(_core)}
+                  if not name.startswith("_") and not isinstance(value, type(_core))}
                  | {name for name, (_, attribute) in _LAZY.items() if attribute}
                  - {"ops", "classes"})  # (module objects, out of PyTorch's __all__)
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from ._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -475,15 +475,20 @@ def unravel_index(indices, shape):
 
 
 def typename(obj) -> str:
-    """The type name PyTorch prints: 'torch.FloatTensor' & co. for a tensor, the qualified
-    class name otherwise (builtins unqualified; our classes under PyTorch's module path,
-    'torch.nn.parameter.Parameter')."""
+    """The type name PyTorch prints: 'torch.FloatTensor' & co. for a tensor; for an object that
+    has a qualified name of its own (a class, a function, a lambda, a method) that name, so that
+    `nn.Sequential(lambda x: x)` names '__main__.<lambda>'; otherwise its class's name (builtins
+    unqualified; our classes under PyTorch's module path, 'torch.nn.parameter.Parameter')."""
     if isinstance(obj, TensorBase):
         return obj.type()
     module = getattr(obj, "__module__", "") or ""
-    cls = obj if isinstance(obj, type) else type(obj)
-    module = getattr(cls, "__module__", module) or ""
-    name = getattr(cls, "__qualname__", cls.__name__)
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if not isinstance(name, str):
+        cls = type(obj)
+        module = getattr(cls, "__module__", "") or ""
+        name = cls.__qualname__
+    if module == "tapegrad._core":          # our compiled classes are PyTorch's torch.<name> (dtype)
+        module = "tapegrad"
     return (name if module in ("", "builtins", "__builtin__")
             else f"{torch_module_name(module)}.{name}")
 

@@ -9,6 +9,8 @@ print as usual.
 from __future__ import annotations as _annotations
 
 import abc
+import sys
+import types
 
 
 # Our modules whose PyTorch counterparts sit elsewhere than `torch` + the same path.
@@ -81,3 +83,19 @@ def name_as_registered(functions: dict) -> None:
     for name, fn in functions.items():
         if getattr(fn, "__name__", None) in ("functional_" + name, "torch_" + name):
             fn.__name__ = fn.__qualname__ = name
+
+
+class TorchNamedModule(types.ModuleType):
+    """The class of our public modules, so that a missing name is reported under PyTorch's module
+    name: `torch.flattern(x)` or a name from a newer release raises "module 'torch' has no
+    attribute 'flattern'", the message forum threads quote, not 'tapegrad'.  Python calls this
+    only after the ordinary lookup and the module's own `__getattr__` (lazy names) have failed."""
+
+    def __getattr__(self, name):
+        raise AttributeError(f"module '{torch_module_name(self.__name__)}' has no attribute "
+                             f"'{name}'", name=name, obj=self)
+
+
+def report_missing_names_as_torch(module_name: str) -> None:
+    """Called by a public module on itself (`report_missing_names_as_torch(__name__)`)."""
+    sys.modules[module_name].__class__ = TorchNamedModule

@@ -30,6 +30,7 @@ import operator
 import threading
 
 from . import _core
+from ._torch_names import TorchNamedModule as _TorchNamedModule
 
 # The vmaps running in this thread, outermost first: [level id, batch size].
 _local = threading.local()
@@ -1211,7 +1212,7 @@ def _wrapper_for(module, name, obj):
     return wrapper
 
 
-class _DispatchingModule(type(_core)):
+class _DispatchingModule(_TorchNamedModule):
     """The class of the public namespaces while a vmap runs: their functions are looked up as
     dispatching wrappers (one class swap per namespace at entry and exit, instead of rebinding
     hundreds of names)."""

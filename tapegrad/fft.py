@@ -597,3 +597,7 @@ def ihfftn(input, s=None, dim=None, norm=None):
 from . import _out_arg  # noqa: E402
 from ._public_calls import install as _install_public_calls  # noqa: E402
 _install_public_calls(globals(), _out_arg.FFT_OUT_FUNCTIONS, "fft_")  # the public functions' entry (the meta device dispatches there)
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from ._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -95,3 +95,7 @@ from . import _out_arg  # noqa: E402
 from ._public_calls import install as _install_public_calls  # noqa: E402
 # the public functions' entry (out= with PyTorch's rules; the meta device dispatches there)
 _install_public_calls(globals(), _out_arg.SPECIAL_OUT_FUNCTIONS, "special_")
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from ._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

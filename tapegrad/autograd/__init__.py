@@ -183,3 +183,7 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -388,3 +388,7 @@ default_generators: tuple = ()
 
 
 from . import random  # noqa: E402,F401  (torch.cuda.random, importable without its own import)
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

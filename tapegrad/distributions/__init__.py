@@ -76,3 +76,7 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
            "VonMises", "Weibull", "Wishart", "biject_to", "constraints", "identity_transform", "kl_divergence",
            "register_kl", "transform_to", "transforms"]
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -20,3 +20,7 @@ _LAZY = _lazy.table({"quantized": (), "intrinsic": (), "qat": ()})
 
 def __getattr__(name):
     return _lazy.load(globals(), _LAZY, name)
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

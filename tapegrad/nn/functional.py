@@ -117,3 +117,7 @@ _repoint(globals(), __name__)  # F.relu & co. pickle by name (torch.save of a wh
 
 from .._public_calls import install as _install_public_calls  # noqa: E402
 _install_public_calls(globals())  # the public functions' entry (the meta device dispatches there)
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -308,3 +308,7 @@ orthogonal = _deprecated(orthogonal_)
 sparse = _deprecated(sparse_)
 eye = _deprecated(eye_)
 dirac = _deprecated(dirac_)
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -52,3 +52,7 @@ def __dir__():
     return sorted(name for name in set(globals()) | set(__all__)
                   if name in __all__ or not isinstance(globals().get(name), _ModuleType)
                   or name.startswith("_"))
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -941,3 +941,7 @@ class CyclicLR(LRScheduler):
         if fn is not None:
             self._scale_fn_custom.__dict__.update(fn)
         self._init_scale_fn()
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

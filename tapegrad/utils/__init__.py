@@ -57,3 +57,7 @@ def __getattr__(name):
         import importlib
         return importlib.import_module(".collect_env", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)

@@ -35,3 +35,7 @@ __all__ = [
     "get_worker_info",
     "random_split",
 ]
+
+# A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
+from ..._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402
+_report_missing_names_as_torch(__name__)
