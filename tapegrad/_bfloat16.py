@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 
 from . import _core, _meta
+from ._call_arguments import tensors_in as _tensors_in
 from ._format import tensor_repr
 from .nn.parameter import Parameter
 from .tensor import Tensor
@@ -210,15 +211,6 @@ _C_NAMES = {"bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"
             "float16": "c10::Half"}
 _SCALAR_NAMES = {"bfloat16": "BFloat16", "float32": "Float", "float64": "Double",
                  "float16": "Half"}
-
-
-def _tensors_in(values, into: list) -> list:
-    for v in values:
-        if isinstance(v, _core.TensorBase):
-            into.append(v)
-        elif isinstance(v, (list, tuple)):
-            _tensors_in(v, into)
-    return into
 
 
 def _dtype_name(t) -> str:

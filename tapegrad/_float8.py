@@ -26,6 +26,7 @@ import numbers
 import numpy as np
 
 from . import _core, _meta
+from ._call_arguments import tensors_in as _tensors_in
 from ._format import tensor_repr
 from .tensor import Tensor
 
@@ -182,15 +183,6 @@ def _decoded(t):
     if not is_float8(t):
         return t
     return _core.wrap_array(t._format.decode(t._array), False)
-
-
-def _tensors_in(values, into: list) -> list:
-    for v in values:
-        if isinstance(v, _core.TensorBase):
-            into.append(v)
-        elif isinstance(v, (list, tuple)):
-            _tensors_in(v, into)
-    return into
 
 
 def _remark(result, fmt: _Format):
