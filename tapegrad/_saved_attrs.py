@@ -80,6 +80,14 @@ class _Result:
         return t
 
 
+def _index_part(fn, part):
+    """A part of a record's saved index key: a SavedIndex stands for the index tensor's array,
+    kept (version-checked) in a saved slot (record.pxi's save_index)."""
+    if isinstance(part, _core.SavedIndex):
+        return fn._slot_value(part.slot)
+    return part
+
+
 class _Slot:
     """A saved value that is neither input nor output (indices, a mask) as a plain tensor;
     `shape_of(fn)`: the shape PyTorch gives it, when the record keeps another."""
@@ -282,7 +290,7 @@ _EXAMPLES = [
     # (the payload's key: the index array at the dim, then Ellipsis)
     (lambda x, y, m, v: x.index_select(1, _index()), {
         "_saved_dim": _Value(lambda fn: len(fn._aux[3]) - 2),
-        "_saved_index": _Value(lambda fn: _as_tensor(fn._aux[3][-2])),
+        "_saved_index": _Value(lambda fn: _as_tensor(_index_part(fn, fn._aux[3][-2]))),
         "_saved_self_sym_sizes": _aux(0, tuple)}),
     (lambda x, y, m, v: _stack()([x, y]), {"_saved_dim": _aux(0, int)}),
     (lambda x, y, m, v: _where()(x > 0, x, y), {"_saved_condition": _Slot(0)}),
