@@ -98,4 +98,9 @@ class TorchNamedModule(types.ModuleType):
 
 def report_missing_names_as_torch(module_name: str) -> None:
     """Called by a public module on itself (`report_missing_names_as_torch(__name__)`)."""
-    sys.modules[module_name].__class__ = TorchNamedModule
+    module = sys.modules[module_name]
+    module.__class__ = TorchNamedModule
+    # A plain module has no `__module__`; an instance of a class defined here would inherit the
+    # class's ("tapegrad._torch_names"), and tools that read `obj.__module__` to find where a
+    # name was defined (griffe, for the API reference) would place the whole module there.
+    module.__dict__.setdefault("__module__", module_name)

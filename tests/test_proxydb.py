@@ -66,3 +66,12 @@ def test_lazy_names_still_load_behind_the_missing_name_report():
     assert tg.optim.Adam.__name__ == "Adam"
     assert callable(tg.nn.functional.relu)
     assert "Tensor" in tg.__all__ and "nn" not in tg.__all__
+
+
+def test_public_modules_report_their_own_module_path():
+    # The module class lives in tapegrad._torch_names; a tool reading `module.__module__` (griffe,
+    # for the API reference) must not place tapegrad's members there.
+    import tapegrad.nn
+    import tapegrad.nn.functional
+    for module in (tapegrad, tapegrad.nn, tapegrad.nn.functional):
+        assert module.__module__ == module.__name__

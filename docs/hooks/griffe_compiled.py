@@ -9,27 +9,8 @@ escapes Markdown's link brackets in those docstrings only.
 from __future__ import annotations
 
 import re
-import sys
-import types
 
 import griffe
-
-import tapegrad._torch_names
-
-
-def _plain_module_classes() -> None:
-    """Our public modules are of a ModuleType subclass that names PyTorch's module in a missing
-    name's AttributeError (tapegrad/_torch_names.py); griffe's inspection does not recognise
-    such a module's members (tapegrad.Tensor "could not be found").  For the docs build only,
-    the modules keep the plain class: those already imported get it back, the others never
-    change it."""
-    tapegrad._torch_names.report_missing_names_as_torch = lambda module_name: None
-    for module in list(sys.modules.values()):
-        if type(module) is tapegrad._torch_names.TorchNamedModule:
-            module.__class__ = types.ModuleType
-
-
-_plain_module_classes()
 
 _SIGNATURE_LINE = re.compile(r"^\w+\(.*\)\s*(->.*)?$")
 
