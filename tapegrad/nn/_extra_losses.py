@@ -436,9 +436,15 @@ def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
 def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean"):
     """0.5 (log(var) + (input - target)^2 / var), var clamped to eps without altering its
-    gradient (PyTorch clamps in place under no_grad)."""
-    if isinstance(var, (int, float)):
-        var = _tg.full_like(input, float(var))
+    gradient.  The checks run in PyTorch's order (negative entries, then var's size, then the
+    reduction), and the clamp is PyTorch's: in place on a clone under no_grad, so an integer
+    var fails as PyTorch's does (a float result cannot be cast back)."""
+    if isinstance(var, float):      # (a Python int is no tensor for PyTorch's torch.any either)
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * _tg.ones_like(input)
+    elif bool(_tg.any(var < 0)):
+        raise ValueError("var has negative entry/entries")
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
@@ -448,10 +454,9 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
                   and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1):
             raise ValueError("var is of incorrect size")
     reduction = _check_reduction(reduction, legacy_mean=False, message="{} is not valid")
-    if bool((var < 0).any()):
-        raise ValueError("var has negative entry/entries")
-    held = var.detach()
-    var = var + (_tg.clamp(held, min=eps) - held)
+    var = var.clone()
+    with _tg.no_grad():
+        var.clamp_(min=eps)
     loss = 0.5 * (_tg.log(var) + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)

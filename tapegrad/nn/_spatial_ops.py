@@ -574,7 +574,7 @@ def check_dropout_p(p) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _channel_dropout(input, p, training, inplace, batched_dim):
+def _channel_dropout(input, p, training, inplace):
     from ..creation import default_generator
     _check_tensor(input)
     check_dropout_p(p)
@@ -582,15 +582,18 @@ def _channel_dropout(input, p, training, inplace, batched_dim):
         raise RuntimeError("dropout probability has to be between 0 and 1, but got nan")
     # (PyTorch passes training on as its builtin feature_dropout's 3rd argument `train`)
     _core.check_bool("feature_dropout_" if inplace else "feature_dropout", "train", training, 3)
-    if not training or p == 0.0:
+    if not training or p == 0.0 or input.numel() == 0:
         return input
-    # Mask one value per (sample, channel), broadcast over the feature map; unbatched input
-    # (one dim fewer) masks per channel.
-    n_keep = 2 if input.dim() == batched_dim else 1
-    keep_shape = tuple(input.shape[:n_keep]) + (1,) * (input.dim() - n_keep)
+    # ATen's feature dropout draws one mask value per (dim 0, dim 1) entry, broadcast over the
+    # later dims, whatever the rank: dropout2d on (N, C) input masks single elements, not rows.
+    # Unbatched input reaches here with a batch dim of 1 added (_unbatched_channel_dropout).
+    keep_shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
     if p == 1.0:
         mask = np.zeros(keep_shape, dtype=input._array.dtype)
     else:
+        # (checked after the p == 1 shortcut, as ATen does: 1-D input with p == 1 is zeros)
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
         keep = default_generator().random(keep_shape) < (1.0 - p)
         mask = (keep / (1.0 - p)).astype(input._array.dtype)
     if inplace:
@@ -605,9 +608,9 @@ def _unbatched_channel_dropout(input, p, training, inplace):
     p == 0 the result is a view of input, not input itself; one draw per channel either way."""
     if inplace:
         input.unsqueeze_(0)
-        return _channel_dropout(input, p, training, True, input.dim()).squeeze_(0)
+        return _channel_dropout(input, p, training, True).squeeze_(0)
     batched = input.unsqueeze(0)
-    return _channel_dropout(batched, p, training, False, batched.dim()).squeeze(0)
+    return _channel_dropout(batched, p, training, False).squeeze(0)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
@@ -621,11 +624,12 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     if input.dim() == 2:
         _check_tensor(input)
         return _unbatched_channel_dropout(input, p, training, inplace)
-    return _channel_dropout(input, p, training, inplace, 3)
+    return _channel_dropout(input, p, training, inplace)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, H, W) input with probability p, scale by 1/(1-p)."""
+    """Zero whole channels of (N, C, H, W) input with probability p, scale by 1/(1-p).  Other
+    ranks (deprecated) get ATen's feature dropout too: one draw per (dim 0, dim 1) entry."""
     check_dropout_p(p)
     if input.dim() not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
@@ -641,4 +645,4 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
                       "to interpret the input as one without a batch dimension, i.e. shape "
                       "(C, H, W). To maintain the 1D channel-wise dropout behavior, please switch"
                       " to using dropout1d instead.", UserWarning, stacklevel=2)
-    return _channel_dropout(input, p, training, inplace, 4 if input.dim() != 3 else 3)
+    return _channel_dropout(input, p, training, inplace)

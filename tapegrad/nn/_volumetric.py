@@ -407,4 +407,4 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     if input.dim() != 5:
         _check_tensor(input)
         return _unbatched_channel_dropout(input, p, training, inplace)
-    return _channel_dropout(input, p, training, inplace, 5)
+    return _channel_dropout(input, p, training, inplace)
