@@ -45,3 +45,50 @@ def test_index_select_strided_index_gradcheck():
     index = tapegrad.tensor(TRIPLES)[:, 2]
     x = tapegrad.randn(4, 3, dtype=tapegrad.float64, requires_grad=True)
     assert tapegrad.autograd.gradcheck(lambda t: t.index_select(0, index), (x,))
+
+
+# ---- embedding's max_norm renorms the weight in place: it bumps the version counter, so a record
+# that saved the weight before the lookup refuses its backward (PyTorch's error); it used the
+# renormed rows, a silent wrong gradient (SILENT)
+
+@pytest.mark.parametrize("saved", ["whole", "slice_with_row", "slice_without_row"])
+def test_embedding_max_norm_bumps_version(saved):
+    def run(lib):
+        emb = lib.nn.Embedding(4, 3, max_norm=1.0)
+        with lib.no_grad():
+            emb.weight.copy_(lib.arange(12.0).view(4, 3) / 5)
+        w = {"whole": emb.weight, "slice_with_row": emb.weight[2:],
+             "slice_without_row": emb.weight[:2]}[saved]
+        y = w.pow(2).sum()
+        emb(lib.tensor([3]))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()
+        return emb.weight
+
+    w, tw = _both(run)
+    _close(w, tw)
+
+
+def test_embedding_max_norm_bumps_version_when_no_row_is_over():
+    def run(lib):
+        w = lib.arange(12.0).view(4, 3) / 5
+        before = w._version
+        lib.nn.functional.embedding(lib.tensor([0]), w, max_norm=1.0)   # row 0's norm < 1
+        return w._version - before
+
+    assert run(tapegrad) == run(torch) == 1
+
+
+def test_embedding_max_norm_gradient_after_renorm():
+    # the lookup itself saves only the indices: its gradient is unaffected by the renorm
+    def run(lib):
+        emb = lib.nn.Embedding(4, 3, max_norm=1.0).double()
+        with lib.no_grad():
+            emb.weight.copy_(lib.arange(12.0, dtype=lib.float64).view(4, 3) / 5)
+        a = emb(lib.tensor([1, 2]))
+        b = emb(lib.tensor([2, 3]))
+        (a.sum() + b.pow(2).sum()).backward()
+        return emb.weight.grad
+
+    g, tg = _both(run)
+    _close(g, tg)
