@@ -92,3 +92,14 @@ def test_embedding_max_norm_gradient_after_renorm():
 
     g, tg = _both(run)
     _close(g, tg)
+
+
+# ---- torch.sparse_coo_tensor(size=(m, n)): the size-only form by keyword (an empty adjacency
+# to fill later) raised a TypeError
+
+def test_sparse_coo_tensor_size_keyword():
+    for lib in (tapegrad, torch):
+        s = lib.sparse_coo_tensor(size=(2, 3), dtype=lib.float64)
+        assert tuple(s.shape) == (2, 3) and s._nnz() == 0 and s.sparse_dim() == 2
+        assert s.dtype == lib.float64
+        assert s.to_dense().abs().sum().item() == 0
