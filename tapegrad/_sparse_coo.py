@@ -119,7 +119,7 @@ def _warn_if_invariant_checks_implicit() -> None:
                       UserWarning, stacklevel=3)
 
 
-def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=None,
+def sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, device=None,
                       pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants=None, is_coalesced=None):
     """A sparse tensor in COO format: element ``values[k]`` sits at ``indices[:, k]``.
@@ -146,7 +146,7 @@ def sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=Non
                               is_coalesced=is_coalesced)
 
 
-def _sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=None,
+def _sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, device=None,
                        pin_memory: bool = False, requires_grad: bool = False,
                        check_invariants=None, is_coalesced=None):
     """sparse_coo_tensor without its warning: the builder tapegrad's own constructions use
@@ -154,6 +154,8 @@ def _sparse_coo_tensor(indices, values=None, size=None, *, dtype=None, device=No
     check_device(device, "sparse_coo_tensor")
     if pin_memory:
         raise RuntimeError("Cannot access accelerator device when none is available.")
+    if indices is None and values is None and size is not None:
+        indices, size = size, None      # sparse_coo_tensor(size=(m, n)): the size-only form
     if values is None and size is None and _is_size(indices):
         # sparse_coo_tensor(size): an empty tensor of that size, every dimension sparse
         from .creation import zeros

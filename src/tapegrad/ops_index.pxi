@@ -1016,6 +1016,10 @@ cdef object take_by_runs(object A, object I, Py_ssize_t d):
     order.  None for any other index (then take: a random index stops the scan at its ninth
     run)."""
     cdef cnp.ndarray idx = <cnp.ndarray>I
+    # The scan reads I's buffer as packed intp: a strided index (a column of a triples tensor,
+    # `hrt[:, 0]`) read that way gave other rows' positions, a silent wrong gather.
+    if not cnp.PyArray_IS_C_CONTIGUOUS(idx) or cnp.PyArray_TYPE(idx) != cnp.NPY_INTP:
+        return None
     cdef Py_ssize_t m = cnp.PyArray_DIMS(idx)[0], i = 0, j, nruns = 0, step
     cdef const cnp.npy_intp* p = <const cnp.npy_intp*>cnp.PyArray_DATA(idx)
     cdef Py_ssize_t starts[MAX_RUNS]

@@ -1752,6 +1752,7 @@ cdef int nn_embedding_renorm(TensorBase weight, object idx, double max_norm,
     W = weight._array
     rows = np.unique(idx)
     if rows.size == 0:
+        bump_version(weight)
         return 0
     sub = W[rows].astype(np.float64)
     with IeeeResults():
@@ -1767,6 +1768,10 @@ cdef int nn_embedding_renorm(TensorBase weight, object idx, double max_norm,
         W = np.array(W, copy=True)
         weight._array = W
     W[rows] = new_rows
+    # an in-place write, as PyTorch's embedding_renorm_ (which bumps even when no row was over
+    # max_norm): a record that saved the weight before the lookup refuses its backward, where
+    # it used the renormed rows, a silent wrong gradient
+    bump_version(weight)
     return 0
 
 
