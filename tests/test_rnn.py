@@ -601,8 +601,8 @@ for mode, gates in ((0, 4), (1, 3), (2, 1)):
             b = rng.standard_normal(gates * H).astype(dt) if mode == 1 else None
             out, h, c, saved = _core._rnn_sequence_forward(mode, gi, h0, c0, w, b, False)
             dout = rng.standard_normal(out.shape).astype(dt)
-            grads = _core._rnn_sequence_backward(mode, saved, out, h0, c0, w, b is not None, dout,
-                                                 None, None, False)
+            grads = _core._rnn_sequence_backward(mode, saved, c0, w, b is not None, dout, None,
+                                                 None, False)
             for k, a in enumerate((out, h) + tuple(grads)):
                 if a is not None:
                     arrays[f"{mode}-{B}-{H}-{np.dtype(dt).name}-{k}"] = a

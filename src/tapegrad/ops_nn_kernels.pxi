@@ -461,11 +461,13 @@ cdef object nk_pack(object b, ptrdiff_t K, ptrdiff_t N, ptrdiff_t rs, ptrdiff_t 
 
 
 cdef object nk_gemm_at(object a, Py_ssize_t K, Py_ssize_t M, object b, Py_ssize_t N, bint f32):
-    """a^T @ b for C-contiguous a (K x M) and b (K x N): a new (M x N) workspace array.  The sum
-    over K (every step and batch row) runs in the packed AVX-512 kernel where there is one, else
-    in BLAS."""
+    """a^T @ b for C-contiguous a (K x M) and b (K x N): a new (M x N) array of its own, not a
+    workspace one: it is a weight gradient, which becomes a .grad, and the sweep adopts an array
+    nobody else holds where it copies a pooled one (an LSTM step copied all its weights'
+    gradients).  The sum over K (every step and batch row) runs in the packed AVX-512 kernel where
+    there is one, else in BLAS."""
     dt = NK_F32 if f32 else NK_F64
-    out = nk_buffer((M, N), dt)
+    out = np.empty((M, N), dtype=dt)
     cdef Py_ssize_t isz = dt.itemsize
     cdef int done = 0
     if M and N and K:
@@ -557,7 +559,13 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
     if b_hh is not None:
         nk_same(b_hh, f32, G * H)
     dt = gi.dtype
-    out = nk_buffer((T, B, H), dt)
+    # states: h0 and every step's h in the order of time, h_t at row t + off (h0 at row 0, or at
+    # row T when reverse): the steps read h_{t-1} from it, and the backward reads it as its own
+    # copy of the outputs and, without another copy, as every step's previous state (one
+    # contiguous block for dW_hh's product)
+    cdef Py_ssize_t off = 0 if reverse else 1
+    states = nk_buffer((T + 1, B, H), dt)
+    states[T if reverse else 0] = h0
     packed = nk_pack(w_hh, H, G * H, 1, H, f32)      # B = W_hh^T: (k, n) is w_hh[n, k]
     acts = cs = tcs = hhs = None
     if mode == NK_LSTM:
@@ -581,11 +589,11 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
         t = T - 1 - s if reverse else s
         tp = t + 1 if reverse else t - 1            # the step whose state this one starts from
         first = s == 0
-        h_prev = nk_at(h0, 0, isz) if first else nk_at(out, tp * hstep, isz)
+        h_prev = nk_at(states, (tp + off) * hstep, isz)
         hh = nk_at(hhs, t * step, isz) if mode == NK_GRU else nk_at(hh_buf, 0, isz)
         nk_gemm(f32, B, G * H, H, h_prev, packed, bias, NULL, hh)
         p_gi = nk_at(gi, t * step, isz)
-        p_h = nk_at(out, t * hstep, isz)
+        p_h = nk_at(states, (t + off) * hstep, isz)
         if mode == NK_LSTM:
             c_prev = nk_at(c0, 0, isz) if first else nk_at(cs, tp * hstep, isz)
             p_act = nk_at(acts, t * step, isz)
@@ -610,6 +618,10 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
                 tg_rnn_fwd_f32(B, H, relu, <float*>p_gi, <float*>hh, <float*>p_h)
             else:
                 tg_rnn_fwd_f64(B, H, relu, <double*>p_gi, <double*>hh, <double*>p_h)
+    # the output is a copy of the steps' states: the caller may write into it in place, and the
+    # backward reads its own (PyTorch's layer saves its own too)
+    out = nk_buffer((T, B, H), dt)
+    np.copyto(out, states[off:off + T])
     if T == 0:
         h_last = h0.copy()
         c_last = c0.copy() if mode == NK_LSTM else None
@@ -617,23 +629,22 @@ def _rnn_sequence_forward(int mode, gi, h0, c0, w_hh, b_hh, bint reverse):
         t = 0 if reverse else T - 1
         h_last = out[t].copy()
         c_last = cs[t].copy() if mode == NK_LSTM else None
-    # the backward reads the outputs as the steps' states from its own copy: the caller may write
-    # into the returned output in place (PyTorch's layer saves its own too)
-    states = nk_buffer((T, B, H), dt)
-    np.copyto(states, out)
     return out, h_last, c_last, (acts, cs, tcs, hhs, states)
 
 
-def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_hh, dout,
+def _rnn_sequence_backward(int mode, tuple saved, c0, w_hh, bint has_b_hh, dout,
                            dh_last, dc_last, bint reverse):
     """The gradients of _rnn_sequence_forward: (dgi (T, B, G*H), dh0, dc0 or None, dw_hh,
     db_hh or None).  dout (T, B, H), dh_last, dc_last: upstream gradients (None for zero).
-    W_hh is packed once for the T products dgates_t W_hh; dW_hh is one product over all steps."""
-    acts, cs, tcs, hhs = saved[:4]
-    cdef Py_ssize_t T = out.shape[0], B = out.shape[1], H = out.shape[2], G = nk_gates(mode)
+    W_hh is packed once for the T products dgates_t W_hh; dW_hh is one product over all steps.
+    The steps' states come from the forward's own (T + 1)-row buffer (saved[4]): h_t at row
+    t + off, h0 at the other end."""
+    acts, cs, tcs, hhs, states = saved[:5]
+    cdef Py_ssize_t T = states.shape[0] - 1, B = states.shape[1], H = states.shape[2]
+    cdef Py_ssize_t G = nk_gates(mode), off = 0 if reverse else 1
     cdef Py_ssize_t s, t, tp
-    cdef bint f32 = nk_is_f32(out)
-    dt = out.dtype
+    cdef bint f32 = nk_is_f32(states)
+    dt = states.dtype
     nk_same(w_hh, f32, G * H * H)
     if dout is not None:
         nk_same(dout, f32, T * B * H)
@@ -681,7 +692,7 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
                                 <double*>p_dc, <double*>p_dgi)
             nk_gemm(f32, B, H, G * H, p_dgi, packed, NULL, p_add, p_dh)
         elif mode == NK_GRU:
-            prev = nk_at(out, tp * hstep, isz) if has_prev else nk_at(h0, 0, isz)
+            prev = nk_at(states, (tp + off) * hstep, isz)     # (h0 where no step precedes)
             if f32:
                 tg_gru_bwd_f32(B, H, <float*>nk_at(acts, t * step, isz),
                                <float*>nk_at(hhs, t * step, isz), <float*>prev, <float*>p_dh,
@@ -695,21 +706,15 @@ def _rnn_sequence_backward(int mode, tuple saved, out, h0, c0, w_hh, bint has_b_
                 np.add(dh, dout[tp], out=dh)
         else:
             if f32:
-                tg_rnn_bwd_f32(B, H, relu, <float*>nk_at(out, t * hstep, isz), <float*>p_dh,
+                tg_rnn_bwd_f32(B, H, relu, <float*>nk_at(states, (t + off) * hstep, isz), <float*>p_dh,
                                <float*>p_dgi)
             else:
-                tg_rnn_bwd_f64(B, H, relu, <double*>nk_at(out, t * hstep, isz),
+                tg_rnn_bwd_f64(B, H, relu, <double*>nk_at(states, (t + off) * hstep, isz),
                                <double*>p_dh, <double*>p_dgi)
             nk_gemm(f32, B, H, G * H, p_dgi, packed, NULL, p_add, p_dh)
-    # The hidden weights' gradient over all steps at once: sum_t dhh_t^T h_prev_t.
-    prev_h = nk_buffer((T, B, H), dt)
-    if T > 0:
-        if reverse:
-            prev_h[T - 1] = h0
-            prev_h[:T - 1] = out[1:]
-        else:
-            prev_h[0] = h0
-            prev_h[1:] = out[:T - 1]
+    # The hidden weights' gradient over all steps at once: sum_t dhh_t^T h_prev_t, each step's
+    # previous state read in place (rows [0, T) of the states, or [1, T] when reverse)
+    prev_h = states[1 - off:T + 1 - off]
     dw = nk_gemm_at(dhh, T * B, G * H, prev_h, H, f32)
     db = np.add.reduce(dhh.reshape(T * B, G * H), axis=0) if has_b_hh else None
     return dgi, dh, dc, dw, db

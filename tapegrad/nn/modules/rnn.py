@@ -180,8 +180,9 @@ class _RecurrentSequence(KernelFunction):
         out, h_last, c_last, saved = _core._rnn_sequence_forward(
             _MODE_CODES[mode], gi, h0, c0, w_hh, b_hh, reverse)
         del gi
-        # The backward reads the outputs as the steps' states from its own copy (saved[4]), so
-        # an in-place write into the returned output is no error (PyTorch's layer saves its own).
+        # The backward reads the steps' states from its own buffer (saved[4]: the returned output
+        # is a copy of it), so an in-place write into the returned output is no error (PyTorch's
+        # layer saves its own).
         # The buffers come from the kernels' workspace: reused by a later call once this record
         # (and every tensor on them) is gone.
         outs = (out, h_last) + ((c_last,) if mode == "LSTM" else ())
@@ -195,7 +196,7 @@ class _RecurrentSequence(KernelFunction):
         dc_last = grads[2] if len(grads) > 2 else None
         arr = lambda a: None if a is None else np.ascontiguousarray(a)  # noqa: E731
         dgi, dh0, dc0, dw, db = _core._rnn_sequence_backward(
-            _MODE_CODES[mode], saved, saved[4], h0, c0, w_hh, has_b_hh, arr(dout),
+            _MODE_CODES[mode], saved, c0, w_hh, has_b_hh, arr(dout),
             arr(dh_last), arr(dc_last), reverse)
         dx, dw_ih, dbias = _core._rnn_input_grads(dgi, x, w_ih, need[0], need[1],
                                                   has_bias and need[2])
