@@ -166,3 +166,30 @@ def test_log_softmax_bfloat16_rounds_as_pytorchs_kernel(shape, dim):
         (y * lib.tensor(weights).to(lib.bfloat16)).sum().backward()
         results.append((y.float().tolist(), x.grad.float().tolist()))
     assert results[0] == results[1]
+
+
+# -- sparse: to_dense's gradient to a dense origin ------------------------------------------------------
+
+@pytest.mark.parametrize("masked_grad", [None, False])
+@pytest.mark.parametrize("build", [
+    lambda lib, d, e: d.to_sparse() - e,
+    lambda lib, d, e: lib.add(e, d.to_sparse(), alpha=2),
+    lambda lib, d, e: (d.to_sparse() * 2).coalesce(),
+    lambda lib, d, e: d.to_sparse_csr() * 2,
+], ids=["sub", "add-alpha", "scaled", "csr"])
+def test_to_dense_gradient_reaches_a_dense_origin_as_pytorchs(build, masked_grad):
+    """SILENT (fuzz formats seed 4030): d.to_sparse() - e gave d no gradient where only e
+    stores an entry (PyTorch masks to_dense's gradient by the result's pattern, then hands it
+    back unmasked), and to_dense(masked_grad=False) was masked anyway."""
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (tg, torch):
+        d = lib.tensor([[0.5, 0.0], [0.0, 1.0], [-2.0, 2.0]], dtype=lib.float64,
+                       requires_grad=True)
+        e = lib.tensor([[0.0, 0.0], [3.0, -1.5], [0.0, 0.0]], dtype=lib.float64).to_sparse()
+        x = build(lib, d, e)
+        out = x.to_dense() if masked_grad is None else x.to_dense(masked_grad=masked_grad)
+        weights = lib.linspace(-1, 2, 6, dtype=lib.float64).reshape(3, 2)
+        (out * weights).sum().backward()
+        grads.append(_values(d.grad))
+    np.testing.assert_allclose(grads[0], grads[1])
