@@ -193,3 +193,23 @@ def test_to_dense_gradient_reaches_a_dense_origin_as_pytorchs(build, masked_grad
         (out * weights).sum().backward()
         grads.append(_values(d.grad))
     np.testing.assert_allclose(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("layouts", [("csr", "csc"), ("csc", "csr")])
+@pytest.mark.parametrize("other_empty", [True, False])
+def test_csr_plus_csc_as_pytorch(layouts, other_empty):
+    """fuzz formats seed 4648: PyTorch adds an empty CSC tensor to a CSR one (tapegrad
+    refused it) and refuses the other mixes with RuntimeError."""
+    torch = pytest.importorskip("torch")
+    outcomes = []
+    for lib in (tg, torch):
+        a = lib.ones(2, 3, dtype=lib.float64)
+        b = lib.zeros(2, 3, dtype=lib.float64) if other_empty else a
+        s = getattr(a, "to_sparse_" + layouts[0])()
+        t = getattr(b, "to_sparse_" + layouts[1])()
+        try:
+            r = s.add(t)
+            outcomes.append(("ok", str(r.layout).split(".")[-1], _values(r.to_dense())))
+        except RuntimeError as e:
+            outcomes.append(("RuntimeError", str(e)))
+    assert outcomes[0] == outcomes[1]
