@@ -754,12 +754,13 @@ def _base_buffer(a):
     An owner made in a permuted layout (the clone of a permuted tensor keeps its strides:
     held-out fuzz 59910464) is its own axes reordered by decreasing stride: the same memory,
     C-contiguous."""
+    from ._strided import dense_in_memory_order
     base = a
     while isinstance(base.base, np.ndarray):
         base = base.base
     if not (base.flags.c_contiguous or base.flags.f_contiguous):
-        dense = base.transpose(np.argsort(base.strides, kind="stable")[::-1])
-        if dense.flags.c_contiguous:
+        dense = dense_in_memory_order(base)
+        if dense is not None:
             return dense
     return base
 

@@ -210,6 +210,40 @@ def _sparse_coo_tensor(indices=None, values=None, size=None, *, dtype=None, devi
     return SparseTensor._make(idx, vals, size, coalesced, leaf, grad_fn_name)
 
 
+
+def _to_dense_through_twin():
+    from .autograd import Function
+
+    class ToDenseThroughTwin(Function):
+        """to_dense of a sparse tensor with a dense twin: the given dense values forward, the
+        gradient (masked to the tensor's pattern unless mask is None) to the twin."""
+
+        @staticmethod
+        def forward(ctx, twin, dense, mask):
+            ctx.mask = mask
+            return dense.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            mask = ctx.mask
+            return (grad if mask is None else grad.where(mask, grad.new_zeros(()))), None, None
+    return ToDenseThroughTwin
+
+
+class _LazyFunction:
+    """A Function class built on first use (tapegrad.autograd imports this module)."""
+
+    def __init__(self, build):
+        self._build, self._made = build, None
+
+    def apply(self, *args):
+        if self._made is None:
+            self._made = self._build()
+        return self._made.apply(*args)
+
+
+_ToDenseThroughTwin = _LazyFunction(_to_dense_through_twin)
+
 class SparseTensor(metaclass=TorchTensorNamedClass):
     """A sparse COO tensor, as ``torch.sparse_coo_tensor`` makes (layout ``torch.sparse_coo``).
 
@@ -230,6 +264,10 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
     # requires grad (to_sparse) and the results of the ops PyTorch differentiates as dense ones
     # on it (see _dense_twin); None otherwise.
     _twin = None
+    # whether the twin is computed from a leaf's stand-in (_dense_grad_stand_in), which hands a
+    # leaf the dense gradient of a product: to_dense's gradient goes to such a leaf sparse, by
+    # the values
+    _twin_reaches_leaf = False
     # numpy arrays on the left defer to the reflected operators, as for Tensor.
     __array_priority__ = 1000
 
@@ -320,6 +358,9 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
             return result
         if result is NotImplemented or not isinstance(result, SparseTensor):
             return result
+        result._twin_reaches_leaf = any(
+            t is not None and (t is not x._twin or x._twin_reaches_leaf)
+            for t, x in ((a, self), (b, other)))
         if other is None:
             twin = fn(a)
         else:
@@ -375,6 +416,7 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         self._coalesced, self._leaf, self._grad_fn_name = (other._coalesced, other._leaf,
                                                            other._grad_fn_name)
         self._twin = other._twin        # (a stale twin would give sum / mm the old values)
+        self._twin_reaches_leaf = other._twin_reaches_leaf
         if self._leaf and self._vals.requires_grad:
             self._track_grad()
 
@@ -621,9 +663,25 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         sparse_shape = self._size[:sd]
         flat = zeros((int(np.prod(sparse_shape, dtype=np.int64)),) + self._size[sd:],
                      dtype=self.dtype)
+        linear = self._linear_index().astype(np.int64)
+        if self._twin is not None and not self._twin_reaches_leaf and \
+                _core.is_grad_enabled():
+            # PyTorch's gradient here is grad.sparse_mask(self) (all of grad with
+            # masked_grad=False), which the ops below hand back unmasked to a dense origin: it
+            # reaches the origin through the twin.  Through the values it was masked by the
+            # origin's own pattern: d.to_sparse() - e lost d's gradient where only e stores an
+            # entry (SILENT, fuzz formats seed 4030).
+            dense = flat.index_add(0, tensor(linear), self._vals.detach()).view(self._size)
+            mask = None
+            if masked_grad is None or masked_grad:
+                pattern = np.zeros(len(flat), dtype=bool)
+                pattern[linear] = True
+                mask = tensor(pattern.reshape(sparse_shape + (1,) * self.dense_dim()))
+            return _core._name_grad_fn(_ToDenseThroughTwin.apply(self._twin, dense, mask),
+                                       "ToDenseBackward0")
         # also with no stored entries: the result must stay on the graph of the values (PyTorch's
         # to_dense of an empty sparse tensor requires grad, and its values' .grad is zeros)
-        flat = flat.index_add(0, tensor(self._linear_index().astype(np.int64)), self._vals)
+        flat = flat.index_add(0, tensor(linear), self._vals)
         # a fresh node even when flat already has the shape, so it can carry PyTorch's name
         return _core._name_grad_fn(flat.view(self._size), "ToDenseBackward0")
 

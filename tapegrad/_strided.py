@@ -18,16 +18,33 @@ from ._class_members import has_member
 
 def storage_of(arr: np.ndarray):
     """(storage, element offset) of arr: the contiguous array of arr's dtype that owns its
-    memory, and where arr's first element lies in it; None when there is no such array (a
-    buffer numpy reinterprets or built with stride tricks)."""
+    memory (or a flat view of it in memory order), and where arr's first element lies in it;
+    None when there is no such array (a buffer numpy reinterprets or built with stride
+    tricks)."""
     root = arr.base if isinstance(arr.base, np.ndarray) else arr
-    if isinstance(root.base, np.ndarray) or root.dtype != arr.dtype or \
-            not (root.flags.c_contiguous or root.flags.f_contiguous):
+    if isinstance(root.base, np.ndarray) or root.dtype != arr.dtype:
+        return None
+    storage = root if root.flags.c_contiguous or root.flags.f_contiguous else \
+        dense_in_memory_order(root)
+    if storage is None:
         return None         # (storage positions are memory order, whichever order root has)
     if root is arr:
-        return root, 0
+        return storage, 0
     byte_offset = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-    return root, byte_offset // arr.itemsize
+    return storage, byte_offset // arr.itemsize
+
+
+def dense_in_memory_order(root: np.ndarray):
+    """A flat array over root's memory in memory order, when root covers one block densely in
+    another order than C's or Fortran's (a layout-preserving result of a transposed or batched
+    column-major tensor: svd's U, abs of it); None otherwise.  Such a root is a storage too:
+    refusing it made diagonal() of it a copy, whose writes never reached the tensor (fuzz
+    seed 66300108)."""
+    order = sorted(range(root.ndim), key=lambda d: -root.strides[d])
+    in_order = root.transpose(order)
+    if not in_order.flags.c_contiguous:
+        return None
+    return in_order.reshape(-1)
 
 
 def _int_list(v, name: str) -> list:

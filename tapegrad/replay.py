@@ -42,9 +42,11 @@ capture (or raise, with on_guard_failure="raise"):
     autograd.Functions.
 
   - the function's environment: every Python number and every tensor it reads by name from its
-    closure cells or its globals (and those of functions it defines inside); a changed number (a
-    learning rate, a temperature) or a name rebound to another tensor sends the call back to
-    capture, because the capture baked the number in / reads the old tensor.
+    closure cells or its globals (and those of functions it defines inside, and of the Python
+    functions it calls by such a name, followed in turn); a changed number (a learning rate, a
+    temperature) or a name rebound to another tensor or function sends the call back to
+    capture, because the capture baked the number in / reads the old tensor / ran the old
+    function.
 
 Not guarded: numbers and tensors reached through attributes (`self.scale`, rebinding
 `model.weight` to a new Parameter) - call `.reset()` after changing those.
@@ -524,23 +526,33 @@ def _code_objects(code):
 
 def _environment(fn):
     """(namespace, name, value) for each number or tensor `fn` reads from a closure cell or a
-    global, where namespace is the cell (name None) or the globals dict; and, for every
-    nn.Module `fn` is, is bound to or reads that way, each of its submodules' training flag
-    (namespace: the module's __dict__, name "training") and buffers (namespace: its _buffers)."""
+    global, where namespace is the cell (name None) or the globals dict; the same, by identity,
+    for each Python function it reads that way (a helper it calls), whose own closure cells and
+    globals are followed in turn, because the capture ran that helper's ops with that helper's
+    numbers; and, for every nn.Module `fn` is, is bound to or reads that way, each of its
+    submodules' training flag (namespace: the module's __dict__, name "training") and buffers
+    (namespace: its _buffers)."""
     env = []
     modules = [fn, getattr(fn, "__self__", None)]
-    fn = getattr(fn, "__func__", fn)        # bound methods: their function
-    code = getattr(fn, "__code__", None)
-    if code is not None:
-        for cell in fn.__closure__ or ():
+    pending = [getattr(fn, "__func__", fn)]        # bound methods: their function
+    followed = set()
+    while pending:
+        f = pending.pop()
+        code = getattr(f, "__code__", None)
+        if code is None or id(f) in followed:
+            continue
+        followed.add(id(f))
+        for cell in f.__closure__ or ():
             try:
                 v = cell.cell_contents
             except ValueError:              # an empty cell: assigned later
                 continue
-            if _is_guarded_value(v):
+            if _is_guarded_value(v) or _is_followed_function(v):
                 env.append((cell, None, v))
             modules.append(v)
-        glb = fn.__globals__
+            if _is_followed_function(v):
+                pending.append(v)
+        glb = f.__globals__
         seen = set()
         for c in _code_objects(code):
             for name in c.co_names:
@@ -548,11 +560,22 @@ def _environment(fn):
                     continue
                 seen.add(name)
                 v = glb.get(name, _MISS)
-                if v is not _MISS and _is_guarded_value(v):
+                if v is _MISS:
+                    continue
+                if _is_guarded_value(v) or _is_followed_function(v):
                     env.append((glb, name, v))
                 modules.append(v)
+                if _is_followed_function(v):
+                    pending.append(v)
     env.extend(_training_flags(modules))
     return tuple(env)
+
+
+def _is_followed_function(v) -> bool:
+    """A user's Python function (not tapegrad's own: their numbers are constants of the
+    library, and following them would only lengthen every replay's guard)."""
+    return (isinstance(v, types.FunctionType)
+            and not (getattr(v, "__module__", None) or "").startswith("tapegrad"))
 
 
 def _training_flags(candidates):
