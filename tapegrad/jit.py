@@ -147,8 +147,11 @@ def _original_class_of(module) -> type:
 def _compiled_repr(module, shown_name) -> str:
     """The repr torch prints for a scripted or traced module tree: every module, the submodules
     included, shows only ``original_name=<its class>`` (a compiled module has no Python
-    extra_repr), under the name ``shown_name(class name)`` gives for that kind of wrapper.
+    extra_repr), under the name ``shown_name(class name)`` gives for that kind of wrapper (a
+    submodule scripted on its own keeps its own kind's name inside a trace, as in torch).
     The layout is nn.Module's: one line for a leaf, one indented line per child otherwise."""
+    if isinstance(module, ScriptModule):
+        shown_name = module._shown_name
     class_name = _original_class_of(module).__name__
     extra = f"original_name={class_name}"
     child_lines = [f"({name}): " + _addindent(_compiled_repr(child, shown_name), 2)

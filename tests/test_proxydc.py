@@ -109,3 +109,23 @@ def test_loaded_trace_still_computes_the_model():
     loaded = tg.jit.load(buffer)
     tg.testing.assert_close(loaded(x), model(x))
     assert list(loaded.state_dict()) == list(model.state_dict())
+
+
+def _outer_with_scripted_child(lib):
+    class Outer(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = lib.jit.script(lib.nn.Linear(2, 2))
+            self.act = lib.nn.GELU()
+
+        def forward(self, x):
+            return self.act(self.inner(x))
+
+    return Outer()
+
+
+def test_scripted_submodule_keeps_its_name_inside_a_trace_and_a_plain_module():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _outer_with_scripted_child(tg), _outer_with_scripted_child(torch)
+    assert repr(ours) == repr(theirs)          # plain parent: the child prints as a script module
+    assert repr(tg.jit.trace(ours, tg.ones(1, 2))) == repr(torch.jit.trace(theirs, torch.ones(1, 2)))
