@@ -9,7 +9,13 @@ As in torch, `script(module)` / `trace(module, ...)` return a new `RecursiveScri
 `TopLevelTracedModule` (an nn.Module, not an instance of the scripted class) sharing the
 original's parameters, buffers and submodules; its forward and other methods are the original
 class's, bound to it.  `save` / `load` store such a module with tapegrad.save (pickle): unlike a
-TorchScript archive, loading needs the module's class to be importable.
+TorchScript archive, loading needs the module's class to be importable; `load` returns a
+`RecursiveScriptModule` whatever was saved, as torch does.
+
+Such a module prints as torch's does (each module of the tree shows only
+`original_name=<class>`).  Its submodules, though, are the original modules, not compiled ones:
+`type(scripted.child)` is the child's class (torch: RecursiveScriptModule / TracedModule) and has
+no `original_name`.
 """
 from __future__ import annotations as _annotations
 
