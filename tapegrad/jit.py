@@ -9,7 +9,13 @@ As in torch, `script(module)` / `trace(module, ...)` return a new `RecursiveScri
 `TopLevelTracedModule` (an nn.Module, not an instance of the scripted class) sharing the
 original's parameters, buffers and submodules; its forward and other methods are the original
 class's, bound to it.  `save` / `load` store such a module with tapegrad.save (pickle): unlike a
-TorchScript archive, loading needs the module's class to be importable.
+TorchScript archive, loading needs the module's class to be importable; `load` returns a
+`RecursiveScriptModule` whatever was saved, as torch does.
+
+Such a module prints as torch's does (each module of the tree shows only
+`original_name=<class>`).  Its submodules, though, are the original modules, not compiled ones:
+`type(scripted.child)` is the child's class (torch: RecursiveScriptModule / TracedModule) and has
+no `original_name`.
 """
 from __future__ import annotations as _annotations
 
@@ -18,6 +24,7 @@ import contextlib
 import typing
 
 from .nn import Module
+from .nn.modules.module import _addindent
 
 __all__ = ["script", "trace", "trace_module", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TopLevelTracedModule", "ignore", "unused", "export",
@@ -104,19 +111,60 @@ class ScriptModule(_NoIR, Module):
         plain.__dict__.update(state)
         return plain
 
+    @property
+    def original_name(self) -> str:
+        """The name of the class the module was scripted or traced from (as torch shows it)."""
+        return self._original_class.__name__
+
     def extra_repr(self):
-        return self._original_class.extra_repr(self)
+        # TorchScript keeps no Python extra_repr: torch shows only the original class's name.
+        return f"original_name={self.original_name}"
 
     def _get_name(self):
         return self._original_class.__name__
 
+    def __repr__(self):
+        return _compiled_repr(self, self._shown_name)
+
 
 class RecursiveScriptModule(ScriptModule):
-    """What :func:`script` returns for a Module."""
+    """What :func:`script` returns for a Module (and :func:`load` for any saved module)."""
+
+    @staticmethod
+    def _shown_name(class_name: str) -> str:
+        return "RecursiveScriptModule"      # torch's script modules all print under this name
+
+    def _get_name(self):
+        return "RecursiveScriptModule"
 
 
 class TopLevelTracedModule(ScriptModule):
     """What :func:`trace` returns for a Module."""
+
+    @staticmethod
+    def _shown_name(class_name: str) -> str:
+        return class_name                   # torch's traced modules print their class's name
+
+
+def _original_class_of(module) -> type:
+    return module._original_class if isinstance(module, ScriptModule) else type(module)
+
+
+def _compiled_repr(module, shown_name) -> str:
+    """The repr torch prints for a scripted or traced module tree: every module, the submodules
+    included, shows only ``original_name=<its class>`` (a compiled module has no Python
+    extra_repr), under the name ``shown_name(class name)`` gives for that kind of wrapper (a
+    submodule scripted on its own keeps its own kind's name inside a trace, as in torch).
+    The layout is nn.Module's: one line for a leaf, one indented line per child otherwise."""
+    if isinstance(module, ScriptModule):
+        shown_name = module._shown_name
+    class_name = _original_class_of(module).__name__
+    extra = f"original_name={class_name}"
+    child_lines = [f"({name}): " + _addindent(_compiled_repr(child, shown_name), 2)
+                   for name, child in module._modules.items() if child is not None]
+    if not child_lines:
+        return f"{shown_name(class_name)}({extra})"
+    return f"{shown_name(class_name)}(\n  " + "\n  ".join([extra] + child_lines) + "\n)"
 
 
 def _wrap_module(module, cls):
@@ -290,6 +338,6 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     if not (isinstance(stored, dict) and "tapegrad.jit" in stored):
         raise RuntimeError("tapegrad.jit.load reads modules written by tapegrad.jit.save; "
                            "this file is not one")
-    kind = {"RecursiveScriptModule": RecursiveScriptModule,
-            "TopLevelTracedModule": TopLevelTracedModule}[stored["tapegrad.jit"]]
-    return _wrap_module(stored["module"], kind)
+    # A loaded archive is a compiled module whatever made it (torch returns a
+    # RecursiveScriptModule for a saved trace too).
+    return _wrap_module(stored["module"], RecursiveScriptModule)

@@ -54,12 +54,14 @@ def trace_module(mod: Any, inputs: Any, **kwargs: Any) -> Any: ...
 
 class ScriptModule(_Module):
     def __getattr__(self, name: Any) -> Any: ...  # type: ignore[override]
+    def __repr__(self) -> Any: ...  # type: ignore[override]
     code: Any
     def extra_repr(self) -> Any: ...  # type: ignore[override]
     def forward(self, *args: Any, **kwargs: Any) -> Any: ...
     graph: Any
     def graph_for(self, *args: Any, **kwargs: Any) -> Any: ...
     inlined_graph: Any
+    original_name: Any
     def save(self, f: Any, **kwargs: Any) -> None: ...
 
 class ScriptFunction:
