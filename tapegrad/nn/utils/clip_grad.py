@@ -16,9 +16,18 @@ def _grads(parameters):
 
 
 def _tensors(tensors):
+    """get_total_norm's tensors: PyTorch takes a list holding None only from clip_grad_norm_,
+    which leaves out the parameters without a gradient; given directly, a None is refused."""
     if isinstance(tensors, _core.TensorBase):
         return [tensors]
-    return [t for t in tensors if t is not None]
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if t is None:
+            if i == 0:          # (PyTorch reads the first tensor's device first)
+                raise AttributeError("'NoneType' object has no attribute 'device'")
+            raise RuntimeError(f"Tensors of the first list of nested Tensor lists are supposed "
+                               f"to be defined but the {i}-th Tensor is not.")
+    return tensors
 
 
 def _refuse_sparse(grads, op: str) -> None:
@@ -30,6 +39,35 @@ def _refuse_sparse(grads, op: str) -> None:
                                   f"doesn't exist for this backend.")
 
 
+_REDUCED_FLOATS = (_core.float16, _core.bfloat16)
+_CLAMP_SIGNATURES = ("\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
+                     "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
+
+
+def _norm_value(grad, norm_type: float):
+    """One gradient's norm as a numpy number, accumulated as PyTorch's _foreach_norm does (a
+    float16 gradient's in float32; bfloat16's storage is float32 already).  An empty gradient's
+    finite-order norm is 0; its inf norm has no identity: an error."""
+    a = grad._array.ravel()
+    if a.size == 0:
+        if norm_type == math.inf:
+            raise RuntimeError("_foreach_norm cannot compute the infinity norm on an empty "
+                               "tensor because the operation does not have an identity")
+        return 0.0
+    if norm_type == math.inf:
+        return np.abs(a).max()      # (np.max propagates NaN)
+    # (promoted, not cast: a complex gradient keeps its imaginary part)
+    return np.linalg.norm(a.astype(np.promote_types(a.dtype, np.float32), copy=False), norm_type)
+
+
+def _norms_tensor(norms: list, dtype):
+    """The norms of the gradients of one dtype as a 1-d tensor of that dtype's real type: each
+    norm rounded to it, as _foreach_norm returns them."""
+    from ... import complex64, complex128, float32, float64
+    real = {complex64: float32, complex128: float64}.get(dtype, dtype)
+    return _core.wrap_array(np.asarray(norms, dtype=np.float64)).to(real)
+
+
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach=None):
     """The ``norm_type`` norm of the norms of `tensors` (usually gradients), as one 0-d tensor."""
@@ -38,26 +76,26 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = float(norm_type)
     if not grads:
         return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
-    # the norms are real: a complex gradient's norm has its real dtype, as PyTorch's
-    dtype = np.empty(0, grads[0]._array.dtype).real.dtype
-    if norm_type == math.inf:
-        # np.max propagates NaN (Python's max() would drop it depending on the order)
-        norms = [np.abs(g._array).max() if g._array.size else 0.0 for g in grads]
-        total = np.asarray(np.max(np.asarray(norms, dtype=dtype)), dtype=dtype)
-    else:
-        # PyTorch accumulates float16 norms in float32 and rounds each norm to float16
-        acc = np.float32 if dtype.itemsize < 4 else dtype
-        # (promoted, not cast: a complex gradient keeps its imaginary part)
-        per = np.asarray([np.linalg.norm(g._array.ravel().astype(
-            np.promote_types(g._array.dtype, acc), copy=False), norm_type) for g in grads],
-            dtype=dtype)
-        total = np.asarray(np.linalg.norm(per.astype(acc), norm_type), dtype=dtype)
-    if error_if_nonfinite and not np.isfinite(total):
+    from ... import cat
+    by_dtype: dict = {}
+    for g in grads:
+        by_dtype.setdefault(g.dtype, []).append(_norm_value(g, norm_type))
+    # PyTorch norms each gradient in its own dtype and stacks the norms, so their dtypes promote
+    # (float16 with float32 gives float32, float32 with float64 float64): the total is not in
+    # the first gradient's dtype, and a mixed-precision model's float32 gradients are not scaled
+    # by a float16 coefficient.
+    norms = cat([_norms_tensor(values, dtype) for dtype, values in by_dtype.items()])
+    # vector_norm of the norms, as its kernel computes it (a float16 or bfloat16 one accumulated
+    # in float32 and rounded once), in numpy: the public op's checks cost more than the sum
+    a = norms._array
+    value = np.linalg.norm(a.astype(np.promote_types(a.dtype, np.float32), copy=False), norm_type)
+    total = _core.wrap_array(np.asarray(value, dtype=np.float64)).to(norms.dtype)
+    if error_if_nonfinite and not np.isfinite(total._array):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
                            "is non-finite, so it cannot be clipped. To disable this error and "
                            "scale the gradients by the non-finite norm anyway, set "
                            "`error_if_nonfinite=False`")
-    return _core.wrap_array(total)
+    return total
 
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
@@ -66,17 +104,27 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     grads = _grads(parameters)
     if not grads:
         return
-    total = np.asarray(total_norm._array if isinstance(total_norm, _core.TensorBase)
-                       else total_norm)
-    # PyTorch: clip_coef = max_norm / (total_norm + 1e-6) in the norm's dtype (its scalar
-    # division is reciprocal() * max_norm), clamped to 1 and multiplied into every gradient.  A
-    # NaN coefficient (a NaN norm) survives the clamp, so the gradients become NaN.
-    dt = total.dtype.type
-    with _core.IeeeResults():                        # inf/nan propagate silently, as in PyTorch
-        clip_coef = (dt(1) / (total + dt(1e-6))) * dt(max_norm)
-        if not clip_coef >= 1.0:
+    from ... import no_grad
+    if not isinstance(total_norm, _core.TensorBase):
+        # PyTorch's clip_coef is then a Python number, which its torch.clamp refuses
+        from ...tensor import invalid_arguments
+        raise invalid_arguments("clamp", (max_norm / (total_norm + 1e-6),), {"max": 1.0},
+                                _CLAMP_SIGNATURES)
+    with no_grad(), _core.IeeeResults():   # inf/nan propagate silently, as in PyTorch
+        # PyTorch: clip_coef = max_norm / (total_norm + 1e-6) in the norm's dtype, clamped to 1
+        # and multiplied into every gradient (in the gradient's dtype).  A NaN coefficient (a
+        # NaN norm) survives the clamp, so the gradients become NaN.
+        clip_coef = max_norm / (total_norm + 1e-6)
+        coef = clip_coef.item()
+        if not coef >= 1.0:
             for g in grads:
-                g._array *= g._array.dtype.type(clip_coef)
+                if g.dtype in _REDUCED_FLOATS:
+                    # PyTorch's CPU mul reads a scalar operand in float32 (its opmath), not
+                    # rounded to the gradient's dtype first; only the product is rounded.
+                    g.copy_(g.float() * clip_coef.float())
+                else:
+                    # (the coefficient in the gradient's dtype, as PyTorch's mul casts it)
+                    g._array *= g._array.dtype.type(coef)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
