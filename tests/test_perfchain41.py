@@ -1,12 +1,13 @@
-"""The 300-op mixed chain's replay at 1e6 elements (issue 19, bench/test_compile.py::
-test_mixed_chain_interleaved): float64 tanh from 0.625 on is 1 - 2 / (1 + e^2a) on the library's
-table-driven exp (vecmath_impl.h, tanh_from_exp) instead of expm1 and a corrected quotient; the
-chain's tanh arguments (~1.2) take it in the forward and in the recomputing backward.
+"""float64 tanh around and past |x| = 0.625 and its use in the 300-op mixed chain's replay
+(issue 19, bench/test_compile.py::test_mixed_chain_interleaved).
 
-Checked here: accuracy against the long-double / mpmath reference around the switch and up to
-the saturation, the special values, an element's bits independent of its neighbours (vectors
-mixing lanes below and above 0.625 at every lane position) and equal at every dispatch level;
-compiled equals eager bit for bit on fused chains using it; values and gradients as PyTorch's.
+Written for a faster tanh from 0.625 on (1 - 2 / (1 + e^2a) on the table-driven exp, commit
+f2bf17c7, reverted after it: a vector mixing lanes on both sides of the switch computed both
+formulas, 70% slower on random data around 0); the checks hold for any float64 tanh kernel and
+stay: accuracy against the long-double / mpmath reference around the switch and up to the
+saturation, the special values, an element's bits independent of its neighbours and equal at
+every dispatch level, compiled equal to eager bit for bit on fused chains, values and gradients
+as PyTorch's.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import vecmath_support as vs  # noqa: E402
 from vecmath_fixtures import level, rng_for, vm  # noqa: E402,F401  (fixtures)
 
-SWITCH = 0.625              # VM_TANH_EXP_FROM: |x| from here on takes tanh_from_exp
+SWITCH = 0.625              # where the reverted kernel switched formulas (a lane boundary)
 
 
 def around_the_switch(rng):
@@ -39,7 +40,7 @@ def around_the_switch(rng):
 
 def test_tanh_float64_within_bound_from_the_switch_on(vm, level):
     """Max error in ulps against the reference: within the float64 bound, and within 1.5 ulp
-    (the expm1 quotient's worst, near 0.11, is ~1.4-1.5) where the new formula applies."""
+    (the worst anywhere, near 0.11, is ~1.4-1.5) from the switch on."""
     x = around_the_switch(rng_for("perfchain41 tanh", np.float64))
     y = vm("tanh", x)
     err = vs.ulp_errors(y, vs.reference("tanh", x))
@@ -90,8 +91,8 @@ def test_tanh_element_independent_of_its_neighbours_and_level(vm):
 
 
 def bench_cycles(lib, x, cycles):
-    """The bench's cycle: tanh's arguments ~1.2 after the first (the new formula), in [-0.25,
-    0.75] in the first (both formulas in one vector)."""
+    """The bench's cycle: tanh's arguments ~1.2 after the first, in [-0.25,
+    0.75] in the first (vectors straddling the switch)."""
     for _ in range(cycles):
         x = lib.exp(lib.sigmoid(lib.sin(lib.tanh(x * 0.5 + 0.25))))
     return x

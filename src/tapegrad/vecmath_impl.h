@@ -331,41 +331,11 @@ static inline vd expm1_tanh_arg(vd x, const double *p, int np)
     return vd_add(hi, vd_fma(s, tail, lo));
 }
 
-/* tanh a for a in [0.625, 20]: 1 - 2 / (1 + e^2a) on float64's exp (table-driven, ~0.501 ulp;
- * defined below): from 0.625 on, 2 / (1 + e^2a) <= 0.45 is below the result, so its rounding
- * errors (~1.5 ulp of itself) count for under ~0.7 ulp of the result (tools/ulp_check.py: max
- * 1.2 ulp, as the expm1 quotient's 1.4).  About half the work of expm1 and the corrected
- * quotient: the mixed chain's tanh (arguments ~1.2) in a third less time. */
-static inline vd pow_exp_parts(vd th, vd ntl, vd zk, vd *s);
-static inline vd tanh_from_exp(vd a)
-{
-    /* e^2a as exp_f64_core computes it, without what changes nothing for 2a in [1.25, 40]: the
-     * NaN pass-through (a is never NaN) and pow_exp's test for |2a| > 708 */
-    vd a2 = vd_add(a, a), s;
-    vd zk = vd_fma_exact(a2, vd_set(VM_POW_N_OVER_LN2), vd_set(VM_MAGIC));
-    vd tmp = pow_exp_parts(a2, vd_set(0.0), zk, &s);
-    vd e = vd_fma_exact(s, tmp, s);
-    vd one = vd_set(1.0);
-    return vd_sub(one, vd_div(vd_set(2.0), vd_add(e, one)));
-}
-#define VM_TANH_EXP_FROM 0.625
-#define VM_TANH_EXP_FROM_PRED 0x1.3ffffffffffffp-1     /* the double below 0.625 */
-
 static inline vd tanh_core(vd x, int precise, const double *p, int np)
 {
-    vd a = vd_min(vd_abs(x), vd_set(20.0));        /* (20 for a NaN x: passed through below) */
-    vd t;
-    vm near0 = vd_lt(a, vd_set(VM_TANH_EXP_FROM));
-    if (precise && !vm_any(near0)) {
-        t = tanh_from_exp(a);
-    } else {
-        vd e = expm1_tanh_arg(vd_add(a, a), p, np);
-        t = div_sum(e, e, vd_set(2.0), precise);
-        /* the lanes from 0.625 on take the other formula whatever their neighbours, so that an
-         * element's result does not depend on the vector it is computed in */
-        vm far = vd_gt(a, vd_set(VM_TANH_EXP_FROM_PRED));
-        if (precise && vm_any(far)) t = vd_select(far, tanh_from_exp(a), t);
-    }
+    vd a = vd_min(vd_abs(x), vd_set(20.0));
+    vd e = expm1_tanh_arg(vd_add(a, a), p, np);
+    vd t = div_sum(e, e, vd_set(2.0), precise);
     vd sign = vd_and(x, vd_set(-0.0));
     return nan_passthrough(x, vd_or(t, sign));
 }
