@@ -596,6 +596,18 @@ def method_entry(name: str, op, like=None, refuses_out: bool | None = None):
     return method
 
 
+# Tensor's Python-level methods that write a source tensor into self (or return the written
+# copy): behind an entry, as the compiled ones are, so that a source of a dispatching class (a
+# bfloat16 source into a float32 self) reaches its __torch_function__, as PyTorch dispatches on
+# every argument; a plain function method dispatches on self only (its subclass's replacement).
+# The bfloat16 handler then refuses a source of another dtype where PyTorch does.
+_WRITES_FROM_SOURCE = frozenset((
+    "index_put_", "index_put", "put_", "index_copy_", "index_add_", "index_add",
+    "index_reduce_", "masked_scatter_", "scatter_", "scatter", "scatter_add_", "scatter_add",
+    "scatter_reduce_", "scatter_reduce", "lerp_", "index_fill_", "index_fill", "masked_fill_",
+    "as_strided_scatter"))
+
+
 def install_methods(cls) -> None:
     """Tensor's compiled methods behind method entries.  A Python method marked as handing self
     to the compiled op of its name (tensor.py's _compiled_op: add, mul, sum ...) is that op
@@ -610,8 +622,9 @@ def install_methods(cls) -> None:
                 op = getattr(_core, name)       # (a public entry's function)
                 op = getattr(op, "__out_arg_of__", op)
                 setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
-            elif policy_of("Tensor", name):
-                # (an op of the CPU autocast lists: its entry applies the policy)
+            elif policy_of("Tensor", name) or name in _WRITES_FROM_SOURCE:
+                # (an op of the CPU autocast lists: its entry applies the policy; a write from
+                # a source: its entry dispatches on the source)
                 setattr(cls, name, method_entry(name, fn))
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
