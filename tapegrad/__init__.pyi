@@ -129,6 +129,7 @@ __all__ = [
     'TypedStorage',
     'UntypedStorage',
     '_int_mm',
+    '_scaled_mm',
     '_weight_int8pack_mm',
     'abs',
     'abs_',
@@ -1642,6 +1643,8 @@ class Tensor:
     def __imatmul__(self, other: Any) -> Tensor: ...
 
 def _int_mm(input: Any, mat2: Any, *, out: Any = ...) -> Any: ...
+
+def _scaled_mm(mat1: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = ..., scale_result: Any = ..., out_dtype: Any = ..., use_fast_accum: Any = ...) -> Any: ...
 
 def _weight_int8pack_mm(input: Any, mat2: Any, scales: Any) -> Any: ...
 

@@ -266,7 +266,7 @@ def _dispatching_dtype_handler(args, kwargs):
     (tapegrad/_float8.py), else bfloat16's (the only other dispatching dtype)."""
     from . import _core
     for v in list(args) + list((kwargs or {}).values()):
-        if isinstance(v, _core.dtype) and v.name.startswith("float8_"):
+        if isinstance(v, _core.dtype) and v in _core.FLOAT8_DTYPES:
             from ._float8 import dtype_call
             return dtype_call
     from ._bfloat16 import dtype_call

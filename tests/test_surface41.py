@@ -114,3 +114,94 @@ def test_a_subclass_value_written_into_a_plain_tensor_dispatches():
                     ("__setitem__", ["Tensor", "slice", "Logged"], None),
                     ("index_put_", ["Tensor", "tuple", "Logged"], None)]
     assert t.tolist() == [1.0, 1.0, 1.0, 0.0]
+
+
+# -- float8 ------------------------------------------------------------------------------------
+
+FLOAT8 = ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"]
+
+
+@pytest.mark.parametrize("name", FLOAT8)
+def test_float8_checkpoints_round_trip_and_match_torchs(name, tmp_path):
+    import io
+    x = tg.tensor([0.5, -1.25, 3.0, 448.0]).to(getattr(tg, name))
+    buf = io.BytesIO()
+    tg.save({"x": x, "v": x[1:3]}, buf)
+    buf.seek(0)
+    d = tg.load(buf)
+    codes = x.view(tg.uint8).tolist()       # (compared as codes: the fnuz formats hold a NaN)
+    assert d["x"].dtype is x.dtype and d["x"].view(tg.uint8).tolist() == codes
+    assert d["v"].storage_offset() == 1 and d["v"].view(tg.uint8).tolist() == codes[1:3]
+    torch = pytest.importorskip("torch")
+    path = str(tmp_path / "x.pt")
+    theirs = torch.tensor([0.5, -1.25, 3.0, 448.0]).to(getattr(torch, name))
+    torch.save({"x": theirs, "v": theirs[1:3]}, path)
+    d = tg.load(path)
+    assert d["x"].dtype is x.dtype and d["x"].view(tg.uint8).tolist() == codes
+    assert d["v"].view(tg.uint8).tolist() == codes[1:3]
+    tg.save({"x": x, "v": x[1:3]}, path)      # (PyTorch's v3 record: UntypedStorage + dtype)
+    d = torch.load(path)
+    assert d["x"].dtype == theirs.dtype and d["x"].view(torch.uint8).tolist() == codes
+
+
+def test_float8_parameter_without_grad_and_loud_refusal_of_a_dropped_gradient():
+    f8 = tg.float8_e4m3fn
+    p = tg.nn.Parameter(tg.ones(3).to(f8), requires_grad=False)
+    assert isinstance(p, tg.nn.Parameter) and p.dtype is f8 and not p.requires_grad
+    assert repr(p) == "Parameter containing:\ntensor([1., 1., 1.], dtype=torch.float8_e4m3fn)"
+    # SILENT before: the conversion dropped the graph, so an input behind it got no gradient
+    a = tg.ones(2, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="float8 tensors do not take part in autograd"):
+        a.to(f8)
+    with pytest.raises(NotImplementedError, match="cannot require grad"):
+        tg.zeros(2, dtype=f8, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="cannot require grad"):
+        tg.nn.Parameter(tg.ones(3).to(f8))
+    with tg.no_grad():
+        assert a.to(f8).float().tolist() == [1.0, 1.0]
+    assert a.detach().to(f8).dtype is f8
+
+
+def test_float8_predicate_is_one_set():
+    import sys
+    from tapegrad import _core, overrides
+    assert sys.modules["tapegrad.tensor"]._FLOAT8_DTYPES is _core.FLOAT8_DTYPES
+    assert {d.name for d in _core.FLOAT8_DTYPES} == set(FLOAT8)
+    assert overrides._dispatching_dtype_handler((tg.float8_e5m2,), {}).__module__ == \
+        "tapegrad._float8"
+
+
+def _scaled_mm_cases(m):
+    a32, b32 = m.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -3.0]]), m.tensor([[1.0, 2.0], [-0.5, 4.0],
+                                                                            [0.75, -1.5]])
+    a, b = a32.to(m.float8_e4m3fn), b32.to(m.float8_e4m3fn)
+    one, two = m.tensor(1.0), m.tensor(2.0)
+    return {
+        "default": lambda: m._scaled_mm(a, b, scale_a=one, scale_b=two),
+        "f32": lambda: m._scaled_mm(a, b, scale_a=two, scale_b=two, out_dtype=m.float32),
+        "bf16 bias": lambda: m._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=m.bfloat16,
+                                          bias=m.ones(2, dtype=m.bfloat16)),
+        "rowwise": lambda: m._scaled_mm(a, b, scale_a=m.tensor([[1.0], [3.0]]),
+                                        scale_b=m.tensor([[2.0, 0.5]]), out_dtype=m.float32),
+        "e5m2": lambda: m._scaled_mm(a, b32.to(m.float8_e5m2), scale_a=one, scale_b=one,
+                                     out_dtype=m.float32),
+        "scale_result": lambda: m._scaled_mm(a, b, scale_a=one, scale_b=one, scale_result=two,
+                                             out_dtype=m.float32),
+        "float32 mats": lambda: m._scaled_mm(a32, b32, scale_a=one, scale_b=one),
+        "one float32": lambda: m._scaled_mm(a, b32, scale_a=one, scale_b=one),
+        "bad scale": lambda: m._scaled_mm(a, b, scale_a=m.ones(3, 1), scale_b=one),
+        "shapes": lambda: m._scaled_mm(a, a, scale_a=one, scale_b=one),
+        "vector": lambda: m._scaled_mm(a[0], b, scale_a=one, scale_b=one),
+    }
+
+
+def test_scaled_mm_matches_torch_on_cpu():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _scaled_mm_cases(tg), _scaled_mm_cases(torch)
+    for name in ours:
+        r1, e1 = _outcome(ours[name])
+        r2, e2 = _outcome(theirs[name])
+        assert e1 == e2, name
+        if r1 is not None:
+            assert str(r1.dtype) == str(r2.dtype), name
+            assert r1.float().tolist() == r2.float().tolist(), name

@@ -119,6 +119,10 @@ float8_e5m2 = dtype("float8_e5m2", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
 float8_e4m3fnuz = dtype("float8_e4m3fnuz", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
 float8_e5m2fnuz = dtype("float8_e5m2fnuz", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
 float8_e8m0fnu = dtype("float8_e8m0fnu", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
+# "is this a float8 dtype": one set lookup (Tensor.to's path asks it of every conversion), here
+# where the dtypes are made, because tapegrad/_float8.py loads only at the first float8 use
+FLOAT8_DTYPES = frozenset((float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+                           float8_e8m0fnu))
 
 # Complex dtypes: numpy holds the values; the ops that know complex arithmetic and PyTorch's
 # conjugate Wirtinger gradients live in tapegrad/_complex.py, reached through complex_hook below.
