@@ -20,6 +20,7 @@ from . import _core
 from ._device import check_unpinned
 from ._extra_ops import _check_tensor
 from ._device import as_device, check_device
+from ._torch_names import TorchNamedClass
 from ._layout import sparse_factory_layout
 from .creation import (_default_float, _broadcast_shapes,
                        _check_inplace, _check_requires_grad, _in_layout_of, _make,
@@ -48,7 +49,7 @@ def _seed_value(seed) -> int:
     return seed & _MASK64
 
 
-class Generator:
+class Generator(metaclass=TorchNamedClass):
     """A random number generator: `Generator(device='cpu')`, seeded by `manual_seed(seed)`.
 
     Pass it as `generator=` to any sampling function to draw from a stream independent of the

@@ -205,3 +205,39 @@ def test_scaled_mm_matches_torch_on_cpu():
         if r1 is not None:
             assert str(r1.dtype) == str(r2.dtype), name
             assert r1.float().tolist() == r2.float().tolist(), name
+
+
+# -- printed type names ------------------------------------------------------------------------
+
+def _printed_types(m):
+    x = m.ones(2, 3, requires_grad=True)
+    layer = m.nn.Linear(2, 2)
+    return {
+        "dtype": type(x.dtype), "tensor": type(x), "device": type(m.device("cpu")),
+        "shape": type(x.shape), "finfo": type(m.finfo(m.float32)),
+        "generator": type(m.Generator()), "default generator": type(m.default_generator),
+        "grad_fn": type((x * 2).grad_fn), "weight": type(layer.weight),
+        "bfloat16 weight": type(layer.to(m.bfloat16).weight),
+        "bfloat16 tensor": type(m.ones(2, dtype=m.bfloat16)),
+        "float8 tensor": type(m.ones(2).to(m.float8_e4m3fn)),
+        "return type": type(x.max(0)), "sort": type(x.sort()),
+        "hook handle": type(x.register_hook(lambda g: g)),
+        "Function": m.autograd.Function, "dtype class": m.dtype, "Generator class": m.Generator,
+    }
+
+
+def test_printed_type_names_are_pytorchs():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _printed_types(tg), _printed_types(torch)
+    for name in ours:
+        assert repr(ours[name]) == repr(theirs[name]), name
+
+
+def test_renamed_compiled_classes_keep_their_module_and_pickle():
+    import pickle
+    assert tg.dtype.__module__ == "tapegrad._core" and tg.dtype.__name__ == "dtype"
+    assert pickle.loads(pickle.dumps(tg.float32)) is tg.float32
+    assert pickle.loads(pickle.dumps(tg.dtype)) is tg.dtype
+    assert isinstance(tg.bfloat16, tg.dtype) and not isinstance(3, tg.dtype)
+    r = tg.tensor([[1.0, 3.0]]).max(1)
+    assert pickle.loads(pickle.dumps(r)).values.tolist() == [3.0]
