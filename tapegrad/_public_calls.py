@@ -476,6 +476,9 @@ def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
     if wrong_type is not None:
         return _wrong_type_error(entry, name, *wrong_type.groups(), args, kwargs, method)
     if re.match(_UNFIT_CALL, message) is None:
+        listed = _listed_overloads(name, message, args, kwargs, method)
+        if listed is not None:
+            return listed
         counted = _counted_as_called(message, entry, name, args, kwargs, method)
         return None if counted is None else TypeError(counted)
     probe, names = _binding_probe(entry, name)
@@ -494,6 +497,29 @@ def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
             return _invalid_combination(entry, name, given, kwargs, method)
         return TypeError(str(unfit))
     return None
+
+
+_TYPED_REFUSAL = r"(\w+\(\): )?argument '\w+'( \(position \d+\))? must be "
+
+
+def _listed_overloads(name: str, message: str, args: tuple, kwargs: dict, method: bool):
+    """PyTorch's "invalid combination" TypeError, listing the signatures, for an argument of a
+    wrong type that the op refused in one signature's words, where PyTorch's builtin of this
+    name has several signatures that take the call's arguments (_overloads.SIGNATURES); None
+    otherwise."""
+    from . import _overloads
+    signatures = _overloads.SIGNATURES.get(name)
+    found = re.match(_TYPED_REFUSAL, message)
+    if signatures is None or found is None or (
+            found.group(1) is not None and found.group(1) != f"{name}(): "):
+        return None
+    if method:
+        signatures = [s.replace("(Tensor input, ", "(").replace("(Tensor input)", "()")
+                      for s in signatures]
+    from .tensor import arguments_got
+    lines = "".join(f"\n * {signature}" for signature in signatures)
+    return TypeError(f"{name}() received an invalid combination of arguments - got "
+                     f"({arguments_got(args[method:], kwargs)}), but expected one of:{lines}\n")
 
 
 def _one_plausible(entry, unfit, args: tuple, kwargs: dict) -> bool:

@@ -241,3 +241,53 @@ def test_renamed_compiled_classes_keep_their_module_and_pickle():
     assert isinstance(tg.bfloat16, tg.dtype) and not isinstance(3, tg.dtype)
     r = tg.tensor([[1.0, 3.0]]).max(1)
     assert pickle.loads(pickle.dumps(r)).values.tolist() == [3.0]
+
+
+# -- argument errors of overloaded builtins ----------------------------------------------------
+
+def _wrong_arguments(m):
+    x = m.ones(2, 3)
+    return {
+        "sum": lambda: m.sum(x, "a"), "max": lambda: m.max(x, 1.5), "min": lambda: m.min(x, 1.5),
+        "view": lambda: x.view("a"), "view float": lambda: x.view(2.0, 3),
+        "view dtype and int": lambda: x.view(m.float32, 2),
+        "zeros": lambda: m.zeros("a"), "arange": lambda: m.arange("a"),
+        "arange two": lambda: m.arange(0, "a"), "arange step": lambda: m.arange(0, 1, "a"),
+        "cat": lambda: m.cat(x), "stack": lambda: m.stack(x), "reshape": lambda: x.reshape(2, "b"),
+        "randn dtype": lambda: m.randn(2, 3, dtype="float"),
+        "rand dtype": lambda: m.rand(2, dtype="float"),
+        "zeros dtype": lambda: m.zeros(2, dtype="float"), "ones": lambda: m.ones(2.5),
+        "mean": lambda: m.mean(x, "a"), "x.sum": lambda: x.sum("a"),
+        "transpose": lambda: x.transpose("a", 1), "unsqueeze": lambda: x.unsqueeze(1.0),
+        "squeeze": lambda: x.squeeze("a"), "torch.squeeze": lambda: m.squeeze(x, "a"),
+        "narrow": lambda: x.narrow("a", 0, 1), "torch.narrow": lambda: m.narrow(x, "a", 0, 1),
+        "linspace": lambda: m.linspace("a", 1, 5), "linspace steps": lambda: m.linspace(0, 1, "a"),
+        "logspace": lambda: m.logspace(0, "a", 5), "add": lambda: m.add(x, "a"),
+        "matmul": lambda: m.matmul(x, [1, 2]), "tensor": lambda: m.tensor("a"),
+        "full": lambda: m.full((2,), "a"), "clamp": lambda: m.clamp(x, "a"),
+        "argmax": lambda: m.argmax(x, "a"), "softmax": lambda: m.softmax(x, "a"),
+        "flatten": lambda: m.flatten(x, "a"), "gather": lambda: m.gather(x, 0, 1.5),
+        "where": lambda: m.where(x, 1.0), "std": lambda: m.std(x, "a"),
+        "topk": lambda: m.topk(x, "a"), "sort": lambda: m.sort(x, "a"),
+        "x.to": lambda: x.to("a"), "mm": lambda: m.mm(x, "a"), "exp": lambda: m.exp("a"),
+        "eye": lambda: m.eye("a"), "chunk": lambda: m.chunk(x, 2.0),
+        "cumsum": lambda: m.cumsum(x, "a"), "prod": lambda: m.prod(x, "a"),
+        "randperm": lambda: m.randperm("a"), "randint": lambda: m.randint("a", (2,)),
+    }
+
+
+def test_wrongly_typed_arguments_raise_pytorchs_error():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _wrong_arguments(tg), _wrong_arguments(torch)
+    for name in ours:
+        assert _outcome(ours[name])[1] == _outcome(theirs[name])[1], name
+
+
+def test_listed_overloads_are_pytorchs_own():
+    with pytest.raises(TypeError) as e:
+        tg.ones(2, 3).squeeze("a")
+    assert str(e.value) == ("squeeze() received an invalid combination of arguments - got (str), "
+                            "but expected one of:\n * ()\n * (int dim)\n * (tuple of ints dim)\n")
+    with pytest.raises(TypeError, match=r"linspace\(\) received an invalid combination .* got "
+                                        r"\(str, int, int\)"):
+        tg.linspace("a", 1, 5)          # (was numpy's ValueError)
