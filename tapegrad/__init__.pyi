@@ -103,6 +103,8 @@ __all__ = [
     'ByteTensor',
     'CharStorage',
     'CharTensor',
+    'DisableTorchFunction',
+    'DisableTorchFunctionSubclass',
     'DoubleStorage',
     'DoubleTensor',
     'Event',
@@ -865,6 +867,17 @@ CharStorage: Any
 class CharTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
+
+class DisableTorchFunction:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    previous: Any
+    modes: Any
+
+class DisableTorchFunctionSubclass:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    previous: Any
 
 DoubleStorage: Any
 class DoubleTensor(Tensor):

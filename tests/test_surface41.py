@@ -291,3 +291,27 @@ def test_listed_overloads_are_pytorchs_own():
     with pytest.raises(TypeError, match=r"linspace\(\) received an invalid combination .* got "
                                         r"\(str, int, int\)"):
         tg.linspace("a", 1, 5)          # (was numpy's ValueError)
+
+
+# -- names scripts touch -----------------------------------------------------------------------
+
+def test_added_names_match_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("DisableTorchFunction", "DisableTorchFunctionSubclass"):
+        assert repr(getattr(tg, name)) == repr(getattr(torch, name))
+        assert getattr(tg, name) is getattr(tg._C, name)
+    assert tg.autograd.ProfilerActivity is tg.profiler.ProfilerActivity
+    assert tg.autograd.kineto_available() == torch.autograd.kineto_available()
+
+    class Seen(tg.Tensor):
+        calls = 0
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            Seen.calls += 1
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    s = tg.ones(2).as_subclass(Seen)
+    with tg.DisableTorchFunctionSubclass():
+        s + 1
+    assert Seen.calls == 0
