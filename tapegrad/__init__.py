@@ -307,6 +307,10 @@ for _float8_name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_
                      "float8_e8m0fnu"):
     _LAZY[_float8_name] = ("_float8", _float8_name)
 del _float8_name
+_LAZY["_scaled_mm"] = ("_float8", "_scaled_mm")   # (its operands are float8 tensors)
+# torch.DisableTorchFunction(Subclass): torch._C's guards, which PyTorch exports at the top too
+_LAZY["DisableTorchFunction"] = ("_C", "DisableTorchFunction")
+_LAZY["DisableTorchFunctionSubclass"] = ("_C", "DisableTorchFunctionSubclass")
 _LAZY["_dynamo"] = ("_dynamo", None)
 _LAZY["_inductor"] = ("_inductor", None)
 _LAZY["_logging"] = ("_logging", None)

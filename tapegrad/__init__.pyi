@@ -103,6 +103,8 @@ __all__ = [
     'ByteTensor',
     'CharStorage',
     'CharTensor',
+    'DisableTorchFunction',
+    'DisableTorchFunctionSubclass',
     'DoubleStorage',
     'DoubleTensor',
     'Event',
@@ -129,6 +131,7 @@ __all__ = [
     'TypedStorage',
     'UntypedStorage',
     '_int_mm',
+    '_scaled_mm',
     '_weight_int8pack_mm',
     'abs',
     'abs_',
@@ -864,6 +867,17 @@ CharStorage: Any
 class CharTensor(Tensor):
     dtype: dtype
     def __new__(cls, *args: Any, **kwargs: Any) -> Tensor: ...  # type: ignore[misc]
+
+class DisableTorchFunction:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    previous: Any
+    modes: Any
+
+class DisableTorchFunctionSubclass:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> Any: ...
+    previous: Any
 
 DoubleStorage: Any
 class DoubleTensor(Tensor):
@@ -1642,6 +1656,8 @@ class Tensor:
     def __imatmul__(self, other: Any) -> Tensor: ...
 
 def _int_mm(input: Any, mat2: Any, *, out: Any = ...) -> Any: ...
+
+def _scaled_mm(mat1: Any, mat2: Any, scale_a: Any, scale_b: Any, bias: Any = ..., scale_result: Any = ..., out_dtype: Any = ..., use_fast_accum: Any = ...) -> Any: ...
 
 def _weight_int8pack_mm(input: Any, mat2: Any, scales: Any) -> Any: ...
 

@@ -261,31 +261,51 @@ def _refuse_mixed_convolution(name: str, names: list) -> None:
                        f"{_SCALAR_NAMES.get(other, other)}")
 
 
-# Ops that refuse a source tensor of another dtype than self's, bfloat16 among them: name ->
-# (the source's position, its keyword, PyTorch's message).  The core refuses the other mixes
-# by the storage's dtype, which a bfloat16 tensor shares with float32.
+# Ops that refuse a source tensor of another dtype than self's, bfloat16 on one side: name ->
+# the checks, in PyTorch's order, as (the source's position, its keyword, PyTorch's message with
+# the dtypes' names).  The core refuses the other mixes by the storage's dtype, which a bfloat16
+# tensor shares with float32, so it neither tells bfloat16 from float32 nor names it.  The
+# methods among them reach this module for a bfloat16 source too (_public_calls'
+# _WRITES_FROM_SOURCE, and TensorBase.__setitem__'s dispatch on its value).
 _INDEX_PUT = ("Index put requires the source and destination dtypes match, got {self} for "
               "the destination and {source} for the source.")
+_PUT = ("put_(): self and source expected to have the same dtype, but got self.dtype = {self} "
+        "and source.dtype = {source}")
+_MASKED_SCATTER = ("masked_scatter: expected self and source to have same dtypes but got"
+                   "{self} and {source}")
+_SCATTER = "scatter(): Expected self.dtype to be equal to src.dtype"
+_INDEX_COPY = ("index_copy_(): self and source expected to have the same dtype, but got (self) "
+               "{self} and (source) {source}")
+_INDEX_ADD = "index_add_(): self ({self}) and source ({source}) must have the same scalar type"
+_INDEX_REDUCE = ("index_reduce_(): self ({self}) and source ({source}) must have the same "
+                 "scalar type")
+_CLOSE = "{self} did not match {source}"
+# lerp names the C++ types; its weight may be a zero-dim tensor of any dtype
+_LERP_END = "expected dtype {self_c} for `end` but got dtype {source_c}"
+_LERP_WEIGHT = "expected dtype {self_c} for `weight` but got dtype {source_c}"
 _SAME_DTYPE_SOURCE = {
-    "index_put_": (2, "values", _INDEX_PUT), "index_put": (2, "values", _INDEX_PUT),
-    "__setitem__": (2, "value", _INDEX_PUT),
-    "masked_scatter_": (2, "source", "masked_scatter: expected self and source to have same "
-                                     "dtypes but got{self} and {source}"),
-    "scatter_": (3, "src", "scatter(): Expected self.dtype to be equal to src.dtype"),
-    "index_copy_": (3, "source", "index_copy_(): self and source expected to have the same "
-                                 "dtype, but got (self) {self} and (source) {source}"),
-    "index_add_": (3, "source", "index_add_(): self ({self}) and source ({source}) must have "
-                                "the same scalar type"),
-    "isclose": (1, "other", "{self} did not match {source}"),
-    "allclose": (1, "other", "{self} did not match {source}"),
+    "index_put_": ((2, "values", _INDEX_PUT),), "index_put": ((2, "values", _INDEX_PUT),),
+    "__setitem__": ((2, "value", _INDEX_PUT),),
+    "put_": ((2, "source", _PUT),), "put": ((2, "source", _PUT),),
+    "masked_scatter_": ((2, "source", _MASKED_SCATTER),),
+    "masked_scatter": ((2, "source", _MASKED_SCATTER),),
+    "_masked_scatter_": ((2, "source", _MASKED_SCATTER),),
+    "index_copy_": ((3, "source", _INDEX_COPY),), "index_copy": ((3, "source", _INDEX_COPY),),
+    "index_add_": ((3, "source", _INDEX_ADD),), "index_add": ((3, "source", _INDEX_ADD),),
+    "index_reduce_": ((3, "source", _INDEX_REDUCE),),
+    "index_reduce": ((3, "source", _INDEX_REDUCE),),
+    "isclose": ((1, "other", _CLOSE),), "allclose": ((1, "other", _CLOSE),),
+    "lerp": ((1, "end", _LERP_END), (2, "weight", _LERP_WEIGHT)),
 }
-_SAME_DTYPE_SOURCE.update(masked_scatter=_SAME_DTYPE_SOURCE["masked_scatter_"],
-                          _masked_scatter_=_SAME_DTYPE_SOURCE["masked_scatter_"],
-                          scatter=_SAME_DTYPE_SOURCE["scatter_"],
-                          scatter_add=_SAME_DTYPE_SOURCE["scatter_"],
-                          scatter_add_=_SAME_DTYPE_SOURCE["scatter_"],
-                          index_copy=_SAME_DTYPE_SOURCE["index_copy_"],
-                          index_add=_SAME_DTYPE_SOURCE["index_add_"])
+_SAME_DTYPE_SOURCE.update(
+    {name: ((3, "src", _SCATTER),) for name in (
+        "scatter_", "scatter", "scatter_add_", "scatter_add", "scatter_reduce_",
+        "scatter_reduce")},
+    lerp_=_SAME_DTYPE_SOURCE["lerp"])
+
+# Ops whose result has self's dtype whatever the source's (PyTorch casts the source in)
+_SELF_DTYPE_RESULT = frozenset(("diagonal_scatter", "slice_scatter", "select_scatter",
+                                "as_strided_scatter"))
 
 
 def _advanced_write(key, value) -> bool:
@@ -300,19 +320,43 @@ def _advanced_write(key, value) -> bool:
                 key._array.dtype == np.bool_ and value._array.size == 1)
 
 
+def _scalar_name(t) -> str:
+    return "BFloat16" if is_bfloat16(t) else _core.scalar_type_name_of(t._array.dtype)
+
+
 def _refuse_other_source(name: str, args: tuple, kwargs: dict) -> None:
-    """PyTorch's refusal of a bfloat16 self with a float32 source, or the reverse."""
-    position, keyword, message = _SAME_DTYPE_SOURCE[name]
-    source = args[position] if len(args) > position else kwargs.get(keyword)
-    target = args[0] if args else kwargs.get("input")
-    if not (isinstance(source, _core.TensorBase) and isinstance(target, _core.TensorBase)) or \
-            is_bfloat16(source) == is_bfloat16(target) or \
-            source._array.dtype != _F32 or target._array.dtype != _F32:
+    """PyTorch's refusal of a source whose dtype is not self's, one of the two bfloat16."""
+    target = args[0] if args else kwargs.get("input", kwargs.get("self"))
+    if not isinstance(target, _core.TensorBase):
         return
-    if name == "__setitem__" and not _advanced_write(args[1], source):
-        return
-    raise RuntimeError(message.format(self=_SCALAR_NAMES[_dtype_name(target)],
-                                      source=_SCALAR_NAMES[_dtype_name(source)]))
+    for position, keyword, message in _SAME_DTYPE_SOURCE[name]:
+        source = args[position] if len(args) > position else kwargs.get(keyword)
+        if not isinstance(source, _core.TensorBase) or \
+                is_bfloat16(source) == is_bfloat16(target) or \
+                keyword == "weight" and not source._array.ndim:
+            continue
+        if name == "__setitem__" and not _advanced_write(args[1], source):
+            return
+        if message is _INDEX_PUT and name.startswith("index_put") and _is_masked_fill(
+                target, args[1] if len(args) > 1 else kwargs.get("indices"), source, args,
+                kwargs):
+            return
+        self_name, source_name = _dtype_name(target), _dtype_name(source)
+        raise RuntimeError(message.format(
+            self=_scalar_name(target), source=_scalar_name(source),
+            self_c=_C_NAMES.get(self_name, self_name),
+            source_c=_C_NAMES.get(source_name, source_name)))
+
+
+def _is_masked_fill(target, indices, values, args, kwargs) -> bool:
+    """index_put_ with one mask and a one-element value is PyTorch's masked_fill_, which casts
+    the value (_scatter_ops._is_masked_fill)."""
+    from ._scatter_ops import _is_masked_fill as masked_fill
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    try:
+        return masked_fill(target, indices, values, accumulate)
+    except RuntimeError:
+        return False        # (the op's own refusal follows)
 
 
 def _requested_dtype(name: str, args: tuple, kwargs: dict):
@@ -541,8 +585,12 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
     if name in _SAME_DTYPE_SOURCE:
         _refuse_other_source(name, args, kwargs)
     requested = _requested_dtype(name, args, kwargs)
-    to_bfloat16 = requested is bfloat16 if requested is not None else \
-        _promotes_to_bfloat16(inputs)
+    if requested is not None:
+        to_bfloat16 = requested is bfloat16
+    elif name in _SELF_DTYPE_RESULT:
+        to_bfloat16 = is_bfloat16(args[0] if args else kwargs.get("input"))
+    else:
+        to_bfloat16 = _promotes_to_bfloat16(inputs)
     out = kwargs.get("out")
     # PyTorch computes an elementwise op in its inputs' dtype, bfloat16, and casts the result
     # into a wider out= (a reduction accumulates in out's dtype: not rounded)

@@ -28,6 +28,7 @@ import numpy as np
 from . import _core, _meta
 from ._call_arguments import tensors_in as _tensors_in
 from ._format import tensor_repr
+from .grad_mode import is_grad_enabled
 from .tensor import Tensor
 
 # name: (exponent bits, mantissa bits, bias, overflow rule)
@@ -155,10 +156,54 @@ def is_float8(t) -> bool:
     return isinstance(t, _Float8Behaviour)
 
 
+_PARAMETER_CLASSES = {}
+
+
+def parameter(data, requires_grad: bool):
+    """nn.Parameter(data) of a float8 tensor: a parameter of its own class per format (the class
+    carries the dtype, as BFloat16Parameter does) sharing data's codes."""
+    _refuse_gradient(requires_grad)
+    fmt = data._format
+    cls = _PARAMETER_CLASSES.get(fmt.dtype)
+    if cls is None:
+        from .nn.parameter import Parameter
+        cls = _PARAMETER_CLASSES[fmt.dtype] = type(
+            fmt.scalar_name + "Parameter", (_Float8Behaviour, Parameter),
+            {"__slots__": (), "_format": fmt, "__module__": __name__,
+             "__doc__": f"A parameter of dtype torch.{fmt.name}.",
+             # (Parameter's own __repr__ would print the codes: its dtype's repr)
+             "__repr__": _parameter_repr, "__str__": _parameter_repr})
+    return _run(Tensor._make_subclass, (cls, data, False), {})
+
+
+def _parameter_repr(self) -> str:
+    return "Parameter containing:\n" + _repr(Tensor.__repr__, "__repr__", (self,), {})
+
+
+# PyTorch records float8 tensors as any floating ones (x.to(float8) is ToCopyBackward0, a float8
+# leaf may require grad).  Here a float8 tensor holds codes in uint8 storage, which the tape
+# cannot carry a gradient through: an op that would record one is refused rather than run
+# without its gradient (a gradient silently missing from every input behind the conversion).
+_NO_GRADIENT = ("tapegrad: float8 tensors do not take part in autograd (their codes are uint8 "
+                "storage the tape cannot differentiate); {what}. Convert under torch.no_grad() "
+                "or from a detached tensor, or keep the differentiated values in a float dtype")
+
+
+def _refuse_gradient(requires_grad, what="a float8 tensor cannot require grad") -> None:
+    if requires_grad:
+        raise NotImplementedError(_NO_GRADIENT.format(what=what))
+
+
 def _marked(t, fmt: _Format):
     """uint8 tensor t (holding codes) as a float8 tensor of format fmt."""
     t.__class__ = _CLASSES[fmt.dtype]
     return t
+
+
+def as_float8_codes(t, dtype):
+    """uint8 tensor t, holding codes of float8 `dtype`, as a tensor of that dtype (in place: a
+    loaded checkpoint's tensors keep sharing their storage)."""
+    return _marked(t, _FORMAT_OF_DTYPE[dtype])
 
 
 def _from_codes(codes: np.ndarray, fmt: _Format):
@@ -552,7 +597,12 @@ def _type(func, name, args, kwargs):
     return _convert_call(func, name, args, kwargs)
 
 
-_OWN = {"__repr__": _repr, "__str__": _repr, "numpy": _numpy_refused,
+def _requires_grad(func, name, args, kwargs):
+    _refuse_gradient(args[1] if len(args) > 1 else kwargs.get("requires_grad", True))
+    return args[0]
+
+
+_OWN = {"requires_grad_": _requires_grad, "__repr__": _repr, "__str__": _repr, "numpy": _numpy_refused,
         "__array__": _numpy_refused, "element_size": _constant(1), "itemsize": _constant(1),
         "is_floating_point": _constant(True), "view": _view,
         "eq": _equality, "__eq__": _equality, "ne": _equality, "__ne__": _equality,
@@ -642,9 +692,14 @@ def dtype_call(entry, args: tuple, kwargs: dict):
         return _view(entry, name, args, kwargs)
     if name in _KERNELS:
         raise _no_kernel(name, fmt)
+    _refuse_gradient(kwargs.get("requires_grad") is True)
     swapped_args = tuple(_core.float32 if a is target else a for a in args)
     swapped_kwargs = {k: (_core.float32 if v is target else v) for k, v in kwargs.items()}
     result = _run(entry, swapped_args, swapped_kwargs)
+    if isinstance(result, _core.TensorBase):
+        _refuse_gradient(result.requires_grad and is_grad_enabled(),
+                         f"the conversion to {target} of a tensor that requires grad would drop "
+                         f"its gradient")
     if name == "full":
         _check_fill(args[1] if len(args) > 1 else kwargs.get("fill_value"), fmt,
                     result._array.size)
@@ -660,3 +715,53 @@ for _f in _FORMATS.values():
     _core._set_dispatching_dtype(_f.dtype, __import__("tapegrad.overrides", fromlist=["x"])
                                  ._dispatch_subclass_call)
     globals()[_f.name] = _f.dtype
+
+
+# -- torch._scaled_mm ---------------------------------------------------------------------------
+
+_INVALID_SCALING = "Invalid scaling configuration."
+
+
+def _scale_fits(scale, rows: int, cols: int, per_row: bool) -> bool:
+    """A scale of one element (tensor-wise), or of one per row of mat1 (shape (M, 1)) / column
+    of mat2 (shape (1, N)): PyTorch's CPU configurations."""
+    if not isinstance(scale, _core.TensorBase):
+        return False
+    if scale._array.size == 1:
+        return True
+    return tuple(scale.shape) == ((rows, 1) if per_row else (1, cols))
+
+
+def _scaled_mm(mat1, mat2, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None,
+               use_fast_accum=False):
+    """torch._scaled_mm on the CPU: (mat1 @ mat2) of two float8 matrices, each product scaled by
+    scale_a * scale_b (tensor-wise, or row-wise for mat1 and column-wise for mat2), plus bias,
+    as out_dtype (default mat1's dtype).  PyTorch's CPU kernel accumulates in float32, as here,
+    and ignores scale_result and use_fast_accum; it has no derivative (no graph is recorded)."""
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if not isinstance(m, _core.TensorBase) or m.dim() != 2:
+            raise RuntimeError(f"{name} must be a matrix")
+    if not is_float8(mat1) and not is_float8(mat2):
+        raise RuntimeError(f"Expected mat1 to be Float8 matrix got {_scalar_name(mat1)}")
+    rows, cols = mat1.shape[0], mat2.shape[1]
+    if not (is_float8(mat1) and is_float8(mat2)) or not (
+            _scale_fits(scale_a, rows, cols, True) and _scale_fits(scale_b, rows, cols, False)):
+        raise ValueError(_INVALID_SCALING)
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{mat1.shape[1]} "
+                           f"and {mat2.shape[0]}x{cols})")
+    target = mat1.dtype if out_dtype is None else out_dtype
+    for m in (mat1, mat2):
+        if m._format.overflow == "nan":     # (the fnuz formats: no CPU kernel)
+            raise RuntimeError(f"itensor_view_from_dense expects float/bfloat16/half/int8/fp8 "
+                               f"tensor input{m._format.scalar_name}")
+    if not (target.is_floating_point or target in _FORMAT_OF_DTYPE):
+        raise RuntimeError(f"itensor_view_from_dense expects float/bfloat16/half/int8/fp8 "
+                           f"tensor input{_scalar_name(target)}")
+    from .grad_mode import no_grad
+    with no_grad():
+        product = (_decoded(mat1) @ _decoded(mat2)) * _decoded(scale_a).float() * \
+            _decoded(scale_b).float()
+        if bias is not None:
+            product = product + bias.float()
+        return product.to(target)

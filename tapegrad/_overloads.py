@@ -51,3 +51,23 @@ METHODS = frozenset((
     "set_", "sort", "squeeze", "squeeze_", "std", "sub", "sub_", "subtract", "subtract_",
     "sum", "tensor_split", "to", "to_sparse", "true_divide", "true_divide_", "type", "var",
     "view", "vsplit", "where", "xlogy", "xlogy_"))
+
+
+# The signatures (function form: a method's drop `Tensor input`) of overloaded builtins whose
+# argument of a wrong type tapegrad's op refuses in one signature's words ("view(): argument
+# 'size' (position 1) must be tuple of ints"), where PyTorch's parser, several of whose
+# signatures take that many arguments, lists them all (tapegrad/_public_calls.py).  Read from
+# torch 2.13.
+_FACTORY_KEYWORDS = ("Tensor out = None, torch.dtype dtype = None, torch.layout layout = None, "
+                     "torch.device device = None, bool pin_memory = False, "
+                     "bool requires_grad = False")
+SIGNATURES = {
+    "view": ("(Tensor input, torch.dtype dtype)", "(Tensor input, tuple of ints size)"),
+    "squeeze": ("(Tensor input)", "(Tensor input, int dim)",
+                "(Tensor input, tuple of ints dim)"),
+    "narrow": ("(Tensor input, int dim, Tensor start, int length)",
+               "(Tensor input, int dim, int start, int length)"),
+}
+SIGNATURES.update(dict.fromkeys(("rand", "randn"), (
+    f"(tuple of ints size, *, torch.Generator generator, {_FACTORY_KEYWORDS})",
+    f"(tuple of ints size, *, {_FACTORY_KEYWORDS})")))

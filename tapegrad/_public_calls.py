@@ -476,6 +476,9 @@ def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
     if wrong_type is not None:
         return _wrong_type_error(entry, name, *wrong_type.groups(), args, kwargs, method)
     if re.match(_UNFIT_CALL, message) is None:
+        listed = _listed_overloads(name, message, args, kwargs, method)
+        if listed is not None:
+            return listed
         counted = _counted_as_called(message, entry, name, args, kwargs, method)
         return None if counted is None else TypeError(counted)
     probe, names = _binding_probe(entry, name)
@@ -494,6 +497,29 @@ def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
             return _invalid_combination(entry, name, given, kwargs, method)
         return TypeError(str(unfit))
     return None
+
+
+_TYPED_REFUSAL = r"(\w+\(\): )?argument '\w+'( \(position \d+\))? must be "
+
+
+def _listed_overloads(name: str, message: str, args: tuple, kwargs: dict, method: bool):
+    """PyTorch's "invalid combination" TypeError, listing the signatures, for an argument of a
+    wrong type that the op refused in one signature's words, where PyTorch's builtin of this
+    name has several signatures that take the call's arguments (_overloads.SIGNATURES); None
+    otherwise."""
+    from . import _overloads
+    signatures = _overloads.SIGNATURES.get(name)
+    found = re.match(_TYPED_REFUSAL, message)
+    if signatures is None or found is None or (
+            found.group(1) is not None and found.group(1) != f"{name}(): "):
+        return None
+    if method:
+        signatures = [s.replace("(Tensor input, ", "(").replace("(Tensor input)", "()")
+                      for s in signatures]
+    from .tensor import arguments_got
+    lines = "".join(f"\n * {signature}" for signature in signatures)
+    return TypeError(f"{name}() received an invalid combination of arguments - got "
+                     f"({arguments_got(args[method:], kwargs)}), but expected one of:{lines}\n")
 
 
 def _one_plausible(entry, unfit, args: tuple, kwargs: dict) -> bool:
@@ -596,6 +622,18 @@ def method_entry(name: str, op, like=None, refuses_out: bool | None = None):
     return method
 
 
+# Tensor's Python-level methods that write a source tensor into self (or return the written
+# copy): behind an entry, as the compiled ones are, so that a source of a dispatching class (a
+# bfloat16 source into a float32 self) reaches its __torch_function__, as PyTorch dispatches on
+# every argument; a plain function method dispatches on self only (its subclass's replacement).
+# The bfloat16 handler then refuses a source of another dtype where PyTorch does.
+_WRITES_FROM_SOURCE = frozenset((
+    "index_put_", "index_put", "put_", "index_copy_", "index_add_", "index_add",
+    "index_reduce_", "masked_scatter_", "scatter_", "scatter", "scatter_add_", "scatter_add",
+    "scatter_reduce_", "scatter_reduce", "lerp_", "index_fill_", "index_fill", "masked_fill_",
+    "as_strided_scatter"))
+
+
 def install_methods(cls) -> None:
     """Tensor's compiled methods behind method entries.  A Python method marked as handing self
     to the compiled op of its name (tensor.py's _compiled_op: add, mul, sum ...) is that op
@@ -610,8 +648,9 @@ def install_methods(cls) -> None:
                 op = getattr(_core, name)       # (a public entry's function)
                 op = getattr(op, "__out_arg_of__", op)
                 setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
-            elif policy_of("Tensor", name):
-                # (an op of the CPU autocast lists: its entry applies the policy)
+            elif policy_of("Tensor", name) or name in _WRITES_FROM_SOURCE:
+                # (an op of the CPU autocast lists: its entry applies the policy; a write from
+                # a source: its entry dispatches on the source)
                 setattr(cls, name, method_entry(name, fn))
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))

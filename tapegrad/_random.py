@@ -20,6 +20,7 @@ from . import _core
 from ._device import check_unpinned
 from ._extra_ops import _check_tensor
 from ._device import as_device, check_device
+from ._torch_names import TorchNamedClass
 from ._layout import sparse_factory_layout
 from .creation import (_default_float, _broadcast_shapes,
                        _check_inplace, _check_requires_grad, _in_layout_of, _make,
@@ -48,7 +49,7 @@ def _seed_value(seed) -> int:
     return seed & _MASK64
 
 
-class Generator:
+class Generator(metaclass=TorchNamedClass):
     """A random number generator: `Generator(device='cpu')`, seeded by `manual_seed(seed)`.
 
     Pass it as `generator=` to any sampling function to draw from a stream independent of the
@@ -322,6 +323,18 @@ def _sample_of(values: np.ndarray, params, name: str):
 
 # -- factories --------------------------------------------------------------------------------------
 
+def _check_dtype_argument(fn: str, size: tuple, dtype) -> None:
+    """PyTorch's refusal of a dtype= that is no dtype (dtype='float'): rand's and randn's two
+    signatures (with and without generator) both take the call, so its parser lists them."""
+    if dtype is None or isinstance(dtype, (_core.dtype, type, np.dtype)):
+        return
+    from ._overloads import SIGNATURES
+    from .tensor import arguments_got
+    lines = "".join(f"\n * {signature}" for signature in SIGNATURES[fn])
+    raise TypeError(f"{fn}() received an invalid combination of arguments - got "
+                    f"({arguments_got(size, {'dtype': dtype})}), but expected one of:{lines}\n")
+
+
 def _shape_of(size, kw_size, fn: str) -> tuple:
     if kw_size is not None:
         if size:
@@ -338,6 +351,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     """Samples from the uniform distribution on [0, 1): rand(2, 3) or rand((2, 3)); float32 by
     default."""
     sparse_factory_layout(layout, "rand", "uniform_")
+    _check_dtype_argument("rand", size, dtype)
     shape = _shape_of(size, kwargs.pop("size", None), "rand")
     _no_extra(kwargs, "rand")
     return _rand(shape, generator, out, dtype, device, requires_grad)
@@ -362,6 +376,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad: bool = False, pin_memory: bool = False, **kwargs) -> Tensor:
     """Samples from the standard normal distribution: randn(2, 3) or randn((2, 3))."""
     sparse_factory_layout(layout, "randn", "normal_")
+    _check_dtype_argument("randn", size, dtype)
     shape = _shape_of(size, kwargs.pop("size", None), "randn")
     _no_extra(kwargs, "randn")
     return _randn(shape, generator, out, dtype, device, requires_grad)

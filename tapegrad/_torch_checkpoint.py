@@ -130,6 +130,13 @@ def _rebuild_tensor_v3(storage, offset, size, stride, requires_grad, backward_ho
     from ._core import dtype as tensor_dtype
     if not isinstance(dtype, tensor_dtype) or not isinstance(storage, _UntypedStorage):
         raise _ser.CheckpointError("malformed tensor record")
+    if dtype in _core.FLOAT8_DTYPES:
+        # its bytes are its codes: a uint8 tensor over them, then marked (no grad: a float8
+        # tensor here is never recorded)
+        from ._float8 import as_float8_codes
+        codes = _rebuild_tensor_v2(storage.as_type(np.dtype(np.uint8)), offset, size, stride,
+                                   False, backward_hooks, metadata)
+        return as_float8_codes(codes, dtype)
     return _rebuild_tensor_v2(storage.as_type(_numpy_twin(dtype)), offset, size, stride,
                               requires_grad, backward_hooks, metadata)
 
@@ -257,6 +264,8 @@ def _torch_globals() -> dict:
     # a dtype pickles as the global torch.<its name> (float64, not its alias double)
     names.update({("torch", d.name): d for d in vars(tapegrad).values()
                   if isinstance(d, tensor_dtype)})
+    # (the float8 dtypes are lazy names of tapegrad: not in its namespace before their first use)
+    names.update({("torch", d.name): d for d in _core.FLOAT8_DTYPES})
     return names
 
 

@@ -212,18 +212,21 @@ class TorchPickler(pickle._Pickler):
             root = arr.copy(order="C")
             low, offset = root.__array_interface__["data"][0], 0
             arr = root
-        if tensor.dtype is _core.bfloat16:
+        dtype = tensor.dtype
+        if dtype is _core.bfloat16:
             record = self._bfloat16_record(root)
             untyped = False
         else:
             record = self._record_of_root(root, arr.dtype)
-            untyped = arr.dtype.name not in _STORAGE_CLASSES
+            # (a float8 tensor's uint8 codes are its bytes: PyTorch's v3 record names its dtype)
+            untyped = arr.dtype.name not in _STORAGE_CLASSES or dtype in _core.FLOAT8_DTYPES
         args = (_StorageRef(record, untyped), offset // item, tuple(int(n) for n in arr.shape),
                 # (an empty tensor's strides are the tensor's, numpy's are 0)
                 tuple(tensor.stride()) if arr.size == 0 else tuple(st // item for st in arr.strides),
                 bool(requires_grad), OrderedDict())
         if untyped:
-            args += (_core._dtype_by_name(arr.dtype.name),)
+            args += (dtype if dtype in _core.FLOAT8_DTYPES else
+                     _core._dtype_by_name(arr.dtype.name),)
         return args
 
     # -- objects ------------------------------------------------------------------------------
@@ -264,8 +267,8 @@ class TorchPickler(pickle._Pickler):
             return (_glob("torch._utils", "_rebuild_parameter_with_state"),
                     (_DataOf(t), t.requires_grad, hooks, state))
         func, args = self._rebuild(self._tensor_args(t, t.requires_grad))
-        # (a bfloat16 tensor's class is its dtype, which the storage's type says)
-        plain = type(t) is Tensor or t.dtype is _core.bfloat16
+        # (a bfloat16 or float8 tensor's class is its dtype, which the record says)
+        plain = type(t) is Tensor or t.dtype is _core.bfloat16 or t.dtype in _core.FLOAT8_DTYPES
         if plain and state is None:
             return func, args
         cls = _glob("torch", "Tensor") if plain else type(t)

@@ -44,6 +44,15 @@ class TorchNamedClass(type):
     `class Net(nn.Module, ABC)`.)"""
 
     def __repr__(cls) -> str:
+        # a class whose PyTorch name is not its path (torch._C.Generator, the compiled dtype
+        # class) says so in `_c_type_name`, which its subclasses do not inherit here
+        named = cls.__dict__.get("_c_type_name")
+        if named is not None:
+            return f"<class '{named}'>"
+        if getattr(cls, "_dtype_class", False):
+            # a bfloat16 or float8 tensor's class is its dtype's mark: PyTorch's tensor is a
+            # Tensor (or Parameter), the class this one marks
+            return repr(next(c for c in cls.__mro__ if not getattr(c, "_dtype_class", False)))
         return f"<class '{torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
 
 
@@ -104,3 +113,18 @@ def report_missing_names_as_torch(module_name: str) -> None:
     # class's ("tapegrad._torch_names"), and tools that read `obj.__module__` to find where a
     # name was defined (griffe, for the API reference) would place the whole module there.
     module.__dict__.setdefault("__module__", module_name)
+
+
+def _name_compiled_classes() -> None:
+    """The core's classes scripts print the type of get TorchNamedClass as their metatype:
+    `type(x.dtype)` is torch.dtype, a tensor hook's handle torch.utils.hooks.RemovableHandle,
+    `type(x.max(0))` torch.return_types.max (the return types made later take the metatype
+    from their base)."""
+    from . import _core
+    made = [c for c in vars(_core.return_types).values() if isinstance(c, type)]
+    for cls in (_core.dtype, _core.RemovableHandle, _core._ReturnType, *made):
+        if type(cls) is type:
+            _core._set_printed_metatype(cls, TorchNamedClass)
+
+
+_name_compiled_classes()

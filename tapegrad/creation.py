@@ -4,6 +4,7 @@ from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
 import math
+import numbers
 import sys
 import warnings
 import weakref
@@ -919,6 +920,21 @@ _ARANGE_SIGNATURES = (
     "bool requires_grad = False)")
 
 
+def _is_number_argument(v) -> bool:
+    """What PyTorch's parser reads as a Number: a Python or numpy number, or a tensor (0-d; the
+    callers refuse others with their own message)."""
+    return isinstance(v, (numbers.Number, np.generic, _core.TensorBase)) and \
+        not isinstance(v, (np.str_, np.bytes_))
+
+
+def _invalid_combination(fn: str, given, signatures) -> TypeError:
+    """PyTorch's parser's refusal of positional arguments that fit none of fn's signatures."""
+    lines = "".join(f"\n * {signature}" for signature in signatures)
+    return TypeError(f"{fn}() received an invalid combination of arguments - got "
+                     f"({', '.join(_type_name(v) for v in given)}), but expected one of:"
+                     f"{lines}\n")
+
+
 def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = False, *,
            layout=None, device=None, pin_memory: bool = False) -> Tensor:
     """Values from start (default 0) up to but excluding end, every step; int64 for ints.
@@ -934,6 +950,13 @@ def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = Fa
         raise TypeError(f"arange() received an invalid combination of arguments - got "
                         f"({given}), but expected one of:{lines}\n")
     given = [v for v in (start, end, step) if v is not None]
+    if not all(map(_is_number_argument, given)):
+        # PyTorch's parser: one bound fits one signature, whose refusal names the argument;
+        # more fit several, and it lists them
+        if len(given) == 1:
+            raise TypeError(f"arange(): argument 'end' (position 1) must be Number, not "
+                            f"{_type_name(given[0])}")
+        raise _invalid_combination("arange", given, _ARANGE_SIGNATURES)
     if any(isinstance(v, _core.TensorBase) and v.ndim for v in given):
         # (PyTorch's Number parser takes a 0-d tensor only; a one-element 1-d one was read)
         if len(given) == 1:
@@ -1128,6 +1151,7 @@ def linspace(start, end, steps, dtype=None, requires_grad: bool = False, *, layo
     check_unpinned(pin_memory)
     check_device(device, "linspace")
     sparse_factory_layout(layout, "linspace", "linspace.out")
+    _check_range_arguments("linspace", start, end, steps, "")
     steps = _count_arg(steps, "linspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -1178,6 +1202,7 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
     check_unpinned(pin_memory)
     check_device(device, "logspace")
     sparse_factory_layout(layout, "logspace", "logspace.out")
+    _check_range_arguments("logspace", start, end, steps, ", float base = 10.0")
     steps = _count_arg(steps, "logspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
@@ -1222,6 +1247,21 @@ def logspace(start, end, steps, base: float = 10.0, dtype=None, requires_grad: b
         values = np.power(ct.type(base), exps)
         values = values.astype(dt)      # (past an integer dtype's range: PyTorch's cast, quiet)
     return _make(values, requires_grad)
+
+
+def _check_range_arguments(fn: str, start, end, steps, base: str) -> None:
+    """linspace's and logspace's four signatures (each endpoint a Tensor or a Number, steps an
+    int): arguments of other types fit none, and PyTorch's parser lists them (`base`: logspace's
+    extra parameter, as its signatures show it)."""
+    if _is_number_argument(start) and _is_number_argument(end) and (
+            is_int(steps) or isinstance(steps, _core.TensorBase)):
+        return
+    signatures = [f"({a} start, {b} end, int steps{base}, *, Tensor out = None, torch.dtype dtype "
+                  f"= None, torch.layout layout = None, torch.device device = None, bool "
+                  f"pin_memory = False, bool requires_grad = False)"
+                  for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+                               ("Number", "Number"))]
+    raise _invalid_combination(fn, (start, end, steps), signatures)
 
 
 def _range_endpoints(fn: str, start, end):

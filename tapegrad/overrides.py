@@ -23,6 +23,7 @@ import functools
 from collections.abc import Sequence
 
 from . import _core
+from ._torch_names import TorchNamedClass
 from .tensor import Tensor
 
 __all__ = ["BaseTorchFunctionMode", "TorchFunctionMode", "handle_torch_function",
@@ -36,9 +37,11 @@ def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
     return func(*args, **(kwargs or {}))
 
 
-class _DisableTorchFunctionSubclass:
+class _DisableTorchFunctionSubclass(metaclass=TorchNamedClass):
     """While active (in this thread), has_torch_function answers False and calls do not dispatch
     to Tensor subclasses: the function runs its plain path."""
+
+    _c_type_name = "torch._C.DisableTorchFunctionSubclass"
 
     def __enter__(self):
         self.previous = _core._subclass_dispatch_set_off(True)
@@ -49,9 +52,11 @@ class _DisableTorchFunctionSubclass:
         return False
 
 
-class _DisableTorchFunction:
+class _DisableTorchFunction(metaclass=TorchNamedClass):
     """While active (in this thread), neither Tensor subclasses nor torch function modes see
     calls (PyTorch's torch._C.DisableTorchFunction): the modes are set aside and put back."""
+
+    _c_type_name = "torch._C.DisableTorchFunction"
 
     def __enter__(self):
         self.previous = _core._subclass_dispatch_set_off(True)
@@ -266,7 +271,7 @@ def _dispatching_dtype_handler(args, kwargs):
     (tapegrad/_float8.py), else bfloat16's (the only other dispatching dtype)."""
     from . import _core
     for v in list(args) + list((kwargs or {}).values()):
-        if isinstance(v, _core.dtype) and v.name.startswith("float8_"):
+        if isinstance(v, _core.dtype) and v in _core.FLOAT8_DTYPES:
             from ._float8 import dtype_call
             return dtype_call
     from ._bfloat16 import dtype_call

@@ -1059,9 +1059,11 @@ def _made_elsewhere(dtype) -> bool:
     """Whether a conversion to `dtype` is made by the module of a dtype numpy lacks (bfloat16,
     the float8 dtypes) rather than by the core (not while an op runs on such a tensor's
     storage, the dispatch off)."""
-    return (dtype is _core.bfloat16 or (isinstance(dtype, _core.dtype)
-                                        and dtype.name.startswith("float8_"))) \
+    return (dtype is _core.bfloat16 or dtype in _FLOAT8_DTYPES) \
         and not _core._subclass_dispatch_set_off(None)
+
+
+_FLOAT8_DTYPES = _core.FLOAT8_DTYPES
 
 
 def _to_bfloat16(method, args, kwargs):

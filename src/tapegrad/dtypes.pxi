@@ -37,6 +37,8 @@ class NoNumpyDtype:
 cdef class dtype:
     """A tensor element type; prints as PyTorch prints it (`torch.float32`) so scripts match."""
 
+    _c_type_name = "torch.dtype"    # (its name in PyTorch's messages and type(x.dtype)'s repr)
+
     def __init__(self, str name, object np_dtype, int category, int itemsize=0):
         self.name = name
         self.category = category
@@ -119,6 +121,10 @@ float8_e5m2 = dtype("float8_e5m2", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
 float8_e4m3fnuz = dtype("float8_e4m3fnuz", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
 float8_e5m2fnuz = dtype("float8_e5m2fnuz", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
 float8_e8m0fnu = dtype("float8_e8m0fnu", NoNumpyDtype(NO_FLOAT8), CAT_FLOAT, 1)
+# "is this a float8 dtype": one set lookup (Tensor.to's path asks it of every conversion), here
+# where the dtypes are made, because tapegrad/_float8.py loads only at the first float8 use
+FLOAT8_DTYPES = frozenset((float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+                           float8_e8m0fnu))
 
 # Complex dtypes: numpy holds the values; the ops that know complex arithmetic and PyTorch's
 # conjugate Wirtinger gradients live in tapegrad/_complex.py, reached through complex_hook below.
@@ -632,3 +638,40 @@ def _scalar_to_dtype(v, dt, half_as_double=False):
     """scalar_to_dtype for the Python-level ops (fill_, full, fill, lerp's weight): `v` as the
     number PyTorch stores in a `dt` tensor, or its error."""
     return scalar_to_dtype(v, np.dtype(dt), half_as_double)
+
+
+cdef extern from *:
+    """
+    /* A compiled class's metatype becomes `meta`, a subclass of type (tapegrad/_torch_names.py's
+     * TorchNamedClass): its repr, `type(x.dtype)`, prints PyTorch's name while __module__ and
+     * pickling stay ours.  The class is a static type: every type slot the metatype inherits
+     * from type reads it as a type, and its instances are untouched. */
+    static int tg_set_metatype(PyObject *cls, PyObject *meta)
+    {
+        if (!PyType_Check(cls) || !PyType_Check(meta)
+                || !PyType_IsSubtype((PyTypeObject *)meta, &PyType_Type)
+                || ((PyTypeObject *)meta)->tp_basicsize != PyType_Type.tp_basicsize) {
+            PyErr_SetString(PyExc_TypeError, "expected a class and a plain subclass of type");
+            return -1;
+        }
+        /* the metatype's own __module__ would answer for the class (a static type keeps its
+         * module in tp_name, not in its dict): the class's module goes into its dict first */
+        PyObject *module = PyObject_GetAttrString(cls, "__module__");
+        if (module == NULL)
+            return -1;
+        int failed = PyDict_SetItemString(((PyTypeObject *)cls)->tp_dict, "__module__", module);
+        Py_DECREF(module);
+        if (failed < 0)
+            return -1;
+        PyType_Modified((PyTypeObject *)cls);
+        Py_INCREF(meta);        /* (the class is static: the reference is never given back) */
+        Py_SET_TYPE(cls, (PyTypeObject *)meta);
+        return 0;
+    }
+    """
+    int tg_set_metatype(object cls, object meta) except -1
+
+
+def _set_printed_metatype(cls, meta):
+    """Give compiled class `cls` the metatype `meta` (tapegrad/_torch_names.py, once)."""
+    tg_set_metatype(cls, meta)

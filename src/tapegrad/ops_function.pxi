@@ -138,6 +138,7 @@ cdef Py_ssize_t NEXT_HOOK_ID = 0
 
 cdef class RemovableHandle:
     """What register_hook returns: .remove() unregisters the hook (also usable with `with`)."""
+    _c_type_name = "torch.utils.hooks.RemovableHandle"      # (type(handle)'s repr)
     cdef object _hooks                  # the dict the hook lives in
     cdef readonly Py_ssize_t id
 

@@ -1039,7 +1039,15 @@ cdef int assign_unrecorded(object A, object T, object nkey, object V, bint advan
     return 0
 
 
+cdef extern from "out_arg_call.h":
+    int tg_setitem_value_dispatches(object self, object value)
+    object tg_subclass_handler_ref()
+
+
 cdef object user_setitem(TensorBase self, object key, object value):
+    if isinstance(value, TensorBase) and tg_setitem_value_dispatches(self, value):
+        # (a bfloat16 value into a float32 self: its handler refuses the dtypes as PyTorch)
+        return tg_subclass_handler_ref()(TensorBase.__setitem__, (self, key, value), {})
     if key is False:
         # PyTorch's t[False] = v returns before anything (python_variable_indexing.cpp): no
         # write, no record, no version bump (fuzz seed 54107820)

@@ -200,6 +200,24 @@ tg_set_dispatching_dtype(PyObject *dtype, PyObject *handler)
     return 0;
 }
 
+/* Whether self[key] = value goes to the subclass handler for its value: a value of a
+ * dispatching class into a self of another (PyTorch's __setitem__ dispatches on every
+ * argument; a dispatching self's own __setitem__ is its class's replacement, overrides.py). */
+static int
+tg_setitem_value_dispatches(PyObject *self, PyObject *value)
+{
+    return tg_subclass_handler != NULL && !tg_subclass_dispatch_off
+           && Py_TYPE(value) != Py_TYPE(self) && tg_is_dispatching_subclass(value);
+}
+
+/* The subclass handler (a new reference; set whenever tg_setitem_value_dispatches answers 1). */
+static PyObject *
+tg_subclass_handler_ref(void)
+{
+    Py_INCREF(tg_subclass_handler);
+    return tg_subclass_handler;
+}
+
 /* Turns the dispatch off (off=1) or back on for this thread (off=-1: leaves it); the previous
  * setting. */
 static int

@@ -35,7 +35,7 @@ _LAZY = _lazy.table({
     "forward_ad": (),           # dual tensors by the double-backward trick
     "functional": (),
     "graph": (),                # saved-tensor hooks, Node, GradientEdge
-    "profiler": (),
+    "profiler": ("ProfilerActivity", "kineto_available"),     # (torch.autograd has them too)
 })
 
 # torch.autograd's __all__ (what `from torch.autograd import *` binds; its submodules and

@@ -41,6 +41,7 @@ from tapegrad.grad_mode import set_grad_enabled as set_grad_enabled
 from tapegrad.overrides import handle_torch_function as handle_torch_function
 from tapegrad.overrides import has_torch_function as has_torch_function
 from tapegrad.overrides import is_tensor_like as is_tensor_like
+from tapegrad.profiler import ProfilerActivity as ProfilerActivity
 
 __all__ = [
     'Variable',
@@ -71,3 +72,5 @@ class SavedTensor:
     def register_hooks(self, pack_hook: Any, unpack_hook: Any) -> None: ...
 
 def is_multithreading_enabled() -> _bool: ...
+
+def kineto_available() -> _bool: ...

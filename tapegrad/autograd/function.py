@@ -244,7 +244,7 @@ class BackwardCFunction(FunctionCtx, metaclass=_TorchNamedClass):
         return _object_repr(self)
 
 
-class FunctionMeta(type):
+class FunctionMeta(_TorchNamedClass):
     """Creates each Function's `<Name>Backward` ctx class."""
 
     def __init__(cls, name, bases, attrs):

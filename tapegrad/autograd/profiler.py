@@ -3,9 +3,16 @@ record_function and the recording itself are tapegrad.profiler's; only `profile`
 profile prints as its events (PyTorch's torch.autograd.profiler.profile defines __str__ / __repr__,
 torch.profiler.profile does not), so tutorials' `print(prof)` shows the per-event table."""
 from .. import profiler as _profiler
-from ..profiler import EventList, FunctionEvent, FunctionEventAvg, record_function
+from ..profiler import EventList, FunctionEvent, FunctionEventAvg, ProfilerActivity, record_function
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg"]
+
+
+def kineto_available() -> bool:
+    """Whether torch.profiler's profiler (PyTorch's Kineto one) is there: tapegrad.profiler's
+    profile, schedule and activities stand in for it, so scripts that ask before profiling
+    profile."""
+    return True
 
 _UNFINISHED = "<unfinished torch.autograd.profile>"
 

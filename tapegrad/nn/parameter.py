@@ -39,6 +39,9 @@ class Parameter(Tensor, metaclass=_FlaggedInstanceMeta):
             cls = meta_parameter_class()
         if cls is Parameter and data.dtype is _core.bfloat16:
             from .._bfloat16 import BFloat16Parameter as cls    # (its class carries its dtype)
+        elif cls is Parameter and data.dtype in _core.FLOAT8_DTYPES:
+            from .._float8 import parameter
+            return parameter(data, requires_grad)
         if not type(data).__module__.startswith("tapegrad"):
             return _custom_tensor_parameter(data, requires_grad)
         return Tensor._make_subclass(cls, data, requires_grad)
