@@ -563,6 +563,19 @@ def _narrow(self, dim, start, length):
     return BatchedTensor(self.value.narrow(_dim_at(dim, self.dim()), start, length), self.level)
 
 
+def _diagonal(self, offset=0, dim1=0, dim2=1):
+    rank = self.dim()
+    return BatchedTensor(self.value.diagonal(offset, _dim_at(dim1, rank), _dim_at(dim2, rank)),
+                         self.level)
+
+
+def _trace(self):
+    """PyTorch's batching rule: the sum of the sample's diagonal (so its grad_fn is a sum's)."""
+    if self.dim() != 2:
+        return _loop(lambda x: x.trace(), "trace", (self,), {})   # trace's own error
+    return _diagonal(self, 0, -2, -1).sum(-1)
+
+
 def _unbind(self, dim=0):
     return tuple(_select(self, dim, i) for i in range(self.shape[dim]))
 
@@ -870,6 +883,8 @@ BatchedTensor.flatten = _flatten
 BatchedTensor.select = _select
 BatchedTensor.narrow = _narrow
 BatchedTensor.unbind = _unbind
+BatchedTensor.diagonal = _diagonal
+BatchedTensor.trace = _trace
 BatchedTensor.expand = _expand
 BatchedTensor.expand_as = _expand_as
 BatchedTensor.view_as = _view_as
@@ -1136,7 +1151,7 @@ def _elementwise_function(dispatch, args, kwargs):
 for _name in set(_REDUCTIONS + _DIM_ONLY):
     _FUNCTION_RULES[_name] = _as_method(_name)
 for _name in ("transpose", "permute", "movedim", "moveaxis", "swapaxes", "unsqueeze",
-              "squeeze", "flatten", "select", "narrow", "unbind", "reshape", "t", "split",
+              "squeeze", "flatten", "select", "narrow", "unbind", "reshape", "t", "split", "diagonal", "trace",
               "chunk", "tensor_split"):
     _FUNCTION_RULES[_name] = _as_method(_name)
 for _name in set(_UNARY) | _ELEMENTWISE_F | {"dropout", "alpha_dropout", "feature_alpha_dropout"}:
