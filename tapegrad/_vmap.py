@@ -563,6 +563,19 @@ def _narrow(self, dim, start, length):
     return BatchedTensor(self.value.narrow(_dim_at(dim, self.dim()), start, length), self.level)
 
 
+def _diagonal(self, offset=0, dim1=0, dim2=1):
+    rank = self.dim()
+    return BatchedTensor(self.value.diagonal(offset, _dim_at(dim1, rank), _dim_at(dim2, rank)),
+                         self.level)
+
+
+def _trace(self):
+    """PyTorch's batching rule: the sum of the sample's diagonal (so its grad_fn is a sum's)."""
+    if self.dim() != 2:
+        return _loop(lambda x: x.trace(), "trace", (self,), {})   # trace's own error
+    return _diagonal(self, 0, -2, -1).sum(-1)
+
+
 def _unbind(self, dim=0):
     return tuple(_select(self, dim, i) for i in range(self.shape[dim]))
 
@@ -870,6 +883,8 @@ BatchedTensor.flatten = _flatten
 BatchedTensor.select = _select
 BatchedTensor.narrow = _narrow
 BatchedTensor.unbind = _unbind
+BatchedTensor.diagonal = _diagonal
+BatchedTensor.trace = _trace
 BatchedTensor.expand = _expand
 BatchedTensor.expand_as = _expand_as
 BatchedTensor.view_as = _view_as
@@ -1105,6 +1120,92 @@ _ELEMENTWISE_F = set("""relu relu6 elu selu celu gelu silu mish leaky_relu hardt
 hardsigmoid logsigmoid softplus softsign tanhshrink softshrink hardshrink threshold sigmoid
 tanh""".split())
 
+def _only_first_batched(args, kwargs) -> bool:
+    return bool(args) and _is_batched(args[0]) and not any(
+        _is_batched(a) for a in _leaves(args[1:], kwargs))
+
+
+def _trailing_matrix_rule(dispatch, args, kwargs):
+    """det/inv/slogdet/cholesky/eigh...: linalg ops act on a tensor's last two dims and take
+    any leading dims as a batch, so a batched matrix sample is one call on the whole batch
+    (PyTorch's batching rule; its grad_fn is the op's own, not a stack's)."""
+    if not _only_first_batched(args, kwargs) or "dim" in kwargs or _ndim(args[0]) < 2:
+        return None     # the loop: other batched operands, explicit dims, or the op's error
+    return _wrap(dispatch(args[0].value, *args[1:], **kwargs), args[0].level)
+
+
+def _vector_norm_dims(x, dim):
+    rank = x.dim()
+    if dim is None:
+        return tuple(range(1, rank + 1)) if rank else None
+    return _dims_at(dim, rank)
+
+
+def _vector_norm(x, ord, dim, keepdim, dtype):
+    from . import linalg
+    if x.dim() == 0:
+        if dim not in (None, 0, -1, (0,), (-1,)):
+            return None     # the loop: the op's IndexError
+        # a 0-d sample's norm is over nothing but itself: over a size-1 dim of the value
+        return BatchedTensor(linalg.vector_norm(x.value.unsqueeze(1), ord, 1, False,
+                                                dtype=dtype), x.level)
+    return BatchedTensor(linalg.vector_norm(x.value, ord, _vector_norm_dims(x, dim), keepdim,
+                                            dtype=dtype), x.level)
+
+
+def _vector_norm_rule(dispatch, args, kwargs):
+    if not _only_first_batched(args, kwargs):
+        return None
+    bound = dict(zip(("input", "ord", "dim", "keepdim"), args))
+    bound.update(kwargs)
+    return _vector_norm(args[0], bound.get("ord", 2), bound.get("dim"),
+                        bound.get("keepdim", False), bound.get("dtype"))
+
+
+def _norm_rule(dispatch, args, kwargs):
+    """torch.norm(x, p='fro') and linalg.norm(x, ord=None) share the name: both are a vector
+    2-norm without an order, and a vector norm of a given order over one dim or a 1-d sample;
+    matrix norms (an order over two dims) run per sample."""
+    if not _only_first_batched(args, kwargs):
+        return None
+    bound = dict(zip(("input", "ord", "dim", "keepdim"), args))
+    bound.update(kwargs)
+    order = bound.get("ord", bound.get("p"))
+    dim = bound.get("dim")
+    if order not in (None, "fro") and not (isinstance(order, (int, float)) and
+                                           (isinstance(dim, int) or (dim is None and _ndim(args[0]) <= 1))):
+        return None
+    if order == "fro" and dim is not None and not isinstance(dim, int) and len(dim) != 2:
+        return None
+    return _vector_norm(args[0], 2 if order in (None, "fro") else order, dim,
+                        bound.get("keepdim", False), bound.get("dtype"))
+
+
+def _outer_rule(dispatch, args, kwargs):
+    """outer(a, b) of 1-d samples: a[:, None] * b[None, :], PyTorch's batching rule."""
+    if len(args) != 2 or kwargs or _ndim(args[0]) != 1 or _ndim(args[1]) != 1:
+        return None
+    a, b = args
+    return a.unsqueeze(-1) * b.unsqueeze(-2)
+
+
+def _normalize_rule(dispatch, args, kwargs):
+    """F.normalize(x, p, dim, eps) of one batched sample: x over its clamped p-norm (the op's
+    own formula, so the grad_fn is a division's as in PyTorch)."""
+    if not _only_first_batched(args, kwargs) or kwargs.get("out") is not None:
+        return None
+    bound = dict(zip(("input", "p", "dim", "eps"), args))
+    bound.update(kwargs)
+    x = args[0]
+    if x.dim() == 0:
+        return None
+    norm = _vector_norm(x, bound.get("p", 2.0), bound.get("dim", 1), True, None)
+    return x / norm.clamp_min(bound.get("eps", 1e-12)).expand_as(x)
+
+
+_TRAILING_MATRIX_OPS = ("det", "inv", "inverse", "slogdet", "logdet", "cholesky", "eigh",
+                        "eigvalsh", "matrix_exp", "svdvals")
+
 _FUNCTION_RULES = {
     "stack": _stack_rule, "cat": _cat_rule, "concat": _cat_rule, "concatenate": _cat_rule,
     "linear": _linear_rule, "matmul": lambda o, a, k: _matmul(a[0], a[1]),
@@ -1121,6 +1222,10 @@ _FUNCTION_RULES = {
     "batch_norm": _running_stats_rule("training", 5),
     "instance_norm": _running_stats_rule("use_input_stats", 5),
 }
+for _name in _TRAILING_MATRIX_OPS:
+    _FUNCTION_RULES[_name] = _trailing_matrix_rule
+_FUNCTION_RULES.update(vector_norm=_vector_norm_rule, norm=_norm_rule, outer=_outer_rule,
+                       ger=_outer_rule, normalize=_normalize_rule)
 for _name in ("zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"):
     _FUNCTION_RULES[_name] = _like_rule
 def _elementwise_function(dispatch, args, kwargs):
@@ -1136,7 +1241,7 @@ def _elementwise_function(dispatch, args, kwargs):
 for _name in set(_REDUCTIONS + _DIM_ONLY):
     _FUNCTION_RULES[_name] = _as_method(_name)
 for _name in ("transpose", "permute", "movedim", "moveaxis", "swapaxes", "unsqueeze",
-              "squeeze", "flatten", "select", "narrow", "unbind", "reshape", "t", "split",
+              "squeeze", "flatten", "select", "narrow", "unbind", "reshape", "t", "split", "diagonal", "trace",
               "chunk", "tensor_split"):
     _FUNCTION_RULES[_name] = _as_method(_name)
 for _name in set(_UNARY) | _ELEMENTWISE_F | {"dropout", "alpha_dropout", "feature_alpha_dropout"}:
@@ -1484,3 +1589,28 @@ def unbatch(x, level, size, out_dim):
     d = out_dim % n
     shape = tuple(x.shape)
     return x.unsqueeze(d).expand(shape[:d] + (size,) + shape[d:])
+
+
+# -- methods that share the function rules above ---------------------------------------------------
+
+def _method_from_rule(rule, name):
+    def method(self, *args, **kwargs):
+        out = rule(None, (self,) + args, dict(kwargs))
+        if out is None:
+            return _loop(lambda sample, *a, **k: getattr(sample, name)(*a, **k), name,
+                         (self,) + args, kwargs)
+        return out
+    return method
+
+
+def _method_trailing(name):
+    def rule(dispatch, args, kwargs):
+        return _trailing_matrix_rule(lambda v, *a, **k: getattr(v, name)(*a, **k), args, kwargs)
+    return _method_from_rule(rule, name)
+
+
+for _name in ("det", "inverse", "slogdet", "logdet", "cholesky", "matrix_exp"):
+    setattr(BatchedTensor, _name, _method_trailing(_name))
+BatchedTensor.norm = _method_from_rule(_norm_rule, "norm")
+BatchedTensor.outer = _method_from_rule(_outer_rule, "outer")
+BatchedTensor.ger = _method_from_rule(_outer_rule, "ger")
