@@ -49,16 +49,12 @@ class Transform:
     """
 
     bijective = False
-
-    @property
-    def domain(self):
-        """The constraint the inputs x satisfy (its event_dim: the dims one event has)."""
-        return constraints.real
-
-    @property
-    def codomain(self):
-        """The constraint the outputs y = T(x) satisfy."""
-        return constraints.real
+    # The constraint the inputs x satisfy (its event_dim: the dims one event has), and the one
+    # the outputs y = T(x) satisfy.  Declared, not defaulted, as in PyTorch: a subclass sets them
+    # as class attributes, properties, or plain instance attributes in __init__ (Dreamer's
+    # TanhBijector does `self.domain = constraints.real`), which a base-class property would forbid.
+    domain: constraints.Constraint
+    codomain: constraints.Constraint
 
     def __init__(self, cache_size: int = 0):
         if cache_size not in (0, 1):

@@ -1,0 +1,69 @@
+"""Proxy corpus for model-based RL and world models (session proxydi): Dreamer RSSM pieces,
+PETS/MBPO ensembles, CEM/MPPI planning, MuZero supports, replay buffers, iLQR, run under tapegrad
+and compared with torch on the same values.
+"""
+import numpy as np
+import pytest
+
+import tapegrad
+from tapegrad import distributions as td
+
+
+# --------------------------------------------------------------------- user-written transforms
+
+class _TanhBijector(td.Transform):
+    """Dreamer's actor squashing transform: it sets domain/codomain/bijective on the instance."""
+
+    def __init__(self):
+        super().__init__()
+        self.bijective = True
+        self.domain = td.constraints.real
+        self.codomain = td.constraints.interval(-1.0, 1.0)
+
+    def _call(self, x):
+        return tapegrad.tanh(x)
+
+    def _inverse(self, y):
+        return tapegrad.atanh(y.clamp(-0.99999997, 0.99999997))
+
+    def log_abs_det_jacobian(self, x, y):
+        return 2.0 * (np.log(2.0) - x - tapegrad.nn.functional.softplus(-2.0 * x))
+
+
+def test_transform_subclass_may_set_domain_in_init():
+    torch = pytest.importorskip("torch")
+
+    class TorchTanhBijector(torch.distributions.Transform):
+        def __init__(self):
+            super().__init__()
+            self.bijective = True
+            self.domain = torch.distributions.constraints.real
+            self.codomain = torch.distributions.constraints.interval(-1.0, 1.0)
+
+        def _call(self, x):
+            return torch.tanh(x)
+
+        def _inverse(self, y):
+            return torch.atanh(y.clamp(-0.99999997, 0.99999997))
+
+        def log_abs_det_jacobian(self, x, y):
+            return 2.0 * (np.log(2.0) - x - torch.nn.functional.softplus(-2.0 * x))
+
+    mean = np.array([[0.3, -1.2], [2.0, 0.0]])
+    std = np.array([[0.7, 0.8], [0.5, 1.3]])
+    act = np.array([[0.5, -0.5], [0.9, 0.0]])
+    ours = td.Independent(td.TransformedDistribution(
+        td.Normal(tapegrad.tensor(mean), tapegrad.tensor(std)), _TanhBijector()), 1)
+    ref = torch.distributions.Independent(torch.distributions.TransformedDistribution(
+        torch.distributions.Normal(torch.tensor(mean), torch.tensor(std)), TorchTanhBijector()), 1)
+    np.testing.assert_allclose(ours.log_prob(tapegrad.tensor(act)).numpy(),
+                               ref.log_prob(torch.tensor(act)).numpy(), rtol=1e-10)
+    assert ours.event_shape == (2,)
+
+
+def test_transform_without_domain_raises_attribute_error_like_torch():
+    class NoDomain(td.Transform):
+        pass
+
+    with pytest.raises(AttributeError):
+        NoDomain().domain
