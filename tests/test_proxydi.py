@@ -67,3 +67,27 @@ def test_transform_without_domain_raises_attribute_error_like_torch():
 
     with pytest.raises(AttributeError):
         NoDomain().domain
+
+
+# --------------------------------------------------------- errors reported by inner distributions
+
+@pytest.mark.parametrize("build", [
+    lambda d, T: d.Beta(T([-1.0]), T([1.0])),
+    lambda d, T: d.Beta(T([1.0, 2.0]), -1.0),
+    lambda d, T: d.Beta(-1.0, 1.0, validate_args=False) and d.StudentT(-1.0, validate_args=False),
+    lambda d, T: d.StudentT(T([2.0, 0.0]), 0.0, 1.0),
+    lambda d, T: d.FisherSnedecor(-1.0, 1.0),
+    lambda d, T: d.FisherSnedecor(1.0, -1.0, validate_args=False),
+])
+def test_bad_parameters_reported_by_the_inner_distribution_as_torch(build):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(ValueError) as ref:
+        build(torch.distributions, torch.tensor)
+    with pytest.raises(ValueError) as ours:
+        build(td, tapegrad.tensor)
+    # the first line names the parameter and the distribution that checked it
+    assert str(ours.value).split(" to satisfy")[0] == str(ref.value).split(" to satisfy")[0]
+
+
+def test_beta_without_validation_keeps_bad_parameters():
+    assert td.Beta(-1.0, 1.0, validate_args=False).concentration1.item() == -1.0
