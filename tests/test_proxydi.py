@@ -91,3 +91,26 @@ def test_bad_parameters_reported_by_the_inner_distribution_as_torch(build):
 
 def test_beta_without_validation_keeps_bad_parameters():
     assert td.Beta(-1.0, 1.0, validate_args=False).concentration1.item() == -1.0
+
+
+# ------------------------------------------------------------- MultivariateNormal derived matrices
+
+@pytest.mark.parametrize("given", ["scale_tril", "covariance_matrix", "precision_matrix"])
+def test_mvn_derived_matrices_match_torch_values_grads_and_nodes(given):
+    torch = pytest.importorskip("torch")
+    L = np.array([[1.0, 0.0], [0.5, 2.0]])
+    arg = {"scale_tril": L, "covariance_matrix": L @ L.T, "precision_matrix": L @ L.T}[given]
+    results = []
+    for lib in (tapegrad, torch):
+        m = lib.tensor(arg, dtype=lib.float64, requires_grad=True)
+        d = lib.distributions.MultivariateNormal(lib.zeros(3, 2, dtype=lib.float64), **{given: m})
+        mats = [d.covariance_matrix, d.precision_matrix, d.scale_tril]
+        (sum((x * lib.arange(1.0, 13.0, dtype=lib.float64).view(3, 2, 2)).sum() for x in mats)).backward()
+        results.append(([x.detach().numpy() for x in mats], m.grad.numpy(),
+                        [type(x.grad_fn).__name__ for x in mats]))
+    (ours, ours_grad, ours_nodes), (ref, ref_grad, ref_nodes) = results
+    for a, b in zip(ours, ref):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ours_grad, ref_grad, rtol=1e-10)
+    # only derived matrices end in an expand, the given one is the user's expanded argument
+    assert ours_nodes == ref_nodes
