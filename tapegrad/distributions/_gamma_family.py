@@ -170,6 +170,10 @@ class Beta(ExponentialFamily):
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        # PyTorch's Beta builds an inner Dirichlet of the stacked pair first, so a bad
+        # concentration is reported by that Dirichlet ("parameter concentration (Tensor of shape
+        # (..., 2)) of distribution Dirichlet"): validate the same pair the same way.
+        Dirichlet(stack([self.concentration1, self.concentration0], -1), validate_args=validate_args)
         super().__init__(self.concentration1.shape, validate_args=validate_args)
 
     def __repr__(self) -> str:
@@ -234,6 +238,10 @@ class StudentT(Distribution):
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        # PyTorch's StudentT builds an inner Chi2(df) first, without passing validate_args: a
+        # bad df is reported by that Chi2, even when validate_args=False.
+        from .chi2 import Chi2  # chi2 imports this module
+        Chi2(self.df)
         super().__init__(self.df.shape, validate_args=validate_args)
 
     @property

@@ -8,6 +8,7 @@ import numpy as np
 from .. import lgamma
 from ..tensor import Size
 from . import constraints
+from ._gamma_family import Gamma
 from ._params import expand_params
 from ._standard_gamma import standard_gamma
 from .distribution import Distribution
@@ -25,6 +26,10 @@ class FisherSnedecor(Distribution):
 
     def __init__(self, df1, df2, validate_args=None):
         self.df1, self.df2 = broadcast_all(df1, df2)
+        # PyTorch's FisherSnedecor builds inner Gamma(df/2, df) for each df first, without
+        # passing validate_args: a bad df is reported by that Gamma, even when validate_args=False.
+        Gamma(self.df1 * 0.5, self.df1)
+        Gamma(self.df2 * 0.5, self.df2)
         super().__init__(self.df1.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

@@ -4,7 +4,7 @@ from __future__ import annotations as _annotations
 
 import math
 
-from .. import linalg
+from .. import cholesky_inverse, linalg
 from ..tensor import Size
 from . import constraints
 from ._params import standard_normal_like
@@ -88,15 +88,20 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def scale_tril(self):
-        return self._tril
+        return self._expanded(self._tril)
+
+    def _expanded(self, matrix):
+        """matrix expanded to batch_shape + (n, n), as PyTorch ends each derived matrix: its
+        grad_fn (ExpandBackward0) is what a print of a derived matrix shows."""
+        return matrix.expand(*(tuple(self._batch_shape) + tuple(self._event_shape) * 2))
 
     @lazy_property
     def covariance_matrix(self):
-        return self._tril @ self._tril.mT
+        return self._expanded(self._tril @ self._tril.mT)
 
     @lazy_property
     def precision_matrix(self):
-        return linalg.inv(self.covariance_matrix)
+        return self._expanded(cholesky_inverse(self._tril))
 
     @property
     def mean(self):

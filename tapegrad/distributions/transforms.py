@@ -49,16 +49,12 @@ class Transform:
     """
 
     bijective = False
-
-    @property
-    def domain(self):
-        """The constraint the inputs x satisfy (its event_dim: the dims one event has)."""
-        return constraints.real
-
-    @property
-    def codomain(self):
-        """The constraint the outputs y = T(x) satisfy."""
-        return constraints.real
+    # The constraint the inputs x satisfy (its event_dim: the dims one event has), and the one
+    # the outputs y = T(x) satisfy.  Declared, not defaulted, as in PyTorch: a subclass sets them
+    # as class attributes, properties, or plain instance attributes in __init__ (Dreamer's
+    # TanhBijector does `self.domain = constraints.real`), which a base-class property would forbid.
+    domain: constraints.Constraint
+    codomain: constraints.Constraint
 
     def __init__(self, cache_size: int = 0):
         if cache_size not in (0, 1):
@@ -161,10 +157,12 @@ class _InverseTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         return self._inv.codomain
 
     @property
     def codomain(self):
+        """The constraint the outputs y = T(x) satisfy."""
         return self._inv.domain
 
     @property
@@ -220,6 +218,7 @@ class ComposeTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -233,6 +232,7 @@ class ComposeTransform(Transform):
 
     @property
     def codomain(self):
+        """The constraint the outputs y = T(x) satisfy."""
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -324,11 +324,13 @@ class IndependentTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         return constraints.independent(self.base_transform.domain,
                                        self.reinterpreted_batch_ndims)
 
     @property
     def codomain(self):
+        """The constraint the outputs y = T(x) satisfy."""
         return constraints.independent(self.base_transform.codomain,
                                        self.reinterpreted_batch_ndims)
 
@@ -379,10 +381,12 @@ class ReshapeTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @property
     def codomain(self):
+        """The constraint the outputs y = T(x) satisfy."""
         return constraints.independent(constraints.real, len(self.out_shape))
 
     def with_cache(self, cache_size=1):
@@ -589,12 +593,14 @@ class AffineTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         if self._event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self._event_dim)
 
     @property
     def codomain(self):
+        """The constraint the outputs y = T(x) satisfy."""
         return self.domain
 
     def with_cache(self, cache_size=1):
@@ -882,10 +888,12 @@ class CatTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
 
     @property
     def codomain(self):
+        """The constraint the outputs y = T(x) satisfy."""
         return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
@@ -934,10 +942,12 @@ class StackTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         return constraints.stack([t.domain for t in self.transforms], self.dim)
 
     @property
     def codomain(self):
+        """The constraint the outputs y = T(x) satisfy."""
         return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
@@ -955,6 +965,7 @@ class CumulativeDistributionTransform(Transform):
 
     @property
     def domain(self):
+        """The constraint the inputs x satisfy."""
         return self.distribution.support
 
     def with_cache(self, cache_size=1):
