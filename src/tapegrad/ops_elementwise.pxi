@@ -215,6 +215,31 @@ cdef object with_half_alpha_values(object result, object values):
         np.copyto((<TensorBase>result)._array, values)
     return result
 
+cdef object half_scalar_read(object b, object dt):
+    """The number PyTorch's float16 mul, div, div_floor and div_trunc kernels compute with when
+    their SECOND operand `b` is a CPU scalar, or None when that rule does not apply here.
+
+    TensorIterator hands such a kernel a Python number or a 0-d tensor (of any dtype) as a CPU
+    scalar read from its ORIGINAL value at the opmath type, float32 for float16
+    (original_scalar_value<opmath_t>), not from its cast to the result dtype float16: x * tensor(0.1)
+    came out 1 ulp off and x // 0.1 a whole unit (3.1 // 0.1: 31, PyTorch's 30).  Returned as a
+    Python number, which half_and_number's float32 path reads as float32.  Measured in PyTorch:
+    add, sub, remainder, fmod, pow and the comparisons DO round the scalar to float16 first, and
+    a 0-d tensor FIRST operand (tensor(0.1) * x) is cast to float16 too.  (A float16 0-d
+    operand reads exactly, but div_floor still computes it in float32, not in float16 steps.)"""
+    if (<cnp.dtype>dt).type_num != cnp.NPY_FLOAT16:
+        return None
+    if isinstance(b, TensorBase):
+        B = (<TensorBase>b)._array
+        if cnp.PyArray_NDIM(<cnp.ndarray>B) != 0:
+            return None
+        value = B.item()
+        return float(value) if isinstance(value, bool) else value
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return b
+    return None
+
+
 # -- binary ops ----------------------------------------------------------------------------------
 
 cdef object fit_binary_grads(Record* r, object ga, object gb):
@@ -586,6 +611,12 @@ cdef object binary_general(int op, object a, object b):
     if a_tensor and b_tensor and not same_shape(<cnp.ndarray>A, <cnp.ndarray>B):
         same_shapes = False
         broadcast_shapes_torch(A.shape, B.shape)         # raises PyTorch's message on mismatch
+    if promote and a_tensor and b_tensor and (op == OP_MUL or op == OP_DIV):
+        # a 0-d second operand of a float16 product/quotient, read at float32 and computed in
+        # float32 by half_and_number (binary_forward here, the VJPs' ew from the saved number)
+        read = half_scalar_read(b, dt)
+        if read is not None:
+            B = read
     cdef int kop = kernel_of(op)
     out = None
     # pow in C only for a number exponent: its kernel takes x*x*x, sqrt, ... for the special
