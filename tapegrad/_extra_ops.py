@@ -1053,6 +1053,12 @@ def divide(input, other, *, rounding_mode=None):
     other_arr = other._array if isinstance(other, TensorBase) else other
     # PyTorch's promotion (a Python int keeps an integer tensor's dtype; a float makes it float)
     out_dtype = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+    if out_dtype == np.float16 and (not isinstance(other, TensorBase) or other.dim() == 0):
+        # PyTorch's float16 div_trunc with a CPU scalar divisor (a number or a 0-d tensor):
+        # the divisor read at float32, the quotient truncated in float32 and rounded once
+        # (_core's half_scalar_read); the float16 quotient rounded first (44.1 / 0.1 to 441.0,
+        # PyTorch's 440).  A float32 dividend reads the divisor so: a 0-d operand takes its dtype.
+        return input.to(_core.float16).float().div(other).trunc().to(_core.float16)
     if out_dtype.kind in "fc":
         quotient = input.div(other)
         return quotient.trunc() if quotient.is_floating_point() else quotient
