@@ -634,6 +634,13 @@ cdef object binary_general(int op, object a, object b):
             else:
                 out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
                                         (OP_DIV if op == OP_RDIV else op), A, B))
+    if promote and a_tensor and b_tensor and op == OP_MUL:
+        # b's gradient, g * a, as PyTorch's MulBackward0 computes it: grad * self, where a 0-d
+        # self is the CPU scalar SECOND operand, read at float32 (its forward read it cast to
+        # float16): the saved number, which the VJP's ew computes with in float32
+        read = half_scalar_read(a, dt)
+        if read is not None:
+            A = read
     if a_tensor and b_tensor:
         out = operands_layout(out, <TensorBase>a, <TensorBase>b)
     cdef TensorBase res = wrap(out)
