@@ -186,17 +186,36 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
 
 
 cdef object half_alpha_values(object a, object b, object alpha, bint subtracting):
-    """add/sub's a + alpha * b (a - alpha * b) when both are float16 tensors, computed in float32
-    and rounded once, as PyTorch's kernel (its opmath), or None for any other case.  The recorded
-    sum of the scaled operand rounds alpha * b to float16 first (float16 -20 + 0.33333 * -20 was
-    -26.65625, PyTorch's -26.671875); its VJP reads no forward value, so the caller writes these
-    values over the recorded result (over self, for add_/sub_: computed before the write)."""
-    if type(alpha) is int and alpha == 1 or not isinstance(a, TensorBase) \
-            or not isinstance(b, TensorBase):
+    """add/sub's a + alpha * b (a - alpha * b) for a float16 tensor a and a float16 result,
+    computed in float32 and rounded once, as PyTorch's vectorized kernel (its opmath), or None
+    for any other case.  b is a float16 tensor, or a number or a 0-d tensor, which PyTorch's
+    add casts to float16 first (add reads no CPU scalar at float32: measured).  The recorded sum
+    of the scaled operand rounds alpha * b to float16 first (float16 -20 + 0.33333 * -20 was
+    -26.65625, PyTorch's -26.671875; add(x, 0.1, alpha=2.5) rounded 0.25 for 0.2499); its VJP
+    reads no forward value, so the caller writes these values over the recorded result (over
+    self, for add_/sub_: computed before the write).  (PyTorch's scalar loop over the last
+    elements that do not fill its vector, up to 31 of them, rounds alpha * b first: a rounding
+    tapegrad does not copy.)"""
+    if type(alpha) is int and alpha == 1 or not isinstance(a, TensorBase):
         return None
-    A, B = (<TensorBase>a)._array, (<TensorBase>b)._array
-    if A.dtype != np.float16 or B.dtype != np.float16 \
-            or isinstance(alpha, (complex, np.complexfloating)):
+    A = (<TensorBase>a)._array
+    if A.dtype != np.float16 or isinstance(alpha, (complex, np.complexfloating)):
+        return None
+    if isinstance(b, TensorBase):
+        B = (<TensorBase>b)._array
+        if B.dtype != np.float16:
+            # a 0-d real operand: cast to float16, the dtype of a result with dims
+            if B.ndim != 0 or A.ndim == 0 or B.dtype.kind not in "fiu":
+                return None
+            with IeeeResults():
+                B = B.astype(np.float16)
+    elif isinstance(b, (int, float)) and not isinstance(b, bool):
+        try:
+            with IeeeResults():
+                B = np.float16(float(b))
+        except OverflowError:                           # (an int beyond float64)
+            return None
+    else:
         return None
     with IeeeResults():
         # (alpha itself is first converted to float16, as PyTorch's: 1e-9 is 0 there; beyond
