@@ -199,7 +199,7 @@ cdef object half_alpha_values(object a, object b, object alpha, bint subtracting
     if type(alpha) is int and alpha == 1 or not isinstance(a, TensorBase):
         return None
     A = (<TensorBase>a)._array
-    if A.dtype != np.float16 or isinstance(alpha, (complex, np.complexfloating)):
+    if not is_half_array(A) or isinstance(alpha, (complex, np.complexfloating)):
         return None
     if isinstance(b, TensorBase):
         B = (<TensorBase>b)._array
