@@ -37,6 +37,7 @@ from ._shift_ops import _become_result, _write_back
 from .grad_mode import is_grad_enabled
 
 TensorBase = _core.TensorBase
+_FLOAT16_NUM = np.dtype(np.float16).num       # (a type-number test: dtype == np.float16 costs ~1 us)
 
 inf = math.inf
 nan = math.nan
@@ -1053,6 +1054,12 @@ def divide(input, other, *, rounding_mode=None):
     other_arr = other._array if isinstance(other, TensorBase) else other
     # PyTorch's promotion (a Python int keeps an integer tensor's dtype; a float makes it float)
     out_dtype = np.dtype(_core.np_dtype_of(_core.result_type(input, other)))
+    if out_dtype.num == _FLOAT16_NUM and (not isinstance(other, TensorBase) or other.dim() == 0):
+        # PyTorch's float16 div_trunc with a CPU scalar divisor (a number or a 0-d tensor):
+        # the divisor read at float32, the quotient truncated in float32 and rounded once
+        # (_core's half_scalar_read); the float16 quotient rounded first (44.1 / 0.1 to 441.0,
+        # PyTorch's 440).  A float32 dividend reads the divisor so: a 0-d operand takes its dtype.
+        return input.to(_core.float16).float().div(other).trunc().to(_core.float16)
     if out_dtype.kind in "fc":
         quotient = input.div(other)
         return quotient.trunc() if quotient.is_floating_point() else quotient

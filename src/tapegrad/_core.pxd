@@ -697,6 +697,7 @@ cdef object bad_operand_error(str name, object a, object b)
 cdef object scaled_operand(str name, object a, object b, object alpha)
 cdef object half_alpha_values(object a, object b, object alpha, bint subtracting)
 cdef object with_half_alpha_values(object result, object values)
+cdef object half_scalar_read(object b, object dt)
 
 cdef inline object named_result(object result, str name, object a, object b):
     """result, unless the op gave NotImplemented (an operand neither tensor nor number): the

@@ -186,17 +186,36 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
 
 
 cdef object half_alpha_values(object a, object b, object alpha, bint subtracting):
-    """add/sub's a + alpha * b (a - alpha * b) when both are float16 tensors, computed in float32
-    and rounded once, as PyTorch's kernel (its opmath), or None for any other case.  The recorded
-    sum of the scaled operand rounds alpha * b to float16 first (float16 -20 + 0.33333 * -20 was
-    -26.65625, PyTorch's -26.671875); its VJP reads no forward value, so the caller writes these
-    values over the recorded result (over self, for add_/sub_: computed before the write)."""
-    if type(alpha) is int and alpha == 1 or not isinstance(a, TensorBase) \
-            or not isinstance(b, TensorBase):
+    """add/sub's a + alpha * b (a - alpha * b) for a float16 tensor a and a float16 result,
+    computed in float32 and rounded once, as PyTorch's vectorized kernel (its opmath), or None
+    for any other case.  b is a float16 tensor, or a number or a 0-d tensor, which PyTorch's
+    add casts to float16 first (add reads no CPU scalar at float32: measured).  The recorded sum
+    of the scaled operand rounds alpha * b to float16 first (float16 -20 + 0.33333 * -20 was
+    -26.65625, PyTorch's -26.671875; add(x, 0.1, alpha=2.5) rounded 0.25 for 0.2499); its VJP
+    reads no forward value, so the caller writes these values over the recorded result (over
+    self, for add_/sub_: computed before the write).  (PyTorch's scalar loop over the last
+    elements that do not fill its vector, up to 31 of them, rounds alpha * b first: a rounding
+    tapegrad does not copy.)"""
+    if type(alpha) is int and alpha == 1 or not isinstance(a, TensorBase):
         return None
-    A, B = (<TensorBase>a)._array, (<TensorBase>b)._array
-    if A.dtype != np.float16 or B.dtype != np.float16 \
-            or isinstance(alpha, (complex, np.complexfloating)):
+    A = (<TensorBase>a)._array
+    if not is_half_array(A) or isinstance(alpha, (complex, np.complexfloating)):
+        return None
+    if isinstance(b, TensorBase):
+        B = (<TensorBase>b)._array
+        if B.dtype != np.float16:
+            # a 0-d real operand: cast to float16, the dtype of a result with dims
+            if B.ndim != 0 or A.ndim == 0 or B.dtype.kind not in "fiu":
+                return None
+            with IeeeResults():
+                B = B.astype(np.float16)
+    elif isinstance(b, (int, float)) and not isinstance(b, bool):
+        try:
+            with IeeeResults():
+                B = np.float16(float(b))
+        except OverflowError:                           # (an int beyond float64)
+            return None
+    else:
         return None
     with IeeeResults():
         # (alpha itself is first converted to float16, as PyTorch's: 1e-9 is 0 there; beyond
@@ -214,6 +233,31 @@ cdef object with_half_alpha_values(object result, object values):
     if values is not None:
         np.copyto((<TensorBase>result)._array, values)
     return result
+
+cdef object half_scalar_read(object b, object dt):
+    """The number PyTorch's float16 mul, div, div_floor and div_trunc kernels compute with when
+    their SECOND operand `b` is a CPU scalar, or None when that rule does not apply here.
+
+    TensorIterator hands such a kernel a Python number or a 0-d tensor (of any dtype) as a CPU
+    scalar read from its ORIGINAL value at the opmath type, float32 for float16
+    (original_scalar_value<opmath_t>), not from its cast to the result dtype float16: x * tensor(0.1)
+    came out 1 ulp off and x // 0.1 a whole unit (3.1 // 0.1: 31, PyTorch's 30).  Returned as a
+    Python number, which half_and_number's float32 path reads as float32.  Measured in PyTorch:
+    add, sub, remainder, fmod, pow and the comparisons DO round the scalar to float16 first, and
+    a 0-d tensor FIRST operand (tensor(0.1) * x) is cast to float16 too.  (A float16 0-d
+    operand reads exactly, but div_floor still computes it in float32, not in float16 steps.)"""
+    if (<cnp.dtype>dt).type_num != cnp.NPY_FLOAT16:
+        return None
+    if isinstance(b, TensorBase):
+        B = (<TensorBase>b)._array
+        if cnp.PyArray_NDIM(<cnp.ndarray>B) != 0:
+            return None
+        value = B.item()
+        return float(value) if isinstance(value, bool) else value
+    if isinstance(b, (int, float)) and not isinstance(b, bool):
+        return b
+    return None
+
 
 # -- binary ops ----------------------------------------------------------------------------------
 
@@ -586,6 +630,12 @@ cdef object binary_general(int op, object a, object b):
     if a_tensor and b_tensor and not same_shape(<cnp.ndarray>A, <cnp.ndarray>B):
         same_shapes = False
         broadcast_shapes_torch(A.shape, B.shape)         # raises PyTorch's message on mismatch
+    if promote and a_tensor and b_tensor and (op == OP_MUL or op == OP_DIV):
+        # a 0-d second operand of a float16 product/quotient, read at float32 and computed in
+        # float32 by half_and_number (binary_forward here, the VJPs' ew from the saved number)
+        read = half_scalar_read(b, dt)
+        if read is not None:
+            B = read
     cdef int kop = kernel_of(op)
     out = None
     # pow in C only for a number exponent: its kernel takes x*x*x, sqrt, ... for the special
@@ -603,6 +653,13 @@ cdef object binary_general(int op, object a, object b):
             else:
                 out = nd(binary_forward(OP_POW if op == OP_POW_T or op == OP_POW_R else
                                         (OP_DIV if op == OP_RDIV else op), A, B))
+    if promote and a_tensor and b_tensor and op == OP_MUL:
+        # b's gradient, g * a, as PyTorch's MulBackward0 computes it: grad * self, where a 0-d
+        # self is the CPU scalar SECOND operand, read at float32 (its forward read it cast to
+        # float16): the saved number, which the VJP's ew computes with in float32
+        read = half_scalar_read(a, dt)
+        if read is not None:
+            A = read
     if a_tensor and b_tensor:
         out = operands_layout(out, <TensorBase>a, <TensorBase>b)
     cdef TensorBase res = wrap(out)

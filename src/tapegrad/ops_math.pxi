@@ -257,6 +257,29 @@ cdef object integer_division(object ufunc, object A, object B):
     return nd(np.asarray(ufunc(A, B)))
 
 
+cdef object half_floor_divide(object A, object B, object scalar_read):
+    """PyTorch's float16 div_floor (floor_divide, //, div(rounding_mode='floor')), called under
+    IEEE results.  Its div_floor_floating is Python's float //: mod = fmod(a, b), (a - mod) / b,
+    minus 1 where mod's sign is not b's, floored, plus 1 where that dropped more than 0.5, a
+    signed 0 for a zero quotient, and a / b for b = 0.  With a CPU scalar second operand
+    (`scalar_read`, half_scalar_read's number) the kernel computes all that in float32 and
+    rounds once: numpy's float32 floor_divide, the same steps.  Otherwise it runs in c10::Half
+    arithmetic, each step rounded to float16, where numpy's float16 floor_divide computes in
+    float32 throughout (float16 -0.8867 // -0.0003302 was 2684, PyTorch's 2686)."""
+    if scalar_read is not None:
+        return np.floor_divide(np.asarray(A, np.float32), np.float32(scalar_read)).astype(np.float16)
+    a = np.asarray(A, np.float16)
+    b = np.asarray(B, np.float16)
+    one = np.float16(1)
+    mod = np.fmod(a, b)
+    quotient = (a - mod) / b
+    quotient = np.where((mod != 0) & ((b < 0) != (mod < 0)), quotient - one, quotient)
+    floored = np.floor(quotient)
+    floored = np.where(quotient - floored > np.float16(0.5), floored + one, floored)
+    floored = np.where(quotient == 0, np.copysign(np.float16(0), a / b), floored)
+    return np.where(b == 0, a / b, floored)
+
+
 cdef object binary_math(int op, object a, object b, str name):
     """Forward and record of atan2 / fmod / remainder / floor_divide (a or b may be a number)."""
     cdef Record* r
@@ -310,6 +333,9 @@ cdef object binary_math(int op, object a, object b, str name):
                 zero = out == 0
                 if zero.any():
                     out = nd(np.asarray(np.where(zero, np.copysign(out, A), out)))
+            elif (<cnp.dtype>dt).type_num == cnp.NPY_FLOAT16:
+                out = nd(np.asarray(half_floor_divide(A, B, half_scalar_read(b, dt)
+                                                      if a_tensor else None)))
             else:                                       # Python's float //, as PyTorch's
                 out = nd(np.asarray(np.floor_divide(A, B)))
     out = operand_layout(np.asarray(out, dtype=dt), a, b)

@@ -194,8 +194,12 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     """Elementwise ``x`` where ``x > threshold``, else ``value``."""
     if input.dtype == _tg.bool:     # (PyTorch's kernel takes every other type)
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
-    # PyTorch replaces x <= threshold: NaN is kept, with its gradient
-    out = _piecewise(~(input <= threshold), _operand(input, inplace), _tg.full_like(input, value),
+    # PyTorch replaces x <= threshold: NaN is kept, with its gradient.  Its float16 kernel
+    # compares in float32 (opmath), the threshold not rounded to float16 as `<=` would: 1000.5
+    # is above 1000.3 and kept, where float16's 1000.3 is 1000.5 itself
+    replaced = (input.detach().float() <= threshold if input.dtype == _tg.float16
+                else input <= threshold)
+    out = _piecewise(~replaced, _operand(input, inplace), _tg.full_like(input, value),
                      "threshold")
     return _finish(input, out, inplace, "ThresholdBackward0", "ThresholdBackward1")
 
