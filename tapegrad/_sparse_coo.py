@@ -454,6 +454,34 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         self._grad = grad
         return self
 
+    def copy_(self, src, non_blocking: bool = False):
+        """Take ``src``'s entries and size in place, in this tensor's dtype (PyTorch's sparse
+        copy_, which load_state_dict calls on a sparse buffer).  Dense and sparse do not mix;
+        the size may grow but not shrink while this tensor holds entries (PyTorch's resize
+        rule)."""
+        if not isinstance(src, SparseTensor) or src.layout is not sparse_coo:
+            src_type = src.type() if hasattr(src, "type") else type(src).__name__
+            raise RuntimeError("copy_() between dense and sparse Tensors is not implemented! "
+                               f"Found self type = {self.type()} and src type = {src_type}")
+        self._check_inplace()
+        if len(src._size) != len(self._size) or src.sparse_dim() != self.sparse_dim():
+            raise RuntimeError(f"copy_: expected a sparse tensor with {self.sparse_dim()} sparse "
+                               f"and {self.dense_dim()} dense dimensions, got "
+                               f"{src.sparse_dim()} and {src.dense_dim()}")
+        if self._nnz() > 0 and any(new < old for new, old in zip(src._size, self._size)):
+            raise RuntimeError(f"shrinking the size of sparse dimensions (from "
+                               f"{list(self._size)} to {list(src._size)}) on a non-empty sparse "
+                               f"tensor is not supported.")
+        values = src._vals.detach()
+        if values.dtype != self._vals.dtype:
+            values = values.to(self._vals.dtype)
+        values = values.clone()
+        if self._leaf and self._vals.requires_grad:
+            values.requires_grad_()         # (a leaf parameter stays one, as under no_grad)
+        copied = SparseTensor._make(src._idx.clone(), values, src._size,
+                                    src._coalesced, True, None)
+        return self._in_place(copied)
+
     def mul_(self, other):
         """Multiply the values by a number or a 0-d tensor, in place."""
         self._check_inplace()
@@ -1498,6 +1526,9 @@ def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
             return (method(*args, **kwargs),)
     elif name == "bmm" and len(args) > 1 and isinstance(args[1], SparseTensor):
         raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
+    elif name == "copy_" and len(args) > 1 and isinstance(args[1], SparseTensor):
+        raise RuntimeError("copy_() between dense and sparse Tensors is not implemented! Found "
+                           f"self type = {first.type()} and src type = {args[1].type()}")
     elif name in ("add", "sub", "mul") and isinstance(first, _core.TensorBase) and \
             len(args) == 2 and set(kwargs) <= {"alpha"}:
         other = args[1]
