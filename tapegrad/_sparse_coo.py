@@ -1028,34 +1028,6 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         return source._derived(source._idx, fn(source._vals), coalesced=True,
                                grad_fn_name=grad_fn_name)
 
-    def abs(self):
-        """The absolute values of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.abs(), "AbsBackward0")
-
-    def sqrt(self):
-        """The square roots of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.sqrt(), "SqrtBackward0")
-
-    def square(self):
-        """The squares of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.square(), "PowBackward0")
-
-    def relu(self):
-        """max(0, x) of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.relu(), "ReluBackward0")
-
-    def tanh(self):
-        """tanh of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.tanh(), "TanhBackward0")
-
-    def sin(self):
-        """sin of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.sin(), "SinBackward0")
-
-    def log1p(self):
-        """log(1 + x) of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.log1p(), "Log1PBackward0")
-
     def pow(self, exponent):
         """The stored entries to a number's power (coalesced first); a zeroth power, which
         would fill the unstored zeros with ones, is refused as in PyTorch."""
@@ -1454,6 +1426,60 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
     def __reduce__(self):
         return (_rebuild_sparse, (self._idx.detach(), self._vals.detach(), self._size,
                                   self._coalesced, self.requires_grad and self._leaf))
+
+
+# -- zero-preserving elementwise functions (f(0) == 0): PyTorch runs them on a sparse tensor's
+# coalesced values, so the result keeps the pattern.  One entry per function: its name, the
+# grad_fn PyTorch shows, and the aliases that share it.  (exp, cos, sigmoid and the like map 0
+# elsewhere: PyTorch has no sparse kernel for them, and neither do we.)
+_ZERO_PRESERVING = (
+    ("abs", "AbsBackward0", ("absolute",)),
+    ("sqrt", "SqrtBackward0", ()),
+    ("square", "PowBackward0", ()),
+    ("relu", "ReluBackward0", ()),
+    ("tanh", "TanhBackward0", ()),
+    ("sin", "SinBackward0", ()),
+    ("tan", "TanBackward0", ()),
+    ("sinh", "SinhBackward0", ()),
+    ("asin", "AsinBackward0", ("arcsin",)),
+    ("atan", "AtanBackward0", ("arctan",)),
+    ("asinh", "AsinhBackward0", ("arcsinh",)),
+    ("atanh", "AtanhBackward0", ("arctanh",)),
+    ("log1p", "Log1PBackward0", ()),
+    ("expm1", "Expm1Backward0", ()),
+    ("erf", "ErfBackward0", ()),
+    ("erfinv", "ErfinvBackward0", ()),
+    ("sign", "SignBackward0", ()),
+    ("sgn", "SgnBackward0", ()),
+    ("floor", "FloorBackward0", ()),
+    ("ceil", "CeilBackward0", ()),
+    ("round", "RoundBackward0", ()),
+    ("trunc", "TruncBackward0", ("fix",)),
+    ("frac", "FracBackward0", ()),
+    ("deg2rad", "Deg2RadBackward0", ()),
+    ("rad2deg", "Rad2DegBackward0", ()),
+    ("nan_to_num", "NanToNumBackward0", ()),
+    # predicates: boolean results, no gradient
+    ("isnan", None, ()),
+    ("isinf", None, ()),
+    ("isposinf", None, ()),
+    ("isneginf", None, ()),
+    ("signbit", None, ()),
+)
+
+
+def _zero_preserving_method(name: str, grad_fn_name):
+    def method(self, *args, **kwargs):
+        return self._map_values(lambda v: getattr(v, name)(*args, **kwargs), grad_fn_name)
+    method.__name__ = name
+    method.__doc__ = f"{name} of the stored entries (coalesced first; f(0) == 0 keeps the pattern)."
+    return method
+
+
+for _name, _grad_fn_name, _aliases in _ZERO_PRESERVING:
+    for _public in (_name,) + _aliases:
+        setattr(SparseTensor, _public, _zero_preserving_method(_name, _grad_fn_name))
+del _name, _grad_fn_name, _aliases, _public
 
 
 def sparse_cat(tensors, dim=0, *, stack: bool = False):

@@ -136,3 +136,47 @@ def test_sparse_copy_checks_against_torch():
         else:
             assert str(t.dtype) == str(expected[0]) and t.is_coalesced() == expected[1]
             np.testing.assert_array_equal(t.to_dense().numpy(), expected[2])
+
+
+# -- zero-preserving elementwise functions on sparse tensors ----------------------------------
+
+_UNARY_NAMES = ["sign", "floor", "ceil", "round", "trunc", "fix", "expm1", "sgn", "asin",
+                "arcsin", "atan", "arctan", "sinh", "asinh", "atanh", "erf", "erfinv", "frac",
+                "deg2rad", "rad2deg", "nan_to_num", "tan", "abs", "absolute", "sqrt", "square",
+                "tanh", "sin", "log1p", "relu", "isnan", "isinf", "isposinf", "isneginf",
+                "signbit"]
+
+
+@pytest.mark.parametrize("name", _UNARY_NAMES)
+def test_sparse_zero_preserving_function_matches_torch(name):
+    torch = pytest.importorskip("torch")
+    warnings.filterwarnings("ignore", message="Sparse invariant checks")
+    idx = [[0, 1, 1, 0], [2, 0, 2, 2]]
+    vals = [0.3, -0.4, 0.5, 0.1]
+    got = getattr(tg.sparse_coo_tensor(tg.tensor(idx), tg.tensor(vals), (2, 3)), name)()
+    want = getattr(torch.sparse_coo_tensor(torch.tensor(idx), torch.tensor(vals), (2, 3)), name)()
+    assert got.layout is tg.sparse_coo and str(got.dtype) == str(want.dtype)
+    assert got.is_coalesced() == want.is_coalesced() and got._nnz() == want._nnz()
+    np.testing.assert_allclose(got.to_dense().numpy(), want.to_dense().numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["expm1", "asin", "atan", "sinh", "asinh", "atanh", "erf",
+                                  "erfinv", "tan", "nan_to_num"])
+def test_sparse_zero_preserving_function_gradients(name):
+    idx = tg.tensor([[0, 1, 1, 0], [2, 0, 2, 2]])
+
+    def through_sparse(v):
+        return getattr(tg.sparse_coo_tensor(idx, v, (2, 3)), name)().coalesce().values()
+
+    v = tg.tensor([0.3, -0.4, 0.5, 0.1], dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradcheck(through_sparse, (v,))
+    out = getattr(tg.sparse_coo_tensor(idx, v, (2, 3)), name)()
+    assert out.grad_fn is not None
+
+
+def test_sparse_nan_to_num_keyword_arguments():
+    s = tg.sparse_coo_tensor(tg.tensor([[0, 1, 1], [2, 0, 1]]),
+                             tg.tensor([float("nan"), float("inf"), -float("inf")]), (2, 3))
+    np.testing.assert_array_equal(s.nan_to_num(nan=0.5, posinf=9.0, neginf=-9.0).to_dense()
+                                  .numpy(), [[0, 0, 0.5], [9, -9, 0]])
+    assert tg.sign(s).layout is tg.sparse_coo
