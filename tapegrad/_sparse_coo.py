@@ -1735,8 +1735,11 @@ def sparse_sum(input, dim=None, dtype=None):
     """``torch.sparse.sum``: the sum of a sparse tensor's elements, over all dimensions (a dense
     0-d tensor) or over ``dim`` (an int or a sequence): reducing every sparse dimension gives a
     dense tensor, otherwise a coalesced sparse tensor."""
-    if not isinstance(input, SparseTensor):
-        raise RuntimeError("coalesce expected sparse coordinate tensor layout but got Strided")
+    if not isinstance(input, SparseTensor) or input.layout is not sparse_coo:
+        # (compressed layouts too: PyTorch's sparse.sum coalesces, a COO-only op)
+        layout = input.layout if isinstance(input, SparseTensor) else None
+        raise RuntimeError("coalesce expected sparse coordinate tensor layout but got "
+                           f"{'Strided' if layout is None else _layout_name(layout)}")
     vals = input._vals if dtype is None else input._vals.to(dtype)
     if dim is None:
         return vals.sum()

@@ -180,3 +180,12 @@ def test_sparse_nan_to_num_keyword_arguments():
     np.testing.assert_array_equal(s.nan_to_num(nan=0.5, posinf=9.0, neginf=-9.0).to_dense()
                                   .numpy(), [[0, 0, 0.5], [9, -9, 0]])
     assert tg.sign(s).layout is tg.sparse_coo
+
+
+def test_sparse_sum_refuses_compressed_layouts_as_pytorch():
+    for s, name in [(tg.eye(3).to_sparse_csr(), "SparseCsr"), (tg.eye(4).to_sparse_csc(), "SparseCsc"),
+                    (tg.ones(2), "Strided")]:
+        with pytest.raises(RuntimeError, match=f"coalesce expected sparse coordinate tensor "
+                                               f"layout but got {name}"):
+            tg.sparse.sum(s)
+    assert tg.sparse.sum(tg.eye(2).to_sparse()).item() == 2.0
