@@ -189,3 +189,31 @@ def test_sparse_sum_refuses_compressed_layouts_as_pytorch():
                                                f"layout but got {name}"):
             tg.sparse.sum(s)
     assert tg.sparse.sum(tg.eye(2).to_sparse()).item() == 2.0
+
+
+# -- grad_fn names: the overload PyTorch records ------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, node", [({}, "SortBackward0"), ({"descending": True}, "SortBackward0"),
+                                          ({"stable": True}, "SortBackward1"),
+                                          ({"stable": False}, "SortBackward1"),
+                                          ({"dim": 0, "stable": True}, "SortBackward1")])
+def test_sort_node_follows_the_overload_called(kwargs, node):
+    x = tg.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    assert tg.sort(x, **kwargs).values.grad_fn.name() == node
+    assert x.sort(**kwargs).values.grad_fn.name() == node
+    transposed = tg.arange(6.0).reshape(2, 3).T.requires_grad_()     # (the layout-keeping path)
+    assert transposed.sort(**kwargs).values.grad_fn.name() == node
+    values, indices = x.sort(**kwargs)
+    values.backward(tg.tensor([1.0, 10.0, 100.0]))
+    expected = np.zeros(3)
+    expected[indices.numpy()] = [1.0, 10.0, 100.0]
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+
+
+def test_nanmedian_of_all_elements_is_its_own_node():
+    y = tg.tensor([1.0, float("nan"), 3.0, 3.0], requires_grad=True)
+    m = tg.nanmedian(y)
+    assert m.grad_fn.name() == "NanmedianBackward0"
+    assert tg.median(y.detach().requires_grad_()).grad_fn.name() == "MedianBackward0"
+    m.backward()
+    np.testing.assert_array_equal(y.grad.numpy(), [0.0, 0.0, 0.5, 0.5])   # ties share it
