@@ -742,7 +742,12 @@ def _sort_overloads(fn):
                 or not (isinstance(stable, bool) or (stable is None and name == "sort"))):
             from .tensor import invalid_arguments
             raise invalid_arguments(name, (input,) + args, kwargs, signatures)
-        return fn(input, *args, **kwargs)
+        result = fn(input, *args, **kwargs)
+        if name == "sort" and "stable" in kwargs:
+            # a call passing stable= is PyTorch's sort.stable overload, whose node is
+            # SortBackward1 (whatever the value)
+            _core._name_grad_fn(result.values, "SortBackward1")
+        return result
     return op
 
 

@@ -120,6 +120,8 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
             return _wrap(np.asarray(value))
         from ._more_functions import EvenlyDistributed
         result = EvenlyDistributed.apply(input, np.asarray(value), mask)
+        if ignore_nan:
+            _core._name_grad_fn(result, "NanmedianBackward0")   # (its own node in PyTorch)
         # PyTorch's node saves the input and the result (evenly_distribute_backward reads
         # both): a write into either makes backward raise; the mask here is a copy
         _core._guard_saved_version(result, input, result)

@@ -454,6 +454,34 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         self._grad = grad
         return self
 
+    def copy_(self, src, non_blocking: bool = False):
+        """Take ``src``'s entries and size in place, in this tensor's dtype (PyTorch's sparse
+        copy_, which load_state_dict calls on a sparse buffer).  Dense and sparse do not mix;
+        the size may grow but not shrink while this tensor holds entries (PyTorch's resize
+        rule)."""
+        if not isinstance(src, SparseTensor) or src.layout is not sparse_coo:
+            src_type = src.type() if hasattr(src, "type") else type(src).__name__
+            raise RuntimeError("copy_() between dense and sparse Tensors is not implemented! "
+                               f"Found self type = {self.type()} and src type = {src_type}")
+        self._check_inplace()
+        if len(src._size) != len(self._size) or src.sparse_dim() != self.sparse_dim():
+            raise RuntimeError(f"copy_: expected a sparse tensor with {self.sparse_dim()} sparse "
+                               f"and {self.dense_dim()} dense dimensions, got "
+                               f"{src.sparse_dim()} and {src.dense_dim()}")
+        if self._nnz() > 0 and any(new < old for new, old in zip(src._size, self._size)):
+            raise RuntimeError(f"shrinking the size of sparse dimensions (from "
+                               f"{list(self._size)} to {list(src._size)}) on a non-empty sparse "
+                               f"tensor is not supported.")
+        values = src._vals.detach()
+        if values.dtype != self._vals.dtype:
+            values = values.to(self._vals.dtype)
+        values = values.clone()
+        if self._leaf and self._vals.requires_grad:
+            values.requires_grad_()         # (a leaf parameter stays one, as under no_grad)
+        copied = SparseTensor._make(src._idx.clone(), values, src._size,
+                                    src._coalesced, True, None)
+        return self._in_place(copied)
+
     def mul_(self, other):
         """Multiply the values by a number or a 0-d tensor, in place."""
         self._check_inplace()
@@ -1000,34 +1028,6 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         return source._derived(source._idx, fn(source._vals), coalesced=True,
                                grad_fn_name=grad_fn_name)
 
-    def abs(self):
-        """The absolute values of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.abs(), "AbsBackward0")
-
-    def sqrt(self):
-        """The square roots of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.sqrt(), "SqrtBackward0")
-
-    def square(self):
-        """The squares of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.square(), "PowBackward0")
-
-    def relu(self):
-        """max(0, x) of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.relu(), "ReluBackward0")
-
-    def tanh(self):
-        """tanh of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.tanh(), "TanhBackward0")
-
-    def sin(self):
-        """sin of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.sin(), "SinBackward0")
-
-    def log1p(self):
-        """log(1 + x) of the stored entries (coalesced first)."""
-        return self._map_values(lambda v: v.log1p(), "Log1PBackward0")
-
     def pow(self, exponent):
         """The stored entries to a number's power (coalesced first); a zeroth power, which
         would fill the unstored zeros with ones, is refused as in PyTorch."""
@@ -1428,6 +1428,60 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
                                   self._coalesced, self.requires_grad and self._leaf))
 
 
+# -- zero-preserving elementwise functions (f(0) == 0): PyTorch runs them on a sparse tensor's
+# coalesced values, so the result keeps the pattern.  One entry per function: its name, the
+# grad_fn PyTorch shows, and the aliases that share it.  (exp, cos, sigmoid and the like map 0
+# elsewhere: PyTorch has no sparse kernel for them, and neither do we.)
+_ZERO_PRESERVING = (
+    ("abs", "AbsBackward0", ("absolute",)),
+    ("sqrt", "SqrtBackward0", ()),
+    ("square", "PowBackward0", ()),
+    ("relu", "ReluBackward0", ()),
+    ("tanh", "TanhBackward0", ()),
+    ("sin", "SinBackward0", ()),
+    ("tan", "TanBackward0", ()),
+    ("sinh", "SinhBackward0", ()),
+    ("asin", "AsinBackward0", ("arcsin",)),
+    ("atan", "AtanBackward0", ("arctan",)),
+    ("asinh", "AsinhBackward0", ("arcsinh",)),
+    ("atanh", "AtanhBackward0", ("arctanh",)),
+    ("log1p", "Log1PBackward0", ()),
+    ("expm1", "Expm1Backward0", ()),
+    ("erf", "ErfBackward0", ()),
+    ("erfinv", "ErfinvBackward0", ()),
+    ("sign", "SignBackward0", ()),
+    ("sgn", "SgnBackward0", ()),
+    ("floor", "FloorBackward0", ()),
+    ("ceil", "CeilBackward0", ()),
+    ("round", "RoundBackward0", ()),
+    ("trunc", "TruncBackward0", ("fix",)),
+    ("frac", "FracBackward0", ()),
+    ("deg2rad", "Deg2RadBackward0", ()),
+    ("rad2deg", "Rad2DegBackward0", ()),
+    ("nan_to_num", "NanToNumBackward0", ()),
+    # predicates: boolean results, no gradient
+    ("isnan", None, ()),
+    ("isinf", None, ()),
+    ("isposinf", None, ()),
+    ("isneginf", None, ()),
+    ("signbit", None, ()),
+)
+
+
+def _zero_preserving_method(name: str, grad_fn_name):
+    def method(self, *args, **kwargs):
+        return self._map_values(lambda v: getattr(v, name)(*args, **kwargs), grad_fn_name)
+    method.__name__ = name
+    method.__doc__ = f"{name} of the stored entries (coalesced first; f(0) == 0 keeps the pattern)."
+    return method
+
+
+for _name, _grad_fn_name, _aliases in _ZERO_PRESERVING:
+    for _public in (_name,) + _aliases:
+        setattr(SparseTensor, _public, _zero_preserving_method(_name, _grad_fn_name))
+del _name, _grad_fn_name, _aliases, _public
+
+
 def sparse_cat(tensors, dim=0, *, stack: bool = False):
     """``torch.cat`` (``stack``: ``torch.stack``) of sparse COO tensors along a sparse dimension:
     each tensor's indices along ``dim`` shifted past the ones before it (stack: a new leading
@@ -1498,6 +1552,9 @@ def public_call_on_sparse(name: str, args: tuple, kwargs: dict):
             return (method(*args, **kwargs),)
     elif name == "bmm" and len(args) > 1 and isinstance(args[1], SparseTensor):
         raise RuntimeError("bmm_sparse: Tensor 'mat2' must be dense")
+    elif name == "copy_" and len(args) > 1 and isinstance(args[1], SparseTensor):
+        raise RuntimeError("copy_() between dense and sparse Tensors is not implemented! Found "
+                           f"self type = {first.type()} and src type = {args[1].type()}")
     elif name in ("add", "sub", "mul") and isinstance(first, _core.TensorBase) and \
             len(args) == 2 and set(kwargs) <= {"alpha"}:
         other = args[1]
@@ -1678,8 +1735,11 @@ def sparse_sum(input, dim=None, dtype=None):
     """``torch.sparse.sum``: the sum of a sparse tensor's elements, over all dimensions (a dense
     0-d tensor) or over ``dim`` (an int or a sequence): reducing every sparse dimension gives a
     dense tensor, otherwise a coalesced sparse tensor."""
-    if not isinstance(input, SparseTensor):
-        raise RuntimeError("coalesce expected sparse coordinate tensor layout but got Strided")
+    if not isinstance(input, SparseTensor) or input.layout is not sparse_coo:
+        # (compressed layouts too: PyTorch's sparse.sum coalesces, a COO-only op)
+        layout = input.layout if isinstance(input, SparseTensor) else None
+        raise RuntimeError("coalesce expected sparse coordinate tensor layout but got "
+                           f"{'Strided' if layout is None else _layout_name(layout)}")
     vals = input._vals if dtype is None else input._vals.to(dtype)
     if dim is None:
         return vals.sum()

@@ -59,6 +59,14 @@ class _IncompatibleKeys(IncompatibleKeys):
     __str__ = __repr__
 
 
+def _is_any_tensor(value) -> bool:
+    """Whether a buffer may hold ``value``: any tensor, sparse ones too (a GCN registers its
+    sparse adjacency as a buffer).  A sparse COO tensor is no ``Tensor`` instance (see
+    tapegrad/_sparse_coo.py), hence ``tapegrad.is_tensor``."""
+    from ... import is_tensor
+    return is_tensor(value)
+
+
 def _type_arg_np_dtype(dst_type) -> np.dtype:
     """The numpy dtype Module.type(dst_type) converts to: a dtype, a tensor type class
     (FloatTensor) or its name ('torch.FloatTensor')."""
@@ -286,7 +294,7 @@ class Module:
             # nn.Buffer registers itself, with the persistence it was made with.
             _register_assigned_buffer(self, name, value, value.persistent)
         elif name in buffers:
-            if value is not None and not isinstance(value, Tensor):
+            if value is not None and not _is_any_tensor(value):
                 raise TypeError(f"cannot assign '{typename(value)}' as buffer '{name}' "
                                 "(torch.nn.Buffer, torch.Tensor or None expected)")
             if _global_buffer_registration_hooks:
@@ -361,7 +369,7 @@ class Module:
         ['count']
         """
         _check_registration_name(self, "buffer", name, "_buffers")
-        if tensor is not None and not isinstance(tensor, Tensor):
+        if tensor is not None and not _is_any_tensor(tensor):
             raise TypeError(f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                             "(torch Tensor or None required)")
         _discard(self, name, keep=self._buffers)
@@ -998,6 +1006,12 @@ class Module:
                     missing_keys.append(key)
                 continue
             src = state_dict[key]
+            if not isinstance(target, _core.TensorBase) or (
+                    not isinstance(src, (_core.TensorBase, np.ndarray)) and _is_any_tensor(src)):
+                # a sparse buffer or checkpoint entry: copied by the sparse tensor's own copy_
+                # (there is no dense array to compare shapes or write into)
+                _load_sparse(self, name, key, target, src, assign, error_msgs)
+                continue
             if not isinstance(src, (_core.TensorBase, np.ndarray)):
                 # PyTorch copies only tensors (a list or a number would be a silent guess of
                 # dtype; numpy arrays stay accepted, a documented convenience)
@@ -1212,6 +1226,8 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
     if not bfloat16:
         np_dtype = np.dtype(np_dtype)
     from ... import __future__ as future
+    _cast_sparse_buffers(module, _core.bfloat16 if bfloat16 else
+                         _core._dtype_by_name(np_dtype.name), kinds)
     if (future.get_swap_module_params_on_conversion()
             or future.get_overwrite_module_params_on_conversion()
             or any(type(m)._apply is not Module._apply for m in module.modules())):
@@ -1220,6 +1236,8 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
         # module overriding _apply (to convert a plain tensor attribute, a cache) is converted
         # through it too, as PyTorch's float()/half()/to(dtype) all are.
         def convert(t):
+            if not isinstance(t, _core.TensorBase):
+                return t                # (a sparse buffer: converted above)
             arr = t._array
             if kinds is not None and arr.dtype.kind not in kinds:
                 return t
@@ -1231,6 +1249,8 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
             return _core.wrap_array(arr.astype(np_dtype))
         return module._apply(convert)
     for t in _tensors(module):
+        if not isinstance(t, _core.TensorBase):
+            continue                    # (a sparse buffer: converted above)
         if kinds is not None and t._array.dtype.kind not in kinds:
             continue
         if bfloat16 or _bfloat16_tensor(t):
@@ -1251,6 +1271,17 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
             t.grad.data = _core.wrap_array((grad.real if np_dtype.kind != "c" else grad)
                                            .astype(np_dtype))
     return module
+
+
+def _cast_sparse_buffers(module, dtype, kinds: str | None) -> None:
+    """_cast for sparse buffers: each is replaced by its converted copy, as PyTorch's _apply
+    replaces every buffer (a sparse tensor has no array to convert in place)."""
+    for m in module.modules():
+        for name, buf in m._buffers.items():
+            if buf is None or isinstance(buf, _core.TensorBase):
+                continue
+            if kinds is None or buf._vals._array.dtype.kind in kinds:
+                m._buffers[name] = buf.to(dtype)
 
 
 def _bfloat16_tensor(t) -> bool:
@@ -1307,6 +1338,34 @@ def _assign_loaded(module, name: str, target, src) -> None:
         module._parameters[name] = src
     else:
         module._buffers[name] = src
+
+
+def _load_sparse(module, name: str, key: str, target, src, assign: bool,
+                 error_msgs: list) -> None:
+    """load_state_dict for an entry where the module's tensor or the checkpoint's is sparse:
+    PyTorch's checks in its order (a tensor, then the shape), then copy_ into the target, whose
+    own copy_ refuses a dense/sparse mix; the problems collected with the others."""
+    if not _is_any_tensor(src):
+        error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
+                          f"Tensor-like object from checkpoint but received {type(src)}")
+        return
+    src_shape, target_shape = list(src.shape), list(target.shape)
+    if src_shape != target_shape:
+        error_msgs.append(f"size mismatch for {key}: copying a param with shape "
+                          f"torch.Size({src_shape}) from checkpoint, the shape in current model "
+                          f"is torch.Size({target_shape}).")
+        return
+    if assign and name in module._buffers:
+        module._buffers[name] = src
+        return
+    try:
+        with no_grad():
+            target.copy_(src)
+    except Exception as ex:
+        error_msgs.append(
+            f'While copying the parameter named "{key}", whose dimensions in the model are '
+            f"torch.Size({target_shape}) and whose dimensions in the checkpoint are "
+            f"torch.Size({src_shape}), an exception occurred : {ex.args}.")
 
 
 def _module_to_dtype(module, dtype):
