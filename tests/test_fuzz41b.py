@@ -1,0 +1,91 @@
+"""Differences found by differential fuzzing (tools/fuzz.py, session 41b) and by hand-written
+compile-guard programs: each test fails without its fix."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as tF
+
+
+def _values(t):
+    return np.asarray(t.detach().float().numpy() if t.dtype == tg.bfloat16 else t.detach().numpy())
+
+
+# -- compile: constant subscripts of closure / global containers are guarded ----------------------
+
+CONFIG = {"scale": 2.0, "inner": {"shift": 1.0}}
+SIZES = [3.0]
+
+
+def _config_scaled(t):
+    return t * CONFIG["scale"] + CONFIG["inner"]["shift"] - SIZES[0]
+
+
+def test_compile_rechecks_a_global_config_dict_and_list():
+    # SILENT before: the capture baked in CONFIG["scale"] and replayed the stale number
+    compiled = tg.compile(_config_scaled)
+    x = tg.tensor([1.0, -2.0, 3.0])
+    for scale, shift, size in [(2.0, 1.0, 3.0), (2.0, 1.0, 3.0), (5.0, 1.0, 3.0), (5.0, -4.0, 3.0),
+                               (5.0, -4.0, 0.5), (-0.0, -4.0, 0.5)]:
+        CONFIG["scale"], CONFIG["inner"]["shift"], SIZES[0] = scale, shift, size
+        expected = _values(_config_scaled(x))
+        got = _values(compiled(x))
+        np.testing.assert_array_equal(got, expected)
+        assert np.array_equal(np.signbit(got), np.signbit(expected))
+    CONFIG["inner"] = {"shift": 10.0}                 # the inner dict rebound
+    np.testing.assert_array_equal(_values(compiled(x)), _values(_config_scaled(x)))
+    CONFIG.update(scale=2.0, inner={"shift": 1.0})
+
+
+def test_compile_rechecks_a_closure_dict_and_its_tensor_items():
+    params = {"w": tg.tensor([1.0, 2.0], requires_grad=True)}
+
+    def loss(x):
+        return (x * params["w"]).sum()
+
+    compiled = tg.compile(loss)
+    x = tg.tensor([3.0, 4.0])
+    for step in range(4):
+        if step == 2:
+            params["w"] = tg.tensor([-1.0, 0.5], requires_grad=True)   # a new tensor, same shape
+        eager, got = loss(x), compiled(x)
+        assert got.item() == eager.item()
+        params["w"].grad = None
+        got.backward()
+        np.testing.assert_array_equal(params["w"].grad.numpy(), x.numpy())
+
+
+def test_compile_keeps_replaying_an_unchanged_config():
+    compiled = tg.compile(_config_scaled)
+    x = tg.tensor([1.0, 2.0])
+    for _ in range(3):
+        compiled(x)
+    assert compiled.stats["replays"] == 2 and compiled.stats["guard_failures"] == 0
+
+
+# -- bfloat16 ----------------------------------------------------------------------------------
+
+def test_triplet_margin_with_distance_loss_bfloat16_rounds_each_step_as_pytorch():
+    # fuzz programs seed 66400638: tapegrad combined float32 distances, 5 bfloat16 ulp off
+    torch = pytest.importorskip("torch")
+    a = np.array([0.70703125, -0.9453125, -1.4921875, 5.96875], np.float32)
+    p = np.array([0.6501824855804443, 1.793827772140503, -1.552357792854309, 0.2037864625453949],
+                 np.float32)
+    n = np.array([-0.0, -1.0136414766311646, 1.400507926940918, -0.6121633052825928], np.float32)
+    for reduction in ("sum", "none"):
+        want = torch.nn.functional.triplet_margin_with_distance_loss(
+            *(torch.tensor(v).to(torch.bfloat16) for v in (a, p, n)), margin=2.0,
+            reduction=reduction)
+        got = tF.triplet_margin_with_distance_loss(
+            *(tg.tensor(v).to(tg.bfloat16) for v in (a, p, n)), margin=2.0, reduction=reduction)
+        assert got.dtype == tg.bfloat16
+        np.testing.assert_array_equal(_values(got), want.float().numpy())
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 3, 3), (1, 2, 3, 3, 3)])
+def test_local_response_norm_bfloat16_beyond_3d_has_no_kernel(shape):
+    # PyTorch averages with avg_pool3d there, which has no bfloat16 CPU kernel
+    x = tg.ones(shape, dtype=tg.bfloat16)
+    with pytest.raises(NotImplementedError, match="avg_pool3d_out_frame.*BFloat16"):
+        tF.local_response_norm(x, 2)
+    assert tF.local_response_norm(tg.ones(2, 3, 4, dtype=tg.bfloat16), 2).dtype == tg.bfloat16
