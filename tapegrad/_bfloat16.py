@@ -1213,7 +1213,7 @@ def _bincount(func, args, kwargs):
 _PYTORCH_COMPOSITIONS = ("pairwise_distance", "cosine_similarity", "matrix_power", "kl_div",
                          "normalize", "triplet_margin_loss", "cosine_embedding_loss",
                          "poisson_nll_loss", "gaussian_nll_loss", "dist", "trapezoid",
-                         "cumulative_trapezoid")
+                         "cumulative_trapezoid", "triplet_margin_with_distance_loss")
 
 
 def _composition(func, args, kwargs):
@@ -1221,6 +1221,15 @@ def _composition(func, args, kwargs):
     if plain is None:           # (an entry that would dispatch to us again: on the storage)
         return _computed(func, func.__name__, args, kwargs)
     return plain(*args, **kwargs)
+
+
+def _local_response_norm(func, args, kwargs):
+    """PyTorch averages the squares of an input of more than 3 dims with avg_pool3d, which has
+    no bfloat16 CPU kernel (the float32 storage would compute it)."""
+    input = args[0] if args else kwargs.get("input")
+    if is_bfloat16(input) and input.dim() > 3 and input.numel():
+        raise NotImplementedError(_NO_KERNEL.format("avg_pool3d_out_frame"))
+    return _computed(func, func.__name__, args, kwargs)
 
 
 def _sweep(func, args, kwargs):
@@ -1244,7 +1253,7 @@ _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_n
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
-_OWN.update(backward=_sweep)
+_OWN.update(backward=_sweep, local_response_norm=_local_response_norm)
 _OWN.update(dict.fromkeys(_PYTORCH_COMPOSITIONS, _composition), bincount=_bincount)
 _OWN.update(dict.fromkeys(_BACKWARD_FORMULAS, _with_formula))
 _OWN.update(dict.fromkeys(_BINARY_NAMES, _binary_with_formula))
