@@ -514,13 +514,20 @@ def _lapack_cholesky(arr):
 
 
 def _not_positive_definite_order(matrix):
-    """The order of the first leading minor of `matrix` that is not positive-definite."""
-    for order in range(1, matrix.shape[0] + 1):
+    """The order of the first leading minor of `matrix` that is not positive-definite.
+
+    A binary search: the factor of a leading minor is the leading block of the whole factor,
+    so once a minor's factorization fails every larger one's does.  (Trying each order in
+    turn cost n factorizations: minutes for a 1024 x 1024 matrix, fuzz seed 66400774.)"""
+    good, bad = 0, matrix.shape[0]          # minor `good` factors (0: trivially), `bad` fails
+    while bad - good > 1:
+        order = (good + bad) // 2
         try:
             _lapack_cholesky(matrix[:order, :order])
+            good = order
         except _np.linalg.LinAlgError:
-            return order
-    return matrix.shape[0]
+            bad = order
+    return bad
 
 
 class _Cholesky(_Function):

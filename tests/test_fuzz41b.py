@@ -89,3 +89,27 @@ def test_local_response_norm_bfloat16_beyond_3d_has_no_kernel(shape):
     with pytest.raises(NotImplementedError, match="avg_pool3d_out_frame.*BFloat16"):
         tF.local_response_norm(x, 2)
     assert tF.local_response_norm(tg.ones(2, 3, 4, dtype=tg.bfloat16), 2).dtype == tg.bfloat16
+
+
+# -- linalg --------------------------------------------------------------------------------------
+
+def test_cholesky_error_order_found_in_logarithmically_many_factorizations(monkeypatch):
+    # fuzz programs seed 66400774: one factorization per order hung a 1024 x 1024 bfloat16
+    # cholesky (its argument check runs the float32 factorization) for minutes
+    import tapegrad.linalg as tg_linalg
+    rng = np.random.default_rng(1)
+    n = 64
+    a = rng.standard_normal((n, n))
+    a = a @ a.T + n * np.eye(n)
+    factorizations = []
+    real = tg_linalg._lapack_cholesky
+    monkeypatch.setattr(tg_linalg, "_lapack_cholesky",
+                        lambda arr: factorizations.append(arr.shape) or real(arr))
+    for broken in (1, 2, 37, 63, 64):
+        b = a.copy()
+        b[broken - 1, broken - 1] = -1e6
+        factorizations.clear()
+        with pytest.raises(tg.linalg.LinAlgError,
+                           match=f"the leading minor of order {broken} is not positive-definite"):
+            tg.linalg.cholesky(tg.tensor(b))
+        assert len(factorizations) <= 2 + 7
