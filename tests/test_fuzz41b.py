@@ -113,3 +113,29 @@ def test_cholesky_error_order_found_in_logarithmically_many_factorizations(monke
                            match=f"the leading minor of order {broken} is not positive-definite"):
             tg.linalg.cholesky(tg.tensor(b))
         assert len(factorizations) <= 2 + 7
+
+
+_CDIST_CASES = [((2, 3), "bfloat16", (2, 3), "float32"), ((2, 3), "float32", (2, 3), "bfloat16"),
+                ((2, 3), "bfloat16", (2, 3), "float64"), ((2, 3), "float64", (2, 3), "bfloat16"),
+                ((0, 3), "bfloat16", (2, 3), "float32"), ((2, 3), "bfloat16", (0, 3), "float32"),
+                ((0, 3), "float32", (2, 3), "bfloat16"), ((0, 3), "bfloat16", (2, 3), "bfloat16"),
+                ((2, 3), "bfloat16", (0, 3), "bfloat16"), ((2, 3), "bfloat16", (2, 4), "float32")]
+
+
+@pytest.mark.parametrize("s1, d1, s2, d2", _CDIST_CASES)
+def test_cdist_with_a_bfloat16_operand_as_pytorch(s1, d1, s2, d2):
+    # fuzz programs seed 66400102: the kernel is x1's (an empty result takes x1's dtype and
+    # runs none; a bfloat16 x2 under a float kernel is refused with "expected scalar type")
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        try:
+            return lib.cdist(lib.ones(s1, dtype=getattr(lib, d1)), lib.ones(s2, dtype=getattr(lib, d2)))
+        except Exception as e:          # noqa: BLE001 - compared with PyTorch's
+            return e
+    want, got = run(torch), run(tg)
+    if isinstance(want, Exception):
+        assert type(got) is type(want) and str(got) == str(want)
+    else:
+        assert not isinstance(got, Exception), got
+        assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
