@@ -139,3 +139,21 @@ def test_cdist_with_a_bfloat16_operand_as_pytorch(s1, d1, s2, d2):
     else:
         assert not isinstance(got, Exception), got
         assert str(got.dtype) == str(want.dtype) and tuple(got.shape) == tuple(want.shape)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0, 0), (0, 3, 3)])
+def test_lu_and_det_of_an_empty_float16_input_run_as_pytorch(shape):
+    # fuzz programs seed 66400502: PyTorch reaches no kernel for an empty input, so float16 runs
+    torch = pytest.importorskip("torch")
+    want_lu, want_piv = torch.linalg.lu_factor(torch.zeros(shape, dtype=torch.float16))
+    lu, piv = tg.linalg.lu_factor(tg.zeros(shape, dtype=tg.float16))
+    assert (str(lu.dtype), str(piv.dtype), tuple(lu.shape), tuple(piv.shape)) == \
+        (str(want_lu.dtype), str(want_piv.dtype), tuple(want_lu.shape), tuple(want_piv.shape))
+    P, L, U = tg.linalg.lu(tg.zeros(shape, dtype=tg.float16))
+    assert P.dtype == L.dtype == U.dtype == tg.float16
+    det = tg.linalg.det(tg.zeros(shape, dtype=tg.float16))
+    want = torch.linalg.det(torch.zeros(shape, dtype=torch.float16))
+    assert det.dtype == tg.float16 and tuple(det.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(det.numpy(), want.numpy())
+    with pytest.raises(NotImplementedError, match="lu_cpu.*Half"):
+        tg.linalg.lu_factor(tg.zeros(2, 2, dtype=tg.float16))
