@@ -157,3 +157,30 @@ def test_lu_and_det_of_an_empty_float16_input_run_as_pytorch(shape):
     np.testing.assert_array_equal(det.numpy(), want.numpy())
     with pytest.raises(NotImplementedError, match="lu_cpu.*Half"):
         tg.linalg.lu_factor(tg.zeros(2, 2, dtype=tg.float16))
+
+
+# -- in-place writes into leaves ---------------------------------------------------------------
+
+def _leaf():
+    return tg.tensor([1.0, 2.0], requires_grad=True)
+
+
+@pytest.mark.parametrize("write, message", [
+    (lambda: _leaf()[1:].index_put_((tg.tensor([-2]),), tg.tensor(1.0), accumulate=True),
+     "a view of a leaf Variable"),
+    (lambda: _leaf()[1:].index_put_((tg.tensor([-2]),), tg.tensor(1.0)), "a view of a leaf"),
+    (lambda: _leaf().index_put_((tg.tensor([5]),), tg.tensor(1.0)), "a leaf Variable"),
+    (lambda: _leaf().masked_scatter_(tg.tensor([True, True, True]), tg.ones(3)), "a leaf Variable"),
+])
+def test_a_write_into_a_leaf_is_refused_before_its_arguments_are_checked(write, message):
+    # fuzz programs seed 66410549: tapegrad raised the IndexError of the index first
+    with pytest.raises(RuntimeError, match=message):
+        write()
+
+
+def test_index_put_still_checks_indices_of_other_tensors():
+    with pytest.raises(IndexError, match="out of bounds"):
+        tg.tensor([1.0, 2.0]).index_put_((tg.tensor([5]),), tg.tensor(1.0))
+    x = tg.tensor([1.0, 2.0], requires_grad=True) * 1
+    x.index_put_((tg.tensor([1, 1]),), tg.tensor([3.0, 4.0]), accumulate=True)
+    np.testing.assert_array_equal(x.detach().numpy(), [1.0, 9.0])
