@@ -512,7 +512,10 @@ _ROUTES = _Routes()
 # compares at every replay (identity first, then equality, so 0.0 and -0.0 differ too).
 
 def _is_guarded_value(v) -> bool:
-    return isinstance(v, (int, float, complex, np.number, Tensor))
+    # (strings, None and dtypes too: a branch on a mode string or an optional setting, or a
+    # cast to a dtype held by name, is baked into the capture as much as a number is)
+    return v is None or isinstance(v, (int, float, complex, np.number, str, bytes, _core.dtype,
+                                       Tensor))
 
 
 _same = _core._same_binding

@@ -55,6 +55,35 @@ def test_compile_rechecks_a_closure_dict_and_its_tensor_items():
         np.testing.assert_array_equal(params["w"].grad.numpy(), x.numpy())
 
 
+MODE = "double"
+OFFSET = None
+CAST_TO = tg.float32
+
+
+def _by_mode(t):
+    t = t.to(CAST_TO)
+    t = t * 2 if MODE == "double" else t - 1
+    return t if OFFSET is None else t + OFFSET
+
+
+def test_compile_rechecks_global_strings_none_and_dtypes():
+    # SILENT before: a global mode string, an optional (None) setting or a dtype held by name
+    # was baked into the capture and the replay kept the old branch / cast
+    global MODE, OFFSET, CAST_TO
+    compiled = tg.compile(_by_mode)
+    x = tg.tensor([1.0, -2.0, 3.0])
+    try:
+        for mode, offset, dtype in [("double", None, tg.float32), ("double", None, tg.float32),
+                                    ("minus", None, tg.float32), ("minus", 5.0, tg.float32),
+                                    ("minus", 5.0, tg.float64), ("double", None, tg.float64)]:
+            MODE, OFFSET, CAST_TO = mode, offset, dtype
+            eager, got = _by_mode(x), compiled(x)
+            assert got.dtype == eager.dtype
+            np.testing.assert_array_equal(got.numpy(), eager.numpy())
+    finally:
+        MODE, OFFSET, CAST_TO = "double", None, tg.float32
+
+
 def test_compile_keeps_replaying_an_unchanged_config():
     compiled = tg.compile(_config_scaled)
     x = tg.tensor([1.0, 2.0])
