@@ -1188,6 +1188,29 @@ def _no_kernel(func, args, kwargs):
     raise error(message.format(shape=list(tensors[0].shape)))
 
 
+def _cdist(func, args, kwargs):
+    """cdist with a bfloat16 operand.  PyTorch picks its kernel by x1's dtype and reads x2 as
+    that dtype: an empty result skips the kernel (x1's dtype, whatever x2's), a bfloat16 x1
+    has no kernel, and a bfloat16 x2 under another kernel is refused by it (tapegrad's float32
+    storage would compute, or name Float for bfloat16: fuzz seed 66400102)."""
+    names = ("x1", "x2")
+    operands = list(args[:2]) + [kwargs[n] for n in names[len(args):] if n in kwargs]
+    if len(operands) < 2 or not all(isinstance(t, Tensor) for t in operands):
+        return _no_kernel(func, args, kwargs)
+    x1, x2 = operands
+    x2_as_x1 = x2.to(x1.dtype)      # (a recorded cast: x2's gradient comes back in its dtype)
+    args = (x1, x2_as_x1) + tuple(args[2:])
+    kwargs = {k: v for k, v in kwargs.items() if k not in names}
+    if x1.numel() == 0 or x2.numel() == 0:     # (either empty: no kernel runs)
+        return _computed(func, func.__name__, args, kwargs) if is_bfloat16(x1) \
+            else func(*args, **kwargs)
+    if is_bfloat16(x1):
+        return _no_kernel(func, args, kwargs)
+    func(*args, **kwargs)                      # (the argument checks PyTorch makes first)
+    raise RuntimeError(f"expected scalar type {_SCALAR_NAMES.get(_dtype_name(x1), _dtype_name(x1))}"
+                       f" but found BFloat16")
+
+
 # The ops of _NO_BFLOAT16_KERNEL whose dtype PyTorch checks before their other arguments.
 _DTYPE_CHECKED_FIRST = frozenset(("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2",
                                   "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft", "ihfft",
@@ -1261,7 +1284,7 @@ def _bincount(func, args, kwargs):
 _PYTORCH_COMPOSITIONS = ("pairwise_distance", "cosine_similarity", "matrix_power", "kl_div",
                          "normalize", "triplet_margin_loss", "cosine_embedding_loss",
                          "poisson_nll_loss", "gaussian_nll_loss", "dist", "trapezoid",
-                         "cumulative_trapezoid")
+                         "cumulative_trapezoid", "triplet_margin_with_distance_loss")
 
 
 def _composition(func, args, kwargs):
@@ -1269,6 +1292,15 @@ def _composition(func, args, kwargs):
     if plain is None:           # (an entry that would dispatch to us again: on the storage)
         return _computed(func, func.__name__, args, kwargs)
     return plain(*args, **kwargs)
+
+
+def _local_response_norm(func, args, kwargs):
+    """PyTorch averages the squares of an input of more than 3 dims with avg_pool3d, which has
+    no bfloat16 CPU kernel (the float32 storage would compute it)."""
+    input = args[0] if args else kwargs.get("input")
+    if is_bfloat16(input) and input.dim() > 3 and input.numel():
+        raise NotImplementedError(_NO_KERNEL.format("avg_pool3d_out_frame"))
+    return _computed(func, func.__name__, args, kwargs)
 
 
 def _sweep(func, args, kwargs):
@@ -1292,7 +1324,7 @@ _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_n
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
-_OWN.update(backward=_sweep)
+_OWN.update(backward=_sweep, local_response_norm=_local_response_norm, cdist=_cdist)
 _OWN.update(dict.fromkeys(_PYTORCH_COMPOSITIONS, _composition), bincount=_bincount)
 _OWN.update(dict.fromkeys(_BACKWARD_FORMULAS, _with_formula))
 _OWN.update(dict.fromkeys(_BINARY_NAMES, _binary_with_formula))

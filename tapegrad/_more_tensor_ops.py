@@ -129,13 +129,15 @@ def masked_scatter(input, mask, source):
 
 def _masked_scatter_(self, mask, source):
     """In-place masked_scatter (mask broadcasts to self, not the other way)."""
-    if mask.dim() > self.dim():
-        raise RuntimeError(f"expand(CPU{_dtype_name(mask._array)}Type"
-                           f"{{{list(mask.shape)}}}, "
-                           f"size={list(self.shape)}): the number of sizes provided "
-                           f"({self.dim()}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({mask.dim()})")
-    mask.expand(*self.shape)        # (a mask that does not expand: expand's own refusal)
+    from ._extra_ops import _leaf_error_first
+    with _leaf_error_first(self):       # (a leaf's refusal before a mask that does not expand)
+        if mask.dim() > self.dim():
+            raise RuntimeError(f"expand(CPU{_dtype_name(mask._array)}Type"
+                               f"{{{list(mask.shape)}}}, "
+                               f"size={list(self.shape)}): the number of sizes provided "
+                               f"({self.dim()}) must be greater or equal to the number of "
+                               f"dimensions in the tensor ({mask.dim()})")
+        mask.expand(*self.shape)        # (a mask that does not expand: expand's own refusal)
     return _in_place("masked_scatter")(self, mask, source)
 
 

@@ -475,6 +475,13 @@ def index_put_(self, indices, values, accumulate=False):
     """
     _core.check_bool("index_put_", "accumulate", accumulate)
     _check_indices(indices, "index_put_")
+    # (PyTorch's autograd layer refuses a write into a leaf, or a view of one, before its kernel
+    # checks the indices: fuzz seed 66410549)
+    with _leaf_error_first(self):
+        return _index_put_checked(self, indices, values, accumulate)
+
+
+def _index_put_checked(self, indices, values, accumulate):
     if values is self and (accumulate or self.numel() != 1):
         # PyTorch's index_put_ refuses values that are self before it looks at shapes or
         # elements (x[k] = x, below, sees x without its leading size-1 dims: another tensor),

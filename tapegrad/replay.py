@@ -53,6 +53,7 @@ Not guarded: numbers and tensors reached through attributes (`self.scale`, rebin
 """
 from __future__ import annotations as _annotations
 
+import dis
 import functools
 import types
 import sys
@@ -511,7 +512,10 @@ _ROUTES = _Routes()
 # compares at every replay (identity first, then equality, so 0.0 and -0.0 differ too).
 
 def _is_guarded_value(v) -> bool:
-    return isinstance(v, (int, float, complex, np.number, Tensor))
+    # (strings, None and dtypes too: a branch on a mode string or an optional setting, or a
+    # cast to a dtype held by name, is baked into the capture as much as a number is)
+    return v is None or isinstance(v, (int, float, complex, np.number, str, bytes, _core.dtype,
+                                       Tensor))
 
 
 _same = _core._same_binding
@@ -535,6 +539,18 @@ def _environment(fn):
     env = []
     modules = [fn, getattr(fn, "__self__", None)]
     pending = [getattr(fn, "__func__", fn)]        # bound methods: their function
+    guarded = set()
+
+    def guard(ns, name, v, always=False):
+        """Guard what `name` in `ns` holds (numbers, tensors, helpers; containers if told)."""
+        if (always or _is_guarded_value(v) or _is_followed_function(v)) \
+                and (id(ns), name) not in guarded:
+            guarded.add((id(ns), name))
+            env.append((ns, name, v))
+        modules.append(v)
+        if _is_followed_function(v):
+            pending.append(v)
+
     followed = set()
     while pending:
         f = pending.pop()
@@ -544,31 +560,72 @@ def _environment(fn):
         followed.add(id(f))
         for cell in f.__closure__ or ():
             try:
-                v = cell.cell_contents
+                guard(cell, None, cell.cell_contents)
             except ValueError:              # an empty cell: assigned later
                 continue
-            if _is_guarded_value(v) or _is_followed_function(v):
-                env.append((cell, None, v))
-            modules.append(v)
-            if _is_followed_function(v):
-                pending.append(v)
         glb = f.__globals__
         seen = set()
+        cells = dict(zip(code.co_freevars, f.__closure__ or ()))
         for c in _code_objects(code):
             for name in c.co_names:
                 if name in seen:
                     continue
                 seen.add(name)
                 v = glb.get(name, _MISS)
-                if v is _MISS:
-                    continue
-                if _is_guarded_value(v) or _is_followed_function(v):
-                    env.append((glb, name, v))
-                modules.append(v)
-                if _is_followed_function(v):
-                    pending.append(v)
+                if v is not _MISS:
+                    guard(glb, name, v)
+            for ns, name, container, key, item in _constant_subscripts(c, glb, cells):
+                # each container on the path by identity (a tuple's items cannot change),
+                # then the item as a name's value
+                if not isinstance(ns, tuple):
+                    guard(ns, name, container, always=True)
+                if not isinstance(container, tuple):
+                    guard(container, key, item)
     env.extend(_training_flags(modules))
     return tuple(env)
+
+
+def _is_subscript(ins) -> bool:
+    return ins.opname == "BINARY_SUBSCR" or (ins.opname == "BINARY_OP" and ins.argrepr == "[]")
+
+
+def _constant_subscripts(code, glb, cells):
+    """(ns, name, container, key, item) for each subscript by a constant that `code` applies to
+    a dict or list it reads from a global or closure cell, or to an item so reached:
+    `cfg["lr"]`, `sizes[0]`, `cfg["opt"]["lr"]` (a config read at every call, which a capture
+    bakes in as it bakes in a global number).  (ns, name) is where the container was read: the
+    globals dict or a cell (name None) for the root, the outer container and its key after."""
+    ins = list(dis.get_instructions(code))
+    for i, op in enumerate(ins):
+        if op.opname == "LOAD_GLOBAL":
+            ns, name = glb, op.argval
+            obj = glb.get(name, _MISS)
+        elif op.opname == "LOAD_DEREF" and op.argval in cells:
+            ns, name = cells[op.argval], None
+            try:
+                obj = ns.cell_contents
+            except ValueError:
+                continue
+        else:
+            continue
+        j = i + 1
+        while (isinstance(obj, (dict, list, tuple)) and j + 1 < len(ins)
+               and ins[j].opname in ("LOAD_CONST", "LOAD_SMALL_INT") and _is_subscript(ins[j + 1])):
+            key = ins[j].argval
+            if isinstance(key, slice):               # (a new list at every call)
+                break
+            if isinstance(obj, dict):
+                item = dict.get(obj, key, _MISS)     # (no defaultdict insertion)
+            else:
+                try:
+                    item = obj[key]
+                except (IndexError, TypeError):
+                    item = _MISS
+            if item is _MISS:
+                break
+            yield ns, name, obj, key, item
+            ns, name, obj = obj, key, item
+            j += 2
 
 
 def _is_followed_function(v) -> bool:

@@ -2414,13 +2414,20 @@ cdef bint same_binding(object a, object b) except -1:
         return True
     if isinstance(a, TensorBase) or isinstance(b, TensorBase) or type(a) is not type(b):
         return False
+    if isinstance(a, (dict, list, tuple)):
+        # a container on the path to a guarded item (cfg["lr"]): the item's own entry reads
+        # the container of the capture, so another container, however equal, is a change
+        # (and == on containers of tensors would raise)
+        return False
     if isinstance(a, (float, np.floating)) and a == 0 and b == 0:
         return bool(np.signbit(a) == np.signbit(b))
     return bool(a == b)
 
 
 cdef bint env_holds(tuple env) except -1:
-    """Whether every closure cell and global the capture read by name still holds its value."""
+    """Whether every closure cell, global and constant subscript of one (cfg["lr"], sizes[0])
+    the capture read still holds its value.  ns is a cell (name None), a dict (the globals, or
+    a dict the function subscripts) or a list (name: the index)."""
     cdef object missing = NOT_REPLAYED
     for ns, name, value in env:
         if name is None:
@@ -2428,8 +2435,13 @@ cdef bint env_holds(tuple env) except -1:
                 now = ns.cell_contents
             except ValueError:
                 return False
-        else:
+        elif isinstance(ns, dict):
             now = (<dict>ns).get(name, missing)
+        else:
+            try:
+                now = ns[name]          # a list: Python indexing, checked
+            except IndexError:
+                return False
         if now is not value and not same_binding(now, value):
             return False
     return True
