@@ -1134,6 +1134,13 @@ def _trailing_matrix_rule(dispatch, args, kwargs):
     return _wrap(dispatch(args[0].value, *args[1:], **kwargs), args[0].level)
 
 
+def _bound(args, kwargs, names) -> dict:
+    """The call's arguments by name: the positional ones under `names`, then the keywords."""
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    return bound
+
+
 def _vector_norm_dims(x, dim):
     rank = x.dim()
     if dim is None:
@@ -1156,8 +1163,7 @@ def _vector_norm(x, ord, dim, keepdim, dtype):
 def _vector_norm_rule(dispatch, args, kwargs):
     if not _only_first_batched(args, kwargs):
         return None
-    bound = dict(zip(("input", "ord", "dim", "keepdim"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("input", "ord", "dim", "keepdim"))
     return _vector_norm(args[0], bound.get("ord", 2), bound.get("dim"),
                         bound.get("keepdim", False), bound.get("dtype"))
 
@@ -1168,8 +1174,7 @@ def _norm_rule(dispatch, args, kwargs):
     matrix norms (an order over two dims) run per sample."""
     if not _only_first_batched(args, kwargs):
         return None
-    bound = dict(zip(("input", "ord", "dim", "keepdim"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("input", "ord", "dim", "keepdim"))
     order = bound.get("ord", bound.get("p"))
     dim = bound.get("dim")
     if order not in (None, "fro") and not (isinstance(order, (int, float)) and
@@ -1194,8 +1199,7 @@ def _normalize_rule(dispatch, args, kwargs):
     own formula, so the grad_fn is a division's as in PyTorch)."""
     if not _only_first_batched(args, kwargs) or kwargs.get("out") is not None:
         return None
-    bound = dict(zip(("input", "p", "dim", "eps"), args))
-    bound.update(kwargs)
+    bound = _bound(args, kwargs, ("input", "p", "dim", "eps"))
     x = args[0]
     if x.dim() == 0:
         return None
@@ -1203,8 +1207,10 @@ def _normalize_rule(dispatch, args, kwargs):
     return x / norm.clamp_min(bound.get("eps", 1e-12)).expand_as(x)
 
 
-_TRAILING_MATRIX_OPS = ("det", "inv", "inverse", "slogdet", "logdet", "cholesky", "eigh",
-                        "eigvalsh", "matrix_exp", "svdvals")
+# each op, and whether it is a Tensor method too (as in PyTorch)
+_TRAILING_MATRIX_OPS = {"det": True, "inv": False, "inverse": True, "slogdet": True,
+                        "logdet": True, "cholesky": True, "eigh": False, "eigvalsh": False,
+                        "matrix_exp": True, "svdvals": False}
 
 _FUNCTION_RULES = {
     "stack": _stack_rule, "cat": _cat_rule, "concat": _cat_rule, "concatenate": _cat_rule,
@@ -1609,8 +1615,9 @@ def _method_trailing(name):
     return _method_from_rule(rule, name)
 
 
-for _name in ("det", "inverse", "slogdet", "logdet", "cholesky", "matrix_exp"):
-    setattr(BatchedTensor, _name, _method_trailing(_name))
+for _name, _is_method in _TRAILING_MATRIX_OPS.items():
+    if _is_method:
+        setattr(BatchedTensor, _name, _method_trailing(_name))
 BatchedTensor.norm = _method_from_rule(_norm_rule, "norm")
 BatchedTensor.outer = _method_from_rule(_outer_rule, "outer")
 BatchedTensor.ger = _method_from_rule(_outer_rule, "ger")
