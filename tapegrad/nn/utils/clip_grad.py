@@ -40,6 +40,7 @@ def _refuse_sparse(grads, op: str) -> None:
 
 
 _REDUCED_FLOATS = (_core.float16, _core.bfloat16)
+_PLAIN_FLOATS = {_core.float32: np.float32, _core.float64: np.float64}
 _CLAMP_SIGNATURES = ("\n * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)"
                      "\n * (Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
 
@@ -76,10 +77,20 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     norm_type = float(norm_type)
     if not grads:
         return _core.wrap_array(np.asarray(0.0, dtype=np.float32))
-    from ... import cat
     by_dtype: dict = {}
     for g in grads:
         by_dtype.setdefault(g.dtype, []).append(_norm_value(g, norm_type))
+    if len(by_dtype) == 1:
+        (dtype, values), = by_dtype.items()
+        if dtype in _PLAIN_FLOATS:
+            # one float32 or float64 dtype (a model's usual case): the arithmetic below without
+            # its tensor round trips (cat, casts), which cost more than the norms of a small
+            # model; the same numbers, as neither cast rounds here
+            total = _core.wrap_array(np.asarray(np.linalg.norm(
+                np.asarray(values, dtype=_PLAIN_FLOATS[dtype]), norm_type)))
+            _check_finite(total, norm_type, error_if_nonfinite)
+            return total
+    from ... import cat
     # PyTorch norms each gradient in its own dtype and stacks the norms, so their dtypes promote
     # (float16 with float32 gives float32, float32 with float64 float64): the total is not in
     # the first gradient's dtype, and a mixed-precision model's float32 gradients are not scaled
@@ -90,12 +101,16 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     a = norms._array
     value = np.linalg.norm(a.astype(np.promote_types(a.dtype, np.float32), copy=False), norm_type)
     total = _core.wrap_array(np.asarray(value, dtype=np.float64)).to(norms.dtype)
+    _check_finite(total, norm_type, error_if_nonfinite)
+    return total
+
+
+def _check_finite(total, norm_type: float, error_if_nonfinite: bool) -> None:
     if error_if_nonfinite and not np.isfinite(total._array):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` "
                            "is non-finite, so it cannot be clipped. To disable this error and "
                            "scale the gradients by the non-finite norm anyway, set "
                            "`error_if_nonfinite=False`")
-    return total
 
 
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
