@@ -82,12 +82,12 @@ class LazyBatchNorm1d(LazyModuleMixin, _Module):
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
     def reset_running_stats(self) -> None: ...
+    num_batches_tracked: Any
     num_features: Any
     eps: Any
     momentum: Any
     affine: Any
     track_running_stats: Any
-    num_batches_tracked: Any
 
 class LazyBatchNorm2d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ..., *, bias: Any = ...) -> None: ...
@@ -96,12 +96,12 @@ class LazyBatchNorm2d(LazyModuleMixin, _Module):
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
     def reset_running_stats(self) -> None: ...
+    num_batches_tracked: Any
     num_features: Any
     eps: Any
     momentum: Any
     affine: Any
     track_running_stats: Any
-    num_batches_tracked: Any
 
 class LazyBatchNorm3d(LazyModuleMixin, _Module):
     def __init__(self, eps: Any = ..., momentum: Any = ..., affine: Any = ..., track_running_stats: Any = ..., device: Any = ..., dtype: Any = ..., *, bias: Any = ...) -> None: ...
@@ -110,12 +110,12 @@ class LazyBatchNorm3d(LazyModuleMixin, _Module):
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
     def reset_running_stats(self) -> None: ...
+    num_batches_tracked: Any
     num_features: Any
     eps: Any
     momentum: Any
     affine: Any
     track_running_stats: Any
-    num_batches_tracked: Any
 
 class LazyConvTranspose1d(LazyModuleMixin, _ConvTranspose1d):
     def __init__(self, out_channels: Any, kernel_size: Any, stride: Any = ..., padding: Any = ..., output_padding: Any = ..., groups: Any = ..., bias: Any = ..., dilation: Any = ..., padding_mode: Any = ..., device: Any = ..., dtype: Any = ...) -> None: ...

@@ -57,8 +57,31 @@ def _reset_affine(module) -> None:
 
 
 class _NormBase(Module):
-    """What batch and instance normalisation share (PyTorch's _NormBase): resetting the
-    running statistics and the affine parameters."""
+    """What batch and instance normalisation share (PyTorch's _NormBase): the parameters and
+    running-statistics buffers, and resetting them."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None, *, bias: bool = True) -> None:
+        super().__init__()
+        check_device(device, allow_meta=True)
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        # bias=False (PyTorch 2.13): a scale without a shift
+        _register_affine(self, num_features, affine, bias, device, dtype)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros(num_features, device=device,
+                                                                dtype=dtype))
+            self.register_buffer("running_var", creation.ones(num_features, device=device,
+                                                              dtype=dtype))
+            self.register_buffer("num_batches_tracked", creation.tensor(0, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
 
     def reset_running_stats(self) -> None:
         """Running mean back to zeros, running variance to ones, the batch count to 0."""
@@ -83,31 +106,8 @@ class _BatchNorm(_NormBase):
     _ranks: tuple = ()
     # Version 2 added num_batches_tracked.
     _version = 2
-    # A buffer (register_buffer below), declared here so the public stubs list it.
+    # A buffer (registered by _NormBase.__init__), declared here so the public stubs list it.
     num_batches_tracked: "Tensor | None"
-
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None, *, bias: bool = True) -> None:
-        super().__init__()
-        check_device(device, allow_meta=True)
-        self.num_features = num_features
-        self.eps = eps
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        # bias=False (PyTorch 2.13): a scale without a shift
-        _register_affine(self, num_features, affine, bias, device, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, device=device,
-                                                                dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, device=device,
-                                                              dtype=dtype))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
                               unexpected_keys, error_msgs) -> None:
@@ -276,24 +276,9 @@ class _InstanceNorm(_NormBase):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
                  dtype=None, *, bias: bool = True) -> None:
-        super().__init__()
-        check_device(device, allow_meta=True)
-        self.num_features = num_features
-        self.eps = eps
-        self.momentum = momentum
-        self.affine = affine
-        self.track_running_stats = track_running_stats
-        _register_affine(self, num_features, affine, bias, device, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", creation.zeros(num_features, device=device,
-                                                                dtype=dtype))
-            self.register_buffer("running_var", creation.ones(num_features, device=device,
-                                                              dtype=dtype))
-            self.register_buffer("num_batches_tracked", creation.tensor(0, device=device))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        # PyTorch's defaults differ from batch norm's: no affine, no running statistics.
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
 
     def forward(self, input):
         if input.dim() not in (self._rank - 1, self._rank):

@@ -41,12 +41,12 @@ class BatchNorm1d(_Module):
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
     def reset_running_stats(self) -> None: ...
+    num_batches_tracked: Any
     num_features: Any
     eps: Any
     momentum: Any
     affine: Any
     track_running_stats: Any
-    num_batches_tracked: Any
 
 class BatchNorm2d(_Module):
     def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
@@ -54,12 +54,12 @@ class BatchNorm2d(_Module):
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
     def reset_running_stats(self) -> None: ...
+    num_batches_tracked: Any
     num_features: Any
     eps: Any
     momentum: Any
     affine: Any
     track_running_stats: Any
-    num_batches_tracked: Any
 
 class BatchNorm3d(_Module):
     def __init__(self, num_features: _int, eps: _float = ..., momentum: _float | None = ..., affine: _bool = ..., track_running_stats: _bool = ..., device: Any = ..., dtype: Any = ..., *, bias: _bool = ...) -> None: ...
@@ -67,12 +67,12 @@ class BatchNorm3d(_Module):
     def forward(self, input: Any) -> Any: ...
     def reset_parameters(self) -> None: ...
     def reset_running_stats(self) -> None: ...
+    num_batches_tracked: Any
     num_features: Any
     eps: Any
     momentum: Any
     affine: Any
     track_running_stats: Any
-    num_batches_tracked: Any
 
 class CrossMapLRN2d(_Module):
     def __init__(self, size: _int, alpha: _float = ..., beta: _float = ..., k: _float = ...) -> None: ...
@@ -168,9 +168,9 @@ class SyncBatchNorm(_Module):
     def reset_parameters(self) -> None: ...
     def reset_running_stats(self) -> None: ...
     process_group: Any
+    num_batches_tracked: Any
     num_features: Any
     eps: Any
     momentum: Any
     affine: Any
     track_running_stats: Any
-    num_batches_tracked: Any
