@@ -1,0 +1,82 @@
+"""Interpretability and data-attribution idioms (integrated gradients, per-example gradients,
+influence functions, ensembles under vmap) against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+from tapegrad.func import grad as tg_grad, jacrev as tg_jacrev, vmap as tg_vmap
+
+# Rows with ties: a whole-sample max/min/median picks one index, or splits among the ties.
+TIED = [[1., 3., 3., 0.], [2., 2., 2., 5.]]
+WHOLE = ["max", "min", "median", "nanmedian"]
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_vmap_whole_reduction_backward_outside_goes_to_the_picked_index(name):
+    # PyTorch's batching rule runs max(dim=1) on the flattened batch: a backward outside the
+    # vmap sends each row's gradient to the one index picked (amax would split it among ties)
+    torch = _torch()
+    expected = []
+    for lib in (torch, tg):
+        x = lib.tensor(TIED, requires_grad=True)
+        y = lib.func.vmap(lambda t: getattr(t, name)())(x)
+        y.sum().backward()
+        expected.append(x.grad.numpy())
+    np.testing.assert_allclose(expected[1], expected[0])
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_vmap_whole_reduction_grad_inside_splits_among_ties(name):
+    # a grad transform inside the vmap differentiates the sample's max()/median(), whose
+    # backward spreads the gradient evenly over tied entries
+    torch = _torch()
+    for transform in ("grad", "jacrev"):
+        got = [lib.func.vmap(getattr(lib.func, transform)(lambda t: getattr(t, name)()))(
+            lib.tensor(TIED)).numpy() for lib in (torch, tg)]
+        np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
+    # and grad outside the vmap is a backward outside it
+    got = [lib.func.grad(lambda t: lib.func.vmap(lambda s: getattr(s, name)())(t).sum())(
+        lib.tensor(TIED)).numpy() for lib in (torch, tg)]
+    np.testing.assert_allclose(got[1], got[0])
+
+
+def test_vmap_whole_max_of_0d_samples_is_a_tensor():
+    # a 0-d sample: max() is the value itself, not a (values, indices) pair
+    torch = _torch()
+    for name in WHOLE:
+        got = [lib.func.vmap(lambda t: getattr(t, name)())(lib.tensor([1., 2.])) for lib in
+               (torch, tg)]
+        assert isinstance(got[1], tg.Tensor)
+        np.testing.assert_array_equal(got[1].numpy(), got[0].numpy())
+
+
+def test_vmap_max_grad_fn_names_follow_pytorch():
+    torch = _torch()
+    for name, node in (("max", "MaxBackward0"), ("min", "MinBackward0"),
+                       ("median", "MedianBackward1")):
+        x = tg.tensor(TIED, requires_grad=True)
+        assert type(tg.func.vmap(lambda t: getattr(t, name)())(x).grad_fn).__name__ == node
+        tx = torch.tensor(TIED, requires_grad=True)
+        assert type(torch.func.vmap(lambda t: getattr(t, name)())(tx).grad_fn).__name__ == node
+
+
+def test_vmap_squeeze_grad_fn_follows_pytorch_batching_rule():
+    # squeeze(dim) squeezes physical dims as a tuple (SqueezeBackward2); squeeze() views the
+    # batch to the squeezed shape (ViewBackward0): what an ensemble's printed output shows
+    torch = _torch()
+    cases = [lambda t: t.squeeze(-1), lambda t: t.squeeze(0), lambda t: t.squeeze((0, 2)),
+             lambda t: t.squeeze(), lambda t: t.transpose(0, 2).squeeze()]
+    for f in cases:
+        names, shapes = [], []
+        for lib in (torch, tg):
+            w = lib.ones(3, 1, 4, 1, requires_grad=True)
+            out = lib.func.vmap(f)(w)
+            names.append(type(out.grad_fn).__name__)
+            shapes.append(tuple(out.shape))
+            out.sum().backward()
+            assert tuple(w.grad.shape) == (3, 1, 4, 1)
+        assert names[1] == names[0] and shapes[1] == shapes[0]
