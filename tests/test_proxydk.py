@@ -80,3 +80,29 @@ def test_vmap_squeeze_grad_fn_follows_pytorch_batching_rule():
             out.sum().backward()
             assert tuple(w.grad.shape) == (3, 1, 4, 1)
         assert names[1] == names[0] and shapes[1] == shapes[0]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")   # (torch's jvp imports)
+def test_jvp_primal_output_is_an_alias_on_the_callers_graph():
+    # forward-mode sensitivity of a model whose parameters require grad: PyTorch hands back
+    # the primal output as an alias (printed grad_fn=<AliasBackward0>), gradient passing through
+    torch = _torch()
+    got = []
+    for lib in (torch, tg):
+        m = lib.nn.Linear(2, 2)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor([[1., 2.], [3., -1.]]))
+            m.bias.fill_(0.5)
+        x = lib.ones(2)
+        (out, total), _ = lib.func.jvp(lambda i: (m(i), m(i).sum()), (x,), (x,))
+        names = [type(t.grad_fn).__name__ for t in (out, total)]
+        out.sum().backward()
+        plain, _ = lib.func.jvp(lambda i: i * 2, (x,), (x,))
+        with_aux = lib.func.jvp(lambda i: (m(i).sum(), m(i)), (x,), (x,), has_aux=True)[0]
+        got.append((names, out.detach().numpy(), m.weight.grad.numpy(), plain.grad_fn,
+                    type(with_aux.grad_fn).__name__))
+    assert got[1][0] == got[0][0] == ["AliasBackward0", "AliasBackward0"]
+    np.testing.assert_allclose(got[1][1], got[0][1])
+    np.testing.assert_allclose(got[1][2], got[0][2])
+    assert got[1][3] is None and got[0][3] is None
+    assert got[1][4] == got[0][4] == "AliasBackward0"
