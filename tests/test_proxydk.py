@@ -106,3 +106,43 @@ def test_jvp_primal_output_is_an_alias_on_the_callers_graph():
     np.testing.assert_allclose(got[1][2], got[0][2])
     assert got[1][3] is None and got[0][3] is None
     assert got[1][4] == got[0][4] == "AliasBackward0"
+
+
+@pytest.mark.parametrize("case", ["conv1d", "conv2d", "conv_transpose2d", "strided_bias"])
+def test_convolution_gradients_with_a_graph_are_convolution_backward_backward(case):
+    # input gradients with create_graph (double backprop, gradient penalties, input-gradient
+    # regularised explanations): PyTorch computes them in one convolution_backward op, whose
+    # node is ConvolutionBackwardBackward0 (here an internal _ConvWeightGradBackward leaked)
+    torch = _torch()
+    got = []
+    for lib in (torch, tg):
+        F = lib.nn.functional
+        if case == "conv1d":
+            x = lib.sin(lib.arange(10., dtype=lib.float64)).reshape(1, 2, 5)
+            w = lib.cos(lib.arange(18., dtype=lib.float64)).reshape(3, 2, 3)
+            op = F.conv1d
+        elif case == "conv_transpose2d":
+            x = lib.sin(lib.arange(50., dtype=lib.float64)).reshape(1, 2, 5, 5)
+            w = lib.cos(lib.arange(54., dtype=lib.float64)).reshape(2, 3, 3, 3)
+            op = F.conv_transpose2d
+        else:
+            x = lib.sin(lib.arange(50., dtype=lib.float64)).reshape(1, 2, 5, 5)
+            w = lib.cos(lib.arange(54., dtype=lib.float64)).reshape(3, 2, 3, 3)
+            op = F.conv2d
+        x.requires_grad_()      # (float64: second-order values reach ~100)
+        w.requires_grad_()
+        if case == "strided_bias":
+            b = lib.ones(3, dtype=lib.float64, requires_grad=True)
+            inputs = (x, w, b)
+            y = op(x, w, b, stride=2, padding=1)
+        else:
+            inputs = (x, w)
+            y = op(x, w)
+        grads = lib.autograd.grad(y.pow(2).sum(), inputs, create_graph=True)
+        second = lib.autograd.grad(grads[0].pow(2).sum(), (x, w))
+        got.append(([type(g.grad_fn).__name__ for g in grads],
+                    [g.detach().numpy() for g in grads + second]))
+    assert got[1][0] == got[0][0]
+    assert set(got[0][0]) == {"ConvolutionBackwardBackward0"}
+    for mine, theirs in zip(got[1][1], got[0][1]):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-10, atol=1e-10)
