@@ -32,7 +32,8 @@ import threading
 from . import _core
 from ._torch_names import TorchNamedModule as _TorchNamedModule
 
-# The vmaps running in this thread, outermost first: [level id, batch size].
+# The vmaps running in this thread, outermost first: [level id, batch size, how many function
+# transforms (grad, vjp, jacrev...) were running when it started].
 _local = threading.local()
 
 
@@ -173,10 +174,21 @@ def _top_level(items):
 
 
 def _batch_size(level) -> int:
-    for lvl, size in _running():
+    for lvl, size, _ in _running():
         if lvl == level:
             return size
     raise RuntimeError("vmap: a BatchedTensor escaped the vmap that created it")
+
+
+def _differentiated_inside(level) -> bool:
+    """Whether a function transform (grad, vjp, jacrev...) started inside vmap ``level``: it
+    differentiates each sample's op, as PyTorch's grad level sits below the batching rule there;
+    otherwise a backward outside the vmap differentiates the batched op the rule ran."""
+    from . import func
+    for lvl, _, transforms_outside in _running():
+        if lvl == level:
+            return func._depth > transforms_outside
+    return False
 
 
 def _leaves(args, kwargs):
@@ -440,7 +452,12 @@ _KEEPS_SHAPE = {"softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "
 # others flatten the sample first.
 _TUPLE_DIMS = {"sum", "mean", "amax", "amin", "std", "var", "logsumexp", "nansum",
                "nanmean"}       # (prod takes one dim only: it flattens)
-_WHOLE = {"max": "amax", "min": "amin"}
+# Whole-sample max/min/median: PyTorch's batching rule takes the op over the flattened sample
+# and keeps its values, so a backward outside the vmap sends the gradient to the one index the
+# op picked; a transform inside the vmap differentiates the sample's max() or median(), which
+# split it evenly among ties (max as amax does; median per sample).
+_WHOLE_BY_INDEX = {"max", "min", "median", "nanmedian"}
+_SPLIT_AMONG_TIES = {"max": "amax", "min": "amin"}
 
 
 def _squeezed(result, dim):
@@ -465,7 +482,9 @@ def _reduction(name, whole_default=True):
         else:
             dim = None
         value = self.value
-        if dim is None and not whole_default:
+        ties_split = dim is None and name in _WHOLE_BY_INDEX and _differentiated_inside(
+            self.level)
+        if dim is None and (not whole_default or ties_split and name not in _SPLIT_AMONG_TIES):
             return _loop(lambda sample, *a, **k: getattr(sample, name)(*a, **k),
                          name, (self,) + tuple(args), kwargs)
         if rank == 0:
@@ -476,12 +495,17 @@ def _reduction(name, whole_default=True):
             if args and isinstance(args[0], bool):
                 args.pop(0)
             out = getattr(value.unsqueeze(1), name)(1, *args, **kwargs)
+            if dim is None and name in _WHOLE_BY_INDEX:
+                out = out.values
             return _wrap(_squeezed(out, 1) if name in _KEEPS_SHAPE else out, self.level)
         if dim is None:
             if name in _TUPLE_DIMS:
                 out = getattr(value, name)(tuple(range(1, rank + 1)), *args, **kwargs)
             else:
-                out = getattr(value.flatten(1), _WHOLE.get(name, name))(1, *args, **kwargs)
+                whole = _SPLIT_AMONG_TIES[name] if ties_split else name
+                out = getattr(value.flatten(1), whole)(1, *args, **kwargs)
+                if whole in _WHOLE_BY_INDEX:
+                    out = out.values
             return _wrap(out, self.level)
         return _wrap(getattr(value, name)(_dims_at(dim, rank), *args, **kwargs), self.level)
     return rule
@@ -537,14 +561,17 @@ def _unsqueeze(self, dim):
 
 
 def _squeeze(self, dim=None):
+    """PyTorch's batching rules: squeeze() views the batch to the squeezed shape (its grad_fn
+    is ViewBackward0); squeeze(dim) squeezes the physical dims as a tuple (SqueezeBackward2)."""
     rank = self.dim()
     if dim is None:
-        dims = tuple(d + 1 for d, s in enumerate(self.shape) if s == 1)
-        return BatchedTensor(self.value.squeeze(dims) if dims else self.value.view_as(
-            self.value), self.level)
+        kept = tuple(s for s in self.shape if s != 1)
+        return BatchedTensor(self.value.view(self.value.shape[:1] + kept), self.level)
     if rank == 0:
         return self
-    return BatchedTensor(self.value.squeeze(_dims_at(dim, rank)), self.level)
+    dims = _dims_at(dim, rank)
+    return BatchedTensor(self.value.squeeze(dims if isinstance(dims, tuple) else (dims,)),
+                         self.level)
 
 
 def _flatten(self, start_dim=0, end_dim=-1):
@@ -847,7 +874,7 @@ _REFLECTED = {"__radd__": "__add__", "__rsub__": "__sub__", "__rmul__": "__mul__
 
 _REDUCTIONS = """sum mean prod amax amin std var logsumexp nansum nanmean all any
 count_nonzero""".split()
-_DIM_ONLY = """max min argmax argmin softmax log_softmax cumsum cumprod median mode
+_DIM_ONLY = """max min argmax argmin softmax log_softmax cumsum cumprod median nanmedian mode
 logcumsumexp cummax cummin""".split()
 
 for _name in _UNARY:
@@ -859,8 +886,8 @@ for _name, _base in _REFLECTED.items():
 for _name in _REDUCTIONS:
     setattr(BatchedTensor, _name, _reduction(_name))
 for _name in _DIM_ONLY:
-    setattr(BatchedTensor, _name, _reduction(_name, whole_default=_name in ("max", "min",
-                                                                            "argmax", "argmin")))
+    setattr(BatchedTensor, _name, _reduction(_name, whole_default=_name in (
+        "argmax", "argmin", *_WHOLE_BY_INDEX)))
 for _name in ("reshape", "view"):
     setattr(BatchedTensor, _name, _view(_name))
 for _name in ("split", "chunk", "tensor_split"):
@@ -1402,7 +1429,8 @@ class _level:
             _users += 1
         running = _running()
         self.id = (running[-1][0] + 1) if running else 1
-        running.append([self.id, self.size])
+        from .func import _depth as transforms_outside
+        running.append([self.id, self.size, transforms_outside])
         _core._enter_transform(1)
         return self.id
 
@@ -1455,7 +1483,7 @@ def at_all_levels(x, leaf):
     requires grad (``leaf``) or a view connected to x's graph when x requires grad: a transform
     differentiating with respect to it then gets one gradient per sample, never their sum."""
     tensor, levels = _peel(x)
-    for k, (level, size) in enumerate(_running()):
+    for k, (level, size, _) in enumerate(_running()):
         if level not in levels:
             tensor = tensor.unsqueeze(k).expand(tuple(tensor.shape[:k]) + (size,) +
                                                 tuple(tensor.shape[k:]))

@@ -421,11 +421,19 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                 _require_tensor_outputs(out_leaves, _JVP)
                 jv = [_dual_tangent(o) for o in out_leaves]
     outer = _depth == 0 and _outer(out_leaves)
-    output = out_rebuild([_finish(o, outer) for o in out_leaves])
+    output = out_rebuild([_aliased(_finish(o, outer)) for o in out_leaves])
     tangent_out = out_rebuild([_finish(j, outer) for j in jv])
     if has_aux:
         return output, tangent_out, _finished_aux(aux)
     return output, tangent_out
+
+
+def _aliased(output):
+    """jvp's primal output as PyTorch's unwrapping gives it to a caller whose graph it is on: an
+    alias of the function's result (grad_fn AliasBackward0, the gradient passing through)."""
+    if _depth > 0 or not _is_tensor(output) or not output.requires_grad:
+        return output
+    return _core._name_grad_fn(output.view_as(output), "AliasBackward0")
 
 
 def linearize(func, *primals):

@@ -313,6 +313,14 @@ def _via_2d(lift, lower, compute, *inputs, lowered: int = 2):
     return tuple(results)
 
 
+def _named_double_backward(grads):
+    """A convolution's gradients computed with a graph, named as PyTorch's: it computes them in
+    one convolution_backward op (transposed or not, at any order), so each one's grad_fn is
+    ConvolutionBackwardBackward0.  Only the names change."""
+    return tuple(None if g is None else _core._name_grad_fn(g, "ConvolutionBackwardBackward0")
+                 for g in grads)
+
+
 def _lift_array(a):
     return a[:, :, None, :]
 
@@ -362,7 +370,7 @@ class _Conv(KernelFunction):
             gw = _ConvWeightGrad.apply(x, gy, geom, tuple(w.shape)) if need[1] else None
             gb = gy.sum((0, 2, 3)) if len(need) > 3 and need[3] else None
             return gx, gw, None, gb
-        return _via_2d(_lift_tensor, _lower_tensor, backward, *saved, gy)
+        return _named_double_backward(_via_2d(_lift_tensor, _lower_tensor, backward, *saved, gy))
 
 
 # PyTorch's name for a convolution's grad_fn.
@@ -406,7 +414,7 @@ class _ConvInputGrad(KernelFunction):
             dw = _ConvWeightGrad.apply(gx, gy, geom, tuple(w.shape)) if need[1] else None
             db = gx.sum((0, 2, 3)) if len(need) > 4 and need[4] else None
             return dgy, dw, None, None, db
-        return _via_2d(_lift_tensor, _lower_tensor, backward, *saved, gx)
+        return _named_double_backward(_via_2d(_lift_tensor, _lower_tensor, backward, *saved, gx))
 
 
 # PyTorch's name for a transposed convolution's grad_fn too.
@@ -438,7 +446,7 @@ class _ConvWeightGrad(KernelFunction):
         dx = _ConvInputGrad.apply(gy, gw, geom, x.shape[0]) \
             if ctx.needs_input_grad[0] else None
         dgy = _Conv.apply(x, gw, geom) if ctx.needs_input_grad[1] else None
-        return dx, dgy, None, None
+        return _named_double_backward((dx, dgy, None, None))
 
 
 # -- unfold / fold: each the other's adjoint -------------------------------------------------------
