@@ -34,3 +34,37 @@ def test_constant_outputs_give_zero_not_nan_or_negative_zero_gradients(make):
     ours, theirs = results
     np.testing.assert_array_equal(ours, theirs)
     assert not np.signbit(ours).any()        # (assert_array_equal takes -0.0 == 0.0)
+
+
+# -- the nodes and views torch.fft and stft return -------------------------------------------------
+
+def _grad_fn_name(t):
+    return type(t.grad_fn).__name__
+
+
+@pytest.mark.parametrize("fn", ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "ihfft"])
+def test_transforms_of_a_real_signal_have_pytorchs_nodes_and_conjugate_bit(fn):
+    torch = _torch()
+    seen = []
+    for lib in (tg, torch):
+        x = lib.arange(8.0).reshape(2, 4).requires_grad_()
+        y = getattr(lib.fft, fn)(x)
+        seen.append((_grad_fn_name(y), y.is_conj()))
+    assert seen[0] == seen[1]
+
+
+def test_ifft_of_a_real_signal_is_a_conjugate_view_as_pytorchs():
+    x = tg.arange(4.0, requires_grad=True)
+    y = tg.fft.ifft(x)
+    assert y.is_conj() and not y.conj().is_conj()
+    np.testing.assert_allclose(y.detach().resolve_conj().numpy(), np.fft.ifft(np.arange(4.0)), atol=1e-6)
+    with pytest.raises(RuntimeError, match="unresolved conjugated tensors"):
+        tg.view_as_real(y)
+    (y.real * tg.tensor([1.0, 2.0, 3.0, 4.0]) + y.imag ** 2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.5, -1.0, -0.5, 0.0], atol=1e-6)
+
+
+def test_stft_of_a_1d_signal_squeezes_in_place_as_pytorchs():
+    x = tg.arange(16.0, requires_grad=True)
+    spec = tg.stft(x, 4, 1, window=tg.ones(4), return_complex=True)
+    assert _grad_fn_name(spec) == "SqueezeBackward4" and spec.shape == (3, 17)
