@@ -68,3 +68,20 @@ def test_stft_of_a_1d_signal_squeezes_in_place_as_pytorchs():
     x = tg.arange(16.0, requires_grad=True)
     spec = tg.stft(x, 4, 1, window=tg.ones(4), return_complex=True)
     assert _grad_fn_name(spec) == "SqueezeBackward4" and spec.shape == (3, 17)
+
+
+# -- complex running sums accumulate in complex128 -------------------------------------------------
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_complex64_running_sums_and_products_accumulate_in_double_as_pytorchs(op):
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    values = (rng.standard_normal((4, 300)) + 1j * rng.standard_normal((4, 300))) * 0.1 + 1
+    values = values.astype(np.complex64)
+    for requires_grad in (False, True):
+        ours = getattr(tg.tensor(values, requires_grad=requires_grad), op)(1)
+        theirs = getattr(torch.tensor(values, requires_grad=requires_grad), op)(1)
+        np.testing.assert_array_equal(ours.detach().numpy(), theirs.detach().numpy())
+    # the running sum of a symmetric linspace ends at exactly 0 (in complex64: 1.19e-07)
+    z = tg.complex(tg.linspace(-1, 1, 6), tg.linspace(-1, 1, 6)).cumsum(0)
+    assert z[-1].item() == 0
