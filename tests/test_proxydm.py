@@ -85,3 +85,34 @@ def test_complex64_running_sums_and_products_accumulate_in_double_as_pytorchs(op
     # the running sum of a symmetric linspace ends at exactly 0 (in complex64: 1.19e-07)
     z = tg.complex(tg.linspace(-1, 1, 6), tg.linspace(-1, 1, 6)).cumsum(0)
     assert z[-1].item() == 0
+
+
+# -- convolution dtype mismatches: PyTorch's words -------------------------------------------------
+
+def _conv_error(lib, fn, x_dtype, w_dtype, x_shape=(1, 1, 8), w_shape=(1, 1, 3), bias_dtype=None):
+    x = lib.ones(*x_shape, dtype=getattr(lib, x_dtype))
+    w = lib.ones(*w_shape, dtype=getattr(lib, w_dtype))
+    bias = None if bias_dtype is None else lib.ones(1, dtype=getattr(lib, bias_dtype))
+    with pytest.raises(RuntimeError) as info:
+        getattr(lib.nn.functional, fn)(x, w, bias=bias)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("fn", ["conv1d", "conv_transpose1d"])
+@pytest.mark.parametrize("x_dtype, w_dtype, bias_dtype, w_shape", [
+    ("cfloat", "float32", None, (1, 1, 3)),
+    ("cfloat", "cdouble", None, (1, 1, 3)),
+    ("cfloat", "float64", None, (1, 1, 3)),
+    ("cdouble", "cfloat", None, (1, 1, 3)),
+    ("cfloat", "float32", None, (1, 3)),            # (before the weight's rank)
+    ("cfloat", "cfloat", "float32", (1, 1, 3)),     # (the bias first)
+    ("float32", "cfloat", None, (1, 1, 3)),
+    ("float16", "float32", None, (1, 1, 3)),        # (MKLDNN's words only with AVX-512 FP16)
+])
+def test_conv_dtype_mismatch_messages_are_pytorchs(fn, x_dtype, w_dtype, bias_dtype, w_shape):
+    torch = _torch()
+    if fn == "conv_transpose1d" and bias_dtype is not None:
+        pytest.skip("the transposed convolution checks its bias elsewhere")
+    ours = _conv_error(tg, fn, x_dtype, w_dtype, w_shape=w_shape, bias_dtype=bias_dtype)
+    theirs = _conv_error(torch, fn, x_dtype, w_dtype, w_shape=w_shape, bias_dtype=bias_dtype)
+    assert ours == theirs
