@@ -116,3 +116,11 @@ def test_conv_dtype_mismatch_messages_are_pytorchs(fn, x_dtype, w_dtype, bias_dt
     ours = _conv_error(tg, fn, x_dtype, w_dtype, w_shape=w_shape, bias_dtype=bias_dtype)
     theirs = _conv_error(torch, fn, x_dtype, w_dtype, w_shape=w_shape, bias_dtype=bias_dtype)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("fn", ["var", "std"])
+def test_complex_var_and_std_show_pytorchs_node(fn):
+    z = tg.complex(tg.arange(6.0), tg.linspace(-1, 1, 6)).requires_grad_()
+    for result in (getattr(z, fn)(), getattr(tg, fn)(z.view(2, 3), 1)):
+        assert _grad_fn_name(result) == fn.capitalize() + "Backward0"
+        assert f"grad_fn=<{fn.capitalize()}Backward0>" in repr(result)
