@@ -997,11 +997,12 @@ def _var_std(is_std, z, dim, correction, keepdim):
     if (dim is None or z.ndim == 0) and z.numel() - correction <= 0 and z.requires_grad \
             and _core.is_grad_enabled():
         var = _VarWithoutDof.apply(z, var.detach())
+    # (the composite's last node named as PyTorch's one node: its repr shows grad_fn=<...>)
     if not is_std:
-        return var
+        return _core._name_grad_fn(var, "VarBackward0")
     # sqrt's derivative is infinite at 0, times var's zero gradient: NaN.  PyTorch's std gradient
     # is 0 where std is 0 (fuzz 58402318), which routing no gradient through zeros gives.
-    return _core.where(var == 0, 0.0, var).sqrt()
+    return _core._name_grad_fn(_core.where(var == 0, 0.0, var).sqrt(), "StdBackward0")
 
 
 def _norm(z, p, dim, keepdim):

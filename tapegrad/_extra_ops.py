@@ -862,7 +862,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
 
 def _cumulative_dtype(arr: np.ndarray, dtype, fn: str = None):
     """The result dtype (integers and bools accumulate to int64) and the accumulator dtype
-    (PyTorch accumulates float32 in float64 and float16 in float32)."""
+    (PyTorch's CPU acc_type: float32 accumulates in float64, complex64 in complex128, float16
+    in float32)."""
     if dtype is not None:
         out = np.dtype(_core.np_dtype_of(dtype, fn))
     elif arr.dtype.kind in "biu":
@@ -872,7 +873,8 @@ def _cumulative_dtype(arr: np.ndarray, dtype, fn: str = None):
     return out, _ACCUMULATOR.get(out, out)
 
 
-_ACCUMULATOR = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.float32): np.dtype(np.float64)}
+_ACCUMULATOR = {np.dtype(np.float16): np.dtype(np.float32), np.dtype(np.float32): np.dtype(np.float64),
+                np.dtype(np.complex64): np.dtype(np.complex128)}
 
 
 def _cumulative_array(running, arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:

@@ -537,7 +537,8 @@ class _Angle(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * 0
+        # zeros, as PyTorch's: grad * 0 would give -0.0 for negative and NaN for infinite grads
+        return _creation.zeros_like(grad)
 
 
 _torch_grad_fn_name(_Angle, "AngleBackward0")

@@ -241,8 +241,10 @@ class _Fill(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        from .creation import zeros_like
         grad_value = None if ctx.value_dtype is None else grad.sum().to(ctx.value_dtype)
-        return grad * 0, grad_value
+        # zeros, as PyTorch's: grad * 0 would give -0.0 for negative and NaN for infinite grads
+        return zeros_like(grad), grad_value
 
 
 _torch_grad_fn_name(_Fill, "FillBackward0")

@@ -154,7 +154,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     spectrum = (tg.fft.rfft if one_sided else tg.fft.fft)(frames, dim=-1, norm=norm)
     spectrum = spectrum.transpose(-1, -2)
     if signal.dim() == 1:
-        spectrum = spectrum.squeeze(0)
+        spectrum = spectrum.squeeze_(0)     # (in place as PyTorch's: SqueezeBackward4)
     return spectrum if return_complex else tg.view_as_real(spectrum)
 
 

@@ -442,11 +442,20 @@ def _c2c_call(fn, input, s, dim, norm, forward, default_dims):
     sizes = _check_points([input.shape[d] if n is None else n for d, n in zip(dims, sizes)])
     _scale(norm, forward, 1)
     x, out_dt = _complex_input(input)
-    real = input._array.dtype.kind != "c"
-    cls = _TransformR2C if real else _Transform
-    kind = "r2c_full" if real and fn in _ONE_DIM_TRANSFORMS else "c2c"
+    # PyTorch's 1-D fft / ifft of a real signal is its r2c (FftR2CBackward0), the ifft's a
+    # lazy conj() view of it as ihfft's (ConjBackward0, is_conj(): view_as_real and numpy()
+    # refuse it); its 2-D / n-D transforms of a real signal are complex ones (FftC2CBackward0)
+    one_dim_of_real = input._array.dtype.kind != "c" and fn in _ONE_DIM_TRANSFORMS
+    conj_view = one_dim_of_real and not forward
+    if one_dim_of_real:
+        cls, kind = (_TransformConj if conj_view else _TransformR2C), "r2c_full"
+    else:
+        cls, kind = _Transform, "c2c"
     _core._complex_in_use()
-    return cls.apply(x, kind, dims, sizes, forward, norm, out_dt)
+    res = cls.apply(x, kind, dims, sizes, forward, norm, out_dt)
+    if conj_view:
+        res._conj_bit = True
+    return res
 
 
 def _r2c_call(fn, input, s, dim, norm, forward, default_dims):

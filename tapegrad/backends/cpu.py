@@ -31,6 +31,11 @@ def _has_avx512_core() -> bool:
     return all(has.get(f, False) for f in ("AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ"))
 
 
+def _has_avx512_fp16() -> bool:
+    """AVX-512 FP16 (oneDNN's avx512_core_fp16: its half-precision kernels need it)."""
+    return _has_avx512_core() and _features().get("AVX512FP16", False)
+
+
 def get_cpu_capability() -> str:
     """The SIMD level PyTorch's CPU kernels dispatch to on this machine: "AVX512" (AVX-512 F, BW,
     VL, DQ with FMA), "AVX2" (AVX2 with FMA) or "DEFAULT"; ATEN_CPU_CAPABILITY=avx512 / avx2 /

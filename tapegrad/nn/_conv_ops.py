@@ -558,7 +558,10 @@ def _ctype(arr):
 
 
 def _legacy(arr):
-    return f"torch.{_core.scalar_type_name_of(arr.dtype)}Tensor"
+    """A dtype's legacy type name in PyTorch's messages (complex ones have none: their
+    backend's, CPUComplexFloatType)."""
+    name = _core.scalar_type_name_of(arr.dtype)
+    return f"CPU{name}Type" if arr.dtype.kind == "c" else f"torch.{name}Tensor"
 
 
 def _mkldnn_backend(input, weight, nd, stride, dilation, groups) -> bool:
@@ -567,10 +570,11 @@ def _mkldnn_backend(input, weight, nd, stride, dilation, groups) -> bool:
     Only the words of a dtype-mismatch error depend on it."""
     name = _core.scalar_type_name_of(input._array.dtype)
     if name in ("BFloat16", "Half"):
-        # (half precision where oneDNN supports it: an AVX-512 CPU; measured on an AVX-512 Xeon
-        # and an AVX2-only AMD Zen 3 with torch 2.13)
-        from ..backends.cpu import _has_avx512_core
-        return name == "BFloat16" or _has_avx512_core()
+        # (half precision where oneDNN has half kernels: an AVX-512 FP16 CPU.  torch 2.13 on an
+        # AVX-512 CPU without FP16 (Ice Lake class) words a half convolution's mismatch as the
+        # non-MKLDNN path does, as on an AVX2-only AMD Zen 3)
+        from ..backends.cpu import _has_avx512_fp16
+        return name == "BFloat16" or _has_avx512_fp16()
     if name != "Float":
         return False
     shape = tuple(input.shape) if input.dim() == nd + 2 else (1,) + tuple(input.shape)
@@ -592,6 +596,16 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
                            f"{name}, but got input of size: {list(input.shape)}")
+    bias_differs = bias is not None and bias._array.dtype != input._array.dtype
+    if input._array.dtype.kind == "c":
+        # PyTorch's complex convolution checks the bias's type, then the weight's, before it
+        # splits the operands into real ones (and before the weight's shape)
+        if bias_differs:
+            raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
+                               f"({_ctype(bias._array)}) should be the same")
+        if weight._array.dtype != input._array.dtype:
+            raise RuntimeError(f"Input type ({_legacy(input._array)}) and weight type "
+                               f"({_legacy(weight._array)}) should be the same")
     if weight.dim() < 3:
         raise RuntimeError("weight should have at least three dimensions")
     if weight.dim() != nd + 2 and (len(stride) == 1 or padding == "same"):
@@ -610,7 +624,6 @@ def _conv_checks(input, weight, bias, nd, stride, padding, dilation, groups, tra
                            f"but got stride={list(stride)}")
     # PyTorch 2.13's order: a forward convolution checks the bias's dtype against the input's
     # first, then the weight's, in words that depend on the backend it picked
-    bias_differs = bias is not None and bias._array.dtype != input._array.dtype
     if bias_differs and not transposed:
         raise RuntimeError(f"Input type ({_ctype(input._array)}) and bias type "
                            f"({_ctype(bias._array)}) should be the same")
