@@ -1,0 +1,58 @@
+"""Surface of small scripts (session 42): the idioms and beginner mistakes found missing or
+different by measurement, each checked against PyTorch itself where it is installed."""
+import pytest
+
+import tapegrad
+
+torch = pytest.importorskip("torch")
+
+
+def _raised(fn):
+    try:
+        fn()
+    except Exception as e:      # noqa: BLE001 - the exception itself is what is compared
+        return type(e), str(e)
+    return None
+
+
+# ---- torch.tensor of a list holding a tensor of several elements -------------------------------
+# PyTorch reads each item with the stored dtype's conversion: into an integer or bool dtype by
+# __index__ (TypeError), into a float or complex one by float() (ValueError).
+
+def _items(lib):
+    return {
+        "int": ([lib.tensor([1, 2])], None),
+        "bool": ([lib.tensor([True, False])], None),
+        "float": ([lib.tensor([1.0, 2.0])], None),
+        "int32 nested": ([[lib.tensor([1, 2], dtype=lib.int32)]], None),
+        "int into float": ([lib.tensor([1, 2])], lib.float32),
+        "float into long": ([lib.tensor([1.0, 2.0])], lib.int64),
+        "python float first": ([1.5, lib.tensor([1, 2])], None),
+        "0-d float first": ([lib.tensor(1.0), lib.tensor([1, 2])], None),
+        "0-d int first": ([lib.tensor(1), lib.tensor([1, 2])], None),
+        "empty int": ([lib.tensor([], dtype=lib.int64)], None),
+    }
+
+
+@pytest.mark.parametrize("case", list(_items(torch)))
+@pytest.mark.parametrize("ctor", ["tensor", "as_tensor", "Tensor", "FloatTensor", "LongTensor"])
+def test_tensor_of_multi_element_tensor_items_raises_by_stored_dtype(case, ctor):
+    if _items(torch)[case][1] is not None and ctor not in ("tensor", "as_tensor"):
+        pytest.skip("the legacy constructors take no dtype")
+    got = {}
+    for lib in (torch, tapegrad):
+        data, dtype = _items(lib)[case]
+        f = getattr(lib, ctor)
+        got[lib] = _raised(lambda: f(data, dtype=dtype) if dtype is not None else f(data))
+    assert got[torch] is not None
+    assert got[tapegrad] == got[torch]
+
+
+def test_new_tensor_of_multi_element_int_tensor_item():
+    want = _raised(lambda: torch.ones(2).new_tensor([torch.tensor([1, 2])]))
+    got = _raised(lambda: tapegrad.ones(2).new_tensor([tapegrad.tensor([1, 2])]))
+    assert got == want
+    want = _raised(lambda: torch.ones(2, dtype=torch.long).new_tensor([torch.tensor([1., 2.])]))
+    got = _raised(lambda: tapegrad.ones(2, dtype=tapegrad.long).new_tensor(
+        [tapegrad.tensor([1., 2.])]))
+    assert got == want
