@@ -56,3 +56,28 @@ def test_new_tensor_of_multi_element_int_tensor_item():
     got = _raised(lambda: tapegrad.ones(2, dtype=tapegrad.long).new_tensor(
         [tapegrad.tensor([1., 2.])]))
     assert got == want
+
+
+# ---- an index array out of range: PyTorch names its place among the index arrays --------------
+# x[:, labels] with a label past the end is 'index 7 is out of bounds for dimension 0 with size
+# 3' in PyTorch (the first index tensor), not the dim it indexes.
+
+_OUT_OF_RANGE_KEYS = [
+    "[:, [7]]", "[:, :, :, [9]]", "[[0], :, [9]]", "[:, [0], :, [9]]", "[..., [9]]",
+    "[None, :, [7]]", "[0, :, [9]]", "[:, 0, [9]]", "[:, [[0, 7]]]", "[:, [-4]]",
+    "[lib.tensor([True, False]), [7]]", "[:, lib.ones(3, 4, dtype=lib.bool), [9]]",
+    "[:, [1], 1:2, [9]]", "[[1], ..., [9]]", "[:, [0, 1], [0, 1], [0, 9]]", "[1, [0], 0, [7]]",
+    "[True, :, [4]]", "[[2]]",
+]
+
+
+@pytest.mark.parametrize("key", _OUT_OF_RANGE_KEYS)
+@pytest.mark.parametrize("write", [False, True])
+def test_index_array_out_of_range_names_its_place(key, write):
+    got = {}
+    for lib in (torch, tapegrad):
+        x = lib.arange(120).view(2, 3, 4, 5)
+        code = f"x{key} = 0" if write else f"x{key}"
+        got[lib] = _raised(lambda: exec(code, {"x": x, "lib": lib}))
+    assert got[torch] is not None and got[torch][0] is IndexError
+    assert got[tapegrad] == got[torch]
