@@ -81,3 +81,32 @@ def test_index_array_out_of_range_names_its_place(key, write):
         got[lib] = _raised(lambda: exec(code, {"x": x, "lib": lib}))
     assert got[torch] is not None and got[torch][0] is IndexError
     assert got[tapegrad] == got[torch]
+
+
+# ---- keyword forms PyTorch's parser accepts: view(dtype=...), resize_(size=...) ----------------
+
+def test_view_dtype_by_keyword():
+    want = torch.ones(4).view(dtype=torch.int32)
+    got = tapegrad.ones(4).view(dtype=tapegrad.int32)
+    assert got.dtype == tapegrad.int32 and got.tolist() == want.tolist()
+    assert tapegrad.ones(2).view(dtype=tapegrad.int64).tolist() == \
+        torch.ones(2).view(dtype=torch.int64).tolist()
+    for call in (lambda lib, x: x.view(4, dtype=lib.int32),
+                 lambda lib, x: x.view(size=(4,), dtype=lib.int32),
+                 lambda lib, x: x.view(dtype=4)):
+        want = _raised(lambda: call(torch, torch.ones(4)))
+        got = _raised(lambda: call(tapegrad, tapegrad.ones(4)))
+        assert got[0] is want[0] is TypeError
+        assert got[1].splitlines()[0] == want[1].splitlines()[0]
+
+
+def test_resize_size_by_keyword():
+    for lib in (torch, tapegrad):
+        x = lib.arange(4.)
+        assert tuple(x.resize_(size=(2, 2)).shape) == (2, 2)
+        assert x.tolist() == [[0.0, 1.0], [2.0, 3.0]]
+        assert tuple(x.resize_(size=[1, 4], memory_format=lib.contiguous_format).shape) == (1, 4)
+    for call in (lambda x: x.resize_((2, 2), size=(2, 2)), lambda x: x.resize_(size=2)):
+        want = _raised(lambda: call(torch.ones(4)))
+        got = _raised(lambda: call(tapegrad.ones(4)))
+        assert got == want
