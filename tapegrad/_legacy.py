@@ -144,7 +144,7 @@ def _from_data(data, np_dt) -> np.ndarray:
         return np.array(data, dtype=np_dt, copy=True, order="K")    # (its layout, as .to())
     from .creation import (_WIDE_INT_RESULTS, _nested_array, _python_leaves, _storing_error,
                            _with_wide_ints_read)
-    data, values = _nested_array(data)
+    data, values = _nested_array(data, np_dt)
     if values.dtype.kind in "US" and isinstance(data, (list, tuple)):
         raise _storing_error(data, np_dt)
     if values.dtype in _WIDE_INT_RESULTS:

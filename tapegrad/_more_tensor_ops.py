@@ -391,12 +391,20 @@ def _storage_of(arr: np.ndarray):
     return root.reshape(-1), start // arr.itemsize
 
 
-def _resize_(self, *size, memory_format=None):
-    """Tensor.resize_: self takes `size`, keeping its first elements in row order (new ones
-    uninitialised); refused for a tensor that requires grad, as PyTorch.  With memory_format=,
-    the storage's elements are laid out in that format (PyTorch restrides the tensor over its
-    storage even when the shape does not change: the values at each index move)."""
-    target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+def _resize_(self, *sizes, size=None, memory_format=None):
+    """Tensor.resize_: self takes `size` (given as ints, one sequence, or size=), keeping its
+    first elements in row order (new ones uninitialised); refused for a tensor that requires
+    grad, as PyTorch.  With memory_format=, the storage's elements are laid out in that format
+    (PyTorch restrides the tensor over its storage even when the shape does not change: the
+    values at each index move)."""
+    if size is not None:
+        if sizes:
+            raise TypeError("resize_() got multiple values for argument 'size'")
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"resize_(): argument 'size' must be tuple of ints, not "
+                            f"{type(size).__name__}")
+        sizes = (size,)
+    target = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if any(s < 0 for s in target):

@@ -391,7 +391,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                 # __array__) is refused as a set or None is
                 raise RuntimeError(f"Could not infer dtype of {_type_name(data)}")
         try:
-            data, arr = _nested_array(data)
+            data, arr = _nested_array(data, _np_dtype(dtype, "tensor"))
         except (TypeError, ValueError):
             # PyTorch infers the dtype from every item before it stores any: None among the
             # items is refused as such, not as a ragged nesting.  With a dtype it measures the
@@ -403,7 +403,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
         if with_dtype and arr.dtype.kind in "OUS":
             converted = _numbers_for_dtype(data, _np_dtype(dtype, "tensor"))
             if converted is not data:
-                data, arr = _nested_array(converted)
+                data, arr = _nested_array(converted, _np_dtype(dtype, "tensor"))
         if arr.dtype.kind in "US" or (arr.dtype.kind == "O" and isinstance(_first_leaf(data), str)):
             raise _string_data_error(data)
         if arr.dtype in _WIDE_INT_RESULTS:
@@ -514,11 +514,16 @@ def _warn_list_of_arrays() -> None:
                   "before converting to a tensor.", UserWarning, stacklevel=level)
 
 
-def _nested_array(data):
+def _nested_array(data, target=None):
     """(data, np.array(data)) for nested Python sequences as PyTorch reads them: a tensor inside
     is one number (_tensors_as_scalars); a ragged nesting raises PyTorch's error; an ndarray
-    item of a non-empty result warns once (PyTorch stores it element by element)."""
-    data, arr = _rectangular_array(data)
+    item of a non-empty result warns once (PyTorch stores it element by element).  target is
+    the numpy dtype the values will be stored in (None: the one PyTorch infers from data); it
+    decides the error for a tensor item of other than one element."""
+    try:
+        data, arr = _rectangular_array(data)
+    except _NotOneElementItem:
+        raise _not_one_element_error(data, target) from None
     if arr.size and isinstance(data, (list, tuple)) and _items_of_numpy_or_tensor(data)[1]:
         _warn_list_of_arrays()
     return data, arr
@@ -544,6 +549,23 @@ def _rectangular_array(data):
             f"expected a rectangular nested sequence of numbers: {error}")) from None
 
 
+class _NotOneElementItem(ValueError):
+    """A tensor of other than one element inside a sequence given to torch.tensor & co.; the
+    caller that knows the stored dtype turns it into PyTorch's error (_not_one_element_error)."""
+
+
+def _not_one_element_error(data, target) -> Exception:
+    """PyTorch stores each item of a sequence with the conversion of the dtype it stores into:
+    an integer or bool dtype reads a tensor item by __index__ (TypeError), a floating or
+    complex one by float() / complex() (ValueError).  torch.tensor([tensor([1, 2])]) infers
+    int64, so beginners building a tensor from a list of int label tensors see the TypeError."""
+    if target is None:
+        target = _sequence_dtype(data, np.empty(0))     # (the walk counts each tensor's dtype)
+    if np.dtype(target).kind in "biu":
+        return TypeError("only integer tensors of a single element can be converted to an index")
+    return ValueError("only one element tensors can be converted to Python scalars")
+
+
 def _tensors_as_scalars(data):
     """Inside a sequence given to torch.tensor, PyTorch reads each tensor as one number (its
     only element, whatever its shape: [tensor([0.5]), tensor([[2.]])] is a tensor of shape [2])
@@ -551,7 +573,7 @@ def _tensors_as_scalars(data):
     element still counts with its own dtype (_sequence_dtype)."""
     if isinstance(data, _core.TensorBase):
         if data._array.size != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
+            raise _NotOneElementItem()
         from .tensor import _warn_scalar_of_grad_tensor
         _warn_scalar_of_grad_tensor(data)       # PyTorch reads it as float(t) does
         return data._array.reshape(())[()]

@@ -874,7 +874,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         if isinstance(data, np.ndarray):
             arr = data
         else:
-            data, arr = creation._nested_array(data)
+            data, arr = creation._nested_array(data, np_dt)
             if arr.dtype in creation._WIDE_INT_RESULTS and arr.dtype.kind != "O":
                 arr = creation._with_wide_ints_read(data, arr, np_dt)   # ints past int64
         if arr.dtype.kind not in "biuf":

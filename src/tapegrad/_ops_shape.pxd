@@ -74,6 +74,7 @@ cdef bint sequence_as_tuple(object key)
 cdef object bad_index_item_error(object item)
 cdef Py_ssize_t specified_dims(tuple items)
 cdef object too_many_indices(Py_ssize_t ndim)
+cdef str numpy_index_message(str msg, object key=*, Py_ssize_t ndim=*)
 
 cdef tuple index_aux(Record* r)
 

@@ -468,7 +468,43 @@ OP_VJP[OP_AS_STRIDED] = vjp_index
 OP_UNFOLD = register_op("UnfoldBackward0", vjp_index)
 
 
-cdef str numpy_index_message(str msg):
+import re
+
+cdef object NUMPY_OUT_OF_BOUNDS = re.compile(
+    r"index (-?\d+) is out of bounds for axis (\d+) with size (\d+)$")
+
+
+cdef str numpy_index_message(str msg, object key=None, Py_ssize_t ndim=0):
+    """numpy's IndexError message from A[key] (ndim: A's) in PyTorch's words: 'dimension' for
+    'axis'.  An index array out of range is named as PyTorch's advanced indexing names it: by
+    its place among the key's index arrays (a mask counting one per dim it covers), not by the
+    dim it indexes, so x[:, [7]] of a (2, 3) x is 'dimension 0' and x[:, [0], [9]] 'dimension
+    1'.  (Numbers and slices are PyTorch's views before the index kernel sees the arrays.)"""
+    m = NUMPY_OUT_OF_BOUNDS.match(msg) if key is not None else None
+    if m is None:
+        return msg.replace("axis", "dimension")
+    cdef Py_ssize_t axis = int(m.group(2)), d = 0, place = 0, width, named = 0
+    items = key if isinstance(key, tuple) else (key,)
+    for item in items:
+        if isinstance(item, np.ndarray) and item.dtype.kind == "b":
+            named += item.ndim
+        elif item is not None and item is not Ellipsis:
+            named += 1
+    for item in items:
+        if item is Ellipsis:
+            width = ndim - named
+        elif item is None:
+            width = 0
+        elif isinstance(item, np.ndarray) and item.dtype.kind == "b":
+            width = item.ndim
+        else:
+            width = 1
+        if isinstance(item, np.ndarray) and item.ndim > 0:
+            if d == axis and item.dtype.kind != "b":
+                return (f"index {m.group(1)} is out of bounds for dimension {place} with size "
+                        f"{m.group(3)}")
+            place += width
+        d += width
     return msg.replace("axis", "dimension")
 
 
@@ -721,7 +757,7 @@ cdef object index_op(TensorBase x, object key):
                 raise index_shapes_error(tkey2) from None
             if msg.endswith(" with size 0"):        # (PyTorch's message: no index, no dim)
                 msg = "index is out of bounds for dimension with size 0"
-            raise IndexError(numpy_index_message(msg)) from None
+            raise IndexError(numpy_index_message(msg, tkey2, B.ndim)) from None
         # numpy lays out a gather after a slice (x[:, [0, 0]]) in its own order; code may
         # .view() the result, so it takes PyTorch's layout (fuzz seeds 36024506, 36030249,
         # 50000606)

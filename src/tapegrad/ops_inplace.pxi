@@ -765,14 +765,15 @@ cdef bint key_takes_view(TensorBase self, object key) except -1:
     return False
 
 
-cdef object index_error_like_torch(object e, object key, Py_ssize_t ndim):
-    """numpy's IndexError from self[key] = value in PyTorch's words (as x[key] reads them): a
-    slice of a 0-d tensor, its count of too many indices, its 'dimension' for numpy's 'axis'."""
+cdef object index_error_like_torch(object e, object key, object nkey, Py_ssize_t ndim):
+    """numpy's IndexError from self[key] = value (A[nkey] in numpy) in PyTorch's words, as x[key]
+    reads them: a slice of a 0-d tensor, its count of too many indices, an index array's
+    place for numpy's axis (numpy_index_message)."""
     if str(e).startswith("too many indices"):
         if ndim == 0 and type(key) is slice:
             return IndexError("slice() cannot be applied to a 0-dim tensor.")
         return too_many_indices(ndim)
-    return IndexError(str(e).replace("axis", "dimension"))
+    return IndexError(numpy_index_message(str(e), nkey, ndim))
 
 
 cdef object setitem_op(TensorBase self, object key, object value, bint onto_base=False,
@@ -820,7 +821,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
         try:
             self._array[nkey]
         except IndexError as e:
-            raise index_error_like_torch(e, key, self._array.ndim) from None
+            raise index_error_like_torch(e, key, nkey, self._array.ndim) from None
     if (self._requires_grad and grad_enabled() and is_leaf_c(self) and not onto_base
             and key_takes_view(self, key)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
@@ -851,7 +852,7 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                 return None
             if str(e).endswith(" with size 0"):    # (PyTorch's message: no index, no dim)
                 raise IndexError("index is out of bounds for dimension with size 0") from None
-        raise index_error_like_torch(e, key, A.ndim) from None
+        raise index_error_like_torch(e, key, nkey, A.ndim) from None
     # PyTorch's overlap checks: index_put_ refuses any sharing (before checking the shapes); a
     # basic key writes through a view, as copy_ does, from the value without its leading
     # size-1 dims

@@ -224,15 +224,27 @@ def reshape(TensorBase input, *shape_args, shape=None):
     return reshape_to(input, infer_size(sh, input._array.size))
 
 
-def view(TensorBase input, *size_args, size=None):
+cdef object DTYPE_CLASS = dtype        # (view's keyword `dtype` hides the class inside it)
+
+
+def view(TensorBase input, *size_args, size=None, dtype=None):
     """A view with shape `size` sharing memory with `input` (RuntimeError when the strides do not
-    allow one: use reshape).  view(dtype) reinterprets the bytes (not differentiable)."""
+    allow one: use reshape).  view(dtype) reinterprets the bytes (not differentiable); PyTorch
+    takes that overload by keyword too (x.view(dtype=torch.int32)), alone."""
+    if dtype is not None:
+        if size_args or size is not None or not isinstance(dtype, DTYPE_CLASS):
+            from tapegrad.tensor import invalid_arguments
+            kwargs = {} if size is None else {"size": size}
+            kwargs["dtype"] = dtype
+            raise invalid_arguments("view", size_args, kwargs,
+                                    "\n * (torch.dtype dtype)\n * (tuple of ints size)\n")
+        return view_dtype(input, dtype)
     if size is not None:
         if size_args:
             raise TypeError("view() got multiple values for argument 'size'")
         size_args = (size,)
-    if len(size_args) == 1 and isinstance(size_args[0], dtype):
-        return view_dtype(input, <dtype>size_args[0])
+    if len(size_args) == 1 and isinstance(size_args[0], DTYPE_CLASS):
+        return view_dtype(input, size_args[0])
     if not size_args:
         raise TypeError('view() missing 1 required positional arguments: "size"')
     cdef tuple sh = int_list_arg(size_args, "view", "size")
