@@ -64,3 +64,37 @@ def test_beta_of_numbers_is_float32_scalar_batch_and_float64_params_stay_float64
     b64 = Beta(tg.tensor(0.5, dtype=tg.float64), 0.5)
     assert b64.concentration0.dtype == tg.float64
     assert repr(b) == "Beta()"
+
+
+# -- fill_diagonal_ (the SimCLR / Barlow Twins mask idiom) writes through a view of the diagonal ----
+
+def test_fill_diagonal_on_a_computed_tensor_is_copyslices_with_torch_gradients():
+    torch = pytest.importorskip("torch")
+    values = np.arange(9.0, dtype=np.float32).reshape(3, 3)
+    x, tx = tg.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    sim, tsim = x * 2, tx * 2
+    sim.fill_diagonal_(-1.0)
+    tsim.fill_diagonal_(-1.0)
+    assert type(sim.grad_fn).__name__ == type(tsim.grad_fn).__name__ == "CopySlices"
+    assert sim.grad_fn.name() == tsim.grad_fn.name()
+    np.testing.assert_array_equal(sim.detach().numpy(), tsim.detach().numpy())
+    (sim * sim).sum().backward()
+    (tsim * tsim).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy())
+    # a view keeps the view's node (AsStridedBackward0) and its base becomes CopySlices
+    base, tbase = x * 1, tx * 1
+    view, tview = base[:2], tbase[:2]
+    view.fill_diagonal_(0.0)
+    tview.fill_diagonal_(0.0)
+    assert view.grad_fn.name() == tview.grad_fn.name()
+    assert base.grad_fn.name() == tbase.grad_fn.name()
+
+
+def test_fill_diagonal_on_a_leaf_that_requires_grad_names_the_view():
+    leaf = tg.zeros(3, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being "
+                                           "used in an in-place operation"):
+        leaf.fill_diagonal_(1.0)
+    with tg.no_grad():
+        leaf.fill_diagonal_(1.0)
+    np.testing.assert_array_equal(leaf.detach().numpy(), np.eye(3, dtype=np.float32))
