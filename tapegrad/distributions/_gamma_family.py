@@ -195,10 +195,12 @@ class Beta(ExponentialFamily):
 
     @property
     def concentration1(self):
+        """The first concentration (alpha): a view of the inner Dirichlet's pair."""
         return self._dirichlet.concentration[..., 0]
 
     @property
     def concentration0(self):
+        """The second concentration (beta): a view of the inner Dirichlet's pair."""
         return self._dirichlet.concentration[..., 1]
 
     @property
