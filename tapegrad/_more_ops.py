@@ -440,9 +440,18 @@ def fill_diagonal_(self, fill_value, wrap=False):
         raise RuntimeError("dimensions must larger than 1")
     if self.ndim > 2 and len(set(self.shape)) != 1:
         raise RuntimeError("all dimensions of input must be of equal length")
+    if self.requires_grad and self.is_leaf and _core.is_grad_enabled():
+        # PyTorch writes through a strided view of the diagonal, so its check names a view
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
     mask = np.zeros(self._array.shape, dtype=bool)
     np.fill_diagonal(mask, True, wrap=bool(wrap))
-    return self.masked_fill_(_wrap(mask), fill_value)
+    self.masked_fill_(_wrap(mask), fill_value)
+    if self._base is None:
+        # PyTorch's node for a fill through a view of self: CopySlices (a view of another
+        # tensor already gets the view's own node names from masked_fill_)
+        _core._name_grad_fn(self, "CopySlices")
+    return self
 
 
 # -- products ----------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations as _annotations
 
 import math
 
-from .. import _core, arange, as_tensor, digamma, lgamma, stack, where, xlogy
+from .. import _core, arange, as_tensor, digamma, lgamma, stack, tensor, where, xlogy
 from ..tensor import Size
 from . import constraints
 from ._dirichlet import sample_dirichlet
@@ -17,6 +17,10 @@ from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta", "Dirichlet", "Gamma", "StudentT"]
+
+
+# Python's numbers, as PyTorch's torch.types._Number (np.float64, a float subclass, included)
+_NUMBER = (int, float, bool)
 
 
 def _tiny(t) -> float:
@@ -161,7 +165,12 @@ class Dirichlet(ExponentialFamily):
 
 
 class Beta(ExponentialFamily):
-    """Beta(concentration1, concentration0) on (0, 1): density x^(a-1) (1-x)^(b-1) / B(a, b)."""
+    """Beta(concentration1, concentration0) on (0, 1): density x^(a-1) (1-x)^(b-1) / B(a, b).
+
+    As PyTorch's, it is a two-coordinate Dirichlet of the stacked pair (concentration1,
+    concentration0): the pair is a copy, so an in-place update of the tensors it was built
+    from (an optimizer step on learnable concentrations) leaves it unchanged, and its
+    concentrations are views of that copy (SelectBackward0 when they require grad)."""
 
     arg_constraints = {"concentration1": constraints.positive,
                        "concentration0": constraints.positive}
@@ -169,17 +178,30 @@ class Beta(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
-        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
-        # PyTorch's Beta builds an inner Dirichlet of the stacked pair first, so a bad
-        # concentration is reported by that Dirichlet ("parameter concentration (Tensor of shape
-        # (..., 2)) of distribution Dirichlet"): validate the same pair the same way.
-        Dirichlet(stack([self.concentration1, self.concentration0], -1), validate_args=validate_args)
-        super().__init__(self.concentration1.shape, validate_args=validate_args)
+        if isinstance(concentration1, _NUMBER) and isinstance(concentration0, _NUMBER):
+            pair = tensor([float(concentration1), float(concentration0)])
+        else:
+            concentration1, concentration0 = broadcast_all(concentration1, concentration0)
+            pair = stack([concentration1, concentration0], -1)
+        # a bad concentration is reported by this Dirichlet ("parameter concentration (Tensor
+        # of shape (..., 2)) of distribution Dirichlet"), as PyTorch's
+        self._dirichlet = Dirichlet(pair, validate_args=validate_args)
+        super().__init__(self._dirichlet.batch_shape, validate_args=validate_args)
 
     def __repr__(self) -> str:
-        # PyTorch's Beta keeps its parameters in an inner Dirichlet (properties here), so its
-        # repr lists none: "Beta()".
+        # the parameters live in the inner Dirichlet (properties here): PyTorch's repr lists
+        # none, "Beta()"
         return "Beta()"
+
+    @property
+    def concentration1(self):
+        """The first concentration (alpha): a view of the inner Dirichlet's pair."""
+        return self._dirichlet.concentration[..., 0]
+
+    @property
+    def concentration0(self):
+        """The second concentration (beta): a view of the inner Dirichlet's pair."""
+        return self._dirichlet.concentration[..., 1]
 
     @property
     def mean(self):
@@ -187,7 +209,7 @@ class Beta(ExponentialFamily):
 
     @property
     def mode(self):
-        return _simplex_mode(stack([self.concentration1, self.concentration0], -1))[..., 0]
+        return self._dirichlet.mode[..., 0]
 
     @property
     def variance(self):
@@ -195,30 +217,27 @@ class Beta(ExponentialFamily):
         return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
 
     def expand(self, batch_shape, _instance=None):
-        """A Beta with its parameters broadcast to ``batch_shape``."""
-        return expand_params(self, Beta, ("concentration1", "concentration0"), batch_shape,
-                             _instance)
+        """A Beta whose inner Dirichlet is broadcast to ``batch_shape``."""
+        new = self._get_checked_instance(Beta, _instance)
+        new._dirichlet = self._dirichlet.expand(batch_shape)
+        Distribution.__init__(new, Size(batch_shape), validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def rsample(self, sample_shape=Size()):
-        # PyTorch's: the first coordinate of a Dirichlet(concentration1, concentration0) draw
-        # (its clamp keeps it off 0 and 1; its implicit gradient)
-        concentration = stack([self.concentration1, self.concentration0], -1)
-        return sample_dirichlet(concentration, self._extended_shape(sample_shape) + (2,))[..., 0]
+        # the first coordinate of a Dirichlet(concentration1, concentration0) draw (its clamp
+        # keeps it off 0 and 1; its implicit gradient)
+        return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        a, b = self.concentration1, self.concentration0
-        # as PyTorch's Dirichlet of (value, 1 - value): xlogy keeps 0 log 0 = 0 at the ends
+        # the Dirichlet's density of (value, 1 - value): xlogy keeps 0 log 0 = 0 at the ends
         # and promotes a low-precision value to the parameters' dtype before the log
-        return (xlogy(a - 1, value) + xlogy(b - 1, 1.0 - value)
-                - (lgamma(a) + lgamma(b) - lgamma(a + b)))
+        return self._dirichlet.log_prob(stack([value, 1.0 - value], -1))
 
     def entropy(self):
-        a, b = self.concentration1, self.concentration0
-        total = a + b
-        return (lgamma(a) + lgamma(b) - lgamma(total) - (a - 1) * digamma(a)
-                - (b - 1) * digamma(b) + (total - 2) * digamma(total))
+        return self._dirichlet.entropy()
 
     @property
     def _natural_params(self):
