@@ -741,14 +741,20 @@ def _scaled_mm(mat1, mat2, scale_a, scale_b, bias=None, scale_result=None, out_d
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if not isinstance(m, _core.TensorBase) or m.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix")
-    if not is_float8(mat1) and not is_float8(mat2):
+    from .backends.cpu import _has_avx512_fp16
+    # PyTorch takes its oneDNN float8 path on a CPU with AVX-512 FP16, which checks the operands
+    # first and names them mat1/mat2; elsewhere (seen on an AMD EPYC with AVX-512) its reference
+    # path checks the scaling first and names them mat_a/mat_b
+    onednn = _has_avx512_fp16()
+    if not is_float8(mat1) and not is_float8(mat2) and onednn:
         raise RuntimeError(f"Expected mat1 to be Float8 matrix got {_scalar_name(mat1)}")
     rows, cols = mat1.shape[0], mat2.shape[1]
     if not (is_float8(mat1) and is_float8(mat2)) or not (
             _scale_fits(scale_a, rows, cols, True) and _scale_fits(scale_b, rows, cols, False)):
         raise ValueError(_INVALID_SCALING)
     if mat1.shape[1] != mat2.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{mat1.shape[1]} "
+        a, b = ("mat1", "mat2") if onednn else ("mat_a", "mat_b")
+        raise RuntimeError(f"{a} and {b} shapes cannot be multiplied ({rows}x{mat1.shape[1]} "
                            f"and {mat2.shape[0]}x{cols})")
     target = mat1.dtype if out_dtype is None else out_dtype
     for m in (mat1, mat2):

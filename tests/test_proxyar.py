@@ -23,16 +23,17 @@ def _rows(seed, shape, dtype=np.float32):
     return np.random.default_rng(seed).normal(size=shape).astype(dtype)
 
 
-def test_cdist_above_25_rows_rounds_like_pytorchs_matrix_product():
+def test_cdist_above_25_rows_rounds_like_pytorchs_matrix_product(torch_bits):
     """k-NN / k-means scripts print cdist of a data set against centroids: PyTorch computes
     those with |a|^2 - 2ab + |b|^2 once either side has more than 25 rows, so the float32
     values round its way (the diagonal of cdist(x, x) is not exactly 0 there)."""
     a, b = _rows(0, (40, 3)), _rows(1, (7, 3))
     ours = tg.cdist(tg.tensor(a), tg.tensor(b)).numpy()
     theirs = torch.cdist(torch.tensor(a), torch.tensor(b)).numpy()
-    # the row-difference kernel gave about a third of these a different last bit
-    assert (ours != theirs).sum() <= 4
-    np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    # the row-difference kernel gave about a third of these a different last bit (PyTorch's
+    # product's own last bits depend on the CPU: see tests/conftest.py's TorchBits)
+    assert (ours != theirs).sum() <= (4 if torch_bits.reproducible else 5 * ours.size // 10)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6 if torch_bits.reproducible else 1e-5)
     x = _rows(2, (30, 4))
     ours_diag = np.diag(tg.cdist(tg.tensor(x), tg.tensor(x)).numpy())
     theirs_diag = np.diag(torch.cdist(torch.tensor(x), torch.tensor(x)).numpy())

@@ -58,7 +58,7 @@ def test_atan2_float32_values_as_torch():
     ("asin", -0.95, 0.95, 0.12), ("acos", -0.95, 0.95, 0.14), ("atan", -20, 20, 0.03),
     ("sinh", -5, 5, 0.03), ("cosh", -5, 5, 0.03), ("log2", 0.01, 100, 0.03),
     ("log10", 0.01, 100, 0.03), ("exp2", -20, 20, 0.12)])
-def test_float32_transcendentals_round_as_torch(name, lo, hi, bound):
+def test_float32_transcendentals_round_as_torch(name, lo, hi, bound, torch_bits):
     # numpy's float32 loops were one ulp from PyTorch in 13-48% of elements; evaluated in
     # float64 and rounded once they agree with PyTorch's kernels in 88-99.9%
     k = np.arange(20000, dtype=np.float64)
@@ -66,7 +66,8 @@ def test_float32_transcendentals_round_as_torch(name, lo, hi, bound):
     got = getattr(tapegrad, name)(tapegrad.tensor(a)).numpy()
     want = getattr(torch, name)(torch.tensor(a)).numpy()
     assert got.dtype == np.float32
-    assert _mismatch(got, want) < bound
+    # (PyTorch's own last bits of atan differ between CPUs: see tests/conftest.py's TorchBits)
+    assert _mismatch(got, want) < (bound if torch_bits.reproducible else 2 * bound)
     np.testing.assert_allclose(got, want, rtol=5e-7, atol=0)
 
 
