@@ -20,6 +20,7 @@ from ._complex import refuse_if_complex
 from ._extra_ops import (values_at, _check_tensor, _dim, _int_argument, _dtype_name, _index_tensor, _no_dims,
                          _numpy_dim_names, _records, _wrap, register_family)
 from ._out_arg import compute_then_write, write_into
+from .creation import _is_number_argument
 
 TensorBase = _core.TensorBase
 
@@ -680,6 +681,16 @@ def _check_binary_search_flags(name: str, out_int32, right, overloads: str) -> N
     _core.check_bool(name, "right", right, 0, overloads)
 
 
+def _check_values_argument(name: str, values, given: tuple, overloads: str) -> None:
+    """The values searched for are a Tensor or a Number in PyTorch's two overloads: anything else
+    (a list, None, a string) fits neither, and its parser lists them (before the dtype promotion
+    of values with the boundaries would refuse it under result_type's name)."""
+    if not _is_number_argument(values):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({', '.join(map(_type_name, given))}), but expected one of:\n"
+                        f"{overloads}")
+
+
 def _bisect(rows_b: np.ndarray, rows_v: np.ndarray, right: bool) -> np.ndarray:
     """For each value of row i of rows_v, PyTorch's binary search in row i of rows_b: the first
     position whose boundary is >= the value (> with right), moving right while that comparison
@@ -708,6 +719,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     sorted_sequence to keep it sorted (after equal values with right / side='right')."""
     _check_tensor(sorted_sequence, "searchsorted", "sorted_sequence", 1)
     _check_binary_search_flags("searchsorted", out_int32, right, _SEARCHSORTED_SIGNATURES)
+    _check_values_argument("searchsorted", input, (sorted_sequence, input),
+                           _SEARCHSORTED_SIGNATURES)
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
@@ -726,6 +739,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     boundaries[i-1] < x <= boundaries[i] (or boundaries[i-1] <= x < boundaries[i] with right)."""
     _check_tensor(boundaries, "bucketize", "boundaries", 2)
     _check_binary_search_flags("bucketize", out_int32, right, _BUCKETIZE_SIGNATURES)
+    _check_values_argument("bucketize", input, (input, boundaries), _BUCKETIZE_SIGNATURES)
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries.ndim})")

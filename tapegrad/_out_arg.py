@@ -39,7 +39,7 @@ addbmm addmv addr angle chain_matmul cholesky cholesky_inverse cholesky_solve co
 deg2rad digamma erfc erfinv exp2 float_power fmax fmin frobenius_norm gcd geqrf heaviside hypot i0
 igamma igammac inverse lcm ldexp lgamma logaddexp2 logit lu_solve mvlgamma nextafter
 nuclear_norm polar polygamma qr rad2deg range renorm sinc svd triangular_solve vdot
-div take conj_physical isin cross lu softmax log_softmax
+div take conj_physical isin cross lu softmax log_softmax lu_unpack slogdet
 """.split()
 
 # The same for torch.linalg, torch.special and torch.fft (their entry names them as PyTorch's

@@ -5,6 +5,8 @@
 include "module_prelude.pxi"
 from tapegrad._ops_shape cimport *
 
+import sys as _sys
+
 from tapegrad._core import TENSOR_METHODS
 
 include "ops_inplace.pxi"

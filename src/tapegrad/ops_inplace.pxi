@@ -1370,8 +1370,11 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     if type(res) is tuple:
         return outs
     # (a namedtuple takes its fields as arguments; a return type as torch.return_types' one
-    # sequence)
-    return type(res)._make(outs) if hasattr(res, "_make") else type(res)(outs)
+    # sequence, and is given back as its "<name>_out" twin, as PyTorch's out= overloads do)
+    if hasattr(res, "_make"):
+        return type(res)._make(outs)
+    plain = type(res)
+    return getattr(_sys.modules[plain.__module__], plain.__name__ + "_out", plain)(outs)
 
 
 def _write_out(str name, out, tuple operands, fn, dict kwargs or None):

@@ -490,8 +490,21 @@ return_types = _types.ModuleType("tapegrad.return_types",
                                  "Named tuples returned by ops (like torch.return_types).")
 
 
+# The one result type whose op takes no out= in PyTorch (so it has no "<name>_out" twin).
+_NO_OUT_VARIANT = frozenset(("histogramdd",))
+
+
 def _make_return_type(str name, tuple fields):
-    """A torch.return_types-like class `name` with `fields`, added to tapegrad.return_types."""
+    """A torch.return_types-like class `name` with `fields`, added to tapegrad.return_types,
+    with its twin "<name>_out" beside it: PyTorch returns the twin, same fields under its own
+    name, from a call with out= (torch.sort(x, out=(v, i)) is a torch.return_types.sort_out),
+    and the out= path (write_out) finds it there by that name."""
+    if name not in _NO_OUT_VARIANT:
+        _new_return_type(name + "_out", fields)
+    return _new_return_type(name, fields)
+
+
+def _new_return_type(str name, tuple fields):
     ns = {"__slots__": (), "__match_args__": fields, "__module__": "tapegrad.return_types",
           "__qualname__": name, "n_fields": len(fields), "n_sequence_fields": len(fields)}
     for i, f in enumerate(fields):
