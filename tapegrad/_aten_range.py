@@ -15,7 +15,7 @@ from __future__ import annotations as _annotations
 
 import numpy as np
 
-_GRAIN_SIZE = 32768        # at::internal::GRAIN_SIZE
+from ._aten_loops import parallel_parts
 _EXACT_BELOW = {4: 2.0 ** 24, 8: 2.0 ** 53}     # whole numbers float32 / float64 hold exactly
 _kernel_cache = None
 
@@ -77,13 +77,8 @@ def aten_float_range(start: float, step: float, count: int, dtype: np.dtype, thr
         return out
     vector_bytes, fused = _kernel()
     lanes = vector_bytes // dtype.itemsize
-    parts = 1
-    if count >= _GRAIN_SIZE and threads > 1:
-        parts = min(threads, -(-count // _GRAIN_SIZE))
-    part = -(-count // parts)
     with np.errstate(over="ignore", invalid="ignore"):
-        for begin in range(0, count, part):
-            end = min(count, begin + part)
+        for begin, end in parallel_parts(count, threads):
             vectorised = (end - begin) // (2 * lanes) * (2 * lanes)
             offsets = np.arange(vectorised, dtype=np.int64)
             firsts = begin + offsets // lanes * lanes

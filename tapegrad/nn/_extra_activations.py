@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._aten_loops import scalar_path_mask
 from .._half_precision import in_float32_if_half, narrow_half, widen_half
 from .._preserve_layout import inverse, preserved_order
 from ..tensor import Tensor
@@ -236,10 +237,26 @@ def softshrink(input, lambd: float = 0.5):
     # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
     dead = (input >= -lambd) & (input <= lambd)
     shifted = in_float32_if_half(lambda x: _tg.where(x > lambd, x - lambd, x + lambd), input)
-    with _tg.no_grad():
-        zero = input.detach() * 0.0     # (-0.0 below zero, as PyTorch's float32 kernel gives)
+    zero = _softshrink_zeros(input)
     return _core._name_grad_fn(_piecewise(~dead, shifted, zero, "softshrink"),
                                "SoftshrinkBackward0")
+
+
+def _softshrink_zeros(input):
+    """The zeros PyTorch's softshrink writes in its dead zone: its SIMD lanes give 0.0, its scalar
+    code x * 0, which is -0.0 for a negative x.  Which elements take the scalar code depends on
+    the input's size and layout (the few after the last full pair of vectors of each run), so a
+    printed result shows "-0." only there: [-0.1] * 8 in float64 gives -0. everywhere, [-0.1] * 9
+    only in its last place."""
+    # (a bfloat16 tensor shows its float32 storage while its op runs: PyTorch's 2 bytes count)
+    size = 2 if getattr(type(input), "_dtype_class", False) else input.element_size()
+    scalar = scalar_path_mask(input._array, size, _core._kernel_threads())
+    with _tg.no_grad():
+        if scalar.all():
+            return input.detach() * 0.0
+        if not scalar.any():
+            return _tg.zeros_like(input)
+        return _tg.where(_core.wrap_array(scalar), input.detach() * 0.0, 0.0)
 
 
 def prelu(input, weight):
