@@ -24,3 +24,51 @@ def test_gather_of_view_made_to_require_grad_by_a_write_through_another_view():
         results.append((out.detach().numpy(), w.grad.numpy()))
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-6)
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-6)
+
+
+def _outcome(call):
+    try:
+        r = call()
+    except RuntimeError as e:
+        return "RuntimeError", str(e)
+    r = r[0] if isinstance(r, tuple) else r
+    return str(r.dtype), r.float().numpy().tolist()
+
+
+@pytest.mark.parametrize("op", [
+    lambda T, a, o: T.abs(a, out=o), lambda T, a, o: T.floor(a, out=o),
+    lambda T, a, o: T.neg(a, out=o), lambda T, a, o: T.clamp(a, -0.5, 0.5, out=o),
+    lambda T, a, o: T.where(a > 0, a, a * 2, out=o), lambda T, a, o: T.amax(a, 1, out=o),
+    lambda T, a, o: T.nan_to_num(a, out=o), lambda T, a, o: T.logcumsumexp(a, 1, out=o),
+    lambda T, a, o: T.sort(a, 1, out=(o, T.empty(0, dtype=T.int64))),
+    lambda T, a, o: T.max(a, 1, out=(o, T.empty(0, dtype=T.int64))),
+    lambda T, a, o: T.index_select(a, 1, T.tensor([0, 2]), out=o),
+    lambda T, a, o: T.gather(a, 1, T.tensor([[0, 1], [1, 0]]), out=o),
+    lambda T, a, o: T.tril(a, out=o), lambda T, a, o: T.linalg.vector_norm(a, 2, 1, out=o),
+    lambda T, a, o: T.mm(a, a.mT, out=o)])
+@pytest.mark.parametrize("dtypes", [("bfloat16", "float32"), ("float32", "bfloat16")])
+def test_exact_dtype_out_refuses_bfloat16_for_float32(op, dtypes):
+    """The ops that cast into no other out dtype refuse float32 for a bfloat16 result (and the
+    reverse) in PyTorch's words; tapegrad holds bfloat16 in float32 storage, so its check saw
+    one dtype and the op ran (fuzz 66900050, 66900054)."""
+    got = []
+    for T in (torch, tg):
+        a = T.tensor([[0.5, -1.25, 2.0], [0.75, 1.5, -0.5]]).to(getattr(T, dtypes[0]))
+        got.append(_outcome(lambda: op(T, a, T.zeros(0, dtype=getattr(T, dtypes[1])))))
+    assert got[1][0] == got[0][0] == "RuntimeError"
+    assert got[1][1] == got[0][1]
+
+
+@pytest.mark.parametrize("op", [
+    lambda T, a, t, o: T.clamp(a, min=t, out=o), lambda T, a, t, o: T.clamp(a, t, t + 1, out=o),
+    lambda T, a, t, o: T.clamp_min(a, t, out=o), lambda T, a, t, o: T.clip(a, t, out=o),
+    lambda T, a, t, o: T.clamp(a, 0.1, out=o), lambda T, a, t, o: T.clamp_max(a, 0.3, out=o)])
+@pytest.mark.parametrize("out_dtype", ["float64", "float16", "float32"])
+def test_clamp_with_tensor_bounds_casts_into_out(op, out_dtype):
+    """clamp with a tensor bound is TensorIterator's: it casts into an out of another float
+    dtype; only number bounds require out's dtype to be the input's (tapegrad refused both)."""
+    got = []
+    for T in (torch, tg):
+        a, t = T.tensor([0.5, -1.0, 2.0]), T.tensor([0.0, 0.0, 1.0])
+        got.append(_outcome(lambda: op(T, a, t, T.zeros(3, dtype=getattr(T, out_dtype)))))
+    assert got[1] == got[0]

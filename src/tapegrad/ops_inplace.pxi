@@ -1356,7 +1356,7 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                         + ("Tensor" if len(results) == 1 else
                            f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
-    rule = exact_out_dtype.get(name)
+    rule = exact_out_rule(name, operands, kwargs)
     if isinstance(rule, tuple) and len(rule) != len(outs):
         # (a rule per result of the op's tuple-returning overload, max(x, dim)'s: its
         # single-result overloads, max(x) and max(x, y), cast into out as any op)
@@ -1371,6 +1371,29 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     # (a namedtuple takes its fields as arguments; a return type as torch.return_types' one
     # sequence)
     return type(res)._make(outs) if hasattr(res, "_make") else type(res)(outs)
+
+
+# The clamp family: exact out dtype with number bounds only (see exact_out_rule).
+cdef frozenset CLAMP_FAMILY = frozenset(("clamp", "clip", "clamp_min", "clamp_max"))
+
+
+cdef object exact_out_rule(str name, tuple operands, object kwargs):
+    """exact_out_dtype's rule for op `name` on these operands, or None.  The clamp family refuses
+    an out of another dtype only with number bounds (its clamp.Scalar kernel checks out's
+    dtype): with a tensor bound it is TensorIterator's clamp.Tensor, which casts into out as any
+    elementwise op (torch.clamp(x_float32, min=t, out=float64) computes)."""
+    rule = exact_out_dtype.get(name)
+    if rule is None or name not in CLAMP_FAMILY:
+        return rule
+    for a in operands[1:] + tuple(v for k, v in (kwargs or {}).items() if k != "out"):
+        if isinstance(a, TensorBase):
+            return None
+    return rule
+
+
+def _exact_out_rule(str name, tuple operands, dict kwargs or None):
+    """exact_out_rule, for the bfloat16 facade's own out= check (tapegrad/_bfloat16.py)."""
+    return exact_out_rule(name, operands, kwargs)
 
 
 def _write_out(str name, out, tuple operands, fn, dict kwargs or None):
