@@ -72,3 +72,19 @@ def test_clamp_with_tensor_bounds_casts_into_out(op, out_dtype):
         a, t = T.tensor([0.5, -1.0, 2.0]), T.tensor([0.0, 0.0, 1.0])
         got.append(_outcome(lambda: op(T, a, t, T.zeros(3, dtype=getattr(T, out_dtype)))))
     assert got[1] == got[0]
+
+
+@pytest.mark.parametrize("op", [
+    lambda T, x, o: T.min(x, 0, out=o), lambda T, x, o: T.max(x, 1, out=o),
+    lambda T, x, o: T.median(x, 0, out=o)])
+def test_tuple_out_refused_before_any_write(op):
+    """An out= pair whose indices tensor has a dtype PyTorch refuses: PyTorch raises with the
+    values tensor untouched; tapegrad wrote the values first (fuzz 66900109)."""
+    got = []
+    for T in (torch, tg):
+        x = T.tensor([[-0.95, -0.45], [-0.08, 0.5]], dtype=T.float64)
+        values, indices = T.full((2,), 0.5, dtype=T.float64), T.full((2,), 7, dtype=T.float32)
+        with pytest.raises(RuntimeError):
+            op(T, x, (values, indices))
+        got.append(values.numpy().copy())
+    np.testing.assert_array_equal(got[1], got[0])
