@@ -61,6 +61,13 @@ def _round_in_place(a: np.ndarray) -> None:
     """Round float32 array `a` to bfloat16 values where it holds others (it is not written when
     it already holds only bfloat16 values: views of broadcast values are read-only)."""
     if a.size and (a.view(np.uint32) & _LOW_BITS).any():
+        if not a.flags.writeable:
+            # an expand() that stretches nothing, which the op wrote through an alias (numpy
+            # marks every broadcast view read-only; an overlapping one the op itself refused):
+            # rounded through a writable alias too (x.expand(-1, -1).rad2deg_() raised
+            # ValueError, fuzz 66900317)
+            a = a.view()
+            a.flags.writeable = True
         a[...] = round_to_bfloat16(a)
 
 

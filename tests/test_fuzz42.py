@@ -88,3 +88,15 @@ def test_tuple_out_refused_before_any_write(op):
             op(T, x, (values, indices))
         got.append(values.numpy().copy())
     np.testing.assert_array_equal(got[1], got[0])
+
+
+def test_bfloat16_in_place_through_an_expand_that_stretches_nothing():
+    """x.expand(-1, -1) of a bfloat16 tensor is a plain view: an in-place op through it writes x
+    (tapegrad's bfloat16 rounding met the read-only broadcast view: ValueError, fuzz 66900317)."""
+    got = []
+    for T in (torch, tg):
+        x = T.tensor([[0.3, -1.7, 2.2], [0.9, 1.1, -0.6]]).to(T.bfloat16)
+        x.expand(-1, -1).rad2deg_()
+        x.expand(2, 3).mul_(1.01)
+        got.append(x.float().numpy())
+    np.testing.assert_array_equal(got[1], got[0])
