@@ -100,3 +100,23 @@ def test_bfloat16_in_place_through_an_expand_that_stretches_nothing():
         x.expand(2, 3).mul_(1.01)
         got.append(x.float().numpy())
     np.testing.assert_array_equal(got[1], got[0])
+
+
+@pytest.mark.parametrize("op", [lambda T, a, o: T.mm(a, a, out=o),
+                                lambda T, a, o: T.addmm(a, a, a, out=o),
+                                lambda T, a, o: T.matmul(a, a, out=o)])
+def test_autocast_leaves_out_variants_in_their_operands_dtype(op):
+    """SILENT: PyTorch's autocast does not cast an op given out=: float32 operands compute in
+    float32 into a float32 out (and a float16 out is refused by the op's dtype check).  tapegrad
+    cast them to float16 and returned a float16 tensor that was not out (fuzz 66900188)."""
+    got = []
+    for T in (torch, tg):
+        a = T.tensor([[0.1, 0.2], [0.3, 0.7]])
+        o = T.zeros(2, 2)
+        with T.autocast("cpu", dtype=T.float16):
+            r = op(T, a, o)
+            with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float"):
+                op(T, a, T.zeros(2, 2, dtype=T.float16))
+        assert r is o and r.dtype == T.float32
+        got.append(o.numpy())
+    np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
