@@ -120,3 +120,15 @@ def test_autocast_leaves_out_variants_in_their_operands_dtype(op):
         assert r is o and r.dtype == T.float32
         got.append(o.numpy())
     np.testing.assert_allclose(got[1], got[0], rtol=1e-6)
+
+
+def test_triplet_margin_with_distance_loss_swap_keeps_bfloat16():
+    """SILENT dtype: with swap=True the smaller distance came from the core's minimum on the
+    float32 storage, so bfloat16 inputs gave a float32 loss (fuzz 66900656)."""
+    got = []
+    for T in (torch, tg):
+        a, p, n = (T.tensor(v).to(T.bfloat16) for v in ([0.5, 1.0], [0.1, 0.2], [0.3, -0.4]))
+        r = T.nn.functional.triplet_margin_with_distance_loss(a, p, n, margin=2.0, swap=True,
+                                                               reduction="none")
+        got.append(r.dtype)
+    assert str(got[1]) == str(got[0]) == "torch.bfloat16"
