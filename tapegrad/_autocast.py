@@ -181,17 +181,21 @@ def _widest(values, lower):
 def autocast_call(entry, policy: int, args: tuple, kwargs: dict):
     """entry(*args, **kwargs) under its autocast policy, with autocast off for its inner calls
     (out_arg_call.h calls this for a listed entry while this thread autocasts)."""
-    lower = _autocast_dtype()
-    if policy == LOWER_PRECISION_FP:
-        dtype = lower
-    elif policy == FP32:
-        dtype = _core.float32
-    else:
-        dtype = _widest((*args, *kwargs.values()), lower)
-    name = entry.name
-    args = tuple(_cast_value(a, dtype, lower, name) for a in args)
-    if kwargs:
-        kwargs = {k: _cast_value(v, dtype, lower, name) for k, v in kwargs.items()}
+    # (an op given out= is not autocast-eligible, as PyTorch documents: it runs in its operands'
+    # dtypes, torch.mm(a32, b32, out=o32) computing in float32 and a float16 out refused by
+    # mm's dtype check; cast, it returned a float16 tensor that was not out, fuzz 66900188)
+    if kwargs.get("out") is None:
+        lower = _autocast_dtype()
+        if policy == LOWER_PRECISION_FP:
+            dtype = lower
+        elif policy == FP32:
+            dtype = _core.float32
+        else:
+            dtype = _widest((*args, *kwargs.values()), lower)
+        name = entry.name
+        args = tuple(_cast_value(a, dtype, lower, name) for a in args)
+        if kwargs:
+            kwargs = {k: _cast_value(v, dtype, lower, name) for k, v in kwargs.items()}
     _core._exclude_autocast(True)
     try:
         return entry(*args, **kwargs)

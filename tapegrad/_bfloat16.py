@@ -61,6 +61,13 @@ def _round_in_place(a: np.ndarray) -> None:
     """Round float32 array `a` to bfloat16 values where it holds others (it is not written when
     it already holds only bfloat16 values: views of broadcast values are read-only)."""
     if a.size and (a.view(np.uint32) & _LOW_BITS).any():
+        if not a.flags.writeable:
+            # an expand() that stretches nothing, which the op wrote through an alias (numpy
+            # marks every broadcast view read-only; an overlapping one the op itself refused):
+            # rounded through a writable alias too (x.expand(-1, -1).rad2deg_() raised
+            # ValueError, fuzz 66900317)
+            a = a.view()
+            a.flags.writeable = True
         a[...] = round_to_bfloat16(a)
 
 
@@ -572,6 +579,11 @@ def _torch_function(func, args: tuple, kwargs: dict):
         from ._autocast import autocast_call
         return autocast_call(func, policy, args, kwargs)
     name = getattr(func, "__name__", "")
+    if kwargs.get("out") is not None:
+        # (before the ops' own handlers and the mixed-operand check, which would take out for
+        # an operand: PyTorch checks mm's out dtype first)
+        _refuse_inexact_out(func, name, args, kwargs,
+                            _tensors_in(kwargs.values(), _tensors_in(args, [])), kwargs["out"])
     own = _OWN.get(name)
     if own is not None:
         return own(func, args, kwargs)
@@ -607,6 +619,38 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
     if into_wider_out:
         out._array[...] = round_to_bfloat16(out._array)
     return _result(result, to_bfloat16, requested, inputs)
+
+
+def _refuse_inexact_out(func, name: str, args: tuple, kwargs: dict, inputs, out) -> None:
+    """PyTorch's refusal of an out= of bfloat16 for a float32 result, or of float32 for a
+    bfloat16 one, by the ops that cast into no other dtype (_out_arg.EXACT_OUT_DTYPE, in their
+    words): on the float32 storage the core's check sees one dtype (torch.abs(bfloat16, out=
+    float32) ran, fuzz 66900050; torch.gather, sort, amax, tril ... too)."""
+    from ._out_arg import NONDIFFERENTIABLE_OUT
+    if "linalg" in (getattr(func, "__module__", None) or ""):
+        name = "linalg_" + name
+    rule = _core._exact_out_rule(name, tuple(args), kwargs)
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    values = outs[0] if outs else None
+    if rule is None or name in NONDIFFERENTIABLE_OUT or not isinstance(values, _core.TensorBase) \
+            or values._array.dtype != np.float32:
+        return
+    operands = [t for t in inputs if not any(t is o for o in outs)]
+    first = next((t for t in operands if t._array.dtype != np.bool_), None)   # (where's mask)
+    if first is None or first._array.dtype.kind != "f":
+        return
+    result_bfloat16 = _promotes_to_bfloat16(operands)
+    if is_bfloat16(values) == result_bfloat16 or (
+            not result_bfloat16 and any(t._array.dtype.kind == "f" and
+                                        t._array.dtype != np.float32 for t in operands)):
+        return          # (a float64 or float16 result: the core's own check names it)
+    result, got = ("bfloat16", "float32") if result_bfloat16 else ("float32", "bfloat16")
+    if isinstance(rule, tuple) and len(rule) != len(outs):
+        return          # (max(x, y, out=o): the single-result overloads cast, as the core's)
+    message = rule[0] if isinstance(rule, tuple) else rule
+    raise RuntimeError(message.format(name=name, out=_SCALAR_NAMES[got],
+                                      result=_SCALAR_NAMES[result], out_c=_C_NAMES[got],
+                                      result_c=_C_NAMES[result]))
 
 
 def module_call(call, parameters, args: tuple, kwargs: dict):

@@ -50,7 +50,12 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     VIEW_WRITES (g_writes: augmented assignments to basic / advanced / masked indexes, in-place
     methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
     grad, overlapping writes PyTorch refuses, out= into a tensor that requires grad or into a
-    detached alias), so the programs of lower seeds stay what they were;
+    detached alias), and seeds >= OUT_FROM (66,900,000) from OUT_VARIANTS (g_out: out= of
+    elementwise ops, reductions, scans, sorts, products, joins and gathers into an out of the
+    result's shape, empty, of another shape, of a wider, an integer or another float dtype,
+    permuted, requiring grad, the op's own input or an alias of an earlier variable; two in
+    five of these seeds are mostly such writes), so the programs of lower seeds stay what
+    they were;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
 
@@ -1123,6 +1128,143 @@ def g_writes(g):
         g.add(code, stmt=bool(assign), nograd=r.random() < 0.1)
 
 
+# (session 42) out= variants, which the tables above draw only inside VIEW_WRITES: elementwise,
+# reductions (multi-output ones with a tuple of outs), products, joins and selections, each
+# writing into an out tensor drawn as a variable of its own: of the result's shape and dtype,
+# empty (resized), of another shape (PyTorch resizes it and warns), of a wider float dtype (the
+# result cast), of an integer / bool dtype (PyTorch's cast error), non-contiguous (a permuted
+# tensor), requiring grad (autograd's out= error), the op's own input, or a detached alias of an
+# earlier variable (the write must reach the version counter).  The inputs are detached or the step
+# runs under no_grad most of the time (in grad mode an input that requires grad makes PyTorch
+# refuse out=).  ({o}: the out tensor, ({o}, {oi}) for values and indices.)  Drawn only by
+# seeds >= OUT_FROM, so the programs of lower seeds stay what they were.
+OUT_FROM = 66_900_000
+OUT_ELEMENTWISE = [
+    ("torch.add({a}, {tg}, alpha=2, out={o})", 0), ("torch.sub({a}, {b}, out={o})", 0),
+    ("torch.mul({a}, {b}, out={o})", 0), ("torch.div({a}, {tg}, rounding_mode='floor', out={o})", 0),
+    ("torch.div({a}, {b}, out={o})", 0), ("torch.pow({a}, 2, out={o})", 0),
+    ("torch.pow({a}.abs(), {tg}, out={o})", 0), ("torch.exp({a}, out={o})", 0),
+    ("torch.log({a}, out={o})", 0), ("torch.sqrt({a}.abs(), out={o})", 0),
+    ("torch.sin({a}, out={o})", 0), ("torch.tanh({a}, out={o})", 0),
+    ("torch.sigmoid({a}, out={o})", 0), ("torch.abs({a}, out={o})", 0),
+    ("torch.neg({a}, out={o})", 0), ("torch.clamp({a}, -0.5, 0.5, out={o})", 0),
+    ("torch.clamp({a}, min={tg}, out={o})", 0), ("torch.maximum({a}, {tg}, out={o})", 0),
+    ("torch.minimum({a}, {b}, out={o})", 0), ("torch.atan2({a}, {tg}, out={o})", 0),
+    ("torch.lerp({a}, {tg}, 0.3, out={o})", 0), ("torch.addcmul({a}, {tg}, {t}, value=2, out={o})", 0),
+    ("torch.where({m}, {a}, {tg}, out={o})", 0), ("torch.hypot({a}, {tg}, out={o})", 0),
+    ("torch.fmod({a}, 1.5, out={o})", 0), ("torch.remainder({a}, {tg}, out={o})", 0),
+    ("torch.floor({a}, out={o})", 0), ("torch.round({a}, decimals=1, out={o})", 0),
+    ("torch.erf({a}, out={o})", 0), ("torch.reciprocal({a}, out={o})", 0),
+    ("torch.square({a}, out={o})", 0), ("torch.rsqrt({a}, out={o})", 0),
+    ("torch.special.expit({a}, out={o})", 0), ("torch.nan_to_num({a}, out={o})", 0),
+    ("torch.eq({a}, {b}, out={o})", 0), ("torch.gt({a}, {tg}, out={o})", 0),
+]
+# (an out tensor that is the input or an alias of an earlier variable only for the elementwise
+# ops: a reduction, scan or product writing into its own input gives what PyTorch's loop order
+# gives - zeros for mm, inf for amin - 66900070, 66900111, 66900116)
+OUT_OTHER = [
+    ("torch.sum({a}, {d}, {kd}, out={o})", 1), ("torch.sum({a}, {ds}, out={o})", 1),
+    ("torch.mean({a}, {d}, keepdim={kd}, out={o})", 1), ("torch.prod({a}, {d}, {kd}, out={o})", 1),
+    ("torch.amax({a}, {d}, {kd}, out={o})", 1), ("torch.amin({a}, {ds}, out={o})", 1),
+    ("torch.logsumexp({a}, {d}, {kd}, out={o})", 1), ("torch.std({a}, {d}, keepdim={kd}, out={o})", 1),
+    ("torch.var({a}, {d}, correction={cor}, out={o})", 1), ("torch.nansum({a}, {d}, out={o})", 1),
+    ("torch.linalg.vector_norm({a}, {p}, {d}, {kd}, out={o})", 1),
+    ("torch.cumsum({a}, {d}, out={o})", 1), ("torch.cumprod({a}, {d}, out={o})", 1),
+    ("torch.logcumsumexp({a}, {d}, out={o})", 1), ("torch.argmax({a}, {d}, {kd}, out={o})", 1),
+    ("torch.all({a} > 0, {d}, out={o})", 1), ("torch.any({a} > 0, {d}, out={o})", 1),
+    ("torch.max({a}, {d}, {kd}, out=({o}, {oi}))", 1), ("torch.min({a}, {d}, out=({o}, {oi}))", 1),
+    ("torch.sort({a}, {d}, out=({o}, {oi}))", 1), ("torch.topk({a}, 1, {d}, out=({o}, {oi}))", 1),
+    ("torch.cummax({a}, {d}, out=({o}, {oi}))", 1), ("torch.median({a}, {d}, out=({o}, {oi}))", 1),
+    ("torch.kthvalue({a}, 1, {d}, out=({o}, {oi}))", 1),
+    ("torch.matmul({a}, {tg}.mT, out={o})", 2), ("torch.mm({a}, {tg}.mT, out={o})", 2),
+    ("torch.mv({a}, {w}, out={o})", 2), ("torch.dot({a}, {tg}, out={o})", 1),
+    ("torch.outer({a}, {tg}, out={o})", 1), ("torch.addmm({w}, {a}, {tg}.mT, beta=0.5, out={o})", 2),
+    ("torch.bmm({a}, {tg}.mT, out={o})", 3), ("torch.cat([{a}, {tg}], {d}, out={o})", 1),
+    ("torch.stack([{a}, {tg}], {d}, out={o})", 0), ("torch.index_select({a}, {d}, {id}, out={o})", 1),
+    ("torch.gather({a}, {d}, {ix}, out={o})", 1), ("torch.masked_select({a}, {m}, out={o})", 0),
+    ("torch.take({a}, {iflat}, out={o})", 0), ("torch.tril({a}, out={o})", 2),
+    ("torch.triu({a}, -1, out={o})", 2), ("torch.diag({a}, out={o})", 1),
+]
+OUT_VARIANTS = OUT_ELEMENTWISE + OUT_OTHER
+# how the out tensor is made ({shape}, {dt}: the result's; {rev}: its shape reversed, {perm}: the
+# permutation back), with weights
+OUT_KINDS = [("exact", 6), ("empty", 2), ("resized", 1), ("wider", 1), ("integer", 1),
+             ("permuted", 2), ("requires_grad", 1), ("input", 1), ("alias", 2)]
+WIDER = {"float32": "float64", "float16": "float32", "bfloat16": "float32"}
+
+
+def _out_tensor(g, kind, res, a):
+    """Source of an out tensor for result `res` (a torch tensor) of kind `kind`, or None."""
+    shape, dt = tuple(res.shape), str(res.dtype).split(".")[-1]
+    full = "torch.full({}, {}, dtype=torch.{}{})"
+    fill = {"bool": "True"}.get(dt, "7" if not res.is_floating_point() else "0.5")
+    if kind == "empty":
+        return f"torch.empty(0, dtype=torch.{dt})"
+    if kind == "resized":
+        return full.format((2,) + shape[1:] if shape and shape[0] != 2 else (3,), fill, dt, "")
+    if kind == "wider":
+        return full.format(shape, fill, WIDER.get(dt, "float64"), "")
+    if kind == "integer":
+        return full.format(shape, 7, "int64" if dt != "int64" else "float32", "")
+    if kind == "permuted" and len(shape) >= 2:
+        back = tuple(reversed(range(len(shape))))
+        return full.format(tuple(reversed(shape)), fill, dt, "") + f".permute{back}"
+    if kind == "requires_grad" and res.is_floating_point():
+        return full.format(shape, fill, dt, ", requires_grad=True")
+    if kind == "alias":
+        same = g.vars(lambda m: m.shape == shape and m.dtype == dt and m.float)
+        if same:
+            return f"{g.r.choice(same)}.detach()"
+    return full.format(shape, fill, dt, "")
+
+
+def g_out(g):
+    """One op of OUT_VARIANTS (drawn only by seeds >= OUT_FROM) into an out tensor drawn by
+    OUT_KINDS (a step of its own, so it is compared after the write)."""
+    r = g.r
+    a = g.pick_float()
+    if a is None:
+        return
+    m = g.meta[a]
+    fmt = r.choice([code for code, least in OUT_VARIANTS if m.nd >= least])
+    fill = wide_fill(g, a, fmt.replace("{oi}", "").replace("{o}", ""))
+    if fill is None:
+        return
+    kind = r.choices([k for k, _ in OUT_KINDS], [w for _, w in OUT_KINDS])[0]
+    if kind in ("input", "alias") and fmt not in dict(OUT_ELEMENTWISE):
+        kind = "exact"
+    how = r.choices(["detach", "nograd", "grad"], [5, 3, 2])[0]
+    if how == "detach":
+        fill["a"] = f"{a}.detach()"
+    if kind == "input":
+        # the op writes into its own (detached, copied) input
+        fill["a"] = g.add(f"{a}.detach().clone()")
+        if fill["a"] is None:
+            return
+    # the result without out= (torch's), for the out tensor's shape and dtype
+    plain = fmt.replace(", out=({o}, {oi})", "").replace(", out={o}", "")
+    try:
+        with contextlib.ExitStack() as stack:
+            if how == "nograd":
+                stack.enter_context(g.torch.no_grad())
+            res = eval(plain.format(**fill), g.ns)
+    except Exception:  # noqa: BLE001 - torch refuses the op itself: no out= to draw
+        return
+    values = res[0] if isinstance(res, tuple) else res
+    if not is_tensor(values):
+        return
+    if kind == "input":
+        fill["o"] = fill["a"]
+    else:
+        fill["o"] = g.add(_out_tensor(g, kind, values, a))
+    if "{oi}" in fmt:
+        ikind = r.choice(["exact", "exact", "empty", "integer"])
+        fill["oi"] = g.add(_out_tensor(g, ikind, res[1], a))
+    if fill["o"] is None or ("{oi}" in fmt and fill["oi"] is None):
+        return
+    g.add(fmt.format(**fill), nograd=how == "nograd")
+
+
 # (session 33) The linalg family beyond WIDE's entries: the factorisations' other outputs, the
 # solves on factors, the `_ex` variants and the composites PyTorch computes through LAPACK, whose
 # results PyTorch lays out column-major (a later flatten() is a copy, a flat view() raises).
@@ -1877,8 +2019,15 @@ def _generate(g, seed, context):
     ops = OPS + ([(g_extra, 8)] if seed >= EXTRA_FROM else []) \
         + ([(g_linalg, 4)] if seed >= LINALG_FROM else []) \
         + ([(g_complex2, 7), (g_int, 7)] if seed >= COMPLEX_FROM else []) \
-        + ([(g_writes, 6)] if seed >= WRITES_FROM else [])
-    if seed >= COMPLEX_FROM and not context and r.random() < 0.5:
+        + ([(g_writes, 6)] if seed >= WRITES_FROM else []) \
+        + ([(g_out, 6)] if seed >= OUT_FROM else [])
+    if seed >= OUT_FROM and r.random() < 0.4:
+        # two in five of these seeds: a program mostly of out= writes (at a weight of 6 among
+        # ~90 they would be one program in ten)
+        ops = [(g_out, 10), (g_binary, 2), (g_unary, 2), (g_shape, 2), (g_reduce, 1),
+               (g_inplace, 1)]
+        n = r.randint(4, MAX_STEPS)
+    elif seed >= COMPLEX_FROM and not context and r.random() < 0.5:
         # half of these seeds: a program mostly over complex or integer values (among ~80 of
         # weight, 14 would leave those paths a step or two per program)
         ops = [(g_complex2, 10), (g_complex, 3), (g_int, 10), (g_shape, 2), (g_binary, 1),
@@ -1916,6 +2065,10 @@ def snap(x):
                 # as the zeros it stands for
                 x = x.detach().clone()
             d = x.detach()
+            if type(x).__module__.startswith("torch"):
+                # (a PyTorch storage that numpy() has viewed can no longer be resized: a later
+                # out= write of another shape into it would raise 'not resizable')
+                d = d.clone()
             # (PyTorch's lazy conjugate and negative views refuse numpy() until resolved)
             if d.is_conj():
                 d = d.resolve_conj()

@@ -970,6 +970,9 @@ def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False
         dim = axis_alias("gather", dim, axis, DIM_NOT_GIVEN)
     if index is None:
         raise TypeError('gather() missing 1 required positional arguments: "index"')
+    # (a view whose base a write through another view made require grad: its own flag is
+    # refreshed here, before the no-record fast path below reads it, fuzz 66500171)
+    fresh(input)
     A = input._array
     I = index_tensor_arg(index, "gather", 3)
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "gather", "dim", 2), k

@@ -1260,11 +1260,12 @@ cdef int refuse_out_before_kernel(str name, tuple outs, tuple operands, str miss
 
 
 cdef int store_out(TensorBase o, object res, str name, tuple operands, object kwargs,
-                   object rule=None, Py_ssize_t index=0) except -1:
+                   object rule=None, Py_ssize_t index=0, bint write=True) except -1:
     """Write result `res` (a tensor) of op `name` on `operands` into out tensor `o`: cast to o's
     dtype if it can be (unless `rule`, PyTorch's message for an op that allows no cast:
     exact_out_dtype), o resized (with PyTorch's warning unless it was empty) to res's shape; a
-    refused cast names o's dtype as output_type_name says."""
+    refused cast names o's dtype as output_type_name says.  `write` False: the dtype checks
+    only."""
     R = (<TensorBase>res)._array
     A = o._array
     if rule is not None and name in complex_to_float_out:
@@ -1297,6 +1298,8 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
                 out=scalar_type_name(A.dtype), result=scalar_type_name(R.dtype)))
         raise RuntimeError(f"result type {scalar_type_name(R.dtype)} can't be cast to the desired "
                            f"output type {output_type_name(name, operands, kwargs, A.dtype)}")
+    if not write:
+        return 0
     if A.shape != R.shape:
         if elementwise_input(o, operands, R.shape):
             # PyTorch's TensorIterator never resizes an out that is also an input (it would be
@@ -1357,11 +1360,17 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                         + ("Tensor" if len(results) == 1 else
                            f"tuple of {len(results)} Tensors") + f", not {type_name(out)}")
     cdef Py_ssize_t k
-    rule = exact_out_dtype.get(name)
+    rule = exact_out_rule(name, operands, kwargs)
     if isinstance(rule, tuple) and len(rule) != len(outs):
         # (a rule per result of the op's tuple-returning overload, max(x, dim)'s: its
         # single-result overloads, max(x) and max(x, y), cast into out as any op)
         rule = None
+    if len(outs) > 1:
+        # every out's dtype checked before any is written: PyTorch refuses torch.min(x, 0,
+        # out=(values, float32_indices)) leaving values as they were (fuzz 66900109)
+        for k in range(len(outs)):
+            store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
+                      rule[k] if isinstance(rule, tuple) else rule, k, False)
     for k in range(len(outs)):
         store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
                   rule[k] if isinstance(rule, tuple) else rule, k)
@@ -1375,6 +1384,29 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
         return type(res)._make(outs)
     plain = type(res)
     return getattr(_sys.modules[plain.__module__], plain.__name__ + "_out", plain)(outs)
+
+
+# The clamp family: exact out dtype with number bounds only (see exact_out_rule).
+cdef frozenset CLAMP_FAMILY = frozenset(("clamp", "clip", "clamp_min", "clamp_max"))
+
+
+cdef object exact_out_rule(str name, tuple operands, object kwargs):
+    """exact_out_dtype's rule for op `name` on these operands, or None.  The clamp family refuses
+    an out of another dtype only with number bounds (its clamp.Scalar kernel checks out's
+    dtype): with a tensor bound it is TensorIterator's clamp.Tensor, which casts into out as any
+    elementwise op (torch.clamp(x_float32, min=t, out=float64) computes)."""
+    rule = exact_out_dtype.get(name)
+    if rule is None or name not in CLAMP_FAMILY:
+        return rule
+    for a in operands[1:] + tuple(v for k, v in (kwargs or {}).items() if k != "out"):
+        if isinstance(a, TensorBase):
+            return None
+    return rule
+
+
+def _exact_out_rule(str name, tuple operands, dict kwargs or None):
+    """exact_out_rule, for the bfloat16 facade's own out= check (tapegrad/_bfloat16.py)."""
+    return exact_out_rule(name, operands, kwargs)
 
 
 def _write_out(str name, out, tuple operands, fn, dict kwargs or None):

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+import tapegrad as _tg
 from .. import _core
 from .._saved_indices import saves_index_args
 from .._half_precision import refuse_half
@@ -48,7 +49,9 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     to_positive = distance(anchor, positive)
     to_negative = distance(anchor, negative)
     if swap:
-        to_negative = _core.minimum(to_negative, distance(positive, negative))
+        # (the public minimum: its bfloat16 operands give a bfloat16 result, where the core's,
+        # on their float32 storage, gave float32; fuzz 66900656)
+        to_negative = _tg.minimum(to_negative, distance(positive, negative))
     return _reduce((to_positive - to_negative + margin).clamp_min(0), reduction)
 
 
