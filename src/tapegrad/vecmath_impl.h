@@ -282,11 +282,38 @@ static inline void sincos_pair(vd x, vd *ys, vd *yc, const double *s, int ns, co
     *yc = nan_passthrough(x, trig_quadrant(n, sr, cr, 1));
 }
 
+/* sin x (which = 0) or cos x (1) alone: each lane needs only one of sin_reduced and cos_reduced
+ * (the one its quadrant selects), so a single Horner chain runs with each lane's coefficients,
+ * blended per lane; cos's shorter polynomial is led by zeros (fma(0, z, c0) is c0 exactly, z >= 0),
+ * and the products that feed the chain and its tail are those of sin_reduced / cos_reduced.  Every
+ * lane sees the operations of the function it selects, in their order: the bits of sincos_pair's
+ * result (ns >= nc, as for both dtypes' polynomials), for ~3/4 of the multiplies and seven blends:
+ * per float64 in cache, sin 0.80 -> 0.75 ns and cos 0.76 -> 0.74 (AVX-512), sin 1.68 -> 1.54
+ * (AVX2). */
 static inline vd sincos_core(vd x, int which, const double *s, int ns, const double *c, int nc)
 {
-    vd ys, yc;
-    sincos_pair(x, &ys, &yc, s, ns, c, nc);
-    return which == 0 ? ys : yc;
+    vd rh, rl;
+    vd n = trig_reduce(x, &rh, &rl);
+    vd z = vd_mul(rh, rh);
+    vi q = vi_add(vd_as_vi(vd_add(n, vd_set(VM_MAGIC))), vi_set((uint64_t)which));
+    vm odd = vi_eq(vi_and(q, vi_set(1)), vi_set(1));          /* lanes finished by cos_reduced */
+    vd acc = vd_select(odd, vd_set(ns > nc ? 0.0 : c[0]), vd_set(s[0]));
+    for (int i = 1; i < ns; i++) {
+        int ci = i - (ns - nc);
+        acc = vd_fma(acc, z, vd_select(odd, vd_set(ci >= 0 ? c[ci] : 0.0), vd_set(s[i])));
+    }
+    /* sin_reduced: rh + (rh z P + rl (1 - z/2)); cos_reduced: w + (z^2 P + (err - rh rl)) */
+    vd hz = vd_mul(z, vd_set(0.5));
+    vd w = vd_sub(vd_set(1.0), hz);
+    vd err = vd_sub(vd_sub(vd_set(1.0), w), hz);
+    vd lead = vd_select(odd, w, rh);
+    vd scale = vd_select(odd, vd_mul(z, z), vd_mul(rh, z));
+    vd low = vd_select(odd, vd_fma(vd_set(-1.0), vd_mul(rh, rl), err),
+                       vd_mul(rl, vd_fma(z, vd_set(-0.5), vd_set(1.0))));
+    vd r = vd_add(lead, vd_fma(scale, acc, low));
+    vd y = vd_xor(r, vi_as_vd(vi_shl(vi_and(q, vi_set(2)), 62)));
+    if (which == 0) y = vd_select(vd_eq(x, vd_set(0.0)), x, y);            /* sin(-0) = -0 */
+    return nan_passthrough(x, y);
 }
 
 /* float's e^x overflows above this (ln of the largest finite float, rounded down): where PyTorch's
