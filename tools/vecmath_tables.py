@@ -27,6 +27,9 @@ Each table row is four doubles (one 32-byte load per lane; vecmath's vd_lookup4)
 * VM_POW_EXP_TABLE, the exponential of pow: 2^(i/128), i = 0 .. 127, as a double s_i and its
   relative tail (2^(i/128) - s_i) / s_i, with s_i's bits stored less i << 45: adding k << 45 for
   k = 128 n + i puts 2^n in the exponent field; row = (tail, bits).
+* VM_TANH_EXP_TAIL / VM_TANH_EXP_SBITS, float64 tanh's exponential: VM_POW_EXP_TABLE's columns
+  for 2^(i/16), i = 0 .. 15 (bits less i << 48), sixteen entries a vector level keeps in registers
+  (vd_lookup16) instead of loading a row per lane.
 * VM_POW_LOG2_F32_TABLE, the log2 of float32 pow (vecmath_impl.h: pow_f32_core): for 32 slices of
   [sqrt(1/2), sqrt(2)) cut as the log table's, invc ~ 1 / the slice's centre (exactly 1 for the
   slice holding 1) and log2 c = -log2(invc); row = (invc, log2 c).  With it the polynomials
@@ -155,6 +158,21 @@ def pow_exp_rows():
         yield (tail, bits_to_double(bits))
 
 
+TANH_EXP_BITS = 4        # float64 tanh's exponential: 2^(i/16), held in registers
+
+
+def tanh_exp_columns():
+    """(tails, bits) of 2^(i/16), i = 0 .. 15, as pow_exp_rows' columns (bits less i << 48)."""
+    tails, bits = [], []
+    for i in range(1 << TANH_EXP_BITS):
+        v = mp.mpf(2) ** (mp.mpf(i) / (1 << TANH_EXP_BITS))
+        s = float(v)
+        tails.append(float((v - mp.mpf(s)) / mp.mpf(s)))
+        b = struct.unpack("<Q", struct.pack("<d", s))[0] - (i << (52 - TANH_EXP_BITS))
+        bits.append(bits_to_double(b))
+    return tails, bits
+
+
 LOG2_F32_BITS = 5        # slices of float32 pow's log2 table
 
 
@@ -230,6 +248,16 @@ def main():
     for values in pow_exp_rows():
         print(row(values) + " \\")
     print("}")
+    ln2n = mp.log(2) / (1 << TANH_EXP_BITS)
+    ln2n_hi = float(ln2n)
+    tails, bits = tanh_exp_columns()
+    print(f"\n#define VM_TANH_EXP_BITS {TANH_EXP_BITS}")
+    print(f"#define VM_TANH_N_OVER_LN2 {float(1 / ln2n).hex()}")
+    print(f"#define VM_TANH_LN2N_HI {ln2n_hi.hex()}")
+    print(f"#define VM_TANH_LN2N_LO {float(ln2n - mp.mpf(ln2n_hi)).hex()}")
+    print("/* float64 tanh's exp, one column each: (2^(i/16) - s) / s, bits(s) - (i << 48) */")
+    print("#define VM_TANH_EXP_TAIL { " + ", ".join(float(v).hex() for v in tails) + " }")
+    print("#define VM_TANH_EXP_SBITS { " + ", ".join(float(v).hex() for v in bits) + " }")
     rows, (r_lo, r_hi), _ = pow_log2_f32_rows()
     q, q_err, e, e_err = pow_f32_polys()
     print(f"\n#define VM_POW_LOG2_F32_BITS {LOG2_F32_BITS}")

@@ -123,6 +123,15 @@ static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
     *a = _mm256_unpacklo_pd(r02, r13);
     *b = _mm256_unpackhi_pd(r02, r13);
 }
+/* Entry i < 16 of two 16-entry columns: four rows per column, too many registers for permutes;
+ * the indices go out through memory and each entry is one scalar load. */
+static inline void vd_lookup16(const double *ta, const double *tb, vi i, vd *a, vd *b)
+{
+    int64_t idx[4];
+    _mm256_storeu_si256((__m256i *)idx, i);
+    *a = _mm256_set_pd(ta[idx[3]], ta[idx[2]], ta[idx[1]], ta[idx[0]]);
+    *b = _mm256_set_pd(tb[idx[3]], tb[idx[2]], tb[idx[1]], tb[idx[0]]);
+}
 
 #define VM_UPPER_CLEAN() _mm256_zeroupper()   /* see VM_TAIL_COPY */
 #include "vecmath_impl.h"

@@ -153,6 +153,13 @@ static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
     *a = _mm512_unpacklo_pd(even, odd);
     *b = _mm512_unpackhi_pd(even, odd);
 }
+/* Entry i < 16 of two 16-entry columns: each column is two registers, one two-source permute
+ * per column (no index leaves the vector unit; the loads are loop-invariant). */
+static inline void vd_lookup16(const double *ta, const double *tb, vi i, vd *a, vd *b)
+{
+    *a = _mm512_permutex2var_pd(_mm512_loadu_pd(ta), i, _mm512_loadu_pd(ta + 8));
+    *b = _mm512_permutex2var_pd(_mm512_loadu_pd(tb), i, _mm512_loadu_pd(tb + 8));
+}
 
 #define VM_UPPER_CLEAN() _mm256_zeroupper()   /* see VM_TAIL_COPY */
 #include "vecmath_impl.h"

@@ -77,5 +77,10 @@ static inline void vd_lookup2(const double *t, vi i, vd *a, vd *b)
     *a = t[2 * i];
     *b = t[2 * i + 1];
 }
+static inline void vd_lookup16(const double *ta, const double *tb, vi i, vd *a, vd *b)
+{
+    *a = ta[i];
+    *b = tb[i];
+}
 
 #endif

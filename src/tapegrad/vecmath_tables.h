@@ -1323,6 +1323,14 @@
     0x1.305c14160cc89p-58, 0x1.ff3c22b8f71f1p-1, \
 }
 
+#define VM_TANH_EXP_BITS 4
+#define VM_TANH_N_OVER_LN2 0x1.71547652b82fep+4
+#define VM_TANH_LN2N_HI 0x1.62e42fefa39efp-5
+#define VM_TANH_LN2N_LO 0x1.abc9e3b39803fp-60
+/* float64 tanh's exp, one column each: (2^(i/16) - s) / s, bits(s) - (i << 48) */
+#define VM_TANH_EXP_TAIL { 0x0.0p+0, 0x1.79aa65d837b6dp-54, -0x1.01b15eaa59348p-55, 0x1.68efde3a8a894p-54, 0x1.34d754db0abb6p-55, 0x1.59f48a72a4c6dp-55, 0x1.690cebb7aafb0p-56, 0x1.063e1e21c5409p-54, -0x1.3b3efbf5e2228p-54, -0x1.b32dcb94da51dp-56, 0x1.db72fc1f0eab4p-55, 0x1.1affc2b91ce27p-56, 0x1.c1a7792cb3387p-55, 0x1.36eae30af0cb3p-56, 0x1.4a385a63d07a7p-56, -0x1.ff7128fd391f0p-55 }
+#define VM_TANH_EXP_SBITS { 0x1.0000000000000p+0, 0x1.fb5586cf9890fp-1, 0x1.f72b83c7d517bp-1, 0x1.f387a6e756238p-1, 0x1.f06fe0a31b715p-1, 0x1.edea64c123422p-1, 0x1.ebfdad5362a27p-1, 0x1.eab07dd485429p-1, 0x1.ea09e667f3bcdp-1, 0x1.ea11473eb0187p-1, 0x1.eace5422aa0dbp-1, 0x1.ec49182a3f090p-1, 0x1.ee89f995ad3adp-1, 0x1.f199bdd85529cp-1, 0x1.f5818dcfba487p-1, 0x1.fa4afa2a490dap-1 }
+
 #define VM_POW_LOG2_F32_BITS 5
 /* float32 pow's log2: invc, log2 c */
 #define VM_POW_LOG2_F32_TABLE { \
