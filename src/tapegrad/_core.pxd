@@ -73,6 +73,7 @@ cdef class Tape:
 
 cdef class GradFn:
     cdef Py_ssize_t _node           # the record this grad_fn names (kept alive by one reference)
+    cdef tuple _edges               # next_functions once read: its nodes live as long as this one
 
 
 cdef class Version:

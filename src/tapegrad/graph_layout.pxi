@@ -95,6 +95,7 @@ cdef class EdgeNode:
     cdef tuple path
     cdef tuple below
     cdef object _metadata
+    cdef tuple _edges                   # next_functions once read (kept, as GradFn._edges)
     cdef object __weakref__
 
     def name(self):
@@ -102,7 +103,9 @@ cdef class EdgeNode:
 
     @property
     def next_functions(self):
-        return laid_out_edges(self.owner, self.below, self.path)
+        if self._edges is None:
+            self._edges = laid_out_edges(self.owner, self.below, self.path)
+        return self._edges
 
     @property
     def metadata(self):

@@ -331,7 +331,14 @@ cdef class GradFn:
         registered a layout (graph_layout.pxi)."""
         if TAPE.recs[self._node].op == OP_LEAF:
             return ()
-        return node_edges(self)         # (graph_layout.pxi: the op's layout, if it has one)
+        # Kept: PyTorch's node objects live as long as their nodes, so a script that walks the
+        # graph keeping only id()s of the nodes it has seen (torchviz, node counters) never meets
+        # a recycled id; here a node's object lives while a reader holds it, and the nodes below
+        # one it has read live with it.  (An EdgeNode refers back to its owner: a cycle the
+        # garbage collector frees.)
+        if self._edges is None:
+            self._edges = node_edges(self)  # (graph_layout.pxi: the op's layout, if it has one)
+        return self._edges
 
     @property
     def variable(self):
