@@ -314,6 +314,9 @@ _LAZY["DisableTorchFunctionSubclass"] = ("_C", "DisableTorchFunctionSubclass")
 _LAZY["_dynamo"] = ("_dynamo", None)
 _LAZY["_inductor"] = ("_inductor", None)
 _LAZY["_logging"] = ("_logging", None)
+# torch._utils without an import (PyTorch imports it at start): checkpoint-loading code reads
+# torch._utils._rebuild_tensor_v2 (geoopt's ManifoldTensor.__reduce_ex__, old-checkpoint patches)
+_LAZY["_utils"] = ("_utils", None)
 # and scripts call a few names of its compiled module as torch._C.<name> (tapegrad/_C.py)
 _LAZY["_C"] = ("_C", None)
 # and torch.__config__.show() / parallel_info() in environment cells

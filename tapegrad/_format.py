@@ -219,9 +219,11 @@ def tensor_repr(t) -> str:
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     text = _add_suffixes(prefix + body, suffixes, indent)
-    # A user subclass's instance made a Parameter (nn.Parameter keeps its class and flags it)
-    # says so, as PyTorch's repr does; a plain Parameter says "Parameter containing:" instead.
-    if getattr(t, "_is_param", False) and not cls.__module__.startswith("tapegrad"):
+    # A user subclass's instance made a Parameter (nn.Parameter keeps its class and flags it),
+    # or a user's subclass of Parameter, says so, as PyTorch's repr does; a plain Parameter
+    # says "Parameter containing:" instead.
+    from .nn.parameter import Parameter
+    if isinstance(t, Parameter) and not cls.__module__.startswith("tapegrad"):
         text = f"Parameter({text})"
     return text
 

@@ -28,6 +28,7 @@ which tapegrad.load maps back.
 """
 from __future__ import annotations
 
+import contextvars
 import io
 import os
 import pickle
@@ -133,6 +134,19 @@ class _DataOf:
         self.tensor = tensor
 
 
+# The TorchPickler whose _reduce_by_class is running a class's own __reduce_ex__ (else None).
+REDUCING_FOR: contextvars.ContextVar = contextvars.ContextVar("REDUCING_FOR", default=None)
+
+
+def _defines_own_reduce(cls) -> bool:
+    """Whether a user's Tensor subclass (or a class between it and Tensor) defines __reduce_ex__:
+    torch.save's pickler calls it, where tapegrad's own classes are reduced here."""
+    for klass in cls.__mro__:
+        if "__reduce_ex__" in vars(klass):
+            return not klass.__module__.startswith("tapegrad")
+    return False
+
+
 class TorchPickler(pickle._Pickler):
     """Pickles an object as torch.save does; `records` lists the storages to write after."""
 
@@ -232,6 +246,8 @@ class TorchPickler(pickle._Pickler):
     # -- objects ------------------------------------------------------------------------------
     def reducer_override(self, obj):
         if isinstance(obj, _core.TensorBase):
+            if _defines_own_reduce(type(obj)):
+                return self._reduce_by_class(obj)
             return self._reduce_tensor(obj)
         t = type(obj)
         if getattr(t, "is_quantized", False) is True:
@@ -249,6 +265,16 @@ class TorchPickler(pickle._Pickler):
         if t is type(tapegrad.strided):
             return (_glob("torch.serialization", "_get_layout"), (str(obj),))
         return NotImplemented
+
+    def _reduce_by_class(self, t):
+        """What the class's own __reduce_ex__ gives (geoopt's ManifoldParameter wraps Tensor's
+        reduction to rebuild its class and manifold), as torch.save's pickler asks it; Tensor's
+        __reduce_ex__, reached from it through super(), answers with _reduce_tensor meanwhile."""
+        token = REDUCING_FOR.set(self)
+        try:
+            return t.__reduce_ex__(self.proto)
+        finally:
+            REDUCING_FOR.reset(token)
 
     @staticmethod
     def _rebuild(args):

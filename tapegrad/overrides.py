@@ -153,9 +153,7 @@ def _call_overrides(public_api, relevant_args, args, kwargs):
         result = arg.__torch_function__(public_api, types, args, kwargs)
         if result is not NotImplemented:
             return result
-    name = f"{public_api.__module__}.{public_api.__name__}"
-    raise TypeError(f"no implementation found for '{name}' on types that implement "
-                    f"__torch_function__: {[type(arg) for arg in overloaded]}")
+    _raise_unimplemented(public_api, types)
 
 
 def _convert(result, cls):
@@ -198,9 +196,17 @@ def dispatch_refused_call(entry, args, kwargs):
         result = arg.__torch_function__(entry, types, args, kwargs)
         if result is not NotImplemented:
             return (result,)
-    qualified = resolve_name(entry) or getattr(entry, "__name__", repr(entry))
-    if _python_level_function(entry):     # (handle_torch_function's words)
-        raise TypeError(f"no implementation found for '{qualified}' on types that implement "
+    _raise_unimplemented(entry, types)
+
+
+def _raise_unimplemented(entry, types):
+    """The TypeError PyTorch raises when every __torch_function__ of `types` declined a call of
+    `entry`: handle_torch_function's words for a Python-level function (the library's or the
+    user's), its C dispatcher's for the rest (functions, Tensor methods, property reads)."""
+    qualified = resolve_name(entry)
+    if qualified is None or _python_level_function(entry):
+        name = qualified or f"{getattr(entry, '__module__', None)}.{entry.__name__}"
+        raise TypeError(f"no implementation found for '{name}' on types that implement "
                         f"__torch_function__: {list(types)}")
     namespace, _, name = qualified.rpartition(".")
     if namespace in ("torch.linalg", "torch.special", "torch.fft"):
@@ -308,11 +314,14 @@ def _dispatching_method(func, plain, python_level=False):
     def method(self, *args, **kwargs):
         if _core._subclass_dispatch_set_off(None):
             return plain(self, *args, **kwargs)
+        relevant = _relevant((self, *args), kwargs)
         if _mode_stack():
-            return handle_torch_function(func, _relevant((self, *args), kwargs), self, *args,
-                                         **kwargs)
-        return _call_overrides(func, _relevant((self, *args), kwargs), (self, *args),
-                               kwargs or python_level_kwargs)
+            return handle_torch_function(func, relevant, self, *args, **kwargs)
+        if not _overloaded_args(relevant):
+            # (an instance of an opting-out class, a ManifoldParameter, reaching an attribute
+            # its dispatching base holds in Tensor's place: the call runs plain, as in PyTorch)
+            return plain(self, *args, **kwargs)
+        return _call_overrides(func, relevant, (self, *args), kwargs or python_level_kwargs)
     method.__name__ = method.__qualname__ = getattr(plain, "__name__", "method")
     method.__doc__ = getattr(plain, "__doc__", None)
     method._dispatches = True
@@ -378,6 +387,7 @@ def _register_subclass(cls) -> None:
         return
     method = getattr(cls, "__torch_function__", None)
     if method is None or getattr(method, "__func__", method) is _disabled_torch_function_impl:
+        _undo_inherited_dispatch(cls)
         return
     if not _SUBCLASS_TYPES:
         _core._set_subclass_dispatch(_SUBCLASS_TYPES, _dispatch_subclass_call)
@@ -409,6 +419,32 @@ def _register_subclass(cls) -> None:
     for name, forward in _REFLECTED_OPERATORS.items():
         if name not in own and hasattr(cls, name):
             setattr(cls, name, _reflected_method(getattr(cls, name), forward))
+
+
+def _undo_inherited_dispatch(cls) -> None:
+    """An opting-out class (`cls`) derived from a dispatching one -- geoopt's
+    ManifoldParameter(ManifoldTensor, nn.Parameter) -- inherits the dispatching attributes
+    _register_subclass set on that one; they stand in for Tensor's, so a class between them and
+    Tensor in `cls`'s MRO (Parameter: its __repr__) must win over them, as in PyTorch, where
+    Tensor's attributes live in C and none is copied onto the subclass."""
+    dispatching = [klass for klass in cls.__mro__ if klass in _SUBCLASS_TYPES]
+    names = {name for klass in dispatching for name, value in vars(klass).items()
+             if _is_dispatching(value)}
+    for name in names:
+        owners = [klass for klass in cls.__mro__ if name in vars(klass)]
+        if not _is_dispatching(vars(owners[0])[name]):
+            continue
+        for klass in owners:
+            if klass in Tensor.__mro__:
+                break       # (Tensor's own: the dispatching stand-in is right)
+            if not _is_dispatching(vars(klass)[name]):
+                setattr(cls, name, vars(klass)[name])
+                break
+
+
+def _is_dispatching(value) -> bool:
+    """Whether `value` is one of the dispatching attributes _register_subclass sets."""
+    return getattr(value, "_dispatches", False) or isinstance(value, _DispatchingProperty)
 
 
 # A subclass's reflected operators are Python attributes (above), so Python asks the subclass

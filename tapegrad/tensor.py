@@ -9,6 +9,7 @@ from tapegrad._core import type_name as _type_name
 import copy as _copy
 import math
 import numbers
+import sys
 
 import numpy as np
 
@@ -478,6 +479,11 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     # The storage goes in a fresh _PickledStorage per tensor, so pickle writes each tensor's
     # storage by value, as torch's does: two views of one buffer unpickle as two buffers.
     def __reduce_ex__(self, protocol):
+        torch_format = sys.modules.get("tapegrad._torch_format")
+        if torch_format is not None:
+            pickler = torch_format.REDUCING_FOR.get()
+            if pickler is not None:     # (torch.save running a subclass's own __reduce_ex__)
+                return pickler._reduce_tensor(self)
         storage, offset, strides = _storage_and_geometry(self._array)
         state = dict(self.__dict__) if self.__dict__ else None
         return (_rebuild_tensor,

@@ -57,9 +57,6 @@ class Parameter(Tensor, metaclass=_FlaggedInstanceMeta):
     # Parameters opt out of the __torch_function__ protocol, as PyTorch's do.
     from ..overrides import _disabled_torch_function_impl as __torch_function__
 
-    # print(param) shows the same as repr, as in PyTorch (Tensor has its own __str__).
-    __str__ = __repr__
-
     # Pickling is Tensor.__reduce_ex__ (it rebuilds type(self) with requires_grad). A deep copy
     # is a fresh Parameter on cloned data, as torch's Parameter.__deepcopy__ makes: without .grad
     # and without the attributes code set on it (an Opacus-style p.grad_sample stays behind, so
