@@ -837,19 +837,36 @@ def _potri(lower):
     last row and column, which two triangular solves (all +0.) did not."""
     n = lower.shape[-1]
     inverse = np.zeros_like(lower)
-    for j in range(n - 1, -1, -1):
-        pivot = 1 / lower[..., j, j]
-        inverse[..., j, j] = pivot
-        if j < n - 1:
-            products = np.where(np.tri(n - j - 1, dtype=bool),
-                                inverse[..., j + 1:, j + 1:] * lower[..., None, j + 1:, j], -0.0)
-            inverse[..., j + 1:, j] = _signed_sum(products, -1) * -pivot[..., None]
     out = np.empty_like(lower)
-    for i in range(n):
-        rows = inverse[..., i:, :i + 1]                     # rows k >= i, the only nonzero terms
-        out[..., i, :i + 1] = _signed_sum(np.conj(inverse[..., i:, i:i + 1]) * rows, -2)
-        out[..., :i, i] = np.conj(out[..., i, :i])
+    with np.errstate(all="ignore"):     # (a subnormal pivot overflows to inf quietly, as LAPACK)
+        for j in range(n - 1, -1, -1):
+            pivot = 1 / lower[..., j, j]
+            inverse[..., j, j] = pivot
+            if j < n - 1:
+                products = np.where(np.tri(n - j - 1, dtype=bool),
+                                    inverse[..., j + 1:, j + 1:] * lower[..., None, j + 1:, j],
+                                    -0.0)
+                inverse[..., j + 1:, j] = _signed_sum(products, -1) * -pivot[..., None]
+        for i in range(n):
+            rows = inverse[..., i:, :i + 1]                 # rows k >= i, the only nonzero terms
+            out[..., i, :i + 1] = _signed_sum(np.conj(inverse[..., i:, i:i + 1]) * rows, -2)
+            out[..., :i, i] = np.conj(out[..., i, :i])
     return out
+
+
+def _refuse_zero_diagonal(lower):
+    """PyTorch's LinAlgError for a factor with an exact zero on its diagonal (potri's info > 0),
+    naming the first such element (1-based) of the first such batch element: the inverse would
+    otherwise come out inf and nan without a word."""
+    from .linalg import LinAlgError, _batch_prefix
+    diagonals = np.diagonal(lower, axis1=-2, axis2=-1)
+    batch = math.prod(diagonals.shape[:-1])                # (not -1: a batch may be empty)
+    for index, diagonal in enumerate(diagonals.reshape(batch, diagonals.shape[-1])):
+        zeros = np.flatnonzero(diagonal == 0)
+        if zeros.size:
+            raise LinAlgError(f"cholesky_inverse: {_batch_prefix(index, lower.ndim > 2)}The "
+                              f"diagonal element {zeros[0] + 1} is zero, the inversion could "
+                              "not be completed because the input matrix is singular.")
 
 
 class _CholeskyInverse(Function):
@@ -859,8 +876,9 @@ class _CholeskyInverse(Function):
     @staticmethod
     def forward(ctx, factor, upper):
         from .linalg import _lapack_layout                  # (column-major, as PyTorch's)
-        result = _core.wrap_array(
-            _lapack_layout(_potri(_cholesky_factor(factor, upper)), factor._array.dtype), False)
+        lower = _cholesky_factor(factor, upper)
+        _refuse_zero_diagonal(lower)
+        result = _core.wrap_array(_lapack_layout(_potri(lower), factor._array.dtype), False)
         ctx.save_for_backward(factor, result)
         ctx.upper = upper
         return result

@@ -71,6 +71,29 @@ def test_cholesky_inverse_gradient(gradcheck):
         == "CholeskyInverseBackward0"
 
 
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("factor, message", [
+    ([[0.0]], "The diagonal element 1 is zero"),
+    ([[2.0, 0.0], [0.0, 0.0]], "The diagonal element 2 is zero"),
+    ([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, -0.0]]],
+     r"\(Batch element 1\): The diagonal element 2 is zero"),
+])
+def test_cholesky_inverse_of_a_singular_factor_raises(factor, message, upper):
+    # potri reports a zero pivot and PyTorch raises; tapegrad returned inf and nan silently
+    for lib in (torch, tg):
+        with pytest.raises(lib.linalg.LinAlgError, match="cholesky_inverse: " + message):
+            lib.cholesky_inverse(lib.tensor(factor), upper=upper)
+
+
+def test_cholesky_inverse_of_empty_and_subnormal_factors():
+    for shape in [(0, 0), (2, 0, 0), (0, 2, 2), (3, 0, 2, 2)]:
+        assert tg.cholesky_inverse(tg.zeros(shape)).shape == torch.Size(shape)
+    tiny = [[1.0, 0.0], [0.0, 1e-45]]                    # (an inf, not an error, and no warning)
+    with np.errstate(all="raise"):
+        ours = tg.cholesky_inverse(tg.tensor(tiny)).numpy()
+    np.testing.assert_array_equal(ours, torch.cholesky_inverse(torch.tensor(tiny)).numpy())
+
+
 def test_multivariate_normal_precision_matrix_prints_as_pytorch():
     # the GP tutorial's print(mvn.precision_matrix) of a diagonal covariance shows -0.
     printed = [str(lib.distributions.MultivariateNormal(lib.zeros(2), lib.eye(2) * 4)
