@@ -110,3 +110,36 @@ def test_mixture_same_family_component_error_message():
         with pytest.raises(ValueError, match="The Component distribution needs to be an instance "
                                              "of torch.distributions.Distribution"):
             D.MixtureSameFamily(D.Categorical(logits=lib.zeros(3)), lib.zeros(3))
+
+
+# -- a builtin called without a required argument: PyTorch's parser's words ---------------------
+
+_MISSING_ARGUMENT_CALLS = [
+    "lib.logsumexp(x)", "x.logsumexp()", "lib.cumsum(x)", "x.cumprod()", "lib.logcumsumexp(x)",
+    "lib.kthvalue(x)", "x.kthvalue()", "x.topk()", "x.chunk()", "x.roll()", "lib.cummax(x)",
+    "x.scatter_add(0, lib.zeros(1, 2, dtype=lib.long))", "x.renorm(2, 0)", "lib.histc()",
+]
+
+
+@pytest.mark.parametrize("call", _MISSING_ARGUMENT_CALLS)
+def test_missing_argument_of_a_builtin_in_the_parsers_words(call):
+    # 'cumsum() missing 1 required positional arguments: "dim"'; tapegrad said Python's
+    # "... argument: 'dim'" (and logsumexp(x) "argument 'dim' must be tuple of ints, not NoneType")
+    messages = []
+    for lib in (torch, tg):
+        x = lib.ones(3, 2)
+        with pytest.raises(TypeError) as caught:
+            eval(call, {"lib": lib, "x": x})
+        messages.append(str(caught.value))
+    assert messages[1] == messages[0]
+
+
+def test_python_level_functions_keep_pythons_words_and_logsumexp_keeps_its_none_error():
+    for lib in (torch, tg):
+        with pytest.raises(TypeError, match="missing 2 required positional arguments: 'target' "
+                                            "and 'var'"):
+            lib.nn.functional.gaussian_nll_loss(lib.ones(2))
+        with pytest.raises(TypeError, match=r"logsumexp\(\): argument 'dim' \(position 2\) must "
+                                            "be tuple of ints, not NoneType"):
+            lib.logsumexp(lib.ones(2), None)
+    assert float(tg.logsumexp(tg.zeros(2), axis=0)) == pytest.approx(np.log(2.0))
