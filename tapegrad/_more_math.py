@@ -797,12 +797,17 @@ class _CholeskySolve(Function):
     def backward(ctx, grad):
         factor, result = ctx.saved_tensors
         grad_b = _CholeskySolve.apply(grad, factor, ctx.upper)
-        common = _core.matmul(grad_b, result.mH)
-        common = common + common.mH
-        grad_factor = -(_core.matmul(factor, common) if ctx.upper
-                        else _core.matmul(common, factor))
+        grad_factor = _cholesky_factor_grad(grad_b, result, factor, ctx.upper)
         return (_sum_to_shape(grad_b, ctx.b_shape), _sum_to_shape(grad_factor, ctx.factor_shape),
                 None)
+
+
+def _cholesky_factor_grad(solved_grad, result, factor, upper):
+    """The gradient in the Cholesky factor of X = (L L^H)^-1 B, from G = (L L^H)^-1 grad:
+    -(G X^H + X G^H) L, or -U (G X^H + X G^H) for an upper factor."""
+    common = _core.matmul(solved_grad, result.mH)
+    common = common + common.mH
+    return -(_core.matmul(factor, common) if upper else _core.matmul(common, factor))
 
 
 def _sum_to_shape(grad, shape):
@@ -815,6 +820,77 @@ def _sum_to_shape(grad, shape):
 
 
 _torch_grad_fn_name(_CholeskySolve, "CholeskySolveBackward0")
+
+
+def _signed_sum(products, axis):
+    """The sum of `products` along `axis` started from -0.0, the additive identity that keeps
+    the sign of zeros: a zero sum is -0.0 exactly when every term is (numpy starts from +0.0)."""
+    return np.add.reduce(products, axis=axis, initial=-0.0)
+
+
+def _potri(lower):
+    """(L L^H)^-1 from the lower factor L (numpy, batched), computed as LAPACK's potri does:
+    inv(L) column by column from the right (trtri: column j below the diagonal is
+    -inv(L)[j, j] * inv(L22) L[j+1:, j]), then the lower triangle of inv(L)^H inv(L) row by row
+    (lauum), mirrored.  Each entry sums exactly the terms LAPACK sums, so an exact zero carries
+    LAPACK's sign: PyTorch prints the precision matrix of a diagonal covariance with -0. in its
+    last row and column, which two triangular solves (all +0.) did not."""
+    n = lower.shape[-1]
+    inverse = np.zeros_like(lower)
+    out = np.empty_like(lower)
+    with np.errstate(all="ignore"):     # (a subnormal pivot overflows to inf quietly, as LAPACK)
+        for j in range(n - 1, -1, -1):
+            pivot = 1 / lower[..., j, j]
+            inverse[..., j, j] = pivot
+            if j < n - 1:
+                products = np.where(np.tri(n - j - 1, dtype=bool),
+                                    inverse[..., j + 1:, j + 1:] * lower[..., None, j + 1:, j],
+                                    -0.0)
+                inverse[..., j + 1:, j] = _signed_sum(products, -1) * -pivot[..., None]
+        for i in range(n):
+            rows = inverse[..., i:, :i + 1]                 # rows k >= i, the only nonzero terms
+            out[..., i, :i + 1] = _signed_sum(np.conj(inverse[..., i:, i:i + 1]) * rows, -2)
+            out[..., :i, i] = np.conj(out[..., i, :i])
+    return out
+
+
+def _refuse_zero_diagonal(lower):
+    """PyTorch's LinAlgError for a factor with an exact zero on its diagonal (potri's info > 0),
+    naming the first such element (1-based) of the first such batch element: the inverse would
+    otherwise come out inf and nan without a word."""
+    from .linalg import LinAlgError, _batch_prefix
+    diagonals = np.diagonal(lower, axis1=-2, axis2=-1)
+    batch = math.prod(diagonals.shape[:-1])                # (not -1: a batch may be empty)
+    for index, diagonal in enumerate(diagonals.reshape(batch, diagonals.shape[-1])):
+        zeros = np.flatnonzero(diagonal == 0)
+        if zeros.size:
+            raise LinAlgError(f"cholesky_inverse: {_batch_prefix(index, lower.ndim > 2)}The "
+                              f"diagonal element {zeros[0] + 1} is zero, the inversion could "
+                              "not be completed because the input matrix is singular.")
+
+
+class _CholeskyInverse(Function):
+    """(L L^H)^-1 (or (U^H U)^-1) from a Cholesky factor; its gradient is cholesky_solve's with
+    the identity as right-hand side."""
+
+    @staticmethod
+    def forward(ctx, factor, upper):
+        from .linalg import _lapack_layout                  # (column-major, as PyTorch's)
+        lower = _cholesky_factor(factor, upper)
+        _refuse_zero_diagonal(lower)
+        result = _core.wrap_array(_lapack_layout(_potri(lower), factor._array.dtype), False)
+        ctx.save_for_backward(factor, result)
+        ctx.upper = upper
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        factor, result = ctx.saved_tensors
+        solved_grad = _CholeskySolve.apply(grad, factor, ctx.upper)
+        return _cholesky_factor_grad(solved_grad, result, factor, ctx.upper), None
+
+
+_torch_grad_fn_name(_CholeskyInverse, "CholeskyInverseBackward0")
 
 
 def _check_same_dtype_b_and_a(b, A):
@@ -858,10 +934,7 @@ def cholesky_inverse(input, upper=False):
     _check_float("cholesky_inverse", input)
     from .linalg import _refuse_half
     _refuse_half(input, "cholesky_inverse")
-    from .creation import eye
-    n = input.shape[-1]
-    identity = eye(n, dtype=input.dtype).expand(*input.shape)
-    return _core._name_grad_fn(cholesky_solve(identity, input, upper), "CholeskyInverseBackward0")
+    return _CholeskyInverse.apply(input, bool(upper))
 
 
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):

@@ -495,8 +495,32 @@ def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
         if _overloaded(entry, name, method) and (method or not _one_plausible(entry, unfit, args,
                                                                                kwargs)):
             return _invalid_combination(entry, name, given, kwargs, method)
-        return TypeError(str(unfit))
+        return TypeError(_missing_in_parser_words(entry, name, str(unfit), method))
     return None
+
+
+# Python's words for missing arguments: "cumsum() missing 1 required positional argument: 'dim'",
+# "gather() missing 2 required positional arguments: 'dim' and 'index'".
+_PYTHON_MISSING = r"\w+\(\) missing (\d+) required positional arguments?: (.*)$"
+
+
+def _missing_in_parser_words(entry, name: str, message: str, method: bool) -> str:
+    """`message`, Python's refusal of a call that left out required arguments, as PyTorch's
+    argument parser words it for its builtins (functions and Tensor methods written in C++):
+    'cumsum() missing 1 required positional arguments: "dim"', 'gather() missing 2 required
+    positional argument: "dim", "index"' (the parser's plural is the other way round).  Its
+    Python-level functions (torch.functional's, most of nn.functional) keep Python's words, as
+    does any other message."""
+    found = re.match(_PYTHON_MISSING, message)
+    if found is None:
+        return message
+    from .overrides import _PYTHON_TENSOR_METHODS, _python_level_function
+    if (name in _PYTHON_TENSOR_METHODS) if method else _python_level_function(entry):
+        return message
+    count = int(found.group(1))
+    missing = ", ".join(f'"{argument}"' for argument in re.findall(r"'(\w+)'", found.group(2)))
+    return (f"{name}() missing {count} required positional argument{'s' if count == 1 else ''}: "
+            f"{missing}")
 
 
 _TYPED_REFUSAL = r"(\w+\(\): )?argument '\w+'( \(position \d+\))? must be "

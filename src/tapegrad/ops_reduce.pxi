@@ -878,9 +878,19 @@ cdef object vjp_logsumexp(Record* r, object g):
 OP_LOGSUMEXP = register_op("LogsumexpBackward0", vjp_logsumexp)
 
 
-def logsumexp(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=None):
+# logsumexp's dim has no default in PyTorch: a call without it and a call with dim=None are two
+# different TypeErrors ("missing 1 required positional arguments" and "must be tuple of ints")
+cdef object LOGSUMEXP_DIM_NOT_GIVEN = object()
+
+
+def logsumexp(TensorBase input, dim=LOGSUMEXP_DIM_NOT_GIVEN, keepdim=False, *, axis=None,
+              keepdims=None):
     """log(sum(exp(input))) over `dim` (int or tuple), computed stably (shifted by the max)."""
     cdef Record* r
+    if dim is LOGSUMEXP_DIM_NOT_GIVEN:
+        if axis is None:
+            raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
+        dim = None
     dim = dim_alias("logsumexp", dim, axis)
     keepdim = keepdim_alias("logsumexp", keepdim, keepdims)
     if dim is None:
