@@ -809,12 +809,13 @@ def _normalize_dims(dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     _core._normalize_dims(dim, ndim)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    # (a one-element integer tensor is one dim, as `int[1]` reads it, and is not iterated over)
+    dims = (dim,) if not isinstance(dim, (tuple, list)) else tuple(dim)
     if not dims:
         # an empty list reduces over every dim, as dim=None (PyTorch's reductions; the norm of
         # dim=() was the elementwise magnitude, fuzz 60635106)
         return tuple(range(ndim))
-    return tuple(int(d) % max(ndim, 1) for d in dims)
+    return tuple(_core.symint_param(d) % max(ndim, 1) for d in dims)
 
 
 class _EuclideanNorm(_Function):
