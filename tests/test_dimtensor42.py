@@ -65,6 +65,8 @@ OPS = {
     "std_mean": lambda lib, x, d: lib.std_mean(x, dim=d),
     "norm_p": lambda lib, x, d: lib.norm(x, 2, d),
     "vector_norm": lambda lib, x, d: lib.linalg.vector_norm(x, dim=d),
+    "linalg.norm": lambda lib, x, d: lib.linalg.norm(x, dim=d),
+    "tensordot": lambda lib, x, d: lib.tensordot(x, x, dims=([d], [d])),
     "any": lambda lib, x, d: (x > 2).any(d),
     "all": lambda lib, x, d: lib.all(x > 2, dim=d),
     "prod": lambda lib, x, d: x.prod(d),
