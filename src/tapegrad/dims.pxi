@@ -3,8 +3,8 @@
 # ---------------------------------------------------------------------------------------------
 
 # -- An integer argument as PyTorch's argument parser reads it ----------------------------------
-# Its parser knows two integer kinds, and every dim (and index, size) goes through one of them:
-# `int` (softmax's dim, max's dim, cat's dim ...) and `SymInt`/an element of `int[]` (sum's dims,
+# Its parser knows two integer kinds, and a dim (or index, size) is read as one of them: `int`
+# (softmax's dim, max's dim, cat's dim ...) and `SymInt`/an element of `int[]` (sum's dims,
 # narrow's start).  Both take a Python int (never a bool) and a numpy integer (never numpy.bool);
 # the first also a 0-d integer tensor, the second any one-element integer or bool tensor and any
 # __index__ object.  A float or float tensor is neither.  Each returns the Python int, or None
