@@ -42,15 +42,10 @@ cdef tuple int_list_arg(tuple args, str fname, str argname):
                         f"{type_name(args[0])}")
     out = []
     for i, v in enumerate(args):
-        if isinstance(v, int) and not isinstance(v, bool):
-            out.append(v)
+        d = symint_param(v)                 # (each element read as an `int[]`'s, dims.pxi)
+        if d is not None:
+            out.append(d)
             continue
-        if not isinstance(v, (bool, np.bool_, float, np.floating)):
-            try:
-                out.append(operator.index(v))
-                continue
-            except TypeError:
-                pass
         if i:
             raise TypeError(f"{fname}(): argument '{argname}' failed to unpack the object at pos "
                             f"{i + 1} with error \"type must be tuple of ints,but got "
