@@ -127,16 +127,18 @@ def _check_tensor_or_number(fn: str, args: tuple, signatures: tuple,
                     f"expected one of:{lines}\n")
 
 
-def _dim(dim, ndim: int, fn: str = "") -> int:
+def _dim(dim, ndim: int, fn: str = "", list_item: bool = False) -> int:
     """`dim` normalised for a tensor of `ndim` dims; a 0-d tensor takes dim 0 or -1 (axis 0 of
-    its one-element view).  A dim that is not an integer is PyTorch's TypeError ("cumsum():
-    argument 'dim' must be int, not str", under the name of `fn` where given: the public entry
-    then says at which position the call gave it), not int()'s ValueError."""
-    if not hasattr(dim, "__index__"):
-        raise TypeError(f"{fn + '(): ' if fn else ''}argument 'dim' must be int, not "
-                        f"{type(dim).__name__}")
-    _core.normalize_dim(dim, ndim)          # raises PyTorch's IndexError when out of range
-    return 0 if ndim == 0 else dim % ndim
+    its one-element view).  `dim` is read as PyTorch's `int` (_core.int_param: a 0-d integer
+    tensor too), or with `list_item` as an element of its `int[]` (flip's, roll's dims:
+    _core.symint_param, a one-element integer or bool tensor too); anything else is PyTorch's
+    TypeError ("cumsum(): argument 'dim' must be int, not str", under the name of `fn` where
+    given: the public entry then says at which position the call gave it), not int()'s
+    ValueError."""
+    if list_item and _core.symint_param(dim) is not None:
+        dim = _core.symint_param(dim)
+    axis = _core.normalize_dim(dim, ndim, fn or None)   # PyTorch's IndexError when out of range
+    return 0 if ndim == 0 else axis
 
 
 def _numpy_dim_names(fn):
@@ -1771,8 +1773,8 @@ def aminmax(input, *, dim=None, keepdim=False):
     _check_tensor(input, "aminmax")
     _core.check_bool("aminmax", "keepdim", keepdim)
     result_type = _core.return_types.aminmax
-    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, (int, np.integer))):
-        raise TypeError(f"aminmax(): argument 'dim' must be int, not {_type_name(dim)}")
+    if dim is not None:
+        dim = _core.int_arg(dim, "aminmax", "dim")      # (a 0-d integer tensor is an int there)
     # (PyTorch's 0-d tensor along a dim takes another path, with its own words)
     _refuse_if_complex("aminmax_0d_dim" if dim is not None and input.ndim == 0 else "aminmax", input)
     if dim is None and input._array.size == 0:
@@ -2060,10 +2062,10 @@ def _in_place(name: str):
 # -- shape and index composites ------------------------------------------------------------------
 
 def _one_int_tensor(value) -> bool:
-    """A 0-d integer tensor: PyTorch's parser takes it as an int (x.roll(torch.tensor(1)),
-    x.flip(torch.tensor(0)), whose dims are *dims there)."""
-    return isinstance(value, _core.TensorBase) and value.ndim == 0 and \
-        value._array.dtype.kind in "iu"
+    """A tensor PyTorch's parser takes as one int of an int list (_core.symint_param: a
+    one-element integer or bool tensor: x.roll(torch.tensor(1)), x.flip(torch.tensor([0])),
+    whose dims are *dims there)."""
+    return isinstance(value, _core.TensorBase) and _core.symint_param(value) is not None
 
 
 def _dims_list(dims, fn: str):
@@ -2081,7 +2083,7 @@ def flip(input, dims):
     seen = set()
     out = input
     for dim in dims:
-        d = _dim(dim, input.ndim)
+        d = _dim(dim, input.ndim, list_item=True)
         if d in seen:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         seen.add(d)
@@ -2136,7 +2138,7 @@ def roll(input, shifts, dims=None):
         return _core._name_grad_fn(input.clone(), "RollBackward0")
 
     for shift, dim in zip(shifts, dims):
-        d = _dim(dim, input.ndim)
+        d = _dim(dim, input.ndim, list_item=True)
         n = input._array.shape[d]
         if n == 0:
             continue

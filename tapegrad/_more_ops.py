@@ -525,17 +525,17 @@ def _tensordot_dims(a, b, dims):
 
 
 def _tensordot_dim_list(part, argname: str, position: int) -> list:
-    """One side's contracted dims as PyTorch's parser takes them: a list or tuple of ints (0-d
-    integer tensors too), never a float or bool truncated into a dim."""
+    """One side's contracted dims as PyTorch's parser takes an `int[]`: a list or tuple of ints
+    (_core.symint_param: one-element integer or bool tensors too), never a float or bool
+    truncated into a dim."""
     where = f"tensordot(): argument '{argname}'"
     if not isinstance(part, (list, tuple)):
         raise TypeError(f"{where} (position {position}) must be tuple of ints, not "
                         f"{_type_name(part)}")
     dims = []
     for i, d in enumerate(part):
-        if isinstance(d, TensorBase) and d.ndim == 0 and not d.is_floating_point() \
-                and not d.is_complex() and d.dtype != _core.bool_:
-            d = int(d.item())
+        if isinstance(d, TensorBase) and _core.symint_param(d) is not None:
+            d = _core.symint_param(d)
         if not is_int(d):
             if i:
                 raise TypeError(f"{where} failed to unpack the object at pos {i + 1} with error "

@@ -67,11 +67,9 @@ def _write_in_place(self, source, result):
 
 
 def _norm_dim(dim: int, ndim: int) -> int:
-    rank = max(ndim, 1)
-    if not -rank <= dim < rank:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, "
-                         f"{rank - 1}], but got {dim})")
-    return dim % rank
+    """dim as PyTorch's `int` (a 0-d integer tensor too: _core.normalize_dim), wrapped into
+    range (a 0-d tensor's is dim 0)."""
+    return _core.normalize_dim(dim, max(ndim, 1))
 
 
 def _check_bounds(idx: np.ndarray, size: int, dim: int, wrap: bool, prefix: str = "",

@@ -809,12 +809,13 @@ def _normalize_dims(dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     _core._normalize_dims(dim, ndim)
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    # (a one-element integer tensor is one dim, as `int[1]` reads it, and is not iterated over)
+    dims = (dim,) if not isinstance(dim, (tuple, list)) else tuple(dim)
     if not dims:
         # an empty list reduces over every dim, as dim=None (PyTorch's reductions; the norm of
         # dim=() was the elementwise magnitude, fuzz 60635106)
         return tuple(range(ndim))
-    return tuple(int(d) % max(ndim, 1) for d in dims)
+    return tuple(_core.symint_param(d) % max(ndim, 1) for d in dims)
 
 
 class _EuclideanNorm(_Function):
@@ -1036,7 +1037,9 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
     nor dim is given), a matrix norm over two."""
     A = _as_tensor(input, "linalg_norm", "input")
     _core.check_bool("linalg_norm", "keepdim", keepdim)
-    if dim is not None and not isinstance(dim, int) and len(dim) not in (1, 2):
+    # (one dim: an int, a numpy int or an integer tensor, which vector_norm reads as its int[1])
+    one_dim = dim is not None and not isinstance(dim, (tuple, list))
+    if dim is not None and not one_dim and len(dim) not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got "
                            f"{list(dim)}")
     if dim is None and ord is not None and A.ndim not in (1, 2):
@@ -1044,11 +1047,11 @@ def norm(input, ord=None, dim=None, keepdim=False, *, dtype=None):
                            f"1D or 2D. Got {A.ndim}D.")
     # (ord None: PyTorch's vector 2-norm over the dims, the Frobenius norm of two)
     matrix = ord is not None and (isinstance(ord, str) or A.ndim == 2 and dim is None or (
-        dim is not None and not isinstance(dim, int) and len(dim) == 2))
+        dim is not None and not one_dim and len(dim) == 2))
     if matrix:
         # (an int dim is PyTorch's one-element list here: matrix_norm's "must be a 2-tuple")
         return matrix_norm(A, ord, (-2, -1) if dim is None else
-                           (dim,) if isinstance(dim, int) else dim, keepdim, dtype=dtype)
+                           (dim,) if one_dim else dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 

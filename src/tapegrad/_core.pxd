@@ -655,13 +655,17 @@ cdef inline bint needs_grad(Record* r, int j) noexcept:
     """Whether input j of record r receives a gradient (VJPs skip the others' work)."""
     return rec_inputs(r)[j] >= 0
 
+cpdef object int_param(object v)
+cpdef object symint_param(object v)
+cpdef object int_arg(object v, str fname, str argname, int pos=*, bint symint=*)
+
 cdef object dim_alias(str fname, object dim, object axis)
 
 cdef bint keepdim_alias(str fname, object keepdim, object keepdims) except -1
 cpdef bint check_bool(str fname, str name, object value, int position=*,
                       str overloads=*) except -1
 
-cdef tuple normalize_dims(object dim, int ndim, bint range_first=*)
+cdef tuple normalize_dims(object dim, int ndim, bint range_first=*, bint one_element_tensor=*)
 
 cdef void history_rewritten(TensorBase t) noexcept
 

@@ -2,6 +2,59 @@
 # Dim arguments as PyTorch parses them, shared by every op family that takes a dim.
 # ---------------------------------------------------------------------------------------------
 
+# -- An integer argument as PyTorch's argument parser reads it ----------------------------------
+# Its parser knows two integer kinds, and a dim (or index, size) is read as one of them: `int`
+# (softmax's dim, max's dim, cat's dim ...) and `SymInt`/an element of `int[]` (sum's dims,
+# narrow's start).  Both take a Python int (never a bool) and a numpy integer (never numpy.bool);
+# the first also a 0-d integer tensor, the second any one-element integer or bool tensor and any
+# __index__ object.  A float or float tensor is neither.  Each returns the Python int, or None
+# where PyTorch refuses: the caller raises its op's own TypeError.
+
+cpdef object int_param(object v):
+    """`v` read as PyTorch's `int` parameter, or None (a 0-d integer tensor is an int there:
+    torch.max(x, dim=torch.tensor(1)) reduces dim 1; torch.tensor(True) and torch.tensor([1])
+    are refused)."""
+    if type(v) is int:
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, TensorBase):
+        A = (<TensorBase>v)._array
+        if A.ndim == 0 and A.dtype.kind in "iu":
+            return int(A)
+    return None
+
+
+cpdef object symint_param(object v):
+    """`v` read as PyTorch's `SymInt` parameter or an element of an `int[]` (its
+    is_int_or_symint), or None: `int_param`'s ints, any one-element integer or bool tensor
+    (torch.sum(x, torch.tensor([1])) sums dim 1) and any object with __index__."""
+    r = int_param(v)
+    if r is not None or isinstance(v, (bool, np.bool_, float, np.floating)):
+        return r
+    if isinstance(v, TensorBase):
+        A = (<TensorBase>v)._array
+        return int(A.reshape(())) if A.size == 1 and A.dtype.kind in "iub" else None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
+
+
+cpdef object int_arg(object v, str fname, str argname, int pos=0, bint symint=False):
+    """An integer argument as PyTorch's parser reads its type: `int` (a dim, chunk's chunks:
+    int_param) or, with `symint`, `SymInt` (narrow's start, select's index, split's size:
+    symint_param); PyTorch's TypeError otherwise (bools and floats are not ints), naming the
+    argument's position where `pos` is given."""
+    d = symint_param(v) if symint else int_param(v)
+    if d is not None:
+        return d
+    where = f" (position {pos})" if pos else ""
+    raise TypeError(f"{fname}(): argument '{argname}'{where} must be int, not {type_name(v)}")
+
+
 # -- numpy's spellings PyTorch accepts on reductions: axis= for dim, keepdims= for keepdim ----------
 
 cdef object dim_alias(str fname, object dim, object axis):
@@ -48,8 +101,13 @@ cpdef bint check_bool(str fname, str name, object value, int position=0,
     raise TypeError(f"{fname}(): argument '{name}'{where} must be bool, not {type_name(value)}")
 
 
-cdef tuple normalize_dims(object dim, int ndim, bint range_first=False):
+cdef tuple normalize_dims(object dim, int ndim, bint range_first=False,
+                          bint one_element_tensor=True):
     """dim (None, int or sequence, negatives allowed) -> sorted tuple of axes; PyTorch's errors.
+    Each dim is read as an element of PyTorch's `int[]` (symint_param: a one-element integer
+    tensor is a dim).  One tensor given as `dim` is one dim: PyTorch's `int[1]` dims (sum's,
+    var's, norm's) read any one-element integer or bool tensor so; an `int[]` with an `int`
+    overload (any's, all's, count_nonzero's: `one_element_tensor` False) only a 0-d integer one.
 
     Which error a list both repeating a dim and holding one out of range raises follows
     PyTorch's op: its std, var, nansum and vector_norm check each dim in turn (range, then
@@ -57,14 +115,18 @@ cdef tuple normalize_dims(object dim, int ndim, bint range_first=False):
     dim's range before any repeat (`range_first`)."""
     if dim is None:
         return tuple(range(ndim))
+    if isinstance(dim, TensorBase):
+        single = symint_param(dim) if one_element_tensor else int_param(dim)
+        if single is None:
+            raise TypeError(f"dim must be an int or a tuple of ints, got {type_name(dim)}")
+        dim = single
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
     cdef int lo = -ndim if ndim > 0 else -1, hi = ndim - 1 if ndim > 0 else 0
     axes = []
-    for d in dims:
-        if isinstance(d, np.integer):
-            d = int(d)
-        if not isinstance(d, int) or isinstance(d, bool):
-            raise TypeError(f"dim must be an int or a tuple of ints, got {type_name(d)}")
+    for item in dims:
+        d = symint_param(item)
+        if d is None:
+            raise TypeError(f"dim must be an int or a tuple of ints, got {type_name(item)}")
         if d < lo or d > hi:
             raise IndexError(f"Dimension out of range (expected to be in range of [{lo}, {hi}], "
                              f"but got {d})")

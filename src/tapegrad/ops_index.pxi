@@ -792,7 +792,7 @@ def select(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, axis=None):
     if A.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     cdef Py_ssize_t d = wrap_dim(dim, A.ndim, "select", "dim", 1)
-    i = int_arg(index, "select", "index", 2)
+    i = int_arg(index, "select", "index", 2, True)
     size = A.shape[d]
     if i < -size or i >= size:
         raise IndexError(f"select(): index {i} out of range for tensor of size {list(A.shape)} at "
@@ -815,8 +815,8 @@ def narrow(TensorBase input, dim=DIM_NOT_GIVEN, start=None, length=None, *, axis
                                           or (<TensorBase>start)._array.dtype.kind not in "iu"):
         # PyTorch's Tensor-start overload: a float, bool or non-scalar start is refused
         raise RuntimeError("start must be an 0-dim integral Tensor.")
-    s = int_arg(start, "narrow", "start", 2)
-    n = int_arg(length, "narrow", "length", 3)
+    s = int_arg(start, "narrow", "start", 2, True)
+    n = int_arg(length, "narrow", "length", 3, True)
     size = A.shape[d]
     if s < -size or s > size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but "

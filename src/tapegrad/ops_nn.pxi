@@ -283,10 +283,11 @@ cdef object capture_softmax(TensorBase input, object dim, bint log):
 cdef object nn_softmax_forward(TensorBase input, object dim, object dt, bint log):
     A = input._array
     cdef int ndim = A.ndim
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+    d = int_param(dim)                  # (a 0-d integer tensor is a dim, as in PyTorch)
+    if d is None:
         raise TypeError(f"{'log_softmax' if log else 'softmax'}(): argument 'dim' (position 2) "
                         f"must be int, not {type_name(dim)}")
-    axes = normalize_dims(int(dim), ndim)
+    axes = normalize_dims(d, ndim)
     axis = axes[0] if ndim > 0 else ()
     if dt is not None:
         target = to_np_dtype(dt, 'log_softmax' if log else 'softmax')

@@ -26,25 +26,27 @@ cdef str invalid_args(str name, object arg):
             " * (Tensor input, int dim, bool keepdim)")
 
 
-cdef tuple reduction_axes(object dim, int ndim, str name, bint range_first=True):
+cdef tuple reduction_axes(object dim, int ndim, str name, bint range_first=True,
+                          bint one_element_tensor=True):
     """Axes for a reduction taking an int, a sequence of ints or None; None and an empty sequence
     reduce every dim (PyTorch's convention for sum/mean/amax/...); `range_first`: see
-    normalize_dims."""
+    normalize_dims (as `one_element_tensor`: False for count_nonzero)."""
     if dim is None:
         return tuple(range(ndim))
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer, tuple, list)):
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer, tuple, list, TensorBase)):
         raise TypeError(invalid_args(name, dim))
     if isinstance(dim, (tuple, list)) and len(dim) == 0:
         return tuple(range(ndim))
-    return normalize_dims(dim, ndim, range_first)
+    return normalize_dims(dim, ndim, range_first, one_element_tensor)
 
 
 cdef int single_axis(object dim, int ndim, str name) except -2:
-    """One int dim (negative allowed) -> axis (0 for a 0-d tensor); TypeError for anything else."""
-    if isinstance(dim, np.integer):
-        dim = int(dim)
-    if isinstance(dim, bool) or not isinstance(dim, int):
+    """One `int` dim (negative allowed; int_param: a 0-d integer tensor too) -> axis (0 for a 0-d
+    tensor); TypeError for anything else."""
+    d = int_param(dim)
+    if d is None:
         raise TypeError(invalid_args(name, dim))
+    dim = d
     cdef tuple axes = normalize_dims(dim, ndim)
     return axes[0] if ndim > 0 else 0
 
@@ -603,31 +605,65 @@ cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name
     return cls((res, indices))
 
 
-cdef object max_min(bint is_max, TensorBase input, object dim, object keepdim):
+class _KeepdimNotGiven:
+    """The default of max's and min's keepdim, told apart from keepdim=False: a keepdim given
+    makes a tensor second argument the dim (max_min).  It shows as the False it stands for."""
+    def __repr__(self):
+        return "False"
+
+
+cdef object KEEPDIM_NOT_GIVEN = _KeepdimNotGiven()
+
+
+cdef object max_min(bint is_max, TensorBase input, tuple args, object dim, object keepdim,
+                    object other, object axis, object keepdims):
+    """max/min bound to one of PyTorch's three overloads: (input), (input, Tensor other) and
+    (input, int dim, bool keepdim=False).  Which one is told by how the call spelt its arguments,
+    not by the type of the second alone: a lone positional tensor is `other`, but a tensor given
+    as dim=, or followed by a keepdim, is the dim (a 0-d integer tensor; any other tensor is
+    PyTorch's TypeError), so torch.max(x, dim=torch.tensor(1)) returns (values, indices) along
+    dim 1, never the elementwise maximum of x and 1."""
     cdef str name = "max" if is_max else "min"
-    if isinstance(dim, TensorBase):
-        other = TORCH_FUNCTIONS.get("maximum" if is_max else "minimum")
-        if other is None:
+    if len(args) > 2:
+        raise TypeError(f"{name}() takes from 2 to 3 positional arguments but {len(args) + 1} "
+                        "were given")
+    if len(args) == 2 and keepdim is not KEEPDIM_NOT_GIVEN:
+        raise TypeError(f"{name}() got multiple values for argument 'keepdim'")
+    if args and dim is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got dim both "
+                        "by position and by keyword")
+    keepdim_given = (len(args) == 2 or keepdim is not KEEPDIM_NOT_GIVEN
+                     or keepdims is not None)
+    keepdim = args[1] if len(args) == 2 else (False if keepdim is KEEPDIM_NOT_GIVEN else keepdim)
+    dim = args[0] if args else dim_alias(name, dim, axis)
+    if args and isinstance(dim, TensorBase) and not keepdim_given and other is None:
+        dim, other = None, dim                          # max(input, other)
+    dim = other_or_dim(name, dim, keepdim_given, other)
+    keepdim = keepdim_alias(name, keepdim, keepdims)
+    if other is not None:
+        elementwise = TORCH_FUNCTIONS.get("maximum" if is_max else "minimum")
+        if elementwise is None:
             raise NotImplementedError(f"{name}(input, other) needs tapegrad.maximum/minimum")
-        return other(input, dim)
+        return elementwise(input, other)
     if dim is None:
         if keepdim:
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
                             "(keepdim=bool, ), but expected one of:\n * (Tensor input, int dim, "
                             "bool keepdim)")
         return extreme_dims(OP_MAX_ALL if is_max else OP_MIN_ALL, input, None, False, name)
-    cdef int axis = single_axis(dim, input._array.ndim, name)
-    return extreme_along(OP_MAX_DIM if is_max else OP_MIN_DIM, input, axis, bool(keepdim), name)
+    return extreme_along(OP_MAX_DIM if is_max else OP_MIN_DIM, input,
+                         single_axis(dim, input._array.ndim, name), keepdim, name)
 
 
-cdef object other_or_dim(str name, object dim, object keepdim, object other):
-    """max/min's `other` given by keyword (`torch.max(input=x, other=y)`, as Dive-into-DL's relu
-    writes it): the elementwise overload, which takes neither dim nor keepdim."""
+cdef object other_or_dim(str name, object dim, bint keepdim_given, object other):
+    """max/min's `other` (given by keyword, `torch.max(input=x, other=y)`, as Dive-into-DL's relu
+    writes it, or alone by position): the elementwise overload, which takes neither dim nor
+    keepdim."""
     if other is None:
         return dim
-    if dim is not None or keepdim:
+    if dim is not None or keepdim_given:
         got = ", ".join(["Tensor"] + (["int"] if dim is not None else [])
-                        + (["keepdim=bool"] if keepdim else []) + ["other=Tensor"])
+                        + (["keepdim=bool"] if keepdim_given else []) + ["other=Tensor"])
         raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
                         "but expected one of:\n * (Tensor input, *, Tensor out = None)\n"
                         " * (Tensor input, Tensor other, *, Tensor out = None)\n"
@@ -637,29 +673,35 @@ cdef object other_or_dim(str name, object dim, object keepdim, object other):
     return other
 
 
-def max_(TensorBase input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
+
+
+def max_(TensorBase input, *args, dim=None, keepdim=KEEPDIM_NOT_GIVEN, other=None, axis=None, keepdims=None):
     """max(input): the largest element (gradient split evenly among ties);
     max(input, dim, keepdim=False): tapegrad.return_types.max(values, indices) along `dim`
-    (gradient to the returned index); max(input, other): elementwise maximum."""
-    dim = other_or_dim("max", dim_alias("max", dim, axis), keepdim, other)
-    return max_min(True, input, dim, keepdim_alias("max", keepdim, keepdims))
+    (gradient to the returned index); max(input, other): elementwise maximum.  `args`: the
+    positional (dim, keepdim) or (other,), bound as PyTorch binds them (max_min)."""
+    return max_min(True, input, args, dim, keepdim, other, axis, keepdims)
 
 
-def min_(TensorBase input, dim=None, keepdim=False, *, other=None, axis=None, keepdims=None):
+def min_(TensorBase input, *args, dim=None, keepdim=KEEPDIM_NOT_GIVEN, other=None, axis=None, keepdims=None):
     """min(input), min(input, dim, keepdim=False) -> (values, indices), min(input, other)."""
-    dim = other_or_dim("min", dim_alias("min", dim, axis), keepdim, other)
-    return max_min(False, input, dim, keepdim_alias("min", keepdim, keepdims))
+    return max_min(False, input, args, dim, keepdim, other, axis, keepdims)
 
 
-def amax(TensorBase input, dim=(), keepdim=False, *, axis=None, keepdims=None):
+# (amax's and amin's default dim, told by identity: `dim == ()` is an array for a numpy
+# integer dim, whose truth value raises)
+_NO_DIMS = ()
+
+
+def amax(TensorBase input, dim=_NO_DIMS, keepdim=False, *, axis=None, keepdims=None):
     """Largest value over `dim` (int or tuple; all dims by default); ties split the gradient."""
-    return extreme_dims(OP_AMAX, input, dim_alias("amax", None if dim == () else dim, axis),
+    return extreme_dims(OP_AMAX, input, dim_alias("amax", None if dim is _NO_DIMS else dim, axis),
                         keepdim_alias("amax", keepdim, keepdims), "amax")
 
 
-def amin(TensorBase input, dim=(), keepdim=False, *, axis=None, keepdims=None):
+def amin(TensorBase input, dim=_NO_DIMS, keepdim=False, *, axis=None, keepdims=None):
     """Smallest value over `dim` (int or tuple; all dims by default); ties split the gradient."""
-    return extreme_dims(OP_AMIN, input, dim_alias("amin", None if dim == () else dim, axis),
+    return extreme_dims(OP_AMIN, input, dim_alias("amin", None if dim is _NO_DIMS else dim, axis),
                         keepdim_alias("amin", keepdim, keepdims), "amin")
 
 
@@ -680,7 +722,7 @@ cdef object arg_extreme(bint is_max, TensorBase input, object dim, bint keepdim)
         if keepdim:
             out = out.reshape((1,) * A.ndim)
         return wrap(out)
-    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):    # (one signature)
+    if int_param(dim) is None:                                           # (one signature)
         raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not {type_name(dim)}")
     cdef int ax = single_axis(dim, A.ndim, name)
     if A.ndim == 0:
@@ -707,7 +749,8 @@ def argmin(TensorBase input, dim=None, keepdim=False, *, axis=None, keepdims=Non
 def count_nonzero(TensorBase input, dim=None, *, axis=None):
     """Number of non-zero elements (over all dims, or over `dim`: int or tuple); int64."""
     A = input._array
-    axes = reduction_axes(dim_alias("count_nonzero", dim, axis), A.ndim, "count_nonzero")
+    axes = reduction_axes(dim_alias("count_nonzero", dim, axis), A.ndim, "count_nonzero", True,
+                          False)                # (`int[] dim` and `int? dim`)
     return wrap(contiguous_result(nd(np.add.reduce(np.not_equal(A, 0), axis=axes,
                                                    dtype=NP_INT64))))
 
@@ -1066,12 +1109,13 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
 
 def normalize_dim(dim, int ndim, str fname=None):
     """One dim (negative allowed) -> its axis, with PyTorch's IndexError when out of range and
-    its TypeError for what is not an int (a float was truncated, a bool and a numeric string
-    taken: x.size(1.5) was x.size(1)), under the name of `fname` where given."""
-    if isinstance(dim, (bool, np.bool_)) or not hasattr(dim, "__index__"):
+    its TypeError for what is not an `int` (int_param: a float was truncated, a bool and a
+    numeric string taken: x.size(1.5) was x.size(1)), under the name of `fname` where given."""
+    d = int_param(dim)
+    if d is None:
         raise TypeError(f"{fname + '(): ' if fname else ''}argument 'dim' must be int, not "
                         f"{type_name(dim)}")
-    dim = _operator.index(dim)
+    dim = d
     return normalize_dims(dim, ndim)[0] if ndim > 0 else normalize_dims(dim, ndim)
 
 

@@ -31,20 +31,6 @@ def check_ndim(Py_ssize_t ndim):
                            "dims was asked for)")
 
 
-cdef object int_arg(object v, str fname, str argname, int pos):
-    """An int argument (Python or numpy int, or an integer tensor of one element); PyTorch's
-    TypeError otherwise (bools and floats are not ints)."""
-    if isinstance(v, int) and not isinstance(v, bool):
-        return v
-    if not isinstance(v, (bool, np.bool_, float, np.floating)):
-        try:
-            return operator.index(v)
-        except TypeError:
-            pass
-    raise TypeError(f"{fname}(): argument '{argname}' (position {pos}) must be int, not "
-                    f"{type_name(v)}")
-
-
 cdef tuple int_list_arg(tuple args, str fname, str argname):
     """Sizes or dims given as varargs (x.f(2, 3)) or as one sequence (x.f((2, 3)), x.f([2, 3])).
     PyTorch's parser names a bad first element by its type, a later one as the element it failed
@@ -56,15 +42,10 @@ cdef tuple int_list_arg(tuple args, str fname, str argname):
                         f"{type_name(args[0])}")
     out = []
     for i, v in enumerate(args):
-        if isinstance(v, int) and not isinstance(v, bool):
-            out.append(v)
+        d = symint_param(v)                 # (each element read as an `int[]`'s, dims.pxi)
+        if d is not None:
+            out.append(d)
             continue
-        if not isinstance(v, (bool, np.bool_, float, np.floating)):
-            try:
-                out.append(operator.index(v))
-                continue
-            except TypeError:
-                pass
         if i:
             raise TypeError(f"{fname}(): argument '{argname}' failed to unpack the object at pos "
                             f"{i + 1} with error \"type must be tuple of ints,but got "
@@ -362,7 +343,9 @@ def squeeze(TensorBase input, *dims, dim=None, axis=None):
     else:
         if len(dims) == 1 and not isinstance(dims[0], (tuple, list)):
             op = OP_SQUEEZE_DIM
-            ds = (wrap_dim(dims[0], ndim, "squeeze", "dim", 1),)
+            # (its `int[]` overload also reads a one-element integer or bool tensor as the dim)
+            d = symint_param(dims[0]) if isinstance(dims[0], TensorBase) else None
+            ds = (wrap_dim(dims[0] if d is None else d, ndim, "squeeze", "dim", 1),)
         else:
             op = OP_SQUEEZE_DIMS
             ds = tuple(wrap_dim(d, ndim, "squeeze", "dim", 1)
@@ -986,7 +969,7 @@ cdef tuple split_by(TensorBase tensor, split_size_or_sections, dim, bint unsafe)
                                f"split_sizes={list(sizes)}")
         return split_with_sizes(OP_UNSAFE_SPLIT_SIZES if unsafe else OP_SPLIT_SIZES, tensor, d,
                                 sizes, tuple(sizes))
-    ss = int_arg(split_size_or_sections, "split", "split_size", 1)
+    ss = int_arg(split_size_or_sections, "split", "split_size", 1, True)
     if ss < 0:
         raise RuntimeError(f"split expects split_size be non-negative, but got split_size={ss}")
     if ss == 0 and size != 0:

@@ -1278,7 +1278,7 @@ def isneginf(TensorBase input):
 
 cdef object any_all(TensorBase input, object dim, bint keepdim, bint is_any):
     A = input._array
-    axes = normalize_dims(dim, A.ndim, True)
+    axes = normalize_dims(dim, A.ndim, True, False)       # (`int dim` or `int[]? dim`)
     out = nd(np.any(A, axis=axes, keepdims=keepdim) if is_any
              else np.all(A, axis=axes, keepdims=keepdim))
     if A.dtype.num == cnp.NPY_UINT8:                    # PyTorch keeps uint8 for any/all

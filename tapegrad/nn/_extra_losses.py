@@ -103,6 +103,8 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     _check_tensor(x1, "cosine_similarity", "x1", 1)
     _check_tensor(x2, "cosine_similarity", "x2", 2)
     _broadcast_shapes(tuple(x1.shape), tuple(x2.shape))     # (PyTorch's error if they do not)
+    # (dim is an `int`: a 0-d integer tensor too; not a tuple, which .sum(dim) would take)
+    dim = _core.int_arg(dim, "cosine_similarity", "dim", 3)
     shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
     common = _tg.promote_types(x1.dtype, x2.dtype)
     if not (common.is_floating_point or common.is_complex):
