@@ -4,7 +4,7 @@
 
 include "module_prelude.pxi"
 from tapegrad._ops_unary cimport *
-from tapegrad._ops_shape cimport values_at_positions
+from tapegrad._ops_shape cimport values_at_positions, dim_not_given, axis_alias
 
 from tapegrad._core import TENSOR_METHODS, TORCH_FUNCTIONS
 

@@ -137,4 +137,9 @@ cdef inline str overlapping_write_message():
 # the values of sort/topk, gather.
 cdef object values_at_positions(object A, object idx, int axis)
 
+# A dim PyTorch requires that may come as numpy's axis= (ops_shape.pxi): the default that tells
+# it was not given, and the reading of dim/axis that raises PyTorch's "missing" TypeError.
+cdef object dim_not_given()
+cdef object axis_alias(str fname, object dim, object axis, object default)
+
 cdef object byte_mask_as_bool(object arr, int stacklevel)

@@ -923,17 +923,14 @@ OP_LOGSUMEXP = register_op("LogsumexpBackward0", vjp_logsumexp)
 
 # logsumexp's dim has no default in PyTorch: a call without it and a call with dim=None are two
 # different TypeErrors ("missing 1 required positional arguments" and "must be tuple of ints")
-cdef object LOGSUMEXP_DIM_NOT_GIVEN = object()
+cdef object DIM_NOT_GIVEN = dim_not_given()     # (ops_shape's: select's, gather's ...)
 
 
-def logsumexp(TensorBase input, dim=LOGSUMEXP_DIM_NOT_GIVEN, keepdim=False, *, axis=None,
-              keepdims=None):
+def logsumexp(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=False, *, axis=None, keepdims=None):
     """log(sum(exp(input))) over `dim` (int or tuple), computed stably (shifted by the max)."""
     cdef Record* r
-    if dim is LOGSUMEXP_DIM_NOT_GIVEN:
-        if axis is None:
-            raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
-        dim = None
+    if dim is DIM_NOT_GIVEN:
+        dim, axis = axis_alias("logsumexp", dim, axis, DIM_NOT_GIVEN), None
     dim = dim_alias("logsumexp", dim, axis)
     keepdim = keepdim_alias("logsumexp", keepdim, keepdims)
     if dim is None:

@@ -114,6 +114,11 @@ cdef object try_view(object A, tuple shape):
 cdef object DIM_NOT_GIVEN = object()    # the default of a required dim that may come as axis=
 
 
+cdef object dim_not_given():
+    """DIM_NOT_GIVEN, for the op families in other modules (one sentinel for every op)."""
+    return DIM_NOT_GIVEN
+
+
 cdef object axis_alias(str fname, object dim, object axis, object default):
     """The dim argument, given as `dim` or as numpy's `axis` (not both: PyTorch's TypeError).
     `default`: the dim when neither was given (DIM_NOT_GIVEN: a required one, which raises).
