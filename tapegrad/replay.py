@@ -43,13 +43,21 @@ capture (or raise, with on_guard_failure="raise"):
 
   - the function's environment: every Python number and every tensor it reads by name from its
     closure cells or its globals (and those of functions it defines inside, and of the Python
-    functions it calls by such a name, followed in turn); a changed number (a learning rate, a
-    temperature) or a name rebound to another tensor or function sends the call back to
-    capture, because the capture baked the number in / reads the old tensor / ran the old
-    function.
+    functions it calls by such a name, followed in turn), its defaults, and what it reads
+    through attributes and constant subscripts of those names and of `self` (`self.scale`,
+    `Config.lr`, `cfg.opt["lr"]`, `self.encoder.temperature`; a method it calls on self is
+    followed with that self); for a Module (compiled, or read by the function), the forward of
+    each user-defined submodule is followed the same way, and every submodule's training flag,
+    parameters, buffers and children are guarded by identity.  A changed number (a learning
+    rate, a temperature), a name or attribute rebound to another tensor, function or module
+    (`model.fc = nn.Linear(...)`, a new Parameter in `model.weight`, `model.double()`) sends
+    the call back to capture, because the capture baked the number in / reads the old tensor /
+    ran the old function.
 
-Not guarded: numbers and tensors reached through attributes (`self.scale`, rebinding
-`model.weight` to a new Parameter) - call `.reset()` after changing those.
+Not guarded: what is reached other than by names and attributes of stored values (a
+property's result, an object's __getattr__ other than a Module's, an item under a computed
+index, the contents of a numpy array or a mutable default) - call `.reset()` after changing
+those.
 """
 from __future__ import annotations as _annotations
 
@@ -529,59 +537,91 @@ def _code_objects(code):
 
 
 def _environment(fn):
-    """(namespace, name, value) for each number or tensor `fn` reads from a closure cell or a
-    global, where namespace is the cell (name None) or the globals dict; the same, by identity,
-    for each Python function it reads that way (a helper it calls), whose own closure cells and
-    globals are followed in turn, because the capture ran that helper's ops with that helper's
-    numbers; and, for every nn.Module `fn` is, is bound to or reads that way, each of its
-    submodules' training flag (namespace: the module's __dict__, name "training") and buffers
-    (namespace: its _buffers)."""
+    """(namespace, name, value) for each number or tensor `fn` reads from a closure cell, a
+    global or an attribute (and its defaults), where namespace is the cell (name None), the dict that holds it (the
+    globals, an object's __dict__, a Module's _parameters/_buffers/_modules) or the class of a
+    class attribute; the same, by identity, for each Python function it reads that way (a
+    helper it calls), whose own closure cells, globals and attributes are followed in turn,
+    because the capture ran that helper's ops with that helper's numbers; for every
+    user-defined Module it reaches (the compiled model itself, its submodules, a model read as
+    a global), its forward followed with the module as `self`; and for every Module in those
+    trees, each submodule's training flag, parameters, buffers and children (see
+    _module_state)."""
+    from .nn.modules.module import Module
     env = []
     modules = [fn, getattr(fn, "__self__", None)]
-    pending = [getattr(fn, "__func__", fn)]        # bound methods: their function
+    pending = [(getattr(fn, "__func__", fn), getattr(fn, "__self__", None))]  # (function, self)
     guarded = set()
 
     def guard(ns, name, v, always=False):
-        """Guard what `name` in `ns` holds (numbers, tensors, helpers; containers if told)."""
+        """Guard what `name` in `ns` holds (numbers, tensors, helpers; objects if told)."""
         if (always or _is_guarded_value(v) or _is_followed_function(v)) \
                 and (id(ns), name) not in guarded:
             guarded.add((id(ns), name))
             env.append((ns, name, v))
         modules.append(v)
         if _is_followed_function(v):
-            pending.append(v)
+            pending.append((v, None))
 
-    followed = set()
-    while pending:
-        f = pending.pop()
-        code = getattr(f, "__code__", None)
-        if code is None or id(f) in followed:
-            continue
-        followed.add(id(f))
-        for cell in f.__closure__ or ():
-            try:
-                guard(cell, None, cell.cell_contents)
-            except ValueError:              # an empty cell: assigned later
+    followed, forwards_followed = set(), set()
+    while True:
+        while pending:
+            f, self_obj = pending.pop()
+            code = getattr(f, "__code__", None)
+            if code is None or (id(f), id(self_obj)) in followed:
                 continue
-        glb = f.__globals__
-        seen = set()
-        cells = dict(zip(code.co_freevars, f.__closure__ or ()))
-        for c in _code_objects(code):
-            for name in c.co_names:
-                if name in seen:
+            followed.add((id(f), id(self_obj)))
+            for cell in f.__closure__ or ():
+                try:
+                    guard(cell, None, cell.cell_contents)
+                except ValueError:              # an empty cell: assigned later
                     continue
-                seen.add(name)
-                v = glb.get(name, _MISS)
-                if v is not _MISS:
-                    guard(glb, name, v)
-            for ns, name, container, key, item in _constant_subscripts(c, glb, cells):
-                # each container on the path by identity (a tuple's items cannot change),
-                # then the item as a name's value
-                if not isinstance(ns, tuple):
-                    guard(ns, name, container, always=True)
-                if not isinstance(container, tuple):
-                    guard(container, key, item)
-    env.extend(_training_flags(modules))
+            # its defaults: a capture that used one baked it in (f.__defaults__ = (5.0,))
+            if f.__defaults__:
+                guard(f, "__defaults__", f.__defaults__, always=True)
+            if f.__kwdefaults__:
+                guard(f, "__kwdefaults__", f.__kwdefaults__, always=True)
+                for name, v in f.__kwdefaults__.items():
+                    guard(f.__kwdefaults__, name, v)
+            glb = f.__globals__
+            seen = set()
+            cells = dict(zip(code.co_freevars, f.__closure__ or ()))
+            self_name = code.co_varnames[0] if self_obj is not None and code.co_argcount else None
+            for c in _code_objects(code):
+                for name in c.co_names:
+                    if name in seen:
+                        continue
+                    seen.add(name)
+                    v = glb.get(name, _MISS)
+                    if v is not _MISS:
+                        guard(glb, name, v)
+                for step in _read_paths(c, glb, cells, self_name, self_obj):
+                    if step[0] == "method":     # self.helper(x): its reads, with that self
+                        pending.append(step[1:])
+                        continue
+                    # each object on the path by identity (a tuple's items cannot change),
+                    # then the last one read as a name's value
+                    ns, name, value = step
+                    if not isinstance(ns, tuple):
+                        guard(ns, name, value, always=True)
+        # the forwards of the user-defined Modules reached so far, each with its module as self
+        # (a submodule's forward reads its own attributes and the globals of its file)
+        grown = False
+        for root in list(modules):
+            if not isinstance(root, Module):
+                continue
+            for m in root.modules():
+                if id(m) in forwards_followed:
+                    continue
+                forwards_followed.add(id(m))
+                forward = getattr(type(m), "forward", None)
+                if _is_followed_function(forward):
+                    pending.append((forward, m))
+                    grown = True
+        if not grown:
+            break
+    env.extend(entry for entry in _module_state(modules)
+               if (id(entry[0]), entry[1]) not in guarded)
     return tuple(env)
 
 
@@ -589,43 +629,150 @@ def _is_subscript(ins) -> bool:
     return ins.opname == "BINARY_SUBSCR" or (ins.opname == "BINARY_OP" and ins.argrepr == "[]")
 
 
-def _constant_subscripts(code, glb, cells):
-    """(ns, name, container, key, item) for each subscript by a constant that `code` applies to
-    a dict or list it reads from a global or closure cell, or to an item so reached:
-    `cfg["lr"]`, `sizes[0]`, `cfg["opt"]["lr"]` (a config read at every call, which a capture
-    bakes in as it bakes in a global number).  (ns, name) is where the container was read: the
-    globals dict or a cell (name None) for the root, the outer container and its key after."""
+# The loads of a local variable (3.12 and 3.13 add the checked and the paired forms).
+_LOCAL_LOADS = ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW")
+_PAIRED_LOCAL_LOADS = ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW")
+
+
+def _read_root(op, glb, cells, self_name, self_obj):
+    """(ns, name, object) when instruction `op` loads a global, a closure cell or the followed
+    method's `self` (ns None: the capture's own object, fixed for the plan), else None."""
+    if op.opname == "LOAD_GLOBAL":
+        obj = glb.get(op.argval, _MISS)
+        return None if obj is _MISS else (glb, op.argval, obj)
+    if self_name is not None and (
+            (op.opname in _LOCAL_LOADS and op.argval == self_name)
+            or (op.opname in _PAIRED_LOCAL_LOADS and op.argval[1] == self_name)
+            or (op.opname in ("LOAD_DEREF", "LOAD_CLOSURE") and op.argval == self_name
+                and op.argval not in cells)):
+        return None, None, self_obj
+    if op.opname == "LOAD_DEREF" and op.argval in cells:
+        try:
+            return cells[op.argval], None, cells[op.argval].cell_contents
+        except ValueError:
+            return None
+    return None
+
+
+def _read_paths(code, glb, cells, self_name, self_obj):
+    """The reads along each chain of attribute loads and constant subscripts that `code`
+    applies to a global, a closure cell or `self`: `cfg["lr"]`, `Config.lr`, `self.temperature`,
+    `self.encoder.scale`, `settings.opt["lr"]` (values a capture bakes in as it bakes in a
+    global number, or objects whose ops it ran).  Yields (ns, name, value) for each step, where
+    the step read (see _environment) and what it read, each object on the path included (the
+    root's binding too); or ("method", function, self) for a method of a user's class the chain ends at (its reads
+    are followed with that self)."""
     ins = list(dis.get_instructions(code))
     for i, op in enumerate(ins):
-        if op.opname == "LOAD_GLOBAL":
-            ns, name = glb, op.argval
-            obj = glb.get(name, _MISS)
-        elif op.opname == "LOAD_DEREF" and op.argval in cells:
-            ns, name = cells[op.argval], None
-            try:
-                obj = ns.cell_contents
-            except ValueError:
-                continue
-        else:
+        root = _read_root(op, glb, cells, self_name, self_obj)
+        if root is None:
             continue
+        obj = root[2]
+        path = []
         j = i + 1
-        while (isinstance(obj, (dict, list, tuple)) and j + 1 < len(ins)
-               and ins[j].opname in ("LOAD_CONST", "LOAD_SMALL_INT") and _is_subscript(ins[j + 1])):
-            key = ins[j].argval
-            if isinstance(key, slice):               # (a new list at every call)
-                break
-            if isinstance(obj, dict):
-                item = dict.get(obj, key, _MISS)     # (no defaultdict insertion)
+        while j < len(ins):
+            step = ins[j]
+            if step.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                found = _attribute_read(obj, step.argval)
+                if found is None:
+                    break
+                if found[0] == "method":
+                    path.append(found)
+                    break
+                entries, obj = found
+                path.extend(entries)
+                j += 1
+            elif (isinstance(obj, (dict, list, tuple)) and j + 1 < len(ins)
+                  and step.opname in ("LOAD_CONST", "LOAD_SMALL_INT") and _is_subscript(ins[j + 1])):
+                key = step.argval
+                if isinstance(key, slice):               # (a new list at every call)
+                    break
+                if isinstance(obj, dict):
+                    item = dict.get(obj, key, _MISS)     # (no defaultdict insertion)
+                else:
+                    try:
+                        item = obj[key]
+                    except (IndexError, TypeError):
+                        item = _MISS
+                if item is _MISS:
+                    break
+                path.append((obj, key, item))
+                obj = item
+                j += 2
             else:
-                try:
-                    item = obj[key]
-                except (IndexError, TypeError):
-                    item = _MISS
-            if item is _MISS:
                 break
-            yield ns, name, obj, key, item
-            ns, name, obj = obj, key, item
-            j += 2
+        if not path:
+            continue
+        if root[0] is not None:                 # the root name's own binding, by identity
+            yield root
+        yield from path
+
+
+def _is_library_module(obj) -> bool:
+    """A module of the standard library or an installed package (tapegrad itself, numpy, math):
+    its attributes are the library's (torch.tanh, np.pi), not settings of the user's."""
+    name = getattr(obj, "__name__", "") or ""
+    if name.partition(".")[0] in sys.stdlib_module_names or name.startswith("tapegrad"):
+        return True
+    path = getattr(obj, "__file__", None) or ""
+    return "site-packages" in path or "dist-packages" in path or not path
+
+
+def _attribute_read(obj, name):
+    """Where `obj.name` is read from, as the guard reads it again: (entries, value) with
+    entries [(ns, name, value)], ("method", function, obj) for a method of a user's class, or
+    None where the read is not a stored value (a property, a __getattr__ other than a Module's,
+    a library module's attribute, a tensor's attributes)."""
+    from .nn.modules.module import Module
+    if isinstance(obj, types.ModuleType):
+        if _is_library_module(obj):
+            return None
+        value = obj.__dict__.get(name, _MISS)
+        return None if value is _MISS else ([(obj.__dict__, name, value)], value)
+    if isinstance(obj, Tensor) or _is_library_function(obj):
+        return None
+    if isinstance(obj, Module):
+        for store in ("_parameters", "_buffers", "_modules"):
+            held = obj.__dict__.get(store)
+            if held and name in held:
+                return [(held, name, held[name])], held[name]
+    if isinstance(obj, type):
+        owner = next((k for k in obj.__mro__ if name in k.__dict__), None)
+        if owner is None:
+            return None
+        value = owner.__dict__[name]
+        if _is_followed_function(value):            # Config.helper(x): a plain function
+            return "method", value, None
+        if hasattr(type(value), "__get__") or not _is_settings_class(owner):
+            return None
+        return [(obj, name, value)], value
+    own = getattr(obj, "__dict__", None)
+    if isinstance(own, dict) and name in own:
+        return [(own, name, own[name])], own[name]
+    owner = next((k for k in type(obj).__mro__ if name in k.__dict__), None)
+    if owner is None or not _is_settings_class(owner):
+        return None
+    value = owner.__dict__[name]
+    if _is_followed_function(value):
+        return "method", value, obj
+    if hasattr(type(value), "__get__"):             # a property, classmethod, slot
+        return None
+    entries = [(type(obj), name, value)]
+    if isinstance(own, dict):                       # no instance attribute shadows it later
+        entries.append((own, name, _core._ENV_ABSENT))
+    return entries, value
+
+
+def _is_settings_class(cls) -> bool:
+    """A user's class (not tapegrad's nor a library's): its class attributes are settings."""
+    module = sys.modules.get(getattr(cls, "__module__", "") or "")
+    return cls is not object and module is not None and not _is_library_module(module)
+
+
+def _is_library_function(obj) -> bool:
+    return callable(obj) and isinstance(obj, (types.BuiltinFunctionType, types.FunctionType,
+                                              types.MethodType)) \
+        and not _is_followed_function(getattr(obj, "__func__", obj))
 
 
 def _is_followed_function(v) -> bool:
@@ -635,11 +782,15 @@ def _is_followed_function(v) -> bool:
             and not (getattr(v, "__module__", None) or "").startswith("tapegrad"))
 
 
-def _training_flags(candidates):
-    """Guard entries for the training flag of every submodule of the Modules among
-    `candidates`: Dropout, BatchNorm and any forward that branches on `self.training` take
-    another path after model.eval() / model.train(), so a capture made in one mode must not
-    replay in the other (it did: compile(model) kept dropping out after model.eval())."""
+def _module_state(candidates):
+    """Guard entries for every submodule of the Modules among `candidates`: its training flag
+    (Dropout, BatchNorm and any forward that branches on `self.training` take another path
+    after model.eval() / model.train(), so a capture made in one mode must not replay in the
+    other: compile(model) kept dropping out after model.eval()); and, by identity, its
+    parameters, buffers and children: the replay reads the tensors of the capture (running
+    statistics too, and writes num_batches_tracked into them) and ran the forwards of the
+    submodules of the capture, so `model.fc = nn.Linear(...)`, a parameter rebound to a new
+    Parameter or `model.double()` must send the call back to capture."""
     from .nn.modules.module import Module
     seen, env = set(), []
     for root in candidates:
@@ -649,11 +800,10 @@ def _training_flags(candidates):
             if id(m) not in seen:
                 seen.add(id(m))
                 env.append((m.__dict__, "training", m.__dict__.get("training", _MISS)))
-                # its buffers, by identity: the replay reads them (running statistics) and
-                # writes into them (num_batches_tracked) as the tensors of the capture
-                buffers = m.__dict__.get("_buffers")
-                if buffers:
-                    env.extend((buffers, name, b) for name, b in buffers.items())
+                for store in ("_parameters", "_buffers", "_modules"):
+                    held = m.__dict__.get(store)
+                    if held:
+                        env.extend((held, name, v) for name, v in held.items())
     return env
 
 

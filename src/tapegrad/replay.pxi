@@ -2425,9 +2425,12 @@ cdef bint same_binding(object a, object b) except -1:
 
 
 cdef bint env_holds(tuple env) except -1:
-    """Whether every closure cell, global and constant subscript of one (cfg["lr"], sizes[0])
-    the capture read still holds its value.  ns is a cell (name None), a dict (the globals, or
-    a dict the function subscripts) or a list (name: the index)."""
+    """Whether every closure cell, global, attribute and constant subscript of one
+    (cfg["lr"], sizes[0]) the capture read still holds its value.  ns is a cell (name None), a
+    dict (the globals, an object's __dict__, a Module's _parameters/_buffers/_modules, or a
+    dict the function subscripts), a list (name: the index) or a class (name: the attribute).
+    A value of _ENV_ABSENT guards that a name is still missing (an instance attribute that
+    would shadow the class attribute the capture read)."""
     cdef object missing = NOT_REPLAYED
     for ns, name, value in env:
         if name is None:
@@ -2437,14 +2440,24 @@ cdef bint env_holds(tuple env) except -1:
                 return False
         elif isinstance(ns, dict):
             now = (<dict>ns).get(name, missing)
-        else:
+        elif isinstance(ns, list):
             try:
-                now = ns[name]          # a list: Python indexing, checked
+                now = ns[name]          # Python indexing, checked
             except IndexError:
+                return False
+        else:
+            # a class attribute (Config.lr, or a class-level default an instance reads), looked
+            # up through the class's MRO as the function's read was
+            try:
+                now = getattr(ns, name, missing)
+            except Exception:
                 return False
         if now is not value and not same_binding(now, value):
             return False
     return True
+
+
+_ENV_ABSENT = NOT_REPLAYED
 
 
 def _env_holds(tuple env):

@@ -1,0 +1,243 @@
+"""tapegrad.compile guards what a function reaches through attributes, `self` and its defaults.
+
+SILENT before: a capture bakes in the numbers it combined with tensors and holds the tensors and
+submodules it ran, but the environment guard only followed names (closure cells, globals).  A
+compiled model kept replaying its capture after `model.temp = 0.5`, after a global its forward
+reads changed, after `model.fc = nn.Linear(...)` or a new Parameter in `model.fc.weight`; a
+function kept `Config.lr`, `cfg.a`, `self.w` and `f.__defaults__` as they were at capture.  Each
+case here changes one of those after a few replays and checks the compiled call against the
+eager one (which is what torch.compile's guards give), and that the replay resumes afterwards.
+"""
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn as nn
+
+
+def _settle(compiled, *args):
+    """Capture, then replay twice."""
+    for _ in range(3):
+        out = compiled(*args)
+    return out
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(np.asarray(a.detach()), np.asarray(b.detach()))
+
+
+def _stats(compiled):
+    return dict(getattr(compiled, "_compiled_call", compiled).stats)
+
+
+SCALE = 2.0
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.temp = 1.5
+
+    def forward(self, x):
+        return self.fc(x).sum() * SCALE / self.temp
+
+
+@pytest.fixture
+def x():
+    tg.manual_seed(0)
+    return tg.randn(4, 3, requires_grad=True)
+
+
+def test_module_forward_reads_a_global(x):
+    global SCALE
+    net = _Net()
+    compiled = tg.compile(net)
+    _settle(compiled, x)
+    try:
+        SCALE = 3.0
+        _same(compiled(x), net(x))
+    finally:
+        SCALE = 2.0
+    _same(compiled(x), net(x))
+
+
+def test_module_attribute_number(x):
+    net = _Net()
+    compiled = tg.compile(net)
+    _settle(compiled, x)
+    net.temp = 0.5
+    _same(compiled(x), net(x))
+    before = _stats(compiled)["captures"]
+    compiled(x), compiled(x)
+    assert _stats(compiled)["captures"] == before      # replays again after one recapture
+
+
+def test_submodule_and_parameter_rebound(x):
+    net = _Net()
+    compiled = tg.compile(net)
+    _settle(compiled, x)
+    net.fc = nn.Linear(3, 2)
+    _same(compiled(x), net(x))
+    net.fc.weight = nn.Parameter(tg.full((2, 3), 0.25))
+    out, ref = compiled(x), net(x)
+    _same(out, ref)
+    out.backward()
+    assert net.fc.weight.grad is not None             # the new Parameter gets the gradient
+
+
+def test_module_converted_to_double(x):
+    net = _Net()
+    compiled = tg.compile(net)
+    _settle(compiled, x)
+    net.double()
+    xd = x.detach().double()
+    out = compiled(xd)
+    assert out.dtype == tg.float64
+    _same(out, net(xd))
+
+
+def test_class_attribute_and_shadowing_instance_attribute(x):
+    class Cfg:
+        lr = 2.0
+
+    def f(t):
+        return (t * Cfg.lr).sum()
+
+    compiled = tg.compile(f)
+    _settle(compiled, x)
+    Cfg.lr = 4.0
+    _same(compiled(x), f(x))
+
+    class Scaler:
+        factor = 3.0
+
+        def run(self, t):
+            return (t * self.factor).sum()
+
+    s = Scaler()
+    compiled = tg.compile(s.run)
+    _settle(compiled, x)
+    s.factor = 5.0                                     # an instance attribute now shadows it
+    _same(compiled(x), s.run(x))
+    del s.factor
+    Scaler.factor = 7.0
+    _same(compiled(x), s.run(x))
+
+
+def test_namespace_and_nested_attribute_subscript(x):
+    cfg = types.SimpleNamespace(a=1.0, opt={"lr": 0.5})
+
+    def g(t):
+        return (t + cfg.a).sum() * cfg.opt["lr"]
+
+    compiled = tg.compile(g)
+    _settle(compiled, x)
+    cfg.a = 10.0
+    _same(compiled(x), g(x))
+    cfg.opt["lr"] = 0.25
+    _same(compiled(x), g(x))
+    cfg.opt = {"lr": 2.0}
+    _same(compiled(x), g(x))
+
+
+def test_user_module_attribute(x, tmp_path, monkeypatch):
+    (tmp_path / "tg_settings_mod.py").write_text("beta = 0.9\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tg_settings_mod as settings
+    try:
+        def h(t):
+            return (t * settings.beta).sum()
+
+        compiled = tg.compile(h)
+        _settle(compiled, x)
+        settings.beta = 0.5
+        _same(compiled(x), h(x))
+    finally:
+        sys.modules.pop("tg_settings_mod", None)
+
+
+def test_defaults_and_keyword_defaults(x):
+    def f(t, s=2.0):
+        return (t * s).sum()
+
+    compiled = tg.compile(f)
+    _settle(compiled, x)
+    f.__defaults__ = (5.0,)
+    _same(compiled(x), f(x))
+
+    def k(t, *, s=2.0):
+        return (t * s).sum()
+
+    compiled = tg.compile(k)
+    _settle(compiled, x)
+    k.__kwdefaults__["s"] = 3.0
+    _same(compiled(x), k(x))
+
+
+def test_method_called_on_self_and_submodule_forward(x):
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gain = 2.0
+
+        def forward(self, t):
+            return t * self.gain
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Block()
+            self.bias = 1.0
+
+        def shift(self, t):
+            return t + self.bias
+
+        def forward(self, t):
+            return self.shift(self.block(t)).sum()
+
+    net = Net()
+    compiled = tg.compile(net)
+    _settle(compiled, x)
+    net.block.gain = -1.0                              # read by the submodule's own forward
+    _same(compiled(x), net(x))
+    net.bias = 4.0                                     # read by a method forward calls
+    _same(compiled(x), net(x))
+
+
+def test_global_model_inside_a_function(x):
+    model = _Net()
+
+    def loss(t):
+        return model(t) * 2
+
+    compiled = tg.compile(loss)
+    _settle(compiled, x)
+    model.temp = 3.0
+    _same(compiled(x), loss(x))
+
+
+def test_matches_torch_compile_after_an_attribute_change():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        net = lib.nn.Linear(3, 1)
+        with lib.no_grad():                            # (the random streams differ)
+            net.weight.copy_(lib.tensor([[0.5, -1.0, 0.25]]))
+            net.bias.fill_(0.125)
+        holder = types.SimpleNamespace(scale=2.0)
+
+        def f(t):
+            return (net(t) * holder.scale).sum()
+
+        compiled = lib.compile(f, backend="eager") if lib is torch else lib.compile(f)
+        t = lib.ones(2, 3)
+        outs = [compiled(t).item() for _ in range(3)]
+        holder.scale = -3.0
+        outs += [compiled(t).item() for _ in range(2)]
+        return outs
+
+    assert run(tg) == pytest.approx(run(torch), rel=1e-6)
