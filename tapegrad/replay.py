@@ -46,7 +46,8 @@ capture (or raise, with on_guard_failure="raise"):
     functions it calls by such a name, followed in turn), its defaults, and what it reads
     through attributes and constant subscripts of those names and of `self` (`self.scale`,
     `Config.lr`, `cfg.opt["lr"]`, `self.encoder.temperature`; a method it calls on self is
-    followed with that self); for a Module (compiled, or read by the function), the forward of
+    followed with that self), and of the arguments the signature holds by identity (a Module or
+    another object without __eq__: `train_step(model, batch)`); for a Module (compiled, or read by the function), the forward of
     each user-defined submodule is followed the same way, and every submodule's training flag,
     parameters, buffers and children are guarded by identity.  A changed number (a learning
     rate, a temperature), a name or attribute rebound to another tensor, function or module
@@ -227,7 +228,7 @@ class CompiledFunction(_core.CompiledCall):
             return self.fn(*args, **kwargs)
         self._torch_cache.note_compile(args, kwargs)
         self._last_plan = None          # (the C path's shortcut to the plan it replayed last)
-        env = _environment(self.fn)
+        env = _environment(self.fn, args, kwargs)
         rng_before = _global_rng().bit_generator.state
         global _effects
         effects = _effects = []
@@ -536,7 +537,7 @@ def _code_objects(code):
             yield from _code_objects(c)
 
 
-def _environment(fn):
+def _environment(fn, args=(), kwargs=None):
     """(namespace, name, value) for each number or tensor `fn` reads from a closure cell, a
     global or an attribute (and its defaults), where namespace is the cell (name None), the dict that holds it (the
     globals, an object's __dict__, a Module's _parameters/_buffers/_modules) or the class of a
@@ -544,13 +545,20 @@ def _environment(fn):
     helper it calls), whose own closure cells, globals and attributes are followed in turn,
     because the capture ran that helper's ops with that helper's numbers; for every
     user-defined Module it reaches (the compiled model itself, its submodules, a model read as
-    a global), its forward followed with the module as `self`; and for every Module in those
+    a global or passed as an argument), its forward followed with the module as `self`; the
+    attributes it reads of an argument that the call's signature holds by identity (a Module,
+    an object of a class without __eq__: `train_step(model, batch)`) as those of `self`; and
+    for every Module in those
     trees, each submodule's training flag, parameters, buffers and children (see
     _module_state)."""
     from .nn.modules.module import Module
     env = []
-    modules = [fn, getattr(fn, "__self__", None)]
-    pending = [(getattr(fn, "__func__", fn), getattr(fn, "__self__", None))]  # (function, self)
+    function = getattr(fn, "__func__", fn)
+    bound = _identity_arguments(function, args, kwargs or {})
+    if getattr(fn, "__self__", None) is not None:
+        bound.update(_self_binding(function, fn.__self__))
+    modules = [fn, *bound.values()]
+    pending = [(function, bound)]       # (function, {local name: the object it holds})
     guarded = set()
 
     def guard(ns, name, v, always=False):
@@ -561,16 +569,17 @@ def _environment(fn):
             env.append((ns, name, v))
         modules.append(v)
         if _is_followed_function(v):
-            pending.append((v, None))
+            pending.append((v, {}))
 
     followed, forwards_followed = set(), set()
     while True:
         while pending:
-            f, self_obj = pending.pop()
+            f, bound = pending.pop()
             code = getattr(f, "__code__", None)
-            if code is None or (id(f), id(self_obj)) in followed:
+            key = (id(f), tuple(sorted((k, id(v)) for k, v in bound.items())))
+            if code is None or key in followed:
                 continue
-            followed.add((id(f), id(self_obj)))
+            followed.add(key)
             for cell in f.__closure__ or ():
                 try:
                     guard(cell, None, cell.cell_contents)
@@ -586,7 +595,6 @@ def _environment(fn):
             glb = f.__globals__
             seen = set()
             cells = dict(zip(code.co_freevars, f.__closure__ or ()))
-            self_name = code.co_varnames[0] if self_obj is not None and code.co_argcount else None
             for c in _code_objects(code):
                 for name in c.co_names:
                     if name in seen:
@@ -595,9 +603,9 @@ def _environment(fn):
                     v = glb.get(name, _MISS)
                     if v is not _MISS:
                         guard(glb, name, v)
-                for step in _read_paths(c, glb, cells, self_name, self_obj):
+                for step in _read_paths(c, glb, cells, bound):
                     if step[0] == "method":     # self.helper(x): its reads, with that self
-                        pending.append(step[1:])
+                        pending.append((step[1], _self_binding(step[1], step[2])))
                         continue
                     # each object on the path by identity (a tuple's items cannot change),
                     # then the last one read as a name's value
@@ -616,7 +624,7 @@ def _environment(fn):
                 forwards_followed.add(id(m))
                 forward = getattr(type(m), "forward", None)
                 if _is_followed_function(forward):
-                    pending.append((forward, m))
+                    pending.append((forward, _self_binding(forward, m)))
                     grown = True
         if not grown:
             break
@@ -634,18 +642,47 @@ _LOCAL_LOADS = ("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_BORROW")
 _PAIRED_LOCAL_LOADS = ("LOAD_FAST_LOAD_FAST", "LOAD_FAST_BORROW_LOAD_FAST_BORROW")
 
 
-def _read_root(op, glb, cells, self_name, self_obj):
-    """(ns, name, object) when instruction `op` loads a global, a closure cell or the followed
-    method's `self` (ns None: the capture's own object, fixed for the plan), else None."""
+def _self_binding(function, obj) -> dict:
+    """{name of the first parameter: obj} for a method `function` bound to obj."""
+    code = getattr(function, "__code__", None)
+    if obj is None or code is None or not code.co_argcount:
+        return {}
+    return {code.co_varnames[0]: obj}
+
+
+def _identity_arguments(function, args, kwargs) -> dict:
+    """{parameter name: argument} for the arguments of a call that its signature holds by
+    identity (call_key compares non-tensor arguments with ==, which is identity for a Module or
+    an object whose class defines no __eq__): the plan is this object's, so what its
+    attributes held at capture can be guarded like self's."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return {}
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    bound = dict(zip(names, args))
+    bound.update((k, v) for k, v in kwargs.items() if k in names)
+    return {k: v for k, v in bound.items()
+            if not isinstance(v, (Tensor, type, types.ModuleType))
+            and type(v).__eq__ is object.__eq__ and type(v).__hash__ is object.__hash__}
+
+
+def _read_root(op, glb, cells, bound):
+    """(ns, name, object) when instruction `op` loads a global, a closure cell or a local that
+    holds a fixed object of the plan (`self`, an argument held by identity: ns None), else
+    None."""
     if op.opname == "LOAD_GLOBAL":
         obj = glb.get(op.argval, _MISS)
         return None if obj is _MISS else (glb, op.argval, obj)
-    if self_name is not None and (
-            (op.opname in _LOCAL_LOADS and op.argval == self_name)
-            or (op.opname in _PAIRED_LOCAL_LOADS and op.argval[1] == self_name)
-            or (op.opname in ("LOAD_DEREF", "LOAD_CLOSURE") and op.argval == self_name
-                and op.argval not in cells)):
-        return None, None, self_obj
+    if bound:
+        if op.opname in _LOCAL_LOADS or (op.opname in ("LOAD_DEREF", "LOAD_CLOSURE")
+                                          and op.argval not in cells):
+            name = op.argval
+        elif op.opname in _PAIRED_LOCAL_LOADS:
+            name = op.argval[1]
+        else:
+            name = None
+        if name in bound:
+            return None, None, bound[name]
     if op.opname == "LOAD_DEREF" and op.argval in cells:
         try:
             return cells[op.argval], None, cells[op.argval].cell_contents
@@ -654,7 +691,7 @@ def _read_root(op, glb, cells, self_name, self_obj):
     return None
 
 
-def _read_paths(code, glb, cells, self_name, self_obj):
+def _read_paths(code, glb, cells, bound):
     """The reads along each chain of attribute loads and constant subscripts that `code`
     applies to a global, a closure cell or `self`: `cfg["lr"]`, `Config.lr`, `self.temperature`,
     `self.encoder.scale`, `settings.opt["lr"]` (values a capture bakes in as it bakes in a
@@ -664,7 +701,7 @@ def _read_paths(code, glb, cells, self_name, self_obj):
     are followed with that self)."""
     ins = list(dis.get_instructions(code))
     for i, op in enumerate(ins):
-        root = _read_root(op, glb, cells, self_name, self_obj)
+        root = _read_root(op, glb, cells, bound)
         if root is None:
             continue
         obj = root[2]

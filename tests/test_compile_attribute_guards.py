@@ -241,3 +241,44 @@ def test_matches_torch_compile_after_an_attribute_change():
         return outs
 
     assert run(tg) == pytest.approx(run(torch), rel=1e-6)
+
+
+def test_module_passed_as_an_argument_eval_and_attributes(x):
+    """SILENT: `train_step(model, batch)` compiled kept dropping out after model.eval() (the
+    Module argument was keyed by identity, but nothing of its state was guarded)."""
+    tg.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5))
+
+    @tg.compile
+    def step(model, t):
+        return model(t).sum()
+
+    _settle(step, net, x)
+    net.eval()
+    ref = net(x).sum()
+    for _ in range(3):
+        _same(step(net, x), ref)
+
+    model = _Net()
+    compiled = tg.compile(lambda m, t: m(t) * 2)
+    _settle(compiled, model, x)
+    model.temp = 0.25
+    _same(compiled(model, x), model(x) * 2)
+    model.fc = nn.Linear(3, 2)
+    _same(compiled(model, x), model(x) * 2)
+
+
+def test_plain_object_argument_attribute(x):
+    class Holder:                                      # no __eq__: the signature holds it by id
+        def __init__(self):
+            self.k = 2.0
+
+    holder = Holder()
+
+    @tg.compile
+    def f(h, t):
+        return (t * h.k).sum()
+
+    _settle(f, holder, x)
+    holder.k = -1.0
+    _same(f(holder, x), (x * -1.0).sum())
