@@ -828,13 +828,19 @@ def _signed_sum(products, axis):
     return np.add.reduce(products, axis=axis, initial=-0.0)
 
 
-def _potri(lower):
+def _potri(lower, lauum_as_gemv=False):
     """(L L^H)^-1 from the lower factor L (numpy, batched), computed as LAPACK's potri does:
     inv(L) column by column from the right (trtri: column j below the diagonal is
     -inv(L)[j, j] * inv(L22) L[j+1:, j]), then the lower triangle of inv(L)^H inv(L) row by row
     (lauum), mirrored.  Each entry sums exactly the terms LAPACK sums, so an exact zero carries
     LAPACK's sign: PyTorch prints the precision matrix of a diagonal covariance with -0. in its
-    last row and column, which two triangular solves (all +0.) did not."""
+    last row and column, which two triangular solves (all +0.) did not.
+
+    lauum_as_gemv: row i as reference LAPACK's lauu2 forms it, inv[i, i] * inv[i, :i] plus a
+    gemv's dot product over the rows below, started from +0.0 (so a zero row entry whose terms
+    are all -0.0 comes out +0.0).  MKL takes that form for a real double lower factor on Intel
+    CPUs (PyTorch there: +0. at [1, 0] of the inverse of [[1,0,0],[0,1,0],[-1,0,1]]), the
+    signed-zero sum of every term elsewhere (its float32 and upper paths, and AMD CPUs)."""
     n = lower.shape[-1]
     inverse = np.zeros_like(lower)
     out = np.empty_like(lower)
@@ -850,6 +856,13 @@ def _potri(lower):
         for i in range(n):
             rows = inverse[..., i:, :i + 1]                 # rows k >= i, the only nonzero terms
             out[..., i, :i + 1] = _signed_sum(np.conj(inverse[..., i:, i:i + 1]) * rows, -2)
+            if lauum_as_gemv and i:
+                diagonal = inverse[..., i, i, None]
+                out[..., i, :i] = diagonal * inverse[..., i, :i]
+                if i < n - 1:                               # (the last row: a scaling only)
+                    out[..., i, :i] += np.add.reduce(
+                        np.conj(inverse[..., i + 1:, i:i + 1]) * inverse[..., i + 1:, :i],
+                        axis=-2, initial=0.0)
             out[..., :i, i] = np.conj(out[..., i, :i])
     return out
 
@@ -869,6 +882,11 @@ def _refuse_zero_diagonal(lower):
                               "not be completed because the input matrix is singular.")
 
 
+def _mkl_on_intel() -> bool:
+    from .backends.cpu import _is_intel
+    return _is_intel()
+
+
 class _CholeskyInverse(Function):
     """(L L^H)^-1 (or (U^H U)^-1) from a Cholesky factor; its gradient is cholesky_solve's with
     the identity as right-hand side."""
@@ -878,7 +896,9 @@ class _CholeskyInverse(Function):
         from .linalg import _lapack_layout                  # (column-major, as PyTorch's)
         lower = _cholesky_factor(factor, upper)
         _refuse_zero_diagonal(lower)
-        result = _core.wrap_array(_lapack_layout(_potri(lower), factor._array.dtype), False)
+        gemv_form = not upper and lower.dtype == np.float64 and _mkl_on_intel()
+        result = _core.wrap_array(_lapack_layout(_potri(lower, gemv_form), factor._array.dtype),
+                                  False)
         ctx.save_for_backward(factor, result)
         ctx.upper = upper
         return result

@@ -36,6 +36,17 @@ def _has_avx512_fp16() -> bool:
     return _has_avx512_core() and _features().get("AVX512FP16", False)
 
 
+@functools.lru_cache(maxsize=None)
+def _is_intel() -> bool:
+    """An Intel CPU: PyTorch's MKL takes vendor-specific kernels, and a few of its results differ
+    from one vendor to another in the sign of an exact zero (cholesky_inverse)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("vendor_id") and "GenuineIntel" in line for line in f)
+    except OSError:                                 # not Linux: MKL's generic paths assumed
+        return False
+
+
 def get_cpu_capability() -> str:
     """The SIMD level PyTorch's CPU kernels dispatch to on this machine: "AVX512" (AVX-512 F, BW,
     VL, DQ with FMA), "AVX2" (AVX2 with FMA) or "DEFAULT"; ATEN_CPU_CAPABILITY=avx512 / avx2 /
