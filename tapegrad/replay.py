@@ -64,6 +64,8 @@ from __future__ import annotations as _annotations
 
 import dis
 import functools
+import pickle
+import random
 import types
 import sys
 import threading
@@ -230,6 +232,7 @@ class CompiledFunction(_core.CompiledCall):
         self._last_plan = None          # (the C path's shortcut to the plan it replayed last)
         env = _environment(self.fn, args, kwargs)
         rng_before = _global_rng().bit_generator.state
+        foreign = _ForeignRandomness(env)
         global _effects
         effects = _effects = []
         capture = _core._capture_begin()
@@ -249,7 +252,12 @@ class CompiledFunction(_core.CompiledCall):
         if key is not None:
             if len(self._plans) >= self.cache_size:
                 self._plans.pop(next(iter(self._plans)))
-            plan = _build_plan(capture, flat, result, effects)
+            if foreign.drew():
+                plan = _Plan(reason="it draws random numbers from Python's random module or "
+                             "numpy's (random.random(), np.random.beta(...), a Generator it "
+                             "reads), which a replay would not draw again")
+            else:
+                plan = _build_plan(capture, flat, result, effects)
             plan.env = env
             if plan.program is not None:
                 plan.program.global_rng = _global_rng
@@ -520,11 +528,16 @@ _ROUTES = _Routes()
 # closure cells and its globals.  The guard remembers what those names held at capture and
 # compares at every replay (identity first, then equality, so 0.0 and -0.0 differ too).
 
+# Random states outside tapegrad's (_ForeignRandomness watches those the function can reach).
+_RANDOM_STATES = (random.Random, np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+
+
 def _is_guarded_value(v) -> bool:
     # (strings, None and dtypes too: a branch on a mode string or an optional setting, or a
-    # cast to a dtype held by name, is baked into the capture as much as a number is)
+    # cast to a dtype held by name, is baked into the capture as much as a number is; a random
+    # generator by identity, which also lets the capture watch whether the call draws from it)
     return v is None or isinstance(v, (int, float, complex, np.number, str, bytes, _core.dtype,
-                                       Tensor))
+                                       Tensor) + _RANDOM_STATES)
 
 
 _same = _core._same_binding
@@ -845,6 +858,37 @@ def _module_state(candidates):
 
 
 _env_holds = _core._env_holds     # (the C call path checks it at every replay)
+
+
+class _ForeignRandomness:
+    """The random states a function may draw from outside tapegrad: Python's random module,
+    numpy's global RandomState, and every random.Random, numpy Generator, RandomState or
+    BitGenerator its environment holds (a global, a closure cell, an attribute of self).  A
+    draw from one (mixup's `lam = np.random.beta(a, a)`, `if random.random() < p`) is a number
+    the capture bakes in or a branch it takes once, and nothing at replay draws it again: the
+    capture compares the states before and after the call, and a function that drew runs
+    eagerly at every call (tapegrad's own generator is not foreign: its ops draw at replay)."""
+
+    def __init__(self, env):
+        own = _global_rng()
+        candidates = [random._inst, np.random.mtrand._rand]
+        candidates += [value for _, _, value in env if isinstance(value, _RANDOM_STATES)]
+        seen = set()
+        self.generators = []
+        for g in candidates:
+            if g is not own and id(g) not in seen:
+                seen.add(id(g))
+                self.generators.append(g)
+        self.states = [_random_state(g) for g in self.generators]
+
+    def drew(self) -> bool:
+        return any(_random_state(g) != state for g, state in zip(self.generators, self.states))
+
+
+def _random_state(generator) -> bytes:
+    if isinstance(generator, random.Random):
+        return pickle.dumps(generator.getstate())
+    return pickle.dumps(generator)              # numpy's: the bit generator's state with it
 
 
 # -- building a plan from a capture --------------------------------------------------------------

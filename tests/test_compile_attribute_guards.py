@@ -282,3 +282,51 @@ def test_plain_object_argument_attribute(x):
     _settle(f, holder, x)
     holder.k = -1.0
     _same(f(holder, x), (x * -1.0).sum())
+
+
+def test_python_and_numpy_random_draws_run_eagerly(x):
+    """SILENT: a compiled step drawing from Python's or numpy's random numbers (mixup's
+    `lam = np.random.beta(a, a)`, `if random.random() < p`, a Generator it reads) replayed the
+    number or branch of its capture at every call."""
+    import random
+
+    @tg.compile
+    def mixup(t):
+        lam = np.random.beta(0.4, 0.4)
+        return (t * lam).sum()
+
+    np.random.seed(0)
+    got = [mixup(x).item() for _ in range(4)]
+    np.random.seed(0)
+    want = [(x * np.random.beta(0.4, 0.4)).sum().item() for _ in range(4)]
+    assert got == want
+    assert "random" in mixup.explain()
+
+    @tg.compile
+    def branch(t):
+        return t * 2 if random.random() < 0.5 else t * 3
+
+    random.seed(1)
+    got = [branch(x)[0, 0].item() for _ in range(8)]
+    random.seed(1)
+    want = [(x * 2 if random.random() < 0.5 else x * 3)[0, 0].item() for _ in range(8)]
+    assert got == want
+
+    rng = np.random.default_rng(0)
+
+    @tg.compile
+    def noisy(t):
+        return (t * rng.normal()).sum()
+
+    got = [noisy(x).item() for _ in range(3)]
+    assert len(set(got)) == 3
+
+
+def test_tapegrad_random_ops_still_replay(x):
+    @tg.compile
+    def f(t):
+        return tg.nn.functional.dropout(t, 0.5).sum() + tg.rand(3).sum()
+
+    for _ in range(4):
+        f(x)
+    assert f.stats["replays"] == 3
