@@ -163,3 +163,74 @@ def test_small_batched_matmul_gradient(gradcheck):
               rng.standard_normal((4, 2, 3)))
     gradcheck(lambda a, b: a @ b, rng.standard_normal((2, 1, 3, 3)),
               rng.standard_normal((5, 3, 2)))
+
+
+# -- matrix_exp: PyTorch's degree-selected Taylor polynomials ----------------------------------
+
+def _skew(v):
+    x, y, z = v
+    return [[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("scale", [1e-9, 1e-6, 1e-3, 0.03, 0.2, 0.5, 1.0, 3.0, 20.0])
+def test_matrix_exp_bits_match_torch_each_degree(dtype, scale, torch_bits):
+    # a single matrix takes the lowest Taylor degree its 1-norm allows, a batch degree 18
+    rng = np.random.default_rng(int(scale * 1000) + 7)
+    for n in (2, 3, 5):
+        A = (rng.standard_normal((n, n)) * scale / n).astype(dtype)
+        torch_bits.assert_equal(tg.linalg.matrix_exp(tg.tensor(A)).numpy(),
+                                torch.linalg.matrix_exp(torch.from_numpy(A)).numpy())
+        batch = (rng.standard_normal((4, n, n)) * scale / n).astype(dtype)
+        torch_bits.assert_equal(tg.linalg.matrix_exp(tg.tensor(batch)).numpy(),
+                                torch.linalg.matrix_exp(torch.from_numpy(batch)).numpy())
+
+
+def test_matrix_exp_of_quarter_turn_prints_as_torch():
+    K = [[0.0, -math.pi / 2], [math.pi / 2, 0.0]]
+    assert repr(tg.linalg.matrix_exp(tg.tensor(K))) == repr(torch.linalg.matrix_exp(
+        torch.tensor(K)))
+    aa = _skew((0.0, 0.0, math.pi / 2))
+    ours = tg.linalg.matrix_exp(tg.tensor(aa, dtype=tg.float64))
+    theirs = torch.linalg.matrix_exp(torch.tensor(aa, dtype=torch.float64))
+    assert repr(tg.round(ours, decimals=6)) == repr(torch.round(theirs, decimals=6))
+
+
+def test_matrix_exp_complex_and_one_by_one_as_torch():
+    z = [[[0.3 + 0.1j, -1.0j], [0.5, 0.2 - 0.4j]]]
+    np.testing.assert_allclose(tg.linalg.matrix_exp(tg.tensor(z)).numpy(),
+                               torch.linalg.matrix_exp(torch.tensor(z)).numpy(), rtol=1e-6)
+    one = [[[0.7]], [[-2.0]]]
+    np.testing.assert_array_equal(tg.linalg.matrix_exp(tg.tensor(one)).numpy(),
+                                  torch.linalg.matrix_exp(torch.tensor(one)).numpy())
+
+
+@pytest.mark.parametrize("scale", [1e-5, 0.02, 0.2, 0.6, 4.0])
+def test_matrix_exp_gradient_finite_differences(scale, gradcheck):
+    rng = np.random.default_rng(11)
+    gradcheck(lambda a: tg.linalg.matrix_exp(a) * tg.tensor([[1.0, 2.0, 3.0]],
+                                                             dtype=tg.float64),
+              rng.standard_normal((3, 3)) * scale)
+    gradcheck(lambda a: tg.linalg.matrix_exp(a), rng.standard_normal((2, 3, 3)) * scale)
+
+
+def test_matrix_exp_gradient_matches_torch():
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((2, 3, 3))
+    grads = []
+    for L in (tg, torch):
+        a = L.tensor(A, requires_grad=True)
+        w = L.tensor(np.arange(9.0).reshape(3, 3))
+        (L.linalg.matrix_exp(a) * w).sum().backward()
+        grads.append(a.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10, atol=1e-12)
+
+
+def test_matrix_exp_nonfinite_and_half_kept():
+    got = tg.linalg.matrix_exp(tg.tensor([[[float("nan"), 0.0], [0.0, 1.0]], [[0.0, 1.0],
+                                                                              [0.0, 0.0]]]))
+    assert np.isnan(got[0].numpy()).all()
+    np.testing.assert_array_equal(got[1].numpy(), [[1.0, 1.0], [0.0, 1.0]])
+    half = tg.linalg.matrix_exp(tg.eye(2, dtype=tg.float16))
+    assert half.dtype == tg.float16
+    np.testing.assert_allclose(half.float().numpy(), np.eye(2) * math.e, rtol=1e-3)
