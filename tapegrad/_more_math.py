@@ -725,13 +725,11 @@ def _check_float(fn: str, A) -> None:
                            f"{_core.scalar_type_name_of(A._array.dtype)}")
 
 
-_EXP_TAYLOR_DEGREE = 18
-
-
 def matrix_exp(input):
-    """The matrix exponential of a square matrix (or a batch): scaling and squaring around a
-    degree-18 Taylor polynomial, all in recorded matmuls, so the gradient (and higher ones)
-    follow."""
+    """The matrix exponential of a square matrix (or a batch), computed as PyTorch does
+    (tapegrad/_matrix_exp.py: Taylor polynomials of a degree chosen by each matrix's norm,
+    scaling and squaring past the last one), all in recorded ops, so the gradient (and higher
+    ones) follow."""
     _check_tensor(input, "matrix_exp")
     _check_square("linalg.matrix_exp", input)
     if not input.is_complex():             # complex: the same recorded matmuls
@@ -739,20 +737,12 @@ def matrix_exp(input):
     n = input.shape[-1]
     if n == 0 or input.numel() == 0:
         return _core._name_grad_fn(input.clone(), "LinalgMatrixExpBackward0")
-    # scale so the largest 1-norm is below 1/2: the Taylor tail is then below 1e-22
-    norm = float(np.abs(input._array).sum(-2).max()) if input.numel() else 0.0
-    # (an infinite norm takes no squarings: log2(inf) has no integer ceiling)
-    squarings = (max(0, int(math.ceil(math.log2(norm))) + 1)
-                 if norm > 0.5 and math.isfinite(norm) else 0)
-    scaled = input / (2.0 ** squarings) if squarings else input
-    from .creation import eye
-    identity = eye(n, dtype=input.dtype)
-    result = identity
-    for k in range(_EXP_TAYLOR_DEGREE, 0, -1):      # Horner: I + X/k (I + X/(k+1) (...))
-        result = identity + _core.matmul(scaled, result) / k
-    for _ in range(squarings):
-        result = _core.matmul(result, result)
-    if not math.isfinite(norm):
+    if n == 1:
+        result = input.exp()                # (PyTorch's own shortcut)
+    else:
+        from ._matrix_exp import matrix_exp_3d
+        result = matrix_exp_3d(input.reshape(-1, n, n)).reshape(input.shape)
+    if not np.isfinite(input._array).all():
         # PyTorch's scaling of a matrix with an infinity or a NaN gives NaN everywhere in it
         # (the Taylor sum of [[inf, 1], [1, 2]] alone has finite and infinite entries)
         finite = np.isfinite(input._array).all((-2, -1))[..., None, None]

@@ -228,8 +228,19 @@ logical_xor logical_not isin histc argmax argmin signbit isneginf isposinf all a
 # real out of any dtype it casts to, and into a complex out of the input's dtype only
 # (torch.abs(complex64, out=float64 / complex64) compute, out=complex128 raises).
 COMPLEX_TO_FLOAT_OUT = frozenset(("abs", "absolute"))
+# The factories that take out= (PyTorch's bindings with a requires_grad argument): their
+# autograd refusal names the aten op ("aten::zeros(): functions with out=..."), and out's
+# requires_grad is set to the call's requires_grad once written (so torch.arange(1, n + 1,
+# out=param) under no_grad, DimeNet's frequency init, leaves param frozen as in PyTorch).
+# name -> whether the factory resizes out first, which refuses an out that requires grad
+# (torch 2.13: empty, and randn in tapegrad/_random.py).  rand/randn/randint/randperm/normal
+# apply the same rules in tapegrad/_random.py.
+FACTORY_OUT = {**dict.fromkeys("""arange eye full linspace logspace ones zeros range fft_fftfreq
+                                  fft_rfftfreq""".split(), False),
+               "empty": True}
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
-                     DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT)
+                     DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT,
+                     FACTORY_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

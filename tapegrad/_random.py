@@ -299,10 +299,15 @@ def _check_factory(dt, requires_grad: bool, device) -> None:
 
 
 def _finish(values: np.ndarray, requires_grad: bool, out):
-    """The result tensor of a factory, or `out` holding the values (resized to their shape, as
-    PyTorch resizes outputs)."""
+    """The result tensor of a factory, or `out` holding the values with its requires_grad set
+    to the call's, as PyTorch's factory bindings leave it (the core's _factory_requires_grad)."""
     if out is None:
         return _make(_c_order(values), requires_grad)
+    return _core._factory_requires_grad(_written(values, out), requires_grad)
+
+
+def _written(values: np.ndarray, out):
+    """`out` holding the values (resized to their shape, as PyTorch resizes outputs)."""
     if out._array.shape == values.shape and out._array.flags.writeable:
         return _core._overwrite_(out, values, "FillBackward2")
     out._array = _c_order(values.astype(out._array.dtype, copy=False))
@@ -384,6 +389,9 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 
 def _randn(shape, generator, out, dtype, device, requires_grad):
     """randn() of a parsed shape (randn_like's draw too, without the public entry's checks)."""
+    if out is not None and isinstance(out, _core.TensorBase) and out.requires_grad:
+        # (PyTorch's randn resizes out before anything else, in or out of grad mode)
+        raise RuntimeError("cannot resize variables that require grad")
     requested = _np_dtype(_out_dtype(out, dtype, "randn"))
     if requested is not None and requested.kind == "c":
         _check_factory(requested, requires_grad, device)
@@ -623,7 +631,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
         _out_dtype(out, None, "normal")
-        return _finish(values.astype(out._array.dtype), False, out)
+        return _written(values.astype(out._array.dtype), out)
     name = "NormalBackward3" if mt and st else ("NormalBackward1" if mt else "NormalBackward2")
     return _core._random_result(values, name, (mean, std))
 
@@ -763,7 +771,7 @@ def multinomial(input, num_samples, replacement: bool = False, *, generator=None
         if out._array.dtype != np.int64:
             raise RuntimeError(f"multinomial expects Long tensor out, got: "
                                f"{_scalar_name(out._array.dtype)}")
-    return _finish(idx, False, out)
+    return _finish(idx, False, out) if out is None else _written(idx, out)
 
 
 def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
@@ -792,7 +800,7 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
             raise RuntimeError("bernoulli(): functions with out=... arguments don't support "
                                "automatic differentiation, but one of the arguments requires "
                                "grad.")
-        return _finish(values.astype(out._array.dtype), False, out)
+        return _written(values.astype(out._array.dtype), out)
     if p is not None:
         # PyTorch's bernoulli(input, p) has no derivative formula: a NotImplemented node
         from ._more_math import without_derivative

@@ -1170,13 +1170,19 @@ cdef frozenset nondifferentiable_out = frozenset()
 # in any dtype it casts to, a complex out must have the input's dtype and gets it as complex.
 # tapegrad/_out_arg.py's COMPLEX_TO_FLOAT_OUT.
 cdef frozenset complex_to_float_out = frozenset()
+# The factories (zeros, arange, eye ...): PyTorch's binding names them "aten::zeros()" in its
+# autograd refusal and, once out is written, sets out's requires_grad to the call's
+# requires_grad argument (default False), so torch.arange(n, out=param) under no_grad leaves
+# param frozen.  name -> whether the factory resizes out first, refusing one that requires grad
+# whatever its shape (empty).  tapegrad/_out_arg.py's FACTORY_OUT.
+cdef dict factory_out = {}
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
                    dict overlap_checked, dict dtype_matches_out, frozenset nondifferentiable,
-                   frozenset complex_to_float):
+                   frozenset complex_to_float, dict factories):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
-    global dtype_arg_matches_out, nondifferentiable_out, complex_to_float_out
+    global dtype_arg_matches_out, nondifferentiable_out, complex_to_float_out, factory_out
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
@@ -1184,6 +1190,7 @@ def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
     dtype_arg_matches_out = dtype_matches_out
     nondifferentiable_out = nondifferentiable
     complex_to_float_out = complex_to_float
+    factory_out = factories
 
 
 cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same_too) except -1:
@@ -1343,8 +1350,9 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     if grad_enabled() and (any_requires_grad(outs) or (
             name not in nondifferentiable_out
             and (any_requires_grad(operands) or (kwargs and any_requires_grad(kwargs))))):
-        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
+        raise RuntimeError(f"{'aten::' if name in factory_out else ''}{name}(): functions with "
+                           "out=... arguments don't support automatic differentiation, but one "
+                           "of the arguments requires grad.")
     same_too = overlap_checked_out.get(name)
     if same_too is not None:
         refuse_out_overlap(outs, operands, kwargs, same_too)
@@ -1456,6 +1464,9 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     out = kwargs.pop("out")
     if out is None:
         return fn(*args, **kwargs)
+    resizes_first = factory_out.get(name)
+    if resizes_first and isinstance(out, TensorBase) and (<TensorBase>out)._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
     dtype = kwargs.get("dtype")
     if isinstance(out, TensorBase):
         if dtype is None:
@@ -1463,7 +1474,22 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
                 kwargs["dtype"] = (<TensorBase>out).dtype
         else:
             refuse_dtype_other_than_out(name, dtype, (<TensorBase>out)._array.dtype)
-    return write_out(name, out, args, fn, kwargs)
+    result = write_out(name, out, args, fn, kwargs)
+    if resizes_first is not None:
+        _factory_requires_grad(out, kwargs.get("requires_grad", False))
+    return result
+
+
+def _factory_requires_grad(TensorBase out, requires_grad):
+    """A factory's out after it was written, as PyTorch's binding leaves it: its requires_grad
+    set to the call's requires_grad (a leaf's; a graph result keeps requiring grad)."""
+    if not is_leaf_c(out):
+        return out
+    if requires_grad and out._array.dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+    out._set_requires_grad(bool(requires_grad))
+    return out
 
 
 # WithOut(name, fn, dtype_from_out): a public function given PyTorch's keyword-only out=

@@ -110,6 +110,42 @@ cdef object folded_product(object A, object B, object bias=None):
     return product_a_bt(A, B, bias)
 
 
+# PyTorch's bmm (and matmul's batched route) multiplies small products, contraction * rows * cols
+# below 400, with its own loop instead of BLAS: each entry a sum from zero of the terms in order,
+# each product rounded to the dtype, no fused multiply-add.  Its bits differ from a BLAS kernel's
+# (a batch of rotations R @ R^T: exact zeros there where BLAS leaves 1e-8, and the tensor then
+# prints in another format), so the batched forward of float32/float64 takes the same loop.
+cdef Py_ssize_t SMALL_BMM_WORK = 400
+
+
+cdef object small_batched_product(object A, object B):
+    """A @ B (batched, dims broadcast) as PyTorch's small-bmm loop computes it, or None where
+    PyTorch uses BLAS (the work at or above SMALL_BMM_WORK, or not float32/float64)."""
+    if A.dtype != B.dtype or (A.dtype != np.float32 and A.dtype != np.float64):
+        return None
+    A2 = A if A.ndim > 1 else A[None, :]            # (a vector operand: one row / one column)
+    B2 = B if B.ndim > 1 else B[:, None]
+    cdef Py_ssize_t n = second_last(A2.shape), k = last(A2.shape), p = last(B2.shape), j
+    if n * k * p >= SMALL_BMM_WORK:
+        return None
+    batch = np.broadcast_shapes(A2.shape[:A2.ndim - 2], B2.shape[:B2.ndim - 2])
+    acc = np.zeros(batch + (n, p), dtype=A.dtype)
+    with IeeeResults():
+        for j in range(k):
+            acc += A2[..., :, j:j + 1] * B2[..., j:j + 1, :]
+    if A.ndim == 1:
+        acc = acc[..., 0, :]
+    if B.ndim == 1:
+        acc = acc[..., 0]
+    return acc
+
+
+cdef object batched_product(object A, object B):
+    """A @ B on PyTorch's bmm route: its small-product loop, else the BLAS product."""
+    out = small_batched_product(A, B)
+    return product(A, B) if out is None else out
+
+
 # -- the VJP --------------------------------------------------------------------------------------
 # PyTorch's mm backward (mm_mat1_backward, mm_mat2_backward) gives the gradient of a matrix
 # operand laid out column by column (a transposed contiguous one: `w.t()`, `q.t()`) in that same
@@ -480,7 +516,7 @@ cdef object matmul_eager(input, other):
     fresh(a)
     fresh(b)
     cdef int route = matmul_route(A, B, a._requires_grad, b._requires_grad)
-    out = product(A, B)
+    out = batched_product(A, B) if route == R_BMM else product(A, B)
     if grad_enabled() and (a._requires_grad or b._requires_grad):
         A, B = saved_operands(route, A, B, a._requires_grad, b._requires_grad)
     return matmul_record(route_op(route, out), out, a, b, A, B, False)
@@ -582,7 +618,7 @@ def bmm(input, mat2):
     if B.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
     check_bmm(A.shape[0], A.shape[2], B.shape[0], B.shape[1], A.dtype, B.dtype)
-    return matmul_record(OP_BMM, product(A, B), a, b, A, B, False)
+    return matmul_record(OP_BMM, batched_product(A, B), a, b, A, B, False)
 
 
 def mv(input, vec):
