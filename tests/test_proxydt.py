@@ -113,3 +113,32 @@ def test_ctc_invalid_combination_lists_arguments_passed_on(torch, lengths):
             kind, message = call(lib, fn)
             got.append((kind, message.split("\n")[0]))
         assert got[0] == got[1]
+
+
+# ---- window functions: PyTorch's overloads take the optional parameters as a prefix -------------
+
+_WINDOW_CALLS = [
+    ("hamming_window", (4,), {"alpha": 0.5}),
+    ("hamming_window", (4,), {"beta": 0.3}),
+    ("hamming_window", (4, True), {"beta": 0.3}),
+    ("hamming_window", (4,), {"alpha": 0.3, "beta": 0.2}),
+    ("hamming_window", (4, True, 0.5), {"beta": 0.3}),
+    ("hamming_window", (4,), {"periodic": True, "alpha": 0.5, "beta": 0.3}),
+    ("hamming_window", (5, False, 0.5), {}),
+    ("hamming_window", (5,), {"dtype": "float64"}),
+    ("kaiser_window", (4,), {"beta": 8.0}),
+    ("kaiser_window", (4,), {"periodic": False, "beta": 8.0}),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs", _WINDOW_CALLS)
+def test_window_optional_parameters_as_torch(torch, name, args, kwargs):
+    # hamming_window(N, alpha=0.5) made a window where PyTorch raises TypeError
+    def call(lib):
+        kw = {k: getattr(lib, v) if k == "dtype" else v for k, v in kwargs.items()}
+        try:
+            out = getattr(lib, name)(*args, **kw)
+        except TypeError as e:
+            return str(e)
+        return out.numpy().tolist(), str(out.dtype)
+    assert call(tapegrad) == call(torch)
