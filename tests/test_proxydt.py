@@ -147,3 +147,22 @@ def test_window_optional_parameters_as_torch(torch, name, args, kwargs):
     else:
         assert ours[1] == theirs[1]
         np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6, atol=1e-7)
+
+
+# ---- stft: a signal shorter than n_fft -------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs", [{"win_length": 27}, {"win_length": 20, "window": "ones"}, {},
+                                    {"win_length": 40}])
+def test_stft_short_signal_message_reports_win_length(torch, kwargs):
+    # PyTorch words the refusal "but got n_fft=<win_length>"
+    import warnings
+
+    def call(lib):
+        kw = dict(kwargs)
+        if kw.get("window") == "ones":
+            kw["window"] = lib.ones(kw["win_length"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")         # (the no-window warning)
+            return _raises(lambda: lib.stft(lib.zeros(28), 61, center=False, return_complex=True,
+                                            **kw))
+    assert call(tapegrad) == call(torch)
