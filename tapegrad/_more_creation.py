@@ -355,9 +355,19 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
                    _hamming(0.5, 0.5), layout)
 
 
-def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+def hamming_window(window_length, periodic=None, alpha=None, beta=None, *, dtype=None,
                    layout=None, device=None, pin_memory: bool = False, requires_grad=False):
-    """The Hamming window alpha - beta cos(2 pi n / (N - 1))."""
+    """The Hamming window alpha - beta cos(2 pi n / (N - 1)) (periodic=True, alpha=0.54,
+    beta=0.46 by default).  PyTorch's overloads take alpha only after periodic and beta only
+    after alpha: hamming_window(N, alpha=0.5) is its "invalid combination" TypeError."""
+    given = {"periodic": periodic, "alpha": alpha, "beta": beta}
+    if (periodic is None and (alpha is not None or beta is not None)) or (
+            alpha is None and beta is not None):
+        raise _invalid_window_call("hamming_window", window_length, given,
+                                   ("bool periodic", "float alpha", "float beta"))
+    periodic = True if periodic is None else periodic
+    alpha = 0.54 if alpha is None else alpha
+    beta = 0.46 if beta is None else beta
     check_unpinned(pin_memory)
     sparse_factory_layout(layout, "hamming_window", "hamming_window")
     _check_cpu(device)
@@ -398,8 +408,21 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
                    layout)
 
 
-_KAISER_TAIL = ("*, torch.dtype dtype = None, torch.layout layout = None, torch.device device = "
+_WINDOW_TAIL = ("*, torch.dtype dtype = None, torch.layout layout = None, torch.device device = "
                 "None, bool pin_memory = False, bool requires_grad = False")
+
+
+def _invalid_window_call(name, window_length, given, parameters):
+    """PyTorch's TypeError for a window whose optional parameters skip one: its overloads take
+    `parameters` (after window_length) as a growing prefix, so a later one without the earlier
+    ones fits none.  The given ones are listed as keywords, last first, as its parser does (the
+    public-call layer rewrites "got" from the call itself)."""
+    got = [_type_name(window_length)] + [f"{k}={_type_name(v)}"
+                                         for k, v in reversed(given.items()) if v is not None]
+    lines = "".join(f"\n * ({', '.join(('int window_length',) + parameters[:k])}, "
+                    f"{_WINDOW_TAIL})" for k in range(len(parameters) + 1))
+    return TypeError(f"{name}() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:{lines}\n")
 
 
 def kaiser_window(window_length, periodic=None, beta=None, *, dtype=None, layout=None,
@@ -408,12 +431,8 @@ def kaiser_window(window_length, periodic=None, beta=None, *, dtype=None, layout
     beta=12.0 by default).  PyTorch's overloads take beta only after periodic: a beta without a
     periodic is its "invalid combination of arguments" TypeError, not a window."""
     if periodic is None and beta is not None:
-        got = f"{_type_name(window_length)}, beta={_type_name(beta)}"
-        lines = "".join(f"\n * ({args}{_KAISER_TAIL})" for args in (
-            "int window_length, ", "int window_length, bool periodic, ",
-            "int window_length, bool periodic, float beta, "))
-        raise TypeError(f"kaiser_window() received an invalid combination of arguments - got "
-                        f"({got}), but expected one of:{lines}\n")
+        raise _invalid_window_call("kaiser_window", window_length, {"beta": beta},
+                                   ("bool periodic", "float beta"))
     periodic = True if periodic is None else periodic
     beta = 12.0 if beta is None else beta
     check_unpinned(pin_memory)

@@ -131,7 +131,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise refuse("expected a 1D or 2D tensor")
     length = signal.shape[-1]
     if n_fft <= 0 or n_fft > length:
-        raise refuse(f"expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+        # (PyTorch's message reports win_length as the n_fft it got)
+        raise refuse(f"expected 0 < n_fft < {length}, but got n_fft={win}")
     if hop <= 0:
         raise refuse(f"expected hop_length > 0, but got hop_length={hop}")
     if win <= 0 or win > n_fft:
@@ -246,7 +247,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     end = start + length if length is not None else (total - n_fft // 2 if center else total)
     signal = signal[:, start:end]
     envelope = envelope[:, start:end]
-    if envelope.numel() == 0 or bool(envelope.abs().min() < 1e-11):
+    # (an empty envelope - one centred frame - is refused by min() itself, as PyTorch's is)
+    if bool(envelope.abs().min() < 1e-11):
         # (PyTorch prints the test's boolean tensor after the reason)
         raise refuse("window overlap add min: 1\n[ CPUBoolType{} ]", sep=" ")
     signal = signal / envelope

@@ -119,6 +119,11 @@ def _ctc_forward(lp, targets, input_lengths, target_lengths, blank):
     last = 2 * target_lengths
     end_blank = final[rows, last]
     end_label = np.where(target_lengths > 0, final[rows, np.maximum(last - 1, 0)], -np.inf)
+    # An input of no frames has one alignment (probability 1) for the empty target and none
+    # for any other; alpha's row 0 has already consumed frame 0, so it must not be read.
+    empty = input_lengths == 0
+    end_blank = np.where(empty, np.where(target_lengths == 0, 0.0, -np.inf), end_blank)
+    end_label = np.where(empty, -np.inf, end_label)
     nll = -_logsumexp(end_blank, end_label)
     return nll, ext, alpha, skip
 
@@ -259,9 +264,12 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise NotImplementedError(f'"ctc_loss_cpu" not implemented for '
                            f"'{_core.scalar_type_name_of(lp._array.dtype)}'")
     T, n, C = lp.shape
+    # (unbatched, 1-d targets stay the concatenated form of one sample, 2-d ones a batch of one)
     tgt = np.asarray(targets._array).astype(np.int64)
-    if unbatched:
-        tgt = tgt.reshape(1, -1)
+    if not 1 <= tgt.ndim <= 2:
+        raise RuntimeError(f"Expected 1 to 2 dimensions, but got {tgt.ndim}-dimensional tensor "
+                           f"for argument #2 'targets' (while checking arguments for "
+                           f"ctc_loss_allocate_outputs)")
     if not 0 <= blank < C:
         raise RuntimeError("blank must be in label range")
     if in_len.size != n:
@@ -273,8 +281,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     # recursions, which would read it as an empty or shifted sequence.
     _check_lengths(tgt_len, "target_lengths")
     if tgt.ndim == 1:           # concatenated targets: split them into padded rows
-        if tgt.size < tgt_len.sum():
-            raise RuntimeError(f"Expected tensor to have size at least {int(tgt_len.sum())} at "
+        # (exactly their total: a label left over means the lengths do not describe them)
+        if tgt.size != tgt_len.sum():
+            raise RuntimeError(f"Expected tensor to have size {int(tgt_len.sum())} at "
                                f"dimension 0, but got size {tgt.size} for argument #2 'targets' "
                                f"(while checking arguments for ctc_loss_allocate_outputs)")
         offsets = np.concatenate([[0], np.cumsum(tgt_len)[:-1]]).astype(np.int64)
@@ -283,6 +292,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         tgt = np.where(within, tgt[np.where(within, positions, 0)] if tgt.size else blank,
                        blank)
     else:
+        if tgt.shape[0] != n:
+            raise RuntimeError(f"Expected tensor to have size {n} at dimension 0, but got size "
+                               f"{tgt.shape[0]} for argument #2 'targets' (while checking "
+                               f"arguments for ctc_loss_allocate_outputs)")
         longest = int(tgt_len.max(initial=0))
         if tgt.shape[1] < longest:
             raise RuntimeError(f"Expected tensor to have size at least {longest} at dimension "
