@@ -64,3 +64,35 @@ def test_view_as_complex_storage_offset(torch, make):
         np.testing.assert_array_equal(ours[1], theirs[1])
     else:
         assert "storage_offset divisible by 2" in ours[1] and ours[1] == theirs[1]
+
+
+# -- complex logcumsumexp at log(0) and NaN (Heinsen's log-space scan over complex logs) --------
+
+_INF, _NAN = float("inf"), float("nan")
+_SPECIAL = [complex(-_INF, 0), complex(-_INF, np.pi), complex(-_INF, -1.0), complex(_INF, 0),
+            complex(_INF, 2.0), complex(1, 1), complex(0, np.pi), complex(_NAN, 0),
+            complex(1, _NAN), complex(-_INF, _NAN)]
+
+
+@pytest.mark.parametrize("first", _SPECIAL)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_logcumsumexp_special_values(torch, first, dtype):
+    seq = [first] + _SPECIAL
+    ours = tg.logcumsumexp(tg.tensor(seq, dtype=getattr(tg, dtype)), 0).numpy()
+    theirs = torch.logcumsumexp(torch.tensor(seq, dtype=getattr(torch, dtype)), 0).numpy()
+    # (parts apart: NaNs compare equal, and -inf+pi*j differs from -inf+0j)
+    np.testing.assert_allclose(ours.real, theirs.real, rtol=1e-6)
+    np.testing.assert_allclose(ours.imag, theirs.imag, rtol=1e-6)
+
+
+def test_complex_logcumsumexp_leading_log_zero_scan(torch):
+    """log of a sequence starting with 0 and holding negatives (the log-space scan's input):
+    the phase of exp(-inf) is PyTorch's (+0j), and the scan's exp gives back the cumsum."""
+    vals = [0.0, -1.0, 2.0, -3.0, 0.5]
+    def run(lib):
+        z = lib.log(lib.tensor(vals, dtype=lib.float64).to(lib.complex128))
+        return lib.logcumsumexp(z, 0).numpy()
+    ours, theirs = run(tg), run(torch)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+    assert str(ours[0]) == str(theirs[0])
+    np.testing.assert_allclose(np.exp(ours).real, np.cumsum(vals), atol=1e-12)
