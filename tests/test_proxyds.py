@@ -1,5 +1,7 @@
 """Differences found by running state-space-model / linear-recurrence scripts (S4, LRU, Mamba,
 RWKV, RetNet) under tapegrad and PyTorch: each test replays the idiom in both and compares."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -96,3 +98,29 @@ def test_complex_logcumsumexp_leading_log_zero_scan(torch):
     np.testing.assert_allclose(ours, theirs, rtol=1e-12)
     assert str(ours[0]) == str(theirs[0])
     np.testing.assert_allclose(np.exp(ours).real, np.cumsum(vals), atol=1e-12)
+
+
+# -- complex initialisers that PyTorch refuses ----------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("call", [
+    lambda lib, t: lib.nn.init.orthogonal_(t),
+    lambda lib, t: lib.nn.init.trunc_normal_(t),
+    lambda lib, t: lib.nn.init.trunc_normal_(t, a=3.0, b=4.0),
+    lambda lib, t: lib.nn.init.trunc_normal_(t, std=0.02, a=-0.001, b=0.001),
+    lambda lib, t: lib.nn.init.trunc_normal_(t[:0]),
+])
+def test_complex_init_refusals(torch, dtype, call):
+    def run(lib):
+        return _outcome(lambda: call(lib, lib.zeros(3, 4, dtype=getattr(lib, dtype))))[:2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # (trunc_normal_'s "mean is more than 2 std")
+        ours, theirs = run(tg), run(torch)
+    assert ours[0] == theirs[0] == "NotImplementedError"
+    assert ours[1] == theirs[1]
+
+
+def test_complex_orthogonal_of_empty_is_a_no_op(torch):
+    for lib in (tg, torch):
+        t = lib.zeros(0, 3, dtype=lib.complex64)
+        assert lib.nn.init.orthogonal_(t) is t
