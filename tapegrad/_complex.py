@@ -807,6 +807,9 @@ def view_as_complex(input):
         # (a dim of size 1 is never stepped along: PyTorch ignores its stride, 58104149)
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last "
                            "dimension")
+    elif input.storage_offset() % 2:
+        # (a complex element is two reals: it cannot start between two complex slots)
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
     _core._complex_in_use()
     return _view_of(_ViewAsComplex, input)
 

@@ -491,21 +491,26 @@ def _logcumsumexp_array(arr: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _complex_logcumsumexp_array(arr: np.ndarray, axis: int) -> np.ndarray:
-    """The complex running log(exp(a) + exp(b)) (numpy's logaddexp is real only), in
-    complex128: each step factors out the exp of the operand with the larger real part, so
-    neither exp overflows."""
+    """The complex running log(exp(acc) + exp(x)) (numpy's logaddexp is real only), in
+    complex128, as PyTorch's scan: it starts from acc = -inf+0j, takes max/min by real part (the
+    accumulator is min on a tie), and factors out exp(max) so that neither exp overflows.  Where
+    both real parts are -inf the sum is 0 and its phase is undefined: PyTorch keeps min's (so a
+    leading log(0) of any phase gives -inf+0j); a NaN in either operand gives NaN+NaNj."""
     x = np.moveaxis(arr.astype(np.complex128), axis, 0)
     out = np.empty_like(x)
-    if len(x):
-        out[0] = x[0]
+    acc = np.full(x.shape[1:], complex(-np.inf, 0.0))
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        for k in range(1, len(x)):
-            a, b = out[k - 1], x[k]
-            big = np.where(a.real >= b.real, a, b)
-            small = np.where(a.real >= b.real, b, a)
-            step = big + np.log1p(np.exp(small - big))
-            # (both -inf in their real part: the sum stays exp(-inf) = 0, as a real logaddexp)
-            out[k] = np.where(np.isneginf(big.real), big, step)
+        for k in range(len(x)):
+            b = x[k]
+            b_is_min = b.real < acc.real
+            lo = np.where(b_is_min, b, acc)
+            hi = np.where(b_is_min, acc, b)
+            step = hi + np.log1p(np.exp(lo - hi))
+            same_inf = ~np.isfinite(lo.real) & (lo.real == hi.real)
+            both_inf = np.where(lo.real < 0, lo, np.log(np.exp(lo) + np.exp(hi)))
+            acc = np.where(np.isnan(lo) | np.isnan(hi), complex(np.nan, np.nan),
+                           np.where(same_inf, both_inf, step))
+            out[k] = acc
     return np.moveaxis(out, 0, axis).astype(arr.dtype)
 
 

@@ -214,6 +214,11 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    if tensor._array.dtype.kind == "c":
+        # (PyTorch draws a complex Gaussian and factors it; fixing Q's phases with R's
+        # diagonal's sign is where it refuses)
+        from .._complex import refuse
+        refuse("sign", tensor)
     _check_normal(tensor, 1.0)
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
@@ -230,6 +235,14 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
 def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None):
     """Fill from N(mean, std^2) restricted to [a, b]: samples outside are drawn again."""
+    if tensor._array.dtype.kind == "c":
+        # PyTorch samples a complex tensor, then its rejection test compares it: the mass
+        # inside [a, b] picks the comparison (result < a when above 0.3, else accept > pdf)
+        inside = 0.5 * (math.erf((b - mean) / std / math.sqrt(2.0))
+                        - math.erf((a - mean) / std / math.sqrt(2.0)))
+        kernel = "lt_cpu" if inside > 0.3 else "gt_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(tensor._array.dtype)}'")
     _check_normal(tensor, 1.0)
     gen = _numpy_rng(generator, "trunc_normal_")
     values = gen.normal(mean, std, tensor.numel())

@@ -167,5 +167,12 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     clip_value = float(clip_value)
     grads = _grads(parameters)        # (once: `parameters` is usually a generator)
     _refuse_sparse(grads, "clamp_min_")
+    # PyTorch clamps dtype group by dtype group, complex groups last (its dtype order), and
+    # complex numbers have no order: the real gradients are clipped, then clamp raises.
+    complex_grads = [g for g in grads if g._array.dtype.kind == "c"]
     for g in grads:
-        np.clip(g._array, -clip_value, clip_value, out=g._array)
+        if g._array.dtype.kind != "c":
+            np.clip(g._array, -clip_value, clip_value, out=g._array)
+    if complex_grads:
+        from ..._complex import refuse
+        refuse("clamp", complex_grads[0])
