@@ -118,6 +118,30 @@ cdef object folded_product(object A, object B, object bias=None):
 cdef Py_ssize_t SMALL_BMM_WORK = 400
 
 
+ctypedef fused bmm_real:
+    float
+    double
+
+
+cdef void small_bmm_loop(const bmm_real* a, const bmm_real* b, bmm_real* out, Py_ssize_t count,
+                         Py_ssize_t n, Py_ssize_t k, Py_ssize_t p) noexcept nogil:
+    """out[m] = a[m] @ b[m] for `count` contiguous (n, k) @ (k, p) products, each entry summed
+    from zero over k in order with every product rounded to the dtype (this module is compiled
+    without FMA contraction: no -mfma, so the compiler cannot fuse them)."""
+    cdef Py_ssize_t m, i, j, t
+    cdef bmm_real acc
+    for m in range(count):
+        for i in range(n):
+            for j in range(p):
+                acc = 0
+                for t in range(k):
+                    acc = acc + a[i * k + t] * b[t * p + j]
+                out[i * p + j] = acc
+        a += n * k
+        b += k * p
+        out += n * p
+
+
 cdef object small_batched_product(object A, object B):
     """A @ B (batched, dims broadcast) as PyTorch's small-bmm loop computes it, or None where
     PyTorch uses BLAS (the work at or above SMALL_BMM_WORK, or not float32/float64)."""
@@ -128,11 +152,25 @@ cdef object small_batched_product(object A, object B):
     cdef Py_ssize_t n = second_last(A2.shape), k = last(A2.shape), p = last(B2.shape), j
     if n * k * p >= SMALL_BMM_WORK:
         return None
-    batch = np.broadcast_shapes(A2.shape[:A2.ndim - 2], B2.shape[:B2.ndim - 2])
-    acc = np.zeros(batch + (n, p), dtype=A.dtype)
-    with IeeeResults():
-        for j in range(k):
-            acc += A2[..., :, j:j + 1] * B2[..., j:j + 1, :]
+    cdef cnp.ndarray Ab, Bb
+    if (A2.shape[:A2.ndim - 2] == B2.shape[:B2.ndim - 2] and cnp.PyArray_IS_C_CONTIGUOUS(A2)
+            and cnp.PyArray_IS_C_CONTIGUOUS(B2)):
+        batch = A2.shape[:A2.ndim - 2]      # (the common case: no broadcast, no copy)
+        Ab, Bb = A2, B2
+    else:
+        batch = np.broadcast_shapes(A2.shape[:A2.ndim - 2], B2.shape[:B2.ndim - 2])
+        Ab = np.ascontiguousarray(np.broadcast_to(A2, batch + (n, k)))
+        Bb = np.ascontiguousarray(np.broadcast_to(B2, batch + (k, p)))
+    cdef cnp.ndarray acc = np.empty(batch + (n, p), dtype=A.dtype)
+    cdef Py_ssize_t count = 1
+    for j in batch:
+        count *= j
+    if A.dtype == np.float64:
+        small_bmm_loop(<double*>cnp.PyArray_DATA(Ab), <double*>cnp.PyArray_DATA(Bb),
+                       <double*>cnp.PyArray_DATA(acc), count, n, k, p)
+    else:
+        small_bmm_loop(<float*>cnp.PyArray_DATA(Ab), <float*>cnp.PyArray_DATA(Bb),
+                       <float*>cnp.PyArray_DATA(acc), count, n, k, p)
     if A.ndim == 1:
         acc = acc[..., 0, :]
     if B.ndim == 1:
