@@ -58,10 +58,28 @@ cdef int check_saved_versions(Record* r) except -1:
             continue                    # (a hooked value: unpack_saved decides, saved_hooks.pxi)
         v = <Version>r.ver[j]
         if v.value != r.ver_at[j]:
+            if r.saved[j] == NULL:
+                # a version kept alone (guard_version): PyTorch saved the tensor itself, and
+                # names it as it is now, its dtype, shape and current grad_fn
+                t = guarded_tensor(v)
+                if t is not None:
+                    raise modified_in_place_error(t._array, _grad_fn_name_of(t), v.value,
+                                                  r.ver_at[j])
             saved = <object>r.saved[j] if r.saved[j] != NULL else None
             raise modified_in_place_error(saved, saved_value_node_name(r, j), v.value,
                                           r.ver_at[j])
     return 0
+
+
+cdef TensorBase guarded_tensor(Version v):
+    """The live tensor on the tape whose storage version counter is `v`, the latest written
+    (an in-place write makes its tensor the output of the newest record), or None.  Only on
+    the error path: a walk over the tape."""
+    cdef Py_ssize_t i
+    for i in range(TAPE.n - 1, -1, -1):
+        if TAPE.recs[i].out != NULL and (<TensorBase>TAPE.recs[i].out)._version is v:
+            return <TensorBase>TAPE.recs[i].out
+    return None
 
 
 cdef bint view_of_grad_tensor(object base) except -1:

@@ -1,0 +1,112 @@
+"""Autograd-internals scripts (custom Functions, hooks, anomaly mode, in-place errors, grad_fn
+inspection): behaviours found by running tutorial-style scripts under tapegrad and PyTorch.
+
+Each scenario runs with L = tapegrad and L = torch (the oracle, skipped without it) and compares
+values, gradients, error types and messages.
+"""
+from __future__ import annotations
+
+import pytest
+
+import tapegrad as tg
+
+
+def both(scenario):
+    """scenario(L) for tapegrad and torch; returns (tapegrad's result, torch's)."""
+    torch = pytest.importorskip("torch")
+    return scenario(tg), scenario(torch)
+
+
+def error_of(fn):
+    try:
+        fn()
+    except Exception as e:                      # noqa: BLE001 (the type is what we compare)
+        return type(e).__name__, str(e)
+    return None
+
+
+# -- an in-place op whose operand is self: PyTorch saved `other`, which the write overwrites ------
+
+@pytest.mark.parametrize("write", [
+    lambda t: t.mul_(t),
+    lambda t: t.__imul__(t),
+    lambda t: t.div_(t),
+    lambda t: t.__itruediv__(t),
+])
+def test_inplace_mul_div_by_itself_refuses_backward(write):
+    def scenario(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 1
+        y += 1                                  # version 1 before the write under test
+        write(y)
+        return error_of(lambda: y.sum().backward()), x.grad
+
+    mine, theirs = both(scenario)
+    assert mine[0] == theirs[0]
+    assert mine[0][0] == "RuntimeError" and "is at version 2; expected version 1" in mine[0][1]
+    assert mine[1] is None and theirs[1] is None
+
+
+def test_inplace_add_sub_by_itself_still_differentiates():
+    def scenario(L):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 3
+        y.add_(y)
+        z = x * 1
+        z.sub_(z, alpha=0.5)
+        (y.sum() + z.sum()).backward()
+        return x.grad.tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs == [6.5, 6.5]
+
+
+def test_inplace_mul_by_another_tensor_is_unchanged():
+    def scenario(L):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        w = L.tensor([3.0, -1.0], requires_grad=True)
+        y = x * 1
+        y.mul_(w)
+        y.div_(w * 2)
+        y.sum().backward()
+        return x.grad.tolist(), w.grad.tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+
+
+# -- the in-place error names a version-guarded tensor as it is now ------------------------------
+
+@pytest.mark.parametrize("op", ["gather", "masked_select"])
+def test_inplace_error_names_the_guarded_tensor_and_its_current_node(op):
+    def scenario(L):
+        x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 1
+        if op == "gather":
+            out = y.gather(0, L.tensor([0, 2]))
+            y.add_(1)
+        else:
+            out = y.masked_select(L.tensor([True, False, True]))
+            y.mul_(2)
+        return error_of(lambda: out.sum().backward())
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+    assert "[torch.FloatTensor [3]]" in mine[1]
+
+
+# -- anomaly mode ----------------------------------------------------------------------------------
+
+def test_detect_anomaly_is_not_a_decorator():
+    def scenario(L):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            err = error_of(lambda: L.autograd.detect_anomaly()(lambda: 1))
+            with L.autograd.detect_anomaly():
+                inside = L.is_anomaly_enabled()
+        return err, inside, L.is_anomaly_enabled()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+    assert mine[0] == ("TypeError", "'detect_anomaly' object is not callable")
