@@ -110,3 +110,17 @@ def test_detect_anomaly_is_not_a_decorator():
     mine, theirs = both(scenario)
     assert mine == theirs
     assert mine[0] == ("TypeError", "'detect_anomaly' object is not callable")
+
+
+# -- saved-tensor hooks ------------------------------------------------------------------------
+
+def test_unpack_hook_returning_another_shape_fails_as_the_backward_formula_does():
+    def scenario(L):
+        x = L.tensor([0.1, 0.2, 0.3, 0.4, 0.5], requires_grad=True)
+        with L.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: L.zeros(3)):
+            y = x.sin().sum()
+        return error_of(lambda: y.backward())
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
+    assert mine[0] == "RuntimeError" and "size of tensor a (5)" in mine[1]
