@@ -124,3 +124,49 @@ def test_unpack_hook_returning_another_shape_fails_as_the_backward_formula_does(
     mine, theirs = both(scenario)
     assert mine == theirs
     assert mine[0] == "RuntimeError" and "size of tensor a (5)" in mine[1]
+
+
+# -- GradientEdge as an input of autograd.grad / backward ------------------------------------------
+
+def test_grad_with_respect_to_gradient_edges():
+    def scenario(L):
+        from_edge = L.autograd.graph.get_gradient_edge
+        x = L.tensor([1.0, 2.0], dtype=L.float64, requires_grad=True)
+        y = x.exp()
+        z = (y * y * 3).sum()
+        one = L.autograd.grad(z, from_edge(y), retain_graph=True)
+        mixed = L.autograd.grad(z, [x, from_edge(y), from_edge(x)], retain_graph=True)
+        a, b = x.split(1)
+        piece = L.autograd.grad((a * 5 + b * b).sum(), from_edge(b))
+
+        class Two(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 2, t * 3
+
+            @staticmethod
+            def backward(ctx, ga, gb):
+                return ga * 2 + gb * 3
+
+        p, q = Two.apply(x)
+        outs = L.autograd.grad((p * q * q).sum(), [from_edge(q), from_edge(p)],
+                               create_graph=True)
+        second = L.autograd.grad(outs[0].sum(), x)
+        return [v for t in one + mixed + piece + outs + second for v in t.tolist()]
+
+    mine, theirs = both(scenario)
+    assert mine == pytest.approx(theirs, rel=1e-12)
+
+
+def test_backward_inputs_gradient_edges():
+    def scenario(L):
+        from_edge = L.autograd.graph.get_gradient_edge
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        w = L.tensor([3.0, 4.0], requires_grad=True)
+        (x * w).sum().backward(inputs=[from_edge(x)])
+        first = (x.grad.tolist(), w.grad)
+        L.autograd.backward((x * w * w).sum(), inputs=from_edge(w))
+        return first, w.grad.tolist(), x.grad.tolist()
+
+    mine, theirs = both(scenario)
+    assert mine == theirs
