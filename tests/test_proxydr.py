@@ -170,3 +170,44 @@ def test_backward_inputs_gradient_edges():
 
     mine, theirs = both(scenario)
     assert mine == theirs
+
+
+# -- custom Function jvp: ctx.saved_tensors are the save_for_forward ones only -------------------
+
+def test_jvp_sees_only_tensors_saved_for_forward():
+    def scenario(L):
+        fwAD = L.autograd.forward_ad
+        seen = []
+
+        class OnlyBackward(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x.sin()
+
+            @staticmethod
+            def jvp(ctx, t):
+                seen.append(("jvp", len(ctx.saved_tensors)))
+                return t
+
+            @staticmethod
+            def backward(ctx, g):
+                seen.append(("backward", len(ctx.saved_tensors)))
+                return g
+
+        class Both(OnlyBackward):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                ctx.save_for_forward(x, x)
+                return x.sin()
+
+        x = L.ones(2, requires_grad=True)
+        with fwAD.dual_level():
+            d = fwAD.make_dual(x, L.ones(2))
+            OnlyBackward.apply(d).sum().backward()
+            Both.apply(d).sum().backward()
+        return seen
+
+    mine, theirs = both(scenario)
+    assert mine == theirs == [("jvp", 0), ("backward", 1), ("jvp", 2), ("backward", 1)]
