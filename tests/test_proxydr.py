@@ -174,6 +174,7 @@ def test_backward_inputs_gradient_edges():
 
 # -- custom Function jvp: ctx.saved_tensors are the save_for_forward ones only -------------------
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
 def test_jvp_sees_only_tensors_saved_for_forward():
     def scenario(L):
         fwAD = L.autograd.forward_ad
