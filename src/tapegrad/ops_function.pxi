@@ -776,6 +776,29 @@ def _grad_accumulator(TensorBase t):
     return make_grad_fn(node_for_input(t))
 
 
+def _edge_tensor(node, Py_ssize_t output_nr):
+    """The live tensor whose gradient flows along the edge (node, output_nr) (a GradientEdge
+    given to autograd.grad / backward as an input): the output of node's record, or of the
+    custom Function's output record `output_nr` when node is a Function's ctx.  The tape knows
+    a gradient by its record and reads the input's shape and dtype from the tensor, so an edge
+    whose tensor is gone is refused (PyTorch's engine needs no tensor)."""
+    cdef Py_ssize_t i, k = -1
+    if isinstance(node, GradFn):
+        k = (<GradFn>node)._node         # (split's pieces: one record, one grad_fn each)
+    else:
+        for i in range(TAPE.n - 1, -1, -1):
+            if (TAPE.recs[i].op == OP_FN_OUTPUT and not (TAPE.recs[i].flags & RF_FREE)
+                    and <Py_ssize_t>TAPE.recs[i].scalar == output_nr
+                    and function_ctx_of(i) is node):
+                k = i
+                break
+    if k < 0 or TAPE.recs[k].out == NULL:
+        raise RuntimeError("tapegrad: the tensor of this GradientEdge is no longer alive (or its "
+                           "node is not one tapegrad can differentiate to); pass the tensor "
+                           "itself")
+    return <object>TAPE.recs[k].out
+
+
 cdef object function_ctx_of(Py_ssize_t node):
     """The grad_fn of a custom Function's output: its ctx (kept in the Function record's aux)."""
     cdef Py_ssize_t k = TAPE.recs[node].inp[0] if TAPE.recs[node].op == OP_FN_OUTPUT else node

@@ -389,6 +389,11 @@ cdef object inplace_binary(int op, TensorBase self, object other):
     if result is NotImplemented:
         return NotImplemented
     write_result(self, (<TensorBase>result)._array)
+    if recording and other is self and (op == OP_MUL or op == OP_DIV):
+        # x.mul_(x), x /= x: the record read both operands from the private copy, but PyTorch's
+        # MulBackward0 / DivBackward0 save `other` itself, which this very write overwrites, so
+        # their backward raises the in-place error: the same refusal here (before the bump).
+        guard_version(&TAPE.recs[(<TensorBase>result)._node], self)
     bump_version(self)
     if recording:
         adopt_record(self, <TensorBase>result)

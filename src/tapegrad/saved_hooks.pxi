@@ -62,6 +62,12 @@ cdef class PackedSaved:
         t = _unpack_with_hook(self.unpack, self.packed)
         a = (<TensorBase>t)._array
         if a.shape != self.shape:
+            try:
+                np.broadcast_shapes(a.shape, self.shape)
+            except ValueError:
+                # PyTorch's backward formula meets the unpacked value and the gradient (of the
+                # saved shape) and refuses them as any elementwise op would
+                raise RuntimeError(size_mismatch_message(self.shape, a.shape)) from None
             raise RuntimeError(
                 f"saved tensor unpack_hook returned a tensor of shape {list(a.shape)} for a value "
                 f"saved with shape {list(self.shape)}: the unpacked tensor must have the saved "

@@ -58,10 +58,28 @@ cdef int check_saved_versions(Record* r) except -1:
             continue                    # (a hooked value: unpack_saved decides, saved_hooks.pxi)
         v = <Version>r.ver[j]
         if v.value != r.ver_at[j]:
+            if r.saved[j] == NULL:
+                # a version kept alone (guard_version): PyTorch saved the tensor itself, and
+                # names it as it is now, its dtype, shape and current grad_fn
+                t = guarded_tensor(v)
+                if t is not None:
+                    raise modified_in_place_error(t._array, _grad_fn_name_of(t), v.value,
+                                                  r.ver_at[j])
             saved = <object>r.saved[j] if r.saved[j] != NULL else None
             raise modified_in_place_error(saved, saved_value_node_name(r, j), v.value,
                                           r.ver_at[j])
     return 0
+
+
+cdef TensorBase guarded_tensor(Version v):
+    """The live tensor on the tape whose storage version counter is `v`, the latest written
+    (an in-place write makes its tensor the output of the newest record), or None.  Only on
+    the error path: a walk over the tape."""
+    cdef Py_ssize_t i
+    for i in range(TAPE.n - 1, -1, -1):
+        if TAPE.recs[i].out != NULL and (<TensorBase>TAPE.recs[i].out)._version is v:
+            return <TensorBase>TAPE.recs[i].out
+    return None
 
 
 cdef bint view_of_grad_tensor(object base) except -1:
@@ -856,7 +874,27 @@ cdef tuple normalize_inputs(object inputs, str fname):
     if isinstance(inputs, dict):
         raise TypeError(f"`inputs` argument to `{fname}()` must be a dict, not "
                         f"{type_name(inputs)}. Other Mapping types are not supported.")
-    return tuple(inputs)
+    graph = sys.modules.get("tapegrad.autograd.graph")     # (no edge exists before it loads)
+    if graph is None:
+        return tuple(inputs)
+    if isinstance(inputs, graph.GradientEdge):
+        inputs = (inputs,)
+    return edges_as_tensors(tuple(inputs), graph.GradientEdge, fname == "backward")
+
+
+cdef tuple edges_as_tensors(tuple inputs, object edge_type, bint leaves_only):
+    """`inputs` with each GradientEdge replaced by the tensor whose gradient flows along it
+    (_edge_tensor): the tape differentiates with respect to tensors.  `leaves_only` (backward):
+    an edge into a non-leaf is dropped, as PyTorch accumulates its gradient nowhere a program
+    sees (that tensor's .grad stays unset)."""
+    cdef list out = []
+    for x in inputs:
+        if isinstance(x, edge_type):
+            x = _edge_tensor(x.node, x.output_nr)
+            if leaves_only and not is_leaf_c(<TensorBase>x):
+                continue
+        out.append(x)
+    return tuple(out)
 
 
 # -- one backward pass, and the callbacks that run when it ends ----------------------------------
@@ -1041,6 +1079,9 @@ cdef int backward_impl(object tensors, object grad_tensors, object retain_graph,
     if inputs is not None:
         inputs_tuple = normalize_inputs(inputs, "backward")
         if len(inputs_tuple) == 0:
+            if isinstance(inputs, (list, tuple)) and len(inputs) > 0:
+                return 0                # (only edges into non-leaves: no .grad to fill; tapegrad
+                                        # skips that pass, PyTorch runs it, hooks and all)
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         if SPARSE_LOOKUP_LEAVES is not None:
             # backward(inputs=[weight]) of a weight looked up with sparse=True: its gradient

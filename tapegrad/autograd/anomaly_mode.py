@@ -8,7 +8,6 @@ check_nan (the default), a backward op that returns NaN raises
 """
 from __future__ import annotations as _annotations
 
-import functools
 import warnings
 
 from .. import _core
@@ -28,7 +27,10 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 
 class detect_anomaly:
-    """Context manager (and decorator) that enables anomaly detection inside it."""
+    """Context manager that enables anomaly detection inside it.
+
+    Not a decorator: PyTorch's detect_anomaly defines no __call__, so `@detect_anomaly()` raises
+    TypeError there, and a script relying on it must fail the same way here."""
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
@@ -42,14 +44,6 @@ class detect_anomaly:
 
     def __exit__(self, *args) -> None:
         _core._set_anomaly_enabled(self.prev, self.prev_check_nan)
-
-    def __call__(self, func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            with self.__class__(self.check_nan):
-                return func(*args, **kwargs)
-
-        return wrapper
 
 
 class set_detect_anomaly:

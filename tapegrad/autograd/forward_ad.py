@@ -258,8 +258,10 @@ def _function_jvp(cls, ctx, args, tangents, out) -> None:
         raise NotImplementedError("You must implement the jvp function for custom "
                                   "autograd.Function to use it with forward mode AD.")
     from ..grad_mode import no_grad
+    # inside jvp, ctx.saved_tensors are only what forward gave save_for_forward: nothing when
+    # it saved for backward only (PyTorch's: `x, = ctx.saved_tensors` then fails in jvp)
     saved = getattr(ctx, "saved_for_forward", None)
-    ctx._forward_saved = tuple(saved) if saved is not None else None
+    ctx._forward_saved = tuple(saved) if saved is not None else ()
     _computing_jvp += 1
     try:
         # (one of tapegrad's ops, made of recorded ops: its tangent stays differentiable, for
