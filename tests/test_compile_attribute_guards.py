@@ -220,7 +220,7 @@ def test_global_model_inside_a_function(x):
     _same(compiled(x), loss(x))
 
 
-def test_matches_torch_compile_after_an_attribute_change():
+def test_matches_torch_after_an_attribute_change():
     torch = pytest.importorskip("torch")
 
     def run(lib):
@@ -233,7 +233,9 @@ def test_matches_torch_compile_after_an_attribute_change():
         def f(t):
             return (net(t) * holder.scale).sum()
 
-        compiled = lib.compile(f, backend="eager") if lib is torch else lib.compile(f)
+        # (PyTorch's eager calls: torch.compile's guards give the same values, and running
+        # dynamo here would patch torch.nn.Module for the tests that run after this one)
+        compiled = f if lib is torch else lib.compile(f)
         t = lib.ones(2, 3)
         outs = [compiled(t).item() for _ in range(3)]
         holder.scale = -3.0
