@@ -350,13 +350,14 @@ def _bilinear_corners(x, taps, stored):
 
 def _fused_tap(x, w, acc):
     """x * w + acc rounded once, as PyTorch's fused kernels compute it, in recorded ops (w a
-    constant array).  For float32 the product of two float32 values is exact in float64, so
-    x * w + acc in float64 rounded to float32 is the fused result (but for a float64 sum
-    exactly halfway between two float32 values, vanishingly rare); float64 has no wider
-    type: x * w + acc rounded twice there (an ulp of float64 at most)."""
+    constant array or a tensor).  For float32 the product of two float32 values is exact in
+    float64, so x * w + acc in float64 rounded to float32 is the fused result (but for a
+    float64 sum exactly halfway between two float32 values, vanishingly rare); float64 has no
+    wider type: x * w + acc rounded twice there (an ulp of float64 at most)."""
     if x._array.dtype != np.float32:
-        return acc + x * _wrap(w)
-    return (x.double() * _wrap(w.astype(np.float64)) + acc).float()     # (acc promoted)
+        return acc + x * (w if isinstance(w, _core.TensorBase) else _wrap(w))
+    wide = w.double() if isinstance(w, _core.TensorBase) else _wrap(w.astype(np.float64))
+    return (x.double() * wide + acc).float()     # (acc promoted)
 
 
 def _axis_taps(mode, antialias, size, n, scale, align_corners, op=np.float64):
