@@ -334,7 +334,8 @@ def _bilinear_corners(x, taps, stored):
         first = order[0]
         acc = part[first] * _wrap(weights[first])
         for k in order[1:]:
-            acc = _fused_tap(part[k], weights[k], acc)
+            acc = (_fused_tap(part[k], weights[k], acc) if _kernel_fuses()
+                   else acc + part[k] * _wrap(weights[k]))
         return acc
 
     channels = x.shape[1]
@@ -468,8 +469,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     # kernels interpolate along the last axis first: the value at (h, w) is
     # sum_i wh_i * (sum_j ww_j * x[h_i, w_j]), so passing over the axes last to first rounds
     # the same partial sums (first to last differed in the last bit)
-    corners = (mode == "bilinear" and not antialias and _kernel_fuses()
-               and _bilinear_by_corners(input, out_sp))
+    corners = mode == "bilinear" and not antialias and _bilinear_by_corners(input, out_sp)
     order = tuple(range(nd) if mode in ("nearest", "nearest-exact") else reversed(range(nd)))
 
     def weighted_taps(s, n, f):
