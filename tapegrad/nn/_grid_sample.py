@@ -135,6 +135,11 @@ def _unnormalise(coord, size: int, align_corners: bool):
     """[-1, 1] to pixel units: the corner pixels' centres (align_corners) or their outer edges."""
     if align_corners:
         return (coord + 1.0) * ((size - 1) / 2.0)
+    if coord._array.dtype == np.float32:
+        # PyTorch's float32 kernels fuse the scaling and the shift (measured: 9 x 13 inputs)
+        from ._spatial_ops import _fused_tap, _kernel_fuses
+        if _kernel_fuses():
+            return _fused_tap(coord + 1.0, np.float32(size / 2.0), -0.5)
     return (coord + 1.0) * (size / 2.0) - 0.5
 
 
@@ -365,7 +370,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
             # PyTorch's 3-d kernel reads only the taps inside the input: an outside tap's
             # NaN weight (from a non-finite coordinate) adds nothing there
             w = w.masked_fill(outside, 0.0)
-        out = (values * w).sum(2)
+        out = _weighted_sum(values, w, len(spatial))
     result = _core._name_grad_fn(out.reshape((n, channels) + out_spatial),
                                  f"GridSampler{len(spatial)}DBackward0")
     # PyTorch's node saves the input and the grid: writing into either (a flow field or a
@@ -373,6 +378,21 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     # here had kept the values it read (its reshape record saves nothing: slots are free)
     _core._guard_saved_version(result, input, grid)
     return result
+
+
+def _weighted_sum(values, w, nd: int):
+    """Sum over the taps (dim 2) of values * w, as PyTorch's kernels round it: its 2-d bilinear
+    kernel (where its build fuses multiply-adds) computes nw * x_nw, then fma(x, w, acc) for
+    the ne, sw and se taps in that order (measured: a plain sum was an ulp off for about half
+    the float32 outputs)."""
+    from ._spatial_ops import _fused_tap, _kernel_fuses
+    if not (nd == 2 and values.shape[2] == 4 and values._array.dtype == np.float32
+            and _kernel_fuses()):
+        return (values * w).sum(2)
+    out = values.select(2, 0) * w.select(2, 0)
+    for k in range(1, 4):
+        out = _fused_tap(values.select(2, k), w.select(2, k), out)
+    return out
 
 
 # PyTorch's enums behind grid_sampler's int arguments (GridSamplerInterpolation, GridSamplerPadding)

@@ -135,37 +135,89 @@ def _nearest_index(size, n, scale, exact, size_shortcuts=False):
     return np.minimum(src.astype(np.int64), size - 1)
 
 
-def _linear_taps(size, n, scale, align_corners):
-    """Per output position along one axis: the two source positions and their weights."""
-    step = _source_scale(size, n, scale, align_corners)
-    pos = np.arange(n, dtype=np.float64)
-    src = pos * step if align_corners else np.maximum((pos + 0.5) * step - 0.5, 0.0)
-    lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
-    hi = np.minimum(lo + 1, size - 1)
-    frac = src - lo
+_fused_cache = None
+
+
+def _kernel_fuses() -> bool:
+    """Whether PyTorch's interpolation kernels contract a * b + c to fused multiply-adds: its
+    AVX2 and AVX-512 builds do (the compiler contracts them, measured with torch 2.13 on an
+    AVX-512 Xeon), its DEFAULT build (no FMA instructions) does not."""
+    global _fused_cache
+    if _fused_cache is None:
+        from ..backends.cpu import get_cpu_capability
+        _fused_cache = get_cpu_capability() != "DEFAULT"
+    return _fused_cache
+
+
+def _madd(a, b, c):
+    """a * b + c for numpy arrays / scalars of one floating type, rounded once where PyTorch's
+    kernel fuses it (see _kernel_fuses), else twice."""
+    a, b, c = np.broadcast_arrays(a, b, c)
+    if _kernel_fuses():
+        out = np.empty(a.shape, a.dtype)
+        if _core.fused_multiply_add(np.ascontiguousarray(a), np.ascontiguousarray(b),
+                                    np.ascontiguousarray(c), out) is not None:
+            return out
+    return a * b + c
+
+
+def _source_positions(size, n, scale, align_corners, op, cubic=False):
+    """The source position of each of n outputs along an axis of `size` inputs, computed as
+    PyTorch's kernels compute it: in `op`, the kernel's opmath type (float32 for float32 and
+    half inputs, float64 for float64), so that its weights, and the interpolated values, have
+    PyTorch's last bits.  Two positions: the one PyTorch's build takes the index from (step *
+    (i + 0.5) rounded, then - 0.5) and the one it takes the fraction from (a fused multiply-add
+    where it fuses, see _kernel_fuses; measured on one-hot inputs: float64 20 -> 60 needs
+    both).  Linear modes clamp a negative position to 0; bicubic does not."""
+    op = np.dtype(op).type
+    if align_corners:
+        step = op(size - 1) / op(n - 1) if n > 1 else op(0)
+        src = np.arange(n, dtype=op) * step
+        return src, src
+    # (a given scale factor becomes a step in double, then in op; a size gives a step in op)
+    step = op(1.0 / scale) if scale is not None and scale > 0 else op(size) / op(n)
+    half = np.arange(n, dtype=op) + op(0.5)
+    for_index = step * half - op(0.5)
+    for_fraction = _madd(np.full(n, step, dtype=op), half, op(-0.5))
+    if cubic:
+        return for_index, for_fraction
+    return np.maximum(for_index, op(0)), np.maximum(for_fraction, op(0))
+
+
+def _linear_taps(size, n, scale, align_corners, op=np.float64):
+    """Per output position along one axis: the two source positions and their weights (in op,
+    see _source_positions)."""
     if n == size:
         # PyTorch reads x[i] * 1 + x[i] * 0 for an axis whose size does not change, whatever
         # the scale (finite values are copied exactly, an inf becomes NaN as in PyTorch)
         lo = hi = np.arange(n)
-        frac = np.zeros(n)
-    return lo, hi, 1 - frac, frac
+        return lo, hi, np.ones(n, dtype=op), np.zeros(n, dtype=op)
+    src, fine = _source_positions(size, n, scale, align_corners, op)
+    lo = np.minimum(src.astype(np.int64), size - 1)
+    hi = np.minimum(lo + 1, size - 1)
+    frac = np.clip(fine - lo.astype(op), 0, 1).astype(op)
+    return lo, hi, (op(1) - frac).astype(op), frac
 
 
-def _cubic_taps(size, n, scale, align_corners):
+def _cubic_taps(size, n, scale, align_corners, op=np.float64):
     """Per output position along one axis: PyTorch's four bicubic taps (source positions
     floor(src) - 1 .. floor(src) + 2, clamped to the axis) and their weights, the cubic
-    convolution kernel with A = -0.75 (the source position is not clamped at 0, as it is for
-    linear modes)."""
-    step = _source_scale(size, n, scale, align_corners)
-    pos = np.arange(n, dtype=np.float64)
-    src = pos * step if align_corners else (pos + 0.5) * step - 0.5
-    base = np.floor(src)
-    t = src - base
-    a = -0.75
-    near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1              # |d| <= 1
-    far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a          # 1 < |d| < 2
-    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
-    taps = [np.clip(base.astype(np.int64) + k, 0, size - 1) for k in (-1, 0, 1, 2)]
+    convolution kernel with A = -0.75, in op (see _source_positions; the source position is
+    not clamped at 0, as it is for linear modes)."""
+    op = np.dtype(op).type
+    src, fine = _source_positions(size, n, scale, align_corners, op, cubic=True)
+    base = np.minimum(np.floor(src).astype(np.int64), size - 1)
+    t = np.clip(fine - base.astype(op), 0, 1).astype(op)
+    a = op(-0.75)
+    one = op(1)
+    # ((A + 2) d - (A + 3)) d d + 1 for |d| <= 1 and ((A d - 5 A) d + 8 A) d - 4 A for
+    # 1 < |d| < 2, rounded where PyTorch's build rounds them: its inner multiply-adds fused,
+    # the last multiply and add apart (measured: its weights, read off one-hot inputs, match
+    # this and no other pairing)
+    near = lambda d: ((_madd(a + op(2), d, -(a + op(3))) * d) * d + one).astype(op)
+    far = lambda d: (_madd(_madd(a, d, -op(5) * a), d, op(8) * a) * d - op(4) * a).astype(op)
+    weights = tuple(w.astype(op) for w in (far(t + one), near(t), near(one - t), far(one - t + one)))
+    taps = [np.clip(base + k, 0, size - 1) for k in (-1, 0, 1, 2)]
     return list(zip(taps, weights))
 
 
@@ -222,23 +274,101 @@ def _taps_along(x, dim, taps):
     """Interpolation of x along `dim` as PyTorch computes it: sum of w * x[index] over the taps
     (index, w), each tap one index_select, so a NaN or inf reaches only the outputs (and its
     gradient only the inputs) whose taps touch it; a dense interpolation matrix would spread it
-    along the axis."""
+    along the axis.  The sum is PyTorch's: where its build fuses (_kernel_fuses) it computes
+    acc = fma(x0, w0, x1 * w1), then acc = fma(xk, wk, acc) for the other taps (measured)."""
     shape = _shape_along(x.dim(), dim, len(taps[0][0]))
     dtype = x._array.dtype
-    out = None
-    for index, w in taps:
-        term = x.index_select(dim, _wrap(index)) * _wrap(w.astype(dtype).reshape(shape))
-        out = term if out is None else out + term
+
+    def gathered(tap):
+        index, w = tap
+        return x.index_select(dim, _wrap(index)), w.astype(dtype).reshape(shape)
+
+    terms = [gathered(tap) for tap in taps]
+    if not _kernel_fuses():
+        out = None
+        for xk, wk in terms:
+            out = xk * _wrap(wk) if out is None else out + xk * _wrap(wk)
+        return out
+    (x0, w0), (x1, w1) = terms[:2]
+    out = _fused_tap(x0, w0, x1 * _wrap(w1))
+    for xk, wk in terms[2:]:
+        out = _fused_tap(xk, wk, out)
     return out
 
 
-def _axis_taps(mode, antialias, size, n, scale, align_corners):
-    """The (index, weight) taps of one axis of a weighted interpolation mode."""
+def _bilinear_by_corners(input, out_sp) -> bool:
+    """Whether PyTorch's bilinear kernel for this call is its channels-last one (which it runs
+    on any layout: for a channels_last input of more than 3 channels, or an output whose height
+    plus width is at most 128), rather than its generic separable-order one."""
+    if sum(out_sp) <= 128:
+        return True
+    from .. import channels_last
+    return input.shape[1] > 3 and input.is_contiguous(memory_format=channels_last)
+
+
+# PyTorch's channels-last bilinear kernel sums the four corners x_hw * (wh * ww) in its SIMD
+# order over whole vectors of channels (16 half, 8 float32 or 4 float64 lanes: its AVX2 build,
+# which its dispatch runs on AVX-512 CPUs too), in its scalar order over the channels left
+# over (another for half); each order is a first product, then fused multiply-adds (measured).
+_CORNERS_VECTOR = ((1, 0), (1, 1), (0, 1), (0, 0))
+_CORNERS_SCALAR = ((0, 1), (0, 0), (1, 0), (1, 1))
+_CORNERS_SCALAR_HALF = ((0, 0), (0, 1), (1, 0), (1, 1))
+_VECTOR_BYTES = 32
+
+
+def _bilinear_corners(x, taps, stored):
+    """Bilinear interpolation of (N, C, H, W) x as PyTorch's channels-last kernel computes it:
+    taps = [[(h0, a0), (h1, a1)], [(w0, b0), (w1, b1)]], weights in the opmath dtype; `stored`
+    the input's dtype, whose size sets the SIMD lanes (a half input is computed here in
+    float32, in vectors of 16 half channels)."""
+    (h_taps, w_taps) = taps
+    dtype = x._array.dtype
+    rows = [x.index_select(2, _wrap(h)) for h, _ in h_taps]
+    values = {(i, j): rows[i].index_select(3, _wrap(w)) for i in (0, 1)
+              for j, (w, _) in enumerate(w_taps)}
+    weights = {(i, j): (a[:, None] * b[None, :]).astype(dtype) for i, (_, a) in enumerate(h_taps)
+               for j, (_, b) in enumerate(w_taps)}
+
+    def summed(order, lo, hi):
+        part = {k: v if (lo, hi) == (0, x.shape[1]) else v[:, lo:hi] for k, v in values.items()}
+        first = order[0]
+        acc = part[first] * _wrap(weights[first])
+        for k in order[1:]:
+            acc = (_fused_tap(part[k], weights[k], acc) if _kernel_fuses()
+                   else acc + part[k] * _wrap(weights[k]))
+        return acc
+
+    channels = x.shape[1]
+    split = channels - channels % (_VECTOR_BYTES // stored.itemsize)
+    if split == channels:
+        return summed(_CORNERS_VECTOR, 0, channels)
+    scalar = _CORNERS_SCALAR_HALF if stored == np.float16 else _CORNERS_SCALAR
+    if split == 0:
+        return summed(scalar, 0, channels)
+    from .. import cat
+    return cat([summed(_CORNERS_VECTOR, 0, split), summed(scalar, split, channels)], 1)
+
+
+def _fused_tap(x, w, acc):
+    """x * w + acc rounded once, as PyTorch's fused kernels compute it, in recorded ops (w a
+    constant array or a tensor).  For float32 the product of two float32 values is exact in
+    float64, so x * w + acc in float64 rounded to float32 is the fused result (but for a
+    float64 sum exactly halfway between two float32 values, vanishingly rare); float64 has no
+    wider type: x * w + acc rounded twice there (an ulp of float64 at most)."""
+    if x._array.dtype != np.float32:
+        return acc + x * (w if isinstance(w, _core.TensorBase) else _wrap(w))
+    wide = w.double() if isinstance(w, _core.TensorBase) else _wrap(w.astype(np.float64))
+    return (x.double() * wide + acc).float()     # (acc promoted)
+
+
+def _axis_taps(mode, antialias, size, n, scale, align_corners, op=np.float64):
+    """The (index, weight) taps of one axis of a weighted interpolation mode (the linear and
+    bicubic weights computed in op, see _source_positions)."""
     if antialias:
         return _antialias_taps(size, n, scale, align_corners, mode)
     if mode == "bicubic":
-        return _cubic_taps(size, n, scale, align_corners)
-    lo, hi, w_lo, w_hi = _linear_taps(size, n, scale, align_corners)
+        return _cubic_taps(size, n, scale, align_corners, op)
+    lo, hi, w_lo, w_hi = _linear_taps(size, n, scale, align_corners, op)
     return [(lo, w_lo), (hi, w_hi)]
 
 
@@ -330,9 +460,36 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = _wrap(np.ascontiguousarray(arr, dtype=np.uint8))
         return follow_channels_last(out, input)
 
+    stored = input._array.dtype
+    # the kernels' opmath: weights computed in float32 for float32 and half inputs, in float64
+    # for float64
+    op = np.float64 if stored == np.float64 else np.float32
+    # PyTorch's bilinear kernel for small outputs (and channels_last inputs) is its channels-last
+    # one, which sums the four corners (_bilinear_corners); its other linear and bicubic
+    # kernels interpolate along the last axis first: the value at (h, w) is
+    # sum_i wh_i * (sum_j ww_j * x[h_i, w_j]), so passing over the axes last to first rounds
+    # the same partial sums (first to last differed in the last bit)
+    corners = mode == "bilinear" and not antialias and _bilinear_by_corners(input, out_sp)
+    order = tuple(range(nd) if mode in ("nearest", "nearest-exact") else reversed(range(nd)))
+
+    def weighted_taps(s, n, f):
+        taps = _axis_taps(mode, antialias, s, n, f, bool(align_corners), op)
+        if antialias or stored == op or corners:
+            return taps     # (the channels-last kernel keeps its weights in opmath)
+        # the other kernels store their weights in the input's dtype: a half input's are
+        # rounded to half, a linear pair as 1 - w1 of the rounded w1
+        if mode == "bicubic":
+            return [(index, w.astype(stored).astype(op)) for index, w in taps]
+        (lo, _), (hi, w1) = taps
+        w1 = w1.astype(stored).astype(op)
+        return [(lo, (op(1) - w1).astype(stored).astype(op)), (hi, w1)]
+
     def resampled(out):
+        if corners:
+            return _bilinear_corners(out, [weighted_taps(s, n, f)
+                                           for s, n, f in zip(spatial, out_sp, scales)], stored)
         given = out
-        for axis in range(nd):
+        for axis in order:
             s, n, f = spatial[axis], out_sp[axis], scales[axis]
             dim = 2 + axis
             if antialias and n == s:
@@ -345,8 +502,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                      size_shortcuts=mode == "nearest" and nd == 2)
                 out = out.index_select(dim, _wrap(idx))
             else:
-                out = _taps_along(out, dim, _axis_taps(mode, antialias, s, n, f,
-                                                       bool(align_corners)))
+                out = _taps_along(out, dim, weighted_taps(s, n, f))
         # (every axis passed over: still a new tensor, never the input itself)
         return out.clone() if out is given else out
 
