@@ -39,7 +39,11 @@ capture (or raise, with on_guard_failure="raise"):
     each reason) - never a stale replay: other in-place writes (into tensors the function made
     or reads or was given, random fills), .numpy() reads, ops reached
     other than by their public names (a reference taken from an internal module), custom
-    autograd.Functions.
+    autograd.Functions, draws from Python's or numpy's random numbers, and Python state the
+    call changes: a print, an append to a list or a count in a dict or an attribute of an
+    object the function reads from outside (a first capture that changes state, as a cache
+    filled on first use does, is not kept: the next call captures again and replays if that
+    capture changes nothing).
 
   - the function's environment: every Python number and every tensor it reads by name from its
     closure cells or its globals (and those of functions it defines inside, and of the Python
@@ -62,6 +66,8 @@ those.
 """
 from __future__ import annotations as _annotations
 
+import builtins
+import contextlib
 import dis
 import functools
 import pickle
@@ -150,6 +156,7 @@ class CompiledFunction(_core.CompiledCall):
         self.on_guard_failure = on_guard_failure
         self.cache_size = int(cache_size)
         self._plans = {}
+        self._changed_state = set()     # signatures whose capture changed Python state once
         self.stats = {"captures": 0, "replays": 0, "eager": 0, "guard_failures": 0}
         self._torch_cache = _compile_stance._CacheModel(fn)   # torch.compile's compilations
         functools.update_wrapper(self, fn)
@@ -163,6 +170,7 @@ class CompiledFunction(_core.CompiledCall):
     def reset(self):
         """Forget every capture (the next call captures again)."""
         self._plans.clear()
+        self._changed_state.clear()
         self._last_plan = None
         self._torch_cache.reset()
 
@@ -230,9 +238,10 @@ class CompiledFunction(_core.CompiledCall):
             return self.fn(*args, **kwargs)
         self._torch_cache.note_compile(args, kwargs)
         self._last_plan = None          # (the C path's shortcut to the plan it replayed last)
-        env = _environment(self.fn, args, kwargs)
+        env, reached = _environment(self.fn, args, kwargs)
         rng_before = _global_rng().bit_generator.state
         foreign = _ForeignRandomness(env)
+        python_state = _PythonState(reached)
         global _effects
         effects = _effects = []
         capture = _core._capture_begin()
@@ -242,13 +251,21 @@ class CompiledFunction(_core.CompiledCall):
             _ROUTES.install()
             _capture_state.routing = True
             try:
-                result = self.fn(*args, **kwargs)
+                with python_state.watching_prints():
+                    result = self.fn(*args, **kwargs)
             finally:
                 _stop_routing()
         finally:
             _capture_state.capture = None
             _core._capture_end()
         self.stats["captures"] += 1
+        changed = python_state.changes()
+        if key is not None and changed and key not in self._changed_state:
+            # a first capture that changed Python state may have filled a cache the function
+            # keeps (a rotary table built on first use): the next call captures again, and
+            # replays if that capture changes nothing
+            self._changed_state.add(key)
+            return result
         if key is not None:
             if len(self._plans) >= self.cache_size:
                 self._plans.pop(next(iter(self._plans)))
@@ -258,6 +275,10 @@ class CompiledFunction(_core.CompiledCall):
                              "reads), which a replay would not draw again")
             else:
                 plan = _build_plan(capture, flat, result, effects)
+                if changed:
+                    reasons = [plan.reason] if plan.program is None and plan.reason else []
+                    plan = _Plan(reason="; ".join(reasons + [
+                        f"it {changed} at every call, which a replay would not do again"]))
             plan.env = env
             if plan.program is not None:
                 plan.program.global_rng = _global_rng
@@ -551,7 +572,8 @@ def _code_objects(code):
 
 
 def _environment(fn, args=(), kwargs=None):
-    """(namespace, name, value) for each number or tensor `fn` reads from a closure cell, a
+    """The guard entries of a capture, and the objects the function reads (for _PythonState).
+    The entries: (namespace, name, value) for each number or tensor `fn` reads from a closure cell, a
     global or an attribute (and its defaults), where namespace is the cell (name None), the dict that holds it (the
     globals, an object's __dict__, a Module's _parameters/_buffers/_modules) or the class of a
     class attribute; the same, by identity, for each Python function it reads that way (a
@@ -570,7 +592,8 @@ def _environment(fn, args=(), kwargs=None):
     bound = _identity_arguments(function, args, kwargs or {})
     if getattr(fn, "__self__", None) is not None:
         bound.update(_self_binding(function, fn.__self__))
-    modules = [fn, *bound.values()]
+    modules = [fn, *bound.values()]     # (every object read: the Modules among them, and
+                                        # what _PythonState watches)
     pending = [(function, bound)]       # (function, {local name: the object it holds})
     guarded = set()
 
@@ -643,7 +666,7 @@ def _environment(fn, args=(), kwargs=None):
             break
     env.extend(entry for entry in _module_state(modules)
                if (id(entry[0]), entry[1]) not in guarded)
-    return tuple(env)
+    return tuple(env), modules
 
 
 def _is_subscript(ins) -> bool:
@@ -858,6 +881,89 @@ def _module_state(candidates):
 
 
 _env_holds = _core._env_holds     # (the C call path checks it at every replay)
+
+
+class _PythonState:
+    """What a replay cannot do again: change Python state.  A function that appends to a list
+    it reads from outside (`losses.append(loss.item())`), counts its calls in a dict or an
+    attribute (`self.calls += 1`), stores a tensor on self (`self.last_attention = attn`) or
+    prints did so once, at capture, and never again when replayed.  The capture takes a shallow
+    snapshot of every object the function reads (globals, closure cells, attributes, arguments
+    held by identity, the Modules under them) and watches print(); `changes()` names what the
+    call changed, if anything."""
+
+    def __init__(self, reached):
+        from .nn.modules.module import Module
+        objects, seen = [], set()
+        for obj in reached:
+            for o in (obj.modules() if isinstance(obj, Module) else (obj,)):
+                if id(o) not in seen and _is_watched(o):
+                    seen.add(id(o))
+                    objects.append(o)
+        self.objects = objects
+        self.snapshots = [_shallow_state(o) for o in objects]
+        self.printed = False
+
+    @contextlib.contextmanager
+    def watching_prints(self):
+        original = builtins.print
+
+        def noting_print(*args, **kwargs):
+            self.printed = True
+            return original(*args, **kwargs)
+
+        builtins.print = noting_print
+        try:
+            yield
+        finally:
+            builtins.print = original
+
+    def changes(self) -> str:
+        """'' when the call changed nothing watched, else what it did ("prints", ...)."""
+        if self.printed:
+            return "prints"
+        for obj, before in zip(self.objects, self.snapshots):
+            if not _same_state(before, _shallow_state(obj)):
+                what = type(obj).__name__
+                return (f"changes a {what} it reads from outside" if isinstance(obj, (list, dict, set))
+                        else f"sets attributes of a {what} object it reads")
+        return ""
+
+
+def _is_watched(obj) -> bool:
+    if isinstance(obj, (list, dict, set, bytearray)):
+        return True
+    if isinstance(obj, (Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
+                        types.BuiltinFunctionType, np.ndarray)) or _is_guarded_value(obj):
+        return False
+    # a user's object (not a library's: a threading.Event, a tapegrad Generator or layer keep
+    # state of their own that their methods change, which is theirs to replay or not)
+    module = sys.modules.get(type(obj).__module__ or "")
+    return (isinstance(getattr(obj, "__dict__", None), dict) and module is not None
+            and not _is_library_module(module))
+
+
+def _shallow_state(obj):
+    """The items of a container or an object's attributes, held (so identities stay valid)."""
+    if isinstance(obj, (list, bytearray)):
+        return tuple(obj)
+    if isinstance(obj, dict):
+        return tuple(obj.items())
+    if isinstance(obj, set):
+        return tuple(obj)
+    return tuple(obj.__dict__.items())
+
+
+def _same_state(before, after) -> bool:
+    if len(before) != len(after):
+        return False
+    for a, b in zip(before, after):
+        if isinstance(a, tuple):                    # (key, value) pairs
+            if a[0] is not b[0] and a[0] != b[0] or a[1] is not b[1] and not _same(a[1], b[1]):
+                return False
+        elif a is not b and not _same(a, b):
+            return False
+    return True
 
 
 class _ForeignRandomness:

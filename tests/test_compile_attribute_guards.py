@@ -332,3 +332,78 @@ def test_tapegrad_random_ops_still_replay(x):
     for _ in range(4):
         f(x)
     assert f.stats["replays"] == 3
+
+
+def test_python_side_effects_happen_at_every_call(x, capsys):
+    """SILENT: a replay skipped the Python the function runs besides its ops: a compiled step
+    that printed its loss printed once, `losses.append(...)` kept one entry, a call counter in a
+    dict or on an object stayed at 1.  PyTorch (eager, and torch.compile) does them each call."""
+    losses, counter = [], {"n": 0}
+
+    class Tracker:
+        calls = 0
+
+    tracker = Tracker()
+
+    @tg.compile
+    def step(t):
+        loss = (t * 2).sum()
+        losses.append(loss.item())
+        counter["n"] += 1
+        tracker.calls += 1
+        return loss
+
+    for _ in range(4):
+        step(x)
+    assert len(losses) == 4 and counter["n"] == 4 and tracker.calls == 4
+    assert "reads from outside" in step.explain()
+
+    @tg.compile
+    def loud(t):
+        print("loss", round((t * 3).sum().item(), 3))
+        return t.sum()
+
+    capsys.readouterr()
+    for _ in range(3):
+        loud(x)
+    assert capsys.readouterr().out.count("loss") == 3
+
+
+def test_state_stored_on_self_in_forward(x):
+    class Attn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(3, 3)
+            self.last = None
+
+        def forward(self, t):
+            self.last = self.proj(t).softmax(-1)
+            return self.last.sum()
+
+    model = Attn()
+    compiled = tg.compile(model)
+    for _ in range(3):
+        t = tg.randn(4, 3)
+        compiled(t)
+        _same(model.last, model.proj(t).softmax(-1))   # the attention of this call
+
+
+def test_a_cache_filled_on_first_use_still_replays(x):
+    """A rotary table or mask built on the first call changes state once: the second call
+    captures again, finds nothing changed, and later calls replay."""
+    class Rotary(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = None
+
+        def forward(self, t):
+            if self.table is None:
+                self.table = tg.arange(3.0) * 0.5
+            return (t * self.table).sum()
+
+    model = Rotary()
+    compiled = tg.compile(model)
+    for _ in range(5):
+        _same(compiled(x), (x * (tg.arange(3.0) * 0.5)).sum())
+    stats = compiled._compiled_call.stats
+    assert stats["captures"] == 2 and stats["replays"] == 3
