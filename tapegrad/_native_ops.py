@@ -23,13 +23,14 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     when training), and the batch statistics per channel that PyTorch saves for backward (empty
     in eval mode); only the output carries a gradient."""
     import tapegrad
-    from tapegrad.nn import functional as F
     if not training and (running_mean is None or running_var is None):
         # (PyTorch crashes here; its eval kernel reads the running statistics)
         raise RuntimeError("native_batch_norm: running_mean and running_var must be defined "
                            "in evaluation mode")
-    output = F.batch_norm(input, running_mean, running_var, weight, bias, bool(training),
-                          momentum, eps)
+    from tapegrad.nn._batch_norm import aten_batch_norm
+    # (ATen's: no check of the batch size, which is nn.functional's)
+    output = aten_batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                             momentum, eps)
     if not training:
         empty = tapegrad.empty(0, dtype=input.dtype)
         return output, empty, empty.clone()

@@ -178,8 +178,10 @@ def adaptive_max_pool1d(input, output_size):
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
                cudnn_enabled):
-    """torch.batch_norm (ATen's argument order, all required); ``cudnn_enabled`` is ignored."""
-    return _F().batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+    """torch.batch_norm (ATen's argument order, all required); ``cudnn_enabled`` is ignored.
+    No check of the batch size: that is nn.functional's."""
+    from .nn._batch_norm import aten_batch_norm
+    return aten_batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                            eps)
 
 
