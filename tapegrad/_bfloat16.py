@@ -1016,6 +1016,35 @@ def _composed(func, args, kwargs):
         return _computed(func, name, args, kwargs)
 
 
+def _log_product(func, args, kwargs):
+    """xlogy, special.xlog1py and special.entr with a bfloat16 result: PyTorch's CPU kernels
+    take the logarithm through c10's bfloat16 overload, which rounds it to bfloat16 before the
+    product (x * bf16(log y)), so a product rounded once from float32 was a bfloat16 ulp off in
+    one value of four.  The values are rewritten in the result the op made (its graph and
+    gradients stay the core's)."""
+    name = func.__name__
+    y = _computed(func, name, args, kwargs)
+    bound = _bound(func, args, kwargs)
+    if not is_bfloat16(y) or bound is None or bound.get("out") is not None:
+        return y
+    values = [bound.get(k) for k in (("input",) if name == "entr" else ("input", "other"))]
+    # (a number operand enters the kernel as a bfloat16 value, as the tensors' storage is)
+    a, b = (round_to_bfloat16(v._array if isinstance(v, _core.TensorBase) else v)
+            for v in (values * 2)[:2])
+    if name == "entr":
+        a = -a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = round_to_bfloat16((np.log1p if name == "xlog1py" else np.log)(b))
+        product = round_to_bfloat16(a * logs)
+    if name == "entr":          # (nan stays, 0 at 0, -inf below: the kernel's own branches)
+        special = np.where(b > 0, product, np.where(b == 0, _F32.type(0), -np.inf))
+        product = np.where(np.isnan(b), b, special)
+    else:                       # (nan where other is, else 0 where input is 0)
+        product = np.where(np.isnan(b), _NAN_F32, np.where(a == 0, _F32.type(0), product))
+    y._array[...] = np.broadcast_to(product, y._array.shape)
+    return y
+
+
 # -- ops PyTorch computes as several bfloat16 ops ----------------------------------------------------
 # The core's VJPs compute in float32 and the sweep rounds what they return.  Where PyTorch's
 # backward formula (derivatives.yaml) is one kernel that is the same; where it is several ops,
@@ -1420,6 +1449,7 @@ _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_n
                           _norm), rms_norm=_rms_norm)
 _OWN.update(dict.fromkeys(("binary_cross_entropy", "huber_loss", "soft_margin_loss"),
                           _input_dtype_loss))
+_OWN.update(dict.fromkeys(("xlogy", "xlog1py", "entr"), _log_product))
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
