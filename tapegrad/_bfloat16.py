@@ -749,6 +749,9 @@ def _norm(func, args, kwargs):
     return result
 
 
+_FUSED_MISMATCH = "rms_norm: mismatch dtype, cannot dispatch to fused implementation"
+
+
 def _rms_norm(func, args, kwargs):
     """rms_norm with a bfloat16 input or weight.  PyTorch composes it on the CPU (no kernel of
     its own, so no dtype rule of the normalisations): the input cast to float32, the weight, of
@@ -762,7 +765,10 @@ def _rms_norm(func, args, kwargs):
         return _computed(func, func.__name__, args, kwargs)     # (the op's own errors)
     weight = bound.get("weight")
     if isinstance(weight, _core.TensorBase) and weight._array.dtype == _F32 and \
-            is_bfloat16(weight) != is_bfloat16(input):
+            is_bfloat16(weight) != is_bfloat16(input) and _FUSED_MISMATCH not in _core.WARNED_ONCE:
+        # (PyTorch's TORCH_WARN_ONCE: one warning per process for either pair, so the record
+        # is keyed by the site, not by the message)
+        _core.WARNED_ONCE.add(_FUSED_MISMATCH)
         names = ("c10::BFloat16", "float") if is_bfloat16(input) else ("float", "c10::BFloat16")
         warnings.warn(f"Mismatch dtype between input and weight: input dtype = {names[0]}, "
                       f"weight dtype = {names[1]}, Cannot dispatch to fused implementation.",
