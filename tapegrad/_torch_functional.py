@@ -194,8 +194,10 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
-    """torch.group_norm: see :func:`tapegrad.nn.functional.group_norm`."""
-    return _F().group_norm(input, num_groups, weight, bias, eps)
+    """torch.group_norm: see :func:`tapegrad.nn.functional.group_norm`, without its check of
+    one value per group (nn.functional's; ATen's normalises such a group to the bias)."""
+    from .nn._group_norm import aten_group_norm
+    return aten_group_norm(input, num_groups, weight, bias, eps)
 
 
 # -- dropout family ------------------------------------------------------------------------------

@@ -227,3 +227,24 @@ def test_bfloat16_log_products_round_the_logarithm(torch):
                                   reduction="batchmean")]
         return [_record(call()) for call in calls]
     _assert_same(_run(tg, fn), _run(torch, fn))
+
+
+def test_aten_group_norm_takes_one_value_per_group(torch):
+    # torch.group_norm / native_group_norm have no batch-size check (nn.functional's Python
+    # ValueError; fuzz 67000474, a generator form of this session)
+    def fn(lib):
+        x = lib.tensor([[[0.25], [0.5], [2.0]]], requires_grad=True)
+        w = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        b = lib.tensor([0.5, 0.0, -1.0])
+        out = []
+        for call in (lambda: lib.group_norm(x, 3, w, b),
+                     lambda: lib.native_group_norm(x, w, b, 1, 3, 1, 3, 1e-5)[0],
+                     lambda: lib.nn.functional.group_norm(x, 3, w, b),
+                     lambda: lib.nn.functional.group_norm(x, 1, w, b)):
+            def one(_):
+                y = call()
+                (y * lib.tensor([[[1.0], [-2.0], [0.5]]])).sum().backward()
+                return _record(y, x.grad, w.grad)
+            out.append(_run(lib, one))
+        return out
+    _assert_same(_run(tg, fn), _run(torch, fn), rtol=1e-6)
