@@ -169,13 +169,21 @@ def _cast_value(value, dtype, lower, name: str):
 
 
 def _widest(values, lower):
-    """PyTorch's promote_type: float32 if any eligible tensor (in the arguments or their lists)
-    is float32, else the lower-precision dtype."""
+    """PyTorch's promote_type (autocast_mode.h, prioritize): the eligible tensors (in the
+    arguments or their lists), in order, from the lower-precision dtype: float32 once any is
+    float32; the lower dtype while all are of it; a float16 among bfloat16 (or the reverse)
+    before any float32 raises, as PyTorch's does (stack of two float16 tensors under a bfloat16
+    autocast, fuzz 66600126)."""
+    current = lower
     for value in values:
         for v in (value if isinstance(value, (list, tuple)) else (value,)):
-            if _eligible(v) and v.dtype is _core.float32:
-                return _core.float32
-    return lower
+            if not _eligible(v):
+                continue
+            if current is _core.float32 or v.dtype is _core.float32:
+                current = _core.float32
+            elif v.dtype is not lower:
+                raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
+    return current
 
 
 def autocast_call(entry, policy: int, args: tuple, kwargs: dict):

@@ -707,10 +707,11 @@ def _promote_types(func, args, kwargs):
 
 
 def _norm(func, args, kwargs):
-    """A normalisation (layer_norm, group_norm, batch_norm, instance_norm, rms_norm): PyTorch's
-    CPU kernels take a bfloat16 input with float32 weight and bias (its "mixed dtype" form, a
-    bfloat16 activation meeting a float32 LayerNorm under autocast) and compute in float32,
-    the result rounded once to the input's dtype; any other mix of the two raises."""
+    """A normalisation (layer_norm, group_norm, batch_norm, instance_norm and the native_ forms
+    of the first three): PyTorch's CPU kernels take a bfloat16 input with float32 weight and
+    bias (its "mixed dtype" form, a bfloat16 activation meeting a float32 LayerNorm under
+    autocast) and compute in float32, the result rounded once to the input's dtype; any other
+    mix of the two raises."""
     name = func.__name__
     try:
         bound = inspect.signature(func).bind(*args, **kwargs).arguments
@@ -719,24 +720,81 @@ def _norm(func, args, kwargs):
     input = bound.get("input")
     parameters = [p for p in (bound.get("weight"), bound.get("bias"))
                   if isinstance(p, _core.TensorBase)]
-    if not isinstance(input, _core.TensorBase) or input._array.dtype != _F32 or \
+    if not isinstance(input, _core.TensorBase) or not input.is_floating_point() or \
             not is_bfloat16(input) and not any(is_bfloat16(p) for p in parameters):
         return _computed(func, name, args, kwargs)
-    same = is_bfloat16(input) and all(is_bfloat16(p) for p in parameters)
-    mixed = is_bfloat16(input) and all(not is_bfloat16(p) and p._array.dtype == _F32
-                                       for p in parameters)
-    if not (same or mixed):
+    # the kernels' rule (nn/_norm_dtypes.py) on the dtypes as PyTorch names them (the float32
+    # storage of a bfloat16 parameter read as float32: a float64 input met "all inputs must
+    # share same datatype", a float32 weight with a bfloat16 bias ran)
+    kind, names = _scalar_name(input), [_scalar_name(p) for p in parameters]
+    same = all(n == kind for n in names)
+    if not same and names[0] == kind:
+        raise RuntimeError(f"expected scalar type {kind} but found "
+                           f"{next(n for n in names if n != kind)}")
+    if not same and any(n != "Float" for n in names):
         raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
-    if mixed and name == "rms_norm" and parameters:
-        warnings.warn("Mismatch dtype between input and weight: input dtype = c10::BFloat16, "
-                      "weight dtype = float, Cannot dispatch to fused implementation.",
-                      UserWarning, stacklevel=3)
     # (the running statistics, of either dtype, do not decide the result's dtype)
-    result = _result(_run(func, args, kwargs), is_bfloat16(input), None, [input])
+    result = _run(func, args, kwargs)
+    if name.startswith("native_"):
+        # (output, statistics...): the statistics of the mixed form are float32, as PyTorch's
+        # kernel keeps them in its accumulation type (all float32 was a silent dtype change of
+        # the output)
+        result = (_result(result[0], True, None, [input]),
+                  *(_result(t, same, None, [input]) for t in result[1:]))
+    else:
+        result = _result(result, is_bfloat16(input), None, [input])
     for statistic in (bound.get("running_mean"), bound.get("running_var")):
         if is_bfloat16(statistic):
             _round_in_place(statistic._array)       # (updated in training)
     return result
+
+
+_FUSED_MISMATCH = "rms_norm: mismatch dtype, cannot dispatch to fused implementation"
+
+
+def _rms_norm(func, args, kwargs):
+    """rms_norm with a bfloat16 input or weight.  PyTorch composes it on the CPU (no kernel of
+    its own, so no dtype rule of the normalisations): the input cast to float32, the weight, of
+    any dtype, multiplied in by promotion, the result cast to the input's dtype.  A bfloat16
+    input goes through one recorded cast, so its gradient is the float32 one rounded once (the
+    composition's several uses of it rounded each contribution); a float32 / bfloat16 pair is
+    told it missed the fused kernel, as PyTorch warns."""
+    bound = _bound(func, args, kwargs)
+    input = None if bound is None else bound.get("input")
+    if not isinstance(input, _core.TensorBase) or input._array.dtype != _F32:
+        return _computed(func, func.__name__, args, kwargs)     # (the op's own errors)
+    weight = bound.get("weight")
+    if isinstance(weight, _core.TensorBase) and weight._array.dtype == _F32 and \
+            is_bfloat16(weight) != is_bfloat16(input) and _FUSED_MISMATCH not in _core.WARNED_ONCE:
+        # (PyTorch's TORCH_WARN_ONCE: one warning per process for either pair, so the record
+        # is keyed by the site, not by the message)
+        _core.WARNED_ONCE.add(_FUSED_MISMATCH)
+        names = ("c10::BFloat16", "float") if is_bfloat16(input) else ("float", "c10::BFloat16")
+        warnings.warn(f"Mismatch dtype between input and weight: input dtype = {names[0]}, "
+                      f"weight dtype = {names[1]}, Cannot dispatch to fused implementation.",
+                      UserWarning, stacklevel=3)
+    if not is_bfloat16(input):
+        return _run(func, args, kwargs)     # (a float32 result: the weight's values are exact)
+    bound["input"] = input.float()
+    return _result(_run(func, (), bound), True, None, [])
+
+
+def _input_dtype_loss(func, args, kwargs):
+    """binary_cross_entropy, huber_loss and soft_margin_loss with a bfloat16 operand: PyTorch's
+    kernels give the input's dtype whatever the target's (and bce's weight's), not the
+    promotion (a bfloat16 input with a float32 target gave a float32 loss); bce refuses a
+    target of another dtype, naming bfloat16 (the float32 storage hid the mismatch)."""
+    bound = _bound(func, args, kwargs)
+    input = None if bound is None else bound.get("input")
+    target = None if bound is None else bound.get("target")
+    if not isinstance(input, _core.TensorBase) or not isinstance(target, _core.TensorBase):
+        return _computed(func, func.__name__, args, kwargs)     # (the op's own errors)
+    if func.__name__ == "binary_cross_entropy" and (
+            is_bfloat16(input) != is_bfloat16(target) or
+            input._array.dtype != target._array.dtype):
+        raise RuntimeError(f"Found dtype {_scalar_name(target)} but expected "
+                           f"{_scalar_name(input)}")
+    return _result(_run(func, args, kwargs), is_bfloat16(input), None, [])
 
 
 def _bound(func, args, kwargs):
@@ -962,6 +1020,35 @@ def _composed(func, args, kwargs):
         return _COMPOSED[name](*args, **kwargs)
     except TypeError:                   # a keyword the composition has not: the op's error
         return _computed(func, name, args, kwargs)
+
+
+def _log_product(func, args, kwargs):
+    """xlogy, special.xlog1py and special.entr with a bfloat16 result: PyTorch's CPU kernels
+    take the logarithm through c10's bfloat16 overload, which rounds it to bfloat16 before the
+    product (x * bf16(log y)), so a product rounded once from float32 was a bfloat16 ulp off in
+    one value of four.  The values are rewritten in the result the op made (its graph and
+    gradients stay the core's)."""
+    name = func.__name__
+    y = _computed(func, name, args, kwargs)
+    bound = _bound(func, args, kwargs)
+    if not is_bfloat16(y) or bound is None or bound.get("out") is not None:
+        return y
+    values = [bound.get(k) for k in (("input",) if name == "entr" else ("input", "other"))]
+    # (a number operand enters the kernel as a bfloat16 value, as the tensors' storage is)
+    a, b = (round_to_bfloat16(v._array if isinstance(v, _core.TensorBase) else v)
+            for v in (values * 2)[:2])
+    if name == "entr":
+        a = -a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = round_to_bfloat16((np.log1p if name == "xlog1py" else np.log)(b))
+        product = round_to_bfloat16(a * logs)
+    if name == "entr":          # (nan stays, 0 at 0, -inf below: the kernel's own branches)
+        special = np.where(b > 0, product, np.where(b == 0, _F32.type(0), -np.inf))
+        product = np.where(np.isnan(b), b, special)
+    else:                       # (nan where other is, else 0 where input is 0)
+        product = np.where(np.isnan(b), _NAN_F32, np.where(a == 0, _F32.type(0), product))
+    y._array[...] = np.broadcast_to(product, y._array.shape)
+    return y
 
 
 # -- ops PyTorch computes as several bfloat16 ops ----------------------------------------------------
@@ -1364,7 +1451,11 @@ _OWN.update(log_softmax=_log_softmax, cross_entropy=_cross_entropy, nan_to_num=_
             isclose=_close, allclose=_close,
             linspace=_spaced, logspace=_spaced)
 _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_norm",
-                           "rms_norm"), _norm))
+                           "native_layer_norm", "native_group_norm", "native_batch_norm"),
+                          _norm), rms_norm=_rms_norm)
+_OWN.update(dict.fromkeys(("binary_cross_entropy", "huber_loss", "soft_margin_loss"),
+                          _input_dtype_loss))
+_OWN.update(dict.fromkeys(("xlogy", "xlog1py", "entr"), _log_product))
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))

@@ -23,13 +23,14 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     when training), and the batch statistics per channel that PyTorch saves for backward (empty
     in eval mode); only the output carries a gradient."""
     import tapegrad
-    from tapegrad.nn import functional as F
     if not training and (running_mean is None or running_var is None):
         # (PyTorch crashes here; its eval kernel reads the running statistics)
         raise RuntimeError("native_batch_norm: running_mean and running_var must be defined "
                            "in evaluation mode")
-    output = F.batch_norm(input, running_mean, running_var, weight, bias, bool(training),
-                          momentum, eps)
+    from tapegrad.nn._batch_norm import aten_batch_norm
+    # (ATen's: no check of the batch size, which is nn.functional's)
+    output = aten_batch_norm(input, running_mean, running_var, weight, bias, bool(training),
+                             momentum, eps)
     if not training:
         empty = tapegrad.empty(0, dtype=input.dtype)
         return output, empty, empty.clone()
@@ -44,10 +45,11 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """(output, mean, rstd) of group_norm, mean and rstd of shape (N, group); as PyTorch's, all
     three carry a gradient to input."""
     import tapegrad
-    from tapegrad.nn import functional as F
     if input.numel() != N * C * HxW:
         raise RuntimeError("Expected X.numel() == N * C * HxW to be true, but got false.")
-    output = F.group_norm(input, group, weight, bias, eps)
+    from tapegrad.nn._group_norm import aten_group_norm
+    # (ATen's: no check of one value per group, which is nn.functional's)
+    output = aten_group_norm(input, group, weight, bias, eps)
     # (explicit sizes: -1 is ambiguous for an empty batch)
     groups = input.reshape(N, group, (C // group) * HxW)
     mean = groups.mean(dim=-1)

@@ -178,8 +178,10 @@ def adaptive_max_pool1d(input, output_size):
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
                cudnn_enabled):
-    """torch.batch_norm (ATen's argument order, all required); ``cudnn_enabled`` is ignored."""
-    return _F().batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+    """torch.batch_norm (ATen's argument order, all required); ``cudnn_enabled`` is ignored.
+    No check of the batch size: that is nn.functional's."""
+    from .nn._batch_norm import aten_batch_norm
+    return aten_batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                            eps)
 
 
@@ -192,8 +194,10 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
-    """torch.group_norm: see :func:`tapegrad.nn.functional.group_norm`."""
-    return _F().group_norm(input, num_groups, weight, bias, eps)
+    """torch.group_norm: see :func:`tapegrad.nn.functional.group_norm`, without its check of
+    one value per group (nn.functional's; ATen's normalises such a group to the bias)."""
+    from .nn._group_norm import aten_group_norm
+    return aten_group_norm(input, num_groups, weight, bias, eps)
 
 
 # -- dropout family ------------------------------------------------------------------------------

@@ -54,8 +54,11 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     elementwise ops, reductions, scans, sorts, products, joins and gathers into an out of the
     result's shape, empty, of another shape, of a wider, an integer or another float dtype,
     permuted, requiring grad, the op's own input or an alias of an earlier variable; two in
-    five of these seeds are mostly such writes), so the programs of lower seeds stay what
-    they were;
+    five of these seeds are mostly such writes), and seeds >= MIXED_FROM (67,000,000) from
+    WIDE_MIXED (g_mixed: operands of two floating dtypes where PyTorch's rule is not binary
+    promotion - rms_norm's weight, losses keeping the input's dtype, the normalisations'
+    parameter rule, joins of half types under autocast, log products - and the ATen forms
+    torch.batch_norm / native_*), so the programs of lower seeds stay what they were;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
 
@@ -1081,6 +1084,59 @@ def g_extra(g):
         g.add(fmt.format(**fill), nograd=r.random() < 0.08)
 
 
+# (session 43) Operands of two floating dtypes where PyTorch's rule is not the promotion of
+# binary ops, and ATen entry points nn.functional's wrappers hide: rms_norm's weight of any
+# dtype (PyTorch multiplies it in by promotion, the result in the input's dtype), the losses
+# whose result keeps the input's dtype or that refuse another target dtype, the normalisations'
+# parameter-dtype rule, joins of float16 / bfloat16 / float32 operands (under autocast:
+# PyTorch's prioritize), the log products, and torch.batch_norm / native_* (no batch-size check).
+# Drawn only by seeds >= MIXED_FROM, so the programs of lower seeds stay what they were.
+MIXED_FROM = 67_000_000
+WIDE_MIXED = [
+    ("F.rms_norm({a}, {a}.shape[-1:], {w}.to(torch.float64))", 1),
+    ("F.rms_norm({a}, {a}.shape[-1:], {w}.to(torch.float32))", 1),
+    ("F.rms_norm({a}, {a}.shape[-1:], {w}.to(torch.bfloat16))", 1),
+    ("F.rms_norm({a}, {a}.shape[-1:], {w}.to(torch.float16), eps=1e-3)", 1),
+    ("F.rms_norm({a}.to(torch.float16), {a}.shape[-1:], {w})", 1),
+    ("F.layer_norm({a}, {a}.shape[-1:], {w}.to(torch.float32), {w}.to(torch.bfloat16))", 1),
+    ("F.group_norm({a}, 1, {w1}.to(torch.bfloat16))", 2),
+    ("torch.native_layer_norm({a}, {a}.shape[-1:], {w}.to(torch.float32), None, 1e-5)[0]", 1),
+    ("torch.native_layer_norm({a}, {a}.shape[-1:], {w}, {w}, 1e-5)[2]", 1),
+    ("torch.native_group_norm({a}, {w1}, None, {a}.shape[0], {a}.shape[1], "
+     "{a}[0, 0].numel(), 1, 1e-5)[0]", 2),
+    # (a weight of the channels' size: PyTorch's native kernel reads a shorter one out of
+    # bounds, 67000472)
+    ("torch.native_batch_norm({a}, {a}.new_ones({a}.shape[1]) * 1.5, None, None, None, True, "
+     "0.1, 1e-5)[0]", 2),
+    ("torch.batch_norm({a}, {w1}, {w1}, None, None, True, 0.1, 1e-5, False)", 2),
+    ("F.huber_loss({a}, {tg}.to(torch.float64), reduction='{red}')", 0),
+    ("F.huber_loss({a}.to(torch.bfloat16), {tg}, reduction='{red}')", 0),
+    ("F.soft_margin_loss({a}, {tg}.detach().to(torch.float16), reduction='{red}')", 0),
+    ("F.binary_cross_entropy({a}.sigmoid(), {t}.sigmoid().to(torch.float64))", 0),
+    ("F.binary_cross_entropy({a}.sigmoid(), {t}.sigmoid(), weight={tg}.to(torch.float64))", 0),
+    ("F.mse_loss({a}, {tg}.to(torch.float16), reduction='{red}')", 0),
+    ("F.kl_div({a}.log_softmax(-1), {tg}.softmax(-1).to(torch.float64), reduction='{red}')", 0),
+    ("torch.stack([{a}, {tg}.to(torch.float16)])", 0),
+    ("torch.stack([{a}.to(torch.float16), {tg}.to(torch.float16)])", 0),
+    ("torch.cat([{a}.to(torch.bfloat16), {tg}])", 0),
+    ("torch.xlogy({a}, {b})", 0), ("torch.xlogy({a}.abs(), 0.1)", 0),
+    ("torch.special.entr({a})", 0), ("torch.special.xlogy(0.3, {tg}.abs())", 0),
+]
+
+
+def g_mixed(g):
+    """One op of WIDE_MIXED (drawn only by seeds >= MIXED_FROM)."""
+    r = g.r
+    a = g.pick_float()
+    if a is None:
+        return
+    m = g.meta[a]
+    fmt = r.choice([code for code, least in WIDE_MIXED if m.nd >= least])
+    fill = wide_fill(g, a, fmt)
+    if fill is not None:
+        g.add(fmt.format(**fill), nograd=r.random() < 0.08)
+
+
 # (session 38) Writes scripts make through views and indexing, which the tables above draw only
 # on whole variables: augmented assignments to basic, advanced and masked indexes, in-place
 # methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
@@ -2020,7 +2076,8 @@ def _generate(g, seed, context):
         + ([(g_linalg, 4)] if seed >= LINALG_FROM else []) \
         + ([(g_complex2, 7), (g_int, 7)] if seed >= COMPLEX_FROM else []) \
         + ([(g_writes, 6)] if seed >= WRITES_FROM else []) \
-        + ([(g_out, 6)] if seed >= OUT_FROM else [])
+        + ([(g_out, 6)] if seed >= OUT_FROM else []) \
+        + ([(g_mixed, 6)] if seed >= MIXED_FROM else [])
     if seed >= OUT_FROM and r.random() < 0.4:
         # two in five of these seeds: a program mostly of out= writes (at a weight of 6 among
         # ~90 they would be one program in ten)

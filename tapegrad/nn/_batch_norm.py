@@ -21,27 +21,37 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     """Normalise each channel (dim 1) of input with its batch statistics (training) or the
     running ones; in training, running_mean/var (when given) move towards the batch mean and
     unbiased variance by `momentum`."""
-    # A 0-D or 1-D input has no channel dim: PyTorch counts 0 channels (its parameters must be
-    # empty) and normalises an empty 1-D input to an empty result
-    C = input.shape[1] if input.dim() >= 2 else 0
-    # PyTorch's order: the batch-size check (Python), the argument types, then the shapes; the
-    # check counts the values per channel from the shape (N * prod(spatial)), so a batch with no
-    # channels is checked too and an empty one passes
+    # PyTorch's order: the batch-size and eps checks (Python), the argument types, then the
+    # shapes; the check counts the values per channel from the shape (N * prod(spatial)), so a
+    # batch with no channels is checked too and an empty one passes
     count = math.prod(input.shape[:1] + input.shape[2:])
     if training and count == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {input.shape}")
+    # A zero eps divides by a zero batch variance, a negative one takes the root of a negative
+    # number: nn.functional refuses both (ATen's batch_norm returns inf/nan), on eps as given.
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    return aten_batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                           eps)
+
+
+def aten_batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+                    momentum=0.1, eps=1e-5):
+    """batch_norm without nn.functional's Python check of the batch size: ATen's batch_norm,
+    which torch.batch_norm and torch.native_batch_norm reach (one value per channel in training
+    normalises to the bias there, where F.batch_norm raises ValueError)."""
+    # A 0-D or 1-D input has no channel dim: PyTorch counts 0 channels (its parameters must be
+    # empty) and normalises an empty 1-D input to an empty result
+    C = input.shape[1] if input.dim() >= 2 else 0
+    count = math.prod(input.shape[:1] + input.shape[2:])
     _core.check_bool("batch_norm", "training", training, 6)
     # PyTorch's parser reads a float argument from any Python or numpy number (bool included:
     # momentum=True is 1.0) and from a 0-d tensor; a module's momentum may be any of these
     momentum, eps = (_float_argument(v, name, position)
                      for position, name, v in ((7, "momentum", momentum), (8, "eps", eps)))
-    # A zero eps divides by a zero batch variance, a negative one takes the root of a negative
-    # number: PyTorch refuses both rather than return inf/nan.
-    if training and eps <= 0.0:
-        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
-    if eps < 0.0:
-        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
         if t is not None and t.numel() != C:
@@ -87,7 +97,10 @@ def _empty_batch_norm(input, weight, bias):
 
 def _update_running(running_mean, running_var, mean, var, count, momentum):
     batch_mean = mean
-    unbiased = var * (count / (count - 1))
+    # (one value per channel, which only ATen's batch_norm takes: an infinite correction, a NaN
+    # running variance, as PyTorch's)
+    with np.errstate(invalid="ignore"):
+        unbiased = var * (count / (count - 1) if count > 1 else math.inf)
     # The blend runs in the statistics' (wider) dtype and is rounded once into the buffer, as
     # PyTorch's: a float16 buffer takes momentum * 1e5 without overflowing (to inf, silently).
     # float32 and float64 buffers blend in one compiled loop, the same roundings.

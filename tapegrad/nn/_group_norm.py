@@ -147,6 +147,21 @@ def _affine(out, weight, bias):
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Normalise input (N, C, *) over groups of C // num_groups channels (and the spatial
     dims), then scale and shift each channel by weight and bias."""
+    _check_shapes(input, num_groups, None, None)
+    # nn.functional's Python check (ATen's group_norm has none): PyTorch refuses groups of one
+    # value, naming the (N*C/G, G, *spatial) grouping.
+    channels = input.shape[1]
+    grouping = [input.shape[0] * channels // num_groups, num_groups] + list(input.shape[2:])
+    per_group = grouping[0]
+    for n in grouping[2:]:
+        per_group *= n
+    if per_group == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {grouping}")
+    return aten_group_norm(input, num_groups, weight, bias, eps)
+
+
+def _check_shapes(input, num_groups, weight, bias):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.dim()}")
@@ -160,14 +175,12 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} and "
                                f"input of shape {list(input.shape)}")
-    # PyTorch refuses groups of one value, naming the (N*C/G, G, *spatial) grouping.
-    grouping = [input.shape[0] * channels // num_groups, num_groups] + list(input.shape[2:])
-    per_group = grouping[0]
-    for n in grouping[2:]:
-        per_group *= n
-    if per_group == 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input "
-                         f"size {grouping}")
+
+
+def aten_group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    """group_norm without nn.functional's check of one value per group: ATen's, which
+    torch.group_norm and torch.native_group_norm reach (such a group normalises to the bias)."""
+    _check_shapes(input, num_groups, weight, bias)
     if not input.is_floating_point():
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
     # (a float16 input with float32 weight and bias gives float16, as PyTorch's mixed kernel)

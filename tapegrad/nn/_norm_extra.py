@@ -5,7 +5,6 @@ from __future__ import annotations as _annotations
 import numpy as np
 
 from .. import _core
-from .._half_precision import narrow_half, widen_half
 from ..autograd.function import Function
 from ._conv_ops import _check_tensor
 
@@ -42,18 +41,21 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if not (input.is_floating_point() or input.is_complex()):
         raise NotImplementedError(f'"rms_norm" not implemented for '
                            f"'{_core.scalar_type_name_of(input._array.dtype)}'")
-    if weight is not None and weight.dtype != input.dtype:
-        weight = weight.to(input.dtype)         # PyTorch's result keeps the input's dtype
-    (x, w), half = widen_half(input, weight)
+    # PyTorch composes rms_norm on the CPU (layer_norm.cpp, rms_norm_symint): the input cast to
+    # its opmath dtype (float32 for float16), normalised, multiplied by the weight under
+    # ordinary promotion (a weight of any dtype; a float64 one widens the product), the result
+    # cast to the input's dtype.  (Casting the weight to the input's dtype first rounded a
+    # float32 weight to float16 and gave its gradient in float16 precision.)
+    x = input.to(_core.float32) if input.dtype == _core.float16 else input
     if eps is None:
         # the epsilon of the dtype computed in, as PyTorch's opmath: float32's for float16
         eps = float(np.finfo(x._array.dtype).eps)
     x = x.contiguous()      # PyTorch's result is row-major whatever the input's layout
     dims = tuple(range(x.dim() - n, x.dim()))
     out = x * (x * x).mean(dims, keepdim=True).add(eps).rsqrt()
-    if w is not None:
-        out = out * w
-    return narrow_half(out, half)
+    if weight is not None:
+        out = out * weight
+    return out if out.dtype == input.dtype else out.to(input.dtype)
 
 
 def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75,
