@@ -3,14 +3,11 @@ recomputes its values in the backward (session perf43, Intel Sapphire Rapids).
 
 - The replay stays eager's bit for bit, in float32 and float64, over calls with changing inputs,
   and gives PyTorch's values and gradients (to the kernels' ulp bounds).
-- The shipped kernels against the build the accuracy tools check (tools/vecmath_support.py, ISO
-  C99, so GCC does not contract a product and a sum into one FMA): setup.py compiles the kernels
-  in GNU C, where GCC's default -ffp-contract=fast fuses some of vecmath's separately written
-  multiplies and adds.  The results stay within the ulp bounds (measured: exp float32 0.754 ulp,
-  sigmoid float32 2.32, expm1 float64 1.09), but their bits are not the ones ulp_check.py and
-  tests/test_vecmath.py verify (0.2-0.5% of the elements differ by 1-3 ulp) and they depend on
-  the compiler's contraction choices.  Left for the lead (fixing it changes result bits):
-  xfail below (not strict: a clang build contracts only within one C expression and passes).
+- The shipped kernels are the build the accuracy tools check (tools/vecmath_support.py):
+  setup.py compiles the kernels in GNU C, where GCC's default -ffp-contract=fast fuses some of
+  vecmath's separately written multiplies and adds; the tools compiled ISO C99 (no contraction)
+  and so verified other bits (0.2-0.5% of the elements of exp float32, sigmoid float32 and
+  expm1 float64, 1-3 ulp apart).  The tools now build with -ffp-contract=fast too.
 """
 from __future__ import annotations
 
@@ -77,9 +74,6 @@ def test_recomputing_replay_matches_torch(dt):
     np.testing.assert_allclose(got_g, xt.grad.numpy(), rtol=tol * 10, atol=tol * 1e-3)
 
 
-@pytest.mark.xfail(strict=False, reason="setup.py builds the kernels in GNU C: GCC's "
-                   "-ffp-contract=fast fuses multiplies and adds the checked C99 build keeps "
-                   "apart (exp float32, sigmoid float32, expm1 float64)")
 @pytest.mark.parametrize("name,dt,lo,hi", [("exp", np.float32, -100, 100),
                                            ("sigmoid", np.float32, -40, 40),
                                            ("expm1", np.float64, -20, 20)])
