@@ -662,6 +662,14 @@ def _environment(fn, args=(), kwargs=None):
                 if _is_followed_function(forward):
                     pending.append((forward, _self_binding(forward, m)))
                     grown = True
+                # its hooks (the capture ran them: a feature extractor's dict, a print)
+                for hook in _module_hooks(m):
+                    function = getattr(hook, "__func__", hook)
+                    if _is_followed_function(function):
+                        pending.append((function, _self_binding(function,
+                                                                getattr(hook, "__self__", None))))
+                        modules.append(getattr(hook, "__self__", None))
+                        grown = True
         if not grown:
             break
     env.extend(entry for entry in _module_state(modules)
@@ -855,6 +863,16 @@ def _is_followed_function(v) -> bool:
             and not (getattr(v, "__module__", None) or "").startswith("tapegrad"))
 
 
+def _module_hooks(module):
+    """The forward and backward hooks a Module call runs: the module's own and the global ones."""
+    from .nn.modules import _hooks
+    tables = [module.__dict__.get(name) or {} for name in (
+        "_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")]
+    tables += [_hooks._global_forward_pre_hooks, _hooks._global_forward_hooks,
+               _hooks._global_backward_pre_hooks, _hooks._global_backward_hooks]
+    return [hook for table in tables for hook in list(table.values())]
+
+
 def _module_state(candidates):
     """Guard entries for every submodule of the Modules among `candidates`: its training flag
     (Dropout, BatchNorm and any forward that branches on `self.training` take another path
@@ -865,10 +883,13 @@ def _module_state(candidates):
     submodules of the capture, so `model.fc = nn.Linear(...)`, a parameter rebound to a new
     Parameter or `model.double()` must send the call back to capture."""
     from .nn.modules.module import Module
+    from .utils.hooks import HOOK_TABLES_VERSION
     seen, env = set(), []
     for root in candidates:
         if not isinstance(root, Module):
             continue
+        if not env:     # hooks registered or removed since (the capture ran those of then)
+            env.append((HOOK_TABLES_VERSION, "version", HOOK_TABLES_VERSION["version"]))
         for m in root.modules():
             if id(m) not in seen:
                 seen.add(id(m))

@@ -407,3 +407,35 @@ def test_a_cache_filled_on_first_use_still_replays(x):
         _same(compiled(x), (x * (tg.arange(3.0) * 0.5)).sum())
     stats = compiled._compiled_call.stats
     assert stats["captures"] == 2 and stats["replays"] == 3
+
+
+def test_module_hooks_run_at_every_call():
+    """SILENT: compile(model) replayed without running the model's hooks: a feature extractor's
+    forward hook kept the first call's activation, a pre-hook counter stayed at 1, a hook
+    registered after the capture never ran."""
+    net = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1))
+    acts, calls = {}, []
+    net[0].register_forward_hook(lambda m, i, o: acts.__setitem__("l0", o))
+    net[2].register_forward_pre_hook(lambda m, i: calls.append(1))
+    compiled = tg.compile(net)
+    for k in range(3):
+        t = tg.randn(2, 3)
+        compiled(t)
+        _same(acts["l0"], net[0](t))
+        assert len(calls) == k + 1
+
+    plain = nn.Sequential(nn.Linear(3, 2))
+    compiled = tg.compile(plain)
+    t = tg.randn(2, 3)
+    _settle(compiled, t)
+    handle = plain[0].register_forward_hook(lambda m, i, o: o * 2)   # added after the capture
+    _same(compiled(t), plain(t))
+    np.testing.assert_allclose(np.asarray(compiled(t).detach()),
+                               2 * np.asarray(plain[0].weight.detach() @ t.detach().T
+                                              ).T + 2 * np.asarray(plain[0].bias.detach()),
+                               rtol=1e-6)
+    before = compiled._compiled_call.stats["replays"]
+    compiled(t)
+    assert compiled._compiled_call.stats["replays"] == before + 1   # a tensor-only hook replays
+    handle.remove()
+    _same(compiled(t), plain(t))
