@@ -1046,7 +1046,8 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(p, str):          # (PyTorch's matrix-norm checks come before the dims')
         if p not in ("fro", "nuc"):
             raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-        if dim is not None and isinstance(dim, (tuple, list)) and len(dim) > 2:
+        # (PyTorch sizes any dim but an int here: a 0-d tensor's len() raises its TypeError)
+        if dim is not None and not isinstance(dim, int) and len(dim) > 2:
             raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
                                + " ".join([str(d) for d in dim]))
     cdef tuple axes = reduction_axes(dim, ndim, "norm", False)
