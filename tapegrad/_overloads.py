@@ -68,6 +68,9 @@ SIGNATURES = {
     "narrow": ("(Tensor input, int dim, Tensor start, int length)",
                "(Tensor input, int dim, int start, int length)"),
 }
+SIGNATURES.update(dict.fromkeys(("movedim", "moveaxis"), (
+    "(Tensor input, int source, int destination)",
+    "(Tensor input, tuple of ints source, tuple of ints destination)")))
 SIGNATURES.update(dict.fromkeys(("rand", "randn"), (
     f"(tuple of ints size, *, torch.Generator generator, {_FACTORY_KEYWORDS})",
     f"(tuple of ints size, *, {_FACTORY_KEYWORDS})")))

@@ -524,6 +524,11 @@ def movedim(TensorBase input, source, destination):
     """Move dims `source` (int or sequence) to positions `destination`; the others keep their
     order."""
     cdef Py_ssize_t ndim = input._array.ndim
+    for position, (name, given) in enumerate((("source", source), ("destination", destination))):
+        # (PyTorch's int takes a 0-d tensor, its tuple of ints here no tensor at all)
+        if isinstance(given, TensorBase) and (<TensorBase>given)._array.ndim != 0:
+            raise TypeError(f"movedim(): argument '{name}' (position {position + 2}) must be "
+                            "tuple of ints, not Tensor")
     src = int_list_arg((source,), "movedim", "source")
     dst = int_list_arg((destination,), "movedim", "destination")
     if len(src) != len(dst):
