@@ -505,7 +505,35 @@ def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
     if own and own != name and message.startswith(own + "("):
         renamed = TypeError(name + message[len(own):])
     reworded = _reworded_as_torch(entry, name, renamed or error, args, kwargs, method)
-    return renamed if reworded is None else reworded
+    outcome = renamed if reworded is None else reworded
+    if method:
+        worded = _as_python_method(name, outcome if outcome is not None else error)
+        if worded is not None:
+            return worded
+    return outcome
+
+
+# The Python-level Tensor methods whose parameter PyTorch's function of that name calls otherwise
+# (Tensor.split(split_size) and torch.split(split_size_or_sections)): name -> (function's, method's)
+_METHOD_PARAMETERS = {"split": ("split_size_or_sections", "split_size")}
+
+
+def _as_python_method(name: str, error):
+    """A call of one of PyTorch's Python-level Tensor methods (overrides._PYTHON_TENSOR_METHODS)
+    that does not fit its parameters: Python's words under the method's qualified name, as
+    Python 3.11 says them ("Tensor.unflatten() missing 2 required positional arguments"), with
+    the method's own parameter names; None for any other error."""
+    if not isinstance(error, TypeError) or isinstance(error, tuple):
+        return None
+    from .overrides import _PYTHON_TENSOR_METHODS
+    message = str(error)
+    if name not in _PYTHON_TENSOR_METHODS or not message.startswith(name + "() ") or \
+            re.match(_UNFIT_CALL, message) is None:
+        return None
+    if name in _METHOD_PARAMETERS:
+        function_name, method_name = _METHOD_PARAMETERS[name]
+        message = message.replace(f"'{function_name}'", f"'{method_name}'")
+    return TypeError("Tensor." + message)
 
 
 def _reworded_as_torch(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
@@ -621,9 +649,31 @@ def _in_torch_namespace(entry, name: str) -> bool:
     return getattr(sys.modules[__package__], name, None) is entry
 
 
+def overloads_error(name: str, given: tuple, kwargs: dict, method: bool):
+    """PyTorch's TypeError for a call of its overloaded builtin `name` that fits none of its
+    signatures, listing them as _overloads has them (a method's without `Tensor input`; a
+    method's own where they differ), `given` the call's arguments (a method's without self);
+    None where _overloads has no list of them."""
+    from . import _overloads
+    from .tensor import invalid_arguments
+    signatures = _overloads.METHOD_SIGNATURES.get(name) if method else None
+    if signatures is None:
+        signatures = _overloads.SIGNATURES.get(name)
+        if signatures is None:
+            return None
+        if method:
+            signatures = [s.replace("(Tensor input, ", "(").replace("(Tensor input)", "()")
+                          for s in signatures]
+    return invalid_arguments(name, given, kwargs, "".join(f"\n * {s}" for s in signatures) + "\n")
+
+
 def _invalid_combination(entry, name: str, given: tuple, kwargs: dict, method: bool):
     """PyTorch's TypeError for a call of an overloaded builtin that fits none of its signatures,
-    with the entry's own signature (a method's without self) for the one expected."""
+    listing them (overloads_error), else with the entry's own signature (a method's without
+    self) for the one expected."""
+    listed = overloads_error(name, given, kwargs, method)
+    if listed is not None:
+        return listed
     from .tensor import invalid_arguments
     signature = inspect.signature(entry)
     if method:

@@ -947,7 +947,10 @@ def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=N
     if split_size is not None:
         split_size_or_sections = split_size
     if split_size_or_sections is None:
-        raise TypeError('split() missing 1 required positional argument: "split_size"')
+        # (torch.split is Python-level: Python's words; the method's are Tensor.split's,
+        # tapegrad/_public_calls.py)
+        raise TypeError("split() missing 1 required positional argument: "
+                        "'split_size_or_sections'")
     return split_by(tensor, split_size_or_sections, dim, False)
 
 
