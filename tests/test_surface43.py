@@ -197,3 +197,20 @@ def test_copy_takes_its_source_as_other():
         assert x.copy_(other=lib.ones(2)).tolist() == [1.0, 1.0]
         with pytest.raises(TypeError, match="copy_()"):
             x.copy_(src=lib.ones(2))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.sum(keepdim=True), lambda m, x: m.sum(x, keepdim=True),
+    lambda m, x: x.mean(keepdims=True), lambda m, x: m.mean(x, keepdim=False),
+    lambda m, x: x.sum(dtype=m.float64, keepdim=True), lambda m, x: x.sum(None, True),
+    lambda m, x: x.sum(dim=None, keepdim=True), lambda m, x: x.sum(axis=0, keepdims=True),
+    lambda m, x: x.mean(-1, True), lambda m, x: x.sum(keepdim=True, axis=1),
+    lambda m, x: m.sum(x), lambda m, x: x.mean(dtype=m.float64),
+])
+def test_sum_and_mean_refuse_keepdim_without_dim(call):
+    # (PyTorch's every-dims signature has no keepdim: it had been taken, silently)
+    _raises_like(lambda m: call(m, m.arange(6.0).reshape(2, 3)))
+
+
+def test_sum_and_mean_every_dim_gradients_stand(gradcheck):
+    gradcheck(lambda x: x.sum(None, True) * x.mean(dim=None), np.arange(6.0).reshape(2, 3))
