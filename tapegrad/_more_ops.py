@@ -732,6 +732,7 @@ def _nonzero_method(self, *, as_tuple=False):
     return nonzero(self, as_tuple=as_tuple)
 
 
+@_numpy_dim_names
 def _repeat_interleave_method(self, repeats=None, dim=None, *, output_size=None):
     """Tensor.repeat_interleave: the function's forms but repeat_interleave(counts), which has
     no method form in PyTorch (x.repeat_interleave() fits none of its signatures)."""
