@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 
 from . import _core, _meta
+from ._public_calls import op_name
 from ._call_arguments import tensors_in as _tensors_in
 from ._format import tensor_repr
 from .nn.parameter import Parameter
@@ -578,7 +579,7 @@ def _torch_function(func, args: tuple, kwargs: dict):
         # bfloat16 activation meeting a float32 layer's weight); the cast call comes back here
         from ._autocast import autocast_call
         return autocast_call(func, policy, args, kwargs)
-    name = getattr(func, "__name__", "")
+    name = op_name(func)
     if kwargs.get("out") is not None:
         # (before the ops' own handlers and the mixed-operand check, which would take out for
         # an operand: PyTorch checks mm's out dtype first)
@@ -712,7 +713,7 @@ def _norm(func, args, kwargs):
     bias (its "mixed dtype" form, a bfloat16 activation meeting a float32 LayerNorm under
     autocast) and compute in float32, the result rounded once to the input's dtype; any other
     mix of the two raises."""
-    name = func.__name__
+    name = op_name(func)
     try:
         bound = inspect.signature(func).bind(*args, **kwargs).arguments
     except (TypeError, ValueError):
@@ -762,7 +763,7 @@ def _rms_norm(func, args, kwargs):
     bound = _bound(func, args, kwargs)
     input = None if bound is None else bound.get("input")
     if not isinstance(input, _core.TensorBase) or input._array.dtype != _F32:
-        return _computed(func, func.__name__, args, kwargs)     # (the op's own errors)
+        return _computed(func, op_name(func), args, kwargs)     # (the op's own errors)
     weight = bound.get("weight")
     if isinstance(weight, _core.TensorBase) and weight._array.dtype == _F32 and \
             is_bfloat16(weight) != is_bfloat16(input) and _FUSED_MISMATCH not in _core.WARNED_ONCE:
@@ -788,8 +789,8 @@ def _input_dtype_loss(func, args, kwargs):
     input = None if bound is None else bound.get("input")
     target = None if bound is None else bound.get("target")
     if not isinstance(input, _core.TensorBase) or not isinstance(target, _core.TensorBase):
-        return _computed(func, func.__name__, args, kwargs)     # (the op's own errors)
-    if func.__name__ == "binary_cross_entropy" and (
+        return _computed(func, op_name(func), args, kwargs)     # (the op's own errors)
+    if op_name(func) == "binary_cross_entropy" and (
             is_bfloat16(input) != is_bfloat16(target) or
             input._array.dtype != target._array.dtype):
         raise RuntimeError(f"Found dtype {_scalar_name(target)} but expected "
@@ -815,7 +816,7 @@ def _log_softmax(func, args, kwargs):
     dim = None if bound is None else bound.get("dim")
     if not is_bfloat16(x) or type(dim) is not int or bound.get("dtype") is not None or \
             bound.get("out") is not None or bound.get("axis") is not None or not x._array.size:
-        return _computed(func, func.__name__, args, kwargs)
+        return _computed(func, op_name(func), args, kwargs)
     if x.requires_grad and _core.is_grad_enabled():
         function = _recorded("log_softmax", "LogSoftmaxBackward0", _log_softmax_forward,
                              _log_softmax_backward)
@@ -875,7 +876,7 @@ def _cross_entropy(func, args, kwargs):
             bound.get("label_smoothing", 0.0) != 0.0 or \
             not isinstance(bound.get("target"), _core.TensorBase) or \
             bound["target"]._array.dtype.kind not in "iu" or bound["input"].dim() < 1:
-        return _computed(func, func.__name__, args, kwargs)
+        return _computed(func, op_name(func), args, kwargs)
     from .nn import functional as F
     x = bound.pop("input")
     bound.pop("label_smoothing", None)
@@ -894,7 +895,7 @@ def _bce_with_logits(func, args, kwargs):
     bfloat16 target was float32 (and rounded differently), fuzz seed 66300093."""
     bound = _bound(func, args, kwargs)
     if bound is None:
-        return _computed(func, func.__name__, args, kwargs)
+        return _computed(func, op_name(func), args, kwargs)
     from .grad_mode import no_grad
     from .nn import functional as F
     from .nn._reduction import legacy_get_string
@@ -925,20 +926,20 @@ def _nan_to_num(func, args, kwargs):
     """nan_to_num of a bfloat16 tensor: infinities become bfloat16's largest finite values
     (the float32 storage's would round back to infinity)."""
     if not args or not is_bfloat16(args[0]) or len(args) > 4:
-        return _computed(func, func.__name__, args, kwargs)
+        return _computed(func, op_name(func), args, kwargs)
     given = dict(zip(("nan", "posinf", "neginf"), args[1:]), **kwargs)
     if given.get("posinf") is None:
         given["posinf"] = _BFLOAT16_MAX
     if given.get("neginf") is None:
         given["neginf"] = -_BFLOAT16_MAX
-    return _computed(func, func.__name__, args[:1], given)
+    return _computed(func, op_name(func), args[:1], given)
 
 
 def _close(func, args, kwargs):
     """isclose / allclose: PyTorch computes |a - b| and atol + |rtol * b| with bfloat16 ops, each
     result rounded to bfloat16 (which can move an element across the tolerance)."""
     from ._extra_ops import close_elements
-    name = func.__name__
+    name = op_name(func)
     _refuse_other_source(name, args, kwargs)        # "BFloat16 did not match Float"
     bound = inspect.signature(func).bind(*args, **kwargs)
     bound.apply_defaults()
@@ -955,7 +956,7 @@ def _attention(func, args, kwargs):
     bound = _bound(func, args, kwargs)
     operands = None if bound is None else [bound.get(n) for n in ("query", "key", "value")]
     if operands is None or not all(isinstance(t, _core.TensorBase) for t in operands):
-        return _computed(func, func.__name__, args, kwargs)
+        return _computed(func, op_name(func), args, kwargs)
     q, k, v = operands
     c = [_C_NAMES.get(_dtype_name(t), _dtype_name(t)) for t in operands]
     if len(set(c)) > 1:
@@ -975,7 +976,7 @@ def _spaced(func, args, kwargs):
     bfloat16 arithmetic, each operation rounded (creation._sixteen_bit_linspace and
     _narrow_float_logspace), not in float32 rounded once: the float32 result, checked and made
     as any factory's, gets those values."""
-    name = func.__name__
+    name = op_name(func)
     result = _computed(func, name, args, kwargs)
     if is_bfloat16(result) and result._array.size > 1 and "out" not in kwargs \
             and result._array.flags.writeable:     # (a meta tensor: no values)
@@ -1010,7 +1011,7 @@ def _logit_ratio(x):
 
 
 def _composed(func, args, kwargs):
-    name = func.__name__
+    name = op_name(func)
     # (keywords other than out= are the composition's: logit's eps)
     if "out" in kwargs or not args or not is_bfloat16(args[0]) or not all(
             is_bfloat16(a) or not isinstance(a, _core.TensorBase)
@@ -1028,7 +1029,7 @@ def _log_product(func, args, kwargs):
     product (x * bf16(log y)), so a product rounded once from float32 was a bfloat16 ulp off in
     one value of four.  The values are rewritten in the result the op made (its graph and
     gradients stay the core's)."""
-    name = func.__name__
+    name = op_name(func)
     y = _computed(func, name, args, kwargs)
     bound = _bound(func, args, kwargs)
     if not is_bfloat16(y) or bound is None or bound.get("out") is not None:
@@ -1063,7 +1064,7 @@ def _log_product(func, args, kwargs):
 def _pow_forward(op, x, exponent):
     """x ** exponent as PyTorch's CPU kernel computes it in bfloat16: exponents 3 and -2 as
     x * x * x and 1 / (x * x), each product rounded (the others round once)."""
-    y = _computed(op, op.__name__, (x, exponent), {})
+    y = _computed(op, op_name(op), (x, exponent), {})
     if exponent in (3, -2) and y is not x:
         v = x._array
         square = round_to_bfloat16(v * v)
@@ -1151,7 +1152,7 @@ def _binary_formula_function(kind: str):
 
     def forward(ctx, op, a, b):
         ctx.save_for_backward(a, b)
-        return _computed(op, op.__name__, (a, b), {})
+        return _computed(op, op_name(op), (a, b), {})
 
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
@@ -1190,7 +1191,7 @@ def _broadcast_operands(args) -> bool:
 def _binary_with_formula(func, args, kwargs):
     """mul / div of bfloat16 operands that broadcast (_broadcast_operands), one requiring grad:
     recorded with PyTorch's formula (_BINARY_FORMULAS); anything else as any op."""
-    name = func.__name__
+    name = op_name(func)
     if len(args) == 2 and _is_other_zero_d(args[0]) and is_bfloat16(args[1]) and \
             args[1].dim() > 0:
         # (PyTorch's kernels take a 0-d second operand's value as it is, but cast a first one
@@ -1213,7 +1214,7 @@ def _with_formula(func, args, kwargs):
     """An op of _BACKWARD_FORMULAS on one bfloat16 tensor (and numbers): computed as PyTorch's,
     recorded with PyTorch's formula when the tensor requires grad; with other arguments, as any
     op."""
-    name = func.__name__
+    name = op_name(func)
     node, _, _, compute = _BACKWARD_FORMULAS[name]
     if kwargs or not args or not is_bfloat16(args[0]) or \
             not all(_is_number(a) for a in args[1:]):
@@ -1307,15 +1308,15 @@ _RUN_WHEN_EMPTY = frozenset(("det", "solve", "solve_ex", "lu_factor", "lu_factor
 
 def _no_kernel(func, args, kwargs):
     tensors = [t for t in _tensors_in(kwargs.values(), _tensors_in(args, [])) if is_bfloat16(t)]
-    if not tensors or (func.__name__ in _RUN_WHEN_EMPTY and not any(t._array.size
+    if not tensors or (op_name(func) in _RUN_WHEN_EMPTY and not any(t._array.size
                                                                      for t in tensors)):
-        return _computed(func, func.__name__, args, kwargs)
-    if func.__name__ == "cond" and not getattr(func, "__module__", "").endswith("linalg"):
-        return _computed(func, func.__name__, args, kwargs)     # (torch.cond, control flow)
-    _refuse_mixed_solve(func.__name__, args, kwargs)
-    if func.__name__ not in _DTYPE_CHECKED_FIRST:
+        return _computed(func, op_name(func), args, kwargs)
+    if op_name(func) == "cond" and not getattr(func, "__module__", "").endswith("linalg"):
+        return _computed(func, op_name(func), args, kwargs)     # (torch.cond, control flow)
+    _refuse_mixed_solve(op_name(func), args, kwargs)
+    if op_name(func) not in _DTYPE_CHECKED_FIRST:
         _check_arguments_on_storage(func, args, kwargs)
-    error, message = _NO_BFLOAT16_KERNEL[func.__name__]
+    error, message = _NO_BFLOAT16_KERNEL[op_name(func)]
     raise error(message.format(shape=list(tensors[0].shape)))
 
 
@@ -1333,7 +1334,7 @@ def _cdist(func, args, kwargs):
     args = (x1, x2_as_x1) + tuple(args[2:])
     kwargs = {k: v for k, v in kwargs.items() if k not in names}
     if x1.numel() == 0 or x2.numel() == 0:     # (either empty: no kernel runs)
-        return _computed(func, func.__name__, args, kwargs) if is_bfloat16(x1) \
+        return _computed(func, op_name(func), args, kwargs) if is_bfloat16(x1) \
             else func(*args, **kwargs)
     if is_bfloat16(x1):
         return _no_kernel(func, args, kwargs)
@@ -1359,7 +1360,7 @@ def _check_arguments_on_storage(func, args, kwargs) -> None:
     try:
         with no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            _computed(func, func.__name__, args, kwargs)
+            _computed(func, op_name(func), args, kwargs)
     except LinAlgError:
         pass
 
@@ -1396,7 +1397,7 @@ def _complex_parts(func, args, kwargs):
         a, b = (_SCALAR_NAMES.get(_dtype_name(t), _dtype_name(t)) for t in parts)
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
                            f"{a} and {b}")
-    return _computed(func, func.__name__, args, kwargs)
+    return _computed(func, op_name(func), args, kwargs)
 
 
 def _bincount(func, args, kwargs):
@@ -1421,7 +1422,7 @@ _PYTORCH_COMPOSITIONS = ("pairwise_distance", "cosine_similarity", "matrix_power
 def _composition(func, args, kwargs):
     plain = getattr(func, "__wrapped__", None)
     if plain is None:           # (an entry that would dispatch to us again: on the storage)
-        return _computed(func, func.__name__, args, kwargs)
+        return _computed(func, op_name(func), args, kwargs)
     return plain(*args, **kwargs)
 
 
@@ -1431,7 +1432,7 @@ def _local_response_norm(func, args, kwargs):
     input = args[0] if args else kwargs.get("input")
     if is_bfloat16(input) and input.dim() > 3 and input.numel():
         raise NotImplementedError(_NO_KERNEL.format("avg_pool3d_out_frame"))
-    return _computed(func, func.__name__, args, kwargs)
+    return _computed(func, op_name(func), args, kwargs)
 
 
 def _sweep(func, args, kwargs):

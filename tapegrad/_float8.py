@@ -26,6 +26,7 @@ import numbers
 import numpy as np
 
 from . import _core, _meta
+from ._public_calls import op_name
 from ._call_arguments import tensors_in as _tensors_in
 from ._format import tensor_repr
 from .grad_mode import is_grad_enabled
@@ -621,7 +622,7 @@ _OWN.update(dict.fromkeys(tuple(_CONVERSIONS) + ("to", "type_as", "bfloat16"), _
 
 def _op_name(func) -> str:
     """The op's name; a property's (shape, T, ...) reaches __torch_function__ as its __get__."""
-    name = getattr(func, "__name__", "")
+    name = op_name(func)
     if name == "__get__":
         owner = getattr(func, "__self__", None)
         name = getattr(getattr(owner, "fget", None), "__name__", None) or \

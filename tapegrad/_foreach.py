@@ -34,10 +34,23 @@ def _kind(arg) -> str:
     return "Tensor" if isinstance(arg, TensorBase) else type_name(arg)
 
 
+# The binary ops whose one tensor for all tensors is an overload of its own (PyTorch's
+# _foreach_add.Tensor, mul.Tensor, div.Tensor)
+_TENSOR_SCALAR = ("_foreach_add", "_foreach_mul", "_foreach_div")
+
+
 def _per_tensor(fn: str, tensors: list, other, *args) -> list:
     """`other` spread over `tensors`: one item per tensor, whether given as a single scalar or
     tensor, a list of scalars, a list of tensors or (for the scalar-list overloads) a 1-d tensor
     of one value per tensor."""
+    if isinstance(other, TensorBase) and other.dim() != 0:
+        # one tensor for all is a scalar: add, mul and div have an overload of a 0-d tensor,
+        # which checks it; the others parse a 0-d tensor as their Number, and nothing else
+        if fn.rstrip("_") in _TENSOR_SCALAR:
+            raise RuntimeError(f"scalar tensor expected to be 0 dim but it has {other.dim()} "
+                               f"dimensions and {other.numel()} elements.")
+        got = ", ".join(_kind(a) for a in (tensors, other) + args)
+        raise TypeError(f"{fn}() received an invalid combination of arguments - got ({got})")
     if isinstance(other, (numbers.Number, TensorBase)):
         return [other] * len(tensors)
     if isinstance(other, (list, tuple)):
@@ -65,10 +78,15 @@ def _paired(fn: str, tensors: list, others) -> list:
 
 
 def _scalars_from_tensor(values, count: int) -> list:
-    """addcmul/addcdiv's `scalars` given as a 1-d tensor: one Python number per tensor."""
-    if isinstance(values, TensorBase) and values.dim() == 1:
+    """addcmul/addcdiv's `scalars` given as a tensor: PyTorch's packed scalars, a 1-d tensor of
+    one value per tensor (a 0-d one is refused, not taken as one scalar for all)."""
+    if isinstance(values, TensorBase):
+        if values.dim() != 1:
+            raise RuntimeError(f"Expected packed scalar Tensor to be of dimension 1. Got "
+                               f"{values.dim()} instead.")
         if values.numel() != count:
-            raise RuntimeError("Tensor list must have same number of elements as scalar list.")
+            raise RuntimeError(f"Expected length of scalars to match input of length {count} "
+                               f"but got {values.numel()} instead.")
         return values.tolist()
     return values
 

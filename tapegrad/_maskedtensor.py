@@ -25,6 +25,7 @@ import functools
 import warnings
 
 from . import _masked_grad_masks as _grad_masks
+from ._public_calls import op_name
 from .tensor import Tensor
 
 __all__ = ["MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor"]
@@ -228,7 +229,7 @@ class MaskedTensor(metaclass=_MaskedTensorMeta):
     # -- dispatch --------------------------------------------------------------------------------
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
+        name = op_name(func)
         handler = _HANDLERS.get(name)
         if handler is None:
             raise _not_implemented(name)

@@ -732,8 +732,19 @@ def _nonzero_method(self, *, as_tuple=False):
     return nonzero(self, as_tuple=as_tuple)
 
 
+@_numpy_dim_names
+def _repeat_interleave_method(self, repeats=None, dim=None, *, output_size=None):
+    """Tensor.repeat_interleave: the function's forms but repeat_interleave(counts), which has
+    no method form in PyTorch (x.repeat_interleave() fits none of its signatures)."""
+    if repeats is None:
+        from ._public_calls import overloads_error
+        given = {k: v for k, v in (("dim", dim), ("output_size", output_size)) if v is not None}
+        raise overloads_error("repeat_interleave", (), given, True)
+    return repeat_interleave(self, repeats, dim, output_size=output_size)
+
+
 def register(namespace: dict, tensor_cls) -> None:
     """Add the functions to `namespace` (tapegrad's globals) and the methods to `tensor_cls`;
     existing names win."""
     register_family(namespace, tensor_cls, globals(), FUNCTIONS, METHODS, RETURN_TYPES,
-                    {"nonzero": _nonzero_method})
+                    {"nonzero": _nonzero_method, "repeat_interleave": _repeat_interleave_method})

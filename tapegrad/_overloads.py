@@ -68,6 +68,20 @@ SIGNATURES = {
     "narrow": ("(Tensor input, int dim, Tensor start, int length)",
                "(Tensor input, int dim, int start, int length)"),
 }
+SIGNATURES["repeat_interleave"] = (
+    "(Tensor input, Tensor repeats, int dim = None, *, int output_size = None)",
+    "(Tensor repeats, *, int output_size = None)",
+    "(Tensor input, int repeats, int dim = None, *, int output_size = None)")
+SIGNATURES.update(dict.fromkeys(("movedim", "moveaxis"), (
+    "(Tensor input, int source, int destination)",
+    "(Tensor input, tuple of ints source, tuple of ints destination)")))
 SIGNATURES.update(dict.fromkeys(("rand", "randn"), (
     f"(tuple of ints size, *, torch.Generator generator, {_FACTORY_KEYWORDS})",
     f"(tuple of ints size, *, {_FACTORY_KEYWORDS})")))
+
+# The methods whose signatures are not the functions' less `Tensor input` (the function's
+# repeat_interleave(counts) has no method form: x.repeat_interleave() is refused).
+METHOD_SIGNATURES = {
+    "repeat_interleave": ("(Tensor repeats, int dim = None, *, int output_size = None)",
+                          "(int repeats, int dim = None, *, int output_size = None)"),
+}

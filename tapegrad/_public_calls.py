@@ -43,11 +43,16 @@ NOT_OPS = frozenset(("load", "save", "manual_seed", "seed", "set_default_device"
                      "has_torch_function_variadic", "handle_torch_function",
                      "assert_int_or_pair"))
 
-# id(function) -> its entry: an alias (F.relu in two places, tapegrad.ger and outer) is one
-# object; the entries that take out= apart (torch.sigmoid takes out=, F.sigmoid does not)
+# (id(function), PyTorch's name) -> its entry: one function serves several names (acosh and
+# arccosh, outer and ger, sigmoid and special.expit), each an entry of its own that answers to
+# its name, as PyTorch's aliases do (__name__, messages); a name shared by namespaces (F.relu and
+# tapegrad.relu) is one object.  The entries that take out= apart (torch.sigmoid takes out=,
+# F.sigmoid does not).
 _made: dict = {}
 _made_with_out: dict = {}
-
+# id(function) -> the entry named as the function is (else the first made): where the nn layers
+# held the plain function (redirect_layers)
+_entry_of: dict = {}
 
 def _is_op(name: str, fn) -> bool:
     if name.startswith("_") or isinstance(fn, type) or not callable(fn) or name in NOT_OPS or \
@@ -69,11 +74,13 @@ def _takes_out(fn) -> bool:
         return False
 
 
-def public_call(name: str, fn, out_arg: bool = False):
-    """fn behind the public functions' entry; with `out_arg`, the entry takes PyTorch's
-    keyword-only ``out`` for it (else out= is left to fn itself)."""
+def public_call(name: str, fn, out_arg: bool = False, exported: str | None = None):
+    """fn behind the public functions' entry named `name` (PyTorch's name for it, in its
+    messages: "linalg_norm", "arccosh"); with `out_arg`, the entry takes PyTorch's keyword-only
+    ``out`` for it (else out= is left to fn itself).  `exported`: the name its namespace exports
+    it under, its __qualname__, by which it pickles (default: name)."""
     made = _made_with_out if out_arg else _made
-    key = (id(fn), name) if out_arg else id(fn)
+    key = (id(fn), name)
     call = made.get(key)
     if call is not None:
         return call
@@ -82,14 +89,19 @@ def public_call(name: str, fn, out_arg: bool = False):
     else:
         call = _core.WithOut(name, fn, False, takes_out=False)
     made[key] = call
-    for attr in ("__name__", "__qualname__", "__module__", "__doc__"):
+    own = getattr(fn, "__name__", None) == name
+    if not out_arg and (own or id(fn) not in _entry_of):
+        _entry_of[id(fn)] = call
+    for attr in ("__module__", "__doc__"):
         value = getattr(fn, attr, None)
         if value is not None:
             setattr(call, attr, value)
+    call.__name__ = name
+    call.__qualname__ = exported or name
     call.__wrapped__ = fn
-    if out_arg:
+    if out_arg or not own:
         # (its signature, with out=, is made on first request: _signature_with_out)
-        return call     # (pickled by the name its namespace exports it under: _pickle_names)
+        return call     # (pickled by the name its namespace exports it under: install)
     # pickled by name as the function was: where its declared (module, qualname) held the
     # function (F.gelu's tapegrad._ops_unary.gelu), it holds the entry, once, at import
     home = sys.modules.get(getattr(fn, "__module__", None) or "")
@@ -98,6 +110,16 @@ def public_call(name: str, fn, out_arg: bool = False):
             getattr(home, qualname, None) is fn:
         setattr(home, qualname, call)
     return call
+
+
+def op_name(func) -> str:
+    """The name of the op `func` calls: for a public entry, its function's (acosh for both
+    tapegrad.acosh and tapegrad.arccosh, det for linalg.det, sigmoid for special.expit), as
+    PyTorch's dispatcher reaches one aten op from every alias; else func's own __name__ ("" for
+    none).  tapegrad's own tensor subclasses (bfloat16, nested, masked ...) dispatch on it."""
+    if isinstance(func, (_core.WithOut, _core.TensorMethod)):
+        func = func.__wrapped__
+    return getattr(func, "__name__", "")
 
 
 def _signature_with_out(call):
@@ -126,15 +148,29 @@ def install(namespace: dict, out_functions=(), prefix: str = "") -> None:
             fn = fn.__wrapped__     # (another namespace's entry: this one's is its own object)
         if fn is None or _takes_out(fn):
             continue
-        namespace[name] = _with_autocast_policy(public_call(prefix + name, fn, out_arg=True),
-                                                module, name)
+        _put(namespace, module, name, public_call(
+            prefix + name, fn, True, name))
     for name, fn in list(namespace.items()):
+        if isinstance(fn, _core.WithOut) and \
+                fn.__name__ != prefix + name:
+            fn = fn.__wrapped__     # (another namespace's entry, or another name's: special.psi)
         if _is_op(name, fn):
-            namespace[name] = _with_autocast_policy(public_call(name, fn), module, name)
+            _put(namespace, module, name, public_call(
+                prefix + name, fn, False, name))
             if module == "tapegrad.nn.functional" and name not in _PARSED_FUNCTIONAL:
                 _python_level.add(id(namespace[name]))
             if (module, name) in TORCH_READS_FIRST:
                 _reads_first.add(id(fn))
+
+
+def _put(namespace: dict, module: str, name: str, entry) -> None:
+    """entry as `name` of the namespace, with its autocast policy; it pickles by that name there
+    when the module its function declared does not hold it (an alias: tapegrad.arccosh,
+    special.expit; a prefixed namespace's own entry: linalg.det)."""
+    namespace[name] = _with_autocast_policy(entry, module, name)
+    home = sys.modules.get(getattr(entry, "__module__", None) or "")
+    if home is None or getattr(home, entry.__qualname__, None) is not entry:
+        entry.__module__ = module
 
 
 def _with_autocast_policy(entry, module, name: str):
@@ -462,6 +498,47 @@ def _called_with_torch_names(entry, name: str, args: tuple, kwargs: dict, method
 
 
 def _reworded(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
+    """_reworded_as_torch's outcome for a call's TypeError, made under the name called (an
+    alias's: one function serves acosh and arccosh, cat and concat, and its own messages name
+    itself, where PyTorch's name the alias called)."""
+    renamed = None
+    own = getattr(getattr(entry, "__wrapped__", None), "__name__", None)
+    message = str(error)
+    if own and own != name and message.startswith(own + "("):
+        renamed = TypeError(name + message[len(own):])
+    reworded = _reworded_as_torch(entry, name, renamed or error, args, kwargs, method)
+    outcome = renamed if reworded is None else reworded
+    if method:
+        worded = _as_python_method(name, outcome if outcome is not None else error)
+        if worded is not None:
+            return worded
+    return outcome
+
+
+# The Python-level Tensor methods whose parameter PyTorch's function of that name calls otherwise
+# (Tensor.split(split_size) and torch.split(split_size_or_sections)): name -> (function's, method's)
+_METHOD_PARAMETERS = {"split": ("split_size_or_sections", "split_size")}
+
+
+def _as_python_method(name: str, error):
+    """A call of one of PyTorch's Python-level Tensor methods (overrides._PYTHON_TENSOR_METHODS)
+    that does not fit its parameters: Python's words under the method's qualified name, as
+    Python 3.11 says them ("Tensor.unflatten() missing 2 required positional arguments"), with
+    the method's own parameter names; None for any other error."""
+    if not isinstance(error, TypeError) or isinstance(error, tuple):
+        return None
+    from .overrides import _PYTHON_TENSOR_METHODS
+    message = str(error)
+    if name not in _PYTHON_TENSOR_METHODS or not message.startswith(name + "() ") or \
+            re.match(_UNFIT_CALL, message) is None:
+        return None
+    if name in _METHOD_PARAMETERS:
+        function_name, method_name = _METHOD_PARAMETERS[name]
+        message = message.replace(f"'{function_name}'", f"'{method_name}'")
+    return TypeError("Tensor." + message)
+
+
+def _reworded_as_torch(entry, name: str, error, args: tuple, kwargs: dict, method: bool):
     """PyTorch's wording of `error`, the TypeError a call of `entry` (a public function, or a
     TensorMethod with self first among `args`) raised, or None: the error stands.  A call that
     does not fit the parameters gets Python's own message for it under PyTorch's name (a method's
@@ -574,9 +651,31 @@ def _in_torch_namespace(entry, name: str) -> bool:
     return getattr(sys.modules[__package__], name, None) is entry
 
 
+def overloads_error(name: str, given: tuple, kwargs: dict, method: bool):
+    """PyTorch's TypeError for a call of its overloaded builtin `name` that fits none of its
+    signatures, listing them as _overloads has them (a method's without `Tensor input`; a
+    method's own where they differ), `given` the call's arguments (a method's without self);
+    None where _overloads has no list of them."""
+    from . import _overloads
+    from .tensor import invalid_arguments
+    signatures = _overloads.METHOD_SIGNATURES.get(name) if method else None
+    if signatures is None:
+        signatures = _overloads.SIGNATURES.get(name)
+        if signatures is None:
+            return None
+        if method:
+            signatures = [s.replace("(Tensor input, ", "(").replace("(Tensor input)", "()")
+                          for s in signatures]
+    return invalid_arguments(name, given, kwargs, "".join(f"\n * {s}" for s in signatures) + "\n")
+
+
 def _invalid_combination(entry, name: str, given: tuple, kwargs: dict, method: bool):
     """PyTorch's TypeError for a call of an overloaded builtin that fits none of its signatures,
-    with the entry's own signature (a method's without self) for the one expected."""
+    listing them (overloads_error), else with the entry's own signature (a method's without
+    self) for the one expected."""
+    listed = overloads_error(name, given, kwargs, method)
+    if listed is not None:
+        return listed
     from .tensor import invalid_arguments
     signature = inspect.signature(entry)
     if method:
@@ -680,6 +779,34 @@ def install_methods(cls) -> None:
                 setattr(cls, name, method_entry(name, fn))
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
+    _name_methods(cls)
+
+
+def _name_methods(cls) -> None:
+    """Each public method of `cls` answers to its own name, as PyTorch's do (x.arccosh is
+    "arccosh", x.clip "clip"): an entry is its name's own object and takes it; a plain function
+    made under another name (apply_'s _apply_) takes it too, a copy where two names share it."""
+    seen = {id(fn) for name, fn in vars(cls).items()
+            if isinstance(fn, types.FunctionType) and fn.__name__ == name}
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or getattr(fn, "__name__", name) == name:
+            continue
+        if isinstance(fn, _core.TensorMethod):
+            fn.__name__ = name
+            fn.__qualname__ = f"{cls.__name__}.{name}"
+        elif isinstance(fn, types.FunctionType):
+            if id(fn) in seen:              # (another public name's already: this one's copy)
+                shared = fn
+                fn = types.FunctionType(shared.__code__, shared.__globals__, name,
+                                        shared.__defaults__, shared.__closure__)
+                fn.__kwdefaults__ = shared.__kwdefaults__
+                fn.__dict__.update(shared.__dict__)
+                fn.__doc__ = shared.__doc__
+                setattr(cls, name, fn)
+            seen.add(id(fn))
+            fn.__name__ = name
+            fn.__qualname__ = f"{cls.__name__}.{name}"
+            fn.__module__ = cls.__module__      # (pickled by name: Tensor.<name> there)
 
 
 _core._set_argument_error(argument_error, binding_error, method_error)
@@ -693,14 +820,14 @@ def redirect_layers(modules) -> None:
             continue
         for klass in cls.__mro__:
             for attr, v in list(vars(klass).items()):
-                if isinstance(v, staticmethod) and id(v.__func__) in _made:
-                    setattr(klass, attr, staticmethod(_made[id(v.__func__)]))
+                if isinstance(v, staticmethod) and id(v.__func__) in _entry_of:
+                    setattr(klass, attr, staticmethod(_entry_of[id(v.__func__)]))
                 elif isinstance(v, types.FunctionType):
                     _redirect_defaults(v)
 
 
 def _redirect_defaults(fn) -> None:
-    if fn.__defaults__ and any(id(d) in _made for d in fn.__defaults__):
-        fn.__defaults__ = tuple(_made.get(id(d), d) for d in fn.__defaults__)
-    if fn.__kwdefaults__ and any(id(d) in _made for d in fn.__kwdefaults__.values()):
-        fn.__kwdefaults__ = {k: _made.get(id(d), d) for k, d in fn.__kwdefaults__.items()}
+    if fn.__defaults__ and any(id(d) in _entry_of for d in fn.__defaults__):
+        fn.__defaults__ = tuple(_entry_of.get(id(d), d) for d in fn.__defaults__)
+    if fn.__kwdefaults__ and any(id(d) in _entry_of for d in fn.__kwdefaults__.values()):
+        fn.__kwdefaults__ = {k: _entry_of.get(id(d), d) for k, d in fn.__kwdefaults__.items()}

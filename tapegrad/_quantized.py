@@ -24,6 +24,7 @@ import warnings
 import numpy as np
 
 from . import _core
+from ._public_calls import op_name
 from ._device import CPU
 from ._qscheme import per_channel_affine, per_tensor_affine
 from ._torch_names import TorchTensorNamedClass
@@ -702,7 +703,7 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         refused call, tapegrad.overrides.dispatch_refused_call): the ops above, else PyTorch's
         missing-kernel error."""
         kwargs = kwargs or {}
-        name = getattr(func, "__name__", "")
+        name = op_name(func)
         handler = _FUNCTIONS.get(name)
         if handler is None:
             raise _not_implemented(name)

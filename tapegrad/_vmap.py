@@ -1389,10 +1389,14 @@ def redirect(fn):
     method would then not return its input itself, as PyTorch's does)."""
     wrapper = _by_original.get(id(fn))
     if wrapper is None:
+        # (looked up by the name its namespace exports it under, its __qualname__: linalg.det's
+        # __name__ is PyTorch's "linalg_det")
         name = getattr(fn, "__name__", None)
-        for module in _namespaces() if isinstance(name, str) else ():
-            if vars(module).get(name) is fn:
-                wrapper = _wrapper_for(module, name, fn)
+        names = {getattr(fn, "__qualname__", None), name}
+        for module, exported in ((m, n) for m in _namespaces() for n in names
+                                 if isinstance(n, str)):
+            if vars(module).get(exported) is fn:
+                wrapper = _wrapper_for(module, exported, fn)
                 break
         else:
             if isinstance(name, str) and _tensor_method(name) is fn:

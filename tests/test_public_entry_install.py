@@ -70,7 +70,11 @@ def test_one_installer_serves_both_kinds():
     _public_calls.install(namespace, ("square",))
     assert isinstance(namespace["square"], _core.WithOut) and namespace["square"].takes_out
     assert isinstance(namespace["cube"], _core.WithOut) and not namespace["cube"].takes_out
-    assert namespace["twice"] is namespace["cube"]          # an alias stays one object
+    # an alias is its own entry of the one function, answering to its own name (as PyTorch's
+    # torch.arccosh is not torch.acosh)
+    assert namespace["twice"] is not namespace["cube"]
+    assert namespace["twice"].__wrapped__ is namespace["cube"].__wrapped__ is cube
+    assert (namespace["twice"].__name__, namespace["cube"].__name__) == ("twice", "cube")
     assert "out" in inspect.signature(namespace["square"]).parameters
     x = tg.tensor([1.0, 2.0])
     out = tg.empty(2)

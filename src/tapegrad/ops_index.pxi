@@ -966,6 +966,10 @@ def _values_at_positions(A, idx, int axis):
 def gather(TensorBase input, dim=DIM_NOT_GIVEN, index=None, *, sparse_grad=False, axis=None):
     """out[i][j][k] = input[index[i][j][k]][j][k] (for dim 0; likewise for the other dims; the
     dim may come as `axis`)."""
+    if dim is DIM_NOT_GIVEN and axis is None:
+        # (PyTorch's parser names every required argument from the first one missing on,
+        # index even when given by keyword, with its own plural)
+        raise TypeError('gather() missing 2 required positional argument: "dim", "index"')
     if axis is not None or dim is DIM_NOT_GIVEN:
         dim = axis_alias("gather", dim, axis, DIM_NOT_GIVEN)
     if index is None:

@@ -1706,8 +1706,10 @@ cdef bint plain_copy(TensorBase self, TensorBase src) except -1:
     return True
 
 
-def copy_(TensorBase self, src, non_blocking=False):
-    """Copy src's values (broadcast to self's shape, cast to self's dtype) into self."""
+def copy_(TensorBase self, other, non_blocking=False):
+    """Copy other's values (broadcast to self's shape, cast to self's dtype) into self (PyTorch
+    2.13 names the source `other`)."""
+    src = other
     refuse_meta_source(self, src)
     if ((src is self or isinstance(src, TensorBase)
             and same_data(self._array, (<TensorBase>src)._array))

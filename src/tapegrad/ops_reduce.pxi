@@ -207,17 +207,54 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
     return res
 
 
-def sum(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+class _KeepdimNotGiven:
+    """The default of max's and min's keepdim, told apart from keepdim=False: a keepdim given
+    makes a tensor second argument the dim (max_min).  It shows as the False it stands for."""
+    def __repr__(self):
+        return "False"
+
+
+cdef object KEEPDIM_NOT_GIVEN = _KeepdimNotGiven()
+
+
+cdef object DIM_NOT_GIVEN = dim_not_given()     # (ops_shape's: select's, gather's ...)
+
+
+cdef object all_dims_or(str fname, object dim, object keepdim, object keepdims, object dtype,
+                        object axis):
+    """sum's and mean's dim: None (every dim) when neither it nor axis was given, where a
+    keepdim given is refused as PyTorch's parser refuses it (its every-dims signature has no
+    keepdim: x.sum(keepdim=True) is a TypeError there, x.sum(None, True) is not)."""
+    if dim is DIM_NOT_GIVEN:
+        if axis is None and (keepdim is not KEEPDIM_NOT_GIVEN or keepdims is not None):
+            if dtype is not None:
+                raise TypeError(f'{fname}() missing 1 required positional arguments: "dim"')
+            given = "keepdims" if keepdims is not None else "keepdim"
+            # (the public entry words "got" as the call gave its arguments, a method's too)
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                            f"(Tensor, {given}=bool), but expected one of:\n"
+                            " * (Tensor input, *, torch.dtype dtype = None)\n"
+                            " * (Tensor input, tuple of ints dim, bool keepdim = False, *, "
+                            "torch.dtype dtype = None)\n")
+        dim = None
+    return dim_alias(fname, dim, axis)
+
+
+def sum(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=KEEPDIM_NOT_GIVEN, *, dtype=None,
+        axis=None, keepdims=None):
     """Sum of all elements, or over `dim` (int or tuple; keepdim keeps them as size 1).  Integer
     and bool tensors sum to int64; `dtype` casts the input first."""
-    return reduce_op(OP_SUM, input, dim_alias("sum", dim, axis),
-                     keepdim_alias("sum", keepdim, keepdims), dtype)
+    dim = all_dims_or("sum", dim, keepdim, keepdims, dtype, axis)
+    return reduce_op(OP_SUM, input, dim, keepdim_alias(
+        "sum", False if keepdim is KEEPDIM_NOT_GIVEN else keepdim, keepdims), dtype)
 
 
-def mean(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+def mean(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=KEEPDIM_NOT_GIVEN, *, dtype=None,
+         axis=None, keepdims=None):
     """Mean of all elements, or over `dim` (floating point tensors only, as in PyTorch)."""
-    return reduce_op(OP_MEAN, input, dim_alias("mean", dim, axis),
-                     keepdim_alias("mean", keepdim, keepdims), dtype)
+    dim = all_dims_or("mean", dim, keepdim, keepdims, dtype, axis)
+    return reduce_op(OP_MEAN, input, dim, keepdim_alias(
+        "mean", False if keepdim is KEEPDIM_NOT_GIVEN else keepdim, keepdims), dtype)
 
 
 # -- prod -----------------------------------------------------------------------------------------
@@ -605,14 +642,6 @@ cdef object extreme_along(int op, TensorBase x, int axis, bint keepdim, str name
     return cls((res, indices))
 
 
-class _KeepdimNotGiven:
-    """The default of max's and min's keepdim, told apart from keepdim=False: a keepdim given
-    makes a tensor second argument the dim (max_min).  It shows as the False it stands for."""
-    def __repr__(self):
-        return "False"
-
-
-cdef object KEEPDIM_NOT_GIVEN = _KeepdimNotGiven()
 
 
 cdef object max_min(bint is_max, TensorBase input, tuple args, object dim, object keepdim,
@@ -923,7 +952,6 @@ OP_LOGSUMEXP = register_op("LogsumexpBackward0", vjp_logsumexp)
 
 # logsumexp's dim has no default in PyTorch: a call without it and a call with dim=None are two
 # different TypeErrors ("missing 1 required positional arguments" and "must be tuple of ints")
-cdef object DIM_NOT_GIVEN = dim_not_given()     # (ops_shape's: select's, gather's ...)
 
 
 def logsumexp(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=False, *, axis=None, keepdims=None):
@@ -1046,7 +1074,8 @@ def norm(TensorBase input, p="fro", dim=None, keepdim=False, dtype=None):
     if isinstance(p, str):          # (PyTorch's matrix-norm checks come before the dims')
         if p not in ("fro", "nuc"):
             raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
-        if dim is not None and isinstance(dim, (tuple, list)) and len(dim) > 2:
+        # (PyTorch sizes any dim but an int here: a 0-d tensor's len() raises its TypeError)
+        if dim is not None and not isinstance(dim, int) and len(dim) > 2:
             raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
                                + " ".join([str(d) for d in dim]))
     cdef tuple axes = reduction_axes(dim, ndim, "norm", False)

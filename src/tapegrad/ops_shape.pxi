@@ -524,6 +524,11 @@ def movedim(TensorBase input, source, destination):
     """Move dims `source` (int or sequence) to positions `destination`; the others keep their
     order."""
     cdef Py_ssize_t ndim = input._array.ndim
+    for position, (name, given) in enumerate((("source", source), ("destination", destination))):
+        # (PyTorch's int takes a 0-d tensor, its tuple of ints here no tensor at all)
+        if isinstance(given, TensorBase) and (<TensorBase>given)._array.ndim != 0:
+            raise TypeError(f"movedim(): argument '{name}' (position {position + 2}) must be "
+                            "tuple of ints, not Tensor")
     src = int_list_arg((source,), "movedim", "source")
     dst = int_list_arg((destination,), "movedim", "destination")
     if len(src) != len(dst):
@@ -942,7 +947,10 @@ def split(TensorBase tensor, split_size_or_sections=None, dim=0, *, split_size=N
     if split_size is not None:
         split_size_or_sections = split_size
     if split_size_or_sections is None:
-        raise TypeError('split() missing 1 required positional argument: "split_size"')
+        # (torch.split is Python-level: Python's words; the method's are Tensor.split's,
+        # tapegrad/_public_calls.py)
+        raise TypeError("split() missing 1 required positional argument: "
+                        "'split_size_or_sections'")
     return split_by(tensor, split_size_or_sections, dim, False)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations as _annotations
 import numbers
 
 from .. import _core
+from .._public_calls import op_name
 from .._layout import jagged, strided
 from ..tensor import Size
 from ._tensor import NestedTensor, dim_out_of_range
@@ -109,7 +110,7 @@ def _first_nested(args, kwargs):
 
 def call(func, args: tuple, kwargs: dict):
     """`func(*args, **kwargs)` with nested tensors among the arguments."""
-    name = getattr(func, "__name__", str(func))
+    name = (op_name(func) or str(func))
     nt = _first_nested(args, kwargs)
     handler = _HANDLERS.get(name)
     if handler is not None:
@@ -221,7 +222,7 @@ def _jagged_with_batched_dense(func, nt, args, kwargs):
         if isinstance(a, _core.TensorBase) and not isinstance(a, NestedTensor) and a.dim() > 0:
             if a.dim() > nt.dim() or a.shape[0] not in (1, batch) or \
                     a.shape[nt._ragged_idx] != 1:
-                raise _shapes_error(getattr(func, "__name__", "op"), nt, a)
+                raise _shapes_error((op_name(func) or "op"), nt, a)
             rows[position] = a
     parts = []
     for i, component in enumerate(nt.components()):
@@ -258,7 +259,7 @@ def _arg(args, kwargs, position, name, default=None):
 @handles("softmax", "log_softmax")
 def _softmax(func, args, kwargs):
     nt = args[0]
-    name = func.__name__
+    name = op_name(func)
     dim = _arg(args, kwargs, 1, "dim")
     dtype = kwargs.get("dtype")
     if dim is None:
@@ -337,7 +338,7 @@ def _shape_arg(args, kwargs):
 @handles("reshape", "view")
 def _reshape(func, args, kwargs):
     nt = args[0]
-    name = func.__name__
+    name = op_name(func)
     shape = _shape_arg(args, kwargs)
     batch = nt.batch_size()
     if not shape or shape[0] not in (-1, batch):
@@ -396,7 +397,7 @@ def _reduce_dims(nt, dim):
 @handles("sum", "mean")
 def _sum_mean(func, args, kwargs):
     nt = args[0]
-    name = func.__name__
+    name = op_name(func)
     dim = _arg(args, kwargs, 1, "dim")
     keepdim = bool(_arg(args, kwargs, 2, "keepdim", False))
     dtype = kwargs.get("dtype")
@@ -444,7 +445,7 @@ def _sum_mean(func, args, kwargs):
 @handles("matmul", "bmm")
 def _matmul(func, args, kwargs):
     a, b = args[0], _arg(args, kwargs, 1, "other", _arg(args, kwargs, 1, "mat2"))
-    name = func.__name__
+    name = op_name(func)
     matmul = _T["matmul"]
     if a._layout is strided if isinstance(a, NestedTensor) else b._layout is strided:
         if not (isinstance(a, NestedTensor) and isinstance(b, NestedTensor)):
@@ -505,7 +506,7 @@ def _extremum(func, args, kwargs):
     """The jagged layout's reductions over all elements (a dense 0-dim result); PyTorch refuses
     the strided layout's and any over dims."""
     nt = args[0]
-    name = func.__name__
+    name = op_name(func)
     if nt._layout is strided or len(args) > 1 or kwargs:
         raise unsupported(name, nt._layout, args, kwargs)
     return getattr(_T["cat"]([c.reshape(-1) for c in nt.components()]), name)()
@@ -576,7 +577,7 @@ def _contiguous(func, args, kwargs):
 @handles("chunk", "split")
 def _chunk(func, args, kwargs):
     nt = args[0]
-    name = func.__name__
+    name = op_name(func)
     dim = _dim(nt, _arg(args, kwargs, 2, "dim", 0))
     count = args[1]
     if nt._layout is strided:
@@ -603,7 +604,7 @@ def _narrow(func, args, kwargs):
 @handles("__getitem__", "select")
 def _getitem(func, args, kwargs):
     nt, index = args[0], args[1]
-    if func.__name__ == "select":
+    if op_name(func) == "select":
         if _dim(nt, index) != 0:
             raise unsupported("select.int", nt._layout)
         index = args[2]
@@ -625,7 +626,7 @@ def _unbind(func, args, kwargs):
 @handles("size", "dim", "numel", "detach", "values", "offsets", "lengths", "requires_grad_",
          "retain_grad", "backward", "is_contiguous", "numpy", "tolist", "item", "stride")
 def _own_method(func, args, kwargs):
-    return getattr(NestedTensor, func.__name__)(*args, **kwargs)
+    return getattr(NestedTensor, op_name(func))(*args, **kwargs)
 
 
 @handles("to_padded_tensor")
