@@ -158,6 +158,7 @@ cdef extern from "kernels.h" nogil:
                     float* out) noexcept
     void tg_fma_f64(ptrdiff_t n, const double* a, const double* b, ptrdiff_t sb, const double* c,
                     double* out) noexcept
+    void tg_madd_unfused_f32(ptrdiff_t n, const float* a, const float* b, float* acc) noexcept
     int tg_unary_f32(int op, ptrdiff_t n, const float* a, float* out) noexcept
     void tg_sincos_f64(ptrdiff_t n, const double* x, double* s, double* c) noexcept
     void tg_sincos_f32(ptrdiff_t n, const float* x, float* s, float* c) noexcept

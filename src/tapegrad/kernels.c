@@ -631,6 +631,17 @@ void tg_fma_f64(ptrdiff_t n, const double *a, const double *b, ptrdiff_t sb, con
 #undef T
 }
 
+/* acc[i] += a[i] * b[i], the product rounded, then the sum (a scatter of interpolate's tap
+ * gradients, _tap_sum.py).  Compiled for the baseline target, which has no fused multiply-add
+ * the compiler could contract the two into. */
+void tg_madd_unfused_f32(ptrdiff_t n, const float *a, const float *b, float *acc)
+{
+    for (ptrdiff_t i = 0; i < n; i++) {
+        const float p = a[i] * b[i];
+        acc[i] = acc[i] + p;
+    }
+}
+
 /* Pairwise summation in numpy's order (its pairwise_sum: sequential below 8 elements, eight
  * running sums up to a block of 128, halves rounded to a multiple of 8 above), then added to the
  * identity 0, as np.add.reduce of a contiguous array does: the replay (replay.pxi) sums in C and

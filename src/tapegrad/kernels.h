@@ -93,6 +93,9 @@ void tg_fma_f32(ptrdiff_t n, const float *a, const float *b, ptrdiff_t sb, const
 void tg_fma_f64(ptrdiff_t n, const double *a, const double *b, ptrdiff_t sb, const double *c,
                 double *out);
 
+/* acc[i] += a[i] * b[i], rounded twice (product, then sum). */
+void tg_madd_unfused_f32(ptrdiff_t n, const float *a, const float *b, float *acc);
+
 /* Sum of n contiguous elements in np.add.reduce's order and rounding (n <= TG_SUM_MAX_N). */
 #define TG_SUM_MAX_N 8192
 float tg_sum_f32(ptrdiff_t n, const float *a);

@@ -565,3 +565,148 @@ def fused_multiply_add(object a, object b, object c, object out):
                    <const float*>cnp.PyArray_DATA(<cnp.ndarray>c),
                    <float*>cnp.PyArray_DATA(<cnp.ndarray>out))
     return out
+
+
+cdef bint _row_operands(object src, object rows, object w, object acc):
+    """Whether src (B, H, L), rows (R,) int64 in 0..H-1, w (R, L) and acc (B, R, L) are
+    C-contiguous float32 arrays (rows int64) of those shapes."""
+    cdef int ts = -1, tw = -1, ta = -1
+    if not (kernel_array(src, &ts) and kernel_array(w, &tw) and kernel_array(acc, &ta)):
+        return False
+    if ts != cnp.NPY_FLOAT32 or tw != ts or ta != ts or not cnp.PyArray_Check(rows):
+        return False
+    if (cnp.PyArray_TYPE(<cnp.ndarray>rows) != cnp.NPY_INT64
+            or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>rows)
+            or cnp.PyArray_NDIM(<cnp.ndarray>rows) != 1
+            or cnp.PyArray_NDIM(<cnp.ndarray>src) != 3 or cnp.PyArray_NDIM(<cnp.ndarray>w) != 2
+            or cnp.PyArray_NDIM(<cnp.ndarray>acc) != 3):
+        return False
+    cdef cnp.npy_intp* ds = cnp.PyArray_DIMS(<cnp.ndarray>src)
+    cdef cnp.npy_intp* dw = cnp.PyArray_DIMS(<cnp.ndarray>w)
+    cdef cnp.npy_intp* da = cnp.PyArray_DIMS(<cnp.ndarray>acc)
+    cdef cnp.npy_intp r = cnp.PyArray_DIMS(<cnp.ndarray>rows)[0]
+    if not (da[0] == ds[0] and da[1] == r and dw[0] == r and da[2] == ds[2] and dw[1] == ds[2]):
+        return False
+    cdef const long long* ix = <const long long*>cnp.PyArray_DATA(<cnp.ndarray>rows)
+    cdef cnp.npy_intp k
+    for k in range(r):
+        if ix[k] < 0 or ix[k] >= ds[1]:
+            return False
+    return True
+
+
+def gathered_rows_fma(object src, object rows, object w, object acc, bint first):
+    """acc[b, r] = fma(src[b, rows[r]], w[r], acc[b, r]) (rounded once), or with `first`
+    acc[b, r] = src[b, rows[r]] * w[r]: a weighted tap of interpolate's channels-last bilinear
+    sum read straight from the rows it gathers (no gathered copy of the output's size per
+    tap).  float32 arrays, see _row_operands; returns acc, or None when they do not fit."""
+    if not (_row_operands(src, rows, w, acc) and (<cnp.ndarray>acc).flags.writeable):
+        return None
+    cdef cnp.npy_intp* ds = cnp.PyArray_DIMS(<cnp.ndarray>src)
+    cdef ptrdiff_t nb = ds[0], h = ds[1], length = ds[2], b, r
+    cdef ptrdiff_t nr = cnp.PyArray_DIMS(<cnp.ndarray>rows)[0]
+    cdef const float* ps = <const float*>cnp.PyArray_DATA(<cnp.ndarray>src)
+    cdef const float* pw = <const float*>cnp.PyArray_DATA(<cnp.ndarray>w)
+    cdef float* pa = <float*>cnp.PyArray_DATA(<cnp.ndarray>acc)
+    cdef const long long* ix = <const long long*>cnp.PyArray_DATA(<cnp.ndarray>rows)
+    cdef const float* s
+    cdef const float* wr
+    cdef float* a
+    with nogil:
+        for b in range(nb):
+            for r in range(nr):
+                s = ps + (b * h + ix[r]) * length
+                wr = pw + r * length
+                a = pa + (b * nr + r) * length
+                if first:
+                    tg_binary_f32(TG_MUL, length, s, 1, wr, 1, a)
+                else:
+                    tg_fma_f32(length, s, wr, 1, a, a)
+    return acc
+
+
+def scattered_rows_product(object g, object rows, object w, object grad):
+    """grad[b, rows[r]] += g[b, r] * w[r] (the product rounded, then the sum), for r in order:
+    the gradient of gathered_rows_fma's tap by its src, accumulated into grad (B, H, L).
+    float32 arrays as gathered_rows_fma's (g in acc's place); returns grad, or None."""
+    if not (_row_operands(grad, rows, w, g) and (<cnp.ndarray>grad).flags.writeable):
+        return None
+    cdef cnp.npy_intp* ds = cnp.PyArray_DIMS(<cnp.ndarray>grad)
+    cdef ptrdiff_t nb = ds[0], h = ds[1], length = ds[2], b, r
+    cdef ptrdiff_t nr = cnp.PyArray_DIMS(<cnp.ndarray>rows)[0]
+    cdef float* pd = <float*>cnp.PyArray_DATA(<cnp.ndarray>grad)
+    cdef const float* pw = <const float*>cnp.PyArray_DATA(<cnp.ndarray>w)
+    cdef const float* pg = <const float*>cnp.PyArray_DATA(<cnp.ndarray>g)
+    cdef const long long* ix = <const long long*>cnp.PyArray_DATA(<cnp.ndarray>rows)
+    with nogil:
+        for b in range(nb):
+            for r in range(nr):
+                tg_madd_unfused_f32(length, pg + (b * nr + r) * length, pw + r * length,
+                                    pd + (b * h + ix[r]) * length)
+    return grad
+
+
+def fused_multiply_add_broadcast(object a, object b, object c, object out):
+    """out = a * b + c rounded once (fused_multiply_add's kernel), with b a C-contiguous array
+    of a's dtype broadcasting against a in one block of dims: its shape, aligned to a's right
+    end, is 1 outside a run of dims equal to a's (a weight per row, per column or per plane of
+    interpolate's taps).  b is read in place, never expanded into a copy of a's size (a copy
+    per tap made a resize memory-bound).  Returns out, or None when the layout does not fit."""
+    cdef int ta = -1, tb = -1, tc = -1, to = -1
+    if not (kernel_array(a, &ta) and kernel_array(b, &tb) and kernel_array(c, &tc)
+            and kernel_array(out, &to)):
+        return None
+    if ta != tb or ta != tc or ta != to or not same_shape(<cnp.ndarray>a, <cnp.ndarray>c) \
+            or not same_shape(<cnp.ndarray>a, <cnp.ndarray>out) \
+            or not (<cnp.ndarray>out).flags.writeable:
+        return None
+    cdef cnp.npy_intp* sa = cnp.PyArray_DIMS(<cnp.ndarray>a)
+    cdef cnp.npy_intp* sbs = cnp.PyArray_DIMS(<cnp.ndarray>b)
+    cdef Py_ssize_t nda = cnp.PyArray_NDIM(<cnp.ndarray>a), ndb = cnp.PyArray_NDIM(<cnp.ndarray>b)
+    cdef Py_ssize_t lead = nda - ndb, d, first = -1, last = -1
+    if ndb > nda:
+        return None
+    for d in range(ndb):
+        if sbs[d] != 1:
+            if first < 0:
+                first = d
+            elif last != d - 1:
+                return None             # (two separate runs of dims)
+            last = d
+            if sbs[d] != sa[lead + d]:
+                return None
+    cdef ptrdiff_t outer = 1, nb = 1, inner = 1, o, k, at
+    for d in range(nda):
+        if first < 0 or d < lead + first:
+            outer *= <ptrdiff_t>sa[d]
+        elif d <= lead + last:
+            nb *= <ptrdiff_t>sa[d]
+        else:
+            inner *= <ptrdiff_t>sa[d]
+    if first < 0:                       # b holds one value
+        inner, outer = outer, 1
+    cdef char* pa = <char*>cnp.PyArray_DATA(<cnp.ndarray>a)
+    cdef char* pb = <char*>cnp.PyArray_DATA(<cnp.ndarray>b)
+    cdef char* pc = <char*>cnp.PyArray_DATA(<cnp.ndarray>c)
+    cdef char* po = <char*>cnp.PyArray_DATA(<cnp.ndarray>out)
+    cdef ptrdiff_t size = cnp.PyArray_ITEMSIZE(<cnp.ndarray>a)
+    with nogil:
+        for o in range(outer):
+            if inner == 1:              # b runs along the innermost dims: one call per row
+                at = o * nb * size
+                if ta == cnp.NPY_FLOAT64:
+                    tg_fma_f64(nb, <const double*>(pa + at), <const double*>pb, 1,
+                               <const double*>(pc + at), <double*>(po + at))
+                else:
+                    tg_fma_f32(nb, <const float*>(pa + at), <const float*>pb, 1,
+                               <const float*>(pc + at), <float*>(po + at))
+                continue
+            for k in range(nb):         # b[k] is one value over `inner` elements
+                at = (o * nb + k) * inner * size
+                if ta == cnp.NPY_FLOAT64:
+                    tg_fma_f64(inner, <const double*>(pa + at), <const double*>(pb + k * size),
+                               0, <const double*>(pc + at), <double*>(po + at))
+                else:
+                    tg_fma_f32(inner, <const float*>(pa + at), <const float*>(pb + k * size),
+                               0, <const float*>(pc + at), <float*>(po + at))
+    return out

@@ -385,14 +385,12 @@ def _weighted_sum(values, w, nd: int):
     kernel (where its build fuses multiply-adds) computes nw * x_nw, then fma(x, w, acc) for
     the ne, sw and se taps in that order (measured: a plain sum was an ulp off for about half
     the float32 outputs)."""
-    from ._spatial_ops import _fused_tap, _kernel_fuses
+    from ._spatial_ops import _kernel_fuses
     if not (nd == 2 and values.shape[2] == 4 and values._array.dtype == np.float32
             and _kernel_fuses()):
         return (values * w).sum(2)
-    out = values.select(2, 0) * w.select(2, 0)
-    for k in range(1, 4):
-        out = _fused_tap(values.select(2, k), w.select(2, k), out)
-    return out
+    from ._tap_sum import GridTapSum
+    return GridTapSum.apply(values, w)
 
 
 # PyTorch's enums behind grid_sampler's int arguments (GridSamplerInterpolation, GridSamplerPadding)

@@ -9,6 +9,7 @@ differentiable ops, so gradients (and create_graph) come from the core.
 from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
+import functools
 import math
 import warnings
 
@@ -19,6 +20,7 @@ from .._half_precision import in_float32_if_half
 from .._memory_format import follow_channels_last
 from ._conv_ops import _check_tensor, _wrap
 from ._pool_ops import _shape_along, adaptive_avg_pool1d, adaptive_avg_pool2d
+from ._tap_sum import corner_sum, fused_tap_sum
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad", "dropout1d",
            "dropout2d"]
@@ -289,6 +291,8 @@ def _taps_along(x, dim, taps):
         for xk, wk in terms:
             out = xk * _wrap(wk) if out is None else out + xk * _wrap(wk)
         return out
+    if dtype == np.float32:
+        return fused_tap_sum([terms[1], terms[0]] + terms[2:])
     (x0, w0), (x1, w1) = terms[:2]
     out = _fused_tap(x0, w0, x1 * _wrap(w1))
     for xk, wk in terms[2:]:
@@ -323,19 +327,27 @@ def _bilinear_corners(x, taps, stored):
     float32, in vectors of 16 half channels)."""
     (h_taps, w_taps) = taps
     dtype = x._array.dtype
-    rows = [x.index_select(2, _wrap(h)) for h, _ in h_taps]
-    values = {(i, j): rows[i].index_select(3, _wrap(w)) for i in (0, 1)
-              for j, (w, _) in enumerate(w_taps)}
+    # (the columns gathered first, from the smaller input: a gather along the last axis reads
+    # strided and costs several times one along the rows, which copies whole rows)
+    cols = [x.index_select(3, _wrap(w)) for w, _ in w_taps]
+    # float32 where PyTorch's build fuses: one node reading the rows of the two column gathers
+    # in place (_tap_sum.corner_sum); otherwise the four corners gathered and summed in ops
+    fused = dtype == np.float32 and _kernel_fuses()
+    values = {} if fused else {(i, j): cols[j].index_select(2, _wrap(h))
+                               for i, (h, _) in enumerate(h_taps) for j in (0, 1)}
     weights = {(i, j): (a[:, None] * b[None, :]).astype(dtype) for i, (_, a) in enumerate(h_taps)
                for j, (_, b) in enumerate(w_taps)}
 
     def summed(order, lo, hi):
+        if fused:
+            part = [c if (lo, hi) == (0, x.shape[1]) else c[:, lo:hi] for c in cols]
+            return corner_sum(part, [(j, h_taps[i][0], weights[i, j]) for i, j in order])
         part = {k: v if (lo, hi) == (0, x.shape[1]) else v[:, lo:hi] for k, v in values.items()}
         first = order[0]
         acc = part[first] * _wrap(weights[first])
         for k in order[1:]:
             acc = (_fused_tap(part[k], weights[k], acc) if _kernel_fuses()
-                   else acc + part[k] * _wrap(weights[k]))
+                   else acc + part[k] * _wrap(weights[k]))     # (float64: no wider type)
         return acc
 
     channels = x.shape[1]
@@ -366,10 +378,24 @@ def _axis_taps(mode, antialias, size, n, scale, align_corners, op=np.float64):
     bicubic weights computed in op, see _source_positions)."""
     if antialias:
         return _antialias_taps(size, n, scale, align_corners, mode)
-    if mode == "bicubic":
-        return _cubic_taps(size, n, scale, align_corners, op)
-    lo, hi, w_lo, w_hi = _linear_taps(size, n, scale, align_corners, op)
-    return [(lo, w_lo), (hi, w_hi)]
+    return list(_weighted_axis_taps(mode == "bicubic", size, n, scale, align_corners,
+                                    np.dtype(op).type, _kernel_fuses()))
+
+
+@functools.lru_cache(maxsize=256)
+def _weighted_axis_taps(cubic, size, n, scale, align_corners, op, fuses):
+    """_axis_taps' linear and bicubic taps, kept per axis geometry (and whether the kernels
+    fuse, which their rounding follows): computing them took half the time of a small resize.
+    Their arrays are read-only, shared by the calls."""
+    if cubic:
+        taps = _cubic_taps(size, n, scale, align_corners, op)
+    else:
+        lo, hi, w_lo, w_hi = _linear_taps(size, n, scale, align_corners, op)
+        taps = [(lo, w_lo), (hi, w_hi)]
+    for index, w in taps:
+        index.flags.writeable = False
+        w.flags.writeable = False
+    return tuple(taps)
 
 
 def _fixed_point_pass(arr, dim, taps, size):
