@@ -80,3 +80,32 @@ def test_einops_backend_whichever_is_imported_first_and_without_pytorch():
     after = _run("import sys, tapegrad as tg\nfrom einops import rearrange, reduce\n" + body)
     before = _run("import sys\nfrom einops import rearrange, reduce\nimport tapegrad as tg\n" + body)
     assert after == before == ["(3,", "2)", "[3.0,", "12.0]", "False"]
+
+
+def test_amp_submodules_import_by_path_as_in_pytorch(torch):
+    # torch.amp is a package: scripts import its objects from autocast_mode / grad_scaler.  Ours
+    # is one module; `import tapegrad.amp.autocast_mode` stopped at "is not a package".
+    import importlib
+    for name in ("tapegrad", "torch"):
+        mode = importlib.import_module(f"{name}.amp.autocast_mode")
+        scaler = importlib.import_module(f"{name}.amp.grad_scaler")
+        amp = importlib.import_module(f"{name}.amp")
+        assert mode.autocast is amp.autocast and scaler.GradScaler is amp.GradScaler
+        assert mode.is_autocast_available("cpu") is True
+        assert {"autocast", "is_autocast_available", "custom_fwd", "custom_bwd"} <= set(mode.__all__)
+    from tapegrad.amp.autocast_mode import autocast
+    with autocast("cpu", dtype=tg.bfloat16):
+        assert tg.mm(tg.ones(2, 2), tg.ones(2, 2)).dtype == tg.bfloat16
+
+
+def test_amp_submodules_under_the_corpus_hook():
+    import os
+    hook = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "corpus_hook")
+    code = ("import torch.amp.autocast_mode as m\nfrom torch.amp.grad_scaler import GradScaler\n"
+            "import torch, sys\n"
+            "print(m.autocast is torch.amp.autocast, GradScaler is torch.amp.GradScaler,"
+            " torch.__name__)\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([hook, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=env).stdout.split()
+    assert out == ["True", "True", "tapegrad"]
