@@ -374,6 +374,8 @@ _meta.install_factories()  # device='meta' on the creation functions
 
 from . import _stdlib_attributes  # noqa: E402
 _stdlib_attributes.install()  # urllib.request & co., which PyTorch's import loads, on first read
+from . import _einops_backend  # noqa: E402
+_einops_backend.install()  # einops' rearrange & co. on our tensors under `import tapegrad as torch`
 
 # every public function behind the compiled entry where the meta device dispatches, with out=
 # on those that take it in PyTorch: after the meta factories (which wrap the creation functions

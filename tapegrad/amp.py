@@ -360,3 +360,29 @@ class _DeviceAutocast(autocast):  # noqa: N801  (PyTorch's name)
         if dtype is None and self._default_dtype is not None:
             dtype = getattr(_core, self._default_dtype)
         super().__init__(device, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+def _submodule(name: str, members: dict):
+    """torch.amp.<name>: PyTorch's amp is a package whose objects live in submodules that scripts
+    reach by path (`from torch.amp.autocast_mode import autocast`, `torch.amp.grad_scaler.
+    GradScaler`).  Ours is one module, so each submodule is a module object holding the same
+    objects, registered (with a spec) where `import` and importlib.util.find_spec look first."""
+    import importlib.machinery
+    import sys
+    import types
+    module = types.ModuleType(f"{__name__}.{name}")
+    module.__spec__ = importlib.machinery.ModuleSpec(module.__name__, None)
+    vars(module).update(members, __all__=list(members))
+    sys.modules.setdefault(module.__name__, module)
+    return module
+
+
+# A module with a (empty) __path__ is a package to the import system: without it `import
+# torch.amp.autocast_mode` stops at "'torch.amp' is not a package" before looking in sys.modules.
+# (The spec stays a module's: a package's spec would make __spec__.parent this module, unlike
+# __package__, and each relative import in a function here would warn.)
+__path__ = []
+autocast_mode = _submodule("autocast_mode", {
+    "autocast": autocast, "is_autocast_available": is_autocast_available,
+    "custom_fwd": custom_fwd, "custom_bwd": custom_bwd})
+grad_scaler = _submodule("grad_scaler", {"GradScaler": GradScaler})

@@ -1,0 +1,68 @@
+"""einops on tapegrad tensors when the script says `import tapegrad as torch`.
+
+einops picks a backend by the tensor: `einops._backends.get_backend` walks the subclasses of its
+`AbstractBackend`, keeps those whose `framework_name` is a module already in sys.modules, and asks
+each whether the tensor is its type.  Its torch backend is named "torch": under the corpus hook
+(`import torch` loads tapegrad) that module is tapegrad and everything works, but a script that
+imports tapegrad by its own name has no "torch" module (or PyTorch's, whose Tensor ours is not),
+and every rearrange/repeat/reduce/pack/einsum failed with "Tensor type unknown to einops".
+
+Here einops gets a backend named "tapegrad": einops' torch backend with our package as its
+`torch`, so the calls einops makes (permute, reshape, expand, amax, torch.cat, torch.einsum, ...)
+are the same ones it makes on PyTorch.  Importing einops just for this would cost every tapegrad
+user its import time, so the backend is defined when einops' backends module is imported (now, if
+it already was).  einops' torch-only extras stay out: its TorchBackend.__init__ registers the
+einops functions with torch._dynamo, which would import PyTorch itself.
+"""
+from __future__ import annotations as _annotations
+
+import importlib.abc
+import importlib.util
+import sys
+
+_BACKENDS_MODULE = "einops._backends"
+
+
+def _define_backend(backends) -> None:
+    """Adds the tapegrad backend to einops' backends module `backends`."""
+    if "TapegradBackend" in vars(backends):
+        return
+
+    class TapegradBackend(backends.TorchBackend):
+        framework_name = "tapegrad"
+
+        def __init__(self):
+            import tapegrad
+            self.torch = tapegrad
+
+    # einops finds backends through __subclasses__(), which holds its classes weakly: the module
+    # attribute keeps ours alive.
+    backends.TapegradBackend = TapegradBackend
+
+
+class _DefineOnImport(importlib.abc.MetaPathFinder):
+    """Lets einops' backends module load as usual, then defines our backend in it (once)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _BACKENDS_MODULE:
+            return None
+        sys.meta_path.remove(self)          # (one use; and find_spec below must not meet us)
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module):
+            run_module(module)
+            _define_backend(module)
+
+        spec.loader.exec_module = exec_module   # (this spec's own loader instance)
+        return spec
+
+
+def install() -> None:
+    loaded = sys.modules.get(_BACKENDS_MODULE)
+    if loaded is not None:
+        _define_backend(loaded)
+    elif not any(isinstance(finder, _DefineOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _DefineOnImport())
