@@ -1,0 +1,77 @@
+"""Data augmentation on tensors (proxy corpus proxydw): argument handling that PyTorch's
+kernels decide, compared against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+import tapegrad.nn.functional as F
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+
+
+def _outcome(lib, fn):
+    try:
+        return ("ok", tuple(fn(lib).shape))
+    except Exception as e:         # noqa: BLE001 - the type and phrase are what we compare
+        return (type(e).__name__, "received an invalid combination of arguments" in str(e)
+                or "must be tuple of ints" in str(e))
+
+
+def _both(fn):
+    return _outcome(tg, lambda L: fn(L, F)), _outcome(torch, lambda L: fn(L, TF))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic"])
+@pytest.mark.parametrize("factor", ["tensor0d", "tensor1d", "int_tensor", "tuple_with_tensor"])
+def test_interpolate_refuses_tensor_scale_factor(mode, factor):
+    # PyTorch hands scale_factor to its kernel, whose parser takes numbers only: a Tensor there
+    # is a TypeError (it used to be read as its value)
+    def call(L, Fn):
+        x = L.ones(1, 2, 4, 4)
+        sf = {"tensor0d": L.tensor(2.), "tensor1d": L.tensor([2.]),
+              "int_tensor": L.tensor(2), "tuple_with_tensor": (L.tensor(2.), 2.)}[factor]
+        return Fn.interpolate(x, scale_factor=sf, mode=mode)
+    got, want = _both(call)
+    assert want == ("TypeError", True)
+    assert got == want
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_interpolate_refuses_tensor_scale_factor_antialias(mode):
+    got, want = _both(lambda L, Fn: Fn.interpolate(L.ones(1, 1, 8, 8), mode=mode, antialias=True,
+                                                   scale_factor=L.tensor(0.5)))
+    assert got == want == ("TypeError", True)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "area"])
+@pytest.mark.parametrize("recompute", [None, True])
+@pytest.mark.parametrize("factor", [2, 1.5, np.float32(1.5), np.int64(2), True])
+def test_interpolate_numeric_scale_factors(mode, recompute, factor):
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    got = F.interpolate(tg.tensor(x), scale_factor=factor, mode=mode,
+                        recompute_scale_factor=recompute)
+    want = TF.interpolate(torch.tensor(x), scale_factor=factor, mode=mode,
+                          recompute_scale_factor=recompute)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "area"])
+def test_interpolate_tensor_scale_factor_recomputed(mode):
+    # with recompute_scale_factor (and always for 'area') PyTorch computes the output size in
+    # Python, where a Tensor factor works
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    rc = None if mode == "area" else True
+    got = F.interpolate(tg.tensor(x), scale_factor=tg.tensor(1.5), mode=mode,
+                        recompute_scale_factor=rc)
+    want = TF.interpolate(torch.tensor(x), scale_factor=torch.tensor(1.5), mode=mode,
+                          recompute_scale_factor=rc)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "area"])
+@pytest.mark.parametrize("size", [[True, 3], [3, True], (np.int64(3), 2)])
+def test_interpolate_bool_in_size_list(mode, size):
+    # the kernel's int-list parser refuses a bool in first place only (a later one reads 0/1)
+    got, want = _both(lambda L, Fn: Fn.interpolate(L.ones(1, 1, 4, 4), size=size, mode=mode))
+    assert got == want
