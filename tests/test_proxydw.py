@@ -75,3 +75,21 @@ def test_interpolate_bool_in_size_list(mode, size):
     # the kernel's int-list parser refuses a bool in first place only (a later one reads 0/1)
     got, want = _both(lambda L, Fn: Fn.interpolate(L.ones(1, 1, 4, 4), size=size, mode=mode))
     assert got == want
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.split(x, [2, 3], dim=-1),
+    lambda L, x: x.split([2, 3], -1),
+    lambda L, x: L.split_with_sizes(x, [2, 3], -1),
+    lambda L, x: x.unsafe_split_with_sizes([2, 3], -1),
+    lambda L, x: L.split_with_sizes(x, [2, -3, 7], -1),
+    lambda L, x: x.split([2, 3], 1),
+])
+def test_split_sizes_message_names_dim_as_given(call):
+    # an augmentation splitting channels/width with dim=-1: PyTorch's message says -1
+    messages = []
+    for L in (tg, torch):
+        with pytest.raises(RuntimeError) as info:
+            call(L, L.zeros(2, 6))
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
