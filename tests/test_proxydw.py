@@ -93,3 +93,30 @@ def test_split_sizes_message_names_dim_as_given(call):
             call(L, L.zeros(2, 6))
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(scale_factor=np.array(2.0), recompute_scale_factor=True),
+    dict(scale_factor=np.array(2.0), mode="area"),
+    dict(scale_factor=np.array(2.0)),
+    dict(size=np.array(2)),
+    dict(size=np.array([2, 3])),
+    dict(size=(np.array(2), 3)),
+])
+def test_interpolate_numpy_arguments(kwargs):
+    # F.interpolate is Python in PyTorch: a 0-d array works where its code or the kernel's
+    # parser reads a number, the rest is a TypeError (not the generic ndarray refusal)
+    x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    got = _outcome(tg, lambda L: F.interpolate(tg.tensor(x), **kwargs))
+    want = _outcome(torch, lambda L: TF.interpolate(torch.tensor(x), **kwargs))
+    assert got[0] == want[0]
+    if want[0] == "ok":
+        np.testing.assert_allclose(F.interpolate(tg.tensor(x), **kwargs).numpy(),
+                                   TF.interpolate(torch.tensor(x), **kwargs).numpy())
+
+
+def test_interpolate_ndarray_input_is_attribute_error():
+    with pytest.raises(AttributeError, match="object has no attribute 'dim'"):
+        TF.interpolate(np.zeros((1, 1, 4, 4)), size=2)
+    with pytest.raises(AttributeError, match="object has no attribute 'dim'"):
+        F.interpolate(np.zeros((1, 1, 4, 4)), size=2)

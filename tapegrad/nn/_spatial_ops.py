@@ -85,6 +85,8 @@ def _check_size_types(size, kernel_error) -> None:
             # (PyTorch's parser of an int list looks at the first element's type only: a bool
             # later on is read as 0 or 1)
             raise kernel_error(type(size).__name__, None)
+    elif isinstance(size, np.ndarray) and size.ndim == 0 and size.dtype.kind in "iu":
+        return                  # (the kernel's parser reads a 0-d integer array by __index__)
     elif isinstance(size, bool) or not _is_integer(size):
         raise TypeError(f"interpolate() received an invalid combination of arguments: size must "
                         f"be an int or a tuple of ints, not {type(size).__name__}")
@@ -454,7 +456,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     'nearest-exact', 'area', 'linear' (3-D), 'bilinear', 'bicubic' or 'lanczos' (4-D, antialiased)
     or 'trilinear' (5-D),
     to `size` or by `scale_factor`."""
-    _check_tensor(input)
+    if not isinstance(input, _core.TensorBase):
+        input.dim()     # PyTorch's interpolate (Python) reads it first: its AttributeError
+        _check_tensor(input)
     if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
