@@ -120,3 +120,44 @@ def test_interpolate_ndarray_input_is_attribute_error():
         TF.interpolate(np.zeros((1, 1, 4, 4)), size=2)
     with pytest.raises(AttributeError, match="object has no attribute 'dim'"):
         F.interpolate(np.zeros((1, 1, 4, 4)), size=2)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_grid_sample_nearest_input_grad_depends_on_grid_under_create_graph(padding_mode):
+    # PyTorch's grid_sample backward is one node of (grad, input, grid): under create_graph the
+    # input's gradient requires grad through the grid even for 'nearest' (derivative zero), so a
+    # penalty on it backpropagates (tapegrad's was detached and pen.backward() raised)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 3, 4))
+    g = rng.uniform(-1.2, 1.2, (1, 2, 3, 2))
+    w = np.cos(np.arange(12.)).reshape(1, 2, 2, 3)
+    results = []
+    for L in (tg, torch):
+        X = L.tensor(x, requires_grad=True)
+        G = L.tensor(g, requires_grad=True)
+        y = L.nn.functional.grid_sample(X, G, mode="nearest", padding_mode=padding_mode,
+                                        align_corners=False)
+        gx, = L.autograd.grad((y * L.tensor(w)).sum(), [X], create_graph=True)
+        pen = (gx ** 2).sum()
+        pen.backward()
+        results.append((gx.requires_grad, pen.item(), G.grad.numpy().copy(), X.grad))
+    (rg, pg, gg, xg), (rt, pt, gt, xt) = results
+    assert rg == rt is True
+    assert pg == pytest.approx(pt)
+    np.testing.assert_array_equal(gg, gt)
+    assert xg is None and xt is None
+
+
+def test_grid_sample_nearest_grid_grad_keeps_nonfinite_out():
+    # the zero-derivative weight must not turn an inf/NaN grid into NaN values or gradients
+    x = np.arange(9.).reshape(1, 1, 3, 3)
+    g = np.array([[[[np.inf, 0.], [0.2, np.nan]]]])
+    outs = []
+    for L in (tg, torch):
+        X = L.tensor(x, requires_grad=True)
+        G = L.tensor(g, requires_grad=True)
+        y = L.nn.functional.grid_sample(X, G, mode="nearest", align_corners=True)
+        y.sum().backward()
+        outs.append((y.detach().numpy(), X.grad.numpy(), G.grad.numpy()))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
