@@ -285,10 +285,14 @@ def _split_with_sizes_check(input, split_sizes, dim, name):
     _check_tensor(input, name)
     d = _dim(dim, input.dim())
     sizes = [int(s) for s in split_sizes]
-    if sum(sizes) != input.shape[d] or any(s < 0 for s in sizes):
+    if any(s < 0 for s in sizes):
+        raise RuntimeError("split_with_sizes expects split_sizes have only non-negative entries, "
+                           f"but got split_sizes={sizes}")
+    if sum(sizes) != input.shape[d]:
+        # (PyTorch names the dim as given, -1 stays -1, and its unsafe_ variant's check too)
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
-                           f"{input.shape[d]} (input tensor's size at dimension {d}), but got "
-                           f"split_sizes={sizes}")
+                           f"{input.shape[d]} (input tensor's size at dimension {int(dim)}), "
+                           f"but got split_sizes={sizes}")
     return d, sizes
 
 

@@ -189,7 +189,11 @@ TAKES_ARRAYS = frozenset(("tensor", "as_tensor", "asarray", "from_numpy", "fromb
                           "sparse_bsr_tensor", "sparse_bsc_tensor", "sparse_compressed_tensor",
                           "is_tensor", "is_storage", "typename",
                           # (Python in PyTorch, dividing by tau: a 0-d array works there)
-                          "gumbel_softmax"))
+                          "gumbel_softmax",
+                          # (Python in PyTorch: a 0-d array works as a scale_factor it
+                          # recomputes the size from, or as an int size; its own checks
+                          # refuse the rest, tapegrad/nn/_spatial_ops.py makes the same)
+                          "interpolate"))
 
 # PyTorch's functions written in Python that read an attribute of their argument before any
 # check: an ndarray raises AttributeError there ("'numpy.ndarray' object has no attribute

@@ -977,8 +977,9 @@ cdef tuple split_by(TensorBase tensor, split_size_or_sections, dim, bint unsafe)
             raise RuntimeError("split_with_sizes expects split_sizes have only non-negative "
                                f"entries, but got split_sizes={list(sizes)}")
         if total != size:
+            # (PyTorch names the dim as given: -1 stays -1)
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
-                               f"(input tensor's size at dimension {d}), but got "
+                               f"(input tensor's size at dimension {int(dim)}), but got "
                                f"split_sizes={list(sizes)}")
         return split_with_sizes(OP_UNSAFE_SPLIT_SIZES if unsafe else OP_SPLIT_SIZES, tensor, d,
                                 sizes, tuple(sizes))

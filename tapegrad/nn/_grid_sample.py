@@ -269,18 +269,14 @@ def _taps(coords, spatial, mode, padding_mode, align_corners, dtype):
     return np.stack(index, 1), np.stack(inside, 1), weights
 
 
-class _ZeroGridGradient(Function):
-    """Identity on the sampled values whose backward also gives the grid a zero gradient:
-    nearest sampling is piecewise constant in the grid, and PyTorch still returns zeros for it."""
-
-    @staticmethod
-    def forward(ctx, values, grid):
-        ctx.grid_shape, ctx.dtype = tuple(grid.shape), grid._array.dtype
-        return _wrap(values._array)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g, _wrap(np.zeros(ctx.grid_shape, dtype=ctx.dtype))
+def _unit_weight_of(grid):
+    """Ones shaped like grid[..., 0] that depend on the grid with derivative zero (a masked_fill
+    of every element: no NaN or inf of the grid leaks through).  Nearest sampling's single tap
+    is weighted by it, so the grid gets PyTorch's zero gradient and, under create_graph, the
+    input's gradient depends on the grid as PyTorch's one backward node of (grad, input, grid)
+    makes it (its requires_grad, a penalty's backward reaching the grid)."""
+    first = grid.select(-1, 0)
+    return first.masked_fill(_wrap(np.ones(first.shape, dtype=bool)), 1.0)
 
 
 def _check_grid_sample_modes(input, grid, mode, padding_mode):
@@ -363,7 +359,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if weights[0] is None:                                     # nearest: one tap
         out = values.select(2, 0)
         if grid.requires_grad:
-            out = _ZeroGridGradient.apply(out, grid)
+            # (N, 1, Q): x * 1 is x exactly, -0 and inf included
+            out = out * _unit_weight_of(grid).reshape(n, 1, -1)
     else:
         w = _stack(weights, 1).unsqueeze(1)               # (N, 1, T, Q)
         if len(spatial) == 3 and not np.isfinite(w._array).all():

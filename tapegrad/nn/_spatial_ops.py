@@ -74,24 +74,64 @@ def _is_integer(value) -> bool:
     return isinstance(value, (int, np.integer))
 
 
-def _check_size_types(size) -> None:
-    """PyTorch takes integer sizes only: a float size is refused, not truncated."""
+def _check_size_types(size, kernel_error) -> None:
+    """PyTorch takes integer sizes only: a float size is refused, not truncated.
+    `kernel_error(got)`: the TypeError of the kernel's own parser, which refuses a bool that
+    F.interpolate's integer check let through."""
     if isinstance(size, (list, tuple)):
         if not all(_is_integer(s) for s in size):
             raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or "
                             "Tuple[int, int, int], but got size with types "
                             f"{[type(s) for s in size]}")
+        if size and isinstance(size[0], (bool, np.bool_)):
+            # (PyTorch's parser of an int list looks at the first element's type only: a bool
+            # later on is read as 0 or 1)
+            raise kernel_error(type(size).__name__, None)
+    elif isinstance(size, np.ndarray) and size.ndim == 0 and size.dtype.kind in "iu":
+        return                  # (the kernel's parser reads a 0-d integer array by __index__)
     elif isinstance(size, bool) or not _is_integer(size):
         raise TypeError(f"interpolate() received an invalid combination of arguments: size must "
                         f"be an int or a tuple of ints, not {type(size).__name__}")
 
 
-def _interp_sizes(x, nd, size, scale_factor):
+def _is_parser_float(value) -> bool:
+    """Whether PyTorch's argument parser takes `value` as an element of a list of floats: a
+    Python or numpy number (a bool too), not a Tensor, a 0-d ndarray, a Fraction or a str."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and \
+        not isinstance(value, _core.TensorBase)
+
+
+def _interp_kernel_error(mode, nd, antialias):
+    """A maker of the TypeError PyTorch's interpolation kernel (upsample_bilinear2d,
+    _upsample_nearest_exact2d, ...) raises when F.interpolate hands it an argument its parser
+    refuses; error(size_type, scale_type) names the list arguments' Python types."""
+    if mode == "area":          # (PyTorch's area is adaptive average pooling)
+        return lambda size_type, scale_type: TypeError(
+            f"adaptive_avg_pool{nd}d(): argument 'output_size' (position 2) must be tuple of "
+            f"ints, but found element of type bool at pos 0")
+    base = {"nearest-exact": "nearest_exact"}.get(mode, mode)
+    name = f"upsample_{base}{nd}d"
+    if mode == "nearest-exact" or antialias:
+        name = f"_{name}{'_aa' if antialias else ''}"
+    takes_align = mode not in ("nearest", "nearest-exact")
+
+    def error(size_type, scale_type):
+        got = ["Tensor", size_type or "NoneType"] + (["bool"] if takes_align else []) + \
+            [scale_type or "NoneType"]
+        return TypeError(f"{name}() received an invalid combination of arguments - got "
+                         f"({', '.join(got)}), but expected one of:")
+    return error
+
+
+def _interp_sizes(x, nd, size, scale_factor, kernel_error, kernel_takes_scales):
+    """(output sizes, scales handed to the kernel).  `kernel_takes_scales`: the scale factors
+    go to the kernel as they are (no recompute_scale_factor, not 'area'), whose parser takes
+    Python or numpy numbers only: a Tensor there is a TypeError, not read as its value."""
     spatial = tuple(x.shape[2:])
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
-        _check_size_types(size)
+        _check_size_types(size, kernel_error)
         out = tuple(int(s) for s in size) if isinstance(size, (list, tuple)) else (int(size),) * nd
         # as PyTorch's: only a sequence is checked against the input's spatial dims; a single
         # number on a 1-D or 2-D input falls through to the unsupported-input error below
@@ -104,6 +144,12 @@ def _interp_sizes(x, nd, size, scale_factor):
         return out, (None,) * nd
     if scale_factor is None:
         raise ValueError("either size or scale_factor should be defined")
+    if kernel_takes_scales:
+        given = scale_factor if isinstance(scale_factor, (list, tuple)) else (scale_factor,)
+        if not all(_is_parser_float(f) for f in given):
+            # (a single factor reaches the kernel as a list of it, one per spatial dim)
+            raise kernel_error(None, type(scale_factor).__name__
+                               if isinstance(scale_factor, (list, tuple)) else "list")
     scales = tuple(float(s) for s in scale_factor) if isinstance(scale_factor, (list, tuple)) \
         else (float(scale_factor),) * nd
     if isinstance(scale_factor, (list, tuple)) and len(scales) != nd:
@@ -436,14 +482,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     'nearest-exact', 'area', 'linear' (3-D), 'bilinear', 'bicubic' or 'lanczos' (4-D, antialiased)
     or 'trilinear' (5-D),
     to `size` or by `scale_factor`."""
-    _check_tensor(input)
+    if not isinstance(input, _core.TensorBase):
+        input.dim()     # PyTorch's interpolate (Python) reads it first: its AttributeError
+        _check_tensor(input)
     if align_corners is not None and mode in ("nearest", "nearest-exact", "area"):
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     nd = input.dim() - 2
     if size is not None and scale_factor is None and recompute_scale_factor:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
-    out_sp, scales = _interp_sizes(input, nd, size, scale_factor)
+    out_sp, scales = _interp_sizes(input, nd, size, scale_factor,
+                                   _interp_kernel_error(mode, nd, antialias),
+                                   not recompute_scale_factor and mode != "area")
     if recompute_scale_factor:
         scales = (None,) * nd
     if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and nd == 2):
