@@ -127,3 +127,21 @@ def test_single_term_products_have_finite_difference_gradients(gradcheck):
     gradcheck(lambda a, b: a @ b, rng.standard_normal((4, 1)), rng.standard_normal((3, 1, 5)))
     gradcheck(lambda a, b: a @ b, rng.standard_normal((1, 25, 1)), rng.standard_normal((1, 1, 30)))
     gradcheck(lambda a, b: a @ b, rng.standard_normal(3), rng.standard_normal((3, 4)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k, p", [(3, 4), (1, 4), (3, 1)])
+def test_vector_matrix_weight_grad_with_create_graph(k, p, dtype, torch_bits):
+    """vector @ matrix under create_graph: B's gradient is PyTorch's mm (MmBackward0), its zero
+    signs as eager's, not an elementwise outer product's (which signs a one-row product's zeros)."""
+    torch = pytest.importorskip("torch")
+    a = np.resize(np.array([0.0, -0.0, 2.0]), k).astype(dtype)
+    b = np.resize(np.array([1.0, -2.0, 0.0, 3.0]), k * p).reshape(k, p).astype(dtype)
+    g = np.resize(np.array([-1.0, 0.0, 2.0, -0.0]), p).astype(dtype)
+    res = []
+    for lib in (torch, tg):
+        ta, tb = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        gb, = lib.autograd.grad(ta @ tb, tb, lib.tensor(g), create_graph=True)
+        res.append((gb.detach().numpy(), gb.grad_fn.name()))
+    torch_bits.assert_equal(res[1][0], res[0][0])
+    assert res[1][1] == res[0][1]
