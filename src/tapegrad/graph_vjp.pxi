@@ -1028,6 +1028,10 @@ cdef object gv_matmul(Py_ssize_t i, Record* r, object G, char* want):
         elif na == 1:
             if nb == 1:
                 gb = g_mul(G, A)
+            elif nb == 2:
+                # PyTorch's A^T @ G of the row A, an mm (MmBackward0): its zeros signed only
+                # where it has more than one row and column (single_term_product), as eager's
+                gb = matmul(reshape_to(<TensorBase>A, (shape_a[0], 1)), unsqueeze(<TensorBase>G, -2))
             else:
                 gb = g_mul(reshape_to(<TensorBase>A, (shape_a[0], 1)), unsqueeze(<TensorBase>G, -2))
                 gb = t_sum_to(gb, shape_b)

@@ -87,18 +87,22 @@ cdef int check_bmm(Py_ssize_t b1, Py_ssize_t k, Py_ssize_t b2, Py_ssize_t m, obj
 
 
 cdef object product(object A, object B):
-    """np.matmul(A, B) as an ndarray; IEEE results (inf, nan) without numpy's warnings."""
+    """np.matmul(A, B) as an ndarray, as PyTorch's mm (or mv, dot) computes it (single-term zeros
+    signed: single_term_product); IEEE results (inf, nan) without numpy's warnings."""
     if A.dtype.kind == "f":
         with IeeeResults():
             return folded_product(A, B)
     return nd(np.matmul(A, B))
 
 
-cdef object folded_product(object A, object B, object bias=None):
+cdef object folded_product(object A, object B, object bias=None, bint mm=True):
     """A @ B with a C-contiguous N-D A (N > 2) and a matrix B as one GEMM over A's rows folded into
     a matrix (numpy's matmul runs one small GEMM per leading index, which is slower for a layer's
     (batch, seq, features) input); other operands as np.matmul.  The caller owns the errstate.
-    `bias`: a row added to the result's rows (product_a_bt's)."""
+    `bias`: a row added to the result's rows (product_a_bt's).  `mm`: as product's."""
+    single = single_term_product(A, B) if mm else None
+    if single is not None:
+        return plus_bias(single, bias)
     if (cnp.PyArray_Check(A) and cnp.PyArray_Check(B) and cnp.PyArray_NDIM(<cnp.ndarray>A) > 2
             and cnp.PyArray_NDIM(<cnp.ndarray>B) == 2
             and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>A)
@@ -108,6 +112,43 @@ cdef object folded_product(object A, object B, object bias=None):
         out = product_a_bt(A.reshape(shape_prod(shape, 0, nd_a - 1), last(shape)), B, bias)
         return out.reshape(shape[:nd_a - 1] + (B.shape[1],))
     return product_a_bt(A, B, bias)
+
+
+# PyTorch's mm of float32/float64 matrices is MKL's gemm, which stores an entry with a single term
+# (inner dimension 1: an outer product as a matmul, a batch-of-1 Linear's weight gradient) as the
+# product itself, so a zero product keeps its sign (0 * -1 is -0.0, printed `-0.`); numpy's BLAS
+# adds the product to +0.0.  A product with one row or one column is MKL's gemv in PyTorch, which
+# also sums from +0.0, as np.matmul does.  Non-zero entries are the same either way (one rounded
+# product), so the broadcast product reproduces gemm's bits exactly and costs less.
+
+cdef object single_term_product(object A, object B):
+    """A @ B as PyTorch's mm computes it when the inner dimension is 1 and that mm has more than one
+    row and column, both operands float32 or both float64: the broadcast product A * B.  The mm
+    is A's rows (its leading dims folded) by B's columns for a matrix B (mm, a folded batch of A),
+    or B's columns (its leading dims folded) by A's rows for a matrix A and a batch B (matmul's
+    transposed fold).  None for any other product."""
+    if not (cnp.PyArray_Check(A) and cnp.PyArray_Check(B)):
+        return None
+    cdef cnp.ndarray a = <cnp.ndarray>A, b = <cnp.ndarray>B
+    cdef int t = cnp.PyArray_TYPE(a), da = cnp.PyArray_NDIM(a), db = cnp.PyArray_NDIM(b)
+    if (da < 2 or db < 2 or (da > 2 and db > 2)
+            or (t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64) or cnp.PyArray_TYPE(b) != t
+            or cnp.PyArray_DIM(a, da - 1) != 1 or cnp.PyArray_DIM(b, db - 2) != 1):
+        return None
+    if db == 2:
+        if cnp.PyArray_SIZE(a) < 2 or cnp.PyArray_DIM(b, 1) < 2:
+            return None
+    elif cnp.PyArray_SIZE(b) < 2 or cnp.PyArray_DIM(a, 0) < 2:
+        return None
+    return nd(np.multiply(a, b))
+
+
+cdef object mm_product(object A, object B):
+    """A @ B as PyTorch's mm computes it (the gradients' products), B a matrix: the single-term
+    product where it applies, else np.matmul.  (A batch B is bmm's in a gradient as often as a
+    transposed fold's: np.matmul's.)  The caller owns the errstate."""
+    single = single_term_product(A, B) if B.ndim == 2 else None
+    return nd(np.matmul(A, B)) if single is None else single
 
 
 # PyTorch's bmm (and matmul's batched route) multiplies small products, contraction * rows * cols
@@ -181,7 +222,20 @@ cdef object small_batched_product(object A, object B):
 cdef object batched_product(object A, object B):
     """A @ B on PyTorch's bmm route: its small-product loop, else the BLAS product."""
     out = small_batched_product(A, B)
-    return product(A, B) if out is None else out
+    if out is not None:
+        return out
+    if A.ndim > 1 and B.ndim > 1 and A.size * B.size > 0:
+        # a batch of one product is PyTorch's mm (its single-term zeros signed, above)
+        batch = np.broadcast_shapes(A.shape[:A.ndim - 2], B.shape[:B.ndim - 2])
+        if shape_prod(batch, 0, len(batch)) == 1:
+            out = single_term_product(A.reshape(A.shape[A.ndim - 2:]),
+                                      B.reshape(B.shape[B.ndim - 2:]))
+            if out is not None:
+                return out.reshape(batch + out.shape)
+    if A.dtype.kind == "f":
+        with IeeeResults():             # (bmm's BLAS sums from +0.0: no single-term product)
+            return folded_product(A, B, None, False)
+    return nd(np.matmul(A, B))
 
 
 # -- the VJP --------------------------------------------------------------------------------------
@@ -216,7 +270,7 @@ cdef object matmul_grad_a(object g, object B, tuple shape_a, bint column_major_r
     laid out column-major gets it in that layout (column_major_result: see above)."""
     cdef Py_ssize_t na = len(shape_a), nb = B.ndim, bc, n, k, p
     if column_major_result and na == 2 and nb == 2:
-        return np.matmul(B, g.T).T
+        return mm_product(B, g.T).T
     if nb == 1:
         if na == 1:
             return nd(np.multiply(g, B))                # dot: g is 0-d
@@ -226,7 +280,7 @@ cdef object matmul_grad_a(object g, object B, tuple shape_a, bint column_major_r
         # a batch of A against one matrix B: one GEMM over the folded rows of g
         p = last(g.shape)
         n = shape_prod(g.shape, 0, g.ndim - 1)          # (spelled out: p may be 0)
-        return np.matmul(g.reshape(n, p), B.T).reshape(shape_a)
+        return mm_product(g.reshape(n, p), B.T).reshape(shape_a)
     if na <= 2 and nb > 2:
         # A is one matrix used against every batch of B: one GEMM over the folded batch.
         bc = shape_prod(B.shape, 0, nb - 2)
@@ -235,9 +289,9 @@ cdef object matmul_grad_a(object g, object B, tuple shape_a, bint column_major_r
         n = second_last(g2.shape)
         g3 = g2.reshape(bc, n, p).transpose(1, 0, 2).reshape(n, bc * p)
         b3 = B.reshape(bc, k, p).transpose(0, 2, 1).reshape(bc * p, k)
-        ga = np.matmul(g3, b3)
+        ga = mm_product(g3, b3)
     else:
-        ga = np.matmul(g2, B.swapaxes(-1, -2))
+        ga = mm_product(g2, B.swapaxes(-1, -2))
         ga = sum_to(ga, shape_a if na > 1 else (1, last(shape_a)))
     return ga.reshape(shape_a)
 
@@ -248,12 +302,14 @@ cdef object matmul_grad_b(object g, object A, tuple shape_b, bint column_major_r
     cdef Py_ssize_t na = A.ndim, nb = len(shape_b), rows, k, p
     if column_major_result and nb == 2:
         rows = shape_prod(A.shape, 0, na - 1)
-        return np.matmul(g.reshape(rows, last(g.shape)).T,
-                         A.reshape(rows, last(A.shape))).T
+        return mm_product(g.reshape(rows, last(g.shape)).T,
+                          A.reshape(rows, last(A.shape))).T
     if na == 1:
         if nb == 1:
             return nd(np.multiply(g, A))
         k = A.shape[0]
+        if nb == 2:         # PyTorch's A^T @ g of the row A as mm multiplies it (its zeros' signs)
+            return mm_product(A.reshape(k, 1), g.reshape(1, last(g.shape)))
         return nd(np.multiply(A.reshape(k, 1), g[..., None, :]))   # (k,1) x (batch,1,p)
     g2 = g[..., None] if nb == 1 else g                 # (batch, n, p)
     if nb <= 2 and na > 2:
@@ -261,9 +317,9 @@ cdef object matmul_grad_b(object g, object A, tuple shape_b, bint column_major_r
         rows = shape_prod(A.shape, 0, na - 1)
         k = last(A.shape)
         p = last(g2.shape)
-        gb = np.matmul(A.reshape(rows, k).T, g2.reshape(rows, p))
+        gb = mm_product(A.reshape(rows, k).T, g2.reshape(rows, p))
     else:
-        gb = np.matmul(A.swapaxes(-1, -2), g2)
+        gb = mm_product(A.swapaxes(-1, -2), g2)
         gb = sum_to(gb, shape_b if nb > 1 else (shape_b[0], 1))
     return gb.reshape(shape_b)
 
@@ -291,11 +347,17 @@ cdef object vjp_matmul(Record* r, object g):
             A2 = A.reshape(rows, last(A.shape))
             g2 = g.reshape(rows, last(g.shape))
             if <int>layout & B_COLUMN_MAJOR:
-                gb = np.matmul(g2.T, A2)
+                gb = mm_product(g2.T, A2)
             else:                       # a W laid out otherwise: PyTorch's A^T g, transposed
-                gb = np.matmul(A2.T, g2).T
+                gb = mm_product(A2.T, g2).T
         else:
-            gb = matmul_grad_b(g, A, <tuple>shape_b, (<int>layout & B_COLUMN_MAJOR) != 0)
+            gb = None
+            if r.op == OP_MATMUL_T or r.op == OP_MATMUL_CLONE:
+                # matrix @ batch, folded by transposing: PyTorch's gradient of the folded B^T is
+                # g^T @ A, an mm whose inner dimension is A's rows (single-term when one)
+                gb = single_term_product(A.T, g)
+            if gb is None:
+                gb = matmul_grad_b(g, A, <tuple>shape_b, (<int>layout & B_COLUMN_MAJOR) != 0)
             if trans_b:
                 gb = gb.T
     if r.n_in == 3:
