@@ -883,13 +883,13 @@ def _module_state(candidates):
     submodules of the capture, so `model.fc = nn.Linear(...)`, a parameter rebound to a new
     Parameter or `model.double()` must send the call back to capture."""
     from .nn.modules.module import Module
-    from .utils.hooks import HOOK_TABLES_VERSION
+    from .utils.hooks import _HOOK_TABLES_VERSION
     seen, env = set(), []
     for root in candidates:
         if not isinstance(root, Module):
             continue
         if not env:     # hooks registered or removed since (the capture ran those of then)
-            env.append((HOOK_TABLES_VERSION, "version", HOOK_TABLES_VERSION["version"]))
+            env.append((_HOOK_TABLES_VERSION, "version", _HOOK_TABLES_VERSION["version"]))
         for m in root.modules():
             if id(m) not in seen:
                 seen.add(id(m))

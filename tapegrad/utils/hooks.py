@@ -11,7 +11,7 @@ from .._torch_names import object_repr as _object_repr
 # Bumped whenever a hook is registered or removed (every register_*hook makes a handle): a
 # tapegrad.compile capture ran the hooks registered then, and guards this count, so a hook added
 # or removed later sends the call back to capture (a replay runs no hook itself).
-HOOK_TABLES_VERSION = {"version": 0}
+_HOOK_TABLES_VERSION = {"version": 0}
 
 
 class RemovableHandle:
@@ -25,14 +25,14 @@ class RemovableHandle:
 
     def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
-        HOOK_TABLES_VERSION["version"] += 1
+        _HOOK_TABLES_VERSION["version"] += 1
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
         extras = [extra_dict] if isinstance(extra_dict, dict) else (extra_dict or [])
         self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
 
     def remove(self) -> None:
-        HOOK_TABLES_VERSION["version"] += 1
+        _HOOK_TABLES_VERSION["version"] += 1
         for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
             d = ref()
             if d is not None:

@@ -20,11 +20,9 @@ _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = [
-    'HOOK_TABLES_VERSION',
     'RemovableHandle',
 ]
 
-HOOK_TABLES_VERSION: Any
 class RemovableHandle:
     def __enter__(self) -> Any: ...
     def __exit__(self, *exc: Any) -> None: ...
