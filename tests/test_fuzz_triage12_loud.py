@@ -224,7 +224,9 @@ def test_polar_create_graph_keeps_no_record_alive():
     assert tg.autograd.gradgradcheck(lambda a, b: (tg.polar(a, b) ** 2).real, (r, th))
     del r, th
     gc.collect()
-    assert tg._core.tape().live_records == before
+    # (<=: records an earlier test left in a cache may be freed meanwhile; none of this one's
+    # may stay)
+    assert tg._core.tape().live_records <= before
 
 
 # -- complex std where the deviation is 0 (58402318) --------------------------------------------

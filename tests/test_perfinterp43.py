@@ -9,6 +9,17 @@ from tapegrad import _core
 
 torch = pytest.importorskip("torch")
 
+
+@pytest.fixture(autouse=True)
+def _torch_threads_as_tapegrads():
+    """PyTorch's separable bilinear kernel splits rows by thread, and its vector/scalar split
+    (FMA or not) follows: its bits depend on its thread count, which other tests change.  The
+    comparison runs PyTorch with the thread count tapegrad models."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(tg.get_num_threads())
+    yield
+    torch.set_num_threads(before)
+
 # (shape, size, mode): channels-last bilinear with whole vectors of channels, with a scalar
 # remainder, without vectors; the separable bilinear kernel (H + W > 128); bicubic; linear;
 # trilinear
