@@ -1546,6 +1546,13 @@ def _subclass_dispatch_set_off(off):
     return bool(tg_subclass_dispatch_set_off(-1 if off is None else (1 if off else 0)))
 
 
+cdef int subclass_dispatch_set_off(int off) noexcept:
+    return tg_subclass_dispatch_set_off(off)
+
+
+SUBCLASS_DISPATCH_SET_OFF = subclass_dispatch_set_off     # the core's slot (ops_registry.pxi)
+
+
 def _capture_route():
     """The route WithOut calls go to while a capture runs, else None (out_arg_call.h)."""
     return tg_out_arg_capture_route()

@@ -1,0 +1,87 @@
+"""Fuzz findings of session 43, each checked against PyTorch: saved-tensor hooks on bfloat16
+tensors, loss functions whose target has another dtype, nansum/nanmean into an integer out=."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+_X = [[1.1, 2.3, 3.7], [4.1, 5.3, -0.6]]
+
+
+# -- 1. saved-tensor hooks: pack sees a bfloat16 tensor as bfloat16 ---------------------------
+
+_OPS = {
+    "mul": lambda m, v: v * v,
+    "exp": lambda m, v: v.exp(),
+    "sin": lambda m, v: v.sin(),               # recorded as a Function (a bfloat16 formula)
+    "pow": lambda m, v: v.pow(0.5),            # fuzz 66901617
+    "mm": lambda m, v: v @ v.t(),              # saves a value that is no tensor's array
+    "softmax": lambda m, v: v.softmax(-1),
+    "acosh": lambda m, v: m.acosh(v.abs() + 1),  # fuzz 66901688
+}
+
+
+def test_pack_hook_bfloat16_log_softmax_fuzz_66901961():
+    v0 = tg.tensor(_X).to(tg.bfloat16).requires_grad_()
+    with pytest.raises(TypeError, match="Got unsupported ScalarType BFloat16"):
+        with tg.autograd.graph.saved_tensors_hooks(lambda t: t.detach().numpy().copy(),
+                                                   lambda a: tg.from_numpy(a)):
+            tg.nn.functional.nll_loss(tg.nn.functional.log_softmax(v0, 1), tg.tensor([0, 2]),
+                                      reduction="none", ignore_index=0)
+
+
+def _packs(m, dt, op):
+    """What pack saw (each value's dtype and whether its numpy() refused, as a set: the ops'
+    choice of values to save is another matter) and the input's gradient."""
+    seen = set()
+
+    def pack(t):
+        try:
+            t.numpy()
+            refused = None
+        except TypeError as e:
+            refused = str(e)
+        seen.add((str(t.dtype), refused))
+        return t
+
+    v = m.tensor(_X).to(dt).requires_grad_()
+    with m.autograd.graph.saved_tensors_hooks(pack, lambda a: a):
+        y = op(m, v)
+    y.sum().backward()
+    return seen, str(v.grad.dtype), v.grad.float().numpy()
+
+
+@pytest.mark.parametrize("op", sorted(_OPS))
+@pytest.mark.parametrize("dt", ["bfloat16", "float16", "float32"])
+def test_pack_hook_sees_the_saved_dtype(op, dt):
+    seen, grad_dtype, grad = _packs(tg, getattr(tg, dt), _OPS[op])
+    want_seen, want_dtype, want = _packs(torch, getattr(torch, dt), _OPS[op])
+    assert seen == want_seen
+    assert grad_dtype == want_dtype
+    # (bfloat16's pow(0.5) backward differs in its last bit: left, see the report)
+    np.testing.assert_allclose(grad, want, rtol=1e-2 if dt == "bfloat16" else 2e-3)
+
+
+def test_pack_hook_numpy_refuses_bfloat16_fuzz_66901617():
+    v0 = tg.tensor([[-1.18, -2.1], [0.43, 2.33]]).to(tg.bfloat16).requires_grad_()
+    with pytest.raises(TypeError, match="Got unsupported ScalarType BFloat16"):
+        with tg.autograd.graph.saved_tensors_hooks(lambda t: t.detach().numpy().copy(),
+                                                   lambda a: tg.from_numpy(a)):
+            v0.pow(0.5)
+
+
+@pytest.mark.parametrize("op", ["mul", "exp", "sin", "pow"])
+def test_unpack_through_float32_and_back(op):
+    # pack to float32, unpack back to bfloat16: the gradient PyTorch gives
+    def run(m):
+        v = m.tensor(_X).to(m.bfloat16).requires_grad_()
+        with m.autograd.graph.saved_tensors_hooks(lambda t: t.float(),
+                                                  lambda a: a.to(m.bfloat16)):
+            y = _OPS[op](m, v)
+        y.sum().backward()
+        return str(v.grad.dtype), v.grad.float().numpy()
+    got, want = run(tg), run(torch)
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-2)
