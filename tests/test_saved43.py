@@ -85,3 +85,53 @@ def test_unpack_through_float32_and_back(op):
     got, want = run(tg), run(torch)
     assert got[0] == want[0]
     np.testing.assert_allclose(got[1], want[1], rtol=1e-2)
+
+
+# -- 2. huber_loss with a target of another dtype: refused in backward ------------------------
+
+def _loss_backward(m, name, in_dt, tgt_dt, grads, weighted=False, create_graph=False):
+    """The forward's dtype, then the gradients' dtypes or the backward's error."""
+    F = m.nn.functional
+    x = m.tensor([0.3, 0.7, 2.2], dtype=getattr(m, in_dt), requires_grad="in" in grads)
+    t = m.tensor([0.5, 0.1, 0.9], dtype=getattr(m, tgt_dt), requires_grad="tgt" in grads)
+    kwargs = {"weight": m.ones(3)} if weighted else {}
+    y = getattr(F, name)(x, t, **kwargs)
+    wrt = [v for v in (x, t) if v.requires_grad]
+    try:
+        got = m.autograd.grad(y, wrt, create_graph=create_graph)
+    except RuntimeError as e:
+        return str(y.dtype), "RuntimeError", str(e)
+    return str(y.dtype), [str(g.dtype) for g in got], [g.tolist() for g in got]
+
+
+@pytest.mark.parametrize("name", ["huber_loss", "mse_loss", "l1_loss", "smooth_l1_loss"])
+@pytest.mark.parametrize("in_dt,tgt_dt", [("float32", "float64"), ("float64", "float32"),
+                                          ("float32", "float16"), ("float32", "float32")])
+@pytest.mark.parametrize("grads", ["in", "tgt", "in+tgt"])
+def test_pointwise_loss_target_of_another_dtype_fuzz_67000175(name, in_dt, tgt_dt, grads):
+    got = _loss_backward(tg, name, in_dt, tgt_dt, grads)
+    want = _loss_backward(torch, name, in_dt, tgt_dt, grads)
+    assert got[:2] == want[:2]
+    if want[1] == "RuntimeError":
+        assert got[2] == want[2]
+    else:
+        np.testing.assert_allclose(np.array(got[2]), np.array(want[2]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("weighted,create_graph", [(True, False), (False, True)])
+def test_huber_loss_mixed_dtypes_weighted_and_graph(weighted, create_graph):
+    got = _loss_backward(tg, "huber_loss", "float32", "float64", "in", weighted, create_graph)
+    want = _loss_backward(torch, "huber_loss", "float32", "float64", "in", weighted,
+                          create_graph)
+    assert got == want == ("torch.float32", "RuntimeError", "Found dtype Double but expected Float")
+
+
+def test_huber_loss_mixed_dtypes_weight_gradient_only():
+    # only the weight needs a gradient: no huber backward kernel runs, PyTorch gives it
+    def run(m):
+        w = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        m.nn.functional.huber_loss(m.tensor([0.3, 0.7, 2.2]),
+                                   m.tensor([0.5, 0.1, 0.9], dtype=m.float64),
+                                   weight=w).backward()
+        return w.grad.numpy()
+    np.testing.assert_allclose(run(tg), run(torch), rtol=1e-6)
