@@ -135,3 +135,36 @@ def test_huber_loss_mixed_dtypes_weight_gradient_only():
                                    weight=w).backward()
         return w.grad.numpy()
     np.testing.assert_allclose(run(tg), run(torch), rtol=1e-6)
+
+
+# -- 3. nansum / nanmean into an out= of another kind: the kernel refuses ----------------------
+
+def _nan_reduce_into(m, fn, in_dt, out_dt, dim, dtype=None):
+    x = m.tensor([[1.5, float("nan"), 2.7], [0.25, -1.0, float("nan")]])
+    x = x.to(getattr(m, in_dt))
+    out = m.full((2,) if dim is not None else (), 7, dtype=getattr(m, out_dt))
+    kwargs = {"out": out} if dtype is None else {"out": out, "dtype": getattr(m, dtype)}
+    try:
+        r = getattr(m, fn)(x, *(() if dim is None else (dim,)), **kwargs)
+    except (RuntimeError, NotImplementedError) as e:
+        return type(e).__name__, str(e), out.tolist()
+    return str(r.dtype), r is out, r.tolist()
+
+
+@pytest.mark.parametrize("fn", ["nansum", "nanmean"])
+@pytest.mark.parametrize("in_dt", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("out_dt", ["int64", "int32", "uint8", "bool", "float32", "complex64"])
+@pytest.mark.parametrize("dim", [None, 1])
+def test_nan_reductions_out_dtype_fuzz_66901709(fn, in_dt, out_dt, dim):
+    got = _nan_reduce_into(tg, fn, in_dt, out_dt, dim)
+    want = _nan_reduce_into(torch, fn, in_dt, out_dt, dim)
+    assert got[:2] == want[:2]
+    np.testing.assert_allclose(np.array(got[2], dtype=complex), np.array(want[2], dtype=complex),
+                               rtol=1e-6)
+
+
+def test_nansum_explicit_dtype_with_integer_out_sums():
+    # with dtype= the input is converted first: PyTorch sums into the int64 out
+    got = _nan_reduce_into(tg, "nansum", "float32", "int64", 1, dtype="int64")
+    want = _nan_reduce_into(torch, "nansum", "float32", "int64", 1, dtype="int64")
+    assert got == want
