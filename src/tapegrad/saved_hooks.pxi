@@ -11,7 +11,9 @@
 # only marks the record (RF_PACK_PENDING) and notes it in the saving thread's own list; the
 # packing runs at that thread's next point where no op holds an index: its next op's
 # begin_record, the start of its backward, a read of a saved attribute, the exit of the hooks'
-# context.  So pack sees every saved value, runs before it can matter and, as in PyTorch, always
+# context; not inside a bfloat16 op's computation on its float32 storage (the subclass dispatch
+# off), which packs around it instead (flush_packs).  So pack sees every saved value, runs
+# before it can matter and, as in PyTorch, always
 # on the thread that saved the value: a thread flushes only its own list.  Another thread's
 # backward that reaches a record still pending uses the value as saved (pack has not run, so
 # there is nothing to unpack), and leaves the packing to the saving thread.  Only pack's order
