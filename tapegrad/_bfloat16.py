@@ -573,6 +573,21 @@ def _run(func, args: tuple, kwargs: dict):
 
 def _torch_function(func, args: tuple, kwargs: dict):
     """An op with a bfloat16 tensor (or torch.bfloat16) among its arguments."""
+    return _packed_around(_handled, func, args, kwargs)
+
+
+def _packed_around(handler, *args):
+    """handler(*args), an op computed on the float32 storage, with the values saved for
+    backward under saved-tensor hooks packed before and after it, with the dispatch on: the
+    core defers packing while the dispatch is off (saved_hooks.pxi), so pack receives these
+    tensors as bfloat16 ones, rounded and marked, as PyTorch's pack receives them."""
+    _core._flush_saved_packs()
+    result = handler(*args)
+    _core._flush_saved_packs()
+    return result
+
+
+def _handled(func, args: tuple, kwargs: dict):
     policy = getattr(func, "_autocast_policy", 0)
     if policy and _core._set_autocast_on(None):
         # autocast casts first, as PyTorch's dispatcher does whatever the inputs' dtype (a
@@ -659,7 +674,8 @@ def module_call(call, parameters, args: tuple, kwargs: dict):
     bfloat16 parameters: run on the storage as an op, its parameters counted among its inputs."""
     inputs = _tensors_in(kwargs.values(), _tensors_in(args, [p for p in parameters
                                                              if p is not None]))
-    return _result(_run(call, args, kwargs), _promotes_to_bfloat16(inputs), None, inputs)
+    return _packed_around(lambda: _result(_run(call, args, kwargs),
+                                          _promotes_to_bfloat16(inputs), None, inputs))
 
 
 def dtype_call(entry, args: tuple, kwargs: dict):

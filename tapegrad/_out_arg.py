@@ -217,6 +217,16 @@ DTYPE_ARG_MATCHES_OUT = {
                        fft_rfftfreq""".split(),
                     "dtype {dtype} does not match dtype of out parameter ({out})"),
 }
+# The ops whose out= without a dtype= runs their kernel in out's dtype, a kernel of floating
+# types only (PyTorch's nansum_out, and nanmean_out through it): a floating input with an out of
+# another kind (int64, bool, complex) is refused before anything is computed, in the kernel's
+# words, where a sum would cast.  name -> (the kernel's name, the refusal of an input that is
+# not floating, or None when such an input is summed as it is).
+KERNEL_DTYPE_OUT = {
+    "nansum": ("nansum_cpu", None),
+    "nanmean": ("nansum_cpu", "nanmean(): integral types and 'Bool' are not supported for "
+                              "nanmean, even for empty tensors."),
+}
 # The ops whose results PyTorch never differentiates (bool and index results, counts): an
 # operand that requires grad does not stop their out= (each checked against torch 2.13; an out
 # that requires grad still does).
@@ -240,7 +250,7 @@ FACTORY_OUT = {**dict.fromkeys("""arange eye full linspace logspace ones zeros r
                "empty": True}
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
                      DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT,
-                     FACTORY_OUT)
+                     FACTORY_OUT, KERNEL_DTYPE_OUT)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -621,7 +621,7 @@ cdef inline bint no_grad_view_drops_grad(TensorBase t) noexcept:
     return t._base is not None and (t._gen & 1) and (<TensorBase>t._base)._requires_grad
 
 
-cdef int flush_packs() except -1
+cdef int flush_packs(bint written=*) except -1
 
 cdef bint saved_hooks_on() noexcept
 
@@ -890,6 +890,9 @@ cdef object (*INPLACE_BINARY)(int op, TensorBase x, object other)
 cdef object (*WRITE_OUT)(str name, object out, tuple operands, object fn, dict kwargs)
 cdef object (*GRAPH_ENGINE_RUN)(tuple outputs, list grads, bint retain_graph, tuple inputs,
                                 bint allow_unused, bint accumulate_grad)
+# the subclass dispatch's setting on this thread (out_arg_call.h's tg_subclass_dispatch_set_off:
+# 1 off, 0 on, -1 leave it; returns the previous one)
+cdef int (*SUBCLASS_DISPATCH_SET_OFF)(int off) noexcept
 
 cdef int OP_AS_STRIDED
 

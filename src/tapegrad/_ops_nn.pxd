@@ -49,6 +49,8 @@ cdef enum:
 
 cdef int OP_MSE_LOSS
 
+cdef int refuse_mixed_huber_backward(tuple aux, bint input_grad, bint target_grad) except -1
+
 cdef int OP_SMOOTH_L1_LOSS
 
 cdef int OP_HUBER_LOSS

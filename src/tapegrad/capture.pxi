@@ -347,7 +347,7 @@ def _capture_read(TensorBase t, str kind, value):
     numpy() hands out the memory itself: values saved under saved-tensor hooks are packed first
     (saved_hooks.pxi), before the caller can write through it."""
     if kind == "numpy" and TAPE.pending_packs:
-        flush_packs()
+        flush_packs(True)
     if capturing():
         CAPTURE.reads.append((t, kind, value))
 

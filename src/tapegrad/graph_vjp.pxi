@@ -1528,6 +1528,7 @@ cdef object gv_pointwise(Py_ssize_t i, Record* r, object G, char* want):
     w = saved_value(r, 1)
     aux = <tuple>r.aux
     kind, red, div, param = aux[0], aux[1], aux[2], aux[3]
+    refuse_mixed_huber_backward(aux, want[0], want[1])
     dt = d.dtype
     cdef list phantoms = []
     try:

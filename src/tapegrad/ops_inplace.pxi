@@ -1181,13 +1181,16 @@ cdef frozenset complex_to_float_out = frozenset()
 # param frozen.  name -> whether the factory resizes out first, refusing one that requires grad
 # whatever its shape (empty).  tapegrad/_out_arg.py's FACTORY_OUT.
 cdef dict factory_out = {}
+cdef dict kernel_dtype_out = {}
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
                    dict overlap_checked, dict dtype_matches_out, frozenset nondifferentiable,
-                   frozenset complex_to_float, dict factories):
+                   frozenset complex_to_float, dict factories, dict kernel_dtype):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
     global dtype_arg_matches_out, nondifferentiable_out, complex_to_float_out, factory_out
+    global kernel_dtype_out
+    kernel_dtype_out = kernel_dtype
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
     uncastable_out = uncastable
@@ -1462,6 +1465,23 @@ cdef int refuse_dtype_other_than_out(str name, object dtype, object out_dt) exce
     return 0
 
 
+cdef int refuse_kernel_out_dtype(tuple kernel, object input, TensorBase out) except -1:
+    """An out= (no dtype=) that an op's floating-only kernel cannot run in (KERNEL_DTYPE_OUT,
+    tapegrad/_out_arg.py), refused as PyTorch does."""
+    if not isinstance(input, TensorBase):
+        return 0                        # (the op's own refusal of its argument)
+    name, not_floating = kernel
+    kind = (<TensorBase>input)._array.dtype.kind
+    if kind != "f":
+        if not_floating is not None and kind != "c":
+            raise RuntimeError(not_floating)
+        return 0
+    if out._array.dtype.kind != "f":
+        raise NotImplementedError(
+            f"\"{name}\" not implemented for '{scalar_type_name(out._array.dtype)}'")
+    return 0
+
+
 def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     """A call of WithOut that names out (out_arg_call.h forwards the others to fn untouched):
     out=None is a plain call; `dtype_from_out` functions compute in out's dtype unless given
@@ -1475,6 +1495,10 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     dtype = kwargs.get("dtype")
     if isinstance(out, TensorBase):
         if dtype is None:
+            kernel = kernel_dtype_out.get(name)
+            if kernel is not None:
+                refuse_kernel_out_dtype(<tuple>kernel, args[0] if args else kwargs.get("input"),
+                                        <TensorBase>out)
             if dtype_from_out:
                 kwargs["dtype"] = (<TensorBase>out).dtype
         else:
@@ -1544,6 +1568,13 @@ def _subclass_dispatch_set_off(off):
     """Turns that dispatch off (True) or on (False) for this thread, or leaves it (None);
     returns the previous setting."""
     return bool(tg_subclass_dispatch_set_off(-1 if off is None else (1 if off else 0)))
+
+
+cdef int subclass_dispatch_set_off(int off) noexcept:
+    return tg_subclass_dispatch_set_off(off)
+
+
+SUBCLASS_DISPATCH_SET_OFF = subclass_dispatch_set_off     # the core's slot (ops_registry.pxi)
 
 
 def _capture_route():

@@ -1142,11 +1142,24 @@ cdef object nn_half_pointwise_deriv(int kind, object d, double param, int red, o
                     np.where(d >= param, norm * np.float16(param), norm * d)).astype(np.float16)
 
 
+cdef int refuse_mixed_huber_backward(tuple aux, bint input_grad, bint target_grad) except -1:
+    """PyTorch's huber_loss forward takes a target of another dtype (the loss has the input's),
+    but its backward kernel (huber_loss_backward, weighted or not) meets input and target in
+    one TensorIterator, which refuses them: the input's gradient is computed first (the
+    target's with the operands swapped, so the message swaps them too)."""
+    if aux[0] != NN_HUBER or aux[5] == aux[7] or not (input_grad or target_grad):
+        return 0
+    found, expected = (aux[7], aux[5]) if input_grad else (aux[5], aux[7])
+    raise RuntimeError(f"Found dtype {nn_scalar_name(found)} but expected "
+                       f"{nn_scalar_name(expected)}")
+
+
 cdef object vjp_pointwise(Record* r, object g):
     d = <object>r.saved[0]
     w = <object>r.saved[1] if r.saved[1] != NULL else None
     aux = <tuple>r.aux
     kind, red, div, param = aux[0], aux[1], aux[2], aux[3]
+    refuse_mixed_huber_backward(aux, needs_grad(r, 0), needs_grad(r, 1))
     half = g.dtype == np.float16 and w is None and kind != NN_L1
     if half and kind == NN_SMOOTH_L1:
         # PyTorch's float16 smooth_l1 backward computes in float32 from the float32 difference

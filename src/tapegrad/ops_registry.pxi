@@ -99,11 +99,16 @@ cdef object graph_engine_missing(tuple outputs, list grads, bint retain_graph, t
     return family_missing("create_graph=True (tapegrad._graph_vjp)")
 
 
+cdef int dispatch_never_off(int off) noexcept:
+    return 0
+
+
 INDEX_OP = index_missing
 SETITEM_OP = setitem_missing
 INPLACE_BINARY = inplace_binary_missing
 WRITE_OUT = write_out_missing
 GRAPH_ENGINE_RUN = graph_engine_missing
+SUBCLASS_DISPATCH_SET_OFF = dispatch_never_off
 
 
 cdef class CompiledBackward:

@@ -11,7 +11,9 @@
 # only marks the record (RF_PACK_PENDING) and notes it in the saving thread's own list; the
 # packing runs at that thread's next point where no op holds an index: its next op's
 # begin_record, the start of its backward, a read of a saved attribute, the exit of the hooks'
-# context.  So pack sees every saved value, runs before it can matter and, as in PyTorch, always
+# context; not inside a bfloat16 op's computation on its float32 storage (the subclass dispatch
+# off), which packs around it instead (flush_packs).  So pack sees every saved value, runs
+# before it can matter and, as in PyTorch, always
 # on the thread that saved the value: a thread flushes only its own list.  Another thread's
 # backward that reaches a record still pending uses the value as saved (pack has not run, so
 # there is nothing to unpack), and leaves the packing to the saving thread.  Only pack's order
@@ -185,12 +187,21 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
     return 0
 
 
-cdef int flush_packs() except -1:
+cdef int flush_packs(bint written=False) except -1:
     """Pack the saved values of the records this thread noted since its last flush (see the
-    header): pack runs on the saving thread, as PyTorch's."""
+    header): pack runs on the saving thread, as PyTorch's.  written: a saved value is about to
+    be written or handed out (check_inplace, numpy()), so pack must run now, whatever the
+    subclass dispatch says."""
     pending = getattr(HOOK_STATE, "pending", None)
     if not pending or getattr(HOOK_STATE, "flushing", False):
         return 0                        # (nothing of ours, or an op run by one of our pack hooks)
+    if SUBCLASS_DISPATCH_SET_OFF(-1) and not written:
+        # Inside a dtype class's op (tapegrad/_bfloat16.py) the ops run on its float32 storage
+        # with the dispatch off: a tensor packed now would say float32 and give numpy() what
+        # PyTorch refuses, and the op's result is not yet rounded and marked.  Its facade
+        # flushes before it turns the dispatch off; what the op saved is packed after it, at
+        # the next point with the dispatch on.
+        return 0
     cdef Py_ssize_t i
     cdef int j
     HOOK_STATE.flushing = True
@@ -284,9 +295,13 @@ def _pack_with_hook(pack, TensorBase t):
     (also for custom Functions' saved tensors, tapegrad/autograd/function.py)."""
     version = version_of(t).value
     prev = set_grad_disabled(1)
+    # (with the subclass dispatch on: a Function's forward saves inside a bfloat16 op, which
+    # runs on the float32 storage with it off, and pack must see a bfloat16 tensor there)
+    dispatch_was_off = SUBCLASS_DISPATCH_SET_OFF(0)
     try:
         packed = pack(t)
     finally:
+        SUBCLASS_DISPATCH_SET_OFF(dispatch_was_off)
         set_grad_disabled(prev)
     if version_of(t).value != version:
         raise RuntimeError(

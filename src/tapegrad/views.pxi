@@ -423,7 +423,7 @@ cdef int check_inplace(TensorBase t, bint recording, bint via_base=False) except
     """Refuse in-place writes that PyTorch refuses, or that tapegrad cannot record correctly
     (via_base: the caller records a write into a view on its base when writes_through_view)."""
     if TAPE.pending_packs:
-        flush_packs()                   # pack hooks see values as saved, not as written now
+        flush_packs(True)               # pack hooks see values as saved, not as written now
     if recording:
         # A write autograd would record is refused before anything is computed or saved (PyTorch
         # names the inference tensor there too); an unrecorded one is refused by bump_version,
