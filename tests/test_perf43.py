@@ -74,6 +74,9 @@ def test_recomputing_replay_matches_torch(dt):
     np.testing.assert_allclose(got_g, xt.grad.numpy(), rtol=tol * 10, atol=tol * 1e-3)
 
 
+@pytest.mark.skipif(bool(os.environ.get("ASAN_OPTIONS") or os.environ.get("TAPEGRAD_DEBUG")),
+                    reason="the sanitizer and debug builds compile the kernels at -O1/-O0, "
+                           "where GCC contracts other multiplies and adds than the release -O3")
 @pytest.mark.parametrize("name,dt,lo,hi", [("exp", np.float32, -100, 100),
                                            ("sigmoid", np.float32, -40, 40),
                                            ("expm1", np.float64, -20, 20)])
