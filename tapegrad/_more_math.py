@@ -872,11 +872,6 @@ def _refuse_zero_diagonal(lower):
                               "not be completed because the input matrix is singular.")
 
 
-def _mkl_on_intel() -> bool:
-    from .backends.cpu import _is_intel
-    return _is_intel()
-
-
 class _CholeskyInverse(Function):
     """(L L^H)^-1 (or (U^H U)^-1) from a Cholesky factor; its gradient is cholesky_solve's with
     the identity as right-hand side."""
@@ -886,7 +881,8 @@ class _CholeskyInverse(Function):
         from .linalg import _lapack_layout                  # (column-major, as PyTorch's)
         lower = _cholesky_factor(factor, upper)
         _refuse_zero_diagonal(lower)
-        gemv_form = not upper and lower.dtype == np.float64 and _mkl_on_intel()
+        from .backends.cpu import _is_intel                 # (MKL's vendor-specific kernels)
+        gemv_form = not upper and lower.dtype == np.float64 and _is_intel()
         result = _core.wrap_array(_lapack_layout(_potri(lower, gemv_form), factor._array.dtype),
                                   False)
         ctx.save_for_backward(factor, result)

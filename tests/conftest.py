@@ -52,17 +52,6 @@ def torch_validates_distribution_args():
         _torch.distributions.Distribution.set_default_validate_args(_TORCH_VALIDATES)
 
 
-def _cpu_vendor() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:  # not Linux: the vendor is unknown
-        pass
-    return ""
-
-
 class TorchBits:
     """PyTorch's CPU results for some calls differ in the last bit from one x86 CPU to another:
     its BLAS/LAPACK (MKL) and some of its vector kernels take vendor-specific paths. An Intel Xeon
@@ -71,7 +60,7 @@ class TorchBits:
     the bits PyTorch computes on Intel CPUs, where the bit-for-bit tests were written: they
     assert equal bits there and agreement within a few units in the last place elsewhere."""
 
-    reproducible = _cpu_vendor() == "GenuineIntel"
+    reproducible = tg.backends.cpu._is_intel()
 
     def assert_equal(self, ours, theirs, eps_multiple: int = 64, scale=None) -> None:
         """Equal bits on an Intel CPU; elsewhere within eps_multiple machine epsilons of scale
