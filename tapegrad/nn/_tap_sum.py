@@ -83,11 +83,13 @@ class CornerSum(KernelFunction):
     def kernel_forward(terms, *cols):
         n, c, h, width = cols[0].shape
         src = [np.ascontiguousarray(col).reshape(n * c, h, width) for col in cols]
-        acc = np.empty((n * c, len(terms[0][1]), width), np.float32)
+        out_rows = len(terms[0][1])
+        acc = np.empty((n * c, out_rows, width), np.float32)
         for k, (j, rows, w) in enumerate(terms):
             if _core.gathered_rows_fma(src[j], rows, w, acc, k == 0) is None:
                 raise TypeError("corner_sum: operands of another layout or dtype")
-        return acc.reshape(n, c, -1, width), (terms, cols[0].shape)
+        # (the row count spelled out: an empty batch leaves -1 undetermined)
+        return acc.reshape(n, c, out_rows, width), (terms, cols[0].shape)
 
     @staticmethod
     @_quiet
@@ -96,7 +98,7 @@ class CornerSum(KernelFunction):
         g = grads[0]
         if g is None:
             return (None,) * len(needs)
-        g = np.ascontiguousarray(g, dtype=np.float32).reshape(n * c, -1, width)
+        g = np.ascontiguousarray(g, dtype=np.float32).reshape(n * c, len(terms[0][1]), width)
         out = [None, None]
         for j, rows, w in terms:
             if needs[1 + j]:
