@@ -67,6 +67,7 @@ those.
 from __future__ import annotations as _annotations
 
 import builtins
+import collections
 import contextlib
 import dis
 import functools
@@ -1062,6 +1063,33 @@ def _check_effects(targets, ext, outputs, flat):
                                "(a replay performs such writes after its forward)")
 
 
+def _output_spec(value, outputs, index):
+    """The spec of a return value (src/tapegrad/replay.pxi, rebuild_output), its distinct
+    tensors appended to `outputs` (`index`: id -> their position) in the order met.  Containers:
+    tuple, list, namedtuple, torch.return_types, dict and OrderedDict (HuggingFace-style
+    forwards), nested; leaves: tensors and None."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        i = index.get(id(value))
+        if i is None:
+            i = index[id(value)] = len(outputs)
+            outputs.append(value)
+        return i
+    kind = type(value)
+    if kind in (tuple, list) or isinstance(value, _core._ReturnType):
+        make, keys = kind, None
+    elif isinstance(value, tuple) and hasattr(kind, "_make") and hasattr(kind, "_fields"):
+        make, keys = kind._make, None               # a namedtuple
+    elif kind in (dict, collections.OrderedDict):
+        make, keys = kind, tuple(value)
+    else:
+        raise _Unsupported("it returns something other than tensors in tuples, lists, named "
+                           f"tuples or dicts (a {kind.__name__})")
+    items = value.values() if keys is not None else value
+    return make, keys, tuple(_output_spec(item, outputs, index) for item in items)
+
+
 def _build_plan(capture, flat, result, effects=()):
     """`flat`: the call's flattened arguments (_core._call_key); `effects`: the in-place writes
     into tensors it did not make that the replay performs again (_capture_inplace_call)."""
@@ -1115,19 +1143,12 @@ def _plan_from(capture, flat, result, effects=()):
         raise _Unsupported("; ".join(reasons))
     plan = _Plan()
 
-    # outputs: a tensor, or a tuple/list of tensors (and None)
+    # outputs: the distinct tensors of the return value (a tensor, or containers of tensors)
+    outputs = []
     if isinstance(result, Tensor):
-        outputs = [result]
-    elif isinstance(result, (tuple, list)) and all(r is None or isinstance(r, Tensor)
-                                                   for r in result):
-        outputs = [r for r in result if r is not None]
-        positions, j = [], 0
-        for r in result:
-            positions.append(j if r is not None else None)
-            j += r is not None
-        plan.structure = type(result)(positions)
+        outputs.append(result)
     else:
-        raise _Unsupported("it returns something other than a tensor or a tuple/list of tensors")
+        plan.structure = _output_spec(result, outputs, {})
 
     guard_reads = []
     for t, kind, value in capture.reads:
