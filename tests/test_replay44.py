@@ -292,3 +292,20 @@ def test_other_containers_run_eagerly_and_say_why():
         np.testing.assert_allclose(out["y"].numpy(), torch.tensor([0.5, -1.0]).exp().numpy(),
                                    rtol=1e-6)
     assert "_Output" in compiled.explain() and compiled.stats["eager"] == 1
+
+
+def test_gru_batch_first_keeps_its_in_place_transpose_outside_compile():
+    """Eager, a batch-first GRU's output is still transposed in place (PyTorch's grad_fn
+    TransposeBackward1); compiled, its replay gives the same values and gradients."""
+    torch = pytest.importorskip("torch")
+    tg.manual_seed(0)
+    gru = tg.nn.GRU(3, 4, batch_first=True)
+    ref = torch.nn.GRU(3, 4, batch_first=True)
+    with torch.no_grad():
+        for p, q in zip(ref.parameters(), gru.parameters()):
+            p.copy_(torch.from_numpy(q.detach().numpy()))
+    x = tg.tensor(np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 4, 3))
+    ours, theirs = gru(x)[0], ref(torch.from_numpy(x.numpy()))[0]
+    assert ours.grad_fn.name() == theirs.grad_fn.name() == "TransposeBackward1"
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
