@@ -20,7 +20,10 @@ that re-runs it on the new values (its own code, its own VJP from the op table; 
 from the generator stream eager would use).  The capture becomes a Program
 (src/tapegrad/replay.pxi): the steps that reach the outputs, over buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
 backward runs the Program's reverse sweep (one node on the tape, whose backward is the only
-Python the tape runs for it) - values and gradients equal the eager ones bit for bit.
+Python the tape runs for it) - values and gradients equal the eager ones bit for bit.  The
+return value may nest: tensors (and None) in tuples, lists, named tuples, torch.return_types and
+dicts (an LSTM's `out, (h, c)`, a HuggingFace-style dict of outputs); a tensor returned twice
+comes back as one tensor, as eager returns it.
 
 Guards - what would make a replay differ from an eager run - send the call back to eager
 capture (or raise, with on_guard_failure="raise"):
