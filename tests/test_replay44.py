@@ -309,3 +309,26 @@ def test_gru_batch_first_keeps_its_in_place_transpose_outside_compile():
     assert ours.grad_fn.name() == theirs.grad_fn.name() == "TransposeBackward1"
     np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+def test_in_place_write_through_a_tensor_returned_twice_reaches_both():
+    """SILENT before: `a, b = f(x)` with f returning h twice gave two tensors over one buffer;
+    a.mul_(2) doubled b's values but not b's history, so b's gradient was PyTorch's halved."""
+    torch = pytest.importorskip("torch")
+
+    def f(x):
+        h = x * 3
+        return h, h
+
+    compiled = tg.compile(f)
+    xt = torch.tensor([0.0, 1.0], requires_grad=True)
+    at, bt = f(xt)
+    at.mul_(2)
+    bt.sum().backward()
+    for _ in range(3):
+        x = tg.tensor([0.0, 1.0], requires_grad=True)
+        a, b = compiled(x)
+        a.mul_(2)
+        b.sum().backward()
+        assert b.tolist() == bt.tolist() and x.grad.tolist() == xt.grad.tolist()
+    assert compiled.stats["replays"] == 2
