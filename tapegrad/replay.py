@@ -1093,6 +1093,30 @@ def _output_spec(value, outputs, index):
     return make, keys, tuple(_output_spec(item, outputs, index) for item in items)
 
 
+def _check_output_aliasing(outputs, output_map):
+    """Two returned tensors the call made over one storage (`h, h.view(-1)`, `h, h.detach()`)
+    are one storage in eager: a write through one shows in the other, and an in-place op on
+    the base rebases the view's history.  The Program hands out each output on its own buffer,
+    so such a call stays eager (an output that is a view of an external is a view of the
+    caller's tensor in the replay too: the re-run view op runs on it)."""
+    made = [t._array for t, k in zip(outputs, output_map) if k >= 0]
+    for i, a in enumerate(made):
+        if any(_share_memory(a, b) for b in made[i + 1:]):
+            raise _Unsupported("it returns tensors that share memory (a view or a detach() of "
+                               "another returned tensor), which a replay returns apart")
+
+
+def _share_memory(a, b) -> bool:
+    """Whether arrays a and b overlap (disjoint views of one base, `h.chunk(2, -1)`, do not);
+    an overlap too costly to decide counts as one."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
+
+
 def _build_plan(capture, flat, result, effects=()):
     """`flat`: the call's flattened arguments (_core._call_key); `effects`: the in-place writes
     into tensors it did not make that the replay performs again (_capture_inplace_call)."""
@@ -1202,6 +1226,7 @@ def _plan_from(capture, flat, result, effects=()):
         else:
             plan.output_map.append(len(output_slots))
             output_slots.append(k)
+    _check_output_aliasing(outputs, plan.output_map)
     plan.direct = plan.output_map == list(range(len(plan.output_map)))
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext

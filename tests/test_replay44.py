@@ -332,3 +332,52 @@ def test_in_place_write_through_a_tensor_returned_twice_reaches_both():
         b.sum().backward()
         assert b.tolist() == bt.tolist() and x.grad.tolist() == xt.grad.tolist()
     assert compiled.stats["replays"] == 2
+
+
+def _view_and_base(x):
+    h = x * 3
+    return h, h.view(-1)
+
+
+def _detached_twin(x):
+    h = x * 3
+    return {"h": h, "frozen": h.detach()}
+
+
+@pytest.mark.parametrize("fn", [_view_and_base, _detached_twin], ids=lambda f: f.__name__)
+def test_returned_tensors_sharing_memory_stay_one_storage(fn):
+    """SILENT before: returning a tensor and a view (or detach()) of it, the replay handed them
+    out on separate buffers: a write through one no longer showed in the other, and the view's
+    gradient missed the base's in-place op.  Such a call now runs eagerly (explain() says why),
+    as PyTorch computes it."""
+    torch = pytest.importorskip("torch")
+
+    def use(out, lib):
+        a, b = (out if isinstance(out, tuple) else (out["h"], out["frozen"]))
+        if fn is _view_and_base:
+            a.mul_(2)
+            b.sum().backward()
+        else:
+            with lib.no_grad():
+                a.mul_(2)
+        return b.detach().tolist()
+
+    xt = torch.tensor([0.0, 1.0], requires_grad=True)
+    expected = use(types_of(fn, {})(xt), torch)
+    compiled = tg.compile(fn)
+    for _ in range(3):
+        x = tg.tensor([0.0, 1.0], requires_grad=True)
+        assert use(compiled(x), tg) == expected
+        if fn is _view_and_base:
+            assert x.grad.tolist() == xt.grad.tolist()
+    assert "share memory" in compiled.explain()
+
+
+def test_disjoint_views_of_one_tensor_still_replay():
+    pytest.importorskip("torch")
+
+    def f(x):
+        return (x * 3).chunk(2, -1)
+
+    run_calls(f, lambda call: [tg.tensor(np.arange(6.0).reshape(3, 2) + call,
+                                         requires_grad=True)])
