@@ -20,7 +20,10 @@ that re-runs it on the new values (its own code, its own VJP from the op table; 
 from the generator stream eager would use).  The capture becomes a Program
 (src/tapegrad/replay.pxi): the steps that reach the outputs, over buffers allocated once.  Later calls run the Program's forward in C and return tensors whose
 backward runs the Program's reverse sweep (one node on the tape, whose backward is the only
-Python the tape runs for it) - values and gradients equal the eager ones bit for bit.
+Python the tape runs for it) - values and gradients equal the eager ones bit for bit.  The
+return value may nest: tensors (and None) in tuples, lists, named tuples, torch.return_types and
+dicts (an LSTM's `out, (h, c)`, a HuggingFace-style dict of outputs); a tensor returned twice
+comes back as one tensor, as eager returns it.
 
 Guards - what would make a replay differ from an eager run - send the call back to eager
 capture (or raise, with on_guard_failure="raise"):
@@ -67,6 +70,7 @@ those.
 from __future__ import annotations as _annotations
 
 import builtins
+import collections
 import contextlib
 import dis
 import functools
@@ -1062,6 +1066,57 @@ def _check_effects(targets, ext, outputs, flat):
                                "(a replay performs such writes after its forward)")
 
 
+def _output_spec(value, outputs, index):
+    """The spec of a return value (src/tapegrad/replay.pxi, rebuild_output), its distinct
+    tensors appended to `outputs` (`index`: id -> their position) in the order met.  Containers:
+    tuple, list, namedtuple, torch.return_types, dict and OrderedDict (HuggingFace-style
+    forwards), nested; leaves: tensors and None."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        i = index.get(id(value))
+        if i is None:
+            i = index[id(value)] = len(outputs)
+            outputs.append(value)
+        return i
+    kind = type(value)
+    if kind in (tuple, list) or isinstance(value, _core._ReturnType):
+        make, keys = kind, None
+    elif isinstance(value, tuple) and hasattr(kind, "_make") and hasattr(kind, "_fields"):
+        make, keys = kind._make, None               # a namedtuple
+    elif kind in (dict, collections.OrderedDict):
+        make, keys = kind, tuple(value)
+    else:
+        raise _Unsupported("it returns something other than tensors in tuples, lists, named "
+                           f"tuples or dicts (a {kind.__name__})")
+    items = value.values() if keys is not None else value
+    return make, keys, tuple(_output_spec(item, outputs, index) for item in items)
+
+
+def _check_output_aliasing(outputs, output_map):
+    """Two returned tensors the call made over one storage (`h, h.view(-1)`, `h, h.detach()`)
+    are one storage in eager: a write through one shows in the other, and an in-place op on
+    the base rebases the view's history.  The Program hands out each output on its own buffer,
+    so such a call stays eager (an output that is a view of an external is a view of the
+    caller's tensor in the replay too: the re-run view op runs on it)."""
+    made = [t._array for t, k in zip(outputs, output_map) if k >= 0]
+    for i, a in enumerate(made):
+        if any(_share_memory(a, b) for b in made[i + 1:]):
+            raise _Unsupported("it returns tensors that share memory (a view or a detach() of "
+                               "another returned tensor), which a replay returns apart")
+
+
+def _share_memory(a, b) -> bool:
+    """Whether arrays a and b overlap (disjoint views of one base, `h.chunk(2, -1)`, do not);
+    an overlap too costly to decide counts as one."""
+    if not np.may_share_memory(a, b):
+        return False
+    try:
+        return bool(np.shares_memory(a, b, max_work=10_000))
+    except np.exceptions.TooHardError:
+        return True
+
+
 def _build_plan(capture, flat, result, effects=()):
     """`flat`: the call's flattened arguments (_core._call_key); `effects`: the in-place writes
     into tensors it did not make that the replay performs again (_capture_inplace_call)."""
@@ -1115,19 +1170,12 @@ def _plan_from(capture, flat, result, effects=()):
         raise _Unsupported("; ".join(reasons))
     plan = _Plan()
 
-    # outputs: a tensor, or a tuple/list of tensors (and None)
+    # outputs: the distinct tensors of the return value (a tensor, or containers of tensors)
+    outputs = []
     if isinstance(result, Tensor):
-        outputs = [result]
-    elif isinstance(result, (tuple, list)) and all(r is None or isinstance(r, Tensor)
-                                                   for r in result):
-        outputs = [r for r in result if r is not None]
-        positions, j = [], 0
-        for r in result:
-            positions.append(j if r is not None else None)
-            j += r is not None
-        plan.structure = type(result)(positions)
+        outputs.append(result)
     else:
-        raise _Unsupported("it returns something other than a tensor or a tuple/list of tensors")
+        plan.structure = _output_spec(result, outputs, {})
 
     guard_reads = []
     for t, kind, value in capture.reads:
@@ -1178,6 +1226,7 @@ def _plan_from(capture, flat, result, effects=()):
         else:
             plan.output_map.append(len(output_slots))
             output_slots.append(k)
+    _check_output_aliasing(outputs, plan.output_map)
     plan.direct = plan.output_map == list(range(len(plan.output_map)))
     plan.guards = [(root_slot[id(t)], kind, value) for t, kind, value in guard_reads]
     plan.saved_ext = saved_ext

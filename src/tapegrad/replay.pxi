@@ -2329,7 +2329,8 @@ cdef class ReplayPlan:
     cdef public tuple saved_out         # Program outputs whose values the backward reads
     cdef public tuple saved_out_nodes   # saved_out's grad_fn names in the capture (errors name
                                         # them: "which is output 0 of Exp")
-    cdef public object structure        # how to rebuild fn's return value (None: one tensor)
+    cdef public object structure        # how to rebuild fn's return value (None: one tensor;
+                                        # else an output spec: rebuild_output)
     cdef public tuple env               # (namespace, name, value) the capture read by name
     cdef public bint direct             # output_map is 0, 1, ...: fn returns the Program's
                                         # outputs in their order
@@ -2364,14 +2365,18 @@ cdef class ReplayPlan:
 
     def program_outputs(self, result):
         """The Program's outputs among fn's return value (a create_graph re-run's)."""
-        outs = [result] if isinstance(result, TensorBase) else [r for r in result if r is not None]
+        cdef list outs
+        if self.structure is None:
+            outs = [result]
+        else:
+            outs = [None] * len(self.output_map)
+            output_leaves(self.structure, result, outs)
         return tuple([t for t, k in zip(outs, self.output_map) if k >= 0])
 
     def rebuild(self, outs):
         if self.structure is None:
             return outs[0] if outs else None
-        return type(self.structure)([outs[i] if isinstance(i, int) else None
-                                     for i in self.structure])
+        return rebuild_output(self.structure, outs)
 
     cdef object replay(self, object flat, object call, tuple args, dict kwargs):
         """The call replayed, as fn would return it, or NOT_REPLAYED (a guard failed).  `flat`:
@@ -2397,6 +2402,39 @@ cdef class ReplayPlan:
         if self.structure is None:
             return mapped[0] if mapped else None
         return self.rebuild(mapped)
+
+
+# fn's return value, nested (`out, (h, c)` of an LSTM, torch.return_types, a dict of tensors):
+# its spec (tapegrad/replay.py, _output_spec) is None (no value), an int (the call's i-th
+# distinct tensor: a tensor returned twice is one output, returned as the same object), or
+# (make, keys, children): a container made by make(items) - tuple, list, a namedtuple's _make,
+# a torch.return_types type - or, for a mapping, make(zip(keys, items)).
+
+cdef object rebuild_output(object spec, list outs):
+    """The return value of spec, over the call's distinct tensors `outs`."""
+    if spec is None:
+        return None
+    if isinstance(spec, int):
+        return outs[<Py_ssize_t>spec]
+    make, keys, children = <tuple>spec
+    cdef list items = [rebuild_output(child, outs) for child in <tuple>children]
+    return make(items) if keys is None else make(zip(<tuple>keys, items))
+
+
+cdef int output_leaves(object spec, object value, list into) except -1:
+    """Puts the tensors of `value`, a return value of spec's form (an eager re-run's), at their
+    indices in `into`."""
+    if spec is None:
+        return 0
+    if isinstance(spec, int):
+        into[<Py_ssize_t>spec] = value
+        return 0
+    _, keys, children = <tuple>spec
+    if keys is not None:
+        value = [value[key] for key in <tuple>keys]
+    for child, item in zip(<tuple>children, value):
+        output_leaves(child, item, into)
+    return 0
 
 
 cdef object read_guarded(object arr, str kind):

@@ -589,8 +589,14 @@ class RNNBase(_BFloat16Calls, Module):
         else:
             if self.batch_first and batched:
                 # PyTorch's GRU and RNN layers transpose their fresh output in place
-                # (grad_fn TransposeBackward1); the LSTM's Python path takes a view
-                output = (output.transpose(0, 1) if is_lstm else output.transpose_(0, 1))
+                # (grad_fn TransposeBackward1); the LSTM's Python path takes a view.  Under
+                # tapegrad.compile's capture the view is taken out of place too: the replay
+                # runs no in-place op on a tensor the call made (the call would stay eager),
+                # the values and gradients are the same, and a compiled layer's output shows
+                # the compiled node (CompiledFunctionBackward) in PyTorch anyway.
+                from ...compiler import is_compiling
+                output = (output.transpose(0, 1) if is_lstm or is_compiling()
+                          else output.transpose_(0, 1))
             if not batched:
                 output = output.squeeze(1)
                 final = [s.squeeze(1) for s in final]
