@@ -583,8 +583,10 @@ def _reworded_as_torch(entry, name: str, error, args: tuple, kwargs: dict, metho
 
 
 # Python's words for missing arguments: "cumsum() missing 1 required positional argument: 'dim'",
-# "gather() missing 2 required positional arguments: 'dim' and 'index'".
-_PYTHON_MISSING = r"\w+\(\) missing (\d+) required positional arguments?: (.*)$"
+# "gather() missing 2 required positional arguments: 'dim' and 'index'", and for keyword-only
+# ones "linalg_solve_triangular() missing 1 required keyword-only argument: 'upper'" (PyTorch's
+# parser calls those positional too).
+_PYTHON_MISSING = r"\w+\(\) missing (\d+) required (?:positional|keyword-only) arguments?: (.*)$"
 
 
 def _missing_in_parser_words(entry, name: str, message: str, method: bool) -> str:
