@@ -1,0 +1,85 @@
+"""Implicit layers and differentiable optimisation (proxy corpus proxyeb): linear-algebra
+corners those layers meet (condition numbers of degenerate matrices, norms and determinants that
+overflow, argument errors of the solvers), compared against PyTorch."""
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _error(lib, fn):
+    try:
+        fn(lib)
+    except Exception as e:         # noqa: BLE001 - the type and message are what we compare
+        return type(e).__name__, str(e)
+    return None
+
+
+def test_solve_triangular_missing_upper_uses_parser_words():
+    # `upper` is keyword-only: PyTorch's parser calls it a missing positional argument (Python's
+    # own words, "keyword-only argument: 'upper'", leaked through)
+    call = lambda L: L.linalg.solve_triangular(L.eye(2), L.ones(2, 1))
+    assert _error(tg, call) == _error(torch, call) == (
+        "TypeError", 'linalg_solve_triangular() missing 1 required positional arguments: "upper"')
+
+
+NON_FINITE = {
+    "nan": [[math.nan, 1.0], [0.0, 1.0]],
+    "inf": [[math.inf, 1.0], [0.0, 1.0]],
+    "zero": [[0.0, 0.0], [0.0, 0.0]],
+    "singular": [[1.0, 2.0], [2.0, 4.0]],
+    "regular": [[4.0, 1.0], [1.0, 3.0]],
+}
+
+
+@pytest.mark.parametrize("p", ["fro", 1, -1, math.inf, -math.inf])
+@pytest.mark.parametrize("case", sorted(NON_FINITE))
+def test_cond_by_inverse_turns_nan_into_inf(p, case):
+    # PyTorch's cond for the orders it computes through the inverse maps every NaN of
+    # norm(A) * norm(A^-1) to inf (a NaN in A gave NaN here)
+    rows = NON_FINITE[case]
+    got = tg.linalg.cond(tg.tensor(rows, dtype=tg.float64), p)
+    want = torch.linalg.cond(torch.tensor(rows, dtype=torch.float64), p)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, "nuc", "fro", 1, math.inf])
+def test_cond_graph_and_gradient(p):
+    rows = [[[4.0, 1.0], [1.0, 3.0]], [[2.0, -1.0], [0.5, 1.0]]]
+    a = tg.tensor(rows, dtype=tg.float64, requires_grad=True)
+    t = torch.tensor(rows, dtype=torch.float64, requires_grad=True)
+    ca, ct = tg.linalg.cond(a, p), torch.linalg.cond(t, p)
+    assert ca.grad_fn.name() == ct.grad_fn.name()
+    assert tuple(ca.shape) == tuple(ct.shape)
+    np.testing.assert_allclose(ca.detach().numpy(), ct.detach().numpy(), rtol=1e-12)
+    if p not in (None, 2, -2, "nuc"):
+        # (PyTorch's backward through these raises: it writes into inv_ex's saved output)
+        return
+    ca.sum().backward()
+    ct.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12)
+    assert tg.autograd.gradcheck(lambda x: tg.linalg.cond(x, p), (a.detach().requires_grad_(),))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda L, A: L.linalg.matrix_norm(A),
+    lambda L, A: L.linalg.norm(A),
+    lambda L, A: L.linalg.cond(A, "fro"),
+    lambda L, A: L.linalg.det(A),
+    lambda L, A: L.det(A),
+])
+def test_overflow_is_inf_without_numpy_warnings(fn):
+    # float32 values whose squares or products overflow: PyTorch answers inf (or -inf) silently;
+    # numpy's "overflow encountered in multiply" RuntimeWarning leaked to the user
+    rows = [[1e30, 1e30], [1e30, -1e30]]
+    want = fn(torch, torch.tensor(rows))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = fn(tg, tg.tensor(rows))
+    assert got.dtype == tg.float32
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
