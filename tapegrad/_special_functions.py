@@ -107,7 +107,8 @@ def _lgamma_values(x: np.ndarray) -> np.ndarray:
         shifted = np.where(step, shifted - 1.0, shifted)
         product = np.where(step, product * shifted, product)
     out[above_three] = _lgamma_taylor(shifted - 2.0, 2) + np.log(product)
-    return out.astype(x.dtype)
+    with _core.IeeeResults():           # (beyond float32's range: inf, silently as PyTorch)
+        return out.astype(x.dtype)
 
 
 _LGAMMA_TAYLOR_TERMS = 60

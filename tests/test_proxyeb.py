@@ -83,3 +83,29 @@ def test_overflow_is_inf_without_numpy_warnings(fn):
         got = fn(tg, tg.tensor(rows))
     assert got.dtype == tg.float32
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+_EXTREME = [1e30, -1e30, 0.0, math.inf, math.nan, -1.0, 1e-45, 3e38, 2.5]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", [
+    lambda L, x: L.lgamma(x),
+    lambda L, x: L.xlogy(x, x),
+    lambda L, x: L.special.entr(x),
+    lambda L, x: L.hypot(x, x),
+    lambda L, x: L.nn.functional.kl_div(x, x.abs(), reduction="none"),
+    lambda L, x: L.i0(x),
+], ids=["lgamma", "xlogy", "entr", "hypot", "kl_div", "i0"])
+def test_elementwise_overflow_is_silent(fn, dtype):
+    # results beyond the dtype's range are inf (nan where PyTorch has nan) without numpy's
+    # RuntimeWarnings ("overflow encountered in multiply / cast / hypot", "invalid value")
+    scale = 1.0 if dtype == "float32" else 1e280
+    want = fn(torch, torch.tensor(_EXTREME, dtype=getattr(torch, dtype)) * scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = tg.tensor(_EXTREME, dtype=getattr(tg, dtype)) * scale
+        got = fn(tg, x)
+        got_rec = fn(tg, x.clone().requires_grad_())
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got_rec.detach().numpy(), want.numpy(), rtol=1e-6)
