@@ -109,3 +109,27 @@ def test_elementwise_overflow_is_silent(fn, dtype):
         got_rec = fn(tg, x.clone().requires_grad_())
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
     np.testing.assert_allclose(got_rec.detach().numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("fn", [
+    lambda L, v, i: L.zeros(2, 2, dtype=v.dtype).index_add(0, i, L.stack([v, v], 1)),
+    lambda L, v, i: L.nn.functional.embedding_bag(L.tensor([[0, 1]]), v[:, None], mode="sum"),
+    lambda L, v, i: L.zeros(2, dtype=v.dtype).scatter_reduce(0, i, v, "sum"),
+    lambda L, v, i: L.zeros(2, dtype=v.dtype).scatter_reduce(0, i, v, "prod"),
+    lambda L, v, i: L.zeros(2, dtype=v.dtype).scatter(0, i, v, reduce="add"),
+    lambda L, v, i: L.sparse_coo_tensor(i[None], v, (2,)).to_dense(),
+], ids=["index_add_rows", "embedding_bag", "scatter_reduce_sum", "scatter_reduce_prod",
+        "scatter_add_reduce", "sparse_to_dense"])
+def test_accumulating_inf_and_minus_inf_is_silent_nan(fn, dtype):
+    # the accumulations numpy's ufunc.at performs: inf + -inf is nan without its RuntimeWarning
+    # ("invalid value encountered in add"), as PyTorch
+    values, index = [math.inf, -math.inf, 1.0], [0, 0, 1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = fn(torch, torch.tensor(values, dtype=getattr(torch, dtype)), torch.tensor(index))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("error", RuntimeWarning)
+        got = fn(tg, tg.tensor(values, dtype=getattr(tg, dtype)), tg.tensor(index))
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
