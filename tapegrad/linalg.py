@@ -674,9 +674,13 @@ def _check_phase_invariant(VhgV, name, what):
     that depends on the phases (Im diag(V^H gV) != 0) has no gradient; PyTorch's check."""
     imaginary = _np.imag(_np.diagonal(VhgV._array, 0, -2, -1))
     if not _np.allclose(imaginary, 0, rtol=1e-2, atol=1e-2):
+        # (PyTorch's words differ: svd_backward's "this phase term, making it ill-defined",
+        # the eigenvector backwards' "this quantity, so it is ill-defined")
+        ending = ("this phase term, making it ill-defined." if name == "svd_backward" else
+                  "this quantity, so it is ill-defined.")
         raise RuntimeError(f"{name}: The {what} in the complex case are specified up to "
                            "multiplication by e^{i phi}. The specified loss function depends on "
-                           "this phase term, making it ill-defined.")
+                           + ending)
 
 
 def _check_uplo(UPLO):

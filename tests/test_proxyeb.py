@@ -133,3 +133,23 @@ def test_accumulating_inf_and_minus_inf_is_silent_nan(fn, dtype):
         warnings.simplefilter("error", RuntimeWarning)
         got = fn(tg, tg.tensor(values, dtype=getattr(tg, dtype)), tg.tensor(index))
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("case", ["eigh", "eig", "svd"])
+def test_phase_dependent_loss_error_words(case):
+    # a loss that depends on the phase of complex eigen/singular vectors has no gradient;
+    # PyTorch's three backwards word the refusal differently
+    def call(L):
+        if case == "eigh":
+            H = L.tensor([[2.0, 1 - 1j], [1 + 1j, 3.0]], dtype=L.complex128, requires_grad=True)
+            vectors = L.linalg.eigh(H)[1]
+        elif case == "eig":
+            A = L.tensor([[0.0, 1.0], [-1.0, 0.3]], dtype=L.float64, requires_grad=True)
+            vectors = L.linalg.eig(A)[1]
+        else:
+            C = L.tensor([[1 + 2j, 0.5], [0.3j, 2 - 1j]], dtype=L.complex128, requires_grad=True)
+            vectors = L.linalg.svd(C)[0]
+        vectors.real.sum().backward()
+    got, want = _error(tg, call), _error(torch, call)
+    assert want is not None and want[0] == "RuntimeError"
+    assert got == want
