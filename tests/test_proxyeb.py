@@ -28,6 +28,15 @@ def test_solve_triangular_missing_upper_uses_parser_words():
         "TypeError", 'linalg_solve_triangular() missing 1 required positional arguments: "upper"')
 
 
+def test_missing_positional_and_keyword_only_named_together():
+    # PyTorch's parser names every required argument left out; Python names the positional
+    # ones first, alone ("missing 1 ...: 'B'")
+    call = lambda L: L.linalg.solve_triangular(L.eye(2))
+    assert _error(tg, call) == _error(torch, call) == (
+        "TypeError", 'linalg_solve_triangular() missing 2 required positional argument: "B", '
+                     '"upper"')
+
+
 NON_FINITE = {
     "nan": [[math.nan, 1.0], [0.0, 1.0]],
     "inf": [[math.inf, 1.0], [0.0, 1.0]],
