@@ -162,3 +162,21 @@ def test_phase_dependent_loss_error_words(case):
     got, want = _error(tg, call), _error(torch, call)
     assert want is not None and want[0] == "RuntimeError"
     assert got == want
+
+
+def test_every_hook_handle_is_a_removable_handle():
+    # DEQ code keeps the handle of z.register_hook to remove it inside the hook; PyTorch's
+    # handles are all torch.utils.hooks.RemovableHandle (the core's tensor-hook handle was not)
+    from tapegrad.utils.hooks import RemovableHandle
+    x = tg.ones(2, requires_grad=True)
+    y = x * 2
+    handles = [x.register_hook(lambda g: g), y.register_hook(lambda g: g),
+               x.register_post_accumulate_grad_hook(lambda p: None),
+               y.grad_fn.register_hook(lambda gi, go: None),
+               y.grad_fn.register_prehook(lambda g: None),
+               tg.nn.Linear(2, 2).register_forward_hook(lambda *a: None)]
+    assert all(isinstance(h, RemovableHandle) for h in handles)
+    assert issubclass(type(handles[0]), RemovableHandle)
+    assert not isinstance(object(), RemovableHandle)
+    for h in handles:
+        h.remove()
