@@ -1480,7 +1480,7 @@ def _xlogy_values(x: np.ndarray, y: np.ndarray, log=np.log) -> np.ndarray:
     nan."""
     out = np.result_type(x, y)
     out = out if out.kind == "f" else np.dtype(np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with _core.IeeeResults():       # (0 * -inf, log 0, and a product beyond the dtype's range)
         product = x.astype(out) * log(y.astype(out))
     return np.where((x == 0) & ~np.isnan(y), out.type(0), product).astype(out)
 

@@ -238,7 +238,7 @@ class I0(Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        with np.errstate(over="ignore"):         # inf beyond |x| ~ 713, as PyTorch
+        with _core.IeeeResults():      # inf beyond |x| ~ 713 (and at inf), silently as PyTorch
             values = np.i0(x._array.astype(np.float64))
         return _wrap_like(values.astype(x._array.dtype), x)
 

@@ -578,30 +578,51 @@ def _reworded_as_torch(entry, name: str, error, args: tuple, kwargs: dict, metho
         if _overloaded(entry, name, method) and (method or not _one_plausible(entry, unfit, args,
                                                                                kwargs)):
             return _invalid_combination(entry, name, given, kwargs, method)
-        return TypeError(_missing_in_parser_words(entry, name, str(unfit), method))
+        return TypeError(_missing_in_parser_words(entry, name, str(unfit), method,
+                                                  _all_missing(probe, given, kwargs)))
     return None
 
 
 # Python's words for missing arguments: "cumsum() missing 1 required positional argument: 'dim'",
-# "gather() missing 2 required positional arguments: 'dim' and 'index'".
-_PYTHON_MISSING = r"\w+\(\) missing (\d+) required positional arguments?: (.*)$"
+# "gather() missing 2 required positional arguments: 'dim' and 'index'", and for keyword-only
+# ones "linalg_solve_triangular() missing 1 required keyword-only argument: 'upper'" (PyTorch's
+# parser calls those positional too).
+_PYTHON_MISSING = r"\w+\(\) missing (\d+) required (?:positional|keyword-only) arguments?: (.*)$"
 
 
-def _missing_in_parser_words(entry, name: str, message: str, method: bool) -> str:
+def _all_missing(probe, given: tuple, kwargs: dict):
+    """The names of the required parameters of `probe` (positional and keyword-only, in order)
+    that a call with `given` and `kwargs` leaves out, or None where the call does not bind.
+    (Python names the missing positional ones only, PyTorch's parser all of them.)"""
+    try:
+        bound = inspect.signature(probe).bind_partial(*given, **kwargs)
+    except TypeError:
+        return None
+    return [p.name for p in inspect.signature(probe).parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            and p.name not in bound.arguments]
+
+
+def _missing_in_parser_words(entry, name: str, message: str, method: bool,
+                             every=None) -> str:
     """`message`, Python's refusal of a call that left out required arguments, as PyTorch's
     argument parser words it for its builtins (functions and Tensor methods written in C++):
     'cumsum() missing 1 required positional arguments: "dim"', 'gather() missing 2 required
     positional argument: "dim", "index"' (the parser's plural is the other way round).  Its
     Python-level functions (torch.functional's, most of nn.functional) keep Python's words, as
-    does any other message."""
+    does any other message.  `every`: all the required parameters the call left out, which the
+    parser names together (Python first reports the positional ones alone)."""
     found = re.match(_PYTHON_MISSING, message)
     if found is None:
         return message
     from .overrides import _PYTHON_TENSOR_METHODS, _python_level_function
     if (name in _PYTHON_TENSOR_METHODS) if method else _python_level_function(entry):
         return message
-    count = int(found.group(1))
-    missing = ", ".join(f'"{argument}"' for argument in re.findall(r"'(\w+)'", found.group(2)))
+    names = re.findall(r"'(\w+)'", found.group(2))
+    if every and set(names) <= set(every):
+        names = every                   # (the keyword-only ones too)
+    count = len(names)
+    missing = ", ".join(f'"{argument}"' for argument in names)
     return (f"{name}() missing {count} required positional argument{'s' if count == 1 else ''}: "
             f"{missing}")
 

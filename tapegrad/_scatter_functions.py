@@ -102,7 +102,8 @@ def _reduce_values(x, key, src, reduce, include_self):
     mask[key] = True
     if not include_self:
         out[mask] = _identity(reduce, x.dtype)
-    _UFUNCS[reduce].at(out, key, src)
+    with _core.IeeeResults():       # (inf + -inf, inf * 0, overflow: nan or inf, silently)
+        _UFUNCS[reduce].at(out, key, src)
     count = np.zeros(x.shape, dtype=np.int64)
     np.add.at(count, key, 1)
     if include_self:

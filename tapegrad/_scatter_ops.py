@@ -197,7 +197,8 @@ def _scatter_reduce_two(self, dim, index, src, reduce, fname):
     if key is not None:
         values = part._array if is_tensor else np.asarray(src).astype(out.dtype)
         ufunc = np.add if reduce == "add" else np.multiply
-        ufunc.at(out, key, np.broadcast_to(values, out[key].shape).astype(out.dtype))
+        with _core.IeeeResults():   # (inf + -inf, inf * 0, overflow: nan or inf, silently)
+            ufunc.at(out, key, np.broadcast_to(values, out[key].shape).astype(out.dtype))
     if _records(self, src):
         # PyTorch records the op and refuses in backward; so does the Function.
         from ._scatter_functions import no_derivative

@@ -528,7 +528,8 @@ class SparseTensor(metaclass=TorchTensorNamedClass):
         values = values.astype(target.dtype, copy=False)
         if sign < 0:
             values = -values
-        np.add.at(target, tuple(self._idx._array), values)
+        with _core.IeeeResults():   # (inf + -inf is nan, silently)
+            np.add.at(target, tuple(self._idx._array), values)
         _core._mark_written(dense)
         return dense
 

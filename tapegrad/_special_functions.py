@@ -107,7 +107,8 @@ def _lgamma_values(x: np.ndarray) -> np.ndarray:
         shifted = np.where(step, shifted - 1.0, shifted)
         product = np.where(step, product * shifted, product)
     out[above_three] = _lgamma_taylor(shifted - 2.0, 2) + np.log(product)
-    return out.astype(x.dtype)
+    with _core.IeeeResults():           # (beyond float32's range: inf, silently as PyTorch)
+        return out.astype(x.dtype)
 
 
 _LGAMMA_TAYLOR_TERMS = 60
@@ -226,7 +227,8 @@ def _trigamma_values(x: np.ndarray) -> np.ndarray:
             break
         acc = acc + np.where(small, 1 / w ** 2, 0)
         w = np.where(small, w + 1, w)
-    inv2 = 1 / (w * w)
+    with _core.IeeeResults():           # (w * w beyond float64's range: inv2 is 0, silently)
+        inv2 = 1 / (w * w)
     # The asymptotic series through the Bernoulli number B12: its first omitted term is below
     # 1e-17 of the result for w >= 16.  (Stopping at B10 with w >= 10 left trigamma 1e-11
     # relatively off.)

@@ -330,7 +330,8 @@ class _Hypot(_Function):
 
     @staticmethod
     def forward(ctx, x, y):
-        h = _wrap_like(np.hypot(x._array, y._array), x, y)
+        with _core.IeeeResults():          # (beyond the dtype's range: inf, silently)
+            h = _wrap_like(np.hypot(x._array, y._array), x, y)
         # an operand only where its own gradient is wanted (that gradient is the only one that
         # reads it), as PyTorch saves them: a later write into the other refuses nothing
         x_grad, y_grad = ctx.needs_input_grad[:2]

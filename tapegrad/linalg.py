@@ -310,8 +310,9 @@ class _Determinant(_Function):
     def forward(ctx, A):
         diagonal, sign = _det_factors(A)
         product = _np.ones(diagonal.shape[:-1], dtype=diagonal.dtype)
-        for k in range(diagonal.shape[-1]):          # in order, as PyTorch's prod of n values
-            product = product * diagonal[..., k]
+        with _np.errstate(over="ignore", invalid="ignore"):     # (inf or nan, silently)
+            for k in range(diagonal.shape[-1]):      # in order, as PyTorch's prod of n values
+                product = product * diagonal[..., k]
         out = _tensor(sign * product, A)
         ctx.save_for_backward(A, out)       # the result too, as PyTorch (a write into it raises)
         return out
@@ -673,9 +674,13 @@ def _check_phase_invariant(VhgV, name, what):
     that depends on the phases (Im diag(V^H gV) != 0) has no gradient; PyTorch's check."""
     imaginary = _np.imag(_np.diagonal(VhgV._array, 0, -2, -1))
     if not _np.allclose(imaginary, 0, rtol=1e-2, atol=1e-2):
+        # (PyTorch's words differ: svd_backward's "this phase term, making it ill-defined",
+        # the eigenvector backwards' "this quantity, so it is ill-defined")
+        ending = ("this phase term, making it ill-defined." if name == "svd_backward" else
+                  "this quantity, so it is ill-defined.")
         raise RuntimeError(f"{name}: The {what} in the complex case are specified up to "
                            "multiplication by e^{i phi}. The specified loss function depends on "
-                           "this phase term, making it ill-defined.")
+                           + ending)
 
 
 def _check_uplo(UPLO):
@@ -825,7 +830,8 @@ class _EuclideanNorm(_Function):
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         arr = x._array
-        out = _tensor(_np.sqrt(_np.sum(arr * arr, axis=dims, keepdims=keepdim)), x)
+        with _np.errstate(over="ignore", invalid="ignore"):     # (inf, as PyTorch, silently)
+            out = _tensor(_np.sqrt(_np.sum(arr * arr, axis=dims, keepdims=keepdim)), x)
         ctx.save_for_backward(x, out)
         ctx.dims, ctx.keepdim = dims, keepdim
         return out
@@ -1235,9 +1241,11 @@ def cond(input, p=None):
         real = A.real.dtype if A.is_complex() else A.dtype
         result = zeros(tuple(A.shape[:-2]), dtype=real)
     elif p is None or p in (2, -2):
+        # PyTorch divides the one-element ends of S and squeezes the ratio (its graph:
+        # SqueezeBackward1 over DivBackward0)
         S = svdvals(A)
-        largest, smallest = S[..., 0], S[..., -1]
-        result = smallest / largest if p == -2 else largest / smallest
+        largest, smallest = S[..., :1], S[..., -1:]
+        result = (smallest / largest if p == -2 else largest / smallest).squeeze(-1)
     elif p == "nuc":
         # PyTorch's route for this one: the singular values of A and their reciprocals (those
         # of A's inverse), so a singular matrix gives inf or a huge number, never an error.
@@ -1255,8 +1263,9 @@ def cond(input, p=None):
         singular = info > 0
         result = matrix_norm(A, ord=p) * matrix_norm(
             where(singular.unsqueeze(-1).unsqueeze(-1), _math.inf, inverse), ord=p)
-        if bool(singular.any()):
-            result = where(singular, _math.inf, result)
+        # As PyTorch (for NumPy): every NaN of the product (0 * inf for a zero matrix, a NaN in
+        # A) is inf, which also covers the singular ones (their norm times inf).
+        result = result.nan_to_num(_math.inf, _math.inf, -_math.inf)
     return result
 
 

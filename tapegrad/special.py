@@ -55,7 +55,7 @@ class _Entr(_Function):
     def forward(ctx, x):
         ctx.save_for_backward(x)
         arr = x._array
-        with _np.errstate(divide="ignore", invalid="ignore"):
+        with _core.IeeeResults():      # (log 0, and -x log x beyond the dtype's range)
             values = _np.where(arr > 0, -arr * _np.log(_np.where(arr > 0, arr, 1)),
                               _np.where(arr == 0, 0.0, _np.where(_np.isnan(arr), arr, -_np.inf)))
         return _wrap_like(values.astype(arr.dtype), x)

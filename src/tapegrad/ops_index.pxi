@@ -304,7 +304,8 @@ def _add_at(object Z, object key, object G):
             flat = np.ascontiguousarray(np.broadcast_to(flat, G.shape), dtype=np.int64)
             if scatter_add_c(Z.reshape(-1), flat.reshape(-1), np.ascontiguousarray(G).reshape(-1)):
                 return
-    np.add.at(Z, key, G)
+    with IeeeResults():         # (inf + -inf is nan, silently, as in the C path and PyTorch)
+        np.add.at(Z, key, G)
 
 
 cdef void scatter_rows(const int64_t* off, Py_ssize_t m, Py_ssize_t inner, const real_t* g,

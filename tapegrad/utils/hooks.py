@@ -5,6 +5,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from .. import _core
 from .._torch_names import object_repr as _object_repr
 
 
@@ -14,7 +15,22 @@ from .._torch_names import object_repr as _object_repr
 _HOOK_TABLES_VERSION = {"version": 0}
 
 
-class RemovableHandle:
+class _HandleType(type):
+    """RemovableHandle's metaclass: the compiled core's handle (what Tensor.register_hook,
+    register_post_accumulate_grad_hook and grad_fn's hooks return, a C type for speed) counts as
+    a RemovableHandle too, as every hook handle is one in PyTorch."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        return super().__instancecheck__(obj) or (
+            cls is RemovableHandle and isinstance(obj, _core.RemovableHandle))
+
+    def __subclasscheck__(cls, sub) -> bool:
+        return super().__subclasscheck__(sub) or (
+            cls is RemovableHandle and isinstance(sub, type) and
+            issubclass(sub, _core.RemovableHandle))
+
+
+class RemovableHandle(metaclass=_HandleType):
     """A handle whose .remove() deletes its hook (key `id`) from `hooks_dict` and from
     `extra_dict` (a dict or a list of dicts: side tables such as the with_kwargs one).  The
     dicts are held weakly, as in PyTorch: a handle does not keep a dead module's hooks alive."""
