@@ -5,11 +5,10 @@ import warnings
 
 import numpy as np
 
-from .. import _core
 from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
-from .utils import lazy_property
+from .utils import _is_tensor, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -176,7 +175,7 @@ class Distribution:
     def _validate_sample(self, value) -> None:
         """PyTorch's checks of a log_prob argument: a tensor, event shape on the right,
         broadcastable with the batch, inside the support."""
-        if not isinstance(value, _core.TensorBase):
+        if not _is_tensor(value):
             raise ValueError("The value argument to log_prob must be a Tensor")
         actual = tuple(value.shape)
         event = tuple(self._event_shape)
