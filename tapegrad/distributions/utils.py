@@ -4,6 +4,7 @@ from __future__ import annotations as _annotations
 import numpy as np
 
 from .. import _core, _vmap
+from .._type_info import finfo
 from ..creation import _broadcast_shapes, empty, tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "euler_constant", "is_tensor_like", "lazy_property",
@@ -37,7 +38,8 @@ def _is_tensor(value) -> bool:
 
 
 def _eps(t) -> float:
-    return float(np.finfo(t._array.dtype).eps)
+    # (torch.finfo itself: an integral tensor raises its TypeError, as in PyTorch's clamp_probs)
+    return float(finfo(t.dtype).eps)
 
 
 def clamp_probs(probs):
