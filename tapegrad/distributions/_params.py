@@ -39,16 +39,17 @@ def expand_probs_or_logits(dist, new, batch_shape, param_shape):
 # integral dtype: Normal(torch.tensor([1, 2]), 1.) constructs, then its sample() raises.  numpy
 # draws in float and casts, so without this check such a sample came back as integers, silently.
 _INTEGRAL_REFUSALS = {
-    "normal": (NotImplementedError, "\"normal_kernel_cpu\" not implemented for '{}'"),
-    "uniform": (NotImplementedError, "\"check_uniform_bounds\" not implemented for '{}'"),
-    "gamma": (NotImplementedError, "\"gamma_cpu\" not implemented for '{}'"),
-    "dirichlet": (NotImplementedError, "\"dirichlet\" not implemented for '{}'"),
-    "bernoulli": (NotImplementedError, "\"bernoulli_tensor_cpu_p_\" not implemented for '{}'"),
+    "normal": (NotImplementedError, "\"normal_kernel_cpu\" not implemented for '{scalar}'"),
+    "uniform": (NotImplementedError, "\"check_uniform_bounds\" not implemented for '{scalar}'"),
+    "gamma": (NotImplementedError, "\"gamma_cpu\" not implemented for '{scalar}'"),
+    "dirichlet": (NotImplementedError, "\"dirichlet\" not implemented for '{scalar}'"),
+    "bernoulli": (NotImplementedError,
+                  "\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar}'"),
     "exponential": (RuntimeError, "Exponential distribution is a continuous probability "
                                   "distribution. dtype must be a floating point but you "
-                                  "specified {}"),
+                                  "specified {scalar}"),
     "cauchy": (RuntimeError, "Cauchy distribution is a continuous probability distribution. "
-                             "dtype must be a floating point but you specified {}"),
+                             "dtype must be a floating point but you specified {ctype}"),
     # (Laplace and Geometric ask torch.finfo of the dtype for their clamp first)
     "finfo": (TypeError, "torch.finfo() requires a floating point input type. Use torch.iinfo "
                          "to handle 'torch.finfo'"),
@@ -60,7 +61,10 @@ def refuse_integral(like, sampler: str) -> None:
     draw takes) is not floating point."""
     if like._array.dtype.kind in "biu":
         exc, message = _INTEGRAL_REFUSALS[sampler]
-        raise exc(message.format(_core.scalar_type_name_of(like._array.dtype)))
+        # (PyTorch names the dtype by its ScalarType, 'Long', except cauchy_'s C type 'long int')
+        dt = like._array.dtype
+        raise exc(message.format(scalar=_core.scalar_type_name_of(dt),
+                                 ctype=_core.c_type_name_of(dt)))
 
 
 def uniform_like(dist, sample_shape, like, low: float = 0.0, sampler: str = "uniform"):
