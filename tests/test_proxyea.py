@@ -162,3 +162,40 @@ def test_gamma_cdf_with_an_integral_concentration_promotes_as_pytorch():
     theirs = torch.distributions.Gamma(torch.tensor([1, 2]), 1.).cdf(torch.tensor([0.5, 0.5]))
     assert str(ours.dtype) == str(theirs.dtype) == "torch.float32"
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
+# -- a script's Distribution subclass reads back the batch/event shapes it passed ----------------
+
+def _custom_shapes(lib, batch_shape, event_shape):
+    class Custom(lib.distributions.Distribution):
+        arg_constraints = {}
+
+        def __init__(self):
+            super().__init__(batch_shape, event_shape, validate_args=False)
+    d = Custom()
+    return _outcome(lambda: (repr(d.batch_shape), repr(d.event_shape),
+                             repr(d._extended_shape((5,))), repr(d._extended_shape())))
+
+
+@pytest.mark.parametrize("shapes", [((2,), ()), ((2, 3), (4,)), ("size", ()), ((), (3,)),
+                                    ([2, 3], ())])
+def test_distribution_keeps_the_shapes_given(shapes):
+    # PyTorch stores them as given: a tuple prints as (2,), not torch.Size([2]); a list breaks
+    # _extended_shape's concatenation with its TypeError
+    def run(lib):
+        batch, event = shapes
+        batch = lib.Size([4]) if batch == "size" else batch
+        return _custom_shapes(lib, batch, event)
+    ours, theirs = run(tg), run(torch)
+    assert ours[0] == theirs[0]
+    if ours[0] == "ok":
+        assert ours == theirs
+
+
+def test_builtin_families_still_report_torch_size():
+    # (the built-in families pass torch.Size: Categorical's batch shape was a tuple slice)
+    for lib_d in (tg.distributions,):
+        for d in [lib_d.Categorical(tg.ones(2, 3)), lib_d.OneHotCategorical(tg.ones(2, 3)),
+                  lib_d.Normal(tg.zeros(2), 1.).expand((3, 2)),
+                  lib_d.Independent(lib_d.Normal(tg.zeros(2, 3), 1.), 1).expand([4, 2])]:
+            assert type(d.batch_shape) is tg.Size and type(d.event_shape) is tg.Size
