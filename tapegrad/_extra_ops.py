@@ -1138,7 +1138,9 @@ def broadcast_shapes(*shapes):
         if not isinstance(shape, (int, np.integer, tuple, list)):
             raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list "
                                f"of ints, got {shape}")
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        # (the message shows a tuple/list/torch.Size argument as given, an int as a 1-tuple)
+        given = shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+        shape = tuple(shape)
         if len(shape) > len(result):
             result = [1] * (len(shape) - len(result)) + result
         for i in range(1, len(shape) + 1):
@@ -1147,7 +1149,7 @@ def broadcast_shapes(*shapes):
                 if result[-i] != 1:
                     raise RuntimeError(
                         f"Attempting to broadcast a dimension of length {size} at {-i}! "
-                        f"Mismatching argument at index {index} had {shape}; but expected shape "
+                        f"Mismatching argument at index {index} had {given}; but expected shape "
                         f"should be broadcastable to {result}")
                 if size < 0:
                     # (PyTorch's check, after the mismatch one: ((3,), (-1,)) is a mismatch)

@@ -10,7 +10,7 @@ from .. import _core, arange, as_tensor, digamma, lgamma, stack, tensor, where, 
 from ..tensor import Size
 from . import constraints
 from ._dirichlet import sample_dirichlet
-from ._params import expand_params, standard_normal_like
+from ._params import expand_params, refuse_integral, standard_normal_like
 from ._standard_gamma import regularized_gamma_p, standard_gamma
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -56,6 +56,7 @@ class Gamma(ExponentialFamily):
         return expand_params(self, Gamma, ("concentration", "rate"), batch_shape, _instance)
 
     def rsample(self, sample_shape=Size()):
+        refuse_integral(self.concentration, "gamma")
         shape = tuple(self._extended_shape(sample_shape))
         value = standard_gamma(self.concentration, shape) / self.rate.expand(*shape)
         return value.clamp(min=_tiny(value))
@@ -140,6 +141,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape=Size()):
         # PyTorch's draw (clamped inside the simplex's open interior) and implicit gradient
+        refuse_integral(self.concentration, "dirichlet")
         return sample_dirichlet(self.concentration, self._extended_shape(sample_shape))
 
     def log_prob(self, value):

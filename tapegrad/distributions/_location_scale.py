@@ -47,7 +47,7 @@ class Exponential(ExponentialFamily):
         return expand_params(self, Exponential, ("rate",), batch_shape, _instance)
 
     def rsample(self, sample_shape=Size()):
-        u = uniform_like(self, sample_shape, self.rate)
+        u = uniform_like(self, sample_shape, self.rate, sampler="exponential")
         return -(1 - u).log() / self.rate
 
     def log_prob(self, value):
@@ -96,7 +96,7 @@ class Laplace(LocationScale):
         return expand_params(self, Laplace, ("loc", "scale"), batch_shape, _instance)
 
     def rsample(self, sample_shape=Size()):
-        return self.icdf(uniform_like(self, sample_shape, self.loc, low=1e-7))
+        return self.icdf(uniform_like(self, sample_shape, self.loc, low=1e-7, sampler="finfo"))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -134,7 +134,7 @@ class Cauchy(LocationScale):
         return expand_params(self, Cauchy, ("loc", "scale"), batch_shape, _instance)
 
     def rsample(self, sample_shape=Size()):
-        return self.icdf(uniform_like(self, sample_shape, self.loc, low=1e-7))
+        return self.icdf(uniform_like(self, sample_shape, self.loc, low=1e-7, sampler="cauchy"))
 
     def log_prob(self, value):
         if self._validate_args:
@@ -192,7 +192,7 @@ class Geometric(BinaryParameter, Distribution):
     def sample(self, sample_shape=Size()):
         from ..grad_mode import no_grad
         with no_grad():
-            u = uniform_like(self, sample_shape, self.probs, low=1e-7)
+            u = uniform_like(self, sample_shape, self.probs, low=1e-7, sampler="finfo")
             return (u.log() / (-self.probs).log1p()).floor()
 
     def log_prob(self, value):

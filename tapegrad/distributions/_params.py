@@ -2,7 +2,7 @@
 reparameterised draws from the global stream."""
 from __future__ import annotations as _annotations
 
-from .. import _random
+from .. import _core, _random
 from ..creation import _make
 from ..tensor import Size
 from . import constraints
@@ -35,9 +35,43 @@ def expand_probs_or_logits(dist, new, batch_shape, param_shape):
     return new
 
 
-def uniform_like(dist, sample_shape, like, low: float = 0.0):
+# What PyTorch's sampling kernels raise when the parameters (and so the draw) are of an
+# integral dtype: Normal(torch.tensor([1, 2]), 1.) constructs, then its sample() raises.  numpy
+# draws in float and casts, so without this check such a sample came back as integers, silently.
+_INTEGRAL_REFUSALS = {
+    "normal": (NotImplementedError, "\"normal_kernel_cpu\" not implemented for '{scalar}'"),
+    "uniform": (NotImplementedError, "\"check_uniform_bounds\" not implemented for '{scalar}'"),
+    "gamma": (NotImplementedError, "\"gamma_cpu\" not implemented for '{scalar}'"),
+    "dirichlet": (NotImplementedError, "\"dirichlet\" not implemented for '{scalar}'"),
+    "bernoulli": (NotImplementedError,
+                  "\"bernoulli_tensor_cpu_p_\" not implemented for '{scalar}'"),
+    "exponential": (RuntimeError, "Exponential distribution is a continuous probability "
+                                  "distribution. dtype must be a floating point but you "
+                                  "specified {scalar}"),
+    "cauchy": (RuntimeError, "Cauchy distribution is a continuous probability distribution. "
+                             "dtype must be a floating point but you specified {ctype}"),
+    # (Laplace and Geometric ask torch.finfo of the dtype for their clamp first)
+    "finfo": (TypeError, "torch.finfo() requires a floating point input type. Use torch.iinfo "
+                         "to handle 'torch.finfo'"),
+}
+
+
+def refuse_integral(like, sampler: str) -> None:
+    """Raise what PyTorch's `sampler` kernel raises when `like` (the parameter whose dtype the
+    draw takes) is not floating point."""
+    if like._array.dtype.kind in "biu":
+        exc, message = _INTEGRAL_REFUSALS[sampler]
+        # (PyTorch names the dtype by its ScalarType, 'Long', except cauchy_'s C type 'long int')
+        dt = like._array.dtype
+        raise exc(message.format(scalar=_core.scalar_type_name_of(dt),
+                                 ctype=_core.c_type_name_of(dt)))
+
+
+def uniform_like(dist, sample_shape, like, low: float = 0.0, sampler: str = "uniform"):
     """U[low, 1) draws of shape sample_shape + batch_shape + event_shape in like's dtype (a
-    constant tensor: gradients flow through what is built from it)."""
+    constant tensor: gradients flow through what is built from it).  `sampler` names the
+    PyTorch kernel the family draws with, whose refusal of an integral dtype is raised."""
+    refuse_integral(like, sampler)
     shape = tuple(dist._extended_shape(sample_shape))
     u = _random._uniform01(_random._numpy_rng(None), shape, like._array.dtype)
     if low:
@@ -47,6 +81,7 @@ def uniform_like(dist, sample_shape, like, low: float = 0.0):
 
 def standard_normal_like(dist, sample_shape, like):
     """N(0, 1) draws of shape sample_shape + batch_shape + event_shape in like's dtype."""
+    refuse_integral(like, "normal")
     shape = tuple(dist._extended_shape(sample_shape))
     return _make(_random._standard_normal(_random._numpy_rng(None), shape, like._array.dtype),
                  False)

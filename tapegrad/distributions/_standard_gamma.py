@@ -12,7 +12,7 @@ from __future__ import annotations as _annotations
 
 import numpy as np
 
-from .. import _random
+from .. import _core, _random
 from .._incomplete_gamma import log_prefactor, regularized_gamma
 from ..autograd.function import Function
 from ..creation import _make
@@ -159,7 +159,10 @@ class _RegularizedGammaP(Function):
         out[np.isnan(xv) | np.isnan(a) | (xv < 0) | (a < 0) | ((a == 0) & (xv == 0))] = np.nan
         ctx.save_for_backward(alpha, x)
         ctx.values = (a, xv, inside)
-        dtype = np.result_type(alpha._array.dtype, x._array.dtype)
+        # PyTorch's type promotion (an int64 concentration with a float32 x gives float32,
+        # where numpy's rules give float64)
+        from .. import result_type
+        dtype = _core.np_dtype_of(result_type(alpha, x), None)
         return _make(np.ascontiguousarray(out.astype(dtype)), False)
 
     @staticmethod

@@ -9,7 +9,7 @@ from ..grad_mode import no_grad
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from ._params import expand_probs_or_logits
+from ._params import expand_probs_or_logits, refuse_integral
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -68,6 +68,7 @@ class Bernoulli(ExponentialFamily):
         return expand_probs_or_logits(self, new, batch_shape, batch_shape)
 
     def sample(self, sample_shape=Size()):
+        refuse_integral(self.probs, "bernoulli")
         shape = tuple(self._extended_shape(sample_shape))
         with no_grad():
             probs = np.broadcast_to(self.probs._array, shape)

@@ -40,7 +40,7 @@ class Categorical(Distribution):
             self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
         self._param = self.probs if probs is not None else self.logits
         self._num_events = self._param.shape[-1]
-        super().__init__(tuple(self._param.shape)[:-1], validate_args=validate_args)
+        super().__init__(self._param.shape[:-1], validate_args=validate_args)
 
     @lazy_property
     def logits(self):

@@ -9,7 +9,7 @@ from __future__ import annotations as _annotations
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _vmap
 
 __all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky",
            "dependent", "dependent_property", "greater_than", "greater_than_eq",
@@ -21,6 +21,10 @@ __all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_
 
 
 def _values(value) -> np.ndarray:
+    # A vmap's BatchedTensor is checked whole: every sample of its batch (dim 0, before the
+    # event dims the constraints reduce over) must hold, as each would un-mapped.
+    while isinstance(value, _vmap.BatchedTensor):
+        value = value.value
     return value._array if isinstance(value, _core.TensorBase) else np.asarray(value)
 
 

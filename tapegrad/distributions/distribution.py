@@ -5,11 +5,10 @@ import warnings
 
 import numpy as np
 
-from .. import _core
 from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
-from .utils import lazy_property
+from .utils import _is_tensor, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -33,8 +32,10 @@ class Distribution:
         Distribution._validate_args = value
 
     def __init__(self, batch_shape=Size(), event_shape=Size(), validate_args=None):
-        self._batch_shape = Size(batch_shape)
-        self._event_shape = Size(event_shape)
+        # Kept as given, as PyTorch does: a script's subclass passing a tuple reads a tuple back
+        # from batch_shape (the built-in families all pass a torch.Size)
+        self._batch_shape = batch_shape
+        self._event_shape = event_shape
         if validate_args is not None:
             self._validate_args = validate_args
         if self._validate_args:
@@ -170,13 +171,15 @@ class Distribution:
         raise NotImplementedError
 
     def _extended_shape(self, sample_shape=Size()) -> Size:
-        return Size(tuple(Size(sample_shape)) + tuple(self._batch_shape)
-                    + tuple(self._event_shape))
+        if not isinstance(sample_shape, Size):
+            sample_shape = Size(sample_shape)
+        # (concatenated as given: a list batch shape raises TypeError there, as in PyTorch)
+        return Size(sample_shape + self._batch_shape + self._event_shape)
 
     def _validate_sample(self, value) -> None:
         """PyTorch's checks of a log_prob argument: a tensor, event shape on the right,
         broadcastable with the batch, inside the support."""
-        if not isinstance(value, _core.TensorBase):
+        if not _is_tensor(value):
             raise ValueError("The value argument to log_prob must be a Tensor")
         actual = tuple(value.shape)
         event = tuple(self._event_shape)

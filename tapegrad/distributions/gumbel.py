@@ -3,8 +3,7 @@ from __future__ import annotations as _annotations
 
 import math
 
-import numpy as np
-
+from .._type_info import finfo
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
@@ -25,7 +24,7 @@ class Gumbel(TransformedDistribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        fi = np.finfo(self.loc._array.dtype)
+        fi = finfo(self.loc.dtype)      # (torch.finfo: an integral loc raises its TypeError)
         low = self.loc.new_full(tuple(self.loc.shape), float(fi.tiny))
         high = self.loc.new_full(tuple(self.loc.shape), 1 - float(fi.eps))
         # u -> -log u -> log(-log u) negated -> loc + scale * (-log(-log u))

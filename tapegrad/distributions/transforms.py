@@ -16,7 +16,7 @@ from functools import reduce
 
 import numpy as np
 
-from ..creation import _broadcast_shapes
+from .._extra_ops import broadcast_shapes
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
@@ -407,13 +407,14 @@ class ReshapeTransform(Transform):
         return x.new_zeros(batch)
 
     def _reshaped(self, shape, source, target):
-        shape = tuple(shape)
+        # Slices and concatenation act on the shape object given, as in PyTorch: a tuple in
+        # gives a torch.Size out (Size.__radd__), a list never equals the Size `source`.
         if len(shape) < len(source):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(source)
-        if shape[cut:] != tuple(source):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {tuple(source)}")
-        return Size(shape[:cut] + tuple(target))
+        if shape[cut:] != source:
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {source}")
+        return shape[:cut] + target
 
     def forward_shape(self, shape):
         return self._reshaped(shape, self.in_shape, self.out_shape)
@@ -497,10 +498,11 @@ class PowerTransform(Transform):
         return (self.exponent * y / x).abs().log()
 
     def forward_shape(self, shape):
-        return Size(_broadcast_shapes(tuple(shape), tuple(self.exponent.shape)))
+        # (torch.broadcast_shapes itself: a mismatch raises its RuntimeError and message)
+        return broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
 
     def inverse_shape(self, shape):
-        return Size(_broadcast_shapes(tuple(shape), tuple(self.exponent.shape)))
+        return self.forward_shape(shape)
 
 
 class SigmoidTransform(_ParameterlessTransform):
@@ -645,8 +647,9 @@ class AffineTransform(Transform):
         return result.expand(*shape)
 
     def forward_shape(self, shape):
-        shape = _broadcast_shapes(tuple(shape), tuple(getattr(self.loc, "shape", ())))
-        return Size(_broadcast_shapes(shape, tuple(getattr(self.scale, "shape", ()))))
+        # (torch.broadcast_shapes itself: a mismatch raises its RuntimeError and message)
+        return broadcast_shapes(shape, getattr(self.loc, "shape", ()),
+                                getattr(self.scale, "shape", ()))
 
     def inverse_shape(self, shape):
         return self.forward_shape(shape)
@@ -711,12 +714,13 @@ class StickBreakingTransform(_ParameterlessTransform):
     def forward_shape(self, shape):
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
-        return Size(tuple(shape[:-1]) + (shape[-1] + 1,))
+        # (on the shape object given: a tuple stays a tuple, a Size a Size, as in PyTorch)
+        return shape[:-1] + (shape[-1] + 1,)
 
     def inverse_shape(self, shape):
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
-        return Size(tuple(shape[:-1]) + (shape[-1] - 1,))
+        return shape[:-1] + (shape[-1] - 1,)
 
 
 class LowerCholeskyTransform(_ParameterlessTransform):
@@ -793,7 +797,7 @@ class CorrCholeskyTransform(_ParameterlessTransform):
         d = round((0.25 + 2 * n) ** 0.5 + 0.5)
         if d * (d - 1) // 2 != n:
             raise ValueError("Input is not a flattened lower-diagonal number")
-        return Size(tuple(shape[:-1]) + (d, d))
+        return shape[:-1] + (d, d)          # (the given shape's type, as StickBreaking's)
 
     def inverse_shape(self, shape):
         if len(shape) < 2:
@@ -801,7 +805,7 @@ class CorrCholeskyTransform(_ParameterlessTransform):
         if shape[-2] != shape[-1]:
             raise ValueError("Input is not square")
         d = shape[-1]
-        return Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
+        return shape[:-2] + (d * (d - 1) // 2,)
 
 
 def _check_cat_dim(z, dim, size, name, expected):

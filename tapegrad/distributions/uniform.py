@@ -5,6 +5,7 @@ from .. import _random
 from ..creation import _make
 from ..tensor import Size
 from . import constraints
+from ._params import refuse_integral
 from .distribution import Distribution
 from .utils import broadcast_all
 
@@ -56,6 +57,7 @@ class Uniform(Distribution):
         return new
 
     def rsample(self, sample_shape=Size()):
+        refuse_integral(self.low, "uniform")
         shape = tuple(self._extended_shape(sample_shape))
         u = _random._uniform01(_random._numpy_rng(None), shape, self.low._array.dtype)
         return self.low + _make(u, False) * (self.high - self.low)

@@ -3,7 +3,8 @@ from __future__ import annotations as _annotations
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _vmap
+from .._type_info import finfo
 from ..creation import _broadcast_shapes, empty, tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "euler_constant", "is_tensor_like", "lazy_property",
@@ -15,24 +16,30 @@ euler_constant = 0.57721566490153286060   # Euler-Mascheroni constant
 def broadcast_all(*values):
     """The arguments as tensors of one broadcast shape: numbers become tensors of the first
     tensor's dtype (float32 when there is none); tensors are expanded (gradients flow back)."""
-    tensors = [v for v in values if isinstance(v, _core.TensorBase)]
+    tensors = [v for v in values if _is_tensor(v)]
     for v in values:
         # PyTorch's scalars here are Python's int, float and bool (np.float64, a float
         # subclass, passes; np.float32, np.int64 and complex numbers are refused)
-        if not isinstance(v, (_core.TensorBase, int, float, bool)):
+        if not (_is_tensor(v) or isinstance(v, (int, float, bool))):
             raise ValueError("Input arguments must all be instances of Number, torch.Tensor or "
                              "objects implementing __torch_function__.")
     dtype = tensors[0].dtype if tensors else None     # None: float32, tensor()'s default
-    out = [v if isinstance(v, _core.TensorBase) else tensor(float(v), dtype=dtype)
-           for v in values]
+    out = [v if _is_tensor(v) else tensor(float(v), dtype=dtype) for v in values]
     shape = ()
     for t in out:
         shape = _broadcast_shapes(shape, tuple(t.shape))
     return tuple(t if tuple(t.shape) == shape else t.expand(*shape) for t in out)
 
 
+def _is_tensor(value) -> bool:
+    # a vmap's BatchedTensor (a sample of torch.func.hessian's or vmap's batch) is a tensor to
+    # PyTorch: a distribution built inside a mapped function takes it as a parameter
+    return isinstance(value, (_core.TensorBase, _vmap.BatchedTensor))
+
+
 def _eps(t) -> float:
-    return float(np.finfo(t._array.dtype).eps)
+    # (torch.finfo itself: an integral tensor raises its TypeError, as in PyTorch's clamp_probs)
+    return float(finfo(t.dtype).eps)
 
 
 def clamp_probs(probs):
