@@ -1,0 +1,61 @@
+"""Gaps found by running NAS and multi-task learning scripts (DARTS, GDAS, GradNorm, PCGrad,
+MGDA, hypernetworks, MMoE) under tapegrad and under PyTorch."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _both(fn):
+    """fn(lib) under tapegrad and torch, as numpy arrays."""
+    return np.asarray(fn(tg).detach().numpy()), np.asarray(fn(torch).detach().numpy())
+
+
+# -- deprecated scale-first overloads with a 0-dim tensor scale --------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda L, x, v, R: x.clone().add_(R, v),          # DARTS: p.data.add_(R, v)
+    lambda L, x, v, R: x.clone().sub_(2 * R, v),
+    lambda L, x, v, R: x.add(R, v),
+    lambda L, x, v, R: L.add(x, R, v),
+    lambda L, x, v, R: x.sub(R, v),
+    lambda L, x, v, R: x.clone().addcmul_(R, v, v),
+    lambda L, x, v, R: x.clone().addcdiv_(R, v, v + 1),
+    lambda L, x, v, R: L.addmm(R, x.view(1, 3).expand(3, 3), -R, v.view(3, 1).expand(3, 3),
+                               v.view(3, 1).expand(3, 3).t()),
+    lambda L, x, v, R: x.view(1, 3).expand(3, 3).addmm(R, v.view(3, 1).expand(3, 3),
+                                                       v.view(1, 3).expand(3, 3)),
+])
+def test_old_form_takes_a_0dim_tensor_scale(call):
+    def run(L):
+        x = L.tensor([1.0, -2.0, 0.5])
+        v = L.tensor([0.25, 3.0, -1.0])
+        R = L.tensor(0.375)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return call(L, x, v, R)
+    got, want = _both(run)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [lambda L: L.tensor([2.0]),
+                                   lambda L: L.tensor(2.0, requires_grad=True)])
+def test_old_form_refuses_a_tensor_that_is_no_number(scale):
+    for L in (tg, torch):
+        with pytest.raises(TypeError):
+            L.ones(3).add_(scale(L), L.ones(3))
+
+
+def test_alpha_keyword_tensor():
+    # a 0-dim constant is a number; one that requires grad is refused (alpha carries no gradient)
+    for L in (tg, torch):
+        x = L.ones(3)
+        assert x.add(L.arange(3.0), alpha=L.tensor(0.5)).tolist() == [1.0, 1.5, 2.0]
+        with pytest.raises(TypeError, match="argument 'alpha' must be Number, not Tensor"):
+            x.add(L.arange(3.0), alpha=L.tensor(2.0, requires_grad=True))
+        with pytest.raises(TypeError, match="argument 'alpha' must be Number, not Tensor"):
+            L.sub(x, L.arange(3.0), alpha=L.tensor([2.0]))
