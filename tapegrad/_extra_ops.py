@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _core
 from ._device import check_unpinned
-from ._deprecated_overloads import NOT_GIVEN, scalar_first
+from ._deprecated_overloads import NOT_GIVEN, number_argument, scalar_first
 from . import _profiling
 from ._profiling import op_event
 from ._layout import sparse_factory_layout
@@ -1347,6 +1347,8 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor2_after_scale is not NOT_GIVEN:
         value, (tensor1, tensor2) = scalar_first("addcmul", "value", tensor1, value,
                                                  (tensor2, tensor2_after_scale))
+    elif type(value) is not int and type(value) is not float:
+        value = number_argument("addcmul", "value", value)
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
@@ -1409,6 +1411,8 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor2_after_scale is not NOT_GIVEN:
         value, (tensor1, tensor2) = scalar_first("addcdiv", "value", tensor1, value,
                                                  (tensor2, tensor2_after_scale))
+    elif type(value) is not int and type(value) is not float:
+        value = number_argument("addcdiv", "value", value)
     _check_tensor(input, "addcdiv")
     _check_tensor(tensor1, "addcdiv", "tensor1", 2)
     _check_tensor(tensor2, "addcdiv", "tensor2", 3)

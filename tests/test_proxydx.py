@@ -59,3 +59,21 @@ def test_alpha_keyword_tensor():
             x.add(L.arange(3.0), alpha=L.tensor(2.0, requires_grad=True))
         with pytest.raises(TypeError, match="argument 'alpha' must be Number, not Tensor"):
             L.sub(x, L.arange(3.0), alpha=L.tensor([2.0]))
+
+
+@pytest.mark.parametrize("fn", ["addcmul", "addcdiv"])
+def test_value_keyword_tensor(fn):
+    # value= is a Number: a 0-dim constant tensor is read as one; one that requires grad (or has
+    # dimensions) is refused, where tapegrad had recorded a gradient through it
+    def run(L, value):
+        x = L.tensor([1.0, -2.0, 0.5])
+        return getattr(L, fn)(x, x, x + 3, value=value)
+    got, want = _both(lambda L: run(L, L.tensor(0.25)))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for L in (tg, torch):
+        with pytest.raises(TypeError, match="argument 'value' must be Number, not Tensor"):
+            run(L, L.tensor(0.25, requires_grad=True))
+        with pytest.raises(TypeError, match="argument 'value' must be Number, not Tensor"):
+            run(L, L.tensor([0.25]))
+        with pytest.raises(TypeError, match="must be Number, not Tensor"):
+            getattr(L.ones(3), fn + "_")(L.ones(3), L.ones(3), value=L.tensor(1.0, requires_grad=True))
