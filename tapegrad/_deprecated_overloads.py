@@ -41,19 +41,6 @@ def _scale_value(scale):
     return None
 
 
-def number_argument(name: str, keyword: str, value):
-    """A Number-typed keyword (addcmul's value=, ...) as PyTorch's parser takes it: a number as
-    it is, a 0-dim tensor that does not require grad as its value; any other tensor is refused
-    (a scale is a constant, never a path for a gradient)."""
-    if isinstance(value, Number):
-        return value
-    number = _scale_value(value)
-    if number is None:
-        from ._core import type_name
-        raise TypeError(f"{name}(): argument '{keyword}' must be Number, not {type_name(value)}")
-    return number
-
-
 def scalar_first(name: str, scale_keyword: str, scale, scale_given, tensors: tuple):
     """The scale and the tensors of an old-form call name(input, scale, *tensors): the scale in
     the first tensor's place must be a number (not a bool), and the scale's keyword must be left

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _core
 from ._device import check_unpinned
-from ._deprecated_overloads import NOT_GIVEN, number_argument, scalar_first
+from ._deprecated_overloads import NOT_GIVEN, scalar_first
 from . import _profiling
 from ._profiling import op_event
 from ._layout import sparse_factory_layout
@@ -1348,7 +1348,8 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
         value, (tensor1, tensor2) = scalar_first("addcmul", "value", tensor1, value,
                                                  (tensor2, tensor2_after_scale))
     elif type(value) is not int and type(value) is not float:
-        value = number_argument("addcmul", "value", value)
+        from .creation import _number_argument
+        value = _number_argument(value, "addcmul", "value", None)
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
@@ -1412,7 +1413,8 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
         value, (tensor1, tensor2) = scalar_first("addcdiv", "value", tensor1, value,
                                                  (tensor2, tensor2_after_scale))
     elif type(value) is not int and type(value) is not float:
-        value = number_argument("addcdiv", "value", value)
+        from .creation import _number_argument
+        value = _number_argument(value, "addcdiv", "value", None)
     _check_tensor(input, "addcdiv")
     _check_tensor(tensor1, "addcdiv", "tensor1", 2)
     _check_tensor(tensor2, "addcdiv", "tensor2", 3)

@@ -77,3 +77,40 @@ def test_value_keyword_tensor(fn):
             run(L, L.tensor([0.25]))
         with pytest.raises(TypeError, match="must be Number, not Tensor"):
             getattr(L.ones(3), fn + "_")(L.ones(3), L.ones(3), value=L.tensor(1.0, requires_grad=True))
+
+
+# -- Number-typed arguments given a tensor -----------------------------------------------------
+# PyTorch's parser reads a 0-dim tensor that does not require grad as a Number; a tensor that
+# requires grad (a learnable slope) is refused.  tapegrad read it through float() and returned a
+# result with no gradient to it: the learnable parameter silently never learned.
+
+_NUMBER_CALLS = {
+    "leaky_relu": lambda L, x, s: L.nn.functional.leaky_relu(x, s),
+    "elu": lambda L, x, s: L.nn.functional.elu(x, alpha=s),
+    "softplus": lambda L, x, s: L.nn.functional.softplus(x, beta=s),
+    "hardtanh": lambda L, x, s: L.nn.functional.hardtanh(x, -s, s),
+    "threshold": lambda L, x, s: L.nn.functional.threshold(x, s, 0.0),
+    "dropout": lambda L, x, s: L.nn.functional.dropout(x, p=s, training=False),
+    "full": lambda L, x, s: L.full((2,), s),
+    "full_like": lambda L, x, s: L.full_like(x, s),
+    "new_full": lambda L, x, s: x.new_full((2,), s),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NUMBER_CALLS))
+def test_number_argument_tensor(name):
+    call = _NUMBER_CALLS[name]
+    got, want = _both(lambda L: call(L, L.tensor([-1.0, 0.25, 2.0]), L.tensor(0.5)))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for L in (tg, torch):
+        with pytest.raises(TypeError, match=r"must be (Number|float), not Tensor"):
+            call(L, L.tensor([-1.0, 0.25, 2.0]), L.tensor(0.5, requires_grad=True))
+
+
+def test_constant_init_with_a_tensor_value():
+    for L in (tg, torch):
+        scale = L.tensor(0.25, requires_grad=True)
+        w = L.nn.init.constant_(L.empty(3), scale)
+        assert w.tolist() == [0.25, 0.25, 0.25] and not w.requires_grad
+        with pytest.raises(RuntimeError, match="fill_ only supports 0-dimension value tensor"):
+            L.nn.init.constant_(L.empty(3), L.ones(1))

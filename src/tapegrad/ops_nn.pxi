@@ -1594,7 +1594,7 @@ register_edges(OP_DROPOUT, lambda fn: (0, None))   # PyTorch's input * mask: the
 def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p (mask drawn from the global generator), scale the
     rest by 1 / (1 - p).  p == 0, training=False or an empty input return `input` itself."""
-    p = float(p)
+    p = float(number_arg(p, "dropout", "p", 2, "float"))
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises

@@ -100,6 +100,9 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    from ..creation import _number_argument
+    min_val = _number_argument(min_val, "hardtanh", "min_val", 2)
+    max_val = _number_argument(max_val, "hardtanh", "max_val", 3)
     from .._extra_ops import _check_tensor
     _check_tensor(input, "hardtanh_" if inplace else "hardtanh")    # (PyTorch's builtins)
     if not (input.is_floating_point() or input.is_complex()):
@@ -193,6 +196,9 @@ def tanhshrink(input):
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """Elementwise ``x`` where ``x > threshold``, else ``value``."""
+    from ..creation import _number_argument
+    threshold = _number_argument(threshold, "threshold", "threshold", 2)
+    value = _number_argument(value, "threshold", "value", 3)
     if input.dtype == _tg.bool:     # (PyTorch's kernel takes every other type)
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient.  Its float16 kernel
