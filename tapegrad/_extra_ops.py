@@ -1552,8 +1552,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     nan = 0.0 if nan is None else nan
     replacements = []
     for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-        if isinstance(value, TensorBase) and value.ndim == 0:
-            value = value.item()                # (PyTorch reads a zero-dim tensor as its float)
+        if isinstance(value, TensorBase):
+            # (PyTorch reads a zero-dim tensor that does not require grad as its float)
+            from .creation import _number_argument
+            value = _number_argument(value, "nan_to_num", name, None, "float")
         if value is not None and not isinstance(value, (numbers.Real, np.floating, np.integer)):
             raise TypeError(f"nan_to_num(): argument '{name}' must be float, not "
                             f"{_type_name(value)}")

@@ -670,7 +670,7 @@ def _default_complex() -> np.dtype:
     return np.dtype(np.complex128 if default == np.float64 else np.complex64)
 
 
-def _number_argument(value, fn: str, keyword: str = "fill_value", position=2):
+def _number_argument(value, fn: str, keyword: str = "fill_value", position=2, kind="Number"):
     """A Number-typed argument (full's fill_value, addcmul's value=) as PyTorch's argument parser
     reads it: a Python or numpy number, or the item of a 0-d tensor that does not require grad
     (TypeError for anything else: a string, None, a list would otherwise reach numpy, which
@@ -682,7 +682,7 @@ def _number_argument(value, fn: str, keyword: str = "fill_value", position=2):
                                                     and not value.requires_grad):
         return value.item()
     where = "" if position is None else f" (position {position})"
-    raise TypeError(f"{fn}(): argument '{keyword}'{where} must be Number, not "
+    raise TypeError(f"{fn}(): argument '{keyword}'{where} must be {kind}, not "
                     f"{_type_name(value)}")
 
 

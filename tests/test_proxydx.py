@@ -94,6 +94,15 @@ _NUMBER_CALLS = {
     "full": lambda L, x, s: L.full((2,), s),
     "full_like": lambda L, x, s: L.full_like(x, s),
     "new_full": lambda L, x, s: x.new_full((2,), s),
+    "celu": lambda L, x, s: L.nn.functional.celu(x, alpha=s),
+    "hardshrink": lambda L, x, s: L.nn.functional.hardshrink(x, lambd=s),
+    "softshrink": lambda L, x, s: L.nn.functional.softshrink(x, s),
+    "logit": lambda L, x, s: L.sigmoid(x).logit(eps=s),
+    "nan_to_num": lambda L, x, s: L.nan_to_num(x.log(), nan=s),
+    "smooth_l1_loss": lambda L, x, s: L.nn.functional.smooth_l1_loss(x, L.zeros(3), beta=s),
+    "huber_loss": lambda L, x, s: L.nn.functional.huber_loss(x, L.zeros(3), delta=s),
+    "label_smoothing": lambda L, x, s: L.nn.functional.cross_entropy(
+        x.view(1, 3), L.tensor([1]), label_smoothing=s),
 }
 
 

@@ -133,6 +133,7 @@ def selu(input, inplace: bool = False):
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
     """Elementwise ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    alpha = _number_argument(alpha, "celu", "alpha", 2)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     _require_floating(input, "elu_cpu")
@@ -211,6 +212,13 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     return _finish(input, out, inplace, "ThresholdBackward0", "ThresholdBackward1")
 
 
+def _number_argument(value, fn, keyword, position):
+    """value as PyTorch's parser reads a Number argument (creation._number_argument: a tensor
+    that requires grad is refused, not silently cut off from its gradient)."""
+    from ..creation import _number_argument as number_argument
+    return number_argument(value, fn, keyword, position)
+
+
 def _scalar_value(lambd):
     """A numpy scalar as the Python number it holds: -lambd of an np.uint8 would wrap around."""
     return lambd.item() if isinstance(lambd, np.generic) else lambd
@@ -227,7 +235,7 @@ def _check_lambd(input, lambd: float) -> None:
 def hardshrink(input, lambd: float = 0.5):
     """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
     _require_floating(input, "hardshrink_cpu")
-    lambd = _scalar_value(lambd)
+    lambd = _number_argument(lambd, "hardshrink", "lambd", None)
     # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
@@ -238,7 +246,7 @@ def hardshrink(input, lambd: float = 0.5):
 def softshrink(input, lambd: float = 0.5):
     """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     _require_floating(input, "softshrink_check")
-    lambd = _scalar_value(lambd)
+    lambd = _number_argument(lambd, "softshrink", "lambd", 2)
     _check_lambd(input, lambd)
     # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
     dead = (input >= -lambd) & (input <= lambd)
