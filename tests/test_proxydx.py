@@ -103,6 +103,15 @@ _NUMBER_CALLS = {
     "huber_loss": lambda L, x, s: L.nn.functional.huber_loss(x, L.zeros(3), delta=s),
     "label_smoothing": lambda L, x, s: L.nn.functional.cross_entropy(
         x.view(1, 3), L.tensor([1]), label_smoothing=s),
+    "rrelu": lambda L, x, s: L.nn.functional.rrelu(x, s, 0.9, training=False),
+    "margin_ranking_loss": lambda L, x, s: L.nn.functional.margin_ranking_loss(
+        x, x.flip(0), L.ones(3), margin=s),
+    "hinge_embedding_loss": lambda L, x, s: L.nn.functional.hinge_embedding_loss(
+        x, L.tensor([1.0, -1.0, 1.0]), margin=s),
+    "cosine_embedding_loss": lambda L, x, s: L.nn.functional.cosine_embedding_loss(
+        x.view(1, 3), x.view(1, 3).flip(1), L.tensor([-1.0]), margin=s),
+    "triplet_margin_loss": lambda L, x, s: L.nn.functional.triplet_margin_loss(
+        x.view(1, 3), 2 * x.view(1, 3), 0 * x.view(1, 3), margin=s),
 }
 
 

@@ -219,11 +219,6 @@ def _number_argument(value, fn, keyword, position):
     return number_argument(value, fn, keyword, position)
 
 
-def _scalar_value(lambd):
-    """A numpy scalar as the Python number it holds: -lambd of an np.uint8 would wrap around."""
-    return lambd.item() if isinstance(lambd, np.generic) else lambd
-
-
 def _check_lambd(input, lambd: float) -> None:
     if lambd < 0:
         # (the range is the input dtype's: [0, 65504] for float16, [0, 1.79769e+308] for float64)
@@ -306,6 +301,8 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     U(lower, upper); in evaluation the slope is their mean."""
     # (PyTorch passes training on as its builtin rrelu's 4th argument; inplace is Python's)
     _core.check_bool("rrelu_" if inplace else "rrelu", "training", training, 4)
+    lower = _number_argument(lower, "rrelu", "lower", 2)
+    upper = _number_argument(upper, "rrelu", "upper", 3)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:
