@@ -27,11 +27,26 @@ NOT_GIVEN = _NotGiven()
 _warned = []          # PyTorch warns once per process for all of these overloads
 
 
+def _scale_value(scale):
+    """The number a scale in an old-form call stands for, or None when it is none.  PyTorch's
+    argument parser takes a Number there, and also a 0-dim tensor that does not require grad
+    (its value read out): DARTS' architect calls ``p.data.add_(R, v)`` with R = r / v.norm()."""
+    if isinstance(scale, bool):
+        return None
+    if isinstance(scale, Number):
+        return scale
+    from ._core import TensorBase
+    if isinstance(scale, TensorBase) and scale.dim() == 0 and not scale.requires_grad:
+        return scale.item()
+    return None
+
+
 def scalar_first(name: str, scale_keyword: str, scale, scale_given, tensors: tuple):
     """The scale and the tensors of an old-form call name(input, scale, *tensors): the scale in
     the first tensor's place must be a number (not a bool), and the scale's keyword must be left
     at its default (`scale_given` is its value).  Warns once, as PyTorch does."""
-    if not isinstance(scale, Number) or isinstance(scale, bool) or scale_given != 1:
+    value = _scale_value(scale)
+    if value is None or scale_given != 1:
         from ._core import type_name
         raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
                         f"{', '.join(type_name(a) for a in (scale,) + tensors)}), but expected "
@@ -53,7 +68,7 @@ def scalar_first(name: str, scale_keyword: str, scale, scale_given, tensors: tup
         warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({deprecated})\n"
                       f"Consider using one of the following signatures instead:\n\t{name}("
                       f"{current})", UserWarning, stacklevel=user_stacklevel())
-    return scale, tensors
+    return value, tensors
 
 
 _NAMES = {"add": ("other",), "sub": ("other",), "addcmul": ("tensor1", "tensor2"),
@@ -75,7 +90,10 @@ def scale_first_product(name: str, input, first, second, third, fourth, beta, al
     (beta, input, [alpha,] t1, t2); a tensor there is the method form, self first (self, beta,
     [alpha,] t1, t2).  The keywords must be left at their defaults.  Warns once, as PyTorch."""
     from ._core import TensorBase, type_name
-    function_form = isinstance(input, Number)
+    # (a 0-dim tensor in input's place is the function form's beta unless a scale follows it:
+    # then it is the method form's self)
+    function_form = _scale_value(input) is not None and (
+        not isinstance(input, TensorBase) or _scale_value(first) is None)
     if function_form:
         scales, tensors = ((input, second), (first, third, fourth)) if fourth is not NOT_GIVEN \
             else ((input,), (first, second, third))
@@ -83,7 +101,7 @@ def scale_first_product(name: str, input, first, second, third, fourth, beta, al
         scales, tensors = ((first, second), (input, third, fourth)) if fourth is not NOT_GIVEN \
             else ((first,), (input, second, third))
     if beta != 1 or alpha != 1 or \
-            not all(isinstance(s, Number) and not isinstance(s, bool) for s in scales) or \
+            any(_scale_value(s) is None for s in scales) or \
             not all(isinstance(t, TensorBase) for t in tensors):
         given = (input, first, second, third) + (() if fourth is NOT_GIVEN else (fourth,))
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
@@ -111,6 +129,6 @@ def scale_first_product(name: str, input, first, second, third, fourth, beta, al
                       f"one of the following signatures instead:" +
                       "".join(f"\n\t{name}({c})" for c in currents),
                       UserWarning, stacklevel=user_stacklevel())
-    beta = scales[0]
-    alpha = scales[1] if len(scales) == 2 else 1
+    beta = _scale_value(scales[0])
+    alpha = _scale_value(scales[1]) if len(scales) == 2 else 1
     return tensors[0], tensors[1], tensors[2], beta, alpha

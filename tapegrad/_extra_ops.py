@@ -1349,6 +1349,9 @@ def addcmul(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor2_after_scale is not NOT_GIVEN:
         value, (tensor1, tensor2) = scalar_first("addcmul", "value", tensor1, value,
                                                  (tensor2, tensor2_after_scale))
+    elif type(value) is not int and type(value) is not float:
+        from .creation import _number_argument
+        value = _number_argument(value, "addcmul", "value", None)
     _check_tensor(input, "addcmul")
     _check_tensor(tensor1, "addcmul", "tensor1", 2)
     _check_tensor(tensor2, "addcmul", "tensor2", 3)
@@ -1411,6 +1414,9 @@ def addcdiv(input, tensor1, tensor2, tensor2_after_scale=NOT_GIVEN, *, value=1):
     if tensor2_after_scale is not NOT_GIVEN:
         value, (tensor1, tensor2) = scalar_first("addcdiv", "value", tensor1, value,
                                                  (tensor2, tensor2_after_scale))
+    elif type(value) is not int and type(value) is not float:
+        from .creation import _number_argument
+        value = _number_argument(value, "addcdiv", "value", None)
     _check_tensor(input, "addcdiv")
     _check_tensor(tensor1, "addcdiv", "tensor1", 2)
     _check_tensor(tensor2, "addcdiv", "tensor2", 3)
@@ -1548,8 +1554,10 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     nan = 0.0 if nan is None else nan
     replacements = []
     for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-        if isinstance(value, TensorBase) and value.ndim == 0:
-            value = value.item()                # (PyTorch reads a zero-dim tensor as its float)
+        if isinstance(value, TensorBase):
+            # (PyTorch reads a zero-dim tensor that does not require grad as its float)
+            from .creation import _number_argument
+            value = _number_argument(value, "nan_to_num", name, None, "float")
         if value is not None and not isinstance(value, (numbers.Real, np.floating, np.integer)):
             raise TypeError(f"nan_to_num(): argument '{name}' must be float, not "
                             f"{_type_name(value)}")

@@ -219,7 +219,10 @@ def logit(input, eps=None):
     if p.is_complex():
         raise NotImplementedError(f"\"logit_cpu\" not implemented for "
                                   f"'{_core.scalar_type_name_of(p._array.dtype)}'")
-    result = _Logit.apply(p, None if eps is None else float(eps))
+    if eps is not None:
+        from .creation import _number_argument
+        eps = float(_number_argument(eps, "logit", "eps", None, "float"))
+    result = _Logit.apply(p, eps)
     return result
 
 

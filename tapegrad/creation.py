@@ -670,16 +670,19 @@ def _default_complex() -> np.dtype:
     return np.dtype(np.complex128 if default == np.float64 else np.complex64)
 
 
-def _number_argument(value, fn: str):
-    """The fill_value of full, full_like and new_full as PyTorch's argument parser reads a
-    Number: a Python or numpy number, or a 0-d tensor's item (TypeError for anything else: a
-    string, None, a list would otherwise reach numpy, which parses or broadcasts them)."""
+def _number_argument(value, fn: str, keyword: str = "fill_value", position=2, kind="Number"):
+    """A Number-typed argument (full's fill_value, addcmul's value=) as PyTorch's argument parser
+    reads it: a Python or numpy number, or the item of a 0-d tensor that does not require grad
+    (TypeError for anything else: a string, None, a list would otherwise reach numpy, which
+    parses or broadcasts them; a tensor requiring grad would silently lose its gradient)."""
     if isinstance(value, (bool, int, float, complex)):
         return value
     if isinstance(value, (np.number, np.bool_)) or (isinstance(value, _core.TensorBase)
-                                                    and value.ndim == 0):
+                                                    and value.ndim == 0
+                                                    and not value.requires_grad):
         return value.item()
-    raise TypeError(f"{fn}(): argument 'fill_value' (position 2) must be Number, not "
+    where = "" if position is None else f" (position {position})"
+    raise TypeError(f"{fn}(): argument '{keyword}'{where} must be {kind}, not "
                     f"{_type_name(value)}")
 
 

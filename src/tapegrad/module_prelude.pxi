@@ -21,6 +21,18 @@ from tapegrad._core cimport *
 cnp.import_array()
 
 
+cdef inline object number_arg(object v, str fn, str kw, int position, str kind="Number"):
+    """v, a Number-typed argument (leaky_relu's negative_slope, dropout's p) after PyTorch's
+    parser check: a tensor passes only 0-dim and not requiring grad.  A learnable slope would
+    otherwise be read through float() and silently get no gradient, where PyTorch raises."""
+    if type(v) is float or type(v) is int:
+        return v
+    if isinstance(v, TensorBase) and ((<TensorBase>v)._array.ndim != 0 or v.requires_grad):
+        where = f" (position {position})" if position else ""
+        raise TypeError(f"{fn}(): argument '{kw}'{where} must be {kind}, not Tensor")
+    return v
+
+
 cdef inline bint is_half(object A) noexcept:
     """Whether A is a float16 array (computed in float32 by the ops, as PyTorch's opmath): a
     type-number test, where `A.dtype == float16` (an attribute lookup and a dtype comparison) cost

@@ -140,6 +140,12 @@ cdef object scaled_operand(str name, object a, object b, object alpha):
     tuple or str would silently repeat)."""
     if type(alpha) is int and alpha == 1:
         return b
+    if isinstance(alpha, TensorBase):
+        # PyTorch's parser takes a tensor for a Number only 0-dim and not requiring grad: alpha
+        # is a constant, never a path for a gradient
+        if (<TensorBase>alpha)._array.ndim != 0 or alpha.requires_grad:
+            raise TypeError(f"{name}(): argument 'alpha' must be Number, not Tensor")
+        alpha = alpha.item()
     if not isinstance(b, TensorBase) and getattr(type(b), "_add_into_dense", None) is not None:
         return b * alpha        # a sparse COO operand (dense.add_(sparse, alpha=...))
     x, y = complex_number_operand(a), complex_number_operand(b)

@@ -931,6 +931,8 @@ def cross_entropy(TensorBase input, target, weight=None, size_average=None, igno
     class indices (int64 target without the class dim) or class probabilities (float target of
     input's shape); optional class `weight`, `ignore_index` (index targets only) and
     `label_smoothing` in [0, 1]."""
+    label_smoothing = number_arg(label_smoothing, "cross_entropy_loss", "label_smoothing", 6,
+                                 "float")
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: its steps
         if (weight is None and not label_smoothing and isinstance(target, TensorBase)
                 and input._array.ndim == 2
@@ -1362,7 +1364,7 @@ def smooth_l1_loss(TensorBase input, target, size_average=None, reduce=None, red
                    beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta == 0: l1_loss)."""
     reduction = nn_legacy_reduction(size_average, reduce, reduction)
-    beta = float(beta)
+    beta = float(number_arg(beta, "smooth_l1_loss", "beta", 4, "float"))
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0.0:
@@ -1372,7 +1374,7 @@ def smooth_l1_loss(TensorBase input, target, size_average=None, reduce=None, red
 
 def huber_loss(TensorBase input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
-    delta = float(delta)
+    delta = float(number_arg(delta, "huber_loss", "delta", 4, "float"))
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     return nn_pointwise_loss(NN_HUBER, input, target, reduction, delta, weight)
@@ -1594,7 +1596,7 @@ register_edges(OP_DROPOUT, lambda fn: (0, None))   # PyTorch's input * mask: the
 def dropout(TensorBase input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p (mask drawn from the global generator), scale the
     rest by 1 / (1 - p).  p == 0, training=False or an empty input return `input` itself."""
-    p = float(p)
+    p = float(number_arg(p, "dropout", "p", 2, "float"))
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p != p:      # NaN passes PyTorch's Python check; its kernel's (even in eval) raises

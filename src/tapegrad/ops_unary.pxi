@@ -512,7 +512,7 @@ def leaky_relu(TensorBase input, negative_slope=0.01, bint inplace=False):
     if inplace and in_graph(input):
         return activation_in_graph(leaky_relu, input, (negative_slope, False))
     A = activation_input(input, "leaky_relu_cpu")
-    cdef double slope = negative_slope
+    cdef double slope = number_arg(negative_slope, "leaky_relu", "negative_slope", 2)
     if inplace:
         check_activation_inplace(input)
     out = fast_param(TG_LEAKY_RELU, A, None, slope, 0)
@@ -544,7 +544,7 @@ def elu(TensorBase input, alpha=1.0, bint inplace=False):
     if inplace and in_graph(input):
         return activation_in_graph(elu, input, (alpha, False))
     A = activation_input(input, "elu_cpu")
-    cdef double a = alpha
+    cdef double a = number_arg(alpha, "elu", "alpha", 2)
     if inplace:
         check_activation_inplace(input)
     out = fast_param(TG_ELU, A, None, a, 0)
@@ -572,7 +572,8 @@ def softplus(TensorBase input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
     cdef Record* r
     A = activation_input(input, "softplus_cpu")
-    cdef double b = beta, t = threshold
+    cdef double b = number_arg(beta, "softplus", "beta", 0)
+    cdef double t = number_arg(threshold, "softplus", "threshold", 0)
     out = fast_param(TG_SOFTPLUS, A, None, b, t)
     if out is None:
         # float16 in float32, rounded once, as PyTorch's (a float16 exp(11.1) is inf)

@@ -100,6 +100,9 @@ def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool =
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    from ..creation import _number_argument
+    min_val = _number_argument(min_val, "hardtanh", "min_val", 2)
+    max_val = _number_argument(max_val, "hardtanh", "max_val", 3)
     from .._extra_ops import _check_tensor
     _check_tensor(input, "hardtanh_" if inplace else "hardtanh")    # (PyTorch's builtins)
     if not (input.is_floating_point() or input.is_complex()):
@@ -130,6 +133,7 @@ def selu(input, inplace: bool = False):
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
     """Elementwise ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    alpha = _number_argument(alpha, "celu", "alpha", 2)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     _require_floating(input, "elu_cpu")
@@ -193,6 +197,9 @@ def tanhshrink(input):
 
 def threshold(input, threshold: float, value: float, inplace: bool = False):
     """Elementwise ``x`` where ``x > threshold``, else ``value``."""
+    from ..creation import _number_argument
+    threshold = _number_argument(threshold, "threshold", "threshold", 2)
+    value = _number_argument(value, "threshold", "value", 3)
     if input.dtype == _tg.bool:     # (PyTorch's kernel takes every other type)
         raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
     # PyTorch replaces x <= threshold: NaN is kept, with its gradient.  Its float16 kernel
@@ -205,9 +212,11 @@ def threshold(input, threshold: float, value: float, inplace: bool = False):
     return _finish(input, out, inplace, "ThresholdBackward0", "ThresholdBackward1")
 
 
-def _scalar_value(lambd):
-    """A numpy scalar as the Python number it holds: -lambd of an np.uint8 would wrap around."""
-    return lambd.item() if isinstance(lambd, np.generic) else lambd
+def _number_argument(value, fn, keyword, position):
+    """value as PyTorch's parser reads a Number argument (creation._number_argument: a tensor
+    that requires grad is refused, not silently cut off from its gradient)."""
+    from ..creation import _number_argument as number_argument
+    return number_argument(value, fn, keyword, position)
 
 
 def _check_lambd(input, lambd: float) -> None:
@@ -221,7 +230,7 @@ def _check_lambd(input, lambd: float) -> None:
 def hardshrink(input, lambd: float = 0.5):
     """Elementwise ``x`` where ``|x| > lambd`` (default 0.5), else 0."""
     _require_floating(input, "hardshrink_cpu")
-    lambd = _scalar_value(lambd)
+    lambd = _number_argument(lambd, "hardshrink", "lambd", None)
     # (no lambda check: PyTorch's hardshrink keeps every value for a negative lambd)
     # PyTorch zeroes -lambd <= x <= lambd: NaN is kept, with its gradient
     dead = (input >= -lambd) & (input <= lambd)
@@ -232,7 +241,7 @@ def hardshrink(input, lambd: float = 0.5):
 def softshrink(input, lambd: float = 0.5):
     """Elementwise ``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
     _require_floating(input, "softshrink_check")
-    lambd = _scalar_value(lambd)
+    lambd = _number_argument(lambd, "softshrink", "lambd", 2)
     _check_lambd(input, lambd)
     # PyTorch zeroes -lambd <= x <= lambd and shifts the rest towards 0: NaN is kept
     dead = (input >= -lambd) & (input <= lambd)
@@ -292,6 +301,8 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
     U(lower, upper); in evaluation the slope is their mean."""
     # (PyTorch passes training on as its builtin rrelu's 4th argument; inplace is Python's)
     _core.check_bool("rrelu_" if inplace else "rrelu", "training", training, 4)
+    lower = _number_argument(lower, "rrelu", "lower", 2)
+    upper = _number_argument(upper, "rrelu", "upper", 3)
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if not training:

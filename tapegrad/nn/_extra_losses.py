@@ -228,9 +228,17 @@ def row_distances(diff, p: float):
     return dist
 
 
+def _margin_number(margin, fn: str, position: int):
+    """A loss's margin as PyTorch's parser reads its float: a tensor that requires grad (a
+    learnable margin) is refused there, not differentiated (creation._number_argument)."""
+    from ..creation import _number_argument
+    return _number_argument(margin, fn, "margin", position, "float")
+
+
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, size_average=None,
                           reduce=None, reduction: str = "mean"):
     """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1."""
+    margin = _margin_number(margin, "cosine_embedding_loss", 4)
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     from .._extra_ops import _check_tensor
@@ -262,6 +270,7 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
     """``max(0, -target * (input1 - input2) + margin)`` per element (target is 1 or -1), reduced by
     ``reduction`` ('mean', 'sum' or 'none').
     """
+    margin = _margin_number(margin, "margin_ranking_loss", 4)
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     if not (input1.dim() == input2.dim() == target.dim()):
@@ -274,6 +283,7 @@ def margin_ranking_loss(input1, input2, target, margin: float = 0.0, size_averag
 def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
                          reduction: str = "mean"):
     """x where target is 1, max(0, margin - x) where target is -1."""
+    margin = _margin_number(margin, "hinge_embedding_loss", 3)
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     _check_loss_operands("hinge_embedding_loss", input, target)
@@ -386,6 +396,7 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     distance over the last dim (``swap=True`` uses the smaller of d(a, n) and d(p, n)), reduced by
     ``reduction``.
     """
+    margin = _margin_number(margin, "triplet_margin_loss", 4)
     reduction = _reduction(size_average, reduce, reduction)
     reduction = _check_reduction(reduction)
     # (the functional's own check: the builtin torch.triplet_margin_loss takes any margin)

@@ -142,6 +142,13 @@ def constant_(tensor, val: float):
     """Fill ``tensor`` in place with ``val``, without recording; returns it."""
     if _has_torch_function_variadic(tensor):
         return _handle_torch_function(constant_, (tensor,), tensor=tensor, val=val)
+    if isinstance(val, _core.TensorBase):
+        # PyTorch fills through fill_ under no_grad: a 0-dim tensor's value, even one that
+        # requires grad (a learnable scale), is copied in; a dimensioned one is refused
+        if val.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {val.dim()} dimensions.")
+        val = val.detach()
     return _fill(tensor, val)
 
 
