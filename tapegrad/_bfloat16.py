@@ -692,6 +692,17 @@ def _repr(func, args, kwargs):
     return tensor_repr(args[0])
 
 
+def _format(func, args, kwargs):
+    """format(t, spec), f"{t}", as PyTorch's Tensor.__format__: a 0-d bfloat16 tensor formats as
+    its Python number (a parameter, as any subclass, takes only the empty spec); any other is
+    its str, dtype shown (run on the float32 storage it would print without it)."""
+    t = args[0]
+    spec = args[1] if len(args) > 1 else kwargs.get("format_spec", "")
+    if t._array.ndim == 0 and not isinstance(t, Parameter):
+        return t.item().__format__(spec)
+    return object.__format__(t, spec)
+
+
 def _element_size(func, args, kwargs):
     return 2
 
@@ -1460,7 +1471,8 @@ def _sweep(func, args, kwargs):
 
 _OWN = {"result_type": _result_type, "promote_types": _promote_types, "bfloat16": _already,
         "numpy": _numpy_refused, "__array__": _numpy_refused, "__repr__": _repr,
-        "__str__": _repr, "element_size": _element_size, "type": _type}
+        "__str__": _repr, "__format__": _format, "element_size": _element_size,
+        "type": _type}
 _OWN.update(dict.fromkeys(_COMPOSED, _composed))
 _OWN.update(log_softmax=_log_softmax, cross_entropy=_cross_entropy, nan_to_num=_nan_to_num,
             binary_cross_entropy_with_logits=_bce_with_logits,
