@@ -226,3 +226,27 @@ def test_bfloat16_logsumexp_matches_pytorch_bit_for_bit(torch):
     ent = tg.distributions.Categorical(logits=x.detach()).entropy()
     t_ent = torch.distributions.Categorical(logits=tx.detach()).entropy()
     np.testing.assert_array_equal(_values(ent), _values(t_ent))
+
+
+# -- bfloat16 mse_loss (a VQ-VAE's codebook and commitment losses) ------------------------------
+
+def _mse_case(T, reduction):
+    z = T.sin(T.arange(12.0)).view(3, 4).to(T.bfloat16).requires_grad_()
+    codes = T.cos(T.arange(12.0) * 0.7).view(3, 4).to(T.bfloat16).requires_grad_()
+    codebook_loss = T.nn.functional.mse_loss(codes, z.detach(), reduction=reduction)
+    commitment = T.nn.functional.mse_loss(z, codes.detach(), reduction=reduction)
+    loss = codebook_loss + 0.25 * commitment
+    loss.sum().backward()
+    return [_values(v) for v in (codebook_loss, commitment, z.grad, codes.grad)], \
+        codebook_loss.grad_fn.name()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bfloat16_mse_loss_rounds_as_pytorch(torch, reduction):
+    # PyTorch rounds a - b to bfloat16 before squaring it, and its backward rounds
+    # bf16(2 / n) * (a - b) and the product with the gradient; tapegrad rounded once.
+    ours, node = _mse_case(tg, reduction)
+    theirs, t_node = _mse_case(torch, reduction)
+    assert node == t_node == "MseLossBackward0"
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b)
