@@ -1082,21 +1082,29 @@ def _log_product(func, args, kwargs):
 def _logsumexp(func, args, kwargs):
     """logsumexp of a bfloat16 tensor as PyTorch's: a composition of bfloat16 ops (ATen's
     logsumexp_out_impl: amax, its infinities replaced by 0, x - max, exp, sum, log, + max), each
-    result rounded to bfloat16.  Computed in float32 and rounded once, the result was a bfloat16
-    ulp off in one case of six (logsumexp([0, 1.5]): 1.7031 where PyTorch gives 1.6953), and
-    with it a Categorical's normalised logits and entropy.  The values are rewritten in the
-    result the op made (its graph and gradients stay the core's)."""
-    y = _computed(func, op_name(func), args, kwargs)
+    result rounded to bfloat16, and its backward grad * exp(x - result), each op rounded.
+    Computed in float32 and rounded once, the result was a bfloat16 ulp off in one case of six
+    (logsumexp([0, 1.5]): 1.7031 where PyTorch gives 1.6953), and with it a Categorical's
+    normalised logits and entropy.  Recorded as LogsumexpBackward0 with that formula."""
     bound = _bound(func, args, kwargs)
     x = None if bound is None else bound.get("input", bound.get("self"))
-    if not is_bfloat16(y) or not is_bfloat16(x) or bound.get("out") is not None or \
-            not x._array.size or x._array.ndim == 0:
-        return y
-    dim = bound.get("dim", bound.get("axis"))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim or ())
-    if not dims or not all(isinstance(d, int) for d in dims):
-        return y
-    axes = tuple(d % x._array.ndim for d in dims)
+    dim = None if bound is None else bound.get("dim", bound.get("axis"))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim) if isinstance(dim, (tuple, list)) \
+        else ()
+    if not is_bfloat16(x) or bound.get("out") is not None or not x._array.size or \
+            x._array.ndim == 0 or not dims or not all(isinstance(d, int) for d in dims):
+        return _computed(func, op_name(func), args, kwargs)
+    axes = tuple(sorted({d % x._array.ndim for d in dims}))
+    keepdim = bool(bound.get("keepdim", bound.get("keepdims")) or False)
+    if _core.is_grad_enabled() and x.requires_grad:
+        function = _recorded("logsumexp", "LogsumexpBackward0", _logsumexp_forward,
+                             _logsumexp_backward)
+        return _apply_recorded(function, "LogsumexpBackward0", func, x, axes, keepdim)
+    return _logsumexp_value(func, x, axes, keepdim)
+
+
+def _logsumexp_value(func, x, axes, keepdim):
+    y = _computed(func, "logsumexp", (x, axes, keepdim), {})
     a = x._array
     with np.errstate(over="ignore", invalid="ignore"):
         top = np.amax(a, axis=axes, keepdims=True)
@@ -1107,6 +1115,21 @@ def _logsumexp(func, args, kwargs):
             value = round_to_bfloat16(round_to_bfloat16(np.log(total)) + top)
     y._array[...] = value.reshape(y._array.shape)
     return y
+
+
+def _logsumexp_forward(ctx, op, x, axes, keepdim):
+    y = _logsumexp_value(op, x, axes, keepdim)
+    ctx.save_for_backward(x, y)
+    ctx.axes, ctx.keepdim = axes, keepdim
+    return y
+
+
+def _logsumexp_backward(ctx, grad):
+    x, y = ctx.saved_tensors
+    if not ctx.keepdim:
+        for d in ctx.axes:          # (ascending: each lands where the reduced dim was)
+            grad, y = grad.unsqueeze(d), y.unsqueeze(d)
+    return None, grad * (x - y).exp(), None, None
 
 
 def _mse_loss(func, args, kwargs):

@@ -250,3 +250,22 @@ def test_bfloat16_mse_loss_rounds_as_pytorch(torch, reduction):
     assert node == t_node == "MseLossBackward0"
     for a, b in zip(ours, theirs):
         np.testing.assert_array_equal(a, b)
+
+
+def _softmin_grads(T):
+    # soft-DTW's softmin, -gamma * logsumexp(-r / gamma), in bfloat16 over each dim layout
+    rng = np.random.RandomState(5)
+    out = []
+    for dim, keepdim in ((-1, False), (0, True), ((0, 2), False), (1, False)):
+        r = T.tensor(rng.randn(2, 3, 4) * 2, dtype=T.float32).to(T.bfloat16).requires_grad_()
+        y = -0.5 * T.logsumexp(-r / 0.5, dim, keepdim=keepdim)
+        w = T.tensor(rng.randn(*y.shape), dtype=T.float32).to(T.bfloat16)
+        (y * w).sum().backward()
+        out += [_values(y), _values(r.grad)]
+    return out
+
+
+def test_bfloat16_logsumexp_gradient_matches_pytorch(torch):
+    # PyTorch's backward, grad * exp(x - result), rounds each op in bfloat16
+    for ours, theirs in zip(_softmin_grads(tg), _softmin_grads(torch)):
+        np.testing.assert_array_equal(ours, theirs)
