@@ -37,11 +37,25 @@ def object_repr(obj, module: str | None = None) -> str:
     return f"<{torch_module_name(module or cls.__module__)}.{cls.__qualname__} object at {id(obj):#x}>"
 
 
+def _marked_class(cls) -> type:
+    """The class a dtype's mark class (a bfloat16 or float8 tensor's) marks: Tensor or Parameter."""
+    return next(c for c in cls.__mro__ if not getattr(c, "_dtype_class", False))
+
+
 class TorchNamedClass(type):
     """A metaclass for the public classes whose PyTorch counterparts live in `torch` itself or a
     submodule of the same path (or one in _MOVED_MODULES): Tensor, Size, device, finfo, iinfo,
     layout, memory_format, the grad-mode guards, and the autograd nodes.  (Not nn.Module: a metaclass there would conflict with a user's own, e.g.
     `class Net(nn.Module, ABC)`.)"""
+
+    def __init__(cls, name, bases, namespace, **kwargs):
+        super().__init__(name, bases, namespace, **kwargs)
+        if getattr(cls, "_dtype_class", False):
+            # a dtype's mark answers to the name of the class it marks, as PyTorch's tensor of
+            # that dtype does: type(t).__name__ (a distribution's "Expected parameter probs
+            # (Tensor of shape ...)", format's "passed to Tensor.__format__") says Tensor or
+            # Parameter.  (__qualname__ stays the mark's own: pickle finds the class by it.)
+            cls.__name__ = _marked_class(cls).__name__
 
     def __repr__(cls) -> str:
         # a class whose PyTorch name is not its path (torch._C.Generator, the compiled dtype
@@ -52,7 +66,7 @@ class TorchNamedClass(type):
         if getattr(cls, "_dtype_class", False):
             # a bfloat16 or float8 tensor's class is its dtype's mark: PyTorch's tensor is a
             # Tensor (or Parameter), the class this one marks
-            return repr(next(c for c in cls.__mro__ if not getattr(c, "_dtype_class", False)))
+            return repr(_marked_class(cls))
         return f"<class '{torch_module_name(cls.__module__)}.{cls.__qualname__}'>"
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from .. import _random
 from ..autograd.function import Function, once_differentiable
 from ..creation import _make
+from ._standard_gamma import refuse_half_precision
 
 _TINY = np.finfo(np.float64).tiny
 _MAX_TERMS = 10000
@@ -166,4 +167,5 @@ class _Dirichlet(Function):
 def sample_dirichlet(concentration, shape):
     """Dirichlet(concentration) draws of ``shape`` (sample + batch + event), differentiable in
     the concentration by PyTorch's implicit gradient."""
+    refuse_half_precision(concentration, "dirichlet")
     return _Dirichlet.apply(concentration, tuple(shape))

@@ -2,6 +2,8 @@
 reparameterised draws from the global stream."""
 from __future__ import annotations as _annotations
 
+import numpy as np
+
 from .. import _core, _random
 from ..creation import _make
 from ..tensor import Size
@@ -76,15 +78,15 @@ def uniform_like(dist, sample_shape, like, low: float = 0.0, sampler: str = "uni
     u = _random._uniform01(_random._numpy_rng(None), shape, like._array.dtype)
     if low:
         u = u * (1 - low) + low
-    return _make(u, False)
+    return constant_like(u, like)
 
 
 def standard_normal_like(dist, sample_shape, like):
     """N(0, 1) draws of shape sample_shape + batch_shape + event_shape in like's dtype."""
     refuse_integral(like, "normal")
     shape = tuple(dist._extended_shape(sample_shape))
-    return _make(_random._standard_normal(_random._numpy_rng(None), shape, like._array.dtype),
-                 False)
+    return constant_like(_random._standard_normal(_random._numpy_rng(None), shape,
+                                                  like._array.dtype), like)
 
 
 def numpy_draw(dist, sample_shape, like, draw):
@@ -92,7 +94,16 @@ def numpy_draw(dist, sample_shape, like, draw):
     for shape sample_shape + batch_shape + event_shape, in like's dtype."""
     shape = tuple(dist._extended_shape(sample_shape))
     values = draw(_random._numpy_rng(None), shape)
-    return _make(values.astype(like._array.dtype), False)
+    return constant_like(values, like)
+
+
+def constant_like(values: np.ndarray, like):
+    """values (draws, an enumerated support) as a constant tensor of like's dtype.  numpy has no
+    bfloat16: a bfloat16 tensor's storage is float32, so values made in the storage's dtype are
+    cast (rounded) to bfloat16 here; left float32, they would promote every sample, log_prob and
+    straight-through output built from them to float32."""
+    t = _make(np.asarray(values, dtype=like._array.dtype), False)
+    return t.to(like.dtype) if like.dtype is _core.bfloat16 else t
 
 
 class LocationScale(Distribution):

@@ -104,8 +104,18 @@ class _StandardGamma(Function):
         return _make(np.ascontiguousarray(g.astype(alpha._array.dtype)), False), None
 
 
+def refuse_half_precision(t, kernel: str) -> None:
+    """PyTorch's CPU gamma and dirichlet samplers exist for float32 and float64 only: a float16
+    or bfloat16 concentration is refused by name (drawn here, the float32 storage of a bfloat16
+    tensor would have given float32 samples)."""
+    name = {_core.float16: "Half", _core.bfloat16: "BFloat16"}.get(t.dtype)
+    if name is not None:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
+
+
 def standard_gamma(alpha, shape):
     """Gamma(alpha, 1) draws of ``shape`` (alpha broadcast to it), reparameterised in alpha."""
+    refuse_half_precision(alpha, "gamma_cpu")
     return _StandardGamma.apply(alpha, tuple(shape))
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations as _annotations
 import numpy as np
 
 from .. import _random
-from ..creation import _make
 from ..grad_mode import no_grad
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from ._params import expand_probs_or_logits, refuse_integral
+from ._params import constant_like, expand_probs_or_logits, refuse_integral
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
@@ -73,7 +72,7 @@ class Bernoulli(ExponentialFamily):
         with no_grad():
             probs = np.broadcast_to(self.probs._array, shape)
             drawn = _random._numpy_rng(None).random(shape) < probs
-        return _make(drawn.astype(self.probs._array.dtype), False)
+        return constant_like(drawn, self.probs)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -98,4 +97,4 @@ class Bernoulli(ExponentialFamily):
             (2,) + (1,) * len(self._batch_shape))
         if expand:
             values = np.broadcast_to(values, (2,) + tuple(self._batch_shape)).copy()
-        return _make(values, False)
+        return constant_like(values, self._param)

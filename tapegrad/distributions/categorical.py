@@ -8,9 +8,9 @@ from ..creation import _broadcast_shapes, _make
 from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
-from ._params import expand_probs_or_logits
+from ._params import constant_like, expand_probs_or_logits
 from .distribution import Distribution
-from .utils import lazy_property, logits_to_probs, probs_to_logits
+from .utils import _finfo_of, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
@@ -61,8 +61,7 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
-        return _make(np.full(tuple(self._extended_shape()), np.nan, self._param._array.dtype),
-                     False)
+        return constant_like(np.full(tuple(self._extended_shape()), np.nan), self._param)
 
     @property
     def variance(self):
@@ -100,7 +99,7 @@ class Categorical(Distribution):
 
     def entropy(self):
         # -inf logits (zero probabilities) contribute 0 * min, not 0 * -inf = nan.
-        min_real = float(np.finfo(self.logits._array.dtype).min)
+        min_real = _finfo_of(self.logits).min
         p_log_p = self.logits.clamp(min=min_real) * self.probs
         return -p_log_p.sum(-1)
 

@@ -28,6 +28,17 @@ def _values(value) -> np.ndarray:
     return value._array if isinstance(value, _core.TensorBase) else np.asarray(value)
 
 
+def _last_dim_sums(value, v: np.ndarray) -> np.ndarray:
+    """value.sum(-1) as PyTorch computes it: a tensor's sum is tapegrad's, in the tensor's dtype
+    (float16 and bfloat16 accumulate in float32 and round once: numpy's float16 sum rounds at
+    every step, and a bfloat16 tensor's float32 storage would not be rounded at all, so
+    normalised bfloat16 probabilities summing to 1.0019 in float32, 1 in bfloat16, would fail
+    the simplex check that PyTorch passes)."""
+    if isinstance(value, _core.TensorBase):
+        return _values(value.detach().sum(-1))
+    return v.sum(-1)
+
+
 def _bound_repr(bound) -> str:
     # PyTorch formats bounds with str.format: a 0-d tensor prints its Python number (an
     # integer bound stays an integer), any other tensor its full repr, shape (1,) included.
@@ -356,7 +367,7 @@ class _Simplex(Constraint):
 
     def _satisfied(self, value):
         v = _values(value)
-        return np.all(v >= 0, axis=-1) & (np.abs(v.sum(-1) - 1) < 1e-6)
+        return np.all(v >= 0, axis=-1) & (np.abs(_last_dim_sums(value, v) - 1) < 1e-6)
 
 
 class _OneHot(Constraint):

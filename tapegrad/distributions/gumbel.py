@@ -3,12 +3,11 @@ from __future__ import annotations as _annotations
 
 import math
 
-from .._type_info import finfo
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
 from .uniform import Uniform
-from .utils import broadcast_all
+from .utils import _finfo_of, broadcast_all
 
 __all__ = ["Gumbel"]
 
@@ -24,7 +23,7 @@ class Gumbel(TransformedDistribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        fi = finfo(self.loc.dtype)      # (torch.finfo: an integral loc raises its TypeError)
+        fi = _finfo_of(self.loc)
         low = self.loc.new_full(tuple(self.loc.shape), float(fi.tiny))
         high = self.loc.new_full(tuple(self.loc.shape), 1 - float(fi.eps))
         # u -> -log u -> log(-log u) negated -> loc + scale * (-log(-log u))

@@ -10,6 +10,7 @@ from ..grad_mode import no_grad
 from ..tensor import Size
 from . import constraints
 from ._categorical_backed import CategoricalBacked
+from ._params import constant_like
 from .categorical import Categorical
 from ._count_families import Binomial
 from .utils import broadcast_all
@@ -60,7 +61,7 @@ class Multinomial(CategoricalBacked):
         for row, p in enumerate(probs):
             # numpy wants the probabilities to sum to 1 up to rounding; Categorical normalised them.
             counts[:, row] = rng.multinomial(self.total_count, p / p.sum(), size=draws)
-        return _make(counts.reshape(shape).astype(self.probs._array.dtype), False)
+        return constant_like(counts.reshape(shape), self.probs)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -3,10 +3,10 @@ from __future__ import annotations as _annotations
 
 import numpy as np
 
-from ..creation import _make
 from ..tensor import Size
 from . import constraints
 from ._categorical_backed import CategoricalBacked
+from ._params import constant_like
 from .categorical import Categorical
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
@@ -30,8 +30,7 @@ class OneHotCategorical(CategoricalBacked):
     def mode(self):
         probs = self._categorical.probs
         index = probs.argmax(dim=-1)._array
-        hot = np.eye(probs.shape[-1], dtype=probs._array.dtype)[index]
-        return _make(hot, False)
+        return constant_like(np.eye(probs.shape[-1], dtype=probs._array.dtype)[index], probs)
 
     @property
     def variance(self):
@@ -46,7 +45,7 @@ class OneHotCategorical(CategoricalBacked):
     def sample(self, sample_shape=Size()):
         index = self._categorical.sample(sample_shape)._array
         n = self._categorical._num_events
-        return _make(np.eye(n, dtype=self._param._array.dtype)[index], False)
+        return constant_like(np.eye(n, dtype=self._param._array.dtype)[index], self._param)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -63,7 +62,7 @@ class OneHotCategorical(CategoricalBacked):
             (n,) + (1,) * len(self._batch_shape) + (n,))
         if expand:
             values = np.broadcast_to(values, (n,) + tuple(self._batch_shape) + (n,)).copy()
-        return _make(values, False)
+        return constant_like(values, self._param)
 
     def __repr__(self) -> str:
         return type(self).__name__ + "()"

@@ -14,13 +14,12 @@ import numbers
 import operator
 from functools import reduce
 
-import numpy as np
 
 from .._extra_ops import broadcast_shapes
 from ..nn import functional as F
 from ..tensor import Size
 from . import constraints
-from .utils import _sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
+from .utils import _finfo_of, _sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
            "CorrCholeskyTransform", "CumulativeDistributionTransform", "ExpTransform",
@@ -30,13 +29,9 @@ __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform"
            "Transform", "identity_transform"]
 
 
-def _finfo(x):
-    return np.finfo(x._array.dtype)
-
-
 def _clipped_sigmoid(x):
     """sigmoid(x) kept inside [tiny, 1 - eps]: its log and log(1 - .) stay finite."""
-    fi = _finfo(x)
+    fi = _finfo_of(x)
     return x.sigmoid().clamp(min=float(fi.tiny), max=1.0 - float(fi.eps))
 
 
@@ -517,7 +512,7 @@ class SigmoidTransform(_ParameterlessTransform):
         return _clipped_sigmoid(x)
 
     def _inverse(self, y):
-        fi = _finfo(y)
+        fi = _finfo_of(y)
         y = y.clamp(min=float(fi.tiny), max=1.0 - float(fi.eps))
         return y.log() - (-y).log1p()
 
@@ -702,7 +697,7 @@ class StickBreakingTransform(_ParameterlessTransform):
         y_crop = y[..., :-1]
         k = y_crop.shape[-1]
         offset = y.shape[-1] - _ones_cumsum(y, k)
-        sf = (1 - y_crop.cumsum(-1)).clamp(min=float(_finfo(y).tiny))
+        sf = (1 - y_crop.cumsum(-1)).clamp(min=float(_finfo_of(y).tiny))
         return y_crop.log() - sf.log() + offset.log()
 
     def log_abs_det_jacobian(self, x, y):
@@ -765,7 +760,7 @@ class CorrCholeskyTransform(_ParameterlessTransform):
     def _call(self, x):
         from .. import cat, eye
         x = x.tanh()
-        eps = float(_finfo(x).eps)
+        eps = float(_finfo_of(x).eps)
         x = x.clamp(min=-1 + eps, max=1 - eps)
         r = vec_to_tril_matrix(x, diag=-1)
         # y = sign(r) sqrt(z * prod(1 - z) of the earlier entries) = r * sqrt(prod(1 - r^2))

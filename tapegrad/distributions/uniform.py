@@ -2,10 +2,9 @@
 from __future__ import annotations as _annotations
 
 from .. import _random
-from ..creation import _make
 from ..tensor import Size
 from . import constraints
-from ._params import refuse_integral
+from ._params import constant_like, refuse_integral
 from .distribution import Distribution
 from .utils import broadcast_all
 
@@ -60,7 +59,7 @@ class Uniform(Distribution):
         refuse_integral(self.low, "uniform")
         shape = tuple(self._extended_shape(sample_shape))
         u = _random._uniform01(_random._numpy_rng(None), shape, self.low._array.dtype)
-        return self.low + _make(u, False) * (self.high - self.low)
+        return self.low + constant_like(u, self.low) * (self.high - self.low)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -37,9 +37,16 @@ def _is_tensor(value) -> bool:
     return isinstance(value, (_core.TensorBase, _vmap.BatchedTensor))
 
 
+def _finfo_of(t):
+    """torch.finfo of t's dtype.  Not numpy's finfo of the storage: a bfloat16 tensor's storage is
+    float32, whose eps (1.2e-7) and min are not bfloat16's (eps 2**-7): clamp_probs would clamp
+    bfloat16 probabilities to 1 - 1.2e-7, which rounds to 1, and log1p(-p) would be -inf.
+    (An integral tensor raises torch.finfo's TypeError, as in PyTorch's clamp_probs.)"""
+    return finfo(t.dtype)
+
+
 def _eps(t) -> float:
-    # (torch.finfo itself: an integral tensor raises its TypeError, as in PyTorch's clamp_probs)
-    return float(finfo(t.dtype).eps)
+    return _finfo_of(t).eps
 
 
 def clamp_probs(probs):
@@ -124,7 +131,7 @@ def vec_to_tril_matrix(vec, diag: int = 0):
     in row order (zeros elsewhere); inverse of tril_matrix_to_vec."""
     m = vec.shape[-1]
     root = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
-    if round(root) - root > float(np.finfo(vec._array.dtype).eps):
+    if round(root) - root > _finfo_of(vec).eps:
         raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
                          f"lower triangular part of a square D x D matrix.")
     n = round(root)
