@@ -75,3 +75,62 @@ def test_trunc_normal_edge_cases_match(torch, call):
         ours, theirs = _outcome(lambda: call(tg)), _outcome(lambda: call(torch))
     assert ours[0] == theirs[0]
     assert str(ours[1]) == str(theirs[1])
+
+
+# -- torchvision-style model code: jit overload declarations, torch.jit.annotations, torch.hub --
+
+def _densenet_layer_class(lib):
+    from typing import List
+
+    class DenseLayer(lib.nn.Module):
+        # torchvision's DenseNet declares forward for a Tensor and a List[Tensor], then defines it
+        @lib.jit._overload_method  # noqa: F811
+        def forward(self, input: List[lib.Tensor]) -> lib.Tensor:  # noqa: F811
+            pass
+
+        @lib.jit._overload_method  # noqa: F811
+        def forward(self, input: lib.Tensor) -> lib.Tensor:  # noqa: F811
+            ...
+
+        def forward(self, input):  # noqa: F811
+            prev = [input] if isinstance(input, lib.Tensor) else input
+            return lib.cat(prev, 1) * 2
+
+    return DenseLayer
+
+
+def test_jit_overload_method_declarations_leave_the_implementation(torch):
+    outs = []
+    for lib in (tg, torch):
+        layer = _densenet_layer_class(lib)()
+        outs.append((layer(lib.ones(1, 2)).numpy(), layer([lib.ones(1, 1), lib.zeros(1, 1)]).numpy()))
+    for ours, theirs in zip(*outs):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_jit_overload_with_a_body_is_refused(torch):
+    def declare(lib):
+        @lib.jit._overload
+        def f(x: int) -> int:
+            return x
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match=r"Only `pass` statement or `...` can be the body"):
+            declare(lib)
+
+
+def test_jit_annotations_submodule_has_the_typing_names(torch):
+    import importlib
+    import typing
+    ours = importlib.import_module("tapegrad.jit.annotations")
+    theirs = importlib.import_module("torch.jit.annotations")
+    for name in ("Any", "Dict", "List", "Optional", "Tuple", "Union"):
+        assert getattr(ours, name) is getattr(theirs, name) is getattr(typing, name)
+    assert tg.jit.annotations is ours
+
+
+def test_hub_module_level_names_timm_imports(torch):
+    from tapegrad.hub import HASH_REGEX, urlparse
+    from torch.hub import HASH_REGEX as T_HASH_REGEX
+    name = "resnet18-f37072fd.pth"
+    assert HASH_REGEX.search(name).group(1) == T_HASH_REGEX.search(name).group(1) == "f37072fd"
+    assert urlparse("https://x.org/a/b.pth").path == "/a/b.pth"
