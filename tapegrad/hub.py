@@ -5,12 +5,16 @@ from __future__ import annotations as _annotations
 
 import importlib.util
 import os
+import re
 import sys
+from urllib.parse import urlparse  # noqa: F401 - torch.hub's namespace has it (timm imports it)
 
 __all__ = ["load", "list", "help", "get_dir", "set_dir", "load_state_dict_from_url",
            "download_url_to_file"]
 
 _hub_dir = None
+# the hash prefix in a checkpoint's file name ("resnet18-f37072fd.pth"), as torch.hub names it
+HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")
 _NO_NETWORK = ("tapegrad.hub: {what} needs network access, which tapegrad does not do; "
                "download the repository / file yourself and use "
                "tapegrad.hub.load(<directory>, <model>, source='local') or tapegrad.load(<file>)")

@@ -239,24 +239,66 @@ def orthogonal_(tensor, gain: float = 1, generator=None):
     return _fill(tensor, gain * q.reshape(tensor.shape))
 
 
-def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
-                  generator=None):
-    """Fill from N(mean, std^2) restricted to [a, b]: samples outside are drawn again."""
-    if tensor._array.dtype.kind == "c":
-        # PyTorch samples a complex tensor, then its rejection test compares it: the mass
-        # inside [a, b] picks the comparison (result < a when above 0.3, else accept > pdf)
-        inside = 0.5 * (math.erf((b - mean) / std / math.sqrt(2.0))
-                        - math.erf((a - mean) / std / math.sqrt(2.0)))
-        kernel = "lt_cpu" if inside > 0.3 else "gt_cpu"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{_core.scalar_type_name_of(tensor._array.dtype)}'")
-    _check_normal(tensor, 1.0)
-    gen = _numpy_rng(generator, "trunc_normal_")
-    values = gen.normal(mean, std, tensor.numel())
+def _norm_cdf(x: float) -> float:
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+
+def _normal_rejection(gen, n, mean, std, a, b):
+    """N(mean, std^2) draws, the ones outside [a, b] drawn again: quick when most mass is inside."""
+    values = gen.normal(mean, std, n)
     outside = (values < a) | (values > b)
     while outside.any():
         values[outside] = gen.normal(mean, std, int(outside.sum()))
         outside = (values < a) | (values > b)
+    return values
+
+
+def _uniform_envelope_rejection(gen, n, mean, std, a, b):
+    """U(a, b) proposals kept with probability pdf(x) / pdf(mode): terminates quickly however
+    little normal mass [a, b] holds (redrawing normals would almost never land in a far tail)."""
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def rejected(x):
+        # (a NaN mean makes every comparison False: all kept, as PyTorch's)
+        return _np.log(gen.uniform(0.0, 1.0, x.size)) > -0.5 * ((x - mean) / std) ** 2 - log_peak
+
+    values = gen.uniform(a, b, n)
+    pending = rejected(values)
+    while pending.any():
+        proposals = gen.uniform(a, b, int(pending.sum()))
+        values[pending] = proposals
+        pending[pending] = rejected(proposals)
+    return values
+
+
+def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator=None):
+    """Fill from N(mean, std^2) restricted to [a, b], by rejection as PyTorch: normal draws
+    redrawn when more than 0.3 of the mass lies in [a, b], else uniform proposals on [a, b]."""
+    if tensor.is_meta:
+        return tensor
+    if (mean < a - 2 * std) or (mean > b + 2 * std):
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
+    # (a Python float division, so std == 0 raises ZeroDivisionError, as PyTorch's)
+    inside = _norm_cdf((b - mean) / std) - _norm_cdf((a - mean) / std)
+    if tensor._array.dtype.kind == "c":
+        # PyTorch samples a complex tensor, then its rejection test compares it: the branch
+        # picks the comparison (result < a when above 0.3, else accept > pdf)
+        kernel = "lt_cpu" if inside > 0.3 else "gt_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_core.scalar_type_name_of(tensor._array.dtype)}'")
+    if inside > 0.3:
+        _check_normal(tensor, 1.0)
+        draw = _normal_rejection
+    else:
+        # (also taken for a negative std or a NaN mean: both make `inside` fail the test)
+        _check_float_input(tensor, "check_uniform_bounds")
+        _check_uniform_bounds(a, b, tensor._array.dtype)
+        draw = _uniform_envelope_rejection
+    gen = _numpy_rng(generator, "trunc_normal_")
+    values = draw(gen, tensor.numel(), float(mean), float(std), float(a), float(b))
     return _fill(tensor, values.reshape(tensor.shape))
 
 

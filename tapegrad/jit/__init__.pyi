@@ -19,6 +19,8 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.futures import Future as Future
+from tapegrad.jit import annotations as annotations
+from tapegrad.nn.modules.module import Module as Module
 from tapegrad.nn.modules.module import Module as _Module
 
 __all__ = [

@@ -23,8 +23,8 @@ from tapegrad._core import type_name as _type_name
 import contextlib
 import typing
 
-from .nn import Module
-from .nn.modules.module import _addindent
+from ..nn import Module
+from ..nn.modules.module import _addindent
 
 __all__ = ["script", "trace", "trace_module", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TopLevelTracedModule", "ignore", "unused", "export",
@@ -32,6 +32,8 @@ __all__ = ["script", "trace", "trace_module", "ScriptModule", "ScriptFunction",
            "Future", "freeze", "optimize_for_inference", "script_method"]
 
 Final = typing.Final
+
+
 
 _NO_IR = ("tapegrad.jit builds no TorchScript IR: {what} is not available (the scripted object "
           "runs the original Python code)")
@@ -247,6 +249,44 @@ export = _flag("export")
 export.__doc__ = "Mark a method as a compiled entry point: returns it unchanged."
 
 
+def _check_overload_body(fn) -> None:
+    """An overload declaration's body must be only `pass` or `...` (PyTorch parses the source;
+    unreadable source is a warning, not an error)."""
+    import ast
+    import inspect
+    import textwrap
+    import warnings
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        warnings.warn(f"Unable to retrieve source for @torch.jit._overload function: {fn}.",
+                      stacklevel=3)
+        return
+    body = ast.parse(textwrap.dedent(source)).body[0].body
+    only = body[0] if len(body) == 1 else None
+    if not (isinstance(only, ast.Pass) or (isinstance(only, ast.Expr)
+                                           and isinstance(only.value, ast.Constant)
+                                           and only.value.value is Ellipsis)):
+        raise RuntimeError("Only `pass` statement or `...` can be the body of overload "
+                           "declaration:\n" + "\n".join(source.split("\n")[:3])
+                           + " <- Expecting `pass` or `...` here!")
+
+
+def _overload(fn):
+    """Declare a TorchScript overload of a function (torchvision's models use it): the compiler
+    is never run here, so the declaration is checked and returned; the implementation defined
+    after it under the same name is the one Python calls."""
+    _check_overload_body(fn)
+    return fn
+
+
+def _overload_method(fn):
+    """`_overload` for a method (torchvision's DenseNet declares `forward` for a Tensor and for a
+    List[Tensor] this way, then defines it)."""
+    _check_overload_body(fn)
+    return fn
+
+
 def script_method(fn):
     """The method decorator of a ``ScriptModule`` subclass (the legacy scripting API): here the
     method stays the Python it is and is returned unchanged (with PyTorch's deprecation
@@ -275,8 +315,8 @@ def annotate(the_type, the_value):
 
 # torch.jit.fork's futures are torch.futures' and its calls torch.fork's (one implementation),
 # with TorchScript's deprecation warning (stacklevel 1, as PyTorch's).
-from . import _fork  # noqa: E402
-from .futures import Future  # noqa: E402
+from .. import _fork  # noqa: E402
+from ..futures import Future  # noqa: E402
 
 
 def fork(func, *args, **kwargs):
@@ -316,7 +356,7 @@ def optimize_for_inference(mod, other_methods=None):
 def save(m, f, _extra_files=None):
     """Store a scripted/traced module (or a plain Module) with tapegrad.save.  Unlike a
     TorchScript archive the file holds a pickle: :func:`load` needs the class importable."""
-    from .serialization import save as save_object
+    from ..serialization import save as save_object
     if isinstance(m, ScriptFunction):
         m.save(f)
     if not isinstance(m, Module):
@@ -329,7 +369,7 @@ def save(m, f, _extra_files=None):
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     """Load what :func:`save` stored, as a scripted module.  A TorchScript archive written by
     PyTorch cannot be read (RuntimeError)."""
-    from .serialization import load as load_object
+    from ..serialization import load as load_object
     try:
         stored = load_object(f, map_location=map_location, weights_only=False)
     except Exception as error:  # noqa: BLE001 - any unreadable file gets the same explanation
