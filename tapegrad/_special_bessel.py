@@ -581,6 +581,11 @@ def _polynomial_values(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 # -- autograd Functions (the differentiable ones) -------------------------------------------------
 
+# The half types PyTorch's i1 / i1e backward kernels have no loop for, with the names its error
+# gives them.
+_NO_BACKWARD_KERNEL = {_core.float16: "Half", _core.bfloat16: "BFloat16"}
+
+
 def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
                     saves_result=True, takes_result=False, no_half_backward=None):
     """The autograd Function of a differentiable unary special function: forward `values`
@@ -590,16 +595,18 @@ def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
     the in-place error there (fuzz 60623752).  `takes_result`: `derivative(x, result)` reads
     the result as PyTorch's formula does, so under create_graph the second pass goes through
     the result, and a hook on it sees that pass's gradient (60646768: i0e).
-    `no_half_backward`: the name of PyTorch's backward kernel, which has no float16 version
-    (its backward raises NotImplementedError there; fuzz 60658522: i1e)."""
+    `no_half_backward`: the name of PyTorch's backward kernel, which has no float16 or
+    bfloat16 version (its backward raises NotImplementedError there; fuzz 60658522: i1e;
+    67000579: i1 in bfloat16, reached as i0's second derivative)."""
     def forward(ctx, x):
         result = _wrap_like(values(x._array), x)
         ctx.save_for_backward(x, result) if saves_result else ctx.save_for_backward(x)
         return result
 
     def backward(ctx, grad):
-        if no_half_backward and grad.dtype == _core.float16:
-            raise NotImplementedError(f"\"{no_half_backward}\" not implemented for 'Half'")
+        if no_half_backward and grad.dtype in _NO_BACKWARD_KERNEL:
+            raise NotImplementedError(f"\"{no_half_backward}\" not implemented for "
+                                      f"'{_NO_BACKWARD_KERNEL[grad.dtype]}'")
         if saves_result and takes_result:
             x, result = ctx.saved_tensors
             return grad * derivative(x, result)
