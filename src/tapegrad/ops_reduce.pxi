@@ -352,9 +352,18 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, ke
         A = A.astype(to_np_dtype(dtype, "prod"))
     elif A.dtype.kind in "biu":
         A = A.astype(NP_INT64)
-    with IeeeResults():     # (in A's dtype: numpy's own reduce widens int32 and bool to int64)
-        outk = contiguous_result(nd(np.multiply.reduce(A, axis=axes, keepdims=True,
-                                                       dtype=A.dtype)))
+    if A.dtype == NP_FLOAT16 and ndim > 0:
+        # PyTorch rounds every partial product of a half type, in its loop's order (numpy's
+        # float16 reduce keeps a float32 accumulator and rounds once: an ulp or more away)
+        from tapegrad._half_product import half_product, float16_rounded
+        kept = tuple([1 if (dim is None or i == ax) else A.shape[i] for i in range(ndim)])
+        outk = contiguous_result(nd(half_product(A, None if dim is None else ax,
+                                                 float16_rounded).astype(NP_FLOAT16)
+                                    .reshape(kept)))
+    else:
+        with IeeeResults():     # (in A's dtype: numpy's own reduce widens int32 and bool to int64)
+            outk = contiguous_result(nd(np.multiply.reduce(A, axis=axes, keepdims=True,
+                                                           dtype=A.dtype)))
     out = outk if (keepdim and dim is not None) else outk.reshape(
         tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
