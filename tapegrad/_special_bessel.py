@@ -28,6 +28,7 @@ from __future__ import annotations as _annotations
 
 import decimal
 import math
+import sys
 
 import numpy as np
 
@@ -581,9 +582,14 @@ def _polynomial_values(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 # -- autograd Functions (the differentiable ones) -------------------------------------------------
 
-# The half types PyTorch's i1 / i1e backward kernels have no loop for, with the names its error
-# gives them.
-_NO_BACKWARD_KERNEL = {_core.float16: "Half", _core.bfloat16: "BFloat16"}
+def _half_type_name(x, grad):
+    """PyTorch's name of the half type of input x / gradient grad ('Half', 'BFloat16'), or None.
+    (A bfloat16 input is known by its class: the sweep may hand its gradient over as the float32
+    storage; the bfloat16 module is asked only once something has loaded it.)"""
+    if grad.dtype == _core.float16:
+        return "Half"
+    bf16 = sys.modules.get(__package__ + "._bfloat16")
+    return "BFloat16" if bf16 is not None and bf16.is_bfloat16(x) else None
 
 
 def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
@@ -604,9 +610,9 @@ def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
         return result
 
     def backward(ctx, grad):
-        if no_half_backward and grad.dtype in _NO_BACKWARD_KERNEL:
-            raise NotImplementedError(f"\"{no_half_backward}\" not implemented for "
-                                      f"'{_NO_BACKWARD_KERNEL[grad.dtype]}'")
+        half = no_half_backward and _half_type_name(ctx.saved_tensors[0], grad)
+        if half:
+            raise NotImplementedError(f"\"{no_half_backward}\" not implemented for '{half}'")
         if saves_result and takes_result:
             x, result = ctx.saved_tensors
             return grad * derivative(x, result)

@@ -261,7 +261,11 @@ def mean(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=KEEPDIM_NOT_GIVEN, *, dtyp
 # saved = (input, output with the reduced dims kept); aux = (shape, axes, keepdim, axis or -1)
 
 cdef object exclusive_cumprod(object A, int axis, bint reverse):
-    """Product of the elements strictly before (after, when reverse) each one along `axis`."""
+    """Product of the elements strictly before (after, when reverse) each one along `axis`.
+    float16 multiplies in float32 and rounds each product once, as PyTorch's cumprod
+    (numpy's float16 accumulate rounded every partial product: prod's gradient with zeros)."""
+    if A.dtype == NP_FLOAT16:
+        return exclusive_cumprod(A.astype(NP_FLOAT32), axis, reverse).astype(NP_FLOAT16)
     cdef int ndim = A.ndim
     cdef Py_ssize_t n = A.shape[axis]
     out = np.empty(A.shape, dtype=A.dtype)
