@@ -1,0 +1,109 @@
+"""Session 44's fuzz findings: products of half types in PyTorch's rounding and order, and
+the bfloat16 backward kernels PyTorch lacks.  Each compares against PyTorch itself."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+# fuzz 67000840: a bfloat16 prod(dim=1) of 4 values, 4 bfloat16 ulps off
+ROWS = np.array([-0.15230206612145794, -1.9543889330778064, -0.6006706033056275,
+                 0.8755535357423613, -0.8796476198367593, -1.5694828335636648,
+                 -1.5351938757384151, -1.4407944263026253, 0.5018229252386388,
+                 -0.1440993119843055, -1.9430886578901259, -0.11687265520124215],
+                dtype=np.float32).reshape(3, 4)
+
+
+def _pair(values, dtype):
+    """The same half-type leaf in both libraries, requiring grad."""
+    ours = tg.tensor(values).to(getattr(tg, dtype)).requires_grad_()
+    theirs = torch.tensor(values).to(getattr(torch, dtype)).requires_grad_()
+    return ours, theirs
+
+
+def _bits(t):
+    return t.detach().float().numpy()
+
+
+CALLS = [
+    ("dim1", lambda x: x.prod(1)),
+    ("dim0", lambda x: x.prod(0)),
+    ("keepdim", lambda x: x.prod(-1, True)),
+    ("keywords", lambda x: x.prod(dim=1, keepdim=True)),
+    ("function", lambda x: x.mT.prod(0)),
+    ("all", lambda x: x.prod()),
+]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
+def test_half_prod_rounds_every_partial_product(dtype, name, call):
+    """PyTorch multiplies a half type in that type (each partial product rounded), where a
+    float32 accumulator rounded once was an ulp or more away; the gradient is its
+    grad * (result / input) in the half type (the quotient rounded first)."""
+    ours, theirs = _pair(ROWS, dtype)
+    y, yt = call(ours), call(theirs)
+    assert y.dtype == getattr(tg, dtype) and yt.dtype == getattr(torch, dtype)
+    np.testing.assert_array_equal(_bits(y), _bits(yt))
+    w = np.linspace(-1.5, 2.0, yt.numel(), dtype=np.float32).reshape(tuple(yt.shape))
+    (y.float() * tg.tensor(w)).sum().backward()
+    (yt.float() * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(_bits(ours.grad), _bits(theirs.grad))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_prod_with_zeros_gradient(dtype):
+    """With a zero, PyTorch's gradient is the product of the other elements (exclusive
+    cumulative products), in the half type."""
+    values = ROWS.copy()
+    values[1, 2] = 0.0
+    ours, theirs = _pair(values, dtype)
+    y, yt = ours.prod(1), theirs.prod(1)
+    np.testing.assert_array_equal(_bits(y), _bits(yt))
+    (y.float() * tg.tensor([0.5, -2.0, 1.25])).sum().backward()
+    (yt.float() * torch.tensor([0.5, -2.0, 1.25])).sum().backward()
+    np.testing.assert_array_equal(_bits(ours.grad), _bits(theirs.grad))
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape,dim", [((3, 150), 1), ((150, 3), 0), ((300,), None),
+                                       ((2, 5, 70), 2), ((70, 5), "T")])
+def test_half_prod_long_rows_follow_the_vector_loop(dtype, shape, dim, torch_bits):
+    """Rows of 64 or more contiguous elements: PyTorch's loop multiplies 16-lane vectors
+    before the remaining elements (its vector kernel: torch_bits)."""
+    values = np.random.default_rng(44).uniform(0.9, 1.1, shape).astype(np.float32)
+    ours, theirs = _pair(values, dtype)
+    if dim == "T":
+        y, yt = ours.mT.prod(1), theirs.mT.prod(1)
+    elif dim is None:
+        y, yt = ours.prod(), theirs.prod()
+    else:
+        y, yt = ours.prod(dim), theirs.prod(dim)
+    torch_bits.assert_equal(_bits(y), _bits(yt))
+
+
+def test_bfloat16_prod_out_keeps_the_rounded_products():
+    """prod(..., out=) into a bfloat16 tensor gets the same values (fuzz 67000840's form)."""
+    x = tg.tensor(ROWS).to(tg.bfloat16)
+    xt = torch.tensor(ROWS).to(torch.bfloat16)
+    out, out_t = tg.empty(0, dtype=tg.bfloat16), torch.empty(0, dtype=torch.bfloat16)
+    tg.prod(x, 1, True, out=out)
+    torch.prod(xt, 1, True, out=out_t)
+    assert tuple(out.shape) == tuple(out_t.shape)
+    np.testing.assert_array_equal(_bits(out), _bits(out_t))
+
+
+@pytest.mark.parametrize("name,kernel", [("i1", "i1_backward"), ("i1e", "i1e_backward")])
+def test_bfloat16_i1_backward_has_no_kernel(name, kernel):
+    """PyTorch's i1 / i1e backward kernels have no bfloat16 loop (as none for float16): its
+    backward raises NotImplementedError (fuzz 67000579)."""
+    x = torch.tensor([-0.5, 0.3, 1.0]).to(torch.bfloat16).requires_grad_()
+    with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for'):
+        getattr(torch.special, name)(x).sum().backward()
+    ours = tg.tensor([-0.5, 0.3, 1.0]).to(tg.bfloat16).requires_grad_()
+    y = getattr(tg.special, name)(ours)
+    np.testing.assert_array_equal(_bits(y), _bits(getattr(torch.special, name)(x)))
+    with pytest.raises(NotImplementedError,
+                       match=f"\"{kernel}\" not implemented for 'BFloat16'"):
+        y.sum().backward()
