@@ -107,3 +107,22 @@ def test_bfloat16_i1_backward_has_no_kernel(name, kernel):
     with pytest.raises(NotImplementedError,
                        match=f"\"{kernel}\" not implemented for 'BFloat16'"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("name", ["lt_", "greater_", "not_equal_", "eq_", "le_", "ge_"])
+@pytest.mark.parametrize("case", ["self-requires-grad", "operand-requires-grad", "number"])
+def test_in_place_comparison_of_floats_records_a_zero_gradient(name, case):
+    """A float self's in-place comparison with an operand that requires grad makes self require
+    grad, and the operand gets a zero .grad, not None (fuzz 67100120, 67100185)."""
+    results = []
+    for lib in (tg, torch):
+        a = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        o = lib.tensor([0.5, 0.5, 5.0], requires_grad=True)
+        x = lib.tensor([1.0, -2.0, 3.0]) if case == "operand-requires-grad" else a * 1
+        y = getattr(x, name)(0.5 if case == "number" else o)
+        got = [y is x, y.requires_grad, y.tolist()]
+        if y.requires_grad:
+            (y * lib.tensor([1.0, 2.0, 3.0])).sum().backward()
+        got += [None if t.grad is None else t.grad.tolist() for t in (a, o)]
+        results.append(got)
+    assert results[0] == results[1]
