@@ -1322,13 +1322,19 @@ _RUN_WHEN_EMPTY = frozenset(("det", "solve", "solve_ex", "lu_factor", "lu_factor
                              "cdist"))
 
 
+# Names of _NO_BFLOAT16_KERNEL that only torch.linalg's function of that name refuses
+_LINALG_NAMES = frozenset(("cond", "vander"))
+
+
 def _no_kernel(func, args, kwargs):
     tensors = [t for t in _tensors_in(kwargs.values(), _tensors_in(args, [])) if is_bfloat16(t)]
     if not tensors or (op_name(func) in _RUN_WHEN_EMPTY and not any(t._array.size
                                                                      for t in tensors)):
         return _computed(func, op_name(func), args, kwargs)
-    if op_name(func) == "cond" and not getattr(func, "__module__", "").endswith("linalg"):
-        return _computed(func, op_name(func), args, kwargs)     # (torch.cond, control flow)
+    if op_name(func) in _LINALG_NAMES and not getattr(func, "__module__", "").endswith("linalg"):
+        # (torch.cond, control flow; torch.vander, which PyTorch computes in bfloat16 by
+        # cumprod: fuzz 67100148)
+        return _computed(func, op_name(func), args, kwargs)
     _refuse_mixed_solve(op_name(func), args, kwargs)
     if op_name(func) not in _DTYPE_CHECKED_FIRST:
         _check_arguments_on_storage(func, args, kwargs)

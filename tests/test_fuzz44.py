@@ -126,3 +126,17 @@ def test_in_place_comparison_of_floats_records_a_zero_gradient(name, case):
         got += [None if t.grad is None else t.grad.tolist() for t in (a, o)]
         results.append(got)
     assert results[0] == results[1]
+
+
+def test_bfloat16_vander_runs_where_linalg_vander_refuses():
+    """torch.vander computes in bfloat16; only torch.linalg.vander refuses it (fuzz 67100148)."""
+    values = np.array([1.5, -2.0, 3.0], dtype=np.float32)
+    x, xt = tg.tensor(values).to(tg.bfloat16), torch.tensor(values).to(torch.bfloat16)
+    for kwargs in ({}, {"N": 4, "increasing": True}):
+        y, yt = tg.vander(x, **kwargs), torch.vander(xt, **kwargs)
+        assert y.dtype == tg.bfloat16
+        np.testing.assert_array_equal(_bits(y), _bits(yt))
+    with pytest.raises(RuntimeError, match="linalg.vander supports floating point"):
+        torch.linalg.vander(xt)
+    with pytest.raises(RuntimeError, match="linalg.vander supports floating point"):
+        tg.linalg.vander(x)
