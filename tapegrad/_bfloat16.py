@@ -1342,6 +1342,29 @@ def _no_kernel(func, args, kwargs):
     raise error(message.format(shape=list(tensors[0].shape)))
 
 
+def _matrix_norm(func, args, kwargs):
+    """The matrix norms PyTorch computes from singular values (ord 2, -2, 'nuc': its SVD has
+    no bfloat16 kernel) refuse a bfloat16 matrix in linalg.matrix_norm's words, whichever entry
+    reaches them (torch.nuclear_norm, torch.norm(p='nuc'), linalg.norm of a matrix); the
+    float32 storage computed them (fuzz 66700122, 67100049)."""
+    name = op_name(func)
+    A = args[0] if args else kwargs.get("A", kwargs.get("input"))
+    linalg = getattr(func, "__module__", "").endswith("linalg")
+    if name == "nuclear_norm":
+        svd = True
+    else:
+        default = "fro" if name == "matrix_norm" or not linalg else None
+        ord = args[1] if len(args) > 1 else kwargs.get("ord", kwargs.get("p", default))
+        dim = args[2] if len(args) > 2 else kwargs.get("dim")
+        matrix = name == "matrix_norm" or not linalg or (
+            isinstance(dim, (tuple, list)) and len(dim) == 2) or (
+            dim is None and isinstance(A, _core.TensorBase) and A.dim() == 2)
+        svd = matrix and (ord == "nuc" or (linalg and ord in (2, -2)))
+    if svd and is_bfloat16(A):             # (dtype= too: PyTorch checks A's dtype first)
+        raise RuntimeError(_LOW_PRECISION.format("linalg.matrix_norm"))
+    return _computed(func, name, args, kwargs)
+
+
 def _cdist(func, args, kwargs):
     """cdist with a bfloat16 operand.  PyTorch picks its kernel by x1's dtype and reads x2 as
     that dtype: an empty result skips the kernel (x1's dtype, whatever x2's), a bfloat16 x1
@@ -1558,6 +1581,7 @@ _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
 _OWN.update(backward=_sweep, local_response_norm=_local_response_norm, cdist=_cdist,
             prod=_prod)
+_OWN.update(dict.fromkeys(("matrix_norm", "nuclear_norm", "norm"), _matrix_norm))
 _OWN.update(dict.fromkeys(_PYTORCH_COMPOSITIONS, _composition), bincount=_bincount)
 _OWN.update(dict.fromkeys(_BACKWARD_FORMULAS, _with_formula))
 _OWN.update(dict.fromkeys(_BINARY_NAMES, _binary_with_formula))
