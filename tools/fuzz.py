@@ -2878,6 +2878,14 @@ def _nan_where_inf(msg):
 
 def known_for(prog, cat, msg):
     """Differences known from what the program does, not from the message alone."""
+    if cat in ("grad", "grad2", "spurious-error") and any(
+            re.search(r"\.logical_(and|or|xor|not)_\(", s.code) for s in prog.steps):
+        # torch's bug: a float tensor's in-place logical_and_ / or_ / xor_ / not_ is recorded as
+        # MulBackward0 and passes the incoming gradient through (x.logical_not_() of x = a * 1:
+        # a.grad is the loss weight), and skips the checks of in-place writes into views of
+        # leaves or of multi-output views; tapegrad's gradient is the derivative of a 0 / 1
+        # result, zero, and its checks hold (67100216, 67100323, 67100551, 67100080, 67100465)
+        return True
     m = re.match(r"step \d+ `v\d+ = (v\d+)\.\w+_\(", msg)
     if cat in ("value", "signed-zero") and m and through_overlapping_view(prog, m.group(1)):
         # PyTorch's undefined behaviour (docs/differences.md, session 21): its elementwise kernel
