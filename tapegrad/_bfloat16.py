@@ -1263,7 +1263,7 @@ _NO_BFLOAT16_KERNEL = {
                     (RuntimeError, _LOW_PRECISION.format("linalg.inv"))),
     "logdet": (RuntimeError, _LOW_PRECISION.format("logdet")),
     "slogdet": (RuntimeError, _LOW_PRECISION.format("linalg.slogdet")),
-    **dict.fromkeys(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu"),
+    **dict.fromkeys(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "tensorsolve"),
                     (NotImplementedError, _NO_KERNEL.format("lu_cpu"))),
     **dict.fromkeys(("cholesky", "cholesky_ex"),
                     (NotImplementedError, _NO_KERNEL.format("cholesky_cpu"))),
@@ -1309,8 +1309,9 @@ _NO_BFLOAT16_KERNEL = {
                     (NotImplementedError, _NO_KERNEL.format("ldl_factor_kernel_cpu"))),
     "vander": (RuntimeError, "linalg.vander supports floating point, complex, and integer "
                              "tensors, but got BFloat16"),
-    "pinv": (RuntimeError, "linalg.pinv(BFloat16{{{shape}}}): expected a tensor with 2 or more "
-                           "dimensions of float, double, cfloat or cdouble types"),
+    **dict.fromkeys(("pinv", "pinverse"), (
+        RuntimeError, "linalg.pinv(BFloat16{{{shape}}}): expected a tensor with 2 or more "
+                      "dimensions of float, double, cfloat or cdouble types")),
     "view_as_complex": (RuntimeError, "view_as_complex is only supported for half, float and "
                                       "double tensors, but got a tensor of scalar type: BFloat16"),
 }

@@ -174,3 +174,21 @@ def test_bfloat16_other_norms_compute(call):
         call(torch, torch.tensor(values).to(torch.bfloat16))
     assert ours.dtype == tg.bfloat16
     np.testing.assert_array_equal(_bits(ours), _bits(theirs))
+
+
+@pytest.mark.parametrize("call,error", [
+    (lambda L, A, b, M: L.linalg.tensorsolve(A, b), NotImplementedError),
+    (lambda L, A, b, M: L.pinverse(M), RuntimeError),
+    (lambda L, A, b, M: M.pinverse(), RuntimeError),
+])
+def test_bfloat16_tensorsolve_and_pinverse_refuse(call, error):
+    """tensorsolve (an LU solve) and pinverse (linalg.pinv) have no bfloat16 kernel (fuzz
+    67100226, 67100384)."""
+    def args(L):
+        return (L.tensor([[2.0, 1.0], [1.0, 3.0]]).to(L.bfloat16),
+                L.tensor([1.0, 2.0]).to(L.bfloat16), L.ones(3, 2).to(L.bfloat16))
+    with pytest.raises(error) as theirs:
+        call(torch, *args(torch))
+    with pytest.raises(error) as ours:
+        call(tg, *args(tg))
+    assert str(ours.value) == str(theirs.value)
