@@ -192,3 +192,19 @@ def test_bfloat16_tensorsolve_and_pinverse_refuse(call, error):
     with pytest.raises(error) as ours:
         call(tg, *args(tg))
     assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("name", ["leaky_relu_", "elu_", "hardtanh_", "celu_", "selu_"])
+def test_in_place_activation_of_a_broadcast_view_that_stretches_nothing(name):
+    """broadcast_tensors(a, 0-d)[0] is a view numpy marks read-only; PyTorch writes it like
+    any view (fuzz 67100440) and refuses only an expand whose elements share memory."""
+    results = []
+    for lib in (tg, torch):
+        a = lib.tensor([1.0, -2.0]) * 1
+        v = lib.broadcast_tensors(a, lib.tensor(0.5))[0]
+        with lib.no_grad():
+            getattr(lib.nn.functional, name)(v)
+        with pytest.raises(RuntimeError, match="more than one element of the written-to"):
+            getattr(lib.nn.functional, name)(lib.tensor([1.0, -2.0]).expand(3, 2))
+        results.append(a.tolist())
+    np.testing.assert_array_equal(results[0], results[1])
