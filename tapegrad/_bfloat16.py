@@ -1379,7 +1379,7 @@ _NO_BFLOAT16_KERNEL = {
                     (RuntimeError, _LOW_PRECISION.format("linalg.inv"))),
     "logdet": (RuntimeError, _LOW_PRECISION.format("logdet")),
     "slogdet": (RuntimeError, _LOW_PRECISION.format("linalg.slogdet")),
-    **dict.fromkeys(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu"),
+    **dict.fromkeys(("det", "solve", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "tensorsolve"),
                     (NotImplementedError, _NO_KERNEL.format("lu_cpu"))),
     **dict.fromkeys(("cholesky", "cholesky_ex"),
                     (NotImplementedError, _NO_KERNEL.format("cholesky_cpu"))),
@@ -1425,8 +1425,9 @@ _NO_BFLOAT16_KERNEL = {
                     (NotImplementedError, _NO_KERNEL.format("ldl_factor_kernel_cpu"))),
     "vander": (RuntimeError, "linalg.vander supports floating point, complex, and integer "
                              "tensors, but got BFloat16"),
-    "pinv": (RuntimeError, "linalg.pinv(BFloat16{{{shape}}}): expected a tensor with 2 or more "
-                           "dimensions of float, double, cfloat or cdouble types"),
+    **dict.fromkeys(("pinv", "pinverse"), (
+        RuntimeError, "linalg.pinv(BFloat16{{{shape}}}): expected a tensor with 2 or more "
+                      "dimensions of float, double, cfloat or cdouble types")),
     "view_as_complex": (RuntimeError, "view_as_complex is only supported for half, float and "
                                       "double tensors, but got a tensor of scalar type: BFloat16"),
 }
@@ -1438,18 +1439,47 @@ _RUN_WHEN_EMPTY = frozenset(("det", "solve", "solve_ex", "lu_factor", "lu_factor
                              "cdist"))
 
 
+# Names of _NO_BFLOAT16_KERNEL that only torch.linalg's function of that name refuses
+_LINALG_NAMES = frozenset(("cond", "vander"))
+
+
 def _no_kernel(func, args, kwargs):
     tensors = [t for t in _tensors_in(kwargs.values(), _tensors_in(args, [])) if is_bfloat16(t)]
     if not tensors or (op_name(func) in _RUN_WHEN_EMPTY and not any(t._array.size
                                                                      for t in tensors)):
         return _computed(func, op_name(func), args, kwargs)
-    if op_name(func) == "cond" and not getattr(func, "__module__", "").endswith("linalg"):
-        return _computed(func, op_name(func), args, kwargs)     # (torch.cond, control flow)
+    if op_name(func) in _LINALG_NAMES and not getattr(func, "__module__", "").endswith("linalg"):
+        # (torch.cond, control flow; torch.vander, which PyTorch computes in bfloat16 by
+        # cumprod: fuzz 67100148)
+        return _computed(func, op_name(func), args, kwargs)
     _refuse_mixed_solve(op_name(func), args, kwargs)
     if op_name(func) not in _DTYPE_CHECKED_FIRST:
         _check_arguments_on_storage(func, args, kwargs)
     error, message = _NO_BFLOAT16_KERNEL[op_name(func)]
     raise error(message.format(shape=list(tensors[0].shape)))
+
+
+def _matrix_norm(func, args, kwargs):
+    """The matrix norms PyTorch computes from singular values (ord 2, -2, 'nuc': its SVD has
+    no bfloat16 kernel) refuse a bfloat16 matrix in linalg.matrix_norm's words, whichever entry
+    reaches them (torch.nuclear_norm, torch.norm(p='nuc'), linalg.norm of a matrix); the
+    float32 storage computed them (fuzz 66700122, 67100049)."""
+    name = op_name(func)
+    A = args[0] if args else kwargs.get("A", kwargs.get("input"))
+    linalg = getattr(func, "__module__", "").endswith("linalg")
+    if name == "nuclear_norm":
+        svd = True
+    else:
+        default = "fro" if name == "matrix_norm" or not linalg else None
+        ord = args[1] if len(args) > 1 else kwargs.get("ord", kwargs.get("p", default))
+        dim = args[2] if len(args) > 2 else kwargs.get("dim")
+        matrix = name == "matrix_norm" or not linalg or (
+            isinstance(dim, (tuple, list)) and len(dim) == 2) or (
+            dim is None and isinstance(A, _core.TensorBase) and A.dim() == 2)
+        svd = matrix and (ord == "nuc" or (linalg and ord in (2, -2)))
+    if svd and is_bfloat16(A):             # (dtype= too: PyTorch checks A's dtype first)
+        raise RuntimeError(_LOW_PRECISION.format("linalg.matrix_norm"))
+    return _computed(func, name, args, kwargs)
 
 
 def _cdist(func, args, kwargs):
@@ -1558,6 +1588,80 @@ def _composition(func, args, kwargs):
     return plain(*args, **kwargs)
 
 
+def _prod_values(y, x, dim) -> None:
+    """y's values (a bfloat16 prod of x over dim, None: all) as PyTorch's: it rounds every
+    partial product, in its loop's order (tapegrad/_half_product.py); the float32 storage's
+    product, rounded once, was up to several bfloat16 ulps away (fuzz 67000840).  The saved
+    result is y's array, so the gradient reads these values too."""
+    if x._array.ndim == 0:
+        return
+    from ._half_product import half_product
+    values = x._array if is_bfloat16(x) else round_to_bfloat16(x._array)
+    axis = None if dim is None else int(dim) % values.ndim
+    y._array[...] = half_product(values, axis, round_to_bfloat16).reshape(y._array.shape)
+
+
+def _prod_forward(ctx, op, x, *rest):
+    y = _computed(op, "prod", (x, *rest), {})
+    _prod_values(y, x, rest[0] if rest else None)
+    ctx.save_for_backward(x, y)
+    ctx.rest = rest
+    return y
+
+
+def _prod_backward(ctx, grad):
+    """PyTorch's prod_backward in bfloat16 ops (the core's VJP computed in float32 and rounded
+    once): without zeros grad * (result / input); with zeros the products of the other elements
+    from exclusive cumulative products (for all elements, zeros when two or more are zero and
+    no graph is made)."""
+    x, y = ctx.saved_tensors
+    rest = ctx.rest
+    dim = rest[0] if rest else None
+    if dim is not None and not (len(rest) > 1 and rest[1]):
+        grad, y = grad.unsqueeze(dim), y.unsqueeze(dim)
+    zeros = int((x._array == 0).sum())
+    if not zeros:
+        g = grad * (y / x)
+    elif dim is None and zeros > 1 and not _core.is_grad_enabled():
+        g = x.new_zeros(x.shape)
+    elif dim is None:
+        g = _prod_others(grad.reshape(1), x.reshape(-1), 0).reshape(x.shape)
+    else:
+        g = _prod_others(grad, x, dim)
+    return (None, g) + (None,) * len(rest)
+
+
+def _prod_others(grad, x, dim):
+    """grad times the product of the other elements along dim (PyTorch's
+    prod_safe_zeros_backward): exclusive cumulative products from both ends."""
+    from . import cat
+    n = x.shape[dim]
+    ones = x.new_ones(x.shape[:dim % x.dim()] + (1,) + x.shape[dim % x.dim() + 1:])
+    before = cat([ones, x.narrow(dim, 0, n - 1)], dim).cumprod(dim)
+    after = cat([ones, x.narrow(dim, 1, n - 1).flip(dim)], dim).cumprod(dim).flip(dim)
+    return grad * (before * after)
+
+
+def _prod(func, args, kwargs):
+    """prod with a bfloat16 result (_prod_values), recorded with PyTorch's backward formula
+    (_prod_backward) when its input requires grad."""
+    if args and set(kwargs) <= {"dim", "keepdim"} and "dim" in kwargs and len(args) == 1:
+        # (x.prod(dim=1, keepdim=True): the formula's arguments are positional)
+        args, kwargs = (args[0], kwargs["dim"], kwargs.get("keepdim", False)), {}
+    x = args[0] if args else kwargs.get("input")
+    plain_call = not kwargs and isinstance(x, _core.TensorBase) and is_bfloat16(x) and \
+        all(isinstance(a, (int, bool)) for a in args[1:3]) and len(args) <= 3
+    if plain_call and x.requires_grad and _core.is_grad_enabled() and x._array.ndim and \
+            x._array.size:
+        node = "ProdBackward1" if len(args) > 1 else "ProdBackward0"
+        function = _recorded("prod", node, _prod_forward, _prod_backward)
+        return _apply_recorded(function, node, func, *args)
+    y = _computed(func, "prod", args, kwargs)
+    if isinstance(y, _core.TensorBase) and is_bfloat16(y) and isinstance(x, _core.TensorBase):
+        _prod_values(y, x, args[1] if len(args) > 1 else kwargs.get("dim", kwargs.get("axis")))
+    return y
+
+
 def _local_response_norm(func, args, kwargs):
     """PyTorch averages the squares of an input of more than 3 dims with avg_pool3d, which has
     no bfloat16 CPU kernel (the float32 storage would compute it)."""
@@ -1594,7 +1698,9 @@ _OWN.update(logsumexp=_logsumexp, mse_loss=_mse_loss)
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
-_OWN.update(backward=_sweep, local_response_norm=_local_response_norm, cdist=_cdist)
+_OWN.update(backward=_sweep, local_response_norm=_local_response_norm, cdist=_cdist,
+            prod=_prod)
+_OWN.update(dict.fromkeys(("matrix_norm", "nuclear_norm", "norm"), _matrix_norm))
 _OWN.update(dict.fromkeys(_PYTORCH_COMPOSITIONS, _composition), bincount=_bincount)
 _OWN.update(dict.fromkeys(_BACKWARD_FORMULAS, _with_formula))
 _OWN.update(dict.fromkeys(_BINARY_NAMES, _binary_with_formula))

@@ -1976,6 +1976,12 @@ _FLOATING_RESULT = frozenset("divide true_divide copysign xlogy atan2 arctan2 ld
 _CAST_MESSAGE = {"ldexp": "ldexp can't be cast to the desired output type {out}"}
 
 
+# Comparisons by their in-place names -> PyTorch's node (<Op>Backward1 for a tensor operand)
+_COMPARISON_NODES = {"lt": "Lt", "less": "Lt", "le": "Le", "less_equal": "Le", "gt": "Gt",
+                     "greater": "Gt", "ge": "Ge", "greater_equal": "Ge", "eq": "Eq", "ne": "Ne",
+                     "not_equal": "Ne"}
+
+
 # In-place forms computed as Functions whose PyTorch node saves its result (derivatives.yaml
 # reads `result`): a write into self after the op must be refused at backward.
 _SAVES_RESULT = frozenset("copysign hypot exp2 tan".split())
@@ -2045,6 +2051,14 @@ def _in_place(name: str):
                 (source,), result.detach()._array, "the derivative for 'inplace version of "
                 f"{_NO_IN_PLACE_DERIVATIVE[name]}' is not implemented.",
                 node=f"{_NO_IN_PLACE_DERIVATIVE[name].capitalize()}Backward1")
+        if source is not self and name in _COMPARISON_NODES and self._array.dtype.kind == "f":
+            # PyTorch records a float self's in-place comparison with a node giving zeros (an
+            # operand that requires grad makes self require grad, and gets a zero .grad; the
+            # bool result copied in had no history: self did not require grad, fuzz 67100120)
+            from ._more_math import with_zero_derivative
+            result = with_zero_derivative(
+                (source, *args, *kwargs.values()), result._array.astype(self._array.dtype),
+                f"{_COMPARISON_NODES[name]}Backward1")
         op = (name, (self, *args), kwargs)
         if source is not self:
             out = _become_result(self, result, op)

@@ -104,6 +104,33 @@ def without_derivative(inputs, values, message: str, error=NotImplementedError,
     return values if isinstance(values, TensorBase) else _wrap(values)
 
 
+class _ZeroDerivative(Function):
+    """A precomputed result whose gradient is zero for each tensor input (PyTorch's in-place
+    comparisons of floats: their node gives zeros, so an operand that requires grad gets a zero
+    .grad, not None)."""
+
+    @staticmethod
+    def forward(ctx, values, *inputs):
+        ctx.shapes = [t.shape if isinstance(t, TensorBase) else None for t in inputs]
+        ctx.dtypes = [t.dtype if isinstance(t, TensorBase) else None for t in inputs]
+        return _wrap(values)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from . import zeros
+        return (None, *(None if shape is None else zeros(shape, dtype=dtype)
+                         for shape, dtype in zip(ctx.shapes, ctx.dtypes)))
+
+
+def with_zero_derivative(inputs, values, node: str):
+    """``values`` (an ndarray) as a tensor; when one of ``inputs`` requires grad (grad mode on),
+    in the graph with zero gradients to them and grad_fn named ``node``."""
+    if _core.is_grad_enabled() and any(isinstance(t, TensorBase) and t.requires_grad
+                                       for t in inputs):
+        return _core._name_grad_fn(_ZeroDerivative.apply(values, *inputs), node)
+    return _wrap(values)
+
+
 def heaviside(input, values):
     """0 where input < 0, ``values`` where input == 0, 1 where input > 0 (same dtypes only;
     no derivative, as PyTorch)."""

@@ -28,6 +28,7 @@ from __future__ import annotations as _annotations
 
 import decimal
 import math
+import sys
 
 import numpy as np
 
@@ -581,6 +582,16 @@ def _polynomial_values(kind: str, x: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 # -- autograd Functions (the differentiable ones) -------------------------------------------------
 
+def _half_type_name(x, grad):
+    """PyTorch's name of the half type of input x / gradient grad ('Half', 'BFloat16'), or None.
+    (A bfloat16 input is known by its class: the sweep may hand its gradient over as the float32
+    storage; the bfloat16 module is asked only once something has loaded it.)"""
+    if grad.dtype == _core.float16:
+        return "Half"
+    bf16 = sys.modules.get(__package__ + "._bfloat16")
+    return "BFloat16" if bf16 is not None and bf16.is_bfloat16(x) else None
+
+
 def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
                     saves_result=True, takes_result=False, no_half_backward=None):
     """The autograd Function of a differentiable unary special function: forward `values`
@@ -590,16 +601,18 @@ def _differentiable(name: str, values, derivative, grad_fn: str, doc: str,
     the in-place error there (fuzz 60623752).  `takes_result`: `derivative(x, result)` reads
     the result as PyTorch's formula does, so under create_graph the second pass goes through
     the result, and a hook on it sees that pass's gradient (60646768: i0e).
-    `no_half_backward`: the name of PyTorch's backward kernel, which has no float16 version
-    (its backward raises NotImplementedError there; fuzz 60658522: i1e)."""
+    `no_half_backward`: the name of PyTorch's backward kernel, which has no float16 or
+    bfloat16 version (its backward raises NotImplementedError there; fuzz 60658522: i1e;
+    67000579: i1 in bfloat16, reached as i0's second derivative)."""
     def forward(ctx, x):
         result = _wrap_like(values(x._array), x)
         ctx.save_for_backward(x, result) if saves_result else ctx.save_for_backward(x)
         return result
 
     def backward(ctx, grad):
-        if no_half_backward and grad.dtype == _core.float16:
-            raise NotImplementedError(f"\"{no_half_backward}\" not implemented for 'Half'")
+        half = no_half_backward and _half_type_name(ctx.saved_tensors[0], grad)
+        if half:
+            raise NotImplementedError(f"\"{no_half_backward}\" not implemented for '{half}'")
         if saves_result and takes_result:
             x, result = ctx.saved_tensors
             return grad * derivative(x, result)

@@ -5,6 +5,8 @@
 
 include "module_prelude.pxi"
 
+from tapegrad._ops_shape cimport overlaps_itself, overlapping_write_message
+
 from tapegrad._core import _iterator_layout as _core_iterator_layout
 from tapegrad._core import (NN_FUNCTIONS, TENSOR_METHODS, TORCH_FUNCTIONS, neg, relu, tanh,
                             tensor_from_numpy)

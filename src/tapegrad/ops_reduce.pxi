@@ -261,7 +261,11 @@ def mean(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=KEEPDIM_NOT_GIVEN, *, dtyp
 # saved = (input, output with the reduced dims kept); aux = (shape, axes, keepdim, axis or -1)
 
 cdef object exclusive_cumprod(object A, int axis, bint reverse):
-    """Product of the elements strictly before (after, when reverse) each one along `axis`."""
+    """Product of the elements strictly before (after, when reverse) each one along `axis`.
+    float16 multiplies in float32 and rounds each product once, as PyTorch's cumprod
+    (numpy's float16 accumulate rounded every partial product: prod's gradient with zeros)."""
+    if A.dtype == NP_FLOAT16:
+        return exclusive_cumprod(A.astype(NP_FLOAT32), axis, reverse).astype(NP_FLOAT16)
     cdef int ndim = A.ndim
     cdef Py_ssize_t n = A.shape[axis]
     out = np.empty(A.shape, dtype=A.dtype)
@@ -352,9 +356,18 @@ def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, ke
         A = A.astype(to_np_dtype(dtype, "prod"))
     elif A.dtype.kind in "biu":
         A = A.astype(NP_INT64)
-    with IeeeResults():     # (in A's dtype: numpy's own reduce widens int32 and bool to int64)
-        outk = contiguous_result(nd(np.multiply.reduce(A, axis=axes, keepdims=True,
-                                                       dtype=A.dtype)))
+    if A.dtype == NP_FLOAT16 and ndim > 0:
+        # PyTorch rounds every partial product of a half type, in its loop's order (numpy's
+        # float16 reduce keeps a float32 accumulator and rounds once: an ulp or more away)
+        from tapegrad._half_product import half_product, float16_rounded
+        kept = tuple([1 if (dim is None or i == ax) else A.shape[i] for i in range(ndim)])
+        outk = contiguous_result(nd(half_product(A, None if dim is None else ax,
+                                                 float16_rounded).astype(NP_FLOAT16)
+                                    .reshape(kept)))
+    else:
+        with IeeeResults():     # (in A's dtype: numpy's own reduce widens int32 and bool to int64)
+            outk = contiguous_result(nd(np.multiply.reduce(A, axis=axes, keepdims=True,
+                                                           dtype=A.dtype)))
     out = outk if (keepdim and dim is not None) else outk.reshape(
         tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)

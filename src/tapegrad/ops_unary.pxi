@@ -428,8 +428,18 @@ cdef object activation_in_graph(object activation, TensorBase x, tuple args):
 
 
 cdef object write_inplace(TensorBase x, object out):
+    A = x._array
+    if not A.flags.writeable:
+        # numpy marks every broadcast view read-only; PyTorch writes one that stretches nothing
+        # (broadcast_tensors(a, 0-d)[0], fuzz 67100440) and refuses only shared elements
+        if overlaps_itself(A):
+            raise RuntimeError(overlapping_write_message())
+        try:
+            A.flags.writeable = True                    # (a view of writable memory)
+        except ValueError:
+            pass                                        # (read-only memory: refused below)
     try:
-        x._array[...] = out
+        A[...] = out
     except ValueError as e:                             # read-only storage (e.g. from_numpy)
         raise RuntimeError(f"cannot modify this tensor in place: {e}") from None
     bump_version(x)
