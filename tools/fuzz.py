@@ -1071,8 +1071,9 @@ EXTRA_INPLACE = [
 ]
 
 
-def g_extra(g):
-    """One op of WIDE_EXTRA / EXTRA_INPLACE (drawn only by seeds >= EXTRA_FROM)."""
+def table_op(g, wide, inplace_table):
+    """One op drawn from a pair of format tables (out of place / in place, 3 in 10), each entry
+    (format, least operand rank), filled by wide_fill."""
     r = g.r
     inplace = r.random() < 0.3
     if inplace:
@@ -1082,11 +1083,16 @@ def g_extra(g):
     if a is None:
         return
     m = g.meta[a]
-    fmt = r.choice([code for code, least in (EXTRA_INPLACE if inplace else WIDE_EXTRA)
+    fmt = r.choice([code for code, least in (inplace_table if inplace else wide)
                     if m.nd >= least])
     fill = wide_fill(g, a, fmt)
     if fill is not None:
         g.add(fmt.format(**fill), nograd=r.random() < 0.08)
+
+
+def g_extra(g):
+    """One op of WIDE_EXTRA / EXTRA_INPLACE (drawn only by seeds >= EXTRA_FROM)."""
+    table_op(g, WIDE_EXTRA, EXTRA_INPLACE)
 
 
 # (session 43) Operands of two floating dtypes where PyTorch's rule is not the promotion of
@@ -1221,20 +1227,7 @@ BLIND_INPLACE = [
 
 def g_blind(g):
     """One op of WIDE_BLIND / BLIND_INPLACE (drawn only by seeds >= BLIND_FROM)."""
-    r = g.r
-    inplace = r.random() < 0.3
-    if inplace:
-        a = g.pick_float(lambda m: not (m.leaf and m.rg) or r.random() < 0.1)
-    else:
-        a = g.pick_float()
-    if a is None:
-        return
-    m = g.meta[a]
-    fmt = r.choice([code for code, least in (BLIND_INPLACE if inplace else WIDE_BLIND)
-                    if m.nd >= least])
-    fill = wide_fill(g, a, fmt)
-    if fill is not None:
-        g.add(fmt.format(**fill), nograd=r.random() < 0.08)
+    table_op(g, WIDE_BLIND, BLIND_INPLACE)
 
 
 # (session 38) Writes scripts make through views and indexing, which the tables above draw only
