@@ -89,6 +89,9 @@ SKIP = {
     r"^(bfloat16|chalf|half)$": "conversion to bfloat16/complex32: tapegrad deliberately has "
                                 "no such tensors (numpy has no such types)",
     r"^torch\._": "private torch._ ops (_scaled_mm, ...): CUDA/aten internals",
+    r"^(slice|native_dropout_backward)$": "OpInfos whose op is torch.ops.aten.slice.Tensor / "
+                                          "aten.native_dropout_backward: aten internals, no "
+                                          "torch.slice in PyTorch's public API either",
     r"^as_strided\.partial_views$": "as_strided of a view reaching storage outside the view: "
                                     "tapegrad refuses it (NotImplementedError) since its "
                                     "gradient could not reach those elements",
@@ -114,6 +117,10 @@ KNOWN = {
         "PyTorch's float64 Bessel kernels lose digits near the functions' zeros; tapegrad's "
         "agree with mpmath there (j0(-5.5812): torch 0.0206635239, tapegrad and mpmath "
         "0.0206636636)",
+    (r"^special\.airy_ai$", r"float64", "value", r"^out:"):
+        "PyTorch's float64 airy_ai loses digits for negative arguments (Ai(-2.5402154632410263): "
+        "torch -0.13937851070, tapegrad and mpmath -0.13937868687, 1.3e-6 relative); elsewhere "
+        "the two differ in the last bits, tapegrad within 4e-16 of mpmath",
     (r"^linalg\.eig$", r".", "value", r"out\[1\]"):
         "eigenvectors are unique only up to a unit factor (LAPACK's sign of a real input's "
         "columns differs between builds); eigenvalues are compared, and gradients through the "
