@@ -381,3 +381,7 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     # A loaded archive is a compiled module whatever made it (torch returns a
     # RecursiveScriptModule for a saved trace too).
     return _wrap_module(stored["module"], RecursiveScriptModule)
+
+
+# torch.jit.annotations is an attribute after a bare `import torch` (torch.jit imports it).
+from . import annotations  # noqa: E402,F401
