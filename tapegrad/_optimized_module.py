@@ -7,10 +7,11 @@ is the wrapped module's call through tapegrad.compile (capture once, replay; the
 every submodule's training flag)."""
 from __future__ import annotations as _annotations
 
+from ._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from .nn.modules.module import Module
 
 
-class OptimizedModule(Module):
+class OptimizedModule(Module, metaclass=_TorchNamedABCMeta):  # prints as torch._dynamo's
     """A compiled module: calls run `_orig_mod` through tapegrad.compile."""
 
     def __init__(self, mod: Module, compiled_call) -> None:

@@ -16,6 +16,7 @@ import types
 # Our modules whose PyTorch counterparts sit elsewhere than `torch` + the same path.
 _MOVED_MODULES = {
     "tapegrad.grad_mode": "torch.autograd.grad_mode",
+    "tapegrad._optimized_module": "torch._dynamo.eval_frame",
 }
 
 
@@ -45,7 +46,8 @@ def _marked_class(cls) -> type:
 class TorchNamedClass(type):
     """A metaclass for the public classes whose PyTorch counterparts live in `torch` itself or a
     submodule of the same path (or one in _MOVED_MODULES): Tensor, Size, device, finfo, iinfo,
-    layout, memory_format, the grad-mode guards, and the autograd nodes.  (Not nn.Module: a metaclass there would conflict with a user's own, e.g.
+    layout, memory_format, the grad-mode guards, the autograd nodes, and the fx / export objects
+    scripts print the type of (Graph, Node, ExportedProgram, ...).  (Not nn.Module: a metaclass there would conflict with a user's own, e.g.
     `class Net(nn.Module, ABC)`.)"""
 
     def __init__(cls, name, bases, namespace, **kwargs):

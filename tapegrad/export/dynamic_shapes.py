@@ -5,6 +5,7 @@ the sha256 of its source `L['x'].size()[0]`, so printed programs read as PyTorch
 from __future__ import annotations as _annotations
 
 import hashlib
+from .._torch_names import TorchNamedClass as _TorchNamedClass
 
 __all__ = ["Dim", "DimHint", "dims", "ShapeSpec", "resolve"]
 
@@ -24,7 +25,7 @@ class DimHint:
         return f"DimHint({self.kind})"
 
 
-class Dim:
+class Dim(metaclass=_TorchNamedClass):
     """A dynamic size named `name`, allowed in [min, max]; the same Dim on several inputs says
     those sizes are equal."""
 

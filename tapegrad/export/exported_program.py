@@ -8,6 +8,7 @@ import re
 
 from ..fx import Graph, GraphModule
 from .graph_signature import ExportGraphSignature, InputKind
+from .._torch_names import TorchNamedClass as _TorchNamedClass
 
 __all__ = ["ExportedProgram"]
 
@@ -54,7 +55,7 @@ class Guard:
         return (self.name, self.dim, self.relation, self.bound)
 
 
-class ExportedProgram:
+class ExportedProgram(metaclass=_TorchNamedClass):
     """The result of torch.export.export."""
 
     def __init__(self, graph_module, graph_signature, state_dict, constants, range_constraints,

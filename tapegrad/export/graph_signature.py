@@ -4,6 +4,7 @@ from __future__ import annotations as _annotations
 
 import dataclasses
 import enum
+from .._torch_names import TorchNamedClass as _TorchNamedClass
 
 __all__ = ["InputKind", "OutputKind", "TensorArgument", "ConstantArgument", "InputSpec",
            "OutputSpec", "ExportGraphSignature"]
@@ -69,7 +70,7 @@ def _user_value(arg):
 
 
 @dataclasses.dataclass
-class ExportGraphSignature:
+class ExportGraphSignature(metaclass=_TorchNamedClass):
     """The specs of an exported graph's inputs (placeholders, in order) and outputs."""
     input_specs: list
     output_specs: list

@@ -12,6 +12,7 @@ import math
 from .graph import Graph
 from .node import F_BUILTINS, Node, _public_table, map_aggregate
 from .proxy import ParameterProxy, Proxy, TraceError
+from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 
 __all__ = ["Tracer", "TracerBase", "symbolic_trace", "wrap", "PH"]
 
@@ -199,7 +200,7 @@ def _refusal_recorder(original):
     return patched
 
 
-class TracerBase:
+class TracerBase(metaclass=_TorchNamedABCMeta):
     def __init__(self):
         self.graph = None
         self.record_stack_traces = False

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 from .node import (Node, _format_arg, _get_qualified_name, _is_from_torch, _public_table, _type_repr,
                    map_arg)
+from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 
 __all__ = ["Graph", "PythonCode"]
 
@@ -130,7 +131,7 @@ def _format_target(base: str, target: str) -> str:
     return r
 
 
-class Graph:
+class Graph(metaclass=_TorchNamedABCMeta):
     """A list of Nodes: inputs (placeholder), parameters and submodules read (get_attr), calls
     (call_function / call_method / call_module) and one output."""
 

@@ -6,11 +6,12 @@ from .graph import Graph
 from .graph_module import GraphModule
 from .node import map_aggregate, map_arg
 from .proxy import Proxy
+from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 
 __all__ = ["Interpreter", "Transformer"]
 
 
-class Interpreter:
+class Interpreter(metaclass=_TorchNamedABCMeta):
     def __init__(self, module, garbage_collect_values=True, graph=None):
         self.module = module
         self.submodules = dict(self.module.named_modules())

@@ -5,7 +5,7 @@ from __future__ import annotations as _annotations
 
 import builtins
 import types
-from .._torch_names import torch_module_name
+from .._torch_names import TorchNamedClass as _TorchNamedClass, torch_module_name
 
 __all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
 
@@ -120,7 +120,7 @@ def _type_repr(obj) -> str:
     return repr(obj)
 
 
-class Node:
+class Node(metaclass=_TorchNamedClass):
     """One operation of a Graph.  `args`/`kwargs` may nest Nodes in lists, tuples, dicts and
     slices; each Node knows its users (a dict, insertion ordered) and its neighbours in the
     graph's order."""

@@ -7,6 +7,7 @@ import operator
 import sys
 
 from .node import Node, map_aggregate
+from .._torch_names import TorchNamedClass as _TorchNamedClass
 
 __all__ = ["Proxy", "Attribute", "TraceError", "GraphAppendingTracer", "ParameterProxy"]
 
@@ -25,7 +26,7 @@ class GraphAppendingTracer:
         self.graph = graph
 
 
-class Proxy:
+class Proxy(metaclass=_TorchNamedClass):
     """A value during symbolic tracing: `node` is the graph node that makes it."""
 
     def __init__(self, node: Node, tracer=None):
