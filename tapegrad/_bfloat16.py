@@ -1443,10 +1443,24 @@ _RUN_WHEN_EMPTY = frozenset(("det", "solve", "solve_ex", "lu_factor", "lu_factor
 _LINALG_NAMES = frozenset(("cond", "vander"))
 
 
+# (binary elementwise ops of _NO_BFLOAT16_KERNEL: PyTorch picks their kernel by the promoted
+# dtype, so a float32 or float64 operand beside a bfloat16 one computes in that dtype)
+_PROMOTED_KERNEL = frozenset((
+    "zeta", "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"))
+
+
 def _no_kernel(func, args, kwargs):
-    tensors = [t for t in _tensors_in(kwargs.values(), _tensors_in(args, [])) if is_bfloat16(t)]
+    inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
+    tensors = [t for t in inputs if is_bfloat16(t)]
     if not tensors or (op_name(func) in _RUN_WHEN_EMPTY and not any(t._array.size
                                                                      for t in tensors)):
+        return _computed(func, op_name(func), args, kwargs)
+    if op_name(func) in _PROMOTED_KERNEL and not _promotes_to_bfloat16(inputs):
+        # (the bfloat16 operand's storage holds its values exactly: computed in the promoted
+        # dtype as PyTorch's conversion would; fuzz 67101079)
         return _computed(func, op_name(func), args, kwargs)
     if op_name(func) in _LINALG_NAMES and not getattr(func, "__module__", "").endswith("linalg"):
         # (torch.cond, control flow; torch.vander, which PyTorch computes in bfloat16 by
