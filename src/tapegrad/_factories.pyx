@@ -21,6 +21,7 @@ include "module_prelude.pxi"
 
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int64_t, uint64_t
+from libc.math cimport ceil, fabs, floor, isfinite
 from numpy.random cimport bitgen_t
 
 from tapegrad._core import wrap_array
@@ -487,24 +488,118 @@ def randint(tuple args, dict kwargs):
 # -- arange, eye, tensor ------------------------------------------------------------------------
 
 def arange(tuple args, dict kwargs):
-    """arange(end), arange(start, end) or arange(start, end, step) with Python ints well inside
-    int64 and an int64 result (the general path's own numpy call)."""
+    """arange(end), arange(start, end) or arange(start, end, step) with Python numbers: int64 for
+    ints (the general path's own numpy call), and a float result (float32 / float64) where its
+    values are whole numbers the dtype holds exactly (ATen's lanes then agree with any way of
+    computing them: the general path's shortcut in _aten_range.py)."""
     cdef Options opts
     cdef Py_ssize_t n_args = len(args)
-    if n_args == 0 or n_args > 3 or not plain_state() or not plain_options(kwargs, &opts) \
-            or opts.requires_grad or not (opts.np_dtype == NULL or <object>opts.np_dtype is NP_INT64):
+    cdef bint all_int = True
+    if n_args == 0 or n_args > 3 or not plain_state() or not plain_options(kwargs, &opts):
         return None
     for v in args:
-        if type(v) is not int or not -9007199254740992 < <object>v < 9007199254740992:
+        if type(v) is int:
+            if not -4503599627370496 < <object>v < 4503599627370496:      # (2**52)
+                return None
+        elif type(v) is float:
+            all_int = False
+        else:
             return None
     if n_args == 1:
         start, end, step = 0, args[0], 1
     else:
         start, end = args[0], args[1]
         step = args[2] if n_args == 3 else 1
-    if step == 0 or (end - start) * step < 0:
+    if not step or (end - start) * step < 0:
         return None
-    return wrap(np.arange(start, end, step, dtype=NP_INT64))
+    dt = (NP_INT64 if all_int else DEFAULT_FLOAT) if opts.np_dtype == NULL \
+        else <object>opts.np_dtype
+    if dt is NP_INT64:
+        if not all_int or opts.requires_grad:
+            return None
+        return wrap(np.arange(start, end, step, dtype=NP_INT64))
+    if dt is not NP_FLOAT32 and dt is not NP_F64:
+        return None
+    return whole_float_range(start, end, step, dt, opts.requires_grad)
+
+
+cdef object whole_float_range(double start, double end, double step, object dt,
+                              bint requires_grad):
+    """arange's float values from start by step below end when all are whole numbers that dt
+    holds exactly; else None.  The count is numpy's (ceil((end - start) / step) in double)."""
+    cdef double span, count_d, limit = 16777216.0 if dt is NP_FLOAT32 else 9007199254740992.0
+    cdef cnp.npy_intp i, count
+    if not (isfinite(start) and isfinite(end) and isfinite(step)):
+        return None
+    if start != floor(start) or step != floor(step):
+        return None
+    span = end - start
+    count_d = ceil(span / step)
+    if count_d < 0:
+        count_d = 0
+    if count_d > 1099511627776.0 or fabs(start) >= limit or fabs(start + step * count_d) >= limit:
+        return None
+    count = <cnp.npy_intp>count_d
+    arr = np.empty(count, dt)
+    cdef float *f = <float*>cnp.PyArray_DATA(arr)
+    cdef double *d = <double*>cnp.PyArray_DATA(arr)
+    if dt is NP_FLOAT32:
+        for i in range(count):
+            f[i] = <float>(<double>i * step + start)
+    else:
+        for i in range(count):
+            d[i] = <double>i * step + start
+    return made(arr, requires_grad)
+
+
+def linspace(tuple args, dict kwargs):
+    """linspace(start, end, steps) with Python numbers, steps >= 2, a float32 or float64 result:
+    PyTorch's values as the general path computes them (the first half counted up from start,
+    the second down from end, in the result's precision with one wider multiply-add)."""
+    cdef Options opts
+    cdef Py_ssize_t n, i, half
+    if len(args) != 3 or not plain_state() or not plain_options(kwargs, &opts):
+        return None
+    start, end, steps = args
+    for v in (start, end):
+        if not (type(v) is float or (type(v) is int
+                                     and -9007199254740992 < <object>v < 9007199254740992)):
+            return None
+    if type(steps) is not int or not 2 <= <object>steps < 1099511627776:
+        return None
+    dt = dtype_or_default(&opts)
+    if dt is not NP_FLOAT32 and dt is not NP_F64:
+        return None
+    scalar_to_dtype(start, dt)          # (the general path's checked conversion of each end)
+    scalar_to_dtype(end, dt)
+    n = steps
+    half = n // 2
+    arr = np.empty(n, dt)
+    cdef float s32, e32, step32
+    cdef double s64, e64, step64
+    cdef float *f = <float*>cnp.PyArray_DATA(arr)
+    cdef double *d = <double*>cnp.PyArray_DATA(arr)
+    if dt is NP_FLOAT32:
+        s32, e32 = <float><double>start, <float><double>end
+        step32 = (e32 - s32) / <float><double>(n - 1)
+        if not isfinite(step32):
+            return None         # (numpy's scalar overflow warning: the general path's)
+        for i in range(n):
+            if i < half:
+                f[i] = <float>(<double>s32 + <double>step32 * <double>i)
+            else:
+                f[i] = <float>(<double>e32 - <double>step32 * <double>(n - i - 1))
+    else:
+        s64, e64 = <double>start, <double>end
+        step64 = (e64 - s64) / <double>(n - 1)
+        if not isfinite(step64):
+            return None
+        for i in range(n):
+            if i < half:
+                d[i] = <double>(<long double>s64 + <long double>step64 * <long double>i)
+            else:
+                d[i] = <double>(<long double>e64 - <long double>step64 * <long double>(n - i - 1))
+    return made(arr, opts.requires_grad)
 
 
 def eye(tuple args, dict kwargs):
@@ -600,5 +695,5 @@ cdef frozenset PLAIN_DTYPES_NP = frozenset(np.dtype(t) for t in (
 FAST_PATHS = {"zeros": zeros, "ones": ones, "empty": empty, "full": full,
               "zeros_like": zeros_like, "ones_like": ones_like, "empty_like": empty_like,
               "full_like": full_like, "rand_like": rand_like, "randn_like": randn_like,
-              "rand": rand, "randn": randn, "randint": randint, "arange": arange, "eye": eye,
-              "tensor": tensor}
+              "rand": rand, "randn": randn, "randint": randint, "arange": arange,
+              "linspace": linspace, "eye": eye, "tensor": tensor}
