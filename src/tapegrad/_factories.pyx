@@ -66,10 +66,19 @@ def configure(device_module, device_type, list capture_route, dict uninitialised
         PLAIN_DTYPES[d] = (<dtype>d).np_dtype
 
 
+cdef bint ENABLED = True
+
+
+def _set_enabled(bint flag):
+    """Turn the fast paths off (tests compare them with the general path) or on again."""
+    global ENABLED
+    ENABLED = flag
+
+
 cdef inline bint plain_state() except -1:
     """Whether the factories run as the fast paths assume: the CPU the default device (not
     meta, not an accelerator's error) and no tapegrad.compile capture routing the call."""
-    if CAPTURE_ROUTE is None or CAPTURE_ROUTE[0] is not None:
+    if not ENABLED or CAPTURE_ROUTE is None or CAPTURE_ROUTE[0] is not None:
         return False
     default = DEVICE_MODULE._default
     return default is None or default._type == "cpu"
@@ -636,9 +645,12 @@ def tensor(tuple args, dict kwargs):
         target = <object>opts.np_dtype
         if target is not NP_FLOAT32 and target is not NP_F64:
             return None
-        arr = np.array(data)
+        try:
+            arr = np.array(data)
+        except ValueError:
+            return None             # (ragged: the general path's error)
         if cnp.PyArray_TYPE(arr) != cnp.NPY_DOUBLE and cnp.PyArray_TYPE(arr) != cnp.NPY_LONG:
-            return None             # (ragged)
+            return None
         with IeeeResults():         # (1e40 as float32 is inf, silently as in PyTorch)
             return made(arr.astype(target, copy=False), opts.requires_grad)
     if type(data) is float:
