@@ -728,6 +728,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def to(self, *args, **kwargs):
         """Tensor.to(device), to(dtype), to(device, dtype), to(other), with non_blocking= and
         copy=: self when nothing changes (unless copy=True), else a converted copy."""
+        if not kwargs and len(args) == 1 and type(args[0]) is _core.dtype \
+                and not _made_elsewhere(args[0]):
+            return _core_to(self, args[0])      # (t.to(torch.float64): the common call)
         device, dtype, _, copy = parse_to(args, kwargs)
         if _made_elsewhere(dtype):
             return _to_bfloat16(Tensor.to, (self, *args), kwargs)

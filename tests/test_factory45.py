@@ -74,6 +74,13 @@ CALLS = [
     ("tensor", ([1e40, 1],), {"dtype": "float32"}), ("tensor", ([1, 2 ** 63],), {"dtype": "float64"}),
     ("tensor", ([[1.0], [2.0, 3.0]],), {"dtype": "float64"}), ("tensor", ([0.5],), {"dtype": "int64"}),
     ("tensor", ([0.5, 1.5],), {"dtype": "float64", "requires_grad": True}),
+    ("tensor", ([1.0, 2, 3],), {}), ("tensor", ([[1, 2], [3, 4]],), {}),
+    ("tensor", ([1e40, -0.0],), {}), ("tensor", ([1, 2],), {"requires_grad": True}),
+    ("tensor", ([1.5, 2],), {"requires_grad": True}), ("tensor", ([1, 2 ** 63],), {}),
+    ("tensor", ([[1, 2], [3]],), {}), ("tensor", ([True, 2],), {}), ("tensor", ([],), {}),
+    ("as_tensor", ([1.0, 2.0],), {}), ("as_tensor", ([[1, 2]],), {"device": "cpu"}),
+    ("as_tensor", (np.arange(3.0),), {}), ("as_tensor", (np.arange(3.0),), {"dtype": "float32"}),
+    ("as_tensor", (np.zeros((0, 2)),), {}), ("as_tensor", ([1, 2],), {"dtype": "float64"}),
 ]
 
 # The calls every fast path must leave to the general path, with PyTorch's errors.
@@ -302,6 +309,13 @@ def test_shape_is_a_size_without_attributes():
         with pytest.raises(AttributeError):
             s.anything = 1
     assert tg.zeros(2, 3).shape[1:] == tg.Size([3]) and tg.zeros(()).shape == ()
+
+
+def test_as_tensor_of_an_array_shares_its_memory():
+    a = np.arange(4.0)
+    t = tg.as_tensor(a)
+    a[1] = 7
+    assert t[1].item() == 7 and tg.as_tensor(t) is t
 
 
 def test_from_numpy_shares_and_keeps_its_refusals():

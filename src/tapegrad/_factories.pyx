@@ -24,7 +24,7 @@ from libc.stdint cimport int64_t, uint64_t
 from libc.math cimport ceil, fabs, floor, isfinite
 from numpy.random cimport bitgen_t
 
-from tapegrad._core import wrap_array
+from tapegrad._core import plainly_shared, wrap_array
 
 cdef extern from "numpy/random/distributions.h":
     void random_standard_normal_fill(bitgen_t *state, cnp.npy_intp cnt, double *out) nogil
@@ -628,31 +628,19 @@ def eye(tuple args, dict kwargs):
 
 def tensor(tuple args, dict kwargs):
     """tensor(number) for a Python float, int or bool, and tensor(list of floats / ints, or of
-    rows of them, dtype=float32 or float64): the general path's values and dtypes."""
+    rows of them) with no dtype or float32 / float64: the general path's values and dtypes."""
     cdef Options opts
     if len(args) != 1 or not plain_state():
         return None
-    data = args[0]
-    if kwargs and not plain_options(kwargs, &opts, False, False):
-        return None
-    if not kwargs:
+    if kwargs:
+        if not plain_options(kwargs, &opts, False, False):
+            return None
+    else:
         opts.np_dtype = NULL
         opts.requires_grad = False
+    data = args[0]
     if type(data) is list:
-        # (without a dtype, the general path's own fast route is as quick)
-        if opts.np_dtype == NULL or not plain_number_list(data):
-            return None
-        target = <object>opts.np_dtype
-        if target is not NP_FLOAT32 and target is not NP_F64:
-            return None
-        try:
-            arr = np.array(data)
-        except ValueError:
-            return None             # (ragged: the general path's error)
-        if cnp.PyArray_TYPE(arr) != cnp.NPY_DOUBLE and cnp.PyArray_TYPE(arr) != cnp.NPY_LONG:
-            return None
-        with IeeeResults():         # (1e40 as float32 is inf, silently as in PyTorch)
-            return made(arr.astype(target, copy=False), opts.requires_grad)
+        return number_list_tensor(data, &opts)
     if type(data) is float:
         dt = DEFAULT_FLOAT if opts.np_dtype == NULL else <object>opts.np_dtype
         if dt is not NP_FLOAT32 and dt is not NP_F64:
@@ -674,6 +662,46 @@ def tensor(tuple args, dict kwargs):
             (<int64_t*>cnp.PyArray_DATA(arr))[0] = <int64_t>data
         return wrap(arr)
     return None
+
+
+def as_tensor(tuple args, dict kwargs):
+    """as_tensor(list of numbers) as tensor() makes it, and as_tensor(ndarray) on the array's
+    memory (a writable non-empty ndarray: from_numpy's common case); no dtype given."""
+    cdef Options opts
+    opts.np_dtype = NULL
+    opts.requires_grad = False
+    if len(args) != 1 or not plain_state():
+        return None
+    if kwargs and (len(kwargs) != 1 or not is_cpu(kwargs.get("device", 0))):
+        return None
+    data = args[0]
+    if type(data) is list:
+        return number_list_tensor(data, &opts)
+    return plainly_shared(data)
+
+
+cdef object number_list_tensor(list data, Options *opts):
+    """tensor(data) of a plain list of numbers (plain_number_list): numpy's reading of it, in
+    the default float dtype when a float is among them, else int64; or in dtype float32 /
+    float64 when given.  None for anything else."""
+    target = None if opts.np_dtype == NULL else <object>opts.np_dtype
+    if target is not None and target is not NP_FLOAT32 and target is not NP_F64:
+        return None
+    if not plain_number_list(data):
+        return None
+    try:
+        arr = np.array(data)
+    except ValueError:
+        return None                 # (ragged: the general path's error)
+    if cnp.PyArray_TYPE(arr) == cnp.NPY_DOUBLE:
+        if target is None:
+            target = DEFAULT_FLOAT
+    elif cnp.PyArray_TYPE(arr) != cnp.NPY_LONG:
+        return None
+    if target is None:
+        return None if opts.requires_grad else wrap(arr)       # (ints: int64)
+    with IeeeResults():             # (1e40 as float32 is inf, silently as in PyTorch)
+        return made(arr.astype(target, copy=False), opts.requires_grad)
 
 
 cdef bint plain_number_list(list data) except -1:
@@ -708,4 +736,4 @@ FAST_PATHS = {"zeros": zeros, "ones": ones, "empty": empty, "full": full,
               "zeros_like": zeros_like, "ones_like": ones_like, "empty_like": empty_like,
               "full_like": full_like, "rand_like": rand_like, "randn_like": randn_like,
               "rand": rand, "randn": randn, "randint": randint, "arange": arange,
-              "linspace": linspace, "eye": eye, "tensor": tensor}
+              "linspace": linspace, "eye": eye, "tensor": tensor, "as_tensor": as_tensor}
