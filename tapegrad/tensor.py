@@ -192,6 +192,14 @@ def _size_kwarg(size: tuple, kwargs: dict) -> tuple:
 
 
 _warned_scalar_of_grad_tensor = False
+def _real_part(value: complex, c_type: str):
+    """A complex element read as a real number: its real part when its imaginary part is 0
+    (PyTorch's conversion check, which words any other as an overflow of the C type)."""
+    if value.imag != 0:
+        raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+    return value.real
+
+
 def _warn_scalar_of_grad_tensor(t) -> None:
     """float(t) / complex(t) (math.exp(t) too) of a tensor requiring grad, with grad mode on:
     PyTorch warns once per process that the result leaves the graph (int(), item() and
@@ -423,27 +431,16 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def __float__(self) -> float:
         if self.requires_grad:
             _warn_scalar_of_grad_tensor(self)
-        return float(self._real_scalar("double"))
+        value = self._scalar()
+        return float(_real_part(value, "double") if isinstance(value, complex) else value)
 
     def __int__(self) -> int:
         value = self._scalar()
         if isinstance(value, complex):
-            # (PyTorch's conversion check: a complex element converts when its imaginary part
-            # is 0 and its real part is a number, and words any other as an overflow)
-            if value.imag != 0 or value.real != value.real:
+            value = _real_part(value, "int64_t")
+            if value != value:      # (a NaN real part: PyTorch's overflow of the C type too)
                 raise RuntimeError("value cannot be converted to type int64_t without overflow")
-            value = value.real
         return int(value)
-
-    def _real_scalar(self, c_type: str):
-        """The one element as a real number: a complex one only when its imaginary part is 0
-        (PyTorch's conversion check, which words any other as an overflow of the C type)."""
-        value = self._scalar()
-        if isinstance(value, complex):
-            if value.imag != 0:
-                raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
-            return value.real
-        return value
 
     def __complex__(self) -> complex:
         _warn_scalar_of_grad_tensor(self)
