@@ -9,19 +9,24 @@ PyTorch, one thread); each benchmark first checks tapegrad's result against PyTo
 shape; values where they are not random).  bench/test_interleaved.py's "factories" workload times
 a mixed block of them round-robin against PyTorch, the steadier ratio on a loaded machine.
 
-Before / after (medians of interleaved runs, one thread, this machine; ratio = tapegrad / torch):
+Before / after (tapegrad / PyTorch per-call time, one thread, interleaved timeit rounds on a
+shared 2-core host; before: medians of a quiet run, after: minima of the rounds, the host being
+loaded then):
 
   form                          before   after      form                        before   after
-  zeros(3, 4)                     1.6     0.5       randn(3, 4)                   1.2     0.5
-  zeros((3, 4), dtype=f64)        7.6     0.6       randn(3, 4, requires_grad)    5.5     0.6
-  ones(3, 4, device='cpu')       10.2     0.5       rand(3, 4, dtype=f64)         6.5     0.6
-  empty(3, 4)                     9.7     0.7       randint(0, 10, (3, 4))       13.2     0.2
-  full((3, 4), 2.)                6.7     0.6       arange(10)                    9.6     0.5
-  eye(3)                          4.5     0.9       arange(10, dtype=f32)         9.8     0.5
-  linspace(0, 1, 5)              17.8     0.6       tensor(2.5)                   2.9     0.1
-  tensor([1., 2.], dtype=f64)     3.5     0.1       ones_like / empty_like        6.0     0.7
-  rand_like(x)                   13.2     0.8       full_like(x, 2.)              1.5     0.6
-  float(t) / int(t)               2.4     1.2       t.shape                       1.9     1.1
+  zeros(3, 4)                     1.63    0.65      randn(3, 4)                   1.21    0.56
+  zeros(3, 4, dtype=f64)          7.61    0.72      randn(3, 4, requires_grad)    5.48    0.64
+  ones(3, 4, device='cpu')       10.21    0.60      rand(3, 4, dtype=f64)         6.53    0.68
+  empty(3, 4)                     9.74    0.76      randint(0, 10, (3, 4))       13.15    0.50
+  full((3, 4), 2.)                6.73    0.64      arange(10)                    9.57    0.50
+  eye(3)                          4.54    1.06      arange(10, dtype=f32)         9.80    0.49
+  linspace(0, 1, 5)              17.77    0.50      tensor(2.5)                   2.92    0.19
+  tensor([1., 2.], dtype=f64)     3.46    0.44      ones_like / empty_like   5.78/6.24  0.80/0.82
+  rand_like(x)                   13.23    0.80      full_like(x, 2.)              1.52    0.69
+  float(t) / int(t)          2.45/2.37 1.45/1.39   t.shape                       1.86    1.45
+  t.item() / bool(t)         1.58/1.52 0.86/0.88   t.to(same dtype)              1.68    0.58
+  from_numpy(a)                   1.59    1.24      as_tensor([1., 2.])     1.03-6.0    0.19
+  interleaved 'factories' block (13 factory calls and 2 scalar reads): 11.5x -> 0.47x
 """
 from __future__ import annotations
 
