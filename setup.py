@@ -141,7 +141,10 @@ def numpy_random_link():
         import numpy
     except ImportError:
         return [], []
-    return [os.path.join(os.path.dirname(numpy.__file__), "random", "lib")], ["npyrandom", "m"]
+    # (its samplers call the C math library, a library of its own but on Windows)
+    libm = [] if sys.platform == "win32" else ["m"]
+    return [os.path.join(os.path.dirname(numpy.__file__), "random", "lib")], ["npyrandom"] + libm
+
 
 # Every module is compiled without Cython's bound-method unpacking (CYTHON_UNPACK_METHODS=0).  At
 # every call of a Python method Cython inlines a test for a bound Python method and, when it is
