@@ -87,6 +87,7 @@ CALLS = [
 REFUSED = [
     ("zeros", (2, -1), {}), ("zeros", (2.0,), {}), ("ones", (-1,), {}), ("empty", ((2, -3),), {}),
     ("zeros", (2,), {"dtype": "flt"}), ("ones", (2,), {"dtype": 5}), ("ones", (2,), {"dtype": float}),
+    ("zeros", (2,), {"dtype": [1]}), ("rand", (2,), {"dtype": {}}), ("tensor", (2.5,), {"dtype": []}),
     ("zeros", (2,), {"dtype": "int64", "requires_grad": True}),
     ("ones", (2,), {"requires_grad": 1}), ("zeros", (2,), {"generator": None}),
     ("zeros", (2,), {"names": ("a",)}), ("ones", (2,), {"pin_memory": True}),

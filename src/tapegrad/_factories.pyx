@@ -110,7 +110,9 @@ cdef inline bint plain_options(dict kwargs, Options *opts, bint takes_generator=
     for key, value in kwargs.items():
         if key == "dtype":
             if value is not None:
-                np_dtype = PLAIN_DTYPES.get(value)
+                # (a tapegrad dtype first: an unhashable argument must reach the general
+                # path's TypeError, not the dict's)
+                np_dtype = PLAIN_DTYPES.get(value) if type(value) is dtype else None
                 if np_dtype is None:
                     return False
                 opts.np_dtype = <PyObject*>np_dtype
