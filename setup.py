@@ -126,7 +126,25 @@ MODULES = [
     ("_ops_nn", GLUE),
     ("_replay", GLUE),          # (issue 19's replay benches: measured there at GLUE only)
     ("_graph_vjp", COLD),
+    ("_factories", GLUE),       # (the factories' common calls: their per-call time is the point)
 ]
+
+# Modules that link numpy.random's C samplers (numpy's static libnpyrandom, its documented route
+# for extensions): the factories draw the global stream with the samplers numpy's Generator runs.
+NUMPY_RANDOM_USERS = ("_factories",)
+
+
+def numpy_random_link():
+    """(library_dirs, libraries) of numpy's libnpyrandom (none without numpy: build_ext then
+    stops with its own message)."""
+    try:
+        import numpy
+    except ImportError:
+        return [], []
+    # (its samplers call the C math library, a library of its own but on Windows)
+    libm = [] if sys.platform == "win32" else ["m"]
+    return [os.path.join(os.path.dirname(numpy.__file__), "random", "lib")], ["npyrandom"] + libm
+
 
 # Every module is compiled without Cython's bound-method unpacking (CYTHON_UNPACK_METHODS=0).  At
 # every call of a Python method Cython inlines a test for a bound Python method and, when it is
@@ -221,9 +239,15 @@ def extensions():
             + [("CYTHON_UNPACK_METHODS", "0")],
             extra_compile_args=compile_args(opt),
             extra_link_args=link_args,
+            **(numpy_random_kwargs() if name in NUMPY_RANDOM_USERS else {}),
         )
         for name, opt in MODULES
     ]
+
+
+def numpy_random_kwargs():
+    dirs, libs = numpy_random_link()
+    return {"library_dirs": dirs, "libraries": libs}
 
 
 INCLUDE = re.compile(r'^\s*include\s+"([^"]+)"', re.M)

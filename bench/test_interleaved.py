@@ -27,17 +27,21 @@ except ImportError:  # pragma: no cover - depends on the machine
     torch = None
 
 BLOCK = 10
-ROUNDS = {"mlp": 40, "poly": 300, "hand_adam": 300, "metrics": 300}  # rounds of BLOCK calls
+ROUNDS = {"mlp": 40, "poly": 300, "hand_adam": 300, "metrics": 300,
+          "factories": 300}  # rounds of BLOCK calls
 CONTENDERS = {"mlp": B.mlp_contenders, "poly": B.poly_contenders,
               "hand_adam": lambda libs, compiled: B.hand_adam_contenders(libs),
-              "metrics": lambda libs, compiled: B.metrics_contenders(libs)}
+              "metrics": lambda libs, compiled: B.metrics_contenders(libs),
+              "factories": lambda libs, compiled: B.factories_contenders(libs)}
 LABELS = {"mlp": "MLP 784-256-10 SGD step, batch 64, float32",
           "poly": f"poly fit of sin, {B.POLY_POINTS} points, float32, per iteration",
           "hand_adam": "hand-written Adam step over a 4-32-32-3 MLP's parameters, float32",
-          "metrics": f"eval metrics (MSE, MAE, mean(0), sum(1)) of {B.METRICS_SHAPE}, float32"}
+          "metrics": f"eval metrics (MSE, MAE, mean(0), sum(1)) of {B.METRICS_SHAPE}, float32",
+          "factories": "13 factory calls (zeros, randn, arange, tensor, eye, linspace, the "
+                       "*_like ...) and 2 scalar reads at size (3, 4)"}
 
 
-@pytest.mark.parametrize("workload", ["mlp", "poly", "hand_adam", "metrics"])
+@pytest.mark.parametrize("workload", ["mlp", "poly", "hand_adam", "metrics", "factories"])
 def test_interleaved(workload, bench_report, benchmark_disabled):
     libs = {"tapegrad": tg}
     if torch is not None:

@@ -38,7 +38,7 @@ import warnings
 
 import numpy as np
 
-from . import _core, _device
+from . import _core, _device, _factories
 from ._format import _add_suffixes
 from .tensor import Tensor
 
@@ -714,6 +714,9 @@ def factory(fn, name: str, kind: str):
     takes_requires_grad = "requires_grad" in inspect.signature(fn).parameters
     from . import overrides
     from .overrides import _SUBCLASS_TYPES, _dispatch_subclass_call
+    # The compiled fast path of the factory's common calls (tapegrad/_factories.pyx): the
+    # result, or None for a call it leaves to the general path below.
+    fast = _factories.FAST_PATHS.get(name)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -723,6 +726,10 @@ def factory(fn, name: str, kind: str):
             # that sets a default dtype or device replaces it; the Python-level factories are
             # not behind the C entry that asks the modes)
             return overrides._dispatch_mode_call(wrapper, args, kwargs)
+        if fast is not None:
+            made = fast(args, kwargs)
+            if made is not None:
+                return made
         if kind == "like" and args and type(args[0]) in _SUBCLASS_TYPES \
                 and not _core._subclass_dispatch_set_off(None):
             # (an input of a Tensor subclass: its __torch_function__, as the public entries do)
@@ -819,7 +826,9 @@ _FACTORIES = {
 def install_factories() -> None:
     """Wrap the creation functions wherever tapegrad and its layers look them up."""
     import tapegrad
-    from . import _random, creation
+    from . import _random, _uninitialised, creation
+    _factories.configure(_device, _device.device, capture_route, _uninitialised.flags,
+                         _random.default_generator)
     for kind, names in _FACTORIES.items():
         for name in names:
             fn = getattr(tapegrad, name, None)

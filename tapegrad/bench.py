@@ -1042,6 +1042,38 @@ def check_metrics(lib, rtol=1e-5) -> None:
         np.testing.assert_allclose(t.numpy(), a, rtol=rtol, atol=1e-6)
 
 
+# -- tensor factories and scalar reads: a script's per-step small calls --------------------------
+
+_FACTORIES_RNG = np.random.default_rng(45)
+
+
+def numpy_factories(x):
+    """numpy's counterparts of lib_factories' calls (the floor: allocation and fill only)."""
+    rng = _FACTORIES_RNG
+    return (np.zeros((3, 4), np.float32), np.ones((3, 4), np.float32),
+            rng.standard_normal((3, 4)).astype(np.float32), rng.random((3, 4)).astype(np.float32),
+            rng.integers(0, 10, (3, 4)), np.arange(10), np.full((3, 4), 2.0, np.float32),
+            np.array(2.5, np.float32), np.array([1.0, 2.0, 3.0], np.float32),
+            np.eye(3, dtype=np.float32), np.linspace(0, 1, 5, dtype=np.float32),
+            np.zeros_like(x), np.empty((3, 4), np.float32), float(x[0, 0]), x.shape)
+
+
+def lib_factories(lib, x):
+    """The factory calls and scalar reads of a small script's step, in `lib`."""
+    return (lib.zeros(3, 4), lib.ones((3, 4)), lib.randn(3, 4, requires_grad=True),
+            lib.rand(3, 4), lib.randint(0, 10, (3, 4)), lib.arange(10), lib.full((3, 4), 2.0),
+            lib.tensor(2.5), lib.tensor([1.0, 2.0, 3.0]), lib.eye(3), lib.linspace(0, 1, 5),
+            lib.zeros_like(x), lib.empty(3, 4), float(x[0, 0]), x.shape)
+
+
+def factories_contenders(libs) -> dict[str, Contender]:
+    """The factories block of numpy and of each library in `libs`."""
+    ways = {"numpy": Contender(lambda: (np.ones((3, 4), np.float32),), numpy_factories)}
+    for name, lib in libs.items():
+        ways[name] = Contender(lambda lib=lib: (lib, lib.ones(3, 4)), lib_factories)
+    return ways
+
+
 def cli_workloads(libs: dict[str, Any]):
     """(row label, n_ops or None, contenders, check) for the command-line run."""
     cases = {c.id: c for c in graph_cases()}

@@ -54,6 +54,7 @@ __all__ = [
     'compiled_mlp_step',
     'cross_entropy_graph',
     'cross_entropy_numpy',
+    'factories_contenders',
     'fan_graph',
     'fan_numpy',
     'graph_cases',
@@ -67,6 +68,7 @@ __all__ = [
     'import_times',
     'indexing_graph',
     'indexing_numpy',
+    'lib_factories',
     'lib_gradient',
     'lib_hand_adam_step',
     'lib_hvp',
@@ -85,6 +87,7 @@ __all__ = [
     'mlp_problem',
     'numpy_chain',
     'numpy_cross_entropy',
+    'numpy_factories',
     'numpy_hand_adam_step',
     'numpy_metrics',
     'numpy_mlp_step',
@@ -197,6 +200,8 @@ def cross_entropy_graph(lib: Any, logits: Any, target: Any) -> Any: ...
 
 def cross_entropy_numpy(seed: Any, logits: Any, target: Any) -> Any: ...
 
+def factories_contenders(libs: Any) -> Any: ...
+
 def fan_graph(lib: Any, x: Any) -> Any: ...
 
 def fan_numpy(seed: Any, x: Any) -> Any: ...
@@ -222,6 +227,8 @@ def import_times(repeat: _int = ..., modules: Any = ...) -> builtins.dict[_str, 
 def indexing_graph(lib: Any, x: Any, idx: Any, rows: Any, cols: Any, w: Any) -> Any: ...
 
 def indexing_numpy(seed: Any, x: Any, idx: Any, rows: Any, cols: Any, w: Any) -> Any: ...
+
+def lib_factories(lib: Any, x: Any) -> Any: ...
 
 def lib_gradient(lib: Any, f: Any, leaves: Any) -> Any: ...
 
@@ -258,6 +265,8 @@ def mlp_problem(seed: _int = ...) -> Any: ...
 def numpy_chain(x: Any, cycles: Any, g: Any, mul: Any = ..., add: Any = ...) -> Any: ...
 
 def numpy_cross_entropy(z: Any, target: Any) -> Any: ...
+
+def numpy_factories(x: Any) -> Any: ...
 
 def numpy_hand_adam_step(params: Any, grads: Any, ms: Any, vs: Any, step: Any) -> None: ...
 

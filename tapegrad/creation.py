@@ -603,7 +603,8 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with numpy array `array`."""
-    return _shared_with_numpy(array)
+    shared = _core.plainly_shared(array)        # (the common case, compiled)
+    return shared if shared is not None else _shared_with_numpy(array)
 
 
 def _shared_with_numpy(array) -> Tensor:

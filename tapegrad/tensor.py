@@ -33,6 +33,9 @@ _NUMPY_CONJ_BIT = ("Can't call numpy() on Tensor that has conjugate bit set. "
 class Size(tuple, metaclass=_TorchNamedClass):
     """A tensor's shape: a tuple that prints as PyTorch prints it."""
     _c_type_name = "torch.Size"  # (its name in PyTorch's messages)
+    # No instance attributes, as PyTorch's (s.x = 1 is its AttributeError); it also makes each
+    # t.shape cheaper to build (no per-instance dict).
+    __slots__ = ()
 
     __module__ = "tapegrad"
 
@@ -189,6 +192,14 @@ def _size_kwarg(size: tuple, kwargs: dict) -> tuple:
 
 
 _warned_scalar_of_grad_tensor = False
+def _real_part(value: complex, c_type: str):
+    """A complex element read as a real number: its real part when its imaginary part is 0
+    (PyTorch's conversion check, which words any other as an overflow of the C type)."""
+    if value.imag != 0:
+        raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+    return value.real
+
+
 def _warn_scalar_of_grad_tensor(t) -> None:
     """float(t) / complex(t) (math.exp(t) too) of a tensor requiring grad, with grad mode on:
     PyTorch warns once per process that the result leaves the graph (int(), item() and
@@ -277,10 +288,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return out
 
     # -- shape --------------------------------------------------------------------------------
-    @property
-    def shape(self) -> Size:
-        """The tensor's shape as a ``torch.Size`` (a tuple of ints); the same as ``size()``."""
-        return Size(self._array.shape)
+    shape = property(_core.shape_of, doc="""The tensor's shape as a ``torch.Size`` (a tuple of
+        ints); the same as ``size()``.""")
 
     def size(self, dim: int | None = None):
         """The shape as a ``torch.Size``, or with ``dim`` the size of that dimension as an int (negative
@@ -335,7 +344,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """
         if self._array.size != 1:
             raise RuntimeError(f"a Tensor with {self._array.size} elements cannot be converted to Scalar")
-        value = self._array.reshape(()).item()
+        value = self._array.item()      # (ndarray.item() reads a one-element array of any shape)
         _core._capture_read(self, "item", value)
         return value
 
@@ -403,35 +412,35 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def _scalar(self):
         if self._array.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if type(self) is Tensor:
+            # (float(loss), int(n): item()'s read without its call; a subclass's own item() is
+            # honoured)
+            value = self._array.item()
+            _core._capture_read(self, "item", value)
+            return value
         return self.item()
 
     def __bool__(self) -> bool:
         if self._array.size != 1:
             amount = "no values" if self._array.size == 0 else "more than one value"
             raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
-        value = bool(self._array.reshape(()).item())
+        value = bool(self._array.item())
         _core._capture_read(self, "bool", value)
         return value
 
     def __float__(self) -> float:
-        _warn_scalar_of_grad_tensor(self)
-        return float(self._real_scalar("double"))
+        if self.requires_grad:
+            _warn_scalar_of_grad_tensor(self)
+        value = self._scalar()
+        return float(_real_part(value, "double") if isinstance(value, complex) else value)
 
     def __int__(self) -> int:
-        value = self._real_scalar("int64_t")
-        if isinstance(value, float) and value != value and self._array.dtype.kind == "c":
-            raise RuntimeError("value cannot be converted to type int64_t without overflow")
-        return int(value)
-
-    def _real_scalar(self, c_type: str):
-        """The one element as a real number: a complex one only when its imaginary part is 0
-        (PyTorch's conversion check, which words any other as an overflow of the C type)."""
         value = self._scalar()
         if isinstance(value, complex):
-            if value.imag != 0:
-                raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
-            return value.real
-        return value
+            value = _real_part(value, "int64_t")
+            if value != value:      # (a NaN real part: PyTorch's overflow of the C type too)
+                raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        return int(value)
 
     def __complex__(self) -> complex:
         _warn_scalar_of_grad_tensor(self)
@@ -716,6 +725,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
     def to(self, *args, **kwargs):
         """Tensor.to(device), to(dtype), to(device, dtype), to(other), with non_blocking= and
         copy=: self when nothing changes (unless copy=True), else a converted copy."""
+        if not kwargs and len(args) == 1 and type(args[0]) is _core.dtype \
+                and not _made_elsewhere(args[0]):
+            return _core_to(self, args[0])      # (t.to(torch.float64): the common call)
         device, dtype, _, copy = parse_to(args, kwargs)
         if _made_elsewhere(dtype):
             return _to_bfloat16(Tensor.to, (self, *args), kwargs)
@@ -1184,3 +1196,4 @@ for _name, _fn in _core.TENSOR_METHODS.items():
         setattr(Tensor, _name, _fn)
 
 _core._set_tensor_class(Tensor)
+_core._set_size_class(Size)

@@ -11,6 +11,7 @@
 #   tapegrad._ops_nn      ops_nn.pxi
 #   tapegrad._replay      replay.pxi
 #   tapegrad._graph_vjp   graph_vjp.pxi
+#   tapegrad._factories   _factories.pyx: the factories' common calls (loaded by tapegrad/_meta.py)
 # Each op family registers its ops into the core's op table (ops_registry.pxi) when its module
 # loads; where the core itself must reach a higher module (TensorBase's x[key], x[key] = v and
 # x += y, the out= argument, create_graph=True), it calls through a pointer that module installs.

@@ -26,6 +26,22 @@ def _set_tensor_class(cls):
     TensorType = cls
 
 
+# torch.Size (tapegrad/tensor.py's Size), replaced when the package imports.
+cdef object SizeType = tuple
+
+
+def _set_size_class(cls):
+    """Called once by tapegrad/tensor.py: the class of t.shape."""
+    global SizeType
+    SizeType = cls
+
+
+def shape_of(TensorBase t):
+    """t.shape as a torch.Size: Tensor.shape's getter, compiled so that a read (at every step of
+    a script) runs no Python frame."""
+    return SizeType(t._array.shape)
+
+
 MetaTensorType = None
 MetaParameterType = None
 META_ENTRY = None
@@ -92,6 +108,16 @@ def _swap_tensor_impl(TensorBase a, TensorBase b):
 # PyTorch's numpy dtype refusal lists the types tensor_from_numpy takes.
 cdef str NUMPY_TYPES_TAKEN = ("float64, float32, float16, complex64, complex128, int64, int32, "
                               "int16, int8, uint64, uint32, uint16, uint8, and bool")
+
+
+def plainly_shared(object a):
+    """torch.from_numpy's common case, a writable non-empty ndarray (not a subclass), as the
+    tensor on a view of its own of a's memory; None for any other array, which the facade
+    (creation.py's _shared_with_numpy) takes with its warnings and stride bookkeeping."""
+    if type(a) is not np.ndarray or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>a) \
+            or cnp.PyArray_SIZE(<cnp.ndarray>a) == 0:
+        return None
+    return tensor_from_numpy(a.view())
 
 
 def tensor_from_numpy(cnp.ndarray arr):
