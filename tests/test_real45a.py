@@ -90,3 +90,42 @@ def test_tensor_of_a_series_or_frame_refused_as_in_torch(make):
 def test_sequence_objects_nested_as_in_torch(make):
     _same(lambda lib: lib.tensor(make()))
     _same(lambda lib: lib.LongTensor(make()))
+
+
+# ---- matplotlib takes tapegrad tensors as PyTorch's, whatever "torch" is in sys.modules ----
+
+def _matplotlib():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def test_matplotlib_unpacks_tapegrad_tensors_to_arrays():
+    # Here sys.modules["torch"] is PyTorch, as it is absent under `import tapegrad as torch`:
+    # matplotlib's torch test (cbook._is_torch_array) looked only there and kept our tensors
+    plt = _matplotlib()
+    from matplotlib import cbook
+    for lib in (tg, torch):
+        out = cbook._unpack_to_numpy(lib.linspace(0, 1, 5))
+        assert isinstance(out, np.ndarray) and out.dtype == np.float32
+    assert not cbook._is_torch_array([1.0])
+    plt.close("all")
+
+
+def test_matplotlib_stem_and_plot_of_tensors_as_in_torch():
+    plt = _matplotlib()
+    import warnings
+    for lib in (tg, torch):
+        x = lib.linspace(0, 1, 5)
+        fig, ax = plt.subplots()
+        stem = ax.stem(x, x ** 2)           # tapegrad: TypeError from np.min(tensor)
+        np.testing.assert_allclose(stem.markerline.get_ydata(), (x ** 2).numpy())
+        w = lib.ones(5, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (tapegrad warned about float() of a grad tensor)
+            with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that "
+                                                   "requires grad"):
+                ax.plot(x, w)
+        plt.close(fig)
