@@ -559,7 +559,8 @@ def _holds_sequence_objects(data) -> bool:
     while stack:
         item = stack.pop()
         if isinstance(item, (list, tuple)):
-            if not all(t in _PYTHON_NUMBERS or issubclass(t, np.generic) for t in set(map(type, item))):
+            if not all(t in _PYTHON_NUMBERS or issubclass(t, np.generic)
+                       for t in set(map(type, item))):
                 stack.extend(item)
         elif _is_sequence_object(item):
             return True
