@@ -391,7 +391,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                 # __array__) is refused as a set or None is
                 raise RuntimeError(f"Could not infer dtype of {_type_name(data)}")
             # (read here, so that their errors are not taken for the inference error below)
-            data = read_sequence_objects(data, infer=dtype is None)
+            data = _read_sequence_objects(data, infer=dtype is None)
         try:
             data, arr = _nested_array(data, _np_dtype(dtype, "tensor"))
         except (TypeError, ValueError):
@@ -522,7 +522,7 @@ def _nested_array(data, target=None):
     item of a non-empty result warns once (PyTorch stores it element by element).  target is
     the numpy dtype the values will be stored in (None: the one PyTorch infers from data); it
     decides the error for a tensor item of other than one element."""
-    data = read_sequence_objects(data, infer=target is None)
+    data = _read_sequence_objects(data, infer=target is None)
     try:
         data, arr = _rectangular_array(data)
     except _NotOneElementItem:
@@ -623,7 +623,7 @@ def _typed_as(value, item):
     return value
 
 
-def read_sequence_objects(data, infer: bool):
+def _read_sequence_objects(data, infer: bool):
     """data with its sequence objects read as PyTorch reads them (see above), as nested lists;
     data itself when it holds none.  infer: the dtype is to be inferred (no dtype given)."""
     if not _holds_sequence_objects(data):
