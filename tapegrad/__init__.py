@@ -376,6 +376,8 @@ from . import _stdlib_attributes  # noqa: E402
 _stdlib_attributes.install()  # urllib.request & co., which PyTorch's import loads, on first read
 from . import _einops_backend  # noqa: E402
 _einops_backend.install()  # einops' rearrange & co. on our tensors under `import tapegrad as torch`
+from . import _matplotlib_arrays  # noqa: E402
+_matplotlib_arrays.install()  # matplotlib takes our tensors as PyTorch's under `import tapegrad as torch`
 
 # every public function behind the compiled entry where the meta device dispatches, with out=
 # on those that take it in PyTorch: after the meta factories (which wrap the creation functions

@@ -11,14 +11,12 @@ Here einops gets a backend named "tapegrad": einops' torch backend with our pack
 `torch`, so the calls einops makes (permute, reshape, expand, amax, torch.cat, torch.einsum, ...)
 are the same ones it makes on PyTorch.  Importing einops just for this would cost every tapegrad
 user its import time, so the backend is defined when einops' backends module is imported (now, if
-it already was).  einops' torch-only extras stay out: its TorchBackend.__init__ registers the
-einops functions with torch._dynamo, which would import PyTorch itself.
+it already was: _on_import).  einops' torch-only extras stay out: its TorchBackend.__init__
+registers the einops functions with torch._dynamo, which would import PyTorch itself.
 """
 from __future__ import annotations as _annotations
 
-import importlib.abc
-import importlib.util
-import sys
+from ._on_import import when_imported
 
 _BACKENDS_MODULE = "einops._backends"
 
@@ -40,29 +38,5 @@ def _define_backend(backends) -> None:
     backends.TapegradBackend = TapegradBackend
 
 
-class _DefineOnImport(importlib.abc.MetaPathFinder):
-    """Lets einops' backends module load as usual, then defines our backend in it (once)."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != _BACKENDS_MODULE:
-            return None
-        sys.meta_path.remove(self)          # (one use; and find_spec below must not meet us)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run_module = spec.loader.exec_module
-
-        def exec_module(module):
-            run_module(module)
-            _define_backend(module)
-
-        spec.loader.exec_module = exec_module   # (this spec's own loader instance)
-        return spec
-
-
 def install() -> None:
-    loaded = sys.modules.get(_BACKENDS_MODULE)
-    if loaded is not None:
-        _define_backend(loaded)
-    elif not any(isinstance(finder, _DefineOnImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _DefineOnImport())
+    when_imported(_BACKENDS_MODULE, _define_backend)

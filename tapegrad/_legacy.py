@@ -209,7 +209,7 @@ def legacy_value(np_dt, args: tuple, kwargs: dict):
     if storage is not None and storage.is_storage(data):
         return _storage_elements(storage, data, np.dtype(data_dt))
     if _follows_sequence_protocol(data):    # range, deque, array.array, memoryview: PySequence_Check
-        return _from_data(list(data), data_dt)
+        return _from_data(data, data_dt)     # (read item by item: creation._read_sequence_objects)
     raise TypeError(f"new(): data must be a sequence (got {_type_name(data)})")
 
 

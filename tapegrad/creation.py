@@ -390,6 +390,8 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                 # PyTorch reads numbers and sequences only: an object numpy would convert (by
                 # __array__) is refused as a set or None is
                 raise RuntimeError(f"Could not infer dtype of {_type_name(data)}")
+            # (read here, so that their errors are not taken for the inference error below)
+            data = _read_sequence_objects(data, infer=dtype is None)
         try:
             data, arr = _nested_array(data, _np_dtype(dtype, "tensor"))
         except (TypeError, ValueError):
@@ -520,6 +522,7 @@ def _nested_array(data, target=None):
     item of a non-empty result warns once (PyTorch stores it element by element).  target is
     the numpy dtype the values will be stored in (None: the one PyTorch infers from data); it
     decides the error for a tensor item of other than one element."""
+    data = _read_sequence_objects(data, infer=target is None)
     try:
         data, arr = _rectangular_array(data)
     except _NotOneElementItem:
@@ -527,6 +530,111 @@ def _nested_array(data, target=None):
     if arr.size and isinstance(data, (list, tuple)) and _items_of_numpy_or_tensor(data)[1]:
         _warn_list_of_arrays()
     return data, arr
+
+
+# ---- sequence objects (pandas Series, deque, user classes) read item by item ----------------
+#
+# PyTorch reads data that is neither a tensor nor an ndarray through Python's sequence protocol
+# only, never through __array__: it measures the shape along obj[0], obj[0][0], ... (an
+# IndexError or KeyError there is "could not determine the shape"), infers the dtype from
+# obj[i] for every i (the dtype of each item: a float64 Series is float64, an int8 one int8; an
+# obj[i] that fails raises as is), and stores the values in iteration order.  numpy's reading of
+# the same object (by __array__) made a float64 Series float32 silently, and took a Series whose
+# index is not 0..n-1 or a DataFrame, both of which PyTorch refuses (Series[i] looks up a label).
+
+_MAX_DIMS = 64
+_NOT_SEQUENCE_OBJECTS = (list, tuple, range, str, bytes, np.ndarray, np.generic, _core.TensorBase)
+
+
+def _is_sequence_object(obj) -> bool:
+    from ._legacy import _follows_sequence_protocol
+    return (not isinstance(obj, _NOT_SEQUENCE_OBJECTS) and not _is_typed_storage(obj)
+            and _follows_sequence_protocol(obj))
+
+
+def _holds_sequence_objects(data) -> bool:
+    """Whether data is, or nested lists/tuples data hold, a sequence object.  A list of numbers
+    is checked at C speed (the set of its item types)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            if not all(t in _PYTHON_NUMBERS or issubclass(t, np.generic)
+                       for t in set(map(type, item))):
+                stack.extend(item)
+        elif _is_sequence_object(item):
+            return True
+    return False
+
+
+def _first_item_depth(data) -> int:
+    """How many sequences deep data[0][0]... goes, measured as PyTorch measures the shape."""
+    depth, obj = 0, data
+    while isinstance(obj, (list, tuple, range, np.ndarray)) or _is_sequence_object(obj):
+        if isinstance(obj, np.ndarray):
+            return depth + obj.ndim
+        depth += 1
+        if depth > _MAX_DIMS:
+            raise ValueError(f"too many dimensions '{type(obj).__name__}'")
+        if len(obj) == 0:
+            break
+        try:
+            obj = obj[0]
+        except Exception:
+            raise ValueError("could not determine the shape of object type "
+                             f"'{type(obj).__name__}'") from None
+    return depth
+
+
+def _read(data, infer: bool, dim: int = 0):
+    """data with each sequence object replaced by the list of its items: their values in
+    iteration order, each number of the type obj[i] has when the dtype is inferred (a Series
+    iterates over Python floats, while Series[i] and so PyTorch's inference see numpy.float64).
+    obj[i] for every i is looked up then, as PyTorch's inference does: a failing lookup (a
+    Series whose index has no label i) raises its own error.  A sequence object of numpy
+    numbers of one type that is data itself becomes an ndarray of that type (the tensor's
+    dtype and values, read at numpy's speed)."""
+    if _is_sequence_object(data):
+        values = list(data)
+        typed = [data[i] for i in range(len(data))] if infer else values
+        if len(values) != len(data):
+            raise ValueError(f"expected sequence of length {len(data)} at dim {dim} "
+                             f"(got {len(values)})")
+        kinds = set(map(type, typed))
+        if len(kinds) == 1 and set(map(type, values)) <= _PYTHON_NUMBERS:
+            # (the common case, a Series of one dtype)
+            kind = kinds.pop()
+            if issubclass(kind, np.generic) and np.dtype(kind).kind in "biufc":
+                array = np.array(values, dtype=kind)
+                # (inside a list an ndarray would be an item PyTorch warns about: numbers there)
+                return list(array) if dim else array
+            return values
+        return [_typed_as(_read(value, infer, dim + 1), item) for value, item in zip(values, typed)]
+    if isinstance(data, (list, tuple)) and _holds_sequence_objects(data):
+        return [_read(item, infer, dim + 1) for item in data]
+    return data
+
+
+def _typed_as(value, item):
+    """value as a number of item's numpy type, when value is a Python number and item numpy's."""
+    if (type(value) in _PYTHON_NUMBERS or type(value) is complex) and isinstance(item, np.generic) \
+            and item.dtype.kind in "biufc":
+        return item.dtype.type(value)
+    return value
+
+
+def _read_sequence_objects(data, infer: bool):
+    """data with its sequence objects read as PyTorch reads them (see above), as nested lists;
+    data itself when it holds none.  infer: the dtype is to be inferred (no dtype given)."""
+    if not _holds_sequence_objects(data):
+        return data
+    depth = _first_item_depth(data)
+    values = _read(data, infer)
+    if _first_item_depth(values) < depth:
+        # iteration gave a number where indexing gave a sequence (a DataFrame iterates over its
+        # column labels)
+        raise TypeError("not a sequence")
+    return values
 
 
 def _rectangular_array(data):
