@@ -85,3 +85,24 @@ METHOD_SIGNATURES = {
     "repeat_interleave": ("(Tensor repeats, int dim = None, *, int output_size = None)",
                           "(int repeats, int dim = None, *, int output_size = None)"),
 }
+
+# PyTorch's lists for the builtins whose entries take `dim` (or the split points) in several
+# spellings under one Python signature with a sentinel default, which says nothing a reader of
+# PyTorch's message would recognise.  Read only when the call fits no signature at all (np.mean(x)
+# calls x.mean(axis=None, dtype=None, out=None)): an argument of a wrong type keeps the op's own
+# words, which SIGNATURES would turn into a list.  Methods take no out=.  From torch 2.13.
+UNFIT_SIGNATURES = {}
+for _name, _dim in (("mean", "tuple of ints dim"), ("sum", "tuple of ints dim"),
+                    ("prod", "int dim")):
+    METHOD_SIGNATURES[_name] = ("(*, torch.dtype dtype = None)",
+                                f"({_dim}, bool keepdim = False, *, torch.dtype dtype = None)")
+    UNFIT_SIGNATURES[_name] = (
+        "(Tensor input, *, torch.dtype dtype = None"
+        + (", Tensor out = None)" if _name == "mean" else ")"),
+        f"(Tensor input, {_dim}, bool keepdim = False, *, torch.dtype dtype = None, "
+        "Tensor out = None)")
+UNFIT_SIGNATURES["tensor_split"] = ("(Tensor input, tuple of ints indices, int dim = 0)",
+                                    "(Tensor input, Tensor tensor_indices_or_sections, int dim = 0)",
+                                    "(Tensor input, int sections, int dim = 0)")
+UNFIT_SIGNATURES.update(dict.fromkeys(("hsplit", "vsplit", "dsplit"), (
+    "(Tensor input, int sections)", "(Tensor input, tuple of ints indices)")))

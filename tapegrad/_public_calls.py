@@ -685,7 +685,7 @@ def overloads_error(name: str, given: tuple, kwargs: dict, method: bool):
     from .tensor import invalid_arguments
     signatures = _overloads.METHOD_SIGNATURES.get(name) if method else None
     if signatures is None:
-        signatures = _overloads.SIGNATURES.get(name)
+        signatures = _overloads.UNFIT_SIGNATURES.get(name) or _overloads.SIGNATURES.get(name)
         if signatures is None:
             return None
         if method:
@@ -703,8 +703,11 @@ def _invalid_combination(entry, name: str, given: tuple, kwargs: dict, method: b
         return listed
     from .tensor import invalid_arguments
     signature = inspect.signature(entry)
-    if method:
-        signature = signature.replace(parameters=list(signature.parameters.values())[1:])
+    parameters = list(signature.parameters.values())[method:]
+    # A sentinel default (an `object()` telling "not given" from None) would print its address:
+    # such a parameter is shown as PyTorch shows one without a default.
+    signature = signature.replace(parameters=[
+        p.replace(default=p.empty) if type(p.default) is object else p for p in parameters])
     return invalid_arguments(name, given, kwargs, f"\n * {signature}\n")
 
 
