@@ -1,0 +1,127 @@
+"""Regressions from session 45's differential fuzzing (tools/fuzz.py, seeds >= FORMS_FROM: operands
+in unusual forms - transposed, expanded, empty, 0-d, integer or bool - handed to reductions,
+scans, float ops and in-place ops), each compared against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(L, fn):
+    """fn(L) as (the exception type and message) or (values, dtype name)."""
+    try:
+        r = fn(L)
+    except Exception as e:  # noqa: BLE001 - the error is the result compared
+        return type(e).__name__, str(e)
+    return r.detach().numpy().tolist(), str(r.dtype).split(".")[-1]
+
+
+def _same_outcome(fn, phrase=None):
+    """The same exception type and message (or its key phrase), or the same values and dtype."""
+    want, got = _outcome(torch, fn), _outcome(tg, fn)
+    if isinstance(want[0], str):
+        assert got[0] == want[0], (want, got)
+        if phrase:
+            assert phrase in want[1] and phrase in got[1], (want, got)
+        else:
+            assert want[1] == got[1], (want, got)
+    else:
+        assert got[1] == want[1]
+        np.testing.assert_allclose(np.array(got[0], dtype=float), np.array(want[0], dtype=float),
+                                   rtol=1e-12)     # (libm's last bit in exp)
+
+
+@pytest.mark.parametrize("op", ["cumsum_", "cumprod_"])
+@pytest.mark.parametrize("make", [
+    # a bool self: PyTorch's in-place scan runs its kernel in self's dtype, which has no bool
+    # instance (a NotImplementedError), except for a 0-d self (copied) or an empty one
+    lambda L: L.tensor([[True, False], [True, True]]),
+    lambda L: L.tensor(True),
+    lambda L: L.zeros(0, 2, dtype=L.bool),
+    # an int8 self sums / multiplies in int8 (wrapping)
+    lambda L: L.tensor([100, 3, -7], dtype=L.int8),
+])
+def test_running_in_place_computes_in_self_dtype(op, make):
+    _same_outcome(lambda L: getattr(make(L), op)(0))
+
+
+@pytest.mark.parametrize("op", ["cumsum_", "cumprod_"])
+@pytest.mark.parametrize("self_dtype, dtype", [("float32", "float64"), ("int32", "int64"),
+                                               ("int32", "bool"), ("float64", "float64")])
+def test_running_in_place_dtype_argument(op, self_dtype, dtype):
+    # a dtype= other than self's is refused ("Bad in-place call"); tapegrad ignored it and
+    # computed in self's dtype
+    _same_outcome(lambda L: getattr(L.tensor([1.5, 2.0, 3.0]).to(getattr(L, self_dtype)), op)(
+        0, dtype=getattr(L, dtype)))
+
+
+@pytest.mark.parametrize("op", ["cumsum_", "cumprod_"])
+def test_running_in_place_dim_checked_before_dtype(op):
+    _same_outcome(lambda L: getattr(L.tensor([1.5, 2.0]), op)(3, dtype=L.float64))
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("make", [lambda L: L.tensor(True), lambda L: L.zeros(0, dtype=L.bool),
+                                  lambda L: L.tensor([True]), lambda L: L.tensor([2, 3])])
+def test_running_bool_dtype_only_reaches_kernel_when_it_runs(op, make):
+    _same_outcome(lambda L: getattr(make(L), op)(0, dtype=L.bool))
+
+
+def test_running_in_place_gradient_on_view(gradcheck):
+    # the in-place scan through a transposed view of a non-leaf still differentiates: against
+    # float64 finite differences and PyTorch's gradient
+    a = np.array([[0.3, -1.2, 0.7], [1.1, 0.4, -0.5]])
+
+    def f(L, x):
+        y = x * 1
+        y.mT.cumsum_(0)
+        y.cumprod_(-1)
+        return y
+
+    gradcheck(lambda x: f(tg, x), a)
+    x = tg.tensor(a, requires_grad=True)
+    f(tg, x).pow(2).sum().backward()
+    xt = torch.tensor(a, requires_grad=True)
+    f(torch, xt).pow(2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("write", [
+    lambda L, y: y.cumprod_(0),
+    lambda L, y: L.nn.functional.elu_(y),
+    lambda L, y: L.nn.functional.selu_(y),
+    lambda L, y: L.nn.functional.leaky_relu_(y, 0.2),
+    lambda L, y: L.nn.functional.rrelu_(y),
+    lambda L, y: L.nn.functional.elu(y, inplace=True),
+    lambda L, y: L.nn.ELU(inplace=True)(y),
+])
+def test_in_place_node_saving_its_result_guards_it(write):
+    # PyTorch's in-place node (CumprodBackward0, EluBackward1, LeakyReluBackward1,
+    # RreluWithNoiseBackward1) saves its result, which is the overwritten input: a later write
+    # into it makes backward raise.  tapegrad saved a copy and silently gave a gradient.
+    def run(L):
+        x = L.tensor([[-0.3, 0.2], [0.5, -0.6]], dtype=L.float64, requires_grad=True)
+        y = x * 1
+        write(L, y)
+        y.add_(1)
+        y.sum().backward()
+        return x.grad
+    _same_outcome(run, "modified by an inplace operation")
+
+
+@pytest.mark.parametrize("write", [
+    lambda L, y: y.cumprod_(0),
+    lambda L, y: L.nn.functional.elu_(y),
+    lambda L, y: L.nn.functional.leaky_relu_(y, 0.2),
+])
+def test_in_place_node_saving_its_result_still_differentiates(write):
+    # without a later write, the gradient is PyTorch's
+    def run(L):
+        x = L.tensor([[-0.3, 0.2], [0.5, -0.6]], dtype=L.float64, requires_grad=True)
+        y = x * 1
+        write(L, y)
+        (y * y).sum().backward()
+        return x.grad
+    _same_outcome(run)
