@@ -125,3 +125,29 @@ def test_in_place_node_saving_its_result_still_differentiates(write):
         (y * y).sum().backward()
         return x.grad
     _same_outcome(run)
+
+
+@pytest.mark.parametrize("op", [
+    lambda L, x, o: L.max(x, 1, out=o), lambda L, x, o: L.min(x, 1, True, out=o),
+    lambda L, x, o: L.topk(x, 2, 1, out=o), lambda L, x, o: L.kthvalue(x, 1, 1, out=o),
+    lambda L, x, o: L.median(x, 1, out=o), lambda L, x, o: L.mode(x, 1, out=o),
+    lambda L, x, o: L.aminmax(x, dim=1, out=o),
+])
+@pytest.mark.parametrize("bad", [0, 1])
+def test_tuple_out_expanded_refused_before_any_write(op, bad):
+    # PyTorch refuses an out that overlaps itself (an expand()) before writing any of the outs;
+    # tapegrad wrote the values, then refused the expanded indices (fuzz 67200527)
+    def run(L):
+        x = L.tensor([[1.0, 5.0, 2.0], [3.0, 2.0, 0.5]])
+        shapes = [r.shape for r in op(L, x, None)]
+        dtypes = [r.dtype for r in op(L, x, None)]
+        outs = [L.zeros(1, dtype=dt).expand(sh) if k == bad else L.zeros(sh, dtype=dt)
+                for k, (sh, dt) in enumerate(zip(shapes, dtypes))]
+        try:
+            op(L, x, tuple(outs))
+        except RuntimeError as e:
+            assert "more than one element of the written-to tensor" in str(e)
+        # (values only: on this error path PyTorch leaves a reduction's out in its keepdim
+        # shape, a quirk not followed)
+        return outs[1 - bad].to(L.float64).reshape(-1)
+    _same_outcome(run)
