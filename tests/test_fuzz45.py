@@ -151,3 +151,25 @@ def test_tuple_out_expanded_refused_before_any_write(op, bad):
         # shape, a quirk not followed)
         return outs[1 - bad].to(L.float64).reshape(-1)
     _same_outcome(run)
+
+
+@pytest.mark.parametrize("op", ["atan2_", "copysign_", "hypot_", "logaddexp_"])
+@pytest.mark.parametrize("self_dtype", ["int64", "bool", "float32", "float64"])
+def test_in_place_binary_with_bfloat16_operand(op, self_dtype):
+    # an integer or bool self with a bfloat16 0-d operand: PyTorch's cast refusal names
+    # BFloat16; tapegrad raised a TypeError (numpy has no bfloat16) (fuzz 67200212)
+    def run(L):
+        x = L.tensor([1, 0, 2]).to(getattr(L, self_dtype))
+        return getattr(x, op)(L.tensor(1.25, dtype=L.bfloat16))
+    _same_outcome(run)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "uint8"])
+def test_index_fill_integer_result_with_value_requiring_grad(dtype):
+    # PyTorch refuses an integer or bool result of index_fill whose value requires grad
+    # ("Autograd not support dtype"; a uint8 one first refuses -0.5's conversion); tapegrad
+    # cast the value and silently dropped its gradient
+    def run(L):
+        x = L.tensor([1.5, -2.0], requires_grad=True)
+        return L.tensor([1, 0]).to(getattr(L, dtype)).index_fill(0, L.tensor([0]), x.sum())
+    _same_outcome(run)
