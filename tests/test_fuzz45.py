@@ -218,3 +218,16 @@ def test_bfloat16_views_through_a_torch_function_mode(first):
     assert "torch.float32" not in got.stdout.splitlines()[0]
     # the mode names each call as PyTorch's does
     assert got.stdout.splitlines()[1] == want.stdout.splitlines()[1]
+
+
+@pytest.mark.parametrize("call", [
+    # PyTorch wraps logcumsumexp's dim before its kernel refuses an integer or bool input
+    lambda L: L.tensor([[True, False]]).logcumsumexp(2),
+    lambda L: L.tensor([1, 2]).logcumsumexp(1),
+    lambda L: L.tensor([1, 2]).logcumsumexp(0),
+    # cumulative_trapezoid refuses a bool y before it finds y 0-d (fuzz 67201308)
+    lambda L: L.cumulative_trapezoid(L.tensor(True), dim=0),
+    lambda L: L.cumulative_trapezoid(L.tensor(1.5), dim=0),
+])
+def test_order_of_checks_on_integer_and_bool_inputs(call):
+    _same_outcome(call)

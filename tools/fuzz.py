@@ -1311,6 +1311,8 @@ FORM_OUT = [
     "torch.max({x}, {d}, True, out=({o}, {oi}))", "torch.matmul({x}, {x}.mT, out={o})",
     "torch.where({x} > 0, {x}, {y}, out={o})", "torch.sigmoid({x}, out={o})",
 ]
+FORM_OUT_ELEMENTWISE = frozenset(fmt for fmt in FORM_OUT if re.match(
+    r"torch\.(add|mul|exp|clamp|neg|where|sigmoid)\(", fmt))
 # how the out view is made from a fresh tensor of the result's shape {shape} reversed ({rev}:
 # the permutation back), of twice its last dim, or expanded from one element
 FORM_OUT_VIEWS = [
@@ -1425,7 +1427,10 @@ def _form_out(g, a, x, fill):
         if not is_tensor(v):
             return
         sh = tuple(v.shape)
-        view = r.choice(FORM_OUT_VIEWS if sh else FORM_OUT_VIEWS[2:])
+        # (an expanded out only for the elementwise ops: PyTorch writes a reduction's or a
+        # product's result into one without checking, the survivor its loop order's, 67201120)
+        views = FORM_OUT_VIEWS if fmt in FORM_OUT_ELEMENTWISE else FORM_OUT_VIEWS[:3]
+        view = r.choice(views if sh else views[2:])
         if view.endswith(".flip(-1)") or r.random() < 0.2:
             view = "torch.zeros({shape}, dtype=torch.{dt})"      # (flip copies: a plain out)
         src = view.format(shape=sh, revshape=tuple(reversed(sh)), rev=tuple(reversed(range(len(sh)))),
