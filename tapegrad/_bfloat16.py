@@ -406,7 +406,10 @@ _NUMBERS_CAST_OPS = frozenset((
     "add", "add_", "sub", "sub_", "rsub", "__rsub__", "subtract", "subtract_", "pow", "pow_",
     "__pow__", "__rpow__", "fmod", "fmod_", "remainder", "remainder_", "gt", "lt", "ge", "le", "eq", "ne", "gt_", "lt_", "ge_", "le_", "eq_", "ne_",
     "greater", "less", "greater_equal", "less_equal", "not_equal", "__gt__", "__lt__",
-    "__ge__", "__le__", "__eq__", "__ne__"))
+    "__ge__", "__le__", "__eq__", "__ne__",
+    # (hardshrink's kernel compares with lambd as bfloat16: hardshrink(bf16 -0.3, 0.3) is 0;
+    # softshrink's compares in float32, with lambd as given; fuzz 66903180)
+    "hardshrink"))
 
 
 def _bfloat16_number(v):
@@ -422,7 +425,7 @@ def _bfloat16_number(v):
 
 def _numbers_cast(args: tuple, kwargs: dict):
     return (tuple(_bfloat16_number(a) for a in args),
-            {k: (_bfloat16_number(v) if k in ("other", "alpha", "exponent") else v)
+            {k: (_bfloat16_number(v) if k in ("other", "alpha", "exponent", "lambd") else v)
              for k, v in kwargs.items()})
 
 

@@ -900,6 +900,32 @@ def _cumulative_array(running, arr: np.ndarray, axis: int, dtype=None) -> np.nda
     return result
 
 
+def _check_running_bool(input, dt: np.dtype, kernel: str) -> None:
+    """PyTorch's running sum and product kernels have no bool instance; a 0-d input (copied)
+    and an empty one (nothing to run) never reach the kernel, so they take a bool dtype."""
+    if input.ndim and input._array.size:
+        from .creation import _check_not_bool
+        _check_not_bool(dt, kernel)
+
+
+def _running_in_place(self, name: str, args, kwargs) -> tuple:
+    """(kwargs, args) of self.cumsum_ / cumprod_ computing in self's dtype: PyTorch's in-place
+    form is the out= kernel with self as out, whose dtype is the result's (an int8 self sums in
+    int8, a bool one reaches the kernel with no bool instance); a dtype= of another dtype is
+    refused after the dim is checked (it was silently ignored: the sum ran in self's dtype)."""
+    dim = args[0] if args else kwargs.get("dim")
+    dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+    if isinstance(dim, int):
+        _dim(dim, self.ndim, name)
+    own = self._array.dtype
+    if dtype is not None and _core.np_dtype_of(dtype, name) != own:
+        raise RuntimeError(f"Bad in-place call: input tensor dtype {_core.c_type_name_of(own)} "
+                           f"and output tensor dtype "
+                           f"{_core.c_type_name_of(_core.np_dtype_of(dtype, name))} should match")
+    kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
+    return dict(kwargs, dtype=self.dtype), tuple(args[:1])
+
+
 def _cumsum_array(arr: np.ndarray, axis: int, dtype=None) -> np.ndarray:
     return _cumulative_array(np.ndarray.cumsum, arr, axis, dtype)
 
@@ -910,8 +936,7 @@ def cumsum(input, dim, *, dtype=None):
     _check_tensor(input, "cumsum")
     d = _dim(dim, input.ndim, "cumsum")
     if dtype is not None:
-        from .creation import _check_not_bool
-        _check_not_bool(_core.np_dtype_of(dtype, "cumsum"), "cumsum_out_cpu")
+        _check_running_bool(input, _core.np_dtype_of(dtype, "cumsum"), "cumsum_out_cpu")
         _check_autograd_dtype(input, _core.np_dtype_of(dtype, "cumsum"))
     if dtype is not None and _records(input):
         input = input.to(dtype)
@@ -928,8 +953,7 @@ def cumprod(input, dim, *, dtype=None):
     d = _dim(dim, input.ndim, "cumprod")
     out, _ = _cumulative_dtype(input._array, dtype, "cumprod")
     if dtype is not None:
-        from .creation import _check_not_bool
-        _check_not_bool(out, "cumprod_out_cpu")     # (as cumsum's: no running product of bools)
+        _check_running_bool(input, out, "cumprod_out_cpu")
         _check_autograd_dtype(input, out)
     if not _records(input):
         return _wrap(_cumulative_array(np.ndarray.cumprod, input._array, d, dtype))
@@ -1984,7 +2008,8 @@ _COMPARISON_NODES = {"lt": "Lt", "less": "Lt", "le": "Le", "less_equal": "Le", "
 
 # In-place forms computed as Functions whose PyTorch node saves its result (derivatives.yaml
 # reads `result`): a write into self after the op must be refused at backward.
-_SAVES_RESULT = frozenset("copysign hypot exp2 tan".split())
+# (cumprod: CumprodBackward saves self and the result; in place, the result is self)
+_SAVES_RESULT = frozenset("copysign hypot exp2 tan cumprod".split())
 
 
 def _in_place(name: str):
@@ -1996,6 +2021,8 @@ def _in_place(name: str):
     def apply(self, args, kwargs):
         if name in ("abs", "absolute"):
             _refuse_if_complex("abs_", self)
+        if name in ("cumsum", "cumprod"):
+            kwargs, args = _running_in_place(self, name, args, kwargs)
         _core._fresh_for_write(self)
         # (an operand that requires grad makes the op record too, and it may save self; under
         # no_grad, where optimizers make these calls, nothing records and nothing is scanned)

@@ -519,10 +519,10 @@ def logcumsumexp(input, dim, *, out=None):
     """log(cumsum(exp(input))) along dim, computed without overflow or underflow."""
     _check_tensor(input, "logcumsumexp")
     arr = input._array
+    d = _dim(dim, input.ndim, "logcumsumexp")      # (PyTorch wraps the dim before its kernel)
     if arr.dtype.kind not in "fc":
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{_dtype_name(arr)}'")
-    d = _dim(dim, input.ndim, "logcumsumexp")
     if out is not None:
         return compute_then_write("logcumsumexp", out, (input,),
                                   lambda: logcumsumexp(input, dim))
@@ -597,6 +597,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid-rule integral of y along dim (one fewer element than y)."""
     _check_tensor(y, "cumulative_trapezoid", "y", 1)
     if y.ndim == 0:
+        if x is None and y._array.dtype == np.bool_:   # (its bool refusal comes first)
+            _integration_spacing("cumulative_trapezoid", y, x, dx, 0)
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     d = _dim(dim, y.ndim)
     spacing = _integration_spacing("cumulative_trapezoid", y, x, dx, d)

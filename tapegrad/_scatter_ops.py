@@ -724,6 +724,12 @@ def index_fill(input, dim, index, value):
         if value._array.dtype.kind == "c" and input._array.dtype.kind != "c":
             raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is "
                                "not supported")
+        _fill_number(input, value._array.item())   # (its number's range check, as fill_'s)
+        if value.requires_grad and is_grad_enabled() and input._array.dtype.kind not in "fc":
+            # PyTorch records the fill and then refuses an integer or bool result; the cast
+            # below would silently drop the value's gradient
+            raise RuntimeError("Autograd not support dtype: "
+                               f"{_core.scalar_type_name_of(input._array.dtype)}")
         value = value.to(input.dtype)
     if key:
         # Each slice is filled once however often index names it: a tensor value's gradient
@@ -740,6 +746,10 @@ def index_fill_(self, dim, index, value):
     _check_fill_value("index_fill_", self, dim, index, value)
     with _leaf_error_first(self):
         read = _in_place_source(self, value)
+        if isinstance(value, TensorBase) and self._array.dtype.kind not in "fc":
+            # (no gradient reaches an integer or bool self: the out-of-place form's refusal of
+            # such a result is not the in-place one's, which PyTorch runs)
+            value = value.detach()
         result = index_fill(read, dim, index, value)
         _refuse_shared_source(self, index)
     if _stretched(self):

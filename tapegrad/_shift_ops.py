@@ -94,12 +94,19 @@ def check_in_place_operand(self, other, floating=False, cast_message=None,
         if shape != self._array.shape:
             raise RuntimeError(f"output with shape {list(self._array.shape)} doesn't match the "
                                f"broadcast shape {list(shape)}")
-    promoted = np.dtype(_core.np_dtype_of(_core.result_type(self, other)))
-    if floating and promoted.kind in "biu":     # (an op computing in floats: see its caller)
-        promoted = np.dtype(_core.np_dtype_of(_core.get_default_dtype()))
+    result_type = _core.result_type(self, other)
+    if result_type is _core.bfloat16:
+        # (an integer or bool self with a bfloat16 operand: numpy has no bfloat16, whose casts
+        # are float32's - to a floating or complex self only)
+        promoted, promoted_name = np.dtype(np.float32), "BFloat16"
+    else:
+        promoted = np.dtype(_core.np_dtype_of(result_type))
+        if floating and promoted.kind in "biu":     # (an op computing in floats: its caller's)
+            promoted = np.dtype(_core.np_dtype_of(_core.get_default_dtype()))
+        promoted_name = _core.scalar_type_name_of(promoted)
     if not _core.can_cast_np(promoted, self._array.dtype):
         # (cast_message: an op's own wording of the refusal, a format string of {out})
-        template = cast_message or (f"result type {_core.scalar_type_name_of(promoted)} can't be "
+        template = cast_message or (f"result type {promoted_name} can't be "
                                     f"cast to the desired output type {{out}}")
         raise RuntimeError(template.format(out=_core.scalar_type_name_of(self._array.dtype)))
 

@@ -316,6 +316,15 @@ def _dispatching_method(func, plain, python_level=False):
             return plain(self, *args, **kwargs)
         relevant = _relevant((self, *args), kwargs)
         if _mode_stack():
+            if getattr(type(self), "_dtype_class", False) and (
+                    type(func).__name__ in _NON_DISPATCHING_CALLABLES
+                    or getattr(func, "_mode_dispatches", False)):
+                # (a mode calls func with itself popped, and func, Tensor's own attribute,
+                # would compute on the float32 storage: bfloat16 computes as its class does,
+                # its ops being plain ones in PyTorch - a view read through a mode lost the
+                # dtype, fuzz 67201388)
+                return handle_torch_function(_dtype_class_call(func, type(self)), relevant,
+                                             self, *args, **kwargs)
             return handle_torch_function(func, relevant, self, *args, **kwargs)
         if not _overloaded_args(relevant):
             # (an instance of an opting-out class, a ManifoldParameter, reaching an attribute
@@ -326,6 +335,26 @@ def _dispatching_method(func, plain, python_level=False):
     method.__doc__ = getattr(plain, "__doc__", None)
     method._dispatches = True
     return method
+
+
+# Tensor's attributes that are raw C slots (a property's getter, __getitem__'s slot): called,
+# they do not dispatch to a subclass, where tapegrad's C method entries do.  (Nor do the modes'
+# replacements, _mode_dispatches, which a dtype class registered while a mode was active took
+# for Tensor's attributes: the first bfloat16 tensor made inside a mode.)
+_NON_DISPATCHING_CALLABLES = frozenset(("method-wrapper", "wrapper_descriptor"))
+
+
+def _dtype_class_call(func, cls):
+    """func as a dtype class `cls` (bfloat16) computes it, for a mode to call (resolve_name
+    names it as func)."""
+    def call(*args, **kwargs):
+        return cls.__torch_function__(func, (), args, kwargs)
+    for attribute in ("__name__", "__qualname__", "__doc__"):
+        value = getattr(func, attribute, None)
+        if value is not None:
+            setattr(call, attribute, value)
+    call._dtype_class_func = func
+    return call
 
 
 class _DispatchingProperty(property):
@@ -844,6 +873,7 @@ def _public_names() -> dict:
 def resolve_name(f):
     """The qualified name of an overridable function (``torch.Tensor.add``,
     ``torch.nn.functional.linear``, ``torch.Tensor.shape.__get__``), or None."""
+    f = getattr(f, "_dtype_class_func", f)
     if type(f).__name__ == "method-wrapper" and getattr(f, "__name__", "") == "__get__":
         found = _public_names().get(id(f.__self__))
         return None if found is None else f"{found[0]}.__get__"

@@ -63,7 +63,11 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     searchsorted, isin, unique_consecutive, cartesian_prod, combinations, vander, tensorsolve,
     hsplit / vsplit / dsplit, nuclear_norm, as_strided, the rarer special functions, the
     aliases, F's in-place activations, addmm_ / addbmm_ / baddbmm_ / addr_ / addmv_, in-place
-    comparisons), so the programs of lower seeds stay what they were;
+    comparisons), and seeds >= FORMS_FROM (67,200,000) from g_forms (an operand transposed,
+    strided, permuted, expanded, emptied, 0-d, integer or bool, handed to reductions with
+    negative dims / dim tuples / keepdim, scans, float ops, binary ops with 0-d tensors of
+    other dtypes, in-place ops on such views, out= into transposed / strided / expanded views),
+    so the programs of lower seeds stay what they were;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
 
@@ -1230,6 +1234,218 @@ def g_blind(g):
     table_op(g, WIDE_BLIND, BLIND_INPLACE)
 
 
+# (session 45) Argument forms the tables above hand an op only by chance: each step takes a
+# variable in a layout or kind of its own - transposed, strided, flipped, permuted, expanded (zero
+# strides, PyTorch's writes refuse them), one element broadcast to a shape, emptied along a dim,
+# reduced to 0-d, cast to an integer or bool dtype - and hands it to a reduction (negative dims,
+# dim tuples, keepdim), a scan, a float op (integer and bool inputs promote to the default float
+# dtype or are refused), a binary op with a 0-d tensor of another dtype (0-d operands do not take
+# part in promotion between floats), an in-place op on such a view (self non-contiguous, other
+# expanded), or an out= write into a transposed or strided view of the result's shape.  Drawn
+# only by seeds >= FORMS_FROM, so the programs of lower seeds stay what they were.
+FORMS_FROM = 67_200_000
+# (source of the form of {a}, least rank)
+FORMS = [
+    ("{a}.mT", 2), ("{a}.transpose(0, -1)", 2), ("{a}[..., ::2]", 1), ("{a}.flip(-1)", 1),
+    ("{a}.permute({rev})", 3), ("{a}.unsqueeze(0).expand(2, *{a}.shape)", 0),
+    ("{a}.unsqueeze(-1).expand(*{a}.shape, 3)", 0), ("{a}.reshape(-1)[:1].expand(2, 3)", 0),
+    ("{a}[..., :0]", 1), ("{a}.sum()", 0), ("{a}.detach().round().to(torch.int64)", 0),
+    ("{a}.detach().round().to(torch.int32).mT", 2), ("({a} > 0)", 0), ("({a} > 0).mT", 2),
+    ("{a}.detach().to(torch.uint8)", 0), ("{a}", 0), ("{a}[1:]", 1),
+]
+FORM_REDUCE = [
+    "{x}.sum({ds}, keepdim={kd})", "{x}.mean({d}, keepdim={kd})", "{x}.prod({d}, keepdim={kd})",
+    "{x}.amax({ds}, keepdim={kd})", "{x}.amin({ds})", "{x}.max({d}, keepdim={kd})[0]",
+    "{x}.min({d}, {kd}).indices", "{x}.argmax({d}, keepdim={kd})", "{x}.argmin()",
+    "{x}.var({ds}, correction={cor}, keepdim={kd})", "{x}.std({d})",
+    "torch.var_mean({x}, {ds}, keepdim={kd})[0]", "torch.std_mean({x}, {d})[1]",
+    "{x}.logsumexp({ds}, keepdim={kd})", "{x}.norm({p}, {ds}, keepdim={kd})",
+    "torch.linalg.vector_norm({x}, {p}, {ds}, {kd})", "{x}.nansum({ds})",
+    "{x}.nanmean({d}, keepdim={kd})", "{x}.median({d}, keepdim={kd}).values", "{x}.median()",
+    "{x}.nanmedian({d}).values", "{x}.mode({d}, {kd}).values", "{x}.cumsum({d})",
+    "{x}.cumprod({d})", "{x}.cummax({d}).values", "{x}.cummin({d}).indices",
+    "{x}.logcumsumexp({d})", "{x}.all({d}, keepdim={kd})", "{x}.any({ds})",
+    "{x}.count_nonzero({ds})", "torch.aminmax({x}, dim={d}, keepdim={kd}).min",
+    "{x}.softmax({d})", "{x}.log_softmax({d}, dtype=torch.float64)",
+    "{x}.sort({d}, descending=True).values", "{x}.topk(1, {d}).values",
+    "{x}.kthvalue(1, {d}, {kd}).values", "{x}.quantile(0.3, {d}, keepdim={kd})",
+    "{x}.sum(dtype=torch.float64)", "{x}.sum({d}, dtype=torch.int64)", "{x}.diff(dim={d})",
+    "{x}.mean(dtype=torch.float64)", "torch.trapezoid({x}, dim={d})", "{x}.unique(dim={d})",
+    "torch.cumulative_trapezoid({x}, dim={d})",
+]
+FORM_FLOAT = [
+    "{x}.sin()", "{x}.exp()", "{x}.sqrt()", "{x}.sigmoid()", "torch.log1p({x})",
+    "{x}.reciprocal()", "{x} / 2", "{x} / {y}", "torch.true_divide({x}, {y})", "{x}.rsqrt()",
+    "torch.erf({x})", "torch.special.expit({x})", "{x}.float_power(2)", "{x} ** -1",
+    "{x}.pow(0.5)", "{x}.mean()", "torch.atan2({x}, {y})", "{x}.abs()", "{x}.neg()", "-{x}",
+    "{x}.floor()", "{x}.round(decimals=1)", "{x}.sign()", "{x}.sgn()", "torch.clamp({x}, 0.5)",
+    "torch.clamp({x}, max={y})", "{x}.frac()", "torch.nan_to_num({x})", "{x}.logit()",
+    "torch.hypot({x}, {y})", "{x} // {y}", "{x} % {y}", "torch.fmod({x}, 1.5)", "{x}.exp2()",
+    "{x}.square()", "torch.lerp({x}, {y}, 0.5)", "torch.special.ndtr({x})", "{x}.log2()",
+    "torch.sinc({x})", "torch.heaviside({x}, {y})", "{x}.trunc()", "{x}.ceil()",
+    "torch.xlogy({x}, {y})", "torch.logaddexp({x}, {y})", "torch.copysign({x}, {y})",
+    "torch.where({x} > 0, {x}, {y})", "torch.maximum({x}, {y})", "{x}.addcmul({y}, {y}, value=2)",
+    "torch.mul({x}, {y})", "{x} + {y}", "{x} - {y}", "{x} * 1.5", "2 ** {x}", "{x}.isnan()",
+    "torch.softmax({x}, -1)", "torch.cumsum({x}, -1)", "torch.square({x}) * {y}",
+]
+# {y}: the other operand - a 0-d tensor of another dtype, a Python number, the same form of
+# another variable, or a variable that broadcasts
+FORM_ZERO_D = [
+    "torch.tensor(2.5, dtype=torch.float64)", "torch.tensor(-1.5, dtype=torch.float16)",
+    "torch.tensor(3)", "torch.tensor(True)", "torch.tensor(0.5, dtype=torch.float32)",
+    "torch.tensor(-2, dtype=torch.int8)", "torch.tensor(1.25, dtype=torch.bfloat16)",
+    "torch.tensor(0.75, dtype=torch.float64, requires_grad=True)",
+]
+FORM_INPLACE = [
+    "{t}.add_({y})", "{t}.mul_({y})", "{t}.sub_({y}, alpha=2)", "{t}.div_({y})",
+    "{t}.clamp_(min={y})", "{t}.copy_({y})", "{t}.lerp_({y}, 0.25)", "{t}.addcmul_({y}, {y})",
+    "{t}.masked_fill_({t} > 0, {y0})", "{t}.pow_(2)", "{t}.sigmoid_()", "{t}.div_(2)",
+    "{t}.add_(1.5)", "{t}.cumsum_({d})", "{t}.exp_()", "{t}.zero_()", "{t}.fill_({y0})",
+    "{t}.abs_()", "{t}.floor_()", "{t}.atan2_({y})", "{t}.maximum({y})",
+]
+FORM_OUT = [
+    "torch.add({x}, {y}, out={o})", "torch.mul({x}, 2, out={o})", "torch.exp({x}, out={o})",
+    "torch.sum({x}, {d}, keepdim=True, out={o})", "torch.cumsum({x}, {d}, out={o})",
+    "torch.clamp({x}, -0.5, 0.5, out={o})", "torch.neg({x}, out={o})",
+    "torch.amax({x}, {d}, True, out={o})", "torch.sort({x}, {d}, out=({o}, {oi}))",
+    "torch.max({x}, {d}, True, out=({o}, {oi}))", "torch.matmul({x}, {x}.mT, out={o})",
+    "torch.where({x} > 0, {x}, {y}, out={o})", "torch.sigmoid({x}, out={o})",
+]
+FORM_OUT_ELEMENTWISE = frozenset(fmt for fmt in FORM_OUT if re.match(
+    r"torch\.(add|mul|exp|clamp|neg|where|sigmoid)\(", fmt))
+# how the out view is made from a fresh tensor of the result's shape {shape} reversed ({rev}:
+# the permutation back), of twice its last dim, or expanded from one element
+FORM_OUT_VIEWS = [
+    "torch.zeros({revshape}, dtype=torch.{dt}).permute({rev})",
+    "torch.zeros({dblshape}, dtype=torch.{dt})[..., ::2]",
+    "torch.zeros({shape}, dtype=torch.{dt}).flip(-1)",
+    "torch.zeros(1, dtype=torch.{dt}).expand({shape})",
+]
+
+
+def _dims_fill(r, nd):
+    """A dim (often negative) and a dim tuple of rank nd (negative dims, now and then repeated or
+    out of range for PyTorch's error)."""
+    if not nd:
+        return r.choice([0, -1]), r.choice(["()", "(0,)", "(-1,)", "(0, -1)"])
+    d = r.randrange(-nd, nd) if r.random() < 0.97 else r.choice([nd, -nd - 1])
+    dims = [x - nd if r.random() < 0.5 else x for x in r.sample(range(nd), r.randint(1, nd))]
+    if r.random() < 0.04:
+        dims = dims + dims[:1]
+    return d, f"({', '.join(map(str, dims))}{',' if len(dims) == 1 else ''})"
+
+
+def _form_of(g, a):
+    """An expression of variable a in a drawn form, with its torch value, or (None, None)."""
+    r, m = g.r, g.meta[a]
+    code = r.choice([f for f, least in FORMS if m.nd >= least])
+    code = code.format(a=a, rev=tuple(reversed(range(m.nd))))
+    try:
+        return code, eval(code, g.ns)
+    except Exception:  # noqa: BLE001 - torch refuses the form itself: draw no step
+        return None, None
+
+
+def _form_other(g, x, xv, a):
+    """The other operand of a binary op on form x (value xv) of variable a."""
+    r = g.r
+    u = r.random()
+    if u < 0.35:
+        return r.choice(FORM_ZERO_D)
+    if u < 0.5:
+        return repr(r.choice([2, -3, 0.5, -1.5, True]))
+    if u < 0.7 and xv.dim():
+        # the same form of another variable of a's shape, or of a's own values (aliasing)
+        same = g.vars(lambda mm: mm.shape == g.meta[a].shape)
+        b = r.choice(same) if same else a
+        return re.sub(rf"\b{a}\b", b, x)
+    if xv.dim() and r.random() < 0.5:
+        # one row broadcast (an expanded operand)
+        return g.leaf((1,) * (xv.dim() - 1) + (xv.shape[-1],), r.choice(FLOATS))
+    return g.leaf(tuple(xv.shape), r.choice(FLOATS))
+
+
+def g_forms(g):
+    """One op of FORM_* on a form of a variable (drawn only by seeds >= FORMS_FROM)."""
+    r = g.r
+    a = g.pick(lambda m: not m.cplx)
+    if a is None:
+        return
+    x, xv = _form_of(g, a)
+    if x is None:
+        return
+    d, ds = _dims_fill(r, xv.dim())
+    fill = {"x": x, "d": d, "ds": ds, "kd": r.random() < 0.5, "cor": r.choice([0, 1, 2]),
+            "p": r.choice([1, 2, 3, 0.5, "float('inf')", 0])}
+    kind = r.choices(["reduce", "float", "inplace", "out"], [5, 4, 3, 2])[0]
+    if kind == "reduce":
+        g.add(r.choice(FORM_REDUCE).format(**fill), nograd=r.random() < 0.05)
+    elif kind == "float":
+        fmt = r.choice(FORM_FLOAT)
+        if "{y}" in fmt:
+            fill["y"] = _form_other(g, x, xv, a)
+            if fill["y"] is None:
+                return
+        g.add(fmt.format(**fill), nograd=r.random() < 0.08)
+    elif kind == "inplace":
+        # on a view of a non-leaf (a copy of a leaf that requires grad, made a step of its own),
+        # so the write reaches a variable compared after the body
+        if g.meta[a].leaf and g.meta[a].rg and r.random() < 0.9:
+            old, a = a, g.add(f"{a} * 1")
+            if a is None:
+                return
+            x = re.sub(rf"\b{old}\b", a, x)
+        fill["t"] = x
+        fmt = r.choice(FORM_INPLACE)
+        fill["y"] = _form_other(g, x, xv, a) if "{y}" in fmt else None
+        fill["y0"] = r.choice(["-0.5", "torch.tensor(2.0, dtype=torch.float64)", "True",
+                               f"{a}.sum()"])
+        if "{y}" in fmt and fill["y"] is None:
+            return
+        g.add(fmt.format(**fill), nograd=r.random() < 0.15)
+    else:
+        _form_out(g, a, x, fill)
+
+
+def _form_out(g, a, x, fill):
+    r = g.r
+    fmt = r.choice(FORM_OUT)
+    if "{y}" in fmt:
+        fill["y"] = r.choice(FORM_ZERO_D[:5] + [x])
+    plain = fmt.replace(", out=({o}, {oi})", "").replace(", out={o}", "")
+    nograd = r.random() < 0.8
+    try:
+        with contextlib.ExitStack() as stack:
+            if nograd:
+                stack.enter_context(g.torch.no_grad())
+            res = eval(plain.format(**fill), g.ns)
+    except Exception:  # noqa: BLE001 - torch refuses the op itself: no out= to draw
+        return
+    outs = res if isinstance(res, tuple) else (res,)
+    names = []
+    for v in outs[:2]:
+        if not is_tensor(v):
+            return
+        sh = tuple(v.shape)
+        # (an expanded out only for the elementwise ops: PyTorch writes a reduction's or a
+        # product's result into one without checking, the survivor its loop order's, 67201120)
+        views = FORM_OUT_VIEWS if fmt in FORM_OUT_ELEMENTWISE else FORM_OUT_VIEWS[:3]
+        view = r.choice(views if sh else views[2:])
+        if view.endswith(".flip(-1)") or r.random() < 0.2:
+            view = "torch.zeros({shape}, dtype=torch.{dt})"      # (flip copies: a plain out)
+        src = view.format(shape=sh, revshape=tuple(reversed(sh)), rev=tuple(reversed(range(len(sh)))),
+                          dblshape=sh[:-1] + (2 * sh[-1],) if sh else (2,),
+                          dt=str(v.dtype).split(".")[-1])
+        # (the out view is a step of its own and the write is compared through its base)
+        base = g.add(src.split(".permute")[0].split("[")[0].split(".expand")[0])
+        if base is None:
+            return
+        names.append(base + src[len(src.split(".permute")[0].split("[")[0].split(".expand")[0]):])
+    fill["o"] = names[0]
+    fill["oi"] = names[1] if len(names) > 1 else None
+    g.add(fmt.format(**fill), nograd=nograd)
+
+
 # (session 38) Writes scripts make through views and indexing, which the tables above draw only
 # on whole variables: augmented assignments to basic, advanced and masked indexes, in-place
 # methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
@@ -2171,8 +2387,15 @@ def _generate(g, seed, context):
         + ([(g_writes, 6)] if seed >= WRITES_FROM else []) \
         + ([(g_out, 6)] if seed >= OUT_FROM else []) \
         + ([(g_mixed, 6)] if seed >= MIXED_FROM else []) \
-        + ([(g_blind, 8)] if seed >= BLIND_FROM else [])
-    if seed >= BLIND_FROM and r.random() < 0.3:
+        + ([(g_blind, 8)] if seed >= BLIND_FROM else []) \
+        + ([(g_forms, 8)] if seed >= FORMS_FROM else [])
+    if seed >= FORMS_FROM and r.random() < 0.4:
+        # two in five of these seeds: a program mostly of those forms (at a weight of 8 among
+        # ~110 they would be a step or so per program)
+        ops = [(g_forms, 10), (g_binary, 2), (g_unary, 1), (g_shape, 2), (g_reduce, 1),
+               (g_inplace, 1)]
+        n = r.randint(4, MAX_STEPS)
+    elif seed >= BLIND_FROM and r.random() < 0.3:
         # three in ten of these seeds: a program mostly of those ops (at a weight of 8 among
         # ~100 they would be a step or so per program)
         ops = [(g_blind, 10), (g_binary, 2), (g_unary, 2), (g_shape, 2), (g_reduce, 1),

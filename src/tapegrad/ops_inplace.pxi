@@ -1387,6 +1387,14 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
         for k in range(len(outs)):
             store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
                       rule[k] if isinstance(rule, tuple) else rule, k, False)
+        # ... and every out of the result's shape writable: PyTorch refuses an expanded one
+        # (torch.max(x, 0, out=(values, indices.expand(...)))) before writing any; values were
+        # written, then the indices refused (fuzz 67200527, 67200581).  Not sort's: its kernel
+        # writes the sorted values, then refuses the indices.
+        for k in range(len(outs)):
+            if name != "sort" and \
+                    (<TensorBase>outs[k])._array.shape == (<TensorBase>results[k])._array.shape:
+                writable((<TensorBase>outs[k])._array)
     for k in range(len(outs)):
         store_out(<TensorBase>outs[k], results[k], name, operands, kwargs,
                   rule[k] if isinstance(rule, tuple) else rule, k)

@@ -23,6 +23,12 @@ from ..grad_mode import is_grad_enabled
 # out-of-place one (which the adopted record already shows): keyed by the activation's __name__
 # (the composed ones name theirs through recording_inplace's `node`)
 _INPLACE_NODES = {"elu": "EluBackward1", "leaky_relu": "LeakyReluBackward1"}
+# The activations whose in-place node saves its result (which is the input, overwritten): a
+# later write into the input must make backward raise PyTorch's version error, as it does for
+# the in-place unary ops (EluBackward1, for celu_ and selu_ too; LeakyReluBackward1,
+# RreluWithNoiseBackward1).  tapegrad's copy-based form saved a copy, and silently gave a
+# gradient (fuzz 67200000 series).
+_SAVES_RESULT = frozenset(("elu", "selu", "celu", "leaky_relu", "rrelu"))
 
 
 def activation_in_graph(activation, input, args=(), kwargs=None):
@@ -35,9 +41,15 @@ def activation_in_graph(activation, input, args=(), kwargs=None):
     # input becomes the activation's output (its grad_fn, the output it saves), as the
     # in-place unary ops do; through a plain copy_ a second derivative reaching the saved
     # output would bypass input, and input's retained .grad would miss it
-    result = _become_result(input, result)
-    inplace_node = _INPLACE_NODES.get(getattr(activation, "__name__", None))
-    return result if inplace_node is None else _core._name_grad_fn(result, inplace_node)
+    out = _become_result(input, result)
+    name = getattr(activation, "__name__", None)
+    if name in _SAVES_RESULT:
+        if out._base is not None:
+            from ..autograd.function import _saved_result_becomes
+            _saved_result_becomes(result, out)
+        _core._guard_saved_version(out, out)
+    inplace_node = _INPLACE_NODES.get(name)
+    return out if inplace_node is None else _core._name_grad_fn(out, inplace_node)
 
 
 def recording_inplace(activation=None, *, node: str = None):
