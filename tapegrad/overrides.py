@@ -305,10 +305,11 @@ def _python_level_function(entry) -> bool:
     return name is not None and name.startswith(("torch.functional.", "torch.nn.init."))
 
 
-def _dispatching_method(func, plain, python_level=False):
+def _dispatching_method(func, plain, python_level=False, name=None):
     """The subclass's version of a Tensor attribute `plain` (called as plain(self, ...)):
     dispatches as `func` unless the dispatch is off; `python_level`: an attribute PyTorch writes
-    in Python, whose override gets {} for no keywords (None: a C one's)."""
+    in Python, whose override gets {} for no keywords (None: a C one's).  `name`: Tensor's
+    attribute whose replacement a mode is handed instead of `func` (_as_modes_see)."""
     python_level_kwargs = {} if python_level else None
 
     def method(self, *args, **kwargs):
@@ -316,7 +317,8 @@ def _dispatching_method(func, plain, python_level=False):
             return plain(self, *args, **kwargs)
         relevant = _relevant((self, *args), kwargs)
         if _mode_stack():
-            return handle_torch_function(func, relevant, self, *args, **kwargs)
+            return handle_torch_function(_as_modes_see(func, name), relevant, self, *args,
+                                         **kwargs)
         if not _overloaded_args(relevant):
             # (an instance of an opting-out class, a ManifoldParameter, reaching an attribute
             # its dispatching base holds in Tensor's place: the call runs plain, as in PyTorch)
@@ -343,10 +345,22 @@ def _property_read_by(descriptor, read, kind=property):
     return kind(read, write if writable else None, doc=descriptor.__doc__)
 
 
-def _dispatching_property(descriptor):
+def _dispatching_property(descriptor, name=None):
     getter = descriptor.__get__
-    return _property_read_by(descriptor, _dispatching_method(getter, getter),
+    return _property_read_by(descriptor, _dispatching_method(getter, getter, name=name),
                              _DispatchingProperty)
+
+
+def _as_modes_see(func, name):
+    """What a mode is handed for a subclass's call of Tensor's attribute `name` (None: `func`
+    itself): while modes run, Tensor holds a dispatching replacement of it, which is what
+    PyTorch hands a mode (the attribute itself: `func is torch.Tensor.__getitem__` holds) and
+    which, called in the mode's handler, goes on to the subclass's override (a bfloat16 x[0]
+    stays bfloat16); the plain attribute would compute on the storage as float32."""
+    replacement = _mode_replacements.get(name) if name is not None else None
+    if replacement is None:
+        return func
+    return replacement.__get__ if isinstance(replacement, property) else replacement
 
 
 def _unrouted(value):
@@ -373,6 +387,8 @@ def _dispatched_attributes(is_property):
             if name in _KEPT or name.startswith("_") and not (
                     name.startswith("__") and name.endswith("__")):
                 continue
+            if klass is not Tensor and name in vars(Tensor):
+                continue        # (Tensor's own stands in for it: an entry for detach)
             if is_property(name, value):
                 yield name, value, True
             elif callable(value) and not isinstance(
@@ -408,14 +424,16 @@ def _register_subclass(cls) -> None:
         if name in own:
             continue
         if is_property:
-            setattr(cls, name, _dispatching_property(value))
+            setattr(cls, name, _dispatching_property(value, name))
         elif name in _PYTHON_TENSOR_METHODS:
             # (an operator PyTorch writes in Python, __pow__, is reported as itself)
             plain = _tensor_attribute(name)
-            setattr(cls, name, _dispatching_method(plain, plain, python_level=True))
+            setattr(cls, name, _dispatching_method(plain, plain, python_level=True, name=name))
         else:
             func = _tensor_attribute(_OPERATOR_METHODS.get(name, name))
-            setattr(cls, name, _dispatching_method(func, _tensor_attribute(name)))
+            plain = _tensor_attribute(name)
+            setattr(cls, name, _dispatching_method(func, plain,
+                                                   name=name if func is plain else None))
     for name, forward in _REFLECTED_OPERATORS.items():
         if name not in own and hasattr(cls, name):
             setattr(cls, name, _reflected_method(getattr(cls, name), forward))
@@ -701,14 +719,30 @@ def _dispatch_mode_call(entry, args, kwargs):
     return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs or None, _C_LEVEL)
 
 
+def _overridden_outside_modes(func, self, args, kwargs, plain):
+    """Tensor's attribute `plain` called, as `func`, with no mode on this thread's stack: by the
+    overrides of the dispatching subclasses among its arguments (PyTorch's Tensor attributes
+    dispatch on every argument, so a mode's handler calling func(*args) on a bfloat16 tensor
+    reaches its handler), else plainly."""
+    if _SUBCLASS_TYPES and not _core._subclass_dispatch_set_off(None):
+        relevant = _relevant((self, *args), kwargs or {})
+        if _overloaded_args(relevant):
+            return _call_overrides(func, relevant, (self, *args), kwargs)
+    return plain(self, *args, **(kwargs or {}))
+
+
 def _mode_dispatching_method(func, plain, level):
     """Tensor's attribute `plain` while modes are active: through this thread's modes as `func`
-    when it has any, else as it was."""
+    when it has any, else through the subclasses' overrides (_overridden_outside_modes).  A
+    `func` that is `plain` is shown as this replacement, Tensor's attribute while it is
+    installed, which dispatches again when the handler calls it."""
     def method(self, *args, **kwargs):
+        call_kwargs = kwargs if level == _PYTHON_LEVEL else kwargs or None
         if not _mode_stack():
-            return plain(self, *args, **kwargs)
-        return _call_through_modes(func, _relevant((self, *args), kwargs), (self, *args),
-                                   kwargs if level == _PYTHON_LEVEL else kwargs or None, level)
+            return _overridden_outside_modes(shown, self, args, call_kwargs, plain)
+        return _call_through_modes(shown, _relevant((self, *args), kwargs), (self, *args),
+                                   call_kwargs, level, plain=plain)
+    shown = method if func is plain else func
     method.__name__ = method.__qualname__ = getattr(plain, "__name__", "method")
     method.__doc__ = getattr(plain, "__doc__", None)
     method._mode_dispatches = True
@@ -724,8 +758,10 @@ def _mode_dispatching_property(descriptor):
     def read(self):
         # (tapegrad's own Python code reading a property -- Function.apply's requires_grad,
         # an optimizer's .grad -- is C code in PyTorch, which no mode sees)
-        if not _mode_stack() or _sys._getframe(1).f_globals.get("__name__", "").startswith(
-                "tapegrad."):
+        if not _mode_stack():
+            return _overridden_outside_modes(replacement.__get__, self, (), None,
+                                             lambda self: getter(self))
+        if _sys._getframe(1).f_globals.get("__name__", "").startswith("tapegrad."):
             return getter(self)
         return _call_through_modes(replacement.__get__, [self], (self,), None, _PROPERTY,
                                    plain=getter)
@@ -829,12 +865,11 @@ def _public_names() -> dict:
                     else prefix
                 names.setdefault(id(value), (f"{home}.{name}", value))
     # Tensor's own attributes (those a mode's dispatch holds aside while installed, too) and
-    # the mode's dispatching properties, whose __get__ a mode is handed
+    # the modes' dispatching replacements, which a mode is handed (a property's __get__)
     own = [(name, value) for klass in (_core.TensorBase, Tensor)
            for name, value in vars(klass).items()]
     own += _mode_attributes.replaced_items()
-    own += [(name, value) for name, value in _mode_replacement_attributes().items()
-            if _is_property(value)]
+    own += list(_mode_replacement_attributes().items())
     for name, value in own:
         if callable(value) or _is_property(value):
             names.setdefault(id(value), (f"torch.Tensor.{name}", value))
