@@ -160,3 +160,109 @@ def test_pack_hooks_bfloat16_round_trip_gradients():
         return a.grad.tolist(), str(a.grad.dtype)
     ours, theirs = _both(program)
     assert ours == theirs
+
+
+# -- 3. torch.jit names ------------------------------------------------------------------------
+
+def test_jit_isinstance_checks_container_elements():
+    from typing import Dict, List, Optional, Tuple, Union
+
+    def program(lib):
+        t = lib.ones(1)
+        return [lib.jit.isinstance([1, 2], List[int]), lib.jit.isinstance([1, "a"], List[int]),
+                lib.jit.isinstance({"a": t}, Dict[str, lib.Tensor]),
+                lib.jit.isinstance({"a": 1}, Dict[str, lib.Tensor]),
+                lib.jit.isinstance(None, Optional[int]), lib.jit.isinstance((1, "a"), Tuple[int, str]),
+                lib.jit.isinstance((1,), Tuple[int, int]), lib.jit.isinstance(True, int),
+                lib.jit.isinstance([[1]], List[List[int]]), lib.jit.isinstance([1], (List[str], List[int])),
+                lib.jit.isinstance([1], Union[List[str], List[int]]), lib.jit.isinstance(1, int | str),
+                lib.jit.isinstance({1: [2]}, dict[int, list[int]]), lib.jit.isinstance(t, lib.Tensor)]
+    ours, theirs = _both(program)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("target", ["list", "List", "Dict", "Optional", "[int]"])
+def test_jit_isinstance_refuses_bare_containers(target):
+    import typing
+    resolved = {"list": list, "List": typing.List, "Dict": typing.Dict,
+                "Optional": typing.Optional, "[int]": [int]}[target]
+    with pytest.raises(RuntimeError) as theirs:
+        torch.jit.isinstance([1], resolved)
+    with pytest.raises(RuntimeError) as ours:
+        tapegrad.jit.isinstance([1], resolved)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_jit_isinstance_warns_on_an_empty_container():
+    from typing import List
+    with pytest.warns(UserWarning, match="The inner type of a container is lost"):
+        assert tapegrad.jit.isinstance([], List[int])
+
+
+def test_jit_error_attribute_and_interface():
+    def program(lib):
+        try:
+            raise lib.jit.Error("boom")
+        except Exception as e:
+            caught = (str(type(e)), repr(e), isinstance(e, RuntimeError))
+        a = lib.jit.Attribute([], list)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+
+            @lib.jit.interface
+            class Runs:
+                def run(self, x: lib.Tensor) -> lib.Tensor:
+                    pass
+
+            class Base:
+                pass
+
+            class Derived(Base):
+                def run(self, x: lib.Tensor) -> lib.Tensor:
+                    pass
+            errors = []
+            for bad in (3, Derived):
+                try:
+                    lib.jit.interface(bad)
+                except RuntimeError as e:
+                    errors.append(str(e))
+        return caught, repr(a), str(type(a)), a.value, a.type, Runs.__torch_script_interface__, \
+            errors
+    ours, theirs = _both(program)
+    assert ours == theirs
+    assert pickle.loads(pickle.dumps(tapegrad.jit.Attribute(1, int))) == (1, int)
+
+
+def test_jit_fuser_switches_answer_as_pytorch_cpu():
+    def program(lib):
+        C = lib._C
+        seen = [C._jit_can_fuse_on_cpu(), C._jit_can_fuse_on_gpu(), C._jit_texpr_fuser_enabled(),
+                C._jit_llga_enabled(), C._get_graph_executor_optimize()]
+        seen += [C._jit_set_profiling_executor(True), C._jit_set_profiling_executor(False),
+                 C._jit_set_profiling_executor(True), C._jit_set_profiling_mode(True)]
+        seen += [C._jit_override_can_fuse_on_cpu(True), C._jit_can_fuse_on_cpu(),
+                 C._jit_override_can_fuse_on_cpu(False)]
+        seen += [C._jit_set_texpr_fuser_enabled(False), C._jit_texpr_fuser_enabled(),
+                 C._jit_set_texpr_fuser_enabled(True)]
+        seen += [C._get_graph_executor_optimize(False), C._get_graph_executor_optimize(True)]
+        for name in ("fuser0", "fuser1", "fuser2", "fuser3", "none"):
+            with lib.jit.fuser(name):
+                seen.append((name, C._jit_can_fuse_on_cpu(), C._jit_can_fuse_on_gpu(),
+                             C._jit_texpr_fuser_enabled(), C._jit_llga_enabled()))
+        seen += [C._jit_can_fuse_on_cpu(), C._jit_texpr_fuser_enabled(), C._jit_llga_enabled()]
+        try:
+            with lib.jit.fuser("fuser9"):
+                pass
+        except Exception as e:
+            seen.append((type(e).__name__, str(e)))
+        try:
+            C._jit_set_profiling_executor("yes")
+        except TypeError as e:
+            seen.append(str(e).splitlines()[0])
+        return seen
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours, theirs = _both(program)
+    assert ours == theirs
