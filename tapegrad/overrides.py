@@ -33,8 +33,11 @@ __all__ = ["BaseTorchFunctionMode", "TorchFunctionMode", "handle_torch_function"
            "wrap_torch_function"]
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
-    """The __torch_function__ of a class that opts out of the protocol (nn.Parameter's)."""
-    return func(*args, **(kwargs or {}))
+    """The __torch_function__ of a class that opts out of the protocol (nn.Parameter's): func
+    run with the subclass dispatch off, as PyTorch's C one runs it (a subclass handing a call on
+    to it -- UninitializedParameter's -- would otherwise receive it again)."""
+    with _DisableTorchFunctionSubclass():
+        return func(*args, **(kwargs or {}))
 
 
 class _DisableTorchFunctionSubclass(metaclass=TorchNamedClass):

@@ -321,3 +321,20 @@ def test_printed_layer_classes_keep_pickling_copying_and_subclassing():
             isinstance(Mine(1, 1), nn.Linear), isinstance(nn.ReLU(), nn.Linear)
     ours, theirs = _both(program)
     assert ours == theirs
+
+
+def test_a_parameter_subclass_handing_calls_to_parameters_impl():
+    # Parameter's _disabled_torch_function_impl runs func with the subclass dispatch off, as
+    # PyTorch's C one: Tensor.size (now a dispatching entry) came back to the subclass forever
+    def program(lib):
+        log = []
+
+        class Logged(lib.nn.Parameter):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                log.append(func.__name__)
+                return super().__torch_function__(func, types, args, kwargs)
+        p = Logged(lib.ones(2, 3))
+        return tuple(p.size()), p.dim(), lib.Tensor.numel(p), [n for n in log if n != "__get__"]
+    ours, theirs = _both(program)
+    assert ours == theirs
