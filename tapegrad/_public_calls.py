@@ -809,12 +809,20 @@ def install_methods(cls) -> None:
                 setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
             else:
                 setattr(cls, name, method_entry(name, fn))
+                DISPATCH_ONLY_METHODS.add(name)
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
     for name, fn in list(vars(_core.TensorBase).items()):
         if not name.startswith("_") and type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
+            DISPATCH_ONLY_METHODS.add(name)
     _name_methods(cls)
+
+
+# The Tensor methods behind entries only so that they dispatch (Python code, and TensorBase's
+# detach, backward ...): the profiler records no event of their own for them (tapegrad/
+# profiler.py), the ops they run record theirs, as before they were entries.
+DISPATCH_ONLY_METHODS: set = set()
 
 
 def _name_methods(cls) -> None:
