@@ -64,6 +64,9 @@ def __getattr__(name):
     import types
 
     from .fx.node import F_BUILTINS, SUBMODULE_BUILTINS
+    from .jit import _fuser
+    if name in _fuser.C_NAMES:      # (TorchScript executor's switches: tapegrad/jit/_fuser.py)
+        return getattr(_fuser, name)
     if name == "_nn":
         from .nn import functional
         module = types.ModuleType("torch._C._nn")

@@ -576,17 +576,27 @@ def _run(func, args: tuple, kwargs: dict):
 
 def _torch_function(func, args: tuple, kwargs: dict):
     """An op with a bfloat16 tensor (or torch.bfloat16) among its arguments."""
-    return _packed_around(_handled, func, args, kwargs)
+    if _core._saved_hooks_active() is None:        # (nothing to pack on this thread)
+        return _handled(func, args, kwargs)
+    return _packed_around(_tensors_in(kwargs.values(), _tensors_in(args, [])), _handled, func,
+                          args, kwargs)
 
 
-def _packed_around(handler, *args):
+def _packed_around(inputs: list, handler, *args):
     """handler(*args), an op computed on the float32 storage, with the values saved for
     backward under saved-tensor hooks packed before and after it, with the dispatch on: the
     core defers packing while the dispatch is off (saved_hooks.pxi), so pack receives these
-    tensors as bfloat16 ones, rounded and marked, as PyTorch's pack receives them."""
+    tensors as bfloat16 ones, rounded and marked, as PyTorch's pack receives them; a saved
+    input that needs no grad (`inputs`: the op's tensors) as that input itself."""
     _core._flush_saved_packs()
     result = handler(*args)
-    _core._flush_saved_packs()
+
+    def saved_as(t):
+        # (a value saved on a bfloat16 input's storage -- linear's weight.t() -- is a view of
+        # it, bfloat16 in PyTorch; a new tensor here would say float32)
+        if any(is_bfloat16(k) and _shares_storage(t, k) for k in inputs):
+            mark(t)
+    _core._flush_saved_packs(inputs, saved_as)
     return result
 
 
@@ -677,8 +687,8 @@ def module_call(call, parameters, args: tuple, kwargs: dict):
     bfloat16 parameters: run on the storage as an op, its parameters counted among its inputs."""
     inputs = _tensors_in(kwargs.values(), _tensors_in(args, [p for p in parameters
                                                              if p is not None]))
-    return _packed_around(lambda: _result(_run(call, args, kwargs),
-                                          _promotes_to_bfloat16(inputs), None, inputs))
+    return _packed_around(inputs, lambda: _result(_run(call, args, kwargs),
+                                                  _promotes_to_bfloat16(inputs), None, inputs))
 
 
 def dtype_call(entry, args: tuple, kwargs: dict):

@@ -787,27 +787,45 @@ _WRITES_FROM_SOURCE = frozenset((
     "as_strided_scatter"))
 
 
+# Tensor's public methods PyTorch runs without __torch_function__ (Python code that never asks:
+# as_subclass, and the removed functions that only raise): left plain functions.
+_UNDISPATCHED_METHODS = frozenset(("as_subclass", "eig", "lstsq", "solve", "symeig",
+                                   "reinforce"))
+
+
 def install_methods(cls) -> None:
-    """Tensor's compiled methods behind method entries.  A Python method marked as handing self
-    to the compiled op of its name (tensor.py's _compiled_op: add, mul, sum ...) is that op
-    itself behind one, with its docstring; the generic ones were made so (_extra_ops._method);
-    another Python method stays a function (the interpreter inlines a call from Python into it,
-    not one through C: ~50 ns more a call), unless it is on a CPU autocast list."""
+    """Tensor's public methods behind method entries, which dispatch to torch function modes
+    and to the __torch_function__ of subclasses among their arguments however they are called
+    (t.detach(), or Tensor.detach(t) in a mode's handler), as PyTorch's C methods do.  A Python
+    method marked as handing self to the compiled op of its name (tensor.py's _compiled_op: add,
+    mul, sum ...) is that op itself behind one, with its docstring; the generic ones were made
+    so (_extra_ops._method); another Python method is itself behind one (a call through C costs
+    it ~30 ns more than the interpreter's inlined call: a plain function would skip the
+    dispatch), and so are TensorBase's compiled methods (detach, requires_grad_ ...)."""
     for name, fn in list(vars(cls).items()):
-        if name.startswith("_"):
+        if name.startswith("_") or name in _UNDISPATCHED_METHODS:
             continue
         if isinstance(fn, types.FunctionType):
             if getattr(fn, "__compiled_op__", False):
                 op = getattr(_core, name)       # (a public entry's function)
                 op = getattr(op, "__out_arg_of__", op)
                 setattr(cls, name, method_entry(name, op, fn, _takes_out(op)))
-            elif policy_of("Tensor", name) or name in _WRITES_FROM_SOURCE:
-                # (an op of the CPU autocast lists: its entry applies the policy; a write from
-                # a source: its entry dispatches on the source)
+            else:
                 setattr(cls, name, method_entry(name, fn))
+                DISPATCH_ONLY_METHODS.add(name)
         elif type(fn).__name__ == "cython_function_or_method":
             setattr(cls, name, method_entry(name, fn))
+    for name, fn in list(vars(_core.TensorBase).items()):
+        if not name.startswith("_") and type(fn).__name__ == "cython_function_or_method":
+            setattr(cls, name, method_entry(name, fn))
+            DISPATCH_ONLY_METHODS.add(name)
     _name_methods(cls)
+
+
+# The Tensor methods behind entries only so that they dispatch (Python code, and TensorBase's
+# detach, backward ...): the profiler records no event of their own for them (tapegrad/
+# profiler.py), the ops they run record theirs, as before they were entries.
+DISPATCH_ONLY_METHODS: set = set()
 
 
 def _name_methods(cls) -> None:

@@ -33,8 +33,11 @@ __all__ = ["BaseTorchFunctionMode", "TorchFunctionMode", "handle_torch_function"
            "wrap_torch_function"]
 
 def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
-    """The __torch_function__ of a class that opts out of the protocol (nn.Parameter's)."""
-    return func(*args, **(kwargs or {}))
+    """The __torch_function__ of a class that opts out of the protocol (nn.Parameter's): func
+    run with the subclass dispatch off, as PyTorch's C one runs it (a subclass handing a call on
+    to it -- UninitializedParameter's -- would otherwise receive it again)."""
+    with _DisableTorchFunctionSubclass():
+        return func(*args, **(kwargs or {}))
 
 
 class _DisableTorchFunctionSubclass(metaclass=TorchNamedClass):
@@ -305,10 +308,11 @@ def _python_level_function(entry) -> bool:
     return name is not None and name.startswith(("torch.functional.", "torch.nn.init."))
 
 
-def _dispatching_method(func, plain, python_level=False):
+def _dispatching_method(func, plain, python_level=False, name=None):
     """The subclass's version of a Tensor attribute `plain` (called as plain(self, ...)):
     dispatches as `func` unless the dispatch is off; `python_level`: an attribute PyTorch writes
-    in Python, whose override gets {} for no keywords (None: a C one's)."""
+    in Python, whose override gets {} for no keywords (None: a C one's).  `name`: Tensor's
+    attribute whose replacement a mode is handed instead of `func` (_as_modes_see)."""
     python_level_kwargs = {} if python_level else None
 
     def method(self, *args, **kwargs):
@@ -316,16 +320,8 @@ def _dispatching_method(func, plain, python_level=False):
             return plain(self, *args, **kwargs)
         relevant = _relevant((self, *args), kwargs)
         if _mode_stack():
-            if getattr(type(self), "_dtype_class", False) and (
-                    type(func).__name__ in _NON_DISPATCHING_CALLABLES
-                    or getattr(func, "_mode_dispatches", False)):
-                # (a mode calls func with itself popped, and func, Tensor's own attribute,
-                # would compute on the float32 storage: bfloat16 computes as its class does,
-                # its ops being plain ones in PyTorch - a view read through a mode lost the
-                # dtype, fuzz 67201388)
-                return handle_torch_function(_dtype_class_call(func, type(self)), relevant,
-                                             self, *args, **kwargs)
-            return handle_torch_function(func, relevant, self, *args, **kwargs)
+            return handle_torch_function(_as_modes_see(func, name), relevant, self, *args,
+                                         **kwargs)
         if not _overloaded_args(relevant):
             # (an instance of an opting-out class, a ManifoldParameter, reaching an attribute
             # its dispatching base holds in Tensor's place: the call runs plain, as in PyTorch)
@@ -335,26 +331,6 @@ def _dispatching_method(func, plain, python_level=False):
     method.__doc__ = getattr(plain, "__doc__", None)
     method._dispatches = True
     return method
-
-
-# Tensor's attributes that are raw C slots (a property's getter, __getitem__'s slot): called,
-# they do not dispatch to a subclass, where tapegrad's C method entries do.  (Nor do the modes'
-# replacements, _mode_dispatches, which a dtype class registered while a mode was active took
-# for Tensor's attributes: the first bfloat16 tensor made inside a mode.)
-_NON_DISPATCHING_CALLABLES = frozenset(("method-wrapper", "wrapper_descriptor"))
-
-
-def _dtype_class_call(func, cls):
-    """func as a dtype class `cls` (bfloat16) computes it, for a mode to call (resolve_name
-    names it as func)."""
-    def call(*args, **kwargs):
-        return cls.__torch_function__(func, (), args, kwargs)
-    for attribute in ("__name__", "__qualname__", "__doc__"):
-        value = getattr(func, attribute, None)
-        if value is not None:
-            setattr(call, attribute, value)
-    call._dtype_class_func = func
-    return call
 
 
 class _DispatchingProperty(property):
@@ -372,10 +348,22 @@ def _property_read_by(descriptor, read, kind=property):
     return kind(read, write if writable else None, doc=descriptor.__doc__)
 
 
-def _dispatching_property(descriptor):
+def _dispatching_property(descriptor, name=None):
     getter = descriptor.__get__
-    return _property_read_by(descriptor, _dispatching_method(getter, getter),
+    return _property_read_by(descriptor, _dispatching_method(getter, getter, name=name),
                              _DispatchingProperty)
+
+
+def _as_modes_see(func, name):
+    """What a mode is handed for a subclass's call of Tensor's attribute `name` (None: `func`
+    itself): while modes run, Tensor holds a dispatching replacement of it, which is what
+    PyTorch hands a mode (the attribute itself: `func is torch.Tensor.__getitem__` holds) and
+    which, called in the mode's handler, goes on to the subclass's override (a bfloat16 x[0]
+    stays bfloat16); the plain attribute would compute on the storage as float32."""
+    replacement = _mode_replacements.get(name) if name is not None else None
+    if replacement is None:
+        return func
+    return replacement.__get__ if isinstance(replacement, property) else replacement
 
 
 def _unrouted(value):
@@ -402,6 +390,8 @@ def _dispatched_attributes(is_property):
             if name in _KEPT or name.startswith("_") and not (
                     name.startswith("__") and name.endswith("__")):
                 continue
+            if klass is not Tensor and name in vars(Tensor):
+                continue        # (Tensor's own stands in for it: an entry for detach)
             if is_property(name, value):
                 yield name, value, True
             elif callable(value) and not isinstance(
@@ -437,14 +427,16 @@ def _register_subclass(cls) -> None:
         if name in own:
             continue
         if is_property:
-            setattr(cls, name, _dispatching_property(value))
+            setattr(cls, name, _dispatching_property(value, name))
         elif name in _PYTHON_TENSOR_METHODS:
             # (an operator PyTorch writes in Python, __pow__, is reported as itself)
             plain = _tensor_attribute(name)
-            setattr(cls, name, _dispatching_method(plain, plain, python_level=True))
+            setattr(cls, name, _dispatching_method(plain, plain, python_level=True, name=name))
         else:
             func = _tensor_attribute(_OPERATOR_METHODS.get(name, name))
-            setattr(cls, name, _dispatching_method(func, _tensor_attribute(name)))
+            plain = _tensor_attribute(name)
+            setattr(cls, name, _dispatching_method(func, plain,
+                                                   name=name if func is plain else None))
     for name, forward in _REFLECTED_OPERATORS.items():
         if name not in own and hasattr(cls, name):
             setattr(cls, name, _reflected_method(getattr(cls, name), forward))
@@ -730,14 +722,30 @@ def _dispatch_mode_call(entry, args, kwargs):
     return _call_through_modes(entry, _relevant(args, kwargs), args, kwargs or None, _C_LEVEL)
 
 
+def _overridden_outside_modes(func, self, args, kwargs, plain):
+    """Tensor's attribute `plain` called, as `func`, with no mode on this thread's stack: by the
+    overrides of the dispatching subclasses among its arguments (PyTorch's Tensor attributes
+    dispatch on every argument, so a mode's handler calling func(*args) on a bfloat16 tensor
+    reaches its handler), else plainly."""
+    if _SUBCLASS_TYPES and not _core._subclass_dispatch_set_off(None):
+        relevant = _relevant((self, *args), kwargs or {})
+        if _overloaded_args(relevant):
+            return _call_overrides(func, relevant, (self, *args), kwargs)
+    return plain(self, *args, **(kwargs or {}))
+
+
 def _mode_dispatching_method(func, plain, level):
     """Tensor's attribute `plain` while modes are active: through this thread's modes as `func`
-    when it has any, else as it was."""
+    when it has any, else through the subclasses' overrides (_overridden_outside_modes).  A
+    `func` that is `plain` is shown as this replacement, Tensor's attribute while it is
+    installed, which dispatches again when the handler calls it."""
     def method(self, *args, **kwargs):
+        call_kwargs = kwargs if level == _PYTHON_LEVEL else kwargs or None
         if not _mode_stack():
-            return plain(self, *args, **kwargs)
-        return _call_through_modes(func, _relevant((self, *args), kwargs), (self, *args),
-                                   kwargs if level == _PYTHON_LEVEL else kwargs or None, level)
+            return _overridden_outside_modes(shown, self, args, call_kwargs, plain)
+        return _call_through_modes(shown, _relevant((self, *args), kwargs), (self, *args),
+                                   call_kwargs, level, plain=plain)
+    shown = method if func is plain else func
     method.__name__ = method.__qualname__ = getattr(plain, "__name__", "method")
     method.__doc__ = getattr(plain, "__doc__", None)
     method._mode_dispatches = True
@@ -753,8 +761,10 @@ def _mode_dispatching_property(descriptor):
     def read(self):
         # (tapegrad's own Python code reading a property -- Function.apply's requires_grad,
         # an optimizer's .grad -- is C code in PyTorch, which no mode sees)
-        if not _mode_stack() or _sys._getframe(1).f_globals.get("__name__", "").startswith(
-                "tapegrad."):
+        if not _mode_stack():
+            return _overridden_outside_modes(replacement.__get__, self, (), None,
+                                             lambda self: getter(self))
+        if _sys._getframe(1).f_globals.get("__name__", "").startswith("tapegrad."):
             return getter(self)
         return _call_through_modes(replacement.__get__, [self], (self,), None, _PROPERTY,
                                    plain=getter)
@@ -858,12 +868,11 @@ def _public_names() -> dict:
                     else prefix
                 names.setdefault(id(value), (f"{home}.{name}", value))
     # Tensor's own attributes (those a mode's dispatch holds aside while installed, too) and
-    # the mode's dispatching properties, whose __get__ a mode is handed
+    # the modes' dispatching replacements, which a mode is handed (a property's __get__)
     own = [(name, value) for klass in (_core.TensorBase, Tensor)
            for name, value in vars(klass).items()]
     own += _mode_attributes.replaced_items()
-    own += [(name, value) for name, value in _mode_replacement_attributes().items()
-            if _is_property(value)]
+    own += list(_mode_replacement_attributes().items())
     for name, value in own:
         if callable(value) or _is_property(value):
             names.setdefault(id(value), (f"torch.Tensor.{name}", value))
@@ -873,7 +882,6 @@ def _public_names() -> dict:
 def resolve_name(f):
     """The qualified name of an overridable function (``torch.Tensor.add``,
     ``torch.nn.functional.linear``, ``torch.Tensor.shape.__get__``), or None."""
-    f = getattr(f, "_dtype_class_func", f)
     if type(f).__name__ == "method-wrapper" and getattr(f, "__name__", "") == "__get__":
         found = _public_names().get(id(f.__self__))
         return None if found is None else f"{found[0]}.__get__"

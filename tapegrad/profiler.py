@@ -99,11 +99,21 @@ _NO_EVENT = frozenset(("is_contiguous", "is_conj", "is_neg", "is_signed", "is_fl
 _event_names: dict = {}         # public name -> event name, or None for no event
 
 
+def _dispatch_only(name) -> bool:
+    """Whether `name` is a Tensor method behind an entry only to dispatch (_public_calls), and
+    no public function of that name has one of its own."""
+    import tapegrad
+    from ._public_calls import DISPATCH_ONLY_METHODS
+    return name in DISPATCH_ONLY_METHODS and not hasattr(tapegrad, name)
+
+
 def _event_name(name):
     found = _event_names.get(name, False)
     if found is False:
         if "::" in name:                # (the core's own: a backward engine's event)
             found = name
+        elif _dispatch_only(name):
+            found = None                # (a Tensor method's entry made only to dispatch)
         else:
             found = None if name in _NO_EVENT else "aten::" + _RENAMED.get(name, name)
         _event_names[name] = found

@@ -621,7 +621,7 @@ cdef inline bint no_grad_view_drops_grad(TensorBase t) noexcept:
     return t._base is not None and (t._gen & 1) and (<TensorBase>t._base)._requires_grad
 
 
-cdef int flush_packs(bint written=*) except -1
+cdef int flush_packs(bint written=*, tuple known=*, object saved_as=*) except -1
 
 cdef bint saved_hooks_on() noexcept
 

@@ -128,9 +128,18 @@ cdef object saved_tensor_for(Py_ssize_t i, object value, PyObject* ver):
     cdef int q = saved_input(r, value)
     if q >= 0:
         return <object>TAPE.recs[rec_inputs(r)[q]].out
+    # an argument that needs no grad, which the record knows by its array only: the tensor
+    # itself when the flush was told the op's arguments (a bfloat16 op's facade: a new tensor on
+    # the float32 storage would say float32; PyTorch's pack receives the argument itself)
+    for known in getattr(HOOK_STATE, "known", ()):
+        if (<TensorBase>known)._array is value:
+            return known
     cdef TensorBase t = wrap(value)
     if ver != NULL:
         t._version = <Version>ver
+    saved_as = getattr(HOOK_STATE, "saved_as", None)
+    if saved_as is not None:
+        saved_as(t)             # (the facade's: a view of a bfloat16 input is bfloat16)
     return t
 
 
@@ -187,11 +196,13 @@ cdef int pack_slot(Py_ssize_t i, int j, object pack, object unpack, int rank,
     return 0
 
 
-cdef int flush_packs(bint written=False) except -1:
+cdef int flush_packs(bint written=False, tuple known=(), object saved_as=None) except -1:
     """Pack the saved values of the records this thread noted since its last flush (see the
     header): pack runs on the saving thread, as PyTorch's.  written: a saved value is about to
     be written or handed out (check_inplace, numpy()), so pack must run now, whatever the
-    subclass dispatch says."""
+    subclass dispatch says.  known: the tensors the op that saved them was given, which pack
+    receives for their arrays (saved_tensor_for); saved_as(t): told of each other tensor made
+    for a saved value, before pack receives it (it may give t its dtype's class)."""
     pending = getattr(HOOK_STATE, "pending", None)
     if not pending or getattr(HOOK_STATE, "flushing", False):
         return 0                        # (nothing of ours, or an op run by one of our pack hooks)
@@ -205,6 +216,8 @@ cdef int flush_packs(bint written=False) except -1:
     cdef Py_ssize_t i
     cdef int j
     HOOK_STATE.flushing = True
+    HOOK_STATE.known = known
+    HOOK_STATE.saved_as = saved_as
     TAPE.sweeping += 1                  # pinned: no compaction moves the noted indices
     try:
         while pending:
@@ -235,6 +248,8 @@ cdef int flush_packs(bint written=False) except -1:
     finally:
         TAPE.sweeping -= 1
         HOOK_STATE.flushing = False
+        HOOK_STATE.known = ()
+        HOOK_STATE.saved_as = None
     return 0
 
 
@@ -364,5 +379,8 @@ def _saved_hooks_disable(message):
     return prev
 
 
-def _flush_saved_packs():
-    flush_packs()
+def _flush_saved_packs(known=(), saved_as=None):
+    """Pack what this thread's ops saved since its last flush; `known`: the tensors among the
+    last op's arguments (pack receives them for their arrays, not a new tensor on each);
+    saved_as: flush_packs's."""
+    flush_packs(False, tuple(t for t in known if isinstance(t, TensorBase)), saved_as)

@@ -22,6 +22,9 @@ from __future__ import annotations as _annotations
 from tapegrad._core import type_name as _type_name
 import contextlib
 import typing
+import warnings
+
+from .._torch_names import TorchNamedClass as _TorchNamedClass
 
 from ..nn import Module
 from ..nn.modules.module import _addindent
@@ -29,7 +32,9 @@ from ..nn.modules.module import _addindent
 __all__ = ["script", "trace", "trace_module", "ScriptModule", "ScriptFunction",
            "RecursiveScriptModule", "TopLevelTracedModule", "ignore", "unused", "export",
            "is_scripting", "is_tracing", "annotate", "Final", "save", "load", "fork", "wait",
-           "Future", "freeze", "optimize_for_inference", "script_method"]
+           "Future", "freeze", "optimize_for_inference", "script_method", "isinstance",
+           "Error", "Attribute", "interface", "set_fusion_strategy", "enable_onednn_fusion",
+           "onednn_fusion_enabled", "strict_fusion"]
 
 Final = typing.Final
 
@@ -311,6 +316,41 @@ def is_tracing() -> bool:
 def annotate(the_type, the_value):
     """A type hint for the TorchScript compiler: returns ``the_value`` unchanged."""
     return the_value
+
+
+class Error(Exception, metaclass=_TorchNamedClass):
+    """The exception TorchScript's `raise` statements and runtime checks raise (torch.jit.Error,
+    an Exception, not a RuntimeError); scripts catch it around scripted calls."""
+
+
+from ._script import Attribute, interface  # noqa: E402
+
+
+def __getattr__(name):
+    # torch.jit.isinstance (tapegrad/jit/_refinement.py), reached here so that the module's
+    # own code keeps the builtin isinstance
+    if name == "isinstance":
+        from ._refinement import jit_isinstance
+        return jit_isinstance
+    raise AttributeError(f"module 'torch.jit' has no attribute '{name}'")
+
+
+from ._fuser import (fuser, set_fusion_strategy, enable_onednn_fusion,  # noqa: E402
+                     onednn_fusion_enabled)
+
+
+class strict_fusion:
+    """Asks TorchScript to fail unless the block is fused: only meaningful in a scripted
+    function, which tapegrad runs as Python (PyTorch warns likewise outside one)."""
+
+    def __init__(self):
+        warnings.warn("Only works in script mode", stacklevel=2)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, exc_type, exc_value, tb):
+        pass
 
 
 # torch.jit.fork's futures are torch.futures' and its calls torch.fork's (one implementation),
