@@ -640,7 +640,10 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
         and _promotes_to_bfloat16([t for t in inputs if t is not out])
     if (to_bfloat16 or into_wider_out) and name in _NUMBERS_CAST_OPS:
         args, kwargs = _numbers_cast(args, kwargs)
-    result = _run(func, args, kwargs)
+    try:
+        result = _run(func, args, kwargs)
+    except RuntimeError as error:
+        raise _as_bfloat16_cast_error(error, name, inputs) from None
     if _writes_inputs(name, kwargs):
         for t in inputs:
             if is_bfloat16(t):
@@ -648,6 +651,17 @@ def _computed(func, name: str, args: tuple, kwargs: dict):
     if into_wider_out:
         out._array[...] = round_to_bfloat16(out._array)
     return _result(result, to_bfloat16, requested, inputs)
+
+
+def _as_bfloat16_cast_error(error: RuntimeError, name: str, inputs) -> RuntimeError:
+    """An in-place op's refusal to cast its result into an integer or bool self, worded with the
+    result type PyTorch names: a bfloat16 operand promotes to bfloat16, which the float32
+    storage computed as Float (int_t.add_(bf16), atan2_, ...: "result type BFloat16 can't be
+    cast to the desired output type Long")."""
+    if name.endswith("_") and str(error).startswith("result type Float can't be cast") \
+            and _promotes_to_bfloat16(inputs):
+        return RuntimeError(str(error).replace("Float", "BFloat16", 1))
+    return error
 
 
 def _refuse_inexact_out(func, name: str, args: tuple, kwargs: dict, inputs, out) -> None:
