@@ -205,6 +205,15 @@ index_copy kthvalue
 """.split()
 OVERLAP_CHECKED_OUT = {**dict.fromkeys(_PARTIAL_OVERLAP_REFUSED, False),
                        **dict.fromkeys(_ANY_OVERLAP_REFUSED, True)}
+# Of those, the ops whose overlap checks see out as given, before it is resized: TensorIterator's
+# (its build checks memory overlap before it resizes outputs) and index_select, take,
+# masked_select, which check first too.  An expand() of another shape than the result's is
+# refused there for its shared elements (torch.index_select(y, 1, i, out=x.expand(2, 6))); the
+# other ops (gather, cat, the scans and sorts, addmm) resize it and compute (torch 2.13).
+OUT_CHECKED_BEFORE_RESIZE = frozenset(
+    set(_PARTIAL_OVERLAP_REFUSED)
+    - set("cumsum cumprod sort topk addmm max min median nanmedian mode".split())
+    | set("index_select take masked_select".split()))
 # The ops whose explicit dtype= PyTorch refuses unless it is out's dtype (the result would be
 # computed in one dtype and stored in another), with its message for each (torch 2.13's words;
 # placeholders {dtype} / {out} name dtypes as ScalarType does, {dtype_c} / {out_c} as C does).
@@ -250,7 +259,7 @@ FACTORY_OUT = {**dict.fromkeys("""arange eye full linspace logspace ones zeros r
                "empty": True}
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
                      DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT,
-                     FACTORY_OUT, KERNEL_DTYPE_OUT)
+                     FACTORY_OUT, KERNEL_DTYPE_OUT, OUT_CHECKED_BEFORE_RESIZE)
 
 
 # -- for functions written in Python that handle out= themselves -------------------------------

@@ -24,7 +24,7 @@ from ._torch_names import TorchNamedClass
 from ._layout import sparse_factory_layout
 from .creation import (_default_float, _broadcast_shapes,
                        _check_inplace, _check_requires_grad, _in_layout_of, _make,
-                       _np_dtype,
+                       _np_dtype, _number_argument,
                        _size_args)
 from .tensor import Tensor, is_int as _is_int
 
@@ -839,8 +839,21 @@ def _fill(t, values: np.ndarray, record: str):
     return _core._overwrite_(t, values, record)
 
 
+def _float_argument(value, fn: str, keyword: str, position: int):
+    """A float-typed parameter of the in-place samplers as PyTorch's parser reads it: a real
+    number, or the item of a 0-d tensor that does not require grad; TypeError otherwise (a
+    tensor requiring grad, or a complex number)."""
+    value = _number_argument(value, fn, keyword, position, kind="float")
+    if isinstance(value, complex):
+        raise TypeError(f"{fn}(): argument '{keyword}' (position {position}) must be float, not "
+                        f"complex")
+    return value
+
+
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with samples from N(mean, std^2)."""
+    mean = _float_argument(mean, "normal_", "mean", 1)
+    std = _float_argument(std, "normal_", "std", 2)
     _check_inplace(self)
     if self._array.size:                # PyTorch's kernel (and its dtype check) skips empties
         _check_float_input(self, "normal_kernel_cpu", allow_complex=True)
@@ -861,6 +874,8 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kwargs):
     a = kwargs.pop("from", a)
     b = kwargs.pop("to", b)
     _no_extra(kwargs, "uniform_")
+    a = _float_argument(a, "uniform_", "from", 1)
+    b = _float_argument(b, "uniform_", "to", 2)
     _check_inplace(self)
     _check_float_input(self, "check_uniform_bounds", allow_complex=True)
     part = _complex_parts(self._array.dtype)

@@ -1091,8 +1091,9 @@ def arange(start=None, end=None, step=None, dtype=None, requires_grad: bool = Fa
             raise TypeError(f"arange(): argument 'end' (position 1) must be Number, not "
                             f"{_type_name(given[0])}")
         raise _invalid_combination("arange", given, _ARANGE_SIGNATURES)
-    if any(isinstance(v, _core.TensorBase) and v.ndim for v in given):
-        # (PyTorch's Number parser takes a 0-d tensor only; a one-element 1-d one was read)
+    if any(isinstance(v, _core.TensorBase) and (v.ndim or v.requires_grad) for v in given):
+        # (PyTorch's Number parser takes a 0-d tensor that does not require grad only; a
+        # one-element 1-d one was read, and one requiring grad lost its gradient)
         if len(given) == 1:
             raise TypeError("arange(): argument 'end' (position 1) must be Number, not Tensor")
         lines = "".join(f"\n * {signature}" for signature in _ARANGE_SIGNATURES)

@@ -208,12 +208,16 @@ cdef object probe_layouts(LayoutPlan plan, cnp.ndarray A, object B, cnp.ndarray 
 cdef object product_a_bt(object A, object B, object bias=None):
     """np.matmul(A, B) as an ndarray; the caller owns the errstate.  When A is a C-contiguous
     float32/float64 matrix and B the transpose of one (linear's W^T, `x @ w.t()`), with enough
-    work to matter, the shape's faster layout; otherwise numpy's call as it is.  `bias` (None, or
-    a row that bias_row accepts): added to each row of the result, as add_into adds it."""
+    work to matter, the shape's faster layout; otherwise numpy's call as it is.  A few rows:
+    korder_product, MKL's summation order.  `bias` (None, or a row that bias_row accepts): added
+    to each row of the result, as add_into adds it."""
     if not (cnp.PyArray_Check(A) and cnp.PyArray_Check(B)):
         return plus_bias(nd(np.matmul(A, B)), bias)
     cdef cnp.ndarray a = <cnp.ndarray>A, b = <cnp.ndarray>B
     cdef int t = cnp.PyArray_TYPE(a)
+    cdef object korder = korder_product(a, b, bias)
+    if korder is not None:
+        return korder
     if (cnp.PyArray_NDIM(a) != 2 or cnp.PyArray_NDIM(b) != 2
             or (t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64) or cnp.PyArray_TYPE(b) != t
             or not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_IS_F_CONTIGUOUS(b)
@@ -241,6 +245,74 @@ cdef object product_a_bt(object A, object B, object bias=None):
         return product_transposed(a, <cnp.ndarray>b.T, bias)
     # (probing compares the two products without the bias: its addition is the same in both)
     return plus_bias(probe_layouts(plan, a, B, <cnp.ndarray>b.T), bias)
+
+
+# PyTorch's float32/float64 mm is MKL's gemm, which sums each entry of a product with few rows
+# in k order, one fused multiply-add per term (a grid of 2-64 rows by 5-128 inner by 20-384
+# columns: PyTorch's bits wherever numpy's were, and in ~20% more shapes), as the recurrent
+# layers' packed kernel (nn_kernels.c) does; numpy's OpenBLAS takes another order for few rows
+# (8 rows by 32 inputs: other last bits).  With few rows that kernel computes x @ W^T here, so
+# linear's bits are PyTorch's more often, and an RNNCell step's are its RNN layer's step's, row
+# for row, whatever the number of rows (a layer projects all its steps' inputs at once).
+# (Beyond 128 inputs MKL's order is no longer k order, nor is numpy's: numpy's blocked sums
+# stay, the more accurate for a long inner dimension.)
+cdef Py_ssize_t KORDER_MAX_ROWS = 64
+cdef Py_ssize_t KORDER_MAX_INNER = 128
+
+cdef extern from "nn_kernels.h" nogil:
+    ptrdiff_t tg_gemm_packed_size_f32(ptrdiff_t K, ptrdiff_t N)
+    ptrdiff_t tg_gemm_packed_size_f64(ptrdiff_t K, ptrdiff_t N)
+    void tg_gemm_pack_f32(ptrdiff_t K, ptrdiff_t N, const float* b, ptrdiff_t rs, ptrdiff_t cs,
+                          float* packed)
+    void tg_gemm_pack_f64(ptrdiff_t K, ptrdiff_t N, const double* b, ptrdiff_t rs, ptrdiff_t cs,
+                          double* packed)
+    void tg_gemm_packed_f32(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const float* a, ptrdiff_t lda,
+                            const float* packed, const float* bias, const float* add,
+                            ptrdiff_t ldadd, float* c, ptrdiff_t ldc)
+    void tg_gemm_packed_f64(ptrdiff_t M, ptrdiff_t N, ptrdiff_t K, const double* a,
+                            ptrdiff_t lda, const double* packed, const double* bias,
+                            const double* add, ptrdiff_t ldadd, double* c, ptrdiff_t ldc)
+
+
+cdef object korder_product(cnp.ndarray a, cnp.ndarray b, object bias):
+    """a @ b (+ bias row), each entry summed in k order by the packed kernel, bias added to the
+    rounded product, when a is a float32/float64 matrix of 2..KORDER_MAX_ROWS rows and at most
+    KORDER_MAX_INNER columns whose rows are
+    contiguous (a step x[t] of a batch-first input is strided: BLAS reads it with its row stride
+    too) and b is the transpose of a C-contiguous matrix of a's dtype (linear's W^T); else None."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    if (cnp.PyArray_NDIM(a) != 2 or cnp.PyArray_NDIM(b) != 2
+            or (t != cnp.NPY_FLOAT32 and t != cnp.NPY_FLOAT64) or cnp.PyArray_TYPE(b) != t
+            or not cnp.PyArray_IS_F_CONTIGUOUS(b)
+            or cnp.PyArray_DIM(a, 1) != cnp.PyArray_DIM(b, 0)):
+        return None
+    cdef cnp.npy_intp n = cnp.PyArray_DIM(a, 0), k = cnp.PyArray_DIM(a, 1)
+    cdef cnp.npy_intp m = cnp.PyArray_DIM(b, 1), isz = cnp.PyArray_ITEMSIZE(a)
+    cdef cnp.npy_intp rs = cnp.PyArray_STRIDE(a, 0)
+    if not (2 <= n <= KORDER_MAX_ROWS and m >= 2 and 1 <= k <= KORDER_MAX_INNER):
+        return None
+    if (cnp.PyArray_STRIDE(a, 1) != isz and k > 1) or rs < k * isz or rs % isz:
+        return None
+    cdef cnp.npy_intp lda = rs // isz
+    cdef bint f32 = t == cnp.NPY_FLOAT32
+    dt = a.dtype
+    out = np.empty((n, m), dtype=dt)
+    cdef void* pb = NULL if bias is None else cnp.PyArray_DATA(<cnp.ndarray>bias)
+    if f32:
+        packed = np.empty(tg_gemm_packed_size_f32(k, m), dtype=dt)
+        tg_gemm_pack_f32(k, m, <float*>cnp.PyArray_DATA(b), 1, k,
+                         <float*>cnp.PyArray_DATA(<cnp.ndarray>packed))
+        tg_gemm_packed_f32(n, m, k, <float*>cnp.PyArray_DATA(a), lda,
+                           <float*>cnp.PyArray_DATA(<cnp.ndarray>packed), <float*>pb, NULL, 0,
+                           <float*>cnp.PyArray_DATA(<cnp.ndarray>out), m)
+    else:
+        packed = np.empty(tg_gemm_packed_size_f64(k, m), dtype=dt)
+        tg_gemm_pack_f64(k, m, <double*>cnp.PyArray_DATA(b), 1, k,
+                         <double*>cnp.PyArray_DATA(<cnp.ndarray>packed))
+        tg_gemm_packed_f64(n, m, k, <double*>cnp.PyArray_DATA(a), lda,
+                           <double*>cnp.PyArray_DATA(<cnp.ndarray>packed), <double*>pb, NULL, 0,
+                           <double*>cnp.PyArray_DATA(<cnp.ndarray>out), m)
+    return nd(out)
 
 
 cdef inline object plus_bias(object out, object bias):

@@ -553,23 +553,6 @@ static void SFX##_lstm_bwd(ptrdiff_t B, ptrdiff_t H, const T* restrict acts,    
     }                                                                                             \
 }                                                                                                 \
                                                                                                   \
-static void SFX##_gru_fwd(ptrdiff_t B, ptrdiff_t H, const T* restrict gi, const T* restrict hh,   \
-                          const T* restrict h0, T* restrict acts, T* restrict h)                  \
-{                                                                                                 \
-    for (ptrdiff_t b = 0; b < B; b++) {                                                           \
-        const T* x = gi + b * 3 * H;                                                              \
-        const T* r = hh + b * 3 * H;                                                              \
-        T* a = acts + b * 3 * H;                                                                  \
-        for (ptrdiff_t k = 0; k < H; k++) {                                                       \
-            const T rg = SFX##_sigmoid(x[k] + r[k]);                                              \
-            const T zg = SFX##_sigmoid(x[H + k] + r[H + k]);                                      \
-            const T ng = SFX##_tanh(x[2 * H + k] + rg * r[2 * H + k]);                            \
-            a[k] = rg; a[H + k] = zg; a[2 * H + k] = ng;                                          \
-            h[b * H + k] = ng + zg * (h0[b * H + k] - ng);                                        \
-        }                                                                                         \
-    }                                                                                             \
-}                                                                                                 \
-                                                                                                  \
 static void SFX##_gru_bwd(ptrdiff_t B, ptrdiff_t H, const T* restrict acts,                       \
                           const T* restrict hh, const T* restrict h0, const T* restrict dh,       \
                           T* restrict dgi, T* restrict dhh, T* restrict dh0)                      \
@@ -590,20 +573,6 @@ static void SFX##_gru_bwd(ptrdiff_t B, ptrdiff_t H, const T* restrict acts,     
             dh0[b * H + k] = g * zg;                                                              \
         }                                                                                         \
     }                                                                                             \
-}                                                                                                 \
-                                                                                                  \
-static void SFX##_rnn_fwd(ptrdiff_t B, ptrdiff_t H, int relu, const T* restrict gi,               \
-                          const T* restrict hh, T* restrict h)                                    \
-{                                                                                                 \
-    const ptrdiff_t n = B * H;                                                                    \
-    if (relu)                                                                                     \
-        for (ptrdiff_t k = 0; k < n; k++) {                                                       \
-            const T v = gi[k] + hh[k];                                                            \
-            h[k] = (v > 0 || isnan(v)) ? v : (T)0;                                                \
-        }                                                                                         \
-    else                                                                                          \
-        for (ptrdiff_t k = 0; k < n; k++)                                                         \
-            h[k] = SFX##_tanh(gi[k] + hh[k]);                                                     \
 }                                                                                                 \
                                                                                                   \
 static void SFX##_rnn_bwd(ptrdiff_t B, ptrdiff_t H, int relu, const T* restrict h,                \
@@ -715,18 +684,6 @@ void tg_lstm_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double*
     f64_lstm_bwd(B, H, acts, c0, tc, dh, dc, dgates);
 }
 
-void tg_gru_fwd_f32(ptrdiff_t B, ptrdiff_t H, const float* gi, const float* hh, const float* h0,
-                    float* acts, float* h)
-{
-    F32_CALL(gru_fwd, (B, H, gi, hh, h0, acts, h));
-}
-
-void tg_gru_fwd_f64(ptrdiff_t B, ptrdiff_t H, const double* gi, const double* hh,
-                    const double* h0, double* acts, double* h)
-{
-    f64_gru_fwd(B, H, gi, hh, h0, acts, h);
-}
-
 void tg_gru_bwd_f32(ptrdiff_t B, ptrdiff_t H, const float* acts, const float* hh,
                     const float* h0, const float* dh, float* dgi, float* dhh, float* dh0)
 {
@@ -739,16 +696,56 @@ void tg_gru_bwd_f64(ptrdiff_t B, ptrdiff_t H, const double* acts, const double* 
     f64_gru_bwd(B, H, acts, hh, h0, dh, dgi, dhh, dh0);
 }
 
-void tg_rnn_fwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* gi, const float* hh, float* h)
-{
-    F32_CALL(rnn_fwd, (B, H, relu, gi, hh, h));
+/* -- the Elman and GRU steps as PyTorch's cells compute them ----------------------------------
+ * PyTorch's CPU RNN and GRU layers run their cells' own ops at each step (ATen's RNN.cpp: the
+ * hidden projection linear(h, W_hh, b_hh) plus the step's input projection, then the cell's
+ * elementwise ops), so a layer's output is an RNNCell/GRUCell loop's bit for bit.  These steps
+ * round each of those ops as tapegrad's own ops (the cells') do: every sum and product rounded
+ * on its own (compiled for the generic target, outside the haswell/AVX-512 regions above: no
+ * contraction into fused multiply-adds), tanh and sigmoid by vecmath's kernels, which tapegrad's
+ * tanh and sigmoid run.  gi: the step's input projection with b_ih; hh: the hidden one with
+ * b_hh (the layer no longer folds b_hh into the input's bias: a different sum's rounding). */
+#define DEFINE_CELL_STEPS(T, SFX)                                                                 \
+void tg_rnn_fwd_##SFX(ptrdiff_t B, ptrdiff_t H, int relu, const T* gi, const T* hh, T* h)         \
+{                                                                                                 \
+    const ptrdiff_t n = B * H;                                                                    \
+    for (ptrdiff_t k = 0; k < n; k++) h[k] = hh[k] + gi[k];                                       \
+    if (relu)                                                                                     \
+        for (ptrdiff_t k = 0; k < n; k++)                                                         \
+            h[k] = (h[k] > 0 || isnan(h[k])) ? h[k] : (T)0;                                       \
+    else                                                                                          \
+        tg_vm_tanh_##SFX(h, h, (size_t)n);                                                        \
+}                                                                                                 \
+                                                                                                  \
+/* r = sigmoid(h_r + i_r), z = sigmoid(h_z + i_z), n = tanh(i_n + h_n * r),                       \
+ * h' = (h - n) * z + n: GRUCell's ops in its order; acts keeps (r, z, n) per row. */            \
+void tg_gru_fwd_##SFX(ptrdiff_t B, ptrdiff_t H, const T* gi, const T* hh, const T* h0,           \
+                      T* acts, T* h)                                                              \
+{                                                                                                 \
+    for (ptrdiff_t b = 0; b < B; b++) {                                                           \
+        const T* x = gi + b * 3 * H;                                                              \
+        const T* r = hh + b * 3 * H;                                                              \
+        const T* hp = h0 + b * H;                                                                 \
+        T* a = acts + b * 3 * H;                                                                  \
+        T* out = h + b * H;                                                                       \
+        for (ptrdiff_t k = 0; k < 2 * H; k++) a[k] = r[k] + x[k];                                 \
+        tg_vm_sigmoid_##SFX(a, a, (size_t)(2 * H));                                               \
+        for (ptrdiff_t k = 0; k < H; k++) {                                                       \
+            const T p = r[2 * H + k] * a[k];                                                      \
+            a[2 * H + k] = x[2 * H + k] + p;                                                      \
+        }                                                                                         \
+        tg_vm_tanh_##SFX(a + 2 * H, a + 2 * H, (size_t)H);                                        \
+        for (ptrdiff_t k = 0; k < H; k++) {                                                       \
+            const T ng = a[2 * H + k];                                                            \
+            const T d = hp[k] - ng;                                                               \
+            const T e = d * a[H + k];                                                             \
+            out[k] = e + ng;                                                                      \
+        }                                                                                         \
+    }                                                                                             \
 }
 
-void tg_rnn_fwd_f64(ptrdiff_t B, ptrdiff_t H, int relu, const double* gi, const double* hh,
-                    double* h)
-{
-    f64_rnn_fwd(B, H, relu, gi, hh, h);
-}
+DEFINE_CELL_STEPS(float, f32)
+DEFINE_CELL_STEPS(double, f64)
 
 void tg_rnn_bwd_f32(ptrdiff_t B, ptrdiff_t H, int relu, const float* h, const float* dh,
                     float* dpre)

@@ -1164,6 +1164,10 @@ cdef str RESIZED = (
 # (torch.exp(x[:4], out=x[2:])): name -> whether all of it with the same layout is refused too
 # (torch.cat([x], out=x)).  tapegrad/_out_arg.py's OVERLAP_CHECKED_OUT.
 cdef dict overlap_checked_out = {}
+# Of those, the ops that check their out tensor as given, before resizing it (TensorIterator's
+# ops, index_select, take, masked_select); the others resize it first and check the resized
+# tensor (gather, cat, the scans and sorts ...).  tapegrad/_out_arg.py's OUT_CHECKED_BEFORE_RESIZE.
+cdef frozenset out_checked_before_resize = frozenset()
 # The ops that refuse a dtype= argument other than their out tensor's dtype (torch.sum(x, 0,
 # dtype=torch.int32, out=int16_tensor)), with PyTorch's message for each: name -> template.
 # tapegrad/_out_arg.py's DTYPE_ARG_MATCHES_OUT.
@@ -1186,10 +1190,12 @@ cdef dict kernel_dtype_out = {}
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
                    dict overlap_checked, dict dtype_matches_out, frozenset nondifferentiable,
-                   frozenset complex_to_float, dict factories, dict kernel_dtype):
+                   frozenset complex_to_float, dict factories, dict kernel_dtype,
+                   frozenset checked_before_resize):
     global exact_out_dtype, out_resize_warning, uncastable_out, overlap_checked_out
     global dtype_arg_matches_out, nondifferentiable_out, complex_to_float_out, factory_out
-    global kernel_dtype_out
+    global kernel_dtype_out, out_checked_before_resize
+    out_checked_before_resize = checked_before_resize
     kernel_dtype_out = kernel_dtype
     exact_out_dtype = exact_dtype
     out_resize_warning = resize_warning
@@ -1214,7 +1220,44 @@ cdef int refuse_out_overlap(tuple outs, tuple operands, object kwargs, bint same
             tensors.extend(t for t in a if isinstance(t, TensorBase))
     for o in outs:
         for a in tensors:
-            check_source_overlap((<TensorBase>o)._array, (<TensorBase>a)._array, same_too)
+            check_source_overlap(o._array if isinstance(o, TensorBase) else o,
+                                 (<TensorBase>a)._array, same_too)
+    return 0
+
+
+cdef int refuse_resized_view_overlap(TensorBase o, tuple shape, str name, tuple operands,
+                                     object kwargs, bint resized) except -1:
+    """PyTorch's overlap errors for an out view of another shape than the result's, which
+    tapegrad refuses by design (it cannot re-point a view): where PyTorch raises for the
+    overlap, tapegrad raises PyTorch's error too.  The ops that check out as given (called with
+    `resized` False, before the resize warning, as PyTorch raises before it resizes) look for
+    two of its elements sharing memory (an expand()); the others resize it first, warning (a
+    view keeps its start, its strides become contiguous), and compare that layout with their
+    operands (called with `resized` True)."""
+    same_too = overlap_checked_out.get(name)
+    if same_too is None or o._base is None:
+        return 0
+    A = o._array
+    if name in out_checked_before_resize:
+        if not resized and overlaps_itself(A):
+            raise RuntimeError(OVERLAPPING_WRITE)
+        return 0
+    if not resized:
+        return 0
+    cdef Py_ssize_t n = 1, k
+    for k in shape:
+        n *= k
+    if n == 0 or A.size == 0:
+        return 0
+    strides = []
+    cdef Py_ssize_t step = A.itemsize
+    for k in reversed(shape):
+        strides.append(step)
+        step *= k
+    # (only its addresses are read: overlap checks compare extents, never elements)
+    layout = np.lib.stride_tricks.as_strided(A.view(np.ndarray), shape, tuple(reversed(strides)),
+                                             writeable=False)
+    refuse_out_overlap((layout,), operands, kwargs, same_too)
     return 0
 
 
@@ -1321,12 +1364,14 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
             # read while resized): the in-place ops' broadcast error instead
             raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast "
                                f"shape {list(R.shape)}")
+        refuse_resized_view_overlap(o, R.shape, name, operands, kwargs, False)
         template = out_resize_warning.get(name, RESIZED)
         if A.size and template is not None:
             warnings.warn(template.format(
                 shape=list(A.shape), numel=A.size, n=R.size, result_shape=list(R.shape),
                 result_tuple=tuple(R.shape)), UserWarning, stacklevel=user_stacklevel())
         if o._base is not None:
+            refuse_resized_view_overlap(o, R.shape, name, operands, kwargs, True)
             raise RuntimeError("tapegrad cannot resize a view given as out=; pass a tensor of "
                                f"shape {list(R.shape)}")
         with IeeeResults():

@@ -416,8 +416,9 @@ def _max_pool2d_grad_array(gy, idx, tuple geom, xmask=None, keep=None):
 
 # -- recurrent layers: the whole sequence of one layer and direction --------------------------
 # mode: 0 LSTM, 1 GRU, 2 RNN tanh, 3 RNN relu.  gi (T, B, G*H) is the input projection of every
-# step (for LSTM and RNN with both biases folded in; for GRU with b_ih only, b_hh goes inside
-# r * (W_hn h + b_hn)).  The forward keeps what the backward needs in a tuple `saved`.
+# step (for LSTM with both biases folded in; for RNN and GRU with b_ih only, b_hh added by each
+# step's hidden product, as PyTorch's cells add it: the layer's steps are its cells' bit for
+# bit).  The forward keeps what the backward needs in a tuple `saved`.
 
 cdef enum:
     NK_LSTM = 0

@@ -166,9 +166,10 @@ def hardswish(input, inplace: bool = False):
 def hardsigmoid(input, inplace: bool = False):
     """Elementwise ``clamp(x / 6 + 1 / 2, 0, 1)``."""
     _require_floating(input, "hardsigmoid_cpu")
-    # PyTorch's gradient is 1/6 strictly inside (-3, 3), 0 elsewhere and at NaN
+    # PyTorch's gradient is (float32) 1/6 strictly inside (-3, 3), 0 elsewhere and at NaN
+    from ._activation_kernels import HardsigmoidInside
     inside = (input > -3.0) & (input < 3.0)
-    linear = in_float32_if_half(lambda x: x / 6.0 + 0.5, _operand(input, inplace))
+    linear = in_float32_if_half(HardsigmoidInside.apply, _operand(input, inplace))
     with _tg.no_grad():
         outside = _tg.clamp(linear.detach(), 0.0, 1.0)
     return _finish_saving_input(input, _piecewise(inside, linear, outside, "hardsigmoid"),

@@ -76,12 +76,15 @@ _STEPS = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_tanh_step,
 
 
 def _input_bias(mode, b_ih, b_hh):
-    """The bias of the input projection: b_ih, with b_hh folded in except for GRU (inside r * ())."""
-    return b_ih + b_hh if (b_ih is not None and b_hh is not None and mode != "GRU") else b_ih
+    """The bias of the input projection: b_ih, with b_hh folded in for LSTM only.  PyTorch's RNN
+    and GRU layers add linear(h, W_hh, b_hh) to linear(x, W_ih, b_ih) at each step, as their
+    cells do, and their output is the cells' bit for bit; a folded b_ih + b_hh rounds another
+    sum.  (PyTorch's LSTM layer is one oneDNN kernel whose bits differ from LSTMCell's anyway.)"""
+    return b_ih + b_hh if (b_ih is not None and b_hh is not None and mode == "LSTM") else b_ih
 
 
 def _input_projection(mode, x, w_ih, b_ih, b_hh):
-    """W_ih x + b_ih for all steps at once; b_hh folds in too, except for GRU (inside r * ())."""
+    """W_ih x + b_ih for all steps at once; for LSTM b_hh folds in too (_input_bias)."""
     return _project(x, w_ih, _input_bias(mode, b_ih, b_hh))
 
 
@@ -95,7 +98,7 @@ def _project(x, w_ih, bias):
 
 
 def _hidden_bias(mode, b_ih, b_hh):
-    return b_hh if (mode == "GRU" or b_ih is None) else None
+    return b_hh if (mode != "LSTM" or b_ih is None) else None
 
 
 def _run_direction(mode, steps, state, weights, reverse, batch_sizes):
@@ -162,9 +165,9 @@ def _refuse_under_vmap(op, module, input, hx):
 
 class _RecurrentSequence(KernelFunction):
     """Outputs (T, B, H), the last h and (LSTM) the last c of one layer in one direction, from the
-    layer's input x (T, B, I), its input weights and bias (bias: b_ih + b_hh folded, or b_ih alone
-    for GRU), the initial state and the hidden weights (b_hh only for GRU: the other modes fold it
-    into the bias).  The input projection of all steps is part of the record: its buffer is the
+    layer's input x (T, B, I), its input weights and bias (bias: b_ih + b_hh folded for LSTM, b_ih
+    alone otherwise), the initial state and the hidden weights (b_hh except for LSTM, which folds
+    it into the bias).  The input projection of all steps is part of the record: its buffer is the
     kernels' workspace, used by the loop and let go before the next layer's."""
 
     saved_args = (0, 1, 2, 3, 4, 5, 6)
