@@ -390,6 +390,7 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                 # PyTorch reads numbers and sequences only: an object numpy would convert (by
                 # __array__) is refused as a set or None is
                 raise RuntimeError(f"Could not infer dtype of {_type_name(data)}")
+        data = _foreign_sequences_as_lists(data)
         try:
             data, arr = _nested_array(data, _np_dtype(dtype, "tensor"))
         except (TypeError, ValueError):
@@ -437,6 +438,36 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     if isinstance(data, np.ndarray):
         keep_numpy_strides(arr)
     return _make(arr, requires_grad)
+
+
+def _foreign_sequences_as_lists(data):
+    """`data` with every sequence in it that is not a list or tuple (a pandas Series, a deque,
+    an array.array) made the list of its items, read by position as PyTorch reads them
+    (PySequence_GetItem): each item then counts with its own type.  numpy's reading of such an
+    object goes through its __array__ instead, which gave a float64 Series the default float
+    dtype and an int32 one int64 (torch.tensor(df["price"]) was silently float32), and read
+    pandas' NA as nan where PyTorch refuses it."""
+    if isinstance(data, (list, tuple)):
+        if set(map(type, data)) <= _PYTHON_NUMBERS:
+            return data
+        items = [_foreign_sequences_as_lists(item) for item in data]
+        return items if any(a is not b for a, b in zip(items, data)) else data
+    if isinstance(data, (str, bytes, np.ndarray, np.generic, _core.TensorBase, range)) \
+            or _is_typed_storage(data):
+        return data
+    from ._legacy import _follows_sequence_protocol
+    if not _follows_sequence_protocol(data):
+        return data
+    length = len(data)
+    if length:
+        try:
+            data[0]
+        except Exception:
+            # (PyTorch measures the nesting along the first items before it reads any value;
+            # a Series with a string index has no item 0)
+            raise ValueError("could not determine the shape of object type "
+                             f"'{_type_name(data)}'") from None
+    return [_foreign_sequences_as_lists(data[i]) for i in range(length)]
 
 
 _PYTHON_NUMBERS = frozenset((float, int, bool))
