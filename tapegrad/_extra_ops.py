@@ -355,7 +355,9 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter na
     lo, hi = float(min), float(max)
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
-    _check_histogram_input(arr, "histogram_cpu")
+    # (PyTorch makes the bin edges with linspace in the input's dtype before the histogram
+    # kernel runs, and linspace has no bool kernel)
+    _check_histogram_input(arr, "linspace_cpu" if arr.dtype.kind == "b" else "histogram_cpu")
     flat = arr.reshape(-1)
     if lo == hi and flat.size:
         lo, hi = float(flat.min()), float(flat.max())
@@ -1079,7 +1081,8 @@ def divide(input, other, *, rounding_mode=None):
                                np.asarray(other_arr).astype(out_dtype))
     if (b == 0).any():
         raise RuntimeError("ZeroDivisionError")
-    floor = a // b
+    with np.errstate(over="ignore"):    # (the minimum // -1 wraps to itself, as in PyTorch)
+        floor = a // b
     return _wrap_like((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype), input, other)
 
 

@@ -58,3 +58,31 @@ def test_tensor_of_string_series_refused():
         torch.tensor(s)
     with pytest.raises(ValueError, match="too many dimensions 'str'"):
         tapegrad.tensor(s)
+
+
+# ---- histc of a bool tensor: PyTorch's linspace refusal ----------------------------------
+
+@pytest.mark.parametrize("kwargs", [dict(bins=3), dict(bins=3, min=0, max=1)])
+def test_histc_bool_refused_as_linspace(kwargs):
+    t = [True, False]
+    with pytest.raises(NotImplementedError, match="\"linspace_cpu\" not implemented for 'Bool'"):
+        torch.histc(torch.tensor(t), **kwargs)
+    with pytest.raises(NotImplementedError, match="\"linspace_cpu\" not implemented for 'Bool'"):
+        tapegrad.histc(tapegrad.tensor(t), **kwargs)
+
+
+# ---- the integer minimum divided by -1 wraps silently -------------------------------------
+
+# (int32 and int64 are left out: PyTorch's own kernels die of SIGFPE on some of these)
+@pytest.mark.parametrize("dt", ["int8", "int16"])
+def test_integer_minimum_floor_divided_by_minus_one_no_warning(dt, recwarn):
+    import warnings
+    m = np.iinfo(dt).min
+    ours_a = tapegrad.tensor([m, m + 1], dtype=getattr(tapegrad, dt))
+    theirs_a = torch.tensor([m, m + 1], dtype=getattr(torch, dt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # numpy's overflow RuntimeWarning leaked
+        for f in (lambda a: a // -1, lambda a: a % -1, lambda a: tapegrad.div(a, -1, rounding_mode="trunc")
+                  if isinstance(a, tapegrad.Tensor) else torch.div(a, -1, rounding_mode="trunc"),
+                  lambda a: a.floor_divide(-1)):
+            _same(f(ours_a), f(theirs_a))
