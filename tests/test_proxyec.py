@@ -86,3 +86,68 @@ def test_integer_minimum_floor_divided_by_minus_one_no_warning(dt, recwarn):
                   if isinstance(a, tapegrad.Tensor) else torch.div(a, -1, rounding_mode="trunc"),
                   lambda a: a.floor_divide(-1)):
             _same(f(ours_a), f(theirs_a))
+
+
+# ---- cummax / cummin: vectorised running extremes ----------------------------------------
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize("data", [
+    [1., 3., 3., 2., 5., 5.], [1., _NAN, 2., _NAN, 0.], [_NAN, 1., 2.], [0.0, -0.0, 0.0, -1.0],
+    [[1, 5, 2], [3, 3, 9], [0, 7, 7]], [True, False, True],
+    [[1., _NAN], [0., 2.], [_NAN, 1.]], [-float("inf"), -float("inf"), 1.],
+])
+@pytest.mark.parametrize("fn", ["cummax", "cummin"])
+def test_cumulative_extreme_ties_and_nan(data, fn):
+    ours_t, theirs_t = tapegrad.tensor(data), torch.tensor(data)
+    for d in range(ours_t.ndim):
+        ours, theirs = getattr(tapegrad, fn)(ours_t, d), getattr(torch, fn)(theirs_t, d)
+        _same(ours.values, theirs.values)
+        _same(ours.indices, theirs.indices)
+        # (the sign of a zero comes from the position taken)
+        np.testing.assert_array_equal(np.signbit(ours.values.numpy()), np.signbit(theirs.values.numpy()))
+
+
+def test_cumulative_extreme_long_row_fast_and_exact():
+    import time
+    n = 200_000
+    base = (np.arange(n) % 1000 - 500) * ((np.arange(n) // 7) % 3 - 1)
+    ours_t, theirs_t = tapegrad.tensor(base), torch.tensor(base)
+    start = time.perf_counter()
+    ours = tapegrad.cummax(ours_t, 0)
+    assert time.perf_counter() - start < 2.0        # (a Python loop per position took ~5 s)
+    theirs = torch.cummax(theirs_t, 0)
+    _same(ours.indices, theirs.indices)
+    _same(tapegrad.cummin(ours_t.view(200, -1), 1).indices, torch.cummin(theirs_t.view(200, -1), 1).indices)
+
+
+def test_cummax_gradient_goes_to_taken_positions():
+    data = [1., 3., 2., 3., 0.]
+    ours_x = tapegrad.tensor(data, dtype=tapegrad.float64, requires_grad=True)
+    theirs_x = torch.tensor(data, dtype=torch.float64, requires_grad=True)
+    w = [1., 2., 3., 4., 5.]
+    (tapegrad.cummax(ours_x, 0).values * tapegrad.tensor(w, dtype=tapegrad.float64)).sum().backward()
+    (torch.cummax(theirs_x, 0).values * torch.tensor(w, dtype=torch.float64)).sum().backward()
+    _same(ours_x.grad, theirs_x.grad)
+
+
+# ---- mode of many rows: std::sort's replay budget counted per call ------------------------
+
+def test_mode_many_tied_rows_fast():
+    import time
+    rows = np.random.RandomState(0).randint(0, 50, (1000, 1000))
+    start = time.perf_counter()
+    ours = tapegrad.tensor(rows).mode(1)
+    assert time.perf_counter() - start < 2.0        # (every row was replayed in Python: ~4 s)
+    theirs = torch.tensor(rows).mode(1)
+    _same(ours.values, theirs.values)           # (the index among ties is std::sort's choice)
+
+
+@pytest.mark.parametrize("shape, high", [((5, 40), 5), ((50, 17), 4), ((2, 2000), 10), ((3, 10), 3)])
+def test_mode_tied_rows_within_budget_match(shape, high):
+    rows = np.random.RandomState(1).randint(0, high, shape).astype(np.float64)
+    rows[0, 3] = np.nan
+    ours, theirs = tapegrad.tensor(rows).mode(1), torch.tensor(rows).mode(1)
+    _same(ours.values, theirs.values)
+    _same(ours.indices, theirs.indices)
