@@ -151,3 +151,18 @@ def test_mode_tied_rows_within_budget_match(shape, high):
     ours, theirs = tapegrad.tensor(rows).mode(1), torch.tensor(rows).mode(1)
     _same(ours.values, theirs.values)
     _same(ours.indices, theirs.indices)
+
+
+# ---- torch.tensor's messages name a compiled type as its tp_name ---------------------------
+
+@pytest.mark.parametrize("make, error, phrase", [
+    (lambda: [__import__("decimal").Decimal("1.5")], RuntimeError, "Could not infer dtype of decimal.Decimal"),
+    (lambda: [__import__("datetime").date(2020, 1, 1)], RuntimeError, "Could not infer dtype of datetime.date"),
+    (lambda: [np.str_("ab")], ValueError, "too many dimensions 'str'"),
+])
+def test_tensor_inference_error_names(make, error, phrase):
+    import re
+    with pytest.raises(error, match=re.escape(phrase)):
+        torch.tensor(make())
+    with pytest.raises(error, match=re.escape(phrase) + "$"):
+        tapegrad.tensor(make())
