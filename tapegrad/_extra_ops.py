@@ -319,10 +319,16 @@ def bincount(input, weights=None, minlength=0):
     if w.ndim != 1 or w.shape[0] != arr.shape[0]:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     # PyTorch keeps float32 weights' dtype and counts every other weight dtype in float64.
-    out_dtype = np.float32 if w.dtype == np.float32 else np.float64
-    counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
+    # Its loop adds each weight in turn into the output's dtype: float32 sums round at every
+    # step (np.bincount's float64 sums, rounded once, differed in the last bits), float64 ones
+    # are np.bincount's own sequential loop.
+    if w.dtype == np.float32:
+        counts = np.zeros(max(int(arr.max()) + 1, minlength), dtype=np.float32)
+        np.add.at(counts, arr, w)
+    else:
+        counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
     from ._more_math import without_derivative
-    return without_derivative((weights,), counts.astype(out_dtype),
+    return without_derivative((weights,), counts,
                               "derivative for aten::bincount is not implemented", RuntimeError)
 
 

@@ -166,3 +166,22 @@ def test_tensor_inference_error_names(make, error, phrase):
         torch.tensor(make())
     with pytest.raises(error, match=re.escape(phrase) + "$"):
         tapegrad.tensor(make())
+
+
+# ---- bincount's float32 weights summed in float32, one by one, as PyTorch's loop ----------
+
+@pytest.mark.parametrize("n", [100, 1000, 100_000])
+def test_bincount_float32_weights_bits(n):
+    rs = np.random.RandomState(n)
+    idx, w = rs.randint(0, 7, n), rs.rand(n).astype(np.float32)
+    # SILENT before: summed in float64 and rounded once, the last bits differed
+    ours = tapegrad.bincount(tapegrad.tensor(idx), weights=tapegrad.tensor(w), minlength=9)
+    theirs = torch.bincount(torch.tensor(idx), weights=torch.tensor(w), minlength=9)
+    _same(ours, theirs)
+    # float64 (and other) weights: float64 sums
+    ours = tapegrad.bincount(tapegrad.tensor(idx), weights=tapegrad.tensor(w).half())
+    theirs = torch.bincount(torch.tensor(idx), weights=torch.tensor(w).half())
+    _same(ours, theirs)
+    ours = tapegrad.bincount(tapegrad.tensor(idx), weights=tapegrad.tensor(w).double())
+    theirs = torch.bincount(torch.tensor(idx), weights=torch.tensor(w).double())
+    _same(ours, theirs)
