@@ -185,3 +185,22 @@ def test_bincount_float32_weights_bits(n):
     ours = tapegrad.bincount(tapegrad.tensor(idx), weights=tapegrad.tensor(w).double())
     theirs = torch.bincount(torch.tensor(idx), weights=torch.tensor(w).double())
     _same(ours, theirs)
+
+
+# ---- histogram / histogramdd: PyTorch's per-thread float sums and float density ----------
+
+@pytest.mark.parametrize("n", [100, 10_000, 300_001])
+def test_histogram_weighted_and_density_bits(n):
+    rs = np.random.RandomState(n)
+    a, w = rs.rand(n).astype(np.float32), rs.rand(n).astype(np.float32)
+    ta, tw = torch.tensor(a), torch.tensor(w)
+    ga, gw = tapegrad.tensor(a), tapegrad.tensor(w)
+    # SILENT before: float64 sums and a float64 density, rounded once: last bits differed
+    if torch.get_num_threads() == tapegrad.get_num_threads():
+        _same(tapegrad.histogram(ga, bins=5, weight=gw).hist, torch.histogram(ta, bins=5, weight=tw).hist)
+        _same(tapegrad.histogram(ga, bins=5, weight=gw, density=True).hist,
+              torch.histogram(ta, bins=5, weight=tw, density=True).hist)
+        _same(tapegrad.histogramdd(tapegrad.stack([ga, gw], 1), bins=[2, 3], weight=gw).hist,
+              torch.histogramdd(torch.stack([ta, tw], 1), bins=[2, 3], weight=tw).hist)
+    _same(tapegrad.histogram(ga, bins=5, density=True).hist, torch.histogram(ta, bins=5, density=True).hist)
+    _same(tapegrad.histogram(ga.double(), bins=7).hist, torch.histogram(ta.double(), bins=7).hist)
