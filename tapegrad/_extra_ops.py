@@ -319,10 +319,16 @@ def bincount(input, weights=None, minlength=0):
     if w.ndim != 1 or w.shape[0] != arr.shape[0]:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     # PyTorch keeps float32 weights' dtype and counts every other weight dtype in float64.
-    out_dtype = np.float32 if w.dtype == np.float32 else np.float64
-    counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
+    # Its loop adds each weight in turn into the output's dtype: float32 sums round at every
+    # step (np.bincount's float64 sums, rounded once, differed in the last bits), float64 ones
+    # are np.bincount's own sequential loop.
+    if w.dtype == np.float32:
+        counts = np.zeros(max(int(arr.max()) + 1, minlength), dtype=np.float32)
+        np.add.at(counts, arr, w)
+    else:
+        counts = np.bincount(arr, weights=w.astype(np.float64), minlength=minlength)
     from ._more_math import without_derivative
-    return without_derivative((weights,), counts.astype(out_dtype),
+    return without_derivative((weights,), counts,
                               "derivative for aten::bincount is not implemented", RuntimeError)
 
 
@@ -355,7 +361,9 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002  (PyTorch's parameter na
     lo, hi = float(min), float(max)
     if lo > hi:
         raise RuntimeError("torch.histc: max must be larger than min")
-    _check_histogram_input(arr, "histogram_cpu")
+    # (PyTorch makes the bin edges with linspace in the input's dtype before the histogram
+    # kernel runs, and linspace has no bool kernel)
+    _check_histogram_input(arr, "linspace_cpu" if arr.dtype.kind == "b" else "histogram_cpu")
     flat = arr.reshape(-1)
     if lo == hi and flat.size:
         lo, hi = float(flat.min()), float(flat.max())
@@ -484,17 +492,44 @@ def _bin_counts(samples, edges_per_dim, weights, density: bool):
     positions = [np.minimum(np.searchsorted(edges, samples[keep, d], side="right") - 1, n - 1)
                  for d, (edges, n) in enumerate(zip(edges_per_dim, shape))]
     flat = np.ravel_multi_index(positions, shape) if positions else np.zeros(0, np.int64)
-    kept_w = None if weights is None else weights[keep].astype(np.float64)
-    hist = np.bincount(flat, weights=kept_w, minlength=int(np.prod(shape))).reshape(shape)
-    hist = hist.astype(samples.dtype)
+    kept_w = None if weights is None else weights[keep]
+    hist = _summed_in_kernel_order(samples.shape[0], np.flatnonzero(keep), flat, kept_w,
+                                   int(np.prod(shape)), samples.dtype).reshape(shape)
     if density:
-        volumes = np.ones(shape)
-        for d, edges in enumerate(edges_per_dim):
-            volumes = volumes * np.diff(edges).reshape([-1 if k == d else 1
-                                                        for k in builtins.range(len(shape))])
+        # PyTorch divides in the input's dtype: by the total (its sum, read as a number), then
+        # by each dimension's bin widths in turn (one float64 division rounded once differed
+        # in the last bits)
+        total = samples.dtype.type(float(_wrap(hist).sum().item()))
         with np.errstate(invalid="ignore", divide="ignore"):   # nothing counted: NaN, as torch
-            hist = (hist / (hist.sum() * volumes)).astype(samples.dtype)
+            hist = hist / total
+            for d, edges in enumerate(edges_per_dim):
+                hist = hist / np.diff(edges).reshape([-1 if k == d else 1
+                                                      for k in builtins.range(len(shape))])
     return hist
+
+
+# at::parallel_for's grain for the histogram kernel (HISTOGRAM_GRAIN_SIZE in ATen)
+_HISTOGRAM_GRAIN = 200
+
+
+def _summed_in_kernel_order(n_samples: int, sample_at, bin_of, weights, n_bins: int, dtype):
+    """The bin totals PyTorch's histogramdd kernel computes, bit for bit: at::parallel_for
+    splits the samples into one contiguous chunk per thread (when there are more than its
+    grain), each thread adds its samples' weights (or ones) into its own histogram one at a time
+    in the input's dtype, and the thread histograms are then summed in thread order.
+    `sample_at` are the indices of the counted samples (in order), `bin_of` their flat bins."""
+    from ._threads import get_num_threads
+    tasks = 1 if n_samples <= _HISTOGRAM_GRAIN else \
+        max(1, min(get_num_threads(), -(-n_samples // _HISTOGRAM_GRAIN)))
+    chunk = -(-n_samples // tasks) if n_samples else 1
+    total = np.zeros(n_bins, dtype=dtype)
+    ones = np.ones(len(bin_of), dtype=dtype) if weights is None else weights
+    bounds = np.searchsorted(sample_at, np.arange(tasks + 1) * chunk)
+    for t in builtins.range(tasks):
+        part = np.zeros(n_bins, dtype=dtype)
+        np.add.at(part, bin_of[bounds[t]:bounds[t + 1]], ones[bounds[t]:bounds[t + 1]])
+        total += part
+    return total
 
 
 # PyTorch's signatures of histogram, which its parser lists for a call that fits none
@@ -1103,7 +1138,8 @@ def divide(input, other, *, rounding_mode=None):
                                np.asarray(other_arr).astype(out_dtype))
     if (b == 0).any():
         raise RuntimeError("ZeroDivisionError")
-    floor = a // b
+    with np.errstate(over="ignore"):    # (the minimum // -1 wraps to itself, as in PyTorch)
+        floor = a // b
     return _wrap_like((floor + ((a % b != 0) & ((a < 0) != (b < 0)))).astype(out_dtype), input, other)
 
 

@@ -424,24 +424,22 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None, 
 
 def _running_extreme_positions(arr: np.ndarray, axis: int, maximum: bool) -> np.ndarray:
     """For each position along axis, the index of the running max (min) so far: a later tie
-    takes over, and a NaN takes over and then holds (later NaNs take over from it)."""
-    rows = np.moveaxis(arr, axis, 0)
-    positions = np.zeros(rows.shape, dtype=np.int64)
-    if rows.shape[0] == 0:
-        return np.moveaxis(positions, 0, axis)
-    best = rows[0].copy()
-    best_at = np.zeros(rows.shape[1:], dtype=np.int64)
-    floating = arr.dtype.kind == "f"
-    for i in range(rows.shape[0]):
-        x = rows[i]
-        with np.errstate(invalid="ignore"):
-            takes = x >= best if maximum else x <= best
-        if floating:
-            takes = (takes & ~np.isnan(best)) | np.isnan(x)
-        best = np.where(takes, x, best)
-        best_at = np.where(takes, i, best_at)
-        positions[i] = best_at
-    return np.moveaxis(positions, 0, axis)
+    takes over, and a NaN takes over and then holds (later NaNs take over from it).
+    Vectorised (a loop over the positions took 20 s for a million elements): the running
+    extreme never moves back, so position j takes over exactly where arr[j] equals the running
+    extreme at j (or is a NaN), and the answer at i is the last such j <= i."""
+    if arr.shape[axis] == 0:
+        return np.zeros(arr.shape, dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        running = (np.maximum if maximum else np.minimum).accumulate(arr, axis=axis)
+        takes = arr == running          # (numpy's extreme propagates a NaN, as the scan does)
+    if arr.dtype.kind == "f":
+        takes |= np.isnan(arr)
+    shape = [1] * arr.ndim
+    shape[axis] = arr.shape[axis]
+    at = np.arange(arr.shape[axis], dtype=np.int64).reshape(shape)
+    # (position 0 always takes: it is the running extreme of itself)
+    return np.maximum.accumulate(np.where(takes, at, 0), axis=axis)
 
 
 def _cumulative_extreme(name: str, input, dim, out, maximum: bool):

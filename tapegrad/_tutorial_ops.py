@@ -89,19 +89,42 @@ def cross(input, other, dim=None):
 
 # -- mode ----------------------------------------------------------------------------------------
 
-def _mode_index(row: np.ndarray) -> int:
+def _mode_index(row: np.ndarray, replay_allowed: bool) -> int:
     """Position in row of its most frequent value (the smallest among equally frequent ones),
     as PyTorch's CPU kernel answers: at that value's last occurrence in the order std::sort
     leaves the row's (value, position) pairs in (_stl_order.mode_position), which is the
     value's last position in the row when std::sort sorts by insertion (up to 16 elements) or
-    the value occurs once."""
+    the value occurs once.  The replay runs only when `replay_allowed` (the call's rows to
+    replay fit _stl_order's budget)."""
     values, counts = np.unique(row, return_counts=True)
-    if (row.dtype.kind == "f" and np.isnan(row).any()) or (row.shape[0] > 16 and counts.max() > 1):
-        from ._stl_order import mode_position, within_budget
-        if within_budget(1, row.shape[0]):
-            return mode_position(row)
+    if replay_allowed and _mode_needs_replay(row, counts):
+        from ._stl_order import mode_position
+        return mode_position(row)
     winner = values[np.argmax(counts)]
     return int(np.flatnonzero(row == winner)[-1])
+
+
+def _mode_needs_replay(row: np.ndarray, counts: np.ndarray) -> bool:
+    """Whether std::sort's order of the row's pairs can move the answer off the last position."""
+    return bool((row.dtype.kind == "f" and np.isnan(row).any())
+                or (row.shape[0] > 16 and counts.max() > 1))
+
+
+def _mode_replay_allowed(rows: np.ndarray) -> bool:
+    """Whether the rows of one mode call that need std::sort's replay fit its budget in all
+    (counted per call, as for sort and topk: a per-row budget let a 1000 x 1000 mode replay
+    every row in Python, seconds where PyTorch takes milliseconds)."""
+    from ._stl_order import within_budget
+    width = rows.shape[1]
+    if width <= 16:
+        needing = int(np.isnan(rows).any(axis=1).sum()) if rows.dtype.kind == "f" else 0
+    else:
+        ordered = np.sort(rows, axis=1)
+        tied = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+        if rows.dtype.kind == "f":
+            tied |= np.isnan(rows).any(axis=1)
+        needing = int(tied.sum())
+    return within_budget(needing, width)
 
 
 def mode(input, dim=-1, keepdim=False):
@@ -119,7 +142,9 @@ def mode(input, dim=-1, keepdim=False):
     _refuse_if_complex("mode", input)     # (a 0-d complex input is PyTorch's too, above)
     moved = np.moveaxis(input._array, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1])
-    picked = np.array([_mode_index(r) for r in rows], dtype=np.int64).reshape(moved.shape[:-1])
+    replay_allowed = _mode_replay_allowed(rows)
+    picked = np.array([_mode_index(r, replay_allowed) for r in rows],
+                      dtype=np.int64).reshape(moved.shape[:-1])
     position = np.expand_dims(picked, axis)
     index = _wrap(position if keepdim else picked)
     # (PyTorch's ModeBackward0 saves only the indices: no gather, whose record guards input)

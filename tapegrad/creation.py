@@ -260,7 +260,8 @@ def _inference_error(data):
             return TypeError(f"new(): invalid data type 'numpy.{type(leaf).__name__}'")
         if isinstance(leaf, (str, bytes)):
             return TypeError(f"new(): invalid data type '{type(leaf).__name__}'")
-        return RuntimeError(f"Could not infer dtype of {type(leaf).__name__}")
+        # (the C type's tp_name, as PyTorch prints it: decimal.Decimal, datetime.date)
+        return RuntimeError(f"Could not infer dtype of {_type_name(leaf)}")
     return None
 
 
@@ -336,7 +337,8 @@ def _string_data_error(data) -> Exception:
     while isinstance(first, (list, tuple)) and first:
         first = first[0]
     if isinstance(first, str) and first is not data:
-        return ValueError(f"too many dimensions '{_type_name(first)}'")
+        # (PyTorch names the type of the string's first item, a str even for a numpy.str_)
+        return ValueError(f"too many dimensions '{_type_name(first[0] if first else first)}'")
     text = next((v for v in _python_leaves(data) if isinstance(v, (str, bytes))), "")
     return TypeError(f"new(): invalid data type '{_type_name(text)}'")
 

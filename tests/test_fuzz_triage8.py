@@ -423,7 +423,10 @@ def test_constant_rows_normalise_to_exact_zero(dtype):
         assert not F.group_norm(x, 3).numpy().any(), v
         assert not F.group_norm(x, 1).numpy().any(), v
         if dtype == "float64":
-            assert x.var(2).numpy().max() == 0 and x.std().item() == 0, v
+            # (a reduction to one element is PyTorch's two-pass std_var_all_cpu, whose mean can
+            # be an ulp off a constant: its std of full(.., 0.1) is 1.4e-17, matched bit for bit
+            # in test_proxyec; per-row moments stay exactly 0)
+            assert x.var(2).numpy().max() == 0, v
 
 
 def test_constant_layer_norm_long_rows_match_the_c_rows():

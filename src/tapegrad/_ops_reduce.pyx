@@ -7,5 +7,6 @@ from tapegrad._ops_unary cimport *
 from tapegrad._ops_shape cimport values_at_positions, dim_not_given, axis_alias
 
 from tapegrad._core import TENSOR_METHODS, TORCH_FUNCTIONS
+from tapegrad import _core as _core_module     # (a Python-level helper: the default thread count)
 
 include "ops_reduce.pxi"

@@ -254,7 +254,8 @@ cdef object integer_division(object ufunc, object A, object B):
     """An integer fmod / remainder / floor_divide: PyTorch's error for a zero divisor."""
     if np.any(np.equal(B, 0)):
         raise RuntimeError("ZeroDivisionError")
-    return nd(np.asarray(ufunc(A, B)))
+    with np.errstate(over="ignore"):    # (the minimum // -1 wraps to itself, silently as in
+        return nd(np.asarray(ufunc(A, B)))      # PyTorch; numpy warned)
 
 
 cdef object half_floor_divide(object A, object B, object scalar_read):

@@ -857,6 +857,36 @@ MOMENT_SIGNATURES = (" * (Tensor input, tuple of ints dim, bool unbiased = True,
                      "None, bool keepdim = False)\n * (Tensor input, bool unbiased = True)\n")
 
 
+# at::parallel_reduce's grain, and the chunks it makes of a big reduction (one per thread of
+# PyTorch's default count, fixed for the process as the cascade sums' chunks are)
+cdef Py_ssize_t MOMENT_GRAIN = 32768
+cdef int MOMENT_BLOCKS = _core_module._default_kernel_threads()
+
+
+cdef object moments_of_all(object A, double dof, bint is_std, double n):
+    """var (std) of all of A (C-contiguous float32/float64) as PyTorch's std_var_all_cpu
+    computes a reduction to one element, bit for bit: the mean as mean() computes it, then each
+    squared deviation in double added one at a time within each of parallel_reduce's chunks,
+    the chunk sums added in order, divided by the clamped degrees of freedom.  (The moments
+    numpy's pairwise sums give differed in the last bits of a float64 std.)"""
+    mean = float(cascade_reduce(A, tuple(range(A.ndim)), False, n))
+    flat = A.reshape(-1)
+    cdef Py_ssize_t size = flat.shape[0]
+    cdef Py_ssize_t tasks = 1 if size <= MOMENT_GRAIN else \
+        min(MOMENT_BLOCKS, (size + MOMENT_GRAIN - 1) // MOMENT_GRAIN)
+    cdef Py_ssize_t chunk = (size + tasks - 1) // tasks, t
+    total = np.float64(0.0)
+    for t in range(tasks):
+        part = flat[t * chunk:(t + 1) * chunk]
+        if part.shape[0]:
+            dx = np.subtract(part.astype(NP_FLOAT64), mean)
+            total = total + np.cumsum(np.multiply(dx, dx))[part.shape[0] - 1]    # (in order)
+    out = np.divide(total, dof)
+    if is_std:
+        out = np.sqrt(out)
+    return np.asarray(out).astype(A.dtype)
+
+
 cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, object keepdim,
                     object correction):
     cdef Record* r
@@ -912,6 +942,9 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
         if is_std:
             outk = np.sqrt(outk)
         outk = contiguous_result(nd(outk.astype(A.dtype, copy=False)))
+        if (outk.size == 1 and A.size and (A.dtype == NP_FLOAT32 or A.dtype == NP_FLOAT64)
+                and A.flags.c_contiguous):
+            outk = contiguous_result(nd(moments_of_all(A, dof, is_std, n).reshape(outk.shape)))
         # the backward's input - mean(input), in A's dtype with the mean as mean() computes it
         mean_as_mean = half_mean(A, axes, True, n)
         if over_all and backward_dof == 0:
