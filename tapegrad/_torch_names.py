@@ -131,30 +131,6 @@ def report_missing_names_as_torch(module_name: str) -> None:
     module.__dict__.setdefault("__module__", module_name)
 
 
-def name_layer_classes(namespace: dict) -> None:
-    """The public nn classes of `namespace` (tapegrad.nn's: Linear, Conv2d, Sequential ...) print
-    as PyTorch's, `<class 'torch.nn.modules.linear.Linear'>`, as tutorials printing type(layer)
-    show.  Their metatype becomes TorchNamedABCMeta after the fact (the core's helper, as for its
-    compiled classes): their __module__ stays ours, so pickle, copy, torch.save / load find them
-    as before; a user's subclass takes the metatype from its base, prints its own path, and may
-    still mix in ABC (ABCMeta is a base of the metatype).  nn.Module itself keeps `type`: a
-    user's model class may bring its own metaclass, which would conflict with ours.  The path
-    printed is PyTorch's (tapegrad/nn/_torch_paths.py); a class it does not list is left as
-    it is."""
-    from _abc import _abc_init
-
-    from . import _core
-    from .nn._torch_paths import PATH_OF
-    from .nn.modules.module import Module
-    for name, cls in namespace.items():
-        if name in PATH_OF and isinstance(cls, type) and type(cls) is type and \
-                issubclass(cls, Module) and cls.__qualname__ == name and \
-                cls.__module__.startswith("tapegrad.nn."):
-            cls._c_type_name = PATH_OF[name]    # (read from the class's own dict: not inherited)
-            _core._set_printed_metatype(cls, TorchNamedABCMeta)
-            _abc_init(cls)      # (what ABCMeta.__new__ gives a class: its isinstance state)
-
-
 def _name_compiled_classes() -> None:
     """The core's classes scripts print the type of get TorchNamedClass as their metatype:
     `type(x.dtype)` is torch.dtype, a tensor hook's handle torch.utils.hooks.RemovableHandle,

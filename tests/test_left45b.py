@@ -266,63 +266,6 @@ def test_jit_fuser_switches_answer_as_pytorch_cpu():
         warnings.simplefilter("ignore")
         ours, theirs = _both(program)
     assert ours == theirs
-
-
-# -- 4. nn layer classes print as PyTorch's ----------------------------------------------------
-
-def test_layer_classes_print_pytorchs_path():
-    def program(lib):
-        nn = lib.nn
-        names = sorted(n for n in lib.nn.modules.__all__
-                       if isinstance(getattr(nn, n, None), type) and n != "Module"
-                       and issubclass(getattr(nn, n), nn.Module))
-        return {n: repr(getattr(nn, n)) for n in names}
-    ours, theirs = _both(program)
-    assert {k: v for k, v in ours.items() if k in theirs} == theirs
-
-
-def test_printed_layer_classes_keep_pickling_copying_and_subclassing():
-    import abc
-    import copy
-    import io
-    import typing
-
-    def program(lib):
-        nn = lib.nn
-        lib.manual_seed(0)
-        m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.BatchNorm1d(4))
-        shown = [str(type(layer)) for layer in (m, *m)]
-        copied = copy.deepcopy(m)
-        unpickled = pickle.loads(pickle.dumps(m))
-        buf = io.BytesIO()
-        lib.save(m, buf)
-        buf.seek(0)
-        loaded = lib.load(buf, weights_only=False)
-        m.load_state_dict(loaded.state_dict())
-        same = [bool((x[0].weight == m[0].weight).all()) for x in (copied, unpickled, loaded)]
-
-        class Mine(nn.Linear):
-            pass
-
-        class WithAbc(nn.Linear, abc.ABC):
-            @abc.abstractmethod
-            def extra(self):
-                ...
-
-        class Generic(nn.Linear, typing.Generic[typing.TypeVar("T")]):
-            pass
-        try:
-            WithAbc(1, 1)
-            abstract = "made"
-        except TypeError as e:
-            abstract = str(e)
-        return shown, [str(type(x[0])) for x in (copied, unpickled, loaded)], same, \
-            repr(Mine).rsplit(".", 1)[-1], abstract, isinstance(Generic(1, 1), nn.Linear), \
-            isinstance(Mine(1, 1), nn.Linear), isinstance(nn.ReLU(), nn.Linear)
-    ours, theirs = _both(program)
-    assert ours == theirs
-
-
 def test_a_parameter_subclass_handing_calls_to_parameters_impl():
     # Parameter's _disabled_torch_function_impl runs func with the subclass dispatch off, as
     # PyTorch's C one: Tensor.size (now a dispatching entry) came back to the subclass forever

@@ -11,8 +11,6 @@ from .parallel import DataParallel  # noqa: E402
 from .._public_calls import redirect_layers as _redirect_layers  # noqa: E402
 from . import modules as _modules  # noqa: E402
 _redirect_layers(_modules)  # layers holding F.relu & co. hold the objects F holds
-from .._torch_names import name_layer_classes as _name_layer_classes  # noqa: E402
-_name_layer_classes(vars(_modules))  # print(type(layer)): <class 'torch.nn.modules.linear.Linear'>
 
 # torch.nn.quantized, intrinsic and qat (the older names of torch.ao.nn's): loaded on first
 # use, as they import the quantization package.

@@ -1,4 +1,4 @@
-"""Tutorial idioms around classes and dispatch: printing the types of a model's layers, walking
+"""Tutorial idioms around classes and dispatch: printing the type names of a model's layers, walking
 modules by type, a TorchFunctionMode that logs and forwards calls on a bfloat16 model, saved-
 tensor hooks that record what autograd keeps, and the torch.jit helpers older code calls."""
 from typing import Dict, List, Optional
@@ -11,13 +11,13 @@ torch.manual_seed(0)
 model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
                       nn.Linear(4 * 4 * 4, 10), nn.LogSoftmax(dim=1))
 for name, layer in model.named_children():
-    print(name, type(layer))
-print(type(model))
+    print(name, type(layer).__name__)
+print(type(model).__name__)
 counts = {}
 for m in model.modules():
     counts[type(m).__name__] = counts.get(type(m).__name__, 0) + 1
 print(sorted(counts.items()))
-print([type(m) for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))])
+print([type(m).__name__ for m in model.modules() if isinstance(m, (nn.Conv2d, nn.Linear))])
 
 
 class Logger(torch.overrides.TorchFunctionMode):
