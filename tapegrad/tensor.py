@@ -288,6 +288,9 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         return out
 
     # -- shape --------------------------------------------------------------------------------
+    # (the compiled getter answers to the property's name: tapegrad's dtype classes and the
+    # function modes key a dispatched read on it -- float8's metadata reads allow "shape")
+    _core.shape_of.__name__ = "shape"
     shape = property(_core.shape_of, doc="""The tensor's shape as a ``torch.Size`` (a tuple of
         ints); the same as ``size()``.""")
 

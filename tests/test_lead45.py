@@ -23,3 +23,12 @@ def test_in_place_op_of_an_integer_self_with_a_bfloat16_operand_names_bfloat16(n
     # integer or bool self: PyTorch names BFloat16 (tapegrad's float32 storage said Float once
     # every Tensor method dispatched to the bfloat16 class)
     assert _outcome(tg, name, dtype) == _outcome(torch, name, dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16"])
+def test_shape_of_a_dtype_class_tensor(dtype):
+    # Tensor.shape's compiled getter (factory45) answers to "shape", the name the dtype classes'
+    # dispatch allows: a float8 tensor's .shape raised '"shape_of" not implemented'
+    t = tg.ones(2, 3).to(getattr(tg, dtype))
+    assert tuple(t.shape) == tuple(torch.ones(2, 3).to(getattr(torch, dtype)).shape) == (2, 3)
+    assert t.size() == t.shape
