@@ -533,7 +533,7 @@ def main():
     XT = np.hstack((X, T)).astype(np.float32)
     u_ = pinn.infer(XT)
     u_ = np.reshape(u_, (nx, nt))
-    print(u_.dtype, u_.shape, u_[::50, ::50])
+    print(u_.dtype, u_.shape, np.round(u_[::50, ::50], 5))
     print(len(pinn.loss_trn_log), pinn.loss_val_log[:3])
 
     x_eval = np.ravel(X.T).reshape(-1, 1)
