@@ -15,6 +15,17 @@ except ImportError:         # (CI's venv has no pandas: only the Series tests ne
 needs_pandas = pytest.mark.skipif(pd is None, reason="pandas is not installed")
 
 
+@pytest.fixture
+def torch_threads_as_ours():
+    """PyTorch's thread count set to the one tapegrad's chunked reductions split by (its default
+    kernel threads) for the test: PyTorch splits a long reduction into one part per thread, and
+    another test of the suite may have left it at another count (CI: 1)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(tapegrad._core._default_kernel_threads())
+    yield
+    torch.set_num_threads(before)
+
+
 def _same(ours, theirs):
     assert str(ours.dtype) == str(theirs.dtype)
     assert tuple(ours.shape) == tuple(theirs.shape)
@@ -198,7 +209,7 @@ def test_bincount_float32_weights_bits(n):
 # ---- histogram / histogramdd: PyTorch's per-thread float sums and float density ----------
 
 @pytest.mark.parametrize("n", [100, 10_000, 300_001])
-def test_histogram_weighted_and_density_bits(n):
+def test_histogram_weighted_and_density_bits(n, torch_threads_as_ours):
     rs = np.random.RandomState(n)
     a, w = rs.rand(n).astype(np.float32), rs.rand(n).astype(np.float32)
     ta, tw = torch.tensor(a), torch.tensor(w)
@@ -217,7 +228,7 @@ def test_histogram_weighted_and_density_bits(n):
 # ---- var / std of a whole float tensor: PyTorch's two-pass std_var_all_cpu, bit for bit ----
 
 @pytest.mark.parametrize("n", [2, 5, 100, 32_768, 70_001])
-def test_std_var_all_elements_bits(n):
+def test_std_var_all_elements_bits(n, torch_threads_as_ours):
     a = np.random.RandomState(n).randn(n) * 3 + 1
     for dt in ("float64", "float32"):
         ours, theirs = tapegrad.tensor(a, dtype=getattr(tapegrad, dt)), torch.tensor(a, dtype=getattr(torch, dt))
