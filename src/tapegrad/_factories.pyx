@@ -172,49 +172,47 @@ cdef inline object made(object arr, bint requires_grad):
     return wrap_array(arr, requires_grad) if requires_grad else wrap(arr)
 
 
-# -- zeros, ones, empty, full -----------------------------------------------------------------
+# -- zeros, ones, empty, full and their *_like ----------------------------------------------
 
-def zeros(tuple args, dict kwargs):
-    """zeros(*size, dtype=, requires_grad=, device=) when plain, else None."""
-    cdef Options opts
-    if not plain_state() or not plain_options(kwargs, &opts):
-        return None
-    shape = plain_shape(args)
-    if shape is None:
-        return None
-    dt = dtype_or_default(&opts)
-    if grad_refused(dt, opts.requires_grad):
-        return None
-    return made(np.zeros(shape, dt), opts.requires_grad)
+cdef enum Fill:
+    # what a factory puts into its new array
+    FILL_ZEROS
+    FILL_ONES
+    FILL_NOTHING        # (empty: uninitialised memory)
+    FILL_VALUE          # (full: a Python number)
 
 
-def ones(tuple args, dict kwargs):
-    """ones(*size, ...) when plain, else None."""
-    cdef Options opts
-    if not plain_state() or not plain_options(kwargs, &opts):
-        return None
-    shape = plain_shape(args)
-    if shape is None:
-        return None
-    dt = dtype_or_default(&opts)
-    if grad_refused(dt, opts.requires_grad):
-        return None
-    arr = np.empty(shape, dt)
-    arr.fill(1)
-    return made(arr, opts.requires_grad)
+cdef object new_tensor(object shape, object dt, Fill fill, object value, bint requires_grad):
+    if fill == FILL_ZEROS:
+        arr = np.zeros(shape, dt)
+    else:
+        arr = np.empty(shape, dt)
+        if fill == FILL_ONES:
+            arr.fill(1)
+        elif fill == FILL_VALUE:
+            # (PyTorch's checked conversion of the value, as the general path's _fill_scalar)
+            arr.fill(scalar_to_dtype(value, dt, cnp.PyArray_SIZE(arr) == 1))
+    return made(arr, requires_grad)
 
 
-def empty(tuple args, dict kwargs):
-    """empty(*size, ...) when plain (and no deterministic fill of uninitialised memory is asked
-    for), else None."""
-    cdef Options opts
+cdef inline bint plain_number(object value):
+    return type(value) is float or type(value) is int or type(value) is bool
+
+
+cdef object without_memory_format(dict kwargs):
+    """kwargs without a memory_format=None (the default), or None when it asks for a format."""
     if kwargs and "memory_format" in kwargs:
         if kwargs["memory_format"] is not None:
             return None
         kwargs = dict(kwargs)
         del kwargs["memory_format"]
-    if not plain_state() or not plain_options(kwargs, &opts) \
-            or UNINITIALISED_FLAGS["deterministic"]:
+    return kwargs
+
+
+cdef object sized_factory(tuple args, dict kwargs, Fill fill):
+    """zeros / ones / empty(*size, dtype=, requires_grad=, device=) when plain, else None."""
+    cdef Options opts
+    if not plain_state() or not plain_options(kwargs, &opts):
         return None
     shape = plain_shape(args)
     if shape is None:
@@ -222,7 +220,26 @@ def empty(tuple args, dict kwargs):
     dt = dtype_or_default(&opts)
     if grad_refused(dt, opts.requires_grad):
         return None
-    return made(np.empty(shape, dt), opts.requires_grad)
+    return new_tensor(shape, dt, fill, None, opts.requires_grad)
+
+
+def zeros(tuple args, dict kwargs):
+    """zeros(*size, dtype=, requires_grad=, device=) when plain, else None."""
+    return sized_factory(args, kwargs, FILL_ZEROS)
+
+
+def ones(tuple args, dict kwargs):
+    """ones(*size, ...) when plain, else None."""
+    return sized_factory(args, kwargs, FILL_ONES)
+
+
+def empty(tuple args, dict kwargs):
+    """empty(*size, ...) when plain (and no deterministic fill of uninitialised memory is asked
+    for), else None."""
+    kwargs = without_memory_format(kwargs)
+    if kwargs is None or UNINITIALISED_FLAGS["deterministic"]:
+        return None
+    return sized_factory(args, kwargs, FILL_NOTHING)
 
 
 def full(tuple args, dict kwargs):
@@ -231,7 +248,7 @@ def full(tuple args, dict kwargs):
     if len(args) != 2 or not plain_state() or not plain_options(kwargs, &opts):
         return None
     size, value = args
-    if not (isinstance(size, tuple) or type(size) is list):
+    if not (isinstance(size, tuple) or type(size) is list) or not plain_number(value):
         return None
     shape = checked_shape(size)
     if shape is None:
@@ -242,21 +259,12 @@ def full(tuple args, dict kwargs):
         dt = DEFAULT_FLOAT
     elif type(value) is int:
         dt = NP_INT64
-    elif type(value) is bool:
-        dt = NP_BOOL
     else:
-        return None
-    if type(value) is not float and type(value) is not int and type(value) is not bool:
-        return None
+        dt = NP_BOOL
     if grad_refused(dt, opts.requires_grad):
         return None
-    arr = np.empty(shape, dt)
-    # (PyTorch's checked conversion of the value, as the general path's _fill_scalar)
-    arr.fill(scalar_to_dtype(value, dt, cnp.PyArray_SIZE(arr) == 1))
-    return made(arr, opts.requires_grad)
+    return new_tensor(shape, dt, FILL_VALUE, value, opts.requires_grad)
 
-
-# -- *_like -------------------------------------------------------------------------------------
 
 cdef object plain_like(tuple args, dict kwargs, Py_ssize_t n_args, Options *opts,
                        bint takes_generator=False):
@@ -268,12 +276,8 @@ cdef object plain_like(tuple args, dict kwargs, Py_ssize_t n_args, Options *opts
     x = args[0]
     if type(x) is not TensorType or not cnp.PyArray_IS_C_CONTIGUOUS((<TensorBase>x)._array):
         return None
-    if kwargs and "memory_format" in kwargs:
-        if kwargs["memory_format"] is not None:
-            return None
-        kwargs = dict(kwargs)
-        del kwargs["memory_format"]
-    if not plain_options(kwargs, opts, takes_generator):
+    kwargs = without_memory_format(kwargs)
+    if kwargs is None or not plain_options(kwargs, opts, takes_generator):
         return None
     return x
 
@@ -284,55 +288,38 @@ cdef inline object like_dtype(object x, Options *opts):
     return <object><PyObject*>cnp.PyArray_DESCR((<TensorBase>x)._array)
 
 
-def zeros_like(tuple args, dict kwargs):
+cdef object like_factory(tuple args, dict kwargs, Fill fill):
+    """zeros_like / ones_like / empty_like / full_like(input[, value], ...) when plain, else
+    None."""
     cdef Options opts
-    x = plain_like(args, kwargs, 1, &opts)
+    x = plain_like(args, kwargs, 2 if fill == FILL_VALUE else 1, &opts)
     if x is None:
+        return None
+    value = args[1] if fill == FILL_VALUE else None
+    if fill == FILL_VALUE and not plain_number(value):
+        return None
+    if fill == FILL_NOTHING and UNINITIALISED_FLAGS["deterministic"]:
         return None
     dt = like_dtype(x, &opts)
     if dt not in PLAIN_DTYPES_NP or grad_refused(dt, opts.requires_grad):
         return None
-    return made(np.zeros((<TensorBase>x)._array.shape, dt), opts.requires_grad)
+    return new_tensor((<TensorBase>x)._array.shape, dt, fill, value, opts.requires_grad)
+
+
+def zeros_like(tuple args, dict kwargs):
+    return like_factory(args, kwargs, FILL_ZEROS)
 
 
 def ones_like(tuple args, dict kwargs):
-    cdef Options opts
-    x = plain_like(args, kwargs, 1, &opts)
-    if x is None:
-        return None
-    dt = like_dtype(x, &opts)
-    if dt not in PLAIN_DTYPES_NP or grad_refused(dt, opts.requires_grad):
-        return None
-    arr = np.empty((<TensorBase>x)._array.shape, dt)
-    arr.fill(1)
-    return made(arr, opts.requires_grad)
+    return like_factory(args, kwargs, FILL_ONES)
 
 
 def empty_like(tuple args, dict kwargs):
-    cdef Options opts
-    x = plain_like(args, kwargs, 1, &opts)
-    if x is None or UNINITIALISED_FLAGS["deterministic"]:
-        return None
-    dt = like_dtype(x, &opts)
-    if dt not in PLAIN_DTYPES_NP or grad_refused(dt, opts.requires_grad):
-        return None
-    return made(np.empty((<TensorBase>x)._array.shape, dt), opts.requires_grad)
+    return like_factory(args, kwargs, FILL_NOTHING)
 
 
 def full_like(tuple args, dict kwargs):
-    cdef Options opts
-    x = plain_like(args, kwargs, 2, &opts)
-    if x is None:
-        return None
-    value = args[1]
-    if type(value) is not float and type(value) is not int and type(value) is not bool:
-        return None
-    dt = like_dtype(x, &opts)
-    if dt not in PLAIN_DTYPES_NP or grad_refused(dt, opts.requires_grad):
-        return None
-    arr = np.empty((<TensorBase>x)._array.shape, dt)
-    arr.fill(scalar_to_dtype(value, dt, cnp.PyArray_SIZE(arr) == 1))
-    return made(arr, opts.requires_grad)
+    return like_factory(args, kwargs, FILL_VALUE)
 
 
 def rand_like(tuple args, dict kwargs):
