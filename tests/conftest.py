@@ -94,3 +94,16 @@ def torch():
     if _torch is None:
         pytest.skip("torch is not installed")
     return _torch
+
+
+@pytest.fixture
+def torch_threads_as_ours():
+    """PyTorch's thread count set to the one tapegrad's chunked reductions split by (its default
+    kernel threads) for the test: PyTorch splits a long reduction into one part per thread, and
+    another test of the suite may have left it at another count (CI: 1)."""
+    if _torch is None:
+        pytest.skip("torch is not installed")
+    before = _torch.get_num_threads()
+    _torch.set_num_threads(tg._core._default_kernel_threads())
+    yield _torch
+    _torch.set_num_threads(before)

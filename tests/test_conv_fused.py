@@ -101,10 +101,20 @@ def test_fused_maps_match_a_direct_reference(case, dtype):
     _close(gb, gy.astype(np.float64).sum((0, 2, 3)), dtype)
 
 
+@pytest.fixture
+def torch_one_thread(torch):
+    """PyTorch at one thread for the test, restored after (it once stayed at 1 for the rest of
+    the suite, so later thread-count-dependent tests skipped or compared other sums)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield torch
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES[:4], ids=lambda c: "x".join(map(str, c[0])))
-def test_fused_maps_match_torch(torch, case, dtype):
-    torch.set_num_threads(1)
+def test_fused_maps_match_torch(torch_one_thread, case, dtype):
+    torch = torch_one_thread
     x, w, b = _arrays(case, dtype, seed=2)
     _, _, s, p, G = case
     ts = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]

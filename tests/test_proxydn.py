@@ -31,11 +31,9 @@ def test_softshrink_dead_zone_zero_sign_follows_torch(dtype, shape, view):
 
 
 @pytest.mark.parametrize("n", [32769, 65541])
-def test_softshrink_zero_sign_in_parallel_parts(n):
+def test_softshrink_zero_sign_in_parallel_parts(n, torch_threads_as_ours):
     """Past GRAIN_SIZE elements each thread's part has its own scalar tail."""
-    torch = pytest.importorskip("torch")
-    if torch.get_num_threads() != tapegrad.get_num_threads():
-        pytest.skip("thread counts differ")
+    torch = torch_threads_as_ours
     ours = tapegrad.signbit(F.softshrink(-tapegrad.full((n,), 0.1), 0.5)).nonzero().flatten()
     theirs = torch.signbit(torch.nn.functional.softshrink(-torch.full((n,), 0.1), 0.5))
     assert ours.tolist() == theirs.nonzero().flatten().tolist()

@@ -15,17 +15,6 @@ except ImportError:         # (CI's venv has no pandas: only the Series tests ne
 needs_pandas = pytest.mark.skipif(pd is None, reason="pandas is not installed")
 
 
-@pytest.fixture
-def torch_threads_as_ours():
-    """PyTorch's thread count set to the one tapegrad's chunked reductions split by (its default
-    kernel threads) for the test: PyTorch splits a long reduction into one part per thread, and
-    another test of the suite may have left it at another count (CI: 1)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(tapegrad._core._default_kernel_threads())
-    yield
-    torch.set_num_threads(before)
-
-
 def _same(ours, theirs):
     assert str(ours.dtype) == str(theirs.dtype)
     assert tuple(ours.shape) == tuple(theirs.shape)
