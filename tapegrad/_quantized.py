@@ -56,6 +56,27 @@ def _not_implemented(op: str, backend: str = "QuantizedCPU"):
         "selective/custom build process (if using custom build).")
 
 
+# The overload a call of a QuantizedCPU-less op fails in, where it is not the op's own name:
+# structured kernels (abs, exp, ...) dispatch their out= overload, a few ops another op's.
+_STRUCTURED = ("abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh",
+               "neg", "sign", "sgn", "signbit", "floor", "ceil", "round", "trunc", "frac",
+               "reciprocal", "erf", "erfc", "erfinv", "digamma", "lgamma", "i0", "sinc",
+               "nan_to_num", "argmax", "argmin", "amax", "amin", "aminmax", "tril", "triu",
+               "logical_not", "bitwise_not", "clamp", "elu")
+_MISSING_KERNEL = {**{name: name + ".out" for name in _STRUCTURED},
+                   "square": "pow.Tensor_Scalar_out", "all": "all.all_out",
+                   "any": "any.all_out", "deg2rad": "mul.out", "var": "var.correction",
+                   "count_nonzero": "count_nonzero.dim_IntList", "unique": "_unique2",
+                   "bernoulli": "bernoulli_.Tensor"}
+
+
+def _missing_kernel(name: str):
+    """The NotImplementedError of a call of `name` on a quantized tensor (PyTorch's dispatcher
+    finds no QuantizedCPU kernel)."""
+    return _not_implemented(_MISSING_KERNEL.get(name, name))
+
+
 def _float_input(t, who="Quantize"):
     from .tensor import Tensor
     if not isinstance(t, Tensor):
@@ -308,15 +329,11 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         return self._qscheme
 
     def q_scale(self) -> float:
-        if self._qscheme is not per_tensor_affine:
-            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
-                               "but got false.")
+        self._per_tensor_only()
         return self._scale
 
     def q_zero_point(self) -> int:
-        if self._qscheme is not per_tensor_affine:
-            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
-                               "but got false.")
+        self._per_tensor_only()
         return self._zero_point
 
     def _per_channel(self):
@@ -657,9 +674,11 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         return self._extreme(np.min, dim, keepdim)
 
     def _per_tensor_only(self):
+        # (a TORCH_CHECK without a message: PyTorch appends its request for a better one)
         if self._qscheme is not per_tensor_affine:
             raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
-                               "but got false.")
+                               "but got false.  (Could this error message be improved?  If so, "
+                               "please report an enhancement request to PyTorch.)")
 
     def relu(self):
         """max(q, zero_point) on the integers: the quantized value of 0 is the zero point."""
@@ -713,7 +732,7 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         name = op_name(func)
         handler = _FUNCTIONS.get(name)
         if handler is None:
-            raise _not_implemented(name)
+            raise _missing_kernel(name)
         return handler(*args, **kwargs)
 
     # -- printing --------------------------------------------------------------------------------
@@ -795,7 +814,7 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
             else name
 
         def refused(*args, **kwargs):
-            raise _not_implemented(kernel)
+            raise _missing_kernel(kernel)
         refused.__name__ = name
         return refused
 
