@@ -1183,6 +1183,11 @@ _FUNCTIONS = {
     "int_repr": lambda input: input.int_repr(),  # noqa: A002
     "dequantize": lambda input: input.dequantize(),  # noqa: A002
     "numel": lambda input: input.numel(),  # noqa: A002
+    "avg_pool2d": lambda *args, **kwargs: _avg_pool2d(*args, **kwargs),
+    "adaptive_avg_pool2d": lambda *args, **kwargs: _adaptive_avg_pool2d(*args, **kwargs),
+    "interpolate": lambda *args, **kwargs: _interpolate(*args, **kwargs),
+    "max_pool1d": lambda *args, **kwargs: _functional_max_pool("max_pool1d", *args, **kwargs),
+    "max_pool2d": lambda *args, **kwargs: _functional_max_pool("max_pool2d", *args, **kwargs),
     "mean": lambda input, dim=None, keepdim=False, *, dtype=None, out=None: input.mean(  # noqa: A002
         dim, keepdim, dtype=dtype),
     "sort": lambda input, dim=-1, descending=False, stable=False, *, out=None: input.sort(  # noqa: A002
@@ -1197,6 +1202,61 @@ _FUNCTIONS = {
     "leaky_relu": lambda input, negative_slope=0.01, inplace=False: input.leaky_relu(  # noqa: A002
         negative_slope),
 }
+
+
+def _resampled(input, fn, rounded: bool):  # noqa: A002
+    """A spatial op of a quantized (N, C, H, W) / (C, H, W) tensor that keeps its qparams: `fn`
+    (the float op) of the integers' offsets from the zero point, in float64 (window sums and
+    averages of 8-bit integers are exact there), plus the zero point, rounded half to even (so
+    a tie rounds as PyTorch's kernels round: after the zero point is added) when `rounded`."""
+    from .creation import tensor
+    if not isinstance(input, QuantizedTensor):
+        raise _not_implemented("quantized_pool", "CPU")
+    input._per_tensor_only()
+    offsets = tensor(input._ints.astype(np.float64) - input._zero_point)
+    values = fn(offsets).numpy() + input._zero_point
+    if rounded:
+        values = np.rint(values)
+    return input._like(_saturated(values, input._ints.dtype.type))
+
+
+def _avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+                count_include_pad=True, divisor_override=None):
+    """F.avg_pool2d of a quantized tensor: the window means of the integers (padding counts as
+    the zero point), bit for bit with PyTorch's kernel."""
+    import tapegrad.nn.functional as F
+    return _resampled(input, lambda v: F.avg_pool2d(v, kernel_size, stride, padding, ceil_mode,
+                                                    count_include_pad, divisor_override), True)
+
+
+def _adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    import tapegrad.nn.functional as F
+    return _resampled(input, lambda v: F.adaptive_avg_pool2d(v, output_size), True)
+
+
+def _interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A002
+                 align_corners=None, recompute_scale_factor=None, antialias=False):
+    """F.interpolate of a quantized tensor, qparams kept.  nearest / nearest-exact move the
+    integers (exact); bilinear weighs them in float64 and rounds, which can differ from
+    PyTorch's float32 kernel by one at a rounding tie."""
+    import tapegrad.nn.functional as F
+    resized = _resampled(input, lambda v: F.interpolate(v, size, scale_factor, mode,
+                                                        align_corners, recompute_scale_factor,
+                                                        antialias), mode == "bilinear")
+    # (arguments checked by the float op first, as PyTorch does before dispatching; a 3-d input
+    # resizes one dim, and QuantizedCPU has no 1-d upsampling)
+    if mode not in ("nearest", "nearest-exact", "bilinear") or input.dim() == 3:
+        raise _missing_kernel(f"upsample_{mode.replace('-', '_')}{input.dim() - 2}d.out")
+    return resized
+
+
+def _functional_max_pool(pool_name: str, input, kernel_size, stride=None, padding=0,  # noqa: A002
+                         dilation=1, ceil_mode=False, return_indices=False):
+    """F.max_pool1d / F.max_pool2d of a quantized tensor (the quantized kernel; its indices
+    variant has none)."""
+    if return_indices:
+        raise _missing_kernel(pool_name + "_with_indices.out")
+    return _max_pooled(pool_name, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def _max_pooled(pool_name: str, input, kernel_size, stride, padding, dilation,  # noqa: A002

@@ -150,6 +150,10 @@ EXPRESSIONS = [
     "lib.nn.functional.hardswish(q)", "lib.nn.functional.elu(q)", "q.no_such_method()",
     "lib.sigmoid(pc)", "pc.mean()", "pc.q_scale()", "lib.exp(q)", "q.square()", "q.any()",
     "lib.nn.functional.elu(q)", "q.clamp(0, 1).int_repr()",
+    "lib.nn.functional.interpolate(q, scale_factor=2)",
+    "lib.nn.functional.interpolate(q[None, None], scale_factor=2, mode='bicubic')",
+    "lib.nn.functional.interpolate(q[None], scale_factor=2, mode='bicubic')",
+    "lib.nn.functional.max_pool2d(q[None], 2, return_indices=True)",
 ]
 
 
@@ -175,3 +179,79 @@ def test_refused_and_allowed_calls_match_pytorch(expression):
             assert g[1].split("'aten::")[1].split("'")[0] == t[1].split("'aten::")[1].split("'")[0]
         else:
             assert g[1] == t[1]
+
+
+POOLS = [
+    ("avg_pool2d", dict(kernel_size=2)),
+    ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1)),
+    ("avg_pool2d", dict(kernel_size=3, stride=1, padding=1, count_include_pad=False)),
+    ("avg_pool2d", dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, divisor_override=4)),
+    ("adaptive_avg_pool2d", dict(output_size=1)),
+    ("adaptive_avg_pool2d", dict(output_size=(3, 3))),
+    ("adaptive_avg_pool2d", dict(output_size=(2, 5))),
+    ("interpolate", dict(scale_factor=2, mode="nearest")),
+    ("interpolate", dict(size=(5, 7), mode="nearest")),
+    ("interpolate", dict(scale_factor=1.5, mode="nearest-exact")),
+    ("max_pool2d", dict(kernel_size=2)),
+    ("max_pool2d", dict(kernel_size=3, stride=2, padding=1)),
+]
+
+
+@pytest.mark.parametrize("fn,kwargs", POOLS)
+def test_pooling_and_resizing_keep_the_qparams_bit_for_bit(fn, kwargs):
+    # odd zero points: a window mean's tie rounds after the zero point is added, as PyTorch's
+    rng = np.random.default_rng(3)
+    # (a 3-d input is (C, H, W) to the pools, (N, C, L) to interpolate: no quantized 1-d kernel)
+    shapes = ((2, 3, 6, 7), (1, 2, 9, 8)) + (((3, 5, 5),) if fn != "interpolate" else ())
+    for shape in shapes:
+        x = (rng.standard_normal(shape) * 2).astype(np.float32)
+        for dtype, zp in (("quint8", 131), ("qint8", 5), ("qint8", -4)):
+            t, g = _both(lambda lib: getattr(lib.nn.functional, fn)(
+                _quantized(lib, x, 0.03, zp, dtype), **kwargs))
+            _same_quantized(g, t)
+
+
+def test_bilinear_resize_of_a_quantized_tensor_is_within_one_at_ties():
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal((2, 3, 6, 7)) * 2).astype(np.float32)
+    for kwargs in (dict(scale_factor=2, mode="bilinear", align_corners=False),
+                   dict(size=(5, 9), mode="bilinear", align_corners=True)):
+        t, g = _both(lambda lib: lib.nn.functional.interpolate(
+            _quantized(lib, x, 0.03, 7, "quint8"), **kwargs))
+        assert (g.q_scale(), g.q_zero_point(), tuple(g.shape)) == \
+            (t.q_scale(), t.q_zero_point(), tuple(t.shape))
+        diff = np.abs(g.int_repr().numpy().astype(int) - t.int_repr().numpy().astype(int))
+        assert diff.max() <= 1 and diff.mean() < 0.01
+
+
+def test_static_quantized_model_with_pools_and_upsampling_runs():
+    # a converted model whose forward reaches the quantized pools (it raised before)
+    def run(lib):
+        tq = lib.ao.quantization
+        nn = lib.nn
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+                self.conv, self.relu = nn.Conv2d(3, 4, 3, padding=1), nn.ReLU()
+                self.pool, self.up = nn.AvgPool2d(2), nn.Upsample(scale_factor=2)
+                self.gap, self.mp = nn.AdaptiveAvgPool2d(1), nn.MaxPool2d(2)
+
+            def forward(self, x):
+                x = self.pool(self.relu(self.conv(self.quant(x))))
+                return self.dequant(self.gap(self.mp(self.up(x))))
+        m = Net()
+        with lib.no_grad():
+            for i, p in enumerate(m.parameters()):
+                p.copy_(0.2 * lib.cos(lib.arange(p.numel(), dtype=lib.float32) * (0.5 + 0.1 * i))
+                        .view_as(p))
+        m.eval()
+        m.qconfig = tq.get_default_qconfig("x86")
+        prepared = tq.prepare(m)
+        x = lib.sin(lib.arange(2 * 3 * 8 * 8, dtype=lib.float32) / 5).view(2, 3, 8, 8)
+        prepared(x)
+        return tq.convert(prepared)(x)
+    t, g = _both(run)
+    assert tuple(g.shape) == tuple(t.shape) == (2, 4, 1, 1)
+    np.testing.assert_allclose(g.numpy(), t.numpy(), atol=0.02)
