@@ -56,6 +56,27 @@ def _not_implemented(op: str, backend: str = "QuantizedCPU"):
         "selective/custom build process (if using custom build).")
 
 
+# The overload a call of a QuantizedCPU-less op fails in, where it is not the op's own name:
+# structured kernels (abs, exp, ...) dispatch their out= overload, a few ops another op's.
+_STRUCTURED = ("abs", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+               "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "atanh",
+               "neg", "sign", "sgn", "signbit", "floor", "ceil", "round", "trunc", "frac",
+               "reciprocal", "erf", "erfc", "erfinv", "digamma", "lgamma", "i0", "sinc",
+               "nan_to_num", "argmax", "argmin", "amax", "amin", "aminmax", "tril", "triu",
+               "logical_not", "bitwise_not", "clamp", "elu")
+_MISSING_KERNEL = {**{name: name + ".out" for name in _STRUCTURED},
+                   "square": "pow.Tensor_Scalar_out", "all": "all.all_out",
+                   "any": "any.all_out", "deg2rad": "mul.out", "var": "var.correction",
+                   "count_nonzero": "count_nonzero.dim_IntList", "unique": "_unique2",
+                   "bernoulli": "bernoulli_.Tensor"}
+
+
+def _missing_kernel(name: str):
+    """The NotImplementedError of a call of `name` on a quantized tensor (PyTorch's dispatcher
+    finds no QuantizedCPU kernel)."""
+    return _not_implemented(_MISSING_KERNEL.get(name, name))
+
+
 def _float_input(t, who="Quantize"):
     from .tensor import Tensor
     if not isinstance(t, Tensor):
@@ -83,9 +104,16 @@ def _scalar(v, kind):
     return kind(v)
 
 
-def _round_clamp(v: np.ndarray, np_type) -> np.ndarray:
+def _saturated(v: np.ndarray, np_type) -> np.ndarray:
+    """Integral float values clamped to np_type's range, then converted.  The clamp runs in
+    float64: in float32, int32's max rounds up to 2**31, which overflows the conversion (a
+    saturated qint32 would come out as its minimum)."""
     info = np.iinfo(np_type)
-    return np.clip(np.rint(v), info.min, info.max).astype(np_type)
+    return np.clip(np.asarray(v, np.float64), info.min, info.max).astype(np_type)
+
+
+def _round_clamp(v: np.ndarray, np_type) -> np.ndarray:
+    return _saturated(np.rint(v), np_type)
 
 
 def _quantize_array(a: np.ndarray, scale: float, zero_point: int, dtype) -> np.ndarray:
@@ -301,15 +329,11 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         return self._qscheme
 
     def q_scale(self) -> float:
-        if self._qscheme is not per_tensor_affine:
-            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
-                               "but got false.")
+        self._per_tensor_only()
         return self._scale
 
     def q_zero_point(self) -> int:
-        if self._qscheme is not per_tensor_affine:
-            raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
-                               "but got false.")
+        self._per_tensor_only()
         return self._zero_point
 
     def _per_channel(self):
@@ -650,9 +674,11 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         return self._extreme(np.min, dim, keepdim)
 
     def _per_tensor_only(self):
+        # (a TORCH_CHECK without a message: PyTorch appends its request for a better one)
         if self._qscheme is not per_tensor_affine:
             raise RuntimeError("Expected quantizer->qscheme() == kPerTensorAffine to be true, "
-                               "but got false.")
+                               "but got false.  (Could this error message be improved?  If so, "
+                               "please report an enhancement request to PyTorch.)")
 
     def relu(self):
         """max(q, zero_point) on the integers: the quantized value of 0 is the zero point."""
@@ -706,7 +732,7 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
         name = op_name(func)
         handler = _FUNCTIONS.get(name)
         if handler is None:
-            raise _not_implemented(name)
+            raise _missing_kernel(name)
         return handler(*args, **kwargs)
 
     # -- printing --------------------------------------------------------------------------------
@@ -728,36 +754,47 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
     __str__ = __repr__
 
     # -- what PyTorch's QuantizedCPU backend has no kernel for ------------------------------------
-    def _binary(op):
+    def _binary(op, reflected=False):
         def method(self, other):
-            if isinstance(other, (numbers.Number, np.generic)):
+            if isinstance(other, (bool, numbers.Integral, np.bool_, np.integer)):
                 # PyTorch first allocates a result like self: quantized, which it cannot do
                 raise RuntimeError("empty_strided not supported on quantized tensors yet see "
                                    "https://github.com/pytorch/pytorch/issues/74540")
+            if isinstance(other, (numbers.Real, np.floating)):
+                # (a float scalar is wrapped as a default-dtype tensor, then promoted)
+                raise _promotion_refused(self, "Float", reflected=False)
             if isinstance(other, QuantizedTensor):
                 raise _not_implemented(op)
             other_dtype = getattr(other, "dtype", None)
             if isinstance(other_dtype, _core.dtype):
-                raise RuntimeError("promoteTypes with quantized numbers is not handled yet; "
-                                   "figure out what the correct rules should be, offending "
-                                   f"types: {_core.scalar_type_name_of(other._array.dtype)} "
-                                   f"{_STORAGE[self._dtype.name][1]}")
+                raise _promotion_refused(self, _core.scalar_type_name_of(other._array.dtype),
+                                         reflected)
             return NotImplemented
         method.__name__ = op
         return method
 
-    __add__ = __radd__ = _binary("add.out")
-    __sub__ = __rsub__ = _binary("sub.out")
-    __mul__ = __rmul__ = _binary("mul.out")
-    __truediv__ = __rtruediv__ = _binary("div.out")
-    __matmul__ = __rmatmul__ = _binary("mm.out")
+    __add__ = _binary("add.out")
+    __radd__ = _binary("add.out", reflected=True)
+    __sub__ = _binary("sub.out")
+    __rsub__ = _binary("sub.out", reflected=True)
+    __mul__ = _binary("mul.out")
+    __rmul__ = _binary("mul.out", reflected=True)
+    __truediv__ = _binary("div.out")
+    __rtruediv__ = _binary("div.out", reflected=True)
+    __matmul__ = _binary("mm.out")
+    __rmatmul__ = _binary("mm.out", reflected=True)
+    # (the methods and in-place forms fail alike: the result is allocated like self first)
+    add = add_ = __iadd__ = __add__
+    sub = sub_ = __isub__ = __sub__
+    mul = mul_ = __imul__ = __mul__
+    div = div_ = __itruediv__ = __truediv__
     del _binary
 
     def sum(self, *args, **kwargs):
         raise _not_implemented("sum.IntList_out")
 
-    def mean(self, *args, **kwargs):
-        raise _not_implemented("mean.out")
+    def __neg__(self):
+        raise _not_implemented("neg.out")
 
     def numpy(self, *, force=False):
         raise TypeError(f"Got unsupported ScalarType {_STORAGE[self._dtype.name][1]}")
@@ -765,18 +802,183 @@ class QuantizedTensor(metaclass=TorchTensorNamedClass):
     def tolist(self):
         raise RuntimeError("load_scalar: invalid type")
 
-    def float(self):
-        raise RuntimeError("empty_strided not supported on quantized tensors yet see "
-                           "https://github.com/pytorch/pytorch/issues/74540")
+    def __getattr__(self, name):
+        """A Tensor method QuantizedCPU has no kernel for (abs, exp, argmax, add_, ...): PyTorch
+        finds the method and its dispatch fails when it is called.  Other names are missing."""
+        from .tensor import Tensor
+        if name.startswith("_") or not callable(getattr(Tensor, name, None)):
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 
-    def to(self, *args, **kwargs):
+        # (an in-place method fails in its out-of-place kernel: clamp_ in aten::clamp)
+        kernel = name[:-1] if name.endswith("_") and callable(getattr(Tensor, name[:-1], None)) \
+            else name
+
+        def refused(*args, **kwargs):
+            raise _missing_kernel(kernel)
+        refused.__name__ = name
+        return refused
+
+    # -- dtype and device: a quantized tensor leaves its dtype only through dequantize() --------
+    def _conversion_refused(self, *args, **kwargs):
         raise RuntimeError("Creation of quantized tensor requires quantized dtype like "
                            "torch.quint8")
+
+    float = double = half = bfloat16 = _conversion_refused
+    int = long = short = char = byte = bool = _conversion_refused
+
+    def to(self, *args, **kwargs):
+        """Itself when no other dtype is asked for (a device move to the CPU, or its own
+        dtype)."""
+        dtypes = [a for a in (*args, kwargs.get("dtype")) if isinstance(a, _core.dtype)]
+        if any(d is not self._dtype for d in dtypes):
+            self._conversion_refused()
+        return self
+
+    def cpu(self, memory_format=None):
+        return self
+
+    def type(self, dtype=None, non_blocking=False, **kwargs):
+        """No dtype: its type name (torch.quantized.QInt8Tensor); its own dtype: itself; any
+        other: refused."""
+        name = "torch.quantized." + _STORAGE[self._dtype.name][1] + "Tensor"
+        if dtype is None:
+            return name
+        if dtype is self._dtype or dtype == name:
+            return self
+        self._conversion_refused()
 
     def requires_grad_(self, requires_grad=True):
         if requires_grad:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         return self
+
+    # -- reductions, sorting and activations QuantizedCPU has ----------------------------------
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        """The mean keeps the qparams, so its integer is the rounded mean of the integers
+        (PyTorch's requantized dequantized mean, equal to it; checked bit for bit)."""
+        self._per_tensor_only()
+        axes = None if dim is None or dim == () or dim == [] else (
+            (dim,) if isinstance(dim, numbers.Integral) else tuple(dim))
+        avg = np.rint(self._ints.astype(np.float64).mean(axis=axes, keepdims=keepdim))
+        if dtype is None or dtype is self._dtype:
+            return self._like(np.asarray(avg).astype(self._ints.dtype))
+        values = (avg - self._zero_point) * np.float32(self._scale)
+        return QuantizedTensor._make(
+            _quantize_array(np.asarray(values, np.float32), self._scale, self._zero_point,
+                            dtype), dtype, per_tensor_affine, self._scale, self._zero_point)
+
+    def _sorted_indices(self, dim, descending):
+        # (the affine map is increasing: the integers sort as the values; stable, as PyTorch's
+        # CPU sort keeps equal values in order)
+        keys = self._ints.astype(np.int64)
+        return np.argsort(-keys if descending else keys, axis=dim, kind="stable")
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        from .creation import tensor
+        self._per_tensor_only()
+        order = self._sorted_indices(dim, descending)
+        values = np.take_along_axis(self._ints, order, axis=dim)
+        return _core.return_types.sort((self._like(values), tensor(order.astype(np.int64))))
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        from .creation import tensor
+        self._per_tensor_only()
+        return tensor(self._sorted_indices(dim, descending).astype(np.int64))
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+        from .creation import tensor
+        self._per_tensor_only()
+        size = self._ints.shape[dim] if self._ints.ndim else 1
+        if not 0 <= k <= size:
+            raise RuntimeError("selected index k out of range")
+        order = np.take(self._sorted_indices(dim, largest), np.arange(k), axis=dim)
+        values = np.take_along_axis(self._ints, order, axis=dim)
+        return _core.return_types.topk((self._like(values), tensor(order.astype(np.int64))))
+
+    def _activation(self, f, qparams=None):
+        """f of the dequantized values, quantized to `qparams` (default: the input's), as the
+        x86 kernels do: bit for bit for quint8 and qint8.  (qint32's outputs, whose scale is
+        2**-32, show the last bits of PyTorch's own float32 sigmoid / tanh in their integers:
+        they can differ from PyTorch's there by a few units, well under a float32 ulp of the
+        value.)"""
+        self._per_tensor_only()
+        values = f(_kernel_dequantize(self._ints, self._scale, self._zero_point))
+        scale, zero_point = qparams or (self._scale, self._zero_point)
+        return QuantizedTensor._make(_kernel_quantize(values, scale, zero_point,
+                                                      self._ints.dtype.type),
+                                     self._dtype, per_tensor_affine, scale, zero_point)
+
+    def sigmoid(self):
+        """Values in [0, 1], with the fixed qparams PyTorch gives its [0, 1] outputs."""
+        return self._activation(_sigmoid, _UNIT_RANGE_QPARAMS[self._dtype.name])
+
+    def tanh(self):
+        """Values in [-1, 1], with the fixed qparams PyTorch gives its [-1, 1] outputs."""
+        return self._activation(np.tanh, _SYMMETRIC_RANGE_QPARAMS[self._dtype.name])
+
+    def hardsigmoid(self):
+        return self._activation(_hardsigmoid, _UNIT_RANGE_QPARAMS[self._dtype.name])
+
+    def leaky_relu(self, negative_slope=0.01):
+        slope = np.float32(negative_slope)
+        return self._activation(lambda v: np.where(v > 0, v, v * slope).astype(np.float32))
+
+
+# The fixed output qparams of PyTorch's quantized sigmoid / hardsigmoid (values in [0, 1]) and
+# tanh (values in [-1, 1]), by dtype: the range over all the integers, whatever the input's.
+_UNIT_RANGE_QPARAMS = {"quint8": (1.0 / 256, 0), "qint8": (1.0 / 256, -128),
+                       "qint32": (2.0 ** -32, 0)}
+_SYMMETRIC_RANGE_QPARAMS = {"quint8": (2.0 / 256, 128), "qint8": (2.0 / 256, 0),
+                            "qint32": (2.0 ** -31, 0)}
+
+
+def _sigmoid(v):
+    return np.float32(1) / (np.float32(1) + np.exp(-v))
+
+
+def _hardsigmoid(v):
+    return (np.clip(v + np.float32(3), 0, 6) / np.float32(6)).astype(np.float32)
+
+
+def _kernel_block(np_type) -> int:
+    # two AVX2 vectors: of 32 lanes for the 8-bit types, of 8 for int32
+    return 16 if np.dtype(np_type) == np.int32 else 64
+
+
+def _kernel_dequantize(ints, scale, zero_point):
+    """The float32 values PyTorch's x86 elementwise kernels see (add, the activations): over the
+    flat elements, blocks of 64 (16 for int32) through the AVX2 path, fma(q, s, -zp * s); the
+    remainder through the scalar one, s * (q - zp)."""
+    f32 = np.float32
+    flat = ints.reshape(-1)
+    nv = flat.size // _kernel_block(ints.dtype) * _kernel_block(ints.dtype)
+    s = f32(scale)
+    out = s * (flat.astype(f32) - f32(zero_point))
+    # (a float64 product of float32 operands is exact: one rounding, as an fma's)
+    out[:nv] = (flat[:nv].astype(np.float64) * s + f32(-f32(zero_point) * s)).astype(f32)
+    return out.reshape(ints.shape)
+
+
+def _kernel_quantize(values, scale, zero_point, np_type):
+    """The integers PyTorch's x86 elementwise kernels (add, the activations) make of float32
+    values: the AVX2 blocks (as _kernel_dequantize's) as rint(v * (1/scale)) + zero_point, the
+    remainder (and qint32's blocks, quantized element by element) as
+    rint(zero_point + v * (1/scale)); then saturated."""
+    f32 = np.float32
+    flat = values.reshape(-1)
+    inv = f32(1) / f32(scale)
+    q = np.rint(f32(zero_point) + flat * inv)
+    if np.dtype(np_type) != np.int32:
+        nv = flat.size // _kernel_block(np_type) * _kernel_block(np_type)
+        q[:nv] = np.rint(flat[:nv] * inv) + zero_point
+    return _saturated(q, np_type).reshape(values.shape)
+
+
+def _promotion_refused(q, other_name: str, reflected: bool):
+    names = (other_name, _STORAGE[q._dtype.name][1])
+    return RuntimeError("promoteTypes with quantized numbers is not handled yet; figure out "
+                        "what the correct rules should be, offending types: "
+                        f"{' '.join(names if reflected else names[::-1])}")
 
 
 def _relu_function(input, inplace=False):  # noqa: A002
@@ -860,40 +1062,22 @@ def _binary_operands(a, b, what: str):
             np.broadcast_to(b._ints, shape).reshape(-1), shape)
 
 
-def _clamped(values, np_type):
-    info = np.iinfo(np_type)
-    return np.clip(values, info.min, info.max).astype(np_type)
 
 
 def quantized_add(a, b, scale: float, zero_point: int, relu: bool = False):
     """quantized::add (add_relu): (a + b) requantized to (scale, zero_point), as PyTorch's x86
-    kernel computes it, bit for bit (checked on 8-bit types): over the flat elements, blocks of
-    64 (16 for qint32) go through the AVX2 path (dequantize as fma(q, s, -zp * s), quantize as
-    rint(v * (1/scale)) + zero_point; qint32: as the scalar path) and the remainder through
-    the scalar one (dequantize as s * (q - zp), quantize as rint(zero_point + v * (1/scale)),
-    all float32).  Broadcast operands take the same split over the result's elements (PyTorch's
-    TensorIterator may split them otherwise: a tie can then round the other way)."""
+    kernel computes it, bit for bit (checked on 8-bit types): each operand dequantized as
+    _kernel_dequantize, the float32 sum quantized as _kernel_quantize.  Broadcast operands take
+    the kernels' split over the result's elements (PyTorch's TensorIterator may split them
+    otherwise: a tie can then round the other way)."""
     x, y, shape = _binary_operands(a, b, "Add")
     np_type = _STORAGE[a._dtype.name][0]
-    f32 = np.float32
-    block = 64 if np_type is not np.int32 else 16      # two vectors of 32 (8 for qint32) lanes
-    n = x.size
-    nv = n // block * block
-    sa, sb = f32(a._scale), f32(b._scale)
-    inv = f32(1) / f32(scale)
-    c = np.empty(n, f32)
-    # (a float64 product of float32 operands is exact: one rounding, as an fma's)
-    c[:nv] = ((x[:nv].astype(np.float64) * sa + f32(-f32(a._zero_point) * sa)).astype(f32)
-              + (y[:nv].astype(np.float64) * sb + f32(-f32(b._zero_point) * sb)).astype(f32))
-    c[nv:] = (sa * (x[nv:].astype(f32) - f32(a._zero_point))
-              + sb * (y[nv:].astype(f32) - f32(b._zero_point)))
+    c = _kernel_dequantize(x, a._scale, a._zero_point) + _kernel_dequantize(y, b._scale,
+                                                                            b._zero_point)
     if relu:
-        np.maximum(c, f32(0), out=c)
-    q = np.rint(f32(zero_point) + c * inv)
-    if np_type is not np.int32:     # (qint32's vector path quantizes element by element)
-        q[:nv] = np.rint(c[:nv] * inv) + zero_point
-    return QuantizedTensor._make(_clamped(q, np_type).reshape(shape), a._dtype,
-                                 per_tensor_affine, float(scale), int(zero_point))
+        np.maximum(c, np.float32(0), out=c)
+    return QuantizedTensor._make(_kernel_quantize(c, scale, zero_point, np_type).reshape(shape),
+                                 a._dtype, per_tensor_affine, float(scale), int(zero_point))
 
 
 def quantized_mul(a, b, scale: float, zero_point: int, relu: bool = False):
@@ -908,7 +1092,7 @@ def quantized_mul(a, b, scale: float, zero_point: int, relu: bool = False):
     q = np.rint(product.astype(f32) * multiplier) + zero_point
     if relu:
         q = np.maximum(q, zero_point)
-    return QuantizedTensor._make(_clamped(q, np_type).reshape(shape), a._dtype,
+    return QuantizedTensor._make(_saturated(q, np_type).reshape(shape), a._dtype,
                                  per_tensor_affine, float(scale), int(zero_point))
 
 
@@ -942,7 +1126,7 @@ def quantized_add_scalar(a, c, relu: bool = False):
     q = np.rint(shifted.astype(f32) * multiplier) + z_new
     if relu:
         q = np.maximum(q, z_new)
-    return QuantizedTensor._make(_clamped(q, np_type), a._dtype, per_tensor_affine, s_new,
+    return QuantizedTensor._make(_saturated(q, np_type), a._dtype, per_tensor_affine, s_new,
                                  z_new)
 
 
@@ -999,7 +1183,80 @@ _FUNCTIONS = {
     "int_repr": lambda input: input.int_repr(),  # noqa: A002
     "dequantize": lambda input: input.dequantize(),  # noqa: A002
     "numel": lambda input: input.numel(),  # noqa: A002
+    "avg_pool2d": lambda *args, **kwargs: _avg_pool2d(*args, **kwargs),
+    "adaptive_avg_pool2d": lambda *args, **kwargs: _adaptive_avg_pool2d(*args, **kwargs),
+    "interpolate": lambda *args, **kwargs: _interpolate(*args, **kwargs),
+    "max_pool1d": lambda *args, **kwargs: _functional_max_pool("max_pool1d", *args, **kwargs),
+    "max_pool2d": lambda *args, **kwargs: _functional_max_pool("max_pool2d", *args, **kwargs),
+    "mean": lambda input, dim=None, keepdim=False, *, dtype=None, out=None: input.mean(  # noqa: A002
+        dim, keepdim, dtype=dtype),
+    "sort": lambda input, dim=-1, descending=False, stable=False, *, out=None: input.sort(  # noqa: A002
+        dim, descending),
+    "argsort": lambda input, dim=-1, descending=False, stable=False: input.argsort(  # noqa: A002
+        dim, descending),
+    "topk": lambda input, k, dim=-1, largest=True, sorted=True, *, out=None: input.topk(  # noqa: A002
+        k, dim, largest),
+    "sigmoid": lambda input, *, out=None: input.sigmoid(),  # noqa: A002
+    "tanh": lambda input, *, out=None: input.tanh(),  # noqa: A002
+    "hardsigmoid": lambda input, inplace=False: input.hardsigmoid(),  # noqa: A002
+    "leaky_relu": lambda input, negative_slope=0.01, inplace=False: input.leaky_relu(  # noqa: A002
+        negative_slope),
 }
+
+
+def _resampled(input, fn, rounded: bool):  # noqa: A002
+    """A spatial op of a quantized (N, C, H, W) / (C, H, W) tensor that keeps its qparams: `fn`
+    (the float op) of the integers' offsets from the zero point, in float64 (window sums and
+    averages of 8-bit integers are exact there), plus the zero point, rounded half to even (so
+    a tie rounds as PyTorch's kernels round: after the zero point is added) when `rounded`."""
+    from .creation import tensor
+    if not isinstance(input, QuantizedTensor):
+        raise _not_implemented("quantized_pool", "CPU")
+    input._per_tensor_only()
+    offsets = tensor(input._ints.astype(np.float64) - input._zero_point)
+    values = fn(offsets).numpy() + input._zero_point
+    if rounded:
+        values = np.rint(values)
+    return input._like(_saturated(values, input._ints.dtype.type))
+
+
+def _avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+                count_include_pad=True, divisor_override=None):
+    """F.avg_pool2d of a quantized tensor: the window means of the integers (padding counts as
+    the zero point), bit for bit with PyTorch's kernel."""
+    import tapegrad.nn.functional as F
+    return _resampled(input, lambda v: F.avg_pool2d(v, kernel_size, stride, padding, ceil_mode,
+                                                    count_include_pad, divisor_override), True)
+
+
+def _adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    import tapegrad.nn.functional as F
+    return _resampled(input, lambda v: F.adaptive_avg_pool2d(v, output_size), True)
+
+
+def _interpolate(input, size=None, scale_factor=None, mode="nearest",  # noqa: A002
+                 align_corners=None, recompute_scale_factor=None, antialias=False):
+    """F.interpolate of a quantized tensor, qparams kept.  nearest / nearest-exact move the
+    integers (exact); bilinear weighs them in float64 and rounds, which can differ from
+    PyTorch's float32 kernel by one at a rounding tie."""
+    import tapegrad.nn.functional as F
+    resized = _resampled(input, lambda v: F.interpolate(v, size, scale_factor, mode,
+                                                        align_corners, recompute_scale_factor,
+                                                        antialias), mode == "bilinear")
+    # (arguments checked by the float op first, as PyTorch does before dispatching; a 3-d input
+    # resizes one dim, and QuantizedCPU has no 1-d upsampling)
+    if mode not in ("nearest", "nearest-exact", "bilinear") or input.dim() == 3:
+        raise _missing_kernel(f"upsample_{mode.replace('-', '_')}{input.dim() - 2}d.out")
+    return resized
+
+
+def _functional_max_pool(pool_name: str, input, kernel_size, stride=None, padding=0,  # noqa: A002
+                         dilation=1, ceil_mode=False, return_indices=False):
+    """F.max_pool1d / F.max_pool2d of a quantized tensor (the quantized kernel; its indices
+    variant has none)."""
+    if return_indices:
+        raise _missing_kernel(pool_name + "_with_indices.out")
+    return _max_pooled(pool_name, input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 def _max_pooled(pool_name: str, input, kernel_size, stride, padding, dilation,  # noqa: A002

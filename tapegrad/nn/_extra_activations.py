@@ -39,8 +39,13 @@ def _dtype_name(input) -> str:
 def _require_floating(input, kernel: str) -> None:
     """PyTorch has these activations' kernels for floating types only: an integer, bool or
     complex input raises there instead of being computed in float32 here."""
-    if isinstance(input, _core.TensorBase) and not input.is_floating_point():
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input)}'")
+    if isinstance(input, _core.TensorBase):
+        if not input.is_floating_point():
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype_name(input)}'")
+    elif hasattr(type(input), "__torch_function__"):
+        # a tensor-like (a quantized tensor): the public entry's refused-call path hands the
+        # call to its __torch_function__, as PyTorch's handle_torch_function does
+        raise TypeError(f"{kernel}: expected a Tensor, got {type(input).__name__}")
 
 
 def _finish(input, out, inplace: bool, node: str = None, inplace_node: str = None):

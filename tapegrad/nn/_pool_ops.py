@@ -799,7 +799,10 @@ def global_average(input, output_size, nd):
         if not (o is None and s == 1 or o is not None and not isinstance(o, bool)
                 and isinstance(o, (int, np.integer)) and o == 1):
             return None
-    return _in_input_layout(input.mean(tuple(range(-1, -nd - 1, -1)), keepdim=True), input, nd)
+    mean = input.mean(tuple(range(-1, -nd - 1, -1)), keepdim=True)
+    if not isinstance(mean, _core.TensorBase):
+        return mean         # (a quantized tensor's mean: it has no memory format to follow)
+    return _in_input_layout(mean, input, nd)
 
 
 def _check_rank_1d(input, name, output_size) -> None:
