@@ -12,7 +12,7 @@ from __future__ import annotations as _annotations
 import numpy as np
 
 from . import _core
-from ._ops_shape import _add_at
+from ._ops_shape import _add_at, _scatter_add_along
 from .autograd.function import Function
 
 
@@ -51,15 +51,18 @@ class _Accumulate(Function):
     """self with `values` added at `key` (repeated positions accumulate)."""
 
     @staticmethod
-    def forward(ctx, x, values, key):
+    def forward(ctx, x, values, key, along):
         ctx.key, ctx.values_shape = key, values.shape
         out = x._array.copy()
-        _add_at(out, key, np.broadcast_to(values._array, _indexed_shape(out, key)))
+        # scatter_add's positions along a dim (`along`: (dim, index array)) go straight to its
+        # compiled loop, which adds in the same order as np.add.at with the key
+        if along is None or not _scatter_add_along(out, along[0], along[1], values._array):
+            _add_at(out, key, np.broadcast_to(values._array, _indexed_shape(out, key)))
         return _wrap(out)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad, _sum_to(grad[_tensor_key(ctx.key)], ctx.values_shape), None
+        return grad, _sum_to(grad[_tensor_key(ctx.key)], ctx.values_shape), None, None
 
 
 def _named(name: str):
@@ -72,8 +75,10 @@ _ACCUMULATE_BY_NAME = {name: _named(name) for name in
                        ("ScatterAddBackward0", "IndexAddBackward0", "IndexPutBackward0")}
 
 
-def accumulate(x, key, values, grad_fn_name: str):
-    return _ACCUMULATE_BY_NAME[grad_fn_name].apply(x, values, key)
+def accumulate(x, key, values, grad_fn_name: str, along=None):
+    """x with values added at key (repeats accumulate); along = (dim, index array) when key
+    names scatter_add's positions: index's entries along dim, each element's own elsewhere."""
+    return _ACCUMULATE_BY_NAME[grad_fn_name].apply(x, values, key, along)
 
 
 # -- scatter_reduce -------------------------------------------------------------------------------
