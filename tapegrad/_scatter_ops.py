@@ -309,12 +309,13 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         # PyTorch's kernels: no mean of bools, no ordering of complex numbers
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
                                   f"implemented for '{_type_name(input._array)}'")
-    _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
+    dim, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
     if _zero_dim_self_many_positions(input, index):
         return _one_element_form(lambda *a: scatter_reduce(*a, include_self=include_self), input,
                                  index, src, (reduce,), "ScatterReduceBackward0")
     from ._scatter_functions import scatter_reduce_apply
-    return scatter_reduce_apply(input, key, part, reduce, include_self)
+    along = (dim, index._array) if input._array.ndim and index._array.size else None
+    return scatter_reduce_apply(input, key, part, reduce, include_self, along=along)
 
 
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
@@ -829,10 +830,9 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     # dropped below.
     size = data.shape[axis]
     rows = counts.reshape(-1, n_seg)
-    seg = np.stack([np.pad(np.repeat(np.arange(n_seg), r)[:size], (0, max(0, size - int(r.sum()))),
-                           constant_values=n_seg) for r in rows])
+    seg = _core._segment_ids(rows, size)
     seg = seg.reshape(counts.shape[:-1] + (size,) + (1,) * (data.dim() - axis - 1))
-    index = tensor(np.ascontiguousarray(np.broadcast_to(seg, tuple(data.shape))))
+    index = _wrap(np.broadcast_to(seg, tuple(data.shape)))     # (our own array: no copy)
     out_shape = tuple(data.shape[:axis]) + (n_seg + 1,) + tuple(data.shape[axis + 1:])
     kind = _SEGMENT_REDUCTIONS[reduce]
     identity = {"sum": 0.0, "prod": 1.0, "amax": -np.inf, "amin": np.inf}[kind]

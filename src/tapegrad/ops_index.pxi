@@ -321,12 +321,42 @@ ctypedef fused accum_t:
     double
     int64_t
 
+# How an accumulating loop combines a value into its target: numpy's ufunc of that name applied
+# as ufunc.at applies it (add for scatter_add and index_add; each of scatter_reduce's).
+cdef enum AccumOp:
+    ACC_ADD = 0
+    ACC_MUL = 1
+    ACC_MAX = 2
+    ACC_MIN = 3
+    ACC_COUNT = 4       # (the target + 1, the value unused: how many values land there)
 
-cdef inline void accumulate_one(accum_t* z, accum_t g) noexcept nogil:
-    if accum_t is int64_t:
-        z[0] = <int64_t>(<uint64_t>z[0] + <uint64_t>g)     # (signed overflow is undefined in C)
+ACCUM_OPS = {"sum": ACC_ADD, "prod": ACC_MUL, "amax": ACC_MAX, "amin": ACC_MIN,
+             "count": ACC_COUNT}
+
+
+cdef inline void accumulate_one(accum_t* z, accum_t g, int op) noexcept nogil:
+    """z = ufunc(z, g) as numpy's ufunc.at computes it: integers wrap around (signed overflow is
+    undefined in C, so through unsigned); maximum and minimum take the value unless the target
+    is strictly beyond it (a tie of -0 and +0 takes the value, as numpy) or NaN.  (Which of two
+    NaNs a sum keeps, numpy leaves to its loops: its sign may differ, as in PyTorch's kernel.)"""
+    if op == ACC_ADD:
+        if accum_t is int64_t:
+            z[0] = <int64_t>(<uint64_t>z[0] + <uint64_t>g)
+        else:
+            z[0] = z[0] + g
+    elif op == ACC_MUL:
+        if accum_t is int64_t:
+            z[0] = <int64_t>(<uint64_t>z[0] * <uint64_t>g)
+        else:
+            z[0] = z[0] * g
+    elif op == ACC_MAX:
+        if not (z[0] > g or z[0] != z[0]):
+            z[0] = g
+    elif op == ACC_MIN:
+        if not (z[0] < g or z[0] != z[0]):
+            z[0] = g
     else:
-        z[0] = z[0] + g
+        z[0] = z[0] + 1
 
 
 cdef int accum_type(object arr) noexcept:
@@ -365,7 +395,7 @@ cdef void add_slices_kernel(accum_t* z, const accum_t* g, const int64_t* idx, Py
             zr = z + (o * n + idx[p]) * inner
             gr = g + (o * m + p) * inner
             for t in range(inner):
-                accumulate_one(&zr[t], gr[t])
+                accumulate_one(&zr[t], gr[t], ACC_ADD)
 
 
 cdef bint add_slices_at(object Z, object key, object G) except -1:
@@ -418,13 +448,15 @@ cdef bint add_slices_at(object Z, object key, object G) except -1:
 
 cdef void scatter_along_kernel(accum_t* z, const accum_t* s, const int64_t* idx,
                                const Py_ssize_t* shape, const Py_ssize_t* zstride, int nd,
-                               int dim) noexcept nogil:
+                               int dim, int op) noexcept nogil:
     """For each position p of the C-contiguous index/src of `shape` (nd dims), in C order:
-    z[p with p[dim] replaced by idx[p]] += s[p], z's strides in elements."""
+    z[p with p[dim] replaced by idx[p]] = op(that, s[p]), z's strides in elements (s unread,
+    and may be NULL, for ACC_COUNT)."""
     cdef Py_ssize_t count[64]
     cdef Py_ssize_t rows = 1, r, t, base, p = 0, last = shape[nd - 1], step = zstride[nd - 1]
     cdef Py_ssize_t dstride = zstride[dim]
     cdef int d
+    cdef accum_t one = 1
     for d in range(nd - 1):
         rows *= shape[d]
         count[d] = 0
@@ -435,10 +467,12 @@ cdef void scatter_along_kernel(accum_t* z, const accum_t* s, const int64_t* idx,
                 base += count[d] * zstride[d]
         if dim == nd - 1:
             for t in range(last):
-                accumulate_one(&z[base + idx[p + t] * dstride], s[p + t])
+                accumulate_one(&z[base + idx[p + t] * dstride], one if s == NULL else s[p + t],
+                               op)
         else:
             for t in range(last):
-                accumulate_one(&z[base + t * step + idx[p + t] * dstride], s[p + t])
+                accumulate_one(&z[base + t * step + idx[p + t] * dstride],
+                               one if s == NULL else s[p + t], op)
         p += last
         d = nd - 2
         while d >= 0:
@@ -449,19 +483,21 @@ cdef void scatter_along_kernel(accum_t* z, const accum_t* s, const int64_t* idx,
             d -= 1
 
 
-def _scatter_add_along(object Z, Py_ssize_t dim, object index, object src):
-    """scatter_add's accumulation in C (scatter_along_kernel): Z[..., index[p], ...] += src[p]
-    along dim for every position p of index (src of index's shape, Z's dtype and rank; index no
-    larger than Z off dim), in index's C order as np.add.at with scatter_add's key adds.  False,
-    Z untouched, when the operands do not fit the kernel or an index is out of range (numpy's
-    path then).  (That path took ~50 ms for 1e6 elements, 6x PyTorch's time.)"""
-    cdef int t = accum_type(Z)
-    if t < 0 or not cnp.PyArray_Check(index) or not cnp.PyArray_Check(src):
+def _scatter_along(object Z, Py_ssize_t dim, object index, object src, str reduce):
+    """ufunc.at(Z, scatter's key, src) in C (scatter_along_kernel), the ufunc named by reduce
+    ("sum", "prod", "amax", "amin"; "count": 1 added per value, src None): Z[..., index[p], ...]
+    = ufunc(that, src[p]) along dim for every position p of index (src of index's shape, Z's
+    dtype and rank; index no larger than Z off dim), in index's C order, as numpy applies it.
+    False, Z untouched, when the operands do not fit the kernel or an index is out of range
+    (numpy's path then).  (np.add.at took ~50 ms for 1e6 elements, 6x PyTorch's scatter_add.)"""
+    cdef int t = accum_type(Z), op = ACCUM_OPS[reduce]
+    if t < 0 or not cnp.PyArray_Check(index) or not (op == ACC_COUNT or cnp.PyArray_Check(src)):
         return False
     cdef int nd_ = cnp.PyArray_NDIM(<cnp.ndarray>Z), d
     if (nd_ == 0 or nd_ > 64 or dim < 0 or dim >= nd_ or index.ndim != nd_
-            or src.dtype != Z.dtype or src.shape != index.shape
             or index.dtype.kind not in "iu" or index.dtype == np.uint64):
+        return False
+    if op != ACC_COUNT and (src.dtype != Z.dtype or src.shape != index.shape):
         return False
     cdef Py_ssize_t shape[64]
     cdef Py_ssize_t zstride[64]
@@ -476,17 +512,18 @@ def _scatter_add_along(object Z, Py_ssize_t dim, object index, object src):
     idx = wrapped_positions(index, cnp.PyArray_DIMS(<cnp.ndarray>Z)[dim])
     if idx is None:
         return False
-    s = np.ascontiguousarray(src)
+    s = None if op == ACC_COUNT else np.ascontiguousarray(src)
     cdef void* zp = cnp.PyArray_DATA(<cnp.ndarray>Z)
-    cdef const void* sp = cnp.PyArray_DATA(<cnp.ndarray>s)
+    cdef const void* sp = NULL if s is None else cnp.PyArray_DATA(<cnp.ndarray>s)
     cdef const int64_t* ip = <const int64_t*>cnp.PyArray_DATA(<cnp.ndarray>idx)
     with nogil:
         if t == cnp.NPY_FLOAT32:
-            scatter_along_kernel(<float*>zp, <const float*>sp, ip, shape, zstride, nd_, dim)
+            scatter_along_kernel(<float*>zp, <const float*>sp, ip, shape, zstride, nd_, dim, op)
         elif t == cnp.NPY_FLOAT64:
-            scatter_along_kernel(<double*>zp, <const double*>sp, ip, shape, zstride, nd_, dim)
+            scatter_along_kernel(<double*>zp, <const double*>sp, ip, shape, zstride, nd_, dim, op)
         else:
-            scatter_along_kernel(<int64_t*>zp, <const int64_t*>sp, ip, shape, zstride, nd_, dim)
+            scatter_along_kernel(<int64_t*>zp, <const int64_t*>sp, ip, shape, zstride, nd_, dim,
+                                 op)
     return True
 
 
@@ -1460,3 +1497,28 @@ def _as_strided_view(TensorBase x, object out, tuple key, bint unfold=False):
         else:
             keep(&r.aux, (A.shape, A.dtype, None, A.shape, key))
     return res
+
+
+def _segment_ids(object counts, Py_ssize_t size):
+    """segment_reduce's segment of each position: row r of the (rows, size) int64 result holds
+    j for counts[r, j] consecutive positions, j = 0, 1, ..., cut at size, and n_seg (one slot
+    past the last segment) for positions left over.  counts: (rows, n_seg) integers, none
+    negative (checked by the caller).  (np.repeat and np.pad per row took 40 ms for 1e6.)"""
+    c = np.ascontiguousarray(counts, dtype=np.int64)
+    cdef Py_ssize_t rows = c.shape[0], n_seg = c.shape[1], r, j, p, e, k
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty((rows, size), dtype=np.int64)
+    cdef const int64_t* cp = <const int64_t*>cnp.PyArray_DATA(<cnp.ndarray>c)
+    cdef int64_t* op = <int64_t*>cnp.PyArray_DATA(out)
+    with nogil:
+        for r in range(rows):
+            p = 0
+            for j in range(n_seg):
+                e = p + cp[r * n_seg + j]
+                if e > size:
+                    e = size
+                for k in range(p, e):
+                    op[r * size + k] = j
+                p = e
+            for k in range(p, size):
+                op[r * size + k] = n_seg
+    return out
