@@ -103,7 +103,9 @@ def _identity(reduce: str, dtype):
 def _reduce_values(x, key, src, reduce, include_self, along=None):
     """(result, mask of the positions written, count of the values each reduces) in numpy;
     along = (dim, index array) when key is scatter's, whose ufunc.at and count then run in C
-    (_scatter_along: the same order and values, ~10x faster)."""
+    (_scatter_along: the same order and values, ~10x faster; amax / amin keep the target on a
+    tie of -0 and +0, as PyTorch, where numpy's maximum.at, still the path of other dtypes and
+    keys, takes the value)."""
     out = x.copy()
     count = np.zeros(x.shape, dtype=np.int64)
     if along is not None and _scatter_along(count, along[0], along[1], None, "count"):

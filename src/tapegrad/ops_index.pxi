@@ -336,9 +336,10 @@ ACCUM_OPS = {"sum": ACC_ADD, "prod": ACC_MUL, "amax": ACC_MAX, "amin": ACC_MIN,
 
 cdef inline void accumulate_one(accum_t* z, accum_t g, int op) noexcept nogil:
     """z = ufunc(z, g) as numpy's ufunc.at computes it: integers wrap around (signed overflow is
-    undefined in C, so through unsigned); maximum and minimum take the value unless the target
-    is strictly beyond it (a tie of -0 and +0 takes the value, as numpy) or NaN.  (Which of two
-    NaNs a sum keeps, numpy leaves to its loops: its sign may differ, as in PyTorch's kernel.)"""
+    undefined in C, so through unsigned).  Maximum and minimum follow PyTorch's scatter_reduce
+    rather than numpy: the value replaces the target only when it is NaN or strictly beyond it,
+    so a tie of -0 and +0 keeps the target (numpy's maximum took the value: max(-0, +0) printed
+    0. where PyTorch prints -0.).  (Which of two NaNs a sum keeps, numpy leaves to its loops.)"""
     if op == ACC_ADD:
         if accum_t is int64_t:
             z[0] = <int64_t>(<uint64_t>z[0] + <uint64_t>g)
@@ -350,10 +351,10 @@ cdef inline void accumulate_one(accum_t* z, accum_t g, int op) noexcept nogil:
         else:
             z[0] = z[0] * g
     elif op == ACC_MAX:
-        if not (z[0] > g or z[0] != z[0]):
+        if g != g or z[0] < g:
             z[0] = g
     elif op == ACC_MIN:
-        if not (z[0] < g or z[0] != z[0]):
+        if g != g or g < z[0]:
             z[0] = g
     else:
         z[0] = z[0] + 1
@@ -487,7 +488,8 @@ def _scatter_along(object Z, Py_ssize_t dim, object index, object src, str reduc
     """ufunc.at(Z, scatter's key, src) in C (scatter_along_kernel), the ufunc named by reduce
     ("sum", "prod", "amax", "amin"; "count": 1 added per value, src None): Z[..., index[p], ...]
     = ufunc(that, src[p]) along dim for every position p of index (src of index's shape, Z's
-    dtype and rank; index no larger than Z off dim), in index's C order, as numpy applies it.
+    dtype and rank; index no larger than Z off dim), in index's C order, as numpy applies it
+    (amax / amin: PyTorch's rule for ties of -0 and +0, accumulate_one).
     False, Z untouched, when the operands do not fit the kernel or an index is out of range
     (numpy's path then).  (np.add.at took ~50 ms for 1e6 elements, 6x PyTorch's scatter_add.)"""
     cdef int t = accum_type(Z), op = ACCUM_OPS[reduce]
