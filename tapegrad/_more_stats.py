@@ -435,6 +435,9 @@ def _running_extreme_positions(arr: np.ndarray, axis: int, maximum: bool) -> np.
     extreme at j (or is a NaN), and the answer at i is the last such j <= i."""
     if arr.shape[axis] == 0:
         return np.zeros(arr.shape, dtype=np.int64)
+    fast = _core._running_extreme_c(arr, axis, maximum)     # (the same rule, one C scan)
+    if fast is not None:
+        return fast
     with np.errstate(invalid="ignore"):
         running = (np.maximum if maximum else np.minimum).accumulate(arr, axis=axis)
         takes = arr == running          # (numpy's extreme propagates a NaN, as the scan does)

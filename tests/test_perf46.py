@@ -285,3 +285,30 @@ def test_segment_reduce_offsets_unsafe_and_initial():
         np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-12)
     with pytest.raises(RuntimeError, match="negative"):
         tg.segment_reduce(tg.tensor(data), "sum", lengths=tg.tensor([12, -2]))
+
+
+# -- cummax / cummin -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32, np.float16])
+@pytest.mark.parametrize("shape,dim", [((40,), 0), ((6, 30), 1), ((30, 6), 0), ((3, 5, 7), 1)])
+def test_cummax_cummin_positions_match_pytorch(dtype, shape, dim):
+    for trial in range(3):
+        a = RNG.integers(-3, 4, shape).astype(dtype)
+        if a.dtype.kind == "f" and trial:
+            a[RNG.random(shape) < 0.15] = np.nan        # a NaN holds, later NaNs take over
+            a[RNG.random(shape) < 0.15] = -0.0          # ties of -0 and +0 take over
+        x, tx = _both(a)
+        for mine, theirs in ((tg.cummax(x, dim), torch.cummax(tx, dim)),
+                             (x.cummin(dim), tx.cummin(dim))):
+            _same(mine.indices, theirs.indices)
+            _same(mine.values, theirs.values)
+
+
+def test_cummax_gradient_matches_pytorch():
+    a = RNG.integers(0, 4, (8, 9)).astype(np.float64)
+    grads = []
+    for lib in (tg, torch):
+        x = lib.tensor(a, requires_grad=True)
+        (lib.cummax(x, 1).values * lib.tensor(a + 1)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(*grads)

@@ -98,3 +98,33 @@ void NAME(const T* b, ptrdiff_t b_row_stride, ptrdiff_t n_b, const T* v, ptrdiff
 BISECT_KERNEL(tg_bisect_f32, float)
 BISECT_KERNEL(tg_bisect_f64, double)
 BISECT_KERNEL(tg_bisect_i64, int64_t)
+
+/* The running extreme r and the position p taking over (order_kernels.h): r = numpy's
+ * maximum(r, v) (minimum), which keeps a NaN r and takes a NaN v; p moves to j where v == r
+ * after the update, or v is NaN. */
+#define EXTREME_KERNEL(NAME, T)                                                                   \
+void NAME(const T* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner, int maximum, int64_t* out)   \
+{                                                                                                 \
+    ptrdiff_t o, i, j;                                                                            \
+    for (o = 0; o < outer; o++) {                                                                 \
+        for (i = 0; i < inner; i++) {                                                             \
+            const T* row = x + o * n * inner + i;                                                 \
+            int64_t* dst = out + o * n * inner + i;                                               \
+            T r = row[0];                                                                         \
+            int64_t p = 0;                                                                        \
+            dst[0] = 0;                                                                           \
+            for (j = 1; j < n; j++) {                                                             \
+                const T v = row[j * inner];                                                       \
+                if (r == r && (v != v || (maximum ? v > r : v < r)))                              \
+                    r = v;                                                                        \
+                if (v == r || v != v)                                                             \
+                    p = j;                                                                        \
+                dst[j * inner] = p;                                                               \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+EXTREME_KERNEL(tg_running_extreme_f32, float)
+EXTREME_KERNEL(tg_running_extreme_f64, double)
+EXTREME_KERNEL(tg_running_extreme_i64, int64_t)

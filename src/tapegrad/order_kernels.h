@@ -1,5 +1,6 @@
-/* tapegrad's order kernels (order_kernels.c): the k-th smallest element of each row (kthvalue)
- * and the insertion position of each value among sorted boundaries (searchsorted, bucketize).
+/* tapegrad's order kernels (order_kernels.c): the k-th smallest element of each row (kthvalue),
+ * the insertion position of each value among sorted boundaries (searchsorted, bucketize) and
+ * the position of the running extreme (cummax, cummin).
  *
  * Both reproduce PyTorch's CPU loops step for step, because their answers depend on the steps:
  * which of several equal elements kthvalue names (and so which one receives the gradient) is
@@ -35,5 +36,16 @@ void tg_bisect_f64(const double* b, ptrdiff_t b_row_stride, ptrdiff_t n_b, const
                    ptrdiff_t rows, ptrdiff_t m, int right, int64_t* out);
 void tg_bisect_i64(const int64_t* b, ptrdiff_t b_row_stride, ptrdiff_t n_b, const int64_t* v,
                    ptrdiff_t rows, ptrdiff_t m, int right, int64_t* out);
+
+/* x: (outer, n, inner) as above; out (the same shape): for each position along n, the position
+ * of the running maximum (maximum != 0; else minimum) so far, as cummax / cummin answer it: the
+ * running extreme is numpy's (a NaN propagates), and a position takes over where its element
+ * equals the running extreme (a later tie takes over) or is a NaN (later NaNs take over too). */
+void tg_running_extreme_f32(const float* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
+                            int maximum, int64_t* out);
+void tg_running_extreme_f64(const double* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
+                            int maximum, int64_t* out);
+void tg_running_extreme_i64(const int64_t* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
+                            int maximum, int64_t* out);
 
 #endif
