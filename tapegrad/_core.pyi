@@ -245,7 +245,6 @@ class dtype:
 class no_grad_scope:
     ...
 
-ACCUM_OPS: dict
 BACKEND_TYPE_NAMES: dict
 COMPLEX_OF_FLOAT: dict
 CONJ_WRITE_REFUSAL: str
@@ -271,6 +270,7 @@ TORCH_FUNCTIONS: dict
 WARNED_ONCE: set
 ZERO_KEEPING_FIRST_ONLY: frozenset
 ZERO_KEEPING_NODES: frozenset
+_ACCUM_OPS: dict
 _ENV_ABSENT: object
 _LINALG_OPS: dict
 _MATH_DUNDERS: dict
