@@ -41,7 +41,16 @@ LABELS = {"mlp": "MLP 784-256-10 SGD step, batch 64, float32",
                        "*_like ...) and 2 scalar reads at size (3, 4)"}
 
 
-@pytest.mark.parametrize("workload", ["mlp", "poly", "hand_adam", "metrics", "factories"])
+# The ops of perf46 (tapegrad.bench.SLOW_OP_CASES, timed one by one in test_ops_slow.py), one
+# workload each; the 1e6-element ones get fewer rounds.
+for _name in B.SLOW_OP_CASES:
+    _key = f"slow: {_name}"
+    ROUNDS[_key] = 3 if "1e6" in _name else 20
+    CONTENDERS[_key] = lambda libs, compiled, _name=_name: B.slow_op_contenders(_name, libs)
+    LABELS[_key] = f"{_name} (perf46)"
+
+
+@pytest.mark.parametrize("workload", list(CONTENDERS))
 def test_interleaved(workload, bench_report, benchmark_disabled):
     libs = {"tapegrad": tg}
     if torch is not None:

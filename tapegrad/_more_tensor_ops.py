@@ -206,7 +206,10 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     spread = np.broadcast_to(positions.reshape(along), tuple(source.shape))
     from ._scatter_functions import scatter_reduce_apply
     key = _positions_key(input, d, spread)
-    result = scatter_reduce_apply(input, key, source, reduce, include_self, index_reduce=True)
+    # (with its positions along d, so the compiled loop runs it, with PyTorch's rule for ties
+    # of -0 and +0 in amax / amin)
+    result = scatter_reduce_apply(input, key, source, reduce, include_self, index_reduce=True,
+                                  along=(d, spread) if input.dim() and spread.size else None)
     _core._save_index_of(result, index)     # (PyTorch's node saves index)
     return result
 

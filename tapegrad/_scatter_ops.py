@@ -76,8 +76,9 @@ def _check_bounds(idx: np.ndarray, size: int, dim: int, wrap: bool, prefix: str 
                   error=RuntimeError) -> np.ndarray:
     """idx with negative entries wrapped (only where PyTorch wraps them), or PyTorch's error
     naming the first index out of range."""
-    if idx.size:
-        low = -size if wrap else 0
+    low = -size if wrap else 0
+    # (the extremes first: two reductions, where the mask of a large index was three passes)
+    if idx.size and (idx.min() < low or idx.max() >= size):
         bad = (idx < low) | (idx >= size)
         if bad.any():
             raise error(f"{prefix}index {int(idx[bad].flat[0])} is out of bounds for dimension "
@@ -148,8 +149,11 @@ def _positions_key(self, dim: int, positions: np.ndarray):
     self: its one element)."""
     if not self._array.ndim:
         return ()
-    grids = np.indices(positions.shape, sparse=True)
-    return tuple(positions if d == dim else grids[d] for d in range(positions.ndim))
+    nd = positions.ndim
+    # (the grid of each other dim only: np.indices also built dim's, unused, as large as it)
+    return tuple(positions if d == dim else
+                 np.arange(n).reshape((1,) * d + (n,) + (1,) * (nd - d - 1))
+                 for d, n in enumerate(positions.shape))
 
 
 def _check_same_dtype(self, src) -> None:
@@ -249,11 +253,12 @@ def scatter_add(input, dim, index, src):
         raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not "
                         f"{_core.type_name(src)}")
     _check_same_dtype(input, src)
-    _, key, part = _scatter_key(input, dim, index, src, "scatter_add")
+    dim, key, part = _scatter_key(input, dim, index, src, "scatter_add")
     if _zero_dim_self_many_positions(input, index):
         return _one_element_form(scatter_add, input, index, src, (), "ScatterAddBackward0")
     from ._scatter_functions import accumulate
-    return accumulate(input, key, part, "ScatterAddBackward0")
+    along = (dim, index._array) if input._array.ndim and index._array.size else None
+    return accumulate(input, key, part, "ScatterAddBackward0", along)
 
 
 def _zero_dim_self_many_positions(input, index) -> bool:
@@ -304,12 +309,13 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         # PyTorch's kernels: no mean of bools, no ordering of complex numbers
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
                                   f"implemented for '{_type_name(input._array)}'")
-    _, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
+    dim, key, part = _scatter_key(input, dim, index, src, "scatter_reduce")
     if _zero_dim_self_many_positions(input, index):
         return _one_element_form(lambda *a: scatter_reduce(*a, include_self=include_self), input,
                                  index, src, (reduce,), "ScatterReduceBackward0")
     from ._scatter_functions import scatter_reduce_apply
-    return scatter_reduce_apply(input, key, part, reduce, include_self)
+    along = (dim, index._array) if input._array.ndim and index._array.size else None
+    return scatter_reduce_apply(input, key, part, reduce, include_self, along=along)
 
 
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
@@ -824,10 +830,9 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     # dropped below.
     size = data.shape[axis]
     rows = counts.reshape(-1, n_seg)
-    seg = np.stack([np.pad(np.repeat(np.arange(n_seg), r)[:size], (0, max(0, size - int(r.sum()))),
-                           constant_values=n_seg) for r in rows])
+    seg = _core._segment_ids(rows, size)
     seg = seg.reshape(counts.shape[:-1] + (size,) + (1,) * (data.dim() - axis - 1))
-    index = tensor(np.ascontiguousarray(np.broadcast_to(seg, tuple(data.shape))))
+    index = _wrap(np.broadcast_to(seg, tuple(data.shape)))     # (our own array: no copy)
     out_shape = tuple(data.shape[:axis]) + (n_seg + 1,) + tuple(data.shape[axis + 1:])
     kind = _SEGMENT_REDUCTIONS[reduce]
     identity = {"sum": 0.0, "prod": 1.0, "amax": -np.inf, "amin": np.inf}[kind]

@@ -852,6 +852,138 @@ def peak_rss(modes=("numpy", "tapegrad"), steps: int = 10) -> dict[str, dict]:
     return out
 
 
+# -- ops that scripts call and that were far slower than PyTorch (perf46) ------------------------
+
+@dataclass
+class SlowOpCase:
+    """One op at a size scripts use: arrays() -> numpy inputs (made once); numpy(*arrays): the
+    floor (numpy's nearest call, not always the same answer among ties); call(lib, *tensors):
+    the op, forward only, or forward and backward when grad (the first tensor requires grad)."""
+    arrays: Callable[[], tuple]
+    numpy: Callable[..., Any]
+    call: Callable[..., Any]
+    grad: bool = False
+
+
+def _slow_rng():
+    return np.random.default_rng(46)
+
+
+def _ties(shape, dtype=np.float32):
+    return lambda: (_slow_rng().integers(0, 10, shape).astype(dtype),)
+
+
+def _scatter_arrays(n, bins, dtype=np.float32):
+    def make():
+        rng = _slow_rng()
+        return (np.zeros(bins, dtype), rng.integers(0, bins, n),
+                rng.standard_normal(n).astype(dtype))
+    return make
+
+
+def _segments(n, segments):
+    def make():
+        return (_slow_rng().standard_normal(n).astype(np.float32),
+                np.full(segments, n // segments))
+    return make
+
+
+def _buckets(n_boundaries, n_values):
+    def make():
+        rng = _slow_rng()
+        return (np.sort(rng.standard_normal(n_boundaries)).astype(np.float32),
+                rng.standard_normal(n_values).astype(np.float32))
+    return make
+
+
+def _index_add_arrays():
+    rng = _slow_rng()
+    return (rng.standard_normal((256, 512)).astype(np.float32), rng.integers(0, 256, 1000),
+            rng.standard_normal((1000, 512)).astype(np.float32))
+
+
+def _kth_backward(lib, x):
+    lib.kthvalue(x, 3, 1).values.sum().backward()
+
+
+def _scatter_add_backward(lib, z, index, src):
+    lib.scatter_add(z, 0, index, src).sum().backward()
+
+
+def _segment_sum_backward(lib, x, lengths):
+    lib.segment_reduce(x, "sum", lengths=lengths).sum().backward()
+
+
+SLOW_OP_CASES: dict[str, SlowOpCase] = {
+    "kthvalue ties (100,1000) dim=1 k=3 f32": SlowOpCase(
+        _ties((100, 1000)), lambda a: np.partition(a, 2, axis=1)[:, 2],
+        lambda lib, x: lib.kthvalue(x, 3, 1)),
+    "kthvalue ties (1000,100) dim=0 k=3 i64": SlowOpCase(
+        _ties((1000, 100), np.int64), lambda a: np.partition(a, 2, axis=0)[2],
+        lambda lib, x: lib.kthvalue(x, 3, 0)),
+    "kthvalue ties 1e4 median rank f64": SlowOpCase(
+        _ties((10000,), np.float64), lambda a: np.partition(a, 4999)[4999],
+        lambda lib, x: lib.kthvalue(x, 5000)),
+    "kthvalue ties (100,1000) dim=1 f32 + backward": SlowOpCase(
+        _ties((100, 1000)), lambda a: np.partition(a, 2, axis=1)[:, 2], _kth_backward,
+        grad=True),
+    "scatter_add 1e4 into 1e3 f32": SlowOpCase(
+        _scatter_arrays(10000, 1000), lambda z, i, s: np.add.at(z.copy(), i, s),
+        lambda lib, z, i, s: lib.scatter_add(z, 0, i, s)),
+    "scatter_add 1e6 into 1e5 f32": SlowOpCase(
+        _scatter_arrays(1000000, 100000), lambda z, i, s: np.add.at(z.copy(), i, s),
+        lambda lib, z, i, s: lib.scatter_add(z, 0, i, s)),
+    "scatter_add 1e4 into 1e3 f32 + backward": SlowOpCase(
+        _scatter_arrays(10000, 1000), lambda z, i, s: np.add.at(z.copy(), i, s),
+        _scatter_add_backward, grad=True),
+    "index_add (256,512) dim=0, 1000 rows f32": SlowOpCase(
+        _index_add_arrays, lambda x, i, s: np.add.at(x.copy(), i, s),
+        lambda lib, x, i, s: x.index_add(0, i, s)),
+    "index_put accumulate (256,512), 1000 rows f32": SlowOpCase(
+        _index_add_arrays, lambda x, i, s: np.add.at(x.copy(), i, s[0]),
+        lambda lib, x, i, s: x.index_put((i,), s[0], accumulate=True)),
+    "segment_reduce sum 1e4, 100 segments f32": SlowOpCase(
+        _segments(10000, 100), lambda x, n: np.add.reduceat(x, np.r_[0, np.cumsum(n)[:-1]]),
+        lambda lib, x, n: lib.segment_reduce(x, "sum", lengths=n)),
+    "segment_reduce max 1e6, 1000 segments f32": SlowOpCase(
+        _segments(1000000, 1000),
+        lambda x, n: np.maximum.reduceat(x, np.r_[0, np.cumsum(n)[:-1]]),
+        lambda lib, x, n: lib.segment_reduce(x, "max", lengths=n)),
+    "segment_reduce sum 1e4, 100 segments f32 + backward": SlowOpCase(
+        _segments(10000, 100), lambda x, n: np.add.reduceat(x, np.r_[0, np.cumsum(n)[:-1]]),
+        _segment_sum_backward, grad=True),
+    "bucketize 1e4 values, 100 boundaries f32": SlowOpCase(
+        _buckets(100, 10000), lambda b, v: np.searchsorted(b, v),
+        lambda lib, b, v: lib.bucketize(v, b)),
+    "searchsorted 100 values, 1000 boundaries f32": SlowOpCase(
+        _buckets(1000, 100), lambda b, v: np.searchsorted(b, v),
+        lambda lib, b, v: lib.searchsorted(b, v)),
+    "searchsorted 1e6 values, 1000 boundaries f32": SlowOpCase(
+        _buckets(1000, 1000000), lambda b, v: np.searchsorted(b, v),
+        lambda lib, b, v: lib.searchsorted(b, v)),
+}
+
+
+def slow_op_tensors(case: SlowOpCase, lib) -> tuple:
+    """The case's arrays as `lib` tensors (the first requiring grad when the case runs
+    backward: a fresh leaf per call, so .grad never accumulates across rounds)."""
+    arrays = case.arrays()
+    tensors = [lib.from_numpy(a.copy()) for a in arrays]
+    if case.grad:
+        tensors[0].requires_grad_(True)
+    return (lib, *tensors)
+
+
+def slow_op_contenders(name: str, libs) -> dict[str, Contender]:
+    """numpy's floor and each library's call of SLOW_OP_CASES[name] (setup untimed)."""
+    case = SLOW_OP_CASES[name]
+    arrays = case.arrays()
+    ways = {"numpy": Contender(lambda: arrays, case.numpy)}
+    for lib_name, lib in libs.items():
+        ways[lib_name] = Contender(lambda lib=lib: slow_op_tensors(case, lib), case.call)
+    return ways
+
+
 # -- the command-line benchmark ------------------------------------------------------------------
 
 @dataclass

@@ -40,6 +40,8 @@ __all__ = [
     'OPS_PER_CYCLE',
     'POLY_LR',
     'POLY_POINTS',
+    'SLOW_OP_CASES',
+    'SlowOpCase',
     'THREAD_VARS',
     'WIDE_BRANCHES',
     'WIDE_OPS',
@@ -99,6 +101,8 @@ __all__ = [
     'reductions_numpy',
     'rss_probe',
     'set_torch_threads',
+    'slow_op_contenders',
+    'slow_op_tensors',
     'thread_env',
     'time_contenders',
     'wide_graph',
@@ -175,6 +179,17 @@ MLP_SIZES: Any
 OPS_PER_CYCLE: _int
 POLY_LR: _float
 POLY_POINTS: _int
+SLOW_OP_CASES: Any
+class SlowOpCase:
+    def __eq__(self, other: Any) -> Any: ...
+    __hash__: typing.ClassVar[None]  # type: ignore[assignment]
+    def __init__(self, arrays: Callable[[], builtins.tuple[Any, ...]], numpy: Callable[..., Any], call: Callable[..., Any], grad: _bool = ...) -> None: ...
+    def __repr__(self) -> Any: ...
+    grad: _bool
+    arrays: Any
+    numpy: Any
+    call: Any
+
 THREAD_VARS: Any
 WIDE_BRANCHES: _int
 WIDE_OPS: _int
@@ -289,6 +304,10 @@ def reductions_numpy(seed: Any, x: Any, a: Any, b: Any) -> Any: ...
 def rss_probe(mode: _str, steps: _int) -> None: ...
 
 def set_torch_threads(torch: Any, n: _int = ...) -> None: ...
+
+def slow_op_contenders(name: _str, libs: Any) -> Any: ...
+
+def slow_op_tensors(case: Any, lib: Any) -> builtins.tuple[Any, ...]: ...
 
 def thread_env() -> builtins.dict[_str, _str | None]: ...
 
