@@ -257,6 +257,44 @@ COMPLEX_TO_FLOAT_OUT = frozenset(("abs", "absolute"))
 FACTORY_OUT = {**dict.fromkeys("""arange eye full linspace logspace ones zeros range fft_fftfreq
                                   fft_rfftfreq""".split(), False),
                "empty": True}
+# The ops whose out= overloads take only tensors where their others take a Python number too:
+# PyTorch's parser refuses such a call before any check of out (whose shape and values it
+# leaves as they were).  name -> ((position, parameter) of each such argument, whether the
+# refusal lists the overloads).  where's out overload is where(Tensor condition, Tensor input,
+# Tensor other, *, out): "where(): argument 'other' (position 3) must be Tensor, not float".
+# remainder and the bitwise ops have a (Number self, Tensor other) overload without out: a call
+# matches none of their overloads, "remainder() received an invalid combination of arguments".
+# (read from torch 2.13's errors)
+_NUMBER_SELF_OVERLOADS = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
+                          "\n * (Number self, Tensor other)"
+                          "\n * (Tensor input, Number other, *, Tensor out = None)\n")
+OUT_TENSOR_ARGUMENTS = {
+    "where": (((1, "input"), (2, "other")), None),
+    **dict.fromkeys("""remainder bitwise_and bitwise_or bitwise_xor bitwise_left_shift
+                       bitwise_right_shift""".split(), (((0, "input"),), _NUMBER_SELF_OVERLOADS)),
+}
+
+
+def _refuse_numbers(name: str, args: tuple, kwargs: dict) -> None:
+    """PyTorch's TypeError for a call with out= that gives a Python number where the out
+    overload takes a tensor (OUT_TENSOR_ARGUMENTS)."""
+    arguments, overloads = OUT_TENSOR_ARGUMENTS[name]
+    for position, parameter in arguments:
+        given = position < len(args)
+        value = args[position] if given else kwargs.get(parameter, _core.TensorBase)
+        if isinstance(value, _core.TensorBase) or value is _core.TensorBase:
+            continue
+        if not isinstance(value, (bool, int, float, complex)):
+            continue                    # (refused by the op itself, in its own words)
+        if overloads is not None:
+            from .tensor import invalid_arguments
+            raise invalid_arguments(name, args, kwargs, overloads)
+        where = f" (position {position + 1})" if given else ""
+        raise TypeError(f"{name}(): argument '{parameter}'{where} must be Tensor, not "
+                        f"{type(value).__name__}")
+
+
+_core._set_out_tensor_arguments(dict.fromkeys(OUT_TENSOR_ARGUMENTS, _refuse_numbers))
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
                      DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT,
                      FACTORY_OUT, KERNEL_DTYPE_OUT, OUT_CHECKED_BEFORE_RESIZE)

@@ -1186,6 +1186,16 @@ cdef frozenset complex_to_float_out = frozenset()
 # whatever its shape (empty).  tapegrad/_out_arg.py's FACTORY_OUT.
 cdef dict factory_out = {}
 cdef dict kernel_dtype_out = {}
+# The ops whose out= overloads take a tensor where their other overloads also take a Python
+# number (torch.where(c, x, 0.0, out=o)): name -> check(args, kwargs), which raises PyTorch's
+# parser TypeError for such a call before anything else runs, out left as it was.
+# tapegrad/_out_arg.py's OUT_TENSOR_ARGUMENTS.
+cdef dict out_tensor_arguments = {}
+
+
+def _set_out_tensor_arguments(dict checks):
+    global out_tensor_arguments
+    out_tensor_arguments = checks
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
@@ -1539,6 +1549,10 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     """A call of WithOut that names out (out_arg_call.h forwards the others to fn untouched):
     out=None is a plain call; `dtype_from_out` functions compute in out's dtype unless given
     one."""
+    if kwargs["out"] is not None:
+        check = out_tensor_arguments.get(name)
+        if check is not None:
+            check(name, args, kwargs)
     out = kwargs.pop("out")
     if out is None:
         return fn(*args, **kwargs)
