@@ -1193,9 +1193,26 @@ cdef dict kernel_dtype_out = {}
 cdef dict out_tensor_arguments = {}
 
 
+# The nondifferentiable ops whose out PyTorch writes even when it requires grad (its
+# comparisons, histc, the special functions without a derivative): tapegrad/_out_arg.py's
+# OUT_REQUIRING_GRAD_WRITTEN.
+cdef frozenset out_requiring_grad_written = frozenset()
+# The ops PyTorch composes of others, whose out= with an operand that requires grad records the
+# result instead of refusing (a copy into out, or a node without a derivative): name ->
+# record(name, out, operands, fn, kwargs), which returns out.  tapegrad/_out_arg.py's
+# RECORDED_OUT.
+cdef dict recorded_out = {}
+
+
 def _set_out_tensor_arguments(dict checks):
     global out_tensor_arguments
     out_tensor_arguments = checks
+
+
+def _set_out_autograd(frozenset requiring_grad_written, dict recorded):
+    global out_requiring_grad_written, recorded_out
+    out_requiring_grad_written = requiring_grad_written
+    recorded_out = recorded
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
@@ -1410,9 +1427,18 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                         f"{type_name(out)}")
     else:
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type_name(out)}")
-    if grad_enabled() and (any_requires_grad(outs) or (
-            name not in nondifferentiable_out
-            and (any_requires_grad(operands) or (kwargs and any_requires_grad(kwargs))))):
+    cdef bint out_grad, operand_grad
+    if grad_enabled():
+        out_grad = name not in out_requiring_grad_written and any_requires_grad(outs)
+        operand_grad = name not in nondifferentiable_out and (
+            any_requires_grad(operands) or (kwargs and any_requires_grad(kwargs)))
+        if operand_grad and not out_grad:
+            record = recorded_out.get(name)
+            if record is not None:
+                return record(name, out, operands, fn, kwargs)
+    else:
+        out_grad = operand_grad = False
+    if out_grad or operand_grad:
         raise RuntimeError(f"{'aten::' if name in factory_out else ''}{name}(): functions with "
                            "out=... arguments don't support automatic differentiation, but one "
                            "of the arguments requires grad.")
