@@ -121,3 +121,195 @@ def test_number_self_overload_has_no_out(name):
     ours, theirs = both(scenario)
     assert "received an invalid combination of arguments" in theirs[0][1]
     assert ours == theirs
+
+
+# -- 3. no gradient reaches an integer tensor (SILENT before: int_x.masked_fill_(m, v) passed one)
+
+def _integer_fill_then_backward(L, fill, use):
+    v = L.tensor(2.5, requires_grad=True)
+    f = L.ones(3, requires_grad=True)
+    x = L.tensor([1, 2, 3])
+    mask = L.tensor([True, False, True])
+    r = x.masked_fill_(mask, v) if fill == "masked" else x.index_put_((mask,), v)
+    got = [r.requires_grad, r.dtype == L.int64, r.tolist()]
+    try:
+        if use == "add":
+            (r + f).sum().backward()
+        elif use == "mul":
+            (r * f).sum().backward()
+        elif use == "seed":
+            r.backward(L.ones(3, dtype=L.int64))
+        else:
+            L.autograd.grad((r * f).sum(), [v, f], allow_unused=True)
+        got.append(("ok", v.grad))
+    except RuntimeError as error:
+        got.append(("RuntimeError", "isDifferentiableType(grad.scalar_type())" in str(error)))
+    got.append(v.grad)
+    return got
+
+
+@pytest.mark.parametrize("use", ["add", "mul", "seed", "grad"])
+def test_no_gradient_reaches_an_integer_fill(use):
+    ours, theirs = both(lambda L: _integer_fill_then_backward(L, "masked", use))
+    assert theirs[3] == ("RuntimeError", True) and theirs[4] is None
+    assert ours == theirs
+
+
+def test_float_fill_still_differentiates(gradcheck):
+    # the refusal is the integer tensor's only: a float self filled with v passes v its gradient
+    ours, theirs = both(lambda L: _float_fill(L))
+    assert ours == theirs
+    gradcheck(lambda x, v: x.masked_fill(tg.tensor([True, False, True]), v) * x,
+              [0.5, 1.5, -2.0], 3.0)
+
+
+def _float_fill(L):
+    v = L.tensor(2.5, requires_grad=True)
+    x = L.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    r = (x * 1).masked_fill_(L.tensor([True, False, True]), v)
+    (r * L.tensor([1.0, 2.0, 3.0])).sum().backward()
+    return v.grad.item(), x.grad.tolist()
+
+
+# -- 4. out= of composites with an operand that requires grad: recorded as PyTorch records it ---
+
+_COPIED = {
+    "nuclear_norm": lambda L, x, o: L.nuclear_norm(x, out=o),
+    "linalg.cond": lambda L, x, o: L.linalg.cond(x, out=o),
+    "linalg.matrix_norm": lambda L, x, o: L.linalg.matrix_norm(x, ord=1, out=o),
+    "linalg.norm": lambda L, x, o: L.linalg.norm(x, dim=1, out=o),
+    "linalg.tensorinv": lambda L, x, o: L.linalg.tensorinv(x, 1, out=o),
+    "special.ndtr": lambda L, x, o: L.special.ndtr(x, out=o),
+}
+_NO_DERIVATIVE = {
+    "softmax": lambda L, x, o: L.softmax(x, 1, out=o),
+    "log_softmax": lambda L, x, o: L.log_softmax(x, 0, out=o),
+    "diag": lambda L, x, o: L.diag(x, out=o),
+    "diag_vector": lambda L, x, o: L.diag(x[0], out=o),
+    "floor_divide": lambda L, x, o: L.floor_divide(x, 0.3, out=o),
+    "heaviside": lambda L, x, o: L.heaviside(x, x, out=o),
+}
+_WITHOUT_GRAD = {
+    "special.bessel_j0": lambda L, x, o: L.special.bessel_j0(x, out=o),
+    "special.hermite_polynomial_h": lambda L, x, o: L.special.hermite_polynomial_h(x, x, out=o),
+    "linalg.matrix_rank": lambda L, x, o: L.linalg.matrix_rank(x, out=o.long()),
+}
+
+
+def _out_scenario(call, out_requires_grad=False):
+    def scenario(L):
+        x = L.tensor([[0.5, 0.7, 0.9], [0.2, 0.25, 0.75], [0.3, 0.1, 0.6]], dtype=L.float64,
+                     requires_grad=not out_requires_grad)
+        out = L.zeros(0, dtype=L.float64, requires_grad=out_requires_grad)
+        try:
+            r = call(L, x, out)
+        except RuntimeError as error:
+            return "RuntimeError", "out=... arguments don't support" in str(error), out.shape
+        got = [r is out, r.requires_grad, r.is_leaf,
+               type(r.grad_fn).__name__ if r.grad_fn is not None else None, tuple(r.shape),
+               np.round(r.detach().numpy().astype(np.float64), 6).tolist()]
+        if r.requires_grad and not r.is_leaf:
+            try:
+                (r * r).sum().backward()
+                got.append(np.round(x.grad.numpy(), 5).tolist())
+            except RuntimeError as error:
+                got.append(str(error))
+        return got
+    return scenario
+
+
+NUCLEAR_NORM_WARNING = "ignore:at.{2}nuclear_norm is deprecated"
+
+
+@pytest.mark.filterwarnings(NUCLEAR_NORM_WARNING)
+@pytest.mark.parametrize("name", sorted(_COPIED))
+def test_composite_out_records_a_copy(name):
+    ours, theirs = both(_out_scenario(_COPIED[name]))
+    assert theirs[3] == "CopyBackwards"
+    assert ours == theirs
+
+
+def test_composite_out_copy_gradient_matches_finite_differences(gradcheck):
+    def f(x):
+        out = tg.zeros(0, dtype=tg.float64)
+        return tg.linalg.norm(x * x, dim=1, out=out) * 2
+    gradcheck(f, [[0.5, -0.7], [1.25, 0.3]])
+
+
+@pytest.mark.parametrize("name", sorted(_NO_DERIVATIVE))
+def test_out_without_derivative_fails_at_backward(name):
+    ours, theirs = both(_out_scenario(_NO_DERIVATIVE[name]))
+    assert "is not implemented" in theirs[-1]
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name", sorted(_WITHOUT_GRAD))
+def test_nondifferentiable_out_takes_operands_that_require_grad(name):
+    ours, theirs = both(_out_scenario(_WITHOUT_GRAD[name]))
+    assert theirs[1] is False
+    assert ours == theirs
+
+
+@pytest.mark.filterwarnings(NUCLEAR_NORM_WARNING)
+@pytest.mark.parametrize("name", ["eq", "lt", "logical_not", "histc", "special.bessel_j0",
+                                  "linalg.matrix_rank", "nuclear_norm", "softmax"])
+def test_out_that_requires_grad(name):
+    calls = {"eq": lambda L, x, o: L.eq(x, x * 2, out=o),
+             "lt": lambda L, x, o: L.lt(x, 0.5, out=o),
+             "logical_not": lambda L, x, o: L.logical_not(x, out=o),
+             "histc": lambda L, x, o: L.histc(x, bins=4, out=o),
+             "special.bessel_j0": _WITHOUT_GRAD["special.bessel_j0"],
+             "linalg.matrix_rank": lambda L, x, o: L.linalg.matrix_rank(x, out=o),
+             "nuclear_norm": _COPIED["nuclear_norm"], "softmax": _NO_DERIVATIVE["softmax"]}
+    ours, theirs = both(_out_scenario(calls[name], out_requires_grad=True))
+    if theirs[0] == "RuntimeError":
+        assert ours[0] == "RuntimeError"
+    else:
+        assert ours == theirs
+
+
+# -- 7. device and layout flags: descriptors of the class, dispatched through modes ------------
+
+_FLAGS = ["is_cuda", "is_cpu", "layout", "is_sparse", "is_meta", "is_quantized", "is_nested",
+          "is_mps", "is_xpu", "device"]
+
+
+@pytest.mark.parametrize("name", _FLAGS)
+def test_flag_is_a_class_descriptor(name):
+    torch = pytest.importorskip("torch")
+    theirs = getattr(torch.Tensor, name)
+    ours = getattr(tg.Tensor, name)
+    assert hasattr(theirs, "__get__") and hasattr(ours, "__get__")
+    assert str(ours.__get__(tg.ones(1))) == str(theirs.__get__(torch.ones(1)))
+
+
+def test_flags_reach_a_torch_function_mode():
+    def scenario(L):
+        seen = []
+
+        class Mode(L.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append(func.__name__)
+                return func(*args, **(kwargs or {}))
+        x = L.ones(2)
+        with Mode():
+            values = [str(getattr(x, name)) for name in _FLAGS]
+        return seen, values
+    ours, theirs = both(scenario)
+    assert theirs[0] == ["__get__"] * len(_FLAGS)
+    assert ours == theirs
+
+
+def test_flags_reach_a_subclass_torch_function():
+    def scenario(L):
+        seen = []
+
+        class Logged(L.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                seen.append(func.__name__)
+                return super().__torch_function__(func, types, args, kwargs or {})
+        x = L.ones(2).as_subclass(Logged)
+        return [str(getattr(x, name)) for name in ("is_cuda", "layout", "is_cpu")], seen
+    ours, theirs = both(scenario)
+    assert ours == theirs
