@@ -313,3 +313,31 @@ def test_flags_reach_a_subclass_torch_function():
         return [str(getattr(x, name)) for name in ("is_cuda", "layout", "is_cpu")], seen
     ours, theirs = both(scenario)
     assert ours == theirs
+
+
+# -- 6. var_mean / std_mean: the mean of PyTorch's Welford accumulator, rounded once -----------
+
+@pytest.mark.parametrize("fn", ["var_mean", "std_mean"])
+@pytest.mark.parametrize("shape, dim", [((16,), None), ((63,), None), ((4097,), None),
+                                        ((7, 129), 0), ((7, 129), 1), ((3, 5, 33), (0, 2))])
+def test_moment_mean_bits(fn, shape, dim):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(shape))
+    a = (rng.standard_normal(shape) + 1.3).astype(np.float32)
+    theirs = getattr(torch, fn)(torch.tensor(a), dim)
+    ours = getattr(tg, fn)(tg.tensor(a), dim)
+    for t, o in zip(theirs, ours):
+        assert o.dtype == tg.float32
+        np.testing.assert_array_equal(o.numpy(), t.numpy())
+
+
+def test_moment_mean_gradient_and_half():
+    def scenario(L):
+        x = L.tensor([[1.0, 2.0, 3.5], [4.0, 5.0, -1.0]], requires_grad=True)
+        v, m = L.var_mean(x, 1)
+        (v.sum() + (m * m).sum()).backward()
+        h = L.std_mean(L.tensor([1.0, 2.0, 3.5, 0.1], dtype=L.float16))
+        return (v.grad_fn.name(), m.grad_fn.name(), x.grad.tolist(),
+                [str(t.dtype) for t in h], [t.item() for t in h])
+    ours, theirs = both(scenario)
+    assert ours == theirs
