@@ -341,3 +341,25 @@ def test_moment_mean_gradient_and_half():
                 [str(t.dtype) for t in h], [t.item() for t in h])
     ours, theirs = both(scenario)
     assert ours == theirs
+
+
+@pytest.mark.filterwarnings(TORCH_JIT_WARNING)
+def test_make_dual_of_a_function_result_with_only_a_jvp():
+    # the check for a tangent must not run the Function's (absent) backward
+    def scenario(L):
+        fa = L.autograd.forward_ad
+
+        class Twice(L.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def jvp(ctx, t):
+                return t * 2
+        with fa.dual_level():
+            d = fa.make_dual(L.tensor([1.0, 2.0]), L.tensor([1.0, 1.0]))
+            z = Twice.apply(d) * 3
+            return outcome(lambda: fa.make_dual(z, L.ones(2))), fa.unpack_dual(z).tangent.tolist()
+    ours, theirs = both(scenario)
+    assert ours == theirs

@@ -150,11 +150,16 @@ def _has_tangent(tensor) -> bool:
         return False
     if any(dual is tensor for dual, _, _ in duals):
         return True
+    global _unpacking
     from . import grad as _grad
-    with enable_grad():
-        probe = tensor.view_as(tensor)  # (a tensor of the caller's may be a leaf itself)
-        grads = _grad([probe], [d for d, _, _ in duals], [_ones_like(tensor)],
-                      retain_graph=True, allow_unused=True)
+    _unpacking += 1     # (as an unpack sweep: Functions with a jvp pass nothing to their inputs)
+    try:
+        with enable_grad():
+            probe = tensor.view_as(tensor)  # (a tensor of the caller's may be a leaf itself)
+            grads = _grad([probe], [d for d, _, _ in duals], [_ones_like(tensor)],
+                          retain_graph=True, allow_unused=True)
+    finally:
+        _unpacking -= 1
     return any(g is not None for g in grads)
 
 
