@@ -359,7 +359,23 @@ RECORDED_OUT = {
         lambda operands: "diagonal_copy" if operands and operands[0].dim() == 2 else
         "diag_embed"),
 }
-_core._set_out_autograd(OUT_REQUIRING_GRAD_WRITTEN, RECORDED_OUT)
+# The aten op PyTorch's autograd refusal names for an alias or a composite (read from torch
+# 2.13's errors): alias -> op.
+OUT_REFUSAL_NAMES = {
+    **{f"arc{f}": f"a{f}" for f in ("cos", "cosh", "sin", "sinh", "tan", "tanh", "tan2")},
+    "absolute": "abs", "clip": "clamp", "divide": "div", "true_divide": "div", "fix": "trunc",
+    "multiply": "mul", "negative": "neg", "subtract": "sub", "diff": "sub", "square": "pow",
+    "msort": "sort", "nanmean": "nansum", "norm": "linalg_vector_norm", "frobenius_norm": "norm",
+    "cross": "linalg_cross", "inverse": "linalg_inv_ex", "lu_solve": "linalg_lu_solve",
+    "linalg_cholesky": "linalg_cholesky_ex", "linalg_det": "_linalg_det",
+    "linalg_eigvalsh": "_linalg_eigh", "linalg_inv": "linalg_inv_ex", "linalg_matmul": "matmul",
+    "linalg_solve": "_linalg_solve_ex", "linalg_svdvals": "_linalg_svd", "linalg_vecdot": "sum",
+    **{f"special_{f}": f for f in """digamma erf erfc erfinv exp2 expm1 i0 log1p logit logsumexp
+                                     round sinc xlogy""".split()},
+    "special_expit": "sigmoid", "special_gammainc": "igamma", "special_gammaincc": "igammac",
+    "special_gammaln": "lgamma", "special_multigammaln": "mvlgamma", "special_psi": "digamma",
+}
+_core._set_out_autograd(OUT_REQUIRING_GRAD_WRITTEN, RECORDED_OUT, OUT_REFUSAL_NAMES)
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
                      DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT,
                      FACTORY_OUT, KERNEL_DTYPE_OUT, OUT_CHECKED_BEFORE_RESIZE)

@@ -363,3 +363,18 @@ def test_make_dual_of_a_function_result_with_only_a_jvp():
             return outcome(lambda: fa.make_dual(z, L.ones(2))), fa.unpack_dual(z).tangent.tolist()
     ours, theirs = both(scenario)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x: L.absolute(x, out=L.empty(0)), lambda L, x: L.arctan2(x, x, out=L.empty(0)),
+    lambda L, x: L.clip(x, 0, 1, out=L.empty(0)), lambda L, x: L.square(x, out=L.empty(0)),
+    lambda L, x: L.norm(x, dim=1, out=L.empty(0)), lambda L, x: L.linalg.inv(x, out=L.empty(0)),
+    lambda L, x: L.special.expit(x, out=L.empty(0)), lambda L, x: L.nanmean(x, out=L.empty(0)),
+    lambda L, x: L.linalg.vecdot(x, x, out=L.empty(0))])
+def test_out_refusal_names_the_aten_op(call):
+    def scenario(L):
+        x = L.tensor([[2.0, 0.5], [0.25, 1.0]], requires_grad=True)
+        return outcome(lambda: call(L, x))
+    ours, theirs = both(scenario)
+    assert "functions with out=... arguments don't support" in theirs[1]
+    assert ours == theirs

@@ -1202,6 +1202,10 @@ cdef frozenset out_requiring_grad_written = frozenset()
 # record(name, out, operands, fn, kwargs), which returns out.  tapegrad/_out_arg.py's
 # RECORDED_OUT.
 cdef dict recorded_out = {}
+# The name PyTorch's refusal of an out= call that requires grad gives, where it is not the
+# function's: the aten op the alias or composite runs (torch.absolute: "abs()", torch.norm:
+# "linalg_vector_norm()").  tapegrad/_out_arg.py's OUT_REFUSAL_NAMES.
+cdef dict out_refusal_names = {}
 
 
 def _set_out_tensor_arguments(dict checks):
@@ -1209,10 +1213,11 @@ def _set_out_tensor_arguments(dict checks):
     out_tensor_arguments = checks
 
 
-def _set_out_autograd(frozenset requiring_grad_written, dict recorded):
-    global out_requiring_grad_written, recorded_out
+def _set_out_autograd(frozenset requiring_grad_written, dict recorded, dict refusal_names):
+    global out_requiring_grad_written, recorded_out, out_refusal_names
     out_requiring_grad_written = requiring_grad_written
     recorded_out = recorded
+    out_refusal_names = refusal_names
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
@@ -1439,7 +1444,8 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
     else:
         out_grad = operand_grad = False
     if out_grad or operand_grad:
-        raise RuntimeError(f"{'aten::' if name in factory_out else ''}{name}(): functions with "
+        raise RuntimeError(f"{'aten::' if name in factory_out else ''}"
+                           f"{out_refusal_names.get(name, name)}(): functions with "
                            "out=... arguments don't support automatic differentiation, but one "
                            "of the arguments requires grad.")
     same_too = overlap_checked_out.get(name)
