@@ -385,6 +385,16 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 # -- moments ------------------------------------------------------------------------------------
 
+def _moment_accumulation(input):
+    """The dtype PyTorch's CPU var_mean / std_mean accumulate `input` in, where it is wider
+    than input's: float64 for float32, float32 for float16 (None otherwise; a bfloat16
+    tensor's ops already compute in float32 and round once)."""
+    if getattr(type(input), "_dtype_class", False):
+        return None
+    from . import float32, float64
+    return {np.float32: float64, np.float16: float32}.get(input._array.dtype.type)
+
+
 def _moment_mean(name: str, reducer: str, input, dim, unbiased, keepdim, correction, out):
     _check_tensor(input, name)
     _core.check_bool(name, "keepdim", keepdim, 0, MOMENT_SIGNATURES)
@@ -404,7 +414,15 @@ def _moment_mean(name: str, reducer: str, input, dim, unbiased, keepdim, correct
     if dim is not None and not isinstance(dim, (list, tuple)):
         dim = (dim,)
     spread = getattr(input, reducer)(dim, keepdim=keepdim, correction=correction)
-    centre = input.mean(dim, keepdim) if dim is not None else input.mean()
+    # PyTorch's mean here is its Welford accumulator's, kept in the variance's accumulation
+    # dtype (float64 for float32, float32 for the half types) and rounded once: float32's own
+    # mean, a float32 sum divided by n, was an ulp off (its gradient, g / n, is the same either
+    # way: one correctly rounded division)
+    acc = _moment_accumulation(input)
+    source = input if acc is None else input.to(acc)
+    centre = source.mean(dim, keepdim) if dim is not None else source.mean()
+    if acc is not None:
+        centre = centre.to(input.dtype)
     if dim is None and keepdim:
         centre = centre.reshape([1] * input.ndim)
     # (one node in PyTorch with two outputs, VarMeanBackward0; two records here, both so named)

@@ -236,13 +236,23 @@ KERNEL_DTYPE_OUT = {
     "nanmean": ("nansum_cpu", "nanmean(): integral types and 'Bool' are not supported for "
                               "nanmean, even for empty tensors."),
 }
-# The ops whose results PyTorch never differentiates (bool and index results, counts): an
-# operand that requires grad does not stop their out= (each checked against torch 2.13; an out
-# that requires grad still does).
+# The special functions PyTorch has no derivative for.
+_SPECIAL_WITHOUT_DERIVATIVE = ["special_" + n for n in """
+airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 chebyshev_polynomial_t chebyshev_polynomial_u
+chebyshev_polynomial_v chebyshev_polynomial_w hermite_polynomial_h hermite_polynomial_he
+laguerre_polynomial_l legendre_polynomial_p modified_bessel_i0 modified_bessel_i1
+modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0 scaled_modified_bessel_k1
+shifted_chebyshev_polynomial_t shifted_chebyshev_polynomial_u shifted_chebyshev_polynomial_v
+shifted_chebyshev_polynomial_w spherical_bessel_j0""".split()]
+# The ops whose results PyTorch never differentiates (bool and index results, counts, the
+# special functions above): an operand that requires grad does not stop their out= (each
+# checked against torch 2.13; an out that requires grad does, but for
+# OUT_REQUIRING_GRAD_WRITTEN's).
 NONDIFFERENTIABLE_OUT = frozenset("""
 eq ne not_equal lt less le less_equal gt greater ge greater_equal logical_and logical_or
 logical_xor logical_not isin histc argmax argmin signbit isneginf isposinf all any
-""".split())
+linalg_matrix_rank
+""".split() + _SPECIAL_WITHOUT_DERIVATIVE)
 # The exact-out ops whose complex input gives a real result: PyTorch takes that result into a
 # real out of any dtype it casts to, and into a complex out of the input's dtype only
 # (torch.abs(complex64, out=float64 / complex64) compute, out=complex128 raises).
@@ -257,6 +267,115 @@ COMPLEX_TO_FLOAT_OUT = frozenset(("abs", "absolute"))
 FACTORY_OUT = {**dict.fromkeys("""arange eye full linspace logspace ones zeros range fft_fftfreq
                                   fft_rfftfreq""".split(), False),
                "empty": True}
+# The ops whose out= overloads take only tensors where their others take a Python number too:
+# PyTorch's parser refuses such a call before any check of out (whose shape and values it
+# leaves as they were).  name -> ((position, parameter) of each such argument, whether the
+# refusal lists the overloads).  where's out overload is where(Tensor condition, Tensor input,
+# Tensor other, *, out): "where(): argument 'other' (position 3) must be Tensor, not float".
+# remainder and the bitwise ops have a (Number self, Tensor other) overload without out: a call
+# matches none of their overloads, "remainder() received an invalid combination of arguments".
+# (read from torch 2.13's errors)
+_NUMBER_SELF_OVERLOADS = ("\n * (Tensor input, Tensor other, *, Tensor out = None)"
+                          "\n * (Number self, Tensor other)"
+                          "\n * (Tensor input, Number other, *, Tensor out = None)\n")
+OUT_TENSOR_ARGUMENTS = {
+    "where": (((1, "input"), (2, "other")), None),
+    **dict.fromkeys("""remainder bitwise_and bitwise_or bitwise_xor bitwise_left_shift
+                       bitwise_right_shift""".split(), (((0, "input"),), _NUMBER_SELF_OVERLOADS)),
+}
+
+
+def _refuse_numbers(name: str, args: tuple, kwargs: dict) -> None:
+    """PyTorch's TypeError for a call with out= that gives a Python number where the out
+    overload takes a tensor (OUT_TENSOR_ARGUMENTS)."""
+    arguments, overloads = OUT_TENSOR_ARGUMENTS[name]
+    for position, parameter in arguments:
+        given = position < len(args)
+        value = args[position] if given else kwargs.get(parameter, _core.TensorBase)
+        if isinstance(value, _core.TensorBase) or value is _core.TensorBase:
+            continue
+        if not isinstance(value, (bool, int, float, complex)):
+            continue                    # (refused by the op itself, in its own words)
+        if overloads is not None:
+            from .tensor import invalid_arguments
+            raise invalid_arguments(name, args, kwargs, overloads)
+        where = f" (position {position + 1})" if given else ""
+        raise TypeError(f"{name}(): argument '{parameter}'{where} must be Tensor, not "
+                        f"{type(value).__name__}")
+
+
+_core._set_out_tensor_arguments(dict.fromkeys(OUT_TENSOR_ARGUMENTS, _refuse_numbers))
+
+# Of NONDIFFERENTIABLE_OUT, the ops whose out PyTorch writes even when out itself requires grad
+# (it stays a leaf that requires grad): no autograd check guards their kernels (torch 2.13; linalg.matrix_rank,
+# argmax ... refuse it).
+OUT_REQUIRING_GRAD_WRITTEN = frozenset("""
+eq ne not_equal lt less le less_equal gt greater ge greater_equal logical_and logical_or
+logical_xor logical_not histc""".split() + _SPECIAL_WITHOUT_DERIVATIVE)
+
+
+def _copied_into_out(name: str, out, operands: tuple, fn, kwargs):
+    """out= of an op PyTorch composes of others and ends with a copy of the result into out:
+    with an operand that requires grad it is recorded, out's grad_fn CopyBackwards, and the
+    gradient flows through it (torch.linalg.norm(x, out=o); o.backward() reaches x)."""
+    result = fn(*operands, **(kwargs or {}))
+    with _no_grad():        # (out's rules as without grad: its dtype checks, its resize)
+        _core._write_out(name, out, operands, lambda *_, **__: result.detach(), kwargs)
+    # the same values again, recorded (out has result's shape and a dtype it casts to now)
+    return out.copy_(result)  # out-resized-by-write-out
+
+
+def _not_differentiable_into_out(aten_name):
+    """out= of an op whose out variant PyTorch has no derivative for, called with an operand
+    that requires grad: computed, written into out as without grad, and out then requires grad
+    with a node whose backward raises "derivative for aten::<op> is not implemented"."""
+    def record(name: str, out, operands: tuple, fn, kwargs):
+        with _no_grad():
+            _core._write_out(name, out, operands, fn, kwargs)
+        from ._more_math import without_derivative
+        op = aten_name(operands) if callable(aten_name) else aten_name
+        result = without_derivative(operands, out.detach()._array.copy(),
+                                    f"derivative for aten::{op} is not implemented",
+                                    RuntimeError)
+        _core._adopt_in_place_result(out, result)
+        return out
+    return record
+
+
+def _no_grad():
+    from .grad_mode import no_grad
+    return no_grad()
+
+
+# name -> how its out= with an operand that requires grad is recorded (torch 2.13: the
+# composites that end in a copy into out, and the out variants without a derivative).
+RECORDED_OUT = {
+    **dict.fromkeys("""nuclear_norm linalg_cond linalg_matrix_norm linalg_norm linalg_tensorinv
+                       special_ndtr""".split(), _copied_into_out),
+    **{name: _not_differentiable_into_out(name)
+       for name in "floor_divide heaviside conj_physical softmax log_softmax".split()},
+    # (diag of a matrix copies its diagonal, of a vector embeds it)
+    "diag": _not_differentiable_into_out(
+        lambda operands: "diagonal_copy" if operands and operands[0].dim() == 2 else
+        "diag_embed"),
+}
+# The aten op PyTorch's autograd refusal names for an alias or a composite (read from torch
+# 2.13's errors): alias -> op.
+OUT_REFUSAL_NAMES = {
+    **{f"arc{f}": f"a{f}" for f in ("cos", "cosh", "sin", "sinh", "tan", "tanh", "tan2")},
+    "absolute": "abs", "clip": "clamp", "divide": "div", "true_divide": "div", "fix": "trunc",
+    "multiply": "mul", "negative": "neg", "subtract": "sub", "diff": "sub", "square": "pow",
+    "msort": "sort", "nanmean": "nansum", "norm": "linalg_vector_norm", "frobenius_norm": "norm",
+    "cross": "linalg_cross", "inverse": "linalg_inv_ex", "lu_solve": "linalg_lu_solve",
+    "linalg_cholesky": "linalg_cholesky_ex", "linalg_det": "_linalg_det",
+    "linalg_eigvalsh": "_linalg_eigh", "linalg_inv": "linalg_inv_ex", "linalg_matmul": "matmul",
+    "linalg_solve": "_linalg_solve_ex", "linalg_svdvals": "_linalg_svd", "linalg_vecdot": "sum",
+    **{f"special_{f}": f for f in """digamma erf erfc erfinv exp2 expm1 i0 log1p logit logsumexp
+                                     round sinc xlogy""".split()},
+    "special_expit": "sigmoid", "special_gammainc": "igamma", "special_gammaincc": "igammac",
+    "special_gammaln": "lgamma", "special_multigammaln": "mvlgamma", "special_psi": "digamma",
+}
+_core._set_out_autograd(OUT_REQUIRING_GRAD_WRITTEN, RECORDED_OUT, OUT_REFUSAL_NAMES)
 _core._set_out_rules(EXACT_OUT_DTYPE, OUT_RESIZE_WARNING, UNCASTABLE_OUT, OVERLAP_CHECKED_OUT,
                      DTYPE_ARG_MATCHES_OUT, NONDIFFERENTIABLE_OUT, COMPLEX_TO_FLOAT_OUT,
                      FACTORY_OUT, KERNEL_DTYPE_OUT, OUT_CHECKED_BEFORE_RESIZE)

@@ -553,22 +553,33 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         """The tensor's device: always ``device(type='cpu')``."""
         return CPU
 
-    is_cuda = False
-    is_cpu = True
-    is_meta = False
-    is_mps = False
-    is_xpu = False
-    is_sparse = False
-    is_sparse_csr = False
-    is_quantized = False
-    is_nested = False
-    is_mkldnn = False
-    is_xla = False
-    is_ipu = False
-    is_vulkan = False
-    is_mtia = False
-    is_maia = False
-    layout = strided
+    def _constant_attribute(name, value):
+        """A read-only attribute that is the same for every dense CPU tensor, as a getter:
+        PyTorch's are descriptors of the class (print(torch.Tensor.is_cuda) shows one, not
+        False), and a read on a tensor goes through __torch_function__ modes and subclasses
+        as every other attribute's (a class constant was invisible to them)."""
+        def read(self):
+            return value
+        read.__name__ = read.__qualname__ = name
+        return property(read, doc=f"{name} of a dense CPU tensor: {value!r}.")
+
+    is_cuda = _constant_attribute("is_cuda", False)
+    is_cpu = _constant_attribute("is_cpu", True)
+    is_meta = _constant_attribute("is_meta", False)
+    is_mps = _constant_attribute("is_mps", False)
+    is_xpu = _constant_attribute("is_xpu", False)
+    is_sparse = _constant_attribute("is_sparse", False)
+    is_sparse_csr = _constant_attribute("is_sparse_csr", False)
+    is_quantized = _constant_attribute("is_quantized", False)
+    is_nested = _constant_attribute("is_nested", False)
+    is_mkldnn = _constant_attribute("is_mkldnn", False)
+    is_xla = _constant_attribute("is_xla", False)
+    is_ipu = _constant_attribute("is_ipu", False)
+    is_vulkan = _constant_attribute("is_vulkan", False)
+    is_mtia = _constant_attribute("is_mtia", False)
+    is_maia = _constant_attribute("is_maia", False)
+    layout = _constant_attribute("layout", strided)
+    del _constant_attribute
 
     def dequantize(self):
         """A float tensor is its own dequantization (PyTorch returns it unchanged); quantized

@@ -46,10 +46,12 @@ def test_no_public_function_ignores_its_out_parameter():
 
 def test_no_function_writes_out_by_copy():
     # the other mechanism: out.copy_(result) broadcasts into an out of another shape and never
-    # resizes (an empty out raised); out= goes through the core's write_out
+    # resizes (an empty out raised); out= goes through the core's write_out (a copy that
+    # records CopyBackwards after write_out has resized and written out is marked as such)
     offenders = [f"{path.relative_to(PACKAGE)}:{i}" for path in sorted(PACKAGE.rglob("*.py"))
                  for i, line in enumerate(path.read_text().splitlines(), 1)
-                 if "out.copy_(" in line or "out[0].copy_(" in line]
+                 if ("out.copy_(" in line or "out[0].copy_(" in line)
+                 and not line.endswith("# out-resized-by-write-out")]
     assert not offenders, offenders
 
 

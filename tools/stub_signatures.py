@@ -85,6 +85,9 @@ ATTRIBUTE_TYPES = {
     "tapegrad.Tensor.is_xpu": "_bool",
     "tapegrad.Tensor.is_sparse": "_bool",
     "tapegrad.Tensor.is_quantized": "_bool",
+    **{f"tapegrad.Tensor.{name}": "_bool" for name in (
+        "is_nested", "is_sparse_csr", "is_mkldnn", "is_xla", "is_ipu", "is_vulkan", "is_mtia",
+        "is_maia")},
     "tapegrad.nn.modules.module.Module.training": "_bool",
     "tapegrad.optim.optimizer.Optimizer.param_groups": "builtins.list[builtins.dict[_str, Any]]",
     "tapegrad.optim.optimizer.Optimizer.defaults": "builtins.dict[_str, Any]",

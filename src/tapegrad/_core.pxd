@@ -27,6 +27,8 @@ cdef enum:
     RF_NO_GRAD_VIEW_INPUT = 512 # << j: input j (j < MAX_IN) is a view taken under no_grad of a
                                 # tensor requiring grad: no edge, but it requires grad, so a
                                 # create_graph gradient computed from it does too (as PyTorch's)
+    RF_INTEGER_OUTPUT = 4096    # the output is an integer or bool tensor (an int self filled in
+                                # place with a value that requires grad): no gradient may reach it
 
 cdef struct Record:
     int op                          # opcode: index into the op table (OPS)

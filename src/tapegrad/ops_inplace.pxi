@@ -1186,6 +1186,38 @@ cdef frozenset complex_to_float_out = frozenset()
 # whatever its shape (empty).  tapegrad/_out_arg.py's FACTORY_OUT.
 cdef dict factory_out = {}
 cdef dict kernel_dtype_out = {}
+# The ops whose out= overloads take a tensor where their other overloads also take a Python
+# number (torch.where(c, x, 0.0, out=o)): name -> check(args, kwargs), which raises PyTorch's
+# parser TypeError for such a call before anything else runs, out left as it was.
+# tapegrad/_out_arg.py's OUT_TENSOR_ARGUMENTS.
+cdef dict out_tensor_arguments = {}
+
+
+# The nondifferentiable ops whose out PyTorch writes even when it requires grad (its
+# comparisons, histc, the special functions without a derivative): tapegrad/_out_arg.py's
+# OUT_REQUIRING_GRAD_WRITTEN.
+cdef frozenset out_requiring_grad_written = frozenset()
+# The ops PyTorch composes of others, whose out= with an operand that requires grad records the
+# result instead of refusing (a copy into out, or a node without a derivative): name ->
+# record(name, out, operands, fn, kwargs), which returns out.  tapegrad/_out_arg.py's
+# RECORDED_OUT.
+cdef dict recorded_out = {}
+# The name PyTorch's refusal of an out= call that requires grad gives, where it is not the
+# function's: the aten op the alias or composite runs (torch.absolute: "abs()", torch.norm:
+# "linalg_vector_norm()").  tapegrad/_out_arg.py's OUT_REFUSAL_NAMES.
+cdef dict out_refusal_names = {}
+
+
+def _set_out_tensor_arguments(dict checks):
+    global out_tensor_arguments
+    out_tensor_arguments = checks
+
+
+def _set_out_autograd(frozenset requiring_grad_written, dict recorded, dict refusal_names):
+    global out_requiring_grad_written, recorded_out, out_refusal_names
+    out_requiring_grad_written = requiring_grad_written
+    recorded_out = recorded
+    out_refusal_names = refusal_names
 
 
 def _set_out_rules(dict exact_dtype, dict resize_warning, dict uncastable,
@@ -1400,10 +1432,20 @@ cdef object write_out(str name, object out, tuple operands, object fn, dict kwar
                         f"{type_name(out)}")
     else:
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type_name(out)}")
-    if grad_enabled() and (any_requires_grad(outs) or (
-            name not in nondifferentiable_out
-            and (any_requires_grad(operands) or (kwargs and any_requires_grad(kwargs))))):
-        raise RuntimeError(f"{'aten::' if name in factory_out else ''}{name}(): functions with "
+    cdef bint out_grad, operand_grad
+    if grad_enabled():
+        out_grad = name not in out_requiring_grad_written and any_requires_grad(outs)
+        operand_grad = name not in nondifferentiable_out and (
+            any_requires_grad(operands) or (kwargs and any_requires_grad(kwargs)))
+        if operand_grad and not out_grad:
+            record = recorded_out.get(name)
+            if record is not None:
+                return record(name, out, operands, fn, kwargs)
+    else:
+        out_grad = operand_grad = False
+    if out_grad or operand_grad:
+        raise RuntimeError(f"{'aten::' if name in factory_out else ''}"
+                           f"{out_refusal_names.get(name, name)}(): functions with "
                            "out=... arguments don't support automatic differentiation, but one "
                            "of the arguments requires grad.")
     same_too = overlap_checked_out.get(name)
@@ -1539,6 +1581,10 @@ def _call_with_out(fn, str name, bint dtype_from_out, tuple args, dict kwargs):
     """A call of WithOut that names out (out_arg_call.h forwards the others to fn untouched):
     out=None is a plain call; `dtype_from_out` functions compute in out's dtype unless given
     one."""
+    if kwargs["out"] is not None:
+        check = out_tensor_arguments.get(name)
+        if check is not None:
+            check(name, args, kwargs)
     out = kwargs.pop("out")
     if out is None:
         return fn(*args, **kwargs)

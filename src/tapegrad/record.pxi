@@ -68,6 +68,9 @@ cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) exc
         attach_anomaly_trace(i, anomaly_trace())
     cdef Record* r = &TAPE.recs[i]
     r.flags |= dropped
+    if not (cnp.PyArray_ISFLOAT(<cnp.ndarray>result._array)
+            or cnp.PyArray_ISCOMPLEX(<cnp.ndarray>result._array)):
+        r.flags |= RF_INTEGER_OUTPUT
     r.out = <PyObject*>result
     result._node = i
     result._requires_grad = True

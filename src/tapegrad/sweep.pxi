@@ -637,6 +637,8 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
                 lowest = pass_undefined(adj, owned, i, need, retain_graph, lowest)
                 i -= 1
                 continue
+            if TAPE.recs[i].flags & RF_INTEGER_OUTPUT:
+                refuse_integer_gradient(&TAPE.recs[i])
             zero = type(g) is ZeroAdjoint
             if TAPE.recs[i].extra != NULL:
                 # (a hook sees zeros; the zero adjoint goes on unless it returns another)
@@ -808,6 +810,15 @@ cdef object sweep(list roots, list seeds, bint retain_graph, int mode, list targ
         for j in range(nr):
             TAPE.decref(<Py_ssize_t>roots[j])
     return captured
+
+
+cdef int refuse_integer_gradient(Record* r) except -1:
+    """PyTorch's engine refuses a gradient for an integer or bool tensor (one an in-place fill
+    with a value that requires grad gave a history: int_x.masked_fill_(mask, v)); carried on,
+    the fill's backward delivered a gradient to v that PyTorch never computes."""
+    raise RuntimeError(f"isDifferentiableType(grad.scalar_type()) INTERNAL ASSERT FAILED: a "
+                       f"gradient reached {record_name(r)}, whose output is an integer or bool "
+                       f"tensor (autograd does not differentiate integer dtypes)")
 
 
 # -- the engine: PyTorch's torch.autograd.backward / grad front ends ----------------------------

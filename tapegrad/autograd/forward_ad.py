@@ -90,9 +90,11 @@ class dual_level(contextlib.ContextDecorator):
 def make_dual(tensor, tangent, *, level=None):
     """A tensor with ``tensor``'s values whose tangent is ``tangent`` (same shape), for the
     current level; results computed from it have tangents ``unpack_dual`` returns."""
-    if not _levels:
+    if not _levels or level == -1:
         raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
                            "make sure to enter_dual_level() first.")
+    if level is not None and level != len(_levels) - 1:
+        raise RuntimeError("Invalid level given to _make_dual")
     if not isinstance(tensor, _core.TensorBase) or not isinstance(tangent, _core.TensorBase):
         from .._vmap import BatchedTensor
         if isinstance(tensor, BatchedTensor) or isinstance(tangent, BatchedTensor):
@@ -112,6 +114,10 @@ def make_dual(tensor, tangent, *, level=None):
                          f"{tensor.dtype}" if not inexact else
                          f"Expected tangent to be floating point or complex, but got: "
                          f"{tangent.dtype}")
+    if _has_tangent(tensor):
+        # (PyTorch would have to replace the tangent the tensor already carries)
+        raise RuntimeError(f"Making a dual Tensor based on a Tensor that already has a forward "
+                           f"gradient at the same level {len(_levels) - 1} is not supported.")
     with enable_grad():
         dual = tensor.view_as(tensor) if tensor.requires_grad else \
             _transform_leaves.mark(tensor.detach().requires_grad_())
@@ -122,7 +128,9 @@ def make_dual(tensor, tangent, *, level=None):
 def unpack_dual(tensor, *, level=None):
     """``(primal, tangent)`` of ``tensor``: its values, and its tangent with respect to the
     level's dual tensors (None when it depends on none of them)."""
-    if not _levels or not isinstance(tensor, _core.TensorBase):
+    if _levels and level is not None and level != -1 and level != len(_levels) - 1:
+        raise RuntimeError("Invalid level given to _fw_primal")
+    if not _levels or level == -1 or not isinstance(tensor, _core.TensorBase):
         return UnpackedDualTensor(tensor, None)
     duals = _levels[-1]
     _check_unwritten(duals)
@@ -132,6 +140,27 @@ def unpack_dual(tensor, *, level=None):
     if not tensor.requires_grad or not duals:
         return UnpackedDualTensor(tensor, None)
     return UnpackedDualTensor(_primal(tensor), _tangent_of(tensor, duals))
+
+
+def _has_tangent(tensor) -> bool:
+    """Whether ``tensor`` carries a tangent of the open level: it is a tangent source, or its
+    graph reaches one (only a tensor on the tape can: the reverse sweep's unused inputs say)."""
+    duals = _levels[-1]
+    if not tensor.requires_grad or not duals:
+        return False
+    if any(dual is tensor for dual, _, _ in duals):
+        return True
+    global _unpacking
+    from . import grad as _grad
+    _unpacking += 1     # (as an unpack sweep: Functions with a jvp pass nothing to their inputs)
+    try:
+        with enable_grad():
+            probe = tensor.view_as(tensor)  # (a tensor of the caller's may be a leaf itself)
+            grads = _grad([probe], [d for d, _, _ in duals], [_ones_like(tensor)],
+                          retain_graph=True, allow_unused=True)
+    finally:
+        _unpacking -= 1
+    return any(g is not None for g in grads)
 
 
 def _check_unwritten(duals) -> None:

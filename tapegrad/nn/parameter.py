@@ -34,7 +34,7 @@ class Parameter(Tensor, metaclass=_FlaggedInstanceMeta):
             data = empty(0)
         if not isinstance(data, _core.TensorBase):
             raise TypeError(f"Parameter data must be a Tensor, got {_type_name(data)}")
-        if data.is_meta and not cls.is_meta:
+        if data.is_meta and cls.is_meta is not True:   # (Tensor's is a getter; MetaTensor's True)
             from .._meta import meta_parameter_class
             cls = meta_parameter_class()
         if cls is Parameter and data.dtype is _core.bfloat16:
