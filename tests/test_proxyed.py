@@ -98,3 +98,30 @@ def test_bfloat16_cross_default_dim_and_mixed_dtypes_refused():
             with pytest.raises(RuntimeError, match="expected scalar type"):
                 T.linalg.cross(x, y, dim=0)
     np.testing.assert_array_equal(*results)
+
+
+# -- float16 nll_loss / cross_entropy: nll's cascade with float16 levels ---------------------------
+
+def _nll_half_cases(T):
+    F = T.nn.functional
+    rng = np.random.RandomState(3)
+    out = []
+    for trial in range(24):
+        n = [7, 130, 1100][trial % 3]
+        x = T.tensor(rng.standard_normal((n, 5)) * 2, dtype=T.float32).half().requires_grad_()
+        t = T.tensor(rng.randint(0, 5, n))
+        t[::7] = -100
+        w = T.tensor(rng.uniform(0.5, 2, 5), dtype=T.float32).half()
+        kw = [{}, {"weight": w}, {"reduction": "sum"}, {"weight": w, "reduction": "sum"}][trial % 4]
+        y = F.cross_entropy(x, t, **kw)
+        y.backward()
+        out += [_bits(y), _bits(x.grad), _bits(F.nll_loss(T.log_softmax(x.detach(), -1), t, **kw))]
+    return out
+
+
+def test_float16_nll_loss_sums_as_pytorch():
+    # PyTorch's nll_loss sums the picked losses in a cascade whose partial sums are float16
+    # (each addition rounded); numpy's float16 pairwise sum printed 2.082 for PyTorch's 2.080
+    # and a sum of 1100 losses 2132 for 2130
+    for ours, theirs in zip(_nll_half_cases(tg), _nll_half_cases(torch)):
+        np.testing.assert_array_equal(ours, theirs)
