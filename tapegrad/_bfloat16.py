@@ -417,7 +417,8 @@ def _bfloat16_number(v):
     tensors: cast to bfloat16; so is a 0-d tensor of another floating dtype (their
     TensorIterator casts it to the common dtype: a recorded conversion when it requires grad)."""
     if type(v) is float or type(v) is int:
-        return float(round_to_bfloat16(np.float32(v)))
+        with np.errstate(over="ignore"):        # (past float32's range: inf, silently)
+            return float(round_to_bfloat16(np.float32(v)))
     if _is_other_zero_d(v):
         return v.to(bfloat16)
     return v

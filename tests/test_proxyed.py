@@ -125,3 +125,26 @@ def test_float16_nll_loss_sums_as_pytorch():
     # and a sum of 1100 losses 2132 for 2130
     for ours, theirs in zip(_nll_half_cases(tg), _nll_half_cases(torch)):
         np.testing.assert_array_equal(ours, theirs)
+
+
+# -- float16 masks beside large numbers: IEEE results, no numpy warnings ---------------------------
+
+@pytest.mark.parametrize("op", [
+    lambda T, h, m: T.where(m, T.tensor(-1e9), h),      # a float32 0-d fill cast to float16
+    lambda T, h, m: T.maximum(h, T.tensor(1e9)),
+    lambda T, h, m: h < 1e9,
+    lambda T, h, m: h == 1e9,
+    lambda T, h, m: h.bfloat16() + 1e39,                  # past float32's range: inf
+])
+def test_overflowing_casts_are_silent_as_pytorch(op):
+    import warnings
+    results = []
+    for T in (tg, torch):
+        h = T.tensor([1.0, -2.0, 3.0, 0.5]).half()
+        m = T.tensor([True, False, False, True])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")          # numpy's "overflow encountered in cast"
+            y = op(T, h, m)
+        results.append((str(y.dtype), _bits(y)))
+    assert results[0][0] == results[1][0]
+    np.testing.assert_array_equal(results[0][1], results[1][1])
