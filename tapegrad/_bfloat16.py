@@ -417,7 +417,8 @@ def _bfloat16_number(v):
     tensors: cast to bfloat16; so is a 0-d tensor of another floating dtype (their
     TensorIterator casts it to the common dtype: a recorded conversion when it requires grad)."""
     if type(v) is float or type(v) is int:
-        return float(round_to_bfloat16(np.float32(v)))
+        with np.errstate(over="ignore"):        # (past float32's range: inf, silently)
+            return float(round_to_bfloat16(np.float32(v)))
     if _is_other_zero_d(v):
         return v.to(bfloat16)
     return v
@@ -1159,6 +1160,63 @@ def _logsumexp_backward(ctx, grad):
     return None, grad * (x - y).exp(), None, None
 
 
+def _cross(func, args, kwargs):
+    """cross / linalg.cross of two bfloat16 tensors as PyTorch's CPU kernel computes it: each
+    component a[i] * b[j] - a[j] * b[i] in c10::BFloat16 arithmetic, so both products and their
+    difference are rounded to bfloat16; its backward is cross(other, grad) and cross(grad,
+    input), computed alike.  Rounded once from float32, a third of the components were off,
+    by up to half their value where the products cancel (a Gram-Schmidt frame's third axis).
+    Other calls (mixed dtypes, out=) are the core's."""
+    name = op_name(func)
+    bound = _bound(func, args, kwargs)
+    a, b = (None, None) if bound is None else (bound.get("input"), bound.get("other"))
+    if not (isinstance(a, _core.TensorBase) and isinstance(b, _core.TensorBase)):
+        return _computed(func, name, args, kwargs)
+    if is_bfloat16(a) != is_bfloat16(b) and a._array.dtype != np.bool_:
+        # PyTorch's kernel takes one dtype (no promotion); on the float32 storage a bfloat16
+        # operand would pass as float32 beside a float32 one.  (A bool input: the core's
+        # "not implemented for 'Bool'", which PyTorch checks first.)
+        raise RuntimeError(f"expected scalar type {_scalar_name(a)} but found {_scalar_name(b)}")
+    if bound.get("out") is not None or not is_bfloat16(a):
+        return _computed(func, name, args, kwargs)
+    if _core.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        function = _recorded("cross", "LinalgCrossBackward0", _cross_forward, _cross_backward)
+        return _apply_recorded(function, "LinalgCrossBackward0", func, args, kwargs, a, b)
+    return _cross_value(func, args, kwargs, a, b)[0]
+
+
+def _cross_value(func, args, kwargs, a, b):
+    """The core's result (shape checks, default-dim warning, dtype) with PyTorch's bfloat16
+    values written into it; and the dim it crossed along."""
+    y = _computed(func, op_name(func), args, kwargs)
+    default = inspect.signature(func).parameters["dim"].default       # (None or -1)
+    dim = _bound(func, args, kwargs).get("dim", default)
+    # (torch.cross without dim: the first dimension of size 3, as the core took it)
+    dim = y.shape.index(3) if dim is None else dim % y.dim()
+    first, second = (np.moveaxis(np.broadcast_to(t._array, y.shape), dim, -1) for t in (a, b))
+    i, j = [1, 2, 0], [2, 0, 1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = round_to_bfloat16(round_to_bfloat16(first[..., i] * second[..., j]) -
+                                  round_to_bfloat16(first[..., j] * second[..., i]))
+    y._array[...] = np.moveaxis(value, -1, dim)
+    return y, dim
+
+
+def _cross_forward(ctx, op, args, kwargs, a, b):
+    y, ctx.dim = _cross_value(op, args, kwargs, a, b)
+    ctx.save_for_backward(a, b)
+    return y
+
+
+def _cross_backward(ctx, grad):
+    a, b = ctx.saved_tensors
+    need = ctx.needs_input_grad
+    from . import linalg
+    ga = linalg.cross(b.expand_as(grad), grad, dim=ctx.dim) if need[3] else None
+    gb = linalg.cross(grad, a.expand_as(grad), dim=ctx.dim) if need[4] else None
+    return None, None, None, _summed_to(ga, a), _summed_to(gb, b)
+
+
 def _mse_loss(func, args, kwargs):
     """mse_loss of two bfloat16 tensors of one shape as PyTorch's CPU kernels compute it.  The
     forward rounds the difference before squaring it (bf16(bf16(a - b) ** 2)) and the
@@ -1735,7 +1793,7 @@ _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_n
 _OWN.update(dict.fromkeys(("binary_cross_entropy", "huber_loss", "soft_margin_loss"),
                           _input_dtype_loss))
 _OWN.update(dict.fromkeys(("xlogy", "xlog1py", "entr"), _log_product))
-_OWN.update(logsumexp=_logsumexp, mse_loss=_mse_loss)
+_OWN.update(logsumexp=_logsumexp, mse_loss=_mse_loss, cross=_cross)
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))

@@ -218,6 +218,7 @@ cdef extern from "cascade_sum.h" nogil:
                                const double* a, double* out) noexcept
     float tg_nll_sum_f32(ptrdiff_t n, const float* values, const char* valid) noexcept
     double tg_nll_sum_f64(ptrdiff_t n, const double* values, const char* valid) noexcept
+    float tg_nll_sum_f16(ptrdiff_t n, const float* values, const char* valid) noexcept
 
 cdef double cascade_sum_f64(ptrdiff_t n, const double* a) noexcept nogil
 cdef float cascade_sum_f32(ptrdiff_t n, const float* a) noexcept nogil

@@ -2,6 +2,7 @@
  *
  * Each lane is a C scalar and each addition a C `+` in a fixed order, so the result does not
  * depend on how the compiler vectorises the lanes (no -ffast-math here: it could reassociate). */
+#include <math.h>
 #include <string.h>
 
 #include "cascade_sum.h"
@@ -362,9 +363,10 @@ DEFINE_GROUP_SUMS(double, f64)
 
 /* nll_loss's own cascade (ATen's LossNLL.cpp): eight levels over the batch, a level carried up
  * after value b when b's bits under that level are all zero, values whose target is ignored
- * (valid[b] == 0) neither added nor carried; then the levels added in order to a zero. */
+ * (valid[b] == 0) neither added nor carried; then the levels added in order to a zero.  The
+ * levels are of the loss's dtype, so for float16 every addition is rounded to float16 (ROUND). */
 #define NLL_LEVELS 8
-#define DEFINE_NLL_SUM(T, SFX)                                                                  \
+#define DEFINE_NLL_SUM(T, SFX, ROUND)                                                           \
 T tg_nll_sum_##SFX(ptrdiff_t n, const T *values, const char *valid)                             \
 {                                                                                               \
     T partial[NLL_LEVELS], total = 0;                                                           \
@@ -376,18 +378,36 @@ T tg_nll_sum_##SFX(ptrdiff_t n, const T *values, const char *valid)             
     for (b = 0; b < n; ++b) {                                                                   \
         if (valid && !valid[b])                                                                 \
             continue;                                                                           \
-        partial[0] += values[b];                                                                \
+        partial[0] = ROUND(partial[0] + values[b]);                                             \
         for (j = 0; j + 1 < NLL_LEVELS; ++j) {                                                  \
             if ((b & (mask << (j * power))) != 0)                                               \
                 break;                                                                          \
-            partial[j + 1] += partial[j];                                                       \
+            partial[j + 1] = ROUND(partial[j + 1] + partial[j]);                                \
             partial[j] = 0;                                                                     \
         }                                                                                       \
     }                                                                                           \
     for (j = 0; j < NLL_LEVELS; ++j)                                                            \
-        total += partial[j];                                                                    \
+        total = ROUND(total + partial[j]);                                                      \
     return total;                                                                               \
 }
 
-DEFINE_NLL_SUM(float, f32)
-DEFINE_NLL_SUM(double, f64)
+#define NLL_EXACT(x) (x)
+
+/* x rounded to the nearest float16 value (ties to even; past 65504 an infinity; NaN stays), as
+ * a float: the float16 arithmetic of c10::Half, where each float result is stored as a Half.
+ * Scaling by a power of two is exact, so rounding x / ulp to an integer rounds x to the ulp. */
+static float round_to_half(float x)
+{
+    int e;
+    float ulp, r;
+    if (!isfinite(x) || x == 0.0f)
+        return x;
+    (void)frexpf(x, &e);                     /* |x| = m * 2^e, 0.5 <= m < 1 */
+    ulp = ldexpf(1.0f, (e - 1 < -14 ? -14 : e - 1) - 10);   /* subnormals: 2^-24 */
+    r = nearbyintf(x / ulp) * ulp;           /* (the default mode: to nearest, ties to even) */
+    return fabsf(r) > 65504.0f ? copysignf(INFINITY, x) : r;
+}
+
+DEFINE_NLL_SUM(float, f32, NLL_EXACT)
+DEFINE_NLL_SUM(double, f64, NLL_EXACT)
+DEFINE_NLL_SUM(float, f16, round_to_half)     /* float16 values widened to float (exact) */

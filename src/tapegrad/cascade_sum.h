@@ -59,5 +59,7 @@ void tg_cascade_groups_f64(int ngroups, const ptrdiff_t *sizes, const char *redu
  * eight-level cascade over the batch, skipping b where valid[b] == 0 (valid may be NULL). */
 float tg_nll_sum_f32(ptrdiff_t n, const float *values, const char *valid);
 double tg_nll_sum_f64(ptrdiff_t n, const double *values, const char *valid);
+/* float16 values widened to float, each addition rounded to float16: a float16 value. */
+float tg_nll_sum_f16(ptrdiff_t n, const float *values, const char *valid);
 
 #endif

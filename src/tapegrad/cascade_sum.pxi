@@ -141,10 +141,15 @@ cdef object strided_sum(object A, tuple axes, bint keepdim, double divisor):
 
 
 cdef object nll_sum(object values, object valid):
-    """values (one per sample; C-contiguous float32/float64) summed in nll_loss's order
+    """values (one per sample; C-contiguous float32/float64/float16) summed in nll_loss's order
     (tg_nll_sum), as a 0-d array of their dtype, leaving out the samples where `valid` (a
     C-contiguous bool array of values' size, or None for all) is False; None for other arrays."""
     cdef int t = -1
+    cdef bint half = False
+    if cnp.PyArray_Check(values) and cnp.PyArray_TYPE(<cnp.ndarray>values) == cnp.NPY_FLOAT16 \
+            and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>values):
+        # (PyTorch's levels are float16 too: every addition rounded to float16, tg_nll_sum_f16)
+        values, half = (<cnp.ndarray>values).astype(np.float32), True
     if not kernel_array(values, &t):
         return None
     cdef Py_ssize_t n = cnp.PyArray_SIZE(<cnp.ndarray>values)
@@ -156,6 +161,10 @@ cdef object nll_sum(object values, object valid):
             return None
         keep_ = <const char*>cnp.PyArray_DATA(<cnp.ndarray>valid)
     cdef cnp.ndarray out = <cnp.ndarray>cnp.PyArray_EMPTY(0, NULL, t, 0)
+    if half:
+        (<float*>cnp.PyArray_DATA(out))[0] = tg_nll_sum_f16(
+            n, <const float*>cnp.PyArray_DATA(<cnp.ndarray>values), keep_)
+        return out.astype(np.float16)               # (exact: the sum is a float16 value)
     if t == cnp.NPY_FLOAT64:
         (<double*>cnp.PyArray_DATA(out))[0] = tg_nll_sum_f64(
             n, <const double*>cnp.PyArray_DATA(<cnp.ndarray>values), keep_)

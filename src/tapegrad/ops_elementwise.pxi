@@ -77,7 +77,8 @@ cdef inline object operand_value(object x, object dt):
         # (an expanded operand's cast row-major, as PyTorch's: numpy's order "K" puts a
         # stride-0 dim innermost, and the result of the op followed that cast: e + 1j of an
         # expand e came out strided where PyTorch's is contiguous; fuzz 60673519)
-        return torch_copy_source(a).astype(dt)
+        with IeeeResults():         # (a float32 1e9 cast to float16 is inf, silently in PyTorch)
+            return torch_copy_source(a).astype(dt)
     return x
 
 

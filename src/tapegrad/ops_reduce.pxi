@@ -1019,15 +1019,20 @@ def logsumexp(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=False, *, axis=None, 
     cdef int ndim = A.ndim
     cdef tuple axes = reduction_axes(dim, ndim, "logsumexp")
     cdef bint kd = bool(keepdim)
-    # float16 is shifted, exponentiated, summed and logged in float32 and rounded once, as
-    # PyTorch's (a float16 sum of 70,000 exp(0) is inf)
-    Aw = A.astype(NP_FLOAT32) if A.dtype == NP_FLOAT16 else A
+    # PyTorch's logsumexp is a composition of ops (ATen's logsumexp_out_impl: amax with its
+    # infinities replaced by 0, x - max, exp, sum, log, + max), so a float16 input has each
+    # step rounded to float16 and only the sum accumulated in float32: 70,000 exp(0) sum to
+    # inf and the result is inf.  (Computed in float32 and rounded once, a fifth of random
+    # float16 results were an ulp off, and that case was 11.16.)
     with IeeeResults():
-        m = nd(np.maximum.reduce(Aw, axis=axes, keepdims=True, initial=-np.inf))
+        m = nd(np.maximum.reduce(A, axis=axes, keepdims=True, initial=-np.inf))
         m[np.isinf(m)] = 0                              # all -inf (or an inf): no shift
-        outk = nd(np.add(np.log(np.add.reduce(np.exp(np.subtract(Aw, m)), axis=axes,
-                                              keepdims=True)), m).astype(A.dtype, copy=False))
-        outk = contiguous_result(outk)
+        if A.dtype == NP_FLOAT16:
+            total = np.add.reduce(np.exp(np.subtract(A, m)), axis=axes, keepdims=True,
+                                  dtype=NP_FLOAT32).astype(NP_FLOAT16)
+        else:
+            total = np.add.reduce(np.exp(np.subtract(A, m)), axis=axes, keepdims=True)
+        outk = contiguous_result(nd(np.add(np.log(total), m)))
     out = outk if kd else outk.reshape(tuple([A.shape[i] for i in range(ndim) if i not in axes]))
     cdef TensorBase res = wrap(out)
     r = record_from(OP_LOGSUMEXP, res, (input,))
