@@ -2067,6 +2067,29 @@ cdef inline bint recorded(TensorBase t) noexcept:
     return t._node >= 0 and TAPE.recs[t._node].op != OP_LEAF
 
 
+cdef set PURE_CALLS = set()     # re-run ops that read no tensor values (_set_pure_calls)
+
+
+def _set_pure_calls(fns):
+    """The library functions (tapegrad/replay.py lists them) a replay may skip when nothing
+    reads their results: they read no tensor's values, draw nothing, write nothing and raise
+    on nothing the guards do not fix (shapes, dtypes, the Python arguments)."""
+    PURE_CALLS.clear()
+    PURE_CALLS.update(fns)
+
+
+cdef bint pure_call(tuple call) except -1:
+    """Whether a SK_CALL step's (fn, args, kwargs, tensors, outs) is a PURE_CALLS function
+    without an out= argument (a write into a tensor)."""
+    fn = call[0]
+    try:
+        if fn not in PURE_CALLS:
+            return False
+    except TypeError:                   # (an unhashable callable)
+        return False
+    return not (call[2] and "out" in <dict>call[2])
+
+
 cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ssize_t n,
                       char* live, Py_ssize_t* step_slot, Py_ssize_t* code):
     """_plan_steps' work; code[2j], code[2j + 1]: the codes of step j's operands a and b."""
@@ -2111,10 +2134,14 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
     # nothing uses its result: it may raise on values (binary_cross_entropy's range check, a
     # class index out of range) or draw from a generator (dropout, randn), and eager does both;
     # dropping it made a compiled call return where eager raises (fuzz seed 51039596) and would
-    # shift the random stream of later draws.  Only the C elementwise steps, which can do
-    # neither, are dropped when dead.
+    # shift the random stream of later draws.  The C elementwise steps, which can do neither,
+    # are dropped when dead, and so are re-run ops that read no values (PURE_CALLS: factories
+    # and shape ops, whose shapes and arguments the guards fix): an LSTM's initial zeros and
+    # its final states' stack, which the caller discards, cost 0.15 ms of each replayed step.
     for j in range(n):
-        if <Py_ssize_t>(<tuple>steps[j])[0] == SK_CALL or <Py_ssize_t>(<tuple>steps[j])[0] == SK_OP:
+        st = <tuple>steps[j]
+        if <Py_ssize_t>st[0] == SK_OP or (<Py_ssize_t>st[0] == SK_CALL
+                                          and not pure_call(<tuple>st[5])):
             live[j] = 1
     for j in range(n - 1, -1, -1):           # a live step's operands are live
         if not live[j]:
