@@ -206,3 +206,95 @@ def test_dropped_step_guard_shapes_still_hold():
     assert compiled.stats["captures"] == 2
     with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
         compiled(x, tg.ones(5), tg.ones(4))
+
+
+# -- layer_norm as a replay step -------------------------------------------------------------------
+
+def _ln_cases():
+    # (weight given, bias given)
+    return [(True, True), (True, False), (False, True), (False, False)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("wb", _ln_cases())
+def test_layer_norm_replay_step_equals_eager(dtype, wb):
+    """layer_norm (with or without weight and bias) replays as its own step, not a re-run op;
+    values and gradients equal eager's bit for bit over calls with changing inputs and
+    parameters, and follow PyTorch."""
+    torch = _torch()
+    rng = np.random.default_rng(7)
+    has_w, has_b = wb
+    w = tg.tensor(rng.standard_normal(6).astype(dtype), requires_grad=True) if has_w else None
+    b = tg.tensor(rng.standard_normal(6).astype(dtype), requires_grad=True) if has_b else None
+
+    def fn(x):
+        return (F.layer_norm(x * 2, (6,), w, b) * x).sum()
+
+    compiled = tg.compile(fn)
+    for step in range(4):
+        a = rng.standard_normal((3, 5, 6)).astype(dtype) * (step + 1) + step
+        xs = [tg.tensor(a, requires_grad=True) for _ in range(2)]
+        params = [p for p in (w, b) if p is not None]
+        outs, grads = [], []
+        for f, x in ((fn, xs[0]), (compiled, xs[1])):
+            for p in params:
+                p.grad = None
+            out = f(x)
+            out.backward()
+            outs.append(out.detach().numpy())
+            grads.append([x.grad.numpy()] + [p.grad.numpy().copy() for p in params])
+        assert _bits_equal(outs[0], outs[1])
+        for ge, gc in zip(*grads):
+            assert _bits_equal(ge, gc)
+        xt = torch.tensor(a, requires_grad=True)
+        wt = None if w is None else torch.tensor(w.detach().numpy(), requires_grad=True)
+        bt = None if b is None else torch.tensor(b.detach().numpy(), requires_grad=True)
+        ref = (torch.nn.functional.layer_norm(xt * 2, (6,), wt, bt) * xt).sum()
+        ref.backward()
+        tol = 1e-4 if dtype == "float32" else 1e-11
+        np.testing.assert_allclose(outs[1], ref.detach().numpy(), rtol=tol, atol=tol)
+        np.testing.assert_allclose(grads[1][0], xt.grad.numpy(), rtol=tol, atol=tol)
+        if w is not None:                       # (the parameters move: new values each call)
+            with tg.no_grad():
+                w.mul_(0.9).add_(0.05)
+    assert compiled.stats["replays"] == 3, compiled.explain()
+    assert compiled._last_plan.program.calls() == []       # no re-run op: its own step
+
+
+def test_layer_norm_replay_step_refuses_an_overwritten_input():
+    """layer_norm's record refuses its backward once its input is written in place (PyTorch
+    saves the input); the replay step, which saves the normalised rows instead, refuses it too
+    (the capture notes the version check as a saved input)."""
+    def fn(x, w):
+        return F.layer_norm(x, (4,), w).sum()
+
+    compiled = tg.compile(fn)
+    w = tg.ones(4, requires_grad=True)
+    for f in (fn, compiled, compiled, compiled):
+        x = tg.randn(2, 4, requires_grad=True)
+        y = x * 1                   # (a leaf requiring grad cannot be written in place)
+        out = f(y, w)
+        with tg.no_grad():
+            y.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.backward()
+    assert compiled.stats["replays"] == 2, compiled.explain()
+
+
+def test_layer_norm_half_input_reruns_the_op():
+    """A float16 input (statistics rounded to float16, PyTorch's rule) is not the replay step's:
+    it re-runs the eager op, and still equals eager."""
+    def fn(x, w):
+        return F.layer_norm(x, (4,), w).float().sum()
+
+    compiled = tg.compile(fn)
+    w = tg.ones(4, dtype=tg.float16, requires_grad=True)
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        a = rng.standard_normal((3, 4)).astype(np.float16)
+        xe, xc = tg.tensor(a, requires_grad=True), tg.tensor(a, requires_grad=True)
+        fn(xe, w).backward()
+        compiled(xc, w).backward()
+        assert _bits_equal(xe.grad.numpy(), xc.grad.numpy())
+    names = [getattr(c[0], "__name__", "") for c in compiled._last_plan.program.calls()]
+    assert "layer_norm" in names
