@@ -547,6 +547,40 @@ class _Routes:
 _ROUTES = _Routes()
 
 
+# Re-run ops whose only effect is their result: factories and shape ops, which read no tensor's
+# values, draw no random numbers and raise on nothing the guards do not fix (shapes, dtypes, the
+# Python arguments).  A replay skips them when nothing reads their results (an LSTM's initial
+# zeros and the stack of its final states, which `out, _ = lstm(x)` discards); any other re-run
+# op runs even then, as it may raise on values or draw.
+_PURE_NAMES = (
+    "zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like",
+    "arange", "linspace", "logspace", "eye",
+    "stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack", "reshape", "view",
+    "view_as", "reshape_as", "transpose", "swapaxes", "swapdims", "permute", "t", "flatten",
+    "unflatten", "unsqueeze", "squeeze", "contiguous", "expand", "expand_as", "narrow", "chunk",
+    "unsafe_chunk", "split", "unsafe_split", "unbind", "movedim", "moveaxis", "select", "clone",
+    "detach",
+)
+
+
+_pure_calls_set = []     # (filled lazily: tapegrad's namespace is complete by the first capture)
+
+
+def _pure_calls():
+    from . import creation
+    fns = set()
+    for name in _PURE_NAMES:
+        for ns in (sys.modules["tapegrad"], creation, Tensor, _core.TORCH_FUNCTIONS):
+            fn = ns.get(name) if isinstance(ns, dict) else getattr(ns, name, None)
+            while callable(fn):
+                try:
+                    fns.add(fn)
+                except TypeError:
+                    break
+                fn = getattr(fn, "__wrapped__", None)
+    return fns
+
+
 # -- the environment guard ------------------------------------------------------------------------
 # A capture bakes in the Python numbers the function combined with tensors (`x * lr`) and holds
 # the tensor objects it read.  Both can come from names the function looks up at each call: its
@@ -1187,6 +1221,9 @@ def _plan_from(capture, flat, result, effects=()):
     targets = {id(e[4]): e[4] for e in effects}
     effect_reads = [t for e in effects for t in e[3] if id(t) not in targets]
     roots = outputs + [t for t, _, _ in guard_reads] + effect_reads
+    if not _pure_calls_set:
+        _core._set_pure_calls(_pure_calls())
+        _pure_calls_set.append(True)
     (ext, shapes, grad, program_steps, root_slot, saved_ext, dtypes, grad_dtypes,
      typenums) = _core._plan_steps(capture.steps, claimed, roots, is_grad_enabled())
     if _FUSE:

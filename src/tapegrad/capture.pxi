@@ -222,6 +222,17 @@ cdef bint saved_by(Record* r, object A) noexcept:
     return False
 
 
+cdef bint checks_version(Record* r, TensorBase t) except -1:
+    """Whether record r refuses its backward once t is written in place (it saved a value
+    derived from t with t's version: layer_norm's normalised input), as if it had saved t."""
+    cdef int j
+    cdef object v = version_of(t)
+    for j in range(MAX_SAVED):
+        if r.ver[j] != NULL and r.ver[j] == <PyObject*>v:
+            return True
+    return False
+
+
 cdef int capture_op(int op, tuple tensors, int n_rec_in, object attrs, TensorBase res) except -1:
     """Note an op that has a registered replay step (OP_REPLAY[op]) and has just run eagerly:
     `tensors` its record's inputs (n_rec_in of them, None for an absent optional one) then the
@@ -231,7 +242,8 @@ cdef int capture_op(int op, tuple tensors, int n_rec_in, object attrs, TensorBas
     cdef Record* r = NULL
     if res._node >= 0 and TAPE.recs[res._node].op != OP_LEAF:
         r = &TAPE.recs[res._node]
-    saved = tuple([r != NULL and t is not None and saved_by(r, (<TensorBase>t)._array)
+    saved = tuple([r != NULL and t is not None and (saved_by(r, (<TensorBase>t)._array)
+                                                    or checks_version(r, <TensorBase>t))
                    for t in tensors]) + ((r != NULL and saved_by(r, res._array)),)
     return capture_step((SK_OP, op, 0, None, None, (tensors, n_rec_in, attrs, (res,), saved),
                          res))

@@ -1858,6 +1858,44 @@ OP_LAYER_NORM = register_op("NativeLayerNormBackward0", vjp_layer_norm)
 def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the trailing `normalized_shape` dims
     (biased variance), as one record with a compiled VJP for input, weight and bias."""
+    if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
+        if not layer_norm_replayable(input, weight, bias):
+            return capture_call(layer_norm, (input, normalized_shape, weight, bias, eps), None)
+        CAPTURE.depth += 1          # (its inner work is the replay step's)
+        try:
+            res = layer_norm_eager(input, normalized_shape, weight, bias, eps)
+        finally:
+            CAPTURE.depth -= 1
+        inputs = layer_norm_inputs(input, weight, bias)
+        capture_op(OP_LAYER_NORM, inputs, len(inputs),
+                   (tuple([int(s) for s in normalized_shape]), float(eps)), <TensorBase>res)
+        return res
+    return layer_norm_eager(input, normalized_shape, weight, bias, eps)
+
+
+cdef inline tuple layer_norm_inputs(input, weight, bias):
+    """The record's inputs: the input, then the weight and bias when given (None for a missing
+    weight before a bias)."""
+    if weight is None and bias is None:
+        return (input,)
+    return (input, weight) if bias is None else (input, weight, bias)
+
+
+cdef bint layer_norm_replayable(TensorBase input, weight, bias) except -1:
+    """Whether layer_norm's replay step (replay_layer_norm) takes these operands: a float32 or
+    float64 input and parameters of its dtype (half precision and mixed parameters, whose
+    statistics and gradients take other dtypes, re-run the eager op at each replay)."""
+    dt = input._array.dtype
+    if dt != NK_F32 and dt != NK_F64:
+        return False
+    for p in (weight, bias):
+        if p is not None and not (isinstance(p, TensorBase) and (<TensorBase>p)._array.dtype == dt):
+            return False
+    return True
+
+
+cdef object layer_norm_eager(TensorBase input, normalized_shape, weight=None, bias=None,
+                             eps=1e-5):
     if isinstance(normalized_shape, (int, np.integer)) or not isinstance(normalized_shape,
                                                                         (tuple, list)):
         raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of "
@@ -1897,11 +1935,29 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
         from tapegrad.nn._norm_dtypes import check_parameter_dtypes
         check_parameter_dtypes(input, weight, bias)
         param_dtype = NP_FLOAT32
-    N = 1
+    out, xhat, rstd, wc, M, N = layer_norm_values(A, w, b, norm_shape, eps, param_dtype)
+    cdef TensorBase res = wrap(out)
+    cdef Record* r = record_from(OP_LAYER_NORM, res, layer_norm_inputs(input, weight, bias))
+    if r != NULL:
+        # PyTorch saves the input itself: a write into it before backward raises (fuzz seed
+        # 54101800: a write through x.detach() went unnoticed, and the create_graph second
+        # derivative, which reads the live input, was silently wrong)
+        keep_saved(r, 0, xhat, input)
+        keep(&r.saved[1], rstd)
+        if wc is not None:
+            save_value(r, 2, wc, weight)
+        keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, param_dtype, float(eps)))
+    return res
+
+
+cdef tuple layer_norm_values(object A, object w, object b, tuple norm_shape, object eps,
+                             object param_dtype):
+    """layer_norm's forward on checked arrays (w, b: None or of norm_shape), for the eager op
+    and its replay step alike: (result, xhat, rstd, the weight as the VJP reads it, M, N)."""
+    cdef Py_ssize_t N = 1, M = 1, i, s
     for s in norm_shape:
         N *= s
-    M = 1
-    for i in range(ndim - k):
+    for i in range(A.ndim - len(norm_shape)):
         M *= A.shape[i]
     cdt = NP_FLOAT32 if A.dtype.itemsize < 4 else A.dtype       # half: computed in float
     # half precision is computed in float32
@@ -1915,20 +1971,28 @@ def layer_norm(TensorBase input, normalized_shape, weight=None, bias=None, eps=1
     out = nd(np.asarray(y, dtype=A.dtype).reshape(A.shape))
     if A.dtype == np.float16 and param_dtype == np.float16:
         xhat, rstd = layer_norm_half_statistics(X, rstd, N)
-    cdef TensorBase res = wrap(out)
-    inputs = (input,) if w is None and b is None else ((input, weight) if b is None
-                                                       else (input, weight, bias))
-    cdef Record* r = record_from(OP_LAYER_NORM, res, inputs)
-    if r != NULL:
-        # PyTorch saves the input itself: a write into it before backward raises (fuzz seed
-        # 54101800: a write through x.detach() went unnoticed, and the create_graph second
-        # derivative, which reads the live input, was silently wrong)
-        keep_saved(r, 0, xhat, input)
-        keep(&r.saved[1], rstd)
-        if wc is not None:
-            save_value(r, 2, wc, weight)
-        keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, param_dtype, float(eps)))
-    return res
+    return out, xhat, rstd, wc, M, N
+
+
+cdef object replay_layer_norm(Record* r, tuple ins, object attrs):
+    """layer_norm's replay step (replay_fn): ins = (input, weight or None, bias) as its record's
+    inputs, attrs = (normalized_shape, eps); the record as layer_norm_eager fills it (float32 or
+    float64 operands of one dtype: layer_norm_replayable)."""
+    norm_shape, eps = attrs
+    A = ins[0]
+    w = ins[1] if len(ins) > 1 else None
+    b = ins[2] if len(ins) > 2 else None
+    out, xhat, rstd, wc, M, N = layer_norm_values(A, w, b, norm_shape, eps, A.dtype)
+    r.op = OP_LAYER_NORM
+    keep(&r.saved[0], xhat)
+    keep(&r.saved[1], rstd)
+    if wc is not None:
+        keep(&r.saved[2], wc)
+    keep(&r.aux, (A.shape, norm_shape, M, N, A.dtype, A.dtype, float(eps)))
+    return out
+
+
+register_replay(OP_LAYER_NORM, replay_layer_norm)
 
 
 cdef tuple layer_norm_half_statistics(object X, object rstd, Py_ssize_t N):

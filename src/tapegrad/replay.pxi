@@ -169,6 +169,66 @@ cdef inline void fill_f32(float* dst, Py_ssize_t n, float v) noexcept:
         dst[j] = v
 
 
+# -- debug: thread CPU time per step (tapegrad._replay._set_step_timing) -----------------------
+# Off unless a profiling session turns it on: one flag test per step.  Keys: ("forward" or
+# "backward", the step's kind, its op or re-run function's name); values: [ns, count].
+
+cdef extern from "<time.h>" nogil:
+    ctypedef struct timespec_t "struct timespec":
+        long tv_sec
+        long tv_nsec
+    int clock_gettime(int clk, timespec_t* ts)
+    int CLOCK_THREAD_CPUTIME_ID
+
+cdef bint step_timing = False
+cdef dict step_times = {}
+_STEP_KINDS = {SK_BINARY: "binary", SK_UNARY: "unary", SK_UNARY_NUMPY: "unary_numpy",
+               SK_REDUCE: "reduce", SK_SUM_ALL: "sum_all", SK_CALL: "call",
+               SK_MATMUL: "matmul", SK_OP: "op"}
+
+
+cdef inline long long thread_ns() noexcept nogil:
+    cdef timespec_t ts
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec
+
+
+cdef int note_step_time(Program p, Py_ssize_t i, bint backward, long long t0) except -1:
+    cdef long long dt = thread_ns() - t0
+    cdef Step* s = &p.steps[i]
+    if s.group >= 0:
+        key = ("backward" if backward else "forward", "fused",
+               f"{p.groups[s.group].last - p.groups[s.group].first + 1} steps")
+    else:
+        name = OP_NAMES[s.op] if 0 <= s.op < len(OP_NAMES) else str(s.op)
+        if s.kind == SK_CALL:
+            name = getattr((<tuple>p.aux[i])[0], "__name__", "?")
+        key = ("backward" if backward else "forward", _STEP_KINDS.get(s.kind, s.kind), name)
+    return note_time(key, dt)
+
+
+cdef int note_time(tuple key, long long dt) except -1:
+    entry = step_times.get(key)
+    if entry is None:
+        step_times[key] = [dt, 1]
+    else:
+        entry[0] += dt
+        entry[1] += 1
+    return 0
+
+
+def _set_step_timing(bint on):
+    """Debug: time every replayed step (thread CPU time) into _step_times() (cleared here)."""
+    global step_timing
+    step_timing = on
+    step_times.clear()
+
+
+def _step_times():
+    """Debug: {(direction, kind, name): [ns, count]} since _set_step_timing(True)."""
+    return {k: tuple(v) for k, v in step_times.items()}
+
+
 cdef class BufferSet(CompiledBackward):
     """One replay's values and adjoints (see the top of this file).  A recorded replay's
     OP_FUNCTION record holds its set as its ctx, with the call's backward state below (no node
@@ -764,10 +824,17 @@ cdef class Program:
         for k in self.fresh_new:
             if not reusable_result(<PyObject*>PyList_GET_ITEM(bs.arrays, k), bs.ptr[k]):
                 self.set_slot(bs, k, new_empty(self.shapes[k], self.typenum))
+        cdef long long t0 = 0
+        cdef Py_ssize_t started = 0
         i = 0
         while i < self.n_steps:
             s = &self.steps[i]
             i += 1
+            if step_timing:
+                if t0:
+                    note_step_time(self, started, False, t0)
+                t0 = thread_ns()
+                started = i - 1
             if s.group >= 0:                # a fused group: all its steps, block by block
                 fused_forward(self, bs, &self.groups[s.group])
                 i = self.groups[s.group].last + 1
@@ -788,6 +855,8 @@ cdef class Program:
                 self.forward_call(bs, i - 1, tensors)
             else:
                 self.forward_numpy(bs, i - 1)
+        if t0:
+            note_step_time(self, started, False, t0)
         return 0
 
     cdef int forward_call(self, BufferSet bs, Py_ssize_t i, list tensors) except -1:
@@ -955,9 +1024,13 @@ cdef class Program:
         one is adopted, not copied (a weight gradient from a re-run linear layer is large)."""
         cdef int t = -1
         cdef int dt_num = self.adj_typenum[k]
+        cdef long long t0
         if not (kernel_array(g, &t) and t == dt_num
                 and cnp.PyArray_SIZE(<cnp.ndarray>g) == <Py_ssize_t>self.sizes[k]):
+            t0 = thread_ns() if step_timing else 0
             g = np.ascontiguousarray(np.broadcast_to(g, self.shapes[k]), self.adj_dtypes[k])
+            if t0:
+                note_time(("give_array copy", str(self.shapes[k]), ""), thread_ns() - t0)
         if bs.touched[k]:
             if dt_num != self.typenum:      # a slot only re-run ops touch: summed by numpy
                 bs.given[k] = nd(self.adjoint(bs, k).reshape(-1) + g.reshape(-1))
@@ -1078,14 +1151,20 @@ cdef class Program:
             if g is not None and self.grad[k]:
                 self.give_array(bs, k, g)
         g = None
+        cdef long long t0
         i = self.n_steps - 1
         while i >= 0:
+            t0 = thread_ns() if step_timing else 0
             if self.steps[i].group >= 0:
                 fused_backward(self, bs, self.steps[i].group)
+                if t0:
+                    note_step_time(self, i, True, t0)
                 i = self.groups[self.steps[i].group].first - 1
                 continue
             if self.any_touched(bs, &self.steps[i]):
                 self.backward_step(bs, i)
+                if t0:
+                    note_step_time(self, i, True, t0)
             i -= 1
         return 0
 
@@ -1988,6 +2067,29 @@ cdef inline bint recorded(TensorBase t) noexcept:
     return t._node >= 0 and TAPE.recs[t._node].op != OP_LEAF
 
 
+cdef set PURE_CALLS = set()     # re-run ops that read no tensor values (_set_pure_calls)
+
+
+def _set_pure_calls(fns):
+    """The library functions (tapegrad/replay.py lists them) a replay may skip when nothing
+    reads their results: they read no tensor's values, draw nothing, write nothing and raise
+    on nothing the guards do not fix (shapes, dtypes, the Python arguments)."""
+    PURE_CALLS.clear()
+    PURE_CALLS.update(fns)
+
+
+cdef bint pure_call(tuple call) except -1:
+    """Whether a SK_CALL step's (fn, args, kwargs, tensors, outs) is a PURE_CALLS function
+    without an out= argument (a write into a tensor)."""
+    fn = call[0]
+    try:
+        if fn not in PURE_CALLS:
+            return False
+    except TypeError:                   # (an unhashable callable)
+        return False
+    return not (call[2] and "out" in <dict>call[2])
+
+
 cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ssize_t n,
                       char* live, Py_ssize_t* step_slot, Py_ssize_t* code):
     """_plan_steps' work; code[2j], code[2j + 1]: the codes of step j's operands a and b."""
@@ -2032,10 +2134,14 @@ cdef tuple plan_steps(list steps, set claimed, list roots, bint grad_mode, Py_ss
     # nothing uses its result: it may raise on values (binary_cross_entropy's range check, a
     # class index out of range) or draw from a generator (dropout, randn), and eager does both;
     # dropping it made a compiled call return where eager raises (fuzz seed 51039596) and would
-    # shift the random stream of later draws.  Only the C elementwise steps, which can do
-    # neither, are dropped when dead.
+    # shift the random stream of later draws.  The C elementwise steps, which can do neither,
+    # are dropped when dead, and so are re-run ops that read no values (PURE_CALLS: factories
+    # and shape ops, whose shapes and arguments the guards fix): an LSTM's initial zeros and
+    # its final states' stack, which the caller discards, cost 0.15 ms of each replayed step.
     for j in range(n):
-        if <Py_ssize_t>(<tuple>steps[j])[0] == SK_CALL or <Py_ssize_t>(<tuple>steps[j])[0] == SK_OP:
+        st = <tuple>steps[j]
+        if <Py_ssize_t>st[0] == SK_OP or (<Py_ssize_t>st[0] == SK_CALL
+                                          and not pure_call(<tuple>st[5])):
             live[j] = 1
     for j in range(n - 1, -1, -1):           # a live step's operands are live
         if not live[j]:
