@@ -1,0 +1,61 @@
+"""Regressions found by differential fuzzing (session fuzz46), each checked against PyTorch."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _hessian_sum(L, f, x):
+    return float(L.autograd.functional.hessian(f(L), x).sum())
+
+
+@pytest.mark.parametrize("value", [0.0, 1e-9, 0.1])
+def test_matrix_exp_second_derivative_near_zero(value):
+    # the gradient was the derivative of the Taylor polynomial the norm picked: at A = 0 the
+    # degree is 1, so the gradient had no graph and the Hessian came out 0 (SILENT; fuzz
+    # 67102064, through parametrizations.orthogonal's matrix_exp of a zero skew matrix)
+    def f(L):
+        return lambda a: L.linalg.matrix_exp(a).sum()
+    got = _hessian_sum(tg, f, tg.full((2, 2), value, dtype=tg.float64))
+    want = _hessian_sum(torch, f, torch.full((2, 2), value, dtype=torch.float64))
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_matrix_exp_gradients_of_every_order_match_torch():
+    A = np.array([[0.1, -0.3], [0.7, 0.2]])
+    W = np.array([[1.0, 2.0], [3.0, 4.0]])
+    outs = []
+    for L in (tg, torch):
+        a = L.tensor(A, requires_grad=True)
+        g, = L.autograd.grad((L.linalg.matrix_exp(a) * L.tensor(W)).sum(), a, create_graph=True)
+        g2, = L.autograd.grad((g * g).sum(), a, create_graph=True)
+        g3, = L.autograd.grad(g2.sum(), a)
+        outs.append([t.detach().numpy() for t in (g, g2, g3)])
+    for x, y in zip(*outs):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
+
+
+def test_matrix_exp_gradcheck_float64():
+    a = tg.tensor([[0.3, -0.2, 0.1], [0.5, 0.1, -0.4], [0.0, 0.2, 0.6]], dtype=tg.float64,
+                  requires_grad=True)
+    assert tg.autograd.gradcheck(tg.linalg.matrix_exp, (a,))
+    assert tg.autograd.gradgradcheck(tg.linalg.matrix_exp, (a,))
+
+
+def test_orthogonal_parametrization_second_derivative():
+    # the program fuzz 67102064 shrank to: orthogonal(Linear) starts at the zero skew matrix
+    def run(L):
+        x = L.tensor([[0.3, -0.2], [0.5, 0.1]])
+        w = L.nn.Parameter(L.tensor([[-1.0, -2.3], [-0.57, 1.4]]))
+        m = L.nn.Linear(2, 2, bias=False)
+        m.weight = w
+        L.nn.utils.parametrizations.orthogonal(m)
+        g, = L.autograd.grad((m(x) * L.tensor([[1.0, 2.0], [3.0, 4.0]])).sum(), w,
+                             create_graph=True)
+        assert g.requires_grad
+        g2, = L.autograd.grad((g * L.tensor([[0.5, -1.0], [2.0, 1.0]])).sum(), w)
+        return g.detach().numpy(), g2.numpy()
+    for x, y in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
