@@ -208,9 +208,10 @@ _CAST_METHODS = {"float": _core.float32, "double": _core.float64, "half": _core.
 _OTHER_DTYPE = object()     # a conversion to a dtype given other than as a dtype (a type string)
 
 # Ops that PyTorch refuses for operands of different floating dtypes (no promotion).
+# (addmm, addmv, baddbmm and addbmm, and their in-place forms, check their operands' dtypes
+# themselves, in PyTorch's words: contractions._dtype_key)
 _SAME_DTYPE_OPS = frozenset(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "dot",
-                             "linear", "addmm", "addmv", "baddbmm", "addbmm", "inner",
-                             "bilinear"))
+                             "linear", "inner", "bilinear"))
 _CONV_OPS = frozenset(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                        "conv_transpose3d"))
 

@@ -59,3 +59,41 @@ def test_orthogonal_parametrization_second_derivative():
         return g.detach().numpy(), g2.numpy()
     for x, y in zip(run(tg), run(torch)):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+_PRODUCTS = {
+    "addmm": lambda L, a, b, c: L.addmm(L.ones(3, 1, dtype=a), L.ones(3, 1, dtype=b),
+                                        L.ones(1, 1, dtype=c)),
+    "addmm_": lambda L, a, b, c: L.ones(3, 1, dtype=a).addmm_(L.ones(3, 1, dtype=b),
+                                                              L.ones(1, 1, dtype=c)),
+    "addmv_": lambda L, a, b, c: L.ones(3, dtype=a).addmv_(L.ones(3, 1, dtype=b),
+                                                           L.ones(1, dtype=c)),
+    "baddbmm": lambda L, a, b, c: L.baddbmm(L.ones(1, 3, 1, dtype=a), L.ones(1, 3, 1, dtype=b),
+                                            L.ones(1, 1, 1, dtype=c)),
+    "addbmm": lambda L, a, b, c: L.addbmm(L.ones(3, 1, dtype=a), L.ones(1, 3, 1, dtype=b),
+                                          L.ones(1, 1, 1, dtype=c)),
+    "addbmm_": lambda L, a, b, c: L.ones(3, 1, dtype=a).addbmm_(L.ones(1, 3, 1, dtype=b),
+                                                                L.ones(1, 1, 1, dtype=c)),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_PRODUCTS))
+@pytest.mark.parametrize("dtypes", [("float32", "bfloat16", "bfloat16"),
+                                    ("bfloat16", "float32", "float32"),
+                                    ("float32", "float32", "bfloat16"),
+                                    ("float64", "float32", "float32"),
+                                    ("float32", "float64", "float64"),
+                                    ("float16", "float32", "float16")])
+def test_products_refuse_operands_of_another_dtype(op, dtypes):
+    # x.addmm_ / addmv_ / baddbmm_ / addbmm_ with bfloat16 operands ran on the float32 storage
+    # (the checks read float32 there), and addbmm checked no dtype at all: a float64 input with
+    # float32 batches gave a float64 result (fuzz 67101963); PyTorch refuses, in these words
+    def outcome(L):
+        try:
+            _PRODUCTS[op](L, *(getattr(L, d) for d in dtypes))
+        except RuntimeError as e:
+            return str(e)
+        return "ran"
+    want = outcome(torch)
+    assert want != "ran"
+    assert outcome(tg) == want
