@@ -97,3 +97,37 @@ def test_products_refuse_operands_of_another_dtype(op, dtypes):
     want = outcome(torch)
     assert want != "ran"
     assert outcome(tg) == want
+
+
+_BF16_MIXED = {
+    "vdot": lambda L, a, b: L.vdot(L.ones(3, dtype=a), L.ones(3, dtype=b)),
+    "dot": lambda L, a, b: L.dot(L.ones(3, dtype=a), L.ones(3, dtype=b)),
+    "linalg.cross": lambda L, a, b: L.linalg.cross(L.ones(3, dtype=a), L.ones(3, dtype=b)),
+    "tensordot": lambda L, a, b: L.tensordot(L.ones(3, dtype=a), L.ones(3, dtype=b), 1),
+    "einsum": lambda L, a, b: L.einsum("i,i->", L.ones(3, dtype=a), L.ones(3, dtype=b)),
+    "prelu": lambda L, a, b: L.nn.functional.prelu(L.ones(2, 3, dtype=a), L.ones(3, dtype=b)),
+    "nll_loss": lambda L, a, b: L.nn.functional.nll_loss(L.ones(2, 3, dtype=a), L.tensor([0, 1]),
+                                                         weight=L.ones(3, dtype=b)),
+    "histc": lambda L, a, b: L.histc(L.ones(3, dtype=a), out=L.ones(100, dtype=b)),
+    "bilinear": lambda L, a, b: L.nn.functional.bilinear(L.ones(1, 3, dtype=a),
+                                                         L.ones(1, 3, dtype=a),
+                                                         L.ones(2, 3, 3, dtype=b)),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_BF16_MIXED))
+@pytest.mark.parametrize("first", ["float32", "bfloat16"])
+def test_bfloat16_operand_of_ops_that_take_one_dtype(op, first):
+    # the siblings of the products above: on the float32 storage these ran (vdot, cross,
+    # tensordot, einsum, prelu, nll_loss's weight, histc's out) or refused in matmul's words
+    second = "bfloat16" if first == "float32" else "float32"
+
+    def outcome(L):
+        try:
+            _BF16_MIXED[op](L, getattr(L, first), getattr(L, second))
+        except RuntimeError as e:
+            return str(e)
+        return "ran"
+    want = outcome(torch)
+    assert want != "ran"
+    assert outcome(tg) == want
