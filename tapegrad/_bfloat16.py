@@ -212,7 +212,8 @@ _OTHER_DTYPE = object()     # a conversion to a dtype given other than as a dtyp
 # themselves, in PyTorch's words: contractions._dtype_key)
 _SAME_DTYPE_OPS = frozenset(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "dot",
                              "linear", "inner", "bilinear", "vdot", "cross", "tensordot",
-                             "einsum", "prelu", "nll_loss", "histc"))
+                             "einsum", "prelu", "nll_loss", "histc", "heaviside",
+                             "heaviside_"))
 # PyTorch's words for the ops above whose check is not matmul's ({a}, {b}: the first two floating
 # dtypes that differ, ScalarType names; {ca}, {cb}: their C++ names; {c0}, {c1}, {c2}: the C++
 # names of the floating operands in order).  (Before this table, vdot, cross, tensordot, einsum,
@@ -224,6 +225,8 @@ _SAME_DTYPE_WORDS = {
     "einsum": "expected scalar type {a} but found {b}",
     "nll_loss": "expected scalar type {a} but found {b}",
     "tensordot": "both inputs should have same dtype",
+    "heaviside": "heaviside is not yet implemented for tensors with different dtypes.",
+    "heaviside_": "heaviside is not yet implemented for tensors with different dtypes.",
     "prelu": "prelu: Type promoting not supported. Got {a} and {b}",
     "bilinear": "All tensors must have the same dtype, got input1: {c0}, input2: {c1}, "
                 "weight: {c2}",
@@ -1146,7 +1149,12 @@ def _logsumexp(func, args, kwargs):
     if not is_bfloat16(x) or bound.get("out") is not None or not x._array.size or \
             x._array.ndim == 0 or not dims or not all(isinstance(d, int) for d in dims):
         return _computed(func, op_name(func), args, kwargs)
-    axes = tuple(sorted({d % x._array.ndim for d in dims}))
+    nd = x._array.ndim
+    if not all(-nd <= d < nd for d in dims) or len({d % nd for d in dims}) != len(dims):
+        # (the core's logsumexp raises PyTorch's errors for these; wrapped here, dim 3 of a
+        # 3-d tensor reduced dim 0 and a repeated dim was reduced once: fuzz 67202272, 67203131)
+        return _computed(func, op_name(func), args, kwargs)
+    axes = tuple(sorted(d % nd for d in dims))
     keepdim = bool(bound.get("keepdim", bound.get("keepdims")) or False)
     if _core.is_grad_enabled() and x.requires_grad:
         function = _recorded("logsumexp", "LogsumexpBackward0", _logsumexp_forward,

@@ -131,3 +131,43 @@ def test_bfloat16_operand_of_ops_that_take_one_dtype(op, first):
     want = outcome(torch)
     assert want != "ran"
     assert outcome(tg) == want
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "bool", "float16", "float32"])
+@pytest.mark.parametrize("call", ["plain", "dx", "x", "x-bool"])
+def test_trapezoid_over_zero_samples_keeps_the_dtype(dtype, call):
+    # PyTorch returns zeros of y's dtype before it reads x or dx; tapegrad's were int64 for an
+    # integer y (SILENT dtype; fuzz 67202689) and a bool y or x was refused
+    def run(L):
+        y = L.zeros(2, 0, dtype=getattr(L, dtype))
+        x = {"x": L.zeros(0, dtype=L.float64), "x-bool": L.zeros(0, dtype=L.bool)}.get(call)
+        r = L.trapezoid(y, dx=0.5) if call == "dx" else \
+            L.trapezoid(y, x) if x is not None else L.trapezoid(y)
+        return str(r.dtype), tuple(r.shape), r.requires_grad, r.tolist()
+    assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("dim", [3, -4, (1, -2), (0, 3), (0, 0)])
+def test_bfloat16_logsumexp_refuses_bad_dims(dim):
+    # the bfloat16 logsumexp wrapped dims modulo the rank: dim 3 of a 3-d tensor reduced dim 0
+    # (SILENT), a repeated dim was reduced once (fuzz 67202272, 67203131)
+    def outcome(L):
+        x = L.ones(2, 2, 3, dtype=L.bfloat16)
+        try:
+            return tuple(L.logsumexp(x, dim).shape)
+        except (IndexError, RuntimeError) as e:
+            return type(e).__name__, str(e)
+    want = outcome(torch)
+    assert isinstance(want[0], str)
+    assert outcome(tg) == want
+
+
+def test_bfloat16_heaviside_refuses_another_dtype():
+    for first, second in (("bfloat16", "float32"), ("float32", "bfloat16")):
+        for L in (tg, torch):
+            a, b = L.ones(3, dtype=getattr(L, first)), L.ones(3, dtype=getattr(L, second))
+            with pytest.raises(RuntimeError, match="heaviside is not yet implemented for "
+                                                   "tensors with different dtypes"):
+                a.heaviside_(b)
+            with pytest.raises(RuntimeError, match="different dtypes"):
+                L.heaviside(a, b)
