@@ -171,3 +171,23 @@ def test_bfloat16_heaviside_refuses_another_dtype():
                 a.heaviside_(b)
             with pytest.raises(RuntimeError, match="different dtypes"):
                 L.heaviside(a, b)
+
+
+@pytest.mark.parametrize("op", ["addmm_", "addmv_", "baddbmm_", "addbmm_"])
+def test_bfloat16_in_place_products_of_a_self_that_requires_grad(op):
+    # the dtype checks above read the float32 copy a recorded in-place op makes of self: all
+    # bfloat16 operands were refused ("Float and BFloat16", fuzz 67300305)
+    calls = {"addmm_": lambda L, s, m: s.addmm_(m(3, 2), m(2, 2), beta=0.5, alpha=2),
+             "addmv_": lambda L, s, m: s[:, 0].addmv_(m(3, 2), m(2)),
+             "baddbmm_": lambda L, s, m: s.unsqueeze(0).baddbmm_(m(1, 3, 2), m(1, 2, 2)),
+             "addbmm_": lambda L, s, m: s.addbmm_(m(2, 3, 2), m(2, 2, 2))}
+
+    def run(L):
+        def m(*shape):
+            return L.full(shape, 0.5).to(L.bfloat16)
+        x = L.tensor([[0.25, -1.0], [2.0, 0.5], [-0.75, 1.5]]).to(L.bfloat16).requires_grad_()
+        s = x * 1
+        y = calls[op](L, s, m)
+        (s * L.arange(6.0).reshape(3, 2).to(L.bfloat16)).sum().backward()
+        return str(y.dtype), s.float().tolist(), x.grad.float().tolist()
+    assert run(tg) == run(torch)
