@@ -191,3 +191,19 @@ def test_bfloat16_in_place_products_of_a_self_that_requires_grad(op):
         (s * L.arange(6.0).reshape(3, 2).to(L.bfloat16)).sum().backward()
         return str(y.dtype), s.float().tolist(), x.grad.float().tolist()
     assert run(tg) == run(torch)
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 2), (0, 1, 2), (0, 2)])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multihead_attention_of_an_empty_batch(shape, need_weights):
+    # the output was reshaped to (tgt_len, bsz, -1): no -1 fits 0 elements (fuzz 67300104)
+    def run(L):
+        m = L.nn.MultiheadAttention(2, 1)
+        with L.no_grad():
+            for i, p in enumerate(m.parameters()):
+                p.copy_(L.linspace(-1, 1, p.numel()).reshape(p.shape) * (i + 1))
+        x = L.zeros(*shape, requires_grad=True)
+        out, w = m(x, x, x, need_weights=need_weights)
+        out.sum().backward()
+        return tuple(out.shape), None if w is None else tuple(w.shape), tuple(x.grad.shape)
+    assert run(tg) == run(torch)
