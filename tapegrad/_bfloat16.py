@@ -208,9 +208,31 @@ _CAST_METHODS = {"float": _core.float32, "double": _core.float64, "half": _core.
 _OTHER_DTYPE = object()     # a conversion to a dtype given other than as a dtype (a type string)
 
 # Ops that PyTorch refuses for operands of different floating dtypes (no promotion).
+# (addmm, addmv, baddbmm and addbmm, and their in-place forms, check their operands' dtypes
+# themselves, in PyTorch's words: contractions._dtype_key)
 _SAME_DTYPE_OPS = frozenset(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "dot",
-                             "linear", "addmm", "addmv", "baddbmm", "addbmm", "inner",
-                             "bilinear"))
+                             "linear", "inner", "bilinear", "vdot", "cross", "tensordot",
+                             "einsum", "prelu", "nll_loss", "histc", "heaviside",
+                             "heaviside_"))
+# PyTorch's words for the ops above whose check is not matmul's ({a}, {b}: the first two floating
+# dtypes that differ, ScalarType names; {ca}, {cb}: their C++ names; {c0}, {c1}, {c2}: the C++
+# names of the floating operands in order).  (Before this table, vdot, cross, tensordot, einsum,
+# prelu, nll_loss's weight and histc's out ran on the float32 storage: fuzz 67101963's siblings.)
+_SAME_DTYPE_WORDS = {
+    "dot": "dot : expected both vectors to have same dtype, but found {a} and {b}",
+    "vdot": "dot : expected both vectors to have same dtype, but found {a} and {b}",
+    "cross": "expected scalar type {a} but found {b}",
+    "einsum": "expected scalar type {a} but found {b}",
+    "nll_loss": "expected scalar type {a} but found {b}",
+    "tensordot": "both inputs should have same dtype",
+    "heaviside": "heaviside is not yet implemented for tensors with different dtypes.",
+    "heaviside_": "heaviside is not yet implemented for tensors with different dtypes.",
+    "prelu": "prelu: Type promoting not supported. Got {a} and {b}",
+    "bilinear": "All tensors must have the same dtype, got input1: {c0}, input2: {c1}, "
+                "weight: {c2}",
+    "histc": "torch.histogram: input tensor and hist tensor should have the same dtype, but "
+             "got input {ca} and hist {cb}",
+}
 _CONV_OPS = frozenset(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                        "conv_transpose3d"))
 
@@ -246,6 +268,12 @@ def _refuse_mixed(name: str, tensors) -> None:
     a, b = names[0], next(n for n in names if n != names[0])
     if name in _CONV_OPS:
         _refuse_mixed_convolution(name, names)
+    words = _SAME_DTYPE_WORDS.get(name)
+    if words is not None:
+        c = [_C_NAMES.get(n, n) for n in names] + ["", "", ""]
+        raise RuntimeError(words.format(a=_SCALAR_NAMES.get(a, a), b=_SCALAR_NAMES.get(b, b),
+                                        ca=c[0], cb=_C_NAMES.get(b, b), c0=c[0], c1=c[1],
+                                        c2=c[2]))
     raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                        f"{_C_NAMES.get(a, a)} != {_C_NAMES.get(b, b)}")
 
@@ -1122,7 +1150,12 @@ def _logsumexp(func, args, kwargs):
     if not is_bfloat16(x) or bound.get("out") is not None or not x._array.size or \
             x._array.ndim == 0 or not dims or not all(isinstance(d, int) for d in dims):
         return _computed(func, op_name(func), args, kwargs)
-    axes = tuple(sorted({d % x._array.ndim for d in dims}))
+    nd = x._array.ndim
+    if not all(-nd <= d < nd for d in dims) or len({d % nd for d in dims}) != len(dims):
+        # (the core's logsumexp raises PyTorch's errors for these; wrapped here, dim 3 of a
+        # 3-d tensor reduced dim 0 and a repeated dim was reduced once: fuzz 67202272, 67203131)
+        return _computed(func, op_name(func), args, kwargs)
+    axes = tuple(sorted(d % nd for d in dims))
     keepdim = bool(bound.get("keepdim", bound.get("keepdims")) or False)
     if _core.is_grad_enabled() and x.requires_grad:
         function = _recorded("logsumexp", "LogsumexpBackward0", _logsumexp_forward,

@@ -20,6 +20,7 @@ import math
 import warnings
 
 import numbers
+import sys
 
 import numpy as np
 
@@ -2048,6 +2049,10 @@ _COMPARISON_NODES = {"lt": "Lt", "less": "Lt", "le": "Le", "less_equal": "Le", "
 _SAVES_RESULT = frozenset("copysign hypot exp2 tan cumprod".split())
 
 
+# the in-place products whose operands' dtypes are checked against self's (contractions)
+_DTYPE_CHECKED_PRODUCTS = frozenset(("addmm", "addmv", "baddbmm", "addbmm"))
+
+
 def _in_place(name: str):
     """Tensor.<name>_: the out-of-place result written into self with copy_, so the project's
     in-place rules (leaf, view, version counter) apply.  When the op records (self or a tensor
@@ -2066,6 +2071,13 @@ def _in_place(name: str):
             isinstance(a, _core.TensorBase) and a.requires_grad
             for a in (*args, *kwargs.values())))
         source = _core._in_place_operand(self) if records else self
+        if source is not self and name in _DTYPE_CHECKED_PRODUCTS:
+            # (made on the float32 storage, the copy of a bfloat16 self is a float32 tensor:
+            # the products' dtype checks read it as bfloat16, as PyTorch's copy is, fuzz
+            # 67300305; contractions._dtype_key)
+            bf16 = sys.modules.get("tapegrad._bfloat16")
+            if bf16 is not None and bf16.is_bfloat16(self):
+                bf16.mark(source)
         try:
             with _leaf_error_first(self):
                 if name == "addr" and self.ndim != 2:   # (addr_ writes a matrix, checked first)

@@ -705,7 +705,8 @@ def addbmm(input, batch1, batch2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, 
     for name, t in (("batch1", batch1), ("batch2", batch2)):
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
-    from .contractions import _scaled_sum
+    from .contractions import _scaled_sum, check_product_dtypes
+    check_product_dtypes(input, batch1, batch2)
     # (summed in the product's dtype, as PyTorch accumulates: sum's int64 for integer tensors
     # had made an int8 addbmm silently int64)
     product = _core.bmm(batch1, batch2).sum(0, dtype=_core.result_type(batch1, batch2))
@@ -755,8 +756,8 @@ def _check_float(fn: str, A) -> None:
 def matrix_exp(input):
     """The matrix exponential of a square matrix (or a batch), computed as PyTorch does
     (tapegrad/_matrix_exp.py: Taylor polynomials of a degree chosen by each matrix's norm,
-    scaling and squaring past the last one), all in recorded ops, so the gradient (and higher
-    ones) follow."""
+    scaling and squaring past the last one); its gradient is PyTorch's, itself a matrix_exp
+    (_MatrixExp), so gradients of every order follow."""
     _check_tensor(input, "matrix_exp")
     _check_square("linalg.matrix_exp", input)
     if not input.is_complex():             # complex: the same recorded matmuls
@@ -766,17 +767,45 @@ def matrix_exp(input):
         return _core._name_grad_fn(input.clone(), "LinalgMatrixExpBackward0")
     if n == 1:
         result = input.exp()                # (PyTorch's own shortcut)
+        _core._guard_saved_version(result, input)     # (PyTorch's node saves it: a write raises)
     else:
-        from ._matrix_exp import matrix_exp_3d
-        result = matrix_exp_3d(input.reshape(-1, n, n)).reshape(input.shape)
+        result = _MatrixExp.apply(input)
+    return _core._name_grad_fn(result, "LinalgMatrixExpBackward0")
+
+
+def _matrix_exp_values(input):
+    """exp of each matrix of input (n >= 2) by the polynomials of _matrix_exp.py."""
+    from ._matrix_exp import matrix_exp_3d
+    n = input.shape[-1]
+    result = matrix_exp_3d(input.reshape(-1, n, n)).reshape(input.shape)
     if not np.isfinite(input._array).all():
         # PyTorch's scaling of a matrix with an infinity or a NaN gives NaN everywhere in it
         # (the Taylor sum of [[inf, 1], [1, 2]] alone has finite and infinite entries)
         finite = np.isfinite(input._array).all((-2, -1))[..., None, None]
         result = _core.where(_wrap(finite), result, float("nan"))
-    result = _core._name_grad_fn(result, "LinalgMatrixExpBackward0")
-    _core._guard_saved_version(result, input)     # (PyTorch's node saves it: a write raises)
     return result
+
+
+class _MatrixExp(Function):
+    """exp(A); its gradient is PyTorch's adjoint of the Frechet derivative, the top-right block
+    of exp([[A^H, G], [0, A^H]]): a matrix_exp again, so it differentiates to every order.
+    (Differentiating the Taylor polynomial instead, as this op once did, keeps only the orders
+    below its degree, which the norm picks: at A = 0 the degree is 1 and the second derivative
+    was 0, the gradient's graph empty.)"""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _matrix_exp_values(a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, = ctx.saved_tensors
+        n = a.shape[-1]
+        ah = a.mH
+        block = _core.cat([_core.cat([ah, grad.to(ah.dtype)], -1),
+                           _core.cat([_creation.zeros_like(ah), ah], -1)], -2)
+        return matrix_exp(block)[..., :n, n:]
 
 
 def _cholesky_factor(L, upper: bool):

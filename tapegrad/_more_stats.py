@@ -598,10 +598,13 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if y.ndim == 0:
         _no_dims(dim)
     d = _dim(dim, y.ndim)
-    spacing = _integration_spacing("trapezoid", y, x, dx, d)
     n = y.shape[d]
-    if n == 0:      # PyTorch's zeros here do not require grad
-        return y.sum(d).detach() * 0
+    if n == 0:
+        # PyTorch answers zero samples before it reads x or dx: zeros of y's own dtype (an
+        # integer or bool y too; the sum's int64 was returned), requiring no grad
+        from .creation import zeros
+        return zeros(tuple(y.shape[:d]) + tuple(y.shape[d + 1:]), dtype=y.dtype)
+    spacing = _integration_spacing("trapezoid", y, x, dx, d)
     pair_sums = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
     # (PyTorch's last step divides or multiplies by a Python number: its DivBackward1 and
     # MulBackward1 nodes, not the tensor forms')

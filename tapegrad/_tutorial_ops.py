@@ -543,8 +543,9 @@ def _check_addmv(input, mat, vec) -> None:
             raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat ({rows}x{cols}), "
                            f"vec ({vec.shape[0]})")
-    if not input.dtype == mat.dtype == vec.dtype:
-        names = [_core.scalar_type_name_of(t._array.dtype) for t in (input, mat, vec)]
+    from .contractions import _dtype_key, _type_name
+    if not _dtype_key(input) == _dtype_key(mat) == _dtype_key(vec):
+        names = [_type_name(t) for t in (input, mat, vec)]
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {names[0]}, "
                            f"{names[1]}, and {names[2]}")
 

@@ -21,14 +21,39 @@ _bmm = _core.TORCH_FUNCTIONS["bmm"]
 from ._autocast import lower_precision_operands  # noqa: E402
 
 
+def _is_bfloat16(t) -> bool:
+    """Whether t is a bfloat16 tensor.  The bfloat16 dispatch runs these ops on the float32
+    storage, where t.dtype reads float32: the dtype checks below ask this too, or a product of
+    bfloat16 and float32 operands passed them (x.addmm_(bf16, bf16) ran in float32)."""
+    bf16 = _sys.modules.get("tapegrad._bfloat16")      # (not loaded: no bfloat16 tensor exists)
+    return bf16 is not None and bf16.is_bfloat16(t)
+
+
+def _dtype_key(t):
+    """t's dtype as PyTorch's checks compare it (bfloat16 apart from its float32 storage)."""
+    return "bfloat16" if _is_bfloat16(t) else t._array.dtype
+
+
 def _type_name(t) -> str:
     """PyTorch's ScalarType name of t's dtype (the core's one table: ComplexFloat too)."""
-    return _core.scalar_type_name_of(t._array.dtype)
+    return "BFloat16" if _is_bfloat16(t) else _core.scalar_type_name_of(t._array.dtype)
 
 
 def _c_name(t) -> str:
+    if _is_bfloat16(t):
+        return "c10::BFloat16"
     from .nn._attention import _c_name as c_name
     return c_name(t)
+
+
+def check_product_dtypes(input, mat1, mat2) -> None:
+    """addmm's and addbmm's dtype checks, in PyTorch's order: input against mat2, then mat1."""
+    if _dtype_key(input) != _dtype_key(mat2):
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_type_name(input)} and {_type_name(mat2)}")
+    if _dtype_key(mat1) != _dtype_key(mat2):
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_type_name(mat1)} and {_type_name(mat2)}")
 
 
 # -- addmm / baddbmm ----------------------------------------------------------------------------
@@ -131,12 +156,7 @@ def addmm(input, mat1, mat2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=
             return sparse.sparse_addmm(input, mat1, mat2, beta, alpha, "AddmmBackward0",
                                        masked_grad=False)
     _check_tensors("addmm", ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
-    if input.dtype != mat2.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
-                           f"{_type_name(input)} and {_type_name(mat2)}")
-    if mat1.dtype != mat2.dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                           f"{_type_name(mat1)} and {_type_name(mat2)}")
+    check_product_dtypes(input, mat1, mat2)
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")
@@ -171,10 +191,10 @@ def baddbmm(input, batch1, batch2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *,
     if tuple(batch2.shape[:2]) != (b, m):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{b}, {m}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
-    if input.dtype != batch1.dtype:
+    if _dtype_key(input) != _dtype_key(batch1):
         raise RuntimeError(f"Input dtypes must be the same, got: input {_c_name(input)}, "
                            f"batch1: {_c_name(batch1)}, batch2: {_c_name(batch2)}")
-    if batch1.dtype != batch2.dtype:
+    if _dtype_key(batch1) != _dtype_key(batch2):
         raise RuntimeError(f"expected scalar type {_type_name(batch1)} but found "
                            f"{_type_name(batch2)}")
     return _core._name_grad_fn(in_float32_if_half(

@@ -67,6 +67,11 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     strided, permuted, expanded, emptied, 0-d, integer or bool, handed to reductions with
     negative dims / dim tuples / keepdim, scans, float ops, binary ops with 0-d tensors of
     other dtypes, in-place ops on such views, out= into transposed / strided / expanded views),
+    and seeds >= CHAINS_FROM (67,300,000) from g_chains (chains of views - unfold, as_strided,
+    diagonal, narrow, chunk, expand - reduced or written in place; hooks and retain_grad around
+    in-place writes; no_grad / enable_grad / inference_mode nestings and inference tensors used
+    afterwards; requires_grad on integer tensors; nn modules with 0-batch, unbatched and
+    1-sample inputs, their parameters leaves of the program),
     so the programs of lower seeds stay what they were;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
@@ -1446,6 +1451,268 @@ def _form_out(g, a, x, fill):
     g.add(fmt.format(**fill), nograd=nograd)
 
 
+# (session 46) What scripts do around ops, which the tables above draw on whole variables only:
+# chains of views (unfold, as_strided, diagonal, narrow, select, chunk, unbind, expand, ...)
+# handed to a reduction or written in place (through the view, the base must change; an
+# overlapping or expanded view refuses the write); tensor hooks and retain_grad around in-place
+# writes (a hook registered before the write sees the gradient of the value before it);
+# no_grad / enable_grad / inference_mode nestings and inference tensors used afterwards
+# (PyTorch's errors for saving one or writing it outside the mode); requires_grad on integer
+# and bool tensors (its error, by every spelling); and nn modules called with odd shapes
+# (0-batch, unbatched, 1-sample batches in training) whose parameters are the program's leaves,
+# so their gradients are compared too.  Drawn only by seeds >= CHAINS_FROM, so the programs of
+# lower seeds stay what they were.
+CHAINS_FROM = 67_300_000
+# (view of {x}, least rank, whether a write through it is well defined: no two elements share
+# memory)
+CHAIN_VIEWS = [
+    ("{x}.unfold({d}, 2, 2)", 1, True), ("{x}.unfold({d}, 1, 2)", 1, True),
+    ("{x}.unfold({d}, 2, 1)", 1, False), ("{x}.diagonal()", 2, True),
+    ("{x}.diagonal(1, -2, -1)", 2, True), ("{x}.diagonal(-1, 0, -1)", 2, True),
+    ("{x}.narrow({d}, 0, 1)", 1, True), ("{x}.narrow({d}, -1, 1)", 1, True),
+    ("{x}.select({d}, -1)", 1, True), ("{x}.movedim(0, -1)", 1, True),
+    ("{x}.unflatten(-1, (1, -1))", 1, True), ("{x}.mT", 2, True), ("{x}[::2]", 1, True),
+    ("{x}[..., 1:]", 1, True), ("{x}[None]", 0, True), ("{x}.chunk(2, {d})[-1]", 1, True),
+    ("{x}.split(1, {d})[0]", 1, True), ("{x}.unbind({d})[0]", 1, True),
+    ("{x}.tensor_split(3, {d})[1]", 1, True), ("{x}.squeeze()", 0, True),
+    ("{x}.view(-1)", 0, True), ("{x}.swapdims(0, -1)", 1, True), ("{x}.detach()", 0, True),
+    ("{x}.expand(2, *{x}.shape)", 0, False), ("{x}.unsqueeze(-1).expand(*{x}.shape, 2)", 0, False),
+    ("{x}.as_strided(({n2}, 2), (2, 1))", 0, True), ("{x}.as_strided((2,), (0,))", 0, False),
+    ("{x}.as_strided((2, 2), (1, 1), 0)", 0, False), ("{x}.view_as({x})", 0, True),
+    ("{x}.flatten(0)", 0, True), ("{x}.reshape(-1)", 0, True),
+]
+CHAIN_REDUCE = [
+    "{x}.sum()", "{x}.sum({d})", "{x}.mean({d}, keepdim=True)", "{x}.amax({d})", "{x}.prod()",
+    "{x}.var({d})", "{x}.logsumexp({d})", "{x}.norm()", "{x}.cumsum({d})", "{x}.softmax({d})",
+    "{x}.std()", "{x}.max({d})[0]", "{x}.sort({d})[0]", "{x}.median()", "{x}.nansum()",
+    "{x}.argmax({d})", "{x}.min()", "{x}.cumprod({d})", "{x}.abs().sum(({d},))",
+    "{x}.clone()", "{x}.contiguous()", "{x} * {x}", "{x}.exp()", "{x} @ {x}.mT",
+]
+CHAIN_INPLACE = [
+    "{x}.add_(1.5)", "{x}.mul_({y})", "{x}.clamp_(-0.5, 0.5)", "{x}.exp_()", "{x}.copy_({y})",
+    "{x}.zero_()", "{x}.fill_(2.0)", "{x}.masked_fill_({x} > 0, 0.0)", "{x}.sigmoid_()",
+    "{x}.index_fill_(-1, torch.tensor([0]), -1.0)", "{x}.neg_()", "F.relu({x}, inplace=True)",
+    "F.leaky_relu_({x}, 0.2)", "{x}.addcmul_({y}, {y})", "{x}.div_({y})", "{x}.lerp_({y}, 0.3)",
+    "{x}.pow_(2)", "{x}.tanh_()", "{x}.sub_({y}, alpha=0.5)", "{x}.requires_grad_(False)",
+    "{x}.clamp_(min={y})", "{x}.cumsum_(-1)", "{x}.square_()", "{x}.sqrt_()",
+]
+# (statements: {x} a view, {b} its base, {h} a hook)
+CHAIN_HOOKED = [
+    ["{b}.register_hook({h})", "{b}.mul_(2)"], ["{b}.register_hook({h})", "{x}.add_(1.0)"],
+    ["{x}.register_hook({h})", "{b}.mul_(-1.5)"], ["{b}.retain_grad()", "{b}.exp_()"],
+    ["{b}.retain_grad()", "{x}.mul_(3)"], ["{b}.register_hook({h})", "{b}.retain_grad()",
+                                          "{b}.sin_()"],
+    ["{x}.register_hook({h})", "{x}.sigmoid_()"], ["{x}.retain_grad()", "{b}.add_(1)"],
+]
+CHAIN_HOOKS = ["lambda g: g * 2", "lambda g: None", "lambda g: g + 1", "lambda g: g.flip(-1)",
+               "lambda g: g.clamp(-0.5, 0.5)", "lambda g: torch.zeros_like(g)"]
+# (source around one statement `{s}` assigning a variable)
+CHAIN_MODES = [
+    "with torch.inference_mode():\n    {s}", "with torch.no_grad():\n    {s}",
+    "with torch.no_grad():\n    with torch.enable_grad():\n        {s}",
+    "with torch.inference_mode():\n    with torch.inference_mode(False):\n        {s}",
+    "with torch.enable_grad():\n    with torch.inference_mode():\n        {s}",
+    "with torch.set_grad_enabled(False):\n    {s}",
+    "with torch.inference_mode(mode=False):\n    {s}",
+    "with torch.autograd.grad_mode.set_grad_enabled(True):\n    {s}",
+]
+CHAIN_MODE_BODY = [
+    "{x} * 2", "{x}.exp()", "{x}[0]", "{x}.view(-1)", "{x}.detach()", "{x}.clone()",
+    "{x}.add_(1)", "{x}.sum()", "{x}.requires_grad_()", "{x}.detach().requires_grad_()",
+    "torch.ones(2, requires_grad=True)", "{x}.is_inference()", "torch.is_grad_enabled()",
+    "torch.is_inference_mode_enabled()", "{x}.mul_(2) if {x}.is_leaf else {x}",
+]
+# then, outside: a use of the variable `{v}` so made
+CHAIN_MODE_AFTER = [
+    "{v} * {x}", "{v} + {x}", "{v}.add_(1)", "{v}.clone().requires_grad_()", "{v}.is_inference()",
+    "{v}.requires_grad_()", "{v}.exp()", "{v}.sum()", "torch.cat([{v}.reshape(-1), {x}.reshape(-1)])",
+    "{v}.view(-1)", "{v}.detach()", "{v}[0]",
+]
+CHAIN_INT_RG = [
+    "torch.tensor([1, 2], requires_grad=True)", "torch.zeros(2, dtype=torch.int32, requires_grad=True)",
+    "torch.arange(3, requires_grad=True)", "torch.full((2,), 3, requires_grad=True)",
+    "torch.empty(0, dtype=torch.long, requires_grad=True)", "{i}.requires_grad_()",
+    "torch.nn.Parameter(torch.tensor([1, 2]))", "torch.nn.Parameter({i}, requires_grad=False)",
+    "torch.tensor([True], requires_grad=True)", "torch.ones(1, dtype=torch.bool).requires_grad_(False)",
+    "{x}.round().long().requires_grad_()", "{x}.detach().to(torch.int16).requires_grad",
+    "torch.autograd.grad({x}.sum(), [{i}])", "({x} > 0).sum().backward()",
+    "{x}.argmax().float().requires_grad_()", "torch.zeros_like({i}, requires_grad=True)",
+    "torch.tensor([1 + 2j], requires_grad=True)", "torch.zeros_like({i}).requires_grad_(False)",
+]
+# (constructor of {k} features / channels, the shapes of its inputs, whether it is called with
+# two inputs, what of its result is taken)
+CHAIN_MODULES = [
+    ("torch.nn.Linear({k}, 2)", [("{k}",), ("0", "{k}"), ("2", "{k}"), ("2", "0", "{k}")]),
+    ("torch.nn.Linear({k}, 0)", [("2", "{k}")]),
+    ("torch.nn.Bilinear({k}, 2, 3)", [("{k}",), ("0", "{k}"), ("2", "{k}")]),
+    ("torch.nn.Conv1d({k}, 2, 2, padding=1)", [("{k}", "3"), ("0", "{k}", "3"), ("1", "{k}", "1")]),
+    ("torch.nn.Conv2d({k}, 2, (1, 2), stride=2)", [("{k}", "2", "3"), ("0", "{k}", "2", "3")]),
+    ("torch.nn.ConvTranspose1d({k}, 2, 2, stride=2)", [("{k}", "3"), ("0", "{k}", "2")]),
+    ("torch.nn.BatchNorm1d({k})", [("0", "{k}"), ("1", "{k}"), ("{k}",), ("3", "{k}"),
+                                    ("2", "{k}", "2")]),
+    ("torch.nn.BatchNorm2d({k})", [("{k}", "2", "2"), ("0", "{k}", "2", "2"), ("1", "{k}", "1", "2")]),
+    ("torch.nn.LayerNorm({k})", [("0", "{k}"), ("{k}",), ("2", "3", "{k}")]),
+    ("torch.nn.LayerNorm([2, {k}], elementwise_affine=False)", [("2", "{k}"), ("0", "2", "{k}")]),
+    ("torch.nn.GroupNorm(1, {k})", [("0", "{k}", "2"), ("{k}", "2"), ("2", "{k}")]),
+    ("torch.nn.InstanceNorm1d({k}, affine=True)", [("{k}", "3"), ("0", "{k}", "3"), ("2", "{k}", "1")]),
+    ("torch.nn.RMSNorm({k})", [("0", "{k}"), ("{k}",)]),
+    ("torch.nn.PReLU({k})", [("{k}",), ("0", "{k}"), ("2", "{k}", "2")]),
+    ("torch.nn.RNN({k}, 2)", [("3", "{k}"), ("0", "{k}"), ("3", "0", "{k}")]),
+    ("torch.nn.GRU({k}, 2, batch_first=True)", [("3", "{k}"), ("0", "2", "{k}"), ("2", "1", "{k}")]),
+    ("torch.nn.LSTM({k}, 2)", [("2", "{k}"), ("2", "0", "{k}")]),
+    ("torch.nn.MultiheadAttention({k}, 1)", [("2", "{k}"), ("2", "0", "{k}")]),
+    ("torch.nn.MaxPool1d(2)", [("{k}", "3"), ("0", "{k}", "4")]),
+    ("torch.nn.AvgPool1d(2, ceil_mode=True)", [("{k}", "3"), ("0", "{k}", "3")]),
+    ("torch.nn.AdaptiveAvgPool1d(1)", [("{k}", "3"), ("0", "{k}", "2")]),
+    ("torch.nn.AdaptiveMaxPool2d((1, 2))", [("{k}", "2", "3"), ("0", "{k}", "2", "2")]),
+    ("torch.nn.ReflectionPad1d(1)", [("{k}", "3"), ("0", "{k}", "2")]),
+    ("torch.nn.ReplicationPad1d((0, 2))", [("{k}", "3"), ("0", "{k}", "2")]),
+    ("torch.nn.CircularPad1d(1)", [("{k}", "3"), ("1", "{k}", "2")]),
+    ("torch.nn.Flatten()", [("0", "{k}", "2"), ("{k}",)]),
+    ("torch.nn.Unflatten(-1, (1, {k}))", [("0", "{k}"), ("{k}",)]),
+    ("torch.nn.Softmax(-1)", [("0", "{k}"), ("{k}",)]),
+    ("torch.nn.Softmin(0)", [("0", "{k}"), ("{k}",)]),
+    ("torch.nn.CosineSimilarity(-1)", [("{k}",), ("0", "{k}")]),
+    ("torch.nn.PairwiseDistance()", [("{k}",), ("0", "{k}")]),
+    ("torch.nn.Upsample(scale_factor=2)", [("{k}", "2"), ("0", "{k}", "2")]),
+    ("torch.nn.PixelShuffle(2)", [("4", "1", "{k}"), ("0", "4", "1", "{k}")]),
+    ("torch.nn.Embedding(5, {k})", [("int", "3"), ("int", "0"), ("int",)]),
+    ("torch.nn.EmbeddingBag(5, {k})", [("int", "2", "3"), ("int", "0", "2")]),
+]
+TWO_INPUTS = ("Bilinear", "CosineSimilarity", "PairwiseDistance")
+# (the modules without parameters take no dtype)
+NO_DTYPE = ("Pool", "Pad", "Flatten", "Softmax", "Softmin", "Cosine", "Pairwise", "Upsample",
+            "PixelShuffle")
+
+
+def _chain_view(g, x, nd, numel):
+    """One or two views of expression x (rank nd): (expression, writable) or (None, None)."""
+    r = g.r
+    writable = True
+    for _ in range(1 if r.random() < 0.7 else 2):
+        try:
+            v = eval(x, g.ns)
+        except Exception:  # noqa: BLE001 - torch refuses the view: no step
+            return None, None
+        nd = v.dim()
+        fmt, _, w = r.choice([c for c in CHAIN_VIEWS if nd >= c[1]])
+        x = fmt.format(x=x, d=g.dim(nd, 0.02) if nd else 0, n2=max(1, v.numel() // 2 - 1))
+        writable = writable and w
+    return x, writable
+
+
+def g_chains(g):
+    """One piece of CHAIN_* (drawn only by seeds >= CHAINS_FROM)."""
+    r = g.r
+    kind = r.choices(["view", "hook", "mode", "int", "module"], [6, 3, 3, 1, 4])[0]
+    if kind == "module":
+        return _chain_module(g)
+    if kind == "int":
+        i = g.pick(lambda m: not m.float and not m.cplx) or g.leaf(g.shape(), r.choice(INTS),
+                                                                     kind="ints")
+        x = g.pick_float()
+        if i is None or x is None:
+            return
+        fmts = [f for f in CHAIN_INT_RG if "{x}" not in f or x]
+        g.add(r.choice(fmts).format(i=i, x=x))
+        return
+    a = g.pick_float(lambda m: not m.cplx)
+    if a is None:
+        return
+    m = g.meta[a]
+    if kind != "mode" and m.leaf and m.rg and r.random() < 0.9:
+        # writes go to a non-leaf copy (made a step of its own, compared after the body)
+        a = g.add(f"{a} * 1")
+        if a is None:
+            return
+        m = g.meta[a]
+    if kind == "mode":
+        name = g.fresh()
+        body = r.choice(CHAIN_MODE_BODY).format(x=a)
+        g.add(r.choice(CHAIN_MODES).format(s=f"{name} = {body}"), stmt=True)
+        if name in g.ns and r.random() < 0.8:
+            g.add(r.choice(CHAIN_MODE_AFTER).format(v=name, x=a))
+        return
+    x, writable = _chain_view(g, a, m.nd, int(np.prod(m.shape)))
+    if x is None:
+        return
+    if r.random() < 0.4:
+        v = g.add(x)
+        if v is None:
+            return
+        x = v
+    if kind == "hook":
+        h = r.choice(CHAIN_HOOKS)
+        # (retain_grad on a variable only: the program reads the retained .grad by name)
+        hooked = [c for c in CHAIN_HOOKED if re.fullmatch(r"v\d+", x) or
+                  not any(s.startswith("{x}.retain_grad") for s in c)]
+        for s in r.choice(hooked):
+            g.add(s.format(b=a, x=x, h=h), stmt=True)
+        g.add(f"{a} * 1")
+        return
+    if r.random() < 0.45:
+        try:
+            nd = eval(x, g.ns).dim()
+        except Exception:  # noqa: BLE001
+            return
+        g.add(r.choice(CHAIN_REDUCE).format(x=x, d=g.dim(nd, 0.02) if nd else 0),
+              nograd=r.random() < 0.05)
+        return
+    if not writable and r.random() < 0.7:
+        return
+    fmt = r.choice(CHAIN_INPLACE)
+    y = None
+    if "{y}" in fmt:
+        u = r.random()
+        y = (repr(r.choice([2.0, -0.5, 3])) if u < 0.3 else
+             r.choice(["torch.tensor(0.5, dtype=torch.float64)", "torch.tensor(2.0)"]) if u < 0.5
+             else f"{x}.detach().flip(0) if {x}.dim() else {x}.detach()" if u < 0.7 else
+             f"torch.ones_like({x}, requires_grad=True) * 0.5")
+    g.add(fmt.format(x=x, y=f"({y})" if y else y), nograd=r.random() < 0.1)
+    # the base after the write (its values and gradient through the write)
+    g.add(f"{a} * 1")
+
+
+def _chain_module(g):
+    r = g.r
+    ctor, shapes = r.choice(CHAIN_MODULES)
+    k = r.choice([1, 2, 3])
+    dtype = r.choice(FLOATS)
+    code = ctor.format(k=k)
+    if not any(t in ctor for t in NO_DTYPE):
+        code = code[:-1] + f", dtype=torch.{dtype})"
+    mod = g.add(code)
+    if mod is None:
+        return
+    # the module's parameters are leaves of the program (nn.Parameter literals)
+    for name, p in list(g.ns[mod].named_parameters()):
+        w = g.leaf(tuple(p.shape), dtype, param=True)
+        if w is None:
+            return
+        g.add(f"{mod}.{name} = {w}", stmt=True)
+    if r.random() < 0.2:
+        g.add(f"{mod}.eval()", stmt=True)
+    shape = tuple(int(s.format(k=k)) for s in r.choice(shapes) if s != "int")
+    if "Embedding" in ctor:
+        x = g.leaf(shape, kind="int", lo=0, hi=5)
+    else:
+        x = g.leaf(shape, dtype if r.random() < 0.9 else r.choice(FLOATS))
+    if x is None:
+        return
+    args = x
+    if any(t in ctor for t in TWO_INPUTS):
+        y = g.leaf(shape[:-1] + ((2,) if "Bilinear" in ctor else shape[-1:]), dtype)
+        args = f"{x}, {y}"
+    elif "MultiheadAttention" in ctor:
+        args = f"{x}, {x}, {x}, need_weights={r.random() < 0.5}"
+    out = g.add(f"{mod}({args})" + ("[0]" if any(t in ctor for t in ("RNN", "GRU", "LSTM",
+                                                                       "Multihead")) else ""),
+                nograd=r.random() < 0.1)
+    if out is not None and "BatchNorm" in ctor and r.random() < 0.6:
+        g.add(f"{mod}.running_var * 1")
+        g.add(f"{mod}.num_batches_tracked * 1")
+
+
 # (session 38) Writes scripts make through views and indexing, which the tables above draw only
 # on whole variables: augmented assignments to basic, advanced and masked indexes, in-place
 # methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
@@ -2388,8 +2655,14 @@ def _generate(g, seed, context):
         + ([(g_out, 6)] if seed >= OUT_FROM else []) \
         + ([(g_mixed, 6)] if seed >= MIXED_FROM else []) \
         + ([(g_blind, 8)] if seed >= BLIND_FROM else []) \
-        + ([(g_forms, 8)] if seed >= FORMS_FROM else [])
-    if seed >= FORMS_FROM and r.random() < 0.4:
+        + ([(g_forms, 8)] if seed >= FORMS_FROM else []) \
+        + ([(g_chains, 8)] if seed >= CHAINS_FROM else [])
+    if seed >= CHAINS_FROM and r.random() < 0.4:
+        # two in five of these seeds: a program mostly of those pieces
+        ops = [(g_chains, 10), (g_binary, 2), (g_unary, 1), (g_shape, 2), (g_reduce, 1),
+               (g_inplace, 1)]
+        n = r.randint(4, MAX_STEPS)
+    elif seed >= FORMS_FROM and r.random() < 0.4:
         # two in five of these seeds: a program mostly of those forms (at a weight of 8 among
         # ~110 they would be a step or so per program)
         ops = [(g_forms, 10), (g_binary, 2), (g_unary, 1), (g_shape, 2), (g_reduce, 1),
@@ -2879,7 +3152,8 @@ KNOWN = [
     # torch's quirk: bmm / baddbmm (and matmul of 3-d operands) with an empty batch, rows,
     # columns or inner dim skip the dtype check and return the second operand's dtype; with any
     # element both refuse float x double (65302208)
-    ("spurious-error", r"(@|matmul|bmm).*expected scalar type \w+ but found \w+"),
+    ("spurious-error", r"(@|matmul|bmm).*(expected scalar type \w+ but found \w+|expected m1 "
+                       r"and m2 to have the same dtype)"),
     # torch's bug: addmv with an empty (0, m) matrix and a 1-element input returns a [1, m]
     # gradient for the matrix at backward (seed 62600415); tapegrad's is (0, m)
     ("missing-error", r"AddmvBackward0 returned an invalid gradient"),
@@ -2942,8 +3216,8 @@ KNOWN = [
               r"torch .*nan.* vs tapegrad .*inf"),
     # torch's bug: its vectorized float32 gelu gives NaN at +inf (F.gelu(torch.full((2,), inf))
     # is [nan, nan]; one element, float64 and approximate='tanh' give inf); tapegrad's is inf,
-    # the limit, everywhere (62707108)
-    ("value", r"^step \d+ `v\d+ = F\.gelu\(v\d+\)` \(float32\(.*\)\): max\|diff\| 0; "
+    # the limit, everywhere (62707108; bfloat16's the same: 67102038)
+    ("value", r"^step \d+ `v\d+ = F\.gelu\(v\d+\)` \((b?float(32|16))\(.*\)\): max\|diff\| 0; "
               r"torch .*nan.* vs tapegrad .*inf"),
     # torch's bug: kron views its operands, which fails for a permuted (non-viewable) operand
     # of 3 or more dims (kron(ones(3, 2, 1).swapdims(0, -1), ones(1, 2, 3)) raises "view size
@@ -2962,7 +3236,8 @@ def known(cat, msg):
 
 # Views whose elements repeat a base element (an unfold window overlapping the next) and the
 # ops that keep a view of their input (an in-place op returns its input)
-OVERLAPPING_VIEW = re.compile(r"\.unfold\(-?\d+, 2, 1\)")
+OVERLAPPING_VIEW = re.compile(r"\.unfold\(-?\d+, 2, 1\)|as_strided\(.*\(1, 1\)|"
+                              r"as_strided\(.*\(0,\)\)")
 VIEW_OF_INPUT = re.compile(r"^(v\d+)(\.(view|reshape|transpose|permute|t|mT|T|select|narrow|"
                            r"squeeze|unsqueeze|expand|flatten|unflatten|movedim|swapaxes|"
                            r"diagonal|unfold|\w+_)\b|\[)")
@@ -3094,6 +3369,38 @@ def _nan_where_inf(msg):
 
 def known_for(prog, cat, msg):
     """Differences known from what the program does, not from the message alone."""
+    defs = {s.out: s.code for s in prog.steps if s.out}
+    resized = {mm.group(1) for s in prog.steps
+               for mm in re.finditer(r"out=\((v\d+), (v\d+)\)", s.code)
+               if "int64" not in defs.get(mm.group(2), "int64")}
+    if cat != "crash" and any(re.search(rf"\b{v}\b", msg) for v in resized):
+        # PyTorch's side effect: sort / kthvalue / min / max ... with out=(values, indices) of a
+        # non-int64 indices dtype resize the values out to the result's shape, then refuse the
+        # indices; tapegrad refuses before writing anything, so the values out keeps its shape
+        # (67102052, 67101940, 67102376; and what reads it later: 67203325)
+        return True
+    if cat in ("value", "signed-zero") and re.search(
+            r"\.expand\(.*\)\.(nan)?median\([^)]", msg):
+        # torch's bug: median / nanmedian along a dim of an expanded (stride-0) tensor read
+        # memory it never wrote (denormals like 6.9e-310, or another element: 67202168,
+        # 67202281, 67203583; x.expand(2, 3).contiguous() gives the right values, tapegrad's)
+        return True
+    partly = {mm.group(1) for s in prog.steps for mm in [re.match(
+        r"(v\d+)\[.*\]\.index_put_\(.*accumulate=True", s.code)] if mm}
+    if cat == "value" and any(re.search(rf"\b{v}\b", msg) for v in partly):
+        # PyTorch's side effect: index_put_(accumulate=True) with an out-of-range index writes
+        # the rows before it, then raises IndexError; tapegrad checks first, so the variable
+        # (and what is computed from it) differs (67101957)
+        return True
+    if cat in ("missing-error", "exception-type", "spurious-error") and any(
+            re.match(r"torch\.nn\.(PixelShuffle|InstanceNorm\dd|ConvTranspose\dd)\(", s.code)
+            for s in prog.steps) and re.search(r"PixelShuffleBackward0 returned an invalid|"
+                                               r"select\(\): index 0 out of range|"
+                                               r"Input type \(\w+\) and weight type", msg):
+        # torch's quirks on an empty batch (g_chains' modules): PixelShuffle's backward returns
+        # a gradient of the wrong shape, InstanceNorm raises select()'s IndexError, a
+        # ConvTranspose skips its dtype check (67300029, 67300023, 67300039)
+        return True
     if cat in ("grad", "grad2", "spurious-error") and any(
             re.search(r"\.logical_(and|or|xor|not)_\(", s.code) for s in prog.steps):
         # torch's bug: a float tensor's in-place logical_and_ / or_ / xor_ / not_ is recorded as

@@ -634,7 +634,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             weights = _F["dropout"](weights, dropout_p, True)
         out = bmm(weights, v)
         out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        out = linear(out, out_proj_weight, out_proj_bias)
+        # (the output size named: -1 cannot be inferred for an empty batch, bsz = 0)
+        out = out.reshape(tgt_len, bsz, out.shape[-1])
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = weights.mean(dim=1)
@@ -654,7 +656,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     sdpa = sys.modules[__package__ + ".functional"].scaled_dot_product_attention
     out = sdpa(q, k, v, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = linear(out, out_proj_weight, out_proj_bias)
+    out = out.reshape(tgt_len, bsz, out.shape[-1])
     if not is_batched:
         out = out.squeeze(1)
     return out, None
