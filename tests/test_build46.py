@@ -26,9 +26,11 @@ def test_import_leaves_numpy_random_and_the_stdlib_extras_unloaded():
                     "print(json.dumps(sorted(set(sys.modules) - before)))")
     # numpy.random (with secrets, hmac, hashlib): loaded by _factories' cimport of bitgen_t;
     # importlib.abc (importlib.resources, tempfile, shutil, bz2, lzma): by _on_import's finder;
-    # decimal and the Bessel functions: by i0's backward
+    # decimal and the Bessel functions: by i0's backward; threading: for its local and Lock,
+    # which are _thread's
     for module in ("numpy.random", "secrets", "hashlib", "importlib.abc", "importlib.resources",
-                   "tempfile", "shutil", "decimal", "tapegrad._special_bessel", "copy"):
+                   "tempfile", "shutil", "decimal", "tapegrad._special_bessel", "copy",
+                   "threading"):
         assert module not in loaded, module
 
 
@@ -146,3 +148,23 @@ def test_tensors_still_pickle_and_deepcopy_as_pytorchs():
     guard = pickle.loads(pickle.dumps(tapegrad.no_grad()))
     with guard:
         assert not tapegrad.is_grad_enabled()
+
+
+def test_thread_local_state_still_per_thread():
+    # saved-tensor hooks, torch function modes and grad mode keep per-thread state in
+    # _thread._local (threading.local itself): a hook pair set in one thread is not seen in another
+    torch = pytest.importorskip("torch")
+    import threading
+    for lib in (tapegrad, torch):
+        def worker():
+            x = lib.ones(3, requires_grad=True)
+            (x * x).sum().backward()       # (saves two tensors: not through this pair)
+
+        packed = []
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t):
+            th = threading.Thread(target=worker)
+            th.start()
+            th.join()
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            (x * x).sum().backward()
+        assert len(packed) == 2 and x.grad.tolist() == [2.0, 4.0]
