@@ -41,6 +41,7 @@ import numpy as np
 from . import _core, _device, _factories
 from ._format import _add_suffixes
 from .tensor import Tensor
+from ._public_calls import takes_parameter
 
 # A stand-in run on inputs bigger than this many elements is refused (it would allocate and
 # compute the result for real); ops that need more have a shape rule.
@@ -711,7 +712,7 @@ def factory(fn, name: str, kind: str):
     'size' (fn(size, ...)), 'randint' (fn(low?, high, size, ...)), 'like' (fn(input, ...)), or
     'data' (anything else: computed on the CPU, then given to the meta device)."""
     reads_tensors = kind in ("like", "size")      # (an input, full's fill_value)
-    takes_requires_grad = "requires_grad" in inspect.signature(fn).parameters
+    takes_requires_grad = takes_parameter(fn, "requires_grad")
     from . import overrides
     from .overrides import _SUBCLASS_TYPES, _dispatch_subclass_call
     # The compiled fast path of the factory's common calls (tapegrad/_factories.pyx): the

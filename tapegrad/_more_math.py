@@ -29,7 +29,6 @@ from ._extra_ops import (_check_broadcast, _check_tensor, _check_tensor_or_numbe
                          _in_place, _wrap, _wrap_like, register_family)
 from ._incomplete_gamma import regularized_gamma
 from ._special_functions import _lgamma_values, _polygamma_values
-from ._special_bessel import I1
 from .autograd.function import Function
 
 TensorBase = _core.TensorBase
@@ -272,6 +271,9 @@ class I0(Function):
     @staticmethod
     def backward(ctx, grad):
         x, = ctx.saved_tensors
+        # (tapegrad.special's Bessel functions load on first use: ~60 KB of bytecode and the
+        # decimal module that `import tapegrad` would otherwise read)
+        from ._special_bessel import I1
         return grad * I1.apply(x)
 
 

@@ -9,13 +9,15 @@ the import run as usual, then calls the action (once).
 """
 from __future__ import annotations as _annotations
 
-import importlib.abc
 import importlib.util
 import sys
 
 
-class _ActAfterImport(importlib.abc.MetaPathFinder):
-    """Lets module `name` load as usual, then calls action on it."""
+class _ActAfterImport:
+    """Lets module `name` load as usual, then calls action on it.  (A finder on sys.meta_path is
+    any object with find_spec: importlib.abc.MetaPathFinder as its base would import
+    importlib.abc, which brings importlib.resources, tempfile, shutil, bz2, lzma and random into
+    every `import tapegrad`, several ms of issue 18's import-time target.)"""
 
     def __init__(self, name: str, action):
         self.name = name

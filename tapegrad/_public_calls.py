@@ -62,16 +62,32 @@ def _is_op(name: str, fn) -> bool:
         type(fn).__name__ == "cython_function_or_method"
 
 
-def _takes_out(fn) -> bool:
-    code = getattr(fn, "__code__", None)
-    if code is not None and not hasattr(fn, "__wrapped__") and not hasattr(fn, "__signature__"):
-        # (a plain or Cython function: its parameter names, without inspect.signature's cost,
-        # a fifth of import time when every public function is asked)
-        return "out" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+def takes_parameter(fn, name: str) -> bool:
+    """Whether `fn`'s signature has a parameter `name`, as inspect.signature(fn) tells.
+
+    Read from the code object of the function `fn` is (or wraps, through functools.wraps's
+    __wrapped__, as inspect.signature follows it) when that is a plain or Cython function without
+    a __signature__ of its own: inspect.signature costs ~30 us a call, a fifth of import time
+    when every public function was asked, and ~2 ms still for the decorated ones and the
+    factories (tapegrad/_meta.py).  Anything else (a public entry, whose signature with out= is
+    made on request; a partial; a class) asks inspect.signature."""
+    target = fn
+    while type(target) is types.FunctionType and "__signature__" not in target.__dict__ and \
+            "__wrapped__" in target.__dict__:
+        target = target.__wrapped__
+    if type(target) is types.FunctionType or type(target).__name__ == "cython_function_or_method":
+        attributes = getattr(target, "__dict__", None) or {}
+        if "__signature__" not in attributes and "__wrapped__" not in attributes:
+            code = target.__code__
+            return name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     try:
-        return "out" in inspect.signature(fn).parameters
+        return name in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
+
+
+def _takes_out(fn) -> bool:
+    return takes_parameter(fn, "out")
 
 
 def public_call(name: str, fn, out_arg: bool = False, exported: str | None = None):

@@ -518,12 +518,14 @@ def _holds_dispatching_instance(args, kwargs) -> bool:
 
 import contextlib as _contextlib
 import sys as _sys
-import threading as _threading
+# (threading.local and threading.Lock are _thread's: taken from there, `import tapegrad` does not
+# load the threading module)
+from _thread import _local as _thread_local, allocate_lock as _allocate_lock
 
 from ._class_attributes import TemporaryAttributes
 
-_modes = _threading.local()
-_modes_lock = _threading.Lock()
+_modes = _thread_local()
+_modes_lock = _allocate_lock()
 _modes_in_all_threads = 0           # the sum of every thread's depth
 _mode_attributes = TemporaryAttributes(Tensor)     # Tensor's attributes while modes run
 

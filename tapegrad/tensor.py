@@ -6,7 +6,6 @@ class adds the conveniences PyTorch users expect: shape and size queries, conver
 from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
-import copy as _copy
 import math
 import numbers
 import sys
@@ -525,6 +524,7 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
                 probe = self.new_empty([])
             if type(probe) is not type(self):
                 raise RuntimeError(_DEEPCOPY_SUBCLASS)
+        import copy as _copy       # (loaded already: copy.deepcopy is what calls this)
         storage, offset, strides = _storage_and_geometry(self._array)
         # Going through the memo keeps tensors that view one storage aliased in the copy.
         new_storage = _copy.deepcopy(storage, memo)

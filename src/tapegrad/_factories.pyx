@@ -22,7 +22,15 @@ include "module_prelude.pxi"
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from libc.stdint cimport int64_t, uint64_t
 from libc.math cimport ceil, fabs, floor, isfinite
-from numpy.random cimport bitgen_t
+
+# bitgen_t from numpy's C header directly: `from numpy.random cimport bitgen_t` reads
+# numpy/random/__init__.pxd, which cimports numpy.random.bit_generator's classes, so this module
+# imported numpy.random (with secrets, hmac, hashlib) when it loaded: ~12 ms of `import
+# tapegrad` (issue 18's import-time target) for a stream no script has drawn yet.  numpy.random
+# loads when the global stream is first made (tapegrad/_random.py).
+cdef extern from "numpy/random/bitgen.h":
+    ctypedef struct bitgen_t:
+        pass
 
 from tapegrad._core import plainly_shared, wrap_array
 

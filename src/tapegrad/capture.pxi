@@ -21,6 +21,7 @@ import operator
 # The kinds of captured steps (and of the replay's steps, replay.pxi).
 
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class Capture:
     """The trace of one eager call (see tapegrad/compile.py for how it becomes a plan)."""
 

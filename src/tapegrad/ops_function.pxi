@@ -42,6 +42,7 @@ cdef extern from "frameobject.h":
     int PyFrame_GetLineNumber(PyFrameObject* frame)
 
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class RecordExtra:
     """What a record carries besides its op: tensor hooks and the anomaly-mode forward trace."""
     cdef public dict hooks              # handle id -> fn(grad) -> grad or None (pre-hooks)

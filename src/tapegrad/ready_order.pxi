@@ -121,6 +121,7 @@ cdef ReadyOrder ready_order_for(list roots, Py_ssize_t n, char* need):
     return order
 
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class ReadyOrder:
     """PyTorch's ready queue for one sweep (see the banner above)."""
 

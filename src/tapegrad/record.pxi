@@ -120,6 +120,7 @@ cdef int save_value(Record* r, int j, object value, object owner) except -1:
 # fuzz seed 65605814).  No copy is made.  An index the op made itself (a mask's nonzero(), a
 # Python list's array) needs no check: nothing else can write it.
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class SavedIndex:
     """A part of an op's saved index key that is the array in saved slot `slot`: the VJP reads
     it from the slot (resolve_index_key), so it sees what a saved-tensor hook unpacked."""

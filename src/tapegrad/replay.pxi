@@ -459,6 +459,7 @@ cdef class Lease:
             self.buffers.in_use = False
 
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class Program:
     """A captured call as steps over slots (built by tapegrad/compile.py)."""
     cdef Step* steps
@@ -1789,6 +1790,7 @@ cdef CompiledFunctionBackward released_node(tuple input_meta, tuple output_meta)
 
 # -- building a Program from a capture --------------------------------------------------------
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class SlotRef:
     """Stands for slot k's value in the arguments of a re-run op (SK_CALL)."""
     cdef readonly Py_ssize_t k
@@ -2748,6 +2750,7 @@ cdef bint holds_dispatching_value(object value) except -1:
     return dispatching_item(value)
 
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class CompiledCall:
     """The call path of tapegrad.compile's CompiledFunction (its Python subclass adds the
     capture, explain() ...): a replayable signature is replayed here, anything else goes to

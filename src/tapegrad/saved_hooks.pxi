@@ -29,11 +29,13 @@
 # the hook made a copy (save_on_cpu, a hook that clones or writes to disk).
 # ---------------------------------------------------------------------------------------------
 
-import threading
+# threading.local is _thread._local: taken from there, `import tapegrad` does not load the
+# threading module (~0.7 CPU-ms of issue 18's import time; the sweep's PASSES use it too).
+import _thread
 import collections
 
 cdef int SAVED_HOOKS_DEPTH = 0          # hook pairs active on all threads (the one int tested)
-cdef object HOOK_STATE = threading.local()     # .stack: this thread's [(pack, unpack)], .disabled,
+cdef object HOOK_STATE = _thread._local()       # .stack: this thread's [(pack, unpack)], .disabled,
                                         # .pending: its deque of (record index, pack, unpack),
                                         # in creation order, .flushing: packing them now
 cdef dict PENDING_OWNER = {}            # record index -> the pending entry noted for it last:

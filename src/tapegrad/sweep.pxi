@@ -914,7 +914,7 @@ cdef tuple edges_as_tensors(tuple inputs, object edge_type, bint leaves_only):
 # the pass is done (PyTorch's engine queue_callback; register_multi_grad_hook uses both).  Per
 # thread: a hook's backward nested in another is a pass of its own.
 
-cdef object PASSES = threading.local()
+cdef object PASSES = _thread._local()
 
 
 class _BackwardPass(list):

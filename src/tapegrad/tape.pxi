@@ -23,6 +23,11 @@ from libc.string cimport memset
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 
 
+# auto_pickle(False) on the classes that hold C state (a non-trivial __cinit__): Cython otherwise
+# generates a __reduce_cython__ and __setstate_cython__ for each that only raise TypeError, as
+# pickle's default does without them (code in the wheel for nothing, issue 18).  The classes
+# Cython can pickle by their fields (Version, RemovableHandle, the grad-mode guards ...) keep it.
+@cython.auto_pickle(False)
 cdef class Tape:
 
     def __cinit__(self):

@@ -303,6 +303,7 @@ cdef str NON_LEAF_GRAD_WARNING = (
 cdef frozenset NAMESPACED_NODES = frozenset(("CopySlices", "CopyBackwards"))
 
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class GradFn:
     """The grad_fn of a non-leaf tensor: names its backward op and keeps its record alive."""
 
@@ -733,6 +734,7 @@ cdef int rebind_saved_inputs(TensorBase t, object old, object new) except -1:
     return 0
 
 
+@cython.auto_pickle(False)   # (unpicklable: see Tape's note)
 cdef class TensorBase:
 
     def __cinit__(self):

@@ -4,7 +4,7 @@ Also the engine's multithreading switch and its gradient layout policy."""
 from __future__ import annotations as _annotations
 
 import functools
-import threading
+from _thread import _local as _thread_local     # (threading.local, without loading threading)
 
 from ..grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
@@ -69,7 +69,7 @@ class set_multithreading_enabled(_SwitchGuard):
 # it lets PyTorch's engine keep ("steal") an incoming gradient of another layout; tapegrad always
 # creates the .grad it delivers in the parameter's layout, which the relaxed policy allows too, so
 # the switch (per thread, as PyTorch's) is kept and reported and changes nothing else.
-_grad_layout = threading.local()
+_grad_layout = _thread_local()
 
 
 def is_grad_layout_enforcement_enabled() -> bool:
