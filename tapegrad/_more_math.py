@@ -707,8 +707,8 @@ def addbmm(input, batch1, batch2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, 
     for name, t in (("batch1", batch1), ("batch2", batch2)):
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
-    from .contractions import _scaled_sum, check_product_dtypes
-    check_product_dtypes(input, batch1, batch2)
+    from .contractions import _scaled_sum, _check_product_dtypes
+    _check_product_dtypes(input, batch1, batch2)
     # (summed in the product's dtype, as PyTorch accumulates: sum's int64 for integer tensors
     # had made an int8 addbmm silently int64)
     product = _core.bmm(batch1, batch2).sum(0, dtype=_core.result_type(batch1, batch2))

@@ -46,7 +46,7 @@ def _c_name(t) -> str:
     return c_name(t)
 
 
-def check_product_dtypes(input, mat1, mat2) -> None:
+def _check_product_dtypes(input, mat1, mat2) -> None:
     """addmm's and addbmm's dtype checks, in PyTorch's order: input against mat2, then mat1."""
     if _dtype_key(input) != _dtype_key(mat2):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
@@ -156,7 +156,7 @@ def addmm(input, mat1, mat2, old_third=NOT_GIVEN, old_fourth=NOT_GIVEN, *, beta=
             return sparse.sparse_addmm(input, mat1, mat2, beta, alpha, "AddmmBackward0",
                                        masked_grad=False)
     _check_tensors("addmm", ((input, "input"), (mat1, "mat1"), (mat2, "mat2")))
-    check_product_dtypes(input, mat1, mat2)
+    _check_product_dtypes(input, mat1, mat2)
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.dim()}-D tensor")

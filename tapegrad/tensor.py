@@ -561,7 +561,8 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         def read(self):
             return value
         read.__name__ = read.__qualname__ = name
-        return property(read, doc=f"{name} of a dense CPU tensor: {value!r}.")
+        read.__doc__ = f"{name} of a dense CPU tensor: {value!r}."
+        return property(read)
 
     is_cuda = _constant_attribute("is_cuda", False)
     is_cpu = _constant_attribute("is_cpu", True)
