@@ -733,6 +733,13 @@ def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
         verdict = sparse.public_call_on_sparse(name, args, kwargs)
         if verdict is not None:
             return verdict
+    # A real torch tensor among the refused arguments (a library imported the real torch): read
+    # as an array-like and the call made again (tapegrad._real_torch); never dispatched through
+    # its __torch_function__, which would call this function again.
+    from ._real_torch import with_real_tensors_read
+    read = with_real_tensors_read(args, kwargs)
+    if read is not None:
+        return (entry(*read[0], **read[1]),)
     # An object with __torch_function__ among the refused arguments: PyTorch's dispatch to it
     # (tapegrad.overrides), found here so that no ordinary call looks for it.
     from .overrides import dispatch_refused_call

@@ -15,6 +15,7 @@ from . import _core, _ops_shape
 from ._aten_range import aten_float_range
 from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
+from ._real_torch import real_tensor_or_none
 from ._layout import sparse_factory_layout, sparse_coo, strided
 from ._memory_format import empty_array
 from ._preserve_layout import empty_like_layout, like_layout
@@ -381,6 +382,9 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
+        real = real_tensor_or_none(data)
+        if real is not None:        # a real torch tensor: copied as a tensor is (and warned)
+            return tensor(real, dtype, requires_grad, device=device, pin_memory=pin_memory)
         # With a dtype, items that are not numbers are read by that dtype's conversion (walked
         # only when numpy's reading shows such items: objects, strings, or a failure)
         with_dtype = dtype is not None and not isinstance(data, (str, bytes))
@@ -625,9 +629,18 @@ def _typed_as(value, item):
     return value
 
 
+def _real_tensor_or_item(item):
+    real = real_tensor_or_none(item)
+    return item if real is None else real
+
+
 def _read_sequence_objects(data, infer: bool):
     """data with its sequence objects read as PyTorch reads them (see above), as nested lists;
     data itself when it holds none.  infer: the dtype is to be inferred (no dtype given)."""
+    if not _holds_sequence_objects(data):
+        return data
+    # real torch tensors among the items are tensors, not sequence objects to walk
+    data = _with_leaves_mapped(data, _real_tensor_or_item)
     if not _holds_sequence_objects(data):
         return data
     depth = _first_item_depth(data)
@@ -708,6 +721,9 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         if dtype is None or _np_dtype(dtype, "as_tensor") == data.dtype:
             return _shared_with_numpy(data)
         _warn_if_read_only(data)          # PyTorch reads it through a shared tensor, then converts
+    real = real_tensor_or_none(data)
+    if real is not None:            # a real torch tensor: shared as a tensor is
+        return as_tensor(real, dtype=dtype)
     return tensor(data, dtype=dtype)
 
 
