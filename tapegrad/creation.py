@@ -369,6 +369,11 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=_core.user_stacklevel())
+        if dtype is None and not isinstance(_np_dtype(data.dtype, "tensor"), np.dtype):
+            # a dtype numpy lacks (bfloat16 in float32 storage, float8 as uint8 bits): its
+            # array's dtype is not the tensor's, and the copy below came out float32 or uint8
+            copied = data.detach().clone()
+            return copied.requires_grad_() if requires_grad else copied
         arr = np.array(data._array, copy=True)
     elif isinstance(data, np.ndarray):
         # read as torch.from_numpy reads it (same refusals: negative strides, dtypes), then copied
