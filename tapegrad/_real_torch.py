@@ -67,6 +67,12 @@ def real_tensor_or_none(obj):
     return creation.from_numpy(obj.numpy())
 
 
+def real_tensor_or_item(item):
+    """`item` read as a tapegrad tensor when it is a real torch tensor, else `item` itself."""
+    real = real_tensor_or_none(item)
+    return item if real is None else real
+
+
 def _read(value):
     """`value` with a real tensor, or the real tensors directly inside a list or tuple (stack's
     and cat's sequences), read as tapegrad tensors; None when there is none."""

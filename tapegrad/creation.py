@@ -15,7 +15,7 @@ from . import _core, _ops_shape
 from ._aten_range import aten_float_range
 from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
-from ._real_torch import real_tensor_or_none
+from ._real_torch import real_tensor_or_item, real_tensor_or_none
 from ._layout import sparse_factory_layout, sparse_coo, strided
 from ._memory_format import empty_array
 from ._preserve_layout import empty_like_layout, like_layout
@@ -634,18 +634,13 @@ def _typed_as(value, item):
     return value
 
 
-def _real_tensor_or_item(item):
-    real = real_tensor_or_none(item)
-    return item if real is None else real
-
-
 def _read_sequence_objects(data, infer: bool):
     """data with its sequence objects read as PyTorch reads them (see above), as nested lists;
     data itself when it holds none.  infer: the dtype is to be inferred (no dtype given)."""
     if not _holds_sequence_objects(data):
         return data
     # real torch tensors among the items are tensors, not sequence objects to walk
-    data = _with_leaves_mapped(data, _real_tensor_or_item)
+    data = _with_leaves_mapped(data, real_tensor_or_item)
     if not _holds_sequence_objects(data):
         return data
     depth = _first_item_depth(data)

@@ -202,3 +202,13 @@ def test_tensor_of_bfloat16_and_float8_tensor_keeps_dtype():
             np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
         grad = tg.tensor(tg.tensor(values).bfloat16(), requires_grad=True)
         assert grad.requires_grad and str(grad.dtype) == "torch.bfloat16"
+
+
+def test_matmul_operator_and_methods_take_real_operands():
+    torch.manual_seed(1)
+    a, b = torch.randn(2, 4, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)
+    mine = tg.tensor(a.numpy())
+    same(mine @ b, a @ b)
+    same(b.t() @ mine.t(), b.t() @ a.t())
+    same(tg.ones(12, dtype=tg.float64).view_as(b), torch.ones(12, dtype=torch.float64).view_as(b))
+    same(mine.add(a, alpha=2), a.add(a, alpha=2))

@@ -19,7 +19,7 @@ import numpy as np
 
 from .... import _core
 from ....tensor import Tensor
-from ...._real_torch import is_real_tensor_type, real_tensor_or_none
+from ...._real_torch import is_real_tensor_type, real_tensor_or_item, real_tensor_or_none
 
 __all__ = ["collate", "collate_float_fn", "collate_int_fn", "collate_numpy_array_fn",
            "collate_numpy_scalar_fn", "collate_str_fn", "collate_tensor_fn", "default_collate",
@@ -35,11 +35,6 @@ def _as_tensor(data):
     arr = np.asarray(data)
     _core.numpy_dtype(arr.dtype)            # raises for dtypes tapegrad has no tensor type for
     return _core.wrap_array(arr if arr.flags.c_contiguous else np.ascontiguousarray(arr))
-
-
-def _real_or_item(item):
-    real = real_tensor_or_none(item)
-    return item if real is None else real
 
 
 def _is_numpy_value(elem) -> bool:
@@ -101,7 +96,7 @@ def collate(batch, *, collate_fn_map: dict | None = None):
     if is_real_tensor_type(elem_type):
         # real PyTorch tensors (a dataset package imported the real torch): collated as the
         # tapegrad tensors they read as, a tapegrad batch (tapegrad._real_torch)
-        return collate([_real_or_item(b) for b in batch], collate_fn_map=collate_fn_map)
+        return collate([real_tensor_or_item(b) for b in batch], collate_fn_map=collate_fn_map)
     if collate_fn_map is not None:
         if elem_type in collate_fn_map:
             return collate_fn_map[elem_type](batch, collate_fn_map=collate_fn_map)
