@@ -212,3 +212,17 @@ def test_matmul_operator_and_methods_take_real_operands():
     same(b.t() @ mine.t(), b.t() @ a.t())
     same(tg.ones(12, dtype=tg.float64).view_as(b), torch.ones(12, dtype=torch.float64).view_as(b))
     same(mine.add(a, alpha=2), a.add(a, alpha=2))
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+def test_pointwise_losses_take_a_real_target(loss):
+    torch.manual_seed(2)
+    pred, target = torch.randn(4, 3, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)
+    mine = tg.tensor(pred.numpy(), requires_grad=True)
+    ours = getattr(F, loss)(mine, target)
+    theirs_pred = pred.clone().requires_grad_()
+    theirs = getattr(torch.nn.functional, loss)(theirs_pred, target)
+    same(ours, theirs.detach())
+    ours.backward()
+    theirs.backward()
+    same(mine.grad, theirs_pred.grad)
