@@ -727,6 +727,16 @@ def _invalid_combination(entry, name: str, given: tuple, kwargs: dict, method: b
     return invalid_arguments(name, given, kwargs, f"\n * {signature}\n")
 
 
+def _called_with_real_tensors_read(entry, args: tuple, kwargs: dict):
+    """(outcome,) of a refused call made again with its real torch tensors (a library imported
+    the real torch) read as tapegrad tensors (tapegrad._real_torch); None when it has none.
+    They are never dispatched through their __torch_function__, which would call the same
+    function again."""
+    from ._real_torch import with_real_tensors_read
+    read = with_real_tensors_read(args, kwargs)
+    return None if read is None else (entry(*read[0], **read[1]),)
+
+
 def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
     """The exception a public function's call raises when its TypeError is not in PyTorch's
     words (out_arg_call.h asks only for a call that raised a TypeError): _reworded's, for a
@@ -749,6 +759,9 @@ def binding_error(entry, name: str, error, args: tuple, kwargs: dict):
         verdict = sparse.public_call_on_sparse(name, args, kwargs)
         if verdict is not None:
             return verdict
+    read = _called_with_real_tensors_read(entry, args, kwargs)
+    if read is not None:
+        return read
     # An object with __torch_function__ among the refused arguments: PyTorch's dispatch to it
     # (tapegrad.overrides), found here so that no ordinary call looks for it.
     from .overrides import dispatch_refused_call
@@ -768,6 +781,9 @@ def method_error(entry, name: str, error, args: tuple, kwargs: dict):
     names (x.add(x2=y))."""
     if not args or not isinstance(args[0], _core.TensorBase):
         return None
+    read = _called_with_real_tensors_read(entry, args, kwargs)
+    if read is not None:
+        return read
     sparse = sys.modules.get("tapegrad._sparse_coo")      # (dense.add(sparse): binding_error's)
     if sparse is not None and len(args) > 1 and isinstance(args[1], sparse.SparseTensor):
         return sparse.public_call_on_sparse(name, args, kwargs)

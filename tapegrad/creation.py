@@ -15,6 +15,7 @@ from . import _core, _ops_shape
 from ._aten_range import aten_float_range
 from ._device import check_device, check_unpinned
 from ._extra_ops import _check_tensor
+from ._real_torch import real_tensor_or_item, real_tensor_or_none
 from ._layout import sparse_factory_layout, sparse_coo, strided
 from ._memory_format import empty_array
 from ._preserve_layout import empty_like_layout, like_layout
@@ -368,6 +369,11 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()."
                       "requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=_core.user_stacklevel())
+        if dtype is None and not isinstance(_np_dtype(data.dtype, "tensor"), np.dtype):
+            # a dtype numpy lacks (bfloat16 in float32 storage, float8 as uint8 bits): its
+            # array's dtype is not the tensor's, and the copy below came out float32 or uint8
+            copied = data.detach().clone()
+            return copied.requires_grad_() if requires_grad else copied
         arr = np.array(data._array, copy=True)
     elif isinstance(data, np.ndarray):
         # read as torch.from_numpy reads it (same refusals: negative strides, dtypes), then copied
@@ -381,6 +387,9 @@ def tensor(data, dtype=None, requires_grad: bool = False, *, device=None,
     elif _is_typed_storage(data):
         arr = np.array(data, copy=True)     # its elements, in its dtype
     else:
+        real = real_tensor_or_none(data)
+        if real is not None:        # a real torch tensor: copied as a tensor is (and warned)
+            return tensor(real, dtype, requires_grad, device=device, pin_memory=pin_memory)
         # With a dtype, items that are not numbers are read by that dtype's conversion (walked
         # only when numpy's reading shows such items: objects, strings, or a failure)
         with_dtype = dtype is not None and not isinstance(data, (str, bytes))
@@ -630,6 +639,10 @@ def _read_sequence_objects(data, infer: bool):
     data itself when it holds none.  infer: the dtype is to be inferred (no dtype given)."""
     if not _holds_sequence_objects(data):
         return data
+    # real torch tensors among the items are tensors, not sequence objects to walk
+    data = _with_leaves_mapped(data, real_tensor_or_item)
+    if not _holds_sequence_objects(data):
+        return data
     depth = _first_item_depth(data)
     values = _read(data, infer)
     if _first_item_depth(values) < depth:
@@ -708,6 +721,9 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         if dtype is None or _np_dtype(dtype, "as_tensor") == data.dtype:
             return _shared_with_numpy(data)
         _warn_if_read_only(data)          # PyTorch reads it through a shared tensor, then converts
+    real = real_tensor_or_none(data)
+    if real is not None:            # a real torch tensor: shared as a tensor is
+        return as_tensor(real, dtype=dtype)
     return tensor(data, dtype=dtype)
 
 

@@ -17,6 +17,7 @@ from ._uninitialised import uninitialised
 from ._device import CPU, as_device, check_device, is_device_like
 from ._device import device as _device_type
 from ._format import tensor_repr
+from ._real_torch import call_counterpart
 from ._deprecated_overloads import NOT_GIVEN
 from ._layout import sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, strided
 from ._torch_names import TorchNamedClass as _TorchNamedClass
@@ -256,6 +257,12 @@ class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):
         from .overrides import _convert, _DisableTorchFunctionSubclass, _wraps_result
         if not all(issubclass(cls, t) for t in types):
             return NotImplemented
+        # A call of the real torch (a library's torch.flip(x), its `real + x`) runs tapegrad's
+        # function of that name: calling `func` would dispatch back here without end
+        # (tapegrad._real_torch).
+        called = call_counterpart(func, args, kwargs)
+        if called is not None:
+            return _convert(called[0], cls)
         with _DisableTorchFunctionSubclass():
             result = func(*args, **(kwargs or {}))
         return _convert(result, cls) if _wraps_result(func) else result

@@ -701,6 +701,8 @@ cdef object operand_value(object x, object dt)
 
 cdef object as_operand(object x)
 
+cdef object real_torch_tensor(object x)
+
 cdef object bad_operand_error(str name, object a, object b)
 
 cdef object scaled_operand(str name, object a, object b, object alpha)

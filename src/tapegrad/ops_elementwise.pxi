@@ -98,7 +98,19 @@ cdef object as_operand(object x):
         return x.item()                 # bool nor a numpy int, so it is read as a double
     if isinstance(x, (TensorBase, float, int)):
         return x
-    return NotImplemented
+    return real_torch_tensor(x)
+
+
+cdef object real_torch_tensor(object x):
+    """x, a real PyTorch tensor (a library imported the real torch), as a tapegrad tensor:
+    tapegrad/_real_torch.py reads it as an array-like (its TypeError for one that requires
+    grad); NotImplemented for anything else.  Asked only of an operand, index item or value no
+    other rule took, so ordinary calls pay nothing; without it the operator declined and the
+    real tensor's reflected operator dispatched back to tapegrad (`t += real` rebound t to a
+    new tensor instead of writing into it)."""
+    from tapegrad._real_torch import real_tensor_or_none
+    real = real_tensor_or_none(x)
+    return NotImplemented if real is None else real
 
 
 def number_operand(x):

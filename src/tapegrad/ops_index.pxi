@@ -118,6 +118,9 @@ cdef object classify_item(object item, list kinds):
         if arr.dtype.kind in "iu":
             arr = arr.astype(NP_INT64, copy=False)
         return classify_array(arr, kinds)
+    real = real_torch_tensor(item)      # a real PyTorch tensor: its values, as a tensor's
+    if real is not NotImplemented:
+        return classify_array((<TensorBase>real)._array, kinds)
     raise bad_index_item_error(item)
 
 
@@ -194,7 +197,9 @@ cdef bint is_other_sequence(object key):
                         int, np.integer, bool)) or key is None or key is Ellipsis:
         return False
     cls = type(key)
-    return hasattr(cls, "__getitem__") and hasattr(cls, "__len__")
+    # (a real PyTorch tensor is a sequence too, but one index item: classify_item reads it)
+    return (hasattr(cls, "__getitem__") and hasattr(cls, "__len__")
+            and real_torch_tensor(key) is NotImplemented)
 
 
 cdef inline bint trivial_slice(object s, Py_ssize_t length):

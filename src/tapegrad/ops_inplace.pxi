@@ -341,22 +341,25 @@ cdef object inplace_binary(int op, TensorBase self, object other):
     """self (op)= other, recorded when a gradient must flow through it."""
     if is_meta_tensor(other):                           # written into a CPU tensor: refused
         return meta_entry("inplace", (self, other))
-    if not (kernel_scalar(other) or isinstance(other, (TensorBase, complex))) and (
-            as_operand(other) is NotImplemented):
-        # An operand the op does not take (an ndarray: as_operand) is refused before the leaf
-        # and view checks, as by PyTorch's argument parser: `t += array` then rebinds t to
-        # t + array (numpy's result), the named forms raise TypeError.
-        # An operand type may refuse that rebinding instead (vmap's BatchedTensor: one tensor
-        # cannot hold every sample's result, and PyTorch raises).
-        refusal = getattr(type(other), "_inplace_into_plain_error", None)
-        if refusal is not None:
-            raise refusal(self, other, op == OP_ADD)
-        # A sparse COO operand (tapegrad/_sparse_coo.py) adds its entries into self itself:
-        # `p.add_(sparse_grad, alpha=-lr)` in SGD, `dense += sparse`.
-        add_into_dense = getattr(type(other), "_add_into_dense", None)
-        if add_into_dense is not None and (op == OP_ADD or op == OP_SUB):
-            return add_into_dense(other, self, -1 if op == OP_SUB else 1)
-        return NotImplemented
+    if not (kernel_scalar(other) or isinstance(other, (TensorBase, complex))):
+        operand = as_operand(other)
+        if isinstance(operand, TensorBase):
+            other = operand     # a real torch tensor, read as a tapegrad one (as_operand)
+        elif operand is NotImplemented:
+            # An operand the op does not take (an ndarray: as_operand) is refused before the leaf
+            # and view checks, as by PyTorch's argument parser: `t += array` then rebinds t to
+            # t + array (numpy's result), the named forms raise TypeError.
+            # An operand type may refuse that rebinding instead (vmap's BatchedTensor: one tensor
+            # cannot hold every sample's result, and PyTorch raises).
+            refusal = getattr(type(other), "_inplace_into_plain_error", None)
+            if refusal is not None:
+                raise refusal(self, other, op == OP_ADD)
+            # A sparse COO operand (tapegrad/_sparse_coo.py) adds its entries into self itself:
+            # `p.add_(sparse_grad, alpha=-lr)` in SGD, `dense += sparse`.
+            add_into_dense = getattr(type(other), "_add_into_dense", None)
+            if add_into_dense is not None and (op == OP_ADD or op == OP_SUB):
+                return add_into_dense(other, self, -1 if op == OP_SUB else 1)
+            return NotImplemented
     fresh_operands(self, other)
     cdef bint recording = records(self, other)
     if recording:
@@ -591,6 +594,9 @@ cdef object setitem_key_item(object item, list advanced):
     elif isinstance(item, bool):
         advanced.append(True)
     elif not (item is None or item is Ellipsis or isinstance(item, (int, slice, tuple))):
+        real = real_torch_tensor(item)      # a real PyTorch tensor: read as a tensor is
+        if real is not NotImplemented:
+            return setitem_key_item(real, advanced)
         raise bad_index_item_error(item)     # (numpy's own refusal spoke of numpy.newaxis)
     return item
 
@@ -1061,6 +1067,9 @@ cdef object user_setitem(TensorBase self, object key, object value):
     # vmap's BatchedTensor as the value or an index item: its type refuses the write (a plain
     # tensor cannot hold every sample's result); asked only off the plain paths
     if not isinstance(value, TensorBase) and not isinstance(value, (int, float, bool, complex)):
+        real = real_torch_tensor(value)     # a real PyTorch tensor: written as a tensor is
+        if real is not NotImplemented:
+            return user_setitem(self, key, real)
         refusal = getattr(type(value), "_setitem_plain", None)
         if refusal is not None:
             return refusal(self, key, value)

@@ -668,9 +668,12 @@ cdef bint merges(object X, int keep):
 
 
 def _matmul_op(self, other):
-    """Tensor.__matmul__: self @ other (only tensors: an ndarray is numpy's, see as_operand)."""
+    """Tensor.__matmul__: self @ other (only tensors: an ndarray is numpy's, see as_operand;
+    a real PyTorch tensor is read as a tensor)."""
     if not isinstance(other, TensorBase):
-        return NotImplemented
+        other = real_torch_tensor(other)
+        if other is NotImplemented:
+            return NotImplemented
     if AUTOCAST_THREADS:        # (the entry casts if this thread autocasts, else calls matmul)
         return AUTOCAST_MATMUL(self, other)
     if PROFILING:
@@ -679,9 +682,12 @@ def _matmul_op(self, other):
 
 
 def _rmatmul_op(self, other):
-    """Tensor.__rmatmul__: other @ self (only tensors; PyTorch refuses other operands)."""
+    """Tensor.__rmatmul__: other @ self (only tensors, a real PyTorch tensor read as one;
+    PyTorch refuses other operands)."""
     if not isinstance(other, TensorBase):
-        return NotImplemented
+        other = real_torch_tensor(other)
+        if other is NotImplemented:
+            return NotImplemented
     if AUTOCAST_THREADS:
         return AUTOCAST_MATMUL(other, self)
     if PROFILING:

@@ -1211,7 +1211,10 @@ OP_PW_DIV = register_op("DivBackward0", vjp_pointwise)         # weighted mse/l1
 cdef object nn_pointwise_loss(int kind, TensorBase input, object target, object reduction,
                               double param, object weight):
     if not isinstance(target, TensorBase):
-        raise AttributeError(f"'{type(target).__name__}' object has no attribute 'size'")
+        real = real_torch_tensor(target)    # a real PyTorch target (a dataset's): its values
+        if real is NotImplemented:
+            raise AttributeError(f"'{type(target).__name__}' object has no attribute 'size'")
+        target = real
     A = input._array
     B = (<TensorBase>target)._array
     if A.shape != B.shape:

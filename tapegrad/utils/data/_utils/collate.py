@@ -19,6 +19,7 @@ import numpy as np
 
 from .... import _core
 from ....tensor import Tensor
+from ...._real_torch import is_real_tensor_type, real_tensor_or_item, real_tensor_or_none
 
 __all__ = ["collate", "collate_float_fn", "collate_int_fn", "collate_numpy_array_fn",
            "collate_numpy_scalar_fn", "collate_str_fn", "collate_tensor_fn", "default_collate",
@@ -47,6 +48,8 @@ def default_convert(data):
     elem_type = type(data)
     if isinstance(data, _core.TensorBase):
         return data
+    if is_real_tensor_type(elem_type):
+        return real_tensor_or_none(data)
     if _is_numpy_value(data):
         if (isinstance(data, np.ndarray)
                 and np_str_obj_array_pattern.search(data.dtype.str) is not None):
@@ -90,6 +93,10 @@ def collate(batch, *, collate_fn_map: dict | None = None):
     is a TypeError.  Each map function is called as fn(batch, collate_fn_map=collate_fn_map)."""
     elem = batch[0]
     elem_type = type(elem)
+    if is_real_tensor_type(elem_type):
+        # real PyTorch tensors (a dataset package imported the real torch): collated as the
+        # tapegrad tensors they read as, a tapegrad batch (tapegrad._real_torch)
+        return collate([real_tensor_or_item(b) for b in batch], collate_fn_map=collate_fn_map)
     if collate_fn_map is not None:
         if elem_type in collate_fn_map:
             return collate_fn_map[elem_type](batch, collate_fn_map=collate_fn_map)
