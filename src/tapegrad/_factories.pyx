@@ -330,20 +330,22 @@ def full_like(tuple args, dict kwargs):
     return like_factory(args, kwargs, FILL_VALUE)
 
 
-def rand_like(tuple args, dict kwargs):
+cdef object drawn_like(tuple args, dict kwargs, bint gaussian):
+    """rand_like / randn_like: x's shape and (unless given) dtype, drawn as rand / randn."""
     cdef Options opts
     x = plain_like(args, kwargs, 1, &opts, True)
     if x is None:
         return None
-    return uniform(like_dtype(x, &opts), (<TensorBase>x)._array.shape, opts.requires_grad)
+    return samples(gaussian, like_dtype(x, &opts), (<TensorBase>x)._array.shape,
+                   opts.requires_grad)
+
+
+def rand_like(tuple args, dict kwargs):
+    return drawn_like(args, kwargs, False)
 
 
 def randn_like(tuple args, dict kwargs):
-    cdef Options opts
-    x = plain_like(args, kwargs, 1, &opts, True)
-    if x is None:
-        return None
-    return normal(like_dtype(x, &opts), (<TensorBase>x)._array.shape, opts.requires_grad)
+    return drawn_like(args, kwargs, True)
 
 
 # -- rand, randn, randint: numpy's samplers on the global stream ------------------------------
@@ -428,24 +430,29 @@ cdef object normal(object dt, object shape, bint requires_grad):
     return made(values, requires_grad)
 
 
-def rand(tuple args, dict kwargs):
+cdef inline object samples(bint gaussian, object dt, object shape, bint requires_grad):
+    if gaussian:
+        return normal(dt, shape, requires_grad)
+    return uniform(dt, shape, requires_grad)
+
+
+cdef object drawn_sized(tuple args, dict kwargs, bint gaussian):
+    """rand / randn of a size: the default dtype unless given."""
     cdef Options opts
     if not plain_state() or not plain_options(kwargs, &opts, True):
         return None
     shape = plain_shape(args)
     if shape is None:
         return None
-    return uniform(dtype_or_default(&opts), shape, opts.requires_grad)
+    return samples(gaussian, dtype_or_default(&opts), shape, opts.requires_grad)
+
+
+def rand(tuple args, dict kwargs):
+    return drawn_sized(args, kwargs, False)
 
 
 def randn(tuple args, dict kwargs):
-    cdef Options opts
-    if not plain_state() or not plain_options(kwargs, &opts, True):
-        return None
-    shape = plain_shape(args)
-    if shape is None:
-        return None
-    return normal(dtype_or_default(&opts), shape, opts.requires_grad)
+    return drawn_sized(args, kwargs, True)
 
 
 def randint(tuple args, dict kwargs):
