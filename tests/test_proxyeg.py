@@ -1,0 +1,96 @@
+"""Hand-written evaluation code (meters, confusion matrices, rankings) run against PyTorch."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def _quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+# -- storage.resize_ (torchnet's APMeter grows its buffers through the storage) -----------------
+
+def _ap_meter_buffers(lib, batches):
+    """torchnet's APMeter.add: grow the storage by 1.5x, resize the tensor into it, copy."""
+    scores = lib.FloatTensor(lib.FloatStorage())
+    sizes = []
+    for out in batches:
+        out = lib.tensor(out)
+        if scores.storage().size() < scores.numel() + out.numel():
+            new_size = int(scores.storage().size() * 1.5)
+            scores.storage().resize_(new_size + out.numel())
+        offset = scores.size(0) if scores.dim() > 0 else 0
+        scores.resize_(offset + out.size(0), out.size(1))
+        scores.narrow(0, offset, out.size(0)).copy_(out)
+        sizes.append((scores.storage().size(), tuple(scores.shape)))
+    return scores.numpy().copy(), sizes
+
+
+def test_typed_storage_resize_grows_meter_buffers():
+    torch = pytest.importorskip("torch")
+    batches = [np.arange(8.0, dtype=np.float32).reshape(4, 2) + 10 * k for k in range(4)]
+    got, got_sizes = _quiet(lambda: _ap_meter_buffers(tg, batches))
+    want, want_sizes = _quiet(lambda: _ap_meter_buffers(torch, batches))
+    np.testing.assert_array_equal(got, want)
+    assert got_sizes == want_sizes
+
+
+def test_storage_resize_moves_every_view():
+    """Tensors viewing a storage (the one that asked and its views) see the new memory."""
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        a = lib.arange(6.0)
+        b = a[2:]
+        c = a.view(2, 3).t()
+        storage = a.untyped_storage()
+        assert storage.resize_(40) is storage
+        assert a.untyped_storage().nbytes() == 40 and b.untyped_storage().nbytes() == 40
+        a[3] = 100.0
+        np.testing.assert_array_equal(b.numpy(), [2.0, 100.0, 4.0, 5.0])
+        np.testing.assert_array_equal(c.numpy(), [[0.0, 100.0], [1.0, 4.0], [2.0, 5.0]])
+        assert a._version == 1
+        a.resize_(10)                # inside the resized storage: still an alias of b
+        a[9] = 7.0
+        assert _quiet(lambda: a.storage().size()) == 10
+        assert a.data_ptr() == b.data_ptr() - 8
+
+
+def test_storage_resize_of_empty_tensor_storage():
+    """torch.FloatTensor(storage): after storage.resize_, tensor.resize_ fills that storage."""
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        storage = _quiet(lambda: lib.FloatStorage())
+        t = lib.FloatTensor(storage)
+        assert storage.resize_(5) is None        # TypedStorage.resize_ returns None
+        assert tuple(t.shape) == (0,) and _quiet(lambda: t.storage().size()) == 5
+        t.resize_(5).fill_(2.0)
+        assert storage.tolist() == [2.0] * 5
+
+
+def test_storage_resize_errors():
+    torch = pytest.importorskip("torch")
+    cases = [lambda lib: lib.UntypedStorage(3).resize_(-1),
+             lambda lib: _quiet(lambda: lib.FloatStorage(3)).resize_(-1),
+             lambda lib: _quiet(lambda: lib.FloatStorage(3)).resize_(2.5),
+             lambda lib: lib.UntypedStorage(8)[2:4].resize_(10)]
+    for case in cases:
+        with pytest.raises(RuntimeError) as want:
+            case(torch)
+        with pytest.raises(RuntimeError) as got:
+            case(tg)
+        assert str(got.value) == str(want.value)
+
+
+def test_legacy_storage_constructor_warns_at_the_caller():
+    """PyTorch warns (once per process) when a typed storage is built, not only when a tensor's
+    storage() is read."""
+    from tapegrad import storage as storages
+    storages._warned_typed = False
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated") as record:
+        tg.FloatStorage(2)
+    assert record[0].filename == __file__
