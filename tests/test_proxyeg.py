@@ -94,3 +94,43 @@ def test_legacy_storage_constructor_warns_at_the_caller():
     with pytest.warns(UserWarning, match="TypedStorage is deprecated") as record:
         tg.FloatStorage(2)
     assert record[0].filename == __file__
+
+
+# -- bfloat16 refusals name the dtype (an index or class-target argument in bfloat16) ------------
+
+def _refusal(lib, fn):
+    try:
+        fn(lib)
+    except Exception as error:      # noqa: BLE001  (the type is what is compared)
+        return type(error), str(error)
+    return None
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib: lib.bincount(lib.tensor([1.0, 2.0], dtype=lib.bfloat16)),
+    lambda lib: lib.histogramdd(lib.tensor([[1.0], [2.0]], dtype=lib.bfloat16), bins=[2]),
+    lambda lib: lib.nn.functional.nll_loss(lib.zeros(3, 4), lib.zeros(3, dtype=lib.bfloat16)),
+    lambda lib: lib.nn.functional.nll_loss(lib.zeros(3, 4), lib.zeros(3, 4, dtype=lib.bfloat16)),
+    lambda lib: lib.nn.functional.nll_loss(lib.zeros(3, 4, dtype=lib.bfloat16), lib.zeros(3, 4)),
+    lambda lib: lib.nn.functional.nll_loss(lib.zeros(3, 4, dtype=lib.bfloat16),
+                                           lib.zeros(3, dtype=lib.float16)),
+    lambda lib: lib.nn.functional.nll_loss(lib.zeros(3, 4, dtype=lib.bfloat16),
+                                           lib.zeros(3, dtype=lib.long), weight=lib.ones(4)),
+    lambda lib: lib.nn.functional.cross_entropy(lib.zeros(3, 4),
+                                                lib.zeros(3, dtype=lib.bfloat16)),
+    lambda lib: lib.nn.functional.cross_entropy(lib.zeros(3, 4, dtype=lib.bfloat16),
+                                                lib.zeros(3, dtype=lib.bfloat16)),
+])
+def test_bfloat16_index_and_target_refusals(case):
+    torch = pytest.importorskip("torch")
+    want = _refusal(torch, case)
+    assert want is not None
+    assert _refusal(tg, case) == want
+
+
+def test_bfloat16_probability_target_still_computes():
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        logits = lib.zeros(3, 4)
+        loss = lib.nn.functional.cross_entropy(logits, lib.full((3, 4), 0.25, dtype=lib.bfloat16))
+        assert loss.dtype == lib.float32 and abs(float(loss) - float(np.log(4))) < 1e-3
