@@ -134,3 +134,64 @@ def test_bfloat16_probability_target_still_computes():
         logits = lib.zeros(3, 4)
         loss = lib.nn.functional.cross_entropy(logits, lib.full((3, 4), 0.25, dtype=lib.bfloat16))
         assert loss.dtype == lib.float32 and abs(float(loss) - float(np.log(4))) < 1e-3
+
+
+# -- PyTorch's order among ties for large rows (the C replay of libstdc++'s algorithms) ----------
+
+def test_stl_replay_in_c_matches_the_python_steps():
+    """order_kernels.c's std::sort / partial_sort / nth_element against _stl_order's Python
+    transcription, on rows full of ties (and NaN), for each comparison."""
+    from tapegrad import _core, _stl_order as stl
+    rng = np.random.default_rng(5)
+    less_of = {0: stl._greater, 1: stl._less, 2: stl._plain_less}
+    for n in (17, 40, 300, 1000):
+        for dtype in (np.float32, np.int64, np.uint8):
+            rows = rng.integers(0, 4, size=(3, n)).astype(dtype)
+            if dtype == np.float32:
+                rows[rng.random(rows.shape) < 0.05] = np.nan
+            for cmp, less in less_of.items():
+                for algo, k, head in ((0, 0, False), (1, 5, False), (2, 7, True), (2, 7, False)):
+                    got = _core._stl_order_c(rows, np.arange(3), algo, k, head, cmp, n)
+                    for r in range(3):
+                        pairs = list(zip(rows[r].tolist(), range(n)))
+                        if algo == 0:
+                            stl._sort(pairs, 0, n, less)
+                        elif algo == 1:
+                            stl._partial_sort(pairs, 0, k, n, less)
+                        else:
+                            stl._nth_element(pairs, k - 1, n, less)
+                            if head:
+                                stl._sort(pairs, 0, k - 1, less)
+                        assert got[r].tolist() == [i for _, i in pairs], (n, dtype, cmp, algo)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16"])
+def test_large_tied_sorts_take_pytorchs_order(dtype):
+    """A validation set of 6000 scores on a few levels: argsort(descending=True), sort, topk and
+    mode name PyTorch's positions among the ties (beyond the Python replay's 4096-element
+    budget they took numpy's stable order: ROC/AP code iterating the sorted labels differed)."""
+    torch = pytest.importorskip("torch")
+    values = (np.arange(6000) * 7919 % 13 % 5).astype(dtype)
+    got_x, want_x = tg.tensor(values), torch.tensor(values)
+    for fn in (lambda t: t.argsort(descending=True), lambda t: t.sort().indices,
+               lambda t: t.view(3, -1).sort(dim=1, descending=True).indices,
+               lambda t: t.topk(50).indices, lambda t: t.topk(3000, sorted=False).indices,
+               lambda t: t.topk(10, largest=False).indices,
+               lambda t: t.view(4, -1).mode(1).indices):
+        np.testing.assert_array_equal(fn(got_x).numpy(), fn(want_x).numpy())
+
+
+def test_torchnet_auc_with_tied_scores_matches():
+    """torchnet's AUCMeter walks the labels in sort order: with tied scores the area depends on
+    that order (SILENT before: a different AUC for 6000 tied scores)."""
+    torch = pytest.importorskip("torch")
+    scores = (np.arange(6000) * 31 % 17 % 4 / 4).astype(np.float64)
+    labels = (np.arange(6000) * 13 % 7 < 3).astype(np.int64)
+
+    def area(lib):
+        _, order = lib.sort(lib.tensor(scores), 0, True)
+        y = lib.tensor(labels)[order].double()
+        tpr = lib.cat([lib.zeros(1, dtype=lib.float64), y.cumsum(0) / y.sum()])
+        fpr = lib.cat([lib.zeros(1, dtype=lib.float64), (1 - y).cumsum(0) / (1 - y).sum()])
+        return float(lib.trapz(tpr, fpr))
+    assert area(tg) == area(torch)
