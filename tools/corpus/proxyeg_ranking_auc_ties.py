@@ -90,3 +90,17 @@ print(torch.topk(m, 2, dim=1))
 print(torch.topk(m.float(), 2, dim=0, sorted=True))
 print(m.sort(1, descending=True))
 print(torch.mode(torch.tensor([1, 2, 2, 3, 3])))
+
+# a validation set of 6000 scores rounded to one decimal: many ties, walked in sort order as
+# torchnet's AUCMeter walks them (the area depends on the order among tied scores)
+big_y = torch.tensor([random.random() < 0.3 for _ in range(6000)]).long()
+big_s = (torch.tensor([random.random() for _ in range(6000)]) * 0.7 + 0.3 * big_y).mul(10).round() / 10
+_, order = torch.sort(big_s, 0, True)
+walk = big_y[order].double()
+tpr = torch.cat([torch.zeros(1, dtype=torch.float64), walk.cumsum(0) / walk.sum()])
+fpr = torch.cat([torch.zeros(1, dtype=torch.float64), (1 - walk).cumsum(0) / (1 - walk).sum()])
+print("AUCMeter-style area", round(torch.trapz(tpr, fpr).item(), 6))
+print("tie-aware AUC", roc_auc(big_y, big_s)[0])
+print(order[:10], big_s.argsort(descending=True)[-5:])
+print(big_s.topk(8).indices, big_s.topk(5, largest=False).indices)
+print(big_s.view(4, -1).mode(1))
