@@ -651,7 +651,7 @@ def _handled(func, args: tuple, kwargs: dict):
 def _computed(func, name: str, args: tuple, kwargs: dict):
     inputs = _tensors_in(kwargs.values(), _tensors_in(args, []))
     if name in _SAME_DTYPE_OPS or name in _CONV_OPS:
-        _refuse_mixed(name, inputs)
+        _refuse_mixed(name, _dtype_operands(func, name, args, kwargs, inputs))
     if name in _SAME_DTYPE_SOURCE:
         _refuse_other_source(name, args, kwargs)
     requested = _requested_dtype(name, args, kwargs)
@@ -955,6 +955,10 @@ def _cross_entropy(func, args, kwargs):
     """cross_entropy of bfloat16 logits with class targets: PyTorch's nll_loss of its
     log_softmax (module docstring of _log_softmax)."""
     bound = _bound(func, args, kwargs)
+    if bound is not None and is_bfloat16(bound.get("target")) and \
+            isinstance(bound.get("input"), _core.TensorBase) and \
+            bound["target"].dim() != bound["input"].dim():
+        return _class_target_loss(func, args, kwargs)       # (same shape: probabilities)
     if bound is None or not is_bfloat16(bound.get("input")) or \
             bound.get("label_smoothing", 0.0) != 0.0 or \
             not isinstance(bound.get("target"), _core.TensorBase) or \
@@ -1521,7 +1525,8 @@ _NO_BFLOAT16_KERNEL = {
     "ctc_loss": (NotImplementedError, _NO_KERNEL.format("ctc_loss_cpu")),
     "avg_pool3d": (NotImplementedError, _NO_KERNEL.format("avg_pool3d_out_frame")),
     "pdist": (NotImplementedError, _NO_KERNEL.format("pdist")),
-    "histogram": (NotImplementedError, _NO_KERNEL.format("histogramdd")),
+    **dict.fromkeys(("histogram", "histogramdd"),
+                    (NotImplementedError, _NO_KERNEL.format("histogramdd"))),
     **dict.fromkeys(("quantile", "nanquantile"),
                     (RuntimeError, "quantile() input tensor must be either float or double dtype")),
     **dict.fromkeys(("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
@@ -1695,11 +1700,48 @@ def _complex_parts(func, args, kwargs):
 
 
 def _bincount(func, args, kwargs):
-    """PyTorch counts bfloat16 weights in float64: a float64 result."""
+    """PyTorch counts bfloat16 weights in float64: a float64 result.  A bfloat16 input is no
+    index tensor: refused in its dtype's name (widened with the weights, the refusal named
+    Double)."""
+    bound = _bound(func, args, kwargs)
+    if bound is not None and is_bfloat16(bound.get("input")):
+        raise NotImplementedError(_NO_KERNEL.format("bincount_cpu"))
+
     def widened(a):
         return a.double() if is_bfloat16(a) else a
     return _run(func, tuple(widened(a) for a in args),
                 {k: widened(v) for k, v in kwargs.items()})
+
+
+def _dtype_operands(func, name: str, args: tuple, kwargs: dict, inputs: list) -> list:
+    """The tensors a same-dtype op compares: all its tensor inputs, but nll_loss's class target
+    (PyTorch compares its weight with its input; a floating target is refused as a target, after
+    the shape checks)."""
+    if name != "nll_loss":
+        return inputs
+    bound = _bound(func, args, kwargs)
+    target = None if bound is None else bound.get("target")
+    return [t for t in inputs if t is not target]
+
+
+def _class_target_loss(func, args, kwargs):
+    """nll_loss (and cross_entropy, through _cross_entropy) with a bfloat16 class target: refused
+    in its own dtype's name, after the loss's shape checks (the core sees the float32 storage
+    and would name it Float)."""
+    bound = _bound(func, args, kwargs)
+    if bound is None or not is_bfloat16(bound.get("target")):
+        return _computed(func, op_name(func), args, kwargs)
+    operands = _dtype_operands(func, "nll_loss", args, kwargs,
+                                       _tensors_in(kwargs.values(), _tensors_in(args, [])))
+    if op_name(func) == "nll_loss":
+        _refuse_mixed("nll_loss", operands)
+    try:
+        return _run(func, args, kwargs)
+    except RuntimeError as error:
+        if str(error).startswith("expected target dtype to be Long or Byte, but got "):
+            raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                               "BFloat16") from None
+        raise
 
 
 # Python compositions of tapegrad ops that are PyTorch's compositions of ATen ops too, step for
@@ -1833,7 +1875,8 @@ _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))
 _OWN.update(backward=_sweep, local_response_norm=_local_response_norm, cdist=_cdist,
             prod=_prod)
 _OWN.update(dict.fromkeys(("matrix_norm", "nuclear_norm", "norm"), _matrix_norm))
-_OWN.update(dict.fromkeys(_PYTORCH_COMPOSITIONS, _composition), bincount=_bincount)
+_OWN.update(dict.fromkeys(_PYTORCH_COMPOSITIONS, _composition), bincount=_bincount,
+            nll_loss=_class_target_loss)
 _OWN.update(dict.fromkeys(_BACKWARD_FORMULAS, _with_formula))
 _OWN.update(dict.fromkeys(_BINARY_NAMES, _binary_with_formula))
 

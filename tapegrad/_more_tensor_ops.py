@@ -392,9 +392,11 @@ def _storage_of(arr: np.ndarray):
         root = root.base
     if not root.flags.c_contiguous or root.dtype != arr.dtype:
         return None, 0
-    if arr.size == 0 and root is not arr:
-        return None, 0
     start = arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    if arr.size == 0 and root is not arr and not 0 <= start <= root.nbytes:
+        # (an empty view may carry any address; one inside its owner is at an offset of it, as
+        # torch.FloatTensor(storage) is after storage.resize_)
+        return None, 0
     return root.reshape(-1), start // arr.itemsize
 
 

@@ -23,16 +23,35 @@ from __future__ import annotations as _annotations
 import numpy as np
 
 _INSERTION_THRESHOLD = 16       # libstdc++'s _S_threshold for std::sort
-# The replays run in Python, ~1 us per element and level: a call whose rows to replay hold more
-# than this many elements in all keeps numpy's stable order instead (the order among equal values
-# PyTorch leaves unspecified), so a large sort with ties costs milliseconds, not seconds.  The
-# printed cases that made this worth doing (a batch's tied logits, a small ranking) fit easily.
+# The replays run in C (order_kernels.c, _core._stl_order_c) for every real and integer dtype but
+# uint64; the steps below, in Python (~1 us per element and level), are the reference the tests
+# hold the kernels to and the fallback for the dtypes the kernels do not take.  A Python replay
+# whose rows hold more than this many elements in all keeps numpy's stable order instead (the
+# order among equal values PyTorch leaves unspecified), so it costs milliseconds, not seconds.
+# (The C replay has no budget: a validation set's 10^4 tied scores, ROC curves and average
+# precision sorted by argsort(descending=True), take PyTorch's order in milliseconds.)
 REPLAY_BUDGET = 4096
+
+# algorithm codes of _core._stl_order_c
+_STD_SORT, _PARTIAL_SORT, _NTH_ELEMENT = 0, 1, 2
 
 
 def within_budget(rows: int, width: int) -> bool:
-    """Whether replaying `rows` rows of `width` elements stays within REPLAY_BUDGET."""
+    """Whether replaying `rows` rows of `width` elements in Python stays within REPLAY_BUDGET."""
     return rows * width <= REPLAY_BUDGET
+
+
+def compiled_dtype(dtype: np.dtype) -> bool:
+    """Whether the C replay takes rows of this dtype (then no budget applies)."""
+    return dtype.kind == "f" or (dtype.kind in "biu" and dtype != np.uint64)
+
+
+def _compiled(rows: np.ndarray, redo: np.ndarray, algo: int, k: int, sort_head: bool, cmp: int,
+              width: int):
+    """The replay of rows `redo` in C ((len(redo), width) positions), or None for a dtype the
+    kernel does not take."""
+    from ._core import _stl_order_c
+    return _stl_order_c(rows, redo, algo, k, sort_head, cmp, width)
 
 
 def sort_order(rows: np.ndarray, order: np.ndarray, descending: bool) -> np.ndarray:
@@ -45,17 +64,27 @@ def sort_order(rows: np.ndarray, order: np.ndarray, descending: bool) -> np.ndar
     def reorder(pairs, less):
         _sort(pairs, 0, n, less)
         return pairs
-    return _replayed(rows, order, _rows_with_ties(rows, order, n), descending, reorder)
+    return _replayed(rows, order, _rows_with_ties(rows, order, n), descending, reorder,
+                     (_STD_SORT, 0, False))
 
 
 def _replayed(rows: np.ndarray, order: np.ndarray, redo: np.ndarray, first_larger: bool,
-              reorder) -> np.ndarray:
+              reorder, compiled: tuple) -> np.ndarray:
     """`order` with each row r in `redo` replaced by the indices of reorder(pairs, less), the
     row's (value, index) pairs as a library algorithm leaves them (less: PyTorch's comparison,
     larger first when `first_larger`), cut to order's width; `order` itself when there is no
-    row to replay or they exceed REPLAY_BUDGET."""
+    row to replay, or they exceed REPLAY_BUDGET where the C kernel (given `compiled`: its
+    algorithm code, k and sort_head) does not take the dtype."""
     n, width = rows.shape[1], order.shape[1]
-    if redo.size == 0 or not within_budget(redo.size, n):
+    if redo.size == 0:
+        return order
+    algo, k, sort_head = compiled
+    fast = _compiled(rows, redo, algo, k, sort_head, 0 if first_larger else 1, width)
+    if fast is not None:
+        order = order.copy()
+        order[redo] = fast
+        return order
+    if not within_budget(redo.size, n):
         return order
     order = order.copy()
     less = _greater if first_larger else _less
@@ -69,8 +98,13 @@ def mode_position(row: np.ndarray) -> int:
     """The index PyTorch's CPU mode returns for a 1-d row: it std::sorts the (value, index) pairs
     by a plain `<` (which does not order NaN), then takes the first longest run of values that are
     not `!=` (a NaN is a run of its own) at the run's last pair."""
-    pairs = list(zip(row.tolist(), range(row.shape[0])))
-    _sort(pairs, 0, len(pairs), _plain_less)
+    fast = _compiled(row.reshape(1, -1), np.zeros(1, np.int64), _STD_SORT, 0, False, 2,
+                     row.shape[0])
+    if fast is not None:
+        pairs = [(row[j], j) for j in fast[0].tolist()]
+    else:
+        pairs = list(zip(row.tolist(), range(row.shape[0])))
+        _sort(pairs, 0, len(pairs), _plain_less)
     best, best_count, count = 0, 0, 0
     for j, (value, index) in enumerate(pairs):
         count += 1
@@ -115,7 +149,8 @@ def topk_order(rows: np.ndarray, order: np.ndarray, k: int, largest: bool,
             if sorted_:
                 _sort(pairs, 0, k - 1, less)
         return pairs
-    return _replayed(rows, result, redo, largest, reorder)
+    compiled = (_PARTIAL_SORT, k, False) if partial else (_NTH_ELEMENT, k, sorted_)
+    return _replayed(rows, result, redo, largest, reorder, compiled)
 
 
 # PyTorch's comparisons: NaN first for the largest, last for the smallest (x != x is NaN);

@@ -114,7 +114,9 @@ def _mode_replay_allowed(rows: np.ndarray) -> bool:
     """Whether the rows of one mode call that need std::sort's replay fit its budget in all
     (counted per call, as for sort and topk: a per-row budget let a 1000 x 1000 mode replay
     every row in Python, seconds where PyTorch takes milliseconds)."""
-    from ._stl_order import within_budget
+    from ._stl_order import compiled_dtype, within_budget
+    if compiled_dtype(rows.dtype):
+        return True                     # (replayed in C: no budget)
     width = rows.shape[1]
     if width <= 16:
         needing = int(np.isnan(rows).any(axis=1).sum()) if rows.dtype.kind == "f" else 0

@@ -314,6 +314,32 @@ class UntypedStorage(_StorageBase):
         """Itself (the bytes)."""
         return self
 
+    def resize_(self, size):
+        """Give this storage `size` bytes, keeping the first ones (new ones uninitialised), in
+        new memory that every tensor viewing the old memory views from then on (their sizes,
+        strides and offsets unchanged), as PyTorch reallocates a storage under its tensors:
+        torchnet's APMeter and the multi-label mAP meters copied from it grow their score
+        buffers with `scores.storage().resize_(n)` and then `scores.resize_(...)`.  Returns
+        self."""
+        nbytes = _check_new_size(size)
+        if self._bytes.size != self._owner.nbytes:
+            # (a slice of a storage shares its owner's memory, which it cannot reallocate)
+            raise RuntimeError("Trying to resize storage that is not resizable")
+        old_root = self._owner
+        # The new buffer keeps the old one's dtype when the size allows it: tensor.resize_ then
+        # recognises it as its storage and lays a larger shape out inside it, as PyTorch does.
+        itemsize = old_root.dtype.itemsize
+        np_dtype = old_root.dtype if nbytes % itemsize == 0 else np.dtype(np.uint8)
+        new_root = np.empty(nbytes // np_dtype.itemsize, dtype=np_dtype)
+        new_bytes = new_root.view(np.uint8)
+        kept = min(nbytes, self._bytes.size)
+        new_bytes[:kept] = self._bytes[:kept]
+        _move_viewers(old_root, _address(self._bytes), new_bytes)
+        self._bytes = new_bytes
+        self._owner = new_root
+        _UNTYPED_CACHE[id(new_root)] = self
+        return self
+
     def __repr__(self) -> str:
         return _listing(self.tolist(), f"torch.storage.UntypedStorage(device=cpu) of size "
                                        f"{self.size()}")
@@ -326,9 +352,13 @@ class _LegacyStorageType(TorchNamedClass):
     isinstance() compares the dtype, as PyTorch's legacy storage names do."""
 
     def __call__(cls, *args, **kwargs):
+        # (PyTorch's deprecation warning comes when a typed storage is built, pointing at the
+        # caller: torchnet's `torch.FloatTensor(torch.FloatStorage())` warns there)
+        warn_typed_storage(stacklevel=3)
         if cls._dtype is None:
             return super().__call__(*args, **kwargs)
-        return TypedStorage(*args, dtype=cls._dtype, **kwargs)
+        return super(_LegacyStorageType, TypedStorage).__call__(*args, dtype=cls._dtype,
+                                                                 **kwargs)
 
     def __instancecheck__(cls, obj):
         if cls._dtype is None:
@@ -448,6 +478,11 @@ class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
         self._values[...] = np.asarray(source)
         return self
 
+    def resize_(self, size):
+        """Give this storage `size` elements (see UntypedStorage.resize_: the tensors viewing
+        it follow it into the new memory).  Returns None, as PyTorch's TypedStorage.resize_."""
+        self._untyped.resize_(_check_new_size(size, self.element_size()))
+
     def clone(self):
         """A copy of this storage in new memory."""
         return TypedStorage._over(UntypedStorage._viewing(self._values.copy()), self._dtype_of)
@@ -460,6 +495,51 @@ class TypedStorage(_StorageBase, metaclass=_LegacyStorageType):
                                        f"device=cpu) of size {self.size()}")
 
     __str__ = __repr__
+
+
+def _check_new_size(size, itemsize: int = 1) -> int:
+    """The byte count of a storage's new size of `size` items of `itemsize` bytes, as resize_
+    takes it: an int (PyTorch allocates through an unsigned byte count, so a negative one fails
+    in its allocator)."""
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
+        if hasattr(size, "__index__") and not isinstance(size, bool):
+            size = size.__index__()
+        else:
+            raise RuntimeError(f"resize_ expects an int, but got {_type_name(size)}")
+    nbytes = int(size) * itemsize
+    if nbytes < 0:
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:98] ((ptrdiff_t)nbytes) >= 0. "
+                           "alloc_cpu() seems to have been called with negative number: "
+                           f"{nbytes + 2 ** 64}")
+    return nbytes
+
+
+def _move_viewers(old_root: np.ndarray, start: int, new_bytes: np.ndarray) -> None:
+    """Point every tensor whose array views old_root's memory (which begins at address start)
+    at the same place in new_bytes: same shape, strides and byte offset.  A storage knows no
+    list of its tensors (views are plain ndarrays), so the live tensors are looked up through
+    the garbage collector, which tracks every tensor; resizing a storage is rare (a meter's
+    buffer grows a logarithmic number of times), so the scan is not on any hot path.  A tensor
+    that no longer fits in a shrunk storage keeps the old memory (in PyTorch reading it is
+    undefined behaviour)."""
+    import gc
+    from ._core import TensorBase
+    for obj in gc.get_objects():
+        # (type(), not isinstance: isinstance reads obj.__class__, which some module proxies
+        # answer with a deprecation warning)
+        if not issubclass(type(obj), TensorBase):
+            continue
+        arr = obj._array
+        if _root(arr) is not old_root:
+            continue
+        offset = _address(arr) - start
+        try:
+            moved = np.ndarray(arr.shape, arr.dtype, buffer=new_bytes, offset=offset,
+                               strides=arr.strides)
+        except (TypeError, ValueError):
+            continue        # (beyond the new end)
+        # (numpy hands the view a base chain ending at the new buffer's owner, the storage)
+        obj._array = moved
 
 
 def _converter(method: str, np_name: str):

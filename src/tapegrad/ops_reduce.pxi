@@ -1370,6 +1370,56 @@ def _bisect_c(object rows_b, object rows_v, bint right):
 
 
 cdef extern from "order_kernels.h" nogil:
+    void tg_stl_order_f64(const double* rows, ptrdiff_t n, const int64_t* redo, ptrdiff_t n_redo,
+                          int algo, ptrdiff_t k, int sort_head, int cmp, ptrdiff_t width,
+                          int64_t* out, void* pairs)
+    void tg_stl_order_i64(const int64_t* rows, ptrdiff_t n, const int64_t* redo,
+                          ptrdiff_t n_redo, int algo, ptrdiff_t k, int sort_head, int cmp,
+                          ptrdiff_t width, int64_t* out, void* pairs)
+
+
+def _stl_order_c(object rows, object redo, int algo, Py_ssize_t k, bint sort_head, int cmp,
+                 Py_ssize_t width):
+    """The positions libstdc++'s std::sort (algo 0), std::partial_sort of the first k (1) or
+    std::nth_element at k - 1 then, with sort_head, std::sort of the k - 1 before it (2) leave
+    in the first `width` places of each row of `rows` (2-d) listed in `redo`, comparing by cmp
+    (0: larger first, NaN above all; 1: smaller first, NaN last; 2: plain `<`), as an int64 array
+    (len(redo), width): PyTorch's choice among ties in sort, topk and mode (order_kernels.c; the
+    steps in Python, tapegrad/_stl_order.py, took ~1 us per element and level).  None for a
+    dtype the kernels do not take (uint64, complex: the Python steps then).  Values are compared
+    in float64 (floating dtypes) or int64 (the others), which keeps every order exact."""
+    if not cnp.PyArray_Check(rows) or (<cnp.ndarray>rows).ndim != 2:
+        return None
+    kind = rows.dtype.kind
+    if kind == "f":
+        values = np.ascontiguousarray(rows, dtype=np.float64)
+    elif kind in "biu" and rows.dtype != np.uint64:
+        values = np.ascontiguousarray(rows, dtype=np.int64)
+    else:
+        return None
+    cdef cnp.ndarray V = <cnp.ndarray>values
+    cdef cnp.ndarray R = <cnp.ndarray>np.ascontiguousarray(redo, dtype=np.int64)
+    cdef Py_ssize_t n = cnp.PyArray_DIMS(V)[1], n_redo = cnp.PyArray_SIZE(R)
+    if width < 0 or width > n or (algo != 0 and not 0 < k <= n):
+        return None
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty((n_redo, width), dtype=np.int64)
+    cdef cnp.ndarray pairs = <cnp.ndarray>np.empty(2 * max(n, 1), dtype=np.int64)  # 16 B a pair
+    cdef void* VP = cnp.PyArray_DATA(V)
+    cdef const int64_t* RP = <const int64_t*>cnp.PyArray_DATA(R)
+    cdef int64_t* O = <int64_t*>cnp.PyArray_DATA(out)
+    cdef void* P = cnp.PyArray_DATA(pairs)
+    cdef bint floating = kind == "f"
+    with nogil:
+        if floating:
+            tg_stl_order_f64(<const double*>VP, n, RP, n_redo, algo, k, sort_head, cmp, width,
+                             O, P)
+        else:
+            tg_stl_order_i64(<const int64_t*>VP, n, RP, n_redo, algo, k, sort_head, cmp, width,
+                             O, P)
+    return out
+
+
+cdef extern from "order_kernels.h" nogil:
     void tg_running_extreme_f32(const float* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
                                 int maximum, int64_t* out)
     void tg_running_extreme_f64(const double* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,

@@ -1,6 +1,8 @@
 /* Order kernels (order_kernels.h describes the layouts). */
 #include "order_kernels.h"
 
+#include <string.h>
+
 /* PyTorch's selection order: NaN above everything, two NaNs not greater than each other.  (For
  * integers x != x is false and this is x > y.) */
 #define GT_OR_NAN(x, y) (((x) != (x) && (y) == (y)) || (x) > (y))
@@ -128,3 +130,242 @@ void NAME(const T* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner, int maximum
 EXTREME_KERNEL(tg_running_extreme_f32, float)
 EXTREME_KERNEL(tg_running_extreme_f64, double)
 EXTREME_KERNEL(tg_running_extreme_i64, int64_t)
+
+
+/* -- libstdc++'s sorting algorithms (order_kernels.h: tg_stl_order_*) ----------------------------
+ * A transcription of bits/stl_algo.h and bits/stl_heap.h (std::__introsort_loop with its
+ * 16-element threshold, __move_median_to_first, __unguarded_partition, __final_insertion_sort,
+ * the binary-heap __heap_select/__sort_heap of partial_sort, __introselect), on (value, position)
+ * pairs compared by the value only.  tapegrad/_stl_order.py holds the same steps in Python (the
+ * reference the tests compare these with). */
+#define STL_KERNELS(SFX, T)                                                                       \
+typedef struct { T v; int64_t i; } pair_##SFX;                                                    \
+                                                                                                  \
+static inline int less_##SFX(const pair_##SFX* x, const pair_##SFX* y, int cmp)                  \
+{                                                                                                 \
+    if (cmp == 0) return (x->v != x->v && y->v == y->v) || x->v > y->v;                           \
+    if (cmp == 1) return (x->v == x->v && y->v != y->v) || x->v < y->v;                           \
+    return x->v < y->v;                                                                           \
+}                                                                                                 \
+                                                                                                  \
+static void push_heap_##SFX(pair_##SFX* a, ptrdiff_t hole, ptrdiff_t top, pair_##SFX value,      \
+                            int cmp)                                                              \
+{                                                                                                 \
+    ptrdiff_t parent = (hole - 1) / 2;                                                            \
+    while (hole > top && less_##SFX(&a[parent], &value, cmp)) {                                   \
+        a[hole] = a[parent];                                                                      \
+        hole = parent;                                                                            \
+        parent = (hole - 1) / 2;                                                                  \
+    }                                                                                             \
+    a[hole] = value;                                                                              \
+}                                                                                                 \
+                                                                                                  \
+static void adjust_heap_##SFX(pair_##SFX* a, ptrdiff_t hole, ptrdiff_t len, pair_##SFX value,    \
+                              int cmp)                                                            \
+{                                                                                                 \
+    const ptrdiff_t top = hole;                                                                   \
+    ptrdiff_t child = hole;                                                                       \
+    while (child < (len - 1) / 2) {                                                               \
+        child = 2 * (child + 1);                                                                  \
+        if (less_##SFX(&a[child], &a[child - 1], cmp)) child--;                                   \
+        a[hole] = a[child];                                                                       \
+        hole = child;                                                                             \
+    }                                                                                             \
+    if ((len & 1) == 0 && child == (len - 2) / 2) {                                               \
+        child = 2 * (child + 1);                                                                  \
+        a[hole] = a[child - 1];                                                                   \
+        hole = child - 1;                                                                         \
+    }                                                                                             \
+    push_heap_##SFX(a, hole, top, value, cmp);                                                    \
+}                                                                                                 \
+                                                                                                  \
+static void make_heap_##SFX(pair_##SFX* a, ptrdiff_t len, int cmp)                               \
+{                                                                                                 \
+    if (len < 2) return;                                                                          \
+    for (ptrdiff_t parent = (len - 2) / 2;; parent--) {                                           \
+        adjust_heap_##SFX(a, parent, len, a[parent], cmp);                                        \
+        if (parent == 0) return;                                                                  \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+/* __pop_heap(first, last, result): the top goes to result, result's pair sifts in from the top */\
+static void pop_heap_##SFX(pair_##SFX* a, ptrdiff_t len, ptrdiff_t result, int cmp)              \
+{                                                                                                 \
+    pair_##SFX value = a[result];                                                                 \
+    a[result] = a[0];                                                                             \
+    adjust_heap_##SFX(a, 0, len, value, cmp);                                                     \
+}                                                                                                 \
+                                                                                                  \
+static void heap_select_##SFX(pair_##SFX* a, ptrdiff_t middle, ptrdiff_t last, int cmp)          \
+{                                                                                                 \
+    make_heap_##SFX(a, middle, cmp);                                                              \
+    for (ptrdiff_t i = middle; i < last; i++)                                                     \
+        if (less_##SFX(&a[i], &a[0], cmp)) pop_heap_##SFX(a, middle, i, cmp);                     \
+}                                                                                                 \
+                                                                                                  \
+static void sort_heap_##SFX(pair_##SFX* a, ptrdiff_t last, int cmp)                              \
+{                                                                                                 \
+    while (last > 1) {                                                                            \
+        last--;                                                                                   \
+        pop_heap_##SFX(a, last, last, cmp);                                                       \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static void partial_sort_##SFX(pair_##SFX* a, ptrdiff_t middle, ptrdiff_t last, int cmp)         \
+{                                                                                                 \
+    heap_select_##SFX(a, middle, last, cmp);                                                      \
+    sort_heap_##SFX(a, middle, cmp);                                                              \
+}                                                                                                 \
+                                                                                                  \
+static void swap_##SFX(pair_##SFX* a, ptrdiff_t x, ptrdiff_t y)                                   \
+{                                                                                                 \
+    pair_##SFX t = a[x];                                                                          \
+    a[x] = a[y];                                                                                  \
+    a[y] = t;                                                                                     \
+}                                                                                                 \
+                                                                                                  \
+static void move_median_to_first_##SFX(pair_##SFX* a, ptrdiff_t result, ptrdiff_t i,             \
+                                       ptrdiff_t j, ptrdiff_t m, int cmp)                         \
+{                                                                                                 \
+    ptrdiff_t pick;                                                                               \
+    if (less_##SFX(&a[i], &a[j], cmp)) {                                                          \
+        if (less_##SFX(&a[j], &a[m], cmp)) pick = j;                                              \
+        else if (less_##SFX(&a[i], &a[m], cmp)) pick = m;                                         \
+        else pick = i;                                                                            \
+    } else if (less_##SFX(&a[i], &a[m], cmp)) pick = i;                                           \
+    else if (less_##SFX(&a[j], &a[m], cmp)) pick = m;                                             \
+    else pick = j;                                                                                \
+    swap_##SFX(a, result, pick);                                                                  \
+}                                                                                                 \
+                                                                                                  \
+static ptrdiff_t unguarded_partition_##SFX(pair_##SFX* a, ptrdiff_t first, ptrdiff_t last,       \
+                                           ptrdiff_t pivot, int cmp)                              \
+{                                                                                                 \
+    for (;;) {                                                                                    \
+        while (less_##SFX(&a[first], &a[pivot], cmp)) first++;                                    \
+        last--;                                                                                   \
+        while (less_##SFX(&a[pivot], &a[last], cmp)) last--;                                      \
+        if (!(first < last)) return first;                                                        \
+        swap_##SFX(a, first, last);                                                               \
+        first++;                                                                                  \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static ptrdiff_t partition_pivot_##SFX(pair_##SFX* a, ptrdiff_t first, ptrdiff_t last, int cmp)  \
+{                                                                                                 \
+    ptrdiff_t mid = first + (last - first) / 2;                                                   \
+    move_median_to_first_##SFX(a, first, first + 1, mid, last - 1, cmp);                          \
+    return unguarded_partition_##SFX(a, first + 1, last, first, cmp);                             \
+}                                                                                                 \
+                                                                                                  \
+static void unguarded_linear_insert_##SFX(pair_##SFX* a, ptrdiff_t last, int cmp)                \
+{                                                                                                 \
+    pair_##SFX value = a[last];                                                                   \
+    ptrdiff_t prev = last - 1;                                                                    \
+    while (less_##SFX(&value, &a[prev], cmp)) {                                                   \
+        a[last] = a[prev];                                                                        \
+        last = prev;                                                                              \
+        prev--;                                                                                   \
+    }                                                                                             \
+    a[last] = value;                                                                              \
+}                                                                                                 \
+                                                                                                  \
+static void insertion_sort_##SFX(pair_##SFX* a, ptrdiff_t first, ptrdiff_t last, int cmp)        \
+{                                                                                                 \
+    if (first == last) return;                                                                    \
+    for (ptrdiff_t i = first + 1; i < last; i++) {                                                \
+        if (less_##SFX(&a[i], &a[first], cmp)) {                                                  \
+            pair_##SFX value = a[i];                                                              \
+            memmove(&a[first + 1], &a[first], (size_t)(i - first) * sizeof(pair_##SFX));         \
+            a[first] = value;                                                                     \
+        } else {                                                                                  \
+            unguarded_linear_insert_##SFX(a, i, cmp);                                             \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+/* __introsort_loop: recursion on the right part, a loop on the left one, as libstdc++'s */       \
+static void introsort_loop_##SFX(pair_##SFX* a, ptrdiff_t first, ptrdiff_t last, int depth,      \
+                                 int cmp)                                                         \
+{                                                                                                 \
+    while (last - first > STL_THRESHOLD) {                                                        \
+        if (depth == 0) {                                                                         \
+            partial_sort_##SFX(a + first, last - first, last - first, cmp);                       \
+            return;                                                                               \
+        }                                                                                         \
+        depth--;                                                                                  \
+        ptrdiff_t cut = partition_pivot_##SFX(a, first, last, cmp);                               \
+        introsort_loop_##SFX(a, cut, last, depth, cmp);                                           \
+        last = cut;                                                                               \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static void std_sort_##SFX(pair_##SFX* a, ptrdiff_t first, ptrdiff_t last, int cmp)              \
+{                                                                                                 \
+    if (last - first < 2) return;                                                                 \
+    introsort_loop_##SFX(a, first, last, 2 * floor_lg(last - first), cmp);                        \
+    if (last - first > STL_THRESHOLD) {                                                           \
+        insertion_sort_##SFX(a, first, first + STL_THRESHOLD, cmp);                               \
+        for (ptrdiff_t i = first + STL_THRESHOLD; i < last; i++)                                  \
+            unguarded_linear_insert_##SFX(a, i, cmp);                                             \
+    } else {                                                                                      \
+        insertion_sort_##SFX(a, first, last, cmp);                                                \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+static void nth_element_##SFX(pair_##SFX* a, ptrdiff_t nth, ptrdiff_t last, int cmp)             \
+{                                                                                                 \
+    ptrdiff_t first = 0;                                                                          \
+    if (first == last || nth == last) return;                                                     \
+    int depth = 2 * floor_lg(last - first);                                                       \
+    while (last - first > 3) {                                                                    \
+        if (depth == 0) {                                                                         \
+            heap_select_##SFX(a + first, nth + 1 - first, last - first, cmp);                     \
+            swap_##SFX(a, first, nth);                                                            \
+            return;                                                                               \
+        }                                                                                         \
+        depth--;                                                                                  \
+        ptrdiff_t cut = partition_pivot_##SFX(a, first, last, cmp);                               \
+        if (cut <= nth) first = cut;                                                              \
+        else last = cut;                                                                          \
+    }                                                                                             \
+    insertion_sort_##SFX(a, first, last, cmp);                                                    \
+}                                                                                                 \
+                                                                                                  \
+void tg_stl_order_##SFX(const T* rows, ptrdiff_t n, const int64_t* redo, ptrdiff_t n_redo,       \
+                        int algo, ptrdiff_t k, int sort_head, int cmp, ptrdiff_t width,           \
+                        int64_t* out, void* scratch)                                              \
+{                                                                                                 \
+    pair_##SFX* a = (pair_##SFX*)scratch;                                                         \
+    for (ptrdiff_t r = 0; r < n_redo; r++) {                                                      \
+        const T* row = rows + redo[r] * n;                                                        \
+        for (ptrdiff_t j = 0; j < n; j++) {                                                       \
+            a[j].v = row[j];                                                                      \
+            a[j].i = j;                                                                           \
+        }                                                                                         \
+        if (algo == 0) {                                                                          \
+            std_sort_##SFX(a, 0, n, cmp);                                                         \
+        } else if (algo == 1) {                                                                   \
+            partial_sort_##SFX(a, k, n, cmp);                                                     \
+        } else {                                                                                  \
+            nth_element_##SFX(a, k - 1, n, cmp);                                                  \
+            if (sort_head) std_sort_##SFX(a, 0, k - 1, cmp);                                      \
+        }                                                                                         \
+        for (ptrdiff_t j = 0; j < width; j++) out[r * width + j] = a[j].i;                        \
+    }                                                                                             \
+}
+
+#define STL_THRESHOLD 16        /* libstdc++'s _S_threshold */
+
+static int floor_lg(ptrdiff_t n)
+{
+    int lg = -1;
+    while (n > 0) {
+        n >>= 1;
+        lg++;
+    }
+    return lg;
+}
+
+STL_KERNELS(f64, double)
+STL_KERNELS(i64, int64_t)

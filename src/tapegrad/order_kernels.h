@@ -48,4 +48,21 @@ void tg_running_extreme_f64(const double* x, ptrdiff_t outer, ptrdiff_t n, ptrdi
 void tg_running_extreme_i64(const int64_t* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
                             int maximum, int64_t* out);
 
+/* libstdc++'s std::sort, std::partial_sort and std::nth_element (GCC's, the library of PyTorch's
+ * Linux wheels), step for step, on the (value, position) pairs of each row of rows (m, n,
+ * C-contiguous) listed in redo (n_redo row numbers): which of several equal values lands where is
+ * decided by those steps, and PyTorch's sort (stable=False), topk and mode print it.
+ * out[r * width + j] = the position of the j-th pair of row redo[r] once the algorithm ran:
+ *   algo 0: std::sort of all n pairs;
+ *   algo 1: std::partial_sort of the first k pairs (topk when k * 64 <= n);
+ *   algo 2: std::nth_element at k - 1, then, when sort_head, std::sort of the k - 1 before it.
+ * cmp 0: larger first, NaN above every number; cmp 1: smaller first, NaN last; cmp 2: a plain
+ * `<` (mode's, which orders no NaN).  pairs: scratch for one row (n pairs of 16 bytes). */
+void tg_stl_order_f64(const double* rows, ptrdiff_t n, const int64_t* redo, ptrdiff_t n_redo,
+                      int algo, ptrdiff_t k, int sort_head, int cmp, ptrdiff_t width,
+                      int64_t* out, void* pairs);
+void tg_stl_order_i64(const int64_t* rows, ptrdiff_t n, const int64_t* redo, ptrdiff_t n_redo,
+                      int algo, ptrdiff_t k, int sort_head, int cmp, ptrdiff_t width,
+                      int64_t* out, void* pairs);
+
 #endif
