@@ -813,6 +813,8 @@ cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1
 
 cdef bint has_node_hooks(Record* rec) noexcept
 
+cdef bint carries_hooks(Record* rec) noexcept
+
 cdef object run_node_hooks(Record* rec, object grads, object g, bint graph)
 
 cdef object FUNCTION_BACKWARD

@@ -1,0 +1,138 @@
+"""left47: hooks on a view written in place, inference tensors used outside inference mode,
+integer masked_fill with a value that requires grad, batch_norm's mixed dtypes, real PyTorch
+tensors reaching the softmax family and BatchNorm.  Every scenario runs under tapegrad and under
+PyTorch and the two results are compared."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+
+def outcome(fn):
+    """fn()'s result as plain data, or its exception's type name and message."""
+    try:
+        return fn()
+    except Exception as error:             # (compared with PyTorch's)
+        return type(error).__name__, str(error).split("\n")[0]
+
+
+# -- 1. hooks on a view that an in-place op writes (fuzz seed 67300341) -------------------------
+
+IN_PLACE_ON_VIEW = {
+    "mul_": lambda v: v.mul_(2),
+    "iadd": lambda v: v.__iadd__(1),
+    "sin_": lambda v: v.sin_(),
+    "relu_": lambda v: v.relu_(),
+    "clamp_": lambda v: v.clamp_(0, 2.5),
+    "setitem": lambda v: v.__setitem__(0, 7.0),
+    "zero_": lambda v: v.zero_(),
+    "pow_": lambda v: v.pow_(2),
+    "tril_": lambda v: v.view(1, 2).tril_(),     # (a view of the view: written through)
+    "unsqueeze_": lambda v: v.unsqueeze_(0),     # (an in-place view op: v's own history)
+}
+
+
+def view_hook_scenario(L, op, mode):
+    log = []
+    x = L.tensor([1.0, 2.0, 3.0, 4.0], dtype=L.float64, requires_grad=True)
+    b = x * 1
+    v = b[1:3]
+    w = None
+    if mode == "tensor":
+        v.register_hook(lambda g: (log.append(g.tolist()), g + 1)[1])
+    elif mode == "prehook":
+        v.grad_fn.register_prehook(lambda gs: (log.append(gs[0].tolist()), (gs[0] + 1,))[1])
+    elif mode == "posthook":
+        v.grad_fn.register_hook(lambda gi, go: (
+            log.append(go[0].tolist()), tuple(None if g is None else g * 2 for g in gi))[1])
+    else:                                   # used before the write: that path keeps the hook
+        w = v * 5
+        v.register_hook(lambda g: (log.append(g.tolist()), g + 1)[1])
+    IN_PLACE_ON_VIEW[op](v)
+    loss = (b * L.tensor([1.0, 2.0, 3.0, 4.0], dtype=L.float64)).sum() + (v * 3).sum()
+    if w is not None:
+        loss = loss + w.sum()
+    loss.backward()
+    return x.grad.tolist(), log
+
+
+@pytest.mark.parametrize("mode", ["tensor", "prehook", "posthook", "used_before"])
+@pytest.mark.parametrize("op", sorted(IN_PLACE_ON_VIEW))
+def test_hook_on_view_written_in_place(torch, op, mode):
+    assert outcome(lambda: view_hook_scenario(tg, op, mode)) == \
+        outcome(lambda: view_hook_scenario(torch, op, mode))
+
+
+def hook_sibling_scenario(L, case):
+    log = []
+    hook = lambda g: (log.append(g.tolist()), g + 1)[1]     # noqa: E731
+    x = L.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    b = x * 1
+    v = b[1:3]
+    if case == "retain_then_write":
+        v.retain_grad()
+        v.mul_(2)
+        (v * 3).sum().backward()
+        return x.grad.tolist(), v.grad.tolist()
+    if case == "retain_then_write_loss_on_base":
+        v.retain_grad()
+        v.mul_(2)
+        b.sum().backward()
+        return x.grad.tolist(), v.grad
+    if case == "base_hook_view_written":
+        b.register_hook(hook)
+        v.mul_(2)
+        (b * 3).sum().backward()
+        return x.grad.tolist(), log
+    if case == "leaf_hook_no_grad_write":
+        x.register_hook(hook)
+        x.register_post_accumulate_grad_hook(lambda t: log.append(("post", t.grad.tolist())))
+        with L.no_grad():
+            x[1:3].mul_(2)
+        (x * 3).sum().backward()
+        return x.grad.tolist(), log
+    if case == "hook_after_write":
+        v.mul_(2)
+        v.register_hook(hook)
+        (v * 3).sum().backward()
+        return x.grad.tolist(), log
+    if case == "view_hook_base_written":
+        v.register_hook(hook)
+        b.mul_(2)
+        (v * 3).sum().backward()
+        return x.grad.tolist(), log
+    if case == "view_hook_no_grad_write":
+        v.register_hook(hook)
+        with L.no_grad():
+            v.mul_(2)
+        (v * 3).sum().backward()
+        return x.grad.tolist(), log
+    if case == "two_writes":
+        v.register_hook(hook)
+        v.mul_(2)
+        v.add_(1)
+        (v * 3).sum().backward()
+        return x.grad.tolist(), log
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case", [
+    "retain_then_write", "retain_then_write_loss_on_base", "base_hook_view_written",
+    "leaf_hook_no_grad_write", "hook_after_write", "view_hook_base_written",
+    "view_hook_no_grad_write", "two_writes"])
+def test_hook_siblings_of_view_writes(torch, case):
+    assert outcome(lambda: hook_sibling_scenario(tg, case)) == \
+        outcome(lambda: hook_sibling_scenario(torch, case))
+
+
+def test_fuzz_67300341_view_of_unfold_hook(torch):
+    def run(L):
+        x = L.tensor(np.arange(1.0, 7.0).reshape(3, 2), requires_grad=True)
+        v = (x * 1).unfold(1, 1, 2)[::2]
+        v.register_hook(lambda g: g + 1)
+        v.sin_()
+        (v * L.tensor([[[0.5]], [[2.0]]])).sum().backward()
+        return x.grad.numpy()
+    np.testing.assert_allclose(run(tg), run(torch), rtol=1e-6)
