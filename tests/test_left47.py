@@ -136,3 +136,40 @@ def test_fuzz_67300341_view_of_unfold_hook(torch):
         (v * L.tensor([[[0.5]], [[2.0]]])).sum().backward()
         return x.grad.numpy()
     np.testing.assert_allclose(run(tg), run(torch), rtol=1e-6)
+
+
+# -- 4. an integer self filled with a value that requires grad ----------------------------------
+
+INTEGER_FILLS = {
+    "masked_fill": lambda L, v: L.arange(4).masked_fill(L.tensor([True, False, True, False]), v),
+    "masked_fill_bool": lambda L, v: L.zeros(4, dtype=L.bool).masked_fill(
+        L.tensor([True, False, True, False]), v),
+    "masked_fill_float64_value": lambda L, v: L.arange(4).masked_fill(
+        L.tensor([True, False, True, False]), v.double()),
+    "masked_fill_no_grad": lambda L, v: L.arange(4).masked_fill(
+        L.tensor([True, False, True, False]), v.detach()),
+    "masked_fill_float_self": lambda L, v: L.zeros(4).masked_fill(
+        L.tensor([True, False, True, False]), v),
+    "masked_fill_": lambda L, v: L.arange(4).masked_fill_(L.tensor([True, False, True, False]), v),
+    "index_fill": lambda L, v: L.arange(4).index_fill(0, L.tensor([0]), v),
+    "index_put": lambda L, v: L.arange(4).index_put((L.tensor([0]),), v),
+    "scatter": lambda L, v: L.arange(4).scatter(0, L.tensor([0]), v.reshape(1)),
+    "where": lambda L, v: L.where(L.tensor([True, False, True, False]), L.arange(4), v),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INTEGER_FILLS))
+def test_integer_fill_with_grad_value(torch, case):
+    def run(L):
+        r = INTEGER_FILLS[case](L, L.tensor(1.0, requires_grad=True))
+        return str(r.dtype), r.requires_grad, r.tolist()
+    assert outcome(lambda: run(tg)) == outcome(lambda: run(torch))
+
+
+def test_integer_masked_fill_under_no_grad(torch):
+    def run(L):
+        with L.no_grad():
+            r = L.arange(4).masked_fill(L.tensor([True, False, True, False]),
+                                        L.tensor(1.0, requires_grad=True))
+        return r.requires_grad, r.tolist()
+    assert run(tg) == run(torch)
