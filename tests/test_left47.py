@@ -255,3 +255,80 @@ def test_real_torch_tensor_requiring_grad_is_refused(torch):
     x = torch.ones(2, 3, requires_grad=True)
     with pytest.raises(TypeError, match="requires grad"):
         tg.nn.functional.softmax(x, dim=1)
+
+
+# -- 2. a leaf made to require grad inside inference_mode, used outside it -----------------------
+# (fuzz seeds 67300552, 67300234, 67300162).  PyTorch's rule: an inference tensor has no autograd
+# dispatch key, so an op all of whose operands are inference tensors records nothing; an op with
+# another operand (a normal tensor, or a number the binary operators wrap as one) records, and
+# refuses to save an inference tensor for backward.
+
+INFERENCE_OPS = {
+    "sum": lambda L, x: x.sum(),
+    "exp": lambda L, x: x.exp(),
+    "neg": lambda L, x: -x,
+    "sin": lambda L, x: x.sin(),
+    "relu": lambda L, x: x.relu(),
+    "sigmoid": lambda L, x: x.sigmoid(),
+    "tanh": lambda L, x: x.tanh(),
+    "sqrt": lambda L, x: x.sqrt(),
+    "prod": lambda L, x: x.prod(),
+    "max": lambda L, x: x.max(),
+    "norm": lambda L, x: x.norm(),
+    "log_softmax": lambda L, x: x.log_softmax(0),
+    "pow_number": lambda L, x: x ** 2,
+    "number_over": lambda L, x: 1 / x,
+    "int_index": lambda L, x: x[0],
+    "slice": lambda L, x: x[1:],
+    "view": lambda L, x: x.view(2),
+    "reshape": lambda L, x: x.reshape(1, 2),
+    "unsqueeze": lambda L, x: x.unsqueeze(0),
+    "expand": lambda L, x: x.expand(3, 2),
+    "transpose": lambda L, x: x.view(1, 2).t(),
+    "add_self": lambda L, x: x + x,
+    "mul_self": lambda L, x: (x * x).sum(),
+    "cat_self": lambda L, x: L.cat([x, x]),
+    "stack_self": lambda L, x: L.stack([x]),
+    "add_number": lambda L, x: x + 1,
+    "mul_number": lambda L, x: x * 2,
+    "sub_number": lambda L, x: x - 1,
+    "div_number": lambda L, x: x / 2,
+    "number_minus": lambda L, x: 1 - x,
+    "mul_tensor": lambda L, x: x * L.ones(2),
+    "matmul_tensor": lambda L, x: x @ L.ones(2),
+    "add_grad_tensor": lambda L, x: x + L.ones(2, requires_grad=True),
+    "mul_grad_tensor": lambda L, x: x * L.ones(2, requires_grad=True),
+    "where": lambda L, x: L.where(x > 0, x, 0.0),
+    "cat_mixed": lambda L, x: L.cat([x, L.ones(2)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INFERENCE_OPS))
+def test_inference_leaf_used_outside_inference_mode(torch, case):
+    def run(L):
+        with L.inference_mode():
+            x = L.ones(2, requires_grad=True)
+        r = INFERENCE_OPS[case](L, x)
+        return r.requires_grad, r.is_leaf, r.is_inference(), r.tolist()
+    assert outcome(lambda: run(tg)) == outcome(lambda: run(torch))
+
+
+def test_inference_leaf_backward(torch):
+    def run(L):
+        with L.inference_mode():
+            x = L.tensor([1.0, 2.0], requires_grad=True)
+        (x + 1).sum().backward()            # (AddBackward0 saves nothing)
+        first = x.grad.tolist()
+        return first, outcome(lambda: (x * L.ones(2, requires_grad=True)).sum().backward())
+    assert run(tg) == run(torch)
+
+
+def test_inference_leaf_inside_inference_mode_and_under_enable_grad(torch):
+    def run(L):
+        with L.inference_mode():
+            x = L.ones(2, requires_grad=True)
+            inside = x.sum().requires_grad
+            with L.enable_grad():
+                nested = x.exp().requires_grad
+        return inside, nested
+    assert run(tg) == run(torch)
