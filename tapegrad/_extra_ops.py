@@ -2094,7 +2094,13 @@ def _in_place(name: str):
                     check_in_place_operand(self, other, floating=floating,
                                            cast_message=_CAST_MESSAGE.get(name) if own_words
                                            else None, overlap=False)
-                result = getattr(source, name)(*args, **kwargs)
+                if name == "masked_fill" and source is not self \
+                        and self._array.dtype.kind not in "fc":
+                    # (an integer or bool self keeps the value's record: the in-place form's)
+                    from ._ops_shape import _masked_fill_in_place
+                    result = _masked_fill_in_place(source, *args, **kwargs)
+                else:
+                    result = getattr(source, name)(*args, **kwargs)
                 # (after the call: PyTorch's argument errors come first)
                 if name not in _NO_OVERLAP_CHECK:
                     _core._check_operands_overlap(self, (*args, *kwargs.values()))

@@ -639,6 +639,8 @@ cdef inline int begin_record(Py_ssize_t n_in) except -1:
 
 cdef Record* record_op(int op, TensorBase result, int n_in, Py_ssize_t* inp) except NULL
 
+cdef bint inference_only(Py_ssize_t* inp, int n_in) noexcept
+
 cdef int save_value(Record* r, int j, object value, object owner) except -1
 
 cdef class SavedIndex:
@@ -812,6 +814,8 @@ cdef bint has_node_prehooks(Py_ssize_t i) except -1
 cdef int run_post_accumulate_hooks(Py_ssize_t i) except -1
 
 cdef bint has_node_hooks(Record* rec) noexcept
+
+cdef bint carries_hooks(Record* rec) noexcept
 
 cdef object run_node_hooks(Record* rec, object grads, object g, bint graph)
 

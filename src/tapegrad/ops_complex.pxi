@@ -350,7 +350,7 @@ cdef object complex_unary(str name, TensorBase x):
         return res
     begin_record(1)
     inp[0] = node_for_input(x)
-    if inp[0] < 0:
+    if inp[0] < 0 or inference_only(inp, 1):
         return res
     r = record_op(op, res, 1, inp)
     if op == OP_NEG or op == OP_COMPLEX_CONJ or op == OP_COMPLEX_CONJ_PHYSICAL:

@@ -701,6 +701,11 @@ cdef object record_binary(int op, object a, object b, object A, object B, object
     inp[1] = node_for_input(<TensorBase>b) if b_tensor else -1
     if not wants_record(inp, 2):
         return res
+    if (op == OP_POW or op == OP_DIV and not a_tensor) and not (a_tensor and b_tensor) and \
+            inference_only(&inp[0] if a_tensor else &inp[1], 1):
+        # (PyTorch's pow takes a number as a Scalar and `number / x` is x.reciprocal() times
+        # it: no wrapped tensor, so an inference tensor alone records nothing, inference_only)
+        return res
     if op == OP_POW:
         op = OP_POW_R if not a_tensor else (OP_POW if not b_tensor else OP_POW_T)
     elif op == OP_DIV and not a_tensor:
@@ -832,7 +837,7 @@ cdef object unary_op(int op, TensorBase x):
         return res
     begin_record(1)
     inp[0] = node_for_input(x)
-    if inp[0] < 0:
+    if inp[0] < 0 or inference_only(inp, 1):
         return res
     r = record_op(op, res, 1, inp)
     if op == OP_EXP or op == OP_TANH or op == OP_RELU:

@@ -272,6 +272,13 @@ cdef bint has_node_hooks(Record* rec) noexcept:
     return rec.extra != NULL and bool((<RecordExtra>rec.extra).node_hooks)
 
 
+cdef bint carries_hooks(Record* rec) noexcept:
+    """Whether record rec carries hooks of any kind that see the gradient reaching it or leaving
+    it: tensor hooks, its grad_fn's pre-hooks (both in .hooks) or post-hooks."""
+    return rec.extra != NULL and bool((<RecordExtra>rec.extra).hooks
+                                      or (<RecordExtra>rec.extra).node_hooks)
+
+
 cdef object run_node_hooks(Record* rec, object grads, object g, bint graph):
     """Run record rec's post-hooks on its VJP's result `grads` (one entry per input, bare when
     there is one) given its incoming gradient g; returns the gradients to propagate.  graph:

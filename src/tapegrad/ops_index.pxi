@@ -1407,6 +1407,18 @@ OP_MASKED_FILL_T = register_op("MaskedFillBackward1", vjp_masked_fill)   # tenso
 
 def masked_fill(TensorBase input, mask, value):
     """`input` with `value` (a number or 0-d tensor) where the bool `mask` (broadcast) is True."""
+    return masked_fill_into(input, mask, value, False)
+
+
+def _masked_fill_in_place(TensorBase input, mask, value):
+    """masked_fill as masked_fill_ computes it (tapegrad/_extra_ops.py: out of place on a copy
+    of self, then written into self): an integer or bool self filled with a value that requires
+    grad keeps the record, as PyTorch's in-place form does (it rebases self's history, where
+    the out-of-place form sets a new one, and refuses)."""
+    return masked_fill_into(input, mask, value, True)
+
+
+cdef object masked_fill_into(TensorBase input, mask, value, bint in_place):
     A = input._array
     if not isinstance(mask, TensorBase):
         raise TypeError(f"masked_fill(): argument 'mask' (position 1) must be Tensor, not "
@@ -1433,6 +1445,11 @@ def masked_fill(TensorBase input, mask, value):
         with IeeeResults():
             fill = fill.astype(A.dtype)
     out = np.asarray(np.where(M, fill, A), order="C")   # (contiguous, as PyTorch's clone)
+    if (tensor_value and not in_place and (<TensorBase>value)._requires_grad
+            and grad_enabled() and A.dtype.kind not in "fc"):
+        # PyTorch records the fill, then refuses to give the integer or bool result a history
+        # (its set_history: only floating and complex outputs can carry one)
+        raise RuntimeError(f"Autograd not support dtype: {scalar_type_name(A.dtype)}")
     cdef TensorBase res = wrap(nd(out))
     cdef Record* r = record_from(OP_MASKED_FILL_T if tensor_value else OP_MASKED_FILL, res,
                                  (input, value) if tensor_value else (input,))

@@ -158,10 +158,19 @@ cdef int adopt_record(TensorBase t, TensorBase result) except -1:
     return 0
 
 
-cdef int view_reads_base(TensorBase t) except -1:
+cdef int view_reads_base(TensorBase t, bint writes=True) except -1:
     """Before a recorded write through view t of a tensor that requires grad: make t's history
     read the base's directly (a view of a view becomes one AsStridedBackward0 of the base, as in
-    PyTorch), so the write can go to the base (writes_through_view)."""
+    PyTorch), so the write can go to the base (writes_through_view).
+    PyTorch records the write as CopySlices on the base, which sends the gradient of t's old
+    value straight into the base's history: t's own grad_fn leaves the graph, and the hooks on
+    it (tensor hooks registered before the write, grad_fn pre- and post-hooks) never see that
+    gradient.  So a t whose record carries hooks is rebased too, onto a fresh hookless record
+    (fuzz seed 67300341, silent: a hook returning a new gradient changed the base's); ops that
+    read t before the write still reach the old record and its hooks, as PyTorch's still reach
+    the old grad_fn.  A record without hooks that reads the base gives the same gradient, so
+    no record is added for it.  `writes` False: an in-place view op (unsqueeze_, t_), which
+    PyTorch records on t's own history, old grad_fn and hooks included."""
     if t._base is None or t._node < 0 or (t._gen & 1) or t._view_kind != VIEW_DEFAULT:
         return 0                    # (a view taken in no_grad or an output of split, chunk,
                                     # unbind, or a view of either: check_inplace refuses it)
@@ -169,7 +178,7 @@ cdef int view_reads_base(TensorBase t) except -1:
     if not b._requires_grad or b._node < 0 or is_leaf_c(b):
         return 0
     cdef Record* r = &TAPE.recs[t._node]
-    if r.n_in >= 1 and rec_inputs(r)[0] == b._node:
+    if r.n_in >= 1 and rec_inputs(r)[0] == b._node and not (writes and carries_hooks(r)):
         return 0
     return rebase_view(t, view_key(t))
 
@@ -238,6 +247,7 @@ cdef object overlap_operand(TensorBase self):
     other tensor (the caller reads self, or its own copy of it)."""
     if self._base is None or not grad_enabled() or not self._requires_grad:
         return None
+    view_reads_base(self)           # (the op reads the view's old value: see there)
     mask = last_write_mask(self)
     if mask is None:
         return None
@@ -1771,7 +1781,7 @@ def _inplace_view(TensorBase self, fn, tuple args):
     same storage; self's other views are rebased onto the new history when next used.  The
     caller handles the unrecorded case.  Returns self."""
     fresh_operands(self, None)
-    view_reads_base(self)
+    view_reads_base(self, False)
     check_inplace(self, True, True)
     result = fn(self, *args)
     if not isinstance(result, TensorBase) or (<TensorBase>result)._node < 0:

@@ -365,6 +365,15 @@ cdef object log_softmax_eager(TensorBase input, dim, dtype=None):
     return nn_softmax_forward(input, dim, dtype, True)
 
 
+cdef object real_tensor_read(object input):
+    """input read as a tapegrad tensor when it is a real torch tensor (a library imported the
+    real torch: tapegrad/_real_torch.py), else input itself.  These entries call the input's
+    own methods, as PyTorch's Python functions do, which for a real tensor ran the real op and
+    returned a real tensor."""
+    from tapegrad._real_torch import real_tensor_or_item
+    return real_tensor_or_item(input)
+
+
 cdef object nn_softmax_by_method(object input, str method, dim, _stacklevel, dtype):
     # PyTorch's F.softmax/F.log_softmax read `input.dim()` (no dim given) and call
     # `input.softmax(dim)` / `input.log_softmax(dim)`: a non-tensor (an int, a list, an ndarray)
@@ -380,7 +389,9 @@ def functional_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """F.softmax(input, dim=None, _stacklevel=3, dtype=None).  Without `dim`, PyTorch's legacy
     choice (0 for 0-, 1- and 3-d inputs, else 1) with its deprecation warning."""
     if not isinstance(input, TensorBase):
-        return nn_softmax_by_method(input, "softmax", dim, _stacklevel, dtype)
+        input = real_tensor_read(input)
+        if not isinstance(input, TensorBase):
+            return nn_softmax_by_method(input, "softmax", dim, _stacklevel, dtype)
     if dim is None:
         dim = nn_implicit_dim("softmax", (<TensorBase>input)._array.ndim, _stacklevel)
     return softmax(input, dim, dtype)
@@ -389,7 +400,9 @@ def functional_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def functional_log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """F.log_softmax(input, dim=None, _stacklevel=3, dtype=None) (see functional_softmax)."""
     if not isinstance(input, TensorBase):
-        return nn_softmax_by_method(input, "log_softmax", dim, _stacklevel, dtype)
+        input = real_tensor_read(input)
+        if not isinstance(input, TensorBase):
+            return nn_softmax_by_method(input, "log_softmax", dim, _stacklevel, dtype)
     if dim is None:
         dim = nn_implicit_dim("log_softmax", (<TensorBase>input)._array.ndim, _stacklevel)
     return log_softmax(input, dim, dtype)

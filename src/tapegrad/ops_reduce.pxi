@@ -194,7 +194,7 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
         return res
     begin_record(1)
     inp[0] = node_for_input(x)
-    if inp[0] < 0:
+    if inp[0] < 0 or inference_only(inp, 1):
         return res
     if dim is not None:
         op = OP_SUM_DIM if op == OP_SUM else OP_MEAN_DIM

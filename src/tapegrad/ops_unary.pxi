@@ -124,7 +124,7 @@ cdef inline Record* record1(int op, TensorBase res, TensorBase x) except? NULL:
         return NULL
     begin_record(1)
     inp[0] = node_for_input(x)
-    if inp[0] < 0:
+    if inp[0] < 0 or inference_only(inp, 1):
         return NULL
     return record_op(op, res, 1, inp)
 

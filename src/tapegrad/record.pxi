@@ -13,8 +13,31 @@ cdef inline bint wants_record(Py_ssize_t* inp, int n_in) noexcept:
     cdef int j
     for j in range(n_in):
         if inp[j] >= 0:
-            return True
+            return not inference_only(inp, n_in)
     return False
+
+
+cdef bint inference_only(Py_ssize_t* inp, int n_in) noexcept:
+    """Whether every operand of an op (inp: their records) is an inference tensor used outside
+    inference mode: a leaf made to require grad inside torch.inference_mode().  PyTorch's
+    inference tensors carry no autograd dispatch key, so an op whose operands are all such
+    tensors never reaches autograd: nothing is recorded and the result does not require grad
+    (x.sum(), x.exp(), x[0], x + x).  An op with any other operand records (and then refuses to
+    save an inference tensor for backward, check_saveable).  An operand without a record (-1)
+    may be a normal tensor that needs no gradient, or a Python number, which PyTorch's binary
+    operators wrap as a normal tensor (x + 1 records AddBackward0): it counts as normal."""
+    cdef int j
+    cdef Record* rec
+    if n_in <= 0 or inference_mode_on():
+        return False
+    for j in range(n_in):
+        if inp[j] < 0:
+            return False
+        rec = &TAPE.recs[inp[j]]
+        if rec.op != OP_LEAF or rec.out == NULL or \
+                (<TensorBase>rec.out)._inference != INFERENCE_TENSOR:
+            return False
+    return True
 
 
 cdef inline int drop_no_grad_view_edges(int n_in, Py_ssize_t* inp) noexcept:

@@ -12,6 +12,7 @@ from tapegrad._core import type_name as _type_name
 import numpy as np
 
 from .. import _core
+from .._real_torch import real_tensor_or_item
 from ._norm_dtypes import check_parameter_dtypes
 from .._memory_format import follow_channels_last
 
@@ -43,6 +44,7 @@ def aten_batch_norm(input, running_mean, running_var, weight=None, bias=None, tr
     """batch_norm without nn.functional's Python check of the batch size: ATen's batch_norm,
     which torch.batch_norm and torch.native_batch_norm reach (one value per channel in training
     normalises to the bias there, where F.batch_norm raises ValueError)."""
+    input = real_tensor_or_item(input)      # (a real torch tensor: read, as every entry reads it)
     # A 0-D or 1-D input has no channel dim: PyTorch counts 0 channels (its parameters must be
     # empty) and normalises an empty 1-D input to an empty result
     C = input.shape[1] if input.dim() >= 2 else 0

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 
 from .. import _core
+from .._real_torch import real_tensor_or_item
 from .._aten_loops import scalar_path_mask
 from .._half_precision import in_float32_if_half, narrow_half, widen_half
 from .._preserve_layout import inverse, preserved_order
@@ -331,6 +332,8 @@ def _legacy_softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
 
 def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
     """``softmax(-input, dim)``: along ``dim``, weights that sum to 1, largest for the smallest value."""
+    if not isinstance(input, _core.TensorBase):
+        input = real_tensor_or_item(input)  # (a real torch tensor: read, as every entry reads it)
     if dim is None:
         dim = _legacy_softmax_dim("softmin", input.dim(), _stacklevel)
     if dtype is not None:
@@ -360,6 +363,8 @@ def glu(input, dim: int = -1):
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     """input / max(||input||_p along dim, eps)."""
+    if not isinstance(input, _core.TensorBase):
+        input = real_tensor_or_item(input)  # (a real torch tensor: read, as every entry reads it)
     if not isinstance(input, _core.TensorBase):
         input.norm(p, dim, keepdim=True)    # PyTorch's first use of input: its error, if any
     order = preserved_order(input)

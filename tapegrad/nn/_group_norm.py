@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import _core
+from .._real_torch import real_tensor_or_item
 from .._memory_format import follow_channels_last
 from .._half_precision import narrow_half, widen_half
 from .._extra_functions import _torch_grad_fn_name
@@ -180,13 +181,17 @@ def _check_shapes(input, num_groups, weight, bias):
 def aten_group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """group_norm without nn.functional's check of one value per group: ATen's, which
     torch.group_norm and torch.native_group_norm reach (such a group normalises to the bias)."""
+    input = real_tensor_or_item(input)      # (a real torch tensor: read, as every entry reads it)
     _check_shapes(input, num_groups, weight, bias)
     if not input.is_floating_point():
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
     # (a float16 input with float32 weight and bias gives float16, as PyTorch's mixed kernel)
     mixed = check_parameter_dtypes(input, weight, bias)
     if input.numel() == 0:
-        return _core._name_grad_fn(_affine(input * 1, weight, bias), _GROUP_NORM_NODE)
+        # (the mixed form's result keeps the input's dtype here too: the affine terms in
+        # float32 promoted it)
+        out = _affine(input * 1, weight, bias)
+        return _core._name_grad_fn(out.to(input.dtype) if mixed else out, _GROUP_NORM_NODE)
     given = (input, weight)
     (input, weight, bias), half = widen_half(input, weight, bias)
     result = narrow_half(GroupNormKernel.apply(input, weight, bias, num_groups, eps),

@@ -26,13 +26,22 @@ del _name
 # F.tanh and F.sigmoid: PyTorch's are Python functions calling the method (deprecated there in
 # favour of torch.tanh / torch.sigmoid), so a torch function mode or a subclass's override sees
 # Tensor.tanh / Tensor.sigmoid (tapegrad.overrides._UNSEEN_BY_MODES lists these two).
+# A real torch tensor (a library imported the real torch) is read as tapegrad's, as every entry
+# reads it: its own method would run the real op and return a real tensor.
+from .._real_torch import real_tensor_or_item as _real_tensor_or_item  # noqa: E402
+
+
 def tanh(input):
     """tanh(input) -> Tensor: input.tanh() (use torch.tanh)."""
+    if not isinstance(input, _core.TensorBase):
+        input = _real_tensor_or_item(input)
     return input.tanh()
 
 
 def sigmoid(input):
     """sigmoid(input) -> Tensor: input.sigmoid() (use torch.sigmoid)."""
+    if not isinstance(input, _core.TensorBase):
+        input = _real_tensor_or_item(input)
     return input.sigmoid()
 
 
