@@ -1,0 +1,175 @@
+"""perf47: grid_sample of a 4-d input (bilinear, nearest) runs as one node of C kernels
+(src/tapegrad/grid_kernels.c).  Its values and both gradients must keep PyTorch's bits: the
+kernels follow PyTorch's vectorised CPU kernel step by step (fused multiply-adds where its
+build fuses, its chunks of 32-byte vectors for the order of the input gradient's sums)."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+F = tg.nn.functional
+
+MODES = ["bilinear", "nearest"]
+PADDINGS = ["zeros", "border", "reflection"]
+
+
+def _grids(rng, shape, dtype, kind):
+    """Grid values of one kind: inside, out to 3x the range, snapped to quarter steps (pixel
+    centres and edges exactly), or with inf/NaN/huge values scattered in."""
+    if kind == "inside":
+        g = rng.uniform(-1, 1, shape)
+    elif kind == "outside":
+        g = rng.uniform(-3, 3, shape)
+    elif kind == "snapped":
+        g = np.round(rng.uniform(-1.5, 1.5, shape) * 4) / 4
+    else:
+        g = rng.uniform(-1.2, 1.2, shape)
+        flat = g.reshape(-1)
+        k = rng.integers(0, flat.size, max(1, flat.size // 4))
+        flat[k] = rng.choice([np.inf, -np.inf, np.nan, 1e10, -1e10, 1.0, -1.0], k.size)
+    return g.astype(dtype)
+
+
+def _both(x, g, gout, mode, padding, align_corners, backward=True, grid_view=None):
+    """(tapegrad's, PyTorch's) (output, input gradient, grid gradient) as arrays."""
+    res = []
+    for lib, fn in ((tg, F.grid_sample), (torch, torch.nn.functional.grid_sample)):
+        xt = lib.from_numpy(x.copy()).requires_grad_()
+        gt = lib.from_numpy(g.copy()).requires_grad_()
+        grid = gt if grid_view is None else grid_view(gt)
+        out = fn(xt, grid, mode=mode, padding_mode=padding, align_corners=align_corners)
+        if backward:
+            gi, gg = (lib.autograd.grad(out, (xt, gt), lib.from_numpy(gout.copy())))
+            res.append((out.detach().numpy(), gi.numpy(), gg.numpy()))
+        else:
+            res.append((out.detach().numpy(),))
+    return res
+
+
+def _same_bits(mine, theirs):
+    for a, b in zip(mine, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_bits_match_torch(dtype, mode, padding, align_corners):
+    rng = np.random.default_rng(47)
+    for trial in range(24):
+        n, c = rng.integers(1, 4, 2)
+        h, w, ho, wo = rng.integers(1, 10, 4)
+        x = rng.standard_normal((n, c, h, w)).astype(dtype)
+        g = _grids(rng, (n, ho, wo, 2), dtype, ["inside", "outside", "snapped"][trial % 3])
+        gout = rng.standard_normal((n, c, ho, wo)).astype(dtype)
+        mine, theirs = _both(x, g, gout, mode, padding, align_corners)
+        _same_bits(mine, theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_grid_sample_non_finite_grid_bits(dtype, mode, padding):
+    # Forward everywhere; backward where PyTorch's is defined (its bilinear backward with border
+    # or reflection padding reads outside the input for a coordinate the padding leaves NaN).
+    rng = np.random.default_rng(4747)
+    backward = mode == "nearest" or padding == "zeros"
+    for trial in range(12):
+        x = rng.standard_normal((2, 3, 5, 6)).astype(dtype)
+        g = _grids(rng, (2, 4, 7, 2), dtype, "special")
+        gout = rng.standard_normal((2, 3, 4, 7)).astype(dtype)
+        for ac in (False, True):
+            mine, theirs = _both(x, g, gout, mode, padding, ac, backward)
+            _same_bits(mine, theirs)
+
+
+@pytest.mark.parametrize("view", ["planar", "strided rows"])
+def test_grid_sample_strided_grid_gradient_bits(view):
+    # A grid read through a view: PyTorch walks it in chunks per output row (or over the flat
+    # plane when each coordinate's plane is contiguous), and points of two chunks sharing a
+    # pixel add their input gradients in that order.
+    rng = np.random.default_rng(7)
+    if view == "planar":    # a conv net's (N, 2, H, W) output, permuted
+        g = rng.uniform(-1, 1, (2, 2, 9, 11)).astype(np.float32)
+        grid_view = (lambda t: t.permute(0, 2, 3, 1))
+        gout_shape = (2, 3, 9, 11)
+    else:                   # every other column of a wider grid
+        g = rng.uniform(-1, 1, (2, 9, 22, 2)).astype(np.float32)
+        grid_view = (lambda t: t[:, :, ::2])
+        gout_shape = (2, 3, 9, 11)
+    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    gout = rng.standard_normal(gout_shape).astype(np.float32)
+    mine, theirs = _both(x, g, gout, "bilinear", "zeros", False, grid_view=grid_view)
+    _same_bits(mine, theirs)
+
+
+def test_grid_sample_one_input_requiring_grad():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 2, 5, 5))
+    g = rng.uniform(-1.2, 1.2, (2, 3, 4, 2))
+    for which in (0, 1):
+        res = []
+        for lib, fn in ((tg, F.grid_sample), (torch, torch.nn.functional.grid_sample)):
+            xt, gt = lib.from_numpy(x.copy()), lib.from_numpy(g.copy())
+            (xt, gt)[which].requires_grad_()
+            out = fn(xt, gt, align_corners=False)
+            assert out.requires_grad and type(out.grad_fn).__name__ == "GridSampler2DBackward0"
+            out.pow(2).sum().backward()
+            res.append((xt, gt)[which].grad.numpy())
+            assert (xt, gt)[1 - which].grad is None
+        np.testing.assert_array_equal(*res)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_grid_sample_double_backward_matches_torch(mode, padding):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((1, 2, 5, 4))
+    g = rng.uniform(-1.1, 1.1, (1, 3, 3, 2))
+    res = []
+    for lib, fn in ((tg, F.grid_sample), (torch, torch.nn.functional.grid_sample)):
+        xt = lib.from_numpy(x.copy()).requires_grad_()
+        gt = lib.from_numpy(g.copy()).requires_grad_()
+        out = fn(xt, gt, mode=mode, padding_mode=padding, align_corners=True)
+        gx, gg = lib.autograd.grad((out * out).sum(), (xt, gt), create_graph=True)
+        second = lib.autograd.grad((gx * gx).sum() + gg.sum(), (xt, gt), allow_unused=True)
+        res.append([gx.detach().numpy(), gg.detach().numpy()]
+                   + [np.zeros(t.shape) if s is None else s.numpy()
+                      for s, t in zip(second, (xt, gt))])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_grid_sample_gradcheck(padding, gradcheck):
+    rng = np.random.default_rng(5)
+    x = tg.from_numpy(rng.standard_normal((2, 2, 4, 5))).requires_grad_()
+    # away from pixel edges and clip borders, where the bilinear gradient is not continuous
+    g = tg.from_numpy(rng.uniform(-0.8, 0.8, (2, 3, 3, 2)) + 0.013).requires_grad_()
+    assert tg.autograd.gradcheck(
+        lambda a, b: F.grid_sample(a, b, padding_mode=padding, align_corners=False), (x, g))
+
+
+def test_grid_sample_saved_input_modified_raises():
+    x = tg.randn(1, 1, 4, 4, requires_grad=True)
+    y = x * 1.0
+    out = F.grid_sample(y, tg.zeros(1, 2, 2, 2), align_corners=False)
+    with tg.no_grad():
+        y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_grid_sample_empty_and_tiny():
+    for shape, gshape in (((0, 2, 3, 3), (0, 2, 2, 2)), ((1, 0, 3, 3), (1, 2, 2, 2)),
+                          ((1, 2, 1, 1), (1, 3, 1, 2)), ((1, 2, 3, 3), (1, 0, 4, 2))):
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal(shape).astype(np.float32)
+        g = rng.uniform(-1, 1, gshape).astype(np.float32)
+        gout = np.ones(shape[:2] + gshape[1:3], np.float32)
+        for pad in PADDINGS:
+            mine, theirs = _both(x, g, gout, "bilinear", pad, True)
+            _same_bits(mine, theirs)
