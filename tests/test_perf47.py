@@ -173,3 +173,51 @@ def test_grid_sample_empty_and_tiny():
         for pad in PADDINGS:
             mine, theirs = _both(x, g, gout, "bilinear", pad, True)
             _same_bits(mine, theirs)
+
+
+# -- histogram: the bins found in one C pass (order_kernels.c) --------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_histogram_bins_match_torch(dtype):
+    rng = np.random.default_rng(470)
+    for trial in range(120):
+        n = int(rng.integers(0, 400))
+        x = (rng.standard_normal(n) * rng.choice([1.0, 1e-3, 1e3])).astype(dtype)
+        if trial % 5 == 0 and n:
+            x[rng.integers(0, n, n // 5)] = rng.choice([np.nan, np.inf, -np.inf, 0.0])
+        if trial % 6 == 1 and n:        # values exactly on edges
+            x = (np.round(rng.uniform(-1, 1, n) * 8) / 8).astype(dtype)
+        bins = int(rng.integers(1, 60))
+        bounds = [None, (-1.0, 1.0), (0.0, 0.0), (-0.5, 2.0)][trial % 4]
+        w = rng.random(n).astype(dtype) if trial % 3 == 0 else None
+        kw = {} if bounds is None else {"range": bounds}
+        res = []
+        for lib in (tg, torch):
+            try:
+                res.append(lib.histogram(lib.from_numpy(x.copy()), bins=bins,
+                                         weight=None if w is None else lib.from_numpy(w),
+                                         density=trial % 7 == 0, **kw))
+            except RuntimeError as e:
+                res.append(type(e))
+        if isinstance(res[1], type):
+            assert res[0] is res[1]
+            continue
+        for a, b in zip(res[0], res[1]):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_histogram_given_edges_and_histogramdd_match_torch():
+    rng = np.random.default_rng(471)
+    for trial in range(40):
+        dtype = [np.float32, np.float64][trial % 2]
+        x = rng.standard_normal((300, 2)).astype(dtype)
+        x[::17, 0] = 0.5                # on an edge
+        edges = np.sort(np.r_[rng.standard_normal(int(rng.integers(1, 12))), 0.5]).astype(dtype)
+        a = tg.histogram(tg.from_numpy(x[:, 0].copy()), tg.from_numpy(edges))
+        b = torch.histogram(torch.from_numpy(x[:, 0].copy()), torch.from_numpy(edges))
+        np.testing.assert_array_equal(a.hist.numpy(), b.hist.numpy())
+        a = tg.histogramdd(tg.from_numpy(x), bins=[3, 7])
+        b = torch.histogramdd(torch.from_numpy(x), bins=[3, 7])
+        np.testing.assert_array_equal(a.hist.numpy(), b.hist.numpy())
+        for ea, eb in zip(a.bin_edges, b.bin_edges):
+            np.testing.assert_array_equal(ea.numpy(), eb.numpy())

@@ -1370,6 +1370,41 @@ def _bisect_c(object rows_b, object rows_v, bint right):
 
 
 cdef extern from "order_kernels.h" nogil:
+    void tg_histogram_bins_f32(const float* samples, ptrdiff_t n, ptrdiff_t dims,
+                               const float* edges, const ptrdiff_t* n_bins, int64_t* out)
+    void tg_histogram_bins_f64(const double* samples, ptrdiff_t n, ptrdiff_t dims,
+                               const double* edges, const ptrdiff_t* n_bins, int64_t* out)
+
+
+def _histogram_bins_c(object samples, list edges_per_dim):
+    """The flat histogram bin of each row of samples (n, D) over each dimension's edges (1-d
+    arrays of samples' dtype, non-decreasing), -1 outside, as an int64 array (order_kernels.c);
+    None when the kernel does not take the dtype (float32, float64)."""
+    s = order_kernel_array(samples)
+    if s is None or s.ndim != 2 or s.dtype.kind != "f" or len(edges_per_dim) != s.shape[1]:
+        return None
+    edges = np.ascontiguousarray(np.concatenate(edges_per_dim), dtype=s.dtype)
+    counts = np.array([e.size - 1 for e in edges_per_dim], dtype=np.intp)
+    if counts.size and counts.min() < 1:
+        return None
+    cdef cnp.ndarray S = <cnp.ndarray>s, E = <cnp.ndarray>edges, K = <cnp.ndarray>counts
+    cdef Py_ssize_t n = cnp.PyArray_DIMS(S)[0], dims = cnp.PyArray_DIMS(S)[1]
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty(n, dtype=np.int64)
+    cdef int t = cnp.PyArray_TYPE(S)
+    cdef int64_t* O = <int64_t*>cnp.PyArray_DATA(out)
+    cdef const ptrdiff_t* NB = <const ptrdiff_t*>cnp.PyArray_DATA(K)
+    if t == cnp.NPY_FLOAT32:
+        tg_histogram_bins_f32(<const float*>cnp.PyArray_DATA(S), n, dims,
+                              <const float*>cnp.PyArray_DATA(E), NB, O)
+    elif t == cnp.NPY_FLOAT64:
+        tg_histogram_bins_f64(<const double*>cnp.PyArray_DATA(S), n, dims,
+                              <const double*>cnp.PyArray_DATA(E), NB, O)
+    else:
+        return None
+    return out
+
+
+cdef extern from "order_kernels.h" nogil:
     void tg_running_extreme_f32(const float* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
                                 int maximum, int64_t* out)
     void tg_running_extreme_f64(const double* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,

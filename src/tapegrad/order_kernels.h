@@ -48,4 +48,13 @@ void tg_running_extreme_f64(const double* x, ptrdiff_t outer, ptrdiff_t n, ptrdi
 void tg_running_extreme_i64(const int64_t* x, ptrdiff_t outer, ptrdiff_t n, ptrdiff_t inner,
                             int maximum, int64_t* out);
 
+/* samples: (n, dims) C-contiguous; edges: each dimension's n_bins[d] + 1 non-decreasing edges,
+ * one after the other.  out[s] = the flat (C-order) bin of sample s, or -1 when a coordinate
+ * lies outside its edges or is NaN; bin k of a dimension holds edges[k] <= v < edges[k + 1],
+ * its last bin also v == its last edge (histogramdd's bins). */
+void tg_histogram_bins_f32(const float* samples, ptrdiff_t n, ptrdiff_t dims, const float* edges,
+                           const ptrdiff_t* n_bins, int64_t* out);
+void tg_histogram_bins_f64(const double* samples, ptrdiff_t n, ptrdiff_t dims,
+                           const double* edges, const ptrdiff_t* n_bins, int64_t* out);
+
 #endif
