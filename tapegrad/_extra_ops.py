@@ -2260,24 +2260,11 @@ def diag(input, diagonal=0):
     _check_tensor(input, "diag")
     diagonal = _int_argument(diagonal, "diag", "diagonal", 2)
     if input.ndim == 1:
-        return _core._name_grad_fn(_diag_embed(input, diagonal), "DiagEmbedBackward0")
+        from ._more_ops import _diag_embedded
+        return _core._name_grad_fn(_diag_embedded(input, diagonal), "DiagEmbedBackward0")
     if input.ndim == 2:
         return _core._name_grad_fn(_diagonal(input, diagonal), "DiagonalBackward0_copy")
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-
-
-def _diag_embed(v, k: int):
-    from . import cat, where, zeros
-    n = v._array.shape[0]
-    mask = _wrap(np.eye(n, dtype=bool))
-    square = where(mask, v.unsqueeze(0).expand(n, n), zeros((), dtype=v.dtype))
-    if k == 0:
-        return square
-    pad = abs(k)
-    side = zeros(n, pad, dtype=v.dtype)
-    rows = cat([side, square], 1) if k > 0 else cat([square, side], 1)
-    band = zeros(pad, n + pad, dtype=v.dtype)
-    return cat([rows, band], 0) if k > 0 else cat([band, rows], 0)
 
 
 def _diagonal(m, k: int):
