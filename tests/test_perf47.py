@@ -221,3 +221,86 @@ def test_histogram_given_edges_and_histogramdd_match_torch():
         np.testing.assert_array_equal(a.hist.numpy(), b.hist.numpy())
         for ea, eb in zip(a.bin_edges, b.bin_edges):
             np.testing.assert_array_equal(ea.numpy(), eb.numpy())
+
+
+# -- diag_embed / diag of a vector: zeros with the diagonal written, one node -------------------
+
+@pytest.mark.parametrize("shape, offset, dims", [((32, 64), 0, (-2, -1)), ((3, 4), 1, (0, 2)),
+                                                 ((2, 3, 4), -2, (1, 0)), ((5,), 0, (-2, -1)),
+                                                 ((0, 3), 1, (-2, -1)), ((2, 0), 0, (-2, -1))])
+def test_diag_embed_values_and_gradients_match_torch(shape, offset, dims):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal(shape)
+    res = []
+    for lib in (tg, torch):
+        x = lib.from_numpy(a.copy()).requires_grad_()
+        out = lib.diag_embed(x, offset, *dims)
+        w = lib.from_numpy(np.arange(out.numel(), dtype=np.float64).reshape(tuple(out.shape)))
+        (out * w).sum().backward()
+        assert type(out.grad_fn).__name__ == "DiagEmbedBackward0"
+        res.append((out.detach().numpy(), x.grad.numpy()))
+    for m, t in zip(*res):
+        np.testing.assert_array_equal(m, t)
+
+
+def test_diag_embed_and_diag_double_backward(gradcheck):
+    x = tg.randn(3, 4, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradgradcheck(lambda t: tg.diag_embed(t, 1, 0, 2) ** 2, (x,))
+    v = tg.randn(4, dtype=tg.float64, requires_grad=True)
+    assert tg.autograd.gradgradcheck(lambda t: tg.diag(t, -1) ** 2, (v,))
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_diag_of_vector_no_grad_matches_torch(k):
+    for values in ([1, 2, 3], [1.5, -2.0], [True, False]):
+        mine = tg.diag(tg.tensor(values), k)
+        theirs = torch.diag(torch.tensor(values), k)
+        assert str(mine.dtype) == str(theirs.dtype) and not mine.requires_grad
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    with tg.no_grad():
+        assert not tg.diag(tg.ones(3, requires_grad=True), k).requires_grad
+
+
+# -- Tensor.unfold without a gradient to record: no element key built ---------------------------
+
+def test_unfold_without_grad_is_a_view_and_matches_torch():
+    a = np.arange(40, dtype=np.float32).reshape(4, 10)
+    for dim, size, step in ((1, 3, 2), (0, 2, 1), (1, 10, 3), (-1, 1, 4)):
+        mine = tg.from_numpy(a.copy()).unfold(dim, size, step)
+        theirs = torch.from_numpy(a.copy()).unfold(dim, size, step)
+        assert mine.stride() == theirs.stride() and tuple(mine.shape) == tuple(theirs.shape)
+        np.testing.assert_array_equal(mine.contiguous().numpy(), theirs.contiguous().numpy())
+    x = tg.zeros(6)
+    v = x.unfold(0, 3, 1)
+    v[1, 2] = 5.0                       # writes reach the base
+    assert x[3].item() == 5.0
+    # the base given a history afterwards: the view follows it (its gradient, PyTorch's)
+    w, tw = tg.arange(6.0, requires_grad=True), torch.arange(6.0, requires_grad=True)
+    tx = torch.zeros(6)
+    tv = tx.unfold(0, 3, 1)
+    x.copy_(w * 2)
+    tx.copy_(tw * 2)
+    (v * tg.arange(12.0).reshape(4, 3)).sum().backward()
+    (tv * torch.arange(12.0).reshape(4, 3)).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), tw.grad.numpy())
+
+
+# -- scatter_add of vectors without a gradient: the compiled loop straight away ------------------
+
+def test_vector_scatter_add_matches_torch():
+    rng = np.random.default_rng(2)
+    for trial in range(100):
+        n, m = int(rng.integers(1, 20)), int(rng.integers(0, 60))
+        z = rng.standard_normal(n).astype(np.float32)
+        idx = rng.integers(0, n, m)
+        src = rng.standard_normal(m + int(rng.integers(0, 3))).astype(np.float32)
+        dim = [0, -1][trial % 2]
+        mine = tg.scatter_add(tg.from_numpy(z), dim, tg.from_numpy(idx), tg.from_numpy(src))
+        theirs = torch.scatter_add(torch.from_numpy(z), dim, torch.from_numpy(idx),
+                                   torch.from_numpy(src))
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    for bad in ([0, 5], [-1, 0]):
+        with pytest.raises(RuntimeError, match="out of bounds for dimension 0 with size 3"):
+            tg.scatter_add(tg.zeros(3), 0, tg.tensor(bad), tg.ones(2))
+    with pytest.raises(RuntimeError, match="no larger"):
+        tg.scatter_add(tg.zeros(3), 0, tg.tensor([0, 1, 2]), tg.ones(2))
