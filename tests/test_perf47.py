@@ -304,3 +304,43 @@ def test_vector_scatter_add_matches_torch():
             tg.scatter_add(tg.zeros(3), 0, tg.tensor(bad), tg.ones(2))
     with pytest.raises(RuntimeError, match="no larger"):
         tg.scatter_add(tg.zeros(3), 0, tg.tensor([0, 1, 2]), tg.ones(2))
+
+
+# -- grid_sample of a 5-d input: PyTorch's scalar kernel, point by point ------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("padding", PADDINGS)
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_3d_bits_match_torch(dtype, mode, padding, align_corners):
+    rng = np.random.default_rng(5047)
+    for trial in range(16):
+        n, c = rng.integers(1, 3), rng.integers(1, 4)
+        d, h, w, do, ho, wo = rng.integers(1, 6, 6)
+        x = rng.standard_normal((n, c, d, h, w)).astype(dtype)
+        # (PyTorch's 3-d backward is defined for every grid value: inf and NaN included)
+        kind = ["inside", "outside", "snapped", "special"][trial % 4]
+        g = _grids(rng, (n, do, ho, wo, 3), dtype, kind)
+        gout = rng.standard_normal((n, c, do, ho, wo)).astype(dtype)
+        mine, theirs = _both(x, g, gout, mode, padding, align_corners)
+        _same_bits(mine, theirs)
+
+
+@pytest.mark.parametrize("padding", PADDINGS)
+def test_grid_sample_3d_gradients_and_double_backward(padding, gradcheck):
+    rng = np.random.default_rng(9)
+    x = tg.from_numpy(rng.standard_normal((1, 2, 3, 4, 3))).requires_grad_()
+    g = tg.from_numpy(rng.uniform(-0.8, 0.8, (1, 2, 2, 2, 3)) + 0.013).requires_grad_()
+    fn = (lambda a, b: F.grid_sample(a, b, padding_mode=padding, align_corners=False))
+    assert type(fn(x, g).grad_fn).__name__ == "GridSampler3DBackward0"
+    assert tg.autograd.gradcheck(fn, (x, g))
+    res = []
+    for lib, sample in ((tg, F.grid_sample), (torch, torch.nn.functional.grid_sample)):
+        xt = lib.from_numpy(x.detach().numpy().copy()).requires_grad_()
+        gt = lib.from_numpy(g.detach().numpy().copy()).requires_grad_()
+        out = sample(xt, gt, padding_mode=padding, align_corners=True)
+        gx, gg = lib.autograd.grad((out * out).sum(), (xt, gt), create_graph=True)
+        second = lib.autograd.grad((gx * gx).sum() + gg.sum(), (xt, gt))
+        res.append([gx.detach().numpy(), gg.detach().numpy()] + [s.numpy() for s in second])
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

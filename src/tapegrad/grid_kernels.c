@@ -345,3 +345,233 @@ void tg_grid_sample_2d_backward_##SUF(const T* go, const T* i, const T* gr, T* g
 
 GRID_ENTRY(f32, float)
 GRID_ENTRY(f64, double)
+
+/* -- 5-d inputs: PyTorch's scalar kernel ------------------------------------------------------ */
+
+/* The parity of (int)floor(q) as x86 converts it: a quotient outside int's range (or NaN)
+ * becomes INT_MIN, which is even. */
+static inline int grid_odd_flips(double q) {
+    if (!(q >= -2147483648.0 && q < 2147483648.0)) return 0;
+    return (int)q % 2 != 0;
+}
+
+#define GRID3D_KERNELS(T, SUF, FLOOR, RINT, FABS, FMOD)                                            \
+                                                                                                  \
+/* grid_sampler_compute_source_index(_set_grad): mult NULL for the forward's rules. */            \
+GRID_INLINE T grid3_locate_##SUF(T coord, ptrdiff_t size, const tg_grid3d* g, T* mult) {          \
+    T grad;                                                                                       \
+    if (g->align_corners) {                                                                       \
+        grad = (T)(size - 1) / (T)2;                                                              \
+        coord = ((coord + (T)1) / (T)2) * (T)(size - 1);                                          \
+    } else {                                                                                      \
+        grad = (T)size / (T)2;                                                                    \
+        coord = ((coord + (T)1) * (T)size - (T)1) / (T)2;                                         \
+    }                                                                                             \
+    if (g->padding == 2) {                                                                        \
+        int64_t twice_low = g->align_corners ? 0 : -1;                                            \
+        int64_t twice_high = g->align_corners ? 2 * (size - 1) : 2 * size - 1;                    \
+        if (twice_low == twice_high) {                                                            \
+            coord = (T)0; grad = (T)0;                                                            \
+        } else {                                                                                  \
+            T low = (T)twice_low / (T)2, span = (T)(twice_high - twice_low) / (T)2;               \
+            T refl = (T)1;                                                                        \
+            if (mult) {                                                                           \
+                coord = coord - low;                                                              \
+                if (coord < (T)0) { refl = (T)-1; coord = -coord; }                               \
+            } else {                                                                              \
+                coord = FABS(coord - low);                                                        \
+            }                                                                                     \
+            T extra = FMOD(coord, span);                                                          \
+            if (!grid_odd_flips((double)FLOOR(coord / span))) {                                   \
+                coord = extra + low;                                                              \
+            } else {                                                                              \
+                coord = span - extra + low; refl = -refl;                                         \
+            }                                                                                     \
+            grad = grad * refl;                                                                   \
+        }                                                                                         \
+    }                                                                                             \
+    if (g->padding != 0) {                                                                        \
+        T max_val = (T)(size - 1);                                                                \
+        if (mult) {             /* clip_coordinates_set_grad: a NaN passes */                     \
+            if (coord <= (T)0) { coord = (T)0; grad = grad * (T)0; }                              \
+            else if (coord >= max_val) { coord = max_val; grad = grad * (T)0; }                   \
+        } else {                /* std::min(max, std::max(c, 0)): a NaN goes to max */            \
+            T lo = coord < (T)0 ? (T)0 : coord;                                                   \
+            coord = lo < max_val ? lo : max_val;                                                  \
+        }                                                                                         \
+    }                                                                                             \
+    if (mult) *mult = grad;                                                                       \
+    return coord;                                                                                 \
+}                                                                                                 \
+                                                                                                  \
+/* The 8 corners of a point: offsets, whether inside, weights, and the integer corner            \
+ * coordinates as T (PyTorch's weights subtract the T coordinate from the int64 corner). */       \
+typedef struct {                                                                                  \
+    T w[8];                                                                                       \
+    ptrdiff_t off[8];                                                                             \
+    int ok[8];                                                                                    \
+    T x0, y0, z0, x1, y1, z1;                                                                     \
+} grid3_corners_##SUF;                                                                            \
+                                                                                                  \
+GRID_INLINE void grid3_corners_make_##SUF(T ix, T iy, T iz, const tg_grid3d* g,                  \
+                                          grid3_corners_##SUF* k) {                               \
+    int64_t x = grid_position((double)FLOOR(ix)), y = grid_position((double)FLOOR(iy));           \
+    int64_t z = grid_position((double)FLOOR(iz));                                                 \
+    k->x0 = (T)x; k->y0 = (T)y; k->z0 = (T)z;                                                     \
+    k->x1 = (T)(x + 1); k->y1 = (T)(y + 1); k->z1 = (T)(z + 1);                                   \
+    T x0 = k->x0, y0 = k->y0, z0 = k->z0, x1 = k->x1, y1 = k->y1, z1 = k->z1;                     \
+    k->w[0] = (x1 - ix) * (y1 - iy) * (z1 - iz);                                                  \
+    k->w[1] = (ix - x0) * (y1 - iy) * (z1 - iz);                                                  \
+    k->w[2] = (x1 - ix) * (iy - y0) * (z1 - iz);                                                  \
+    k->w[3] = (ix - x0) * (iy - y0) * (z1 - iz);                                                  \
+    k->w[4] = (x1 - ix) * (y1 - iy) * (iz - z0);                                                  \
+    k->w[5] = (ix - x0) * (y1 - iy) * (iz - z0);                                                  \
+    k->w[6] = (x1 - ix) * (iy - y0) * (iz - z0);                                                  \
+    k->w[7] = (ix - x0) * (iy - y0) * (iz - z0);                                                  \
+    for (int q = 0; q < 8; q++) {                                                                 \
+        int64_t cx = x + (q & 1), cy = y + ((q >> 1) & 1), cz = z + ((q >> 2) & 1);               \
+        k->ok[q] = cx >= 0 && cx < g->W && cy >= 0 && cy < g->H && cz >= 0 && cz < g->D;          \
+        k->off[q] = k->ok[q] ? (ptrdiff_t)((cz * g->H + cy) * g->W + cx) : 0;                     \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+GRID_INLINE ptrdiff_t grid3_nearest_##SUF(T ix, T iy, T iz, const tg_grid3d* g) {                \
+    int64_t x = grid_position((double)RINT(ix)), y = grid_position((double)RINT(iy));             \
+    int64_t z = grid_position((double)RINT(iz));                                                  \
+    if (x >= 0 && x < g->W && y >= 0 && y < g->H && z >= 0 && z < g->D)                          \
+        return (ptrdiff_t)((z * g->H + y) * g->W + x);                                            \
+    return -1;                                                                                    \
+}                                                                                                 \
+                                                                                                  \
+GRID_INLINE void grid3_forward_##SUF(const T* input, const T* grid, T* out, const tg_grid3d* g) { \
+    ptrdiff_t vol = g->D * g->H * g->W;                                                           \
+    grid3_corners_##SUF k;                                                                        \
+    for (ptrdiff_t b = 0; b < g->N; b++) {                                                        \
+        const T* inp_b = input + b * g->C * vol;                                                  \
+        T* out_b = out + b * g->C * g->P;                                                         \
+        for (ptrdiff_t p = 0; p < g->P; p++) {                                                    \
+            const T* gp = grid + (b * g->P + p) * 3;                                              \
+            T ix = grid3_locate_##SUF(gp[0], g->W, g, NULL);                                      \
+            T iy = grid3_locate_##SUF(gp[1], g->H, g, NULL);                                      \
+            T iz = grid3_locate_##SUF(gp[2], g->D, g, NULL);                                      \
+            if (g->mode == 1) {                                                                   \
+                ptrdiff_t at = grid3_nearest_##SUF(ix, iy, iz, g);                                \
+                for (ptrdiff_t c = 0; c < g->C; c++)                                              \
+                    out_b[c * g->P + p] = at >= 0 ? inp_b[c * vol + at] : (T)0;                   \
+                continue;                                                                         \
+            }                                                                                     \
+            grid3_corners_make_##SUF(ix, iy, iz, g, &k);                                          \
+            for (ptrdiff_t c = 0; c < g->C; c++) {                                                \
+                const T* src = inp_b + c * vol;                                                   \
+                T acc = (T)0;                                                                     \
+                for (int q = 0; q < 8; q++)                                                       \
+                    if (k.ok[q]) acc += src[k.off[q]] * k.w[q];                                   \
+                out_b[c * g->P + p] = acc;                                                        \
+            }                                                                                     \
+        }                                                                                         \
+    }                                                                                             \
+}                                                                                                 \
+                                                                                                  \
+GRID_INLINE void grid3_backward_##SUF(const T* grad_out, const T* input, const T* grid,          \
+                                      T* grad_input, T* grad_grid, const tg_grid3d* g) {          \
+    ptrdiff_t vol = g->D * g->H * g->W;                                                           \
+    grid3_corners_##SUF k;                                                                        \
+    for (ptrdiff_t b = 0; b < g->N; b++) {                                                        \
+        const T* inp_b = input + b * g->C * vol;                                                  \
+        const T* go_b = grad_out + b * g->C * g->P;                                               \
+        T* gi_b = grad_input ? grad_input + b * g->C * vol : NULL;                                \
+        for (ptrdiff_t p = 0; p < g->P; p++) {                                                    \
+            const T* gp = grid + (b * g->P + p) * 3;                                              \
+            T* gg = grad_grid + (b * g->P + p) * 3;                                               \
+            T mx, my, mz;                                                                         \
+            T ix = grid3_locate_##SUF(gp[0], g->W, g, &mx);                                       \
+            T iy = grid3_locate_##SUF(gp[1], g->H, g, &my);                                       \
+            T iz = grid3_locate_##SUF(gp[2], g->D, g, &mz);                                       \
+            if (g->mode == 1) {                                                                   \
+                gg[0] = gg[1] = gg[2] = (T)0;                                                     \
+                if (!gi_b) continue;                                                              \
+                ptrdiff_t at = grid3_nearest_##SUF(ix, iy, iz, g);                                \
+                if (at >= 0)                                                                      \
+                    for (ptrdiff_t c = 0; c < g->C; c++)                                          \
+                        gi_b[c * vol + at] += go_b[c * g->P + p];                                 \
+                continue;                                                                         \
+            }                                                                                     \
+            grid3_corners_make_##SUF(ix, iy, iz, g, &k);                                          \
+            T x0 = k.x0, y0 = k.y0, z0 = k.z0, x1 = k.x1, y1 = k.y1, z1 = k.z1;                   \
+            /* each corner's factors of d weight / d x, y, z (sign: + for the far side) */       \
+            const T dx[8][2] = {{y1 - iy, z1 - iz}, {y1 - iy, z1 - iz}, {iy - y0, z1 - iz},       \
+                                {iy - y0, z1 - iz}, {y1 - iy, iz - z0}, {y1 - iy, iz - z0},       \
+                                {iy - y0, iz - z0}, {iy - y0, iz - z0}};                          \
+            const T dy[8][2] = {{x1 - ix, z1 - iz}, {ix - x0, z1 - iz}, {x1 - ix, z1 - iz},       \
+                                {ix - x0, z1 - iz}, {x1 - ix, iz - z0}, {ix - x0, iz - z0},       \
+                                {x1 - ix, iz - z0}, {ix - x0, iz - z0}};                          \
+            const T dz[8][2] = {{x1 - ix, y1 - iy}, {ix - x0, y1 - iy}, {x1 - ix, iy - y0},       \
+                                {ix - x0, iy - y0}, {x1 - ix, y1 - iy}, {ix - x0, y1 - iy},       \
+                                {x1 - ix, iy - y0}, {ix - x0, iy - y0}};                          \
+            T gx = (T)0, gy = (T)0, gz = (T)0;                                                    \
+            for (ptrdiff_t c = 0; c < g->C; c++) {                                                \
+                T go = go_b[c * g->P + p];                                                        \
+                const T* src = inp_b + c * vol;                                                   \
+                if (gi_b) {                                                                       \
+                    T* gi = gi_b + c * vol;                                                       \
+                    for (int q = 0; q < 8; q++)                                                   \
+                        if (k.ok[q]) gi[k.off[q]] += k.w[q] * go;                                 \
+                }                                                                                 \
+                for (int q = 0; q < 8; q++) {                                                     \
+                    if (!k.ok[q]) continue;                                                       \
+                    T v = src[k.off[q]];                                                          \
+                    T tx = v * dx[q][0] * dx[q][1] * go;                                          \
+                    T ty = v * dy[q][0] * dy[q][1] * go;                                          \
+                    T tz = v * dz[q][0] * dz[q][1] * go;                                          \
+                    gx = (q & 1) ? gx + tx : gx - tx;                                             \
+                    gy = (q & 2) ? gy + ty : gy - ty;                                             \
+                    gz = (q & 4) ? gz + tz : gz - tz;                                             \
+                }                                                                                 \
+            }                                                                                     \
+            gg[0] = mx * gx; gg[1] = my * gy; gg[2] = mz * gz;                                    \
+        }                                                                                         \
+    }                                                                                             \
+}
+
+GRID3D_KERNELS(float, f32, floorf, nearbyintf, fabsf, fmodf)
+GRID3D_KERNELS(double, f64, floor, nearbyint, fabs, fmod)
+
+#if GRID_FMA_VARIANT
+#define GRID3D_ENTRY(SUF, T)                                                                      \
+static void grid3_forward_base_##SUF(const T* i, const T* gr, T* o, const tg_grid3d* g) {         \
+    grid3_forward_##SUF(i, gr, o, g);                                                             \
+}                                                                                                 \
+__attribute__((target("avx2,fma"))) static void grid3_forward_fma_##SUF(                          \
+        const T* i, const T* gr, T* o, const tg_grid3d* g) {                                      \
+    grid3_forward_##SUF(i, gr, o, g);                                                             \
+}                                                                                                 \
+static void grid3_backward_base_##SUF(const T* go, const T* i, const T* gr, T* gi, T* gg,        \
+                                      const tg_grid3d* g) {                                       \
+    grid3_backward_##SUF(go, i, gr, gi, gg, g);                                                   \
+}                                                                                                 \
+__attribute__((target("avx2,fma"))) static void grid3_backward_fma_##SUF(                         \
+        const T* go, const T* i, const T* gr, T* gi, T* gg, const tg_grid3d* g) {                 \
+    grid3_backward_##SUF(go, i, gr, gi, gg, g);                                                   \
+}                                                                                                 \
+void tg_grid_sample_3d_##SUF(const T* i, const T* gr, T* o, const tg_grid3d* g) {                 \
+    if (grid_has_fma()) grid3_forward_fma_##SUF(i, gr, o, g);                                     \
+    else grid3_forward_base_##SUF(i, gr, o, g);                                                   \
+}                                                                                                 \
+void tg_grid_sample_3d_backward_##SUF(const T* go, const T* i, const T* gr, T* gi, T* gg,        \
+                                      const tg_grid3d* g) {                                       \
+    if (grid_has_fma()) grid3_backward_fma_##SUF(go, i, gr, gi, gg, g);                           \
+    else grid3_backward_base_##SUF(go, i, gr, gi, gg, g);                                         \
+}
+#else
+#define GRID3D_ENTRY(SUF, T)                                                                      \
+void tg_grid_sample_3d_##SUF(const T* i, const T* gr, T* o, const tg_grid3d* g) {                 \
+    grid3_forward_##SUF(i, gr, o, g);                                                             \
+}                                                                                                 \
+void tg_grid_sample_3d_backward_##SUF(const T* go, const T* i, const T* gr, T* gi, T* gg,        \
+                                      const tg_grid3d* g) {                                       \
+    grid3_backward_##SUF(go, i, gr, gi, gg, g);                                                   \
+}
+#endif
+
+GRID3D_ENTRY(f32, float)
+GRID3D_ENTRY(f64, double)

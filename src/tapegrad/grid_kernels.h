@@ -37,4 +37,25 @@ void tg_grid_sample_2d_backward_f64(const double* grad_out, const double* input,
                                     const double* grid, double* grad_input, double* grad_grid,
                                     const tg_grid2d* g);
 
+/* F.grid_sample of a 5-d input (trilinear or nearest): PyTorch's scalar kernel
+ * (GridSampler.cpp), point by point in order, channels inner, corners tnw, tne, tsw, tse, bnw,
+ * bne, bsw, bse; no fused multiply-adds (that file is built for the baseline ISA).  Its own
+ * coordinate rules: ((g + 1) * size - 1) / 2 (or (g + 1) / 2 * (size - 1)), a NaN clipped to the
+ * far edge, reflection by fmod. */
+typedef struct {
+    ptrdiff_t N, C, D, H, W;  /* input (N, C, D, H, W), C-contiguous */
+    ptrdiff_t P;              /* output points per sample: grid (N, P, 3), output (N, C, P) */
+    int mode, padding, align_corners;
+} tg_grid3d;
+
+void tg_grid_sample_3d_f32(const float* input, const float* grid, float* out,
+                           const tg_grid3d* g);
+void tg_grid_sample_3d_f64(const double* input, const double* grid, double* out,
+                           const tg_grid3d* g);
+void tg_grid_sample_3d_backward_f32(const float* grad_out, const float* input, const float* grid,
+                                    float* grad_input, float* grad_grid, const tg_grid3d* g);
+void tg_grid_sample_3d_backward_f64(const double* grad_out, const double* input,
+                                    const double* grid, double* grad_input, double* grad_grid,
+                                    const tg_grid3d* g);
+
 #endif

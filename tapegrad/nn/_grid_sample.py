@@ -14,9 +14,9 @@ input and the grid (and create_graph works) without a hand-written VJP:
   the input gradient, a bincount scatter-add), then weighted and summed over the taps.
 
 That composition took some forty array passes per call (15-25x PyTorch's time at the sizes of a
-spatial transformer), so a 4-d float32/float64 input sampled bilinearly or nearest runs as one
-node of C kernels (src/tapegrad/grid_kernels.c: PyTorch's formulas and order of rounding, so
-values and both gradients have its bits); the composition remains for bicubic, 5-d inputs and
+spatial transformer), so a float32/float64 input sampled bilinearly (trilinearly) or nearest
+runs as one node of C kernels (src/tapegrad/grid_kernels.c: PyTorch's formulas and order of
+rounding, so values and both gradients have its bits); the composition remains for bicubic and
 other dtypes, and is what a create_graph backward differentiates.
 """
 from __future__ import annotations as _annotations
@@ -341,9 +341,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         align_corners = False
     _check_grid_sample(input, grid, mode)
     _core.check_bool("grid_sampler", "align_corners", align_corners, 5)
-    if input.dim() == 4 and mode != "bicubic" and input._array.dtype in _KERNEL_DTYPES:
-        return GridSampler2D.apply(input, grid, _kernel_sampling(grid._array, mode, padding_mode,
-                                                                  align_corners))
+    if mode != "bicubic" and input._array.dtype in _KERNEL_DTYPES:
+        if input.dim() == 4:
+            return GridSampler2D.apply(input, grid, _kernel_sampling(
+                grid._array, mode, padding_mode, align_corners))
+        return GridSampler3D.apply(input, grid, (_INTERPOLATION_MODES.index(mode),
+                                                 _PADDING_MODES.index(padding_mode),
+                                                 int(bool(align_corners))))
     return _sampled(input, grid, mode, padding_mode, align_corners)
 
 
@@ -460,6 +464,30 @@ class GridSampler2D(KernelFunction):
 
 
 _torch_grad_fn_name(GridSampler2D, "GridSampler2DBackward0")
+
+
+class GridSampler3D(GridSampler2D):
+    """grid_sample of a 5-d input, trilinear or nearest, as one node (grid_kernels.c:
+    PyTorch's scalar kernel): arguments (input, grid, (mode, padding, align_corners))."""
+
+    @staticmethod
+    def kernel_forward(input, grid, sampling):
+        input = np.ascontiguousarray(input)
+        grid = np.ascontiguousarray(grid)
+        return _core._grid_sample_3d(input, grid, sampling), (input, grid, sampling)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        input, grid, sampling = state
+        g = grads[0]
+        if g is None or not (needs[0] or needs[1]):
+            return None, None, None
+        grad_input, grad_grid = _core._grid_sample_3d_backward(
+            np.ascontiguousarray(g), input, grid, sampling, needs[0])
+        return grad_input, (grad_grid if needs[1] else None), None
+
+
+_torch_grad_fn_name(GridSampler3D, "GridSampler3DBackward0")
 
 
 def _weighted_sum(values, w, nd: int):
