@@ -981,6 +981,11 @@ SLOW_OP_CASES: dict[str, SlowOpCase] = {
     "grid_sample reflection (4,16,64,64) f32 + backward (input, grid)": SlowOpCase(
         _grid_arrays((4, 16, 64, 64), spread=2.0), _numpy_bilinear,
         lambda lib, x, g: _grid_sample_backward(lib, x, g, padding_mode="reflection"), grad=2),
+    "grid_sample trilinear (2,4,16,16,16) f32 + backward (input, grid)": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((2, 4, 16, 16, 16)).astype(np.float32),
+                 _slow_rng().uniform(-1.1, 1.1, (2, 16, 16, 16, 3)).astype(np.float32)),
+        lambda x, g: np.take(x, np.zeros(g.shape[:-1], np.int64)),
+        _grid_sample_backward, grad=2),
     "histogram 1e4 bins=100 f32": SlowOpCase(
         lambda: (_slow_rng().standard_normal(10000).astype(np.float32),),
         lambda x: np.histogram(x, 100), lambda lib, x: lib.histogram(x, bins=100)),
