@@ -21,6 +21,7 @@ other dtypes, and is what a create_graph backward differentiates.
 """
 from __future__ import annotations as _annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -112,12 +113,26 @@ def affine_grid_generator(theta, size, align_corners):
     # Homogeneous base coordinates (x, y[, z], 1) of every output point, x along the last dim;
     # held in theta's dtype, as PyTorch's base grid is (an integer theta truncates them).
     float_dtype = theta.dtype if theta.is_floating_point() else None
+    base = _base_grid(spatial, bool(align_corners), float_dtype, dtype)
+    out_shape = (size[0],) + spatial + (nd,)
+    if not (theta.requires_grad and _core.is_grad_enabled()):
+        # (no node to record: the product alone; the Function's call was a third of a call)
+        return _wrap(np.matmul(base, np.swapaxes(theta._array, 1, 2)).reshape(out_shape))
+    grid = _AffineGrid.apply(theta, base)                     # (N, points, nd)
+    return _core._name_grad_fn(grid.reshape(out_shape), "AffineGridGeneratorBackward0")
+
+
+@functools.lru_cache(maxsize=64)
+def _base_grid(spatial: tuple, align_corners: bool, float_dtype, dtype) -> np.ndarray:
+    """The homogeneous base coordinates (points, nd + 1) of an output of `spatial` size, kept
+    per geometry and dtype (read-only, shared by the calls: a training loop asks for the same
+    one every step)."""
     axes = [_base_coordinates(n, align_corners, float_dtype) for n in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")                 # one array per spatial dim
-    base = np.stack(list(mesh[::-1]) + [np.ones(spatial)], axis=-1).reshape(-1, nd + 1)
-    grid = _AffineGrid.apply(theta, base.astype(dtype, copy=False))   # (N, points, nd)
-    return _core._name_grad_fn(grid.reshape((size[0],) + spatial + (nd,)),
-                               "AffineGridGeneratorBackward0")
+    base = np.stack(list(mesh[::-1]) + [np.ones(spatial)], axis=-1).reshape(-1, len(spatial) + 1)
+    base = base.astype(dtype, copy=False)
+    base.flags.writeable = False
+    return base
 
 
 class _AffineGrid(Function):
