@@ -174,20 +174,21 @@ KERNEL_HEADERS = ["kernels.h", "cascade_sum.h", "vecmath.h", "vecmath_levels.h",
 KERNELS = ("tapegrad_kernels", {
     "sources": [os.path.join(SRC, f)
                 for f in KERNEL_SOURCES + ["nn_kernels.c", "scan_kernels.c", "index_kernels.c",
-                                          "order_kernels.c"]],
+                                          "order_kernels.c", "grid_kernels.c"]],
     "include_dirs": [SRC],
     "cflags": KERNELS_ARGS,
     # build_clib recompiles the library when a source is newer than its object; the headers the
     # sources include count too (an edit of vecmath_impl.h alone linked the stale objects).
     "obj_deps": {"": [os.path.join(SRC, f)
                       for f in KERNEL_HEADERS + ["nn_kernels.h", "scan_kernels.h", "index_kernels.h",
-                                                 "order_kernels.h"]]},
+                                                 "order_kernels.h", "grid_kernels.h"]]},
 })
 
 # Hand-written C that only some modules read, so that an edit of it rebuilds only them: the nn
 # kernels, the running sums and products with the order kernels (kthvalue, searchsorted), the
 # index copies (linked from the same static library), and the out= wrapper's type (a header).
-MODULE_C_FILES = {"_ops_nn": ("nn_kernels.h", "nn_kernels.c"), "_ops_inplace": ("out_arg_call.h",),
+MODULE_C_FILES = {"_ops_nn": ("nn_kernels.h", "nn_kernels.c", "grid_kernels.h",
+                             "grid_kernels.c"), "_ops_inplace": ("out_arg_call.h",),
                   "_ops_reduce": ("scan_kernels.h", "scan_kernels.c", "order_kernels.h",
                                   "order_kernels.c"),
                   "_ops_shape": ("index_kernels.h", "index_kernels.c")}

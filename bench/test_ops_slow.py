@@ -1,6 +1,8 @@
 """Ops that scripts call and that were far slower than PyTorch (perf46): kthvalue on rows with
 ties, scatter_add / index_add / index_put(accumulate=True), segment_reduce, bucketize /
-searchsorted, at the sizes scripts use.  The workloads are tapegrad.bench.SLOW_OP_CASES (the
+searchsorted; (perf47) grid_sample (forward, and backward to the input and the grid),
+histogram, diag / diag_embed, unfold().contiguous(), stack, one_hot, affine_grid, interpolate,
+F.unfold, cdist, a small scatter_add; at the sizes scripts use.  The workloads are tapegrad.bench.SLOW_OP_CASES (the
 interleaved ratios against PyTorch are in test_interleaved.py, kind "slow: ...").
 
 Kinds in the summary: numpy = numpy's nearest call (np.partition, np.add.at, np.*.reduceat,

@@ -486,13 +486,19 @@ def _bin_counts(samples, edges_per_dim, weights, density: bool):
         # (points of no dimensions: PyTorch's kernel leaves its 0-d histogram at zero, which
         # density divides by its zero total)
         return np.full((), np.nan if density else 0, dtype=samples.dtype)
-    keep = np.ones(samples.shape[0], dtype=bool)
-    for d, edges in enumerate(edges_per_dim):
-        keep &= (samples[:, d] >= edges[0]) & (samples[:, d] <= edges[-1])
     shape = tuple(e.size - 1 for e in edges_per_dim)
-    positions = [np.minimum(np.searchsorted(edges, samples[keep, d], side="right") - 1, n - 1)
-                 for d, (edges, n) in enumerate(zip(edges_per_dim, shape))]
-    flat = np.ravel_multi_index(positions, shape) if positions else np.zeros(0, np.int64)
+    bins = _core._histogram_bins_c(samples, list(edges_per_dim))
+    if bins is not None:                # (one C pass: order_kernels.c)
+        keep = bins >= 0
+        flat = bins[keep]
+    else:
+        keep = np.ones(samples.shape[0], dtype=bool)
+        for d, edges in enumerate(edges_per_dim):
+            keep &= (samples[:, d] >= edges[0]) & (samples[:, d] <= edges[-1])
+        positions = [np.minimum(np.searchsorted(edges, samples[keep, d], side="right") - 1,
+                                n - 1)
+                     for d, (edges, n) in enumerate(zip(edges_per_dim, shape))]
+        flat = np.ravel_multi_index(positions, shape) if positions else np.zeros(0, np.int64)
     kept_w = None if weights is None else weights[keep]
     hist = _summed_in_kernel_order(samples.shape[0], np.flatnonzero(keep), flat, kept_w,
                                    int(np.prod(shape)), samples.dtype).reshape(shape)
@@ -523,6 +529,9 @@ def _summed_in_kernel_order(n_samples: int, sample_at, bin_of, weights, n_bins: 
     tasks = 1 if n_samples <= _HISTOGRAM_GRAIN else \
         max(1, min(get_num_threads(), -(-n_samples // _HISTOGRAM_GRAIN)))
     chunk = -(-n_samples // tasks) if n_samples else 1
+    if weights is None and n_samples < 2 ** 24 and np.dtype(dtype).itemsize >= 4:
+        # counts below 2^24 are exact in float32 and float64 however they are added up
+        return np.bincount(bin_of, minlength=n_bins).astype(dtype)
     total = np.zeros(n_bins, dtype=dtype)
     ones = np.ones(len(bin_of), dtype=dtype) if weights is None else weights
     bounds = np.searchsorted(sample_at, np.arange(tasks + 1) * chunk)
@@ -2257,24 +2266,11 @@ def diag(input, diagonal=0):
     _check_tensor(input, "diag")
     diagonal = _int_argument(diagonal, "diag", "diagonal", 2)
     if input.ndim == 1:
-        return _core._name_grad_fn(_diag_embed(input, diagonal), "DiagEmbedBackward0")
+        from ._more_ops import _diag_embedded
+        return _core._name_grad_fn(_diag_embedded(input, diagonal), "DiagEmbedBackward0")
     if input.ndim == 2:
         return _core._name_grad_fn(_diagonal(input, diagonal), "DiagonalBackward0_copy")
     raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-
-
-def _diag_embed(v, k: int):
-    from . import cat, where, zeros
-    n = v._array.shape[0]
-    mask = _wrap(np.eye(n, dtype=bool))
-    square = where(mask, v.unsqueeze(0).expand(n, n), zeros((), dtype=v.dtype))
-    if k == 0:
-        return square
-    pad = abs(k)
-    side = zeros(n, pad, dtype=v.dtype)
-    rows = cat([side, square], 1) if k > 0 else cat([square, side], 1)
-    band = zeros(pad, n + pad, dtype=v.dtype)
-    return cat([rows, band], 0) if k > 0 else cat([band, rows], 0)
 
 
 def _diagonal(m, k: int):

@@ -21,6 +21,7 @@ from . import _core
 from ._extra_ops import (_check_tensor, _numpy_dim_names, _dim, _dtype_name, _index_tensor,
                          _refuse_if_complex, _wrap, register_family)
 from ._out_arg import compute_then_write, require_dtype, write_into
+from .autograd.function import Function as _Function
 from .tensor import invalid_arguments, is_int
 
 TensorBase = _core.TensorBase
@@ -419,17 +420,43 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     offset-th diagonal and zeros elsewhere."""
     _check_tensor(input, "diag_embed")
     d1, d2 = _distinct_dims(dim1, dim2, input.ndim + 1)
-    from . import cat, movedim
-    *batch, n = input.shape
-    offset = int(offset)
+    from . import movedim
+    square = _diag_embedded(input, int(offset))
+    if (d1, d2) != (input.ndim - 1, input.ndim):
+        square = movedim(square, (-2, -1), (d1, d2))
+    return _core._name_grad_fn(square, "DiagEmbedBackward0")
+
+
+def _diag_embedded(input, offset: int):
+    """diag_embed over the last two dims: its node when input's gradient is wanted, else the
+    array alone (a Function call costs 4x the work of a small one)."""
+    if input.requires_grad and _core.is_grad_enabled():
+        return _DiagEmbed.apply(input, offset)
+    return _core.wrap_array(_diag_embedded_array(input._array, offset))
+
+
+def _diag_embedded_array(arr, offset: int):
+    *batch, n = arr.shape
     size = n + abs(offset)
-    # Every output position reads input's last dim at an index: its diagonal element, or the
-    # zero appended at index n.
-    with_zero = cat([input, input.new_zeros(*batch, 1)], -1)
-    source = np.full(size * size, n, dtype=np.int64)
-    source[_diagonal_positions(size, size, offset)] = np.arange(n)
-    square = with_zero.index_select(-1, _index_tensor(source)).reshape(*batch, size, size)
-    return _core._name_grad_fn(movedim(square, (-2, -1), (d1, d2)), "DiagEmbedBackward0")
+    out = np.zeros(tuple(batch) + (size * size,), dtype=arr.dtype)
+    out[..., _diagonal_positions(size, size, offset)] = arr
+    return out.reshape(tuple(batch) + (size, size))
+
+
+class _DiagEmbed(_Function):
+    """Input's last dim written on the offset-th diagonal of zero (..., size, size) matrices,
+    and back: the gradient is the gradient's diagonal (a view op, so create_graph differentiates
+    it).  (Composed as a gather of every output position from input padded with a zero, the
+    backward scattered the whole square back: 17x PyTorch's time for a (32, 64) input.)"""
+
+    @staticmethod
+    def forward(ctx, input, offset):
+        ctx.offset = offset
+        return _core.wrap_array(_diag_embedded_array(input._array, offset))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.diagonal(ctx.offset, -2, -1), None
 
 
 def fill_diagonal_(self, fill_value, wrap=False):

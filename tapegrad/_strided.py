@@ -10,6 +10,8 @@ view may only reach storage elements that the input itself covers.
 from __future__ import annotations as _annotations
 
 from tapegrad._core import type_name as _type_name
+import math
+
 import numpy as np
 
 from . import _core
@@ -112,7 +114,7 @@ def strided(input, size, stride, storage_offset=None, unfold: bool = False, key=
     offset = own_offset if storage_offset is None else int(storage_offset)
     if offset < 0:
         raise RuntimeError(f"Tensor: invalid storage offset {offset}")
-    numel = int(np.prod(size, dtype=np.int64))
+    numel = math.prod(size)
     itemsize = arr.itemsize
     check_storage_bounds(size, stride, offset, itemsize, storage.size)
     if key is None:
@@ -133,7 +135,7 @@ def strided(input, size, stride, storage_offset=None, unfold: bool = False, key=
 def check_storage_bounds(size, stride, offset: int, itemsize: int, storage_numel: int) -> None:
     """PyTorch's refusal of a (size, stride, offset) layout reaching past a storage of
     `storage_numel` elements (as_strided, set_)."""
-    if int(np.prod(size, dtype=np.int64)) == 0:
+    if math.prod(size) == 0:
         return
     needed = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
     if needed > storage_numel:

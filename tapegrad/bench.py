@@ -858,11 +858,12 @@ def peak_rss(modes=("numpy", "tapegrad"), steps: int = 10) -> dict[str, dict]:
 class SlowOpCase:
     """One op at a size scripts use: arrays() -> numpy inputs (made once); numpy(*arrays): the
     floor (numpy's nearest call, not always the same answer among ties); call(lib, *tensors):
-    the op, forward only, or forward and backward when grad (the first tensor requires grad)."""
+    the op, forward only, or forward and backward when grad (the first tensor requires grad; an
+    int: that many leading tensors do)."""
     arrays: Callable[[], tuple]
     numpy: Callable[..., Any]
     call: Callable[..., Any]
-    grad: bool = False
+    grad: bool | int = False
 
 
 def _slow_rng():
@@ -914,7 +915,121 @@ def _segment_sum_backward(lib, x, lengths):
     lib.segment_reduce(x, "sum", lengths=lengths).sum().backward()
 
 
+def _grid_arrays(shape, dtype=np.float32, spread=1.1):
+    """An input (N, C, H, W) and a grid (N, H, W, 2) reaching a little outside [-1, 1]."""
+    def make():
+        rng = _slow_rng()
+        n, _, h, w = shape
+        return (rng.standard_normal(shape).astype(dtype),
+                rng.uniform(-spread, spread, (n, h, w, 2)).astype(dtype))
+    return make
+
+
+def _numpy_bilinear(x, grid):
+    """The floor of grid_sample (bilinear, zeros padding, align_corners=False): four takes."""
+    n, c, h, w = x.shape
+    gx = (grid[..., 0] + 1) * (w / 2) - 0.5
+    gy = (grid[..., 1] + 1) * (h / 2) - 0.5
+    x0, y0 = np.floor(gx), np.floor(gy)
+    tx, ty = gx - x0, gy - y0
+    planes = x.reshape(n, c, h * w)
+    out = 0
+    for dy, wy in ((0, 1 - ty), (1, ty)):
+        for dx, wx in ((0, 1 - tx), (1, tx)):
+            xi, yi = x0 + dx, y0 + dy
+            inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+            flat = np.where(inside, yi * w + xi, 0).astype(np.int64).reshape(n, 1, -1)
+            vals = np.take_along_axis(planes, np.broadcast_to(flat, (n, c, flat.shape[2])), 2)
+            out = out + vals.reshape(n, c, *gx.shape[1:]) * (wx * wy * inside)[:, None]
+    return out
+
+
+def _grid_sample_backward(lib, x, grid, **kw):
+    lib.nn.functional.grid_sample(x, grid, align_corners=False, **kw).sum().backward()
+
+
+def _sum_backward(op):
+    def run(lib, *tensors):
+        op(lib, *tensors).sum().backward()
+    return run
+
+
+def _vectors(n, count):
+    return lambda: tuple(_slow_rng().standard_normal((count, n)).astype(np.float32))
+
+
+def _windows(x, size, step):
+    return np.lib.stride_tricks.sliding_window_view(x, size, axis=-1)[..., ::step, :].copy()
+
+
 SLOW_OP_CASES: dict[str, SlowOpCase] = {
+    # perf47: grid_sample's C kernels, histogram's bins in C, and ops whose Python preamble or
+    # composition dominated at script sizes
+    "grid_sample bilinear (8,3,32,32) f32": SlowOpCase(
+        _grid_arrays((8, 3, 32, 32)), _numpy_bilinear,
+        lambda lib, x, g: lib.nn.functional.grid_sample(x, g, align_corners=False)),
+    "grid_sample bilinear (8,3,32,32) f32 + backward (input, grid)": SlowOpCase(
+        _grid_arrays((8, 3, 32, 32)), _numpy_bilinear, _grid_sample_backward, grad=2),
+    "grid_sample bilinear (8,3,32,32) f64 + backward (input, grid)": SlowOpCase(
+        _grid_arrays((8, 3, 32, 32), np.float64), _numpy_bilinear, _grid_sample_backward,
+        grad=2),
+    "grid_sample nearest border (8,3,32,32) f32": SlowOpCase(
+        _grid_arrays((8, 3, 32, 32)), _numpy_bilinear,
+        lambda lib, x, g: lib.nn.functional.grid_sample(x, g, mode="nearest",
+                                                        padding_mode="border",
+                                                        align_corners=False)),
+    "grid_sample reflection (4,16,64,64) f32 + backward (input, grid)": SlowOpCase(
+        _grid_arrays((4, 16, 64, 64), spread=2.0), _numpy_bilinear,
+        lambda lib, x, g: _grid_sample_backward(lib, x, g, padding_mode="reflection"), grad=2),
+    "grid_sample trilinear (2,4,16,16,16) f32 + backward (input, grid)": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((2, 4, 16, 16, 16)).astype(np.float32),
+                 _slow_rng().uniform(-1.1, 1.1, (2, 16, 16, 16, 3)).astype(np.float32)),
+        lambda x, g: np.take(x, np.zeros(g.shape[:-1], np.int64)),
+        _grid_sample_backward, grad=2),
+    "histogram 1e4 bins=100 f32": SlowOpCase(
+        lambda: (_slow_rng().standard_normal(10000).astype(np.float32),),
+        lambda x: np.histogram(x, 100), lambda lib, x: lib.histogram(x, bins=100)),
+    "histogram 1e5 bins=10 f64": SlowOpCase(
+        lambda: (_slow_rng().standard_normal(100000),),
+        lambda x: np.histogram(x, 10), lambda lib, x: lib.histogram(x, bins=10)),
+    "diag (100,) -> (100,100) f32": SlowOpCase(
+        lambda: (_slow_rng().standard_normal(100).astype(np.float32),), np.diag,
+        lambda lib, x: lib.diag(x)),
+    "diag_embed (32,64) f32 + backward": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((32, 64)).astype(np.float32),),
+        lambda x: x[..., None] * np.eye(64, dtype=x.dtype),
+        _sum_backward(lambda lib, x: lib.diag_embed(x) * 2), grad=True),
+    "unfold(0,16,4).contiguous() 4096 f32": SlowOpCase(
+        lambda: (_slow_rng().standard_normal(4096).astype(np.float32),),
+        lambda x: _windows(x, 16, 4), lambda lib, x: x.unfold(0, 16, 4).contiguous()),
+    "stack 64 x (16,) f32": SlowOpCase(
+        _vectors(16, 64), lambda *xs: np.stack(xs), lambda lib, *xs: lib.stack(xs)),
+    "one_hot (32,128) classes=100": SlowOpCase(
+        lambda: (_slow_rng().integers(0, 100, (32, 128)),),
+        lambda i: np.eye(100, dtype=np.int64)[i],
+        lambda lib, i: lib.nn.functional.one_hot(i, 100)),
+    "affine_grid (8,2,3) -> (8,3,32,32) f32": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((8, 2, 3)).astype(np.float32),),
+        lambda t: np.matmul(np.ones((1, 1024, 3), np.float32), t.swapaxes(1, 2)),
+        lambda lib, t: lib.nn.functional.affine_grid(t, (8, 3, 32, 32), align_corners=False)),
+    "interpolate bilinear (4,16,32,32)->64 f32 + backward": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((4, 16, 32, 32)).astype(np.float32),),
+        lambda x: x.repeat(2, -1).repeat(2, -2),
+        _sum_backward(lambda lib, x: lib.nn.functional.interpolate(
+            x, size=(64, 64), mode="bilinear", align_corners=False) * 2), grad=True),
+    "F.unfold (8,3,32,32) k=3 p=1 f32 + backward": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((8, 3, 32, 32)).astype(np.float32),),
+        lambda x: _windows(x, 3, 1),
+        _sum_backward(lambda lib, x: lib.nn.functional.unfold(x, 3, padding=1) * 2), grad=True),
+    "cdist (100,3) x (200,3) f32 + backward": SlowOpCase(
+        lambda: tuple(_slow_rng().standard_normal((2, 200, 3)).astype(np.float32)),
+        lambda a, b: np.sqrt(((a[:100, None] - b[None]) ** 2).sum(-1)),
+        _sum_backward(lambda lib, a, b: lib.cdist(a[:100], b)), grad=True),
+    "scatter_add 100 into 10 f32": SlowOpCase(
+        _scatter_arrays(100, 10), lambda z, i, s: np.add.at(z.copy(), i, s),
+        lambda lib, z, i, s: lib.scatter_add(z, 0, i, s)),
+    # perf46
+
     "kthvalue ties (100,1000) dim=1 k=3 f32": SlowOpCase(
         _ties((100, 1000)), lambda a: np.partition(a, 2, axis=1)[:, 2],
         lambda lib, x: lib.kthvalue(x, 3, 1)),
@@ -969,8 +1084,8 @@ def slow_op_tensors(case: SlowOpCase, lib) -> tuple:
     backward: a fresh leaf per call, so .grad never accumulates across rounds)."""
     arrays = case.arrays()
     tensors = [lib.from_numpy(a.copy()) for a in arrays]
-    if case.grad:
-        tensors[0].requires_grad_(True)
+    for t in tensors[:int(case.grad)]:
+        t.requires_grad_(True)
     return (lib, *tensors)
 
 

@@ -911,3 +911,140 @@ cdef tuple nk_layer_norm_backward(object g2, object xhat, object rstd, object w,
                               <double*>nk_opt_ptr(gx), <double*>nk_opt_ptr(acc_w),
                               <double*>nk_opt_ptr(acc_b), <double*>nk_ptr(work))
     return gx, acc_w, acc_b
+
+
+# -- grid_sample (grid_kernels.c) -------------------------------------------------------------
+# The numeric work of F.grid_sample on a 4-d input, bilinear or nearest: tapegrad/nn/
+# _grid_sample.py holds its autograd node (a KernelFunction) and the composition it falls back to
+# for create_graph.  A sampling crosses from Python as a tuple (mode, padding, align_corners,
+# fused, lanes, row): grid_kernels.h describes them.
+
+cdef extern from "grid_kernels.h" nogil:
+    ctypedef struct tg_grid2d:
+        ptrdiff_t N, C, H, W, P, row, lanes
+        int mode, padding, align_corners, fused
+    void tg_grid_sample_2d_f32(const float* input, const float* grid, float* out,
+                               const tg_grid2d* g)
+    void tg_grid_sample_2d_f64(const double* input, const double* grid, double* out,
+                               const tg_grid2d* g)
+    void tg_grid_sample_2d_backward_f32(const float* grad_out, const float* input,
+                                        const float* grid, float* grad_input, float* grad_grid,
+                                        const tg_grid2d* g)
+    void tg_grid_sample_2d_backward_f64(const double* grad_out, const double* input,
+                                        const double* grid, double* grad_input,
+                                        double* grad_grid, const tg_grid2d* g)
+
+
+cdef bint nk_grid2d(object input, object grid, tuple how, tg_grid2d* g) except -1:
+    """Fill g from input (N, C, H, W) and grid (N, Ho, Wo, 2), both C-contiguous and of one
+    float dtype; True for float32."""
+    cdef bint f32 = nk_is_f32(input)
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[3] != 2 or grid.shape[0] != input.shape[0]:
+        raise ValueError(f"tapegrad: grid kernel shapes {input.shape} and {grid.shape}")
+    g.N, g.C, g.H, g.W = input.shape
+    g.P = grid.shape[1] * grid.shape[2]
+    nk_same(grid, f32, g.N * g.P * 2)
+    g.mode, g.padding, g.align_corners, g.fused, g.lanes, g.row = how
+    if not (0 <= g.mode <= 1 and 0 <= g.padding <= 2 and 0 < g.lanes <= 64):
+        raise ValueError(f"tapegrad: bad grid sampling {how}")
+    return f32
+
+
+def _grid_sample_2d(input, grid, tuple how):
+    """grid_sample's output (N, C, Ho, Wo) of input (N, C, H, W) at grid (N, Ho, Wo, 2)."""
+    cdef tg_grid2d g
+    cdef bint f32 = nk_grid2d(input, grid, how, &g)
+    out = np.empty((g.N, g.C, grid.shape[1], grid.shape[2]), dtype=input.dtype)
+    if f32:
+        tg_grid_sample_2d_f32(<float*>nk_ptr(input), <float*>nk_ptr(grid),
+                              <float*>nk_ptr(out), &g)
+    else:
+        tg_grid_sample_2d_f64(<double*>nk_ptr(input), <double*>nk_ptr(grid),
+                              <double*>nk_ptr(out), &g)
+    return out
+
+
+def _grid_sample_2d_backward(grad_out, input, grid, tuple how, bint need_input):
+    """(the input's gradient or None when not need_input, the grid's gradient) of
+    _grid_sample_2d from the output's gradient grad_out (C-contiguous, the output's shape)."""
+    cdef tg_grid2d g
+    cdef bint f32 = nk_grid2d(input, grid, how, &g)
+    nk_same(grad_out, f32, g.N * g.C * g.P)
+    grad_grid = np.empty(grid.shape, dtype=grid.dtype)
+    grad_input = np.zeros(input.shape, dtype=input.dtype) if need_input else None
+    cdef void* gi = nk_ptr(grad_input) if need_input else NULL
+    if f32:
+        tg_grid_sample_2d_backward_f32(<float*>nk_ptr(grad_out), <float*>nk_ptr(input),
+                                       <float*>nk_ptr(grid), <float*>gi,
+                                       <float*>nk_ptr(grad_grid), &g)
+    else:
+        tg_grid_sample_2d_backward_f64(<double*>nk_ptr(grad_out), <double*>nk_ptr(input),
+                                       <double*>nk_ptr(grid), <double*>gi,
+                                       <double*>nk_ptr(grad_grid), &g)
+    return grad_input, grad_grid
+
+
+cdef extern from "grid_kernels.h" nogil:
+    ctypedef struct tg_grid3d:
+        ptrdiff_t N, C, D, H, W, P
+        int mode, padding, align_corners
+    void tg_grid_sample_3d_f32(const float* input, const float* grid, float* out,
+                               const tg_grid3d* g)
+    void tg_grid_sample_3d_f64(const double* input, const double* grid, double* out,
+                               const tg_grid3d* g)
+    void tg_grid_sample_3d_backward_f32(const float* grad_out, const float* input,
+                                        const float* grid, float* grad_input, float* grad_grid,
+                                        const tg_grid3d* g)
+    void tg_grid_sample_3d_backward_f64(const double* grad_out, const double* input,
+                                        const double* grid, double* grad_input,
+                                        double* grad_grid, const tg_grid3d* g)
+
+
+cdef bint nk_grid3d(object input, object grid, tuple how, tg_grid3d* g) except -1:
+    """Fill g from input (N, C, D, H, W) and grid (N, Do, Ho, Wo, 3), both C-contiguous and of
+    one float dtype, and how = (mode, padding, align_corners); True for float32."""
+    cdef bint f32 = nk_is_f32(input)
+    if input.ndim != 5 or grid.ndim != 5 or grid.shape[4] != 3 or grid.shape[0] != input.shape[0]:
+        raise ValueError(f"tapegrad: grid kernel shapes {input.shape} and {grid.shape}")
+    g.N, g.C, g.D, g.H, g.W = input.shape
+    g.P = grid.shape[1] * grid.shape[2] * grid.shape[3]
+    nk_same(grid, f32, g.N * g.P * 3)
+    g.mode, g.padding, g.align_corners = how
+    if not (0 <= g.mode <= 1 and 0 <= g.padding <= 2):
+        raise ValueError(f"tapegrad: bad grid sampling {how}")
+    return f32
+
+
+def _grid_sample_3d(input, grid, tuple how):
+    """grid_sample's output (N, C, Do, Ho, Wo) of input (N, C, D, H, W) at grid
+    (N, Do, Ho, Wo, 3)."""
+    cdef tg_grid3d g
+    cdef bint f32 = nk_grid3d(input, grid, how, &g)
+    out = np.empty((g.N, g.C) + tuple(grid.shape[1:4]), dtype=input.dtype)
+    if f32:
+        tg_grid_sample_3d_f32(<float*>nk_ptr(input), <float*>nk_ptr(grid),
+                              <float*>nk_ptr(out), &g)
+    else:
+        tg_grid_sample_3d_f64(<double*>nk_ptr(input), <double*>nk_ptr(grid),
+                              <double*>nk_ptr(out), &g)
+    return out
+
+
+def _grid_sample_3d_backward(grad_out, input, grid, tuple how, bint need_input):
+    """(the input's gradient or None when not need_input, the grid's gradient) of
+    _grid_sample_3d from the output's gradient grad_out (C-contiguous, the output's shape)."""
+    cdef tg_grid3d g
+    cdef bint f32 = nk_grid3d(input, grid, how, &g)
+    nk_same(grad_out, f32, g.N * g.C * g.P)
+    grad_grid = np.empty(grid.shape, dtype=grid.dtype)
+    grad_input = np.zeros(input.shape, dtype=input.dtype) if need_input else None
+    cdef void* gi = nk_ptr(grad_input) if need_input else NULL
+    if f32:
+        tg_grid_sample_3d_backward_f32(<float*>nk_ptr(grad_out), <float*>nk_ptr(input),
+                                       <float*>nk_ptr(grid), <float*>gi,
+                                       <float*>nk_ptr(grad_grid), &g)
+    else:
+        tg_grid_sample_3d_backward_f64(<double*>nk_ptr(grad_out), <double*>nk_ptr(input),
+                                       <double*>nk_ptr(grid), <double*>gi,
+                                       <double*>nk_ptr(grad_grid), &g)
+    return grad_input, grad_grid

@@ -1376,6 +1376,10 @@ cdef extern from "order_kernels.h" nogil:
     void tg_stl_order_i64(const int64_t* rows, ptrdiff_t n, const int64_t* redo,
                           ptrdiff_t n_redo, int algo, ptrdiff_t k, int sort_head, int cmp,
                           ptrdiff_t width, int64_t* out, void* pairs)
+    void tg_histogram_bins_f32(const float* samples, ptrdiff_t n, ptrdiff_t dims,
+                               const float* edges, const ptrdiff_t* n_bins, int64_t* out)
+    void tg_histogram_bins_f64(const double* samples, ptrdiff_t n, ptrdiff_t dims,
+                               const double* edges, const ptrdiff_t* n_bins, int64_t* out)
 
 
 def _stl_order_c(object rows, object redo, int algo, Py_ssize_t k, bint sort_head, int cmp,
@@ -1416,6 +1420,34 @@ def _stl_order_c(object rows, object redo, int algo, Py_ssize_t k, bint sort_hea
         else:
             tg_stl_order_i64(<const int64_t*>VP, n, RP, n_redo, algo, k, sort_head, cmp, width,
                              O, P)
+    return out
+
+
+def _histogram_bins_c(object samples, list edges_per_dim):
+    """The flat histogram bin of each row of samples (n, D) over each dimension's edges (1-d
+    arrays of samples' dtype, non-decreasing), -1 outside, as an int64 array (order_kernels.c);
+    None when the kernel does not take the dtype (float32, float64)."""
+    s = order_kernel_array(samples)
+    if s is None or s.ndim != 2 or s.dtype.kind != "f" or len(edges_per_dim) != s.shape[1]:
+        return None
+    edges = np.ascontiguousarray(np.concatenate(edges_per_dim), dtype=s.dtype)
+    counts = np.array([e.size - 1 for e in edges_per_dim], dtype=np.intp)
+    if counts.size and counts.min() < 1:
+        return None
+    cdef cnp.ndarray S = <cnp.ndarray>s, E = <cnp.ndarray>edges, K = <cnp.ndarray>counts
+    cdef Py_ssize_t n = cnp.PyArray_DIMS(S)[0], dims = cnp.PyArray_DIMS(S)[1]
+    cdef cnp.ndarray out = <cnp.ndarray>np.empty(n, dtype=np.int64)
+    cdef int t = cnp.PyArray_TYPE(S)
+    cdef int64_t* O = <int64_t*>cnp.PyArray_DATA(out)
+    cdef const ptrdiff_t* NB = <const ptrdiff_t*>cnp.PyArray_DATA(K)
+    if t == cnp.NPY_FLOAT32:
+        tg_histogram_bins_f32(<const float*>cnp.PyArray_DATA(S), n, dims,
+                              <const float*>cnp.PyArray_DATA(E), NB, O)
+    elif t == cnp.NPY_FLOAT64:
+        tg_histogram_bins_f64(<const double*>cnp.PyArray_DATA(S), n, dims,
+                              <const double*>cnp.PyArray_DATA(E), NB, O)
+    else:
+        return None
     return out
 
 

@@ -369,3 +369,36 @@ static int floor_lg(ptrdiff_t n)
 
 STL_KERNELS(f64, double)
 STL_KERNELS(i64, int64_t)
+
+/* The histogram bin of each sample (order_kernels.h): per dimension a guess by linear
+ * interpolation between the outer edges, as PyTorch's kernel makes it, then moved to the last
+ * edge <= the value (the last bin keeping its right edge): PyTorch's local search, here run to
+ * the end so that any non-decreasing edges give the binary search's bin.  -1: outside (NaN
+ * included). */
+#define HIST_BINS_KERNEL(NAME, T)                                                                 \
+void NAME(const T* samples, ptrdiff_t n, ptrdiff_t dims, const T* edges,                          \
+          const ptrdiff_t* n_bins, int64_t* out)                                                  \
+{                                                                                                 \
+    for (ptrdiff_t s = 0; s < n; s++) {                                                           \
+        int64_t flat = 0;                                                                         \
+        const T* e = edges;                                                                       \
+        for (ptrdiff_t d = 0; d < dims; d++) {                                                    \
+            const ptrdiff_t nb = n_bins[d];                                                       \
+            const T v = samples[s * dims + d], lo = e[0], hi = e[nb];                             \
+            if (!(v >= lo && v <= hi)) { flat = -1; break; }                                      \
+            ptrdiff_t pos = 0;                                                                    \
+            if (hi > lo) {                                                                        \
+                T guess = (v - lo) / (hi - lo) * (T)nb;                                           \
+                pos = guess >= (T)(nb - 1) ? nb - 1 : (guess > 0 ? (ptrdiff_t)guess : 0);         \
+            }                                                                                     \
+            while (pos > 0 && v < e[pos]) pos--;                                                  \
+            while (pos < nb - 1 && v >= e[pos + 1]) pos++;                                        \
+            flat = flat * nb + pos;                                                               \
+            e += nb + 1;                                                                          \
+        }                                                                                         \
+        out[s] = flat;                                                                            \
+    }                                                                                             \
+}
+
+HIST_BINS_KERNEL(tg_histogram_bins_f32, float)
+HIST_BINS_KERNEL(tg_histogram_bins_f64, double)

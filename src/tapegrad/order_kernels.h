@@ -65,4 +65,13 @@ void tg_stl_order_i64(const int64_t* rows, ptrdiff_t n, const int64_t* redo, ptr
                       int algo, ptrdiff_t k, int sort_head, int cmp, ptrdiff_t width,
                       int64_t* out, void* pairs);
 
+/* samples: (n, dims) C-contiguous; edges: each dimension's n_bins[d] + 1 non-decreasing edges,
+ * one after the other.  out[s] = the flat (C-order) bin of sample s, or -1 when a coordinate
+ * lies outside its edges or is NaN; bin k of a dimension holds edges[k] <= v < edges[k + 1],
+ * its last bin also v == its last edge (histogramdd's bins). */
+void tg_histogram_bins_f32(const float* samples, ptrdiff_t n, ptrdiff_t dims, const float* edges,
+                           const ptrdiff_t* n_bins, int64_t* out);
+void tg_histogram_bins_f64(const double* samples, ptrdiff_t n, ptrdiff_t dims,
+                           const double* edges, const ptrdiff_t* n_bins, int64_t* out);
+
 #endif

@@ -12,16 +12,24 @@ input and the grid (and create_graph works) without a hand-written VJP:
   weights are polynomials in the fractional part (differentiable in the grid);
 - all taps of all points are read by ONE gather of the (N*C, D*H*W) input planes (its adjoint,
   the input gradient, a bincount scatter-add), then weighted and summed over the taps.
+
+That composition took some forty array passes per call (15-25x PyTorch's time at the sizes of a
+spatial transformer), so a float32/float64 input sampled bilinearly (trilinearly) or nearest
+runs as one node of C kernels (src/tapegrad/grid_kernels.c: PyTorch's formulas and order of
+rounding, so values and both gradients have its bits); the composition remains for bicubic and
+other dtypes, and is what a create_graph backward differentiates.
 """
 from __future__ import annotations as _annotations
 
+import functools
 import warnings
 
 import numpy as np
 
 from .. import _core
 from .. import linspace as _linspace, stack as _stack, zeros as _zeros
-from ..autograd.function import Function
+from .._extra_functions import _torch_grad_fn_name
+from ..autograd.function import Function, KernelFunction
 from ._conv_ops import _check_tensor, _Gather
 
 _wrap = _core.wrap_array
@@ -105,12 +113,26 @@ def affine_grid_generator(theta, size, align_corners):
     # Homogeneous base coordinates (x, y[, z], 1) of every output point, x along the last dim;
     # held in theta's dtype, as PyTorch's base grid is (an integer theta truncates them).
     float_dtype = theta.dtype if theta.is_floating_point() else None
+    base = _base_grid(spatial, bool(align_corners), float_dtype, dtype)
+    out_shape = (size[0],) + spatial + (nd,)
+    if not (theta.requires_grad and _core.is_grad_enabled()):
+        # (no node to record: the product alone; the Function's call was a third of a call)
+        return _wrap(np.matmul(base, np.swapaxes(theta._array, 1, 2)).reshape(out_shape))
+    grid = _AffineGrid.apply(theta, base)                     # (N, points, nd)
+    return _core._name_grad_fn(grid.reshape(out_shape), "AffineGridGeneratorBackward0")
+
+
+@functools.lru_cache(maxsize=64)
+def _base_grid(spatial: tuple, align_corners: bool, float_dtype, dtype) -> np.ndarray:
+    """The homogeneous base coordinates (points, nd + 1) of an output of `spatial` size, kept
+    per geometry and dtype (read-only, shared by the calls: a training loop asks for the same
+    one every step)."""
     axes = [_base_coordinates(n, align_corners, float_dtype) for n in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")                 # one array per spatial dim
-    base = np.stack(list(mesh[::-1]) + [np.ones(spatial)], axis=-1).reshape(-1, nd + 1)
-    grid = _AffineGrid.apply(theta, base.astype(dtype, copy=False))   # (N, points, nd)
-    return _core._name_grad_fn(grid.reshape((size[0],) + spatial + (nd,)),
-                               "AffineGridGeneratorBackward0")
+    base = np.stack(list(mesh[::-1]) + [np.ones(spatial)], axis=-1).reshape(-1, len(spatial) + 1)
+    base = base.astype(dtype, copy=False)
+    base.flags.writeable = False
+    return base
 
 
 class _AffineGrid(Function):
@@ -334,6 +356,18 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         align_corners = False
     _check_grid_sample(input, grid, mode)
     _core.check_bool("grid_sampler", "align_corners", align_corners, 5)
+    if mode != "bicubic" and input._array.dtype in _KERNEL_DTYPES:
+        if input.dim() == 4:
+            return GridSampler2D.apply(input, grid, _kernel_sampling(
+                grid._array, mode, padding_mode, align_corners))
+        return GridSampler3D.apply(input, grid, (_INTERPOLATION_MODES.index(mode),
+                                                 _PADDING_MODES.index(padding_mode),
+                                                 int(bool(align_corners))))
+    return _sampled(input, grid, mode, padding_mode, align_corners)
+
+
+def _sampled(input, grid, mode, padding_mode, align_corners):
+    """grid_sample composed of recorded ops (arguments checked)."""
     n, channels = input.shape[:2]
     spatial = tuple(input.shape[2:])
     out_spatial = tuple(grid.shape[1:-1])
@@ -375,6 +409,100 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     # here had kept the values it read (its reshape record saves nothing: slots are free)
     _core._guard_saved_version(result, input, grid)
     return result
+
+
+# -- the 4-d kernels (bilinear and nearest) ---------------------------------------------------------
+
+_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _kernel_sampling(grid: np.ndarray, mode, padding_mode, align_corners) -> tuple:
+    """The tuple that tells grid_kernels.c how to sample (grid_kernels.h, tg_grid2d): PyTorch's
+    kernel works in chunks of a 32-byte vector, fusing multiply-adds where its build has them;
+    its chunks run over the whole output plane when it can read the grid as one run (the grid
+    C-contiguous, or each coordinate's (H, W) plane contiguous), else row by row."""
+    from ._spatial_ops import _kernel_fuses
+    ho, wo = grid.shape[1], grid.shape[2]
+    item = grid.itemsize
+    s_h, s_w, s_c = (s // item for s in grid.strides[1:])
+    flat = _contiguous_geometry((ho, wo, 2), (s_h, s_w, s_c)) or (
+        (s_w == 1 or wo == 1) and _contiguous_geometry((ho, wo), (s_h, s_w)))
+    return (_INTERPOLATION_MODES.index(mode), _PADDING_MODES.index(padding_mode),
+            int(bool(align_corners)), int(_kernel_fuses()), 32 // item, ho * wo if flat else wo)
+
+
+def _contiguous_geometry(sizes, strides) -> bool:
+    """PyTorch's geometry_is_contiguous: C-contiguous strides, a dim of size 1 taking any."""
+    expected = 1
+    for size, stride in zip(reversed(sizes), reversed(strides)):
+        if size != 1:
+            if stride != expected:
+                return False
+            expected *= size
+    return True
+
+
+class GridSampler2D(KernelFunction):
+    """grid_sample of a 4-d input, bilinear or nearest, as one node: arguments (input, grid,
+    sampling), sampling the tuple of _kernel_sampling.  PyTorch's node saves the input and the
+    grid: a write into either before backward raises.  create_graph differentiates the
+    composition (_sampled) instead."""
+
+    saved_args = (0, 1)
+
+    @staticmethod
+    def kernel_forward(input, grid, sampling):
+        input = np.ascontiguousarray(input)
+        grid = np.ascontiguousarray(grid)
+        return _core._grid_sample_2d(input, grid, sampling), (input, grid, sampling)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        input, grid, sampling = state
+        g = grads[0]
+        if g is None or not (needs[0] or needs[1]):
+            return None, None, None
+        grad_input, grad_grid = _core._grid_sample_2d_backward(
+            np.ascontiguousarray(g), input, grid, sampling, needs[0])
+        return grad_input, (grad_grid if needs[1] else None), None
+
+    @staticmethod
+    def graph_backward(ctx, saved, g):
+        if g is None:
+            return None, None, None
+        from ._attention import _composite_grads
+        mode, padding, align_corners = ctx.params[2][:3]
+        return _composite_grads(
+            lambda i, gr: _sampled(i, gr, _INTERPOLATION_MODES[mode], _PADDING_MODES[padding],
+                                   bool(align_corners)),
+            saved, ctx.needs_input_grad, g) + (None,)
+
+
+_torch_grad_fn_name(GridSampler2D, "GridSampler2DBackward0")
+
+
+class GridSampler3D(GridSampler2D):
+    """grid_sample of a 5-d input, trilinear or nearest, as one node (grid_kernels.c:
+    PyTorch's scalar kernel): arguments (input, grid, (mode, padding, align_corners))."""
+
+    @staticmethod
+    def kernel_forward(input, grid, sampling):
+        input = np.ascontiguousarray(input)
+        grid = np.ascontiguousarray(grid)
+        return _core._grid_sample_3d(input, grid, sampling), (input, grid, sampling)
+
+    @staticmethod
+    def kernel_backward(state, needs, grads):
+        input, grid, sampling = state
+        g = grads[0]
+        if g is None or not (needs[0] or needs[1]):
+            return None, None, None
+        grad_input, grad_grid = _core._grid_sample_3d_backward(
+            np.ascontiguousarray(g), input, grid, sampling, needs[0])
+        return grad_input, (grad_grid if needs[1] else None), None
+
+
+_torch_grad_fn_name(GridSampler3D, "GridSampler3DBackward0")
 
 
 def _weighted_sum(values, w, nd: int):
