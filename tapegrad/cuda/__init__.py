@@ -388,6 +388,7 @@ default_generators: tuple = ()
 
 
 from . import random  # noqa: E402,F401  (torch.cuda.random, importable without its own import)
+from . import memory  # noqa: E402,F401  (torch.cuda.memory, likewise)
 
 # A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
 from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402

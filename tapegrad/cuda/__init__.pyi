@@ -19,6 +19,7 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.cuda import amp as amp
+from tapegrad.cuda import memory as memory
 from tapegrad.cuda import random as random
 from tapegrad import dtype as _dtype
 
@@ -64,6 +65,7 @@ __all__ = [
     'max_memory_cached',
     'max_memory_reserved',
     'mem_get_info',
+    'memory',
     'memory_allocated',
     'memory_cached',
     'memory_reserved',

@@ -1,0 +1,76 @@
+"""Differences found running public PyTorch notes/snippet repositories unchanged (real47b):
+each test replays the idiom in PyTorch and tapegrad and compares what a script would see."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import tapegrad as tg
+
+
+def _outcome(call):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ("ok", call())
+    except Exception as exc:  # the type and message are what the script prints
+        return (type(exc).__name__, str(exc))
+
+
+# -- torch.cuda.memory: the allocator's module, reached as an attribute of torch.cuda -----------
+
+_MEMORY_CALLS = ("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved",
+                 "memory_stats", "memory_stats_as_nested_dict", "empty_cache", "mem_get_info",
+                 "memory_summary", "reset_peak_memory_stats", "list_gpu_processes")
+
+
+@pytest.mark.parametrize("name", _MEMORY_CALLS)
+def test_cuda_memory_submodule_matches_torch(name):
+    torch = pytest.importorskip("torch")
+    ours, theirs = getattr(tg.cuda.memory, name), getattr(torch.cuda.memory, name)
+    assert ours is getattr(tg.cuda, name)
+    got, want = _outcome(ours), _outcome(theirs)
+    assert got[0] == want[0] and str(got[1]) == str(want[1]) or (
+        got[0] == want[0] == "ok" and dict(got[1]) == dict(want[1]))
+
+
+def test_cuda_memory_import_forms():
+    import tapegrad.cuda.memory as memory
+    from tapegrad.cuda.memory import memory_allocated
+    assert memory is tg.cuda.memory and memory_allocated(0) == 0
+
+
+# -- init_process_group: rendezvous first, then the backend ------------------------------------
+
+_BACKENDS = ("nccl", "NCCL", "foo", "ucc", "mpi", "gloo", "cpu:nccl", "cpu:foo", "cuda:nccl",
+             "cpu:gloo", "cpu:gloo,cuda:nccl", "cpu:gloo,cuda:gloo", "cpu:gloo,cuda:ucc")
+
+
+def _init(lib, backend, **kwargs):
+    from importlib import import_module
+    dist = import_module(f"{lib.__name__}.distributed")
+
+    def call():
+        dist.init_process_group(backend, **kwargs)
+        try:
+            return dist.get_backend(), dist.get_rank(), dist.get_world_size()
+        finally:
+            dist.destroy_process_group()
+    return _outcome(call)
+
+
+@pytest.mark.parametrize("backend", _BACKENDS)
+def test_init_process_group_without_rendezvous_env_matches_torch(backend, monkeypatch):
+    torch = pytest.importorskip("torch")
+    for var in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(var, raising=False)
+    # Without RANK PyTorch's env:// rendezvous fails before any backend but MPI is looked at.
+    assert _init(tg, backend) == _init(torch, backend)
+
+
+@pytest.mark.parametrize("backend", _BACKENDS)
+def test_init_process_group_backend_errors_match_torch(backend):
+    torch = pytest.importorskip("torch")
+    kwargs = dict(init_method="tcp://127.0.0.1:29561", rank=0, world_size=1)
+    assert _init(tg, backend, **kwargs) == _init(torch, backend, **kwargs)
