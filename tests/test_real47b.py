@@ -74,3 +74,31 @@ def test_init_process_group_backend_errors_match_torch(backend):
     torch = pytest.importorskip("torch")
     kwargs = dict(init_method="tcp://127.0.0.1:29561", rank=0, world_size=1)
     assert _init(tg, backend, **kwargs) == _init(torch, backend, **kwargs)
+
+
+# -- torch.cuda.nvtx / streams / graphs and torch.xpu.memory / random: reachable submodules ----
+
+_CUDA_EXTRAS = ("cuda.nvtx.range_push('a')", "cuda.nvtx.range_pop()", "cuda.nvtx.mark('a')",
+                "cuda.nvtx.range_start('a')", "cuda.nvtx.range_end(1)", "cuda.nvtx.range('x').__enter__()",
+                "cuda.is_current_stream_capturing()", "cuda.graphs.is_current_stream_capturing()",
+                "cuda.graph_pool_handle()", "cuda.CUDAGraph()", "cuda.graphs.CUDAGraph()",
+                "cuda.graph(None)", "cuda.streams.Stream()", "cuda.streams.Event()",
+                "cuda.stream(None).stream", "cuda.StreamContext('x').idx",
+                "cuda.make_graphed_callables(lib.nn.Linear(2, 2), (lib.ones(2, 2),))",
+                "xpu.memory.memory_allocated()", "xpu.memory.mem_get_info()",
+                "xpu.random.seed()", "xpu.random.get_rng_state_all()")
+
+
+@pytest.mark.parametrize("expr", _CUDA_EXTRAS)
+def test_cuda_and_xpu_submodules_match_torch(expr):
+    torch = pytest.importorskip("torch")
+    assert _outcome(lambda: eval(f"lib.{expr}", {"lib": tg})) == \
+        _outcome(lambda: eval(f"lib.{expr}", {"lib": torch}))
+
+
+def test_cuda_stream_none_is_a_no_op_context():
+    torch = pytest.importorskip("torch")
+    for lib in (tg, torch):
+        with lib.cuda.stream(None):
+            x = lib.ones(2) * 3
+        assert x.tolist() == [3.0, 3.0]

@@ -378,6 +378,59 @@ class Event:
         raise RuntimeError("Tried to instantiate dummy base class Event")
 
 
+class StreamContext:
+    """``with torch.cuda.stream(s):`` selects a CUDA stream for the block: without a CUDA device
+    there is none to select, so entering and leaving do nothing, whatever `stream` is (PyTorch's
+    CPU build, which records the stream and device index -1)."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.idx = -1
+        self.src_prev_stream = self.dst_prev_stream = None
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def stream(stream) -> StreamContext:
+    """A context manager selecting `stream` (a no-op here: no CUDA device)."""
+    return StreamContext(stream)
+
+
+class CUDAGraph:
+    """A captured CUDA graph: PyTorch's CPU build has only the dummy class, which refuses to be made."""
+
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError("Tried to instantiate dummy base class CUDAGraph")
+
+
+class graph:
+    """``with torch.cuda.graph(g):`` captures work into `g`; it makes a side stream first, so
+    without CUDA it fails there, with PyTorch's RuntimeError."""
+
+    def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode: str = "global",
+                 enable_annotations: bool = False, check_input_liveness: bool = False) -> None:
+        Stream()
+
+
+def is_current_stream_capturing() -> bool:
+    """Asks an absent binding: the RuntimeError PyTorch's CPU build raises."""
+    raise RuntimeError("Tried to instantiate dummy base class _cuda_isCurrentStreamCapturing")
+
+
+def graph_pool_handle():
+    """Asks an absent binding: the RuntimeError PyTorch's CPU build raises."""
+    raise RuntimeError("Tried to instantiate dummy base class _graph_pool_handle")
+
+
+def make_graphed_callables(callables, sample_args, *args, **kwargs):
+    """Captures graphs, so PyTorch's CPU build fails making the first CUDAGraph."""
+    CUDAGraph()
+
+
 def default_stream(device=None):
     """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
@@ -388,7 +441,7 @@ default_generators: tuple = ()
 
 
 from . import random  # noqa: E402,F401  (torch.cuda.random, importable without its own import)
-from . import memory  # noqa: E402,F401  (torch.cuda.memory, likewise)
+from . import graphs, memory, nvtx, streams  # noqa: E402,F401  (torch.cuda's submodules, likewise)
 
 # A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
 from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402

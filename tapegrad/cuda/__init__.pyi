@@ -19,14 +19,18 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.cuda import amp as amp
+from tapegrad.cuda import graphs as graphs
 from tapegrad.cuda import memory as memory
+from tapegrad.cuda import nvtx as nvtx
 from tapegrad.cuda import random as random
+from tapegrad.cuda import streams as streams
 from tapegrad import dtype as _dtype
 
 __all__ = [
     'AcceleratorError',
     'BoolTensor',
     'ByteTensor',
+    'CUDAGraph',
     'CharTensor',
     'DoubleTensor',
     'Event',
@@ -37,6 +41,7 @@ __all__ = [
     'OutOfMemoryError',
     'ShortTensor',
     'Stream',
+    'StreamContext',
     'amp',
     'current_device',
     'current_stream',
@@ -52,13 +57,18 @@ __all__ = [
     'get_device_properties',
     'get_rng_state',
     'get_rng_state_all',
+    'graph',
+    'graph_pool_handle',
+    'graphs',
     'init',
     'initial_seed',
     'ipc_collect',
     'is_available',
     'is_bf16_supported',
+    'is_current_stream_capturing',
     'is_initialized',
     'list_gpu_processes',
+    'make_graphed_callables',
     'manual_seed',
     'manual_seed_all',
     'max_memory_allocated',
@@ -73,6 +83,7 @@ __all__ = [
     'memory_stats',
     'memory_stats_as_nested_dict',
     'memory_summary',
+    'nvtx',
     'random',
     'reset_accumulated_memory_stats',
     'reset_max_memory_allocated',
@@ -84,6 +95,8 @@ __all__ = [
     'set_per_process_memory_fraction',
     'set_rng_state',
     'set_rng_state_all',
+    'stream',
+    'streams',
     'synchronize',
     'utilization',
 ]
@@ -96,6 +109,9 @@ class BoolTensor:
 
 class ByteTensor:
     dtype: _dtype
+
+class CUDAGraph:
+    ...
 
 class CharTensor:
     dtype: _dtype
@@ -126,6 +142,15 @@ class ShortTensor:
 
 class Stream:
     ...
+
+class StreamContext:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> None: ...
+    def __init__(self, stream: Any) -> None: ...
+    stream: Any
+    idx: Any
+    src_prev_stream: Any
+    dst_prev_stream: Any
 
 def current_device() -> _int: ...
 
@@ -160,6 +185,11 @@ def get_rng_state(device: Any = ...) -> None: ...
 
 def get_rng_state_all() -> Any: ...
 
+class graph:
+    def __init__(self, cuda_graph: Any, pool: Any = ..., stream: Any = ..., capture_error_mode: _str = ..., enable_annotations: _bool = ..., check_input_liveness: _bool = ...) -> None: ...
+
+def graph_pool_handle() -> None: ...
+
 def init() -> None: ...
 
 def initial_seed() -> _int: ...
@@ -170,9 +200,13 @@ def is_available() -> _bool: ...
 
 def is_bf16_supported(including_emulation: _bool = ...) -> _bool: ...
 
+def is_current_stream_capturing() -> _bool: ...
+
 def is_initialized() -> _bool: ...
 
 def list_gpu_processes(device: Any = ...) -> _str: ...
+
+def make_graphed_callables(callables: Any, sample_args: Any, *args: Any, **kwargs: Any) -> None: ...
 
 def manual_seed(seed: Any) -> None: ...
 
@@ -219,6 +253,8 @@ def set_per_process_memory_fraction(fraction: Any, device: Any = ...) -> None: .
 def set_rng_state(new_state: Any, device: Any = ...) -> None: ...
 
 def set_rng_state_all(new_states: Any) -> None: ...
+
+def stream(stream: Any) -> Any: ...
 
 def synchronize(device: Any = ...) -> None: ...
 
