@@ -102,3 +102,45 @@ def test_cuda_stream_none_is_a_no_op_context():
         with lib.cuda.stream(None):
             x = lib.ones(2) * 3
         assert x.tolist() == [3.0, 3.0]
+
+
+# -- Python's default repr under PyTorch's module path (printed hook dicts, scalers, guards) ----
+
+def _default_reprs(lib):
+    import importlib
+    import re
+    prune = importlib.import_module(f"{lib.__name__}.nn.utils.prune")
+    benchmark = importlib.import_module(f"{lib.__name__}.utils.benchmark")
+    lib.manual_seed(0)
+    m = lib.nn.Linear(3, 2)
+    prune.random_unstructured(m, "weight", 0.3)
+    prune.l1_unstructured(m, "weight", 0.3)
+
+    class Mine(prune.BasePruningMethod):
+        PRUNING_TYPE = "unstructured"
+
+        def compute_mask(self, t, default_mask):
+            return default_mask
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        objs = [*m._forward_pre_hooks.values(), prune.Identity(), prune.L1Unstructured(0.2), Mine(),
+                *lib.nn.utils.weight_norm(lib.nn.Linear(2, 2))._forward_pre_hooks.values(),
+                *lib.nn.utils.spectral_norm(lib.nn.Linear(2, 2))._forward_pre_hooks.values(),
+                lib.amp.GradScaler("cpu"), lib.cuda.amp.GradScaler(), lib.cpu.amp.GradScaler(),
+                lib.amp.autocast("cpu"), lib.cuda.amp.autocast(), lib.cpu.amp.autocast(),
+                lib.profiler.profile(), lib.autograd.profiler.record_function("x"),
+                benchmark.Timer("x"), lib.autograd.detect_anomaly(),
+                lib.autograd.set_detect_anomaly(False),
+                lib.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x),
+                lib.cuda.device(0), lib.cuda.StreamContext(None)]
+    return [re.sub(r"0x[0-9a-f]+", "0x#", repr(o)) for o in objs]
+
+
+def test_default_object_reprs_name_torch_modules():
+    torch = pytest.importorskip("torch")
+    ours, theirs = _default_reprs(tg), _default_reprs(torch)
+    # A user's subclass keeps its own module; everything else names PyTorch's.
+    assert "test_real47b" in ours[3] and "Mine object" in ours[3]
+    assert ours == theirs
+    assert "<torch.nn.utils.prune.PruningContainer object" in ours[0]

@@ -10,6 +10,7 @@ from __future__ import annotations as _annotations
 from .. import _legacy
 from .._device import _NO_CUDA, check_device as _check_device
 from . import amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast; also importable as a module)
+from .._torch_names import object_repr as _object_repr
 
 
 class OutOfMemoryError(RuntimeError):
@@ -338,6 +339,7 @@ BoolTensor = _cuda_tensor_class(_legacy.BoolTensor)
 class device:
     """``with torch.cuda.device(i):`` selects a CUDA device: constructing one works, entering it
     raises PyTorch's RuntimeError (no CUDA here); ``device(-1)`` or None selects nothing."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, device) -> None:
         from .._device import as_device
@@ -382,6 +384,7 @@ class StreamContext:
     """``with torch.cuda.stream(s):`` selects a CUDA stream for the block: without a CUDA device
     there is none to select, so entering and leaving do nothing, whatever `stream` is (PyTorch's
     CPU build, which records the stream and device index -1)."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, stream) -> None:
         self.stream = stream
