@@ -33,9 +33,13 @@ def object_repr(obj, module: str | None = None) -> str:
     """Python's default object repr with PyTorch's module path: `<torch.utils.data.dataloader.
     DataLoader object at 0x...>`, as a tutorial printing its loader, dataset, sampler or scheduler
     shows.  Used as `__repr__` by those base classes; a user's subclass keeps its own module.
-    `module`: our module whose PyTorch counterpart holds the class, where ours lives elsewhere."""
+    `module`: our module whose PyTorch counterpart holds the class, where ours lives elsewhere
+    (or the class names PyTorch's module in its own `_torch_module`)."""
     cls = type(obj)
-    return f"<{torch_module_name(module or cls.__module__)}.{cls.__qualname__} object at {id(obj):#x}>"
+    # A class defined elsewhere in PyTorch than its path here says where in `_torch_module`, which
+    # (read from the class's own namespace) a user's subclass does not inherit.
+    path = cls.__dict__.get("_torch_module") or torch_module_name(module or cls.__module__)
+    return f"<{path}.{cls.__qualname__} object at {id(obj):#x}>"
 
 
 def _marked_class(cls) -> type:

@@ -17,6 +17,7 @@ import warnings as _warnings
 
 from . import _core
 from .grad_mode import no_grad as _no_grad
+from ._torch_names import object_repr as _object_repr
 
 __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd", "is_autocast_available"]
 
@@ -33,6 +34,8 @@ def is_autocast_available(device_type: str) -> bool:
 
 class autocast:  # noqa: N801  (PyTorch's name)
     """Context manager and decorator for mixed precision regions (see the module docstring)."""
+    _torch_module = "torch.amp.autocast_mode"  # where PyTorch defines it (its default repr names it)
+    __repr__ = _object_repr
 
     def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled=None):
         from ._settings import get_autocast_dtype, is_autocast_cache_enabled
@@ -152,6 +155,8 @@ class GradScaler:
     is multiplied by ``growth_factor``.  Disabled (``enabled=False``, or a ``'cuda'`` scaler on
     this CPU-only machine, which warns as PyTorch's does), every method passes through.
     """
+    _torch_module = "torch.amp.grad_scaler"  # where PyTorch defines it (its default repr names it)
+    __repr__ = _object_repr
 
     def __init__(self, device: str = "cuda", init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,

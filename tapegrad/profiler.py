@@ -33,6 +33,7 @@ import os
 import threading
 import time
 import tracemalloc
+from ._torch_names import object_repr as _object_repr
 
 __all__ = ["profile", "record_function", "ProfilerActivity", "ProfilerAction", "schedule",
            "EventList", "FunctionEvent", "FunctionEventAvg", "tensorboard_trace_handler"]
@@ -535,6 +536,8 @@ class profile:
     recorded (``step()`` advances), each step a "ProfilerStep*" block, and
     ``on_trace_ready(prof)`` is called at each RECORD_AND_SAVE step's end (and at the end of a
     profile that records when it stops), each active cycle's events replacing the last's."""
+    _torch_module = "torch.profiler.profiler"  # where PyTorch defines it (its default repr names it)
+    __repr__ = _object_repr
 
     def __init__(self, activities=None, schedule=None, on_trace_ready=None, record_shapes=False,
                  profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
@@ -688,6 +691,8 @@ class profile:
 
 class record_function:
     """Label a block (context manager) or every call of a function (decorator) for `profile`."""
+    _torch_module = "torch.autograd.profiler"  # where PyTorch defines it (its default repr names it)
+    __repr__ = _object_repr
 
     def __init__(self, name, args=None):
         self.name = name

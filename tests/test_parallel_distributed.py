@@ -46,8 +46,10 @@ def test_distributed_before_init_process_group():
     assert not initialised
     assert [kind for kind, _ in outcomes] == ["ValueError"] * 3 + ["AssertionError"]
     assert "Default process group has not been initialized" in outcomes[0][1]
+    # PyTorch meets its peers first (here a one-process tcp:// rendezvous), then builds NCCL.
     with pytest.raises(RuntimeError, match="Distributed package doesn't have NCCL built in"):
-        tg.distributed.init_process_group(backend="nccl")
+        tg.distributed.init_process_group(backend="nccl", init_method="tcp://127.0.0.1:29500",
+                                          rank=0, world_size=1)
 
 
 def test_process_group_errors_match_torch(torch):

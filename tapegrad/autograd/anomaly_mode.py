@@ -11,6 +11,7 @@ from __future__ import annotations as _annotations
 import warnings
 
 from .. import _core
+from .._torch_names import object_repr as _object_repr
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled"]
@@ -31,6 +32,7 @@ class detect_anomaly:
 
     Not a decorator: PyTorch's detect_anomaly defines no __call__, so `@detect_anomaly()` raises
     TypeError there, and a script relying on it must fail the same way here."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
@@ -48,6 +50,7 @@ class detect_anomaly:
 
 class set_detect_anomaly:
     """Turn anomaly detection on or off now (and back when used as a context manager)."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
         self.prev, self.prev_check_nan = _core._set_anomaly_enabled(bool(mode), bool(check_nan))

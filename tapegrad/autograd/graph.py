@@ -36,6 +36,7 @@ class saved_tensors_hooks:
     for backward, and unpack_hook(that) -> tensor when backward needs the value back (it must
     have the saved tensor's shape and content).  Hooks nest (the innermost applies) and are per
     thread.  Inside, pack runs with grad mode off and must not modify its input in place."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]):
         self.pack_hook = pack_hook

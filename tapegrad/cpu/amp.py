@@ -15,6 +15,7 @@ __all__ = ["GradScaler", "autocast"]
 
 class GradScaler(_DeviceGradScaler):
     """``tapegrad.amp.GradScaler('cpu', ...)``, with PyTorch's deprecation warning."""
+    _torch_module = "torch.cpu.amp.grad_scaler"
 
     _device = "cpu"
 
@@ -22,6 +23,7 @@ class GradScaler(_DeviceGradScaler):
 class autocast(_DeviceAutocast):  # noqa: N801  (PyTorch's name)
     """``tapegrad.amp.autocast('cpu', ...)``, with PyTorch's deprecation warning; its dtype
     defaults to bfloat16 as PyTorch's does."""
+    _torch_module = "torch.cpu.amp.autocast_mode"
 
     _device = "cpu"
     _default_dtype = "bfloat16"

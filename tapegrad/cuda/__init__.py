@@ -10,6 +10,7 @@ from __future__ import annotations as _annotations
 from .. import _legacy
 from .._device import _NO_CUDA, check_device as _check_device
 from . import amp  # noqa: F401  (torch.cuda.amp.GradScaler / autocast; also importable as a module)
+from .._torch_names import object_repr as _object_repr
 
 
 class OutOfMemoryError(RuntimeError):
@@ -338,6 +339,7 @@ BoolTensor = _cuda_tensor_class(_legacy.BoolTensor)
 class device:
     """``with torch.cuda.device(i):`` selects a CUDA device: constructing one works, entering it
     raises PyTorch's RuntimeError (no CUDA here); ``device(-1)`` or None selects nothing."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, device) -> None:
         from .._device import as_device
@@ -378,6 +380,60 @@ class Event:
         raise RuntimeError("Tried to instantiate dummy base class Event")
 
 
+class StreamContext:
+    """``with torch.cuda.stream(s):`` selects a CUDA stream for the block: without a CUDA device
+    there is none to select, so entering and leaving do nothing, whatever `stream` is (PyTorch's
+    CPU build, which records the stream and device index -1)."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.idx = -1
+        self.src_prev_stream = self.dst_prev_stream = None
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def stream(stream) -> StreamContext:
+    """A context manager selecting `stream` (a no-op here: no CUDA device)."""
+    return StreamContext(stream)
+
+
+class CUDAGraph:
+    """A captured CUDA graph: PyTorch's CPU build has only the dummy class, which refuses to be made."""
+
+    def __new__(cls, *args, **kwargs):
+        raise RuntimeError("Tried to instantiate dummy base class CUDAGraph")
+
+
+class graph:
+    """``with torch.cuda.graph(g):`` captures work into `g`; it makes a side stream first, so
+    without CUDA it fails there, with PyTorch's RuntimeError."""
+
+    def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode: str = "global",
+                 enable_annotations: bool = False, check_input_liveness: bool = False) -> None:
+        Stream()
+
+
+def is_current_stream_capturing() -> bool:
+    """Asks an absent binding: the RuntimeError PyTorch's CPU build raises."""
+    raise RuntimeError("Tried to instantiate dummy base class _cuda_isCurrentStreamCapturing")
+
+
+def graph_pool_handle():
+    """Asks an absent binding: the RuntimeError PyTorch's CPU build raises."""
+    raise RuntimeError("Tried to instantiate dummy base class _graph_pool_handle")
+
+
+def make_graphed_callables(callables, sample_args, *args, **kwargs):
+    """Captures graphs, so PyTorch's CPU build fails making the first CUDAGraph."""
+    CUDAGraph()
+
+
 def default_stream(device=None):
     """Raise PyTorch's ``AssertionError: Torch not compiled with CUDA enabled``."""
     _no_cuda()
@@ -388,6 +444,7 @@ default_generators: tuple = ()
 
 
 from . import random  # noqa: E402,F401  (torch.cuda.random, importable without its own import)
+from . import graphs, memory, nvtx, streams  # noqa: E402,F401  (torch.cuda's submodules, likewise)
 
 # A missing name is reported under PyTorch's module name (module 'torch...' has no attribute).
 from .._torch_names import report_missing_names_as_torch as _report_missing_names_as_torch  # noqa: E402

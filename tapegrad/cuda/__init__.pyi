@@ -19,13 +19,18 @@ _str: TypeAlias = builtins.str
 _type: TypeAlias = builtins.type
 _F = TypeVar("_F", bound=Callable[..., Any])
 from tapegrad.cuda import amp as amp
+from tapegrad.cuda import graphs as graphs
+from tapegrad.cuda import memory as memory
+from tapegrad.cuda import nvtx as nvtx
 from tapegrad.cuda import random as random
+from tapegrad.cuda import streams as streams
 from tapegrad import dtype as _dtype
 
 __all__ = [
     'AcceleratorError',
     'BoolTensor',
     'ByteTensor',
+    'CUDAGraph',
     'CharTensor',
     'DoubleTensor',
     'Event',
@@ -36,6 +41,7 @@ __all__ = [
     'OutOfMemoryError',
     'ShortTensor',
     'Stream',
+    'StreamContext',
     'amp',
     'current_device',
     'current_stream',
@@ -51,19 +57,25 @@ __all__ = [
     'get_device_properties',
     'get_rng_state',
     'get_rng_state_all',
+    'graph',
+    'graph_pool_handle',
+    'graphs',
     'init',
     'initial_seed',
     'ipc_collect',
     'is_available',
     'is_bf16_supported',
+    'is_current_stream_capturing',
     'is_initialized',
     'list_gpu_processes',
+    'make_graphed_callables',
     'manual_seed',
     'manual_seed_all',
     'max_memory_allocated',
     'max_memory_cached',
     'max_memory_reserved',
     'mem_get_info',
+    'memory',
     'memory_allocated',
     'memory_cached',
     'memory_reserved',
@@ -71,6 +83,7 @@ __all__ = [
     'memory_stats',
     'memory_stats_as_nested_dict',
     'memory_summary',
+    'nvtx',
     'random',
     'reset_accumulated_memory_stats',
     'reset_max_memory_allocated',
@@ -82,6 +95,8 @@ __all__ = [
     'set_per_process_memory_fraction',
     'set_rng_state',
     'set_rng_state_all',
+    'stream',
+    'streams',
     'synchronize',
     'utilization',
 ]
@@ -94,6 +109,9 @@ class BoolTensor:
 
 class ByteTensor:
     dtype: _dtype
+
+class CUDAGraph:
+    ...
 
 class CharTensor:
     dtype: _dtype
@@ -125,6 +143,16 @@ class ShortTensor:
 class Stream:
     ...
 
+class StreamContext:
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: Any) -> None: ...
+    def __init__(self, stream: Any) -> None: ...
+    def __repr__(self, module: _str | None = ...) -> _str: ...
+    stream: Any
+    idx: Any
+    src_prev_stream: Any
+    dst_prev_stream: Any
+
 def current_device() -> _int: ...
 
 def current_stream(device: Any = ...) -> None: ...
@@ -136,6 +164,7 @@ class device:
     def __enter__(self) -> None: ...
     def __exit__(self, *exc: Any) -> _bool: ...
     def __init__(self, device: Any) -> None: ...
+    def __repr__(self, module: _str | None = ...) -> _str: ...
     prev_idx: Any
     idx: Any
 
@@ -158,6 +187,11 @@ def get_rng_state(device: Any = ...) -> None: ...
 
 def get_rng_state_all() -> Any: ...
 
+class graph:
+    def __init__(self, cuda_graph: Any, pool: Any = ..., stream: Any = ..., capture_error_mode: _str = ..., enable_annotations: _bool = ..., check_input_liveness: _bool = ...) -> None: ...
+
+def graph_pool_handle() -> None: ...
+
 def init() -> None: ...
 
 def initial_seed() -> _int: ...
@@ -168,9 +202,13 @@ def is_available() -> _bool: ...
 
 def is_bf16_supported(including_emulation: _bool = ...) -> _bool: ...
 
+def is_current_stream_capturing() -> _bool: ...
+
 def is_initialized() -> _bool: ...
 
 def list_gpu_processes(device: Any = ...) -> _str: ...
+
+def make_graphed_callables(callables: Any, sample_args: Any, *args: Any, **kwargs: Any) -> None: ...
 
 def manual_seed(seed: Any) -> None: ...
 
@@ -217,6 +255,8 @@ def set_per_process_memory_fraction(fraction: Any, device: Any = ...) -> None: .
 def set_rng_state(new_state: Any, device: Any = ...) -> None: ...
 
 def set_rng_state_all(new_states: Any) -> None: ...
+
+def stream(stream: Any) -> Any: ...
 
 def synchronize(device: Any = ...) -> None: ...
 

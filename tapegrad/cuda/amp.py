@@ -15,12 +15,14 @@ __all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
 
 class GradScaler(_DeviceGradScaler):
     """``tapegrad.amp.GradScaler('cuda', ...)``: disabled here (no CUDA), with PyTorch's warnings."""
+    _torch_module = "torch.cuda.amp.grad_scaler"
 
     _device = "cuda"
 
 
 class autocast(_DeviceAutocast):  # noqa: N801  (PyTorch's name)
     """``tapegrad.amp.autocast('cuda', ...)``: a no-op here (no CUDA), with PyTorch's warnings."""
+    _torch_module = "torch.cuda.amp.autocast_mode"
 
     _device = "cuda"
 

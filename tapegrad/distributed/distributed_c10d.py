@@ -172,27 +172,48 @@ def _set_default_group(pg) -> None:
 
 # -- creating and destroying the default group ------------------------------------------------
 
-_MISSING_BACKENDS = {
-    "nccl": "Distributed package doesn't have NCCL built in",
-    "mpi": ("Distributed package doesn't have MPI built in. MPI is only included if you build "
-            "PyTorch from source on a host that has MPI installed."),
-}
+_MPI_MISSING = ("Distributed package doesn't have MPI built in. MPI is only included if you build "
+                "PyTorch from source on a host that has MPI installed.")
+# Backends PyTorch knows by name but a CPU build lacks (their own RuntimeError), and those it knows
+# only as plugins, none registered (its AssertionError naming the c10d backend type).
+_UNBUILT_BACKENDS = ("nccl", "xccl")
+_PLUGIN_BACKENDS = ("ucc", "fake")
 
 
-def _backend_name(backend) -> str:
-    """The CPU backend the request resolves to: gloo, or PyTorch's error for one not built in.
-    A per-device string ("cpu:gloo,cuda:nccl") uses its cpu entry, as a CPU build does."""
+def _backend_request(backend) -> str:
+    """The lower-cased backend string a request names (None: gloo).  MPI is refused here, before
+    any rendezvous, because PyTorch checks for it first (MPI brings its own rendezvous)."""
     if backend is None:
         return Backend.GLOO
     name = str(backend).lower()
-    if ":" in name:
-        per_device = dict(part.split(":", 1) for part in name.split(","))
-        name = per_device.get("cpu", name)
-    if name in _MISSING_BACKENDS:
-        raise RuntimeError(_MISSING_BACKENDS[name])
-    if name != Backend.GLOO:
-        raise RuntimeError(f"Distributed package doesn't have {name.upper()} built in")
+    if name == Backend.MPI:
+        raise RuntimeError(_MPI_MISSING)
+    return name
+
+
+def _backend_name(request: str) -> str:
+    """The backend a request resolves to once its process group is formed: gloo, or PyTorch's
+    error for one not built in (RuntimeError) or not known (AssertionError).  A per-device string
+    ("cpu:gloo,cuda:nccl") builds every backend it lists, so each must be gloo here too."""
+    if ":" in request:
+        for part in request.split(","):
+            name = part.split(":", 1)[-1]
+            if name != Backend.GLOO:
+                _refuse_backend(name, plugin=name not in _UNBUILT_BACKENDS + (Backend.MPI,))
+        return request  # reported as given (get_backend() == "cpu:gloo")
+    if request != Backend.GLOO:
+        _refuse_backend(request, plugin=request in _PLUGIN_BACKENDS)
     return Backend.GLOO
+
+
+def _refuse_backend(name: str, plugin: bool):
+    if name == Backend.MPI:
+        raise RuntimeError(_MPI_MISSING)
+    if name in _UNBUILT_BACKENDS:
+        raise RuntimeError(f"Distributed package doesn't have {name.upper()} built in")
+    if plugin:
+        raise AssertionError(f"Unknown c10d backend type {name.upper()}")
+    raise AssertionError(f"Unknown backend type {name}")
 
 
 def _rendezvous(init_method, world_size: int, rank: int) -> tuple:
@@ -225,11 +246,13 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     """Create the default process group: gloo, one process (rank 0 of world size 1)."""
     if group.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
-    name = _backend_name(backend)
+    # PyTorch meets its peers (the rendezvous, with its errors) before it builds the backend.
+    request = _backend_request(backend)
     if timeout is not None and not isinstance(timeout, timedelta):
         raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout}")
     if store is None:
         rank, world_size = _rendezvous(init_method, world_size, rank)
+    name = _backend_name(request)
     if world_size != 1:
         # PyTorch would wait here for world_size - 1 peer processes; tapegrad never starts any.
         raise RuntimeError(f"tapegrad runs one process: a process group of world size {world_size} "
@@ -253,7 +276,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if ranks is not None and any(r != 0 for r in ranks):
         raise ValueError(f"The new group's rank should be within the world_size set by "
                          f"init_process_group, got {sorted(ranks)}")
-    return ProcessGroup(default._backend if backend is None else _backend_name(backend))
+    return ProcessGroup(default._backend if backend is None else _backend_name(_backend_request(backend)))
 
 
 def get_rank(group=None) -> int:

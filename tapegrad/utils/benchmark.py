@@ -25,6 +25,7 @@ import statistics
 import textwrap
 import timeit as _timeit_module
 from typing import Any, Callable
+from .._torch_names import object_repr as _object_repr
 
 __all__ = ["Timer", "Measurement", "TaskSpec", "Language", "select_unit", "timer", "Compare",
            "Colorize", "Fuzzer", "FuzzedParameter", "FuzzedTensor", "ParameterAlias"]
@@ -200,6 +201,8 @@ class Measurement:
 
 class Timer:
     """Times a Python statement as torch.utils.benchmark.Timer does (see the module docstring)."""
+    _torch_module = "torch.utils.benchmark.utils.timer"  # where PyTorch defines it (its default repr names it)
+    __repr__ = _object_repr
 
     def __init__(self, stmt: str = "pass", setup: str = "pass", global_setup: str = "",
                  timer: Callable[[], float] = timer, globals: dict | None = None,

@@ -114,3 +114,6 @@ class device:
 
     def __exit__(self, *exc) -> bool:
         return False
+
+
+from . import memory, random  # noqa: E402,F401  (torch.xpu.memory and .random, importable without their own import)

@@ -31,6 +31,8 @@ from tapegrad.cuda import memory_allocated as memory_allocated
 from tapegrad.cuda import memory_reserved as memory_reserved
 from tapegrad.cuda import seed as seed
 from tapegrad.cuda import seed_all as seed_all
+from tapegrad.xpu import memory as memory
+from tapegrad.xpu import random as random
 
 __all__ = [
     'current_device',

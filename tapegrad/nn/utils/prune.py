@@ -17,6 +17,7 @@ import tapegrad as _tg
 from ...tensor import Tensor
 from ._pre_hooks import remove_pre_hook
 from .convert_parameters import parameters_to_vector
+from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["BasePruningMethod", "PruningContainer", "Identity", "RandomUnstructured",
            "L1Unstructured", "RandomStructured", "LnStructured", "CustomFromMask", "identity",
@@ -28,6 +29,7 @@ class BasePruningMethod(ABC):
     """A way of choosing a mask.  Subclasses set ``PRUNING_TYPE`` ("unstructured",
     "structured" with a ``dim`` attribute, or "global") and define ``compute_mask(t,
     default_mask)``, returning a mask that keeps the zeros of ``default_mask``."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     _tensor_name: str
 

@@ -11,6 +11,7 @@ from .. import functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..parameter import Parameter, UninitializedParameter
 from ._pre_hooks import remove_pre_hook
+from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -42,6 +43,7 @@ def power_step(matrix: Tensor, left: Tensor, right: Tensor, eps: float, left_fir
 
 class SpectralNorm:
     """The forward pre-hook that recomputes ``module.<name>`` from ``<name>_orig``."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     _version: int = 1
 

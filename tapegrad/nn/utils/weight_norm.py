@@ -14,6 +14,7 @@ from ...autograd.function import Function
 from ...tensor import Tensor
 from ..parameter import Parameter, UninitializedParameter
 from ._pre_hooks import remove_pre_hook
+from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -58,6 +59,7 @@ def _weight_norm(v: Tensor, g: Tensor, dim: int) -> Tensor:
 class WeightNorm:
     """The forward pre-hook that recomputes ``module.<name>`` from ``<name>_g`` and
     ``<name>_v``."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, name: str, dim: int) -> None:
         self.name = name

@@ -15,6 +15,7 @@ from ._convert import figure_to_image, to_numpy
 from ._graph import graph, onnx_graph
 from .summary import (audio, custom_scalars, histogram, histogram_raw, hparams, image,
                       image_boxes, mesh, pr_curve, pr_curve_raw, scalar, tensor_proto, text, video)
+from ..._torch_names import object_repr as _object_repr
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
@@ -32,6 +33,7 @@ def _tensorflow_bins():
 class FileWriter:
     """Writes Event protos to one event file in log_dir (asynchronously: queued up to max_queue
     events, flushed at least every flush_secs)."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, log_dir, max_queue=10, flush_secs=120, filename_suffix=""):
         self.event_writer = EventFileWriter(str(log_dir), max_queue, flush_secs, filename_suffix)
@@ -72,6 +74,7 @@ class SummaryWriter:
     """Logs scalars, histograms, images, text, graphs, embeddings... to event files in log_dir
     (default runs/<Mon DD_HH-MM-SS>_<host><comment>), as torch.utils.tensorboard.SummaryWriter.
     Values may be tapegrad tensors, numpy arrays or Python numbers."""
+    __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     default_bins = _tensorflow_bins()
 
