@@ -175,12 +175,14 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     _core.check_bool("kthvalue", "keepdim", keepdim)
     refuse_if_complex("kthvalue", input)
     arr = input._array
-    if arr.dtype == np.bool_:
-        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = _dim(dim, input.ndim, "kthvalue")
     size = arr.shape[d] if arr.ndim else 1
     if size == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    # (after the size check, as PyTorch's kernel; a 0-d tensor is its own answer, of any
+    # dtype: PyTorch copies it without reaching the kernel, fuzz 67302293, 67303034)
+    if arr.dtype == np.bool_ and arr.ndim:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if out is not None:
