@@ -830,6 +830,11 @@ def _norm(func, args, kwargs):
     if not isinstance(input, _core.TensorBase) or not input.is_floating_point() or \
             not is_bfloat16(input) and not any(is_bfloat16(p) for p in parameters):
         return _computed(func, name, args, kwargs)
+    if name == "batch_norm" and input._array.size == 0:
+        # PyTorch's batch_norm returns an empty input's copy (times weight[0], plus bias[0])
+        # before its kernel's dtype rule (a float64 BatchNorm took an empty bfloat16 batch,
+        # fuzz 67302150, 67304294)
+        return _result(_run(func, args, kwargs), is_bfloat16(input), None, [input])
     # the kernels' rule (nn/_norm_dtypes.py) on the dtypes as PyTorch names them (the float32
     # storage of a bfloat16 parameter read as float32: a float64 input met "all inputs must
     # share same datatype", a float32 weight with a bfloat16 bias ran)

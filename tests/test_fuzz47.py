@@ -264,3 +264,27 @@ def test_integer_mean_dtype_error_before_the_dim_check():
         return _outcome(lambda: L.tensor([[1, 2]]).mean(-3))
     got, want = run(tg), run(torch)
     assert got[0] == want[0] == "RuntimeError" and "could not infer output dtype" in got[1]
+
+
+# -- batch norm of an empty batch ---------------------------------------------------------------
+
+@pytest.mark.parametrize("param_dtype", ["float64", "bfloat16", "float32"])
+def test_batch_norm_of_an_empty_bfloat16_batch_skips_the_kernel_dtype_rule(param_dtype):
+    # PyTorch returns an empty input's copy before its kernel's mixed-dtype check
+    def run(L):
+        m = L.nn.BatchNorm1d(2).to(getattr(L, param_dtype))
+        x = L.ones(0, 2, 3).to(L.bfloat16).requires_grad_()
+        y = m(x)
+        y.sum().backward()
+        return (str(y.dtype), tuple(y.shape), m.running_mean.tolist(), m.running_var.tolist(),
+                int(m.num_batches_tracked), str(m.weight.grad.dtype), m.weight.grad.tolist())
+    assert run(tg) == run(torch)
+
+
+def test_native_batch_norm_refuses_an_empty_input_in_training():
+    for L in (tg, torch):
+        x = L.ones(0, 2, 2)
+        with pytest.raises(RuntimeError, match="input tensor must have at least one element"):
+            L.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+        assert tuple(L.native_batch_norm(x, None, None, L.zeros(2), L.ones(2), False, 0.1,
+                                         1e-5)[0].shape) == (0, 2, 2)
