@@ -1829,6 +1829,10 @@ def g_stacks(g):
             # a fresh stack of the same layers, loaded from this one's state_dict
             fresh = g.add(code + (f".to(torch.{dtype})" if dtype != "float32" else ""))
             if fresh is not None:
+                # (its random initial values made the same in both libraries first: the load
+                # may fail, a parametrized stack's keys differing, fuzz 67401631)
+                g.add(f"[torch.nn.init.constant_(p, 0.25) for p in {fresh}.parameters()]",
+                      stmt=True)
                 g.add(f"{fresh}.load_state_dict({m}.state_dict())", stmt=True)
                 g.add(f"{fresh}({x})")
             continue
