@@ -98,9 +98,10 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     _core.check_bool(name, "keepdim", keepdim)
     refuse_if_complex("median", input)
     arr = input._array
-    if arr.dtype == np.bool_:
+    if arr.dtype == np.bool_ and (dim is None or arr.ndim == 0 or
+                                  arr.shape[_dim(dim, arr.ndim, name)] != 0):
         # (one kernel for both, named median's: "median_cpu" for all elements, "median_out"
-        # along a dim)
+        # along a dim; an empty dim is refused first, below, as PyTorch's, fuzz 67401254)
         kernel = "median_cpu" if dim is None else "median_out"
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if dim is None:

@@ -288,3 +288,14 @@ def test_native_batch_norm_refuses_an_empty_input_in_training():
             L.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
         assert tuple(L.native_batch_norm(x, None, None, L.zeros(2), L.ones(2), False, 0.1,
                                          1e-5)[0].shape) == (0, 2, 2)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize("shape, dim", [((2, 0), 1), ((2, 0), 0), ((), 0), ((), None),
+                                        ((2, 3), 1)])
+def test_median_of_bool_checks_an_empty_dim_first(name, shape, dim):
+    def run(L):
+        x = L.zeros(shape, dtype=L.bool)
+        return _outcome(lambda: getattr(x, name)() if dim is None else getattr(x, name)(dim))
+    got, want = run(tg), run(torch)
+    assert got == want
