@@ -299,3 +299,31 @@ def test_median_of_bool_checks_an_empty_dim_first(name, shape, dim):
         return _outcome(lambda: getattr(x, name)() if dim is None else getattr(x, name)(dim))
     got, want = run(tg), run(torch)
     assert got == want
+
+
+# -- module full backward hooks and create_graph ------------------------------------------------
+
+@pytest.mark.parametrize("scale", [None, 2.0])
+def test_full_backward_hook_runs_once_per_backward_pass_with_create_graph(scale):
+    # the hook's call kept the outputs' gradients after running: the double backward, reaching
+    # the input identity alone, ran the hook again and scaled the second derivative (SILENT;
+    # PyTorch's BackwardHook resets them, fuzz 67401624)
+    def run(L):
+        lin = L.nn.Linear(2, 2, bias=False).double()
+        lin.weight = L.nn.Parameter(L.tensor([[1.7, 0.27], [0.68, 0.24]], dtype=L.float64))
+        x = L.tensor([[0.8, 1.6], [0.2, 2.0]], dtype=L.float64, requires_grad=True)
+        calls = []
+
+        def hook(mod, gi, go):
+            calls.append(1)
+            return None if scale is None else tuple(None if g is None else g * scale for g in gi)
+        lin.register_full_backward_hook(hook)
+        y = lin(L.tanh(x))
+        W = L.tensor([[0.3, -1.2], [0.5, 0.7]], dtype=L.float64)
+        G = L.autograd.grad((y * W).sum(), [lin.weight, x], create_graph=True)
+        G2 = L.autograd.grad(sum((g * 1.5).sum() for g in G), [lin.weight, x])
+        return len(calls), [g.detach().numpy() for g in G + G2]
+    (n, got), (m, want) = run(tg), run(torch)
+    assert n == m
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
