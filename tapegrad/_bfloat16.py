@@ -213,7 +213,10 @@ _OTHER_DTYPE = object()     # a conversion to a dtype given other than as a dtyp
 _SAME_DTYPE_OPS = frozenset(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "dot",
                              "linear", "inner", "bilinear", "vdot", "cross", "tensordot",
                              "einsum", "prelu", "nll_loss", "histc", "heaviside",
-                             "heaviside_"))
+                             "heaviside_", "multi_dot", "chain_matmul", "vecdot",
+                             "embedding_bag", "grid_sample", "conv_tbc"))
+# ... of which only the first two floating operands must agree (conv_tbc's bias may differ)
+_SAME_DTYPE_PAIR = frozenset(("conv_tbc",))
 # PyTorch's words for the ops above whose check is not matmul's ({a}, {b}: the first two floating
 # dtypes that differ, ScalarType names; {ca}, {cb}: their C++ names; {c0}, {c1}, {c2}: the C++
 # names of the floating operands in order).  (Before this table, vdot, cross, tensordot, einsum,
@@ -232,6 +235,17 @@ _SAME_DTYPE_WORDS = {
                 "weight: {c2}",
     "histc": "torch.histogram: input tensor and hist tensor should have the same dtype, but "
              "got input {ca} and hist {cb}",
+    "multi_dot": "multi_dot(): all tensors must have be the same dtype but tensor 0 is {ca} "
+                 "and tensor {ib} {cb}",
+    "chain_matmul": "multi_dot(): all tensors must have be the same dtype but tensor 0 is {ca} "
+                    "and tensor {ib} {cb}",
+    "vecdot": "linalg.vecdot: Expected x and y to have the same dtype, but found x of type {a} "
+              "and y of type {b} instead",
+    "embedding_bag": "Expected tensor for argument #1 'weight' to have the same type as tensor "
+                     "for argument #1 'per_sample_weights'; but type {ta} does not equal {tb} "
+                     "(while checking arguments for embedding_bag)",
+    "grid_sample": "expected scalar type {a} but found {b}",
+    "conv_tbc": "self and mat2 must have the same dtype, but got {a} and {b}",
 }
 _CONV_OPS = frozenset(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                        "conv_transpose3d"))
@@ -263,9 +277,12 @@ def _promotes_to_bfloat16(tensors) -> bool:
 def _refuse_mixed(name: str, tensors) -> None:
     """PyTorch's refusal of a matmul or convolution with operands of two floating dtypes."""
     names = _float_dtypes(tensors)
+    if name in _SAME_DTYPE_PAIR:
+        names = names[:2]
     if len(set(names)) < 2:
         return
-    a, b = names[0], next(n for n in names if n != names[0])
+    ib = next(i for i, n in enumerate(names) if n != names[0])
+    a, b = names[0], names[ib]
     if name in _CONV_OPS:
         _refuse_mixed_convolution(name, names)
     words = _SAME_DTYPE_WORDS.get(name)
@@ -273,9 +290,14 @@ def _refuse_mixed(name: str, tensors) -> None:
         c = [_C_NAMES.get(n, n) for n in names] + ["", "", ""]
         raise RuntimeError(words.format(a=_SCALAR_NAMES.get(a, a), b=_SCALAR_NAMES.get(b, b),
                                         ca=c[0], cb=_C_NAMES.get(b, b), c0=c[0], c1=c[1],
-                                        c2=c[2]))
+                                        c2=c[2], ib=ib, ta=_tensor_type(a), tb=_tensor_type(b)))
     raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                        f"{_C_NAMES.get(a, a)} != {_C_NAMES.get(b, b)}")
+
+
+def _tensor_type(name: str) -> str:
+    """PyTorch's legacy type name of a CPU tensor of floating dtype `name`, in its messages."""
+    return "CPUBFloat16Type" if name == "bfloat16" else f"torch.{_SCALAR_NAMES.get(name, name)}Tensor"
 
 
 def _refuse_mixed_convolution(name: str, names: list) -> None:
@@ -339,9 +361,10 @@ _SAME_DTYPE_SOURCE.update(
         "scatter_reduce")},
     lerp_=_SAME_DTYPE_SOURCE["lerp"])
 
-# Ops whose result has self's dtype whatever the source's (PyTorch casts the source in)
+# Ops whose result has self's dtype whatever the source's (PyTorch casts the source in; conv_tbc
+# its bias)
 _SELF_DTYPE_RESULT = frozenset(("diagonal_scatter", "slice_scatter", "select_scatter",
-                                "as_strided_scatter"))
+                                "as_strided_scatter", "conv_tbc"))
 
 
 def _advanced_write(key, value) -> bool:
@@ -810,7 +833,7 @@ def _norm(func, args, kwargs):
     if name == "batch_norm" and input.numel() == 0:
         # ATen's batch_norm returns an empty input (times weight[0], plus bias[0]) before its
         # kernel, so no mix of dtypes is refused, and the result has the input's dtype (fuzz
-        # 67301043: a float64 BatchNorm2d on an empty bfloat16 batch raised here)
+        # 67301043, 67302150, 67304294: a float64 BatchNorm2d on an empty bfloat16 batch raised here)
         return _result(_run(func, args, kwargs), is_bfloat16(input), None, [input])
     # the kernels' rule (nn/_norm_dtypes.py) on the dtypes as PyTorch names them (the float32
     # storage of a bfloat16 parameter read as float32: a float64 input met "all inputs must
@@ -964,6 +987,11 @@ def _cross_entropy(func, args, kwargs):
             isinstance(bound.get("input"), _core.TensorBase) and \
             bound["target"].dim() != bound["input"].dim():
         return _class_target_loss(func, args, kwargs)       # (same shape: probabilities)
+    if bound is not None and isinstance(bound.get("target"), _core.TensorBase) and \
+            bound["target"]._array.dtype.kind in "iu" and bound.get("weight") is not None:
+        # class targets meet nll_loss's check of the weight against the log-probabilities
+        # (probability targets multiply by the weight: no check)
+        _refuse_mixed("nll_loss", [bound.get("input"), bound["weight"]])
     if bound is None or not is_bfloat16(bound.get("input")) or \
             bound.get("label_smoothing", 0.0) != 0.0 or \
             not isinstance(bound.get("target"), _core.TensorBase) or \
@@ -973,6 +1001,28 @@ def _cross_entropy(func, args, kwargs):
     x = bound.pop("input")
     bound.pop("label_smoothing", None)
     return F.nll_loss(F.log_softmax(x, 1 if x.dim() > 1 else 0), **bound)
+
+
+def _attention_projections(func, args, kwargs):
+    """multi_head_attention_forward with a bfloat16 operand.  PyTorch's is a composition whose
+    linear projections refuse operands of two floating dtypes (a bfloat16 query meeting a
+    float32 layer); computed whole on the float32 storage it met no such check and returned
+    float32 (fuzz 67302167).  So its projections' checks first, in its order: q, k, v by
+    their weights and biases, then the attention output (the query's dtype) by out_proj."""
+    bound = _bound(func, args, kwargs)
+    if bound is not None:
+        tensor = _core.TensorBase
+        if bound.get("use_separate_proj_weight"):
+            weights = [bound.get(n) for n in ("q_proj_weight", "k_proj_weight", "v_proj_weight")]
+        else:
+            weights = [bound.get("in_proj_weight")] * 3
+        bias = bound.get("in_proj_bias")
+        for x, w in zip((bound.get("query"), bound.get("key"), bound.get("value")), weights):
+            operands = [t for t in (x, w, bias) if isinstance(t, tensor)]
+            _refuse_mixed("linear", operands)
+        _refuse_mixed("linear", [t for t in (bound.get("query"), bound.get("out_proj_weight"),
+                                             bound.get("out_proj_bias")) if isinstance(t, tensor)])
+    return _computed(func, op_name(func), args, kwargs)
 
 
 def _bce_with_logits(func, args, kwargs):
@@ -1873,7 +1923,8 @@ _OWN.update(dict.fromkeys(("layer_norm", "group_norm", "batch_norm", "instance_n
 _OWN.update(dict.fromkeys(("binary_cross_entropy", "huber_loss", "soft_margin_loss"),
                           _input_dtype_loss))
 _OWN.update(dict.fromkeys(("xlogy", "xlog1py", "entr"), _log_product))
-_OWN.update(logsumexp=_logsumexp, mse_loss=_mse_loss, cross=_cross)
+_OWN.update(logsumexp=_logsumexp, mse_loss=_mse_loss, cross=_cross,
+            multi_head_attention_forward=_attention_projections)
 _OWN.update(dict.fromkeys(_DTYPE_AS_VALUE, _dtype_as_value))
 _OWN.update(dict.fromkeys(_NO_BFLOAT16_KERNEL, _no_kernel))
 _OWN.update(dict.fromkeys(("complex", "polar"), _complex_parts))

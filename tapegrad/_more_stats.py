@@ -98,9 +98,10 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     _core.check_bool(name, "keepdim", keepdim)
     refuse_if_complex("median", input)
     arr = input._array
-    if arr.dtype == np.bool_:
+    if arr.dtype == np.bool_ and (dim is None or arr.ndim == 0 or
+                                  arr.shape[_dim(dim, arr.ndim, name)] != 0):
         # (one kernel for both, named median's: "median_cpu" for all elements, "median_out"
-        # along a dim)
+        # along a dim; an empty dim is refused first, below, as PyTorch's, fuzz 67401254)
         kernel = "median_cpu" if dim is None else "median_out"
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if dim is None:
@@ -175,12 +176,14 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     _core.check_bool("kthvalue", "keepdim", keepdim)
     refuse_if_complex("kthvalue", input)
     arr = input._array
-    if arr.dtype == np.bool_:
-        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = _dim(dim, input.ndim, "kthvalue")
     size = arr.shape[d] if arr.ndim else 1
     if size == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
+    # (after the size check, as PyTorch's kernel; a 0-d tensor is its own answer, of any
+    # dtype: PyTorch copies it without reaching the kernel, fuzz 67302293, 67303034)
+    if arr.dtype == np.bool_ and arr.ndim:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if out is not None:

@@ -27,6 +27,10 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
         # (PyTorch crashes here; its eval kernel reads the running statistics)
         raise RuntimeError("native_batch_norm: running_mean and running_var must be defined "
                            "in evaluation mode")
+    if training and input.numel() == 0:
+        # (its CPU training kernel's check; F.batch_norm returns before reaching it)
+        raise RuntimeError(f"input tensor must have at least one element, but got "
+                           f"input_sizes = {list(input.shape)}")
     from tapegrad.nn._batch_norm import aten_batch_norm
     # (ATen's: no check of the batch size, which is nn.functional's)
     output = aten_batch_norm(input, running_mean, running_var, weight, bias, bool(training),

@@ -71,7 +71,11 @@ A program here is Python source, one statement per step, over variables v0, v1, 
     diagonal, narrow, chunk, expand - reduced or written in place; hooks and retain_grad around
     in-place writes; no_grad / enable_grad / inference_mode nestings and inference tensors used
     afterwards; requires_grad on integer tensors; nn modules with 0-batch, unbatched and
-    1-sample inputs, their parameters leaves of the program),
+    1-sample inputs, their parameters leaves of the program), and seeds >= STACKS_FROM
+    (67,400,000) from g_stacks (nn.Sequential stacks of Linear, norms and in-place activations,
+    their parameters leaves, between hooks of every kind, train / eval switches, frozen and shared
+    weights, parametrizations, state_dict round trips, dtype conversions, functional_call and
+    no_grad calls),
     so the programs of lower seeds stay what they were;
   - a tail: backward of a weighted sum of the float outputs that require grad (leaf and
     retained .grad compared), or first and second derivatives via autograd.grad(create_graph).
@@ -1713,6 +1717,132 @@ def _chain_module(g):
         g.add(f"{mod}.num_batches_tracked * 1")
 
 
+# (session 47) nn.Module-level programs: a Sequential of two to four layers (Linear, norms, in-place
+# activations that write their input) whose parameters are leaves of the program, then what
+# scripts do to such a stack between calls: forward / pre / full backward hooks on a layer or the
+# whole stack (replacing or keeping the value), train / eval switches, freezing layers, weight
+# sharing, parametrizations (weight_norm, orthogonal, a module) and their removal, state_dict
+# round trips into a fresh stack, dtype conversions of the stack (the input then mismatched),
+# zero_grad, functional_call, calls under no_grad before the call with grad.  Drawn only by
+# seeds >= STACKS_FROM, so the programs of lower seeds stay what they were.
+STACKS_FROM = 67_400_000
+# (constructor; {i}: the width it takes, {o}: the width it gives, which only Linear changes)
+STACK_LAYERS = [
+    "torch.nn.Linear({i}, {o})", "torch.nn.Linear({i}, {o}, bias=False)",
+    "torch.nn.ReLU(inplace=True)", "torch.nn.LeakyReLU(0.1, inplace=True)",
+    "torch.nn.Hardtanh(-0.5, 0.5, inplace=True)", "torch.nn.ELU(inplace=True)",
+    "torch.nn.SiLU(inplace=True)", "torch.nn.ReLU6(inplace=True)",
+    "torch.nn.Hardswish(inplace=True)", "torch.nn.Threshold(0.1, -1.0, inplace=True)",
+    "torch.nn.Dropout(0.0, inplace=True)", "torch.nn.CELU(inplace=True)",
+    "torch.nn.SELU(inplace=True)", "torch.nn.Mish(inplace=True)",
+    "torch.nn.Hardsigmoid(inplace=True)", "torch.nn.Tanh()", "torch.nn.GELU('tanh')",
+    "torch.nn.Identity()", "torch.nn.LayerNorm({i})", "torch.nn.BatchNorm1d({i})",
+    "torch.nn.RMSNorm({i})", "torch.nn.PReLU()", "torch.nn.Softplus(beta=2)",
+]
+# (statements on the stack {m}; {j}: a Linear layer's index, {k}: another layer's index)
+STACK_ACTIONS = [
+    ["{m}[{j}].register_forward_hook(lambda mod, inp, out: out * 2)"],
+    ["{m}[{j}].register_forward_hook(lambda mod, inp, out: None)"],
+    ["{m}[{k}].register_forward_hook(lambda mod, inp, out: out.clamp(-1, 1))"],
+    ["{m}[{j}].register_forward_pre_hook(lambda mod, inp: (inp[0] * 0.5,))"],
+    ["{m}[{k}].register_forward_pre_hook(lambda mod, inp: None)"],
+    ["{m}[{j}].register_forward_hook(lambda mod, args, kwargs, out: out + 1, with_kwargs=True)"],
+    ["{m}.register_forward_hook(lambda mod, inp, out: out.flip(-1))"],
+    ["{m}[{j}].register_full_backward_hook(lambda mod, gi, go: None)"],
+    ["{m}[{j}].register_full_backward_hook("
+     "lambda mod, gi, go: tuple(None if g is None else g * 2 for g in gi))"],
+    ["{m}[{k}].register_full_backward_pre_hook(lambda mod, go: (go[0].clamp(-0.5, 0.5),))"],
+    ["{m}.register_full_backward_hook(lambda mod, gi, go: None)"],
+    ["{m}.eval()"], ["{m}.train()"], ["{m}.train(False)"], ["{m}[{k}].eval()"],
+    ["{m}.requires_grad_(False)", "{m}[{j}].requires_grad_(True)"],
+    ["{m}[{j}].weight.requires_grad_(False)"], ["{m}[{j}].requires_grad_(False)"],
+    ["{m}[{k}].weight = {m}[{j}].weight"],
+    ["{m}.zero_grad()"], ["{m}.zero_grad(set_to_none=False)"],
+    ["torch.nn.utils.parametrizations.weight_norm({m}[{j}])"],
+    ["torch.nn.utils.parametrizations.weight_norm({m}[{j}], dim=None)"],
+    ["torch.nn.utils.parametrizations.orthogonal({m}[{j}])"],
+    ["torch.nn.utils.parametrize.register_parametrization({m}[{j}], 'weight', torch.nn.Tanh())"],
+    ["torch.nn.utils.parametrize.register_parametrization({m}[{j}], 'weight', torch.nn.Tanh())",
+     "torch.nn.utils.parametrize.remove_parametrizations({m}[{j}], 'weight')"],
+    ["torch.nn.utils.parametrize.register_parametrization({m}[{j}], 'weight', torch.nn.Tanh())",
+     "torch.nn.utils.parametrize.remove_parametrizations({m}[{j}], 'weight', "
+     "leave_parametrized=False)"],
+    ["{m}.double()"], ["{m}.float()"], ["{m}.to(torch.float64)"], ["{m}.half()"],
+    ["{m}.load_state_dict({m}.state_dict())"],
+    ["{m}.load_state_dict({{k: v * 2 for k, v in {m}.state_dict().items()}})"],
+    ["{m}.apply(lambda mod: mod.register_forward_hook(lambda mm, i, o: o * 0.5) "
+     "if isinstance(mod, torch.nn.Linear) else None)"],
+    ["{m}[{j}].weight.data.mul_(0.5)"], ["{m}.append(torch.nn.Tanh())"],
+]
+# (expressions on the stack {m}, its input {x}: values the program compares)
+STACK_VALUES = [
+    "{m}({x})", "{m}({x})", "{m}({x}).sum()", "{m}[{j}]({x}) if {j} == 0 else {m}({x})",
+    "torch.func.functional_call({m}, dict({m}.named_parameters()), ({x},))",
+    "torch.func.functional_call({m}, {{n: p * 2 for n, p in {m}.named_parameters()}}, ({x},))",
+    "len({m}.state_dict())", "sum(p.numel() for p in {m}.parameters())",
+    "sum(p.numel() for p in {m}.parameters() if p.requires_grad)",
+    "{m}[{j}].weight * 1", "{m}.training", "len(list({m}.named_modules()))",
+    "torch.autograd.grad({m}({x}).sum(), [p for p in {m}.parameters() if p.requires_grad], "
+    "allow_unused=True)[0]",
+]
+
+
+def g_stacks(g):
+    """A Sequential of STACK_LAYERS, its parameters leaves, called between STACK_ACTIONS
+    (drawn only by seeds >= STACKS_FROM)."""
+    r = g.r
+    dtype = r.choice(FLOATS)
+    width = r.choice([1, 2, 3])
+    layers, linears, x_width = [], [], width
+    for _ in range(r.randint(2, 4)):
+        ctor = r.choice(STACK_LAYERS[:2] if not layers and r.random() < 0.7 else STACK_LAYERS)
+        out = r.choice([1, 2, 3]) if "Linear" in ctor else width
+        if "Linear" in ctor:
+            linears.append(len(layers))
+        layers.append(ctor.format(i=width, o=out))
+        width = out
+    if not linears:
+        layers.insert(0, f"torch.nn.Linear({x_width}, {x_width})")
+        linears.append(0)
+    code = f"torch.nn.Sequential({', '.join(layers)})"
+    m = g.add(code + (f".to(torch.{dtype})" if dtype != "float32" else ""))
+    if m is None:
+        return
+    for name, p in list(g.ns[m].named_parameters()):
+        w = g.leaf(tuple(p.shape), dtype, param=True)
+        if w is None:
+            return
+        index, attr = name.split(".")
+        g.add(f"{m}[{index}].{attr} = {w}", stmt=True)
+    batch = r.choice([(), (0,), (1,), (2,), (3,), (3,)])
+    x = g.leaf(batch + (x_width,), dtype if r.random() < 0.9 else r.choice(FLOATS))
+    if x is None:
+        return
+    n = len(layers)
+    for _ in range(r.randint(1, 4)):
+        u = r.random()
+        fill = dict(m=m, x=x, j=r.choice(linears), k=r.randrange(n))
+        if u < 0.45:
+            for stmt in r.choice(STACK_ACTIONS):
+                g.add(stmt.format(**fill), stmt=True)
+        elif u < 0.55:
+            # a fresh stack of the same layers, loaded from this one's state_dict
+            fresh = g.add(code + (f".to(torch.{dtype})" if dtype != "float32" else ""))
+            if fresh is not None:
+                # (its random initial values made the same in both libraries first: the load
+                # may fail, a parametrized stack's keys differing, fuzz 67401631)
+                g.add(f"[torch.nn.init.constant_(p, 0.25) for p in {fresh}.parameters()]",
+                      stmt=True)
+                g.add(f"{fresh}.load_state_dict({m}.state_dict())", stmt=True)
+                g.add(f"{fresh}({x})")
+            continue
+        g.add(r.choice(STACK_VALUES).format(**fill), nograd=r.random() < 0.15)
+    g.add(f"{m}({x})")
+    if any("BatchNorm" in c for c in layers) and r.random() < 0.5:
+        b = next(i for i, c in enumerate(layers) if "BatchNorm" in c)
+        g.add(f"{m}[{b}].running_mean * 1")
+
+
 # (session 38) Writes scripts make through views and indexing, which the tables above draw only
 # on whole variables: augmented assignments to basic, advanced and masked indexes, in-place
 # methods on diagonal / narrow / select / transposed views, fills from 0-d tensors that require
@@ -2656,8 +2786,14 @@ def _generate(g, seed, context):
         + ([(g_mixed, 6)] if seed >= MIXED_FROM else []) \
         + ([(g_blind, 8)] if seed >= BLIND_FROM else []) \
         + ([(g_forms, 8)] if seed >= FORMS_FROM else []) \
-        + ([(g_chains, 8)] if seed >= CHAINS_FROM else [])
-    if seed >= CHAINS_FROM and r.random() < 0.4:
+        + ([(g_chains, 8)] if seed >= CHAINS_FROM else []) \
+        + ([(g_stacks, 6)] if seed >= STACKS_FROM else [])
+    if seed >= STACKS_FROM and r.random() < 0.4:
+        # two in five of these seeds: a program mostly of module stacks
+        ops = [(g_stacks, 10), (g_binary, 2), (g_unary, 1), (g_shape, 1), (g_reduce, 1),
+               (g_chains, 2)]
+        n = r.randint(2, 6)
+    elif seed >= CHAINS_FROM and r.random() < 0.4:
         # two in five of these seeds: a program mostly of those pieces
         ops = [(g_chains, 10), (g_binary, 2), (g_unary, 1), (g_shape, 2), (g_reduce, 1),
                (g_inplace, 1)]

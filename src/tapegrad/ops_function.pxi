@@ -870,6 +870,11 @@ def _function_record(ctx, tuple args, object result, tuple dirty, tuple non_diff
         if (any(o is a for a in args) or (<TensorBase>o)._node >= 0
                 or (<TensorBase>o)._requires_grad):
             final[j] = make_view((<TensorBase>o)._array, <TensorBase>o)  # PyTorch: a view of it
+            if getattr(type(o), "_dtype_class", False):
+                # a view of a bfloat16 tensor is one (its float32 storage alone read float32:
+                # every module's full backward hook passed its bfloat16 input on as float32,
+                # fuzz 67400028)
+                final[j].__class__ = BFLOAT16_CLASS_REFS[0]
     if not recording:
         return tuple(final) if is_tuple else final[0]
     ctx._input_meta = tuple(((<TensorBase>a)._array.shape, (<TensorBase>a)._array.dtype)

@@ -152,6 +152,11 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
     A = x._array
     in_dt = A.dtype
     cdef int ndim = cnp.PyArray_NDIM(A)
+    if op == OP_MEAN and dtype is None and in_dt.kind != "f" and in_dt.kind != "c":
+        # (before the dims' check, as PyTorch's: an integer mean over an out-of-range dim is
+        # this error, fuzz 67303271)
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {scalar_type_name(in_dt)}")
     cdef tuple axes = reduction_axes(dim, ndim, "sum" if op == OP_SUM else "mean")
     cdef double count = reduced_count(A.shape, axes)
     if dtype is not None:
@@ -179,9 +184,6 @@ cdef object reduce_op(int op, TensorBase x, object dim, bint keepdim, object dty
                     out = half_sum(A, axes, keepdim)
                     out = nd(out.astype(NP_FLOAT16) if is_half(A) else out)
     else:
-        if A.dtype.kind != "f" and A.dtype.kind != "c":
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                               f"floating point or complex dtype. Got: {scalar_type_name(A.dtype)}")
         with IeeeResults():                             # mean of no elements is nan, as PyTorch
             out = cascade_reduce(A, axes, keepdim, count)   # PyTorch's mean: its sum / count
             if out is None:

@@ -947,6 +947,12 @@ def _backward(ctx, grads, create_graph=False):
                     g._array.astype(dtype))
         if i in bfloat16_inputs and g.dtype is not _core.bfloat16:
             g = g.to(_core.bfloat16) if create_graph else wrap(round_to_bfloat16(g._array))
+        elif create_graph and i not in bfloat16_inputs and g.dtype is _core.bfloat16:
+            # a bfloat16 gradient (float32 storage, so the check above saw one dtype) of an
+            # input of another dtype: PyTorch's engine casts it to the input's (group norm's
+            # create_graph weight gradient from a bfloat16 activation was bfloat16, fuzz
+            # 67302431); without a graph it is the array, already of the input's dtype
+            g = g.to(_core.np_dtype_to_dtype(dtype))
         out.append(g if create_graph else g._array)
     if post_hooks:
         out = _post_hooked(post_hooks, out, arrived, ctx._input_meta, create_graph)

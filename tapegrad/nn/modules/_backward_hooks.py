@@ -117,6 +117,10 @@ def wrap_inputs(module, args: tuple):
         for i, g in zip(positions, grads):
             grad_input[i] = g
         grad_input = call.run_hooks(tuple(grad_input), replaceable=True)
+        # (spent, as PyTorch's BackwardHook resets its grad_outputs: a later backward through
+        # the input identity alone - the double backward of create_graph's gradients - runs no
+        # hook; they ran again on the stale outputs and scaled it, fuzz 67401624)
+        call.grad_output = None
         return tuple(grad_input[i] for i in positions)
 
     passed = BackwardHookFunction.apply(on_grads, True, *(args[i] for i in positions))

@@ -574,7 +574,7 @@ class RNNBase(_BFloat16Calls, Module):
             state = [s.index_select(1, sorted_indices) for s in state]
 
         run, weights = _run_layers, self._direction_weights
-        autocasting = self.mode != "GRU" and _core._set_autocast_on(None)
+        autocasting = self._autocast_casts(data, packed)
         if autocasting:
             data, state, run, weights = self._autocast_operands(data, state)
             _core._exclude_autocast(True)
@@ -604,6 +604,20 @@ class RNNBase(_BFloat16Calls, Module):
                 output = output.squeeze(1)
                 final = [s.squeeze(1) for s in final]
         return (output, tuple(final)) if is_lstm else (output, final[0])
+
+    def _autocast_casts(self, data, packed):
+        """Whether PyTorch's CPU autocast runs this call in its dtype: rnn_tanh and rnn_relu are
+        on its lower-precision list; lstm is not, its oneDNN kernel (mkldnn_rnn_layer) is, and
+        aten::lstm takes that kernel only for an unpacked, non-empty input of float32 or
+        bfloat16, or of float16 without grad (RNN.cpp's use_mkldnn); otherwise its cells run
+        in the input's dtype (an empty batch under autocast kept float32, fuzz 67302467)."""
+        if self.mode == "GRU" or not _core._set_autocast_on(None):
+            return False
+        if self.mode != "LSTM":
+            return True
+        kernel_dtype = data.dtype in (_core.float32, _core.bfloat16) or (
+            data.dtype is _core.float16 and not _core.is_grad_enabled())
+        return not packed and data.numel() != 0 and kernel_dtype
 
     def _autocast_operands(self, data, state):
         """PyTorch's CPU autocast runs lstm, rnn_tanh and rnn_relu (not gru) in its dtype: the
