@@ -83,7 +83,7 @@ import weakref
 
 import numpy as np
 
-from . import _compile_stance, _core, _meta, _settings
+from . import _compile_stance, _core, _meta, _settings, _step_phases
 from . import overrides as _overrides
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -214,7 +214,9 @@ class CompiledFunction(_core.CompiledCall):
                                    f", {recomputed} recomputing their values in the backward"
                                    if recomputed else "")
                                 + ")" if groups else "")
-                             + (f"; ops re-run on tensors: {', '.join(rerun)}" if rerun else ""))
+                             + (f"; ops re-run on tensors: {', '.join(rerun)}" if rerun else "")
+                             + (f"; then {', '.join(plan.phases.names)}"
+                                if plan.phases is not None else ""))
             else:
                 lines.append(f"eager: {plan.reason}")
         return "\n".join(lines)
@@ -254,10 +256,12 @@ class CompiledFunction(_core.CompiledCall):
             _route_public_calls(_core._capture_op_call)
             _ROUTES.install()
             _capture_state.routing = True
+            phases = _step_phases.routes.begin()
             try:
                 with python_state.watching_prints():
                     result = self.fn(*args, **kwargs)
             finally:
+                _step_phases.routes.end()
                 _stop_routing()
         finally:
             _capture_state.capture = None
@@ -278,7 +282,7 @@ class CompiledFunction(_core.CompiledCall):
                              "numpy's (random.random(), np.random.beta(...), a Generator it "
                              "reads), which a replay would not draw again")
             else:
-                plan = _build_plan(capture, flat, result, effects)
+                plan = _build_plan(capture, flat, result, effects, phases)
                 if changed:
                     reasons = [plan.reason] if plan.program is None and plan.reason else []
                     plan = _Plan(reason="; ".join(reasons + [
@@ -1151,12 +1155,20 @@ def _share_memory(a, b) -> bool:
         return True
 
 
-def _build_plan(capture, flat, result, effects=()):
+def _build_plan(capture, flat, result, effects=(), phases=()):
     """`flat`: the call's flattened arguments (_core._call_key); `effects`: the in-place writes
-    into tensors it did not make that the replay performs again (_capture_inplace_call)."""
+    into tensors it did not make that the replay performs again (_capture_inplace_call);
+    `phases`: its backward() and optimizer calls (tapegrad/_step_phases.py), run again after
+    the replayed forward."""
     try:
-        return _plan_from(capture, flat, result, effects)
-    except _Unsupported as e:
+        if not phases and not getattr(phases, "refusals", None):
+            return _plan_from(capture, flat, result, effects)
+        value, roots = _step_phases.plan_value(capture, result, phases, effects)
+        plan = _plan_from(capture, flat, value, effects)
+        _step_phases.check_externals(phases, [t for t in plan.sources if isinstance(t, Tensor)])
+        plan.phases = _step_phases.StepPhases(phases, roots)
+        return plan
+    except (_Unsupported, _step_phases.Unphased) as e:
         return _Plan(reason=str(e))
 
 

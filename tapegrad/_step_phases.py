@@ -1,0 +1,238 @@
+"""A whole training step under tapegrad.compile: backward(), zero_grad() and an optimizer's
+step() inside the compiled function.
+
+    @tapegrad.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+These calls are not ops of the function's graph: they act on the autograd state (.grad) and on
+the optimizer's parameters and state.  While a capture runs, they are routed here (`routes`):
+each runs eagerly with the capture suspended (the gradients and optimizer state it makes are
+not steps of the call) and is noted as a phase.  A replay runs the captured forward in C, then
+the phases in their order, as the same calls on the same objects (ReplayPlan.phases,
+src/tapegrad/replay.pxi):
+
+  - Tensor.backward on the replayed root: the Program's reverse sweep, whose gradients the
+    tape accumulates into each .grad exactly as eager's backward does (None or zeros after
+    zero_grad(set_to_none=True/False), a sum over calls without one);
+  - an optimizer's (or a Module's) zero_grad, and an optimizer's step: the optimizer's own
+    update, its per-parameter kernels (SGD's, Adam's, ...) - one code path, eager's.  The
+    step reads lr, momentum, betas from its param groups and the step counters and moments
+    from its state at every call, so a learning-rate scheduler between calls, a parameter
+    added to a group or a .grad changed outside the function are what eager would see; the
+    moments (exp_avg, momentum_buffer) live in the optimizer and are updated in place.
+
+What the phases rely on, checked when the plan is built (otherwise the function stays eager,
+with the reason in explain()): the forward reads no .grad (its replay runs before the phases,
+so a zero_grad() written before the forward may run after it), no op runs and no value is read
+from the first backward() on (the forward is replayed whole before the phases: an op after
+step() would read the old parameters), and each call is the class's own method as routed here
+(an optimizer subclass overriding step() has code the phase would skip).  The objects the
+phases act on are what the function reads by name: rebinding one (another optimizer in `opt`)
+fails the environment guard, as any rebound name does.
+"""
+from __future__ import annotations as _annotations
+
+import sys
+
+from . import _core
+from .tensor import Tensor
+
+BACKWARD, ZERO_GRAD, STEP = "backward", "zero_grad", "step"
+
+
+class Phase:
+    """One call noted during a capture: `kind`, the unrouted method `fn`, its object `target`
+    (the root tensor for a backward), its arguments, and how far the capture had got."""
+    __slots__ = ("kind", "fn", "target", "args", "kwargs", "n_steps", "n_created", "n_reads",
+                 "grads")
+
+    def __init__(self, kind, fn, target, args, kwargs, capture):
+        self.kind, self.fn, self.target, self.args, self.kwargs = kind, fn, target, args, kwargs
+        self.n_steps = len(capture.steps)
+        self.n_created = len(capture.created)
+        self.n_reads = len(capture.reads)
+        self.grads = []
+
+    def describe(self) -> str:
+        if self.kind == BACKWARD:
+            return "backward()"
+        return f"{type(self.target).__name__}.{self.kind}()"
+
+
+class StepPhases:
+    """ReplayPlan.phases: called with the replayed value, (fn's return value, root 0, root 1,
+    ...), runs the phases and returns fn's return value."""
+    __slots__ = ("calls", "names")
+
+    def __init__(self, phases, roots):
+        index = {id(t): i for i, t in enumerate(roots)}
+        # (fn, root index or -1, target, args, kwargs): the target held for the optimizer and
+        # module calls (the environment guard checks the function still reaches the same one)
+        self.calls = tuple((p.fn, index[id(p.target)] if p.kind == BACKWARD else -1,
+                            None if p.kind == BACKWARD else p.target, p.args, p.kwargs)
+                           for p in phases)
+        self.names = tuple(p.describe() for p in phases)
+
+    def __call__(self, value):
+        for fn, root, target, args, kwargs in self.calls:
+            fn(value[root + 1] if root >= 0 else target, *args, **kwargs)
+        return value[0]
+
+
+# -- routing during a capture ------------------------------------------------------------------
+
+_noted = None       # the phases of the capture running now (one capture at a time), or None
+
+
+def _holds_tensor(obj) -> bool:
+    if isinstance(obj, _core.TensorBase):
+        return True
+    if isinstance(obj, (tuple, list)):
+        return any(_holds_tensor(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(_holds_tensor(o) for o in obj.values())
+    return callable(obj) and not isinstance(obj, (bool, int, float))
+
+
+def _refusal(kind, target, args, kwargs, routed) -> str | None:
+    """Why this call cannot be a phase, or None."""
+    if getattr(type(target), kind, None) is not routed:
+        return (f"it calls {type(target).__name__}.{kind}(), which overrides the library's "
+                f"(a replay would skip its code)")
+    if _holds_tensor(args) or _holds_tensor(kwargs):
+        return (f"it calls {kind}() with a tensor or a callable argument (a gradient, inputs=, "
+                "a closure), which a replay does not feed")
+    if kind == BACKWARD and (kwargs.get("create_graph") or len(args) >= 3 and args[2]):
+        return "it calls backward(create_graph=True) (a replay does not record its backward)"
+    return None
+
+
+def _grads_of(target):
+    """The .grad tensors a zero_grad() or step() of `target` reads or writes."""
+    if hasattr(target, "param_groups"):
+        params = [p for g in target.param_groups for p in g["params"]]
+    elif hasattr(target, "parameters"):
+        params = list(target.parameters())
+    else:
+        return []
+    return [p.grad for p in params if isinstance(p, _core.TensorBase) and p.grad is not None]
+
+
+def _routed(kind, original):
+    def routed(self, *args, **kwargs):
+        noted = _noted
+        cap = _core._capture_suspend() if noted is not None else None
+        if cap is None:                 # no capture on this thread, or inside an op's own code
+            return original(self, *args, **kwargs)
+        try:
+            why = _refusal(kind, self, args, kwargs, routed)
+            if why is not None:
+                noted.refusals.append(why)
+            phase = Phase(kind, original, self, args, kwargs, cap)
+            phase.grads.extend(_grads_of(self))
+            result = original(self, *args, **kwargs)
+            phase.grads.extend(_grads_of(self))
+            noted.append(phase)
+            return result
+        finally:
+            _core._capture_resume(cap)
+    routed.__wrapped__ = original
+    routed.__name__ = getattr(original, "__name__", kind)
+    routed.__doc__ = getattr(original, "__doc__", None)
+    return routed
+
+
+class _Noted(list):
+    """The phases of a capture, and why any call could not be one."""
+
+    def __init__(self):
+        super().__init__()
+        self.refusals = []
+
+
+def _targets():
+    """(class, name, kind) of the methods routed: Tensor.backward, the optimizers' zero_grad
+    and step, a Module's zero_grad (when nn is loaded)."""
+    out = [(Tensor, "backward", BACKWARD)]
+    optim = sys.modules.get("tapegrad.optim.optimizer")
+    if optim is not None:
+        out += [(optim.Optimizer, "zero_grad", ZERO_GRAD), (optim.Optimizer, "step", STEP)]
+    module = sys.modules.get("tapegrad.nn.modules.module")
+    if module is not None:
+        out.append((module.Module, "zero_grad", ZERO_GRAD))
+    return out
+
+
+class Routes:
+    """Routes the phase methods to _routed wrappers for one capture (begin/end)."""
+
+    def __init__(self):
+        self.installed = []
+
+    def begin(self):
+        global _noted
+        _noted = _Noted()
+        for klass, name, kind in _targets():
+            own = name in klass.__dict__
+            original = getattr(klass, name)
+            setattr(klass, name, _routed(kind, original))
+            self.installed.append((klass, name, original, own))
+        return _noted
+
+    def end(self):
+        global _noted
+        _noted = None
+        for klass, name, original, own in reversed(self.installed):
+            if own:
+                setattr(klass, name, original)
+            else:
+                delattr(klass, name)
+        self.installed.clear()
+
+
+routes = Routes()
+
+
+# -- building the plan ---------------------------------------------------------------------------
+
+class Unphased(Exception):
+    """Why a capture's phases cannot be replayed (the function stays eager)."""
+
+
+def plan_value(capture, result, noted, effects):
+    """fn's return value as the plan returns it: `result` itself when the call made no phase,
+    else (result, root 0, ...) with the backward roots, so that the Program returns them too.
+    Raises Unphased when the phases cannot follow a replayed forward."""
+    if noted.refusals:
+        raise Unphased("; ".join(dict.fromkeys(noted.refusals)))
+    if not noted:
+        return result, ()
+    first = next((i for i, p in enumerate(noted) if p.kind != ZERO_GRAD), len(noted))
+    n_steps, n_created, n_reads = len(capture.steps), len(capture.created), len(capture.reads)
+    for p in noted[first:]:
+        if (p.n_steps, p.n_created, p.n_reads) != (n_steps, n_created, n_reads):
+            raise Unphased(f"it runs ops or reads values after {noted[first].describe()} (a "
+                           "replay runs the whole forward before backward() and the "
+                           "optimizer's step)")
+    if effects:
+        raise Unphased("it writes into module buffers in place and calls backward() or an "
+                       "optimizer (a replay performs such writes after its forward)")
+    roots = []
+    for p in noted:
+        if p.kind == BACKWARD and not any(p.target is r for r in roots):
+            roots.append(p.target)
+    return (result, *roots), roots
+
+
+def check_externals(noted, externals) -> None:
+    """Raises Unphased if the forward reads a .grad the phases read or write (the replay runs
+    the whole forward before them, so a zero_grad() written before it would come too late)."""
+    grads = {id(g) for p in noted for g in p.grads}
+    if any(id(t) in grads for t in externals):
+        raise Unphased("it reads a .grad in its forward (a replay runs zero_grad(), "
+                       "backward() and step() after the whole forward)")
