@@ -84,9 +84,22 @@ class StepPhases:
         return value[0]
 
 
-# -- routing during a capture ------------------------------------------------------------------
+# -- noting the calls during a capture -------------------------------------------------------------
+# The library's own methods call `note` while a capture runs (noting is not None): an optimizer's
+# step wrapper (tapegrad/optim/optimizer.py's hooked_step, which wraps every class's step, a
+# script's subclass's too, and is what a scheduler's wrapper of opt.step calls), Optimizer's and
+# Module's zero_grad, and Tensor.backward (through _core's route).  A call made inside a phase
+# (a subclass's super().step()) runs plainly: the capture is suspended then.
 
-_noted = None       # the phases of the capture running now (one capture at a time), or None
+noting = None       # the _Noted phases of the capture running now (one at a time), or None
+
+
+class _Noted(list):
+    """The phases of a capture, and why any call could not be one."""
+
+    def __init__(self):
+        super().__init__()
+        self.refusals = []
 
 
 def _holds_tensor(obj) -> bool:
@@ -96,18 +109,21 @@ def _holds_tensor(obj) -> bool:
         return any(_holds_tensor(o) for o in obj)
     if isinstance(obj, dict):
         return any(_holds_tensor(o) for o in obj.values())
-    return callable(obj) and not isinstance(obj, (bool, int, float))
+    return callable(obj)
 
 
-def _refusal(kind, target, args, kwargs, routed) -> str | None:
-    """Why this call cannot be a phase, or None."""
-    if getattr(type(target), kind, None) is not routed:
+def _refusal(kind, target, args, kwargs, own) -> str | None:
+    """Why this call cannot be a phase, or None.  `own`: the library's method, which the
+    target's class must not override (zero_grad, backward: an override calling super() would
+    be noted from inside, and a replay would skip the rest of its code).  A step needs no such
+    test: its wrapper is the class's outermost step, the script's own code included."""
+    if own is not None and getattr(type(target), kind, None) is not own:
         return (f"it calls {type(target).__name__}.{kind}(), which overrides the library's "
                 f"(a replay would skip its code)")
     if _holds_tensor(args) or _holds_tensor(kwargs):
         return (f"it calls {kind}() with a tensor or a callable argument (a gradient, inputs=, "
                 "a closure), which a replay does not feed")
-    if kind == BACKWARD and (kwargs.get("create_graph") or len(args) >= 3 and args[2]):
+    if kind == BACKWARD and kwargs.get("create_graph"):
         return "it calls backward(create_graph=True) (a replay does not record its backward)"
     return None
 
@@ -123,79 +139,46 @@ def _grads_of(target):
     return [p.grad for p in params if isinstance(p, _core.TensorBase) and p.grad is not None]
 
 
-def _routed(kind, original):
-    def routed(self, *args, **kwargs):
-        noted = _noted
-        cap = _core._capture_suspend() if noted is not None else None
-        if cap is None:                 # no capture on this thread, or inside an op's own code
-            return original(self, *args, **kwargs)
-        try:
-            why = _refusal(kind, self, args, kwargs, routed)
-            if why is not None:
-                noted.refusals.append(why)
-            phase = Phase(kind, original, self, args, kwargs, cap)
-            phase.grads.extend(_grads_of(self))
-            result = original(self, *args, **kwargs)
-            phase.grads.extend(_grads_of(self))
-            noted.append(phase)
-            return result
-        finally:
-            _core._capture_resume(cap)
-    routed.__wrapped__ = original
-    routed.__name__ = getattr(original, "__name__", kind)
-    routed.__doc__ = getattr(original, "__doc__", None)
-    return routed
+def note(kind, fn, target, args, kwargs, own=None):
+    """fn(target, *args, **kwargs), noted as a phase of the capture running on this thread (run
+    plainly on another thread, or inside a phase)."""
+    noted = noting
+    cap = _core._capture_suspend() if noted is not None else None
+    if cap is None:
+        return fn(target, *args, **kwargs)
+    try:
+        why = _refusal(kind, target, args, kwargs, own)
+        if why is not None:
+            noted.refusals.append(why)
+        phase = Phase(kind, fn, target, args, kwargs, cap)
+        phase.grads.extend(_grads_of(target))
+        result = fn(target, *args, **kwargs)
+        phase.grads.extend(_grads_of(target))
+        noted.append(phase)
+        return result
+    finally:
+        _core._capture_resume(cap)
 
 
-class _Noted(list):
-    """The phases of a capture, and why any call could not be one."""
-
-    def __init__(self):
-        super().__init__()
-        self.refusals = []
-
-
-def _targets():
-    """(class, name, kind) of the methods routed: Tensor.backward, the optimizers' zero_grad
-    and step, a Module's zero_grad (when nn is loaded)."""
-    out = [(Tensor, "backward", BACKWARD)]
-    optim = sys.modules.get("tapegrad.optim.optimizer")
-    if optim is not None:
-        out += [(optim.Optimizer, "zero_grad", ZERO_GRAD), (optim.Optimizer, "step", STEP)]
-    module = sys.modules.get("tapegrad.nn.modules.module")
-    if module is not None:
-        out.append((module.Module, "zero_grad", ZERO_GRAD))
-    return out
+def _noted_backward(tensor, gradient, retain_graph, create_graph, inputs):
+    kwargs = {k: v for k, v in (("gradient", gradient), ("retain_graph", retain_graph),
+                                ("create_graph", create_graph), ("inputs", inputs))
+              if v is not None and v is not False}
+    return note(BACKWARD, _core.TensorBase.backward, tensor, (), kwargs, Tensor.backward)
 
 
-class Routes:
-    """Routes the phase methods to _routed wrappers for one capture (begin/end)."""
-
-    def __init__(self):
-        self.installed = []
-
-    def begin(self):
-        global _noted
-        _noted = _Noted()
-        for klass, name, kind in _targets():
-            own = name in klass.__dict__
-            original = getattr(klass, name)
-            setattr(klass, name, _routed(kind, original))
-            self.installed.append((klass, name, original, own))
-        return _noted
-
-    def end(self):
-        global _noted
-        _noted = None
-        for klass, name, original, own in reversed(self.installed):
-            if own:
-                setattr(klass, name, original)
-            else:
-                delattr(klass, name)
-        self.installed.clear()
+def begin():
+    """Start noting phases (a capture begins); returns the list they are noted in."""
+    global noting
+    noting = _Noted()
+    _core._set_step_phase_route(_noted_backward)
+    return noting
 
 
-routes = Routes()
+def end():
+    global noting
+    noting = None
+    _core._set_step_phase_route(None)
 
 
 # -- building the plan ---------------------------------------------------------------------------

@@ -256,12 +256,12 @@ class CompiledFunction(_core.CompiledCall):
             _route_public_calls(_core._capture_op_call)
             _ROUTES.install()
             _capture_state.routing = True
-            phases = _step_phases.routes.begin()
+            phases = _step_phases.begin()
             try:
                 with python_state.watching_prints():
                     result = self.fn(*args, **kwargs)
             finally:
-                _step_phases.routes.end()
+                _step_phases.end()
                 _stop_routing()
         finally:
             _capture_state.capture = None
@@ -603,6 +603,19 @@ def _is_guarded_value(v) -> bool:
                                        Tensor) + _RANDOM_STATES)
 
 
+def _is_held_object(v) -> bool:
+    """A Module or an optimizer: guarded by identity where the function reads it by name.  The
+    capture ran that module's ops on its parameters (the Program reads them as externals) and
+    that optimizer's zero_grad and step (the replay's phases call them): another one bound to
+    the name (`model = Net()`, `opt = Adam(...)` between calls) is a new capture, not the old
+    one's replay."""
+    from .nn.modules.module import Module
+    if isinstance(v, Module):
+        return True
+    optim = sys.modules.get("tapegrad.optim.optimizer")
+    return optim is not None and isinstance(v, optim.Optimizer)
+
+
 _same = _core._same_binding
 
 
@@ -640,9 +653,10 @@ def _environment(fn, args=(), kwargs=None):
     guarded = set()
 
     def guard(ns, name, v, always=False):
-        """Guard what `name` in `ns` holds (numbers, tensors, helpers; objects if told)."""
-        if (always or _is_guarded_value(v) or _is_followed_function(v)) \
-                and (id(ns), name) not in guarded:
+        """Guard what `name` in `ns` holds (numbers, tensors, helpers, modules and optimizers;
+        objects if told)."""
+        if (always or _is_guarded_value(v) or _is_followed_function(v)
+                or _is_held_object(v)) and (id(ns), name) not in guarded:
             guarded.add((id(ns), name))
             env.append((ns, name, v))
         modules.append(v)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _step_phases
 from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' for a tensor
 from .._profiling import recording_profiler
 from ..grad_mode import enable_grad, no_grad
@@ -68,6 +68,11 @@ def _with_step_hooks(step):
     in the outermost call, as PyTorch (which wraps the instantiated class's step only)."""
     @functools.wraps(step)
     def hooked_step(self, *args, **kwargs):
+        if _step_phases.noting is not None:     # a compiled whole step captures its phases
+            return _step_phases.note(_step_phases.STEP, stepped, self, args, kwargs)
+        return stepped(self, *args, **kwargs)
+
+    def stepped(self, *args, **kwargs):
         # (read from the instance's dict: an optimizer wrapping another, Lookahead-style, may
         # never call Optimizer.__init__, which makes the tables)
         state = self.__dict__
@@ -491,6 +496,12 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
     # -- gradients --------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
+        if _step_phases.noting is not None:     # a compiled whole step captures its phases
+            return _step_phases.note(_step_phases.ZERO_GRAD, Optimizer._zero_grad, self, (),
+                                     {"set_to_none": set_to_none}, Optimizer.zero_grad)
+        Optimizer._zero_grad(self, set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         if not hasattr(self, "_zero_grad_profile_name"):
             _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
         profiler = recording_profiler()

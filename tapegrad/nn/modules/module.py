@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ... import _core
+from ... import _core, _step_phases
 from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
 from ..._more_creation import typename
@@ -595,6 +595,12 @@ class Module:
         """Reset the gradients of all parameters: to ``None`` (default, as PyTorch 2) or, with
         ``set_to_none=False``, to zeros in place.
         """
+        if _step_phases.noting is not None:     # a compiled whole step captures its phases
+            return _step_phases.note(_step_phases.ZERO_GRAD, Module._zero_grad, self, (),
+                                     {"set_to_none": set_to_none}, Module.zero_grad)
+        Module._zero_grad(self, set_to_none)
+
+    def _zero_grad(self, set_to_none: bool) -> None:
         from ...optim.optimizer import reset_grads
         reset_grads(self.parameters(), set_to_none)
 
