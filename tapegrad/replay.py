@@ -619,6 +619,18 @@ def _is_held_object(v) -> bool:
 _same = _core._same_binding
 
 
+# The instructions that read a global by name (3.12 adds the last; LOAD_NAME: a class body).
+_GLOBAL_LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
+
+
+def _global_reads(code):
+    """The names `code` reads as globals.  Not co_names, which also holds the attribute names
+    it reads: `opt.step()` in a training step would guard a global loop counter `step`, which
+    changes at every call, and the step would capture again at every call."""
+    return dict.fromkeys(op.argval for op in dis.get_instructions(code)
+                         if op.opname in _GLOBAL_LOADS)
+
+
 def _code_objects(code):
     yield code
     for c in code.co_consts:
@@ -688,7 +700,7 @@ def _environment(fn, args=(), kwargs=None):
             seen = set()
             cells = dict(zip(code.co_freevars, f.__closure__ or ()))
             for c in _code_objects(code):
-                for name in c.co_names:
+                for name in _global_reads(c):
                     if name in seen:
                         continue
                     seen.add(name)

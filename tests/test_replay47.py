@@ -512,3 +512,42 @@ def test_module_zero_grad_and_step_order_after():
         for a, b in zip(r, c):
             if a is not None:
                 np.testing.assert_allclose(b, a, rtol=1e-10)
+
+
+def test_attribute_name_is_not_a_global_read():
+    """`opt.step()` reads the attribute `step`, not a global `step` (a script's loop counter):
+    the counter changing at every call no longer sends the whole step back to capture."""
+    torch = _torch()
+
+    def run(lib, compiled):
+        m = _model(lib, "float32")
+        ns = {"opt": lib.optim.Adam(m.parameters(), lr=0.01), "m": m, "step": 0}
+        exec("def wstep(x, y):\n"
+             "    opt.zero_grad()\n"
+             "    loss = ((m(x) - y) ** 2).mean()\n"
+             "    loss.backward()\n"
+             "    opt.step()\n"
+             "    return loss\n", ns)
+        f = lib.compile(ns["wstep"]) if compiled else ns["wstep"]
+        out = []
+        for i in range(STEPS):
+            ns["step"] = i
+            out.append(_snapshot(f(*_data(lib, "float32", i)), m, ns["opt"]))
+        return out, f
+
+    eager, _ = run(tg, False)
+    compiled, f = run(tg, True)
+    _assert_same(eager, compiled)
+    assert f.stats["captures"] == 1 and f.stats["replays"] == STEPS - 1, f.stats
+    _assert_close(run(torch, False)[0], compiled, "float32")
+
+
+def test_global_read_still_guarded():
+    """A number the function does read as a global is still guarded."""
+    ns = {"scale": 2.0}
+    exec("def fn(x):\n    return (x * scale).sum()\n", ns)
+    f = tg.compile(ns["fn"])
+    x = tg.ones(3)
+    assert f(x).item() == f(x).item() == 6.0
+    ns["scale"] = 3.0
+    assert f(x).item() == 9.0 == _torch().ones(3).mul(3.0).sum().item()
