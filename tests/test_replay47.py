@@ -551,3 +551,58 @@ def test_global_read_still_guarded():
     assert f(x).item() == f(x).item() == 6.0
     ns["scale"] = 3.0
     assert f(x).item() == 9.0 == _torch().ones(3).mul(3.0).sum().item()
+
+
+SCHEDULERS = {
+    "step": lambda S, opt: S.StepLR(opt, step_size=1, gamma=0.5),
+    "sequential": lambda S, opt: S.SequentialLR(
+        opt, [S.ConstantLR(opt, factor=0.5, total_iters=2), S.ExponentialLR(opt, gamma=0.9)],
+        milestones=[2]),
+    "onecycle": lambda S, opt: S.OneCycleLR(opt, max_lr=0.1, total_steps=10),
+    "warm-restarts": lambda S, opt: S.CosineAnnealingWarmRestarts(opt, T_0=2),
+    "plateau": lambda S, opt: S.ReduceLROnPlateau(opt, patience=0, factor=0.5),
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_scheduler_step_inside_the_step(name):
+    """SILENT without its phase: a scheduler's step() inside the compiled step changes the
+    optimizer's learning rates (Python state), which a replay skipped.  It is a phase now; a
+    ReduceLROnPlateau given loss.item() reads a value after backward(): eager."""
+    torch = _torch()
+
+    def run(lib, compiled):
+        m = _model(lib, "float64")
+        opt = lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        sched = SCHEDULERS[name](lib.optim.lr_scheduler, opt)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            if name == "plateau":
+                sched.step(loss.item())
+            else:
+                sched.step()
+            return loss
+        f = lib.compile(step) if compiled else step
+        out = []
+        for i in range(6):
+            out.append(_snapshot(f(*_data(lib, "float64", i % 2)), m, opt))
+            out[-1]["lr"] = opt.param_groups[0]["lr"]
+        return out, f
+
+    eager, _ = run(tg, False)
+    compiled, f = run(tg, True)
+    _assert_same(eager, compiled)
+    assert [c["lr"] for c in compiled] == [e["lr"] for e in eager]
+    reference, _ = run(torch, False)
+    np.testing.assert_allclose([c["lr"] for c in compiled], [r["lr"] for r in reference],
+                               rtol=1e-12)
+    _assert_close(reference, compiled, "float64")
+    if name == "plateau":
+        assert f.stats["replays"] == 0 and "after backward()" in f.explain()
+    else:
+        assert f.stats["replays"] == 5, f.explain()
+        assert f.explain().endswith(f"SGD.step(), {type(SCHEDULERS[name](tg.optim.lr_scheduler, tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=0.1))).__name__}.step()")
