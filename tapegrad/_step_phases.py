@@ -43,13 +43,15 @@ from . import _core
 from .tensor import Tensor
 
 BACKWARD, ZERO_GRAD, STEP = "backward", "zero_grad", "step"
+# (any other kind: a function of tapegrad.nn.utils that rewrites gradients in place, by its
+# public name: clip_grad_norm_, clip_grad_value_; its target the tuple of parameters)
 
 
 class Phase:
     """One call noted during a capture: `kind`, the unrouted method `fn`, its object `target`
     (the root tensor for a backward), its arguments, and how far the capture had got."""
     __slots__ = ("kind", "fn", "target", "args", "kwargs", "n_steps", "n_created", "n_reads",
-                 "grads")
+                 "grads", "result")
 
     def __init__(self, kind, fn, target, args, kwargs, capture):
         self.kind, self.fn, self.target, self.args, self.kwargs = kind, fn, target, args, kwargs
@@ -57,10 +59,13 @@ class Phase:
         self.n_created = len(capture.created)
         self.n_reads = len(capture.reads)
         self.grads = []
+        self.result = None
 
     def describe(self) -> str:
         if self.kind == BACKWARD:
             return "backward()"
+        if self.kind not in (ZERO_GRAD, STEP):
+            return f"{self.kind}()"
         return f"{type(self.target).__name__}.{self.kind}()"
 
 
@@ -129,8 +134,11 @@ def _refusal(kind, target, args, kwargs, own) -> str | None:
 
 
 def _grads_of(target):
-    """The .grad tensors a zero_grad() or step() of `target` reads or writes."""
-    if hasattr(target, "param_groups"):
+    """The .grad tensors a zero_grad() or step() of `target` (or a clipping of the parameters
+    `target`) reads or writes."""
+    if isinstance(target, tuple):
+        params = target
+    elif hasattr(target, "param_groups"):
         params = [p for g in target.param_groups for p in g["params"]]
     elif hasattr(target, "parameters"):
         params = list(target.parameters())
@@ -152,12 +160,20 @@ def note(kind, fn, target, args, kwargs, own=None):
             noted.refusals.append(why)
         phase = Phase(kind, fn, target, args, kwargs, cap)
         phase.grads.extend(_grads_of(target))
-        result = fn(target, *args, **kwargs)
+        result = phase.result = fn(target, *args, **kwargs)
         phase.grads.extend(_grads_of(target))
         noted.append(phase)
         return result
     finally:
         _core._capture_resume(cap)
+
+
+def parameters_of(parameters):
+    """A clipping's `parameters` (a tensor, a list, usually a generator) as the tuple a phase
+    holds: the generator is spent by the capture's own call."""
+    if isinstance(parameters, _core.TensorBase):
+        return (parameters,)
+    return tuple(parameters)
 
 
 def _noted_backward(tensor, gradient, retain_graph, create_graph, inputs):
@@ -187,14 +203,39 @@ class Unphased(Exception):
     """Why a capture's phases cannot be replayed (the function stays eager)."""
 
 
-def plan_value(capture, result, noted, effects):
+def _tensors_in(value, out):
+    if isinstance(value, _core.TensorBase):
+        out.append(value)
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _tensors_in(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _tensors_in(v, out)
+    return out
+
+
+def plan_value(capture, result, noted, effects, reached=()):
     """fn's return value as the plan returns it: `result` itself when the call made no phase,
     else (result, root 0, ...) with the backward roots, so that the Program returns them too.
-    Raises Unphased when the phases cannot follow a replayed forward."""
+    Raises Unphased when the phases cannot follow a replayed forward.  `reached`: the objects
+    the function reads (replay.py's _environment), whose Modules are guarded."""
     if noted.refusals:
         raise Unphased("; ".join(dict.fromkeys(noted.refusals)))
     if not noted:
         return result, ()
+    made = {id(p.result) for p in noted if isinstance(p.result, _core.TensorBase)}
+    if any(id(t) in made for t in _tensors_in(result, [])):
+        raise Unphased("it returns what a phase returns (clip_grad_norm_'s total norm), which "
+                       "a replay does not make")
+    from .nn.modules.module import Module
+    guarded = [tuple(m.parameters()) for m in reached if isinstance(m, Module)]
+    for p in noted:
+        if isinstance(p.target, tuple) and not any(
+                len(g) == len(p.target) and all(a is b for a, b in zip(g, p.target))
+                for g in guarded):
+            raise Unphased(f"it calls {p.kind}() on parameters other than a module's "
+                           "parameters() (a replay could not see that list change)")
     first = next((i for i, p in enumerate(noted) if p.kind != ZERO_GRAD), len(noted))
     n_steps, n_created, n_reads = len(capture.steps), len(capture.created), len(capture.reads)
     for p in noted[first:]:

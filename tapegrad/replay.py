@@ -282,7 +282,7 @@ class CompiledFunction(_core.CompiledCall):
                              "numpy's (random.random(), np.random.beta(...), a Generator it "
                              "reads), which a replay would not draw again")
             else:
-                plan = _build_plan(capture, flat, result, effects, phases)
+                plan = _build_plan(capture, flat, result, effects, phases, reached)
                 if changed:
                     reasons = [plan.reason] if plan.program is None and plan.reason else []
                     plan = _Plan(reason="; ".join(reasons + [
@@ -1181,7 +1181,7 @@ def _share_memory(a, b) -> bool:
         return True
 
 
-def _build_plan(capture, flat, result, effects=(), phases=()):
+def _build_plan(capture, flat, result, effects=(), phases=(), reached=()):
     """`flat`: the call's flattened arguments (_core._call_key); `effects`: the in-place writes
     into tensors it did not make that the replay performs again (_capture_inplace_call);
     `phases`: its backward() and optimizer calls (tapegrad/_step_phases.py), run again after
@@ -1189,7 +1189,7 @@ def _build_plan(capture, flat, result, effects=(), phases=()):
     try:
         if not phases and not getattr(phases, "refusals", None):
             return _plan_from(capture, flat, result, effects)
-        value, roots = _step_phases.plan_value(capture, result, phases, effects)
+        value, roots = _step_phases.plan_value(capture, result, phases, effects, reached)
         plan = _plan_from(capture, flat, value, effects)
         _step_phases.check_externals(phases, [t for t in plan.sources if isinstance(t, Tensor)])
         plan.phases = _step_phases.StepPhases(phases, roots)

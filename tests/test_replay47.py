@@ -344,8 +344,9 @@ def _step_variant(lib, kind):
         opt.zero_grad()
         loss = ((m(x) - y) ** 2).mean()
         loss.backward()
-        if kind == "clip":
-            lib.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        if kind == "grad-op":
+            with lib.no_grad():
+                m[0].weight.grad.mul_(m[0].weight.grad.abs().max())
         opt.step()
         if kind == "after":
             return loss, m[0].weight.sum()
@@ -354,10 +355,10 @@ def _step_variant(lib, kind):
 
 
 @pytest.mark.parametrize("kind,reason", [
-    ("clip", "after backward()"), ("after", "after backward()"),
+    ("grad-op", "after backward()"), ("after", "after backward()"),
     ("zero-override", "overrides the library's")])
 def test_steps_a_replay_cannot_follow_stay_eager(kind, reason):
-    """Ops after backward() (gradient clipping, a parameter read after the step), an optimizer
+    """Ops after backward() (on a gradient, a parameter read after the step), an optimizer
     subclass's own zero_grad around the library's (its code would be skipped): the function
     runs eagerly (explain() says why) with eager's results."""
     torch = _torch()
@@ -606,3 +607,45 @@ def test_scheduler_step_inside_the_step(name):
     else:
         assert f.stats["replays"] == 5, f.explain()
         assert f.explain().endswith(f"SGD.step(), {type(SCHEDULERS[name](tg.optim.lr_scheduler, tg.optim.SGD([tg.zeros(1, requires_grad=True)], lr=0.1))).__name__}.step()")
+
+
+@pytest.mark.parametrize("clip", ["norm", "value", "norm-list", "norm-returned"])
+def test_gradient_clipping_inside_the_step(clip):
+    """clip_grad_norm_ / clip_grad_value_ of model.parameters() between backward() and step()
+    are phases (the library's clipping of the gradients, at each replay); clipping a list the
+    function builds (which a replay could not see change) or returning the total norm: eager."""
+    torch = _torch()
+
+    def run(lib, compiled):
+        m = _model(lib, "float32")
+        opt = lib.optim.Adam(m.parameters(), lr=0.01)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward()
+            total = None
+            if clip == "value":
+                lib.nn.utils.clip_grad_value_(m.parameters(), 0.05)
+            elif clip == "norm-list":
+                lib.nn.utils.clip_grad_norm_([m[0].weight, m[2].weight], 0.1)
+            else:
+                total = lib.nn.utils.clip_grad_norm_(m.parameters(), 0.1)
+            opt.step()
+            return (loss, total) if clip == "norm-returned" else loss
+        f = lib.compile(step) if compiled else step
+        out = []
+        for i in range(STEPS):
+            r = f(*_data(lib, "float32", i))
+            out.append(_snapshot(r[0] if isinstance(r, tuple) else r, m, opt))
+        return out, f
+
+    eager, _ = run(tg, False)
+    compiled, f = run(tg, True)
+    _assert_same(eager, compiled)
+    if clip in ("norm", "value"):
+        assert f.stats["replays"] == STEPS - 1, f.explain()
+        assert f"clip_grad_{clip}_()" in f.explain()
+    else:
+        assert f.stats["replays"] == 0, f.explain()
+    _assert_close(run(torch, False)[0], compiled, "float32")
