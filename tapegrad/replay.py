@@ -8,7 +8,12 @@
         opt.zero_grad()
         loss = loss_fn(x, y)        # first call: eager, captured; later calls: replayed
         loss.backward()             # the captured reverse sweep, .grad as eager gives it
-        opt.step()                  # stays outside: parameters are read in place each call
+        opt.step()                  # parameters are read in place each call
+
+The whole training step may be compiled too (`opt.zero_grad(); loss = ...; loss.backward();
+clip_grad_norm_(model.parameters(), c); opt.step(); sched.step()` in one function): backward(),
+zero_grad(), gradient clipping and the optimizer's and scheduler's steps are phases a replay
+runs after its forward, as the same calls on the same objects (tapegrad/_step_phases.py).
 
 The first call with a given signature (the tensor arguments' shapes, dtypes and requires_grad,
 which arguments are the same tensor, the other arguments' values, grad mode) runs `fn` eagerly

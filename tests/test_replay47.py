@@ -649,3 +649,41 @@ def test_gradient_clipping_inside_the_step(clip):
     else:
         assert f.stats["replays"] == 0, f.explain()
     _assert_close(run(torch, False)[0], compiled, "float32")
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_returned_loss_after_inner_backward(retain):
+    """The loss a whole step returns has had its backward: a second backward outside raises
+    PyTorch's error, or (retain_graph=True inside) accumulates again, as eager."""
+    torch = _torch()
+
+    def run(lib, compiled):
+        m = _model(lib, "float64")
+        opt = lib.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((m(x) - y) ** 2).mean()
+            loss.backward(retain_graph=retain)
+            return loss
+        f = lib.compile(step) if compiled else step
+        out = []
+        for i in range(3):
+            loss = f(*_data(lib, "float64", i))
+            try:
+                loss.backward()
+                out.append(_bits(m[0].weight.grad))
+            except RuntimeError as e:
+                out.append(str(e)[:60])
+        return out, f
+
+    eager, _ = run(tg, False)
+    compiled, f = run(tg, True)
+    reference, _ = run(torch, False)
+    assert f.stats["replays"] == 2
+    for e, c, r in zip(eager, compiled, reference):
+        if isinstance(r, str):
+            assert e == c == r and "second time" in r
+        else:
+            assert _same_bits(e, c)
+            np.testing.assert_allclose(c, r, rtol=1e-12)
