@@ -1,39 +1,44 @@
-"""A whole training step under tapegrad.compile: backward(), zero_grad() and an optimizer's
-step() inside the compiled function.
+"""A whole training step under tapegrad.compile: backward(), zero_grad(), gradient clipping and
+the optimizer's and scheduler's step() inside the compiled function.
 
     @tapegrad.compile
     def step(x, y):
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
+        clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        sched.step()
         return loss
 
-These calls are not ops of the function's graph: they act on the autograd state (.grad) and on
-the optimizer's parameters and state.  While a capture runs, they are routed here (`routes`):
-each runs eagerly with the capture suspended (the gradients and optimizer state it makes are
-not steps of the call) and is noted as a phase.  A replay runs the captured forward in C, then
-the phases in their order, as the same calls on the same objects (ReplayPlan.phases,
-src/tapegrad/replay.pxi):
+These calls are not ops of the function's graph: they act on the autograd state (.grad), on
+the optimizer's parameters and state, on its learning rates.  While a capture runs, the
+library's own methods hand them to `note` (Tensor.backward through _core's route; Optimizer's
+and Module's zero_grad; every optimizer class's step wrapper and every scheduler class's step;
+clip_grad_norm_ and clip_grad_value_): each runs eagerly with the capture suspended (the
+gradients and optimizer state it makes are not steps of the call) and is noted as a phase.  A
+replay runs the captured forward in C, then the phases in their order, as the same calls on the
+same objects (ReplayPlan.phases, src/tapegrad/replay.pxi):
 
   - Tensor.backward on the replayed root: the Program's reverse sweep, whose gradients the
     tape accumulates into each .grad exactly as eager's backward does (None or zeros after
     zero_grad(set_to_none=True/False), a sum over calls without one);
-  - an optimizer's (or a Module's) zero_grad, and an optimizer's step: the optimizer's own
-    update, its per-parameter kernels (SGD's, Adam's, ...) - one code path, eager's.  The
-    step reads lr, momentum, betas from its param groups and the step counters and moments
-    from its state at every call, so a learning-rate scheduler between calls, a parameter
-    added to a group or a .grad changed outside the function are what eager would see; the
-    moments (exp_avg, momentum_buffer) live in the optimizer and are updated in place.
+  - zero_grad, the clipping and an optimizer's step: the library's own code, the optimizer's
+    per-parameter kernels (SGD's, Adam's, ...) - one code path, eager's.  The step reads lr,
+    momentum, betas from its param groups and the step counters and moments from its state at
+    every call, so a learning-rate scheduler between calls, a parameter added to a group or a
+    .grad changed outside the function are what eager would see; the moments (exp_avg,
+    momentum_buffer) live in the optimizer and are updated in place.
 
 What the phases rely on, checked when the plan is built (otherwise the function stays eager,
 with the reason in explain()): the forward reads no .grad (its replay runs before the phases,
-so a zero_grad() written before the forward may run after it), no op runs and no value is read
+so a zero_grad() written before the forward may run after it); no op runs and no value is read
 from the first backward() on (the forward is replayed whole before the phases: an op after
-step() would read the old parameters), and each call is the class's own method as routed here
-(an optimizer subclass overriding step() has code the phase would skip).  The objects the
-phases act on are what the function reads by name: rebinding one (another optimizer in `opt`)
-fails the environment guard, as any rebound name does.
+step() would read the old parameters); zero_grad and backward are the library's (a subclass's
+override calling super() would be noted from inside, its own code skipped); a clipping is given
+a module's parameters(), and its total norm is not returned.  The objects the phases act on are
+what the function reads by name: Modules and optimizers are guarded by identity (replay.py's
+_environment), so another one bound to the name is a new capture.
 """
 from __future__ import annotations as _annotations
 
@@ -133,18 +138,22 @@ def _refusal(kind, target, args, kwargs, own) -> str | None:
     return None
 
 
-def _grads_of(target):
-    """The .grad tensors a zero_grad() or step() of `target` (or a clipping of the parameters
-    `target`) reads or writes."""
+def _params_of(target):
+    """The parameters a zero_grad() or step() of `target` (or a clipping of the parameters
+    `target`) acts on."""
     if isinstance(target, tuple):
-        params = target
-    elif hasattr(target, "param_groups"):
-        params = [p for g in target.param_groups for p in g["params"]]
-    elif hasattr(target, "parameters"):
-        params = list(target.parameters())
-    else:
-        return []
-    return [p.grad for p in params if isinstance(p, _core.TensorBase) and p.grad is not None]
+        return target
+    if hasattr(target, "param_groups"):
+        return [p for g in target.param_groups for p in g["params"]]
+    if hasattr(target, "parameters"):
+        return list(target.parameters())
+    return []
+
+
+def _grads_of(target):
+    """The .grad tensors a phase on `target` reads or writes."""
+    return [p.grad for p in _params_of(target)
+            if isinstance(p, _core.TensorBase) and p.grad is not None]
 
 
 def note(kind, fn, target, args, kwargs, own=None):
@@ -243,9 +252,13 @@ def plan_value(capture, result, noted, effects, reached=()):
             raise Unphased(f"it runs ops or reads values after {noted[first].describe()} (a "
                            "replay runs the whole forward before backward() and the "
                            "optimizer's step)")
-    if effects:
-        raise Unphased("it writes into module buffers in place and calls backward() or an "
-                       "optimizer (a replay performs such writes after its forward)")
+    # (the forward's in-place writes into module buffers - BatchNorm's num_batches_tracked -
+    # come after the replayed forward and before the phases, as in eager, unless a phase acts
+    # on what they write)
+    written = {id(e[4]) for e in effects}
+    if any(id(q) in written for p in noted for q in _params_of(p.target)):
+        raise Unphased("it writes in place into a tensor an optimizer or a clipping acts on "
+                       "(a replay performs such writes after its forward)")
     roots = []
     for p in noted:
         if p.kind == BACKWARD and not any(p.target is r for r in roots):
