@@ -609,13 +609,13 @@ def _is_guarded_value(v) -> bool:
 
 
 def _is_held_object(v) -> bool:
-    """A Module or an optimizer: guarded by identity where the function reads it by name.  The
-    capture ran that module's ops on its parameters (the Program reads them as externals) and
-    that optimizer's zero_grad and step (the replay's phases call them): another one bound to
-    the name (`model = Net()`, `opt = Adam(...)` between calls) is a new capture, not the old
-    one's replay."""
-    from .nn.modules.module import Module
-    if isinstance(v, Module):
+    """What the function calls or steps, guarded by identity where it reads it by name: any
+    callable (a Module, whose ops the capture ran on its parameters; a library function such as
+    `act = torch.tanh`; a functools.partial; an object with __call__) and an optimizer (the
+    replay's phases call its zero_grad and step).  Another one bound to the name
+    (`model = Net()`, `act = torch.sigmoid`, `opt = Adam(...)` between calls) is a new capture,
+    not the old one's replay."""
+    if callable(v):
         return True
     optim = sys.modules.get("tapegrad.optim.optimizer")
     return optim is not None and isinstance(v, optim.Optimizer)

@@ -729,3 +729,43 @@ def test_batchnorm_model_whole_step():
     for r, c in zip(reference, compiled):
         for a, b in zip(r["buffers"], c["buffers"]):
             np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["library-function", "partial", "callable-object"])
+def test_rebound_callable_recaptures(kind):
+    """SILENT before: a global holding what the function calls - a library function, a
+    functools.partial, an object with __call__ - rebound between calls replayed the old one."""
+    import functools
+    torch = _torch()
+
+    class Scale:
+        def __init__(self, s):
+            self.s = s
+
+        def __call__(self, x):
+            return x * self.s
+
+    def make(lib, second):
+        if kind == "library-function":
+            return lib.sigmoid if second else lib.tanh
+        if kind == "partial":
+            return functools.partial(lib.nn.functional.leaky_relu,
+                                     negative_slope=0.5 if second else 0.1)
+        return Scale(3.0 if second else 2.0)
+
+    def run(lib, compiled):
+        ns = {"act": make(lib, False)}
+        fn = eval("lambda x: act(x).sum()", ns)
+        f = lib.compile(fn) if compiled else fn
+        x = lib.tensor([-1.0, 0.5, 2.0])
+        out = [f(x).item(), f(x).item()]
+        ns["act"] = make(lib, True)
+        out += [f(x).item(), f(x).item()]
+        return out, f
+
+    eager, _ = run(tg, False)
+    compiled, f = run(tg, True)
+    assert compiled == eager
+    assert compiled[1] != compiled[2]
+    assert f.stats["captures"] == 2 and f.stats["replays"] == 2
+    np.testing.assert_allclose(compiled, run(torch, False)[0], rtol=1e-6)
