@@ -497,20 +497,9 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
         if _step_phases.noting is not None:     # a compiled whole step captures its phases
-            return _step_phases.note(_step_phases.ZERO_GRAD, Optimizer._zero_grad, self, (),
+            return _step_phases.note(_step_phases.ZERO_GRAD, _zero_grads, self, (),
                                      {"set_to_none": set_to_none}, Optimizer.zero_grad)
-        Optimizer._zero_grad(self, set_to_none)
-
-    def _zero_grad(self, set_to_none: bool) -> None:
-        if not hasattr(self, "_zero_grad_profile_name"):
-            _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
-        profiler = recording_profiler()
-        if profiler is None:            # (no label to make: a training step's fixed cost)
-            for group in self.param_groups:
-                reset_grads(group["params"], set_to_none)
-            return
-        with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
-            reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+        _zero_grads(self, set_to_none)
 
     def step(self, closure=None):
         """Perform a single optimization step (to update the parameters).
@@ -744,6 +733,20 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
                     for key in keys:
                         if key in p_state and not _is_tensor(p_state[key]):
                             p_state[key] = _step_tensor(float(p_state[key]))
+
+
+def _zero_grads(self, set_to_none: bool) -> None:
+    """Optimizer.zero_grad's work (a function, not a method: an optimizer's dir() lists
+    PyTorch's names)."""
+    if not hasattr(self, "_zero_grad_profile_name"):
+        _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
+    profiler = recording_profiler()
+    if profiler is None:            # (no label to make: a training step's fixed cost)
+        for group in self.param_groups:
+            reset_grads(group["params"], set_to_none)
+        return
+    with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
+        reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
 
 # (Optimizer's own step, which the built-in optimizers inherit; subclasses' in __init_subclass__)

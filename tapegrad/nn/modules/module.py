@@ -91,6 +91,12 @@ def _addindent(text: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
+def _zero_grads(module, set_to_none: bool) -> None:
+    """Module.zero_grad's work (a function, not a method: dir(Module) lists PyTorch's names)."""
+    from ...optim.optimizer import reset_grads
+    reset_grads(module.parameters(), set_to_none)
+
+
 class Module:
     """Base class of all layers: subclasses assign parameters and submodules in __init__ and
     define forward(); calling the module calls forward."""
@@ -596,13 +602,9 @@ class Module:
         ``set_to_none=False``, to zeros in place.
         """
         if _step_phases.noting is not None:     # a compiled whole step captures its phases
-            return _step_phases.note(_step_phases.ZERO_GRAD, Module._zero_grad, self, (),
+            return _step_phases.note(_step_phases.ZERO_GRAD, _zero_grads, self, (),
                                      {"set_to_none": set_to_none}, Module.zero_grad)
-        Module._zero_grad(self, set_to_none)
-
-    def _zero_grad(self, set_to_none: bool) -> None:
-        from ...optim.optimizer import reset_grads
-        reset_grads(self.parameters(), set_to_none)
+        _zero_grads(self, set_to_none)
 
     def apply(self: T, fn: Callable[["Module"], None]) -> T:
         """Call ``fn(m)`` on every submodule, children before parents, then on this module; returns the
