@@ -21,6 +21,10 @@ PyTorch eager):
            manual SGD update outside), 2,000 points, float32
   mlp      the MLP 784-256-10 SGD step of test_training.py (model + loss compiled, zero_grad and
            the optimizer step outside), batch 64, float32; numpy = the hand-written step
+  whole    the whole training step (zero_grad, forward, loss, backward, SGD with momentum or
+           Adam) in one compiled function, for LeNet-5, the LSTM, the transformer encoder and the
+           MLP, against the same function eager and PyTorch's eager step, one thread, thread CPU
+           time (test_whole_step_interleaved: issue target the CNN and LSTM steps <= 0.8x eager)
 
 Each benchmark first checks that the replayed values and gradients equal the eager ones.
 """
