@@ -21,6 +21,10 @@ PyTorch eager):
            manual SGD update outside), 2,000 points, float32
   mlp      the MLP 784-256-10 SGD step of test_training.py (model + loss compiled, zero_grad and
            the optimizer step outside), batch 64, float32; numpy = the hand-written step
+  whole    the whole training step (zero_grad, forward, loss, backward, SGD with momentum or
+           Adam) in one compiled function, for LeNet-5, the LSTM, the transformer encoder and the
+           MLP, against the same function eager and PyTorch's eager step, one thread, thread CPU
+           time (test_whole_step_interleaved: issue target the CNN and LSTM steps <= 0.8x eager)
 
 Each benchmark first checks that the replayed values and gradients equal the eager ones.
 """
@@ -384,3 +388,76 @@ def test_mlp_replay_interleaved(bench_report, benchmark_disabled):
                  + ", ".join(f"{k} {v * 1e6:,.0f} us" for k, v in med.items()))
     bench_report(f"    tapegrad replay / numpy = {med['tapegrad replay'] / med['numpy']:.3f};  "
                  f"tapegrad replay / tapegrad = {med['tapegrad replay'] / med['tapegrad']:.3f}")
+
+
+# -- the whole training step compiled (zero_grad, forward, loss, backward, optimizer step) ---------
+
+def _whole_step_model(lib, workload, optimizer):
+    """(model, loss_fn, optimizer, x, y) of a whole-step workload in `lib` (its own initial
+    weights: the timings do not depend on them)."""
+    if workload == "mlp":
+        params, x, y = B.mlp_problem()
+        model, loss_fn, _ = B.lib_mlp(lib, params)
+    else:
+        _, build, data = _layer_workloads()[workload]
+        x, y = data(np.random.default_rng(0))
+        lib.manual_seed(0)
+        model = build(lib)
+        loss_fn = lib.nn.CrossEntropyLoss()
+    opt = (lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9) if optimizer == "sgd"
+           else lib.optim.Adam(model.parameters(), lr=1e-3))
+    return model, loss_fn, opt, lib.from_numpy(x), lib.from_numpy(y)
+
+
+def _whole_step(model, loss_fn, opt):
+    """A training step as a script writes it under torch.compile: everything in one function."""
+    def step(xs, ys):
+        opt.zero_grad()
+        out = model(xs)
+        loss = loss_fn(out.reshape(-1, out.shape[-1]), ys.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+WHOLE_STEP_ROUNDS = 25
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize("workload", ["lenet", "lstm", "encoder", "mlp"])
+def test_whole_step_interleaved(workload, optimizer, bench_report, benchmark_disabled):
+    """The whole training step (zero_grad, forward, loss, backward, optimizer step) in one
+    tapegrad.compile'd function against the same function eager, and PyTorch's eager step,
+    round-robin in one process, one thread, thread CPU time (issue target: the CNN and LSTM
+    steps replayed <= 0.8x eager).  The replayed steps first follow the eager ones exactly."""
+    torch = pytest.importorskip("torch")
+    t_threads, threads = torch.get_num_threads(), tg.get_num_threads()
+    torch.set_num_threads(1)
+    tg.set_num_threads(1)
+    try:
+        ways, compiled = {}, None
+        for name in ("tapegrad", "tapegrad whole-step replay"):
+            model, loss_fn, opt, xs, ys = _whole_step_model(tg, workload, optimizer)
+            fn = _whole_step(model, loss_fn, opt)
+            if name != "tapegrad":
+                fn = compiled = tg.compile(fn)
+            ways[name] = B.Contender(lambda xs=xs, ys=ys: (xs, ys), fn)
+        losses = [[w.run(*w.setup()).item() for w in ways.values()] for _ in range(3)]
+        assert all(a == b for a, b in losses), losses
+        assert compiled.stats["replays"] == 2, compiled.explain()
+        state = _whole_step_model(torch, workload, optimizer)
+        ways["torch"] = B.Contender(lambda s=state: s[3:], _whole_step(*state[:3]))
+        med, rounds = B.time_contenders(ways, 1 if benchmark_disabled else WHOLE_STEP_ROUNDS,
+                                        budget=0.0, warmup=0 if benchmark_disabled else 2,
+                                        clock=time.thread_time)
+    finally:
+        tg.set_num_threads(threads)
+        torch.set_num_threads(t_threads)
+    bench_report(f"interleaved, whole step ({optimizer}), {workload}, median of {rounds} steps "
+                 "(thread CPU time): " + ", ".join(f"{k} {v * 1e3:,.2f} ms"
+                                                   for k, v in med.items()))
+    bench_report(f"    whole-step replay / tapegrad = "
+                 f"{med['tapegrad whole-step replay'] / med['tapegrad']:.3f};  "
+                 f"whole-step replay / torch = "
+                 f"{med['tapegrad whole-step replay'] / med['torch']:.3f}")

@@ -8,7 +8,12 @@
         opt.zero_grad()
         loss = loss_fn(x, y)        # first call: eager, captured; later calls: replayed
         loss.backward()             # the captured reverse sweep, .grad as eager gives it
-        opt.step()                  # stays outside: parameters are read in place each call
+        opt.step()                  # parameters are read in place each call
+
+The whole training step may be compiled too (`opt.zero_grad(); loss = ...; loss.backward();
+clip_grad_norm_(model.parameters(), c); opt.step(); sched.step()` in one function): backward(),
+zero_grad(), gradient clipping and the optimizer's and scheduler's steps are phases a replay
+runs after its forward, as the same calls on the same objects (tapegrad/_step_phases.py).
 
 The first call with a given signature (the tensor arguments' shapes, dtypes and requires_grad,
 which arguments are the same tensor, the other arguments' values, grad mode) runs `fn` eagerly
@@ -83,7 +88,7 @@ import weakref
 
 import numpy as np
 
-from . import _compile_stance, _core, _meta, _settings
+from . import _compile_stance, _core, _meta, _settings, _step_phases
 from . import overrides as _overrides
 from .grad_mode import is_grad_enabled
 from .tensor import Tensor
@@ -214,7 +219,9 @@ class CompiledFunction(_core.CompiledCall):
                                    f", {recomputed} recomputing their values in the backward"
                                    if recomputed else "")
                                 + ")" if groups else "")
-                             + (f"; ops re-run on tensors: {', '.join(rerun)}" if rerun else ""))
+                             + (f"; ops re-run on tensors: {', '.join(rerun)}" if rerun else "")
+                             + (f"; then {', '.join(plan.phases.names)}"
+                                if plan.phases is not None else ""))
             else:
                 lines.append(f"eager: {plan.reason}")
         return "\n".join(lines)
@@ -254,10 +261,12 @@ class CompiledFunction(_core.CompiledCall):
             _route_public_calls(_core._capture_op_call)
             _ROUTES.install()
             _capture_state.routing = True
+            phases = _step_phases.begin()
             try:
                 with python_state.watching_prints():
                     result = self.fn(*args, **kwargs)
             finally:
+                _step_phases.end()
                 _stop_routing()
         finally:
             _capture_state.capture = None
@@ -278,7 +287,7 @@ class CompiledFunction(_core.CompiledCall):
                              "numpy's (random.random(), np.random.beta(...), a Generator it "
                              "reads), which a replay would not draw again")
             else:
-                plan = _build_plan(capture, flat, result, effects)
+                plan = _build_plan(capture, flat, result, effects, phases, reached)
                 if changed:
                     reasons = [plan.reason] if plan.program is None and plan.reason else []
                     plan = _Plan(reason="; ".join(reasons + [
@@ -599,7 +608,32 @@ def _is_guarded_value(v) -> bool:
                                        Tensor) + _RANDOM_STATES)
 
 
+def _is_held_object(v) -> bool:
+    """What the function calls or steps, guarded by identity where it reads it by name: any
+    callable (a Module, whose ops the capture ran on its parameters; a library function such as
+    `act = torch.tanh`; a functools.partial; an object with __call__) and an optimizer (the
+    replay's phases call its zero_grad and step).  Another one bound to the name
+    (`model = Net()`, `act = torch.sigmoid`, `opt = Adam(...)` between calls) is a new capture,
+    not the old one's replay."""
+    if callable(v):
+        return True
+    optim = sys.modules.get("tapegrad.optim.optimizer")
+    return optim is not None and isinstance(v, optim.Optimizer)
+
+
 _same = _core._same_binding
+
+
+# The instructions that read a global by name (3.12 adds the last; LOAD_NAME: a class body).
+_GLOBAL_LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS")
+
+
+def _global_reads(code):
+    """The names `code` reads as globals.  Not co_names, which also holds the attribute names
+    it reads: `opt.step()` in a training step would guard a global loop counter `step`, which
+    changes at every call, and the step would capture again at every call."""
+    return dict.fromkeys(op.argval for op in dis.get_instructions(code)
+                         if op.opname in _GLOBAL_LOADS)
 
 
 def _code_objects(code):
@@ -636,9 +670,10 @@ def _environment(fn, args=(), kwargs=None):
     guarded = set()
 
     def guard(ns, name, v, always=False):
-        """Guard what `name` in `ns` holds (numbers, tensors, helpers; objects if told)."""
-        if (always or _is_guarded_value(v) or _is_followed_function(v)) \
-                and (id(ns), name) not in guarded:
+        """Guard what `name` in `ns` holds (numbers, tensors, helpers, modules and optimizers;
+        objects if told)."""
+        if (always or _is_guarded_value(v) or _is_followed_function(v)
+                or _is_held_object(v)) and (id(ns), name) not in guarded:
             guarded.add((id(ns), name))
             env.append((ns, name, v))
         modules.append(v)
@@ -670,7 +705,7 @@ def _environment(fn, args=(), kwargs=None):
             seen = set()
             cells = dict(zip(code.co_freevars, f.__closure__ or ()))
             for c in _code_objects(code):
-                for name in c.co_names:
+                for name in _global_reads(c):
                     if name in seen:
                         continue
                     seen.add(name)
@@ -1151,12 +1186,20 @@ def _share_memory(a, b) -> bool:
         return True
 
 
-def _build_plan(capture, flat, result, effects=()):
+def _build_plan(capture, flat, result, effects=(), phases=(), reached=()):
     """`flat`: the call's flattened arguments (_core._call_key); `effects`: the in-place writes
-    into tensors it did not make that the replay performs again (_capture_inplace_call)."""
+    into tensors it did not make that the replay performs again (_capture_inplace_call);
+    `phases`: its backward() and optimizer calls (tapegrad/_step_phases.py), run again after
+    the replayed forward."""
     try:
-        return _plan_from(capture, flat, result, effects)
-    except _Unsupported as e:
+        if not phases and not getattr(phases, "refusals", None):
+            return _plan_from(capture, flat, result, effects)
+        value, roots = _step_phases.plan_value(capture, result, phases, effects, reached)
+        plan = _plan_from(capture, flat, value, effects)
+        _step_phases.check_externals(phases, [t for t in plan.sources if isinstance(t, Tensor)])
+        plan.phases = _step_phases.StepPhases(phases, roots)
+        return plan
+    except (_Unsupported, _step_phases.Unphased) as e:
         return _Plan(reason=str(e))
 
 

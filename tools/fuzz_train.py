@@ -20,6 +20,9 @@ initial values drawn the same way.
 --compile runs each program twice under tapegrad, the second time with every
 `loss_fn(model(X), Y)` as one function under tapegrad.compile (compiled_source): the records
 must be equal bit for bit (np.array_equal, every dtype), and the same exception type raised.
+From seed 20450 (WHOLE_STEP_FROM) a loop of the plain form - zero_grad, loss, backward, an
+optional clipping, the optimizers' steps - runs as one whole-step function instead, compiled in
+the second run (whole_step_lines): backward() and the optimizer's step are replayed too.
 
 Seeds: the generator draws the original families, losses, optimizers and schedulers from the
 seed's first stream exactly as before; a second stream (generate's `e`) adds the extensions
@@ -1025,9 +1028,56 @@ def compiled_source(p: Program) -> str:
     return "\n".join(out)
 
 
-def run(lib, p: Program, compiled=False):
+# --compile seeds from here on run the whole training step under torch.compile where the loop
+# has its plain form (whole_step_lines); smaller seeds keep the forward-and-loss form above.
+WHOLE_STEP_FROM = 20450
+
+
+def whole_step_lines(p: Program, compiled: bool):
+    """`p`'s lines with its training step - `opt.zero_grad(...)`, `loss = loss_fn(model(X), Y)`,
+    `loss.backward()`, an optional gradient clipping, `record('grads', ...)` and the optimizers'
+    `step()`s - as one function `wstep` (under torch.compile when `compiled`; the eager run uses
+    the same function uncompiled, so both record after the step), or None without that form."""
+    lines, out, start = p.lines, [], None
+    for i, line in enumerate(lines):
+        body = line.strip()
+        if (body.endswith(".zero_grad(set_to_none=True)") or body.endswith(
+                ".zero_grad(set_to_none=False)") or body.endswith(".zero_grad()")) and \
+                i + 2 < len(lines) and lines[i + 1].strip() == "loss = loss_fn(model(X), Y)" \
+                and lines[i + 2].strip() == "loss.backward()":
+            start = i
+            break
+    if start is None:
+        return None
+    indent = lines[start][:len(lines[start]) - len(lines[start].lstrip())]
+    j = start + 3
+    clip = []
+    if lines[j].strip().startswith("total = torch.nn.utils.clip_grad"):
+        clip, j = [lines[j].strip()], j + 1
+    if lines[j].strip() != "record('grads', model, loss)":
+        return None
+    j += 1
+    steps = []
+    while j < len(lines) and re.fullmatch(r"opt2?\.step\(\)", lines[j].strip()):
+        steps.append(lines[j].strip())
+        j += 1
+    if not steps:
+        return None
+    loop = max(k for k in range(start) if lines[k].startswith("for "))
+    body = [lines[start].strip(), "loss = loss_fn(model(a), b)", "loss.backward()", *clip,
+            *steps, "return loss"]
+    define = ["def wstep(a, b):"] + ["    " + b for b in body]
+    if compiled:
+        define.append("wstep = torch.compile(wstep)")
+    return (lines[:loop] + define + lines[loop:start]
+            + [indent + "loss = wstep(X, Y)", indent + "record('grads', model, loss)"]
+            + lines[j:])
+
+
+def run(lib, p: Program, compiled=False, whole_step=False):
     """Run `p` under `lib` (torch or tapegrad): its records [(label, {name: array})] and the
-    exception it raised (None).  `compiled`: the forward and loss under lib.compile."""
+    exception it raised (None).  `compiled`: the forward and loss under lib.compile;
+    `whole_step`: the training step as one function (whole_step_lines), compiled or not."""
     records = []
     x, y = data(p)
 
@@ -1063,6 +1113,8 @@ def run(lib, p: Program, compiled=False):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             src = compiled_source(p) if compiled else p.source()
+            if whole_step:
+                src = "\n".join(whole_step_lines(p, compiled))
             exec(compile(src, f"<train {p.seed}>", "exec"), ns)
         return records, None
     except Exception as e:   # noqa: BLE001 - compared across libraries
@@ -1164,7 +1216,9 @@ def check(seed, compiled=False):
     import tapegrad
     p = generate(seed)
     if compiled:
-        return p, compare(p, run(tapegrad, p), run(tapegrad, p, compiled=True), exact=True)
+        whole = seed >= WHOLE_STEP_FROM and whole_step_lines(p, False) is not None
+        return p, compare(p, run(tapegrad, p, whole_step=whole),
+                          run(tapegrad, p, compiled=True, whole_step=whole), exact=True)
     import torch
     return p, compare(p, run(torch, p), run(tapegrad, p))
 
@@ -1196,7 +1250,9 @@ def script(p: Program, compiled=False) -> str:
         "_dt = torch.float64 if " + repr("float64" in p.lines[0]) + " else torch.float32",
         "X = torch.tensor(_x) if _x.dtype.kind == 'i' else torch.tensor(_x, dtype=_dt)",
         "Y = torch.tensor(_y) if _y.dtype.kind == 'i' else torch.tensor(_y, dtype=_dt)",
-        compiled_source(p) if compiled else p.source()])
+        ("\n".join(whole_step_lines(p, True)) if compiled and p.seed >= WHOLE_STEP_FROM
+         and whole_step_lines(p, True) is not None
+         else compiled_source(p) if compiled else p.source())])
 
 
 def main(argv=None):

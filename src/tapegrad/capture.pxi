@@ -354,6 +354,24 @@ def _capture_end():
     CAPTURE = None
 
 
+def _capture_suspend():
+    """Stop noting this thread's ops for a while (a whole training step's backward() or
+    optimizer step, run eagerly inside the capture: tapegrad/_step_phases.py); returns the
+    Capture for _capture_resume.  None when no capture runs on this thread."""
+    global CAPTURE
+    if not capturing():
+        return None
+    cap = CAPTURE
+    CAPTURE = None
+    return cap
+
+
+def _capture_resume(Capture cap):
+    """Note ops again into `cap` (from _capture_suspend)."""
+    global CAPTURE
+    CAPTURE = cap
+
+
 def _capture_read(TensorBase t, str kind, value):
     """Called by the facade's item/bool/tolist/numpy (float/int go through item): a Python-level
     read of t's values, which a replay must re-check (kind: "item", "bool", "tolist", "numpy").

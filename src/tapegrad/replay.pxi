@@ -2442,6 +2442,10 @@ cdef class ReplayPlan:
     cdef public tuple env               # (namespace, name, value) the capture read by name
     cdef public bint direct             # output_map is 0, 1, ...: fn returns the Program's
                                         # outputs in their order
+    cdef public object phases           # None, or phases(value) -> fn's return value: the
+                                        # calls a whole training step makes after its forward
+                                        # (backward(), zero_grad(), an optimizer's step), run
+                                        # on the replayed value (tapegrad/_step_phases.py)
 
     def __init__(self, reason=None):
         self.program = None
@@ -2456,6 +2460,7 @@ cdef class ReplayPlan:
         self.structure = None
         self.env = ()
         self.direct = False
+        self.phases = None
 
     def externals(self, list flat):
         """The external tensors for this call (`flat`: its flattened arguments), or None if a
@@ -2489,6 +2494,16 @@ cdef class ReplayPlan:
     cdef object replay(self, object flat, object call, tuple args, dict kwargs):
         """The call replayed, as fn would return it, or NOT_REPLAYED (a guard failed).  `flat`:
         the flattened arguments (a list), or the arguments themselves when nothing nests."""
+        if self.phases is not None:
+            # a whole training step: its forward replayed (every guard checked), then its
+            # backward() and optimizer calls, in their order, on the replayed values
+            value = self.replay_forward(flat, call, args, kwargs)
+            if value is NOT_REPLAYED:
+                return value
+            return self.phases(value)
+        return self.replay_forward(flat, call, args, kwargs)
+
+    cdef object replay_forward(self, object flat, object call, tuple args, dict kwargs):
         tensors = call_externals(self.sources, self.ext_meta, flat)
         if tensors is None:
             return NOT_REPLAYED

@@ -168,6 +168,17 @@ def _set_data_class_hook(hook):
     DATA_CLASS_HOOK = hook
 
 
+# route(tensor, gradient, retain_graph, create_graph, inputs) for a backward() called while a
+# compiled function captures on this thread: tapegrad/_step_phases.py notes it as a phase of a
+# whole training step (None outside captures: the eager path tests one pointer).
+cdef object STEP_PHASE_ROUTE = None
+
+
+def _set_step_phase_route(route):
+    global STEP_PHASE_ROUTE
+    STEP_PHASE_ROUTE = route
+
+
 cdef class Version:
     """The version counter of a storage, shared by the tensors that view it (tensor._version)."""
 
@@ -984,6 +995,8 @@ cdef class TensorBase:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad (or only of
         `inputs`), as torch.autograd.backward(self, gradient, ...)."""
+        if STEP_PHASE_ROUTE is not None and capturing():
+            return STEP_PHASE_ROUTE(self, gradient, retain_graph, create_graph, inputs)
         backward_impl(self, gradient, retain_graph, bool(create_graph), inputs)
 
     # -- metadata --------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from weakref import ref
 
 import numpy as _np
 
-from .. import _core
+from .. import _core, _step_phases
 from .._torch_names import TorchNamedABCMeta as _TorchNamedABCMeta
 from .._torch_names import object_repr as _object_repr
 from .optimizer import Optimizer, _to_scalar
@@ -85,6 +85,11 @@ class LRScheduler(metaclass=_TorchNamedABCMeta):  # type(s) prints <class 'torch
 
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _noted_step(cls.__dict__["step"])
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
@@ -196,6 +201,23 @@ class LRScheduler(metaclass=_TorchNamedABCMeta):  # type(s) prints <class 'torch
         for param_group, lr in zip(self.optimizer.param_groups, values):
             _update_param_group_val(param_group, "lr", lr)
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")
+
+
+def _noted_step(step):
+    """A scheduler class's `step`, noted as a phase of a whole training step while a compiled
+    function captures (tapegrad/_step_phases.py): its changes to the optimizer's learning rates
+    are Python state a replay would otherwise skip.  Every class's own step is wrapped (a
+    script's subclass's too, in __init_subclass__); a step called inside another's (SequentialLR
+    stepping its children, super().step()) runs plainly."""
+    @wraps(step)
+    def noted(self, *args, **kwargs):
+        if _step_phases.noting is not None:
+            return _step_phases.note(_step_phases.STEP, step, self, args, kwargs)
+        return step(self, *args, **kwargs)
+    return noted
+
+
+LRScheduler.step = _noted_step(LRScheduler.step)
 
 
 class _LRScheduler(LRScheduler):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _core
+from .. import _core, _step_phases
 from .._more_creation import typename   # torch.typename: 'torch.FloatTensor' for a tensor
 from .._profiling import recording_profiler
 from ..grad_mode import enable_grad, no_grad
@@ -68,6 +68,11 @@ def _with_step_hooks(step):
     in the outermost call, as PyTorch (which wraps the instantiated class's step only)."""
     @functools.wraps(step)
     def hooked_step(self, *args, **kwargs):
+        if _step_phases.noting is not None:     # a compiled whole step captures its phases
+            return _step_phases.note(_step_phases.STEP, stepped, self, args, kwargs)
+        return stepped(self, *args, **kwargs)
+
+    def stepped(self, *args, **kwargs):
         # (read from the instance's dict: an optimizer wrapping another, Lookahead-style, may
         # never call Optimizer.__init__, which makes the tables)
         state = self.__dict__
@@ -491,15 +496,10 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
     # -- gradients --------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized tensors (to None by default, else to zeros)."""
-        if not hasattr(self, "_zero_grad_profile_name"):
-            _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
-        profiler = recording_profiler()
-        if profiler is None:            # (no label to make: a training step's fixed cost)
-            for group in self.param_groups:
-                reset_grads(group["params"], set_to_none)
-            return
-        with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
-            reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+        if _step_phases.noting is not None:     # a compiled whole step captures its phases
+            return _step_phases.note(_step_phases.ZERO_GRAD, _zero_grads, self, (),
+                                     {"set_to_none": set_to_none}, Optimizer.zero_grad)
+        _zero_grads(self, set_to_none)
 
     def step(self, closure=None):
         """Perform a single optimization step (to update the parameters).
@@ -733,6 +733,20 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
                     for key in keys:
                         if key in p_state and not _is_tensor(p_state[key]):
                             p_state[key] = _step_tensor(float(p_state[key]))
+
+
+def _zero_grads(self, set_to_none: bool) -> None:
+    """Optimizer.zero_grad's work (a function, not a method: an optimizer's dir() lists
+    PyTorch's names)."""
+    if not hasattr(self, "_zero_grad_profile_name"):
+        _wrap_step_as_torch(self)   # (as PyTorch's first zero_grad of a wrapper-style subclass)
+    profiler = recording_profiler()
+    if profiler is None:            # (no label to make: a training step's fixed cost)
+        for group in self.param_groups:
+            reset_grads(group["params"], set_to_none)
+        return
+    with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
+        reset_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
 
 # (Optimizer's own step, which the built-in optimizers inherit; subclasses' in __init_subclass__)

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ... import _core
+from ... import _core, _step_phases
 from ..._device import as_device, check_device, is_device_like
 from ...grad_mode import no_grad
 from ..._more_creation import typename
@@ -89,6 +89,12 @@ def _addindent(text: str, spaces: int) -> str:
     if len(lines) == 1:
         return text
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+def _zero_grads(module, set_to_none: bool) -> None:
+    """Module.zero_grad's work (a function, not a method: dir(Module) lists PyTorch's names)."""
+    from ...optim.optimizer import reset_grads
+    reset_grads(module.parameters(), set_to_none)
 
 
 class Module:
@@ -595,8 +601,10 @@ class Module:
         """Reset the gradients of all parameters: to ``None`` (default, as PyTorch 2) or, with
         ``set_to_none=False``, to zeros in place.
         """
-        from ...optim.optimizer import reset_grads
-        reset_grads(self.parameters(), set_to_none)
+        if _step_phases.noting is not None:     # a compiled whole step captures its phases
+            return _step_phases.note(_step_phases.ZERO_GRAD, _zero_grads, self, (),
+                                     {"set_to_none": set_to_none}, Module.zero_grad)
+        _zero_grads(self, set_to_none)
 
     def apply(self: T, fn: Callable[["Module"], None]) -> T:
         """Call ``fn(m)`` on every submodule, children before parents, then on this module; returns the

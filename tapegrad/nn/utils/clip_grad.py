@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ... import _core
+from ... import _core, _step_phases
 
 
 def _grads(parameters):
@@ -145,6 +145,14 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                     error_if_nonfinite: bool = False, foreach=None):
     """Scale gradients in place so their joint norm is at most max_norm; returns the norm."""
+    if _step_phases.noting is not None:     # a compiled whole step captures its phases
+        return _step_phases.note("clip_grad_norm_", _clip_grad_norm,
+                                 _step_phases.parameters_of(parameters),
+                                 (max_norm, norm_type, error_if_nonfinite, foreach), {})
+    return _clip_grad_norm(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def _clip_grad_norm(parameters, max_norm, norm_type, error_if_nonfinite, foreach):
     if isinstance(parameters, _core.TensorBase):
         parameters = [parameters]
     parameters = list(parameters)
@@ -163,6 +171,13 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient element into [-clip_value, clip_value] in place."""
+    if _step_phases.noting is not None:     # a compiled whole step captures its phases
+        return _step_phases.note("clip_grad_value_", _clip_grad_value,
+                                 _step_phases.parameters_of(parameters), (clip_value, foreach), {})
+    return _clip_grad_value(parameters, clip_value, foreach)
+
+
+def _clip_grad_value(parameters, clip_value, foreach):
     # (a Python float, as PyTorch reads it: -clip_value of a numpy unsigned scalar wrapped around)
     clip_value = float(clip_value)
     grads = _grads(parameters)        # (once: `parameters` is usually a generator)
