@@ -833,7 +833,8 @@ def _norm(func, args, kwargs):
     if name == "batch_norm" and input.numel() == 0:
         # ATen's batch_norm returns an empty input (times weight[0], plus bias[0]) before its
         # kernel, so no mix of dtypes is refused, and the result has the input's dtype (fuzz
-        # 67301043, 67302150, 67304294: a float64 BatchNorm2d on an empty bfloat16 batch raised here)
+        # 67301043, 67302150, 67304294: a float64 BatchNorm2d on an empty bfloat16 batch
+        # raised here)
         return _result(_run(func, args, kwargs), is_bfloat16(input), None, [input])
     # the kernels' rule (nn/_norm_dtypes.py) on the dtypes as PyTorch names them (the float32
     # storage of a bfloat16 parameter read as float32: a float64 input met "all inputs must
