@@ -208,10 +208,9 @@ def _warn_scalar_of_grad_tensor(t) -> None:
     if _warned_scalar_of_grad_tensor or not t.requires_grad or not _core.is_grad_enabled():
         return
     _warned_scalar_of_grad_tensor = True
-    import warnings
-    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
-                  "behavior.\nConsider using tensor.detach() first.", UserWarning,
-                  stacklevel=_core.user_stacklevel())
+    _core.torch_warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                     "unexpected behavior.\nConsider using tensor.detach() first.",
+                     "torch/csrc/autograd/generated/python_variable_methods.cpp:822")
 
 
 class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):

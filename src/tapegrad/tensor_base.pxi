@@ -851,7 +851,9 @@ cdef class TensorBase:
                 and not (TAPE.recs[self._node].flags & RF_RETAIN_GRAD)):
             # stacklevel 1 is the innermost Python frame (a compiled getter has none): the line
             # that read .grad, where PyTorch's C++ warning points too.
-            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=1)
+            warnings.warn(triggered_internally(NON_LEAF_GRAD_WARNING,
+                                               "build/aten/src/ATen/core/TensorBody.h:493"),
+                          UserWarning, stacklevel=1)
         return self._grad
 
     @grad.setter
