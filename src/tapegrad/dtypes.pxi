@@ -702,3 +702,24 @@ cdef extern from *:
 def _set_printed_metatype(cls, meta):
     """Give compiled class `cls` the metatype `meta` (tapegrad/_torch_names.py, once)."""
     tg_set_metatype(cls, meta)
+
+
+# CPython's own messages about an object name its type by the C slot tp_name: "'torch.Size'
+# object does not support item assignment", "... is not callable", "... has no attribute 'x'",
+# "unsupported operand type(s) for -: 'torch.Size' and 'int'".  A class declaring its PyTorch
+# name in `_c_type_name` gets it there, so those messages read as PyTorch's.  A Python class's
+# __name__, __qualname__ and __module__ (so its repr and pickling) do not read tp_name; a
+# compiled one's __name__ is tp_name's last part, the same name.  The names' bytes live here, as
+# long as their classes (tapegrad's own, never released).
+cdef dict TP_NAME_BYTES = {}
+
+
+def _use_c_type_name(cls):
+    """Point class `cls`'s tp_name at its declared `_c_type_name` (a class declaring none, a
+    subclass included, keeps its own)."""
+    name = cls.__dict__.get("_c_type_name")
+    if name is None:
+        return
+    cdef bytes encoded = (<str>name).encode("utf-8")
+    TP_NAME_BYTES[cls] = encoded
+    (<PyTypeObject*>cls).tp_name = <char*>encoded
