@@ -38,8 +38,8 @@ def _set_size_class(cls):
 
 def shape_of(TensorBase t):
     """t.shape as a torch.Size: Tensor.shape's getter, compiled so that a read (at every step of
-    a script) runs no Python frame."""
-    return SizeType(t._array.shape)
+    a script) runs no Python frame (nor Size's check of its items: numpy's sizes are ints)."""
+    return tuple.__new__(SizeType, t._array.shape)
 
 
 MetaTensorType = None
