@@ -131,3 +131,90 @@ def test_out_resize_warning_per_call_with_note(torch):
             r = lib.mm(lib.ones(2, 2), lib.ones(2, 2), out=lib.empty(3))
         return r.tolist(), [str(w.message) for w in caught]
     assert run(tg) == run(torch)
+
+
+TYPE_MESSAGE_CASES = {
+    "Size item assignment": lambda T: T.ones(2, 3).shape.__setitem__(0, 4),
+    "Size called": lambda T: T.ones(2, 3).shape(0),
+    "Size minus int": lambda T: T.ones(2, 3).shape - 1,
+    "Size attribute": lambda T: T.ones(2, 3).shape.foo,
+    "dtype attribute": lambda T: T.float32.foo,
+    "dtype called": lambda T: T.float32(1),
+    "dtype ordered": lambda T: T.float32 < T.float64,
+    "device attribute": lambda T: T.device("cpu").foo,
+    "Generator attribute": lambda T: T.Generator().foo,
+}
+
+
+@pytest.mark.parametrize("case", sorted(TYPE_MESSAGE_CASES))
+def test_python_messages_name_torchs_types(case, torch):
+    # CPython's own messages name the type by its C name: PyTorch's C types print with their
+    # module ("'torch.Size' object does not support item assignment")
+    def message(lib):
+        with pytest.raises((TypeError, AttributeError)) as info:
+            TYPE_MESSAGE_CASES[case](lib)
+        return type(info.value), str(info.value)
+    assert message(tg) == message(torch)
+
+
+def test_named_types_keep_their_python_names_and_pickle():
+    import copy
+    import pickle
+    for obj in (tg.float32, tg.Size([2, 3]), tg.device("cpu")):
+        assert pickle.loads(pickle.dumps(obj)) == obj and copy.deepcopy(obj) == obj
+    assert (tg.Size.__name__, type(tg.float32).__name__, tg.device.__name__) == \
+        ("Size", "dtype", "device")
+
+    class Shape(tg.Size):       # a subclass is named by its own name, as in PyTorch
+        pass
+    with pytest.raises(TypeError, match="^'Shape' object does not support item assignment$"):
+        Shape([1])[0] = 2
+
+
+SIZE_ITEMS = {
+    "floats": [1.5], "str": "ab", "nested": [[1]], "None item": [None], "float tensor": None,
+    "two-element tensor": None, "numpy float": None, "numpy bool": None,
+    "ints": [2, 3], "bool": [True], "numpy ints": None, "int tensor": None, "generator": None,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SIZE_ITEMS))
+def test_size_takes_ints_only_as_torch(case, torch):
+    import numpy as np
+
+    def items(lib):
+        given = SIZE_ITEMS[case]
+        return given if given is not None else {
+            "float tensor": [lib.tensor(2.0)], "two-element tensor": [lib.tensor([1, 2])],
+            "numpy float": [np.float64(2)], "numpy bool": [np.bool_(True)],
+            "numpy ints": [np.int64(2), np.uint8(3)], "int tensor": [lib.tensor(2), 4],
+            "generator": (n for n in (1, 2))}[case]
+
+    def build(lib):
+        try:
+            s = lib.Size(items(lib))
+        except (TypeError, ValueError) as e:
+            return type(e), str(e)
+        return repr(s), [type(n).__name__ for n in s]
+    assert build(tg) == build(torch)
+
+
+def test_size_concatenation_checks_items_and_shape_stays_fast_path(torch):
+    def plus(lib):
+        try:
+            return repr(lib.Size([2]) + (1.5,))
+        except TypeError as e:
+            return str(e)
+    assert plus(tg) == plus(torch)
+    assert type(tg.ones(2, 3).shape) is tg.Size and tg.ones(2, 3).shape == (2, 3)
+
+
+@pytest.mark.parametrize("call", ["linspace(0, 1)", "logspace(0, 1)", "pow(lib.ones(2))",
+                                  "ones(2).pow()", "linspace(0, 1, 'a')"])
+def test_overloaded_factories_list_torchs_signatures(call, torch):
+    def message(lib):
+        target = lib if not call.startswith("ones(") else lib
+        with pytest.raises(TypeError) as info:
+            eval(call.replace("lib.", "L."), {"L": lib}, dict(vars(target)))
+        return str(info.value)
+    assert message(tg) == message(torch)
