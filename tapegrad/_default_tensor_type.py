@@ -10,7 +10,8 @@ _DEPRECATION = ("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1
 
 def set_default_tensor_type(t) -> None:
     """Deprecated (as in PyTorch): set the default dtype from a legacy tensor type or its name."""
-    _core.warn_once(_DEPRECATION)                 # (once per process, as PyTorch's)
+    # (once per process, as PyTorch's)
+    _core.warn_once(_DEPRECATION, "torch/csrc/tensor/python_tensor.cpp:434")
     if isinstance(t, str):
         module, _, name = t.rpartition(".")
         if module not in ("torch", "tapegrad"):

@@ -11,7 +11,6 @@ defaulting to ``NOT_GIVEN``: given, the call is the old form, and ``scalar_first
 parameter with a default costs the common call next to nothing, where a wrapper around each of
 them made ``p.add_(g)`` four times slower.
 """
-import warnings
 from numbers import Number
 
 
@@ -25,6 +24,8 @@ class _NotGiven:
 NOT_GIVEN = _NotGiven()
 
 _warned = []          # PyTorch warns once per process for all of these overloads
+# where PyTorch's argument parser raises that warning (see _core.triggered_internally)
+DEPRECATED_OVERLOAD_ORIGIN = "torch/csrc/utils/python_arg_parser.cpp:1841"
 
 
 def _scale_value(scale):
@@ -63,11 +64,11 @@ def scalar_first(name: str, scale_keyword: str, scale, scale_given, tensors: tup
             deprecated, current = (f"Tensor input, Number {scale_keyword}, {old}, *, Tensor out "
                                    f"= None", f"Tensor input, {old}, *, Number {scale_keyword} = "
                                    f"1, Tensor out = None")
-        from ._core import user_stacklevel
+        from ._core import torch_warn
         # (at the line that called in: the compiled add_/sub_ have no frames of their own)
-        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({deprecated})\n"
-                      f"Consider using one of the following signatures instead:\n\t{name}("
-                      f"{current})", UserWarning, stacklevel=user_stacklevel())
+        torch_warn(f"This overload of {name} is deprecated:\n\t{name}({deprecated})\n"
+                   f"Consider using one of the following signatures instead:\n\t{name}("
+                   f"{current})", DEPRECATED_OVERLOAD_ORIGIN)
     return value, tensors
 
 
@@ -124,11 +125,10 @@ def scale_first_product(name: str, input, first, second, third, fourth, beta, al
         else:
             old = f"{numbers}Tensor {t1}, Tensor {t2}"
             currents = [f"Tensor {t1}, Tensor {t2}, *, Number beta = 1, Number alpha = 1"]
-        from ._core import user_stacklevel
-        warnings.warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider using "
-                      f"one of the following signatures instead:" +
-                      "".join(f"\n\t{name}({c})" for c in currents),
-                      UserWarning, stacklevel=user_stacklevel())
+        from ._core import torch_warn
+        torch_warn(f"This overload of {name} is deprecated:\n\t{name}({old})\nConsider using "
+                   f"one of the following signatures instead:" +
+                   "".join(f"\n\t{name}({c})" for c in currents), DEPRECATED_OVERLOAD_ORIGIN)
     beta = _scale_value(scales[0])
     alpha = _scale_value(scales[1]) if len(scales) == 2 else 1
     return tensors[0], tensors[1], tensors[2], beta, alpha

@@ -2299,7 +2299,7 @@ def meshgrid(*tensors, indexing=None):
     if indexing is None:
         # (TORCH_WARN_ONCE in PyTorch: once per process)
         _core.warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the "
-                        "indexing argument.")
+                        "indexing argument.", "aten/src/ATen/native/TensorShape.cpp:4215")
         indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "

@@ -56,7 +56,7 @@ def logdet(input):
 def cholesky(input, upper=False):
     """The deprecated torch.cholesky (upper as a positional flag)."""
     _core.check_bool("cholesky", "upper", upper)
-    _core.warn_once(_CHOLESKY_DEPRECATED)
+    _core.warn_once(_CHOLESKY_DEPRECATED, "aten/src/ATen/native/BatchLinearAlgebra.cpp:1765")
     return _core._name_grad_fn(_linalg()._cholesky(input, upper, "cholesky"), "CholeskyBackward0")
 
 

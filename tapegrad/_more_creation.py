@@ -149,10 +149,10 @@ def _tensor_as_tensor(obj, dtype, target, copy, requires_grad):
         result = obj.to(dtype)
     if requires_grad is None:
         if result is obj and obj.requires_grad and obj.is_leaf:
-            warnings.warn("torch.asarray: unspecified requires_grad now defaults to "
-                          "obj.requires_grad instead of False. Pass requires_grad=False "
-                          "explicitly to get the old behavior and silence this warning.",
-                          UserWarning, stacklevel=_core.user_stacklevel())
+            _core.torch_warn("torch.asarray: unspecified requires_grad now defaults to "
+                             "obj.requires_grad instead of False. Pass requires_grad=False "
+                             "explicitly to get the old behavior and silence this warning.",
+                             "torch/csrc/utils/tensor_new.cpp:1737")
         return result
     if requires_grad:
         return result if result.requires_grad else _finish(result, True)
@@ -195,12 +195,12 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     count = buffer_element_count(length, np_dt.itemsize, offset, count, _FROMBUFFER_ERRORS,
                                  offset_may_reach_end=False)
     if view.readonly:
-        warnings.warn("The given buffer is not writable, and PyTorch does not support "
-                      "non-writable tensors. This means you can write to the underlying "
-                      "(supposedly non-writable) buffer using the tensor. You may want to copy "
-                      "the buffer to protect its data or make it writable before converting it "
-                      "to a tensor. This type of warning will be suppressed for the rest of this "
-                      "program.", UserWarning, stacklevel=2)
+        _core.torch_warn("The given buffer is not writable, and PyTorch does not support "
+                         "non-writable tensors. This means you can write to the underlying "
+                         "(supposedly non-writable) buffer using the tensor. You may want to "
+                         "copy the buffer to protect its data or make it writable before "
+                         "converting it to a tensor. This type of warning will be suppressed for "
+                         "the rest of this program.", "torch/csrc/utils/tensor_new.cpp:1556")
     array = np.frombuffer(view, dtype=np_dt, count=count, offset=offset)
     if not array.flags.writeable:
         # numpy refuses to write into a read-only buffer; tapegrad, as PyTorch, shares it anyway

@@ -724,7 +724,8 @@ def chain_matmul(*matrices):
     # (PyTorch warns once per process: TORCH_WARN_ONCE)
     _core.warn_once("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
                     "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
-                    "more tensors rather than multiple parameters.")
+                    "more tensors rather than multiple parameters.",
+                    "aten/src/ATen/native/LinearAlgebra.cpp:1102")
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for m in matrices:
@@ -1013,7 +1014,8 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
                     "release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
                     "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
                     "A).solution\nshould be replaced with\nX = "
-                    "torch.linalg.solve_triangular(A, B).")
+                    "torch.linalg.solve_triangular(A, B).",
+                    "aten/src/ATen/native/BatchLinearAlgebra.cpp:2273")
     _require_tensor_pair("triangular_solve", input, A, "A")
     # PyTorch's own checks, in its order (linalg.solve_triangular words them differently)
     for label, t in (("b", input), ("A", A)):
@@ -1045,7 +1047,8 @@ def qr(input, some=True):
     _core.warn_once("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a "
                     "future PyTorch release.\nThe boolean parameter 'some' has been replaced with "
                     "a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced "
-                    "with\nQ, R = torch.linalg.qr(A, 'reduced' if some else 'complete')")
+                    "with\nQ, R = torch.linalg.qr(A, 'reduced' if some else 'complete')",
+                    "aten/src/ATen/native/BatchLinearAlgebra.cpp:2505")
     _check_tensor(input, "qr")
     from .linalg import qr as linalg_qr
     q, r = linalg_qr(input, "reduced" if some else "complete")
@@ -1394,7 +1397,8 @@ def lu(A, pivot=True, get_infos=False):
                     "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\nLU, pivots "
                     "= torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = "
                     "torch.lu(A, compute_pivots, get_infos=True)\nshould be replaced with\nLU, "
-                    "pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)")
+                    "pivots, info = torch.linalg.lu_factor_ex(A, compute_pivots)",
+                    "aten/src/ATen/native/BatchLinearAlgebra.cpp:2073")
     _check_tensor(A, "lu", "A")
     if A.dim() < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
@@ -1453,7 +1457,8 @@ def lu_solve(b, LU_data, LU_pivots):  # noqa: N803
     _core.warn_once("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be "
                     "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has its "
                     "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
-                    "with\nX = torch.linalg.lu_solve(LU, pivots, B)")
+                    "with\nX = torch.linalg.lu_solve(LU, pivots, B)",
+                    "aten/src/ATen/native/BatchLinearAlgebra.cpp:2230")
     _require_tensor_pair("lu_solve", b, LU_data, "LU_data")
     from ._linalg_factor import check_lu_and_b_dtypes
     check_lu_and_b_dtypes(LU_data, b)
@@ -1526,7 +1531,8 @@ def frobenius_norm(input, dim, keepdim=False):
     linalg.vector_norm(input, 2, dim, keepdim))."""
     _core.warn_once("at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
                     "It will be removed in a future PyTorch release. Please use "
-                    "`linalg.vector_norm(A, 2., dim, keepdim)` instead")
+                    "`linalg.vector_norm(A, 2., dim, keepdim)` instead",
+                    "aten/src/ATen/native/LinearAlgebra.cpp:3175")
     _check_tensor(input, "frobenius_norm")
     from .linalg import vector_norm
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
@@ -1538,7 +1544,8 @@ def nuclear_norm(input, dim=None, keepdim=False):
     PyTorch warns: use linalg.matrix_norm(input, 'nuc', dim, keepdim))."""
     _core.warn_once("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
                     "will be removed in a future PyTorch release. Please use "
-                    "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead")
+                    "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead",
+                    "aten/src/ATen/native/LinearAlgebra.cpp:3229")
     _check_tensor(input, "nuclear_norm")
     if isinstance(dim, bool):            # nuclear_norm(input, keepdim) overload
         dim, keepdim = None, dim

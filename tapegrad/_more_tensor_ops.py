@@ -192,7 +192,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
                            f"amin but got {reduce}.")
     d = _check_index_func(input, dim, index, source, "index_reduce")
     # (PyTorch's kernel warns, after the argument checks of its meta function)
-    _core.warn_once("index_reduce() is in beta and the API may change at any time.")
+    _core.warn_once("index_reduce() is in beta and the API may change at any time.",
+                    "aten/src/ATen/native/TensorAdvancedIndexing.cpp:1523")
     if input._array.dtype.kind in "bc":     # PyTorch's kernel is built for real numbers only
         raise NotImplementedError(f'"index_func_" not implemented for '
                                   f"'{_dtype_name(input._array)}'")
@@ -535,7 +536,8 @@ def adjoint(input):
     """The conjugate transpose of the last two dims (for real tensors, mT)."""
     _check_tensor(input, "adjoint")
     if input.dim() == 0:
-        _core.warn_once("adjoint() is deprecated on 0-D tensors. Consider using x.conj().")
+        _core.warn_once("adjoint() is deprecated on 0-D tensors. Consider using x.conj().",
+                        "aten/src/ATen/native/TensorShape.cpp:4390")
         return _conjugated(input)
     if input.dim() < 2:
         raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
@@ -547,7 +549,8 @@ def _mH(self):
     """The conjugate transpose of the last two dims: for real tensors, mT (a 0-d tensor
     itself, conjugated, with PyTorch's warning)."""
     if self.dim() == 0:
-        _core.warn_once("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().")
+        _core.warn_once("Tensor.mH is deprecated on 0-D tensors. Consider using x.conj().",
+                        "aten/src/ATen/native/TensorShape.cpp:4382")
         return _conjugated(self)
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. "
@@ -558,7 +561,8 @@ def _mH(self):
 def _H(self):
     """The conjugate transpose of a matrix (a 0-d tensor itself, with PyTorch's warning)."""
     if self.dim() == 0:
-        _core.warn_once("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().")
+        _core.warn_once("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                        "aten/src/ATen/native/TensorShape.cpp:4335")
         return _conjugated(self)
     if self.dim() != 2:
         hint = ". For batches of matrices, consider using tensor.mH" if self.dim() > 2 else "."

@@ -146,10 +146,10 @@ EXACT_OUT_DTYPE = {
 # An out of another shape is resized with PyTorch's deprecation warning (the core's RESIZED),
 # except by the factories, which resize it silently, and by the range factories, which word it
 # their own way.
-_RANGE_RESIZED = ("The number of elements in the out tensor of shape {shape} is {numel} which does "
-                  "not match the computed number of elements {n}. Note that this may occur as a "
-                  "result of rounding error. The out tensor will be resized to a tensor of shape "
-                  "{result_tuple}.")
+_RANGE_RESIZED = (("The number of elements in the out tensor of shape {shape} is {numel} which "
+                   "does not match the computed number of elements {n}. Note that this may occur "
+                   "as a result of rounding error. The out tensor will be resized to a tensor of "
+                   "shape {result_tuple}."), "aten/src/ATen/native/RangeFactories.cpp:199")
 OUT_RESIZE_WARNING = {
     **dict.fromkeys("empty eye full linspace logspace ones zeros range".split()),
     **dict.fromkeys(("arange", "fft_fftfreq", "fft_rfftfreq"), _RANGE_RESIZED),

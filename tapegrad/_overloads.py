@@ -78,12 +78,22 @@ SIGNATURES.update(dict.fromkeys(("movedim", "moveaxis"), (
 SIGNATURES.update(dict.fromkeys(("rand", "randn"), (
     f"(tuple of ints size, *, torch.Generator generator, {_FACTORY_KEYWORDS})",
     f"(tuple of ints size, *, {_FACTORY_KEYWORDS})")))
+SIGNATURES["linspace"] = tuple(
+    f"({start} start, {end} end, int steps, *, {_FACTORY_KEYWORDS})"
+    for start, end in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+                       ("Number", "Number")))
+SIGNATURES["logspace"] = tuple(s.replace("int steps, *", "int steps, float base = 10.0, *")
+                               for s in SIGNATURES["linspace"])
+SIGNATURES["pow"] = ("(Tensor input, Tensor exponent, *, Tensor out = None)",
+                     "(Number self, Tensor exponent, *, Tensor out = None)",
+                     "(Tensor input, Number exponent, *, Tensor out = None)")
 
 # The methods whose signatures are not the functions' less `Tensor input` (the function's
 # repeat_interleave(counts) has no method form: x.repeat_interleave() is refused).
 METHOD_SIGNATURES = {
     "repeat_interleave": ("(Tensor repeats, int dim = None, *, int output_size = None)",
                           "(int repeats, int dim = None, *, int output_size = None)"),
+    "pow": ("(Tensor exponent)", "(Number exponent)"),
 }
 
 # PyTorch's lists for the builtins whose entries take `dim` (or the split points) in several

@@ -16,7 +16,6 @@ _index_dim_key) after checking them as PyTorch does, with its exception types an
 from __future__ import annotations as _annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
@@ -193,7 +192,8 @@ def _scatter_reduce_two(self, dim, index, src, reduce, fname):
         # stacklevel named a tapegrad wrapper's line when the call came through one)
         _core.warn_once("The reduce argument of torch.scatter with Tensor src is deprecated "
                         "and will be removed in a future PyTorch release. Use "
-                        "torch.scatter_reduce instead for more reduction options.")
+                        "torch.scatter_reduce instead for more reduction options.",
+                        "aten/src/ATen/native/TensorAdvancedIndexing.cpp:225")
     if is_tensor:
         _check_same_dtype(self, src)
     dim, key, part = _scatter_key(self, dim, index, src if is_tensor else None, fname)
@@ -387,9 +387,8 @@ def _index_put_key(self, indices):
         arr = ind._array
         if arr.dtype == np.uint8:
             # (PyTorch's deprecation warning, as x[mask] gives it: at every call)
-            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
-                          "dtype torch.bool instead.", UserWarning,
-                          stacklevel=_core.user_stacklevel())
+            _core.torch_warn("indexing with dtype torch.uint8 is now deprecated, please use a "
+                             "dtype torch.bool instead.", "aten/src/ATen/native/IndexingUtils.h:37")
         if arr.dtype == np.bool_ or arr.dtype == np.uint8:
             for i in range(arr.ndim):
                 if dim + i < len(shape) and arr.shape[i] != shape[dim + i]:

@@ -92,15 +92,15 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     tg = _tg()
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false")
+    if window is None:      # (PyTorch warns of it before it checks return_complex)
+        _core.warn_once(_STFT_NO_WINDOW, "aten/src/ATen/native/SpectralOps.cpp:835")
     complex_in = input.is_complex() or (window is not None and window.is_complex())
     if return_complex is None:
         if not complex_in:
             raise RuntimeError(_REAL_INPUT_NEEDS_RETURN_COMPLEX)
         return_complex = True
     if not return_complex:
-        _core.warn_once(_STFT_REAL_DEPRECATED)
-    if window is None:
-        _core.warn_once(_STFT_NO_WINDOW)
+        _core.warn_once(_STFT_REAL_DEPRECATED, "aten/src/ATen/native/SpectralOps.cpp:874")
     signal = input
     if center:
         # As torch.functional.stft: F.pad on a view of at least 3 dims, then its last
@@ -181,7 +181,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     tg = _tg()
     # PyTorch warns about the missing window before it looks at the input's dtype
     if window is None:
-        _core.warn_once(_ISTFT_NO_WINDOW)
+        _core.warn_once(_ISTFT_NO_WINDOW, "aten/src/ATen/native/SpectralOps.cpp:1035")
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")
@@ -255,7 +255,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if input.dim() == 2:
         signal = signal.squeeze(0)
     if end > total:
-        _core.warn_once(_ISTFT_SHORT)          # (PyTorch: TORCH_WARN_ONCE)
+        # (PyTorch: TORCH_WARN_ONCE)
+        _core.warn_once(_ISTFT_SHORT, "aten/src/ATen/native/SpectralOps.cpp:1199")
         signal = tg.nn.functional.pad(signal, [0, end - total])
     return signal
 

@@ -56,6 +56,11 @@ class TorchNamedClass(type):
 
     def __init__(cls, name, bases, namespace, **kwargs):
         super().__init__(name, bases, namespace, **kwargs)
+        if "_c_type_name" in namespace:
+            # (CPython's messages about its instances name it so: "'torch.Size' object does not
+            # support item assignment")
+            from . import _core
+            _core._use_c_type_name(cls)
         if getattr(cls, "_dtype_class", False):
             # a dtype's mark answers to the name of the class it marks, as PyTorch's tensor of
             # that dtype does: type(t).__name__ (a distribution's "Expected parameter probs
@@ -145,6 +150,7 @@ def _name_compiled_classes() -> None:
     for cls in (_core.dtype, _core.RemovableHandle, _core._ReturnType, *made):
         if type(cls) is type:
             _core._set_printed_metatype(cls, TorchNamedClass)
+            _core._use_c_type_name(cls)
 
 
 _name_compiled_classes()

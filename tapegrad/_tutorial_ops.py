@@ -78,7 +78,7 @@ def cross(input, other, dim=None):
         _core.warn_once("Using torch.cross without specifying the dim arg is deprecated.\n"
                         "Please either pass the dim explicitly or simply use torch.linalg.cross.\n"
                         "The default value of dim will change to agree with that of linalg.cross "
-                        "in a future release.")
+                        "in a future release.", "aten/src/ATen/native/Cross.cpp:63")
         sizes = list(input.shape)
         if 3 not in sizes:
             raise RuntimeError("no dimension of size 3 in input")
@@ -683,9 +683,9 @@ def _cov_norm(norm):
     0, so the result is NaN (0 / 0) or inf, not the sums divided by a negative count (an empty
     observation dim gave -0 where PyTorch's is NaN; fuzz 65002644)."""
     if float(norm) <= 0:
-        import warnings
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
-                      "than the number of observations.", UserWarning, stacklevel=3)
+        _core.torch_warn("cov(): degrees of freedom is <= 0. Correction should be strictly "
+                         "less than the number of observations.",
+                         "aten/src/ATen/native/Correlation.cpp:129")
         return norm - norm          # (+0 as PyTorch's zero_(); norm * 0 of a negative is -0)
     return norm
 

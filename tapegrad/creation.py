@@ -521,10 +521,9 @@ def _warn_list_of_arrays() -> None:
     if _warned_list_of_arrays:
         return
     _warned_list_of_arrays = True
-    level = _core.user_stacklevel()
-    warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
-                  "consider converting the list to a single numpy.ndarray with numpy.array() "
-                  "before converting to a tensor.", UserWarning, stacklevel=level)
+    _core.torch_warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+                     "consider converting the list to a single numpy.ndarray with numpy.array() "
+                     "before converting to a tensor.", "torch/csrc/utils/tensor_new.cpp:252")
 
 
 def _nested_array(data, target=None):
@@ -780,12 +779,12 @@ def _warn_if_read_only(array: np.ndarray) -> None:
     global _warned_not_writable
     if not _warned_not_writable and not array.flags.writeable:
         _warned_not_writable = True
-        warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
-                      "non-writable tensors. This means writing to this tensor will result in "
-                      "undefined behavior. You may want to copy the array to protect its data or "
-                      "make it writable before converting it to a tensor. This type of warning "
-                      "will be suppressed for the rest of this program.", UserWarning,
-                      stacklevel=_core.user_stacklevel())
+        _core.torch_warn("The given NumPy array is not writable, and PyTorch does not support "
+                         "non-writable tensors. This means writing to this tensor will result in "
+                         "undefined behavior. You may want to copy the array to protect its data "
+                         "or make it writable before converting it to a tensor. This type of "
+                         "warning will be suppressed for the rest of this program.",
+                         "torch/csrc/utils/tensor_numpy.cpp:213")
 
 
 def _default_complex() -> np.dtype:

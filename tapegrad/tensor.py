@@ -30,6 +30,22 @@ _NUMPY_CONJ_BIT = ("Can't call numpy() on Tensor that has conjugate bit set. "
                    "Use tensor.resolve_conj().numpy() instead.")
 
 
+def _size_item(item, position: int):
+    """Item `position` of a torch.Size as PyTorch stores it: an int (a bool, or a one-element
+    integer tensor, as its int), a numpy integer kept as given; anything else refused."""
+    if isinstance(item, _core.TensorBase):
+        if item.dtype.is_floating_point or item.dtype.is_complex or item.numel() != 1:
+            raise TypeError(f"torch.Size() takes an iterable of 'int' (item {position} is "
+                            f"'{_type_name(item)}')")
+        item = int(item.item())
+    elif isinstance(item, np.integer):
+        return item
+    elif not isinstance(item, int):     # (bool is an int: True is 1)
+        raise TypeError(f"torch.Size() takes an iterable of 'int' (item {position} is "
+                        f"'{_type_name(item)}')")
+    return int(item)
+
+
 class Size(tuple, metaclass=_TorchNamedClass):
     """A tensor's shape: a tuple that prints as PyTorch prints it."""
     _c_type_name = "torch.Size"  # (its name in PyTorch's messages)
@@ -38,6 +54,23 @@ class Size(tuple, metaclass=_TorchNamedClass):
     __slots__ = ()
 
     __module__ = "tapegrad"
+
+    def __new__(cls, sizes=()):
+        # PyTorch's Size holds integer sizes: anything else is refused by its position, not
+        # kept (torch.Size([1.5]) is a TypeError).  (t.shape is built by the core without this check:
+        # its sizes are numpy's.)
+        items = tuple(sizes)
+        for i, item in enumerate(items):
+            if type(item) is not int:
+                items = items[:i] + tuple(_size_item(v, j) for j, v in enumerate(items[i:], i))
+                break
+        return tuple.__new__(cls, items)
+
+    @classmethod
+    def _unchecked(cls, items):
+        """A Size of sizes tapegrad made itself, symbolic ones too (a jagged tensor's NestedInt,
+        PyTorch's SymInt), which the public constructor would refuse."""
+        return tuple.__new__(cls, items)
 
     def __repr__(self) -> str:
         # numpy integers a script put in (torch.Size([np.prod(shape)]), shape + (np.int64(3),))
@@ -208,10 +241,9 @@ def _warn_scalar_of_grad_tensor(t) -> None:
     if _warned_scalar_of_grad_tensor or not t.requires_grad or not _core.is_grad_enabled():
         return
     _warned_scalar_of_grad_tensor = True
-    import warnings
-    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
-                  "behavior.\nConsider using tensor.detach() first.", UserWarning,
-                  stacklevel=_core.user_stacklevel())
+    _core.torch_warn("Converting a tensor with requires_grad=True to a scalar may lead to "
+                     "unexpected behavior.\nConsider using tensor.detach() first.",
+                     "torch/csrc/autograd/generated/python_variable_methods.cpp:822")
 
 
 class Tensor(_core.TensorBase, metaclass=_TorchNamedClass):

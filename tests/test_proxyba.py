@@ -205,7 +205,8 @@ def test_scalar_first_inplace_add_warns_method_signature_at_the_calling_line():
     # PyTorch's words for the method form (no input, no out)
     assert [str(w.message) for w in caught] == [
         "This overload of add_ is deprecated:\n\tadd_(Number alpha, Tensor other)\nConsider using "
-        "one of the following signatures instead:\n\tadd_(Tensor other, *, Number alpha = 1)"]
+        "one of the following signatures instead:\n\tadd_(Tensor other, *, Number alpha = 1) "
+        "(Triggered internally at /__w/pytorch/pytorch/torch/csrc/utils/python_arg_parser.cpp:1841.)"]
     assert (caught[0].filename, caught[0].lineno) == (__file__, line)
     _deprecated_overloads._warned.clear()
     with warnings.catch_warnings(record=True) as caught:

@@ -408,7 +408,10 @@ cdef object to_np_dtype(object d, str fn=*)
 cpdef str type_name(object x)
 
 cpdef int user_stacklevel() except -1
-cpdef object warn_once(str message)
+cpdef str triggered_internally(str message, str origin)
+cpdef object torch_warn(str message, str origin)
+cpdef object warn_once(str message, str origin)
+cpdef object warn_complex_discard()
 cpdef object complex_cast_to(object value, str target_kind)
 
 cdef int np_category(int type_num) noexcept

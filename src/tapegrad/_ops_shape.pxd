@@ -142,4 +142,4 @@ cdef object values_at_positions(object A, object idx, int axis)
 cdef object dim_not_given()
 cdef object axis_alias(str fname, object dim, object axis, object default)
 
-cdef object byte_mask_as_bool(object arr, int stacklevel)
+cdef object byte_mask_as_bool(object arr)

@@ -229,17 +229,44 @@ cpdef int user_stacklevel() except -1:
     return level
 
 
+# PyTorch's C++ warnings (TORCH_WARN, TORCH_WARN_ONCE) end their message with the place in its
+# sources that raised them, and a script printing str(w.message) prints that too.  Each call site
+# here names PyTorch's (file:line, as PyTorch 2.13.0 reports it); the root is where its Linux
+# wheels are built.  Warnings PyTorch raises from Python (warnings.warn) carry no such suffix and
+# do not come through here.
+TORCH_SOURCE_ROOT = "/__w/pytorch/pytorch/"
+
+
+cpdef str triggered_internally(str message, str origin):
+    """`message` as PyTorch's C++ warning raised at `origin` (its source file:line) reads."""
+    return f"{message} (Triggered internally at {TORCH_SOURCE_ROOT}{origin}.)"
+
+
+cpdef object torch_warn(str message, str origin):
+    """PyTorch's TORCH_WARN: a UserWarning naming the user's line, on every call."""
+    warnings.warn(triggered_internally(message, origin), UserWarning, stacklevel=user_stacklevel())
+
+
 # The messages warn_once has shown: PyTorch's TORCH_WARN_ONCE warnings appear once per process,
 # whatever line triggers them again (Python's default filter would repeat them per line).  A module
 # attribute, so a test can clear it and see the warning again.
 WARNED_ONCE = set()
 
 
-cpdef object warn_once(str message):
-    """A UserWarning naming the user's line, shown the first time only (TORCH_WARN_ONCE)."""
+cpdef object warn_once(str message, str origin):
+    """PyTorch's TORCH_WARN_ONCE: a UserWarning naming the user's line, shown the first time
+    only."""
     if message not in WARNED_ONCE:
         WARNED_ONCE.add(message)
-        warnings.warn(message, UserWarning, stacklevel=user_stacklevel())
+        warnings.warn(triggered_internally(message, origin), UserWarning,
+                      stacklevel=user_stacklevel())
+
+
+cpdef object warn_complex_discard():
+    """The one warning of a complex value cast to a real dtype (once per process, as PyTorch's
+    copy kernel gives it, whichever op casts)."""
+    warn_once("Casting complex values to real discards the imaginary part",
+              "aten/src/ATen/native/Copy.cpp:307")
 
 
 cpdef object complex_cast_to(object value, str target_kind):
@@ -249,7 +276,7 @@ cpdef object complex_cast_to(object value, str target_kind):
     cast being a test of nonzero (1j is True), and to a complex dtype too."""
     if target_kind == "b" or target_kind == "c":
         return value
-    warn_once("Casting complex values to real discards the imaginary part")
+    warn_complex_discard()
     return value.real
 
 
@@ -675,3 +702,24 @@ cdef extern from *:
 def _set_printed_metatype(cls, meta):
     """Give compiled class `cls` the metatype `meta` (tapegrad/_torch_names.py, once)."""
     tg_set_metatype(cls, meta)
+
+
+# CPython's own messages about an object name its type by the C slot tp_name: "'torch.Size'
+# object does not support item assignment", "... is not callable", "... has no attribute 'x'",
+# "unsupported operand type(s) for -: 'torch.Size' and 'int'".  A class declaring its PyTorch
+# name in `_c_type_name` gets it there, so those messages read as PyTorch's.  A Python class's
+# __name__, __qualname__ and __module__ (so its repr and pickling) do not read tp_name; a
+# compiled one's __name__ is tp_name's last part, the same name.  The names' bytes live here, as
+# long as their classes (tapegrad's own, never released).
+cdef dict TP_NAME_BYTES = {}
+
+
+def _use_c_type_name(cls):
+    """Point class `cls`'s tp_name at its declared `_c_type_name` (a class declaring none, a
+    subclass included, keeps its own)."""
+    name = cls.__dict__.get("_c_type_name")
+    if name is None:
+        return
+    cdef bytes encoded = (<str>name).encode("utf-8")
+    TP_NAME_BYTES[cls] = encoded
+    (<PyTypeObject*>cls).tp_name = <char*>encoded

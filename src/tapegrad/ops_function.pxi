@@ -1098,8 +1098,10 @@ cdef object anomaly_reraise(Record* r, object e):
         where = "  (no forward trace: the op was recorded while anomaly mode was off)\n"
     else:
         where = format_trace(user_frames(trace))
-    warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the error:\n"
-                  f"{where}", UserWarning, stacklevel=2)
+    warnings.warn(triggered_internally(f"Error detected in {name}. Traceback of forward call that "
+                                       f"caused the error:\n{where}",
+                                       "torch/csrc/autograd/python_anomaly_mode.cpp:122"),
+                  UserWarning, stacklevel=2)
     raise e
 
 

@@ -31,15 +31,16 @@ cdef str NON_TUPLE_WARNING = (
     "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
     "tensor index, x[torch.tensor(seq)], which will result either in an error or a different "
     "result")
+cdef str NON_TUPLE_ORIGIN = "torch/csrc/autograd/python_variable_indexing.cpp:349"
 
 cdef str BAD_INDEX_DTYPE = "tensors used as indices must be long, int, byte or bool tensors"
 
 
-cdef object byte_mask_as_bool(object arr, int stacklevel):
+cdef object byte_mask_as_bool(object arr):
     """A uint8 index array as the bool mask PyTorch reads it as (x[mask] and x[mask] = v alike),
     with its deprecation warning."""
-    warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                  "torch.bool instead.", UserWarning, stacklevel=stacklevel)
+    torch_warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+               "torch.bool instead.", "aten/src/ATen/native/IndexingUtils.h:37")
     return arr.astype(NP_BOOL)
 
 
@@ -47,7 +48,7 @@ cdef object classify_array(object arr, list kinds):
     """An index array (from a tensor or ndarray): append its kind, return its numpy form."""
     k = arr.dtype.kind
     if arr.dtype == np.uint8:
-        arr = byte_mask_as_bool(arr, user_stacklevel())
+        arr = byte_mask_as_bool(arr)
         k = "b"
     if k == "b":
         if arr.ndim == 0:
@@ -162,11 +163,11 @@ cdef bint sequence_as_tuple(object key):
                 # a key holding text is refused below; PyTorch's warning waits in its C++
                 # buffer and the refusal wins, even where a filter makes the warning an error
                 try:
-                    warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=user_stacklevel())
+                    torch_warn(NON_TUPLE_WARNING, NON_TUPLE_ORIGIN)
                 except Warning:
                     pass
             else:
-                warnings.warn(NON_TUPLE_WARNING, UserWarning, stacklevel=user_stacklevel())
+                torch_warn(NON_TUPLE_WARNING, NON_TUPLE_ORIGIN)
             return True
     return False
 

@@ -592,7 +592,7 @@ cdef object setitem_key_item(object item, list advanced):
         if item.dtype == np.uint8:
             # a byte tensor is a mask, as x[mask] reads it (classify_array), not integer indices
             advanced.append(BYTE_MASK)
-            return byte_mask_as_bool(item, user_stacklevel())
+            return byte_mask_as_bool(item)
         if item.ndim == 0 and item.dtype.kind != "b":
             # a 0-d integer tensor indexes as the integer (a view, as x[i] reads it): PyTorch's
             # select, so `dC[ix] += v` writes the view back onto itself, not an index_put_
@@ -939,10 +939,10 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
                            f"{scalar_type_name(V.dtype)} for the source.")
     if advanced:
         if overlaps_itself(A):
-            warnings.warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
-                          "the tensor before performing this operation. This also applies to "
-                          "advanced indexing e.g. tensor[indices] = tensor", UserWarning,
-                          stacklevel=user_stacklevel())
+            torch_warn("Use of index_put_ on expanded tensors is deprecated. Please clone() "
+                       "the tensor before performing this operation. This also applies to "
+                       "advanced indexing e.g. tensor[indices] = tensor",
+                       "aten/src/ATen/native/TensorAdvancedIndexing.cpp:976")
     elif isinstance(T, np.ndarray) and overlaps_itself(T) and not one_number:
         raise RuntimeError(OVERLAPPING_WRITE)
     cdef Py_ssize_t base_node
@@ -1164,19 +1164,20 @@ cpdef str output_type_name(str name, tuple operands, object kwargs, object np_dt
 # tapegrad/_out_arg.py's EXACT_OUT_DTYPE, set at import.
 cdef dict exact_out_dtype = {}
 # How an out of another shape (not empty) is resized: name -> PyTorch's warning for that op, a
-# format string of {shape} {numel} {n} {result_shape} {result_tuple}, or None for no warning (the
-# factories); any other op warns with RESIZED.  tapegrad/_out_arg.py's OUT_RESIZE_WARNING.
+# (format string of {shape} {numel} {n} {result_shape} {result_tuple}, its origin in PyTorch's
+# sources) pair, or None for no warning (the factories); any other op warns with RESIZED.
+# tapegrad/_out_arg.py's OUT_RESIZE_WARNING.
 cdef dict out_resize_warning = {}
 # The ops that refuse an out their result cannot be cast to with another exception than
 # TensorIterator's RuntimeError: name -> (exception type, format string of {out}).
 # tapegrad/_out_arg.py's UNCASTABLE_OUT.
 cdef dict uncastable_out = {}
-cdef str RESIZED = (
+cdef tuple RESIZED = ((
     "An output with one or more elements was resized since it had shape {shape}, which does not "
     "match the required output shape {result_shape}. This behavior is deprecated, and in a future "
     "PyTorch release outputs will not be resized unless they have zero elements. You can "
     "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with "
-    "t.resize_(0).")
+    "t.resize_(0)."), "aten/src/ATen/native/Resize.cpp:30")
 
 
 # The ops whose out PyTorch refuses when it partly shares memory with an input
@@ -1416,11 +1417,11 @@ cdef int store_out(TensorBase o, object res, str name, tuple operands, object kw
             raise RuntimeError(f"output with shape {list(A.shape)} doesn't match the broadcast "
                                f"shape {list(R.shape)}")
         refuse_resized_view_overlap(o, R.shape, name, operands, kwargs, False)
-        template = out_resize_warning.get(name, RESIZED)
-        if A.size and template is not None:
-            warnings.warn(template.format(
+        resized = out_resize_warning.get(name, RESIZED)
+        if A.size and resized is not None:
+            torch_warn((<str>resized[0]).format(
                 shape=list(A.shape), numel=A.size, n=R.size, result_shape=list(R.shape),
-                result_tuple=tuple(R.shape)), UserWarning, stacklevel=user_stacklevel())
+                result_tuple=tuple(R.shape)), resized[1])
         if o._base is not None:
             refuse_resized_view_overlap(o, R.shape, name, operands, kwargs, True)
             raise RuntimeError("tapegrad cannot resize a view given as out=; pass a tensor of "

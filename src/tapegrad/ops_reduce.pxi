@@ -927,9 +927,9 @@ cdef object var_std(bint is_std, TensorBase input, object dim, object unbiased, 
     cdef double backward_dof = max(dof, 0.0) if over_all else dof
     if dof <= 0:
         dof = 0
-        _warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
-                       "than the reduction factor (input numel divided by output numel).",
-                       UserWarning)
+        torch_warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                   "than the reduction factor (input numel divided by output numel).",
+                   "aten/src/ATen/native/ReduceOps.cpp:1861")
     acc = moment_dtype(A.dtype)
     with IeeeResults():
         # the moments in PyTorch's accumulation dtype, rounded to A's dtype once (after the

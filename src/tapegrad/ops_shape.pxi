@@ -474,13 +474,13 @@ def _T(TensorBase input):
     cdef Py_ssize_t ndim = input._array.ndim
     if ndim == 0:
         warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
-                  "these cases.")
+                  "these cases.", "aten/src/ATen/native/TensorShape.cpp:4321")
     elif ndim != 2:
         warn_once("The use of `x.T` on tensors of dimension other than 2 to reverse their "
                   "shape is deprecated and it will throw an error in a future release. "
                   "Consider `x.mT` to transpose batches of matrices or "
                   "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions "
-                  "of a tensor.")
+                  "of a tensor.", "aten/src/ATen/native/TensorShape.cpp:4314")
     return permuted(OP_PERMUTE, input, list(range(ndim - 1, -1, -1)))
 
 
@@ -490,7 +490,7 @@ def _mT(TensorBase input):
     if ndim == 0:
         # (PyTorch deprecates it there and returns the tensor itself, as for Tensor.H)
         warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in "
-                  "these cases.")
+                  "these cases.", "aten/src/ATen/native/TensorShape.cpp:4373")
         return input
     if ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "

@@ -1008,7 +1008,7 @@ cdef object where_record(object condition, object input, object other, object ba
         if C.dtype.num == cnp.NPY_UINT8:
             warn_once("where received a uint8 condition tensor. This behavior is deprecated "
                       "and will be removed in a future version of PyTorch. Use a boolean "
-                      "condition instead.")
+                      "condition instead.", "aten/src/ATen/native/TensorCompare.cpp:621")
             C = C.astype(NP_BOOL)
         else:
             raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "

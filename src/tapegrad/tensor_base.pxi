@@ -38,8 +38,8 @@ def _set_size_class(cls):
 
 def shape_of(TensorBase t):
     """t.shape as a torch.Size: Tensor.shape's getter, compiled so that a read (at every step of
-    a script) runs no Python frame."""
-    return SizeType(t._array.shape)
+    a script) runs no Python frame (nor Size's check of its items: numpy's sizes are ints)."""
+    return tuple.__new__(SizeType, t._array.shape)
 
 
 MetaTensorType = None
@@ -862,7 +862,9 @@ cdef class TensorBase:
                 and not (TAPE.recs[self._node].flags & RF_RETAIN_GRAD)):
             # stacklevel 1 is the innermost Python frame (a compiled getter has none): the line
             # that read .grad, where PyTorch's C++ warning points too.
-            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=1)
+            warnings.warn(triggered_internally(NON_LEAF_GRAD_WARNING,
+                                               "build/aten/src/ATen/core/TensorBody.h:493"),
+                          UserWarning, stacklevel=1)
         return self._grad
 
     @grad.setter

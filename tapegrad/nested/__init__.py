@@ -31,7 +31,7 @@ _PROTOTYPE_WARNING = (
 def _warn_prototype() -> None:
     """PyTorch's TORCH_WARN_ONCE for a strided nested tensor: once per process (the core's
     once-per-process warnings, naming the user's line)."""
-    _core.warn_once(_PROTOTYPE_WARNING)
+    _core.warn_once(_PROTOTYPE_WARNING, "aten/src/ATen/NestedTensorImpl.cpp:177")
 
 
 def _as_tensors(tensor_list, dtype, detach: bool) -> list:

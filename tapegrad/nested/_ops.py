@@ -210,7 +210,7 @@ def _check_broadcast_misses_ragged(name, nt, dense) -> None:
 
 def _shapes_error(name, nt, dense):
     return RuntimeError(f"cannot call binary pointwise function {name}.Tensor with inputs of "
-                        f"shapes {Size(nt.jagged_size())!r} and {dense.shape!r}")
+                        f"shapes {Size._unchecked(nt.jagged_size())!r} and {dense.shape!r}")
 
 
 def _jagged_with_batched_dense(func, nt, args, kwargs):

@@ -212,7 +212,7 @@ class NestedTensor(metaclass=TorchTensorNamedClass):
         if dim is None:
             if self._layout is strided:
                 raise _internal_sizes_error()
-            return Size(self.jagged_size())
+            return Size._unchecked(self.jagged_size())
         ndim = self.dim()
         if not -ndim <= dim < ndim:
             raise dim_out_of_range(dim, ndim)

@@ -770,7 +770,8 @@ def _conv_arguments(input, weight, bias, stride, padding, dilation, groups, nd):
             # PyTorch notes (once per process, every dimensionality) that an odd total padding
             # cannot be split evenly, so its kernels pad a copy of the input.
             _core.warn_once("Using padding='same' with even kernel lengths and odd dilation may "
-                            "require a zero-padded copy of the input be created")
+                            "require a zero-padded copy of the input be created",
+                            "aten/src/ATen/native/Convolution.cpp:1101")
     elif pad_arg == "valid":
         pads = [(0, 0)] * nd
     else:

@@ -1252,7 +1252,7 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
             if bfloat16 or _bfloat16_tensor(t):
                 return t.to(_core.bfloat16 if bfloat16 else _core._dtype_by_name(np_dtype.name))
             if arr.dtype.kind == "c" and np_dtype.kind != "c":
-                _core.warn_once("Casting complex values to real discards the imaginary part")
+                _core.warn_complex_discard()
                 arr = arr.real
             return _core.wrap_array(arr.astype(np_dtype))
         return module._apply(convert)
@@ -1264,12 +1264,12 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
         if bfloat16 or _bfloat16_tensor(t):
             from ..._bfloat16 import cast_in_place
             if t._array.dtype.kind == "c":
-                _core.warn_once("Casting complex values to real discards the imaginary part")
+                _core.warn_complex_discard()
                 t._array = t._array.real
             cast_in_place(t, np_dtype)
             continue
         if t._array.dtype.kind == "c" and np_dtype.kind != "c":
-            _core.warn_once("Casting complex values to real discards the imaginary part")
+            _core.warn_complex_discard()
             t._array = t._array.real
         t._array = t._array.astype(np_dtype, copy=False)
         if t.is_leaf and t.grad is not None:

@@ -315,7 +315,8 @@ class TransformerEncoder(Module):
             # ...and it returns zeros at padding: a fully padded sequence is empty there,
             # zeros too, not the NaN of its attention over no keys (so masked_fill, not a
             # product with 0); all sequences empty is its to_padded_tensor's error.
-            _core.warn_once(_NESTED_PROTOTYPE)      # (PyTorch: TORCH_WARN_ONCE, on that path)
+            # (PyTorch: TORCH_WARN_ONCE, on that path)
+            _core.warn_once(_NESTED_PROTOTYPE, "aten/src/ATen/NestedTensorImpl.cpp:177")
             if pad.all():
                 raise RuntimeError("to_padded_tensor: at least one constituent tensor should "
                                    "have non-zero numel")
