@@ -1180,7 +1180,7 @@ def svd(A, full_matrices=True, *, driver=None):
 def svdvals(A, *, driver=None):
     """The singular values of each matrix of A, descending (torch.linalg.svdvals)."""
     A = _as_tensor(A, "linalg_svdvals")
-    _check_matrix(A, "linalg.svdvals")
+    _check_matrix(A, "linalg.svd")     # (PyTorch names svd: svdvals is svd without vectors)
     _check_float(A, "linalg.svdvals")
     _refuse_driver(driver)
     return _SVD.apply(A, False)[1]
@@ -1643,6 +1643,10 @@ def cross(input, other, *, dim=-1):
     if input.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[dim]} and {other.shape[dim]}")
+    # the whole shapes broadcast first, as PyTorch's infer_size: a mismatch names its dimension
+    # in the inputs, not in the slices along dim below (cross of (3, 3) and (3, 2) along 0)
+    from ._extra_ops import _broadcast_shapes
+    _broadcast_shapes(tuple(input.shape), tuple(other.shape))
     from . import stack
     axis = dim if dim < 0 else dim - input.ndim
 
