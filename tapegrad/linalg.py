@@ -332,7 +332,11 @@ class _Determinant(_Function):
         if bool(singular.any()):
             return _singular_det_backward(A, grad, singular)
         try:
-            return (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
+            # (a solve, as PyTorch's: the graph's grad_fn is LinalgSolveExBackward0, and its
+            # bits are a solve's, not those of a product with the inverse)
+            from . import eye
+            scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
+            return solve(_adjoint(A), scale * eye(A.shape[-1], dtype=A.dtype))
         except LinAlgError:
             # a determinant the LU of A^T leaves nonzero where A's own LU meets a zero pivot
             # (a numerically singular A): the adjugate, as for a singular one
