@@ -258,14 +258,48 @@ def _spread_nan_as_getrs(X, a, b=None):
     return _np.where(mask, complex(_math.nan, _math.nan) if _np.iscomplexobj(X) else _math.nan, X)
 
 
+_SINGLE_PRECISION = (_np.dtype(_np.float32), _np.dtype(_np.complex64))
+
+
+def _getrf_getrs_solve(a, b, adjoint=False):
+    """a^-1 b (equal batch shapes, non-empty) as PyTorch's LAPACK computes it (getrf, getrs),
+    or None when its LU of a meets an exactly zero pivot (a singular a).
+    - float32 and complex64: always by _lu_factor_values and _lu_substitute, in their own
+      precision.  numpy's linalg solves them in double and rounds the result, so a matrix
+      singular in exact arithmetic raised 'singular' where PyTorch's float32 LU keeps a pivot
+      of rounding size and answers with huge entries (the inverse of [[1, 2, 3], [4, 5, 6],
+      [7, 8, 9]]: entries of 5.6e6), and nearly singular systems got answers of double
+      precision that PyTorch's float32 cannot give.
+    - double precision: numpy's LAPACK, and the same LU when it reports a zero pivot: its
+      OpenBLAS LU of [[1, 2, 3], [4, 5, 6], [7, 8, 9]] meets one where PyTorch's (MKL's, which
+      _lu_factor_values rounds as) leaves 1e-16, and inverts to entries of 3e15.
+    `adjoint`: a^H x = b by a's own LU, as PyTorch's solve backward reuses its forward's
+    factors (so a backward never finds singular the matrix its forward solved with)."""
+    if a.dtype not in _SINGLE_PRECISION:
+        try:
+            return _np.linalg.solve(_np.conj(_np.swapaxes(a, -1, -2)) if adjoint else a, b)
+        except _np.linalg.LinAlgError:
+            pass
+    from ._more_math import _lu_factor_values, _zero_pivot_info
+    from ._linalg_factor import _lu_substitute
+    lu_values, pivots = _lu_factor_values(a)
+    if _zero_pivot_info(lu_values).any():
+        return None
+    with _np.errstate(over="ignore", invalid="ignore"):     # (inf and nan, as LAPACK's)
+        return _lu_substitute(lu_values, pivots, b, adjoint)
+
+
 class _Inverse(_Function):
     @staticmethod
     def forward(ctx, A):
         arr = A._array
-        try:
-            out = _np.linalg.inv(arr) if arr.size else _np.empty_like(arr)
-        except _np.linalg.LinAlgError:
-            _raise_singular_inv(arr, "linalg.inv")
+        if arr.size:
+            out = _getrf_getrs_solve(arr, _np.broadcast_to(
+                _np.eye(arr.shape[-1], dtype=arr.dtype), arr.shape))
+            if out is None:
+                _raise_singular_inv(arr, "linalg.inv")
+        else:
+            out = _np.empty_like(arr)
         out = _tensor(_spread_nan_as_getrs(out, arr), A, lapack=True)
         ctx.save_for_backward(out)
         return out
@@ -332,11 +366,7 @@ class _Determinant(_Function):
         if bool(singular.any()):
             return _singular_det_backward(A, grad, singular)
         try:
-            # (a solve, as PyTorch's: the graph's grad_fn is LinalgSolveExBackward0, and its
-            # bits are a solve's, not those of a product with the inverse)
-            from . import eye
-            scale = (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1)
-            return solve(_adjoint(A), scale * eye(A.shape[-1], dtype=A.dtype))
+            return (grad * _conj(det(A))).unsqueeze(-1).unsqueeze(-1) * _adjoint(inv(A))
         except LinAlgError:
             # a determinant the LU of A^T leaves nonzero where A's own LU meets a zero pivot
             # (a numerically singular A): the adjugate, as for a singular one
@@ -444,7 +474,12 @@ class _Solve(_Function):
     @staticmethod
     def forward(ctx, A, B):
         try:
-            X = _np.linalg.solve(A._array, B._array)
+            if A._array.size:
+                X = _getrf_getrs_solve(A._array, B._array)
+                if X is None:
+                    raise _np.linalg.LinAlgError
+            else:
+                X = _np.linalg.solve(A._array, B._array)
         except _np.linalg.LinAlgError:
             arr = A._array
             flat = arr.reshape((-1,) + arr.shape[-2:])
@@ -459,7 +494,15 @@ class _Solve(_Function):
     def backward(ctx, grad):
         # A X = B: gB = A^-H G and gA = -gB X^H.
         A, X = ctx.saved_tensors
-        grad_B = solve(_adjoint(A), grad)
+        if _is_grad_enabled() or not A._array.size:
+            grad_B = solve(_adjoint(A), grad)       # (create_graph: differentiable in A)
+        else:
+            gB = _getrf_getrs_solve(A._array, _np.asarray(grad._array, dtype=A._array.dtype),
+                                    adjoint=True)
+            if gB is None:
+                raise LinAlgError("torch.linalg.solve: The solver failed because the input "
+                                  "matrix is singular.")
+            grad_B = _tensor(gB, A)
         return -(grad_B @ _adjoint(X)), grad_B
 
 
