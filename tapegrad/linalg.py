@@ -259,15 +259,19 @@ def _spread_nan_as_getrs(X, a, b=None):
 
 
 _SINGLE_PRECISION = (_np.dtype(_np.float32), _np.dtype(_np.complex64))
+# Up to this order a single-precision system is solved in its own precision (a few ms); the
+# LU's Python loop over columns grows as n^3 in numpy steps (n = 1000: 3 s, LAPACK 0.1 s), and
+# the singular-in-exact-arithmetic matrices of notebooks are small.
+_OWN_PRECISION_MAX_N = 64
 
 
 def _getrf_getrs_solve(a, b, adjoint=False):
     """a^-1 b (equal batch shapes, non-empty) as PyTorch's LAPACK computes it (getrf, getrs),
     or None when its LU of a meets an exactly zero pivot (a singular a).
-    - float32 and complex64: always by _lu_factor_values and _lu_substitute, in their own
-      precision.  numpy's linalg solves them in double and rounds the result, so a matrix
-      singular in exact arithmetic raised 'singular' where PyTorch's float32 LU keeps a pivot
-      of rounding size and answers with huge entries (the inverse of [[1, 2, 3], [4, 5, 6],
+    - float32 and complex64 up to _OWN_PRECISION_MAX_N: by _lu_factor_values and
+      _lu_substitute, in their own precision.  numpy's linalg solves them in double and rounds
+      the result, so a matrix singular in exact arithmetic raised 'singular' where PyTorch's
+      float32 LU keeps a pivot of rounding size and answers with huge entries (the inverse of [[1, 2, 3], [4, 5, 6],
       [7, 8, 9]]: entries of 5.6e6), and nearly singular systems got answers of double
       precision that PyTorch's float32 cannot give.
     - double precision: numpy's LAPACK, and the same LU when it reports a zero pivot: its
@@ -275,7 +279,7 @@ def _getrf_getrs_solve(a, b, adjoint=False):
       _lu_factor_values rounds as) leaves 1e-16, and inverts to entries of 3e15.
     `adjoint`: a^H x = b by a's own LU, as PyTorch's solve backward reuses its forward's
     factors (so a backward never finds singular the matrix its forward solved with)."""
-    if a.dtype not in _SINGLE_PRECISION:
+    if a.dtype not in _SINGLE_PRECISION or a.shape[-1] > _OWN_PRECISION_MAX_N:
         try:
             return _np.linalg.solve(_np.conj(_np.swapaxes(a, -1, -2)) if adjoint else a, b)
         except _np.linalg.LinAlgError:
