@@ -258,14 +258,52 @@ def _spread_nan_as_getrs(X, a, b=None):
     return _np.where(mask, complex(_math.nan, _math.nan) if _np.iscomplexobj(X) else _math.nan, X)
 
 
+_SINGLE_PRECISION = (_np.dtype(_np.float32), _np.dtype(_np.complex64))
+# Up to this order a single-precision system is solved in its own precision (a few ms); the
+# LU's Python loop over columns grows as n^3 in numpy steps (n = 1000: 3 s, LAPACK 0.1 s), and
+# the singular-in-exact-arithmetic matrices of notebooks are small.
+_OWN_PRECISION_MAX_N = 64
+
+
+def _getrf_getrs_solve(a, b, adjoint=False):
+    """a^-1 b (equal batch shapes, non-empty) as PyTorch's LAPACK computes it (getrf, getrs),
+    or None when its LU of a meets an exactly zero pivot (a singular a).
+    - float32 and complex64 up to _OWN_PRECISION_MAX_N: by _lu_factor_values and
+      _lu_substitute, in their own precision.  numpy's linalg solves them in double and rounds
+      the result, so a matrix singular in exact arithmetic raised 'singular' where PyTorch's
+      float32 LU keeps a pivot of rounding size and answers with huge entries (the inverse of [[1, 2, 3], [4, 5, 6],
+      [7, 8, 9]]: entries of 5.6e6), and nearly singular systems got answers of double
+      precision that PyTorch's float32 cannot give.
+    - double precision: numpy's LAPACK, and the same LU when it reports a zero pivot: its
+      OpenBLAS LU of [[1, 2, 3], [4, 5, 6], [7, 8, 9]] meets one where PyTorch's (MKL's, which
+      _lu_factor_values rounds as) leaves 1e-16, and inverts to entries of 3e15.
+    `adjoint`: a^H x = b by a's own LU, as PyTorch's solve backward reuses its forward's
+    factors (so a backward never finds singular the matrix its forward solved with)."""
+    if a.dtype not in _SINGLE_PRECISION or a.shape[-1] > _OWN_PRECISION_MAX_N:
+        try:
+            return _np.linalg.solve(_np.conj(_np.swapaxes(a, -1, -2)) if adjoint else a, b)
+        except _np.linalg.LinAlgError:
+            pass
+    from ._more_math import _lu_factor_values, _zero_pivot_info
+    from ._linalg_factor import _lu_substitute
+    lu_values, pivots = _lu_factor_values(a)
+    if _zero_pivot_info(lu_values).any():
+        return None
+    with _np.errstate(over="ignore", invalid="ignore"):     # (inf and nan, as LAPACK's)
+        return _lu_substitute(lu_values, pivots, b, adjoint)
+
+
 class _Inverse(_Function):
     @staticmethod
     def forward(ctx, A):
         arr = A._array
-        try:
-            out = _np.linalg.inv(arr) if arr.size else _np.empty_like(arr)
-        except _np.linalg.LinAlgError:
-            _raise_singular_inv(arr, "linalg.inv")
+        if arr.size:
+            out = _getrf_getrs_solve(arr, _np.broadcast_to(
+                _np.eye(arr.shape[-1], dtype=arr.dtype), arr.shape))
+            if out is None:
+                _raise_singular_inv(arr, "linalg.inv")
+        else:
+            out = _np.empty_like(arr)
         out = _tensor(_spread_nan_as_getrs(out, arr), A, lapack=True)
         ctx.save_for_backward(out)
         return out
@@ -440,7 +478,12 @@ class _Solve(_Function):
     @staticmethod
     def forward(ctx, A, B):
         try:
-            X = _np.linalg.solve(A._array, B._array)
+            if A._array.size:
+                X = _getrf_getrs_solve(A._array, B._array)
+                if X is None:
+                    raise _np.linalg.LinAlgError
+            else:
+                X = _np.linalg.solve(A._array, B._array)
         except _np.linalg.LinAlgError:
             arr = A._array
             flat = arr.reshape((-1,) + arr.shape[-2:])
@@ -455,7 +498,15 @@ class _Solve(_Function):
     def backward(ctx, grad):
         # A X = B: gB = A^-H G and gA = -gB X^H.
         A, X = ctx.saved_tensors
-        grad_B = solve(_adjoint(A), grad)
+        if _is_grad_enabled() or not A._array.size:
+            grad_B = solve(_adjoint(A), grad)       # (create_graph: differentiable in A)
+        else:
+            gB = _getrf_getrs_solve(A._array, _np.asarray(grad._array, dtype=A._array.dtype),
+                                    adjoint=True)
+            if gB is None:
+                raise LinAlgError("torch.linalg.solve: The solver failed because the input "
+                                  "matrix is singular.")
+            grad_B = _tensor(gB, A)
         return -(grad_B @ _adjoint(X)), grad_B
 
 
@@ -1180,7 +1231,7 @@ def svd(A, full_matrices=True, *, driver=None):
 def svdvals(A, *, driver=None):
     """The singular values of each matrix of A, descending (torch.linalg.svdvals)."""
     A = _as_tensor(A, "linalg_svdvals")
-    _check_matrix(A, "linalg.svdvals")
+    _check_matrix(A, "linalg.svd")     # (PyTorch names svd: svdvals is svd without vectors)
     _check_float(A, "linalg.svdvals")
     _refuse_driver(driver)
     return _SVD.apply(A, False)[1]
@@ -1643,6 +1694,10 @@ def cross(input, other, *, dim=-1):
     if input.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[dim]} and {other.shape[dim]}")
+    # the whole shapes broadcast first, as PyTorch's infer_size: a mismatch names its dimension
+    # in the inputs, not in the slices along dim below (cross of (3, 3) and (3, 2) along 0)
+    from ._extra_ops import _broadcast_shapes
+    _broadcast_shapes(tuple(input.shape), tuple(other.shape))
     from . import stack
     axis = dim if dim < 0 else dim - input.ndim
 

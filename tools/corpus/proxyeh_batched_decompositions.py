@@ -1,0 +1,61 @@
+# Batched torch.linalg on a stack of SPD matrices (B, n, n), and gradients through the
+# decompositions, as a course notebook prints them.
+import torch
+
+torch.set_printoptions(precision=4)
+B = 5
+k = torch.arange(B, dtype=torch.float64).view(B, 1, 1)
+base = torch.tensor([[2., -1., 0.], [-1., 2., -1.], [0., -1., 2.]], dtype=torch.float64)
+A = base + k * torch.eye(3, dtype=torch.float64)
+print(A.shape)
+print("det:", torch.linalg.det(A))
+print("eigvalsh:", torch.linalg.eigvalsh(A))
+L = torch.linalg.cholesky(A)
+print(L[-1])
+b = torch.ones(B, 3, 1, dtype=torch.float64)
+x = torch.linalg.solve(A, b)
+print(x.squeeze(-1))
+print(torch.allclose(x, torch.cholesky_solve(b, L)))
+print((A @ x - b).norm(dim=(1, 2)) < 1e-12)
+U, S, Vh = torch.linalg.svd(A)
+print("svd S:", S)
+print("cond:", torch.linalg.cond(A))
+print("rank:", torch.linalg.matrix_rank(A))
+Q, R = torch.linalg.qr(A)
+print("|diag R|:", R.diagonal(dim1=-2, dim2=-1).abs())
+print("logdet:", torch.logdet(A))
+print("trace:", torch.einsum("bii->b", A))
+LU, piv = torch.linalg.lu_factor(A)
+print(piv)
+print(torch.linalg.lu_solve(LU, piv, b).squeeze(-1))
+print(torch.linalg.solve(A.unsqueeze(1).expand(B, 2, 3, 3), torch.ones(2, 3, 1, dtype=torch.float64)).shape)
+w, V = torch.linalg.eigh(A)
+print(torch.allclose(V @ torch.diag_embed(w) @ V.mT, A))
+print(torch.linalg.norm(A, ord="nuc", dim=(1, 2)))
+print(torch.linalg.matrix_exp(0.1 * A[0]))
+
+# gradients through the decompositions
+A0 = torch.tensor([[4., 1., 0.5], [1., 3., 0.2], [0.5, 0.2, 2.]], dtype=torch.float64)
+M = A0.clone().requires_grad_()
+torch.linalg.svdvals(M).sum().backward()
+print("d nuclear / dA:", M.grad.round(decimals=6))
+M.grad = None
+w, V = torch.linalg.eigh(M)
+w[-1].backward()
+print("d lambda_max / dA:", M.grad)
+M.grad = None
+d = torch.linalg.det(M)
+d.backward()
+print("det:", d.item(), torch.allclose(M.grad, d.detach() * torch.linalg.inv(A0).T))
+M.grad = None
+torch.linalg.inv(M).trace().backward()
+print("d tr(A^-1) / dA:", M.grad)
+M.grad = None
+x = torch.linalg.solve(M, torch.tensor([1., 2., 3.], dtype=torch.float64))
+x.pow(2).sum().backward()
+print("solve grad:", M.grad)
+I = torch.eye(3, dtype=torch.float64, requires_grad=True)
+w, V = torch.linalg.eigh(I)
+V.sum().backward()
+print("repeated eigenvalues:", w, torch.isnan(I.grad).all().item())
+print(torch.autograd.gradcheck(lambda X: torch.linalg.eigh(X @ X.mT)[0], (A0.clone().requires_grad_(),)))
