@@ -449,20 +449,23 @@ class GridSampler2D(KernelFunction):
     composition (_sampled) instead."""
 
     saved_args = (0, 1)
+    # grid_kernels.c's pair for this rank (GridSampler3D names the 5-d pair)
+    forward_kernel = staticmethod(_core._grid_sample_2d)
+    backward_kernel = staticmethod(_core._grid_sample_2d_backward)
 
-    @staticmethod
-    def kernel_forward(input, grid, sampling):
+    @classmethod
+    def kernel_forward(cls, input, grid, sampling):
         input = np.ascontiguousarray(input)
         grid = np.ascontiguousarray(grid)
-        return _core._grid_sample_2d(input, grid, sampling), (input, grid, sampling)
+        return cls.forward_kernel(input, grid, sampling), (input, grid, sampling)
 
-    @staticmethod
-    def kernel_backward(state, needs, grads):
+    @classmethod
+    def kernel_backward(cls, state, needs, grads):
         input, grid, sampling = state
         g = grads[0]
         if g is None or not (needs[0] or needs[1]):
             return None, None, None
-        grad_input, grad_grid = _core._grid_sample_2d_backward(
+        grad_input, grad_grid = cls.backward_kernel(
             np.ascontiguousarray(g), input, grid, sampling, needs[0])
         return grad_input, (grad_grid if needs[1] else None), None
 
@@ -485,21 +488,8 @@ class GridSampler3D(GridSampler2D):
     """grid_sample of a 5-d input, trilinear or nearest, as one node (grid_kernels.c:
     PyTorch's scalar kernel): arguments (input, grid, (mode, padding, align_corners))."""
 
-    @staticmethod
-    def kernel_forward(input, grid, sampling):
-        input = np.ascontiguousarray(input)
-        grid = np.ascontiguousarray(grid)
-        return _core._grid_sample_3d(input, grid, sampling), (input, grid, sampling)
-
-    @staticmethod
-    def kernel_backward(state, needs, grads):
-        input, grid, sampling = state
-        g = grads[0]
-        if g is None or not (needs[0] or needs[1]):
-            return None, None, None
-        grad_input, grad_grid = _core._grid_sample_3d_backward(
-            np.ascontiguousarray(g), input, grid, sampling, needs[0])
-        return grad_input, (grad_grid if needs[1] else None), None
+    forward_kernel = staticmethod(_core._grid_sample_3d)
+    backward_kernel = staticmethod(_core._grid_sample_3d_backward)
 
 
 _torch_grad_fn_name(GridSampler3D, "GridSampler3DBackward0")
