@@ -231,6 +231,18 @@ KERNEL_FUNCTIONS = {
     "GridTapSumBackward": [
         lambda x, w: F.grid_sample(w.reshape(1, 1, 3, 4), x.reshape(1, 2, 3, 2) * 0.5,
                                    align_corners=False)],
+    # grid_sample's own C kernels (tapegrad/nn/_grid_sample.py, grid_kernels.c)
+    "GridSampler2DBackward0": [
+        lambda x, w: F.grid_sample(w.reshape(1, 1, 3, 4), (x * w).reshape(1, 2, 3, 2) * 0.5,
+                                   mode="nearest", padding_mode="border", align_corners=True),
+        lambda x, w: F.grid_sample((w * x).reshape(1, 1, 3, 4), w.reshape(1, 2, 3, 2) * 0.4,
+                                   padding_mode="reflection", align_corners=False)],
+    "GridSampler3DBackward0": [
+        lambda x, w: F.grid_sample(w.reshape(1, 1, 2, 2, 3), x.reshape(1, 1, 2, 2, 3) * 0.5,
+                                   align_corners=False),
+        lambda x, w: F.grid_sample((w * x).reshape(1, 1, 2, 2, 3),
+                                   w.reshape(1, 1, 2, 2, 3) * 0.3, mode="nearest",
+                                   padding_mode="border", align_corners=True)],
 }
 
 # KernelFunctions whose node is named after the op it ends (per dtype; None: not used there).
