@@ -101,10 +101,14 @@ def mode_position(row: np.ndarray) -> int:
     fast = _compiled(row.reshape(1, -1), np.zeros(1, np.int64), _STD_SORT, 0, False, 2,
                      row.shape[0])
     if fast is not None:
-        pairs = [(row[j], j) for j in fast[0].tolist()]
-    else:
-        pairs = list(zip(row.tolist(), range(row.shape[0])))
-        _sort(pairs, 0, len(pairs), _plain_less)
+        # the same scan, vectorised (10^6 pairs: ~1.4 s in the loop below): a run ends where
+        # the next value is `!=` (NaN != NaN), and argmax keeps the first longest run
+        order = fast[0]
+        ordered = row[order]
+        ends = np.flatnonzero(np.append(ordered[:-1] != ordered[1:], True))
+        return int(order[ends[np.argmax(np.diff(ends, prepend=-1))]])
+    pairs = list(zip(row.tolist(), range(row.shape[0])))
+    _sort(pairs, 0, len(pairs), _plain_less)
     best, best_count, count = 0, 0, 0
     for j, (value, index) in enumerate(pairs):
         count += 1
