@@ -48,6 +48,10 @@ from . import _core
 from .tensor import Tensor
 
 BACKWARD, ZERO_GRAD, STEP = "backward", "zero_grad", "step"
+# Module.train (and eval, which calls it): the forward a replay runs was recorded in the modes
+# the capture saw, so only the flags' end state is the phase's work; without it a replayed
+# `model.eval()` inside the function left the model in training mode after the call
+MODE = "train"
 # (any other kind: a function of tapegrad.nn.utils that rewrites gradients in place, by its
 # public name: clip_grad_norm_, clip_grad_value_; its target the tuple of parameters)
 
@@ -245,7 +249,10 @@ def plan_value(capture, result, noted, effects, reached=()):
                 for g in guarded):
             raise Unphased(f"it calls {p.kind}() on parameters other than a module's "
                            "parameters() (a replay could not see that list change)")
-    first = next((i for i, p in enumerate(noted) if p.kind != ZERO_GRAD), len(noted))
+    # (zero_grad and train/eval may come before the forward's ops: their replays after it
+    # change nothing the forward reads - it reads no .grad, and its modes are recorded)
+    first = next((i for i, p in enumerate(noted) if p.kind not in (ZERO_GRAD, MODE)),
+                 len(noted))
     n_steps, n_created, n_reads = len(capture.steps), len(capture.created), len(capture.reads)
     for p in noted[first:]:
         if (p.n_steps, p.n_created, p.n_reads) != (n_steps, n_created, n_reads):

@@ -91,6 +91,16 @@ def _addindent(text: str, spaces: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
+def _set_training(module, mode: bool):
+    """Module.train's work: the flag on the module, then each child's own train(), as PyTorch
+    (a subclass that overrides it - LoRA's merge on eval, a frozen BatchNorm kept in eval - runs
+    its override from model.eval()); returns the module."""
+    module.training = mode
+    for child in module.children():
+        child.train(mode)
+    return module
+
+
 def _zero_grads(module, set_to_none: bool) -> None:
     """Module.zero_grad's work (a function, not a method: dir(Module) lists PyTorch's names)."""
     from ...optim.optimizer import reset_grads
@@ -580,12 +590,10 @@ class Module:
         """
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
-        self.training = mode
-        # through each child's own train(), as PyTorch: a subclass that overrides it (LoRA's
-        # merge on eval, a frozen BatchNorm kept in eval) runs its override from model.eval()
-        for module in self.children():
-            module.train(mode)
-        return self
+        if _step_phases.noting is not None:     # inside a compiled function: a replay re-runs it
+            return _step_phases.note(_step_phases.MODE, _set_training, self, (mode,), {},
+                                     Module.train)
+        return _set_training(self, mode)
 
     def eval(self: T) -> T:
         """Set evaluation mode on this module and every submodule (``train(False)``); returns the module."""
