@@ -37,6 +37,16 @@ _MASK64 = _U64 - 1
 _STATE_BYTES = 48
 
 
+def _refuse_replay(what: str) -> None:
+    """Inside a tapegrad.compile capture, keep the function eager: its later draws follow the
+    state this call sets, and a replay would draw on from wherever the stream is instead (a
+    `manual_seed(0)` inside a compiled function was skipped at every replay)."""
+    from . import _step_phases
+    if _step_phases.noting is not None:
+        _step_phases.noting.refusals.append(
+            f"it {what}, which a replay would not do again before its draws")
+
+
 def _seed_value(seed) -> int:
     """PyTorch's seed rules: any int in [-2**63, 2**64), negatives taken modulo 2**64."""
     if isinstance(seed, _core.TensorBase):
@@ -84,6 +94,7 @@ class Generator(metaclass=TorchNamedClass):
     def manual_seed(self, seed) -> "Generator":
         """Restart the stream from `seed`; returns the generator itself."""
         value = _seed_value(seed)
+        _refuse_replay("seeds a random generator (manual_seed)")
         self._initial_seed = value
         if self._numpy is not None:
             self._numpy.bit_generator.state = np.random.PCG64(value).state
@@ -119,6 +130,7 @@ class Generator(metaclass=TorchNamedClass):
         if arr.size != _STATE_BYTES:
             raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but found "
                                f"the input RNG state size to be {arr.size}")
+        _refuse_replay("restores a random generator's state (set_rng_state, fork_rng)")
         raw = arr.reshape(-1).tobytes()
         inc = int.from_bytes(raw[24:40], "little")
         if inc % 2 == 0:        # PCG64 increments are odd: an even one is not a state we wrote

@@ -1,6 +1,8 @@
-"""train()/eval() inside a compiled function (tapegrad/_step_phases.py's MODE phase): a replay
-re-runs the call, so the modules' flags after each call are eager's (a replayed `model.eval()`
-used to leave the model in training mode), and the values stay eager's."""
+"""Python state a compiled function sets: train()/eval() (tapegrad/_step_phases.py's MODE
+phase: a replay re-runs the call, so the modules' flags after each call are eager's - a replayed
+`model.eval()` used to leave the model in training mode) and the random generators' seed and
+state (manual_seed, set_rng_state, fork_rng inside the function keep it eager: its draws follow
+that state, which a replay skipped)."""
 import numpy as np
 import pytest
 
@@ -98,3 +100,35 @@ def test_an_overridden_train_stays_eager():
     assert calls == [False, False, False]
     assert run.stats["replays"] == 0, run.explain()
     assert "overrides" in run.explain()
+
+
+@pytest.mark.parametrize("reset", ["manual_seed", "generator", "set_rng_state", "fork_rng"])
+def test_a_function_that_reseeds_stays_eager(reset):
+    """Each call draws what eager draws after the reset (a replay drew on from the stream)."""
+    import tapegrad.nn.functional as F
+    gen = tg.Generator().manual_seed(5)
+    saved = tg.get_rng_state()
+
+    def f(x):
+        if reset == "manual_seed":
+            tg.manual_seed(0)
+        elif reset == "generator":
+            gen.manual_seed(0)
+        elif reset == "set_rng_state":
+            tg.set_rng_state(saved)
+        else:
+            with tg.random.fork_rng():
+                tg.manual_seed(1)
+                x = x + tg.rand(3)
+        return F.dropout(x, 0.5) + tg.rand(3, generator=gen if reset == "generator" else None)
+
+    compiled = tg.compile(f)
+    x = tg.ones(3)
+    for i in range(3):
+        tg.manual_seed(100 + i)
+        expected = f(x)
+        tg.manual_seed(100 + i)
+        got = compiled(x)
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    assert compiled.stats["replays"] == 0, compiled.explain()
+    assert "random generator" in compiled.explain()
