@@ -997,6 +997,7 @@ class _PythonState:
         self.objects = objects
         self.snapshots = [_shallow_state(o) for o in objects]
         self.printed = False
+        self.modes = _autograd_modes()
 
     @contextlib.contextmanager
     def watching_prints(self):
@@ -1016,12 +1017,21 @@ class _PythonState:
         """'' when the call changed nothing watched, else what it did ("prints", ...)."""
         if self.printed:
             return "prints"
+        if _autograd_modes() != self.modes:
+            # torch.set_grad_enabled(False) called as a function (not a with block): eager
+            # leaves the mode switched after the call, a replay would not
+            return "switches grad or inference mode for the code after it"
         for obj, before in zip(self.objects, self.snapshots):
             if not _same_state(before, _shallow_state(obj)):
                 what = type(obj).__name__
                 return (f"changes a {what} it reads from outside" if isinstance(obj, (list, dict, set))
                         else f"sets attributes of a {what} object it reads")
         return ""
+
+
+def _autograd_modes() -> tuple:
+    """The grad and inference modes a call begins (and, unless it switches them, ends) in."""
+    return is_grad_enabled(), _core.is_inference_mode_enabled()
 
 
 def _is_watched(obj) -> bool:

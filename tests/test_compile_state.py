@@ -2,7 +2,8 @@
 phase: a replay re-runs the call, so the modules' flags after each call are eager's - a replayed
 `model.eval()` used to leave the model in training mode) and the random generators' seed and
 state (manual_seed, set_rng_state, fork_rng inside the function keep it eager: its draws follow
-that state, which a replay skipped)."""
+that state, which a replay skipped), and grad mode switched by a call (torch.set_grad_enabled
+as a function: a replay left it as it was)."""
 import numpy as np
 import pytest
 
@@ -132,3 +133,43 @@ def test_a_function_that_reseeds_stays_eager(reset):
         np.testing.assert_array_equal(got.numpy(), expected.numpy())
     assert compiled.stats["replays"] == 0, compiled.explain()
     assert "random generator" in compiled.explain()
+
+
+@pytest.mark.parametrize("switch", ["set_grad_enabled", "no_grad_enter"])
+def test_a_function_that_leaves_grad_mode_switched_stays_eager(switch):
+    x = tg.randn(3, requires_grad=True)
+
+    def f(x):
+        if switch == "set_grad_enabled":
+            tg.set_grad_enabled(False)
+        else:
+            tg.no_grad().__enter__()
+        return (x * 2).sum()
+
+    compiled = tg.compile(f)
+    try:
+        for _ in range(3):
+            tg.set_grad_enabled(True)
+            out = compiled(x)
+            assert not tg.is_grad_enabled()          # as eager leaves it
+            assert not out.requires_grad
+        assert compiled.stats["replays"] == 0, compiled.explain()
+        assert "grad or inference mode" in compiled.explain()
+    finally:
+        tg.set_grad_enabled(True)
+
+
+def test_a_with_block_inside_still_replays():
+    """A no_grad block that ends inside the function changes no mode across the call."""
+    x = tg.randn(3, requires_grad=True)
+
+    @tg.compile
+    def f(x):
+        with tg.no_grad():
+            scale = x.detach().abs().max()
+        return (x * scale).sum()
+
+    for _ in range(3):
+        out = f(x)
+        assert tg.is_grad_enabled() and out.requires_grad
+    assert f.stats["replays"] == 2, f.explain()
