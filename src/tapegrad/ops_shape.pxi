@@ -719,7 +719,11 @@ cdef object promote_arrays_dtype(tuple arrays):
     """PyTorch's result type of several dimensioned tensors (see promote_pair)."""
     out = None
     for A in arrays:
-        out = A.dtype if out is None else promote_pair(out, A.dtype)
+        dt = A.dtype
+        # (a tensor's dtype is a native-order builtin, one object per dtype: equal ones need no
+        # promotion, and cat/stack of many same-dtype tensors skip a numpy call per tensor)
+        if out is None or dt is not out:
+            out = dt if out is None else promote_pair(out, dt)
     return out
 
 
@@ -769,6 +773,36 @@ cdef bint meta_among(tuple ts) noexcept:
     return False
 
 
+cdef tuple dense_cat_plan(tuple arrays, object dim):
+    """(d, offsets, sizes) when the arrays join along dim with nothing for cat's general path to
+    report or skip (equal ranks >= 1, equal sizes off dim, no empty 1-d tensor); None otherwise,
+    and the general path raises or skips as PyTorch does.  Reads the dims in C: a cat of many
+    small tensors (a list of batches, of per-step outputs) paid a Python shape check per tensor."""
+    cdef Py_ssize_t n = len(arrays), j, d, o = 0
+    cdef cnp.ndarray A = <cnp.ndarray>arrays[0], B
+    cdef int nd = cnp.PyArray_NDIM(A), k
+    cdef cnp.npy_intp* ref = cnp.PyArray_DIMS(A)
+    cdef cnp.npy_intp* dims
+    if nd == 0:
+        return None
+    for j in range(n):
+        B = <cnp.ndarray>arrays[j]
+        if cnp.PyArray_NDIM(B) != nd or (nd == 1 and cnp.PyArray_DIMS(B)[0] == 0):
+            return None
+    d = wrap_dim(dim, nd, "cat", "dim", 2)
+    offsets = [0] * n
+    sizes = [0] * n
+    for j in range(n):
+        dims = cnp.PyArray_DIMS(<cnp.ndarray>arrays[j])
+        for k in range(nd):
+            if k != d and dims[k] != ref[k]:
+                return None
+        offsets[j] = o
+        sizes[j] = dims[d]
+        o += dims[d]
+    return d, tuple(offsets), tuple(sizes)
+
+
 def cat(tensors, dim=0, *, axis=None):
     """Concatenate tensors along `dim` (also `axis`), promoting dtypes as PyTorch does; 1-d empty
     tensors are skipped, PyTorch's legacy behaviour."""
@@ -781,10 +815,22 @@ def cat(tensors, dim=0, *, axis=None):
     if MetaTensorType is not None and meta_among(ts):  # (layers reach it by internal names)
         return meta_entry("call", (cat, "cat", (tensors, dim), None))
     arrays = tuple((<TensorBase>t)._array for t in ts)
+    dt = promote_arrays_dtype(arrays)
+    cdef TensorBase res
+    cdef Record* r
+    cdef Py_ssize_t d = 0
+    if c_contiguous_of_dtype(arrays, dt):
+        plan = dense_cat_plan(arrays, dim)
+        if plan is not None:
+            d, offsets, sizes = plan
+            res = wrap(np.concatenate(arrays, axis=d))
+            r = record_from(OP_CAT, res, ts)
+            if r != NULL:
+                keep(&r.aux, (d, offsets, sizes, (dt,) * n))
+            return res
     for j in range(n):
         if arrays[j].ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {j}) cannot be concatenated")
-    dt = promote_arrays_dtype(arrays)
     skipped = [a.ndim == 1 and a.shape[0] == 0 for a in arrays]
     ref = -1
     for j in range(n):
@@ -793,7 +839,6 @@ def cat(tensors, dim=0, *, axis=None):
             break
     offsets = [-1] * n
     sizes = [0] * n
-    cdef Py_ssize_t d = 0
     if ref < 0:                                     # only empty 1-d tensors
         d = 0                                       # (PyTorch checks no dim then: cat(.., 5))
         out = np.zeros((0,), dtype=dt)
@@ -817,10 +862,10 @@ def cat(tensors, dim=0, *, axis=None):
             offsets[j] = o
             sizes[j] = s[d]
             o += s[d]
-            parts.append(arrays[j] if arrays[j].dtype == dt else arrays[j].astype(dt))
+            parts.append(arrays[j] if arrays[j].dtype is dt else arrays[j].astype(dt))
         out = joined_layout(np.concatenate(parts, axis=d), arrays)
-    cdef TensorBase res = wrap(out)
-    cdef Record* r = record_from(OP_CAT, res, ts)
+    res = wrap(out)
+    r = record_from(OP_CAT, res, ts)
     if r != NULL:
         keep(&r.aux, (d, tuple(offsets), tuple(sizes), tuple(a.dtype for a in arrays)))
     return res
@@ -873,6 +918,16 @@ cdef object joined_layout(object out, tuple arrays):
     return out
 
 
+cdef bint c_contiguous_of_dtype(tuple arrays, object dt):
+    """Whether every array is C-contiguous with dtype dt (the dtype object itself)."""
+    cdef cnp.ndarray A
+    for a in arrays:
+        A = <cnp.ndarray>a
+        if not cnp.PyArray_IS_C_CONTIGUOUS(A) or <object>cnp.PyArray_DESCR(A) is not dt:
+            return False
+    return True
+
+
 def stack(tensors, dim=0, *, axis=None):
     """Stack equally shaped tensors along a new dim `dim` (also `axis`)."""
     if axis is not None:
@@ -891,11 +946,16 @@ def stack(tensors, dim=0, *, axis=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at "
                                f"entry 0 and {list(arrays[j].shape)} at entry {j}")
     dt = promote_arrays_dtype(arrays)
-    # np.stack's own steps (a new axis d on each, then one concatenate) without its Python-level
-    # dispatch and checks, which cost more than the copy for small tensors
-    new_axis = (slice(None),) * d + (None,)
-    out = joined_layout(np.concatenate([(a if a.dtype == dt else a.astype(dt))[new_axis]
-                                        for a in arrays], axis=d), arrays)
+    if d == 0 and len(s0) > 0 and c_contiguous_of_dtype(arrays, dt):
+        # the common stack of a list of same-dtype dense tensors: one concatenate along the
+        # first axis, then split that axis (a view); no per-tensor new-axis view
+        out = np.concatenate(arrays).reshape((n,) + s0)
+    else:
+        # np.stack's own steps (a new axis d on each, then one concatenate) without its
+        # Python-level dispatch and checks, which cost more than the copy for small tensors
+        new_axis = (slice(None),) * d + (None,)
+        out = joined_layout(np.concatenate([(a if a.dtype is dt else a.astype(dt))[new_axis]
+                                            for a in arrays], axis=d), arrays)
     cdef TensorBase res = wrap(out)
     cdef Record* r = record_from(OP_STACK, res, ts)
     if r != NULL:

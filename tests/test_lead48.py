@@ -1,0 +1,64 @@
+"""cat and stack: the dense fast paths (one dtype, C-contiguous, nothing to report) agree with
+PyTorch as the general path does: values, dtype, layout, gradients and errors."""
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _pair(shape, dtype, seed, transpose=False):
+    a = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    t, g = torch.tensor(a, requires_grad=True), tg.tensor(a, requires_grad=True)
+    if transpose:
+        return t, g, t.transpose(0, -1), g.transpose(0, -1)
+    return t, g, t, g
+
+
+CASES = [
+    # (shapes, dtypes, dim, transposed members)
+    ([(16,)] * 64, ["float32"] * 64, 0, ()),
+    ([(3, 4)] * 5, ["float64"] * 5, 1, ()),
+    ([(3, 4)] * 5, ["float64"] * 5, -1, ()),
+    ([(2, 3, 4)] * 3, ["float32", "float64", "float32"], 0, ()),
+    ([(4, 4)] * 3, ["float32"] * 3, 0, (1,)),
+    ([(2, 3), (5, 3)], ["float32"] * 2, 0, ()),
+    ([(0,), (3,), (0,)], ["float32"] * 3, 0, ()),
+]
+
+
+@pytest.mark.parametrize("shapes,dtypes,dim,transposed", CASES)
+@pytest.mark.parametrize("op", ["cat", "stack"])
+def test_join_matches_torch(op, shapes, dtypes, dim, transposed):
+    if op == "stack" and len(set(shapes)) > 1:
+        pytest.skip("stack needs equal shapes")
+    pairs = [_pair(s, dt, j, j in transposed) for j, (s, dt) in enumerate(zip(shapes, dtypes))]
+    t_out = getattr(torch, op)([p[2] for p in pairs], dim)
+    g_out = getattr(tg, op)([p[3] for p in pairs], dim)
+    assert str(g_out.dtype) == str(t_out.dtype)
+    assert tuple(g_out.shape) == tuple(t_out.shape)
+    assert g_out.is_contiguous() == t_out.is_contiguous()
+    np.testing.assert_array_equal(g_out.detach().numpy(), t_out.detach().numpy())
+    w = np.random.default_rng(99).standard_normal(tuple(t_out.shape)).astype(np.float64)
+    (t_out * torch.tensor(w, dtype=t_out.dtype)).sum().backward()
+    (g_out * tg.tensor(w, dtype=g_out.dtype)).sum().backward()
+    for t, g, _, _ in pairs:
+        assert str(g.grad.dtype) == str(t.grad.dtype)
+        np.testing.assert_array_equal(g.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("make,dim", [
+    (lambda m: [m.zeros(2, 3), m.zeros(2, 4)], 0),     # sizes off dim 0 differ
+    (lambda m: [m.zeros(2, 3), m.zeros(3)], 0),        # ranks differ
+    (lambda m: [m.zeros(2, 3), m.zeros(())], 0),       # a zero-dim member
+    (lambda m: [m.zeros(()), m.zeros(2, 3)], 5),       # zero-dim first, dim out of range too
+    (lambda m: [m.zeros(2, 3), m.zeros(2, 3)], 2),     # dim out of range
+    (lambda m: [m.zeros(2, 3), m.zeros(2, 3)], -3),
+])
+def test_cat_errors_match_torch(make, dim):
+    with pytest.raises(Exception) as te:
+        torch.cat(make(torch), dim)
+    with pytest.raises(type(te.value)) as ge:
+        tg.cat(make(tg), dim)
+    assert str(ge.value) == str(te.value)
