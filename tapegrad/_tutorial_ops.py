@@ -751,16 +751,11 @@ def unfold(self, dimension: int, size: int, step: int):
     strides = self.stride()
     shape = tuple(self.shape[:dim]) + (windows,) + tuple(self.shape[dim + 1:]) + (size,)
     stride = strides[:dim] + (strides[dim] * step,) + strides[dim + 1:] + (strides[dim],)
-    if not (self.requires_grad and _core.is_grad_enabled()):
-        # (the key is read only by the gradient's record: building it was most of a call)
-        return strided(self, shape, stride, self.storage_offset(), unfold=True, key=())
-    # each window element's index in self, from the indices (not from storage positions, which
-    # an expanded self shares between elements; fuzz 60621067, 60622377)
-    index = list(np.indices(shape, sparse=True))
-    position = index.pop()                      # (the new last dim: the place in the window)
-    index[dim] = index[dim] * step + position
-    key = tuple(np.broadcast_to(i, shape).astype(np.int64) for i in index)
-    return strided(self, shape, stride, self.storage_offset(), unfold=True, key=key)
+    # (the windows stand for the gradient's index: each window element's index in self, from
+    # the indices, not from storage positions, which an expanded self shares between elements;
+    # fuzz 60621067, 60622377)
+    windows = _core.UnfoldWindows(tuple(self.shape), dim, size, step)
+    return strided(self, shape, stride, self.storage_offset(), unfold=True, key=windows)
 
 
 # -- unique_consecutive --------------------------------------------------------------------------

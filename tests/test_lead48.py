@@ -62,3 +62,62 @@ def test_cat_errors_match_torch(make, dim):
     with pytest.raises(type(te.value)) as ge:
         tg.cat(make(tg), dim)
     assert str(ge.value) == str(te.value)
+
+
+# -- Tensor.unfold's gradient from its windows (no index arrays) -------------------------------
+
+UNFOLD_CASES = [
+    # (shape, dimension, size, step, layout)
+    ((32, 256), 1, 8, 1, "dense"),          # many windows: one slice-add per place
+    ((5, 7, 6), 1, 3, 2, "dense"),
+    ((5, 7, 6), -1, 6, 1, "dense"),         # one window
+    ((4, 20), 1, 15, 1, "dense"),           # fewer windows than places: one add per window
+    ((4, 20), 1, 4, 7, "dense"),            # gaps between windows
+    ((9, 4), 0, 3, 3, "transposed"),
+    ((6, 5), 1, 2, 1, "expanded"),          # elements sharing memory: indices, not positions
+    ((8,), 0, 0, 2, "dense"),               # empty windows
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,dimension,size,step,layout", UNFOLD_CASES)
+def test_unfold_gradient_bits_match_torch(shape, dimension, size, step, layout, dtype):
+    a = np.random.default_rng(7).standard_normal(shape).astype(dtype)
+    leaves, outs = [], []
+    for m in (torch, tg):
+        x = m.tensor(a.T.copy() if layout == "transposed" else a, requires_grad=True)
+        leaves.append(x)
+        v = x.t() if layout == "transposed" else x
+        if layout == "expanded":
+            v = v[:1].expand(*shape)
+        u = v.unfold(dimension, size, step)
+        outs.append(u)
+        w = np.random.default_rng(8).standard_normal(tuple(u.shape)).astype(dtype)
+        (u * m.tensor(w)).sum().backward()
+    assert tuple(outs[1].shape) == tuple(outs[0].shape)
+    assert type(outs[1].grad_fn).__name__ == type(outs[0].grad_fn).__name__ == "UnfoldBackward0"
+    np.testing.assert_array_equal(outs[1].detach().numpy(), outs[0].detach().numpy())
+    np.testing.assert_array_equal(leaves[1].grad.numpy(), leaves[0].grad.numpy())
+
+
+def test_unfold_second_order_matches_torch():
+    a = np.random.default_rng(3).standard_normal((3, 10))
+    res = []
+    for m in (torch, tg):
+        x = m.tensor(a, requires_grad=True)
+        u = x.unfold(1, 4, 2)
+        (g,) = m.autograd.grad((u ** 3).sum(), x, create_graph=True)
+        (gg,) = m.autograd.grad((g * g).sum(), x)
+        res.append((g.detach().numpy(), gg.numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12)
+
+
+def test_unfold_of_a_zero_dim_tensor_matches_torch():
+    res = []
+    for m in (torch, tg):
+        x = m.tensor(2.5, requires_grad=True)
+        u = x.unfold(0, 1, 1)
+        (u * 3).sum().backward()
+        res.append((tuple(u.shape), x.grad.item()))
+    assert res[1] == res[0]

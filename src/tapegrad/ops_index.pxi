@@ -223,17 +223,65 @@ cdef Py_ssize_t key_dims(list kinds, list vals) except -1:
 
 cdef tuple index_aux(Record* r):
     """An indexing record's aux with its index arrays filled in (they are kept as a saved value,
-    released with the record's other saved values, as in PyTorch)."""
+    released with the record's other saved values, as in PyTorch; Tensor.unfold's are built from
+    its windows when a caller needs them)."""
     cdef tuple aux = <tuple>r.aux
     if r.saved[0] != NULL and type(<object>r.saved[0]) is tuple:     # (its key, as index_op saves it)
         return aux[:4] + (resolve_index_key(r, <object>r.saved[0]),)
+    if type(aux[4]) is UnfoldWindows:
+        return aux[:4] + ((<UnfoldWindows>aux[4]).key(),)
     return aux
 
 
+cdef class UnfoldWindows:
+    """Tensor.unfold(dimension, size, step)'s windows over an input of shape `shape`, kept by its
+    record instead of an index array per input dim (two arrays of the output's size, built at
+    every call: most of a forward call's time, and the backward's np.add.at over them was 10x
+    PyTorch's).  The gradient adds g's window slices back in place, in np.add.at's order."""
+    cdef readonly Py_ssize_t dimension, size, step, windows
+    cdef readonly tuple shape
+
+    def __init__(self, tuple shape, Py_ssize_t dimension, Py_ssize_t size, Py_ssize_t step):
+        self.shape, self.dimension, self.size, self.step = shape, dimension, size, step
+        self.windows = (shape[dimension] - size) // step + 1
+
+    def key(self):
+        """The input index of every output element: one int64 array per input dim, each of the
+        output's shape (the general as_strided record's key; the create_graph gradient reads
+        it)."""
+        cdef Py_ssize_t d = self.dimension
+        out_shape = self.shape[:d] + (self.windows,) + self.shape[d + 1:] + (self.size,)
+        index = list(np.indices(out_shape, sparse=True))
+        position = index.pop()                  # (the new last dim: the place in the window)
+        index[d] = index[d] * self.step + position
+        # (C order: the C scatter takes C-contiguous keys; astype's 'K' follows the broadcast)
+        return tuple(np.broadcast_to(i, out_shape).astype(np.int64, order="C") for i in index)
+
+    cdef object scatter(self, object dt, object g):
+        """The gradient of the windows: g (the output's shape) added back into zeros of the
+        input's shape.  Each input element receives its windows' values in window order (the
+        C order np.add.at adds in, and PyTorch's unfold_backward), from zeros: one strided
+        slice-add per place in the window, or per window when there are fewer windows."""
+        cdef Py_ssize_t d = self.dimension, p, w, last = self.step * (self.windows - 1)
+        z = np.zeros(self.shape, dtype=dt)
+        pre = (slice(None),) * d
+        if self.size <= self.windows:
+            # place p of window w is input element w * step + p: for each element, the later
+            # places come from the earlier windows, so p runs down
+            for p in range(self.size - 1, -1, -1):
+                z[pre + (slice(p, p + last + 1, self.step),)] += g[..., p]
+        else:
+            for w in range(self.windows):
+                z[pre + (slice(w * self.step, w * self.step + self.size),)] += np.moveaxis(
+                    g[pre + (w,)], -1, d)
+        return z
+
+
 cdef bint scatter_add_c(object Z, object key, object G) except -1:
-    """np.add.at(Z, key, G) in C for the common keys: one 1-D integer array, or a tuple of 1-D
-    integer arrays of one length m, indexing Z's leading dims, with G of shape (m,) + Z's other
-    dims in Z's dtype.  Each addition happens in numpy's order and dtype (the result is
+    """np.add.at(Z, key, G) in C for the common keys: one integer array, or a tuple of integer
+    arrays of one shape S (m elements), indexing Z's leading dims, with G of shape S + Z's other
+    dims in Z's dtype (a multi-dim S, e.g. Tensor.unfold's windows, is read flat in C order,
+    the order np.add.at adds in).  Each addition happens in numpy's order and dtype (the result is
     identical; np.add.at is 3-4x slower).  False, with Z untouched, for anything else (then
     np.add.at, which also raises numpy's errors)."""
     cdef int tz = -1
@@ -241,24 +289,33 @@ cdef bint scatter_add_c(object Z, object key, object G) except -1:
         return False
     cdef tuple keys = <tuple>key if isinstance(key, tuple) else (key,)
     cdef cnp.ndarray z = <cnp.ndarray>Z, g = <cnp.ndarray>G, k
-    cdef Py_ssize_t nk = len(keys), nd_ = cnp.PyArray_NDIM(z), m = -1, j, i, inner = 1, v
-    if nk == 0 or nk > nd_ or cnp.PyArray_TYPE(g) != tz or cnp.PyArray_NDIM(g) != 1 + nd_ - nk:
+    cdef Py_ssize_t nk = len(keys), nd_ = cnp.PyArray_NDIM(z), m = 1, j, i, inner = 1, v
+    cdef int kd = -1                                  # the keys' rank (their common shape S)
+    if nk == 0 or nk > nd_ or cnp.PyArray_TYPE(g) != tz:
         return False
     for j in range(nk):
         if not cnp.PyArray_Check(keys[j]):
             return False
         k = <cnp.ndarray>keys[j]
-        if (cnp.PyArray_TYPE(k) != cnp.NPY_INT64 or cnp.PyArray_NDIM(k) != 1
+        if (cnp.PyArray_TYPE(k) != cnp.NPY_INT64 or cnp.PyArray_NDIM(k) < 1
                 or not cnp.PyArray_IS_C_CONTIGUOUS(k)):
             return False
-        if m < 0:
-            m = cnp.PyArray_DIMS(k)[0]
-        elif cnp.PyArray_DIMS(k)[0] != m:
+        if kd < 0:
+            kd = cnp.PyArray_NDIM(k)
+            if cnp.PyArray_NDIM(g) != kd + nd_ - nk:
+                return False
+            for i in range(kd):
+                if cnp.PyArray_DIMS(k)[i] != cnp.PyArray_DIMS(g)[i]:
+                    return False
+                m *= cnp.PyArray_DIMS(k)[i]
+        elif cnp.PyArray_NDIM(k) != kd:
             return False
-    if cnp.PyArray_DIMS(g)[0] != m:
-        return False
+        else:
+            for i in range(kd):
+                if cnp.PyArray_DIMS(k)[i] != cnp.PyArray_DIMS(g)[i]:
+                    return False
     for j in range(nk, nd_):
-        if cnp.PyArray_DIMS(g)[1 + j - nk] != cnp.PyArray_DIMS(z)[j]:
+        if cnp.PyArray_DIMS(g)[kd + j - nk] != cnp.PyArray_DIMS(z)[j]:
             return False
         inner *= cnp.PyArray_DIMS(z)[j]
     if not cnp.PyArray_IS_C_CONTIGUOUS(g):
@@ -684,6 +741,13 @@ cdef object vjp_index(Record* r, object g):
     return scatter_index(index_aux(r), g)
 
 
+cdef object vjp_unfold(Record* r, object g):
+    cdef tuple aux = <tuple>r.aux
+    if type(aux[4]) is UnfoldWindows:
+        return (<UnfoldWindows>aux[4]).scatter(aux[1], g)
+    return vjp_index(r, g)                      # (a 0-d input: its one-element key)
+
+
 OP_SELECT = register_op("SelectBackward0", vjp_index)
 OP_SLICE = register_op("SliceBackward0", vjp_index)
 OP_INDEX = register_op("IndexBackward0", vjp_index)
@@ -693,7 +757,7 @@ OP_INDEX_UNSQUEEZE = register_op("UnsqueezeBackward0", vjp_index)
 # the base, registered by the core, which has no index VJP of its own
 OP_VJP[OP_AS_STRIDED] = vjp_index
 # Tensor.unfold's windows: an as_strided view under PyTorch's node name
-OP_UNFOLD = register_op("UnfoldBackward0", vjp_index)
+OP_UNFOLD = register_op("UnfoldBackward0", vjp_unfold)
 
 
 import re
@@ -1505,14 +1569,14 @@ TORCH_FUNCTIONS.update({
 INDEX_OP = index_op                 # TensorBase.__getitem__ (the core's slot, ops_registry.pxi)
 
 
-def _as_strided_view(TensorBase x, object out, tuple key, bint unfold=False):
+def _as_strided_view(TensorBase x, object out, object key, bint unfold=False):
     """The tensor for `out`, a numpy view of x's storage made of x's elements at `key` (one
     int64 index array per dim of x, each of out's shape; of a 0-d x: one array indexing x seen
     as shape (1,)): a view of x (writes through either reach the other) recorded as PyTorch's
     AsStridedBackward0, whose gradient scatters into x's shape, elements the view repeats
     (overlapping strides) accumulating.  tapegrad.as_strided (tapegrad/_strided.py) checks the
     geometry and builds `out` and `key`; with `unfold`, the record is named as Tensor.unfold's
-    (UnfoldBackward0), the same gradient."""
+    (UnfoldBackward0), the same gradient, and `key` may be its UnfoldWindows."""
     A = x._array
     cdef TensorBase res = wrap_result(out, x)
     cdef Record* r = record_from(OP_UNFOLD if unfold else OP_AS_STRIDED, res, (x,))
