@@ -834,13 +834,16 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
 def _topk_positions(arr: np.ndarray, d: int, k: int, largest: bool, sorted_: bool) -> np.ndarray:
     """The positions along d of the k elements PyTorch's CPU topk returns, in its order (its
     choice among ties, and its order with sorted=False: _stl_order)."""
-    from ._stl_order import topk_order
+    from ._stl_order import topk_order, topk_order_c
     rows = np.moveaxis(arr, d, -1)
     shape = rows.shape
     rows = rows.reshape(math.prod(shape[:-1]), shape[-1])     # (-1 is ambiguous when empty)
-    # topk_order reads the stable order's first k + 1 (the k and the one that may tie with them)
-    order = topk_order(rows, _stable_head(rows, min(k + 1, shape[-1]), largest), k, largest,
-                       sorted_)
+    order = topk_order_c(rows, k, largest, sorted_)
+    if order is None:
+        # topk_order reads the stable order's first k + 1 (the k and the one that may tie with
+        # them)
+        order = topk_order(rows, _stable_head(rows, min(k + 1, shape[-1]), largest), k, largest,
+                           sorted_)
     return np.moveaxis(order.reshape(shape[:-1] + (k,)), -1, d)
 
 

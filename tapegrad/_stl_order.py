@@ -129,6 +129,25 @@ def _rows_with_ties(rows: np.ndarray, order: np.ndarray, width: int) -> np.ndarr
     return np.flatnonzero(same.any(axis=1))
 
 
+# Up to this many elements in all (or whenever topk takes nth_element), topk_order_c runs
+# PyTorch's algorithm on every row in C: a few microseconds, where the stable head's numpy calls
+# (a partition, masks, a sort of the k) cost ~70 us for a (64, 128) batch of logits.  Above it, on
+# a std::partial_sort path, the partition in numpy is as fast and only rows with ties replay.
+_TOPK_ALL_ROWS_C = 1 << 16
+
+
+def topk_order_c(rows: np.ndarray, k: int, largest: bool, sorted_: bool):
+    """topk_order's answer for all the (m, n) rows from the C replay of PyTorch's algorithm
+    (exact for every row, ties or not), where that is the cheaper way; None otherwise (a dtype
+    the kernel does not take, k = 0, or a large std::partial_sort call: topk_order then)."""
+    m, n = rows.shape
+    partial = k * 64 <= n
+    if k == 0 or m == 0 or not compiled_dtype(rows.dtype) or (partial and m * n > _TOPK_ALL_ROWS_C):
+        return None
+    algo = _PARTIAL_SORT if partial else _NTH_ELEMENT
+    return _compiled(rows, np.arange(m), algo, k, sorted_ and not partial, 0 if largest else 1, k)
+
+
 def topk_order(rows: np.ndarray, order: np.ndarray, k: int, largest: bool,
                sorted_: bool) -> np.ndarray:
     """The (m, k) indices PyTorch's topk returns for each of the m rows of `rows` (m, n), given

@@ -121,3 +121,32 @@ def test_unfold_of_a_zero_dim_tensor_matches_torch():
         (u * 3).sum().backward()
         res.append((tuple(u.shape), x.grad.item()))
     assert res[1] == res[0]
+
+
+# -- topk: small calls run PyTorch's selection on every row in C ---------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_topk_rows_in_c_match_torch(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        m, n = int(rng.integers(1, 6)), int(rng.integers(1, 300))
+        dtype = rng.choice(["float32", "float64", "int64", "int32", "float16"])
+        a = rng.integers(-3, 4, (m, n)).astype(dtype)          # many ties
+        if a.dtype.kind == "f":
+            a[rng.random((m, n)) < 0.1] = np.nan
+        dim = int(rng.integers(0, 2))
+        k = int(rng.integers(0, a.shape[dim] + 1))
+        largest, sorted_ = bool(rng.random() < 0.5), bool(rng.random() < 0.7)
+        t = torch.tensor(a).topk(k, dim, largest, sorted_)
+        g = tg.tensor(a).topk(k, dim, largest, sorted_)
+        np.testing.assert_array_equal(g.indices.numpy(), t.indices.numpy())
+        np.testing.assert_array_equal(g.values.numpy(), t.values.numpy())
+
+
+@pytest.mark.parametrize("shape,k", [((300, 400), 3), ((2, 70000), 5), ((200, 400), 300)])
+def test_topk_large_calls_match_torch(shape, k):
+    a = np.random.default_rng(1).integers(0, 50, shape).astype(np.float32)   # ties everywhere
+    for largest in (True, False):
+        t = torch.tensor(a).topk(k, 1, largest)
+        g = tg.tensor(a).topk(k, 1, largest)
+        np.testing.assert_array_equal(g.indices.numpy(), t.indices.numpy())
