@@ -204,6 +204,15 @@ class TensorMethod:
 class UndefinedGradient:
     ...
 
+class UnfoldWindows:
+    def __init__(self, *args: Any, **kwargs: Any) -> Any: ...
+    dimension: Any
+    def key(self) -> Any: ...
+    shape: Any
+    size: Any
+    step: Any
+    windows: Any
+
 class Version:
     value: Any
 
