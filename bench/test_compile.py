@@ -14,7 +14,8 @@ PyTorch eager):
            run the 300 steps as one loop over cache-sized blocks, the backward recomputing each
            block's values instead of reading back 1.6 GB saved by the forward: 0.39-0.48x on a
            loaded host where PyTorch took 1.0-1.25 s, the transcendental kernels (run twice)
-           being most of the time: README)
+           being most of the time: README); test_mixed_chain_split_interleaved times forward
+           and backward apart against PyTorch's and the kernels per element in cache
   call     `x * 2` and its backward at size 1, eager against replayed, round-robin in thread CPU
            time (test_call_path_interleaved: issue target replay < eager)
   poly     the polynomial fit iteration of test_training.py (forward + backward compiled, the
@@ -185,6 +186,83 @@ def test_mixed_chain_interleaved(bench_report, benchmark_disabled):
     if "torch" in med:
         line += f";  tapegrad replay / torch = {med['tapegrad replay'] / med['torch']:.3f}"
     bench_report(line)
+
+
+FLOOR_KERNELS = ("tanh", "sin", "sigmoid", "exp", "cos")
+FLOOR_ROUNDS = 7
+
+
+def _kernel_ns(lib, name, x, reps):
+    """Best of 5 of `reps` calls of lib.name(x), less as many of lib.neg(x) (the call and its
+    result's allocation, the same for both), in ns per element (thread CPU time)."""
+    def best(fn):
+        t = float("inf")
+        for _ in range(5):
+            t0 = time.thread_time()
+            for _ in range(reps):
+                fn(x)
+            t = min(t, (time.thread_time() - t0) / reps)
+        return t
+    return (best(getattr(lib, name)) - best(lib.neg)) / x.numel() * 1e9
+
+
+def test_mixed_chain_split_interleaved(bench_report, benchmark_disabled):
+    """Where the mixed chain's replay at 1e6 spends its time, against PyTorch's eager: forward
+    and backward of each timed apart, round-robin (one thread, thread CPU time), and the float64
+    kernels' cost per element in cache (32,768 elements) in each library.  The replay is
+    compute-bound: its forward is the sum of its kernels (the block size, 1k-16k elements,
+    changes nothing), its backward runs them again (the recomputing group; a sin's cos comes
+    from a sincos) plus the VJPs, ~1.3x the forward, while PyTorch's eager runs them once and
+    pays 300 passes over memory each way.  (Measured in fuse48: reading back values saved by the
+    forward instead of recomputing them costs about as much, 415 vs 425 ms in one process.)  The
+    kernel costs are each call's less a neg's of the same size (call, allocation and write
+    pass): indicative only."""
+    torch = pytest.importorskip("torch")
+    size = 20_000 if benchmark_disabled else MIXED_BIG
+    threads, t_threads = tg.get_num_threads(), torch.get_num_threads()
+    tg.set_num_threads(1)
+    torch.set_num_threads(1)
+    try:
+        base = np.linspace(-1, 1, size)
+        compiled = tg.compile(lambda x: mixed_chain(tg, x))
+        runs = {"tapegrad replay": (tg, compiled, tg.tensor(base, requires_grad=True),
+                                    tg.ones(size, dtype=tg.float64)),
+                "torch": (torch, lambda x: mixed_chain(torch, x),
+                          torch.tensor(base, requires_grad=True),
+                          torch.ones(size, dtype=torch.float64))}
+        split = {k: ([], []) for k in runs}
+        rounds = 1 if benchmark_disabled else FLOOR_ROUNDS
+        for r in range(rounds + 1):                 # round 0: capture and warm-up, not counted
+            for name, (lib, fn, x, g) in runs.items():
+                t0 = time.thread_time()
+                y = fn(x)
+                t1 = time.thread_time()
+                y.backward(g)
+                t2 = time.thread_time()
+                x.grad = None
+                if r:
+                    split[name][0].append(t1 - t0)
+                    split[name][1].append(t2 - t1)
+        n, reps = 32_768, 3 if benchmark_disabled else 200
+        ns = {}
+        for lib in (tg, torch):
+            x = lib.linspace(-1, 1, n, dtype=lib.float64)
+            ns[lib.__name__] = {k: _kernel_ns(lib, k, x, reps) for k in FLOOR_KERNELS}
+    finally:
+        tg.set_num_threads(threads)
+        torch.set_num_threads(t_threads)
+    assert "recomputing" in compiled.explain() or benchmark_disabled, compiled.explain()
+    med = {k: (float(np.median(f)), float(np.median(b))) for k, (f, b) in split.items()}
+    bench_report(f"interleaved, {mixed_group(size)}, forward + backward apart, median of "
+                 f"{rounds} rounds (thread CPU time): " + ", ".join(
+                     f"{k} {f * 1e3:,.0f} + {b * 1e3:,.0f} ms" for k, (f, b) in med.items()))
+    for lib, costs in ns.items():
+        bench_report(f"    {lib} float64 kernels in cache, ns per element: "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in costs.items()))
+    (rf, rb), (tf, tb) = med["tapegrad replay"], med["torch"]
+    bench_report(f"    replay forward / torch forward = {rf / tf:.3f}, replay backward / torch "
+                 f"backward = {rb / tb:.3f}, replay backward / replay forward = {rb / rf:.3f};  "
+                 f"replay / torch = {(rf + rb) / (tf + tb):.3f}")
 
 
 def double(x):
