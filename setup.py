@@ -229,12 +229,12 @@ def fail(what, fix):
 # (issue 20's check that sizes 1-16 keep their per-op time).  Every module (and the shared
 # utility module, so that they agree on it) uses the plain tp_new, as Cython 3.2 did.
 #
-# Without Cython's per-site cache of module globals (CYTHON_USE_DICT_VERSIONS): every lookup of a
-# module-level name inlines a check of the module dict's version tag and a static cache, which is
-# 4-9% of each module's code and of its compile time; without it a lookup is a call of the dict
-# lookup.  Cython itself builds without the cache on Python >= 3.12 (the version tag is
-# deprecated there), so this is the code the wheels for 3.12 and 3.13 run already.
-CYTHON_MACROS = [("CYTHON_VECTORCALL_TPNEW", "0"), ("CYTHON_USE_DICT_VERSIONS", "0")]
+# (Cython's per-site cache of module globals stays on where Cython enables it, Python < 3.12:
+# without it, CYTHON_USE_DICT_VERSIONS=0, each module compiled 4-9% faster with 4-9% less code,
+# but every `np.` and other module-global lookup became a dict lookup, and the per-op bench lost
+# 5% on shape.view_t_permute and replay.compiled_call (tools/compare_builds.py, halves agreeing,
+# A/A within 0.99-1.02): over the issue's 5%.)
+CYTHON_MACROS = [("CYTHON_VECTORCALL_TPNEW", "0")]
 
 
 def extensions():
