@@ -124,7 +124,9 @@ MODULES = [
     ("_ops_inplace", COLD),
     ("_ops_linalg", COLD),
     ("_ops_nn", GLUE),
-    ("_replay", GLUE),          # (issue 19's replay benches: measured there at GLUE only)
+    # (issue 19's replay workloads at -Og, tools/compare_builds.py --suite replay: 1.03-1.05
+    # against an A/A control of 0.95-1.02 on a loaded machine; -2.7 CPU-seconds not worth it)
+    ("_replay", GLUE),
     ("_graph_vjp", COLD),
     ("_factories", GLUE),       # (the factories' common calls: their per-call time is the point)
 ]
@@ -206,6 +208,10 @@ directives = {
     # None, and the function then read through it (tapegrad.exp(None) crashed the interpreter,
     # as did some 170 other functions).
     "allow_none_for_extension_args": False,
+    # No copies of the .pyx lines as comments in the generated C: it is 30% smaller (_core.c
+    # 9.1 -> 6.4 MB) and the compiler reads less (issue 18's clean build).  Only the generated
+    # C changes; the machine code is identical.
+    "emit_code_comments": False,
 }
 
 MISSING_TOOL = (
@@ -224,6 +230,12 @@ def fail(what, fix):
 # (__Pyx_CallTpnewAsVectorcall): ~45 instructions more per tensor made, 2% of a one-element op
 # (issue 20's check that sizes 1-16 keep their per-op time).  Every module (and the shared
 # utility module, so that they agree on it) uses the plain tp_new, as Cython 3.2 did.
+#
+# (Cython's per-site cache of module globals stays on where Cython enables it, Python < 3.12:
+# without it, CYTHON_USE_DICT_VERSIONS=0, each module compiled 4-9% faster with 4-9% less code,
+# but every `np.` and other module-global lookup became a dict lookup, and the per-op bench lost
+# 5% on shape.view_t_permute and replay.compiled_call (tools/compare_builds.py, halves agreeing,
+# A/A within 0.99-1.02): over the issue's 5%.)
 CYTHON_MACROS = [("CYTHON_VECTORCALL_TPNEW", "0")]
 
 

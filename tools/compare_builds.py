@@ -19,7 +19,8 @@ glue code a compiler flag can change) across the op families: core arithmetic, u
 shape, in-place, linalg, nn, a compiled (replayed) call and a create_graph double backward.
 `--suite small` times instead single unary ops and activations at sizes 1, 4 and 16 (float32 and
 float64, forward alone and forward + backward), where a Python wrapper or a per-call setup of the
-vectorised kernels shows as a ratio.
+vectorised kernels shows as a ratio.  `--suite replay` times issue 19's compiled (replayed)
+workloads of bench/test_compile.py: a module's optimisation level (setup.py) is checked there.
 """
 import argparse
 import os
@@ -135,7 +136,43 @@ def small_benchmarks():
     return out
 
 
-SUITES = {"families": benchmarks, "small": small_benchmarks}
+def replay_benchmarks():
+    """The replayed (tapegrad.compile) workloads of bench/test_compile.py, issue 19's: the chain
+    of 300 elementwise ops at size 1 (per-op overhead of the replay), the mixed chain of 300 ops
+    at sizes 1 and 10,000 (the fused loops), and the compiled MLP SGD step (batch 64)."""
+    import numpy as np
+
+    import tapegrad as tg
+    from tapegrad import bench as B
+
+    def mixed(x):
+        for _ in range(50):
+            x = tg.exp(tg.sigmoid(tg.sin(tg.tanh(x * 0.5 + 0.25))))
+        return x
+
+    def stepper(fn, size):
+        x = tg.tensor(np.linspace(-1, 1, size), requires_grad=True)
+        g = tg.ones(size, dtype=tg.float64)
+        compiled = tg.compile(fn)
+
+        def run():
+            compiled(x).backward(g)
+            x.grad = None
+        return run
+
+    params, x, y = B.mlp_problem()
+    model, loss_fn, opt = B.lib_mlp(tg, params)
+    forward = tg.compile(lambda xb, yb: loss_fn(model(xb), yb))
+    xb, yb = tg.tensor(x), tg.tensor(y)
+    return {
+        "replay.chain_300_size1": stepper(lambda x: B.chain(x, 30, tg.tanh, tg.exp, tg.log), 1),
+        "replay.mixed_300_size1": stepper(mixed, 1),
+        "replay.mixed_300_size1e4": stepper(mixed, 10_000),
+        "replay.mlp_step": lambda: B.compiled_mlp_step(forward, opt, xb, yb),
+    }
+
+
+SUITES = {"families": benchmarks, "small": small_benchmarks, "replay": replay_benchmarks}
 
 
 def serve(expected_dir, suite="families"):
