@@ -111,9 +111,14 @@ noting = None       # the _Noted phases of the capture running now (one at a tim
 class _Noted(list):
     """The phases of a capture, and why any call could not be one."""
 
-    def __init__(self):
+    def __init__(self, watch=None):
         super().__init__()
         self.refusals = []
+        # the capture's watch on the Python state the function reads (replay.py's
+        # _PythonState): what a phase changes (the flags train() sets, the lr a scheduler's
+        # step writes into the param groups) is the phase's work, which a replay does again,
+        # so the watch looks before each phase and takes its snapshots again after it
+        self.watch = watch
 
 
 def _holds_tensor(obj) -> bool:
@@ -173,7 +178,11 @@ def note(kind, fn, target, args, kwargs, own=None):
             noted.refusals.append(why)
         phase = Phase(kind, fn, target, args, kwargs, cap)
         phase.grads.extend(_grads_of(target))
+        if noted.watch is not None:
+            noted.watch.before_phase()
         result = phase.result = fn(target, *args, **kwargs)
+        if noted.watch is not None:
+            noted.watch.after_phase()
         phase.grads.extend(_grads_of(target))
         noted.append(phase)
         return result
@@ -196,10 +205,11 @@ def _noted_backward(tensor, gradient, retain_graph, create_graph, inputs):
     return note(BACKWARD, _core.TensorBase.backward, tensor, (), kwargs, Tensor.backward)
 
 
-def begin():
-    """Start noting phases (a capture begins); returns the list they are noted in."""
+def begin(watch=None):
+    """Start noting phases (a capture begins); returns the list they are noted in.  `watch`:
+    see _Noted."""
     global noting
-    noting = _Noted()
+    noting = _Noted(watch)
     _core._set_step_phase_route(_noted_backward)
     return noting
 

@@ -261,7 +261,7 @@ class CompiledFunction(_core.CompiledCall):
             _route_public_calls(_core._capture_op_call)
             _ROUTES.install()
             _capture_state.routing = True
-            phases = _step_phases.begin()
+            phases = _step_phases.begin(python_state)
             try:
                 with python_state.watching_prints():
                     result = self.fn(*args, **kwargs)
@@ -967,11 +967,31 @@ def _module_state(candidates):
             if id(m) not in seen:
                 seen.add(id(m))
                 env.append((m.__dict__, "training", m.__dict__.get("training", _MISS)))
+                if not _is_followed_function(getattr(type(m), "forward", None)):
+                    env.extend((m.__dict__, name, v) for name, v in _layer_settings(m))
                 for store in ("_parameters", "_buffers", "_modules"):
                     held = m.__dict__.get(store)
                     if held:
                         env.extend((held, name, v) for name, v in held.items())
     return env
+
+
+def _layer_settings(module):
+    """The settings a layer keeps in its attributes (Dropout's p, LeakyReLU's negative_slope,
+    BatchNorm's momentum and eps, a convolution's stride and padding): the numbers, flags,
+    strings, dtypes, None and tuples of them in its __dict__ (its training flag apart).  A
+    library forward reads them at every eager call, but _environment does not follow the
+    library's code, so a capture baked them in: `model[1].p = 0.1` between calls replayed the
+    old dropout rate.  (Its tensors are not settings: weight_norm's hook rebinds one at every
+    call.)"""
+    return [(name, v) for name, v in module.__dict__.items()
+            if name != "training" and _is_setting(v)]
+
+
+def _is_setting(v) -> bool:
+    if isinstance(v, tuple):
+        return all(_is_setting(item) for item in v)
+    return v is None or isinstance(v, (int, float, complex, str, bytes, np.number, _core.dtype))
 
 
 _env_holds = _core._env_holds     # (the C call path checks it at every replay)
@@ -990,14 +1010,27 @@ class _PythonState:
         from .nn.modules.module import Module
         objects, seen = [], set()
         for obj in reached:
-            for o in (obj.modules() if isinstance(obj, Module) else (obj,)):
-                if id(o) not in seen and _is_watched(o):
+            for o in (obj.modules() if isinstance(obj, Module)
+                      else (obj, *obj.param_groups) if _is_optimizer(obj) else (obj,)):
+                # (an optimizer's param groups too: `group["lr"] = 0.01` inside the function
+                # is a write a replay would skip, and the step phase reads lr from there)
+                if id(o) not in seen and (_is_watched(o) or isinstance(o, Module)):
                     seen.add(id(o))
                     objects.append(o)
         self.objects = objects
         self.snapshots = [_shallow_state(o) for o in objects]
         self.printed = False
         self.modes = _autograd_modes()
+        self.changed = ""       # what the function's own code changed before a phase
+
+    def before_phase(self):
+        """A phase of a whole step (_step_phases.note) is about to run: what changed so far is
+        the function's own doing."""
+        self.changed = self.changed or self._changed_objects()
+
+    def after_phase(self):
+        """What the phase changed is its own work (a replay runs it again): compare from here."""
+        self.snapshots = [_shallow_state(o) for o in self.objects]
 
     @contextlib.contextmanager
     def watching_prints(self):
@@ -1021,6 +1054,9 @@ class _PythonState:
             # torch.set_grad_enabled(False) called as a function (not a with block): eager
             # leaves the mode switched after the call, a replay would not
             return "switches grad or inference mode for the code after it"
+        return self.changed or self._changed_objects()
+
+    def _changed_objects(self) -> str:
         for obj, before in zip(self.objects, self.snapshots):
             if not _same_state(before, _shallow_state(obj)):
                 what = type(obj).__name__
@@ -1047,8 +1083,22 @@ def _is_watched(obj) -> bool:
             and not _is_library_module(module))
 
 
+def _is_optimizer(obj) -> bool:
+    optim = sys.modules.get("tapegrad.optim.optimizer")
+    return optim is not None and isinstance(obj, optim.Optimizer)
+
+
 def _shallow_state(obj):
-    """The items of a container or an object's attributes, held (so identities stay valid)."""
+    """The items of a container or an object's attributes, held (so identities stay valid).
+    A Module's parameters, buffers and children too (register_buffer inside the function), and
+    of a library layer only its settings (_layer_settings: `dropout.p = 0.3`,
+    `bn.momentum = 0.01`, `layer.training = False`; its other attributes are its own caches)."""
+    from .nn.modules.module import Module
+    if isinstance(obj, Module):
+        own = tuple(obj.__dict__.items()) if _is_watched(obj) else (
+            ("training", obj.__dict__.get("training")), *_layer_settings(obj))
+        return own + tuple(((store, name), v) for store in ("_parameters", "_buffers", "_modules")
+                           for name, v in (obj.__dict__.get(store) or {}).items())
     if isinstance(obj, (list, bytearray)):
         return tuple(obj)
     if isinstance(obj, dict):
