@@ -179,3 +179,78 @@ def test_a_param_group_write_inside_the_function():
         assert compiled_opt.param_groups[0]["lr"] == opt.param_groups[0]["lr"] == 0.01
         opt.param_groups[0]["lr"] = compiled_opt.param_groups[0]["lr"] = 0.1
     assert compiled.stats["replays"] == 0, compiled.explain()
+
+
+# -- library-wide settings set inside the function -------------------------------------------------
+
+_SETTINGS = {
+    # name: (set it, read it, put it back), each given the library module (tapegrad or torch)
+    "default_dtype": (lambda t: t.set_default_dtype(t.float64),
+                      lambda t: str(t.get_default_dtype()),
+                      lambda t: t.set_default_dtype(t.float32)),
+    "default_tensor_type": (lambda t: t.set_default_tensor_type(t.DoubleTensor),
+                            lambda t: str(t.get_default_dtype()),
+                            lambda t: t.set_default_dtype(t.float32)),
+    "default_device": (lambda t: t.set_default_device("meta"),
+                       lambda t: str(t.get_default_device()),
+                       lambda t: t.set_default_device(None)),
+    "printoptions": (lambda t: t.set_printoptions(precision=2),
+                     lambda t: repr(t.tensor([1.23456])).replace("tensor", ""),
+                     lambda t: t.set_printoptions(profile="default")),
+    "num_threads": (lambda t: t.set_num_threads(1), lambda t: t.get_num_threads(),
+                    lambda t: t.set_num_threads(2)),
+    "deterministic": (lambda t: t.use_deterministic_algorithms(True),
+                      lambda t: t.are_deterministic_algorithms_enabled(),
+                      lambda t: t.use_deterministic_algorithms(False)),
+    "debug_mode": (lambda t: t.set_deterministic_debug_mode("warn"),
+                   lambda t: t.get_deterministic_debug_mode(),
+                   lambda t: t.set_deterministic_debug_mode(0)),
+    "anomaly": (lambda t: t.autograd.set_detect_anomaly(True), lambda t: t.is_anomaly_enabled(),
+                lambda t: t.autograd.set_detect_anomaly(False)),
+    "backends_flag": (lambda t: setattr(t.backends.cudnn, "benchmark", True),
+                      lambda t: t.backends.cudnn.benchmark,
+                      lambda t: setattr(t.backends.cudnn, "benchmark", False)),
+    "matmul_precision": (lambda t: t.set_float32_matmul_precision("high"),
+                         lambda t: t.get_float32_matmul_precision(),
+                         lambda t: t.set_float32_matmul_precision("highest")),
+    "warn_always": (lambda t: t.set_warn_always(True), lambda t: t.is_warn_always_enabled(),
+                    lambda t: t.set_warn_always(False)),
+}
+
+
+@pytest.mark.filterwarnings("ignore:torch.set_default_tensor_type:UserWarning")
+@pytest.mark.parametrize("name", sorted(_SETTINGS))
+def test_a_library_setting_set_inside_the_function(name):
+    """SILENT before: a replay skipped the setter, so after each replayed call the setting was
+    whatever the script had set in between (the default dtype float32 where eager and PyTorch
+    leave float64).  The script here resets it after every call, as a loop that sets it for
+    its own code would."""
+    torch = pytest.importorskip("torch")
+    set_it, read, put_back = _SETTINGS[name]
+    threads = torch.get_num_threads(), tg.get_num_threads()
+
+    def sequence(t, wrap):
+        def f(x):
+            set_it(t)
+            return x * 2
+        g = wrap(f)
+        seen = []
+        try:
+            for i in range(4):
+                out = g(t.ones(3) * i)
+                seen.append((read(t), out.tolist()))
+                put_back(t)
+        finally:
+            put_back(t)
+        return seen, g
+
+    try:
+        expected, _ = sequence(torch, lambda f: f)
+        eager, _ = sequence(tg, lambda f: f)
+        compiled, g = sequence(tg, tg.compile)
+    finally:
+        torch.set_num_threads(threads[0])
+        tg.set_num_threads(threads[1])
+    assert compiled == eager == expected
+    assert g.stats["replays"] == 0, g.explain()
+    assert "library-wide setting" in g.explain()
