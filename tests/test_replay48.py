@@ -254,3 +254,96 @@ def test_a_library_setting_set_inside_the_function(name):
     assert compiled == eager == expected
     assert g.stats["replays"] == 0, g.explain()
     assert "library-wide setting" in g.explain()
+
+
+# -- .grad assigned inside the function ------------------------------------------------------------
+
+@pytest.mark.parametrize("where", ["before", "after_step"])
+def test_grad_set_to_none_inside_a_step_is_a_phase(where):
+    """SILENT before: a replay skipped `p.grad = None`, so its backward accumulated onto the
+    previous call's gradient (an SGD step with twice, three times the gradient).  Now the
+    clearing is a phase a replay runs again; the step matches PyTorch's."""
+    torch = pytest.importorskip("torch")
+
+    def make(t, model):
+        opt = t.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            if where == "before":
+                for p in model.parameters():
+                    p.grad = None
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            if where == "after_step":
+                for p in model.parameters():
+                    p.grad = None
+            return loss
+        return step
+
+    tg.manual_seed(0)
+    model = nn.Linear(3, 2, dtype=tg.float64)
+    twin = nn.Linear(3, 2, dtype=tg.float64)
+    twin.load_state_dict(model.state_dict())
+    reference = torch.nn.Linear(3, 2, dtype=torch.float64)
+    with torch.no_grad():
+        reference.weight.copy_(torch.tensor(model.weight.detach().numpy()))
+        reference.bias.copy_(torch.tensor(model.bias.detach().numpy()))
+    compiled, plain, expected = tg.compile(make(tg, model)), make(tg, twin), make(torch, reference)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x, y = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+        got = compiled(tg.tensor(x), tg.tensor(y)).item()
+        assert got == plain(tg.tensor(x), tg.tensor(y)).item()
+        np.testing.assert_allclose(got, expected(torch.tensor(x), torch.tensor(y)).item(),
+                                   rtol=1e-12)
+        for a, b, c in zip(model.parameters(), twin.parameters(), reference.parameters()):
+            np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+            np.testing.assert_allclose(a.detach().numpy(), c.detach().numpy(), rtol=1e-12)
+            assert (a.grad is None) == (b.grad is None) == (c.grad is None)
+    assert compiled.stats["replays"] == 3, compiled.explain()
+    assert ".grad = None" in compiled.explain()
+
+
+def test_grad_set_to_none_then_changed_outside():
+    """The phase clears whatever .grad the script left between calls (eager's result)."""
+    w = tg.ones(3, requires_grad=True)
+    v = tg.ones(3, requires_grad=True)
+
+    def make(w):
+        def f(x):
+            w.grad = None
+            loss = (x * w).sum()
+            loss.backward()
+            return loss
+        return f
+
+    plain, compiled = make(v), tg.compile(make(w))
+    for i in range(4):
+        x = tg.full((3,), float(i + 1))
+        plain(x)
+        compiled(x)
+        np.testing.assert_array_equal(w.grad.numpy(), v.grad.numpy())
+        w.grad = tg.full((3,), 5.)
+        v.grad = tg.full((3,), 5.)
+    assert compiled.stats["replays"] == 3, compiled.explain()
+
+
+def test_a_tensor_assigned_to_grad_keeps_the_function_eager():
+    w = tg.ones(3, requires_grad=True)
+    v = tg.ones(3, requires_grad=True)
+
+    def make(w):
+        def f(x):
+            w.grad = tg.zeros(3)
+            (x * w).sum().backward()
+            return w.grad
+        return f
+
+    plain, compiled = make(v), tg.compile(make(w))
+    for i in range(3):
+        x = tg.full((3,), float(i + 1))
+        np.testing.assert_array_equal(compiled(x).numpy(), plain(x).numpy())
+        np.testing.assert_array_equal(w.grad.numpy(), [i + 1.] * 3)
+    assert compiled.stats["replays"] == 0, compiled.explain()
+    assert "assigns a tensor to a .grad" in compiled.explain()
