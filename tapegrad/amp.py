@@ -183,6 +183,25 @@ class GradScaler:
         self._found_inf: dict[int, bool] = {}
         self._scaled_once = False     # PyTorch creates its scale tensor at the first scale()
 
+    @property
+    def _scale(self) -> float:
+        return self._scale_value
+
+    @_scale.setter
+    def _scale(self, value) -> None:
+        self._scale_value = float(value)
+        # scale() multiplies by this tensor, as PyTorch's scaler multiplies by its float32 scale
+        # tensor (a float16 loss comes out float32, as there): written in place, never rebound,
+        # so a compiled function that scales its loss reads the current scale at every replay
+        # (a Python number was baked into the capture: the scale grew, the replay's did not)
+        held = self.__dict__.get("_scale_tensor")
+        if held is None:
+            from .creation import tensor
+            self._scale_tensor = tensor(self._scale_value, dtype=_core.float32)
+        else:
+            with _no_grad():
+                held.fill_(self._scale_value)
+
     def _check_scaled(self, what: str) -> None:
         if not self._scaled_once:
             raise AssertionError(f"Attempted {what} but _scale is None.  This may indicate your "
@@ -197,7 +216,7 @@ class GradScaler:
             return outputs
         self._scaled_once = True
         if isinstance(outputs, _core.TensorBase):
-            return outputs * self._scale
+            return outputs * self._scale_tensor
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")

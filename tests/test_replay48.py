@@ -347,3 +347,53 @@ def test_a_tensor_assigned_to_grad_keeps_the_function_eager():
         np.testing.assert_array_equal(w.grad.numpy(), [i + 1.] * 3)
     assert compiled.stats["replays"] == 0, compiled.explain()
     assert "assigns a tensor to a .grad" in compiled.explain()
+
+
+# -- GradScaler's scale ----------------------------------------------------------------------------
+
+def test_a_compiled_loss_scaled_by_a_gradscaler_follows_its_scale():
+    """SILENT before: scale() multiplied by the scaler's Python float, which the capture baked
+    in: the scale grew 4 -> 8 -> 16 while the replayed loss stayed scaled by 4, so step()
+    unscaled by the new scale and SGD stepped with 1/2, 1/4, 1/8 of the gradient.  The scale is
+    now a float32 tensor the scaler writes in place (PyTorch's is one too)."""
+    torch = pytest.importorskip("torch")
+
+    def run(t, compile_):
+        t.manual_seed(0)
+        w = t.tensor([1.0, -2.0, 0.5], requires_grad=True)
+        opt = t.optim.SGD([w], lr=0.01)
+        scaler = t.amp.GradScaler("cpu", init_scale=4.0, growth_interval=1)
+
+        def scaled_loss(x):
+            return scaler.scale((x * w).pow(2).sum())
+        f = compile_(scaled_loss)
+        seen = []
+        for i in range(5):
+            opt.zero_grad()
+            loss = f(t.tensor([1.0, 2.0, 3.0]) * (i + 1))
+            loss.backward()
+            scaler.step(opt)
+            scaler.update()
+            seen.append((loss.item(), w.tolist(), scaler.get_scale()))
+        return seen, f
+
+    expected, _ = run(torch, lambda f: f)
+    eager, _ = run(tg, lambda f: f)
+    compiled, f = run(tg, tg.compile)
+    assert compiled == eager == expected
+    assert f.stats["replays"] == 4, f.explain()
+
+
+def test_gradscaler_scale_promotes_as_pytorch():
+    """The scale is a 0-dim float32 tensor in PyTorch: a 0-dim float16 loss comes out float32
+    (it stayed float16 here, the scale being a Python number), a float16 batch stays float16."""
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(0).standard_normal(5).astype(np.float16)
+    results = []
+    for t in (torch, tg):
+        scaler = t.amp.GradScaler("cpu", init_scale=3.0)
+        x = t.tensor(values, requires_grad=True)
+        results.append([(str(out.dtype), out.tolist())
+                        for out in (scaler.scale(x.sum()), scaler.scale(x * 2),
+                                    scaler.scale(x.double().sum()))])
+    assert results[1] == results[0]
