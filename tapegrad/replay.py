@@ -967,7 +967,7 @@ def _module_state(candidates):
             if id(m) not in seen:
                 seen.add(id(m))
                 env.append((m.__dict__, "training", m.__dict__.get("training", _MISS)))
-                if not _is_followed_function(getattr(type(m), "forward", None)):
+                if _runs_library_code(m):
                     env.extend((m.__dict__, name, v) for name, v in _layer_settings(m))
                 for store in ("_parameters", "_buffers", "_modules"):
                     held = m.__dict__.get(store)
@@ -986,6 +986,16 @@ def _layer_settings(module):
     call.)"""
     return [(name, v) for name, v in module.__dict__.items()
             if name != "training" and _is_setting(v)]
+
+
+def _runs_library_code(module) -> bool:
+    """Whether the library's code reads `module`'s attributes in its call: a library layer, or
+    a script's subclass of one (its forward's `super().forward(x)` reads self.negative_slope
+    in the library's code, which _environment does not follow)."""
+    from .nn.modules.module import Module
+    return not _is_followed_function(getattr(type(module), "forward", None)) or any(
+        k is not Module and (k.__module__ or "").startswith("tapegrad")
+        for k in type(module).__mro__[1:-1])
 
 
 def _is_setting(v) -> bool:

@@ -54,6 +54,25 @@ def test_a_dropout_rate_changed_between_calls_is_read_again():
         np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
 
 
+def test_a_subclass_calling_the_library_forward_reads_its_settings_again():
+    """SILENT before: a script's subclass with its own forward is followed, but the settings
+    its `super().forward(x)` reads in the library's code were not guarded."""
+    torch = pytest.importorskip("torch")
+
+    def leaky(base):
+        class Leaky(base):
+            def forward(self, x):
+                return super().forward(x) * 2
+        return Leaky(0.1)
+
+    model, reference = leaky(nn.LeakyReLU), leaky(torch.nn.LeakyReLU)
+    compiled = tg.compile(model)
+    x = np.array([-1.5, 2.0, -0.25], dtype=np.float32)
+    for slope in (0.1, 0.1, 0.5, 0.7):
+        model.negative_slope = reference.negative_slope = slope
+        assert compiled(tg.tensor(x)).tolist() == reference(torch.tensor(x)).tolist()
+
+
 def _model():
     return nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5), nn.BatchNorm1d(3))
 
