@@ -79,8 +79,8 @@ class Phase:
             return "backward()"
         if self.kind == GRAD_NONE:
             return ".grad = None"
-        if self.kind not in (ZERO_GRAD, STEP):
-            return f"{self.kind}()"
+        if self.kind not in (ZERO_GRAD, STEP) and isinstance(self.target, tuple):
+            return f"{self.kind}()"         # (a clipping of parameters)
         return f"{type(self.target).__name__}.{self.kind}()"
 
 

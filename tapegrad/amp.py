@@ -15,7 +15,7 @@ from __future__ import annotations as _annotations
 import functools as _functools
 import warnings as _warnings
 
-from . import _core
+from . import _core, _step_phases
 from .grad_mode import no_grad as _no_grad
 from ._torch_names import object_repr as _object_repr
 
@@ -221,11 +221,20 @@ class GradScaler:
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
+    # unscale_, step and update act on gradients, the optimizer and the scale after backward():
+    # in a compiled whole step each is a phase a replay runs again after the backward, as the
+    # optimizer's step is (tapegrad/_step_phases.py)
+
     def unscale_(self, optimizer) -> None:
         """Divide the gradients of ``optimizer``'s parameters by the scale, in place, noting
         whether any is inf or NaN (at most once per optimizer between updates)."""
         if not self._enabled:
             return
+        if _step_phases.noting is not None:
+            return _step_phases.note("unscale_", GradScaler._unscale, self, (optimizer,), {})
+        self._unscale(optimizer)
+
+    def _unscale(self, optimizer) -> None:
         self._check_scaled("unscale_")
         key = id(optimizer)
         stage = self._stage.get(key)
@@ -252,6 +261,12 @@ class GradScaler:
         finite; returns what that step returned, or None when it was skipped."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
+        if _step_phases.noting is not None:
+            return _step_phases.note(_step_phases.STEP, GradScaler._step, self,
+                                     (optimizer, *args), kwargs)
+        return self._step(optimizer, *args, **kwargs)
+
+    def _step(self, optimizer, *args, **kwargs):
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
         self._check_scaled("step")
@@ -269,6 +284,11 @@ class GradScaler:
         skipped step or grow after ``growth_interval`` clean ones."""
         if not self._enabled:
             return
+        if _step_phases.noting is not None:
+            return _step_phases.note("update", GradScaler._update, self, (new_scale,), {})
+        self._update(new_scale)
+
+    def _update(self, new_scale=None) -> None:
         self._check_scaled("update")
         if new_scale is not None:
             self._scale = float(new_scale.item() if isinstance(new_scale, _core.TensorBase)

@@ -416,3 +416,54 @@ def test_gradscaler_scale_promotes_as_pytorch():
                         for out in (scaler.scale(x.sum()), scaler.scale(x * 2),
                                     scaler.scale(x.double().sum()))])
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("clip", [False, True])
+def test_a_whole_step_with_a_gradscaler_replays(clip):
+    """scaler.scale(loss).backward(); [scaler.unscale_(opt); clip_grad_norm_(...)];
+    scaler.step(opt); scaler.update() in one compiled step: unscale_, step and update are
+    phases (it stayed eager: "ops after backward()").  An input that makes the gradients inf
+    skips the optimizer's step and backs the scale off, as in PyTorch."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    w0 = rng.standard_normal((2, 3)).astype(np.float32)
+    inputs = [rng.standard_normal((4, 3)).astype(np.float32) for _ in range(6)]
+    inputs[3][0, 0] = 3e38           # (an inf loss and gradient: the step is skipped)
+
+    def run(t, compile_):
+        model = t.nn.Linear(3, 2, bias=False)
+        w = model.weight
+        with t.no_grad():
+            w.copy_(t.tensor(w0))
+        opt = t.optim.SGD(model.parameters(), lr=0.05, momentum=0.5)
+        scaler = t.amp.GradScaler("cpu", init_scale=8.0, growth_interval=2)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            scaler.scale(loss).backward()
+            if clip:
+                scaler.unscale_(opt)
+                t.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            return loss
+        f = compile_(step)
+        seen = []
+        for x in inputs:
+            loss = f(t.tensor(x))
+            seen.append((loss.item(), w.tolist(), scaler.get_scale()))
+        return seen, f
+
+    expected, _ = run(torch, lambda f: f)
+    eager, _ = run(tg, lambda f: f)
+    compiled, f = run(tg, tg.compile)
+    assert compiled == eager
+    scales = [s for _, _, s in expected]
+    assert min(scales[4:]) < max(scales[:4])        # (the inf step backed the scale off)
+    for (a, wa, sa), (b, wb, sb) in zip(compiled, expected):
+        assert sa == sb
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+        np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=1e-6)
+    assert f.stats["replays"] >= 4, f.explain()
+    assert "GradScaler.step()" in f.explain() and "GradScaler.update()" in f.explain()
