@@ -636,6 +636,16 @@ def _global_reads(code):
                          if op.opname in _GLOBAL_LOADS)
 
 
+# The instructions that rebind or delete a global (`global last; last = loss`).
+_GLOBAL_STORES = ("STORE_GLOBAL", "DELETE_GLOBAL")
+
+
+def _global_stores(code):
+    """The names `code` rebinds or deletes as globals."""
+    return dict.fromkeys(op.argval for op in dis.get_instructions(code)
+                         if op.opname in _GLOBAL_STORES)
+
+
 def _code_objects(code):
     yield code
     for c in code.co_consts:
@@ -712,6 +722,17 @@ def _environment(fn, args=(), kwargs=None):
                     v = glb.get(name, _MISS)
                     if v is not _MISS:
                         guard(glb, name, v)
+                for name in _global_stores(c):
+                    # a global the function rebinds (`global last; last = loss`): a replay
+                    # would not rebind it, so its module's globals are watched (a capture that
+                    # rebinds it to something new is not kept) and what it held before the
+                    # call is guarded (a script rebinding it between calls sends the call
+                    # back to capture, where eager's rebinding is seen again)
+                    if (id(glb), name) not in guarded:
+                        guarded.add((id(glb), name))
+                        env.append((glb, name, glb.get(name, _core._ENV_ABSENT)))
+                    if not any(m is glb for m in modules):
+                        modules.append(glb)
                 for step in _read_paths(c, glb, cells, bound):
                     if step[0] == "method":     # self.helper(x): its reads, with that self
                         pending.append((step[1], _self_binding(step[1], step[2])))
@@ -1069,6 +1090,8 @@ class _PythonState:
     def _changed_objects(self) -> str:
         for obj, before in zip(self.objects, self.snapshots):
             if not _same_state(before, _shallow_state(obj)):
+                if isinstance(obj, dict) and obj.get("__builtins__") is not None:
+                    return f"rebinds a global of {obj.get('__name__', 'its module')}"
                 what = type(obj).__name__
                 return (f"changes a {what} it reads from outside" if isinstance(obj, (list, dict, set))
                         else f"sets attributes of a {what} object it reads")

@@ -467,3 +467,64 @@ def test_a_whole_step_with_a_gradscaler_replays(clip):
         np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=1e-6)
     assert f.stats["replays"] >= 4, f.explain()
     assert "GradScaler.step()" in f.explain() and "GradScaler.update()" in f.explain()
+
+
+# -- globals the function rebinds -----------------------------------------------------------------
+
+_last = None
+_cache = None
+_flag = False
+
+
+def _keep_last(x):
+    global _last
+    y = (x * 2).exp()
+    _last = y
+    return y.sum()
+
+
+def test_a_global_rebound_inside_the_function():
+    """SILENT before: `global last; last = y` was done by the capture only, so after each
+    replayed call the global still held the first call's tensor."""
+    torch = pytest.importorskip("torch")
+    global _last
+    compiled = tg.compile(_keep_last)
+    for i in range(4):
+        x = np.array([0.5, -1.0, 0.25]) * i
+        out = compiled(tg.tensor(x))
+        expected = (torch.tensor(x) * 2).exp()
+        np.testing.assert_allclose(_last.numpy(), expected.numpy(), rtol=1e-15)
+        np.testing.assert_allclose(out.item(), expected.sum().item(), rtol=1e-15)
+    assert compiled.stats["replays"] == 0, compiled.explain()
+    assert "rebinds a global" in compiled.explain()
+    _last = None
+
+
+def _scale_from_cache(x):
+    global _cache
+    if _cache is None:              # (filled on first use, as a rotary table is)
+        _cache = tg.linspace(0.0, 1.0, 3)
+    return x * _cache
+
+
+def _set_flag(x):
+    global _flag
+    _flag = True
+    return x + 1
+
+
+def test_a_global_cache_filled_once_still_replays_and_a_flag_set_inside_is_kept():
+    global _cache, _flag
+    compiled = tg.compile(_scale_from_cache)
+    for i in range(4):
+        x = tg.full((3,), float(i))
+        np.testing.assert_array_equal(compiled(x).numpy(), _scale_from_cache(x).numpy())
+    assert compiled.stats["replays"] >= 2, compiled.explain()
+    _cache = None
+    compiled = tg.compile(_set_flag)
+    for i in range(5):
+        compiled(tg.full((3,), float(i)))
+        assert _flag is True            # as eager leaves it, the script resetting it between
+        if i % 2:
+            _flag = False
+    _flag = False
