@@ -1092,6 +1092,10 @@ class _PythonState:
             if not _same_state(before, _shallow_state(obj)):
                 if isinstance(obj, dict) and obj.get("__builtins__") is not None:
                     return f"rebinds a global of {obj.get('__name__', 'its module')}"
+                if isinstance(obj, types.ModuleType):
+                    return f"rebinds a global of {obj.__name__}"
+                if isinstance(obj, type):
+                    return f"sets attributes of the class {obj.__name__}"
                 what = type(obj).__name__
                 return (f"changes a {what} it reads from outside" if isinstance(obj, (list, dict, set))
                         else f"sets attributes of a {what} object it reads")
@@ -1106,7 +1110,13 @@ def _autograd_modes() -> tuple:
 def _is_watched(obj) -> bool:
     if isinstance(obj, (list, dict, set, bytearray)):
         return True
-    if isinstance(obj, (Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
+    # a script's module or class (`cfg.last = y` on an imported config module, `Config.step =
+    # n`): an attribute assigned there is a global rebound, which a replay would not do
+    if isinstance(obj, types.ModuleType):
+        return not _is_library_module(obj)
+    if isinstance(obj, type):
+        return _is_settings_class(obj)
+    if isinstance(obj, (Tensor, types.FunctionType, types.MethodType,
                         types.BuiltinFunctionType, np.ndarray)) or _is_guarded_value(obj):
         return False
     # a user's object (not a library's: a threading.Event, a tapegrad Generator or layer keep

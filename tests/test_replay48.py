@@ -528,3 +528,29 @@ def test_a_global_cache_filled_once_still_replays_and_a_flag_set_inside_is_kept(
         if i % 2:
             _flag = False
     _flag = False
+
+
+def test_a_module_or_class_attribute_assigned_inside_the_function(tmp_path, monkeypatch):
+    """SILENT before: a script's modules and classes were not watched, so `cfg.last = y` on an
+    imported config module and `Config.last = y` were done by the capture only."""
+    (tmp_path / "replay48_cfg.py").write_text("last = None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import replay48_cfg as cfg
+
+    class Config:
+        last = None
+
+    def to_module(x):
+        cfg.last = x * 2
+        return x.sum()
+
+    def to_class(x):
+        Config.last = x * 3
+        return x.sum()
+
+    for fn, read, factor in ((to_module, lambda: cfg.last, 2), (to_class, lambda: Config.last, 3)):
+        compiled = tg.compile(fn)
+        for i in range(4):
+            compiled(tg.full((2,), float(i)))
+            assert read().tolist() == [factor * i] * 2
+        assert compiled.stats["replays"] == 0, compiled.explain()
