@@ -189,6 +189,7 @@ def set_autocast_dtype(device_type: str, dtype):
     if not isinstance(dtype, _core.dtype):
         raise TypeError(f"set_autocast_dtype(): argument 'dtype' must be torch.dtype, not "
                         f"{_type_name(dtype)}")
+    _core._capture_setting("autocast's dtype (set_autocast_dtype)")
     _table("dtype")[_device_type(device_type)] = dtype
 
 
@@ -242,6 +243,7 @@ def set_autocast_cache_enabled(enabled):
     """Switch autocast's weight cache (tapegrad/_autocast.py)."""
     _require_bool(enabled, "set_autocast_cache_enabled(): argument 'enabled' (position 1) must "
                            "be bool, not {}")
+    _core._capture_setting("autocast's cache (set_autocast_cache_enabled)")
     _table("cache")["enabled"] = enabled
 
 

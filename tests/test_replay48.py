@@ -234,6 +234,12 @@ _SETTINGS = {
                          lambda t: t.set_float32_matmul_precision("highest")),
     "warn_always": (lambda t: t.set_warn_always(True), lambda t: t.is_warn_always_enabled(),
                     lambda t: t.set_warn_always(False)),
+    "autocast_dtype": (lambda t: t.set_autocast_dtype("cpu", t.float16),
+                       lambda t: str(t.get_autocast_dtype("cpu")),
+                       lambda t: t.set_autocast_dtype("cpu", t.bfloat16)),
+    "sdp_flag": (lambda t: t.backends.cuda.enable_math_sdp(False),
+                 lambda t: t.backends.cuda.math_sdp_enabled(),
+                 lambda t: t.backends.cuda.enable_math_sdp(True)),
 }
 
 
