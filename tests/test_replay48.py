@@ -560,3 +560,32 @@ def test_a_module_or_class_attribute_assigned_inside_the_function(tmp_path, monk
             compiled(tg.full((2,), float(i)))
             assert read().tolist() == [factor * i] * 2
         assert compiled.stats["replays"] == 0, compiled.explain()
+
+
+# -- ops after backward(), gradients inside the call ---------------------------------------------
+
+def test_autograd_grad_inside_stays_eager_with_its_reason():
+    """A gradient penalty (autograd.grad with create_graph inside the call) runs eagerly at
+    every call, equal to PyTorch's, and explain() names autograd.grad."""
+    torch = pytest.importorskip("torch")
+
+    def make(t):
+        w = t.tensor([0.5, -1.0, 2.0], dtype=t.float64, requires_grad=True)
+
+        def f(x):
+            y = (x * w).tanh().sum()
+            g, = t.autograd.grad(y, w, create_graph=True)
+            return y + g.pow(2).sum()
+        return f, w
+
+    (f, w), (h, v) = make(tg), make(torch)
+    compiled = tg.compile(f)
+    for i in range(3):
+        x = np.array([0.3, 0.1, -0.2]) * (i + 1)
+        out, expected = compiled(tg.tensor(x)), h(torch.tensor(x))
+        out.backward()
+        expected.backward()
+        np.testing.assert_allclose(out.item(), expected.item(), rtol=1e-14)
+        np.testing.assert_allclose(w.grad.numpy(), v.grad.numpy(), rtol=1e-13)
+    assert compiled.stats["replays"] == 0
+    assert "autograd.grad" in compiled.explain()
