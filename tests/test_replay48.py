@@ -589,3 +589,39 @@ def test_autograd_grad_inside_stays_eager_with_its_reason():
         np.testing.assert_allclose(w.grad.numpy(), v.grad.numpy(), rtol=1e-13)
     assert compiled.stats["replays"] == 0
     assert "autograd.grad" in compiled.explain()
+
+
+def test_a_scheduler_attribute_set_inside_the_function():
+    """SILENT before: `sched.last_epoch = 0` inside a compiled step (a schedule restarted at
+    every call) was done by the capture only: the replays' sched.step() phases counted on from
+    there (last_epoch 2, 3, 4 where eager and PyTorch keep 1)."""
+    torch = pytest.importorskip("torch")
+
+    def run(t, compile_):
+        model = t.nn.Linear(3, 1)
+        with t.no_grad():
+            model.weight.copy_(t.tensor([[0.5, -0.25, 1.0]]))
+            model.bias.zero_()
+        opt = t.optim.SGD(model.parameters(), lr=0.1)
+        sched = t.optim.lr_scheduler.StepLR(opt, 1, gamma=0.5)
+
+        def step(x):
+            sched.last_epoch = 0
+            opt.zero_grad()
+            loss = model(x).sum()
+            loss.backward()
+            opt.step()
+            sched.step()
+            return loss
+        f = compile_(step)
+        seen = []
+        for i in range(4):
+            f(t.ones(2, 3) * (i + 1))
+            seen.append((sched.last_epoch, opt.param_groups[0]["lr"],
+                         model.weight.detach().tolist()))
+        return seen, f
+
+    expected, _ = run(torch, lambda f: f)
+    compiled, f = run(tg, tg.compile)
+    assert compiled == expected
+    assert "learning-rate scheduler" in f.explain()
