@@ -28,7 +28,9 @@ same objects (ReplayPlan.phases, src/tapegrad/replay.pxi):
     momentum, betas from its param groups and the step counters and moments from its state at
     every call, so a learning-rate scheduler between calls, a parameter added to a group or a
     .grad changed outside the function are what eager would see; the moments (exp_avg,
-    momentum_buffer) live in the optimizer and are updated in place.
+    momentum_buffer) live in the optimizer and are updated in place;
+  - Module.train()/eval(), `tensor.grad = None` (a hand-written zero_grad) and a GradScaler's
+    unscale_, step and update (tapegrad/amp.py): the same calls again.
 
 What the phases rely on, checked when the plan is built (otherwise the function stays eager,
 with the reason in explain()): the forward reads no .grad (its replay runs before the phases,

@@ -49,9 +49,14 @@ capture (or raise, with on_guard_failure="raise"):
     other than by their public names (a reference taken from an internal module), custom
     autograd.Functions, draws from Python's or numpy's random numbers, and Python state the
     call changes: a print, an append to a list or a count in a dict or an attribute of an
-    object the function reads from outside (a first capture that changes state, as a cache
-    filled on first use does, is not kept: the next call captures again and replays if that
-    capture changes nothing).
+    object the function reads from outside, a global it rebinds (here or on a module or class
+    of the script's), a library layer's settings or tables (`dropout.p = ...`,
+    `layer.training = False`, register_buffer) or an optimizer's param group (a first capture
+    that changes state, as a cache filled on first use does, is not kept: the next call
+    captures again and replays if that capture changes nothing; what a phase changes - a
+    scheduler's lr, eval()'s flags - is the phase's, done again by the replay); a library-wide
+    setting set (set_default_dtype, set_printoptions, a torch.backends flag, ...:
+    _core._capture_setting), an attribute set on a scheduler, a tensor assigned to .grad.
 
   - the function's environment: every Python number and every tensor it reads by name from its
     closure cells or its globals (and those of functions it defines inside, and of the Python
@@ -61,7 +66,8 @@ capture (or raise, with on_guard_failure="raise"):
     followed with that self), and of the arguments the signature holds by identity (a Module or
     another object without __eq__: `train_step(model, batch)`); for a Module (compiled, or read by the function), the forward of
     each user-defined submodule is followed the same way, and every submodule's training flag,
-    parameters, buffers and children are guarded by identity.  A changed number (a learning
+    parameters, buffers and children are guarded by identity, and a library layer's settings
+    (_layer_settings: Dropout's p, a LeakyReLU's slope), which the library's forward reads.  A changed number (a learning
     rate, a temperature), a name or attribute rebound to another tensor, function or module
     (`model.fc = nn.Linear(...)`, a new Parameter in `model.weight`, `model.double()`) sends
     the call back to capture, because the capture baked the number in / reads the old tensor /
