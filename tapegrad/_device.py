@@ -13,6 +13,7 @@ import re
 from ._torch_names import TorchNamedClass
 
 from tapegrad._core import type_name as _type_name
+from tapegrad import _core
 
 # The device types PyTorch's parser accepts, in the order its error message lists them.
 _KNOWN_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
@@ -135,6 +136,7 @@ def set_default_device(device) -> None:
     """torch.set_default_device: accepted for any known device type (PyTorch checks availability
     only when a factory uses it); None restores the CPU.  (`device`, PyTorch's parameter name.)"""
     global _default
+    _core._capture_setting("the default device (set_default_device)")
     _default = None         # as in PyTorch, a failing call leaves the CPU as the default
     _default = None if device is None else as_device(device)
 

@@ -40,6 +40,7 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     """torch.set_printoptions: a profile first, then the explicit options over it.  As in
     PyTorch an unknown profile name is ignored, and sci_mode is always reset (None restores the
     automatic choice)."""
+    _core._capture_setting("the print options (set_printoptions)")
     opts = PRINT_OPTS
     if profile in _PROFILES:
         opts.precision, opts.threshold, opts.edgeitems, opts.linewidth = _PROFILES[profile]

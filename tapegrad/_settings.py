@@ -47,6 +47,7 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
                         "bool, not {}")
     _require_bool(warn_only, "_set_deterministic_algorithms(): argument 'warn_only' must be "
                              "bool, not {}")
+    _core._capture_setting("deterministic mode (use_deterministic_algorithms)")
     _fill_flags["deterministic"] = mode
     _state["warn_only"] = warn_only if mode else False
 
@@ -92,6 +93,7 @@ def set_float32_matmul_precision(precision):
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
                       f"setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
         return
+    _core._capture_setting("the float32 matmul precision (set_float32_matmul_precision)")
     _state["matmul_precision"] = precision
 
 
@@ -113,6 +115,7 @@ def set_warn_always(b):
     follow Python's warning filters)."""
     if not isinstance(b, bool):
         raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {_type_name(b)}")
+    _core._capture_setting("warn-always (set_warn_always)")
     _state["warn_always"] = b
 
 
@@ -186,6 +189,7 @@ def set_autocast_dtype(device_type: str, dtype):
     if not isinstance(dtype, _core.dtype):
         raise TypeError(f"set_autocast_dtype(): argument 'dtype' must be torch.dtype, not "
                         f"{_type_name(dtype)}")
+    _core._capture_setting("autocast's dtype (set_autocast_dtype)")
     _table("dtype")[_device_type(device_type)] = dtype
 
 
@@ -239,6 +243,7 @@ def set_autocast_cache_enabled(enabled):
     """Switch autocast's weight cache (tapegrad/_autocast.py)."""
     _require_bool(enabled, "set_autocast_cache_enabled(): argument 'enabled' (position 1) must "
                            "be bool, not {}")
+    _core._capture_setting("autocast's cache (set_autocast_cache_enabled)")
     _table("cache")["enabled"] = enabled
 
 

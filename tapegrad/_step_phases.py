@@ -28,7 +28,9 @@ same objects (ReplayPlan.phases, src/tapegrad/replay.pxi):
     momentum, betas from its param groups and the step counters and moments from its state at
     every call, so a learning-rate scheduler between calls, a parameter added to a group or a
     .grad changed outside the function are what eager would see; the moments (exp_avg,
-    momentum_buffer) live in the optimizer and are updated in place.
+    momentum_buffer) live in the optimizer and are updated in place;
+  - Module.train()/eval(), `tensor.grad = None` (a hand-written zero_grad) and a GradScaler's
+    unscale_, step and update (tapegrad/amp.py): the same calls again.
 
 What the phases rely on, checked when the plan is built (otherwise the function stays eager,
 with the reason in explain()): the forward reads no .grad (its replay runs before the phases,
@@ -52,6 +54,10 @@ BACKWARD, ZERO_GRAD, STEP = "backward", "zero_grad", "step"
 # the capture saw, so only the flags' end state is the phase's work; without it a replayed
 # `model.eval()` inside the function left the model in training mode after the call
 MODE = "train"
+# `tensor.grad = None` (a hand-written zero_grad: `for p in model.parameters(): p.grad = None`):
+# a replay clears it again, before the backward as eager does; a tensor assigned to .grad
+# keeps the function eager instead (_core's grad setter)
+GRAD_NONE = "grad = None"
 # (any other kind: a function of tapegrad.nn.utils that rewrites gradients in place, by its
 # public name: clip_grad_norm_, clip_grad_value_; its target the tuple of parameters)
 
@@ -73,8 +79,10 @@ class Phase:
     def describe(self) -> str:
         if self.kind == BACKWARD:
             return "backward()"
-        if self.kind not in (ZERO_GRAD, STEP):
-            return f"{self.kind}()"
+        if self.kind == GRAD_NONE:
+            return ".grad = None"
+        if self.kind not in (ZERO_GRAD, STEP) and isinstance(self.target, tuple):
+            return f"{self.kind}()"         # (a clipping of parameters)
         return f"{type(self.target).__name__}.{self.kind}()"
 
 
@@ -111,9 +119,14 @@ noting = None       # the _Noted phases of the capture running now (one at a tim
 class _Noted(list):
     """The phases of a capture, and why any call could not be one."""
 
-    def __init__(self):
+    def __init__(self, watch=None):
         super().__init__()
         self.refusals = []
+        # the capture's watch on the Python state the function reads (replay.py's
+        # _PythonState): what a phase changes (the flags train() sets, the lr a scheduler's
+        # step writes into the param groups) is the phase's work, which a replay does again,
+        # so the watch looks before each phase and takes its snapshots again after it
+        self.watch = watch
 
 
 def _holds_tensor(obj) -> bool:
@@ -147,6 +160,8 @@ def _params_of(target):
     `target`) acts on."""
     if isinstance(target, tuple):
         return target
+    if isinstance(target, _core.TensorBase):     # (.grad = None's; a backward's root is none)
+        return (target,) if target.is_leaf else ()
     if hasattr(target, "param_groups"):
         return [p for g in target.param_groups for p in g["params"]]
     if hasattr(target, "parameters"):
@@ -173,7 +188,11 @@ def note(kind, fn, target, args, kwargs, own=None):
             noted.refusals.append(why)
         phase = Phase(kind, fn, target, args, kwargs, cap)
         phase.grads.extend(_grads_of(target))
+        if noted.watch is not None:
+            noted.watch.before_phase()
         result = phase.result = fn(target, *args, **kwargs)
+        if noted.watch is not None:
+            noted.watch.after_phase()
         phase.grads.extend(_grads_of(target))
         noted.append(phase)
         return result
@@ -196,11 +215,24 @@ def _noted_backward(tensor, gradient, retain_graph, create_graph, inputs):
     return note(BACKWARD, _core.TensorBase.backward, tensor, (), kwargs, Tensor.backward)
 
 
-def begin():
-    """Start noting phases (a capture begins); returns the list they are noted in."""
+def _clear_grad(tensor):
+    tensor.grad = None
+
+
+def _noted_grad_none(tensor):
+    if not tensor.is_leaf:
+        # (a tensor the call made: the replay's is another one, whose .grad a phase holding
+        # the capture's could not clear)
+        noting.refusals.append("it sets .grad = None on a tensor that is not a leaf")
+    note(GRAD_NONE, _clear_grad, tensor, (), {})
+
+
+def begin(watch=None):
+    """Start noting phases (a capture begins); returns the list they are noted in.  `watch`:
+    see _Noted."""
     global noting
-    noting = _Noted()
-    _core._set_step_phase_route(_noted_backward)
+    noting = _Noted(watch)
+    _core._set_step_phase_route(_noted_backward, _noted_grad_none)
     return noting
 
 
@@ -249,9 +281,10 @@ def plan_value(capture, result, noted, effects, reached=()):
                 for g in guarded):
             raise Unphased(f"it calls {p.kind}() on parameters other than a module's "
                            "parameters() (a replay could not see that list change)")
-    # (zero_grad and train/eval may come before the forward's ops: their replays after it
-    # change nothing the forward reads - it reads no .grad, and its modes are recorded)
-    first = next((i for i, p in enumerate(noted) if p.kind not in (ZERO_GRAD, MODE)),
+    # (zero_grad, `.grad = None` and train/eval may come before the forward's ops: their
+    # replays after it change nothing the forward reads - it reads no .grad, and its modes are
+    # recorded)
+    first = next((i for i, p in enumerate(noted) if p.kind not in (ZERO_GRAD, MODE, GRAD_NONE)),
                  len(noted))
     n_steps, n_created, n_reads = len(capture.steps), len(capture.created), len(capture.reads)
     for p in noted[first:]:

@@ -55,6 +55,7 @@ def set_num_threads(n: int) -> None:
     """
     global _limiter
     n = _check_count("set_num_threads", n)
+    _core._capture_setting("the thread count (set_num_threads)")
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:

@@ -15,7 +15,7 @@ from __future__ import annotations as _annotations
 import functools as _functools
 import warnings as _warnings
 
-from . import _core
+from . import _core, _step_phases
 from .grad_mode import no_grad as _no_grad
 from ._torch_names import object_repr as _object_repr
 
@@ -183,6 +183,25 @@ class GradScaler:
         self._found_inf: dict[int, bool] = {}
         self._scaled_once = False     # PyTorch creates its scale tensor at the first scale()
 
+    @property
+    def _scale(self) -> float:
+        return self._scale_value
+
+    @_scale.setter
+    def _scale(self, value) -> None:
+        self._scale_value = float(value)
+        # scale() multiplies by this tensor, as PyTorch's scaler multiplies by its float32 scale
+        # tensor (a float16 loss comes out float32, as there): written in place, never rebound,
+        # so a compiled function that scales its loss reads the current scale at every replay
+        # (a Python number was baked into the capture: the scale grew, the replay's did not)
+        held = self.__dict__.get("_scale_tensor")
+        if held is None:
+            from .creation import tensor
+            self._scale_tensor = tensor(self._scale_value, dtype=_core.float32)
+        else:
+            with _no_grad():
+                held.fill_(self._scale_value)
+
     def _check_scaled(self, what: str) -> None:
         if not self._scaled_once:
             raise AssertionError(f"Attempted {what} but _scale is None.  This may indicate your "
@@ -197,16 +216,25 @@ class GradScaler:
             return outputs
         self._scaled_once = True
         if isinstance(outputs, _core.TensorBase):
-            return outputs * self._scale
+            return outputs * self._scale_tensor
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(o) for o in outputs)
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    # unscale_, step and update act on gradients, the optimizer and the scale after backward():
+    # in a compiled whole step each is a phase a replay runs again after the backward, as the
+    # optimizer's step is (tapegrad/_step_phases.py)
 
     def unscale_(self, optimizer) -> None:
         """Divide the gradients of ``optimizer``'s parameters by the scale, in place, noting
         whether any is inf or NaN (at most once per optimizer between updates)."""
         if not self._enabled:
             return
+        if _step_phases.noting is not None:
+            return _step_phases.note("unscale_", GradScaler._unscale, self, (optimizer,), {})
+        self._unscale(optimizer)
+
+    def _unscale(self, optimizer) -> None:
         self._check_scaled("unscale_")
         key = id(optimizer)
         stage = self._stage.get(key)
@@ -233,6 +261,12 @@ class GradScaler:
         finite; returns what that step returned, or None when it was skipped."""
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
+        if _step_phases.noting is not None:
+            return _step_phases.note(_step_phases.STEP, GradScaler._step, self,
+                                     (optimizer, *args), kwargs)
+        return self._step(optimizer, *args, **kwargs)
+
+    def _step(self, optimizer, *args, **kwargs):
         if "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
         self._check_scaled("step")
@@ -250,6 +284,11 @@ class GradScaler:
         skipped step or grow after ``growth_interval`` clean ones."""
         if not self._enabled:
             return
+        if _step_phases.noting is not None:
+            return _step_phases.note("update", GradScaler._update, self, (new_scale,), {})
+        self._update(new_scale)
+
+    def _update(self, new_scale=None) -> None:
         self._check_scaled("update")
         if new_scale is not None:
             self._scale = float(new_scale.item() if isinstance(new_scale, _core.TensorBase)

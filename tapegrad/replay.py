@@ -49,9 +49,14 @@ capture (or raise, with on_guard_failure="raise"):
     other than by their public names (a reference taken from an internal module), custom
     autograd.Functions, draws from Python's or numpy's random numbers, and Python state the
     call changes: a print, an append to a list or a count in a dict or an attribute of an
-    object the function reads from outside (a first capture that changes state, as a cache
-    filled on first use does, is not kept: the next call captures again and replays if that
-    capture changes nothing).
+    object the function reads from outside, a global it rebinds (here or on a module or class
+    of the script's), a library layer's settings or tables (`dropout.p = ...`,
+    `layer.training = False`, register_buffer) or an optimizer's param group (a first capture
+    that changes state, as a cache filled on first use does, is not kept: the next call
+    captures again and replays if that capture changes nothing; what a phase changes - a
+    scheduler's lr, eval()'s flags - is the phase's, done again by the replay); a library-wide
+    setting set (set_default_dtype, set_printoptions, a torch.backends flag, ...:
+    _core._capture_setting), an attribute set on a scheduler, a tensor assigned to .grad.
 
   - the function's environment: every Python number and every tensor it reads by name from its
     closure cells or its globals (and those of functions it defines inside, and of the Python
@@ -61,7 +66,8 @@ capture (or raise, with on_guard_failure="raise"):
     followed with that self), and of the arguments the signature holds by identity (a Module or
     another object without __eq__: `train_step(model, batch)`); for a Module (compiled, or read by the function), the forward of
     each user-defined submodule is followed the same way, and every submodule's training flag,
-    parameters, buffers and children are guarded by identity.  A changed number (a learning
+    parameters, buffers and children are guarded by identity, and a library layer's settings
+    (_layer_settings: Dropout's p, a LeakyReLU's slope), which the library's forward reads.  A changed number (a learning
     rate, a temperature), a name or attribute rebound to another tensor, function or module
     (`model.fc = nn.Linear(...)`, a new Parameter in `model.weight`, `model.double()`) sends
     the call back to capture, because the capture baked the number in / reads the old tensor /
@@ -261,7 +267,7 @@ class CompiledFunction(_core.CompiledCall):
             _route_public_calls(_core._capture_op_call)
             _ROUTES.install()
             _capture_state.routing = True
-            phases = _step_phases.begin()
+            phases = _step_phases.begin(python_state)
             try:
                 with python_state.watching_prints():
                     result = self.fn(*args, **kwargs)
@@ -636,6 +642,16 @@ def _global_reads(code):
                          if op.opname in _GLOBAL_LOADS)
 
 
+# The instructions that rebind or delete a global (`global last; last = loss`).
+_GLOBAL_STORES = ("STORE_GLOBAL", "DELETE_GLOBAL")
+
+
+def _global_stores(code):
+    """The names `code` rebinds or deletes as globals."""
+    return dict.fromkeys(op.argval for op in dis.get_instructions(code)
+                         if op.opname in _GLOBAL_STORES)
+
+
 def _code_objects(code):
     yield code
     for c in code.co_consts:
@@ -712,6 +728,17 @@ def _environment(fn, args=(), kwargs=None):
                     v = glb.get(name, _MISS)
                     if v is not _MISS:
                         guard(glb, name, v)
+                for name in _global_stores(c):
+                    # a global the function rebinds (`global last; last = loss`): a replay
+                    # would not rebind it, so its module's globals are watched (a capture that
+                    # rebinds it to something new is not kept) and what it held before the
+                    # call is guarded (a script rebinding it between calls sends the call
+                    # back to capture, where eager's rebinding is seen again)
+                    if (id(glb), name) not in guarded:
+                        guarded.add((id(glb), name))
+                        env.append((glb, name, glb.get(name, _core._ENV_ABSENT)))
+                    if not any(m is glb for m in modules):
+                        modules.append(glb)
                 for step in _read_paths(c, glb, cells, bound):
                     if step[0] == "method":     # self.helper(x): its reads, with that self
                         pending.append((step[1], _self_binding(step[1], step[2])))
@@ -967,11 +994,41 @@ def _module_state(candidates):
             if id(m) not in seen:
                 seen.add(id(m))
                 env.append((m.__dict__, "training", m.__dict__.get("training", _MISS)))
+                if _runs_library_code(m):
+                    env.extend((m.__dict__, name, v) for name, v in _layer_settings(m))
                 for store in ("_parameters", "_buffers", "_modules"):
                     held = m.__dict__.get(store)
                     if held:
                         env.extend((held, name, v) for name, v in held.items())
     return env
+
+
+def _layer_settings(module):
+    """The settings a layer keeps in its attributes (Dropout's p, LeakyReLU's negative_slope,
+    BatchNorm's momentum and eps, a convolution's stride and padding): the numbers, flags,
+    strings, dtypes, None and tuples of them in its __dict__ (its training flag apart).  A
+    library forward reads them at every eager call, but _environment does not follow the
+    library's code, so a capture baked them in: `model[1].p = 0.1` between calls replayed the
+    old dropout rate.  (Its tensors are not settings: weight_norm's hook rebinds one at every
+    call.)"""
+    return [(name, v) for name, v in module.__dict__.items()
+            if name != "training" and _is_setting(v)]
+
+
+def _runs_library_code(module) -> bool:
+    """Whether the library's code reads `module`'s attributes in its call: a library layer, or
+    a script's subclass of one (its forward's `super().forward(x)` reads self.negative_slope
+    in the library's code, which _environment does not follow)."""
+    from .nn.modules.module import Module
+    return not _is_followed_function(getattr(type(module), "forward", None)) or any(
+        k is not Module and (k.__module__ or "").startswith("tapegrad")
+        for k in type(module).__mro__[1:-1])
+
+
+def _is_setting(v) -> bool:
+    if isinstance(v, tuple):
+        return all(_is_setting(item) for item in v)
+    return v is None or isinstance(v, (int, float, complex, str, bytes, np.number, _core.dtype))
 
 
 _env_holds = _core._env_holds     # (the C call path checks it at every replay)
@@ -990,14 +1047,27 @@ class _PythonState:
         from .nn.modules.module import Module
         objects, seen = [], set()
         for obj in reached:
-            for o in (obj.modules() if isinstance(obj, Module) else (obj,)):
-                if id(o) not in seen and _is_watched(o):
+            for o in (obj.modules() if isinstance(obj, Module)
+                      else (obj, *obj.param_groups) if _is_optimizer(obj) else (obj,)):
+                # (an optimizer's param groups too: `group["lr"] = 0.01` inside the function
+                # is a write a replay would skip, and the step phase reads lr from there)
+                if id(o) not in seen and (_is_watched(o) or isinstance(o, Module)):
                     seen.add(id(o))
                     objects.append(o)
         self.objects = objects
         self.snapshots = [_shallow_state(o) for o in objects]
         self.printed = False
         self.modes = _autograd_modes()
+        self.changed = ""       # what the function's own code changed before a phase
+
+    def before_phase(self):
+        """A phase of a whole step (_step_phases.note) is about to run: what changed so far is
+        the function's own doing."""
+        self.changed = self.changed or self._changed_objects()
+
+    def after_phase(self):
+        """What the phase changed is its own work (a replay runs it again): compare from here."""
+        self.snapshots = [_shallow_state(o) for o in self.objects]
 
     @contextlib.contextmanager
     def watching_prints(self):
@@ -1021,8 +1091,17 @@ class _PythonState:
             # torch.set_grad_enabled(False) called as a function (not a with block): eager
             # leaves the mode switched after the call, a replay would not
             return "switches grad or inference mode for the code after it"
+        return self.changed or self._changed_objects()
+
+    def _changed_objects(self) -> str:
         for obj, before in zip(self.objects, self.snapshots):
             if not _same_state(before, _shallow_state(obj)):
+                if isinstance(obj, dict) and obj.get("__builtins__") is not None:
+                    return f"rebinds a global of {obj.get('__name__', 'its module')}"
+                if isinstance(obj, types.ModuleType):
+                    return f"rebinds a global of {obj.__name__}"
+                if isinstance(obj, type):
+                    return f"sets attributes of the class {obj.__name__}"
                 what = type(obj).__name__
                 return (f"changes a {what} it reads from outside" if isinstance(obj, (list, dict, set))
                         else f"sets attributes of a {what} object it reads")
@@ -1037,7 +1116,13 @@ def _autograd_modes() -> tuple:
 def _is_watched(obj) -> bool:
     if isinstance(obj, (list, dict, set, bytearray)):
         return True
-    if isinstance(obj, (Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
+    # a script's module or class (`cfg.last = y` on an imported config module, `Config.step =
+    # n`): an attribute assigned there is a global rebound, which a replay would not do
+    if isinstance(obj, types.ModuleType):
+        return not _is_library_module(obj)
+    if isinstance(obj, type):
+        return _is_settings_class(obj)
+    if isinstance(obj, (Tensor, types.FunctionType, types.MethodType,
                         types.BuiltinFunctionType, np.ndarray)) or _is_guarded_value(obj):
         return False
     # a user's object (not a library's: a threading.Event, a tapegrad Generator or layer keep
@@ -1047,8 +1132,22 @@ def _is_watched(obj) -> bool:
             and not _is_library_module(module))
 
 
+def _is_optimizer(obj) -> bool:
+    optim = sys.modules.get("tapegrad.optim.optimizer")
+    return optim is not None and isinstance(obj, optim.Optimizer)
+
+
 def _shallow_state(obj):
-    """The items of a container or an object's attributes, held (so identities stay valid)."""
+    """The items of a container or an object's attributes, held (so identities stay valid).
+    A Module's parameters, buffers and children too (register_buffer inside the function), and
+    of a library layer only its settings (_layer_settings: `dropout.p = 0.3`,
+    `bn.momentum = 0.01`, `layer.training = False`; its other attributes are its own caches)."""
+    from .nn.modules.module import Module
+    if isinstance(obj, Module):
+        own = tuple(obj.__dict__.items()) if _is_watched(obj) else (
+            ("training", obj.__dict__.get("training")), *_layer_settings(obj))
+        return own + tuple(((store, name), v) for store in ("_parameters", "_buffers", "_modules")
+                           for name, v in (obj.__dict__.get(store) or {}).items())
     if isinstance(obj, (list, bytearray)):
         return tuple(obj)
     if isinstance(obj, dict):

@@ -62,6 +62,15 @@ cdef int capture_unsupported(str why) except -1:
     return 0
 
 
+def _capture_setting(str what):
+    """Called by the setters of library-wide settings (the default dtype and device, print
+    options, thread count, deterministic mode, anomaly detection, a torch.backends flag): a
+    function that sets one stays eager.  Eager sets it at every call and a replay never, so the
+    code after a replayed call saw whatever the script had set in between; and setting an
+    unchanged value is a write no snapshot of the setting could see."""
+    capture_unsupported(f"it sets {what}, a library-wide setting a replay would not set again")
+
+
 # Reasons that re-running the op whole in a replay would not lift (embedding(sparse=True) makes a
 # hidden leaf whose gradient only an eager backward turns into the weight's sparse .grad): an op
 # call collapsing into one re-run step keeps them, so the compiled call stays eager.

@@ -293,6 +293,7 @@ def set_default_dtype(d):
                         "tensors are float32 storage under a class of their own, "
                         "tapegrad/_bfloat16.py): make float32 tensors and convert them with "
                         ".to(torch.bfloat16)")
+    _capture_setting("the default dtype (set_default_dtype)")
     DEFAULT_FLOAT = (<dtype>d).np_dtype
     PROMOTION_CACHE.clear()                             # cached promotions used the old default
     return None

@@ -189,11 +189,15 @@ def _set_data_class_hook(hook):
 # compiled function captures on this thread: tapegrad/_step_phases.py notes it as a phase of a
 # whole training step (None outside captures: the eager path tests one pointer).
 cdef object STEP_PHASE_ROUTE = None
+# grad_route(tensor) for a `.grad = None` in such a capture: a phase too (a replay clears the
+# .grad again before its backward, where skipping it let the backward accumulate onto the old one)
+cdef object GRAD_PHASE_ROUTE = None
 
 
-def _set_step_phase_route(route):
-    global STEP_PHASE_ROUTE
+def _set_step_phase_route(route, grad_route=None):
+    global STEP_PHASE_ROUTE, GRAD_PHASE_ROUTE
     STEP_PHASE_ROUTE = route
+    GRAD_PHASE_ROUTE = grad_route
 
 
 cdef class Version:
@@ -886,6 +890,13 @@ cdef class TensorBase:
 
     @grad.setter
     def grad(self, value):
+        if GRAD_PHASE_ROUTE is not None and capturing():
+            if value is None:
+                GRAD_PHASE_ROUTE(self)              # (noted, then set with the capture paused)
+                return
+            # a tensor made or held by the call: a replay would not assign it again
+            capture_unsupported("it assigns a tensor to a .grad (a replay would not assign it "
+                                "again)")
         if value is None:
             self._grad = None
             return

@@ -60,6 +60,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
                       "To accumulate gradient for other parts of the graph, please use "
                       "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    # inside a tapegrad.compile capture: a Program replays one forward and its backward()
+    # phases, not a gradient taken inside the call (said here, where explain() otherwise named
+    # only the sweep's tensors, which no op of the capture made)
+    _core._capture_unsupported("it calls autograd.grad inside the call (a replay runs one "
+                               "forward, then its backward() phases)")
     if is_grads_batched:
         return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
                              allow_unused, materialize_grads)

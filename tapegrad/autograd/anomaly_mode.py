@@ -42,6 +42,8 @@ class detect_anomaly:
                       "and should only be enabled for debugging.", stacklevel=2)
 
     def __enter__(self) -> None:
+        # (a with block that ends inside the function too: its backward checks run eagerly)
+        _core._capture_setting("anomaly detection (detect_anomaly)")
         _core._set_anomaly_enabled(True, self.check_nan)
 
     def __exit__(self, *args) -> None:
@@ -53,6 +55,7 @@ class set_detect_anomaly:
     __repr__ = _object_repr  # Python's default repr, under PyTorch's module path
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        _core._capture_setting("anomaly detection (set_detect_anomaly)")
         self.prev, self.prev_check_nan = _core._set_anomaly_enabled(bool(mode), bool(check_nan))
 
     def __enter__(self) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations as _annotations
 import functools
 from _thread import _local as _thread_local     # (threading.local, without loading threading)
 
+from .. import _core
 from ..grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
@@ -28,6 +29,7 @@ class _SwitchGuard:
     A subclass says where its switch lives (_get / _set)."""
 
     def __init__(self, mode: bool) -> None:
+        _core._capture_setting(f"an autograd switch ({type(self).__name__})")
         self.prev = self._get()
         self._set(bool(mode))
         self.mode = mode

@@ -3,7 +3,7 @@ attributes that accept only a bool, as PyTorch's (`set_benchmark_cudnn expects a
 int`), remembered with no effect on tapegrad's computation."""
 from __future__ import annotations as _annotations
 
-from tapegrad._core import type_name as _type_name
+from tapegrad._core import type_name as _type_name, _capture_setting
 import sys
 import types
 
@@ -16,6 +16,7 @@ class _BoolFlagModule(types.ModuleType):
         setter = self.__dict__["_FLAGS"].get(name)
         if setter is not None and not isinstance(value, bool):
             raise RuntimeError(f"{setter} expects a bool, but got {_type_name(value)}")
+        _capture_setting(f"a flag of {self.__name__} ({name})")
         super().__setattr__(name, value)
 
 

@@ -31,7 +31,10 @@ matmul = _MatmulFlags()
 # scaled_dot_product_attention's backend flags (one record: tapegrad.nn.attention's).
 def _sdp_flag(backend_name: str, doc: str):
     def enable(enabled: bool) -> None:
+        from .. import _core
         from ..nn import attention
+        # (not sdpa_kernel's with block, which restores the flags before the call ends)
+        _core._capture_setting(f"an attention backend flag ({backend_name})")
         attention._set_enabled(attention.SDPBackend[backend_name], enabled)
 
     def is_enabled() -> bool:

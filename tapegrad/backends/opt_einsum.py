@@ -67,6 +67,13 @@ def _set_strategy(value: str) -> None:
 
 def set_flags(_enabled=None, _strategy=None):
     """Set the flags given; the previous (enabled, strategy)."""
+    from .. import _core
+    # (not flags()'s with block, which restores them before the call ends)
+    _core._capture_setting("the opt_einsum flags (set_flags)")
+    return _set_flags(_enabled, _strategy)
+
+
+def _set_flags(_enabled=None, _strategy=None):
     previous = (_state["enabled"], _state["strategy"] if is_available() else None)
     if _enabled is not None:
         _set_enabled(_enabled)
@@ -78,8 +85,8 @@ def set_flags(_enabled=None, _strategy=None):
 @contextlib.contextmanager
 def flags(enabled=None, strategy=None):
     """The flags set for the block, restored after it."""
-    previous = set_flags(enabled, strategy)
+    previous = _set_flags(enabled, strategy)
     try:
         yield
     finally:
-        set_flags(*previous)
+        _set_flags(*previous)

@@ -6,7 +6,7 @@ uses the closed form where PyTorch has one.
 """
 from __future__ import annotations as _annotations
 
-from tapegrad._core import type_name as _type_name
+from tapegrad._core import type_name as _type_name, _capture_unsupported
 import math
 import types
 import warnings
@@ -85,6 +85,14 @@ class LRScheduler(metaclass=_TorchNamedABCMeta):  # type(s) prints <class 'torch
 
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False
+
+    def __setattr__(self, name, value) -> None:
+        # An attribute a compiled function sets (`sched.last_epoch = 0`, `sched.base_lrs =
+        # ...`) keeps it eager: a replay runs the scheduler's step() again (a phase, during
+        # which the capture is paused and this notes nothing) but not the assignment.
+        _capture_unsupported("it sets an attribute of a learning-rate scheduler (a replay "
+                             "would not set it again)")
+        object.__setattr__(self, name, value)
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
