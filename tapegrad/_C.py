@@ -56,7 +56,30 @@ def _log_api_usage_once(event):
         raise TypeError("bad argument type for built-in operation")
 
 
+# Public names of PyTorch's compiled module that torch re-exports at its top level, the very same
+# objects (torch._C.device is torch.device).  Editors' auto-import writes `from torch._C import
+# device` (dtype, Size, layout, ...), so these resolve to tapegrad's top-level object; the
+# TorchScript IR types of torch._C's public namespace are not here (tapegrad has no IR).
+_TOP_LEVEL = frozenset((
+    "AcceleratorError", "Event", "OutOfMemoryError", "Size", "Stream", "autocast_decrement_nesting",
+    "autocast_increment_nesting", "clear_autocast_cache", "default_generator", "device", "dtype",
+    "finfo", "fork", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
+    "get_default_dtype", "get_num_interop_threads", "get_num_threads", "has_lapack", "has_mkl",
+    "has_openmp", "has_spectral", "iinfo", "init_num_threads", "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
+    "is_autocast_enabled", "is_inference_mode_enabled", "layout", "memory_format", "qscheme",
+    "set_anomaly_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled",
+    "set_autocast_gpu_dtype", "set_flush_denormal", "set_num_interop_threads", "set_num_threads",
+    "wait"))
+
+
 def __getattr__(name):
+    if name in _TOP_LEVEL:
+        import tapegrad
+        value = getattr(tapegrad, name)
+        globals()[name] = value
+        return value
     # torch._C._nn, _linalg, _special, _fft: the compiled homes of the nn.functional builtins
     # (F.linear is torch._C._nn.linear) and of torch.linalg / special / fft's functions
     # (torch._C._linalg.linalg_norm), which torch.fx's generated code names; built on first use
