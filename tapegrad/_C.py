@@ -74,12 +74,61 @@ _TOP_LEVEL = frozenset((
     "wait"))
 
 
+# torch._C's classes that tapegrad has under another home: the same role, so isinstance checks
+# against them hold (torch.jit.ScriptFunction is torch._C.ScriptFunction, torch.jit.Error is
+# torch._C.JITException, torch.futures.Future derives from torch._C.Future, torch.Tensor from
+# torch._C.TensorBase).
+_ELSEWHERE = {"ScriptFunction": ("jit", "ScriptFunction"), "JITException": ("jit", "Error"),
+              "Future": ("futures", "Future"), "TensorBase": ("_core", "TensorBase")}
+
+# TorchScript's IR and type classes.  Scripts import them by accident far more often than they
+# use them: an editor completing `Node`, `Value`, `Type` or `NoneType` writes `from torch._C
+# import Node`, and the script never touches it.  tapegrad builds no IR, so each is a class that
+# imports, matches no object, and cannot be made: those PyTorch gives no constructor raise its
+# TypeError, the others say the IR is missing.
+_NO_CONSTRUCTOR = frozenset((
+    "AliasDb", "AnyType", "ArgumentSpec", "Block", "BoolType", "Capsule", "Code",
+    "CompleteArgumentSpec", "ComplexType", "ConcreteModuleType", "DeviceObjType", "ExecutionPlan",
+    "FloatType", "Gradient", "GraphExecutorState", "IntType", "Node", "NoneType", "NumberType",
+    "PyObjectType", "ScriptClass", "ScriptClassFunction", "ScriptDictIterator",
+    "ScriptDictKeyIterator", "ScriptListIterator", "ScriptMethod", "ScriptObject",
+    "ScriptObjectProperty", "StreamObjType", "StringType", "SymBoolType", "SymIntType",
+    "TensorType", "TracingState", "Type", "Use", "Value"))
+_IR_CLASSES = _NO_CONSTRUCTOR | frozenset((
+    "Argument", "AwaitType", "ClassType", "CompilationUnit", "ConcreteModuleTypeBuilder",
+    "DictType", "EnumType", "ErrorReport", "FileCheck", "FunctionSchema", "FutureType", "Graph",
+    "InferredType", "InterfaceType", "ListType", "LiteScriptModule", "OptionalType", "RRefType",
+    "ScriptDict", "ScriptList", "ScriptModule", "TupleType", "UnionType"))
+
+
+def _ir_class(name):
+    def __init__(self, *args, **kwargs):
+        if name in _NO_CONSTRUCTOR:
+            raise TypeError(f"torch._C.{name}: No constructor defined!")
+        raise NotImplementedError(f"tapegrad builds no TorchScript IR: torch._C.{name} is not "
+                                  "available")
+    return type(name, (), {"__init__": __init__, "__module__": "torch",
+                           "__doc__": f"TorchScript's {name}: importable, never constructed "
+                                      "(tapegrad builds no IR)."})
+
+
 def __getattr__(name):
     if name in _TOP_LEVEL:
         import tapegrad
         value = getattr(tapegrad, name)
-        globals()[name] = value
-        return value
+    elif name in _ELSEWHERE:
+        import importlib
+        home, attr = _ELSEWHERE[name]
+        value = getattr(importlib.import_module(f"tapegrad.{home}"), attr)
+    elif name in _IR_CLASSES:
+        value = _ir_class(name)
+    else:
+        return _internal(name)
+    globals()[name] = value
+    return value
+
+
+def _internal(name):
     # torch._C._nn, _linalg, _special, _fft: the compiled homes of the nn.functional builtins
     # (F.linear is torch._C._nn.linear) and of torch.linalg / special / fft's functions
     # (torch._C._linalg.linalg_norm), which torch.fx's generated code names; built on first use

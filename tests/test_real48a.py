@@ -39,3 +39,36 @@ def test_c_names_torch_lacks_stay_missing(name):
     assert not hasattr(torch._C, name)
     with pytest.raises(AttributeError):
         getattr(tg._C, name)
+
+
+# ... and `from torch._C import Node` (Value, Type, NoneType, Graph): TorchScript's IR classes,
+# imported by accident and never used; they import, match no tensor and are not constructed.
+@pytest.mark.parametrize("name", ["Node", "Value", "Type", "NoneType", "Use", "Block", "TensorType"])
+def test_c_ir_classes_without_constructor(name):
+    ours, theirs = getattr(tg._C, name), getattr(torch._C, name)
+    assert isinstance(ours, type) and isinstance(theirs, type)
+    assert repr(ours) == repr(theirs)
+    assert not isinstance(tg.zeros(1), ours) and not isinstance(torch.zeros(1), theirs)
+    with pytest.raises(TypeError, match="No constructor defined") as expected:
+        theirs()
+    with pytest.raises(TypeError) as got:
+        ours()
+    assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("name", ["Graph", "LiteScriptModule", "ScriptModule", "FunctionSchema"])
+def test_c_ir_classes_import(name):
+    ns = {}
+    exec(f"from tapegrad._C import {name}", ns)
+    assert isinstance(ns[name], type) and ns[name] is getattr(tg._C, name)
+    with pytest.raises(NotImplementedError, match="TorchScript IR"):
+        ns[name]()
+
+
+def test_c_classes_with_another_home():
+    assert torch._C.ScriptFunction is torch.jit.ScriptFunction
+    assert tg._C.ScriptFunction is tg.jit.ScriptFunction
+    assert torch._C.JITException is torch.jit.Error and tg._C.JITException is tg.jit.Error
+    for lib in (torch, tg):
+        assert isinstance(lib.zeros(2), lib._C.TensorBase)
+        assert issubclass(lib.futures.Future, lib._C.Future)
