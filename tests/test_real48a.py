@@ -72,3 +72,51 @@ def test_c_classes_with_another_home():
     for lib in (torch, tg):
         assert isinstance(lib.zeros(2), lib._C.TensorBase)
         assert issubclass(lib.futures.Future, lib._C.Future)
+
+
+# A checkpoint saved on a GPU (tutorial repositories ship them) loaded on a CPU-only machine: the
+# storages' saved location decides, as PyTorch's restore_location does.
+@pytest.fixture
+def cuda_checkpoint(tmp_path, monkeypatch):
+    import torch.serialization as ser
+    monkeypatch.setattr(ser, "location_tag", lambda storage: "cuda:0")
+    path = tmp_path / "cuda_sd.pt"
+    torch.save({"w": torch.arange(6.).reshape(2, 3), "b": torch.ones(2)}, path)
+    monkeypatch.undo()
+    return path
+
+
+def _load_outcome(lib, path, **kwargs):
+    try:
+        loaded = lib.load(path, **kwargs)
+    except Exception as e:
+        return type(e).__name__, str(e).split(".")[0]
+    return {k: v.tolist() for k, v in loaded.items()}
+
+
+@pytest.mark.parametrize("kwargs", [
+    {}, {"weights_only": False}, {"map_location": "cpu"}, {"map_location": "cuda:0"},
+    {"map_location": torch.device("cpu")},
+    {"map_location": {"cuda:0": "cpu"}}, {"map_location": {"cuda:1": "cpu"}},
+    {"map_location": {"cuda:0": "cpu", "elsewhere": "cuda:1"}},
+    {"map_location": lambda storage, location: None},
+    {"map_location": lambda storage, location: storage}], ids=str)
+def test_load_gpu_checkpoint_on_cpu(cuda_checkpoint, kwargs):
+    expected = _load_outcome(torch, cuda_checkpoint, **kwargs)
+    if isinstance(kwargs.get("map_location"), torch.device):
+        kwargs["map_location"] = tg.device(str(kwargs["map_location"]))
+    assert _load_outcome(tg, cuda_checkpoint, **kwargs) == expected
+
+
+def test_load_map_location_callable_gets_saved_location(cuda_checkpoint, tmp_path):
+    # SILENT before: the callable was told "cpu" whatever the file said
+    for lib, path in ((torch, cuda_checkpoint), (tg, cuda_checkpoint)):
+        seen = []
+        lib.load(path, map_location=lambda storage, location: seen.append(location) or storage)
+        assert seen == ["cuda:0", "cuda:0"]
+    cpu_file = tmp_path / "cpu.pt"
+    tg.save({"x": tg.ones(3)}, cpu_file)
+    for lib in (torch, tg):
+        seen = []
+        lib.load(cpu_file, map_location=lambda storage, location: seen.append(location) or storage)
+        assert seen == ["cpu"]
