@@ -56,7 +56,79 @@ def _log_api_usage_once(event):
         raise TypeError("bad argument type for built-in operation")
 
 
+# Public names of PyTorch's compiled module that torch re-exports at its top level, the very same
+# objects (torch._C.device is torch.device).  Editors' auto-import writes `from torch._C import
+# device` (dtype, Size, layout, ...), so these resolve to tapegrad's top-level object; the
+# TorchScript IR types of torch._C's public namespace are not here (tapegrad has no IR).
+_TOP_LEVEL = frozenset((
+    "AcceleratorError", "Event", "OutOfMemoryError", "Size", "Stream", "autocast_decrement_nesting",
+    "autocast_increment_nesting", "clear_autocast_cache", "default_generator", "device", "dtype",
+    "finfo", "fork", "get_autocast_cpu_dtype", "get_autocast_dtype", "get_autocast_gpu_dtype",
+    "get_default_dtype", "get_num_interop_threads", "get_num_threads", "has_lapack", "has_mkl",
+    "has_openmp", "has_spectral", "iinfo", "init_num_threads", "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
+    "is_autocast_enabled", "is_inference_mode_enabled", "layout", "memory_format", "qscheme",
+    "set_anomaly_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
+    "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled",
+    "set_autocast_gpu_dtype", "set_flush_denormal", "set_num_interop_threads", "set_num_threads",
+    "wait"))
+
+
+# torch._C's classes that tapegrad has under another home: the same role, so isinstance checks
+# against them hold (torch.jit.ScriptFunction is torch._C.ScriptFunction, torch.jit.Error is
+# torch._C.JITException, torch.futures.Future derives from torch._C.Future, torch.Tensor from
+# torch._C.TensorBase).
+_ELSEWHERE = {"ScriptFunction": ("jit", "ScriptFunction"), "JITException": ("jit", "Error"),
+              "Future": ("futures", "Future"), "TensorBase": ("_core", "TensorBase")}
+
+# TorchScript's IR and type classes.  Scripts import them by accident far more often than they
+# use them: an editor completing `Node`, `Value`, `Type` or `NoneType` writes `from torch._C
+# import Node`, and the script never touches it.  tapegrad builds no IR, so each is a class that
+# imports, matches no object, and cannot be made: those PyTorch gives no constructor raise its
+# TypeError, the others say the IR is missing.
+_NO_CONSTRUCTOR = frozenset((
+    "AliasDb", "AnyType", "ArgumentSpec", "Block", "BoolType", "Capsule", "Code",
+    "CompleteArgumentSpec", "ComplexType", "ConcreteModuleType", "DeviceObjType", "ExecutionPlan",
+    "FloatType", "Gradient", "GraphExecutorState", "IntType", "Node", "NoneType", "NumberType",
+    "PyObjectType", "ScriptClass", "ScriptClassFunction", "ScriptDictIterator",
+    "ScriptDictKeyIterator", "ScriptListIterator", "ScriptMethod", "ScriptObject",
+    "ScriptObjectProperty", "StreamObjType", "StringType", "SymBoolType", "SymIntType",
+    "TensorType", "TracingState", "Type", "Use", "Value"))
+_IR_CLASSES = _NO_CONSTRUCTOR | frozenset((
+    "Argument", "AwaitType", "ClassType", "CompilationUnit", "ConcreteModuleTypeBuilder",
+    "DictType", "EnumType", "ErrorReport", "FileCheck", "FunctionSchema", "FutureType", "Graph",
+    "InferredType", "InterfaceType", "ListType", "LiteScriptModule", "OptionalType", "RRefType",
+    "ScriptDict", "ScriptList", "ScriptModule", "TupleType", "UnionType"))
+
+
+def _ir_class(name):
+    def __init__(self, *args, **kwargs):
+        if name in _NO_CONSTRUCTOR:
+            raise TypeError(f"torch._C.{name}: No constructor defined!")
+        raise NotImplementedError(f"tapegrad builds no TorchScript IR: torch._C.{name} is not "
+                                  "available")
+    return type(name, (), {"__init__": __init__, "__module__": "torch",
+                           "__doc__": f"TorchScript's {name}: importable, never constructed "
+                                      "(tapegrad builds no IR)."})
+
+
 def __getattr__(name):
+    if name in _TOP_LEVEL:
+        import tapegrad
+        value = getattr(tapegrad, name)
+    elif name in _ELSEWHERE:
+        import importlib
+        home, attr = _ELSEWHERE[name]
+        value = getattr(importlib.import_module(f"tapegrad.{home}"), attr)
+    elif name in _IR_CLASSES:
+        value = _ir_class(name)
+    else:
+        return _internal(name)
+    globals()[name] = value
+    return value
+
+
+def _internal(name):
     # torch._C._nn, _linalg, _special, _fft: the compiled homes of the nn.functional builtins
     # (F.linear is torch._C._nn.linear) and of torch.linalg / special / fft's functions
     # (torch._C._linalg.linalg_norm), which torch.fx's generated code names; built on first use

@@ -66,9 +66,10 @@ class _UntypedStorage:
     per type: tensors of one dtype over it share that array (storage offsets and in-place
     writes as in PyTorch), and the array is its own storage, not a view of a byte array."""
 
-    def __init__(self, raw: bytes, map_storage) -> None:
+    def __init__(self, raw: bytes, map_storage, location: str) -> None:
         self.raw = raw
         self.map_storage = map_storage
+        self.location = location
         self.typed: dict[np.dtype, np.ndarray] = {}
 
     def as_type(self, np_dtype: np.dtype) -> np.ndarray:
@@ -78,7 +79,7 @@ class _UntypedStorage:
                 raise _ser.CheckpointError(f"storage of {len(self.raw)} bytes is not a whole "
                                            f"number of {np_dtype} elements")
             arr = np.frombuffer(bytearray(self.raw), dtype=np_dtype.newbyteorder("<"))
-            arr = self.map_storage(arr.astype(np_dtype, copy=False))
+            arr = self.map_storage(arr.astype(np_dtype, copy=False), self.location)
             self.typed[np_dtype] = arr
         return arr
 
@@ -288,9 +289,10 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
-                and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)):
+                and isinstance(pid[1], _StorageType) and isinstance(pid[2], str)
+                and isinstance(pid[3], str)):
             raise _ser.CheckpointError(f"unknown persistent id {pid!r:.80}")
-        dtype, key, numel = pid[1].dtype, pid[2], pid[4]
+        dtype, key, location, numel = pid[1].dtype, pid[2], pid[3], pid[4]
         bfloat16 = dtype is None           # BFloat16Storage: two bytes an element
         if bfloat16:
             dtype = np.dtype(np.uint16)
@@ -304,13 +306,13 @@ class _TorchArchiveUnpickler(_ser._WeightsOnlyUnpickler):
                 raise _ser.CheckpointError(f"storage {key!r} has {len(raw)} bytes, not {numel} "
                                            f"elements of {dtype}")
             if pid[1] is _UNTYPED:         # typed when a tensor says its dtype
-                arr = _UntypedStorage(raw, self.map_storage)
+                arr = _UntypedStorage(raw, self.map_storage, location)
             else:
                 arr = np.frombuffer(bytearray(raw), dtype=dtype.newbyteorder("<")).astype(
                     dtype, copy=False)          # (a copy only on a big-endian machine)
                 if bfloat16:                    # the float32 storage of bfloat16 tensors
                     arr = (arr.astype(np.uint32) << np.uint32(16)).view(np.float32)
-                arr = self.map_storage(arr)
+                arr = self.map_storage(arr, location)
                 if bfloat16:
                     _BFLOAT16_STORAGES[id(arr)] = arr
             self.loaded[key] = arr

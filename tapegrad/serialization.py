@@ -492,7 +492,7 @@ class _ArchiveReading:
                 raise CheckpointError(f"array {key!r} is not a numeric array")
             if not arr.dtype.isnative:
                 arr = arr.astype(arr.dtype.newbyteorder("="))
-            arr = self.map_storage(arr)
+            arr = self.map_storage(arr, "cpu")     # (tapegrad's own format holds CPU arrays)
             self.loaded[key] = arr
         return arr
 
@@ -711,37 +711,40 @@ class _MapLocationFailed(Exception):
 
 
 def _storage_mapper(map_location):
-    """A function applied to each loaded array.  A device (or dict of devices) in map_location
-    is checked when the first storage is mapped, not before: PyTorch resolves the location per
-    storage, so a checkpoint without tensors loads with map_location='cuda' on a CPU machine."""
-    def keep(arr):
+    """restore(array, location): what becomes of each loaded storage, as PyTorch's
+    _get_restore_location settles it.  `location` is the device the file says the storage was
+    saved on ('cpu', 'cuda:0'); the place it is restored to is map_location's choice for it (a
+    dict maps only the locations it names; a callable gets (storage, location) and None from it
+    means "where it was saved"), else that saved place.  Each storage is checked when it is
+    read, not before: a checkpoint without tensors loads with map_location='cuda' on a CPU
+    machine, and a CUDA checkpoint loaded without map_location fails, as under PyTorch."""
+    checked = set()                 # places already found valid (one check per location)
+
+    def place(arr, where):
+        if where not in checked:
+            try:
+                _check_target(where)
+            except Exception as e:
+                raise _MapLocationFailed(e) from None
+            checked.add(where)
         return arr
     if map_location is None:
-        return keep
-    if isinstance(map_location, (str, device, dict)):
-        targets = (list(map_location.values()) if isinstance(map_location, dict)
-                   else [map_location])
-        unchecked = [True]
-
-        def checked(arr):
-            if unchecked[0]:
-                try:
-                    for target in targets:
-                        _check_target(target)
-                except Exception as e:
-                    raise _MapLocationFailed(e) from None
-                unchecked[0] = False
-            return arr
-        return checked
+        return place
+    if isinstance(map_location, dict):
+        return lambda arr, location: place(arr, map_location.get(location, location))
+    if isinstance(map_location, str):
+        return lambda arr, location: place(arr, map_location)
+    if isinstance(map_location, device):
+        return lambda arr, location: place(arr, str(map_location))
     if callable(map_location):
-        def mapped(arr):
+        def mapped(arr, location):
             from .tensor import Tensor
             try:
-                result = map_location(_core.wrap_array(arr), "cpu")
+                result = map_location(_core.wrap_array(arr), location)
             except Exception as e:
                 raise _MapLocationFailed(e) from None
             if result is None:
-                return arr
+                return place(arr, location)
             if isinstance(result, Tensor):
                 result = result._array
             if type(result) is not np.ndarray or result.shape != arr.shape:
