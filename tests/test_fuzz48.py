@@ -1,0 +1,84 @@
+"""Findings of differential fuzzing session 48 (tools/fuzz.py, tools/fuzz_train.py), each
+checked against PyTorch."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tapegrad as tg
+
+torch = pytest.importorskip("torch")
+
+
+def _expanded_view_run(lib, op):
+    """A view of a view (x[0].unsqueeze(0).expand(2, 3)) of a non-leaf, used, retained, then
+    written in place by `op` (refused or not); its retained .grad, grad_fn and the leaf's .grad
+    after a backward through uses before and after the write."""
+    x = lib.tensor([[-0.79, 0.56, 0.3]], dtype=lib.float64, requires_grad=True)
+    y = x * 1.5
+    v = y[0].unsqueeze(0).expand(2, 3)
+    before = v.sum(0) * lib.tensor([1.0, 3.0, 5.0], dtype=lib.float64)
+    v.retain_grad()
+    try:
+        with warnings.catch_warnings():
+            # (the writes PyTorch runs there warn that they are deprecated)
+            warnings.simplefilter("ignore")
+            op(lib, v)
+        raised = None
+    except RuntimeError as e:
+        raised = str(e)
+    try:
+        loss = (v * lib.tensor([1.0, 2.0, 4.0], dtype=lib.float64)).sum() + before.sum()
+        loss.backward()
+    except RuntimeError as e:
+        return raised, "backward: " + str(e)[:40]
+    return (raised, type(v.grad_fn).__name__, v.grad.numpy().copy(), x.grad.numpy().copy())
+
+
+EXPANDED_WRITES = {
+    "sin_": lambda lib, v: v.sin_(),
+    "add_": lambda lib, v: v.add_(1),
+    "mul_tensor": lambda lib, v: v.mul_(lib.ones(3, dtype=lib.float64)),
+    "copy_": lambda lib, v: v.copy_(lib.ones(2, 3, dtype=lib.float64)),
+    "clamp_": lambda lib, v: v.clamp_(0, 1),
+    "setitem_column": lambda lib, v: v.__setitem__((slice(None), 0), 3.0),
+    "setitem_all": lambda lib, v: v.__setitem__(slice(None), lib.ones(3, dtype=lib.float64)),
+    "scatter_": lambda lib, v: v.scatter_(1, lib.tensor([[0], [1]]), 5.0),
+    "index_add_": lambda lib, v: v.index_add_(1, lib.tensor([0]),
+                                              lib.ones(2, 1, dtype=lib.float64)),
+    "addcmul_": lambda lib, v: v.addcmul_(lib.ones(3, dtype=lib.float64),
+                                          lib.ones(3, dtype=lib.float64)),
+    "uniform_": lambda lib, v: v.uniform_(),
+    "renorm_": lambda lib, v: v.renorm_(2, 0, 1.0),
+    # writes PyTorch runs on such a view (its backward refuses them, or they fill one row)
+    "fill_": lambda lib, v: v.fill_(2.0),
+    "zero_": lambda lib, v: v.zero_(),
+    "setitem_row": lambda lib, v: v.__setitem__(0, 3.0),
+    "masked_fill_": lambda lib, v: v.masked_fill_(lib.tensor([True, False, True]), 1.0),
+    "index_fill_": lambda lib, v: v.index_fill_(1, lib.tensor([0]), 2.0),
+    "index_put_": lambda lib, v: v.index_put_((lib.tensor([0]),), lib.tensor(2.0,
+                                                                           dtype=lib.float64)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPANDED_WRITES))
+def test_refused_write_into_expanded_view_leaves_its_history(name):
+    # SILENT (fuzz seed 67305212): a write refused because two elements of the view share
+    # memory had already moved the view onto a new history: its retained .grad then missed the
+    # gradients of its uses before the write ([1, 2, 4] instead of [2, 5, 9]).
+    op = EXPANDED_WRITES[name]
+    ours, theirs = _expanded_view_run(tg, op), _expanded_view_run(torch, op)
+    assert (ours[0] is None) == (theirs[0] is None), (ours[0], theirs[0])
+    if theirs[0] is not None:
+        assert "more than one element of the written-to tensor" in ours[0]
+    assert len(ours) == len(theirs)
+    if len(theirs) == 2:
+        assert ours[1].startswith("backward: ")
+        return
+    assert ours[1] == theirs[1]
+    np.testing.assert_array_equal(ours[2], theirs[2].numpy() if hasattr(theirs[2], "numpy")
+                                  else theirs[2])
+    np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-15)
+
