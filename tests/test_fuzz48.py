@@ -149,3 +149,24 @@ def test_batch_norm_of_bfloat16_refuses_running_statistics_of_another_dtype(
         with pytest.raises(RuntimeError, match=phrase.replace("(", r"\(").replace(")", r"\)")):
             lib.nn.functional.batch_norm(x, make(stats, 0.0), make(stats, 1.0),
                                          make(weight, 1.0), make(bias, 0.0), training=training)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "Adagrad",
+                                  "Adadelta", "RMSprop", "Rprop", "ASGD"])
+def test_foreach_differentiable_step_is_refused_as_pytorch(name):
+    # fuzz_train seed 30027: PyTorch's multi-tensor steps assert that they need not record
+    # (AssertionError, at the first step with a gradient); tapegrad raised the leaf error, or
+    # NotImplementedError when the optimizer was made
+    outcomes = []
+    for lib in (torch, tg):
+        p = lib.tensor([1.0, -2.0], requires_grad=True)
+        try:
+            opt = getattr(lib.optim, name)([p], lr=0.1, foreach=True, differentiable=True)
+            opt.step()                      # (no gradient yet: nothing to refuse)
+            (p * p).sum().backward()
+            opt.step()
+            outcomes.append(("ok", None))
+        except Exception as e:              # noqa: BLE001 - the outcome is compared
+            outcomes.append((type(e).__name__, str(e)))
+    assert outcomes[1][0] == outcomes[0][0]
+    assert outcomes[1][1] == outcomes[0][1]
