@@ -170,3 +170,26 @@ def test_foreach_differentiable_step_is_refused_as_pytorch(name):
             outcomes.append((type(e).__name__, str(e)))
     assert outcomes[1][0] == outcomes[0][0]
     assert outcomes[1][1] == outcomes[0][1]
+
+
+@pytest.mark.parametrize("module", ["ConvTranspose1d", "ConvTranspose2d"])
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_transposed_conv_of_empty_batch_of_another_dtype(module, dtype):
+    # fuzz seed 67305458: PyTorch's transposed convolution returns an empty batch before its
+    # kernel checks dtypes (result in the input's dtype, each gradient in its tensor's);
+    # tapegrad refused it.  A forward convolution still refuses (its bias check comes first).
+    results = []
+    for lib in (torch, tg):
+        lib.manual_seed(0)
+        m = getattr(lib.nn, module)(3, 2, 2, stride=2)
+        shape = (0, 3, 2) if module.endswith("1d") else (0, 3, 2, 2)
+        x = lib.zeros(shape, dtype=getattr(lib, dtype), requires_grad=True)
+        y = m(x)
+        y.sum().backward()
+        results.append((str(y.dtype), tuple(y.shape), str(x.grad.dtype), tuple(x.grad.shape),
+                        str(m.weight.grad.dtype), float(m.weight.grad.abs().sum()),
+                        str(m.bias.grad.dtype)))
+    assert results[0] == results[1]
+    for lib in (torch, tg):
+        with pytest.raises(RuntimeError, match="should be the same"):
+            lib.nn.Conv1d(3, 2, 2)(lib.zeros(0, 3, 2, dtype=getattr(lib, dtype)))
