@@ -193,3 +193,24 @@ def test_transposed_conv_of_empty_batch_of_another_dtype(module, dtype):
     for lib in (torch, tg):
         with pytest.raises(RuntimeError, match="should be the same"):
             lib.nn.Conv1d(3, 2, 2)(lib.zeros(0, 3, 2, dtype=getattr(lib, dtype)))
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, v: v.atan2_(0.5),
+    lambda lib, v: v.scatter_(1, lib.tensor([[0.5]]), 5.0),
+    lambda lib, v: v.scatter_(5, lib.tensor([[0]]), 5.0),
+    lambda lib, v: v.index_add_(1, lib.tensor([0]), lib.ones(5, 5)),
+    lambda lib, v: v.__setitem__(slice(None), lib.ones(4)),
+    lambda lib, v: v.add_(lib.ones(5)),
+])
+def test_argument_errors_before_refused_write_into_expanded_view(call):
+    # (fuzz seed 67307538) the refusal of a write into a view whose elements share memory,
+    # now made before the view is rebased, still comes after the op's own argument errors
+    outcomes = []
+    for lib in (torch, tg):
+        x = lib.tensor([[-0.79, 0.56, 0.3]], requires_grad=True)
+        v = (x * 1.5)[0].unsqueeze(0).expand(2, 3)
+        with pytest.raises(Exception) as info:
+            call(lib, v)
+        outcomes.append((type(info.value).__name__, str(info.value)[:40]))
+    assert outcomes[0] == outcomes[1]
