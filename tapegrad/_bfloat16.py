@@ -830,6 +830,11 @@ def _norm(func, args, kwargs):
     if not isinstance(input, _core.TensorBase) or not input.is_floating_point() or \
             not is_bfloat16(input) and not any(is_bfloat16(p) for p in parameters):
         return _computed(func, name, args, kwargs)
+    # The running statistics join the rule after weight and bias, as in the kernels' check of
+    # a float16 input (a float32 bias with bfloat16 running statistics is refused, and so is
+    # the reverse; float32 statistics alone are the mixed form): fuzz session 48, they ran
+    parameters += [p for p in (bound.get("running_mean"), bound.get("running_var"))
+                   if isinstance(p, _core.TensorBase)]
     if name == "batch_norm" and input.numel() == 0:
         # ATen's batch_norm returns an empty input (times weight[0], plus bias[0]) before its
         # kernel, so no mix of dtypes is refused, and the result has the input's dtype (fuzz
@@ -846,7 +851,7 @@ def _norm(func, args, kwargs):
                            f"{next(n for n in names if n != kind)}")
     if not same and any(n != "Float" for n in names):
         raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
-    # (the running statistics, of either dtype, do not decide the result's dtype)
+    # (the result's dtype is the input's either way)
     result = _run(func, args, kwargs)
     if name.startswith("native_"):
         # (output, statistics...): the statistics of the mixed form are float32, as PyTorch's

@@ -2082,7 +2082,8 @@ def _in_place(name: str):
         records = is_grad_enabled() and (self.requires_grad or any(
             isinstance(a, _core.TensorBase) and a.requires_grad
             for a in (*args, *kwargs.values())))
-        source = _core._in_place_operand(self) if records else self
+        # (masked_fill_ is one write PyTorch runs on a tensor whose elements share memory)
+        source = (_core._in_place_operand(self, name == "masked_fill") if records else self)
         if source is not self and name in _DTYPE_CHECKED_PRODUCTS:
             # (made on the float32 storage, the copy of a bfloat16 self is a float32 tensor:
             # the products' dtype checks read it as bfloat16, as PyTorch's copy is, fuzz

@@ -37,13 +37,14 @@ def _records(*tensors) -> bool:
                                      for t in tensors)
 
 
-def _in_place_source(self, *operands):
+def _in_place_source(self, *operands, shared_ok=False):
     """What an in-place op computed here from its out-of-place form reads: a copy of self when
     the op records (it may save its input, which the write into self then overwrites), else
-    self (or, for a view overlapping itself, overlap_operand's copy)."""
+    self (or, for a view overlapping itself, overlap_operand's copy).  `shared_ok`: the op is
+    one PyTorch runs on a tensor whose elements share memory (index_fill_, index_put_)."""
     if _records(self, *operands):
-        return _core._in_place_operand(self)
-    return _core._overlap_operand(self)
+        return _core._in_place_operand(self, shared_ok)
+    return _core._overlap_operand(self, shared_ok)
 
 
 def _refuse_shared_source(self, *operands):
@@ -518,7 +519,7 @@ def _index_put_checked(self, indices, values, accumulate):
     if accumulate:
         # (self becomes the op's output when it records, as _extra_ops._in_place's ops do)
         from ._shift_ops import _become_result, _write_back
-        source = _core._in_place_operand(self) if _records(self, values) else self
+        source = _core._in_place_operand(self, True) if _records(self, values) else self
         result = index_put(source, indices, values, accumulate)
         _refuse_shared_source(self, values, *indices)
         return _become_result(self, result) if source is not self else _write_back(self, result)
@@ -774,7 +775,7 @@ def index_fill_(self, dim, index, value):
     """
     _check_fill_value("index_fill_", self, dim, index, value)
     with _leaf_error_first(self):
-        read = _in_place_source(self, value)
+        read = _in_place_source(self, value, shared_ok=True)
         if isinstance(value, TensorBase) and self._array.dtype.kind not in "fc":
             # (no gradient reaches an integer or bool self: the out-of-place form's refusal of
             # such a result is not the in-place one's, which PyTorch runs)

@@ -44,6 +44,18 @@ in param_groups, the optimizer's state_dict loaded into a fresh optimizer, in-pl
 under no_grad and clip_grad_value_.  About 40% of seeds draw one of the new models and about a
 third of the rest a modifier: seeds 0-2999 changed meaning with this extension (the old
 programs are no longer drawn exactly); new runs start at 3000.
+
+Seeds from OPTIM_FROM (30,000; session 48) draw a family of their own (gen_optim_loop), the
+lower seeds keeping their programs: a small MLP trained over a torch.utils.data.DataLoader
+(TensorDataset / Subset / ConcatDataset / StackDataset, batch_size and drop_last, a sampler, a
+batch_sampler or a collate_fn given; no shuffling) by one optimizer of every torch.optim kind
+with its options drawn one by one (amsgrad, nesterov, maximize, foreach, differentiable,
+capturable, weight_decay, decoupled_weight_decay, centered, ...), often two parameter groups
+with options of their own, under a scheduler drawn from a wide table (MultiStepLR, OneCycleLR's
+forms, CyclicLR's modes, CosineAnnealingWarmRestarts, SequentialLR, ChainedScheduler,
+ReduceLROnPlateau's modes, ...) stepped per batch or per epoch; the loader's lengths, the
+groups' lr and momentum and get_last_lr() are recorded with note(), and the optimizer's and
+scheduler's state_dicts may be loaded into fresh ones between epochs.
 """
 from __future__ import annotations
 
@@ -766,6 +778,219 @@ def gen_func(p, r, n, dtype):
     return p
 
 
+# -- session-48 extension: optimizers, schedulers and data loading (seeds >= OPTIM_FROM) ----------
+#
+# A seed from OPTIM_FROM on draws a program of its own (the seeds below keep theirs): a small
+# MLP trained over a DataLoader (TensorDataset, Subset, ConcatDataset, batch_size / drop_last,
+# a sampler or a batch_sampler given, a collate_fn; no shuffling, whose order is the random
+# stream's) by one optimizer whose options are drawn one by one (amsgrad, nesterov, maximize,
+# foreach, differentiable, capturable, weight_decay, decoupled_weight_decay, centered, ...) and
+# often two parameter groups with options of their own, under a scheduler drawn from a wide
+# table (or two chained), stepped per batch or per epoch; get_last_lr() and the groups' lr and
+# momentum are recorded after every step (note), and the optimizer's and scheduler's
+# state_dicts may be loaded into fresh ones mid-run.  (Seeds 30,000-30,499 ran under a first
+# draft that drew capturable=True, refused on the CPU, as often as the other options, and no
+# fused=.)
+
+OPTIM_FROM = 30_000
+
+OPTIM_OPTIONS = {
+    # name: {option: choices}; the first choice of each is the default-like one
+    "SGD": {"lr": [0.05, 0.1], "momentum": [0.0, 0.9, 0.5], "dampening": [0.0, 0.1],
+            "nesterov": [False, True], "weight_decay": [0.0, 0.01],
+            "maximize": [False, True], "fused": [None, True], "foreach": [None, False, True],
+            "differentiable": [False, True]},
+    "Adam": {"lr": [0.01, 0.03], "betas": [(0.9, 0.999), (0.8, 0.9)], "eps": [1e-8, 1e-3],
+             "amsgrad": [False, True], "weight_decay": [0.0, 0.05],
+             "decoupled_weight_decay": [False, True], "maximize": [False, True],
+             "fused": [None, True], "foreach": [None, False, True], "differentiable": [False, True],
+             "capturable": [False, True]},
+    "AdamW": {"lr": [0.01, 0.03], "betas": [(0.9, 0.999), (0.5, 0.99)],
+              "weight_decay": [0.01, 0.0, 0.2], "amsgrad": [False, True],
+              "maximize": [False, True], "fused": [None, True], "foreach": [None, False, True],
+              "capturable": [False, True]},
+    "Adamax": {"lr": [0.02], "betas": [(0.9, 0.999), (0.7, 0.8)], "weight_decay": [0.0, 0.1],
+               "maximize": [False, True], "foreach": [None, False, True],
+               "capturable": [False, True]},
+    "NAdam": {"lr": [0.01], "momentum_decay": [0.004, 0.02], "weight_decay": [0.0, 0.05],
+              "decoupled_weight_decay": [False, True], "maximize": [False, True],
+              "foreach": [None, False, True], "capturable": [False, True]},
+    "RAdam": {"lr": [0.01], "weight_decay": [0.0, 0.05], "decoupled_weight_decay": [False, True],
+              "maximize": [False, True], "foreach": [None, False, True],
+              "capturable": [False, True]},
+    "Adagrad": {"lr": [0.1, 0.05], "lr_decay": [0.0, 0.05], "weight_decay": [0.0, 0.02],
+                "initial_accumulator_value": [0.0, 0.3], "eps": [1e-10, 1e-4],
+                "maximize": [False, True], "fused": [None, True], "foreach": [None, False, True]},
+    "Adadelta": {"lr": [1.0, 0.5], "rho": [0.9, 0.6], "weight_decay": [0.0, 0.02],
+                 "maximize": [False, True], "foreach": [None, False, True],
+                 "capturable": [False, True]},
+    "RMSprop": {"lr": [0.01], "alpha": [0.99, 0.8], "momentum": [0.0, 0.5],
+                "centered": [False, True], "weight_decay": [0.0, 0.02],
+                "maximize": [False, True], "foreach": [None, False, True],
+                "capturable": [False, True]},
+    "Rprop": {"lr": [0.01, 0.05], "etas": [(0.5, 1.2), (0.3, 1.5)],
+              "step_sizes": [(1e-6, 50), (1e-3, 0.02)], "maximize": [False, True],
+              "foreach": [None, False, True], "capturable": [False, True]},
+    "ASGD": {"lr": [0.01, 0.05], "lambd": [1e-4, 0.05], "alpha": [0.75, 0.5],
+             "t0": [1e6, 1.0], "weight_decay": [0.0, 0.02], "maximize": [False, True],
+             "foreach": [None, False, True], "capturable": [False, True]},
+    "Adafactor": {"lr": [0.01, 0.02], "beta2_decay": [-0.8, -0.5], "weight_decay": [0.0, 0.01],
+                  "maximize": [False, True], "foreach": [None, False, True]},
+}
+
+# schedulers: (source with {opt}, {E} epochs, {B} batches per epoch, stepped per 'batch' or
+# 'epoch', needs momentum in the optimizer's groups)
+OPTIM_SCHEDULERS = [
+    ("StepLR({opt}, step_size={k}, gamma=0.5)", "epoch"),
+    ("MultiStepLR({opt}, milestones=[1, {k}, {k}], gamma=0.3)", "batch"),
+    ("ExponentialLR({opt}, gamma=0.8)", "batch"),
+    ("MultiplicativeLR({opt}, lambda e: 0.9)", "batch"),
+    ("LambdaLR({opt}, lambda e: 1.0 / (1 + e))", "batch"),
+    ("ConstantLR({opt}, factor=0.4, total_iters={k})", "batch"),
+    ("LinearLR({opt}, start_factor=0.25, end_factor=0.9, total_iters={k})", "batch"),
+    ("PolynomialLR({opt}, total_iters={k}, power=0.5)", "batch"),
+    ("CosineAnnealingLR({opt}, T_max={k}, eta_min=0.001)", "batch"),
+    ("CosineAnnealingWarmRestarts({opt}, T_0=2, T_mult={m}, eta_min=0.0005)", "batch"),
+    ("OneCycleLR({opt}, max_lr=0.05, total_steps={T}, pct_start=0.4, "
+     "anneal_strategy={anneal!r}, three_phase={three}, cycle_momentum={cm})", "batch"),
+    ("OneCycleLR({opt}, max_lr=0.05, epochs={E}, steps_per_epoch={B}, div_factor=5.0, "
+     "final_div_factor=50.0, cycle_momentum={cm})", "batch"),
+    ("CyclicLR({opt}, base_lr=0.001, max_lr=0.03, step_size_up=2, step_size_down={k}, "
+     "mode={mode!r}, gamma=0.9, cycle_momentum={cm})", "batch"),
+    ("SequentialLR({opt}, [lr_scheduler.ConstantLR({opt}, factor=0.5, total_iters=2), "
+     "lr_scheduler.ExponentialLR({opt}, gamma=0.85)], milestones=[{k}])", "batch"),
+    ("ChainedScheduler([lr_scheduler.StepLR({opt}, step_size=2, gamma=0.5), "
+     "lr_scheduler.LinearLR({opt}, start_factor=0.5, total_iters={k})])", "batch"),
+    ("ReduceLROnPlateau({opt}, mode={pmode!r}, factor=0.5, patience={pat}, "
+     "threshold={thr}, threshold_mode={tmode!r}, cooldown={cool}, min_lr={minlr})", "plateau"),
+]
+
+
+def gen_optim_loop(seed, r, p):
+    """Program `seed` of OPTIM_FROM's family (see above), drawn from r into p."""
+    dtype = "torch.float64" if r.random() < 0.75 else "torch.float32"
+    p.add(f"torch.set_default_dtype({dtype})")
+    feats, hidden, classes = r.randint(1, 4), r.randint(2, 5), r.randint(2, 3)
+    n = r.randint(4, 9)
+    p.x = ((n, feats), "float")
+    p.y = ((n,), ("class", classes))
+    p.add(f"model = nn.Sequential(nn.Linear({feats}, {hidden}), {r.choice(ACTIVATIONS[:6])}, "
+          f"nn.Linear({hidden}, {classes}))")
+    p.add("init(model)")
+    p.add(f"loss_fn = {r.choice(['nn.CrossEntropyLoss()', 'nn.MultiMarginLoss()'])}")
+    # the data: a dataset built from X, Y, loaded in a fixed order
+    p.add("D = torch.utils.data")
+    ds = r.choice(["tensor", "tensor", "subset", "concat", "stack"])
+    if ds == "subset":
+        keep = sorted(r.sample(range(n), r.randint(2, n)), key=lambda _: r.random())
+        p.add(f"ds = D.Subset(D.TensorDataset(X, Y), {keep})")
+    elif ds == "concat":
+        cut = r.randint(1, n - 1)
+        p.add(f"ds = D.ConcatDataset([D.TensorDataset(X[:{cut}], Y[:{cut}]), "
+              f"D.TensorDataset(X[{cut}:], Y[{cut}:])])")
+    elif ds == "stack":
+        p.add("ds = D.StackDataset(X, Y)")
+    else:
+        p.add("ds = D.TensorDataset(X, Y)")
+    bs, drop = r.randint(1, 4), r.random() < 0.4
+    how = r.choice(["plain", "plain", "sampler", "batch_sampler", "collate"])
+    if how == "sampler":
+        p.add(f"loader = D.DataLoader(ds, batch_size={bs}, drop_last={drop}, "
+              f"sampler=D.SequentialSampler(ds))")
+    elif how == "batch_sampler":
+        p.add(f"loader = D.DataLoader(ds, batch_sampler=D.BatchSampler(range(len(ds)), {bs}, "
+              f"{drop}))")
+    elif how == "collate":
+        p.add(f"loader = D.DataLoader(ds, batch_size={bs}, drop_last={drop}, collate_fn=lambda "
+              f"b: (torch.stack([x for x, _ in b]), torch.stack([y for _, y in b])))")
+    else:
+        p.add(f"loader = D.DataLoader(ds, batch_size={bs}, drop_last={drop})")
+    p.add("note('loader', [len(ds), len(loader)] + [len(b[0]) for b in loader])")
+    # the optimizer: its options drawn one by one, the second group's own lr / weight decay
+    name = r.choice(sorted(OPTIM_OPTIONS))
+    opts = {}
+    for key, choices in OPTIM_OPTIONS[name].items():
+        # (capturable=True is refused on the CPU at the first step: seldom drawn)
+        if key == "lr" or r.random() < (0.08 if key == "capturable" else 0.45):
+            opts[key] = r.choice(choices)
+    if name == "SGD" and opts.get("nesterov") and r.random() < 0.8:
+        opts["momentum"], opts["dampening"] = 0.9, 0.0    # (mostly the valid form)
+    if opts.get("differentiable") and opts.get("foreach") and r.random() < 0.8:
+        opts["foreach"] = False
+    kwargs = ", ".join(f"{k}={v!r}" for k, v in opts.items())
+    if r.random() < 0.5:
+        second = {}
+        for key in r.sample(sorted(k for k in OPTIM_OPTIONS[name]
+                                   if k in ("lr", "weight_decay", "momentum", "betas",
+                                            "maximize", "amsgrad", "nesterov", "eps",
+                                            "dampening", "rho", "alpha", "etas")),
+                            r.randint(1, 2)):
+            second[key] = r.choice(OPTIM_OPTIONS[name][key])
+        if name == "SGD" and second.get("nesterov"):
+            second["momentum"], second["dampening"] = 0.9, 0.0
+        params = ("[{'params': model[0].parameters()}, {'params': model[2].parameters(), "
+                  + ", ".join(f"{k!r}: {v!r}" for k, v in second.items()) + "}]")
+    else:
+        params = "model.parameters()"
+    ctor = f"torch.optim.{name}({params}, {kwargs})"
+    p.add(f"opt = {ctor}")
+    epochs = r.randint(2, 3)
+    batches = n // bs if drop else -(-n // bs)
+    if ds == "subset":
+        kept = len(keep)
+        batches = kept // bs if drop else -(-kept // bs)
+    has_momentum = "momentum" in opts or name in ("Adam", "AdamW", "Adamax", "NAdam", "RAdam")
+    sched_src, per = r.choice(OPTIM_SCHEDULERS)
+    if "cycle_momentum" in sched_src and not has_momentum:
+        sched_src = sched_src.replace("cycle_momentum={cm}", "cycle_momentum=False")
+    if name == "Adafactor" and ("Cyclic" in sched_src or "OneCycle" in sched_src):
+        sched_src = sched_src.replace("cycle_momentum={cm}", "cycle_momentum=False")
+    total = max(epochs * max(batches, 1), 1)
+    fmt = dict(opt="opt", k=r.randint(1, 4), m=r.choice([1, 2]), T=total + r.choice([0, 0, 2]),
+               anneal=r.choice(["cos", "linear"]), three=r.random() < 0.4,
+               cm=r.random() < 0.6, mode=r.choice(["triangular", "triangular2", "exp_range"]),
+               E=epochs, B=max(batches, 1), pmode=r.choice(["min", "max"]), pat=r.randint(0, 2),
+               thr=r.choice([1e-4, 0.1]), tmode=r.choice(["rel", "abs"]),
+               cool=r.randint(0, 1), minlr=r.choice(["0.0", "1e-3", "[1e-3, 2e-3]"]))
+    if "[" in fmt["minlr"] and params == "model.parameters()":
+        fmt["minlr"] = "1e-3"
+    sched = "lr_scheduler." + sched_src.format(**fmt)
+    p.add("lr_scheduler = torch.optim.lr_scheduler")
+    p.add(f"sched = {sched}")
+    p.add("note('lr0', sched.get_last_lr() if hasattr(sched, 'get_last_lr') else "
+          "[g['lr'] for g in opt.param_groups])")
+    roundtrip = r.random() < 0.4
+    p.add(f"for epoch in range({epochs}):")
+    if roundtrip:
+        # the optimizer's and the scheduler's states into fresh ones (a resumed run)
+        p.add(f"    if epoch == {r.randint(1, epochs - 1)}:")
+        p.add("        osd, ssd = opt.state_dict(), sched.state_dict()")
+        p.add(f"        opt = {ctor}")
+        p.add("        opt.load_state_dict(osd)")
+        p.add(f"        sched = {sched}")
+        p.add("        sched.load_state_dict(ssd)")
+        p.add("        note('resumed', [g['lr'] for g in opt.param_groups])")
+    p.add("    for xb, yb in loader:")
+    p.add("        opt.zero_grad()")
+    p.add("        loss = loss_fn(model(xb), yb)")
+    p.add("        loss.backward()")
+    p.add("        opt.step()")
+    if per == "batch":
+        p.add("        sched.step()")
+    p.add("        record('step', model, loss)")
+    p.add("        note('lr', [g['lr'] for g in opt.param_groups] + "
+          "[g.get('momentum', g.get('betas', (0.0,))[0]) for g in opt.param_groups])")
+    if per == "epoch":
+        p.add("    sched.step()")
+    elif per == "plateau":
+        p.add("    sched.step(loss.item())")
+    p.add("    note('last_lr', sched.get_last_lr())")
+    p.add("model.eval()")
+    p.add("with torch.no_grad():")
+    p.add("    record('eval', model, loss_fn(model(X), Y))")
+    return p
+
+
 def generate(seed) -> Program:
     """Program `seed`.  Its draws come from two streams: `r` (the seed) draws what the first
     version of this generator drew, in the same order; `e` (the string "ext-<seed>") draws the
@@ -774,6 +999,8 @@ def generate(seed) -> Program:
     ChainedScheduler), or put its BatchNorms in eval mode mid-training.  A seed with none of
     these is the program the first version drew."""
     r = random.Random(seed)
+    if seed >= OPTIM_FROM:
+        return gen_optim_loop(seed, r, Program(seed))
     e = random.Random(f"ext-{seed}")
     s = random.Random(f"s33-{seed}")
     kind = s.random()
@@ -1103,13 +1330,17 @@ def run(lib, p: Program, compiled=False, whole_step=False):
             snap[name] = b.numpy().copy()
         records.append((label, snap))
 
+    def note(label, values):
+        """A record of plain numbers (learning rates, lengths) for the comparison."""
+        records.append((label, {"values": np.array([float(v) for v in values])}))
+
     default = lib.get_default_dtype()
     try:
         dtype = lib.float64 if "float64" in p.lines[0] else lib.float32
         X = lib.tensor(x) if x.dtype.kind == "i" else lib.tensor(x, dtype=dtype)
         Y = (lib.tensor(y) if y.dtype.kind == "i" else lib.tensor(y, dtype=dtype))
         ns = {"torch": lib, "nn": lib.nn, "F": lib.nn.functional, "X": X, "Y": Y, "io": io,
-              "init": init, "record": record, "fill": fill}
+              "init": init, "record": record, "fill": fill, "note": note}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             src = compiled_source(p) if compiled else p.source()
@@ -1244,6 +1475,8 @@ def script(p: Program, compiled=False) -> str:
         "        t.copy_(torch.tensor(rng.uniform(-1, 1, size=tuple(t.shape)) / np.sqrt(fan_in)))",
         "def record(label, model, loss):",
         "    print(label, float(loss), [float(q.detach().double().abs().sum()) for q in model.parameters()])",
+        "def note(label, values):",
+        "    print(label, [float(v) for v in values])",
         f"# data: x {x}, y {y}, drawn by tools/fuzz_train.py data()",
         "import sys; sys.path.insert(0, 'tools'); import fuzz_train",
         f"_x, _y = fuzz_train.data(fuzz_train.generate(SEED))",

@@ -618,9 +618,20 @@ def check_program(prog, names=None):
         msgs = compare(t[1], g[1], name, prog.random)
         if msgs and _torch_bug(prog, name, t, g, results):
             continue
+        if msgs and name == "vmap-vs-loop" and _equals_torch_vmap(prog, g, results):
+            # torch's own vmap and loop disagree, so tapegrad's vmap, equal to torch's, is
+            # no finding: a program writing a captured tensor (C.add_) accumulates over the
+            # loop's calls, once under vmap (seed 6283)
+            continue
         cat = "degenerate" if msgs and not _finite(prog) else "value"
         found += [(name, cat, m) for m in msgs[:3]]
     return found
+
+
+def _equals_torch_vmap(prog, g, results) -> bool:
+    """Whether tapegrad's vmap result `g` (of vmap-vs-loop) equals torch's vmap's."""
+    tv = results.get("vmap", (None,))[0]
+    return tv is not None and tv[0] == "ok" and not compare(tv[1], g[1], "vmap", prog.random)
 
 
 def _tensors(x):

@@ -158,7 +158,19 @@ cdef int adopt_record(TensorBase t, TensorBase result) except -1:
     return 0
 
 
-cdef int view_reads_base(TensorBase t, bint writes=True) except -1:
+cdef bint rebase_pending(TensorBase t, bint writes) except -1:
+    """Whether view_reads_base(t, writes) rebases t (see there)."""
+    if t._base is None or t._node < 0 or (t._gen & 1) or t._view_kind != VIEW_DEFAULT:
+        return False                # (a view taken in no_grad or an output of split, chunk,
+                                    # unbind, or a view of either: check_inplace refuses it)
+    cdef TensorBase b = <TensorBase>t._base
+    if not b._requires_grad or b._node < 0 or is_leaf_c(b):
+        return False
+    cdef Record* r = &TAPE.recs[t._node]
+    return not (r.n_in >= 1 and rec_inputs(r)[0] == b._node and not (writes and carries_hooks(r)))
+
+
+cdef int view_reads_base(TensorBase t, bint writes=True, bint shared_ok=False) except -1:
     """Before a recorded write through view t of a tensor that requires grad: make t's history
     read the base's directly (a view of a view becomes one AsStridedBackward0 of the base, as in
     PyTorch), so the write can go to the base (writes_through_view).
@@ -171,15 +183,15 @@ cdef int view_reads_base(TensorBase t, bint writes=True) except -1:
     the old grad_fn.  A record without hooks that reads the base gives the same gradient, so
     no record is added for it.  `writes` False: an in-place view op (unsqueeze_, t_), which
     PyTorch records on t's own history, old grad_fn and hooks included."""
-    if t._base is None or t._node < 0 or (t._gen & 1) or t._view_kind != VIEW_DEFAULT:
-        return 0                    # (a view taken in no_grad or an output of split, chunk,
-                                    # unbind, or a view of either: check_inplace refuses it)
-    cdef TensorBase b = <TensorBase>t._base
-    if not b._requires_grad or b._node < 0 or is_leaf_c(b):
+    if not rebase_pending(t, writes):
         return 0
-    cdef Record* r = &TAPE.recs[t._node]
-    if r.n_in >= 1 and rec_inputs(r)[0] == b._node and not (writes and carries_hooks(r)):
-        return 0
+    if writes and not shared_ok and overlaps_itself(t._array):
+        # PyTorch refuses a write into a tensor two of whose elements share memory (an
+        # expand()) before it records anything: refused after the rebase, t was left on a new
+        # history, so the gradients of its earlier uses never reached its retained .grad, nor
+        # its hooks (fuzz seed 67305212, silent).  `shared_ok`: the caller's write may be one
+        # PyTorch allows there (fill_, index_put_), and the caller refuses the others first.
+        raise RuntimeError(OVERLAPPING_WRITE)
     return rebase_view(t, view_key(t))
 
 
@@ -241,13 +253,19 @@ cdef object last_write_mask(TensorBase view):
     return mask.reshape(V.shape)
 
 
-cdef object overlap_operand(TensorBase self):
+cdef object overlap_operand(TensorBase self, bint shared_ok=False):
     """For a recorded in-place op on a view that overlaps itself: the copy of self's value it
     computes from, whose gradient reaches each base element once (see above); None for any
-    other tensor (the caller reads self, or its own copy of it)."""
+    other tensor (the caller reads self, or its own copy of it).  `shared_ok`: the op is one
+    PyTorch runs on a view whose elements share memory (masked_fill_, index_fill_, index_put_);
+    any other is refused there (view_reads_base)."""
     if self._base is None or not grad_enabled() or not self._requires_grad:
         return None
-    view_reads_base(self)           # (the op reads the view's old value: see there)
+    if not shared_ok and overlaps_itself(self._array) and rebase_pending(self, True):
+        # (a write the final copy into self refuses, before the rebase: view_reads_base; the
+        # op computes on a throwaway copy so that its own argument errors come first)
+        return self.detach().clone()
+    view_reads_base(self, True, shared_ok)  # (the op reads the view's old value: see there)
     mask = last_write_mask(self)
     if mask is None:
         return None
@@ -255,10 +273,11 @@ cdef object overlap_operand(TensorBase self):
     return where(wrap(mask), self, self.detach())
 
 
-def _overlap_operand(TensorBase self):
+def _overlap_operand(TensorBase self, bint shared_ok=False):
     """What an in-place op computed in Python from self itself (then written back with copy_)
-    reads: self, or for a view that overlaps itself, overlap_operand's copy."""
-    source = overlap_operand(self)
+    reads: self, or for a view that overlaps itself, overlap_operand's copy (`shared_ok`:
+    there)."""
+    source = overlap_operand(self, shared_ok)
     return self if source is None else source
 
 
@@ -277,10 +296,10 @@ def _check_operands_overlap(TensorBase self, operands, bint same_too=False):
             check_source_overlap(self._array, (<TensorBase>x)._array, same_too)
 
 
-def _in_place_operand(TensorBase self):
+def _in_place_operand(TensorBase self, bint shared_ok=False):
     """The copy of self that an in-place op computed in Python computes from: self.clone(), or
-    overlap_operand's copy for a view that overlaps itself."""
-    source = overlap_operand(self)
+    overlap_operand's copy for a view that overlaps itself (`shared_ok`: there)."""
+    source = overlap_operand(self, shared_ok)
     return self.clone() if source is None else source
 
 
@@ -821,8 +840,6 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     cdef bint recording = records(self, value) and self._array.dtype.kind in "fc"
     cdef Record* r
     cdef tuple vkey
-    if recording:
-        view_reads_base(self)
     nkey = setitem_key(key, advanced, self._array.ndim)
     if (not advanced and isinstance(value, TensorBase)
             and (<TensorBase>value)._array.dtype.kind == "c"):
@@ -847,6 +864,17 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             and key_takes_view(self, key)):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                            "in-place operation.")
+    cdef bint shared_ok
+    if recording:
+        # (after the key's own errors, which leave self as it was; a basic key's part that
+        # shares memory is refused before the rebase, as view_reads_base explains, after a
+        # value of a shape that does not fit, as PyTorch's copy checks the shapes first)
+        shared_ok = (bool(advanced) or one_number
+                     or not overlaps_itself(self._array[nkey]))
+        if not shared_ok and rebase_pending(self, True):
+            fit_value((<TensorBase>value)._array if isinstance(value, TensorBase)
+                      else np.asarray(value), np.shape(self._array[nkey]), False, value)
+        view_reads_base(self, True, shared_ok)
     check_inplace(self, recording, True)
     A = self._array
     if isinstance(value, TensorBase):

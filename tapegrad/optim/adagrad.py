@@ -41,7 +41,7 @@ class Adagrad(Optimizer):
                              f"{initial_accumulator_value}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        _check_not_differentiable(differentiable)
+        _check_not_differentiable(differentiable, foreach)
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 

@@ -519,6 +519,8 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
             for group in self.param_groups:
                 if group.get("capturable"):
                     self._refuse_capturable(group)
+                if group.get("foreach") and group.get("differentiable"):
+                    self._refuse_foreach_autograd(group)
                 if self._STEPS_ARE_TENSORS:
                     self._check_step_tensors(group)
                 if _bfloat16_route[0] and _has_bfloat16(group):
@@ -555,6 +557,13 @@ class Optimizer(metaclass=_TorchNamedABCMeta):  # type(opt) prints <class 'torch
         if any(p.grad is not None for p in group["params"]):
             raise AssertionError(f"If capturable=True, {self._CAPTURABLE_STATE} must be on "
                                  f"supported devices: {self._CAPTURABLE_DEVICES}.")
+
+    def _refuse_foreach_autograd(self, group: dict[str, Any]) -> None:
+        """PyTorch's multi-tensor (foreach=True) steps assert that they need not record
+        (differentiable=False), once a parameter of the group has a gradient; SGD's meets the
+        in-place write into a leaf first (its own update raises it)."""
+        if any(p.grad is not None for p in group["params"]):
+            raise AssertionError("_foreach ops don't support autograd")
 
     def _check_step_tensors(self, group: dict[str, Any]) -> None:
         """PyTorch's refusal of a number as a parameter's `step` state (made by user code, as
@@ -813,8 +822,9 @@ def _check_betas(betas) -> None:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
 
 
-def _check_not_differentiable(differentiable) -> None:
-    if differentiable:
+def _check_not_differentiable(differentiable, foreach=None) -> None:
+    # (with foreach=True PyTorch's step refuses it first, Optimizer._refuse_foreach_autograd)
+    if differentiable and not foreach:
         raise NotImplementedError("differentiable=True is not supported by tapegrad's optimizers")
 
 

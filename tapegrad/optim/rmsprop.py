@@ -40,7 +40,7 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
-        _check_not_differentiable(differentiable)
+        _check_not_differentiable(differentiable, foreach)
 
         defaults = {
             "lr": lr,

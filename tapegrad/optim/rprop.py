@@ -31,7 +31,7 @@ class Rprop(Optimizer):
         _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        _check_not_differentiable(differentiable)
+        _check_not_differentiable(differentiable, foreach)
         defaults = {"lr": lr, "etas": etas, "step_sizes": step_sizes, "foreach": foreach,
                     "maximize": maximize, "differentiable": differentiable,
                     "capturable": capturable}

@@ -56,6 +56,10 @@ class SGD(Optimizer):
     _GROUP_DEFAULTS = {"nesterov": False, "maximize": False, "foreach": None,
                        "differentiable": False, "fused": False}
 
+    def _refuse_foreach_autograd(self, group) -> None:
+        """(PyTorch's multi-tensor SGD meets the in-place write into a leaf first: the update
+        raises it)"""
+
     def _update_group(self, group) -> None:
         if group["differentiable"]:
             self._update_group_differentiable(group)
