@@ -2123,8 +2123,12 @@ def _in_place(name: str):
                 if name in _INDEX_WRITES:   # (an index or source sharing any of self's memory)
                     _core._check_operands_overlap(self, (*args, *kwargs.values()), True)
         except TypeError as error:      # (its argument errors: PyTorch's, under this name)
-            if str(error).startswith(name + "()"):
-                raise TypeError(name + "_" + str(error)[len(name):]) from None
+            message = str(error)
+            # (a method taking no arguments words it as Python does for a C method:
+            # "TensorBase.exp_() takes no arguments (1 given)")
+            for called in (name, "TensorBase." + name):
+                if message.startswith(called + "()"):
+                    raise TypeError(called + "_" + message[len(called):]) from None
             raise
         if result._array.shape != self._array.shape:
             if name in ("addmm", "baddbmm"):    # (PyTorch's structured kernels' words)

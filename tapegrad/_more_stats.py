@@ -155,17 +155,31 @@ def _median(name: str, input, dim, keepdim: bool, out, ignore_nan: bool):
     return result_type((_core._name_grad_fn(values, node), indices))
 
 
+# median's and nanmedian's dim when the call gives none: PyTorch's signatures take `int dim`, whose
+# parser refuses None (x.median(dim=None) is a TypeError, not the median of every element)
+_NO_DIM = object()
+
+
+def _given_dim(name: str, dim):
+    if dim is _NO_DIM:
+        return None
+    if dim is None:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
+    return dim
+
+
 @_numpy_dim_names
-def median(input, dim=None, keepdim=False, *, out=None):
+def median(input, dim=_NO_DIM, keepdim=False, *, out=None):
     """The lower median of all elements (NaN if any is NaN), or (values, indices) of the lower
     median along dim."""
-    return _median("median", input, dim, keepdim, out, ignore_nan=False)
+    return _median("median", input, _given_dim("median", dim), keepdim, out, ignore_nan=False)
 
 
 @_numpy_dim_names
-def nanmedian(input, dim=None, keepdim=False, *, out=None):
+def nanmedian(input, dim=_NO_DIM, keepdim=False, *, out=None):
     """median ignoring NaNs (NaN only where every element is NaN)."""
-    return _median("nanmedian", input, dim, keepdim, out, ignore_nan=True)
+    return _median("nanmedian", input, _given_dim("nanmedian", dim), keepdim, out,
+                   ignore_nan=True)
 
 
 @_numpy_dim_names

@@ -324,19 +324,27 @@ cdef int nn_implicit_dim(str name, int ndim, object stacklevel) except -1:
     return 0 if ndim == 0 or ndim == 1 or ndim == 3 else 1
 
 
+# torch.softmax's and Tensor.softmax's dim when the call gives none (required: an error).  None
+# given is another error, the parser's for its `int dim` (F.softmax's dim=None, the implicit dim,
+# is F.softmax's own: it never reaches these entries so).
+cdef object NO_SOFTMAX_DIM = dim_not_given()
+
+
 cdef object nn_softmax_dim(str fname, object dim, object axis):
     """softmax's dim, also given as numpy's `axis` (torch.softmax and Tensor.softmax accept it;
     F.softmax does not); it is required."""
-    dim = dim_alias(fname, dim, axis)
+    if dim is None:
+        raise TypeError(f"{fname}(): argument 'dim' must be int, not NoneType")
+    dim = dim_alias(fname, None if dim is NO_SOFTMAX_DIM else dim, axis)
     if dim is None:
         raise TypeError(f'{fname}() missing 1 required positional arguments: "dim"')
     return dim
 
 
-def softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
+def softmax(TensorBase input, dim=NO_SOFTMAX_DIM, dtype=None, *, axis=None):
     """softmax(input, dim, dtype=None): exp(x) / sum(exp(x)) along `dim` (also `axis`; the max is
     subtracted first)."""
-    if dim is None or axis is not None:
+    if dim is None or dim is NO_SOFTMAX_DIM or axis is not None:
         dim = nn_softmax_dim("softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         if dtype is None and input._array.dtype.kind == "f":
@@ -349,10 +357,10 @@ cdef object softmax_eager(TensorBase input, dim, dtype=None):
     return nn_softmax_forward(input, dim, dtype, False)
 
 
-def log_softmax(TensorBase input, dim=None, dtype=None, *, axis=None):
+def log_softmax(TensorBase input, dim=NO_SOFTMAX_DIM, dtype=None, *, axis=None):
     """log_softmax(input, dim, dtype=None): x - logsumexp(x) along `dim` (also `axis`), computed
     stably."""
-    if dim is None or axis is not None:
+    if dim is None or dim is NO_SOFTMAX_DIM or axis is not None:
         dim = nn_softmax_dim("log_softmax", dim, axis)
     if CAPTURE is not None and capturing() and CAPTURE.depth == 0:   # compile: one step
         if dtype is None and input._array.dtype.kind == "f":

@@ -222,6 +222,22 @@ cdef object KEEPDIM_NOT_GIVEN = _KeepdimNotGiven()
 cdef object DIM_NOT_GIVEN = dim_not_given()     # (ops_shape's: select's, gather's ...)
 
 
+cdef object given_dim(str fname, object dim, bint alone=True):
+    """The dim of max/min/prod (or their numpy alias axis): None when the call gave none.  Their
+    PyTorch signatures take `int dim`, whose parser refuses None (x.max(dim=None) is a TypeError,
+    not the reduction of every element).  Each has several signatures: a None given `alone` fits
+    several by count, and the parser's words are "invalid combination" (the entry puts the
+    call's arguments in its "got"); given with a keepdim or dtype, only the dim signature fits,
+    whose own words name the argument (the entry adds the call's position)."""
+    if dim is DIM_NOT_GIVEN:
+        return None
+    if dim is None:
+        if alone:
+            raise TypeError(invalid_args(fname, None))
+        raise TypeError(f"{fname}(): argument 'dim' must be int, not NoneType")
+    return dim
+
+
 cdef object all_dims_or(str fname, object dim, object keepdim, object keepdims, object dtype,
                         object axis):
     """sum's and mean's dim: None (every dim) when neither it nor axis was given, where a
@@ -329,11 +345,13 @@ OP_PROD = register_op("ProdBackward0", vjp_prod)
 OP_PROD_DIM = register_op("ProdBackward1", vjp_prod)
 
 
-def prod(TensorBase input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+def prod(TensorBase input, dim=DIM_NOT_GIVEN, keepdim=False, *, dtype=None, axis=DIM_NOT_GIVEN,
+         keepdims=None):
     """Product of all elements, or along one `dim`.  Integer and bool tensors multiply as int64.
     The gradient is right with zeros in the input (the product of the other elements)."""
     cdef Record* r
-    dim = dim_alias("prod", dim, axis)
+    cdef bint alone = keepdim is False and keepdims is None and dtype is None
+    dim = dim_alias("prod", given_dim("prod", dim, alone), given_dim("prod", axis, alone))
     keepdim = keepdim_alias("prod", keepdim, keepdims)
     A = input._array
     if dtype_kind(<cnp.ndarray>A) == c'c' and dtype is None:
@@ -668,6 +686,12 @@ cdef object max_min(bint is_max, TensorBase input, tuple args, object dim, objec
     PyTorch's TypeError), so torch.max(x, dim=torch.tensor(1)) returns (values, indices) along
     dim 1, never the elementwise maximum of x and 1."""
     cdef str name = "max" if is_max else "min"
+    cdef bint alone = (len(args) + (dim is not DIM_NOT_GIVEN) + (axis is not DIM_NOT_GIVEN)
+                       + (keepdim is not KEEPDIM_NOT_GIVEN) + (keepdims is not None)
+                       + (other is not None)) == 1
+    if args and args[0] is None:
+        given_dim(name, None, alone)
+    dim, axis = given_dim(name, dim, alone), given_dim(name, axis, alone)
     if len(args) > 2:
         raise TypeError(f"{name}() takes from 2 to 3 positional arguments but {len(args) + 1} "
                         "were given")
@@ -719,7 +743,8 @@ cdef object other_or_dim(str name, object dim, bint keepdim_given, object other)
 
 
 
-def max_(TensorBase input, *args, dim=None, keepdim=KEEPDIM_NOT_GIVEN, other=None, axis=None, keepdims=None):
+def max_(TensorBase input, *args, dim=DIM_NOT_GIVEN, keepdim=KEEPDIM_NOT_GIVEN, other=None,
+         axis=DIM_NOT_GIVEN, keepdims=None):
     """max(input): the largest element (gradient split evenly among ties);
     max(input, dim, keepdim=False): tapegrad.return_types.max(values, indices) along `dim`
     (gradient to the returned index); max(input, other): elementwise maximum.  `args`: the
@@ -727,7 +752,8 @@ def max_(TensorBase input, *args, dim=None, keepdim=KEEPDIM_NOT_GIVEN, other=Non
     return max_min(True, input, args, dim, keepdim, other, axis, keepdims)
 
 
-def min_(TensorBase input, *args, dim=None, keepdim=KEEPDIM_NOT_GIVEN, other=None, axis=None, keepdims=None):
+def min_(TensorBase input, *args, dim=DIM_NOT_GIVEN, keepdim=KEEPDIM_NOT_GIVEN, other=None,
+         axis=DIM_NOT_GIVEN, keepdims=None):
     """min(input), min(input, dim, keepdim=False) -> (values, indices), min(input, other)."""
     return max_min(False, input, args, dim, keepdim, other, axis, keepdims)
 
