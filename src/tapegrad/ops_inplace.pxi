@@ -84,6 +84,72 @@ cdef int check_source_overlap(object D, object S, bint same_too) except -1:
     raise RuntimeError(SOURCE_OVERLAP)
 
 
+cdef object ordered_overlap_values(object D, object S):
+    """The values D holds after D[...] = S in PyTorch, when S partly overlaps D's memory where
+    check_source_overlap lets it through (a layout that is not dense: PyTorch finds the overlap
+    too hard to check and copies anyway); None when that does not apply (no overlap, a dtype
+    cast, a dense pair).  PyTorch's copy then reads each source element just before writing its
+    destination, walking the destination's dims from the largest stride to the smallest, so a
+    shifted copy of a slice into itself smears values along the shift (x[:, 1:, :, :c] =
+    x[:, :-1, :, :c], the spatial shift of S2-MLP); numpy buffers the source, a silently
+    different result.  Computed on a scratch copy of the bytes D and S span, so a recorded write
+    can go the usual way first and take these values after.
+    (Not emulated: PyTorch's vectorised inner loop reads a contiguous row in chunks whose width
+    depends on the CPU, so a shift by less than a chunk within one row has no fixed answer.)"""
+    if not (cnp.PyArray_Check(D) and cnp.PyArray_Check(S)) or D.dtype != S.dtype:
+        return None
+    cdef cnp.ndarray d = <cnp.ndarray>D, s = <cnp.ndarray>S
+    cdef Py_ssize_t dlo, dhi, slo, shi
+    if cnp.PyArray_SIZE(d) < 2 or cnp.PyArray_SIZE(s) == 0:
+        return None
+    byte_extent(d, &dlo, &dhi)
+    byte_extent(s, &slo, &shi)
+    if dlo >= shi or slo >= dhi or (dense_layout(d) and dense_layout(s)):
+        return None
+    if cnp.PyArray_DATA(d) == cnp.PyArray_DATA(s) and D.shape == S.shape and same_strides(D, S):
+        return None                         # (the same elements: a no-op either way)
+    Sb = S if S.shape == D.shape else np.broadcast_to(S, D.shape)
+    # TensorIterator's order: the destination's smallest stride innermost (stable on ties)
+    order = sorted(range(D.ndim), key=lambda k: -abs(D.strides[k]))
+    Dp = D.transpose(order)
+    Sp = Sb.transpose(order)
+    cdef Py_ssize_t lo = min(dlo, slo), span = max(dhi, shi) - lo
+    cdef cnp.ndarray doff = element_offsets(Dp) + (<Py_ssize_t>cnp.PyArray_DATA(d) - lo)
+    cdef cnp.ndarray soff = element_offsets(Sp) + (<Py_ssize_t>cnp.PyArray_DATA(s) - lo)
+    cdef cnp.ndarray scratch = np.empty(span, dtype=np.uint8)
+    cdef cnp.ndarray out = np.empty(Dp.shape, dtype=D.dtype)
+    cdef const Py_ssize_t* do = <const Py_ssize_t*>cnp.PyArray_DATA(doff)
+    cdef const Py_ssize_t* so = <const Py_ssize_t*>cnp.PyArray_DATA(soff)
+    cdef char* buf = <char*>cnp.PyArray_DATA(scratch)
+    cdef char* o = <char*>cnp.PyArray_DATA(out)
+    cdef Py_ssize_t i, n = cnp.PyArray_SIZE(doff), item = D.dtype.itemsize
+    with nogil:
+        memcpy(buf, <const char*>lo, span)
+        for i in range(n):
+            memcpy(buf + do[i], buf + so[i], item)
+        for i in range(n):
+            memcpy(o + i * item, buf + do[i], item)
+    return out.transpose(np.argsort(order))
+
+
+cdef bint ordered_overlap_copy(object D, object S) except -1:
+    """D[...] = S as PyTorch writes a partly overlapping source (ordered_overlap_values); False
+    (nothing written) where that does not apply."""
+    values = ordered_overlap_values(D, S)
+    if values is None:
+        return False
+    writable(D)[...] = values
+    return True
+
+
+cdef object element_offsets(object A):
+    """The byte offset from A's data pointer of each element of A, in C order (intp array)."""
+    off = np.zeros((), dtype=np.intp)
+    for n, st in zip(A.shape, A.strides):
+        off = off[..., None] + np.arange(n, dtype=np.intp) * st
+    return np.ascontiguousarray(off.reshape(-1))
+
+
 cdef bint same_data(object D, object S) except -1:
     """Whether arrays D and S are the same elements: one start, shape, strides and dtype."""
     if not (cnp.PyArray_Check(D) and cnp.PyArray_Check(S)):
@@ -983,7 +1049,12 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
             raise IndexError(str(e).replace("axis", "dimension")) from None
         if bkey is not None:
             base_node = (<TensorBase>self._base)._node
+            # (the base's key may be index arrays, which numpy writes buffered: PyTorch's order
+            # of a partly overlapping source is applied to the written view afterwards)
+            smeared = None if advanced else ordered_overlap_values(T, V)
             setitem_op(<TensorBase>self._base, bkey, value, True)
+            if smeared is not None:
+                writable(T)[...] = smeared
             if (<TensorBase>self._base)._node != base_node:
                 # (bkey's arrays are the base's positions, made here: the index tensors the
                 # user wrote with are saved as PyTorch's CopySlices saves them, save_index)
@@ -1013,7 +1084,8 @@ cdef object setitem_op(TensorBase self, object key, object value, bint onto_base
     # (x[:, t] = f(x[:, t - 1]), each write recorded) quadratic in the number of columns.
     # numpy buffers a value that overlaps A, so `value` is read whole before the write.
     with IeeeResults():
-        writable(A)[nkey] = V
+        if advanced or not ordered_overlap_copy(T, V):
+            writable(A)[nkey] = V
     result = wrap(A)
     cdef int op = OP_SETITEM
     if is_copy:
@@ -1078,6 +1150,8 @@ cdef object written_view(object A, object nkey, bint advanced):
 
 cdef int assign_unrecorded(object A, object T, object nkey, object V, bint advanced) except -1:
     """A[nkey] = V (T: A[nkey] as setitem_op indexed it), into a read-only A too."""
+    if not advanced and ordered_overlap_copy(T, V):
+        return 0
     if A.flags.writeable:
         A[nkey] = V
     elif advanced:                      # (overlapping: PyTorch warned above, and writes)
