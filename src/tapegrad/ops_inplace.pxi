@@ -96,15 +96,16 @@ cdef object ordered_overlap_values(object D, object S):
     can go the usual way first and take these values after.
     (Not emulated: PyTorch's vectorised inner loop reads a contiguous row in chunks whose width
     depends on the CPU, so a shift by less than a chunk within one row has no fixed answer.)"""
-    if not (cnp.PyArray_Check(D) and cnp.PyArray_Check(S)) or D.dtype != S.dtype:
+    if not (cnp.PyArray_Check(D) and cnp.PyArray_Check(S)):
         return None
     cdef cnp.ndarray d = <cnp.ndarray>D, s = <cnp.ndarray>S
     cdef Py_ssize_t dlo, dhi, slo, shi
     if cnp.PyArray_SIZE(d) < 2 or cnp.PyArray_SIZE(s) == 0:
         return None
+    # (the memory test first, in C: every x[key] = v asks, and most sources lie elsewhere)
     byte_extent(d, &dlo, &dhi)
     byte_extent(s, &slo, &shi)
-    if dlo >= shi or slo >= dhi or (dense_layout(d) and dense_layout(s)):
+    if dlo >= shi or slo >= dhi or (dense_layout(d) and dense_layout(s)) or D.dtype != S.dtype:
         return None
     if cnp.PyArray_DATA(d) == cnp.PyArray_DATA(s) and D.shape == S.shape and same_strides(D, S):
         return None                         # (the same elements: a no-op either way)
