@@ -456,6 +456,12 @@ def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict
         # (a Python-level function of nn.functional passes its own arguments on to the builtin
         # that refuses them, all of them: F.ctc_loss's "got" lists seven whatever the call gave)
         return None
+    listed = overloads_error(name, args[method:], kwargs, method)
+    if listed is not None:
+        # (PyTorch's own list of the signatures, where _overloads has it: the op's message
+        # lists the one it checks, as sum's "(Tensor input, int dim, bool keepdim)" for
+        # x.sum("a"))
+        return str(listed)
     from .tensor import arguments_got
     text = message[:found.start(2)] + arguments_got(args[method:], kwargs) + message[found.end(2):]
     if method:                      # (the overloads a method lists have no self)
@@ -660,10 +666,24 @@ def _listed_overloads(name: str, message: str, args: tuple, kwargs: dict, method
     if method:
         signatures = [s.replace("(Tensor input, ", "(").replace("(Tensor input)", "()")
                       for s in signatures]
+    if sum(_takes_count(s, len(args) - method + len(kwargs), method) for s in signatures) == 1:
+        return None     # (PyTorch's parser then says that one signature's words: the op's)
     from .tensor import arguments_got
     lines = "".join(f"\n * {signature}" for signature in signatures)
     return TypeError(f"{name}() received an invalid combination of arguments - got "
                      f"({arguments_got(args[method:], kwargs)}), but expected one of:{lines}\n")
+
+
+def _takes_count(signature: str, count: int, method: bool) -> bool:
+    """Whether a signature as PyTorch lists it ("(Tensor input, int dim, bool keepdim = False,
+    *, Tensor out = None)") takes `count` arguments: PyTorch's parser words a refusal in the one
+    signature that does ("plausible" by count alone), and lists them all when several do (a
+    method's have no out=)."""
+    parameters = [p for p in signature.strip("()").split(", ") if p and p != "*"]
+    if method:
+        parameters = [p for p in parameters if p.split(" = ")[0].rsplit(" ", 1)[-1] != "out"]
+    required = sum(" = " not in p for p in parameters)
+    return required <= count <= len(parameters)
 
 
 def _one_plausible(entry, unfit, args: tuple, kwargs: dict) -> bool:

@@ -194,3 +194,42 @@ def test_bfloat16_cross_entropy_probability_targets(reduction, label_smoothing, 
     exact = ours[0] == "torch.bfloat16"
     np.testing.assert_allclose(ours[2], theirs[2], rtol=0 if exact else 1e-6)
     np.testing.assert_array_equal(ours[4], theirs[4])
+
+
+# -- 5. argument errors of factories and reductions -------------------------------------------------
+
+ARGUMENT_ERRORS = {
+    "rand_unknown_keyword": lambda lib, x: lib.rand(2, foo=1),
+    "randn_unknown_keyword": lambda lib, x: lib.randn(2, 3, bar=True),
+    "rand_unknown_and_dtype": lambda lib, x: lib.rand(2, dtype=lib.float64, foo=1),
+    "randint_unknown_keyword": lambda lib, x: lib.randint(3, (2,), foo=1),
+    "zeros_unknown_keyword": lambda lib, x: lib.zeros(2, foo=1),
+    "ones_unknown_keyword": lambda lib, x: lib.ones(2, foo=1),
+    "sum_named_dim": lambda lib, x: x.sum("a"),
+    "torch_sum_named_dim": lambda lib, x: lib.sum(x, "a"),
+    "max_int_int": lambda lib, x: lib.max(x, 1, 2),
+    "min_int_int": lambda lib, x: lib.min(x, 1, 2),
+    "max_keyword": lambda lib, x: lib.max(x, foo=1),
+    "max_dim_keepdim": lambda lib, x: lib.max(x, 1, True)[0].tolist(),
+    "squeeze_str": lambda lib, x: lib.squeeze(x, "a"),
+    "device_lt": lambda lib, x: lib.device("cpu") < lib.device("cpu"),
+    "device_ge": lambda lib, x: lib.device("cpu") >= lib.device("cpu"),
+    "device_lt_int": lambda lib, x: lib.device("cpu") < 1,
+    "device_eq": lambda lib, x: lib.device("cpu") == lib.device("cpu"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARGUMENT_ERRORS))
+def test_argument_errors(name):
+    """The exception type and its message (the signature lists included) as PyTorch's."""
+    torch = pytest.importorskip("torch")
+
+    def full(lib):
+        try:
+            return ARGUMENT_ERRORS[name](lib, lib.arange(6.0).reshape(2, 3))
+        except Exception as error:
+            # (PyTorch adds a "didn't match because" note under its first signature)
+            return type(error).__name__, [line for line in str(error).splitlines()
+                                          if "didn't match" not in line]
+
+    assert full(tg) == full(torch)
