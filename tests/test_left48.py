@@ -123,6 +123,30 @@ def test_autograd_grad_of_converted_parameter(create_graph):
     assert grad_of_converted(tg, create_graph) == grad_of_converted(torch, create_graph)
 
 
+
+def step_after_conversion(lib, name, options):
+    """An optimizer step whose gradient kept the dtype of a graph recorded before m.double()."""
+    m = lib.nn.Linear(3, 2)
+    with lib.no_grad():
+        m.weight.copy_(lib.tensor(W))
+        m.bias.copy_(lib.tensor(B))
+    optimizer = getattr(lib.optim, name)(m.parameters(), lr=0.1, **options)
+    out = m(lib.tensor(X, dtype=lib.float32))
+    m.double()
+    out.sum().backward()
+    return outcome(lambda: (optimizer.step(), as_data(m.weight), as_data(m.bias))[1:])
+
+
+@pytest.mark.parametrize("name, options", [
+    ("SGD", {}), ("SGD", {"momentum": 0.9}), ("Adam", {}), ("Adam", {"weight_decay": 0.1}),
+    ("AdamW", {}), ("Adamax", {}), ("NAdam", {}), ("RAdam", {}), ("RMSprop", {}),
+    ("RMSprop", {"centered": True}), ("Adagrad", {}), ("Adadelta", {}), ("Rprop", {})])
+def test_optimizer_step_with_gradient_of_older_dtype(name, options):
+    """PyTorch's exp_avg.lerp_(grad) refuses a float32 gradient for a float64 parameter (the
+    weight decay's grad + param promotes it first); the optimizers that add take it."""
+    torch = pytest.importorskip("torch")
+    assert step_after_conversion(tg, name, options) == step_after_conversion(torch, name, options)
+
 # -- 2. inference tensors used outside inference mode (a regression net over common ops) ----------
 
 def inference_probe(lib, name):
