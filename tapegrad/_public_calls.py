@@ -600,8 +600,38 @@ def _reworded_as_torch(entry, name: str, error, args: tuple, kwargs: dict, metho
         if _overloaded(entry, name, method) and (method or not _one_plausible(entry, unfit, args,
                                                                                kwargs)):
             return _invalid_combination(entry, name, given, kwargs, method)
-        return TypeError(_missing_in_parser_words(entry, name, str(unfit), method,
+        message = str(unfit)
+        if "got an unexpected keyword argument" in message and not _python_level_twin(
+                entry, name, method):
+            missing = _missing_before_unknown(probe, given, kwargs)
+            if missing is not None:
+                message, kwargs = missing
+        return TypeError(_missing_in_parser_words(entry, name, message, method,
                                                   _all_missing(probe, given, kwargs)))
+    return None
+
+
+def _python_level_twin(entry, name: str, method: bool) -> bool:
+    """Whether PyTorch's twin of this call is Python code (a Tensor method of torch/_tensor.py,
+    or a function of torch.functional or nn.functional), whose refusals are Python's own."""
+    from .overrides import _PYTHON_TENSOR_METHODS, _python_level_function
+    return (name in _PYTHON_TENSOR_METHODS) if method else _python_level_function(entry)
+
+
+def _missing_before_unknown(probe, given: tuple, kwargs: dict):
+    """(Python's "missing" message, the known keywords) for a call that gives an unknown
+    keyword and also leaves out a required argument; None if it leaves out none.  PyTorch's
+    parser checks the parameters before the leftover keywords, so its builtins report the
+    missing one (x.cumsum(foo=1): 'missing 1 required positional arguments: "dim"'), where
+    Python reports the unknown keyword first (_missing_in_parser_words keeps Python's words for
+    PyTorch's Python-level functions)."""
+    parameters = inspect.signature(probe).parameters
+    known = {k: v for k, v in kwargs.items() if k in parameters}
+    try:
+        probe(*given, **known)
+    except TypeError as missing:
+        if re.match(_PYTHON_MISSING, str(missing)):
+            return str(missing), known
     return None
 
 
@@ -635,10 +665,7 @@ def _missing_in_parser_words(entry, name: str, message: str, method: bool,
     does any other message.  `every`: all the required parameters the call left out, which the
     parser names together (Python first reports the positional ones alone)."""
     found = re.match(_PYTHON_MISSING, message)
-    if found is None:
-        return message
-    from .overrides import _PYTHON_TENSOR_METHODS, _python_level_function
-    if (name in _PYTHON_TENSOR_METHODS) if method else _python_level_function(entry):
+    if found is None or _python_level_twin(entry, name, method):
         return message
     names = re.findall(r"'(\w+)'", found.group(2))
     if every and set(names) <= set(every):

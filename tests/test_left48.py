@@ -240,6 +240,13 @@ ARGUMENT_ERRORS = {
     "device_ge": lambda lib, x: lib.device("cpu") >= lib.device("cpu"),
     "device_lt_int": lambda lib, x: lib.device("cpu") < 1,
     "device_eq": lambda lib, x: lib.device("cpu") == lib.device("cpu"),
+    # (a missing required argument is reported before an unknown keyword)
+    "cumsum_unknown_keyword": lambda lib, x: lib.cumsum(x, foo=1),
+    "topk_unknown_keyword": lambda lib, x: lib.topk(x, foo=1),
+    "kthvalue_unknown_keyword": lambda lib, x: lib.kthvalue(x, foo=1),
+    "cummax_unknown_keyword": lambda lib, x: lib.cummax(x, foo=1),
+    "cumsum_dim_and_unknown": lambda lib, x: lib.cumsum(x, 0, foo=1),
+    "method_cumsum_unknown": lambda lib, x: x.cumsum(foo=1),
 }
 
 
