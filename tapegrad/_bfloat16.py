@@ -998,6 +998,8 @@ def _cross_entropy(func, args, kwargs):
         # class targets meet nll_loss's check of the weight against the log-probabilities
         # (probability targets multiply by the weight: no check)
         _refuse_mixed("nll_loss", [bound.get("input"), bound["weight"]])
+    if _probability_targets(bound):
+        return _cross_entropy_probabilities(**bound)
     if bound is None or not is_bfloat16(bound.get("input")) or \
             bound.get("label_smoothing", 0.0) != 0.0 or \
             not isinstance(bound.get("target"), _core.TensorBase) or \
@@ -1007,6 +1009,51 @@ def _cross_entropy(func, args, kwargs):
     x = bound.pop("input")
     bound.pop("label_smoothing", None)
     return F.nll_loss(F.log_softmax(x, 1 if x.dim() > 1 else 0), **bound)
+
+
+def _probability_targets(bound) -> bool:
+    """Whether a cross_entropy call with a bfloat16 operand has probability targets (floating,
+    of the input's shape) and nothing else that _computed's checks must see first."""
+    if bound is None:
+        return False
+    x, target = bound.get("input"), bound.get("target")
+    weight = bound.get("weight")
+    tensor = _core.TensorBase
+    return (isinstance(x, tensor) and isinstance(target, tensor)
+            and (is_bfloat16(x) or is_bfloat16(target))
+            and x._array.dtype.kind == "f" and target._array.dtype.kind == "f"
+            and x.dim() >= 1 and tuple(x.shape) == tuple(target.shape) and x._array.size
+            and (weight is None or isinstance(weight, tensor) and weight.dim() == 1
+                 and weight.shape[0] == x.shape[0 if x.dim() == 1 else 1])
+            and bound.get("size_average") is None and bound.get("reduce") is None
+            and bound.get("reduction", "mean") in ("mean", "sum", "none")
+            and 0.0 <= bound.get("label_smoothing", 0.0) <= 1.0)
+
+
+def _cross_entropy_probabilities(input, target, weight=None, reduction="mean",
+                                 label_smoothing=0.0, **_):
+    """cross_entropy with probability targets as PyTorch's composite computes it (its
+    cross_entropy_loss_prob_target): log_softmax, the smoothed target, their product (times the
+    weight), summed; each step an op that rounds to bfloat16 as PyTorch's does, so the loss and
+    its gradient agree to the last bit (computed whole in float32 and rounded once they were a
+    bfloat16 ulp off)."""
+    from .nn import functional as F
+    class_dim = 0 if input.dim() == 1 else 1
+    n_classes = input.shape[class_dim]
+    log_probabilities = F.log_softmax(input, class_dim)
+    if label_smoothing > 0.0:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    product = log_probabilities * target
+    if weight is not None:
+        shape = [1] * input.dim()
+        shape[class_dim] = weight.shape[0]
+        product = product * weight.view(shape)
+    if reduction == "none":
+        return -product.sum(class_dim)
+    if reduction == "sum":
+        return -product.sum()
+    # (divided by an integer count, as ATen's: its div by a Scalar, DivBackward1)
+    return _core._name_grad_fn(-product.sum() / (input.numel() // n_classes), "DivBackward1")
 
 
 def _attention_projections(func, args, kwargs):

@@ -110,7 +110,9 @@ class ReadyOrder:
 
 class RecordExtra:
     bfloat16_gradient: Any
+    holds: Any
     hooks: Any
+    leaf_dtype: Any
     metadata: Any
     node_hooks: Any
     out_shape: Any

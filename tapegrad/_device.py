@@ -99,6 +99,15 @@ class device(metaclass=TorchNamedClass):
     def __hash__(self):
         return hash((self._type, self._index))
 
+    def _unordered(self, other):
+        """PyTorch's devices compare for equality only: ordering two of them is its TypeError,
+        ordering one with anything else Python's (NotImplemented both ways)."""
+        if not isinstance(other, device):
+            return NotImplemented
+        raise TypeError("comparison not implemented")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _unordered
+
     def __repr__(self):
         if self._index is None:
             return f"device(type='{self._type}')"

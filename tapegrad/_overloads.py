@@ -88,6 +88,10 @@ SIGNATURES["pow"] = ("(Tensor input, Tensor exponent, *, Tensor out = None)",
                      "(Number self, Tensor exponent, *, Tensor out = None)",
                      "(Tensor input, Number exponent, *, Tensor out = None)")
 
+SIGNATURES.update(dict.fromkeys(("max", "min"), (
+    "(Tensor input, *, Tensor out = None)", "(Tensor input, Tensor other, *, Tensor out = None)",
+    "(Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)")))
+
 # The methods whose signatures are not the functions' less `Tensor input` (the function's
 # repeat_interleave(counts) has no method form: x.repeat_interleave() is refused).
 METHOD_SIGNATURES = {

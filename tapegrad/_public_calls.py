@@ -456,6 +456,12 @@ def _counted_as_called(message: str, entry, name: str, args: tuple, kwargs: dict
         # (a Python-level function of nn.functional passes its own arguments on to the builtin
         # that refuses them, all of them: F.ctc_loss's "got" lists seven whatever the call gave)
         return None
+    listed = overloads_error(name, args[method:], kwargs, method)
+    if listed is not None:
+        # (PyTorch's own list of the signatures, where _overloads has it: the op's message
+        # lists the one it checks, as sum's "(Tensor input, int dim, bool keepdim)" for
+        # x.sum("a"))
+        return str(listed)
     from .tensor import arguments_got
     text = message[:found.start(2)] + arguments_got(args[method:], kwargs) + message[found.end(2):]
     if method:                      # (the overloads a method lists have no self)
@@ -594,8 +600,38 @@ def _reworded_as_torch(entry, name: str, error, args: tuple, kwargs: dict, metho
         if _overloaded(entry, name, method) and (method or not _one_plausible(entry, unfit, args,
                                                                                kwargs)):
             return _invalid_combination(entry, name, given, kwargs, method)
-        return TypeError(_missing_in_parser_words(entry, name, str(unfit), method,
+        message = str(unfit)
+        if "got an unexpected keyword argument" in message and not _python_level_twin(
+                entry, name, method):
+            missing = _missing_before_unknown(probe, given, kwargs)
+            if missing is not None:
+                message, kwargs = missing
+        return TypeError(_missing_in_parser_words(entry, name, message, method,
                                                   _all_missing(probe, given, kwargs)))
+    return None
+
+
+def _python_level_twin(entry, name: str, method: bool) -> bool:
+    """Whether PyTorch's twin of this call is Python code (a Tensor method of torch/_tensor.py,
+    or a function of torch.functional or nn.functional), whose refusals are Python's own."""
+    from .overrides import _PYTHON_TENSOR_METHODS, _python_level_function
+    return (name in _PYTHON_TENSOR_METHODS) if method else _python_level_function(entry)
+
+
+def _missing_before_unknown(probe, given: tuple, kwargs: dict):
+    """(Python's "missing" message, the known keywords) for a call that gives an unknown
+    keyword and also leaves out a required argument; None if it leaves out none.  PyTorch's
+    parser checks the parameters before the leftover keywords, so its builtins report the
+    missing one (x.cumsum(foo=1): 'missing 1 required positional arguments: "dim"'), where
+    Python reports the unknown keyword first (_missing_in_parser_words keeps Python's words for
+    PyTorch's Python-level functions)."""
+    parameters = inspect.signature(probe).parameters
+    known = {k: v for k, v in kwargs.items() if k in parameters}
+    try:
+        probe(*given, **known)
+    except TypeError as missing:
+        if re.match(_PYTHON_MISSING, str(missing)):
+            return str(missing), known
     return None
 
 
@@ -629,10 +665,7 @@ def _missing_in_parser_words(entry, name: str, message: str, method: bool,
     does any other message.  `every`: all the required parameters the call left out, which the
     parser names together (Python first reports the positional ones alone)."""
     found = re.match(_PYTHON_MISSING, message)
-    if found is None:
-        return message
-    from .overrides import _PYTHON_TENSOR_METHODS, _python_level_function
-    if (name in _PYTHON_TENSOR_METHODS) if method else _python_level_function(entry):
+    if found is None or _python_level_twin(entry, name, method):
         return message
     names = re.findall(r"'(\w+)'", found.group(2))
     if every and set(names) <= set(every):
@@ -660,10 +693,24 @@ def _listed_overloads(name: str, message: str, args: tuple, kwargs: dict, method
     if method:
         signatures = [s.replace("(Tensor input, ", "(").replace("(Tensor input)", "()")
                       for s in signatures]
+    if sum(_takes_count(s, len(args) - method + len(kwargs), method) for s in signatures) == 1:
+        return None     # (PyTorch's parser then says that one signature's words: the op's)
     from .tensor import arguments_got
     lines = "".join(f"\n * {signature}" for signature in signatures)
     return TypeError(f"{name}() received an invalid combination of arguments - got "
                      f"({arguments_got(args[method:], kwargs)}), but expected one of:{lines}\n")
+
+
+def _takes_count(signature: str, count: int, method: bool) -> bool:
+    """Whether a signature as PyTorch lists it ("(Tensor input, int dim, bool keepdim = False,
+    *, Tensor out = None)") takes `count` arguments: PyTorch's parser words a refusal in the one
+    signature that does ("plausible" by count alone), and lists them all when several do (a
+    method's have no out=)."""
+    parameters = [p for p in signature.strip("()").split(", ") if p and p != "*"]
+    if method:
+        parameters = [p for p in parameters if p.split(" = ")[0].rsplit(" ", 1)[-1] != "out"]
+    required = sum(" = " not in p for p in parameters)
+    return required <= count <= len(parameters)
 
 
 def _one_plausible(entry, unfit, args: tuple, kwargs: dict) -> bool:

@@ -370,7 +370,10 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     sparse_factory_layout(layout, "rand", "uniform_")
     _check_dtype_argument("rand", size, dtype)
     shape = _shape_of(size, kwargs.pop("size", None), "rand")
-    _no_extra(kwargs, "rand")
+    if kwargs:
+        _refuse_unknown_keywords("rand", size, kwargs, generator=generator, out=out,
+                                 dtype=dtype, layout=layout, device=device,
+                                 requires_grad=requires_grad, pin_memory=pin_memory)
     return _rand(shape, generator, out, dtype, device, requires_grad)
 
 
@@ -395,7 +398,10 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     sparse_factory_layout(layout, "randn", "normal_")
     _check_dtype_argument("randn", size, dtype)
     shape = _shape_of(size, kwargs.pop("size", None), "randn")
-    _no_extra(kwargs, "randn")
+    if kwargs:
+        _refuse_unknown_keywords("randn", size, kwargs, generator=generator, out=out,
+                                 dtype=dtype, layout=layout, device=device,
+                                 requires_grad=requires_grad, pin_memory=pin_memory)
     return _randn(shape, generator, out, dtype, device, requires_grad)
 
 
@@ -413,6 +419,17 @@ def _randn(shape, generator, out, dtype, device, requires_grad):
     _check_factory(dt, requires_grad, device)
     return _finish(_standard_normal(_numpy_rng(generator, "randn"), shape, dt), requires_grad,
                    out)
+
+
+def _refuse_unknown_keywords(fn: str, size: tuple, unknown: dict, **named) -> None:
+    """An unknown keyword given to rand / randn: PyTorch's parser knows them under two
+    signatures (with and without generator), so it lists them ("invalid combination of
+    arguments - got (int, foo=int)"), not Python's "unexpected keyword argument".  The named
+    keywords the call gave (those off their defaults) are in its "got" too."""
+    from ._public_calls import overloads_error
+    defaults = {"requires_grad": False, "pin_memory": False}
+    given = {k: v for k, v in named.items() if v is not defaults.get(k)}
+    raise overloads_error(fn, size, {**given, **unknown}, False)
 
 
 def _no_extra(kwargs: dict, fn: str) -> None:
@@ -537,13 +554,16 @@ def _randint_bounds(args: tuple, low, high, size, generator, extra: dict):
 
 
 def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
-            layout=None, device=None, requires_grad: bool = False, pin_memory: bool = False
-            ) -> Tensor:
+            layout=None, device=None, requires_grad: bool = False, pin_memory: bool = False,
+            **unknown) -> Tensor:
     """randint(high, size) or randint(low, high, size): uniform integers in [low, high) (low
     defaults to 0), int64 by default."""
     sparse_factory_layout(layout, "randint", "random_.from")
     extra = {k: v for k, v in (("out", out), ("dtype", dtype), ("device", device))
              if v is not None}
+    if unknown:
+        # (overloaded in PyTorch: its parser lists the signatures, as for a misfit)
+        raise _randint_mismatch(args, {**extra, **unknown})
     low, high, size = _randint_bounds(args, low, high, size, generator, extra)
     low, high = _as_long(low), _as_long(high)
     dt = _np_dtype(_out_dtype(out, dtype, "randint")) or np.dtype(np.int64)

@@ -850,6 +850,7 @@ cdef object profiled_binary(str name, int op, object a, object b)
 cdef str record_name(Record* r)
 
 cdef int note_output_shape(Py_ssize_t i, tuple shape) except -1
+cdef int split_accumulator(TensorBase t, object old_dtype) except -1
 
 cdef object arriving_shape(Py_ssize_t k, object g, Record* producer, Py_ssize_t q)
 cdef int profile_captured(Record* r) except -1

@@ -27,6 +27,11 @@ ctypedef object (*graph_vjp_fn)(Py_ssize_t i, Record* r, object G, char* want)
 cdef graph_vjp_fn GRAPH_VJP[MAX_OPS]
 
 
+cdef object leaf_made_in(Record* rec):
+    """_core's leaf_grad_dtype, read through the record's extra object."""
+    return None if rec.extra == NULL else getattr(<object>rec.extra, "leaf_dtype", None)
+
+
 cdef object node_tensor(Py_ssize_t k, object value):
     """The tensor that is record k's output: the live one, or a new one on `value` (the array
     saved for the value of that output), made record k's output again; or the view an in-place
@@ -40,6 +45,15 @@ cdef object node_tensor(Py_ssize_t k, object value):
             live = written()
     if live is None and TAPE.recs[k].out != NULL:
         live = <object>TAPE.recs[k].out
+    if value is not None and leaf_made_in(&TAPE.recs[k]) is not None:
+        # a LEAF record its tensor left for another dtype (_core's split_accumulator): the
+        # graph's operand is the value saved in the old dtype, on this record, as PyTorch's
+        # saved view of the old storage still leads to the old accumulator
+        t = wrap(nd(value))
+        t._node = k
+        t._requires_grad = True
+        TAPE.recs[k].refcnt += 1
+        return t
     if live is not None:
         return saved_on_node(<TensorBase>live, value)
     if value is None:
@@ -1989,7 +2003,8 @@ cdef object t_accumulate(dict adj, Py_ssize_t k, object g, Record* producer, Py_
     adj[k] = g if prev is None or prev is UNDEFINED_GRAD else binary_op(OP_ADD, prev, g)
 
 
-cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False) except -1:
+cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False,
+                            object made_in=None) except -1:
     """.grad accumulation with create_graph: a recorded copy the first time, then an
     out-of-place recorded sum (PyTorch's AccumulateGrad under grad mode).  The copy is PyTorch's
     (clone_obey_contract): a new tensor laid out as the leaf, copy_'d into (CopyBackwards).  A
@@ -2005,7 +2020,8 @@ cdef int deliver_graph_grad(TensorBase t, object g, bint retained=False) except 
             A = G._array
         else:
             G = <TensorBase>expand(G, tuple(A.shape))
-    dt = _grad_creation_dtype(t)       # the leaf's dtype, or its Tensor.grad_dtype
+    # the leaf's dtype, or its Tensor.grad_dtype, or the one it had (sweep.pxi: leaf_grad_dtype)
+    dt = made_in if made_in is not None else _grad_creation_dtype(t)
     if G._array.dtype != dt:
         G = <TensorBase>convert(G, dt, False)
     if t._grad is None and retained:
@@ -2081,10 +2097,10 @@ cdef int graph_accumulate_leaf(Py_ssize_t i, object g, int mode, Py_ssize_t* slo
     elif leaf_takes_grad(rec):
         if PROFILING:
             token = profiler_open("torch::autograd::AccumulateGrad", None)
-            deliver_graph_grad(<TensorBase>rec.out, g)
+            deliver_graph_grad(<TensorBase>rec.out, g, False, leaf_made_in(rec))
             profiler_close(token)
         else:
-            deliver_graph_grad(<TensorBase>rec.out, g)
+            deliver_graph_grad(<TensorBase>rec.out, g, False, leaf_made_in(rec))
         if TAPE.recs[i].extra != NULL:
             run_post_accumulate_hooks(i)
     return 0

@@ -60,6 +60,10 @@ cdef class RecordExtra:
                                         # (note_output_shape), or None
     cdef public bint bfloat16_gradient  # the output is a bfloat16 tensor (kept in float32):
                                         # its gradient is rounded to bfloat16 as it arrives
+    cdef public object leaf_dtype       # a LEAF record its tensor left when it took another
+                                        # dtype (split_accumulator): the numpy dtype a .grad it
+                                        # creates has, or None
+    cdef public object holds            # that LEAF record's tensor, held (its `out` is borrowed)
 
     def __cinit__(self):
         self.hooks = {}
@@ -71,6 +75,8 @@ cdef class RecordExtra:
         self.read_input = None
         self.out_shape = None
         self.bfloat16_gradient = False
+        self.leaf_dtype = None
+        self.holds = None
 
 
 def _note_written_view(TensorBase view, TensorBase result):
@@ -129,6 +135,34 @@ cdef int note_output_shape(Py_ssize_t i, tuple shape) except -1:
     cdef RecordExtra ex = extra_of(i)
     if ex.out_shape is None:            # (the first change: the recorded shape)
         ex.out_shape = shape
+    return 0
+
+
+cdef int split_accumulator(TensorBase t, object old_dtype) except -1:
+    """Leaf t took another dtype without a record (`.data = `, which Module.double() / half() /
+    to(dtype) do) while graphs recorded it: PyTorch's set_data gives t a new gradient accumulator
+    and leaves the old one in those graphs.  So a backward through them still reaches t.grad, in
+    the dtype they were recorded with (a new .grad is made in it, an existing one is added into
+    in its own), while autograd.grad asking for t, and any graph recorded from now on, know only
+    the new accumulator (an old graph's output: "appears to not have been used in the graph").
+    Here t's LEAF record stays in the old graphs, holding t (as AccumulateGrad holds its
+    variable), and t gets a new one.  Tensor hooks belong to the tensor: both records share
+    them.  A record no graph refers to serves the new dtype as it is."""
+    cdef Py_ssize_t old = t._node, new
+    if old < 0 or TAPE.recs[old].op != OP_LEAF or TAPE.recs[old].refcnt <= 1:
+        return 0
+    cdef RecordExtra was = extra_of(old), now
+    TAPE.reserve(1)                     # (may compact: `old` is read again after it)
+    old = t._node
+    new = TAPE.append(OP_LEAF, 0, NULL)
+    TAPE.recs[new].out = <PyObject*>t
+    now = extra_of(new)
+    now.hooks = was.hooks
+    now.post_hooks = was.post_hooks
+    was.leaf_dtype = old_dtype
+    was.holds = t
+    t._node = new
+    TAPE.decref(old)                    # (t's claim; the graphs' references keep it alive)
     return 0
 
 

@@ -150,14 +150,17 @@ cdef bint keeps_recorded_shape(TensorBase t):
     return t._node >= 0 and checks_arrival(t._node)
 
 
-cdef int deliver_grad(TensorBase t, object g, bint owned, bint retained=False) except -1:
+cdef int deliver_grad(TensorBase t, object g, bint owned, bint retained=False,
+                      object made_in=None) except -1:
     """Add adjoint `g` into t.grad: adopt it (or a copy) the first time, add in place afterwards.
     A non-leaf's retained .grad (`retained`) is PyTorch's retains_grad hook's instead: a
     row-major copy the first time, then a new tensor, grad + g (a .grad read after one backward
-    keeps its value through the next, as PyTorch's)."""
+    keeps its value through the next, as PyTorch's).  `made_in`: the dtype a new .grad has when
+    not t's own (leaf_grad_dtype)."""
     cdef TensorBase grad
     A = t._array
-    dt = A.dtype if not GRAD_DTYPES_SET else grad_creation_dtype(t)    # (Tensor.grad_dtype)
+    dt = (made_in if made_in is not None else
+          A.dtype if not GRAD_DTYPES_SET else grad_creation_dtype(t))    # (Tensor.grad_dtype)
     if g.shape != A.shape:
         if not broadcasts_to(g, A) or keeps_recorded_shape(t):
             # t.data = other of another shape since the graph was recorded: PyTorch's
@@ -466,6 +469,14 @@ cdef inline void offer_owned_adjoints(PyObject** adj, char* owned, Record* rec,
             offer_accumulator(rec, q, adj[k])
 
 
+cdef inline object leaf_grad_dtype(Record* rec):
+    """The dtype LEAF record rec makes a new .grad in when not its tensor's own: the one its
+    tensor had when the record was left in older graphs (split_accumulator), else None."""
+    if rec.extra == NULL:
+        return None
+    return (<RecordExtra>rec.extra).leaf_dtype
+
+
 cdef int accumulate_leaf(Py_ssize_t i, object g, bint own, int mode, Py_ssize_t* slot,
                          list captured) except -1:
     """LEAF record i's AccumulateGrad, its tensor hooks already run on g: g into .grad (or into
@@ -484,10 +495,12 @@ cdef int accumulate_leaf(Py_ssize_t i, object g, bint own, int mode, Py_ssize_t*
         # .grad rather than copied.
         if PROFILING:
             token = profiler_open("torch::autograd::AccumulateGrad", None)
-            deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
+            deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g), False,
+                         leaf_grad_dtype(rec))
             profiler_close(token)
         else:
-            deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g))
+            deliver_grad(<TensorBase>rec.out, g, own or sole_reference(g), False,
+                         leaf_grad_dtype(rec))
         if TAPE.recs[i].extra != NULL:
             run_post_accumulate_hooks(i)
             run_leaf_node_hooks(i, g)

@@ -108,7 +108,8 @@ cdef class Tape:
             for q in range(r.n_in):
                 if ins[q] >= 0:
                     ins[q] = remap[ins[q]]          # inputs are older: already renumbered
-            if r.out != NULL:
+            if r.out != NULL and (<TensorBase>r.out)._node == i:
+                # (not a LEAF record its tensor left for a new one: split_accumulator)
                 (<TensorBase>r.out)._node = j
             if r.fn != NULL:
                 (<GradFn>r.fn)._node = j

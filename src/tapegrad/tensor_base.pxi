@@ -1021,6 +1021,8 @@ cdef class TensorBase:
         rebind_saved_inputs(self, old, self._array)
         if DATA_CLASS_HOOK is not None:
             DATA_CLASS_HOOK(self, value)
+        if self._node >= 0 and old.dtype != self._array.dtype:
+            split_accumulator(self, old.dtype)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into the .grad of every leaf that requires grad (or only of

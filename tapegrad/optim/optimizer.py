@@ -888,7 +888,11 @@ def fma(a: np.ndarray, b, c: np.ndarray, out=None) -> np.ndarray:
 
 
 def add_alpha(c: np.ndarray, a: np.ndarray, alpha, out=None) -> np.ndarray:
-    """PyTorch's `c.add(a, alpha=alpha)`: fma(a, alpha, c), alpha rounded to c's dtype first."""
+    """PyTorch's `c.add(a, alpha=alpha)`: fma(a, alpha, c), alpha rounded to c's dtype first.
+    Out of place the sum has the operands' promoted dtype (a gradient of an older dtype plus
+    the weight decay's parameter term is the parameter's)."""
+    if out is None and a.dtype != c.dtype:
+        c = c.astype(np.result_type(c.dtype, a.dtype))
     dt = c.dtype
     return fma(a, dt.type(alpha) if dt.itemsize < 4 else alpha, c, out=out)
 
@@ -938,8 +942,14 @@ def add_scalar(a: np.ndarray, s, out=None) -> np.ndarray:
 
 def lerp_scalar(start: np.ndarray, end: np.ndarray, weight, out=None) -> np.ndarray:
     """PyTorch's `start.lerp(end, weight)`: start + w*(end - start) for |w| < 0.5, else
-    end - (1 - w)*(end - start), each one fused multiply-add."""
+    end - (1 - w)*(end - start), each one fused multiply-add.  An `end` of another dtype is
+    lerp's error, as PyTorch's: a gradient left in the dtype its graph was recorded with by a
+    module converted since (m.double() between forward and backward) makes Adam, AdamW, Adamax,
+    NAdam, RAdam (and centered RMSprop, Muon) refuse the step rather than mix dtypes."""
     dt = start.dtype
+    if end.dtype != dt:
+        raise RuntimeError(f"expected dtype {_core.c_type_name_of(dt)} for `end` but got dtype "
+                           f"{_core.c_type_name_of(end.dtype)}")
     op = _opmath(dt)
     w = op.type(weight)
     diff = _nd(np.subtract(_up(end, op), _up(start, op)))

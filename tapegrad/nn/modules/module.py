@@ -1276,10 +1276,14 @@ def _cast(module, np_dtype, kinds: str | None = "f") -> "Module":
                 t._array = t._array.real
             cast_in_place(t, np_dtype)
             continue
-        if t._array.dtype.kind == "c" and np_dtype.kind != "c":
+        arr = t._array
+        if arr.dtype.kind == "c" and np_dtype.kind != "c":
             _core.warn_complex_discard()
-            t._array = t._array.real
-        t._array = t._array.astype(np_dtype, copy=False)
+            arr = arr.real
+        if arr.dtype != np_dtype or arr is not t._array:
+            # through the data setter, as PyTorch's param.data = fn(param): the graphs recorded
+            # before keep their gradient accumulator and its dtype (_core's split_accumulator)
+            t.data = _core.wrap_array(arr.astype(np_dtype, copy=False))
         if t.is_leaf and t.grad is not None:
             # (the grad object itself converted, as PyTorch's param.grad.data = ...: a
             # reference a script holds to it stays the parameter's grad)
