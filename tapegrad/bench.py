@@ -1004,6 +1004,17 @@ SLOW_OP_CASES: dict[str, SlowOpCase] = {
         lambda x: _windows(x, 16, 4), lambda lib, x: x.unfold(0, 16, 4).contiguous()),
     "stack 64 x (16,) f32": SlowOpCase(
         _vectors(16, 64), lambda *xs: np.stack(xs), lambda lib, *xs: lib.stack(xs)),
+    # session 48: cat's dense path, unfold's windows as its gradient's record, topk's rows in C
+    "cat 64 x (16,) f32": SlowOpCase(
+        _vectors(16, 64), lambda *xs: np.concatenate(xs), lambda lib, *xs: lib.cat(xs)),
+    "unfold(1,8,1).contiguous() (32,256) f32 + backward": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((32, 256)).astype(np.float32),),
+        lambda x: _windows(x, 8, 1),
+        _sum_backward(lambda lib, x: x.unfold(1, 8, 1).contiguous()), grad=True),
+    "topk 5 of (64,128) f32": SlowOpCase(
+        lambda: (_slow_rng().standard_normal((64, 128)).astype(np.float32),),
+        lambda x: np.sort(np.partition(x, 123, axis=1)[:, 123:], axis=1),
+        lambda lib, x: lib.topk(x, 5, 1)),
     "one_hot (32,128) classes=100": SlowOpCase(
         lambda: (_slow_rng().integers(0, 100, (32, 128)),),
         lambda i: np.eye(100, dtype=np.int64)[i],
